@@ -1,0 +1,20 @@
+"""What actually happens: simulations, estimators, sweeps and their statistics.
+
+``numerics`` may import ``theory`` (for parameter choices such as K_M), never ``verify``.
+
+Modules
+-------
+ips        paper A: IPSModel (token laws, truths phi*, A*, noise; forward operator R_g)
+estimator  paper A: PairwiseInteractionEstimator (variable projection ERM, torch, float64)
+baseline   paper A: the paper's own pipeline (B-spline LS, MLP surrogate, back-propagation into A)
+sweep      sweep runner: configurations x seeds -> table; joblib locally, Dask when asked; disk cache
+slopes     fit_slope: log-log OLS slope with SE, t and bootstrap intervals, R^2
+rmt        paper B: samplers X = mu y^T + Z, attention/ridge features, interpolation error on a gamma grid
+"""
+
+from .baseline import *  # noqa: F401,F403
+from .estimator import *  # noqa: F401,F403
+from .ips import *  # noqa: F401,F403
+from .rmt import *  # noqa: F401,F403
+from .slopes import *  # noqa: F401,F403
+from .sweep import *  # noqa: F401,F403
