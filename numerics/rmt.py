@@ -1,3 +1,556 @@
-"""(to be written)."""
+"""Paper B numerics: signal-plus-noise samples, ridge / attention features, interpolation error.
 
-__all__: list[str] = []
+Model (SPEC, paper B): ``X = mu y^T + Z`` in ``R^{p x n}``, ``Z`` standard Gaussian, ``y in {+1,-1}^n``.
+Attention features ``Phi = X K_X`` with ``K_X = f(X^T W X / sqrt p) / sqrt p``, ``W = I_p + w_k w_q^T``;
+ridge features ``Phi = X``.  The interpolation (memorisation) error of the ridge probe
+``w = (Phi Phi^T + n gamma I_p)^{-1} Phi y`` is
+
+``E(gamma) = 1/n ||y - Phi^T w||^2 = gamma^2 / n  y^T Q^2 y``,  ``Q = (Phi^T Phi / n + gamma I_n)^{-1}``
+
+(exact algebra: ``y - Phi^T w = n gamma (Phi^T Phi + n gamma I)^{-1} y = gamma Q y`` by the push-through
+identity).  :func:`interpolation_error` evaluates a whole ``gamma`` grid from ONE symmetric
+eigendecomposition of the smaller Gram matrix (``n x n`` when ``p >= n``, ``p x p`` otherwise):
+
+* ``p >= n``: ``Phi^T Phi / n = V diag(lam) V^T`` and
+  ``E = 1/n sum_k g_k^2 (v_k^T y)^2``, ``g_k = gamma / (lam_k + gamma)``;
+* ``p < n``: ``Phi Phi^T / n = U diag(lam) U^T``, ``b = U^T Phi y``; the null space of ``Phi`` keeps
+  ``g = 1``, so ``E = 1/n (||y||^2 - 1/n sum_k b_k^2 (1 + g_k) / (lam_k + gamma))``
+  (uses ``1 - g^2 = lam (1 + g) / (lam + gamma)`` and ``(v_k^T y)^2 = b_k^2 / (n lam_k)``; no division by a
+  small eigenvalue when ``gamma > 0``).
+
+At ``gamma = 0`` eigenvalues below ``n * eps * max(lam)`` count as null directions (``g = 1``).
+
+Monte Carlo (:func:`interpolation_error_mc`) batches trials: stacked ``(T, p, n)`` samples, batched
+products and ``torch.linalg.eigh`` in float64; every trial has its own seed spawned from one
+``numpy.random.SeedSequence``, so results do not depend on the batch size or on ``n_jobs``.
+
+Labels: ``y`` is *balanced* by default (exactly ``floor(n/2)`` entries ``+1``, in random order);
+``labels="iid"`` draws Rademacher labels.  The signal direction is ``e_1`` by default
+(``mu = sqrt(snr) e_1``); ``mu_direction="random"`` draws a uniform direction; ``mu=`` overrides both.
+Because ``Z`` is rotation invariant the direction does not change the law of the error when
+``W = I``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from theory._validation import require_integer, require_nonnegative, require_positive
+
+__all__ = [
+    "sample_signal_plus_noise",
+    "ridge_features",
+    "attention_features",
+    "interpolation_error",
+    "interpolation_error_direct",
+    "interpolation_error_mc",
+    "kernel_eigenvalues",
+    "resolve_activation",
+]
+
+ArrayLike = Any
+_DIAGONAL_MODES = ("removed", "kept")
+
+
+# --------------------------------------------------------------------------------------------
+# validation helpers
+# --------------------------------------------------------------------------------------------
+def _as_float_array(name: str, a: ArrayLike, ndim: int | None = None) -> np.ndarray:
+    if isinstance(a, torch.Tensor):
+        a = a.detach().cpu().numpy()
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a real array, got {type(a).__name__}") from exc
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-d array, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
+    return arr
+
+
+def _check_gammas(gammas: ArrayLike) -> np.ndarray:
+    g = np.atleast_1d(np.asarray(gammas, dtype=np.float64))
+    if g.ndim != 1:
+        raise ValueError(f"gammas must be a scalar or a 1-d array, got shape {g.shape}")
+    if g.size == 0:
+        raise ValueError("gammas must contain at least one value >= 0")
+    if not np.all(np.isfinite(g)):
+        raise ValueError("gammas must be finite and >= 0 (got NaN or inf)")
+    if np.any(g < 0):
+        raise ValueError(f"gammas must be >= 0, got min {g.min()!r}")
+    return g
+
+
+def _check_diagonal(diagonal: str) -> str:
+    if diagonal not in _DIAGONAL_MODES:
+        raise ValueError(f"diagonal must be one of {_DIAGONAL_MODES}, got {diagonal!r}")
+    return diagonal
+
+
+def _check_labels(name: str, y: np.ndarray, n: int) -> np.ndarray:
+    y = _as_float_array(name, y, ndim=1)
+    if y.shape[0] != n:
+        raise ValueError(f"{name} must have length n = {n} (the number of columns of features), got {y.shape[0]}")
+    return y
+
+
+# --------------------------------------------------------------------------------------------
+# activation
+# --------------------------------------------------------------------------------------------
+def resolve_activation(activation: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """Turn an activation spec into a vectorised numpy callable (the CENTRED activation).
+
+    Parameters
+    ----------
+    activation : str, sympy expression or callable
+        A registry name of :func:`theory.activation` (centred version used), a sympy expression of one
+        variable (centred here: its Gaussian mean ``a0`` from :func:`theory.hermite_moments` is
+        subtracted), or a numpy callable (used AS GIVEN: centring is then the caller's job).
+
+    Returns
+    -------
+    callable
+        ``f(ndarray) -> ndarray``.
+    """
+    import sympy as sp
+
+    if activation is None:
+        raise ValueError("activation must be a registry name, a sympy expression or a callable, got None")
+    if isinstance(activation, str):
+        import theory
+
+        expr = theory.activation(activation, centered=True)
+        return theory.numpy_activation(expr)
+    if isinstance(activation, sp.Basic):
+        import theory
+
+        a0 = theory.hermite_moments(activation).a0
+        return theory.numpy_activation(activation - a0)
+    if callable(activation):
+        return activation
+    raise ValueError(
+        f"activation must be a registry name, a sympy expression or a callable, got {type(activation).__name__}"
+    )
+
+
+def _apply_activation(f: Callable[[np.ndarray], np.ndarray], t: torch.Tensor) -> torch.Tensor:
+    arr = t.detach().cpu().numpy()
+    out = np.asarray(f(arr), dtype=np.float64)
+    if out.shape != arr.shape:
+        out = np.broadcast_to(out, arr.shape).copy()
+    return torch.from_numpy(out).to(t.device)
+
+
+# --------------------------------------------------------------------------------------------
+# sampling and features
+# --------------------------------------------------------------------------------------------
+def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None:
+        raise ValueError("rng must be a numpy.random.Generator or an integer seed, got None")
+    require_integer("rng", rng, 0)
+    return np.random.default_rng(int(rng))
+
+
+def sample_signal_plus_noise(
+    n: int,
+    p: int,
+    snr: float,
+    rng: np.random.Generator | int,
+    mu: ArrayLike | None = None,
+    labels: str = "balanced",
+    mu_direction: str = "e1",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draw ``X = mu y^T + Z`` (``p x n``), labels ``y`` and the mean ``mu``.
+
+    Parameters
+    ----------
+    n, p : int
+        Number of tokens (columns) and dimension (rows), both ``>= 1``.
+    snr : float
+        ``||mu||^2 >= 0`` (ignored when ``mu`` is given).
+    rng : numpy.random.Generator or int
+        Source of randomness (an int is a seed).
+    mu : array of shape (p,), optional
+        Overrides ``snr`` and ``mu_direction``.
+    labels : {"balanced", "iid"}
+        ``"balanced"``: exactly ``floor(n/2)`` labels ``+1`` in random order; ``"iid"``: Rademacher.
+    mu_direction : {"e1", "random"}
+        Direction of ``mu`` when it is built from ``snr``.
+
+    Returns
+    -------
+    X : ndarray (p, n), y : ndarray (n,), mu : ndarray (p,)
+
+    Examples
+    --------
+    >>> X, y, mu = sample_signal_plus_noise(8, 4, 1.0, 0)
+    >>> X.shape, y.shape, float(mu @ mu)
+    ((4, 8), (8,), 1.0)
+    """
+    require_integer("n", n, 1)
+    require_integer("p", p, 1)
+    n, p = int(n), int(p)
+    g = _rng(rng)
+    if mu is None:
+        require_nonnegative("snr", snr)
+        if mu_direction == "e1":
+            mu_v = np.zeros(p)
+            mu_v[0] = math.sqrt(float(snr))
+        elif mu_direction == "random":
+            v = g.standard_normal(p)
+            mu_v = math.sqrt(float(snr)) * v / np.linalg.norm(v)
+        else:
+            raise ValueError(f"mu_direction must be 'e1' or 'random', got {mu_direction!r}")
+    else:
+        mu_v = _as_float_array("mu", mu, ndim=1)
+        if mu_v.shape[0] != p:
+            raise ValueError(f"mu must have length p = {p}, got {mu_v.shape[0]}")
+    y = _draw_labels(g, n, labels)
+    Z = g.standard_normal((p, n))
+    X = np.outer(mu_v, y) + Z
+    return X, y, mu_v
+
+
+def _draw_labels(g: np.random.Generator, n: int, labels: str) -> np.ndarray:
+    if labels == "balanced":
+        y = np.ones(n)
+        y[n // 2 + (n % 2):] = -1.0  # floor(n/2) minus ones, ceil(n/2) plus ones
+        return g.permutation(y)
+    if labels == "iid":
+        return g.choice(np.array([-1.0, 1.0]), size=n)
+    raise ValueError(f"labels must be 'balanced' or 'iid', got {labels!r}")
+
+
+def ridge_features(X: ArrayLike) -> np.ndarray:
+    """Linear-regression features: ``Phi = X`` (validated float64 copy-free view).
+
+    Parameters
+    ----------
+    X : array (p, n), finite.
+    """
+    return _as_float_array("X", X, ndim=2)
+
+
+def _check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if (w_k is None) != (w_q is None):
+        raise ValueError("w_k and w_q must be given together (W = I + w_k w_q^T) or both be None")
+    if w_k is None:
+        return None, None
+    wk = _as_float_array("w_k", w_k, ndim=1)
+    wq = _as_float_array("w_q", w_q, ndim=1)
+    if wk.shape[0] != p:
+        raise ValueError(f"w_k must have length p = {p}, got {wk.shape[0]}")
+    if wq.shape[0] != p:
+        raise ValueError(f"w_q must have length p = {p}, got {wq.shape[0]}")
+    return wk, wq
+
+
+def _kernel_batch(
+    Xb: torch.Tensor,
+    f: Callable[[np.ndarray], np.ndarray],
+    w_k: torch.Tensor | None,
+    w_q: torch.Tensor | None,
+    diagonal: str,
+) -> torch.Tensor:
+    """``K_X`` for a batch ``Xb`` of shape (T, p, n); W is never formed."""
+    p = Xb.shape[-2]
+    S = Xb.transpose(-1, -2) @ Xb  # X^T X, (T, n, n)
+    if w_k is not None:
+        a = torch.einsum("p,tpn->tn", w_k, Xb)  # X^T w_k
+        b = torch.einsum("p,tpn->tn", w_q, Xb)  # X^T w_q
+        S = S + a.unsqueeze(-1) * b.unsqueeze(-2)
+    sp_ = math.sqrt(p)
+    K = _apply_activation(f, S / sp_) / sp_
+    if diagonal == "removed":
+        K.diagonal(dim1=-2, dim2=-1).zero_()
+    return K
+
+
+def attention_features(
+    X: ArrayLike,
+    activation: Any,
+    w_k: ArrayLike | None = None,
+    w_q: ArrayLike | None = None,
+    diagonal: str = "removed",
+) -> np.ndarray:
+    """Attention output ``Phi = X K_X``, ``K_X = f(X^T W X / sqrt p) / sqrt p``, ``W = I + w_k w_q^T``.
+
+    ``W`` is never formed: ``X^T W X = X^T X + (X^T w_k)(w_q^T X)``.
+
+    Parameters
+    ----------
+    X : array (p, n), finite.
+    activation : str, sympy expression or callable
+        See :func:`resolve_activation` (registry names and sympy expressions are centred).
+    w_k, w_q : arrays (p,), optional
+        Rank-one spike of ``W``; both or neither.
+    diagonal : {"removed", "kept"}
+        ``"removed"`` sets ``K_ii = 0``; ``"kept"`` keeps ``f(||x_i||^2 / sqrt p) / sqrt p``.
+
+    Returns
+    -------
+    ndarray (p, n)
+    """
+    Xa = _as_float_array("X", X, ndim=2)
+    _check_diagonal(diagonal)
+    p = Xa.shape[0]
+    wk, wq = _check_spikes(w_k, w_q, p)
+    f = resolve_activation(activation)
+    Xt = torch.from_numpy(Xa).unsqueeze(0)
+    K = _kernel_batch(
+        Xt,
+        f,
+        None if wk is None else torch.from_numpy(wk),
+        None if wq is None else torch.from_numpy(wq),
+        diagonal,
+    )
+    return (Xt @ K)[0].numpy()
+
+
+def kernel_eigenvalues(
+    X: ArrayLike,
+    activation: Any,
+    diagonal: str = "removed",
+) -> np.ndarray:
+    """Eigenvalues (ascending) of the symmetric kernel ``K_X = f(X^T X / sqrt p) / sqrt p`` (``W = I``).
+
+    Parameters
+    ----------
+    X : array (p, n), finite.
+    activation : see :func:`resolve_activation`.
+    diagonal : {"removed", "kept"}
+
+    Returns
+    -------
+    ndarray (n,)
+    """
+    Xa = _as_float_array("X", X, ndim=2)
+    _check_diagonal(diagonal)
+    f = resolve_activation(activation)
+    K = _kernel_batch(torch.from_numpy(Xa).unsqueeze(0), f, None, None, diagonal)[0]
+    return torch.linalg.eigvalsh(K).numpy()
+
+
+# --------------------------------------------------------------------------------------------
+# interpolation error
+# --------------------------------------------------------------------------------------------
+def _errors_batch(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor:
+    """E(gamma) for a batch: ``Phi`` (T, p, n), ``y`` (T, n), ``gammas`` (G,) -> (T, G)."""
+    T, p, n = Phi.shape
+    g = gammas.view(1, 1, -1)
+    if p >= n:
+        G = Phi.transpose(-1, -2) @ Phi / n  # (T, n, n)
+        lam, V = torch.linalg.eigh(G)
+        lam = lam.clamp_min(0.0).unsqueeze(-1)  # (T, n, 1)
+        proj2 = (V.transpose(-1, -2) @ y.unsqueeze(-1)) ** 2  # (T, n, 1)
+        gk = _shrink(lam, g)
+        return (gk**2 * proj2).sum(dim=1) / n
+    Gp = Phi @ Phi.transpose(-1, -2) / n  # (T, p, p)
+    lam, U = torch.linalg.eigh(Gp)
+    lam = lam.clamp_min(0.0).unsqueeze(-1)  # (T, p, 1)
+    b2 = (U.transpose(-1, -2) @ (Phi @ y.unsqueeze(-1))) ** 2  # (T, p, 1)
+    gk = _shrink(lam, g)
+    denom = lam + g
+    tol = _null_tol(lam)
+    with torch.no_grad():
+        term = torch.where(denom > tol, b2 * (1.0 + gk) / torch.where(denom > tol, denom, torch.ones_like(denom)), 0.0)
+    yy = (y**2).sum(dim=-1, keepdim=True)  # (T, 1)
+    return (yy - term.sum(dim=1) / n) / n
+
+
+def _null_tol(lam: torch.Tensor) -> torch.Tensor:
+    m = lam.shape[-2]
+    return lam.amax(dim=-2, keepdim=True) * (m * torch.finfo(lam.dtype).eps) + torch.finfo(lam.dtype).tiny
+
+
+def _shrink(lam: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """``gamma / (lam + gamma)``; at ``gamma = 0``: 1 on numerically null eigenvalues, else 0."""
+    tol = _null_tol(lam)
+    pos = g > 0
+    safe = torch.where(pos, g, torch.ones_like(g))
+    shr = safe / (lam + safe)
+    null = (lam <= tol).to(lam.dtype)
+    return torch.where(pos, shr, null)
+
+
+def interpolation_error(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) -> np.ndarray:
+    """Interpolation error ``E(gamma) = gamma^2/n y^T Q^2 y`` on a whole grid from ONE eigendecomposition.
+
+    Parameters
+    ----------
+    features : array (p, n)
+        ``Phi`` (columns = tokens), finite.
+    y : array (n,)
+        Targets, finite.
+    gammas : float or array (G,)
+        Ridge parameters, ``>= 0``.
+
+    Returns
+    -------
+    ndarray (G,)
+        Equal to ``1/n ||y - Phi^T w||^2`` with ``w = (Phi Phi^T + n gamma I_p)^{-1} Phi y``
+        (see :func:`interpolation_error_direct`).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> Phi, y = rng.standard_normal((5, 8)), np.sign(rng.standard_normal(8))
+    >>> bool(np.allclose(interpolation_error(Phi, y, [0.1, 1.0]), interpolation_error_direct(Phi, y, [0.1, 1.0])))
+    True
+    """
+    Phi = _as_float_array("features", features, ndim=2)
+    yv = _check_labels("y", y, Phi.shape[1])
+    g = _check_gammas(gammas)
+    out = _errors_batch(torch.from_numpy(Phi).unsqueeze(0), torch.from_numpy(yv).unsqueeze(0), torch.from_numpy(g))
+    return out[0].numpy()
+
+
+def interpolation_error_direct(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) -> np.ndarray:
+    """Reference implementation: one linear solve per ``gamma`` (SPEC normalisation).
+
+    ``w = (Phi Phi^T + n gamma I_p)^{-1} Phi y``, ``E = 1/n ||y - Phi^T w||^2``. Requires ``gamma > 0``
+    when ``Phi Phi^T`` is singular. Slow; used by tests and the benchmark baseline.
+    """
+    Phi = _as_float_array("features", features, ndim=2)
+    yv = _check_labels("y", y, Phi.shape[1])
+    g = _check_gammas(gammas)
+    p, n = Phi.shape
+    out = np.empty(g.size)
+    for i, gi in enumerate(g):
+        A = Phi @ Phi.T + n * gi * np.eye(p)
+        w = np.linalg.solve(A, Phi @ yv)
+        r = yv - Phi.T @ w
+        out[i] = r @ r / n
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Monte Carlo
+# --------------------------------------------------------------------------------------------
+def _trial_batch(
+    seeds: Sequence[np.random.SeedSequence],
+    kind: str,
+    n: int,
+    p: int,
+    snr: float,
+    gammas: torch.Tensor,
+    f: Callable | None,
+    w_k: torch.Tensor | None,
+    w_q: torch.Tensor | None,
+    diagonal: str,
+    labels: str,
+    device: str,
+) -> np.ndarray:
+    Xs, ys = [], []
+    for ss in seeds:
+        X, y, _ = sample_signal_plus_noise(n, p, snr, np.random.default_rng(ss), labels=labels)
+        Xs.append(X)
+        ys.append(y)
+    Xb = torch.from_numpy(np.stack(Xs)).to(device)
+    yb = torch.from_numpy(np.stack(ys)).to(device)
+    if kind == "ridge":
+        Phi = Xb
+    else:
+        K = _kernel_batch(Xb, f, w_k, w_q, diagonal)
+        Phi = Xb @ K
+    return _errors_batch(Phi, yb, gammas.to(device)).cpu().numpy()
+
+
+def interpolation_error_mc(
+    kind: str,
+    n: int,
+    p: int,
+    snr: float,
+    gammas: ArrayLike,
+    n_trials: int,
+    seed: int,
+    activation: Any = None,
+    w_k: ArrayLike | None = None,
+    w_q: ArrayLike | None = None,
+    diagonal: str = "removed",
+    n_jobs: int = 1,
+    labels: str = "balanced",
+    batch_size: int | None = None,
+    device: str = "cpu",
+    return_trials: bool = False,
+) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Monte Carlo mean and standard error of ``E(gamma)`` over independent draws of ``X = mu y^T + Z``.
+
+    Parameters
+    ----------
+    kind : {"ridge", "attention"}
+    n, p : int
+        Tokens and dimension.
+    snr : float
+        ``||mu||^2`` (direction ``e_1``).
+    gammas : array (G,), ``>= 0``.
+    n_trials : int ``>= 2``.
+    seed : int ``>= 0``
+        Trial ``t`` uses ``SeedSequence(seed).spawn(n_trials)[t]``: independent of batching and ``n_jobs``.
+    activation : see :func:`resolve_activation` (required for ``kind="attention"``).
+    w_k, w_q : arrays (p,), optional (attention only).
+    diagonal : {"removed", "kept"}
+    n_jobs : int
+        Threads over trial batches (torch releases the GIL).
+    labels : {"balanced", "iid"}
+    batch_size : int, optional
+        Trials stacked per batched product / ``eigh`` call (default: memory-based, at most 64).
+    device : str
+        torch device for products and eigendecompositions.
+    return_trials : bool
+        Also return the (n_trials, G) array of per-trial errors.
+
+    Returns
+    -------
+    mean, se : ndarray (G,)  [, trials : ndarray (n_trials, G)]
+        ``se`` = sample standard deviation / sqrt(n_trials).
+    """
+    if kind not in ("ridge", "attention"):
+        raise ValueError(f"kind must be 'ridge' or 'attention', got {kind!r}")
+    require_integer("n", n, 1)
+    require_integer("p", p, 1)
+    require_integer("n_trials", n_trials, 2)
+    require_integer("seed", seed, 0)
+    require_integer("n_jobs", n_jobs, 1)
+    require_nonnegative("snr", snr)
+    n, p, n_trials = int(n), int(p), int(n_trials)
+    g = torch.from_numpy(_check_gammas(gammas))
+    _check_diagonal(diagonal)
+    f = None
+    wk = wq = None
+    if kind == "attention":
+        f = resolve_activation(activation)
+        wk_np, wq_np = _check_spikes(w_k, w_q, p)
+        if wk_np is not None:
+            wk, wq = torch.from_numpy(wk_np).to(device), torch.from_numpy(wq_np).to(device)
+    elif w_k is not None or w_q is not None:
+        raise ValueError("w_k and w_q apply to kind='attention' only")
+    if batch_size is None:
+        per_trial = 8.0 * (3 * p * n + 3 * n * n + min(p, n) ** 2)
+        batch_size = int(max(1, min(64, 2.0e8 // per_trial)))
+    require_integer("batch_size", batch_size, 1)
+    seeds = np.random.SeedSequence(int(seed)).spawn(n_trials)
+    chunks = [seeds[i : i + batch_size] for i in range(0, n_trials, batch_size)]
+
+    def run(ch):
+        return _trial_batch(ch, kind, n, p, float(snr), g, f, wk, wq, diagonal, labels, device)
+
+    if n_jobs == 1 or len(chunks) == 1:
+        parts = [run(ch) for ch in chunks]
+    else:
+        from joblib import Parallel, delayed
+
+        parts = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(run)(ch) for ch in chunks)
+    trials = np.concatenate(parts, axis=0)
+    mean = trials.mean(axis=0)
+    se = trials.std(axis=0, ddof=1) / math.sqrt(n_trials)
+    if return_trials:
+        return mean, se, trials
+    return mean, se

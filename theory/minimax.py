@@ -1,3 +1,527 @@
-"""(to be written)."""
+"""Paper A: minimax rates for learning pairwise interactions (symbolic layer).
 
-__all__: list[str] = []
+Every public function accepts Python/NumPy numbers or sympy expressions (the standard symbols live
+in :mod:`theory.symbols`) and returns a sympy expression or relational; ``float(...)`` / ``bool(...)``
+give the numeric value / verdict when all inputs are numbers.
+
+Conventions (constants are dropped everywhere unless a keyword sets them)
+-------------------------------------------------------------------------
+- rate exponent ``e(beta) = 2 beta / (2 beta + 1)``; minimax rate ``M^(-e)``.
+- upper bound (Theorem 3.1, as printed in the paper notes): ``M^(-e) * (log M)^g`` with the log-gap
+  exponent ``g(beta) = e(beta) + 4 max(2 beta, 1)``; i.e. the rate times the full log factor that
+  separates the upper from the lower bound, constant 1.
+- lower bound (Theorem 4.4): ``c0 N^(-e) M^(-e)``, ``c0 = 1`` unless given.
+- low-rank condition: ``r d <= (M / log M)^(1/(2 beta + 1))``.
+- ``K_M = max(1, floor(C (M / log M)^(1/(2 beta + 1))))``: a *reconstruction* (SPEC), not a printed
+  formula; ``C = 1`` by default.
+- parametric term ``r d log M / M`` (the price of estimating ``A*``), constant 1.
+
+Derived here (project's own algebra, checked by claim A1): with ``u = (M / log M)^(1/(2 beta + 1))``
+one has ``u^(-2 beta) = M^(-e) (log M)^e``, hence
+
+    r d <= u   <=>   r d log M / M <= M^(-e) * (log M)^e .
+
+So the low-rank condition says *exactly* that the parametric term is below the non-parametric rate
+times the factor ``(log M)^(2 beta / (2 beta + 1))`` (a log factor, not a constant; it is smaller
+than the log gap of the upper bound, so the condition implies ``parametric <= upper_bound``).
+
+``M`` must be ``>= 2`` (so that ``log M > 0``); monotonicity statements in ``M`` that involve
+``M / log M`` hold for ``M >= e`` (the minimum of ``M / log M``), in particular for integers ``M >= 3``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+
+from ._validation import require_at_least, require_greater, require_integer, require_positive
+
+__all__ = [
+    "rate_exponent",
+    "minimax_rate",
+    "upper_bound",
+    "lower_bound",
+    "log_gap_exponent",
+    "low_rank_condition",
+    "num_intervals",
+    "beta_from_bspline_degree",
+    "parametric_term",
+    "finite_sample_slope",
+    "average_slope",
+    "total_error_slope",
+    "min_samples",
+]
+
+_BOUNDS = ("upper", "rate", "lower")
+
+
+# --------------------------------------------------------------------------------------------- helpers
+def _s(value: Any) -> sp.Expr:
+    """sympify a number (NumPy scalars included) or pass a sympy expression through."""
+    if isinstance(value, sp.Basic):
+        return value
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            value = value.item()
+    except ImportError:  # pragma: no cover
+        pass
+    return sp.sympify(value)
+
+
+def _beta(beta: Any) -> sp.Expr:
+    return _s(require_positive("beta", beta))
+
+
+def _M(M: Any, name: str = "M") -> sp.Expr:
+    return _s(require_at_least(name, M, 2))
+
+
+def _rank_dim(r: Any, d: Any) -> tuple[sp.Expr, sp.Expr]:
+    r = _s(require_integer("r", r, 1))
+    d = _s(require_integer("d", d, 1))
+    if not r.free_symbols and not d.free_symbols and r > d:
+        raise ValueError(f"r must be <= d (rank of a d x d matrix), got r={r}, d={d}")
+    return r, d
+
+
+def _is_numeric(*values: sp.Expr) -> bool:
+    return all(not v.free_symbols for v in values)
+
+
+# --------------------------------------------------------------------------------------------- rates
+def rate_exponent(beta: Any) -> sp.Expr:
+    """Minimax rate exponent ``2 beta / (2 beta + 1)``.
+
+    Parameters
+    ----------
+    beta : number or sympy expression
+        Hölder smoothness of ``phi*``, ``> 0``.
+
+    Returns
+    -------
+    sympy.Expr
+
+    Examples
+    --------
+    >>> rate_exponent(2)
+    4/5
+    >>> from theory.symbols import beta
+    >>> rate_exponent(beta)
+    2*beta/(2*beta + 1)
+    """
+    b = _beta(beta)
+    return 2 * b / (2 * b + 1)
+
+
+def minimax_rate(M: Any, beta: Any) -> sp.Expr:
+    """Minimax rate ``M^(-2 beta / (2 beta + 1))`` (constants dropped).
+
+    Parameters
+    ----------
+    M : number or sympy expression
+        Number of samples, ``>= 2``.
+    beta : number or sympy expression
+        Smoothness, ``> 0``.
+
+    Returns
+    -------
+    sympy.Expr
+
+    Examples
+    --------
+    >>> minimax_rate(32, sp.Rational(1, 2))
+    sqrt(2)/8
+    >>> float(minimax_rate(10**5, 2))
+    0.0001
+    """
+    return _M(M) ** (-rate_exponent(beta))
+
+
+def log_gap_exponent(beta: Any) -> sp.Expr:
+    """Exponent of the log factor between upper and lower bound: ``2b/(2b+1) + 4 max(2b, 1)``.
+
+    As printed in the paper notes (Theorem 3.1 vs Theorem 4.4).
+
+    Parameters
+    ----------
+    beta : number or sympy expression
+        Smoothness, ``> 0``.
+
+    Returns
+    -------
+    sympy.Expr
+
+    Examples
+    --------
+    >>> log_gap_exponent(2)
+    84/5
+    >>> log_gap_exponent(sp.Rational(1, 4))
+    13/3
+    """
+    b = _beta(beta)
+    return rate_exponent(b) + 4 * sp.Max(2 * b, 1)
+
+
+def upper_bound(M: Any, beta: Any) -> sp.Expr:
+    """Upper bound of Theorem 3.1: ``M^(-2b/(2b+1)) * (log M)^log_gap_exponent(beta)``.
+
+    Convention: the minimax rate times the log factor of Theorem 3.1 as printed, constants dropped.
+    Valid under the low-rank condition (see :func:`low_rank_condition`).
+
+    Parameters
+    ----------
+    M : number or sympy expression
+        Number of samples, ``>= 2``.
+    beta : number or sympy expression
+        Smoothness, ``> 0``.
+
+    Returns
+    -------
+    sympy.Expr
+
+    Examples
+    --------
+    >>> upper_bound(sp.E, sp.Rational(1, 2))
+    exp(-1/2)
+    >>> from theory.symbols import M
+    >>> upper_bound(M, 2)
+    log(M)**(84/5)/M**(4/5)
+    """
+    M = _M(M)
+    return minimax_rate(M, beta) * sp.log(M) ** log_gap_exponent(beta)
+
+
+def lower_bound(M: Any, N: Any, beta: Any, *, c0: Any = 1) -> sp.Expr:
+    """Lower bound of Theorem 4.4: ``c0 N^(-2b/(2b+1)) M^(-2b/(2b+1))``.
+
+    Parameters
+    ----------
+    M : number or sympy expression
+        Number of samples, ``>= 2``.
+    N : number or sympy expression
+        Tokens per sample, integer ``>= 2``.
+    beta : number or sympy expression
+        Smoothness, ``> 0``.
+    c0 : number or sympy expression, keyword-only
+        Constant of the theorem, ``> 0`` (default 1).
+
+    Returns
+    -------
+    sympy.Expr
+
+    Examples
+    --------
+    >>> lower_bound(100, 4, 1)
+    50**(1/3)/200
+    >>> from theory.symbols import M, N
+    >>> lower_bound(M, N, 2, c0=3)
+    3/(M**(4/5)*N**(4/5))
+    """
+    M = _M(M)
+    N = _s(require_integer("N", N, 2))
+    c0 = _s(require_positive("c0", c0))
+    e = rate_exponent(beta)
+    return c0 * N ** (-e) * M ** (-e)
+
+
+def parametric_term(r: Any, d: Any, M: Any) -> sp.Expr:
+    """Parametric error term ``r d log M / M`` (estimating the rank-``r`` matrix ``A*``), constant 1.
+
+    Parameters
+    ----------
+    r : int or sympy expression
+        Rank, integer with ``1 <= r <= d``.
+    d : int or sympy expression
+        Token dimension, integer ``>= 1``.
+    M : number or sympy expression
+        Number of samples, ``>= 2``.
+
+    Returns
+    -------
+    sympy.Expr
+
+    Examples
+    --------
+    >>> parametric_term(1, 30, sp.E**2)
+    60*exp(-2)
+    """
+    r, d = _rank_dim(r, d)
+    M = _M(M)
+    return r * d * sp.log(M) / M
+
+
+# --------------------------------------------------------------------------------------------- conditions
+def low_rank_condition(r: Any, d: Any, M: Any, beta: Any) -> sp.Basic:
+    """Low-rank condition of Theorem 3.1: ``r d <= (M / log M)^(1/(2 beta + 1))``.
+
+    Equivalent (exactly) to ``r d log M / M <= M^(-2b/(2b+1)) (log M)^(2b/(2b+1))``: the parametric
+    term is below the non-parametric rate up to the factor ``(log M)^(2b/(2b+1))``.
+
+    Parameters
+    ----------
+    r, d : int or sympy expression
+        Rank and dimension, integers with ``1 <= r <= d``.
+    M : number or sympy expression
+        Number of samples, ``>= 2``.
+    beta : number or sympy expression
+        Smoothness, ``> 0``.
+
+    Returns
+    -------
+    sympy relational (``sympy.true`` / ``sympy.false`` when every input is a number).
+
+    Examples
+    --------
+    >>> bool(low_rank_condition(1, 5, 10**6, 2))
+    True
+    >>> bool(low_rank_condition(1, 30, 10**6, 2))
+    False
+    """
+    r, d = _rank_dim(r, d)
+    M = _M(M)
+    b = _beta(beta)
+    return sp.Le(r * d, (M / sp.log(M)) ** (1 / (2 * b + 1)))
+
+
+def num_intervals(M: Any, beta: Any, constant: Any = 1) -> sp.Expr:
+    """Number of intervals ``K_M = max(1, floor(C (M / log M)^(1/(2 beta + 1))))``.
+
+    A reconstruction (SPEC): the usual bias/variance balance for a piecewise polynomial of
+    ``K`` pieces in dimension one, ``K^(-2 beta) ~ K log M / M``. Nondecreasing in ``M`` for
+    ``M >= e`` (``M / log M`` has its minimum at ``e``).
+
+    Parameters
+    ----------
+    M : number or sympy expression
+        Number of samples, ``>= 2``.
+    beta : number or sympy expression
+        Smoothness, ``> 0``.
+    constant : number or sympy expression
+        ``C > 0`` (default 1).
+
+    Returns
+    -------
+    sympy.Expr (an ``Integer`` when every input is a number).
+
+    Examples
+    --------
+    >>> num_intervals(10**6, 2)
+    9
+    >>> num_intervals(10**6, 2, constant=3)
+    28
+    >>> num_intervals(3, 7)
+    1
+    """
+    M = _M(M)
+    b = _beta(beta)
+    C = _s(require_positive("constant", constant))
+    return sp.Max(1, sp.floor(C * (M / sp.log(M)) ** (1 / (2 * b + 1))))
+
+
+def beta_from_bspline_degree(P: Any) -> sp.Expr:
+    """Smoothness of a degree-``P`` B-spline truth as used by the paper: ``beta = P - 1``.
+
+    A degree-``P`` B-spline is ``C^(P-1)``; ``P >= 2`` so that ``beta > 0``.
+
+    Parameters
+    ----------
+    P : int or sympy expression
+        B-spline degree, integer ``>= 2``.
+
+    Returns
+    -------
+    sympy.Expr
+
+    Examples
+    --------
+    >>> beta_from_bspline_degree(3), rate_exponent(beta_from_bspline_degree(8))
+    (2, 14/15)
+    """
+    P = _s(require_integer("P", P, 2))
+    return P - 1
+
+
+# --------------------------------------------------------------------------------------------- slopes
+def _bound_expr(M: sp.Expr, beta: sp.Expr, bound: str) -> sp.Expr:
+    if bound == "upper":
+        return upper_bound(M, beta)
+    if bound == "rate":
+        return minimax_rate(M, beta)
+    if bound == "lower":  # N (and c0) enter as constant factors: slope independent of them
+        return minimax_rate(M, beta)
+    raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
+
+
+def _log_slope(f_of_M, M: sp.Expr) -> sp.Expr:
+    """``d log f / d log M`` evaluated at ``M``: differentiate in ``t = log M`` (``t > 0``)."""
+    t = sp.Dummy("t", positive=True)
+    logf = sp.expand_log(sp.log(f_of_M(sp.exp(t))), force=True)
+    return sp.diff(logf, t).subs(t, sp.log(M))
+
+
+def finite_sample_slope(M: Any, beta: Any, bound: str = "upper") -> sp.Expr:
+    """Local log-log slope ``d log(bound) / d log M`` at finite ``M``, log factors included.
+
+    ``bound="upper"``: ``-2b/(2b+1) + log_gap_exponent(beta) / log M`` (tends to the rate exponent
+    only as ``M -> oo``; positive for ``M < exp(g/e)``). ``bound="rate"`` and ``bound="lower"``:
+    exactly ``-2b/(2b+1)`` (N and c0 are constant factors).
+
+    Parameters
+    ----------
+    M : number or sympy expression
+        Number of samples, ``>= 2``.
+    beta : number or sympy expression
+        Smoothness, ``> 0``.
+    bound : {"upper", "rate", "lower"}
+
+    Returns
+    -------
+    sympy.Expr
+
+    Examples
+    --------
+    >>> finite_sample_slope(sp.E**2, 2)
+    38/5
+    >>> finite_sample_slope(10**4, 2, bound="rate")
+    -4/5
+    """
+    M = _M(M)
+    b = _beta(beta)
+    if bound not in _BOUNDS:
+        raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
+    return _log_slope(lambda m: _bound_expr(m, b, bound), M)
+
+
+def average_slope(M_lo: Any, M_hi: Any, beta: Any, bound: str = "upper") -> sp.Expr:
+    """Secant slope ``(log B(M_hi) - log B(M_lo)) / (log M_hi - log M_lo)`` over a sweep range.
+
+    Useful to compare a slope *fitted* over ``[M_lo, M_hi]`` with what the bound predicts there.
+
+    Parameters
+    ----------
+    M_lo, M_hi : number or sympy expression
+        Ends of the sweep, ``2 <= M_lo < M_hi``.
+    beta : number or sympy expression
+        Smoothness, ``> 0``.
+    bound : {"upper", "rate", "lower"}
+
+    Returns
+    -------
+    sympy.Expr
+
+    Examples
+    --------
+    >>> average_slope(100, 10**4, 2, bound="rate")
+    -4/5
+    >>> round(float(average_slope(sp.E, sp.E**2, sp.Rational(1, 2))), 6)
+    2.619162
+    """
+    M_lo = _M(M_lo, "M_lo")
+    M_hi = _M(M_hi, "M_hi")
+    if _is_numeric(M_lo, M_hi):
+        require_greater("M_hi", M_hi, float(M_lo))
+    b = _beta(beta)
+    if bound not in _BOUNDS:
+        raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
+    e = rate_exponent(b)
+    if bound != "upper":  # pure power law: the secant slope is the exponent itself
+        return -e
+    # log B(M) = -e log M + g log log M (exact for M >= 2, where log M > 0)
+    g = log_gap_exponent(b)
+    lm_hi, lm_lo = sp.log(M_hi), sp.log(M_lo)
+    return -e + g * (sp.log(lm_hi) - sp.log(lm_lo)) / (lm_hi - lm_lo)
+
+
+def total_error_slope(M: Any, beta: Any, r: Any, d: Any, c_np: Any = 1, c_p: Any = 1) -> sp.Expr:
+    """Local slope ``d log(c_np M^(-2b/(2b+1)) + c_p r d log M / M) / d log M``.
+
+    The error model "non-parametric rate + parametric term"; its slope moves from about ``-1``
+    (parametric term dominant, small ``M``) to ``-2b/(2b+1)`` (large ``M``).
+
+    Parameters
+    ----------
+    M : number or sympy expression
+        Number of samples, ``>= 2``.
+    beta : number or sympy expression
+        Smoothness, ``> 0``.
+    r, d : int or sympy expression
+        Rank and dimension, ``1 <= r <= d``.
+    c_np, c_p : number or sympy expression
+        Constants of the two terms, ``> 0`` (default 1).
+
+    Returns
+    -------
+    sympy.Expr
+
+    Examples
+    --------
+    >>> round(float(total_error_slope(10**4, 2, 1, 30)), 4)
+    -0.8894
+    >>> round(float(total_error_slope(10**40, 2, 1, 30)), 4)
+    -0.8
+    """
+    M = _M(M)
+    b = _beta(beta)
+    r, d = _rank_dim(r, d)
+    c_np = _s(require_positive("c_np", c_np))
+    c_p = _s(require_positive("c_p", c_p))
+    e = rate_exponent(b)
+    m = sp.Dummy("m", positive=True)
+    total = c_np * m ** (-e) + c_p * r * d * sp.log(m) / m
+    slope = sp.together(m * sp.diff(total, m) / total)  # d log f / d log M = M f'(M) / f(M)
+    return slope.subs(m, M)
+
+
+# --------------------------------------------------------------------------------------------- sample size
+def min_samples(r: Any, d: Any, beta: Any) -> int:
+    """Smallest integer ``M >= 3`` satisfying the low-rank condition.
+
+    The right-hand side ``(M / log M)^(1/(2 beta + 1))`` increases for ``M >= e``, so the integers
+    ``M >= 3`` satisfying the condition form a ray; it is found by doubling and bisection with exact
+    (sympy, adaptive precision) comparisons. A float ``beta`` is taken as the exact binary fraction.
+
+    Parameters
+    ----------
+    r, d : int
+        Rank and dimension, ``1 <= r <= d``.
+    beta : number
+        Smoothness, ``> 0`` (numbers only).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> min_samples(1, 30, 2)
+    486043975
+    >>> m = min_samples(1, 5, 2)
+    >>> bool(low_rank_condition(1, 5, m, 2)), bool(low_rank_condition(1, 5, m - 1, 2))
+    (True, False)
+    """
+    r, d = _rank_dim(r, d)
+    b = _beta(beta)
+    for name, v in (("r", r), ("d", d), ("beta", b)):
+        if v.free_symbols:
+            raise ValueError(f"{name} must be a number for min_samples, got {v!r}")
+    if isinstance(b, sp.Float):
+        b = sp.Rational(b)
+
+    def ok(m: int) -> bool:
+        return bool(low_rank_condition(r, d, sp.Integer(m), b))
+
+    if ok(3):
+        return 3
+    lo, hi = 3, 6  # invariant: ok(lo) is False
+    while not ok(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:  # invariant: not ok(lo), ok(hi)
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -1,0 +1,109 @@
+"""The command line of ``verify``: listing, exit codes, JSON schema, report directory, strict mode."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from verify import registry
+from verify.claims import CLAIMS
+from verify.cli import main
+from verify.registry import CheckContext, Comparison, Outcome, Verdict, exit_status, run_check
+
+
+def _cmp(passed: bool) -> Comparison:
+    return Comparison("x", 1.0, 1.0 if passed else 2.0, 0.1, "|m-p| <= 3 SE", passed)
+
+
+@pytest.fixture
+def fake_checks(monkeypatch):
+    """Replace the registry with controlled checks: A1 passes, A2 fails, A3 raises, A4 informational."""
+    fake = {
+        "A1": lambda ctx: Outcome([_cmp(True)]),
+        "A2": lambda ctx: Outcome([_cmp(True), _cmp(False)]),
+        "A3": lambda ctx: 1 / 0,
+        "A4": lambda ctx: Outcome([_cmp(False)], informational=True),
+    }
+    monkeypatch.setattr(registry, "_REGISTRY", fake)
+    return fake
+
+
+def test_list_shows_all_13_claims(capsys):
+    assert main(["--list"]) == 0
+    out = capsys.readouterr().out
+    for cid in CLAIMS:
+        assert cid in out
+    assert len(CLAIMS) == 13
+
+
+def test_unknown_id_is_an_error():
+    with pytest.raises(SystemExit) as e:
+        main(["--only", "Z9"])
+    assert "Z9" in str(e.value)
+
+
+def test_exit_codes(fake_checks, tmp_path):
+    assert main(["--only", "A1", "--cache-dir", "none"]) == 0
+    assert main(["--only", "A2", "--cache-dir", "none"]) == 1
+    assert main(["--only", "A3", "--cache-dir", "none"]) == 1  # ERROR counts as failure
+    assert main(["--only", "A4", "--cache-dir", "none"]) == 0  # INFO never decides
+    # NOT IMPLEMENTED is ignored unless --strict
+    assert main(["--only", "A1", "B7", "--cache-dir", "none"]) == 0
+    assert main(["--only", "A1", "B7", "--strict", "--cache-dir", "none"]) == 1
+
+
+def test_verdict_logic(fake_checks):
+    specs = {s.id: s for s in registry.all_checks()}
+    assert run_check(specs["A1"], CheckContext()).verdict is Verdict.PASS
+    assert run_check(specs["A2"], CheckContext()).verdict is Verdict.FAIL
+    res = run_check(specs["A3"], CheckContext())
+    assert res.verdict is Verdict.ERROR and "ZeroDivisionError" in res.error
+    assert run_check(specs["A4"], CheckContext()).verdict is Verdict.INFO
+    assert run_check(specs["B7"], CheckContext()).verdict is Verdict.NOT_IMPLEMENTED
+    assert exit_status([run_check(specs["B7"], CheckContext())]) == 0
+    assert exit_status([run_check(specs["B7"], CheckContext())], strict=True) == 1
+
+
+def test_no_comparison_is_not_a_pass(monkeypatch):
+    monkeypatch.setattr(registry, "_REGISTRY", {"A1": lambda ctx: Outcome([])})
+    spec = [s for s in registry.all_checks() if s.id == "A1"][0]
+    assert run_check(spec, CheckContext()).verdict is Verdict.FAIL
+
+
+def test_json_schema_and_report_dir(fake_checks, tmp_path):
+    path = tmp_path / "out.json"
+    rep = tmp_path / "rep"
+    code = main(["--only", "A1", "A2", "B1", "--json", str(path), "--report-dir", str(rep), "--seed", "7",
+                 "--cache-dir", "none"])
+    assert code == 1
+    doc = json.loads(path.read_text())
+    assert doc["schema_version"] == 1
+    assert doc["seed"] == 7 and doc["profile"] == "quick" and doc["exit_code"] == 1
+    assert set(doc["summary"]) == {v.value for v in Verdict}
+    ids = [r["id"] for r in doc["results"]]
+    assert ids == ["A1", "A2", "B1"]
+    for r in doc["results"]:
+        assert set(r) >= {"id", "paper", "claim", "verdict", "comparisons", "runtime_s", "seeds", "figures", "notes"}
+        for c in r["comparisons"]:
+            assert set(c) == {"name", "predicted", "measured", "uncertainty", "tolerance", "passed"}
+    assert [r["verdict"] for r in doc["results"]] == ["PASS", "FAIL", "NOT IMPLEMENTED"]
+    md = (rep / "report.md").read_text()
+    assert "## A2: FAIL" in md and "No check exists" in md
+    assert json.loads((rep / "report.json").read_text())["results"][0]["id"] == "A1"
+
+
+def test_seed_for_is_reproducible_and_recorded():
+    a, b = CheckContext(seed=3, check_id="B1"), CheckContext(seed=3, check_id="B1")
+    assert a.seed_for("x", 1) == b.seed_for("x", 1)
+    assert a.seed_for("x", 2) != a.seed_for("x", 1)
+    assert CheckContext(seed=4, check_id="B1").seed_for("x", 1) != b.seed_for("x", 1)
+    assert len(set(a.seeds_used)) == 2
+
+
+def test_module_entry_point_lists():
+    out = subprocess.run([sys.executable, "-m", "verify", "--list"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0
+    assert all(cid in out.stdout for cid in CLAIMS)

@@ -1,0 +1,1 @@
+"""Checks (not yet implemented)."""
