@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import mpmath
 import sympy as sp
 
 from ._validation import require_at_least, require_greater, require_integer, require_positive
@@ -480,8 +481,10 @@ def min_samples(r: Any, d: Any, beta: Any) -> int:
     """Smallest integer ``M >= 3`` satisfying the low-rank condition.
 
     The right-hand side ``(M / log M)^(1/(2 beta + 1))`` increases for ``M >= e``, so the integers
-    ``M >= 3`` satisfying the condition form a ray; it is found by doubling and bisection with exact
-    (sympy, adaptive precision) comparisons. A float ``beta`` is taken as the exact binary fraction.
+    ``M >= 3`` satisfying the condition form a ray; it is found by doubling and bisection on the integers
+    (comparisons ``k log M <= M``, ``k = (r d)^(2 beta + 1)``, in mpmath with 50 guard digits, sympy for
+    close calls), and the result is certified with exact sympy comparisons at ``M`` and ``M - 1``.
+    A float ``beta`` is taken as its exact binary fraction.
 
     Parameters
     ----------
@@ -510,18 +513,36 @@ def min_samples(r: Any, d: Any, beta: Any) -> int:
     if isinstance(b, sp.Float):
         b = sp.Rational(b)
 
-    def ok(m: int) -> bool:
-        return bool(low_rank_condition(r, d, sp.Integer(m), b))
+    # equivalent form (both sides positive, x -> x^(2 beta + 1) increasing): k log M <= M, k = (r d)^(2 beta + 1)
+    k_expr = (r * d) ** (2 * b + 1)
 
-    if ok(3):
-        return 3
-    lo, hi = 3, 6  # invariant: ok(lo) is False
-    while not ok(hi):
-        lo, hi = hi, 2 * hi
-    while hi - lo > 1:  # invariant: not ok(lo), ok(hi)
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    def exact(m: int) -> bool:  # sympy: adaptive-precision evaluation of the relational
+        return bool(sp.Le(k_expr * sp.log(sp.Integer(m)), sp.Integer(m)))
+
+    def fast(m: int) -> bool:  # mpmath with 50 guard digits; sympy decides the (never seen) close calls
+        dps = len(str(m)) + len(str(int(sp.ceiling(k_expr)))) + 50
+        with mpmath.workdps(dps):
+            k = mpmath.mpf(str(sp.N(k_expr, dps)))
+            gap = mpmath.mpf(m) - k * mpmath.log(m)
+            if abs(gap) > mpmath.mpf(m) * mpmath.mpf(10) ** (-30):
+                return bool(gap >= 0)
+        return exact(m)
+
+    def search(ok) -> int:
+        if ok(3):
+            return 3
+        lo, hi = 3, 6  # invariant: not ok(lo)
+        while not ok(hi):
+            lo, hi = hi, 2 * hi
+        while hi - lo > 1:  # invariant: not ok(lo), ok(hi)
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+    m0 = search(fast)
+    if exact(m0) and (m0 == 3 or not exact(m0 - 1)):  # certify minimality with sympy
+        return m0
+    return search(exact)  # pragma: no cover - only if mpmath and sympy disagreed
