@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON to PATH")
     p.add_argument("--report-dir", type=Path, metavar="DIR",
                    help="write report.md and the checks' figures (PNG) to DIR")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show every comparison in the terminal table (default: one headline row per check)")
     p.add_argument("--strict", action="store_true", help="count NOT IMPLEMENTED as failure in the exit status")
     p.add_argument("--cache-dir", type=Path, metavar="DIR",
                    help="on-disk cache for sweep cells (default .cache/verify/<profile>; 'none' disables)")
@@ -129,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress.advance(overall)
 
     code = exit_status(results, strict=args.strict)
-    console.print(results_table(results, title=f"Verification report (profile {args.profile}, seed {args.seed})"))
+    console.print(results_table(results, title=f"Verification report (profile {args.profile}, seed {args.seed})",
+                                verbose=args.verbose))
     print_summary(console, results, code, args.strict)
 
     meta = run_metadata(args.profile, args.seed, args.strict, list(sys.argv[1:] if argv is None else argv))

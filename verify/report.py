@@ -54,33 +54,45 @@ def _measured_text(c: Comparison) -> str:
     return f"{m} ± {u}" if u else m
 
 
-def results_table(results: Iterable[CheckResult], title: str = "Verification report") -> Table:
-    """A rich table: one row per comparison, the check's id and verdict on its first row."""
+def _headline(r: CheckResult) -> Comparison:
+    """The comparison shown in the compact table: the first failing one, else the first one."""
+    return next((c for c in r.comparisons if not c.passed), r.comparisons[0])
+
+
+def results_table(results: Iterable[CheckResult], title: str = "Verification report", verbose: bool = False) -> Table:
+    """A rich table of the results.
+
+    Compact (default): one row per check, with the count of comparisons that hold and the headline comparison
+    (the first failing one, else the first). ``verbose``: one row per comparison.
+    """
     t = Table(title=title, show_lines=False, expand=False)
     t.add_column("id", style="bold")
     t.add_column("verdict")
-    t.add_column("comparison")
+    t.add_column("held", justify="right")
+    t.add_column("comparison" if verbose else "headline comparison")
     t.add_column("predicted", justify="right")
     t.add_column("measured ± unc.", justify="right")
     t.add_column("tolerance rule")
-    t.add_column("ok")
     t.add_column("time", justify="right")
     for r in results:
         verdict = f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]"
         time_txt = f"{r.runtime_s:.1f}s" if r.verdict is not Verdict.NOT_IMPLEMENTED else ""
         if not r.comparisons:
             note = "(no check yet)" if r.verdict is Verdict.NOT_IMPLEMENTED else (_last_line(r.error) or r.notes)
-            t.add_row(r.id, verdict, note, "", "", "", "", time_txt)
+            t.add_row(r.id, verdict, "", note, "", "", "", time_txt)
             continue
-        for k, c in enumerate(r.comparisons):
+        held = f"{sum(bool(c.passed) for c in r.comparisons)}/{len(r.comparisons)}"
+        shown = r.comparisons if verbose else [_headline(r)]
+        for k, c in enumerate(shown):
+            mark = "" if c.passed else "[red]✗[/] "
             t.add_row(
                 r.id if k == 0 else "",
                 verdict if k == 0 else "",
-                c.name,
+                held if k == 0 else "",
+                mark + c.name,
                 fmt_value(c.predicted),
                 _measured_text(c),
                 c.tolerance,
-                "[green]✓[/]" if c.passed else "[red]✗[/]",
                 time_txt if k == 0 else "",
             )
     return t
