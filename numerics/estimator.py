@@ -1,3 +1,613 @@
-"""(to be written)."""
+"""Paper A's estimator: ERM over ``g(x, y) = phi(x^T A y)``, ``phi`` piecewise polynomial, ``rank A <= r``.
 
-__all__: list[str] = []
+Variable projection
+-------------------
+For a fixed ``A`` the model is linear in the coefficients of ``phi``: with ``u_{m,i,j} = X_i^T A X_j``
+and a basis ``b_1..b_p`` of ``Phi^s_K`` (``p = K (s+1)``; orthonormal Legendre polynomials on each of
+the ``K`` equal-length intervals of the observed range ``[min u, max u]``), the design matrix is
+
+    B(A)[(m, i), q] = 1/(N-1) sum_{j != i} b_q(u_{m,i,j}),
+
+and the coefficients solve the (tiny-ridge) least-squares problem ``c(A) = (B^T B + lam I)^{-1} B^T Y``
+in closed form (Cholesky). The *reduced* objective
+
+    F(U, V) = (||Y - B(A) c(A)||^2 + lam ||c(A)||^2) / (M N),    A = U V^T / ||U V^T||_F,
+
+is minimised over ``U, V in R^{d x r}`` by L-BFGS (strong Wolfe line search) with torch autograd
+through the linear solve. ``F`` is exactly invariant under ``A -> t A`` (``t != 0``) because the
+partition is recomputed from the observed range, so ``A`` is normalised to ``||A||_F = 1`` inside
+``F``; the interval index of a pair is piecewise constant in ``A``, so ``F`` is piecewise smooth
+(small jumps when a pair crosses a knot; harmless at the sample sizes used).
+
+Initialisation: the *moment* estimate ``Sigma^{-1} C Sigma^{-1}`` with
+``C = mean_{m,i} (Y_i - mean Y) X_i S_i^T``, ``S_i = 1/(N-1) sum_{j != i} X_j``, ``Sigma`` the token
+covariance (a linearisation ``phi(u) ~ phi(0) + phi'(0) u``: ``C ~ phi'(0) Sigma A Sigma / (N-1)`` for
+independent centred tokens), truncated to its top-``r`` SVD; then ``restarts - 1`` random starts;
+the best objective wins.
+
+Extension outside the observed range: constant (``u`` is clamped to ``[lo, hi]``) by default,
+``extrapolation="polynomial"`` continues the end polynomials.
+
+Expected error decomposition (derived here, not in the paper; measured in ``docs/paper_a_estimator.md``)
+-------------------------------------------------------------------------------------------------------
+With ``p = K (s+1)`` linear coefficients and ``q = r (2 d - r)`` free parameters in ``A`` (mod scale), the
+least-squares heuristic (Fisher information of the averaged design) gives
+
+    E ||g_hat - g*||^2_{L2(rho)} ~ bias(K) + sigma^2 [ (N-1)/N * kappa * p + c_A * q ] / M,
+
+- ``bias(K) ~ C_phi K^{-2 beta}`` (measured: local slopes -4.0 for the degree-3 B-spline with ``s = 1``,
+  -12..-14 for degree 8 with ``s = 6``, once the intervals are shorter than the truth's knot spacing);
+- the factor ``(N-1)/N``: a row averages ``N - 1`` pair values, which divides the information per pair by
+  ``N - 1`` and cancels the gain of having ``N (N-1)`` pairs (coercivity, Lemma 3.4). With
+  ``H = E[b_bar b_bar^T] >= Sigma_rho / (N-1)`` one gets ``kappa <= 1``; computed exactly (given ``X``,
+  linearised): ``kappa = 1.00, 0.85, 0.78`` for ``N = 2, 5, 10``;
+- ``c_A ~ 0.5-0.8`` (same computation, ``d = 5, 10, 30``): the ``A``-part is the parametric term
+  ``r d / M`` of the paper, dominated by ``p / M`` only when ``r d << K (s+1)`` (the low-rank condition).
+
+With ``K ~ M^{1/(2 beta + 1)}`` both ``bias`` and ``sigma^2 p / M`` scale like ``M^{-2 beta/(2 beta+1)}``;
+the parametric term (slope -1) must be kept small (small ``r d``, or ``d = 1``) for the slope experiments.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+from theory._validation import require_integer, require_nonnegative, require_positive
+
+from . import _piecewise as pw
+from .ips import as_generator
+
+__all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning"]
+
+
+class ConvergenceWarning(UserWarning):
+    """The optimiser stopped on ``max_iter`` before its tolerances were met."""
+
+
+def _check_XY(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    if X.ndim != 3:
+        raise ValueError(f"X must have shape (M, N, d), got {X.shape}")
+    M, N, d = X.shape
+    if M < 2:
+        raise ValueError(f"X must hold M >= 2 samples, got M={M}")
+    if N < 2:
+        raise ValueError(f"X must hold N >= 2 tokens per sample, got N={N}")
+    if Y.shape != (M, N):
+        raise ValueError(f"Y must have shape (M, N) = {(M, N)} matching X, got {Y.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X must be finite (no NaN or inf)")
+    if not np.all(np.isfinite(Y)):
+        raise ValueError("Y must be finite (no NaN or inf)")
+    return X, Y
+
+
+class PairwiseInteractionEstimator:
+    """Least-squares estimator of ``g*(x, y) = phi*(x^T A* y)`` from ``(X, Y)`` (paper A, Thm 3.1).
+
+    Parameters
+    ----------
+    rank : int
+        Rank bound ``r >= 1`` of ``A`` (``<= d`` at fit time).
+    degree : int
+        Polynomial degree ``s >= 0`` of ``phi`` on each interval.
+    n_intervals : int
+        Number ``K >= 1`` of equal-length intervals of the observed range of ``u``.
+    restarts : int
+        Number of starts (the moment start first, then random ones), ``>= 1``.
+    max_iter : int
+        L-BFGS iterations per start.
+    ridge : float
+        Relative ridge: ``lam = ridge * trace(B^T B) / p`` (``>= 0``; keeps empty intervals defined).
+    extrapolation : {"constant", "polynomial"}
+        Extension of ``phi_hat`` outside the observed range.
+    range_quantile : float
+        ``0`` (default): the partition spans ``[min u, max u]`` (the paper). ``q in (0, 0.1]``: it
+        spans the ``[q, 1-q]`` quantiles of the observed ``u`` (end intervals absorb the tails,
+        constant/polynomial extension beyond).
+    device : str
+        Torch device of the optimisation (``"cpu"`` or ``"cuda"``).
+    seed : int
+        Seed of the random restarts.
+    tol : float
+        Relative tolerance. Gauss-Newton stops when an accepted step lowers the objective by less than
+        ``tol`` (relative) or when its model predicts less; L-BFGS uses it as ``tolerance_change`` and
+        ``tol / 100`` as ``tolerance_grad``. The excess risk left is at most ``~ (N-1) tol objective_``.
+    optimizer : {"gauss-newton", "lbfgs"}
+        Levenberg-Marquardt on the variable-projection residual (Kaufman's projected Jacobian, computed in
+        closed form; default) or ``torch.optim.LBFGS`` with strong Wolfe line search and autograd through
+        the linear solve.
+    num_threads : int or None
+        Torch intra-op threads during :meth:`fit` (restored afterwards); ``None`` leaves them alone. One
+        thread is much faster on a shared/contended CPU and is right for process-parallel sweeps.
+    patience : int
+        A start whose objective is above 1.1 x the best one after ``patience`` iterations is dropped.
+
+    Attributes
+    ----------
+    A_ : ndarray (d, d)
+        Estimated matrix, ``||A_||_F = 1`` (only ``g`` is identifiable).
+    U_, V_ : ndarray (d, r)
+        Its factors, ``A_ = U_ V_^T``.
+    coef_ : ndarray (K, s+1)
+        Legendre coefficients of ``phi_hat`` on each interval.
+    range_ : tuple
+        ``(lo, hi)``, the partitioned range of ``u``.
+    objective_ : float
+        Final reduced objective (mean squared residual + ridge term).
+    n_iter_ : int
+        L-BFGS iterations of the winning start.
+    restart_objectives_ : list of float
+        Final objective of every start (moment starts first).
+    converged_ : bool
+        Whether the winning start met its tolerance (else a :class:`ConvergenceWarning` was issued).
+    fit_time_ : float
+        Wall-clock seconds of :meth:`fit`.
+
+    Notes
+    -----
+    Memory: about ``8 (M N (2 d r + 2 p) + 12 M N (N-1) (s+2))`` bytes at the peak of a Gauss-Newton
+    iteration (the Jacobian and the design are formed whole).
+
+    Examples
+    --------
+    >>> from numerics import IPSModel, PairwiseInteractionEstimator
+    >>> model = IPSModel(d=5, N=4, degree=3, noise=0.1, n_knots=6, support=1.0, seed=0)
+    >>> X, Y = model.sample(2000, rng=1)
+    >>> est = PairwiseInteractionEstimator(rank=1, degree=1, n_intervals=6).fit(X, Y)
+    >>> err, se = est.l2_error(model, n_pairs=10000, rng=2)
+    >>> bool(err < 0.1 * model.interaction(*model.sample_pairs(10000, 3)).var())
+    True
+    """
+
+    def __init__(self, rank: int = 1, degree: int = 1, n_intervals: int = 4, restarts: int = 3,
+                 max_iter: int = 200, ridge: float = 1e-10, extrapolation: str = "constant",
+                 range_quantile: float = 0.0, device: str = "cpu", seed: int = 0,
+                 tol: float = 1e-6, optimizer: str = "gauss-newton",
+                 num_threads: int | None = 1, patience: int = 5) -> None:
+        require_integer("rank", rank, 1)
+        require_integer("degree", degree, 0)
+        require_integer("n_intervals", n_intervals, 1)
+        require_integer("restarts", restarts, 1)
+        require_integer("max_iter", max_iter, 1)
+        require_nonnegative("ridge", ridge)
+        if extrapolation not in ("constant", "polynomial"):
+            raise ValueError(f"extrapolation must be 'constant' or 'polynomial', got {extrapolation!r}")
+        require_nonnegative("range_quantile", range_quantile)
+        if range_quantile > 0.1:
+            raise ValueError(f"range_quantile must be in [0, 0.1], got {range_quantile!r}")
+        require_integer("seed", seed, 0)
+        require_positive("tol", tol)
+        if optimizer not in ("gauss-newton", "lbfgs"):
+            raise ValueError(f"optimizer must be 'gauss-newton' or 'lbfgs', got {optimizer!r}")
+        self.optimizer = optimizer
+        if num_threads is not None:
+            require_integer("num_threads", num_threads, 1)
+        self.num_threads = num_threads
+        require_integer("patience", patience, 1)
+        self.patience = int(patience)
+        if str(device).startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device must be 'cpu' (CUDA is not available here), got {device!r}")
+        self.rank, self.degree, self.n_intervals = int(rank), int(degree), int(n_intervals)
+        self.restarts, self.max_iter = int(restarts), int(max_iter)
+        self.ridge, self.extrapolation = float(ridge), extrapolation
+        self.range_quantile = float(range_quantile)
+        self.device, self.seed, self.tol = torch.device(device), int(seed), float(tol)
+
+    # ------------------------------------------------------------ internals
+    @property
+    def n_basis(self) -> int:
+        """``p = K (s + 1)``."""
+        return self.n_intervals * (self.degree + 1)
+
+    def _setup(self, X: np.ndarray, Y: np.ndarray) -> None:
+        M, N, d = X.shape
+        dev = self.device
+        self._X = torch.as_tensor(X, dtype=torch.float64, device=dev)
+        self._Y = torch.as_tensor(Y, dtype=torch.float64, device=dev).reshape(-1)
+        ii, jj = np.nonzero(~np.eye(N, dtype=bool))
+        self._ii = torch.as_tensor(ii, device=dev)
+        self._jj = torch.as_tensor(jj, device=dev)
+        K = self.n_intervals
+        m = torch.arange(M, device=dev)[:, None]
+        self._row_base = ((m * N + self._ii[None, :]) * K)  # (M, N(N-1))
+
+    def _range(self, u: torch.Tensor):
+        """``(lo, hi, flat index of lo, flat index of hi)`` of the pair values ``u``."""
+        flat = u.reshape(-1)
+        if self.range_quantile == 0.0:
+            ilo, ihi = torch.argmin(flat), torch.argmax(flat)
+        else:
+            n = flat.numel()
+            k_lo = max(1, int(math.floor(self.range_quantile * n)))
+            ilo = torch.kthvalue(flat.detach(), k_lo).indices
+            ihi = torch.kthvalue(flat.detach(), n - k_lo + 1).indices
+        return flat[ilo], flat[ihi], ilo, ihi
+
+    def _pairs(self, U: torch.Tensor, V: torch.Tensor):
+        """``P = X U``, ``Q = X V`` and ``u_{m,(i,j)} = P_i . Q_j / ||U V^T||_F`` (``(M, N(N-1))``)."""
+        X = self._X
+        norm = torch.sqrt(torch.clamp(((U.T @ U) * (V.T @ V)).sum(), min=1e-300))
+        P = X @ U  # (M, N, r)
+        Q = X @ V
+        u = (P[:, self._ii, :] * Q[:, self._jj, :]).sum(-1) / norm
+        return P, Q, u
+
+    def _design(self, U: torch.Tensor, V: torch.Tensor, full: bool = False):
+        """Design matrix ``B(A)`` (``(M N, p)``) and the range (and intermediate values if ``full``)."""
+        X = self._X
+        M, N, _ = X.shape
+        K, s = self.n_intervals, self.degree
+        P, Q, u = self._pairs(U, V)
+        lo, hi, ilo, ihi = self._range(u)
+        hi = torch.maximum(hi, lo + 1e-12)
+        clamp = self.extrapolation == "constant" or self.range_quantile > 0
+        idx, t = pw.locate(u, lo, hi, K, clamp=clamp)
+        # basis values of every pair, already divided by N - 1 (the average over j != i)
+        flat = (self._row_base + idx).reshape(-1)
+        B = torch.zeros(M * N * K, s + 1, dtype=X.dtype, device=X.device)
+        if t.requires_grad:
+            vals = torch.stack(pw.legendre_values(t, s), dim=-1) / (N - 1)  # (M, N(N-1), s+1)
+            B = B.index_add(0, flat, vals.reshape(-1, s + 1))
+        else:
+            vals = torch.empty(t.shape + (s + 1,), dtype=X.dtype, device=X.device)
+            for l, v in enumerate(pw.legendre_values(t, s)):
+                torch.mul(v, 1.0 / (N - 1), out=vals[..., l])
+            B.index_add_(0, flat, vals.reshape(-1, s + 1))
+        B = B.reshape(M * N, K * (s + 1))
+        if full:
+            return B, lo, hi, dict(P=P, Q=Q, u=u, idx=idx, t=t, ilo=ilo, ihi=ihi, clamp=clamp)
+        return B, lo, hi
+
+    def _solve(self, B: torch.Tensor):
+        Y = self._Y
+        G = B.T @ B
+        b = B.T @ Y
+        p = G.shape[0]
+        lam = self.ridge * torch.clamp(torch.diagonal(G).mean(), min=1e-300)
+        if self.ridge == 0.0:
+            lam = lam * 0.0
+        Greg = G + lam * torch.eye(p, dtype=G.dtype, device=G.device)
+        L, info = torch.linalg.cholesky_ex(Greg)
+        if int(info) != 0:
+            c = torch.linalg.lstsq(Greg, b[:, None]).solution[:, 0]
+        else:
+            c = torch.cholesky_solve(b[:, None], L)[:, 0]
+        resid = Y - B @ c
+        loss = (resid @ resid + lam * (c @ c)) / Y.numel()
+        return loss, c
+
+    def _objective(self, U: torch.Tensor, V: torch.Tensor):
+        B, lo, hi = self._design(U, V)
+        loss, c = self._solve(B)
+        return loss, c, lo, hi
+
+    def _moment_starts(self, X: np.ndarray, Y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Two consistent starts from moments (a linearisation and a second-order expansion of phi).
+
+        First order: ``C1 = mean (Y_i - mean Y) X_i S_i^T`` (``S_i`` the mean of the other tokens) is
+        ``~ phi'(0) Sigma A Sigma / (N-1)`` for independent centred tokens, so ``Sigma^{-1} C1 Sigma^{-1}``
+        truncated to rank ``r`` estimates ``A`` up to scale. Second order (useful when ``phi'`` averages
+        to ~0, e.g. even ``phi``): ``Cov(Y_i, X_i X_i^T) ~ Sigma A Sigma A^T Sigma`` and
+        ``Cov(Y_i, mean_{j!=i} X_j X_j^T) ~ Sigma A^T Sigma A Sigma`` (Gaussian-Stein heuristics), whose
+        top-``r`` eigenvectors (after whitening) span the column and row spaces of ``A``; the start is
+        ``U = E_u``, ``V = E_v`` with the signs/rotation left to the optimiser.
+        """
+        Xt, Yt = self._X, self._Y.reshape(X.shape[:2])
+        M, N, d = Xt.shape
+        r = self.rank
+        Xf = Xt.reshape(-1, d)
+        Xc = Xf - Xf.mean(0)
+        Sigma = Xc.T @ Xc / (Xf.shape[0] - 1) + 1e-10 * torch.eye(d, dtype=Xt.dtype, device=Xt.device)
+        Sinv = torch.linalg.inv(Sigma)
+        Yc = Yt - Yt.mean()
+        S = (Xt.sum(dim=1, keepdim=True) - Xt) / (N - 1)
+        C1 = (Yc[:, :, None] * Xt).reshape(-1, d).T @ S.reshape(-1, d) / (M * N)
+        Uu, sv, Vt = torch.linalg.svd(Sinv @ C1 @ Sinv)
+        rs = torch.sqrt(sv[:r] + 1e-300)
+        first = ((Uu[:, :r] * rs).cpu().numpy(), (Vt[:r].T * rs).cpu().numpy())
+        C2 = (Yc[:, :, None] * Xt).reshape(-1, d).T @ Xf / (M * N)
+        w = Yc.sum(dim=1)  # sum_i Yc_i, paired with every token j of the sample
+        C3 = (w[:, None, None] * Xt).reshape(-1, d).T @ Xf / (M * N)
+        C3 = (C3 - C2) / (N - 1)  # all j minus j = i -> mean over the other tokens
+        ev_u = torch.linalg.eigh(Sinv @ (0.5 * (C2 + C2.T)) @ Sinv)
+        ev_v = torch.linalg.eigh(Sinv @ (0.5 * (C3 + C3.T)) @ Sinv)
+        order_u = torch.argsort(-ev_u[0].abs())[:r]
+        order_v = torch.argsort(-ev_v[0].abs())[:r]
+        second = (ev_u[1][:, order_u].cpu().numpy(), ev_v[1][:, order_v].cpu().numpy())
+        return [first, second]
+
+    def _balance(self, U: torch.Tensor, V: torch.Tensor):
+        """Balanced factors of ``U V^T / ||U V^T||_F`` (top-``r`` SVD)."""
+        # U V^T = Qu (Ru Rv^T) Qv^T: an r x r SVD instead of a d x d one
+        Qu, Ru = torch.linalg.qr(U)
+        Qv, Rv = torch.linalg.qr(V)
+        a, sv, bt = torch.linalg.svd(Ru @ Rv.T)
+        sv = sv / torch.clamp(torch.linalg.norm(sv), min=1e-300)
+        return (Qu @ a) * torch.sqrt(sv), (Qv @ bt.T) * torch.sqrt(sv)
+
+    def _run_lbfgs(self, U0: np.ndarray, V0: np.ndarray):
+        dev = self.device
+        U = torch.tensor(U0, dtype=torch.float64, device=dev, requires_grad=True)
+        V = torch.tensor(V0, dtype=torch.float64, device=dev, requires_grad=True)
+        opt = torch.optim.LBFGS([U, V], lr=1.0, max_iter=self.max_iter, history_size=20,
+                                tolerance_grad=self.tol * 1e-2, tolerance_change=self.tol,
+                                line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss, _, _, _ = self._objective(U, V)
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        n_iter = int(opt.state[opt._params[0]].get("n_iter", 0))
+        with torch.no_grad():
+            U1, V1 = self._balance(U, V)
+            loss, c, lo, hi = self._objective(U1, V1)
+        return float(loss), U1, V1, c, float(lo), float(hi), n_iter
+
+    def _gn_state(self, U: torch.Tensor, V: torch.Tensor, jacobian: bool):
+        """Objective, coefficients and (optionally) the Gauss-Newton matrix and gradient at ``(U, V)``.
+
+        ``(U, V)`` must be balanced with ``||U V^T||_F = 1``. ``J`` is the exact Jacobian of the fitted
+        values ``B(A) c`` (``c`` held fixed; the partition moves with the observed range, whose end
+        points are the values of two particular pairs) w.r.t. ``vec(U), vec(V)``, projected on the
+        orthogonal complement of the columns of ``B`` (Kaufman's variable projection). Returns
+        ``H = Jp^T Jp`` and ``grad = Jp^T resid`` without forming ``Jp``; ``-2 grad / (M N)`` is the
+        gradient of the reduced objective (up to the derivative of the tiny relative ridge).
+        """
+        X = self._X
+        M, N, d = X.shape
+        K, s = self.n_intervals, self.degree
+        with torch.no_grad():
+            B, lo, hi, aux = self._design(U, V, full=True)
+            loss, c = self._solve(B)
+            if not jacobian:
+                return loss, c, lo, hi, None, None
+            P, Q, u, idx, t = aux["P"], aux["Q"], aux["u"], aux["idx"], aux["t"]
+            C = c.reshape(K, s + 1)
+            dphi = 0.0
+            for l, v in enumerate(pw.legendre_derivatives(t, s)):
+                dphi = dphi + C[idx, l] * v
+            dphi = dphi * (2.0 * K / (hi - lo))  # phi_hat'(u) on each pair
+            if aux["clamp"]:
+                dphi = torch.where((u < lo) | (u > hi), torch.zeros_like(dphi), dphi)
+            # the range: lo = u of one pair, hi = u of another; t depends on (u - lo) / (hi - lo)
+            a = (u - lo) / (hi - lo)
+            rows_lo = torch.zeros(M, N, dtype=X.dtype, device=X.device)
+            rows_hi = torch.zeros(M, N, dtype=X.dtype, device=X.device)
+            rows_lo.index_add_(1, self._ii, dphi * (1.0 - a))
+            rows_hi.index_add_(1, self._ii, dphi * a)
+            D = torch.zeros(M, N, N, dtype=X.dtype, device=X.device)
+            D[:, self._ii, self._jj] = dphi
+            DQ = D @ Q  # (M, N, r)
+            DX = D @ X  # (M, N, d)
+            r = P.shape[-1]
+            J = torch.empty(M, N, 2, d, r, dtype=X.dtype, device=X.device)
+            torch.mul(X[:, :, :, None], DQ[:, :, None, :], out=J[:, :, 0])  # d u / d U
+            torch.mul(DX[:, :, :, None], P[:, :, None, :], out=J[:, :, 1])  # d u / d V
+            J = J.reshape(M * N, 2 * d * r)
+
+            def du(flat_index):
+                m = flat_index // self._ii.numel()
+                k = flat_index % self._ii.numel()
+                i, j = self._ii[k], self._jj[k]
+                return torch.cat([torch.outer(X[m, i], Q[m, j]).reshape(-1),
+                                  torch.outer(X[m, j], P[m, i]).reshape(-1)])
+
+            J.addr_(rows_lo.reshape(-1), du(aux["ilo"]), alpha=-1.0)
+            J.addr_(rows_hi.reshape(-1), du(aux["ihi"]), alpha=-1.0)
+            J.mul_(1.0 / (N - 1))
+            G = B.T @ B
+            lam = self.ridge * torch.clamp(torch.diagonal(G).mean(), min=1e-300)
+            Greg = G + lam * torch.eye(G.shape[0], dtype=G.dtype, device=G.device)
+            resid = self._Y - B @ c
+            # Kaufman: Jp = (I - B Greg^{-1} B^T) J, never formed:
+            # Jp^T Jp = J^T J - 2 W^T Greg^{-1} W + W^T Greg^{-1} G Greg^{-1} W  (W = B^T J),
+            # Jp^T resid = J^T resid - W^T Greg^{-1} B^T resid.
+            W = B.T @ J
+            Z = torch.linalg.solve(Greg, W)
+            H = J.T @ J - 2.0 * (W.T @ Z) + Z.T @ (G @ Z)
+            grad = J.T @ resid - Z.T @ (B.T @ resid)
+            return loss, c, lo, hi, H, grad
+
+    def _run_gn(self, U0: np.ndarray, V0: np.ndarray, best: float = math.inf):
+        """Levenberg-Marquardt on the variable-projection residual (Kaufman's Jacobian)."""
+        dev = self.device
+        U = torch.as_tensor(U0, dtype=torch.float64, device=dev)
+        V = torch.as_tensor(V0, dtype=torch.float64, device=dev)
+        U, V = self._balance(U, V)
+        d, r = U.shape
+        loss, c, lo, hi, J, res = self._gn_state(U, V, jacobian=True)
+        mu = 1e-3
+        n_iter = 0
+        converged = False
+        while n_iter < self.max_iter:
+            n_iter += 1
+            H, g = J, res
+            H = 0.5 * (H + H.T)
+            Hd = torch.clamp(torch.diagonal(H), min=1e-300 * 0 + torch.diagonal(H).max() * 1e-12)
+            accepted = False
+            for _ in range(3):
+                try:
+                    step = torch.linalg.solve(H + mu * torch.diag(Hd), g)
+                except RuntimeError:
+                    mu *= 10.0
+                    continue
+                pred = float((2.0 * (g @ step) - step @ (H @ step)) / self._Y.numel())
+                if pred <= self.tol * float(loss):
+                    break  # the Gauss-Newton model predicts no useful decrease
+                U1 = U + step[: d * r].reshape(d, r)
+                V1 = V + step[d * r:].reshape(d, r)
+                U1, V1 = self._balance(U1, V1)
+                loss1, _, _, _, _, _ = self._gn_state(U1, V1, jacobian=False)
+                if torch.isfinite(loss1) and loss1 <= loss:
+                    accepted = True
+                    break
+                mu *= 10.0
+            if not accepted:
+                converged = True  # no descent direction at any damping: a (local) minimum
+                break
+            rel = float((loss - loss1) / torch.clamp(loss, min=1e-300))
+            U, V = U1, V1
+            loss, c, lo, hi, J, res = self._gn_state(U, V, jacobian=True)
+            mu = max(mu / 3.0, 1e-9)
+            if rel < self.tol:
+                converged = True
+                break
+            if n_iter >= self.patience and float(loss) > 1.1 * best:
+                converged = True  # abandoned on purpose (not a convergence failure)
+                break  # a start that is far behind the best one after `patience` steps is dropped
+        self._last_converged = converged
+        return float(loss), U, V, c, float(lo), float(hi), n_iter
+
+    # ---------------------------------------------------------------- public
+    def fit(self, X: Any, Y: Any, *, A: Any = None, A_init: Any = None) -> "PairwiseInteractionEstimator":
+        """Fit on ``X`` of shape ``(M, N, d)`` and ``Y`` of shape ``(M, N)``; returns ``self``.
+
+        Parameters
+        ----------
+        X, Y : arrays
+            Data.
+        A : array (d, d), optional
+            Keep the matrix fixed at (the best rank-``r`` approximation of) ``A`` and fit ``phi`` only:
+            the "oracle" least squares when ``A = A*`` (no optimisation, ``n_iter_ = 0``).
+        A_init : array (d, d), optional
+            An extra first start (before the moment starts); ``restarts`` counts it.
+        """
+        if self.num_threads is None:
+            return self._fit(X, Y, A, A_init)
+        old = torch.get_num_threads()
+        torch.set_num_threads(self.num_threads)
+        try:
+            return self._fit(X, Y, A, A_init)
+        finally:
+            torch.set_num_threads(old)
+
+    def _factor(self, A: Any, d: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+        A = np.asarray(A, dtype=np.float64)
+        if A.shape != (d, d) or not np.all(np.isfinite(A)) or not np.any(A != 0):
+            raise ValueError(f"{name} must be a finite nonzero ({d}, {d}) matrix, got shape {A.shape}")
+        Uu, sv, Vt = np.linalg.svd(A)
+        r = self.rank
+        return Uu[:, :r] * np.sqrt(sv[:r]), Vt[:r].T * np.sqrt(sv[:r])
+
+    def _fit(self, X: Any, Y: Any, A: Any = None, A_init: Any = None) -> "PairwiseInteractionEstimator":
+        t0 = time.perf_counter()
+        X, Y = _check_XY(X, Y)
+        M, N, d = X.shape
+        if self.rank > d:
+            raise ValueError(f"rank must be an integer in [1, d={d}], got {self.rank}")
+        self._setup(X, Y)
+        if d == 1 or A is not None:
+            # d == 1: A = +-1 after normalisation and both signs give the same class: no optimisation
+            if A is None:
+                U = V = torch.ones(1, 1, dtype=torch.float64, device=self.device)
+            else:
+                U0, V0 = self._factor(A, d, "A")
+                U, V = self._balance(torch.as_tensor(U0, device=self.device), torch.as_tensor(V0, device=self.device))
+            loss, c, lo, hi, _, _ = self._gn_state(U, V, jacobian=False)
+            self.restart_objectives_ = [float(loss)]
+            self.converged_ = True
+            return self._finish((float(loss), U, V, c, float(lo), float(hi), 0), d, t0)
+        gen = np.random.default_rng(self.seed)
+        starts = [] if A_init is None else [self._factor(A_init, d, "A_init")]
+        starts = (starts + self._moment_starts(X, Y))[: self.restarts]
+        while len(starts) < self.restarts:
+            starts.append((gen.standard_normal((d, self.rank)), gen.standard_normal((d, self.rank))))
+        best = None
+        self.restart_objectives_ = []
+        for U0, V0 in starts:
+            if self.optimizer == "gauss-newton":
+                res = self._run_gn(U0, V0, best=math.inf if best is None else best[0])
+                conv = self._last_converged
+            else:
+                res = self._run_lbfgs(U0, V0)
+                conv = res[-1] < self.max_iter
+            self.restart_objectives_.append(res[0])
+            if not np.isfinite(res[0]):
+                continue
+            if best is None or res[0] < best[0]:
+                best, self.converged_ = res, conv
+        if best is None:
+            raise RuntimeError("PairwiseInteractionEstimator.fit: every start gave a non-finite objective")
+        if not self.converged_:
+            warnings.warn(f"PairwiseInteractionEstimator: the best start stopped at max_iter={self.max_iter} "
+                          "before the relative objective change fell below tol", ConvergenceWarning, stacklevel=3)
+        return self._finish(best, d, t0)
+
+    def _finish(self, best, d: int, t0: float) -> "PairwiseInteractionEstimator":
+        loss, U, V, c, lo, hi, n_iter = best
+        self.objective_ = loss
+        self.U_ = U.cpu().numpy()
+        self.V_ = V.cpu().numpy()
+        self.A_ = self.U_ @ self.V_.T
+        self.coef_ = c.detach().cpu().numpy().reshape(self.n_intervals, self.degree + 1)
+        self.range_ = (lo, hi)
+        self.n_iter_ = n_iter
+        self.d_ = d
+        del self._X, self._Y, self._row_base
+        self.fit_time_ = time.perf_counter() - t0
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "coef_"):
+            raise RuntimeError("PairwiseInteractionEstimator is not fitted; call fit(X, Y) first")
+
+    def phi(self, u: Any) -> np.ndarray:
+        """The fitted activation ``phi_hat(u)`` (NumPy, any shape)."""
+        self._check_fitted()
+        u = np.asarray(u, dtype=np.float64)
+        lo, hi = self.range_
+        clamp = self.extrapolation == "constant"
+        return pw.evaluate(u, self.coef_, lo, hi, clamp=clamp)
+
+    def interaction(self, x: Any, y: Any) -> np.ndarray:
+        """``g_hat(x, y) = phi_hat(x^T A_ y)`` for arrays of shape ``(..., d)``."""
+        self._check_fitted()
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if x.shape[-1] != self.d_ or y.shape[-1] != self.d_:
+            raise ValueError(f"x and y must have last dimension d={self.d_}, got {x.shape}, {y.shape}")
+        return self.phi(np.einsum("...k,...k->...", x @ self.A_, y))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """``R_{g_hat}[X]_i = 1/(N-1) sum_{j != i} g_hat(X_i, X_j)``, shape ``(M, N)``."""
+        self._check_fitted()
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 3 or X.shape[2] != self.d_ or X.shape[1] < 2:
+            raise ValueError(f"X must have shape (M, N>=2, d={self.d_}), got {X.shape}")
+        N = X.shape[1]
+        u = np.einsum("mik,mjk->mij", X @ self.A_, X)
+        G = self.phi(u)
+        G[:, np.arange(N), np.arange(N)] = 0.0
+        return G.sum(axis=2) / (N - 1)
+
+    def l2_error(self, model: Any, n_pairs: int = 2**18, rng: Any = 0) -> tuple[float, float]:
+        """Monte Carlo ``||g_hat - g*||^2_{L2(rho)}`` on fresh pairs, with its standard error.
+
+        Parameters
+        ----------
+        model : IPSModel
+            Supplies ``sample_pairs`` and ``interaction`` (the truth).
+        n_pairs : int
+            Number of fresh pairs ``(x, y) ~ rho``.
+        rng : numpy.random.Generator or int
+
+        Returns
+        -------
+        (value, standard_error)
+        """
+        self._check_fitted()
+        require_integer("n_pairs", n_pairs, 2)
+        x, y = model.sample_pairs(int(n_pairs), as_generator(rng))
+        e2 = (self.interaction(x, y) - model.interaction(x, y)) ** 2
+        return float(e2.mean()), float(e2.std(ddof=1) / math.sqrt(e2.size))

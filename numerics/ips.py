@@ -1,3 +1,342 @@
-"""(to be written)."""
+"""Paper A's data model: an interacting particle system (IPS) read as one attention layer.
 
-__all__: list[str] = []
+A sample is ``N`` tokens ``X = (X_1..X_N)``, ``X_i in R^d``, and
+
+    Y_i = R_{g*}[X]_i + eta_i,   R_g[X]_i = 1/(N-1) sum_{j != i} g(X_i, X_j),
+    g*(x, y) = phi*(x^T A* y),
+
+with ``A*`` of rank ``r`` and ``phi*`` beta-Hölder. :class:`IPSModel` fixes one such ground truth
+(all structural randomness comes from ``seed``) and samples ``(X, Y)`` from it.
+
+Conventions chosen by this project (the paper does not state them; see ``docs/paper_a_estimator.md``):
+
+- ``A* = c U0 diag(s) V0^T`` with ``U0, V0`` random ``d x r`` orthonormal frames,
+  ``s = linspace(1, 1/2, r)``, and ``c > 0`` chosen so that the ``u_quantile`` (default 0.999)
+  quantile of ``|u|``, ``u = X_i^T A* X_j`` over distinct pairs, equals 1 (estimated once on
+  ``2^17`` pairs from a dedicated stream of ``seed``). So ``u in [-1, 1]`` with probability 0.999
+  for every token law and every ``d``; ``phi*`` is defined (and bounded) on all of R.
+- ``truth="bspline"``: a degree-``P`` spline (``P = degree``) with uniform knots on ``[-L, L]``
+  (``L = support``, default 1.25), ``n_knots`` interior knots and i.i.d. N(0, 1) coefficients; it is
+  extended by 0 outside ``[-L, L]`` (no clamped end knots, so the extension keeps ``C^{P-1}``).
+  ``beta = P - 1`` as in the paper. Its ``(P-1)``-th derivative is piecewise linear and not a
+  polynomial of degree ``P - 2`` on any interval longer than the knot spacing, so a piecewise
+  polynomial of degree ``s = P - 2`` on ``K`` intervals has L2 bias of order ``K^{-2 beta}``
+  (constant ~ ``(h_knots)^{-2 beta}``): it is never exact.
+- ``truth="hard"``: the lacunary (Weierstrass-type) sum
+  ``phi*(u) = sum_{k=0}^{k_max} 2^{-k beta} cos(pi 2^k u + theta_k)`` with seeded phases ``theta_k``
+  and ``k_max = 24`` (frequency ``2^24 pi``: far beyond any resolution used, the neglected tail is
+  below ``2^{-25 beta}``). For non-integer ``beta`` it is Hölder ``beta`` at every scale and no
+  better (for integer ``beta`` it is Zygmund-``beta``, i.e. Hölder ``beta`` up to a log).
+  ``beta`` defaults to ``degree - 1`` (the same ``beta`` as the B-spline of that degree).
+- Token laws: ``"uniform"`` on ``[-1, 1]^d`` (paper's cube); ``"gaussian"`` ``N(0, I_d)``;
+  ``"anisotropic"`` ``N(0, Sigma)``, ``Sigma = Q diag(lambda) Q^T`` with
+  ``lambda_k = 10^{-2 (k-1)/(d-1)}`` rescaled to trace ``d`` (condition number 100), ``Q`` a seeded
+  rotation; ``"exchangeable"``: ``X_i = sqrt(1-rho) U_i + sqrt(rho) W`` with ``U_i, W`` i.i.d.
+  uniform on the cube and ``W`` shared by the ``N`` tokens of a sample (dependent, exchangeable).
+- Noise: ``noise * xi`` with ``xi`` standard Gaussian (``noise_law="gaussian"``) or Rademacher.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from scipy.interpolate import BSpline
+
+from theory._validation import require_at_least, require_integer, require_nonnegative, require_positive
+
+__all__ = ["IPSModel", "TOKEN_LAWS", "TRUTHS", "as_generator"]
+
+TOKEN_LAWS = ("uniform", "gaussian", "anisotropic", "exchangeable")
+TRUTHS = ("bspline", "hard")
+NOISE_LAWS = ("gaussian", "rademacher")
+
+
+def as_generator(rng: Any) -> np.random.Generator:
+    """A ``numpy.random.Generator`` from a generator or an integer seed (``None`` is refused)."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
+    raise ValueError(f"rng must be a numpy.random.Generator or an integer seed, got {rng!r}")
+
+
+@dataclass(eq=False)
+class IPSModel:
+    """Ground truth and sampler of paper A's model ``Y_i = 1/(N-1) sum_{j!=i} phi*(X_i^T A* X_j) + eta_i``.
+
+    Parameters
+    ----------
+    d : int
+        Token dimension, ``>= 1``.
+    N : int
+        Tokens per sample, ``>= 2``.
+    rank : int
+        Rank ``r`` of ``A*``, ``1 <= r <= d``.
+    truth : {"bspline", "hard"}
+        The activation ``phi*`` (see module docstring).
+    degree : int
+        B-spline degree ``P >= 1`` (``beta = P - 1``; for ``"hard"`` it sets the default ``beta``).
+    token_law : {"uniform", "gaussian", "anisotropic", "exchangeable"}
+        Law of the tokens of one sample.
+    noise : float
+        Noise level ``sigma >= 0``.
+    noise_law : {"gaussian", "rademacher"}
+        Law of ``eta / sigma``.
+    n_knots : int
+        Interior knots of the B-spline truth on ``[-L, L]`` (``>= degree``), default 16; few knots make
+        ``phi*`` smooth at the estimator's scale (the bias ``K^{-2 beta}`` regime starts earlier).
+    beta : float or None
+        Smoothness of the ``"hard"`` truth (default ``degree - 1``; must be ``> 0``). For
+        ``"bspline"`` it is ``degree - 1`` and may not be given otherwise.
+    rho : float
+        Shared-factor weight of the exchangeable law, ``0 <= rho < 1``.
+    support : float
+        Half-width ``L`` of the B-spline support ``[-L, L]``.
+    u_quantile : float
+        ``A*`` is scaled so that this quantile of ``|u|`` is 1.
+    seed : int
+        Seed of all structural randomness (``A*``, spline coefficients, phases, covariance).
+    A_structure : {"dense", "sparse"}
+        ``"dense"``: random orthonormal frames (generic ``A*``; for large ``d`` the law of ``u`` is
+        close to a product of two Gaussians, heavy-tailed relative to its bulk). ``"sparse"``:
+        ``A* = c sum_k s_k e_{a_k} e_{b_k}^T`` on distinct random coordinates, so the law of ``u``
+        does not depend on ``d`` (for the cube: a product of uniforms, ``|u| <= 1`` exactly, ``c``
+        set by the supremum instead of the quantile). The estimator is not told the structure.
+
+    Examples
+    --------
+    >>> m = IPSModel(d=5, N=4, rank=1, degree=3, seed=1)
+    >>> X, Y = m.sample(100, rng=0)
+    >>> X.shape, Y.shape
+    ((100, 4, 5), (100, 4))
+    """
+
+    d: int
+    N: int
+    rank: int = 1
+    truth: str = "bspline"
+    degree: int = 3
+    token_law: str = "uniform"
+    noise: float = 0.1
+    noise_law: str = "gaussian"
+    n_knots: int = 16
+    beta: float | None = None
+    rho: float = 0.5
+    support: float = 1.25
+    u_quantile: float = 0.999
+    seed: int = 0
+    A_structure: str = "dense"
+    # derived (filled in __post_init__)
+    A_star: np.ndarray = field(init=False, repr=False)
+    scale: float = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        require_integer("d", self.d, 1)
+        require_integer("N", self.N, 2)
+        require_integer("rank", self.rank, 1)
+        if self.rank > self.d:
+            raise ValueError(f"rank must be an integer in [1, d={self.d}], got {self.rank!r}")
+        if self.truth not in TRUTHS:
+            raise ValueError(f"truth must be one of {TRUTHS}, got {self.truth!r}")
+        require_integer("degree", self.degree, 1)
+        if self.token_law not in TOKEN_LAWS:
+            raise ValueError(f"token_law must be one of {TOKEN_LAWS}, got {self.token_law!r}")
+        require_nonnegative("noise", self.noise)
+        if self.noise_law not in NOISE_LAWS:
+            raise ValueError(f"noise_law must be one of {NOISE_LAWS}, got {self.noise_law!r}")
+        require_integer("n_knots", self.n_knots, self.degree)
+        require_nonnegative("rho", self.rho)
+        if not self.rho < 1:
+            raise ValueError(f"rho must be in [0, 1), got {self.rho!r}")
+        require_positive("support", self.support)
+        require_positive("u_quantile", self.u_quantile)
+        if not self.u_quantile < 1:
+            raise ValueError(f"u_quantile must be in (0, 1), got {self.u_quantile!r}")
+        require_integer("seed", self.seed, 0)
+        if self.A_structure not in ("dense", "sparse"):
+            raise ValueError(f"A_structure must be 'dense' or 'sparse', got {self.A_structure!r}")
+        if self.truth == "bspline":
+            if self.beta is not None and float(self.beta) != float(self.degree - 1):
+                raise ValueError(
+                    f"beta must be degree - 1 = {self.degree - 1} for truth='bspline', got {self.beta!r}")
+            self.beta = float(self.degree - 1)
+            if self.beta <= 0:
+                raise ValueError("degree must be >= 2 for truth='bspline' (beta = degree - 1 > 0)")
+        else:
+            self.beta = float(self.degree - 1) if self.beta is None else float(self.beta)
+            require_positive("beta", self.beta)
+        self.d, self.N, self.rank = int(self.d), int(self.N), int(self.rank)
+
+        ss = np.random.SeedSequence([int(self.seed), 20260511])
+        g_a, g_phi, g_cov, g_scale = (np.random.default_rng(s) for s in ss.spawn(4))
+        # token covariance for the anisotropic law
+        if self.d > 1:
+            lam = 10.0 ** (-2.0 * np.arange(self.d) / (self.d - 1))
+        else:
+            lam = np.ones(1)
+        lam *= self.d / lam.sum()
+        q, _ = np.linalg.qr(g_cov.standard_normal((self.d, self.d)))
+        self._cov_sqrt = q * np.sqrt(lam)  # X = Z @ cov_sqrt^T  -> Cov = q diag(lam) q^T
+        self._lambda = lam
+        # A* = U0 diag(s) V0^T, then scaled
+        svals = np.linspace(1.0, 0.5, self.rank)
+        if self.A_structure == "dense":
+            u0, _ = np.linalg.qr(g_a.standard_normal((self.d, self.rank)))
+            v0, _ = np.linalg.qr(g_a.standard_normal((self.d, self.rank)))
+        else:  # sparse: distinct coordinate axes (random), u = sum_k s_k x_{a_k} y_{b_k}
+            u0 = np.eye(self.d)[:, g_a.permutation(self.d)[: self.rank]]
+            v0 = np.eye(self.d)[:, g_a.permutation(self.d)[: self.rank]]
+        a0 = (u0 * svals) @ v0.T
+        if self.A_structure == "sparse" and self.token_law == "uniform":
+            self.scale = 1.0 / float(svals.sum())  # sup over the cube of |x^T A0 y| is sum(s)
+        else:
+            x, y = self.sample_pairs(2**17, g_scale)
+            u = np.einsum("nk,kl,nl->n", x, a0, y)
+            self.scale = 1.0 / float(np.quantile(np.abs(u), self.u_quantile))
+        self.A_star = self.scale * a0
+        # truth
+        if self.truth == "bspline":
+            k = self.degree
+            knots = np.linspace(-self.support, self.support, self.n_knots + 2)
+            n_coef = len(knots) - k - 1
+            coef = g_phi.standard_normal(n_coef)
+            # pad k knots and k zero coefficients on each side so that scipy's base interval is
+            # [-L, L] and the spline is the full sum sum_i c_i B_i (vanishing C^{k-1} at +-L)
+            h = knots[1] - knots[0]
+            pad = h * np.arange(1, k + 1)
+            knots = np.r_[knots[0] - pad[::-1], knots, knots[-1] + pad]
+            coef = np.r_[np.zeros(k), coef, np.zeros(k)]
+            self._spline = BSpline(knots, coef, k, extrapolate=False)
+            self._spline_coef = coef
+        else:
+            self._kmax = 24
+            self._phases = g_phi.uniform(0.0, 2 * np.pi, self._kmax + 1)
+
+    # ------------------------------------------------------------------ truth
+    @property
+    def smoothness_degree(self) -> int:
+        """``s = ceil(beta) - 1``: the polynomial degree the paper's estimator uses."""
+        return int(np.ceil(self.beta)) - 1
+
+    def phi_star(self, u: Any) -> np.ndarray:
+        """The activation ``phi*(u)`` (vectorised, float64, any shape)."""
+        u = np.asarray(u, dtype=np.float64)
+        if self.truth == "bspline":
+            out = self._spline(u)
+            return np.nan_to_num(out, nan=0.0)  # zero extension outside [-L, L] (C^{P-1})
+        out = np.zeros_like(u)
+        for k in range(self._kmax + 1):
+            out += 2.0 ** (-k * self.beta) * np.cos(np.pi * 2.0**k * u + self._phases[k])
+        return out
+
+    def interaction(self, x: Any, y: Any) -> np.ndarray:
+        """``g*(x, y) = phi*(x^T A* y)`` for arrays ``x, y`` of shape ``(..., d)``."""
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if x.shape[-1] != self.d or y.shape[-1] != self.d:
+            raise ValueError(f"x and y must have last dimension d={self.d}, got {x.shape}, {y.shape}")
+        return self.phi_star(np.einsum("...k,kl,...l->...", x, self.A_star, y))
+
+    def pair_values(self, X: Any, A: np.ndarray | None = None) -> np.ndarray:
+        """``u_{m,i,j} = X^m_i^T A X^m_j`` for all ``i, j`` (diagonal included), shape ``(M, N, N)``."""
+        X = self._check_X(X)
+        A = self.A_star if A is None else np.asarray(A, dtype=np.float64)
+        return np.einsum("mik,kl,mjl->mij", X, A, X, optimize=True)
+
+    def forward(self, g: Callable[[np.ndarray, np.ndarray], np.ndarray] | None, X: Any,
+                chunk: int = 2**22) -> np.ndarray:
+        """The forward operator ``R_g[X]_i = 1/(N-1) sum_{j != i} g(X_i, X_j)``, shape ``(M, N)``.
+
+        Parameters
+        ----------
+        g : callable or None
+            Vectorised interaction ``g(x, y)`` on arrays of shape ``(..., d)`` (``None``: ``g*``,
+            computed from :meth:`pair_values` without forming the pairs).
+        X : array ``(M, N, d)``
+        chunk : int
+            Maximal number of pair coordinates (``pairs * d``) formed at once.
+        """
+        X = self._check_X(X)
+        M, N, d = X.shape
+        if g is None:
+            G = self.phi_star(self.pair_values(X))
+            G[:, np.arange(N), np.arange(N)] = 0.0
+            return G.sum(axis=2) / (N - 1)
+        ii, jj = np.nonzero(~np.eye(N, dtype=bool))
+        out = np.empty((M, N))
+        step = max(1, chunk // (len(ii) * d))
+        for a in range(0, M, step):
+            Xb = X[a:a + step]
+            vals = np.asarray(g(Xb[:, ii, :], Xb[:, jj, :]), dtype=np.float64)
+            if vals.shape != (Xb.shape[0], len(ii)):
+                raise ValueError(f"g must return one value per pair, got shape {vals.shape}")
+            acc = np.zeros((Xb.shape[0], N))
+            for i in range(N):  # N is small: a loop over token positions, not over samples
+                acc[:, i] = vals[:, ii == i].sum(axis=1)
+            out[a:a + step] = acc / (N - 1)
+        return out
+
+    # --------------------------------------------------------------- sampling
+    def sample_tokens(self, M: int, rng: Any, n_tokens: int | None = None) -> np.ndarray:
+        """Draw ``M`` samples of ``n_tokens`` (default ``N``) tokens, shape ``(M, n, d)``."""
+        require_integer("M", M, 1)
+        gen = as_generator(rng)
+        n = self.N if n_tokens is None else int(n_tokens)
+        shape = (int(M), n, self.d)
+        law = self.token_law
+        if law == "uniform":
+            return gen.uniform(-1.0, 1.0, shape)
+        if law == "gaussian":
+            return gen.standard_normal(shape)
+        if law == "anisotropic":
+            return gen.standard_normal(shape) @ self._cov_sqrt.T
+        # exchangeable: shared factor W per sample
+        U = gen.uniform(-1.0, 1.0, shape)
+        W = gen.uniform(-1.0, 1.0, (int(M), 1, self.d))
+        return np.sqrt(1.0 - self.rho) * U + np.sqrt(self.rho) * W
+
+    def sample_noise(self, shape: tuple, rng: Any) -> np.ndarray:
+        """``noise * xi`` with ``xi`` standard Gaussian or Rademacher."""
+        gen = as_generator(rng)
+        if self.noise_law == "gaussian":
+            xi = gen.standard_normal(shape)
+        else:
+            xi = gen.choice(np.array([-1.0, 1.0]), size=shape)
+        return self.noise * xi
+
+    def sample(self, M: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Draw ``M`` i.i.d. samples ``(X, Y)``: ``X`` of shape ``(M, N, d)``, ``Y`` of shape ``(M, N)``.
+
+        Parameters
+        ----------
+        M : int
+            Number of samples, ``>= 1``.
+        rng : numpy.random.Generator or int
+            Source of randomness (an integer is a seed).
+        """
+        gen = as_generator(rng)
+        X = self.sample_tokens(M, gen)
+        Y = self.forward(None, X) + self.sample_noise((int(M), self.N), gen)
+        return X, Y
+
+    def sample_pairs(self, n: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` independent pairs ``(x, y)`` of distinct tokens of one sample (the law ``rho``).
+
+        Returns two arrays of shape ``(n, d)``. For every token law here the law of a pair of
+        distinct tokens does not depend on ``N`` (exchangeable laws included), so a pair is the two
+        tokens of a 2-token sample.
+        """
+        require_integer("n", n, 1)
+        T = self.sample_tokens(int(n), rng, n_tokens=2)
+        return T[:, 0, :], T[:, 1, :]
+
+    # ----------------------------------------------------------------- helpers
+    def _check_X(self, X: Any) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 3 or X.shape[2] != self.d or X.shape[1] < 2:
+            raise ValueError(f"X must have shape (M, N>=2, d={self.d}), got {X.shape}")
+        if not np.all(np.isfinite(X)):
+            raise ValueError("X must be finite (no NaN or inf)")
+        return X

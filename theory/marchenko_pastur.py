@@ -1,3 +1,192 @@
-"""(to be written)."""
+"""Marchenko–Pastur law of paper B (the ridge-regression resolvent).
 
-__all__: list[str] = []
+Convention
+----------
+``Z in R^{p x n}`` has i.i.d. standard Gaussian entries, ``c = p / n``, and the matrix studied is
+the ``n x n`` Gram matrix ``Z^T Z / n``.  Its limiting spectral law ``mu_c`` has
+
+* a continuous part with density ``sqrt((lam_+ - x)(x - lam_-)) / (2 pi x)`` on
+  ``[lam_-, lam_+]``, ``lam_{+-} = (1 +- sqrt c)^2`` (:func:`mp_density`, :func:`mp_support`);
+* an atom of mass ``1 - c`` at 0 when ``c < 1`` (:func:`mp_atom`; ``Z^T Z`` has rank ``p < n``);
+* moments ``int x^k dmu_c = sum_{j=1}^k N(k, j) c^j`` with the Narayana numbers
+  ``N(k, j) = C(k, j) C(k, j-1) / k`` (:func:`mp_moment`);
+* Stieltjes transform ``m(z) = lim 1/n tr (Z^T Z / n - z I_n)^{-1} = int dmu_c(x) / (x - z)``
+  (:func:`mp_stieltjes`), the root of ``m = 1 / (-z + c / (1 + m))``, i.e.
+  ``z m^2 + (1 + z - c) m + 1 = 0``, on the branch ``m(z) = (-(1 + z - c) + R(z)) / (2 z)``,
+  ``R(z) = sqrt(z - lam_-) sqrt(z - lam_+)`` (principal square roots: ``R`` is analytic off the
+  support and ``R(z) ~ z`` at infinity).  This branch has ``Im m > 0`` for ``Im z > 0``,
+  ``m > 0`` for real ``z < 0`` and ``m ~ -1/z`` at infinity.
+
+SPEC's ridge quantity is ``delta(gamma) = mp_stieltjes(-gamma, c)``, the positive root of
+``delta = 1 / (gamma + c / (1 + delta))``, i.e.
+``delta = (sqrt((gamma + c - 1)^2 + 4 gamma) - (gamma + c - 1)) / (2 gamma)`` (:func:`mp_delta`).
+
+>>> round(float(mp_stieltjes(-1.0, 0.5)), 6)
+0.780776
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from ._validation import require_integer, require_positive
+
+__all__ = [
+    "mp_stieltjes",
+    "mp_stieltjes_expr",
+    "mp_delta",
+    "mp_delta_expr",
+    "mp_equation",
+    "mp_density",
+    "mp_atom",
+    "mp_support",
+    "mp_moment",
+]
+
+
+def _check_c(c: Any) -> Any:
+    return require_positive("c", c)
+
+
+def mp_support(c: float) -> tuple[float, float]:
+    """Edges ``((1 - sqrt c)^2, (1 + sqrt c)^2)`` of the continuous part of ``mu_c``.
+
+    Works for numbers (floats out) and sympy expressions (sympy out).
+    """
+    _check_c(c)
+    if isinstance(c, sp.Basic):
+        return (1 - sp.sqrt(c)) ** 2, (1 + sp.sqrt(c)) ** 2
+    rc = float(np.sqrt(c))
+    return (1.0 - rc) ** 2, (1.0 + rc) ** 2
+
+
+def mp_atom(c: Any) -> Any:
+    """Mass of the atom of ``mu_c`` at 0: ``max(1 - c, 0)``."""
+    _check_c(c)
+    if isinstance(c, sp.Basic):
+        return sp.Max(1 - c, 0)
+    return max(1.0 - float(c), 0.0)
+
+
+def mp_equation(m: Any, z: Any, c: Any) -> Any:
+    """Residual ``m - 1 / (-z + c / (1 + m))`` of the fixed-point equation (numbers or sympy)."""
+    return m - 1 / (-z + c / (1 + m))
+
+
+def mp_stieltjes(z: Any, c: float) -> Any:
+    """Stieltjes transform ``m(z) = int dmu_c(x) / (x - z)`` of ``Z^T Z / n`` (see module doc).
+
+    Parameters
+    ----------
+    z : complex number or array; real ``z`` on the support returns the limit from ``Im z -> 0+``.
+    c : aspect ratio ``p / n > 0``.
+
+    Returns
+    -------
+    complex (or complex ndarray); for real ``z`` off the support, a float (or float ndarray).
+
+    Raises
+    ------
+    ValueError
+        ``c <= 0``, or ``z = 0`` where ``m`` is infinite (``c <= 1``).
+    """
+    _check_c(c)
+    c = float(c)
+    z_in = np.asarray(z)
+    real_input = not np.iscomplexobj(z_in)
+    zc = z_in.astype(np.complex128) + 0j  # +0j turns -0.0 imaginary parts into +0.0
+    lo, hi = mp_support(c)
+    zero = zc == 0
+    if np.any(zero) and c <= 1:
+        raise ValueError(f"z = 0 is a pole of the Marchenko-Pastur Stieltjes transform for c = {c} <= 1")
+    zs = np.where(zero, 1.0, zc)
+    r = np.sqrt(zs - lo) * np.sqrt(zs - hi)
+    b = 1 + zs - c
+    num = -b + r
+    alt = -b - r  # the other root m2 = alt / (2 z) and m m2 = 1/z, so m = 2 / alt (no cancellation)
+    m = np.where(np.abs(num) >= np.abs(alt), num / (2 * zs), 2 / np.where(alt == 0, 1.0, alt))
+    if np.any(zero):
+        m = np.where(zero, 1.0 / (c - 1.0), m)
+    if real_input:
+        zr = z_in.astype(np.float64)
+        off = (zr < lo) | (zr > hi) | ((zr == 0) & (c > 1))
+        if np.all(off):
+            m = m.real
+    return m.item() if m.ndim == 0 else m
+
+
+def mp_delta(gamma: Any, c: float) -> Any:
+    """``delta(gamma) = mp_stieltjes(-gamma, c)``, the positive root of ``delta = 1/(gamma + c/(1+delta))``.
+
+    Numerically stable form ``2 / (sqrt((gamma+c-1)^2 + 4 gamma) + gamma + c - 1)`` when
+    ``gamma + c - 1 > 0`` (no cancellation at small ``gamma``).  ``gamma = 0`` is allowed when
+    ``c > 1`` (``delta(0) = 1 / (c - 1)``).
+    """
+    _check_c(c)
+    g = np.asarray(gamma, dtype=np.float64)
+    if np.any(np.isnan(g)) or np.any(g < 0):
+        raise ValueError(f"gamma must be >= 0, got {gamma!r}")
+    if np.any(g == 0) and c <= 1:
+        raise ValueError(f"gamma must be > 0 when c <= 1 (delta(0) is infinite), got {gamma!r}")
+    b = g + float(c) - 1.0
+    root = np.sqrt(b * b + 4.0 * g)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pos = 2.0 / (root + b)
+        neg = (root - b) / (2.0 * np.where(g == 0, 1.0, g))
+    out = np.where(b > 0, pos, neg)
+    return float(out) if out.ndim == 0 else out
+
+
+def mp_stieltjes_expr(z: Any, c: Any) -> sp.Expr:
+    """Sympy closed form of :func:`mp_stieltjes` (same branch): ``(-(1+z-c) + R(z)) / (2z)``."""
+    _check_c(c)
+    z, c = sp.sympify(z), sp.sympify(c)
+    lo, hi = (1 - sp.sqrt(c)) ** 2, (1 + sp.sqrt(c)) ** 2
+    return (-(1 + z - c) + sp.sqrt(z - lo) * sp.sqrt(z - hi)) / (2 * z)
+
+
+def mp_delta_expr(gamma: Any, c: Any) -> sp.Expr:
+    """Sympy closed form of ``delta(gamma)``: ``(sqrt((gamma+c-1)^2 + 4 gamma) - (gamma+c-1)) / (2 gamma)``.
+
+    Equal to ``mp_stieltjes_expr(-gamma, c)`` for ``gamma > 0`` (the product of the two square
+    roots of ``R(-gamma)`` is ``-sqrt((gamma + lam_-)(gamma + lam_+))``).
+    """
+    _check_c(c)
+    gamma, c = sp.sympify(gamma), sp.sympify(c)
+    b = gamma + c - 1
+    return (sp.sqrt(b**2 + 4 * gamma) - b) / (2 * gamma)
+
+
+def mp_density(x: Any, c: float) -> Any:
+    """Density of the continuous part of ``mu_c``: ``sqrt((lam_+ - x)(x - lam_-)) / (2 pi x)``.
+
+    It integrates to ``min(c, 1)``; the atom ``1 - c`` at 0 (``c < 1``) is :func:`mp_atom`.
+    Zero outside ``[lam_-, lam_+]``.  Numbers or arrays.
+    """
+    _check_c(c)
+    xa = np.asarray(x, dtype=np.float64)
+    lo, hi = mp_support(c)
+    inside = (xa > lo) & (xa < hi) & (xa > 0)
+    xs = np.where(inside, xa, 1.0)
+    dens = np.where(inside, np.sqrt(np.clip((hi - xs) * (xs - lo), 0.0, None)) / (2 * np.pi * xs), 0.0)
+    return float(dens) if dens.ndim == 0 else dens
+
+
+def mp_moment(k: int, c: Any) -> sp.Expr:
+    """``int x^k dmu_c = lim 1/n tr (Z^T Z / n)^k = sum_{j=1}^k N(k, j) c^j`` (``1`` for ``k = 0``).
+
+    ``N(k, j) = binomial(k, j) binomial(k, j - 1) / k`` (Narayana).  Sympy in, sympy out.
+
+    >>> mp_moment(2, sp.Symbol("c"))
+    c**2 + c
+    """
+    require_integer("k", k, 0)
+    _check_c(c)
+    k = int(k)
+    c = sp.sympify(c)
+    if k == 0:
+        return sp.Integer(1)
+    return sp.expand(sum(sp.binomial(k, j) * sp.binomial(k, j - 1) / k * c**j for j in range(1, k + 1)))

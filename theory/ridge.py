@@ -1,3 +1,266 @@
-"""(to be written)."""
+"""Ridge-regression interpolation error of paper B, derived in sympy (the derivation is code).
 
-__all__: list[str] = []
+Model and normalisation
+-----------------------
+``X = mu y^T + Z in R^{p x n}``, ``y in {+-1}^n``, ``Z`` standard Gaussian, ``s = ||mu||^2`` (``snr``),
+``c = p / n``.  The ridge probe ``w = (X X^T + n gamma I_p)^{-1} X y`` leaves the residual
+``y - X^T w = n gamma (X^T X + n gamma I_n)^{-1} y = gamma Q y`` with
+``Q = (X^T X / n + gamma I_n)^{-1}``, so (exact algebra, no limit)::
+
+    E = ||y - X^T w||^2 / n = gamma^2 / n  y^T Q^2 y = -gamma^2 d/dgamma (y^T Q y / n).
+
+Derivation (:func:`derive_ridge_error`, every step a sympy computation)
+-----------------------------------------------------------------------
+1. ``Q0 = (Z^T Z / n + gamma)^{-1}``; ``delta = lim tr Q0 / n`` solves the Marchenko–Pastur equation
+   ``delta = 1 / (gamma + c / (1 + delta))`` (:mod:`theory.marchenko_pastur`).
+2. ``X^T X / n = Z^T Z / n + U C U^T`` with ``U = [u, v]``, ``u = y / sqrt n``, ``v = Z^T mu / sqrt n``,
+   ``C = [[s, 1], [1, 0]]`` (rank two).
+3. Limits of the quadratic forms: ``u^T Q0 u -> delta`` (``y`` independent of ``Z``),
+   ``u^T Q0 v -> 0``, ``v^T Q0 v = mu^T (I_p - gamma (Z Z^T/n + gamma)^{-1}) mu -> s (1 - gamma m~)``
+   where ``m~ = tr (Z Z^T/n + gamma)^{-1} / p = delta / c - (1/c - 1) / gamma`` (the two Gram
+   matrices share their nonzero eigenvalues); with the MP equation ``v^T Q0 v -> s delta / (1 + delta)``.
+4. Woodbury: ``u^T Q u = u^T Q0 u - u^T Q0 U (C^{-1} + U^T Q0 U)^{-1} U^T Q0 u
+   -> delta (1 + delta) / (1 + (1 + s) delta)``.
+5. Implicit differentiation of the MP equation: ``d delta / d gamma = -delta^2 (1+delta)^2 /
+   ((1+delta)^2 - c delta^2)``.
+6. ``E = -gamma^2 (d/d delta)(u^T Q u) (d delta / d gamma)``, which simplifies to SPEC's reconstruction
+
+       E_RR = gamma^2 d^2 (1+d)^2 (1 + 2d + (1+s) d^2) / (((1+d)^2 - c d^2) (1 + (1+s) d)^2),  d = delta(gamma).
+
+   The derivation *confirms* SPEC's formula (``derive_ridge_error().matches_spec``).
+7. Limits ``gamma -> 0``: eliminating ``gamma = 1/delta - c/(1+delta)`` makes ``E`` a function of
+   ``delta`` alone; ``delta -> inf`` (``c <= 1``) gives ``(1 - c)/(1 + s)``, ``delta -> 1/(c-1)``
+   (``c > 1``) gives 0, with ``E / gamma^2 -> d0^2 (1+d0)^2 (1 + 2 d0 + (1+s) d0^2) / ((c/(c-1)) (1 + (1+s) d0)^2)``,
+   ``d0 = 1/(c-1)`` (interpolation, ``E = O(gamma^2)``).
+
+>>> round(float(ridge_error(1e-3, 0.25, 1.0)), 4)
+0.375
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from ._validation import require_nonnegative, require_positive
+from .marchenko_pastur import mp_delta, mp_delta_expr
+from .symbols import c as c_sym
+from .symbols import delta as d_sym
+from .symbols import gamma as g_sym
+from .symbols import snr as s_sym
+
+__all__ = [
+    "RidgeDerivation",
+    "derive_ridge_error",
+    "ridge_error",
+    "ridge_error_in_delta",
+    "ridge_error_spec_in_delta",
+    "ridge_error_values",
+    "ridge_error_limit",
+    "ridge_error_small_gamma_coefficient",
+    "ridge_quadratic_form",
+]
+
+
+@dataclass
+class RidgeDerivation:
+    """Result of :func:`derive_ridge_error`.
+
+    Attributes
+    ----------
+    steps : list of ``(description, sympy expression)`` in order.
+    quadratic_form : ``lim y^T Q y / n`` as a function of ``delta, snr``.
+    ddelta_dgamma : ``d delta / d gamma`` as a function of ``delta, c``.
+    error_in_delta : ``E`` as a function of ``delta, gamma, c, snr`` (simplified).
+    error : ``E`` as a closed form in ``gamma, c, snr`` (``delta`` replaced by its closed form).
+    limit_below : ``lim_{gamma->0} E`` for ``c < 1``.
+    limit_above : ``lim_{gamma->0} E`` for ``c > 1``.
+    matches_spec : whether ``error_in_delta`` equals SPEC's reconstruction identically.
+    """
+
+    steps: list[tuple[str, sp.Expr]] = field(default_factory=list)
+    quadratic_form: sp.Expr | None = None
+    ddelta_dgamma: sp.Expr | None = None
+    error_in_delta: sp.Expr | None = None
+    error: sp.Expr | None = None
+    limit_below: sp.Expr | None = None
+    limit_above: sp.Expr | None = None
+    matches_spec: bool = False
+
+
+def ridge_error_spec_in_delta() -> sp.Expr:
+    """SPEC's reconstructed ``E_RR`` in terms of ``delta, gamma, c, snr`` (for comparison)."""
+    d, g, c, s = d_sym, g_sym, c_sym, s_sym
+    return (
+        g**2 * d**2 * (1 + d) ** 2 * (1 + 2 * d + (1 + s) * d**2) / (((1 + d) ** 2 - c * d**2) * (1 + (1 + s) * d) ** 2)
+    )
+
+
+def _rat(expr: sp.Expr) -> sp.Expr:
+    """Canonical form of a rational function (all expressions of the derivation are rational)."""
+    return sp.factor(sp.cancel(sp.together(expr)))
+
+
+@functools.lru_cache(maxsize=1)
+def derive_ridge_error() -> RidgeDerivation:
+    """Derive ``E_RR`` step by step in sympy (see the module docstring for the argument).
+
+    Returns
+    -------
+    RidgeDerivation
+    """
+    d, g, c, s = d_sym, g_sym, c_sym, s_sym
+    out = RidgeDerivation()
+    add = out.steps.append
+
+    # 1. Marchenko–Pastur fixed point and gamma as a function of delta on that curve
+    mp_eq = sp.Eq(d, 1 / (g + c / (1 + d)))
+    add(("MP fixed point for delta = lim tr(Z^T Z/n + gamma)^{-1}/n", mp_eq))
+    gamma_of_delta = _rat(sp.solve(d * (g + c / (1 + d)) - 1, g)[0])
+    add(("gamma on the MP curve, as a function of delta", sp.Eq(g, gamma_of_delta)))
+
+    # 3. limits of the quadratic forms of Q0
+    m_tilde = d / c - (1 / c - 1) / g  # tr(ZZ^T/n + gamma)^{-1}/p from the shared nonzero spectrum
+    vQv = _rat((s * (1 - g * m_tilde)).subs(g, gamma_of_delta))
+    add(("v^T Q0 v -> s (1 - gamma m~), m~ = delta/c - (1/c - 1)/gamma, on the MP curve", sp.Eq(sp.Symbol("vQ0v"), vQv)))
+    D = sp.Matrix([[d, 0], [0, vQv]])  # U^T Q0 U, cross term u^T Q0 v -> 0
+    C = sp.Matrix([[s, 1], [1, 0]])
+    add(("rank-two update X^T X/n = Z^T Z/n + U C U^T, C", C))
+    add(("U^T Q0 U (limits)", D))
+
+    # 4. Woodbury for u^T Q u
+    e1 = sp.Matrix([1, 0])
+    inner = (C.inv() + D).inv()
+    qf = _rat(d - (e1.T * D * inner * D * e1)[0, 0])
+    out.quadratic_form = qf
+    add(("Woodbury: y^T Q y / n -> ", qf))
+
+    # 5. implicit differentiation of F(delta, gamma) = delta (gamma + c/(1+delta)) - 1 = 0
+    F = d * (g + c / (1 + d)) - 1
+    dd = _rat((-sp.diff(F, g) / sp.diff(F, d)).subs(g, gamma_of_delta))
+    out.ddelta_dgamma = dd
+    add(("implicit differentiation: d delta / d gamma", dd))
+
+    # 6. E = -gamma^2 d/dgamma (y^T Q y / n)
+    err = _rat(-(g**2) * sp.diff(qf, d) * dd)
+    out.error_in_delta = err
+    add(("E = -gamma^2 (d qf / d delta)(d delta / d gamma)", err))
+    diff = _rat(err - ridge_error_spec_in_delta())
+    out.matches_spec = diff == 0
+    add(("E - E_RR(SPEC) (simplified)", diff))
+    out.error = err.subs(d, mp_delta_expr(g, c))
+    add(("closed form with delta = delta(gamma)", out.error))
+
+    # 7. gamma -> 0 limits, through delta (gamma eliminated)
+    err_delta_only = _rat(err.subs(g, gamma_of_delta))
+    add(("E on the MP curve, a function of delta only", err_delta_only))
+    out.limit_below = _rat(sp.limit(err_delta_only, d, sp.oo))
+    add(("c < 1: gamma -> 0 <=> delta -> oo; lim E", out.limit_below))
+    out.limit_above = _rat(err_delta_only.subs(d, 1 / (c - 1)))
+    add(("c > 1: gamma -> 0 <=> delta -> 1/(c-1); lim E", out.limit_above))
+    return out
+
+
+def ridge_quadratic_form() -> sp.Expr:
+    """``lim y^T Q y / n = delta (1 + delta) / (1 + (1 + snr) delta)`` (from the derivation)."""
+    return derive_ridge_error().quadratic_form
+
+
+def ridge_error_in_delta() -> sp.Expr:
+    """Derived ``E`` as a sympy expression in ``delta, gamma, c, snr`` (``theory.symbols``)."""
+    return derive_ridge_error().error_in_delta
+
+
+def _validate(gamma: Any, c: Any, snr: Any) -> None:
+    require_positive("c", c)
+    require_nonnegative("snr", snr)
+    if isinstance(gamma, np.ndarray):
+        if np.any(np.isnan(gamma)) or np.any(gamma < 0):
+            raise ValueError(f"gamma must be >= 0, got {gamma!r}")
+    else:
+        require_nonnegative("gamma", gamma)
+
+
+def ridge_error(gamma: Any, c: Any, snr: Any) -> sp.Expr:
+    """Limiting ridge interpolation error ``E_RR(gamma, c, snr)`` as a sympy expression.
+
+    Parameters
+    ----------
+    gamma : ridge parameter (``>= 0``; number or sympy symbol). ``gamma = 0`` returns the
+        ridgeless limit :func:`ridge_error_limit`.
+    c : ``p / n > 0``.
+    snr : ``||mu||^2 >= 0``.
+
+    Returns
+    -------
+    sympy.Expr (a number when all arguments are numbers).
+
+    Examples
+    --------
+    >>> from theory.symbols import gamma, c, snr
+    >>> ridge_error(gamma, c, snr).has(gamma)
+    True
+    """
+    _validate(gamma, c, snr)
+    gamma, c, snr = sp.sympify(gamma), sp.sympify(c), sp.sympify(snr)
+    if gamma == 0:
+        return ridge_error_limit(c, snr)
+    expr = derive_ridge_error().error.subs({g_sym: gamma, c_sym: c, s_sym: snr}, simultaneous=True)
+    return sp.nsimplify(expr) if expr.is_Rational else expr
+
+
+@functools.lru_cache(maxsize=1)
+def _error_fn():
+    return sp.lambdify((d_sym, g_sym, c_sym, s_sym), ridge_error_in_delta(), modules="numpy")
+
+
+def ridge_error_values(gammas: Any, c: float, snr: float) -> np.ndarray:
+    """Fast vectorised numeric ``E_RR`` on an array of ``gamma >= 0`` (``0``: the ridgeless limit).
+
+    Uses the stable closed form of ``delta(gamma)`` and the lambdified derived expression.
+
+    Returns
+    -------
+    numpy.ndarray of the same shape as ``gammas`` (float64).
+    """
+    g = np.asarray(gammas, dtype=np.float64)
+    _validate(g, c, snr)
+    c, snr = float(c), float(snr)
+    gpos = np.where(g == 0, 1.0, g)
+    d = np.asarray(mp_delta(np.where(g == 0, 0.0, g) if c > 1 else gpos, c))
+    vals = np.asarray(_error_fn()(d, g, c, snr), dtype=np.float64)
+    if np.any(g == 0):
+        vals = np.where(g == 0, float(ridge_error_limit(c, snr)), vals)
+    return vals
+
+
+def ridge_error_limit(c: Any, snr: Any) -> sp.Expr:
+    """``lim_{gamma -> 0+} E_RR``: ``(1 - c)/(1 + snr)`` for ``c < 1`` and 0 for ``c >= 1``.
+
+    Taken from :func:`derive_ridge_error` (limits along the MP curve).  Symbolic ``c`` gives a
+    ``Piecewise``.
+    """
+    require_positive("c", c)
+    require_nonnegative("snr", snr)
+    der = derive_ridge_error()
+    c, snr = sp.sympify(c), sp.sympify(snr)
+    below = der.limit_below.subs({c_sym: c, s_sym: snr}, simultaneous=True)
+    above = der.limit_above.subs({c_sym: c, s_sym: snr}, simultaneous=True)
+    if c.is_number:
+        return sp.simplify(below) if c < 1 else (sp.Integer(0) if c == 1 else sp.simplify(above))
+    return sp.Piecewise((below, c < 1), (sp.Integer(0), sp.Eq(c, 1)), (above, True))
+
+
+def ridge_error_small_gamma_coefficient(c: Any, snr: Any) -> sp.Expr:
+    """``lim_{gamma->0} E_RR / gamma^2`` for ``c > 1`` (interpolation: ``E_RR = O(gamma^2)``)."""
+    require_greater_one = float(sp.sympify(c)) if sp.sympify(c).is_number else None
+    if require_greater_one is not None and require_greater_one <= 1:
+        raise ValueError(f"c must be > 1 for the O(gamma^2) regime, got {c!r}")
+    require_nonnegative("snr", snr)
+    c, snr = sp.sympify(c), sp.sympify(snr)
+    e = (ridge_error_in_delta() / g_sym**2).subs(d_sym, 1 / (c_sym - 1))
+    return sp.simplify(e.subs({c_sym: c, s_sym: snr}, simultaneous=True))

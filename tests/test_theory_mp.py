@@ -1,0 +1,196 @@
+"""Tests of theory.marchenko_pastur and theory.kernel_spectrum."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate
+
+from theory.kernel_spectrum import kernel_density, kernel_equation, kernel_stieltjes
+from theory.marchenko_pastur import (
+    mp_atom,
+    mp_delta,
+    mp_delta_expr,
+    mp_density,
+    mp_equation,
+    mp_moment,
+    mp_stieltjes,
+    mp_stieltjes_expr,
+    mp_support,
+)
+
+cs = st.floats(0.05, 6.0).filter(lambda v: abs(v - 1) > 1e-3)
+reals = st.floats(-5.0, 5.0)
+
+
+def _integral(fun, c):
+    """int fun dmu_c: continuous part by quadrature (sqrt edges handled by the 'alg' weight) + atom."""
+    lo, hi = mp_support(c)
+    # density sqrt((hi-t)(t-lo))/(2 pi t) = (t-lo)^(-1/2) (hi-t)^(1/2) * (t-lo)/(2 pi t): QAWS weight
+    g = lambda t: fun(t) * (t - lo) / (2 * np.pi * t) if t > 0 else fun(t) / (2 * np.pi)
+    val = integrate.quad(g, lo, hi, weight="alg", wvar=(-0.5, 0.5), limit=200, epsabs=1e-13, epsrel=1e-12)[0]
+    return val + mp_atom(c) * fun(0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(c=cs, re=reals, im=st.floats(1e-3, 5.0))
+def test_stieltjes_solves_equation_and_branch_upper_half_plane(c, re, im):
+    z = complex(re, im)
+    m = mp_stieltjes(z, c)
+    assert abs(mp_equation(m, z, c)) < 1e-9 * (1 + abs(m))
+    assert m.imag > 0
+    assert m.imag >= im * abs(m) ** 2 * (1 - 1e-9)  # Cauchy-Schwarz: |m|^2 <= Im m / Im z
+
+
+@settings(max_examples=60, deadline=None)
+@given(c=cs, gamma=st.floats(1e-6, 1e3))
+def test_stieltjes_negative_axis_positive_root(c, gamma):
+    m = mp_stieltjes(-gamma, c)
+    assert isinstance(m, float) and m > 0
+    assert abs(m - 1 / (gamma + c / (1 + m))) < 1e-9 * m
+    assert abs(m - mp_delta(gamma, c)) < 1e-9 * m
+
+
+@settings(max_examples=30, deadline=None)
+@given(c=cs, x=st.floats(1.0, 100.0))
+def test_stieltjes_right_of_support_and_infinity(c, x):
+    z = mp_support(c)[1] + x
+    m = mp_stieltjes(z, c)
+    assert isinstance(m, float) and m < 0
+    assert abs(mp_equation(m, z, c)) < 1e-9
+    big = mp_stieltjes(1e8 + 0j, c)
+    assert abs(big * 1e8 + 1) < 1e-6  # m ~ -1/z
+
+
+def test_array_in_array_out_and_values():
+    z = np.array([-1.0, -0.1, 10.0])
+    m = mp_stieltjes(z, 0.5)
+    assert isinstance(m, np.ndarray) and m.dtype == np.float64 and m.shape == (3,)
+    np.testing.assert_allclose(m[:2], mp_delta(np.array([1.0, 0.1]), 0.5))
+
+
+@pytest.mark.parametrize("c", [0.2, 0.7, 1.5, 4.0])
+@pytest.mark.parametrize("z", [-0.7, 0.4 + 0.3j, 2.0 + 1.0j])
+def test_stieltjes_is_transform_of_density(c, z):
+    re = _integral(lambda t: (1 / (t - z)).real, c)
+    im = _integral(lambda t: (1 / (t - z)).imag, c)
+    assert abs(complex(re, im) - mp_stieltjes(z, c)) < 1e-8
+
+
+@pytest.mark.parametrize("c", [0.3, 1.0, 2.5])
+def test_moments_match_density(c):
+    assert abs(_integral(lambda t: 1.0, c) - 1.0) < 1e-9
+    for k in range(1, 6):
+        assert abs(_integral(lambda t: t**k, c) - float(mp_moment(k, c))) < 1e-8 * float(mp_moment(k, c))
+
+
+def test_moments_symbolic_narayana():
+    c = sp.Symbol("c", positive=True)
+    assert mp_moment(0, c) == 1
+    assert mp_moment(1, c) == c
+    assert sp.expand(mp_moment(3, c) - (c**3 + 3 * c**2 + c)) == 0
+
+
+@pytest.mark.parametrize("z", [-0.5, 0.3 + 0.8j, 5.0 + 0.1j])
+def test_symbolic_matches_numeric(z):
+    for c in (0.4, 2.0):
+        assert abs(complex(mp_stieltjes_expr(z, c).evalf()) - mp_stieltjes(z, c)) < 1e-12
+    for g in (1e-3, 0.5, 7.0):
+        assert abs(float(mp_delta_expr(g, 0.4)) - mp_delta(g, 0.4)) < 1e-12
+        assert abs(float(mp_stieltjes_expr(-g, 0.4)) - mp_delta(g, 0.4)) < 1e-12
+
+
+def test_delta_small_gamma_limits():
+    assert abs(mp_delta(0.0, 3.0) - 0.5) < 1e-15  # 1/(c-1)
+    assert abs(mp_delta(1e-12, 0.25) * 1e-12 - 0.75) < 1e-9  # gamma delta -> 1 - c
+
+
+def test_density_zero_outside_and_atom():
+    assert mp_density(0.001, 0.5) == 0.0 and mp_density(10.0, 0.5) == 0.0
+    assert mp_atom(0.25) == 0.75 and mp_atom(2.0) == 0.0
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan")])
+def test_invalid_c(bad):
+    for fn in (lambda: mp_stieltjes(-1.0, bad), lambda: mp_density(1.0, bad), lambda: mp_support(bad), lambda: mp_moment(2, bad)):
+        with pytest.raises(ValueError, match="c must be"):
+            fn()
+    with pytest.raises(ValueError, match="gamma"):
+        mp_delta(-1.0, 0.5)
+    with pytest.raises(ValueError, match="k must"):
+        mp_moment(-1, 0.5)
+
+
+# ----------------------------------------------------------------------------- kernel spectrum
+kern_params = st.tuples(st.floats(0.1, 5.0), st.floats(-1.5, 1.5), st.floats(0.01, 2.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(par=kern_params, re=st.floats(-6, 6), im=st.floats(1e-4, 3.0))
+def test_kernel_stieltjes_equation_and_branch(par, re, im):
+    c, a1, sf2 = par
+    nu = a1**2 + sf2
+    z = complex(re, im)
+    m = kernel_stieltjes(z, c, a1, nu)
+    assert abs(kernel_equation(m, z, c, a1, nu)) < 1e-8 * (1 + abs(m))
+    assert m.imag > 0
+    assert m.imag >= im * abs(m) ** 2 * (1 - 1e-6)
+
+
+def test_kernel_semicircle_and_mp_limits():
+    z = np.array([0.3 + 0.5j, -2.0 + 0.01j, 1.5 + 1e-6j])
+    # a1 = 0: semicircle of variance nu / c
+    c, nu = 2.0, 0.7
+    v = nu / c
+    semi = (-z + np.sqrt(z - 2 * np.sqrt(v)) * np.sqrt(z + 2 * np.sqrt(v))) / (2 * v)
+    np.testing.assert_allclose(kernel_stieltjes(z, c, 0.0, nu), semi, atol=1e-9)
+    # sf2 = 0: law of a1 (G - 1), G = Z^T Z/p ~ mu_c / c, so m(z) = c/a1 * m_MP(c (z/a1 + 1))
+    for c in (0.5, 3.0):
+        a1 = 0.8
+        ref = c / a1 * mp_stieltjes(c * (z / a1 + 1), c)
+        np.testing.assert_allclose(kernel_stieltjes(z, c, a1, a1**2), ref, atol=1e-8)
+
+
+@pytest.mark.parametrize("par", [(2.0, 0.6057, 0.3943), (0.25, 0.5, 0.3408), (0.5, 0.0, 0.2), (1.0, 0.7979, 1.0)])
+def test_kernel_density_is_probability(par):
+    c, a1, nu = par
+    r = abs(a1) * (1 + 1 / np.sqrt(c)) ** 2 + 2 * np.sqrt((nu - a1**2) / c) + 1
+    xs = np.linspace(-r, r, 20001)
+    d = kernel_density(xs, c, a1, nu)
+    assert np.all(d >= 0)
+    mass = np.trapezoid(d, xs)
+    first = np.trapezoid(xs * d, xs)
+    second = np.trapezoid(xs**2 * d, xs)
+    assert abs(mass - 1) < 2e-3
+    assert abs(first) < 2e-3  # trace of K is 0 (diagonal removed)
+    assert abs(second - nu / c) < 5e-3  # 1/n tr K^2 -> (n-1) nu / p -> nu / c
+
+
+def test_kernel_invalid():
+    with pytest.raises(ValueError, match="c must be"):
+        kernel_stieltjes(1j, 0.0, 0.5, 0.5)
+    with pytest.raises(ValueError, match="nu must be"):
+        kernel_stieltjes(1j, 1.0, 0.9, 0.5)
+    with pytest.raises(ValueError, match="Im z"):
+        kernel_stieltjes(-1j, 1.0, 0.5, 0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,c", [("tanh", 2.0), ("sign", 0.5)])
+def test_kernel_law_matches_simulation(name, c):
+    from theory.activations import hermite_moments, numpy_activation
+
+    rng = np.random.default_rng(7)
+    n = 800
+    p = int(c * n)
+    X = rng.standard_normal((p, n))
+    K = numpy_activation(name)(X.T @ X / np.sqrt(p)) / np.sqrt(p)
+    np.fill_diagonal(K, 0.0)
+    ev = np.linalg.eigvalsh(K)
+    hm = hermite_moments(name)
+    for z in (0.3 + 0.5j, -0.5 + 0.3j, 1.0 + 0.2j):
+        emp = np.mean(1 / (ev - z))
+        assert abs(emp - kernel_stieltjes(z, c, hm.a1, hm.nu)) < 0.01

@@ -1,0 +1,140 @@
+"""Tests of theory.ridge: the sympy derivation, SPEC's formula, limits, numeric evaluation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from theory.marchenko_pastur import mp_delta
+from theory.ridge import (
+    derive_ridge_error,
+    ridge_error,
+    ridge_error_in_delta,
+    ridge_error_limit,
+    ridge_error_small_gamma_coefficient,
+    ridge_error_spec_in_delta,
+    ridge_error_values,
+)
+from theory.symbols import c as c_sym
+from theory.symbols import delta as d_sym
+from theory.symbols import gamma as g_sym
+from theory.symbols import snr as s_sym
+
+c_below = st.floats(0.05, 0.95)
+c_above = st.floats(1.05, 8.0)
+snrs = st.floats(0.0, 5.0)
+
+
+def test_derivation_reproduces_spec_formula():
+    der = derive_ridge_error()
+    assert der.matches_spec
+    assert sp.simplify(ridge_error_in_delta() - ridge_error_spec_in_delta()) == 0
+    assert sp.simplify(der.quadratic_form - d_sym * (1 + d_sym) / (1 + (1 + s_sym) * d_sym)) == 0
+    assert len(der.steps) >= 8 and all(isinstance(t, str) for t, _ in der.steps)
+
+
+def test_derivative_of_delta_matches_finite_difference():
+    dd = sp.lambdify((d_sym, c_sym), derive_ridge_error().ddelta_dgamma)
+    for c in (0.3, 2.0):
+        for g in (1e-2, 0.5, 3.0):
+            h = 1e-6 * g
+            fd = (mp_delta(g + h, c) - mp_delta(g - h, c)) / (2 * h)
+            assert abs(dd(mp_delta(g, c), c) - fd) < 1e-6 * abs(fd)
+
+
+@settings(max_examples=12, deadline=None)
+@given(c=st.one_of(c_below, c_above), s=snrs, lg=st.floats(-4, 2))
+def test_symbolic_equals_numeric(c, s, lg):
+    g = 10.0**lg
+    sym = float(ridge_error(g, c, s))
+    num = float(ridge_error_values(np.array([g]), c, s)[0])
+    assert abs(sym - num) < 1e-9 * max(abs(num), 1e-12) + 1e-13
+
+
+@settings(max_examples=25, deadline=None)
+@given(c=c_below, s=snrs)
+def test_limit_below_one(c, s):
+    lim = float(ridge_error_limit(c, s))
+    assert abs(lim - (1 - c) / (1 + s)) < 1e-12
+    assert abs(float(ridge_error_values(np.array([1e-9]), c, s)[0]) - lim) < 1e-6
+
+
+@settings(max_examples=25, deadline=None)
+@given(c=c_above, s=snrs)
+def test_interpolation_above_one(c, s):
+    assert ridge_error_limit(c, s) == 0
+    coef = float(ridge_error_small_gamma_coefficient(c, s))
+    g = (c - 1) ** 2 * np.array([1e-7, 1e-6])  # the gamma^2 regime is gamma << (c - 1)^2
+    e = ridge_error_values(g, c, s)
+    np.testing.assert_allclose(e / g**2, coef, rtol=1e-3)  # E_RR = O(gamma^2)
+
+
+def test_limit_symbolic_piecewise():
+    lim = ridge_error_limit(c_sym, s_sym)
+    assert isinstance(lim, sp.Piecewise)
+    assert lim.subs({c_sym: sp.Rational(1, 4), s_sym: 1}) == sp.Rational(3, 8)
+    assert lim.subs({c_sym: 3, s_sym: 1}) == 0
+
+
+@settings(max_examples=20, deadline=None)
+@given(c=st.one_of(c_below, c_above), s=snrs)
+def test_monotone_in_gamma_and_tends_to_one(c, s):
+    g = np.logspace(-5, 5, 60)
+    e = ridge_error_values(g, c, s)
+    assert np.all(np.diff(e) >= -1e-12)  # gamma^2 y^T Q^2 y / n increases with gamma
+    # Q ~ 1/gamma - X^T X/(n gamma^2): E = 1 - 2 (c + s)/gamma + O(gamma^-2) -> ||y||^2 / n = 1
+    assert 0 < 1 - e[-1] < 3 * (1 + c + s) / g[-1]
+
+
+def test_snr_reduces_error():
+    g = np.array([1e-3, 0.1, 1.0])
+    assert np.all(ridge_error_values(g, 0.5, 2.0) < ridge_error_values(g, 0.5, 0.0))
+
+
+def test_gamma_zero_is_the_limit():
+    assert ridge_error(0, sp.Rational(1, 2), 1) == sp.Rational(1, 4)
+    np.testing.assert_allclose(ridge_error_values(np.array([0.0, 1e-9]), 2.0, 1.0), [0.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(ridge_error_values(np.array([0.0, 1e-10]), 0.5, 1.0), [0.25, 0.25], atol=1e-9)
+
+
+def test_symbolic_in_symbols():
+    e = ridge_error(g_sym, c_sym, s_sym)
+    assert e.free_symbols == {g_sym, c_sym, s_sym}
+    val = e.subs({g_sym: sp.Rational(1, 10), c_sym: 2, s_sym: 1}).evalf()
+    assert abs(float(val) - float(ridge_error_values(np.array([0.1]), 2.0, 1.0)[0])) < 1e-12
+
+
+def test_invalid_input():
+    with pytest.raises(ValueError, match="gamma"):
+        ridge_error(-1, 0.5, 1)
+    with pytest.raises(ValueError, match="gamma"):
+        ridge_error_values(np.array([0.1, -0.1]), 0.5, 1)
+    with pytest.raises(ValueError, match="c must be"):
+        ridge_error(0.1, 0, 1)
+    with pytest.raises(ValueError, match="snr"):
+        ridge_error_values(np.array([0.1]), 0.5, -1)
+    with pytest.raises(ValueError, match="c must be > 1"):
+        ridge_error_small_gamma_coefficient(0.5, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p,n", [(200, 800), (800, 400)])
+def test_matches_simulation(p, n):
+    """Monte Carlo: mean over draws within 4 standard errors + 0.01 (finite size)."""
+    rng = np.random.default_rng(11)
+    s, gam = 1.0, np.array([1e-3, 1e-1, 1.0])
+    errs = []
+    for _ in range(8):
+        y = rng.choice([-1.0, 1.0], n)
+        mu = rng.standard_normal(p)
+        mu *= np.sqrt(s) / np.linalg.norm(mu)
+        X = np.outer(mu, y) + rng.standard_normal((p, n))
+        ev, V = np.linalg.eigh(X.T @ X / n)
+        w = (V.T @ y) ** 2 / n
+        errs.append([np.sum(g**2 * w / (ev + g) ** 2) for g in gam])
+    errs = np.array(errs)
+    se = errs.std(0, ddof=1) / np.sqrt(len(errs))
+    assert np.all(np.abs(errs.mean(0) - ridge_error_values(gam, p / n, s)) <= 4 * se + 0.01)
