@@ -18,13 +18,22 @@ eigendecomposition of the smaller Gram matrix (``n x n`` when ``p >= n``, ``p x 
   (uses ``1 - g^2 = lam (1 + g) / (lam + gamma)`` and ``(v_k^T y)^2 = b_k^2 / (n lam_k)``; no division by a
   small eigenvalue when ``gamma > 0``).
 
+With at most three positive gammas, per-gamma Cholesky solves of the same smaller Gram matrix are used
+instead (cheaper than an eigendecomposition with vectors); a failed factorisation falls back to ``eigh``.
+
 At ``gamma = 0`` eigenvalues below ``n * eps * max(lam)`` count as null directions (``g = 1``).
 
 Monte Carlo (:func:`interpolation_error_mc`) batches trials: stacked ``(T, p, n)`` samples, batched
 products and ``torch.linalg.eigh`` in float64; every trial has its own seed spawned from one
 ``numpy.random.SeedSequence``, so results do not depend on the batch size or on ``n_jobs``.
 
-Labels: ``y`` is *balanced* by default (exactly ``floor(n/2)`` entries ``+1``, in random order);
+For the null model (labels independent of ``Phi``) :func:`interpolation_error_label_average` and
+``interpolation_error_mc(..., label_average=True)`` return the exact average over i.i.d. Rademacher labels,
+``gamma^2/n tr Q^2`` (eigenvalues only), a Rao-Blackwellised estimator with a much smaller variance.
+:func:`gaussian_equivalent_kernel` builds the linearised null kernel (symmetric or independent-entry
+noise) as a diagnostic of the null-model theory.
+
+Labels: ``y`` is *balanced* by default (``ceil(n/2)`` entries ``+1`` and ``floor(n/2)`` entries ``-1``, in random order);
 ``labels="iid"`` draws Rademacher labels.  The signal direction is ``e_1`` by default
 (``mu = sqrt(snr) e_1``); ``mu_direction="random"`` draws a uniform direction; ``mu=`` overrides both.
 Because ``Z`` is rotation invariant the direction does not change the law of the error when
@@ -33,13 +42,15 @@ Because ``Z`` is rotation invariant the direction does not change the law of the
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Any, Callable, Sequence
+import threading
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
 
-from theory._validation import require_integer, require_nonnegative, require_positive
+from theory._validation import require_integer, require_nonnegative
 
 __all__ = [
     "sample_signal_plus_noise",
@@ -48,6 +59,8 @@ __all__ = [
     "interpolation_error",
     "interpolation_error_direct",
     "interpolation_error_mc",
+    "interpolation_error_label_average",
+    "gaussian_equivalent_kernel",
     "kernel_eigenvalues",
     "resolve_activation",
 ]
@@ -108,9 +121,9 @@ def resolve_activation(activation: Any) -> Callable[[np.ndarray], np.ndarray]:
     Parameters
     ----------
     activation : str, sympy expression or callable
-        A registry name of :func:`theory.activation` (centred version used), a sympy expression of one
-        variable (centred here: its Gaussian mean ``a0`` from :func:`theory.hermite_moments` is
-        subtracted), or a numpy callable (used AS GIVEN: centring is then the caller's job).
+        A registry name of :func:`theory.activation` or a sympy expression in ``theory.symbols.x``
+        (both centred by :func:`theory.numpy_activation`: the Gaussian mean ``a0`` is subtracted), or a
+        numpy callable (used AS GIVEN: centring is then the caller's job).
 
     Returns
     -------
@@ -121,16 +134,10 @@ def resolve_activation(activation: Any) -> Callable[[np.ndarray], np.ndarray]:
 
     if activation is None:
         raise ValueError("activation must be a registry name, a sympy expression or a callable, got None")
-    if isinstance(activation, str):
+    if isinstance(activation, (str, sp.Basic)):
         import theory
 
-        expr = theory.activation(activation, centered=True)
-        return theory.numpy_activation(expr)
-    if isinstance(activation, sp.Basic):
-        import theory
-
-        a0 = theory.hermite_moments(activation).a0
-        return theory.numpy_activation(activation - a0)
+        return theory.numpy_activation(activation, centered=True)
     if callable(activation):
         return activation
     raise ValueError(
@@ -180,7 +187,7 @@ def sample_signal_plus_noise(
     mu : array of shape (p,), optional
         Overrides ``snr`` and ``mu_direction``.
     labels : {"balanced", "iid"}
-        ``"balanced"``: exactly ``floor(n/2)`` labels ``+1`` in random order; ``"iid"``: Rademacher.
+        ``"balanced"``: ``ceil(n/2)`` labels ``+1``, ``floor(n/2)`` labels ``-1``, random order; ``"iid"``: Rademacher.
     mu_direction : {"e1", "random"}
         Direction of ``mu`` when it is built from ``snr``.
 
@@ -335,25 +342,113 @@ def kernel_eigenvalues(
     _check_diagonal(diagonal)
     f = resolve_activation(activation)
     K = _kernel_batch(torch.from_numpy(Xa).unsqueeze(0), f, None, None, diagonal)[0]
-    return torch.linalg.eigvalsh(K).numpy()
+    with _torch_threads(1 if K.shape[-1] <= _SINGLE_THREAD_EIGH_MAX else None):
+        return torch.linalg.eigvalsh(K).numpy()
 
 
 # --------------------------------------------------------------------------------------------
 # interpolation error
 # --------------------------------------------------------------------------------------------
-def _errors_batch(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor:
-    """E(gamma) for a batch: ``Phi`` (T, p, n), ``y`` (T, n), ``gammas`` (G,) -> (T, G)."""
+#: CPU eigendecompositions of matrices up to this size run single-threaded (all sizes by default).
+#: Threaded LAPACK ``syevd`` collapses when the cores are oversubscribed: measured on a loaded 2-core
+#: machine, eight 200 x 200 ``eigh``: 0.09 s (1 thread) vs 6 s (2 threads); one 2048 x 2048 ``eigh``:
+#: 6 s (1 thread) vs 56 s (2 threads).  Lower it on a dedicated many-core machine.
+_SINGLE_THREAD_EIGH_MAX = 1 << 62
+
+
+@contextlib.contextmanager
+def _torch_threads(k: int | None) -> Iterator[None]:
+    """Temporarily set torch's intra-op thread count (``None``: leave it alone)."""
+    if k is None or k == torch.get_num_threads():
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(k)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+_IN_PARALLEL = threading.local()
+
+
+def _eigh(G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.linalg.eigh``; single-threaded on CPU up to ``_SINGLE_THREAD_EIGH_MAX`` (see there).
+
+    Batches are parallelised over trials instead (``n_jobs`` of :func:`interpolation_error_mc`).
+    """
+    if G.device.type != "cpu" or getattr(_IN_PARALLEL, "active", False) or G.shape[-1] > _SINGLE_THREAD_EIGH_MAX:
+        return torch.linalg.eigh(G)
+    with _torch_threads(1):
+        return torch.linalg.eigh(G)
+
+
+#: with at most this many (positive) gammas, per-gamma Cholesky solves (n^3/3 flops each) beat one
+#: eigendecomposition with vectors (~9 n^3 flops)
+_CHOLESKY_MAX_GAMMAS = 3
+
+
+def _errors_cholesky(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor | None:
+    """Per-gamma Cholesky path (gamma > 0); ``None`` if a factorisation fails (caller falls back to eigh).
+
+    ``p >= n``: ``E = gamma^2/n ||(Phi^T Phi/n + gamma)^{-1} y||^2``;
+    ``p < n``: ``w = (Phi Phi^T/n + gamma)^{-1} Phi y / n``, ``E = ||y - Phi^T w||^2 / n``.
+    """
+    T, p, n = Phi.shape
+    if p >= n:
+        A = Phi.transpose(-1, -2) @ Phi / n
+        rhs = y.unsqueeze(-1)
+    else:
+        A = Phi @ Phi.transpose(-1, -2) / n
+        rhs = Phi @ y.unsqueeze(-1) / n
+    eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    cols = []
+    ctx = _torch_threads(1) if A.device.type == "cpu" and not getattr(_IN_PARALLEL, "active", False) else contextlib.nullcontext()
+    with ctx:
+        for gv in gammas.tolist():
+            L, info = torch.linalg.cholesky_ex(A + gv * eye)
+            if bool(torch.any(info != 0)):
+                return None
+            v = torch.cholesky_solve(rhs, L)
+            if p >= n:
+                cols.append(gv**2 * (v**2).sum(dim=(-2, -1)) / n)
+            else:
+                r = y - (Phi.transpose(-1, -2) @ v)[..., 0]
+                cols.append((r**2).sum(dim=-1) / n)
+    return torch.stack(cols, dim=-1)
+
+
+def _errors_batch(Phi: torch.Tensor, y: torch.Tensor | None, gammas: torch.Tensor) -> torch.Tensor:
+    """E(gamma) for a batch: ``Phi`` (T, p, n), ``y`` (T, n), ``gammas`` (G,) -> (T, G).
+
+    ``y = None``: the label average ``gamma^2/n tr Q^2`` (eigenvalues only).
+    """
     T, p, n = Phi.shape
     g = gammas.view(1, 1, -1)
+    if y is None:
+        small = Phi.transpose(-1, -2) @ Phi if p >= n else Phi @ Phi.transpose(-1, -2)
+        if small.device.type == "cpu" and small.shape[-1] <= _SINGLE_THREAD_EIGH_MAX and not getattr(_IN_PARALLEL, "active", False):
+            with _torch_threads(1):
+                lam = torch.linalg.eigvalsh(small / n)
+        else:
+            lam = torch.linalg.eigvalsh(small / n)
+        lam = lam.clamp_min(0.0).unsqueeze(-1)
+        gk = _shrink(lam, g)
+        return ((gk**2).sum(dim=1) + max(n - p, 0)) / n
+    if gammas.numel() <= _CHOLESKY_MAX_GAMMAS and bool(torch.all(gammas > 0)):
+        out = _errors_cholesky(Phi, y, gammas)
+        if out is not None:
+            return out
     if p >= n:
         G = Phi.transpose(-1, -2) @ Phi / n  # (T, n, n)
-        lam, V = torch.linalg.eigh(G)
+        lam, V = _eigh(G)
         lam = lam.clamp_min(0.0).unsqueeze(-1)  # (T, n, 1)
         proj2 = (V.transpose(-1, -2) @ y.unsqueeze(-1)) ** 2  # (T, n, 1)
         gk = _shrink(lam, g)
         return (gk**2 * proj2).sum(dim=1) / n
     Gp = Phi @ Phi.transpose(-1, -2) / n  # (T, p, p)
-    lam, U = torch.linalg.eigh(Gp)
+    lam, U = _eigh(Gp)
     lam = lam.clamp_min(0.0).unsqueeze(-1)  # (T, p, 1)
     b2 = (U.transpose(-1, -2) @ (Phi @ y.unsqueeze(-1))) ** 2  # (T, p, 1)
     gk = _shrink(lam, g)
@@ -412,6 +507,70 @@ def interpolation_error(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) ->
     return out[0].numpy()
 
 
+def interpolation_error_label_average(features: ArrayLike, gammas: ArrayLike) -> np.ndarray:
+    """Average of ``E(gamma)`` over i.i.d. Rademacher labels independent of ``Phi``: ``gamma^2/n tr Q^2``.
+
+    ``E_y[y^T A y] = tr A`` for such labels, so this is the exact conditional mean given the features
+    (eigenvalues only).  Valid for the null model (labels independent of ``X``).
+
+    Parameters
+    ----------
+    features : array (p, n), finite.
+    gammas : float or array, ``>= 0``.
+
+    Returns
+    -------
+    ndarray (G,)
+    """
+    Phi = _as_float_array("features", features, ndim=2)
+    g = _check_gammas(gammas)
+    return _errors_batch(torch.from_numpy(Phi).unsqueeze(0), None, torch.from_numpy(g))[0].numpy()
+
+
+def gaussian_equivalent_kernel(
+    X: ArrayLike,
+    a1: float,
+    nu: float,
+    rng: np.random.Generator | int,
+    symmetric: bool = True,
+    d0: float = 0.0,
+) -> np.ndarray:
+    """Linearised (Gaussian-equivalent) null kernel ``a1 (X^T X / p - diag) + d0 I + s_f / sqrt(p) Xi``.
+
+    ``s_f^2 = nu - a1^2``; ``Xi`` has zero diagonal and standard Gaussian off-diagonal entries, symmetric
+    (GOE-like, as the kernel's nonlinear part is) when ``symmetric=True``, with independent entries
+    otherwise (the "information-plus-noise" model whose deterministic equivalent has independent
+    noise entries).  A diagnostic for the null-model theory; ``W = I``.
+
+    Parameters
+    ----------
+    X : array (p, n), finite.
+    a1, nu : Hermite data of the centred activation (``nu >= a1^2``).
+    rng : numpy Generator or int seed.
+    symmetric : bool
+    d0 : diagonal constant.
+
+    Returns
+    -------
+    ndarray (n, n)
+    """
+    Xa = _as_float_array("X", X, ndim=2)
+    sf2 = float(nu) - float(a1) ** 2
+    if not np.isfinite(sf2) or sf2 < -1e-12:
+        raise ValueError(f"nu must be >= a1^2, got nu={nu!r}, a1={a1!r}")
+    sf = math.sqrt(max(sf2, 0.0))
+    p, n = Xa.shape
+    g = _rng(rng)
+    Xt = torch.from_numpy(Xa)
+    K = (float(a1) * (Xt.T @ Xt) / p).numpy()
+    Xi = g.standard_normal((n, n))
+    if symmetric:
+        Xi = (Xi + Xi.T) / math.sqrt(2.0)
+    K = K + sf * Xi / math.sqrt(p)
+    np.fill_diagonal(K, float(d0))
+    return K
+
+
 def interpolation_error_direct(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) -> np.ndarray:
     """Reference implementation: one linear solve per ``gamma`` (SPEC normalisation).
 
@@ -447,6 +606,7 @@ def _trial_batch(
     diagonal: str,
     labels: str,
     device: str,
+    label_average: bool = False,
 ) -> np.ndarray:
     Xs, ys = [], []
     for ss in seeds:
@@ -460,7 +620,7 @@ def _trial_batch(
     else:
         K = _kernel_batch(Xb, f, w_k, w_q, diagonal)
         Phi = Xb @ K
-    return _errors_batch(Phi, yb, gammas.to(device)).cpu().numpy()
+    return _errors_batch(Phi, None if label_average else yb, gammas.to(device)).cpu().numpy()
 
 
 def interpolation_error_mc(
@@ -480,6 +640,7 @@ def interpolation_error_mc(
     batch_size: int | None = None,
     device: str = "cpu",
     return_trials: bool = False,
+    label_average: bool = False,
 ) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Monte Carlo mean and standard error of ``E(gamma)`` over independent draws of ``X = mu y^T + Z``.
 
@@ -506,6 +667,11 @@ def interpolation_error_mc(
         torch device for products and eigendecompositions.
     return_trials : bool
         Also return the (n_trials, G) array of per-trial errors.
+    label_average : bool
+        Only for ``snr = 0`` (labels independent of ``Phi``): return, for each draw of ``X``, the exact
+        average of ``E`` over i.i.d. Rademacher labels, ``gamma^2/n tr Q^2 = 1/n sum_k g_k^2`` (plus the
+        ``n - p`` null directions when ``p < n``), i.e. a Rao-Blackwellised estimator with the same mean
+        as ``labels="iid"`` and a much smaller variance (eigenvalues only, no eigenvectors).
 
     Returns
     -------
@@ -521,6 +687,8 @@ def interpolation_error_mc(
     require_integer("n_jobs", n_jobs, 1)
     require_nonnegative("snr", snr)
     n, p, n_trials = int(n), int(p), int(n_trials)
+    if label_average and float(snr) != 0.0:
+        raise ValueError(f"label_average requires snr = 0 (labels independent of the features), got snr={snr!r}")
     g = torch.from_numpy(_check_gammas(gammas))
     _check_diagonal(diagonal)
     f = None
@@ -540,14 +708,23 @@ def interpolation_error_mc(
     chunks = [seeds[i : i + batch_size] for i in range(0, n_trials, batch_size)]
 
     def run(ch):
-        return _trial_batch(ch, kind, n, p, float(snr), g, f, wk, wq, diagonal, labels, device)
+        return _trial_batch(ch, kind, n, p, float(snr), g, f, wk, wq, diagonal, labels, device, label_average)
 
     if n_jobs == 1 or len(chunks) == 1:
         parts = [run(ch) for ch in chunks]
     else:
         from joblib import Parallel, delayed
 
-        parts = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(run)(ch) for ch in chunks)
+        def run_par(ch):
+            _IN_PARALLEL.active = True
+            try:
+                return run(ch)
+            finally:
+                _IN_PARALLEL.active = False
+
+        # one intra-op thread per worker: parallelism comes from the trials
+        with _torch_threads(1):
+            parts = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(run_par)(ch) for ch in chunks)
     trials = np.concatenate(parts, axis=0)
     mean = trials.mean(axis=0)
     se = trials.std(axis=0, ddof=1) / math.sqrt(n_trials)

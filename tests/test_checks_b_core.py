@@ -1,0 +1,97 @@
+"""Smoke tests of the paper-B core checks (B1, B2, B3, B5, B6) at tiny sizes, and of their tolerance rules."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from verify.checks import paper_b_core as core
+from verify.registry import CheckContext, Comparison, Verdict, all_checks, run_check
+
+
+def _run(cid: str, tmp_path):
+    spec = next(s for s in all_checks() if s.id == cid)
+    ctx = CheckContext(profile="tiny", report_dir=tmp_path, seed=1)
+    return run_check(spec, ctx)
+
+
+def _run_nofig(cid: str, seed: int = 1):
+    spec = next(s for s in all_checks() if s.id == cid)
+    return run_check(spec, CheckContext(profile="tiny", report_dir=None, seed=seed))
+
+
+def _assert_well_formed(res):
+    assert res.verdict in (Verdict.PASS, Verdict.FAIL), res.error
+    assert res.comparisons, "a check must produce comparisons"
+    for c in res.comparisons:
+        assert isinstance(c, Comparison)
+        assert isinstance(c.tolerance, str) and c.tolerance
+        assert isinstance(c.passed, bool)
+    assert res.seeds, "seeds must be recorded"
+    assert res.figures and all(f.endswith(".png") for f in res.figures)
+    assert res.notes
+
+
+@pytest.mark.parametrize("cid", ["B1", "B2", "B3", "B5", "B6"])
+def test_check_smoke_tiny(cid, tmp_path):
+    res = _run(cid, tmp_path)
+    _assert_well_formed(res)
+    if cid == "B1":
+        names = [c.name for c in res.comparisons]
+        assert any(n.startswith("1a") for n in names)
+        assert any(n.startswith("1b") for n in names)
+        assert any(n.startswith("1c") for n in names)
+        assert sum("shrinks" in n for n in names) == 3
+        assert "1a" in res.data and "1b" in res.data and "1c" in res.data
+
+
+def test_check_reproducible_seeds():
+    a = _run_nofig("B5")
+    b = _run_nofig("B5")
+    assert a.seeds == b.seeds
+    assert [c.measured for c in a.comparisons] == [c.measured for c in b.comparisons]
+    c = _run_nofig("B5", seed=2)
+    assert c.seeds != a.seeds
+
+
+# ---------------------------------------------------------------------------------------------
+# the tolerance rules can fail
+# ---------------------------------------------------------------------------------------------
+def test_fs_rule_passes_shrinking_gap_and_fails_constant_offset():
+    ok, q = core._fs_comparison("x", pred=1.0, ms=1.02, ss=0.001, ns=100, ml=1.01, sl=0.001, nl=200)
+    assert ok.passed and math.isclose(q["allowance"], 0.02 / math.sqrt(2))
+    bad, _ = core._fs_comparison("x", pred=1.0, ms=1.05, ss=0.001, ns=100, ml=1.05, sl=0.001, nl=200)
+    assert not bad.passed
+    assert "3 SE" in bad.tolerance
+
+
+def test_shrink_rule_fails_when_gap_grows():
+    pts_grow = [dict(pred=1.0, m_s=1.01, se_s=0.001, m_l=1.05, se_l=0.001)]
+    assert not core._shrink_comparison("s", pts_grow, 100, 200).passed
+    pts_ok = [dict(pred=1.0, m_s=1.05, se_s=0.001, m_l=1.02, se_l=0.001)]
+    assert core._shrink_comparison("s", pts_ok, 100, 200).passed
+
+
+def test_paired_rule():
+    rng = np.random.default_rng(0)
+    assert core._paired_positive("d", 0.1, 0.1 + 0.01 * rng.standard_normal(20))[0].passed
+    assert not core._paired_positive("d", 0.0, 0.01 * rng.standard_normal(20))[0].passed
+
+
+def test_per_trial_slopes_exact_power_law():
+    g = np.logspace(-4, -2, 5)
+    tr = np.vstack([2.0 * g**0.5, 3.0 * g**2])
+    assert np.allclose(core._per_trial_slopes(g, tr), [0.5, 2.0])
+
+
+def test_ks_distance_uniform():
+    x = np.linspace(0, 1, 1001)
+    ev = (np.arange(1, 101) - 0.5) / 100
+    assert core._ks(ev, x, x) == pytest.approx(0.005, abs=1e-9)
+
+
+def test_edge_flag():
+    assert "NEAR c=1" in core._edge_flag(1.0, 1e-5, 256)
+    assert core._edge_flag(4.0, 1e-5, 256) == ""

@@ -1,0 +1,340 @@
+"""Tests of numerics.rmt: normalisation identities, shapes, W never formed, seeds, invalid input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numerics.rmt import (
+    attention_features,
+    interpolation_error,
+    interpolation_error_direct,
+    interpolation_error_mc,
+    kernel_eigenvalues,
+    ridge_features,
+    sample_signal_plus_noise,
+)
+
+GAMMAS = np.array([1e-4, 1e-2, 0.3, 1.0, 10.0])
+
+
+def _tanh(t):
+    return np.tanh(t)
+
+
+# ---------------------------------------------------------------------------------------------
+# sampler
+# ---------------------------------------------------------------------------------------------
+def test_sampler_shapes_and_model():
+    X, y, mu = sample_signal_plus_noise(10, 6, 2.0, np.random.default_rng(0))
+    assert X.shape == (6, 10) and y.shape == (10,) and mu.shape == (6,)
+    assert set(np.unique(y)) == {-1.0, 1.0}
+    assert y.sum() == 0  # balanced
+    assert math.isclose(mu @ mu, 2.0)
+    assert np.count_nonzero(mu) == 1 and mu[0] > 0  # e_1 direction by default
+
+
+def test_sampler_random_direction_and_override():
+    _, _, mu = sample_signal_plus_noise(8, 5, 3.0, 1, mu_direction="random")
+    assert math.isclose(mu @ mu, 3.0) and np.count_nonzero(mu) == 5
+    m = np.arange(5.0)
+    X, y, mu2 = sample_signal_plus_noise(8, 5, 0.0, 1, mu=m)
+    assert np.array_equal(mu2, m)
+
+
+def test_sampler_iid_labels_and_odd_n():
+    _, y, _ = sample_signal_plus_noise(7, 3, 0.0, 2)
+    assert abs(y.sum()) == 1
+    _, y2, _ = sample_signal_plus_noise(1000, 2, 0.0, 2, labels="iid")
+    assert abs(y2.mean()) < 0.2 and set(np.unique(y2)) == {-1.0, 1.0}
+
+
+def test_sampler_reproducible():
+    a = sample_signal_plus_noise(12, 4, 1.0, 123)
+    b = sample_signal_plus_noise(12, 4, 1.0, np.random.default_rng(123))
+    for u, v in zip(a, b):
+        assert np.array_equal(u, v)
+
+
+def test_sampler_signal_mean():
+    X, y, mu = sample_signal_plus_noise(4000, 3, 4.0, 5)
+    est = X @ y / 4000  # -> mu
+    assert np.allclose(est, mu, atol=0.1)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(n=0, p=3, snr=1.0), "n"),
+        (dict(n=3, p=0, snr=1.0), "p"),
+        (dict(n=3, p=3, snr=-1.0), "snr"),
+        (dict(n=3, p=3, snr=1.0, labels="bogus"), "labels"),
+        (dict(n=3, p=3, snr=1.0, mu=np.ones(4)), "mu"),
+        (dict(n=3, p=3, snr=1.0, mu=np.array([1.0, np.nan, 0.0])), "mu"),
+    ],
+)
+def test_sampler_invalid(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        sample_signal_plus_noise(rng=0, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# interpolation error: normalisation identities
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("p, n", [(30, 20), (20, 30), (25, 25), (1, 9), (9, 1)])
+def test_eigen_path_equals_direct_solve_ridge(p, n):
+    X, y, _ = sample_signal_plus_noise(n, p, 1.0, 7)
+    a = interpolation_error(ridge_features(X), y, GAMMAS)
+    b = interpolation_error_direct(X, y, GAMMAS)
+    assert np.allclose(a, b, rtol=1e-8, atol=1e-14)
+
+
+@pytest.mark.parametrize("p, n", [(40, 24), (24, 40)])
+@pytest.mark.parametrize("diagonal", ["removed", "kept"])
+def test_eigen_path_equals_direct_solve_attention(p, n, diagonal):
+    X, y, _ = sample_signal_plus_noise(n, p, 1.0, 8)
+    Phi = attention_features(X, _tanh, diagonal=diagonal)
+    assert np.allclose(interpolation_error(Phi, y, GAMMAS), interpolation_error_direct(Phi, y, GAMMAS), rtol=1e-8)
+
+
+def test_error_equals_gamma2_yQ2y():
+    """E = gamma^2/n y^T Q^2 y with Q = (Phi^T Phi/n + gamma)^-1 (the SPEC identity)."""
+    X, y, _ = sample_signal_plus_noise(15, 11, 0.5, 3)
+    n = 15
+    for g in (1e-3, 0.5):
+        Q = np.linalg.inv(X.T @ X / n + g * np.eye(n))
+        ref = g**2 / n * y @ Q @ Q @ y
+        assert math.isclose(interpolation_error(X, y, g)[0], ref, rel_tol=1e-9)
+
+
+def test_gamma_zero_limits():
+    # p < n: E(0) = ||P_null y||^2 / n; p > n: E(0) = 0 (interpolation)
+    X, y, _ = sample_signal_plus_noise(20, 8, 0.0, 4)
+    P = X.T @ np.linalg.pinv(X.T)
+    ref = np.sum((y - P @ y) ** 2) / 20
+    e = interpolation_error(X, y, [0.0, 1e-12])
+    assert math.isclose(e[0], ref, rel_tol=1e-8) and math.isclose(e[1], ref, rel_tol=1e-6)
+    X2, y2, _ = sample_signal_plus_noise(8, 20, 0.0, 4)
+    assert interpolation_error(X2, y2, [0.0])[0] == pytest.approx(0.0, abs=1e-20)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    p=st.integers(1, 12),
+    n=st.integers(1, 12),
+    g=st.floats(1e-6, 1e3),
+    seed=st.integers(0, 2**31),
+)
+def test_property_eigen_equals_direct_and_bounds(p, n, g, seed):
+    rng = np.random.default_rng(seed)
+    Phi = rng.standard_normal((p, n))
+    y = rng.standard_normal(n)
+    e = interpolation_error(Phi, y, g)[0]
+    assert e == pytest.approx(interpolation_error_direct(Phi, y, g)[0], rel=1e-6, abs=1e-12)
+    assert -1e-12 <= e <= y @ y / n + 1e-12  # shrinkage factors lie in [0, 1]
+
+
+def test_error_monotone_in_gamma():
+    X, y, _ = sample_signal_plus_noise(30, 20, 1.0, 9)
+    e = interpolation_error(attention_features(X, _tanh), y, np.logspace(-6, 3, 40))
+    assert np.all(np.diff(e) >= -1e-14)
+
+
+def test_invalid_inputs_interpolation_error():
+    X, y, _ = sample_signal_plus_noise(6, 4, 1.0, 0)
+    with pytest.raises(ValueError, match="gammas"):
+        interpolation_error(X, y, [-1.0])
+    with pytest.raises(ValueError, match="gammas"):
+        interpolation_error(X, y, [np.nan])
+    with pytest.raises(ValueError, match="y"):
+        interpolation_error(X, y[:-1], [1.0])
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="features"):
+        interpolation_error(Xn, y, [1.0])
+    with pytest.raises(ValueError, match="X"):
+        attention_features(Xn, _tanh)
+    with pytest.raises(ValueError, match="X"):
+        ridge_features(Xn)
+    with pytest.raises(ValueError, match="features"):
+        interpolation_error(X[0], y, [1.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# attention features
+# ---------------------------------------------------------------------------------------------
+def _attention_reference(X, f, W, diagonal):
+    p = X.shape[0]
+    K = f(X.T @ W @ X / np.sqrt(p)) / np.sqrt(p)
+    if diagonal == "removed":
+        np.fill_diagonal(K, 0.0)
+    return X @ K
+
+
+@pytest.mark.parametrize("diagonal", ["removed", "kept"])
+def test_w_never_formed_equals_formed_w(diagonal):
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((7, 9))
+    wk, wq = rng.standard_normal(7), rng.standard_normal(7)
+    W = np.eye(7) + np.outer(wk, wq)
+    ref = _attention_reference(X, np.tanh, W, diagonal)
+    got = attention_features(X, _tanh, w_k=wk, w_q=wq, diagonal=diagonal)
+    assert np.allclose(got, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_diagonal_modes_differ_only_by_diagonal():
+    X, _, _ = sample_signal_plus_noise(9, 6, 0.0, 12)
+    f = lambda t: np.maximum(t, 0) - 1 / np.sqrt(2 * np.pi)  # noqa: E731 (centred ReLU)
+    kept = attention_features(X, f, diagonal="kept")
+    removed = attention_features(X, f, diagonal="removed")
+    dvals = f(np.sum(X * X, axis=0) / np.sqrt(6)) / np.sqrt(6)
+    assert np.allclose(kept - removed, X * dvals[None, :])
+
+
+def test_registry_name_is_centred():
+    X, _, _ = sample_signal_plus_noise(9, 6, 0.0, 12)
+    f = lambda t: np.maximum(t, 0) - 1 / np.sqrt(2 * np.pi)  # noqa: E731
+    assert np.allclose(attention_features(X, "relu"), attention_features(X, f), atol=1e-12)
+
+
+def test_attention_invalid():
+    X, _, _ = sample_signal_plus_noise(5, 4, 0.0, 0)
+    with pytest.raises(ValueError, match="diagonal"):
+        attention_features(X, _tanh, diagonal="zero")
+    with pytest.raises(ValueError, match="w_k"):
+        attention_features(X, _tanh, w_k=np.ones(4))
+    with pytest.raises(ValueError, match="w_q"):
+        attention_features(X, _tanh, w_k=np.ones(4), w_q=np.ones(3))
+    with pytest.raises(ValueError, match="activation"):
+        attention_features(X, None)
+
+
+def test_kernel_eigenvalues_symmetric_kernel():
+    X, _, _ = sample_signal_plus_noise(12, 8, 0.0, 2)
+    ev = kernel_eigenvalues(X, _tanh)
+    K = np.tanh(X.T @ X / np.sqrt(8)) / np.sqrt(8)
+    np.fill_diagonal(K, 0.0)
+    assert np.allclose(ev, np.linalg.eigvalsh(K))
+    assert math.isclose(ev.sum(), 0.0, abs_tol=1e-12)  # trace 0 with the diagonal removed
+
+
+# ---------------------------------------------------------------------------------------------
+# Monte Carlo
+# ---------------------------------------------------------------------------------------------
+def test_mc_reproducible_and_batch_independent():
+    g = [1e-3, 1.0]
+    a = interpolation_error_mc("attention", 16, 10, 1.0, g, 5, seed=3, activation=_tanh, batch_size=2)
+    b = interpolation_error_mc("attention", 16, 10, 1.0, g, 5, seed=3, activation=_tanh, batch_size=5, n_jobs=2)
+    assert np.array_equal(a[0], b[0]) or np.allclose(a[0], b[0], rtol=1e-12)
+    c = interpolation_error_mc("attention", 16, 10, 1.0, g, 5, seed=4, activation=_tanh)
+    assert not np.allclose(a[0], c[0])
+
+
+def test_mc_matches_single_draw_pipeline():
+    g = np.array([1e-2, 1.0])
+    mean, se, trials = interpolation_error_mc("ridge", 12, 20, 0.5, g, 3, seed=5, return_trials=True)
+    ss = np.random.SeedSequence(5).spawn(3)
+    for t in range(3):
+        X, y, _ = sample_signal_plus_noise(12, 20, 0.5, np.random.default_rng(ss[t]))
+        assert np.allclose(trials[t], interpolation_error(X, y, g), rtol=1e-10)
+    assert np.allclose(mean, trials.mean(0)) and np.allclose(se, trials.std(0, ddof=1) / np.sqrt(3))
+
+
+def test_mc_invalid():
+    with pytest.raises(ValueError, match="kind"):
+        interpolation_error_mc("lasso", 4, 4, 0.0, [1.0], 2, 0)
+    with pytest.raises(ValueError, match="n_trials"):
+        interpolation_error_mc("ridge", 4, 4, 0.0, [1.0], 1, 0)
+    with pytest.raises(ValueError, match="gammas"):
+        interpolation_error_mc("ridge", 4, 4, 0.0, [-1.0], 2, 0)
+    with pytest.raises(ValueError, match="activation"):
+        interpolation_error_mc("attention", 4, 4, 0.0, [1.0], 2, 0)
+
+
+def test_mc_ridge_close_to_theory_small():
+    """A cheap sanity check of the whole pipeline against the closed-form ridge error."""
+    import theory
+
+    g = np.array([1e-2, 1.0])
+    mean, se = interpolation_error_mc("ridge", 200, 400, 1.0, g, 8, seed=1)
+    pred = theory.ridge_error_values(g, 2.0, 1.0)
+    assert np.all(np.abs(mean - pred) <= 4 * se + 0.05 * pred)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.cuda
+def test_mc_cuda_matches_cpu():
+    g = [1e-2, 1.0]
+    a = interpolation_error_mc("attention", 32, 24, 1.0, g, 3, seed=1, activation=_tanh)
+    b = interpolation_error_mc("attention", 32, 24, 1.0, g, 3, seed=1, activation=_tanh, device="cuda")
+    assert np.allclose(a[0], b[0], rtol=1e-8)
+
+
+def test_label_average_is_the_mean_over_labels():
+    """gamma^2/n tr Q^2 equals the exact average of E over all 2^n Rademacher label vectors (n small)."""
+    import itertools
+
+    from numerics.rmt import interpolation_error_label_average
+
+    rng = np.random.default_rng(3)
+    for p, n in [(5, 7), (9, 6)]:
+        Phi = rng.standard_normal((p, n))
+        g = np.array([1e-3, 0.2, 2.0])
+        ys = np.array(list(itertools.product([-1.0, 1.0], repeat=n)))
+        avg = np.mean([interpolation_error(Phi, y, g) for y in ys], axis=0)
+        assert np.allclose(interpolation_error_label_average(Phi, g), avg, rtol=1e-10)
+
+
+def test_label_average_mc_requires_null_model():
+    with pytest.raises(ValueError, match="label_average"):
+        interpolation_error_mc("ridge", 4, 4, 1.0, [1.0], 2, 0, label_average=True)
+    m, se = interpolation_error_mc("ridge", 8, 6, 0.0, [1.0], 3, 0, label_average=True)
+    assert m.shape == (1,) and se[0] >= 0
+
+
+def test_gaussian_equivalent_kernel():
+    from numerics.rmt import gaussian_equivalent_kernel
+
+    X = np.random.default_rng(0).standard_normal((6, 9))
+    K = gaussian_equivalent_kernel(X, 0.5, 0.5, 1, symmetric=True)
+    assert np.allclose(K, K.T) and np.allclose(np.diag(K), 0.0)
+    K2 = gaussian_equivalent_kernel(X, 0.5, 0.5, 1, symmetric=False, d0=1.0)
+    assert not np.allclose(K2, K2.T) and np.allclose(np.diag(K2), 1.0)
+    lin = gaussian_equivalent_kernel(X, 0.7, 0.49, 1)  # s_f = 0: purely linear part
+    ref = 0.7 * X.T @ X / 6
+    np.fill_diagonal(ref, 0.0)
+    assert np.allclose(lin, ref)
+    with pytest.raises(ValueError, match="nu"):
+        gaussian_equivalent_kernel(X, 1.0, 0.5, 1)
+
+
+def test_benchmark_runs_tiny_and_paths_agree():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "interpolation.py"
+    spec = importlib.util.spec_from_file_location("bench_interpolation", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = mod.run(quick=True, n=64, p=16, n_gammas=5)
+    assert r["max_rel_diff_vs_naive"] < 1e-8 and r["max_rel_diff_vs_cached"] < 1e-8
+    assert r["speedup_vs_naive"] > 0 and r["gflops_XtX"] > 0
+
+
+@pytest.mark.parametrize("p, n", [(30, 20), (20, 30), (25, 25)])
+def test_cholesky_path_equals_eigen_path(p, n):
+    """One or few gammas use per-gamma Cholesky solves; many use one eigh: both equal the direct solve."""
+    X, y, _ = sample_signal_plus_noise(n, p, 1.0, 21)
+    Phi = attention_features(X, _tanh)
+    grid = np.array([1e-5, 1e-3, 0.1, 1.0, 5.0])  # > 3 gammas: eigen path
+    many = interpolation_error(Phi, y, grid)
+    few = np.concatenate([interpolation_error(Phi, y, [g]) for g in grid])  # Cholesky path
+    assert np.allclose(many, few, rtol=1e-7, atol=1e-15)
+    assert np.allclose(few, interpolation_error_direct(Phi, y, grid), rtol=1e-7, atol=1e-15)
+    # gamma = 0 with few gammas falls back to the eigen path
+    assert interpolation_error(Phi, y, [0.0, 1.0]).shape == (2,)
