@@ -1,3 +1,415 @@
-"""(to be written)."""
+"""Sweep runner: a grid of configurations x replicate seeds -> a results table.
 
-__all__: list[str] = []
+``run_sweep(func, cells, ...)`` calls ``func(cell, seed) -> dict`` once per (cell, seed) pair.
+
+- ``executor="local"``: joblib (loky processes) with ``n_jobs`` workers; ``n_jobs=1`` runs in-process.
+- ``executor="dask"``: ``dask.distributed.Client(scheduler)``, ``submit`` / ``as_completed``;
+  ``scheduler=None`` or ``"local"`` starts an in-process ``LocalCluster`` (threads, no dashboard).
+- On-disk cache (``cache_dir``): one small JSON file per (func, cell, seed, version), keyed by a
+  stable SHA-256 of those four; a rerun reuses finished pairs and an interrupted sweep resumes.
+  The parent process writes each file as soon as its result arrives.
+- ``progress(record)`` is called once per finished pair (cached ones included).
+
+Results do not depend on the executor: every pair gets its own seed, ``func`` must draw all its
+randomness from that seed, and torch is pinned to one intra-op thread while ``func`` runs (in
+every executor, in-process too), so that floating-point reductions are the same everywhere.
+``func`` must be a top-level (picklable) function returning a JSON-serialisable dict whose keys do
+not collide with the cell's keys or ``"seed"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key"]
+
+_EXECUTORS = ("local", "dask")
+
+
+# ----------------------------------------------------------------------------------------- helpers
+def _jsonable(v: Any) -> Any:
+    """Convert numpy scalars / arrays / tuples to plain JSON values (recursively)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, Mapping):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    raise ValueError(f"value {v!r} of type {type(v).__name__} is not JSON-serialisable")
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+def _qualname(func: Callable) -> str:
+    mod = getattr(func, "__module__", None)
+    qn = getattr(func, "__qualname__", None)
+    if mod is None or qn is None or "<lambda>" in qn or "<locals>" in qn:
+        raise ValueError(f"func must be a top-level (picklable) function, got {func!r}")
+    return f"{mod}.{qn}"
+
+
+def cache_key(func: Callable, cell: Mapping[str, Any], seed: int, version: str = "1") -> str:
+    """Stable SHA-256 key of ``(qualified name of func, cell, seed, version)``.
+
+    Parameters
+    ----------
+    func : callable
+        Top-level function.
+    cell : mapping
+        JSON-serialisable configuration.
+    seed : int
+        Replicate seed.
+    version : str
+        Bump it when ``func``'s meaning changes, to invalidate old cache entries.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
+    text = _canonical({"func": _qualname(func), "cell": dict(cell), "seed": int(seed), "version": str(version)})
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cell_seed(base_seed: int, cell: Mapping[str, Any], replicate: int) -> int:
+    """Independent 32-bit seed for replicate ``replicate`` of ``cell`` (hash of all three).
+
+    Examples
+    --------
+    >>> cell_seed(0, {"M": 100}, 0) == cell_seed(0, {"M": 100}, 0)
+    True
+    >>> cell_seed(0, {"M": 100}, 0) != cell_seed(0, {"M": 100}, 1)
+    True
+    """
+    text = _canonical({"base": int(base_seed), "cell": dict(cell), "rep": int(replicate)})
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+
+
+_TT_LOCK = threading.Lock()
+_TT_STATE = {"depth": 0, "old": None}
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int | None) -> Iterator[None]:
+    """Pin torch's intra-op threads while ``func`` runs (no-op without torch or with ``n=None``).
+
+    Re-entrant across threads (the in-process Dask cluster runs tasks in threads of one process):
+    the first task to enter saves torch's setting, the last to leave restores it.
+    """
+    if n is None:
+        yield
+        return
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    with _TT_LOCK:
+        if _TT_STATE["depth"] == 0:
+            _TT_STATE["old"] = torch.get_num_threads()
+        _TT_STATE["depth"] += 1
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        with _TT_LOCK:
+            _TT_STATE["depth"] -= 1
+            if _TT_STATE["depth"] == 0:
+                torch.set_num_threads(_TT_STATE["old"])
+
+
+def _call(func: Callable, cell: dict, seed: int, torch_threads: int | None) -> dict:
+    """Worker entry point (top-level, picklable)."""
+    with _torch_threads(torch_threads):
+        out = func(dict(cell), int(seed))
+    if not isinstance(out, Mapping):
+        raise ValueError(f"func must return a dict, got {type(out).__name__}")
+    return _jsonable(out)
+
+
+# ----------------------------------------------------------------------------------------- results
+class SweepResults:
+    """Results of :func:`run_sweep`: one record per (cell, seed), in grid order.
+
+    A record is ``{**cell, "seed": seed, **result}``. ``n_computed`` / ``n_cached`` say how many
+    records were computed in this call and how many came from the cache.
+    """
+
+    def __init__(self, records: list[dict], n_computed: int = 0, n_cached: int = 0) -> None:
+        self.records = records
+        self.n_computed = n_computed
+        self.n_cached = n_cached
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self) -> Iterator[dict]:
+        return iter(self.records)
+
+    def __getitem__(self, i: int) -> dict:
+        return self.records[i]
+
+    def __repr__(self) -> str:
+        return f"SweepResults({len(self)} records, computed={self.n_computed}, cached={self.n_cached})"
+
+    def to_records(self) -> list[dict]:
+        """A list of flat dicts (copies)."""
+        return [dict(r) for r in self.records]
+
+    def column(self, name: str) -> np.ndarray:
+        """Values of ``name`` across records (numpy array)."""
+        if not self.records or any(name not in r for r in self.records):
+            raise ValueError(f"name must be a key of every record, got {name!r}")
+        return np.asarray([r[name] for r in self.records])
+
+    def groupby(self, *keys: str) -> "OrderedDict[tuple, SweepResults]":
+        """Group records by the values of ``keys`` (first-appearance order)."""
+        if not keys:
+            raise ValueError("keys must name at least one column")
+        groups: OrderedDict[tuple, list[dict]] = OrderedDict()
+        for r in self.records:
+            try:
+                k = tuple(_hashable(r[key]) for key in keys)
+            except KeyError as exc:
+                raise ValueError(f"keys must be columns of the records, missing {exc.args[0]!r}") from None
+            groups.setdefault(k, []).append(r)
+        return OrderedDict((k, SweepResults(v)) for k, v in groups.items())
+
+    def filter(self, **conditions: Any) -> "SweepResults":
+        """Records whose columns equal the given values."""
+        return SweepResults([r for r in self.records if all(r.get(k) == v for k, v in conditions.items())])
+
+
+def _hashable(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    return v
+
+
+# ----------------------------------------------------------------------------------------- cache
+def _cache_path(cache_dir: Path, key: str) -> Path:
+    return cache_dir / key[:2] / f"{key}.json"
+
+
+def _cache_read(path: Path) -> dict | None:
+    try:
+        with open(path) as fh:
+            blob = json.load(fh)
+        return blob["result"]
+    except (OSError, ValueError, KeyError):
+        return None  # missing or corrupt (e.g. interrupted write): recompute
+
+
+def _cache_write(path: Path, func: str, cell: dict, seed: int, version: str, result: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    with open(tmp, "w") as fh:
+        json.dump({"func": func, "cell": cell, "seed": seed, "version": version, "result": result}, fh)
+    os.replace(tmp, path)  # atomic: a crash never leaves a half-written entry under the key
+
+
+# ----------------------------------------------------------------------------------------- runner
+def _resolve_seeds(cells: list[dict], seeds: Any, n_replicates: int | None, base_seed: int) -> list[list[int]]:
+    if seeds is not None and n_replicates is not None:
+        raise ValueError("give either seeds or n_replicates, not both")
+    if seeds is None:
+        if n_replicates is None or int(n_replicates) != n_replicates or n_replicates < 1:
+            raise ValueError(f"n_replicates must be an integer >= 1 when seeds is None, got {n_replicates!r}")
+        return [[cell_seed(base_seed, c, i) for i in range(int(n_replicates))] for c in cells]
+    if callable(seeds):
+        out = [list(seeds(i, c)) for i, c in enumerate(cells)]
+    else:
+        out = [list(seeds)] * len(cells)
+    for s_list in out:
+        if not s_list:
+            raise ValueError("seeds must give at least one seed per cell")
+        for s in s_list:
+            if isinstance(s, bool) or int(s) != s or s < 0:
+                raise ValueError(f"seeds must be non-negative integers, got {s!r}")
+    return [[int(s) for s in s_list] for s_list in out]
+
+
+def run_sweep(
+    func: Callable[[dict, int], dict],
+    cells: Iterable[Mapping[str, Any]],
+    seeds: Sequence[int] | Callable[[int, dict], Sequence[int]] | None = None,
+    n_replicates: int | None = None,
+    *,
+    base_seed: int = 0,
+    cache_dir: str | os.PathLike | None = None,
+    version: str = "1",
+    n_jobs: int = 2,
+    executor: str = "local",
+    scheduler: Any = None,
+    progress: Callable[[dict], None] | None = None,
+    torch_threads: int | None = 1,
+) -> SweepResults:
+    """Run ``func(cell, seed)`` for every cell and replicate seed; return the results table.
+
+    Parameters
+    ----------
+    func : callable
+        Top-level function ``func(cell: dict, seed: int) -> dict`` (JSON-serialisable values);
+        all its randomness must come from ``seed``.
+    cells : iterable of mapping
+        Configurations (JSON-serialisable dicts), e.g. ``[{"M": 100, "P": 3}, ...]``.
+    seeds : sequence of int, or callable ``(cell_index, cell) -> sequence of int``, optional
+        Replicate seeds: the same list for every cell, or one list per cell.
+    n_replicates : int, optional
+        Instead of ``seeds``: that many seeds per cell, ``cell_seed(base_seed, cell, i)``
+        (independent across cells and replicates).
+    base_seed : int
+        Base of the derived seeds (only with ``n_replicates``).
+    cache_dir : path, optional
+        Directory of the on-disk cache; ``None`` disables caching.
+    version : str
+        Part of the cache key; change it when ``func``'s meaning changes.
+    n_jobs : int
+        Worker processes (``local``) or workers of the in-process cluster (``dask``); ``>= 1``.
+    executor : {"local", "dask"}
+        Backend.
+    scheduler : str or distributed.Client or None
+        Dask only: a scheduler address, an existing ``Client``, or ``None`` / ``"local"``
+        (in-process ``LocalCluster``, threads, ``dashboard_address=None``).
+    progress : callable, optional
+        Called with each finished record (once per pair, cached ones included).
+    torch_threads : int or None
+        Intra-op threads of torch while ``func`` runs (default 1: identical results everywhere and
+        no oversubscription with several workers); ``None`` leaves torch alone.
+
+    Returns
+    -------
+    SweepResults
+        Records ``{**cell, "seed": seed, **result}`` in grid order (cells outer, seeds inner).
+
+    Raises
+    ------
+    ValueError
+        Bad ``executor``, ``n_jobs``, seeds, non-picklable ``func``, result keys that collide with
+        the cell's keys, non-serialisable values.
+
+    Examples
+    --------
+    >>> from numerics.sweep import run_sweep
+    >>> def _f(cell, seed):  # doctest: +SKIP
+    ...     return {"y": cell["x"] * 2}
+    """
+    if executor not in _EXECUTORS:
+        raise ValueError(f"executor must be one of {_EXECUTORS}, got {executor!r}")
+    if isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or n_jobs < 1:
+        raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
+    fname = _qualname(func)
+    cell_list = [_jsonable(dict(c)) for c in cells]
+    if not cell_list:
+        raise ValueError("cells must contain at least one configuration")
+    for c in cell_list:
+        if "seed" in c:
+            raise ValueError("cells must not contain the key 'seed' (it is added by run_sweep)")
+    seed_lists = _resolve_seeds(cell_list, seeds, n_replicates, base_seed)
+    pairs = [(i, c, s) for i, (c, sl) in enumerate(zip(cell_list, seed_lists)) for s in sl]
+    cdir = Path(cache_dir) if cache_dir is not None else None
+
+    results: list[dict | None] = [None] * len(pairs)
+    todo: list[int] = []
+    keys: list[str | None] = [None] * len(pairs)
+    n_cached = 0
+    for j, (_, c, s) in enumerate(pairs):
+        if cdir is not None:
+            keys[j] = cache_key(func, c, s, version)
+            hit = _cache_read(_cache_path(cdir, keys[j]))
+            if hit is not None:
+                results[j] = hit
+                n_cached += 1
+                continue
+        todo.append(j)
+
+    def record(j: int) -> dict:
+        _, c, s = pairs[j]
+        res = results[j]
+        clash = set(res) & (set(c) | {"seed"})
+        if clash:
+            raise ValueError(f"func's result keys collide with cell keys or 'seed': {sorted(clash)}")
+        return {**c, "seed": s, **res}
+
+    if progress is not None:
+        for j in range(len(pairs)):
+            if results[j] is not None:
+                progress(record(j))
+
+    def finish(j: int, res: dict) -> None:
+        results[j] = res
+        if cdir is not None:
+            _, c, s = pairs[j]
+            _cache_write(_cache_path(cdir, keys[j]), fname, c, s, version, res)
+        if progress is not None:
+            progress(record(j))
+
+    if todo:
+        if executor == "local":
+            _run_local(func, pairs, todo, n_jobs, torch_threads, finish)
+        else:
+            _run_dask(func, pairs, todo, n_jobs, scheduler, torch_threads, finish)
+
+    return SweepResults([record(j) for j in range(len(pairs))], n_computed=len(todo), n_cached=n_cached)
+
+
+def _run_local(func, pairs, todo, n_jobs, torch_threads, finish) -> None:
+    if n_jobs == 1 or len(todo) == 1:
+        for j in todo:
+            _, c, s = pairs[j]
+            finish(j, _call(func, c, s, torch_threads))
+        return
+    from joblib import Parallel, delayed
+
+    par = Parallel(n_jobs=min(n_jobs, len(todo)), backend="loky", return_as="generator_unordered")
+    gen = par(delayed(_indexed_call)(j, func, pairs[j][1], pairs[j][2], torch_threads) for j in todo)
+    for j, res in gen:
+        finish(j, res)
+
+
+def _indexed_call(j: int, func, cell, seed, torch_threads) -> tuple[int, dict]:
+    return j, _call(func, cell, seed, torch_threads)
+
+
+def _run_dask(func, pairs, todo, n_jobs, scheduler, torch_threads, finish) -> None:
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError as exc:  # pragma: no cover
+        raise ValueError("executor='dask' needs dask[distributed] installed") from exc
+
+    with contextlib.ExitStack() as stack:
+        if isinstance(scheduler, Client):
+            client = scheduler
+        elif scheduler is None or scheduler == "local":
+            cluster = stack.enter_context(
+                LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=False, dashboard_address=None)
+            )
+            client = stack.enter_context(Client(cluster))
+        elif isinstance(scheduler, str):
+            client = stack.enter_context(Client(scheduler))
+        else:
+            raise ValueError(f"scheduler must be None, 'local', an address or a distributed.Client, got {scheduler!r}")
+        futures = {
+            client.submit(_indexed_call, j, func, pairs[j][1], pairs[j][2], torch_threads, pure=False): j
+            for j in todo
+        }
+        for fut in as_completed(futures):
+            j, res = fut.result()
+            finish(j, res)

@@ -1,1 +1,334 @@
-"""Checks (not yet implemented)."""
+"""Paper A, claims A5 (coercivity, Lemma 3.4) and A6 (the low-rank condition / parametric term).
+
+A5: normalisation and the identity used (derived here)
+------------------------------------------------------
+``E_inf(g) = E[ 1/N sum_i |Y_i - R_g[X]_i|^2 ]`` (mean over the N tokens of one sample; the noise
+is independent of ``X`` with mean zero). With ``h = g - g*`` the cross term vanishes and
+
+    RHS := E_inf(g) - E_inf(g*) = E[ 1/N sum_i (R_h[X]_i)^2 ]                      (exact)
+         = 1/(N-1) ||h||^2_{L2(rho)} + (N-2)/(N-1) E[ h(X_1, X_2) h(X_1, X_3) ]   (exchangeability)
+
+so ``RHS - LHS = (N-2)/(N-1) E[h(X_1,X_2) h(X_1,X_3)]`` with ``LHS = ||h||^2/(N-1)``.
+If the tokens are conditionally i.i.d. given a latent variable (de Finetti mixtures: independent
+tokens, and the shared-factor "exchangeable" law of :class:`numerics.IPSModel`), then
+``E[h12 h13] = E[ (E[h(X_1, X_2) | X_1, W])^2 ] >= 0`` and the lemma holds, with equality iff
+``E[h(x, X_2) | W] = 0``: e.g. ``h(x, y) = x^T B y`` with independent centred tokens (the tight case,
+ratio RHS/LHS = 1). The constant function is the loosest direction (ratio ``N - 1``).
+For *finitely* exchangeable laws with negative correlation the inequality can FAIL: with
+``X_i = Z_i - t mean(Z)`` (Gaussian, ``d = 1``, equicorrelation ``c/v < 0``) and ``h(x, y) = x y``,
+``E[h12 h13] = v c + 2 c^2`` which is negative for ``-1/2 < c/v < 0``. The check measures this
+derived counterexample too and compares it with the closed form.
+
+Both sides are estimated by Monte Carlo over ``M`` independent samples, per sample
+(``RHS_m = 1/N sum_i R_h[X^m]_i^2``, ``LHS_m`` = the mean of ``h^2`` over the ``N (N-1)`` ordered
+pairs of sample ``m`` divided by ``N-1``), so the standard errors are those of i.i.d. means and
+``RHS - LHS`` is estimated paired (common random numbers). The exact identity above (no noise)
+is used for the verdict; the naive noisy estimate ``mean(1/N |Y - R_g|^2 - 1/N |Y - R_g*|^2)`` is
+reported for a subset of cases and must agree with it within 3 combined SE.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from numerics.ips import IPSModel  # noqa: E402
+from verify.registry import CheckContext, Comparison, Outcome, check  # noqa: E402
+
+
+def size_of(ctx: CheckContext) -> str:
+    """``"smoke"`` (tests only: tiny, verdicts meaningless), ``"quick"`` or ``"paper"``."""
+    if ctx.profile == "smoke":
+        return "smoke"
+    return "quick" if ctx.quick else "paper"
+
+__all__ = ["check_a5", "check_a6", "coercivity_sides"]
+
+
+# ----------------------------------------------------------------------------------------- A5
+def coercivity_sides(H: np.ndarray) -> dict[str, float]:
+    """Monte Carlo estimates of both sides of Lemma 3.4 from pair values ``H[m, i, j] = h(X_i, X_j)``.
+
+    Parameters
+    ----------
+    H : ndarray, shape (M, N, N)
+        Values of ``h = g - g*`` on all ordered pairs of each of ``M`` independent samples
+        (the diagonal is ignored).
+
+    Returns
+    -------
+    dict
+        ``lhs, lhs_se`` (``||h||^2/(N-1)``), ``rhs, rhs_se`` (``E 1/N sum_i R_h[X]_i^2``),
+        ``diff, diff_se`` (``rhs - lhs``, paired), ``ratio, ratio_se`` (delta method).
+    """
+    H = np.asarray(H, dtype=np.float64)
+    if H.ndim != 3 or H.shape[1] != H.shape[2] or H.shape[1] < 2 or H.shape[0] < 2:
+        raise ValueError(f"H must have shape (M>=2, N>=2, N), got {H.shape}")
+    M, N, _ = H.shape
+    off = ~np.eye(N, dtype=bool)
+    Hz = np.where(off, H, 0.0)
+    R = Hz.sum(axis=2) / (N - 1)  # R_h[X]_i
+    rhs_m = (R**2).mean(axis=1)
+    lhs_m = (Hz**2).sum(axis=(1, 2)) / (N * (N - 1)) / (N - 1)
+    d_m = rhs_m - lhs_m
+    se = lambda v: float(v.std(ddof=1) / math.sqrt(v.size))  # noqa: E731
+    lhs, rhs = float(lhs_m.mean()), float(rhs_m.mean())
+    ratio = rhs / lhs if lhs > 0 else float("inf")
+    # delta method for the ratio of two correlated means
+    cov = np.cov(np.vstack([rhs_m, lhs_m]), ddof=1) / M
+    ratio_se = (math.sqrt(max(cov[0, 0] / lhs**2 - 2 * rhs * cov[0, 1] / lhs**3 + rhs**2 * cov[1, 1] / lhs**4, 0.0))
+                if lhs > 0 else float("nan"))
+    return {"lhs": lhs, "lhs_se": se(lhs_m), "rhs": rhs, "rhs_se": se(rhs_m),
+            "diff": float(d_m.mean()), "diff_se": se(d_m), "ratio": ratio, "ratio_se": ratio_se}
+
+
+def _naive_diff(model: IPSModel, X: np.ndarray, G: np.ndarray, Gs: np.ndarray, rng: np.random.Generator):
+    """``mean_m [1/N |Y - R_g|^2 - 1/N |Y - R_g*|^2]`` with fresh noise; returns (value, se)."""
+    N = X.shape[1]
+    off = ~np.eye(N, dtype=bool)
+    Rg = np.where(off, G, 0.0).sum(axis=2) / (N - 1)
+    Rs = np.where(off, Gs, 0.0).sum(axis=2) / (N - 1)
+    Y = Rs + model.sample_noise(Rs.shape, rng)
+    v = ((Y - Rg) ** 2).mean(axis=1) - ((Y - Rs) ** 2).mean(axis=1)
+    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
+
+
+def _neg_equicorrelated(M: int, N: int, t: float, rng: np.random.Generator) -> np.ndarray:
+    """``X_i = Z_i - t mean(Z)`` (d = 1): finitely exchangeable, negatively equicorrelated."""
+    Z = rng.standard_normal((M, N, 1))
+    return Z - t * Z.mean(axis=1, keepdims=True)
+
+
+@check("A5")
+def check_a5(ctx: CheckContext) -> Outcome:
+    """Coercivity ``||g-g*||^2/(N-1) <= E_inf(g) - E_inf(g*)`` for independent and dependent tokens."""
+    t0 = time.perf_counter()
+    size = size_of(ctx)
+    quick = size != "paper"
+    M = {"smoke": 2000, "quick": 20000, "paper": 200000}[size]
+    d, N = (3, 5) if quick else (5, 5)
+    laws = ["uniform", "exchangeable"] if quick else ["uniform", "gaussian", "anisotropic", "exchangeable"]
+    eps_list = [0.05, 0.3, 1.0]
+    B_seed = ctx.seed_for("direction-B")
+    comps: list[Comparison] = []
+    rows: list[dict[str, Any]] = []
+
+    def phi_dirs(model: IPSModel) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+        return {
+            "psi(u)=u (tight for centred independent tokens)": lambda u: u,
+            "psi(u)=cos(3u)": lambda u: np.cos(3 * u),
+            "psi=1 (constant, loosest)": lambda u: np.ones_like(u),
+        }
+
+    n_tasks = len(laws) * (3 * 1 + len(eps_list)) + 1
+    with ctx.progress("coercivity cases", total=n_tasks) as bar:
+        for law in laws:
+            model = IPSModel(d=d, N=N, rank=1, degree=3, token_law=law, noise=0.5, seed=ctx.seed_for("model", law))
+            rng = np.random.default_rng(ctx.seed_for("tokens", law))
+            X = model.sample_tokens(M, rng)
+            U = model.pair_values(X)
+            Gs = model.phi_star(U)
+            # (a) function perturbations g = g* + eps psi(u): h is linear in eps, the ratio does not depend on eps
+            for name, psi in phi_dirs(model).items():
+                H = psi(U)
+                res = coercivity_sides(H)
+                row = {"law": law, "direction": name, "eps": "any (h linear in eps)", **res}
+                if name.startswith("psi(u)=cos"):
+                    eps = 0.3
+                    nv, nse = _naive_diff(model, X, Gs + eps * H, Gs, np.random.default_rng(ctx.seed_for("noise", law)))
+                    row["naive_diff"], row["naive_se"] = nv / eps**2, nse / eps**2
+                    comps.append(Comparison(
+                        name=f"{law}: naive noisy E_inf difference vs exact identity ({name}, eps={eps})",
+                        predicted=res["rhs"], measured=row["naive_diff"],
+                        uncertainty=math.hypot(row["naive_se"], res["rhs_se"]),
+                        tolerance="|naive - exact| <= 3 combined SE (both scaled by 1/eps^2)",
+                        passed=abs(row["naive_diff"] - res["rhs"]) <= 3 * math.hypot(row["naive_se"], res["rhs_se"])))
+                rows.append(row)
+                comps.append(_coercivity_comparison(f"{law}: {name}", res))
+                if law in ("uniform", "gaussian", "anisotropic") and name.startswith("psi(u)=u"):
+                    comps.append(Comparison(
+                        name=f"{law}: tight case psi(u)=u, ratio RHS/LHS (derived: exactly 1, E[h12 h13] = 0)",
+                        predicted=1.0, measured=res["ratio"], uncertainty=res["ratio_se"],
+                        tolerance="|ratio - 1| <= 3 SE (delta method): the constant 1/(N-1) is attained",
+                        passed=abs(res["ratio"] - 1.0) <= 3 * res["ratio_se"]))
+                bar.advance()
+            # (b) matrix perturbations g = phi*(x^T (A* + eps B) y): nonlinear in eps
+            gB = np.random.default_rng(B_seed)
+            Bm = gB.standard_normal((d, d))
+            Bm *= np.linalg.norm(model.A_star) / np.linalg.norm(Bm)
+            for eps in eps_list:
+                Ue = model.pair_values(X, model.A_star + eps * Bm)
+                res = coercivity_sides(model.phi_star(Ue) - Gs)
+                rows.append({"law": law, "direction": "A* -> A* + eps B", "eps": eps, **res})
+                comps.append(_coercivity_comparison(f"{law}: A* + {eps} B", res))
+                bar.advance()
+        # (c) derived counterexample: finitely exchangeable, negative equicorrelation, h = x y
+        N3, t = 3, 1.0 - math.sqrt(0.4)  # equicorrelation -1/4 for N = 3 (5 t^2 - 10 t + 3 = 0)
+        v = 1 - 2 * t / N3 + t**2 / N3
+        c = (t**2 - 2 * t) / N3
+        pred_diff = (N3 - 2) / (N3 - 1) * (v * c + 2 * c**2)
+        pred_lhs = (v**2 + 2 * c**2) / (N3 - 1)
+        Xn = _neg_equicorrelated(M, N3, t, np.random.default_rng(ctx.seed_for("neg-equicorrelated")))
+        Hn = Xn[:, :, None, 0] * Xn[:, None, :, 0]
+        res = coercivity_sides(Hn)
+        rows.append({"law": "finitely exchangeable, corr -1/4 (N=3, d=1)", "direction": "h(x,y)=xy", "eps": "any",
+                     **res, "predicted_diff": pred_diff, "predicted_ratio": 1 + pred_diff / pred_lhs})
+        comps.append(Comparison(
+            name="derived counterexample (finitely exchangeable, corr -1/4, N=3, h=xy): RHS-LHS",
+            predicted=pred_diff, measured=res["diff"], uncertainty=res["diff_se"],
+            tolerance="|measured - closed form (N-2)/(N-1)(v c + 2 c^2)| <= 3 SE (verifies the derived identity; "
+                      "the lemma itself FAILS here, see notes)",
+            passed=abs(res["diff"] - pred_diff) <= 3 * res["diff_se"]))
+        bar.advance()
+
+    fig = _plot_a5(rows)
+    path = ctx.save_figure(fig, "coercivity")
+    tight = [r for r in rows if r["direction"].startswith("psi(u)=u") and r["law"] == "uniform"]
+    notes = (
+        f"Normalisation: E_inf(g) = E[1/N sum_i |Y_i - R_g[X]_i|^2]; LHS = ||g-g*||^2_rho/(N-1). "
+        f"RHS estimated by the exact identity E[1/N sum_i R_(g-g*)[X]_i^2] (noise-free, low variance; derived: "
+        f"RHS-LHS = (N-2)/(N-1) E[h12 h13]); the naive noisy estimate agrees (comparisons 'naive'). "
+        f"M = {M} samples per case, d = {d}, N = {N}, laws {laws}. "
+        f"Tight case (independent centred tokens, psi(u)=u): ratio RHS/LHS = "
+        f"{tight[0]['ratio']:.4f} +- {tight[0]['ratio_se']:.4f} (theory: exactly 1). "
+        f"Constant direction: ratio ~ N-1 = {N - 1}. The shared-factor exchangeable law is a de Finetti "
+        f"mixture, so E[h12 h13] >= 0 and the lemma holds (ratios >= 1 measured). "
+        f"FINDING (derived here, confirmed numerically): for a finitely exchangeable law with negative "
+        f"correlation the inequality fails: measured RHS/LHS = {res['ratio']:.4f} +- {res['ratio_se']:.4f} "
+        f"(closed form {1 + pred_diff / pred_lhs:.4f}); Lemma 3.4 therefore needs more than finite exchangeability "
+        f"(e.g. infinite exchangeability / conditionally i.i.d. tokens, or E[h12 h13] >= 0). This case is "
+        f"a comparison of the derived identity, not of the lemma. Runtime {time.perf_counter() - t0:.1f}s."
+    )
+    return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p],
+                   data={"cases": rows, "M": M, "d": d, "N": N})
+
+
+def _coercivity_comparison(name: str, res: dict[str, float]) -> Comparison:
+    return Comparison(
+        name=f"{name}: RHS - LHS (ratio RHS/LHS = {res['ratio']:.3f} +- {res['ratio_se']:.3f})",
+        predicted=">= 0", measured=res["diff"], uncertainty=res["diff_se"],
+        tolerance="RHS - LHS > -3 SE (paired Monte Carlo SE over independent samples)",
+        passed=res["diff"] > -3 * res["diff_se"])
+
+
+def _plot_a5(rows: list[dict[str, Any]]):
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    labels = [f"{r['law'][:14]} | {r['direction'][:18]} | eps={r['eps'] if not isinstance(r['eps'], str) else '*'}"
+              for r in rows]
+    y = np.arange(len(rows))
+    ratios = np.array([r["ratio"] for r in rows])
+    errs = np.array([r["ratio_se"] for r in rows])
+    ax.errorbar(ratios, y, xerr=3 * errs, fmt="o", ms=4, capsize=2)
+    ax.axvline(1.0, color="r", ls="--", label="RHS/LHS = 1 (coercivity boundary)")
+    ax.set_yticks(y, labels, fontsize=6)
+    ax.set_xscale("log")
+    ax.set_xlabel("RHS / LHS  (error bars: 3 SE)")
+    ax.set_title("A5: coercivity, (E_inf(g)-E_inf(g*)) / (||g-g*||^2/(N-1))")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------------------- A6
+@check("A6")
+def check_a6(ctx: CheckContext) -> Outcome:
+    """Crossing the low-rank condition at fixed M: the error grows linearly in the parametric term."""
+    from scipy import stats
+
+    from theory.minimax import low_rank_condition, num_intervals, parametric_term
+    from verify.checks.paper_a_numerics import (
+        _pred_sizes, _run_groups_fixed_M, balanced_sigma, model_for, predict_error)
+
+    t0 = time.perf_counter()
+    size = size_of(ctx)
+    M = {"smoke": 500, "quick": 2000, "paper": 10000}[size]
+    beta = 2
+    C_K = 4
+    K = int(num_intervals(M, beta, constant=C_K))  # K_M = floor(C (M/log M)^(1/(2b+1))), C = 4
+    combos = {"smoke": [(1, 1), (4, 1), (4, 2)],
+              "quick": [(1, 1), (2, 1), (4, 1), (8, 1), (4, 2), (8, 2), (16, 1), (16, 2)],
+              "paper": [(1, 1), (2, 1), (4, 1), (8, 1), (4, 2), (8, 2), (16, 1), (16, 2), (30, 1), (30, 2)]}[size]
+    reps = {"smoke": 2, "quick": 4, "paper": 12}[size]
+    psz = _pred_sizes(size)
+    base = {"d": 1, "N": 5, "r": 1, "P": 3, "n_knots": 6, "truth_seed": ctx.seed_for("truth", 3), "law": "uniform"}
+    base["sigma"] = balanced_sigma(base, K, M, 1, ctx.seed_for("sigma"), **psz)
+    configs = [{**base, "d": d, "r": r} for d, r in combos]
+    preds, shares = [], []
+    pseed = ctx.seed_for("predict")
+    for c in configs:
+        q = predict_error(model_for(c), K, 1, seed=pseed, **psz)
+        n = M * c["N"]
+        preds.append(q["B"] + (q["V_np"] + q["V_par"]) / M * n / (n - q["p"]))
+        shares.append(q["V_par"] / M * n / (n - q["p"]) / preds[-1])
+    errs, refits = _run_groups_fixed_M(ctx, configs, K, M, reps, "A6")
+    x_levels = [float(parametric_term(r, d, M)) for d, r in combos]
+    x = np.repeat(x_levels, reps)
+    y = np.concatenate(errs)
+    res = stats.linregress(x, y)
+    df = y.size - 2
+    lower = res.slope - stats.t.ppf(0.95, df) * res.stderr
+    pred_fit = stats.linregress(x_levels, preds)
+    inside = [bool(low_rank_condition(r, d, M, beta)) for d, r in combos]
+    inside_c = [r * d <= C_K * (M / math.log(M)) ** (1 / (2 * beta + 1)) for d, r in combos]
+    means = [float(np.mean(e)) for e in errs]
+    comps = [
+        Comparison(name="error = a + b * r d log M / M at fixed M: b > 0",
+                   predicted="> 0", measured=res.slope, uncertainty=res.stderr,
+                   tolerance=f"one-sided 95% t lower bound b - t(0.95, df={df}) SE = {lower:.3g} > 0 (OLS on all "
+                             "replicate points)", passed=bool(lower > 0)),
+    ]
+    # the excess over the smallest r d must itself be significant (a second, model-free reading of "visible")
+    e0, e1 = np.asarray(errs[0]), np.asarray(errs[-1])
+    exc, exc_se = float(e1.mean() - e0.mean()), float(math.hypot(e1.std(ddof=1) / math.sqrt(e1.size),
+                                                                  e0.std(ddof=1) / math.sqrt(e0.size)))
+    comps.append(Comparison(
+        name=f"excess error of (d, r) = {combos[-1]} over {combos[0]}", predicted="> 0 (parametric term)",
+        measured=exc, uncertainty=exc_se, tolerance="excess > 3 SE (independent replicates)",
+        passed=bool(exc > 3 * exc_se)))
+    fisher_ok = abs(res.slope - pred_fit.slope) <= 3 * res.stderr
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for xi, e, (d, r), ins in zip(x_levels, errs, combos, inside_c):
+        ax.scatter([xi] * len(e), e, s=10, color="C0" if ins else "C3", alpha=0.6)
+    ax.plot(x_levels, preds, "k^", ms=5, label="a-priori prediction B + (V_np + V_par)/M")
+    xs = np.linspace(0, max(x_levels), 50)
+    ax.plot(xs, res.intercept + res.slope * xs, "C0-", label=f"fit: b = {res.slope:.3g} +- {res.stderr:.2g}")
+    for xi, (d, r), mval in zip(x_levels, combos, means):
+        ax.annotate(f"d={d},r={r}", (xi, mval), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("parametric term r d log M / M")
+    ax.set_ylabel("||g_hat - g*||^2")
+    ax.set_title(f"A6: fixed M={M}, K_M={K} (blue: inside r d <= {C_K} (M/log M)^(1/5), red: outside)", fontsize=8)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = ctx.save_figure(fig, "parametric_term")
+    ratio = [mv / pv for mv, pv in zip(means, preds)]
+    notes = (
+        f"Fixed M = {M}, P = 3 (beta = 2), s = 1, K = K_M = floor({C_K} (M/log M)^(1/5)) = {K} (constant {C_K}: with the "
+        f"paper's constant 1, K_M = {int(num_intervals(M, beta))} is so coarse that the local (Fisher) prediction of the "
+        f"A-part is off by ~2x; r d crosses K_M inside the grid), sigma = {base['sigma']:.3g} (balanced for d = 1), N = 5, "
+        f"{reps} replicates; (d, r) in {combos}. Inside the low-rank condition with constant 1: "
+        f"{[c for c, i in zip(combos, inside) if i]}; with the design's constant {C_K}: "
+        f"{[c for c, i in zip(combos, inside_c) if i]}; predicted parametric share of the error "
+        f"{[round(v, 2) for v in shares]}. "
+        f"Measured mean errors {[f'{m:.3g}' for m in means]}; a-priori predictions (B + (V_np + V_par(d, r))/M, "
+        f"V_par from the Fisher information of the A-tangent directions) {[f'{p:.3g}' for p in preds]}; "
+        f"ratios {[round(q, 3) for q in ratio]}. Fit error = a + b x, x = r d log M / M: a = {res.intercept:.3g}, "
+        f"b = {res.slope:.3g} +- {res.stderr:.2g} (predicted {pred_fit.slope:.3g}). The parametric term grows like "
+        f"r (2d - r) (manifold dimension) rather than r d; the linear fit in r d is the paper's form. "
+        f"Refitted stalled fits (objective > 2 sigma^2): {refits}. "
+        f"Verdict: PASS iff b > 0 at one-sided 95% AND the excess error at the largest r d over the smallest is "
+        f"> 3 SE. Reported, not part of the verdict: b / b_pred(Fisher, asymptotic) = {res.slope / pred_fit.slope:.2f} "
+        f"({'within' if fisher_ok else 'NOT within'} 3 SE); a ratio > 1 is the same pre-asymptotic excess of the "
+        f"matrix estimation seen in A3 (it grows with the number r (2d - r) of matrix parameters at fixed M). "
+        f"Runtime {time.perf_counter() - t0:.1f}s."
+    )
+    return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p],
+                   data={"M": M, "K": K, "combos": combos, "x": x_levels, "errors": [list(e) for e in errs],
+                         "pred": preds, "inside": inside, "inside_C": inside_c, "parametric_share": shares, "b": res.slope, "b_se": res.stderr,
+                         "b_pred": pred_fit.slope, "sigma": base["sigma"], "excess": exc, "excess_se": exc_se})

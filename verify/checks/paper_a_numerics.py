@@ -1,1 +1,623 @@
-"""Checks (not yet implemented)."""
+"""Shared machinery of the paper-A rate checks (A2, A3, A4, A6): design, one sweep trial, predictions.
+
+Experimental design (the project's choices, from theory; stated in every check's notes)
+----------------------------------------------------------------------------------------
+- Truth: :class:`numerics.IPSModel` B-spline of degree ``P`` (``beta = P - 1``), support ``[-1, 1]``
+  (``support=1``) so that ``phi*`` vanishes, ``C^{P-1}``, beyond the ``0.999`` quantile of ``|u|``
+  (``A*`` is normalised that way), few interior knots (the truth is smooth at the scale of the
+  estimator's intervals, so the bias is in its asymptotic regime ``~ K^{-2 beta}``).
+- Estimator: :class:`numerics.PairwiseInteractionEstimator` with ``s = P - 2 = beta - 1``
+  (``s >= ceil(beta) - 1`` of the paper, the smallest allowed: bias ``~ K^{-2(s+1)} = K^{-2 beta}``)
+  on ``K`` equal intervals of the central ``1 - 2 q`` quantile range of the observed ``u``
+  (``range_quantile = q = 5e-4``: a range that does not drift with ``M``; the clamped tails carry
+  ``phi* ~ 0``); ``ridge = 0`` for ``d = 1`` (A2: biases down to 1e-20 must not be shrunk) and a relative
+  ridge ``1e-4`` for ``d > 1`` (the ``u``-density vanishes at the ends of the range, so the two end
+  intervals hold a handful of pairs and, unregularised, occasionally produce errors 100-2000x the
+  typical one; ``phi* ~ 0`` there, so shrinking them costs nothing measurable); ``2`` (quick) / ``3``
+  (paper) estimator starts for ``d > 1`` (one moment start occasionally stalls, objective 100x too large).
+- ``K_M``: integer ``K`` levels are chosen first and ``M_K = round(M_lo (K / K_lo)^(2 beta + 1))``,
+  i.e. ``K_M = K_lo (M / M_lo)^(1/(2 beta + 1))`` EXACTLY (up to rounding of ``M``): no log factor and
+  no integer steps (design choice; SPEC's reconstruction ``(M / log M)^(1/(2 beta+1))`` would add a
+  finite-``M`` slope offset ``~ (2b/(2b+1)) / log M``).
+- Noise level ``sigma``: chosen a priori so that the predicted variance equals the predicted bias at
+  the geometric centre of the ``M`` range (balanced, the minimax regime), from :func:`predict_error`.
+
+Finite-``M`` prediction of the design (derived here)
+----------------------------------------------------
+For the least-squares estimator in the linear space spanned by the piecewise-polynomial basis
+``b`` (and, for ``d > 1``, the tangent directions of the rank-``r`` matrix manifold at ``A*``,
+scale removed), the usual asymptotics give
+
+    E ||g_hat - g*||^2  ~  B(K) + (V_np(K) + V_par(K, d, r)) / M,
+
+- ``B(K) = ||g* - g_F||^2_rho`` with ``g_F`` the population least-squares fit in the *forward*
+  metric (``c_F = argmin E |R_{g*} - R_{g_c}|^2``), the limit of the estimator at fixed ``K``;
+- ``V = sigma^2 tr(G Sigma^+) / N`` with ``G = E_rho[f f^T]`` (pairs) and
+  ``Sigma = E[F_i F_i^T]``, ``F_i = 1/(N-1) sum_{j != i} f(X_i, X_j)`` (rows of the design), where
+  ``f`` are the basis functions (``V_np``) or the basis functions plus the ``A``-tangent features
+  ``phi*'(u) (x^T dA y)`` (``V_np + V_par``). ``V_par`` is the parametric term of the paper (it
+  grows like ``r (2d - r)``).
+All expectations are Monte Carlo over a large fixed population sample (seeded).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from scipy import sparse
+from scipy.linalg import null_space
+
+from numerics.estimator import PairwiseInteractionEstimator
+from numerics.ips import IPSModel
+
+__all__ = ["Group", "check_a2", "check_a3", "check_a4", "k_levels_to_M", "model_for", "predict_error",
+           "predicted_curve", "balanced_sigma", "population_range", "trial"]
+
+SUPPORT = 1.0
+RANGE_Q = 5e-4
+RIDGE_D = 1e-4  # relative ridge for d > 1 sweeps: tames near-empty end intervals (phi* ~ 0 there)
+
+
+def model_for(cell: dict) -> IPSModel:
+    """The ground truth of a sweep cell."""
+    return IPSModel(d=int(cell["d"]), N=int(cell["N"]), rank=int(cell["r"]), truth="bspline",
+                    degree=int(cell["P"]), token_law=cell.get("law", "uniform"), noise=float(cell["sigma"]),
+                    n_knots=int(cell["n_knots"]), support=SUPPORT, seed=int(cell["truth_seed"]))
+
+
+def trial(cell: dict, seed: int) -> dict:
+    """One replicate: sample ``M`` samples, fit, Monte Carlo L2(rho) error (top-level: picklable).
+
+    The ERM is the *global* minimiser; the estimator's optimiser occasionally stalls in a wrong basin
+    for ``d > 1`` (objective ~100x the noise level). Protocol: if the final mean squared residual exceeds
+    ``2 sigma^2`` (it is ``~ sigma^2 (1 - p/(M N)) + bias`` at the global minimum, and the bias is far
+    below ``sigma^2`` in every design here), refit with 4 more starts and another seed, at most twice;
+    the number of refits is recorded.
+    """
+    model = model_for(cell)
+    rng = np.random.default_rng(seed)
+    X, Y = model.sample(int(cell["M"]), rng)
+    sigma2 = float(cell["sigma"]) ** 2
+    restarts = int(cell.get("restarts", 1))
+    refits = 0
+    while True:
+        est = PairwiseInteractionEstimator(
+            rank=int(cell["r"]), degree=int(cell["P"]) - 2, n_intervals=int(cell["K"]),
+            restarts=restarts, max_iter=int(cell.get("max_iter", 100)),
+            ridge=float(cell.get("ridge", 1e-12)), range_quantile=RANGE_Q, seed=int((seed + 7919 * refits) % (2**31)))
+        est.fit(X, Y)
+        if int(cell["d"]) == 1 or est.objective_ <= 2 * sigma2 or refits >= 2:
+            break
+        refits += 1
+        restarts += 4
+    err, err_se = est.l2_error(model, n_pairs=int(cell.get("n_pairs", 2**16)), rng=int(seed) + 1)
+    return {"err": err, "err_se": err_se, "fit_time": float(est.fit_time_), "n_iter": int(est.n_iter_),
+            "objective": float(est.objective_), "refits": refits}
+
+
+def k_levels_to_M(K_levels: list[int], M_lo: int, beta: float) -> list[int]:
+    """``M_K = round(M_lo (K / K_lo)^(2 beta + 1))``: ``K_M`` exactly proportional to ``M^(1/(2b+1))``."""
+    K0 = K_levels[0]
+    return [int(round(M_lo * (K / K0) ** (2 * beta + 1))) for K in K_levels]
+
+
+# ----------------------------------------------------------------------------------------- prediction
+def _basis(u: np.ndarray, lo: float, hi: float, K: int, s: int, rows: np.ndarray | None = None,
+           n_rows: int | None = None) -> sparse.csr_matrix:
+    """Sparse piecewise-Legendre basis; pair ``n`` goes to row ``rows[n]`` (duplicates are summed)."""
+    z = np.clip((u - lo) / (hi - lo) * K, 0.0, float(K))
+    idx = np.clip(np.floor(z), 0, K - 1).astype(np.int64)
+    t = 2.0 * (z - idx) - 1.0
+    V = np.polynomial.legendre.legvander(t, s) * np.sqrt(2 * np.arange(s + 1) + 1.0)
+    cols = idx[:, None] * (s + 1) + np.arange(s + 1)[None, :]
+    r = np.arange(u.size) if rows is None else rows
+    shape = (u.size if n_rows is None else n_rows, K * (s + 1))
+    return sparse.coo_matrix((V.ravel(), (np.repeat(r, s + 1), cols.ravel())), shape=shape).tocsr()
+
+
+def _dphi(model: IPSModel, u: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    return (model.phi_star(u + h) - model.phi_star(u - h)) / (2 * h)
+
+
+class _Features:
+    """Per-pair features: sparse piecewise-polynomial basis and (optionally) dense A-tangent directions."""
+
+    def __init__(self, model: IPSModel, lo: float, hi: float, K: int, s: int, with_A: bool) -> None:
+        self.model, self.lo, self.hi, self.K, self.s = model, lo, hi, K, s
+        self.p = K * (s + 1)
+        A = model.A_star
+        self.with_A = with_A and model.d > 1
+        if self.with_A:
+            Uf, _, Vt = np.linalg.svd(A)
+            r = model.rank
+            self.U, self.V = Uf[:, :r], Vt[:r].T
+            a = np.concatenate([(A.T @ self.U).ravel(), (A @ self.V).ravel()])
+            self.Q = null_space(a[None, :])  # tangent directions orthogonal to the scale direction A*
+
+    def __call__(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray | None = None,
+                 n_rows: int | None = None) -> tuple[sparse.csr_matrix, np.ndarray | None]:
+        u = np.einsum("nk,kl,nl->n", x, self.model.A_star, y)
+        fb = _basis(u, self.lo, self.hi, self.K, self.s, rows, n_rows)
+        if not self.with_A:
+            return fb, None
+        dp = _dphi(self.model, u)
+        fW = np.einsum("n,nb,na->nba", dp, y, x @ self.U).reshape(u.size, -1)
+        fZ = np.einsum("n,nb,na->nba", dp, x, y @ self.V).reshape(u.size, -1)
+        fa = np.hstack([fW, fZ]) @ self.Q
+        if rows is not None:
+            out = np.zeros((n_rows, fa.shape[1]))
+            np.add.at(out, rows, fa)
+            fa = out
+        return fb, fa
+
+
+def _gram(fb: sparse.csr_matrix, fa: np.ndarray | None, n: int) -> np.ndarray:
+    Gbb = (fb.T @ fb).toarray()
+    if fa is None:
+        return Gbb / n
+    Gba = np.asarray(fb.T @ fa)
+    ta = torch.from_numpy(np.ascontiguousarray(fa))
+    return np.block([[Gbb, Gba], [Gba.T, (ta.T @ ta).numpy()]]) / n
+
+
+def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Least-squares solve with torch (numpy's threaded OpenBLAS is very slow on a contended machine)."""
+    return torch.linalg.lstsq(torch.from_numpy(A), torch.from_numpy(np.asarray(b))[:, None],
+                              driver="gelsd").solution[:, 0].numpy()
+
+
+def _tr_pinv(G: np.ndarray, S: np.ndarray, rcond: float) -> float:
+    """``tr(G S^+)`` for symmetric PSD ``S``."""
+    Sp = torch.linalg.pinv(torch.from_numpy(S), rtol=rcond, hermitian=True)
+    return float(torch.trace(torch.from_numpy(G) @ Sp))
+
+
+def population_range(model: IPSModel, seed: int, n: int = 2**19) -> tuple[float, float]:
+    """The ``[q, 1-q]`` quantiles of ``u = x^T A* y`` under ``rho`` (``q = RANGE_Q``), ``n`` pairs."""
+    u = []
+    rng = np.random.default_rng([seed, 7])
+    for _ in range(max(1, n // 2**16)):
+        x, y = model.sample_pairs(2**16, rng)
+        u.append(np.einsum("nk,kl,nl->n", x, model.A_star, y))
+    lo, hi = np.quantile(np.concatenate(u), [RANGE_Q, 1 - RANGE_Q])
+    return float(lo), float(hi)
+
+
+def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pairs: int = 2**18,
+                  seed: int = 0, with_A: bool = True) -> dict[str, float]:
+    """A-priori error model ``B + (V_np + V_par) / M`` of the design (see module docstring).
+
+    Parameters
+    ----------
+    model : IPSModel
+        Truth, token law and noise level ``sigma = model.noise``.
+    K, s : int
+        Intervals and polynomial degree of the estimator.
+    n_pop : int
+        Population samples for ``Sigma`` and the forward-metric projection.
+    n_pairs : int
+        Pairs for ``G`` and the L2 norms.
+    seed : int
+        Seed of the Monte Carlo.
+    with_A : bool
+        Include the A-tangent features (``V_par``); ignored for ``d = 1``.
+
+    Returns
+    -------
+    dict with ``B`` (forward-metric projection bias), ``B_l2`` (L2(rho) projection bias, <= B),
+    ``V_np``, ``V_par`` (noise-variance constants: error contribution ``V / M``), ``p`` (number of
+    basis functions), ``lo``, ``hi``.
+    """
+    rng = np.random.default_rng(seed)
+    lo, hi = population_range(model, seed)
+    x, y = model.sample_pairs(n_pairs, rng)
+    u = np.einsum("nk,kl,nl->n", x, model.A_star, y)
+    feats = _Features(model, lo, hi, K, s, with_A)
+    p = feats.p
+    N = model.N
+    fstar = model.phi_star(u)
+    fb, fa = feats(x, y)
+    G = _gram(fb, fa, n_pairs)
+    c_l2 = _solve(G[:p, :p], fb.T @ fstar / n_pairs)
+    B_l2 = float(np.mean((fb @ c_l2 - fstar) ** 2))
+    # Sigma over the design rows of a population sample (row (m, i) sums the N-1 pairs (i, j))
+    X = model.sample_tokens(n_pop, rng)
+    Rstar = model.forward(None, X).reshape(-1)
+    ii, jj = np.nonzero(~np.eye(N, dtype=bool))
+    rows = (np.arange(n_pop)[:, None] * N + ii[None, :]).ravel()
+    Fb, Fa = feats(X[:, ii, :].reshape(-1, model.d), X[:, jj, :].reshape(-1, model.d), rows, n_pop * N)
+    n_rows = n_pop * N
+    S = _gram(Fb, Fa, n_rows) / (N - 1) ** 2
+    c_F = _solve(S[:p, :p], Fb.T @ Rstar / (n_rows * (N - 1)))
+    B_F = float(np.mean((fb @ c_F - fstar) ** 2))
+    sigma2 = float(model.noise) ** 2
+    V_np = sigma2 * _tr_pinv(G[:p, :p], S[:p, :p], 1e-12) / N
+    V_tot = V_np
+    if feats.with_A:
+        V_tot = sigma2 * _tr_pinv(G, S, 1e-10) / N
+    return {"B": B_F, "B_l2": B_l2, "V_np": V_np, "V_par": max(V_tot - V_np, 0.0), "p": p, "lo": lo, "hi": hi}
+
+
+def predicted_curve(pred: list[dict[str, float]], M: list[int], parametric: bool = True) -> np.ndarray:
+    """``B_K + (V_np + V_par) / M_K`` along the design."""
+    return np.array([q["B"] + (q["V_np"] + (q["V_par"] if parametric else 0.0)) / m for q, m in zip(pred, M)])
+
+
+def balanced_sigma(model_kwargs: dict, K: int, M: float, s: int, seed: int, **sizes: int) -> float:
+    """``sigma`` such that the predicted variance equals the predicted bias at ``(K, M)``."""
+    m = model_for({**model_kwargs, "sigma": 1.0})
+    q = predict_error(m, K, s, seed=seed, with_A=False, **sizes)
+    return math.sqrt(q["B"] * M / q["V_np"])
+
+
+def low_rank_status(r: int, d: int, M: float, beta: float) -> dict[str, Any]:
+    """The paper's condition ``r d <= (M / log M)^(1/(2 beta + 1))`` (constant 1) at ``M``."""
+    rhs = (M / math.log(M)) ** (1.0 / (2 * beta + 1))
+    return {"rd": r * d, "rhs": rhs, "inside": r * d <= rhs}
+
+
+# ============================================================================================ checks
+import time  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from numerics.slopes import SlopeFit, compare_slopes, fit_slope  # noqa: E402
+from numerics.sweep import run_sweep  # noqa: E402
+from verify.registry import CheckContext, Comparison, Outcome, check  # noqa: E402
+
+def _code_version() -> str:
+    """Cache version: changes whenever the sampler, the estimator or the trial function change."""
+    import hashlib
+    import inspect
+    import sys
+
+    import numerics._piecewise as _pw
+    import numerics.estimator as _est
+    import numerics.ips as _ips
+
+    h = hashlib.sha256()
+    for mod in (_ips, _est, _pw):
+        h.update(inspect.getsource(mod).encode())
+    h.update(inspect.getsource(sys.modules[__name__].trial).encode())
+    return "a-rates-" + h.hexdigest()[:12]
+
+
+SWEEP_VERSION = _code_version()
+
+
+def size_of(ctx: CheckContext) -> str:
+    """``"smoke"`` (tests only: tiny, verdicts meaningless), ``"quick"`` or ``"paper"``."""
+    if ctx.profile == "smoke":
+        return "smoke"
+    return "quick" if ctx.quick else "paper"
+
+
+def _pred_sizes(size: str) -> dict:
+    return {"n_pop": 1500, "n_pairs": 2**14} if size == "smoke" else {"n_pop": 16000, "n_pairs": 2**18}
+
+
+@dataclass
+class Group:
+    """One curve of a rate experiment: a configuration and its ``K`` / ``M`` levels."""
+
+    label: str
+    config: dict
+    K: list[int]
+    M: list[int]
+    pred: list[dict] = field(default_factory=list)
+    fit: SlopeFit | None = None
+    errors: dict = field(default_factory=dict)  # M -> list of errors
+    refits: int = 0  # replicates refitted because the first fit stalled (objective > 2 sigma^2)
+
+    @property
+    def beta(self) -> float:
+        return float(self.config["P"] - 1)
+
+    def predicted(self, parametric: bool = True) -> np.ndarray:
+        """Finite-M prediction with the first-order finite-sample factor ``n / (n - p)``, ``n = M N``."""
+        out = []
+        for q, m in zip(self.pred, self.M):
+            n = m * self.config["N"]
+            v = q["V_np"] + (q["V_par"] if parametric else 0.0)
+            out.append(q["B"] + v / m * n / max(n - q["p"], 1.0))
+        return np.array(out)
+
+    def predicted_slope(self, parametric: bool = True) -> float:
+        from numerics.slopes import design_slope
+
+        return design_slope(self.M, self.predicted(parametric))
+
+
+def _run_groups(ctx: CheckContext, groups: list[Group], reps: int, name: str, trial_extra: dict) -> float:
+    """Predictions (a priori) and the sweep (all groups in one run_sweep call); fills the groups."""
+    t0 = time.perf_counter()
+    for g in groups:
+        m = model_for(g.config)
+        pseed = ctx.seed_for("predict", g.label)  # common random numbers across K: a smooth predicted curve
+        g.pred = [predict_error(m, K, g.config["P"] - 2, seed=pseed, **_pred_sizes(size_of(ctx))) for K in g.K]
+    cells = [{**g.config, **trial_extra, "K": K, "M": M, "group": g.label} for g in groups for K, M in zip(g.K, g.M)]
+    with ctx.progress(f"{name} sweep", total=len(cells) * reps) as bar:
+        res = run_sweep(trial, cells, n_replicates=reps, base_seed=ctx.seed_for(name, "sweep"),
+                        cache_dir=None if ctx.cache_dir is None else Path(ctx.cache_dir) / "paper_a_rates",
+                        version=SWEEP_VERSION, n_jobs=ctx.n_jobs, executor=getattr(ctx, "executor", "local"),
+                        scheduler=getattr(ctx, "scheduler", None), progress=lambda rec: bar.advance())
+    for g in groups:
+        sub = res.filter(group=g.label)
+        M = sub.column("M")
+        E = sub.column("err")
+        g.errors = {int(m): E[M == m].tolist() for m in g.M}
+        g.refits = int(np.sum(sub.column("refits")))
+        g.fit = fit_slope(M, E, n_boot=1000, rng=ctx.seed_for("boot", g.label))
+    return time.perf_counter() - t0
+
+
+def _run_groups_fixed_M(ctx: CheckContext, configs: list[dict], K: int, M: int, reps: int,
+                        name: str) -> tuple[list[list[float]], int]:
+    """Sweep of several configurations at one ``(K, M)``; the errors per configuration (A6)."""
+    cells = [{**c, "restarts": _restarts(size_of(ctx)), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D,
+              "K": K, "M": M, "group": f"cfg{i}"}
+             for i, c in enumerate(configs)]
+    with ctx.progress(f"{name} sweep", total=len(cells) * reps) as bar:
+        res = run_sweep(trial, cells, n_replicates=reps, base_seed=ctx.seed_for(name, "sweep"),
+                        cache_dir=None if ctx.cache_dir is None else Path(ctx.cache_dir) / "paper_a_rates",
+                        version=SWEEP_VERSION, n_jobs=ctx.n_jobs, executor=getattr(ctx, "executor", "local"),
+                        scheduler=getattr(ctx, "scheduler", None), progress=lambda rec: bar.advance())
+    errs = [res.filter(group=f"cfg{i}").column("err").tolist() for i in range(len(configs))]
+    return errs, int(np.sum(res.column("refits")))
+
+
+def _plot_groups(groups: list[Group], title: str, theory: dict[str, float]):
+    """One log-log panel per group: replicates (dots), OLS fit (solid), a-priori prediction (dashed),
+    theory slope through the fit at the geometric centre (dotted)."""
+    n = len(groups)
+    fig, axes = plt.subplots(1, n, figsize=(3.2 * n + 0.6, 3.6), squeeze=False)
+    for i, (g, ax) in enumerate(zip(groups, axes[0])):
+        col = f"C{i}"
+        Ms = np.array(g.M, dtype=float)
+        for m in g.M:
+            ax.scatter([m] * len(g.errors[m]), g.errors[m], s=9, alpha=0.45, color=col)
+        ax.plot(Ms, np.exp(g.fit.intercept) * Ms**g.fit.slope, "-", color=col,
+                label=f"fit {g.fit.slope:.3f} [{g.fit.ci_t[0]:.3f}, {g.fit.ci_t[1]:.3f}]")
+        ax.plot(Ms, g.predicted(), "k--", alpha=0.8, label=f"a-priori prediction {g.predicted_slope():.3f}")
+        mc = math.exp(np.mean(np.log(Ms)))
+        ec = math.exp(g.fit.intercept) * mc**g.fit.slope
+        th = theory[g.label]
+        ax.plot(Ms, ec * (Ms / mc) ** th, "r:", label=f"theory {th:.3f}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("M (samples)")
+        ax.set_title(g.label, fontsize=9)
+        ax.legend(fontsize=6)
+    axes[0][0].set_ylabel("||g_hat - g*||^2 in L2(rho)")
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _design_text(g: Group) -> str:
+    c = g.config
+    return (f"{g.label}: d={c['d']}, N={c['N']}, r={c['r']}, P={c['P']} (beta={c['P'] - 1}, s={c['P'] - 2}), "
+            f"n_knots={c['n_knots']}, sigma={c['sigma']:.3g}, K={g.K}, M={g.M}")
+
+
+def _slope_comparisons(g: Group, theory: float, target: float = 0.03) -> list[Comparison]:
+    f = g.fit
+    pf = g.predicted_slope()
+    return [
+        Comparison(
+            name=f"{g.label}: slope vs finite-M prediction of the design",
+            predicted=round(pf, 4), measured=round(f.slope, 4), uncertainty=round(f.se, 4),
+            tolerance=(f"prediction inside the 95% t interval [{f.ci_t[0]:.3f}, {f.ci_t[1]:.3f}] "
+                       f"(per-M means of log error, df={f.df}; bootstrap [{f.ci_boot[0]:.3f}, {f.ci_boot[1]:.3f}])"
+                       if f.ci_boot else f"prediction inside the 95% t interval (df={f.df})"),
+            passed=f.contains(pf)),
+        Comparison(
+            name=f"{g.label}: slope vs theory -2b/(2b+1)",
+            predicted=round(theory, 4), measured=round(f.slope, 4), uncertainty=round(f.se, 4),
+            tolerance=f"|slope - theory| <= {target} (a-priori precision target, ~ the paper's own gap 0.034 at P=8)",
+            passed=abs(f.slope - theory) <= target),
+    ]
+
+
+def _a2_design(ctx: CheckContext) -> tuple[list[Group], int]:
+    size = size_of(ctx)
+    groups = []
+    specs = {  # P: (n_knots, K levels, M_lo)
+        "smoke": {3: (6, [8, 10, 12], 60), 8: (8, [10, 11, 12], 80)},
+        "quick": {3: (6, [32, 36, 40, 46, 54, 64], 300), 8: (8, [12, 13, 14, 15, 16, 17], 300)},
+        "paper": {3: (6, [32, 36, 40, 46, 54, 64, 76], 1400), 8: (8, [12, 13, 14, 15, 16, 17], 550)},
+    }[size]
+    for P, (nk, Ks, M_lo) in specs.items():
+        beta = P - 1
+        Ms = k_levels_to_M(Ks, M_lo, beta)
+        cfg = {"d": 1, "N": 5, "r": 1, "P": P, "n_knots": nk, "truth_seed": ctx.seed_for("truth", P), "law": "uniform"}
+        ic = len(Ks) // 2
+        cfg["sigma"] = balanced_sigma(cfg, Ks[ic], Ms[ic], P - 2, ctx.seed_for("sigma", P), **_pred_sizes(size))
+        groups.append(Group(label=f"P={P}", config=cfg, K=Ks, M=Ms))
+    return groups, {"smoke": 2, "quick": 4, "paper": 20}[size]
+
+
+@check("A2")
+def check_a2(ctx: CheckContext) -> Outcome:
+    """Convergence slopes for B-spline truths of degree P=3 and P=8 (d = 1: the non-parametric part)."""
+    groups, reps = _a2_design(ctx)
+    extra = {"restarts": 1, "max_iter": 50, "n_pairs": 2**16, "ridge": 0.0}
+    if size_of(ctx) == "smoke":  # tiny M: some intervals are nearly empty, keep the estimator's tiny ridge
+        extra.update(ridge=1e-10, n_pairs=2**13)
+    runtime = _run_groups(ctx, groups, reps, "A2", extra)
+    theory = {g.label: -2 * g.beta / (2 * g.beta + 1) for g in groups}
+    paper = {"P=3": (-0.81, 0.01), "P=8": (-0.899, 0.034)}
+    comps = []
+    lines = []
+    for g in groups:
+        comps += _slope_comparisons(g, theory[g.label])
+        f = g.fit
+        ps, pg = paper[g.label]
+        lines.append(f"{g.label}: slope {f.slope:.4f} 95% CI [{f.ci_t[0]:.4f}, {f.ci_t[1]:.4f}] "
+                     f"(boot [{f.ci_boot[0]:.4f}, {f.ci_boot[1]:.4f}], pooled [{f.ci_pooled[0]:.4f}, "
+                     f"{f.ci_pooled[1]:.4f}], lack-of-fit p={f.lack_of_fit_p if f.lack_of_fit_p is None else round(f.lack_of_fit_p, 3)}); "
+                     f"|slope-theory| = {abs(f.slope - theory[g.label]):.4f} vs the paper's gap {pg} (paper slope {ps}, "
+                     f"theory {theory[g.label]:.4f}); finite-M prediction {g.predicted_slope():.4f}")
+    fig = _plot_groups(groups, "A2: error vs M, d=1", theory)
+    path = ctx.save_figure(fig, "slopes_P")
+    notes = (
+        "Design (project's choice, from theory): " + "; ".join(_design_text(g) for g in groups) + ". "
+        "K_M = K_lo (M/M_lo)^(1/(2b+1)) exactly (integer K levels chosen first, M_K rounded), no log factor; "
+        "estimator degree s = P-2 (bias ~ K^-2b with b = P-1), range = central 99.9% quantile range of u, "
+        "ridge 0, d = 1 so the matrix part is trivial (only the scale, fixed by normalisation); "
+        "sigma balanced a priori (predicted bias = predicted variance at the middle K). "
+        "Finite-M prediction = OLS slope (same per-M weighting) of B_F(K) + V(K) n/(n-p) / M over the design, "
+        "B_F = forward-metric projection bias of the truth on the estimator class, V = sigma^2 tr(G Sigma^-1)/N "
+        "(least-squares asymptotics; both by Monte Carlo on a population sample, before any fit). "
+        "Verdict: PASS iff, for both P, the 95% t interval contains that prediction AND |slope - theory| <= 0.03. "
+        + " | ".join(lines) + ". " + _ratio_text(groups) + f". Low-rank condition (r d = 1): satisfied for all M. Runtime {runtime:.1f}s, "
+        f"{reps} replicates per M."
+    )
+    data = {g.label: {"M": g.M, "K": g.K, "errors": g.errors, "fit": g.fit.to_dict(), "pred_curve": g.predicted().tolist(),
+                      "pred_slope": g.predicted_slope(), "theory": theory[g.label], "config": g.config,
+                      "pred": g.pred} for g in groups}
+    return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p], data=data)
+
+
+def _rate_levels(size: str, check_id: str = "A3") -> tuple[list[int], int]:
+    """K levels and M_lo of the P = 3 (beta = 2) sweeps of A3/A4: 1.5 decades (quick), 2.4 (paper)."""
+    if size == "smoke":
+        return [8, 10, 12], 60
+    if check_id == "A4" and size == "quick":  # d = 2: a coarser K constant keeps N = 10 affordable
+        return [16, 18, 20, 23, 27, 32], 150
+    return {"quick": ([32, 36, 40, 46, 54, 64], 300), "paper": ([32, 36, 40, 46, 54, 64, 76, 90], 500)}[size]
+
+
+def _restarts(size: str) -> int:
+    """Starts of the estimator for d > 1 (a single moment start occasionally stalls: objective 100x larger)."""
+    return {"smoke": 1, "quick": 2, "paper": 3}[size]
+
+
+def _base_p3(ctx: CheckContext, check_id: str = "A3", N: int = 5) -> dict:
+    cfg = {"d": 1, "N": N, "r": 1, "P": 3, "n_knots": 6, "truth_seed": ctx.seed_for("truth", 3), "law": "uniform"}
+    Ks, M_lo = _rate_levels(size_of(ctx), check_id)
+    Ms = k_levels_to_M(Ks, M_lo, 2)
+    ic = len(Ks) // 2
+    cfg["sigma"] = balanced_sigma(cfg, Ks[ic], Ms[ic], 1, ctx.seed_for("sigma", 3), **_pred_sizes(size_of(ctx)))
+    return cfg
+
+
+def _pairwise(groups: list[Group], ref: Group) -> list[Comparison]:
+    out = []
+    for g in groups:
+        if g is ref:
+            continue
+        c = compare_slopes(g.fit, ref.fit)
+        out.append(Comparison(
+            name=f"slope({g.label}) - slope({ref.label})",
+            predicted=0.0, measured=round(c.diff, 4), uncertainty=round(c.se, 4),
+            tolerance=f"95% Welch t interval [{c.ci[0]:.3f}, {c.ci[1]:.3f}] (df={c.df:.1f}) contains 0",
+            passed=c.contains_zero))
+    return out
+
+
+def _ratio_text(groups: list[Group]) -> str:
+    """Measured mean error / a-priori prediction at each M (>1 at small M: pre-asymptotic excess)."""
+    parts = []
+    for g in groups:
+        r = [float(np.mean(g.errors[m])) / p for m, p in zip(g.M, g.predicted())]
+        parts.append(f"{g.label}: " + ", ".join(f"{x:.2f}" for x in r))
+    refits = ", ".join(f"{g.label}: {g.refits}" for g in groups)
+    return "measured/predicted mean error along M: " + "; ".join(parts) + f" (refitted stalled fits: {refits})"
+
+
+def _condition_text(groups: list[Group]) -> str:
+    from theory.minimax import low_rank_condition
+
+    parts = []
+    for g in groups:
+        c = g.config
+        inside = [bool(low_rank_condition(c["r"], c["d"], m, c["P"] - 1)) for m in g.M]
+        share = [q["V_par"] / m / p for q, m, p in zip(g.pred, g.M, g.predicted())]
+        parts.append(f"{g.label}: r d = {c['r'] * c['d']}, low-rank condition (constant 1) holds at "
+                     f"{sum(inside)}/{len(inside)} M levels; predicted parametric share of the error "
+                     f"{min(share):.0%}..{max(share):.0%}; slope without the parametric term "
+                     f"{g.predicted_slope(False):.3f}, with it {g.predicted_slope():.3f}")
+    return "; ".join(parts)
+
+
+@check("A3")
+def check_a3(ctx: CheckContext) -> Outcome:
+    """Slopes for several token dimensions d agree with each other and with theory."""
+    size = size_of(ctx)
+    base = _base_p3(ctx, "A3")
+    Ks, M_lo = _rate_levels(size, "A3")
+    Ms = k_levels_to_M(Ks, M_lo, 2)
+    ds = {"smoke": [1, 2], "quick": [1, 5, 10], "paper": [1, 5, 30]}[size]
+    groups = [Group(label=f"d={d}", config={**base, "d": d}, K=Ks, M=Ms) for d in ds]
+    reps = {"smoke": 2, "quick": 4, "paper": 20}[size]
+    runtime = _run_groups(ctx, groups, reps, "A3", {"restarts": _restarts(size), "max_iter": 50, "n_pairs": 2**16,
+                                                     "ridge": RIDGE_D})
+    theory = {g.label: -0.8 for g in groups}
+    comps = []
+    for g in groups:
+        comps += _slope_comparisons(g, -0.8)
+    comps += _pairwise(groups, groups[0])
+    fig = _plot_groups(groups, "A3: error vs M for several d (P=3)", theory)
+    path = ctx.save_figure(fig, "slopes_d")
+    notes = (
+        f"d in {ds}" + (" (quick profile: d=10 instead of 30 for time)" if ctx.quick else "") + ". "
+        + "N = 5. Design as A2 (P=3, s=1, K_M = K_lo (M/M_lo)^(1/5) exactly, K levels " + str(Ks) + ", M levels " + str(Ms)
+        + ", sigma balanced for d=1 and then kept fixed for all d, rank-1 A* estimated by the project's estimator with "
+        f"{_restarts(size)} starts, relative ridge {RIDGE_D}). "
+        "Verdict: PASS iff every 95% interval contains its finite-M prediction (which includes the "
+        "parametric term V_par/M from the A-tangent Fisher information), |slope + 0.8| <= 0.03 for every d, and "
+        "every pairwise difference interval with d=1 contains 0. "
+        + " | ".join(f"{g.label}: slope {g.fit.slope:.4f} [{g.fit.ci_t[0]:.4f}, {g.fit.ci_t[1]:.4f}]" for g in groups)
+        + ". Parametric term: " + _condition_text(groups) + ". " + _ratio_text(groups)
+        + ". A ratio well above 1 at small M for d > 1 is a pre-asymptotic excess of the matrix estimation (heavy-"
+        "tailed replicate errors, not cured by more starts or iterations); it decays faster than M^-0.8 and so "
+        "steepens the fitted slope: the low-rank condition (r d <= (M/log M)^(1/5) ~ 3-4 here) is violated for d > 1."
+        + f" Runtime {runtime:.1f}s, {reps} replicates per M."
+    )
+    data = {g.label: {"M": g.M, "K": g.K, "errors": g.errors, "fit": g.fit.to_dict(), "pred_curve": g.predicted().tolist(),
+                      "pred_slope": g.predicted_slope(), "config": g.config, "pred": g.pred} for g in groups}
+    return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p], data=data)
+
+
+@check("A4")
+def check_a4(ctx: CheckContext) -> Outcome:
+    """The slope does not depend on N or r (d = 2, inside the low-rank condition as far as feasible)."""
+    size = size_of(ctx)
+    base = {**_base_p3(ctx, "A4"), "d": 2}
+    Ks, M_lo = _rate_levels(size, "A4")
+    Ms = k_levels_to_M(Ks, M_lo, 2)
+    combos = [(3, 1), (5, 1)] if size == "smoke" else [(3, 1), (5, 1), (10, 1), (5, 2)]
+    groups = [Group(label=f"N={N},r={r}", config={**base, "N": N, "r": r}, K=Ks, M=Ms) for N, r in combos]
+    reps = {"smoke": 2, "quick": 4, "paper": 20}[size]
+    runtime = _run_groups(ctx, groups, reps, "A4", {"restarts": _restarts(size), "max_iter": 50, "n_pairs": 2**16,
+                                                     "ridge": RIDGE_D})
+    theory = {g.label: -0.8 for g in groups}
+    comps = _pairwise(groups, groups[1])  # the claim: the slope does not depend on N or r
+    info = []
+    for g in groups:
+        for c in _slope_comparisons(g, -0.8):
+            info.append(f"{c.name}: predicted {c.predicted}, measured {c.measured} +- {c.uncertainty} "
+                        f"({'holds' if c.passed else 'does not hold'}: {c.tolerance})")
+    fig = _plot_groups(groups, "A4: error vs M for several N and r (P=3, d=2)", theory)
+    path = ctx.save_figure(fig, "slopes_N_r")
+    notes = (
+        f"(N, r) in {combos}, d = 2, P = 3, K levels {Ks}, M levels {Ms} (K_M exact power of M), sigma "
+        f"{base['sigma']:.3g} (balanced for d=1, N=5), {_restarts(size)} estimator starts, relative ridge {RIDGE_D}. "
+        "Verdict (the claim is independence of N and r): PASS iff every slope difference with (N=5, r=1) has a "
+        "95% Welch interval containing 0. Reported, not part of the verdict (A2/A3 test the value of the slope): "
+        + " | ".join(info) + ". "
+        + " | ".join(f"{g.label}: slope {g.fit.slope:.4f} [{g.fit.ci_t[0]:.4f}, {g.fit.ci_t[1]:.4f}]" for g in groups)
+        + ". " + _condition_text(groups) + ". " + _ratio_text(groups) + f". Runtime {runtime:.1f}s, {reps} replicates per M."
+    )
+    data = {g.label: {"M": g.M, "K": g.K, "errors": g.errors, "fit": g.fit.to_dict(), "pred_curve": g.predicted().tolist(),
+                      "pred_slope": g.predicted_slope(), "config": g.config, "pred": g.pred} for g in groups}
+    return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p], data=data)

@@ -1,0 +1,74 @@
+"""Smoke tests of the paper-A checks A2-A6 at tiny sizes (profile "smoke": verdicts are not meaningful).
+
+What is tested: each check runs end to end, returns finite numbers, writes its figure, states its tolerance
+rule, records seeds; and the pieces with a closed form (coercivity identity, error-model predictions).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from numerics.ips import IPSModel
+from verify.checks.paper_a_coercivity import coercivity_sides
+from verify.checks.paper_a_numerics import k_levels_to_M, model_for, predict_error, trial
+from verify.registry import CheckContext, Verdict, all_checks, run_check
+
+
+def _spec(cid):
+    return next(s for s in all_checks() if s.id == cid)
+
+
+@pytest.mark.parametrize("cid", ["A2", "A3", "A4", "A5", "A6"])
+def test_check_runs_at_smoke_size(cid, tmp_path):
+    ctx = CheckContext(profile="smoke", report_dir=tmp_path, n_jobs=1)
+    res = run_check(_spec(cid), ctx)
+    assert res.verdict in (Verdict.PASS, Verdict.FAIL), res.error
+    assert res.comparisons and res.seeds
+    for c in res.comparisons:
+        assert c.tolerance and isinstance(c.passed, bool)
+        if isinstance(c.measured, float):
+            assert math.isfinite(c.measured)
+    assert res.figures and all((tmp_path / p.split("/")[-1]).exists() for p in res.figures)
+
+
+def test_coercivity_identity_exact_cases():
+    rng = np.random.default_rng(0)
+    M, N = 4000, 4
+    X = rng.uniform(-1, 1, (M, N, 1))
+    # constant h: RHS = 1 exactly, LHS = 1/(N-1): ratio N-1 with zero variance
+    res = coercivity_sides(np.ones((M, N, N)))
+    assert res["rhs"] == pytest.approx(1.0) and res["lhs"] == pytest.approx(1 / (N - 1))
+    # h = x y with independent centred tokens: E[h12 h13] = 0, so RHS = LHS up to Monte Carlo error
+    H = X[:, :, None, 0] * X[:, None, :, 0]
+    res = coercivity_sides(H)
+    assert abs(res["diff"]) <= 4 * res["diff_se"]
+    assert abs(res["ratio"] - 1) <= 4 * res["ratio_se"]
+    with pytest.raises(ValueError, match="H must"):
+        coercivity_sides(np.ones((3, 2, 3)))
+
+
+def test_design_levels_give_exact_power_law():
+    Ms = k_levels_to_M([10, 12, 15, 20], 100, beta=2.0)
+    K = np.array([10, 12, 15, 20])
+    assert np.allclose(K / K[0], (np.array(Ms) / Ms[0]) ** (1 / 5), rtol=2e-3)
+
+
+def test_prediction_matches_a_direct_fit():
+    """The a-priori error model B + V/M agrees with the measured error of the estimator (d = 1, P = 3)."""
+    cell = {"d": 1, "N": 4, "r": 1, "P": 3, "n_knots": 6, "truth_seed": 3, "sigma": 0.05, "K": 10, "M": 3000,
+            "restarts": 1, "max_iter": 20, "n_pairs": 2**15, "ridge": 0.0}
+    q = predict_error(model_for(cell), 10, 1, seed=1, n_pop=3000, n_pairs=2**15)
+    pred = q["B"] + q["V_np"] / cell["M"]
+    errs = [trial(cell, s)["err"] for s in range(4)]
+    assert 0.6 < np.mean(errs) / pred < 1.6
+    assert q["V_par"] == 0.0 and q["B_l2"] <= q["B"] * 1.05
+
+
+def test_parametric_term_grows_with_d():
+    base = {"N": 4, "r": 1, "P": 3, "n_knots": 6, "truth_seed": 2, "sigma": 1.0}
+    v = [predict_error(model_for({**base, "d": d}), 8, 1, seed=0, n_pop=1500, n_pairs=2**14)["V_par"]
+         for d in (2, 6)]
+    assert 0 < v[0] < v[1]

@@ -1,0 +1,136 @@
+"""Tests of numerics.slopes: fit_slope, compare_slopes, design_slope."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numerics.slopes import SlopeFit, compare_slopes, design_slope, fit_slope
+
+M_LEVELS = np.array([100, 250, 630, 1600, 4000, 10000], dtype=float)
+
+
+def _synthetic(rng, slope=-0.8, reps=8, sd=0.15, levels=M_LEVELS):
+    M = np.repeat(levels, reps)
+    err = 3.0 * M**slope * np.exp(sd * rng.standard_normal(M.size))
+    return M, err
+
+
+def test_exact_power_law_is_recovered():
+    M = np.repeat(M_LEVELS, 3)
+    f = fit_slope(M, 0.5 * M**-0.93, n_boot=200)
+    assert f.slope == pytest.approx(-0.93, abs=1e-12)
+    assert f.intercept == pytest.approx(np.log(0.5), abs=1e-10)
+    assert f.r2 == pytest.approx(1.0)
+    assert f.n == 18 and f.n_levels == 6 and f.df == 4
+    assert f.se == pytest.approx(0.0, abs=1e-12)
+
+
+def test_t_interval_coverage_over_repeated_draws():
+    """The 95% t interval (per-M means, df = levels - 2) covers the true slope about 95% of the time."""
+    rng = np.random.default_rng(12345)
+    hits_t = hits_pooled = hits_boot = 0
+    n_rep = 200
+    for _ in range(n_rep):
+        M, err = _synthetic(rng)
+        f = fit_slope(M, err, n_boot=200, rng=rng)
+        hits_t += f.contains(-0.8)
+        hits_pooled += f.contains(-0.8, "pooled")
+        hits_boot += f.contains(-0.8, "boot")
+    # binomial(200, 0.95): mean 190, sd 3.1; 180 is > 3 sd below, 199 > 2.9 sd above
+    assert 180 <= hits_t <= 199
+    assert 180 <= hits_pooled <= 199
+    assert hits_boot >= 170  # percentile bootstrap with 8 replicates per level is a bit liberal
+
+
+def test_t_interval_wider_than_pooled_under_lack_of_fit():
+    """A curved log-log relation: the per-M interval widens, the lack-of-fit test fires."""
+    rng = np.random.default_rng(1)
+    M = np.repeat(M_LEVELS, 10)
+    x = np.log(M)
+    err = np.exp(-0.8 * x + 0.08 * (x - x.mean()) ** 2 + 0.02 * rng.standard_normal(M.size))
+    f = fit_slope(M, err, n_boot=0)
+    assert f.lack_of_fit_p is not None and f.lack_of_fit_p < 1e-6
+    assert (f.ci_t[1] - f.ci_t[0]) > 2 * (f.ci_pooled[1] - f.ci_pooled[0])
+
+
+def test_bootstrap_reproducible_with_seed():
+    rng = np.random.default_rng(3)
+    M, err = _synthetic(rng)
+    a = fit_slope(M, err, n_boot=300, rng=7)
+    b = fit_slope(M, err, n_boot=300, rng=7)
+    assert a.ci_boot == b.ci_boot
+    assert a.ci_boot[0] < a.slope < a.ci_boot[1]
+
+
+def test_no_replicates_gives_no_bootstrap():
+    f = fit_slope(M_LEVELS, M_LEVELS**-0.5 * np.array([1, 1.1, 0.9, 1.05, 1.0, 0.97]))
+    assert f.ci_boot is None and f.lack_of_fit_p is None
+    with pytest.raises(ValueError, match="boot"):
+        f.contains(-0.5, "boot")
+
+
+@pytest.mark.parametrize(
+    "M, errors, match",
+    [
+        ([1, 2, 3], [1, 1], "same length"),
+        ([1, 2, -3], [1, 1, 1], "M must"),
+        ([1, 2, 3], [1, 0, 1], "errors must"),
+        ([1, 2, 3], [1, np.nan, 1], "errors must"),
+        ([1, 1, 2, 2], [1, 1, 1, 1], "at least 3 distinct"),
+        ([[1, 2, 3]], [[1, 1, 1]], "M must be 1-D"),
+        (1.0, 1.0, "M must be a 1-D"),
+    ],
+)
+def test_invalid_input(M, errors, match):
+    with pytest.raises(ValueError, match=match):
+        fit_slope(M, errors)
+
+
+def test_invalid_n_boot():
+    with pytest.raises(ValueError, match="n_boot"):
+        fit_slope([1, 2, 3], [1, 2, 3], n_boot=-1)
+
+
+def test_compare_slopes_detects_difference_and_agreement():
+    rng = np.random.default_rng(11)
+    f1 = fit_slope(*_synthetic(rng, slope=-0.8), n_boot=0)
+    f2 = fit_slope(*_synthetic(rng, slope=-0.8), n_boot=0)
+    f3 = fit_slope(*_synthetic(rng, slope=-0.5), n_boot=0)
+    same, diff = compare_slopes(f1, f2), compare_slopes(f1, f3)
+    assert same.contains_zero and same.p_value > 0.01
+    assert not diff.contains_zero and diff.diff < 0 and diff.p_value < 1e-4
+    assert diff.se == pytest.approx(np.hypot(f1.se, f3.se))
+    with pytest.raises(ValueError, match="fit2"):
+        compare_slopes(f1, 0.3)
+
+
+def test_compare_slopes_false_positive_rate():
+    """Two fits with the same true slope: the difference interval excludes 0 about 5% of the time."""
+    rng = np.random.default_rng(99)
+    excl = sum(
+        not compare_slopes(fit_slope(*_synthetic(rng), n_boot=0), fit_slope(*_synthetic(rng), n_boot=0)).contains_zero
+        for _ in range(200)
+    )
+    assert excl <= 20  # binomial(200, 0.05): mean 10, sd 3.1
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    slope=st.floats(-3, 3),
+    logc=st.floats(-5, 5),
+    levels=st.lists(st.floats(1, 1e6), min_size=3, max_size=8, unique=True),
+)
+def test_design_slope_exact_for_power_laws(slope, logc, levels):
+    M = np.asarray(levels)
+    if np.ptp(np.log(M)) < 1e-3:
+        return
+    assert design_slope(M, np.exp(logc) * M**slope) == pytest.approx(slope, abs=1e-7)
+
+
+def test_to_dict_is_plain():
+    f = fit_slope(np.repeat(M_LEVELS, 2), np.repeat(M_LEVELS, 2) ** -1.0 * np.tile([1, 1.2], 6))
+    d = f.to_dict()
+    assert isinstance(f, SlopeFit) and set(d) >= {"slope", "se", "ci_t", "ci_boot", "r2", "df"}
