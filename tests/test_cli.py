@@ -107,3 +107,13 @@ def test_module_entry_point_lists():
     out = subprocess.run([sys.executable, "-m", "verify", "--list"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0
     assert all(cid in out.stdout for cid in CLAIMS)
+
+
+def test_comparison_passed_is_a_plain_bool():
+    import numpy as np
+    import sympy as sp
+
+    for flag in (sp.true, np.bool_(True), 1):
+        c = Comparison("x", 1, 1, None, "exact", flag)
+        assert c.passed is True and c.to_json()["passed"] is True
+    assert Comparison("x", 1, 2, None, "exact", sp.false).to_json()["passed"] is False

@@ -48,6 +48,9 @@ class Comparison:
     tolerance: str
     passed: bool
 
+    def __post_init__(self) -> None:
+        self.passed = bool(self.passed)  # numpy / sympy booleans -> a plain bool (JSON true/false)
+
     def to_json(self) -> dict:
         return {k: _jsonable(v) for k, v in asdict(self).items()}
 
