@@ -1,1 +1,569 @@
-"""Checks (not yet implemented)."""
+"""Checks B4 and B7: attention with signal (``mu != 0``) and spiked weights ``W = I + w_K w_Q^T``.
+
+The theory is the project's own derivation (:mod:`theory.structured`, ``docs/structured_attention.md``):
+a finite-rank perturbation of the null resolvent of the *linearised* kernel, built on the corrected
+(symmetric-noise) null system of :mod:`theory.attention`; SPEC's null system is evaluated alongside for an
+informational comparison (``data["null_systems"]``, not judged).  Simulations use the TRUE
+kernel ``f(X^T W X / sqrt p) / sqrt p`` (tanh, diagonal removed) through
+:func:`numerics.interpolation_error_mc`; the informational breakdown study of B7 also simulates the
+linearised kernel (private helper :func:`_linearised_mc`, same ``X`` draws) to separate the error of the
+derivation from the error of the linearisation.
+
+B7 has two families of comparisons: theory vs TRUE-kernel MC for the configurations inside the declared
+regime ``kappa(2p) <= KAPPA_MAX`` (:func:`theory.structured.linearisation_control`; the others are
+reported in ``notes``/``data``, not judged), and theory vs LINEARISED-kernel MC (same ``X``) for every
+configuration.  The linearisation-breakdown study (true vs linearised vs theory over ``p``) is
+informational: in ``notes``, ``data["breakdown"]`` and the third panel of the figure.
+
+Conventions: ``mu = sqrt(snr) e_1``; a spike ``(strength, "aligned")`` is ``w_K = w_Q = sqrt(strength) e_1``,
+``(strength, "orthogonal")`` is ``w_K = w_Q = sqrt(strength) e_2``.  Spike configurations of one
+``(c, snr, p)`` share their seeds, hence their ``X`` (paired differences, common random numbers).
+
+Finite-size rule (B7, B4): the Monte Carlo is run at ``p`` and ``2p`` (``n = p / c``).  With
+``g_1, g_2`` the gaps to theory at the two sizes, the measured allowance is
+``|m_p - m_2p| / (sqrt 2 - 1)``: the remaining gap at ``2p`` if it decays at least like ``p^{-1/2}``
+(for a ``1/p`` decay it over-covers by 2.4x; stated).  PASS iff
+``|m_2p - theory| <= 3 SE_2p + allowance`` and the gap does not grow beyond noise
+(``|g_2| <= |g_1| + 3 sqrt(SE_p^2 + SE_2p^2)``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..registry import CheckContext, Comparison, Outcome, check
+
+ACTIVATION = "tanh"
+#: declared regime of validity of the linearised kernel (see theory.structured.linearisation_control)
+KAPPA_MAX = 0.5
+_SQ2M1 = math.sqrt(2.0) - 1.0
+
+
+# ============================================================================ configuration
+@dataclass(frozen=True)
+class _Profile:
+    p_sizes: tuple[int, int]
+    trials: int
+    gammas: tuple[float, ...]
+    snrs: tuple[float, ...]
+    spikes: tuple[tuple[float, str], ...]
+    cs: tuple[float, ...]
+    breakdown_p: tuple[int, ...]
+    breakdown_trials: int
+    b4_snrs: tuple[float, ...]
+    b4_gammas: tuple[float, ...]
+    # theory-only grids of B4 (log10 range and number of points): statements, reversal scan, figure
+    b4_theory_grid: tuple[float, float, int] = (-3.0, 1.0, 9)
+    reversal_grid: tuple[float, float, int] = (-4.0, 2.0, 31)
+    figure_grid: tuple[float, float, int] = (-4.0, 1.0, 41)
+
+
+_NONE = (0.0, "none")
+
+_PROFILES = {
+    # quick: gammas {1e-2, 1e-1, 1}, snr {0.5, 2}, spikes {none, aligned 1, aligned 4, orthogonal 4}
+    "quick": _Profile(
+        p_sizes=(128, 256), trials=24, gammas=(1e-2, 1e-1, 1.0), snrs=(0.5, 2.0),
+        spikes=(_NONE, (1.0, "aligned"), (4.0, "aligned"), (4.0, "orthogonal")), cs=(0.5, 2.0),
+        breakdown_p=(64, 128, 256), breakdown_trials=8,
+        b4_snrs=(0.5,), b4_gammas=(1e-2, 1e-1, 1.0, 10.0),
+    ),
+    # paper: the full grid of the brief
+    "paper": _Profile(
+        p_sizes=(512, 1024), trials=32, gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0), snrs=(0.5, 1.0, 2.0),
+        spikes=(_NONE, (1.0, "aligned"), (4.0, "aligned"), (1.0, "orthogonal"), (4.0, "orthogonal")),
+        cs=(0.5, 2.0), breakdown_p=(64, 128, 256, 512, 1024), breakdown_trials=16,
+        b4_snrs=(0.5, 1.0, 2.0), b4_gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0),
+    ),
+}
+
+
+def _profile(ctx: CheckContext) -> _Profile:
+    return _PROFILES["quick" if ctx.quick else "paper"]
+
+
+def _spike_label(spike: tuple[float, str]) -> str:
+    return "none" if spike[1] == "none" or spike[0] == 0 else f"{spike[1]} {spike[0]:g}"
+
+
+def _spike_vectors_p(spike: tuple[float, str], p: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if spike[1] == "none" or spike[0] == 0:
+        return None, None
+    from theory.structured import spike_vectors
+
+    wk, wq = spike_vectors(*spike)
+    return np.pad(wk, (0, p - wk.size)), np.pad(wq, (0, p - wq.size))
+
+
+def _theory(gammas, c, snr, spike, **kw) -> np.ndarray:
+    from theory.structured import structured_attention_error
+
+    sp_ = None if spike[1] == "none" else spike
+    return np.asarray(structured_attention_error(np.asarray(gammas, float), c, ACTIVATION, snr, spike=sp_, **kw))
+
+
+def _mc(ctx: CheckContext, kind: str, c: float, snr: float, spike, p: int, trials: int, gammas, seed: int):
+    from numerics import interpolation_error_mc
+
+    n = int(round(p / c))
+    wk, wq = _spike_vectors_p(spike, p) if kind == "attention" else (None, None)
+    mean, se, tr = interpolation_error_mc(
+        kind, n, p, snr, np.asarray(gammas, float), trials, seed,
+        activation=ACTIVATION if kind == "attention" else None, w_k=wk, w_q=wq,
+        n_jobs=max(1, int(ctx.n_jobs)), device=ctx.device, return_trials=True,
+    )
+    return mean, se, tr
+
+
+def _errors_from_features(Phi, y, gammas):
+    """Batched ``E(gamma) = gamma^2/n y^T Q^2 y`` (``gamma > 0``) from one ``eigh`` of the smaller Gram matrix.
+
+    Same algebra as :func:`numerics.interpolation_error` (which handles one sample); ``Phi`` (T, p, n),
+    ``y`` (T, n) torch float64 tensors.
+    """
+    import torch
+
+    T, p, n = Phi.shape
+    g = torch.as_tensor(np.asarray(gammas, float), dtype=Phi.dtype).view(1, 1, -1)
+    if p >= n:
+        lam, V = torch.linalg.eigh(Phi.transpose(-1, -2) @ Phi / n)
+        proj2 = (V.transpose(-1, -2) @ y.unsqueeze(-1)) ** 2
+        return ((g / (lam.clamp_min(0).unsqueeze(-1) + g)) ** 2 * proj2).sum(1) / n
+    lam, U = torch.linalg.eigh(Phi @ Phi.transpose(-1, -2) / n)
+    lam = lam.clamp_min(0).unsqueeze(-1)
+    b2 = (U.transpose(-1, -2) @ (Phi @ y.unsqueeze(-1))) ** 2
+    gk = g / (lam + g)
+    term = (b2 * (1 + gk) / (lam + g)).sum(1)
+    return ((y**2).sum(-1, keepdim=True) - term / n) / n
+
+
+def _linearised_mc(c: float, snr: float, spike, p: int, trials: int, gammas, seed: int, a1: float, sf2: float):
+    """MC of the LINEARISED kernel ``a1 (X^T W X/p - diag) + s_f Xi/sqrt p`` on the same ``X`` draws.
+
+    ``X`` uses exactly the per-trial seeds of :func:`numerics.interpolation_error_mc` (paired with the
+    true-kernel MC); ``Xi`` (symmetric, unit off-diagonal variance, zero diagonal) comes from an
+    independent child seed of each trial.  Trials are batched (torch, float64, CPU).
+    """
+    import torch
+
+    n = int(round(p / c))
+    wk, wq = _spike_vectors_p(spike, p)
+    seeds = np.random.SeedSequence(int(seed)).spawn(trials)
+    # single-threaded torch: threaded LAPACK eigh collapses on oversubscribed cores (see numerics.rmt)
+    old_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _linearised_mc_batches(n, p, snr, wk, wq, trials, gammas, seed, seeds, a1, sf2)
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _linearised_mc_batches(n, p, snr, wk, wq, trials, gammas, seed, seeds, a1, sf2):
+    import torch
+
+    from numerics import sample_signal_plus_noise
+
+    per_trial = 8.0 * (3 * p * n + 4 * n * n)
+    batch = int(max(1, min(32, 2.0e8 // per_trial)))  # about 200 MB per batch
+    out = []
+    for start in range(0, trials, batch):
+        Xs, ys, Xis = [], [], []
+        for t in range(start, min(trials, start + batch)):
+            X, y, _ = sample_signal_plus_noise(n, p, snr, np.random.default_rng(seeds[t]))
+            Xs.append(X)
+            ys.append(y)
+            Xi = np.random.default_rng(np.random.SeedSequence([int(seed), t, 7])).standard_normal((n, n))
+            Xis.append((Xi + Xi.T) / math.sqrt(2.0))
+        Xb = torch.from_numpy(np.stack(Xs))
+        S = Xb.transpose(-1, -2) @ Xb
+        if wk is not None:
+            u = torch.einsum("p,tpn->tn", torch.from_numpy(wk), Xb)
+            v = torch.einsum("p,tpn->tn", torch.from_numpy(wq), Xb)
+            S = S + u.unsqueeze(-1) * v.unsqueeze(-2)
+        K = a1 * S / p + math.sqrt(sf2) * torch.from_numpy(np.stack(Xis)) / math.sqrt(p)
+        K.diagonal(dim1=-2, dim2=-1).zero_()
+        out.append(_errors_from_features(Xb @ K, torch.from_numpy(np.stack(ys)), gammas).numpy())
+    out = np.concatenate(out, axis=0)
+    return out.mean(0), out.std(0, ddof=1) / math.sqrt(trials), out
+
+
+def _finite_size_rule(pred: float, m1: float, s1: float, m2: float, s2: float) -> tuple[bool, float, str]:
+    allowance = abs(m1 - m2) / _SQ2M1
+    g1, g2 = m1 - pred, m2 - pred
+    ok_close = abs(g2) <= 3 * s2 + allowance
+    ok_shrink = abs(g2) <= abs(g1) + 3 * math.hypot(s1, s2)
+    rule = (
+        f"|m_2p - pred| = {abs(g2):.4g} <= 3 SE ({3 * s2:.3g}) + allowance |m_p - m_2p|/(sqrt2-1) "
+        f"({allowance:.3g}); gap p -> 2p: {abs(g1):.3g} -> {abs(g2):.3g} (must not grow beyond 3 SE)"
+    )
+    return bool(ok_close and ok_shrink), allowance, rule
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+# ============================================================================ B7
+@check("B7")
+def check_b7(ctx: CheckContext) -> Outcome:
+    """Structured deterministic equivalent (project's derivation) vs true-kernel Monte Carlo."""
+    from theory import hermite_moments
+    from theory.structured import linearisation_control
+
+    prof = _profile(ctx)
+    gam = np.array(prof.gammas)
+    p1, p2 = prof.p_sizes
+    comps: list[Comparison] = []
+    rows = []
+    outside = []
+    worst = 0.0
+    worst_lin = 0.0
+    hm = hermite_moments(ACTIVATION)
+    total = len(prof.cs) * len(prof.snrs) * len(prof.spikes)
+    with ctx.progress("structured MC grid", total=total) as bar:
+        for c in prof.cs:
+            for snr in prof.snrs:
+                s1 = ctx.seed_for("grid", c, snr, p1)  # shared by every spike: paired X
+                s2 = ctx.seed_for("grid", c, snr, p2)
+                for spike in prof.spikes:
+                    kappa = linearisation_control(p2, snr, spike=None if spike[1] == "none" else spike)
+                    inside = kappa <= KAPPA_MAX
+                    pred = _theory(gam, c, snr, spike)
+                    pred_spec = _theory(gam, c, snr, spike, system="spec")  # informational comparison only
+                    m1, se1, _ = _mc(ctx, "attention", c, snr, spike, p1, prof.trials, gam, s1)
+                    m2, se2, _ = _mc(ctx, "attention", c, snr, spike, p2, prof.trials, gam, s2)
+                    for j, g in enumerate(gam):
+                        ok, allow, rule = _finite_size_rule(pred[j], m1[j], se1[j], m2[j], se2[j])
+                        name = f"c={c:g} snr={snr:g} spike={_spike_label(spike)} gamma={g:g}"
+                        row = dict(c=c, snr=snr, spike=_spike_label(spike), gamma=float(g), kappa_2p=kappa,
+                                   inside_regime=inside, theory=float(pred[j]), theory_spec=float(pred_spec[j]),
+                                   mc_p=float(m1[j]),
+                                   se_p=float(se1[j]), mc_2p=float(m2[j]), se_2p=float(se2[j]),
+                                   allowance=allow, passed=ok)
+                        rows.append(row)
+                        if not inside:
+                            outside.append(f"{name}: kappa={kappa:.2f}, theory {pred[j]:.4f}, MC(2p) "
+                                           f"{m2[j]:.4f}+-{se2[j]:.4f}, rule {'holds' if ok else 'fails'}")
+                            continue
+                        worst = max(worst, abs(m2[j] - pred[j]) / max(se2[j], 1e-12))
+                        comps.append(Comparison(
+                            name=name + f" (kappa={kappa:.2f})",
+                            predicted=float(pred[j]), measured=float(m2[j]), uncertainty=float(se2[j]),
+                            tolerance=rule, passed=ok))
+                    # the derivation itself: theory vs the LINEARISED kernel on the same X (every config)
+                    l1, le1, _ = _linearised_mc(c, snr, spike, p1, prof.trials, gam, s1, hm.a1, hm.sf2)
+                    l2, le2, _ = _linearised_mc(c, snr, spike, p2, prof.trials, gam, s2, hm.a1, hm.sf2)
+                    for j, g in enumerate(gam):
+                        ok, allow, rule = _finite_size_rule(pred[j], l1[j], le1[j], l2[j], le2[j])
+                        worst_lin = max(worst_lin, abs(l2[j] - pred[j]) / max(le2[j], 1e-12))
+                        rows[-len(gam) + j].update(lin_p=float(l1[j]), lin_se_p=float(le1[j]), lin_2p=float(l2[j]),
+                                                   lin_se_2p=float(le2[j]), lin_passed=ok)
+                        comps.append(Comparison(
+                            name=f"[linearised kernel] c={c:g} snr={snr:g} spike={_spike_label(spike)} gamma={g:g}",
+                            predicted=float(pred[j]), measured=float(l2[j]), uncertainty=float(le2[j]),
+                            tolerance=rule, passed=ok))
+                    bar.advance()
+
+    # ---------------------------------------------------------------- informational: corrected vs SPEC null system
+    def _chi2(key_m, key_se, key_th, sel):
+        z = np.array([(r[key_m] - r[key_th]) / max(r[key_se], 1e-12) for r in rows if sel(r)])
+        return (float(np.mean(z**2)), float(np.mean(z))) if z.size else (float("nan"), float("nan"))
+
+    systems_cmp = {
+        "true_inside": {th: _chi2("mc_2p", "se_2p", th, lambda r: r["inside_regime"]) for th in ("theory", "theory_spec")},
+        "linearised_all": {th: _chi2("lin_2p", "lin_se_2p", th, lambda r: True) for th in ("theory", "theory_spec")},
+    }
+    max_shift = max(abs(r["theory"] - r["theory_spec"]) / max(r["se_2p"], 1e-12) for r in rows)
+    systems_text = (
+        "INFORMATIONAL - null system: the theory uses the corrected (symmetric-noise, kappa) null system of "
+        "theory.attention; SPEC's independent-entries system (kappa = 0) is evaluated for comparison. Mean z^2 / "
+        "mean z of (MC(2p) - theory)/SE: true kernel inside the regime: corrected "
+        f"{systems_cmp['true_inside']['theory'][0]:.2f}/{systems_cmp['true_inside']['theory'][1]:+.2f}, SPEC "
+        f"{systems_cmp['true_inside']['theory_spec'][0]:.2f}/{systems_cmp['true_inside']['theory_spec'][1]:+.2f}; "
+        f"linearised kernel: corrected {systems_cmp['linearised_all']['theory'][0]:.2f}/"
+        f"{systems_cmp['linearised_all']['theory'][1]:+.2f}, SPEC {systems_cmp['linearised_all']['theory_spec'][0]:.2f}/"
+        f"{systems_cmp['linearised_all']['theory_spec'][1]:+.2f}. The two theories differ by at most "
+        f"{max_shift:.2f} SE of this grid (up to ~2 % of E at c = 2, small gamma): this profile cannot separate "
+        "them; see docs/structured_attention.md (step 4) for the targeted comparison. "
+    )
+
+    # ---------------------------------------------------------------- informational: linearisation breakdown
+    bd_spike, bd_snr, bd_c = (4.0, "aligned"), 2.0, 0.5
+    bd_gam = np.array(prof.gammas)
+    bd_pred = _theory(bd_gam, bd_c, bd_snr, bd_spike)
+    bd_rows = []
+    with ctx.progress("linearisation breakdown", total=len(prof.breakdown_p)) as bar:
+        for p in prof.breakdown_p:
+            sd = ctx.seed_for("breakdown", p)
+            mt, st, _ = _mc(ctx, "attention", bd_c, bd_snr, bd_spike, p, prof.breakdown_trials, bd_gam, sd)
+            ml, sl, _ = _linearised_mc(bd_c, bd_snr, bd_spike, p, prof.breakdown_trials, bd_gam, sd, hm.a1, hm.sf2)
+            bd_rows.append(dict(p=p, n=int(round(p / bd_c)), kappa=linearisation_control(p, bd_snr, spike=bd_spike),
+                                true=mt.tolist(), se_true=st.tolist(), linearised=ml.tolist(),
+                                se_linearised=sl.tolist(), theory=bd_pred.tolist()))
+            bar.advance()
+
+    figs = []
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for ax, c in zip(axes[:2], prof.cs):
+        for snr in prof.snrs:
+            for spike in prof.spikes:
+                sel = [r for r in rows if r["c"] == c and r["snr"] == snr and r["spike"] == _spike_label(spike)]
+                gg = [r["gamma"] for r in sel]
+                (ln,) = ax.plot(gg, [r["theory"] for r in sel], "-", lw=1)
+                ax.errorbar(gg, [r["mc_2p"] for r in sel], yerr=[3 * r["se_2p"] for r in sel], fmt="o",
+                            ms=3, color=ln.get_color(), label=f"snr={snr:g}, {_spike_label(spike)}")
+        ax.set_xscale("log")
+        ax.set_title(f"c = {c:g}: theory (lines), true-kernel MC p={p2} (3 SE)", fontsize=9)
+        ax.set_xlabel("gamma")
+        ax.set_ylabel("E")
+    axes[0].legend(fontsize=6)
+    ax = axes[2]
+    ps = [r["p"] for r in bd_rows]
+    for j, g in enumerate(bd_gam):
+        (ln,) = ax.plot(ps, [r["true"][j] for r in bd_rows], "o-", label=f"true, gamma={g:g}")
+        ax.plot(ps, [r["linearised"][j] for r in bd_rows], "s--", color=ln.get_color(), label=f"linearised, gamma={g:g}")
+        ax.axhline(bd_pred[j], color=ln.get_color(), lw=0.8, ls=":")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("p (n = 2p)")
+    ax.set_title("INFO breakdown: c=1/2, snr=2, aligned 4 (dotted: theory)", fontsize=9)
+    ax.legend(fontsize=6)
+    path = ctx.save_figure(fig, "structured_vs_mc")
+    if path:
+        figs.append(path)
+
+    bd_text = "; ".join(
+        f"p={r['p']} (kappa={r['kappa']:.2f}): gamma={bd_gam[0]:g} true {r['true'][0]:.4f}"
+        f"+-{r['se_true'][0]:.4f}, linearised {r['linearised'][0]:.4f}+-{r['se_linearised'][0]:.4f}, "
+        f"theory {bd_pred[0]:.4f}"
+        for r in bd_rows
+    )
+    n_fail = sum(not cp.passed for cp in comps)
+    notes = (
+        "Theory: project's own derivation (theory.structured; docs/structured_attention.md), a finite-rank "
+        "(Woodbury) perturbation of the null resolvent of the linearised kernel, traces from the corrected "
+        "(symmetric kernel noise: delta, delta~, kappa) null system. "
+        f"Simulation: true tanh kernel, diagonal removed, {prof.trials} trials at p={p1} and p={p2} (n=p/c); "
+        f"gammas {list(prof.gammas)}; snr {list(prof.snrs)}; spikes {[_spike_label(s) for s in prof.spikes]}. "
+        f"Verdict uses the configurations inside the declared regime kappa(2p) <= {KAPPA_MAX} "
+        "(kappa = (snr + sqrt(E(w_K^T x)^2 E(w_Q^T x)^2)) / sqrt p, the size of the signal/spike correction to a "
+        f"kernel argument). Second family '[linearised kernel]': the same grid simulated with the linearised "
+        "kernel a1 (X^T W X/p - diag) + s_f Xi/sqrt p on the same X draws, every configuration (tests the "
+        "derivation separately from the linearisation). "
+        f"{n_fail} of {len(comps)} comparisons fail; worst |gap|/SE at 2p: true kernel {worst:.1f}, "
+        f"linearised kernel {worst_lin:.1f}. "
+        f"Outside the regime at these sizes (reported, not judged): {'; '.join(outside) if outside else 'none'}. "
+        + systems_text +
+        "INFORMATIONAL (not part of the verdict) - where the linearisation breaks (c=1/2, snr=2, aligned "
+        f"strength 4, {prof.breakdown_trials} trials, true vs linearised kernel on the same X): {bd_text}. "
+        "The linearised-kernel MC follows the theory at every p; the true kernel departs from it when "
+        "kappa is not small (saturation of f; relative error about 0.4 kappa^2 for tanh), and the departure "
+        "shrinks as p grows (paper profile: p up to 1024)."
+    )
+    return Outcome(comparisons=comps, notes=notes, figures=figs,
+                   data={"grid": rows, "kappa_max": KAPPA_MAX, "null_systems": systems_cmp, "breakdown": {"c": bd_c, "snr": bd_snr, "spike": list(bd_spike),
+                                                      "gammas": bd_gam.tolist(), "rows": bd_rows},
+                         "activation": ACTIVATION, "p_sizes": [p1, p2], "trials": prof.trials})
+
+
+# ============================================================================ B4
+def _reversal_scan(c: float, snr: float, strength: float, grid: np.ndarray) -> dict:
+    """Theory: where ``E_att <= E_RR`` on a log grid of gamma (aligned spike of ``strength``)."""
+    from theory import ridge_error_values
+
+    spike = (strength, "aligned") if strength > 0 else _NONE
+    ea = _theory(grid, c, snr, spike)
+    er = ridge_error_values(grid, c, snr)
+    ratio = ea / er
+    below = np.nonzero(ratio <= 1.0)[0]
+    gstar = None
+    if below.size:
+        i = int(below[0])
+        if i == 0:
+            gstar = float(grid[0])
+        else:  # log-linear interpolation of the crossing
+            r0, r1 = ratio[i - 1], ratio[i]
+            t = (r0 - 1.0) / (r0 - r1)
+            gstar = float(np.exp(np.log(grid[i - 1]) + t * (np.log(grid[i]) - np.log(grid[i - 1]))))
+    k = int(np.argmin(ratio))
+    return dict(c=c, snr=snr, strength=strength, gamma_star=gstar, min_ratio=float(ratio[k]),
+                gamma_at_min_ratio=float(grid[k]), ratio_small_gamma=float(ratio[0]), gamma_small=float(grid[0]))
+
+
+@check("B4")
+def check_b4(ctx: CheckContext) -> Outcome:
+    """Alignment shrinks attention's error and its gap to ridge; orthogonal spikes do not; where reversal happens."""
+    from theory import ridge_error_values
+
+    prof = _profile(ctx)
+    comps: list[Comparison] = []
+    data: dict = {"theory": [], "reversal": [], "simulation": []}
+
+    # ------------------------------------------------------------------ theory statements
+    tg = np.logspace(*prof.b4_theory_grid)
+    for c in (0.5, 2.0):
+        for snr in (0.5, 1.0, 2.0):
+            e0 = _theory(tg, c, snr, _NONE)
+            e1 = _theory(tg, c, snr, (1.0, "aligned"))
+            e4 = _theory(tg, c, snr, (4.0, "aligned"))
+            eo = _theory(tg, c, snr, (4.0, "orthogonal"))
+            er = ridge_error_values(tg, c, snr)
+            worst_inc = float(max(np.max(e1 - e0), np.max(e4 - e1)))
+            gap0, gap4 = e0 - er, e4 - er
+            comps.append(Comparison(
+                name=f"theory c={c:g} snr={snr:g}: aligned spikes 0 -> 1 -> 4 lower E_att and the gap to ridge",
+                predicted="E_att strictly decreasing in strength at every gamma",
+                measured=f"max increase {worst_inc:.3g}; gap to ridge at gamma=1e-2: "
+                         f"{gap0[2]:.4g} -> {gap4[2]:.4g}",
+                uncertainty=None, tolerance=f"max_gamma [E(s_k+1) - E(s_k)] < 0 on gamma in logspace{prof.b4_theory_grid}",
+                passed=worst_inc < 0))
+            dev = float(np.max(np.abs(eo - e0)))
+            comps.append(Comparison(
+                name=f"theory c={c:g} snr={snr:g}: orthogonal spike 4 leaves E_att unchanged",
+                predicted=0.0, measured=dev, uncertainty=None,
+                tolerance="max_gamma |E(orth 4) - E(none)| <= 1e-9 (solver accuracy)", passed=dev <= 1e-9))
+            data["theory"].append(dict(c=c, snr=snr, gammas=tg.tolist(), none=e0.tolist(), aligned1=e1.tolist(),
+                                       aligned4=e4.tolist(), orthogonal4=eo.tolist(), ridge=er.tolist()))
+
+    # reversal location (theory)
+    rg = np.logspace(*prof.reversal_grid)
+    rev_lines = []
+    for c in (0.5, 2.0):
+        for snr in (0.5, 1.0, 2.0):
+            scans = [_reversal_scan(c, snr, s, rg) for s in (0.0, 1.0, 4.0, 16.0)]
+            data["reversal"].extend(scans)
+            gs = [s["gamma_star"] for s in scans]
+            rev_lines.append(
+                f"c={c:g} snr={snr:g}: gamma* (E_att <= E_RR for gamma >= gamma*) at strength 0/1/4/16 = "
+                + "/".join("none" if g is None else f"{g:.3g}" for g in gs)
+                + f"; E_att/E_RR at gamma=1e-4: " + "/".join(f"{s['ratio_small_gamma']:.3g}" for s in scans)
+                + f"; best ratio " + "/".join(f"{s['min_ratio']:.3g}@{s['gamma_at_min_ratio']:.3g}" for s in scans))
+            g0, g4 = gs[0], gs[2]
+            ok = g4 is not None and (g0 is None or g4 <= g0)
+            comps.append(Comparison(
+                name=f"theory c={c:g} snr={snr:g}: alignment moves the reversal point gamma* down",
+                predicted=f"gamma*(aligned 4) <= gamma*(no spike), reversal exists on [{rg[0]:g}, {rg[-1]:g}]",
+                measured=f"gamma*: none {g0}, aligned 4 {g4}", uncertainty=None,
+                tolerance=f"crossing located on a {rg.size}-point log grid over [{rg[0]:g}, {rg[-1]:g}] "
+                          "(log-linear interpolation)", passed=bool(ok)))
+
+    # ------------------------------------------------------------------ simulation (paired, true kernel)
+    from theory.structured import linearisation_control
+
+    sg = np.array(prof.b4_gammas)
+    p1, p2 = prof.p_sizes
+    outside: list[str] = []
+    with ctx.progress("B4 simulations", total=len(prof.cs) * len(prof.b4_snrs)) as bar:
+        for c in prof.cs:
+            for snr in prof.b4_snrs:
+                res = {}
+                for p in (p1, p2):
+                    seed = ctx.seed_for("b4", c, snr, p)  # same X for every configuration below
+                    res[p] = {
+                        "none": _mc(ctx, "attention", c, snr, _NONE, p, prof.trials, sg, seed)[2],
+                        "al4": _mc(ctx, "attention", c, snr, (4.0, "aligned"), p, prof.trials, sg, seed)[2],
+                        "or4": _mc(ctx, "attention", c, snr, (4.0, "orthogonal"), p, prof.trials, sg, seed)[2],
+                        "ridge": _mc(ctx, "ridge", c, snr, _NONE, p, prof.trials, sg, seed)[2],
+                    }
+                kappa = linearisation_control(p2, snr, spike=(4.0, "aligned"))
+                th = {"none": _theory(sg, c, snr, _NONE), "al4": _theory(sg, c, snr, (4.0, "aligned")),
+                      "or4": _theory(sg, c, snr, (4.0, "orthogonal")), "ridge": ridge_error_values(sg, c, snr)}
+
+                def paired(key_a, key_b, p):
+                    d = res[p][key_a] - res[p][key_b]
+                    return d.mean(0), d.std(0, ddof=1) / math.sqrt(d.shape[0])
+
+                for j, g in enumerate(sg):
+                    # (1) alignment lowers E (paired difference significantly < 0)
+                    d, s = paired("al4", "none", p2)
+                    comps.append(Comparison(
+                        name=f"MC c={c:g} snr={snr:g} gamma={g:g}: E(aligned 4) - E(none)",
+                        predicted=float(th["al4"][j] - th["none"][j]), measured=float(d[j]), uncertainty=float(s[j]),
+                        tolerance=f"paired difference at p={p2} must be < 0 by 3 SE (alignment helps)",
+                        passed=bool(d[j] + 3 * s[j] < 0)))
+                    # (2) orthogonal spike does not help: paired difference not significantly < 0
+                    #     (its exact limit 0 is tested against theory in B7)
+                    d1, sd1 = paired("or4", "none", p1)
+                    d2, sd2 = paired("or4", "none", p2)
+                    allow = abs(d1[j] - d2[j]) / _SQ2M1
+                    comps.append(Comparison(
+                        name=f"MC c={c:g} snr={snr:g} gamma={g:g}: E(orthogonal 4) - E(none) (does not help)",
+                        predicted=0.0, measured=float(d2[j]), uncertainty=float(sd2[j]),
+                        tolerance=(f"paired difference at p={p2} >= -(3 SE + allowance |d_p - d_2p|/(sqrt2-1) = "
+                                   f"{allow:.3g}); at p={p1}: {d1[j]:.4g}"),
+                        passed=bool(d2[j] >= -(3 * sd2[j] + allow))))
+                    # (3) attention vs ridge (paired): sign must agree with theory where theory is clear;
+                    #     judged only inside the declared regime of the linearisation (kappa <= KAPPA_MAX)
+                    thd = float(th["al4"][j] - th["ridge"][j])
+                    d, s = paired("al4", "ridge", p2)
+                    dd1, _ = paired("al4", "ridge", p1)
+                    allow = abs(dd1[j] - d[j]) / _SQ2M1
+                    if abs(thd) > 3 * s[j] + allow:
+                        ok = bool(np.sign(d[j]) == np.sign(thd) and abs(d[j]) > 3 * s[j])
+                        rule = ("theory's sign is clear (|theory| > 3 SE + finite-size allowance "
+                                f"{allow:.3g}); measured paired difference must have that sign, beyond 3 SE")
+                    else:
+                        ok = bool(abs(d[j] - thd) <= 3 * s[j] + allow)
+                        rule = f"near a crossing: |measured - theory| <= 3 SE + allowance {allow:.3g}"
+                    name = f"MC c={c:g} snr={snr:g} gamma={g:g}: E_att(aligned 4) - E_ridge (kappa={kappa:.2f})"
+                    if kappa <= KAPPA_MAX:
+                        comps.append(Comparison(name=name, predicted=thd, measured=float(d[j]),
+                                                uncertainty=float(s[j]), tolerance=rule, passed=ok))
+                    else:
+                        outside.append(f"{name}: theory {thd:.4f}, measured {d[j]:.4f}+-{s[j]:.4f}, "
+                                       f"rule {'holds' if ok else 'fails'}")
+                    data["simulation"].append(dict(
+                        c=c, snr=snr, gamma=float(g),
+                        **{f"mc_{k}": float(res[p2][k][:, j].mean()) for k in res[p2]},
+                        **{f"se_{k}": float(res[p2][k][:, j].std(ddof=1) / math.sqrt(prof.trials)) for k in res[p2]},
+                        **{f"theory_{k}": float(th[k][j]) for k in th}))
+                bar.advance()
+
+    # ------------------------------------------------------------------ figure
+    figs = []
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fsnr = prof.b4_snrs[-1]
+    for ax, c in zip(axes, (0.5, 2.0)):
+        grid = np.logspace(*prof.figure_grid)
+        er = ridge_error_values(grid, c, fsnr)
+        for lab, spike in (("none", _NONE), ("aligned 1", (1.0, "aligned")), ("aligned 4", (4.0, "aligned")),
+                           ("aligned 16", (16.0, "aligned")), ("orthogonal 4", (4.0, "orthogonal"))):
+            ax.plot(grid, _theory(grid, c, fsnr, spike) / er, "--" if "orth" in lab else "-", label=f"attention, {lab}")
+        for r in [r for r in data["simulation"] if r["c"] == c and r["snr"] == fsnr]:
+            ax.plot(r["gamma"], r["mc_al4"] / r["mc_ridge"], "kx")
+            ax.plot(r["gamma"], r["mc_none"] / r["mc_ridge"], "k+")
+        ax.axhline(1.0, color="gray", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("gamma")
+        ax.set_ylabel("E_attention / E_ridge")
+        ax.set_title(f"c={c:g}, snr={fsnr:g}; x: MC aligned 4, +: MC none (p={p2})", fontsize=9)
+    axes[0].legend(fontsize=7)
+    path = ctx.save_figure(fig, "alignment_vs_ridge")
+    if path:
+        figs.append(path)
+
+    notes = (
+        "Theory from the project's structured deterministic equivalent (tanh, diagonal removed). "
+        "Reversal (theory, E_att <= E_RR): " + " | ".join(rev_lines) + ". "
+        "Reading: aligned spikes lower the attention error and its gap to ridge at every gamma; orthogonal spikes "
+        "decouple exactly in the limit (no effect). In the O(1)-norm spike regime the reversal happens only at "
+        "moderate/large gamma (gamma >= gamma*), never in the interpolation limit gamma -> 0: for c < 1 the ratio "
+        "tends to 1 from above as the strength grows, for c > 1 attention keeps its sqrt(gamma) vs gamma^2 "
+        "disadvantage. A reversal at small gamma is seen only with the TRUE kernel at small p (beyond the "
+        "linearisation; see B7's informational breakdown study). "
+        f"Simulation: true kernel, {prof.trials} paired trials (same X for none / aligned / orthogonal / ridge) at "
+        f"p={p1} and p={p2}, gammas {list(prof.b4_gammas)}, snr {list(prof.b4_snrs)}. Attention-vs-ridge "
+        f"comparisons are judged inside the declared regime kappa(2p) <= {KAPPA_MAX} of the linearisation; "
+        f"outside it (reported, not judged): {'; '.join(outside) if outside else 'none'}."
+    )
+    return Outcome(comparisons=comps, notes=notes, figures=figs, data=data)
