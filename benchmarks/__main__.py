@@ -1,0 +1,276 @@
+"""``python -m benchmarks [--quick] [--json PATH] [--only erm interpolation verify] [--tiny]``.
+
+Measures, in ONE process and one run, each workload against its baseline, and prints a table of ratios
+plus a JSON summary (stdout, or ``--json PATH``):
+
+- ``matmul``: the machine's float64 ``2048 x 2048`` matmul rate (GFLOP/s, numpy and torch, best of 3),
+  always measured first so that every timing of the run can be read against it;
+- ``erm`` (:mod:`benchmarks.erm`): paper A, the project's ERM vs the paper's pipeline;
+- ``interpolation`` (:mod:`benchmarks.interpolation`, paper B), skipped with a note when absent;
+- ``verify``: the wall time of ``python -m verify --profile quick`` (a subprocess), with the cost
+  split per check read from its ``--json`` output (``results[].id``, ``results[].runtime_s``);
+  skipped with a note when it fails to produce its JSON.
+
+No number here is asserted: a benchmark reports, the reader judges (targets are printed next to the
+ratios). ``--tiny`` (or ``BENCHMARKS_TINY=1``) runs everything at smoke-test sizes and skips
+``verify`` unless it is named in ``--only``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import tiny_mode
+
+WORKLOADS = ("erm", "interpolation", "verify")
+
+
+def matmul_rate(n: int = 2048, repeats: int = 3) -> dict:
+    """GFLOP/s of a float64 ``n x n`` matmul (numpy and torch, best of ``repeats``)."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    flops = 2.0 * n**3
+
+    def best(fn) -> float:
+        t_best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            t_best = min(t_best, time.perf_counter() - t0)
+        return t_best
+
+    a[:64, :64] @ b[:64, :64]  # warm up the BLAS thread pool
+    t_np = best(lambda: a @ b)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    t_t = best(lambda: ta @ tb)
+    return dict(n=n, numpy_s=t_np, numpy_gflops=flops / t_np / 1e9, torch_s=t_t,
+                torch_gflops=flops / t_t / 1e9, torch_threads=torch.get_num_threads())
+
+
+def _interpolation_rows(res: dict) -> list[dict]:
+    """Table rows from the interpolation benchmark's dict (its own ``rows`` if it has them)."""
+    if isinstance(res.get("rows"), list):
+        return res["rows"]
+    rows = []
+    fast = res.get("time_errors_given_features_s")
+    for key, base_key, label in (
+        ("speedup_vs_naive", "time_naive_s", "interpolation grid vs naive per-gamma solves"),
+        ("speedup_vs_cached_cholesky", "time_cached_cholesky_s", "interpolation grid vs cached Gram + Cholesky"),
+        ("speedup_vs_naive_incl_features", None, "interpolation incl. features vs naive"),
+    ):
+        if key in res:
+            rows.append(dict(
+                workload=label,
+                project=(f"{fast:.3f} s" if fast is not None and base_key else
+                         f"{res.get('time_fast_total_s', float('nan')):.3f} s"),
+                baseline=(f"{res[base_key]:.3f} s" if base_key and base_key in res else ""),
+                ratio=float(res[key]), lower_bound=False, target=None,
+                note=f"n={res.get('n')}, p={res.get('p')}, {res.get('n_gammas')} gammas",
+            ))
+    for key, val in res.items():  # anything else that looks like a ratio
+        if key.startswith("speedup_") and not any(r["ratio"] == val for r in rows):
+            rows.append(dict(workload=f"interpolation {key}", project="", baseline="", ratio=float(val),
+                             lower_bound=False, target=None, note=""))
+    return rows
+
+
+def run_interpolation(quick: bool, tiny: bool) -> dict:
+    try:
+        from .interpolation import run as interp_run
+    except ImportError as exc:
+        return dict(name="interpolation", skipped=True, note=f"benchmarks.interpolation not available: {exc}", rows=[])
+    kwargs: dict[str, Any] = {"quick": quick}
+    if tiny:
+        params = inspect.signature(interp_run).parameters
+        for k, v in (("n", 256), ("p", 64), ("n_gammas", 8)):
+            if k in params:
+                kwargs[k] = v
+    res = interp_run(**kwargs)
+    return dict(name="interpolation", result=res, rows=_interpolation_rows(res))
+
+
+def run_verify(timeout_s: float) -> dict:
+    """Wall time of ``python -m verify --profile quick`` and its per-check cost."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "verify.json"
+        cmd = [sys.executable, "-m", "verify", "--profile", "quick", "--json", str(path)]
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                                  cwd=Path(__file__).resolve().parent.parent)
+        except subprocess.TimeoutExpired:
+            return dict(name="verify", skipped=True, note=f"python -m verify timed out after {timeout_s:.0f} s", rows=[])
+        wall = time.perf_counter() - t0
+        if not path.exists():
+            tail = (proc.stderr or proc.stdout or "")[-400:]
+            return dict(name="verify", skipped=True, wall_s=wall,
+                        note=f"python -m verify produced no JSON (exit {proc.returncode}): {tail}", rows=[])
+        doc = json.loads(path.read_text())
+    per_check = {r["id"]: float(r.get("runtime_s", 0.0)) for r in doc.get("results", [])}
+    verdicts = {r["id"]: r.get("verdict") for r in doc.get("results", [])}
+    top = sorted(per_check.items(), key=lambda kv: -kv[1])
+    in_checks = sum(per_check.values())
+    note = ", ".join(f"{k} {v:.1f}s" for k, v in top[:6])
+    rows = [dict(workload="python -m verify --profile quick", project=f"{wall:.1f} s wall",
+                 baseline=f"{in_checks:.1f} s in checks", ratio=None, lower_bound=False, target=None,
+                 note=f"exit {proc.returncode}; slowest: {note}")]
+    return dict(name="verify", wall_s=wall, exit_code=proc.returncode, checks_s=in_checks,
+                per_check_s=per_check, verdicts=verdicts, rows=rows)
+
+
+def _fmt_ratio(row: dict) -> str:
+    r = row.get("ratio")
+    if r is None:
+        return ""
+    txt = f"{r:.1f}x" if r >= 1 else f"{r:.2g}x"
+    return (">= " if row.get("lower_bound") else "") + txt
+
+
+def _target(row: dict) -> str:
+    t = row.get("target")
+    if t is None:
+        return ""
+    r = row.get("ratio")
+    met = r is not None and r >= t
+    verdict = "met" if met else ("not shown" if row.get("lower_bound") else "missed")
+    return f">= {t:g}x ({verdict})"
+
+
+def print_table(summary: dict) -> None:
+    """The ratios as a rich table (plain text if rich is missing)."""
+    rows = [r for w in summary["workloads"].values() for r in w.get("rows", [])]
+    notes = [f"{k}: {w['note']}" for k, w in summary["workloads"].items() if w.get("note")]
+    m = summary["matmul"]
+    header = (f"machine: {m['n']}x{m['n']} float64 matmul {m['numpy_gflops']:.1f} GFLOP/s (numpy), "
+              f"{m['torch_gflops']:.1f} GFLOP/s (torch, {m['torch_threads']} threads); "
+              f"profile {summary['profile']}; total {summary['total_s']:.1f} s")
+    try:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="Benchmarks: project vs baseline", caption=header)
+        for col in ("workload", "project", "baseline", "ratio", "target", "note"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            table.add_row(str(r.get("workload", "")), str(r.get("project", "")), str(r.get("baseline", "")),
+                          _fmt_ratio(r), _target(r), str(r.get("note", "")))
+        con = Console(stderr=False)
+        if not con.is_terminal:
+            con = Console(stderr=False, width=160)
+        con.print(table)
+        for n in notes:
+            con.print(f"[yellow]note[/] {n}")
+    except ImportError:  # pragma: no cover
+        print(header)
+        for r in rows:
+            print(" | ".join([str(r.get("workload")), str(r.get("project")), str(r.get("baseline")),
+                              _fmt_ratio(r), _target(r), str(r.get("note"))]))
+        for n in notes:
+            print("note", n)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="quick sizes (default: full sizes)")
+    ap.add_argument("--tiny", action="store_true", help="smoke-test sizes (also BENCHMARKS_TINY=1)")
+    ap.add_argument("--json", type=Path, metavar="PATH", help="write the JSON summary to PATH (else to stdout)")
+    ap.add_argument("--only", nargs="+", choices=WORKLOADS, metavar="NAME",
+                    help=f"run only these workloads ({', '.join(WORKLOADS)})")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
+    ap.add_argument("--verify-timeout", type=float, default=1800.0, metavar="S")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    threads_before = torch.get_num_threads()
+    if args.threads is not None:
+        if args.threads < 1:
+            ap.error("--threads must be >= 1")
+        torch.set_num_threads(args.threads)
+    try:
+        return _run(args, torch)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _run(args: argparse.Namespace, torch: Any) -> int:
+    tiny = tiny_mode(True if args.tiny else None)
+    quick = args.quick or tiny
+    selected = list(args.only) if args.only else [w for w in WORKLOADS if not (tiny and w == "verify")]
+
+    try:
+        from rich.console import Console
+
+        log = Console(stderr=True).log
+    except ImportError:  # pragma: no cover
+        log = lambda s: print(s, file=sys.stderr)  # noqa: E731
+
+    t_start = time.perf_counter()
+    mm = matmul_rate(256 if tiny else 2048)
+    workloads: dict[str, dict] = {}
+    for name in selected:
+        log(f"benchmark: {name}")
+        t0 = time.perf_counter()
+        try:
+            if name == "erm":
+                from .erm import run as erm_run
+
+                workloads[name] = erm_run(quick=quick, tiny=tiny, seed=args.seed, log=log)
+            elif name == "interpolation":
+                workloads[name] = run_interpolation(quick, tiny)
+            elif name == "verify":
+                workloads[name] = run_verify(args.verify_timeout)
+        except Exception as exc:  # a failing workload is reported, the others still run
+            workloads[name] = dict(name=name, error=f"{type(exc).__name__}: {exc}",
+                                   traceback=traceback.format_exc(), note=f"ERROR {type(exc).__name__}: {exc}",
+                                   rows=[])
+        workloads[name]["wall_s"] = workloads[name].get("wall_s", time.perf_counter() - t0)
+    summary = dict(
+        profile="tiny" if tiny else ("quick" if quick else "full"),
+        seed=args.seed,
+        machine=dict(python=platform.python_version(), platform=platform.platform(),
+                     cpu_count=os.cpu_count(), torch=torch.__version__, numpy=np.__version__),
+        matmul=mm,
+        workloads=workloads,
+        total_s=time.perf_counter() - t_start,
+    )
+    print_table(summary)
+    doc = json.dumps(_jsonable(summary), indent=2, default=str)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(doc)
+    else:
+        print(doc)
+    return 1 if any("error" in w for w in workloads.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
