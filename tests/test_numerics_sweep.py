@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -120,23 +119,17 @@ def test_dask_in_process_cluster_equals_local():
     assert dask_res == serial
 
 
-@pytest.mark.slow
 def test_dask_local_cluster_on_loopback_equals_local():
-    """A real LocalCluster with worker processes on 127.0.0.1, addressed by its scheduler address.
-
-    Marked slow (~4 s idle, ~10 s on the contended box: worker start-up imports torch); the in-process
-    cluster test above is the fast variant and runs by default.
-    """
+    """A real LocalCluster with worker processes on 127.0.0.1, addressed by its scheduler address
+    (runs in CI: ~4 s on an idle machine, worker start-up imports torch)."""
     distributed = pytest.importorskip("distributed")
     serial = run_sweep(task, CELLS, seeds=[3, 4], n_jobs=1).to_records()
-    t0 = time.perf_counter()
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         got = run_sweep(task, CELLS, seeds=[3, 4], executor="dask", scheduler=cluster.scheduler_address)
         with distributed.Client(cluster) as client:
             got2 = run_sweep(task, CELLS, seeds=[3, 4], executor="dask", scheduler=client)
     assert got.to_records() == serial and got2.to_records() == serial
-    assert time.perf_counter() - t0 < 30
 
 
 @pytest.mark.parametrize(
