@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from numerics.ips import IPSModel
 from verify.checks.paper_a_coercivity import coercivity_sides
@@ -62,8 +63,14 @@ def test_prediction_matches_a_direct_fit():
             "restarts": 1, "max_iter": 20, "n_pairs": 2**15, "ridge": 0.0}
     q = predict_error(model_for(cell), 10, 1, seed=1, n_pop=3000, n_pairs=2**15)
     pred = q["B"] + q["V_np"] / cell["M"]
-    errs = [trial(cell, s)["err"] for s in range(4)]
-    assert 0.6 < np.mean(errs) / pred < 1.6
+    errs = np.array([trial(cell, s)["err"] for s in range(4)])
+    # Band from the replicates: 99% t interval of the mean error (df = 3, t = 5.84; the replicate SE is
+    # ~2.4% of the mean here, so this is ~ +-14%), plus a 5% allowance for the prediction itself
+    # (first-order asymptotics, dropped O(p / (M N)) = 20/12000 terms, and its own Monte Carlo with
+    # n_pop = 3000 samples for a p = 20 dimensional Sigma). Measured at writing: mean/pred = 0.98.
+    se = errs.std(ddof=1) / math.sqrt(errs.size)
+    tq = stats.t.ppf(0.995, errs.size - 1)
+    assert abs(errs.mean() - pred) <= tq * se + 0.05 * pred, (errs.mean() / pred, se / pred)
     assert q["V_par"] == 0.0 and q["B_l2"] <= q["B"] * 1.05
 
 

@@ -191,16 +191,28 @@ def check_a5(ctx: CheckContext) -> Outcome:
     fig = _plot_a5(rows)
     path = ctx.save_figure(fig, "coercivity")
     tight = [r for r in rows if r["direction"].startswith("psi(u)=u") and r["law"] == "uniform"]
+    naive = [c for c in comps if "naive" in c.name]
+    n_naive_ok = sum(c.passed for c in naive)
+    exch = [r for r in rows if r["law"] == "exchangeable"]
+    exch_min = min(exch, key=lambda r: r["ratio"] + 0.0) if exch else None
+    exch_ok = all(r["diff"] > -3 * r["diff_se"] for r in exch)
     notes = (
         f"Normalisation: E_inf(g) = E[1/N sum_i |Y_i - R_g[X]_i|^2]; LHS = ||g-g*||^2_rho/(N-1). "
         f"RHS estimated by the exact identity E[1/N sum_i R_(g-g*)[X]_i^2] (noise-free, low variance; derived: "
-        f"RHS-LHS = (N-2)/(N-1) E[h12 h13]); the naive noisy estimate agrees (comparisons 'naive'). "
+        f"RHS-LHS = (N-2)/(N-1) E[h12 h13]); the naive noisy estimate agrees with it within 3 combined SE in "
+        f"{n_naive_ok}/{len(naive)} cases (comparisons 'naive'). "
         f"M = {M} samples per case, d = {d}, N = {N}, laws {laws}. "
         f"Tight case (independent centred tokens, psi(u)=u): ratio RHS/LHS = "
         f"{tight[0]['ratio']:.4f} +- {tight[0]['ratio_se']:.4f} (theory: exactly 1). "
-        f"Constant direction: ratio ~ N-1 = {N - 1}. The shared-factor exchangeable law is a de Finetti "
-        f"mixture, so E[h12 h13] >= 0 and the lemma holds (ratios >= 1 measured). "
-        f"FINDING (derived here, confirmed numerically): for a finitely exchangeable law with negative "
+        f"Constant direction: measured ratios "
+        f"{[round(r['ratio'], 3) for r in rows if r['direction'].startswith('psi=1')]} (derived for independent "
+        f"tokens: N-1 = {N - 1}). The shared-factor exchangeable law is a de Finetti "
+        f"mixture, so E[h12 h13] >= 0 and the lemma should hold: measured "
+        + (f"smallest ratio {exch_min['ratio']:.4f} +- {exch_min['ratio_se']:.4f} ({exch_min['direction']}, "
+           f"eps={exch_min['eps']}); RHS - LHS > -3 SE in {'all' if exch_ok else 'NOT all'} {len(exch)} "
+           f"exchangeable-law cases. " if exch_min else "(exchangeable law not run in this profile). ")
+        + f"FINDING (derived here; numerically "
+        f"{'confirmed: ratio + 3 SE < 1' if res['ratio'] + 3 * res['ratio_se'] < 1 else 'NOT confirmed: ratio + 3 SE >= 1'}): for a finitely exchangeable law with negative "
         f"correlation the inequality fails: measured RHS/LHS = {res['ratio']:.4f} +- {res['ratio_se']:.4f} "
         f"(closed form {1 + pred_diff / pred_lhs:.4f}); Lemma 3.4 therefore needs more than finite exchangeability "
         f"(e.g. infinite exchangeability / conditionally i.i.d. tokens, or E[h12 h13] >= 0). This case is "
@@ -239,7 +251,17 @@ def _plot_a5(rows: list[dict[str, Any]]):
 # ----------------------------------------------------------------------------------------- A6
 @check("A6")
 def check_a6(ctx: CheckContext) -> Outcome:
-    """Crossing the low-rank condition at fixed M: the error grows linearly in the parametric term."""
+    """Crossing the low-rank condition at fixed M: the parametric term is dominated inside, shows outside.
+
+    At fixed ``M`` the token dimension ``d`` and rank ``r`` are varied across the condition
+    ``r d <= C (M / log M)^(1/(2 beta + 1))`` (``C = 4``, the design's constant of ``K_M``, so the
+    condition reads ``r d <= K_M`` up to rounding; the classification with ``C = 1`` is reported too).
+    Tested (verdict): (i) the error grows with the parametric term ``r d log M / M`` (OLS slope ``b > 0``,
+    one-sided 95%); (ii) inside the condition the excess error over ``(d, r) = (1, 1)`` is smaller than
+    the non-parametric error itself (one-sided 95% Welch bound of ``mean_i - 2 mean_(1,1)`` below 0:
+    the parametric term is dominated); (iii) outside the condition the excess over ``(1, 1)`` is
+    significant (> 3 SE). Linearity itself is not tested (the fit is reported).
+    """
     from scipy import stats
 
     from theory.minimax import low_rank_condition, num_intervals, parametric_term
@@ -284,15 +306,35 @@ def check_a6(ctx: CheckContext) -> Outcome:
                    tolerance=f"one-sided 95% t lower bound b - t(0.95, df={df}) SE = {lower:.3g} > 0 (OLS on all "
                              "replicate points)", passed=bool(lower > 0)),
     ]
-    # the excess over the smallest r d must itself be significant (a second, model-free reading of "visible")
-    e0, e1 = np.asarray(errs[0]), np.asarray(errs[-1])
-    exc, exc_se = float(e1.mean() - e0.mean()), float(math.hypot(e1.std(ddof=1) / math.sqrt(e1.size),
-                                                                  e0.std(ddof=1) / math.sqrt(e0.size)))
-    comps.append(Comparison(
-        name=f"excess error of (d, r) = {combos[-1]} over {combos[0]}", predicted="> 0 (parametric term)",
-        measured=exc, uncertainty=exc_se, tolerance="excess > 3 SE (independent replicates)",
-        passed=bool(exc > 3 * exc_se)))
+    # the condition decides: excess over (1, 1) dominated inside, significant outside (model-free)
+    e0 = np.asarray(errs[0])
+    v0 = float(e0.var(ddof=1) / e0.size)
+    excess = []
+    for (d, r), e, ins in zip(combos[1:], errs[1:], inside_c[1:]):
+        e = np.asarray(e)
+        vi = float(e.var(ddof=1) / e.size)
+        exc, exc_se = float(e.mean() - e0.mean()), math.sqrt(vi + v0)
+        excess.append({"combo": (d, r), "inside_C": ins, "excess": exc, "se": exc_se,
+                       "rel": exc / float(e0.mean())})
+        if ins:  # dominated: mean_i - mean_0 < mean_0  <=>  mean_i - 2 mean_0 < 0 (one-sided 95% Welch bound)
+            dd, dv = float(e.mean() - 2 * e0.mean()), vi + 4 * v0
+            dfw = dv**2 / (vi**2 / (e.size - 1) + (4 * v0) ** 2 / (e0.size - 1))
+            ub = dd + stats.t.ppf(0.95, dfw) * math.sqrt(dv)
+            comps.append(Comparison(
+                name=f"inside (r d = {r * d} <= {C_K} (M/log M)^(1/5)): excess of (d, r) = ({d}, {r}) over (1, 1) "
+                     "below the non-parametric error", predicted="excess < err(1,1)", measured=exc, uncertainty=exc_se,
+                tolerance=f"one-sided 95% Welch upper bound of mean - 2 mean(1,1) = {ub:.3g} < 0 (df={dfw:.1f}; "
+                          f"relative excess {exc / float(e0.mean()):.2f})", passed=bool(ub < 0)))
+        else:
+            comps.append(Comparison(
+                name=f"outside (r d = {r * d} > {C_K} (M/log M)^(1/5)): excess of (d, r) = ({d}, {r}) over (1, 1)",
+                predicted="> 0 (parametric term shows)", measured=exc, uncertainty=exc_se,
+                tolerance=f"excess > 3 SE (independent replicates; t = {exc / exc_se:.1f})",
+                passed=bool(exc > 3 * exc_se)))
+    # with the constant 1 the condition is stricter: report how the same excesses read under it
+    c1_out = [(x["combo"], round(x["excess"] / x["se"], 1)) for x, i1 in zip(excess, inside[1:]) if not i1]
     fisher_ok = abs(res.slope - pred_fit.slope) <= 3 * res.stderr
+    npar = [r * (2 * d - r) for d, r in combos]
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for xi, e, (d, r), ins in zip(x_levels, errs, combos, inside_c):
         ax.scatter([xi] * len(e), e, s=10, color="C0" if ins else "C3", alpha=0.6)
@@ -308,10 +350,10 @@ def check_a6(ctx: CheckContext) -> Outcome:
     fig.tight_layout()
     path = ctx.save_figure(fig, "parametric_term")
     ratio = [mv / pv for mv, pv in zip(means, preds)]
+    rho_sp = stats.spearmanr(npar, ratio) if len(set(npar)) > 2 else None
     notes = (
         f"Fixed M = {M}, P = 3 (beta = 2), s = 1, K = K_M = floor({C_K} (M/log M)^(1/5)) = {K} (constant {C_K}: with the "
-        f"paper's constant 1, K_M = {int(num_intervals(M, beta))} is so coarse that the local (Fisher) prediction of the "
-        f"A-part is off by ~2x; r d crosses K_M inside the grid), sigma = {base['sigma']:.3g} (balanced for d = 1), N = 5, "
+        f"paper's constant 1, K_M = {int(num_intervals(M, beta))} would be very coarse; r d crosses K_M inside the grid), sigma = {base['sigma']:.3g} (balanced for d = 1), N = 5, "
         f"{reps} replicates; (d, r) in {combos}. Inside the low-rank condition with constant 1: "
         f"{[c for c, i in zip(combos, inside) if i]}; with the design's constant {C_K}: "
         f"{[c for c, i in zip(combos, inside_c) if i]}; predicted parametric share of the error "
@@ -322,13 +364,21 @@ def check_a6(ctx: CheckContext) -> Outcome:
         f"b = {res.slope:.3g} +- {res.stderr:.2g} (predicted {pred_fit.slope:.3g}). The parametric term grows like "
         f"r (2d - r) (manifold dimension) rather than r d; the linear fit in r d is the paper's form. "
         f"Refitted stalled fits (objective > 2 sigma^2): {refits}. "
-        f"Verdict: PASS iff b > 0 at one-sided 95% AND the excess error at the largest r d over the smallest is "
-        f"> 3 SE. Reported, not part of the verdict: b / b_pred(Fisher, asymptotic) = {res.slope / pred_fit.slope:.2f} "
-        f"({'within' if fisher_ok else 'NOT within'} 3 SE); a ratio > 1 is the same pre-asymptotic excess of the "
-        f"matrix estimation seen in A3 (it grows with the number r (2d - r) of matrix parameters at fixed M). "
+        f"Verdict: PASS iff b > 0 at one-sided 95% AND, with the design's constant {C_K} (condition r d <= K_M), every "
+        f"combination inside has an excess over (1, 1) below the (1, 1) error (one-sided 95%: parametric term "
+        f"dominated) AND every combination outside has an excess > 3 SE. Excesses over (1, 1) (value, SE, relative): "
+        + "; ".join(f"{x['combo']} {'in' if x['inside_C'] else 'OUT'}: {x['excess']:.3g} +- {x['se']:.2g} "
+                    f"({x['rel']:.2f})" for x in excess)
+        + f". With the constant 1 the combinations outside and their excess t-values are {c1_out}: the paper does not "
+        f"fix the constant, so the verdict uses the design's. "
+        f"Reported, not part of the verdict: b / b_pred(Fisher, asymptotic) = {res.slope / pred_fit.slope:.2f} "
+        f"({'within' if fisher_ok else 'NOT within'} 3 SE of b); measured/predicted ratio vs the number r (2d - r) of "
+        f"matrix parameters: "
+        + (f"Spearman rho = {rho_sp.statistic:.2f} (p = {rho_sp.pvalue:.2g})" if rho_sp is not None else "n/a")
+        + ". "
         f"Runtime {time.perf_counter() - t0:.1f}s."
     )
     return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p],
                    data={"M": M, "K": K, "combos": combos, "x": x_levels, "errors": [list(e) for e in errs],
                          "pred": preds, "inside": inside, "inside_C": inside_c, "parametric_share": shares, "b": res.slope, "b_se": res.stderr,
-                         "b_pred": pred_fit.slope, "sigma": base["sigma"], "excess": exc, "excess_se": exc_se})
+                         "b_pred": pred_fit.slope, "sigma": base["sigma"], "excess": excess})

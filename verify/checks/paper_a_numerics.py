@@ -510,6 +510,20 @@ def _base_p3(ctx: CheckContext, check_id: str = "A3", N: int = 5) -> dict:
     return cfg
 
 
+MATTER = 0.03  # smallest slope difference that matters: the precision target of |slope - theory|
+
+
+def _power_text(g: Group, ref: Group, c) -> str:
+    """How much a CI that contains 0 says: its half-width next to the differences that would matter."""
+    hw = (c.ci[1] - c.ci[0]) / 2
+    shift = g.predicted_slope() - ref.predicted_slope()  # a-priori, includes the parametric term
+    resolved = c.ci[0] > -MATTER and c.ci[1] < MATTER
+    return (f"power: CI half-width {hw:.3f} vs {MATTER} (target) and the predicted slope shift {shift:+.3f} "
+            f"(a-priori, parametric term included); differences of +-{MATTER} "
+            + ("excluded by the interval" if resolved else "NOT excluded: underpowered, agreement is absence of "
+               "evidence only"))
+
+
 def _pairwise(groups: list[Group], ref: Group) -> list[Comparison]:
     out = []
     for g in groups:
@@ -519,9 +533,24 @@ def _pairwise(groups: list[Group], ref: Group) -> list[Comparison]:
         out.append(Comparison(
             name=f"slope({g.label}) - slope({ref.label})",
             predicted=0.0, measured=round(c.diff, 4), uncertainty=round(c.se, 4),
-            tolerance=f"95% Welch t interval [{c.ci[0]:.3f}, {c.ci[1]:.3f}] (df={c.df:.1f}) contains 0",
+            tolerance=f"95% Welch t interval [{c.ci[0]:.3f}, {c.ci[1]:.3f}] (df={c.df:.1f}) contains 0; "
+                      + _power_text(g, ref, c),
             passed=c.contains_zero))
     return out
+
+
+def _power_summary(comps: list[Comparison]) -> str:
+    under = [c.name for c in comps if "NOT excluded" in c.tolerance]
+    return (f"Power of the agreement tests: {len(comps) - len(under)}/{len(comps)} difference intervals exclude "
+            f"+-{MATTER}" + (f"; underpowered (interval wider than what matters, agreement not demonstrated): "
+                             f"{under}" if under else "") + ".")
+
+
+def _inside_share(g: Group) -> tuple[int, int]:
+    """M levels of the group at which ``r d <= (M / log M)^(1/(2 beta + 1))`` (constant 1) holds."""
+    c = g.config
+    ins = [low_rank_status(c["r"], c["d"], m, c["P"] - 1)["inside"] for m in g.M]
+    return sum(ins), len(ins)
 
 
 def _ratio_text(groups: list[Group]) -> str:
@@ -578,9 +607,14 @@ def check_a3(ctx: CheckContext) -> Outcome:
         "every pairwise difference interval with d=1 contains 0. "
         + " | ".join(f"{g.label}: slope {g.fit.slope:.4f} [{g.fit.ci_t[0]:.4f}, {g.fit.ci_t[1]:.4f}]" for g in groups)
         + ". Parametric term: " + _condition_text(groups) + ". " + _ratio_text(groups)
-        + ". A ratio well above 1 at small M for d > 1 is a pre-asymptotic excess of the matrix estimation (heavy-"
-        "tailed replicate errors, not cured by more starts or iterations); it decays faster than M^-0.8 and so "
-        "steepens the fitted slope: the low-rank condition (r d <= (M/log M)^(1/5) ~ 3-4 here) is violated for d > 1."
+        + ". A ratio well above 1 at small M for d > 1 would be a pre-asymptotic excess of the matrix estimation "
+        "(heavy-tailed replicate errors; in development runs it was not cured by more starts or iterations, not "
+        "re-measured here); such an excess decays faster than M^-0.8 and so steepens the fitted slope. "
+        f"Low-rank condition r d <= (M/log M)^(1/5), which is {low_rank_status(1, 1, min(Ms), 2)['rhs']:.2f} .. "
+        f"{low_rank_status(1, 1, max(Ms), 2)['rhs']:.2f} over this M range: "
+        + "; ".join(f"{g.label} (r d = {g.config['r'] * g.config['d']}) inside at {_inside_share(g)[0]}/"
+                    f"{_inside_share(g)[1]} M levels" for g in groups) + ". "
+        + _power_summary([c for c in comps if c.name.startswith("slope(")])
         + f" Runtime {runtime:.1f}s, {reps} replicates per M."
     )
     data = {g.label: {"M": g.M, "K": g.K, "errors": g.errors, "fit": g.fit.to_dict(), "pred_curve": g.predicted().tolist(),
@@ -590,7 +624,16 @@ def check_a3(ctx: CheckContext) -> Outcome:
 
 @check("A4")
 def check_a4(ctx: CheckContext) -> Outcome:
-    """The slope does not depend on N or r (d = 2, inside the low-rank condition as far as feasible)."""
+    """The slope does not depend on N or r, tested between groups inside the low-rank condition (d = 2).
+
+    A group counts as inside when ``r d <= (M / log M)^(1/5)`` (constant 1, ``beta = 2``) holds at at
+    least half of its ``M`` levels; this is computed per group and reported (levels inside / all).
+    Pairwise slope differences with the reference ``(N=5, r=1)`` enter the verdict only when both groups
+    are inside; the others are reported as outside the condition and are not part of the verdict. In the
+    quick profile (``M <= 4800``, ``(M / log M)^(1/5) <= 3.55``) the ``r = 2`` group (``r d = 4``) is outside
+    at every level, so only the independence of ``N`` is tested there; the paper profile reaches
+    ``r d = 4`` only at its largest ``M`` levels (see the notes for the computed counts).
+    """
     size = size_of(ctx)
     base = {**_base_p3(ctx, "A4"), "d": 2}
     Ks, M_lo = _rate_levels(size, "A4")
@@ -601,7 +644,21 @@ def check_a4(ctx: CheckContext) -> Outcome:
     runtime = _run_groups(ctx, groups, reps, "A4", {"restarts": _restarts(size), "max_iter": 50, "n_pairs": 2**16,
                                                      "ridge": RIDGE_D})
     theory = {g.label: -0.8 for g in groups}
-    comps = _pairwise(groups, groups[1])  # the claim: the slope does not depend on N or r
+    ref = groups[1]
+    share = {g.label: _inside_share(g) for g in groups}
+    is_in = {lab: 2 * k >= n for lab, (k, n) in share.items()}
+    pair = _pairwise(groups, ref)  # the claim: the slope does not depend on N or r (inside the condition)
+    others = [g for g in groups if g is not ref]
+    comps = [c for c, g in zip(pair, others) if is_in[g.label] and is_in[ref.label]]
+    outside = [c for c, g in zip(pair, others) if not (is_in[g.label] and is_in[ref.label])]
+    from theory.minimax import min_samples
+
+    need = {g.label: int(min_samples(g.config["r"], g.config["d"], 2)) for g in groups}
+    status = "; ".join(f"{g.label} (r d = {g.config['r'] * g.config['d']}): inside at {share[g.label][0]}/"
+                       f"{share[g.label][1]} M levels ({'INSIDE' if is_in[g.label] else 'OUTSIDE'}; "
+                       f"condition holds for M >= {need[g.label]})" for g in groups)
+    out_text = " | ".join(f"{c.name}: {c.measured} +- {c.uncertainty}, "
+                          f"{'contains 0' if c.passed else 'does NOT contain 0'} ({c.tolerance})" for c in outside)
     info = []
     for g in groups:
         for c in _slope_comparisons(g, -0.8):
@@ -612,12 +669,23 @@ def check_a4(ctx: CheckContext) -> Outcome:
     notes = (
         f"(N, r) in {combos}, d = 2, P = 3, K levels {Ks}, M levels {Ms} (K_M exact power of M), sigma "
         f"{base['sigma']:.3g} (balanced for d=1, N=5), {_restarts(size)} estimator starts, relative ridge {RIDGE_D}. "
-        "Verdict (the claim is independence of N and r): PASS iff every slope difference with (N=5, r=1) has a "
-        "95% Welch interval containing 0. Reported, not part of the verdict (A2/A3 test the value of the slope): "
+        "Verdict (the claim is independence of N and r inside the low-rank condition): PASS iff every slope "
+        "difference with (N=5, r=1) between two groups inside the condition (constant 1, at >= half of the M levels) "
+        "has a 95% Welch interval containing 0. Condition per group (computed): " + status + ". "
+        + ("Comparisons with a group OUTSIDE the condition, reported, not part of the verdict (a difference there "
+           "would not contradict the claim): " + out_text + ". " if outside else "")
+        + ("Independence of r is NOT tested inside the condition in this profile (no group with r > 1 is inside). "
+           if not any(is_in[g.label] for g in groups if g.config["r"] > 1) else "")
+        + _power_summary(comps) + " "
+        "Reported, not part of the verdict (A2/A3 test the value of the slope): "
         + " | ".join(info) + ". "
         + " | ".join(f"{g.label}: slope {g.fit.slope:.4f} [{g.fit.ci_t[0]:.4f}, {g.fit.ci_t[1]:.4f}]" for g in groups)
         + ". " + _condition_text(groups) + ". " + _ratio_text(groups) + f". Runtime {runtime:.1f}s, {reps} replicates per M."
     )
     data = {g.label: {"M": g.M, "K": g.K, "errors": g.errors, "fit": g.fit.to_dict(), "pred_curve": g.predicted().tolist(),
                       "pred_slope": g.predicted_slope(), "config": g.config, "pred": g.pred} for g in groups}
+    data["inside_levels"] = {lab: list(v) for lab, v in share.items()}
+    if not comps:  # no pair of groups inside the condition (M levels too small): nothing of the claim is tested
+        return Outcome(comparisons=outside, notes="NO pair of groups inside the low-rank condition: the claim is "
+                       "not tested (INFO). " + notes, figures=[p for p in [path] if p], data=data, informational=True)
     return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p], data=data)
