@@ -57,7 +57,8 @@ def test_runner_tiny_produces_table_and_json(tiny_summary, capsys):
     assert rm["baseline_init"] == "given A_init" and rm["ratio"] > 0
     assert any("moment start" in r["workload"] for r in erm["rows"])
     inter = doc["workloads"]["interpolation"]
-    assert inter.get("skipped") or inter["rows"]
+    assert not inter.get("skipped"), inter.get("note")  # benchmarks.interpolation exists: it must run
+    assert inter["rows"]
 
 
 def test_interpolation_absent_is_skipped_with_a_note(monkeypatch):

@@ -45,6 +45,15 @@ def test_check_smoke_tiny(cid, tmp_path):
         assert any(n.startswith("1c") for n in names)
         assert sum("shrinks" in n for n in names) == 3
         assert "1a" in res.data and "1b" in res.data and "1c" in res.data
+    names = [c.name for c in res.comparisons]
+    if cid == "B3":  # the gamma -> 0 identity at p/n = 1/4 is reported, not judged
+        assert not any("= 0 (both" in n for n in names)
+        assert "small_gamma_identity" in res.data["c0.25"] and "Not judged" in res.notes
+    if cid == "B5":  # equal nu holds by construction: data, not a comparison
+        assert not any("equal nu" in n for n in names) and "equal_nu_rel_diff" in res.data
+    if cid == "B6":  # the quadrature mass is its own comparison
+        assert any("mass of theory.kernel_density" in n for n in names)
+        assert not any("mass" in c.tolerance and "KS" in c.name for c in res.comparisons)
 
 
 def test_check_reproducible_seeds():
@@ -72,6 +81,12 @@ def test_shrink_rule_fails_when_gap_grows():
     assert not core._shrink_comparison("s", pts_grow, 100, 200).passed
     pts_ok = [dict(pred=1.0, m_s=1.05, se_s=0.001, m_l=1.02, se_l=0.001)]
     assert core._shrink_comparison("s", pts_ok, 100, 200).passed
+    # a constant gap does not decay like n^-1/2: fails
+    pts_const = [dict(pred=1.0, m_s=1.05, se_s=0.001, m_l=1.05, se_l=0.001)]
+    assert not core._shrink_comparison("s", pts_const, 100, 200).passed
+    # a gap decaying exactly like n^-1/2 passes
+    pts_half = [dict(pred=1.0, m_s=1.05, se_s=0.001, m_l=1.0 + 0.05 / math.sqrt(2), se_l=0.001)]
+    assert core._shrink_comparison("s", pts_half, 100, 200).passed
 
 
 def test_paired_rule():

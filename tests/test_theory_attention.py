@@ -205,15 +205,11 @@ def test_diagonal_options():
         attention_error(0.1, 2.0, "quadratic", diagonal="kept")
 
 
-def test_structured_delegation_or_not_implemented():
-    try:
-        from theory.structured import structured_attention_error
-    except ImportError:
-        with pytest.raises(NotImplementedError, match="structured"):
-            attention_error(0.1, 2.0, "tanh", snr=1.0)
-    else:
-        val = attention_error(0.1, 2.0, "tanh", snr=1.0)
-        assert val == structured_attention_error(0.1, 2.0, "tanh", 1.0, None, None, "removed")
+def test_structured_delegation():
+    from theory.structured import structured_attention_error
+
+    val = attention_error(0.1, 2.0, "tanh", snr=1.0)
+    assert val == structured_attention_error(0.1, 2.0, "tanh", 1.0, None, None, "removed")
 
 
 def test_invalid_input():

@@ -120,21 +120,39 @@ def test_invalid_input():
         ridge_error_small_gamma_coefficient(0.5, 1)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("p,n", [(200, 800), (800, 400)])
 def test_matches_simulation(p, n):
-    """Monte Carlo: mean over draws within 4 standard errors + 0.01 (finite size)."""
+    """Monte Carlo: mean over 16 draws within 4 standard errors of the theory at every gamma.
+
+    No absolute slack: the bound is 4 SE only, and the test first asserts that 4 SE is below 20 % of the
+    predicted value at every point, so a 20 % error anywhere (including E ~ 1e-6 at p/n = 2, gamma = 1e-3)
+    would fail it.  Measured finite-size gaps at these sizes are below 1 SE (seed 11).
+    """
     rng = np.random.default_rng(11)
-    s, gam = 1.0, np.array([1e-3, 1e-1, 1.0])
-    errs = []
-    for _ in range(8):
-        y = rng.choice([-1.0, 1.0], n)
-        mu = rng.standard_normal(p)
-        mu *= np.sqrt(s) / np.linalg.norm(mu)
-        X = np.outer(mu, y) + rng.standard_normal((p, n))
-        ev, V = np.linalg.eigh(X.T @ X / n)
-        w = (V.T @ y) ** 2 / n
-        errs.append([np.sum(g**2 * w / (ev + g) ** 2) for g in gam])
-    errs = np.array(errs)
-    se = errs.std(0, ddof=1) / np.sqrt(len(errs))
-    assert np.all(np.abs(errs.mean(0) - ridge_error_values(gam, p / n, s)) <= 4 * se + 0.01)
+    s, gam, draws = 1.0, np.array([1e-3, 1e-1, 1.0]), 16
+    Y = rng.choice([-1.0, 1.0], (draws, n))
+    mu = rng.standard_normal((draws, p))
+    mu *= np.sqrt(s) / np.linalg.norm(mu, axis=1, keepdims=True)
+    X = mu[:, :, None] * Y[:, None, :] + rng.standard_normal((draws, p, n))
+    # spectrum of X^T X / n from the Gram matrix of the smaller side; the null space (dimension n - p when
+    # p < n) holds the rest of y (|y|^2 / n = 1) and contributes gamma^2 / gamma^2 = 1 per unit of weight
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: BLAS thread pools thrash on a shared, loaded machine
+    try:
+        Xt, Yt = torch.from_numpy(X), torch.from_numpy(Y)
+        if p < n:  # X = U S V^T: V^T y = S^-1 U^T X y, ev = S^2 / n
+            evt, U = torch.linalg.eigh(Xt @ Xt.transpose(1, 2) / n)
+            wt = torch.einsum("tik,ti->tk", U, torch.einsum("tij,tj->ti", Xt, Yt)) ** 2 / (n**2 * evt)
+        else:
+            evt, V = torch.linalg.eigh(Xt.transpose(1, 2) @ Xt / n)
+            wt = torch.einsum("tjk,tj->tk", V, Yt) ** 2 / n
+    finally:
+        torch.set_num_threads(threads)
+    ev, w = evt.numpy(), wt.numpy()
+    errs = np.sum(gam**2 * w[:, :, None] / (ev[:, :, None] + gam) ** 2, axis=1) + (1.0 - w.sum(1))[:, None]
+    se = errs.std(0, ddof=1) / np.sqrt(draws)
+    theory = ridge_error_values(gam, p / n, s)
+    assert np.all(4 * se <= 0.2 * np.abs(theory)), (se, theory)  # the test has power at every point
+    assert np.all(np.abs(errs.mean(0) - theory) <= 4 * se), (errs.mean(0), theory, se)

@@ -13,8 +13,9 @@ i.e. the finite-size allowance is the gap *measured* at the smaller size, propag
 size under the conservative assumption that it decays at least like ``n^{-1/2}`` (deterministic
 equivalents of this kind usually converge like ``1/n``).  A theory that is off by a constant ``D``
 gives ``|d_l| ~ |d_s| ~ D`` and fails as soon as ``D (1 - 2^{-1/2}) > 3 SE_l``.  Each panel also has a
-*shrinkage* comparison: the mean relative gap at ``n_l`` must not exceed the one at ``n_s`` by more
-than twice the RMS relative noise of the two.
+*shrinkage* comparison: the mean relative gap at ``n_l`` must not exceed the one at ``n_s`` times
+``sqrt(n_s / n_l)`` (the ``n^{-1/2}`` decay the per-point allowance assumes) by more than twice the RMS
+relative noise of the two.
 
 *Estimator.* With labels independent of ``X`` (the null model ``snr = 0``: B2, B3 at ``p/n = 2``, B5 at
 ``snr = 0``) the Monte Carlo uses the exact label average ``gamma^2/n tr Q^2`` of each draw of ``X``
@@ -29,6 +30,8 @@ sampled (balanced).
 ``n`` and ``2n``.  Eigenvalue CDFs of such matrices converge like ``1/n`` (up to logs), so the ratio
 ``KS(2n) / KS(n)`` is predicted ``~0.5``; the check passes iff the measured ratio is at most
 ``2^{-1/2}`` (a decay at least like ``n^{-1/2}``), which a wrong limit law (ratio -> 1) cannot meet.
+A separate comparison requires the trapezoid mass of ``kernel_density`` on the eigenvalue window to be
+within 0.01 of 1 (the KS distances use that CDF).
 
 Profiles: ``quick`` (all five under ~2 minutes on 2 cores: reduced ``n`` with the paper's ratios),
 ``paper`` (the paper's sizes), ``tiny`` (for smoke tests only).
@@ -159,13 +162,17 @@ def _shrink_comparison(name: str, pts: list[dict[str, float]], ns: int, nl: int)
     se = np.sqrt(np.array([q["se_s"] ** 2 + q["se_l"] ** 2 for q in pts]))
     rs, rl = float(np.mean(np.abs(ds) / pred)), float(np.mean(np.abs(dl) / pred))
     noise = float(np.sqrt(np.mean((se / pred) ** 2)))
-    ok = rl <= rs + 2 * noise
+    target = rs * math.sqrt(ns / nl)
+    ok = rl <= target + 2 * noise
     return Comparison(
         name=name,
-        predicted=f"mean rel. gap at n={nl} <= that at n={ns} ({rs:.3g})",
+        predicted=f"mean rel. gap at n={nl} <= that at n={ns} ({rs:.3g}) x sqrt({ns}/{nl}) = {target:.3g}",
         measured=rl,
         uncertainty=noise,
-        tolerance=f"rel. gap(n={nl}) <= rel. gap(n={ns}) + 2 x RMS rel. noise ({2 * noise:.3g})",
+        tolerance=(
+            f"rel. gap(n={nl}) <= rel. gap(n={ns}) x sqrt({ns}/{nl}) + 2 x RMS rel. noise ({2 * noise:.3g}): "
+            "the gap must decay at least like n^-1/2, the rate the per-point allowance assumes"
+        ),
         passed=bool(ok),
     )
 
@@ -518,7 +525,10 @@ def check_b3(ctx: CheckContext) -> Outcome:
                 uncertainty=sel_,
                 tolerance=(
                     f"|slope - {target:g}| <= 3 SE + finite-size allowance {q['allowance']:.3g} + curvature "
-                    f"|theory local slope ({th_slope:.4g}) - {target:g}| = {curv:.3g}; total {bound:.3g}"
+                    f"|theory local slope ({th_slope:.4g}) - {target:g}| = {curv:.3g}; total {bound:.3g}. "
+                    f"The allowance contains |theory local slope - law|, so this re-tests the MC slope against "
+                    f"the theory's local slope on the fit range; the law {target:g} is reported beside it, "
+                    f"not tested independently"
                 ),
                 passed=bool(abs(ml_ - target) <= bound),
             )
@@ -545,18 +555,12 @@ def check_b3(ctx: CheckContext) -> Outcome:
         bar.advance()
         tr_ = interpolation_error_mc("ridge", n4, _p_of(n4, cval), 0.0, gammas, tr, seed, n_jobs=ctx.n_jobs, device=ctx.device, return_trials=True)[2]
         bar.advance()
+    # diagnostic (data + notes, not a comparison): at gamma -> 0 both errors equal (n-p)/n by an algebraic
+    # identity (projection of y on the (n-p)-dimensional null space), so this cannot test the theory
     diff = ta[:, 0] - tr_[:, 0]
     m, se = float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(diff.size))
-    comps.append(
-        Comparison(
-            name=f"c=1/4 gamma={gammas[0]:.2g}: E_att - E_ridge = 0 (both -> 1 - c; no separation below c = 1)",
-            predicted=0.0,
-            measured=m,
-            uncertainty=se,
-            tolerance=f"|paired difference| <= 3 SE ({3 * se:.3g}) (exact: both equal (n-p)/n in expectation as gamma -> 0)",
-            passed=bool(abs(m) <= 3 * se),
-        )
-    )
+    small_gamma_diag = dict(gamma=float(gammas[0]), diff_mean=m, diff_se=se, identity_value=(n4 - _p_of(n4, cval)) / n4,
+                            att_mean=float(ta[:, 0].mean()), rr_mean=float(tr_[:, 0].mean()))
     th_a4 = _attention_theory(gammas, cval, act)
     th_r4 = _ridge_theory(gammas, cval, 0.0)
     # sign of the difference at larger gamma, label-averaged (sharp): theory says which sign
@@ -580,7 +584,8 @@ def check_b3(ctx: CheckContext) -> Outcome:
         cmp_.tolerance = f"(theory's sign) x paired mean difference > 3 SE ({3 * se_:.3g}) over {d4.shape[0]} draws"
         comps.append(cmp_)
     data["c0.25"] = dict(
-        gammas=gammas, theory_att=th_a4, theory_rr=th_r4, diff_mean=d4.mean(0), diff_se=d4.std(0, ddof=1) / math.sqrt(d4.shape[0])
+        gammas=gammas, theory_att=th_a4, theory_rr=th_r4, diff_mean=d4.mean(0), diff_se=d4.std(0, ddof=1) / math.sqrt(d4.shape[0]),
+        small_gamma_identity=small_gamma_diag,
     )
     ax[1].semilogx(gammas, th_a4 - th_r4, "k-", label="theory E_att - E_ridge")
     ax[1].errorbar(gammas, d4.mean(0), 3 * data["c0.25"]["diff_se"], fmt="o", label=f"MC paired (label-averaged), n={n4}")
@@ -599,8 +604,10 @@ def check_b3(ctx: CheckContext) -> Outcome:
         f"(theory local {sa['theory_slope']:.3f}), ridge {sr['mc_large'][0]:.3f} +- {sr['mc_large'][1]:.3f} "
         f"(theory local {sr['theory_slope']:.3f}); per-trial log-log OLS, SE over trials. At p/n = 2 the Monte Carlo "
         "uses the label-averaged estimator gamma^2/n tr Q^2 (exact mean over i.i.d. labels given X); the p/n = 1/4 "
-        "gamma -> 0 equality uses sampled balanced labels (with exact averaging both sides are (n-p)/n at gamma = 0 "
-        "by construction, which would make it untestable); the p/n = 1/4 sign tests are label-averaged. "
+        "sign tests are label-averaged. Not judged (identity, true by construction): at p/n = 1/4, "
+        f"gamma = {small_gamma_diag['gamma']:.2g}, sampled balanced labels, E_att - E_ridge = "
+        f"{small_gamma_diag['diff_mean']:.3g} +- {small_gamma_diag['diff_se']:.2g} (E_att {small_gamma_diag['att_mean']:.4f}, "
+        f"E_ridge {small_gamma_diag['rr_mean']:.4f}; both -> (n-p)/n = {small_gamma_diag['identity_value']:.4f} as gamma -> 0). "
         f"Runtime {time.perf_counter() - t0:.1f} s."
     )
     return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p], data=data)
@@ -627,16 +634,8 @@ def check_b5(ctx: CheckContext) -> Outcome:
     data: dict[str, Any] = dict(
         cos=dict(a1=m_cos.a1, nu=m_cos.nu), scaled_tanh=dict(scale=scale, a1=m_lin.a1, nu=m_lin.nu)
     )
-    comps.append(
-        Comparison(
-            name="equal nu (cos vs scaled tanh)",
-            predicted=m_cos.nu,
-            measured=m_lin.nu,
-            uncertainty=None,
-            tolerance="relative difference <= 1e-8 (quadrature)",
-            passed=bool(abs(m_lin.nu - m_cos.nu) <= 1e-8 * m_cos.nu),
-        )
-    )
+    # equal nu holds by construction (the scale is chosen from the two nu's): recorded in data/notes, not judged
+    data["equal_nu_rel_diff"] = abs(m_lin.nu - m_cos.nu) / m_cos.nu
     configs = [(2.0, 0.0), (2.0, 4.0), (0.5, 4.0)]
     n = cfg["n"]
     fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4))
@@ -679,7 +678,8 @@ def check_b5(ctx: CheckContext) -> Outcome:
     fig.suptitle(f"B5: equal nu = {m_cos.nu:.4f}; only the linear Hermite component differs")
     path = ctx.save_figure(fig, "cos_vs_linear")
     notes = (
-        f"cos centred (a1 = {m_cos.a1:.2g}, nu = {m_cos.nu:.4f}) vs {scale:.4f} * tanh (a1 = {m_lin.a1:.4f}, same nu). "
+        f"cos centred (a1 = {m_cos.a1:.2g}, nu = {m_cos.nu:.4f}) vs {scale:.4f} * tanh (a1 = {m_lin.a1:.4f}, same nu "
+        f"by construction of the scale; quadrature relative difference {data['equal_nu_rel_diff']:.2g}, not judged). "
         "Paired draws (snr = 0: label-averaged estimator). With signal (snr = 4) cos cannot use the label direction (a1 = 0): its error stays near the "
         "no-signal value, while the linear component lets the scaled tanh use it. With random inputs (snr = 0) the gap "
         "exists only for p/n > 1 and small gamma (for p/n < 1 both tend to 1 - c). "
@@ -746,9 +746,22 @@ def check_b6(ctx: CheckContext) -> Outcome:
                     uncertainty=float(se_ratio),
                     tolerance=(
                         "ratio <= 2^-1/2 = 0.707 (KS must decay at least like n^-1/2; O(1/n) predicts 0.5; "
-                        f"a wrong law gives ratio -> 1). Theory mass on [{lo:.2f}, {hi:.2f}] = {mass:.4f}"
+                        "a wrong law gives ratio -> 1)"
                     ),
-                    passed=bool(ratio <= 2**-0.5 and abs(mass - 1) < 0.01),
+                    passed=bool(ratio <= 2**-0.5),
+                )
+            )
+            comps.append(
+                Comparison(
+                    name=f"{act} p/n={cval}: mass of theory.kernel_density on [{lo:.2f}, {hi:.2f}]",
+                    predicted=1.0,
+                    measured=float(mass),
+                    uncertainty=None,
+                    tolerance=(
+                        "|mass - 1| < 0.01 (quadrature mass check: the KS distances above use this trapezoid CDF, "
+                        "so a density missing > 1% of its mass would bias every KS value by about that much)"
+                    ),
+                    passed=bool(abs(mass - 1) < 0.01),
                 )
             )
             # negative control (power of the rule): the same eigenvalues against the law with nu x 1.03
