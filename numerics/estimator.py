@@ -4,7 +4,8 @@ Variable projection
 -------------------
 For a fixed ``A`` the model is linear in the coefficients of ``phi``: with ``u_{m,i,j} = X_i^T A X_j``
 and a basis ``b_1..b_p`` of ``Phi^s_K`` (``p = K (s+1)``; orthonormal Legendre polynomials on each of
-the ``K`` equal-length intervals of the observed range ``[min u, max u]``), the design matrix is
+the ``K`` equal-length intervals of a robust range of the observed ``u``, by default its
+``[1e-3, 1 - 1e-3]`` quantiles, see "Range" below), the design matrix is
 
     B(A)[(m, i), q] = 1/(N-1) sum_{j != i} b_q(u_{m,i,j}),
 
@@ -13,8 +14,9 @@ in closed form (Cholesky). The *reduced* objective
 
     F(U, V) = (||Y - B(A) c(A)||^2 + lam ||c(A)||^2) / (M N),    A = U V^T / ||U V^T||_F,
 
-is minimised over ``U, V in R^{d x r}`` by L-BFGS (strong Wolfe line search) with torch autograd
-through the linear solve. ``F`` is exactly invariant under ``A -> t A`` (``t != 0``) because the
+is minimised over ``U, V in R^{d x r}`` by Levenberg-Marquardt on the variable-projection residual
+(Kaufman's projected Jacobian in closed form; default) or by L-BFGS (strong Wolfe line search) with
+torch autograd through the linear solve. ``F`` is exactly invariant under ``A -> t A`` (``t != 0``) because the
 partition is recomputed from the observed range, so ``A`` is normalised to ``||A||_F = 1`` inside
 ``F``; the interval index of a pair is piecewise constant in ``A``, so ``F`` is piecewise smooth
 (small jumps when a pair crosses a knot; harmless at the sample sizes used).
@@ -22,11 +24,30 @@ partition is recomputed from the observed range, so ``A`` is normalised to ``||A
 Initialisation: the *moment* estimate ``Sigma^{-1} C Sigma^{-1}`` with
 ``C = mean_{m,i} (Y_i - mean Y) X_i S_i^T``, ``S_i = 1/(N-1) sum_{j != i} X_j``, ``Sigma`` the token
 covariance (a linearisation ``phi(u) ~ phi(0) + phi'(0) u``: ``C ~ phi'(0) Sigma A Sigma / (N-1)`` for
-independent centred tokens), truncated to its top-``r`` SVD; then ``restarts - 1`` random starts;
-the best objective wins.
+independent centred tokens), truncated to its top-``r`` SVD; then a second-order moment estimate (for
+even ``phi``), then random starts up to ``restarts`` in all; the best objective wins.
 
-Extension outside the observed range: constant (``u`` is clamped to ``[lo, hi]``) by default,
-``extrapolation="polynomial"`` continues the end polynomials.
+Starts (adaptive, ``restarts`` is the maximum): ``A_init`` if given, then the first- and second-order
+moment estimates (consistent starts), then random ones. A later start whose ``A`` comes within
+``1 - |<A, A_best>_F| < join_tol`` of the incumbent's with an objective not below it has joined the
+incumbent's basin and is stopped; random starts are run only if the consistent starts *disagree* (no
+two of them reached the same minimum: same ``A`` up to ``join_tol`` and objectives within 0.1 %). Two
+independent consistent estimates converging to one minimum is the evidence that random starts (which in
+``d = 30`` sit on the no-signal plateau ``objective ~ Var Y`` and were dropped after ``patience``
+iterations in every configuration measured) would only cost time. ``adaptive_restarts=False`` runs all.
+
+Range (derived here): by default the partition spans the ``[q, 1 - q]`` quantiles of the observed
+``u`` (``range_quantile = q = 1e-3``) and ``phi_hat`` is constant beyond (``u`` clamped to ``[lo, hi]``
+in the fit and in prediction). With the full range ``[min u, max u]`` (``q = 0``, the paper's choice) and
+heavy-tailed ``u`` (dense ``A*`` at ``d = 30``: ``u`` is nearly a product of two Gaussians) the end
+intervals hold a handful of pairs, each entering a row averaged with ``N - 2`` others, and the local
+polynomial there is barely identified: measured ``|phi_hat - phi*| ~ 170`` on one evaluation pair in
+``2^17`` (L2 error 0.24, worse than predicting zero, at ``M = 2^14, K = 32``). With ``q = 1e-3`` each end
+interval holds at least a fraction ``q`` of the pairs; the price is a constant ``phi_hat`` on the outer
+``2 q`` of the mass of ``u``: an added bias ``int_tails (phi*(u) - phi*(end))^2 drho <= ~2 q
+sup_tails |phi*(u) - phi*(end)|^2`` (and zero where ``phi*`` is flat in the tails), far below the variance
+at the sizes used. ``extrapolation="polynomial"`` instead continues the end polynomials
+beyond ``[lo, hi]`` (in the fit and in prediction alike). ``range_quantile=0`` restores the full range.
 
 Expected error decomposition (derived here, not in the paper; measured in ``docs/paper_a_estimator.md``)
 -------------------------------------------------------------------------------------------------------
@@ -99,9 +120,10 @@ class PairwiseInteractionEstimator:
     degree : int
         Polynomial degree ``s >= 0`` of ``phi`` on each interval.
     n_intervals : int
-        Number ``K >= 1`` of equal-length intervals of the observed range of ``u``.
+        Number ``K >= 1`` of equal-length intervals of the (quantile) range of the observed ``u``.
     restarts : int
-        Number of starts (the moment start first, then random ones), ``>= 1``.
+        Maximum number of starts (``A_init``, the two moment starts, then random ones), ``>= 1``; see
+        ``adaptive_restarts``.
     max_iter : int
         L-BFGS iterations per start.
     ridge : float
@@ -109,9 +131,9 @@ class PairwiseInteractionEstimator:
     extrapolation : {"constant", "polynomial"}
         Extension of ``phi_hat`` outside the observed range.
     range_quantile : float
-        ``0`` (default): the partition spans ``[min u, max u]`` (the paper). ``q in (0, 0.1]``: it
-        spans the ``[q, 1-q]`` quantiles of the observed ``u`` (end intervals absorb the tails,
-        constant/polynomial extension beyond).
+        ``q in (0, 0.1]`` (default ``1e-3``): the partition spans the ``[q, 1-q]`` quantiles of the
+        observed ``u`` (constant or polynomial extension beyond, per ``extrapolation``, in the fit and in
+        prediction). ``0``: it spans ``[min u, max u]`` (the paper; fragile for heavy-tailed ``u``).
     device : str
         Torch device of the optimisation (``"cpu"`` or ``"cuda"``).
     seed : int
@@ -129,6 +151,12 @@ class PairwiseInteractionEstimator:
         thread is much faster on a shared/contended CPU and is right for process-parallel sweeps.
     patience : int
         A start whose objective is above 1.1 x the best one after ``patience`` iterations is dropped.
+    adaptive_restarts : bool
+        If True (default) a start that joins the incumbent's basin is stopped, and random starts are run
+        only when the consistent (``A_init``/moment) starts disagree. False: every start runs to the end
+        (or to ``patience``), the behaviour before.
+    join_tol : float
+        ``1 - |<A, A_best>_F|`` below which two unit-norm iterates count as the same basin (``(0, 1)``).
 
     Attributes
     ----------
@@ -145,7 +173,9 @@ class PairwiseInteractionEstimator:
     n_iter_ : int
         L-BFGS iterations of the winning start.
     restart_objectives_ : list of float
-        Final objective of every start (moment starts first).
+        Final objective of every start that was run (consistent starts first).
+    n_starts_ : int
+        Number of starts actually run (``<= restarts``).
     converged_ : bool
         Whether the winning start met its tolerance (else a :class:`ConvergenceWarning` was issued).
     fit_time_ : float
@@ -169,9 +199,10 @@ class PairwiseInteractionEstimator:
 
     def __init__(self, rank: int = 1, degree: int = 1, n_intervals: int = 4, restarts: int = 3,
                  max_iter: int = 200, ridge: float = 1e-10, extrapolation: str = "constant",
-                 range_quantile: float = 0.0, device: str = "cpu", seed: int = 0,
+                 range_quantile: float = 1e-3, device: str = "cpu", seed: int = 0,
                  tol: float = 1e-6, optimizer: str = "gauss-newton",
-                 num_threads: int | None = 1, patience: int = 5) -> None:
+                 num_threads: int | None = 1, patience: int = 5, adaptive_restarts: bool = True,
+                 join_tol: float = 1e-4) -> None:
         require_integer("rank", rank, 1)
         require_integer("degree", degree, 0)
         require_integer("n_intervals", n_intervals, 1)
@@ -193,6 +224,11 @@ class PairwiseInteractionEstimator:
         self.num_threads = num_threads
         require_integer("patience", patience, 1)
         self.patience = int(patience)
+        self.adaptive_restarts = bool(adaptive_restarts)
+        require_positive("join_tol", join_tol)
+        if join_tol >= 1:
+            raise ValueError(f"join_tol must be in (0, 1), got {join_tol!r}")
+        self.join_tol = float(join_tol)
         if str(device).startswith("cuda") and not torch.cuda.is_available():
             raise ValueError(f"device must be 'cpu' (CUDA is not available here), got {device!r}")
         self.rank, self.degree, self.n_intervals = int(rank), int(degree), int(n_intervals)
@@ -218,6 +254,15 @@ class PairwiseInteractionEstimator:
         K = self.n_intervals
         m = torch.arange(M, device=dev)[:, None]
         self._row_base = ((m * N + self._ii[None, :]) * K)  # (M, N(N-1))
+        self._bufs: dict = {}
+
+    def _buffer(self, name: str, shape: tuple) -> torch.Tensor:
+        """A work array reused across evaluations of one fit (contents undefined)."""
+        buf = self._bufs.get(name)
+        if buf is None or tuple(buf.shape) != tuple(shape):
+            buf = torch.empty(shape, dtype=torch.float64, device=self.device)
+            self._bufs[name] = buf
+        return buf
 
     def _range(self, u: torch.Tensor):
         """``(lo, hi, flat index of lo, flat index of hi)`` of the pair values ``u``."""
@@ -248,15 +293,18 @@ class PairwiseInteractionEstimator:
         P, Q, u = self._pairs(U, V)
         lo, hi, ilo, ihi = self._range(u)
         hi = torch.maximum(hi, lo + 1e-12)
-        clamp = self.extrapolation == "constant" or self.range_quantile > 0
+        clamp = self.extrapolation == "constant"  # the same extension as phi() (fit = prediction)
         idx, t = pw.locate(u, lo, hi, K, clamp=clamp)
         # basis values of every pair, already divided by N - 1 (the average over j != i)
         flat = (self._row_base + idx).reshape(-1)
-        B = torch.zeros(M * N * K, s + 1, dtype=X.dtype, device=X.device)
         if t.requires_grad:
+            B = torch.zeros(M * N * K, s + 1, dtype=X.dtype, device=X.device)
             vals = torch.stack(pw.legendre_values(t, s), dim=-1) / (N - 1)  # (M, N(N-1), s+1)
             B = B.index_add(0, flat, vals.reshape(-1, s + 1))
         else:
+            # a reused buffer (no page faults on a fresh 8 M N K (s+1)-byte allocation per evaluation);
+            # callers never hold B across two evaluations
+            B = self._buffer("B", (M * N * K, s + 1)).zero_()
             vals = torch.empty(t.shape + (s + 1,), dtype=X.dtype, device=X.device)
             for l, v in enumerate(pw.legendre_values(t, s)):
                 torch.mul(v, 1.0 / (N - 1), out=vals[..., l])
@@ -266,7 +314,7 @@ class PairwiseInteractionEstimator:
             return B, lo, hi, dict(P=P, Q=Q, u=u, idx=idx, t=t, ilo=ilo, ihi=ihi, clamp=clamp)
         return B, lo, hi
 
-    def _solve(self, B: torch.Tensor):
+    def _solve(self, B: torch.Tensor, full: bool = False):
         Y = self._Y
         G = B.T @ B
         b = B.T @ Y
@@ -282,6 +330,8 @@ class PairwiseInteractionEstimator:
             c = torch.cholesky_solve(b[:, None], L)[:, 0]
         resid = Y - B @ c
         loss = (resid @ resid + lam * (c @ c)) / Y.numel()
+        if full:
+            return loss, c, dict(G=G, Greg=Greg, L=L if int(info) == 0 else None, resid=resid)
         return loss, c
 
     def _objective(self, U: torch.Tensor, V: torch.Tensor):
@@ -368,16 +418,19 @@ class PairwiseInteractionEstimator:
         M, N, d = X.shape
         K, s = self.n_intervals, self.degree
         with torch.no_grad():
-            B, lo, hi, aux = self._design(U, V, full=True)
-            loss, c = self._solve(B)
             if not jacobian:
+                B, lo, hi = self._design(U, V)
+                loss, c = self._solve(B)
                 return loss, c, lo, hi, None, None
+            B, lo, hi, aux = self._design(U, V, full=True)
+            loss, c, sol = self._solve(B, full=True)
             P, Q, u, idx, t = aux["P"], aux["Q"], aux["u"], aux["idx"], aux["t"]
             C = c.reshape(K, s + 1)
             dphi = 0.0
             for l, v in enumerate(pw.legendre_derivatives(t, s)):
                 dphi = dphi + C[idx, l] * v
-            dphi = dphi * (2.0 * K / (hi - lo))  # phi_hat'(u) on each pair
+            # phi_hat'(u) on each pair, with the 1/(N-1) of the row average folded in (J is linear in it)
+            dphi = dphi * (2.0 * K / ((hi - lo) * (N - 1)))
             if aux["clamp"]:
                 dphi = torch.where((u < lo) | (u > hi), torch.zeros_like(dphi), dphi)
             # the range: lo = u of one pair, hi = u of another; t depends on (u - lo) / (hi - lo)
@@ -391,7 +444,7 @@ class PairwiseInteractionEstimator:
             DQ = D @ Q  # (M, N, r)
             DX = D @ X  # (M, N, d)
             r = P.shape[-1]
-            J = torch.empty(M, N, 2, d, r, dtype=X.dtype, device=X.device)
+            J = self._buffer("J", (M, N, 2, d, r))
             torch.mul(X[:, :, :, None], DQ[:, :, None, :], out=J[:, :, 0])  # d u / d U
             torch.mul(DX[:, :, :, None], P[:, :, None, :], out=J[:, :, 1])  # d u / d V
             J = J.reshape(M * N, 2 * d * r)
@@ -405,22 +458,29 @@ class PairwiseInteractionEstimator:
 
             J.addr_(rows_lo.reshape(-1), du(aux["ilo"]), alpha=-1.0)
             J.addr_(rows_hi.reshape(-1), du(aux["ihi"]), alpha=-1.0)
-            J.mul_(1.0 / (N - 1))
-            G = B.T @ B
-            lam = self.ridge * torch.clamp(torch.diagonal(G).mean(), min=1e-300)
-            Greg = G + lam * torch.eye(G.shape[0], dtype=G.dtype, device=G.device)
-            resid = self._Y - B @ c
+            G, Greg, resid = sol["G"], sol["Greg"], sol["resid"]  # reused from the inner solve
             # Kaufman: Jp = (I - B Greg^{-1} B^T) J, never formed:
             # Jp^T Jp = J^T J - 2 W^T Greg^{-1} W + W^T Greg^{-1} G Greg^{-1} W  (W = B^T J),
             # Jp^T resid = J^T resid - W^T Greg^{-1} B^T resid.
             W = B.T @ J
-            Z = torch.linalg.solve(Greg, W)
+            Z = torch.cholesky_solve(W, sol["L"]) if sol["L"] is not None else torch.linalg.solve(Greg, W)
             H = J.T @ J - 2.0 * (W.T @ Z) + Z.T @ (G @ Z)
             grad = J.T @ resid - Z.T @ (B.T @ resid)
             return loss, c, lo, hi, H, grad
 
-    def _run_gn(self, U0: np.ndarray, V0: np.ndarray, best: float = math.inf):
-        """Levenberg-Marquardt on the variable-projection residual (Kaufman's Jacobian)."""
+    @staticmethod
+    def _alignment(U: torch.Tensor, V: torch.Tensor, Ub: torch.Tensor, Vb: torch.Tensor) -> float:
+        """``|<U V^T, Ub Vb^T>_F|`` for unit-norm factorisations (1: the same ``A`` up to sign)."""
+        return abs(float(torch.trace((V.T @ Vb) @ (Ub.T @ U))))
+
+    def _run_gn(self, U0: np.ndarray, V0: np.ndarray, best: float = math.inf, incumbent=None):
+        """Levenberg-Marquardt on the variable-projection residual (Kaufman's Jacobian).
+
+        ``best`` is the incumbent objective (a start still above ``1.1 best`` after ``patience`` iterations
+        is dropped) and ``incumbent`` its balanced ``(U, V)``: a start whose ``A`` comes within
+        ``1 - |<A, A_best>| < join_tol`` of it, with an objective not below ``best``, has joined the
+        incumbent's basin and is stopped (``self._last_joined``).
+        """
         dev = self.device
         U = torch.as_tensor(U0, dtype=torch.float64, device=dev)
         V = torch.as_tensor(V0, dtype=torch.float64, device=dev)
@@ -430,11 +490,12 @@ class PairwiseInteractionEstimator:
         mu = 1e-3
         n_iter = 0
         converged = False
+        self._last_joined = False
         while n_iter < self.max_iter:
             n_iter += 1
             H, g = J, res
             H = 0.5 * (H + H.T)
-            Hd = torch.clamp(torch.diagonal(H), min=1e-300 * 0 + torch.diagonal(H).max() * 1e-12)
+            Hd = torch.clamp(torch.diagonal(H), min=torch.diagonal(H).max() * 1e-12)
             accepted = False
             for _ in range(3):
                 try:
@@ -448,8 +509,15 @@ class PairwiseInteractionEstimator:
                 U1 = U + step[: d * r].reshape(d, r)
                 V1 = V + step[d * r:].reshape(d, r)
                 U1, V1 = self._balance(U1, V1)
-                loss1, _, _, _, _, _ = self._gn_state(U1, V1, jacobian=False)
+                joining = incumbent is not None and 1.0 - self._alignment(U1, V1, *incumbent) < self.join_tol
+                # the full state (with Jacobian) at the trial point: most steps are accepted, and then it
+                # is the next iteration's state (one evaluation per iteration instead of two); a point that
+                # joins the incumbent's basin is first evaluated without it (it ends the start if no better)
+                state1 = self._gn_state(U1, V1, jacobian=not joining)
+                loss1 = state1[0]
                 if torch.isfinite(loss1) and loss1 <= loss:
+                    if joining and float(loss1) < best:
+                        state1 = self._gn_state(U1, V1, jacobian=True)  # better than the incumbent: go on
                     accepted = True
                     break
                 mu *= 10.0
@@ -458,10 +526,14 @@ class PairwiseInteractionEstimator:
                 break
             rel = float((loss - loss1) / torch.clamp(loss, min=1e-300))
             U, V = U1, V1
-            loss, c, lo, hi, J, res = self._gn_state(U, V, jacobian=True)
+            loss, c, lo, hi, J, res = state1
             mu = max(mu / 3.0, 1e-9)
             if rel < self.tol:
                 converged = True
+                break
+            if joining and float(loss) >= best:
+                converged = True  # joined the incumbent's basin: it would converge to the same minimum
+                self._last_joined = True
                 break
             if n_iter >= self.patience and float(loss) > 1.1 * best:
                 converged = True  # abandoned on purpose (not a convergence failure)
@@ -516,27 +588,38 @@ class PairwiseInteractionEstimator:
                 U, V = self._balance(torch.as_tensor(U0, device=self.device), torch.as_tensor(V0, device=self.device))
             loss, c, lo, hi, _, _ = self._gn_state(U, V, jacobian=False)
             self.restart_objectives_ = [float(loss)]
+            self.n_starts_ = 1
             self.converged_ = True
             return self._finish((float(loss), U, V, c, float(lo), float(hi), 0), d, t0)
         gen = np.random.default_rng(self.seed)
         starts = [] if A_init is None else [self._factor(A_init, d, "A_init")]
         starts = (starts + self._moment_starts(X, Y))[: self.restarts]
+        n_consistent = len(starts)  # A_init and the moment starts (consistent estimates of A)
         while len(starts) < self.restarts:
             starts.append((gen.standard_normal((d, self.rank)), gen.standard_normal((d, self.rank))))
         best = None
         self.restart_objectives_ = []
-        for U0, V0 in starts:
+        agree = False  # two consistent starts reached the same minimum
+        for k, (U0, V0) in enumerate(starts):
+            if k >= n_consistent and agree and self.adaptive_restarts:
+                break  # random starts only when the consistent starts disagree
             if self.optimizer == "gauss-newton":
-                res = self._run_gn(U0, V0, best=math.inf if best is None else best[0])
-                conv = self._last_converged
+                inc = None if best is None or not self.adaptive_restarts else (best[1], best[2])
+                res = self._run_gn(U0, V0, best=math.inf if best is None else best[0], incumbent=inc)
+                conv, joined = self._last_converged, self._last_joined
             else:
                 res = self._run_lbfgs(U0, V0)
-                conv = res[-1] < self.max_iter
+                conv, joined = res[-1] < self.max_iter, False
             self.restart_objectives_.append(res[0])
             if not np.isfinite(res[0]):
                 continue
+            if best is not None and k < n_consistent:
+                same = joined or (abs(res[0] - best[0]) <= 1e-3 * best[0]
+                                  and 1.0 - self._alignment(res[1], res[2], best[1], best[2]) < self.join_tol)
+                agree = agree or same
             if best is None or res[0] < best[0]:
                 best, self.converged_ = res, conv
+        self.n_starts_ = len(self.restart_objectives_)
         if best is None:
             raise RuntimeError("PairwiseInteractionEstimator.fit: every start gave a non-finite objective")
         if not self.converged_:
@@ -554,7 +637,7 @@ class PairwiseInteractionEstimator:
         self.range_ = (lo, hi)
         self.n_iter_ = n_iter
         self.d_ = d
-        del self._X, self._Y, self._row_base
+        del self._X, self._Y, self._row_base, self._bufs
         self.fit_time_ = time.perf_counter() - t0
         return self
 
