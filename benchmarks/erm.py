@@ -3,7 +3,7 @@
 Two measurements, in one process:
 
 1. **Time to the same L2 error.** One fit of :class:`numerics.PairwiseInteractionEstimator` (variable
-   projection + L-BFGS, its default settings; piecewise polynomials of degree ``s = ceil(beta) - 1`` on
+   projection + Gauss-Newton (Levenberg-Marquardt), its default settings; piecewise polynomials of degree ``s = ceil(beta) - 1`` on
    ``K`` intervals) on ``M`` samples; its squared ``L2(rho)`` error ``e_P`` is the target. Then
    :class:`numerics.baseline.PaperStyleEstimator` (B-spline least squares + MLP surrogate +
    back-propagation to ``A``; cubic splines on the same ``K`` intervals) is run on the same data with a
@@ -14,7 +14,7 @@ Two measurements, in one process:
    ``cap_max_s``); if the cap is hit, or the baseline's early stopping ends it at a worse error, the
    ratio is reported as a lower bound (``baseline time spent / project time``) with the reason.
 2. **Fit time against M** for the project estimator (one start, default tolerances): the log-log slope
-   of total fit time and of time per L-BFGS iteration, next to the expected exponent 1 (each iteration
+   of total fit time and of time per optimiser iteration, next to the expected exponent 1 (each iteration
    costs ``O(M N (N-1) (d r + s))``: linear in ``M``). Fixed overheads flatten the slope at small ``M``.
 
 Configuration (stated in the returned dict): ``IPSModel(d=30, N=5, rank=1, truth="bspline", degree=3,
@@ -242,7 +242,7 @@ def run(quick: bool = True, tiny: bool | None = None, seed: int = 0, log: Any = 
             project=f"{scal['exponent']:.2f} +- {scal['exponent_se']:.2f}",
             baseline="expected 1",
             ratio=None, lower_bound=False, target=None,
-            note=f"per L-BFGS iteration: {pi:.2f} +- {scal.get('per_iter_exponent_se', float('nan')):.2f}; "
+            note=f"per optimiser iteration: {pi:.2f} +- {scal.get('per_iter_exponent_se', float('nan')):.2f}; "
                  f"M = {scal['Ms'][0]}..{scal['Ms'][-1]}",
         ))
     return dict(
