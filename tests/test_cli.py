@@ -37,6 +37,15 @@ def test_list_shows_all_13_claims(capsys):
     for cid in CLAIMS:
         assert cid in out
     assert len(CLAIMS) == 13
+    assert "B7-lin" in out and "informational" in out
+
+
+def test_study_never_decides_exit_status(monkeypatch):
+    fail = Outcome([_cmp(False)])  # a study whose comparison does not hold is still INFO
+    monkeypatch.setattr(registry, "_REGISTRY", {"B7-lin": lambda ctx: fail})
+    assert main(["--only", "b7-lin", "--cache-dir", "none"]) == 0
+    spec = [s for s in registry.all_checks() if s.id == "B7-lin"][0]
+    assert run_check(spec, CheckContext()).verdict is Verdict.INFO
 
 
 def test_unknown_id_is_an_error():

@@ -21,3 +21,10 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "B6": ("B", "The kernel's eigenvalue histogram follows the free-convolution law"),
     "B7": ("B", "The structured deterministic equivalent (derived by the project) matches simulation"),
 }
+
+
+# Informational studies: reported with an INFO verdict, never deciding the exit status; listed after the claims.
+STUDIES: dict[str, tuple[str, str]] = {
+    "B7-lin": ("B", "Informational: where the linearised kernel behind B4/B7 stops describing the true kernel "
+                    "(strong aligned spikes, small p)"),
+}

@@ -13,7 +13,7 @@ from typing import Iterator, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .claims import CLAIMS
+from .claims import CLAIMS, STUDIES
 from .registry import CheckContext, CheckResult, Verdict, all_checks, exit_status, run_check
 from .report import markdown_report, print_summary, results_table, run_metadata, to_json, write_json
 
@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--profile", choices=PROFILES, default="quick",
                    help="quick: minutes on a laptop (default); paper: the papers' scale")
-    p.add_argument("--only", nargs="+", metavar="ID", help="run only these claim ids (e.g. A1 B2)")
+    p.add_argument("--only", nargs="+", metavar="ID",
+                   help="run only these claim ids (e.g. A1 B2) or informational studies (B7-lin)")
     p.add_argument("--list", action="store_true", help="list the claim ids and whether each has a check, then exit")
     p.add_argument("--seed", type=int, default=0, help="base seed; every check derives its seeds from it (default 0)")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON to PATH")
@@ -54,10 +55,11 @@ def _select(ids: Sequence[str] | None):
     specs = all_checks()
     if not ids:
         return specs
-    wanted = [i.upper() for i in ids]
-    unknown = [i for i in wanted if i not in CLAIMS]
+    known = {k.upper(): k for k in [*CLAIMS, *STUDIES]}
+    unknown = [i for i in ids if i.upper() not in known]
     if unknown:
-        raise SystemExit(f"error: unknown claim id(s) {', '.join(unknown)}; known: {', '.join(CLAIMS)}")
+        raise SystemExit(f"error: unknown claim id(s) {', '.join(unknown)}; known: {', '.join(known.values())}")
+    wanted = [known[i.upper()] for i in ids]
     return [s for s in specs if s.id in wanted]
 
 
@@ -86,11 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list:
         from rich.table import Table
 
-        t = Table(title="Claims (SPEC.md)")
+        t = Table(title="Claims (SPEC.md) and informational studies")
         for col in ("id", "paper", "check", "claim"):
             t.add_column(col)
         for s in specs:
-            t.add_row(s.id, s.paper, "implemented" if s.implemented else "[yellow]NOT IMPLEMENTED[/]", s.claim)
+            status = "informational" if s.id in STUDIES else ("implemented" if s.implemented else "[yellow]NOT IMPLEMENTED[/]")
+            t.add_row(s.id, s.paper, status, s.claim)
         console.print(t)
         return 0
 

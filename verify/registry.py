@@ -16,7 +16,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .claims import CLAIMS
+from .claims import CLAIMS, STUDIES
 
 
 class Verdict(str, Enum):
@@ -171,9 +171,9 @@ _REGISTRY: dict[str, Callable[[CheckContext], Outcome]] = {}
 
 
 def check(claim_id: str) -> Callable[[Callable[[CheckContext], Outcome]], Callable[[CheckContext], Outcome]]:
-    """Decorator registering ``func`` as the check of ``claim_id`` (an id of :data:`CLAIMS`)."""
-    if claim_id not in CLAIMS:
-        raise ValueError(f"claim_id must be one of {sorted(CLAIMS)}, got {claim_id!r}")
+    """Decorator registering ``func`` as the check of ``claim_id`` (an id of :data:`CLAIMS` or :data:`STUDIES`)."""
+    if claim_id not in CLAIMS and claim_id not in STUDIES:
+        raise ValueError(f"claim_id must be one of {sorted(CLAIMS) + sorted(STUDIES)}, got {claim_id!r}")
 
     def deco(func: Callable[[CheckContext], Outcome]) -> Callable[[CheckContext], Outcome]:
         if claim_id in _REGISTRY and _REGISTRY[claim_id] is not func:
@@ -185,10 +185,12 @@ def check(claim_id: str) -> Callable[[Callable[[CheckContext], Outcome]], Callab
 
 
 def all_checks() -> list[CheckSpec]:
-    """Every claim id of SPEC, in order, with its check function (None when not implemented)."""
+    """Every claim id of SPEC, in order, with its check function (None when not implemented), then the
+    informational studies (:data:`STUDIES`) that have a function."""
     from . import checks  # noqa: F401  (importing registers the checks)
 
-    return [CheckSpec(cid, paper, claim, _REGISTRY.get(cid)) for cid, (paper, claim) in CLAIMS.items()]
+    specs = [CheckSpec(cid, paper, claim, _REGISTRY.get(cid)) for cid, (paper, claim) in CLAIMS.items()]
+    return specs + [CheckSpec(sid, paper, text, _REGISTRY[sid]) for sid, (paper, text) in STUDIES.items() if sid in _REGISTRY]
 
 
 def run_check(spec: CheckSpec, ctx: CheckContext) -> CheckResult:
@@ -205,7 +207,7 @@ def run_check(spec: CheckSpec, ctx: CheckContext) -> CheckResult:
         res.notes = out.notes
         res.figures = list(out.figures)
         res.data = dict(out.data)
-        if out.informational:
+        if out.informational or spec.id in STUDIES:
             res.verdict = Verdict.INFO
         elif not res.comparisons:
             res.verdict = Verdict.FAIL
