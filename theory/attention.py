@@ -571,13 +571,7 @@ def solve_null_system(z: Any, c: float, a1: float, sf2: float, d0: float = 0.0, 
     Options as in :func:`solve_null_system_full` (``system``, ``method``, ``n_nodes``, ``tol``,
     ``max_iter``).  Returns floats, or arrays of the shape of ``z``.
     """
-    zs = np.asarray(z)
-    sols = solve_null_system_full(z, c, a1, sf2, d0, **options)
-    dl = np.array([s.delta for s in sols]).reshape(zs.shape)
-    dt = np.array([s.delta_tilde for s in sols]).reshape(zs.shape)
-    if zs.ndim == 0:
-        return float(dl), float(dt)
-    return dl, dt
+    return _solution_fields(z, c, a1, sf2, d0, ("delta", "delta_tilde"), options)
 
 
 def null_system_derivative(z: Any, c: float, a1: float, sf2: float, d0: float = 0.0, **options: Any) -> tuple[Any, Any]:
@@ -586,13 +580,18 @@ def null_system_derivative(z: Any, c: float, a1: float, sf2: float, d0: float = 
     With ``F(x, z) = x - I(x, z)``, ``x = (delta, delta~, kappa)``: ``dx/dz = (Id - dI/dx)^{-1} dI/dz``.
     Same arguments, options and shapes as :func:`solve_null_system`.
     """
+    return _solution_fields(z, c, a1, sf2, d0, ("ddelta_dz", "ddelta_tilde_dz"), options)
+
+
+def _solution_fields(z: Any, c: float, a1: float, sf2: float, d0: float, names: tuple[str, str],
+                     options: dict) -> tuple[Any, Any]:
+    """Two fields of the :class:`NullSolution` at each ``z``: floats for a scalar ``z``, else arrays of its shape."""
     zs = np.asarray(z)
     sols = solve_null_system_full(z, c, a1, sf2, d0, **options)
-    d1 = np.array([s.ddelta_dz for s in sols]).reshape(zs.shape)
-    d2 = np.array([s.ddelta_tilde_dz for s in sols]).reshape(zs.shape)
+    out = tuple(np.array([getattr(s, n) for s in sols]).reshape(zs.shape) for n in names)
     if zs.ndim == 0:
-        return float(d1), float(d2)
-    return d1, d2
+        return float(out[0]), float(out[1])
+    return out[0], out[1]
 
 
 # --------------------------------------------------------------------------- kernel diagonal
