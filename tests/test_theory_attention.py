@@ -62,6 +62,19 @@ def test_quadrature_integrates_rational_functions_exactly(c):
     assert abs(np.sum(weights * nodes**2) - (1 + 1 / c)) < 1e-10  # second moment of MP(1/c)
 
 
+def test_exact_integrator_repeated_root_is_a_runtime_error(monkeypatch):
+    """The shared integrator's RepeatedRootError reaches the null solver's callers as its RuntimeError."""
+    import theory.attention as att
+    from theory._mp_integrals import RepeatedRootError
+
+    def repeated(*args, **kwargs):
+        raise RepeatedRootError("denominator has a repeated root")
+
+    monkeypatch.setattr(att, "gram_rational_integral", repeated)
+    with pytest.raises(RuntimeError, match="repeated root in the partial fractions"):
+        att._ExactIntegrator(2.0)(-0.1, 0.1, 0.1, 0.0, 2.0, 0.5, 0.3, 0.0)
+
+
 @pytest.mark.parametrize("name", ["tanh", "relu", "sign", "cos", "erf"])
 @pytest.mark.parametrize("c", [0.25, 2.0])
 @pytest.mark.parametrize("system", ["symmetric", "spec"])

@@ -19,6 +19,7 @@ from theory.structured import (
     _GramRationalIntegrals,
     _mp_nodes,
     _null_solutions,
+    _trace_integrals,
     d0_sym,
     delta_t,
     kappa_sym,
@@ -280,6 +281,20 @@ def test_exact_trace_integrals_match_quadrature():
         assert ex.precision < 1e-12
         np.testing.assert_allclose(I, Iq, rtol=1e-10)
         np.testing.assert_allclose(J, Jq, rtol=1e-10)
+
+
+def test_exact_trace_integrals_repeated_root_falls_back_to_quadrature():
+    """An exactly repeated root of D (here D = l^2, off the support for c = 2) is not integrated by partial
+    fractions: NaN values with precision inf, and _trace_integrals then uses the quadrature."""
+    Dp, Dg = np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.5, 0.0])
+    ex = _GramRationalIntegrals(2.0)
+    I, J = ex(Dp, Dg)
+    assert np.all(np.isnan(I)) and np.all(np.isnan(J)) and ex.precision == np.inf
+    quad = _GramQuadratureIntegrals(2.0, 800)
+    Iq, Jq = quad(Dp, Dg)
+    I, dI = _trace_integrals(Dp, Dg, ex, quad)
+    np.testing.assert_array_equal(I, Iq)
+    np.testing.assert_array_equal(dI, -Jq)
 
 
 def test_traces_match_random_matrix_simulation():

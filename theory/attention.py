@@ -68,6 +68,7 @@ import scipy.special
 import scipy.stats
 import sympy as sp
 
+from ._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
 from ._validation import require_integer, require_nonnegative, require_positive
 from .activations import ActivationLike, activation_asymptotic_slope, hermite_moments, numpy_activation
 from .marchenko_pastur import mp_stieltjes
@@ -154,8 +155,7 @@ def gram_law_quadrature(c: float, n_nodes: int = 160) -> tuple[np.ndarray, np.nd
     require_positive("c", c)
     require_integer("n_nodes", n_nodes, 2)
     c = float(c)
-    lam = 1.0 / c
-    lo, hi = (1 - np.sqrt(lam)) ** 2, (1 + np.sqrt(lam)) ** 2
+    lo, hi = gram_support(c)
     mid, half = (lo + hi) / 2, (hi - lo) / 2
     u, w = scipy.special.roots_jacobi(int(n_nodes), 0.5, -0.5)
     nodes = mid + half * u
@@ -227,90 +227,47 @@ def _rational_system():
     return out
 
 
+def _null_denominator(gamma: float, c: float, a1: float, sf2: float, d0: float, delta: float, delta_tilde: float,
+                      kappa: float) -> np.ndarray:
+    """Ascending coefficients (in ``l``) of ``D(l) = gamma (1 + delta)(1 + s_f^2 delta~ l) + c l (A(l) - kappa)^2``.
+
+    ``A(l) - kappa = a1 l + e`` with ``e = d0 - a1 - kappa``; ``z = -gamma``.  Shared with
+    :mod:`theory.structured` (trace integrals ``int l^k / D dmu_G``).
+    """
+    e = d0 - a1 - kappa
+    g1 = gamma * (1 + delta)
+    return np.array([g1, g1 * delta_tilde * sf2 + c * e * e, 2 * c * a1 * e, c * a1 * a1])
+
+
 class _ExactIntegrator:
     """Exact integrals of the (rational) integrands against ``mu_G`` by partial fractions.
 
     Every integrand and each of its derivatives is ``P(l) / D(l)^k`` (``k = 1`` for values, 2 for
     derivatives), coefficients from the sympy expressions (:func:`_rational_system`).  ``D`` is (up
     to a constant) ``-z (1 + delta)(1 + delta~ s_f^2 l) + c l (A(l) - kappa)^2 > 0`` on ``l >= 0``
-    for ``z < 0``, so its roots lie off the support of ``mu_G``.  With
-    ``m_G(w) = int dmu_G(l)/(l - w) = c m_MP(c w)`` and its derivative,
-    ``int dmu_G/(l - r) = m_G(r)`` and ``int dmu_G/(l - r)^2 = m_G'(r)``; the polynomial part uses the
-    moments of ``mu_G``.  No quadrature: accurate at the hard edge of ``mu_G`` (``c = 1``) and for
-    the sharply peaked integrands of ``gamma -> 0`` (width ``~gamma^{1/4}`` where ``A = kappa``).
+    for ``z < 0``, so its roots lie off the support of ``mu_G``.  Each integral is
+    :func:`theory._mp_integrals.gram_rational_integral` (partial fractions against the Stieltjes transform
+    of ``mu_G`` and its derivative, moments for the polynomial part).  No quadrature: accurate at the
+    hard edge of ``mu_G`` (``c = 1``) and for the sharply peaked integrands of ``gamma -> 0`` (width
+    ``~gamma^{1/4}`` where ``A = kappa``).
     """
 
     def __init__(self, c: float):
         self.c = float(c)
-        self._moments = [self._moment(j) for j in range(16)]
         self.precision = 1e-16  # relative precision estimate of the last evaluation
-
-    def _moment(self, j: int) -> float:
-        c = self.c
-        if j == 0:
-            return 1.0
-        # E l^j = c^{-j} sum_i N(j, i) c^i  (mu_G is mu_c scaled by 1/c; Narayana numbers)
-        return float(sum(scipy.special.comb(j, i) * scipy.special.comb(j, i - 1) / j * c ** (i - j) for i in range(1, j + 1)))
-
-    def _mG(self, w):
-        c = self.c
-        zc = c * np.asarray(w, dtype=np.complex128)
-        m = np.asarray(mp_stieltjes(zc, c), dtype=np.complex128)
-        dm = -(m * m + m) / (2 * zc * m + 1 + zc - c)  # from z m^2 + (1 + z - c) m + 1 = 0
-        return c * m, c * c * dm
-
-    @staticmethod
-    def _roots(D):
-        roots = P_.polyroots(D).astype(np.complex128)
-        dD = P_.polyder(D)
-        for _ in range(2):  # Newton polish (companion eigenvalues are only backward stable)
-            d = P_.polyval(roots, dD)
-            roots = np.where(d != 0, roots - P_.polyval(roots, D) / np.where(d != 0, d, 1.0), roots)
-        return roots
-
-    def _integral(self, P, D, power, cache):
-        key = tuple(D)
-        if key not in cache:
-            roots = self._roots(D)
-            gaps = np.abs(roots[:, None] - roots[None, :])[~np.eye(roots.size, dtype=bool)]
-            if gaps.size and np.min(gaps) == 0:
-                raise RuntimeError("null attention system: repeated root in the partial fractions")
-            mG, dmG = self._mG(roots)
-            # nearly repeated roots are computed less accurately (error ~ eps * size / gap)
-            amp = 1.0 + (np.max(np.abs(roots)) / np.min(gaps) if gaps.size else 0.0)
-            cache[key] = (roots, P_.polyval(roots, P_.polyder(D)), P_.polyval(roots, P_.polyder(D, 2)), mG, dmG, amp)
-        roots, dD, ddD, mG, dmG, amp = cache[key]
-        DD = D if power == 1 else P_.polymul(D, D)
-        val = 0.0
-        if P.size >= DD.size:
-            q, P = P_.polydiv(P, DD)
-            val = sum(qj * self._moments[j] for j, qj in enumerate(q))
-        Pr = P_.polyval(roots, P)
-        if power == 1:
-            terms = Pr / dD * mG
-        else:
-            dPr = P_.polyval(roots, P_.polyder(P)) if P.size > 1 else np.zeros_like(roots)
-            terms = Pr / dD**2 * dmG + (dPr / dD**2 - Pr * ddD / dD**3) * mG
-        total = val + np.sum(terms)
-        # cancellation between the partial fractions (nearly repeated roots): relative precision
-        scale = abs(val) + np.sum(np.abs(terms))
-        self.precision = max(self.precision, 1e-15 * amp * scale / max(abs(total), 1e-300))
-        return total
 
     def __call__(self, z, dl, dt, kp, c, a1, sf2, d0):
         args = (z, dl, dt, kp, c, a1, sf2, d0)
-        cache: dict = {}
         self.precision = 1e-16
         out = np.empty(15)
         for i, (pfun, dfun, k) in enumerate(_rational_system()):
-            P = P_.polytrim(np.array(np.broadcast_arrays(*pfun(*args)), dtype=float).ravel(), 0.0)
-            D = P_.polytrim(np.array(np.broadcast_arrays(*dfun(*args)), dtype=float).ravel(), 0.0)
-            if not np.any(P):
-                out[i] = 0.0
-            elif D.size == 1:  # constant denominator: polynomial integrand
-                out[i] = sum(pj * self._moments[j] for j, pj in enumerate(P)) / D[0] ** k
-            else:
-                out[i] = float(np.real(self._integral(P, D, k, cache)))
+            P = np.array(np.broadcast_arrays(*pfun(*args)), dtype=float).ravel()
+            D = np.array(np.broadcast_arrays(*dfun(*args)), dtype=float).ravel()
+            try:
+                out[i], precision = gram_rational_integral(P, D, self.c, k)
+            except RepeatedRootError as exc:
+                raise RuntimeError("null attention system: repeated root in the partial fractions") from exc
+            self.precision = max(self.precision, precision)
         return out
 
 
@@ -335,8 +292,7 @@ class _HybridIntegrator:
     def __init__(self, c: float, n_nodes: int):
         self.exact = _ExactIntegrator(c)
         self.quad = _QuadratureIntegrator(c, max(int(n_nodes), 400))
-        lam = 1.0 / float(c)
-        self.lo, self.hi = (1 - np.sqrt(lam)) ** 2, (1 + np.sqrt(lam)) ** 2
+        self.lo, self.hi = gram_support(float(c))
         self.precision = 1e-16
 
     def __call__(self, z, dl, dt, kp, c, a1, sf2, d0):
@@ -344,8 +300,7 @@ class _HybridIntegrator:
         self.precision = self.exact.precision
         if self.precision > 1e-11:
             # distance of the nearly repeated roots of D from the continuous support [lo, hi]
-            A = np.array([d0 - a1 - kp, a1])
-            D = P_.polyadd(-z * (1 + dl) * np.array([1.0, dt * sf2]), c * P_.polymul([0.0, 1.0], P_.polymul(A, A)))
+            D = _null_denominator(-z, c, a1, sf2, d0, dl, dt, kp)
             roots = P_.polyroots(P_.polytrim(D, 0.0)) if np.any(D[1:]) else np.array([])
             if roots.size < 2:
                 return out

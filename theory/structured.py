@@ -85,6 +85,7 @@ import numpy as np
 import numpy.polynomial.polynomial as P_
 import sympy as sp
 
+from ._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
 from ._validation import require_integer, require_nonnegative, require_positive
 from .symbols import a1 as _a1
 from .symbols import c as _c
@@ -274,7 +275,7 @@ def _mp_nodes(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
 
         return gram_law_quadrature(c, n_nodes)
     r = 1.0 / c
-    a, b = (1 - math.sqrt(r)) ** 2, (1 + math.sqrt(r)) ** 2
+    a, b = gram_support(c)
     i = np.arange(1, n_nodes + 1)
     th = i * np.pi / (n_nodes + 1)
     u = np.cos(th)
@@ -463,9 +464,11 @@ def _null_solutions(gam: np.ndarray, c: float, a1: float, sf2: float, d0: float,
 
 def _denominator_polys(g: float, c: float, a1: float, sf2: float, d0: float, nul: np.ndarray):
     """Ascending coefficients (in ``l``) of ``D(l)`` and of its total ``gamma``-derivative ``D_gamma(l)``."""
+    from .attention import _null_denominator
+
     dl, dt, kp, ddl, ddt, dkp = nul[:6]
     e, de = d0 - a1 - kp, -dkp  # A(l) - kappa = a1 l + e
-    D = np.array([g * (1 + dl), g * (1 + dl) * dt * sf2 + c * e * e, 2 * c * a1 * e, c * a1 * a1])
+    D = _null_denominator(g, c, a1, sf2, d0, dl, dt, kp)
     Dg = np.array([
         (1 + dl) + g * ddl,
         sf2 * ((1 + dl) * dt + g * ddl * dt + g * (1 + dl) * ddt) + 2 * c * e * de,
@@ -478,84 +481,31 @@ def _denominator_polys(g: float, c: float, a1: float, sf2: float, d0: float, nul
 class _GramRationalIntegrals:
     """``I_k = int l^k / D dmu_G`` and ``J_k = int l^k D_gamma / D^2 dmu_G`` (``k = 0, 1, 2``), exactly.
 
-    Partial fractions over the roots of ``D`` (off the support of ``mu_G`` for ``gamma > 0``, since
-    ``D > 0`` on ``l >= 0``) against the Stieltjes transform ``m_G(w) = int dmu_G / (l - w)`` and its
-    derivative (:func:`theory.attention.gram_stieltjes`; ``m`` solves ``z m^2 + (1 + z - c) m + 1 = 0``);
-    polynomial parts from the moments of ``mu_G``.  ``precision`` estimates the relative precision
-    (cancellation between nearly repeated roots); the caller falls back to quadrature when it is poor.
+    Each is :func:`theory._mp_integrals.gram_rational_integral` (the project's one implementation, shared with
+    the null solver of :mod:`theory.attention`): partial fractions over the roots of ``D`` (off the support
+    of ``mu_G`` for ``gamma > 0``, since ``D > 0`` on ``l >= 0``) against the Stieltjes transform of
+    ``mu_G`` and its derivative; polynomial parts from the moments of ``mu_G``.  ``precision`` estimates the
+    relative precision (cancellation between nearly repeated roots; ``inf`` with NaN results for an exactly
+    repeated root); the caller falls back to quadrature when it is poor.
     """
 
     def __init__(self, c: float):
         self.c = float(c)
-        self.moments = [self._moment(j) for j in range(10)]
         self.precision = 1e-16
-
-    def _moment(self, j: int) -> float:
-        if j == 0:
-            return 1.0
-        c = self.c  # mu_G = law of (1/c) x, x ~ Marchenko-Pastur mu_c: Narayana polynomials
-        return float(sum(math.comb(j, i) * math.comb(j, i - 1) / j * c ** (i - j) for i in range(1, j + 1)))
-
-    def _mG(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from .marchenko_pastur import mp_stieltjes
-
-        c = self.c
-        zc = c * np.asarray(w, dtype=np.complex128)
-        m = np.asarray(mp_stieltjes(zc, c), dtype=np.complex128)
-        dm = -(m * m + m) / (2 * zc * m + 1 + zc - c)
-        return c * m, c * c * dm
-
-    def _poly_moment(self, P: np.ndarray) -> float:
-        return float(sum(pj * self.moments[j] for j, pj in enumerate(P)))
 
     def __call__(self, D: np.ndarray, Dg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        D = P_.polytrim(np.asarray(D, float), 0.0)
         self.precision = 1e-16
         I, J = np.empty(3), np.empty(3)
-        if D.size == 1:  # constant denominator (a1 = 0 and A - kappa = 0: excluded upstream, kept for safety)
+        try:
             for k in range(3):
                 lk = np.zeros(k + 1)
                 lk[k] = 1.0
-                I[k] = self._poly_moment(lk) / D[0]
-                J[k] = self._poly_moment(P_.polymul(lk, Dg)) / D[0] ** 2
-            return I, J
-        roots = P_.polyroots(D).astype(np.complex128)
-        dD1 = P_.polyder(D)
-        for _ in range(2):  # Newton polish of the companion-matrix roots
-            d = P_.polyval(roots, dD1)
-            roots = np.where(d != 0, roots - P_.polyval(roots, D) / np.where(d != 0, d, 1.0), roots)
-        gaps = np.abs(roots[:, None] - roots[None, :])[~np.eye(roots.size, dtype=bool)]
-        if gaps.size and np.min(gaps) == 0:
+                I[k], pI = gram_rational_integral(lk, D, self.c, 1)
+                J[k], pJ = gram_rational_integral(P_.polymul(lk, Dg), D, self.c, 2)
+                self.precision = max(self.precision, pI, pJ)
+        except RepeatedRootError:
             self.precision = np.inf
             return np.full(3, np.nan), np.full(3, np.nan)
-        amp = 1.0 + (np.max(np.abs(roots)) / np.min(gaps) if gaps.size else 0.0)
-        mG, dmG = self._mG(roots)
-        dD, ddD = P_.polyval(roots, dD1), P_.polyval(roots, P_.polyder(D, 2))
-        DD = P_.polymul(D, D)
-
-        def integral(P: np.ndarray, power: int) -> float:
-            P = P_.polytrim(np.asarray(P, float), 0.0)
-            den = D if power == 1 else DD
-            val = 0.0
-            if P.size >= den.size:
-                q, P = P_.polydiv(P, den)
-                val = self._poly_moment(q)
-            Pr = P_.polyval(roots, P)
-            if power == 1:
-                terms = Pr / dD * mG
-            else:
-                dPr = P_.polyval(roots, P_.polyder(P)) if P.size > 1 else np.zeros_like(roots)
-                terms = Pr / dD**2 * dmG + (dPr / dD**2 - Pr * ddD / dD**3) * mG
-            total = val + complex(np.sum(terms))
-            scale = abs(val) + float(np.sum(np.abs(terms)))
-            self.precision = max(self.precision, 1e-15 * amp * scale / max(abs(total), 1e-300))
-            return float(total.real)
-
-        for k in range(3):
-            lk = np.zeros(k + 1)
-            lk[k] = 1.0
-            I[k] = integral(lk, 1)
-            J[k] = integral(P_.polymul(lk, Dg), 2)
         return I, J
 
 
