@@ -5,8 +5,12 @@ Workloads (each measured in the same process and the same run, against its own b
 - ``erm`` (:mod:`benchmarks.erm`): paper A's ERM (:class:`numerics.PairwiseInteractionEstimator`)
   against the paper's own pipeline (:class:`numerics.baseline.PaperStyleEstimator`): time to the same
   ``L2(rho)`` error, and fit time against ``M``.
-- ``interpolation`` (:mod:`benchmarks.interpolation`, paper B), when present.
-- ``verify``: the wall time of ``python -m verify --profile quick`` with its cost split per check.
+- ``interpolation`` (:mod:`benchmarks.interpolation`, paper B), when present: one eigendecomposition for
+  a 50-gamma grid vs per-gamma solves (target >= 20x); the achieved GFLOP/s of the feature and Gram products
+  as a fraction of the machine's matmul rate (target >= 50 %); the time of one attention Monte Carlo trial
+  against ``n`` at fixed ``n / p`` with its fitted exponent (expected 3).
+- ``verify``: the wall time of ``python -m verify --profile quick`` (``--verify-profile paper``: the paper
+  profile, ~25-30 min) on a fresh cache, with its cost split per check.
 - a machine reference: the GFLOP/s of a float64 ``2048 x 2048`` matmul measured in the same run, so
   that timings from different machines can be compared.
 

@@ -14,7 +14,14 @@ The baselines' LAPACK calls (solve, Cholesky) use the same thread policy as the 
 everywhere.  Also reported: achieved GFLOP/s of the feature products (``X^T X``, ``X K``) and of the Gram product,
 against a plain matmul of the same shapes timed in the same run.
 
-Usage: ``python benchmarks/interpolation.py [--full]``; ``run(quick=True) -> dict`` for a runner.
+Cost growth (:func:`time_vs_n`): the wall time of one Monte Carlo trial of the fast path (features + Gram +
+one eigendecomposition + a 50-point gamma grid) against ``n`` at a fixed ratio ``n / p``, with the fitted
+log-log exponent next to the algorithm's: 3 (``X^T X`` and ``X K`` cost ``2 n^2 p``, the Gram ``2 p^2 n``, the
+eigendecomposition ``O(p^3)``: all ``O(n^3)`` at fixed ``n / p``). Fixed per-call overheads and the
+``O(n^2)`` activation flatten the slope at small ``n``.
+
+Usage: ``python benchmarks/interpolation.py [--full]``; ``run(quick=True) -> dict`` and
+``time_vs_n(...) -> dict`` for a runner.
 """
 
 from __future__ import annotations
@@ -40,13 +47,92 @@ def _best_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     return best, out
 
 
+def _fast_trial(n: int, p: int, n_gammas: int, seed: int) -> Callable[[], torch.Tensor]:
+    """One Monte Carlo trial of the fast path on a fixed draw: features + Gram + one eigh + the whole grid."""
+    from numerics.rmt import _errors_batch, _kernel_batch, resolve_activation, sample_signal_plus_noise
+
+    X_np, y_np, _ = sample_signal_plus_noise(n, p, 0.0, np.random.default_rng(seed))
+    X = torch.from_numpy(X_np)
+    y = torch.from_numpy(y_np)
+    gammas = torch.from_numpy(np.logspace(-5, 1, n_gammas))
+    f = resolve_activation("tanh")
+
+    def fast() -> torch.Tensor:
+        Kb = _kernel_batch(X.unsqueeze(0), f, None, None, "removed")
+        Ph = X.unsqueeze(0) @ Kb
+        return _errors_batch(Ph, y.unsqueeze(0), gammas)[0]
+
+    return fast
+
+
+def time_vs_n(ns: tuple[int, ...] = (256, 512, 1024, 2048), ratio: int = N // P, n_gammas: int = G,
+              repeats: int = 3, seed: int = 0, threads: int | None = 1) -> dict[str, Any]:
+    """Time of one attention Monte Carlo trial against ``n`` at fixed ``n / p``, with the log-log exponent.
+
+    Parameters
+    ----------
+    ns : tuple of int
+        Token counts (at least 3 distinct values for an exponent).
+    ratio : int
+        ``n / p`` (default 4, the benchmark's ``2048 / 512``).
+    n_gammas : int
+        Size of the gamma grid.
+    repeats : int
+        Best of ``repeats`` timings per ``n`` (the first call at each size is a warm-up).
+    seed : int
+        Seed of the draws.
+    threads : int or None
+        Torch intra-op threads during the timings (restored afterwards; ``None``: leave them). Default 1:
+        on a shared machine the threads' synchronisation adds a cost that does not grow with ``n``
+        (measured on the loaded 2-core machine, 2 threads: 92, 96, 152, 534 ms for n = 256..2048, exponent
+        0.8; 1 thread: 1.4, 13, 61, 444 ms, exponent 2.7), which would hide the algorithm's growth.
+
+    Returns
+    -------
+    dict
+        ``ns``, ``ps``, ``trial_s``, ``expected_exponent`` (3) and, with >= 3 sizes, ``exponent`` and
+        ``exponent_se`` (OLS on ``log t`` vs ``log n``, :func:`numerics.slopes.fit_slope`) and the
+        exponent of the two largest sizes alone (``exponent_top``; the asymptotic regime is approached from
+        below).
+    """
+    from numerics.slopes import fit_slope
+
+    ns = [int(n) for n in ns]
+    if ratio < 1 or any(n // ratio < 2 for n in ns):
+        raise ValueError(f"ratio must be >= 1 with n / ratio >= 2 for every n, got ratio={ratio}, ns={ns}")
+    ps, times = [], []
+    old_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    try:
+        used_threads = torch.get_num_threads()
+        for n in ns:
+            p = n // ratio
+            fast = _fast_trial(n, p, n_gammas, seed)
+            fast()  # warm-up (allocations, thread pools)
+            t, _ = _best_time(fast, max(1, int(repeats)))
+            ps.append(p)
+            times.append(t)
+    finally:
+        torch.set_num_threads(old_threads)
+    out: dict[str, Any] = dict(ns=ns, ps=ps, ratio=ratio, n_gammas=n_gammas, trial_s=times, expected_exponent=3.0,
+                               repeats=int(repeats), torch_threads=used_threads)
+    if len(set(ns)) >= 3:
+        f = fit_slope(ns, times, n_boot=0)
+        out.update(exponent=float(f.slope), exponent_se=float(f.se))
+    if len(ns) >= 2:
+        out["exponent_top"] = float(math.log(times[-1] / times[-2]) / math.log(ns[-1] / ns[-2]))
+    return out
+
+
 def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int = G) -> dict[str, Any]:
     """Run the benchmark; returns timings (s), speed-up ratios, GFLOP/s and the agreement of the paths.
 
     Parameters
     ----------
     quick : bool
-        One repetition of each timing (``False``: best of 3).
+        Best of 2 repetitions of each end-to-end timing, both paths alike (``False``: best of 3); the
+        product timings behind the GFLOP/s figures are always best of 3 (they are short).
     seed : int
         Seed of the single draw.
     n, p, n_gammas : int
@@ -64,7 +150,8 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
     # the baselines' LAPACK calls follow the fast path's thread policy (single-threaded up to this size)
     lapack_threads = 1 if p <= _SINGLE_THREAD_EIGH_MAX else None
 
-    reps = 1 if quick else 3
+    reps = 2 if quick else 3
+    reps_products = 3
     X_np, y_np, _ = sample_signal_plus_noise(n, p, 0.0, np.random.default_rng(seed))
     X = torch.from_numpy(X_np)
     y = torch.from_numpy(y_np)
@@ -72,10 +159,10 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
     f = resolve_activation("tanh")
 
     # feature products, timed separately for GFLOP/s
-    t_s, S = _best_time(lambda: X.T @ X, reps)
+    t_s, S = _best_time(lambda: X.T @ X, reps_products)
     t_f, K = _best_time(lambda: _kernel_batch(X.unsqueeze(0), f, None, None, "removed")[0], reps)
-    t_k, Phi = _best_time(lambda: X @ K, reps)
-    t_g, Gp = _best_time(lambda: Phi @ Phi.T, reps)
+    t_k, Phi = _best_time(lambda: X @ K, reps_products)
+    t_g, Gp = _best_time(lambda: Phi @ Phi.T, reps_products)
 
     # fast path: features + one Gram + one eigh + all gammas
     def fast() -> torch.Tensor:
@@ -119,9 +206,9 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
     B1 = torch.randn(p, n, dtype=torch.float64)
     A2 = torch.randn(p, n, dtype=torch.float64)
     B2 = torch.randn(n, n, dtype=torch.float64)
-    t_mm_s, _ = _best_time(lambda: A1 @ B1, reps)
-    t_mm_k, _ = _best_time(lambda: A2 @ B2, reps)
-    t_mm_g, _ = _best_time(lambda: A2 @ A2.T, reps)
+    t_mm_s, _ = _best_time(lambda: A1 @ B1, reps_products)
+    t_mm_k, _ = _best_time(lambda: A2 @ B2, reps_products)
+    t_mm_g, _ = _best_time(lambda: A2 @ A2.T, reps_products)
 
     fl_s, fl_k, fl_g = 2.0 * n * n * p, 2.0 * p * n * n, 2.0 * p * p * n
     rel = lambda a, b: float(torch.max(torch.abs(a - b) / torch.abs(b).clamp_min(1e-300)))  # noqa: E731
@@ -140,6 +227,8 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
         "gflops_XtX": fl_s / t_s / 1e9,
         "gflops_XK": fl_k / t_k / 1e9,
         "gflops_gram": fl_g / t_g / 1e9,
+        "gflops_products": (fl_s + fl_k + fl_g) / (t_s + t_k + t_g) / 1e9,  # the three together
+        "gflops_plain_matmul_products_shapes": (fl_s + fl_k + fl_g) / (t_mm_s + t_mm_k + t_mm_g) / 1e9,
         "gflops_plain_matmul_XtX_shape": fl_s / t_mm_s / 1e9,
         "gflops_plain_matmul_XK_shape": fl_k / t_mm_k / 1e9,
         "gflops_plain_matmul_gram_shape": fl_g / t_mm_g / 1e9,
