@@ -158,3 +158,12 @@ def test_invalid_func_and_cells():
         run_sweep(task, [{"M": 3, "seed": 1}], seeds=[1])
     with pytest.raises(ValueError, match="collide"):
         run_sweep(clash_task, CELLS[:1], seeds=[1], n_jobs=1)
+
+
+def test_cache_is_shared_across_n_jobs(tmp_path):
+    """The key is (func, cell, seed, version): a sweep written with 2 workers is read back by 1 (resume)."""
+    first = run_sweep(task, CELLS, seeds=[5, 6], cache_dir=tmp_path, n_jobs=2)
+    CALLS.clear()
+    again = run_sweep(task, CELLS, seeds=[5, 6], cache_dir=tmp_path, n_jobs=1)
+    assert CALLS == [] and again.n_computed == 0 and again.n_cached == 6
+    assert again.to_records() == first.to_records()

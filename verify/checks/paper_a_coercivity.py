@@ -49,7 +49,10 @@ def size_of(ctx: CheckContext) -> str:
         return "smoke"
     return "quick" if ctx.quick else "paper"
 
-__all__ = ["check_a5", "check_a6", "coercivity_sides"]
+__all__ = ["check_a5", "check_a6", "coercivity_sides", "A6_REPLICATES"]
+
+#: replicates per (d, r) configuration of A6 by size (paper: 20, the paper-scale minimum)
+A6_REPLICATES = {"smoke": 2, "quick": 4, "paper": 20}
 
 
 # ----------------------------------------------------------------------------------------- A5
@@ -266,7 +269,7 @@ def check_a6(ctx: CheckContext) -> Outcome:
 
     from theory.minimax import low_rank_condition, num_intervals, parametric_term
     from verify.checks.paper_a_numerics import (
-        _pred_sizes, _run_groups_fixed_M, balanced_sigma, model_for, predict_error)
+        STARTS_NOTE, _pred_sizes, _run_groups_fixed_M, balanced_sigma, cache_text, predictions)
 
     t0 = time.perf_counter()
     size = size_of(ctx)
@@ -277,19 +280,19 @@ def check_a6(ctx: CheckContext) -> Outcome:
     combos = {"smoke": [(1, 1), (4, 1), (4, 2)],
               "quick": [(1, 1), (2, 1), (4, 1), (8, 1), (4, 2), (8, 2), (16, 1), (16, 2)],
               "paper": [(1, 1), (2, 1), (4, 1), (8, 1), (4, 2), (8, 2), (16, 1), (16, 2), (30, 1), (30, 2)]}[size]
-    reps = {"smoke": 2, "quick": 4, "paper": 12}[size]
+    reps = A6_REPLICATES[size]
     psz = _pred_sizes(size)
     base = {"d": 1, "N": 5, "r": 1, "P": 3, "n_knots": 6, "truth_seed": ctx.seed_for("truth", 3), "law": "uniform"}
     base["sigma"] = balanced_sigma(base, K, M, 1, ctx.seed_for("sigma"), **psz)
     configs = [{**base, "d": d, "r": r} for d, r in combos]
     preds, shares = [], []
     pseed = ctx.seed_for("predict")
-    for c in configs:
-        q = predict_error(model_for(c), K, 1, seed=pseed, **psz)
+    info: dict = {}
+    for c, q in zip(configs, predictions(ctx, [(c, K, pseed) for c in configs], "A6", info)):
         n = M * c["N"]
         preds.append(q["B"] + (q["V_np"] + q["V_par"]) / M * n / (n - q["p"]))
         shares.append(q["V_par"] / M * n / (n - q["p"]) / preds[-1])
-    errs, refits = _run_groups_fixed_M(ctx, configs, K, M, reps, "A6")
+    errs, refits = _run_groups_fixed_M(ctx, configs, K, M, reps, "A6", info)
     x_levels = [float(parametric_term(r, d, M)) for d, r in combos]
     x = np.repeat(x_levels, reps)
     y = np.concatenate(errs)
@@ -364,6 +367,7 @@ def check_a6(ctx: CheckContext) -> Outcome:
         f"b = {res.slope:.3g} +- {res.stderr:.2g} (predicted {pred_fit.slope:.3g}). The parametric term grows like "
         f"r (2d - r) (manifold dimension) rather than r d; the linear fit in r d is the paper's form. "
         f"Refitted stalled fits (objective > 2 sigma^2): {refits}. "
+        + (STARTS_NOTE + " " if size == "paper" else "") +
         f"Verdict: PASS iff b > 0 at one-sided 95% AND, with the design's constant {C_K} (condition r d <= K_M), every "
         f"combination inside has an excess over (1, 1) below the (1, 1) error (one-sided 95%: parametric term "
         f"dominated) AND every combination outside has an excess > 3 SE. Excesses over (1, 1) (value, SE, relative): "
@@ -376,9 +380,9 @@ def check_a6(ctx: CheckContext) -> Outcome:
         f"matrix parameters: "
         + (f"Spearman rho = {rho_sp.statistic:.2f} (p = {rho_sp.pvalue:.2g})" if rho_sp is not None else "n/a")
         + ". "
-        f"Runtime {time.perf_counter() - t0:.1f}s."
+        f"Runtime {time.perf_counter() - t0:.1f}s. " + cache_text(info) + "."
     )
     return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p],
-                   data={"M": M, "K": K, "combos": combos, "x": x_levels, "errors": [list(e) for e in errs],
+                   data={"sweep": info, "M": M, "K": K, "combos": combos, "x": x_levels, "errors": [list(e) for e in errs],
                          "pred": preds, "inside": inside, "inside_C": inside_c, "parametric_share": shares, "b": res.slope, "b_se": res.stderr,
                          "b_pred": pred_fit.slope, "sigma": base["sigma"], "excess": excess})
