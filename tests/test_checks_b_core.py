@@ -110,3 +110,10 @@ def test_ks_distance_uniform():
 def test_edge_flag():
     assert "NEAR c=1" in core._edge_flag(1.0, 1e-5, 256)
     assert core._edge_flag(4.0, 1e-5, 256) == ""
+
+
+def test_kernel_spectra_do_not_depend_on_n_jobs():
+    a = core._kernel_spectra(7, 24, 48, 3, "tanh", 1)
+    b = core._kernel_spectra(7, 24, 48, 3, "tanh", 2)
+    assert a.shape == (3, 24)
+    np.testing.assert_array_equal(a, b)

@@ -15,6 +15,7 @@ from numerics.rmt import (
     interpolation_error,
     interpolation_error_direct,
     interpolation_error_mc,
+    interpolation_error_mc_shared,
     kernel_eigenvalues,
     ridge_features,
     sample_signal_plus_noise,
@@ -338,3 +339,62 @@ def test_cholesky_path_equals_eigen_path(p, n):
     assert np.allclose(few, interpolation_error_direct(Phi, y, grid), rtol=1e-7, atol=1e-15)
     # gamma = 0 with few gammas falls back to the eigen path
     assert interpolation_error(Phi, y, [0.0, 1.0]).shape == (2,)
+
+
+# ---------------------------------------------------------------------------------------------
+# several models on shared draws
+# ---------------------------------------------------------------------------------------------
+def _spike(p, k, s):
+    w = np.zeros(p)
+    w[k] = math.sqrt(s)
+    return w, w.copy()
+
+
+@pytest.mark.parametrize("p,n", [(12, 24), (24, 12)])
+def test_shared_mc_equals_separate_runs(p, n):
+    """Same seed -> the same X, y as interpolation_error_mc for every spike and for ridge (n_jobs irrelevant)."""
+    spikes = [(None, None), _spike(p, 0, 4.0), _spike(p, 1, 1.0)]
+    out = interpolation_error_mc_shared(n, p, 1.5, GAMMAS, 5, 9, activation=_tanh, spikes=spikes, ridge=True, n_jobs=2,
+                                        batch_size=2)
+    assert out["true"].shape == (3, 5, GAMMAS.size) and out["ridge"].shape == (5, GAMMAS.size)
+    for k, (wk, wq) in enumerate(spikes):
+        t = interpolation_error_mc("attention", n, p, 1.5, GAMMAS, 5, 9, activation=_tanh, w_k=wk, w_q=wq,
+                                   return_trials=True)[2]
+        np.testing.assert_allclose(out["true"][k], t, rtol=1e-12)
+    r = interpolation_error_mc("ridge", n, p, 1.5, GAMMAS, 5, 9, return_trials=True)[2]
+    np.testing.assert_allclose(out["ridge"], r, rtol=1e-12)
+
+
+def test_shared_mc_linearised_identity_activation_is_the_true_kernel():
+    """f = identity: a1 = 1 and s_f = 0, so the linearised kernel equals the true one on the same draws."""
+    p, n = 10, 20
+    spikes = [(None, None), _spike(p, 0, 2.0)]
+    out = interpolation_error_mc_shared(n, p, 1.0, GAMMAS, 4, 2, activation=lambda t: t, spikes=spikes,
+                                        linearised=(1.0, 0.0))
+    np.testing.assert_allclose(out["linearised"], out["true"], rtol=1e-9)
+    noisy = interpolation_error_mc_shared(n, p, 1.0, GAMMAS, 4, 2, spikes=spikes, linearised=(1.0, 0.5))
+    assert "true" not in noisy and not np.allclose(noisy["linearised"], out["true"])
+
+
+def test_shared_mc_invalid_input():
+    with pytest.raises(ValueError, match="nothing to simulate"):
+        interpolation_error_mc_shared(8, 4, 1.0, [0.1], 2, 0)
+    with pytest.raises(ValueError, match="linearised"):
+        interpolation_error_mc_shared(8, 4, 1.0, [0.1], 2, 0, linearised=(1.0, -0.1))
+    with pytest.raises(ValueError, match="w_k"):
+        interpolation_error_mc_shared(8, 4, 1.0, [0.1], 2, 0, activation=_tanh, spikes=[(np.ones(3), np.ones(3))])
+    with pytest.raises(ValueError, match="n_trials"):
+        interpolation_error_mc_shared(8, 4, 1.0, [0.1], 1, 0, ridge=True)
+
+
+def test_cholesky_and_eigh_paths_agree_up_to_the_threshold():
+    """8 gammas (Cholesky path since the measured crossover) equal the eigendecomposition route."""
+    from numerics import rmt
+
+    rng = np.random.default_rng(1)
+    g = np.logspace(-3, 1, rmt._CHOLESKY_MAX_GAMMAS)
+    for p, n in [(15, 30), (30, 15)]:
+        Phi, y = rng.standard_normal((p, n)), np.sign(rng.standard_normal(n))
+        np.testing.assert_allclose(interpolation_error(Phi, y, g), interpolation_error_direct(Phi, y, g), rtol=1e-9)
+        eig = rmt._errors_batch(torch.from_numpy(Phi)[None], torch.from_numpy(y)[None], torch.from_numpy(np.append(g, 20.0)))
+        np.testing.assert_allclose(interpolation_error(Phi, y, g), eig[0, :-1].numpy(), rtol=1e-9)

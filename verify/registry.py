@@ -9,12 +9,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import os
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from .claims import CLAIMS, STUDIES
 
@@ -96,6 +97,11 @@ class CheckResult:
         }
 
 
+#: part of every :meth:`CheckContext.cached` key; bump it when the numerics behind cached cells change
+#: meaning (not for rounding-level changes), to invalidate every stored cell at once.
+CACHE_VERSION = "1"
+
+
 class _NullProgress:
     def advance(self, n: int = 1) -> None:  # noqa: D401 - trivial
         pass
@@ -139,6 +145,74 @@ class CheckContext:
             return
         with self._progress_factory(f"{self.check_id}: {description}", total) as p:
             yield p
+
+    def cache_key(self, name: str, key: Mapping[str, Any], version: str = "") -> str:
+        """Stable SHA-256 key of one cached cell (see :meth:`cached`); 64 hex digits.
+
+        Hashes the check id, ``name``, the key dict, the base seed, the profile, the device and
+        ``CACHE_VERSION`` + ``version`` through :func:`numerics.sweep.cache_key` (canonical JSON).
+        """
+        from numerics.sweep import cache_key
+
+        cell = {"check": self.check_id, "name": str(name), "key": dict(key), "profile": self.profile,
+                "device": str(self.device)}
+        return cache_key(CheckContext.cached, cell, int(self.seed), version=f"{CACHE_VERSION}/{version}")
+
+    def cached(
+        self,
+        name: str,
+        key: Mapping[str, Any],
+        compute: Callable[[], Mapping[str, Any]],
+        version: str = "",
+    ) -> dict[str, Any]:
+        """Disk memo of one Monte Carlo cell: ``compute()`` once, later runs read it back.
+
+        The result (a dict of arrays) is stored as ``<cache_dir>/<check_id>/<key>.npz``, ``key`` from
+        :meth:`cache_key` (check id, ``name``, the JSON-serialisable ``key`` dict - it must name
+        everything the cell depends on, seed included - base seed, profile, device, version). The
+        file is written to a temporary name and renamed (atomic), so an interrupted run leaves
+        either a complete entry or none; a rerun recomputes only the missing cells. An unreadable or
+        mismatching file is recomputed. ``cache_dir=None`` disables the memo. Cached values are the
+        float64 arrays bit for bit, so the cache never changes a result.
+
+        Parameters
+        ----------
+        name : short name of the cell kind (e.g. ``"mc"``).
+        key : JSON-serialisable mapping (numbers, strings, lists, numpy scalars / arrays).
+        compute : zero-argument callable returning a mapping of names to array-likes
+            (numeric, no objects).
+        version : extra version string for this cell kind.
+
+        Returns
+        -------
+        dict of name -> ndarray
+        """
+        import numpy as np
+
+        if self.cache_dir is None:
+            return {k: np.asarray(v) for k, v in compute().items()}
+        h = self.cache_key(name, key, version)
+        path = Path(self.cache_dir) / (self.check_id or "_") / f"{h}.npz"
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if str(z["__key__"]) == h:
+                    return {k: z[k] for k in z.files if k != "__key__"}
+        except Exception:  # noqa: BLE001 - missing, truncated or corrupt: recompute
+            pass
+        out = {k: np.asarray(v) for k, v in compute().items()}
+        for k, v in out.items():
+            if k == "__key__" or v.dtype == object:
+                raise ValueError(f"cached values must be numeric arrays under names other than '__key__', got {k!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{h}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, __key__=np.array(h), **out)
+            os.replace(tmp, path)  # atomic: never a half-written entry under the key
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        return out
 
     def save_figure(self, fig: Any, name: str) -> str | None:
         """Save a matplotlib figure as ``<report_dir>/<check_id>_<name>.png``; return the path or None."""

@@ -33,6 +33,10 @@ sampled (balanced).
 A separate comparison requires the trapezoid mass of ``kernel_density`` on the eigenvalue window to be
 within 0.01 of 1 (the KS distances use that CDF).
 
+Every Monte Carlo cell (one :func:`numerics.interpolation_error_mc` call, one set of kernel spectra, the
+Gaussian-equivalent diagnostic of one ``c``) is memoised on disk by ``ctx.cached``: an interrupted run
+resumes from the finished cells, with the same seeds and the same numbers.
+
 Profiles: ``quick`` (all five under ~2 minutes on 2 cores: reduced ``n`` with the paper's ratios),
 ``paper`` (the paper's sizes), ``tiny`` (for smoke tests only).
 """
@@ -101,6 +105,59 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
 
 B2_ACTIVATIONS = ["tanh", "erf", "relu"]
 B2_CS = [0.25, 2.0]
+
+
+def _array_digest(a: Any) -> str | None:
+    if a is None:
+        return None
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(np.asarray(a, dtype=np.float64)).tobytes()).hexdigest()[:16]
+
+
+def _activation_key(activation: Any) -> str | None:
+    import sympy as sp
+
+    if activation is None or isinstance(activation, str):
+        return activation
+    if isinstance(activation, sp.Basic):
+        return sp.srepr(activation)
+    raise ValueError(f"a cached Monte Carlo cell needs a named or sympy activation, got {type(activation).__name__}")
+
+
+def _mc_cached(
+    ctx: CheckContext,
+    kind: str,
+    n: int,
+    p: int,
+    snr: float,
+    gammas: Any,
+    n_trials: int,
+    seed: int,
+    activation: Any = None,
+    w_k: Any = None,
+    w_q: Any = None,
+    label_average: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`numerics.interpolation_error_mc` (``return_trials=True``) memoised on disk by ``ctx.cached``.
+
+    The key holds every argument that changes the numbers (not ``n_jobs``, which does not); returns
+    ``(mean, se, trials)``.
+    """
+    g = np.atleast_1d(np.asarray(gammas, dtype=np.float64))
+    key = dict(kind=kind, n=int(n), p=int(p), snr=float(snr), gammas=g, trials=int(n_trials), seed=int(seed),
+               activation=_activation_key(activation), w_k=_array_digest(w_k), w_q=_array_digest(w_q),
+               label_average=bool(label_average))
+
+    def compute() -> dict[str, np.ndarray]:
+        m, s, t = interpolation_error_mc(
+            kind, n, p, snr, g, n_trials, seed, activation=activation, w_k=w_k, w_q=w_q, n_jobs=max(1, int(ctx.n_jobs)),
+            device=ctx.device, return_trials=True, label_average=label_average,
+        )
+        return {"mean": m, "se": s, "trials": t}
+
+    out = ctx.cached("interpolation_error_mc", key, compute)
+    return out["mean"], out["se"], out["trials"]
 
 
 def _profile(ctx: CheckContext) -> str:
@@ -223,7 +280,7 @@ def check_b1(ctx: CheckContext) -> Outcome:
         out = []
         for nn, tr in ((ns, trials[0]), (nl, trials[1])):
             seed = ctx.seed_for(key, nn)
-            m, s = interpolation_error_mc("ridge", nn, p_of_n(nn), snr, gammas, tr, seed, n_jobs=ctx.n_jobs, device=ctx.device)
+            m, s, _ = _mc_cached(ctx, "ridge", nn, p_of_n(nn), snr, gammas, tr, seed)
             out.append((nn, m, s))
         return out
 
@@ -251,7 +308,7 @@ def check_b1(ctx: CheckContext) -> Outcome:
             res = []
             for nn, tr in ((ns, b["trials"][0]), (nl, b["trials"][1])):
                 seed = ctx.seed_for("1b", nn, cval)
-                res.append(interpolation_error_mc("ridge", nn, _p_of(nn, cval), b["snr"], [b["gamma"]], tr, seed, n_jobs=ctx.n_jobs, device=ctx.device))
+                res.append(_mc_cached(ctx, "ridge", nn, _p_of(nn, cval), b["snr"], [b["gamma"]], tr, seed)[:2])
             pr = float(_ridge_theory(np.array([b["gamma"]]), cval, b["snr"])[0])
             flag = _edge_flag(cval, b["gamma"], nl)
             if flag:
@@ -277,7 +334,7 @@ def check_b1(ctx: CheckContext) -> Outcome:
             res = []
             for nn, tr in ((ns, cc["trials"][0]), (nl, cc["trials"][1])):
                 seed = ctx.seed_for("1c", nn, s)
-                res.append(interpolation_error_mc("ridge", nn, _p_of(nn, cc["c"]), s, [cc["gamma"]], tr, seed, n_jobs=ctx.n_jobs, device=ctx.device))
+                res.append(_mc_cached(ctx, "ridge", nn, _p_of(nn, cc["c"]), s, [cc["gamma"]], tr, seed)[:2])
             pr = float(_ridge_theory(np.array([cc["gamma"]]), cc["c"], s)[0])
             cmp_, q = _fs_comparison(
                 f"1c ||mu||^2={s} (c={cc['c']}, gamma={cc['gamma']:g})",
@@ -343,12 +400,8 @@ def check_b2(ctx: CheckContext) -> Outcome:
                 trials = cfg["trials"][cval] if isinstance(cfg["trials"], dict) else cfg["trials"]
                 for nn, tr in ((ns, trials[0]), (nl, trials[1])):
                     seed = ctx.seed_for("B2", act, cval, nn)
-                    res.append(
-                        interpolation_error_mc(
-                            "attention", nn, _p_of(nn, cval), 0.0, gammas, tr, seed, activation=act, n_jobs=ctx.n_jobs, device=ctx.device,
-                            label_average=True,
-                        )
-                    )
+                    res.append(_mc_cached(ctx, "attention", nn, _p_of(nn, cval), 0.0, gammas, tr, seed, activation=act,
+                                          label_average=True)[:2])
                 pred = _attention_theory(gammas, cval, act)
                 pts = []
                 for i, g in enumerate(gammas):
@@ -403,17 +456,27 @@ def check_b2(ctx: CheckContext) -> Outcome:
             g_d = np.array([0.01, 0.1]) if cval > 1 else np.array([0.1, 0.316])
             pred = _attention_theory(g_d, cval, act)
             pred_spec = _attention_theory(g_d, cval, act, system="spec")
-            rng = np.random.default_rng(ctx.seed_for("B2-GE", cval, nl))
+            ge_seed = ctx.seed_for("B2-GE", cval, nl)
+            trials = cfg["trials"][cval] if isinstance(cfg["trials"], dict) else cfg["trials"]
+            n_ge = trials[1] // 2 + 2
+
+            def ge_cell(ge_seed=ge_seed, cval=cval, nl=nl, mom=mom, g_d=g_d, n_ge=n_ge) -> dict[str, np.ndarray]:
+                rng = np.random.default_rng(ge_seed)  # one stream for both noise models, in this order
+
+                def draws(sym):  # consumed in order by the dispatcher: the stream order never changes
+                    for _ in range(n_ge):
+                        X = rng.standard_normal((_p_of(nl, cval), nl))
+                        yield X, gaussian_equivalent_kernel(X, mom.a1, mom.nu, rng, symmetric=sym)
+
+                return {("symmetric" if sym else "independent"): np.array(_map_threads(
+                    lambda XK: interpolation_error_label_average((torch.from_numpy(XK[0]) @ torch.from_numpy(XK[1])).numpy(), g_d),
+                    draws(sym), ctx.n_jobs)) for sym in (True, False)}
+
+            ge = ctx.cached("gaussian_equivalent", dict(c=cval, n=nl, p=_p_of(nl, cval), act=act, gammas=g_d, trials=n_ge,
+                                                        seed=ge_seed), ge_cell)
             out = {}
             for sym in (True, False):
-                vals = []
-                trials = cfg["trials"][cval] if isinstance(cfg["trials"], dict) else cfg["trials"]
-                for _ in range(trials[1] // 2 + 2):
-                    X = rng.standard_normal((_p_of(nl, cval), nl))
-                    K = gaussian_equivalent_kernel(X, mom.a1, mom.nu, rng, symmetric=sym)
-                    Phi = (torch.from_numpy(X) @ torch.from_numpy(K)).numpy()
-                    vals.append(interpolation_error_label_average(Phi, g_d))
-                v = np.array(vals)
+                v = ge["symmetric" if sym else "independent"]
                 rel = (v.mean(0) - pred) / pred
                 rse = v.std(0, ddof=1) / math.sqrt(v.shape[0]) / pred
                 rel_spec = (v.mean(0) - pred_spec) / pred_spec
@@ -483,14 +546,10 @@ def check_b3(ctx: CheckContext) -> Outcome:
     with ctx.progress("c=2 attention and ridge", total=4) as bar:
         for nn, tr in ((ns, cfg["trials"][0]), (nl, cfg["trials"][1])):
             seed = ctx.seed_for("B3", cval, nn)  # same seed: paired draws
-            res[("att", nn)] = interpolation_error_mc(
-                "attention", nn, _p_of(nn, cval), 0.0, allg, tr, seed, activation=act, n_jobs=ctx.n_jobs, device=ctx.device, return_trials=True,
-                label_average=True,
-            )[2]
+            res[("att", nn)] = _mc_cached(ctx, "attention", nn, _p_of(nn, cval), 0.0, allg, tr, seed, activation=act,
+                                          label_average=True)[2]
             bar.advance()
-            res[("rr", nn)] = interpolation_error_mc(
-                "ridge", nn, _p_of(nn, cval), 0.0, allg, tr, seed, n_jobs=ctx.n_jobs, device=ctx.device, return_trials=True, label_average=True
-            )[2]
+            res[("rr", nn)] = _mc_cached(ctx, "ridge", nn, _p_of(nn, cval), 0.0, allg, tr, seed, label_average=True)[2]
             bar.advance()
     th_att = _attention_theory(allg, cval, act)
     th_rr = _ridge_theory(allg, cval, 0.0)
@@ -551,9 +610,9 @@ def check_b3(ctx: CheckContext) -> Outcome:
     seed = ctx.seed_for("B3", cval, n4)
     tr = cfg["trials"][1]
     with ctx.progress("c=1/4 attention and ridge", total=2) as bar:
-        ta = interpolation_error_mc("attention", n4, _p_of(n4, cval), 0.0, gammas, tr, seed, activation=act, n_jobs=ctx.n_jobs, device=ctx.device, return_trials=True)[2]
+        ta = _mc_cached(ctx, "attention", n4, _p_of(n4, cval), 0.0, gammas, tr, seed, activation=act)[2]
         bar.advance()
-        tr_ = interpolation_error_mc("ridge", n4, _p_of(n4, cval), 0.0, gammas, tr, seed, n_jobs=ctx.n_jobs, device=ctx.device, return_trials=True)[2]
+        tr_ = _mc_cached(ctx, "ridge", n4, _p_of(n4, cval), 0.0, gammas, tr, seed)[2]
         bar.advance()
     # diagnostic (data + notes, not a comparison): at gamma -> 0 both errors equal (n-p)/n by an algebraic
     # identity (projection of y on the (n-p)-dimensional null space), so this cannot test the theory
@@ -564,13 +623,8 @@ def check_b3(ctx: CheckContext) -> Outcome:
     th_a4 = _attention_theory(gammas, cval, act)
     th_r4 = _ridge_theory(gammas, cval, 0.0)
     # sign of the difference at larger gamma, label-averaged (sharp): theory says which sign
-    la_a = interpolation_error_mc(
-        "attention", n4, _p_of(n4, cval), 0.0, gammas, tr, seed, activation=act, n_jobs=ctx.n_jobs, device=ctx.device,
-        return_trials=True, label_average=True,
-    )[2]
-    la_r = interpolation_error_mc(
-        "ridge", n4, _p_of(n4, cval), 0.0, gammas, tr, seed, n_jobs=ctx.n_jobs, device=ctx.device, return_trials=True, label_average=True
-    )[2]
+    la_a = _mc_cached(ctx, "attention", n4, _p_of(n4, cval), 0.0, gammas, tr, seed, activation=act, label_average=True)[2]
+    la_r = _mc_cached(ctx, "ridge", n4, _p_of(n4, cval), 0.0, gammas, tr, seed, label_average=True)[2]
     d4 = la_a - la_r
     for i, g in enumerate(gammas):
         tdiff = float(th_a4[i] - th_r4[i])
@@ -643,14 +697,10 @@ def check_b5(ctx: CheckContext) -> Outcome:
         for k, (cval, snr) in enumerate(configs):
             seed = ctx.seed_for("B5", cval, snr, n)
             la = snr == 0.0  # null model: exact label average (see B2)
-            tc = interpolation_error_mc(
-                "attention", n, _p_of(n, cval), snr, cfg["gammas"], cfg["trials"], seed, activation="cos", n_jobs=ctx.n_jobs, device=ctx.device,
-                return_trials=True, label_average=la,
-            )[2]
-            tl = interpolation_error_mc(
-                "attention", n, _p_of(n, cval), snr, cfg["gammas"], cfg["trials"], seed, activation=lin, n_jobs=ctx.n_jobs, device=ctx.device,
-                return_trials=True, label_average=la,
-            )[2]
+            tc = _mc_cached(ctx, "attention", n, _p_of(n, cval), snr, cfg["gammas"], cfg["trials"], seed, activation="cos",
+                            label_average=la)[2]
+            tl = _mc_cached(ctx, "attention", n, _p_of(n, cval), snr, cfg["gammas"], cfg["trials"], seed, activation=lin,
+                            label_average=la)[2]
             pred_txt: Any = "E_cos > E_lin"
             th = None
             if snr == 0.0:
@@ -708,6 +758,29 @@ def _ks(ev: np.ndarray, x: np.ndarray, cdf: np.ndarray) -> float:
     return float(max(np.max(np.abs(k - F)), np.max(np.abs(k - 1.0 / ev.size - F))))
 
 
+def _map_threads(func: Any, items: Any, n_jobs: int) -> list:
+    """``[func(x) for x in items]`` in ``n_jobs`` threads (torch single-threaded inside); ``items`` is consumed
+    in order (a generator drawing from one random stream keeps its order), at most ``2 n_jobs`` ahead."""
+    if n_jobs <= 1:
+        return [func(x) for x in items]
+    from joblib import Parallel, delayed
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return Parallel(n_jobs=int(n_jobs), prefer="threads", pre_dispatch="2*n_jobs")(delayed(func)(x) for x in items)
+    finally:
+        torch.set_num_threads(old)
+
+
+def _kernel_spectra(seed: int, n: int, p: int, trials: int, act: str, n_jobs: int) -> np.ndarray:
+    """Eigenvalues ``(trials, n)`` of ``trials`` null kernels: the draws come in order from one stream, the
+    eigendecompositions run in ``n_jobs`` threads (single-threaded torch each): results do not depend on ``n_jobs``."""
+    rng = np.random.default_rng(seed)
+    draws = (sample_signal_plus_noise(n, p, 0.0, rng)[0] for _ in range(trials))
+    return np.stack(_map_threads(lambda X: kernel_eigenvalues(X, act, "removed"), draws, n_jobs))
+
+
 @check("B6")
 def check_b6(ctx: CheckContext) -> Outcome:
     import theory
@@ -725,10 +798,14 @@ def check_b6(ctx: CheckContext) -> Outcome:
             mom = theory.hermite_moments(theory.activation(act, centered=True))
             evs = {}
             for nn, tr in ((n, cfg["trials"][0]), (2 * n, cfg["trials"][1])):
-                rng = np.random.default_rng(ctx.seed_for("B6", act, cval, nn))
-                evs[nn] = [
-                    kernel_eigenvalues(sample_signal_plus_noise(nn, _p_of(nn, cval), 0.0, rng)[0], act, "removed") for _ in range(tr)
-                ]
+                sd = ctx.seed_for("B6", act, cval, nn)
+
+                def eig_cell(sd=sd, nn=nn, tr=tr, act=act, cval=cval) -> dict[str, np.ndarray]:
+                    return {"eigenvalues": _kernel_spectra(sd, nn, _p_of(nn, cval), tr, act, ctx.n_jobs)}
+
+                ev = ctx.cached("kernel_eigenvalues", dict(act=act, c=cval, n=nn, p=_p_of(nn, cval), trials=tr, seed=sd),
+                                eig_cell)["eigenvalues"]
+                evs[nn] = list(ev)
             allev = np.concatenate([np.concatenate(v) for v in evs.values()])
             lo, hi = float(allev.min()) - 0.5, float(allev.max()) + 0.5
             x, cdf, mass = _theory_cdf(cval, mom.a1, mom.nu, lo, hi)

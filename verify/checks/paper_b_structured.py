@@ -15,6 +15,11 @@ reported in ``notes``/``data``, not judged), and theory vs LINEARISED-kernel MC 
 configuration.  The linearisation-breakdown study (true vs linearised vs theory over ``p``) is
 informational: its own report entry ``B7-lin`` (INFO verdict, never in the exit status).
 
+Monte Carlo cells: one cell = one ``(c, snr, p)`` and all its models on the SAME draws ``X, y``
+(:func:`numerics.interpolation_error_mc_shared`: ``X^T X`` once; true kernel for every spike, linearised
+kernel for every spike in B7 / B7-lin, ridge in B4), memoised on disk by ``ctx.cached`` so that an
+interrupted run resumes from the finished cells (``--cache-dir``; same seeds, same numbers).
+
 Conventions: ``mu = sqrt(snr) e_1``; a spike ``(strength, "aligned")`` is ``w_K = w_Q = sqrt(strength) e_1``,
 ``(strength, "orthogonal")`` is ``w_K = w_Q = sqrt(strength) e_2``.  Spike configurations of one
 ``(c, snr, p)`` share their seeds, hence their ``X`` (paired differences, common random numbers).
@@ -57,6 +62,9 @@ class _Profile:
     breakdown_trials: int
     b4_snrs: tuple[float, ...]
     b4_gammas: tuple[float, ...]
+    # per-c overrides of (p_sizes, trials) of B7 / B4: ((c, (p, 2p), trials), ...)
+    b7_sizes_by_c: tuple = ()
+    b4_sizes_by_c: tuple = ()
     # theory-only grids of B4 (log10 range and number of points): statements, reversal scan, figure
     b4_theory_grid: tuple[float, float, int] = (-3.0, 1.0, 9)
     reversal_grid: tuple[float, float, int] = (-4.0, 2.0, 31)
@@ -73,18 +81,42 @@ _PROFILES = {
         breakdown_p=(64, 128, 256), breakdown_trials=8,
         b4_snrs=(0.5,), b4_gammas=(1e-2, 1e-1, 1.0, 10.0),
     ),
-    # paper: the full grid of the brief
+    # paper: finite-size pair p = 512, 1024 at both aspect ratios; 5 gammas, 3 snr. Budget (2 cores, quiet):
+    # B7 + B7-lin <= 300 s, B4 <= 150 s. Measured CPU time per trial of one cell (one core; a cell = one X
+    # draw feeding every model): c = 1/2 (n = 2p), p = 1024: B7 (4 spikes, true + linearised) 3.9 s, B4
+    # (3 spikes + ridge) 1.6 s; p = 512: 0.65 / 0.29 s; c = 2 (n = p/2), p = 1024: 0.45 / 0.22 s; p = 512:
+    # 0.06 / 0.03 s. Predicted one-core totals: B7 3 x 24 x 4.6 + 3 x 32 x 0.51 = 380 s, B7-lin 23 s, B4
+    # 3 x 32 x (1.9 + 0.25) + theory 4 s = 210 s; halve for n_jobs = 2. Cuts, each keeping B7 meaningful:
+    # - c = 1/2 runs 24 trials in B7 instead of 32 (its cells cost 9x those at c = 2): SE of E at p = 1024
+    #   ~0.0025 (0.4-1.5 % of E) instead of ~0.0022. c = 2 keeps 32 trials (cheap).
+    # - orthogonal spike of strength 1 dropped from B7: the theory makes every orthogonal spike equal to no
+    #   spike; strength 4 is the stronger test of that decoupling (strength-1 rows matched "none" to ~1e-4
+    #   in the 32-trial run, far below the SE), and B4 tests orthogonal 4 against none on paired draws.
     "paper": _Profile(
         p_sizes=(512, 1024), trials=32, gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0), snrs=(0.5, 1.0, 2.0),
-        spikes=(_NONE, (1.0, "aligned"), (4.0, "aligned"), (1.0, "orthogonal"), (4.0, "orthogonal")),
+        spikes=(_NONE, (1.0, "aligned"), (4.0, "aligned"), (4.0, "orthogonal")),
         cs=(0.5, 2.0), breakdown_p=(64, 128, 256, 512, 1024), breakdown_trials=16,
         b4_snrs=(0.5, 1.0, 2.0), b4_gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0),
+        b7_sizes_by_c=((0.5, (512, 1024), 24),),
     ),
 }
 
 
 def _profile(ctx: CheckContext) -> _Profile:
     return _PROFILES["quick" if ctx.quick else "paper"]
+
+
+def _sizes(prof: _Profile, c: float, which: str = "b7") -> tuple[tuple[int, int], int]:
+    """``((p, 2p), trials)`` of the finite-size pair at aspect ratio ``c`` (per-c override or the default)."""
+    for cc, ps, tr in (prof.b7_sizes_by_c if which == "b7" else prof.b4_sizes_by_c):
+        if cc == c:
+            return (int(ps[0]), int(ps[1])), int(tr)
+    return (int(prof.p_sizes[0]), int(prof.p_sizes[1])), int(prof.trials)
+
+
+def _sizes_text(prof: _Profile, which: str = "b7") -> str:
+    return "; ".join(f"c={c:g}: {tr} trials at p={ps[0]} and p={ps[1]}"
+                     for c in prof.cs for ps, tr in [_sizes(prof, c, which)])
 
 
 def _spike_label(spike: tuple[float, str]) -> str:
@@ -107,39 +139,43 @@ def _theory(gammas, c, snr, spike, **kw) -> np.ndarray:
     return np.asarray(structured_attention_error(np.asarray(gammas, float), c, ACTIVATION, snr, spike=sp_, **kw))
 
 
-def _mc(ctx: CheckContext, kind: str, c: float, snr: float, spike, p: int, trials: int, gammas, seed: int):
-    from numerics import interpolation_error_mc
+def _spike_key(spike) -> list:
+    return [float(spike[0]), str(spike[1])]
+
+
+def _shared_mc(ctx: CheckContext, c: float, snr: float, spikes, p: int, trials: int, gammas, seed: int, *,
+               true: bool = True, linearised: bool = False, ridge: bool = False) -> dict[str, np.ndarray]:
+    """One Monte Carlo cell on shared draws, memoised on disk (``ctx.cached``; resumable).
+
+    :func:`numerics.interpolation_error_mc_shared` at ``n = p / c``: per trial one ``X, y`` (the draws of
+    :func:`numerics.interpolation_error_mc` with the same seed) feeds the TRUE tanh kernel for every spike
+    of ``spikes`` (``true``), the LINEARISED kernel for every spike (``linearised``) and ridge (``ridge``).
+    Returns ``"true"`` / ``"linearised"`` arrays ``(len(spikes), trials, G)`` and ``"ridge"`` ``(trials, G)``.
+    """
+    from numerics import interpolation_error_mc_shared
+    from theory import hermite_moments
 
     n = int(round(p / c))
-    wk, wq = _spike_vectors_p(spike, p) if kind == "attention" else (None, None)
-    mean, se, tr = interpolation_error_mc(
-        kind, n, p, snr, np.asarray(gammas, float), trials, seed,
-        activation=ACTIVATION if kind == "attention" else None, w_k=wk, w_q=wq,
-        n_jobs=max(1, int(ctx.n_jobs)), device=ctx.device, return_trials=True,
-    )
-    return mean, se, tr
+    g = np.asarray(gammas, float)
+    lin = None
+    if linearised:
+        hm = hermite_moments(ACTIVATION)
+        lin = (float(hm.a1), float(hm.sf2))
+    key = dict(n=n, p=int(p), snr=float(snr), gammas=g, trials=int(trials), seed=int(seed),
+               spikes=[_spike_key(s) for s in spikes], activation=ACTIVATION if true else None, linearised=lin,
+               ridge=bool(ridge))
+
+    def compute() -> dict[str, np.ndarray]:
+        return interpolation_error_mc_shared(
+            n, p, snr, g, trials, seed, activation=ACTIVATION if true else None,
+            spikes=[_spike_vectors_p(s, p) for s in spikes], ridge=ridge, linearised=lin,
+            n_jobs=max(1, int(ctx.n_jobs)), device=ctx.device)
+
+    return ctx.cached("shared_mc", key, compute)
 
 
-def _errors_from_features(Phi, y, gammas):
-    """Batched ``E(gamma) = gamma^2/n y^T Q^2 y`` (``gamma > 0``) from one ``eigh`` of the smaller Gram matrix.
-
-    Same algebra as :func:`numerics.interpolation_error` (which handles one sample); ``Phi`` (T, p, n),
-    ``y`` (T, n) torch float64 tensors.
-    """
-    import torch
-
-    T, p, n = Phi.shape
-    g = torch.as_tensor(np.asarray(gammas, float), dtype=Phi.dtype).view(1, 1, -1)
-    if p >= n:
-        lam, V = torch.linalg.eigh(Phi.transpose(-1, -2) @ Phi / n)
-        proj2 = (V.transpose(-1, -2) @ y.unsqueeze(-1)) ** 2
-        return ((g / (lam.clamp_min(0).unsqueeze(-1) + g)) ** 2 * proj2).sum(1) / n
-    lam, U = torch.linalg.eigh(Phi @ Phi.transpose(-1, -2) / n)
-    lam = lam.clamp_min(0).unsqueeze(-1)
-    b2 = (U.transpose(-1, -2) @ (Phi @ y.unsqueeze(-1))) ** 2
-    gk = g / (lam + g)
-    term = (b2 * (1 + gk) / (lam + g)).sum(1)
-    return ((y**2).sum(-1, keepdim=True) - term / n) / n
+def _mean_se(tr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return tr.mean(0), tr.std(0, ddof=1) / math.sqrt(tr.shape[0])
 
 
 def _linearised_mc(c: float, snr: float, spike, p: int, trials: int, gammas, seed: int, a1: float, sf2: float):
@@ -147,49 +183,15 @@ def _linearised_mc(c: float, snr: float, spike, p: int, trials: int, gammas, see
 
     ``X`` uses exactly the per-trial seeds of :func:`numerics.interpolation_error_mc` (paired with the
     true-kernel MC); ``Xi`` (symmetric, unit off-diagonal variance, zero diagonal) comes from an
-    independent child seed of each trial.  Trials are batched (torch, float64, CPU).
+    independent child seed of each trial (see :func:`numerics.interpolation_error_mc_shared`).
+    Returns ``(mean, se, trials)``.
     """
-    import torch
+    from numerics import interpolation_error_mc_shared
 
     n = int(round(p / c))
-    wk, wq = _spike_vectors_p(spike, p)
-    seeds = np.random.SeedSequence(int(seed)).spawn(trials)
-    # single-threaded torch: threaded LAPACK eigh collapses on oversubscribed cores (see numerics.rmt)
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return _linearised_mc_batches(n, p, snr, wk, wq, trials, gammas, seed, seeds, a1, sf2)
-    finally:
-        torch.set_num_threads(old_threads)
-
-
-def _linearised_mc_batches(n, p, snr, wk, wq, trials, gammas, seed, seeds, a1, sf2):
-    import torch
-
-    from numerics import sample_signal_plus_noise
-
-    per_trial = 8.0 * (3 * p * n + 4 * n * n)
-    batch = int(max(1, min(32, 2.0e8 // per_trial)))  # about 200 MB per batch
-    out = []
-    for start in range(0, trials, batch):
-        Xs, ys, Xis = [], [], []
-        for t in range(start, min(trials, start + batch)):
-            X, y, _ = sample_signal_plus_noise(n, p, snr, np.random.default_rng(seeds[t]))
-            Xs.append(X)
-            ys.append(y)
-            Xi = np.random.default_rng(np.random.SeedSequence([int(seed), t, 7])).standard_normal((n, n))
-            Xis.append((Xi + Xi.T) / math.sqrt(2.0))
-        Xb = torch.from_numpy(np.stack(Xs))
-        S = Xb.transpose(-1, -2) @ Xb
-        if wk is not None:
-            u = torch.einsum("p,tpn->tn", torch.from_numpy(wk), Xb)
-            v = torch.einsum("p,tpn->tn", torch.from_numpy(wq), Xb)
-            S = S + u.unsqueeze(-1) * v.unsqueeze(-2)
-        K = a1 * S / p + math.sqrt(sf2) * torch.from_numpy(np.stack(Xis)) / math.sqrt(p)
-        K.diagonal(dim1=-2, dim2=-1).zero_()
-        out.append(_errors_from_features(Xb @ K, torch.from_numpy(np.stack(ys)), gammas).numpy())
-    out = np.concatenate(out, axis=0)
-    return out.mean(0), out.std(0, ddof=1) / math.sqrt(trials), out
+    out = interpolation_error_mc_shared(n, p, snr, np.asarray(gammas, float), trials, seed,
+                                        spikes=[_spike_vectors_p(spike, p)], linearised=(a1, sf2))["linearised"][0]
+    return (*_mean_se(out), out)
 
 
 def _allowance(m1: float, s1: float, m2: float, s2: float) -> float:
@@ -233,26 +235,28 @@ def check_b7(ctx: CheckContext) -> Outcome:
 
     prof = _profile(ctx)
     gam = np.array(prof.gammas)
-    p1, p2 = prof.p_sizes
     comps: list[Comparison] = []
     rows = []
     outside = []
     worst = 0.0
     worst_lin = 0.0
-    hm = hermite_moments(ACTIVATION)
-    total = len(prof.cs) * len(prof.snrs) * len(prof.spikes)
-    with ctx.progress("structured MC grid", total=total) as bar:
+    total = len(prof.cs) * len(prof.snrs) * 2
+    with ctx.progress("structured MC grid (true + linearised kernel, all spikes per cell)", total=total) as bar:
         for c in prof.cs:
+            (p1, p2), trials = _sizes(prof, c)
             for snr in prof.snrs:
-                s1 = ctx.seed_for("grid", c, snr, p1)  # shared by every spike: paired X
-                s2 = ctx.seed_for("grid", c, snr, p2)
-                for spike in prof.spikes:
+                cells = {}
+                for p in (p1, p2):
+                    sd = ctx.seed_for("grid", c, snr, p)  # shared by every spike and both kernels: paired X
+                    cells[p] = _shared_mc(ctx, c, snr, prof.spikes, p, trials, gam, sd, true=True, linearised=True)
+                    bar.advance()
+                for k, spike in enumerate(prof.spikes):
                     kappa = linearisation_control(p2, snr, spike=None if spike[1] == "none" else spike)
                     inside = kappa <= KAPPA_MAX
                     pred = _theory(gam, c, snr, spike)
                     pred_spec = _theory(gam, c, snr, spike, system="spec")  # informational comparison only
-                    m1, se1, _ = _mc(ctx, "attention", c, snr, spike, p1, prof.trials, gam, s1)
-                    m2, se2, _ = _mc(ctx, "attention", c, snr, spike, p2, prof.trials, gam, s2)
+                    m1, se1 = _mean_se(cells[p1]["true"][k])
+                    m2, se2 = _mean_se(cells[p2]["true"][k])
                     for j, g in enumerate(gam):
                         ok, allow, rule = _finite_size_rule(pred[j], m1[j], se1[j], m2[j], se2[j])
                         name = f"c={c:g} snr={snr:g} spike={_spike_label(spike)} gamma={g:g}"
@@ -260,7 +264,7 @@ def check_b7(ctx: CheckContext) -> Outcome:
                                    inside_regime=inside, theory=float(pred[j]), theory_spec=float(pred_spec[j]),
                                    mc_p=float(m1[j]),
                                    se_p=float(se1[j]), mc_2p=float(m2[j]), se_2p=float(se2[j]),
-                                   allowance=allow, passed=ok)
+                                   allowance=allow, passed=ok, p=p1, p2=p2, trials=trials)
                         rows.append(row)
                         if not inside:
                             outside.append(f"{name}: kappa={kappa:.2f}, theory {pred[j]:.4f}, MC(2p) "
@@ -272,8 +276,8 @@ def check_b7(ctx: CheckContext) -> Outcome:
                             predicted=float(pred[j]), measured=float(m2[j]), uncertainty=float(se2[j]),
                             tolerance=rule, passed=ok))
                     # the derivation itself: theory vs the LINEARISED kernel on the same X (every config)
-                    l1, le1, _ = _linearised_mc(c, snr, spike, p1, prof.trials, gam, s1, hm.a1, hm.sf2)
-                    l2, le2, _ = _linearised_mc(c, snr, spike, p2, prof.trials, gam, s2, hm.a1, hm.sf2)
+                    l1, le1 = _mean_se(cells[p1]["linearised"][k])
+                    l2, le2 = _mean_se(cells[p2]["linearised"][k])
                     for j, g in enumerate(gam):
                         ok, allow, rule = _finite_size_rule(pred[j], l1[j], le1[j], l2[j], le2[j])
                         worst_lin = max(worst_lin, abs(l2[j] - pred[j]) / max(le2[j], 1e-12))
@@ -283,7 +287,6 @@ def check_b7(ctx: CheckContext) -> Outcome:
                             name=f"[linearised kernel] c={c:g} snr={snr:g} spike={_spike_label(spike)} gamma={g:g}",
                             predicted=float(pred[j]), measured=float(l2[j]), uncertainty=float(le2[j]),
                             tolerance=rule, passed=ok))
-                    bar.advance()
 
     # ---------------------------------------------------------------- informational: corrected vs SPEC null system
     def _chi2(key_m, key_se, key_th, sel):
@@ -320,7 +323,7 @@ def check_b7(ctx: CheckContext) -> Outcome:
                 ax.errorbar(gg, [r["mc_2p"] for r in sel], yerr=[3 * r["se_2p"] for r in sel], fmt="o",
                             ms=3, color=ln.get_color(), label=f"snr={snr:g}, {_spike_label(spike)}")
         ax.set_xscale("log")
-        ax.set_title(f"c = {c:g}: theory (lines), true-kernel MC p={p2} (3 SE)", fontsize=9)
+        ax.set_title(f"c = {c:g}: theory (lines), true-kernel MC p={_sizes(prof, c)[0][1]} (3 SE)", fontsize=9)
         ax.set_xlabel("gamma")
         ax.set_ylabel("E")
     axes[0].legend(fontsize=6)
@@ -333,7 +336,7 @@ def check_b7(ctx: CheckContext) -> Outcome:
         "Theory: project's own derivation (theory.structured; docs/structured_attention.md), a finite-rank "
         "(Woodbury) perturbation of the null resolvent of the linearised kernel, traces from the corrected "
         "(symmetric kernel noise: delta, delta~, kappa) null system. "
-        f"Simulation: true tanh kernel, diagonal removed, {prof.trials} trials at p={p1} and p={p2} (n=p/c); "
+        f"Simulation: true tanh kernel, diagonal removed, {_sizes_text(prof)} (n=p/c); "
         f"gammas {list(prof.gammas)}; snr {list(prof.snrs)}; spikes {[_spike_label(s) for s in prof.spikes]}. "
         f"Verdict uses the configurations inside the declared regime kappa(2p) <= {KAPPA_MAX} "
         "(kappa = (snr + sqrt(E(w_K^T x)^2 E(w_Q^T x)^2)) / sqrt p, the size of the signal/spike correction to a "
@@ -348,7 +351,8 @@ def check_b7(ctx: CheckContext) -> Outcome:
     )
     return Outcome(comparisons=comps, notes=notes, figures=figs,
                    data={"grid": rows, "kappa_max": KAPPA_MAX, "null_systems": systems_cmp,
-                         "activation": ACTIVATION, "p_sizes": [p1, p2], "trials": prof.trials})
+                         "activation": ACTIVATION,
+                         "sizes": {str(c): dict(p_sizes=list(_sizes(prof, c)[0]), trials=_sizes(prof, c)[1]) for c in prof.cs}})
 
 
 # ============================================================================ B7-lin (informational)
@@ -373,8 +377,10 @@ def study_linearisation_breakdown(ctx: CheckContext) -> Outcome:
     with ctx.progress("linearisation breakdown", total=len(prof.breakdown_p)) as bar:
         for p in prof.breakdown_p:
             sd = ctx.seed_for("breakdown", p)
-            mt, st, _ = _mc(ctx, "attention", bd_c, bd_snr, bd_spike, p, prof.breakdown_trials, bd_gam, sd)
-            ml, sl, _ = _linearised_mc(bd_c, bd_snr, bd_spike, p, prof.breakdown_trials, bd_gam, sd, hm.a1, hm.sf2)
+            cell = _shared_mc(ctx, bd_c, bd_snr, [bd_spike], p, prof.breakdown_trials, bd_gam, sd, true=True,
+                              linearised=True)  # true and linearised kernel on the same X
+            mt, st = _mean_se(cell["true"][0])
+            ml, sl = _mean_se(cell["linearised"][0])
             kap = linearisation_control(p, bd_snr, spike=bd_spike)
             bd_rows.append(dict(p=p, n=int(round(p / bd_c)), kappa=kap, true=mt.tolist(), se_true=st.tolist(),
                                 linearised=ml.tolist(), se_linearised=sl.tolist(), theory=bd_pred.tolist()))
@@ -502,20 +508,22 @@ def check_b4(ctx: CheckContext) -> Outcome:
     from theory.structured import linearisation_control
 
     sg = np.array(prof.b4_gammas)
-    p1, p2 = prof.p_sizes
     outside: list[str] = []
-    with ctx.progress("B4 simulations", total=len(prof.cs) * len(prof.b4_snrs)) as bar:
+    b4_spikes = (_NONE, (4.0, "aligned"), (4.0, "orthogonal"))
+    p2_of_c = {}
+    with ctx.progress("B4 simulations (none / aligned 4 / orthogonal 4 / ridge per cell)",
+                      total=len(prof.cs) * len(prof.b4_snrs) * 2) as bar:
         for c in prof.cs:
+            (p1, p2), trials = _sizes(prof, c, "b4")
+            p2_of_c[c] = p2
             for snr in prof.b4_snrs:
                 res = {}
                 for p in (p1, p2):
                     seed = ctx.seed_for("b4", c, snr, p)  # same X for every configuration below
-                    res[p] = {
-                        "none": _mc(ctx, "attention", c, snr, _NONE, p, prof.trials, sg, seed)[2],
-                        "al4": _mc(ctx, "attention", c, snr, (4.0, "aligned"), p, prof.trials, sg, seed)[2],
-                        "or4": _mc(ctx, "attention", c, snr, (4.0, "orthogonal"), p, prof.trials, sg, seed)[2],
-                        "ridge": _mc(ctx, "ridge", c, snr, _NONE, p, prof.trials, sg, seed)[2],
-                    }
+                    cell = _shared_mc(ctx, c, snr, b4_spikes, p, trials, sg, seed, true=True, ridge=True)
+                    res[p] = {"none": cell["true"][0], "al4": cell["true"][1], "or4": cell["true"][2],
+                              "ridge": cell["ridge"]}
+                    bar.advance()
                 kappa = linearisation_control(p2, snr, spike=(4.0, "aligned"))
                 th = {"none": _theory(sg, c, snr, _NONE), "al4": _theory(sg, c, snr, (4.0, "aligned")),
                       "or4": _theory(sg, c, snr, (4.0, "orthogonal")), "ridge": ridge_error_values(sg, c, snr)}
@@ -568,9 +576,8 @@ def check_b4(ctx: CheckContext) -> Outcome:
                     data["simulation"].append(dict(
                         c=c, snr=snr, gamma=float(g),
                         **{f"mc_{k}": float(res[p2][k][:, j].mean()) for k in res[p2]},
-                        **{f"se_{k}": float(res[p2][k][:, j].std(ddof=1) / math.sqrt(prof.trials)) for k in res[p2]},
+                        **{f"se_{k}": float(res[p2][k][:, j].std(ddof=1) / math.sqrt(trials)) for k in res[p2]},
                         **{f"theory_{k}": float(th[k][j]) for k in th}))
-                bar.advance()
 
     # ------------------------------------------------------------------ figure
     figs = []
@@ -591,7 +598,7 @@ def check_b4(ctx: CheckContext) -> Outcome:
         ax.set_yscale("log")
         ax.set_xlabel("gamma")
         ax.set_ylabel("E_attention / E_ridge")
-        ax.set_title(f"c={c:g}, snr={fsnr:g}; x: MC aligned 4, +: MC none (p={p2})", fontsize=9)
+        ax.set_title(f"c={c:g}, snr={fsnr:g}; x: MC aligned 4, +: MC none (p={p2_of_c.get(c)})", fontsize=9)
     axes[0].legend(fontsize=7)
     path = ctx.save_figure(fig, "alignment_vs_ridge")
     if path:
@@ -621,8 +628,8 @@ def check_b4(ctx: CheckContext) -> Outcome:
         "Reversal (theory, E_att <= E_RR): " + " | ".join(rev_lines) + ". "
         + small_gamma_text +
         "Orthogonal spikes decouple exactly in the limit (theory comparisons above). "
-        f"Simulation: true kernel, {prof.trials} paired trials (same X for none / aligned / orthogonal / ridge) at "
-        f"p={p1} and p={p2}, gammas {list(prof.b4_gammas)}, snr {list(prof.b4_snrs)}. Attention-vs-ridge "
+        f"Simulation: true kernel, paired trials (same X for none / aligned / orthogonal / ridge), "
+        f"{_sizes_text(prof, 'b4')}, gammas {list(prof.b4_gammas)}, snr {list(prof.b4_snrs)}. Attention-vs-ridge "
         f"comparisons are judged inside the declared regime kappa(2p) <= {KAPPA_MAX} of the linearisation; "
         f"outside it (reported, not judged): {'; '.join(outside) if outside else 'none'}."
     )
