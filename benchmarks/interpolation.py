@@ -35,6 +35,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from numerics.threads import torch_threads
+
 N, P, G = 2048, 512, 50
 
 
@@ -101,10 +103,7 @@ def time_vs_n(ns: tuple[int, ...] = (256, 512, 1024, 2048), ratio: int = N // P,
     if ratio < 1 or any(n // ratio < 2 for n in ns):
         raise ValueError(f"ratio must be >= 1 with n / ratio >= 2 for every n, got ratio={ratio}, ns={ns}")
     ps, times = [], []
-    old_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(int(threads))
-    try:
+    with torch_threads(threads):
         used_threads = torch.get_num_threads()
         for n in ns:
             p = n // ratio
@@ -113,8 +112,6 @@ def time_vs_n(ns: tuple[int, ...] = (256, 512, 1024, 2048), ratio: int = N // P,
             t, _ = _best_time(fast, max(1, int(repeats)))
             ps.append(p)
             times.append(t)
-    finally:
-        torch.set_num_threads(old_threads)
     out: dict[str, Any] = dict(ns=ns, ps=ps, ratio=ratio, n_gammas=n_gammas, trial_s=times, expected_exponent=3.0,
                                repeats=int(repeats), torch_threads=used_threads)
     if len(set(ns)) >= 3:
@@ -142,7 +139,6 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
         _SINGLE_THREAD_EIGH_MAX,
         _errors_batch,
         _kernel_batch,
-        _torch_threads,
         resolve_activation,
         sample_signal_plus_noise,
     )
@@ -179,7 +175,7 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
         eye = torch.eye(p, dtype=torch.float64)
         for i, g in enumerate(gammas.tolist()):
             A = Phi @ Phi.T + n * g * eye
-            with _torch_threads(lapack_threads):
+            with torch_threads(lapack_threads):
                 w = torch.linalg.solve(A, Py)
             r = y - Phi.T @ w
             out[i] = r @ r / n
@@ -191,7 +187,7 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
         A0 = Phi @ Phi.T
         eye = torch.eye(p, dtype=torch.float64)
         for i, g in enumerate(gammas.tolist()):
-            with _torch_threads(lapack_threads):
+            with torch_threads(lapack_threads):
                 L = torch.linalg.cholesky(A0 + n * g * eye)
                 w = torch.cholesky_solve(Py.unsqueeze(1), L)[:, 0]
             r = y - Phi.T @ w

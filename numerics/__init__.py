@@ -10,6 +10,7 @@ baseline   paper A: the paper's own pipeline (B-spline LS, MLP surrogate, back-p
 sweep      sweep runner: configurations x seeds -> table; joblib locally, Dask when asked; disk cache
 slopes     fit_slope: log-log OLS slope with SE, t and bootstrap intervals, R^2
 rmt        paper B: samplers X = mu y^T + Z, attention/ridge features, interpolation error on a gamma grid
+threads    the thread policy: torch_threads(n), the one way to pin torch's intra-op threads
 """
 
 from .baseline import *  # noqa: F401,F403
@@ -18,3 +19,4 @@ from .ips import *  # noqa: F401,F403
 from .rmt import *  # noqa: F401,F403
 from .slopes import *  # noqa: F401,F403
 from .sweep import *  # noqa: F401,F403
+from .threads import *  # noqa: F401,F403

@@ -96,6 +96,8 @@ from scipy.interpolate import BSpline
 
 from theory._validation import require_integer, require_positive
 
+from .threads import torch_threads
+
 try:  # one warning class for the package's estimators
     from .estimator import ConvergenceWarning
 except ImportError:  # pragma: no cover - estimator module being rewritten
@@ -543,12 +545,8 @@ class PaperStyleEstimator:
                 n_starts += 1
                 start_first, start_best, start_round, stall, lr, prev_loss = None, math.inf, rnd + 1, 0, self.lr, None
             elif not stop and self.epochs > 0:
-                n_threads = torch.get_num_threads()
-                torch.set_num_threads(1)  # small tensors: intra-op threads only add barrier waits
-                try:
+                with torch_threads(1):  # small tensors: intra-op threads only add barrier waits
                     U, V, sur, sur_steps = self._surrogate_and_backprop(u_np, coef, knots, Xt, Yt, U, V, lr, gen, rng)
-                finally:
-                    torch.set_num_threads(n_threads)
             elapsed += time.perf_counter() - t0
             rec = BaselineRound(rnd, loss, sur, sur_steps, elapsed, state_time, n_starts - int(restart))
             self.history_.append(rec)

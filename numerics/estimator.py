@@ -83,6 +83,7 @@ from theory._validation import require_integer, require_nonnegative, require_pos
 
 from . import _piecewise as pw
 from .ips import as_generator
+from .threads import torch_threads
 
 __all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning"]
 
@@ -590,14 +591,8 @@ class PairwiseInteractionEstimator:
         A_init : array (d, d), optional
             An extra first start (before the moment starts); ``restarts`` counts it.
         """
-        if self.num_threads is None:
+        with torch_threads(self.num_threads):
             return self._fit(X, Y, A, A_init)
-        old = torch.get_num_threads()
-        torch.set_num_threads(self.num_threads)
-        try:
-            return self._fit(X, Y, A, A_init)
-        finally:
-            torch.set_num_threads(old)
 
     def _factor(self, A: Any, d: int, name: str) -> tuple[np.ndarray, np.ndarray]:
         A = np.asarray(A, dtype=np.float64)

@@ -52,6 +52,8 @@ import torch
 
 from theory._validation import require_integer, require_nonnegative
 
+from .threads import torch_threads
+
 __all__ = [
     "sample_signal_plus_noise",
     "ridge_features",
@@ -357,18 +359,7 @@ def kernel_eigenvalues(
 _SINGLE_THREAD_EIGH_MAX = 1 << 62
 
 
-@contextlib.contextmanager
-def _torch_threads(k: int | None) -> Iterator[None]:
-    """Temporarily set torch's intra-op thread count (``None``: leave it alone)."""
-    if k is None or k == torch.get_num_threads():
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(k)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+_torch_threads = torch_threads  # the project's one thread-pinning mechanism (numerics.threads)
 
 
 _IN_PARALLEL = threading.local()

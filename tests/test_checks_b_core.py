@@ -73,7 +73,7 @@ def test_fs_rule_passes_shrinking_gap_and_fails_constant_offset():
     assert ok.passed and math.isclose(q["allowance"], 0.02 / math.sqrt(2))
     bad, _ = core._fs_comparison("x", pred=1.0, ms=1.05, ss=0.001, ns=100, ml=1.05, sl=0.001, nl=200)
     assert not bad.passed
-    assert "3 SE" in bad.tolerance
+    assert "3 hypot(SE_l, q SE_s)" in bad.tolerance
 
 
 def test_shrink_rule_fails_when_gap_grows():

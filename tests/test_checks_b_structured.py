@@ -56,19 +56,15 @@ def test_check_runs_at_tiny_size(tiny, tmp_path, cid):
 
 
 def test_finite_size_rule_logic():
-    # converging towards the prediction: passes
-    ok, allow, rule = mod._finite_size_rule(1.0, 1.10, 0.001, 1.05, 0.001)
-    assert ok and allow == pytest.approx((0.05 - 2 * math.hypot(0.001, 0.001)) / (math.sqrt(2) - 1))
-    assert "allowance" in rule and "hypot(SE_p, SE_2p)" in rule
-    # a p -> 2p change within the noise of the difference gives no allowance (noise is not amplified)
-    assert mod._allowance(1.0, 0.01, 1.02, 0.01) == 0.0
-    ok, allow, _ = mod._finite_size_rule(1.0, 1.05, 0.01, 1.07, 0.01)  # |gap| 0.07 > 3 SE, noisy change
-    assert allow == 0.0 and not ok
-    # stable gap far outside 3 SE, not shrinking: fails
-    ok, _, _ = mod._finite_size_rule(1.0, 1.10, 0.001, 1.10, 0.001)
+    # converging towards the prediction like p^-1/2 or faster: passes
+    ok, allow, rule = mod._finite_size_rule(1.0, 1.10, 0.001, 1.05, 0.001, 256, 512)
+    assert ok and allow == pytest.approx(0.10 / math.sqrt(2))
+    assert "hypot(SE_l, q SE_s)" in rule and "p=256" in rule and "p=512" in rule
+    # stable gap far outside the noise, not shrinking: fails
+    ok, _, _ = mod._finite_size_rule(1.0, 1.10, 0.001, 1.10, 0.001, 256, 512)
     assert not ok
-    # gap growing with size: fails even if the allowance would cover it
-    ok, _, _ = mod._finite_size_rule(1.0, 1.01, 0.001, 1.20, 0.001)
+    # gap growing with size: fails
+    ok, _, _ = mod._finite_size_rule(1.0, 1.01, 0.001, 1.20, 0.001, 256, 512)
     assert not ok
 
 

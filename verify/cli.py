@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -82,6 +83,9 @@ def _progress_factory(progress: Progress):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # loky (joblib's process pool) warns when an idle worker timed out and it respawns one for queued work;
+    # nothing is lost (a crashed worker raises instead), so the warning would only clutter the report
+    warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     console = Console(width=None if sys.stdout.isatty() else 180)
     specs = _select(args.only)
 

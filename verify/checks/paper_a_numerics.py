@@ -43,7 +43,6 @@ All expectations are Monte Carlo over a large fixed population sample (seeded).
 
 from __future__ import annotations
 
-import contextlib
 import math
 from pathlib import Path
 from typing import Any
@@ -55,6 +54,7 @@ from scipy.linalg import null_space
 
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
+from numerics.threads import torch_threads
 
 __all__ = ["Group", "check_a2", "check_a3", "check_a4", "k_levels_to_M", "model_for", "predict_error",
            "predict_task", "predictions", "cache_text",
@@ -270,24 +270,13 @@ def balanced_sigma(model_kwargs: dict, K: int, M: float, s: int, seed: int, **si
     on the 2-core machine), so pinning it keeps their seeds and cache entries.
     """
     m = model_for({**model_kwargs, "sigma": 1.0})
-    with _torch_threads(SIGMA_THREADS):
+    with torch_threads(SIGMA_THREADS):
         q = predict_error(m, K, s, seed=seed, with_A=False, **sizes)
     return math.sqrt(q["B"] * M / q["V_np"])
 
 
 #: torch threads of :func:`balanced_sigma` (fixed: sigma's last bits must not depend on the caller)
 SIGMA_THREADS = 2
-
-
-@contextlib.contextmanager
-def _torch_threads(n: int):
-    """Torch intra-op threads pinned to ``n`` inside the block (restored afterwards)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def predict_task(cell: dict, seed: int) -> dict:
@@ -690,7 +679,7 @@ def _pairwise(groups: list[Group], ref: Group) -> list[Comparison]:
         out.append(Comparison(
             name=f"slope({g.label}) - slope({ref.label})",
             predicted=0.0, measured=round(c.diff, 4), uncertainty=round(c.se, 4),
-            tolerance=f"95% Welch t interval [{c.ci[0]:.3f}, {c.ci[1]:.3f}] (df={c.df:.1f}) contains 0; "
+            tolerance=f"95% Welch t interval [{c.ci[0]:.3f}, {c.ci[1]:.3f}] (df={c.df:.1f}) must contain 0; "
                       + _power_text(g, ref, c),
             passed=c.contains_zero))
     return out

@@ -2,17 +2,19 @@
 
 Tolerance rules (derived, never tuned)
 --------------------------------------
-*Finite-size rule* (B1, B2, B3 slopes). A deterministic equivalent is an ``n -> infinity`` statement, so
-every Monte Carlo point is simulated at two sizes with the same aspect ratio ``c = p/n``: ``n_s = n/2``
-and ``n_l = n``.  With ``d_s, d_l`` the gaps ``MC - theory`` and ``SE_l`` the Monte Carlo standard error
-at ``n_l``, a point passes iff
+*Finite-size rule* (B1, B2, B3 slopes; shared with B4/B7, :mod:`verify.checks._finite_size`). A
+deterministic equivalent is an ``n -> infinity`` statement, so every Monte Carlo point is simulated at two
+sizes with the same aspect ratio ``c = p/n``: ``n_s = n/2`` and ``n_l = n``.  With ``d_s, d_l`` the gaps
+``MC - theory`` and ``SE_s, SE_l`` the Monte Carlo standard errors, a point passes iff
 
-    ``|d_l| <= 3 SE_l + a``,   ``a = |d_s| * sqrt(n_s / n_l)``,
+    ``|d_l| <= a + 3 hypot(SE_l, q SE_s)``,   ``a = q |d_s|``,   ``q = sqrt(n_s / n_l)``,
 
 i.e. the finite-size allowance is the gap *measured* at the smaller size, propagated to the larger
 size under the conservative assumption that it decays at least like ``n^{-1/2}`` (deterministic
-equivalents of this kind usually converge like ``1/n``).  A theory that is off by a constant ``D``
-gives ``|d_l| ~ |d_s| ~ D`` and fails as soon as ``D (1 - 2^{-1/2}) > 3 SE_l``.  Each panel also has a
+equivalents of this kind usually converge like ``1/n``), and ``3 hypot(SE_l, q SE_s)`` is three standard
+deviations of ``|d_l| - a`` (the allowance is itself measured: its noise ``q SE_s`` counts).  A theory that
+is off by a constant ``D`` gives ``|d_l| ~ |d_s| ~ D`` and fails as soon as
+``D (1 - 2^{-1/2}) > 3 hypot(SE_l, q SE_s)``.  Each panel also has a
 *shrinkage* comparison: the mean relative gap at ``n_l`` must not exceed the one at ``n_s`` times
 ``sqrt(n_s / n_l)`` (the ``n^{-1/2}`` decay the per-point allowance assumes) by more than twice the RMS
 relative noise of the two.
@@ -54,6 +56,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from numerics.threads import torch_threads  # noqa: E402
 from numerics.rmt import (  # noqa: E402
     gaussian_equivalent_kernel,
     interpolation_error_label_average,
@@ -63,6 +66,7 @@ from numerics.rmt import (  # noqa: E402
 )
 
 from ..registry import CheckContext, Comparison, Outcome, check  # noqa: E402
+from ._finite_size import finite_size_test  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # sizes per profile ("n" is always the larger of the two sizes of the finite-size rule)
@@ -197,18 +201,12 @@ def _attention_theory(gammas: np.ndarray, c: float, activation: Any, system: str
 def _fs_comparison(
     name: str, pred: float, ms: float, ss: float, ns: int, ml: float, sl: float, nl: int
 ) -> tuple[Comparison, dict[str, float]]:
-    """Finite-size rule of the module docstring for one point."""
-    ds, dl = ms - pred, ml - pred
-    allow = abs(ds) * math.sqrt(ns / nl)
-    bound = 3.0 * sl + allow
-    ok = bool(np.isfinite(ml) and np.isfinite(pred) and abs(dl) <= bound)
-    tol = (
-        f"|MC - theory| = {abs(dl):.3g} <= 3 SE + a = {bound:.3g}; a = {allow:.3g} = |gap at n={ns}| "
-        f"({abs(ds):.3g}, SE {ss:.2g}) x sqrt({ns}/{nl}) (measured finite-size gap, assumed to decay >= n^-1/2)"
-    )
+    """Finite-size rule (:mod:`verify.checks._finite_size`) for one point at sizes ``ns < nl``."""
+    t = finite_size_test(pred, ms, ss, ml, sl, ns / nl)
     return (
-        Comparison(name=name, predicted=float(pred), measured=float(ml), uncertainty=float(sl), tolerance=tol, passed=ok),
-        dict(pred=float(pred), m_s=float(ms), se_s=float(ss), m_l=float(ml), se_l=float(sl), allowance=float(allow)),
+        Comparison(name=name, predicted=float(pred), measured=float(ml), uncertainty=float(sl),
+                   tolerance=t.rule(f"n={ns}", f"n={nl}"), passed=t.passed),
+        dict(pred=float(pred), m_s=float(ms), se_s=float(ss), m_l=float(ml), se_l=float(sl), allowance=t.allowance),
     )
 
 
@@ -765,12 +763,8 @@ def _map_threads(func: Any, items: Any, n_jobs: int) -> list:
         return [func(x) for x in items]
     from joblib import Parallel, delayed
 
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         return Parallel(n_jobs=int(n_jobs), prefer="threads", pre_dispatch="2*n_jobs")(delayed(func)(x) for x in items)
-    finally:
-        torch.set_num_threads(old)
 
 
 def _kernel_spectra(seed: int, n: int, p: int, trials: int, act: str, n_jobs: int) -> np.ndarray:

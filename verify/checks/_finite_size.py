@@ -1,0 +1,92 @@
+"""The finite-size rule of the paper-B checks: an ``n -> infinity`` prediction against Monte Carlo at two sizes.
+
+A deterministic equivalent is a statement about the limit, so each Monte Carlo point is simulated at a
+small and a large size with the same aspect ratio (``n_s < n_l``, or ``p`` and ``2p``).  With ``g_s, g_l``
+the gaps ``MC - prediction`` and ``SE_s, SE_l`` their Monte Carlo standard errors, the hypothesis under
+test is
+
+    H0: the prediction is the limit, and the gap decays at least like ``n^{-1/2}``,
+        i.e. ``|G_l| <= q |G_s|`` for the true gaps, ``q = (n_s / n_l)^{1/2}``
+
+(``n^{-1/2}`` is the slowest rate declared: deterministic equivalents of this kind usually converge like
+``1/n``; the linearisation error of the structured checks decays like ``p^{-1/2}``).  The statistic is
+``T = |g_l| - q |g_s|``.  Under H0 with the worst allowed decay and a gap large against the noise,
+``T = +-(e_l - q e_s)`` (the Monte Carlo errors ``e``), whose standard deviation is
+``hypot(SE_l, q SE_s)``; smaller or faster-decaying gaps make ``T`` smaller.  A point PASSES iff
+
+    ``|g_l| <= q |g_s| + 3 hypot(SE_l, q SE_s)``.
+
+The allowance ``q |g_s|`` is the gap measured at the small size, propagated to the large size at the
+slowest declared rate; its own noise is the ``q SE_s`` term.  Power: a prediction off by a constant ``D``
+(a gap that does not decay) fails with probability > 1/2 once ``D (1 - q) > 3 hypot(SE_l, q SE_s)``, i.e.
+``D > 14.5 SE_l`` for ``q = 2^{-1/2}`` and ``SE_s = 2^{1/2} SE_l`` (and with probability ~0.999 from
+``D = 30 SE_l``; ``tests/test_finite_size_rule.py`` simulates both error rates).  Two sizes cannot
+resolve a finite-size gap from a small error of the limit more finely than this.
+
+History (the structured checks B4/B7 used another form until 2026-11-29): the allowance
+``|m_s - m_l| / (sqrt2 - 1)`` is the same extrapolation (``T`` above times ``sqrt2 / (sqrt2 - 1)``), but
+the rule added ``3 SE_l`` only, and a later version subtracted ``2 hypot(SE_s, SE_l)`` from ``|m_s - m_l|``
+before dividing by ``sqrt2 - 1``.  Both under-state the noise of the extrapolation (its standard deviation
+is about ``4.8 SE_l``, not ``SE_l``), so a correct prediction whose gap decays exactly like ``p^{-1/2}``
+failed about 1 point in 4 (first form) or more than half of the points (second form) once the gap is large
+against ``SE``.  This was found at the paper profile (gaps 0.032 -> 0.0225 from p = 512 to 1024, ratio
+0.70 = 2^{-1/2}, failed the old rule); the rule above is the 3-sigma test of the same hypothesis.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: slowest finite-size decay allowed by the rule: gap ~ n^(-DECAY)
+DECAY = 0.5
+
+
+@dataclass(frozen=True)
+class FiniteSizeTest:
+    """Outcome of :func:`finite_size_test` for one point (fields in the units of the measured quantity)."""
+
+    gap_small: float
+    gap_large: float
+    allowance: float  # q |g_s|: the small-size gap propagated to the large size
+    noise: float  # 3 hypot(SE_l, q SE_s): 3 standard deviations of the statistic
+    q: float
+    passed: bool
+
+    @property
+    def bound(self) -> float:
+        return self.allowance + self.noise
+
+    def rule(self, small: str = "n_s", large: str = "n_l") -> str:
+        """The rule with its numbers, for ``Comparison.tolerance``."""
+        return (f"|gap at {large}| = {abs(self.gap_large):.3g} <= q |gap at {small}| + 3 hypot(SE_l, q SE_s) = "
+                f"{self.allowance:.3g} + {self.noise:.3g} = {self.bound:.3g}, q = ({small}/{large})^{DECAY:g} = "
+                f"{self.q:.3g} (the small-size gap {abs(self.gap_small):.3g} decaying at least like size^-{DECAY:g}; "
+                "3 SD of the test statistic)")
+
+
+def finite_size_test(pred: float, m_small: float, se_small: float, m_large: float, se_large: float,
+                     size_ratio: float) -> FiniteSizeTest:
+    """Test a limit prediction against Monte Carlo means at two sizes (rule of the module docstring).
+
+    Parameters
+    ----------
+    pred : the predicted limit.
+    m_small, se_small : Monte Carlo mean and standard error at the small size.
+    m_large, se_large : the same at the large size.
+    size_ratio : small size / large size, in ``(0, 1)`` (``1/2`` for ``n`` vs ``2n``).
+
+    Returns
+    -------
+    FiniteSizeTest
+        ``passed`` is False when any input is not finite.
+    """
+    if not 0.0 < size_ratio < 1.0:
+        raise ValueError(f"size_ratio must be in (0, 1), got {size_ratio!r}")
+    q = size_ratio**DECAY
+    gs, gl = m_small - pred, m_large - pred
+    allowance = abs(gs) * q
+    noise = 3.0 * math.hypot(se_large, q * se_small)
+    finite = all(math.isfinite(float(v)) for v in (pred, m_small, se_small, m_large, se_large))
+    passed = bool(finite and abs(gl) <= allowance + noise)
+    return FiniteSizeTest(float(gs), float(gl), float(allowance), float(noise), float(q), passed)
