@@ -10,7 +10,7 @@ Workloads (each measured in the same process and the same run, against its own b
   as a fraction of the machine's matmul rate (target >= 50 %); the time of one attention Monte Carlo trial
   against ``n`` at fixed ``n / p`` with its fitted exponent (expected 3).
 - ``verify``: the wall time of ``python -m verify --profile quick`` (``--verify-profile paper``: the paper
-  profile, ~25-30 min) on a fresh cache, with its cost split per check.
+  profile, ~17 min) on a fresh cache, with its cost split per check.
 - a machine reference: the GFLOP/s of a float64 ``2048 x 2048`` matmul measured in the same run, so
   that timings from different machines can be compared.
 

@@ -11,7 +11,7 @@ plus a JSON summary (stdout, or ``--json PATH``):
   Gram products as a fraction of the machine's matmul rate above (target >= 50 %); and the time of one
   attention Monte Carlo trial against ``n`` at fixed ``n / p`` with its fitted exponent (expected 3);
 - ``verify``: the wall time of ``python -m verify --profile P`` (a subprocess; ``P = --verify-profile``,
-  ``quick`` by default, ``paper`` takes ~25-30 min on 2 cores) on a fresh, empty sweep cache (a cold run:
+  ``quick`` by default, ``paper`` takes ~17 min on 2 cores) on a fresh, empty sweep cache (a cold run:
   the default cache of an earlier run would make it a measurement of cache reads), with the cost split per
   check read from its ``--json`` output (``results[].id``, ``results[].runtime_s``); skipped with a note
   when it fails to produce its JSON.
@@ -181,7 +181,7 @@ def run_verify(timeout_s: float | None = None, profile: str = "quick") -> dict:
     timeout_s : float or None
         Kill the run after this many seconds (default: 1800 for ``quick``, 5400 for ``paper``).
     profile : {"quick", "paper"}
-        The verify profile to time (``paper``: the papers' scale, ~25-30 min on 2 cores).
+        The verify profile to time (``paper``: the papers' scale, ~17 min on 2 cores).
     """
     if profile not in VERIFY_PROFILES:
         raise ValueError(f"profile must be one of {VERIFY_PROFILES}, got {profile!r}")
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verify-timeout", type=float, default=None, metavar="S",
                     help="kill the verify run after S seconds (default 1800 quick, 5400 paper)")
     ap.add_argument("--verify-profile", choices=VERIFY_PROFILES, default="quick",
-                    help="profile of the timed verify run (paper: ~25-30 min on 2 cores); default quick")
+                    help="profile of the timed verify run (paper: ~17 min on 2 cores); default quick")
     args = ap.parse_args(argv)
 
     import torch

@@ -618,6 +618,35 @@ def _trial_batch(
     return _errors_batch(Phi, None if label_average else yb, gammas.to(device)).cpu().numpy()
 
 
+def _trial_chunks(n_trials: int, batch_size: int, n_jobs: int) -> list[list[int]]:
+    """Trial indices in consecutive batches of ``batch_size``; fewer batches than workers are re-split so
+    that every worker gets one (results never depend on the split: every trial has its own seed)."""
+    if n_jobs > 1 and -(-n_trials // batch_size) < n_jobs <= n_trials:
+        batch_size = -(-n_trials // n_jobs)
+    return [list(range(s0, min(n_trials, s0 + batch_size))) for s0 in range(0, n_trials, batch_size)]
+
+
+def _map_chunks(run: Callable[[list[int]], Any], chunks: list[list[int]], n_jobs: int) -> list:
+    """``[run(ch) for ch in chunks]``, in ``n_jobs`` threads when there is more than one chunk.
+
+    Parallelism comes from the trials: torch runs one intra-op thread per worker, and ``_IN_PARALLEL``
+    tells the eigensolver wrappers not to touch the (process-wide) thread setting inside a worker.
+    """
+    if n_jobs == 1 or len(chunks) == 1:
+        return [run(ch) for ch in chunks]
+    from joblib import Parallel, delayed
+
+    def run_par(ch):
+        _IN_PARALLEL.active = True
+        try:
+            return run(ch)
+        finally:
+            _IN_PARALLEL.active = False
+
+    with _torch_threads(1):
+        return Parallel(n_jobs=n_jobs, prefer="threads")(delayed(run_par)(ch) for ch in chunks)
+
+
 def interpolation_error_mc(
     kind: str,
     n: int,
@@ -700,28 +729,12 @@ def interpolation_error_mc(
         batch_size = int(max(1, min(64, 2.0e8 // per_trial)))
     require_integer("batch_size", batch_size, 1)
     seeds = np.random.SeedSequence(int(seed)).spawn(n_trials)
-    if n_jobs > 1 and -(-n_trials // batch_size) < n_jobs <= n_trials:  # give every worker a chunk
-        batch_size = -(-n_trials // n_jobs)
-    chunks = [seeds[i : i + batch_size] for i in range(0, n_trials, batch_size)]
 
-    def run(ch):
-        return _trial_batch(ch, kind, n, p, float(snr), g, f, wk, wq, diagonal, labels, device, label_average)
+    def run(ids):
+        return _trial_batch([seeds[i] for i in ids], kind, n, p, float(snr), g, f, wk, wq, diagonal, labels, device,
+                            label_average)
 
-    if n_jobs == 1 or len(chunks) == 1:
-        parts = [run(ch) for ch in chunks]
-    else:
-        from joblib import Parallel, delayed
-
-        def run_par(ch):
-            _IN_PARALLEL.active = True
-            try:
-                return run(ch)
-            finally:
-                _IN_PARALLEL.active = False
-
-        # one intra-op thread per worker: parallelism comes from the trials
-        with _torch_threads(1):
-            parts = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(run_par)(ch) for ch in chunks)
+    parts = _map_chunks(run, _trial_chunks(n_trials, batch_size, n_jobs), n_jobs)
     trials = np.concatenate(parts, axis=0)
     mean = trials.mean(axis=0)
     se = trials.std(axis=0, ddof=1) / math.sqrt(n_trials)
@@ -877,30 +890,12 @@ def interpolation_error_mc_shared(
         batch_size = int(max(1, min(64, 2.0e8 // per_trial)))
     require_integer("batch_size", batch_size, 1)
     seeds = np.random.SeedSequence(int(seed)).spawn(n_trials)
-    starts = list(range(0, n_trials, batch_size))
-    if n_jobs > 1 and len(starts) < n_jobs and n_trials >= n_jobs:  # give every worker a chunk
-        batch_size = -(-n_trials // n_jobs)
-        starts = list(range(0, n_trials, batch_size))
-    chunks = [list(range(s0, min(n_trials, s0 + batch_size))) for s0 in starts]
 
     def run(ids):
         return _shared_batch([seeds[i] for i in ids], ids, int(seed), n, p, float(snr), g, f, sp_t, bool(ridge),
                              linearised, diagonal, labels, device)
 
-    if n_jobs == 1 or len(chunks) == 1:
-        parts = [run(ch) for ch in chunks]
-    else:
-        from joblib import Parallel, delayed
-
-        def run_par(ch):
-            _IN_PARALLEL.active = True
-            try:
-                return run(ch)
-            finally:
-                _IN_PARALLEL.active = False
-
-        with _torch_threads(1):
-            parts = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(run_par)(ch) for ch in chunks)
+    parts = _map_chunks(run, _trial_chunks(n_trials, batch_size, n_jobs), n_jobs)
     out = {}
     for k in parts[0]:
         out[k] = np.concatenate([pt[k] for pt in parts], axis=-2)

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key"]
+__all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version"]
 
 _EXECUTORS = ("local", "dask")
 
@@ -86,8 +86,43 @@ def cache_key(func: Callable, cell: Mapping[str, Any], seed: int, version: str =
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def source_version(prefix: str, *objects: Any) -> str:
+    """A cache version that changes whenever the source of any of ``objects`` changes.
+
+    Parameters
+    ----------
+    prefix : str
+        Readable prefix (``"a-rates"``, ``"b-mc"``, ...).
+    *objects : modules, classes or functions (hashed through :func:`inspect.getsource`), or plain values
+        (module constants: hashed through ``repr``).
+
+    Returns
+    -------
+    str
+        ``"<prefix>-<12 hex digits>"``; use it as the ``version`` of :func:`cache_key` / :func:`run_sweep`
+        so that an edit of the simulation code never returns a stale cache entry.
+    """
+    import inspect
+
+    h = hashlib.sha256()
+    for obj in objects:
+        try:
+            text = inspect.getsource(obj)
+        except TypeError:  # a plain value
+            text = repr(obj)
+        h.update(text.encode())
+    return f"{prefix}-{h.hexdigest()[:12]}"
+
+
+#: cell keys that say WHERE a cell runs, not WHAT it simulates: left out of the replicate seeds (so that a
+#: GPU run fits the same data as a CPU run and the two can be compared pair by pair), kept in the cache key
+EXECUTION_KEYS = ("device",)
+
+
 def cell_seed(base_seed: int, cell: Mapping[str, Any], replicate: int) -> int:
     """Independent 32-bit seed for replicate ``replicate`` of ``cell`` (hash of all three).
+
+    Keys of :data:`EXECUTION_KEYS` (``"device"``) are not part of the seed: they do not change the data.
 
     Examples
     --------
@@ -96,7 +131,8 @@ def cell_seed(base_seed: int, cell: Mapping[str, Any], replicate: int) -> int:
     >>> cell_seed(0, {"M": 100}, 0) != cell_seed(0, {"M": 100}, 1)
     True
     """
-    text = _canonical({"base": int(base_seed), "cell": dict(cell), "rep": int(replicate)})
+    data_cell = {k: v for k, v in cell.items() if k not in EXECUTION_KEYS}
+    text = _canonical({"base": int(base_seed), "cell": data_cell, "rep": int(replicate)})
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
 
 

@@ -84,3 +84,20 @@ def test_invalid_inputs():
     with pytest.raises(ValueError, match="size_ratio"):
         finite_size_test(1.0, 1.0, 0.1, 1.0, 0.1, 1.0)
     assert not finite_size_test(1.0, float("nan"), 0.1, 1.0, 0.1, 0.5).passed
+
+
+def test_estimated_standard_errors_use_the_t_quantile():
+    """SEs estimated from (8, 4) trials (B1b's paper sizes): with the t quantile the false-fail rate of a
+    correct prediction at the slowest allowed decay stays at the 3-sigma level; with a plain 3 it does not."""
+    rng = np.random.default_rng(4)
+    sd, reps, ts, tl = 1.0, 20000, 8, 4
+    gap = 40 * sd / math.sqrt(tl)
+    xs = 1.0 + gap + sd * math.sqrt(2) * rng.standard_normal((reps, ts))  # small size: twice the variance
+    xl = 1.0 + gap * Q + sd * rng.standard_normal((reps, tl))
+    ms, ss = xs.mean(1), xs.std(1, ddof=1) / math.sqrt(ts)
+    ml, sl = xl.mean(1), xl.std(1, ddof=1) / math.sqrt(tl)
+    with_t = np.mean([not finite_size_test(1.0, a, b, c, d, 0.5, (ts, tl)).passed for a, b, c, d in zip(ms, ss, ml, sl)])
+    plain = np.mean([not finite_size_test(1.0, a, b, c, d, 0.5).passed for a, b, c, d in zip(ms, ss, ml, sl)])
+    # 0.13% one-sided target; the Welch df is itself estimated, so allow twice it plus 5 binomial SE
+    assert with_t <= 2 * 0.0013 + 5 * math.sqrt(0.0013 / reps)
+    assert plain > 3 * 0.0013  # the reason for the t quantile

@@ -167,3 +167,13 @@ def test_cache_is_shared_across_n_jobs(tmp_path):
     again = run_sweep(task, CELLS, seeds=[5, 6], cache_dir=tmp_path, n_jobs=1)
     assert CALLS == [] and again.n_computed == 0 and again.n_cached == 6
     assert again.to_records() == first.to_records()
+
+
+def test_device_key_changes_the_cache_key_but_not_the_seeds():
+    from numerics.sweep import cache_key, cell_seed
+
+    cpu = {"M": 100, "d": 2}
+    gpu = {**cpu, "device": "cuda"}
+    assert [cell_seed(3, cpu, i) for i in range(4)] == [cell_seed(3, gpu, i) for i in range(4)]
+    assert cell_seed(3, cpu, 0) != cell_seed(3, {**cpu, "M": 101}, 0)
+    assert cache_key(cell_seed, cpu, 1) != cache_key(cell_seed, gpu, 1)

@@ -21,7 +21,13 @@ slowest declared rate; its own noise is the ``q SE_s`` term.  Power: a predictio
 (a gap that does not decay) fails with probability > 1/2 once ``D (1 - q) > 3 hypot(SE_l, q SE_s)``, i.e.
 ``D > 14.5 SE_l`` for ``q = 2^{-1/2}`` and ``SE_s = 2^{1/2} SE_l`` (and with probability ~0.999 from
 ``D = 30 SE_l``; ``tests/test_finite_size_rule.py`` simulates both error rates).  Two sizes cannot
-resolve a finite-size gap from a small error of the limit more finely than this.
+resolve a finite-size gap from a small error of the limit more finely than this.  Equivalently, with
+``delta = m_l - m_s`` the measured change, the rule accepts every limit in (about)
+``[m_l - 0.41 delta, m_l + 2.41 delta]`` widened by the noise term: a limit that the simulations are still
+moving towards, at up to 2.4 times the last change, is accepted (the gap must not change sign between the
+two sizes for the ``n^{-1/2}`` reading to hold).  False rejections of a correct prediction: at most the
+two-sided 3-sigma rate, 0.27% per point (0.13% when the gap is large against the noise) with known SEs;
+with SEs estimated from few trials the critical value is the matching Student-t quantile (``trials``).
 
 History (the structured checks B4/B7 used another form until 2026-11-29): the allowance
 ``|m_s - m_l| / (sqrt2 - 1)`` is the same extrapolation (``T`` above times ``sqrt2 / (sqrt2 - 1)``), but
@@ -49,9 +55,11 @@ class FiniteSizeTest:
     gap_small: float
     gap_large: float
     allowance: float  # q |g_s|: the small-size gap propagated to the large size
-    noise: float  # 3 hypot(SE_l, q SE_s): 3 standard deviations of the statistic
+    noise: float  # crit hypot(SE_l, q SE_s): `crit` standard deviations of the statistic
     q: float
     passed: bool
+    crit: float = 3.0  # 3, or the Student-t quantile of the same level when the SEs are estimated
+    df: float | None = None  # Welch-Satterthwaite degrees of freedom of the statistic (trial counts given)
 
     @property
     def bound(self) -> float:
@@ -59,14 +67,17 @@ class FiniteSizeTest:
 
     def rule(self, small: str = "n_s", large: str = "n_l") -> str:
         """The rule with its numbers, for ``Comparison.tolerance``."""
-        return (f"|gap at {large}| = {abs(self.gap_large):.3g} <= q |gap at {small}| + 3 hypot(SE_l, q SE_s) = "
+        k = "3" if self.df is None else "t"
+        crit = "" if self.df is None else (f"; t = {self.crit:.3g}, the Student-t quantile of the 3-sigma level "
+                                           f"(0.99865) at the Welch df {self.df:.1f} of the estimated SEs")
+        return (f"|gap at {large}| = {abs(self.gap_large):.3g} <= q |gap at {small}| + {k} hypot(SE_l, q SE_s) = "
                 f"{self.allowance:.3g} + {self.noise:.3g} = {self.bound:.3g}, q = ({small}/{large})^{DECAY:g} = "
                 f"{self.q:.3g} (the small-size gap {abs(self.gap_small):.3g} decaying at least like size^-{DECAY:g}; "
-                "3 SD of the test statistic)")
+                f"{k} SD of the test statistic{crit})")
 
 
 def finite_size_test(pred: float, m_small: float, se_small: float, m_large: float, se_large: float,
-                     size_ratio: float) -> FiniteSizeTest:
+                     size_ratio: float, trials: tuple[int, int] | None = None) -> FiniteSizeTest:
     """Test a limit prediction against Monte Carlo means at two sizes (rule of the module docstring).
 
     Parameters
@@ -75,6 +86,12 @@ def finite_size_test(pred: float, m_small: float, se_small: float, m_large: floa
     m_small, se_small : Monte Carlo mean and standard error at the small size.
     m_large, se_large : the same at the large size.
     size_ratio : small size / large size, in ``(0, 1)`` (``1/2`` for ``n`` vs ``2n``).
+    trials : (trials at the small size, trials at the large size), optional
+        When the standard errors are estimated from these trials (sample standard deviations), the
+        critical value 3 is replaced by the Student-t quantile of the same one-sided level
+        (``Phi(3) = 0.99865``) at the Welch-Satterthwaite degrees of freedom of ``hypot(SE_l, q SE_s)``:
+        with 4 trials a 3-sigma rule on an estimated SE would reject a correct prediction about 7 times
+        too often.
 
     Returns
     -------
@@ -86,7 +103,19 @@ def finite_size_test(pred: float, m_small: float, se_small: float, m_large: floa
     q = size_ratio**DECAY
     gs, gl = m_small - pred, m_large - pred
     allowance = abs(gs) * q
-    noise = 3.0 * math.hypot(se_large, q * se_small)
+    crit, df = 3.0, None
+    if trials is not None:
+        t_s, t_l = int(trials[0]), int(trials[1])
+        if t_s < 2 or t_l < 2:
+            raise ValueError(f"trials must be two counts >= 2, got {trials!r}")
+        a, b = se_large**2, (q * se_small) ** 2
+        den = a**2 / (t_l - 1) + b**2 / (t_s - 1)
+        df = (a + b) ** 2 / den if den > 0 else float(t_s + t_l - 2)
+        from scipy import stats
+
+        crit = float(stats.t.ppf(stats.norm.cdf(3.0), df))
+    noise = crit * math.hypot(se_large, q * se_small)
     finite = all(math.isfinite(float(v)) for v in (pred, m_small, se_small, m_large, se_large))
     passed = bool(finite and abs(gl) <= allowance + noise)
-    return FiniteSizeTest(float(gs), float(gl), float(allowance), float(noise), float(q), passed)
+    return FiniteSizeTest(float(gs), float(gl), float(allowance), float(noise), float(q), passed, crit,
+                          None if df is None else float(df))

@@ -54,6 +54,7 @@ from scipy.linalg import null_space
 
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
+from numerics.sweep import source_version
 from numerics.threads import torch_threads
 
 __all__ = ["Group", "check_a2", "check_a3", "check_a4", "k_levels_to_M", "model_for", "predict_error",
@@ -310,36 +311,26 @@ from numerics.sweep import run_sweep  # noqa: E402
 from verify.registry import CheckContext, Comparison, Outcome, check  # noqa: E402
 
 def _code_version() -> str:
-    """Cache version: changes whenever the sampler, the estimator or the trial function change."""
-    import hashlib
-    import inspect
+    """Cache version of the trials: the sampler, the estimator, the trial function and its constants."""
     import sys
 
     import numerics._piecewise as _pw
     import numerics.estimator as _est
     import numerics.ips as _ips
 
-    h = hashlib.sha256()
-    for mod in (_ips, _est, _pw):
-        h.update(inspect.getsource(mod).encode())
-    h.update(inspect.getsource(sys.modules[__name__].trial).encode())
-    return "a-rates-" + h.hexdigest()[:12]
+    me = sys.modules[__name__]
+    return source_version("a-rates", _ips, _est, _pw, me.trial, me.model_for, (SUPPORT, RANGE_Q))
 
 
 def _pred_version() -> str:
     """Cache version of the a-priori predictions: the sampler and the prediction code."""
-    import hashlib
-    import inspect
     import sys
 
     import numerics.ips as _ips
 
     me = sys.modules[__name__]
-    h = hashlib.sha256(inspect.getsource(_ips).encode())
-    for obj in (me.model_for, me._basis, me._dphi, me._Features, me._gram, me._solve, me._tr_pinv,
-                me.population_range, me.predict_error, me.predict_task):
-        h.update(inspect.getsource(obj).encode())
-    return "a-pred-" + h.hexdigest()[:12]
+    return source_version("a-pred", _ips, me.model_for, me._basis, me._dphi, me._Features, me._gram, me._solve,
+                          me._tr_pinv, me.population_range, me.predict_error, me.predict_task, (SUPPORT, RANGE_Q))
 
 
 SWEEP_VERSION = _code_version()
@@ -602,7 +593,7 @@ RATE_LEVELS = {
     ("A3", "paper"): ([20, 24, 28, 33, 40, 48, 58], 500),
     ("A4", "smoke"): ([8, 10, 12], 60),
     ("A4", "quick"): ([16, 18, 20, 23, 27, 32], 150),  # d = 2: a coarser K constant keeps N = 10 affordable
-    # paper: M 500 .. 20422 (1.6 decades), 6 levels, K_M = 5.77 M^(1/5) (A3's paper constant; the quick A4
+    # paper: M 500 .. 20421 (1.6 decades), 6 levels, K_M = 5.77 M^(1/5) (A3's paper constant; the quick A4
     # one is 5.82). N = 10 costs ~3x N = 5 per trial (N (N-1) pairs per sample): the range stops at 2e4.
     # It starts at 500, not 150: at M <= 270 (N = 5, d = 2) the first fit stalls often (6 of 16 replicates
     # needed a refit, vs 2 of 48 at M = 500..20421), i.e. the smallest levels are the most pre-asymptotic.
@@ -642,7 +633,7 @@ STARTS_NOTE = (
     "replicates (d = 5, 30 with N = 5; d = 2 with (N, r) = (10, 1), (5, 2), (3, 1); M = 500, 3068, 16000): the "
     "third (random) start ran in 75/120 fits (every d = 2 fit with N = 3 or 10, d = 30 at M = 500) and gave a "
     "lower objective in 1/120 (d = 2, N = 10, M = 500: objective -0.03%, L2 error 4.54e-6 vs 4.36e-6 with 2 "
-    "starts); stalls (objective > 2 sigma^2) with the 2 moment starts alone: 0/120. At M = 20422 (d = 2) the "
+    "starts); stalls (objective > 2 sigma^2) with the 2 moment starts alone: 0/120. At M = 20421 (d = 2) the "
     "third start costs +34% (N = 10) and +37% (N = 3) for bitwise identical fits."
 )
 

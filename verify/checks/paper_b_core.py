@@ -45,6 +45,7 @@ Profiles: ``quick`` (all five under ~2 minutes on 2 cores: reduced ``n`` with th
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from typing import Any
@@ -129,6 +130,19 @@ def _activation_key(activation: Any) -> str | None:
     raise ValueError(f"a cached Monte Carlo cell needs a named or sympy activation, got {type(activation).__name__}")
 
 
+@functools.lru_cache(maxsize=None)
+def mc_version(*extra: Any) -> str:
+    """Cache version of the paper-B Monte Carlo cells: the source of :mod:`numerics.rmt` (samplers, kernels,
+    errors), of :mod:`theory.activations` (the activations it evaluates), of the spike vectors, and of
+    ``extra`` (check-local cell functions), so that an edit of that code never returns a stale cell."""
+    import numerics.rmt
+    import theory.activations
+    from numerics.sweep import source_version
+    from theory.structured import spike_vectors
+
+    return source_version("b-mc", numerics.rmt, theory.activations, spike_vectors, *extra)
+
+
 def _mc_cached(
     ctx: CheckContext,
     kind: str,
@@ -160,7 +174,7 @@ def _mc_cached(
         )
         return {"mean": m, "se": s, "trials": t}
 
-    out = ctx.cached("interpolation_error_mc", key, compute)
+    out = ctx.cached("interpolation_error_mc", key, compute, version=mc_version())
     return out["mean"], out["se"], out["trials"]
 
 
@@ -199,10 +213,12 @@ def _attention_theory(gammas: np.ndarray, c: float, activation: Any, system: str
 # tolerance rules
 # ---------------------------------------------------------------------------------------------
 def _fs_comparison(
-    name: str, pred: float, ms: float, ss: float, ns: int, ml: float, sl: float, nl: int
+    name: str, pred: float, ms: float, ss: float, ns: int, ml: float, sl: float, nl: int,
+    trials: tuple[int, int] | None = None,
 ) -> tuple[Comparison, dict[str, float]]:
-    """Finite-size rule (:mod:`verify.checks._finite_size`) for one point at sizes ``ns < nl``."""
-    t = finite_size_test(pred, ms, ss, ml, sl, ns / nl)
+    """Finite-size rule (:mod:`verify.checks._finite_size`) for one point at sizes ``ns < nl``; ``trials``
+    (Monte Carlo trials at ``ns`` and ``nl``) switches the critical value to the Student-t quantile."""
+    t = finite_size_test(pred, ms, ss, ml, sl, ns / nl, trials)
     return (
         Comparison(name=name, predicted=float(pred), measured=float(ml), uncertainty=float(sl),
                    tolerance=t.rule(f"n={ns}", f"n={nl}"), passed=t.passed),
@@ -290,7 +306,8 @@ def check_b1(ctx: CheckContext) -> Outcome:
     pred = _ridge_theory(a["gammas"], a["c"], a["snr"])
     pts = []
     for i, g in enumerate(a["gammas"]):
-        cmp_, q = _fs_comparison(f"1a gamma={g:.3g} (c={a['c']}, snr={a['snr']})", pred[i], ms[i], ss[i], ns, ml[i], sl[i], nl)
+        cmp_, q = _fs_comparison(f"1a gamma={g:.3g} (c={a['c']}, snr={a['snr']})", pred[i], ms[i], ss[i], ns, ml[i], sl[i], nl,
+                                   a["trials"])
         comps.append(cmp_)
         pts.append(q)
     comps.append(_shrink_comparison("1a finite-size gap shrinks", pts, ns, nl))
@@ -313,7 +330,7 @@ def check_b1(ctx: CheckContext) -> Outcome:
                 flags.append(f"1b c={cval}:{flag}")
             cmp_, q = _fs_comparison(
                 f"1b p/n={cval} (n={nl}, gamma={b['gamma']:g}){flag}",
-                pr, res[0][0][0], res[0][1][0], ns, res[1][0][0], res[1][1][0], nl,
+                pr, res[0][0][0], res[0][1][0], ns, res[1][0][0], res[1][1][0], nl, b["trials"],
             )
             comps.append(cmp_)
             pts.append(q)
@@ -336,7 +353,7 @@ def check_b1(ctx: CheckContext) -> Outcome:
             pr = float(_ridge_theory(np.array([cc["gamma"]]), cc["c"], s)[0])
             cmp_, q = _fs_comparison(
                 f"1c ||mu||^2={s} (c={cc['c']}, gamma={cc['gamma']:g})",
-                pr, res[0][0][0], res[0][1][0], ns, res[1][0][0], res[1][1][0], nl,
+                pr, res[0][0][0], res[0][1][0], ns, res[1][0][0], res[1][1][0], nl, cc["trials"],
             )
             comps.append(cmp_)
             pts.append(q)
@@ -404,7 +421,8 @@ def check_b2(ctx: CheckContext) -> Outcome:
                 pts = []
                 for i, g in enumerate(gammas):
                     cmp_, q = _fs_comparison(
-                        f"{act} c={cval} gamma={g:.3g}", pred[i], res[0][0][i], res[0][1][i], ns, res[1][0][i], res[1][1][i], nl
+                        f"{act} c={cval} gamma={g:.3g}", pred[i], res[0][0][i], res[0][1][i], ns, res[1][0][i], res[1][1][i], nl,
+                        trials,
                     )
                     comps.append(cmp_)
                     pts.append(q)
@@ -415,7 +433,8 @@ def check_b2(ctx: CheckContext) -> Outcome:
                 # negative control (not a comparison): the same rule against SPEC's reconstructed system
                 pred_spec = _attention_theory(gammas, cval, act, system="spec")
                 n_bad = sum(
-                    not _fs_comparison("", pred_spec[i], res[0][0][i], res[0][1][i], ns, res[1][0][i], res[1][1][i], nl)[0].passed
+                    not _fs_comparison("", pred_spec[i], res[0][0][i], res[0][1][i], ns, res[1][0][i], res[1][1][i], nl,
+                                       trials)[0].passed
                     for i in range(len(gammas))
                 )
                 rel_spec = float(np.max(np.abs(res[1][0] - pred_spec) / pred_spec))
@@ -471,7 +490,8 @@ def check_b2(ctx: CheckContext) -> Outcome:
                     draws(sym), ctx.n_jobs)) for sym in (True, False)}
 
             ge = ctx.cached("gaussian_equivalent", dict(c=cval, n=nl, p=_p_of(nl, cval), act=act, gammas=g_d, trials=n_ge,
-                                                        seed=ge_seed), ge_cell)
+                                                        seed=ge_seed), ge_cell,
+                            version=mc_version(check_b2))
             out = {}
             for sym in (True, False):
                 v = ge["symmetric" if sym else "independent"]
@@ -569,7 +589,7 @@ def check_b3(ctx: CheckContext) -> Outcome:
         label = "attention" if kind == "att" else "ridge"
         cmp_, q = _fs_comparison(
             f"c=2 {label} small-gamma slope vs theory's own OLS slope on gamma in [{fit[0]:.2g}, {fit[-1]:.2g}]",
-            th_slope, ms_, ss_, ns, ml_, sel_, nl,
+            th_slope, ms_, ss_, ns, ml_, sel_, nl, (sl_s.size, sl_l.size),
         )
         comps.append(cmp_)
         curv = abs(th_slope - target)
@@ -798,7 +818,7 @@ def check_b6(ctx: CheckContext) -> Outcome:
                     return {"eigenvalues": _kernel_spectra(sd, nn, _p_of(nn, cval), tr, act, ctx.n_jobs)}
 
                 ev = ctx.cached("kernel_eigenvalues", dict(act=act, c=cval, n=nn, p=_p_of(nn, cval), trials=tr, seed=sd),
-                                eig_cell)["eigenvalues"]
+                                eig_cell, version=mc_version(_kernel_spectra))["eigenvalues"]
                 evs[nn] = list(ev)
             allev = np.concatenate([np.concatenate(v) for v in evs.values()])
             lo, hi = float(allev.min()) - 0.5, float(allev.max()) + 0.5

@@ -4,10 +4,9 @@ The theory is the project's own derivation (:mod:`theory.structured`, ``docs/str
 a finite-rank perturbation of the null resolvent of the *linearised* kernel, built on the corrected
 (symmetric-noise) null system of :mod:`theory.attention`; SPEC's null system is evaluated alongside for an
 informational comparison (``data["null_systems"]``, not judged).  Simulations use the TRUE
-kernel ``f(X^T W X / sqrt p) / sqrt p`` (tanh, diagonal removed) through
-:func:`numerics.interpolation_error_mc`; the informational breakdown study B7-lin also simulates the
-linearised kernel (private helper :func:`_linearised_mc`, same ``X`` draws) to separate the error of the
-derivation from the error of the linearisation.
+kernel ``f(X^T W X / sqrt p) / sqrt p`` (tanh, diagonal removed) and the LINEARISED kernel on the same
+``X`` draws, both through :func:`numerics.interpolation_error_mc_shared` (one draw per trial for every spike,
+both kernels and ridge), so that the error of the derivation and the error of the linearisation separate.
 
 B7 has two families of comparisons: theory vs TRUE-kernel MC for the configurations inside the declared
 regime ``kappa(2p) <= KAPPA_MAX`` (:func:`theory.structured.linearisation_control`; the others are
@@ -43,6 +42,7 @@ import numpy as np
 
 from ..registry import CheckContext, Comparison, Outcome, check
 from ._finite_size import finite_size_test
+from .paper_b_core import mc_version
 
 ACTIVATION = "tanh"
 #: declared regime of validity of the linearised kernel (see theory.structured.linearisation_control)
@@ -171,33 +171,18 @@ def _shared_mc(ctx: CheckContext, c: float, snr: float, spikes, p: int, trials: 
             spikes=[_spike_vectors_p(s, p) for s in spikes], ridge=ridge, linearised=lin,
             n_jobs=max(1, int(ctx.n_jobs)), device=ctx.device)
 
-    return ctx.cached("shared_mc", key, compute)
+    return ctx.cached("shared_mc", key, compute, version=mc_version())
 
 
 def _mean_se(tr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return tr.mean(0), tr.std(0, ddof=1) / math.sqrt(tr.shape[0])
 
 
-def _linearised_mc(c: float, snr: float, spike, p: int, trials: int, gammas, seed: int, a1: float, sf2: float):
-    """MC of the LINEARISED kernel ``a1 (X^T W X/p - diag) + s_f Xi/sqrt p`` on the same ``X`` draws.
-
-    ``X`` uses exactly the per-trial seeds of :func:`numerics.interpolation_error_mc` (paired with the
-    true-kernel MC); ``Xi`` (symmetric, unit off-diagonal variance, zero diagonal) comes from an
-    independent child seed of each trial (see :func:`numerics.interpolation_error_mc_shared`).
-    Returns ``(mean, se, trials)``.
-    """
-    from numerics import interpolation_error_mc_shared
-
-    n = int(round(p / c))
-    out = interpolation_error_mc_shared(n, p, snr, np.asarray(gammas, float), trials, seed,
-                                        spikes=[_spike_vectors_p(spike, p)], linearised=(a1, sf2))["linearised"][0]
-    return (*_mean_se(out), out)
-
-
-def _finite_size_rule(pred: float, m1: float, s1: float, m2: float, s2: float, p1: int, p2: int
-                      ) -> tuple[bool, float, str]:
-    """The shared finite-size rule (:mod:`verify.checks._finite_size`) at ``p1 < p2``: (passed, allowance, text)."""
-    t = finite_size_test(pred, m1, s1, m2, s2, p1 / p2)
+def _finite_size_rule(pred: float, m1: float, s1: float, m2: float, s2: float, p1: int, p2: int,
+                      trials: tuple[int, int] | None = None) -> tuple[bool, float, str]:
+    """The shared finite-size rule (:mod:`verify.checks._finite_size`) at ``p1 < p2``: (passed, allowance, text);
+    ``trials`` (at ``p1``, ``p2``): the standard errors are estimated from that many trials (Student-t)."""
+    t = finite_size_test(pred, m1, s1, m2, s2, p1 / p2, trials)
     return t.passed, t.allowance, t.rule(f"p={p1}", f"p={p2}")
 
 
@@ -242,7 +227,7 @@ def check_b7(ctx: CheckContext) -> Outcome:
                     m1, se1 = _mean_se(cells[p1]["true"][k])
                     m2, se2 = _mean_se(cells[p2]["true"][k])
                     for j, g in enumerate(gam):
-                        ok, allow, rule = _finite_size_rule(pred[j], m1[j], se1[j], m2[j], se2[j], p1, p2)
+                        ok, allow, rule = _finite_size_rule(pred[j], m1[j], se1[j], m2[j], se2[j], p1, p2, (trials, trials))
                         name = f"c={c:g} snr={snr:g} spike={_spike_label(spike)} gamma={g:g}"
                         row = dict(c=c, snr=snr, spike=_spike_label(spike), gamma=float(g), kappa_2p=kappa,
                                    inside_regime=inside, theory=float(pred[j]), theory_spec=float(pred_spec[j]),
@@ -263,7 +248,7 @@ def check_b7(ctx: CheckContext) -> Outcome:
                     l1, le1 = _mean_se(cells[p1]["linearised"][k])
                     l2, le2 = _mean_se(cells[p2]["linearised"][k])
                     for j, g in enumerate(gam):
-                        ok, allow, rule = _finite_size_rule(pred[j], l1[j], le1[j], l2[j], le2[j], p1, p2)
+                        ok, allow, rule = _finite_size_rule(pred[j], l1[j], le1[j], l2[j], le2[j], p1, p2, (trials, trials))
                         worst_lin = max(worst_lin, abs(l2[j] - pred[j]) / max(le2[j], 1e-12))
                         rows[-len(gam) + j].update(lin_p=float(l1[j]), lin_se_p=float(le1[j]), lin_2p=float(l2[j]),
                                                    lin_se_2p=float(le2[j]), lin_passed=ok)
@@ -528,23 +513,25 @@ def check_b4(ctx: CheckContext) -> Outcome:
                     #     (its exact limit 0 is tested against theory in B7)
                     d1, sd1 = paired("or4", "none", p1)
                     d2, sd2 = paired("or4", "none", p2)
-                    t = finite_size_test(0.0, d1[j], sd1[j], d2[j], sd2[j], p1 / p2)
+                    t = finite_size_test(0.0, d1[j], sd1[j], d2[j], sd2[j], p1 / p2, (trials, trials))
                     comps.append(Comparison(
                         name=f"MC c={c:g} snr={snr:g} gamma={g:g}: E(orthogonal 4) - E(none) (does not help)",
                         predicted=0.0, measured=float(d2[j]), uncertainty=float(sd2[j]),
-                        tolerance=(f"paired difference at p={p2} >= -(q |d at p={p1}| + 3 hypot(SE_2p, q SE_p)) = "
-                                   f"-{t.bound:.3g}, q = {t.q:.3g} (finite-size rule, one-sided); at p={p1}: {d1[j]:.4g}"),
+                        tolerance=(f"paired difference at p={p2} >= -(q |d at p={p1}| + t hypot(SE_2p, q SE_p)) = "
+                                   f"-{t.bound:.3g}, q = {t.q:.3g}, t = {t.crit:.3g} (Student-t at the 3-sigma level, Welch df {t.df:.0f}; "
+                                   f"finite-size rule, one-sided); at p={p1}: {d1[j]:.4g}"),
                         passed=bool(d2[j] >= -t.bound)))
                     # (3) attention vs ridge (paired): sign must agree with theory where theory is clear;
                     #     judged only inside the declared regime of the linearisation (kappa <= KAPPA_MAX)
                     thd = float(th["al4"][j] - th["ridge"][j])
                     d, s = paired("al4", "ridge", p2)
                     dd1, sdd1 = paired("al4", "ridge", p1)
-                    t = finite_size_test(thd, dd1[j], sdd1[j], d[j], s[j], p1 / p2)
+                    t = finite_size_test(thd, dd1[j], sdd1[j], d[j], s[j], p1 / p2, (trials, trials))
                     if abs(thd) > t.bound:
                         ok = bool(np.sign(d[j]) == np.sign(thd) and abs(d[j]) > 3 * s[j])
                         rule = (f"theory's sign is clear (|theory| > finite-size band {t.bound:.3g} = q |gap at p={p1}| "
-                                f"+ 3 hypot(SE_2p, q SE_p)); measured paired difference must have that sign, beyond 3 SE")
+                                f"+ t hypot(SE_2p, q SE_p), t = {t.crit:.3g}); measured paired difference must have that "
+                                "sign, beyond 3 SE")
                     else:
                         ok = t.passed
                         rule = "near a crossing: " + t.rule(f"p={p1}", f"p={p2}")
