@@ -618,6 +618,17 @@ def _trial_batch(
     return _errors_batch(Phi, None if label_average else yb, gammas.to(device)).cpu().numpy()
 
 
+def _check_mc_sizes(n: Any, p: Any, n_trials: Any, seed: Any, n_jobs: Any, snr: Any) -> tuple[int, int, int]:
+    """Validate the arguments every Monte Carlo entry point shares; return ``(n, p, n_trials)`` as ints."""
+    require_integer("n", n, 1)
+    require_integer("p", p, 1)
+    require_integer("n_trials", n_trials, 2)
+    require_integer("seed", seed, 0)
+    require_integer("n_jobs", n_jobs, 1)
+    require_nonnegative("snr", snr)
+    return int(n), int(p), int(n_trials)
+
+
 def _trial_chunks(n_trials: int, batch_size: int, n_jobs: int) -> list[list[int]]:
     """Trial indices in consecutive batches of ``batch_size``; fewer batches than workers are re-split so
     that every worker gets one (results never depend on the split: every trial has its own seed)."""
@@ -704,13 +715,7 @@ def interpolation_error_mc(
     """
     if kind not in ("ridge", "attention"):
         raise ValueError(f"kind must be 'ridge' or 'attention', got {kind!r}")
-    require_integer("n", n, 1)
-    require_integer("p", p, 1)
-    require_integer("n_trials", n_trials, 2)
-    require_integer("seed", seed, 0)
-    require_integer("n_jobs", n_jobs, 1)
-    require_nonnegative("snr", snr)
-    n, p, n_trials = int(n), int(p), int(n_trials)
+    n, p, n_trials = _check_mc_sizes(n, p, n_trials, seed, n_jobs, snr)
     if label_average and float(snr) != 0.0:
         raise ValueError(f"label_average requires snr = 0 (labels independent of the features), got snr={snr!r}")
     g = torch.from_numpy(_check_gammas(gammas))
@@ -862,13 +867,7 @@ def interpolation_error_mc_shared(
     dict
         ``"true"`` and/or ``"linearised"``: arrays ``(len(spikes), n_trials, G)``; ``"ridge"``: ``(n_trials, G)``.
     """
-    require_integer("n", n, 1)
-    require_integer("p", p, 1)
-    require_integer("n_trials", n_trials, 2)
-    require_integer("seed", seed, 0)
-    require_integer("n_jobs", n_jobs, 1)
-    require_nonnegative("snr", snr)
-    n, p, n_trials = int(n), int(p), int(n_trials)
+    n, p, n_trials = _check_mc_sizes(n, p, n_trials, seed, n_jobs, snr)
     g = torch.from_numpy(_check_gammas(gammas))
     _check_diagonal(diagonal)
     f = None if activation is None else resolve_activation(activation)
