@@ -12,6 +12,14 @@ the point estimate coincides with the OLS slope through all replicate points. Th
 ("pooled") interval is reported as well, together with a lack-of-fit F test, and a bootstrap
 interval that resamples replicates within each ``M`` (it captures replicate noise only, not lack
 of fit).
+
+Replicate-level standard error (``se_rep``, used by the verdicts): the reported slope is a fixed linear
+combination ``sum_k w_k ybar_k`` of the per-level means, so its sampling variance over independent replicate
+draws is ``sum_k w_k^2 s^2 / n_k`` with ``s^2`` the pooled within-level variance of ``log(error)``
+(``df_rep = n - n_levels``).  This is the variance of the slope over repetitions of the experiment with the
+same design (same truth, same ``M`` levels): what ``python -m verify calibrate`` compares it with.  A
+systematic lack of fit of the power law is then not noise but part of the design's finite-``M`` prediction
+(which is fitted with the same weights).
 """
 
 from __future__ import annotations
@@ -73,6 +81,15 @@ class SlopeFit:
     se_pooled: float
     ci_pooled: tuple[float, float]
     lack_of_fit_p: float | None
+    se_rep: float | None = None
+    df_rep: int | None = None
+
+    @property
+    def se_replicate(self) -> tuple[float, float]:
+        """``(se_rep, df_rep)``, or ``(se, df)`` of the per-level fit when there are no replicates."""
+        if self.se_rep is None or not self.df_rep:
+            return self.se, float(self.df)
+        return self.se_rep, float(self.df_rep)
 
     def contains(self, value: float, interval: str = "t") -> bool:
         """Whether ``value`` lies in the ``"t"``, ``"boot"`` or ``"pooled"`` 95% interval."""
@@ -98,6 +115,8 @@ class SlopeFit:
             "se_pooled": self.se_pooled,
             "ci_pooled": list(self.ci_pooled),
             "lack_of_fit_p": self.lack_of_fit_p,
+            "se_rep": self.se_rep,
+            "df_rep": self.df_rep,
         }
 
 
@@ -237,6 +256,15 @@ def fit_slope(
         F = (ss_lof / (k - 2)) / (ss_pe / df_pe)
         lof_p = float(stats.f.sf(F, k - 2, df_pe))
 
+    # replicate-level SE of the per-level-means slope (module docstring)
+    counts0 = np.bincount(inverse)
+    se_rep: float | None = None
+    df_rep: int | None = None
+    if df_pe > 0:
+        wts = (levels - levels.mean()) / sxx
+        se_rep = math.sqrt(ss_pe / df_pe * float(np.sum(wts**2 / counts0)))
+        df_rep = int(df_pe)
+
     # bootstrap: resample replicates within each level, refit the means regression
     ci_boot: tuple[float, float] | None = None
     counts = np.bincount(inverse)
@@ -268,16 +296,20 @@ def fit_slope(
         se_pooled=se_p,
         ci_pooled=(bp - tqp * se_p, bp + tqp * se_p),
         lack_of_fit_p=lof_p,
+        se_rep=se_rep,
+        df_rep=df_rep,
     )
 
 
-def compare_slopes(fit1: SlopeFit, fit2: SlopeFit) -> SlopeComparison:
+def compare_slopes(fit1: SlopeFit, fit2: SlopeFit, se: str = "t") -> SlopeComparison:
     """Compare two independent slope fits: ``fit1.slope - fit2.slope`` with a Welch t interval.
 
     Parameters
     ----------
     fit1, fit2 : SlopeFit
         Fits on independent data.
+    se : ``"t"`` (per-level fit's SE, ``df = n_levels - 2``) or ``"rep"`` (replicate-level SE,
+        :attr:`SlopeFit.se_replicate`).
 
     Returns
     -------
@@ -293,13 +325,16 @@ def compare_slopes(fit1: SlopeFit, fit2: SlopeFit) -> SlopeComparison:
     for name, f in (("fit1", fit1), ("fit2", fit2)):
         if not isinstance(f, SlopeFit):
             raise ValueError(f"{name} must be a SlopeFit, got {type(f).__name__}")
+    if se not in ("t", "rep"):
+        raise ValueError(f"se must be 't' or 'rep', got {se!r}")
     diff = fit1.slope - fit2.slope
-    v1, v2 = fit1.se**2, fit2.se**2
+    (s1, df1), (s2, df2) = ((f.se, float(f.df)) if se == "t" else f.se_replicate for f in (fit1, fit2))
+    v1, v2 = s1**2, s2**2
     se = math.sqrt(v1 + v2)
     if se == 0.0:
         return SlopeComparison(diff, 0.0, float("inf"), math.copysign(math.inf, diff) if diff else 0.0,
                                1.0 if diff == 0 else 0.0, (diff, diff))
-    denom = (v1**2 / fit1.df if v1 > 0 else 0.0) + (v2**2 / fit2.df if v2 > 0 else 0.0)
+    denom = (v1**2 / df1 if v1 > 0 else 0.0) + (v2**2 / df2 if v2 > 0 else 0.0)
     df = (v1 + v2) ** 2 / denom
     t = diff / se
     tq = float(stats.t.ppf(0.975, df))

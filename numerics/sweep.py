@@ -117,12 +117,35 @@ def source_version(prefix: str, *objects: Any) -> str:
 #: cell keys that say WHERE a cell runs, not WHAT it simulates: left out of the replicate seeds (so that a
 #: GPU run fits the same data as a CPU run and the two can be compared pair by pair), kept in the cache key
 EXECUTION_KEYS = ("device",)
+#: cell keys that only LABEL a cell (to find it in the results): left out of the replicate seeds as well
+LABEL_KEYS = ("group",)
+
+
+def _seed_part(v: Any) -> Any:
+    """The part of a cell value that enters a seed: integers, strings, booleans (recursively); floats never."""
+    if isinstance(v, (bool, str, int, np.integer)) or v is None:
+        return v.item() if isinstance(v, np.generic) else v
+    if isinstance(v, (list, tuple)):
+        parts = [_seed_part(x) for x in v]
+        return [x for x in parts if x is not _DROP]
+    if isinstance(v, dict):
+        parts = {str(k): _seed_part(x) for k, x in v.items()}
+        return {k: x for k, x in parts.items() if x is not _DROP}
+    return _DROP  # floats (computed values: their last bits depend on the BLAS code path) and anything else
+
+
+_DROP = object()
 
 
 def cell_seed(base_seed: int, cell: Mapping[str, Any], replicate: int) -> int:
     """Independent 32-bit seed for replicate ``replicate`` of ``cell`` (hash of all three).
 
-    Keys of :data:`EXECUTION_KEYS` (``"device"``) are not part of the seed: they do not change the data.
+    Only the integers, strings and booleans of the cell enter the seed: a float (a noise level computed by a
+    pilot calculation, a ridge constant) never does, because its last bits can depend on the machine's BLAS
+    code path, and a seed that hashes them would redraw every data set on another CPU.  Cells that differ
+    only in float values therefore get the same replicate seeds (common random numbers, e.g. one design at
+    two noise levels).  Keys of :data:`EXECUTION_KEYS` (``"device"``) and :data:`LABEL_KEYS` (``"group"``) are
+    not part of the seed either: they do not change the data.  The cache key (:func:`cache_key`) still hashes the whole cell.
 
     Examples
     --------
@@ -130,8 +153,10 @@ def cell_seed(base_seed: int, cell: Mapping[str, Any], replicate: int) -> int:
     True
     >>> cell_seed(0, {"M": 100}, 0) != cell_seed(0, {"M": 100}, 1)
     True
+    >>> cell_seed(0, {"M": 100, "sigma": 0.1}, 0) == cell_seed(0, {"M": 100, "sigma": 0.2}, 0)
+    True
     """
-    data_cell = {k: v for k, v in cell.items() if k not in EXECUTION_KEYS}
+    data_cell = _seed_part({k: v for k, v in cell.items() if k not in EXECUTION_KEYS + LABEL_KEYS})
     text = _canonical({"base": int(base_seed), "cell": data_cell, "rep": int(replicate)})
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
 

@@ -13,13 +13,13 @@ from verify.registry import CheckContext, Comparison, Verdict, all_checks, run_c
 
 def _run(cid: str, tmp_path):
     spec = next(s for s in all_checks() if s.id == cid)
-    ctx = CheckContext(profile="tiny", report_dir=tmp_path, seed=1)
+    ctx = CheckContext(profile="smoke", report_dir=tmp_path, seed=1)
     return run_check(spec, ctx)
 
 
 def _run_nofig(cid: str, seed: int = 1):
     spec = next(s for s in all_checks() if s.id == cid)
-    return run_check(spec, CheckContext(profile="tiny", report_dir=None, seed=seed))
+    return run_check(spec, CheckContext(profile="smoke", report_dir=None, seed=seed))
 
 
 def _assert_well_formed(res):

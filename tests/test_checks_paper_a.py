@@ -26,7 +26,7 @@ def _spec(cid):
 def test_check_runs_at_smoke_size(cid, tmp_path):
     ctx = CheckContext(profile="smoke", report_dir=tmp_path, n_jobs=1)
     res = run_check(_spec(cid), ctx)
-    assert res.verdict in (Verdict.PASS, Verdict.FAIL), res.error
+    assert res.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE), res.error
     assert res.comparisons and res.seeds
     for c in res.comparisons:
         assert c.tolerance and isinstance(c.passed, bool)

@@ -89,7 +89,7 @@ def test_json_schema_and_report_dir(fake_checks, tmp_path):
                  "--cache-dir", "none"])
     assert code == 1
     doc = json.loads(path.read_text())
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert doc["seed"] == 7 and doc["profile"] == "quick" and doc["exit_code"] == 1
     assert set(doc["summary"]) == {v.value for v in Verdict}
     ids = [r["id"] for r in doc["results"]]
@@ -97,7 +97,9 @@ def test_json_schema_and_report_dir(fake_checks, tmp_path):
     for r in doc["results"]:
         assert set(r) >= {"id", "paper", "claim", "verdict", "comparisons", "runtime_s", "seeds", "figures", "notes"}
         for c in r["comparisons"]:
-            assert set(c) == {"name", "predicted", "measured", "uncertainty", "tolerance", "passed"}
+            assert set(c) == {"name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail",
+                              "p_pass", "margin", "df", "decide_factor", "outcome", "headline"}
+            assert c["outcome"] in ("PASS", "FAIL", "INCONCLUSIVE")
     assert [r["verdict"] for r in doc["results"]] == ["PASS", "FAIL", "NOT IMPLEMENTED"]
     md = (rep / "report.md").read_text()
     assert "## A2: FAIL" in md and "No check exists" in md
@@ -126,3 +128,23 @@ def test_comparison_passed_is_a_plain_bool():
         c = Comparison("x", 1, 1, None, "exact", flag)
         assert c.passed is True and c.to_json()["passed"] is True
     assert Comparison("x", 1, 2, None, "exact", sp.false).to_json()["passed"] is False
+
+
+def test_rejudge_reproduces_verdicts_without_simulating(fake_checks, tmp_path):
+    path = tmp_path / "out.json"
+    code = main(["--only", "A1", "A2", "--json", str(path), "--cache-dir", "none"])
+    assert main(["--rejudge", str(path)]) == code == 1
+
+
+def test_calibrate_command_on_fake_checks(fake_checks, tmp_path):
+    out = tmp_path / "cal"
+    code = main(["calibrate", "--only", "A1", "A2", "--seeds", "3", "--out", str(out), "--cache-dir", "none"])
+    doc = json.loads((out / "calibration.json").read_text())
+    rows = {r["id"]: r for r in doc["checks"]}
+    assert rows["A2"]["counts"]["FAIL"] == 3 and rows["A2"]["miscalibrated"]  # a check that always fails is flagged
+    assert rows["A1"]["counts"]["PASS"] == 3 and not rows["A1"]["miscalibrated"]
+    assert code == 1
+    assert (out / "calibration.md").exists() and (out / "calibration.png").exists()
+    assert len(list((out / "records").glob("*.json"))) == 6
+    # resumable: a second run reads the stored records
+    assert main(["calibrate", "--only", "A1", "A2", "--seeds", "3", "--out", str(out), "--cache-dir", "none"]) == 1

@@ -54,7 +54,7 @@ def test_a6_resumes_after_interruption_and_reports_cached(tmp_path):
     n_files = len(list((cache / "paper_a_rates").rglob("*.json")))
     assert n_files == 3 + 4  # 3 cached predictions (one per configuration) and the 4 finished trials
     res = run_check(_spec("A6"), CheckContext(profile="smoke", cache_dir=cache, n_jobs=1))
-    assert res.verdict in (Verdict.PASS, Verdict.FAIL), res.error
+    assert res.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE), res.error
     assert res.data["sweep"]["trials"] == {"n_computed": 2, "n_cached": 4}
     assert res.data["sweep"]["predictions"] == {"n_computed": 0, "n_cached": 3}
     assert "4 from the cache" in res.notes
@@ -77,7 +77,7 @@ def test_worker_processes_give_the_in_process_results(tmp_path):
     """Trials and predictions computed by 2 loky workers equal the in-process ones (and fill the cache)."""
     cache = tmp_path / "cache"
     par = run_check(_spec("A6"), CheckContext(profile="smoke", cache_dir=cache, n_jobs=2))
-    assert par.verdict in (Verdict.PASS, Verdict.FAIL), par.error
+    assert par.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE), par.error
     assert par.data["sweep"]["trials"]["n_computed"] == 6
     ser = run_check(_spec("A6"), CheckContext(profile="smoke", cache_dir=None, n_jobs=1))
     assert _errors(par) == _errors(ser) and par.data["pred"] == ser.data["pred"]

@@ -310,7 +310,7 @@ def test_symbols_pass_through():
 def test_all_public_names_and_doctests():
     assert set(mm.__all__) == {
         "rate_exponent", "minimax_rate", "upper_bound", "lower_bound", "log_gap_exponent",
-        "low_rank_condition", "num_intervals", "beta_from_bspline_degree", "parametric_term",
+        "low_rank_condition", "low_rank_rhs", "num_intervals", "beta_from_bspline_degree", "parametric_term",
         "finite_sample_slope", "average_slope", "total_error_slope", "min_samples",
     }
     res = doctest.testmod(mm)

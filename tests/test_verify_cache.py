@@ -85,19 +85,19 @@ def test_core_check_resumes_from_cache(tmp_path, monkeypatch):
     """A paper-B core check run twice: the second run computes nothing and reports the same numbers."""
     from verify.checks import paper_b_core as core
 
-    first = run_check(_spec("B5"), CheckContext(profile="tiny", cache_dir=tmp_path, n_jobs=1, seed=4))
+    first = run_check(_spec("B5"), CheckContext(profile="smoke", cache_dir=tmp_path, n_jobs=1, seed=4))
     assert first.verdict in (Verdict.PASS, Verdict.FAIL), first.error
 
     def boom(*a, **k):
         raise AssertionError("the Monte Carlo ran although every cell is cached")
 
     monkeypatch.setattr(core, "interpolation_error_mc", boom)
-    second = run_check(_spec("B5"), CheckContext(profile="tiny", cache_dir=tmp_path, n_jobs=1, seed=4))
+    second = run_check(_spec("B5"), CheckContext(profile="smoke", cache_dir=tmp_path, n_jobs=1, seed=4))
     assert second.verdict is first.verdict, second.error
     assert _measured(second) == _measured(first)
     assert second.seeds == first.seeds
     # another base seed is another key: it must compute (and here it cannot)
-    third = run_check(_spec("B5"), CheckContext(profile="tiny", cache_dir=tmp_path, n_jobs=1, seed=5))
+    third = run_check(_spec("B5"), CheckContext(profile="smoke", cache_dir=tmp_path, n_jobs=1, seed=5))
     assert third.verdict is Verdict.ERROR and "cached" in third.error
 
 

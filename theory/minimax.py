@@ -45,6 +45,7 @@ __all__ = [
     "lower_bound",
     "log_gap_exponent",
     "low_rank_condition",
+    "low_rank_rhs",
     "num_intervals",
     "beta_from_bspline_degree",
     "parametric_term",
@@ -255,8 +256,9 @@ def parametric_term(r: Any, d: Any, M: Any) -> sp.Expr:
 
 
 # --------------------------------------------------------------------------------------------- conditions
-def low_rank_condition(r: Any, d: Any, M: Any, beta: Any) -> sp.Basic:
-    """Low-rank condition of Theorem 3.1: ``r d <= (M / log M)^(1/(2 beta + 1))``.
+def low_rank_condition(r: Any, d: Any, M: Any, beta: Any, constant: Any = 1) -> sp.Basic:
+    """Low-rank condition of Theorem 3.1: ``r d <= C (M / log M)^(1/(2 beta + 1))``, ``C = constant`` (default 1,
+    the condition as printed; the paper leaves the constant unspecified).
 
     Equivalent (exactly) to ``r d log M / M <= M^(-2b/(2b+1)) (log M)^(2b/(2b+1))``: the parametric
     term is below the non-parametric rate up to the factor ``(log M)^(2b/(2b+1))``.
@@ -269,6 +271,8 @@ def low_rank_condition(r: Any, d: Any, M: Any, beta: Any) -> sp.Basic:
         Number of samples, ``>= 2``.
     beta : number or sympy expression
         Smoothness, ``> 0``.
+    constant : number or sympy expression
+        ``C > 0`` (default 1).
 
     Returns
     -------
@@ -283,8 +287,21 @@ def low_rank_condition(r: Any, d: Any, M: Any, beta: Any) -> sp.Basic:
     """
     r, d = _rank_dim(r, d)
     M = _M(M)
+    return sp.Le(r * d, low_rank_rhs(M, beta, constant))
+
+
+def low_rank_rhs(M: Any, beta: Any, constant: Any = 1) -> sp.Expr:
+    """Right-hand side ``C (M / log M)^(1/(2 beta + 1))`` of :func:`low_rank_condition`.
+
+    Examples
+    --------
+    >>> low_rank_rhs(sp.E, 2)
+    exp(1/5)
+    """
+    M = _M(M)
     b = _beta(beta)
-    return sp.Le(r * d, (M / sp.log(M)) ** (1 / (2 * b + 1)))
+    C = _s(require_positive("constant", constant))
+    return C * (M / sp.log(M)) ** (1 / (2 * b + 1))
 
 
 def num_intervals(M: Any, beta: Any, constant: Any = 1) -> sp.Expr:

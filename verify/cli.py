@@ -39,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write report.md and the checks' figures (PNG) to DIR")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="show every comparison in the terminal table (default: one headline row per check)")
-    p.add_argument("--strict", action="store_true", help="count NOT IMPLEMENTED as failure in the exit status")
+    p.add_argument("--strict", action="store_true",
+                   help="count INCONCLUSIVE and NOT IMPLEMENTED as failures in the exit status")
     p.add_argument("--cache-dir", type=Path, metavar="DIR",
                    help="on-disk cache for sweep cells (default .cache/verify/<profile>; 'none' disables)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
@@ -47,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="torch device for the estimators: cpu (default) or cuda")
     p.add_argument("--executor", choices=("local", "dask"), default="local",
                    help="where sweep cells run: local processes (default) or a Dask cluster")
+    p.add_argument("--rejudge", type=Path, metavar="JSON",
+                   help="judge the comparisons of a report written by --json again with the current rules "
+                        "(no simulation) and print the verdicts")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="Dask scheduler address (tcp://host:port); omitted with --executor dask: an in-process cluster")
     return p
@@ -82,7 +86,14 @@ def _progress_factory(progress: Progress):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["calibrate"]:
+        from .calibrate import main as calibrate_main
+
+        return calibrate_main(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.rejudge is not None:
+        return _rejudge(args)
     # loky (joblib's process pool) warns when an idle worker timed out and it respawns one for queued work;
     # nothing is lost (a crashed worker raises instead), so the warning would only clutter the report
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
@@ -133,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             res = run_check(spec, ctx)
             results.append(res)
             if res.verdict is not Verdict.NOT_IMPLEMENTED:
-                style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "INFO": "cyan"}[res.verdict.value]
+                style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "INFO": "cyan",
+                         "INCONCLUSIVE": "yellow"}[res.verdict.value]
                 progress.console.print(f"[{style}]{res.verdict.value:>5}[/] {res.id}  ({res.runtime_s:.1f} s)")
             progress.advance(overall)
 
@@ -142,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 verbose=args.verbose))
     print_summary(console, results, code, args.strict)
 
-    meta = run_metadata(args.profile, args.seed, args.strict, list(sys.argv[1:] if argv is None else argv))
+    meta = run_metadata(args.profile, args.seed, args.strict, argv)
     if args.json:
         write_json(args.json, {**to_json(results, meta), "exit_code": code})
         console.print(f"JSON written to {args.json}")
@@ -151,4 +163,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_json(args.report_dir / "report.json", {**to_json(results, meta), "exit_code": code})
         (args.report_dir / "report.md").write_text(markdown_report(results, meta, code, args.report_dir))
         console.print(f"report written to {args.report_dir / 'report.md'}")
+    return code
+
+
+def _rejudge(args: argparse.Namespace) -> int:
+    """``--rejudge JSON``: verdicts of stored comparisons under the current rules (pure, no simulation)."""
+    import json
+
+    from .calibrate import comparison_from_json
+    from .registry import judge_outcome
+
+    console = Console(width=None if sys.stdout.isatty() else 180)
+    try:
+        doc = json.loads(Path(args.rejudge).read_text())
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"error: cannot read report {args.rejudge}: {exc}") from exc
+    results = []
+    for r in doc.get("results", []):
+        spec_verdict = r.get("verdict")
+        comps = [comparison_from_json(c) for c in r.get("comparisons", [])]
+        res = CheckResult(id=r["id"], paper=r.get("paper", ""), claim=r.get("claim", ""),
+                          verdict=Verdict(spec_verdict) if spec_verdict in ("ERROR", "NOT IMPLEMENTED") else
+                          judge_outcome(r["id"], comps, informational=spec_verdict == "INFO"),
+                          comparisons=comps, runtime_s=float(r.get("runtime_s", 0.0)))
+        if res.verdict.value != spec_verdict:
+            console.print(f"{res.id}: {spec_verdict} -> {res.verdict.value}")
+        results.append(res)
+    code = exit_status(results, strict=args.strict)
+    console.print(results_table(results, title=f"Re-judged {args.rejudge}", verbose=args.verbose))
+    print_summary(console, results, code, args.strict)
     return code

@@ -23,6 +23,7 @@ from .claims import CLAIMS, STUDIES
 class Verdict(str, Enum):
     PASS = "PASS"
     FAIL = "FAIL"
+    INCONCLUSIVE = "INCONCLUSIVE"  # neither the claim nor its violation is established at the stated levels
     ERROR = "ERROR"  # the check raised: counts as a failure
     INFO = "INFO"  # informational check: reported, never decides the exit status
     NOT_IMPLEMENTED = "NOT IMPLEMENTED"
@@ -30,16 +31,29 @@ class Verdict(str, Enum):
 
 @dataclass
 class Comparison:
-    """One prediction-vs-measurement line of a check.
+    """One prediction-vs-measurement line of a check, with the statistical test that judges it.
 
     Parameters
     ----------
     name : what is compared (e.g. ``"slope P=3"``).
     predicted : the theory value (number or short text).
     measured : the measured value (number or short text).
-    uncertainty : standard error or interval half-width of ``measured`` (``None`` when exact).
-    tolerance : the rule, in words with its numbers (e.g. ``"|m-p| <= 3 SE + 0.01 (finite-size)"``).
-    passed : whether the rule holds.
+    uncertainty : standard error of ``measured`` (``None`` when exact).
+    tolerance : the rule, in words with its numbers.
+    passed : for ``kind="exact"``: whether the deterministic statement holds.  For the other kinds it is
+        overwritten by :func:`verify.verdicts.judge` (``outcome == "PASS"``).
+    kind : one of :data:`verify.verdicts.KINDS` (default ``"exact"``).
+    p_fail : p-value of the test whose rejection FAILS the comparison (null hypothesis: the claim holds).
+    p_pass : p-value of the evidence test behind PASS (null: the claim fails); ``None`` for ``bound`` and
+        ``consistency`` comparisons, which pass unless rejected.
+    margin : equivalence margin (``kind="equivalence"``).
+    df : degrees of freedom of the test statistic (``None``: normal).
+    decide_factor : for an undecided comparison, how many times the current data would decide it.
+    outcome : ``PASS`` / ``FAIL`` / ``INCONCLUSIVE``, set by :func:`verify.verdicts.judge`.
+    headline : the comparison shown for the check in compact tables and tracked by ``calibrate``.
+
+    Use the constructors :meth:`equivalence`, :meth:`direction`, :meth:`bound`, :meth:`consistency` for
+    stochastic comparisons; the plain constructor builds an exact one.
     """
 
     name: str
@@ -48,12 +62,95 @@ class Comparison:
     uncertainty: Any
     tolerance: str
     passed: bool
+    kind: str = "exact"
+    p_fail: float | None = None
+    p_pass: float | None = None
+    margin: float | None = None
+    df: float | None = None
+    decide_factor: float | None = None
+    outcome: str = ""
+    headline: bool = False
 
     def __post_init__(self) -> None:
+        from .verdicts import KINDS
+
         self.passed = bool(self.passed)  # numpy / sympy booleans -> a plain bool (JSON true/false)
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        self.exact_ok = self.passed
+        if not self.outcome:
+            if self.kind == "exact":
+                self.outcome = "PASS" if self.passed else "FAIL"
+            else:  # standalone reading (the check's judge re-reads it with Holm over all its comparisons)
+                from .verdicts import judge
+
+                judge([self])
 
     def to_json(self) -> dict:
-        return {k: _jsonable(v) for k, v in asdict(self).items()}
+        d = {k: _jsonable(v) for k, v in asdict(self).items()}
+        return d
+
+    # ------------------------------------------------------------------ stochastic constructors
+    @classmethod
+    def equivalence(cls, name: str, predicted: float, measured: float, se: float, margin: float, *,
+                    df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
+        """``|measured - predicted| < margin`` as an equivalence test (TOST for PASS; beyond the margin for FAIL)."""
+        from .verdicts import ALPHA_PASS, equivalence_p, scale_to_decide
+
+        delta = float(measured) - float(predicted)
+        p_pass, p_fail = equivalence_p(delta, float(se), float(margin), df)
+        from scipy import stats as _st
+
+        q = float((_st.norm if df is None else _st.t(df)).isf(ALPHA_PASS))
+        lo, hi = delta - q * se, delta + q * se
+        tol = (f"equivalence, margin {margin:g}: PASS iff the {1 - 2 * ALPHA_PASS:.0%} interval of measured - "
+               f"predicted [{lo:+.4f}, {hi:+.4f}] lies inside +-{margin:g} (TOST p = {p_pass:.2g}); FAIL iff "
+               f"|difference| > {margin:g} is significant (p = {p_fail:.2g}, Holm within the check)"
+               + (f", df = {df:.1f}" if df is not None else "") + (f"; {rule}" if rule else ""))
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=float(se), tolerance=tol,
+                   passed=False, kind="equivalence", p_fail=p_fail, p_pass=p_pass, margin=float(margin), df=df,
+                   decide_factor=scale_to_decide(delta, float(se), float(margin), "equivalence"), **kw)
+
+    @classmethod
+    def direction(cls, name: str, predicted: Any, measured: float, se: float, sign: int, *,
+                  reference: float = 0.0, df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
+        """``sign * (measured - reference) > 0``: PASS when significant at ALPHA_PASS, FAIL when the opposite is."""
+        from .verdicts import direction_p, scale_to_decide
+
+        delta = float(measured) - float(reference)
+        p_pass, p_fail = direction_p(delta, float(se), int(sign), df)
+        tol = (f"direction: claim {'>' if sign > 0 else '<'} {reference:g}; z = {delta / se if se > 0 else float('inf'):.2f} "
+               f"(p_pass = {p_pass:.2g}; FAIL iff the opposite sign is significant, p = {p_fail:.2g}, Holm)"
+               + (f", df = {df:.1f}" if df is not None else "") + (f"; {rule}" if rule else ""))
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=float(se), tolerance=tol,
+                   passed=False, kind="direction", p_fail=p_fail, p_pass=p_pass, df=df,
+                   decide_factor=scale_to_decide(delta, float(se), None, "direction"), **kw)
+
+    @classmethod
+    def bound(cls, name: str, predicted: Any, measured: Any, se: float, excess: float, *, excess_se: float | None = None,
+              df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
+        """A one-sided bound ``excess <= 0`` (statistic minus its allowed maximum); PASS unless violated significantly."""
+        from .verdicts import bound_p
+
+        s = float(se if excess_se is None else excess_se)
+        p_fail = bound_p(float(excess), s, df)
+        tol = (rule + "; " if rule else "") + f"bound: FAIL iff the excess {excess:+.3g} is significant (z = " \
+            f"{excess / s if s > 0 else float('inf'):.2f}, p = {p_fail:.2g}, Holm within the check)"
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=float(se), tolerance=tol,
+                   passed=False, kind="bound", p_fail=p_fail, df=df, **kw)
+
+    @classmethod
+    def consistency(cls, name: str, predicted: float, measured: float, se: float, *, df: float | None = None,
+                    rule: str = "", **kw: Any) -> "Comparison":
+        """An identity measured with noise: two-sided test of ``measured == predicted``."""
+        from .verdicts import consistency_p
+
+        delta = float(measured) - float(predicted)
+        p_fail = consistency_p(delta, float(se), df)
+        tol = (rule + "; " if rule else "") + f"identity: FAIL iff |measured - predicted| is significant " \
+            f"(z = {delta / se if se > 0 else float('inf'):.2f}, two-sided p = {p_fail:.2g}, Holm within the check)"
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=float(se), tolerance=tol,
+                   passed=False, kind="consistency", p_fail=p_fail, df=df, **kw)
 
 
 @dataclass
@@ -97,6 +194,10 @@ class CheckResult:
         }
 
 
+#: the profiles of every check: ``smoke`` (tests only: tiny sizes, verdicts meaningless), ``quick`` (the default
+#: report, minutes), ``paper`` (the papers' scale).  :class:`CheckContext` refuses any other name.
+PROFILES = ("smoke", "quick", "paper")
+
 #: part of every :meth:`CheckContext.cached` key; bump it when the numerics behind cached cells change
 #: meaning (not for rounding-level changes), to invalidate every stored cell at once.
 CACHE_VERSION = "1"
@@ -127,12 +228,36 @@ class CheckContext:
     seeds_used: list[int] = field(default_factory=list)
     _progress_factory: Callable[[str, int], Any] | None = None
 
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got {self.profile!r}")
+        if isinstance(self.seed, bool) or int(self.seed) != self.seed or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+
     @property
     def quick(self) -> bool:
-        return self.profile == "quick"
+        """True for the quick and smoke profiles (the reduced sizes)."""
+        return self.profile != "paper"
 
     def seed_for(self, *keys: Any) -> int:
-        text = "|".join([str(self.seed), self.check_id, *map(str, keys)])
+        """Seed of one random draw of this run: hash of the base seed, the check id and ``keys``.
+
+        ``keys`` must be integers and strings of the design (or literal design constants): never a computed
+        float, whose last bits may depend on the machine.
+        """
+        text = "|".join([str(self.seed), self.check_id, *map(_seed_text, keys)])
+        s = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+        self.seeds_used.append(s)
+        return s
+
+    def design_seed(self, *keys: Any) -> int:
+        """Seed of a part of the DESIGN (a ground truth, a pilot calculation): the same for every base seed.
+
+        A run's base seed redraws the data; the design (which truth, which noise level) stays fixed, so that
+        verdicts at different seeds are replicates of one experiment and their spread measures the data's
+        noise only (what ``calibrate`` compares with the reported standard errors).
+        """
+        text = "|".join(["design", self.check_id, *map(_seed_text, keys)])
         s = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
         self.seeds_used.append(s)
         return s
@@ -281,13 +406,9 @@ def run_check(spec: CheckSpec, ctx: CheckContext) -> CheckResult:
         res.notes = out.notes
         res.figures = list(out.figures)
         res.data = dict(out.data)
-        if out.informational or spec.id in STUDIES:
-            res.verdict = Verdict.INFO
-        elif not res.comparisons:
-            res.verdict = Verdict.FAIL
+        res.verdict = judge_outcome(spec.id, res.comparisons, informational=out.informational)
+        if not res.comparisons and res.verdict is Verdict.FAIL:
             res.error = "the check produced no comparison"
-        else:
-            res.verdict = Verdict.PASS if all(bool(c.passed) for c in res.comparisons) else Verdict.FAIL
     except Exception:  # noqa: BLE001 - reported, not hidden
         res.verdict = Verdict.ERROR
         res.error = traceback.format_exc()
@@ -296,12 +417,35 @@ def run_check(spec: CheckSpec, ctx: CheckContext) -> CheckResult:
     return res
 
 
+def judge_outcome(check_id: str, comparisons: list[Comparison], informational: bool = False) -> Verdict:
+    """The verdict of a check from its comparisons (:func:`verify.verdicts.judge`); pure, no simulation.
+
+    Informational studies (:data:`STUDIES`, or ``informational``) are judged too (their comparisons get
+    outcomes) but their verdict is ``INFO``; a check without comparisons FAILS.
+    """
+    from .verdicts import judge
+
+    if not comparisons:
+        return Verdict.INFO if informational or check_id in STUDIES else Verdict.FAIL
+    v = Verdict(judge(comparisons))
+    if informational or check_id in STUDIES:
+        return Verdict.INFO
+    return v
+
+
 def exit_status(results: list[CheckResult], strict: bool = False) -> int:
-    """0 when every selected, implemented check passed (INFO ignored); with ``strict`` NOT IMPLEMENTED fails."""
+    """0 iff no selected check FAILED or raised (INFO and INCONCLUSIVE do not fail it);
+    with ``strict`` INCONCLUSIVE and NOT IMPLEMENTED fail it too."""
     bad = {Verdict.FAIL, Verdict.ERROR}
     if strict:
-        bad.add(Verdict.NOT_IMPLEMENTED)
+        bad |= {Verdict.NOT_IMPLEMENTED, Verdict.INCONCLUSIVE}
     return 1 if any(r.verdict in bad for r in results) else 0
+
+
+def _seed_text(k: Any) -> str:
+    if isinstance(k, float) and k != round(k, 12):
+        raise ValueError(f"seed keys must be integers, strings or literal constants, got the float {k!r}")
+    return str(k)
 
 
 def _jsonable(v: Any) -> Any:

@@ -15,11 +15,12 @@ from rich.table import Table
 
 from .registry import CheckResult, Comparison, Verdict
 
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = 2  # 2: comparisons carry kind, p_fail, p_pass, outcome; verdict INCONCLUSIVE
 
 _STYLE = {
     Verdict.PASS: "bold green",
     Verdict.FAIL: "bold red",
+    Verdict.INCONCLUSIVE: "bold yellow",
     Verdict.ERROR: "bold red",
     Verdict.INFO: "cyan",
     Verdict.NOT_IMPLEMENTED: "yellow",
@@ -55,8 +56,21 @@ def _measured_text(c: Comparison) -> str:
 
 
 def _headline(r: CheckResult) -> Comparison:
-    """The comparison shown in the compact table: the first failing one, else the first one."""
-    return next((c for c in r.comparisons if not c.passed), r.comparisons[0])
+    """The comparison shown in the compact table: the first FAILING one, else the first INCONCLUSIVE one,
+    else the check's declared headline (``Comparison.headline``), else the first one."""
+    for want in ("FAIL", "INCONCLUSIVE"):
+        c = next((c for c in r.comparisons if c.outcome == want), None)
+        if c is not None:
+            return c
+    return headline_comparison(r.comparisons)
+
+
+def headline_comparison(comparisons: list[Comparison]) -> Comparison:
+    """The declared headline comparison of a check (``headline=True``), else its first comparison."""
+    return next((c for c in comparisons if c.headline), comparisons[0])
+
+
+_MARK = {"PASS": "", "FAIL": "[red]✗[/] ", "INCONCLUSIVE": "[yellow]?[/] "}
 
 
 def results_table(results: Iterable[CheckResult], title: str = "Verification report", verbose: bool = False) -> Table:
@@ -81,10 +95,10 @@ def results_table(results: Iterable[CheckResult], title: str = "Verification rep
             note = "(no check yet)" if r.verdict is Verdict.NOT_IMPLEMENTED else (_last_line(r.error) or r.notes)
             t.add_row(r.id, verdict, "", note, "", "", "", time_txt)
             continue
-        held = f"{sum(bool(c.passed) for c in r.comparisons)}/{len(r.comparisons)}"
+        held = f"{sum(c.outcome == 'PASS' for c in r.comparisons)}/{len(r.comparisons)}"
         shown = r.comparisons if verbose else [_headline(r)]
         for k, c in enumerate(shown):
-            mark = "" if c.passed else "[red]✗[/] "
+            mark = _MARK.get(c.outcome, "")
             t.add_row(
                 r.id if k == 0 else "",
                 verdict if k == 0 else "",
@@ -109,6 +123,14 @@ def print_summary(console: Console, results: list[CheckResult], exit_code: int, 
     counts = summary_counts(results)
     parts = [f"{k}: {n}" for k, n in counts.items() if n]
     console.print(" | ".join(parts))
+    inc = [r.id for r in results if r.verdict is Verdict.INCONCLUSIVE]
+    if inc:
+        how = "counted as failures (--strict)" if strict else "not counted in the exit status (use --strict to count them)"
+        console.print(f"[bold yellow]INCONCLUSIVE[/]: {', '.join(inc)} - the data decide neither way at the stated "
+                      f"levels (the comparison says how much more data would); {how}")
+    from .verdicts import rates_text
+
+    console.print(f"[dim]{rates_text()}[/]")
     ni = [r.id for r in results if r.verdict is Verdict.NOT_IMPLEMENTED]
     if ni:
         how = "counted as failures (--strict)" if strict else "not counted in the exit status (use --strict to count them)"
@@ -159,12 +181,15 @@ def run_metadata(profile: str, seed: int, strict: bool, argv: list[str]) -> dict
 
 def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
     """A self-contained markdown report; figures are linked relative to ``report_dir``."""
+    from .verdicts import describe, rates_text
+
     lines = [
         "# Verification report",
         "",
         f"- profile: `{meta['profile']}`, base seed: `{meta['seed']}`, strict: `{meta['strict']}`",
         f"- started (UTC): {meta['started_utc']}; python {meta['python']}; {meta['platform']}",
         f"- exit status: {exit_code}; " + ", ".join(f"{k}: {n}" for k, n in summary_counts(results).items() if n),
+        f"- error rates: {rates_text()}",
         "",
         "| id | verdict | claim | time (s) |",
         "|---|---|---|---|",
@@ -179,11 +204,13 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
             lines += ["No check exists for this claim yet.", ""]
             continue
         if r.comparisons:
-            lines += ["| comparison | predicted | measured | uncertainty | tolerance rule | ok |", "|---|---|---|---|---|---|"]
+            lines += ["| comparison | predicted | measured | uncertainty | tolerance rule | test | outcome |",
+                      "|---|---|---|---|---|---|---|"]
             for c in r.comparisons:
+                out = c.outcome if c.outcome == "PASS" else f"**{c.outcome}**"
                 lines.append(
                     f"| {_md(c.name)} | {_md(fmt_value(c.predicted))} | {_md(fmt_value(c.measured))} | "
-                    f"{_md(fmt_value(c.uncertainty))} | {_md(c.tolerance)} | {'yes' if c.passed else '**no**'} |"
+                    f"{_md(fmt_value(c.uncertainty))} | {_md(c.tolerance)} | {_md(describe(c))} | {out} |"
                 )
             lines.append("")
         if r.notes:

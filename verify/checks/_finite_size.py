@@ -65,6 +65,37 @@ class FiniteSizeTest:
     def bound(self) -> float:
         return self.allowance + self.noise
 
+    @property
+    def statistic(self) -> float:
+        """``T = |g_l| - q |g_s|``: positive when the large-size gap exceeds the propagated small-size gap."""
+        return abs(self.gap_large) - self.allowance
+
+    @property
+    def sd(self) -> float:
+        """Standard deviation of ``T`` under the least favourable null: ``hypot(SE_l, q SE_s)``."""
+        return self.noise / self.crit if self.crit > 0 else 0.0
+
+    @property
+    def p_value(self) -> float:
+        """One-sided p-value of ``T`` (normal, or Student-t at the Welch df): the ``p_fail`` of the point.
+
+        The verdict compares it with Holm's thresholds inside the check (:mod:`verify.verdicts`), not with
+        the fixed 3-sigma level of ``passed``; ``passed`` is kept as the per-point 3-sigma reading.
+        """
+        from verify.verdicts import bound_p
+
+        if not all(math.isfinite(v) for v in (self.gap_small, self.gap_large, self.noise)):
+            return float("nan")
+        return bound_p(self.statistic, self.sd, self.df)
+
+    def comparison(self, name: str, predicted: float, measured: float, se: float,
+                   small: str = "n_s", large: str = "n_l", **kw):
+        """The point as a ``bound`` :class:`verify.registry.Comparison` (PASS unless ``T`` is significant)."""
+        from verify.registry import Comparison
+
+        return Comparison.bound(name, float(predicted), float(measured), float(se), self.statistic,
+                                excess_se=self.sd, df=self.df, rule=self.rule(small, large), **kw)
+
     def rule(self, small: str = "n_s", large: str = "n_l") -> str:
         """The rule with its numbers, for ``Comparison.tolerance``."""
         k = "3" if self.df is None else "t"

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..registry import CheckContext, Comparison, Outcome, check
+from ..verdicts import judge
 from ._finite_size import finite_size_test
 from .paper_b_core import mc_version
 
@@ -74,6 +75,13 @@ class _Profile:
 _NONE = (0.0, "none")
 
 _PROFILES = {
+    # smoke (tests only): tiny sizes, verdicts meaningless
+    "smoke": _Profile(
+        p_sizes=(16, 32), trials=3, gammas=(0.1, 1.0), snrs=(1.0,),
+        spikes=(_NONE, (4.0, "aligned"), (4.0, "orthogonal")), cs=(0.5, 2.0),
+        breakdown_p=(16, 32), breakdown_trials=2, b4_snrs=(0.5,), b4_gammas=(0.1, 10.0),
+        b4_theory_grid=(-2.0, 1.0, 4), reversal_grid=(-3.0, 2.0, 11), figure_grid=(-3.0, 1.0, 9),
+    ),
     # quick: gammas {1e-2, 1e-1, 1}, snr {0.5, 2}, spikes {none, aligned 1, aligned 4, orthogonal 4}
     "quick": _Profile(
         p_sizes=(128, 256), trials=24, gammas=(1e-2, 1e-1, 1.0), snrs=(0.5, 2.0),
@@ -103,7 +111,7 @@ _PROFILES = {
 
 
 def _profile(ctx: CheckContext) -> _Profile:
-    return _PROFILES["quick" if ctx.quick else "paper"]
+    return _PROFILES[ctx.profile]
 
 
 def _sizes(prof: _Profile, c: float, which: str = "b7") -> tuple[tuple[int, int], int]:
@@ -179,11 +187,12 @@ def _mean_se(tr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _finite_size_rule(pred: float, m1: float, s1: float, m2: float, s2: float, p1: int, p2: int,
-                      trials: tuple[int, int] | None = None) -> tuple[bool, float, str]:
-    """The shared finite-size rule (:mod:`verify.checks._finite_size`) at ``p1 < p2``: (passed, allowance, text);
-    ``trials`` (at ``p1``, ``p2``): the standard errors are estimated from that many trials (Student-t)."""
+                      trials: tuple[int, int] | None = None):
+    """The shared finite-size rule (:mod:`verify.checks._finite_size`) at ``p1 < p2``: (passed, allowance, test);
+    ``trials`` (at ``p1``, ``p2``): the standard errors are estimated from that many trials (Student-t).
+    ``passed`` is the per-point 3-sigma reading (tables); the verdict uses ``test.p_value`` with Holm."""
     t = finite_size_test(pred, m1, s1, m2, s2, p1 / p2, trials)
-    return t.passed, t.allowance, t.rule(f"p={p1}", f"p={p2}")
+    return t.passed, t.allowance, t
 
 
 def _plt():
@@ -227,7 +236,7 @@ def check_b7(ctx: CheckContext) -> Outcome:
                     m1, se1 = _mean_se(cells[p1]["true"][k])
                     m2, se2 = _mean_se(cells[p2]["true"][k])
                     for j, g in enumerate(gam):
-                        ok, allow, rule = _finite_size_rule(pred[j], m1[j], se1[j], m2[j], se2[j], p1, p2, (trials, trials))
+                        ok, allow, fst = _finite_size_rule(pred[j], m1[j], se1[j], m2[j], se2[j], p1, p2, (trials, trials))
                         name = f"c={c:g} snr={snr:g} spike={_spike_label(spike)} gamma={g:g}"
                         row = dict(c=c, snr=snr, spike=_spike_label(spike), gamma=float(g), kappa_2p=kappa,
                                    inside_regime=inside, theory=float(pred[j]), theory_spec=float(pred_spec[j]),
@@ -240,22 +249,19 @@ def check_b7(ctx: CheckContext) -> Outcome:
                                            f"{m2[j]:.4f}+-{se2[j]:.4f}, rule {'holds' if ok else 'fails'}")
                             continue
                         worst = max(worst, abs(m2[j] - pred[j]) / max(se2[j], 1e-12))
-                        comps.append(Comparison(
-                            name=name + f" (kappa={kappa:.2f})",
-                            predicted=float(pred[j]), measured=float(m2[j]), uncertainty=float(se2[j]),
-                            tolerance=rule, passed=ok))
+                        comps.append(fst.comparison(name + f" (kappa={kappa:.2f})", pred[j], m2[j], se2[j],
+                                                    f"p={p1}", f"p={p2}", headline=not comps))
                     # the derivation itself: theory vs the LINEARISED kernel on the same X (every config)
                     l1, le1 = _mean_se(cells[p1]["linearised"][k])
                     l2, le2 = _mean_se(cells[p2]["linearised"][k])
                     for j, g in enumerate(gam):
-                        ok, allow, rule = _finite_size_rule(pred[j], l1[j], le1[j], l2[j], le2[j], p1, p2, (trials, trials))
+                        ok, allow, fst = _finite_size_rule(pred[j], l1[j], le1[j], l2[j], le2[j], p1, p2, (trials, trials))
                         worst_lin = max(worst_lin, abs(l2[j] - pred[j]) / max(le2[j], 1e-12))
                         rows[-len(gam) + j].update(lin_p=float(l1[j]), lin_se_p=float(le1[j]), lin_2p=float(l2[j]),
                                                    lin_se_2p=float(le2[j]), lin_passed=ok)
-                        comps.append(Comparison(
-                            name=f"[linearised kernel] c={c:g} snr={snr:g} spike={_spike_label(spike)} gamma={g:g}",
-                            predicted=float(pred[j]), measured=float(l2[j]), uncertainty=float(le2[j]),
-                            tolerance=rule, passed=ok))
+                        comps.append(fst.comparison(
+                            f"[linearised kernel] c={c:g} snr={snr:g} spike={_spike_label(spike)} gamma={g:g}",
+                            pred[j], l2[j], le2[j], f"p={p1}", f"p={p2}"))
 
     # ---------------------------------------------------------------- informational: corrected vs SPEC null system
     def _chi2(key_m, key_se, key_th, sel):
@@ -300,7 +306,8 @@ def check_b7(ctx: CheckContext) -> Outcome:
     if path:
         figs.append(path)
 
-    n_fail = sum(not cp.passed for cp in comps)
+    judge(comps)  # outcomes for the notes (pure; the registry judges the same comparisons again)
+    n_fail = sum(cp.outcome == "FAIL" for cp in comps)
     notes = (
         "Theory: project's own derivation (theory.structured; docs/structured_attention.md), a finite-rank "
         "(Woodbury) perturbation of the null resolvent of the linearised kernel, traces from the corrected "
@@ -504,41 +511,38 @@ def check_b4(ctx: CheckContext) -> Outcome:
                 for j, g in enumerate(sg):
                     # (1) alignment lowers E (paired difference significantly < 0)
                     d, s = paired("al4", "none", p2)
-                    comps.append(Comparison(
-                        name=f"MC c={c:g} snr={snr:g} gamma={g:g}: E(aligned 4) - E(none)",
-                        predicted=float(th["al4"][j] - th["none"][j]), measured=float(d[j]), uncertainty=float(s[j]),
-                        tolerance=f"paired difference at p={p2} must be < 0 by 3 SE (alignment helps)",
-                        passed=bool(d[j] + 3 * s[j] < 0)))
+                    comps.append(Comparison.direction(
+                        f"MC c={c:g} snr={snr:g} gamma={g:g}: E(aligned 4) - E(none)",
+                        float(th["al4"][j] - th["none"][j]), float(d[j]), float(s[j]), -1, df=trials - 1,
+                        rule=f"paired difference at p={p2} over {trials} draws (alignment helps: < 0)"))
                     # (2) orthogonal spike does not help: paired difference not significantly < 0
                     #     (its exact limit 0 is tested against theory in B7)
                     d1, sd1 = paired("or4", "none", p1)
                     d2, sd2 = paired("or4", "none", p2)
                     t = finite_size_test(0.0, d1[j], sd1[j], d2[j], sd2[j], p1 / p2, (trials, trials))
-                    comps.append(Comparison(
-                        name=f"MC c={c:g} snr={snr:g} gamma={g:g}: E(orthogonal 4) - E(none) (does not help)",
-                        predicted=0.0, measured=float(d2[j]), uncertainty=float(sd2[j]),
-                        tolerance=(f"paired difference at p={p2} >= -(q |d at p={p1}| + t hypot(SE_2p, q SE_p)) = "
-                                   f"-{t.bound:.3g}, q = {t.q:.3g}, t = {t.crit:.3g} (Student-t at the 3-sigma level, Welch df {t.df:.0f}; "
-                                   f"finite-size rule, one-sided); at p={p1}: {d1[j]:.4g}"),
-                        passed=bool(d2[j] >= -t.bound)))
+                    comps.append(Comparison.bound(
+                        f"MC c={c:g} snr={snr:g} gamma={g:g}: E(orthogonal 4) - E(none) (does not help)",
+                        0.0, float(d2[j]), float(sd2[j]), float(-d2[j] - t.allowance), excess_se=t.sd, df=t.df,
+                        rule=(f"paired difference at p={p2} >= -q |d at p={p1}| = -{t.allowance:.3g} up to noise, "
+                              f"q = {t.q:.3g} (finite-size rule, one-sided); at p={p1}: {d1[j]:.4g}")))
                     # (3) attention vs ridge (paired): sign must agree with theory where theory is clear;
                     #     judged only inside the declared regime of the linearisation (kappa <= KAPPA_MAX)
                     thd = float(th["al4"][j] - th["ridge"][j])
                     d, s = paired("al4", "ridge", p2)
                     dd1, sdd1 = paired("al4", "ridge", p1)
                     t = finite_size_test(thd, dd1[j], sdd1[j], d[j], s[j], p1 / p2, (trials, trials))
-                    if abs(thd) > t.bound:
-                        ok = bool(np.sign(d[j]) == np.sign(thd) and abs(d[j]) > 3 * s[j])
-                        rule = (f"theory's sign is clear (|theory| > finite-size band {t.bound:.3g} = q |gap at p={p1}| "
-                                f"+ t hypot(SE_2p, q SE_p), t = {t.crit:.3g}); measured paired difference must have that "
-                                "sign, beyond 3 SE")
-                    else:
-                        ok = t.passed
-                        rule = "near a crossing: " + t.rule(f"p={p1}", f"p={p2}")
                     name = f"MC c={c:g} snr={snr:g} gamma={g:g}: E_att(aligned 4) - E_ridge (kappa={kappa:.2f})"
+                    if abs(thd) > t.bound:
+                        cmp_ = Comparison.direction(
+                            name, thd, float(d[j]), float(s[j]), int(np.sign(thd)), df=trials - 1,
+                            rule=(f"theory's sign is clear (|theory| > finite-size band {t.bound:.3g} = q |gap at p={p1}| "
+                                  f"+ t hypot(SE_2p, q SE_p)); the paired difference at p={p2} must have that sign"))
+                    else:
+                        cmp_ = t.comparison(name, thd, d[j], s[j], f"p={p1}", f"p={p2}")
+                        cmp_.tolerance = "near a crossing: " + cmp_.tolerance
+                    ok = t.passed if abs(thd) <= t.bound else bool(np.sign(d[j]) == np.sign(thd) and abs(d[j]) > 3 * s[j])
                     if kappa <= KAPPA_MAX:
-                        comps.append(Comparison(name=name, predicted=thd, measured=float(d[j]),
-                                                uncertainty=float(s[j]), tolerance=rule, passed=ok))
+                        comps.append(cmp_)
                     else:
                         outside.append(f"{name}: theory {thd:.4f}, measured {d[j]:.4f}+-{s[j]:.4f}, "
                                        f"rule {'holds' if ok else 'fails'}")

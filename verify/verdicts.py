@@ -1,0 +1,209 @@
+"""Verdicts as statistical tests: PASS / FAIL / INCONCLUSIVE with stated error rates.
+
+Every comparison of a check is one of these kinds (``Comparison.kind``):
+
+``exact``
+    A deterministic statement (a symbolic identity, a solver tolerance): ``passed`` decides, no
+    randomness, no error rate.
+``equivalence``
+    The claim "the measured quantity equals the prediction within a margin ``m``" (e.g. a slope within
+    0.03 of ``-4/5``).  PASS needs evidence *for* the claim: both one-sided tests of TOST reject
+    ``|delta| >= m`` at :data:`ALPHA_PASS` (the ``1 - 2 ALPHA_PASS`` interval lies inside ``[-m, m]``).
+    FAIL needs evidence *against* it: ``|delta| <= m`` is rejected (``p_fail`` below).
+``direction``
+    The claim "the quantity has the sign ``s``" (e.g. attention's error exceeds ridge's).  PASS: the
+    one-sided test of ``s delta <= 0`` rejects at :data:`ALPHA_PASS`; FAIL: ``s delta >= 0`` is rejected.
+``bound``
+    The claim "the quantity is at most (or at least) a bound", including equality (e.g. the finite-size
+    rule of :mod:`verify.checks._finite_size`, a coercivity inequality that is tight in some directions).
+    Evidence for such a claim cannot exceed "no violation found", so it PASSES unless a violation is
+    significant; its power is stated where it is built.
+``consistency``
+    An identity measured with Monte Carlo noise (``delta = 0`` exactly): two-sided ``p_fail``; PASSES
+    unless the deviation is significant.
+
+Judging a check (:func:`judge`): the ``p_fail`` values of all its stochastic comparisons are combined
+with Holm's step-down procedure at :data:`ALPHA_CHECK`, so that when every claim of the check is true the
+check FAILS with probability at most ``ALPHA_CHECK`` (whatever the dependence between comparisons);
+an exact comparison that does not hold FAILS the check.  Otherwise the check PASSES when every comparison
+passes (for equivalence and direction comparisons: the evidence test at :data:`ALPHA_PASS`; an
+intersection-union test, so a false PASS of the whole check has probability at most ``ALPHA_PASS``),
+and is INCONCLUSIVE otherwise; the comparison then says how much more data would decide it.
+
+With :data:`ALPHA_CHECK` ``= ALPHA_REPORT / N_STOCHASTIC_CHECKS`` (Bonferroni over the checks), a report
+of every claim under true claims contains a FAIL with probability at most :data:`ALPHA_REPORT` = 1%.
+These rates assume the standard errors are right; ``python -m verify calibrate`` measures them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Sequence
+
+from scipy import stats
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .registry import Comparison
+
+#: family-wise false-FAIL rate of a whole report (every claim true)
+ALPHA_REPORT = 0.01
+#: checks with stochastic comparisons (A2-A6, B1-B7; A1 is exact): the Bonferroni divisor
+N_STOCHASTIC_CHECKS = 12
+#: family-wise false-FAIL rate of one check (Holm inside the check)
+ALPHA_CHECK = ALPHA_REPORT / N_STOCHASTIC_CHECKS
+#: level of the evidence tests behind PASS (TOST, one-sided direction tests): a false PASS rate
+ALPHA_PASS = 0.05
+#: equivalence margin on log-log slopes unless a claim says otherwise (paper A)
+SLOPE_MARGIN = 0.03
+
+KINDS = ("exact", "equivalence", "direction", "bound", "consistency")
+OUTCOMES = ("PASS", "FAIL", "INCONCLUSIVE")
+
+
+def _dist(df: float | None):
+    return stats.norm if df is None or not math.isfinite(df) else stats.t(df)
+
+
+def _z(x: float, se: float) -> float:
+    if se > 0:
+        return x / se
+    return math.copysign(math.inf, x) if x else 0.0
+
+
+def equivalence_p(delta: float, se: float, margin: float, df: float | None = None) -> tuple[float, float]:
+    """``(p_pass, p_fail)`` of the claim ``|delta| < margin`` from an estimate with standard error ``se``.
+
+    ``p_pass`` is the larger of the two one-sided TOST p-values (``H0: delta <= -m`` and ``H0: delta >= m``);
+    ``p_fail`` tests ``H0: |delta| <= m`` (least favourable at ``delta = +-m``): ``P(|D| - m >= obs)``.
+
+    Examples
+    --------
+    >>> p_pass, p_fail = equivalence_p(0.0, 0.005, 0.03)
+    >>> p_pass < 1e-6, p_fail > 0.99
+    (True, True)
+    """
+    dist = _dist(df)
+    p_lo = float(dist.sf(_z(delta + margin, se)))  # H0: delta <= -m
+    p_hi = float(dist.cdf(_z(delta - margin, se)))  # H0: delta >= m
+    p_fail = float(dist.sf(_z(abs(delta) - margin, se)))
+    return max(p_lo, p_hi), p_fail
+
+
+def direction_p(delta: float, se: float, sign: int, df: float | None = None) -> tuple[float, float]:
+    """``(p_pass, p_fail)`` of the claim ``sign * delta > 0``: one-sided tests of ``<= 0`` and ``>= 0``."""
+    if sign not in (-1, 1):
+        raise ValueError(f"sign must be +1 or -1, got {sign!r}")
+    dist = _dist(df)
+    z = _z(sign * delta, se)
+    return float(dist.sf(z)), float(dist.cdf(z))
+
+
+def bound_p(excess: float, se: float, df: float | None = None) -> float:
+    """``p_fail`` of a one-sided bound claim ``excess <= 0`` (``excess`` = statistic minus its allowed maximum)."""
+    return float(_dist(df).sf(_z(excess, se)))
+
+
+def consistency_p(delta: float, se: float, df: float | None = None) -> float:
+    """Two-sided ``p_fail`` of the identity ``delta = 0``."""
+    return float(min(1.0, 2 * _dist(df).sf(abs(_z(delta, se)))))
+
+
+def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
+    """Holm's step-down rejections at family-wise level ``alpha`` (``True`` = rejected), in input order.
+
+    Examples
+    --------
+    >>> holm([0.001, 0.2, 0.004], 0.01)
+    [True, False, True]
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    rejected = [False] * m
+    for k, i in enumerate(order):
+        if p_values[i] <= alpha / (m - k):
+            rejected[i] = True
+        else:
+            break
+    return rejected
+
+
+def scale_to_decide(delta: float, se: float, margin: float | None, kind: str) -> float | None:
+    """How many times the current data (replicates, trials) would decide an undecided comparison.
+
+    The standard error shrinks like ``1/sqrt(n)``; the factor is ``(se / se_needed)^2`` with ``se_needed``
+    the standard error at which the observed ``delta`` (taken as the truth) would reach the PASS test
+    (``z_(1-ALPHA_PASS)``) or, beyond the margin, the FAIL test at :data:`ALPHA_CHECK`.  ``None`` when the
+    observed effect sits on the boundary (no finite amount of data decides it at that value).
+    """
+    if not se > 0:
+        return None
+    z_pass = float(stats.norm.isf(ALPHA_PASS))
+    z_fail = float(stats.norm.isf(ALPHA_CHECK))
+    if kind == "equivalence" and margin is not None:
+        room = margin - abs(delta)
+        needed = room / z_pass if room > 0 else -room / z_fail
+    elif kind == "direction":
+        needed = abs(delta) / z_pass
+    else:
+        return None
+    if needed <= 0:
+        return None
+    return max(1.0, (se / needed) ** 2)
+
+
+def judge(comparisons: Sequence["Comparison"], alpha: float = ALPHA_CHECK) -> str:
+    """Set ``outcome`` on every comparison and return the check's verdict (``PASS``/``FAIL``/``INCONCLUSIVE``).
+
+    Rules: module docstring.  Pure: no I/O, no randomness; the comparisons' ``outcome`` and ``passed``
+    fields are (re)written, so judging twice gives the same result.
+    """
+    stochastic = [c for c in comparisons if c.kind != "exact" and c.p_fail is not None]
+    rejected = holm([float(c.p_fail) if math.isfinite(float(c.p_fail)) else 0.0 for c in stochastic], alpha)
+    rej = {id(c): r for c, r in zip(stochastic, rejected)}
+    for c in comparisons:
+        if c.kind == "exact":
+            c.outcome = "PASS" if c.exact_ok else "FAIL"
+        elif c.p_fail is None or not math.isfinite(float(c.p_fail)):
+            c.outcome = "FAIL"  # a non-finite measurement is a failure, never a silent pass
+        elif rej.get(id(c), False):
+            c.outcome = "FAIL"
+        elif c.p_pass is None:
+            c.outcome = "PASS"
+        else:
+            c.outcome = "PASS" if float(c.p_pass) <= ALPHA_PASS else "INCONCLUSIVE"
+        c.passed = c.outcome == "PASS"
+    outs = {c.outcome for c in comparisons}
+    if "FAIL" in outs:
+        return "FAIL"
+    if "INCONCLUSIVE" in outs:
+        return "INCONCLUSIVE"
+    return "PASS"
+
+
+def rates_text(alpha: float = ALPHA_CHECK) -> str:
+    """One sentence with the stated error rates (report header)."""
+    return (f"False-FAIL rate per check <= {alpha:.2g} (Holm over its comparisons), whole report <= "
+            f"{ALPHA_REPORT:.0%} ({N_STOCHASTIC_CHECKS} stochastic checks, Bonferroni); PASS needs evidence "
+            f"at {ALPHA_PASS:.0%} for equivalence (margin {SLOPE_MARGIN} on slopes) and direction claims; "
+            "INCONCLUSIVE = neither.")
+
+
+def describe(c: "Comparison") -> str:
+    """Short statistical reading of one comparison (kind, p-values, what would decide it)."""
+    parts = [c.kind]
+    if c.p_fail is not None:
+        parts.append(f"p_fail={c.p_fail:.2g}")
+    if c.p_pass is not None:
+        parts.append(f"p_pass={c.p_pass:.2g}")
+    if c.outcome == "INCONCLUSIVE" and c.decide_factor is not None:
+        parts.append(f"about {c.decide_factor:.1f}x the data would decide it")
+    return ", ".join(parts)
+
+
+def as_float(v: Any) -> float | None:
+    """``float(v)`` for numbers, else ``None`` (texts, symbolic values)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f
