@@ -18,7 +18,8 @@ import numpy as np
 import theory
 from verify.calibrate import summarise
 from verify.claims import CLAIMS
-from verify.registry import CheckContext, Comparison, Outcome, check, check_spec, run_check
+from verify.catalog import check_spec
+from verify.registry import CheckContext, Comparison, Outcome, check, run_check
 
 CLAIMS["T1"] = ("toy", "The mean eigenvalue of Z^T Z / n is c = p / n (first Marchenko-Pastur moment)")
 

@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 _SCRIPT = r"""
 import json, sys, torch
 torch.set_num_threads(int(sys.argv[2]))
-from verify.registry import CheckContext, all_checks, run_check
-spec = next(s for s in all_checks() if s.id == sys.argv[1])
+from verify.catalog import check_spec
+from verify.registry import CheckContext, run_check
+spec = check_spec(sys.argv[1])
 res = run_check(spec, CheckContext(profile="smoke", cache_dir=None, n_jobs=1))
 assert res.error is None, res.error
 print(json.dumps({"comparisons": [c.to_json() for c in res.comparisons], "data": res.to_json()["data"]}))

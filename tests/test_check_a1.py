@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from verify.registry import CheckContext, Verdict, all_checks, run_check
+from verify.catalog import check_spec
+from verify.registry import CheckContext, Verdict, run_check
 
 
 def _spec():
-    return next(s for s in all_checks() if s.id == "A1")
+    return check_spec("A1")
 
 
 def test_check_a1_passes_and_reports(tmp_path):

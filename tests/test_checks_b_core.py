@@ -8,17 +8,18 @@ import numpy as np
 import pytest
 
 from verify.checks import paper_b_core as core
-from verify.registry import CheckContext, Comparison, Verdict, all_checks, run_check
+from verify.catalog import check_spec
+from verify.registry import CheckContext, Comparison, Verdict, run_check
 
 
 def _run(cid: str, tmp_path):
-    spec = next(s for s in all_checks() if s.id == cid)
+    spec = check_spec(cid)
     ctx = CheckContext(profile="smoke", report_dir=tmp_path, seed=1)
     return run_check(spec, ctx)
 
 
 def _run_nofig(cid: str, seed: int = 1):
-    spec = next(s for s in all_checks() if s.id == cid)
+    spec = check_spec(cid)
     return run_check(spec, CheckContext(profile="smoke", report_dir=None, seed=seed))
 
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from verify.checks import paper_b_structured as mod
-from verify.registry import CheckContext, Verdict, all_checks, run_check
+from verify.catalog import check_spec
+from verify.registry import CheckContext, Verdict, run_check
 
 _TINY = mod._Profile(
     p_sizes=(16, 32), trials=3, gammas=(0.1, 1.0), snrs=(1.0,),
@@ -23,8 +24,7 @@ def tiny(monkeypatch):
     monkeypatch.setitem(mod._PROFILES, "quick", _TINY)
 
 
-def _spec(cid):
-    return next(s for s in all_checks() if s.id == cid)
+_spec = check_spec
 
 
 @pytest.mark.parametrize("cid", ["B4", "B7"])

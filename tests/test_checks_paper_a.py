@@ -15,11 +15,11 @@ from scipy import stats
 from numerics.ips import IPSModel
 from verify.checks.paper_a_coercivity import coercivity_sides
 from verify.checks.paper_a_numerics import k_levels_to_M, model_for, predict_error, trial
-from verify.registry import CheckContext, Verdict, all_checks, run_check
+from verify.catalog import check_spec
+from verify.registry import CheckContext, Verdict, run_check
 
 
-def _spec(cid):
-    return next(s for s in all_checks() if s.id == cid)
+_spec = check_spec
 
 
 @pytest.mark.parametrize("cid", ["A2", "A3", "A4", "A5", "A6"])

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from verify import registry
+from verify import catalog, registry
 from verify.claims import CLAIMS
 from verify.cli import main
 from verify.registry import CheckContext, Comparison, Outcome, Verdict, exit_status, run_check
@@ -44,7 +44,7 @@ def test_study_never_decides_exit_status(monkeypatch):
     fail = Outcome([_cmp(False)])  # a study whose comparison does not hold is still INFO
     monkeypatch.setattr(registry, "_REGISTRY", {"B7-lin": lambda ctx: fail})
     assert main(["--only", "b7-lin", "--cache-dir", "none"]) == 0
-    spec = [s for s in registry.all_checks() if s.id == "B7-lin"][0]
+    spec = [s for s in catalog.all_checks() if s.id == "B7-lin"][0]
     assert run_check(spec, CheckContext()).verdict is Verdict.INFO
 
 
@@ -65,7 +65,7 @@ def test_exit_codes(fake_checks, tmp_path):
 
 
 def test_verdict_logic(fake_checks):
-    specs = {s.id: s for s in registry.all_checks()}
+    specs = {s.id: s for s in catalog.all_checks()}
     assert run_check(specs["A1"], CheckContext()).verdict is Verdict.PASS
     assert run_check(specs["A2"], CheckContext()).verdict is Verdict.FAIL
     res = run_check(specs["A3"], CheckContext())
@@ -78,7 +78,7 @@ def test_verdict_logic(fake_checks):
 
 def test_no_comparison_is_not_a_pass(monkeypatch):
     monkeypatch.setattr(registry, "_REGISTRY", {"A1": lambda ctx: Outcome([])})
-    spec = [s for s in registry.all_checks() if s.id == "A1"][0]
+    spec = [s for s in catalog.all_checks() if s.id == "A1"][0]
     assert run_check(spec, CheckContext()).verdict is Verdict.FAIL
 
 

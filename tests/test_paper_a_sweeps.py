@@ -15,11 +15,11 @@ import pytest
 import torch
 
 from verify.checks.paper_a_numerics import _device_extra, balanced_sigma, trial
-from verify.registry import CheckContext, Verdict, all_checks, run_check
+from verify.catalog import check_spec
+from verify.registry import CheckContext, Verdict, run_check
 
 
-def _spec(cid):
-    return next(s for s in all_checks() if s.id == cid)
+_spec = check_spec
 
 
 class _Interrupt:

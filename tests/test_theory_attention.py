@@ -64,7 +64,7 @@ def test_quadrature_integrates_rational_functions_exactly(c):
 
 def test_exact_integrator_repeated_root_is_a_runtime_error(monkeypatch):
     """The shared integrator's RepeatedRootError reaches the null solver's callers as its RuntimeError."""
-    import theory.attention as att
+    import theory.null_system as att
     from theory._mp_integrals import RepeatedRootError
 
     def repeated(*args, **kwargs):

@@ -419,7 +419,7 @@ def test_invalid_input(kwargs, match):
 
 def test_non_convergence_raises(monkeypatch):
     """A null solver that stops early must surface as StructuredConvergenceError (no silent NaN)."""
-    import theory.attention as att
+    import theory.null_system as att
 
     monkeypatch.setattr(att, "_newton", lambda *a, **k: (0.3, 0.3, 0.0, 5, 1.0))
     with pytest.raises(StructuredConvergenceError, match="did not converge"):
@@ -444,3 +444,14 @@ def test_rank_one_sympy_form_matches_numeric_woodbury():
             T = sol.traces[i]
             val = f(T[0, 0], T[0, 1], T[0, 2], T[1, 1], T[1, 2], T[2, 2], snr, TANH.a1 * (1 + strength), c)
             assert val == pytest.approx(sol.yQy[i], rel=1e-10)
+
+
+def test_attention_error_accepts_spike_keyword():
+    """attention_error(..., snr=0, spike=...) reaches the structured solver (it raised TypeError before)."""
+    from theory import attention_error, structured_attention_error
+
+    a = attention_error(0.1, 2.0, "tanh", snr=0.0, spike=(4.0, "aligned"))
+    b = structured_attention_error(0.1, 2.0, "tanh", 0.0, spike=(4.0, "aligned"))
+    assert a == pytest.approx(b, rel=1e-12)
+    with pytest.raises(ValueError, match="either spike"):
+        attention_error(0.1, 2.0, "tanh", spike=(4.0, "aligned"), w_k=[1.0], w_q=[1.0])

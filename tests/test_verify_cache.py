@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verify.registry import CheckContext, Verdict, all_checks, run_check
+from verify.catalog import check_spec
+from verify.registry import CheckContext, Verdict, run_check
 
 
 def _ctx(tmp_path, **kw):
@@ -73,8 +74,7 @@ def test_rejects_object_values(tmp_path):
         _ctx(tmp_path).cached("mc", {"n": 8}, lambda: {"x": np.array([{"a": 1}], dtype=object)})
 
 
-def _spec(cid):
-    return next(s for s in all_checks() if s.id == cid)
+_spec = check_spec
 
 
 def _measured(res):

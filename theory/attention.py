@@ -1,77 +1,31 @@
-"""Deterministic equivalent of the interpolation error of nonlinear attention (paper B, null model).
+"""Deterministic equivalent of the interpolation error of nonlinear attention (paper B).
 
-Setting
--------
-``X = Z in R^{p x n}`` standard Gaussian (no signal, ``W = I_p``), ``c = p/n``, ``f`` centred with
-Hermite data ``a1 = E[xi f]``, ``nu = E f^2``, ``s_f^2 = nu - a1^2`` (:mod:`theory.activations`),
-kernel ``K = f(X^T X / sqrt p) / sqrt p`` (diagonal removed by default), attention output
-``Phi = X K``, ``Q(gamma) = (Phi^T Phi / n + gamma I_n)^{-1}`` and, for labels ``y`` independent of
-``X``, ``E = gamma^2 / n y^T Q^2 y -> gamma^2 d/dz delta~(z)|_{z=-gamma}`` with
-``delta~(z) = lim 1/n tr (Phi^T Phi/n - z)^{-1}``.
-
-Derivation (the project's own; it *corrects* SPEC's reconstructed system)
--------------------------------------------------------------------------
-1. Gaussian equivalence of the kernel: ``K ~ A(G) + W`` with ``G = X^T X / p``,
-   ``A(l) = a1 (l - 1) + d0`` and ``W`` a *symmetric* (GOE) matrix with entry variance
-   ``s_f^2 / p``, independent of ``X``.  ``d0`` is the limit of the kernel diagonal: 0 when it is
-   removed; when kept, ``K_ii = f(||x_i||^2/sqrt p)/sqrt p`` with ``||x_i||^2/sqrt p = sqrt p (1 + O(p^{-1/2}))``
-   so ``d0 = lim_{t->inf} f(t)/t`` (0 for bounded ``f``; 1 for relu, gelu, silu, softplus, identity;
-   infinite, hence rejected, for ``quadratic``).  At finite ``p`` the diagonal is
-   ``d0(p) = E f(chi_p^2 / sqrt p) / sqrt p`` (:func:`kept_diagonal`, e.g. ``1 - a0/sqrt p`` for relu):
-   pass it as ``diagonal=<number>`` to compare with a simulation at that ``p``.
-2. ``Phi^T Phi / n = c K G K``.  In the eigenbasis of ``G = U diag(l) U^T`` the GOE stays a GOE,
-   ``Phi^T Phi/n = c (A + W) L (A + W)``, which is the Schur complement of the linearisation
-   ``[[-z, (A + W) Lam], [Lam (A + W), -1]]``, ``Lam = sqrt(c L)``.  Its matrix Dyson equation
-   ``M = (L0 - S[M])^{-1}``, ``S[R] = E[WW R WW]`` (``WW`` the off-diagonal-block noise), has
-   diagonal blocks.  For a GOE, ``E[W B W] = (s^2/n)(B^T + tr(B) I)``, ``s^2 = s_f^2 / c``: the
-   diagonal blocks give the usual terms, and the *off-diagonal* blocks give an extra
-   ``kappa = s^2 <Lam M_12>`` that shifts ``A(l)`` to ``A(l) - kappa``.  (For non-symmetric noise
-   -- independent entries, the Hachem–Loubaton–Najim setting -- that term vanishes and one gets
-   SPEC's system exactly.)  The result, with ``z = -gamma``::
-
-       D(l)  = -z (1 + delta)(1 + delta~ s_f^2 l) + c l (A(l) - kappa)^2
-       t(l)  = (1 + delta) / D(l),   t~(l) = (1 + delta~ s_f^2 l) / D(l)
-       delta  = s_f^2 int l t(l) dmu_G,     delta~ = int t~(l) dmu_G,
-       kappa  = s_f^2 int l (A(l) - kappa) / D(l) dmu_G,
-
-   ``mu_G``: Marchenko–Pastur of ratio ``1/c`` plus an atom ``1 - c`` at 0 when ``c < 1``.
-   ``kappa = 0`` is SPEC's reconstruction (``system="spec"``).  ``kappa = 0`` exactly when
-   ``A = 0`` (e.g. cos with the diagonal removed) or ``s_f = 0`` (linear ``f``).
-3. ``E_A = gamma^2 d delta~/dz`` by implicit differentiation of the system (``J dx/dz = dI/dz``).
-
-Simulation decides (tests/test_theory_attention.py slow tests; H2's report has the tables):
-the corrected system matches kernel simulations (tanh, erf, relu, sign, gelu, cos; ``c = 1/4 .. 4``;
-diagonal removed or kept) and Gaussian-equivalent simulations with a GOE ``W``; SPEC's system
-matches the variant with a non-symmetric ``W`` and misses the real, symmetric kernel by up to a
-few per cent (tanh, ``c = 2``, ``gamma = 1e-2``: SPEC 0.0839, corrected 0.0856, simulation
-``n = 800`` 0.0857; sign, ``c = 2``, ``gamma = 1e-2``: 0.0619, 0.0648, 0.0653 +- 0.0003).
-Activations with ``a2 != 0`` (relu, gelu) carry an ``O(p^{-1/2})`` finite-size gap (gelu, ``c = 1/2``,
-``gamma = 1``: 8.5e-4, 5.8e-4, 4.2e-4 at ``n = 400, 800, 1600``).
-
-Numerics: the equations are sympy expressions (:func:`null_system_equations`).  Integrals against
-``mu_G`` are computed either exactly (``method="exact"``, default: every integrand is a rational
-function of ``l``; partial fractions against the exact Stieltjes transform of ``mu_G``) or by
-Gauss–Jacobi quadrature on the MP support plus the atom (``method="quadrature"``).  The system is
-solved by damped Newton in ``(log delta, log delta~, kappa)`` with continuation in ``gamma`` from
-large ``gamma`` (where ``delta~ ~ 1/gamma``, ``delta ~ s_f^2/gamma``, ``kappa ~ 0``).
+``attention_error`` solves the null model (``mu = 0``, ``W = I``) with the corrected null system of
+:mod:`theory.null_system` (derivation there) and hands signal or attention spikes to
+:mod:`theory.structured` (the project's own finite-rank derivation).  The null system's public names are
+re-exported here, where earlier releases defined them.
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.polynomial.polynomial as P_
-import scipy.special
-import scipy.stats
-import sympy as sp
 
-from ._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
-from ._validation import require_integer, require_nonnegative, require_positive
-from .activations import ActivationLike, activation_asymptotic_slope, hermite_moments, numpy_activation
-from .marchenko_pastur import mp_stieltjes
+from ._validation import require_nonnegative, require_positive
+from .activations import ActivationLike, hermite_moments
+from .null_system import (  # noqa: F401  (re-exported: public names of this module since the first release)
+    NULL_SYSTEMS,
+    NullSolution,
+    gram_law_quadrature,
+    gram_stieltjes,
+    kept_diagonal,
+    null_kernel_diagonal,
+    null_system_derivative,
+    null_system_equations,
+    solve_null_system,
+    solve_null_system_full,
+)
 
 __all__ = [
     "attention_error",
@@ -88,503 +42,6 @@ __all__ = [
     "attention_small_gamma_law",
 ]
 
-#: variants of the null system: the corrected one (symmetric kernel noise) and SPEC's
-NULL_SYSTEMS = ("symmetric", "spec")
-
-# symbols of the null system
-_l = sp.Symbol("l", nonnegative=True)
-_z = sp.Symbol("z")
-_dl = sp.Symbol("delta", positive=True)
-_dt = sp.Symbol("delta_tilde", positive=True)
-_kp = sp.Symbol("kappa", real=True)
-_c = sp.Symbol("c", positive=True)
-_a1 = sp.Symbol("a1", real=True)
-_sf2 = sp.Symbol("s_f2", nonnegative=True)
-_d0 = sp.Symbol("d0", real=True)
-_ARGS = (_l, _z, _dl, _dt, _kp, _c, _a1, _sf2, _d0)
-_VARS = (_dl, _dt, _kp, _z)  # order of the derivative blocks
-
-
-@functools.lru_cache(maxsize=1)
-def null_system_equations() -> dict[str, sp.Expr]:
-    """Sympy expressions of the null system (see the module docstring).
-
-    Returns
-    -------
-    dict with keys ``"A"`` (``A(l)``), ``"D"`` (common denominator), ``"t"``, ``"t_tilde"``, and the
-    integrands ``"g1"`` (``s_f^2 l t``, integrated into ``delta``), ``"g2"`` (``t~``, into
-    ``delta~``) and ``"g3"`` (``s_f^2 l (A - kappa)/D``, into ``kappa``), in the symbols
-    ``l, z, delta, delta_tilde, kappa, c, a1, s_f2, d0``.  SPEC's system is ``kappa = 0``.
-    """
-    A = _a1 * (_l - 1) + _d0
-    Ae = A - _kp
-    t = 1 / (-_z * (1 + _dt * _sf2 * _l) + _c * _l * Ae**2 / (1 + _dl))
-    tt = 1 / (-_z * (1 + _dl) + _c * _l * Ae**2 / (1 + _dt * _sf2 * _l))
-    D = -_z * (1 + _dl) * (1 + _dt * _sf2 * _l) + _c * _l * Ae**2
-    return {"A": A, "D": D, "t": t, "t_tilde": tt, "g1": _sf2 * _l * t, "g2": tt, "g3": _sf2 * _l * Ae / D}
-
-
-def _integrand_list() -> list[sp.Expr]:
-    """Values ``g1, g2, g3`` then their derivatives in ``delta, delta~, kappa, z`` (15 expressions)."""
-    eq = null_system_equations()
-    gs = [eq["g1"], eq["g2"], eq["g3"]]
-    out = list(gs)
-    for var in _VARS:
-        out += [sp.diff(g, var) for g in gs]
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def _numeric_system():
-    return sp.lambdify(_ARGS, _integrand_list(), modules="numpy", cse=True)
-
-
-@functools.lru_cache(maxsize=64)
-def gram_law_quadrature(c: float, n_nodes: int = 160) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights of a quadrature rule for ``mu_G`` (law of ``G = Z^T Z / p``, ``c = p/n``).
-
-    Continuous part: ``l = l_mid + l_half u``, density ``c l_half^2 sqrt(1-u^2) / (2 pi l)`` per
-    ``du``; Gauss–Jacobi with weight ``(1-u)^{1/2}(1+u)^{-1/2}`` and the smooth factor
-    ``c l_half^2 (1+u) / (2 pi l)`` (bounded, also at ``c = 1`` where ``l_- = 0``).  Atom ``1 - c``
-    at ``l = 0`` prepended when ``c < 1``.
-
-    Returns
-    -------
-    (nodes, weights): weights sum to 1.
-    """
-    require_positive("c", c)
-    require_integer("n_nodes", n_nodes, 2)
-    c = float(c)
-    lo, hi = gram_support(c)
-    mid, half = (lo + hi) / 2, (hi - lo) / 2
-    u, w = scipy.special.roots_jacobi(int(n_nodes), 0.5, -0.5)
-    nodes = mid + half * u
-    weights = w * c * half**2 * (1 + u) / (2 * np.pi * nodes)
-    weights *= min(c, 1.0) / weights.sum()  # exact mass of the continuous part (roundoff ~1e-12)
-    if c < 1:
-        nodes = np.concatenate([[0.0], nodes])
-        weights = np.concatenate([[1.0 - c], weights])
-    return nodes, weights
-
-
-def gram_stieltjes(w: Any, c: float) -> Any:
-    """``int dmu_G(l) / (l - w) = c * mp_stieltjes(c w, c)`` (Stieltjes transform of ``mu_G``)."""
-    return c * np.asarray(mp_stieltjes(c * np.asarray(w), c))
-
-
-@dataclass
-class NullSolution:
-    """Solution of the null system at one real ``z < 0``.
-
-    ``kappa`` is 0 for ``system="spec"``; derivatives are ``d/dz`` by implicit differentiation.
-    """
-
-    z: float
-    delta: float
-    delta_tilde: float
-    kappa: float
-    ddelta_dz: float
-    ddelta_tilde_dz: float
-    dkappa_dz: float
-    iterations: int
-    residual: float
-
-
-# --------------------------------------------------------------------------- integrators
-class _QuadratureIntegrator:
-    """Integrals of the 15 integrands against ``mu_G`` by Gauss–Jacobi quadrature."""
-
-    precision = 1e-16
-
-    def __init__(self, c: float, n_nodes: int):
-        self.nodes, self.weights = gram_law_quadrature(float(c), int(n_nodes))
-
-    def __call__(self, z, dl, dt, kp, c, a1, sf2, d0):
-        vals = _numeric_system()(self.nodes, z, dl, dt, kp, c, a1, sf2, d0)
-        return np.array([np.dot(self.weights, np.broadcast_to(v, self.nodes.shape)) for v in vals], dtype=float)
-
-
-@functools.lru_cache(maxsize=1)
-def _rational_system():
-    """The 15 integrands as rational functions of ``l``: lambdified ascending coefficient lists of
-    a numerator ``P`` and a denominator ``D0`` with the power ``k`` (integrand ``P / D0^k``).
-    Built from :func:`null_system_equations` by sympy (``together``, ``diff``, ``Poly``)."""
-    eq = null_system_equations()
-    others = _ARGS[1:]
-    parts = []
-    for g in (eq["g1"], eq["g2"], eq["g3"]):
-        N, D = sp.fraction(sp.together(g))
-        parts.append((sp.expand(N), sp.expand(D)))
-    items = [(N, D, 1) for N, D in parts]
-    for var in _VARS:
-        for N, D in parts:
-            items.append((sp.expand(sp.diff(N, var) * D - N * sp.diff(D, var)), D, 2))
-    out = []
-    for P, D, k in items:
-        pc = sp.Poly(P, _l).all_coeffs()[::-1] if P != 0 else [sp.Integer(0)]
-        dc = sp.Poly(D, _l).all_coeffs()[::-1]
-        out.append((sp.lambdify(others, pc, modules="numpy"), sp.lambdify(others, dc, modules="numpy"), k))
-    return out
-
-
-def _null_denominator(gamma: float, c: float, a1: float, sf2: float, d0: float, delta: float, delta_tilde: float,
-                      kappa: float) -> np.ndarray:
-    """Ascending coefficients (in ``l``) of ``D(l) = gamma (1 + delta)(1 + s_f^2 delta~ l) + c l (A(l) - kappa)^2``.
-
-    ``A(l) - kappa = a1 l + e`` with ``e = d0 - a1 - kappa``; ``z = -gamma``.  Shared with
-    :mod:`theory.structured` (trace integrals ``int l^k / D dmu_G``).
-    """
-    e = d0 - a1 - kappa
-    g1 = gamma * (1 + delta)
-    return np.array([g1, g1 * delta_tilde * sf2 + c * e * e, 2 * c * a1 * e, c * a1 * a1])
-
-
-class _ExactIntegrator:
-    """Exact integrals of the (rational) integrands against ``mu_G`` by partial fractions.
-
-    Every integrand and each of its derivatives is ``P(l) / D(l)^k`` (``k = 1`` for values, 2 for
-    derivatives), coefficients from the sympy expressions (:func:`_rational_system`).  ``D`` is (up
-    to a constant) ``-z (1 + delta)(1 + delta~ s_f^2 l) + c l (A(l) - kappa)^2 > 0`` on ``l >= 0``
-    for ``z < 0``, so its roots lie off the support of ``mu_G``.  Each integral is
-    :func:`theory._mp_integrals.gram_rational_integral` (partial fractions against the Stieltjes transform
-    of ``mu_G`` and its derivative, moments for the polynomial part).  No quadrature: accurate at the
-    hard edge of ``mu_G`` (``c = 1``) and for the sharply peaked integrands of ``gamma -> 0`` (width
-    ``~gamma^{1/4}`` where ``A = kappa``).
-    """
-
-    def __init__(self, c: float):
-        self.c = float(c)
-        self.precision = 1e-16  # relative precision estimate of the last evaluation
-
-    def __call__(self, z, dl, dt, kp, c, a1, sf2, d0):
-        args = (z, dl, dt, kp, c, a1, sf2, d0)
-        self.precision = 1e-16
-        out = np.empty(15)
-        for i, (pfun, dfun, k) in enumerate(_rational_system()):
-            P = np.array(np.broadcast_arrays(*pfun(*args)), dtype=float).ravel()
-            D = np.array(np.broadcast_arrays(*dfun(*args)), dtype=float).ravel()
-            try:
-                out[i], precision = gram_rational_integral(P, D, self.c, k)
-            except RepeatedRootError as exc:
-                raise RuntimeError("null attention system: repeated root in the partial fractions") from exc
-            self.precision = max(self.precision, precision)
-        return out
-
-
-def _resolve(method: str, system: str) -> None:
-    if method not in ("quadrature", "exact"):
-        raise ValueError(f"method must be 'exact' or 'quadrature', got {method!r}")
-    if system not in NULL_SYSTEMS:
-        raise ValueError(f"system must be one of {NULL_SYSTEMS}, got {system!r}")
-
-
-class _HybridIntegrator:
-    """Exact partial fractions, except where they lose precision.
-
-    Partial fractions cancel when ``D`` has nearly repeated roots; that happens when they sit far
-    from the support of ``mu_G`` (e.g. ``A(l) = kappa`` at ``l < 0``, relu with the diagonal kept),
-    where the integrands are smooth on the support and Gauss–Jacobi quadrature (``n_nodes``,
-    at least 400) is accurate.  Nearly repeated roots *inside* or next to the support (``gamma -> 0``
-    with ``A = kappa`` on the support) are split by ``~gamma^{1/4}``: there the exact evaluation is
-    kept (quadrature would be worse) and its precision estimate governs the Newton tolerance.
-    """
-
-    def __init__(self, c: float, n_nodes: int):
-        self.exact = _ExactIntegrator(c)
-        self.quad = _QuadratureIntegrator(c, max(int(n_nodes), 400))
-        self.lo, self.hi = gram_support(float(c))
-        self.precision = 1e-16
-
-    def __call__(self, z, dl, dt, kp, c, a1, sf2, d0):
-        out = self.exact(z, dl, dt, kp, c, a1, sf2, d0)
-        self.precision = self.exact.precision
-        if self.precision > 1e-11:
-            # distance of the nearly repeated roots of D from the continuous support [lo, hi]
-            D = _null_denominator(-z, c, a1, sf2, d0, dl, dt, kp)
-            roots = P_.polyroots(P_.polytrim(D, 0.0)) if np.any(D[1:]) else np.array([])
-            if roots.size < 2:
-                return out
-            gaps = np.abs(roots[:, None] - roots[None, :]) + np.diag(np.full(roots.size, np.inf))
-            i, j = np.unravel_index(np.argmin(gaps), gaps.shape)
-            pair = roots[[i, j]]  # the nearly repeated pair responsible for the cancellation
-            dist = np.abs(pair - np.clip(pair.real, self.lo, self.hi))
-            if np.min(dist) > 0.1 * (self.hi - self.lo):
-                out = self.quad(z, dl, dt, kp, c, a1, sf2, d0)
-                self.precision = 1e-14
-        return out
-
-
-def _make_integrator(c: float, method: str, n_nodes: int):
-    if method == "quadrature":
-        return _QuadratureIntegrator(c, n_nodes)
-    return _HybridIntegrator(c, n_nodes)
-
-
-# --------------------------------------------------------------------------- solver
-def _newton(z, guess, c, a1, sf2, d0, integ, tol, max_iter, full):
-    """Damped Newton on ``R(x) = (log delta - log I1, log delta~ - log I2, kappa - I3)``.
-
-    ``full=False`` (SPEC's system) keeps ``kappa = 0`` and solves the first two equations.
-    Returns ``(delta, delta_tilde, kappa, iterations, max |R|)``.
-    """
-    k = 3 if full else 2
-    x = np.array([np.log(guess[0]), np.log(guess[1]), guess[2] if full else 0.0])
-
-    def resid(xv):
-        dl, dt, kp = np.exp(xv[0]), np.exp(xv[1]), xv[2]
-        I = integ(z, dl, dt, kp, c, a1, sf2, d0)
-        if I[0] <= 0 or I[1] <= 0 or not np.all(np.isfinite(I)):
-            return None, I
-        return np.array([xv[0] - np.log(I[0]), xv[1] - np.log(I[1]), xv[2] - I[2] if full else 0.0]), I
-
-    R, I = resid(x)
-    if R is None:
-        raise RuntimeError("null attention system: non-positive integrals at the initial guess")
-    its = 0
-    for its in range(1, max_iter + 1):
-        norm = float(np.max(np.abs(R)))
-        # the residual cannot go below the precision of the integrals (partial-fraction cancellation)
-        if norm < max(tol, 100 * integ.precision):
-            break
-        dl, dt = np.exp(x[0]), np.exp(x[1])
-        # dI_i/dx_j; I[3:6] d/ddelta, I[6:9] d/ddelta~, I[9:12] d/dkappa
-        dI = np.array([I[3:6] * dl, I[6:9] * dt, I[9:12]]).T  # rows: I1, I2, I3; cols: log dl, log dt, kappa
-        J = np.eye(3) - np.array([dI[0] / I[0], dI[1] / I[1], dI[2]])
-        J, Rk = J[:k, :k], R[:k]
-        try:
-            step = np.linalg.solve(J, -Rk)
-        except np.linalg.LinAlgError:
-            step = -Rk
-        if not np.all(np.isfinite(step)):
-            step = -Rk
-        step = np.clip(step, -3.0, 3.0)
-        step = np.concatenate([step, np.zeros(3 - k)])
-        lam, accepted = 1.0, False
-        while lam >= 1.0 / 64:
-            Rn, In = resid(x + lam * step)
-            if Rn is not None and np.max(np.abs(Rn)) < norm:
-                accepted = True
-                break
-            lam /= 2
-        if accepted:
-            x = x + lam * step
-        else:  # fall back to a damped fixed-point step
-            xn = x - 0.5 * R
-            Rn, In = resid(xn)
-            if Rn is None:
-                break
-            x = xn
-        R, I = Rn, In
-    res = float(np.max(np.abs(R))) if R is not None else np.inf
-    if res < 100 * integ.precision:  # converged to the attainable precision
-        res = min(res, tol / 2)
-    return np.exp(x[0]), np.exp(x[1]), float(x[2]), its, res
-
-
-def _solve_sorted(zs: np.ndarray, c, a1, sf2, d0, n_nodes, tol, max_iter, method, system) -> list[NullSolution]:
-    """Solve at every ``z`` (all < 0) by continuation in ``log gamma`` from large ``gamma``.
-
-    Steps of at most a factor 4 in ``gamma``, initial guesses by linear extrapolation of
-    ``(log delta, log delta~, kappa)`` in ``log gamma``, step shrunk on a failed Newton solve.
-    """
-    integ = _make_integrator(c, method, n_nodes)
-    full = system == "symmetric"
-    order = np.argsort(zs)  # z = -gamma: largest gamma (most negative z) first
-    sols: dict[int, NullSolution] = {}
-    g0 = max(10.0, 4 * float(-zs.min())) if zs.size else 10.0
-    hist: list[np.ndarray] = []  # rows (log gamma, log delta, log delta~, kappa) along the path
-
-    def guess_at(lg: float) -> tuple[float, float, float]:
-        if not hist:
-            g = np.exp(lg)
-            return sf2 / g, 1.0 / g, 0.0
-        if len(hist) == 1:
-            h = hist[-1]
-        else:
-            h1, h2 = hist[-2], hist[-1]
-            h = h2 + (lg - h2[0]) / (h2[0] - h1[0]) * (h2 - h1) if h2[0] != h1[0] else h2
-        return float(np.exp(h[1])), float(np.exp(h[2])), float(h[3])
-
-    def solve_at(lg: float):
-        return _newton(-np.exp(lg), guess_at(lg), c, a1, sf2, d0, integ, tol, max_iter, full)
-
-    def fail(g, res, its):
-        raise RuntimeError(
-            f"null attention system did not converge at gamma={g:g} (c={c:g}, a1={a1:g}, s_f^2={sf2:g}, "
-            f"d0={d0:g}, system={system!r}): residual {res:.2e} after {its} Newton steps"
-        )
-
-    for idx in order:
-        z = float(zs[idx])
-        gamma = -z
-        if sf2 == 0.0:
-            # linear activation: delta = kappa = 0 and delta~ is an explicit integral
-            I = integ(z, 0.0, 0.0, 0.0, c, a1, 0.0, d0)
-            sols[idx] = NullSolution(z, 0.0, float(I[1]), 0.0, 0.0, float(I[13]), 0.0, 0, 0.0)
-            continue
-        lt = np.log(gamma)
-        if not hist:
-            lg0 = np.log(g0)
-            dl, dt, kp, its, res = solve_at(lg0)
-            if not res < tol:
-                fail(g0, res, its)
-            hist.append(np.array([lg0, np.log(dl), np.log(dt), kp]))
-        lcur = hist[-1][0]
-        step = np.log(4.0)
-        while lcur > lt:
-            lnext = max(lt, lcur - step)
-            dl, dt, kp, its, res = solve_at(lnext)
-            if res < tol and np.isfinite(dl) and np.isfinite(dt):
-                hist.append(np.array([lnext, np.log(dl), np.log(dt), kp]))
-                lcur = lnext
-                step = min(step * 1.5, np.log(4.0))
-            else:
-                step /= 2
-                if step < np.log(1.001):
-                    fail(np.exp(lnext), res, its)
-        if hist[-1][0] != lt:  # target above the last path point (duplicates in the grid)
-            dl, dt, kp, its, res = solve_at(lt)
-            if not res < tol:
-                fail(gamma, res, its)
-        else:
-            dl, dt, kp = float(np.exp(hist[-1][1])), float(np.exp(hist[-1][2])), float(hist[-1][3])
-            its, res = 0, 0.0
-        I = integ(z, dl, dt, kp, c, a1, sf2, d0)
-        res = max(abs(np.log(dl / I[0])), abs(np.log(dt / I[1])), abs(kp - I[2]) if full else 0.0)
-        if not res < 1e3 * max(tol, integ.precision):
-            fail(gamma, res, its)
-        # implicit differentiation of F(x, z) = x - I(x, z), x = (delta, delta~, kappa)
-        dIdx = np.array([I[3:6], I[6:9], I[9:12]]).T  # rows: I1..I3; cols: delta, delta~, kappa
-        dIdz = I[12:15]
-        k = 3 if full else 2
-        dx = np.zeros(3)
-        dx[:k] = np.linalg.solve(np.eye(k) - dIdx[:k, :k], dIdz[:k])
-        sols[idx] = NullSolution(z, dl, dt, kp, float(dx[0]), float(dx[1]), float(dx[2]), its, res)
-    return [sols[i] for i in range(zs.size)]
-
-
-def _validate_system(z: Any, c: Any, a1: Any, sf2: Any, d0: Any) -> np.ndarray:
-    require_positive("c", c)
-    require_nonnegative("sf2", sf2)
-    for name, v in (("a1", a1), ("d0", d0)):
-        if not np.isfinite(float(v)):
-            raise ValueError(f"{name} must be a finite real number, got {v!r}")
-    zs = np.asarray(z)
-    if np.iscomplexobj(zs):
-        if np.any(zs.imag != 0):
-            raise ValueError("z must be real and < 0 (z = -gamma); complex z is not supported")
-        zs = zs.real
-    zs = zs.astype(np.float64)
-    if np.any(~np.isfinite(zs)) or np.any(zs >= 0):
-        raise ValueError(f"z must be < 0 (z = -gamma with gamma > 0), got {z!r}")
-    if float(a1) == 0.0 and float(d0) == 0.0 and float(sf2) == 0.0:
-        raise ValueError("a1, d0 and sf2 are all zero: the kernel vanishes")
-    return zs
-
-
-def solve_null_system_full(
-    z: Any,
-    c: float,
-    a1: float,
-    sf2: float,
-    d0: float = 0.0,
-    *,
-    system: str = "symmetric",
-    method: str = "exact",
-    n_nodes: int = 160,
-    tol: float = 1e-12,
-    max_iter: int = 100,
-) -> list[NullSolution]:
-    """Solve the null system at real ``z < 0`` and return one :class:`NullSolution` per ``z``.
-
-    Parameters
-    ----------
-    z : ``-gamma``; number or array of numbers ``< 0`` (flattened).
-    c : ``p / n``.
-    a1, sf2 : Hermite data of the centred activation (``sf2 = nu - a1^2 >= 0``).
-    d0 : diagonal constant of ``A(l) = a1 (l - 1) + d0`` (0: diagonal removed).
-    system : ``"symmetric"`` (default: the corrected system, symmetric kernel noise) or ``"spec"``
-        (SPEC's reconstruction, ``kappa = 0``; exact for non-symmetric noise).
-    method : ``"exact"`` (default: partial fractions against the exact Stieltjes transform of
-        ``mu_G``) or ``"quadrature"`` (Gauss–Jacobi on the MP support plus the atom).  They agree to
-        ~1e-13 for moderate ``gamma``; quadrature loses accuracy as ``gamma -> 0`` (peaks of width
-        ``~gamma^{1/4}`` where ``A(l) = kappa``) and near ``c = 1`` (hard edge of ``mu_G``).
-    n_nodes : Gauss–Jacobi nodes (quadrature only).
-    tol : residual required of Newton (``RuntimeError`` otherwise).
-    max_iter : Newton steps per continuation point.
-    """
-    _resolve(method, system)
-    zs = _validate_system(z, c, a1, sf2, d0)
-    return _solve_sorted(
-        np.atleast_1d(zs).ravel(), float(c), float(a1), float(sf2), float(d0), n_nodes, tol, max_iter, method, system
-    )
-
-
-def solve_null_system(z: Any, c: float, a1: float, sf2: float, d0: float = 0.0, **options: Any) -> tuple[Any, Any]:
-    """``(delta, delta~)`` of the null system at real ``z < 0`` (scalar or array).
-
-    Options as in :func:`solve_null_system_full` (``system``, ``method``, ``n_nodes``, ``tol``,
-    ``max_iter``).  Returns floats, or arrays of the shape of ``z``.
-    """
-    return _solution_fields(z, c, a1, sf2, d0, ("delta", "delta_tilde"), options)
-
-
-def null_system_derivative(z: Any, c: float, a1: float, sf2: float, d0: float = 0.0, **options: Any) -> tuple[Any, Any]:
-    """``(d delta/dz, d delta~/dz)`` at real ``z < 0`` by implicit differentiation of the system.
-
-    With ``F(x, z) = x - I(x, z)``, ``x = (delta, delta~, kappa)``: ``dx/dz = (Id - dI/dx)^{-1} dI/dz``.
-    Same arguments, options and shapes as :func:`solve_null_system`.
-    """
-    return _solution_fields(z, c, a1, sf2, d0, ("ddelta_dz", "ddelta_tilde_dz"), options)
-
-
-def _solution_fields(z: Any, c: float, a1: float, sf2: float, d0: float, names: tuple[str, str],
-                     options: dict) -> tuple[Any, Any]:
-    """Two fields of the :class:`NullSolution` at each ``z``: floats for a scalar ``z``, else arrays of its shape."""
-    zs = np.asarray(z)
-    sols = solve_null_system_full(z, c, a1, sf2, d0, **options)
-    out = tuple(np.array([getattr(s, n) for s in sols]).reshape(zs.shape) for n in names)
-    if zs.ndim == 0:
-        return float(out[0]), float(out[1])
-    return out[0], out[1]
-
-
-# --------------------------------------------------------------------------- kernel diagonal
-def null_kernel_diagonal(activation: ActivationLike, diagonal: Any = "removed") -> float:
-    """``d0`` of ``A(l) = a1 (l - 1) + d0``: 0 (``"removed"``), ``lim f(t)/t`` (``"kept"``) or a number."""
-    if isinstance(diagonal, str):
-        key = diagonal.lower()
-        if key == "removed":
-            return 0.0
-        if key == "kept":
-            return activation_asymptotic_slope(activation)
-        raise ValueError(f"diagonal must be 'removed', 'kept' or a real number, got {diagonal!r}")
-    try:
-        d0 = float(diagonal)
-    except (TypeError, ValueError):
-        raise ValueError(f"diagonal must be 'removed', 'kept' or a real number, got {diagonal!r}") from None
-    if not np.isfinite(d0):
-        raise ValueError(f"diagonal must be finite, got {diagonal!r}")
-    return d0
-
-
-def kept_diagonal(activation: ActivationLike, p: int) -> float:
-    """Finite-``p`` kept diagonal ``d0(p) = E f(||x||^2 / sqrt p) / sqrt p``, ``||x||^2 ~ chi^2_p``.
-
-    ``f`` is the centred activation.  Tends to ``lim f(t)/t`` (:func:`null_kernel_diagonal` with
-    ``"kept"``) like ``p^{-1/2}``: e.g. relu ``1 - a0/sqrt p``, tanh ``~1/sqrt p``.  Pass the
-    result as ``diagonal=`` to :func:`attention_error` to compare with a simulation at that ``p``.
-    """
-    require_integer("p", p, 1)
-    f = numpy_activation(activation, centered=True)
-    u, w = np.polynomial.hermite_e.hermegauss(80)
-    w = w / w.sum()
-    # chi^2_p quantiles through a Gauss-Hermite rule on the normal scores (smooth in u)
-    lower = scipy.stats.chi2.ppf(scipy.stats.norm.cdf(np.minimum(u, 0.0)), df=int(p))
-    upper = scipy.stats.chi2.isf(scipy.stats.norm.sf(np.maximum(u, 0.0)), df=int(p))
-    s = np.where(u < 0, lower, upper)
-    return float(np.dot(w, f(s / np.sqrt(p))) / np.sqrt(p))
-
 
 # --------------------------------------------------------------------------- public error
 def attention_error(
@@ -595,6 +52,7 @@ def attention_error(
     w_k: Any = None,
     w_q: Any = None,
     diagonal: Any = "removed",
+    spike: Any = None,
     **solver_options: Any,
 ) -> Any:
     """Limiting interpolation error ``E_A(gamma)`` of nonlinear attention.
@@ -606,6 +64,9 @@ def attention_error(
     activation : registry name or sympy expression (centred internally).
     snr : ``||mu||^2``; ``0`` for the null model solved here.
     w_k, w_q : attention spikes (``W = I + w_k w_q^T``); ``None`` for the null model.
+    spike : ``(strength, "aligned" | "orthogonal")``, optional: the spike ``w_k = w_q = sqrt(strength) e``
+        with ``e`` along ``mu`` or orthogonal to it (the convention of :mod:`theory.structured`); instead of
+        ``w_k``, ``w_q``.
     diagonal : ``"removed"`` (default), ``"kept"`` (``d0 = lim f(t)/t``) or an explicit ``d0``
         (e.g. :func:`kept_diagonal` at a finite ``p``).
     **solver_options : ``system`` (``"symmetric"`` default, or ``"spec"``), ``method``,
@@ -631,13 +92,19 @@ def attention_error(
     0.0856
     >>> round(attention_error(1e-2, 2.0, "tanh", system="spec"), 4)
     0.0839
+    >>> bool(attention_error(0.1, 2.0, "tanh", snr=1.0, spike=(4.0, "aligned")) < attention_error(0.1, 2.0, "tanh", snr=1.0))
+    True
     """
     g = np.asarray(gamma, dtype=np.float64)
     if np.any(~np.isfinite(g)) or np.any(g <= 0):
         raise ValueError(f"gamma must be > 0, got {gamma!r}")
     require_positive("c", c)
     require_nonnegative("snr", snr)
-    if float(snr) != 0.0 or w_k is not None or w_q is not None:
+    if spike is not None and (w_k is not None or w_q is not None):
+        raise ValueError("give either spike=(strength, kind) or the vectors w_k, w_q, not both")
+    if spike is not None:
+        solver_options["spike"] = spike
+    if float(snr) != 0.0 or w_k is not None or w_q is not None or spike is not None:
         try:
             from .structured import structured_attention_error  # lazy: written by another module
         except ImportError:

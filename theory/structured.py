@@ -271,7 +271,7 @@ def _mp_nodes(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     second kind (exact for the square-root edges).
     """
     if abs(c - 1.0) < 1e-6:  # hard edge at 0 (density ~ l^{-1/2}): Gauss-Jacobi rule of theory.attention
-        from .attention import gram_law_quadrature
+        from .null_system import gram_law_quadrature
 
         return gram_law_quadrature(c, n_nodes)
     r = 1.0 / c
@@ -434,7 +434,7 @@ def _kernel_constants(activation: Any, diagonal: Any) -> tuple[float, float, flo
             return a1, sf2, 0.0
         return a1, sf2, float(diagonal)
     from .activations import hermite_moments
-    from .attention import null_kernel_diagonal
+    from .null_system import null_kernel_diagonal
 
     hm = hermite_moments(activation)
     return float(hm.a1), float(hm.sf2), float(null_kernel_diagonal(activation, diagonal))
@@ -444,11 +444,11 @@ def _null_solutions(gam: np.ndarray, c: float, a1: float, sf2: float, d0: float,
                     n_nodes: int, tol: float, max_iter: int) -> np.ndarray:
     """Null unknowns and their ``gamma``-derivatives, rows ``(delta, delta~, kappa, d/dgamma of each, residual)``.
 
-    Solved by :func:`theory.attention.solve_null_system_full` (the single implementation of the null
+    Solved by :func:`theory.null_system.solve_null_system_full` (the single implementation of the null
     system in the project, so that ``snr = 0`` reduces *exactly* to :func:`theory.attention_error`);
     ``d/dgamma = -d/dz``.
     """
-    from .attention import solve_null_system_full
+    from .null_system import solve_null_system_full
 
     try:
         sols = solve_null_system_full(-gam, c, a1, sf2, d0, system=system, method=method, n_nodes=max(int(n_nodes), 16),
@@ -464,7 +464,7 @@ def _null_solutions(gam: np.ndarray, c: float, a1: float, sf2: float, d0: float,
 
 def _denominator_polys(g: float, c: float, a1: float, sf2: float, d0: float, nul: np.ndarray):
     """Ascending coefficients (in ``l``) of ``D(l)`` and of its total ``gamma``-derivative ``D_gamma(l)``."""
-    from .attention import _null_denominator
+    from .null_system import _null_denominator
 
     dl, dt, kp, ddl, ddt, dkp = nul[:6]
     e, de = d0 - a1 - kp, -dkp  # A(l) - kappa = a1 l + e

@@ -1,5 +1,7 @@
 """The judge: each claim of SPEC.md = prediction (theory) vs measurement (numerics) under a stated tolerance."""
 
-from .registry import CheckContext, CheckResult, Comparison, Outcome, Verdict, all_checks, check, run_check
+from .catalog import all_checks, check_spec
+from .registry import CheckContext, CheckResult, Comparison, Outcome, Verdict, check, run_check
 
-__all__ = ["CheckContext", "CheckResult", "Comparison", "Outcome", "Verdict", "all_checks", "check", "run_check"]
+__all__ = ["CheckContext", "CheckResult", "Comparison", "Outcome", "Verdict", "all_checks", "check", "check_spec",
+           "run_check"]

@@ -31,7 +31,8 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from .registry import CheckContext, CheckResult, Comparison, Verdict, judge_outcome, run_check
+from .catalog import select
+from .registry import CheckContext, CheckResult, Comparison, judge_outcome, run_check
 from .verdicts import ALPHA_CHECK
 
 __all__ = ["CheckCalibration", "calibrate", "clopper_pearson", "summarise", "main", "markdown_table"]
@@ -232,9 +233,9 @@ def markdown_table(rows: Sequence[CheckCalibration], meta: dict) -> str:
 
 
 def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
-    from verify.checks.paper_a_numerics import _plt
+    from .figures import pyplot
 
-    plt = _plt()
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
     ids = [r.id for r in rows]
     x = np.arange(len(rows))
@@ -290,7 +291,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from .cli import _select
 
     import warnings
 
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.seeds < 2:
         raise SystemExit("error: --seeds must be >= 2")
-    specs = [s for s in _select(args.only) if s.implemented and s.id[0] in "AB" and "-" not in s.id]
+    specs = [s for s in select(args.only) if s.implemented and s.id[0] in "AB" and "-" not in s.id]
     out = args.out or Path(".cache") / "calibrate" / args.profile
     if args.cache_dir is not None and str(args.cache_dir).lower() == "none":
         cache_dir = None

@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .claims import CLAIMS, STUDIES
-from .registry import CheckContext, CheckResult, Verdict, all_checks, exit_status, run_check
+from .catalog import select
+from .registry import CheckContext, CheckResult, Verdict, exit_status, run_check
 from .report import markdown_report, print_summary, results_table, run_metadata, to_json, write_json
 
 PROFILES = ("quick", "paper")
@@ -56,18 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _select(ids: Sequence[str] | None):
-    specs = all_checks()
-    if not ids:
-        return specs
-    known = {k.upper(): k for k in [*CLAIMS, *STUDIES]}
-    unknown = [i for i in ids if i.upper() not in known]
-    if unknown:
-        raise SystemExit(f"error: unknown claim id(s) {', '.join(unknown)}; known: {', '.join(known.values())}")
-    wanted = [known[i.upper()] for i in ids]
-    return [s for s in specs if s.id in wanted]
-
-
 def _progress_factory(progress: Progress):
     @contextlib.contextmanager
     def factory(description: str, total: int) -> Iterator[object]:
@@ -98,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # nothing is lost (a crashed worker raises instead), so the warning would only clutter the report
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     console = Console(width=None if sys.stdout.isatty() else 180)
-    specs = _select(args.only)
+    specs = select(args.only)
 
     if args.list:
         from rich.table import Table

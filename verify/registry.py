@@ -383,15 +383,6 @@ def check(claim_id: str) -> Callable[[Callable[[CheckContext], Outcome]], Callab
     return deco
 
 
-def all_checks() -> list[CheckSpec]:
-    """Every claim id of SPEC, in order, with its check function (None when not implemented), then the
-    informational studies (:data:`STUDIES`) that have a function."""
-    from . import checks  # noqa: F401  (importing registers the checks)
-
-    specs = [CheckSpec(cid, paper, claim, _REGISTRY.get(cid)) for cid, (paper, claim) in CLAIMS.items()]
-    return specs + [CheckSpec(sid, paper, text, _REGISTRY[sid]) for sid, (paper, text) in STUDIES.items() if sid in _REGISTRY]
-
-
 def run_check(spec: CheckSpec, ctx: CheckContext) -> CheckResult:
     """Run one check; exceptions become an ERROR verdict with the traceback in ``error``."""
     res = CheckResult(id=spec.id, paper=spec.paper, claim=spec.claim, verdict=Verdict.NOT_IMPLEMENTED)

@@ -38,12 +38,13 @@ These rates assume the standard errors are right; ``python -m verify calibrate``
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from scipy import stats
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .registry import Comparison
+#: a comparison as judged here: any object with the fields of :class:`verify.registry.Comparison`
+#: (``kind``, ``p_fail``, ``p_pass``, ``exact_ok``, ``outcome``, ``passed``, ``decide_factor``)
+Comparison = Any
 
 #: family-wise false-FAIL rate of a whole report (every claim true)
 ALPHA_REPORT = 0.01
@@ -151,7 +152,7 @@ def scale_to_decide(delta: float, se: float, margin: float | None, kind: str) ->
     return max(1.0, (se / needed) ** 2)
 
 
-def judge(comparisons: Sequence["Comparison"], alpha: float = ALPHA_CHECK) -> str:
+def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
     """Set ``outcome`` on every comparison and return the check's verdict (``PASS``/``FAIL``/``INCONCLUSIVE``).
 
     Rules: module docstring.  Pure: no I/O, no randomness; the comparisons' ``outcome`` and ``passed``
@@ -188,7 +189,7 @@ def rates_text(alpha: float = ALPHA_CHECK) -> str:
             "INCONCLUSIVE = neither.")
 
 
-def describe(c: "Comparison") -> str:
+def describe(c: Comparison) -> str:
     """Short statistical reading of one comparison (kind, p-values, what would decide it)."""
     parts = [c.kind]
     if c.p_fail is not None:

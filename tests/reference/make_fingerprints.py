@@ -35,7 +35,8 @@ def collect() -> dict[str, Any]:
     import numpy as np
 
     import verify.checks.paper_a_numerics as pa
-    from verify.registry import CheckContext, all_checks, run_check
+    from verify.catalog import all_checks
+from verify.registry import CheckContext, run_check
 
     records: dict[str, list] = {}
     current = {"id": ""}

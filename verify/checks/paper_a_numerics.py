@@ -23,46 +23,37 @@ Experimental design (the project's choices, from theory; stated in every check's
 - Noise level ``sigma``: chosen a priori so that the predicted variance equals the predicted bias at
   the geometric centre of the ``M`` range (balanced, the minimax regime), from :func:`predict_error`.
 
-Finite-``M`` prediction of the design (derived here)
-----------------------------------------------------
-For the least-squares estimator in the linear space spanned by the piecewise-polynomial basis
-``b`` (and, for ``d > 1``, the tangent directions of the rank-``r`` matrix manifold at ``A*``,
-scale removed), the usual asymptotics give
-
-    E ||g_hat - g*||^2  ~  B(K) + (V_np(K) + V_par(K, d, r)) / M,
-
-- ``B(K) = ||g* - g_F||^2_rho`` with ``g_F`` the population least-squares fit in the *forward*
-  metric (``c_F = argmin E |R_{g*} - R_{g_c}|^2``), the limit of the estimator at fixed ``K``;
-- ``V = sigma^2 tr(G Sigma^+) / N`` with ``G = E_rho[f f^T]`` (pairs) and
-  ``Sigma = E[F_i F_i^T]``, ``F_i = 1/(N-1) sum_{j != i} f(X_i, X_j)`` (rows of the design), where
-  ``f`` are the basis functions (``V_np``) or the basis functions plus the ``A``-tangent features
-  ``phi*'(u) (x^T dA y)`` (``V_np + V_par``). ``V_par`` is the parametric term of the paper (it
-  grows like ``r (2d - r)``).
-All expectations are Monte Carlo over a large fixed population sample (seeded).
+Finite-``M`` prediction of the design
+-------------------------------------
+The a-priori error model ``B(K) + (V_np + V_par) / M`` of the estimator lives in :mod:`numerics.error_model`
+(derivation there); the checks evaluate it along their designs (:meth:`Group.predicted`, with the first-order
+finite-sample factor ``n / (n - p)``) and compare the measured slopes with it.
 """
 
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from scipy import sparse
-from scipy.linalg import null_space
 
+from numerics.error_model import RANGE_Q, predict_error, predicted_curve  # noqa: F401  (re-exported)
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
-from numerics.sweep import source_version
+from numerics.slopes import SlopeFit, compare_slopes, fit_slope
+from numerics.sweep import run_sweep, source_version
 from numerics.threads import torch_threads
+from verify.registry import CheckContext, Comparison, Outcome, check
+from verify.verdicts import SLOPE_MARGIN
 
 __all__ = ["Group", "check_a2", "check_a3", "check_a4", "k_levels_to_M", "model_for", "predict_error",
            "predict_task", "predictions", "cache_text",
            "predicted_curve", "balanced_sigma", "population_range", "trial"]
 
 SUPPORT = 1.0
-RANGE_Q = 5e-4
 RIDGE_D = 1e-4  # relative ridge for d > 1 sweeps: tames near-empty end intervals (phi* ~ 0 there)
 
 
@@ -139,148 +130,6 @@ def k_levels_to_M(K_levels: list[int], M_lo: int, beta: float) -> list[int]:
     return [int(round(M_lo * (K / K0) ** (2 * beta + 1))) for K in K_levels]
 
 
-# ----------------------------------------------------------------------------------------- prediction
-def _basis(u: np.ndarray, lo: float, hi: float, K: int, s: int, rows: np.ndarray | None = None,
-           n_rows: int | None = None) -> sparse.csr_matrix:
-    """Sparse piecewise-Legendre basis; pair ``n`` goes to row ``rows[n]`` (duplicates are summed)."""
-    z = np.clip((u - lo) / (hi - lo) * K, 0.0, float(K))
-    idx = np.clip(np.floor(z), 0, K - 1).astype(np.int64)
-    t = 2.0 * (z - idx) - 1.0
-    V = np.polynomial.legendre.legvander(t, s) * np.sqrt(2 * np.arange(s + 1) + 1.0)
-    cols = idx[:, None] * (s + 1) + np.arange(s + 1)[None, :]
-    r = np.arange(u.size) if rows is None else rows
-    shape = (u.size if n_rows is None else n_rows, K * (s + 1))
-    return sparse.coo_matrix((V.ravel(), (np.repeat(r, s + 1), cols.ravel())), shape=shape).tocsr()
-
-
-def _dphi(model: IPSModel, u: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    return (model.phi_star(u + h) - model.phi_star(u - h)) / (2 * h)
-
-
-class _Features:
-    """Per-pair features: sparse piecewise-polynomial basis and (optionally) dense A-tangent directions."""
-
-    def __init__(self, model: IPSModel, lo: float, hi: float, K: int, s: int, with_A: bool) -> None:
-        self.model, self.lo, self.hi, self.K, self.s = model, lo, hi, K, s
-        self.p = K * (s + 1)
-        A = model.A_star
-        self.with_A = with_A and model.d > 1
-        if self.with_A:
-            Uf, _, Vt = np.linalg.svd(A)
-            r = model.rank
-            self.U, self.V = Uf[:, :r], Vt[:r].T
-            a = np.concatenate([(A.T @ self.U).ravel(), (A @ self.V).ravel()])
-            self.Q = null_space(a[None, :])  # tangent directions orthogonal to the scale direction A*
-
-    def __call__(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray | None = None,
-                 n_rows: int | None = None) -> tuple[sparse.csr_matrix, np.ndarray | None]:
-        u = np.einsum("nk,kl,nl->n", x, self.model.A_star, y)
-        fb = _basis(u, self.lo, self.hi, self.K, self.s, rows, n_rows)
-        if not self.with_A:
-            return fb, None
-        dp = _dphi(self.model, u)
-        fW = np.einsum("n,nb,na->nba", dp, y, x @ self.U).reshape(u.size, -1)
-        fZ = np.einsum("n,nb,na->nba", dp, x, y @ self.V).reshape(u.size, -1)
-        fa = np.hstack([fW, fZ]) @ self.Q
-        if rows is not None:
-            out = np.zeros((n_rows, fa.shape[1]))
-            np.add.at(out, rows, fa)
-            fa = out
-        return fb, fa
-
-
-def _gram(fb: sparse.csr_matrix, fa: np.ndarray | None, n: int) -> np.ndarray:
-    Gbb = (fb.T @ fb).toarray()
-    if fa is None:
-        return Gbb / n
-    Gba = np.asarray(fb.T @ fa)
-    ta = torch.from_numpy(np.ascontiguousarray(fa))
-    return np.block([[Gbb, Gba], [Gba.T, (ta.T @ ta).numpy()]]) / n
-
-
-def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Least-squares solve with torch (numpy's threaded OpenBLAS is very slow on a contended machine)."""
-    return torch.linalg.lstsq(torch.from_numpy(A), torch.from_numpy(np.asarray(b))[:, None],
-                              driver="gelsd").solution[:, 0].numpy()
-
-
-def _tr_pinv(G: np.ndarray, S: np.ndarray, rcond: float) -> float:
-    """``tr(G S^+)`` for symmetric PSD ``S``."""
-    Sp = torch.linalg.pinv(torch.from_numpy(S), rtol=rcond, hermitian=True)
-    return float(torch.trace(torch.from_numpy(G) @ Sp))
-
-
-def population_range(model: IPSModel, seed: int, n: int = 2**19) -> tuple[float, float]:
-    """The ``[q, 1-q]`` quantiles of ``u = x^T A* y`` under ``rho`` (``q = RANGE_Q``), ``n`` pairs."""
-    u = []
-    rng = np.random.default_rng([seed, 7])
-    for _ in range(max(1, n // 2**16)):
-        x, y = model.sample_pairs(2**16, rng)
-        u.append(np.einsum("nk,kl,nl->n", x, model.A_star, y))
-    lo, hi = np.quantile(np.concatenate(u), [RANGE_Q, 1 - RANGE_Q])
-    return float(lo), float(hi)
-
-
-def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pairs: int = 2**18,
-                  seed: int = 0, with_A: bool = True) -> dict[str, float]:
-    """A-priori error model ``B + (V_np + V_par) / M`` of the design (see module docstring).
-
-    Parameters
-    ----------
-    model : IPSModel
-        Truth, token law and noise level ``sigma = model.noise``.
-    K, s : int
-        Intervals and polynomial degree of the estimator.
-    n_pop : int
-        Population samples for ``Sigma`` and the forward-metric projection.
-    n_pairs : int
-        Pairs for ``G`` and the L2 norms.
-    seed : int
-        Seed of the Monte Carlo.
-    with_A : bool
-        Include the A-tangent features (``V_par``); ignored for ``d = 1``.
-
-    Returns
-    -------
-    dict with ``B`` (forward-metric projection bias), ``B_l2`` (L2(rho) projection bias, <= B),
-    ``V_np``, ``V_par`` (noise-variance constants: error contribution ``V / M``), ``p`` (number of
-    basis functions), ``lo``, ``hi``.
-    """
-    rng = np.random.default_rng(seed)
-    lo, hi = population_range(model, seed)
-    x, y = model.sample_pairs(n_pairs, rng)
-    u = np.einsum("nk,kl,nl->n", x, model.A_star, y)
-    feats = _Features(model, lo, hi, K, s, with_A)
-    p = feats.p
-    N = model.N
-    fstar = model.phi_star(u)
-    fb, fa = feats(x, y)
-    G = _gram(fb, fa, n_pairs)
-    c_l2 = _solve(G[:p, :p], fb.T @ fstar / n_pairs)
-    B_l2 = float(np.mean((fb @ c_l2 - fstar) ** 2))
-    # Sigma over the design rows of a population sample (row (m, i) sums the N-1 pairs (i, j))
-    X = model.sample_tokens(n_pop, rng)
-    Rstar = model.forward(None, X).reshape(-1)
-    ii, jj = np.nonzero(~np.eye(N, dtype=bool))
-    rows = (np.arange(n_pop)[:, None] * N + ii[None, :]).ravel()
-    Fb, Fa = feats(X[:, ii, :].reshape(-1, model.d), X[:, jj, :].reshape(-1, model.d), rows, n_pop * N)
-    n_rows = n_pop * N
-    S = _gram(Fb, Fa, n_rows) / (N - 1) ** 2
-    c_F = _solve(S[:p, :p], Fb.T @ Rstar / (n_rows * (N - 1)))
-    B_F = float(np.mean((fb @ c_F - fstar) ** 2))
-    sigma2 = float(model.noise) ** 2
-    V_np = sigma2 * _tr_pinv(G[:p, :p], S[:p, :p], 1e-12) / N
-    V_tot = V_np
-    if feats.with_A:
-        V_tot = sigma2 * _tr_pinv(G, S, 1e-10) / N
-    return {"B": B_F, "B_l2": B_l2, "V_np": V_np, "V_par": max(V_tot - V_np, 0.0), "p": p, "lo": lo, "hi": hi}
-
-
-def predicted_curve(pred: list[dict[str, float]], M: list[int], parametric: bool = True) -> np.ndarray:
-    """``B_K + (V_np + V_par) / M_K`` along the design."""
-    return np.array([q["B"] + (q["V_np"] + (q["V_par"] if parametric else 0.0)) / m for q, m in zip(pred, M)])
-
-
 def balanced_sigma(model_kwargs: dict, K: int, M: float, s: int, seed: int, **sizes: int) -> float:
     """``sigma`` such that the predicted variance equals the predicted bias at ``(K, M)``.
 
@@ -331,13 +180,6 @@ def low_rank_status(r: int, d: int, M: float, beta: float) -> dict[str, Any]:
 
 
 # ============================================================================================ checks
-import time  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-
-from numerics.slopes import SlopeFit, compare_slopes, fit_slope  # noqa: E402
-from numerics.sweep import run_sweep  # noqa: E402
-from verify.registry import CheckContext, Comparison, Outcome, check  # noqa: E402
-from verify.verdicts import SLOPE_MARGIN  # noqa: E402
 
 def _code_version() -> str:
     """Cache version of the trials: the sampler, the estimator, the trial function and its constants."""
@@ -355,11 +197,11 @@ def _pred_version() -> str:
     """Cache version of the a-priori predictions: the sampler and the prediction code."""
     import sys
 
+    import numerics.error_model as _em
     import numerics.ips as _ips
 
     me = sys.modules[__name__]
-    return source_version("a-pred", _ips, me.model_for, me._basis, me._dphi, me._Features, me._gram, me._solve,
-                          me._tr_pinv, me.population_range, me.predict_error, me.predict_task, (SUPPORT, RANGE_Q))
+    return source_version("a-pred", _ips, _em, me.model_for, me.predict_task, (SUPPORT, RANGE_Q))
 
 
 SWEEP_VERSION = _code_version()
@@ -550,13 +392,10 @@ def _plot_groups(groups: list[Group], title: str):
 
 
 def _plt():
-    """pyplot with the non-interactive backend chosen where figures are written (not at import)."""
-    import matplotlib
+    """pyplot, imported where figures are drawn (:func:`verify.figures.pyplot`; no backend switch)."""
+    from verify.figures import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 def _design_text(g: Group) -> str:

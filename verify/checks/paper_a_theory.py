@@ -8,11 +8,6 @@ everywhere: nothing here is a measurement with noise.
 
 from __future__ import annotations
 
-
-import matplotlib
-
-matplotlib.use("Agg")
-
 import numpy as np  # noqa: E402
 import sympy as sp  # noqa: E402
 

@@ -50,10 +50,6 @@ import math
 import time
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
@@ -67,6 +63,7 @@ from numerics.rmt import (  # noqa: E402
 )
 
 from ..registry import CheckContext, Comparison, Outcome, check  # noqa: E402
+from ..figures import pyplot  # noqa: E402
 from ..verdicts import judge  # noqa: E402
 from ._finite_size import finite_size_test  # noqa: E402
 
@@ -353,6 +350,7 @@ def check_b1(ctx: CheckContext) -> Outcome:
     data["1c"] = dict(rows=np.array(rows), columns=["snr", "theory", "mc_small", "se_small", "mc_large", "se_large"], n=(ns, nl))
 
     # figure
+    plt = pyplot()
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
     d = data["1a"]
     gg = np.logspace(np.log10(a["gammas"][0]), np.log10(a["gammas"][-1]), 200)
@@ -392,6 +390,7 @@ def check_b2(ctx: CheckContext) -> Outcome:
     comps: list[Comparison] = []
     data: dict[str, Any] = {}
     t0 = time.perf_counter()
+    plt = pyplot()
     fig, axes2 = plt.subplots(2, len(B2_CS), figsize=(6 * len(B2_CS), 8), sharex=True)
     axes, raxes = axes2[0], axes2[1]
     worst = (0.0, "")
@@ -546,6 +545,7 @@ def check_b3(ctx: CheckContext) -> Outcome:
     gammas, fit = cfg["gammas"], cfg["fit"]
     nl, ns = cfg["n"], cfg["n"] // 2
     act = "tanh"
+    plt = pyplot()
     fig, ax = plt.subplots(1, 2, figsize=(12, 4.2))
 
     # (1) c = 2: attention > ridge at every gamma (paired draws), and the small-gamma exponents
@@ -699,6 +699,7 @@ def check_b5(ctx: CheckContext) -> Outcome:
     data["equal_nu_rel_diff"] = abs(m_lin.nu - m_cos.nu) / m_cos.nu
     configs = [(2.0, 0.0), (2.0, 4.0), (0.5, 4.0)]
     n = cfg["n"]
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4))
     with ctx.progress("cos vs scaled tanh", total=len(configs)) as bar:
         for k, (cval, snr) in enumerate(configs):
@@ -795,6 +796,7 @@ def check_b6(ctx: CheckContext) -> Outcome:
     configs = [("tanh", 2.0), ("relu", 2.0), ("tanh", 0.5)]
     n = cfg["n"]
     controls: list[str] = []
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4))
     with ctx.progress("kernel spectra", total=len(configs)) as bar:
         for k, (act, cval) in enumerate(configs):

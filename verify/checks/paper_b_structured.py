@@ -196,12 +196,9 @@ def _finite_size_rule(pred: float, m1: float, s1: float, m2: float, s2: float, p
 
 
 def _plt():
-    import matplotlib
+    from verify.figures import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 # ============================================================================ B7

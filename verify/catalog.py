@@ -1,0 +1,53 @@
+"""The catalogue of checks: every claim id with its registered check, looked up by id.
+
+Kept apart from :mod:`verify.registry` so that the check modules (which import the registry to register
+themselves) and the registry do not import each other: this module imports both.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from . import registry
+from .claims import CLAIMS, STUDIES
+from .registry import CheckSpec
+
+__all__ = ["all_checks", "check_spec", "select"]
+
+
+def all_checks() -> list[CheckSpec]:
+    """Every claim id, in order, with its check function (None when not implemented), then the
+    informational studies (:data:`verify.claims.STUDIES`) that have a function."""
+    from . import checks  # noqa: F401  (importing registers the checks)
+
+    reg = registry._REGISTRY
+    specs = [CheckSpec(cid, paper, claim, reg.get(cid)) for cid, (paper, claim) in CLAIMS.items()]
+    return specs + [CheckSpec(sid, paper, text, reg[sid]) for sid, (paper, text) in STUDIES.items() if sid in reg]
+
+
+def check_spec(claim_id: str) -> CheckSpec:
+    """The :class:`~verify.registry.CheckSpec` of one claim id (case-insensitive).
+
+    Raises
+    ------
+    ValueError
+        Unknown id (the message lists the known ones).
+    """
+    specs = {s.id.upper(): s for s in all_checks()}
+    key = str(claim_id).upper()
+    if key not in specs:
+        raise ValueError(f"unknown claim id {claim_id!r}; known: {', '.join(s.id for s in specs.values())}")
+    return specs[key]
+
+
+def select(ids: Sequence[str] | None) -> list[CheckSpec]:
+    """The specs of ``ids`` in catalogue order (all of them for ``None`` or empty); unknown ids: SystemExit."""
+    specs = all_checks()
+    if not ids:
+        return specs
+    known = {k.upper(): k for k in [*CLAIMS, *STUDIES]}
+    unknown = [i for i in ids if i.upper() not in known]
+    if unknown:
+        raise SystemExit(f"error: unknown claim id(s) {', '.join(unknown)}; known: {', '.join(known.values())}")
+    wanted = [known[i.upper()] for i in ids]
+    return [s for s in specs if s.id in wanted]
