@@ -124,10 +124,13 @@ def test_comparison_passed_is_a_plain_bool():
     import numpy as np
     import sympy as sp
 
-    for flag in (sp.true, np.bool_(True), 1):
+    for flag in (sp.true, np.bool_(True), True):
         c = Comparison("x", 1, 1, None, "exact", flag)
         assert c.passed is True and c.to_json()["passed"] is True
     assert Comparison("x", 1, 2, None, "exact", sp.false).to_json()["passed"] is False
+    for bad in ("no", 1, float("nan"), None):  # a bad value never becomes a PASS
+        with pytest.raises(TypeError, match="passed must be a boolean"):
+            Comparison("x", 1, 1, None, "exact", bad)
 
 
 def test_rejudge_reproduces_verdicts_without_simulating(fake_checks, tmp_path):

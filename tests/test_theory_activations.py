@@ -21,7 +21,7 @@ from theory.activations import (
 from theory.activations import _numeric_gauss  # independent quadrature route
 from theory.symbols import x
 
-# SPEC.md, "Hermite data (centred)" (4 decimals printed there)
+# docs: the Hermite data of the centred activations (4 decimals)
 SPEC_TABLE = {
     "tanh": {"a1": 0.6057, "nu": 0.3943},
     "erf": {"a1": 0.6515, "nu": 0.4646},

@@ -1,6 +1,6 @@
 """What the papers predict: sympy expressions and their numeric evaluation.
 
-``theory`` imports neither ``numerics`` nor ``verify``. Public names (DESIGN.md) are re-exported here;
+``theory`` imports neither ``numerics`` nor ``verify``. Public names are re-exported here;
 each module lists its own in ``__all__``.
 
 Modules

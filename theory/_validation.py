@@ -2,7 +2,7 @@
 
 Each helper accepts a Python/NumPy number or a sympy expression. Symbolic values whose sign
 cannot be decided are accepted (the caller is doing algebra); numeric values outside the
-allowed range raise ``ValueError`` naming the argument and the range.
+allowed range, NaN and +-inf raise ``ValueError`` naming the argument and the range.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def _check(name: str, value: Any, ok, rule: str) -> Any:
     x = _numeric(value)
     if x is None:
         raise ValueError(f"{name} must be a real number or a sympy expression, got {value!r}")
-    if math.isnan(x) or not ok(x):
-        raise ValueError(f"{name} must be {rule}, got {value!r}")
+    if not math.isfinite(x) or not ok(x):
+        raise ValueError(f"{name} must be a finite number {rule}, got {value!r}")
     return value
 
 
@@ -72,7 +72,7 @@ def require_integer(name: str, value: Any, lower: int | None = None) -> Any:
     if isinstance(value, sp.Basic) and value.free_symbols:
         return value
     x = _numeric(value)
-    if x is None or math.isnan(x) or x != int(x):
+    if x is None or not math.isfinite(x) or x != int(x):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if lower is not None and x < lower:
         raise ValueError(f"{name} must be an integer >= {lower}, got {value!r}")

@@ -1,4 +1,4 @@
-"""The judge: each claim of SPEC.md = prediction (theory) vs measurement (numerics) under a stated tolerance."""
+"""The judge: each claim (docs/claims.md) = prediction (theory) vs measurement (numerics) under a stated tolerance."""
 
 from .catalog import all_checks, check_spec
 from .registry import CheckContext, CheckResult, Comparison, Outcome, Verdict, check, run_check

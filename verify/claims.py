@@ -1,4 +1,4 @@
-"""The claims of SPEC.md, one id each. The registry attaches a check to each id."""
+"""The claims (docs/claims.md), one id each. The registry attaches a check to each id."""
 
 from __future__ import annotations
 

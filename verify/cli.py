@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list:
         from rich.table import Table
 
-        t = Table(title="Claims (SPEC.md) and informational studies")
+        t = Table(title="Claims (docs/claims.md) and informational studies")
         for col in ("id", "paper", "check", "claim"):
             t.add_column(col)
         for s in specs:

@@ -1,4 +1,4 @@
-"""Registry of checks: one per claim id of SPEC.md.
+"""Registry of checks: one per claim id (docs/claims.md).
 
 A check is a function ``f(ctx: CheckContext) -> Outcome``, registered with :func:`check`.
 Claims without a registered function are reported as ``NOT IMPLEMENTED`` (never PASS).
@@ -74,7 +74,7 @@ class Comparison:
     def __post_init__(self) -> None:
         from .verdicts import KINDS
 
-        self.passed = bool(self.passed)  # numpy / sympy booleans -> a plain bool (JSON true/false)
+        self.passed = _as_bool("passed", self.passed)  # numpy / sympy booleans -> a plain bool (JSON true/false)
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         self.exact_ok = self.passed
@@ -431,6 +431,22 @@ def exit_status(results: list[CheckResult], strict: bool = False) -> int:
     if strict:
         bad |= {Verdict.NOT_IMPLEMENTED, Verdict.INCONCLUSIVE}
     return 1 if any(r.verdict in bad for r in results) else 0
+
+
+def _as_bool(name: str, v: Any) -> bool:
+    """A real boolean (Python, NumPy or sympy), never a string or a number read as truthy."""
+    import numpy as np
+
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    try:
+        import sympy as sp
+
+        if isinstance(v, sp.logic.boolalg.BooleanAtom):
+            return bool(v)
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"{name} must be a boolean, got {v!r} ({type(v).__name__})")
 
 
 def _seed_text(k: Any) -> str:
