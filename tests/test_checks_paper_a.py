@@ -79,3 +79,19 @@ def test_parametric_term_grows_with_d():
     v = [predict_error(model_for({**base, "d": d}), 8, 1, seed=0, n_pop=1500, n_pairs=2**14)["V_par"]
          for d in (2, 6)]
     assert 0 < v[0] < v[1]
+
+
+def test_a6_trend_is_robust_to_one_outlier_replicate():
+    """The median trend of A6 keeps its sign when one replicate is 100x off (OLS through the points flips)."""
+    from scipy import stats
+
+    from verify.checks.paper_a_coercivity import robust_trend
+
+    rng = np.random.default_rng(0)
+    x = [0.0, 1.0, 2.0, 3.0]
+    errs = [list(1.0 + 0.1 * xi + 0.02 * rng.standard_normal(8)) for xi in x]
+    errs[0][0] = 100.0  # one stalled fit at the smallest x
+    b, se, _ = robust_trend(x, errs, rng=1)
+    assert b > 3 * se > 0
+    ols = stats.linregress(np.repeat(x, 8), np.concatenate(errs))
+    assert ols.slope < 0  # the outlier flips an OLS fit through every replicate
