@@ -12,9 +12,14 @@ test is
 ``1/n``; the linearisation error of the structured checks decays like ``p^{-1/2}``).  The statistic is
 ``T = |g_l| - q |g_s|``.  Under H0 with the worst allowed decay and a gap large against the noise,
 ``T = +-(e_l - q e_s)`` (the Monte Carlo errors ``e``), whose standard deviation is
-``hypot(SE_l, q SE_s)``; smaller or faster-decaying gaps make ``T`` smaller.  A point PASSES iff
+``hypot(SE_l, q SE_s)``; smaller or faster-decaying gaps make ``T`` smaller.  The per-point reading
+(``FiniteSizeTest.passed``, the tables) is the 3-sigma rule
 
-    ``|g_l| <= q |g_s| + 3 hypot(SE_l, q SE_s)``.
+    ``|g_l| <= q |g_s| + 3 hypot(SE_l, q SE_s)``;
+
+the verdict of a check uses the one-sided p-value of ``T / hypot(SE_l, q SE_s)`` (``FiniteSizeTest.p_value``)
+with Holm's procedure over all the points of the check at its family-wise level (:mod:`verify.verdicts`), so a
+check of many points is no more likely to FAIL under a correct prediction than a check of one.
 
 The allowance ``q |g_s|`` is the gap measured at the small size, propagated to the large size at the
 slowest declared rate; its own noise is the ``q SE_s`` term.  Power: a prediction off by a constant ``D``
