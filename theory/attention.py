@@ -27,20 +27,9 @@ from .null_system import (  # noqa: F401  (re-exported: public names of this mod
     solve_null_system_full,
 )
 
-__all__ = [
-    "attention_error",
-    "solve_null_system",
-    "solve_null_system_full",
-    "null_system_derivative",
-    "null_system_equations",
-    "null_kernel_diagonal",
-    "kept_diagonal",
-    "gram_law_quadrature",
-    "gram_stieltjes",
-    "NullSolution",
-    "NULL_SYSTEMS",
-    "attention_small_gamma_law",
-]
+from . import null_system as _null_system  # noqa: E402
+
+__all__ = ["attention_error", "attention_small_gamma_law", *_null_system.__all__]
 
 
 # --------------------------------------------------------------------------- public error
