@@ -36,7 +36,7 @@ def collect() -> dict[str, Any]:
 
     import verify.checks.paper_a_numerics as pa
     from verify.catalog import all_checks
-from verify.registry import CheckContext, run_check
+    from verify.registry import CheckContext, run_check
 
     records: dict[str, list] = {}
     current = {"id": ""}
