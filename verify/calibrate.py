@@ -339,9 +339,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     (out / "calibration.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
     md = markdown_table(rows, meta)
     (out / "calibration.md").write_text(md)
+    _figure(rows, out / "calibration.png")
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(md)
-    _figure(rows, out / "calibration.png")
+        fig_path = args.markdown.with_suffix(".png")
+        _figure(rows, fig_path)
+        args.markdown.write_text(md + f"\n![verdicts and SD/SE per check]({fig_path.name})\n")
     console.print(f"written: {out / 'calibration.json'}, {out / 'calibration.md'}, {out / 'calibration.png'}")
     return 1 if any(r.flags for r in rows) else 0

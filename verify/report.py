@@ -106,10 +106,28 @@ def results_table(results: Iterable[CheckResult], title: str = "Verification rep
                 mark + c.name,
                 fmt_value(c.predicted),
                 _measured_text(c),
-                c.tolerance,
+                c.tolerance if verbose else short_rule(c),
                 time_txt if k == 0 else "",
             )
     return t
+
+
+def short_rule(c: Comparison) -> str:
+    """One line for the compact table: the test and its p-value (the full rule is in -v, the markdown and JSON)."""
+    def p(x):
+        return "" if x is None else f"{x:.2g}"
+
+    decide = f"; ~{c.decide_factor:.1f}x data to decide" if c.outcome == "INCONCLUSIVE" and c.decide_factor else ""
+    if c.kind == "equivalence":
+        return f"equivalence within ±{c.margin:g}: TOST p={p(c.p_pass)}, beyond-margin p={p(c.p_fail)}{decide}"
+    if c.kind == "direction":
+        return f"sign test: p={p(c.p_pass)}, opposite-sign p={p(c.p_fail)}{decide}"
+    if c.kind == "bound":
+        return f"bound (finite-size / inequality): violation p={p(c.p_fail)}"
+    if c.kind == "consistency":
+        return f"identity: two-sided p={p(c.p_fail)}"
+    text = str(c.tolerance)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def summary_counts(results: Iterable[CheckResult]) -> dict[str, int]:
