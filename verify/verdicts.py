@@ -199,12 +199,3 @@ def describe(c: Comparison) -> str:
     if c.outcome == "INCONCLUSIVE" and c.decide_factor is not None:
         parts.append(f"about {c.decide_factor:.1f}x the data would decide it")
     return ", ".join(parts)
-
-
-def as_float(v: Any) -> float | None:
-    """``float(v)`` for numbers, else ``None`` (texts, symbolic values)."""
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f
