@@ -30,12 +30,17 @@ def _fmt(v) -> str:
 
 
 def _headline(result: dict) -> dict | None:
-    comps = result.get("comparisons") or []
-    for want in ("FAIL", "INCONCLUSIVE"):
-        for c in comps:
-            if c.get("outcome") == want:
-                return c
-    return next((c for c in comps if c.get("headline")), comps[0] if comps else None)
+    """The stored comparison that the terminal table shows for this check (:func:`verify.report.shown_comparison`)."""
+    from verify.registry import Comparison
+    from verify.report import shown_comparison
+
+    stored = result.get("comparisons") or []
+    if not stored:
+        return None
+    comps = [Comparison.from_json(c) for c in stored]
+    for c, s in zip(comps, stored):  # the outcomes of the run, as stored
+        c.outcome = s.get("outcome", c.outcome)
+    return stored[comps.index(shown_comparison(comps))]
 
 
 def table(docs: list[dict]) -> str:

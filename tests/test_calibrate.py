@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verify.calibrate import clopper_pearson, comparison_from_json, rejudge, summarise
+from verify.calibrate import clopper_pearson, rejudge, summarise
 from verify.registry import Comparison
 from verify.verdicts import ALPHA_CHECK
 
@@ -57,5 +57,5 @@ def test_too_many_fails_are_flagged_and_few_seeds_skip_the_sd_rule():
 def test_rejudge_round_trip():
     rec = _records([0.0], 0.005, ["PASS"])[0]
     assert rejudge(rec) == "PASS"
-    c = comparison_from_json(rec["comparisons"][0])
+    c = Comparison.from_json(rec["comparisons"][0])
     assert c.kind == "equivalence" and c.p_pass == pytest.approx(rec["comparisons"][0]["p_pass"])

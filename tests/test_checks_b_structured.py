@@ -11,25 +11,12 @@ from verify.checks import paper_b_structured as mod
 from verify.catalog import check_spec
 from verify.registry import CheckContext, Verdict, run_check
 
-_TINY = mod._Profile(
-    p_sizes=(16, 32), trials=3, gammas=(0.1, 1.0), snrs=(1.0,),
-    spikes=(mod._NONE, (4.0, "aligned"), (4.0, "orthogonal")), cs=(0.5, 2.0),
-    breakdown_p=(16, 32), breakdown_trials=2, b4_snrs=(0.5,), b4_gammas=(0.1, 10.0),
-    b4_theory_grid=(-2.0, 1.0, 4), reversal_grid=(-3.0, 2.0, 11), figure_grid=(-3.0, 1.0, 9),
-)
-
-
-@pytest.fixture
-def tiny(monkeypatch):
-    monkeypatch.setitem(mod._PROFILES, "quick", _TINY)
-
-
 _spec = check_spec
 
 
 @pytest.mark.parametrize("cid", ["B4", "B7"])
-def test_check_runs_at_tiny_size(tiny, tmp_path, cid):
-    res = run_check(_spec(cid), CheckContext(profile="quick", report_dir=tmp_path, n_jobs=1))
+def test_check_runs_at_tiny_size(tmp_path, cid):
+    res = run_check(_spec(cid), CheckContext(profile="smoke", report_dir=tmp_path, n_jobs=1))
     assert res.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE), res.error
     assert res.comparisons
     assert res.seeds
@@ -90,11 +77,11 @@ def test_linearised_mc_shares_x_with_true_mc():
         np.testing.assert_allclose(lin, true, rtol=1e-9)
 
 
-def test_linearisation_study_is_informational(tiny, tmp_path):
-    res = run_check(_spec("B7-lin"), CheckContext(profile="quick", report_dir=tmp_path, n_jobs=1))
+def test_linearisation_study_is_informational(tmp_path):
+    res = run_check(_spec("B7-lin"), CheckContext(profile="smoke", report_dir=tmp_path, n_jobs=1))
     assert res.verdict is Verdict.INFO, res.error
     assert res.comparisons and res.figures and res.seeds
-    assert {"rows", "gammas"} <= set(res.data) and len(res.data["rows"]) == 2  # tiny profile: p in (16, 32)
+    assert {"rows", "gammas"} <= set(res.data) and len(res.data["rows"]) == 2  # smoke profile: p in (16, 32)
     assert all(cp.tolerance.startswith("informational") for cp in res.comparisons)
     assert "INFORMATIONAL" in res.notes
 

@@ -74,7 +74,7 @@ import sympy as sp
 
 from ._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
 from ._validation import require_integer, require_nonnegative, require_positive
-from .activations import ActivationLike, activation_asymptotic_slope, hermite_moments, numpy_activation  # noqa: F401
+from .activations import ActivationLike, activation_asymptotic_slope, numpy_activation
 from .marchenko_pastur import mp_stieltjes
 
 __all__ = [

@@ -32,10 +32,10 @@ import numpy as np
 from scipy import stats
 
 from .catalog import select
-from .registry import CheckContext, CheckResult, Comparison, judge_outcome, run_check
+from .registry import CheckContext, CheckResult, rejudge_stored, run_check
 from .verdicts import ALPHA_CHECK
 
-__all__ = ["CheckCalibration", "calibrate", "clopper_pearson", "summarise", "main", "markdown_table"]
+__all__ = ["CheckCalibration", "calibrate", "clopper_pearson", "rejudge", "summarise", "main", "markdown_table"]
 
 #: SD/SE band outside which a check with N >= 30 seeds is flagged
 SD_SE_BAND = (0.8, 1.25)
@@ -97,25 +97,7 @@ def _record(res: CheckResult, seed: int) -> dict:
 
 def rejudge(record: dict) -> str:
     """Judge a stored record again with the current rules (no simulation): its verdict as a string."""
-    comps = [comparison_from_json(c) for c in record["comparisons"]]
-    if record.get("verdict") in ("ERROR", "NOT IMPLEMENTED"):
-        return record["verdict"]
-    return judge_outcome(record["id"], comps).value
-
-
-def comparison_from_json(d: dict) -> Comparison:
-    """Rebuild a :class:`Comparison` from its ``to_json`` form (for re-judging stored results)."""
-    keys = ("name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail", "p_pass",
-            "margin", "df", "decide_factor", "headline")
-    kw = {k: d.get(k) for k in keys if k in d}
-    for k in ("p_fail", "p_pass", "margin", "df", "decide_factor"):
-        if isinstance(kw.get(k), str):  # non-finite floats are stored as text
-            kw[k] = float(kw[k])
-    kw.setdefault("kind", "exact")
-    kw["headline"] = bool(kw.get("headline", False))
-    if kw["kind"] == "exact":
-        kw["passed"] = d.get("outcome", "PASS" if d.get("passed") else "FAIL") == "PASS"
-    return Comparison(**kw)
+    return rejudge_stored(record)[0].value
 
 
 def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK) -> CheckCalibration:

@@ -14,7 +14,7 @@ from typing import Iterator, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .claims import CLAIMS, STUDIES
+from .claims import STUDIES
 from .catalog import select
 from .registry import CheckContext, CheckResult, Verdict, exit_status, run_check
 from .report import markdown_report, print_summary, results_table, run_metadata, to_json, write_json
@@ -159,8 +159,7 @@ def _rejudge(args: argparse.Namespace) -> int:
     """``--rejudge JSON``: verdicts of stored comparisons under the current rules (pure, no simulation)."""
     import json
 
-    from .calibrate import comparison_from_json
-    from .registry import judge_outcome
+    from .registry import rejudge_stored
 
     console = Console(width=None if sys.stdout.isatty() else 180)
     try:
@@ -170,10 +169,8 @@ def _rejudge(args: argparse.Namespace) -> int:
     results = []
     for r in doc.get("results", []):
         spec_verdict = r.get("verdict")
-        comps = [comparison_from_json(c) for c in r.get("comparisons", [])]
-        res = CheckResult(id=r["id"], paper=r.get("paper", ""), claim=r.get("claim", ""),
-                          verdict=Verdict(spec_verdict) if spec_verdict in ("ERROR", "NOT IMPLEMENTED") else
-                          judge_outcome(r["id"], comps, informational=spec_verdict == "INFO"),
+        verdict, comps = rejudge_stored(r)
+        res = CheckResult(id=r["id"], paper=r.get("paper", ""), claim=r.get("claim", ""), verdict=verdict,
                           comparisons=comps, runtime_s=float(r.get("runtime_s", 0.0)))
         if res.verdict.value != spec_verdict:
             console.print(f"{res.id}: {spec_verdict} -> {res.verdict.value}")

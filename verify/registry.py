@@ -87,8 +87,22 @@ class Comparison:
                 judge([self])
 
     def to_json(self) -> dict:
-        d = {k: _jsonable(v) for k, v in asdict(self).items()}
-        return d
+        return {k: _jsonable(v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Comparison":
+        """Rebuild a comparison from its :meth:`to_json` form (to judge stored results again)."""
+        keys = ("name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail", "p_pass",
+                "margin", "df", "decide_factor", "headline")
+        kw = {k: d.get(k) for k in keys if k in d}
+        for k in ("p_fail", "p_pass", "margin", "df", "decide_factor"):
+            if isinstance(kw.get(k), str):  # non-finite floats are stored as text
+                kw[k] = float(kw[k])
+        kw.setdefault("kind", "exact")
+        kw["headline"] = bool(kw.get("headline", False))
+        if kw["kind"] == "exact":
+            kw["passed"] = d.get("outcome", "PASS" if d.get("passed") else "FAIL") == "PASS"
+        return cls(**kw)
 
     # ------------------------------------------------------------------ stochastic constructors
     @classmethod
@@ -422,6 +436,16 @@ def judge_outcome(check_id: str, comparisons: list[Comparison], informational: b
     if informational or check_id in STUDIES:
         return Verdict.INFO
     return v
+
+
+def rejudge_stored(result: Mapping[str, Any]) -> tuple[Verdict, list[Comparison]]:
+    """Verdict and comparisons of a stored result (``CheckResult.to_json`` or a calibration record), judged
+    again with the current rules: no simulation.  ERROR and NOT IMPLEMENTED stay what they were."""
+    comps = [Comparison.from_json(c) for c in result.get("comparisons", [])]
+    stored = result.get("verdict")
+    if stored in (Verdict.ERROR.value, Verdict.NOT_IMPLEMENTED.value):
+        return Verdict(stored), comps
+    return judge_outcome(result["id"], comps, informational=stored == Verdict.INFO.value), comps
 
 
 def exit_status(results: list[CheckResult], strict: bool = False) -> int:

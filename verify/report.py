@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .registry import CheckResult, Comparison, Verdict
+from .verdicts import describe, rates_text
 
 JSON_SCHEMA_VERSION = 2  # 2: comparisons carry kind, p_fail, p_pass, outcome; verdict INCONCLUSIVE
 
@@ -56,13 +57,17 @@ def _measured_text(c: Comparison) -> str:
 
 
 def _headline(r: CheckResult) -> Comparison:
-    """The comparison shown in the compact table: the first FAILING one, else the first INCONCLUSIVE one,
-    else the check's declared headline (``Comparison.headline``), else the first one."""
+    return shown_comparison(r.comparisons)
+
+
+def shown_comparison(comparisons: list[Comparison]) -> Comparison:
+    """The comparison shown for a check in compact tables: the first FAILING one, else the first INCONCLUSIVE
+    one, else the check's declared headline (``Comparison.headline``), else the first one."""
     for want in ("FAIL", "INCONCLUSIVE"):
-        c = next((c for c in r.comparisons if c.outcome == want), None)
+        c = next((c for c in comparisons if c.outcome == want), None)
         if c is not None:
             return c
-    return headline_comparison(r.comparisons)
+    return headline_comparison(comparisons)
 
 
 def headline_comparison(comparisons: list[Comparison]) -> Comparison:
@@ -106,28 +111,10 @@ def results_table(results: Iterable[CheckResult], title: str = "Verification rep
                 mark + c.name,
                 fmt_value(c.predicted),
                 _measured_text(c),
-                c.tolerance if verbose else short_rule(c),
+                c.tolerance if verbose else describe(c),
                 time_txt if k == 0 else "",
             )
     return t
-
-
-def short_rule(c: Comparison) -> str:
-    """One line for the compact table: the test and its p-value (the full rule is in -v, the markdown and JSON)."""
-    def p(x):
-        return "" if x is None else f"{x:.2g}"
-
-    decide = f"; ~{c.decide_factor:.1f}x data to decide" if c.outcome == "INCONCLUSIVE" and c.decide_factor else ""
-    if c.kind == "equivalence":
-        return f"equivalence within ±{c.margin:g}: TOST p={p(c.p_pass)}, beyond-margin p={p(c.p_fail)}{decide}"
-    if c.kind == "direction":
-        return f"sign test: p={p(c.p_pass)}, opposite-sign p={p(c.p_fail)}{decide}"
-    if c.kind == "bound":
-        return f"bound (finite-size / inequality): violation p={p(c.p_fail)}"
-    if c.kind == "consistency":
-        return f"identity: two-sided p={p(c.p_fail)}"
-    text = str(c.tolerance)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def summary_counts(results: Iterable[CheckResult]) -> dict[str, int]:
@@ -146,8 +133,6 @@ def print_summary(console: Console, results: list[CheckResult], exit_code: int, 
         how = "counted as failures (--strict)" if strict else "not counted in the exit status (use --strict to count them)"
         console.print(f"[bold yellow]INCONCLUSIVE[/]: {', '.join(inc)} - the data decide neither way at the stated "
                       f"levels (the comparison says how much more data would); {how}")
-    from .verdicts import rates_text
-
     console.print(f"[dim]{rates_text()}[/]")
     ni = [r.id for r in results if r.verdict is Verdict.NOT_IMPLEMENTED]
     if ni:
@@ -199,8 +184,6 @@ def run_metadata(profile: str, seed: int, strict: bool, argv: list[str]) -> dict
 
 def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
     """A self-contained markdown report; figures are linked relative to ``report_dir``."""
-    from .verdicts import describe, rates_text
-
     lines = [
         "# Verification report",
         "",

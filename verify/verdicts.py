@@ -58,7 +58,6 @@ ALPHA_PASS = 0.05
 SLOPE_MARGIN = 0.03
 
 KINDS = ("exact", "equivalence", "direction", "bound", "consistency")
-OUTCOMES = ("PASS", "FAIL", "INCONCLUSIVE")
 
 
 def _dist(df: float | None):
@@ -158,8 +157,10 @@ def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
     Rules: module docstring.  Pure: no I/O, no randomness; the comparisons' ``outcome`` and ``passed``
     fields are (re)written, so judging twice gives the same result.
     """
-    stochastic = [c for c in comparisons if c.kind != "exact" and c.p_fail is not None]
-    rejected = holm([float(c.p_fail) if math.isfinite(float(c.p_fail)) else 0.0 for c in stochastic], alpha)
+    # a non-finite p-value FAILS its comparison below; it takes no place in Holm's family
+    stochastic = [c for c in comparisons if c.kind != "exact" and c.p_fail is not None
+                  and math.isfinite(float(c.p_fail))]
+    rejected = holm([float(c.p_fail) for c in stochastic], alpha)
     rej = {id(c): r for c, r in zip(stochastic, rejected)}
     for c in comparisons:
         if c.kind == "exact":
@@ -190,12 +191,18 @@ def rates_text(alpha: float = ALPHA_CHECK) -> str:
 
 
 def describe(c: Comparison) -> str:
-    """Short statistical reading of one comparison (kind, p-values, what would decide it)."""
-    parts = [c.kind]
-    if c.p_fail is not None:
-        parts.append(f"p_fail={c.p_fail:.2g}")
-    if c.p_pass is not None:
-        parts.append(f"p_pass={c.p_pass:.2g}")
-    if c.outcome == "INCONCLUSIVE" and c.decide_factor is not None:
-        parts.append(f"about {c.decide_factor:.1f}x the data would decide it")
-    return ", ".join(parts)
+    """One line: the comparison's test and its p-values (and, when undecided, how much more data would decide it)."""
+    def p(x):
+        return "" if x is None else f"{x:.2g}"
+
+    decide = f"; ~{c.decide_factor:.1f}x data to decide" if c.outcome == "INCONCLUSIVE" and c.decide_factor else ""
+    if c.kind == "equivalence":
+        return f"equivalence within ±{c.margin:g}: TOST p={p(c.p_pass)}, beyond-margin p={p(c.p_fail)}{decide}"
+    if c.kind == "direction":
+        return f"sign test: p={p(c.p_pass)}, opposite-sign p={p(c.p_fail)}{decide}"
+    if c.kind == "bound":
+        return f"bound (finite-size / inequality): violation p={p(c.p_fail)}"
+    if c.kind == "consistency":
+        return f"identity: two-sided p={p(c.p_fail)}"
+    text = str(c.tolerance)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -51,7 +51,7 @@ from verify.verdicts import SLOPE_MARGIN
 
 __all__ = ["Group", "check_a2", "check_a3", "check_a4", "k_levels_to_M", "model_for", "predict_error",
            "predict_task", "predictions", "cache_text",
-           "predicted_curve", "balanced_sigma", "population_range", "trial"]
+           "predicted_curve", "balanced_sigma", "trial"]
 
 SUPPORT = 1.0
 RIDGE_D = 1e-4  # relative ridge for d > 1 sweeps: tames near-empty end intervals (phi* ~ 0 there)

@@ -584,7 +584,6 @@ def check_b3(ctx: CheckContext) -> Outcome:
         )
         comps.append(cmp_)
         curv = abs(th_slope - target)
-        bound = 3 * sel_ + q["allowance"] + curv
         band = q["allowance"] + curv
         comps.append(
             Comparison.bound(
