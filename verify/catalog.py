@@ -12,7 +12,7 @@ from . import registry
 from .claims import CLAIMS, STUDIES
 from .registry import CheckSpec
 
-__all__ = ["all_checks", "check_spec", "select"]
+__all__ = ["all_checks", "check_spec", "claim_of", "select"]
 
 
 def all_checks() -> list[CheckSpec]:
@@ -51,3 +51,17 @@ def select(ids: Sequence[str] | None) -> list[CheckSpec]:
         raise SystemExit(f"error: unknown claim id(s) {', '.join(unknown)}; known: {', '.join(known.values())}")
     wanted = [known[i.upper()] for i in ids]
     return [s for s in specs if s.id in wanted]
+
+
+def claim_of(claim_id: str):
+    """The registered :class:`verify.claim.Claim` of ``claim_id`` (its parts: design, predict, simulate, judge, ...).
+
+    Raises
+    ------
+    KeyError
+        The id has no check written as a :class:`~verify.claim.Claim`.
+    """
+    from . import checks  # noqa: F401  (importing registers the checks)
+    from .claim import _CLAIMS
+
+    return _CLAIMS[check_spec(claim_id).id]

@@ -1,0 +1,98 @@
+"""The one shape of a claim: design, predict, simulate, judge, describe, figure.
+
+Every check of the report is a :class:`Claim`: five small functions with one job each, composed by
+:meth:`Claim.run` into the :class:`~verify.registry.Outcome` the registry judges.
+
+``design(ctx)``
+    The experiment for ``ctx.profile`` (sizes, grids, configurations; truths and pilot constants from
+    design seeds only).  No simulation.
+``predict(ctx, design)``
+    What theory (and ``numerics``' error models) predicts for the design.  May use ``ctx`` for its cache
+    and workers, never for data seeds.
+``simulate(ctx, design)``
+    The measurements: cached cells, seeds from ``ctx.seed_for``.  The only step that draws data.
+``judge(design, prediction, measurement)``
+    A *pure* function returning the comparisons (:class:`~verify.registry.Comparison`): no I/O, no
+    randomness, so it can be unit-tested on synthetic measurements with a known truth
+    (``tests/test_judges.py`` measures each judge's false-FAIL rate that way).
+``describe(design, prediction, measurement, comparisons)``
+    The notes (prose for the report) and the data (JSON) of the result; pure.
+``figure(design, prediction, measurement)``
+    A matplotlib figure, or ``None``; drawn where figures are written (:func:`verify.figures.pyplot`).
+
+The parts pass plain Python objects between them (dicts, dataclasses, arrays); a claim decides their
+type.  :func:`register` makes a claim a check of the registry (``verify.registry.check``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .registry import CheckContext, Comparison, Outcome, check
+
+__all__ = ["Claim", "register"]
+
+
+def _no_prediction(ctx: CheckContext, design: Any) -> None:
+    return None
+
+
+def _no_figure(design: Any, prediction: Any, measurement: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The parts of one claim (see the module docstring); :meth:`run` composes them.
+
+    Parameters
+    ----------
+    id : str
+        Claim id (a key of :data:`verify.claims.CLAIMS` or :data:`verify.claims.STUDIES`).
+    design, predict, simulate, judge, describe, figure : callable
+        The parts; ``predict`` and ``figure`` are optional.
+    figure_name : str
+        File stem of the figure (``ctx.save_figure``); ``figure`` may also return ``{stem: figure}``.
+    informational : bool or callable
+        A study: judged, but its verdict is INFO; a callable of ``(design, prediction, measurement)`` decides
+        per run (a check whose design leaves nothing of its claim testable).
+    """
+
+    id: str
+    design: Callable[[CheckContext], Any]
+    simulate: Callable[[CheckContext, Any], Any]
+    judge: Callable[[Any, Any, Any], list[Comparison]]
+    describe: Callable[[Any, Any, Any, list[Comparison]], tuple[str, dict]]
+    predict: Callable[[CheckContext, Any], Any] = _no_prediction
+    figure: Callable[[Any, Any, Any], Any] = _no_figure
+    figure_name: str = "figure"
+    informational: bool | Callable[[Any, Any, Any], bool] = False
+
+    def run(self, ctx: CheckContext) -> Outcome:
+        """design -> predict -> simulate -> judge -> describe (+ figure): the check's :class:`Outcome`."""
+        design = self.design(ctx)
+        prediction = self.predict(ctx, design)
+        measurement = self.simulate(ctx, design)
+        comparisons = list(self.judge(design, prediction, measurement))
+        notes, data = self.describe(design, prediction, measurement, comparisons)
+        figs = self.figure(design, prediction, measurement)
+        if figs is not None and not isinstance(figs, dict):
+            figs = {self.figure_name: figs}
+        paths = [ctx.save_figure(f, name) for name, f in (figs or {}).items()]
+        info = self.informational
+        if callable(info):
+            info = info(design, prediction, measurement)
+        return Outcome(comparisons=comparisons, notes=notes, figures=[p for p in paths if p], data=data,
+                       informational=bool(info))
+
+
+def register(claim: Claim) -> Claim:
+    """Register ``claim.run`` as the check of ``claim.id`` and return the claim (see :func:`verify.registry.check`)."""
+    check(claim.id)(claim.run)
+    _CLAIMS[claim.id] = claim
+    return claim
+
+
+#: the registered claims by id (the registry holds their ``run``; :func:`verify.catalog.claim_of` looks them up)
+_CLAIMS: dict[str, Claim] = {}
