@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from numerics.ips import IPSModel
 from verify.checks.paper_a_coercivity import coercivity_sides
 from verify.checks.paper_a_numerics import k_levels_to_M, model_for, predict_error, trial
+from conftest import assert_well_formed, run_smoke
 from verify.catalog import check_spec
-from verify.registry import CheckContext, Verdict, run_check
+from verify.registry import Verdict
 
 
 _spec = check_spec
@@ -24,15 +24,9 @@ _spec = check_spec
 
 @pytest.mark.parametrize("cid", ["A2", "A3", "A4", "A5", "A6"])
 def test_check_runs_at_smoke_size(cid, tmp_path):
-    ctx = CheckContext(profile="smoke", report_dir=tmp_path, n_jobs=1)
-    res = run_check(_spec(cid), ctx)
+    res = run_smoke(cid, tmp_path)
     assert res.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE), res.error
-    assert res.comparisons and res.seeds
-    for c in res.comparisons:
-        assert c.tolerance and isinstance(c.passed, bool)
-        if isinstance(c.measured, float):
-            assert math.isfinite(c.measured)
-    assert res.figures and all((tmp_path / p.split("/")[-1]).exists() for p in res.figures)
+    assert_well_formed(res, figures=True)
 
 
 def test_coercivity_identity_exact_cases():
