@@ -51,13 +51,18 @@ def _best_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 
 def _fast_trial(n: int, p: int, n_gammas: int, seed: int) -> Callable[[], torch.Tensor]:
     """One Monte Carlo trial of the fast path on a fixed draw: features + Gram + one eigh + the whole grid."""
-    from numerics.rmt import _errors_batch, _kernel_batch, resolve_activation, sample_signal_plus_noise
+    from numerics.rmt import resolve_activation, sample_signal_plus_noise
 
     X_np, y_np, _ = sample_signal_plus_noise(n, p, 0.0, np.random.default_rng(seed))
     X = torch.from_numpy(X_np)
     y = torch.from_numpy(y_np)
     gammas = torch.from_numpy(np.logspace(-5, 1, n_gammas))
-    f = resolve_activation("tanh")
+    return _fast_path(X, y, gammas, resolve_activation("tanh"))
+
+
+def _fast_path(X: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor, f: Any) -> Callable[[], torch.Tensor]:
+    """The fast path on a fixed draw: features + one Gram + one eigh + all gammas (a closure to time)."""
+    from numerics.rmt import _errors_batch, _kernel_batch
 
     def fast() -> torch.Tensor:
         Kb = _kernel_batch(X.unsqueeze(0), f, None, None, "removed")
@@ -122,6 +127,72 @@ def time_vs_n(ns: tuple[int, ...] = (256, 512, 1024, 2048), ratio: int = N // P,
     return out
 
 
+def _naive_errors(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor,
+                  lapack_threads: int | None) -> torch.Tensor:
+    """Per gamma: form ``Phi Phi^T + n gamma I``, solve for ``w``, residual ``y - Phi^T w`` (SPEC's formula)."""
+    p, n = Phi.shape
+    out = torch.empty(gammas.numel(), dtype=torch.float64)
+    Py = Phi @ y
+    eye = torch.eye(p, dtype=torch.float64)
+    for i, g in enumerate(gammas.tolist()):
+        A = Phi @ Phi.T + n * g * eye
+        with torch_threads(lapack_threads):
+            w = torch.linalg.solve(A, Py)
+        r = y - Phi.T @ w
+        out[i] = r @ r / n
+    return out
+
+
+def _cached_cholesky_errors(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor,
+                            lapack_threads: int | None) -> torch.Tensor:
+    """The Gram matrix formed once, then one Cholesky solve per gamma (a strong baseline)."""
+    p, n = Phi.shape
+    out = torch.empty(gammas.numel(), dtype=torch.float64)
+    Py = Phi @ y
+    A0 = Phi @ Phi.T
+    eye = torch.eye(p, dtype=torch.float64)
+    for i, g in enumerate(gammas.tolist()):
+        with torch_threads(lapack_threads):
+            L = torch.linalg.cholesky(A0 + n * g * eye)
+            w = torch.cholesky_solve(Py.unsqueeze(1), L)[:, 0]
+        r = y - Phi.T @ w
+        out[i] = r @ r / n
+    return out
+
+
+def _plain_matmul_times(n: int, p: int, reps: int) -> tuple[float, float, float]:
+    """Best times of plain matmuls of the shapes of ``X^T X``, ``X K`` and the Gram product (same run)."""
+    A1 = torch.randn(n, p, dtype=torch.float64)
+    B1 = torch.randn(p, n, dtype=torch.float64)
+    A2 = torch.randn(p, n, dtype=torch.float64)
+    B2 = torch.randn(n, n, dtype=torch.float64)
+    t_mm_s, _ = _best_time(lambda: A1 @ B1, reps)
+    t_mm_k, _ = _best_time(lambda: A2 @ B2, reps)
+    t_mm_g, _ = _best_time(lambda: A2 @ A2.T, reps)
+    return t_mm_s, t_mm_k, t_mm_g
+
+
+def _gflops(n: int, p: int, t_products: tuple[float, float, float],
+            t_plain: tuple[float, float, float]) -> dict[str, float]:
+    """GFLOP/s of the three products (``X^T X``, ``X K``, Gram) and of plain matmuls of the same shapes."""
+    (t_s, t_k, t_g), (t_mm_s, t_mm_k, t_mm_g) = t_products, t_plain
+    fl_s, fl_k, fl_g = 2.0 * n * n * p, 2.0 * p * n * n, 2.0 * p * p * n
+    return {
+        "gflops_XtX": fl_s / t_s / 1e9,
+        "gflops_XK": fl_k / t_k / 1e9,
+        "gflops_gram": fl_g / t_g / 1e9,
+        "gflops_products": (fl_s + fl_k + fl_g) / (t_s + t_k + t_g) / 1e9,  # the three together
+        "gflops_plain_matmul_products_shapes": (fl_s + fl_k + fl_g) / (t_mm_s + t_mm_k + t_mm_g) / 1e9,
+        "gflops_plain_matmul_XtX_shape": fl_s / t_mm_s / 1e9,
+        "gflops_plain_matmul_XK_shape": fl_k / t_mm_k / 1e9,
+        "gflops_plain_matmul_gram_shape": fl_g / t_mm_g / 1e9,
+    }
+
+
+def _max_rel_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float(torch.max(torch.abs(a - b) / torch.abs(b).clamp_min(1e-300)))
+
+
 def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int = G) -> dict[str, Any]:
     """Run the benchmark; returns timings (s), speed-up ratios, GFLOP/s and the agreement of the paths.
 
@@ -161,53 +232,11 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
     t_g, Gp = _best_time(lambda: Phi @ Phi.T, reps_products)
 
     # fast path: features + one Gram + one eigh + all gammas
-    def fast() -> torch.Tensor:
-        Kb = _kernel_batch(X.unsqueeze(0), f, None, None, "removed")
-        Ph = X.unsqueeze(0) @ Kb
-        return _errors_batch(Ph, y.unsqueeze(0), gammas)[0]
-
-    t_fast, e_fast = _best_time(fast, reps)
+    t_fast, e_fast = _best_time(_fast_path(X, y, gammas, f), reps)
     t_err_only, _ = _best_time(lambda: _errors_batch(Phi.unsqueeze(0), y.unsqueeze(0), gammas)[0], reps)
-
-    def naive() -> torch.Tensor:
-        out = torch.empty(n_gammas, dtype=torch.float64)
-        Py = Phi @ y
-        eye = torch.eye(p, dtype=torch.float64)
-        for i, g in enumerate(gammas.tolist()):
-            A = Phi @ Phi.T + n * g * eye
-            with torch_threads(lapack_threads):
-                w = torch.linalg.solve(A, Py)
-            r = y - Phi.T @ w
-            out[i] = r @ r / n
-        return out
-
-    def cached() -> torch.Tensor:
-        out = torch.empty(n_gammas, dtype=torch.float64)
-        Py = Phi @ y
-        A0 = Phi @ Phi.T
-        eye = torch.eye(p, dtype=torch.float64)
-        for i, g in enumerate(gammas.tolist()):
-            with torch_threads(lapack_threads):
-                L = torch.linalg.cholesky(A0 + n * g * eye)
-                w = torch.cholesky_solve(Py.unsqueeze(1), L)[:, 0]
-            r = y - Phi.T @ w
-            out[i] = r @ r / n
-        return out
-
-    t_naive, e_naive = _best_time(naive, reps)
-    t_cached, e_cached = _best_time(cached, reps)
-
-    # plain matmuls of the same shapes (same run, same threads)
-    A1 = torch.randn(n, p, dtype=torch.float64)
-    B1 = torch.randn(p, n, dtype=torch.float64)
-    A2 = torch.randn(p, n, dtype=torch.float64)
-    B2 = torch.randn(n, n, dtype=torch.float64)
-    t_mm_s, _ = _best_time(lambda: A1 @ B1, reps_products)
-    t_mm_k, _ = _best_time(lambda: A2 @ B2, reps_products)
-    t_mm_g, _ = _best_time(lambda: A2 @ A2.T, reps_products)
-
-    fl_s, fl_k, fl_g = 2.0 * n * n * p, 2.0 * p * n * n, 2.0 * p * p * n
-    rel = lambda a, b: float(torch.max(torch.abs(a - b) / torch.abs(b).clamp_min(1e-300)))  # noqa: E731
+    t_naive, e_naive = _best_time(lambda: _naive_errors(Phi, y, gammas, lapack_threads), reps)
+    t_cached, e_cached = _best_time(lambda: _cached_cholesky_errors(Phi, y, gammas, lapack_threads), reps)
+    t_plain = _plain_matmul_times(n, p, reps_products)  # same run, same threads
     return {
         "n": n,
         "p": p,
@@ -220,17 +249,10 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
         "speedup_vs_naive": t_naive / t_err_only,
         "speedup_vs_naive_incl_features": (t_naive + t_s + t_f + t_k) / t_fast,
         "speedup_vs_cached_cholesky": t_cached / t_err_only,
-        "gflops_XtX": fl_s / t_s / 1e9,
-        "gflops_XK": fl_k / t_k / 1e9,
-        "gflops_gram": fl_g / t_g / 1e9,
-        "gflops_products": (fl_s + fl_k + fl_g) / (t_s + t_k + t_g) / 1e9,  # the three together
-        "gflops_plain_matmul_products_shapes": (fl_s + fl_k + fl_g) / (t_mm_s + t_mm_k + t_mm_g) / 1e9,
-        "gflops_plain_matmul_XtX_shape": fl_s / t_mm_s / 1e9,
-        "gflops_plain_matmul_XK_shape": fl_k / t_mm_k / 1e9,
-        "gflops_plain_matmul_gram_shape": fl_g / t_mm_g / 1e9,
+        **_gflops(n, p, (t_s, t_k, t_g), t_plain),
         "time_activation_s": t_f,
-        "max_rel_diff_vs_naive": rel(e_fast, e_naive),
-        "max_rel_diff_vs_cached": rel(e_fast, e_cached),
+        "max_rel_diff_vs_naive": _max_rel_diff(e_fast, e_naive),
+        "max_rel_diff_vs_cached": _max_rel_diff(e_fast, e_cached),
     }
 
 

@@ -96,14 +96,8 @@ from scipy.interpolate import BSpline
 
 from theory._validation import require_integer, require_positive
 
+from ._estimator_base import ConvergenceWarning, InteractionEstimator, _check_XY
 from .threads import torch_threads
-
-try:  # one warning class for the package's estimators
-    from .estimator import ConvergenceWarning
-except ImportError:  # pragma: no cover - estimator module being rewritten
-
-    class ConvergenceWarning(UserWarning):  # type: ignore[no-redef]
-        """The optimiser stopped on its iteration cap before its tolerances were met."""
 
 __all__ = ["PaperStyleEstimator", "BaselineRound"]
 
@@ -146,25 +140,36 @@ def _offdiag_index(N: int) -> tuple[np.ndarray, np.ndarray]:
     return ii, jj
 
 
-def _check_XY(X: Any, Y: Any | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 3:
-        raise ValueError(f"X must have shape (M, N, d), got shape {X.shape}")
-    M, N, d = X.shape
-    if M < 1 or d < 1:
-        raise ValueError(f"X must have M >= 1 samples and d >= 1, got shape {X.shape}")
-    if N < 2:
-        raise ValueError(f"X must have N >= 2 tokens per sample, got N = {N}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X must be finite (no NaN or inf)")
-    if Y is None:
-        return X, None
-    Y = np.asarray(Y, dtype=np.float64)
-    if Y.shape != (M, N):
-        raise ValueError(f"Y must have shape (M, N) = {(M, N)}, got {Y.shape}")
-    if not np.all(np.isfinite(Y)):
-        raise ValueError("Y must be finite (no NaN or inf)")
-    return X, Y
+#: default of an argument that was not given (tells ``l2_error(rng=...)`` from its deprecated ``seed=``)
+_UNSET: Any = object()
+
+
+@dataclass
+class _FitProgress:
+    """Bookkeeping of :meth:`PaperStyleEstimator.fit` across rounds (the current start and the best round)."""
+
+    lr: float
+    best: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
+    stall: int = 0
+    prev_loss: float | None = None
+    n_starts: int = 1
+    start_round: int = 0
+    start_first: float | None = None
+    start_best: float = math.inf
+    elapsed: float = 0.0
+
+
+@dataclass(frozen=True)
+class _FitData:
+    """The data of one fit as tensors, its sizes and its seeded generators."""
+
+    Xt: torch.Tensor
+    Yt: torch.Tensor
+    Y: np.ndarray
+    K: int
+    d: int
+    gen: torch.Generator
+    rng: np.random.Generator
 
 
 class _Surrogate(torch.nn.Module):
@@ -190,7 +195,7 @@ class _Surrogate(torch.nn.Module):
         return (self.net(z).reshape(u.shape) * self.out_scale) + self.out_shift
 
 
-class PaperStyleEstimator:
+class PaperStyleEstimator(InteractionEstimator):
     """Paper A's pipeline: B-spline least squares for phi, MLP surrogate, back-propagation to A.
 
     See the module docstring for the algorithm and the reasons behind each default.
@@ -429,6 +434,120 @@ class PaperStyleEstimator:
         self._mlp.requires_grad_(True)
         return U.detach(), V.detach(), sur, sur_steps
 
+    # ------------------------------------------------------------------ the alternating rounds
+    def _random_factors(self, d: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """A random start: ``U, V`` with i.i.d. ``N(0, 1/d)`` entries (``U`` drawn first)."""
+        r = self.rank
+        U = (torch.randn(d, r, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(self.device)
+        V = (torch.randn(d, r, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(self.device)
+        return U, V
+
+    def _initial_factors(self, d: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """Factors of the best rank-``r`` approximation of ``A_init``, else a random start."""
+        if self.A_init is None:
+            return self._random_factors(d, gen)
+        if self.A_init.shape != (d, d) or not np.all(np.isfinite(self.A_init)):
+            raise ValueError(f"A_init must be a finite ({d}, {d}) array, got shape {self.A_init.shape}")
+        r = self.rank
+        P_, s_, Qt_ = np.linalg.svd(self.A_init)
+        U0 = P_[:, :r] * np.sqrt(s_[:r])
+        V0 = Qt_[:r].T * np.sqrt(s_[:r])
+        U = torch.as_tensor(U0, dtype=torch.float64, device=self.device).clone()
+        V = torch.as_tensor(V0, dtype=torch.float64, device=self.device).clone()
+        return U, V
+
+    def _normalise(self, Xt: torch.Tensor, U: torch.Tensor, V: torch.Tensor):
+        """Step 1: balanced factors of ``U V^T`` scaled to unit-variance scores; returns ``U, V, scores``."""
+        r = self.rank
+        with torch.no_grad():
+            A = U @ V.T
+            Pm, s, Qh = torch.linalg.svd(A)
+            U = Pm[:, :r] * torch.sqrt(s[:r])
+            V = Qh[:r].T * torch.sqrt(s[:r])
+            u = self._scores(Xt, U, V)
+            sd = float(u.std())
+            if sd > 0 and math.isfinite(sd):
+                U, V = U / math.sqrt(sd), V / math.sqrt(sd)
+                u = u / sd
+        return U, V, u
+
+    def _track(self, st: "_FitProgress", rnd: int, loss: float, A_np: np.ndarray, coef: np.ndarray,
+               knots: np.ndarray) -> tuple[bool, bool]:
+        """Early stopping, learning-rate decay and the best round after a round's loss; ``(stop, restart)``."""
+        if st.start_first is None:
+            st.start_first, st.start_best = loss, loss
+        if loss < st.start_best * (1 - self.tol):
+            st.stall = 0
+        elif rnd > st.start_round:
+            st.stall += 1
+        st.start_best = min(st.start_best, loss)
+        if st.prev_loss is not None and loss > st.prev_loss:
+            st.lr *= self.lr_decay  # the loss went up: Adam overshoots, take smaller steps
+        st.prev_loss = loss
+        if st.best is None or loss < st.best[0]:
+            st.best = (loss, A_np, coef, knots)
+        stop = st.stall >= self.patience
+        restart = (
+            stop
+            and st.n_starts <= self.restarts
+            and st.start_best > (1.0 - self.restart_gain) * st.start_first
+            and rnd + 1 < self.rounds
+            and self.epochs > 0
+        )
+        if restart:  # stuck on the plateau of its start: draw a new random A, keep the best so far
+            stop = False
+        return stop, restart
+
+    def _round(self, rnd: int, st: "_FitProgress", data: "_FitData", U: torch.Tensor, V: torch.Tensor):
+        """One alternating round (module docstring, steps 1-4); returns ``U, V, record, stop, state``."""
+        t0 = time.perf_counter()
+        U, V, u = self._normalise(data.Xt, U, V)  # 1. normalise A
+        u_np = u.cpu().numpy()
+        coef, knots, loss = self._fit_spline(u_np, data.Y, data.K)  # 2. spline least squares for phi
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"PaperStyleEstimator: non-finite data loss at round {rnd}")
+        A_np = (U @ V.T).cpu().numpy()
+        state_time = st.elapsed + (time.perf_counter() - t0)
+        stop, restart = self._track(st, rnd, loss, A_np, coef, knots)
+        # 3.-4. surrogate and back-propagation (skipped when stopping)
+        sur, sur_steps = float("nan"), 0
+        if restart:
+            U, V = self._random_factors(data.d, data.gen)
+            st.n_starts += 1
+            st.start_first, st.start_best, st.start_round, st.stall, st.lr, st.prev_loss = (
+                None, math.inf, rnd + 1, 0, self.lr, None)
+        elif not stop and self.epochs > 0:
+            with torch_threads(1):  # small tensors: intra-op threads only add barrier waits
+                U, V, sur, sur_steps = self._surrogate_and_backprop(u_np, coef, knots, data.Xt, data.Yt, U, V,
+                                                                    st.lr, data.gen, data.rng)
+        st.elapsed += time.perf_counter() - t0
+        rec = BaselineRound(rnd, loss, sur, sur_steps, st.elapsed, state_time, st.n_starts - int(restart))
+        return U, V, rec, stop, (A_np, coef, knots)
+
+    def _prepare(self, X: np.ndarray, Y: np.ndarray) -> tuple["_FitData", torch.Tensor, torch.Tensor]:
+        """Checks against the data, ``K``, the seeded generators, the start and the surrogate."""
+        M, N, d = X.shape
+        if self.rank > d:
+            raise ValueError(f"rank must be <= d = {d}, got {self.rank}")
+        K = self.n_intervals
+        if K is None:
+            from theory.minimax import num_intervals
+
+            K = int(num_intervals(max(M, 3), max(self.spline_degree - 1, 1)))
+        self.n_intervals_ = K
+        self._d = d
+        dev = self.device
+        gen = torch.Generator(device="cpu").manual_seed(self.seed)
+        self._ii, self._jj = (torch.as_tensor(a, device=dev) for a in _offdiag_index(N))
+        Xt = torch.as_tensor(X, dtype=torch.float64, device=dev)
+        Yt = torch.as_tensor(Y, dtype=torch.float64, device=dev)
+        U, V = self._initial_factors(d, gen)
+        self._mlp = _Surrogate(self.hidden, gen, dev)
+        self._mlp_opt = torch.optim.Adam(self._mlp.parameters(), lr=self.surrogate_lr)
+        self._mlp.requires_grad_(True)
+        rng = np.random.default_rng(self.seed)
+        return _FitData(Xt, Yt, Y, K, d, gen, rng), U, V
+
     # ------------------------------------------------------------------ public API
     def fit(
         self,
@@ -453,111 +572,21 @@ class PaperStyleEstimator:
         self
         """
         X, Y = _check_XY(X, Y)
-        M, N, d = X.shape
-        if self.rank > d:
-            raise ValueError(f"rank must be <= d = {d}, got {self.rank}")
-        K = self.n_intervals
-        if K is None:
-            from theory.minimax import num_intervals
-
-            K = int(num_intervals(max(M, 3), max(self.spline_degree - 1, 1)))
-        self.n_intervals_ = K
-        self._d = d
-        dev = self.device
-        gen = torch.Generator(device="cpu").manual_seed(self.seed)
-        self._ii, self._jj = (torch.as_tensor(a, device=dev) for a in _offdiag_index(N))
-        Xt = torch.as_tensor(X, dtype=torch.float64, device=dev)
-        Yt = torch.as_tensor(Y, dtype=torch.float64, device=dev)
-        r = self.rank
-        if self.A_init is not None:
-            if self.A_init.shape != (d, d) or not np.all(np.isfinite(self.A_init)):
-                raise ValueError(f"A_init must be a finite ({d}, {d}) array, got shape {self.A_init.shape}")
-            P_, s_, Qt_ = np.linalg.svd(self.A_init)
-            U0 = P_[:, :r] * np.sqrt(s_[:r])
-            V0 = Qt_[:r].T * np.sqrt(s_[:r])
-            U = torch.as_tensor(U0, dtype=torch.float64, device=dev).clone()
-            V = torch.as_tensor(V0, dtype=torch.float64, device=dev).clone()
-        else:
-            U = (torch.randn(d, r, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(dev)
-            V = (torch.randn(d, r, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(dev)
-        self._mlp = _Surrogate(self.hidden, gen, dev)
-        self._mlp_opt = torch.optim.Adam(self._mlp.parameters(), lr=self.surrogate_lr)
-        self._mlp.requires_grad_(True)
-        rng = np.random.default_rng(self.seed)
-
+        data, U, V = self._prepare(X, Y)
         self.history_ = []
-        best: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
-        stall = 0
-        lr = self.lr
-        prev_loss: float | None = None
-        n_starts, start_round = 1, 0
-        start_first: float | None = None
-        start_best = math.inf
-        elapsed = 0.0
+        st = _FitProgress(lr=self.lr)
         self.converged_ = False
         for rnd in range(self.rounds):
-            t0 = time.perf_counter()
-            # 1. normalise A (balanced factors, unit-variance scores)
-            with torch.no_grad():
-                A = U @ V.T
-                Pm, s, Qh = torch.linalg.svd(A)
-                U = Pm[:, :r] * torch.sqrt(s[:r])
-                V = Qh[:r].T * torch.sqrt(s[:r])
-                u = self._scores(Xt, U, V)
-                sd = float(u.std())
-                if sd > 0 and math.isfinite(sd):
-                    U, V = U / math.sqrt(sd), V / math.sqrt(sd)
-                    u = u / sd
-            u_np = u.cpu().numpy()
-            # 2. spline least squares for phi
-            coef, knots, loss = self._fit_spline(u_np, Y, K)
-            if not math.isfinite(loss):
-                raise FloatingPointError(f"PaperStyleEstimator: non-finite data loss at round {rnd}")
-            A_np = (U @ V.T).cpu().numpy()
-            state_time = elapsed + (time.perf_counter() - t0)
-            if start_first is None:
-                start_first, start_best = loss, loss
-            if loss < start_best * (1 - self.tol):
-                stall = 0
-            elif rnd > start_round:
-                stall += 1
-            start_best = min(start_best, loss)
-            if prev_loss is not None and loss > prev_loss:
-                lr *= self.lr_decay  # the loss went up: Adam overshoots, take smaller steps
-            prev_loss = loss
-            if best is None or loss < best[0]:
-                best = (loss, A_np, coef, knots)
-            stop = stall >= self.patience
-            restart = (
-                stop
-                and n_starts <= self.restarts
-                and start_best > (1.0 - self.restart_gain) * start_first
-                and rnd + 1 < self.rounds
-                and self.epochs > 0
-            )
-            if restart:  # stuck on the plateau of its start: draw a new random A, keep the best so far
-                stop = False
-            # 3.-4. surrogate and back-propagation (skipped when stopping)
-            sur, sur_steps = float("nan"), 0
-            if restart:
-                U = (torch.randn(d, r, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(dev)
-                V = (torch.randn(d, r, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(dev)
-                n_starts += 1
-                start_first, start_best, start_round, stall, lr, prev_loss = None, math.inf, rnd + 1, 0, self.lr, None
-            elif not stop and self.epochs > 0:
-                with torch_threads(1):  # small tensors: intra-op threads only add barrier waits
-                    U, V, sur, sur_steps = self._surrogate_and_backprop(u_np, coef, knots, Xt, Yt, U, V, lr, gen, rng)
-            elapsed += time.perf_counter() - t0
-            rec = BaselineRound(rnd, loss, sur, sur_steps, elapsed, state_time, n_starts - int(restart))
+            U, V, rec, stop, state = self._round(rnd, st, data, U, V)
             self.history_.append(rec)
             if callback is not None:
-                self.A_, self.coef_, self.knots_ = A_np, coef, knots
+                self.A_, self.coef_, self.knots_ = state
                 if callback(self, rec):
                     break
             if stop:
                 self.converged_ = True
                 break
-            if self.max_time_s is not None and elapsed >= self.max_time_s:
+            if self.max_time_s is not None and st.elapsed >= self.max_time_s:
                 break
         else:
             if self.epochs > 0:
@@ -567,16 +596,15 @@ class PaperStyleEstimator:
                     ConvergenceWarning,
                     stacklevel=2,
                 )
-        assert best is not None
-        self.loss_, self.A_, self.coef_, self.knots_ = best
+        assert st.best is not None
+        self.loss_, self.A_, self.coef_, self.knots_ = st.best
         self.n_rounds_ = len(self.history_)
-        self.fit_time_s_ = elapsed
-        self._d = d
+        self.fit_time_s_ = st.elapsed
+        self._d = data.d
         return self
 
     def _require_fitted(self) -> None:
-        if not hasattr(self, "coef_"):
-            raise RuntimeError("PaperStyleEstimator is not fitted; call fit(X, Y) first")
+        self._check_fitted()
 
     def interaction(self, x: Any, y: Any) -> np.ndarray:
         """Estimated interaction ``g_hat(x, y) = phi_hat(x^T A_hat y)`` for pairs ``x, y`` of shape (n, d)."""
@@ -604,8 +632,12 @@ class PaperStyleEstimator:
         u = full[:, ii, jj].reshape(M, N, N - 1)
         return self._phi(u, self.coef_, self.knots_).mean(axis=2)
 
-    def l2_error(self, model: Any, n_pairs: int = 200_000, seed: int | np.random.Generator = 12345) -> tuple[float, float]:
+    def l2_error(self, model: Any, n_pairs: int = 200_000, rng: Any = _UNSET, *,
+                 seed: Any = _UNSET) -> tuple[float, float]:
         """Monte Carlo ``||g_hat - g*||^2_{L^2(rho)}`` and its standard error.
+
+        As :meth:`numerics.PairwiseInteractionEstimator.l2_error` (same arguments), with this class's
+        defaults ``n_pairs = 200_000``, ``rng = 12345``.
 
         Parameters
         ----------
@@ -613,16 +645,19 @@ class PaperStyleEstimator:
             The truth; needs ``sample_pairs(n, rng) -> (x, y)`` and ``interaction(x, y)``.
         n_pairs : int
             Number of pairs ``(X_i, X_j)`` drawn from ``rho``.
-        seed : int or numpy.random.Generator
+        rng : int or numpy.random.Generator
             Randomness of the pairs (a fixed seed gives common random numbers across estimators).
+        seed : int or numpy.random.Generator
+            Deprecated alias of ``rng`` (a :class:`DeprecationWarning`); not both.
 
         Returns
         -------
         (value, se) : tuple of float
         """
-        self._require_fitted()
-        require_integer("n_pairs", n_pairs, 2)
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        x, y = model.sample_pairs(int(n_pairs), rng)
-        diff2 = (self.interaction(x, y) - np.asarray(model.interaction(x, y), dtype=np.float64)) ** 2
-        return float(diff2.mean()), float(diff2.std(ddof=1) / math.sqrt(diff2.size))
+        if seed is not _UNSET:
+            if rng is not _UNSET:
+                raise TypeError("l2_error: give rng (or its deprecated alias seed), not both")
+            warnings.warn("PaperStyleEstimator.l2_error(seed=...) is deprecated; use rng=... (same meaning)",
+                          DeprecationWarning, stacklevel=2)
+            rng = seed
+        return super().l2_error(model, n_pairs, 12345 if rng is _UNSET else rng)

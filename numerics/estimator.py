@@ -82,36 +82,19 @@ import torch
 from theory._validation import require_integer, require_nonnegative, require_positive
 
 from . import _piecewise as pw
-from .ips import as_generator
+from ._estimator_base import ConvergenceWarning, InteractionEstimator
+from ._estimator_base import _check_XY as _check_XY_base
 from .threads import torch_threads
 
 __all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning"]
 
 
-class ConvergenceWarning(UserWarning):
-    """The optimiser stopped on ``max_iter`` before its tolerances were met."""
-
-
 def _check_XY(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
-    if X.ndim != 3:
-        raise ValueError(f"X must have shape (M, N, d), got {X.shape}")
-    M, N, d = X.shape
-    if M < 2:
-        raise ValueError(f"X must hold M >= 2 samples, got M={M}")
-    if N < 2:
-        raise ValueError(f"X must hold N >= 2 tokens per sample, got N={N}")
-    if Y.shape != (M, N):
-        raise ValueError(f"Y must have shape (M, N) = {(M, N)} matching X, got {Y.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X must be finite (no NaN or inf)")
-    if not np.all(np.isfinite(Y)):
-        raise ValueError("Y must be finite (no NaN or inf)")
-    return X, Y
+    """``(X, Y)`` checked for a fit: ``M >= 2`` samples (see :func:`numerics._estimator_base._check_XY`)."""
+    return _check_XY_base(X, Y, min_samples=2)
 
 
-class PairwiseInteractionEstimator:
+class PairwiseInteractionEstimator(InteractionEstimator):
     """Least-squares estimator of ``g*(x, y) = phi*(x^T A* y)`` from ``(X, Y)`` (paper A, Thm 3.1).
 
     Parameters
@@ -676,10 +659,6 @@ class PairwiseInteractionEstimator:
         self.fit_time_ = time.perf_counter() - t0
         return self
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "coef_"):
-            raise RuntimeError("PairwiseInteractionEstimator is not fitted; call fit(X, Y) first")
-
     def phi(self, u: Any) -> np.ndarray:
         """The fitted activation ``phi_hat(u)`` (NumPy, any shape)."""
         self._check_fitted()
@@ -708,24 +687,3 @@ class PairwiseInteractionEstimator:
         G = self.phi(u)
         G[:, np.arange(N), np.arange(N)] = 0.0
         return G.sum(axis=2) / (N - 1)
-
-    def l2_error(self, model: Any, n_pairs: int = 2**18, rng: Any = 0) -> tuple[float, float]:
-        """Monte Carlo ``||g_hat - g*||^2_{L2(rho)}`` on fresh pairs, with its standard error.
-
-        Parameters
-        ----------
-        model : IPSModel
-            Supplies ``sample_pairs`` and ``interaction`` (the truth).
-        n_pairs : int
-            Number of fresh pairs ``(x, y) ~ rho``.
-        rng : numpy.random.Generator or int
-
-        Returns
-        -------
-        (value, standard_error)
-        """
-        self._check_fitted()
-        require_integer("n_pairs", n_pairs, 2)
-        x, y = model.sample_pairs(int(n_pairs), as_generator(rng))
-        e2 = (self.interaction(x, y) - model.interaction(x, y)) ** 2
-        return float(e2.mean()), float(e2.std(ddof=1) / math.sqrt(e2.size))

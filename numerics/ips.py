@@ -44,7 +44,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.interpolate import BSpline
 
-from theory._validation import require_at_least, require_integer, require_nonnegative, require_positive
+from theory._validation import require_integer, require_nonnegative, require_positive
 
 __all__ = ["IPSModel", "TOKEN_LAWS", "TRUTHS", "as_generator"]
 
@@ -133,6 +133,16 @@ class IPSModel:
     scale: float = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._validate()
+        self.d, self.N, self.rank = int(self.d), int(self.N), int(self.rank)
+        ss = np.random.SeedSequence([int(self.seed), 20260511])
+        g_a, g_phi, g_cov, g_scale = (np.random.default_rng(s) for s in ss.spawn(4))
+        self._init_covariance(g_cov)
+        self._init_A_star(g_a, g_scale)
+        self._init_truth(g_phi)
+
+    def _validate(self) -> None:
+        """Check the fields and resolve ``beta`` (the defaults of the two truths)."""
         require_integer("d", self.d, 1)
         require_integer("N", self.N, 2)
         require_integer("rank", self.rank, 1)
@@ -157,6 +167,10 @@ class IPSModel:
         require_integer("seed", self.seed, 0)
         if self.A_structure not in ("dense", "sparse"):
             raise ValueError(f"A_structure must be 'dense' or 'sparse', got {self.A_structure!r}")
+        self._resolve_beta()
+
+    def _resolve_beta(self) -> None:
+        """``beta``: ``degree - 1`` for the B-spline truth (the only value allowed), else as given."""
         if self.truth == "bspline":
             if self.beta is not None and float(self.beta) != float(self.degree - 1):
                 raise ValueError(
@@ -167,11 +181,9 @@ class IPSModel:
         else:
             self.beta = float(self.degree - 1) if self.beta is None else float(self.beta)
             require_positive("beta", self.beta)
-        self.d, self.N, self.rank = int(self.d), int(self.N), int(self.rank)
 
-        ss = np.random.SeedSequence([int(self.seed), 20260511])
-        g_a, g_phi, g_cov, g_scale = (np.random.default_rng(s) for s in ss.spawn(4))
-        # token covariance for the anisotropic law
+    def _init_covariance(self, g_cov: np.random.Generator) -> None:
+        """Token covariance of the anisotropic law (``_cov_sqrt``, ``_lambda``)."""
         if self.d > 1:
             lam = 10.0 ** (-2.0 * np.arange(self.d) / (self.d - 1))
         else:
@@ -180,7 +192,9 @@ class IPSModel:
         q, _ = np.linalg.qr(g_cov.standard_normal((self.d, self.d)))
         self._cov_sqrt = q * np.sqrt(lam)  # X = Z @ cov_sqrt^T  -> Cov = q diag(lam) q^T
         self._lambda = lam
-        # A* = U0 diag(s) V0^T, then scaled
+
+    def _init_A_star(self, g_a: np.random.Generator, g_scale: np.random.Generator) -> None:
+        """``A* = U0 diag(s) V0^T``, then scaled (``A_star``, ``scale``); needs the covariance."""
         svals = np.linspace(1.0, 0.5, self.rank)
         if self.A_structure == "dense":
             u0, _ = np.linalg.qr(g_a.standard_normal((self.d, self.rank)))
@@ -196,7 +210,9 @@ class IPSModel:
             u = np.einsum("nk,kl,nl->n", x, a0, y)
             self.scale = 1.0 / float(np.quantile(np.abs(u), self.u_quantile))
         self.A_star = self.scale * a0
-        # truth
+
+    def _init_truth(self, g_phi: np.random.Generator) -> None:
+        """The activation: the padded B-spline, or the phases of the lacunary sum."""
         if self.truth == "bspline":
             k = self.degree
             knots = np.linspace(-self.support, self.support, self.n_knots + 2)

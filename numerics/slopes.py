@@ -178,6 +178,62 @@ def _level_means(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return levels, means, inverse
 
 
+def _validated_log_data(M: Any, errors: Any, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(log M, log errors)`` after the input checks of :func:`fit_slope`."""
+    m = _as_1d("M", M)
+    e = _as_1d("errors", errors)
+    if m.shape != e.shape:
+        raise ValueError(f"M and errors must have the same length, got {m.size} and {e.size}")
+    if not np.all(np.isfinite(m)) or np.any(m <= 0):
+        raise ValueError("M must be finite and > 0 everywhere")
+    if not np.all(np.isfinite(e)) or np.any(e <= 0):
+        raise ValueError("errors must be finite and > 0 everywhere")
+    if int(n_boot) != n_boot or n_boot < 0:
+        raise ValueError(f"n_boot must be an integer >= 0, got {n_boot!r}")
+    return np.log(m), np.log(e)
+
+
+def _lack_of_fit_p(ss_pe: float, df_pe: int, rssp: float, k: int) -> float | None:
+    """p-value of the lack-of-fit F test (pure error from replicates vs lack of fit around the pooled line)."""
+    if df_pe > 0 and ss_pe > 0:
+        ss_lof = max(rssp - ss_pe, 0.0)
+        F = (ss_lof / (k - 2)) / (ss_pe / df_pe)
+        return float(stats.f.sf(F, k - 2, df_pe))
+    return None
+
+
+def _replicate_se(levels: np.ndarray, inverse: np.ndarray, sxx: float, ss_pe: float,
+                  df_pe: int) -> tuple[float | None, int | None]:
+    """Replicate-level SE of the per-level-means slope and its df (module docstring)."""
+    if df_pe <= 0:
+        return None, None
+    counts0 = np.bincount(inverse)
+    wts = (levels - levels.mean()) / sxx
+    return math.sqrt(ss_pe / df_pe * float(np.sum(wts**2 / counts0))), int(df_pe)
+
+
+def _bootstrap_ci(y: np.ndarray, levels: np.ndarray, inverse: np.ndarray, sxx: float, n_boot: int,
+                  rng: np.random.Generator | int | None) -> tuple[float, float] | None:
+    """Percentile 95% interval: replicates resampled within each level, the means regression refitted."""
+    counts = np.bincount(inverse)
+    if not (n_boot > 0 and np.any(counts >= 2)):
+        return None
+    k = levels.size
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(0 if rng is None else rng)
+    order = np.argsort(inverse, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    ys = y[order]
+    boot_means = np.empty((n_boot, k))
+    for j in range(k):
+        c, s0 = counts[j], starts[j]
+        idx = gen.integers(0, c, size=(n_boot, c))
+        boot_means[:, j] = ys[s0 + idx].mean(axis=1)
+    xc = levels - levels.mean()
+    slopes = (boot_means - boot_means.mean(axis=1, keepdims=True)) @ xc / sxx
+    lo, hi = np.quantile(slopes, [0.025, 0.975])
+    return (float(lo), float(hi))
+
+
 def fit_slope(
     M: Sequence[float] | np.ndarray,
     errors: Sequence[float] | np.ndarray,
@@ -216,17 +272,7 @@ def fit_slope(
     >>> round(f.slope, 12), f.n_levels, f.df
     (-0.8, 4, 2)
     """
-    m = _as_1d("M", M)
-    e = _as_1d("errors", errors)
-    if m.shape != e.shape:
-        raise ValueError(f"M and errors must have the same length, got {m.size} and {e.size}")
-    if not np.all(np.isfinite(m)) or np.any(m <= 0):
-        raise ValueError("M must be finite and > 0 everywhere")
-    if not np.all(np.isfinite(e)) or np.any(e <= 0):
-        raise ValueError("errors must be finite and > 0 everywhere")
-    if int(n_boot) != n_boot or n_boot < 0:
-        raise ValueError(f"n_boot must be an integer >= 0, got {n_boot!r}")
-    x, y = np.log(m), np.log(e)
+    x, y = _validated_log_data(M, errors, n_boot)
     levels, means, inverse = _level_means(x, y)
     k = levels.size
     if k < 3:
@@ -247,47 +293,14 @@ def fit_slope(
     se_p = math.sqrt(rssp / dfp / sxxp)
     tqp = float(stats.t.ppf(0.975, dfp))
 
-    # lack-of-fit F test: pure error from replicates vs lack of fit around the pooled line
-    ss_pe = float(np.sum((y - means[inverse]) ** 2))
+    ss_pe = float(np.sum((y - means[inverse]) ** 2))  # pure error (replicates)
     df_pe = n - k
-    lof_p: float | None = None
-    if df_pe > 0 and ss_pe > 0:
-        ss_lof = max(rssp - ss_pe, 0.0)
-        F = (ss_lof / (k - 2)) / (ss_pe / df_pe)
-        lof_p = float(stats.f.sf(F, k - 2, df_pe))
-
-    # replicate-level SE of the per-level-means slope (module docstring)
-    counts0 = np.bincount(inverse)
-    se_rep: float | None = None
-    df_rep: int | None = None
-    if df_pe > 0:
-        wts = (levels - levels.mean()) / sxx
-        se_rep = math.sqrt(ss_pe / df_pe * float(np.sum(wts**2 / counts0)))
-        df_rep = int(df_pe)
-
-    # bootstrap: resample replicates within each level, refit the means regression
-    ci_boot: tuple[float, float] | None = None
-    counts = np.bincount(inverse)
-    if n_boot > 0 and np.any(counts >= 2):
-        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(0 if rng is None else rng)
-        order = np.argsort(inverse, kind="stable")
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        ys = y[order]
-        boot_means = np.empty((n_boot, k))
-        for j in range(k):
-            c, s0 = counts[j], starts[j]
-            idx = gen.integers(0, c, size=(n_boot, c))
-            boot_means[:, j] = ys[s0 + idx].mean(axis=1)
-        xc = levels - levels.mean()
-        slopes = (boot_means - boot_means.mean(axis=1, keepdims=True)) @ xc / sxx
-        lo, hi = np.quantile(slopes, [0.025, 0.975])
-        ci_boot = (float(lo), float(hi))
-
+    se_rep, df_rep = _replicate_se(levels, inverse, sxx, ss_pe, df_pe)
     return SlopeFit(
         slope=b,
         se=se,
         ci_t=(b - tq * se, b + tq * se),
-        ci_boot=ci_boot,
+        ci_boot=_bootstrap_ci(y, levels, inverse, sxx, n_boot, rng),
         intercept=a,
         r2=float(r2),
         n=int(n),
@@ -295,7 +308,7 @@ def fit_slope(
         df=int(df),
         se_pooled=se_p,
         ci_pooled=(bp - tqp * se_p, bp + tqp * se_p),
-        lack_of_fit_p=lof_p,
+        lack_of_fit_p=_lack_of_fit_p(ss_pe, df_pe, rssp, k),
         se_rep=se_rep,
         df_rep=df_rep,
     )

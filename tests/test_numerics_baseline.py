@@ -38,7 +38,7 @@ def test_fits_smooth_truth_far_better_than_trivial_predictors(problem, fitted):
     const = float(np.var(g))  # best constant predictor
     # the trivial predictors leave the whole signal; a working fit removes at least 90% of it
     assert err < 0.1 * const < 0.1 * zero + 1e-15, (err, const, zero)
-    value, se = fitted.l2_error(model, n_pairs=2**14, seed=7)
+    value, se = fitted.l2_error(model, n_pairs=2**14, rng=7)
     assert value == pytest.approx(err, rel=1e-12) and 0 < se < value
 
 
@@ -161,3 +161,36 @@ def test_interaction_and_predict_check_dimensions(fitted):
         fitted.interaction(np.zeros((3, 2)), np.zeros((3, 2)))
     with pytest.raises(ValueError, match="X"):
         fitted.predict(np.zeros((4, 3, 5)))
+
+
+def test_l2_error_takes_rng_and_seed_is_a_deprecated_alias(problem, fitted):
+    """The common argument name is ``rng`` (as the project's estimator); ``seed=`` still works, warned."""
+    model, X, Y = problem
+    new = fitted.l2_error(model, n_pairs=4096, rng=7)
+    with pytest.warns(DeprecationWarning, match="seed"):
+        old = fitted.l2_error(model, n_pairs=4096, seed=7)
+    assert old == new  # the same draws, bit for bit
+    assert fitted.l2_error(model, 4096, 7) == new  # positional, as before
+    assert fitted.l2_error(model, 4096, rng=np.random.default_rng(7)) == new
+    assert fitted.l2_error(model, 4096) == fitted.l2_error(model, 4096, rng=12345)  # the default is unchanged
+    with pytest.raises(TypeError, match="not both"):
+        fitted.l2_error(model, 4096, rng=1, seed=1)
+
+
+def test_round_bookkeeping_stops_restarts_and_decays_lr():
+    """The early-stopping / restart / learning-rate rule of a round, on a hand-made loss sequence."""
+    from numerics.baseline import _FitProgress
+
+    est = PaperStyleEstimator(rank=1, rounds=50, patience=2, tol=1e-4, restarts=1, restart_gain=0.1, lr=0.1,
+                              lr_decay=0.5)
+    st = _FitProgress(lr=est.lr)
+    z = np.zeros(1)
+    # a flat start (no 10% gain): stalls at rounds 1 and 2 -> stop, but a restart is left -> restart
+    out = [est._track(st, rnd, loss, z, z, z) for rnd, loss in enumerate([1.0, 1.0, 0.99999])]
+    assert out == [(False, False), (False, False), (False, True)]
+    assert st.best[0] == 0.99999 and st.lr == 0.1  # no loss increase: lr kept
+    st.n_starts, st.start_first, st.start_best, st.start_round, st.stall, st.prev_loss = 2, None, np.inf, 3, 0, None
+    # second start: improves by > 10%, then rises (lr halves), then stalls -> stop, no restarts left
+    out = [est._track(st, rnd, loss, z, z, z) for rnd, loss in zip(range(3, 7), [0.8, 0.5, 0.6, 0.55])]
+    assert out == [(False, False), (False, False), (False, False), (True, False)]
+    assert st.lr == 0.05 and st.best[0] == 0.5 and st.start_best == 0.5

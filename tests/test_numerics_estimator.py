@@ -330,3 +330,56 @@ def test_adaptive_restarts_option():
     assert a.objective_ <= b.objective_ * (1 + 1e-4)
     with pytest.raises(ValueError, match="join_tol"):
         PairwiseInteractionEstimator(join_tol=1.5)
+
+
+# ------------------------------------------------------------------ the shared estimator shape
+def test_both_estimators_share_one_base_class_and_argument_names():
+    import inspect
+
+    from numerics import baseline, estimator
+    from numerics._estimator_base import InteractionEstimator
+
+    for cls in (estimator.PairwiseInteractionEstimator, baseline.PaperStyleEstimator):
+        assert issubclass(cls, InteractionEstimator)
+        names = list(inspect.signature(cls.l2_error).parameters)[:4]
+        assert names == ["self", "model", "n_pairs", "rng"], (cls, names)
+        for method in ("fit", "predict", "interaction"):
+            assert list(inspect.signature(getattr(cls, method)).parameters)[:2] in (["self", "X"], ["self", "x"])
+    assert estimator.ConvergenceWarning is baseline.ConvergenceWarning
+    with pytest.raises(TypeError):
+        InteractionEstimator()  # abstract
+
+
+def test_shared_data_check():
+    from numerics._estimator_base import _check_XY
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 4))
+    Xc, Yc = _check_XY(X, Y)
+    assert Xc.dtype == np.float64 and Yc.shape == (3, 4)
+    assert _check_XY(X)[1] is None
+    assert _check_XY(X[:1], Y[:1])[0].shape == (1, 4, 2)  # M = 1 is enough to predict
+    for bad_X, bad_Y, word in [(X[0], Y, "X must have shape"), (X[:, :1], Y[:, :1], "N >= 2"),
+                               (X, Y[:, :3], "Y must have shape"), (X[:0], Y[:0], "M >= 1")]:
+        with pytest.raises(ValueError, match=word):
+            _check_XY(bad_X, bad_Y)
+    with pytest.raises(ValueError, match="M >= 2"):
+        _check_XY(X[:1], Y[:1], min_samples=2)
+    Yn = Y.copy()
+    Yn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="Y must be finite"):
+        _check_XY(X, Yn)
+
+
+def test_l2_error_is_the_monte_carlo_mean_with_its_standard_error():
+    m = IPSModel(d=2, N=3, degree=3, noise=0.05, n_knots=4, support=1.0, seed=1)
+    X, Y = m.sample(400, 0)
+    est = PairwiseInteractionEstimator(rank=1, degree=1, n_intervals=4).fit(X, Y)
+    value, se = est.l2_error(m, n_pairs=1000, rng=4)
+    x, y = m.sample_pairs(1000, np.random.default_rng(4))
+    e2 = (est.interaction(x, y) - m.interaction(x, y)) ** 2
+    assert value == float(e2.mean()) and se == float(e2.std(ddof=1) / np.sqrt(e2.size))
+    with pytest.raises(ValueError, match="rng"):
+        est.l2_error(m, n_pairs=1000, rng=None)
+    with pytest.raises(ValueError, match="n_pairs"):
+        est.l2_error(m, n_pairs=1)

@@ -211,3 +211,31 @@ def test_bspline_truth_is_C_P_minus_1(P):
     u = np.linspace(-0.5, 0.5, 400)
     coef = np.polynomial.polynomial.polyfit(u, m.phi_star(u), P - 2)
     assert np.abs(np.polynomial.polynomial.polyval(u, coef) - m.phi_star(u)).max() > 1e-6
+
+
+def test_construction_is_deterministic_and_the_streams_are_independent():
+    """The truth is a function of the seed; the activation's stream does not move A* (separate streams)."""
+    a, b = IPSModel(d=4, N=3, seed=2), IPSModel(d=4, N=3, seed=2)
+    np.testing.assert_array_equal(a.A_star, b.A_star)
+    np.testing.assert_array_equal(a._spline_coef, b._spline_coef)
+    hard = IPSModel(d=4, N=3, seed=2, truth="hard", beta=1.5)
+    np.testing.assert_array_equal(hard.A_star, a.A_star)  # same g_a / g_scale streams
+    assert IPSModel(d=4, N=3, seed=3).A_star.tolist() != a.A_star.tolist()
+
+
+def test_scale_puts_the_stated_quantile_of_u_at_one():
+    m = IPSModel(d=6, N=3, rank=2, token_law="gaussian", seed=1)
+    x, y = m.sample_pairs(2**16, np.random.default_rng(9))
+    u = np.abs(np.einsum("nk,kl,nl->n", x, m.A_star, y))
+    assert np.quantile(u, m.u_quantile) == pytest.approx(1.0, rel=0.05)
+    sparse = IPSModel(d=6, N=3, rank=2, A_structure="sparse", seed=1)  # cube: the supremum is 1
+    x, y = sparse.sample_pairs(2**14, np.random.default_rng(9))
+    assert np.abs(np.einsum("nk,kl,nl->n", x, sparse.A_star, y)).max() <= 1.0 + 1e-12
+
+
+@pytest.mark.parametrize("kwargs, word", [(dict(truth="bspline", beta=1.5), "beta"), (dict(degree=1), "degree"),
+                                          (dict(truth="hard", beta=-1.0), "beta")])
+def test_beta_rules(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        IPSModel(d=3, N=3, **kwargs)
+    assert IPSModel(d=3, N=3, truth="hard", degree=3).beta == 2.0  # default degree - 1

@@ -134,3 +134,45 @@ def test_to_dict_is_plain():
     f = fit_slope(np.repeat(M_LEVELS, 2), np.repeat(M_LEVELS, 2) ** -1.0 * np.tile([1, 1.2], 6))
     d = f.to_dict()
     assert isinstance(f, SlopeFit) and set(d) >= {"slope", "se", "ci_t", "ci_boot", "r2", "df"}
+
+
+# ---------------------------------------------------------------- the parts of fit_slope
+def test_replicate_se_of_a_balanced_design_is_the_textbook_formula():
+    """Balanced design (r replicates per level): se_rep^2 = s_pooled^2 / (r Sxx)."""
+    rng = np.random.default_rng(3)
+    levels = np.log([100.0, 300.0, 1000.0, 3000.0])
+    r = 4
+    M = np.repeat(np.exp(levels), r)
+    e = np.exp(-0.5 * np.log(M) + rng.normal(0, 0.2, M.size))
+    f = fit_slope(M, e, n_boot=0)
+    y = np.log(e).reshape(-1, r)
+    s2 = float(np.sum((y - y.mean(axis=1, keepdims=True)) ** 2)) / (M.size - levels.size)
+    sxx = float(np.sum((levels - levels.mean()) ** 2))
+    assert f.df_rep == M.size - levels.size
+    assert f.se_rep == pytest.approx(np.sqrt(s2 / (r * sxx)), rel=1e-12)
+
+
+def test_without_replicates_the_replicate_parts_are_absent():
+    M = np.array([10.0, 100.0, 1000.0, 10000.0])
+    f = fit_slope(M, M**-0.6 * np.array([1.0, 1.1, 0.9, 1.05]), n_boot=500)
+    assert f.ci_boot is None and f.lack_of_fit_p is None and f.se_rep is None and f.df_rep is None
+    assert f.se_replicate == (f.se, float(f.df))
+
+
+def test_lack_of_fit_flags_a_curved_log_log_relation():
+    """A bent curve with small replicate noise: the F test rejects the straight line; a straight one passes."""
+    rng = np.random.default_rng(5)
+    M = np.repeat(np.logspace(2, 5, 6), 3)
+    x = np.log(M)
+    noise = rng.normal(0, 0.01, M.size)
+    bent = fit_slope(M, np.exp(-0.5 * x + 0.05 * (x - x.mean()) ** 2 + noise), n_boot=0)
+    straight = fit_slope(M, np.exp(-0.5 * x + noise), n_boot=0)
+    assert bent.lack_of_fit_p < 1e-6 < straight.lack_of_fit_p
+
+
+def test_bootstrap_interval_is_seeded_and_covers_the_slope():
+    M = np.repeat([100.0, 1000.0, 10000.0], 5)
+    e = M**-0.8 * np.exp(np.random.default_rng(1).normal(0, 0.1, M.size))
+    a, b = fit_slope(M, e, n_boot=400, rng=7), fit_slope(M, e, n_boot=400, rng=7)
+    assert a.ci_boot == b.ci_boot and a.ci_boot[0] < a.slope < a.ci_boot[1]
+    assert fit_slope(M, e, n_boot=400).ci_boot == fit_slope(M, e, n_boot=400, rng=0).ci_boot  # None -> seed 0

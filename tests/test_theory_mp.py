@@ -334,3 +334,37 @@ def test_kernel_law_matches_simulation(name, c):
     for z in (0.3 + 0.5j, -0.5 + 0.3j, 1.0 + 0.2j):
         emp = np.mean(1 / (ev - z))
         assert abs(emp - kernel_stieltjes(z, c, hm.a1, hm.nu)) < 0.01
+
+
+# ----------------------------------------------------------------------------- parts of kernel_stieltjes
+def test_polished_roots_are_the_roots_of_each_polynomial():
+    from theory.kernel_spectrum import _equation_coefficients, _polished_roots
+
+    zz = np.array([0.3 + 0.5j, -1.0 + 0.2j, 2.0 + 1e-3j])
+    for a1, sf2 in ((0.8, 0.4), (0.0, 0.5), (0.7, 0.0)):
+        coeffs = _equation_coefficients(zz, 0.5, a1, sf2)
+        assert coeffs.shape == (zz.size, 4 if a1 and sf2 else 3)
+        roots = _polished_roots(coeffs)
+        for k in range(zz.size):
+            ref = np.roots(coeffs[k])
+            assert np.allclose(np.sort_complex(roots[k]), np.sort_complex(ref), atol=1e-10)
+
+
+def test_branch_selection_takes_the_stieltjes_root():
+    from theory.kernel_spectrum import _select_branch
+
+    zz = np.array([0.3 + 0.5j])
+    m = kernel_stieltjes(zz, 1.0, 0.0, 1.0)  # semicircle of variance 1
+    other = -1.0 / m  # the second root of m^2 + z m + 1 = 0: |m| > 1, fails the Cauchy-Schwarz bound
+    out = _select_branch(np.array([[other[0], m[0]]]), zz, 1.0, 0.0, 1.0)
+    assert out[0] == m[0]
+    assert np.ndim(kernel_stieltjes(0.3 + 0.5j, 1.0, 0.0, 1.0)) == 0  # a scalar in, a scalar out
+
+
+def test_partial_fraction_part_is_the_integral_for_a_nonconstant_denominator():
+    from theory._mp_integrals import _partial_fraction_integral
+
+    for c, num, den, power in ((0.5, [1.0, 2.0], [-1.0, 0.1], 1), (2.0, [1.0, 0.0, 1.0], [5.0, -0.3, 0.01], 2)):
+        P = P_.polytrim(np.asarray(num, dtype=float), 0.0)
+        D = P_.polytrim(np.asarray(den, dtype=float), 0.0)
+        assert _partial_fraction_integral(P, D, c, power) == gram_rational_integral(num, den, c, power)

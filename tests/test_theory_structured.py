@@ -455,3 +455,32 @@ def test_attention_error_accepts_spike_keyword():
     assert a == pytest.approx(b, rel=1e-12)
     with pytest.raises(ValueError, match="either spike"):
         attention_error(0.1, 2.0, "tanh", spike=(4.0, "aligned"), w_k=[1.0], w_q=[1.0])
+
+
+# ----------------------------------------------------------------------------- parts of structured_attention_solve
+def test_solver_options_are_checked_and_normalised():
+    from theory.structured import _resolve_spike, _validate_solver_options
+
+    maxiter, system, gam = _validate_solver_options(0.1, "corrected", "exact", 800, 1e-12, 100, 7)
+    assert maxiter == 7 and system == "symmetric" and gam.shape == (1,)  # max_iter is an alias; corrected too
+    for args, word in [((0.1, "other", "exact", 800, 1e-12, 100, None), "system"),
+                       ((0.1, "spec", "newton", 800, 1e-12, 100, None), "method"),
+                       ((-1.0, "spec", "exact", 800, 1e-12, 100, None), "gamma"),
+                       ((0.1, "spec", "exact", 8, 1e-12, 100, None), "n_nodes")]:
+        with pytest.raises(ValueError, match=word):
+            _validate_solver_options(*args)
+    assert _resolve_spike(None, [1.0], [2.0]) == ([1.0], [2.0])
+    wk, wq = _resolve_spike((2.0, "aligned"), None, None)
+    np.testing.assert_array_equal(wk, spike_vectors(2.0, "aligned")[0])
+    with pytest.raises(ValueError, match="not both"):
+        _resolve_spike((2.0, "aligned"), [1.0], None)
+    with pytest.raises(ValueError, match="pair"):
+        _resolve_spike(2.0, None, None)
+
+
+def test_error_on_grid_quadrature_and_exact_traces_agree():
+    """The two trace integrators give the same error (the quadrature cross-check of the solver)."""
+    sol = structured_attention_solve(np.logspace(-2, 0, 4), 0.5, "tanh", 0.5, spike=(2.0, "aligned"))
+    assert np.all(sol.quadrature_change < 1e-8 * np.abs(sol.error))
+    assert np.all(np.isfinite(sol.traces)) and sol.traces.shape == (4, 3, 3)
+    np.testing.assert_array_equal(sol.traces, np.transpose(sol.traces, (0, 2, 1)))  # T is symmetric

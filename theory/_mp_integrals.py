@@ -170,6 +170,11 @@ def gram_rational_integral(numerator: Any, denominator: Any, c: float, power: in
         return 0.0, 0.0
     if D.size == 1:  # constant denominator: polynomial integrand
         return float(_polynomial_moment(P, c) / D[0] ** power), 1e-16
+    return _partial_fraction_integral(P, D, c, power)
+
+
+def _partial_fraction_integral(P: np.ndarray, D: np.ndarray, c: float, power: int) -> tuple[float, float]:
+    """``(value, precision)`` of :func:`gram_rational_integral` for a trimmed nonzero ``P`` and ``deg D >= 1``."""
     roots, dD, ddD, mG, dmG, amp = _pole_data(tuple(D), c)
     DD = D if power == 1 else P_.polymul(D, D)
     val = 0.0

@@ -107,6 +107,17 @@ def kernel_stieltjes(z: Any, c: float, a1: float, nu: float, eta: float = 0.0) -
         a1 = 0.0
     if sf2 < 1e-14 * a1**2:
         sf2 = 0.0
+    coeffs = _equation_coefficients(zz, c, a1, sf2)
+    roots = _polished_roots(coeffs)
+    out = _select_branch(roots, zz, c, a1, sf2)
+    if not np.all(np.isfinite(out)):
+        raise RuntimeError("kernel_stieltjes: branch selection failed")
+    out = out.reshape(zin.shape) if zin.ndim else out[0]
+    return out
+
+
+def _equation_coefficients(zz: np.ndarray, c: float, a1: float, sf2: float) -> np.ndarray:
+    """Descending coefficients ``(N, deg+1)`` of the polynomial in ``m`` at each ``z`` (cubic or its limits)."""
     if a1 != 0.0 and sf2 > 0.0:
         coeffs = [
             np.full_like(zz, sf2 * a1),
@@ -118,9 +129,13 @@ def kernel_stieltjes(z: Any, c: float, a1: float, nu: float, eta: float = 0.0) -
         coeffs = [np.full_like(zz, sf2 / c), zz, np.ones_like(zz)]
     else:  # sf2 == 0: shifted MP, c (a1 z + a1^2) m^2 + c (c z + a1) m + c^2 = 0
         coeffs = [c * (a1 * zz + a1**2), c * (c * zz + a1), np.full_like(zz, c**2)]
-    coeffs = np.stack(coeffs, axis=-1)  # (N, deg+1)
+    return np.stack(coeffs, axis=-1)  # (N, deg+1)
+
+
+def _polished_roots(coeffs: np.ndarray) -> np.ndarray:
+    """All roots ``(N, deg)``: companion-matrix eigenvalues, then two Newton steps on the polynomial."""
     deg = coeffs.shape[1] - 1
-    comp = np.zeros((zz.size, deg, deg), dtype=np.complex128)
+    comp = np.zeros((coeffs.shape[0], deg, deg), dtype=np.complex128)
     comp[:, 0, :] = -coeffs[:, 1:] / coeffs[:, :1]
     if deg > 1:
         comp[:, np.arange(1, deg), np.arange(deg - 1)] = 1.0
@@ -134,6 +149,11 @@ def kernel_stieltjes(z: Any, c: float, a1: float, nu: float, eta: float = 0.0) -
             pv = pv * roots + coeffs[:, k : k + 1]
         safe = np.abs(dp) > 0
         roots = np.where(safe, roots - pv / np.where(safe, dp, 1.0), roots)
+    return roots
+
+
+def _select_branch(roots: np.ndarray, zz: np.ndarray, c: float, a1: float, sf2: float) -> np.ndarray:
+    """The Stieltjes root at each ``z`` (module docstring, "Branch selection")."""
     im_z = zz.imag[:, None]
     margin = roots.imag / im_z - np.abs(roots) ** 2  # >= 0 for a Stieltjes transform
     ok = (roots.imag > 0) & (margin >= -1e-6 * (1 + np.abs(roots) ** 2))
@@ -149,9 +169,6 @@ def kernel_stieltjes(z: Any, c: float, a1: float, nu: float, eta: float = 0.0) -
         dist = np.abs(cand - ref[:, None])
         dist = np.where(np.isnan(dist), np.inf, dist)
         out[rest] = cand[np.arange(cand.shape[0]), np.argmin(dist, axis=1)]
-    if not np.all(np.isfinite(out)):
-        raise RuntimeError("kernel_stieltjes: branch selection failed")
-    out = out.reshape(zin.shape) if zin.ndim else out[0]
     return out
 
 

@@ -640,6 +640,33 @@ def structured_attention_solve(
     ValueError : invalid input. StructuredConvergenceError : no convergence.
     """
     c, snr = _validate_common(c, snr)
+    maxiter, system, gam = _validate_solver_options(gamma, system, method, n_nodes, tol, maxiter, max_iter)
+    w_k, w_q = _resolve_spike(spike, w_k, w_q)
+    a1, sf2, d0 = _kernel_constants(activation, diagonal)
+    m, Aunit = _finite_dims(snr, w_k, w_q)
+    A = a1 * Aunit
+
+    nul = _null_solutions(gam, c, a1, sf2, d0, system, method, n_nodes, tol, maxiter)
+    quad = _GramQuadratureIntegrals(c, n_nodes)
+    exact = _GramRationalIntegrals(c) if method == "exact" else None
+    consts = (c, a1, sf2, d0)
+    out, Ts = _error_on_grid(gam, consts, nul, m, A, exact, quad)
+    qchange = np.zeros(gam.size)
+    if check_quadrature:
+        alt, _ = _error_on_grid(gam, consts, nul, m, A, None, quad)
+        qchange = np.abs(out["E"] - alt["E"])
+    if not np.all(np.isfinite(out["E"])):
+        raise StructuredConvergenceError(f"non-finite error at gamma={gam[~np.isfinite(out['E'])]}")
+    return StructuredSolution(
+        gamma=gam, error=out["E"], yQy=out["yQy"], null_error=out["E0"], delta=nul[:, 0], delta_t=nul[:, 1],
+        kappa=nul[:, 2], traces=Ts, residual=nul[:, 6], quadrature_change=qchange, a1=a1, sf2=sf2, d0=d0, m=m, A=A,
+        system=system,
+    )
+
+
+def _validate_solver_options(gamma: Any, system: str, method: str, n_nodes: int, tol: float, maxiter: int,
+                             max_iter: int | None) -> tuple[int, str, np.ndarray]:
+    """Checked ``(maxiter, canonical system name, gamma grid)`` of :func:`structured_attention_solve`."""
     if max_iter is not None:
         maxiter = int(max_iter)
     require_integer("maxiter", maxiter, 1)
@@ -653,44 +680,34 @@ def structured_attention_solve(
     gam = np.atleast_1d(np.asarray(gamma, dtype=np.float64))
     if gam.ndim != 1 or gam.size == 0 or not np.all(np.isfinite(gam)) or np.any(gam <= 0):
         raise ValueError(f"gamma must be > 0 (a float or a 1-d array of floats > 0), got {gamma!r}")
-    if spike is not None:
-        if w_k is not None or w_q is not None:
-            raise ValueError("give either spike=(strength, kind) or w_k, w_q, not both")
-        if not (isinstance(spike, (tuple, list)) and len(spike) == 2):
-            raise ValueError("spike must be a pair (strength >= 0, 'aligned' | 'orthogonal')")
-        w_k, w_q = spike_vectors(spike[0], spike[1])
-    a1, sf2, d0 = _kernel_constants(activation, diagonal)
-    m, Aunit = _finite_dims(snr, w_k, w_q)
-    A = a1 * Aunit
+    return maxiter, system, gam
 
-    nul = _null_solutions(gam, c, a1, sf2, d0, system, method, n_nodes, tol, maxiter)
-    quad = _GramQuadratureIntegrals(c, n_nodes)
-    exact = _GramRationalIntegrals(c) if method == "exact" else None
 
-    def run(integrator_exact):
-        out = {k: np.empty(gam.size) for k in ("E", "yQy", "E0")}
-        Ts = np.empty((gam.size, 3, 3))
-        for i, g in enumerate(gam):
-            D, Dg = _denominator_polys(float(g), c, a1, sf2, d0, nul[i])
-            I, dI = _trace_integrals(D, Dg, integrator_exact, quad)
-            T, dT = _trace_matrix(float(g), c, a1, sf2, d0, nul[i], I, dI)
-            yqy, dyqy = _woodbury(T, dT, m, A, c)
-            out["E"][i], out["yQy"][i], out["E0"][i] = -g * g * dyqy, yqy, -g * g * dT[0, 0]
-            Ts[i] = T
-        return out, Ts
+def _resolve_spike(spike: tuple[float, str] | None, w_k: Any, w_q: Any) -> tuple[Any, Any]:
+    """``(w_k, w_q)``, from ``spike=(strength, kind)`` when given (exclusive with ``w_k, w_q``)."""
+    if spike is None:
+        return w_k, w_q
+    if w_k is not None or w_q is not None:
+        raise ValueError("give either spike=(strength, kind) or w_k, w_q, not both")
+    if not (isinstance(spike, (tuple, list)) and len(spike) == 2):
+        raise ValueError("spike must be a pair (strength >= 0, 'aligned' | 'orthogonal')")
+    return spike_vectors(spike[0], spike[1])
 
-    out, Ts = run(exact)
-    qchange = np.zeros(gam.size)
-    if check_quadrature:
-        alt, _ = run(None)
-        qchange = np.abs(out["E"] - alt["E"])
-    if not np.all(np.isfinite(out["E"])):
-        raise StructuredConvergenceError(f"non-finite error at gamma={gam[~np.isfinite(out['E'])]}")
-    return StructuredSolution(
-        gamma=gam, error=out["E"], yQy=out["yQy"], null_error=out["E0"], delta=nul[:, 0], delta_t=nul[:, 1],
-        kappa=nul[:, 2], traces=Ts, residual=nul[:, 6], quadrature_change=qchange, a1=a1, sf2=sf2, d0=d0, m=m, A=A,
-        system=system,
-    )
+
+def _error_on_grid(gam: np.ndarray, consts: tuple[float, float, float, float], nul: np.ndarray, m: np.ndarray,
+                   A: np.ndarray, integrator_exact: Any, quad: Any) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """``E``, ``yQy``, ``E0`` and the trace matrices on the ``gamma`` grid (Steps 3-5), one integrator."""
+    c, a1, sf2, d0 = consts
+    out = {k: np.empty(gam.size) for k in ("E", "yQy", "E0")}
+    Ts = np.empty((gam.size, 3, 3))
+    for i, g in enumerate(gam):
+        D, Dg = _denominator_polys(float(g), c, a1, sf2, d0, nul[i])
+        I, dI = _trace_integrals(D, Dg, integrator_exact, quad)
+        T, dT = _trace_matrix(float(g), c, a1, sf2, d0, nul[i], I, dI)
+        yqy, dyqy = _woodbury(T, dT, m, A, c)
+        out["E"][i], out["yQy"][i], out["E0"][i] = -g * g * dyqy, yqy, -g * g * dT[0, 0]
+        Ts[i] = T
+    return out, Ts
 
 
 def structured_attention_error(
