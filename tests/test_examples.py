@@ -34,3 +34,4 @@ def test_toy_claim_example():
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "T1 at seed 0: PASS" in proc.stdout
     assert "20 seeds:" in proc.stdout and "flags: none" in proc.stdout
+    assert "under the truth: 0 FAIL" in proc.stdout or "under the truth: 1 FAIL" in proc.stdout
