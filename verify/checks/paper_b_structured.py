@@ -31,23 +31,38 @@ plus three standard deviations of the test statistic.  Until 2026-11-29 these ch
 extrapolation ``|m_p - m_2p| / (sqrt2 - 1)`` with ``3 SE_2p`` (and, later, the difference's noise
 subtracted first): that under-states the extrapolation's noise about fivefold and failed a correct
 prediction whose gap decays exactly like ``p^{-1/2}`` (found at the paper profile; see the shared module).
+
+Each check is a :class:`verify.claim.Claim` (``CLAIM_B7``, ``CLAIM_B7_LIN``, ``CLAIM_B4``): ``design`` reads
+the one profile table ``_PROFILES``; ``predict`` evaluates :mod:`theory.structured` (and ridge's error for B4:
+its theory statements, reversal scans and figure curves are predictions); ``simulate`` returns the cached
+cells of :func:`_shared_mc` as trial arrays keyed ``(c, snr, p)`` (B7-lin: ``p``); ``judge`` is pure and
+builds every comparison from the prediction and those trial arrays (``tests/test_judges_b_structured.py``
+measures the false-FAIL rate and power of the B4 and B7 judges on synthetic trials); ``describe`` writes
+the notes and data; ``figure`` draws from the same three objects.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ..registry import CheckContext, Comparison, Outcome, check
-from ..verdicts import judge
-from ._finite_size import finite_size_test
+from .. import verdicts
+from ..claim import Claim, register
+from ..registry import CheckContext, Comparison
+from ._finite_size import FiniteSizeTest, finite_size_test
 from .paper_b_core import mc_version
 
 ACTIVATION = "tanh"
 #: declared regime of validity of the linearised kernel (see theory.structured.linearisation_control)
 KAPPA_MAX = 0.5
+
+#: one configuration of B7: ``(c, snr, spike)``
+Config = tuple[float, float, tuple[float, str]]
+#: Monte Carlo cells as ``simulate`` returns them and ``judge`` reads them: ``(c, snr, p) -> {model: trials}``
+Cells = dict
 
 
 # ============================================================================ configuration
@@ -202,109 +217,219 @@ def _plt():
 
 
 # ============================================================================ B7
-@check("B7")
-def check_b7(ctx: CheckContext) -> Outcome:
-    """Structured deterministic equivalent (project's derivation) vs true-kernel Monte Carlo."""
-    from theory import hermite_moments
+@dataclass(frozen=True)
+class B7Design:
+    """The B7 grid: every ``(c, snr, spike)`` of the profile, simulated at the finite-size pair of its ``c``.
+
+    Attributes
+    ----------
+    prof : the profile (``_PROFILES``).
+    gammas : ridge parameters of every configuration.
+    sizes : ``c -> ((p, 2p), trials)`` (:func:`_sizes`).
+    """
+
+    prof: _Profile
+    gammas: np.ndarray
+    sizes: dict
+
+    @property
+    def configs(self) -> list[Config]:
+        """Every ``(c, snr, spike)``, in the order of the comparisons (c, then snr, then spike)."""
+        return [(c, snr, spike) for c in self.prof.cs for snr in self.prof.snrs for spike in self.prof.spikes]
+
+
+@dataclass(frozen=True)
+class B7Prediction:
+    """Theory of every configuration ``(c, snr, spike)`` on ``B7Design.gammas``.
+
+    Attributes
+    ----------
+    theory : corrected (symmetric-noise) null system: the judged prediction.
+    theory_spec : SPEC's null system (informational, ``data["null_systems"]``).
+    kappa : linearisation control at the large size; inside the declared regime iff ``<= KAPPA_MAX``.
+    """
+
+    theory: dict
+    theory_spec: dict
+    kappa: dict
+
+
+@dataclass(frozen=True)
+class _Gap:
+    """Monte Carlo mean and SE of one point at ``p`` and ``2p``, and the finite-size test against theory."""
+
+    m1: float
+    se1: float
+    m2: float
+    se2: float
+    test: FiniteSizeTest
+
+
+@dataclass(frozen=True)
+class _B7Point:
+    """One ``(c, snr, spike, gamma)`` of B7: theory, regime, true-kernel and linearised-kernel gaps."""
+
+    c: float
+    snr: float
+    spike: tuple[float, str]
+    gamma: float
+    kappa: float
+    pred: float
+    pred_spec: float
+    p1: int
+    p2: int
+    trials: int
+    true: _Gap
+    lin: _Gap
+
+    @property
+    def inside(self) -> bool:
+        return self.kappa <= KAPPA_MAX
+
+    @property
+    def name(self) -> str:
+        return f"c={self.c:g} snr={self.snr:g} spike={_spike_label(self.spike)} gamma={self.gamma:g}"
+
+
+def design_b7(ctx: CheckContext) -> B7Design:
+    """B7's grid for ``ctx.profile`` (``_PROFILES``)."""
+    prof = _profile(ctx)
+    return B7Design(prof=prof, gammas=np.array(prof.gammas), sizes={c: _sizes(prof, c) for c in prof.cs})
+
+
+def predict_b7(ctx: CheckContext, design: B7Design) -> B7Prediction:
+    """Structured theory (both null systems) and ``kappa(2p)`` of every configuration."""
     from theory.structured import linearisation_control
 
-    prof = _profile(ctx)
-    gam = np.array(prof.gammas)
-    comps: list[Comparison] = []
-    rows = []
-    outside = []
-    worst = 0.0
-    worst_lin = 0.0
+    theory, spec, kappa = {}, {}, {}
+    for cfg in design.configs:
+        c, snr, spike = cfg
+        theory[cfg] = _theory(design.gammas, c, snr, spike)
+        spec[cfg] = _theory(design.gammas, c, snr, spike, system="spec")  # informational comparison only
+        kappa[cfg] = linearisation_control(design.sizes[c][0][1], snr, spike=None if spike[1] == "none" else spike)
+    return B7Prediction(theory=theory, theory_spec=spec, kappa=kappa)
+
+
+def simulate_b7(ctx: CheckContext, design: B7Design) -> Cells:
+    """The cells ``(c, snr, p) -> {"true", "linearised": (spikes, trials, gammas)}``, both kernels on the same X."""
+    prof = design.prof
+    cells: Cells = {}
     total = len(prof.cs) * len(prof.snrs) * 2
     with ctx.progress("structured MC grid (true + linearised kernel, all spikes per cell)", total=total) as bar:
         for c in prof.cs:
-            (p1, p2), trials = _sizes(prof, c)
+            (p1, p2), trials = design.sizes[c]
             for snr in prof.snrs:
-                cells = {}
                 for p in (p1, p2):
                     sd = ctx.seed_for("grid", c, snr, p)  # shared by every spike and both kernels: paired X
-                    cells[p] = _shared_mc(ctx, c, snr, prof.spikes, p, trials, gam, sd, true=True, linearised=True)
+                    cells[(c, snr, p)] = _shared_mc(ctx, c, snr, prof.spikes, p, trials, design.gammas, sd,
+                                                    true=True, linearised=True)
                     bar.advance()
-                for k, spike in enumerate(prof.spikes):
-                    kappa = linearisation_control(p2, snr, spike=None if spike[1] == "none" else spike)
-                    inside = kappa <= KAPPA_MAX
-                    pred = _theory(gam, c, snr, spike)
-                    pred_spec = _theory(gam, c, snr, spike, system="spec")  # informational comparison only
-                    m1, se1 = _mean_se(cells[p1]["true"][k])
-                    m2, se2 = _mean_se(cells[p2]["true"][k])
-                    for j, g in enumerate(gam):
-                        ok, allow, fst = _finite_size_rule(pred[j], m1[j], se1[j], m2[j], se2[j], p1, p2, (trials, trials))
-                        name = f"c={c:g} snr={snr:g} spike={_spike_label(spike)} gamma={g:g}"
-                        row = dict(c=c, snr=snr, spike=_spike_label(spike), gamma=float(g), kappa_2p=kappa,
-                                   inside_regime=inside, theory=float(pred[j]), theory_spec=float(pred_spec[j]),
-                                   mc_p=float(m1[j]),
-                                   se_p=float(se1[j]), mc_2p=float(m2[j]), se_2p=float(se2[j]),
-                                   allowance=allow, passed=ok, p=p1, p2=p2, trials=trials)
-                        rows.append(row)
-                        if not inside:
-                            outside.append(f"{name}: kappa={kappa:.2f}, theory {pred[j]:.4f}, MC(2p) "
-                                           f"{m2[j]:.4f}+-{se2[j]:.4f}, rule {'holds' if ok else 'fails'}")
-                            continue
-                        worst = max(worst, abs(m2[j] - pred[j]) / max(se2[j], 1e-12))
-                        comps.append(fst.comparison(name + f" (kappa={kappa:.2f})", pred[j], m2[j], se2[j],
-                                                    f"p={p1}", f"p={p2}", headline=not comps))
-                    # the derivation itself: theory vs the LINEARISED kernel on the same X (every config)
-                    l1, le1 = _mean_se(cells[p1]["linearised"][k])
-                    l2, le2 = _mean_se(cells[p2]["linearised"][k])
-                    for j, g in enumerate(gam):
-                        ok, allow, fst = _finite_size_rule(pred[j], l1[j], le1[j], l2[j], le2[j], p1, p2, (trials, trials))
-                        worst_lin = max(worst_lin, abs(l2[j] - pred[j]) / max(le2[j], 1e-12))
-                        rows[-len(gam) + j].update(lin_p=float(l1[j]), lin_se_p=float(le1[j]), lin_2p=float(l2[j]),
-                                                   lin_se_2p=float(le2[j]), lin_passed=ok)
-                        comps.append(fst.comparison(
-                            f"[linearised kernel] c={c:g} snr={snr:g} spike={_spike_label(spike)} gamma={g:g}",
-                            pred[j], l2[j], le2[j], f"p={p1}", f"p={p2}"))
+    return cells
 
-    # ---------------------------------------------------------------- informational: corrected vs SPEC null system
-    def _chi2(key_m, key_se, key_th, sel):
-        z = np.array([(r[key_m] - r[key_th]) / max(r[key_se], 1e-12) for r in rows if sel(r)])
-        return (float(np.mean(z**2)), float(np.mean(z))) if z.size else (float("nan"), float("nan"))
 
-    systems_cmp = {
-        "true_inside": {th: _chi2("mc_2p", "se_2p", th, lambda r: r["inside_regime"]) for th in ("theory", "theory_spec")},
-        "linearised_all": {th: _chi2("lin_2p", "lin_se_2p", th, lambda r: True) for th in ("theory", "theory_spec")},
+def _b7_config_points(design: B7Design, prediction: B7Prediction, cells: Cells, cfg: Config) -> list[_B7Point]:
+    """The points of one configuration (one per gamma), with both kernels' finite-size tests."""
+    c, snr, spike = cfg
+    (p1, p2), trials = design.sizes[c]
+    k = design.prof.spikes.index(spike)
+    pred = prediction.theory[cfg]
+    stats = {kern: (*_mean_se(cells[(c, snr, p1)][kern][k]), *_mean_se(cells[(c, snr, p2)][kern][k]))
+             for kern in ("true", "linearised")}
+    points = []
+    for j, g in enumerate(design.gammas):
+        gaps = {}
+        for kern, (m1, se1, m2, se2) in stats.items():
+            _, _, t = _finite_size_rule(pred[j], m1[j], se1[j], m2[j], se2[j], p1, p2, (trials, trials))
+            gaps[kern] = _Gap(m1[j], se1[j], m2[j], se2[j], t)
+        points.append(_B7Point(c=c, snr=snr, spike=spike, gamma=g, kappa=prediction.kappa[cfg], pred=pred[j],
+                               pred_spec=prediction.theory_spec[cfg][j], p1=p1, p2=p2, trials=trials,
+                               true=gaps["true"], lin=gaps["linearised"]))
+    return points
+
+
+def _b7_points(design: B7Design, prediction: B7Prediction, cells: Cells) -> list[_B7Point]:
+    return [pt for cfg in design.configs for pt in _b7_config_points(design, prediction, cells, cfg)]
+
+
+def judge_b7(design: B7Design, prediction: B7Prediction, cells: Cells) -> list[Comparison]:
+    """Finite-size rule per point: theory vs true kernel (inside the regime), then vs linearised kernel (all).
+
+    Per configuration the true-kernel comparisons come first, then the linearised-kernel ones; the first
+    comparison is the headline.  Pure: ``cells`` holds the trial arrays of :func:`simulate_b7`.
+    """
+    comps: list[Comparison] = []
+    for cfg in design.configs:
+        points = _b7_config_points(design, prediction, cells, cfg)
+        for pt in points:
+            if pt.inside:
+                comps.append(pt.true.test.comparison(f"{pt.name} (kappa={pt.kappa:.2f})", pt.pred, pt.true.m2,
+                                                     pt.true.se2, f"p={pt.p1}", f"p={pt.p2}", headline=not comps))
+        # the derivation itself: theory vs the LINEARISED kernel on the same X (every config)
+        comps.extend(pt.lin.test.comparison(f"[linearised kernel] {pt.name}", pt.pred, pt.lin.m2, pt.lin.se2,
+                                            f"p={pt.p1}", f"p={pt.p2}") for pt in points)
+    return comps
+
+
+def _b7_row(pt: _B7Point) -> dict:
+    """The point as a row of ``data["grid"]``."""
+    return dict(c=pt.c, snr=pt.snr, spike=_spike_label(pt.spike), gamma=float(pt.gamma), kappa_2p=pt.kappa,
+                inside_regime=pt.inside, theory=float(pt.pred), theory_spec=float(pt.pred_spec),
+                mc_p=float(pt.true.m1), se_p=float(pt.true.se1), mc_2p=float(pt.true.m2), se_2p=float(pt.true.se2),
+                allowance=pt.true.test.allowance, passed=pt.true.test.passed, p=pt.p1, p2=pt.p2, trials=pt.trials,
+                lin_p=float(pt.lin.m1), lin_se_p=float(pt.lin.se1), lin_2p=float(pt.lin.m2),
+                lin_se_2p=float(pt.lin.se2), lin_passed=pt.lin.test.passed)
+
+
+def _mean_z(rows: list[dict], key_m: str, key_se: str, key_th: str, sel) -> tuple[float, float]:
+    """Mean ``z^2`` and mean ``z`` of ``(row[key_m] - row[key_th]) / row[key_se]`` over the selected rows."""
+    z = np.array([(r[key_m] - r[key_th]) / max(r[key_se], 1e-12) for r in rows if sel(r)])
+    return (float(np.mean(z**2)), float(np.mean(z))) if z.size else (float("nan"), float("nan"))
+
+
+def _null_systems(rows: list[dict]) -> dict:
+    """Informational: corrected vs SPEC null system, mean z^2 / mean z per kernel family."""
+    return {
+        "true_inside": {th: _mean_z(rows, "mc_2p", "se_2p", th, lambda r: r["inside_regime"])
+                        for th in ("theory", "theory_spec")},
+        "linearised_all": {th: _mean_z(rows, "lin_2p", "lin_se_2p", th, lambda r: True)
+                           for th in ("theory", "theory_spec")},
     }
+
+
+def _null_systems_text(systems: dict, rows: list[dict]) -> str:
+    ti, la = systems["true_inside"], systems["linearised_all"]
     max_shift = max(abs(r["theory"] - r["theory_spec"]) / max(r["se_2p"], 1e-12) for r in rows)
-    systems_text = (
+    return (
         "INFORMATIONAL - null system: the theory uses the corrected (symmetric-noise, kappa) null system of "
         "theory.attention; SPEC's independent-entries system (kappa = 0) is evaluated for comparison. Mean z^2 / "
         "mean z of (MC(2p) - theory)/SE: true kernel inside the regime: corrected "
-        f"{systems_cmp['true_inside']['theory'][0]:.2f}/{systems_cmp['true_inside']['theory'][1]:+.2f}, SPEC "
-        f"{systems_cmp['true_inside']['theory_spec'][0]:.2f}/{systems_cmp['true_inside']['theory_spec'][1]:+.2f}; "
-        f"linearised kernel: corrected {systems_cmp['linearised_all']['theory'][0]:.2f}/"
-        f"{systems_cmp['linearised_all']['theory'][1]:+.2f}, SPEC {systems_cmp['linearised_all']['theory_spec'][0]:.2f}/"
-        f"{systems_cmp['linearised_all']['theory_spec'][1]:+.2f}. The two theories differ by at most "
+        f"{ti['theory'][0]:.2f}/{ti['theory'][1]:+.2f}, SPEC "
+        f"{ti['theory_spec'][0]:.2f}/{ti['theory_spec'][1]:+.2f}; "
+        f"linearised kernel: corrected {la['theory'][0]:.2f}/"
+        f"{la['theory'][1]:+.2f}, SPEC {la['theory_spec'][0]:.2f}/"
+        f"{la['theory_spec'][1]:+.2f}. The two theories differ by at most "
         f"{max_shift:.2f} SE of this grid (up to ~2 % of E at c = 2, small gamma): this profile cannot separate "
         "them; see docs/structured_attention.md (step 4) for the targeted comparison. "
     )
 
-    figs = []
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, c in zip(axes, prof.cs):
-        for snr in prof.snrs:
-            for spike in prof.spikes:
-                sel = [r for r in rows if r["c"] == c and r["snr"] == snr and r["spike"] == _spike_label(spike)]
-                gg = [r["gamma"] for r in sel]
-                (ln,) = ax.plot(gg, [r["theory"] for r in sel], "-", lw=1)
-                ax.errorbar(gg, [r["mc_2p"] for r in sel], yerr=[3 * r["se_2p"] for r in sel], fmt="o",
-                            ms=3, color=ln.get_color(), label=f"snr={snr:g}, {_spike_label(spike)}")
-        ax.set_xscale("log")
-        ax.set_title(f"c = {c:g}: theory (lines), true-kernel MC p={_sizes(prof, c)[0][1]} (3 SE)", fontsize=9)
-        ax.set_xlabel("gamma")
-        ax.set_ylabel("E")
-    axes[0].legend(fontsize=6)
-    path = ctx.save_figure(fig, "structured_vs_mc")
-    if path:
-        figs.append(path)
 
-    judge(comps)  # outcomes for the notes (pure; the registry judges the same comparisons again)
-    n_fail = sum(cp.outcome == "FAIL" for cp in comps)
+def _outside_line(pt: _B7Point) -> str:
+    return (f"{pt.name}: kappa={pt.kappa:.2f}, theory {pt.pred:.4f}, MC(2p) {pt.true.m2:.4f}+-{pt.true.se2:.4f}, "
+            f"rule {'holds' if pt.true.test.passed else 'fails'}")
+
+
+def describe_b7(design: B7Design, prediction: B7Prediction, cells: Cells,
+                comparisons: list[Comparison]) -> tuple[str, dict]:
+    """Notes (grid, regime, failures, worst gaps, null systems) and data (``grid`` rows, ``null_systems``, sizes)."""
+    prof = design.prof
+    points = _b7_points(design, prediction, cells)
+    rows = [_b7_row(pt) for pt in points]
+    worst = max([0.0] + [abs(pt.true.m2 - pt.pred) / max(pt.true.se2, 1e-12) for pt in points if pt.inside])
+    worst_lin = max([0.0] + [abs(pt.lin.m2 - pt.pred) / max(pt.lin.se2, 1e-12) for pt in points])
+    outside = [_outside_line(pt) for pt in points if not pt.inside]
+    systems = _null_systems(rows)
+    verdicts.judge(comparisons)  # outcomes for the notes (pure; the registry judges the same comparisons again)
+    n_fail = sum(cp.outcome == "FAIL" for cp in comparisons)
     notes = (
         "Theory: project's own derivation (theory.structured; docs/structured_attention.md), a finite-rank "
         "(Woodbury) perturbation of the null resolvent of the linearised kernel, traces from the corrected "
@@ -316,87 +441,187 @@ def check_b7(ctx: CheckContext) -> Outcome:
         f"kernel argument). Second family '[linearised kernel]': the same grid simulated with the linearised "
         "kernel a1 (X^T W X/p - diag) + s_f Xi/sqrt p on the same X draws, every configuration (tests the "
         "derivation separately from the linearisation). "
-        f"{n_fail} of {len(comps)} comparisons fail; worst |gap|/SE at 2p: true kernel {worst:.1f}, "
+        f"{n_fail} of {len(comparisons)} comparisons fail; worst |gap|/SE at 2p: true kernel {worst:.1f}, "
         f"linearised kernel {worst_lin:.1f}. "
         f"Outside the regime at these sizes (reported, not judged): {'; '.join(outside) if outside else 'none'}. "
-        + systems_text
+        + _null_systems_text(systems, rows)
         + "Where the linearisation itself breaks (strong aligned spikes, small p) is the informational study B7-lin."
     )
-    return Outcome(comparisons=comps, notes=notes, figures=figs,
-                   data={"grid": rows, "kappa_max": KAPPA_MAX, "null_systems": systems_cmp,
-                         "activation": ACTIVATION,
-                         "sizes": {str(c): dict(p_sizes=list(_sizes(prof, c)[0]), trials=_sizes(prof, c)[1]) for c in prof.cs}})
+    data = {"grid": rows, "kappa_max": KAPPA_MAX, "null_systems": systems, "activation": ACTIVATION,
+            "sizes": {str(c): dict(p_sizes=list(design.sizes[c][0]), trials=design.sizes[c][1]) for c in prof.cs}}
+    return notes, data
+
+
+def figure_b7(design: B7Design, prediction: B7Prediction, cells: Cells) -> Any:
+    """Theory (lines) and true-kernel MC at 2p (3 SE bars), one panel per aspect ratio."""
+    prof = design.prof
+    rows = [_b7_row(pt) for pt in _b7_points(design, prediction, cells)]
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, c in zip(axes, prof.cs):
+        for snr in prof.snrs:
+            for spike in prof.spikes:
+                sel = [r for r in rows if r["c"] == c and r["snr"] == snr and r["spike"] == _spike_label(spike)]
+                gg = [r["gamma"] for r in sel]
+                (ln,) = ax.plot(gg, [r["theory"] for r in sel], "-", lw=1)
+                ax.errorbar(gg, [r["mc_2p"] for r in sel], yerr=[3 * r["se_2p"] for r in sel], fmt="o",
+                            ms=3, color=ln.get_color(), label=f"snr={snr:g}, {_spike_label(spike)}")
+        ax.set_xscale("log")
+        ax.set_title(f"c = {c:g}: theory (lines), true-kernel MC p={design.sizes[c][0][1]} (3 SE)", fontsize=9)
+        ax.set_xlabel("gamma")
+        ax.set_ylabel("E")
+    axes[0].legend(fontsize=6)
+    return fig
+
+
+#: B7: structured deterministic equivalent (project's derivation) vs true- and linearised-kernel Monte Carlo
+CLAIM_B7 = register(Claim(id="B7", design=design_b7, predict=predict_b7, simulate=simulate_b7, judge=judge_b7,
+                          describe=describe_b7, figure=figure_b7, figure_name="structured_vs_mc"))
+check_b7 = CLAIM_B7.run
 
 
 # ============================================================================ B7-lin (informational)
-@check("B7-lin")
-def study_linearisation_breakdown(ctx: CheckContext) -> Outcome:
-    """Informational: true kernel vs linearised kernel vs theory as p grows, for a strong aligned spike.
+@dataclass(frozen=True)
+class LinDesign:
+    """B7-lin: one strong aligned spike at ``c = 1/2``, ``snr = 2``, simulated at every ``p`` of ``ps``."""
 
-    The structured theory (B4, B7) is derived from the linearised kernel; for ``kappa_lin`` of order one (strong
-    spikes, small p) the true kernel saturates. Each comparison reports ``|MC - theory| <= 3 SE`` for the true
-    and for the linearised kernel at each p; the study never decides the exit status.
-    """
-    from theory import hermite_moments
+    prof: _Profile
+    gammas: np.ndarray
+    ps: tuple[int, ...]
+    trials: int
+    c: float = 0.5
+    snr: float = 2.0
+    spike: tuple[float, str] = (4.0, "aligned")
+
+
+@dataclass(frozen=True)
+class LinPrediction:
+    """Theory on ``LinDesign.gammas`` and the linearisation control ``kappa_lin`` per ``p``."""
+
+    theory: np.ndarray
+    kappa: dict
+
+
+def design_b7_lin(ctx: CheckContext) -> LinDesign:
+    """The breakdown sizes and trials of ``ctx.profile``."""
+    prof = _profile(ctx)
+    return LinDesign(prof=prof, gammas=np.array(prof.gammas), ps=tuple(prof.breakdown_p),
+                     trials=prof.breakdown_trials)
+
+
+def predict_b7_lin(ctx: CheckContext, design: LinDesign) -> LinPrediction:
+    """Structured theory of the design's configuration and ``kappa_lin(p)``."""
     from theory.structured import linearisation_control
 
-    prof = _profile(ctx)
-    hm = hermite_moments(ACTIVATION)
-    bd_spike, bd_snr, bd_c = (4.0, "aligned"), 2.0, 0.5
-    bd_gam = np.array(prof.gammas)
-    bd_pred = _theory(bd_gam, bd_c, bd_snr, bd_spike)
-    bd_rows = []
-    comps: list[Comparison] = []
-    with ctx.progress("linearisation breakdown", total=len(prof.breakdown_p)) as bar:
-        for p in prof.breakdown_p:
-            sd = ctx.seed_for("breakdown", p)
-            cell = _shared_mc(ctx, bd_c, bd_snr, [bd_spike], p, prof.breakdown_trials, bd_gam, sd, true=True,
-                              linearised=True)  # true and linearised kernel on the same X
-            mt, st = _mean_se(cell["true"][0])
-            ml, sl = _mean_se(cell["linearised"][0])
-            kap = linearisation_control(p, bd_snr, spike=bd_spike)
-            bd_rows.append(dict(p=p, n=int(round(p / bd_c)), kappa=kap, true=mt.tolist(), se_true=st.tolist(),
-                                linearised=ml.tolist(), se_linearised=sl.tolist(), theory=bd_pred.tolist()))
-            for label, m, se in (("true kernel", mt[0], st[0]), ("linearised kernel", ml[0], sl[0])):
-                comps.append(Comparison(
-                    name=f"p={p} (kappa_lin={kap:.2f}) gamma={bd_gam[0]:g}: {label}", predicted=float(bd_pred[0]),
-                    measured=float(m), uncertainty=float(se),
-                    tolerance=f"informational: |MC - theory| = {abs(m - bd_pred[0]):.3g} vs 3 SE = {3 * se:.3g}",
-                    passed=bool(abs(m - bd_pred[0]) <= 3 * se)))
-            bar.advance()
+    return LinPrediction(theory=_theory(design.gammas, design.c, design.snr, design.spike),
+                         kappa={p: linearisation_control(p, design.snr, spike=design.spike) for p in design.ps})
 
+
+def simulate_b7_lin(ctx: CheckContext, design: LinDesign) -> dict:
+    """The cells ``p -> {"true", "linearised": (1, trials, gammas)}``, both kernels on the same X."""
+    cells = {}
+    with ctx.progress("linearisation breakdown", total=len(design.ps)) as bar:
+        for p in design.ps:
+            sd = ctx.seed_for("breakdown", p)
+            cells[p] = _shared_mc(ctx, design.c, design.snr, [design.spike], p, design.trials, design.gammas, sd,
+                                  true=True, linearised=True)  # true and linearised kernel on the same X
+            bar.advance()
+    return cells
+
+
+def judge_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict) -> list[Comparison]:
+    """Informational ``|MC - theory| <= 3 SE`` at the smallest gamma, true then linearised kernel, per ``p``."""
+    comps: list[Comparison] = []
+    pred0 = prediction.theory[0]
+    for p in design.ps:
+        mt, st = _mean_se(cells[p]["true"][0])
+        ml, sl = _mean_se(cells[p]["linearised"][0])
+        for label, m, se in (("true kernel", mt[0], st[0]), ("linearised kernel", ml[0], sl[0])):
+            comps.append(Comparison(
+                name=f"p={p} (kappa_lin={prediction.kappa[p]:.2f}) gamma={design.gammas[0]:g}: {label}",
+                predicted=float(pred0), measured=float(m), uncertainty=float(se),
+                tolerance=f"informational: |MC - theory| = {abs(m - pred0):.3g} vs 3 SE = {3 * se:.3g}",
+                passed=bool(abs(m - pred0) <= 3 * se)))
+    return comps
+
+
+def _lin_rows(design: LinDesign, prediction: LinPrediction, cells: dict) -> list[dict]:
+    rows = []
+    for p in design.ps:
+        mt, st = _mean_se(cells[p]["true"][0])
+        ml, sl = _mean_se(cells[p]["linearised"][0])
+        rows.append(dict(p=p, n=int(round(p / design.c)), kappa=prediction.kappa[p], true=mt.tolist(),
+                         se_true=st.tolist(), linearised=ml.tolist(), se_linearised=sl.tolist(),
+                         theory=prediction.theory.tolist()))
+    return rows
+
+
+def describe_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict,
+                    comparisons: list[Comparison]) -> tuple[str, dict]:
+    """Notes (linearised-kernel z and true-kernel relative error per ``p``) and data (``rows``)."""
+    rows = _lin_rows(design, prediction, cells)
+    lin_z = [max(abs(lv - tv) / max(se, 1e-12) for lv, tv, se in zip(r["linearised"], r["theory"], r["se_linearised"]))
+             for r in rows]
+    true_rel = [max(abs(mv - tv) / abs(tv) for mv, tv in zip(r["true"], r["theory"])) for r in rows]
+    notes = (
+        f"INFORMATIONAL (never decides the exit status). c=1/2, snr=2, aligned spike strength 4, tanh, "
+        f"{design.trials} trials per p, true and linearised kernel on the same X. "
+        "Max over gamma of |linearised MC - theory|/SE per p: "
+        + ", ".join(f"p={r['p']}: {z:.1f}" for r, z in zip(rows, lin_z))
+        + "; max relative error of the true kernel |MC - theory|/theory (and that / kappa_lin^2) per p: "
+        + ", ".join(f"p={r['p']}: {e:.3f} ({e / r['kappa'] ** 2:.2f})" for r, e in zip(rows, true_rel))
+        + (f"; the true-kernel departure {'shrinks' if true_rel[-1] < true_rel[0] else 'does not shrink'} "
+           f"from p={rows[0]['p']} to p={rows[-1]['p']}." if len(rows) > 1 else ".")
+    )
+    data = {"c": design.c, "snr": design.snr, "spike": list(design.spike), "gammas": design.gammas.tolist(),
+            "rows": rows}
+    return notes, data
+
+
+def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict) -> Any:
+    """True and linearised kernel vs ``p`` per gamma, theory dotted."""
+    rows = _lin_rows(design, prediction, cells)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    ps = [r["p"] for r in bd_rows]
-    for j, g in enumerate(bd_gam):
-        (ln,) = ax.plot(ps, [r["true"][j] for r in bd_rows], "o-", label=f"true, gamma={g:g}")
-        ax.plot(ps, [r["linearised"][j] for r in bd_rows], "s--", color=ln.get_color(), label=f"linearised, gamma={g:g}")
-        ax.axhline(bd_pred[j], color=ln.get_color(), lw=0.8, ls=":")
+    ps = [r["p"] for r in rows]
+    for j, g in enumerate(design.gammas):
+        (ln,) = ax.plot(ps, [r["true"][j] for r in rows], "o-", label=f"true, gamma={g:g}")
+        ax.plot(ps, [r["linearised"][j] for r in rows], "s--", color=ln.get_color(), label=f"linearised, gamma={g:g}")
+        ax.axhline(prediction.theory[j], color=ln.get_color(), lw=0.8, ls=":")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("p (n = 2p)")
     ax.set_ylabel("E")
     ax.set_title("B7-lin: c=1/2, snr=2, aligned spike 4 (dotted: theory)", fontsize=9)
     ax.legend(fontsize=6)
-    path = ctx.save_figure(fig, "linearisation_breakdown")
+    return fig
 
-    bd_lin_z = [max(abs(lv - tv) / max(se, 1e-12) for lv, tv, se in zip(r["linearised"], r["theory"], r["se_linearised"]))
-                for r in bd_rows]
-    bd_true_rel = [max(abs(mv - tv) / abs(tv) for mv, tv in zip(r["true"], r["theory"])) for r in bd_rows]
-    notes = (
-        f"INFORMATIONAL (never decides the exit status). c=1/2, snr=2, aligned spike strength 4, tanh, "
-        f"{prof.breakdown_trials} trials per p, true and linearised kernel on the same X. "
-        "Max over gamma of |linearised MC - theory|/SE per p: "
-        + ", ".join(f"p={r['p']}: {z:.1f}" for r, z in zip(bd_rows, bd_lin_z))
-        + "; max relative error of the true kernel |MC - theory|/theory (and that / kappa_lin^2) per p: "
-        + ", ".join(f"p={r['p']}: {e:.3f} ({e / r['kappa'] ** 2:.2f})" for r, e in zip(bd_rows, bd_true_rel))
-        + (f"; the true-kernel departure {'shrinks' if bd_true_rel[-1] < bd_true_rel[0] else 'does not shrink'} "
-           f"from p={bd_rows[0]['p']} to p={bd_rows[-1]['p']}." if len(bd_rows) > 1 else ".")
-    )
-    return Outcome(comparisons=comps, notes=notes, figures=[path] if path else [], informational=True,
-                   data={"c": bd_c, "snr": bd_snr, "spike": list(bd_spike), "gammas": bd_gam.tolist(), "rows": bd_rows})
+
+#: B7-lin (informational): true kernel vs linearised kernel vs theory as p grows, for a strong aligned spike.
+#: The structured theory (B4, B7) is derived from the linearised kernel; for ``kappa_lin`` of order one
+#: (strong spikes, small p) the true kernel saturates.  Never decides the exit status.
+CLAIM_B7_LIN = register(Claim(id="B7-lin", design=design_b7_lin, predict=predict_b7_lin, simulate=simulate_b7_lin,
+                              judge=judge_b7_lin, describe=describe_b7_lin, figure=figure_b7_lin,
+                              figure_name="linearisation_breakdown", informational=True))
+study_linearisation_breakdown = CLAIM_B7_LIN.run
 
 
 # ============================================================================ B4
+#: the (c, snr) grid of B4's theory statements, reversal scans and figure (whatever the profile)
+B4_THEORY_CS = (0.5, 2.0)
+B4_THEORY_SNRS = (0.5, 1.0, 2.0)
+#: aligned strengths of the reversal scans
+REVERSAL_STRENGTHS = (0.0, 1.0, 4.0, 16.0)
+#: spikes of B4's simulation cells, in the order of the cell arrays, and their keys in the measurement
+B4_SPIKES = (_NONE, (4.0, "aligned"), (4.0, "orthogonal"))
+B4_MODELS = ("none", "al4", "or4")
+#: theory curves of B4's statements, on the theory grid
+_STATEMENT_SPIKES = (("none", _NONE), ("aligned1", (1.0, "aligned")), ("aligned4", (4.0, "aligned")),
+                     ("orthogonal4", (4.0, "orthogonal")))
+#: theory curves of B4's figure
+_FIGURE_SPIKES = (("none", _NONE), ("aligned 1", (1.0, "aligned")), ("aligned 4", (4.0, "aligned")),
+                  ("aligned 16", (16.0, "aligned")), ("orthogonal 4", (4.0, "orthogonal")))
+
+
 def _reversal_scan(c: float, snr: float, strength: float, grid: np.ndarray) -> dict:
     """Theory: where ``E_att <= E_RR`` on a log grid of gamma (aligned spike of ``strength``)."""
     from theory import ridge_error_values
@@ -420,147 +645,313 @@ def _reversal_scan(c: float, snr: float, strength: float, grid: np.ndarray) -> d
                 gamma_at_min_ratio=float(grid[k]), ratio_small_gamma=float(ratio[0]), gamma_small=float(grid[0]))
 
 
-@check("B4")
-def check_b4(ctx: CheckContext) -> Outcome:
-    """Alignment shrinks attention's error and its gap to ridge; orthogonal spikes do not; where reversal happens."""
+@dataclass(frozen=True)
+class B4Design:
+    """B4: theory grids (statements, reversal scans, figure) and the paired simulation grid.
+
+    Attributes
+    ----------
+    prof : the profile (``_PROFILES``).
+    theory_grid, reversal_grid, figure_grid : log grids of gamma of the theory statements, scans and figure.
+    gammas : ridge parameters of the simulations; ``c`` in ``prof.cs``, ``snr`` in ``prof.b4_snrs``.
+    sizes : ``c -> ((p, 2p), trials)`` (:func:`_sizes` of B4).
+    """
+
+    prof: _Profile
+    theory_grid: np.ndarray
+    reversal_grid: np.ndarray
+    figure_grid: np.ndarray
+    gammas: np.ndarray
+    sizes: dict
+
+    @property
+    def theory_keys(self) -> list[tuple[float, float]]:
+        """The ``(c, snr)`` of the theory statements and reversal scans."""
+        return [(c, snr) for c in B4_THEORY_CS for snr in B4_THEORY_SNRS]
+
+    @property
+    def cells(self) -> list[tuple[float, float]]:
+        """The simulated ``(c, snr)``."""
+        return [(c, snr) for c in self.prof.cs for snr in self.prof.b4_snrs]
+
+
+@dataclass(frozen=True)
+class B4Prediction:
+    """B4's theory.
+
+    Attributes
+    ----------
+    statements : ``(c, snr) -> {"none", "aligned1", "aligned4", "orthogonal4", "ridge": curve on theory_grid}``.
+    reversal : ``(c, snr) -> [scan per strength of REVERSAL_STRENGTHS]`` (:func:`_reversal_scan`).
+    simulation : ``(c, snr) -> {"none", "al4", "or4", "ridge": curve on gammas}`` (simulated cells).
+    kappa : ``(c, snr) -> kappa(2p)`` of the aligned spike 4 (regime of the attention-vs-ridge comparisons).
+    figure : ``c -> {"ridge", label of _FIGURE_SPIKES: curve on figure_grid}`` at the figure's snr.
+    """
+
+    statements: dict
+    reversal: dict
+    simulation: dict
+    kappa: dict
+    figure: dict
+
+
+def design_b4(ctx: CheckContext) -> B4Design:
+    """B4's grids for ``ctx.profile`` (``_PROFILES``)."""
+    prof = _profile(ctx)
+    return B4Design(prof=prof, theory_grid=np.logspace(*prof.b4_theory_grid),
+                    reversal_grid=np.logspace(*prof.reversal_grid), figure_grid=np.logspace(*prof.figure_grid),
+                    gammas=np.array(prof.b4_gammas), sizes={c: _sizes(prof, c, "b4") for c in prof.cs})
+
+
+def _curves(grid: np.ndarray, c: float, snr: float, spikes) -> dict[str, np.ndarray]:
+    """Attention theory for each ``(key, spike)`` of ``spikes`` and ridge's (``"ridge"``) on ``grid``."""
     from theory import ridge_error_values
 
-    prof = _profile(ctx)
-    comps: list[Comparison] = []
-    data: dict = {"theory": [], "reversal": [], "simulation": []}
+    out = {key: _theory(grid, c, snr, spike) for key, spike in spikes}
+    out["ridge"] = ridge_error_values(grid, c, snr)
+    return out
 
-    # ------------------------------------------------------------------ theory statements
-    tg = np.logspace(*prof.b4_theory_grid)
-    for c in (0.5, 2.0):
-        for snr in (0.5, 1.0, 2.0):
-            e0 = _theory(tg, c, snr, _NONE)
-            e1 = _theory(tg, c, snr, (1.0, "aligned"))
-            e4 = _theory(tg, c, snr, (4.0, "aligned"))
-            eo = _theory(tg, c, snr, (4.0, "orthogonal"))
-            er = ridge_error_values(tg, c, snr)
-            worst_inc = float(max(np.max(e1 - e0), np.max(e4 - e1)))
-            gap0, gap4 = e0 - er, e4 - er
-            comps.append(Comparison(
-                name=f"theory c={c:g} snr={snr:g}: aligned spikes 0 -> 1 -> 4 lower E_att and the gap to ridge",
-                predicted="E_att strictly decreasing in strength at every gamma",
-                measured=f"max increase {worst_inc:.3g}; gap to ridge at gamma=1e-2: "
-                         f"{gap0[2]:.4g} -> {gap4[2]:.4g}",
-                uncertainty=None, tolerance=f"max_gamma [E(s_k+1) - E(s_k)] < 0 on gamma in logspace{prof.b4_theory_grid}",
-                passed=worst_inc < 0))
-            dev = float(np.max(np.abs(eo - e0)))
-            comps.append(Comparison(
-                name=f"theory c={c:g} snr={snr:g}: orthogonal spike 4 leaves E_att unchanged",
-                predicted=0.0, measured=dev, uncertainty=None,
-                tolerance="max_gamma |E(orth 4) - E(none)| <= 1e-9 (solver accuracy)", passed=dev <= 1e-9))
-            data["theory"].append(dict(c=c, snr=snr, gammas=tg.tolist(), none=e0.tolist(), aligned1=e1.tolist(),
-                                       aligned4=e4.tolist(), orthogonal4=eo.tolist(), ridge=er.tolist()))
 
-    # reversal location (theory)
-    rg = np.logspace(*prof.reversal_grid)
-    rev_lines = []
-    for c in (0.5, 2.0):
-        for snr in (0.5, 1.0, 2.0):
-            scans = [_reversal_scan(c, snr, s, rg) for s in (0.0, 1.0, 4.0, 16.0)]
-            data["reversal"].extend(scans)
-            gs = [s["gamma_star"] for s in scans]
-            rev_lines.append(
-                f"c={c:g} snr={snr:g}: gamma* (E_att <= E_RR for gamma >= gamma*) at strength 0/1/4/16 = "
-                + "/".join("none" if g is None else f"{g:.3g}" for g in gs)
-                + f"; E_att/E_RR at gamma={rg[0]:g}: " + "/".join(f"{s['ratio_small_gamma']:.3g}" for s in scans)
-                + f"; best ratio " + "/".join(f"{s['min_ratio']:.3g}@{s['gamma_at_min_ratio']:.3g}" for s in scans))
-            g0, g4 = gs[0], gs[2]
-            ok = g4 is not None and (g0 is None or g4 <= g0)
-            comps.append(Comparison(
-                name=f"theory c={c:g} snr={snr:g}: alignment moves the reversal point gamma* down",
-                predicted=f"gamma*(aligned 4) <= gamma*(no spike), reversal exists on [{rg[0]:g}, {rg[-1]:g}]",
-                measured=f"gamma*: none {g0}, aligned 4 {g4}", uncertainty=None,
-                tolerance=f"crossing located on a {rg.size}-point log grid over [{rg[0]:g}, {rg[-1]:g}] "
-                          "(log-linear interpolation)", passed=bool(ok)))
-
-    # ------------------------------------------------------------------ simulation (paired, true kernel)
+def predict_b4(ctx: CheckContext, design: B4Design) -> B4Prediction:
+    """Theory statements' curves, reversal scans, theory of the simulated cells and of the figure."""
     from theory.structured import linearisation_control
 
-    sg = np.array(prof.b4_gammas)
-    outside: list[str] = []
-    b4_spikes = (_NONE, (4.0, "aligned"), (4.0, "orthogonal"))
-    p2_of_c = {}
+    keys = design.theory_keys
+    fsnr = design.prof.b4_snrs[-1]
+    return B4Prediction(
+        statements={k: _curves(design.theory_grid, *k, _STATEMENT_SPIKES) for k in keys},
+        reversal={k: [_reversal_scan(*k, s, design.reversal_grid) for s in REVERSAL_STRENGTHS] for k in keys},
+        simulation={k: _curves(design.gammas, *k, tuple(zip(B4_MODELS, B4_SPIKES))) for k in design.cells},
+        kappa={(c, snr): linearisation_control(design.sizes[c][0][1], snr, spike=(4.0, "aligned"))
+               for c, snr in design.cells},
+        figure={c: _curves(design.figure_grid, c, fsnr, _FIGURE_SPIKES) for c in B4_THEORY_CS})
+
+
+def simulate_b4(ctx: CheckContext, design: B4Design) -> Cells:
+    """The cells ``(c, snr, p) -> {"none", "al4", "or4", "ridge": (trials, gammas)}`` on paired draws (same X)."""
+    cells: Cells = {}
     with ctx.progress("B4 simulations (none / aligned 4 / orthogonal 4 / ridge per cell)",
-                      total=len(prof.cs) * len(prof.b4_snrs) * 2) as bar:
-        for c in prof.cs:
-            (p1, p2), trials = _sizes(prof, c, "b4")
-            p2_of_c[c] = p2
-            for snr in prof.b4_snrs:
-                res = {}
-                for p in (p1, p2):
-                    seed = ctx.seed_for("b4", c, snr, p)  # same X for every configuration below
-                    cell = _shared_mc(ctx, c, snr, b4_spikes, p, trials, sg, seed, true=True, ridge=True)
-                    res[p] = {"none": cell["true"][0], "al4": cell["true"][1], "or4": cell["true"][2],
-                              "ridge": cell["ridge"]}
-                    bar.advance()
-                kappa = linearisation_control(p2, snr, spike=(4.0, "aligned"))
-                th = {"none": _theory(sg, c, snr, _NONE), "al4": _theory(sg, c, snr, (4.0, "aligned")),
-                      "or4": _theory(sg, c, snr, (4.0, "orthogonal")), "ridge": ridge_error_values(sg, c, snr)}
+                      total=len(design.cells) * 2) as bar:
+        for c, snr in design.cells:
+            (p1, p2), trials = design.sizes[c]
+            for p in (p1, p2):
+                seed = ctx.seed_for("b4", c, snr, p)  # same X for every configuration below
+                cell = _shared_mc(ctx, c, snr, B4_SPIKES, p, trials, design.gammas, seed, true=True, ridge=True)
+                cells[(c, snr, p)] = {**{k: cell["true"][i] for i, k in enumerate(B4_MODELS)}, "ridge": cell["ridge"]}
+                bar.advance()
+    return cells
 
-                def paired(key_a, key_b, p):
-                    d = res[p][key_a] - res[p][key_b]
-                    return d.mean(0), d.std(0, ddof=1) / math.sqrt(d.shape[0])
 
-                for j, g in enumerate(sg):
-                    # (1) alignment lowers E (paired difference significantly < 0)
-                    d, s = paired("al4", "none", p2)
-                    comps.append(Comparison.direction(
-                        f"MC c={c:g} snr={snr:g} gamma={g:g}: E(aligned 4) - E(none)",
-                        float(th["al4"][j] - th["none"][j]), float(d[j]), float(s[j]), -1, df=trials - 1,
-                        rule=f"paired difference at p={p2} over {trials} draws (alignment helps: < 0)"))
-                    # (2) orthogonal spike does not help: paired difference not significantly < 0
-                    #     (its exact limit 0 is tested against theory in B7)
-                    d1, sd1 = paired("or4", "none", p1)
-                    d2, sd2 = paired("or4", "none", p2)
-                    t = finite_size_test(0.0, d1[j], sd1[j], d2[j], sd2[j], p1 / p2, (trials, trials))
-                    comps.append(Comparison.bound(
-                        f"MC c={c:g} snr={snr:g} gamma={g:g}: E(orthogonal 4) - E(none) (does not help)",
-                        0.0, float(d2[j]), float(sd2[j]), float(-d2[j] - t.allowance), excess_se=t.sd, df=t.df,
-                        rule=(f"paired difference at p={p2} >= -q |d at p={p1}| = -{t.allowance:.3g} up to noise, "
-                              f"q = {t.q:.3g} (finite-size rule, one-sided); at p={p1}: {d1[j]:.4g}")))
-                    # (3) attention vs ridge (paired): sign must agree with theory where theory is clear;
-                    #     judged only inside the declared regime of the linearisation (kappa <= KAPPA_MAX)
-                    thd = float(th["al4"][j] - th["ridge"][j])
-                    d, s = paired("al4", "ridge", p2)
-                    dd1, sdd1 = paired("al4", "ridge", p1)
-                    t = finite_size_test(thd, dd1[j], sdd1[j], d[j], s[j], p1 / p2, (trials, trials))
-                    name = f"MC c={c:g} snr={snr:g} gamma={g:g}: E_att(aligned 4) - E_ridge (kappa={kappa:.2f})"
-                    if abs(thd) > t.bound:
-                        cmp_ = Comparison.direction(
-                            name, thd, float(d[j]), float(s[j]), int(np.sign(thd)), df=trials - 1,
-                            rule=(f"theory's sign is clear (|theory| > finite-size band {t.bound:.3g} = q |gap at p={p1}| "
-                                  f"+ t hypot(SE_2p, q SE_p)); the paired difference at p={p2} must have that sign"))
-                    else:
-                        cmp_ = t.comparison(name, thd, d[j], s[j], f"p={p1}", f"p={p2}")
-                        cmp_.tolerance = "near a crossing: " + cmp_.tolerance
-                    ok = t.passed if abs(thd) <= t.bound else bool(np.sign(d[j]) == np.sign(thd) and abs(d[j]) > 3 * s[j])
-                    if kappa <= KAPPA_MAX:
-                        comps.append(cmp_)
-                    else:
-                        outside.append(f"{name}: theory {thd:.4f}, measured {d[j]:.4f}+-{s[j]:.4f}, "
-                                       f"rule {'holds' if ok else 'fails'}")
-                    data["simulation"].append(dict(
-                        c=c, snr=snr, gamma=float(g),
-                        **{f"mc_{k}": float(res[p2][k][:, j].mean()) for k in res[p2]},
-                        **{f"se_{k}": float(res[p2][k][:, j].std(ddof=1) / math.sqrt(trials)) for k in res[p2]},
-                        **{f"theory_{k}": float(th[k][j]) for k in th}))
+def _b4_statement_comparisons(design: B4Design, curves: dict, c: float, snr: float) -> list[Comparison]:
+    """Theory at ``(c, snr)``: aligned spikes lower E_att and its gap to ridge; an orthogonal spike changes nothing."""
+    e0, e1, e4, eo, er = (curves[k] for k in ("none", "aligned1", "aligned4", "orthogonal4", "ridge"))
+    worst_inc = float(max(np.max(e1 - e0), np.max(e4 - e1)))
+    gap0, gap4 = e0 - er, e4 - er
+    dev = float(np.max(np.abs(eo - e0)))
+    return [
+        Comparison(
+            name=f"theory c={c:g} snr={snr:g}: aligned spikes 0 -> 1 -> 4 lower E_att and the gap to ridge",
+            predicted="E_att strictly decreasing in strength at every gamma",
+            measured=f"max increase {worst_inc:.3g}; gap to ridge at gamma=1e-2: "
+                     f"{gap0[2]:.4g} -> {gap4[2]:.4g}",
+            uncertainty=None,
+            tolerance=f"max_gamma [E(s_k+1) - E(s_k)] < 0 on gamma in logspace{design.prof.b4_theory_grid}",
+            passed=worst_inc < 0),
+        Comparison(
+            name=f"theory c={c:g} snr={snr:g}: orthogonal spike 4 leaves E_att unchanged",
+            predicted=0.0, measured=dev, uncertainty=None,
+            tolerance="max_gamma |E(orth 4) - E(none)| <= 1e-9 (solver accuracy)", passed=dev <= 1e-9),
+    ]
 
-    # ------------------------------------------------------------------ figure
-    figs = []
+
+def _b4_reversal_comparison(design: B4Design, scans: list[dict], c: float, snr: float) -> Comparison:
+    """Theory at ``(c, snr)``: the aligned spike 4 moves the reversal point gamma* down (or creates one)."""
+    rg = design.reversal_grid
+    g0, g4 = scans[0]["gamma_star"], scans[2]["gamma_star"]
+    ok = g4 is not None and (g0 is None or g4 <= g0)
+    return Comparison(
+        name=f"theory c={c:g} snr={snr:g}: alignment moves the reversal point gamma* down",
+        predicted=f"gamma*(aligned 4) <= gamma*(no spike), reversal exists on [{rg[0]:g}, {rg[-1]:g}]",
+        measured=f"gamma*: none {g0}, aligned 4 {g4}", uncertainty=None,
+        tolerance=f"crossing located on a {rg.size}-point log grid over [{rg[0]:g}, {rg[-1]:g}] "
+                  "(log-linear interpolation)", passed=bool(ok))
+
+
+def _paired(cell: dict, key_a: str, key_b: str) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and SE over trials of the paired difference ``key_a - key_b`` (same X), per gamma."""
+    d = cell[key_a] - cell[key_b]
+    return d.mean(0), d.std(0, ddof=1) / math.sqrt(d.shape[0])
+
+
+@dataclass(frozen=True)
+class _B4Point:
+    """One simulated ``(c, snr, gamma)`` of B4: its three comparisons, and whether the third is judged."""
+
+    align: Comparison
+    orth: Comparison
+    vs_ridge: Comparison
+    inside: bool  # kappa(2p) <= KAPPA_MAX: attention vs ridge is judged
+    outside_line: str  # the attention-vs-ridge reading for the notes when it is not judged
+
+
+def _b4_vs_ridge(name: str, thd: float, d1, s1, d2, s2, size_ratio: float, trials: int,
+                 p1: int, p2: int) -> tuple[Comparison, bool]:
+    """Attention (aligned 4) vs ridge, paired: the sign where theory's is clear, else the finite-size rule.
+
+    Returns the comparison and its per-point 3-sigma reading (for the notes when it is not judged).
+    """
+    t = finite_size_test(thd, d1, s1, d2, s2, size_ratio, (trials, trials))
+    if abs(thd) > t.bound:
+        cmp_ = Comparison.direction(
+            name, thd, float(d2), float(s2), int(np.sign(thd)), df=trials - 1,
+            rule=(f"theory's sign is clear (|theory| > finite-size band {t.bound:.3g} = q |gap at p={p1}| "
+                  f"+ t hypot(SE_2p, q SE_p)); the paired difference at p={p2} must have that sign"))
+        return cmp_, bool(np.sign(d2) == np.sign(thd) and abs(d2) > 3 * s2)
+    cmp_ = t.comparison(name, thd, d2, s2, f"p={p1}", f"p={p2}")
+    cmp_.tolerance = "near a crossing: " + cmp_.tolerance
+    return cmp_, t.passed
+
+
+def _b4_cell_points(design: B4Design, prediction: B4Prediction, cells: Cells, c: float,
+                    snr: float) -> list[_B4Point]:
+    """The points of one simulated ``(c, snr)``, one per gamma."""
+    (p1, p2), trials = design.sizes[c]
+    th, kappa = prediction.simulation[(c, snr)], prediction.kappa[(c, snr)]
+    lo, hi = cells[(c, snr, p1)], cells[(c, snr, p2)]
+    da, sa = _paired(hi, "al4", "none")
+    (do1, so1), (do2, so2) = _paired(lo, "or4", "none"), _paired(hi, "or4", "none")
+    (dr1, sr1), (dr2, sr2) = _paired(lo, "al4", "ridge"), _paired(hi, "al4", "ridge")
+    points = []
+    for j, g in enumerate(design.gammas):
+        # (1) alignment lowers E (paired difference significantly < 0)
+        align = Comparison.direction(
+            f"MC c={c:g} snr={snr:g} gamma={g:g}: E(aligned 4) - E(none)",
+            float(th["al4"][j] - th["none"][j]), float(da[j]), float(sa[j]), -1, df=trials - 1,
+            rule=f"paired difference at p={p2} over {trials} draws (alignment helps: < 0)")
+        # (2) orthogonal spike does not help: paired difference not significantly < 0
+        #     (its exact limit 0 is tested against theory in B7)
+        t = finite_size_test(0.0, do1[j], so1[j], do2[j], so2[j], p1 / p2, (trials, trials))
+        orth = Comparison.bound(
+            f"MC c={c:g} snr={snr:g} gamma={g:g}: E(orthogonal 4) - E(none) (does not help)",
+            0.0, float(do2[j]), float(so2[j]), float(-do2[j] - t.allowance), excess_se=t.sd, df=t.df,
+            rule=(f"paired difference at p={p2} >= -q |d at p={p1}| = -{t.allowance:.3g} up to noise, "
+                  f"q = {t.q:.3g} (finite-size rule, one-sided); at p={p1}: {do1[j]:.4g}"))
+        # (3) attention vs ridge (paired): sign must agree with theory where theory is clear;
+        #     judged only inside the declared regime of the linearisation (kappa <= KAPPA_MAX)
+        thd = float(th["al4"][j] - th["ridge"][j])
+        name = f"MC c={c:g} snr={snr:g} gamma={g:g}: E_att(aligned 4) - E_ridge (kappa={kappa:.2f})"
+        vs_ridge, ok = _b4_vs_ridge(name, thd, dr1[j], sr1[j], dr2[j], sr2[j], p1 / p2, trials, p1, p2)
+        points.append(_B4Point(align, orth, vs_ridge, kappa <= KAPPA_MAX,
+                               f"{name}: theory {thd:.4f}, measured {dr2[j]:.4f}+-{sr2[j]:.4f}, "
+                               f"rule {'holds' if ok else 'fails'}"))
+    return points
+
+
+def _b4_points(design: B4Design, prediction: B4Prediction, cells: Cells) -> list[_B4Point]:
+    return [pt for c, snr in design.cells for pt in _b4_cell_points(design, prediction, cells, c, snr)]
+
+
+def judge_b4(design: B4Design, prediction: B4Prediction, cells: Cells) -> list[Comparison]:
+    """Theory statements (exact), reversal points (exact), then per simulated point: alignment helps
+    (direction), an orthogonal spike does not (bound), attention vs ridge inside the regime.
+
+    Pure: the theory comparisons read ``prediction``; the Monte Carlo ones the trial arrays of ``cells``
+    (:func:`simulate_b4`).
+    """
+    comps: list[Comparison] = []
+    for c, snr in design.theory_keys:
+        comps.extend(_b4_statement_comparisons(design, prediction.statements[(c, snr)], c, snr))
+    for c, snr in design.theory_keys:
+        comps.append(_b4_reversal_comparison(design, prediction.reversal[(c, snr)], c, snr))
+    for pt in _b4_points(design, prediction, cells):
+        comps.extend([pt.align, pt.orth] + ([pt.vs_ridge] if pt.inside else []))
+    return comps
+
+
+def _b4_simulation_rows(design: B4Design, prediction: B4Prediction, cells: Cells) -> list[dict]:
+    """``data["simulation"]``: MC means and SEs at ``2p`` and theory, per simulated ``(c, snr, gamma)``."""
+    rows = []
+    for c, snr in design.cells:
+        (_, p2), trials = design.sizes[c]
+        res, th = cells[(c, snr, p2)], prediction.simulation[(c, snr)]
+        for j, g in enumerate(design.gammas):
+            rows.append(dict(
+                c=c, snr=snr, gamma=float(g),
+                **{f"mc_{k}": float(res[k][:, j].mean()) for k in res},
+                **{f"se_{k}": float(res[k][:, j].std(ddof=1) / math.sqrt(trials)) for k in res},
+                **{f"theory_{k}": float(th[k][j]) for k in th}))
+    return rows
+
+
+def _reversal_line(design: B4Design, scans: list[dict], c: float, snr: float) -> str:
+    rg = design.reversal_grid
+    return (f"c={c:g} snr={snr:g}: gamma* (E_att <= E_RR for gamma >= gamma*) at strength 0/1/4/16 = "
+            + "/".join("none" if s["gamma_star"] is None else f"{s['gamma_star']:.3g}" for s in scans)
+            + f"; E_att/E_RR at gamma={rg[0]:g}: " + "/".join(f"{s['ratio_small_gamma']:.3g}" for s in scans)
+            + "; best ratio " + "/".join(f"{s['min_ratio']:.3g}@{s['gamma_at_min_ratio']:.3g}" for s in scans))
+
+
+def _non_increasing_in_strength(scans: list[dict]) -> bool:
+    """Whether E_att/E_RR at the smallest gamma is non-increasing in the aligned strength at every snr."""
+    for snr in sorted({r["snr"] for r in scans}):
+        by_s = sorted([r for r in scans if r["snr"] == snr], key=lambda r: r["strength"])
+        if not all(a["ratio_small_gamma"] >= b["ratio_small_gamma"] for a, b in zip(by_s, by_s[1:])):
+            return False
+    return True
+
+
+def _small_gamma_text(rev: list[dict]) -> str:
+    """Measured from the theory scans (not asserted): E_att/E_RR at the smallest gamma of the reversal grid."""
+    per_c = []
+    for c in B4_THEORY_CS:
+        rs_c = [r for r in rev if r["c"] == c]
+        per_c.append(f"c={c:g}: ratio range {min(r['ratio_small_gamma'] for r in rs_c):.3g}.."
+                     f"{max(r['ratio_small_gamma'] for r in rs_c):.3g}, "
+                     f"{'non-increasing' if _non_increasing_in_strength(rs_c) else 'not monotone'} in the aligned "
+                     "strength 0/1/4/16 at every snr")
+    n_rev_small = sum(r["ratio_small_gamma"] <= 1.0 for r in rev)
+    return (f"Theory at the smallest gamma of the reversal grid ({rev[0]['gamma_small']:g}): E_att <= E_RR in "
+            f"{n_rev_small} of {len(rev)} (c, snr, strength) configurations; " + "; ".join(per_c) + ". ")
+
+
+def describe_b4(design: B4Design, prediction: B4Prediction, cells: Cells,
+                comparisons: list[Comparison]) -> tuple[str, dict]:
+    """Notes (reversal points, small-gamma ratios, simulation design, unjudged points) and data
+    (``theory`` curves, ``reversal`` scans, ``simulation`` rows)."""
+    prof = design.prof
+    keys = design.theory_keys
+    rev = [s for k in keys for s in prediction.reversal[k]]
+    outside = [pt.outside_line for pt in _b4_points(design, prediction, cells) if not pt.inside]
+    notes = (
+        "Theory from the project's structured deterministic equivalent (tanh, diagonal removed). "
+        "Reversal (theory, E_att <= E_RR): "
+        + " | ".join(_reversal_line(design, prediction.reversal[k], *k) for k in keys) + ". "
+        + _small_gamma_text(rev) +
+        "Orthogonal spikes decouple exactly in the limit (theory comparisons above). "
+        f"Simulation: true kernel, paired trials (same X for none / aligned / orthogonal / ridge), "
+        f"{_sizes_text(prof, 'b4')}, gammas {list(prof.b4_gammas)}, snr {list(prof.b4_snrs)}. Attention-vs-ridge "
+        f"comparisons are judged inside the declared regime kappa(2p) <= {KAPPA_MAX} of the linearisation; "
+        f"outside it (reported, not judged): {'; '.join(outside) if outside else 'none'}."
+    )
+    theory = [dict(c=c, snr=snr, gammas=design.theory_grid.tolist(),
+                   **{k: v.tolist() for k, v in prediction.statements[(c, snr)].items()}) for c, snr in keys]
+    return notes, {"theory": theory, "reversal": rev,
+                   "simulation": _b4_simulation_rows(design, prediction, cells)}
+
+
+def figure_b4(design: B4Design, prediction: B4Prediction, cells: Cells) -> Any:
+    """E_att / E_RR in theory (lines) and MC at 2p (x: aligned 4, +: none), one panel per aspect ratio."""
+    rows = _b4_simulation_rows(design, prediction, cells)
+    fsnr = design.prof.b4_snrs[-1]
+    p2_of_c = {c: design.sizes[c][0][1] for c in design.prof.cs}
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    fsnr = prof.b4_snrs[-1]
-    for ax, c in zip(axes, (0.5, 2.0)):
-        grid = np.logspace(*prof.figure_grid)
-        er = ridge_error_values(grid, c, fsnr)
-        for lab, spike in (("none", _NONE), ("aligned 1", (1.0, "aligned")), ("aligned 4", (4.0, "aligned")),
-                           ("aligned 16", (16.0, "aligned")), ("orthogonal 4", (4.0, "orthogonal"))):
-            ax.plot(grid, _theory(grid, c, fsnr, spike) / er, "--" if "orth" in lab else "-", label=f"attention, {lab}")
-        for r in [r for r in data["simulation"] if r["c"] == c and r["snr"] == fsnr]:
+    for ax, c in zip(axes, B4_THEORY_CS):
+        curves = prediction.figure[c]
+        for lab, _ in _FIGURE_SPIKES:
+            ax.plot(design.figure_grid, curves[lab] / curves["ridge"], "--" if "orth" in lab else "-",
+                    label=f"attention, {lab}")
+        for r in [r for r in rows if r["c"] == c and r["snr"] == fsnr]:
             ax.plot(r["gamma"], r["mc_al4"] / r["mc_ridge"], "kx")
             ax.plot(r["gamma"], r["mc_none"] / r["mc_ridge"], "k+")
         ax.axhline(1.0, color="gray", lw=0.8)
@@ -570,37 +961,10 @@ def check_b4(ctx: CheckContext) -> Outcome:
         ax.set_ylabel("E_attention / E_ridge")
         ax.set_title(f"c={c:g}, snr={fsnr:g}; x: MC aligned 4, +: MC none (p={p2_of_c.get(c)})", fontsize=9)
     axes[0].legend(fontsize=7)
-    path = ctx.save_figure(fig, "alignment_vs_ridge")
-    if path:
-        figs.append(path)
+    return fig
 
-    # measured from the theory scans (not asserted): E_att/E_RR at the smallest gamma of the reversal grid
-    rev = data["reversal"]
-    g_small = rev[0]["gamma_small"]
-    n_rev_small = sum(r["ratio_small_gamma"] <= 1.0 for r in rev)
-    per_c = []
-    for c in (0.5, 2.0):
-        rs_c = [r for r in rev if r["c"] == c]
-        mono = all(
-            all(a["ratio_small_gamma"] >= b["ratio_small_gamma"] for a, b in
-                zip(sorted([r for r in rs_c if r["snr"] == snr], key=lambda r: r["strength"]),
-                    sorted([r for r in rs_c if r["snr"] == snr], key=lambda r: r["strength"])[1:]))
-            for snr in sorted({r["snr"] for r in rs_c}))
-        per_c.append(f"c={c:g}: ratio range {min(r['ratio_small_gamma'] for r in rs_c):.3g}.."
-                     f"{max(r['ratio_small_gamma'] for r in rs_c):.3g}, "
-                     f"{'non-increasing' if mono else 'not monotone'} in the aligned strength 0/1/4/16 at every snr")
-    small_gamma_text = (
-        f"Theory at the smallest gamma of the reversal grid ({g_small:g}): E_att <= E_RR in {n_rev_small} of "
-        f"{len(rev)} (c, snr, strength) configurations; " + "; ".join(per_c) + ". "
-    )
-    notes = (
-        "Theory from the project's structured deterministic equivalent (tanh, diagonal removed). "
-        "Reversal (theory, E_att <= E_RR): " + " | ".join(rev_lines) + ". "
-        + small_gamma_text +
-        "Orthogonal spikes decouple exactly in the limit (theory comparisons above). "
-        f"Simulation: true kernel, paired trials (same X for none / aligned / orthogonal / ridge), "
-        f"{_sizes_text(prof, 'b4')}, gammas {list(prof.b4_gammas)}, snr {list(prof.b4_snrs)}. Attention-vs-ridge "
-        f"comparisons are judged inside the declared regime kappa(2p) <= {KAPPA_MAX} of the linearisation; "
-        f"outside it (reported, not judged): {'; '.join(outside) if outside else 'none'}."
-    )
-    return Outcome(comparisons=comps, notes=notes, figures=figs, data=data)
+
+#: B4: alignment shrinks attention's error and its gap to ridge; orthogonal spikes do not; where reversal happens
+CLAIM_B4 = register(Claim(id="B4", design=design_b4, predict=predict_b4, simulate=simulate_b4, judge=judge_b4,
+                          describe=describe_b4, figure=figure_b4, figure_name="alignment_vs_ridge"))
+check_b4 = CLAIM_B4.run
