@@ -60,8 +60,22 @@ SLOPE_MARGIN = 0.03
 KINDS = ("exact", "equivalence", "direction", "bound", "consistency")
 
 
+class _Student:
+    """``sf`` / ``cdf`` of Student's t with ``df`` degrees of freedom (scipy's functions, without freezing a
+    distribution object, which costs ~1.5 ms per call: judges run thousands of times in calibration and tests)."""
+
+    def __init__(self, df: float) -> None:
+        self.df = df
+
+    def sf(self, x: float) -> float:
+        return stats.t.sf(x, self.df)
+
+    def cdf(self, x: float) -> float:
+        return stats.t.cdf(x, self.df)
+
+
 def _dist(df: float | None):
-    return stats.norm if df is None or not math.isfinite(df) else stats.t(df)
+    return stats.norm if df is None or not math.isfinite(df) else _Student(df)
 
 
 def _z(x: float, se: float) -> float:
