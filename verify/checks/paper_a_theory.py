@@ -4,14 +4,22 @@ Every comparison is a statement decided by sympy: an identity (``simplify(lhs - 
 or a sign (``is_positive`` / ``is_negative`` under the symbols' assumptions), plus exact integer
 searches (``min_samples``) and an equivalence tested at seeded random points. ``uncertainty`` is None
 everywhere: nothing here is a measurement with noise.
+
+As a :class:`~verify.claim.Claim`: the *measurement* (:class:`A1Measurement`) is what ``theory.minimax``
+returns (its expressions, its exact thresholds, its verdicts at the seeded points), the *prediction* the
+paper's printed values and the finite-M numbers the report quotes, and the judge decides each statement of
+:data:`STATEMENTS` with sympy (pure: sympy's decisions are deterministic).
 """
 
 from __future__ import annotations
 
-import numpy as np  # noqa: E402
-import sympy as sp  # noqa: E402
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
-from theory.minimax import (  # noqa: E402
+import numpy as np
+import sympy as sp
+
+from theory.minimax import (
     average_slope,
     beta_from_bspline_degree,
     finite_sample_slope,
@@ -26,8 +34,12 @@ from theory.minimax import (  # noqa: E402
     total_error_slope,
     upper_bound,
 )
-from theory.symbols import M, N, beta, d, r  # noqa: E402
-from verify.registry import CheckContext, Comparison, Outcome, check  # noqa: E402
+from theory.symbols import M, N, beta, d, r
+from verify.claim import Claim, register
+from verify.registry import CheckContext, Comparison
+
+__all__ = ["A1Design", "A1Measurement", "A1_CLAIM", "STATEMENTS", "check_a1", "describe_a1", "design_a1",
+           "figure_a1", "judge_a1", "predict_a1", "simulate_a1"]
 
 _IDENT = "exact (sympy simplify == 0)"
 _LIMIT = "exact limit"
@@ -35,8 +47,128 @@ _SIGN = "exact sign (sympy assumptions: beta > 0)"
 
 
 _L = sp.Symbol("L", positive=True)  # M = exp(L), L > 0 <=> M > 1 (so that log M > 0 is known to sympy)
+_A = sp.Symbol("a", nonnegative=True)  # N = exp(a): a >= 0 <=> N >= 1
+_B = sp.Symbol("b", positive=True)  # M = exp(exp(b)): b > 0 <=> M > e (M >= 3 included)
+_T = sp.Symbol("t", positive=True)  # M = exp(1 + t): t > 0 <=> M > e
+
+#: u = (M / log M)^(1/(2b+1)): the low-rank condition reads r d <= u
+_U = (M / sp.log(M)) ** (1 / (2 * beta + 1))
 
 
+# ------------------------------------------------------------------------------------- design / predict
+@dataclass(frozen=True)
+class A1Design:
+    """The exact statements' inputs: threshold cases, the secant's end points, the seeded-point sizes."""
+
+    min_samples_cases: tuple = ((1, 30, 2), (1, 30, 7), (1, 5, 2), (2, 5, 3), (1, 1, sp.Rational(1, 2)),
+                                (3, 4, sp.Rational(5, 4)))
+    #: cases whose threshold pair (min_samples, min_samples - 1) joins the random points (both sides of the edge)
+    edge_cases: tuple = ((1, 30, 2), (1, 5, 2), (2, 5, 3), (3, 4, sp.Rational(5, 4)))
+    n_random_points: int = 60
+    secant_M: tuple = (sp.Integer(10) ** 3, sp.Integer(10) ** 5)
+    secant_beta: int = 2
+    bspline_degrees: tuple = (3, 8)
+    finite_M_betas: tuple = (2, 7)
+
+
+def design_a1(ctx: CheckContext) -> A1Design:
+    """The same statements in every profile (nothing here scales)."""
+    return A1Design()
+
+
+def _finite_m_numbers(bb: int) -> dict[str, Any]:
+    """Finite-M numbers of the upper bound and the rate + parametric model at one ``beta`` (quoted by A2 / A6)."""
+    eb, gb = rate_exponent(bb), log_gap_exponent(bb)
+    return {
+        "rate_slope": float(-eb),
+        "upper_slope_at_M=1e4": float(finite_sample_slope(10**4, bb)),
+        "upper_average_slope_1e2_1e5": float(average_slope(10**2, 10**5, bb)),
+        "M_where_upper_slope_turns_negative": float(sp.exp(gb / eb)),
+        "total_slope_at_M=1e4_r=1_d=30": float(total_error_slope(10**4, bb, 1, 30)),
+        "K_M_at_1e4": int(num_intervals(10**4, bb)),
+    }
+
+
+def predict_a1(ctx: CheckContext, design: A1Design) -> dict[str, Any]:
+    """The paper's printed values (exponent limits, B-spline exponents) and the theory's finite-M numbers."""
+    return {
+        "exponent_limit_oo": sp.Integer(1),
+        "exponent_limit_0": sp.Integer(0),
+        "bspline_exponent": {3: sp.Rational(4, 5), 8: sp.Rational(14, 15)},
+        "finite_M": {f"beta={bb}": _finite_m_numbers(bb) for bb in design.finite_M_betas},
+    }
+
+
+# ------------------------------------------------------------------------------------- simulate
+@dataclass
+class A1Measurement:
+    """What ``theory.minimax`` returns for the statements.
+
+    ``expr``: symbolic expressions by name (``e`` rate exponent, ``g`` log-gap exponent, ``fs`` / ``fs_rate``
+    finite-sample slopes, ``total``, ``rate``, ``lower``, ``upper``, ``lowrank_rhs``, ``parametric``);
+    ``secant``: ``upper_lo``, ``upper_hi`` (upper bound at the secant's ends) and ``average`` (average_slope);
+    ``min_samples``: per case ``(m0, cond(m0), cond(m0 - 1) or None when m0 = 3)``; ``points``: per point
+    ``(low-rank condition, parametric <= rate x log factor)``; ``bspline``: rate exponent per degree.
+    """
+
+    expr: dict[str, Any]
+    secant: dict[str, Any] = field(default_factory=dict)
+    min_samples: list[tuple] = field(default_factory=list)
+    points: list[tuple[bool, bool]] = field(default_factory=list)
+    bspline: dict[int, Any] = field(default_factory=dict)
+
+
+def _expressions() -> dict[str, Any]:
+    return {
+        "e": rate_exponent(beta), "g": log_gap_exponent(beta), "fs": finite_sample_slope(M, beta),
+        "fs_rate": finite_sample_slope(M, beta, "rate"), "total": total_error_slope(M, beta, r, d),
+        "rate": minimax_rate(M, beta), "lower": lower_bound(M, N, beta), "upper": upper_bound(M, beta),
+        "lowrank_rhs": low_rank_condition(r, d, M, beta).rhs, "parametric": parametric_term(r, d, M),
+    }
+
+
+def _threshold(rr, dd, bb) -> tuple:
+    """``(m0, cond(m0), cond(m0 - 1))`` of ``min_samples``; the last is None at the floor ``m0 = 3``."""
+    m0 = min_samples(rr, dd, bb)
+    prev = None if m0 == 3 else bool(low_rank_condition(rr, dd, m0 - 1, bb))
+    return m0, bool(low_rank_condition(rr, dd, m0, bb)), prev
+
+
+def _points(design: A1Design, seed: int) -> list[tuple]:
+    """Seeded random points ``(r, d, beta, M)`` (every M >= 3: 10^0.5 > 3) plus the threshold pairs."""
+    rng = np.random.default_rng(seed)
+    points = []
+    for _ in range(design.n_random_points):
+        dd = int(rng.integers(1, 41))
+        rr = int(rng.integers(1, dd + 1))
+        bb = sp.Rational(int(rng.integers(1, 41)), 8)  # beta in (0, 5]
+        points.append((rr, dd, bb, sp.Integer(int(10 ** rng.uniform(0.5, 14.0)))))
+    for rr, dd, bb in design.edge_cases:
+        m0 = min_samples(rr, dd, bb)
+        points += [(rr, dd, bb, sp.Integer(m0)), (rr, dd, bb, sp.Integer(max(m0 - 1, 3)))]
+    return points
+
+
+def _point_verdicts(rr, dd, bb, mm) -> tuple[bool, bool]:
+    """The low-rank condition and 'parametric term <= rate x (log M)^e' at one point (exact)."""
+    cond = bool(low_rank_condition(rr, dd, mm, bb))
+    par = bool(sp.Le(parametric_term(rr, dd, mm), minimax_rate(mm, bb) * sp.log(mm) ** rate_exponent(bb)))
+    return cond, par
+
+
+def simulate_a1(ctx: CheckContext, design: A1Design) -> A1Measurement:
+    """Evaluate ``theory.minimax``: expressions, exact thresholds, verdicts at seeded random points."""
+    m_lo, m_hi = design.secant_M
+    bb = design.secant_beta
+    secant = {"upper_lo": upper_bound(m_lo, bb), "upper_hi": upper_bound(m_hi, bb),
+              "average": average_slope(m_lo, m_hi, bb)}
+    thresholds = [_threshold(*case) for case in design.min_samples_cases]
+    points = [_point_verdicts(*p) for p in _points(design, ctx.seed_for("parametric-vs-nonparametric"))]
+    bspline = {P: rate_exponent(beta_from_bspline_degree(P)) for P in design.bspline_degrees}
+    return A1Measurement(expr=_expressions(), secant=secant, min_samples=thresholds, points=points, bspline=bspline)
+
+
+# ------------------------------------------------------------------------------------- statement kinds
 def _identity(name: str, lhs: sp.Expr, rhs: sp.Expr, m_gt_1: bool = False) -> Comparison:
     """``simplify(lhs - rhs) == 0``; with ``m_gt_1`` after substituting ``M = exp(L)``, ``L > 0``."""
     diff = lhs - rhs
@@ -55,139 +187,169 @@ def _limit(name: str, expr: sp.Expr, var: sp.Symbol, point, expected: sp.Expr, d
                       tolerance=_LIMIT, passed=bool(sp.simplify(got - expected) == 0))
 
 
-@check("A1")
-def check_a1(ctx: CheckContext) -> Outcome:
-    comps: list[Comparison] = []
-    data: dict = {}
-    e = rate_exponent(beta)
-    g = log_gap_exponent(beta)
+def _sign(name: str, predicted: str, expr: sp.Expr, prop: str, tolerance: str = _SIGN) -> Comparison:
+    """``expr.<prop>`` (``is_positive``, ``is_negative``, ``is_nonpositive``) is known to be True."""
+    value = getattr(expr, prop)
+    return Comparison(name=name, predicted=predicted, measured=f"{expr}; {prop}={value}", uncertainty=None,
+                      tolerance=tolerance, passed=value is True)
 
-    # 1. exponent: limits and monotonicity in beta ---------------------------------------------------------
-    comps.append(_limit("rate exponent -> 1 as beta -> oo", e, beta, sp.oo, sp.Integer(1)))
-    comps.append(_limit("rate exponent -> 0 as beta -> 0+", e, beta, 0, sp.Integer(0), "+"))
-    de = sp.simplify(sp.diff(e, beta))
-    comps.append(Comparison(name="d exponent / d beta > 0 (exponent increasing in beta)", predicted="> 0",
-                            measured=f"{de}; is_positive={de.is_positive}", uncertainty=None,
-                            tolerance=_SIGN, passed=de.is_positive is True))
 
-    # 2. finite-M slopes ------------------------------------------------------------------------------------
-    fs = finite_sample_slope(M, beta)
-    comps.append(_identity("finite_sample_slope(upper) == -2b/(2b+1) + log_gap_exponent/log M",
-                           fs, -e + g / sp.log(M)))
-    comps.append(_limit("finite_sample_slope(upper) -> -2b/(2b+1) as M -> oo", fs, M, sp.oo, -e))
-    comps.append(_identity("finite_sample_slope(rate) == -2b/(2b+1)", finite_sample_slope(M, beta, "rate"), -e))
-    comps.append(_limit("total_error_slope(rate + r d log M / M) -> -2b/(2b+1) as M -> oo",
-                        total_error_slope(M, beta, r, d), M, sp.oo, -e))
-    # secant slope of the upper bound = the exact secant of log(upper_bound), checked at numbers
-    m_lo, m_hi = sp.Integer(10) ** 3, sp.Integer(10) ** 5
-    secant = (sp.log(upper_bound(m_hi, 2)) - sp.log(upper_bound(m_lo, 2))) / (sp.log(m_hi) - sp.log(m_lo))
-    av = average_slope(m_lo, m_hi, 2)
-    comps.append(Comparison(name="average_slope(1e3, 1e5, beta=2) == secant of log upper_bound",
-                            predicted=float(secant), measured=float(av), uncertainty=None,
-                            tolerance="exact sympy expressions; rule: |difference| evaluated at 30 significant digits < 1e-25",
-                            passed=abs(sp.N(av - secant, 30)) < sp.Float("1e-25")))
+# ------------------------------------------------------------------------------------- the statements
+# each: (design, prediction, measurement) -> Comparison or list of Comparisons, in the report's order
+def _exponent_limit_oo(D: A1Design, p: dict, m: A1Measurement):
+    return _limit("rate exponent -> 1 as beta -> oo", m.expr["e"], beta, sp.oo, p["exponent_limit_oo"])
 
-    # 3. rate decreasing in M -------------------------------------------------------------------------------
-    dr = sp.diff(minimax_rate(M, beta), M)
-    comps.append(Comparison(name="minimax_rate decreasing in M", predicted="d rate / dM < 0",
-                            measured=f"{dr}; is_negative={dr.is_negative}", uncertainty=None,
-                            tolerance=_SIGN + ", M > 0", passed=dr.is_negative is True))
 
-    # 4. lower <= upper for N >= 1, M >= 3 ------------------------------------------------------------------
-    # substitute N = exp(a) (a >= 0 <=> N >= 1) and M = exp(exp(b)) (b > 0 <=> M > e, so M >= 3 included):
-    # log(lower / upper) = -e a - g b must be <= 0.
-    a_ = sp.Symbol("a", nonnegative=True)
-    b_ = sp.Symbol("b", positive=True)
-    ratio = lower_bound(M, N, beta) / upper_bound(M, beta)
-    comps.append(_identity("lower/upper == N^(-e) (log M)^(-g)", ratio, N ** (-e) * sp.log(M) ** (-g)))
-    log_ratio = sp.expand_log(sp.log(ratio.subs({N: sp.exp(a_), M: sp.exp(sp.exp(b_))})), force=True)
-    comps.append(Comparison(name="lower_bound <= upper_bound for N >= 1, M > e (c0 = 1)",
-                            predicted="log(lower/upper) <= 0",
-                            measured=f"{log_ratio}; is_nonpositive={log_ratio.is_nonpositive}", uncertainty=None,
-                            tolerance=_SIGN + ", N = exp(a), a >= 0; M = exp(exp(b)), b > 0",
-                            passed=log_ratio.is_nonpositive is True))
+def _exponent_limit_0(D: A1Design, p: dict, m: A1Measurement):
+    return _limit("rate exponent -> 0 as beta -> 0+", m.expr["e"], beta, 0, p["exponent_limit_0"], "+")
 
-    # 5. low-rank condition: right-hand side increasing in M for M > e ----------------------------------------
-    t_ = sp.Symbol("t", positive=True)
-    rhs = low_rank_condition(r, d, M, beta).rhs
-    dlog = sp.simplify(sp.diff(sp.expand_log(sp.log(rhs), force=True), M).subs(M, sp.exp(1 + t_)))
-    comps.append(Comparison(name="low_rank_condition monotone in M (d log RHS / dM > 0 for M = e^(1+t), t > 0)",
-                            predicted="> 0", measured=f"{dlog}; is_positive={dlog.is_positive}", uncertainty=None,
-                            tolerance=_SIGN, passed=dlog.is_positive is True))
 
-    # 6. min_samples is the exact threshold -------------------------------------------------------------------
-    cases = [(1, 30, 2), (1, 30, 7), (1, 5, 2), (2, 5, 3), (1, 1, sp.Rational(1, 2)), (3, 4, sp.Rational(5, 4))]
-    ms = {}
-    for rr, dd, bb in cases:
-        m0 = min_samples(rr, dd, bb)
-        ms[f"r={rr},d={dd},beta={bb}"] = m0
-        holds = bool(low_rank_condition(rr, dd, m0, bb))
-        prev_fails = m0 == 3 or not bool(low_rank_condition(rr, dd, m0 - 1, bb))
-        comps.append(Comparison(name=f"min_samples(r={rr}, d={dd}, beta={bb}): condition at M, not at M-1",
-                                predicted="cond(M) and not cond(M-1) (or M = 3)", measured=m0, uncertainty=None,
-                                tolerance="exact comparison (sympy adaptive precision)",
-                                passed=holds and prev_fails))
-    data["min_samples"] = ms
+def _exponent_increasing(D: A1Design, p: dict, m: A1Measurement):
+    return _sign("d exponent / d beta > 0 (exponent increasing in beta)", "> 0",
+                 sp.simplify(sp.diff(m.expr["e"], beta)), "is_positive")
 
-    # 7. parametric term vs non-parametric term ----------------------------------------------------------------
-    # u = (M/log M)^(1/(2b+1)) => u^(-2b) = M^(-e) (log M)^e, and r d <= u <=> r d log M / M <= u^(-2b).
-    u = (M / sp.log(M)) ** (1 / (2 * beta + 1))
-    comps.append(_identity("u^(-2b) == M^(-e) (log M)^e, u = (M/log M)^(1/(2b+1))",
-                           u ** (-2 * beta), M ** (-e) * sp.log(M) ** e, m_gt_1=True))
-    # parametric term is linear in r d, so at r d = u it equals u log M / M; that is u^(-2b):
-    comps.append(_identity("parametric_term / (r d) * u == u^(-2b)  (the two sides meet at r d = u)",
-                           parametric_term(r, d, M) / (r * d) * u, u ** (-2 * beta), m_gt_1=True))
-    gap = sp.simplify(g - e)
-    comps.append(Comparison(name="log factor of the equivalence is below the upper bound's (g - e > 0)",
-                            predicted="> 0", measured=f"{gap}; is_positive={gap.is_positive}", uncertainty=None,
-                            tolerance=_SIGN, passed=gap.is_positive is True))
-    rng = np.random.default_rng(ctx.seed_for("parametric-vs-nonparametric"))
-    n_pts, agree, n_true = 0, 0, 0
-    points = []
-    for _ in range(60):
-        dd = int(rng.integers(1, 41))
-        rr = int(rng.integers(1, dd + 1))
-        bb = sp.Rational(int(rng.integers(1, 41)), 8)  # beta in (0, 5]
-        points.append((rr, dd, bb, sp.Integer(int(10 ** rng.uniform(0.5, 14.0)))))
-    for rr, dd, bb in [(1, 30, 2), (1, 5, 2), (2, 5, 3), (3, 4, sp.Rational(5, 4))]:  # both sides of the edge
-        m0 = min_samples(rr, dd, bb)
-        points += [(rr, dd, bb, sp.Integer(m0)), (rr, dd, bb, sp.Integer(max(m0 - 1, 3)))]
-    for rr, dd, bb, mm in points:  # every M >= 3 (10^0.5 > 3)
-        cond = bool(low_rank_condition(rr, dd, mm, bb))
-        ee = rate_exponent(bb)
-        par = bool(sp.Le(parametric_term(rr, dd, mm), minimax_rate(mm, bb) * sp.log(mm) ** ee))
-        n_pts += 1
-        agree += cond == par
-        n_true += cond
-    comps.append(Comparison(
+
+def _upper_slope_identity(D: A1Design, p: dict, m: A1Measurement):
+    x = m.expr
+    return _identity("finite_sample_slope(upper) == -2b/(2b+1) + log_gap_exponent/log M", x["fs"],
+                     -x["e"] + x["g"] / sp.log(M))
+
+
+def _upper_slope_limit(D: A1Design, p: dict, m: A1Measurement):
+    return _limit("finite_sample_slope(upper) -> -2b/(2b+1) as M -> oo", m.expr["fs"], M, sp.oo, -m.expr["e"])
+
+
+def _rate_slope_identity(D: A1Design, p: dict, m: A1Measurement):
+    return _identity("finite_sample_slope(rate) == -2b/(2b+1)", m.expr["fs_rate"], -m.expr["e"])
+
+
+def _total_slope_limit(D: A1Design, p: dict, m: A1Measurement):
+    return _limit("total_error_slope(rate + r d log M / M) -> -2b/(2b+1) as M -> oo", m.expr["total"], M, sp.oo,
+                  -m.expr["e"])
+
+
+def _average_slope_secant(D: A1Design, p: dict, m: A1Measurement):
+    """The secant slope of the upper bound = the exact secant of log(upper_bound), checked at numbers."""
+    m_lo, m_hi = D.secant_M
+    s = m.secant
+    secant = (sp.log(s["upper_hi"]) - sp.log(s["upper_lo"])) / (sp.log(m_hi) - sp.log(m_lo))
+    return Comparison(name="average_slope(1e3, 1e5, beta=2) == secant of log upper_bound",
+                      predicted=float(secant), measured=float(s["average"]), uncertainty=None,
+                      tolerance="exact sympy expressions; rule: |difference| evaluated at 30 significant digits "
+                                "< 1e-25",
+                      passed=abs(sp.N(s["average"] - secant, 30)) < sp.Float("1e-25"))
+
+
+def _rate_decreasing(D: A1Design, p: dict, m: A1Measurement):
+    return _sign("minimax_rate decreasing in M", "d rate / dM < 0", sp.diff(m.expr["rate"], M), "is_negative",
+                 _SIGN + ", M > 0")
+
+
+def _bound_ratio_identity(D: A1Design, p: dict, m: A1Measurement):
+    x = m.expr
+    return _identity("lower/upper == N^(-e) (log M)^(-g)", x["lower"] / x["upper"],
+                     N ** (-x["e"]) * sp.log(M) ** (-x["g"]))
+
+
+def _lower_below_upper(D: A1Design, p: dict, m: A1Measurement):
+    """lower <= upper for N >= 1, M >= 3: with N = exp(a), M = exp(exp(b)), log(lower/upper) = -e a - g b <= 0."""
+    ratio = m.expr["lower"] / m.expr["upper"]
+    log_ratio = sp.expand_log(sp.log(ratio.subs({N: sp.exp(_A), M: sp.exp(sp.exp(_B))})), force=True)
+    return _sign("lower_bound <= upper_bound for N >= 1, M > e (c0 = 1)", "log(lower/upper) <= 0", log_ratio,
+                 "is_nonpositive", _SIGN + ", N = exp(a), a >= 0; M = exp(exp(b)), b > 0")
+
+
+def _low_rank_monotone(D: A1Design, p: dict, m: A1Measurement):
+    """The low-rank condition's right-hand side is increasing in M for M > e."""
+    rhs = m.expr["lowrank_rhs"]
+    dlog = sp.simplify(sp.diff(sp.expand_log(sp.log(rhs), force=True), M).subs(M, sp.exp(1 + _T)))
+    return _sign("low_rank_condition monotone in M (d log RHS / dM > 0 for M = e^(1+t), t > 0)", "> 0", dlog,
+                 "is_positive")
+
+
+def _min_samples_thresholds(D: A1Design, p: dict, m: A1Measurement) -> list[Comparison]:
+    """min_samples is the exact threshold: the condition holds at it and fails one below (or it is 3)."""
+    out = []
+    for (rr, dd, bb), (m0, holds, prev) in zip(D.min_samples_cases, m.min_samples):
+        prev_fails = m0 == 3 or not prev
+        out.append(Comparison(name=f"min_samples(r={rr}, d={dd}, beta={bb}): condition at M, not at M-1",
+                              predicted="cond(M) and not cond(M-1) (or M = 3)", measured=m0, uncertainty=None,
+                              tolerance="exact comparison (sympy adaptive precision)", passed=holds and prev_fails))
+    return out
+
+
+def _u_power_identity(D: A1Design, p: dict, m: A1Measurement):
+    """u^(-2b) = M^(-e) (log M)^e, so r d <= u <=> r d log M / M <= u^(-2b)."""
+    e = m.expr["e"]
+    return _identity("u^(-2b) == M^(-e) (log M)^e, u = (M/log M)^(1/(2b+1))", _U ** (-2 * beta),
+                     M ** (-e) * sp.log(M) ** e, m_gt_1=True)
+
+
+def _parametric_meets_rate(D: A1Design, p: dict, m: A1Measurement):
+    """The parametric term is linear in r d, so at r d = u it equals u log M / M; that is u^(-2b)."""
+    return _identity("parametric_term / (r d) * u == u^(-2b)  (the two sides meet at r d = u)",
+                     m.expr["parametric"] / (r * d) * _U, _U ** (-2 * beta), m_gt_1=True)
+
+
+def _log_factor_below_gap(D: A1Design, p: dict, m: A1Measurement):
+    return _sign("log factor of the equivalence is below the upper bound's (g - e > 0)", "> 0",
+                 sp.simplify(m.expr["g"] - m.expr["e"]), "is_positive")
+
+
+def _equivalence_at_points(D: A1Design, p: dict, m: A1Measurement):
+    n_pts = len(m.points)
+    agree = sum(cond == par for cond, par in m.points)
+    n_true = sum(cond for cond, _ in m.points)
+    return Comparison(
         name="low-rank condition <=> r d log M / M <= M^(-e) (log M)^e (random points + threshold pairs)",
         predicted=f"{n_pts}/{n_pts} agree, both verdicts present", measured=f"{agree}/{n_pts} agree, "
         f"{n_true} true / {n_pts - n_true} false", uncertainty=None,
-        tolerance="exact comparison at every point (sympy); points: 60 seeded random + 8 at min_samples, -1",
-        passed=agree == n_pts and 0 < n_true < n_pts))
+        tolerance=f"exact comparison at every point (sympy); points: {D.n_random_points} seeded random + "
+                  f"{2 * len(D.edge_cases)} at min_samples, -1",
+        passed=agree == n_pts and 0 < n_true < n_pts)
 
-    # 8. B-spline degrees of the paper's experiments ------------------------------------------------------------
-    for P, expected in ((3, sp.Rational(4, 5)), (8, sp.Rational(14, 15))):
-        got = rate_exponent(beta_from_bspline_degree(P))
-        comps.append(Comparison(name=f"rate exponent for B-spline degree P={P}", predicted=str(expected),
-                                measured=str(got), uncertainty=None, tolerance=_IDENT,
-                                passed=bool(sp.simplify(got - expected) == 0)))
 
-    # numbers useful for A2 / A6 ---------------------------------------------------------------------------------
-    fin = {}
-    for bb in (2, 7):
-        eb, gb = rate_exponent(bb), log_gap_exponent(bb)
-        fin[f"beta={bb}"] = {
-            "rate_slope": float(-eb),
-            "upper_slope_at_M=1e4": float(finite_sample_slope(10**4, bb)),
-            "upper_average_slope_1e2_1e5": float(average_slope(10**2, 10**5, bb)),
-            "M_where_upper_slope_turns_negative": float(sp.exp(gb / eb)),
-            "total_slope_at_M=1e4_r=1_d=30": float(total_error_slope(10**4, bb, 1, 30)),
-            "K_M_at_1e4": int(num_intervals(10**4, bb)),
-        }
-    data["finite_M"] = fin
+def _bspline_exponents(D: A1Design, p: dict, m: A1Measurement) -> list[Comparison]:
+    """Rate exponents of the B-spline degrees of the paper's experiments."""
+    out = []
+    for P in D.bspline_degrees:
+        expected, got = p["bspline_exponent"][P], m.bspline[P]
+        out.append(Comparison(name=f"rate exponent for B-spline degree P={P}", predicted=str(expected),
+                              measured=str(got), uncertainty=None, tolerance=_IDENT,
+                              passed=bool(sp.simplify(got - expected) == 0)))
+    return out
 
-    fig_path = _figure(ctx)
+
+#: the statements of A1 in the report's order: 1 exponent, 2 finite-M slopes, 3 rate in M, 4 bounds,
+#: 5 low-rank monotonicity, 6 thresholds, 7 parametric vs non-parametric term, 8 B-spline degrees
+STATEMENTS: tuple[Callable[[A1Design, dict, A1Measurement], Any], ...] = (
+    _exponent_limit_oo, _exponent_limit_0, _exponent_increasing,
+    _upper_slope_identity, _upper_slope_limit, _rate_slope_identity, _total_slope_limit, _average_slope_secant,
+    _rate_decreasing,
+    _bound_ratio_identity, _lower_below_upper,
+    _low_rank_monotone,
+    _min_samples_thresholds,
+    _u_power_identity, _parametric_meets_rate, _log_factor_below_gap, _equivalence_at_points,
+    _bspline_exponents,
+)
+
+
+def judge_a1(design: A1Design, prediction: dict, measurement: A1Measurement) -> list[Comparison]:
+    """Every statement of :data:`STATEMENTS`, decided by sympy (pure)."""
+    comps: list[Comparison] = []
+    for statement in STATEMENTS:
+        out = statement(design, prediction, measurement)
+        comps.extend(out if isinstance(out, list) else [out])
+    return comps
+
+
+# ------------------------------------------------------------------------------------- describe / figure
+def describe_a1(design: A1Design, prediction: dict, measurement: A1Measurement,
+                comparisons: list[Comparison]) -> tuple[str, dict]:
+    """Conventions, the derived equivalence and the finite-M numbers (notes); thresholds and numbers (data)."""
+    fin = prediction["finite_M"]
+    ms = {f"r={rr},d={dd},beta={bb}": m0
+          for (rr, dd, bb), (m0, _, _) in zip(design.min_samples_cases, measurement.min_samples)}
     notes = (
         "Conventions: constants dropped; upper bound = M^(-e) (log M)^g with g = e + 4 max(2b, 1) as printed; "
         "lower bound c0 N^(-e) M^(-e) with c0 = 1; K_M = max(1, floor((M/log M)^(1/(2b+1)))) is a reconstruction. "
@@ -208,41 +370,51 @@ def check_a1(ctx: CheckContext) -> Outcome:
         f"Reconstructed K_M at M = 1e4: {fin['beta=2']['K_M_at_1e4']} (beta = 2), "
         f"{fin['beta=7']['K_M_at_1e4']} (beta = 7) with C = 1."
     )
-    return Outcome(comparisons=comps, notes=notes, figures=[p for p in [fig_path] if p], data=data)
+    return notes, {"min_samples": ms, "finite_M": fin}
 
 
-def _figure(ctx: CheckContext) -> str | None:
-    if ctx.report_dir is None:
-        return None
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+def _plot_exponent(ax) -> None:
     bs = np.linspace(0.02, 12.0, 400)
-    ax1.plot(bs, 2 * bs / (2 * bs + 1), color="k")
+    ax.plot(bs, 2 * bs / (2 * bs + 1), color="k")
     for P, col in ((3, "C0"), (8, "C1")):
         b = float(beta_from_bspline_degree(P))
-        ax1.plot([b], [2 * b / (2 * b + 1)], "o", color=col, label=f"P = {P}: beta = {b:g}, e = {2*b/(2*b+1):.4f}")
-    ax1.set_xlabel("beta")
-    ax1.set_ylabel("rate exponent 2 beta / (2 beta + 1)")
-    ax1.set_title("A1: rate exponent")
-    ax1.legend()
+        ax.plot([b], [2 * b / (2 * b + 1)], "o", color=col, label=f"P = {P}: beta = {b:g}, e = {2*b/(2*b+1):.4f}")
+    ax.set_xlabel("beta")
+    ax.set_ylabel("rate exponent 2 beta / (2 beta + 1)")
+    ax.set_title("A1: rate exponent")
+    ax.legend()
 
+
+def _plot_slopes(ax) -> None:
     Ms = np.logspace(1, 32, 400)
     for bb, col in ((2, "C0"), (7, "C1")):
         f_up = sp.lambdify(M, finite_sample_slope(M, bb), "numpy")
         f_tot = sp.lambdify(M, total_error_slope(M, bb, 1, 30), "numpy")
         eb = 2 * bb / (2 * bb + 1)
-        ax2.plot(Ms, f_up(Ms), color=col, label=f"upper bound (with log gap), beta = {bb}")
-        ax2.plot(Ms, f_tot(Ms), "--", color=col, label=f"rate + r d log M / M (r=1, d=30), beta = {bb}")
-        ax2.axhline(-eb, color=col, lw=0.8, ls=":", label=f"rate -{eb:.4f}")
-    ax2.set_xscale("log")
-    ax2.set_ylim(-1.2, 6)
-    ax2.axvline(1e4, color="grey", lw=0.6)
-    ax2.set_xlabel("M")
-    ax2.set_ylabel("d log bound / d log M")
-    ax2.set_title("A1: finite-M local slopes")
-    ax2.legend(fontsize=7)
-    return ctx.save_figure(fig, "exponent_and_slopes")
+        ax.plot(Ms, f_up(Ms), color=col, label=f"upper bound (with log gap), beta = {bb}")
+        ax.plot(Ms, f_tot(Ms), "--", color=col, label=f"rate + r d log M / M (r=1, d=30), beta = {bb}")
+        ax.axhline(-eb, color=col, lw=0.8, ls=":", label=f"rate -{eb:.4f}")
+    ax.set_xscale("log")
+    ax.set_ylim(-1.2, 6)
+    ax.axvline(1e4, color="grey", lw=0.6)
+    ax.set_xlabel("M")
+    ax.set_ylabel("d log bound / d log M")
+    ax.set_title("A1: finite-M local slopes")
+    ax.legend(fontsize=7)
 
 
-__all__ = ["check_a1"]
+def figure_a1(design: A1Design, prediction: dict, measurement: A1Measurement) -> Any:
+    """The rate exponent in beta and the finite-M local slopes of the bounds."""
+    from verify.figures import pyplot
+
+    fig, (ax1, ax2) = pyplot().subplots(1, 2, figsize=(11, 4))
+    _plot_exponent(ax1)
+    _plot_slopes(ax2)
+    return fig
+
+
+A1_CLAIM = register(Claim(id="A1", design=design_a1, predict=predict_a1, simulate=simulate_a1, judge=judge_a1,
+                          describe=describe_a1, figure=figure_a1, figure_name="exponent_and_slopes"))
+
+#: the check function of the registry (the claim's :meth:`~verify.claim.Claim.run`)
+check_a1 = A1_CLAIM.run
