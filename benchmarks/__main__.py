@@ -276,15 +276,11 @@ def print_table(summary: dict) -> None:
 
 
 def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.floating, np.integer)):
-        return x.item()
-    if isinstance(x, float) and not np.isfinite(x):
-        return None
-    return x
+    """The summary's JSON form of ``x``: NaN / infinities as ``None``, unknown values kept for ``json.dumps``'s
+    ``default=str`` (:func:`numerics.sweep.to_jsonable`)."""
+    from numerics.sweep import to_jsonable
+
+    return to_jsonable(x, nonfinite="null", unknown="keep")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,10 +7,12 @@ Modules
 ips        paper A: IPSModel (token laws, truths phi*, A*, noise; forward operator R_g)
 estimator  paper A: PairwiseInteractionEstimator (variable projection ERM, torch, float64)
 baseline   paper A: the paper's own pipeline (B-spline LS, MLP surrogate, back-propagation into A)
-sweep      sweep runner: configurations x seeds -> table; joblib locally, Dask when asked; disk cache
+sweep      sweep runner: configurations x seeds -> table; joblib locally, Dask when asked; disk cache;
+           to_jsonable, the one JSON conversion (NaN policy as a parameter)
 slopes     fit_slope: log-log OLS slope with SE, t and bootstrap intervals, R^2
 rmt        paper B: samplers X = mu y^T + Z, attention/ridge features, interpolation error on a gamma grid
-threads    the thread policy: torch_threads(n), the one way to pin torch's intra-op threads
+threads    the thread policy: torch_threads(n), the one way to pin torch's intra-op threads; thread_map, the one
+           thread-pool map (torch single-threaded inside, generators consumed in order)
 """
 
 from .baseline import *  # noqa: F401,F403

@@ -44,15 +44,14 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
 from theory._validation import require_integer, require_nonnegative
 
-from .threads import torch_threads
+from .threads import in_parallel, thread_map, torch_threads
 
 __all__ = [
     "sample_signal_plus_noise",
@@ -362,15 +361,13 @@ _SINGLE_THREAD_EIGH_MAX = 1 << 62
 _torch_threads = torch_threads  # the project's one thread-pinning mechanism (numerics.threads)
 
 
-_IN_PARALLEL = threading.local()
-
-
 def _eigh(G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``torch.linalg.eigh``; single-threaded on CPU up to ``_SINGLE_THREAD_EIGH_MAX`` (see there).
 
-    Batches are parallelised over trials instead (``n_jobs`` of :func:`interpolation_error_mc`).
+    Batches are parallelised over trials instead (``n_jobs`` of :func:`interpolation_error_mc`); inside a worker of
+    :func:`numerics.threads.thread_map` (torch already at one thread) the process-wide setting is left alone.
     """
-    if G.device.type != "cpu" or getattr(_IN_PARALLEL, "active", False) or G.shape[-1] > _SINGLE_THREAD_EIGH_MAX:
+    if G.device.type != "cpu" or in_parallel() or G.shape[-1] > _SINGLE_THREAD_EIGH_MAX:
         return torch.linalg.eigh(G)
     with _torch_threads(1):
         return torch.linalg.eigh(G)
@@ -399,7 +396,7 @@ def _errors_cholesky(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -
         rhs = Phi @ y.unsqueeze(-1) / n
     eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
     cols = []
-    ctx = _torch_threads(1) if A.device.type == "cpu" and not getattr(_IN_PARALLEL, "active", False) else contextlib.nullcontext()
+    ctx = _torch_threads(1) if A.device.type == "cpu" and not in_parallel() else contextlib.nullcontext()
     with ctx:
         for gv in gammas.tolist():
             L, info = torch.linalg.cholesky_ex(A + gv * eye)
@@ -423,7 +420,7 @@ def _errors_batch(Phi: torch.Tensor, y: torch.Tensor | None, gammas: torch.Tenso
     g = gammas.view(1, 1, -1)
     if y is None:
         small = Phi.transpose(-1, -2) @ Phi if p >= n else Phi @ Phi.transpose(-1, -2)
-        if small.device.type == "cpu" and small.shape[-1] <= _SINGLE_THREAD_EIGH_MAX and not getattr(_IN_PARALLEL, "active", False):
+        if small.device.type == "cpu" and small.shape[-1] <= _SINGLE_THREAD_EIGH_MAX and not in_parallel():
             with _torch_threads(1):
                 lam = torch.linalg.eigvalsh(small / n)
         else:
@@ -588,6 +585,18 @@ def interpolation_error_direct(features: ArrayLike, y: ArrayLike, gammas: ArrayL
 # --------------------------------------------------------------------------------------------
 # Monte Carlo
 # --------------------------------------------------------------------------------------------
+def _draw_batch(
+    seeds: Sequence[np.random.SeedSequence], n: int, p: int, snr: float, labels: str, device: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Samples ``X`` (T, p, n) and labels ``y`` (T, n) of a batch of trials, trial ``t`` from its own seed."""
+    Xs, ys = [], []
+    for ss in seeds:
+        X, y, _ = sample_signal_plus_noise(n, p, snr, np.random.default_rng(ss), labels=labels)
+        Xs.append(X)
+        ys.append(y)
+    return torch.from_numpy(np.stack(Xs)).to(device), torch.from_numpy(np.stack(ys)).to(device)
+
+
 def _trial_batch(
     seeds: Sequence[np.random.SeedSequence],
     kind: str,
@@ -603,13 +612,8 @@ def _trial_batch(
     device: str,
     label_average: bool = False,
 ) -> np.ndarray:
-    Xs, ys = [], []
-    for ss in seeds:
-        X, y, _ = sample_signal_plus_noise(n, p, snr, np.random.default_rng(ss), labels=labels)
-        Xs.append(X)
-        ys.append(y)
-    Xb = torch.from_numpy(np.stack(Xs)).to(device)
-    yb = torch.from_numpy(np.stack(ys)).to(device)
+    """Per-trial errors ``(T, G)`` of one model (ridge or attention) on a batch of trials."""
+    Xb, yb = _draw_batch(seeds, n, p, snr, labels, device)
     if kind == "ridge":
         Phi = Xb
     else:
@@ -629,6 +633,23 @@ def _check_mc_sizes(n: Any, p: Any, n_trials: Any, seed: Any, n_jobs: Any, snr: 
     return int(n), int(p), int(n_trials)
 
 
+def _spike_tensors(
+    w_k: ArrayLike | None, w_q: ArrayLike | None, p: int, device: str
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Validated spike ``(w_k, w_q)`` as tensors on ``device``, or ``(None, None)`` for ``W = I``."""
+    wk_np, wq_np = _check_spikes(w_k, w_q, p)
+    if wk_np is None:
+        return None, None
+    return torch.from_numpy(wk_np).to(device), torch.from_numpy(wq_np).to(device)
+
+
+def _default_batch_size(n: int, p: int, gram_buffers: int) -> int:
+    """Trials per batch: about 200 MB of float64 working memory a batch (``gram_buffers`` ``n x n`` arrays a
+    trial besides the samples and features), at most 64."""
+    per_trial = 8.0 * (3 * p * n + gram_buffers * n * n + min(p, n) ** 2)
+    return int(max(1, min(64, 2.0e8 // per_trial)))
+
+
 def _trial_chunks(n_trials: int, batch_size: int, n_jobs: int) -> list[list[int]]:
     """Trial indices in consecutive batches of ``batch_size``; fewer batches than workers are re-split so
     that every worker gets one (results never depend on the split: every trial has its own seed)."""
@@ -637,25 +658,36 @@ def _trial_chunks(n_trials: int, batch_size: int, n_jobs: int) -> list[list[int]
     return [list(range(s0, min(n_trials, s0 + batch_size))) for s0 in range(0, n_trials, batch_size)]
 
 
-def _map_chunks(run: Callable[[list[int]], Any], chunks: list[list[int]], n_jobs: int) -> list:
-    """``[run(ch) for ch in chunks]``, in ``n_jobs`` threads when there is more than one chunk.
+def _run_trials(
+    batch: Callable[[list[np.random.SeedSequence], list[int]], Any],
+    n_trials: int,
+    seed: int,
+    batch_size: int,
+    n_jobs: int,
+) -> list:
+    """The Monte Carlo core: ``batch(seeds, trial_ids)`` over consecutive batches of trials, in ``n_jobs`` threads.
 
-    Parallelism comes from the trials: torch runs one intra-op thread per worker, and ``_IN_PARALLEL``
-    tells the eigensolver wrappers not to touch the (process-wide) thread setting inside a worker.
+    Trial ``t`` always gets ``SeedSequence(seed).spawn(n_trials)[t]``, so the draws do not depend on
+    ``batch_size`` or ``n_jobs``; the parts come back in trial order (see :func:`numerics.threads.thread_map`).
     """
-    if n_jobs == 1 or len(chunks) == 1:
-        return [run(ch) for ch in chunks]
-    from joblib import Parallel, delayed
+    require_integer("batch_size", batch_size, 1)
+    seeds = np.random.SeedSequence(int(seed)).spawn(n_trials)
 
-    def run_par(ch):
-        _IN_PARALLEL.active = True
-        try:
-            return run(ch)
-        finally:
-            _IN_PARALLEL.active = False
+    def run(ids: list[int]) -> Any:
+        return batch([seeds[i] for i in ids], ids)
 
-    with _torch_threads(1):
-        return Parallel(n_jobs=n_jobs, prefer="threads")(delayed(run_par)(ch) for ch in chunks)
+    return thread_map(run, _trial_chunks(n_trials, batch_size, n_jobs), n_jobs)
+
+
+def _single_model(
+    kind: str, activation: Any, w_k: ArrayLike | None, w_q: ArrayLike | None, p: int, device: str
+) -> tuple[Callable | None, torch.Tensor | None, torch.Tensor | None]:
+    """Activation and spike tensors of :func:`interpolation_error_mc` (``None`` for ridge / ``W = I``)."""
+    if kind == "attention":
+        return (resolve_activation(activation), *_spike_tensors(w_k, w_q, p, device))
+    if w_k is not None or w_q is not None:
+        raise ValueError("w_k and w_q apply to kind='attention' only")
+    return None, None, None
 
 
 def interpolation_error_mc(
@@ -720,27 +752,13 @@ def interpolation_error_mc(
         raise ValueError(f"label_average requires snr = 0 (labels independent of the features), got snr={snr!r}")
     g = torch.from_numpy(_check_gammas(gammas))
     _check_diagonal(diagonal)
-    f = None
-    wk = wq = None
-    if kind == "attention":
-        f = resolve_activation(activation)
-        wk_np, wq_np = _check_spikes(w_k, w_q, p)
-        if wk_np is not None:
-            wk, wq = torch.from_numpy(wk_np).to(device), torch.from_numpy(wq_np).to(device)
-    elif w_k is not None or w_q is not None:
-        raise ValueError("w_k and w_q apply to kind='attention' only")
-    if batch_size is None:
-        per_trial = 8.0 * (3 * p * n + 3 * n * n + min(p, n) ** 2)
-        batch_size = int(max(1, min(64, 2.0e8 // per_trial)))
-    require_integer("batch_size", batch_size, 1)
-    seeds = np.random.SeedSequence(int(seed)).spawn(n_trials)
+    f, wk, wq = _single_model(kind, activation, w_k, w_q, p, device)
 
-    def run(ids):
-        return _trial_batch([seeds[i] for i in ids], kind, n, p, float(snr), g, f, wk, wq, diagonal, labels, device,
-                            label_average)
+    def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> np.ndarray:
+        return _trial_batch(seeds, kind, n, p, float(snr), g, f, wk, wq, diagonal, labels, device, label_average)
 
-    parts = _map_chunks(run, _trial_chunks(n_trials, batch_size, n_jobs), n_jobs)
-    trials = np.concatenate(parts, axis=0)
+    size = _default_batch_size(n, p, 3) if batch_size is None else batch_size
+    trials = np.concatenate(_run_trials(batch, n_trials, seed, size, n_jobs), axis=0)
     mean = trials.mean(axis=0)
     se = trials.std(axis=0, ddof=1) / math.sqrt(n_trials)
     if return_trials:
@@ -751,6 +769,24 @@ def interpolation_error_mc(
 # --------------------------------------------------------------------------------------------
 # several models on the same draws (common random numbers)
 # --------------------------------------------------------------------------------------------
+def _symmetric_noise_batch(trial_ids: Sequence[int], seed: int, n: int, device: str) -> torch.Tensor:
+    """``Xi`` (T, n, n) of the linearised kernel: trial ``t`` from ``SeedSequence([seed, t, 7])``, symmetrised."""
+    Xis = []
+    for t in trial_ids:
+        Xi = np.random.default_rng(np.random.SeedSequence([int(seed), int(t), 7])).standard_normal((n, n))
+        Xis.append((Xi + Xi.T) / math.sqrt(2.0))
+    return torch.from_numpy(np.stack(Xis)).to(device)
+
+
+def _spike_outer(Xb: torch.Tensor, wk: torch.Tensor | None, wq: torch.Tensor | None) -> torch.Tensor | None:
+    """``(X^T w_k)(w_q^T X)`` (T, n, n) of a spike, ``None`` for ``W = I``."""
+    if wk is None:
+        return None
+    a = torch.einsum("p,tpn->tn", wk, Xb)
+    b = torch.einsum("p,tpn->tn", wq, Xb)
+    return a.unsqueeze(-1) * b.unsqueeze(-2)
+
+
 def _shared_batch(
     seeds: Sequence[np.random.SeedSequence],
     trial_ids: Sequence[int],
@@ -767,16 +803,8 @@ def _shared_batch(
     labels: str,
     device: str,
 ) -> dict[str, np.ndarray]:
-    Xs, ys, Xis = [], [], []
-    for ss, t in zip(seeds, trial_ids):
-        X, y, _ = sample_signal_plus_noise(n, p, snr, np.random.default_rng(ss), labels=labels)
-        Xs.append(X)
-        ys.append(y)
-        if linearised is not None:
-            Xi = np.random.default_rng(np.random.SeedSequence([int(seed), int(t), 7])).standard_normal((n, n))
-            Xis.append((Xi + Xi.T) / math.sqrt(2.0))
-    Xb = torch.from_numpy(np.stack(Xs)).to(device)
-    yb = torch.from_numpy(np.stack(ys)).to(device)
+    """Per-trial errors of every model of :func:`interpolation_error_mc_shared` on one batch of shared draws."""
+    Xb, yb = _draw_batch(seeds, n, p, snr, labels, device)
     g = gammas.to(device)
     out: dict[str, np.ndarray] = {}
     if ridge:
@@ -785,15 +813,12 @@ def _shared_batch(
     lin_base = None
     if linearised is not None:
         a1, sf2 = linearised
-        lin_base = a1 * S0 / p + math.sqrt(sf2) * torch.from_numpy(np.stack(Xis)).to(device) / math.sqrt(p)
+        Xi = _symmetric_noise_batch(trial_ids, seed, n, device)
+        lin_base = a1 * S0 / p + math.sqrt(sf2) * Xi / math.sqrt(p)
     sp_ = math.sqrt(p)
     true_rows, lin_rows = [], []
     for wk, wq in spikes:
-        uv = None
-        if wk is not None:
-            a = torch.einsum("p,tpn->tn", wk, Xb)
-            b = torch.einsum("p,tpn->tn", wq, Xb)
-            uv = a.unsqueeze(-1) * b.unsqueeze(-2)
+        uv = _spike_outer(Xb, wk, wq)
         if f is not None:
             S = S0 if uv is None else S0 + uv
             K = _apply_activation(f, S / sp_) / sp_
@@ -811,6 +836,16 @@ def _shared_batch(
     if lin_rows:
         out["linearised"] = np.stack(lin_rows)
     return out
+
+
+def _check_linearised(linearised: tuple[float, float] | None) -> tuple[float, float] | None:
+    """``linearised=(a1, sf2)`` as floats (finite, ``sf2 >= 0``), or ``None``."""
+    if linearised is None:
+        return None
+    a1, sf2 = float(linearised[0]), float(linearised[1])
+    if not (math.isfinite(a1) and math.isfinite(sf2)) or sf2 < 0:
+        raise ValueError(f"linearised must be (a1, sf2) with finite a1 and sf2 >= 0, got {linearised!r}")
+    return a1, sf2
 
 
 def interpolation_error_mc_shared(
@@ -871,31 +906,17 @@ def interpolation_error_mc_shared(
     g = torch.from_numpy(_check_gammas(gammas))
     _check_diagonal(diagonal)
     f = None if activation is None else resolve_activation(activation)
-    if linearised is not None:
-        a1, sf2 = float(linearised[0]), float(linearised[1])
-        if not (math.isfinite(a1) and math.isfinite(sf2)) or sf2 < 0:
-            raise ValueError(f"linearised must be (a1, sf2) with finite a1 and sf2 >= 0, got {linearised!r}")
-        linearised = (a1, sf2)
+    linearised = _check_linearised(linearised)
     if f is None and linearised is None and not ridge:
         raise ValueError("nothing to simulate: give an activation, linearised=(a1, sf2) or ridge=True")
     if (f is not None or linearised is not None) and len(spikes) == 0:
         raise ValueError("spikes must contain at least one (w_k, w_q) pair (use (None, None) for W = I)")
-    sp_t = []
-    for wk, wq in spikes:
-        wk_np, wq_np = _check_spikes(wk, wq, p)
-        sp_t.append((None, None) if wk_np is None else (torch.from_numpy(wk_np).to(device), torch.from_numpy(wq_np).to(device)))
-    if batch_size is None:
-        per_trial = 8.0 * (3 * p * n + 5 * n * n + min(p, n) ** 2)
-        batch_size = int(max(1, min(64, 2.0e8 // per_trial)))
-    require_integer("batch_size", batch_size, 1)
-    seeds = np.random.SeedSequence(int(seed)).spawn(n_trials)
+    sp_t = [_spike_tensors(wk, wq, p, device) for wk, wq in spikes]
 
-    def run(ids):
-        return _shared_batch([seeds[i] for i in ids], ids, int(seed), n, p, float(snr), g, f, sp_t, bool(ridge),
-                             linearised, diagonal, labels, device)
+    def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:
+        return _shared_batch(seeds, ids, int(seed), n, p, float(snr), g, f, sp_t, bool(ridge), linearised, diagonal,
+                             labels, device)
 
-    parts = _map_chunks(run, _trial_chunks(n_trials, batch_size, n_jobs), n_jobs)
-    out = {}
-    for k in parts[0]:
-        out[k] = np.concatenate([pt[k] for pt in parts], axis=-2)
-    return out
+    size = _default_batch_size(n, p, 5) if batch_size is None else batch_size
+    parts = _run_trials(batch, n_trials, seed, size, n_jobs)
+    return {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}

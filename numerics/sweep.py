@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -30,29 +31,89 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version"]
+__all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable"]
 
 _EXECUTORS = ("local", "dask")
 
 
 # ----------------------------------------------------------------------------------------- helpers
-def _jsonable(v: Any) -> Any:
-    """Convert numpy scalars / arrays / tuples to plain JSON values (recursively)."""
-    if isinstance(v, np.generic):
-        return v.item()
+#: what :func:`to_jsonable` does with a NaN or an infinity: keep the float, write ``str(v)``, write ``None``
+NONFINITE_POLICIES = ("keep", "str", "null")
+#: what :func:`to_jsonable` does with a value of any other type: raise ``ValueError``, write ``str(v)``, keep it
+UNKNOWN_POLICIES = ("raise", "str", "keep")
+
+
+def to_jsonable(v: Any, nonfinite: str = "keep", unknown: str = "raise") -> Any:
+    """Convert numpy scalars / arrays, mappings and tuples to plain JSON values (recursively).
+
+    The project's one JSON conversion: the sweep cache and its keys (the defaults), the verify report
+    (``nonfinite="str", unknown="str"``) and the benchmark summary (``nonfinite="null", unknown="keep"``).
+
+    Parameters
+    ----------
+    v : any
+        numpy scalars become Python scalars, arrays nested lists, mappings dicts with ``str`` keys, tuples lists;
+        ``str``, ``int``, ``float``, ``bool`` and ``None`` stay as they are.
+    nonfinite : {"keep", "str", "null"}
+        A NaN or infinite float (numpy ones included): kept (``json.dumps`` writes ``NaN`` / ``Infinity``),
+        written as ``str(v)`` (``"nan"``, ``"inf"``, ``"-inf"``) or as ``None``.
+    unknown : {"raise", "str", "keep"}
+        Any other value: ``ValueError``, ``str(v)``, or kept as it is (for a later ``json.dumps(default=...)``).
+
+    Returns
+    -------
+    any
+        A value made of dicts, lists, strings, numbers, booleans and ``None`` (and the kept values).
+
+    Raises
+    ------
+    ValueError
+        A bad policy, or (``unknown="raise"``) a value that is not JSON-serialisable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> to_jsonable({"a": np.float64(0.5), 1: (np.int64(2), np.array([1.0, np.nan]))})
+    {'a': 0.5, '1': [2, [1.0, nan]]}
+    >>> to_jsonable([float("inf"), np.nan], nonfinite="str"), to_jsonable([float("inf")], nonfinite="null")
+    (['inf', 'nan'], [None])
+    """
+    if nonfinite not in NONFINITE_POLICIES:
+        raise ValueError(f"nonfinite must be one of {NONFINITE_POLICIES}, got {nonfinite!r}")
+    if unknown not in UNKNOWN_POLICIES:
+        raise ValueError(f"unknown must be one of {UNKNOWN_POLICIES}, got {unknown!r}")
+    return _to_json(v, nonfinite, unknown)
+
+
+def _to_json(v: Any, nonfinite: str, unknown: str) -> Any:
+    """:func:`to_jsonable` without the policy checks."""
     if isinstance(v, np.ndarray):
-        return v.tolist()
+        return _array_to_json(v, nonfinite, unknown)
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return v if nonfinite == "keep" else (str(v) if nonfinite == "str" else None)
     if isinstance(v, Mapping):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): _to_json(x, nonfinite, unknown) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
+        return [_to_json(x, nonfinite, unknown) for x in v]
     if isinstance(v, (str, int, float, bool)) or v is None:
         return v
-    raise ValueError(f"value {v!r} of type {type(v).__name__} is not JSON-serialisable")
+    if unknown == "raise":
+        raise ValueError(f"value {v!r} of type {type(v).__name__} is not JSON-serialisable")
+    return str(v) if unknown == "str" else v
+
+
+def _array_to_json(a: np.ndarray, nonfinite: str, unknown: str) -> Any:
+    """An array as nested lists; element by element only where a policy can change an element."""
+    out = a.tolist()
+    if a.dtype.kind in "biu" or (a.dtype.kind == "f" and (nonfinite == "keep" or bool(np.isfinite(a).all()))):
+        return out  # already plain bools / ints / floats, and no element to rewrite
+    return _to_json(out, nonfinite, unknown)
 
 
 def _canonical(obj: Any) -> str:
-    return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return json.dumps(to_jsonable(obj), sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
 def _qualname(func: Callable) -> str:
@@ -200,7 +261,7 @@ def _call(func: Callable, cell: dict, seed: int, torch_threads: int | None) -> d
         out = func(dict(cell), int(seed))
     if not isinstance(out, Mapping):
         raise ValueError(f"func must return a dict, got {type(out).__name__}")
-    return _jsonable(out)
+    return to_jsonable(out)
 
 
 # ----------------------------------------------------------------------------------------- results
@@ -372,63 +433,92 @@ def run_sweep(
     >>> def _f(cell, seed):  # doctest: +SKIP
     ...     return {"y": cell["x"] * 2}
     """
+    _check_backend(executor, n_jobs)
+    fname = _qualname(func)
+    cell_list = _check_cells(cells)
+    seed_lists = _resolve_seeds(cell_list, seeds, n_replicates, base_seed)
+    pairs = [(i, c, s) for i, (c, sl) in enumerate(zip(cell_list, seed_lists)) for s in sl]
+    table = _Table(pairs, None if cache_dir is None else Path(cache_dir), fname, version, progress)
+    todo = table.read_cache(func)
+    if todo:
+        if executor == "local":
+            _run_local(func, pairs, todo, n_jobs, torch_threads, table.finish)
+        else:
+            _run_dask(func, pairs, todo, n_jobs, scheduler, torch_threads, table.finish)
+    return SweepResults(table.records(), n_computed=len(todo), n_cached=table.n_cached)
+
+
+def _check_backend(executor: str, n_jobs: Any) -> None:
+    """``executor`` is one of :data:`_EXECUTORS` and ``n_jobs`` an integer ``>= 1``."""
     if executor not in _EXECUTORS:
         raise ValueError(f"executor must be one of {_EXECUTORS}, got {executor!r}")
     if isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or n_jobs < 1:
         raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
-    fname = _qualname(func)
-    cell_list = [_jsonable(dict(c)) for c in cells]
+
+
+def _check_cells(cells: Iterable[Mapping[str, Any]]) -> list[dict]:
+    """The cells as plain JSON dicts; at least one, none with the key ``"seed"``."""
+    cell_list = [to_jsonable(dict(c)) for c in cells]
     if not cell_list:
         raise ValueError("cells must contain at least one configuration")
     for c in cell_list:
         if "seed" in c:
             raise ValueError("cells must not contain the key 'seed' (it is added by run_sweep)")
-    seed_lists = _resolve_seeds(cell_list, seeds, n_replicates, base_seed)
-    pairs = [(i, c, s) for i, (c, sl) in enumerate(zip(cell_list, seed_lists)) for s in sl]
-    cdir = Path(cache_dir) if cache_dir is not None else None
+    return cell_list
 
-    results: list[dict | None] = [None] * len(pairs)
-    todo: list[int] = []
-    keys: list[str | None] = [None] * len(pairs)
-    n_cached = 0
-    for j, (_, c, s) in enumerate(pairs):
-        if cdir is not None:
-            keys[j] = cache_key(func, c, s, version)
-            hit = _cache_read(_cache_path(cdir, keys[j]))
-            if hit is not None:
-                results[j] = hit
-                n_cached += 1
-                continue
-        todo.append(j)
 
-    def record(j: int) -> dict:
-        _, c, s = pairs[j]
-        res = results[j]
+class _Table:
+    """The results of one :func:`run_sweep` call as they arrive: cache reads, cache writes, progress, records.
+
+    ``pairs[j] = (cell_index, cell, seed)``; ``results[j]`` is ``None`` until pair ``j`` is finished.
+    """
+
+    def __init__(self, pairs: list[tuple[int, dict, int]], cdir: Path | None, fname: str, version: str,
+                 progress: Callable[[dict], None] | None) -> None:
+        self.pairs, self.cdir, self.fname, self.version, self.progress = pairs, cdir, fname, version, progress
+        self.results: list[dict | None] = [None] * len(pairs)
+        self.keys: list[str | None] = [None] * len(pairs)
+        self.n_cached = 0
+
+    def read_cache(self, func: Callable) -> list[int]:
+        """Fill the results found in the cache, report them to ``progress``; return the pairs still to compute."""
+        todo: list[int] = []
+        for j, (_, c, s) in enumerate(self.pairs):
+            if self.cdir is not None:
+                self.keys[j] = cache_key(func, c, s, self.version)
+                hit = _cache_read(_cache_path(self.cdir, self.keys[j]))
+                if hit is not None:
+                    self.results[j] = hit
+                    self.n_cached += 1
+                    continue
+            todo.append(j)
+        if self.progress is not None:
+            for j in range(len(self.pairs)):
+                if self.results[j] is not None:
+                    self.progress(self.record(j))
+        return todo
+
+    def record(self, j: int) -> dict:
+        """``{**cell, "seed": seed, **result}`` of pair ``j``."""
+        _, c, s = self.pairs[j]
+        res = self.results[j]
         clash = set(res) & (set(c) | {"seed"})
         if clash:
             raise ValueError(f"func's result keys collide with cell keys or 'seed': {sorted(clash)}")
         return {**c, "seed": s, **res}
 
-    if progress is not None:
-        for j in range(len(pairs)):
-            if results[j] is not None:
-                progress(record(j))
+    def finish(self, j: int, res: dict) -> None:
+        """Store the result of pair ``j``, write it to the cache, report it to ``progress``."""
+        self.results[j] = res
+        if self.cdir is not None:
+            _, c, s = self.pairs[j]
+            _cache_write(_cache_path(self.cdir, self.keys[j]), self.fname, c, s, self.version, res)
+        if self.progress is not None:
+            self.progress(self.record(j))
 
-    def finish(j: int, res: dict) -> None:
-        results[j] = res
-        if cdir is not None:
-            _, c, s = pairs[j]
-            _cache_write(_cache_path(cdir, keys[j]), fname, c, s, version, res)
-        if progress is not None:
-            progress(record(j))
-
-    if todo:
-        if executor == "local":
-            _run_local(func, pairs, todo, n_jobs, torch_threads, finish)
-        else:
-            _run_dask(func, pairs, todo, n_jobs, scheduler, torch_threads, finish)
-
-    return SweepResults([record(j) for j in range(len(pairs))], n_computed=len(todo), n_cached=n_cached)
+    def records(self) -> list[dict]:
+        """Every record, in grid order."""
+        return [self.record(j) for j in range(len(self.pairs))]
 
 
 def _run_local(func, pairs, todo, n_jobs, torch_threads, finish) -> None:

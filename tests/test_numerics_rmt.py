@@ -398,3 +398,78 @@ def test_cholesky_and_eigh_paths_agree_up_to_the_threshold():
         np.testing.assert_allclose(interpolation_error(Phi, y, g), interpolation_error_direct(Phi, y, g), rtol=1e-9)
         eig = rmt._errors_batch(torch.from_numpy(Phi)[None], torch.from_numpy(y)[None], torch.from_numpy(np.append(g, 20.0)))
         np.testing.assert_allclose(interpolation_error(Phi, y, g), eig[0, :-1].numpy(), rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# thread_map and the Monte Carlo core
+# ---------------------------------------------------------------------------------------------
+def test_thread_map_consumes_a_generator_in_order_with_bounded_look_ahead():
+    """A generator drawing from one stream gives the same items for every n_jobs; at most 2 n_jobs items ahead."""
+    import threading
+    import time
+
+    from numerics.threads import thread_map
+
+    state = {"pulled": 0, "done": 0, "ahead": 0}
+    lock = threading.Lock()
+
+    def draws():
+        rng = np.random.default_rng(0)
+        for _ in range(24):
+            state["pulled"] += 1
+            yield rng.standard_normal(3)
+
+    def work(x):
+        with lock:
+            state["ahead"] = max(state["ahead"], state["pulled"] - state["done"])
+        time.sleep(0.002)
+        with lock:
+            state["done"] += 1
+        return float(x @ x)
+
+    serial = thread_map(work, draws(), 1)
+    state.update(pulled=0, done=0, ahead=0)
+    parallel = thread_map(work, draws(), 2)
+    assert parallel == serial and len(serial) == 24
+    assert state["ahead"] <= 4
+
+
+def test_thread_map_pins_torch_and_sets_the_in_parallel_flag_only_in_workers():
+    from numerics.threads import in_parallel, thread_map
+
+    before = torch.get_num_threads()
+    seen = thread_map(lambda _: (in_parallel(), torch.get_num_threads()), range(6), 2)
+    assert seen == [(True, 1)] * 6
+    assert not in_parallel() and torch.get_num_threads() == before
+    # serial paths (n_jobs = 1, or a single item) run in the calling thread and change nothing
+    assert thread_map(lambda _: (in_parallel(), torch.get_num_threads()), range(3), 1) == [(False, before)] * 3
+    assert thread_map(lambda _: in_parallel(), [0], 4) == [False]
+    with pytest.raises(ZeroDivisionError):
+        thread_map(lambda x: 1 / x, [1, 0, 2], 2)
+    assert not in_parallel() and torch.get_num_threads() == before
+
+
+def test_run_trials_gives_every_trial_its_spawned_seed_in_order():
+    from numerics.rmt import _run_trials
+
+    def batch(seeds, ids):
+        return [(i, np.random.default_rng(ss).integers(1 << 30)) for ss, i in zip(seeds, ids)]
+
+    want = [(t, np.random.default_rng(ss).integers(1 << 30)) for t, ss in enumerate(np.random.SeedSequence(4).spawn(7))]
+    for batch_size, n_jobs in [(1, 1), (3, 1), (7, 2), (2, 3)]:
+        parts = _run_trials(batch, 7, 4, batch_size, n_jobs)
+        assert [x for part in parts for x in part] == want
+    with pytest.raises(ValueError, match="batch_size"):
+        _run_trials(batch, 7, 4, 0, 1)
+
+
+def test_shared_mc_does_not_depend_on_batching_or_n_jobs():
+    p, n = 10, 14
+    spikes = [(None, None), _spike(p, 0, 2.0)]
+    kw = dict(activation=_tanh, spikes=spikes, ridge=True, linearised=(0.6, 0.1))
+    a = interpolation_error_mc_shared(n, p, 1.0, GAMMAS, 5, 3, **kw)
+    b = interpolation_error_mc_shared(n, p, 1.0, GAMMAS, 5, 3, batch_size=2, n_jobs=2, **kw)
+    assert sorted(a) == ["linearised", "ridge", "true"]
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-12)
+    assert a["linearised"].shape == (2, 5, GAMMAS.size)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -177,3 +178,73 @@ def test_device_key_changes_the_cache_key_but_not_the_seeds():
     assert [cell_seed(3, cpu, i) for i in range(4)] == [cell_seed(3, gpu, i) for i in range(4)]
     assert cell_seed(3, cpu, 0) != cell_seed(3, {**cpu, "M": 101}, 0)
     assert cache_key(cell_seed, cpu, 1) != cache_key(cell_seed, gpu, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# to_jsonable: the one JSON conversion (sweep cache, verify report, benchmark summary)
+# ---------------------------------------------------------------------------------------------
+MIXED = {"M": np.int64(100), "sigma": np.float64(0.1), "grid": np.array([0.5, 1.0, np.nan]), "pair": (1, "a"),
+         "opts": {"b": np.bool_(True), 3: None, "inf": float("inf")}, "name": np.str_("x"), "m": np.arange(4).reshape(2, 2)}
+
+
+def test_cache_key_and_cell_seed_are_pinned():
+    """Golden values written by the implementation before issue 11: a changed key would invalidate users' caches."""
+    assert cache_key(cell_seed, MIXED, 7, version="v3") == "df56cab305f40deb00e93b9600aa4738abc8a332c53c2984e607d80e4dde68f8"
+    assert cell_seed(11, MIXED, 2) == 3013721384
+
+
+def test_to_jsonable_default_policy_keeps_nan_and_raises_on_unknown():
+    from numerics.sweep import to_jsonable
+
+    out = to_jsonable(MIXED)
+    assert json.dumps(out, sort_keys=True, allow_nan=True) == (
+        '{"M": 100, "grid": [0.5, 1.0, NaN], "m": [[0, 1], [2, 3]], "name": "x", '
+        '"opts": {"3": null, "b": true, "inf": Infinity}, "pair": [1, "a"], "sigma": 0.1}')
+    assert type(out["M"]) is int and type(out["sigma"]) is float and type(out["opts"]["b"]) is bool
+    for bad in (object(), {1, 2}, np.complex128(1j), b"x"):
+        with pytest.raises(ValueError, match="not JSON-serialisable"):
+            to_jsonable({"a": [bad]})
+
+
+@pytest.mark.parametrize("nonfinite, expected", [("keep", "[NaN, Infinity, -Infinity, NaN, [1.0, NaN]]"),
+                                                  ("str", '["nan", "inf", "-inf", "nan", [1.0, "nan"]]'),
+                                                  ("null", "[null, null, null, null, [1.0, null]]")])
+def test_to_jsonable_nonfinite_policies(nonfinite, expected):
+    from numerics.sweep import to_jsonable
+
+    v = [float("nan"), np.float32("inf"), -np.inf, np.array(np.nan), np.array([1.0, np.nan])]
+    assert json.dumps(to_jsonable(v, nonfinite=nonfinite)) == expected
+    finite = np.linspace(0, 1, 7)  # the fast path of arrays equals the element-wise one
+    assert to_jsonable(finite, nonfinite=nonfinite) == [float(x) for x in finite]
+
+
+def test_to_jsonable_unknown_policies_and_bad_policies():
+    from numerics.sweep import to_jsonable
+
+    class Thing:
+        def __str__(self):
+            return "thing"
+
+    t = Thing()
+    assert to_jsonable({"t": (t,)}, unknown="str") == {"t": ["thing"]}
+    assert to_jsonable({"t": (t,)}, unknown="keep")["t"][0] is t
+    with pytest.raises(ValueError, match="nonfinite"):
+        to_jsonable(1.0, nonfinite="drop")
+    with pytest.raises(ValueError, match="unknown"):
+        to_jsonable(1.0, unknown="ignore")
+
+
+def test_report_and_benchmark_conversions_keep_their_bytes():
+    """verify's report (non-finite -> strings, unknown -> str) and the benchmark summary (non-finite -> null, unknown
+    kept for default=str) write what their own implementations wrote before issue 11."""
+    from benchmarks.__main__ import _jsonable as bench_jsonable
+    from verify.registry import _jsonable as report_jsonable
+
+    v = {"a": [1.5, float("nan"), float("-inf")], "n": np.float64(2.0), "k": np.int32(3), 4: (None, True, "s"),
+         "arr": np.array([[1.0, np.inf]]), "obj": Path("p")}
+    assert json.dumps(report_jsonable(v)) == (
+        '{"a": [1.5, "nan", "-inf"], "n": 2.0, "k": 3, "4": [null, true, "s"], "arr": [[1.0, "inf"]], "obj": "p"}')
+    w = {"a": [1.5, float("nan"), float("inf")], "n": np.float64(2.0), "k": np.int64(3), 4: (None, True, "s"),
+         "obj": Path("p")}
+    assert json.dumps(bench_jsonable(w), default=str) == (
+        '{"a": [1.5, null, null], "n": 2.0, "k": 3, "4": [null, true, "s"], "obj": "p"}')

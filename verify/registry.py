@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import os
 import time
 import traceback
@@ -480,21 +479,8 @@ def _seed_text(k: Any) -> str:
 
 
 def _jsonable(v: Any) -> Any:
-    try:
-        import numpy as np
+    """The report's JSON form of ``v``: NaN / infinities as the strings ``"nan"`` / ``"inf"`` / ``"-inf"``, any
+    other unknown value as ``str(v)`` (:func:`numerics.sweep.to_jsonable`)."""
+    from numerics.sweep import to_jsonable
 
-        if isinstance(v, np.generic):
-            v = v.item()
-        elif isinstance(v, np.ndarray):
-            v = v.tolist()
-    except ImportError:  # pragma: no cover
-        pass
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, (str, int, float, bool)) or v is None:
-        return v
-    return str(v)
+    return to_jsonable(v, nonfinite="str", unknown="str")
