@@ -41,6 +41,13 @@ resumes from the finished cells, with the same seeds and the same numbers.
 
 Profiles: ``quick`` (all five under ~2 minutes on 2 cores: reduced ``n`` with the paper's ratios),
 ``paper`` (the paper's sizes), ``smoke`` (for smoke tests only).
+
+Shape (:mod:`verify.claim`): every check is a :class:`~verify.claim.Claim` whose parts pass plain objects.
+B1 and B2 are sweeps of :class:`Panel` s (Monte Carlo :class:`Cell` s at two sizes, measured as
+:class:`TwoSizes`), judged by one loop; B3, B5 and B6 pass dicts of per-trial arrays (documented at their
+``simulate``).  Every ``judge`` and ``describe`` is pure, so ``tests/test_judges_b_core.py`` measures the
+judges' error rates on synthetic measurements built by hand.  The runtime in the notes is the wall time of
+``simulate``.
 """
 
 from __future__ import annotations
@@ -48,12 +55,13 @@ from __future__ import annotations
 import functools
 import math
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from numerics.threads import torch_threads  # noqa: E402
+from numerics.threads import thread_map as _map_threads  # noqa: E402
 from numerics.rmt import (  # noqa: E402
     gaussian_equivalent_kernel,
     interpolation_error_label_average,
@@ -62,11 +70,11 @@ from numerics.rmt import (  # noqa: E402
     sample_signal_plus_noise,
 )
 
-from ..registry import CheckContext, Comparison, Outcome, check  # noqa: E402
+from ..claim import Claim, register  # noqa: E402
+from ..registry import CheckContext, Comparison  # noqa: E402
 from ..figures import pyplot  # noqa: E402
-from ..verdicts import judge  # noqa: E402
+from ..verdicts import judge as verdict_of  # noqa: E402
 from ._finite_size import finite_size_test  # noqa: E402
-
 # ---------------------------------------------------------------------------------------------
 # sizes per profile ("n" is always the larger of the two sizes of the finite-size rule)
 # ---------------------------------------------------------------------------------------------
@@ -266,248 +274,425 @@ def _edge_flag(c: float, gamma: float, n: int) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# the finite-size sweeps of B1 and B2: cells, panels, means at two sizes (one loop for every panel)
+# ---------------------------------------------------------------------------------------------
+class _SizeKey:
+    """Placeholder for the simulated size among the seed keys of a :class:`Cell`."""
+
+    def __repr__(self) -> str:
+        return "SIZE"
+
+
+#: stands for the simulated size in :attr:`Cell.seed_keys`
+SIZE = _SizeKey()
+
+
+@dataclass(frozen=True, eq=False)
+class Cell:
+    """One Monte Carlo cell of a finite-size sweep: one :func:`_mc_cached` call at each of the two sizes.
+
+    Parameters
+    ----------
+    c, snr : float
+        Aspect ratio ``p/n`` and signal strength ``||mu||^2`` (attention cells: ``snr = 0``, the null model).
+    gammas : ndarray
+        The ridge parameters of the cell, one point of the panel each.
+    seed_keys : tuple
+        Keys of ``ctx.seed_for``, :data:`SIZE` standing for the simulated size.
+    kind, activation, label_average
+        As :func:`numerics.interpolation_error_mc`.
+    """
+
+    c: float
+    snr: float
+    gammas: np.ndarray
+    seed_keys: tuple
+    kind: str = "ridge"
+    activation: Any = None
+    label_average: bool = False
+
+    def seed(self, ctx: CheckContext, n: int) -> int:
+        """The data seed of this cell at size ``n`` (recorded by ``ctx``)."""
+        return ctx.seed_for(*(n if k is SIZE else k for k in self.seed_keys))
+
+
+@dataclass(frozen=True, eq=False)
+class Panel:
+    """A sweep judged by the finite-size rule: its cells at the sizes ``n // 2`` and ``n``.
+
+    Parameters
+    ----------
+    key : str
+        Key of the panel in the prediction, the measurement and the data.
+    label : str
+        Start of the name of its shrinkage comparison (``"<label> finite-size gap shrinks"``).
+    n : int
+        The larger size (the smaller is ``n // 2``, :attr:`ns`).
+    trials : (int, int)
+        Monte Carlo trials at ``n // 2`` and ``n``.
+    cells : tuple of Cell
+        Its cells; their gammas, in order, are the panel's points.
+    names : tuple of str
+        The name of each point's comparison.
+    progress : str
+        Progress-bar text.
+    x_name : str or None
+        The swept parameter (``"c"``, ``"snr"``: data as rows, one per cell); ``None``: one cell swept over
+        gamma (data as arrays).
+    xs : tuple of float
+        The values of ``x_name``, one per cell.
+    """
+
+    key: str
+    label: str
+    n: int
+    trials: tuple[int, int]
+    cells: tuple[Cell, ...]
+    names: tuple[str, ...]
+    progress: str = ""
+    x_name: str | None = None
+    xs: tuple[float, ...] = ()
+
+    @property
+    def ns(self) -> int:
+        """The smaller size."""
+        return self.n // 2
+
+
+@dataclass(frozen=True)
+class TwoSizes:
+    """Monte Carlo means and standard errors of a panel's points at its two sizes (``_s``: ``n // 2``, ``_l``: ``n``).
+
+    The measurement of a :class:`Panel` (one entry per point, in the order of its cells and their gammas).
+    """
+
+    m_s: np.ndarray
+    se_s: np.ndarray
+    m_l: np.ndarray
+    se_l: np.ndarray
+
+
+def _simulate_cell(ctx: CheckContext, cell: Cell, n: int, trials: int) -> tuple[np.ndarray, np.ndarray]:
+    seed = cell.seed(ctx, n)
+    return _mc_cached(ctx, cell.kind, n, _p_of(n, cell.c), cell.snr, cell.gammas, trials, seed,
+                      activation=cell.activation, label_average=cell.label_average)[:2]
+
+
+def _simulate_panel(ctx: CheckContext, panel: Panel, advance: Callable[[], Any] | None = None) -> TwoSizes:
+    """Every cell of ``panel`` at both sizes (small first: the order of the seeds); ``advance()`` after each cell."""
+    parts = []
+    for cell in panel.cells:
+        parts.append((*_simulate_cell(ctx, cell, panel.ns, panel.trials[0]),
+                      *_simulate_cell(ctx, cell, panel.n, panel.trials[1])))
+        if advance is not None:
+            advance()
+    return TwoSizes(*(np.concatenate([p[k] for p in parts]) for k in range(4)))
+
+
+def _cell_theory(cell: Cell, system: str | None = None) -> np.ndarray:
+    if cell.kind == "ridge":
+        return _ridge_theory(cell.gammas, cell.c, cell.snr)
+    return _attention_theory(cell.gammas, cell.c, cell.activation, system)
+
+
+def _panel_theory(panel: Panel, system: str | None = None) -> np.ndarray:
+    """The prediction at every point of ``panel`` (attention: ``system`` of :func:`theory.attention_error`)."""
+    return np.concatenate([_cell_theory(cell, system) for cell in panel.cells])
+
+
+def _panel_points(panel: Panel, pred: np.ndarray, m: TwoSizes) -> tuple[list[Comparison], list[dict[str, float]]]:
+    """The finite-size comparison of every point of ``panel`` and the points' numbers (for the shrinkage rule)."""
+    out = [_fs_comparison(name, pred[i], m.m_s[i], m.se_s[i], panel.ns, m.m_l[i], m.se_l[i], panel.n, panel.trials)
+           for i, name in enumerate(panel.names)]
+    return [c for c, _ in out], [q for _, q in out]
+
+
+def judge_panels(panels: tuple[Panel, ...], preds: dict[str, np.ndarray],
+                 meas: dict[str, TwoSizes]) -> list[Comparison]:
+    """Per panel: the finite-size comparison of each point, then its shrinkage comparison (pure).
+
+    Parameters
+    ----------
+    panels : the design's panels, in order.
+    preds : the prediction of each panel (by :attr:`Panel.key`), one value per point.
+    meas : the measurement of each panel (by key).
+    """
+    comps: list[Comparison] = []
+    for p in panels:
+        cs, pts = _panel_points(p, preds[p.key], meas[p.key])
+        comps += cs
+        comps.append(_shrink_comparison(f"{p.label} finite-size gap shrinks", pts, p.ns, p.n))
+    return comps
+
+
+def _panel_data(panel: Panel, pred: np.ndarray, m: TwoSizes) -> dict[str, Any]:
+    n = (panel.ns, panel.n)
+    if panel.x_name is None:
+        return dict(gammas=panel.cells[0].gammas, theory=pred, n=n, mc_small=m.m_s, se_small=m.se_s, mc_large=m.m_l,
+                    se_large=m.se_l)
+    rows = np.column_stack([np.asarray(panel.xs, dtype=float), pred, m.m_s, m.se_s, m.m_l, m.se_l])
+    return dict(rows=rows, columns=[panel.x_name, "theory", "mc_small", "se_small", "mc_large", "se_large"], n=n)
+
+
+def _runtime(measurement: dict[str, Any]) -> float:
+    return float(measurement.get("runtime_s", 0.0))
+
+
+# ---------------------------------------------------------------------------------------------
 # B1: ridge, the three Figure-1 sweeps
 # ---------------------------------------------------------------------------------------------
-@check("B1")
-def check_b1(ctx: CheckContext) -> Outcome:
+def _sweep_panel(key: str, spec: dict[str, Any], x_name: str, xs: list[float],
+                 point: Callable[[float], tuple[float, float]], name: Callable[[float], str], progress: str) -> Panel:
+    """A B1 panel sweeping ``x_name`` at fixed gamma: one single-gamma cell per ``x``, ``point(x) = (c, snr)``."""
+    g = np.array([spec["gamma"]])
+    cells = tuple(Cell(*point(x), g, (key, SIZE, x)) for x in xs)
+    return Panel(key, key, spec["n"], spec["trials"], cells, tuple(name(x) for x in xs), progress, x_name, tuple(xs))
+
+
+def _design_b1(ctx: CheckContext) -> dict[str, Any]:
+    """Panels 1a (gamma sweep), 1b (p/n sweep), 1c (snr sweep) of the profile; points near c = 1 flagged."""
     cfg = _cfg(ctx, "B1")
-    comps: list[Comparison] = []
-    data: dict[str, Any] = {}
-    flags: list[str] = []
+    a, b, cc = cfg["a"], cfg["b"], cfg["c"]
+    names_a = tuple(f"1a gamma={g:.3g} (c={a['c']}, snr={a['snr']})" for g in a["gammas"])
+    panel_a = Panel("1a", "1a", a["n"], a["trials"], (Cell(a["c"], a["snr"], a["gammas"], ("1a", SIZE)),), names_a,
+                    "panel 1a (gamma sweep)")
+    flag = {x: _edge_flag(x, b["gamma"], b["n"]) for x in b["cs"]}
+    panel_b = _sweep_panel("1b", b, "c", b["cs"], lambda x: (x, b["snr"]),
+                           lambda x: f"1b p/n={x} (n={b['n']}, gamma={b['gamma']:g}){flag[x]}", "panel 1b (p sweep)")
+    panel_c = _sweep_panel("1c", cc, "snr", cc["snrs"], lambda x: (cc["c"], x),
+                           lambda x: f"1c ||mu||^2={x} (c={cc['c']}, gamma={cc['gamma']:g})", "panel 1c (snr sweep)")
+    return dict(panels=(panel_a, panel_b, panel_c), flags=[f"1b c={x}:{f}" for x, f in flag.items() if f],
+                profile=_profile(ctx), a=a)
+
+
+def _predict_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+    """``theory``: E_RR at every point, by panel; ``curve``: ``(gammas, E_RR)`` on a fine grid of panel 1a."""
+    a = design["a"]
+    gg = np.logspace(np.log10(a["gammas"][0]), np.log10(a["gammas"][-1]), 200)
+    return dict(theory={p.key: _panel_theory(p) for p in design["panels"]},
+                curve=(gg, _ridge_theory(gg, a["c"], a["snr"])))
+
+
+def _simulate_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+    """``panels``: :class:`TwoSizes` by panel key; ``runtime_s``."""
     t0 = time.perf_counter()
+    panels = {}
+    for p in design["panels"]:
+        with ctx.progress(p.progress, total=len(p.cells)) as bar:
+            panels[p.key] = _simulate_panel(ctx, p, bar.advance)
+    return dict(panels=panels, runtime_s=time.perf_counter() - t0)
 
-    def two_sizes(key, n, p_of_n, snr, gammas, trials):
-        nl, ns = n, n // 2
-        out = []
-        for nn, tr in ((ns, trials[0]), (nl, trials[1])):
-            seed = ctx.seed_for(key, nn)
-            m, s, _ = _mc_cached(ctx, "ridge", nn, p_of_n(nn), snr, gammas, tr, seed)
-            out.append((nn, m, s))
-        return out
 
-    # panel a: gamma sweep
-    a = cfg["a"]
-    with ctx.progress("panel 1a (gamma sweep)", total=1) as bar:
-        (ns, ms, ss), (nl, ml, sl) = two_sizes("1a", a["n"], lambda nn: _p_of(nn, a["c"]), a["snr"], a["gammas"], a["trials"])
-        bar.advance()
-    pred = _ridge_theory(a["gammas"], a["c"], a["snr"])
-    pts = []
-    for i, g in enumerate(a["gammas"]):
-        cmp_, q = _fs_comparison(f"1a gamma={g:.3g} (c={a['c']}, snr={a['snr']})", pred[i], ms[i], ss[i], ns, ml[i], sl[i], nl,
-                                   a["trials"])
-        comps.append(cmp_)
-        pts.append(q)
-    comps.append(_shrink_comparison("1a finite-size gap shrinks", pts, ns, nl))
-    data["1a"] = dict(gammas=a["gammas"], n=(ns, nl), theory=pred, mc_small=ms, se_small=ss, mc_large=ml, se_large=sl)
+def judge_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+    """Finite-size rule at every point and the shrinkage rule of every panel (pure)."""
+    return judge_panels(design["panels"], prediction["theory"], measurement["panels"])
 
-    # panel b: p sweep at fixed n, gamma
-    b = cfg["b"]
-    pts = []
-    rows = []
-    nl, ns = b["n"], b["n"] // 2
-    with ctx.progress("panel 1b (p sweep)", total=len(b["cs"])) as bar:
-        for cval in b["cs"]:
-            res = []
-            for nn, tr in ((ns, b["trials"][0]), (nl, b["trials"][1])):
-                seed = ctx.seed_for("1b", nn, cval)
-                res.append(_mc_cached(ctx, "ridge", nn, _p_of(nn, cval), b["snr"], [b["gamma"]], tr, seed)[:2])
-            pr = float(_ridge_theory(np.array([b["gamma"]]), cval, b["snr"])[0])
-            flag = _edge_flag(cval, b["gamma"], nl)
-            if flag:
-                flags.append(f"1b c={cval}:{flag}")
-            cmp_, q = _fs_comparison(
-                f"1b p/n={cval} (n={nl}, gamma={b['gamma']:g}){flag}",
-                pr, res[0][0][0], res[0][1][0], ns, res[1][0][0], res[1][1][0], nl, b["trials"],
-            )
-            comps.append(cmp_)
-            pts.append(q)
-            rows.append((cval, pr, res[0][0][0], res[0][1][0], res[1][0][0], res[1][1][0]))
-            bar.advance()
-    comps.append(_shrink_comparison("1b finite-size gap shrinks", pts, ns, nl))
-    data["1b"] = dict(rows=np.array(rows), columns=["c", "theory", "mc_small", "se_small", "mc_large", "se_large"], n=(ns, nl))
 
-    # panel c: snr sweep
-    cc = cfg["c"]
-    pts = []
-    rows = []
-    nl, ns = cc["n"], cc["n"] // 2
-    with ctx.progress("panel 1c (snr sweep)", total=len(cc["snrs"])) as bar:
-        for s in cc["snrs"]:
-            res = []
-            for nn, tr in ((ns, cc["trials"][0]), (nl, cc["trials"][1])):
-                seed = ctx.seed_for("1c", nn, s)
-                res.append(_mc_cached(ctx, "ridge", nn, _p_of(nn, cc["c"]), s, [cc["gamma"]], tr, seed)[:2])
-            pr = float(_ridge_theory(np.array([cc["gamma"]]), cc["c"], s)[0])
-            cmp_, q = _fs_comparison(
-                f"1c ||mu||^2={s} (c={cc['c']}, gamma={cc['gamma']:g})",
-                pr, res[0][0][0], res[0][1][0], ns, res[1][0][0], res[1][1][0], nl, cc["trials"],
-            )
-            comps.append(cmp_)
-            pts.append(q)
-            rows.append((s, pr, res[0][0][0], res[0][1][0], res[1][0][0], res[1][1][0]))
-            bar.advance()
-    comps.append(_shrink_comparison("1c finite-size gap shrinks", pts, ns, nl))
-    data["1c"] = dict(rows=np.array(rows), columns=["snr", "theory", "mc_small", "se_small", "mc_large", "se_large"], n=(ns, nl))
+def _describe_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+    data = {p.key: _panel_data(p, prediction["theory"][p.key], measurement["panels"][p.key]) for p in design["panels"]}
+    notes = (
+        f"Ridge E_RR (theory.ridge_error_values) vs Monte Carlo, balanced labels, mu = sqrt(snr) e_1; sizes "
+        f"n/2 and n with equal p/n (profile {design['profile']}; the paper's sizes in profile 'paper'). "
+        f"Runtime {_runtime(measurement):.1f} s."
+    )
+    if design["flags"]:
+        notes += " Flagged points near c = 1 (same rule applied, see their names): " + "; ".join(design["flags"])
+    return notes, data
 
-    # figure
+
+def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
     plt = pyplot()
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
-    d = data["1a"]
-    gg = np.logspace(np.log10(a["gammas"][0]), np.log10(a["gammas"][-1]), 200)
-    ax[0].loglog(gg, _ridge_theory(gg, a["c"], a["snr"]), "k-", label="theory E_RR")
+    panels = design["panels"]
+    data = {p.key: _panel_data(p, prediction["theory"][p.key], measurement["panels"][p.key]) for p in panels}
+    a, d = design["a"], data["1a"]
+    ax[0].loglog(*prediction["curve"], "k-", label="theory E_RR")
     ax[0].errorbar(a["gammas"], d["mc_small"], 3 * d["se_small"], fmt="s", mfc="none", label=f"MC n={d['n'][0]}")
     ax[0].errorbar(a["gammas"], d["mc_large"], 3 * d["se_large"], fmt="o", label=f"MC n={d['n'][1]}")
     ax[0].set(xlabel="gamma", ylabel="E", title=f"1a: p/n={a['c']}, ||mu||^2={a['snr']}")
-    for k, (key, xl) in enumerate((("1b", "p/n"), ("1c", "||mu||^2")), start=1):
-        r = data[key]["rows"]
+    for k, p in enumerate(panels[1:], start=1):
+        r = data[p.key]["rows"]
         ax[k].plot(r[:, 0], r[:, 1], "k-", marker=".", label="theory")
-        ax[k].errorbar(r[:, 0], r[:, 2], 3 * r[:, 3], fmt="s", mfc="none", label=f"MC n={data[key]['n'][0]}")
-        ax[k].errorbar(r[:, 0], r[:, 4], 3 * r[:, 5], fmt="o", label=f"MC n={data[key]['n'][1]}")
-        ax[k].set(xlabel=xl, ylabel="E", title=f"{key}: gamma={(b if key == '1b' else cc)['gamma']:g}")
+        ax[k].errorbar(r[:, 0], r[:, 2], 3 * r[:, 3], fmt="s", mfc="none", label=f"MC n={p.ns}")
+        ax[k].errorbar(r[:, 0], r[:, 4], 3 * r[:, 5], fmt="o", label=f"MC n={p.n}")
+        ax[k].set(xlabel={"c": "p/n", "snr": "||mu||^2"}[p.x_name], ylabel="E",
+                  title=f"{p.key}: gamma={p.cells[0].gammas[0]:g}")
     ax[1].set_yscale("log")
     for x in ax:
         x.legend(fontsize=8)
     fig.suptitle("B1: ridge interpolation error, theory vs Monte Carlo (error bars 3 SE)")
-    path = ctx.save_figure(fig, "figure1")
-    notes = (
-        f"Ridge E_RR (theory.ridge_error_values) vs Monte Carlo, balanced labels, mu = sqrt(snr) e_1; sizes "
-        f"n/2 and n with equal p/n (profile {_profile(ctx)}; the paper's sizes in profile 'paper'). "
-        f"Runtime {time.perf_counter() - t0:.1f} s."
-    )
-    if flags:
-        notes += " Flagged points near c = 1 (same rule applied, see their names): " + "; ".join(flags)
-    return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p], data=data)
+    return fig
+
+
+CLAIM_B1 = register(Claim(id="B1", design=_design_b1, predict=_predict_b1, simulate=_simulate_b1, judge=judge_b1,
+                          describe=_describe_b1, figure=_figure_b1, figure_name="figure1"))
+check_b1 = CLAIM_B1.run
 
 
 # ---------------------------------------------------------------------------------------------
 # B2: null-model attention vs theory.attention_error
 # ---------------------------------------------------------------------------------------------
-@check("B2")
-def check_b2(ctx: CheckContext) -> Outcome:
+@dataclass(frozen=True, eq=False)
+class GECell:
+    """The Gaussian-equivalent diagnostic of B2 at one ``c``: kernels ``a1 (X^T X/p - diag) + s_f Xi/sqrt p``."""
+
+    c: float
+    n: int
+    act: str
+    a1: float
+    nu: float
+    gammas: np.ndarray
+    trials: int
+
+    @property
+    def p(self) -> int:
+        return _p_of(self.n, self.c)
+
+
+def _b2_trials(cfg: dict[str, Any], cval: float) -> tuple[int, int]:
+    return cfg["trials"][cval] if isinstance(cfg["trials"], dict) else cfg["trials"]
+
+
+def _b2_panel(cfg: dict[str, Any], cval: float, act: str) -> Panel:
+    """One activation at one ``c``: a label-averaged null-attention cell over the gamma grid."""
+    g = cfg["gammas"]
+    cell = Cell(cval, 0.0, g, ("B2", act, cval, SIZE), kind="attention", activation=act, label_average=True)
+    names = tuple(f"{act} c={cval} gamma={x:.3g}" for x in g)
+    return Panel(f"{act}_c{cval}", f"{act} c={cval}", cfg["ns"][cval], _b2_trials(cfg, cval), (cell,), names)
+
+
+def _b2_ge_cell(cfg: dict[str, Any], cval: float, act: str) -> GECell:
+    import theory
+
+    mom = theory.hermite_moments(act)
+    g_d = np.array([0.01, 0.1]) if cval > 1 else np.array([0.1, 0.316])
+    return GECell(cval, cfg["ns"][cval], act, mom.a1, mom.nu, g_d, _b2_trials(cfg, cval)[1] // 2 + 2)
+
+
+def _design_b2(ctx: CheckContext) -> dict[str, Any]:
+    """One panel per (c, activation), c outermost; the Gaussian-equivalent cells (first activation)."""
     cfg = _cfg(ctx, "B2")
     acts = cfg.get("activations", B2_ACTIVATIONS)
-    gammas = cfg["gammas"]
-    comps: list[Comparison] = []
-    data: dict[str, Any] = {}
+    return dict(panels=tuple(_b2_panel(cfg, cval, act) for cval in B2_CS for act in acts),
+                ge=tuple(_b2_ge_cell(cfg, cval, acts[0]) for cval in cfg.get("ge_cs", B2_CS)))
+
+
+def _predict_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+    """``theory`` and ``spec`` (SPEC's reconstructed system, the negative control) by panel key; ``ge``: both at
+    the diagnostic's gammas, by ``c``."""
+    panels = design["panels"]
+    ge = {cell.c: tuple(_attention_theory(cell.gammas, cell.c, cell.act, system) for system in (None, "spec"))
+          for cell in design["ge"]}
+    return dict(theory={p.key: _panel_theory(p) for p in panels},
+                spec={p.key: _panel_theory(p, "spec") for p in panels}, ge=ge)
+
+
+def _ge_label_average(seed: int, n: int, p: int, a1: float, nu: float, gammas: np.ndarray, trials: int,
+                      n_jobs: int) -> dict[str, np.ndarray]:
+    """Label-averaged errors ``(trials, len(gammas))`` of Gaussian-equivalent kernels, symmetric (GOE) noise
+    then independent-entry noise, drawn in that order from one stream (the threads keep the stream order)."""
+    rng = np.random.default_rng(seed)  # one stream for both noise models, in this order
+
+    def draws(sym: bool):  # consumed in order by the dispatcher: the stream order never changes
+        for _ in range(trials):
+            X = rng.standard_normal((p, n))
+            yield X, gaussian_equivalent_kernel(X, a1, nu, rng, symmetric=sym)
+
+    def error(XK: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        return interpolation_error_label_average((torch.from_numpy(XK[0]) @ torch.from_numpy(XK[1])).numpy(), gammas)
+
+    return {("symmetric" if sym else "independent"): np.array(_map_threads(error, draws(sym), n_jobs))
+            for sym in (True, False)}
+
+
+def _ge_cached(ctx: CheckContext, cell: GECell) -> dict[str, np.ndarray]:
+    seed = ctx.seed_for("B2-GE", cell.c, cell.n)
+    key = dict(c=cell.c, n=cell.n, p=cell.p, act=cell.act, gammas=cell.gammas, trials=cell.trials, seed=seed)
+    compute = functools.partial(_ge_label_average, seed, cell.n, cell.p, cell.a1, cell.nu, cell.gammas, cell.trials,
+                                ctx.n_jobs)
+    return ctx.cached("gaussian_equivalent", key, compute, version=mc_version(_ge_label_average))
+
+
+def _simulate_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+    """``panels``: :class:`TwoSizes` by panel key; ``ge``: ``{"symmetric", "independent"}`` per-trial errors by
+    ``c``; ``runtime_s``."""
     t0 = time.perf_counter()
-    plt = pyplot()
-    fig, axes2 = plt.subplots(2, len(B2_CS), figsize=(6 * len(B2_CS), 8), sharex=True)
-    axes, raxes = axes2[0], axes2[1]
-    worst = (0.0, "")
-    control: list[str] = []
-    with ctx.progress("null attention sweeps", total=len(acts) * len(B2_CS)) as bar:
-        for j, cval in enumerate(B2_CS):
-            nl = cfg["ns"][cval]
-            ns = nl // 2
-            for act in acts:
-                res = []
-                trials = cfg["trials"][cval] if isinstance(cfg["trials"], dict) else cfg["trials"]
-                for nn, tr in ((ns, trials[0]), (nl, trials[1])):
-                    seed = ctx.seed_for("B2", act, cval, nn)
-                    res.append(_mc_cached(ctx, "attention", nn, _p_of(nn, cval), 0.0, gammas, tr, seed, activation=act,
-                                          label_average=True)[:2])
-                pred = _attention_theory(gammas, cval, act)
-                pts = []
-                for i, g in enumerate(gammas):
-                    cmp_, q = _fs_comparison(
-                        f"{act} c={cval} gamma={g:.3g}", pred[i], res[0][0][i], res[0][1][i], ns, res[1][0][i], res[1][1][i], nl,
-                        trials,
-                    )
-                    comps.append(cmp_)
-                    pts.append(q)
-                    rel = abs(q["m_l"] - q["pred"]) / max(abs(q["pred"]), 1e-300)
-                    if rel > worst[0]:
-                        worst = (rel, cmp_.name)
-                comps.append(_shrink_comparison(f"{act} c={cval} finite-size gap shrinks", pts, ns, nl))
-                # negative control (not a comparison): the same rule against SPEC's reconstructed system
-                pred_spec = _attention_theory(gammas, cval, act, system="spec")
-                n_bad = sum(
-                    not finite_size_test(pred_spec[i], res[0][0][i], res[0][1][i], res[1][0][i], res[1][1][i],
-                                         ns / nl, trials).passed
-                    for i in range(len(gammas))
-                )
-                rel_spec = float(np.max(np.abs(res[1][0] - pred_spec) / pred_spec))
-                control.append(f"{act} p/n={cval}: {n_bad}/{len(gammas)} points fail, max rel. gap {rel_spec:.2g}")
-                data[f"{act}_c{cval}"] = dict(
-                    gammas=gammas, theory=pred, n=(ns, nl), mc_small=res[0][0], se_small=res[0][1], mc_large=res[1][0], se_large=res[1][1]
-                )
-                ax = axes[j]
-                (line,) = ax.loglog(gammas, pred, "-", label=f"{act} theory")
-                ax.errorbar(gammas, res[1][0], 3 * res[1][1], fmt="o", color=line.get_color(), label=f"{act} MC n={nl}")
-                ax.errorbar(gammas, res[0][0], 3 * res[0][1], fmt="s", mfc="none", color=line.get_color(), alpha=0.6)
-                col = line.get_color()
-                raxes[j].errorbar(gammas, (res[1][0] - pred) / pred, 3 * res[1][1] / pred, fmt="o-", color=col, label=f"{act} n={nl}")
-                raxes[j].errorbar(
-                    gammas * 1.05, (res[0][0] - pred) / pred, 3 * res[0][1] / pred, fmt="s--", mfc="none", color=col, alpha=0.6,
-                    label=f"{act} n={ns}",
-                )
-                bar.advance()
-            axes[j].set(xlabel="gamma", ylabel="E", title=f"null attention, p/n={cval} (open: n={ns})")
-            axes[j].legend(fontsize=7)
-            raxes[j].axhline(0, color="k", lw=0.8)
-            raxes[j].set(xscale="log", xlabel="gamma", ylabel="(MC - theory) / theory", title="relative gap (bars: 3 SE)")
-            raxes[j].legend(fontsize=7)
-    fig.suptitle("B2: null-model attention (diagonal removed) vs deterministic equivalent")
-    path = ctx.save_figure(fig, "null_attention")
-
-    # diagnostic (data + notes, not a comparison): Gaussian-equivalent kernels with symmetric vs
-    # independent-entry noise, against the same theory, at the larger size
-    diag_txt = []
-    ge_cs = cfg.get("ge_cs", B2_CS)
-    with ctx.progress("Gaussian-equivalent diagnostic", total=len(ge_cs)) as bar:
-        for cval in ge_cs:
-            nl = cfg["ns"][cval]
-            act = acts[0]
-            mom = __import__("theory").hermite_moments(act)
-            g_d = np.array([0.01, 0.1]) if cval > 1 else np.array([0.1, 0.316])
-            pred = _attention_theory(g_d, cval, act)
-            pred_spec = _attention_theory(g_d, cval, act, system="spec")
-            ge_seed = ctx.seed_for("B2-GE", cval, nl)
-            trials = cfg["trials"][cval] if isinstance(cfg["trials"], dict) else cfg["trials"]
-            n_ge = trials[1] // 2 + 2
-
-            def ge_cell(ge_seed=ge_seed, cval=cval, nl=nl, mom=mom, g_d=g_d, n_ge=n_ge) -> dict[str, np.ndarray]:
-                rng = np.random.default_rng(ge_seed)  # one stream for both noise models, in this order
-
-                def draws(sym):  # consumed in order by the dispatcher: the stream order never changes
-                    for _ in range(n_ge):
-                        X = rng.standard_normal((_p_of(nl, cval), nl))
-                        yield X, gaussian_equivalent_kernel(X, mom.a1, mom.nu, rng, symmetric=sym)
-
-                return {("symmetric" if sym else "independent"): np.array(_map_threads(
-                    lambda XK: interpolation_error_label_average((torch.from_numpy(XK[0]) @ torch.from_numpy(XK[1])).numpy(), g_d),
-                    draws(sym), ctx.n_jobs)) for sym in (True, False)}
-
-            ge = ctx.cached("gaussian_equivalent", dict(c=cval, n=nl, p=_p_of(nl, cval), act=act, gammas=g_d, trials=n_ge,
-                                                        seed=ge_seed), ge_cell,
-                            version=mc_version(check_b2))
-            out = {}
-            for sym in (True, False):
-                v = ge["symmetric" if sym else "independent"]
-                rel = (v.mean(0) - pred) / pred
-                rse = v.std(0, ddof=1) / math.sqrt(v.shape[0]) / pred
-                rel_spec = (v.mean(0) - pred_spec) / pred_spec
-                out["symmetric" if sym else "independent"] = dict(gammas=g_d, rel_gap=rel, rel_se=rse, rel_gap_spec_system=rel_spec)
-            data[f"GE_diagnostic_{act}_c{cval}"] = out
-            fmt = lambda key, k: ", ".join(  # noqa: E731
-                f"{r:+.2e}+-{e:.1e}" for r, e in zip(out[key][k], out[key]["rel_se"])
-            )
-            diag_txt.append(
-                f"{act} p/n={cval}, n={nl}, gamma={[float(x) for x in g_d]}: relative gap (MC - theory)/theory; "
-                f"symmetric GOE noise vs theory {fmt('symmetric', 'rel_gap')}, vs SPEC system "
-                f"{fmt('symmetric', 'rel_gap_spec_system')}; independent-entry noise vs theory "
-                f"{fmt('independent', 'rel_gap')}, vs SPEC system {fmt('independent', 'rel_gap_spec_system')}"
-            )
+    panels = {}
+    with ctx.progress("null attention sweeps", total=len(design["panels"])) as bar:
+        for p in design["panels"]:
+            panels[p.key] = _simulate_panel(ctx, p)
             bar.advance()
-    judge(comps)  # outcomes for the notes (the registry judges the same comparisons again: pure, idempotent)
-    failed = [c for c in comps if c.outcome == "FAIL"]
-    notes = (
+    ge = {}
+    with ctx.progress("Gaussian-equivalent diagnostic", total=len(design["ge"])) as bar:
+        for cell in design["ge"]:
+            ge[cell.c] = _ge_cached(ctx, cell)
+            bar.advance()
+    return dict(panels=panels, ge=ge, runtime_s=time.perf_counter() - t0)
+
+
+def judge_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+    """Finite-size rule at every point and the shrinkage rule of every panel (pure)."""
+    return judge_panels(design["panels"], prediction["theory"], measurement["panels"])
+
+
+def _worst_gap(panels: tuple[Panel, ...], preds: dict[str, np.ndarray], meas: dict[str, TwoSizes]) -> tuple[float, str]:
+    """The largest relative gap at the larger size and the name of its point."""
+    worst = (0.0, "")
+    for p in panels:
+        m, pred = meas[p.key], preds[p.key]
+        for i, name in enumerate(p.names):
+            rel = abs(float(m.m_l[i]) - float(pred[i])) / max(abs(float(pred[i])), 1e-300)
+            if rel > worst[0]:
+                worst = (rel, name)
+    return worst
+
+
+def _spec_control(p: Panel, pred_spec: np.ndarray, m: TwoSizes) -> str:
+    """Negative control (not a comparison): the same rule against SPEC's reconstructed system."""
+    n_bad = sum(
+        not finite_size_test(pred_spec[i], m.m_s[i], m.se_s[i], m.m_l[i], m.se_l[i], p.ns / p.n, p.trials).passed
+        for i in range(len(p.names))
+    )
+    rel_spec = float(np.max(np.abs(m.m_l - pred_spec) / pred_spec))
+    cell = p.cells[0]
+    return f"{cell.activation} p/n={cell.c}: {n_bad}/{len(p.names)} points fail, max rel. gap {rel_spec:.2g}"
+
+
+def _ge_gaps(cell: GECell, preds: tuple[np.ndarray, np.ndarray], ge: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Relative gaps (and their SEs) of both noise models against the theory and against SPEC's system."""
+    pred, pred_spec = preds
+    out = {}
+    for name in ("symmetric", "independent"):
+        v = ge[name]
+        rel = (v.mean(0) - pred) / pred
+        rse = v.std(0, ddof=1) / math.sqrt(v.shape[0]) / pred
+        rel_spec = (v.mean(0) - pred_spec) / pred_spec
+        out[name] = dict(gammas=cell.gammas, rel_gap=rel, rel_se=rse, rel_gap_spec_system=rel_spec)
+    return out
+
+
+def _ge_text(cell: GECell, out: dict[str, Any]) -> str:
+    def fmt(key: str, k: str) -> str:
+        return ", ".join(f"{r:+.2e}+-{e:.1e}" for r, e in zip(out[key][k], out[key]["rel_se"]))
+
+    return (
+        f"{cell.act} p/n={cell.c}, n={cell.n}, gamma={[float(x) for x in cell.gammas]}: relative gap (MC - theory)/theory; "
+        f"symmetric GOE noise vs theory {fmt('symmetric', 'rel_gap')}, vs SPEC system "
+        f"{fmt('symmetric', 'rel_gap_spec_system')}; independent-entry noise vs theory "
+        f"{fmt('independent', 'rel_gap')}, vs SPEC system {fmt('independent', 'rel_gap_spec_system')}"
+    )
+
+
+def _b2_notes(worst: tuple[float, str], n_failed: int, n_comps: int, control: list[str], diag_txt: list[str],
+              runtime: float) -> str:
+    return (
         "Null model (mu = 0, W = I), diagonal of K removed, centred activations; theory = theory.attention_error "
         "(default system: the project's corrected deterministic equivalent with the GOE term kappa; SPEC's "
         "reconstruction is system='spec'). Monte Carlo: label-averaged estimator gamma^2/n tr Q^2 (exact mean over "
         "i.i.d. Rademacher labels given X; labels are independent of X in the null model), which removes the label "
         f"noise and makes the rule sharp. Largest relative gap at n_l: {worst[0]:.3g} ({worst[1]}). "
-        f"{len(failed)} of {len(comps)} comparisons fail. "
+        f"{n_failed} of {n_comps} comparisons fail. "
         "NEGATIVE CONTROL (same Monte Carlo, same rule, SPEC's reconstructed system as the prediction): "
         + "; ".join(control)
         + ". Gaussian-equivalent diagnostic (a1 (X^T X/p - diag) + s_f Xi/sqrt p at the larger size): "
@@ -517,9 +702,58 @@ def check_b2(ctx: CheckContext) -> Outcome:
         "that does not shrink with n: tanh p/n=1/4, gamma=0.1: +1.2e-3, 1.0e-3, 1.0e-3, 0.8e-3, 1.0e-3 relative at "
         "n = 256..4096; tanh p/n=2, gamma=0.01: +2.5%, +1.9%, +2.0% at n = 512, 1024, 2048; relu p/n=2, gamma=0.01: "
         "+4.7%, +4.3%, +3.9%. That is the symmetry (kappa) term of the corrected system. "
-        f"Runtime {time.perf_counter() - t0:.1f} s."
+        f"Runtime {runtime:.1f} s."
     )
-    return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p], data=data)
+
+
+def _describe_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+    panels, meas = design["panels"], measurement["panels"]
+    data: dict[str, Any] = {p.key: _panel_data(p, prediction["theory"][p.key], meas[p.key]) for p in panels}
+    diag_txt = []
+    for cell in design["ge"]:
+        out = _ge_gaps(cell, prediction["ge"][cell.c], measurement["ge"][cell.c])
+        data[f"GE_diagnostic_{cell.act}_c{cell.c}"] = out
+        diag_txt.append(_ge_text(cell, out))
+    verdict_of(comparisons)  # outcomes for the notes (the registry judges the same comparisons again: pure, idempotent)
+    n_failed = sum(c.outcome == "FAIL" for c in comparisons)
+    control = [_spec_control(p, prediction["spec"][p.key], meas[p.key]) for p in panels]
+    notes = _b2_notes(_worst_gap(panels, prediction["theory"], meas), n_failed, len(comparisons), control, diag_txt,
+                      _runtime(measurement))
+    return notes, data
+
+
+def _plot_b2_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes) -> None:
+    gammas, act = p.cells[0].gammas, p.cells[0].activation
+    (line,) = ax.loglog(gammas, pred, "-", label=f"{act} theory")
+    col = line.get_color()
+    ax.errorbar(gammas, m.m_l, 3 * m.se_l, fmt="o", color=col, label=f"{act} MC n={p.n}")
+    ax.errorbar(gammas, m.m_s, 3 * m.se_s, fmt="s", mfc="none", color=col, alpha=0.6)
+    rax.errorbar(gammas, (m.m_l - pred) / pred, 3 * m.se_l / pred, fmt="o-", color=col, label=f"{act} n={p.n}")
+    rax.errorbar(gammas * 1.05, (m.m_s - pred) / pred, 3 * m.se_s / pred, fmt="s--", mfc="none", color=col, alpha=0.6,
+                 label=f"{act} n={p.ns}")
+
+
+def _figure_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
+    plt = pyplot()
+    fig, axes2 = plt.subplots(2, len(B2_CS), figsize=(6 * len(B2_CS), 8), sharex=True)
+    axes, raxes = axes2[0], axes2[1]
+    for j, cval in enumerate(B2_CS):
+        panels = [p for p in design["panels"] if p.cells[0].c == cval]
+        for p in panels:
+            _plot_b2_panel(axes[j], raxes[j], p, prediction["theory"][p.key], measurement["panels"][p.key])
+        axes[j].set(xlabel="gamma", ylabel="E", title=f"null attention, p/n={cval} (open: n={panels[0].ns})")
+        axes[j].legend(fontsize=7)
+        raxes[j].axhline(0, color="k", lw=0.8)
+        raxes[j].set(xscale="log", xlabel="gamma", ylabel="(MC - theory) / theory", title="relative gap (bars: 3 SE)")
+        raxes[j].legend(fontsize=7)
+    fig.suptitle("B2: null-model attention (diagonal removed) vs deterministic equivalent")
+    return fig
+
+
+CLAIM_B2 = register(Claim(id="B2", design=_design_b2, predict=_predict_b2, simulate=_simulate_b2, judge=judge_b2,
+                          describe=_describe_b2, figure=_figure_b2, figure_name="null_attention"))
+check_b2 = CLAIM_B2.run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,104 +770,117 @@ def _ols_slope(gammas: np.ndarray, values: np.ndarray) -> float:
     return float(_per_trial_slopes(gammas, np.asarray(values)[None, :])[0])
 
 
-@check("B3")
-def check_b3(ctx: CheckContext) -> Outcome:
-    cfg = _cfg(ctx, "B3")
-    comps: list[Comparison] = []
-    data: dict[str, Any] = {}
-    t0 = time.perf_counter()
-    gammas, fit = cfg["gammas"], cfg["fit"]
-    nl, ns = cfg["n"], cfg["n"] // 2
-    act = "tanh"
-    plt = pyplot()
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4.2))
+def _mean_se(x: np.ndarray) -> tuple[float, float]:
+    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
 
-    # (1) c = 2: attention > ridge at every gamma (paired draws), and the small-gamma exponents
-    cval = 2.0
-    res: dict[tuple[str, int], np.ndarray] = {}
+
+#: B3's small-gamma laws at p/n = 2: (measurement key, label, exponent)
+B3_LAWS = (("att", "attention", 0.5), ("rr", "ridge", 2.0))
+
+
+def _design_b3(ctx: CheckContext) -> dict[str, Any]:
+    """Grids (``allg``: the gamma grid and the slope-fit range merged; ``idx``/``fidx`` their places), sizes
+    ``ns = n // 2``, ``n`` at p/n = 2 and ``n4 = 2 n`` at p/n = 1/4, trials, activation."""
+    cfg = _cfg(ctx, "B3")
+    gammas, fit = cfg["gammas"], cfg["fit"]
     allg = np.unique(np.concatenate([gammas, fit]))
+    return dict(gammas=gammas, fit=fit, allg=allg, idx=np.searchsorted(allg, gammas), fidx=np.searchsorted(allg, fit),
+                n=cfg["n"], ns=cfg["n"] // 2, n4=2 * cfg["n"], trials=cfg["trials"], act="tanh")
+
+
+def _predict_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, np.ndarray]:
+    """``att``, ``rr``: attention and ridge errors at p/n = 2 on ``allg``; ``att4``, ``rr4``: at p/n = 1/4 on
+    ``gammas``."""
+    allg, g, act = design["allg"], design["gammas"], design["act"]
+    return dict(att=_attention_theory(allg, 2.0, act), rr=_ridge_theory(allg, 2.0, 0.0),
+                att4=_attention_theory(g, 0.25, act), rr4=_ridge_theory(g, 0.25, 0.0))
+
+
+def _simulate_b3_quarter(ctx: CheckContext, design: dict[str, Any]) -> dict[str, np.ndarray]:
+    cval, n4, g, act, tr = 0.25, design["n4"], design["gammas"], design["act"], design["trials"][1]
+    p = _p_of(n4, cval)
+    seed = ctx.seed_for("B3", cval, n4)
+    with ctx.progress("c=1/4 attention and ridge", total=2) as bar:
+        att = _mc_cached(ctx, "attention", n4, p, 0.0, g, tr, seed, activation=act)[2]
+        bar.advance()
+        rr = _mc_cached(ctx, "ridge", n4, p, 0.0, g, tr, seed)[2]
+        bar.advance()
+    att_la = _mc_cached(ctx, "attention", n4, p, 0.0, g, tr, seed, activation=act, label_average=True)[2]
+    rr_la = _mc_cached(ctx, "ridge", n4, p, 0.0, g, tr, seed, label_average=True)[2]
+    return dict(att=att, rr=rr, diff=att_la - rr_la)
+
+
+def _simulate_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+    """Per-trial errors ``(trials, gammas)`` on paired draws. ``c2``: ``{"att", "rr"}`` -> (at ``ns``, at ``n``),
+    label-averaged, on ``allg``; ``c4``: ``att``, ``rr`` (sampled labels) and ``diff`` (label-averaged
+    attention minus ridge) at ``n4`` on ``gammas``; ``runtime_s``."""
+    t0 = time.perf_counter()
+    cval, act, allg = 2.0, design["act"], design["allg"]
+    c2: dict[str, list[np.ndarray]] = {"att": [], "rr": []}
     with ctx.progress("c=2 attention and ridge", total=4) as bar:
-        for nn, tr in ((ns, cfg["trials"][0]), (nl, cfg["trials"][1])):
+        for nn, tr in ((design["ns"], design["trials"][0]), (design["n"], design["trials"][1])):
             seed = ctx.seed_for("B3", cval, nn)  # same seed: paired draws
-            res[("att", nn)] = _mc_cached(ctx, "attention", nn, _p_of(nn, cval), 0.0, allg, tr, seed, activation=act,
-                                          label_average=True)[2]
+            c2["att"].append(_mc_cached(ctx, "attention", nn, _p_of(nn, cval), 0.0, allg, tr, seed, activation=act,
+                                        label_average=True)[2])
             bar.advance()
-            res[("rr", nn)] = _mc_cached(ctx, "ridge", nn, _p_of(nn, cval), 0.0, allg, tr, seed, label_average=True)[2]
+            c2["rr"].append(_mc_cached(ctx, "ridge", nn, _p_of(nn, cval), 0.0, allg, tr, seed, label_average=True)[2])
             bar.advance()
-    th_att = _attention_theory(allg, cval, act)
-    th_rr = _ridge_theory(allg, cval, 0.0)
-    idx = np.searchsorted(allg, gammas)
-    for i in idx:
-        g = allg[i]
-        diff = res[("att", nl)][:, i] - res[("rr", nl)][:, i]
-        comps.append(
-            _paired_positive(f"c=2 gamma={g:.3g}: E_att({act}) - E_ridge > 0", float(th_att[i] - th_rr[i]), diff)[0]
-        )
-    fidx = np.searchsorted(allg, fit)
-    slope_data = {}
-    for kind, th, target in (("att", th_att, 0.5), ("rr", th_rr, 2.0)):
-        th_slope = _ols_slope(fit, th[fidx])
-        sl_s = _per_trial_slopes(fit, res[(kind, ns)][:, fidx])
-        sl_l = _per_trial_slopes(fit, res[(kind, nl)][:, fidx])
-        ms_, ss_ = float(sl_s.mean()), float(sl_s.std(ddof=1) / math.sqrt(sl_s.size))
-        ml_, sel_ = float(sl_l.mean()), float(sl_l.std(ddof=1) / math.sqrt(sl_l.size))
-        label = "attention" if kind == "att" else "ridge"
+    c4 = _simulate_b3_quarter(ctx, design)
+    return dict(c2={k: tuple(v) for k, v in c2.items()}, c4=c4, runtime_s=time.perf_counter() - t0)
+
+
+def _b3_slopes(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+    """Per law: the theory's OLS log-log slope on the fit range, and the MC per-trial slopes' (mean, SE) at both
+    sizes."""
+    fit, fidx = design["fit"], design["fidx"]
+    out = {}
+    for kind, label, _ in B3_LAWS:
+        small, large = (_per_trial_slopes(fit, t[:, fidx]) for t in measurement["c2"][kind])
+        out[label] = dict(theory_slope=_ols_slope(fit, prediction[kind][fidx]), mc_small=_mean_se(small),
+                          mc_large=_mean_se(large))
+    return out
+
+
+def _b3_law_bound(label: str, target: float, th_slope: float, ml_: float, sel_: float, df: int,
+                  allowance: float) -> Comparison:
+    curv = abs(th_slope - target)
+    band = allowance + curv
+    return Comparison.bound(
+        f"c=2 {label} small-gamma exponent vs the law gamma^{target:g}", target, ml_, sel_,
+        abs(ml_ - target) - band, df=df,
+        rule=(
+            f"|slope - {target:g}| <= finite-size allowance {allowance:.3g} + curvature "
+            f"|theory local slope ({th_slope:.4g}) - {target:g}| = {curv:.3g} (band {band:.3g}) up to noise. "
+            f"The allowance contains |theory local slope - law|, so this re-tests the MC slope against "
+            f"the theory's local slope on the fit range; the law {target:g} is reported beside it, "
+            f"not tested independently"
+        ),
+    )
+
+
+def _b3_slope_comparisons(design: dict[str, Any], prediction: dict[str, Any],
+                          measurement: dict[str, Any]) -> list[Comparison]:
+    """Per law: the finite-size rule on the MC slope vs the theory's slope, then the exponent vs the law."""
+    fit, slopes = design["fit"], _b3_slopes(design, prediction, measurement)
+    comps = []
+    for kind, label, target in B3_LAWS:
+        s = slopes[label]
+        (ms_, ss_), (ml_, sel_) = s["mc_small"], s["mc_large"]
+        trials = tuple(t.shape[0] for t in measurement["c2"][kind])
         cmp_, q = _fs_comparison(
             f"c=2 {label} small-gamma slope vs theory's own OLS slope on gamma in [{fit[0]:.2g}, {fit[-1]:.2g}]",
-            th_slope, ms_, ss_, ns, ml_, sel_, nl, (sl_s.size, sl_l.size),
+            s["theory_slope"], ms_, ss_, design["ns"], ml_, sel_, design["n"], trials,
         )
-        comps.append(cmp_)
-        curv = abs(th_slope - target)
-        band = q["allowance"] + curv
-        comps.append(
-            Comparison.bound(
-                f"c=2 {label} small-gamma exponent vs the law gamma^{target:g}", target, ml_, sel_,
-                abs(ml_ - target) - band, df=sl_l.size - 1,
-                rule=(
-                    f"|slope - {target:g}| <= finite-size allowance {q['allowance']:.3g} + curvature "
-                    f"|theory local slope ({th_slope:.4g}) - {target:g}| = {curv:.3g} (band {band:.3g}) up to noise. "
-                    f"The allowance contains |theory local slope - law|, so this re-tests the MC slope against "
-                    f"the theory's local slope on the fit range; the law {target:g} is reported beside it, "
-                    f"not tested independently"
-                ),
-            )
-        )
-        slope_data[label] = dict(theory_slope=th_slope, mc_small=(ms_, ss_), mc_large=(ml_, sel_))
-    data["c2"] = dict(
-        gammas=allg, theory_att=th_att, theory_rr=th_rr, att_mean=res[("att", nl)].mean(0), rr_mean=res[("rr", nl)].mean(0), slopes=slope_data
-    )
-    ax[0].loglog(allg, th_att, "C0-", label=f"attention ({act}) theory")
-    ax[0].loglog(allg, th_rr, "C1-", label="ridge theory")
-    ax[0].loglog(allg, res[("att", nl)].mean(0), "C0o", label=f"attention MC n={nl}")
-    ax[0].loglog(allg, res[("rr", nl)].mean(0), "C1s", label=f"ridge MC n={nl}")
-    ax[0].axvspan(fit[0], fit[-1], color="grey", alpha=0.15, label="slope fit range")
-    ax[0].set(xlabel="gamma", ylabel="E", title="random inputs, p/n = 2")
-    ax[0].legend(fontsize=7)
+        comps += [cmp_, _b3_law_bound(label, target, s["theory_slope"], ml_, sel_, trials[1] - 1, q["allowance"])]
+    return comps
 
-    # (2) c = 1/4: no separation as gamma -> 0 (both -> 1 - c); report the difference over the grid
-    cval = 0.25
-    n4 = 2 * nl
-    seed = ctx.seed_for("B3", cval, n4)
-    tr = cfg["trials"][1]
-    with ctx.progress("c=1/4 attention and ridge", total=2) as bar:
-        ta = _mc_cached(ctx, "attention", n4, _p_of(n4, cval), 0.0, gammas, tr, seed, activation=act)[2]
-        bar.advance()
-        tr_ = _mc_cached(ctx, "ridge", n4, _p_of(n4, cval), 0.0, gammas, tr, seed)[2]
-        bar.advance()
-    # diagnostic (data + notes, not a comparison): at gamma -> 0 both errors equal (n-p)/n by an algebraic
-    # identity (projection of y on the (n-p)-dimensional null space), so this cannot test the theory
-    diff = ta[:, 0] - tr_[:, 0]
-    m, se = float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(diff.size))
-    small_gamma_diag = dict(gamma=float(gammas[0]), diff_mean=m, diff_se=se, identity_value=(n4 - _p_of(n4, cval)) / n4,
-                            att_mean=float(ta[:, 0].mean()), rr_mean=float(tr_[:, 0].mean()))
-    th_a4 = _attention_theory(gammas, cval, act)
-    th_r4 = _ridge_theory(gammas, cval, 0.0)
-    # sign of the difference at larger gamma, label-averaged (sharp): theory says which sign
-    la_a = _mc_cached(ctx, "attention", n4, _p_of(n4, cval), 0.0, gammas, tr, seed, activation=act, label_average=True)[2]
-    la_r = _mc_cached(ctx, "ridge", n4, _p_of(n4, cval), 0.0, gammas, tr, seed, label_average=True)[2]
-    d4 = la_a - la_r
-    for i, g in enumerate(gammas):
-        tdiff = float(th_a4[i] - th_r4[i])
+
+def _b3_sign_tests(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+    """p/n = 1/4: the sign of E_att - E_ridge as the theory says, where it says one (gamma >= 0.05, |diff| >= 1e-3)."""
+    d4 = measurement["c4"]["diff"]
+    comps = []
+    for i, g in enumerate(design["gammas"]):
+        tdiff = float(prediction["att4"][i] - prediction["rr4"][i])
         if g < 0.05 or abs(tdiff) < 1e-3:
             continue  # theory difference too small to state a sign
         sign = 1.0 if tdiff > 0 else -1.0
@@ -643,17 +890,50 @@ def check_b3(ctx: CheckContext) -> Outcome:
         cmp_.measured = sign * m_
         cmp_.tolerance = f"(theory's sign) x paired mean difference > 3 SE ({3 * se_:.3g}) over {d4.shape[0]} draws"
         comps.append(cmp_)
-    data["c0.25"] = dict(
-        gammas=gammas, theory_att=th_a4, theory_rr=th_r4, diff_mean=d4.mean(0), diff_se=d4.std(0, ddof=1) / math.sqrt(d4.shape[0]),
-        small_gamma_identity=small_gamma_diag,
-    )
-    ax[1].semilogx(gammas, th_a4 - th_r4, "k-", label="theory E_att - E_ridge")
-    ax[1].errorbar(gammas, d4.mean(0), 3 * data["c0.25"]["diff_se"], fmt="o", label=f"MC paired (label-averaged), n={n4}")
-    ax[1].axhline(0, color="grey", lw=0.8)
-    ax[1].set(xlabel="gamma", ylabel="E_att - E_ridge", title="random inputs, p/n = 1/4")
-    ax[1].legend(fontsize=7)
-    path = ctx.save_figure(fig, "attention_vs_ridge")
-    sa, sr = slope_data["attention"], slope_data["ridge"]
+    return comps
+
+
+def judge_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+    """p/n = 2: attention > ridge at every gamma (paired), the slopes and exponents; p/n = 1/4: signs (pure)."""
+    act, allg = design["act"], design["allg"]
+    att_l, rr_l = measurement["c2"]["att"][1], measurement["c2"]["rr"][1]
+    comps = [
+        _paired_positive(f"c=2 gamma={allg[i]:.3g}: E_att({act}) - E_ridge > 0",
+                         float(prediction["att"][i] - prediction["rr"][i]), att_l[:, i] - rr_l[:, i])[0]
+        for i in design["idx"]
+    ]
+    return (comps + _b3_slope_comparisons(design, prediction, measurement)
+            + _b3_sign_tests(design, prediction, measurement))
+
+
+def _b3_identity(design: dict[str, Any], c4: dict[str, np.ndarray]) -> dict[str, float]:
+    """Diagnostic (data + notes, not a comparison): at gamma -> 0 both errors equal (n-p)/n by an algebraic
+    identity (projection of y on the (n-p)-dimensional null space), so this cannot test the theory."""
+    ta, tr_, n4 = c4["att"], c4["rr"], design["n4"]
+    diff = ta[:, 0] - tr_[:, 0]
+    m, se = float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(diff.size))
+    return dict(gamma=float(design["gammas"][0]), diff_mean=m, diff_se=se, identity_value=(n4 - _p_of(n4, 0.25)) / n4,
+                att_mean=float(ta[:, 0].mean()), rr_mean=float(tr_[:, 0].mean()))
+
+
+def _b3_data(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+    c2, c4 = measurement["c2"], measurement["c4"]
+    d4 = c4["diff"]
+    return {
+        "c2": dict(gammas=design["allg"], theory_att=prediction["att"], theory_rr=prediction["rr"],
+                   att_mean=c2["att"][1].mean(0), rr_mean=c2["rr"][1].mean(0),
+                   slopes=_b3_slopes(design, prediction, measurement)),
+        "c0.25": dict(gammas=design["gammas"], theory_att=prediction["att4"], theory_rr=prediction["rr4"],
+                      diff_mean=d4.mean(0), diff_se=d4.std(0, ddof=1) / math.sqrt(d4.shape[0]),
+                      small_gamma_identity=_b3_identity(design, c4)),
+    }
+
+
+def _describe_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+    data = _b3_data(design, prediction, measurement)
+    act, sg = design["act"], data["c0.25"]["small_gamma_identity"]
+    sa, sr = data["c2"]["slopes"]["attention"], data["c2"]["slopes"]["ridge"]
     notes = (
         f"Random inputs (snr = 0), f = {act} (centred), diagonal removed. Stated regime: p/n > 1, where ridge "
         f"interpolates (E ~ gamma^2) and attention does not (E ~ sqrt(gamma)); for p/n < 1 both tend to 1 - c as "
@@ -665,84 +945,158 @@ def check_b3(ctx: CheckContext) -> Outcome:
         f"(theory local {sr['theory_slope']:.3f}); per-trial log-log OLS, SE over trials. At p/n = 2 the Monte Carlo "
         "uses the label-averaged estimator gamma^2/n tr Q^2 (exact mean over i.i.d. labels given X); the p/n = 1/4 "
         "sign tests are label-averaged. Not judged (identity, true by construction): at p/n = 1/4, "
-        f"gamma = {small_gamma_diag['gamma']:.2g}, sampled balanced labels, E_att - E_ridge = "
-        f"{small_gamma_diag['diff_mean']:.3g} +- {small_gamma_diag['diff_se']:.2g} (E_att {small_gamma_diag['att_mean']:.4f}, "
-        f"E_ridge {small_gamma_diag['rr_mean']:.4f}; both -> (n-p)/n = {small_gamma_diag['identity_value']:.4f} as gamma -> 0). "
-        f"Runtime {time.perf_counter() - t0:.1f} s."
+        f"gamma = {sg['gamma']:.2g}, sampled balanced labels, E_att - E_ridge = "
+        f"{sg['diff_mean']:.3g} +- {sg['diff_se']:.2g} (E_att {sg['att_mean']:.4f}, "
+        f"E_ridge {sg['rr_mean']:.4f}; both -> (n-p)/n = {sg['identity_value']:.4f} as gamma -> 0). "
+        f"Runtime {_runtime(measurement):.1f} s."
     )
-    return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p], data=data)
+    return notes, data
+
+
+def _figure_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
+    plt = pyplot()
+    fig, ax = plt.subplots(1, 2, figsize=(12, 4.2))
+    act, allg, fit, nl, n4 = design["act"], design["allg"], design["fit"], design["n"], design["n4"]
+    data = _b3_data(design, prediction, measurement)
+    ax[0].loglog(allg, prediction["att"], "C0-", label=f"attention ({act}) theory")
+    ax[0].loglog(allg, prediction["rr"], "C1-", label="ridge theory")
+    ax[0].loglog(allg, data["c2"]["att_mean"], "C0o", label=f"attention MC n={nl}")
+    ax[0].loglog(allg, data["c2"]["rr_mean"], "C1s", label=f"ridge MC n={nl}")
+    ax[0].axvspan(fit[0], fit[-1], color="grey", alpha=0.15, label="slope fit range")
+    ax[0].set(xlabel="gamma", ylabel="E", title="random inputs, p/n = 2")
+    ax[0].legend(fontsize=7)
+    d = data["c0.25"]
+    ax[1].semilogx(d["gammas"], prediction["att4"] - prediction["rr4"], "k-", label="theory E_att - E_ridge")
+    ax[1].errorbar(d["gammas"], d["diff_mean"], 3 * d["diff_se"], fmt="o", label=f"MC paired (label-averaged), n={n4}")
+    ax[1].axhline(0, color="grey", lw=0.8)
+    ax[1].set(xlabel="gamma", ylabel="E_att - E_ridge", title="random inputs, p/n = 1/4")
+    ax[1].legend(fontsize=7)
+    return fig
+
+
+CLAIM_B3 = register(Claim(id="B3", design=_design_b3, predict=_predict_b3, simulate=_simulate_b3, judge=judge_b3,
+                          describe=_describe_b3, figure=_figure_b3, figure_name="attention_vs_ridge"))
+check_b3 = CLAIM_B3.run
 
 
 # ---------------------------------------------------------------------------------------------
 # B5: cos (a1 = 0) vs a linear-component activation at equal nu
 # ---------------------------------------------------------------------------------------------
-@check("B5")
-def check_b5(ctx: CheckContext) -> Outcome:
+def _b5_key(cval: float, snr: float) -> str:
+    return f"c{cval}_snr{snr}"
+
+
+def _design_b5(ctx: CheckContext) -> dict[str, Any]:
+    """cos (centred) vs ``scale * tanh`` with the scale that equalises nu; configurations ``(p/n, snr)``."""
     import sympy as sp
 
     import theory
     from theory.symbols import x as xs
 
     cfg = _cfg(ctx, "B5")
-    t0 = time.perf_counter()
     m_cos = theory.hermite_moments(theory.activation("cos", centered=True))
     m_tanh = theory.hermite_moments(theory.activation("tanh", centered=True))
     scale = math.sqrt(m_cos.nu / m_tanh.nu)
     lin = sp.Float(scale) * sp.tanh(xs)
-    m_lin = theory.hermite_moments(lin)
-    comps: list[Comparison] = []
+    return dict(n=cfg["n"], gammas=cfg["gammas"], trials=cfg["trials"], configs=[(2.0, 0.0), (2.0, 4.0), (0.5, 4.0)],
+                m_cos=m_cos, m_lin=theory.hermite_moments(lin), scale=scale, lin=lin)
+
+
+def _predict_b5(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+    """By configuration key: ``(E_cos, E_lin)`` on the gammas for ``snr = 0`` (null theory); ``None`` with signal."""
+    g, lin = design["gammas"], design["lin"]
+    return {_b5_key(c, snr): (_attention_theory(g, c, "cos"), _attention_theory(g, c, lin)) if snr == 0.0 else None
+            for c, snr in design["configs"]}
+
+
+def _simulate_b5(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+    """``configs``: by key, ``{"cos", "lin"}`` per-trial errors ``(trials, gammas)`` on paired draws (snr = 0:
+    label-averaged); ``runtime_s``."""
+    t0 = time.perf_counter()
+    n, g, tr = design["n"], design["gammas"], design["trials"]
+    out = {}
+    with ctx.progress("cos vs scaled tanh", total=len(design["configs"])) as bar:
+        for cval, snr in design["configs"]:
+            seed = ctx.seed_for("B5", cval, snr, n)
+            la = snr == 0.0  # null model: exact label average (see B2)
+            out[_b5_key(cval, snr)] = {
+                name: _mc_cached(ctx, "attention", n, _p_of(n, cval), snr, g, tr, seed, activation=act,
+                                 label_average=la)[2]
+                for name, act in (("cos", "cos"), ("lin", design["lin"]))
+            }
+            bar.advance()
+    return dict(configs=out, runtime_s=time.perf_counter() - t0)
+
+
+def judge_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+    """E_cos - E_scaled_tanh > 0 at every configuration and gamma, paired (pure)."""
+    comps = []
+    for cval, snr in design["configs"]:
+        key = _b5_key(cval, snr)
+        th, m = prediction[key], measurement["configs"][key]
+        for i, g in enumerate(design["gammas"]):
+            pred = float(th[0][i] - th[1][i]) if th is not None else "E_cos > E_lin"
+            comps.append(_paired_positive(f"p/n={cval} snr={snr} gamma={g:.2g}: E_cos - E_scaled_tanh > 0", pred,
+                                          m["cos"][:, i] - m["lin"][:, i])[0])
+    return comps
+
+
+def _b5_data(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+    m_cos, m_lin = design["m_cos"], design["m_lin"]
     data: dict[str, Any] = dict(
-        cos=dict(a1=m_cos.a1, nu=m_cos.nu), scaled_tanh=dict(scale=scale, a1=m_lin.a1, nu=m_lin.nu)
+        cos=dict(a1=m_cos.a1, nu=m_cos.nu), scaled_tanh=dict(scale=design["scale"], a1=m_lin.a1, nu=m_lin.nu)
     )
     # equal nu holds by construction (the scale is chosen from the two nu's): recorded in data/notes, not judged
     data["equal_nu_rel_diff"] = abs(m_lin.nu - m_cos.nu) / m_cos.nu
-    configs = [(2.0, 0.0), (2.0, 4.0), (0.5, 4.0)]
-    n = cfg["n"]
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4))
-    with ctx.progress("cos vs scaled tanh", total=len(configs)) as bar:
-        for k, (cval, snr) in enumerate(configs):
-            seed = ctx.seed_for("B5", cval, snr, n)
-            la = snr == 0.0  # null model: exact label average (see B2)
-            tc = _mc_cached(ctx, "attention", n, _p_of(n, cval), snr, cfg["gammas"], cfg["trials"], seed, activation="cos",
-                            label_average=la)[2]
-            tl = _mc_cached(ctx, "attention", n, _p_of(n, cval), snr, cfg["gammas"], cfg["trials"], seed, activation=lin,
-                            label_average=la)[2]
-            pred_txt: Any = "E_cos > E_lin"
-            th = None
-            if snr == 0.0:
-                th = (_attention_theory(cfg["gammas"], cval, "cos"), _attention_theory(cfg["gammas"], cval, lin))
-            for i, g in enumerate(cfg["gammas"]):
-                pred = float(th[0][i] - th[1][i]) if th is not None else pred_txt
-                comps.append(
-                    _paired_positive(f"p/n={cval} snr={snr} gamma={g:.2g}: E_cos - E_scaled_tanh > 0", pred, tc[:, i] - tl[:, i])[0]
-                )
-            data[f"c{cval}_snr{snr}"] = dict(
-                gammas=cfg["gammas"], cos=tc.mean(0), cos_se=tc.std(0, ddof=1) / math.sqrt(tc.shape[0]),
-                lin=tl.mean(0), lin_se=tl.std(0, ddof=1) / math.sqrt(tl.shape[0]),
-                theory_cos=None if th is None else th[0], theory_lin=None if th is None else th[1],
-            )
-            ax = axes[k]
-            dd = data[f"c{cval}_snr{snr}"]
-            ax.errorbar(cfg["gammas"], dd["cos"], 3 * dd["cos_se"], fmt="o-", label="cos (a1 = 0)")
-            ax.errorbar(cfg["gammas"], dd["lin"], 3 * dd["lin_se"], fmt="s-", label=f"{scale:.3f} tanh (a1 = {m_lin.a1:.3f})")
-            if th is not None:
-                ax.plot(cfg["gammas"], th[0], "C0:", label="cos theory")
-                ax.plot(cfg["gammas"], th[1], "C1:", label="scaled tanh theory")
-            ax.set(xscale="log", yscale="log", xlabel="gamma", ylabel="E", title=f"p/n={cval}, ||mu||^2={snr}, n={n}")
-            ax.legend(fontsize=7)
-            bar.advance()
-    fig.suptitle(f"B5: equal nu = {m_cos.nu:.4f}; only the linear Hermite component differs")
-    path = ctx.save_figure(fig, "cos_vs_linear")
+    for cval, snr in design["configs"]:
+        key = _b5_key(cval, snr)
+        th, m = prediction[key], measurement["configs"][key]
+        tc, tl = m["cos"], m["lin"]
+        data[key] = dict(
+            gammas=design["gammas"], cos=tc.mean(0), cos_se=tc.std(0, ddof=1) / math.sqrt(tc.shape[0]),
+            lin=tl.mean(0), lin_se=tl.std(0, ddof=1) / math.sqrt(tl.shape[0]),
+            theory_cos=None if th is None else th[0], theory_lin=None if th is None else th[1],
+        )
+    return data
+
+
+def _describe_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+    data = _b5_data(design, prediction, measurement)
+    m_cos, m_lin = design["m_cos"], design["m_lin"]
     notes = (
-        f"cos centred (a1 = {m_cos.a1:.2g}, nu = {m_cos.nu:.4f}) vs {scale:.4f} * tanh (a1 = {m_lin.a1:.4f}, same nu "
+        f"cos centred (a1 = {m_cos.a1:.2g}, nu = {m_cos.nu:.4f}) vs {design['scale']:.4f} * tanh (a1 = {m_lin.a1:.4f}, same nu "
         f"by construction of the scale; quadrature relative difference {data['equal_nu_rel_diff']:.2g}, not judged). "
         "Paired draws (snr = 0: label-averaged estimator). With signal (snr = 4) cos cannot use the label direction (a1 = 0): its error stays near the "
         "no-signal value, while the linear component lets the scaled tanh use it. With random inputs (snr = 0) the gap "
         "exists only for p/n > 1 and small gamma (for p/n < 1 both tend to 1 - c). "
-        f"Runtime {time.perf_counter() - t0:.1f} s."
+        f"Runtime {_runtime(measurement):.1f} s."
     )
-    return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p], data=data)
+    return notes, data
+
+
+def _figure_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
+    plt = pyplot()
+    configs, g, n = design["configs"], design["gammas"], design["n"]
+    fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4))
+    data = _b5_data(design, prediction, measurement)
+    for ax, (cval, snr) in zip(axes, configs):
+        dd, th = data[_b5_key(cval, snr)], prediction[_b5_key(cval, snr)]
+        ax.errorbar(g, dd["cos"], 3 * dd["cos_se"], fmt="o-", label="cos (a1 = 0)")
+        ax.errorbar(g, dd["lin"], 3 * dd["lin_se"], fmt="s-",
+                    label=f"{design['scale']:.3f} tanh (a1 = {design['m_lin'].a1:.3f})")
+        if th is not None:
+            ax.plot(g, th[0], "C0:", label="cos theory")
+            ax.plot(g, th[1], "C1:", label="scaled tanh theory")
+        ax.set(xscale="log", yscale="log", xlabel="gamma", ylabel="E", title=f"p/n={cval}, ||mu||^2={snr}, n={n}")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"B5: equal nu = {design['m_cos'].nu:.4f}; only the linear Hermite component differs")
+    return fig
+
+
+CLAIM_B5 = register(Claim(id="B5", design=_design_b5, predict=_predict_b5, simulate=_simulate_b5, judge=judge_b5,
+                          describe=_describe_b5, figure=_figure_b5, figure_name="cos_vs_linear"))
+check_b5 = CLAIM_B5.run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -765,17 +1119,6 @@ def _ks(ev: np.ndarray, x: np.ndarray, cdf: np.ndarray) -> float:
     return float(max(np.max(np.abs(k - F)), np.max(np.abs(k - 1.0 / ev.size - F))))
 
 
-def _map_threads(func: Any, items: Any, n_jobs: int) -> list:
-    """``[func(x) for x in items]`` in ``n_jobs`` threads (torch single-threaded inside); ``items`` is consumed
-    in order (a generator drawing from one random stream keeps its order), at most ``2 n_jobs`` ahead."""
-    if n_jobs <= 1:
-        return [func(x) for x in items]
-    from joblib import Parallel, delayed
-
-    with torch_threads(1):
-        return Parallel(n_jobs=int(n_jobs), prefer="threads", pre_dispatch="2*n_jobs")(delayed(func)(x) for x in items)
-
-
 def _kernel_spectra(seed: int, n: int, p: int, trials: int, act: str, n_jobs: int) -> np.ndarray:
     """Eigenvalues ``(trials, n)`` of ``trials`` null kernels: the draws come in order from one stream, the
     eigendecompositions run in ``n_jobs`` threads (single-threaded torch each): results do not depend on ``n_jobs``."""
@@ -784,85 +1127,170 @@ def _kernel_spectra(seed: int, n: int, p: int, trials: int, act: str, n_jobs: in
     return np.stack(_map_threads(lambda X: kernel_eigenvalues(X, act, "removed"), draws, n_jobs))
 
 
-@check("B6")
-def check_b6(ctx: CheckContext) -> Outcome:
+@dataclass(frozen=True)
+class KernelLaw:
+    """B6's predicted eigenvalue law: :func:`theory.kernel_density` at ``p/n = c`` and Hermite moments ``a1, nu``.
+
+    A judge only calls :meth:`cdf`; a synthetic law for tests needs that method only.
+    """
+
+    c: float
+    a1: float
+    nu: float
+
+    def cdf(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(x, CDF(x), mass)`` on ``[lo, hi]`` (trapezoid integral of the density; ``mass`` its total)."""
+        return _theory_cdf(self.c, self.a1, self.nu, lo, hi)
+
+    def density(self, x: np.ndarray) -> np.ndarray:
+        import theory
+
+        return theory.kernel_density(x, self.c, self.a1, self.nu)
+
+
+def _b6_key(act: str, cval: float) -> str:
+    return f"{act}_c{cval}"
+
+
+def _design_b6(ctx: CheckContext) -> dict[str, Any]:
+    """Configurations ``(activation, p/n)``, the size ``n`` (spectra at ``n`` and ``2n``), trials at each."""
+    cfg = _cfg(ctx, "B6")
+    return dict(n=cfg["n"], trials=cfg["trials"], configs=[("tanh", 2.0), ("relu", 2.0), ("tanh", 0.5)])
+
+
+def _predict_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, dict[str, KernelLaw]]:
+    """By configuration key: ``law`` (the theory) and ``wrong`` (nu x 1.03: the negative control)."""
     import theory
 
-    cfg = _cfg(ctx, "B6")
+    out = {}
+    for act, cval in design["configs"]:
+        mom = theory.hermite_moments(theory.activation(act, centered=True))
+        out[_b6_key(act, cval)] = dict(law=KernelLaw(cval, mom.a1, mom.nu),
+                                       wrong=KernelLaw(cval, mom.a1, 1.03 * mom.nu))
+    return out
+
+
+def _spectra_cached(ctx: CheckContext, act: str, cval: float, n: int, trials: int) -> np.ndarray:
+    sd = ctx.seed_for("B6", act, cval, n)
+    p = _p_of(n, cval)
+
+    def eig_cell() -> dict[str, np.ndarray]:
+        return {"eigenvalues": _kernel_spectra(sd, n, p, trials, act, ctx.n_jobs)}
+
+    key = dict(act=act, c=cval, n=n, p=p, trials=trials, seed=sd)
+    return ctx.cached("kernel_eigenvalues", key, eig_cell, version=mc_version(_kernel_spectra))["eigenvalues"]
+
+
+def _simulate_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+    """``spectra``: by configuration key, eigenvalues ``(trials, size)`` at ``n`` and at ``2n``; ``runtime_s``."""
     t0 = time.perf_counter()
-    comps: list[Comparison] = []
-    data: dict[str, Any] = {}
-    configs = [("tanh", 2.0), ("relu", 2.0), ("tanh", 0.5)]
-    n = cfg["n"]
-    controls: list[str] = []
-    plt = pyplot()
-    fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4))
-    with ctx.progress("kernel spectra", total=len(configs)) as bar:
-        for k, (act, cval) in enumerate(configs):
-            mom = theory.hermite_moments(theory.activation(act, centered=True))
-            evs = {}
-            for nn, tr in ((n, cfg["trials"][0]), (2 * n, cfg["trials"][1])):
-                sd = ctx.seed_for("B6", act, cval, nn)
-
-                def eig_cell(sd=sd, nn=nn, tr=tr, act=act, cval=cval) -> dict[str, np.ndarray]:
-                    return {"eigenvalues": _kernel_spectra(sd, nn, _p_of(nn, cval), tr, act, ctx.n_jobs)}
-
-                ev = ctx.cached("kernel_eigenvalues", dict(act=act, c=cval, n=nn, p=_p_of(nn, cval), trials=tr, seed=sd),
-                                eig_cell, version=mc_version(_kernel_spectra))["eigenvalues"]
-                evs[nn] = list(ev)
-            allev = np.concatenate([np.concatenate(v) for v in evs.values()])
-            lo, hi = float(allev.min()) - 0.5, float(allev.max()) + 0.5
-            x, cdf, mass = _theory_cdf(cval, mom.a1, mom.nu, lo, hi)
-            ks = {nn: np.array([_ks(e, x, cdf) for e in v]) for nn, v in evs.items()}
-            m1, m2 = ks[n].mean(), ks[2 * n].mean()
-            s1 = ks[n].std(ddof=1) / math.sqrt(ks[n].size)
-            s2 = ks[2 * n].std(ddof=1) / math.sqrt(ks[2 * n].size)
-            ratio = m2 / m1
-            se_ratio = ratio * math.sqrt((s1 / m1) ** 2 + (s2 / m2) ** 2)
-            comps.append(
-                Comparison.bound(
-                    f"{act} p/n={cval}: KS(2n)/KS(n), n={n} (KS {m1:.3g} -> {m2:.3g})", 0.5, float(ratio),
-                    float(se_ratio), float(ratio - 2**-0.5),
-                    rule=(
-                        "ratio <= 2^-1/2 = 0.707 (KS must decay at least like n^-1/2; O(1/n) predicts 0.5; "
-                        "a wrong law gives ratio -> 1; delta-method SE)"
-                    ),
-                )
-            )
-            comps.append(
-                Comparison(
-                    name=f"{act} p/n={cval}: mass of theory.kernel_density on [{lo:.2f}, {hi:.2f}]",
-                    predicted=1.0,
-                    measured=float(mass),
-                    uncertainty=None,
-                    tolerance=(
-                        "|mass - 1| < 0.01 (quadrature mass check: the KS distances above use this trapezoid CDF, "
-                        "so a density missing > 1% of its mass would bias every KS value by about that much)"
-                    ),
-                    passed=bool(abs(mass - 1) < 0.01),
-                )
-            )
-            # negative control (power of the rule): the same eigenvalues against the law with nu x 1.03
-            xw, cdfw, _ = _theory_cdf(cval, mom.a1, 1.03 * mom.nu, lo, hi)
-            ratio_wrong = float(np.mean([_ks(e, xw, cdfw) for e in evs[2 * n]]) / np.mean([_ks(e, xw, cdfw) for e in evs[n]]))
-            controls.append(f"{act} p/n={cval}: {ratio_wrong:.2f}")
-            data[f"{act}_c{cval}"] = dict(
-                ks_n=ks[n], ks_2n=ks[2 * n], mass=mass, a1=mom.a1, nu=mom.nu, ratio_control_nu_x1_03=ratio_wrong
-            )
-            ax = axes[k]
-            ev2 = np.concatenate(evs[2 * n])
-            ax.hist(ev2, bins=80, density=True, alpha=0.5, label=f"eigenvalues, n={2 * n}")
-            xx = np.linspace(lo, hi, 800)
-            ax.plot(xx, theory.kernel_density(xx, cval, mom.a1, mom.nu), "k-", label="kernel_density")
-            ax.set(xlabel="eigenvalue", title=f"{act}, p/n={cval}: KS {m1:.3f} (n) -> {m2:.3f} (2n)")
-            ax.legend(fontsize=7)
+    n, (t1, t2) = design["n"], design["trials"]
+    spectra = {}
+    with ctx.progress("kernel spectra", total=len(design["configs"])) as bar:
+        for act, cval in design["configs"]:
+            sizes = ((n, t1), (2 * n, t2))
+            spectra[_b6_key(act, cval)] = tuple(_spectra_cached(ctx, act, cval, nn, tr) for nn, tr in sizes)
             bar.advance()
-    path = ctx.save_figure(fig, "kernel_spectrum")
+    return dict(spectra=spectra, runtime_s=time.perf_counter() - t0)
+
+
+def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+    """Per-trial KS distances of the spectra at ``n`` and ``2n`` against ``law.cdf`` on the eigenvalue window
+    (widened by 0.5), their means ``m1, m2`` and the ratio ``m2 / m1`` with its delta-method SE (pure)."""
+    ev_n, ev_2n = spectra
+    allev = np.concatenate([np.ravel(ev_n), np.ravel(ev_2n)])
+    lo, hi = float(allev.min()) - 0.5, float(allev.max()) + 0.5
+    x, cdf, mass = law.cdf(lo, hi)
+    ks_n = np.array([_ks(e, x, cdf) for e in ev_n])
+    ks_2n = np.array([_ks(e, x, cdf) for e in ev_2n])
+    m1, m2 = ks_n.mean(), ks_2n.mean()
+    s1 = ks_n.std(ddof=1) / math.sqrt(ks_n.size)
+    s2 = ks_2n.std(ddof=1) / math.sqrt(ks_2n.size)
+    ratio = m2 / m1
+    se_ratio = ratio * math.sqrt((s1 / m1) ** 2 + (s2 / m2) ** 2)
+    return dict(lo=lo, hi=hi, mass=mass, ks_n=ks_n, ks_2n=ks_2n, m1=m1, m2=m2, ratio=ratio, se_ratio=se_ratio)
+
+
+def _b6_comparisons(name: str, n: int, r: dict[str, Any]) -> list[Comparison]:
+    ratio, mass = r["ratio"], r["mass"]
+    return [
+        Comparison.bound(
+            f"{name}: KS(2n)/KS(n), n={n} (KS {r['m1']:.3g} -> {r['m2']:.3g})", 0.5, float(ratio),
+            float(r["se_ratio"]), float(ratio - 2**-0.5),
+            rule=(
+                "ratio <= 2^-1/2 = 0.707 (KS must decay at least like n^-1/2; O(1/n) predicts 0.5; "
+                "a wrong law gives ratio -> 1; delta-method SE)"
+            ),
+        ),
+        Comparison(
+            name=f"{name}: mass of theory.kernel_density on [{r['lo']:.2f}, {r['hi']:.2f}]",
+            predicted=1.0,
+            measured=float(mass),
+            uncertainty=None,
+            tolerance=(
+                "|mass - 1| < 0.01 (quadrature mass check: the KS distances above use this trapezoid CDF, "
+                "so a density missing > 1% of its mass would bias every KS value by about that much)"
+            ),
+            passed=bool(abs(mass - 1) < 0.01),
+        ),
+    ]
+
+
+def judge_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+    """Per configuration: the KS ratio bound and the quadrature mass of the law (pure)."""
+    comps = []
+    for act, cval in design["configs"]:
+        key = _b6_key(act, cval)
+        r = b6_reading(prediction[key]["law"], measurement["spectra"][key])
+        comps += _b6_comparisons(f"{act} p/n={cval}", design["n"], r)
+    return comps
+
+
+def _ks_control(wrong: Any, spectra: tuple[np.ndarray, np.ndarray], lo: float, hi: float) -> float:
+    """Negative control (power of the rule): the KS ratio of the same eigenvalues against the wrong law."""
+    xw, cdfw, _ = wrong.cdf(lo, hi)
+    ev_n, ev_2n = spectra
+    return float(np.mean([_ks(e, xw, cdfw) for e in ev_2n]) / np.mean([_ks(e, xw, cdfw) for e in ev_n]))
+
+
+def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+    data: dict[str, Any] = {}
+    controls: list[str] = []
+    for act, cval in design["configs"]:
+        key = _b6_key(act, cval)
+        law, spectra = prediction[key]["law"], measurement["spectra"][key]
+        r = b6_reading(law, spectra)
+        ratio_wrong = _ks_control(prediction[key]["wrong"], spectra, r["lo"], r["hi"])
+        controls.append(f"{act} p/n={cval}: {ratio_wrong:.2f}")
+        data[key] = dict(ks_n=r["ks_n"], ks_2n=r["ks_2n"], mass=r["mass"], a1=law.a1, nu=law.nu,
+                         ratio_control_nu_x1_03=ratio_wrong)
     notes = (
         "K = f(X^T X / sqrt p) / sqrt p, diagonal removed, X standard Gaussian; per-trial Kolmogorov distance between "
         "the eigenvalue ECDF and the CDF of theory.kernel_density (trapezoid integral, its mass reported). "
         "Negative control (not a comparison): the same eigenvalues against the law with nu multiplied by 1.03 give "
         f"KS ratios {', '.join(controls)} (a wrong law does not shrink, so the rule has power at this size). "
-        f"Runtime {time.perf_counter() - t0:.1f} s."
+        f"Runtime {_runtime(measurement):.1f} s."
     )
-    return Outcome(comparisons=comps, notes=notes, figures=[p for p in [path] if p], data=data)
+    return notes, data
+
+
+def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
+    plt = pyplot()
+    configs, n = design["configs"], design["n"]
+    fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4))
+    for ax, (act, cval) in zip(axes, configs):
+        key = _b6_key(act, cval)
+        law, spectra = prediction[key]["law"], measurement["spectra"][key]
+        r = b6_reading(law, spectra)
+        ax.hist(np.ravel(spectra[1]), bins=80, density=True, alpha=0.5, label=f"eigenvalues, n={2 * n}")
+        xx = np.linspace(r["lo"], r["hi"], 800)
+        ax.plot(xx, law.density(xx), "k-", label="kernel_density")
+        ax.set(xlabel="eigenvalue", title=f"{act}, p/n={cval}: KS {r['m1']:.3f} (n) -> {r['m2']:.3f} (2n)")
+        ax.legend(fontsize=7)
+    return fig
+
+
+CLAIM_B6 = register(Claim(id="B6", design=_design_b6, predict=_predict_b6, simulate=_simulate_b6, judge=judge_b6,
+                          describe=_describe_b6, figure=_figure_b6, figure_name="kernel_spectrum"))
+check_b6 = CLAIM_B6.run
