@@ -144,3 +144,20 @@ def test_hermite_moments_match_generated_mpmath_reference(name):
     hm = hermite_moments(name)
     for field in ("a0", "a1", "a2", "nu"):
         assert abs(getattr(hm, field) - float(ref[field])) < 1e-10, (name, field, getattr(hm, field), ref[field])
+
+
+# ----------------------------------------------------------------------------- issue 13: bad inputs refused
+def test_activation_inputs_checked():
+    from theory import check_activation
+
+    assert check_activation("TANH") == "tanh"
+    for bad, word in [(np.nan, "f"), (True, "f"), (sp.I * x, "real"), (sp.log(x), "real"),
+                      (x + sp.Symbol("y"), "one variable"), ("__import__('os')", "activation")]:
+        with pytest.raises(ValueError, match=word):
+            hermite_moments(bad)
+    with pytest.raises(ValueError, match="max_hermite_order"):
+        hermite_coefficients("tanh", 10**5)  # was a hang
+    with pytest.raises(TypeError, match="centered"):
+        activation("tanh", centered=1)
+    with pytest.raises(TypeError, match="complex"):
+        numpy_activation("tanh")(np.array([1j]))  # was silently truncated to the real part

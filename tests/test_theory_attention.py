@@ -292,3 +292,46 @@ def test_matches_simulation(name, p, n):
     se = errs.std(0, ddof=1) / np.sqrt(len(errs))
     th = attention_error(gam, p / n, name)
     assert np.all(np.abs(errs.mean(0) - th) <= 4 * se + 0.03 * th)
+
+
+# ----------------------------------------------------------------------------- issue 13: solver options and domain
+def test_solver_options_same_rules_on_both_paths():
+    """tol=inf returned the unconverged start (0.0807 for 0.0856); maxiter was a TypeError on the null path."""
+    base = attention_error(1e-2, 2.0, "tanh")
+    assert attention_error(1e-2, 2.0, "tanh", maxiter=50) == base == attention_error(1e-2, 2.0, "tanh", max_iter=50)
+    for snr in (0.0, 1.0):
+        for bad, word in [(dict(tol=float("inf")), "tol"), (dict(tol=0.1), "tol"), (dict(maxiter=0), "maxiter"),
+                          (dict(max_iter=10**9), "max_iter"), (dict(n_nodes=8), "n_nodes"),
+                          (dict(system="iid"), "system"), (dict(check_quadrature="yes"), "check_quadrature")]:
+            with pytest.raises(ValueError, match=word):
+                attention_error(1e-2, 2.0, "tanh", snr=snr, **bad)
+    with pytest.raises(TypeError, match="tol_x"):
+        attention_error(1e-2, 2.0, "tanh", tol_x=1e-9)
+    with pytest.raises(ValueError, match="not both"):
+        attention_error(1e-2, 2.0, "tanh", maxiter=50, max_iter=60)
+
+
+def test_domain_refused_with_a_message_not_a_library_error():
+    for args, word in [((1e-2, float("inf"), "tanh"), "c"), ((1e-2, 1e-300, "tanh"), "c"),
+                       ((1e300, 2.0, "tanh"), "gamma"), ((1e-2, 2.0, "tanh", 1e300), "snr")]:
+        with pytest.raises(ValueError, match=word):
+            attention_error(*args)
+    with pytest.raises(TypeError, match="diagonal"):
+        attention_error(1e-2, 2.0, "tanh", diagonal=True)
+    with pytest.raises(ValueError, match="activation"):
+        null_kernel_diagonal("swishy", "removed")  # the activation is checked even where it is not used
+
+
+def test_non_convergence_reports_the_residual(monkeypatch):
+    import theory.null_system as ns
+
+    monkeypatch.setattr(ns, "_newton", lambda *a, **k: (0.3, 0.3, 0.0, 7, 0.25))
+    with pytest.raises(RuntimeError, match=r"residual 2\.50e-01 after 7 Newton steps"):
+        attention_error(1e-2, 2.0, "tanh")
+
+
+def test_quadrature_rule_bounded():
+    with pytest.raises(ValueError, match="n_nodes"):
+        gram_law_quadrature(2.0, 10**6)
+    with pytest.raises(TypeError, match="n_nodes"):
+        gram_law_quadrature(2.0, [160])  # was an unhashable-type error from the cache

@@ -315,3 +315,29 @@ def test_all_public_names_and_doctests():
     }
     res = doctest.testmod(mm)
     assert res.failed == 0 and res.attempted >= 25
+
+
+# ----------------------------------------------------------------------------- issue 13: bad inputs refused
+def test_infinities_bools_and_huge_answers_refused():
+    for call, word in [(lambda: rate_exponent(float("inf")), "beta"), (lambda: upper_bound(float("inf"), 2), "M"),
+                       (lambda: rate_exponent(True), "beta"), (lambda: min_samples(1, 5, 1e6), "beta"),
+                       (lambda: min_samples(10**400, 10**400, 2), "r"), (lambda: lower_bound(100, 2.5, 1), "N"),
+                       (lambda: finite_sample_slope(100, 2, bound=None), "bound"),
+                       (lambda: rate_exponent("2"), "beta")]:
+        with pytest.raises(ValueError) as exc:
+            call()
+        assert word in str(exc.value)
+
+
+def test_exact_integers_beyond_float_range_accepted_symbolically():
+    assert upper_bound(10**400, 2).is_positive
+    assert bool(low_rank_condition(1, 5, 10**400, 2))
+
+
+def test_min_samples_certifies_long_answers():
+    """Answers of ~100 digits: sympy's default precision cannot decide the relational; explicit digits do."""
+    m = min_samples(1, 10, 50.3)
+    assert len(str(m)) == 104
+    b = sp.Rational(50.3)
+    k = 10 ** (2 * b + 1)
+    assert (m - k * sp.log(m)).evalf(200) >= 0 > (m - 1 - k * sp.log(m - 1)).evalf(200)

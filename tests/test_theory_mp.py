@@ -368,3 +368,51 @@ def test_partial_fraction_part_is_the_integral_for_a_nonconstant_denominator():
         P = P_.polytrim(np.asarray(num, dtype=float), 0.0)
         D = P_.polytrim(np.asarray(den, dtype=float), 0.0)
         assert _partial_fraction_integral(P, D, c, power) == gram_rational_integral(num, den, c, power)
+
+
+# ----------------------------------------------------------------------------- issue 13: bad inputs refused
+def test_nan_none_and_complex_are_refused():
+    """mp_density(nan) was 0.0, kernel_stieltjes(nan) a LinAlgError, kernel_density(eta=1j) accepted."""
+    for call, word in [(lambda: mp_density(np.nan, 0.5), "x"), (lambda: mp_stieltjes(None, 0.5), "z"),
+                       (lambda: kernel_stieltjes(np.nan, 2.0, 0.5, 0.5), "z"),
+                       (lambda: kernel_density(0.3, 2.0, 0.5, 0.5, eta=1j), "eta"),
+                       (lambda: kernel_stieltjes(0.3 + 0.5j, 2.0, 0.5, np.inf), "nu"),
+                       (lambda: mp_support(np.inf), "c"), (lambda: mp_delta([0.1, 1j], 2.0), "gamma"),
+                       (lambda: mp_equation(-1.0, 1.0, 1.0), "m"), (lambda: kernel_equation(0.1, 0.3, 0.5, 0.6, 0.1), "nu"),
+                       (lambda: gram_stieltjes("1", 2.0), "w")]:
+        with pytest.raises(ValueError, match=word):
+            call()
+
+
+def test_overflow_is_a_message_about_the_arguments():
+    with pytest.raises(ValueError, match="kernel_stieltjes cannot be evaluated at .*c=1e\\+300"):
+        kernel_stieltjes(0.3 + 0.5j, 1e300, 0.5, 0.5)
+
+
+def test_sizes_bounded_and_limits_configurable():
+    import theory
+
+    with pytest.raises(ValueError, match="max_moment_order"):
+        mp_moment(10**5, 0.5)
+    with pytest.raises(ValueError, match="k must"):
+        mp_moment(10**400, 0.5)  # was an OverflowError
+    old = theory.set_limits(max_moment_order=5000, memory_budget_bytes=2**20)
+    try:
+        assert theory.get_limits().max_moment_order == 5000
+        with pytest.raises(ValueError, match="memory budget"):
+            mp_stieltjes(np.full(10**4, -1.0), 0.5)
+    finally:
+        theory.set_limits(**{k: getattr(old, k) for k in ("max_moment_order", "memory_budget_bytes")})
+    assert theory.get_limits() == theory.Limits()
+
+
+def test_expressions_never_parse_strings(tmp_path):
+    marker = tmp_path / "pwned"
+    evil = f"__import__('os').system('touch {marker}')"
+    for call in (lambda: mp_delta_expr(evil, 1), lambda: mp_stieltjes_expr(evil, 1), lambda: mp_moment(2, evil)):
+        with pytest.raises(TypeError, match="string"):
+            call()
+    assert not marker.exists()
+    assert float(mp_delta_expr(0.5, 2)) == pytest.approx(mp_delta(0.5, 2), rel=1e-14)  # numbers still work
+    with pytest.raises(ValueError, match="z must be nonzero"):
+        mp_stieltjes_expr(0, 2)

@@ -156,3 +156,37 @@ def test_matches_simulation(p, n):
     theory = ridge_error_values(gam, p / n, s)
     assert np.all(4 * se <= 0.2 * np.abs(theory)), (se, theory)  # the test has power at every point
     assert np.all(np.abs(errs.mean(0) - theory) <= 4 * se), (errs.mean(0), theory, se)
+
+
+# ----------------------------------------------------------------------------- issue 13: inputs and precision
+def test_float_zero_gamma_is_the_ridgeless_limit():
+    """ridge_error(0.0, ...) was NaN: sympy's Float(0.0) == 0 is False."""
+    assert ridge_error(0.0, 2.0, 1.0) == 0
+    assert ridge_error(0.0, 0.5, 1.0) == ridge_error_limit(0.5, 1.0)
+
+
+@pytest.mark.parametrize("c", [0.25, 0.99, 1.0, 1.01, 2.0, 12.0])
+def test_sympy_error_keeps_its_digits_at_small_gamma(c):
+    """Floats are evaluated exactly then rounded: no cancellation below gamma = 1e-8 (6e-3 relative at 1e-12, c = 12
+    before).  Reference: the same inputs as exact rationals, evaluated by sympy to 30 digits."""
+    for g in (1e-60, 1e-20, 1e-12, 1e-8, 1e-3, 1.0):
+        ref = ridge_error(sp.Rational(g), sp.Rational(c), 1).evalf(30)
+        assert abs(float(ridge_error(g, c, 1.0)) - float(ref)) <= 1e-14 * abs(float(ref))
+        if c != 1.0:  # the numeric path agrees too (at c = 1 its delta loses ~1e-10 relative below gamma = 1e-12)
+            assert float(ridge_error_values(g, c, 1.0)) == pytest.approx(float(ref), rel=1e-12)
+
+
+def test_strings_are_refused_not_parsed():
+    for call in (lambda: ridge_error("1/10", 2, 1), lambda: ridge_error_limit("2", 1),
+                 lambda: ridge_error_small_gamma_coefficient("2", 1), lambda: ridge_error_small_gamma_coefficient(2, "1")):
+        with pytest.raises(TypeError, match="string"):
+            call()
+
+
+def test_values_refuse_what_float64_cannot_evaluate():
+    with pytest.raises(ValueError, match="gammas"):
+        ridge_error_values([1e-3, np.nan], 0.5, 1.0)
+    with pytest.raises(ValueError, match="no finite value"):  # delta ~ 1e200 overflows delta^4
+        ridge_error_values(1e-200, 0.5, 1.0)
+    with pytest.raises(TypeError, match="c"):
+        ridge_error_values(1e-3, True, 1.0)

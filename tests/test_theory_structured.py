@@ -484,3 +484,29 @@ def test_error_on_grid_quadrature_and_exact_traces_agree():
     assert np.all(sol.quadrature_change < 1e-8 * np.abs(sol.error))
     assert np.all(np.isfinite(sol.traces)) and sol.traces.shape == (4, 3, 3)
     np.testing.assert_array_equal(sol.traces, np.transpose(sol.traces, (0, 2, 1)))  # T is symmetric
+
+
+# ----------------------------------------------------------------------------- issue 13: bad inputs refused
+def test_constants_spikes_and_records_checked():
+    from theory.structured import StructuredSolution, structured_low_rank_matrix
+
+    base = dict(gamma=0.1, c=2.0, snr=1.0)
+    for act, word in [({"a1": "0.6", "sf2": 0.03}, "activation\\['a1'\\]"), ({"a1": 0.6, "sf2": 0.03, "nu": 1}, "keys"),
+                      ({"a1": True, "sf2": 0.03}, "a1"), ({"a1": 0.6, "sf2": np.inf}, "sf2")]:
+        with pytest.raises(ValueError, match=word):
+            structured_attention_error(activation=act, **base)
+    with pytest.raises(ValueError, match="spike"):
+        structured_attention_error(activation="tanh", spike=(1e300, "aligned"), **base)
+    with pytest.raises(ValueError, match="either"):
+        linearisation_control(256, 1.0, [1.0], [1.0], spike=(1.0, "aligned"))
+    with pytest.raises(ValueError, match="Gamma"):
+        structured_low_rank_matrix(np.eye(1), np.eye(2), 2.0)
+    sol = structured_attention_solve([0.1, 0.3], 2.0, "tanh", 1.0, check_quadrature=False)
+    with pytest.raises(ValueError, match="error"):
+        StructuredSolution(**{**sol.__dict__, "error": np.array([np.nan, 0.1])})
+
+
+def test_degenerate_woodbury_is_a_convergence_error():
+    """A singular Woodbury matrix (linear kernel, c = 1e-4, huge gamma) was a raw LinAlgError."""
+    with pytest.raises(StructuredConvergenceError, match="singular Woodbury"):
+        structured_attention_error([1e-20, 1e20], 1e-4, "linear", 1.0, spike=(2.0, "aligned"))

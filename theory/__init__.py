@@ -13,9 +13,20 @@ kernel_spectrum   paper B: free-convolution law of the nonlinear kernel
 ridge             paper B: ridge-regression interpolation error (sympy derivation as code)
 attention         paper B: null-model attention deterministic equivalent
 structured        paper B: attention with signal and spiked weights (project's own derivation)
+
+Input validation (one layer, :mod:`theory._validation`, used by every public callable)
+--------------------------------------------------------------------------------------
+Numbers must be finite and real (NaN, +-inf, complex and ``bool`` are refused unless a parameter documents
+otherwise; symbolic functions also take sympy expressions); integers are checked as integers; strings are never
+parsed (activation names go through the registry, nothing else reaches ``sympify``); messages start with the
+argument's name and state the allowed range.  A wrong type raises :class:`ArgumentTypeError` (a ``TypeError``
+and a ``ValueError``), a wrong value ``ValueError``.  Sizes and memory are bounded by :class:`Limits`
+(:func:`get_limits`, :func:`set_limits`), checked before any work starts.
 """
 
-from . import symbols
+from . import activations, attention, kernel_spectrum, marchenko_pastur, minimax, ridge, structured, symbols
+from ._validation import ArgumentTypeError, Limits, get_limits, set_limits
+from ._version import __version__
 from .activations import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .kernel_spectrum import *  # noqa: F401,F403
@@ -23,3 +34,8 @@ from .marchenko_pastur import *  # noqa: F401,F403
 from .minimax import *  # noqa: F401,F403
 from .ridge import *  # noqa: F401,F403
 from .structured import *  # noqa: F401,F403
+
+__all__ = ["symbols", "ArgumentTypeError", "Limits", "get_limits", "set_limits"]
+for _module in (activations, attention, kernel_spectrum, marchenko_pastur, minimax, ridge, structured):
+    __all__ += list(_module.__all__)
+del _module

@@ -32,13 +32,14 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Any, Callable, Union
 
 import mpmath
 import numpy as np
 import scipy.special
 import sympy as sp
 
+from ._validation import ArgumentTypeError, as_float, check_choice, check_flag, check_real, check_size, describe
 from .symbols import x
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "hermite_moments",
     "numpy_activation",
     "activation_asymptotic_slope",
+    "check_activation",
 ]
 
 ActivationLike = Union[str, sp.Basic]
@@ -98,30 +100,82 @@ ACTIVATIONS: tuple[str, ...] = tuple(_REGISTRY)
 _PHI = sp.exp(-(x**2) / 2) / sp.sqrt(2 * sp.pi)
 
 
-def _check_name(name: str) -> str:
-    if not isinstance(name, str) or name.lower() not in _REGISTRY:
-        raise ValueError(f"activation must be one of {ACTIVATIONS} or a sympy expression in x, got {name!r}")
-    return name.lower()
+def _check_name(name: str, argname: str = "activation") -> str:
+    """Registry key (lower case) of an activation name; ``argname`` names the argument in the message."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"{argname} must be an activation name, one of {ACTIVATIONS}, got {describe(name)}")
+    try:
+        return check_choice(argname, name, ACTIVATIONS, ignore_case=True)
+    except ValueError:
+        raise ValueError(f"{argname} must be an activation: one of {ACTIVATIONS} or a sympy expression in x, "
+                         f"got {describe(name)}") from None
 
 
-def _as_expr(f: ActivationLike, centered: bool = False) -> sp.Expr:
-    """Sympy expression in ``theory.symbols.x`` for a name or an expression."""
+#: points where a user expression must evaluate to a finite real number (a cheap test of "real-valued on R")
+_PROBES = (0.3, -0.7, 1.9)
+
+
+def _as_expr(f: ActivationLike, centered: bool = False, argname: str = "f") -> sp.Expr:
+    """Sympy expression in ``theory.symbols.x`` for a name or an expression (validated; see :func:`check_activation`)."""
     if isinstance(f, str):
-        return activation(f, centered=centered)
-    if isinstance(f, (int, float)):
-        f = sp.sympify(f)
-    if not isinstance(f, sp.Basic):
-        raise ValueError(f"activation must be a registry name {ACTIVATIONS} or a sympy expression, got {f!r}")
+        return activation(_check_name(f, argname), centered=centered)
+    what = f"an activation: one of {ACTIVATIONS} or a real sympy expression in one variable"
+    if isinstance(f, (int, float, np.integer, np.floating)) and not isinstance(f, (bool, np.bool_)):
+        check_real(argname, f)  # a finite constant activation
+        f = sp.sympify(f.item() if isinstance(f, np.generic) else f, strict=True)
+    if not isinstance(f, sp.Expr):
+        raise ArgumentTypeError(f"{argname} must be {what}, got {describe(f)} of type {type(f).__name__}")
+    if f.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        raise ValueError(f"{argname} must be {what}, got {describe(f)}")
     free = f.free_symbols
     if free - {x}:
         if len(free) == 1:
             (other,) = free
             f = f.subs(other, x)
         else:
-            raise ValueError(f"activation expression must depend on one variable only, got free symbols {free}")
+            raise ValueError(f"{argname} must depend on one variable only, got free symbols {free}")
+    _check_real_valued(f, argname)
     if centered:
         f = f - _gauss_mean(f)
     return f
+
+
+def _check_real_valued(f: sp.Expr, argname: str) -> None:
+    """Refuse an expression that is not a finite real number at the probe points (complex, log of negatives...)."""
+    for t in _PROBES:
+        try:
+            val = complex(f.subs(x, t).evalf(20))
+        except (TypeError, ValueError):
+            raise ValueError(f"{argname} must be a real function of x, got {describe(f)}") from None
+        if val.imag != 0 or not np.isfinite(val.real):
+            raise ValueError(f"{argname} must be a real function of x (finite and real at x = {t}), "
+                             f"got {describe(f)}")
+
+
+def check_activation(f: Any, argname: str = "activation") -> str | sp.Expr:
+    """Validated activation: the registry key of a name, or the expression in ``x`` of a sympy expression.
+
+    Names are looked up in the registry (case-insensitive) and never parsed; an expression must be a real sympy
+    expression in at most one variable without NaN or infinities, finite and real at a few probe points (a finite
+    number is a constant activation).
+
+    Parameters
+    ----------
+    f : registry name or sympy expression.
+    argname : the argument's name in the caller, the first word of the error message.
+
+    Returns
+    -------
+    str (registry key, lower case) or sympy.Expr (in ``theory.symbols.x``).
+
+    Examples
+    --------
+    >>> check_activation("TanH")
+    'tanh'
+    """
+    if isinstance(f, str):
+        return _check_name(f, argname)
+    return _as_expr(f, argname=argname)
 
 
 def _registry_match(expr: sp.Expr) -> tuple[str, sp.Expr] | None:
@@ -252,7 +306,8 @@ def activation(name: str, centered: bool = True) -> sp.Expr:
     >>> activation("relu")
     Max(0, x) - sqrt(2)/(2*sqrt(pi))
     """
-    key = _check_name(name)
+    key = _check_name(name, "name")
+    check_flag("centered", centered)
     raw = _REGISTRY[key][0]
     if not centered:
         return raw
@@ -274,16 +329,21 @@ def hermite_coefficients(f: ActivationLike, order: int, centered: bool = False) 
     -------
     list of sympy numbers: exact where a closed form exists, ``sympy.Float`` (25 digits) else.
 
+    Raises
+    ------
+    ValueError
+        ``order`` above ``theory.get_limits().max_hermite_order`` (20 by default: order 20 takes up to ~10 s
+        for ``gelu``), or an invalid activation.
+
     Examples
     --------
     >>> hermite_coefficients("relu", 2)
     [sqrt(2)/(2*sqrt(pi)), 1/2, 1/(2*sqrt(pi))]
     """
-    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 0:
-        raise ValueError(f"order must be an integer >= 0, got {order!r}")
-    order = int(order)
+    order = check_size("order", order, 0, "max_hermite_order")
+    check_flag("centered", centered)
     if isinstance(f, str):
-        key = _check_name(f)
+        key = _check_name(f, "f")
         coeffs = [_registry_coefficient(key, k) for k in range(order + 1)]
         if centered:
             coeffs[0] = sp.Integer(0)
@@ -321,6 +381,12 @@ class HermiteMoments:
     nu: float
     sf2: float
 
+    def __post_init__(self) -> None:
+        for name in ("a0", "a1", "a2"):
+            as_float(name, getattr(self, name))
+        for name in ("nu", "sf2"):
+            as_float(name, getattr(self, name), low=0)
+
 
 @functools.lru_cache(maxsize=None)
 def _moments_of_expr(expr: sp.Expr) -> HermiteMoments:
@@ -347,7 +413,7 @@ def hermite_moments(f: ActivationLike) -> HermiteMoments:
     >>> round(m.a1, 4), round(m.nu, 4)
     (0.6515, 0.4646)
     """
-    expr = _REGISTRY[_check_name(f)][0] if isinstance(f, str) else _as_expr(f)
+    expr = _REGISTRY[_check_name(f, "f")][0] if isinstance(f, str) else _as_expr(f)
     return _moments_of_expr(expr)
 
 
@@ -377,7 +443,8 @@ def numpy_activation(f: ActivationLike, centered: bool = True) -> Callable[[np.n
 
     Returns
     -------
-    callable ``ndarray -> ndarray`` (float64).
+    callable ``ndarray -> ndarray`` (float64); it refuses complex, string, bool and object input (NaN in, NaN
+    out: it is elementwise IEEE arithmetic, kept free of per-call scans for the simulations).
 
     Examples
     --------
@@ -385,8 +452,9 @@ def numpy_activation(f: ActivationLike, centered: bool = True) -> Callable[[np.n
     >>> round(float(g(np.array([0.0]))[0]), 6)
     -0.398942
     """
+    check_flag("centered", centered)
     if isinstance(f, str):
-        key = _check_name(f)
+        key = _check_name(f, "f")
         base = _NUMPY_IMPL[key]
         a0 = float(_registry_coefficient(key, 0)) if centered else 0.0
     else:
@@ -395,6 +463,8 @@ def numpy_activation(f: ActivationLike, centered: bool = True) -> Callable[[np.n
         a0 = float(_gauss_mean(expr)) if centered else 0.0
 
     def fn(t: np.ndarray) -> np.ndarray:
+        if isinstance(t, (str, bytes)) or np.asarray(t).dtype.kind not in "iuf":
+            raise ArgumentTypeError(f"t must be real numbers (an int or float array), got {describe(t)}")
         t = np.asarray(t, dtype=np.float64)
         out = np.asarray(base(t), dtype=np.float64)
         if out.shape != t.shape:
@@ -418,7 +488,7 @@ def activation_asymptotic_slope(f: ActivationLike) -> float:
         diverges with ``p``.
     """
     expr = _as_expr(f, centered=False)
-    if isinstance(f, str) and _check_name(f) == "softplus":
+    if isinstance(f, str) and _check_name(f, "f") == "softplus":
         lim = sp.Integer(1)
     else:
         lim = sp.limit(expr / x, x, sp.oo)

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import require_nonnegative, require_positive
-from .activations import ActivationLike, hermite_moments
+from ._validation import ArgumentTypeError, as_array, as_float, check_flag, finite_result
+from .activations import ActivationLike, check_activation, hermite_moments
 from .null_system import (  # noqa: F401  (re-exported: public names of this module since the first release)
     NULL_SYSTEMS,
     NullSolution,
@@ -28,6 +28,12 @@ from .null_system import (  # noqa: F401  (re-exported: public names of this mod
 )
 
 from . import null_system as _null_system  # noqa: E402
+from .null_system import _C_RANGE, _GAMMA_RANGE, _check_grid, _solver_options  # noqa: E402
+
+#: the options of the solvers (:func:`solve_null_system_full`, :func:`theory.structured_attention_solve`)
+_SOLVER_OPTIONS = ("system", "method", "n_nodes", "tol", "maxiter", "max_iter", "check_quadrature")
+#: largest ``snr`` of the structured solver (checked there; the same bound for spike strengths)
+_SNR_MAX = 1e8
 
 __all__ = ["attention_error", "attention_small_gamma_law", *_null_system.__all__]
 
@@ -58,9 +64,13 @@ def attention_error(
         ``w_k``, ``w_q``.
     diagonal : ``"removed"`` (default), ``"kept"`` (``d0 = lim f(t)/t``) or an explicit ``d0``
         (e.g. :func:`kept_diagonal` at a finite ``p``).
-    **solver_options : ``system`` (``"symmetric"`` default, or ``"spec"``), ``method``,
-        ``n_nodes``, ``tol``, ``max_iter`` (see :func:`solve_null_system_full`); passed on to the
-        structured solver when signal or spikes are present.
+    **solver_options : ``system`` (``"symmetric"`` default, alias ``"corrected"``, or ``"spec"``), ``method``,
+        ``n_nodes``, ``tol``, ``maxiter`` / ``max_iter`` (see :func:`solve_null_system_full`), checked by the same
+        rules on both paths and passed on to the structured solver when signal or spikes are present;
+        ``check_quadrature`` (a bool) only acts there (the null path has no trace integrals).
+
+    Domain: ``gamma`` in ``[1e-30, 1e30]`` (at most ``Limits.max_grid_size`` values), ``c`` in ``[1e-4, 1e4]``,
+    ``snr`` in ``[0, 1e8]``.
 
     Returns
     -------
@@ -71,7 +81,7 @@ def attention_error(
     ValueError
         Invalid arguments.
     RuntimeError
-        The system did not converge.
+        The system did not converge (the message gives ``gamma`` and the residual reached).
     NotImplementedError
         Structured case requested but :mod:`theory.structured` does not provide it.
 
@@ -84,11 +94,11 @@ def attention_error(
     >>> bool(attention_error(0.1, 2.0, "tanh", snr=1.0, spike=(4.0, "aligned")) < attention_error(0.1, 2.0, "tanh", snr=1.0))
     True
     """
-    g = np.asarray(gamma, dtype=np.float64)
-    if np.any(~np.isfinite(g)) or np.any(g <= 0):
-        raise ValueError(f"gamma must be > 0, got {gamma!r}")
-    require_positive("c", c)
-    require_nonnegative("snr", snr)
+    g = as_array("gamma", gamma, low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1])
+    _check_grid("gamma", g.size)
+    as_float("c", c, low=_C_RANGE[0], high=_C_RANGE[1])
+    as_float("snr", snr, low=0, high=_SNR_MAX)
+    _check_solver_keywords(solver_options)
     if spike is not None and (w_k is not None or w_q is not None):
         raise ValueError("give either spike=(strength, kind) or the vectors w_k, w_q, not both")
     if spike is not None:
@@ -102,11 +112,28 @@ def attention_error(
                 "theory.structured.structured_attention_error, which is not available"
             ) from None
         return structured_attention_error(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
-    hm = hermite_moments(activation)
+    check_activation(activation, "activation")
     d0 = null_kernel_diagonal(activation, diagonal)
+    hm = hermite_moments(activation)
+    solver_options.pop("check_quadrature", None)
     _, ddt = null_system_derivative(-g, c, hm.a1, hm.sf2, d0, **solver_options)
-    err = g**2 * np.asarray(ddt)
+    err = finite_result("attention_error", g**2 * np.asarray(ddt), gamma=gamma, c=c)
     return float(err) if np.ndim(err) == 0 else err
+
+
+def _check_solver_keywords(options: dict[str, Any]) -> None:
+    """The solver options of :func:`attention_error`: known names, each checked as on the structured path."""
+    unknown = sorted(set(options) - set(_SOLVER_OPTIONS))
+    if unknown:
+        raise ArgumentTypeError(f"{unknown[0]} is not a solver option of attention_error; the options are "
+                                f"{_SOLVER_OPTIONS}")
+    if "maxiter" in options and "max_iter" in options:
+        raise ValueError("give maxiter or max_iter (the same option), not both")
+    name = "maxiter" if "maxiter" in options else "max_iter"
+    _solver_options(options.get("system", "symmetric"), options.get("method", "exact"), options.get("n_nodes", 160),
+                    options.get("tol", 1e-12), options.get(name, 100), names=(name, name))
+    if "check_quadrature" in options:
+        check_flag("check_quadrature", options["check_quadrature"])
 
 
 def attention_small_gamma_law(
@@ -120,9 +147,12 @@ def attention_small_gamma_law(
     SPEC's ``C_f sqrt(gamma)``), ``e = 2`` when it does not (interpolation, like ridge), ``e = 0``
     for ``c < 1`` (``E_A -> 1 - c``).  A numerical reading, not a closed form.
     """
-    g = np.asarray(gammas, dtype=float)
-    if g.shape != (2,) or np.any(g <= 0) or g[0] >= g[1]:
+    g = as_array("gammas", gammas, low=0, low_open=True)
+    if g.shape != (2,) or g[0] >= g[1]:
         raise ValueError(f"gammas must be two increasing positive numbers, got {gammas!r}")
     e = attention_error(g, c, activation, diagonal=diagonal, **solver_options)
+    if not np.all(e > 0):
+        raise ValueError(f"attention_small_gamma_law needs E_A > 0 at both gammas, got {e} (c={c!r}, "
+                         f"activation={activation!r}): no power law to read")
     slope = float(np.log(e[1] / e[0]) / np.log(g[1] / g[0]))
-    return slope, float(e[0] / g[0] ** slope)
+    return finite_result("attention_small_gamma_law", (slope, float(e[0] / g[0] ** slope)), c=c, gammas=gammas)

@@ -38,27 +38,47 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import require_nonnegative, require_positive
+from ._validation import as_array, as_float, as_int, check_array_memory, check_complex, finite_result, numeric_errors
 
 __all__ = ["kernel_stieltjes", "kernel_density", "kernel_equation", "kernel_support_estimate"]
 
 
+#: bytes of intermediate arrays per ``z`` point of :func:`kernel_stieltjes` (companion matrices, roots, masks)
+_BYTES_PER_POINT = 1024
+
+
 def _validate(c: Any, a1: Any, nu: Any) -> tuple[float, float, float]:
-    require_positive("c", c)
-    require_positive("nu", nu)
-    a1 = float(a1)
-    if not np.isfinite(a1):
-        raise ValueError(f"a1 must be a finite real number, got {a1!r}")
-    sf2 = float(nu) - a1**2
+    c = as_float("c", c, low=0, low_open=True)
+    nu = as_float("nu", nu, low=0, low_open=True)
+    a1 = as_float("a1", a1)
+    sf2 = nu - a1**2
     if sf2 < -1e-12:
         raise ValueError(f"nu must be >= a1^2 (nu = E f^2 >= (E xi f)^2), got nu={nu!r}, a1={a1!r}")
-    return float(c), a1, max(sf2, 0.0)
+    return c, a1, max(sf2, 0.0)
 
 
 def kernel_equation(m: Any, z: Any, c: float, a1: float, nu: float) -> Any:
-    """Residual ``m + 1 / (z + a1^2 m/(c + a1 m) + (nu - a1^2) m / c)`` (numbers or arrays)."""
+    """Residual ``m + 1 / (z + a1^2 m/(c + a1 m) + (nu - a1^2) m / c)`` (numbers or arrays; ``m``, ``z`` complex).
+
+    ``c > 0``, ``a1`` real, ``nu >= a1^2``, ``nu > 0`` (floats); a pole of the residual (``c + a1 m = 0`` or a vanishing
+    denominator) is refused with a ``ValueError``.
+    """
+    m, z = (_operand(name, v) for name, v in (("m", m), ("z", z)))
+    c = as_float("c", c, low=0, low_open=True)
+    a1, nu = as_float("a1", a1), as_float("nu", nu, low=0, low_open=True)
     sf2 = nu - a1**2
-    return m + 1.0 / (z + a1**2 * m / (c + a1 * m) + sf2 * m / c)
+    if sf2 < -1e-12:
+        raise ValueError(f"nu must be >= a1^2 (nu = E f^2 >= (E xi f)^2), got nu={nu!r}, a1={a1!r}")
+    with numeric_errors("kernel_equation", m=m, z=z, c=c, a1=a1, nu=nu), np.errstate(divide="raise", over="raise", invalid="raise"):
+        out = m + 1.0 / (z + a1**2 * m / (c + a1 * m) + sf2 * m / c)
+    return finite_result("kernel_equation", out, m=m, z=z, c=c, a1=a1, nu=nu)
+
+
+def _operand(name: str, v: Any) -> Any:
+    """A finite real or complex number, or a (complex) array of them."""
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return as_array(name, v, complex_ok=True, bytes_per_element=64)
+    return check_complex(name, v)
 
 
 def _fixed_point(z: np.ndarray, c: float, a1: float, sf2: float, iters: int = 20000) -> np.ndarray:
@@ -95,10 +115,18 @@ def kernel_stieltjes(z: Any, c: float, a1: float, nu: float, eta: float = 0.0) -
         No root passes the branch test (should not happen; reported rather than returning NaN).
     """
     c, a1, sf2 = _validate(c, a1, nu)
-    require_nonnegative("eta", eta)
-    zin = np.asarray(z, dtype=np.complex128)
+    eta = as_float("eta", eta, low=0)
+    zin = np.asarray(as_array("z", z, complex_ok=True, bytes_per_element=_BYTES_PER_POINT), dtype=np.complex128)
     if np.any(zin.imag < 0):
         raise ValueError("z must have Im z >= 0 (the branch is defined on the upper half-plane)")
+    with numeric_errors("kernel_stieltjes", z=z, c=c, a1=a1, nu=nu, eta=eta), np.errstate(over="ignore",
+                                                                                           invalid="ignore"):
+        out = _stieltjes_core(zin, c, a1, sf2, eta)  # overflow: refused by finite_result or numeric_errors
+    return finite_result("kernel_stieltjes", out, z=z, c=c, a1=a1, nu=nu, eta=eta)
+
+
+def _stieltjes_core(zin: np.ndarray, c: float, a1: float, sf2: float, eta: float) -> Any:
+    """:func:`kernel_stieltjes` on checked inputs (``zin`` complex128 with ``Im >= 0``)."""
     zz = np.atleast_1d(zin + 1j * eta).ravel()
     zz = np.where(zz.imag <= 0, zz.real + 1e-12j, zz)
     if abs(a1) < 1e-7 * np.sqrt(sf2 + a1**2):
@@ -175,17 +203,22 @@ def _select_branch(roots: np.ndarray, zz: np.ndarray, c: float, a1: float, sf2: 
 def kernel_density(x: Any, c: float, a1: float, nu: float, eta: float = 1e-9) -> Any:
     """Density of the kernel's limiting spectral law by Stieltjes inversion, ``Im m(x + i eta) / pi``.
 
-    Numbers or arrays in; floats or float arrays out.
+    Numbers or arrays in; floats or float arrays out.  ``eta >= 0`` (``0``: the boundary value at ``+i 1e-12``).
     """
-    m = kernel_stieltjes(np.asarray(x, dtype=np.float64) + 1j * eta, c, a1, nu)
+    xa = as_array("x", x, bytes_per_element=_BYTES_PER_POINT)
+    eta = as_float("eta", eta, low=0)
+    m = kernel_stieltjes(xa + 1j * eta, c, a1, nu)
     dens = np.maximum(np.imag(m), 0.0) / np.pi
     return float(dens) if np.ndim(dens) == 0 else dens
 
 
 def kernel_support_estimate(c: float, a1: float, nu: float, grid: int = 4001) -> tuple[float, float]:
     """Approximate edges of the kernel law: where the density exceeds 1e-6 on a grid wide enough
-    to contain it (``|x| <= |a1| (1 + 1/sqrt c)^2 + 2 sqrt(sf2 / c) + 1``)."""
+    to contain it (``|x| <= |a1| (1 + 1/sqrt c)^2 + 2 sqrt(sf2 / c) + 1``).  ``grid >= 3`` points, within the
+    memory budget (``theory.get_limits().memory_budget_bytes``)."""
     c, a1, sf2 = _validate(c, a1, nu)
+    grid = as_int("grid", grid, low=3)
+    check_array_memory("grid", grid, _BYTES_PER_POINT)
     r = abs(a1) * (1 + 1 / np.sqrt(c)) ** 2 + 2 * np.sqrt(sf2 / c) + 1.0
     xs = np.linspace(-r, r, grid)
     d = kernel_density(xs, c, a1, nu, eta=1e-9)

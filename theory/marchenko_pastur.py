@@ -32,7 +32,16 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ._validation import require_integer, require_positive
+from ._validation import (
+    as_array,
+    as_float,
+    check_complex,
+    check_size,
+    finite_result,
+    numeric_errors,
+    require_positive,
+    to_sympy,
+)
 
 __all__ = [
     "mp_stieltjes",
@@ -47,8 +56,17 @@ __all__ = [
 ]
 
 
+#: bytes of intermediate arrays per input element of the vectorised functions (for the memory budget)
+_BYTES_PER_POINT = 256
+
+
 def _check_c(c: Any) -> Any:
     return require_positive("c", c)
+
+
+def _float_c(c: Any) -> float:
+    """``float(c)`` of a number ``c > 0`` (symbolic ``c`` refused)."""
+    return as_float("c", c, low=0, low_open=True)
 
 
 def mp_support(c: float) -> tuple[float, float]:
@@ -59,7 +77,7 @@ def mp_support(c: float) -> tuple[float, float]:
     _check_c(c)
     if isinstance(c, sp.Basic):
         return (1 - sp.sqrt(c)) ** 2, (1 + sp.sqrt(c)) ** 2
-    rc = float(np.sqrt(c))
+    rc = float(np.sqrt(_float_c(c)))
     return (1.0 - rc) ** 2, (1.0 + rc) ** 2
 
 
@@ -68,12 +86,34 @@ def mp_atom(c: Any) -> Any:
     _check_c(c)
     if isinstance(c, sp.Basic):
         return sp.Max(1 - c, 0)
-    return max(1.0 - float(c), 0.0)
+    return max(1.0 - _float_c(c), 0.0)
 
 
 def mp_equation(m: Any, z: Any, c: Any) -> Any:
-    """Residual ``m - 1 / (-z + c / (1 + m))`` of the fixed-point equation (numbers or sympy)."""
-    return m - 1 / (-z + c / (1 + m))
+    """Residual ``m - 1 / (-z + c / (1 + m))`` of the fixed-point equation (numbers, arrays or sympy).
+
+    ``m`` and ``z`` may be complex, ``c > 0``; the poles ``m = -1`` and ``-z + c / (1 + m) = 0`` are refused.
+    """
+    m, z = (_complex_operand(name, v) for name, v in (("m", m), ("z", z)))
+    c = require_positive("c", c) if not isinstance(c, (list, tuple, np.ndarray)) else as_array("c", c, low=0,
+                                                                                               low_open=True)
+    symbolic = any(isinstance(v, sp.Basic) for v in (m, z, c))
+    if not symbolic:
+        if np.any(np.asarray(1 + m) == 0):
+            raise ValueError("m = -1 is a pole of the equation (1 + m = 0)")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if np.any(np.asarray(-z + c / (1 + m)) == 0):
+                raise ValueError(f"m, z and c make -z + c / (1 + m) vanish (a pole), got m={m!r}, z={z!r}, c={c!r}")
+    with numeric_errors("mp_equation", m=m, z=z, c=c):
+        out = m - 1 / (-z + c / (1 + m))
+    return out if symbolic else finite_result("mp_equation", out, m=m, z=z, c=c)
+
+
+def _complex_operand(name: str, v: Any) -> Any:
+    """A checked number, sympy expression or (complex) array operand of :func:`mp_equation`."""
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return as_array(name, v, complex_ok=True, bytes_per_element=_BYTES_PER_POINT)
+    return check_complex(name, v, symbolic=True)
 
 
 def mp_stieltjes(z: Any, c: float) -> Any:
@@ -93,9 +133,15 @@ def mp_stieltjes(z: Any, c: float) -> Any:
     ValueError
         ``c <= 0``, or ``z = 0`` where ``m`` is infinite (``c <= 1``).
     """
-    _check_c(c)
-    c = float(c)
-    z_in = np.asarray(z)
+    c = _float_c(c)
+    z_in = as_array("z", z, complex_ok=True, bytes_per_element=_BYTES_PER_POINT)
+    with numeric_errors("mp_stieltjes", z=z, c=c):
+        m = _stieltjes_branch(z_in, c)
+    return finite_result("mp_stieltjes", m, z=z, c=c)
+
+
+def _stieltjes_branch(z_in: np.ndarray, c: float) -> Any:
+    """:func:`mp_stieltjes` on a checked array ``z_in`` (float64 or complex128) and a float ``c > 0``."""
     real_input = not np.iscomplexobj(z_in)
     zc = z_in.astype(np.complex128) + 0j  # +0j turns -0.0 imaginary parts into +0.0
     lo, hi = mp_support(c)
@@ -125,25 +171,31 @@ def mp_delta(gamma: Any, c: float) -> Any:
     ``gamma + c - 1 > 0`` (no cancellation at small ``gamma``).  ``gamma = 0`` is allowed when
     ``c > 1`` (``delta(0) = 1 / (c - 1)``).
     """
-    _check_c(c)
-    g = np.asarray(gamma, dtype=np.float64)
-    if np.any(np.isnan(g)) or np.any(g < 0):
-        raise ValueError(f"gamma must be >= 0, got {gamma!r}")
+    c = _float_c(c)
+    g = as_array("gamma", gamma, low=0, bytes_per_element=_BYTES_PER_POINT)
     if np.any(g == 0) and c <= 1:
         raise ValueError(f"gamma must be > 0 when c <= 1 (delta(0) is infinite), got {gamma!r}")
     b = g + float(c) - 1.0
-    root = np.sqrt(b * b + 4.0 * g)
+    with np.errstate(over="ignore"):
+        root = np.sqrt(b * b + 4.0 * g)
     with np.errstate(divide="ignore", invalid="ignore"):
         pos = 2.0 / (root + b)
         neg = (root - b) / (2.0 * np.where(g == 0, 1.0, g))
     out = np.where(b > 0, pos, neg)
+    out = finite_result("mp_delta", out, gamma=gamma, c=c)
     return float(out) if out.ndim == 0 else out
 
 
 def mp_stieltjes_expr(z: Any, c: Any) -> sp.Expr:
-    """Sympy closed form of :func:`mp_stieltjes` (same branch): ``(-(1+z-c) + R(z)) / (2z)``."""
-    _check_c(c)
-    z, c = sp.sympify(z), sp.sympify(c)
+    """Sympy closed form of :func:`mp_stieltjes` (same branch): ``(-(1+z-c) + R(z)) / (2z)``.
+
+    ``z``: a nonzero real or complex number or a sympy expression (the form is ``0/0`` at ``z = 0``);
+    ``c > 0``.  Numbers and sympy objects only: strings are refused, never parsed.
+    """
+    z = to_sympy("z", z, complex_ok=True)
+    c = to_sympy("c", c, low=0, low_open=True)
+    if z.is_zero:
+        raise ValueError("z must be nonzero: the closed form is 0/0 at z = 0 (mp_stieltjes gives the limit)")
     lo, hi = (1 - sp.sqrt(c)) ** 2, (1 + sp.sqrt(c)) ** 2
     return (-(1 + z - c) + sp.sqrt(z - lo) * sp.sqrt(z - hi)) / (2 * z)
 
@@ -152,10 +204,11 @@ def mp_delta_expr(gamma: Any, c: Any) -> sp.Expr:
     """Sympy closed form of ``delta(gamma)``: ``(sqrt((gamma+c-1)^2 + 4 gamma) - (gamma+c-1)) / (2 gamma)``.
 
     Equal to ``mp_stieltjes_expr(-gamma, c)`` for ``gamma > 0`` (the product of the two square
-    roots of ``R(-gamma)`` is ``-sqrt((gamma + lam_-)(gamma + lam_+))``).
+    roots of ``R(-gamma)`` is ``-sqrt((gamma + lam_-)(gamma + lam_+))``).  ``gamma > 0``, ``c > 0``: numbers or
+    sympy objects (strings are refused, never parsed).
     """
-    _check_c(c)
-    gamma, c = sp.sympify(gamma), sp.sympify(c)
+    gamma = to_sympy("gamma", gamma, low=0, low_open=True)
+    c = to_sympy("c", c, low=0, low_open=True)
     b = gamma + c - 1
     return (sp.sqrt(b**2 + 4 * gamma) - b) / (2 * gamma)
 
@@ -166,8 +219,8 @@ def mp_density(x: Any, c: float) -> Any:
     It integrates to ``min(c, 1)``; the atom ``1 - c`` at 0 (``c < 1``) is :func:`mp_atom`.
     Zero outside ``[lam_-, lam_+]``.  Numbers or arrays.
     """
-    _check_c(c)
-    xa = np.asarray(x, dtype=np.float64)
+    c = _float_c(c)
+    xa = as_array("x", x, bytes_per_element=_BYTES_PER_POINT)
     lo, hi = mp_support(c)
     inside = (xa > lo) & (xa < hi) & (xa > 0)
     xs = np.where(inside, xa, 1.0)
@@ -178,15 +231,14 @@ def mp_density(x: Any, c: float) -> Any:
 def mp_moment(k: int, c: Any) -> sp.Expr:
     """``int x^k dmu_c = lim 1/n tr (Z^T Z / n)^k = sum_{j=1}^k N(k, j) c^j`` (``1`` for ``k = 0``).
 
-    ``N(k, j) = binomial(k, j) binomial(k, j - 1) / k`` (Narayana).  Sympy in, sympy out.
+    ``N(k, j) = binomial(k, j) binomial(k, j - 1) / k`` (Narayana).  Sympy in, sympy out.  ``k`` is at most
+    ``theory.get_limits().max_moment_order`` (1000: about 0.3 s).
 
     >>> mp_moment(2, sp.Symbol("c"))
     c**2 + c
     """
-    require_integer("k", k, 0)
-    _check_c(c)
-    k = int(k)
-    c = sp.sympify(c)
+    k = check_size("k", k, 0, "max_moment_order")
+    c = to_sympy("c", c, low=0, low_open=True)
     if k == 0:
         return sp.Integer(1)
     return sp.expand(sum(sp.binomial(k, j) * sp.binomial(k, j - 1) / k * c**j for j in range(1, k + 1)))

@@ -35,8 +35,9 @@ from typing import Any
 
 import mpmath
 import sympy as sp
+from sympy.core.evalf import PrecisionExhausted
 
-from ._validation import require_at_least, require_greater, require_integer, require_positive
+from ._validation import check_choice, describe, get_limits, require_at_least, require_integer, require_positive
 
 __all__ = [
     "rate_exponent",
@@ -60,7 +61,11 @@ _BOUNDS = ("upper", "rate", "lower")
 
 # --------------------------------------------------------------------------------------------- helpers
 def _s(value: Any) -> sp.Expr:
-    """sympify a number (NumPy scalars included) or pass a sympy expression through."""
+    """sympify a number (NumPy scalars included) or pass a sympy expression through.
+
+    Only called on values the ``require_*`` checks accepted (numbers and sympy objects); ``strict=True`` makes
+    sure no string is ever parsed.
+    """
     if isinstance(value, sp.Basic):
         return value
     try:
@@ -70,7 +75,7 @@ def _s(value: Any) -> sp.Expr:
             value = value.item()
     except ImportError:  # pragma: no cover
         pass
-    return sp.sympify(value)
+    return sp.sympify(value, strict=True)
 
 
 def _beta(beta: Any) -> sp.Expr:
@@ -363,6 +368,10 @@ def beta_from_bspline_degree(P: Any) -> sp.Expr:
 
 
 # --------------------------------------------------------------------------------------------- slopes
+def _check_bound(bound: Any) -> str:
+    return check_choice("bound", bound, _BOUNDS)
+
+
 def _bound_expr(M: sp.Expr, beta: sp.Expr, bound: str) -> sp.Expr:
     if bound == "upper":
         return upper_bound(M, beta)
@@ -408,8 +417,7 @@ def finite_sample_slope(M: Any, beta: Any, bound: str = "upper") -> sp.Expr:
     """
     M = _M(M)
     b = _beta(beta)
-    if bound not in _BOUNDS:
-        raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
+    _check_bound(bound)
     return _log_slope(lambda m: _bound_expr(m, b, bound), M)
 
 
@@ -439,11 +447,10 @@ def average_slope(M_lo: Any, M_hi: Any, beta: Any, bound: str = "upper") -> sp.E
     """
     M_lo = _M(M_lo, "M_lo")
     M_hi = _M(M_hi, "M_hi")
-    if _is_numeric(M_lo, M_hi):
-        require_greater("M_hi", M_hi, float(M_lo))
+    if _is_numeric(M_lo, M_hi) and not bool(M_hi > M_lo):
+        raise ValueError(f"M_hi must be > M_lo (the sweep is M_lo < M_hi), got M_lo={M_lo}, M_hi={M_hi}")
     b = _beta(beta)
-    if bound not in _BOUNDS:
-        raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
+    _check_bound(bound)
     e = rate_exponent(b)
     if bound != "upper":  # pure power law: the secant slope is the exponent itself
         return -e
@@ -514,6 +521,13 @@ def min_samples(r: Any, d: Any, beta: Any) -> int:
     -------
     int
 
+    Raises
+    ------
+    ValueError
+        Invalid ``r, d, beta``, or ``k = (r d)^(2 beta + 1)`` with more than
+        ``theory.get_limits().max_min_samples_digits`` (200) decimal digits: the answer, about ``k log k``,
+        would take that many digits (and the search about ``3.3`` times as many steps).
+
     Examples
     --------
     >>> min_samples(1, 30, 2)
@@ -529,15 +543,21 @@ def min_samples(r: Any, d: Any, beta: Any) -> int:
             raise ValueError(f"{name} must be a number for min_samples, got {v!r}")
     if isinstance(b, sp.Float):
         b = sp.Rational(b)
+    _check_answer_size(r, d, b)
 
     # equivalent form (both sides positive, x -> x^(2 beta + 1) increasing): k log M <= M, k = (r d)^(2 beta + 1)
     k_expr = (r * d) ** (2 * b + 1)
 
-    def exact(m: int) -> bool:  # sympy: adaptive-precision evaluation of the relational
-        return bool(sp.Le(k_expr * sp.log(sp.Integer(m)), sp.Integer(m)))
+    try:
+        k_digits = len(str(int(sp.ceiling(k_expr))))
+    except PrecisionExhausted:  # k within ~1e-15 relative of an integer it cannot resolve: estimate the digits
+        k_digits = int(float((2 * b + 1) * sp.log(r * d, 10))) + 2
+
+    def exact(m: int) -> bool:
+        return _exact_condition(k_expr, m)
 
     def fast(m: int) -> bool:  # mpmath with 50 guard digits; sympy decides the (never seen) close calls
-        dps = len(str(m)) + len(str(int(sp.ceiling(k_expr)))) + 50
+        dps = len(str(m)) + k_digits + 50
         with mpmath.workdps(dps):
             k = mpmath.mpf(str(sp.N(k_expr, dps)))
             gap = mpmath.mpf(m) - k * mpmath.log(m)
@@ -545,21 +565,45 @@ def min_samples(r: Any, d: Any, beta: Any) -> int:
                 return bool(gap >= 0)
         return exact(m)
 
-    def search(ok) -> int:
-        if ok(3):
-            return 3
-        lo, hi = 3, 6  # invariant: not ok(lo)
-        while not ok(hi):
-            lo, hi = hi, 2 * hi
-        while hi - lo > 1:  # invariant: not ok(lo), ok(hi)
-            mid = (lo + hi) // 2
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi
-
-    m0 = search(fast)
+    m0 = _first_true(fast)
     if exact(m0) and (m0 == 3 or not exact(m0 - 1)):  # certify minimality with sympy
         return m0
-    return search(exact)  # pragma: no cover - only if mpmath and sympy disagreed
+    return _first_true(exact)  # pragma: no cover - only if mpmath and sympy disagreed
+
+
+def _exact_condition(k_expr: sp.Expr, m: int) -> bool:
+    """``k log m <= m`` decided by sympy (adaptive precision; explicit digits when its default cannot decide)."""
+    try:
+        return bool(sp.Le(k_expr * sp.log(sp.Integer(m)), sp.Integer(m)))
+    except (TypeError, PrecisionExhausted):  # too close for sympy's default precision (answers of ~100 digits)
+        dps = len(str(m)) + 60
+        gap = (sp.Integer(m) - k_expr * sp.log(sp.Integer(m))).evalf(dps, strict=True, maxn=8 * dps)
+        return bool(gap >= 0)
+
+
+def _first_true(ok) -> int:
+    """Smallest integer ``m >= 3`` with ``ok(m)`` for a predicate true on a ray: doubling, then bisection."""
+    if ok(3):
+        return 3
+    lo, hi = 3, 6  # invariant: not ok(lo)
+    while not ok(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:  # invariant: not ok(lo), ok(hi)
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _check_answer_size(r: sp.Expr, d: sp.Expr, b: sp.Expr) -> None:
+    """Refuse ``r, d, beta`` whose ``k = (r d)^(2 beta + 1)`` has more digits than the limit (before any search)."""
+    limit = get_limits().max_min_samples_digits
+    digits = float((2 * b + 1) * sp.log(r * d, 10)) if r * d > 1 else 0.0
+    if digits > limit:
+        raise ValueError(
+            f"beta, r and d give k = (r d)^(2 beta + 1) of about {digits:.4g} digits (beta={describe(b)}, "
+            f"r d={describe(int(r * d))}): over "
+            f"the limit of {limit} digits (Limits.max_min_samples_digits; raise it with "
+            f"theory.set_limits(max_min_samples_digits=...))")

@@ -73,8 +73,17 @@ import scipy.stats
 import sympy as sp
 
 from ._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
-from ._validation import require_integer, require_nonnegative, require_positive
-from .activations import ActivationLike, activation_asymptotic_slope, numpy_activation
+from ._validation import (
+    ArgumentTypeError,
+    as_array,
+    as_float,
+    check_choice,
+    check_real,
+    check_size,
+    describe,
+    get_limits,
+)
+from .activations import ActivationLike, activation_asymptotic_slope, check_activation, numpy_activation
 from .marchenko_pastur import mp_stieltjes
 
 __all__ = [
@@ -92,6 +101,50 @@ __all__ = [
 
 #: variants of the null system: the corrected one (symmetric kernel noise) and SPEC's
 NULL_SYSTEMS = ("symmetric", "spec")
+
+# Domain of the solvers (this null solver and theory.structured's), checked before any work:
+#: ``c = p / n``: outside it the moments of mu_G overflow float64 (c**-15) or the support degenerates
+_C_RANGE = (1e-4, 1e4)
+#: ``gamma = -z``: the continuation starts at max(10, 4 gamma) and steps by factors <= 4 down to gamma
+_GAMMA_RANGE = (1e-30, 1e30)
+#: ``|a1|``, ``|d0|`` at most this, ``s_f^2`` at most its square (kernel constants of an activation of O(1) scale)
+_KERNEL_CONSTANT_MAX = 1e6
+#: accepted names of the null systems (``"corrected"`` is an alias of ``"symmetric"``)
+_SYSTEM_ALIASES = {"symmetric": "symmetric", "corrected": "symmetric", "spec": "spec"}
+_METHODS = ("exact", "quadrature")
+#: largest ``tol`` (a residual above it is not a solution of the system)
+_TOL_MAX = 1e-3
+#: fewest quadrature nodes of the solvers
+_N_NODES_MIN = 16
+
+
+def _solver_options(system: Any, method: Any, n_nodes: Any, tol: Any, maxiter: Any, alias: Any = None,
+                    names: tuple[str, str] = ("maxiter", "max_iter")) -> tuple[str, str, int, float, int]:
+    """Checked ``(system, method, n_nodes, tol, maxiter)`` of the solvers, the same rules on every path.
+
+    ``system``: ``"symmetric"`` (alias ``"corrected"``) or ``"spec"`` (canonical name returned); ``method``:
+    ``"exact"`` or ``"quadrature"``; ``n_nodes``: an integer in ``[16, Limits.max_quadrature_nodes]``; ``tol``: in
+    ``(0, 1e-3]``; ``maxiter``: an integer in ``[1, Limits.max_iterations]``, replaced by ``alias`` (the other
+    spelling, ``max_iter`` / ``maxiter``) when that is not None; ``names`` are the names of ``maxiter`` and
+    ``alias`` in the caller's signature (for the messages).  ``tol`` and ``n_nodes`` come back as given (numbers
+    unchanged).
+    """
+    system = _SYSTEM_ALIASES[check_choice("system", system, tuple(_SYSTEM_ALIASES))]
+    method = check_choice("method", method, _METHODS)
+    check_size("n_nodes", n_nodes, _N_NODES_MIN, "max_quadrature_nodes")
+    check_real("tol", tol, low=0, high=_TOL_MAX, low_open=True)
+    if alias is not None:
+        maxiter = alias
+    maxiter = check_size(names[0] if alias is None else names[1], maxiter, 1, "max_iterations")
+    return system, method, n_nodes, tol, maxiter
+
+
+def _check_grid(name: str, size: int) -> None:
+    """A solver grid of ``size`` points (one continuation solve each) within ``Limits.max_grid_size``."""
+    high = get_limits().max_grid_size
+    if size > high:
+        raise ValueError(f"{name} must have at most {high} points (Limits.max_grid_size; raise it with "
+                         f"theory.set_limits(max_grid_size=...)), got {size}")
 
 # symbols of the null system
 _l = sp.Symbol("l", nonnegative=True)
@@ -141,7 +194,6 @@ def _numeric_system():
     return sp.lambdify(_ARGS, _integrand_list(), modules="numpy", cse=True)
 
 
-@functools.lru_cache(maxsize=64)
 def gram_law_quadrature(c: float, n_nodes: int = 160) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and weights of a quadrature rule for ``mu_G`` (law of ``G = Z^T Z / p``, ``c = p/n``).
 
@@ -150,19 +202,31 @@ def gram_law_quadrature(c: float, n_nodes: int = 160) -> tuple[np.ndarray, np.nd
     ``c l_half^2 (1+u) / (2 pi l)`` (bounded, also at ``c = 1`` where ``l_- = 0``).  Atom ``1 - c``
     at ``l = 0`` prepended when ``c < 1``.
 
+    ``c > 0``; ``n_nodes`` an integer in ``[2, Limits.max_quadrature_nodes]`` (10 000 by default: SciPy's
+    Gauss-Jacobi weights turn NaN above about 15 000 nodes).  The arrays are cached and shared: do not modify them.
+
     Returns
     -------
     (nodes, weights): weights sum to 1.
     """
-    require_positive("c", c)
-    require_integer("n_nodes", n_nodes, 2)
-    c = float(c)
+    c = as_float("c", c, low=0, low_open=True)
+    n = check_size("n_nodes", n_nodes, 2, "max_quadrature_nodes")
+    nodes, weights = _gram_law_quadrature(c, n)
+    if not (np.all(np.isfinite(nodes)) and np.all(np.isfinite(weights))):
+        raise ValueError(f"c and n_nodes give no finite quadrature rule (c={c!r}, n_nodes={n}): c is too far from 1")
+    return nodes, weights
+
+
+@functools.lru_cache(maxsize=64)
+def _gram_law_quadrature(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gram_law_quadrature` of a float ``c > 0`` and an int ``n_nodes`` (cached)."""
     lo, hi = gram_support(c)
     mid, half = (lo + hi) / 2, (hi - lo) / 2
     u, w = scipy.special.roots_jacobi(int(n_nodes), 0.5, -0.5)
     nodes = mid + half * u
-    weights = w * c * half**2 * (1 + u) / (2 * np.pi * nodes)
-    weights *= min(c, 1.0) / weights.sum()  # exact mass of the continuous part (roundoff ~1e-12)
+    with np.errstate(all="ignore"):  # degenerate c: non-finite weights, refused by gram_law_quadrature
+        weights = w * c * half**2 * (1 + u) / (2 * np.pi * nodes)
+        weights *= min(c, 1.0) / weights.sum()  # exact mass of the continuous part (roundoff ~1e-12)
     if c < 1:
         nodes = np.concatenate([[0.0], nodes])
         weights = np.concatenate([[1.0 - c], weights])
@@ -170,8 +234,13 @@ def gram_law_quadrature(c: float, n_nodes: int = 160) -> tuple[np.ndarray, np.nd
 
 
 def gram_stieltjes(w: Any, c: float) -> Any:
-    """``int dmu_G(l) / (l - w) = c * mp_stieltjes(c w, c)`` (Stieltjes transform of ``mu_G``)."""
-    return c * np.asarray(mp_stieltjes(c * np.asarray(w), c))
+    """``int dmu_G(l) / (l - w) = c * mp_stieltjes(c w, c)`` (Stieltjes transform of ``mu_G``).
+
+    ``w``: a finite real or complex number or array; ``c > 0``.
+    """
+    c = as_float("c", c, low=0, low_open=True)
+    w = as_array("w", w, complex_ok=True)
+    return c * np.asarray(mp_stieltjes(c * w, c))
 
 
 @dataclass
@@ -191,6 +260,14 @@ class NullSolution:
     iterations: int
     residual: float
 
+    def __post_init__(self) -> None:
+        as_float("z", self.z, high=0, high_open=True)
+        for name in ("delta", "delta_tilde", "residual"):
+            as_float(name, getattr(self, name), low=0)
+        for name in ("kappa", "ddelta_dz", "ddelta_tilde_dz", "dkappa_dz"):
+            as_float(name, getattr(self, name))
+        check_size("iterations", self.iterations, 0, "max_iterations")
+
 
 # --------------------------------------------------------------------------- integrators
 class _QuadratureIntegrator:
@@ -199,7 +276,7 @@ class _QuadratureIntegrator:
     precision = 1e-16
 
     def __init__(self, c: float, n_nodes: int):
-        self.nodes, self.weights = gram_law_quadrature(float(c), int(n_nodes))
+        self.nodes, self.weights = _gram_law_quadrature(float(c), int(n_nodes))
 
     def __call__(self, z, dl, dt, kp, c, a1, sf2, d0):
         vals = _numeric_system()(self.nodes, z, dl, dt, kp, c, a1, sf2, d0)
@@ -273,13 +350,6 @@ class _ExactIntegrator:
         return out
 
 
-def _resolve(method: str, system: str) -> None:
-    if method not in ("quadrature", "exact"):
-        raise ValueError(f"method must be 'exact' or 'quadrature', got {method!r}")
-    if system not in NULL_SYSTEMS:
-        raise ValueError(f"system must be one of {NULL_SYSTEMS}, got {system!r}")
-
-
 class _HybridIntegrator:
     """Exact partial fractions, except where they lose precision.
 
@@ -341,7 +411,8 @@ def _newton(z, guess, c, a1, sf2, d0, integ, tol, max_iter, full):
 
     R, I = resid(x)
     if R is None:
-        raise RuntimeError("null attention system: non-positive integrals at the initial guess")
+        raise RuntimeError(f"null attention system did not converge at gamma={-z:g}: non-positive or non-finite "
+                           f"integrals at the initial guess (delta, delta~, kappa) = {tuple(guess)} (residual inf)")
     its = 0
     for its in range(1, max_iter + 1):
         norm = float(np.max(np.abs(R)))
@@ -410,10 +481,10 @@ def _solve_sorted(zs: np.ndarray, c, a1, sf2, d0, n_nodes, tol, max_iter, method
     def solve_at(lg: float):
         return _newton(-np.exp(lg), guess_at(lg), c, a1, sf2, d0, integ, tol, max_iter, full)
 
-    def fail(g, res, its):
+    def fail(g, res, its, why=""):
         raise RuntimeError(
             f"null attention system did not converge at gamma={g:g} (c={c:g}, a1={a1:g}, s_f^2={sf2:g}, "
-            f"d0={d0:g}, system={system!r}): residual {res:.2e} after {its} Newton steps"
+            f"d0={d0:g}, system={system!r}): residual {res:.2e} after {its} Newton steps" + (f" ({why})" if why else "")
         )
 
     for idx in order:
@@ -422,7 +493,7 @@ def _solve_sorted(zs: np.ndarray, c, a1, sf2, d0, n_nodes, tol, max_iter, method
         if sf2 == 0.0:
             # linear activation: delta = kappa = 0 and delta~ is an explicit integral
             I = integ(z, 0.0, 0.0, 0.0, c, a1, 0.0, d0)
-            sols[idx] = NullSolution(z, 0.0, float(I[1]), 0.0, 0.0, float(I[13]), 0.0, 0, 0.0)
+            sols[idx] = _checked_solution(fail, z, 0.0, float(I[1]), 0.0, 0.0, float(I[13]), 0.0, 0, 0.0)
             continue
         lt = np.log(gamma)
         if not hist:
@@ -455,30 +526,40 @@ def _solve_sorted(zs: np.ndarray, c, a1, sf2, d0, n_nodes, tol, max_iter, method
         res = max(abs(np.log(dl / I[0])), abs(np.log(dt / I[1])), abs(kp - I[2]) if full else 0.0)
         if not res < 1e3 * max(tol, integ.precision):
             fail(gamma, res, its)
-        # implicit differentiation of F(x, z) = x - I(x, z), x = (delta, delta~, kappa)
-        dIdx = np.array([I[3:6], I[6:9], I[9:12]]).T  # rows: I1..I3; cols: delta, delta~, kappa
-        dIdz = I[12:15]
-        k = 3 if full else 2
-        dx = np.zeros(3)
-        dx[:k] = np.linalg.solve(np.eye(k) - dIdx[:k, :k], dIdz[:k])
-        sols[idx] = NullSolution(z, dl, dt, kp, float(dx[0]), float(dx[1]), float(dx[2]), its, res)
+        try:
+            dx = _implicit_derivative(I, 3 if full else 2)
+        except np.linalg.LinAlgError:  # singular Jacobian: reported with the residual reached
+            fail(gamma, res, its, "singular Jacobian of the implicit differentiation")
+        sols[idx] = _checked_solution(fail, z, dl, dt, kp, float(dx[0]), float(dx[1]), float(dx[2]), its, res)
     return [sols[i] for i in range(zs.size)]
 
 
+def _implicit_derivative(I: np.ndarray, k: int) -> np.ndarray:
+    """``dx/dz`` by implicit differentiation of ``F(x, z) = x - I(x, z)``, ``x = (delta, delta~, kappa)``
+    (the first ``k`` unknowns; ``kappa``'s derivative stays 0 for SPEC's system, ``k = 2``)."""
+    dIdx = np.array([I[3:6], I[6:9], I[9:12]]).T  # rows: I1..I3; cols: delta, delta~, kappa
+    dIdz = I[12:15]
+    dx = np.zeros(3)
+    dx[:k] = np.linalg.solve(np.eye(k) - dIdx[:k, :k], dIdz[:k])
+    return dx
+
+
+def _checked_solution(fail, z: float, *values: Any) -> NullSolution:
+    """:class:`NullSolution` of finite solver values; ``fail(gamma, res, its, why)`` (a RuntimeError) otherwise."""
+    if not all(np.isfinite(v) for v in values):
+        fail(-z, values[-1], values[-2], "non-finite solution or derivative")
+    return NullSolution(z, *values)
+
+
 def _validate_system(z: Any, c: Any, a1: Any, sf2: Any, d0: Any) -> np.ndarray:
-    require_positive("c", c)
-    require_nonnegative("sf2", sf2)
+    """Checked ``z`` grid (float64) of the null solver; the solver domain of the module constants."""
+    as_float("c", c, low=_C_RANGE[0], high=_C_RANGE[1])
+    k = _KERNEL_CONSTANT_MAX
+    as_float("sf2", sf2, low=0, high=k * k)
     for name, v in (("a1", a1), ("d0", d0)):
-        if not np.isfinite(float(v)):
-            raise ValueError(f"{name} must be a finite real number, got {v!r}")
-    zs = np.asarray(z)
-    if np.iscomplexobj(zs):
-        if np.any(zs.imag != 0):
-            raise ValueError("z must be real and < 0 (z = -gamma); complex z is not supported")
-        zs = zs.real
-    zs = zs.astype(np.float64)
-    if np.any(~np.isfinite(zs)) or np.any(zs >= 0):
-        raise ValueError(f"z must be < 0 (z = -gamma with gamma > 0), got {z!r}")
+        as_float(name, v, low=-k, high=k)
+    zs = as_array("z", z, low=-_GAMMA_RANGE[1], high=-_GAMMA_RANGE[0])
+    _check_grid("z", zs.size)
     if float(a1) == 0.0 and float(d0) == 0.0 and float(sf2) == 0.0:
         raise ValueError("a1, d0 and sf2 are all zero: the kernel vanishes")
     return zs
@@ -496,26 +577,39 @@ def solve_null_system_full(
     n_nodes: int = 160,
     tol: float = 1e-12,
     max_iter: int = 100,
+    maxiter: int | None = None,
 ) -> list[NullSolution]:
     """Solve the null system at real ``z < 0`` and return one :class:`NullSolution` per ``z``.
 
     Parameters
     ----------
-    z : ``-gamma``; number or array of numbers ``< 0`` (flattened).
-    c : ``p / n``.
-    a1, sf2 : Hermite data of the centred activation (``sf2 = nu - a1^2 >= 0``).
-    d0 : diagonal constant of ``A(l) = a1 (l - 1) + d0`` (0: diagonal removed).
-    system : ``"symmetric"`` (default: the corrected system, symmetric kernel noise) or ``"spec"``
-        (SPEC's reconstruction, ``kappa = 0``; exact for non-symmetric noise).
+    z : ``-gamma``; number or array of numbers in ``[-1e30, -1e-30]`` (flattened; at most
+        ``Limits.max_grid_size`` points).
+    c : ``p / n`` in ``[1e-4, 1e4]``.
+    a1, sf2 : Hermite data of the centred activation (``sf2 = nu - a1^2 >= 0``); ``|a1| <= 1e6``,
+        ``sf2 <= 1e12``.
+    d0 : diagonal constant of ``A(l) = a1 (l - 1) + d0`` (0: diagonal removed); ``|d0| <= 1e6``.
+    system : ``"symmetric"`` (default: the corrected system, symmetric kernel noise; alias ``"corrected"``) or
+        ``"spec"`` (SPEC's reconstruction, ``kappa = 0``; exact for non-symmetric noise).
     method : ``"exact"`` (default: partial fractions against the exact Stieltjes transform of
         ``mu_G``) or ``"quadrature"`` (Gauss–Jacobi on the MP support plus the atom).  They agree to
         ~1e-13 for moderate ``gamma``; quadrature loses accuracy as ``gamma -> 0`` (peaks of width
         ``~gamma^{1/4}`` where ``A(l) = kappa``) and near ``c = 1`` (hard edge of ``mu_G``).
-    n_nodes : Gauss–Jacobi nodes (quadrature only).
-    tol : residual required of Newton (``RuntimeError`` otherwise).
-    max_iter : Newton steps per continuation point.
+    n_nodes : Gauss–Jacobi nodes (quadrature; the hybrid fallback uses at least 400), an integer in
+        ``[16, Limits.max_quadrature_nodes]``.
+    tol : residual required of Newton, in ``(0, 1e-3]``.
+    max_iter : Newton steps per continuation point, in ``[1, Limits.max_iterations]``; ``maxiter`` is an alias
+        (it wins when given), the spelling of :func:`theory.structured_attention_solve`.
+
+    Raises
+    ------
+    ValueError
+        Invalid arguments (``ArgumentTypeError``, also a ``TypeError``, for a wrong type).
+    RuntimeError
+        No convergence; the message gives ``gamma`` and the residual reached.
     """
-    _resolve(method, system)
+    system, method, n_nodes, tol, max_iter = _solver_options(system, method, n_nodes, tol, max_iter, maxiter,
+                                                             names=("max_iter", "maxiter"))
     zs = _validate_system(z, c, a1, sf2, d0)
     return _solve_sorted(
         np.atleast_1d(zs).ravel(), float(c), float(a1), float(sf2), float(d0), n_nodes, tol, max_iter, method, system
@@ -526,7 +620,7 @@ def solve_null_system(z: Any, c: float, a1: float, sf2: float, d0: float = 0.0, 
     """``(delta, delta~)`` of the null system at real ``z < 0`` (scalar or array).
 
     Options as in :func:`solve_null_system_full` (``system``, ``method``, ``n_nodes``, ``tol``,
-    ``max_iter``).  Returns floats, or arrays of the shape of ``z``.
+    ``max_iter`` / ``maxiter``).  Returns floats, or arrays of the shape of ``z``.
     """
     return _solution_fields(z, c, a1, sf2, d0, ("delta", "delta_tilde"), options)
 
@@ -543,8 +637,8 @@ def null_system_derivative(z: Any, c: float, a1: float, sf2: float, d0: float = 
 def _solution_fields(z: Any, c: float, a1: float, sf2: float, d0: float, names: tuple[str, str],
                      options: dict) -> tuple[Any, Any]:
     """Two fields of the :class:`NullSolution` at each ``z``: floats for a scalar ``z``, else arrays of its shape."""
-    zs = np.asarray(z)
     sols = solve_null_system_full(z, c, a1, sf2, d0, **options)
+    zs = np.asarray(z)
     out = tuple(np.array([getattr(s, n) for s in sols]).reshape(zs.shape) for n in names)
     if zs.ndim == 0:
         return float(out[0]), float(out[1])
@@ -553,21 +647,28 @@ def _solution_fields(z: Any, c: float, a1: float, sf2: float, d0: float, names: 
 
 # --------------------------------------------------------------------------- kernel diagonal
 def null_kernel_diagonal(activation: ActivationLike, diagonal: Any = "removed") -> float:
-    """``d0`` of ``A(l) = a1 (l - 1) + d0``: 0 (``"removed"``), ``lim f(t)/t`` (``"kept"``) or a number."""
+    """``d0`` of ``A(l) = a1 (l - 1) + d0``: 0 (``"removed"``), ``lim f(t)/t`` (``"kept"``) or a number.
+
+    ``diagonal`` is ``"removed"``, ``"kept"`` (case-insensitive) or a finite real number with ``|d0| <= 1e6``;
+    ``activation`` is checked in every case (:func:`theory.check_activation`).
+    """
+    check_activation(activation, "activation")
+    return _diagonal_constant(diagonal, lambda: activation_asymptotic_slope(activation))
+
+
+def _diagonal_constant(diagonal: Any, kept: Any) -> float:
+    """``d0`` of a ``diagonal`` argument; ``kept()`` gives it for ``"kept"``."""
+    what = "'removed', 'kept' or a finite real number"
     if isinstance(diagonal, str):
         key = diagonal.lower()
         if key == "removed":
             return 0.0
         if key == "kept":
-            return activation_asymptotic_slope(activation)
-        raise ValueError(f"diagonal must be 'removed', 'kept' or a real number, got {diagonal!r}")
-    try:
-        d0 = float(diagonal)
-    except (TypeError, ValueError):
-        raise ValueError(f"diagonal must be 'removed', 'kept' or a real number, got {diagonal!r}") from None
-    if not np.isfinite(d0):
-        raise ValueError(f"diagonal must be finite, got {diagonal!r}")
-    return d0
+            return kept()
+        raise ValueError(f"diagonal must be {what}, got {describe(diagonal)}")
+    if isinstance(diagonal, (bool, np.bool_)) or not isinstance(diagonal, (int, float, np.integer, np.floating)):
+        raise ArgumentTypeError(f"diagonal must be {what}, got {describe(diagonal)} of type {type(diagonal).__name__}")
+    return as_float("diagonal", diagonal, low=-_KERNEL_CONSTANT_MAX, high=_KERNEL_CONSTANT_MAX)
 
 
 def kept_diagonal(activation: ActivationLike, p: int) -> float:
@@ -577,7 +678,8 @@ def kept_diagonal(activation: ActivationLike, p: int) -> float:
     ``"kept"``) like ``p^{-1/2}``: e.g. relu ``1 - a0/sqrt p``, tanh ``~1/sqrt p``.  Pass the
     result as ``diagonal=`` to :func:`attention_error` to compare with a simulation at that ``p``.
     """
-    require_integer("p", p, 1)
+    check_activation(activation, "activation")
+    p = check_size("p", p, 1, "max_dimension")
     f = numpy_activation(activation, centered=True)
     u, w = np.polynomial.hermite_e.hermegauss(80)
     w = w / w.sum()

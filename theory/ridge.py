@@ -46,7 +46,15 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ._validation import require_nonnegative, require_positive
+from ._validation import (
+    ArgumentTypeError,
+    as_array,
+    as_float,
+    check_flag,
+    describe,
+    finite_result,
+    to_sympy,
+)
 from .marchenko_pastur import mp_delta, mp_delta_expr
 from .symbols import c as c_sym
 from .symbols import delta as d_sym
@@ -90,6 +98,18 @@ class RidgeDerivation:
     limit_below: sp.Expr | None = None
     limit_above: sp.Expr | None = None
     matches_spec: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.steps, list) or not all(
+                isinstance(st, tuple) and len(st) == 2 and isinstance(st[0], str) and isinstance(st[1], sp.Basic)
+                for st in self.steps):
+            raise ArgumentTypeError(f"steps must be a list of (description, sympy expression) pairs, "
+                                    f"got {describe(self.steps)}")
+        for name in ("quadratic_form", "ddelta_dgamma", "error_in_delta", "error", "limit_below", "limit_above"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, sp.Basic):
+                raise ArgumentTypeError(f"{name} must be a sympy expression or None, got {describe(v)}")
+        check_flag("matches_spec", self.matches_spec)
 
 
 def ridge_error_spec_in_delta() -> sp.Expr:
@@ -175,14 +195,22 @@ def ridge_error_in_delta() -> sp.Expr:
     return derive_ridge_error().error_in_delta
 
 
-def _validate(gamma: Any, c: Any, snr: Any) -> None:
-    require_positive("c", c)
-    require_nonnegative("snr", snr)
-    if isinstance(gamma, np.ndarray):
-        if np.any(np.isnan(gamma)) or np.any(gamma < 0):
-            raise ValueError(f"gamma must be >= 0, got {gamma!r}")
-    else:
-        require_nonnegative("gamma", gamma)
+def _inexact_error(gamma: sp.Expr, c: sp.Expr, snr: sp.Expr) -> sp.Expr | None:
+    """``E_RR`` of numbers of which at least one is a float (``sympy.Float``), correctly rounded to 15 digits.
+
+    Float arithmetic on the closed form loses digits: ``(sqrt(b^2 + 4 gamma) - b) / (2 gamma)``, ``b = gamma + c - 1``,
+    cancels for ``b > 0`` at small ``gamma`` (6e-3 relative at ``gamma = 1e-12``, ``c = 12``), and so does
+    ``(c - 1) delta^2`` at ``c = 1``.  The floats are taken as the exact binary fractions they are, ``delta`` in the
+    cancellation-free form ``2 / (sqrt(b^2 + 4 gamma) + b)`` when ``b > 0``, and the exact value is evaluated to 15
+    digits (sympy's adaptive ``evalf``).  ``None`` for exact or symbolic input (kept exact / symbolic).
+    """
+    vals = (gamma, c, snr)
+    if not all(v.is_number for v in vals) or not any(v.has(sp.Float) for v in vals):
+        return None
+    g, cc, s = (v.xreplace({f: sp.Rational(f) for f in v.atoms(sp.Float)}) for v in vals)
+    b = g + cc - 1
+    d = 2 / (sp.sqrt(b**2 + 4 * g) + b) if bool(b > 0) else (sp.sqrt(b**2 + 4 * g) - b) / (2 * g)
+    return ridge_error_in_delta().subs({d_sym: d, g_sym: g, c_sym: cc, s_sym: s}, simultaneous=True).evalf(15)
 
 
 def ridge_error(gamma: Any, c: Any, snr: Any) -> sp.Expr:
@@ -190,8 +218,10 @@ def ridge_error(gamma: Any, c: Any, snr: Any) -> sp.Expr:
 
     Parameters
     ----------
-    gamma : ridge parameter (``>= 0``; number or sympy symbol). ``gamma = 0`` returns the
-        ridgeless limit :func:`ridge_error_limit`.
+    gamma : ridge parameter (``>= 0``; number or sympy symbol). ``gamma = 0`` (also ``0.0``) returns the
+        ridgeless limit :func:`ridge_error_limit`.  Floats are evaluated exactly (as the binary fractions they
+        are) and rounded to 15 digits, so no digits are lost to cancellation at small ``gamma``
+        (``1e-300 <= gamma``, any ``c``).
     c : ``p / n > 0``.
     snr : ``||mu||^2 >= 0``.
 
@@ -205,12 +235,16 @@ def ridge_error(gamma: Any, c: Any, snr: Any) -> sp.Expr:
     >>> ridge_error(gamma, c, snr).has(gamma)
     True
     """
-    _validate(gamma, c, snr)
-    gamma, c, snr = sp.sympify(gamma), sp.sympify(c), sp.sympify(snr)
-    if gamma == 0:
+    gamma = to_sympy("gamma", gamma, low=0)
+    c = to_sympy("c", c, low=0, low_open=True)
+    snr = to_sympy("snr", snr, low=0)
+    if gamma.is_zero:  # also the Float 0.0 (sympy: Float(0.0) == 0 is False)
         return ridge_error_limit(c, snr)
-    expr = derive_ridge_error().error.subs({g_sym: gamma, c_sym: c, s_sym: snr}, simultaneous=True)
-    return sp.nsimplify(expr) if expr.is_Rational else expr
+    expr = _inexact_error(gamma, c, snr)
+    if expr is None:
+        expr = derive_ridge_error().error.subs({g_sym: gamma, c_sym: c, s_sym: snr}, simultaneous=True)
+        expr = sp.nsimplify(expr) if expr.is_Rational else expr
+    return expr if expr.free_symbols else finite_result("ridge_error", expr, gamma=gamma, c=c, snr=snr)
 
 
 @functools.lru_cache(maxsize=1)
@@ -226,16 +260,23 @@ def ridge_error_values(gammas: Any, c: float, snr: float) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of the same shape as ``gammas`` (float64).
+
+    Raises
+    ------
+    ValueError
+        Invalid arguments, or a value float64 cannot hold (e.g. ``c < 1`` with ``gamma < ~1e-75``, where
+        ``delta^4`` overflows): use :func:`ridge_error` there.
     """
-    g = np.asarray(gammas, dtype=np.float64)
-    _validate(g, c, snr)
-    c, snr = float(c), float(snr)
+    g = as_array("gammas", gammas, low=0, bytes_per_element=256)
+    c = as_float("c", c, low=0, low_open=True)
+    snr = as_float("snr", snr, low=0)
     gpos = np.where(g == 0, 1.0, g)
     d = np.asarray(mp_delta(np.where(g == 0, 0.0, g) if c > 1 else gpos, c))
-    vals = np.asarray(_error_fn()(d, g, c, snr), dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow (gamma ~ 0, c < 1) is refused just below
+        vals = np.asarray(_error_fn()(d, g, c, snr), dtype=np.float64)
     if np.any(g == 0):
         vals = np.where(g == 0, float(ridge_error_limit(c, snr)), vals)
-    return vals
+    return finite_result("ridge_error_values", vals, gammas=gammas, c=c, snr=snr)
 
 
 def ridge_error_limit(c: Any, snr: Any) -> sp.Expr:
@@ -244,10 +285,9 @@ def ridge_error_limit(c: Any, snr: Any) -> sp.Expr:
     Taken from :func:`derive_ridge_error` (limits along the MP curve).  Symbolic ``c`` gives a
     ``Piecewise``.
     """
-    require_positive("c", c)
-    require_nonnegative("snr", snr)
+    c = to_sympy("c", c, low=0, low_open=True)
+    snr = to_sympy("snr", snr, low=0)
     der = derive_ridge_error()
-    c, snr = sp.sympify(c), sp.sympify(snr)
     below = der.limit_below.subs({c_sym: c, s_sym: snr}, simultaneous=True)
     above = der.limit_above.subs({c_sym: c, s_sym: snr}, simultaneous=True)
     if c.is_number:
@@ -256,11 +296,11 @@ def ridge_error_limit(c: Any, snr: Any) -> sp.Expr:
 
 
 def ridge_error_small_gamma_coefficient(c: Any, snr: Any) -> sp.Expr:
-    """``lim_{gamma->0} E_RR / gamma^2`` for ``c > 1`` (interpolation: ``E_RR = O(gamma^2)``)."""
-    require_greater_one = float(sp.sympify(c)) if sp.sympify(c).is_number else None
-    if require_greater_one is not None and require_greater_one <= 1:
-        raise ValueError(f"c must be > 1 for the O(gamma^2) regime, got {c!r}")
-    require_nonnegative("snr", snr)
-    c, snr = sp.sympify(c), sp.sympify(snr)
+    """``lim_{gamma->0} E_RR / gamma^2`` for ``c > 1`` (interpolation: ``E_RR = O(gamma^2)``).
+
+    ``c > 1`` and ``snr >= 0``: numbers or sympy expressions (strings are refused, never parsed).
+    """
+    c = to_sympy("c", c, low=1, low_open=True)
+    snr = to_sympy("snr", snr, low=0)
     e = (ridge_error_in_delta() / g_sym**2).subs(d_sym, 1 / (c_sym - 1))
     return sp.simplify(e.subs({c_sym: c, s_sym: snr}, simultaneous=True))

@@ -86,7 +86,19 @@ import numpy.polynomial.polynomial as P_
 import sympy as sp
 
 from ._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
-from ._validation import require_integer, require_nonnegative, require_positive
+from ._validation import (
+    ArgumentTypeError,
+    as_array,
+    as_float,
+    check_choice,
+    check_flag,
+    check_real,
+    check_size,
+    describe,
+    finite_result,
+)
+from .activations import check_activation
+from .null_system import _C_RANGE, _GAMMA_RANGE, _KERNEL_CONSTANT_MAX, _check_grid, _diagonal_constant, _solver_options
 from .symbols import a1 as _a1
 from .symbols import c as _c
 from .symbols import delta as _delta
@@ -115,6 +127,8 @@ kappa_sym = sp.Symbol("kappa", real=True)  # third unknown of the corrected (sym
 
 _DIAGONALS = ("removed", "kept")
 _SPIKE_KINDS = ("aligned", "orthogonal")
+#: largest ``snr = ||mu||^2`` and spike strength ``||w||^2`` (far beyond the linearised regime already)
+_SNR_MAX = _STRENGTH_MAX = 1e8
 
 
 class StructuredConvergenceError(RuntimeError):
@@ -215,10 +229,23 @@ def structured_low_rank_matrix(A: np.ndarray, Gamma: np.ndarray, c: float) -> np
 
     Parameters
     ----------
-    A : (k, k) array, ``a1 (I + k_K k_Q^T)``.
-    Gamma : (k, k) array, ``m m^T + I``.
-    c : float, ``p / n``.
+    A : (k, k) array, ``a1 (I + k_K k_Q^T)``, finite real, ``1 <= k <= 3``.
+    Gamma : (k, k) array, ``m m^T + I``, finite real, same shape as ``A``.
+    c : float, ``p / n > 0``.
     """
+    A = as_array("A", A, ndim=2)
+    Gamma = as_array("Gamma", Gamma, ndim=2)
+    c = as_float("c", c, low=0, low_open=True)
+    k = A.shape[0]
+    if A.shape != (k, k) or not 1 <= k <= 3:
+        raise ValueError(f"A must be a square k x k array with 1 <= k <= 3 (span of mu, w_K, w_Q), got shape {A.shape}")
+    if Gamma.shape != A.shape:
+        raise ValueError(f"Gamma must have the shape of A {A.shape}, got shape {Gamma.shape}")
+    return finite_result("structured_low_rank_matrix", _low_rank_matrix(A, Gamma, c), A=A, Gamma=Gamma, c=c)
+
+
+def _low_rank_matrix(A: np.ndarray, Gamma: np.ndarray, c: float) -> np.ndarray:
+    """:func:`structured_low_rank_matrix` of checked arguments."""
     k = A.shape[0]
     N = Gamma / c
     Z = np.zeros((k, k))
@@ -297,7 +324,7 @@ def spike_vectors(strength: float, kind: str) -> tuple[np.ndarray, np.ndarray]:
 
     Parameters
     ----------
-    strength : float ``>= 0``; ``||w_K||^2 = ||w_Q||^2 = strength``.
+    strength : float in ``[0, 1e8]``; ``||w_K||^2 = ||w_Q||^2 = strength``.
     kind : ``"aligned"`` (``u = e_1 = mu/||mu||``) or ``"orthogonal"`` (``u = e_2``).
 
     Returns
@@ -309,25 +336,17 @@ def spike_vectors(strength: float, kind: str) -> tuple[np.ndarray, np.ndarray]:
     >>> spike_vectors(4.0, "aligned")[0]
     array([2., 0.])
     """
-    require_nonnegative("strength", strength)
-    if kind not in _SPIKE_KINDS:
-        raise ValueError(f"spike kind must be one of {_SPIKE_KINDS}, got {kind!r}")
+    strength = as_float("strength", strength, low=0, high=_STRENGTH_MAX)
+    check_choice("spike kind", kind, _SPIKE_KINDS)
     w = np.zeros(2)
-    w[0 if kind == "aligned" else 1] = math.sqrt(float(strength))
+    w[0 if kind == "aligned" else 1] = math.sqrt(strength)
     return w, w.copy()
 
 
 def _finite_dims(snr: float, w_k: Any, w_q: Any) -> tuple[np.ndarray, np.ndarray]:
     """``m = E^T mu`` and ``A / a1 = I + k_K k_Q^T`` in an orthonormal basis of span(e1, w_K, w_Q)."""
-    if (w_k is None) != (w_q is None):
-        raise ValueError("w_k and w_q must be given together (W = I + w_k w_q^T) or both be None")
-    if w_k is not None:
-        wk = np.atleast_1d(np.asarray(w_k, dtype=np.float64))
-        wq = np.atleast_1d(np.asarray(w_q, dtype=np.float64))
-        if wk.ndim != 1 or wq.ndim != 1 or wk.size == 0 or wq.size == 0:
-            raise ValueError("w_k and w_q must be non-empty 1-d arrays (coordinates with mu along e_1)")
-        if not (np.all(np.isfinite(wk)) and np.all(np.isfinite(wq))):
-            raise ValueError("w_k and w_q must be finite")
+    wk, wq = _spike_arrays(w_k, w_q)
+    if wk is not None:
         dim = max(wk.size, wq.size)
         wk = np.pad(wk, (0, dim - wk.size))
         wq = np.pad(wq, (0, dim - wq.size))
@@ -347,6 +366,24 @@ def _finite_dims(snr: float, w_k: Any, w_q: Any) -> tuple[np.ndarray, np.ndarray
     return np.array([math.sqrt(snr)]), np.eye(1)
 
 
+def _spike_arrays(w_k: Any, w_q: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Checked ``(w_k, w_q)``: both or neither, non-empty finite real 1-d arrays (a scalar is one coordinate) with
+    ``||w||^2 <= 1e8``; ``(None, None)`` when neither is given."""
+    if (w_k is None) != (w_q is None):
+        raise ValueError("w_k and w_q must be given together (W = I + w_k w_q^T) or both be None")
+    if w_k is None:
+        return None, None
+    out = []
+    for name, w in (("w_k", w_k), ("w_q", w_q)):
+        arr = np.atleast_1d(as_array(name, w, ndim=(0, 1), bytes_per_element=64))
+        with np.errstate(over="ignore"):
+            norm2 = float(arr @ arr)
+        if norm2 > _STRENGTH_MAX:
+            raise ValueError(f"{name} must have ||{name}||^2 <= {_STRENGTH_MAX:g}, got {norm2:g}")
+        out.append(arr)
+    return out[0], out[1]
+
+
 def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None, *, spike: Any = None) -> float:
     """Size of the signal/spike correction to a kernel entry: ``kappa = (snr + sqrt(v_K v_Q)) / sqrt p``.
 
@@ -358,21 +395,20 @@ def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None, 
     ``kappa_lin`` in ``docs/structured_attention.md`` -- is unrelated to the unknown ``kappa`` of the
     corrected null system.)
 
+    ``p``: an integer in ``[1, Limits.max_dimension]``; ``snr`` in ``[0, 1e8]``; ``spike=(strength, kind)`` or
+    ``w_k, w_q`` (both or neither, not with ``spike``).
+
     Examples
     --------
     >>> round(linearisation_control(256, 2.0, spike=(4.0, "aligned")), 3)
     0.875
     """
-    require_integer("p", p, 1)
-    require_nonnegative("snr", snr)
-    if spike is not None:
-        w_k, w_q = spike_vectors(*spike)
+    check_size("p", p, 1, "max_dimension")
+    check_real("snr", snr, low=0, high=_SNR_MAX)
+    w_k, w_q = _resolve_spike(spike, w_k, w_q)
     if w_k is None and w_q is None:
         return float(snr) / math.sqrt(p)
-    if (w_k is None) != (w_q is None):
-        raise ValueError("w_k and w_q must be given together or both be None")
-    wk = np.atleast_1d(np.asarray(w_k, float))
-    wq = np.atleast_1d(np.asarray(w_q, float))
+    wk, wq = _spike_arrays(w_k, w_q)
     vk = float(wk @ wk + snr * wk[0] ** 2)
     vq = float(wq @ wq + snr * wq[0] ** 2)
     return (float(snr) + math.sqrt(vk * vq)) / math.sqrt(p)
@@ -415,29 +451,57 @@ class StructuredSolution:
     system: str = "symmetric"
     notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        g = as_array("gamma", self.gamma, ndim=1, low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1])
+        for name in ("error", "yQy", "null_error", "delta", "delta_t", "kappa", "residual", "quadrature_change"):
+            v = as_array(name, getattr(self, name), ndim=1)
+            if v.shape != g.shape:
+                raise ValueError(f"{name} must have the shape of gamma {g.shape}, got {v.shape}")
+        for name in ("residual", "quadrature_change"):
+            as_array(name, getattr(self, name), low=0)
+        if as_array("traces", self.traces, ndim=3).shape != (g.size, 3, 3):
+            raise ValueError(f"traces must have shape {(g.size, 3, 3)}, got {np.shape(self.traces)}")
+        for name in ("a1", "d0"):
+            as_float(name, getattr(self, name))
+        as_float("sf2", self.sf2, low=0)
+        m = as_array("m", self.m, ndim=1)
+        if as_array("A", self.A, ndim=2).shape != (m.size, m.size):
+            raise ValueError(f"A must have shape {(m.size, m.size)} (that of m m^T), got {np.shape(self.A)}")
+        check_choice("system", self.system, ("symmetric", "spec"))
+        if not isinstance(self.notes, list) or not all(isinstance(t, str) for t in self.notes):
+            raise ArgumentTypeError(f"notes must be a list of strings, got {describe(self.notes)}")
+
 
 def _kernel_constants(activation: Any, diagonal: Any) -> tuple[float, float, float]:
     """``(a1, s_f^2, d0)``; ``diagonal`` is ``"removed"``, ``"kept"`` or an explicit number ``d0``."""
-    if isinstance(diagonal, str) and diagonal.lower() not in _DIAGONALS:
-        raise ValueError(f"diagonal must be one of {_DIAGONALS} or a real number d0, got {diagonal!r}")
     if isinstance(activation, dict):  # explicit constants {"a1":..., "sf2":..., "d0":...}
-        try:
-            a1, sf2 = float(activation["a1"]), float(activation["sf2"])
-        except KeyError as exc:
-            raise ValueError("activation given as a dict needs keys 'a1' and 'sf2' (and optionally 'd0')") from exc
-        require_nonnegative("activation['sf2']", sf2)
-        if "d0" in activation:
-            return a1, sf2, float(activation["d0"])
-        if isinstance(diagonal, str):
-            if diagonal.lower() == "kept":
-                raise ValueError("diagonal='kept' with an activation dict needs the key 'd0'")
-            return a1, sf2, 0.0
-        return a1, sf2, float(diagonal)
+        return _dict_constants(activation, diagonal)
     from .activations import hermite_moments
     from .null_system import null_kernel_diagonal
 
+    check_activation(activation, "activation")
+    d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
-    return float(hm.a1), float(hm.sf2), float(null_kernel_diagonal(activation, diagonal))
+    return float(hm.a1), float(hm.sf2), float(d0)
+
+
+def _dict_constants(activation: dict, diagonal: Any) -> tuple[float, float, float]:
+    """``(a1, s_f^2, d0)`` of an activation given by its constants ``{"a1": .., "sf2": .., "d0": ..}``."""
+    unknown = sorted(set(activation) - {"a1", "sf2", "d0"}, key=str)
+    if unknown or not {"a1", "sf2"} <= set(activation):
+        raise ValueError("activation given as a dict needs keys 'a1' and 'sf2' (and optionally 'd0'), got keys "
+                         f"{sorted(map(str, activation))}")
+    k = _KERNEL_CONSTANT_MAX
+    a1 = as_float("activation['a1']", activation["a1"], low=-k, high=k)
+    sf2 = as_float("activation['sf2']", activation["sf2"], low=0, high=k * k)
+    if "d0" not in activation:
+        return a1, sf2, _diagonal_constant(diagonal, _refuse_kept)
+    _diagonal_constant(diagonal, lambda: 0.0)  # checked; the dict's d0 is used whatever the diagonal
+    return a1, sf2, as_float("activation['d0']", activation["d0"], low=-k, high=k)
+
+
+def _refuse_kept() -> float:
+    raise ValueError("diagonal='kept' with an activation dict needs the key 'd0'")
 
 
 def _null_solutions(gam: np.ndarray, c: float, a1: float, sf2: float, d0: float, system: str, method: str,
@@ -572,10 +636,14 @@ def _woodbury(T, dT, m, A, c):
     """``y^T Q y/n`` and its gamma-derivative from the trace matrix (Step 3)."""
     k = m.size
     Gam = np.outer(m, m) + np.eye(k)
-    C = structured_low_rank_matrix(A, Gam, c)
+    C = _low_rank_matrix(A, Gam, c)
     Om, dOm = np.kron(T, Gam), np.kron(dT, Gam)
     b, db = np.kron(T[0], m), np.kron(dT[0], m)
-    S = np.linalg.inv(np.eye(3 * k) + Om @ C)
+    try:
+        S = np.linalg.inv(np.eye(3 * k) + Om @ C)
+    except np.linalg.LinAlgError:
+        raise StructuredConvergenceError("singular Woodbury matrix I + Omega C (degenerate kernel constants: "
+                                         f"a1={A[0, 0]:g}, traces T11={T[0, 0]:g})") from None
     CS = C @ S
     corr = b @ CS @ b
     dcorr = 2 * db @ CS @ b - b @ CS @ dOm @ CS @ b
@@ -583,14 +651,10 @@ def _woodbury(T, dT, m, A, c):
 
 
 def _validate_common(c: Any, snr: Any) -> tuple[float, float]:
-    require_positive("c", c)
-    require_nonnegative("snr", snr)
-    c, snr = float(c), float(snr)
+    """``(float(c), float(snr))`` in the solver domain: ``c`` in ``[1e-4, 1e4]``, ``snr`` in ``[0, 1e8]``."""
+    c = as_float("c", c, low=_C_RANGE[0], high=_C_RANGE[1])
+    snr = as_float("snr", snr, low=0, high=_SNR_MAX)
     return c, snr
-
-
-#: accepted names of the null systems (``"corrected"`` is an alias of ``"symmetric"``)
-_SYSTEM_ALIASES = {"symmetric": "symmetric", "corrected": "symmetric", "spec": "spec"}
 
 
 def structured_attention_solve(
@@ -615,12 +679,13 @@ def structured_attention_solve(
 
     Parameters
     ----------
-    gamma : float or array of floats ``> 0``.
-    c : float ``> 0`` (``p / n``).
+    gamma : float or 1-d array of floats in ``[1e-30, 1e30]`` (at most ``Limits.max_grid_size``).
+    c : float in ``[1e-4, 1e4]`` (``p / n``).
     activation : registry name / sympy expression (see :func:`theory.hermite_moments`), or a dict
-        ``{"a1": .., "sf2": .., "d0": ..}`` of kernel constants.
-    snr : float ``>= 0`` (``||mu||^2``).
-    w_k, w_q : arrays (coordinates with ``mu`` along ``e_1``; any length), optional, both or neither.
+        ``{"a1": .., "sf2": .., "d0": ..}`` of kernel constants (``|a1|, |d0| <= 1e6``, ``0 <= sf2 <= 1e12``).
+    snr : float in ``[0, 1e8]`` (``||mu||^2``).
+    w_k, w_q : arrays (coordinates with ``mu`` along ``e_1``; any length, ``||w||^2 <= 1e8``), optional, both or
+        neither.
     diagonal : ``"removed"`` (``d0 = 0``), ``"kept"`` (``d0`` = asymptotic slope of ``f``) or a number ``d0``.
     spike : ``(strength, "aligned" | "orthogonal")``, alternative to ``w_k, w_q`` (see :func:`spike_vectors`).
     system : ``"symmetric"`` (default; alias ``"corrected"``): the null system of a symmetric kernel
@@ -629,18 +694,24 @@ def structured_attention_solve(
     method : ``"exact"`` (default) or ``"quadrature"``: how the null system is integrated
         (:func:`theory.solve_null_system_full`) and the trace integrals ``I_k`` (partial fractions, with a
         Gauss–Chebyshev fallback where they cancel, or Gauss–Chebyshev with ``n_nodes``).
-    n_nodes : quadrature nodes (``>= 16``): trace integrals for ``method="quadrature"`` and the cross-check.
-    tol : residual tolerance of the null system.
-    maxiter : Newton steps per continuation point of the null solver (``max_iter`` is an alias, as in
-        :func:`theory.solve_null_system`).
+    n_nodes : quadrature nodes, an integer in ``[16, Limits.max_quadrature_nodes]``: trace integrals for
+        ``method="quadrature"`` and the cross-check.
+    tol : residual tolerance of the null system, in ``(0, 1e-3]``.
+    maxiter : Newton steps per continuation point of the null solver, in ``[1, Limits.max_iterations]``
+        (``max_iter`` is an alias that wins when given, as in :func:`theory.solve_null_system`).
     check_quadrature : also evaluate the traces by Gauss–Chebyshev quadrature and report the change of ``E``.
+
+    The options follow the rules of the null solver (:func:`theory.solve_null_system_full`), so that
+    :func:`theory.attention_error` checks them the same way with and without signal.
 
     Raises
     ------
-    ValueError : invalid input. StructuredConvergenceError : no convergence.
+    ValueError : invalid input (``ArgumentTypeError``, also a ``TypeError``, for a wrong type).
+    StructuredConvergenceError : no convergence (the message gives the residual reached).
     """
     c, snr = _validate_common(c, snr)
     maxiter, system, gam = _validate_solver_options(gamma, system, method, n_nodes, tol, maxiter, max_iter)
+    check_flag("check_quadrature", check_quadrature)
     w_k, w_q = _resolve_spike(spike, w_k, w_q)
     a1, sf2, d0 = _kernel_constants(activation, diagonal)
     m, Aunit = _finite_dims(snr, w_k, w_q)
@@ -656,7 +727,9 @@ def structured_attention_solve(
         alt, _ = _error_on_grid(gam, consts, nul, m, A, None, quad)
         qchange = np.abs(out["E"] - alt["E"])
     if not np.all(np.isfinite(out["E"])):
-        raise StructuredConvergenceError(f"non-finite error at gamma={gam[~np.isfinite(out['E'])]}")
+        bad = ~np.isfinite(out["E"])
+        raise StructuredConvergenceError(f"non-finite error at gamma={gam[bad]} (null-system residual reached: "
+                                         f"{nul[bad, 6]})")
     return StructuredSolution(
         gamma=gam, error=out["E"], yQy=out["yQy"], null_error=out["E0"], delta=nul[:, 0], delta_t=nul[:, 1],
         kappa=nul[:, 2], traces=Ts, residual=nul[:, 6], quadrature_change=qchange, a1=a1, sf2=sf2, d0=d0, m=m, A=A,
@@ -666,20 +739,13 @@ def structured_attention_solve(
 
 def _validate_solver_options(gamma: Any, system: str, method: str, n_nodes: int, tol: float, maxiter: int,
                              max_iter: int | None) -> tuple[int, str, np.ndarray]:
-    """Checked ``(maxiter, canonical system name, gamma grid)`` of :func:`structured_attention_solve`."""
-    if max_iter is not None:
-        maxiter = int(max_iter)
-    require_integer("maxiter", maxiter, 1)
-    require_integer("n_nodes", n_nodes, 16)
-    require_positive("tol", tol)
-    if system not in _SYSTEM_ALIASES:
-        raise ValueError(f"system must be one of {sorted(_SYSTEM_ALIASES)}, got {system!r}")
-    system = _SYSTEM_ALIASES[system]
-    if method not in ("exact", "quadrature"):
-        raise ValueError(f"method must be 'exact' or 'quadrature', got {method!r}")
-    gam = np.atleast_1d(np.asarray(gamma, dtype=np.float64))
-    if gam.ndim != 1 or gam.size == 0 or not np.all(np.isfinite(gam)) or np.any(gam <= 0):
-        raise ValueError(f"gamma must be > 0 (a float or a 1-d array of floats > 0), got {gamma!r}")
+    """Checked ``(maxiter, canonical system name, gamma grid)`` of :func:`structured_attention_solve`.
+
+    ``max_iter``, when not None, replaces ``maxiter``; the rules are those of the null solver.
+    """
+    system, method, n_nodes, tol, maxiter = _solver_options(system, method, n_nodes, tol, maxiter, max_iter)
+    gam = np.atleast_1d(as_array("gamma", gamma, ndim=(0, 1), low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1]))
+    _check_grid("gamma", gam.size)
     return maxiter, system, gam
 
 
@@ -690,8 +756,13 @@ def _resolve_spike(spike: tuple[float, str] | None, w_k: Any, w_q: Any) -> tuple
     if w_k is not None or w_q is not None:
         raise ValueError("give either spike=(strength, kind) or w_k, w_q, not both")
     if not (isinstance(spike, (tuple, list)) and len(spike) == 2):
-        raise ValueError("spike must be a pair (strength >= 0, 'aligned' | 'orthogonal')")
-    return spike_vectors(spike[0], spike[1])
+        raise ValueError(f"spike must be a pair (strength >= 0, 'aligned' | 'orthogonal'), got {describe(spike)}")
+    try:
+        return spike_vectors(spike[0], spike[1])
+    except ArgumentTypeError as exc:
+        raise ArgumentTypeError(f"spike=(strength, kind): {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"spike=(strength, kind): {exc}") from None
 
 
 def _error_on_grid(gam: np.ndarray, consts: tuple[float, float, float, float], nul: np.ndarray, m: np.ndarray,
