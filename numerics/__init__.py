@@ -15,6 +15,8 @@ threads    the thread policy: torch_threads(n), the one way to pin torch's intra
            thread-pool map (torch single-threaded inside, generators consumed in order)
 """
 
+from theory._version import __version__  # noqa: F401  (one version for the three packages)
+
 from .baseline import *  # noqa: F401,F403
 from .estimator import *  # noqa: F401,F403
 from .ips import *  # noqa: F401,F403

@@ -5,12 +5,21 @@
 :class:`InteractionEstimator`: one data check (:func:`_check_XY`), one fitted-state check and one Monte
 Carlo ``L2(rho)`` error with the same argument names (``model, n_pairs, rng``), so a caller (benchmarks,
 checks) can swap one for the other.
+
+scikit-learn conventions (without depending on scikit-learn): the constructor stores every parameter as
+given (validated, never converted; conversions happen in ``fit``), :meth:`InteractionEstimator.get_params` /
+:meth:`InteractionEstimator.set_params` read and write them by name, so ``sklearn.base.clone`` and
+``GridSearchCV`` work; :meth:`InteractionEstimator.score` is the coefficient of determination of
+``sklearn.metrics.r2_score``; randomness is ``random_state`` (``None``, an integer seed or a
+``numpy.random.Generator``).
 """
 
 from __future__ import annotations
 
 import abc
+import inspect
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -20,6 +29,9 @@ from theory._validation import require_integer
 from .ips import as_generator
 
 __all__ = ["InteractionEstimator", "ConvergenceWarning"]
+
+#: the default of the deprecated ``seed`` argument (a string, as scikit-learn does: ``clone`` keeps it as is)
+DEPRECATED = "deprecated"
 
 
 class ConvergenceWarning(UserWarning):
@@ -67,12 +79,208 @@ def _check_XY(X: Any, Y: Any | None = None, min_samples: int = 1) -> tuple[np.nd
     return X, Y
 
 
+def check_random_state_param(value: Any) -> None:
+    """Refuse a ``random_state`` that is not ``None``, an integer ``>= 0`` or a ``numpy.random.Generator``.
+
+    Raises
+    ------
+    ValueError
+        The message names ``random_state``.
+    """
+    if value is None or isinstance(value, np.random.Generator):
+        return
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float)):
+        raise ValueError(f"random_state must be None, an integer seed >= 0 or a numpy.random.Generator, "
+                         f"got {value!r}")
+    require_integer("random_state", value, 0)
+
+
+def resolve_seed_alias(owner: str, random_state: Any, seed: Any) -> Any:
+    """The ``random_state`` in force, given the deprecated alias ``seed`` (it wins over the default ``0``).
+
+    Parameters
+    ----------
+    owner : str
+        Class name for the messages.
+    random_state : None, int or numpy.random.Generator
+        The estimator's ``random_state``.
+    seed : int or str
+        Its deprecated alias; :data:`DEPRECATED` when not given.
+
+    Returns
+    -------
+    None, int or numpy.random.Generator
+
+    Raises
+    ------
+    TypeError
+        Both were given (``random_state`` other than its default ``0``, and ``seed``).
+    """
+    if isinstance(seed, str) and seed == DEPRECATED:
+        return random_state
+    if not (isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)
+            and int(random_state) == 0):
+        raise TypeError(f"{owner}: give random_state (or its deprecated alias seed), not both")
+    return seed
+
+
+def warn_seed_alias(owner: str, seed: Any, stacklevel: int = 3) -> None:
+    """A :class:`DeprecationWarning` when the deprecated ``seed`` argument was given."""
+    if not (isinstance(seed, str) and seed == DEPRECATED):
+        warnings.warn(f"{owner}(seed=...) is deprecated; use random_state=... (same meaning)",
+                      DeprecationWarning, stacklevel=stacklevel)
+
+
+def _r2_score(Y: np.ndarray, P: np.ndarray, weights: np.ndarray | None) -> float:
+    """``sklearn.metrics.r2_score(Y, P, sample_weight=weights)``: per column, then averaged (force_finite)."""
+    w = np.ones(Y.shape[0]) if weights is None else weights
+    num = (w[:, None] * (Y - P) ** 2).sum(axis=0)
+    mean = (w[:, None] * Y).sum(axis=0) / w.sum()
+    den = (w[:, None] * (Y - mean) ** 2).sum(axis=0)
+    scores = np.ones(Y.shape[1])
+    ok = den != 0
+    scores[ok] = 1.0 - num[ok] / den[ok]
+    scores[~ok & (num != 0)] = 0.0  # a constant column predicted wrongly: 0, as scikit-learn's force_finite
+    return float(scores.mean())
+
+
 class InteractionEstimator(abc.ABC):
     """Base class of the estimators of ``g*(x, y) = phi*(x^T A* y)`` from ``(X, Y)`` (paper A).
 
     A subclass implements :meth:`fit`, :meth:`predict` and :meth:`interaction`; it is fitted once it has
-    ``coef_``. :meth:`l2_error` is common.
+    ``coef_``. :meth:`l2_error`, :meth:`score` and the parameter protocol of scikit-learn
+    (:meth:`get_params`, :meth:`set_params`; parameters are the keyword arguments of ``__init__``, stored as
+    given) are common, so ``sklearn.base.clone``, ``Pipeline`` and ``GridSearchCV`` accept both estimators on
+    the 3-D ``X`` of shape ``(M, N, d)`` with ``Y`` of shape ``(M, N)`` (scikit-learn is not a dependency:
+    it is needed only by who uses it).
+
+    Examples
+    --------
+    >>> from numerics import PairwiseInteractionEstimator
+    >>> est = PairwiseInteractionEstimator(n_intervals=6)
+    >>> est.get_params()["n_intervals"]
+    6
+    >>> est.set_params(n_intervals=8, random_state=1)
+    PairwiseInteractionEstimator(n_intervals=8, random_state=1)
     """
+
+    # ------------------------------------------------------------------ scikit-learn's parameter protocol
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """The keyword arguments of ``__init__``, sorted (scikit-learn's rule; no ``*args``)."""
+        init = cls.__init__
+        if init is object.__init__:
+            return []
+        params = [p for p in inspect.signature(init).parameters.values() if p.name != "self"]
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise RuntimeError(f"{cls.__name__}.__init__ must take named parameters only, not *{p.name}")
+        return sorted(p.name for p in params)
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The parameters of this estimator, by name (scikit-learn's ``get_params``).
+
+        Parameters
+        ----------
+        deep : bool
+            Also return the parameters of parameters that are estimators, as ``name__key`` (none here).
+
+        Returns
+        -------
+        dict
+            Every keyword argument of ``__init__`` with its value as given (or as set by :meth:`set_params`).
+        """
+        out: dict[str, Any] = {}
+        for name in self._get_param_names():
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+            out[name] = value
+        return out
+
+    def set_params(self, **params: Any) -> "InteractionEstimator":
+        """Set parameters by name (scikit-learn's ``set_params``); returns ``self``.
+
+        The values are checked by the next :meth:`fit` (as in scikit-learn); a fitted estimator keeps its
+        fitted attributes until then.
+
+        Raises
+        ------
+        ValueError
+            A name that is not a parameter of this estimator.
+        """
+        valid = self.get_params(deep=True)
+        nested: dict[str, dict[str, Any]] = {}
+        for key, value in params.items():
+            name, sep, sub = key.partition("__")
+            if name not in valid:
+                raise ValueError(f"Invalid parameter {name!r} for estimator {type(self).__name__}; valid "
+                                 f"parameters are {sorted(self._get_param_names())}")
+            if sep:
+                nested.setdefault(name, {})[sub] = value
+            else:
+                setattr(self, name, value)
+                valid[name] = value
+        for name, sub_params in nested.items():
+            valid[name].set_params(**sub_params)
+        return self
+
+    def __repr__(self) -> str:
+        """``ClassName(param=value, ...)`` with the parameters that differ from their defaults."""
+        sig = inspect.signature(type(self).__init__).parameters
+        shown = []
+        for name in self._get_param_names():
+            value, default = getattr(self, name), sig[name].default
+            same = value is default
+            if not same:
+                try:
+                    same = type(value) is type(default) and bool(value == default)
+                except (TypeError, ValueError):  # arrays and other objects without a plain ==
+                    same = False
+            if not same:
+                shown.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's tags (called by scikit-learn only, so it is imported here): a regressor with a 3-D
+        ``X`` and a 2-D, required ``Y``."""
+        from sklearn.utils import InputTags, RegressorTags, Tags, TargetTags
+
+        return Tags(estimator_type="regressor", target_tags=TargetTags(required=True, multi_output=True),
+                    regressor_tags=RegressorTags(), input_tags=InputTags(two_d_array=False, three_d_array=True),
+                    non_deterministic=False)
+
+    def score(self, X: Any, Y: Any, sample_weight: Any = None) -> float:
+        """Coefficient of determination ``R^2`` of :meth:`predict` on ``(X, Y)`` (the default score of
+        ``GridSearchCV``).
+
+        The same number as ``sklearn.metrics.r2_score(Y, self.predict(X), sample_weight=sample_weight)``:
+        ``R^2`` of each token position (column of ``Y``), averaged; a constant column scores 1 if predicted
+        exactly, else 0.
+
+        Parameters
+        ----------
+        X : array_like
+            Tokens of shape ``(M, N, d)``.
+        Y : array_like
+            Outputs of shape ``(M, N)``.
+        sample_weight : array_like or None
+            Non-negative weights of the ``M`` samples (not all zero).
+
+        Returns
+        -------
+        float
+            ``<= 1``; ``1`` is a perfect prediction, ``0`` that of the mean of each column.
+        """
+        X, Y = _check_XY(X, Y)
+        weights = None
+        if sample_weight is not None:
+            weights = np.asarray(sample_weight, dtype=np.float64)
+            if weights.shape != (X.shape[0],) or not np.all(np.isfinite(weights)) or np.any(weights < 0) \
+                    or not weights.sum() > 0:
+                raise ValueError(f"sample_weight must hold M = {X.shape[0]} finite weights >= 0, not all zero, "
+                                 f"got shape {weights.shape}")
+        return _r2_score(Y, self.predict(X), weights)
 
     @abc.abstractmethod
     def fit(self, X: Any, Y: Any, **options: Any) -> "InteractionEstimator":

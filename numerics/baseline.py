@@ -1,6 +1,7 @@
 """Paper A's own estimation pipeline, as a baseline for the project's estimator.
 
-The paper (Zucker, Wang, Lu, Seroussi; SPEC "Paper A") describes its numerical estimator only in words:
+The paper (Zucker, Wang, Lu, Seroussi, arXiv 2510.11789; ``docs/claims.md``, "Paper A") describes its numerical
+estimator only in words:
 *"B-spline least squares for phi, then an MLP surrogate of phi so that gradients reach A (trained by
 back-propagation)"*. Neither code nor optimiser settings are public. :class:`PaperStyleEstimator` is this
 project's faithful, reasonably tuned reading of that description; every choice the paper leaves open is
@@ -96,7 +97,9 @@ from scipy.interpolate import BSpline
 
 from theory._validation import require_integer, require_positive
 
-from ._estimator_base import ConvergenceWarning, InteractionEstimator, _check_XY
+from ._estimator_base import (DEPRECATED, ConvergenceWarning, InteractionEstimator, _check_XY,
+                              check_random_state_param, resolve_seed_alias, warn_seed_alias)
+from .ips import check_random_state
 from .threads import torch_threads
 
 __all__ = ["PaperStyleEstimator", "BaselineRound"]
@@ -172,6 +175,34 @@ class _FitData:
     rng: np.random.Generator
 
 
+@dataclass(frozen=True)
+class _BaselineConfig:
+    """The parameters of :class:`PaperStyleEstimator` as one fit uses them (checked, converted)."""
+
+    rank: int
+    spline_degree: int
+    n_intervals: int | None
+    hidden: int
+    epochs: int
+    rounds: int
+    lr: float
+    batch_size: int
+    surrogate_lr: float
+    surrogate_steps: int
+    surrogate_tol: float
+    surrogate_points: int
+    range_quantile: float
+    tol: float
+    patience: int
+    lr_decay: float
+    restarts: int
+    restart_gain: float
+    max_time_s: float | None
+    A_init: np.ndarray | None
+    device: str
+    random_state: Any
+
+
 class _Surrogate(torch.nn.Module):
     """``1 -> hidden -> hidden -> 1`` tanh MLP with fixed input/output standardisation."""
 
@@ -244,15 +275,32 @@ class PaperStyleEstimator(InteractionEstimator):
         Optional ``d x d`` starting matrix (its best rank-``r`` factorisation is used).
     device : str
         torch device (``"cpu"`` or ``"cuda"``).
-    seed : int
-        Seed of the initialisation and of the mini-batch order.
+    random_state : None, int or numpy.random.Generator
+        Randomness of the initialisation and of the mini-batch order: an integer seed (default ``0``:
+        reproducible fits; it seeds torch's and NumPy's generators), a generator (one integer seed is drawn
+        from it per fit) or ``None`` (fresh entropy).
+    seed : int, optional
+        Deprecated alias of ``random_state`` (a :class:`DeprecationWarning`); given, it replaces the default
+        ``random_state``; giving both is an error.
 
-    Attributes (after :meth:`fit`)
-    -------------------------------
-    A_ : ndarray (d, d)       the fitted matrix (best round)
-    coef_, knots_ : ndarray   B-spline coefficients and knot vector of phi
-    history_ : list[BaselineRound]
-    n_rounds_ : int, fit_time_s_ : float, converged_ : bool
+    Attributes
+    ----------
+    A_ : ndarray (d, d)
+        The fitted matrix (best round); set by :meth:`fit`, like every attribute ending in ``_``.
+    coef_, knots_ : ndarray
+        B-spline coefficients and knot vector of phi.
+    loss_ : float
+        Data loss of the best round.
+    n_intervals_ : int
+        The number of knot intervals used (``n_intervals``, or ``K_M`` when it is ``None``).
+    history_ : list of BaselineRound
+        One record per round.
+    n_rounds_ : int
+        Rounds run.
+    fit_time_s_ : float
+        Fitting time (callback time excluded).
+    converged_ : bool
+        Whether early stopping ended the fit (else the rounds or the time budget did).
 
     Examples
     --------
@@ -284,78 +332,86 @@ class PaperStyleEstimator(InteractionEstimator):
         max_time_s: float | None = None,
         A_init: Any | None = None,
         device: str = "cpu",
-        seed: int = 0,
+        random_state: Any = 0,
+        seed: Any = DEPRECATED,
     ) -> None:
-        require_integer("rank", rank, 1)
-        require_integer("spline_degree", spline_degree, 0)
-        if n_intervals is not None:
-            require_integer("n_intervals", n_intervals, 1)
-        require_integer("hidden", hidden, 1)
-        require_integer("epochs", epochs, 0)
-        require_integer("rounds", rounds, 1)
-        require_positive("lr", lr)
-        require_integer("batch_size", batch_size, 1)
-        require_positive("surrogate_lr", surrogate_lr)
-        require_integer("surrogate_steps", surrogate_steps, 0)
-        require_positive("surrogate_tol", surrogate_tol)
-        require_integer("surrogate_points", surrogate_points, 8)
-        if not (0.0 <= float(range_quantile) <= 0.1):
-            raise ValueError(f"range_quantile must be in [0, 0.1], got {range_quantile!r}")
-        require_positive("tol", tol)
-        require_integer("patience", patience, 1)
-        require_positive("lr_decay", lr_decay)
-        require_integer("restarts", restarts, 0)
-        require_positive("restart_gain", restart_gain)
-        if restart_gain >= 1:
-            raise ValueError(f"restart_gain must be in (0, 1), got {restart_gain!r}")
-        if lr_decay > 1:
-            raise ValueError(f"lr_decay must be in (0, 1], got {lr_decay!r}")
-        if max_time_s is not None:
-            require_positive("max_time_s", max_time_s)
-        if device not in ("cpu", "cuda") and not str(device).startswith("cuda:"):
-            raise ValueError(f"device must be 'cpu' or 'cuda[:k]', got {device!r}")
-        require_integer("seed", seed, 0)
-        self.rank = int(rank)
-        self.spline_degree = int(spline_degree)
-        self.n_intervals = None if n_intervals is None else int(n_intervals)
-        self.hidden = int(hidden)
-        self.epochs = int(epochs)
-        self.rounds = int(rounds)
-        self.lr = float(lr)
-        self.batch_size = int(batch_size)
-        self.surrogate_lr = float(surrogate_lr)
-        self.surrogate_steps = int(surrogate_steps)
-        self.surrogate_tol = float(surrogate_tol)
-        self.surrogate_points = int(surrogate_points)
-        self.range_quantile = float(range_quantile)
-        self.tol = float(tol)
-        self.patience = int(patience)
-        self.lr_decay = float(lr_decay)
-        self.restarts = int(restarts)
-        self.restart_gain = float(restart_gain)
-        self.max_time_s = None if max_time_s is None else float(max_time_s)
-        self.A_init = None if A_init is None else np.asarray(A_init, dtype=np.float64)
-        self.device = str(device)
-        self.seed = int(seed)
-        self.history_: list[BaselineRound] = []
+        # scikit-learn's rule: every parameter stored as given (clone, get_params); checked here for an early
+        # error and again by fit (after set_params), where the conversions happen (_checked_params)
+        self.rank, self.spline_degree, self.n_intervals, self.hidden = rank, spline_degree, n_intervals, hidden
+        self.epochs, self.rounds, self.lr, self.batch_size = epochs, rounds, lr, batch_size
+        self.surrogate_lr, self.surrogate_steps = surrogate_lr, surrogate_steps
+        self.surrogate_tol, self.surrogate_points = surrogate_tol, surrogate_points
+        self.range_quantile, self.tol, self.patience, self.lr_decay = range_quantile, tol, patience, lr_decay
+        self.restarts, self.restart_gain, self.max_time_s = restarts, restart_gain, max_time_s
+        self.A_init, self.device, self.random_state, self.seed = A_init, device, random_state, seed
+        warn_seed_alias(type(self).__name__, seed)
+        self._cfg = self._checked_params()  # refreshed by every fit
+
+    def _check_ranges(self) -> None:
+        """Refuse a parameter outside its range (the message names it)."""
+        require_integer("rank", self.rank, 1)
+        require_integer("spline_degree", self.spline_degree, 0)
+        if self.n_intervals is not None:
+            require_integer("n_intervals", self.n_intervals, 1)
+        require_integer("hidden", self.hidden, 1)
+        require_integer("epochs", self.epochs, 0)
+        require_integer("rounds", self.rounds, 1)
+        require_positive("lr", self.lr)
+        require_integer("batch_size", self.batch_size, 1)
+        require_positive("surrogate_lr", self.surrogate_lr)
+        require_integer("surrogate_steps", self.surrogate_steps, 0)
+        require_positive("surrogate_tol", self.surrogate_tol)
+        require_integer("surrogate_points", self.surrogate_points, 8)
+        if not (0.0 <= float(self.range_quantile) <= 0.1):
+            raise ValueError(f"range_quantile must be in [0, 0.1], got {self.range_quantile!r}")
+        require_positive("tol", self.tol)
+        require_integer("patience", self.patience, 1)
+        require_positive("lr_decay", self.lr_decay)
+        require_integer("restarts", self.restarts, 0)
+        require_positive("restart_gain", self.restart_gain)
+        if self.restart_gain >= 1:
+            raise ValueError(f"restart_gain must be in (0, 1), got {self.restart_gain!r}")
+        if self.lr_decay > 1:
+            raise ValueError(f"lr_decay must be in (0, 1], got {self.lr_decay!r}")
+        if self.max_time_s is not None:
+            require_positive("max_time_s", self.max_time_s)
+        if self.device not in ("cpu", "cuda") and not str(self.device).startswith("cuda:"):
+            raise ValueError(f"device must be 'cpu' or 'cuda[:k]', got {self.device!r}")
+
+    def _checked_params(self) -> "_BaselineConfig":
+        """The parameters checked and converted (``int``, ``float``, arrays) for a fit."""
+        self._check_ranges()
+        random_state = resolve_seed_alias(type(self).__name__, self.random_state, self.seed)
+        check_random_state_param(random_state)
+        return _BaselineConfig(
+            rank=int(self.rank), spline_degree=int(self.spline_degree),
+            n_intervals=None if self.n_intervals is None else int(self.n_intervals), hidden=int(self.hidden),
+            epochs=int(self.epochs), rounds=int(self.rounds), lr=float(self.lr), batch_size=int(self.batch_size),
+            surrogate_lr=float(self.surrogate_lr), surrogate_steps=int(self.surrogate_steps),
+            surrogate_tol=float(self.surrogate_tol), surrogate_points=int(self.surrogate_points),
+            range_quantile=float(self.range_quantile), tol=float(self.tol), patience=int(self.patience),
+            lr_decay=float(self.lr_decay), restarts=int(self.restarts), restart_gain=float(self.restart_gain),
+            max_time_s=None if self.max_time_s is None else float(self.max_time_s),
+            A_init=None if self.A_init is None else np.asarray(self.A_init, dtype=np.float64),
+            device=str(self.device), random_state=random_state)
 
     # ------------------------------------------------------------------ spline part (numpy/scipy)
     def _knots(self, lo: float, hi: float, K: int) -> np.ndarray:
-        k = self.spline_degree
+        k = self._cfg.spline_degree
         if not hi > lo:  # degenerate range (e.g. A = 0): widen symmetrically
             lo, hi = lo - 0.5, hi + 0.5
         inner = np.linspace(lo, hi, K + 1)
         return np.concatenate([np.full(k, lo), inner, np.full(k, hi)])
 
     def _design(self, u: np.ndarray, knots: np.ndarray) -> scipy.sparse.csr_matrix:
-        k = self.spline_degree
+        k = self._cfg.spline_degree
         uc = np.clip(u.ravel(), knots[k], knots[-k - 1])
         return BSpline.design_matrix(uc, knots, k).tocsr()
 
     def _fit_spline(self, u_off: np.ndarray, Y: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray, float]:
         """Least-squares B-spline for phi given off-diagonal scores ``u_off`` (M, N, N-1)."""
         M, N, _ = u_off.shape
-        q = self.range_quantile
+        q = self._cfg.range_quantile
         if q > 0:
             lo, hi = np.quantile(u_off, [q, 1.0 - q])
         else:
@@ -377,7 +433,7 @@ class PaperStyleEstimator(InteractionEstimator):
         return coef, knots, float(np.mean(resid**2))
 
     def _phi(self, u: np.ndarray, coef: np.ndarray, knots: np.ndarray) -> np.ndarray:
-        k = self.spline_degree
+        k = self._cfg.spline_degree
         uc = np.clip(u, knots[k], knots[-k - 1])
         return BSpline(knots, coef, k, extrapolate=False)(uc)
 
@@ -399,15 +455,15 @@ class PaperStyleEstimator(InteractionEstimator):
         mlp.in_shift, mlp.in_scale = 0.0, 2.0
         mlp.out_shift = float(target.mean())
         mlp.out_scale = float(max(target.std(), 1e-12))
-        z = torch.as_tensor(u_sample, dtype=torch.float64, device=self.device)
-        t = torch.as_tensor(target, dtype=torch.float64, device=self.device)
+        z = torch.as_tensor(u_sample, dtype=torch.float64, device=self._cfg.device)
+        t = torch.as_tensor(target, dtype=torch.float64, device=self._cfg.device)
         var = float(target.var()) if target.var() > 0 else 1.0
         rel, steps = float("inf"), 0
-        for steps in range(self.surrogate_steps + 1):
+        for steps in range(self._cfg.surrogate_steps + 1):
             self._mlp_opt.zero_grad(set_to_none=True)
             loss = torch.mean((mlp(z) - t) ** 2)
             rel = float(loss.detach()) / var
-            if rel < self.surrogate_tol or steps == self.surrogate_steps:
+            if rel < self._cfg.surrogate_tol or steps == self._cfg.surrogate_steps:
                 break
             loss.backward()
             self._mlp_opt.step()
@@ -416,16 +472,16 @@ class PaperStyleEstimator(InteractionEstimator):
     def _surrogate_and_backprop(self, u_np, coef, knots, Xt, Yt, U, V, lr, gen, rng):
         """Steps 3-4 of a round: fit the MLP surrogate, then Adam epochs on ``U, V`` through it."""
         M = Xt.shape[0]
-        sample = rng.choice(u_np.ravel(), size=min(self.surrogate_points, u_np.size), replace=False)
+        sample = rng.choice(u_np.ravel(), size=min(self._cfg.surrogate_points, u_np.size), replace=False)
         sur, sur_steps = self._fit_surrogate(sample, coef, knots)
         self._mlp.requires_grad_(False)
         U.requires_grad_(True)
         V.requires_grad_(True)
         opt = torch.optim.Adam([U, V], lr=lr)
-        for _ in range(self.epochs):
-            perm = torch.randperm(M, generator=gen).to(self.device)
-            for start in range(0, M, self.batch_size):
-                idx = perm[start : start + self.batch_size]
+        for _ in range(self._cfg.epochs):
+            perm = torch.randperm(M, generator=gen).to(self._cfg.device)
+            for start in range(0, M, self._cfg.batch_size):
+                idx = perm[start : start + self._cfg.batch_size]
                 opt.zero_grad(set_to_none=True)
                 pred = self._mlp(self._scores(Xt[idx], U, V)).mean(dim=2)
                 batch_loss = torch.mean((Yt[idx] - pred) ** 2)
@@ -437,28 +493,28 @@ class PaperStyleEstimator(InteractionEstimator):
     # ------------------------------------------------------------------ the alternating rounds
     def _random_factors(self, d: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """A random start: ``U, V`` with i.i.d. ``N(0, 1/d)`` entries (``U`` drawn first)."""
-        r = self.rank
-        U = (torch.randn(d, r, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(self.device)
-        V = (torch.randn(d, r, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(self.device)
+        r = self._cfg.rank
+        U = (torch.randn(d, r, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(self._cfg.device)
+        V = (torch.randn(d, r, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(self._cfg.device)
         return U, V
 
     def _initial_factors(self, d: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """Factors of the best rank-``r`` approximation of ``A_init``, else a random start."""
-        if self.A_init is None:
+        if self._cfg.A_init is None:
             return self._random_factors(d, gen)
-        if self.A_init.shape != (d, d) or not np.all(np.isfinite(self.A_init)):
-            raise ValueError(f"A_init must be a finite ({d}, {d}) array, got shape {self.A_init.shape}")
-        r = self.rank
-        P_, s_, Qt_ = np.linalg.svd(self.A_init)
+        if self._cfg.A_init.shape != (d, d) or not np.all(np.isfinite(self._cfg.A_init)):
+            raise ValueError(f"A_init must be a finite ({d}, {d}) array, got shape {self._cfg.A_init.shape}")
+        r = self._cfg.rank
+        P_, s_, Qt_ = np.linalg.svd(self._cfg.A_init)
         U0 = P_[:, :r] * np.sqrt(s_[:r])
         V0 = Qt_[:r].T * np.sqrt(s_[:r])
-        U = torch.as_tensor(U0, dtype=torch.float64, device=self.device).clone()
-        V = torch.as_tensor(V0, dtype=torch.float64, device=self.device).clone()
+        U = torch.as_tensor(U0, dtype=torch.float64, device=self._cfg.device).clone()
+        V = torch.as_tensor(V0, dtype=torch.float64, device=self._cfg.device).clone()
         return U, V
 
     def _normalise(self, Xt: torch.Tensor, U: torch.Tensor, V: torch.Tensor):
         """Step 1: balanced factors of ``U V^T`` scaled to unit-variance scores; returns ``U, V, scores``."""
-        r = self.rank
+        r = self._cfg.rank
         with torch.no_grad():
             A = U @ V.T
             Pm, s, Qh = torch.linalg.svd(A)
@@ -476,23 +532,23 @@ class PaperStyleEstimator(InteractionEstimator):
         """Early stopping, learning-rate decay and the best round after a round's loss; ``(stop, restart)``."""
         if st.start_first is None:
             st.start_first, st.start_best = loss, loss
-        if loss < st.start_best * (1 - self.tol):
+        if loss < st.start_best * (1 - self._cfg.tol):
             st.stall = 0
         elif rnd > st.start_round:
             st.stall += 1
         st.start_best = min(st.start_best, loss)
         if st.prev_loss is not None and loss > st.prev_loss:
-            st.lr *= self.lr_decay  # the loss went up: Adam overshoots, take smaller steps
+            st.lr *= self._cfg.lr_decay  # the loss went up: Adam overshoots, take smaller steps
         st.prev_loss = loss
         if st.best is None or loss < st.best[0]:
             st.best = (loss, A_np, coef, knots)
-        stop = st.stall >= self.patience
+        stop = st.stall >= self._cfg.patience
         restart = (
             stop
-            and st.n_starts <= self.restarts
-            and st.start_best > (1.0 - self.restart_gain) * st.start_first
-            and rnd + 1 < self.rounds
-            and self.epochs > 0
+            and st.n_starts <= self._cfg.restarts
+            and st.start_best > (1.0 - self._cfg.restart_gain) * st.start_first
+            and rnd + 1 < self._cfg.rounds
+            and self._cfg.epochs > 0
         )
         if restart:  # stuck on the plateau of its start: draw a new random A, keep the best so far
             stop = False
@@ -515,8 +571,8 @@ class PaperStyleEstimator(InteractionEstimator):
             U, V = self._random_factors(data.d, data.gen)
             st.n_starts += 1
             st.start_first, st.start_best, st.start_round, st.stall, st.lr, st.prev_loss = (
-                None, math.inf, rnd + 1, 0, self.lr, None)
-        elif not stop and self.epochs > 0:
+                None, math.inf, rnd + 1, 0, self._cfg.lr, None)
+        elif not stop and self._cfg.epochs > 0:
             with torch_threads(1):  # small tensors: intra-op threads only add barrier waits
                 U, V, sur, sur_steps = self._surrogate_and_backprop(u_np, coef, knots, data.Xt, data.Yt, U, V,
                                                                     st.lr, data.gen, data.rng)
@@ -524,28 +580,37 @@ class PaperStyleEstimator(InteractionEstimator):
         rec = BaselineRound(rnd, loss, sur, sur_steps, st.elapsed, state_time, st.n_starts - int(restart))
         return U, V, rec, stop, (A_np, coef, knots)
 
+    def _fit_seed(self) -> int:
+        """The integer seed of this fit's torch and NumPy generators: ``random_state`` if an integer, else one
+        draw from it (a generator is consumed; ``None``: fresh entropy)."""
+        rs = self._cfg.random_state
+        if rs is None or isinstance(rs, np.random.Generator):
+            return int(check_random_state(rs).integers(0, 2**63 - 1))
+        return int(rs)
+
     def _prepare(self, X: np.ndarray, Y: np.ndarray) -> tuple["_FitData", torch.Tensor, torch.Tensor]:
         """Checks against the data, ``K``, the seeded generators, the start and the surrogate."""
         M, N, d = X.shape
-        if self.rank > d:
-            raise ValueError(f"rank must be <= d = {d}, got {self.rank}")
-        K = self.n_intervals
+        if self._cfg.rank > d:
+            raise ValueError(f"rank must be <= d = {d}, got {self._cfg.rank}")
+        K = self._cfg.n_intervals
         if K is None:
             from theory.minimax import num_intervals
 
-            K = int(num_intervals(max(M, 3), max(self.spline_degree - 1, 1)))
+            K = int(num_intervals(max(M, 3), max(self._cfg.spline_degree - 1, 1)))
         self.n_intervals_ = K
         self._d = d
-        dev = self.device
-        gen = torch.Generator(device="cpu").manual_seed(self.seed)
+        dev = self._cfg.device
+        seed = self._fit_seed()
+        gen = torch.Generator(device="cpu").manual_seed(seed)
         self._ii, self._jj = (torch.as_tensor(a, device=dev) for a in _offdiag_index(N))
         Xt = torch.as_tensor(X, dtype=torch.float64, device=dev)
         Yt = torch.as_tensor(Y, dtype=torch.float64, device=dev)
         U, V = self._initial_factors(d, gen)
-        self._mlp = _Surrogate(self.hidden, gen, dev)
-        self._mlp_opt = torch.optim.Adam(self._mlp.parameters(), lr=self.surrogate_lr)
+        self._mlp = _Surrogate(self._cfg.hidden, gen, dev)
+        self._mlp_opt = torch.optim.Adam(self._mlp.parameters(), lr=self._cfg.surrogate_lr)
         self._mlp.requires_grad_(True)
-        rng = np.random.default_rng(self.seed)
+        rng = np.random.default_rng(seed)
         return _FitData(Xt, Yt, Y, K, d, gen, rng), U, V
 
     # ------------------------------------------------------------------ public API
@@ -571,12 +636,13 @@ class PaperStyleEstimator(InteractionEstimator):
         -------
         self
         """
+        self._cfg = self._checked_params()  # the parameters as set now (set_params), converted
         X, Y = _check_XY(X, Y)
         data, U, V = self._prepare(X, Y)
         self.history_ = []
-        st = _FitProgress(lr=self.lr)
+        st = _FitProgress(lr=self._cfg.lr)
         self.converged_ = False
-        for rnd in range(self.rounds):
+        for rnd in range(self._cfg.rounds):
             U, V, rec, stop, state = self._round(rnd, st, data, U, V)
             self.history_.append(rec)
             if callback is not None:
@@ -586,13 +652,13 @@ class PaperStyleEstimator(InteractionEstimator):
             if stop:
                 self.converged_ = True
                 break
-            if self.max_time_s is not None and st.elapsed >= self.max_time_s:
+            if self._cfg.max_time_s is not None and st.elapsed >= self._cfg.max_time_s:
                 break
         else:
-            if self.epochs > 0:
+            if self._cfg.epochs > 0:
                 warnings.warn(
-                    f"PaperStyleEstimator: no convergence within rounds={self.rounds} "
-                    f"(loss still decreasing by > tol={self.tol} per round)",
+                    f"PaperStyleEstimator: no convergence within rounds={self._cfg.rounds} "
+                    f"(loss still decreasing by > tol={self._cfg.tol} per round)",
                     ConvergenceWarning,
                     stacklevel=2,
                 )

@@ -50,7 +50,7 @@ at the sizes used. ``extrapolation="polynomial"`` instead continues the end poly
 beyond ``[lo, hi]`` (in the fit and in prediction alike). ``range_quantile=0`` restores the full range.
 
 Expected error decomposition (derived here, not in the paper; measured in ``docs/paper_a_estimator.md``)
--------------------------------------------------------------------------------------------------------
+--------------------------------------------------------------------------------------------------------
 With ``p = K (s+1)`` linear coefficients and ``q = r (2 d - r)`` free parameters in ``A`` (mod scale), the
 least-squares heuristic (Fisher information of the averaged design) gives
 
@@ -74,6 +74,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -82,8 +83,10 @@ import torch
 from theory._validation import require_integer, require_nonnegative, require_positive
 
 from . import _piecewise as pw
-from ._estimator_base import ConvergenceWarning, InteractionEstimator
+from ._estimator_base import (DEPRECATED, ConvergenceWarning, InteractionEstimator, check_random_state_param,
+                              resolve_seed_alias, warn_seed_alias)
 from ._estimator_base import _check_XY as _check_XY_base
+from .ips import check_random_state
 from .threads import torch_threads
 
 __all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning"]
@@ -92,6 +95,29 @@ __all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning"]
 def _check_XY(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(X, Y)`` checked for a fit: ``M >= 2`` samples (see :func:`numerics._estimator_base._check_XY`)."""
     return _check_XY_base(X, Y, min_samples=2)
+
+
+@dataclass(frozen=True)
+class _Config:
+    """The parameters of :class:`PairwiseInteractionEstimator` as one fit uses them (checked, converted)."""
+
+    rank: int
+    degree: int
+    n_intervals: int
+    restarts: int
+    max_iter: int
+    ridge: float
+    extrapolation: str
+    range_quantile: float
+    device: torch.device
+    random_state: Any
+    tol: float
+    optimizer: str
+    num_threads: int | None
+    patience: int
+    adaptive_restarts: bool
+    join_tol: float
+    stat_tol: float
 
 
 class PairwiseInteractionEstimator(InteractionEstimator):
@@ -119,9 +145,11 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         observed ``u`` (constant or polynomial extension beyond, per ``extrapolation``, in the fit and in
         prediction). ``0``: it spans ``[min u, max u]`` (the paper; fragile for heavy-tailed ``u``).
     device : str
-        Torch device of the optimisation (``"cpu"`` or ``"cuda"``).
-    seed : int
-        Seed of the random restarts.
+        Torch device of the optimisation (``"cpu"`` or ``"cuda"``; converted to a ``torch.device`` by
+        :meth:`fit`).
+    random_state : None, int or numpy.random.Generator
+        Randomness of the random restarts: an integer seed (default ``0``: reproducible fits), a generator
+        (consumed by each fit) or ``None`` (fresh entropy from the operating system).
     tol : float
         Relative tolerance. Gauss-Newton stops when an accepted step lowers the objective by less than
         ``tol`` (relative) or when its model predicts less (see also ``stat_tol``); L-BFGS uses it as
@@ -156,6 +184,9 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         +-2 % at random (no systematic loss: with the rule 1.337e-4 vs 1.357e-4 without at ``2^14``,
         8.935e-5 vs 8.949e-5 at ``2^16``, identical at ``2^12`` and on 5 other seeds, where it did not fire).
         Only the least-damped step of each iteration is judged by this rule.
+    seed : int, optional
+        Deprecated alias of ``random_state`` (a :class:`DeprecationWarning`); given, it replaces the default
+        ``random_state``; giving both is an error.
 
     Attributes
     ----------
@@ -194,65 +225,88 @@ class PairwiseInteractionEstimator(InteractionEstimator):
     >>> err, se = est.l2_error(model, n_pairs=10000, rng=2)
     >>> bool(err < 0.1 * model.interaction(*model.sample_pairs(10000, 3)).var())
     True
+
+    The parameters follow scikit-learn's conventions (``get_params``, ``set_params``, ``clone``, ``score``),
+    so model selection works on the 3-D ``X`` (scikit-learn installed):
+
+    >>> from sklearn.model_selection import GridSearchCV                     # doctest: +SKIP
+    >>> grid = {"n_intervals": [2, 4, 8]}
+    >>> search = GridSearchCV(PairwiseInteractionEstimator(degree=1), grid, cv=3)  # doctest: +SKIP
+    >>> search.fit(X, Y).best_params_                                        # doctest: +SKIP
+    {'n_intervals': 8}
     """
 
     def __init__(self, rank: int = 1, degree: int = 1, n_intervals: int = 4, restarts: int = 3,
                  max_iter: int = 200, ridge: float = 1e-10, extrapolation: str = "constant",
-                 range_quantile: float = 1e-3, device: str = "cpu", seed: int = 0,
+                 range_quantile: float = 1e-3, device: str = "cpu", random_state: Any = 0,
                  tol: float = 1e-6, optimizer: str = "gauss-newton",
                  num_threads: int | None = 1, patience: int = 5, adaptive_restarts: bool = True,
-                 join_tol: float = 1e-4, stat_tol: float = 0.01) -> None:
-        require_integer("rank", rank, 1)
-        require_integer("degree", degree, 0)
-        require_integer("n_intervals", n_intervals, 1)
-        require_integer("restarts", restarts, 1)
-        require_integer("max_iter", max_iter, 1)
-        require_nonnegative("ridge", ridge)
-        if extrapolation not in ("constant", "polynomial"):
-            raise ValueError(f"extrapolation must be 'constant' or 'polynomial', got {extrapolation!r}")
-        require_nonnegative("range_quantile", range_quantile)
-        if range_quantile > 0.1:
-            raise ValueError(f"range_quantile must be in [0, 0.1], got {range_quantile!r}")
-        require_integer("seed", seed, 0)
-        require_positive("tol", tol)
-        if optimizer not in ("gauss-newton", "lbfgs"):
-            raise ValueError(f"optimizer must be 'gauss-newton' or 'lbfgs', got {optimizer!r}")
-        self.optimizer = optimizer
-        if num_threads is not None:
-            require_integer("num_threads", num_threads, 1)
-        self.num_threads = num_threads
-        require_integer("patience", patience, 1)
-        self.patience = int(patience)
-        self.adaptive_restarts = bool(adaptive_restarts)
-        require_positive("join_tol", join_tol)
-        if join_tol >= 1:
-            raise ValueError(f"join_tol must be in (0, 1), got {join_tol!r}")
-        self.join_tol = float(join_tol)
-        require_nonnegative("stat_tol", stat_tol)
-        self.stat_tol = float(stat_tol)
-        if str(device).startswith("cuda") and not torch.cuda.is_available():
-            raise ValueError(f"device must be 'cpu' (CUDA is not available here), got {device!r}")
-        self.rank, self.degree, self.n_intervals = int(rank), int(degree), int(n_intervals)
-        self.restarts, self.max_iter = int(restarts), int(max_iter)
-        self.ridge, self.extrapolation = float(ridge), extrapolation
-        self.range_quantile = float(range_quantile)
-        self.device, self.seed, self.tol = torch.device(device), int(seed), float(tol)
+                 join_tol: float = 1e-4, stat_tol: float = 0.01, seed: Any = DEPRECATED) -> None:
+        # scikit-learn's rule: every parameter stored as given (clone, get_params); checked here for an early
+        # error and again by fit (after set_params), where the conversions happen (_checked_params)
+        self.rank, self.degree, self.n_intervals, self.restarts = rank, degree, n_intervals, restarts
+        self.max_iter, self.ridge, self.extrapolation = max_iter, ridge, extrapolation
+        self.range_quantile, self.device, self.random_state, self.tol = range_quantile, device, random_state, tol
+        self.optimizer, self.num_threads, self.patience = optimizer, num_threads, patience
+        self.adaptive_restarts, self.join_tol, self.stat_tol, self.seed = adaptive_restarts, join_tol, stat_tol, seed
+        warn_seed_alias(type(self).__name__, seed)
+        self._cfg = self._checked_params()  # refreshed by every fit
+
+    def _checked_params(self) -> _Config:
+        """The parameters checked and converted (``int``, ``float``, ``torch.device``) for a fit."""
+        require_integer("rank", self.rank, 1)
+        require_integer("degree", self.degree, 0)
+        require_integer("n_intervals", self.n_intervals, 1)
+        require_integer("restarts", self.restarts, 1)
+        require_integer("max_iter", self.max_iter, 1)
+        require_nonnegative("ridge", self.ridge)
+        if self.extrapolation not in ("constant", "polynomial"):
+            raise ValueError(f"extrapolation must be 'constant' or 'polynomial', got {self.extrapolation!r}")
+        require_nonnegative("range_quantile", self.range_quantile)
+        if self.range_quantile > 0.1:
+            raise ValueError(f"range_quantile must be in [0, 0.1], got {self.range_quantile!r}")
+        random_state = resolve_seed_alias(type(self).__name__, self.random_state, self.seed)
+        check_random_state_param(random_state)
+        require_positive("tol", self.tol)
+        if self.optimizer not in ("gauss-newton", "lbfgs"):
+            raise ValueError(f"optimizer must be 'gauss-newton' or 'lbfgs', got {self.optimizer!r}")
+        if self.num_threads is not None:
+            require_integer("num_threads", self.num_threads, 1)
+        require_integer("patience", self.patience, 1)
+        require_positive("join_tol", self.join_tol)
+        if self.join_tol >= 1:
+            raise ValueError(f"join_tol must be in (0, 1), got {self.join_tol!r}")
+        require_nonnegative("stat_tol", self.stat_tol)
+        if str(self.device).startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device must be 'cpu' (CUDA is not available here), got {self.device!r}")
+        return _Config(
+            rank=int(self.rank), degree=int(self.degree), n_intervals=int(self.n_intervals),
+            restarts=int(self.restarts), max_iter=int(self.max_iter), ridge=float(self.ridge),
+            extrapolation=self.extrapolation, range_quantile=float(self.range_quantile),
+            device=torch.device(self.device),
+            random_state=random_state if isinstance(random_state, np.random.Generator) or random_state is None
+            else int(random_state),
+            tol=float(self.tol), optimizer=self.optimizer,
+            num_threads=None if self.num_threads is None else int(self.num_threads), patience=int(self.patience),
+            adaptive_restarts=bool(self.adaptive_restarts), join_tol=float(self.join_tol),
+            stat_tol=float(self.stat_tol))
 
     # ------------------------------------------------------------ internals
     @property
     def n_basis(self) -> int:
-        """``p = K (s + 1)``."""
-        return self.n_intervals * (self.degree + 1)
+        """``p = K (s + 1)`` (from the parameters as set)."""
+        return int(self.n_intervals) * (int(self.degree) + 1)
 
     def _setup(self, X: np.ndarray, Y: np.ndarray) -> None:
+        """Tensors of the data and the pair indices."""
         M, N, d = X.shape
-        dev = self.device
+        dev = self._cfg.device
         self._X = torch.as_tensor(X, dtype=torch.float64, device=dev)
         self._Y = torch.as_tensor(Y, dtype=torch.float64, device=dev).reshape(-1)
         ii, jj = np.nonzero(~np.eye(N, dtype=bool))
         self._ii = torch.as_tensor(ii, device=dev)
         self._jj = torch.as_tensor(jj, device=dev)
-        K = self.n_intervals
+        K = self._cfg.n_intervals
         m = torch.arange(M, device=dev)[:, None]
         self._row_base = ((m * N + self._ii[None, :]) * K)  # (M, N(N-1))
         self._bufs: dict = {}
@@ -261,18 +315,18 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         """A work array reused across evaluations of one fit (contents undefined)."""
         buf = self._bufs.get(name)
         if buf is None or tuple(buf.shape) != tuple(shape):
-            buf = torch.empty(shape, dtype=torch.float64, device=self.device)
+            buf = torch.empty(shape, dtype=torch.float64, device=self._cfg.device)
             self._bufs[name] = buf
         return buf
 
     def _range(self, u: torch.Tensor):
         """``(lo, hi, flat index of lo, flat index of hi)`` of the pair values ``u``."""
         flat = u.reshape(-1)
-        if self.range_quantile == 0.0:
+        if self._cfg.range_quantile == 0.0:
             ilo, ihi = torch.argmin(flat), torch.argmax(flat)
         else:
             n = flat.numel()
-            k_lo = max(1, int(math.floor(self.range_quantile * n)))
+            k_lo = max(1, int(math.floor(self._cfg.range_quantile * n)))
             # the k_lo-th smallest and the k_lo-th largest: two partial selections of k_lo << n values
             # (torch.topk) are ~5x cheaper than two full torch.kthvalue passes and give the same pairs
             fd = flat.detach()
@@ -293,11 +347,11 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         """Design matrix ``B(A)`` (``(M N, p)``) and the range (and intermediate values if ``full``)."""
         X = self._X
         M, N, _ = X.shape
-        K, s = self.n_intervals, self.degree
+        K, s = self._cfg.n_intervals, self._cfg.degree
         P, Q, u = self._pairs(U, V)
         lo, hi, ilo, ihi = self._range(u)
         hi = torch.maximum(hi, lo + 1e-12)
-        clamp = self.extrapolation == "constant"  # the same extension as phi() (fit = prediction)
+        clamp = self._cfg.extrapolation == "constant"  # the same extension as phi() (fit = prediction)
         idx, t = pw.locate(u, lo, hi, K, clamp=clamp)
         # basis values of every pair, already divided by N - 1 (the average over j != i)
         flat = (self._row_base + idx).reshape(-1)
@@ -326,8 +380,8 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         G = B.T @ B
         b = B.T @ Y
         p = G.shape[0]
-        lam = self.ridge * torch.clamp(torch.diagonal(G).mean(), min=1e-300)
-        if self.ridge == 0.0:
+        lam = self._cfg.ridge * torch.clamp(torch.diagonal(G).mean(), min=1e-300)
+        if self._cfg.ridge == 0.0:
             lam = lam * 0.0
         Greg = G + lam * torch.eye(p, dtype=G.dtype, device=G.device)
         L, info = torch.linalg.cholesky_ex(Greg)
@@ -361,7 +415,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         """
         Xt, Yt = self._X, self._Y.reshape(X.shape[:2])
         M, N, d = Xt.shape
-        r = self.rank
+        r = self._cfg.rank
         Xf = Xt.reshape(-1, d)
         n = Xf.shape[0]
         Yc = Yt - Yt.mean()
@@ -398,11 +452,11 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         return (Qu @ a) * torch.sqrt(sv), (Qv @ bt.T) * torch.sqrt(sv)
 
     def _run_lbfgs(self, U0: np.ndarray, V0: np.ndarray):
-        dev = self.device
+        dev = self._cfg.device
         U = torch.tensor(U0, dtype=torch.float64, device=dev, requires_grad=True)
         V = torch.tensor(V0, dtype=torch.float64, device=dev, requires_grad=True)
-        opt = torch.optim.LBFGS([U, V], lr=1.0, max_iter=self.max_iter, history_size=20,
-                                tolerance_grad=self.tol * 1e-2, tolerance_change=self.tol,
+        opt = torch.optim.LBFGS([U, V], lr=1.0, max_iter=self._cfg.max_iter, history_size=20,
+                                tolerance_grad=self._cfg.tol * 1e-2, tolerance_change=self._cfg.tol,
                                 line_search_fn="strong_wolfe")
 
         def closure():
@@ -430,7 +484,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         """
         X = self._X
         M, N, d = X.shape
-        K, s = self.n_intervals, self.degree
+        K, s = self._cfg.n_intervals, self._cfg.degree
         with torch.no_grad():
             if not jacobian:
                 B, lo, hi = self._design(U, V)
@@ -499,7 +553,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         ``1 - |<A, A_best>| < join_tol`` of it, with an objective not below ``best``, has joined the
         incumbent's basin and is stopped (``self._last_joined``).
         """
-        dev = self.device
+        dev = self._cfg.device
         U = torch.as_tensor(U0, dtype=torch.float64, device=dev)
         V = torch.as_tensor(V0, dtype=torch.float64, device=dev)
         U, V = self._balance(U, V)
@@ -509,10 +563,10 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         n_iter = 0
         # the model-predicted relative decrease below which a step is not worth an evaluation: tol, or
         # stat_tol x the objective's statistical resolution in A, q / (M N) with q = r (2 d - r) (see stat_tol)
-        pred_tol = max(self.tol, self.stat_tol * r * (2 * d - r) / self._Y.numel())
+        pred_tol = max(self._cfg.tol, self._cfg.stat_tol * r * (2 * d - r) / self._Y.numel())
         converged = False
         self._last_joined = False
-        while n_iter < self.max_iter:
+        while n_iter < self._cfg.max_iter:
             n_iter += 1
             H, g = J, res
             H = 0.5 * (H + H.T)
@@ -528,12 +582,12 @@ class PairwiseInteractionEstimator(InteractionEstimator):
                 # the statistical rule judges the least-damped step of the iteration only: after a rejected
                 # trial the damping grows 10x and the predicted decrease shrinks with it, which says nothing
                 # about the decrease still available (later attempts keep the plain `tol` rule)
-                if pred <= (pred_tol if attempt == 0 else self.tol) * float(loss):
+                if pred <= (pred_tol if attempt == 0 else self._cfg.tol) * float(loss):
                     break  # the Gauss-Newton model predicts no useful decrease
                 U1 = U + step[: d * r].reshape(d, r)
                 V1 = V + step[d * r:].reshape(d, r)
                 U1, V1 = self._balance(U1, V1)
-                joining = incumbent is not None and 1.0 - self._alignment(U1, V1, *incumbent) < self.join_tol
+                joining = incumbent is not None and 1.0 - self._alignment(U1, V1, *incumbent) < self._cfg.join_tol
                 # the full state (with Jacobian) at the trial point: most steps are accepted, and then it
                 # is the next iteration's state (one evaluation per iteration instead of two); a point that
                 # joins the incumbent's basin is first evaluated without it (it ends the start if no better)
@@ -552,14 +606,14 @@ class PairwiseInteractionEstimator(InteractionEstimator):
             U, V = U1, V1
             loss, c, lo, hi, J, res = state1
             mu = max(mu / 3.0, 1e-9)
-            if rel < self.tol:
+            if rel < self._cfg.tol:
                 converged = True
                 break
             if joining and float(loss) >= best:
                 converged = True  # joined the incumbent's basin: it would converge to the same minimum
                 self._last_joined = True
                 break
-            if n_iter >= self.patience and float(loss) > 1.1 * best:
+            if n_iter >= self._cfg.patience and float(loss) > 1.1 * best:
                 converged = True  # abandoned on purpose (not a convergence failure)
                 break  # a start that is far behind the best one after `patience` steps is dropped
         self._last_converged = converged
@@ -579,7 +633,8 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         A_init : array (d, d), optional
             An extra first start (before the moment starts); ``restarts`` counts it.
         """
-        with torch_threads(self.num_threads):
+        self._cfg = self._checked_params()  # the parameters as set now (set_params), converted
+        with torch_threads(self._cfg.num_threads):
             return self._fit(X, Y, A, A_init)
 
     def _factor(self, A: Any, d: int, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -587,53 +642,53 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         if A.shape != (d, d) or not np.all(np.isfinite(A)) or not np.any(A != 0):
             raise ValueError(f"{name} must be a finite nonzero ({d}, {d}) matrix, got shape {A.shape}")
         Uu, sv, Vt = np.linalg.svd(A)
-        r = self.rank
+        r = self._cfg.rank
         return Uu[:, :r] * np.sqrt(sv[:r]), Vt[:r].T * np.sqrt(sv[:r])
 
     def _fit(self, X: Any, Y: Any, A: Any = None, A_init: Any = None) -> "PairwiseInteractionEstimator":
         t0 = time.perf_counter()
         X, Y = _check_XY(X, Y)
         M, N, d = X.shape
-        if self.rank > d:
-            raise ValueError(f"rank must be an integer in [1, d={d}], got {self.rank}")
+        if self._cfg.rank > d:
+            raise ValueError(f"rank must be an integer in [1, d={d}], got {self._cfg.rank}")
         self._setup(X, Y)
         if d == 1 or A is not None:
             # d == 1: A = +-1 after normalisation and both signs give the same class: no optimisation
             if A is None:
-                U = V = torch.ones(1, 1, dtype=torch.float64, device=self.device)
+                U = V = torch.ones(1, 1, dtype=torch.float64, device=self._cfg.device)
             else:
                 U0, V0 = self._factor(A, d, "A")
-                U, V = self._balance(torch.as_tensor(U0, device=self.device), torch.as_tensor(V0, device=self.device))
+                U, V = self._balance(torch.as_tensor(U0, device=self._cfg.device), torch.as_tensor(V0, device=self._cfg.device))
             loss, c, lo, hi, _, _ = self._gn_state(U, V, jacobian=False)
             self.restart_objectives_ = [float(loss)]
             self.n_starts_ = 1
             self.converged_ = True
             return self._finish((float(loss), U, V, c, float(lo), float(hi), 0), d, t0)
-        gen = np.random.default_rng(self.seed)
+        gen = check_random_state(self._cfg.random_state)
         starts = [] if A_init is None else [self._factor(A_init, d, "A_init")]
-        starts = (starts + self._moment_starts(X, Y))[: self.restarts]
+        starts = (starts + self._moment_starts(X, Y))[: self._cfg.restarts]
         n_consistent = len(starts)  # A_init and the moment starts (consistent estimates of A)
-        while len(starts) < self.restarts:
-            starts.append((gen.standard_normal((d, self.rank)), gen.standard_normal((d, self.rank))))
+        while len(starts) < self._cfg.restarts:
+            starts.append((gen.standard_normal((d, self._cfg.rank)), gen.standard_normal((d, self._cfg.rank))))
         best = None
         self.restart_objectives_ = []
         agree = False  # two consistent starts reached the same minimum
         for k, (U0, V0) in enumerate(starts):
-            if k >= n_consistent and agree and self.adaptive_restarts:
+            if k >= n_consistent and agree and self._cfg.adaptive_restarts:
                 break  # random starts only when the consistent starts disagree
-            if self.optimizer == "gauss-newton":
-                inc = None if best is None or not self.adaptive_restarts else (best[1], best[2])
+            if self._cfg.optimizer == "gauss-newton":
+                inc = None if best is None or not self._cfg.adaptive_restarts else (best[1], best[2])
                 res = self._run_gn(U0, V0, best=math.inf if best is None else best[0], incumbent=inc)
                 conv, joined = self._last_converged, self._last_joined
             else:
                 res = self._run_lbfgs(U0, V0)
-                conv, joined = res[-1] < self.max_iter, False
+                conv, joined = res[-1] < self._cfg.max_iter, False
             self.restart_objectives_.append(res[0])
             if not np.isfinite(res[0]):
                 continue
             if best is not None and k < n_consistent:
                 same = joined or (abs(res[0] - best[0]) <= 1e-3 * best[0]
-                                  and 1.0 - self._alignment(res[1], res[2], best[1], best[2]) < self.join_tol)
+                                  and 1.0 - self._alignment(res[1], res[2], best[1], best[2]) < self._cfg.join_tol)
                 agree = agree or same
             if best is None or res[0] < best[0]:
                 best, self.converged_ = res, conv
@@ -641,7 +696,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         if best is None:
             raise RuntimeError("PairwiseInteractionEstimator.fit: every start gave a non-finite objective")
         if not self.converged_:
-            warnings.warn(f"PairwiseInteractionEstimator: the best start stopped at max_iter={self.max_iter} "
+            warnings.warn(f"PairwiseInteractionEstimator: the best start stopped at max_iter={self._cfg.max_iter} "
                           "before the relative objective change fell below tol", ConvergenceWarning, stacklevel=3)
         return self._finish(best, d, t0)
 
@@ -651,7 +706,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         self.U_ = U.cpu().numpy()
         self.V_ = V.cpu().numpy()
         self.A_ = self.U_ @ self.V_.T
-        self.coef_ = c.detach().cpu().numpy().reshape(self.n_intervals, self.degree + 1)
+        self.coef_ = c.detach().cpu().numpy().reshape(self._cfg.n_intervals, self._cfg.degree + 1)
         self.range_ = (lo, hi)
         self.n_iter_ = n_iter
         self.d_ = d
@@ -664,7 +719,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         self._check_fitted()
         u = np.asarray(u, dtype=np.float64)
         lo, hi = self.range_
-        clamp = self.extrapolation == "constant"
+        clamp = self._cfg.extrapolation == "constant"
         return pw.evaluate(u, self.coef_, lo, hi, clamp=clamp)
 
     def interaction(self, x: Any, y: Any) -> np.ndarray:

@@ -46,7 +46,7 @@ from scipy.interpolate import BSpline
 
 from theory._validation import require_integer, require_nonnegative, require_positive
 
-__all__ = ["IPSModel", "TOKEN_LAWS", "TRUTHS", "as_generator"]
+__all__ = ["IPSModel", "TOKEN_LAWS", "TRUTHS", "as_generator", "check_random_state"]
 
 TOKEN_LAWS = ("uniform", "gaussian", "anisotropic", "exchangeable")
 TRUTHS = ("bspline", "hard")
@@ -54,12 +54,59 @@ NOISE_LAWS = ("gaussian", "rademacher")
 
 
 def as_generator(rng: Any) -> np.random.Generator:
-    """A ``numpy.random.Generator`` from a generator or an integer seed (``None`` is refused)."""
+    """A ``numpy.random.Generator`` from a generator or an integer seed (``None`` is refused).
+
+    For randomness that must be explicit (``l2_error``'s common random numbers); :func:`check_random_state`
+    also takes ``None``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or int
+        A generator (returned as is) or a seed ``>= 0`` of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    ValueError
+        Anything else (the message names ``rng``).
+    """
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         return np.random.default_rng(int(rng))
     raise ValueError(f"rng must be a numpy.random.Generator or an integer seed, got {rng!r}")
+
+
+def check_random_state(rng: Any) -> np.random.Generator:
+    """A ``numpy.random.Generator`` from ``None``, an integer seed or a generator (scikit-learn's rule).
+
+    Parameters
+    ----------
+    rng : None, int or numpy.random.Generator
+        ``None``: a fresh generator seeded from the operating system (results differ from call to call);
+        an integer: ``numpy.random.default_rng(rng)`` (reproducible); a generator: returned as is (and
+        consumed by the caller).
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    ValueError
+        Anything else (the message names ``rng``).
+
+    Examples
+    --------
+    >>> int(check_random_state(3).integers(10)) == int(check_random_state(3).integers(10))
+    True
+    """
+    if rng is None:
+        return np.random.default_rng()
+    return as_generator(rng)
 
 
 @dataclass(eq=False)
@@ -295,10 +342,13 @@ class IPSModel:
         return out
 
     # --------------------------------------------------------------- sampling
-    def sample_tokens(self, M: int, rng: Any, n_tokens: int | None = None) -> np.ndarray:
-        """Draw ``M`` samples of ``n_tokens`` (default ``N``) tokens, shape ``(M, n, d)``."""
+    def sample_tokens(self, M: int, rng: Any = None, n_tokens: int | None = None) -> np.ndarray:
+        """Draw ``M`` samples of ``n_tokens`` (default ``N``) tokens, shape ``(M, n, d)``.
+
+        ``rng`` is None, an integer seed or a generator (:func:`check_random_state`).
+        """
         require_integer("M", M, 1)
-        gen = as_generator(rng)
+        gen = check_random_state(rng)
         n = self.N if n_tokens is None else int(n_tokens)
         shape = (int(M), n, self.d)
         law = self.token_law
@@ -313,36 +363,42 @@ class IPSModel:
         W = gen.uniform(-1.0, 1.0, (int(M), 1, self.d))
         return np.sqrt(1.0 - self.rho) * U + np.sqrt(self.rho) * W
 
-    def sample_noise(self, shape: tuple, rng: Any) -> np.ndarray:
-        """``noise * xi`` with ``xi`` standard Gaussian or Rademacher."""
-        gen = as_generator(rng)
+    def sample_noise(self, shape: tuple, rng: Any = None) -> np.ndarray:
+        """``noise * xi`` with ``xi`` standard Gaussian or Rademacher (``rng``: None, int or Generator)."""
+        gen = check_random_state(rng)
         if self.noise_law == "gaussian":
             xi = gen.standard_normal(shape)
         else:
             xi = gen.choice(np.array([-1.0, 1.0]), size=shape)
         return self.noise * xi
 
-    def sample(self, M: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
+    def sample(self, M: int, rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """Draw ``M`` i.i.d. samples ``(X, Y)``: ``X`` of shape ``(M, N, d)``, ``Y`` of shape ``(M, N)``.
 
         Parameters
         ----------
         M : int
             Number of samples, ``>= 1``.
-        rng : numpy.random.Generator or int
-            Source of randomness (an integer is a seed).
+        rng : None, int or numpy.random.Generator
+            Source of randomness: an integer is a seed (reproducible), a generator is consumed, ``None``
+            draws fresh entropy from the operating system (see :func:`check_random_state`).
+
+        Returns
+        -------
+        (X, Y) : tuple of ndarray
         """
-        gen = as_generator(rng)
+        gen = check_random_state(rng)
         X = self.sample_tokens(M, gen)
         Y = self.forward(None, X) + self.sample_noise((int(M), self.N), gen)
         return X, Y
 
-    def sample_pairs(self, n: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
+    def sample_pairs(self, n: int, rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """``n`` independent pairs ``(x, y)`` of distinct tokens of one sample (the law ``rho``).
 
         Returns two arrays of shape ``(n, d)``. For every token law here the law of a pair of
         distinct tokens does not depend on ``N`` (exchangeable laws included), so a pair is the two
-        tokens of a 2-token sample.
+        tokens of a 2-token sample. ``rng`` is None, an integer seed or a generator
+        (:func:`check_random_state`).
         """
         require_integer("n", n, 1)
         T = self.sample_tokens(int(n), rng, n_tokens=2)

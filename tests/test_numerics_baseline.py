@@ -22,7 +22,7 @@ def problem():
 @pytest.fixture(scope="module")
 def fitted(problem):
     model, X, Y = problem
-    return PaperStyleEstimator(rank=1, n_intervals=8, seed=0, **SMALL).fit(X, Y)
+    return PaperStyleEstimator(rank=1, n_intervals=8, random_state=0, **SMALL).fit(X, Y)
 
 
 def _pairs(model, n=2**14, seed=7):
@@ -75,7 +75,7 @@ def test_shapes_history_and_attributes(problem, fitted):
 
 def test_deterministic_given_seed(problem):
     model, X, Y = problem
-    kw = dict(rank=1, n_intervals=6, rounds=3, seed=5, **{k: v for k, v in SMALL.items() if k != "rounds"})
+    kw = dict(rank=1, n_intervals=6, rounds=3, random_state=5, **{k: v for k, v in SMALL.items() if k != "rounds"})
     a = PaperStyleEstimator(**kw).fit(X[:300], Y[:300])
     b = PaperStyleEstimator(**kw).fit(X[:300], Y[:300])
     np.testing.assert_array_equal(a.A_, b.A_)
@@ -91,7 +91,7 @@ def test_callback_can_stop_and_is_called_per_round(problem):
         assert est.interaction(X[0, :2], X[0, 1:3]).shape == (2,)
         return rec.round == 1
 
-    est = PaperStyleEstimator(rank=1, n_intervals=6, seed=0, **SMALL).fit(X[:200], Y[:200], callback=cb)
+    est = PaperStyleEstimator(rank=1, n_intervals=6, random_state=0, **SMALL).fit(X[:200], Y[:200], callback=cb)
     assert seen == [0, 1] and est.n_rounds_ == 2 and not est.converged_
 
 
@@ -101,14 +101,14 @@ def test_stuck_random_start_is_replaced_by_a_new_one():
     model = IPSModel(d=3, N=4, rank=1, degree=3, n_knots=4, noise=0.05, seed=4)
     X, Y = model.sample(1500, np.random.default_rng(11))
     x, y, g = _pairs(model)
-    est = PaperStyleEstimator(rank=1, n_intervals=8, seed=0, **SMALL).fit(X, Y)
+    est = PaperStyleEstimator(rank=1, n_intervals=8, random_state=0, **SMALL).fit(X, Y)
     starts = [r.start for r in est.history_]
     assert max(starts) >= 2 and starts == sorted(starts)
     first = [r.loss for r in est.history_ if r.start == 1]
     assert est.loss_ < 0.9 * min(first)  # the new start did better than the stuck one
     assert float(np.mean((est.interaction(x, y) - g) ** 2)) < 0.1 * float(np.var(g))
     # without restarts the same fit stays stuck
-    stuck = PaperStyleEstimator(rank=1, n_intervals=8, seed=0, restarts=0, **SMALL).fit(X, Y)
+    stuck = PaperStyleEstimator(rank=1, n_intervals=8, random_state=0, restarts=0, **SMALL).fit(X, Y)
     assert float(np.mean((stuck.interaction(x, y) - g) ** 2)) > 0.5 * float(np.var(g))
 
 

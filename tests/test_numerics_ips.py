@@ -173,7 +173,7 @@ def test_invalid_data():
     with pytest.raises(ValueError, match="X"):
         m.forward(None, np.zeros((4, 3, 5)))
     with pytest.raises(ValueError, match="rng"):
-        m.sample(4, rng=None)
+        m.sample(4, rng="0")  # strings are not seeds
     with pytest.raises(ValueError, match="M"):
         m.sample(0, rng=0)
 
@@ -239,3 +239,18 @@ def test_beta_rules(kwargs, word):
     with pytest.raises(ValueError, match=word):
         IPSModel(d=3, N=3, **kwargs)
     assert IPSModel(d=3, N=3, truth="hard", degree=3).beta == 2.0  # default degree - 1
+
+
+def test_sample_rng_is_none_int_or_generator():
+    """``rng``: an integer seed reproduces, a generator is consumed, ``None`` draws fresh entropy."""
+    m = IPSModel(d=2, N=3, seed=1)
+    X0, Y0 = m.sample(5, rng=3)
+    X1, Y1 = m.sample(5, rng=np.random.default_rng(3))
+    assert np.array_equal(X0, X1) and np.array_equal(Y0, Y1)
+    gen = np.random.default_rng(3)
+    assert not np.array_equal(m.sample(5, gen)[0], m.sample(5, gen)[0])  # the generator moved on
+    Xa, _ = m.sample(5)
+    Xb, _ = m.sample(5, rng=None)
+    assert Xa.shape == (5, 3, 2) and not np.array_equal(Xa, Xb)
+    x, y = m.sample_pairs(4)
+    assert x.shape == y.shape == (4, 2)

@@ -19,7 +19,9 @@ def _blocks(lang: str) -> list[str]:
 
 def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
     quick = README.split("## Quick start", 1)[1]
-    commands = [ln for ln in _blocks("bash")[0].splitlines() if ln.strip()]
+    lines = [ln for ln in _blocks("bash")[0].splitlines() if ln.strip()]
+    assert lines[0] == "python -m venv .venv && . .venv/bin/activate"  # the block opens with a virtual environment
+    commands = lines[1:]
     assert len(commands) == 2
     assert commands[0].endswith("python -m verify") and quick.index(commands[0]) >= 0
     assert "pytest" in commands[1]

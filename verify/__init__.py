@@ -1,5 +1,7 @@
 """The judge: each claim (docs/claims.md) = prediction (theory) vs measurement (numerics) under a stated tolerance."""
 
+from theory._version import __version__  # noqa: F401  (one version for the three packages)
+
 from .catalog import all_checks, check_spec
 from .registry import CheckContext, CheckResult, Comparison, Outcome, Verdict, check, run_check
 
