@@ -7,7 +7,7 @@ Run::
 The derivation itself lives in :func:`theory.ridge.derive_ridge_error`; this script walks through
 it interactively: the Marchenko-Pastur fixed point, the rank-two Woodbury reduction of
 ``y^T Q y / n`` for ``X = mu y^T + Z``, implicit differentiation in ``gamma``, the comparison with
-SPEC's reconstructed formula, the ``gamma -> 0`` limits on both sides of ``c = 1``, and a small
+the first reconstruction's formula (docs/claims.md), the ``gamma -> 0`` limits on both sides of ``c = 1``, and a small
 Monte Carlo check.  The figure (Agg backend) goes to the path given on the command line, or to a
 temporary directory.
 """
@@ -66,7 +66,7 @@ def main(argv: list[str]) -> str:
 
     banner("Result in terms of delta = delta(gamma)")
     sp.pprint(der.error_in_delta)
-    print("identical to SPEC's reconstruction:", der.matches_spec)
+    print("identical to the first reconstruction:", der.matches_spec)
 
     banner("Limits as gamma -> 0")
     print("c < 1 :", ridge_error_limit(sp.Rational(1, 4), snr), "(at c = 1/4)")

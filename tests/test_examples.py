@@ -22,7 +22,7 @@ def test_derive_ridge_error_example(tmp_path):
         cwd=str(ROOT),
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "identical to SPEC's reconstruction: True" in proc.stdout
+    assert "identical to the first reconstruction: True" in proc.stdout
     assert "(1 - c)/(snr + 1)" in proc.stdout or "3/(4*(snr + 1))" in proc.stdout
     assert out.exists() and out.stat().st_size > 1000
 

@@ -8,8 +8,8 @@ Conventions
   ``E[f(xi)^2] = sum_k a_k^2`` (Parseval).
 * ``a0 = E f(xi)`` (mean of the *raw* activation), ``a1 = E[xi f(xi)]``,
   ``nu = E[(f(xi) - a0)^2]`` (second moment of the centred activation) and
-  ``sf2 = nu - a1^2`` (the "nonlinear" energy, ``s_f^2`` of SPEC).
-* ``erf`` means ``erf(x)`` (not ``erf(x / sqrt 2)``): it is the one that reproduces SPEC's
+  ``sf2 = nu - a1^2`` (the "nonlinear" energy, ``s_f^2`` of docs/claims.md).
+* ``erf`` means ``erf(x)`` (not ``erf(x / sqrt 2)``): it is the one that reproduces the first reconstruction's
   ``a1 = 2 / sqrt(3 pi) = 0.6515`` and ``nu = (2/pi) arcsin(2/3) = 0.4646``.  (For
   ``erf(x/sqrt 2)`` one would get ``a1 = sqrt(1/pi) = 0.5642`` and ``nu = 1/3``.)
 

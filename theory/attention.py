@@ -144,7 +144,7 @@ def attention_small_gamma_law(
     Returns ``(e, C)`` with ``e`` the log-log slope between the two ``gammas`` and
     ``C = E_A(gamma_0) / gamma_0^e`` at the smaller one.  Expected: ``e = 1/2`` for ``c > 1`` whenever
     ``A(l) - kappa`` vanishes inside the support of ``mu_G`` (e.g. tanh with the diagonal removed;
-    SPEC's ``C_f sqrt(gamma)``), ``e = 2`` when it does not (interpolation, like ridge), ``e = 0``
+    the first reconstruction's ``C_f sqrt(gamma)``), ``e = 2`` when it does not (interpolation, like ridge), ``e = 0``
     for ``c < 1`` (``E_A -> 1 - c``).  A numerical reading, not a closed form.
     """
     g = as_array("gammas", gammas, low=0, low_open=True)

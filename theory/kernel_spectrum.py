@@ -13,7 +13,7 @@ variance) free from ``X``: a free additive convolution of a shifted, rescaled Ma
 with a semicircle of variance ``(nu - a1^2) / c``.  Its R-transform is
 ``R(w) = a1^2 w / (c - a1 w) + (nu - a1^2) w / c`` (``X^T X/p = (1/c) Z^T Z/n`` has
 ``R(w) = c / (c - w)`` in the convention of :mod:`theory.marchenko_pastur`), and with
-``m(z) = lim 1/n tr (K - z)^{-1}`` the relation ``z = R(-m) - 1/m`` is SPEC's equation
+``m(z) = lim 1/n tr (K - z)^{-1}`` the relation ``z = R(-m) - 1/m`` is the first reconstruction's equation
 
     m = -1 / ( z + a1^2 m / (c + a1 m) + (nu - a1^2) m / c ),
 

@@ -17,7 +17,7 @@ the ``n x n`` Gram matrix ``Z^T Z / n``.  Its limiting spectral law ``mu_c`` has
   support and ``R(z) ~ z`` at infinity).  This branch has ``Im m > 0`` for ``Im z > 0``,
   ``m > 0`` for real ``z < 0`` and ``m ~ -1/z`` at infinity.
 
-SPEC's ridge quantity is ``delta(gamma) = mp_stieltjes(-gamma, c)``, the positive root of
+The ridge quantity of the claims (docs/claims.md) is ``delta(gamma) = mp_stieltjes(-gamma, c)``, the positive root of
 ``delta = 1 / (gamma + c / (1 + delta))``, i.e.
 ``delta = (sqrt((gamma + c - 1)^2 + 4 gamma) - (gamma + c - 1)) / (2 gamma)`` (:func:`mp_delta`).
 

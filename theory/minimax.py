@@ -12,7 +12,7 @@ Conventions (constants are dropped everywhere unless a keyword sets them)
   separates the upper from the lower bound, constant 1.
 - lower bound (Theorem 4.4): ``c0 N^(-e) M^(-e)``, ``c0 = 1`` unless given.
 - low-rank condition: ``r d <= (M / log M)^(1/(2 beta + 1))``.
-- ``K_M = max(1, floor(C (M / log M)^(1/(2 beta + 1))))``: a *reconstruction* (SPEC), not a printed
+- ``K_M = max(1, floor(C (M / log M)^(1/(2 beta + 1))))``: a *reconstruction* (the project's), not a printed
   formula; ``C = 1`` by default.
 - parametric term ``r d log M / M`` (the price of estimating ``A*``), constant 1.
 
@@ -312,7 +312,7 @@ def low_rank_rhs(M: Any, beta: Any, constant: Any = 1) -> sp.Expr:
 def num_intervals(M: Any, beta: Any, constant: Any = 1) -> sp.Expr:
     """Number of intervals ``K_M = max(1, floor(C (M / log M)^(1/(2 beta + 1))))``.
 
-    A reconstruction (SPEC): the usual bias/variance balance for a piecewise polynomial of
+    A reconstruction (the project's): the usual bias/variance balance for a piecewise polynomial of
     ``K`` pieces in dimension one, ``K^(-2 beta) ~ K log M / M``. Nondecreasing in ``M`` for
     ``M >= e`` (``M / log M`` has its minimum at ``e``).
 

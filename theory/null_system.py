@@ -13,7 +13,7 @@ kernel ``K = f(X^T X / sqrt p) / sqrt p`` (diagonal removed by default), attenti
 ``X``, ``E = gamma^2 / n y^T Q^2 y -> gamma^2 d/dz delta~(z)|_{z=-gamma}`` with
 ``delta~(z) = lim 1/n tr (Phi^T Phi/n - z)^{-1}``.
 
-Derivation (the project's own; it *corrects* SPEC's reconstructed system)
+Derivation (the project's own; it *corrects* the first reconstruction's system)
 -------------------------------------------------------------------------
 1. Gaussian equivalence of the kernel: ``K ~ A(G) + W`` with ``G = X^T X / p``,
    ``A(l) = a1 (l - 1) + d0`` and ``W`` a *symmetric* (GOE) matrix with entry variance
@@ -31,7 +31,7 @@ Derivation (the project's own; it *corrects* SPEC's reconstructed system)
    diagonal blocks give the usual terms, and the *off-diagonal* blocks give an extra
    ``kappa = s^2 <Lam M_12>`` that shifts ``A(l)`` to ``A(l) - kappa``.  (For non-symmetric noise
    -- independent entries, the Hachem–Loubaton–Najim setting -- that term vanishes and one gets
-   SPEC's system exactly.)  The result, with ``z = -gamma``::
+   the first reconstruction's system exactly.)  The result, with ``z = -gamma``::
 
        D(l)  = -z (1 + delta)(1 + delta~ s_f^2 l) + c l (A(l) - kappa)^2
        t(l)  = (1 + delta) / D(l),   t~(l) = (1 + delta~ s_f^2 l) / D(l)
@@ -39,15 +39,15 @@ Derivation (the project's own; it *corrects* SPEC's reconstructed system)
        kappa  = s_f^2 int l (A(l) - kappa) / D(l) dmu_G,
 
    ``mu_G``: Marchenko–Pastur of ratio ``1/c`` plus an atom ``1 - c`` at 0 when ``c < 1``.
-   ``kappa = 0`` is SPEC's reconstruction (``system="spec"``).  ``kappa = 0`` exactly when
+   ``kappa = 0`` is the first reconstruction (``system="spec"``).  ``kappa = 0`` exactly when
    ``A = 0`` (e.g. cos with the diagonal removed) or ``s_f = 0`` (linear ``f``).
 3. ``E_A = gamma^2 d delta~/dz`` by implicit differentiation of the system (``J dx/dz = dI/dz``).
 
-Simulation decides (tests/test_theory_attention.py slow tests; H2's report has the tables):
+Simulation decides (tests/test_theory_attention.py slow tests; the tables are in docs/structured_attention.md):
 the corrected system matches kernel simulations (tanh, erf, relu, sign, gelu, cos; ``c = 1/4 .. 4``;
-diagonal removed or kept) and Gaussian-equivalent simulations with a GOE ``W``; SPEC's system
+diagonal removed or kept) and Gaussian-equivalent simulations with a GOE ``W``; the first reconstruction's system
 matches the variant with a non-symmetric ``W`` and misses the real, symmetric kernel by up to a
-few per cent (tanh, ``c = 2``, ``gamma = 1e-2``: SPEC 0.0839, corrected 0.0856, simulation
+few per cent (tanh, ``c = 2``, ``gamma = 1e-2``: first reconstruction 0.0839, corrected 0.0856, simulation
 ``n = 800`` 0.0857; sign, ``c = 2``, ``gamma = 1e-2``: 0.0619, 0.0648, 0.0653 +- 0.0003).
 Activations with ``a2 != 0`` (relu, gelu) carry an ``O(p^{-1/2})`` finite-size gap (gelu, ``c = 1/2``,
 ``gamma = 1``: 8.5e-4, 5.8e-4, 4.2e-4 at ``n = 400, 800, 1600``).
@@ -99,7 +99,7 @@ __all__ = [
     "NULL_SYSTEMS",
 ]
 
-#: variants of the null system: the corrected one (symmetric kernel noise) and SPEC's
+#: variants of the null system: the corrected one (symmetric kernel noise) and the first reconstruction's
 NULL_SYSTEMS = ("symmetric", "spec")
 
 # Domain of the solvers (this null solver and theory.structured's), checked before any work:
@@ -169,7 +169,7 @@ def null_system_equations() -> dict[str, sp.Expr]:
     dict with keys ``"A"`` (``A(l)``), ``"D"`` (common denominator), ``"t"``, ``"t_tilde"``, and the
     integrands ``"g1"`` (``s_f^2 l t``, integrated into ``delta``), ``"g2"`` (``t~``, into
     ``delta~``) and ``"g3"`` (``s_f^2 l (A - kappa)/D``, into ``kappa``), in the symbols
-    ``l, z, delta, delta_tilde, kappa, c, a1, s_f2, d0``.  SPEC's system is ``kappa = 0``.
+    ``l, z, delta, delta_tilde, kappa, c, a1, s_f2, d0``.  The first reconstruction's system is ``kappa = 0``.
     """
     A = _a1 * (_l - 1) + _d0
     Ae = A - _kp
@@ -396,7 +396,7 @@ def _make_integrator(c: float, method: str, n_nodes: int):
 def _newton(z, guess, c, a1, sf2, d0, integ, tol, max_iter, full):
     """Damped Newton on ``R(x) = (log delta - log I1, log delta~ - log I2, kappa - I3)``.
 
-    ``full=False`` (SPEC's system) keeps ``kappa = 0`` and solves the first two equations.
+    ``full=False`` (the first reconstruction's system) keeps ``kappa = 0`` and solves the first two equations.
     Returns ``(delta, delta_tilde, kappa, iterations, max |R|)``.
     """
     k = 3 if full else 2
@@ -536,7 +536,7 @@ def _solve_sorted(zs: np.ndarray, c, a1, sf2, d0, n_nodes, tol, max_iter, method
 
 def _implicit_derivative(I: np.ndarray, k: int) -> np.ndarray:
     """``dx/dz`` by implicit differentiation of ``F(x, z) = x - I(x, z)``, ``x = (delta, delta~, kappa)``
-    (the first ``k`` unknowns; ``kappa``'s derivative stays 0 for SPEC's system, ``k = 2``)."""
+    (the first ``k`` unknowns; ``kappa``'s derivative stays 0 for the first reconstruction's system, ``k = 2``)."""
     dIdx = np.array([I[3:6], I[6:9], I[9:12]]).T  # rows: I1..I3; cols: delta, delta~, kappa
     dIdz = I[12:15]
     dx = np.zeros(3)
@@ -590,7 +590,7 @@ def solve_null_system_full(
         ``sf2 <= 1e12``.
     d0 : diagonal constant of ``A(l) = a1 (l - 1) + d0`` (0: diagonal removed); ``|d0| <= 1e6``.
     system : ``"symmetric"`` (default: the corrected system, symmetric kernel noise; alias ``"corrected"``) or
-        ``"spec"`` (SPEC's reconstruction, ``kappa = 0``; exact for non-symmetric noise).
+        ``"spec"`` (the first reconstruction, ``kappa = 0``; exact for non-symmetric noise).
     method : ``"exact"`` (default: partial fractions against the exact Stieltjes transform of
         ``mu_G``) or ``"quadrature"`` (Gauss–Jacobi on the MP support plus the atom).  They agree to
         ~1e-13 for moderate ``gamma``; quadrature loses accuracy as ``gamma -> 0`` (peaks of width

@@ -23,11 +23,11 @@ Derivation (:func:`derive_ridge_error`, every step a sympy computation)
    -> delta (1 + delta) / (1 + (1 + s) delta)``.
 5. Implicit differentiation of the MP equation: ``d delta / d gamma = -delta^2 (1+delta)^2 /
    ((1+delta)^2 - c delta^2)``.
-6. ``E = -gamma^2 (d/d delta)(u^T Q u) (d delta / d gamma)``, which simplifies to SPEC's reconstruction
+6. ``E = -gamma^2 (d/d delta)(u^T Q u) (d delta / d gamma)``, which simplifies to the first reconstruction
 
        E_RR = gamma^2 d^2 (1+d)^2 (1 + 2d + (1+s) d^2) / (((1+d)^2 - c d^2) (1 + (1+s) d)^2),  d = delta(gamma).
 
-   The derivation *confirms* SPEC's formula (``derive_ridge_error().matches_spec``).
+   The derivation *confirms* the first reconstruction's formula (``derive_ridge_error().matches_spec``).
 7. Limits ``gamma -> 0``: eliminating ``gamma = 1/delta - c/(1+delta)`` makes ``E`` a function of
    ``delta`` alone; ``delta -> inf`` (``c <= 1``) gives ``(1 - c)/(1 + s)``, ``delta -> 1/(c-1)``
    (``c > 1``) gives 0, with ``E / gamma^2 -> d0^2 (1+d0)^2 (1 + 2 d0 + (1+s) d0^2) / ((c/(c-1)) (1 + (1+s) d0)^2)``,
@@ -87,7 +87,7 @@ class RidgeDerivation:
     error : ``E`` as a closed form in ``gamma, c, snr`` (``delta`` replaced by its closed form).
     limit_below : ``lim_{gamma->0} E`` for ``c < 1``.
     limit_above : ``lim_{gamma->0} E`` for ``c > 1``.
-    matches_spec : whether ``error_in_delta`` equals SPEC's reconstruction identically.
+    matches_spec : whether ``error_in_delta`` equals the first reconstruction identically.
     """
 
     steps: list[tuple[str, sp.Expr]] = field(default_factory=list)
@@ -113,7 +113,7 @@ class RidgeDerivation:
 
 
 def ridge_error_spec_in_delta() -> sp.Expr:
-    """SPEC's reconstructed ``E_RR`` in terms of ``delta, gamma, c, snr`` (for comparison)."""
+    """The first reconstruction's ``E_RR`` in terms of ``delta, gamma, c, snr`` (for comparison)."""
     d, g, c, s = d_sym, g_sym, c_sym, s_sym
     return (
         g**2 * d**2 * (1 + d) ** 2 * (1 + 2 * d + (1 + s) * d**2) / (((1 + d) ** 2 - c * d**2) * (1 + (1 + s) * d) ** 2)
@@ -171,7 +171,7 @@ def derive_ridge_error() -> RidgeDerivation:
     add(("E = -gamma^2 (d qf / d delta)(d delta / d gamma)", err))
     diff = _rat(err - ridge_error_spec_in_delta())
     out.matches_spec = diff == 0
-    add(("E - E_RR(SPEC) (simplified)", diff))
+    add(("E - E_RR(reconstruction) (simplified)", diff))
     out.error = err.subs(d, mp_delta_expr(g, c))
     add(("closed form with delta = delta(gamma)", out.error))
 

@@ -10,7 +10,7 @@ Model and scaling
 ``||mu||^2 = snr``, ``||w_K||``, ``||w_Q||`` are ``O(1)`` (do not grow with ``p``): every signal/spike term
 of ``X^T W X / p`` is then a rank-``<= 3`` matrix of ``O(1)`` operator norm.
 
-Step 1 (linearised kernel, SPEC; Gaussian equivalence, checked by simulation)::
+Step 1 (linearised kernel, as first reconstructed; Gaussian equivalence, checked by simulation)::
 
     K ~ a1 (X^T W X / p - diag) + (s_f / sqrt p) Xi + d0 I,   s_f^2 = nu - a1^2,
 
@@ -42,13 +42,13 @@ pair ``(G, Xi)``, so each quadratic form tends to a normalised trace times a Gra
 
 Step 4 (null traces; corrected null system).  In the eigenbasis of ``G`` (law ``mu_G``: Marchenko-Pastur of
 ratio ``1/c``, atom ``1-c`` at 0 if ``c < 1``), ``A(l) = a1 (l - 1) + d0``, ``z = -gamma``.  The nonlinear
-part ``Xi`` of the kernel is *symmetric*, so the null system has a third unknown ``kappa`` (H2's correction of
-SPEC, :mod:`theory.attention`; ``E[W B W] = (B^T + tr(B) I)/p`` for a GOE feeds the off-diagonal blocks of
+part ``Xi`` of the kernel is *symmetric*, so the null system has a third unknown ``kappa`` (the project's correction of
+the first reconstruction, :mod:`theory.attention`; ``E[W B W] = (B^T + tr(B) I)/p`` for a GOE feeds the off-diagonal blocks of
 the Dyson equation)::
 
     D(l)   = gamma (1 + delta)(1 + s_f^2 l delta~) + c l (A(l) - kappa)^2,
     delta  = s_f^2 int l (1 + delta) / D,   delta~ = int (1 + s_f^2 l delta~) / D,
-    kappa  = s_f^2 int l (A(l) - kappa) / D          (kappa = 0: SPEC's i.i.d.-entries system).
+    kappa  = s_f^2 int l (A(l) - kappa) / D          (kappa = 0: the first reconstruction's i.i.d.-entries system).
 
 The log-determinant equivalent ``V = int log D dmu_G - gamma delta delta~ + c kappa^2 / s_f^2`` is stationary
 in ``(delta, delta~, kappa)`` with ``dV/dgamma = delta~``; differentiating it with respect to shifts of
@@ -58,8 +58,8 @@ in ``(delta, delta~, kappa)`` with ``dV/dgamma = delta~``; differentiating it wi
     T22 = int (gamma (1+delta) s_f^2 delta~ + c (A - kappa)^2) / (c D),
     T23 = (1 - gamma T11) / c,                                 T33 = (1 - gamma (1+delta) int l/D) / c,
 
-all algebraic in the unknowns (:func:`null_trace_closed_forms`).  SPEC's system (``system="spec"``) misses
-the real, symmetric kernel by ``O(1 %)`` (tanh, ``c = 2``, ``gamma = 1e-2``, null model: SPEC 0.08392,
+all algebraic in the unknowns (:func:`null_trace_closed_forms`).  the first reconstruction's system (``system="spec"``) misses
+the real, symmetric kernel by ``O(1 %)`` (tanh, ``c = 2``, ``gamma = 1e-2``, null model: first reconstruction 0.08392,
 corrected 0.08558, simulation 0.08569); with it, the structured error moves by up to ~2 % at ``c = 2``.
 
 Step 5: ``E = -gamma^2 d/dgamma (y^T Q y / n)`` by implicit differentiation of the null system.
@@ -141,7 +141,7 @@ def _A(l: sp.Expr) -> sp.Expr:
 
 
 def _den() -> sp.Expr:
-    """``D(l) = gamma (1 + delta)(1 + s_f^2 l delta~) + c l (A(l) - kappa)^2`` (``kappa = 0``: SPEC)."""
+    """``D(l) = gamma (1 + delta)(1 + s_f^2 l delta~) + c l (A(l) - kappa)^2`` (``kappa = 0``: the first reconstruction)."""
     return _gamma * (1 + _delta) * (1 + sf2_sym * l_sym * delta_t) + _c * l_sym * (_A(l_sym) - kappa_sym) ** 2
 
 
@@ -155,7 +155,7 @@ def null_trace_expressions() -> dict[str, sp.Expr]:
     ``"den"`` (``D(l)``), ``"eq_delta"``, ``"eq_delta_t"``, ``"eq_kappa"`` (``delta = int eq_delta``,
     ``delta~ = int eq_delta_t``, ``kappa = int eq_kappa``), ``"T12", "T13", "T22", "L"``
     (``T33 = (1 - gamma (1 + delta) int L) / c``).  Substituting ``kappa = 0`` (and dropping
-    ``eq_kappa``) gives SPEC's independent-entries system and its traces.
+    ``eq_kappa``) gives the first reconstruction's independent-entries system and its traces.
 
     Examples
     --------
@@ -201,7 +201,7 @@ def null_trace_closed_forms() -> dict[str, sp.Expr]:
         T22 = gamma s_f^2 delta~^2 / c + a1 T13 + e T12,
         T23 = (1 - gamma delta~) / c,       T33 = (1 - gamma delta / s_f^2) / c.
 
-    In particular ``kappa = s_f^2 tau(Q0 K0 G)``.  (SPEC's system, ``kappa = 0``, does not close this
+    In particular ``kappa = s_f^2 tau(Q0 K0 G)``.  (the first reconstruction's system, ``kappa = 0``, does not close this
     way: its ``T13 = int l A / D`` needs ``I_2``.)  The numeric path integrates ``I_0, I_1, I_2``
     instead, for both systems; the tests check it against these forms.
 
@@ -430,7 +430,7 @@ class StructuredSolution:
     quadrature_change : |E(exact traces) - E(quadrature traces, n_nodes)| per gamma (cross-check of the
         trace integrals; zeros when ``check_quadrature=False``).
     a1, sf2, d0 : kernel constants used. m, A : finite-rank data (``A`` includes ``a1``).
-    system : null system used (``"symmetric"``: corrected, default; ``"spec"``: SPEC's).
+    system : null system used (``"symmetric"``: corrected, default; ``"spec"``: the first reconstruction's).
     """
 
     gamma: np.ndarray
@@ -689,7 +689,7 @@ def structured_attention_solve(
     diagonal : ``"removed"`` (``d0 = 0``), ``"kept"`` (``d0`` = asymptotic slope of ``f``) or a number ``d0``.
     spike : ``(strength, "aligned" | "orthogonal")``, alternative to ``w_k, w_q`` (see :func:`spike_vectors`).
     system : ``"symmetric"`` (default; alias ``"corrected"``): the null system of a symmetric kernel
-        (unknowns ``delta, delta~, kappa``); ``"spec"``: SPEC's independent-entries system (``kappa = 0``),
+        (unknowns ``delta, delta~, kappa``); ``"spec"``: the first reconstruction's independent-entries system (``kappa = 0``),
         kept for comparison.
     method : ``"exact"`` (default) or ``"quadrature"``: how the null system is integrated
         (:func:`theory.solve_null_system_full`) and the trace integrals ``I_k`` (partial fractions, with a
