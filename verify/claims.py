@@ -21,8 +21,9 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "B2": ("B", "Null-model attention deterministic equivalent matches simulation (several f, c < 1 and c > 1)"),
     "B3": ("B", "On random inputs nonlinear attention has the larger interpolation error "
                 "(sqrt(gamma) vs gamma^2 law for c > 1)"),
-    "B4": ("B", "With signal, attention weights aligned with mu shrink the gap to ridge and can reverse it; "
-                "orthogonal spikes do not"),
+    "B4": ("B", "With signal, attention weights aligned with mu lower attention's error and its gap to ridge, "
+                "orthogonal ones do not; attention beats ridge only for gamma >= gamma* (at c >= 2 only with "
+                "alignment), never as gamma -> 0 (finite-p wins there are the linearisation error: study B4-rev)"),
     "B5": ("B", "a1 = 0 (e.g. cos) memorises poorly: a linear component of f is needed"),
     "B6": ("B", "The kernel's eigenvalue histogram follows the free-convolution law"),
     "B7": ("B", "The structured deterministic equivalent (derived by the project) matches simulation"),
@@ -33,4 +34,6 @@ CLAIMS: dict[str, tuple[str, str]] = {
 STUDIES: dict[str, tuple[str, str]] = {
     "B7-lin": ("B", "Informational: where the linearised kernel behind B4/B7 stops describing the true kernel "
                     "(strong aligned spikes, small p)"),
+    "B4-rev": ("B", "Informational: does attention's finite-p win over ridge at small gamma (aligned spikes, true "
+                    "kernel) survive p -> infinity? Decay of E_att - E_RR to its limit, fitted in p"),
 }

@@ -1,13 +1,66 @@
-"""Figures: pyplot is imported where a figure is drawn, and the backend is never switched by the library.
+"""The one style of every check's figure, and pyplot imported where a figure is drawn.
 
-Importing a check module therefore leaves a notebook's backend alone.  ``python -m verify`` chooses ``Agg``
-itself (``verify/__main__.py``); without a display matplotlib falls back to ``Agg`` on its own, and every figure
-is saved to a file and closed (:meth:`verify.registry.CheckContext.save_figure`).
+pyplot is imported on first use and the backend is never switched by the library: importing a check module
+leaves a notebook's backend alone.  ``python -m verify`` chooses ``Agg`` itself (``verify/__main__.py``);
+without a display matplotlib falls back to ``Agg`` on its own, and every figure is saved to a file and closed
+(:meth:`verify.registry.CheckContext.save_figure`).
+
+The style (what a reader of the report sees in every figure)
+------------------------------------------------------------
+- colours: Okabe and Ito's colour-blind-safe palette (:data:`OKABE_ITO`, series in the order :data:`COLORS`);
+  theory is black (:data:`THEORY`), verdicts have one colour each (:data:`VERDICT_COLORS`);
+- theory is a dense curve (:func:`dense_grid`, :func:`theory_curve`), never the simulated points joined;
+  simulation is points with error bars of :data:`ERRORBAR_SE` standard errors (:func:`mc_points`); points
+  reported but not judged are open markers (:func:`not_judged_handle` names them in the legend);
+- log axes label only what fits (:func:`tidy_log_axis`); every panel carries its key numbers and, where the
+  claim decides one, its verdict (:func:`key_numbers`, computed by :func:`judged`); the settings (n, p, c,
+  sigma, K, ...) go into the title (:func:`settings`);
+- :func:`figure_problems` lists what a reader would stumble on (a missing axis label or legend, overlapping
+  tick labels, text running into a neighbouring panel, a colour off the palette, a function name in a
+  legend); ``tests/test_figures.py`` runs it on every check's figure.
+
+A figure function is decorated with :func:`paper_figure` (it draws inside :func:`style`) and creates its
+panels with :func:`subplots`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import functools
+import math
+import re
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+__all__ = ["COLORS", "ERRORBAR_SE", "FONT", "OKABE_ITO", "THEORY", "VERDICT_COLORS", "dense_grid",
+           "figure_problems", "headroom", "judged", "key_numbers", "legend", "mc_points", "not_judged_handle",
+           "outcome_text", "paper_figure", "proxy", "pyplot", "settings", "style", "subplots", "suptitle",
+           "theory_curve", "tidy_log_axis", "worst_outcome"]
+
+#: Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency
+OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
+             "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7"}
+#: series colours in order (yellow last: weak on white)
+COLORS = tuple(OKABE_ITO[k] for k in ("blue", "vermillion", "green", "orange", "purple", "sky", "black", "yellow"))
+#: the colour of theory curves
+THEORY = OKABE_ITO["black"]
+#: the colour of each verdict / outcome
+VERDICT_COLORS = {"PASS": OKABE_ITO["green"], "FAIL": OKABE_ITO["vermillion"], "INCONCLUSIVE": OKABE_ITO["orange"],
+                  "INFO": "#555555", "NOT JUDGED": "#777777"}
+#: font sizes (points) of the figures
+FONT = {"base": 9.0, "tick": 8.0, "legend": 7.5, "title": 9.5, "suptitle": 10.5, "note": 7.5}
+#: error bars are +- this many standard errors in every figure
+ERRORBAR_SE = 3
+
+_STYLE = {
+    "font.size": FONT["base"], "axes.titlesize": FONT["title"], "axes.labelsize": FONT["base"],
+    "xtick.labelsize": FONT["tick"], "ytick.labelsize": FONT["tick"], "legend.fontsize": FONT["legend"],
+    "figure.titlesize": FONT["suptitle"], "legend.framealpha": 0.9, "legend.borderaxespad": 0.4,
+    "legend.handlelength": 1.8, "errorbar.capsize": 2.0, "lines.markersize": 4.5, "lines.linewidth": 1.4,
+    "axes.formatter.use_mathtext": True, "axes.formatter.limits": (-3, 4), "figure.constrained_layout.use": True,
+    "axes.titlelocation": "center", "savefig.facecolor": "white",
+}
 
 
 def pyplot() -> Any:
@@ -15,3 +68,504 @@ def pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+# ------------------------------------------------------------------------------------------ style
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """Matplotlib settings of the report's figures (font sizes, palette, constrained layout) for a ``with`` block."""
+    from cycler import cycler
+
+    with pyplot().rc_context({**_STYLE, "axes.prop_cycle": cycler(color=list(COLORS))}):
+        yield
+
+
+def paper_figure(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator of a check's ``figure(design, prediction, measurement)``: it draws inside :func:`style`."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with style():
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+def _style_axes(ax: Any) -> None:
+    """Tick label size and a light grid fixed on the axes (ticks created at save time keep them)."""
+    ax.tick_params(which="both", labelsize=FONT["tick"])
+    ax.grid(True, which="major", color="#dddddd", lw=0.5)
+    ax.set_axisbelow(True)
+
+
+def subplots(nrows: int = 1, ncols: int = 1, *, panel: tuple[float, float] = (3.6, 2.9), extra: float = 1.0,
+             **kwargs: Any) -> tuple[Any, np.ndarray]:
+    """A figure of ``nrows x ncols`` panels of ``panel`` inches each, ``extra`` inches more height for the title
+    and a legend under the panels (constrained layout); the axes as a 2-d array.
+
+    ``kwargs`` go to :func:`matplotlib.pyplot.subplots` (``sharex``, ``height_ratios``, ...).
+    """
+    if "height_ratios" in kwargs:
+        kwargs.setdefault("gridspec_kw", {})["height_ratios"] = kwargs.pop("height_ratios")
+    fig, axes = pyplot().subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows + extra), squeeze=False,
+                                  layout="constrained", **kwargs)
+    for ax in axes.flat:
+        _style_axes(ax)
+    return fig, axes
+
+
+def suptitle(fig: Any, check_id: str, what: str, setting: str = "", verdict: str | None = None) -> None:
+    """``"<id>: <what>  [<verdict>]"`` over ``setting`` (the settings line, wrapped to the figure's width)."""
+    import textwrap
+
+    head = f"{check_id}: {what}" + (f"  [{verdict}]" if verdict else "")
+    width = max(40, int(fig.get_figwidth() * 72 / (0.5 * FONT["base"])))
+    body = "\n".join(textwrap.wrap(setting, width)) if setting else ""
+    fig.suptitle(head + (f"\n{body}" if body else ""), fontsize=FONT["suptitle"])
+
+
+def headroom(ax: Any, frac: float) -> None:
+    """Raise the top of the y range so the data fill the lower ``1 - frac`` of the panel (room for a key box)."""
+    lo, hi = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        a, b = math.log10(lo), math.log10(hi)
+        ax.set_ylim(lo, 10 ** (a + (b - a) / (1 - frac)))
+    else:
+        ax.set_ylim(lo, lo + (hi - lo) / (1 - frac))
+
+
+_SYMBOLS = {"n": "n", "p": "p", "c": "p/n", "sigma": "σ", "K": "K", "snr": "‖μ‖²", "gamma": "γ", "M": "M",
+            "N": "N", "d": "d", "r": "r", "P": "P", "beta": "β", "trials": "trials", "kappa": "κ"}
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, (list, tuple)):
+        return "{" + ", ".join(_fmt(x) for x in v) + "}"
+    return str(v)
+
+
+def settings(**values: Any) -> str:
+    """``"n = 256, p/n = 4, σ = 0.0015"``: the settings of a figure, names as symbols (``c`` is ``p/n``)."""
+    return ", ".join(f"{_SYMBOLS.get(k, k)} = {_fmt(v)}" for k, v in values.items())
+
+
+# ------------------------------------------------------------------------------------------ series
+def dense_grid(x: Sequence[float], *, log: bool = True, per_decade: int = 40, n_min: int = 60,
+               pad: float = 0.0, include: bool = True) -> np.ndarray:
+    """A dense grid over the range of ``x`` for a theory curve.
+
+    Parameters
+    ----------
+    x : the simulated abscissae.
+    log : geometric grid (``per_decade`` points a decade, at least ``n_min``) or linear (``n_min`` points).
+    pad : widen the range by this many decades (log) or this fraction of the range (linear) on each side.
+    include : add the values of ``x`` themselves (the curve passes through every simulated abscissa).
+    """
+    x = np.asarray(x, dtype=float).ravel()
+    lo, hi = float(np.min(x)), float(np.max(x))
+    if log:
+        a, b = math.log10(lo) - pad, math.log10(hi) + pad
+        grid = np.logspace(a, b, max(n_min, int(math.ceil((b - a) * per_decade)) + 1))
+    else:
+        w = hi - lo
+        grid = np.linspace(lo - pad * w, hi + pad * w, n_min)
+    return np.unique(np.concatenate([grid, x])) if include else grid
+
+
+def theory_curve(ax: Any, x: Sequence[float], f: Callable[[np.ndarray], Any], *, label: str = "theory",
+                 color: str = THEORY, log: bool = True, per_decade: int = 40, n_min: int = 30, pad: float = 0.0,
+                 grid: np.ndarray | None = None, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Plot the theory ``f`` on a dense grid over ``x`` (:func:`dense_grid`, or ``grid``); return the curve."""
+    xd = (dense_grid(x, log=log, per_decade=per_decade, n_min=n_min, pad=pad) if grid is None
+          else np.asarray(grid, dtype=float))
+    yd = np.asarray(f(xd), dtype=float).reshape(xd.shape)
+    kwargs.setdefault("lw", 1.4)
+    kwargs.setdefault("ls", "-")
+    ax.plot(xd, yd, color=color, label=label, zorder=2, **kwargs)
+    return xd, yd
+
+
+def mc_points(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[float] | None, *, label: str,
+              color: str, marker: str = "o", judged: Sequence[bool] | None = None, open_: bool = False,
+              k: float = ERRORBAR_SE, xse: Sequence[float] | None = None, **kwargs: Any) -> None:
+    """Simulation points with ``+- k SE`` bars (``se`` along y, ``xse`` along x); ``judged`` False: an open
+    marker (reported, not judged)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    yerr = None if se is None else k * np.asarray(se, dtype=float)
+    xerr = None if xse is None else k * np.asarray(xse, dtype=float)
+    mask = np.ones(x.shape, bool) if judged is None else np.asarray(judged, dtype=bool)
+    kwargs.setdefault("ms", 4.5)
+    kwargs.setdefault("zorder", 3)
+    for sel, filled, lab in ((mask, not open_, label), (~mask, False, "_nolegend_" if mask.any() else label)):
+        if not sel.any():
+            continue
+        ax.errorbar(x[sel], y[sel], None if yerr is None else yerr[sel], None if xerr is None else xerr[sel],
+                    fmt=marker, color=color, ecolor=color, mfc=color if filled else "white", mec=color, label=lab,
+                    elinewidth=1.0, **kwargs)
+
+
+def proxy(label: str, *, color: str = "#444444", marker: str | None = "o", ls: str = "none",
+          mfc: str | None = None, **kwargs: Any) -> Any:
+    """A legend entry that is not a drawn series (a marker or line style explained in words)."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color=color, marker=marker, ls=ls, mfc=color if mfc is None else mfc, mec=color,
+                  label=label, **kwargs)
+
+
+def not_judged_handle(label: str = "open marker: reported, not judged") -> Any:
+    """The legend entry of open markers (points outside the judged regime)."""
+    return proxy(label, mfc="white")
+
+
+def legend(ax: Any, *, extra: Iterable[Any] = (), loc: str = "best", outside: bool = False,
+           axes: Sequence[Any] | None = None, **kwargs: Any) -> Any:
+    """The legend of the labelled series of ``ax`` and the ``extra`` proxy entries (:func:`proxy`).
+
+    ``outside``: one figure legend under the panels with the series of ``axes`` (default: every panel), each
+    label once.
+    """
+    axes = (list(axes) if axes is not None else ax.figure.axes) if outside else [ax]
+    entries: dict[str, Any] = {}
+    for a in axes:
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            entries.setdefault(lab, h)
+    for h in extra:
+        entries.setdefault(h.get_label(), h)
+    kwargs.setdefault("fontsize", FONT["legend"])
+    if outside:
+        kwargs.setdefault("ncol", min(3, len(entries)))
+        return ax.figure.legend(list(entries.values()), list(entries), loc="outside lower center", **kwargs)
+    return ax.legend(list(entries.values()), list(entries), loc=loc, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------ verdicts, numbers
+def judged(judge: Callable[[Any, Any, Any], list], design: Any, prediction: Any, measurement: Any,
+           informational: bool = False) -> tuple[str, list]:
+    """The check's verdict and its comparisons with their outcomes, from the claim's own (pure) ``judge``.
+
+    The verdict is :func:`verify.verdicts.judge` of the comparisons (``INFO`` for an informational claim),
+    i.e. what the report states; the comparisons are new objects (the run's own are untouched).
+    """
+    from .verdicts import judge as verdict_of
+
+    comps = list(judge(design, prediction, measurement))
+    verdict = verdict_of(comps) if comps else "FAIL"
+    return ("INFO" if informational else verdict), comps
+
+
+def outcome_text(comparisons: Sequence[Any]) -> str:
+    """``"30/30 PASS"`` or ``"2 PASS, 1 INCONCLUSIVE of 3"``: the outcomes of judged comparisons."""
+    n = len(comparisons)
+    counts: dict[str, int] = {}
+    for c in comparisons:
+        counts[c.outcome] = counts.get(c.outcome, 0) + 1
+    if len(counts) == 1:
+        return f"{n}/{n} {next(iter(counts))}"
+    return ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" of {n}"
+
+
+def worst_outcome(comparisons: Sequence[Any]) -> str | None:
+    """FAIL over INCONCLUSIVE over PASS among judged comparisons (``None`` for none): a panel's outcome."""
+    outs = {c.outcome for c in comparisons}
+    for o in ("FAIL", "INCONCLUSIVE", "PASS"):
+        if o in outs:
+            return o
+    return None
+
+
+_LOCS = {"upper left": (0.03, 0.97, "left", "top"), "upper right": (0.97, 0.97, "right", "top"),
+         "lower left": (0.03, 0.03, "left", "bottom"), "lower right": (0.97, 0.03, "right", "bottom"),
+         "upper center": (0.5, 0.97, "center", "top"), "lower center": (0.5, 0.03, "center", "bottom"),
+         "center left": (0.03, 0.5, "left", "center"), "center right": (0.97, 0.5, "right", "center")}
+
+
+def _data_points(ax: Any) -> np.ndarray:
+    """Every drawn data vertex of ``ax`` (lines, markers, error-bar ends, scatter points) in axes coordinates."""
+    ax.get_xlim(), ax.get_ylim()  # settle autoscaling before transforming
+    pts = [np.column_stack([np.asarray(ln.get_xdata(), float), np.asarray(ln.get_ydata(), float)])
+           for ln in ax.lines if np.size(ln.get_xdata()) and ln.get_transform() == ax.transData]
+    for c in ax.collections:
+        if hasattr(c, "get_segments") and c.get_segments():
+            pts += [np.asarray(seg, float) for seg in c.get_segments()]
+        elif hasattr(c, "get_offsets") and len(c.get_offsets()):
+            pts.append(np.asarray(c.get_offsets(), float))
+    if not pts:
+        return np.zeros((0, 2))
+    xy = np.concatenate(pts)
+    with np.errstate(all="ignore"):
+        out = ax.transAxes.inverted().transform(ax.transData.transform(xy))
+    return out[np.all(np.isfinite(out), axis=1)]
+
+
+def _box_fraction(ax: Any, lines: Sequence[str], fontsize: float) -> tuple[float, float]:
+    """Estimated width and height of a key box, as fractions of the panel."""
+    box = ax.get_position()
+    w_pt, h_pt = box.width * ax.figure.get_figwidth() * 72, box.height * ax.figure.get_figheight() * 72
+    width = (max(len(s) for s in lines) * 0.55 + 1.5) * fontsize
+    height = (len(lines) * 1.3 + 0.8) * fontsize
+    return 1.1 * width / max(w_pt, 1.0), 1.1 * height / max(h_pt, 1.0)
+
+
+def _best_loc(ax: Any, lines: Sequence[str], fontsize: float) -> tuple[str, int, float]:
+    """The corner (or edge centre) of the panel where a key box covers the fewest data vertices, their number,
+    and the box's height as a fraction of the panel."""
+    pts = _data_points(ax)
+    w, h = _box_fraction(ax, lines, fontsize)
+    best, best_n = "upper left", -1
+    for loc, (x, y, ha, va) in _LOCS.items():
+        x0 = {"left": x, "right": x - w, "center": x - w / 2}[ha]
+        y0 = {"bottom": y, "top": y - h, "center": y - h / 2}[va]
+        n = int(np.sum((pts[:, 0] >= x0) & (pts[:, 0] <= x0 + w) & (pts[:, 1] >= y0) & (pts[:, 1] <= y0 + h)))
+        if best_n < 0 or n < best_n:
+            best, best_n = loc, n
+    return best, best_n, h
+
+
+def key_numbers(ax: Any, lines: Sequence[str], *, verdict: str | None = None, loc: str = "best",
+                fontsize: float | None = None) -> Any:
+    """A box of key numbers on the panel (one per line), framed in the colour of ``verdict`` (its first line).
+
+    ``loc`` ``"best"``: the place where the box hides the fewest data (call it once the panel is drawn); where
+    every place hides some, the y range is raised (:func:`headroom`) to free the top of the panel for it.
+    """
+    fontsize = fontsize or FONT["note"]
+    all_lines = ([verdict] if verdict else []) + list(lines)
+    if loc == "best":
+        loc, hidden, h = _best_loc(ax, all_lines, fontsize)
+        if hidden:
+            headroom(ax, min(0.6, h + 0.06))
+            tidy_log_axis(ax, "y")
+            loc = _best_loc(ax, all_lines, fontsize)[0]
+    x, y, ha, va = _LOCS[loc]
+    edge = VERDICT_COLORS.get(verdict or "", "#999999")
+    out = ax.text(x, y, "\n".join(all_lines), transform=ax.transAxes, ha=ha, va=va, fontsize=fontsize, zorder=5,
+                  linespacing=1.25, multialignment="left",
+                  bbox=dict(boxstyle="round,pad=0.3", fc="white", ec=edge, lw=1.4 if verdict else 0.6, alpha=0.92))
+    out.set_in_layout(False)  # the box lies on the panel: the layout must not shrink the panel for it
+    return out
+
+
+# ------------------------------------------------------------------------------------------ log axes
+def _log_label(v: float, _pos: Any = None) -> str:
+    """``0.5``, ``20``, ``2×10⁻⁵``: plain for moderate values, mantissa x power of ten otherwise."""
+    if not np.isfinite(v) or v <= 0:
+        return ""
+    if 1e-2 <= v < 1e4:
+        return f"{v:g}"
+    e = int(math.floor(math.log10(v) + 1e-9))
+    m = v / 10.0**e
+    return f"$10^{{{e}}}$" if abs(m - 1) < 1e-6 else f"${m:.2g}\\times10^{{{e}}}$"
+
+
+def _ticks_in(lo: float, hi: float, subs: tuple[float, ...]) -> list[float]:
+    out = []
+    for e in range(int(math.floor(math.log10(lo))) - 1, int(math.ceil(math.log10(hi))) + 1):
+        out += [s * 10.0**e for s in subs if lo * (1 - 1e-9) <= s * 10.0**e <= hi * (1 + 1e-9)]
+    return out
+
+
+def _fits(ax: Any, name: str, ticks: list[float], cap: int) -> bool:
+    """Whether ``ticks`` leave room between their labels (estimated widths along x, line heights along y)."""
+    if not 2 <= len(ticks) <= cap:
+        return False
+    fig = ax.figure
+    box = ax.get_position()
+    if name == "y":
+        length = box.height * fig.get_figheight() * 72
+        need = sum(2.6 * FONT["tick"] for _ in ticks)
+    else:
+        length = box.width * fig.get_figwidth() * 72
+        need = sum((0.62 * len(_log_label(t).replace("$", "").replace("\\times", "x")) + 1.5) * FONT["tick"]
+                   for t in ticks)
+    return need <= 0.8 * length
+
+
+def tidy_log_axis(ax: Any, which: str = "both", max_ticks: int | None = None) -> None:
+    """Label a log axis with what fits: decades (minor labels off); 1-2-5 or 1-3 steps over a short range;
+    plain linear ticks under a decade.  Call it once the panel's data are drawn (it reads the limits)."""
+    from matplotlib import ticker
+
+    for name in ("x", "y") if which == "both" else (which,):
+        axis = getattr(ax, f"{name}axis")
+        if axis.get_scale() != "log":
+            continue
+        lo, hi = sorted(axis.get_view_interval())
+        cap = max_ticks or (6 if name == "x" else 7)
+        axis.set_minor_formatter(ticker.NullFormatter())
+        if math.log10(hi / lo) >= 3.0:
+            continue  # decades only: the default major labels, no minor labels
+        candidates = [_ticks_in(lo, hi, subs) for subs in ((1.0, 2.0, 5.0), (1.0, 3.0), (1.0,))]
+        ticks = next((t for t in candidates if _fits(ax, name, t, cap)), candidates[-1])
+        axis.set_major_formatter(ticker.FuncFormatter(_log_label))
+        if ticks:  # decades (and steps between them where they fit)
+            axis.set_major_locator(ticker.FixedLocator(ticks))
+        else:  # under a decade with no power of ten inside: a few plain linear ticks
+            axis.set_major_locator(ticker.MaxNLocator(nbins=3 if name == "x" else 4, steps=[1, 2, 2.5, 5, 10]))
+            axis.set_minor_locator(ticker.NullLocator())
+
+
+# ------------------------------------------------------------------------------------------ inspection
+def _drawn_tick_labels(axis: Any) -> list[Any]:
+    """The tick labels (major and minor, both sides) that are drawn: inside the view, visible, not empty."""
+    scale = axis.get_transform()  # compare in the axis' own scale (log, symlog, linear)
+    lo, hi = sorted(float(v) for v in scale.transform(np.asarray(axis.get_view_interval(), dtype=float)))
+    tol = 1e-9 * max(hi - lo, 1e-300)
+    out = []
+    for ticks in (axis.get_major_ticks(len(axis.get_majorticklocs())),
+                  axis.get_minor_ticks(len(axis.get_minorticklocs()))):
+        for t in ticks:
+            loc = float(scale.transform(np.array([t.get_loc()], dtype=float))[0])
+            if not (np.isfinite(loc) and lo - tol <= loc <= hi + tol):
+                continue
+            out += [lab for lab in (t.label1, t.label2) if lab.get_visible() and lab.get_text().strip()]
+    return out
+
+
+def _overlap(a: Any, b: Any, pad: float = 0.5) -> bool:
+    return a.x0 < b.x1 - pad and b.x0 < a.x1 - pad and a.y0 < b.y1 - pad and b.y0 < a.y1 - pad
+
+
+def _series(ax: Any) -> list[Any]:
+    """The data series of an axes: errorbar / bar containers, and lines and collections outside them."""
+    inside = set()
+    for c in ax.containers:
+        for part in c.get_children():
+            inside.add(id(part))
+    lines = [ln for ln in ax.lines if id(ln) not in inside and len(np.atleast_1d(ln.get_xdata())) > 0]
+    colls = [c for c in ax.collections if id(c) not in inside]
+    return list(ax.containers) + lines + colls
+
+
+def _colours(ax: Any) -> list[tuple[float, float, float]]:
+    from matplotlib.colors import to_rgb
+
+    out = []
+    for ln in ax.lines:
+        if ln.get_linestyle() not in ("None", "none", "", " "):
+            out.append(to_rgb(ln.get_color()))
+        if ln.get_marker() not in (None, "None", "none", "", " "):
+            out += [to_rgb(c) for c in (ln.get_markeredgecolor(), ln.get_markerfacecolor())
+                    if not (isinstance(c, str) and c.lower() == "none")]
+    for c in ax.collections:
+        for rgba in list(c.get_facecolor()) + list(c.get_edgecolor()):
+            if len(rgba) and rgba[3] > 0:
+                out.append(tuple(float(v) for v in rgba[:3]))
+    return out
+
+
+def _on_palette(rgb: tuple[float, float, float]) -> bool:
+    from matplotlib.colors import to_rgb
+
+    if max(rgb) - min(rgb) < 0.02:  # black, white, greys
+        return True
+    return any(max(abs(a - b) for a, b in zip(rgb, to_rgb(c))) < 0.02 for c in OKABE_ITO.values())
+
+
+_FUNCTION_NAME = re.compile(r"\b[a-z]{2,}_[a-z]{2,}\w*|\w+\(\)")
+
+
+def _axes_problems(ax: Any, where: str) -> list[str]:
+    out = []
+    shows_x = bool(_drawn_tick_labels(ax.xaxis))
+    if shows_x and not ax.xaxis.label.get_text().strip():
+        out.append(f"{where}: x axis without a label")
+    if bool(_drawn_tick_labels(ax.yaxis)) and not ax.yaxis.label.get_text().strip():
+        out.append(f"{where}: y axis without a label")
+    n_series = len(_series(ax))
+    has_legend = ax.get_legend() is not None or bool(ax.figure.legends)
+    if n_series > 1 and not has_legend:
+        out.append(f"{where}: {n_series} series and no legend")
+    leg = ax.get_legend()
+    for t in ([] if leg is None else leg.get_texts()):
+        if _FUNCTION_NAME.search(t.get_text().replace("$", " ")):
+            out.append(f"{where}: legend entry {t.get_text()!r} names a function, not a quantity")
+    for rgb in _colours(ax):
+        if not _on_palette(rgb):
+            out.append(f"{where}: colour {rgb} is not on the colour-blind-safe palette")
+            break
+    return out
+
+
+def _tick_overlaps(ax: Any, where: str, renderer: Any) -> list[str]:
+    out = []
+    for name in ("x", "y"):
+        labs = _drawn_tick_labels(getattr(ax, f"{name}axis"))
+        boxes = [(lab.get_text(), lab.get_window_extent(renderer)) for lab in labs]
+        for i in range(len(boxes)):
+            for j in range(i + 1, len(boxes)):
+                if _overlap(boxes[i][1], boxes[j][1]):
+                    out.append(f"{where}: {name} tick labels {boxes[i][0]!r} and {boxes[j][0]!r} overlap")
+    return out
+
+
+def _texts(ax: Any, renderer: Any) -> list[tuple[str, Any]]:
+    """Boxes of an axes' axis labels, title and tick labels (what must stay off other panels)."""
+    items = ([ax.xaxis.label, ax.yaxis.label, ax.title, ax.xaxis.get_offset_text(), ax.yaxis.get_offset_text()]
+             + _drawn_tick_labels(ax.xaxis) + _drawn_tick_labels(ax.yaxis))
+    return [(t.get_text(), t.get_window_extent(renderer)) for t in items if t.get_visible() and t.get_text().strip()]
+
+
+def _all_axes(fig: Any) -> list[Any]:
+    out = []
+    for ax in fig.axes:
+        out.append(ax)
+        out += [c for c in getattr(ax, "child_axes", []) if c not in out]
+    return out
+
+
+def _family(ax: Any) -> set[int]:
+    """The axes and its secondary (child) axes, or its parent: they share one panel."""
+    parent = getattr(ax, "_parent", None) or getattr(ax, "_axes", None)
+    fam = {id(ax)} | {id(c) for c in getattr(ax, "child_axes", [])}
+    if parent is not None and parent is not ax:
+        fam |= {id(parent)} | {id(c) for c in getattr(parent, "child_axes", [])}
+    return fam
+
+
+def _cross_panel_overlaps(fig: Any, renderer: Any, gap: float = 2.0) -> list[str]:
+    """Text of one panel that overlaps (or comes within ``gap`` pixels of) another panel's area or text."""
+    def near(a: Any, b: Any) -> bool:
+        return _overlap(a, b, pad=-gap)
+
+    out = []
+    axes = [a for a in _all_axes(fig) if a.get_visible()]
+    for i, a in enumerate(axes):
+        for b in axes[i + 1:]:
+            if id(b) in _family(a):  # one panel: only text against text
+                out += [f"panel {i}: text {ta!r} overlaps {tb!r}" for ta, ba in _texts(a, renderer)
+                        for tb, bb in _texts(b, renderer) if near(ba, bb)]
+                continue
+            area_b, area_a = b.get_window_extent(renderer), a.get_window_extent(renderer)
+            for (ta, ba) in _texts(a, renderer):
+                if near(ba, area_b) or any(near(ba, bb) for _, bb in _texts(b, renderer)):
+                    out.append(f"panels {i} and {axes.index(b)}: text {ta!r} runs into the other panel")
+            for (tb, bb) in _texts(b, renderer):
+                if near(bb, area_a):
+                    out.append(f"panels {i} and {axes.index(b)}: text {tb!r} runs into the other panel")
+    return out
+
+
+def figure_problems(fig: Any) -> list[str]:
+    """What a reader would stumble on in ``fig``: an empty list for a figure fit for the report.
+
+    Checked: every axis that shows tick labels has a label; an axes with more than one series has a legend
+    (and its entries name quantities, not functions); tick labels of one axis do not overlap; no axis label,
+    title or tick label runs into another panel; every colour is a grey or on :data:`OKABE_ITO`; the figure
+    has a title (its own or every panel's).
+    """
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    out: list[str] = []
+    axes = [a for a in _all_axes(fig) if a.get_visible()]
+    for k, ax in enumerate(axes):
+        where = f"panel {k} ({ax.title.get_text() or ax.yaxis.label.get_text() or '?'})"
+        out += _axes_problems(ax, where) + _tick_overlaps(ax, where, renderer)
+    out += _cross_panel_overlaps(fig, renderer)
+    has_title = (bool(fig._suptitle is not None and fig._suptitle.get_text())
+                 or all(a.title.get_text() for a in fig.axes))
+    if not has_title:
+        out.append("figure without a title")
+    return out

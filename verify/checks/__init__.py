@@ -11,5 +11,6 @@ from . import (  # noqa: F401
     paper_a_rates,
     paper_a_theory,
     paper_b_core,
+    paper_b_reversal,
     paper_b_structured,
 )

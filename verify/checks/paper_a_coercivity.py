@@ -47,7 +47,6 @@ from theory.minimax import low_rank_condition, num_intervals, parametric_term
 from verify.checks.paper_a_numerics import (
     LOW_RANK_CONSTANT,
     STARTS_NOTE,
-    _plt,
     _pred_sizes,
     _run_groups_fixed_M,
     balanced_sigma,
@@ -56,6 +55,7 @@ from verify.checks.paper_a_numerics import (
     size_of,
 )
 from verify.claim import Claim, register
+from verify.figures import judged, paper_figure
 from verify.registry import CheckContext, Comparison
 from verify.verdicts import judge
 
@@ -340,28 +340,88 @@ def describe_a5(design: A5Design, prediction: dict, measurement: A5Measurement,
     return notes, {"cases": rows, "M": design.M, "d": design.d, "N": design.N}
 
 
-def _plot_a5(rows: list[dict[str, Any]]):
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    labels = [f"{r['law'][:14]} | {r['direction'][:18]} | eps={r['eps'] if not isinstance(r['eps'], str) else '*'}"
-              for r in rows]
-    y = np.arange(len(rows))
-    ratios = np.array([r["ratio"] for r in rows])
-    errs = np.array([r["ratio_se"] for r in rows])
-    ax.errorbar(ratios, y, xerr=3 * errs, fmt="o", ms=4, capsize=2)
-    ax.axvline(1.0, color="r", ls="--", label="RHS/LHS = 1 (coercivity boundary)")
-    ax.set_yticks(y, labels, fontsize=6)
-    ax.set_xscale("log")
-    ax.set_xlabel("RHS / LHS  (error bars: 3 SE)")
-    ax.set_title("A5: coercivity, (E_inf(g)-E_inf(g*)) / (||g-g*||^2/(N-1))")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+#: A5 figure: the token laws in words and their colours (the counterexample: the predicted violation)
+_A5_LAWS = {"uniform": ("independent uniform tokens", "blue"), "gaussian": ("independent Gaussian tokens", "sky"),
+            "anisotropic": ("independent anisotropic tokens", "purple"),
+            "exchangeable": ("exchangeable (shared factor) tokens", "green"),
+            _COUNTER_LAW: ("finitely exchangeable, corr −1/4 (N = 3): predicted violation", "vermillion")}
+
+
+def _a5_row_label(row: dict[str, Any]) -> str:
+    """A case in words: the direction of ``g - g*`` (and its size for the matrix perturbations)."""
+    name = row["direction"]
+    if name == _MATRIX_DIRECTION:
+        return f"A* → A* + εB, ε = {row['eps']:g}"
+    return {"psi(u)=u (tight for centred independent tokens)": "ψ(u) = u (tight case)",
+            "psi(u)=cos(3u)": "ψ(u) = cos 3u", "psi=1 (constant, loosest)": "ψ = 1 (loosest case)",
+            "h(x,y)=xy": "h(x, y) = x y"}.get(name, name)
+
+
+def _a5_predicted(design: A5Design, prediction: dict, row: dict[str, Any]) -> float | None:
+    """The derived ratio of a case, where one is derived (tight and constant directions of independent tokens,
+    the counterexample's closed form)."""
+    if row["law"] == _COUNTER_LAW:
+        return prediction["counter_ratio"]
+    if row["law"] in _INDEPENDENT_LAWS and row["direction"].startswith("psi(u)=u"):
+        return prediction["tight_ratio"]
+    if row["law"] in _INDEPENDENT_LAWS and row["direction"].startswith("psi=1"):
+        return prediction["constant_ratio"]
+    return None
+
+
+def _a5_axes(ax, rows: list[dict[str, Any]], hi: float) -> None:
+    """Category axis (cases, grouped by law), the violation region and the coercivity boundary."""
+    from verify import figures as F
+
+    y = np.arange(len(rows))[::-1]
+    ax.set_yticks(y, [_a5_row_label(r) for r in rows])
+    for k in range(1, len(rows)):
+        if rows[k]["law"] != rows[k - 1]["law"]:
+            ax.axhline(y[k] + 0.5, color="#999999", lw=0.6)
+    ax.axvspan(0.5, 1.0, color=F.OKABE_ITO["vermillion"], alpha=0.08, lw=0)
+    ax.axvline(1.0, color=F.THEORY, ls="--", lw=1.0, label="RHS/LHS = 1: coercivity boundary (left: lemma violated)")
+    ax.set(xscale="log", xlim=(0.75, hi), ylim=(-0.7, len(rows) - 0.3),
+           xlabel=r"RHS / LHS $= (\mathcal{E}_\infty(g) - \mathcal{E}_\infty(g^*))\ /\ "
+                  r"(\|g - g^*\|^2_{L^2(\rho)} / (N-1))$")
+    ax.set_ylabel("direction of g − g*")
+    F.tidy_log_axis(ax, "x")
+
+
+def _plot_a5(design: A5Design, prediction: dict, rows: list[dict[str, Any]], verdict: str, comps: list) -> Any:
+    """RHS/LHS per case with 3-SE bars, coloured by token law; derived ratios as open diamonds."""
+    from verify import figures as F
+
+    fig, axes = F.subplots(1, 1, panel=(8.6, 0.3 * len(rows) + 1.2), extra=1.1)
+    ax = axes[0, 0]
+    y = np.arange(len(rows))[::-1]
+    for law, (words, colour) in _A5_LAWS.items():
+        sel = [i for i, r in enumerate(rows) if r["law"] == law]
+        if sel:
+            F.mc_points(ax, [rows[i]["ratio"] for i in sel], y[sel], None, label=words, color=F.OKABE_ITO[colour],
+                        xse=[rows[i]["ratio_se"] for i in sel])
+    pred = [(_a5_predicted(design, prediction, r), yy) for r, yy in zip(rows, y)]
+    pred = [(v, yy) for v, yy in pred if v is not None]
+    ax.plot([v for v, _ in pred], [yy for _, yy in pred], "D", mfc="none", mec=F.THEORY, ms=8, mew=1.0,
+            label="derived (exact) ratio")
+    hi = 1.25 * max(max(r["ratio"] + F.ERRORBAR_SE * r["ratio_se"] for r in rows), prediction["constant_ratio"])
+    _a5_axes(ax, rows, hi)
+    c = rows[-1]
+    F.key_numbers(ax, [f"lemma RHS − LHS ≥ 0: {F.outcome_text([x for x in comps if 'RHS - LHS (' in x.name])}",
+                       f"counterexample ratio {c['ratio']:.4f} ± {c['ratio_se']:.4f} "
+                       f"(derived {c['predicted_ratio']:.4f})",
+                       f"all comparisons: {F.outcome_text(comps)}"], verdict=verdict, loc="lower right")
+    F.legend(ax, outside=True, ncol=2)
+    F.suptitle(fig, "A5", "coercivity (Lemma 3.4): RHS/LHS per case, bars ±3 SE",
+               f"M = {design.M} samples per case, " + F.settings(d=design.d, N=design.N)
+               + f"; counterexample N = {design.counter_N}, d = 1", verdict)
     return fig
 
 
+@paper_figure
 def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement) -> Any:
-    """RHS/LHS of every case with 3-SE bars against the coercivity boundary 1."""
-    return _plot_a5(_a5_rows(prediction, measurement))
+    """RHS/LHS of every case with 3-SE bars against the coercivity boundary 1, coloured by token law."""
+    verdict, comps = judged(judge_a5, design, prediction, measurement)
+    return _plot_a5(design, prediction, _a5_rows(prediction, measurement), verdict, comps)
 
 
 #: A5: coercivity ``||g-g*||^2/(N-1) <= E_inf(g) - E_inf(g*)`` for independent and dependent tokens
@@ -603,24 +663,96 @@ def describe_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measu
     return notes, data
 
 
-def figure_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement) -> Any:
-    """Replicate errors against the parametric term (inside blue, outside red), predictions, the median fit."""
+def _a6_boundary(design: A6Design) -> float:
+    """The parametric term ``x = r d log M / M`` at the low-rank condition's edge ``r d = C (M/log M)^(1/(2b+1))``."""
+    M = design.M
+    return LOW_RANK_CONSTANT * (M / math.log(M)) ** (1 / (2 * design.beta + 1)) * math.log(M) / M
+
+
+def _a6_errors_panel(ax, design: A6Design, prediction: A6Prediction, measurement: A6Measurement) -> None:
+    """Error vs the parametric term: replicates, means with 3-SE bars (inside blue, outside vermillion; r = 2
+    squares, shifted right), the a-priori predictions, the median fit and the condition's boundary."""
+    from verify import figures as F
+
     b, b_se, b_icpt, _ = _trend(design, measurement)
-    x_levels, errs = design.x, measurement.errors
-    fig, ax = _plt().subplots(figsize=(6, 4.2))
-    for xi, e, ins in zip(x_levels, errs, prediction.inside):
-        ax.scatter([xi] * len(e), e, s=10, color="C0" if ins else "C3", alpha=0.6)
-    ax.plot(x_levels, prediction.errors, "k^", ms=5, label="a-priori prediction B + (V_np + V_par)/M")
-    xs = np.linspace(0, max(x_levels), 50)
-    ax.plot(xs, b_icpt + b * xs, "C0-", label=f"median fit: b = {b:.3g} +- {b_se:.2g}")
-    for xi, (d, r), e in zip(x_levels, design.combos, errs):
-        ax.annotate(f"d={d},r={r}", (xi, float(np.mean(e))), fontsize=6, xytext=(3, 3), textcoords="offset points")
-    ax.set_xlabel("parametric term r d log M / M")
-    ax.set_ylabel("||g_hat - g*||^2")
-    ax.set_title(f"A6: fixed M={design.M}, K_M={design.K} (blue: inside r d <= {LOW_RANK_CONSTANT} (M/log M)^(1/5), "
-                 "red: outside)", fontsize=8)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    colour = {True: F.OKABE_ITO["blue"], False: F.OKABE_ITO["vermillion"]}
+    for xi, (d, r), e, ins, pv in zip(design.x, design.combos, measurement.errors, prediction.inside,
+                                      prediction.errors):
+        xs = xi * (1.06 if r == 2 else 1.0)
+        e = np.asarray(e, dtype=float)
+        ax.scatter([xs] * e.size, e, s=7, alpha=0.3, color=colour[ins], lw=0, zorder=2)
+        F.mc_points(ax, [xs], [e.mean()], [e.std(ddof=1) / math.sqrt(e.size)], label="_nolegend_", color=colour[ins],
+                    marker="o" if r == 1 else "s")
+        ax.plot([xs], [pv], "^", mfc="none", mec=F.THEORY, ms=6, zorder=4)
+    xd = F.dense_grid(design.x, per_decade=40, pad=0.05)
+    ax.plot(xd, b_icpt + b * xd, "-", color="#555555", lw=1.2, zorder=1)
+    ax.axvline(_a6_boundary(design), color=F.THEORY, ls=":", lw=1.2)
+    ax.set(xscale="log", title="error against the parametric term", xlabel=r"parametric term  $r\,d\,\log M / M$",
+           ylabel=r"$\|\hat g - g^*\|^2_{L^2(\rho)}$")
+    from matplotlib import ticker
+
+    top = ax.secondary_xaxis("top", functions=(lambda x: x * design.M / math.log(design.M),
+                                               lambda v: v * math.log(design.M) / design.M))
+    top.set_xlabel("r d")
+    top.xaxis.set_major_locator(ticker.FixedLocator(sorted({r * d for d, r in design.combos})))
+    top.xaxis.set_major_formatter(ticker.FormatStrFormatter("%d"))
+    top.xaxis.set_minor_locator(ticker.NullLocator())
+    top.tick_params(labelsize=F.FONT["tick"])
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    F.headroom(ax, 0.22)
+    F.key_numbers(ax, [f"median fit b = {b:.3g} ± {b_se:.2g} (SE)"], loc="upper left")
+    F.tidy_log_axis(ax, "x")
+
+
+def _a6_legend_entries() -> list:
+    from verify import figures as F
+
+    return [F.proxy(r"inside the low-rank condition $r d \leq (M/\log M)^{1/5}$", color=F.OKABE_ITO["blue"]),
+            F.proxy("outside the condition", color=F.OKABE_ITO["vermillion"]),
+            F.proxy("r = 1: circles; r = 2: squares (shifted right)", marker="s", mfc="white"),
+            F.proxy("mean of the replicates ±3 SE (faint: replicates)", marker="o"),
+            F.proxy(r"a-priori prediction $B + (V_{np} + V_{par})/M$", color=F.THEORY, marker="^", mfc="none"),
+            F.proxy("median fit a + b x", color="#555555", marker=None, ls="-"),
+            F.proxy("edge of the low-rank condition", color=F.THEORY, marker=None, ls=":"),
+            F.proxy("right: threshold of the row's test (inside: excess < err(1,1); outside: excess > 0)",
+                    color=F.THEORY, marker="|", ms=10, mew=1.6)]
+
+
+def _a6_excess_panel(ax, design: A6Design, prediction: A6Prediction, measurement: A6Measurement,
+                     comps: list) -> None:
+    """The judged excesses over (1, 1), relative, with 3-SE bars, each with its threshold and outcome."""
+    from verify import figures as F
+
+    ex = _excesses(design, prediction, measurement)
+    m0 = float(np.mean(measurement.errors[0]))
+    y = np.arange(len(ex))[::-1]
+    for yy, x, c in zip(y, ex, comps[1:]):
+        col = F.OKABE_ITO["blue" if x["inside"] else "vermillion"]
+        F.mc_points(ax, [x["rel"]], [yy], None, xse=[x["se"] / m0], label="_nolegend_", color=col,
+                    marker="o" if x["combo"][1] == 1 else "s")
+        ax.plot([1.0 if x["inside"] else 0.0], [yy], "|", color=F.THEORY, ms=14, mew=1.6)
+        ax.annotate(c.outcome, (1.0, yy), xycoords=("axes fraction", "data"), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=F.FONT["note"], color=F.VERDICT_COLORS.get(c.outcome, "#555555"))
+    ax.set_yticks(y, [f"(d, r) = {x['combo']}" for x in ex])
+    ax.set(xlabel="excess error over (1, 1), relative to err(1, 1)", ylabel="configuration",
+           title="the judged excesses over (d, r) = (1, 1), ±3 SE")
+    ax.axvline(0.0, color="#bbbbbb", lw=0.8, zorder=0)
+
+
+@paper_figure
+def figure_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement) -> Any:
+    """Left: error against the parametric term (inside / outside the condition), predictions, the median fit.
+    Right: every judged excess over (1, 1) with its threshold and outcome."""
+    from verify import figures as F
+
+    verdict, comps = judged(judge_a6, design, prediction, measurement)
+    fig, axes = F.subplots(1, 2, panel=(4.6, 3.9), extra=1.4, width_ratios=(1.25, 1.0))
+    _a6_errors_panel(axes[0, 0], design, prediction, measurement)
+    _a6_excess_panel(axes[0, 1], design, prediction, measurement, comps)
+    F.legend(axes[0, 0], extra=_a6_legend_entries(), outside=True, ncol=3)
+    F.suptitle(fig, "A6", "the low-rank condition at fixed M: the parametric term shows only outside",
+               F.settings(M=design.M, K=design.K, sigma=design.sigma, N=5, P=3)
+               + f", {design.reps} replicates per (d, r); comparisons: {F.outcome_text(comps)}", verdict)
     return fig
 
 

@@ -14,8 +14,10 @@ import math
 from dataclasses import dataclass, field
 
 from verify.claim import Claim, register
+from verify.figures import judged, paper_figure, worst_outcome
 from verify.registry import CheckContext, Comparison
 from verify.verdicts import SLOPE_MARGIN
+from verify.verdicts import judge as verdict_of
 
 from .paper_a_numerics import (
     LOW_RANK_CONSTANT,
@@ -24,11 +26,13 @@ from .paper_a_numerics import (
     RIDGE_D,
     STARTS_NOTE,
     Group,
+    PanelText,
     RatePrediction,
     RateMeasurement,
     _base_p3,
     _condition_text,
     _design_text,
+    _group_comparisons,
     _inside_share,
     _plot_groups,
     _pred_sizes,
@@ -163,8 +167,30 @@ def describe_a2(design: RateDesign, prediction: RatePrediction, measurement: Rat
     return notes, _data(groups, prediction, measurement)
 
 
+def _comparison_line(c: Comparison, what: str) -> str:
+    """``"<what> +0.028 ± 0.015 (pred. +0.000)"``: the measured value of one judged comparison on a panel."""
+    se = f" ± {c.uncertainty:.3f}" if isinstance(c.uncertainty, float) else ""
+    pred = f" (pred. {c.predicted:+.3f})" if isinstance(c.predicted, float) and c.predicted != 0 else ""
+    return f"{what} {c.measured:+.3f}{se}{pred}"
+
+
+def _setting(design: RateDesign, rule: str) -> str:
+    return f"{design.reps} replicates per M; bars: ±3 SE of the mean log error; {rule}"
+
+
+@paper_figure
 def figure_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement):
-    return _plot_groups(assemble(design.groups, prediction, measurement), "A2: error vs M, d=1")
+    """Per P: error vs M (log-log), the fit, the a-priori model and the theory rate; the outcomes per panel."""
+    verdict, comps = judged(judge_a2, design, prediction, measurement)
+    groups = assemble(design.groups, prediction, measurement)
+    texts = {}
+    for g in groups:
+        mine = _group_comparisons(g, comps)
+        texts[g.label] = PanelText((" · ".join(f"{'theory' if 'theory' in c.name else 'a-priori'}: {c.outcome}"
+                                                for c in mine),), worst_outcome(mine))
+    return _plot_groups(groups, "estimator error vs sample size (d = 1, B-spline truths)", texts, check_id="A2",
+                        verdict=verdict, setting=_setting(design, f"rule: slope = theory within ±{SLOPE_MARGIN} "
+                                                                  "(TOST) and = a-priori model"))
 
 
 A2 = register(Claim(id="A2", design=design_a2, predict=_predict, simulate=_simulate, judge=judge_a2,
@@ -269,9 +295,32 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
     return notes, _data(all_g, prediction, measurement)
 
 
+def _a3_texts(design: RateDesign, groups: list[Group], comps: list[Comparison]) -> dict[str, PanelText]:
+    """Part (a): the slope difference with d = 1; part (b): the paired shift, or 'not judged' inside the condition."""
+    texts = {groups[0].label: PanelText(("reference of part (a)",))}
+    for k, g in enumerate(groups[1:], start=1):
+        mine = _group_comparisons(g, comps)
+        if k < design.params["n_a"]:
+            texts[g.label] = PanelText(tuple(_comparison_line(c, "Δslope vs d=1") for c in mine), worst_outcome(mine))
+        elif mine:
+            texts[g.label] = PanelText(tuple(_comparison_line(c, "shift (estimated A)") for c in mine),
+                                       worst_outcome(mine))
+        else:
+            texts[g.label] = PanelText(("inside low-rank condition",), "NOT JUDGED")
+    return texts
+
+
+@paper_figure
 def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement):
-    return _plot_groups(assemble(design.groups, prediction, measurement),
-                        "A3: error vs M (P=3): (a) sigma/10 for several d, (b) balanced sigma")
+    """(a) sigma/10 for several d (top row); (b) balanced sigma (bottom row, with the A*-known fits of the same
+    data)."""
+    verdict, comps = judged(judge_a3, design, prediction, measurement)
+    groups = assemble(design.groups, prediction, measurement)
+    return _plot_groups(groups, "error vs M (P = 3): (a) σ/10 for several d (top), (b) balanced σ (bottom)",
+                        _a3_texts(design, groups, comps), check_id="A3", verdict=verdict,
+                        ncols=design.params["n_a"],
+                        setting=_setting(design, f"rule: (a) Δslope = 0 and (b) shift = predicted, "
+                                                 f"within ±{SLOPE_MARGIN} (TOST)"))
 
 
 A3 = register(Claim(id="A3", design=design_a3, predict=_predict, simulate=_simulate, judge=judge_a3,
@@ -395,9 +444,28 @@ def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: Rat
     return notes, data
 
 
+@paper_figure
 def figure_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement):
-    return _plot_groups(assemble(design.groups, prediction, measurement),
-                        "A4: error vs M for several N and r (P=3, d=2)")
+    """Per (N, r): error vs M; the slope difference with (N=5, r=1), or 'not judged' outside the condition."""
+    verdict, _ = judged(judge_a4, design, prediction, measurement,
+                        informational=_a4_untestable(design, prediction, measurement))
+    groups = assemble(design.groups, prediction, measurement)
+    comps, outside, _ = _a4_split(groups)
+    verdict_of(comps)  # outcomes of the judged differences (the check's own Holm family)
+    texts = {groups[1].label: PanelText(("reference of the slope differences",))}
+    for g in groups:
+        mine, out = _group_comparisons(g, comps), _group_comparisons(g, outside)
+        if mine:
+            texts[g.label] = PanelText(tuple(_comparison_line(c, "Δslope vs N=5,r=1") for c in mine),
+                                       worst_outcome(mine))
+        elif out:
+            rd = g.config["r"] * g.config["d"]
+            texts[g.label] = PanelText((f"outside low-rank cond. (r d = {rd})",
+                                        f"Δslope {out[0].measured:+.3f} ± {out[0].uncertainty:.3f}"), "NOT JUDGED")
+    return _plot_groups(groups, "error vs M for several N and r (P = 3, d = 2)", texts, check_id="A4",
+                        verdict=verdict, ncols=2,
+                        setting=_setting(design, f"rule: Δslope = 0 within ±{SLOPE_MARGIN} (TOST) between groups "
+                                                 "inside the low-rank condition; M levels hold equal token pairs"))
 
 
 A4 = register(Claim(id="A4", design=design_a4, predict=_predict, simulate=_simulate, judge=judge_a4,

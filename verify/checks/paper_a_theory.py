@@ -36,6 +36,7 @@ from theory.minimax import (
 )
 from theory.symbols import M, N, beta, d, r
 from verify.claim import Claim, register
+from verify.figures import paper_figure
 from verify.registry import CheckContext, Comparison
 
 __all__ = ["A1Design", "A1Measurement", "A1_CLAIM", "STATEMENTS", "check_a1", "describe_a1", "design_a1",
@@ -374,42 +375,50 @@ def describe_a1(design: A1Design, prediction: dict, measurement: A1Measurement,
 
 
 def _plot_exponent(ax) -> None:
-    bs = np.linspace(0.02, 12.0, 400)
-    ax.plot(bs, 2 * bs / (2 * bs + 1), color="k")
-    for P, col in ((3, "C0"), (8, "C1")):
+    """The rate exponent 2b/(2b+1) (dense curve) with the B-spline degrees of the paper's experiments."""
+    from verify import figures as F
+
+    F.theory_curve(ax, [0.02, 12.0], lambda b: 2 * b / (2 * b + 1), log=False, grid=np.linspace(0.02, 12.0, 400),
+                   label=r"rate exponent $2\beta/(2\beta+1)$")
+    for k, P in enumerate((3, 8)):
         b = float(beta_from_bspline_degree(P))
-        ax.plot([b], [2 * b / (2 * b + 1)], "o", color=col, label=f"P = {P}: beta = {b:g}, e = {2*b/(2*b+1):.4f}")
-    ax.set_xlabel("beta")
-    ax.set_ylabel("rate exponent 2 beta / (2 beta + 1)")
-    ax.set_title("A1: rate exponent")
-    ax.legend()
+        ax.plot([b], [2 * b / (2 * b + 1)], "o", color=F.COLORS[k], ms=6,
+                label=f"B-spline degree P = {P}: β = {b:g}, exponent {2 * b / (2 * b + 1):.4f}")
+    ax.set(xlabel="smoothness β", ylabel=r"rate exponent $2\beta/(2\beta+1)$", title="rate exponent")
+    F.legend(ax, loc="lower right")
 
 
 def _plot_slopes(ax) -> None:
+    """Local slopes d log(bound) / d log M of the upper bound and of the rate + parametric model (dense in M)."""
+    from verify import figures as F
+
     Ms = np.logspace(1, 32, 400)
-    for bb, col in ((2, "C0"), (7, "C1")):
+    for k, bb in enumerate((2, 7)):
+        col = F.COLORS[k]
         f_up = sp.lambdify(M, finite_sample_slope(M, bb), "numpy")
         f_tot = sp.lambdify(M, total_error_slope(M, bb, 1, 30), "numpy")
         eb = 2 * bb / (2 * bb + 1)
-        ax.plot(Ms, f_up(Ms), color=col, label=f"upper bound (with log gap), beta = {bb}")
-        ax.plot(Ms, f_tot(Ms), "--", color=col, label=f"rate + r d log M / M (r=1, d=30), beta = {bb}")
-        ax.axhline(-eb, color=col, lw=0.8, ls=":", label=f"rate -{eb:.4f}")
+        ax.plot(Ms, f_up(Ms), color=col, label=f"upper bound with its log gap, β = {bb}")
+        ax.plot(Ms, f_tot(Ms), "--", color=col, label=f"rate + parametric term r d log M / M, β = {bb}")
+        ax.axhline(-eb, color=col, lw=0.8, ls=":", label=f"rate −2β/(2β+1) = −{eb:.4f}")
     ax.set_xscale("log")
     ax.set_ylim(-1.2, 6)
-    ax.axvline(1e4, color="grey", lw=0.6)
-    ax.set_xlabel("M")
-    ax.set_ylabel("d log bound / d log M")
-    ax.set_title("A1: finite-M local slopes")
-    ax.legend(fontsize=7)
+    ax.axvline(1e4, color="#777777", lw=0.6, label="M = 10⁴ (quoted in the notes)")
+    ax.set(xlabel="sample size M", ylabel="local slope  d log(bound) / d log M", title="finite-M local slopes")
+    F.legend(ax, loc="upper right", fontsize=F.FONT["legend"] - 0.5)
 
 
+@paper_figure
 def figure_a1(design: A1Design, prediction: dict, measurement: A1Measurement) -> Any:
-    """The rate exponent in beta and the finite-M local slopes of the bounds."""
-    from verify.figures import pyplot
+    """The rate exponent in beta and the finite-M local slopes of the bounds; the verdict of the exact statements."""
+    from verify import figures as F
 
-    fig, (ax1, ax2) = pyplot().subplots(1, 2, figsize=(11, 4))
-    _plot_exponent(ax1)
-    _plot_slopes(ax2)
+    verdict, comps = F.judged(judge_a1, design, prediction, measurement)
+    fig, axes = F.subplots(1, 2, panel=(5.0, 3.8), extra=0.7)
+    _plot_exponent(axes[0, 0])
+    _plot_slopes(axes[0, 1])
+    F.key_numbers(axes[0, 0], [f"{F.outcome_text(comps)} (exact, sympy)"], verdict=verdict, loc="center right")
+    F.suptitle(fig, "A1", "the symbolic layer of paper A", "constants 1; parametric model at r = 1, d = 30", verdict)
     return fig
 
 

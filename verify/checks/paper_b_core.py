@@ -72,7 +72,7 @@ from numerics.rmt import (  # noqa: E402
 
 from ..claim import Claim, register  # noqa: E402
 from ..registry import CheckContext, Comparison  # noqa: E402
-from ..figures import pyplot  # noqa: E402
+from ..figures import THEORY as THEORY_COLOR, paper_figure  # noqa: E402
 from ..verdicts import judge as verdict_of  # noqa: E402
 from ._finite_size import finite_size_test  # noqa: E402
 # ---------------------------------------------------------------------------------------------
@@ -501,27 +501,123 @@ def _describe_b1(design: dict[str, Any], prediction: dict[str, Any], measurement
     return notes, data
 
 
+def _b1_dense(p: Panel) -> tuple[np.ndarray, np.ndarray]:
+    """E_RR of a B1 panel on a dense grid of its swept parameter (gamma, p/n clustered at 1, or snr)."""
+    from ..figures import dense_grid
+
+    cell = p.cells[0]
+    if p.x_name is None:
+        g = dense_grid(cell.gammas, per_decade=30)
+        return g, _ridge_theory(g, cell.c, cell.snr)
+    xs = np.asarray(p.xs, dtype=float)
+    if p.x_name == "c":  # the 8-decade cliff at p/n = 1: points clustered there
+        near = np.geomspace(1e-4, 0.25, 80)
+        grid = np.unique(np.concatenate([np.linspace(xs.min(), xs.max(), 300), 1 - near, 1 + near, xs]))
+        grid = grid[(grid >= xs.min()) & (grid <= xs.max())]
+        return grid, np.array([_ridge_theory(cell.gammas, c, cell.snr)[0] for c in grid])
+    grid = dense_grid(xs, log=False, n_min=200)
+    return grid, np.array([_ridge_theory(cell.gammas, cell.c, x)[0] for x in grid])
+
+
+def _b1_x(p: Panel) -> tuple[np.ndarray, float]:
+    """The simulated abscissae of a panel and the factor to the plotted axis (p = (p/n) n for panel 1b)."""
+    if p.x_name is None:
+        return np.asarray(p.cells[0].gammas, dtype=float), 1.0
+    return np.asarray(p.xs, dtype=float), float(p.n) if p.x_name == "c" else 1.0
+
+
+def _panel_key_numbers(ax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps: list[Comparison], loc: str) -> None:
+    """The outcomes of a panel's comparisons (finite-size rule per point, shrinkage) and its largest gap."""
+    from ..figures import key_numbers, outcome_text, worst_outcome
+
+    mine = [c for c in comps if c.name.startswith(p.label + " ")]
+    points = [c for c in mine if "finite-size gap shrinks" not in c.name]
+    shrink = [c.outcome for c in mine if "finite-size gap shrinks" in c.name]
+    rel = float(np.max(np.abs(m.m_l - pred) / np.abs(pred)))
+    key_numbers(ax, [f"finite-size rule: {outcome_text(points)}", f"gap shrinks ~ n^-1/2: {', '.join(shrink)}",
+                     f"max |rel. gap| at n = {p.n}: {rel:.2%}"], verdict=worst_outcome(mine), loc=loc)
+
+
+def _plot_two_sizes(ax: Any, rax: Any, x: np.ndarray, p: Panel, pred: np.ndarray, m: TwoSizes, color: str,
+                    labelled: bool = True) -> None:
+    """Monte Carlo at both sizes (``n/2`` open squares, ``n`` filled circles) and their relative gaps to theory;
+    ``labelled`` False: no legend labels (the caller explains the markers)."""
+    from ..figures import mc_points
+
+    small, large = ("Monte Carlo, smaller size n/2", "Monte Carlo, larger size n") if labelled else ("_nolegend_",) * 2
+    mc_points(ax, x, m.m_s, m.se_s, label=small, color=color, marker="s", open_=True)
+    mc_points(ax, x, m.m_l, m.se_l, label=large, color=color)
+    mc_points(rax, x, (m.m_s - pred) / pred, m.se_s / np.abs(pred), label="_nolegend_", color=color, marker="s",
+              open_=True)
+    mc_points(rax, x, (m.m_l - pred) / pred, m.se_l / np.abs(pred), label="_nolegend_", color=color)
+    rax.axhline(0.0, color=THEORY_COLOR, lw=0.9)
+    rax.set_ylabel("(MC − theory) / theory")
+
+
+def _b1_titles(design: dict[str, Any]) -> dict[str, str]:
+    a, (pa, pb, pc) = design["a"], design["panels"]
+    g_b, g_c = pb.cells[0].gammas[0], pc.cells[0].gammas[0]
+    return {"1a": f"(a) γ sweep: p/n = {a['c']:g}, ‖μ‖² = {a['snr']:g}\nn = {pa.ns} and {pa.n}",
+            "1b": f"(b) p sweep: γ = {g_b:g}, ‖μ‖² = {pb.cells[0].snr:g}\nn = {pb.n} (open: n = {pb.ns}, same p/n)",
+            "1c": f"(c) ‖μ‖² sweep: p/n = {pc.cells[0].c:g}, γ = {g_c:g}\nn = {pc.ns} and {pc.n}"}
+
+
+def _b1_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps: list[Comparison],
+              title: str) -> None:
+    """One panel of paper B's Figure 1 (dense theory, Monte Carlo at two sizes) over its residuals."""
+    from .. import figures as F
+
+    x, scale = _b1_x(p)
+    xd, yd = _b1_dense(p)
+    ax.plot(xd * scale, yd, "-", color=F.THEORY, lw=1.4, label="theory (deterministic equivalent)", zorder=2)
+    _plot_two_sizes(ax, rax, x * scale, p, pred, m, F.COLORS[0])
+    xlabel = {None: "ridge parameter γ", "c": f"number of features p (n = {p.n})", "snr": "signal strength ‖μ‖²"}
+    rax.set_xlabel(xlabel[p.x_name])
+    ax.set_ylabel("interpolation error E")
+    ax.set_title(title, fontsize=F.FONT["title"] - 0.5)
+    if p.x_name == "c":
+        _b1_threshold(ax, rax, p, x)
+    if p.x_name != "snr":
+        ax.set_yscale("log")
+    if p.x_name is None:
+        ax.set_xscale("log")
+    _panel_key_numbers(ax, p, pred, m, comps, {None: "lower right", "c": "lower left"}.get(p.x_name, "upper right"))
+    F.tidy_log_axis(ax)
+    F.tidy_log_axis(rax)
+
+
+def _b1_threshold(ax: Any, rax: Any, p: Panel, x: np.ndarray) -> None:
+    """Panel 1b: the interpolation threshold p = n, the points flagged near it, p/n on the top axis."""
+    flagged = [c for c in x if _edge_flag(c, float(p.cells[0].gammas[0]), p.n)]
+    for a in (ax, rax):
+        a.axvline(p.n, color="#777777", ls=":", lw=1.0, label="interpolation threshold p = n" if a is ax else None)
+        if flagged:
+            a.axvspan(min(flagged) * p.n, max(flagged) * p.n, color="#999999", alpha=0.15, lw=0,
+                      label="flagged: lower MP edge within finite-size reach" if a is ax else None)
+    top = ax.secondary_xaxis("top", functions=(lambda v: v / p.n, lambda c: c * p.n))
+    top.set_xlabel("p/n")
+    top.tick_params(labelsize=8)
+    if np.max(np.abs(rax.get_ylim())) > 0.5:
+        rax.set_yscale("symlog", linthresh=0.1)
+
+
+@paper_figure
 def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
-    plt = pyplot()
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
+    """Paper B's Figure 1 (axes gamma, p, ||mu||^2): dense theory, Monte Carlo at n/2 and n, relative residuals."""
+    from .. import figures as F
+
+    verdict, comps = F.judged(judge_b1, design, prediction, measurement)
     panels = design["panels"]
-    data = {p.key: _panel_data(p, prediction["theory"][p.key], measurement["panels"][p.key]) for p in panels}
-    a, d = design["a"], data["1a"]
-    ax[0].loglog(*prediction["curve"], "k-", label="theory E_RR")
-    ax[0].errorbar(a["gammas"], d["mc_small"], 3 * d["se_small"], fmt="s", mfc="none", label=f"MC n={d['n'][0]}")
-    ax[0].errorbar(a["gammas"], d["mc_large"], 3 * d["se_large"], fmt="o", label=f"MC n={d['n'][1]}")
-    ax[0].set(xlabel="gamma", ylabel="E", title=f"1a: p/n={a['c']}, ||mu||^2={a['snr']}")
-    for k, p in enumerate(panels[1:], start=1):
-        r = data[p.key]["rows"]
-        ax[k].plot(r[:, 0], r[:, 1], "k-", marker=".", label="theory")
-        ax[k].errorbar(r[:, 0], r[:, 2], 3 * r[:, 3], fmt="s", mfc="none", label=f"MC n={p.ns}")
-        ax[k].errorbar(r[:, 0], r[:, 4], 3 * r[:, 5], fmt="o", label=f"MC n={p.n}")
-        ax[k].set(xlabel={"c": "p/n", "snr": "||mu||^2"}[p.x_name], ylabel="E",
-                  title=f"{p.key}: gamma={p.cells[0].gammas[0]:g}")
-    ax[1].set_yscale("log")
-    for x in ax:
-        x.legend(fontsize=8)
-    fig.suptitle("B1: ridge interpolation error, theory vs Monte Carlo (error bars 3 SE)")
+    fig, axes = F.subplots(2, 3, panel=(3.9, 2.2), extra=1.0, sharex="col", height_ratios=(2.6, 1.2))
+    titles = _b1_titles(design)
+    for k, p in enumerate(panels):
+        _b1_panel(axes[0, k], axes[1, k], p, prediction["theory"][p.key], measurement["panels"][p.key], comps,
+                  titles[p.key])
+    F.legend(axes[0, 1], outside=True, ncol=3)
+    trials = ", ".join(f"{p.key}: {p.trials[0]}/{p.trials[1]}" for p in panels)
+    F.suptitle(fig, "B1", "ridge interpolation error, theory vs Monte Carlo (paper B, Figure 1)",
+               f"balanced labels, μ = √‖μ‖² e₁; bars ±3 SE; trials at n/2 / n: {trials}; bottom row: relative gap",
+               verdict)
     return fig
 
 
@@ -723,31 +819,77 @@ def _describe_b2(design: dict[str, Any], prediction: dict[str, Any], measurement
     return notes, data
 
 
-def _plot_b2_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes) -> None:
-    gammas, act = p.cells[0].gammas, p.cells[0].activation
-    (line,) = ax.loglog(gammas, pred, "-", label=f"{act} theory")
-    col = line.get_color()
-    ax.errorbar(gammas, m.m_l, 3 * m.se_l, fmt="o", color=col, label=f"{act} MC n={p.n}")
-    ax.errorbar(gammas, m.m_s, 3 * m.se_s, fmt="s", mfc="none", color=col, alpha=0.6)
-    rax.errorbar(gammas, (m.m_l - pred) / pred, 3 * m.se_l / pred, fmt="o-", color=col, label=f"{act} n={p.n}")
-    rax.errorbar(gammas * 1.05, (m.m_s - pred) / pred, 3 * m.se_s / pred, fmt="s--", mfc="none", color=col, alpha=0.6,
-                 label=f"{act} n={p.ns}")
+def _b2_spec_fails(p: Panel, pred_spec: np.ndarray, m: TwoSizes) -> int:
+    """Points of ``p`` the finite-size rule rejects against SPEC's reconstructed system (the negative control)."""
+    return sum(not finite_size_test(pred_spec[i], m.m_s[i], m.se_s[i], m.m_l[i], m.se_l[i], p.ns / p.n,
+                                    p.trials).passed for i in range(len(p.names)))
 
 
+def _plot_b2_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, color: str, shift: float) -> None:
+    """One activation: dense theory (and SPEC's system in the residuals, dashed), Monte Carlo at both sizes."""
+    from ..figures import dense_grid
+
+    cell = p.cells[0]
+    gd = dense_grid(cell.gammas, per_decade=7, n_min=16)
+    th = _attention_theory(gd, cell.c, cell.activation)
+    ax.plot(gd, th, "-", color=color, lw=1.3, zorder=2)
+    rax.plot(gd, (_attention_theory(gd, cell.c, cell.activation, "spec") - th) / th, "--", color=color, lw=1.1)
+    _plot_two_sizes(ax, rax, cell.gammas * shift, p, pred, m, color, labelled=False)
+
+
+def _b2_legend_entries(acts: list[str]) -> list[Any]:
+    from .. import figures as F
+
+    return ([F.proxy(f"f = {a}", color=F.COLORS[k], marker=None, ls="-", lw=4) for k, a in enumerate(acts)]
+            + [F.proxy("theory: corrected deterministic equivalent", color=F.THEORY, marker=None, ls="-"),
+               F.proxy("SPEC's reconstructed system, relative to theory (negative control)", color=F.THEORY,
+                       marker=None, ls="--"),
+               F.proxy("Monte Carlo, larger size n", color=F.THEORY),
+               F.proxy("Monte Carlo, smaller size n/2", color=F.THEORY, marker="s", mfc="white")])
+
+
+def _b2_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+               comps: list[Comparison], cval: float) -> None:
+    """The activations at one p/n: theory and Monte Carlo, the relative gaps, each activation's outcomes."""
+    from .. import figures as F
+
+    panels = [p for p in design["panels"] if p.cells[0].c == cval]
+    lines, outs = [], []
+    for k, p in enumerate(panels):
+        pred, m = prediction["theory"][p.key], measurement["panels"][p.key]
+        _plot_b2_panel(ax, rax, p, pred, m, F.COLORS[k], 1.0 + 0.04 * (k - 1))
+        mine = [c for c in comps if c.name.startswith(p.label + " ")]
+        outs += mine
+        lines.append(f"{p.cells[0].activation}: {F.outcome_text(mine)}; SPEC: "
+                     f"{_b2_spec_fails(p, prediction['spec'][p.key], m)}/{len(p.names)} fail")
+    p0 = panels[0]
+    ax.set(xscale="log", ylabel="interpolation error E",
+           title=f"p/n = {cval:g}: n = {p0.n} ({p0.trials[1]} trials), n/2 = {p0.ns} ({p0.trials[0]} trials)")
+    lo, hi = ax.get_ylim()
+    if hi / max(lo, 1e-300) > 10:
+        ax.set_yscale("log")
+    rax.set(xlabel="ridge parameter γ")
+    F.key_numbers(ax, lines, verdict=F.worst_outcome(outs), loc="upper left")
+    F.headroom(ax, 0.3)
+    F.tidy_log_axis(ax)
+    F.tidy_log_axis(rax)
+
+
+@paper_figure
 def _figure_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
-    plt = pyplot()
-    fig, axes2 = plt.subplots(2, len(B2_CS), figsize=(6 * len(B2_CS), 8), sharex=True)
-    axes, raxes = axes2[0], axes2[1]
+    """Per p/n: null-model attention error vs gamma (dense theory, Monte Carlo at n/2 and n), relative gaps below
+    with SPEC's system (the negative control) drawn as the gap it predicts."""
+    from .. import figures as F
+
+    verdict, comps = F.judged(judge_b2, design, prediction, measurement)
+    fig, axes = F.subplots(2, len(B2_CS), panel=(4.6, 2.4), extra=1.2, sharex="col", height_ratios=(2.4, 1.6))
     for j, cval in enumerate(B2_CS):
-        panels = [p for p in design["panels"] if p.cells[0].c == cval]
-        for p in panels:
-            _plot_b2_panel(axes[j], raxes[j], p, prediction["theory"][p.key], measurement["panels"][p.key])
-        axes[j].set(xlabel="gamma", ylabel="E", title=f"null attention, p/n={cval} (open: n={panels[0].ns})")
-        axes[j].legend(fontsize=7)
-        raxes[j].axhline(0, color="k", lw=0.8)
-        raxes[j].set(xscale="log", xlabel="gamma", ylabel="(MC - theory) / theory", title="relative gap (bars: 3 SE)")
-        raxes[j].legend(fontsize=7)
-    fig.suptitle("B2: null-model attention (diagonal removed) vs deterministic equivalent")
+        _b2_column(axes[0, j], axes[1, j], design, prediction, measurement, comps, cval)
+    acts = [p.cells[0].activation for p in design["panels"] if p.cells[0].c == B2_CS[0]]
+    F.legend(axes[0, 0], extra=_b2_legend_entries(acts), outside=True, ncol=3)
+    F.suptitle(fig, "B2", "null-model attention (diagonal removed) vs the deterministic equivalent",
+               "μ = 0, W = I, centred f, label-averaged Monte Carlo; bars ±3 SE; bottom: gap to theory, "
+               "dashed: SPEC's system", verdict)
     return fig
 
 
@@ -953,24 +1095,92 @@ def _describe_b3(design: dict[str, Any], prediction: dict[str, Any], measurement
     return notes, data
 
 
+def _b3_guides(ax: Any, design: dict[str, Any]) -> None:
+    """The claimed small-gamma laws gamma^(1/2) (attention) and gamma^2 (ridge) through the theory at the centre of
+    the slope-fit range."""
+    from .. import figures as F
+
+    fit, act = design["fit"], design["act"]
+    gc = math.sqrt(fit[0] * fit[-1])
+    gg = np.geomspace(fit[0] / 3, fit[-1] * 3, 20)
+    for k, (kind_theory, expo, word) in enumerate(((lambda g: _attention_theory(g, 2.0, act), 0.5, "1/2"),
+                                                   (lambda g: _ridge_theory(g, 2.0, 0.0), 2.0, "2"))):
+        ec = float(np.asarray(kind_theory(np.array([gc]))).ravel()[0])
+        ax.plot(gg, 0.25 * ec * (gg / gc) ** expo, ":", color=F.COLORS[k], lw=2.0,
+                label=rf"claimed law $\propto\gamma^{{{word}}}$ ({'attention' if k == 0 else 'ridge'}; offset ×1/4)")
+    ax.axvspan(fit[0], fit[-1], color="#999999", alpha=0.15, lw=0, label="slope-fit range")
+
+
+def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+             comps: list[Comparison]) -> None:
+    """p/n = 2: dense theory of both models, Monte Carlo at n/2 and n, the claimed laws; relative gaps below."""
+    from .. import figures as F
+
+    allg, act = design["allg"], design["act"]
+    for k, (kind, name, f) in enumerate((("att", f"attention (f = {act})", lambda g: _attention_theory(g, 2.0, act)),
+                                         ("rr", "ridge", lambda g: _ridge_theory(g, 2.0, 0.0)))):
+        col = F.COLORS[k]
+        F.theory_curve(ax, allg, f, label=f"{name}: theory", color=col, per_decade=10)
+        pred = prediction[kind]
+        for t, open_, mk, size in zip(measurement["c2"][kind], (True, False), ("s", "o"), ("n/2", "n")):
+            mean, se = t.mean(0), t.std(0, ddof=1) / math.sqrt(t.shape[0])
+            F.mc_points(ax, allg, mean, se, label=f"{name}: Monte Carlo, {size}", color=col, marker=mk, open_=open_)
+            F.mc_points(rax, allg * (1.0 + 0.06 * k), (mean - pred) / pred, se / pred, label="_nolegend_", color=col,
+                        marker=mk, open_=open_)
+    _b3_guides(ax, design)
+    rax.axhline(0.0, color=F.THEORY, lw=0.9)
+    ax.set(xscale="log", yscale="log", ylabel="interpolation error E",
+           title=f"p/n = 2 (ridge interpolates): n = {design['n']} and n/2 = {design['ns']}")
+    rax.set(xlabel="ridge parameter γ", ylabel="(MC − theory) / theory")
+    slopes = [c for c in comps if "small-gamma" in c.name]
+    lines = [f"{c.name.split()[1]} slope {c.measured:.3f} ± {c.uncertainty:.3f} vs law {c.predicted:g}: {c.outcome}"
+             for c in slopes if "law" in c.name]
+    paired = [c for c in comps if c.name.startswith("c=2 gamma=")]
+    F.key_numbers(ax, lines + [f"E_att > E_ridge (paired): {F.outcome_text(paired)}"],
+                  verdict=F.worst_outcome(slopes + paired), loc="lower right")
+    F.tidy_log_axis(ax)
+    F.tidy_log_axis(rax)
+
+
+def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+              comps: list[Comparison]) -> None:
+    """p/n = 1/4: the theory's E_att - E_ridge (dense) and the paired Monte Carlo; open: no sign stated."""
+    from .. import figures as F
+
+    g, act, d4 = design["gammas"], design["act"], measurement["c4"]["diff"]
+    F.theory_curve(ax, g, lambda x: _attention_theory(x, 0.25, act) - _ridge_theory(x, 0.25, 0.0),
+                   label=r"theory $E_{\rm att} - E_{\rm ridge}$", per_decade=14)
+    th = prediction["att4"] - prediction["rr4"]
+    stated = (g >= 0.05) & (np.abs(th) >= 1e-3)
+    mean, se = d4.mean(0), d4.std(0, ddof=1) / math.sqrt(d4.shape[0])
+    F.mc_points(ax, g, mean, se, label=f"Monte Carlo, paired, n = {design['n4']}", color=F.COLORS[2], judged=stated)
+    F.mc_points(rax, g, mean - th, se, label="_nolegend_", color=F.COLORS[2], judged=stated)
+    for a in (ax, rax):
+        a.axhline(0.0, color="#777777", lw=0.8)
+        a.axvspan(g[0] / 1.5, 0.05, color="#999999", alpha=0.12, lw=0,
+                  label="γ < 0.05: no sign stated (not judged)" if a is ax else None)
+    ax.set(xscale="log", ylabel=r"$E_{\rm att} - E_{\rm ridge}$",
+           title="p/n = 1/4 (no interpolation): the sign of the difference")
+    rax.set(xlabel="ridge parameter γ", ylabel="MC − theory")
+    signs = [c for c in comps if c.name.startswith("c=1/4")]
+    F.key_numbers(ax, [f"sign as theory: {F.outcome_text(signs)}"], verdict=F.worst_outcome(signs), loc="upper left")
+    F.tidy_log_axis(ax)
+    F.tidy_log_axis(rax)
+
+
+@paper_figure
 def _figure_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
-    plt = pyplot()
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4.2))
-    act, allg, fit, nl, n4 = design["act"], design["allg"], design["fit"], design["n"], design["n4"]
-    data = _b3_data(design, prediction, measurement)
-    ax[0].loglog(allg, prediction["att"], "C0-", label=f"attention ({act}) theory")
-    ax[0].loglog(allg, prediction["rr"], "C1-", label="ridge theory")
-    ax[0].loglog(allg, data["c2"]["att_mean"], "C0o", label=f"attention MC n={nl}")
-    ax[0].loglog(allg, data["c2"]["rr_mean"], "C1s", label=f"ridge MC n={nl}")
-    ax[0].axvspan(fit[0], fit[-1], color="grey", alpha=0.15, label="slope fit range")
-    ax[0].set(xlabel="gamma", ylabel="E", title="random inputs, p/n = 2")
-    ax[0].legend(fontsize=7)
-    d = data["c0.25"]
-    ax[1].semilogx(d["gammas"], prediction["att4"] - prediction["rr4"], "k-", label="theory E_att - E_ridge")
-    ax[1].errorbar(d["gammas"], d["diff_mean"], 3 * d["diff_se"], fmt="o", label=f"MC paired (label-averaged), n={n4}")
-    ax[1].axhline(0, color="grey", lw=0.8)
-    ax[1].set(xlabel="gamma", ylabel="E_att - E_ridge", title="random inputs, p/n = 1/4")
-    ax[1].legend(fontsize=7)
+    """Attention vs ridge on random inputs: p/n = 2 with the claimed laws, p/n = 1/4 the sign; residuals below."""
+    from .. import figures as F
+
+    verdict, comps = F.judged(judge_b3, design, prediction, measurement)
+    fig, axes = F.subplots(2, 2, panel=(4.8, 2.3), extra=1.3, sharex="col", height_ratios=(2.5, 1.3))
+    _b3_left(axes[0, 0], axes[1, 0], design, prediction, measurement, comps)
+    _b3_right(axes[0, 1], axes[1, 1], design, prediction, measurement, comps)
+    F.legend(axes[0, 0], outside=True, ncol=3, extra=[F.not_judged_handle("open circles (right): not judged")])
+    F.suptitle(fig, "B3", "attention vs ridge on random inputs (‖μ‖² = 0, diagonal removed)",
+               f"f = {design['act']}; bars ±3 SE; trials {design['trials'][0]} (n/2), {design['trials'][1]} (n); "
+               "p/n = 2 label-averaged", verdict)
     return fig
 
 
@@ -1075,22 +1285,64 @@ def _describe_b5(design: dict[str, Any], prediction: dict[str, Any], measurement
     return notes, data
 
 
+def _b5_theory(design: dict[str, Any], cval: float, snr: float, act: Any, gammas: np.ndarray) -> np.ndarray:
+    """The null theory (``snr = 0``: the claim's prediction) or, with signal, the structured theory of
+    :mod:`theory.structured` (the project's derivation, judged in B7; drawn here for reference only)."""
+    if snr == 0.0:
+        return _attention_theory(gammas, cval, act)
+    from theory.structured import structured_attention_error
+
+    return np.asarray(structured_attention_error(gammas, cval, act, snr), dtype=float).reshape(np.shape(gammas))
+
+
+def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list[Comparison], cval: float,
+              snr: float) -> None:
+    """One (p/n, snr): dense theory of both activations, paired Monte Carlo, the paired differences' outcomes."""
+    from .. import figures as F
+
+    g = design["gammas"]
+    dd = data[_b5_key(cval, snr)]
+    style = "-" if snr == 0.0 else "--"
+    for k, (key, act, name) in enumerate((("cos", "cos", "cos"), ("lin", design["lin"], "scaled tanh"))):
+        F.theory_curve(ax, g, lambda x, a=act: _b5_theory(design, cval, snr, a, x), color=F.COLORS[k], pad=0.5,
+                       per_decade=10, ls=style, label="_nolegend_")
+        F.mc_points(ax, g, dd[key], dd[f"{key}_se"], label="_nolegend_", color=F.COLORS[k], marker="os"[k])
+    mine = [c for c in comps if c.name.startswith(f"p/n={cval} snr={snr} ")]
+    lines = ["Δ = E_cos − E_tanh (paired)"] + [f"γ = {gv:g}: Δ = {c.measured:.3g} ± {c.uncertainty:.2g}"
+                                                for gv, c in zip(g, mine)]
+    ax.set(xscale="log", yscale="log", xlabel="ridge parameter γ", ylabel="interpolation error E",
+           title=f"p/n = {cval:g}, ‖μ‖² = {snr:g}" + (" (null model)" if snr == 0.0 else " (with signal)"))
+    F.tidy_log_axis(ax)
+    F.key_numbers(ax, lines, verdict=F.worst_outcome(mine))
+
+
+def _b5_legend_entries(design: dict[str, Any]) -> list[Any]:
+    from .. import figures as F
+
+    return [F.proxy(r"cos, centred ($a_1 = 0$)", color=F.COLORS[0], marker="o"),
+            F.proxy(f"{design['scale']:.3f} tanh ($a_1$ = {design['m_lin'].a1:.3f}), same ν", color=F.COLORS[1],
+                    marker="s"),
+            F.proxy("theory, null model (the prediction)", color=F.THEORY, marker=None, ls="-"),
+            F.proxy("structured theory with signal (project's derivation, judged in B7; reference only)",
+                    color=F.THEORY, marker=None, ls="--"),
+            F.proxy("Monte Carlo, paired draws, ±3 SE", color=F.THEORY, marker="o")]
+
+
+@paper_figure
 def _figure_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
-    plt = pyplot()
-    configs, g, n = design["configs"], design["gammas"], design["n"]
-    fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4))
+    """Per configuration: cos vs the scaled tanh of equal nu (dense theory, paired Monte Carlo, the differences)."""
+    from .. import figures as F
+
+    verdict, comps = F.judged(judge_b5, design, prediction, measurement)
+    configs = design["configs"]
+    fig, axes = F.subplots(1, len(configs), panel=(3.9, 3.3), extra=1.2)
     data = _b5_data(design, prediction, measurement)
-    for ax, (cval, snr) in zip(axes, configs):
-        dd, th = data[_b5_key(cval, snr)], prediction[_b5_key(cval, snr)]
-        ax.errorbar(g, dd["cos"], 3 * dd["cos_se"], fmt="o-", label="cos (a1 = 0)")
-        ax.errorbar(g, dd["lin"], 3 * dd["lin_se"], fmt="s-",
-                    label=f"{design['scale']:.3f} tanh (a1 = {design['m_lin'].a1:.3f})")
-        if th is not None:
-            ax.plot(g, th[0], "C0:", label="cos theory")
-            ax.plot(g, th[1], "C1:", label="scaled tanh theory")
-        ax.set(xscale="log", yscale="log", xlabel="gamma", ylabel="E", title=f"p/n={cval}, ||mu||^2={snr}, n={n}")
-        ax.legend(fontsize=7)
-    fig.suptitle(f"B5: equal nu = {design['m_cos'].nu:.4f}; only the linear Hermite component differs")
+    for ax, (cval, snr) in zip(axes[0], configs):
+        _b5_panel(ax, design, data, comps, cval, snr)
+    F.legend(axes[0, 0], extra=_b5_legend_entries(design), outside=True, ncol=3)
+    F.suptitle(fig, "B5", "cos (no linear Hermite component) vs a linear-component activation at equal ν",
+               f"n = {design['n']}, {design['trials']} paired trials (‖μ‖² = 0: label-averaged), ν = "
+               f"{design['m_cos'].nu:.4f}; claim: E_cos − E_tanh > 0 (paired, > 3 SE)", verdict)
     return fig
 
 
@@ -1275,19 +1527,59 @@ def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], measurement
     return notes, data
 
 
+def _b6_ecdf_gap(ax: Any, ev: np.ndarray, x: np.ndarray, cdf: np.ndarray, color: str, label: str) -> None:
+    """ECDF minus the law's CDF of one spectrum (a step curve) and its Kolmogorov distance (dotted level)."""
+    ev = np.sort(ev)
+    F = np.interp(ev, x, cdf)
+    k = np.arange(1, ev.size + 1) / ev.size
+    ax.step(ev, k - F, where="post", color=color, lw=1.0, label=f"{label} (KS {_ks(ev, x, cdf):.3f})")
+    ax.axhline(_ks(ev, x, cdf), color=color, ls=":", lw=0.9)
+    ax.axhline(-_ks(ev, x, cdf), color=color, ls=":", lw=0.9)
+
+
+def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+               comps: list[Comparison], act: str, cval: float) -> None:
+    """One configuration: histogram at 2n and the density; below, ECDF - CDF of one trial at n and at 2n."""
+    from .. import figures as F
+
+    n, key = design["n"], _b6_key(act, cval)
+    law, spectra = prediction[key]["law"], measurement["spectra"][key]
+    r = b6_reading(law, spectra)
+    ax.hist(np.ravel(spectra[1]), bins=60, density=True, color=F.OKABE_ITO["sky"], alpha=0.7,
+            label=f"eigenvalues at 2n (histogram, {spectra[1].shape[0]} trials)")
+    xx = np.linspace(r["lo"], r["hi"], 800)
+    ax.plot(xx, law.density(xx), "-", color=F.THEORY, lw=1.4, label="theory: free-convolution law")
+    x, cdf, _ = law.cdf(r["lo"], r["hi"])
+    _b6_ecdf_gap(rax, spectra[0][0], x, cdf, F.COLORS[0], "one trial at n")
+    _b6_ecdf_gap(rax, spectra[1][0], x, cdf, F.COLORS[1], "one trial at 2n")
+    rax.axhline(0.0, color="#777777", lw=0.8)
+    ax.set(ylabel="density", title=f"f = {act}, p/n = {cval:g}: n = {n}, 2n = {2 * n}")
+    rax.set(xlabel="eigenvalue λ of K", ylabel="ECDF − CDF")
+    mine = [c for c in comps if c.name.startswith(f"{act} p/n={cval}:")]
+    control = _ks_control(prediction[key]["wrong"], spectra, r["lo"], r["hi"])
+    F.key_numbers(ax, [f"mean KS: {r['m1']:.4f} (n) → {r['m2']:.4f} (2n)",
+                       f"ratio {r['ratio']:.3f} ± {r['se_ratio']:.3f} (≤ 0.707)", f"mass of the law {r['mass']:.4f}",
+                       f"negative control (ν × 1.03): ratio {control:.2f}"], verdict=F.worst_outcome(mine))
+    F.legend(rax, loc="lower right", fontsize=F.FONT["legend"] - 0.5,
+             extra=[F.proxy("dotted: ± the trial's KS distance", marker=None, ls=":")])
+
+
+@paper_figure
 def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
-    plt = pyplot()
-    configs, n = design["configs"], design["n"]
-    fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4))
-    for ax, (act, cval) in zip(axes, configs):
-        key = _b6_key(act, cval)
-        law, spectra = prediction[key]["law"], measurement["spectra"][key]
-        r = b6_reading(law, spectra)
-        ax.hist(np.ravel(spectra[1]), bins=80, density=True, alpha=0.5, label=f"eigenvalues, n={2 * n}")
-        xx = np.linspace(r["lo"], r["hi"], 800)
-        ax.plot(xx, law.density(xx), "k-", label="kernel_density")
-        ax.set(xlabel="eigenvalue", title=f"{act}, p/n={cval}: KS {r['m1']:.3f} (n) -> {r['m2']:.3f} (2n)")
-        ax.legend(fontsize=7)
+    """Kernel spectra against the free-convolution law: densities (top), ECDF - CDF with the KS distance (bottom)."""
+    from .. import figures as F
+
+    verdict, comps = F.judged(judge_b6, design, prediction, measurement)
+    configs = design["configs"]
+    fig, axes = F.subplots(2, len(configs), panel=(3.9, 2.3), extra=1.1, sharex="col", height_ratios=(2.3, 1.5))
+    for j, (act, cval) in enumerate(configs):
+        _b6_column(axes[0, j], axes[1, j], design, prediction, measurement, comps, act, cval)
+    F.legend(axes[0, 0], outside=True, ncol=2, axes=[axes[0, 0]])
+    t1, t2 = design["trials"]
+    F.suptitle(fig, "B6", "eigenvalues of the null kernel f(XᵀX/√p)/√p (diagonal removed) vs theory",
+               f"X standard Gaussian; {t1} trials at n, {t2} at 2n; claim: KS(2n)/KS(n) ≤ $2^{{-1/2}}$ "
+               "(O(1/n) gives 0.5)",
+               verdict)
     return fig
 
 

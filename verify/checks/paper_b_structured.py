@@ -51,6 +51,7 @@ import numpy as np
 
 from .. import verdicts
 from ..claim import Claim, register
+from ..figures import paper_figure
 from ..registry import CheckContext, Comparison
 from ._finite_size import FiniteSizeTest, finite_size_test
 from .paper_b_core import mc_version
@@ -85,6 +86,12 @@ class _Profile:
     b4_theory_grid: tuple[float, float, int] = (-3.0, 1.0, 9)
     reversal_grid: tuple[float, float, int] = (-4.0, 2.0, 31)
     figure_grid: tuple[float, float, int] = (-4.0, 1.0, 41)
+    # B4's phase diagram (theory only: figure and notes, judged nowhere): aspect ratios x aligned strengths at
+    # phase_snr, gamma* located on the log grid phase_grid (its first point is the "small gamma" of the sign)
+    phase_cs: tuple[float, ...] = (1 / 3, 0.5, 0.9, 1.5, 3.0)
+    phase_strengths: tuple[float, ...] = (0.0, 2.0, 8.0)
+    phase_grid: tuple[float, float, int] = (-4.0, 2.0, 13)
+    phase_snr: float = 1.0
 
 
 _NONE = (0.0, "none")
@@ -96,6 +103,7 @@ _PROFILES = {
         spikes=(_NONE, (4.0, "aligned"), (4.0, "orthogonal")), cs=(0.5, 2.0),
         breakdown_p=(16, 32), breakdown_trials=2, b4_snrs=(0.5,), b4_gammas=(0.1, 10.0),
         b4_theory_grid=(-2.0, 1.0, 4), reversal_grid=(-3.0, 2.0, 11), figure_grid=(-3.0, 1.0, 9),
+        phase_cs=(0.5, 2.0), phase_strengths=(0.0, 4.0), phase_grid=(-3.0, 2.0, 6),
     ),
     # quick: gammas {1e-2, 1e-1, 1}, snr {0.5, 2}, spikes {none, aligned 1, aligned 4, orthogonal 4}
     "quick": _Profile(
@@ -121,6 +129,8 @@ _PROFILES = {
         cs=(0.5, 2.0), breakdown_p=(64, 128, 256, 512, 1024), breakdown_trials=16,
         b4_snrs=(0.5, 1.0, 2.0), b4_gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0),
         b7_sizes_by_c=((0.5, (512, 1024), 24),),
+        phase_cs=(0.2, 1 / 3, 0.5, 0.9, 1.2, 2.0, 3.0, 5.0), phase_strengths=(0.0, 1.0, 2.0, 4.0, 8.0, 16.0),
+        phase_grid=(-4.0, 2.0, 19),
     ),
 }
 
@@ -452,25 +462,71 @@ def describe_b7(design: B7Design, prediction: B7Prediction, cells: Cells,
     return notes, data
 
 
+#: B7 figure: the spikes in words, in the order of the palette
+_SPIKE_WORDS = {"none": "no spike", "aligned 1": "aligned spike, strength 1", "aligned 4": "aligned spike, strength 4",
+                "orthogonal 4": "orthogonal spike, strength 4 (theory = no spike)"}
+
+
+def _b7_panel(ax: Any, design: B7Design, rows: list[dict], comps: list[Comparison], c: float, snr: float) -> None:
+    """One (c, snr): dense theory per spike, true-kernel MC at 2p (open: outside the regime), linearised MC (x)."""
+    from .. import figures as F
+
+    (p1, p2), trials = design.sizes[c]
+    for k, spike in enumerate(design.prof.spikes):
+        lab, col = _spike_label(spike), F.COLORS[k % len(F.COLORS)]
+        sel = [r for r in rows if r["c"] == c and r["snr"] == snr and r["spike"] == lab]
+        gg = np.array([r["gamma"] for r in sel])
+        F.theory_curve(ax, gg, lambda g, sp_=spike: _theory(g, c, snr, sp_), color=col, per_decade=8, n_min=20,
+                       ls="--" if spike[1] == "orthogonal" else "-", lw=1.2, label="_nolegend_")
+        dodge = 1.0 + 0.045 * (k - (len(design.prof.spikes) - 1) / 2)  # coinciding spikes stay visible
+        F.mc_points(ax, gg * dodge, [r["mc_2p"] for r in sel], [r["se_2p"] for r in sel], label="_nolegend_",
+                    color=col, judged=[r["inside_regime"] for r in sel])
+        ax.plot(gg * dodge * 1.03, [r["lin_2p"] for r in sel], "x", color=col, ms=5, mew=1.2, zorder=4)
+    true = [cp for cp in comps if cp.name.startswith(f"c={c:g} snr={snr:g} ")]
+    lin = [cp for cp in comps if cp.name.startswith(f"[linearised kernel] c={c:g} snr={snr:g} ")]
+    out = sorted({f"{r['spike']} (κ = {r['kappa_2p']:.2f})" for r in rows
+                  if r["c"] == c and r["snr"] == snr and not r["inside_regime"]})
+    lines = [f"true kernel: {F.outcome_text(true) if true else 'none judged'}",
+             f"linearised kernel: {F.outcome_text(lin)}"] + ([f"not judged: {', '.join(out)}"] if out else [])
+    ax.set(xscale="log", xlabel="ridge parameter γ", ylabel="interpolation error E",
+           title=f"p/n = {c:g}, ‖μ‖² = {snr:g}\np = {p2}, n = {int(round(p2 / c))} (rule: also p = {p1}), "
+                 f"{trials} trials")
+    lo, hi = ax.get_ylim()
+    if hi / max(lo, 1e-300) > 8:
+        ax.set_yscale("log")
+    F.tidy_log_axis(ax)
+    F.key_numbers(ax, lines, verdict=F.worst_outcome(true + lin))
+
+
+def _b7_legend_entries(design: B7Design) -> list[Any]:
+    from .. import figures as F
+
+    spikes = [F.proxy(_SPIKE_WORDS.get(_spike_label(s), _spike_label(s)), color=F.COLORS[k % len(F.COLORS)],
+                      marker=None, ls="--" if s[1] == "orthogonal" else "-", lw=2.5)
+              for k, s in enumerate(design.prof.spikes)]
+    return spikes + [F.proxy("theory: structured deterministic equivalent (lines)", color=F.THEORY, marker=None,
+                             ls="-"),
+                     F.proxy("true kernel, Monte Carlo at 2p, ±3 SE", color=F.THEORY),
+                     F.not_judged_handle(f"open: outside the regime κ(2p) > {KAPPA_MAX}, reported, not judged"),
+                     F.proxy("linearised kernel, same draws (judged everywhere)", color=F.THEORY, marker="x")]
+
+
+@paper_figure
 def figure_b7(design: B7Design, prediction: B7Prediction, cells: Cells) -> Any:
-    """Theory (lines) and true-kernel MC at 2p (3 SE bars), one panel per aspect ratio."""
+    """Per (c, snr): theory (dense, per spike), true-kernel MC at 2p (3 SE; open outside the regime), linearised MC."""
+    from .. import figures as F
+
     prof = design.prof
+    verdict, comps = F.judged(judge_b7, design, prediction, cells)
     rows = [_b7_row(pt) for pt in _b7_points(design, prediction, cells)]
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, c in zip(axes, prof.cs):
-        for snr in prof.snrs:
-            for spike in prof.spikes:
-                sel = [r for r in rows if r["c"] == c and r["snr"] == snr and r["spike"] == _spike_label(spike)]
-                gg = [r["gamma"] for r in sel]
-                (ln,) = ax.plot(gg, [r["theory"] for r in sel], "-", lw=1)
-                ax.errorbar(gg, [r["mc_2p"] for r in sel], yerr=[3 * r["se_2p"] for r in sel], fmt="o",
-                            ms=3, color=ln.get_color(), label=f"snr={snr:g}, {_spike_label(spike)}")
-        ax.set_xscale("log")
-        ax.set_title(f"c = {c:g}: theory (lines), true-kernel MC p={design.sizes[c][0][1]} (3 SE)", fontsize=9)
-        ax.set_xlabel("gamma")
-        ax.set_ylabel("E")
-    axes[0].legend(fontsize=6)
+    fig, axes = F.subplots(len(prof.snrs), len(prof.cs), panel=(4.6, 3.1), extra=1.3)
+    for i, snr in enumerate(prof.snrs):
+        for j, c in enumerate(prof.cs):
+            _b7_panel(axes[i, j], design, rows, comps, c, snr)
+    F.legend(axes[0, 0], extra=_b7_legend_entries(design), outside=True, ncol=3)
+    F.suptitle(fig, "B7", "attention with signal and spiked weights: structured theory vs Monte Carlo",
+               f"f = {ACTIVATION}, diagonal removed, W = I + w_K w_Qᵀ, μ = √‖μ‖² e₁; judged: finite-size rule at p and "
+               f"2p ({F.outcome_text(comps)})", verdict)
     return fig
 
 
@@ -578,21 +634,55 @@ def describe_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict,
     return notes, data
 
 
-def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict) -> Any:
-    """True and linearised kernel vs ``p`` per gamma, theory dotted."""
-    rows = _lin_rows(design, prediction, cells)
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4.2))
-    ps = [r["p"] for r in rows]
+def _b7_lin_panels(ax: Any, rax: Any, design: LinDesign, prediction: LinPrediction, rows: list[dict]) -> None:
+    """E vs p per gamma (true kernel filled, linearised open, theory a line) and the relative gaps to theory."""
+    from .. import figures as F
+
+    ps = np.array([r["p"] for r in rows], dtype=float)
     for j, g in enumerate(design.gammas):
-        (ln,) = ax.plot(ps, [r["true"][j] for r in rows], "o-", label=f"true, gamma={g:g}")
-        ax.plot(ps, [r["linearised"][j] for r in rows], "s--", color=ln.get_color(), label=f"linearised, gamma={g:g}")
-        ax.axhline(prediction.theory[j], color=ln.get_color(), lw=0.8, ls=":")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("p (n = 2p)")
-    ax.set_ylabel("E")
-    ax.set_title("B7-lin: c=1/2, snr=2, aligned spike 4 (dotted: theory)", fontsize=9)
-    ax.legend(fontsize=6)
+        col, th = F.COLORS[j % len(F.COLORS)], float(prediction.theory[j])
+        ax.axhline(th, color=col, lw=1.2, label=f"theory, γ = {g:g}")
+        for key, open_, mk, dx in (("true", False, "o", 0.97), ("linearised", True, "s", 1.03)):
+            m = np.array([r[key][j] for r in rows])
+            se = np.array([r["se_true" if key == "true" else "se_linearised"][j] for r in rows])
+            x = ps * dx * (1.0 + 0.05 * (j - (len(design.gammas) - 1) / 2))
+            F.mc_points(ax, x, m, se, label="_nolegend_", color=col, marker=mk, open_=open_)
+            F.mc_points(rax, x, (m - th) / th, se / th, label="_nolegend_", color=col, marker=mk, open_=open_)
+    rax.axhline(0.0, color=F.THEORY, lw=0.9)
+    from matplotlib import ticker
+
+    for a in (ax, rax):
+        a.set_xscale("log", base=2)
+        a.set_xticks(ps, [f"{int(p)}" for p in ps])
+        a.xaxis.set_minor_locator(ticker.NullLocator())
+        a.set_xlabel(f"number of features p (n = p / {design.c:g})")
+    ax.set(ylabel="interpolation error E", title="error vs p")
+    rax.set(ylabel="(MC − theory) / theory", title="relative gap to theory")
+    top = rax.secondary_xaxis("top")
+    top.set_xticks(ps, [f"{prediction.kappa[int(p)]:.2f}" for p in ps])
+    top.xaxis.set_minor_locator(ticker.NullLocator())
+    top.set_xlabel("κ_lin(p)")
+    top.tick_params(labelsize=F.FONT["tick"])
+
+
+@paper_figure
+def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict) -> Any:
+    """True and linearised kernel vs p per gamma against the theory (informational: where the linearisation breaks)."""
+    from .. import figures as F
+
+    _, comps = F.judged(judge_b7_lin, design, prediction, cells)
+    rows = _lin_rows(design, prediction, cells)
+    fig, axes = F.subplots(1, 2, panel=(4.5, 3.4), extra=1.2)
+    _b7_lin_panels(axes[0, 0], axes[0, 1], design, prediction, rows)
+    within = [c for c in comps if c.passed]
+    F.key_numbers(axes[0, 1], [f"|MC − theory| ≤ 3 SE at γ = {design.gammas[0]:g}: {len(within)}/{len(comps)}",
+                               "(informational, never judged)"], verdict="INFO")
+    F.legend(axes[0, 0], outside=True, ncol=3, extra=[F.proxy("true kernel, ±3 SE", color=F.THEORY),
+                                                      F.proxy("linearised kernel, same draws", color=F.THEORY,
+                                                              marker="s", mfc="white")])
+    F.suptitle(fig, "B7-lin", "linearisation breakdown for a strong aligned spike (informational)",
+               f"p/n = {design.c:g}, ‖μ‖² = {design.snr:g}, aligned spike strength {design.spike[0]:g}, f = "
+               f"{ACTIVATION}, {design.trials} trials per p", "INFO")
     return fig
 
 
@@ -686,6 +776,8 @@ class B4Prediction:
     simulation : ``(c, snr) -> {"none", "al4", "or4", "ridge": curve on gammas}`` (simulated cells).
     kappa : ``(c, snr) -> kappa(2p)`` of the aligned spike 4 (regime of the attention-vs-ridge comparisons).
     figure : ``c -> {"ridge", label of _FIGURE_SPIKES: curve on figure_grid}`` at the figure's snr.
+    phase : ``(c, strength) -> scan`` (:func:`_reversal_scan` at ``prof.phase_snr`` on ``prof.phase_grid``): the
+        phase diagram (figure and notes only; judged nowhere); ``None``: not computed.
     """
 
     statements: dict
@@ -693,6 +785,7 @@ class B4Prediction:
     simulation: dict
     kappa: dict
     figure: dict
+    phase: dict | None = None
 
 
 def design_b4(ctx: CheckContext) -> B4Design:
@@ -724,7 +817,14 @@ def predict_b4(ctx: CheckContext, design: B4Design) -> B4Prediction:
         simulation={k: _curves(design.gammas, *k, tuple(zip(B4_MODELS, B4_SPIKES))) for k in design.cells},
         kappa={(c, snr): linearisation_control(design.sizes[c][0][1], snr, spike=(4.0, "aligned"))
                for c, snr in design.cells},
-        figure={c: _curves(design.figure_grid, c, fsnr, _FIGURE_SPIKES) for c in B4_THEORY_CS})
+        figure={c: _curves(design.figure_grid, c, fsnr, _FIGURE_SPIKES) for c in B4_THEORY_CS},
+        phase=_phase_scans(design.prof))
+
+
+def _phase_scans(prof: _Profile) -> dict:
+    """Theory's phase diagram: the reversal scan of every ``(c, aligned strength)`` at ``prof.phase_snr``."""
+    grid = np.logspace(*prof.phase_grid)
+    return {(c, st): _reversal_scan(c, prof.phase_snr, st, grid) for c in prof.phase_cs for st in prof.phase_strengths}
 
 
 def simulate_b4(ctx: CheckContext, design: B4Design) -> Cells:
@@ -914,6 +1014,32 @@ def _small_gamma_text(rev: list[dict]) -> str:
             f"{n_rev_small} of {len(rev)} (c, snr, strength) configurations; " + "; ".join(per_c) + ". ")
 
 
+def _gamma_star_text(scan: dict) -> str:
+    return "none" if scan["gamma_star"] is None else f"{scan['gamma_star']:.3g}"
+
+
+def _phase_text(prof: _Profile, phase: dict | None) -> str:
+    """The answer of the phase diagram (theory) and where the finite-p reversal is measured; '' without it."""
+    if phase is None:
+        return ""
+    g = np.logspace(*prof.phase_grid)
+    rows = "; ".join(f"c={c:.3g}: " + "/".join(_gamma_star_text(phase[(c, st)]) for st in prof.phase_strengths)
+                     for c in prof.phase_cs)
+    worse = sum(r["ratio_small_gamma"] > 1.0 for r in phase.values())
+    none_no_spike = [c for c in prof.phase_cs if (c, 0.0) in phase and phase[(c, 0.0)]["gamma_star"] is None]
+    return (
+        f" Where attention beats ridge (theory, the limit p -> oo with O(1) norms; {ACTIVATION}, snr="
+        f"{prof.phase_snr:g}, phase diagram, gamma* = the crossing E_att = E_RR located on logspace"
+        f"{prof.phase_grid}, attention better for gamma >= gamma*): gamma* at aligned strength "
+        + "/".join(f"{st:g}" for st in prof.phase_strengths) + f" = {rows}. At gamma={g[0]:g} attention is worse "
+        f"than ridge in {worse} of {len(phase)} (c, strength) cells: no reversal as gamma -> 0 in the limit. "
+        f"No gamma* up to gamma={g[-1]:g} without a spike at c = {[round(c, 3) for c in none_no_spike]}: there "
+        "only an aligned spike creates one. At finite p the true kernel beats ridge at small gamma for erf/tanh "
+        "and strong aligned spikes; that is the O(kappa^2) linearisation error, which vanishes as p grows "
+        "(informational study B4-rev, docs/reversal.md)."
+    )
+
+
 def describe_b4(design: B4Design, prediction: B4Prediction, cells: Cells,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     """Notes (reversal points, small-gamma ratios, simulation design, unjudged points) and data
@@ -932,6 +1058,7 @@ def describe_b4(design: B4Design, prediction: B4Prediction, cells: Cells,
         f"{_sizes_text(prof, 'b4')}, gammas {list(prof.b4_gammas)}, snr {list(prof.b4_snrs)}. Attention-vs-ridge "
         f"comparisons are judged inside the declared regime kappa(2p) <= {KAPPA_MAX} of the linearisation; "
         f"outside it (reported, not judged): {'; '.join(outside) if outside else 'none'}."
+        + _phase_text(design.prof, prediction.phase)
     )
     theory = [dict(c=c, snr=snr, gammas=design.theory_grid.tolist(),
                    **{k: v.tolist() for k, v in prediction.statements[(c, snr)].items()}) for c, snr in keys]
@@ -939,7 +1066,55 @@ def describe_b4(design: B4Design, prediction: B4Prediction, cells: Cells,
                    "simulation": _b4_simulation_rows(design, prediction, cells)}
 
 
-def figure_b4(design: B4Design, prediction: B4Prediction, cells: Cells) -> Any:
+def figure_b4(design: B4Design, prediction: B4Prediction, cells: Cells) -> dict[str, Any]:
+    """``alignment_vs_ridge`` (:func:`_figure_b4_ratio`) and, when computed, ``phase_diagram``
+    (:func:`_figure_b4_phase`)."""
+    figs = {"alignment_vs_ridge": _figure_b4_ratio(design, prediction, cells)}
+    if prediction.phase is not None:
+        figs["phase_diagram"] = _figure_b4_phase(design.prof, prediction.phase)
+    return figs
+
+
+def _figure_b4_phase(prof: _Profile, phase: dict) -> Any:
+    """Theory's phase diagram. Left: c x aligned strength, coloured by the sign of E_att - E_RR at the smallest
+    gamma of ``prof.phase_grid``, each cell labelled with gamma*; right: gamma*(c) per strength (the gamma* lines:
+    attention beats ridge above them)."""
+    from matplotlib.colors import ListedColormap
+
+    plt = _plt()
+    cs, sts = prof.phase_cs, prof.phase_strengths
+    g0 = 10.0 ** prof.phase_grid[0]
+    sign = np.array([[np.sign(phase[(c, st)]["ratio_small_gamma"] - 1.0) for c in cs] for st in sts])
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
+    ax.pcolormesh(np.arange(len(cs) + 1), np.arange(len(sts) + 1), sign, vmin=-1, vmax=1,
+                  cmap=ListedColormap(["#4c72b0", "#dddddd", "#dd8452"]), edgecolors="white", linewidth=1)
+    for i, st in enumerate(sts):
+        for j, c in enumerate(cs):
+            ax.text(j + 0.5, i + 0.5, _gamma_star_text(phase[(c, st)]), ha="center", va="center", fontsize=7)
+    ax.set_xticks(np.arange(len(cs)) + 0.5, [f"{c:.3g}" for c in cs])
+    ax.set_yticks(np.arange(len(sts)) + 0.5, [f"{st:g}" for st in sts])
+    ax.set_xlabel("c = p/n")
+    ax.set_ylabel("aligned strength ||w_K|| ||w_Q||")
+    ax.set_title(f"sign of E_att - E_RR at gamma={g0:g} (orange: attention worse, blue: better);\n"
+                 f"text: gamma* (attention better for gamma >= gamma*); {ACTIVATION}, snr={prof.phase_snr:g}, "
+                 "limit p -> oo", fontsize=8)
+    ax.axvline(float(np.searchsorted(cs, 1.0)), color="k", lw=1.2)
+    for st in sts:
+        gs = [phase[(c, st)]["gamma_star"] for c in cs]
+        ax2.plot(cs, [np.nan if v is None else v for v in gs], "o-", ms=3, label=f"aligned {st:g}")
+    ax2.axvline(1.0, color="gray", lw=0.8, ls=":")
+    ax2.set_xscale("log")
+    ax2.set_yscale("log")
+    ax2.set_xticks(list(cs), [f"{c:.3g}" for c in cs])
+    ax2.minorticks_off()
+    ax2.set_xlabel("c = p/n")
+    ax2.set_ylabel("gamma*")
+    ax2.set_title(f"gamma* lines (missing point: no crossing up to gamma={10.0 ** prof.phase_grid[1]:g})", fontsize=8)
+    ax2.legend(fontsize=7)
+    return fig
+
+
+def _figure_b4_ratio(design: B4Design, prediction: B4Prediction, cells: Cells) -> Any:
     """E_att / E_RR in theory (lines) and MC at 2p (x: aligned 4, +: none), one panel per aspect ratio."""
     rows = _b4_simulation_rows(design, prediction, cells)
     fsnr = design.prof.b4_snrs[-1]

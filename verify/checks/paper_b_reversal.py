@@ -1,0 +1,764 @@
+"""Study B4-rev (informational): does attention's finite-``p`` win over ridge at small ``gamma`` survive ``p -> oo``?
+
+Issue 12, item 1.  The structured theory (:mod:`theory.structured`, ``||w_K||, ||w_Q||, ||mu|| = O(1)``) says
+that at ``c < 1`` and ``gamma -> 0`` attention with an aligned spike approaches ridge *from above*
+(``E_att - E_RR`` small and positive: no reversal in the limit), while true-kernel simulations at
+``p <= 512`` show attention *below* ridge.  This study measures ``d(p) = E_att - E_RR`` at increasing ``p``
+with the TRUE kernel ``f(X^T W X / sqrt p) / sqrt p`` (diagonal removed), aligned spikes
+``w_K = w_Q = sqrt(strength) e_1`` (``mu = sqrt(snr) e_1``), and fits its decay to the theory's limit.
+
+Design.  One Monte Carlo cell is one ``(activation, c, snr, p)``: per trial one draw ``X, y`` feeds the
+true kernel for every strength, the LINEARISED kernel ``a1 (X^T W X / p - diag) + s_f Xi / sqrt p`` for every
+strength (``linearised=True``: separates the linearisation error from the rest of the finite-size effect),
+and ridge -- one :func:`numerics.interpolation_error_mc_shared` call (paired draws: the difference
+``E_att - E_RR`` is taken trial by trial).  Ridge is the control variate with coefficient 1 (pairing); the
+regression coefficient ``b* = cov(E_att, E_RR) / var(E_RR)`` and the variance gained are reported in
+``data`` (pairing is the optimal control variate when ``b* ~ 1``, and needs no ridge limit, so it is unbiased
+at finite ``p``).
+
+Fit.  With ``Delta(p) = d(p) - d_theory`` (the departure from the limit), the power law
+``Delta(p) = A p^{-beta}`` is fitted by weighted least squares (weights ``1/SE^2``; ``A`` profiled out for
+each ``beta``); the interval of ``beta`` is the 95 % profile-likelihood interval
+``{beta : chi2(beta) <= chi2_min + 1.96^2}`` (:func:`fit_power_law`).  The linearisation error ``kappa^2``
+(:func:`theory.structured.linearisation_control`) decays like ``p^{-1}``, so ``beta = 1`` is "decays like the
+linearisation error"; ``beta < 1`` is slower.  ``p*`` is where the fitted curve crosses zero
+(``d_theory > 0``, ``A < 0``): the extrapolated size beyond which the reversal disappears.  Collapse: if the
+finite-``p`` effect is the ``O(kappa^2)`` linearisation error, ``Delta = C kappa^2`` with one ``C`` per
+``(activation, c, snr)`` for every strength; :func:`fit_kappa2` fits ``C`` on the sizes with ``kappa <= KAPPA_MAX``
+(per strength and pooled, :func:`pooled_kappa_fit`), and ``p* from C`` is where ``d_theory + C kappa^2`` is 0.
+
+Finding (``docs/reversal.md``): the reversal does not survive ``p -> oo``; it is the linearisation error,
+``C = -0.09 ... -0.11`` for erf and tanh (``c = 1/3, 1/2``, ``snr = 1, 3``), ``~0`` for gelu.
+
+Comparisons (informational, verdict INFO; per aligned setting at ``gamma_ref``): (1) the finite-``p``
+reversal at the largest ``p`` (``direction``, claim ``E_att - E_RR < 0``: PASS = attention significantly
+better than ridge there), (2) the decay exponent against the linearisation rate ``beta = 1``
+(``consistency``; its SE is the half-width of the profile interval on the side of 1, divided by 1.96).
+
+Profiles: ``smoke`` (tests), ``quick`` (< 20 s), ``paper`` (< 3 min on 2 quiet cores: erf and gelu,
+``c = 1/3``, ``snr = 1``, strengths 2 and 8, ``p = 128 ... 1024``).  Larger grids (``p = 2048``, tanh,
+``c = 1/2``, ``snr = 3``, strength 4) are run with the command line of this module
+(``python -m verify.checks.paper_b_reversal --help``; ``docs/reversal.md`` lists the commands and tables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..claim import Claim, register
+from ..registry import CheckContext, Comparison
+from .paper_b_core import mc_version
+from .paper_b_structured import KAPPA_MAX
+
+#: one aligned setting: ``(activation, c, snr, strength)``
+Setting = tuple[str, float, float, float]
+#: one Monte Carlo cell: ``(activation, c, snr)`` (all strengths of the design on the same draws)
+CellKey = tuple[str, float, float]
+#: z of the 95 % interval of the decay exponent
+Z95 = 1.959963984540054
+#: search range of the decay exponent (the interval is clipped to it; ``bounded`` says so)
+BETA_RANGE = (-1.0, 4.0)
+
+
+# ============================================================================ design
+@dataclass(frozen=True)
+class RevDesign:
+    """The grid of the study.
+
+    Attributes
+    ----------
+    activations, cs, snrs, strengths : the settings (every combination; strengths are aligned spikes).
+    gammas : ridge parameters of every cell; ``gamma_ref`` (one of them) is the one compared and fitted.
+    ps, trials : sizes ``p`` (``n = p / c``) and Monte Carlo trials at each.
+    linearised : also simulate the linearised kernel on the same draws.
+    """
+
+    activations: tuple[str, ...]
+    cs: tuple[float, ...]
+    snrs: tuple[float, ...]
+    strengths: tuple[float, ...]
+    gammas: tuple[float, ...]
+    ps: tuple[int, ...]
+    trials: tuple[int, ...]
+    linearised: bool = True
+    gamma_ref: float = 1e-3
+
+    def __post_init__(self) -> None:
+        if len(self.ps) != len(self.trials):
+            raise ValueError(f"ps and trials must have the same length, got {self.ps} and {self.trials}")
+        if self.gamma_ref not in self.gammas:
+            raise ValueError(f"gamma_ref={self.gamma_ref} must be one of gammas {self.gammas}")
+
+    @property
+    def cells(self) -> list[CellKey]:
+        """The ``(activation, c, snr)`` of the Monte Carlo cells, in report order."""
+        return [(a, c, s) for a in self.activations for c in self.cs for s in self.snrs]
+
+    @property
+    def settings(self) -> list[Setting]:
+        """Every ``(activation, c, snr, strength)``, in report order."""
+        return [(*cell, st) for cell in self.cells for st in self.strengths]
+
+    @property
+    def j_ref(self) -> int:
+        """Index of ``gamma_ref`` in ``gammas``."""
+        return self.gammas.index(self.gamma_ref)
+
+    def trials_at(self, p: int) -> int:
+        """Monte Carlo trials at size ``p``."""
+        return int(self.trials[self.ps.index(p)])
+
+
+_GAMMAS = (1e-4, 1e-3, 1e-2)
+
+_DESIGNS = {
+    # smoke (tests only): tiny sizes, readings meaningless
+    "smoke": RevDesign(activations=("erf",), cs=(1 / 3,), snrs=(1.0,), strengths=(2.0,), gammas=(1e-3, 1e-2),
+                       ps=(16, 32, 64), trials=(4, 4, 3)),
+    # quick (< 20 s): the shape of the answer at small p
+    "quick": RevDesign(activations=("erf", "gelu"), cs=(1 / 3,), snrs=(1.0,), strengths=(2.0, 8.0), gammas=_GAMMAS,
+                       ps=(64, 128, 256), trials=(64, 32, 16)),
+    # paper (< 3 min, 2 quiet cores): trials chosen for SE ~ 0.0012-0.0015 at every p (per-trial SD of the
+    # paired difference at c = 1/3, snr = 1: ~0.014 at p = 128, 0.011 at 256, 0.006 at 512, 0.004 at 1024)
+    "paper": RevDesign(activations=("erf", "gelu"), cs=(1 / 3,), snrs=(1.0,), strengths=(2.0, 8.0), gammas=_GAMMAS,
+                       ps=(128, 256, 512, 1024), trials=(96, 48, 24, 12)),
+}
+
+
+def design_reversal(ctx: CheckContext) -> RevDesign:
+    """The grid of ``ctx.profile`` (``_DESIGNS``)."""
+    return _DESIGNS[ctx.profile]
+
+
+# ============================================================================ prediction
+@dataclass(frozen=True)
+class RevPrediction:
+    """Theory of the design (the limit ``p -> oo`` of the O(1)-norm structured equivalent).
+
+    Attributes
+    ----------
+    att : ``setting -> E_att`` on ``gammas`` (:func:`theory.structured_attention_error`).
+    ridge : ``(c, snr) -> E_RR`` on ``gammas`` (:func:`theory.ridge_error_values`).
+    kappa : ``(snr, strength, p) -> kappa_lin`` (:func:`theory.structured.linearisation_control`).
+    """
+
+    att: dict
+    ridge: dict
+    kappa: dict
+
+    def diff(self, setting: Setting) -> np.ndarray:
+        """``E_att - E_RR`` of the theory on ``gammas``."""
+        return self.att[setting] - self.ridge[(setting[1], setting[2])]
+
+
+def predict_reversal(ctx: CheckContext, design: RevDesign) -> RevPrediction:
+    """Structured theory and ridge on the design's gammas, and ``kappa_lin`` at every size."""
+    from theory import ridge_error_values
+    from theory.structured import linearisation_control, structured_attention_error
+
+    g = np.asarray(design.gammas, float)
+    att = {s: np.asarray(structured_attention_error(g, s[1], s[0], s[2], spike=(s[3], "aligned")), float)
+           for s in design.settings}
+    ridge = {(c, snr): np.asarray(ridge_error_values(g, c, snr), float) for c in design.cs for snr in design.snrs}
+    kappa = {(snr, st, p): float(linearisation_control(p, snr, spike=(st, "aligned")))
+             for snr in design.snrs for st in design.strengths for p in design.ps}
+    return RevPrediction(att=att, ridge=ridge, kappa=kappa)
+
+
+# ============================================================================ simulation
+def _aligned(strength: float, p: int) -> tuple[np.ndarray, np.ndarray]:
+    w = np.zeros(p)
+    w[0] = math.sqrt(float(strength))
+    return w, w.copy()
+
+
+def _cell(ctx: CheckContext, design: RevDesign, cell: CellKey, p: int) -> dict[str, np.ndarray]:
+    """One cell on shared draws, memoised on disk (``ctx.cached``): ``"true"`` (and ``"linearised"``)
+    ``(strengths, trials, gammas)``, ``"ridge"`` ``(trials, gammas)``."""
+    from numerics import interpolation_error_mc_shared
+    from theory import hermite_moments
+
+    act, c, snr = cell
+    n, trials = int(round(p / c)), design.trials_at(p)
+    g = np.asarray(design.gammas, float)
+    lin = None
+    if design.linearised:
+        hm = hermite_moments(act)
+        lin = (float(hm.a1), float(hm.sf2))
+    seed = ctx.seed_for("b4-rev", act, f"c={c:.6g}", f"snr={snr:g}", p)  # one X per cell: paired draws
+    key = dict(n=n, p=int(p), snr=float(snr), gammas=g, trials=trials, seed=int(seed), activation=act,
+               strengths=[float(s) for s in design.strengths], linearised=lin, ridge=True)
+
+    def compute() -> dict[str, np.ndarray]:
+        return interpolation_error_mc_shared(
+            n, p, snr, g, trials, seed, activation=act, spikes=[_aligned(s, p) for s in design.strengths],
+            ridge=True, linearised=lin, n_jobs=max(1, int(ctx.n_jobs)), device=ctx.device)
+
+    return ctx.cached("reversal_mc", key, compute, version=mc_version())
+
+
+def simulate_reversal(ctx: CheckContext, design: RevDesign) -> dict:
+    """The cells ``(activation, c, snr, p) -> {"true", "linearised", "ridge"}`` (trial arrays, paired draws)."""
+    cells = {}
+    with ctx.progress("attention vs ridge at small gamma, true kernel, growing p",
+                      total=len(design.cells) * len(design.ps)) as bar:
+        for cell in design.cells:
+            for p in design.ps:
+                cells[(*cell, p)] = _cell(ctx, design, cell, p)
+                bar.advance()
+    return cells
+
+
+# ============================================================================ statistics
+def _mean_se(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard error over the first axis (trials)."""
+    return x.mean(0), x.std(0, ddof=1) / math.sqrt(x.shape[0])
+
+
+@dataclass(frozen=True)
+class PairedStats:
+    """Per-gamma statistics of one setting at one size (arrays over ``gammas``).
+
+    Attributes
+    ----------
+    d, se_d : paired ``E_att - E_RR`` (true kernel) and its SE.
+    d_lin, se_lin : paired ``E_lin - E_RR`` (linearised kernel), ``None`` when not simulated.
+    lin_err, se_lin_err : paired ``E_att - E_lin`` (the linearisation error), ``None`` when not simulated.
+    att, se_att, rr, se_rr : the two errors on their own.
+    b_opt : regression coefficient ``cov(E_att, E_RR) / var(E_RR)`` (the optimal control-variate coefficient).
+    var_gain : ``(var E_att + var E_RR) / var(E_att - E_RR)``: variance saved by pairing vs independent draws.
+    trials : number of trials.
+    """
+
+    d: np.ndarray
+    se_d: np.ndarray
+    d_lin: np.ndarray | None
+    se_lin: np.ndarray | None
+    lin_err: np.ndarray | None
+    se_lin_err: np.ndarray | None
+    att: np.ndarray
+    se_att: np.ndarray
+    rr: np.ndarray
+    se_rr: np.ndarray
+    b_opt: np.ndarray
+    var_gain: np.ndarray
+    trials: int
+
+
+def paired_stats(cell: dict, k: int) -> PairedStats:
+    """Statistics of strength number ``k`` of a cell (``{"true", "linearised"?, "ridge"}`` trial arrays)."""
+    att, rr = np.asarray(cell["true"][k], float), np.asarray(cell["ridge"], float)
+    d, se_d = _mean_se(att - rr)
+    d_lin = se_lin = lin_err = se_lin_err = None
+    if "linearised" in cell:
+        lin = np.asarray(cell["linearised"][k], float)
+        d_lin, se_lin = _mean_se(lin - rr)
+        lin_err, se_lin_err = _mean_se(att - lin)
+    (ma, sa), (mr, sr) = _mean_se(att), _mean_se(rr)
+    va, vr, vd = att.var(0, ddof=1), rr.var(0, ddof=1), (att - rr).var(0, ddof=1)
+    cov = ((att - att.mean(0)) * (rr - rr.mean(0))).sum(0) / (att.shape[0] - 1)
+    return PairedStats(d=d, se_d=se_d, d_lin=d_lin, se_lin=se_lin, lin_err=lin_err, se_lin_err=se_lin_err,
+                       att=ma, se_att=sa, rr=mr, se_rr=sr, b_opt=cov / np.maximum(vr, 1e-300),
+                       var_gain=(va + vr) / np.maximum(vd, 1e-300), trials=int(att.shape[0]))
+
+
+@dataclass(frozen=True)
+class PowerFit:
+    """Weighted power-law fit ``y(p) = A p^{-beta}`` (:func:`fit_power_law`).
+
+    Attributes
+    ----------
+    amplitude : ``A`` at the best ``beta`` (``y`` at ``p = 1``).
+    exponent : best ``beta``; ``lo, hi``: its 95 % profile-likelihood interval (clipped to ``BETA_RANGE``).
+    chi2, dof : minimum chi-square and its degrees of freedom (points - 2).
+    bounded : whether the interval lies inside ``BETA_RANGE`` (otherwise ``lo``/``hi`` are range edges).
+    """
+
+    amplitude: float
+    exponent: float
+    lo: float
+    hi: float
+    chi2: float
+    dof: int
+    bounded: bool
+
+    def se_towards(self, value: float) -> float:
+        """Half-width of the interval on the side of ``value``, over 1.96 (the SE of a z-test of ``beta = value``)."""
+        half = (self.exponent - self.lo) if value < self.exponent else (self.hi - self.exponent)
+        return max(half, 1e-12) / Z95
+
+    def at(self, p: Any) -> np.ndarray:
+        """The fitted curve at ``p``."""
+        return self.amplitude * np.asarray(p, float) ** (-self.exponent)
+
+
+def _profile_chi2(beta: np.ndarray, logp: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(chi2, A)`` of the best amplitude at each exponent of ``beta`` (the model is linear in ``A``)."""
+    x = np.exp(-np.outer(np.atleast_1d(beta), logp))  # (B, P)
+    amp = (w * x * y).sum(1) / (w * x * x).sum(1)
+    return (w * (y - amp[:, None] * x) ** 2).sum(1), amp
+
+
+def fit_power_law(ps: Sequence[float], y: Sequence[float], se: Sequence[float],
+                  beta_range: tuple[float, float] = BETA_RANGE, n_grid: int = 2001) -> PowerFit:
+    """Fit ``y = A p^{-beta}`` by weighted least squares, ``beta`` with its 95 % profile-likelihood interval.
+
+    ``A`` is profiled out (linear); ``chi2(beta)`` is evaluated on a grid of ``beta_range`` and refined by a
+    bounded scalar search around the grid minimum; the interval is ``{beta : chi2(beta) <= chi2_min + 1.96^2}``
+    on the grid (the points are independent, their SEs taken as known).
+
+    Parameters
+    ----------
+    ps, y, se : sizes, measured values (any sign; e.g. ``E_att - E_RR`` minus its limit) and standard errors.
+    beta_range : search range of ``beta``; ``n_grid`` : grid points.
+
+    Returns
+    -------
+    PowerFit
+
+    Examples
+    --------
+    >>> f = fit_power_law([100, 200, 400, 800], [-0.01, -0.005, -0.0025, -0.00125], [1e-4] * 4)
+    >>> round(f.exponent, 3), round(f.amplitude, 3)
+    (1.0, -1.0)
+    """
+    from scipy.optimize import minimize_scalar
+
+    logp, yy = np.log(np.asarray(ps, float)), np.asarray(y, float)
+    w = 1.0 / np.maximum(np.asarray(se, float), 1e-300) ** 2
+    if logp.size < 3:
+        raise ValueError(f"a power-law fit with its interval needs at least 3 sizes, got {logp.size}")
+    grid = np.linspace(*beta_range, n_grid)
+    chi = _profile_chi2(grid, logp, yy, w)[0]
+    i = int(np.argmin(chi))
+    res = minimize_scalar(lambda b: float(_profile_chi2(b, logp, yy, w)[0][0]), method="bounded",
+                          bounds=(grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]), options={"xatol": 1e-7})
+    beta = float(res.x) if res.fun <= chi[i] else float(grid[i])
+    chi2, amp = (float(v[0]) for v in _profile_chi2(beta, logp, yy, w))
+    inside = grid[chi <= chi2 + Z95**2]
+    lo, hi = float(min(inside.min(), beta)), float(max(inside.max(), beta))
+    bounded = bool(chi[0] > chi2 + Z95**2 and chi[-1] > chi2 + Z95**2)
+    return PowerFit(amplitude=amp, exponent=beta, lo=lo, hi=hi, chi2=chi2, dof=int(logp.size - 2), bounded=bounded)
+
+
+def crossing_size(fit: PowerFit, limit: float) -> float | None:
+    """Size ``p*`` where ``limit + A p^{-beta}`` crosses zero (``None``: no crossing for ``p > 1``).
+
+    ``limit > 0, A < 0, beta > 0``: the reversal (curve below zero) holds for ``p < p*`` only;
+    ``limit <= 0``: the reversal survives the limit (``inf``).
+    """
+    if limit <= 0:
+        return math.inf if fit.amplitude < 0 or limit < 0 else None
+    if fit.amplitude >= 0 or fit.exponent <= 0:
+        return None
+    p_star = (-fit.amplitude / limit) ** (1.0 / fit.exponent)
+    return float(p_star) if p_star > 1 else None
+
+
+@dataclass(frozen=True)
+class KappaFit:
+    """One-parameter weighted fit ``y = C kappa^2`` over the sizes with ``kappa <= kappa_max`` (:func:`fit_kappa2`).
+
+    Attributes
+    ----------
+    coef, se : ``C`` and its standard error; n_points : sizes used; chi2 : residual chi-square (``n_points - 1`` dof).
+    """
+
+    coef: float
+    se: float
+    n_points: int
+    chi2: float
+
+
+def fit_kappa2(kappa: Sequence[float], y: Sequence[float], se: Sequence[float],
+               kappa_max: float = KAPPA_MAX) -> KappaFit | None:
+    """Fit ``y = C kappa^2`` (weighted least squares) on the points with ``kappa <= kappa_max``; ``None`` if none.
+
+    ``C`` is the linearisation-error coefficient in the units of ``y``: if the finite-``p`` effect is the
+    ``O(kappa^2)`` error of the linearised kernel, ``y / kappa^2`` is the same at every size (and every strength).
+
+    Examples
+    --------
+    >>> f = fit_kappa2([0.4, 0.2, 0.1], [-0.016, -0.004, -0.001], [1e-3] * 3)
+    >>> round(f.coef, 6), f.n_points
+    (-0.1, 3)
+    """
+    k, yy, s = (np.asarray(v, float) for v in (kappa, y, se))
+    m = k <= kappa_max
+    if not m.any():
+        return None
+    x, w = k[m] ** 2, 1.0 / np.maximum(s[m], 1e-300) ** 2
+    coef = float((w * x * yy[m]).sum() / (w * x * x).sum())
+    return KappaFit(coef=coef, se=float(1.0 / math.sqrt((w * x * x).sum())), n_points=int(m.sum()),
+                    chi2=float((w * (yy[m] - coef * x) ** 2).sum()))
+
+
+# ============================================================================ judge
+@dataclass(frozen=True)
+class SettingReading:
+    """Everything the study reads for one setting at ``gamma_ref``.
+
+    Attributes
+    ----------
+    setting : ``(activation, c, snr, strength)``; theory : ``E_att - E_RR`` of the limit at ``gamma_ref``.
+    stats : ``p -> PairedStats``; kappa : ``p -> kappa_lin``.
+    fit : power law of ``d(p) - theory``; fit_lin : of ``d_lin(p) - theory``; fit_linerr : of ``E_att - E_lin``
+        (``None`` when the linearised kernel is not simulated or its fit is degenerate).
+    p_star : :func:`crossing_size` of ``fit`` when a reversal is measured (``reversal_seen``), else ``None``.
+    kappa_fit : :func:`fit_kappa2` of ``d(p) - theory`` (sizes inside ``kappa <= KAPPA_MAX``), or ``None``.
+    """
+
+    setting: Setting
+    theory: float
+    stats: dict
+    kappa: dict
+    fit: PowerFit
+    fit_lin: PowerFit | None
+    fit_linerr: PowerFit | None
+    p_star: float | None
+    kappa_fit: KappaFit | None = None
+    j: int = 0  # index of gamma_ref in the stats' arrays
+
+    @property
+    def reversal_seen(self) -> bool:
+        """Whether some measured ``E_att - E_RR`` (at ``gamma_ref``) is below zero by more than 2 SE."""
+        return any(float(s.d[self.j] + 2 * s.se_d[self.j]) < 0 for s in self.stats.values())
+
+    @property
+    def p_star_kappa(self) -> float | None:
+        """:meth:`p_star_for` this setting's own ``C`` (``kappa_fit``)."""
+        return self.p_star_for(self.kappa_fit)
+
+    def p_star_for(self, kf: KappaFit | None) -> float | None:
+        """Where ``theory + C kappa(p)^2`` crosses zero: the ``kappa^2`` reading of ``p*`` (valid once
+        ``kappa <= KAPPA_MAX``); ``None`` unless a reversal is measured, ``C`` is negative by more than 2 SE and
+        the limit is positive."""
+        if kf is None or not self.reversal_seen or kf.coef + 2 * kf.se >= 0 or self.theory <= 0:
+            return None
+        p0 = min(self.kappa)
+        return float(p0 * self.kappa[p0] ** 2 * (-kf.coef) / self.theory)  # kappa^2 = kappa(p0)^2 p0 / p
+
+    @property
+    def name(self) -> str:
+        a, c, snr, st = self.setting
+        return f"{a} c={c:.3g} snr={snr:g} aligned {st:g}"
+
+
+def _maybe_fit(ps: Sequence[int], y: list, se: list) -> PowerFit | None:
+    if any(v is None for v in y):
+        return None
+    return fit_power_law(ps, y, se)
+
+
+def read_setting(design: RevDesign, prediction: RevPrediction, cells: dict, setting: Setting) -> SettingReading:
+    """The paired statistics, the decay fits and ``p*`` of one setting (pure)."""
+    act, c, snr, st = setting
+    j, k = design.j_ref, design.strengths.index(st)
+    th = float(prediction.diff(setting)[j])
+    stats = {p: paired_stats(cells[(act, c, snr, p)], k) for p in design.ps}
+    ps = list(design.ps)
+    fit = fit_power_law(ps, [stats[p].d[j] - th for p in ps], [stats[p].se_d[j] for p in ps])
+    fit_lin = fit_linerr = None
+    if design.linearised:
+        fit_lin = _maybe_fit(ps, [stats[p].d_lin[j] - th for p in ps], [stats[p].se_lin[j] for p in ps])
+        fit_linerr = _maybe_fit(ps, [stats[p].lin_err[j] for p in ps], [stats[p].se_lin_err[j] for p in ps])
+    kappa = {p: prediction.kappa[(snr, st, p)] for p in ps}
+    kfit = fit_kappa2([kappa[p] for p in ps], [stats[p].d[j] - th for p in ps], [stats[p].se_d[j] for p in ps])
+    r = SettingReading(setting=setting, theory=th, stats=stats, kappa=kappa, fit=fit, fit_lin=fit_lin,
+                       fit_linerr=fit_linerr, p_star=None, kappa_fit=kfit, j=j)
+    return replace(r, p_star=crossing_size(fit, th)) if r.reversal_seen else r
+
+
+def pooled_kappa_fit(design: RevDesign, rs: list[SettingReading], cell: CellKey) -> KappaFit | None:
+    """:func:`fit_kappa2` over every strength of ``cell`` at once: one ``C`` per ``(activation, c, snr)`` if the
+    finite-``p`` effect is a function of ``kappa`` alone (the linearisation error); ``None`` if no size qualifies."""
+    j = design.j_ref
+    pts = [(r.kappa[p], r.stats[p].d[j] - r.theory, r.stats[p].se_d[j]) for r in rs if r.setting[:3] == cell
+           for p in design.ps]
+    return fit_kappa2(*zip(*pts)) if pts else None
+
+
+def readings(design: RevDesign, prediction: RevPrediction, cells: dict) -> list[SettingReading]:
+    """:func:`read_setting` of every setting, in report order."""
+    return [read_setting(design, prediction, cells, s) for s in design.settings]
+
+
+def _setting_comparisons(design: RevDesign, r: SettingReading) -> list[Comparison]:
+    """The two informational comparisons of one setting (reversal at the largest p; decay exponent vs 1)."""
+    p_max, j = design.ps[-1], design.j_ref
+    st = r.stats[p_max]
+    g = design.gamma_ref
+    reversal = Comparison.direction(
+        f"{r.name} gamma={g:g}: finite-p reversal E_att - E_RR < 0 at p={p_max} (kappa={r.kappa[p_max]:.2f})",
+        float(r.theory), float(st.d[j]), float(st.se_d[j]), -1, df=st.trials - 1,
+        rule=(f"informational: paired difference over {st.trials} draws at p={p_max}; predicted = the limit "
+              f"(theory {r.theory:+.4f}); PASS = attention significantly below ridge at this size"))
+    f = r.fit
+    decay = Comparison.consistency(
+        f"{r.name} gamma={g:g}: decay exponent of (E_att - E_RR) - limit vs the linearisation rate kappa^2 ~ p^-1",
+        1.0, float(f.exponent), float(f.se_towards(1.0)),
+        rule=(f"informational: weighted fit A p^-beta over p={list(design.ps)}, A={f.amplitude:.3g}, "
+              f"95% profile interval [{f.lo:.2f}, {f.hi:.2f}]{'' if f.bounded else ' (clipped to the search range)'}, "
+              f"chi2={f.chi2:.2f} on {f.dof} dof; SE = half-width on the side of 1 / 1.96"))
+    return [reversal, decay]
+
+
+def judge_reversal(design: RevDesign, prediction: RevPrediction, cells: dict) -> list[Comparison]:
+    """Per setting (report order): the finite-p reversal at the largest ``p``, then the decay exponent vs 1.
+
+    Pure: reads the theory of ``prediction`` and the trial arrays of ``cells`` (:func:`simulate_reversal`).
+    """
+    comps: list[Comparison] = []
+    for r in readings(design, prediction, cells):
+        comps.extend(_setting_comparisons(design, r))
+    return comps
+
+
+# ============================================================================ describe
+def _fmt_p(p_star: float | None) -> str:
+    if p_star is None:
+        return "none"
+    return "inf" if math.isinf(p_star) else f"{p_star:.3g}"
+
+
+def _fit_text(f: PowerFit | None) -> str:
+    if f is None:
+        return "-"
+    return f"{f.amplitude:+.3g} p^-{f.exponent:.2f} [{f.lo:.2f}, {f.hi:.2f}]" + ("" if f.bounded else "*")
+
+
+def table_markdown(design: RevDesign, rs: list[SettingReading]) -> str:
+    """The measured table: settings x p (``E_att - E_RR +- SE`` at ``gamma_ref``), theory, fit, ``p*``."""
+    j = design.j_ref
+    head = (["setting", "theory"] + [f"p={p}" for p in design.ps]
+            + ["fit of d - theory: A p^-beta [95% beta]", "p*", "kappa at p=" + str(design.ps[-1]),
+               f"C = (d - theory)/kappa^2 (kappa <= {KAPPA_MAX:g}): this strength / all strengths", "p* from C"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    pooled = {cell: pooled_kappa_fit(design, rs, cell) for cell in design.cells}
+    for r in rs:
+        cells = [f"{r.stats[p].d[j]:+.4f} +- {r.stats[p].se_d[j]:.4f}" for p in design.ps]
+        kf, kp = r.kappa_fit, pooled[r.setting[:3]]
+        ktext = ("-" if kf is None else f"{kf.coef:+.3f} +- {kf.se:.3f} ({kf.n_points})") + " / " + (
+            "-" if kp is None else f"{kp.coef:+.3f} +- {kp.se:.3f} ({kp.n_points}, chi2 {kp.chi2:.1f})")
+        pk = r.p_star_for(kp)
+        lines.append("| " + " | ".join([r.name, f"{r.theory:+.4f}", *cells, _fit_text(r.fit), _fmt_p(r.p_star),
+                                        f"{r.kappa[design.ps[-1]]:.2f}", ktext, _fmt_p(pk)]) + " |")
+    return "\n".join(lines)
+
+
+def table_linearisation_markdown(design: RevDesign, rs: list[SettingReading]) -> str:
+    """Where the finite-p effect comes from: ``E_att - E_lin`` (linearisation error) and ``E_lin - E_RR`` per p,
+    and ``(d - theory) / kappa^2`` (constant if the effect decays like the linearisation error)."""
+    j = design.j_ref
+    head = ["setting"] + [f"p={p}: att-lin / lin-RR-theory / (d-theory)/kappa^2" for p in design.ps] + [
+        "fit of att-lin", "fit of lin-RR-theory"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rs:
+        row = [r.name]
+        for p in design.ps:
+            s = r.stats[p]
+            ratio = (s.d[j] - r.theory) / r.kappa[p] ** 2
+            if s.lin_err is None:
+                row.append(f"- / - / {ratio:+.3f}")
+            else:
+                row.append(f"{s.lin_err[j]:+.4f}({s.se_lin_err[j]:.4f}) / {s.d_lin[j] - r.theory:+.4f}"
+                           f"({s.se_lin[j]:.4f}) / {ratio:+.3f}")
+        lines.append("| " + " | ".join(row + [_fit_text(r.fit_linerr), _fit_text(r.fit_lin)]) + " |")
+    return "\n".join(lines)
+
+
+def _fit_dict(f: PowerFit | None) -> dict | None:
+    return None if f is None else dict(amplitude=f.amplitude, exponent=f.exponent, lo=f.lo, hi=f.hi, chi2=f.chi2,
+                                       dof=f.dof, bounded=f.bounded)
+
+
+def _rows(design: RevDesign, prediction: RevPrediction, rs: list[SettingReading]) -> list[dict]:
+    """``data["rows"]``: one row per (setting, p) with every gamma."""
+    rows = []
+    for r in rs:
+        for p, s in r.stats.items():
+            lin = {} if s.lin_err is None else dict(
+                d_lin=s.d_lin.tolist(), se_lin=s.se_lin.tolist(), lin_err=s.lin_err.tolist(),
+                se_lin_err=s.se_lin_err.tolist())
+            rows.append(dict(
+                activation=r.setting[0], c=r.setting[1], snr=r.setting[2], strength=r.setting[3], p=p,
+                n=int(round(p / r.setting[1])), trials=s.trials, kappa=r.kappa[p], gammas=list(design.gammas),
+                d=s.d.tolist(), se_d=s.se_d.tolist(), att=s.att.tolist(), se_att=s.se_att.tolist(),
+                ridge=s.rr.tolist(), se_ridge=s.se_rr.tolist(), b_opt=s.b_opt.tolist(), var_gain=s.var_gain.tolist(),
+                theory_d=prediction.diff(r.setting).tolist(), theory_att=prediction.att[r.setting].tolist(),
+                theory_ridge=prediction.ridge[(r.setting[1], r.setting[2])].tolist(), **lin))
+    return rows
+
+
+def _setting_line(design: RevDesign, r: SettingReading) -> str:
+    j = design.j_ref
+    vals = ", ".join(f"p={p}: {r.stats[p].d[j]:+.4f}({r.stats[p].se_d[j]:.4f})" for p in design.ps)
+    kf = r.kappa_fit
+    ktext = "" if kf is None else f"; (d - theory)/kappa^2 = {kf.coef:+.3f}+-{kf.se:.3f} ({kf.n_points} sizes)"
+    return (f"{r.name}: theory {r.theory:+.4f}; measured {vals}; d - theory = {_fit_text(r.fit)}; "
+            f"reversal extrapolated to vanish at p* = {_fmt_p(r.p_star)}{ktext}")
+
+
+def describe_reversal(design: RevDesign, prediction: RevPrediction, cells: dict,
+                      comparisons: list[Comparison]) -> tuple[str, dict]:
+    """Notes (design, one line per setting) and data (``rows``, ``fits``, markdown tables)."""
+    rs = readings(design, prediction, cells)
+    gains = [float(np.median(r.stats[p].var_gain)) for r in rs for p in design.ps]
+    b_opt = [float(r.stats[p].b_opt[design.j_ref]) for r in rs for p in design.ps]
+    notes = (
+        "INFORMATIONAL (issue 12, item 1; never decides the exit status). E_att - E_RR at small gamma with the TRUE "
+        f"kernel (diagonal removed), aligned spikes w_K = w_Q = sqrt(strength) e_1, paired draws (one X per cell for "
+        f"every strength, the linearised kernel{'' if design.linearised else ' (not simulated)'} and ridge); "
+        f"p = {list(design.ps)} with {list(design.trials)} trials, n = p/c, gammas {list(design.gammas)}, "
+        f"compared and fitted at gamma = {design.gamma_ref:g}. Fit: (E_att - E_RR) - theory = A p^-beta, weighted, "
+        "95% profile interval of beta (* = clipped to the search range); kappa_lin^2 decays like p^-1. "
+        + " | ".join(_setting_line(design, r) for r in rs) + ". "
+        f"Pairing (ridge as control variate with coefficient 1) divides the variance by {min(gains):.1f}-"
+        f"{max(gains):.1f} (median over gammas) against independent draws; the optimal coefficient b* = "
+        f"{min(b_opt):.2f}-{max(b_opt):.2f} at gamma = {design.gamma_ref:g}."
+    )
+    data = {
+        "design": dict(activations=list(design.activations), cs=list(design.cs), snrs=list(design.snrs),
+                       strengths=list(design.strengths), gammas=list(design.gammas), ps=list(design.ps),
+                       trials=list(design.trials), linearised=design.linearised, gamma_ref=design.gamma_ref),
+        "rows": _rows(design, prediction, rs),
+        "fits": [dict(activation=r.setting[0], c=r.setting[1], snr=r.setting[2], strength=r.setting[3],
+                      theory=r.theory, fit=_fit_dict(r.fit), fit_lin=_fit_dict(r.fit_lin),
+                      fit_linerr=_fit_dict(r.fit_linerr), p_star=r.p_star,
+                      kappa_fit=None if r.kappa_fit is None else vars(r.kappa_fit), p_star_kappa=r.p_star_kappa)
+                 for r in rs],
+        "pooled_kappa_fits": [dict(activation=cell[0], c=cell[1], snr=cell[2], **vars(kp)) for cell in design.cells
+                              if (kp := pooled_kappa_fit(design, rs, cell)) is not None],
+        "table_md": table_markdown(design, rs),
+        "table_linearisation_md": table_linearisation_markdown(design, rs),
+    }
+    return notes, data
+
+
+# ============================================================================ figure
+def _panel_d_vs_p(ax, r: SettingReading, ps: np.ndarray, pf: np.ndarray, j: int) -> str:
+    """``E_att - E_RR`` vs ``p`` (2 SE bars), its theory limit (dashed) and the fit (solid); returns the colour."""
+    d = np.array([r.stats[p].d[j] for p in r.stats])
+    se = np.array([r.stats[p].se_d[j] for p in r.stats])
+    (ln,) = ax.plot(pf, r.theory + r.fit.at(pf), "-", lw=1)
+    ax.errorbar(ps, d, yerr=2 * se, fmt="o", ms=4, color=ln.get_color(), label=f"aligned {r.setting[3]:g}")
+    ax.axhline(r.theory, color=ln.get_color(), ls="--", lw=0.8)
+    return ln.get_color()
+
+
+def _panel_collapse(ax, r: SettingReading, j: int, colour: str) -> None:
+    """``(d - theory)`` against ``kappa`` (2 SE bars) with the ``C kappa^2`` fit."""
+    k = np.array([r.kappa[p] for p in r.stats])
+    y = np.array([r.stats[p].d[j] - r.theory for p in r.stats])
+    se = np.array([r.stats[p].se_d[j] for p in r.stats])
+    ax.errorbar(k, y, yerr=2 * se, fmt="o", ms=4, color=colour, label=f"aligned {r.setting[3]:g}")
+    if r.kappa_fit is not None:
+        kk = np.linspace(0.0, KAPPA_MAX, 50)  # the fit's range (sizes with kappa <= KAPPA_MAX)
+        ax.plot(kk, r.kappa_fit.coef * kk**2, "-", color=colour, lw=0.8,
+                label=f"C kappa^2, C={r.kappa_fit.coef:+.3f}")
+
+
+def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict) -> Any:
+    """One column per cell. Top: ``E_att - E_RR`` vs ``p`` (theory limit dashed, fit solid); middle:
+    ``|d - theory|`` on log-log axes with the fit and a ``p^-1`` (``kappa^2``) reference; bottom: ``d - theory``
+    against ``kappa`` (every strength on one curve if the effect is the linearisation error)."""
+    from verify.figures import pyplot
+
+    plt = pyplot()
+    rs = readings(design, prediction, cells)
+    j, ps = design.j_ref, np.array(design.ps, float)
+    pf = np.geomspace(ps[0], ps[-1] * 4, 60)
+    fig, axes = plt.subplots(3, len(design.cells), figsize=(5.2 * len(design.cells), 11), squeeze=False)
+    for col, cell in enumerate(design.cells):
+        top, mid, bot = axes[:, col]
+        for r in [r for r in rs if r.setting[:3] == cell]:
+            colour = _panel_d_vs_p(top, r, ps, pf, j)
+            d = np.array([r.stats[p].d[j] for p in design.ps])
+            mid.errorbar(ps, np.abs(d - r.theory), yerr=2 * np.array([r.stats[p].se_d[j] for p in design.ps]),
+                         fmt="o", ms=4, color=colour)
+            mid.plot(pf, np.abs(r.fit.at(pf)), "-", color=colour, lw=1,
+                     label=f"aligned {r.setting[3]:g}: beta={r.fit.exponent:.2f} [{r.fit.lo:.2f}, {r.fit.hi:.2f}]")
+            _panel_collapse(bot, r, j, colour)
+        top.axhline(0.0, color="gray", lw=0.8)
+        mid.plot(pf, 2.0 / pf, ":", color="gray", label="p^-1 (kappa^2 rate)")
+        bot.axhline(0.0, color="gray", lw=0.8)
+        bot.axvline(KAPPA_MAX, color="gray", lw=0.8, ls=":")
+        for ax in (top, mid):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("p (n = p/c)")
+        mid.set_yscale("log")
+        bot.set_xlabel("kappa_lin (dotted: declared regime KAPPA_MAX)")
+        top.set_ylabel(f"E_att - E_RR at gamma={design.gamma_ref:g}")
+        mid.set_ylabel("|(E_att - E_RR) - limit|")
+        bot.set_ylabel("(E_att - E_RR) - limit")
+        top.set_title(f"{cell[0]}, c={cell[1]:.3g}, snr={cell[2]:g} (dashed: theory limit)", fontsize=9)
+        for ax in (top, mid, bot):
+            ax.legend(fontsize=7)
+    return fig
+
+
+#: B4-rev (informational): attention vs ridge at small gamma, true kernel, aligned spikes, growing p (issue 12)
+CLAIM_B4_REV = Claim(id="B4-rev", design=design_reversal, predict=predict_reversal, simulate=simulate_reversal,
+                     judge=judge_reversal, describe=describe_reversal, figure=figure_reversal,
+                     figure_name="reversal_vs_p", informational=True)
+if __name__ != "__main__":  # run as a script (``-m``), the package has registered this module already
+    register(CLAIM_B4_REV)
+study_reversal = CLAIM_B4_REV.run
+
+
+# ============================================================================ command line (larger grids)
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m verify.checks.paper_b_reversal",
+                                 description="Study B4-rev on a custom grid (defaults: the paper profile's).")
+    ap.add_argument("--base", choices=sorted(_DESIGNS), default="paper", help="design to start from")
+    ap.add_argument("--activations", nargs="+")
+    ap.add_argument("--cs", nargs="+", type=float)
+    ap.add_argument("--snrs", nargs="+", type=float)
+    ap.add_argument("--strengths", nargs="+", type=float)
+    ap.add_argument("--ps", nargs="+", type=int)
+    ap.add_argument("--trials", nargs="+", type=int)
+    ap.add_argument("--no-linearised", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--cache-dir", default=".cache/verify/B4-rev-cli")
+    ap.add_argument("--figure", help="write the study's figure to this PNG path")
+    ap.add_argument("--json", help="write notes and data to this JSON path")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the study on the grid of the command line and print its tables (``--help``)."""
+    import json
+
+    from ..registry import _jsonable
+
+    args = _parser().parse_args(argv)
+    over = {k: tuple(v) for k in ("activations", "cs", "snrs", "strengths", "ps", "trials")
+            if (v := getattr(args, k)) is not None}
+    if args.no_linearised:
+        over["linearised"] = False
+    design = replace(_DESIGNS[args.base], **over)
+    # profile "paper": the cache key and the seeds are those of the registered study's paper cells
+    ctx = CheckContext(profile="paper", seed=args.seed, cache_dir=args.cache_dir, n_jobs=args.jobs, check_id="B4-rev")
+    prediction = predict_reversal(ctx, design)
+    cells = simulate_reversal(ctx, design)
+    comps = judge_reversal(design, prediction, cells)
+    notes, data = describe_reversal(design, prediction, cells, comps)
+    print(data["table_md"], "\n", data["table_linearisation_md"], sep="\n")
+    if args.figure:
+        figure_reversal(design, prediction, cells).savefig(args.figure, dpi=120, bbox_inches="tight")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(_jsonable({"notes": notes, "data": data, "seeds": ctx.seeds_used}), fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - command line
+    from verify.checks.paper_b_reversal import main as _main  # the registered module's (same seeds, same cache)
+
+    raise SystemExit(_main())
