@@ -16,6 +16,10 @@ matrix manifold at ``A*``, scale removed), the usual asymptotics give
 All expectations are Monte Carlo over a large fixed population sample (seeded).  The estimator's range is the
 central ``1 - 2 RANGE_Q`` quantile range of ``u = x^T A* y`` (:func:`population_range`).  Derived by the project;
 the checks A2-A4 and A6 test it against simulation (their "finite-M prediction" comparisons).
+
+Inputs are validated by :mod:`theory._validation` (the project's one layer): ``model`` an :class:`IPSModel`,
+exact integer sizes and seeds, flags that are real booleans, and the population arrays checked against the
+memory budget ``theory.get_limits().memory_budget_bytes`` before they are drawn.
 """
 
 from __future__ import annotations
@@ -25,12 +29,44 @@ import torch
 from scipy import sparse
 from scipy.linalg import null_space
 
+from theory._validation import (
+    ArgumentTypeError,
+    as_float,
+    as_int,
+    check_array_memory,
+    check_flag,
+    describe,
+    finite_result,
+)
+
 from .ips import IPSModel
+from .threads import _torch_numeric_errors
 
 __all__ = ["RANGE_Q", "predict_error", "predicted_curve", "population_range"]
 
 #: range quantile of the estimator in the designs (``range_quantile`` of the fits): the central 99.9%
 RANGE_Q = 5e-4
+#: seeds are integers in ``[0, MAX_SEED]``
+MAX_SEED = 2**63 - 1
+
+
+def _check_model(model: object) -> IPSModel:
+    if not isinstance(model, IPSModel):
+        raise ArgumentTypeError(f"model must be a numerics.IPSModel, got {describe(model)} of type "
+                                f"{type(model).__name__}")
+    return model
+
+
+def _check_prediction_memory(model: IPSModel, K: int, s: int, n_pop: int, n_pairs: int, with_A: bool) -> None:
+    """Refuse, before anything is drawn, pair and population arrays (tokens, basis values, A-tangent features)
+    and Gram matrices over the memory budget (their float64 elements, temporaries left out)."""
+    d, N, r = model.d, model.N, model.rank
+    q = 2 * d * r - 1 if (with_A and d > 1) else 0
+    per_pair = 2 * d + (s + 1) + q + 1
+    n_rows = n_pop * N * (N - 1)
+    elements = (n_rows + n_pairs) * per_pair + 3 * (K * (s + 1) + q) ** 2
+    check_array_memory(f"K, s, n_pop, n_pairs ({n_pop * N} population rows of {N - 1} pairs, {n_pairs} pairs, "
+                       f"{K * (s + 1) + q} features)", elements, 8)
 
 
 def _basis(u: np.ndarray, lo: float, hi: float, K: int, s: int, rows: np.ndarray | None = None,
@@ -104,7 +140,15 @@ def _tr_pinv(G: np.ndarray, S: np.ndarray, rcond: float) -> float:
 
 
 def population_range(model: IPSModel, seed: int, n: int = 2**19) -> tuple[float, float]:
-    """The ``[q, 1-q]`` quantiles of ``u = x^T A* y`` under ``rho`` (``q = RANGE_Q``), ``n`` pairs."""
+    """The ``[q, 1-q]`` quantiles of ``u = x^T A* y`` under ``rho`` (``q = RANGE_Q``), ``n`` pairs.
+
+    ``model`` an :class:`IPSModel`; ``seed`` an integer in ``[0, MAX_SEED]``; ``n >= 1`` pairs, drawn in blocks
+    of ``2**16`` (at least one block), whose values must fit the memory budget.
+    """
+    _check_model(model)
+    as_int("seed", seed, 0, MAX_SEED)
+    n = as_int("n", n, 1)
+    check_array_memory("n", max(n, 2**16), 8 * 2 * (model.d + 1))
     u = []
     rng = np.random.default_rng([seed, 7])
     for _ in range(max(1, n // 2**16)):
@@ -138,7 +182,29 @@ def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pair
     dict with ``B`` (forward-metric projection bias), ``B_l2`` (L2(rho) projection bias, <= B),
     ``V_np``, ``V_par`` (noise-variance constants: error contribution ``V / M``), ``p`` (number of
     basis functions), ``lo``, ``hi``.
+
+    Raises
+    ------
+    ValueError
+        Sizes that are not integers ``>= 1`` (``s >= 0``), a seed outside ``[0, MAX_SEED]``, arrays over the memory
+        budget (checked before anything is drawn), a prediction that is not finite.
+    theory.ArgumentTypeError
+        ``model`` not an :class:`IPSModel`, ``with_A`` not a bool, a size of the wrong type.
     """
+    _check_model(model)
+    K, s = as_int("K", K, 1), as_int("s", s, 0)
+    n_pop, n_pairs = as_int("n_pop", n_pop, 1), as_int("n_pairs", n_pairs, 1)
+    as_int("seed", seed, 0, MAX_SEED)
+    with_A = check_flag("with_A", with_A)
+    _check_prediction_memory(model, K, s, n_pop, n_pairs, with_A)
+    with _torch_numeric_errors("predict_error", K=K, s=s, n_pop=n_pop, n_pairs=n_pairs, seed=seed):
+        out = _predict(model, K, s, n_pop, n_pairs, seed, with_A)
+    finite_result("predict_error", list(out.values()), K=K, s=s, n_pop=n_pop, n_pairs=n_pairs, seed=seed)
+    return out
+
+
+def _predict(model: IPSModel, K: int, s: int, n_pop: int, n_pairs: int, seed: int, with_A: bool) -> dict[str, float]:
+    """The computation of :func:`predict_error` (arguments checked)."""
     rng = np.random.default_rng(seed)
     lo, hi = population_range(model, seed)
     x, y = model.sample_pairs(n_pairs, rng)
@@ -170,5 +236,32 @@ def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pair
 
 
 def predicted_curve(pred: list[dict[str, float]], M: list[int], parametric: bool = True) -> np.ndarray:
-    """``B_K + (V_np + V_par) / M_K`` along the design."""
-    return np.array([q["B"] + (q["V_np"] + (q["V_par"] if parametric else 0.0)) / m for q, m in zip(pred, M)])
+    """``B_K + (V_np + V_par) / M_K`` along the design.
+
+    Parameters
+    ----------
+    pred : list of dict
+        One :func:`predict_error` result per design point (``B``, ``V_np`` and, when ``parametric``, ``V_par``:
+        finite real numbers).
+    M : list of int
+        Sample sizes ``> 0``, as many as ``pred``.
+    parametric : bool
+        Include ``V_par``.
+    """
+    parametric = check_flag("parametric", parametric)
+    if not isinstance(pred, (list, tuple)):
+        raise ArgumentTypeError(f"pred must be a list of predict_error dicts, got {describe(pred)}")
+    if isinstance(M, (str, bytes, dict)) or not hasattr(M, "__len__"):
+        raise ArgumentTypeError(f"M must be a list of sample sizes > 0, got {describe(M)}")
+    if len(M) != len(pred):
+        raise ValueError(f"M must have one sample size per prediction: len(M) = {len(M)}, len(pred) = {len(pred)}")
+    keys = ("B", "V_np", "V_par") if parametric else ("B", "V_np")
+    for i, q in enumerate(pred):
+        if not isinstance(q, dict) or any(k not in q for k in keys):
+            raise ArgumentTypeError(f"pred[{i}] must be a dict with the keys {keys} (a predict_error result), got "
+                                    f"{describe(q)}")
+        for k in keys:
+            as_float(f"pred[{i}][{k!r}]", q[k])
+        as_float(f"M[{i}]", M[i], low=0, low_open=True)
+    out = np.array([q["B"] + (q["V_np"] + (q["V_par"] if parametric else 0.0)) / m for q, m in zip(pred, M)])
+    return finite_result("predicted_curve", out, pred=pred, M=M)

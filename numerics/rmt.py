@@ -49,9 +49,20 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from theory._validation import require_integer, require_nonnegative
+from theory._validation import (
+    ArgumentTypeError,
+    as_array,
+    as_float,
+    as_int,
+    check_array_memory,
+    check_choice,
+    check_flag,
+    describe,
+    finite_result,
+)
 
-from .threads import in_parallel, thread_map, torch_threads
+from .threads import _torch_numeric_errors as _numeric
+from .threads import check_device, check_n_jobs, in_parallel, thread_map, torch_threads
 
 __all__ = [
     "sample_signal_plus_noise",
@@ -69,42 +80,32 @@ __all__ = [
 
 ArrayLike = Any
 _DIAGONAL_MODES = ("removed", "kept")
+#: seeds are integers in ``[0, MAX_SEED]``
+MAX_SEED = 2**63 - 1
+#: memory of one trial's seed (a spawned ``numpy.random.SeedSequence``, measured: about 380 bytes)
+_SEED_BYTES = 512
+#: largest ``batch_size`` of the Monte Carlo (a larger batch than ``n_trials`` is one batch)
+_MAX_BATCH = 2**31 - 1
 
 
 # --------------------------------------------------------------------------------------------
-# validation helpers
+# validation helpers (the rules are theory._validation's: finite real numbers, exact integers, the memory
+# budget theory.get_limits().memory_budget_bytes checked before any allocation)
 # --------------------------------------------------------------------------------------------
 def _as_float_array(name: str, a: ArrayLike, ndim: int | None = None) -> np.ndarray:
+    """Checked float64 array (a torch tensor is read as its numpy array): real, finite, not empty."""
     if isinstance(a, torch.Tensor):
         a = a.detach().cpu().numpy()
-    try:
-        arr = np.asarray(a, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a real array, got {type(a).__name__}") from exc
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be a {ndim}-d array, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
-    return arr
+    return as_array(name, a, ndim=ndim)
 
 
 def _check_gammas(gammas: ArrayLike) -> np.ndarray:
-    g = np.atleast_1d(np.asarray(gammas, dtype=np.float64))
-    if g.ndim != 1:
-        raise ValueError(f"gammas must be a scalar or a 1-d array, got shape {g.shape}")
-    if g.size == 0:
-        raise ValueError("gammas must contain at least one value >= 0")
-    if not np.all(np.isfinite(g)):
-        raise ValueError("gammas must be finite and >= 0 (got NaN or inf)")
-    if np.any(g < 0):
-        raise ValueError(f"gammas must be >= 0, got min {g.min()!r}")
-    return g
+    """``gammas`` as a non-empty 1-d float64 array of finite values ``>= 0`` (a scalar is one value)."""
+    return np.atleast_1d(as_array("gammas", gammas, ndim=(0, 1), low=0))
 
 
 def _check_diagonal(diagonal: str) -> str:
-    if diagonal not in _DIAGONAL_MODES:
-        raise ValueError(f"diagonal must be one of {_DIAGONAL_MODES}, got {diagonal!r}")
-    return diagonal
+    return check_choice("diagonal", diagonal, _DIAGONAL_MODES)
 
 
 def _check_labels(name: str, y: np.ndarray, n: int) -> np.ndarray:
@@ -112,6 +113,28 @@ def _check_labels(name: str, y: np.ndarray, n: int) -> np.ndarray:
     if y.shape[0] != n:
         raise ValueError(f"{name} must have length n = {n} (the number of columns of features), got {y.shape[0]}")
     return y
+
+
+def _check_seed(name: str, seed: Any) -> int:
+    return as_int(name, seed, 0, MAX_SEED)
+
+
+def _check_memory(what: str, n_bytes: int) -> None:
+    """Refuse work whose intermediate arrays (``n_bytes``, float64) exceed the memory budget; ``what`` names the
+    arguments that set the size (the first words of the message)."""
+    check_array_memory(what, -(-int(n_bytes) // 8), 8)
+
+
+def _check_features_memory(name: str, p: int, n: int, n_gammas: int) -> None:
+    """Budget of the error path on ``(p, n)`` features: the smaller Gram matrix, its eigenvectors and the
+    ``(min(p, n), G)`` shrinkage arrays."""
+    m = min(p, n)
+    _check_memory(f"{name}, gammas ({p} x {n} features, {n_gammas} gammas)", 8 * (3 * m * m + 4 * m * n_gammas + p * n))
+
+
+def _check_kernel_memory(name: str, p: int, n: int) -> None:
+    """Budget of an ``n x n`` kernel of ``(p, n)`` samples (``X^T X``, the kernel, the activation's copies)."""
+    _check_memory(f"{name} (n = {n} tokens: {n} x {n} kernels)", 8 * (4 * n * n + 2 * p * n))
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,24 +157,33 @@ def resolve_activation(activation: Any) -> Callable[[np.ndarray], np.ndarray]:
     """
     import sympy as sp
 
-    if activation is None:
-        raise ValueError("activation must be a registry name, a sympy expression or a callable, got None")
     if isinstance(activation, (str, sp.Basic)):
         import theory
 
+        theory.check_activation(activation, argname="activation")  # messages name "activation"
         return theory.numpy_activation(activation, centered=True)
-    if callable(activation):
+    if callable(activation) and not isinstance(activation, type):
         return activation
-    raise ValueError(
-        f"activation must be a registry name, a sympy expression or a callable, got {type(activation).__name__}"
-    )
+    raise ArgumentTypeError(f"activation must be a registry name, a sympy expression or a callable, got "
+                            f"{describe(activation)} of type {type(activation).__name__}")
 
 
 def _apply_activation(f: Callable[[np.ndarray], np.ndarray], t: torch.Tensor) -> torch.Tensor:
+    """``f`` on the entries of ``t`` (finite); its values must be finite real numbers of a shape that broadcasts."""
     arr = t.detach().cpu().numpy()
-    out = np.asarray(f(arr), dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("X (with w_k, w_q, or snr) is too large: the kernel's argument X^T W X / sqrt(p) is not "
+                         "finite in float64")
+    out = np.asarray(f(arr))
+    if out.dtype.kind not in "iuf" or not np.all(np.isfinite(out)):
+        raise ValueError(f"activation must return finite real values; {describe(f)} returned {describe(out)}")
+    out = np.asarray(out, dtype=np.float64)
     if out.shape != arr.shape:
-        out = np.broadcast_to(out, arr.shape).copy()
+        try:
+            out = np.broadcast_to(out, arr.shape).copy()
+        except ValueError:
+            raise ValueError(f"activation must return an array of the shape of its argument {arr.shape} (or one "
+                             f"that broadcasts to it), got shape {out.shape}") from None
     return torch.from_numpy(out).to(t.device)
 
 
@@ -159,12 +191,13 @@ def _apply_activation(f: Callable[[np.ndarray], np.ndarray], t: torch.Tensor) ->
 # sampling and features
 # --------------------------------------------------------------------------------------------
 def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
+    """``rng`` itself (a ``numpy.random.Generator``) or the generator of the integer seed ``rng``."""
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None:
-        raise ValueError("rng must be a numpy.random.Generator or an integer seed, got None")
-    require_integer("rng", rng, 0)
-    return np.random.default_rng(int(rng))
+    if not isinstance(rng, (int, np.integer)) or isinstance(rng, bool):
+        raise ArgumentTypeError(f"rng must be a numpy.random.Generator or an integer seed in [0, {MAX_SEED}], got "
+                                f"{describe(rng)} of type {type(rng).__name__}")
+    return np.random.default_rng(_check_seed("rng", rng))
 
 
 def sample_signal_plus_noise(
@@ -183,9 +216,9 @@ def sample_signal_plus_noise(
     n, p : int
         Number of tokens (columns) and dimension (rows), both ``>= 1``.
     snr : float
-        ``||mu||^2 >= 0`` (ignored when ``mu`` is given).
+        ``||mu||^2``, a finite real number ``>= 0`` (checked, then ignored when ``mu`` is given).
     rng : numpy.random.Generator or int
-        Source of randomness (an int is a seed).
+        Source of randomness (an int is a seed in ``[0, MAX_SEED]``).
     mu : array of shape (p,), optional
         Overrides ``snr`` and ``mu_direction``.
     labels : {"balanced", "iid"}
@@ -197,34 +230,44 @@ def sample_signal_plus_noise(
     -------
     X : ndarray (p, n), y : ndarray (n,), mu : ndarray (p,)
 
+    Raises
+    ------
+    ValueError
+        An argument outside its range, or ``X`` (with its temporaries, ``24 p n`` bytes) over the memory budget
+        ``theory.get_limits().memory_budget_bytes`` (checked before anything is allocated).
+
     Examples
     --------
     >>> X, y, mu = sample_signal_plus_noise(8, 4, 1.0, 0)
     >>> X.shape, y.shape, float(mu @ mu)
     ((4, 8), (8,), 1.0)
     """
-    require_integer("n", n, 1)
-    require_integer("p", p, 1)
-    n, p = int(n), int(p)
+    n, p = as_int("n", n, 1), as_int("p", p, 1)
+    _check_memory(f"n, p (X of shape ({p}, {n}))", 8 * 3 * p * n)  # Z, mu y^T and X
+    check_choice("labels", labels, ("balanced", "iid"))
+    check_choice("mu_direction", mu_direction, ("e1", "random"))
+    snr = as_float("snr", snr, low=0)
+    mu_v = None if mu is None else _check_mean(mu, p)
     g = _rng(rng)
-    if mu is None:
-        require_nonnegative("snr", snr)
+    if mu_v is None:
         if mu_direction == "e1":
             mu_v = np.zeros(p)
-            mu_v[0] = math.sqrt(float(snr))
-        elif mu_direction == "random":
-            v = g.standard_normal(p)
-            mu_v = math.sqrt(float(snr)) * v / np.linalg.norm(v)
+            mu_v[0] = math.sqrt(snr)
         else:
-            raise ValueError(f"mu_direction must be 'e1' or 'random', got {mu_direction!r}")
-    else:
-        mu_v = _as_float_array("mu", mu, ndim=1)
-        if mu_v.shape[0] != p:
-            raise ValueError(f"mu must have length p = {p}, got {mu_v.shape[0]}")
+            v = g.standard_normal(p)
+            mu_v = math.sqrt(snr) * v / np.linalg.norm(v)
     y = _draw_labels(g, n, labels)
     Z = g.standard_normal((p, n))
     X = np.outer(mu_v, y) + Z
     return X, y, mu_v
+
+
+def _check_mean(mu: ArrayLike, p: int) -> np.ndarray:
+    """``mu`` as a finite float64 vector of length ``p``."""
+    mu_v = _as_float_array("mu", mu, ndim=1)
+    if mu_v.shape[0] != p:
+        raise ValueError(f"mu must have length p = {p}, got {mu_v.shape[0]}")
+    return mu_v
 
 
 def _draw_labels(g: np.random.Generator, n: int, labels: str) -> np.ndarray:
@@ -242,22 +285,24 @@ def ridge_features(X: ArrayLike) -> np.ndarray:
 
     Parameters
     ----------
-    X : array (p, n), finite.
+    X : array (p, n) of finite real numbers (complex arrays are refused, not truncated to their real part).
     """
     return _as_float_array("X", X, ndim=2)
 
 
-def _check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+def _check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int,
+                  names: tuple[str, str] = ("w_k", "w_q")) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The spike ``(w_k, w_q)`` (``names`` in messages): finite float64 vectors of length ``p``, or ``(None, None)``."""
     if (w_k is None) != (w_q is None):
-        raise ValueError("w_k and w_q must be given together (W = I + w_k w_q^T) or both be None")
+        raise ValueError(f"{names[0]} and {names[1]} must be given together (W = I + w_k w_q^T) or both be None")
     if w_k is None:
         return None, None
-    wk = _as_float_array("w_k", w_k, ndim=1)
-    wq = _as_float_array("w_q", w_q, ndim=1)
+    wk = _as_float_array(names[0], w_k, ndim=1)
+    wq = _as_float_array(names[1], w_q, ndim=1)
     if wk.shape[0] != p:
-        raise ValueError(f"w_k must have length p = {p}, got {wk.shape[0]}")
+        raise ValueError(f"{names[0]} must have length p = {p}, got {wk.shape[0]}")
     if wq.shape[0] != p:
-        raise ValueError(f"w_q must have length p = {p}, got {wq.shape[0]}")
+        raise ValueError(f"{names[1]} must have length p = {p}, got {wq.shape[0]}")
     return wk, wq
 
 
@@ -310,6 +355,7 @@ def attention_features(
     Xa = _as_float_array("X", X, ndim=2)
     _check_diagonal(diagonal)
     p = Xa.shape[0]
+    _check_kernel_memory("X", p, Xa.shape[1])
     wk, wq = _check_spikes(w_k, w_q, p)
     f = resolve_activation(activation)
     Xt = torch.from_numpy(Xa).unsqueeze(0)
@@ -342,10 +388,12 @@ def kernel_eigenvalues(
     """
     Xa = _as_float_array("X", X, ndim=2)
     _check_diagonal(diagonal)
+    _check_kernel_memory("X", *Xa.shape)
     f = resolve_activation(activation)
     K = _kernel_batch(torch.from_numpy(Xa).unsqueeze(0), f, None, None, diagonal)[0]
-    with _torch_threads(1 if K.shape[-1] <= _SINGLE_THREAD_EIGH_MAX else None):
-        return torch.linalg.eigvalsh(K).numpy()
+    with _torch_threads(1 if K.shape[-1] <= _SINGLE_THREAD_EIGH_MAX else None), _numeric("kernel_eigenvalues", X=X):
+        lam = torch.linalg.eigvalsh(K).numpy()
+    return finite_result("kernel_eigenvalues", lam, X=X, activation=activation)
 
 
 # --------------------------------------------------------------------------------------------
@@ -473,7 +521,7 @@ def interpolation_error(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) ->
     Parameters
     ----------
     features : array (p, n)
-        ``Phi`` (columns = tokens), finite.
+        ``Phi`` (columns = tokens), finite real numbers (complex arrays are refused, not truncated).
     y : array (n,)
         Targets, finite.
     gammas : float or array (G,)
@@ -485,6 +533,12 @@ def interpolation_error(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) ->
         Equal to ``1/n ||y - Phi^T w||^2`` with ``w = (Phi Phi^T + n gamma I_p)^{-1} Phi y``
         (see :func:`interpolation_error_direct`).
 
+    Raises
+    ------
+    ValueError
+        Invalid arguments; the Gram matrix and its eigenvectors (about ``24 min(p, n)^2 + 32 min(p, n) G``
+        bytes) over the memory budget; features or gammas so large that the errors are not finite in float64.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -495,8 +549,10 @@ def interpolation_error(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) ->
     Phi = _as_float_array("features", features, ndim=2)
     yv = _check_labels("y", y, Phi.shape[1])
     g = _check_gammas(gammas)
-    out = _errors_batch(torch.from_numpy(Phi).unsqueeze(0), torch.from_numpy(yv).unsqueeze(0), torch.from_numpy(g))
-    return out[0].numpy()
+    _check_features_memory("features", *Phi.shape, g.size)
+    with _numeric("interpolation_error", features=features, y=y, gammas=gammas):
+        out = _errors_batch(torch.from_numpy(Phi).unsqueeze(0), torch.from_numpy(yv).unsqueeze(0), torch.from_numpy(g))
+    return finite_result("interpolation_error", out[0].numpy(), features=features, y=y, gammas=gammas)
 
 
 def interpolation_error_label_average(features: ArrayLike, gammas: ArrayLike) -> np.ndarray:
@@ -516,7 +572,10 @@ def interpolation_error_label_average(features: ArrayLike, gammas: ArrayLike) ->
     """
     Phi = _as_float_array("features", features, ndim=2)
     g = _check_gammas(gammas)
-    return _errors_batch(torch.from_numpy(Phi).unsqueeze(0), None, torch.from_numpy(g))[0].numpy()
+    _check_features_memory("features", *Phi.shape, g.size)
+    with _numeric("interpolation_error_label_average", features=features, gammas=gammas):
+        out = _errors_batch(torch.from_numpy(Phi).unsqueeze(0), None, torch.from_numpy(g))[0].numpy()
+    return finite_result("interpolation_error_label_average", out, features=features, gammas=gammas)
 
 
 def gaussian_equivalent_kernel(
@@ -537,21 +596,25 @@ def gaussian_equivalent_kernel(
     Parameters
     ----------
     X : array (p, n), finite.
-    a1, nu : Hermite data of the centred activation (``nu >= a1^2``).
+    a1, nu : Hermite data of the centred activation (finite reals, ``nu >= a1^2``).
     rng : numpy Generator or int seed.
     symmetric : bool
-    d0 : diagonal constant.
+    d0 : diagonal constant (a finite real).
 
     Returns
     -------
     ndarray (n, n)
     """
     Xa = _as_float_array("X", X, ndim=2)
-    sf2 = float(nu) - float(a1) ** 2
+    a1, nu, d0 = as_float("a1", a1), as_float("nu", nu), as_float("d0", d0)
+    check_flag("symmetric", symmetric)
+    with _numeric("gaussian_equivalent_kernel", a1=a1, nu=nu):
+        sf2 = nu - a1**2
     if not np.isfinite(sf2) or sf2 < -1e-12:
         raise ValueError(f"nu must be >= a1^2, got nu={nu!r}, a1={a1!r}")
     sf = math.sqrt(max(sf2, 0.0))
     p, n = Xa.shape
+    _check_kernel_memory("X", p, n)
     g = _rng(rng)
     Xt = torch.from_numpy(Xa)
     K = (float(a1) * (Xt.T @ Xt) / p).numpy()
@@ -559,8 +622,8 @@ def gaussian_equivalent_kernel(
     if symmetric:
         Xi = (Xi + Xi.T) / math.sqrt(2.0)
     K = K + sf * Xi / math.sqrt(p)
-    np.fill_diagonal(K, float(d0))
-    return K
+    np.fill_diagonal(K, d0)
+    return finite_result("gaussian_equivalent_kernel", K, X=X, a1=a1, nu=nu)
 
 
 def interpolation_error_direct(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) -> np.ndarray:
@@ -573,13 +636,15 @@ def interpolation_error_direct(features: ArrayLike, y: ArrayLike, gammas: ArrayL
     yv = _check_labels("y", y, Phi.shape[1])
     g = _check_gammas(gammas)
     p, n = Phi.shape
+    _check_memory(f"features ({p} x {n}: {p} x {p} systems)", 8 * (3 * p * p + p * n + g.size))
     out = np.empty(g.size)
-    for i, gi in enumerate(g):
-        A = Phi @ Phi.T + n * gi * np.eye(p)
-        w = np.linalg.solve(A, Phi @ yv)
-        r = yv - Phi.T @ w
-        out[i] = r @ r / n
-    return out
+    with _numeric("interpolation_error_direct", features=features, y=y, gammas=gammas):
+        for i, gi in enumerate(g):
+            A = Phi @ Phi.T + n * gi * np.eye(p)
+            w = np.linalg.solve(A, Phi @ yv)
+            r = yv - Phi.T @ w
+            out[i] = r @ r / n
+    return finite_result("interpolation_error_direct", out, features=features, y=y, gammas=gammas)
 
 
 # --------------------------------------------------------------------------------------------
@@ -622,22 +687,57 @@ def _trial_batch(
     return _errors_batch(Phi, None if label_average else yb, gammas.to(device)).cpu().numpy()
 
 
-def _check_mc_sizes(n: Any, p: Any, n_trials: Any, seed: Any, n_jobs: Any, snr: Any) -> tuple[int, int, int]:
-    """Validate the arguments every Monte Carlo entry point shares; return ``(n, p, n_trials)`` as ints."""
-    require_integer("n", n, 1)
-    require_integer("p", p, 1)
-    require_integer("n_trials", n_trials, 2)
-    require_integer("seed", seed, 0)
-    require_integer("n_jobs", n_jobs, 1)
-    require_nonnegative("snr", snr)
-    return int(n), int(p), int(n_trials)
+def _check_mc_arguments(n: Any, p: Any, n_trials: Any, seed: Any, n_jobs: Any, snr: Any, labels: Any, diagonal: Any,
+                        device: Any, batch_size: Any) -> tuple[int, int, int]:
+    """Validate the arguments both Monte Carlo entry points share; return ``(n, p, n_trials)`` as ints."""
+    n, p = as_int("n", n, 1), as_int("p", p, 1)
+    n_trials = as_int("n_trials", n_trials, 2)
+    _check_seed("seed", seed)
+    check_n_jobs("n_jobs", n_jobs)
+    as_float("snr", snr, low=0)
+    check_choice("labels", labels, ("balanced", "iid"))
+    _check_diagonal(diagonal)
+    check_device("device", device)
+    if batch_size is not None:
+        as_int("batch_size", batch_size, 1, _MAX_BATCH)
+    return n, p, n_trials
+
+
+def _check_label_average(label_average: Any, snr: Any) -> bool:
+    """``label_average``, a bool, only with ``snr = 0``."""
+    if check_flag("label_average", label_average) and float(snr) != 0.0:
+        raise ValueError(f"label_average requires snr = 0 (labels independent of the features), got snr={snr!r}")
+    return bool(label_average)
+
+
+def _mc_batch_size(n: int, p: int, n_trials: int, n_gammas: int, batch_size: int | None, gram_buffers: int,
+                   n_models: int) -> int:
+    """Trials per batch (``batch_size``, or memory-based), after refusing, before any draw, one trial, a batch of
+    trials or the table of per-trial errors over the memory budget.
+
+    One trial works in ``_trial_bytes`` plus its shrinkage arrays; every trial keeps a spawned seed and
+    ``n_models x G`` errors (stored, concatenated, averaged).
+    """
+    per_trial = _trial_bytes(n, p, gram_buffers) + 8 * 4 * min(p, n) * n_gammas
+    _check_memory(f"n, p (one trial of {p} x {n} samples and {n_gammas} gammas)", per_trial)
+    size = _default_batch_size(n, p, gram_buffers) if batch_size is None else int(batch_size)
+    batch = min(size, n_trials)
+    _check_memory(f"batch_size (a batch of {batch} trials of {p} x {n} samples)", batch * per_trial)
+    _check_memory(f"n_trials ({n_trials} trials of {n_models} x {n_gammas} errors)",
+                  n_trials * (_SEED_BYTES + 8 * 3 * n_models * n_gammas))
+    return size
+
+
+def _trial_bytes(n: int, p: int, gram_buffers: int) -> int:
+    """Float64 working memory of one trial: samples and features, ``gram_buffers`` ``n x n`` arrays, the Gram."""
+    return 8 * (3 * p * n + gram_buffers * n * n + min(p, n) ** 2)
 
 
 def _spike_tensors(
-    w_k: ArrayLike | None, w_q: ArrayLike | None, p: int, device: str
+    w_k: ArrayLike | None, w_q: ArrayLike | None, p: int, device: str, names: tuple[str, str] = ("w_k", "w_q")
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """Validated spike ``(w_k, w_q)`` as tensors on ``device``, or ``(None, None)`` for ``W = I``."""
-    wk_np, wq_np = _check_spikes(w_k, w_q, p)
+    wk_np, wq_np = _check_spikes(w_k, w_q, p, names)
     if wk_np is None:
         return None, None
     return torch.from_numpy(wk_np).to(device), torch.from_numpy(wq_np).to(device)
@@ -646,7 +746,7 @@ def _spike_tensors(
 def _default_batch_size(n: int, p: int, gram_buffers: int) -> int:
     """Trials per batch: about 200 MB of float64 working memory a batch (``gram_buffers`` ``n x n`` arrays a
     trial besides the samples and features), at most 64."""
-    per_trial = 8.0 * (3 * p * n + gram_buffers * n * n + min(p, n) ** 2)
+    per_trial = float(_trial_bytes(n, p, gram_buffers))
     return int(max(1, min(64, 2.0e8 // per_trial)))
 
 
@@ -670,13 +770,18 @@ def _run_trials(
     Trial ``t`` always gets ``SeedSequence(seed).spawn(n_trials)[t]``, so the draws do not depend on
     ``batch_size`` or ``n_jobs``; the parts come back in trial order (see :func:`numerics.threads.thread_map`).
     """
-    require_integer("batch_size", batch_size, 1)
+    as_int("batch_size", batch_size, 1)
     seeds = np.random.SeedSequence(int(seed)).spawn(n_trials)
 
     def run(ids: list[int]) -> Any:
         return batch([seeds[i] for i in ids], ids)
 
     return thread_map(run, _trial_chunks(n_trials, batch_size, n_jobs), n_jobs)
+
+
+def _mean_se(trials: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard error (sample standard deviation / sqrt(n_trials)) over the trials (axis 0)."""
+    return trials.mean(axis=0), trials.std(axis=0, ddof=1) / math.sqrt(trials.shape[0])
 
 
 def _single_model(
@@ -729,7 +834,8 @@ def interpolation_error_mc(
         Threads over trial batches (torch releases the GIL).
     labels : {"balanced", "iid"}
     batch_size : int, optional
-        Trials stacked per batched product / ``eigh`` call (default: memory-based, at most 64).
+        Trials stacked per batched product / ``eigh`` call, in ``[1, 2**31 - 1]`` (default: memory-based, at
+        most 64).
     device : str
         torch device for products and eigendecompositions.
     return_trials : bool
@@ -744,23 +850,28 @@ def interpolation_error_mc(
     -------
     mean, se : ndarray (G,)  [, trials : ndarray (n_trials, G)]
         ``se`` = sample standard deviation / sqrt(n_trials).
+
+    Raises
+    ------
+    ValueError
+        Invalid arguments (``device`` a CUDA device this machine lacks included); a batch of trials or the
+        table of per-trial errors over the memory budget ``theory.get_limits().memory_budget_bytes`` (checked
+        before the first draw, so ``n_trials=10**12`` is refused at once); errors that are not finite.
     """
-    if kind not in ("ridge", "attention"):
-        raise ValueError(f"kind must be 'ridge' or 'attention', got {kind!r}")
-    n, p, n_trials = _check_mc_sizes(n, p, n_trials, seed, n_jobs, snr)
-    if label_average and float(snr) != 0.0:
-        raise ValueError(f"label_average requires snr = 0 (labels independent of the features), got snr={snr!r}")
+    check_choice("kind", kind, ("ridge", "attention"))
+    n, p, n_trials = _check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
+    return_trials, label_average = check_flag("return_trials", return_trials), _check_label_average(label_average, snr)
     g = torch.from_numpy(_check_gammas(gammas))
-    _check_diagonal(diagonal)
+    size = _mc_batch_size(n, p, n_trials, g.numel(), batch_size, 3, 1)
     f, wk, wq = _single_model(kind, activation, w_k, w_q, p, device)
 
     def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> np.ndarray:
         return _trial_batch(seeds, kind, n, p, float(snr), g, f, wk, wq, diagonal, labels, device, label_average)
 
-    size = _default_batch_size(n, p, 3) if batch_size is None else batch_size
-    trials = np.concatenate(_run_trials(batch, n_trials, seed, size, n_jobs), axis=0)
-    mean = trials.mean(axis=0)
-    se = trials.std(axis=0, ddof=1) / math.sqrt(n_trials)
+    args = dict(kind=kind, n=n, p=p, snr=snr, gammas=gammas, activation=activation)
+    with _numeric("interpolation_error_mc", **args):
+        trials = np.concatenate(_run_trials(batch, n_trials, seed, size, n_jobs), axis=0)
+    mean, se = finite_result("interpolation_error_mc", _mean_se(trials), **args)
     if return_trials:
         return mean, se, trials
     return mean, se
@@ -842,10 +953,37 @@ def _check_linearised(linearised: tuple[float, float] | None) -> tuple[float, fl
     """``linearised=(a1, sf2)`` as floats (finite, ``sf2 >= 0``), or ``None``."""
     if linearised is None:
         return None
-    a1, sf2 = float(linearised[0]), float(linearised[1])
-    if not (math.isfinite(a1) and math.isfinite(sf2)) or sf2 < 0:
-        raise ValueError(f"linearised must be (a1, sf2) with finite a1 and sf2 >= 0, got {linearised!r}")
-    return a1, sf2
+    if not isinstance(linearised, (tuple, list, np.ndarray)) or len(linearised) != 2:
+        raise ArgumentTypeError(f"linearised must be None or a pair (a1, sf2) of finite real numbers, got "
+                                f"{describe(linearised)} of type {type(linearised).__name__}")
+    return as_float("linearised[0] (a1)", linearised[0]), as_float("linearised[1] (sf2)", linearised[1], low=0)
+
+
+def _check_spike_list(spikes: Any, p: int, device: str) -> list[tuple[torch.Tensor | None, torch.Tensor | None]]:
+    """``spikes``: a list or tuple of ``(w_k, w_q)`` pairs, as tensors on ``device`` (``(None, None)`` for W = I)."""
+    if not isinstance(spikes, (list, tuple)):
+        raise ArgumentTypeError(f"spikes must be a list or tuple of (w_k, w_q) pairs, got {describe(spikes)} of type "
+                                f"{type(spikes).__name__}")
+    out = []
+    for i, pair in enumerate(spikes):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ArgumentTypeError(f"spikes[{i}] must be a pair (w_k, w_q) of arrays of length p = {p} or "
+                                    f"(None, None), got {describe(pair)}")
+        out.append(_spike_tensors(pair[0], pair[1], p, device, (f"spikes[{i}][0] (w_k)", f"spikes[{i}][1] (w_q)")))
+    return out
+
+
+def _shared_models(activation: Any, linearised: Any, ridge: bool, spikes: Any, p: int, device: str
+                   ) -> tuple[Callable | None, tuple[float, float] | None, list, int]:
+    """The models of :func:`interpolation_error_mc_shared`: ``(f, linearised, spike tensors, number of models)``."""
+    f = None if activation is None else resolve_activation(activation)
+    linearised = _check_linearised(linearised)
+    if f is None and linearised is None and not ridge:
+        raise ValueError("nothing to simulate: give an activation, linearised=(a1, sf2) or ridge=True")
+    sp_t = _check_spike_list(spikes, p, device)
+    if (f is not None or linearised is not None) and len(sp_t) == 0:
+        raise ValueError("spikes must contain at least one (w_k, w_q) pair (use (None, None) for W = I)")
+    return f, linearised, sp_t, len(sp_t) * ((f is not None) + (linearised is not None)) + ridge
 
 
 def interpolation_error_mc_shared(
@@ -888,35 +1026,38 @@ def interpolation_error_mc_shared(
     activation : see :func:`resolve_activation`; ``None``: no true-kernel model.
     spikes : sequence of ``(w_k, w_q)`` pairs (arrays of length ``p``, or ``(None, None)`` for ``W = I``).
     ridge : bool
-    linearised : ``(a1, sf2)`` with ``sf2 >= 0``, optional.
+    linearised : ``(a1, sf2)``, finite reals with ``sf2 >= 0``, optional.
     diagonal : {"removed", "kept"} (true kernel; the linearised kernel always has a zero diagonal).
     n_jobs : int
         Threads over trial batches; results do not depend on it.
     labels : {"balanced", "iid"}
     batch_size : int, optional
-        Trials per batched product (default: memory-based, at most 64).
+        Trials per batched product, in ``[1, 2**31 - 1]`` (default: memory-based, at most 64).
     device : str
 
     Returns
     -------
     dict
         ``"true"`` and/or ``"linearised"``: arrays ``(len(spikes), n_trials, G)``; ``"ridge"``: ``(n_trials, G)``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`interpolation_error_mc` (arguments, device, memory budget checked before the first draw).
     """
-    n, p, n_trials = _check_mc_sizes(n, p, n_trials, seed, n_jobs, snr)
+    n, p, n_trials = _check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
+    ridge = check_flag("ridge", ridge)
     g = torch.from_numpy(_check_gammas(gammas))
-    _check_diagonal(diagonal)
-    f = None if activation is None else resolve_activation(activation)
-    linearised = _check_linearised(linearised)
-    if f is None and linearised is None and not ridge:
-        raise ValueError("nothing to simulate: give an activation, linearised=(a1, sf2) or ridge=True")
-    if (f is not None or linearised is not None) and len(spikes) == 0:
-        raise ValueError("spikes must contain at least one (w_k, w_q) pair (use (None, None) for W = I)")
-    sp_t = [_spike_tensors(wk, wq, p, device) for wk, wq in spikes]
+    f, linearised, sp_t, n_models = _shared_models(activation, linearised, ridge, spikes, p, device)
+    size = _mc_batch_size(n, p, n_trials, g.numel(), batch_size, 5, n_models)
 
     def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:
-        return _shared_batch(seeds, ids, int(seed), n, p, float(snr), g, f, sp_t, bool(ridge), linearised, diagonal,
+        return _shared_batch(seeds, ids, int(seed), n, p, float(snr), g, f, sp_t, ridge, linearised, diagonal,
                              labels, device)
 
-    size = _default_batch_size(n, p, 5) if batch_size is None else batch_size
-    parts = _run_trials(batch, n_trials, seed, size, n_jobs)
-    return {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}
+    args = dict(n=n, p=p, snr=snr, gammas=gammas, activation=activation, linearised=linearised)
+    with _numeric("interpolation_error_mc_shared", **args):
+        parts = _run_trials(batch, n_trials, seed, size, n_jobs)
+    out = {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}
+    finite_result("interpolation_error_mc_shared", list(out.values()), **args)
+    return out

@@ -20,6 +20,11 @@ draws is ``sum_k w_k^2 s^2 / n_k`` with ``s^2`` the pooled within-level variance
 same design (same truth, same ``M`` levels): what ``python -m verify calibrate`` compares it with.  A
 systematic lack of fit of the power law is then not noise but part of the design's finite-``M`` prediction
 (which is fitted with the same weights).
+
+Inputs are validated by :mod:`theory._validation` (the project's one layer): finite real numbers and arrays
+(complex values refused, not truncated), exact integers, option strings from a fixed list, the bootstrap's
+arrays checked against the memory budget ``theory.get_limits().memory_budget_bytes`` before they exist;
+:class:`SlopeFit` and :class:`SlopeComparison` check their fields when they are made.
 """
 
 from __future__ import annotations
@@ -30,6 +35,19 @@ from typing import Any, Sequence
 
 import numpy as np
 from scipy import stats
+
+from theory._validation import (
+    ArgumentTypeError,
+    as_array,
+    as_float,
+    as_int,
+    check_array_memory,
+    check_choice,
+    check_real,
+    describe,
+    finite_result,
+    numeric_errors,
+)
 
 __all__ = ["SlopeFit", "SlopeComparison", "fit_slope", "compare_slopes", "design_slope"]
 
@@ -84,6 +102,25 @@ class SlopeFit:
     se_rep: float | None = None
     df_rep: int | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("slope", "intercept", "r2"):
+            as_float(name, getattr(self, name))
+        for name in ("se", "se_pooled"):
+            as_float(name, getattr(self, name), low=0)
+        for name in ("ci_t", "ci_pooled"):
+            _check_interval(name, getattr(self, name))
+        if self.ci_boot is not None:
+            _check_interval("ci_boot", self.ci_boot)
+        check_real("n", self.n, low=3, high=2**62, integer=True)
+        check_real("n_levels", self.n_levels, low=3, high=self.n, integer=True)
+        check_real("df", self.df, low=1, high=2**62, integer=True)
+        if self.lack_of_fit_p is not None:
+            as_float("lack_of_fit_p", self.lack_of_fit_p, low=0, high=1)
+        if self.se_rep is not None:
+            as_float("se_rep", self.se_rep, low=0)
+        if self.df_rep is not None:
+            check_real("df_rep", self.df_rep, low=1, high=2**62, integer=True)
+
     @property
     def se_replicate(self) -> tuple[float, float]:
         """``(se_rep, df_rep)``, or ``(se, df)`` of the per-level fit when there are no replicates."""
@@ -92,10 +129,10 @@ class SlopeFit:
         return self.se_rep, float(self.df_rep)
 
     def contains(self, value: float, interval: str = "t") -> bool:
-        """Whether ``value`` lies in the ``"t"``, ``"boot"`` or ``"pooled"`` 95% interval."""
-        ci = {"t": self.ci_t, "boot": self.ci_boot, "pooled": self.ci_pooled}.get(interval, "bad")
-        if ci == "bad":
-            raise ValueError(f"interval must be one of 't', 'boot', 'pooled', got {interval!r}")
+        """Whether ``value`` (a finite real number) lies in the ``"t"``, ``"boot"`` or ``"pooled"`` 95% interval."""
+        value = as_float("value", value)
+        check_choice("interval", interval, ("t", "boot", "pooled"))
+        ci = {"t": self.ci_t, "boot": self.ci_boot, "pooled": self.ci_pooled}[interval]
         if ci is None:
             raise ValueError("interval 'boot' is not available (no replicates)")
         return bool(ci[0] <= value <= ci[1])
@@ -129,9 +166,9 @@ class SlopeComparison:
     diff, se : float
         Difference and its standard error ``sqrt(se1^2 + se2^2)`` (independent fits).
     df : float
-        Welch-Satterthwaite degrees of freedom.
+        Welch-Satterthwaite degrees of freedom, ``> 0``; ``inf`` when both standard errors are 0.
     t : float
-        ``diff / se``.
+        ``diff / se`` (``+-inf`` when ``se = 0`` and ``diff != 0``; never NaN).
     p_value : float
         Two-sided p-value of ``diff = 0``.
     ci : tuple of float
@@ -145,14 +182,38 @@ class SlopeComparison:
     p_value: float
     ci: tuple[float, float]
 
+    def __post_init__(self) -> None:
+        as_float("diff", self.diff)
+        as_float("se", self.se, low=0)
+        _check_maybe_inf("df", self.df, low=0, low_open=True, allow=(math.inf,))
+        _check_maybe_inf("t", self.t, allow=(math.inf, -math.inf))
+        as_float("p_value", self.p_value, low=0, high=1)
+        _check_interval("ci", self.ci)
+
     @property
     def contains_zero(self) -> bool:
         """Whether the 95% interval of the difference contains 0."""
         return bool(self.ci[0] <= 0.0 <= self.ci[1])
 
 
+def _check_interval(name: str, ci: Any) -> None:
+    """A 95% interval: a pair ``(lo, hi)`` of finite real numbers."""
+    if not isinstance(ci, (tuple, list)) or len(ci) != 2:
+        raise ArgumentTypeError(f"{name} must be a pair (lo, hi) of finite real numbers, got {describe(ci)}")
+    as_float(f"{name}[0]", ci[0])
+    as_float(f"{name}[1]", ci[1])
+
+
+def _check_maybe_inf(name: str, value: Any, allow: tuple[float, ...], **bounds: Any) -> None:
+    """A real number in range, or one of the infinities ``allow`` (a documented degenerate value)."""
+    if isinstance(value, (float, np.floating)) and float(value) in allow:
+        return
+    as_float(name, value, **bounds)
+
+
 def _as_1d(name: str, a: Any) -> np.ndarray:
-    arr = np.asarray(a, dtype=float)
+    """A 1-D float64 array of finite real numbers ``> 0`` (one entry per replicate point)."""
+    arr = as_array(name, a, low=0, low_open=True)
     if arr.ndim == 0:
         raise ValueError(f"{name} must be a 1-D array of numbers, got a scalar")
     return arr.reshape(-1) if arr.ndim == 1 else _bad_shape(name, arr)
@@ -178,19 +239,23 @@ def _level_means(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return levels, means, inverse
 
 
-def _validated_log_data(M: Any, errors: Any, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(log M, log errors)`` after the input checks of :func:`fit_slope`."""
+def _validated_log_data(M: Any, errors: Any, errors_name: str = "errors") -> tuple[np.ndarray, np.ndarray]:
+    """``(log M, log errors)`` after the input checks of :func:`fit_slope` (``errors_name`` in messages)."""
     m = _as_1d("M", M)
-    e = _as_1d("errors", errors)
+    e = _as_1d(errors_name, errors)
     if m.shape != e.shape:
-        raise ValueError(f"M and errors must have the same length, got {m.size} and {e.size}")
-    if not np.all(np.isfinite(m)) or np.any(m <= 0):
-        raise ValueError("M must be finite and > 0 everywhere")
-    if not np.all(np.isfinite(e)) or np.any(e <= 0):
-        raise ValueError("errors must be finite and > 0 everywhere")
-    if int(n_boot) != n_boot or n_boot < 0:
-        raise ValueError(f"n_boot must be an integer >= 0, got {n_boot!r}")
+        raise ValueError(f"M and {errors_name} must have the same length, got {m.size} and {e.size}")
     return np.log(m), np.log(e)
+
+
+def _check_rng(rng: Any) -> None:
+    """``rng``: ``None``, a ``numpy.random.Generator`` or an integer seed in ``[0, 2**63 - 1]``."""
+    if rng is None or isinstance(rng, np.random.Generator):
+        return
+    if not isinstance(rng, (int, np.integer)) or isinstance(rng, bool):
+        raise ArgumentTypeError(f"rng must be None, a numpy.random.Generator or an integer seed, got {describe(rng)} "
+                                f"of type {type(rng).__name__}")
+    as_int("rng", rng, 0, 2**63 - 1)
 
 
 def _lack_of_fit_p(ss_pe: float, df_pe: int, rssp: float, k: int) -> float | None:
@@ -251,9 +316,11 @@ def fit_slope(
     errors : array_like, shape (n,)
         Errors, ``> 0`` and finite, aligned with ``M``.
     n_boot : int
-        Bootstrap resamples (``>= 0``; 0 skips the bootstrap).
+        Bootstrap resamples (an integer ``>= 0``; 0 skips the bootstrap); its arrays (about
+        ``8 n_boot (2 max_reps + n_levels)`` bytes) must fit the memory budget ``theory.get_limits()``.
     rng : numpy.random.Generator or int or None
-        Randomness of the bootstrap (``None`` -> seed 0, so the result is reproducible).
+        Randomness of the bootstrap (``None`` -> seed 0, so the result is reproducible; an int is a seed in
+        ``[0, 2**63 - 1]``).
 
     Returns
     -------
@@ -262,8 +329,9 @@ def fit_slope(
     Raises
     ------
     ValueError
-        Shapes differ, ``M <= 0``, ``errors <= 0`` or not finite, fewer than 3 distinct ``M``,
-        ``n_boot < 0``.
+        Shapes differ, ``M <= 0``, ``errors <= 0`` or not finite (or complex), fewer than 3 distinct ``M``,
+        ``n_boot`` not an integer ``>= 0`` or its bootstrap over the memory budget, ``rng`` not a generator or seed
+        (an :class:`theory.ArgumentTypeError`, also a ``TypeError``, for a wrong type).
 
     Examples
     --------
@@ -272,12 +340,22 @@ def fit_slope(
     >>> round(f.slope, 12), f.n_levels, f.df
     (-0.8, 4, 2)
     """
-    x, y = _validated_log_data(M, errors, n_boot)
+    x, y = _validated_log_data(M, errors)
+    n_boot = as_int("n_boot", n_boot, 0)
+    _check_rng(rng)
+    return _fit(x, y, n_boot, rng, M=M, errors=errors)
+
+
+def _fit(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generator | int | None, **args: Any) -> SlopeFit:
+    """The fit of :func:`fit_slope` on validated ``x = log M``, ``y = log errors`` (``args`` name the inputs in
+    messages)."""
     levels, means, inverse = _level_means(x, y)
     k = levels.size
     if k < 3:
         raise ValueError(f"M must contain at least 3 distinct values, got {k}")
     n = x.size
+    if n_boot > 0:  # the bootstrap's index and mean arrays, before they exist
+        check_array_memory("n_boot", n_boot, 8 * (2 * int(np.bincount(inverse).max()) + k + 1))
 
     # per-level means regression (the reported slope and t interval)
     b, a, rss, sxx = _ols(levels, means)
@@ -296,6 +374,7 @@ def fit_slope(
     ss_pe = float(np.sum((y - means[inverse]) ** 2))  # pure error (replicates)
     df_pe = n - k
     se_rep, df_rep = _replicate_se(levels, inverse, sxx, ss_pe, df_pe)
+    finite_result("fit_slope", (b, a, se, se_p, r2, ss_pe), **args)
     return SlopeFit(
         slope=b,
         se=se,
@@ -337,9 +416,14 @@ def compare_slopes(fit1: SlopeFit, fit2: SlopeFit, se: str = "t") -> SlopeCompar
     """
     for name, f in (("fit1", fit1), ("fit2", fit2)):
         if not isinstance(f, SlopeFit):
-            raise ValueError(f"{name} must be a SlopeFit, got {type(f).__name__}")
-    if se not in ("t", "rep"):
-        raise ValueError(f"se must be 't' or 'rep', got {se!r}")
+            raise ArgumentTypeError(f"{name} must be a SlopeFit, got {describe(f)} of type {type(f).__name__}")
+    check_choice("se", se, ("t", "rep"))
+    with numeric_errors("compare_slopes", fit1=fit1, fit2=fit2):
+        return _welch(fit1, fit2, se)
+
+
+def _welch(fit1: SlopeFit, fit2: SlopeFit, se: str) -> SlopeComparison:
+    """The Welch comparison of :func:`compare_slopes` (arguments checked)."""
     diff = fit1.slope - fit2.slope
     (s1, df1), (s2, df2) = ((f.se, float(f.df)) if se == "t" else f.se_replicate for f in (fit1, fit2))
     v1, v2 = s1**2, s2**2
@@ -372,9 +456,15 @@ def design_slope(M: Sequence[float] | np.ndarray, values: Sequence[float] | np.n
     -------
     float
 
+    Raises
+    ------
+    ValueError
+        As :func:`fit_slope` (``values`` in place of ``errors``).
+
     Examples
     --------
     >>> round(design_slope([10, 100, 1000], [1e-1, 1e-2, 1e-3]), 12)
     -1.0
     """
-    return fit_slope(M, values, n_boot=0).slope
+    x, y = _validated_log_data(M, values, "values")
+    return _fit(x, y, 0, None, M=M, values=values).slope

@@ -12,29 +12,112 @@ eight 200 x 200 ``eigh`` took 0.09 s with 1 thread vs 6 s with 2 under load; see
 
 (:mod:`numerics.sweep` keeps its own reference-counted pin for tasks that run in threads it does not own,
 e.g. an in-process Dask cluster: the first task to enter saves torch's setting, the last to leave restores it.)
+
+Validation (through :mod:`theory._validation`, the project's one layer): thread and worker counts are integers
+in ``[1, MAX_THREADS]`` (:func:`check_n_jobs`); torch devices are ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"``, and a
+CUDA device must exist (:func:`check_device`, the one device check of ``numerics``); ``pre_dispatch`` of
+:func:`thread_map` is an integer, ``"all"`` or ``"<k>*n_jobs"`` (never an arbitrary expression).
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, ContextManager, Iterable, Iterator
 
+import numpy as np
 import torch
 
-__all__ = ["torch_threads", "thread_map", "in_parallel"]
+from theory._validation import ArgumentTypeError, as_int, describe, numeric_errors
+
+__all__ = ["torch_threads", "thread_map", "in_parallel", "check_n_jobs", "check_device", "MAX_THREADS"]
 
 _IN_PARALLEL = threading.local()
 
+#: largest thread / worker count accepted by :func:`torch_threads`, :func:`thread_map` and the ``n_jobs`` of
+#: :mod:`numerics.rmt` (far above any core count; a larger value is a mistake, not a request)
+MAX_THREADS = 1024
+
+_DEVICE_RE = re.compile(r"cpu|cuda(?::([0-9]+))?")
+_PRE_DISPATCH_RE = re.compile(r"\s*(?:all|n_jobs|[0-9]{1,7}\s*\*\s*n_jobs|[0-9]{1,7})\s*")
+
+
+def check_n_jobs(name: str, value: Any) -> int:
+    """A thread / worker count: an integer in ``[1, MAX_THREADS]``; returns ``int(value)``.
+
+    Examples
+    --------
+    >>> check_n_jobs("n_jobs", 2)
+    2
+    """
+    return as_int(name, value, 1, MAX_THREADS)
+
+
+def check_device(name: str, value: Any) -> str:
+    """A torch device: ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"`` (or a ``torch.device`` of that form); returns its
+    string.  A CUDA device must be available (``torch.cuda.is_available()``, ``k < torch.cuda.device_count()``).
+
+    Raises
+    ------
+    ArgumentTypeError
+        ``value`` is neither a string nor a ``torch.device``.
+    ValueError
+        Another string, or a CUDA device that this machine does not have.
+
+    Examples
+    --------
+    >>> check_device("device", "cpu")
+    'cpu'
+    """
+    if isinstance(value, torch.device):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"{name} must be 'cpu', 'cuda' or 'cuda:<k>', got {describe(value)} of type "
+                                f"{type(value).__name__}")
+    m = _DEVICE_RE.fullmatch(value)
+    if m is None:
+        raise ValueError(f"{name} must be 'cpu', 'cuda' or 'cuda:<k>', got {describe(value)}")
+    if value != "cpu":
+        if not torch.cuda.is_available():
+            raise ValueError(f"{name} is {value!r} but CUDA is not available (torch {torch.__version__}, built with "
+                             f"CUDA {torch.version.cuda}); use {name}='cpu'")
+        k, count = int(m.group(1) or 0), torch.cuda.device_count()
+        if k >= count:
+            raise ValueError(f"{name} is {value!r} but this machine has {count} CUDA device(s) "
+                             f"(cuda:0..cuda:{count - 1})")
+    return value
+
 
 @contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
+def _torch_numeric_errors(func: str, **args: Any) -> Iterator[None]:
+    """:func:`theory._validation.numeric_errors` that also turns torch's ``LinAlgError`` (non-finite or singular
+    matrices) into a ``ValueError`` listing the arguments (used by :mod:`numerics.rmt`, :mod:`numerics.error_model`)."""
+    with numeric_errors(func, **args):
+        try:
+            yield
+        except torch.linalg.LinAlgError as exc:
+            raise np.linalg.LinAlgError(str(exc)) from exc
+
+
+def _check_pre_dispatch(value: Any) -> str | int:
+    """``pre_dispatch`` of :func:`thread_map`: an integer ``>= 1``, ``"all"``, ``"n_jobs"`` or ``"<k>*n_jobs"``."""
+    if isinstance(value, str):
+        if _PRE_DISPATCH_RE.fullmatch(value) is None:
+            raise ValueError(f"pre_dispatch must be an integer >= 1, 'all', 'n_jobs' or '<k>*n_jobs', got "
+                             f"{describe(value)}")
+        return value
+    return as_int("pre_dispatch", value, 1, 10**7)
+
+
+def torch_threads(n: int | None) -> ContextManager[None]:
     """Set torch's intra-op thread count to ``n`` inside the block and restore it afterwards.
 
     Parameters
     ----------
     n : int or None
-        Threads inside the block; ``None`` (or the current count) leaves the setting alone.
+        Threads inside the block, an integer in ``[1, MAX_THREADS]`` (checked when the context manager is
+        made, before the block); ``None`` (or the current count) leaves the setting alone.
 
     Examples
     --------
@@ -46,13 +129,17 @@ def torch_threads(n: int | None) -> Iterator[None]:
     >>> torch.get_num_threads() == before
     True
     """
-    if n is None or int(n) == torch.get_num_threads():
+    return _pinned(None if n is None else check_n_jobs("n", n))
+
+
+@contextlib.contextmanager
+def _pinned(n: int | None) -> Iterator[None]:
+    """The block of :func:`torch_threads` (``n`` already checked)."""
+    if n is None or n == torch.get_num_threads():
         yield
         return
-    if int(n) < 1:
-        raise ValueError(f"n must be a positive integer or None, got {n!r}")
     old = torch.get_num_threads()
-    torch.set_num_threads(int(n))
+    torch.set_num_threads(n)
     try:
         yield
     finally:
@@ -99,7 +186,7 @@ def thread_map(
 ) -> list:
     """``[func(x) for x in items]``, in ``n_jobs`` threads of this process (torch releases the GIL).
 
-    With ``n_jobs <= 1``, or a sized ``items`` of at most one element, the loop runs in the calling thread and
+    With ``n_jobs = 1``, or a sized ``items`` of at most one element, the loop runs in the calling thread and
     changes nothing.  Otherwise torch is pinned to one intra-op thread for the whole map (parallelism comes from
     the items) and every call runs with :func:`in_parallel` true, so that the eigensolver wrappers of
     :mod:`numerics.rmt` do not change the process-wide thread setting from inside a worker.  ``items`` is
@@ -113,9 +200,10 @@ def thread_map(
     items : iterable
         Work items (a list or a generator).
     n_jobs : int
-        Worker threads.
+        Worker threads, in ``[1, MAX_THREADS]``.
     pre_dispatch : str or int
-        joblib's bound on the items taken from ``items`` ahead of time (default ``"2*n_jobs"``).
+        joblib's bound on the items taken from ``items`` ahead of time: an integer ``>= 1``, ``"all"``,
+        ``"n_jobs"`` or ``"<k>*n_jobs"`` (default ``"2*n_jobs"``).
 
     Returns
     -------
@@ -127,10 +215,17 @@ def thread_map(
     >>> thread_map(lambda x: x * x, (i for i in range(5)), n_jobs=2)
     [0, 1, 4, 9, 16]
     """
-    if n_jobs <= 1 or (hasattr(items, "__len__") and len(items) <= 1):
+    if not callable(func):
+        raise ArgumentTypeError(f"func must be a callable, got {describe(func)} of type {type(func).__name__}")
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise ArgumentTypeError(f"items must be an iterable of work items (a list or a generator, not a string), "
+                                f"got {describe(items)} of type {type(items).__name__}")
+    n_jobs = check_n_jobs("n_jobs", n_jobs)
+    pre_dispatch = _check_pre_dispatch(pre_dispatch)
+    if n_jobs == 1 or (hasattr(items, "__len__") and len(items) <= 1):
         return [func(x) for x in items]
     from joblib import Parallel, delayed
 
     run = _flagged(func)
     with torch_threads(1):
-        return Parallel(n_jobs=int(n_jobs), prefer="threads", pre_dispatch=pre_dispatch)(delayed(run)(x) for x in items)
+        return Parallel(n_jobs=n_jobs, prefer="threads", pre_dispatch=pre_dispatch)(delayed(run)(x) for x in items)

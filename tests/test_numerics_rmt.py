@@ -473,3 +473,138 @@ def test_shared_mc_does_not_depend_on_batching_or_n_jobs():
     for k in a:
         np.testing.assert_allclose(a[k], b[k], rtol=1e-12)
     assert a["linearised"].shape == (2, 5, GAMMAS.size)
+
+
+# ---------------------------------------------------------------------------------------------
+# input validation (issue 13): theory's layer, messages naming the argument, sizes refused before allocation
+# ---------------------------------------------------------------------------------------------
+def test_complex_input_is_refused_not_truncated():
+    X, y, _ = sample_signal_plus_noise(6, 4, 1.0, 0)
+    for call, name in [(lambda: ridge_features(X + 1j), "X"), (lambda: ridge_features(X.astype(complex)), "X"),
+                       (lambda: interpolation_error(X + 0j, y, [0.1]), "features"),
+                       (lambda: interpolation_error(X, y + 1j, [0.1]), "y"),
+                       (lambda: interpolation_error(X, y, [0.1 + 1j]), "gammas"),
+                       (lambda: attention_features(torch.from_numpy(X + 1j), _tanh), "X")]:
+        with pytest.raises(TypeError, match=f"^{name} must be"):
+            call()
+
+
+def test_sizes_are_refused_before_any_allocation():
+    import time
+
+    import theory
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"^n, p \(X of shape \(100000, 100000\)\).*224 GiB.*memory budget"):
+        sample_signal_plus_noise(10**5, 10**5, 1.0, 0)
+    with pytest.raises(ValueError, match=r"^n_trials .*memory budget"):
+        interpolation_error_mc("ridge", 8, 4, 0.0, [1.0], 10**12, 0)
+    with pytest.raises(ValueError, match=r"^X \(n = 100000 tokens"):
+        attention_features(np.zeros((1, 10**5)), _tanh)
+    assert time.perf_counter() - t0 < 2.0
+    old = theory.set_limits(memory_budget_bytes=10_000)  # the budget is configurable
+    try:
+        with pytest.raises(ValueError, match="memory_budget_bytes"):
+            sample_signal_plus_noise(100, 100, 1.0, 0)
+    finally:
+        theory.set_limits(memory_budget_bytes=old.memory_budget_bytes)
+    assert sample_signal_plus_noise(100, 100, 1.0, 0)[0].shape == (100, 100)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n=True), "^n must"), (dict(n=4.5), "^n must"), (dict(snr=float("inf")), "^snr must"),
+    (dict(snr=1j), "^snr must"), (dict(rng=True), "^rng must"), (dict(rng=1.5), "^rng must"),
+    (dict(rng=-1), "^rng must"), (dict(rng=None), "^rng must"), (dict(labels="IID"), "^labels must"),
+    (dict(mu_direction=None), "^mu_direction must"),
+    (dict(mu=np.ones(3) + 1j), "^mu must"),
+])
+def test_sampler_refuses_bad_types(kwargs, match):
+    args = {**dict(n=4, p=3, snr=1.0, rng=0), **kwargs}
+    with pytest.raises(ValueError, match=match):
+        sample_signal_plus_noise(**args)
+
+
+def test_mc_options_are_validated_alike_on_both_entry_points():
+    base = dict(n=6, p=4, snr=0.0, gammas=[0.1], n_trials=2, seed=0)
+    for bad, match in [(dict(device="bogus"), "^device must be 'cpu', 'cuda' or 'cuda:<k>'"),
+                       (dict(device="cuda:x"), "^device must"), (dict(n_jobs=0), "^n_jobs must"),
+                       (dict(n_jobs=10**6), "^n_jobs must"), (dict(batch_size=0), "^batch_size must"),
+                       (dict(batch_size=2**40), "^batch_size must"), (dict(seed=2**64), "^seed must"),
+                       (dict(seed=1.5), "^seed must"), (dict(labels=1), "^labels must"),
+                       (dict(diagonal="zero"), "^diagonal must"), (dict(n_trials=10**12), "^n_trials")]:
+        with pytest.raises(ValueError, match=match):
+            interpolation_error_mc("ridge", **{**base, **bad})
+        with pytest.raises(ValueError, match=match):
+            interpolation_error_mc_shared(**{**base, **bad}, ridge=True)
+    with pytest.raises(TypeError, match="^return_trials must be True or False"):
+        interpolation_error_mc("ridge", **base, return_trials=1)
+    with pytest.raises(TypeError, match="^ridge must be True or False"):
+        interpolation_error_mc_shared(**base, ridge="yes")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            interpolation_error_mc("ridge", **base, device="cuda")
+
+
+def test_shared_mc_spikes_and_linearised_are_checked_by_name():
+    base = dict(n=6, p=4, snr=0.0, gammas=[0.1], n_trials=2, seed=0, activation=_tanh)
+    for spikes, match in [("abc", "^spikes must"), ([(np.ones(4),)], r"^spikes\[0\] must"),
+                          ([(None, None), (np.ones(3), np.ones(3))], r"^spikes\[1\]\[0\] \(w_k\) must have length"),
+                          ([(np.ones(4), np.full(4, np.nan))], r"^spikes\[0\]\[1\] \(w_q\) must")]:
+        with pytest.raises(ValueError, match=match):
+            interpolation_error_mc_shared(**base, spikes=spikes)
+    for lin, match in [((np.nan, 0.1), r"^linearised\[0\] \(a1\)"), ((0.6, np.inf), r"^linearised\[1\] \(sf2\)"),
+                       ((0.6,), "^linearised must"), ("0.6, 0.1", "^linearised must"),
+                       ((True, 0.1), r"^linearised\[0\]")]:
+        with pytest.raises(ValueError, match=match):
+            interpolation_error_mc_shared(**base, linearised=lin)
+
+
+def test_activation_callables_and_their_values_are_checked():
+    X, _, _ = sample_signal_plus_noise(6, 4, 1.0, 0)
+    for act, match in [(lambda t: np.full(t.shape, np.nan), "^activation must return finite real values"),
+                       (lambda t: t + 1j, "^activation must return finite real values"),
+                       (lambda t: np.ones(3), "^activation must return an array of the shape"),
+                       (int, "^activation must be a registry name"), (1.0, "^activation must be a registry name"),
+                       ("swishy", "^activation must be an activation")]:
+        with pytest.raises(ValueError, match=match):
+            attention_features(X, act)
+    with pytest.raises(ValueError, match="^X .* too large"):
+        attention_features(np.full((4, 6), 1e200), "tanh")
+
+
+def test_non_finite_results_are_refused_with_the_arguments():
+    X, y, _ = sample_signal_plus_noise(6, 4, 1.0, 0)
+    with pytest.raises(ValueError, match="^interpolation_error cannot be evaluated at features="):
+        interpolation_error(X * 1e200, y, [0.1])
+    with pytest.raises(ValueError, match="^interpolation_error_direct cannot be evaluated at features="):
+        interpolation_error_direct(np.ones((4, 6)), y, [0.0])  # singular at gamma = 0
+    from numerics.rmt import gaussian_equivalent_kernel
+
+    with pytest.raises(ValueError, match="^gaussian_equivalent_kernel cannot be evaluated at a1=1e\\+300"):
+        gaussian_equivalent_kernel(X, 1e300, 1e301, 0)
+
+
+def test_threads_validation_is_eager_and_no_string_is_evaluated():
+    from numerics.threads import MAX_THREADS, check_device, thread_map, torch_threads
+
+    with pytest.raises(ValueError, match="^n must be in"):
+        torch_threads(0)  # refused when the context manager is made, not inside the block
+    with pytest.raises(ValueError, match="^n must be in"):
+        torch_threads(MAX_THREADS + 1)
+    with pytest.raises(TypeError, match="^n must be in"):
+        torch_threads("2")
+    for bad, match in [(dict(n_jobs=0), "^n_jobs must"), (dict(n_jobs=True), "^n_jobs must"),
+                       (dict(pre_dispatch="2**10**10"), "^pre_dispatch must"),
+                       (dict(pre_dispatch="__import__('os')"), "^pre_dispatch must"),
+                       (dict(pre_dispatch=0), "^pre_dispatch")]:
+        with pytest.raises(ValueError, match=match):
+            thread_map(abs, [1, 2], **{"n_jobs": 2, **bad})
+    with pytest.raises(TypeError, match="^func must be a callable"):
+        thread_map(None, [1], 1)
+    with pytest.raises(TypeError, match="^items must be an iterable"):
+        thread_map(abs, "12", 1)
+    assert thread_map(abs, [1, -2, 3], 2, pre_dispatch="all") == [1, 2, 3]
+    assert thread_map(abs, [1, -2, 3], 2, pre_dispatch=4) == [1, 2, 3]
+    assert check_device("device", torch.device("cpu")) == "cpu"
+    with pytest.raises(ValueError, match="^device must"):
+        check_device("device", "cuda:")

@@ -176,3 +176,66 @@ def test_bootstrap_interval_is_seeded_and_covers_the_slope():
     a, b = fit_slope(M, e, n_boot=400, rng=7), fit_slope(M, e, n_boot=400, rng=7)
     assert a.ci_boot == b.ci_boot and a.ci_boot[0] < a.slope < a.ci_boot[1]
     assert fit_slope(M, e, n_boot=400).ci_boot == fit_slope(M, e, n_boot=400, rng=0).ci_boot  # None -> seed 0
+
+
+# ---------------------------------------------------------------------------------------------
+# input validation (issue 13)
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(M=np.array([1, 2, 3]) + 1j), TypeError, "^M must"),
+    (dict(errors=np.array([1.0, 2.0, 3.0]) + 0j), TypeError, "^errors must"),
+    (dict(errors=["1", "2", "3"]), TypeError, "^errors must"),
+    (dict(M=[1, 2, np.inf]), ValueError, "^M must"),
+    (dict(n_boot=2.5), ValueError, "^n_boot must"),
+    (dict(n_boot=True), TypeError, "^n_boot must"),
+    (dict(n_boot=10**12), ValueError, "^n_boot has .* memory budget"),
+    (dict(rng=True), TypeError, "^rng must"),
+    (dict(rng=-1), ValueError, "^rng must"),
+    (dict(rng="seed"), TypeError, "^rng must"),
+])
+def test_fit_slope_refuses_bad_input_by_name(kwargs, exc, match):
+    args = dict(M=[1, 1, 2, 2, 3, 3], errors=[1.0, 1.1, 0.5, 0.6, 0.3, 0.35], n_boot=10, rng=0)
+    args.update(kwargs)
+    if len(np.atleast_1d(args["M"])) != len(np.atleast_1d(args["errors"])):
+        args["errors" if "M" in kwargs else "M"] = [1, 2, 3]
+    with pytest.raises(exc, match=match):
+        fit_slope(**args)
+
+
+def test_design_slope_names_values_and_results_are_checked():
+    with pytest.raises(ValueError, match="^values must"):
+        design_slope([10, 100, 1000], [1.0, -1.0, 1.0])
+    with pytest.raises(ValueError, match="^M and values must have the same length"):
+        design_slope([10, 100, 1000], [1.0, 1.0])
+    f = fit_slope(np.repeat([100.0, 1000.0, 10000.0], 2), np.repeat([1.0, 0.5, 0.25], 2) * np.tile([1, 1.1], 3),
+                  n_boot=20)
+    with pytest.raises(ValueError, match="^value must"):
+        f.contains(float("nan"))
+    with pytest.raises(ValueError, match="^interval must"):
+        f.contains(0.0, "T")
+    with pytest.raises(ValueError, match="^se must"):
+        compare_slopes(f, f, se="pooled")
+    with pytest.raises(TypeError, match="^fit1 must be a SlopeFit"):
+        compare_slopes(f.to_dict(), f)
+
+
+def test_result_objects_check_their_fields():
+    import dataclasses
+
+    from numerics.slopes import SlopeComparison
+
+    f = fit_slope([10, 100, 1000], [1e-1, 1e-2, 1e-3], n_boot=0)
+    for change, match in [(dict(slope=float("nan")), "^slope must"), (dict(se=-1.0), "^se must"),
+                          (dict(ci_t=(0.0, float("inf"))), r"^ci_t\[1\] must"), (dict(n_levels=7), "^n_levels must"),
+                          (dict(df=0), "^df must"), (dict(lack_of_fit_p=1.5), "^lack_of_fit_p must"),
+                          (dict(n=True), "^n must")]:
+        with pytest.raises(ValueError, match=match):
+            dataclasses.replace(f, **change)
+    exact = dataclasses.replace(f, se=0.0)
+    c = compare_slopes(exact, exact)  # both standard errors 0: the documented degenerate values
+    assert c.se == 0.0 and c.df == float("inf") and c.t == 0.0
+    assert SlopeComparison(1.0, 0.0, float("inf"), float("inf"), 0.0, (1.0, 1.0)).t == float("inf")
+    with pytest.raises(ValueError, match="^t must"):
+        SlopeComparison(1.0, 0.0, float("inf"), float("nan"), 0.0, (1.0, 1.0))
+    with pytest.raises(ValueError, match="^p_value must"):
+        SlopeComparison(1.0, 0.1, 3.0, 10.0, 2.0, (0.5, 1.5))
