@@ -75,7 +75,7 @@ def _project(cfg: dict, model: Any, seed: int, **kw: Any):
 
     return PairwiseInteractionEstimator(rank=cfg["rank"], degree=model.smoothness_degree,
                                         n_intervals=cfg["K"], range_quantile=cfg["range_quantile"],
-                                        seed=seed, **kw)
+                                        random_state=seed, **kw)
 
 
 def moment_start(X: np.ndarray, Y: np.ndarray, rank: int) -> np.ndarray:
@@ -139,7 +139,7 @@ def time_to_error(model: Any, X: np.ndarray, Y: np.ndarray, cfg: dict, seed: int
         return False
 
     base = PaperStyleEstimator(rank=cfg["rank"], spline_degree=3, n_intervals=cfg["K"], max_time_s=cap,
-                               range_quantile=cfg["range_quantile"], seed=seed, A_init=A_init)
+                               range_quantile=cfg["range_quantile"], random_state=seed, A_init=A_init)
     base.fit(X, Y, callback=callback)
     t_base_total = base.fit_time_s_
     best_l2 = min((t["l2"] for t in trace), default=float("nan"))

@@ -102,7 +102,7 @@ def trial(cell: dict, seed: int) -> dict:
         known = PairwiseInteractionEstimator(
             rank=int(cell["r"]), degree=int(cell["P"]) - 2, n_intervals=int(cell["K"]), restarts=1,
             max_iter=int(cell.get("max_iter", 100)), ridge=float(cell.get("ridge", 1e-12)),
-            range_quantile=RANGE_Q, device=device, seed=int(seed % (2**31)))
+            range_quantile=RANGE_Q, device=device, random_state=int(seed % (2**31)))
         known.fit(X, Y, A=model.A_star)
         ek, ek_se = known.l2_error(model, n_pairs=int(cell.get("n_pairs", 2**16)), rng=int(seed) + 1)
         extra = {"err_known": ek, "err_known_se": ek_se, "objective_known": float(known.objective_)}
@@ -112,7 +112,7 @@ def trial(cell: dict, seed: int) -> dict:
             rank=int(cell["r"]), degree=int(cell["P"]) - 2, n_intervals=int(cell["K"]),
             restarts=restarts, max_iter=int(cell.get("max_iter", 100)),
             ridge=float(cell.get("ridge", 1e-12)), range_quantile=RANGE_Q, device=device,
-            seed=int((seed + 7919 * refits) % (2**31)), adaptive_restarts=refits == 0)
+            random_state=int((seed + 7919 * refits) % (2**31)), adaptive_restarts=refits == 0)
         est.fit(X, Y)
         if int(cell["d"]) == 1 or est.objective_ <= threshold or refits >= 2:
             break
