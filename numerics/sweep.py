@@ -7,7 +7,11 @@
   ``scheduler=None`` or ``"local"`` starts an in-process ``LocalCluster`` (threads, no dashboard).
 - On-disk cache (``cache_dir``): one small JSON file per (func, cell, seed, version), keyed by a
   stable SHA-256 of those four; a rerun reuses finished pairs and an interrupted sweep resumes.
-  The parent process writes each file as soon as its result arrives.
+  The parent process writes each file as soon as its result arrives.  Every entry stores its key
+  (func, cell, seed, version) and the SHA-256 of its result; a read verifies both, and an entry that
+  fails (another cell's file, an edited or truncated one, a malformed result) is recomputed with a
+  :class:`CacheIntegrityWarning`.  Concurrent sweeps on one cache directory claim each pair with a
+  file lock (:func:`cell_lock`) before computing it, so no pair is computed twice.
 - ``progress(record)`` is called once per finished pair (cached ones included).
 
 Results do not depend on the executor: every pair gets its own seed, ``func`` must draw all its
@@ -25,13 +29,16 @@ import json
 import math
 import os
 import threading
+import time
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable"]
+__all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
+           "CacheIntegrityWarning", "cell_lock", "result_checksum"]
 
 _EXECUTORS = ("local", "dask")
 
@@ -326,25 +333,126 @@ def _hashable(v: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------------------- cache
+class CacheIntegrityWarning(UserWarning):
+    """A cache entry failed its checks (foreign key, checksum mismatch, malformed or unreadable): it is
+    ignored and the cell recomputed (and rewritten)."""
+
+
+def cell_lock(path: str | os.PathLike) -> Any:
+    """An exclusive inter-process lock on ``path`` (a ``filelock.FileLock``, not thread-local).
+
+    The claim of one cache cell: held while the cell is computed and written, so that a second run on the
+    same cache directory waits for the entry instead of computing it again.  The operating system releases
+    it when the holder dies (no stale claims after a crash).
+
+    Parameters
+    ----------
+    path : path-like
+        The lock file (created on demand; its directory must exist).
+
+    Returns
+    -------
+    filelock.FileLock
+        Use ``acquire(timeout=0)`` (raises ``filelock.Timeout`` when held elsewhere), ``acquire()``
+        (waits) and ``release()``, or ``with``.
+    """
+    from filelock import FileLock
+
+    return FileLock(os.fspath(path), thread_local=False)
+
+
+def result_checksum(result: Mapping[str, Any]) -> str:
+    """SHA-256 (64 hex digits) of a sweep result's canonical JSON: what a cache entry stores as ``sha256``.
+
+    Parameters
+    ----------
+    result : mapping
+        A JSON-serialisable result (as returned by ``func``, after :func:`to_jsonable`).
+
+    Returns
+    -------
+    str
+        Key order does not matter; a JSON round trip gives the same checksum (floats are written exactly).
+    """
+    return hashlib.sha256(_canonical(dict(result)).encode()).hexdigest()
+
+
 def _cache_path(cache_dir: Path, key: str) -> Path:
     return cache_dir / key[:2] / f"{key}.json"
 
 
-def _cache_read(path: Path) -> dict | None:
+def _lock_path(cache_dir: Path, key: str) -> Path:
+    return cache_dir / key[:2] / f"{key}.lock"
+
+
+_KEY_FIELDS = ("func", "cell", "seed", "version")
+
+
+def _cache_read(path: Path, expect: Mapping[str, Any], reserved: set[str] | frozenset = frozenset()) -> dict | None:
+    """The verified result stored at ``path``, or ``None`` (missing, or rejected with a warning).
+
+    ``expect`` holds the entry's key fields (func, cell, seed, version); the stored ones must equal them, the
+    stored ``sha256`` must be the checksum of the stored result, and the result must be a non-empty mapping
+    whose keys avoid ``reserved`` (the cell's keys and ``"seed"``).  Entries written before checksums were
+    stored (no ``sha256``) are accepted when their key and result pass, and rewritten with a checksum.
+    """
     try:
         with open(path) as fh:
             blob = json.load(fh)
-        return blob["result"]
-    except (OSError, ValueError, KeyError):
-        return None  # missing or corrupt (e.g. interrupted write): recompute
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return _reject(path, f"unreadable ({type(exc).__name__}: truncated or not JSON)")
+    problem = _entry_problem(blob, expect, reserved)
+    if problem:
+        return _reject(path, problem)
+    if "sha256" not in blob:  # written by the code before checksums: key verified, upgrade it in place
+        with contextlib.suppress(OSError):
+            _cache_write(path, *(blob[k] for k in _KEY_FIELDS), blob["result"])
+    return blob["result"]
+
+
+def _entry_problem(blob: Any, expect: Mapping[str, Any], reserved: set[str] | frozenset) -> str:
+    """Why a parsed cache entry cannot be trusted (``""`` when it can)."""
+    if not isinstance(blob, dict) or any(k not in blob for k in (*_KEY_FIELDS, "result")):
+        return "malformed (not an entry with func, cell, seed, version and result)"
+    stored = {k: blob[k] for k in _KEY_FIELDS}
+    if _canonical(stored) != _canonical(dict(expect)):
+        diff = [k for k in _KEY_FIELDS if _canonical(stored[k]) != _canonical(expect[k])]
+        return f"foreign entry: its {', '.join(diff)} differ from the key's (another cell's file)"
+    res = blob["result"]
+    if not isinstance(res, dict) or not res:
+        return f"malformed result (a non-empty mapping is required, got {_short(res)})"
+    clash = set(res) & set(reserved)
+    if clash:
+        return f"malformed result (keys collide with the cell's keys or 'seed': {sorted(clash)})"
+    if "sha256" in blob and blob["sha256"] != result_checksum(res):
+        return "checksum mismatch (the stored result was altered)"
+    return ""
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _reject(path: Path, why: str) -> None:
+    warnings.warn(f"cache entry {path} ignored: {why}; recomputing it", CacheIntegrityWarning, stacklevel=3)
+    return None
 
 
 def _cache_write(path: Path, func: str, cell: dict, seed: int, version: str, result: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    with open(tmp, "w") as fh:
-        json.dump({"func": func, "cell": cell, "seed": seed, "version": version, "result": result}, fh)
-    os.replace(tmp, path)  # atomic: a crash never leaves a half-written entry under the key
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    blob = {"func": func, "cell": cell, "seed": seed, "version": version, "result": result,
+            "sha256": result_checksum(result)}
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(blob, fh)
+        os.replace(tmp, path)  # atomic: a crash never leaves a half-written entry under the key
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
 
 
 # ----------------------------------------------------------------------------------------- runner
@@ -400,7 +508,10 @@ def run_sweep(
     base_seed : int
         Base of the derived seeds (only with ``n_replicates``).
     cache_dir : path, optional
-        Directory of the on-disk cache; ``None`` disables caching.
+        Directory of the on-disk cache; ``None`` disables caching.  Entries are verified on read (key and
+        checksum; a failing one is recomputed with a :class:`CacheIntegrityWarning`), and each pair is computed
+        under a file lock, so that concurrent sweeps on one directory compute it once (the other waits for it).
+        With a cache, the same (cell, seed) twice in one call is computed once.
     version : str
         Part of the cache key; change it when ``func``'s meaning changes.
     n_jobs : int
@@ -439,13 +550,23 @@ def run_sweep(
     seed_lists = _resolve_seeds(cell_list, seeds, n_replicates, base_seed)
     pairs = [(i, c, s) for i, (c, sl) in enumerate(zip(cell_list, seed_lists)) for s in sl]
     table = _Table(pairs, None if cache_dir is None else Path(cache_dir), fname, version, progress)
-    todo = table.read_cache(func)
-    if todo:
-        if executor == "local":
-            _run_local(func, pairs, todo, n_jobs, torch_threads, table.finish)
-        else:
-            _run_dask(func, pairs, todo, n_jobs, scheduler, torch_threads, table.finish)
-    return SweepResults(table.records(), n_computed=len(todo), n_cached=table.n_cached)
+    _execute(func, table, table.read_cache(func), executor, n_jobs, scheduler, torch_threads)
+    return SweepResults(table.records(), n_computed=len(pairs) - table.n_cached, n_cached=table.n_cached)
+
+
+def _execute(func: Callable, table: "_Table", todo: list[int], executor: str, n_jobs: int, scheduler: Any,
+             torch_threads: int | None) -> None:
+    """Compute the pairs ``todo`` of ``table`` that no other run claims; then those that other runs left."""
+    try:
+        while todo:  # a second round only for pairs another run had claimed and then did not finish
+            work = table.claimed(todo)
+            if executor == "local":
+                _run_local(func, table.pairs, work, len(todo), n_jobs, torch_threads, table.finish)
+            else:
+                _run_dask(func, table.pairs, work, n_jobs, scheduler, torch_threads, table.finish)
+            todo = table.wait_for_others()
+    finally:
+        table.release_all()  # an error or an interrupt: the claims of unfinished pairs go back
 
 
 def _check_backend(executor: str, n_jobs: Any) -> None:
@@ -468,9 +589,12 @@ def _check_cells(cells: Iterable[Mapping[str, Any]]) -> list[dict]:
 
 
 class _Table:
-    """The results of one :func:`run_sweep` call as they arrive: cache reads, cache writes, progress, records.
+    """The results of one :func:`run_sweep` call as they arrive: cache reads, claims, cache writes, progress.
 
-    ``pairs[j] = (cell_index, cell, seed)``; ``results[j]`` is ``None`` until pair ``j`` is finished.
+    ``pairs[j] = (cell_index, cell, seed)``; ``results[j]`` is ``None`` until pair ``j`` is finished.  With a
+    cache, pairs with the same key are computed once (the first is the leader, the others its followers), and
+    a pair is computed only under its claim (:func:`cell_lock`); a pair claimed by another run is deferred and
+    read back once that run releases it (:meth:`wait_for_others`).
     """
 
     def __init__(self, pairs: list[tuple[int, dict, int]], cdir: Path | None, fname: str, version: str,
@@ -478,18 +602,26 @@ class _Table:
         self.pairs, self.cdir, self.fname, self.version, self.progress = pairs, cdir, fname, version, progress
         self.results: list[dict | None] = [None] * len(pairs)
         self.keys: list[str | None] = [None] * len(pairs)
+        self.followers: dict[int, list[int]] = {}
+        self.locks: dict[int, Any] = {}
+        self.deferred: list[int] = []  # claimed elsewhere (appended from joblib's dispatch thread too)
+        self.late: list[tuple[int, dict]] = []  # found in the cache once claimed
         self.n_cached = 0
 
     def read_cache(self, func: Callable) -> list[int]:
         """Fill the results found in the cache, report them to ``progress``; return the pairs still to compute."""
         todo: list[int] = []
+        leader: dict[str, int] = {}
         for j, (_, c, s) in enumerate(self.pairs):
             if self.cdir is not None:
-                self.keys[j] = cache_key(func, c, s, self.version)
-                hit = _cache_read(_cache_path(self.cdir, self.keys[j]))
+                self.keys[j] = k = cache_key(func, c, s, self.version)
+                if k in leader:  # the same (func, cell, seed, version) twice: computed once
+                    self._follow(leader[k], j)
+                    continue
+                leader[k] = j
+                hit = self._read(j)
                 if hit is not None:
-                    self.results[j] = hit
-                    self.n_cached += 1
+                    self._fill(j, hit, cached=True, report=False)
                     continue
             todo.append(j)
         if self.progress is not None:
@@ -497,6 +629,100 @@ class _Table:
                 if self.results[j] is not None:
                     self.progress(self.record(j))
         return todo
+
+    def _follow(self, lead: int, j: int) -> None:
+        self.followers.setdefault(lead, []).append(j)
+        if self.results[lead] is not None:
+            self.results[j] = self.results[lead]
+            self.n_cached += 1
+
+    def _read(self, j: int, warn: bool = True) -> dict | None:
+        _, c, s = self.pairs[j]
+        expect = {"func": self.fname, "cell": c, "seed": s, "version": self.version}
+        path = _cache_path(self.cdir, self.keys[j])
+        if warn:
+            return _cache_read(path, expect, set(c) | {"seed"})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CacheIntegrityWarning)
+            return _cache_read(path, expect, set(c) | {"seed"})
+
+    def _try_lock(self, j: int) -> bool:
+        """Claim pair ``j`` without waiting; ``False`` when another run holds it."""
+        from filelock import Timeout
+
+        path = _lock_path(self.cdir, self.keys[j])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = cell_lock(path)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            return False
+        self.locks[j] = lock
+        return True
+
+    def _unlock(self, j: int) -> None:
+        lock = self.locks.pop(j, None)
+        if lock is not None:
+            lock.release()
+
+    def release_all(self) -> None:
+        """Give back every claim still held."""
+        for j in list(self.locks):
+            self._unlock(j)
+
+    def claimed(self, todo: list[int]) -> Iterator[int]:
+        """The pairs of ``todo`` this run computes, claimed one by one as the executor asks for them (so only
+        the pairs in flight hold a lock); the others are deferred to :meth:`wait_for_others`."""
+        for j in todo:
+            if self.cdir is None:
+                yield j
+                continue
+            if j not in self.locks:
+                if not self._try_lock(j):
+                    self.deferred.append(j)
+                    continue
+                hit = self._read(j, warn=False)  # finished by another run since read_cache
+                if hit is not None:
+                    self._unlock(j)
+                    self.late.append((j, hit))
+                    continue
+            yield j
+
+    def wait_for_others(self) -> list[int]:
+        """Wait until every deferred pair is released by the run that claimed it; fill the ones it finished and
+        return (claimed by this run) the ones it left unfinished."""
+        for j, hit in self.late:
+            self._fill(j, hit, cached=True)
+        self.late = []
+        pending, self.deferred, ready, delay = self.deferred, [], [], 0.02
+        while pending:
+            still = []
+            for j in pending:
+                if not self._try_lock(j):
+                    still.append(j)
+                    continue
+                hit = self._read(j)
+                if hit is None:
+                    ready.append(j)  # its claimant stopped: compute it here (the claim is kept)
+                else:
+                    self._unlock(j)
+                    self._fill(j, hit, cached=True)
+            pending = still
+            if pending:
+                time.sleep(delay)
+                delay = min(2 * delay, 0.5)
+        return ready
+
+    def _fill(self, j: int, res: dict, cached: bool, report: bool = True) -> None:
+        """Result of pair ``j`` and of its followers; count and report them."""
+        group = [j, *self.followers.get(j, [])]
+        for i in group:
+            self.results[i] = res
+        if cached:
+            self.n_cached += len(group)
+        if report and self.progress is not None:
+            for i in group:
+                self.progress(self.record(i))
 
     def record(self, j: int) -> dict:
         """``{**cell, "seed": seed, **result}`` of pair ``j``."""
@@ -508,29 +734,32 @@ class _Table:
         return {**c, "seed": s, **res}
 
     def finish(self, j: int, res: dict) -> None:
-        """Store the result of pair ``j``, write it to the cache, report it to ``progress``."""
-        self.results[j] = res
+        """Store the result of pair ``j``, write it to the cache, release its claim, report it to ``progress``."""
         if self.cdir is not None:
             _, c, s = self.pairs[j]
-            _cache_write(_cache_path(self.cdir, self.keys[j]), self.fname, c, s, self.version, res)
-        if self.progress is not None:
-            self.progress(self.record(j))
+            try:
+                _cache_write(_cache_path(self.cdir, self.keys[j]), self.fname, c, s, self.version, res)
+            finally:
+                self._unlock(j)
+        self._fill(j, res, cached=False)
 
     def records(self) -> list[dict]:
         """Every record, in grid order."""
         return [self.record(j) for j in range(len(self.pairs))]
 
 
-def _run_local(func, pairs, todo, n_jobs, torch_threads, finish) -> None:
-    if n_jobs == 1 or len(todo) == 1:
-        for j in todo:
+def _run_local(func, pairs, work: Iterable[int], n: int, n_jobs, torch_threads, finish) -> None:
+    """The pairs of ``work`` (``n`` of them at most) in this process or in ``n_jobs`` loky workers; joblib takes
+    them from ``work`` lazily (``pre_dispatch``), so only the pairs in flight are claimed."""
+    if n_jobs == 1 or n == 1:
+        for j in work:
             _, c, s = pairs[j]
             finish(j, _call(func, c, s, torch_threads))
         return
     from joblib import Parallel, delayed
 
-    par = Parallel(n_jobs=min(n_jobs, len(todo)), backend="loky", return_as="generator_unordered")
-    gen = par(delayed(_indexed_call)(j, func, pairs[j][1], pairs[j][2], torch_threads) for j in todo)
+    par = Parallel(n_jobs=min(n_jobs, n), backend="loky", return_as="generator_unordered")
+    gen = par(delayed(_indexed_call)(j, func, pairs[j][1], pairs[j][2], torch_threads) for j in work)
     for j, res in gen:
         finish(j, res)
 
@@ -539,7 +768,9 @@ def _indexed_call(j: int, func, cell, seed, torch_threads) -> tuple[int, dict]:
     return j, _call(func, cell, seed, torch_threads)
 
 
-def _run_dask(func, pairs, todo, n_jobs, scheduler, torch_threads, finish) -> None:
+def _run_dask(func, pairs, work: Iterable[int], n_jobs, scheduler, torch_threads, finish) -> None:
+    """The pairs of ``work`` on a Dask cluster, submitted in a window of twice the cluster's threads (so only
+    the pairs in flight are claimed)."""
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError as exc:  # pragma: no cover
@@ -557,10 +788,17 @@ def _run_dask(func, pairs, todo, n_jobs, scheduler, torch_threads, finish) -> No
             client = stack.enter_context(Client(scheduler))
         else:
             raise ValueError(f"scheduler must be None, 'local', an address or a distributed.Client, got {scheduler!r}")
-        futures = {
-            client.submit(_indexed_call, j, func, pairs[j][1], pairs[j][2], torch_threads, pure=False): j
-            for j in todo
-        }
-        for fut in as_completed(futures):
+        window = max(2 * n_jobs, 2 * sum(client.nthreads().values()), 2)
+        todo, running = iter(work), as_completed()
+
+        def submit() -> None:
+            j = next(todo, None)
+            if j is not None:
+                running.add(client.submit(_indexed_call, j, func, pairs[j][1], pairs[j][2], torch_threads, pure=False))
+
+        for _ in range(window):
+            submit()
+        for fut in running:
             j, res = fut.result()
             finish(j, res)
+            submit()

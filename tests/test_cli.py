@@ -151,3 +151,117 @@ def test_calibrate_command_on_fake_checks(fake_checks, tmp_path):
     assert len(list((out / "records").glob("*.json"))) == 6
     # resumable: a second run reads the stored records
     assert main(["calibrate", "--only", "A1", "A2", "--seeds", "3", "--out", str(out), "--cache-dir", "none"]) == 1
+
+
+# ----------------------------------------------------------------------------------------- issue 13: validation
+@pytest.fixture
+def recording_checks(monkeypatch):
+    """A1 and B1 record the context they get (no check may run when an option is refused)."""
+    catalog.all_checks()
+    seen = []
+
+    def rec(ctx):
+        seen.append(ctx)
+        return Outcome([_cmp(True)])
+
+    monkeypatch.setattr(registry, "_REGISTRY", {"A1": rec, "B1": rec})
+    return seen
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--jobs", "0"], "--jobs must be an integer >= 1, or -1"),
+    (["--jobs", "-2"], "--jobs must be an integer >= 1, or -1"),
+    (["--seed", "-1"], "--seed: seed must be an integer >= 0"),
+    (["--device", "bogus"], "--device: device must be 'cpu', 'cuda' or 'cuda:<k>'"),
+    (["--device", "cuda:99"], "cuda"),
+    (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --executor dask"),
+])
+def test_bad_options_are_refused_before_any_check(recording_checks, tmp_path, args, match):
+    with pytest.raises(SystemExit) as e:
+        main(["--only", "A1", "B1", "--cache-dir", "none", *args])
+    assert str(e.value).startswith("error: ") and match in str(e.value)
+    assert recording_checks == []
+
+
+def test_jobs_minus_one_means_all_cores_for_every_check(recording_checks):
+    import os
+
+    assert main(["--only", "A1", "B1", "--cache-dir", "none", "--jobs", "-1"]) == 0
+    assert [c.n_jobs for c in recording_checks] == [os.cpu_count()] * 2  # paper A and paper B alike
+
+
+@pytest.mark.parametrize("opt", ["--json", "--report-dir", "--cache-dir"])
+def test_unwritable_output_paths_are_refused_before_any_work(recording_checks, tmp_path, opt):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    target = blocker / ("out.json" if opt == "--json" else "dir")  # below a regular file: cannot be created
+    argv = ["--only", "A1", "B1", opt, str(target)] + ([] if opt == "--cache-dir" else ["--cache-dir", "none"])
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert opt in str(e.value) and "not a writable directory" in str(e.value)
+    assert recording_checks == []
+
+
+def test_json_that_is_a_directory_is_refused(recording_checks, tmp_path):
+    with pytest.raises(SystemExit, match="is a directory"):
+        main(["--only", "A1", "--json", str(tmp_path), "--cache-dir", "none"])
+    assert recording_checks == []
+
+
+def test_unreachable_scheduler_is_one_error_within_10_s(recording_checks, monkeypatch):
+    """A refused port, and a port that accepts but never answers (the Dask handshake times out)."""
+    import socket
+    import time
+
+    pytest.importorskip("distributed")
+    from verify import cli
+
+    monkeypatch.setattr(cli, "SCHEDULER_TIMEOUT_S", 1.0)
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        silent = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            refused = f"tcp://127.0.0.1:{probe.getsockname()[1]}"  # bound, not listening: refused
+            for address, match in ((refused, "cannot reach the Dask scheduler"), (silent, "no Dask scheduler answered")):
+                t0 = time.monotonic()
+                with pytest.raises(SystemExit, match=match):
+                    main(["--only", "A1", "--cache-dir", "none", "--executor", "dask", "--scheduler", address])
+                assert time.monotonic() - t0 < 10
+    assert recording_checks == []
+
+
+@pytest.mark.parametrize("field, value, exc", [
+    ("n_jobs", "abc", TypeError), ("n_jobs", 0, ValueError), ("n_jobs", -2, ValueError), ("n_jobs", 2.0, TypeError),
+    ("n_jobs", True, TypeError), ("seed", float("nan"), TypeError), ("seed", 1.5, TypeError), ("seed", -1, ValueError),
+    ("seed", True, TypeError), ("seed", "0", TypeError), ("profile", "Quick", ValueError),
+    ("device", "bogus", ValueError), ("device", "cuda:x", ValueError), ("device", 0, TypeError),
+    ("executor", "spark", ValueError), ("scheduler", 3, TypeError), ("cache_dir", 3, TypeError),
+    ("report_dir", 1.0, TypeError), ("check_id", None, TypeError),
+])
+def test_context_fields_are_validated(field, value, exc):
+    with pytest.raises(exc, match=field):
+        CheckContext(**{field: value})
+
+
+def test_context_normalises_valid_fields(tmp_path):
+    import os
+
+    import numpy as np
+
+    ctx = CheckContext(n_jobs=-1, seed=np.int64(3), device="cuda:1", cache_dir=str(tmp_path), executor="dask")
+    assert ctx.n_jobs == os.cpu_count() and ctx.seed == 3 and type(ctx.seed) is int
+    assert ctx.cache_dir == tmp_path and ctx.device == "cuda:1"
+
+
+@pytest.mark.parametrize("kw, exc", [
+    ({"headline": "yes"}, TypeError), ({"p_fail": 2.0, "kind": "exact"}, ValueError), ({"p_fail": "0.1"}, TypeError),
+    ({"df": -1.0}, ValueError), ({"margin": True}, TypeError), ({"outcome": "MAYBE"}, ValueError),
+    ({"kind": "approx"}, ValueError),
+])
+def test_comparison_fields_are_validated(kw, exc):
+    with pytest.raises(exc):
+        Comparison("x", 1.0, 1.0, 0.1, "exact", True, **kw)
+    with pytest.raises(TypeError, match="name"):
+        Comparison(None, 1.0, 1.0, 0.1, "exact", True)

@@ -83,7 +83,7 @@ def test_interrupted_sweep_keeps_finished_cells(tmp_path):
     files = list(tmp_path.rglob("*.json"))
     assert len(files) == 2  # M=10 and M=20 finished before the failure
     blob = json.loads(files[0].read_text())
-    assert set(blob) == {"func", "cell", "seed", "version", "result"}
+    assert set(blob) == {"func", "cell", "seed", "version", "result", "sha256"}
     CALLS.clear()
     run_sweep(failing_task, CELLS[:2], seeds=[1], cache_dir=tmp_path, n_jobs=1)
     assert CALLS == []

@@ -1,11 +1,19 @@
-"""``python -m verify``: see :mod:`verify.cli`."""
+"""``python -m verify``: see :mod:`verify.cli`.
+
+A Ctrl-C before the checks start (while the imports run) exits 130 with one line, without a traceback; during
+the checks :func:`verify.cli.main` handles it (the finished checks are written first)."""
 
 import sys
 
-import matplotlib
+try:
+    import matplotlib
 
-matplotlib.use("Agg")
+    matplotlib.use("Agg")
 
-from .cli import main  # noqa: E402
+    from .cli import main  # noqa: E402
 
-sys.exit(main())
+    code = main()
+except KeyboardInterrupt:
+    print("interrupted before any check finished: nothing to write; run the same command again", file=sys.stderr)
+    code = 130
+sys.exit(code)

@@ -1,12 +1,30 @@
 """Command line: ``python -m verify [--profile quick|paper] [--only ID ...] [--list] [--seed S] [--json PATH]
-[--report-dir DIR] [--strict]``."""
+[--report-dir DIR] [--strict]``.
+
+Before the first check runs, every option that a check would only use later is checked: ``--jobs`` (an integer
+``>= 1``, or ``-1`` for all cores), ``--seed``, ``--device`` (format, and CUDA availability), ``--executor`` /
+``--scheduler`` (dask installed; the scheduler reachable within :data:`SCHEDULER_TIMEOUT_S`), and the output
+paths ``--json``, ``--report-dir`` and ``--cache-dir`` (created and written to once).  A bad one is one
+``error: ...`` line and exit status 1 (as for an unknown id), before any work.
+
+SIGINT (Ctrl-C) or SIGTERM during the checks stops the run cleanly: the finished checks are written to
+``--json`` / ``--report-dir`` (the interrupted check as ERROR, its note saying so; the document gets an
+``"interrupted"`` entry), one line says how to resume (the same command: the cache keeps the finished cells),
+and the exit status is :data:`EXIT_INTERRUPTED` (130), without a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
+import shlex
+import signal
+import socket
 import sys
+import tempfile
+import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -20,6 +38,12 @@ from .registry import CheckContext, CheckResult, Verdict, exit_status, run_check
 from .report import markdown_report, print_summary, results_table, run_metadata, to_json, write_json
 
 PROFILES = ("quick", "paper")
+#: accepted by ``--profile`` but not advertised: tiny sizes for the tests (verdicts meaningless)
+TEST_PROFILES = ("smoke",)
+#: exit status after SIGINT or SIGTERM (the finished checks are written first)
+EXIT_INTERRUPTED = 130
+#: seconds allowed to reach a ``--scheduler`` before the run is refused
+SCHEDULER_TIMEOUT_S = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,8 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(interpolation error of nonlinear attention vs linear regression): predicted vs measured, "
         "tolerance, verdict.",
     )
-    p.add_argument("--profile", choices=PROFILES, default="quick",
-                   help="quick: minutes on a laptop (default); paper: the papers' scale")
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                   help="print the toolkit's version and exit")
+    p.add_argument("--profile", choices=PROFILES + TEST_PROFILES, default="quick", metavar="{quick,paper}",
+                   help="quick: minutes on a laptop (default); paper: the papers' scale "
+                        "(smoke: tiny sizes for the tests, verdicts meaningless)")
     p.add_argument("--only", nargs="+", metavar="ID",
                    help="run only these claim ids (e.g. A1 B2) or informational studies (B7-lin)")
     p.add_argument("--list", action="store_true", help="list the claim ids and whether each has a check, then exit")
@@ -45,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", type=Path, metavar="DIR",
                    help="on-disk cache for sweep cells (default .cache/verify/<profile>; 'none' disables)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="worker processes for sweeps (default: number of CPU cores)")
-    p.add_argument("--device", default="cpu", help="torch device for the estimators: cpu (default) or cuda")
+                   help="worker processes for sweeps: >= 1, or -1 for all cores (default: number of CPU cores)")
+    p.add_argument("--device", default="cpu", help="torch device for the estimators: cpu (default), cuda or cuda:K")
     p.add_argument("--executor", choices=("local", "dask"), default="local",
                    help="where sweep cells run: local processes (default) or a Dask cluster")
     p.add_argument("--rejudge", type=Path, metavar="JSON",
@@ -75,6 +104,8 @@ def _progress_factory(progress: Progress):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m verify``; returns the exit status (see :func:`verify.registry.exit_status`,
+    :data:`EXIT_INTERRUPTED`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["calibrate"]:
         from .calibrate import main as calibrate_main
@@ -88,71 +119,287 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     console = Console(width=None if sys.stdout.isatty() else 180)
     specs = select(args.only)
-
     if args.list:
-        from rich.table import Table
-
-        t = Table(title="Claims (docs/claims.md) and informational studies")
-        for col in ("id", "paper", "check", "claim"):
-            t.add_column(col)
-        for s in specs:
-            status = "informational" if s.id in STUDIES else ("implemented" if s.implemented else "[yellow]NOT IMPLEMENTED[/]")
-            t.add_row(s.id, s.paper, status, s.claim)
-        console.print(t)
+        _print_list(console, specs)
         return 0
+    base = preflight(args)
+    with _interrupts() as signals:
+        results, stopped = _run_checks(specs, base, args.profile, console, signals)
+        signals["armed"] = False  # from here on a signal is noted, never raised: the outputs are written whole
+        code = EXIT_INTERRUPTED if stopped is not None else exit_status(results, strict=args.strict)
+        console.print(results_table(results, title=f"Verification report (profile {args.profile}, seed {args.seed})",
+                                    verbose=args.verbose))
+        print_summary(console, results, code, args.strict)
+        code = _write_outputs(args, argv, results, code, stopped, console)
+        if stopped is not None:
+            print(_resume_line(stopped, results, args, argv, base.cache_dir), file=sys.stderr, flush=True)
+        elif signals["signal"] is not None:
+            code = EXIT_INTERRUPTED  # arrived while the finished report was written: the report is whole
+    return code
 
-    if args.device.startswith("cuda"):
-        import torch
 
-        if not torch.cuda.is_available():
-            raise SystemExit("error: --device cuda requested but torch.cuda.is_available() is False")
-    if args.scheduler and args.executor != "dask":
-        raise SystemExit("error: --scheduler needs --executor dask")
+def _print_list(console: Console, specs: list) -> None:
+    """``--list``: the claim ids, their papers and whether each has a check."""
+    from rich.table import Table
 
+    t = Table(title="Claims (docs/claims.md) and informational studies")
+    for col in ("id", "paper", "check", "claim"):
+        t.add_column(col)
+    for s in specs:
+        status = "informational" if s.id in STUDIES else ("implemented" if s.implemented else "[yellow]NOT IMPLEMENTED[/]")
+        t.add_row(s.id, s.paper, status, s.claim)
+    console.print(t)
+
+
+# ----------------------------------------------------------------------------------------- preflight
+def preflight(args: argparse.Namespace) -> CheckContext:
+    """Check every option before the first check runs; the run's base :class:`CheckContext`.
+
+    Refuses (``SystemExit`` with one ``error: ...`` line, exit status 1) ``--jobs`` other than ``>= 1`` or
+    ``-1``, a bad ``--seed`` or ``--device``, CUDA requested but absent, ``--scheduler`` without
+    ``--executor dask``, dask not installed, a scheduler not reachable within :data:`SCHEDULER_TIMEOUT_S`,
+    and ``--json`` / ``--report-dir`` / ``--cache-dir`` that cannot be created or written.
+    """
+    if args.jobs is not None and args.jobs != -1 and args.jobs < 1:
+        _refuse(f"--jobs must be an integer >= 1, or -1 for all cores, got {args.jobs}")
     cache_dir: Path | None
     if args.cache_dir is not None and str(args.cache_dir).lower() == "none":
         cache_dir = None
     else:
         cache_dir = args.cache_dir or Path(".cache") / "verify" / args.profile
-    n_jobs = args.jobs or os.cpu_count() or 1
-    figure_dir = args.report_dir / "figures" if args.report_dir else None
+    try:
+        base = CheckContext(profile=args.profile, seed=args.seed,
+                            report_dir=args.report_dir / "figures" if args.report_dir else None,
+                            cache_dir=cache_dir, device=args.device,
+                            n_jobs=(os.cpu_count() or 1) if args.jobs is None else args.jobs,
+                            executor=args.executor, scheduler=args.scheduler)
+    except (TypeError, ValueError) as exc:
+        field = str(exc).split()[0]
+        _refuse(f"{_OPTION_OF.get(field, field)}: {exc}")
+    _check_device_available(base.device)
+    _check_executor(args.executor, args.scheduler)
+    if args.json is not None:
+        _check_writable_file("--json", args.json)
+    for opt, d in (("--report-dir", args.report_dir), ("--cache-dir", cache_dir)):
+        if d is not None:
+            _check_writable_dir(opt, d)
+    return base
+
+
+#: the option behind each validated field of :class:`CheckContext` (for the error message)
+_OPTION_OF = {"profile": "--profile", "seed": "--seed", "n_jobs": "--jobs", "device": "--device",
+              "executor": "--executor", "scheduler": "--scheduler", "report_dir": "--report-dir",
+              "cache_dir": "--cache-dir"}
+
+
+def _refuse(message: str) -> None:
+    raise SystemExit(f"error: {message}")
+
+
+def _check_device_available(device: str) -> None:
+    """A ``cuda`` device exists (``cuda:K``: at least ``K + 1`` of them)."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        _refuse(f"--device {device} requested but torch.cuda.is_available() is False")
+    k = int(device.partition(":")[2] or 0)
+    if k >= torch.cuda.device_count():
+        _refuse(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) (cuda:0 ...)")
+
+
+def _check_executor(executor: str, scheduler: str | None) -> None:
+    """``--scheduler`` only with dask; dask installed; the scheduler reachable."""
+    if scheduler and executor != "dask":
+        _refuse("--scheduler needs --executor dask")
+    if executor != "dask":
+        return
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        _refuse("--executor dask needs dask[distributed] installed (pip install 'dask[distributed]')")
+    if scheduler and scheduler != "local":
+        _check_scheduler_reachable(scheduler, SCHEDULER_TIMEOUT_S)
+
+
+def _check_scheduler_reachable(address: str, timeout: float) -> None:
+    """Connect to the Dask scheduler at ``address`` (TCP, then a Dask client handshake) within about ``timeout``
+    seconds in all; refuse the run when either fails."""
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme not in ("tcp", "tls"):
+        _refuse(f"--scheduler {address}: only tcp:// and tls:// addresses are supported")
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        _refuse(f"--scheduler {address}: expected tcp://HOST:PORT")
+    t0 = time.monotonic()
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        _refuse(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({exc.strerror or exc}); "
+                "start it, or omit --scheduler for an in-process cluster")
+    problem = _dask_handshake(f"{scheme}://{rest}", max(1.0, timeout - (time.monotonic() - t0)))
+    if problem:
+        _refuse(f"{address} accepts connections but no Dask scheduler answered within {timeout:g} s ({problem}); "
+                "check the address, or omit --scheduler for an in-process cluster")
+
+
+def _dask_handshake(address: str, timeout: float) -> str:
+    """``""`` when a Dask scheduler at ``address`` answers the ``identity`` request within ``timeout`` s, else
+    what went wrong (no client object is made: a failed one would hang the interpreter's exit)."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def identity() -> object:
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        reply = asyncio.run(asyncio.wait_for(identity(), timeout))
+    except Exception as exc:  # noqa: BLE001 - any failure (timeout, garbage reply) means: no scheduler there
+        return f"{type(exc).__name__}: {str(exc)[:120]}"
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        return f"the reply is not a scheduler's: {str(reply)[:120]}"
+    return ""
+
+
+def _check_writable_dir(opt: str, d: Path) -> None:
+    """``d`` exists (created if needed) and a file can be written in it."""
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as exc:
+        _refuse(f"{opt} {d}: not a writable directory ({exc.strerror or exc})")
+
+
+def _check_writable_file(opt: str, f: Path) -> None:
+    """``f`` can be written: not a directory, its directory writable, the file itself writable if it exists."""
+    if f.is_dir():
+        _refuse(f"{opt} {f}: is a directory")
+    _check_writable_dir(opt, f.parent if str(f.parent) else Path("."))
+    if f.exists() and not os.access(f, os.W_OK):
+        _refuse(f"{opt} {f}: the file is not writable")
+
+
+# ----------------------------------------------------------------------------------------- running
+@contextlib.contextmanager
+def _interrupts() -> Iterator[dict]:
+    """SIGINT and SIGTERM raise ``KeyboardInterrupt`` (the first one, while ``armed``); the yielded dict
+    records the signal's name.  Later signals are only noted, so that the cleanup and the outputs finish.
+    Outside the main thread (no signal handlers there) nothing changes."""
+    state: dict = {"signal": None, "armed": True}
+
+    def handler(signum: int, frame: object) -> None:
+        first = state["signal"] is None
+        if first:
+            state["signal"] = signal.Signals(signum).name
+        if first and state["armed"]:
+            raise KeyboardInterrupt(state["signal"])
+
+    if threading.current_thread() is not threading.main_thread():
+        yield state
+        return
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield state
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _run_checks(specs: list, base: CheckContext, profile: str, console: Console,
+                signals: dict) -> tuple[list[CheckResult], dict | None]:
+    """Run the checks in order with a progress display; ``(results, None)``, or after SIGINT / SIGTERM the
+    finished results plus the interrupted check's ERROR result and ``{"signal", "check", "not_run"}``."""
+    import dataclasses
 
     results: list[CheckResult] = []
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True,
-    ) as progress:
-        overall = progress.add_task(f"verify ({args.profile})", total=len(specs))
-        for spec in specs:
-            ctx = CheckContext(
-                profile=args.profile, seed=args.seed, report_dir=figure_dir, cache_dir=cache_dir,
-                device=args.device, n_jobs=n_jobs, executor=args.executor, scheduler=args.scheduler,
-                _progress_factory=_progress_factory(progress),
-            )
-            progress.update(overall, description=f"verify ({args.profile}): {spec.id}")
-            res = run_check(spec, ctx)
-            results.append(res)
-            if res.verdict is not Verdict.NOT_IMPLEMENTED:
-                style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "INFO": "cyan",
-                         "INCONCLUSIVE": "yellow"}[res.verdict.value]
-                progress.console.print(f"[{style}]{res.verdict.value:>5}[/] {res.id}  ({res.runtime_s:.1f} s)")
-            progress.advance(overall)
+    current, ctx, t0 = None, None, 0.0
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as progress:
+            overall = progress.add_task(f"verify ({profile})", total=len(specs))
+            for current in specs:
+                ctx = dataclasses.replace(base, seeds_used=[], _progress_factory=_progress_factory(progress))
+                progress.update(overall, description=f"verify ({profile}): {current.id}")
+                t0 = time.perf_counter()
+                res = run_check(current, ctx)
+                results.append(res)
+                _print_verdict(progress.console, res)
+                progress.advance(overall)
+            current = None
+    except KeyboardInterrupt:
+        sig = signals["signal"] or "SIGINT"
+        done = {r.id for r in results}
+        if current is not None and current.id not in done:
+            results.append(_interrupted_result(current, ctx, time.perf_counter() - t0, sig))
+        listed = {r.id for r in results}
+        return results, {"signal": sig, "check": None if current is None else current.id,
+                         "not_run": [s.id for s in specs if s.id not in listed]}
+    return results, None
 
-    code = exit_status(results, strict=args.strict)
-    console.print(results_table(results, title=f"Verification report (profile {args.profile}, seed {args.seed})",
-                                verbose=args.verbose))
-    print_summary(console, results, code, args.strict)
 
+def _print_verdict(console: Console, res: CheckResult) -> None:
+    if res.verdict is not Verdict.NOT_IMPLEMENTED:
+        style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "INFO": "cyan",
+                 "INCONCLUSIVE": "yellow"}[res.verdict.value]
+        console.print(f"[{style}]{res.verdict.value:>5}[/] {res.id}  ({res.runtime_s:.1f} s)")
+
+
+def _interrupted_result(spec, ctx: CheckContext | None, elapsed: float, sig: str) -> CheckResult:
+    """The ERROR result of the check that a signal stopped (its note says so; its finished cells are cached)."""
+    note = (f"INTERRUPTED by {sig} after {elapsed:.1f} s: the check did not finish; the cells it finished are "
+            "in the cache, and rerunning the same command resumes it")
+    return CheckResult(id=spec.id, paper=spec.paper, claim=spec.claim, verdict=Verdict.ERROR, runtime_s=elapsed,
+                       seeds=list(dict.fromkeys(ctx.seeds_used)) if ctx is not None else [], notes=note,
+                       error=f"INTERRUPTED by {sig}")
+
+
+def _write_outputs(args: argparse.Namespace, argv: list[str], results: list[CheckResult], code: int,
+                   stopped: dict | None, console: Console) -> int:
+    """``--json`` and ``--report-dir``; the exit status (2 when an output cannot be written)."""
     meta = run_metadata(args.profile, args.seed, args.strict, argv)
-    if args.json:
-        write_json(args.json, {**to_json(results, meta), "exit_code": code})
-        console.print(f"JSON written to {args.json}")
-    if args.report_dir:
-        args.report_dir.mkdir(parents=True, exist_ok=True)
-        write_json(args.report_dir / "report.json", {**to_json(results, meta), "exit_code": code})
-        (args.report_dir / "report.md").write_text(markdown_report(results, meta, code, args.report_dir))
-        console.print(f"report written to {args.report_dir / 'report.md'}")
+    if stopped is not None:
+        meta["interrupted"] = {**stopped, "resume": _command(argv)}
+    doc = {**to_json(results, meta), "exit_code": code}
+    try:
+        if args.json:
+            write_json(args.json, doc)
+            console.print(f"JSON written to {args.json}")
+        if args.report_dir:
+            args.report_dir.mkdir(parents=True, exist_ok=True)
+            write_json(args.report_dir / "report.json", doc)
+            (args.report_dir / "report.md").write_text(markdown_report(results, meta, code, args.report_dir))
+            console.print(f"report written to {args.report_dir / 'report.md'}")
+    except OSError as exc:
+        print(f"error: cannot write the report ({exc.strerror or exc}: {exc.filename}); exit status 2",
+              file=sys.stderr)
+        return 2
     return code
+
+
+def _command(argv: list[str]) -> str:
+    return shlex.join(["python", "-m", "verify", *argv])
+
+
+def _resume_line(stopped: dict, results: list[CheckResult], args: argparse.Namespace, argv: list[str],
+                 cache_dir: Path | None) -> str:
+    """The one line printed after an interrupt: what was kept and how to resume."""
+    n_done = sum(r.id != stopped["check"] for r in results)
+    where = " and ".join(str(p) for p in (args.json, args.report_dir) if p) or "no file (no --json / --report-dir)"
+    cache = (f"the cache {cache_dir} keeps the finished cells" if cache_dir is not None
+             else "the cache is off (--cache-dir none): a rerun recomputes everything")
+    return (f"interrupted by {stopped['signal']} during {stopped['check'] or 'the run'}: {n_done} finished "
+            f"check(s) written to {where}; to resume, run the same command again ({_command(argv)}): {cache}")
 
 
 def _rejudge(args: argparse.Namespace) -> int:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
+import re
+import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -74,8 +77,17 @@ class Comparison:
         from .verdicts import KINDS
 
         self.passed = _as_bool("passed", self.passed)  # numpy / sympy booleans -> a plain bool (JSON true/false)
-        if self.kind not in KINDS:
+        self.headline = _as_bool("headline", self.headline)
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        for fname in ("name", "tolerance", "outcome"):
+            if not isinstance(getattr(self, fname), str):
+                raise TypeError(f"{fname} must be a string, got {type(getattr(self, fname)).__name__}")
+        if self.outcome not in ("", "PASS", "FAIL", "INCONCLUSIVE"):
+            raise ValueError(f"outcome must be '', 'PASS', 'FAIL' or 'INCONCLUSIVE', got {self.outcome!r}")
+        for fname, low, high in (("p_fail", 0.0, 1.0), ("p_pass", 0.0, 1.0), ("margin", 0.0, math.inf),
+                                 ("df", 0.0, math.inf), ("decide_factor", 0.0, math.inf)):
+            setattr(self, fname, _optional_real(fname, getattr(self, fname), low, high))
         self.exact_ok = self.passed
         if not self.outcome:
             if self.kind == "exact":
@@ -216,6 +228,10 @@ PROFILES = ("smoke", "quick", "paper")
 CACHE_VERSION = "1"
 
 
+#: where sweep cells run (:attr:`CheckContext.executor`, :func:`numerics.sweep.run_sweep`)
+EXECUTORS = ("local", "dask")
+
+
 class _NullProgress:
     def advance(self, n: int = 1) -> None:  # noqa: D401 - trivial
         pass
@@ -227,6 +243,12 @@ class CheckContext:
 
     ``seed_for(*keys)`` derives a reproducible integer seed from the run's base seed and the keys,
     and records it, so that every report lists the seeds actually used.
+
+    Fields are validated on construction (``ValueError`` / ``TypeError`` naming the field): ``profile`` one of
+    :data:`PROFILES`; ``seed`` an integer ``>= 0`` (not a bool, not a float); ``n_jobs`` an integer ``>= 1``, or
+    ``-1`` for all cores (stored as ``os.cpu_count()``, so that every check sees the same positive count);
+    ``device`` ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"``; ``executor`` one of :data:`EXECUTORS`; ``scheduler``
+    ``None`` or an address; ``report_dir`` / ``cache_dir`` ``None`` or a path (stored as :class:`~pathlib.Path`).
     """
 
     profile: str = "quick"
@@ -242,10 +264,19 @@ class CheckContext:
     _progress_factory: Callable[[str, int], Any] | None = None
 
     def __post_init__(self) -> None:
-        if self.profile not in PROFILES:
+        if not isinstance(self.profile, str) or self.profile not in PROFILES:
             raise ValueError(f"profile must be one of {PROFILES}, got {self.profile!r}")
-        if isinstance(self.seed, bool) or int(self.seed) != self.seed or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+        self.seed = _check_int("seed", self.seed, 0)
+        self.n_jobs = _check_n_jobs(self.n_jobs)
+        self.device = _check_device(self.device)
+        if not isinstance(self.executor, str) or self.executor not in EXECUTORS:
+            raise ValueError(f"executor must be one of {EXECUTORS}, got {self.executor!r}")
+        if self.scheduler is not None and not isinstance(self.scheduler, str):
+            raise TypeError(f"scheduler must be None or an address string, got {type(self.scheduler).__name__}")
+        self.report_dir = _check_dir("report_dir", self.report_dir)
+        self.cache_dir = _check_dir("cache_dir", self.cache_dir)
+        if not isinstance(self.check_id, str):
+            raise TypeError(f"check_id must be a string, got {type(self.check_id).__name__}")
 
     @property
     def quick(self) -> bool:
@@ -309,9 +340,17 @@ class CheckContext:
         :meth:`cache_key` (check id, ``name``, the JSON-serialisable ``key`` dict - it must name
         everything the cell depends on, seed included - base seed, profile, device, version). The
         file is written to a temporary name and renamed (atomic), so an interrupted run leaves
-        either a complete entry or none; a rerun recomputes only the missing cells. An unreadable or
-        mismatching file is recomputed. ``cache_dir=None`` disables the memo. Cached values are the
-        float64 arrays bit for bit, so the cache never changes a result.
+        either a complete entry or none; a rerun recomputes only the missing cells. ``cache_dir=None``
+        disables the memo. Cached values are the float64 arrays bit for bit, so the cache never changes
+        a result.
+
+        Every entry stores its key (the hash, and the check id, name, key dict, version, profile, device and
+        seed as JSON) and the SHA-256 of its arrays; a read verifies both.  An entry that fails - unreadable or
+        truncated, another cell's file (a foreign key), altered values (checksum mismatch), no arrays - is
+        recomputed and rewritten with a :class:`numerics.sweep.CacheIntegrityWarning`.  Entries written before
+        checksums were stored (only ``__key__``) are accepted when their key matches, and rewritten with a
+        checksum.  The cell is computed under a file lock (:func:`numerics.sweep.cell_lock`): a second run on
+        the same cache directory waits for it and reads it back instead of computing it again.
 
         Parameters
         ----------
@@ -331,26 +370,31 @@ class CheckContext:
             return {k: np.asarray(v) for k, v in compute().items()}
         h = self.cache_key(name, key, version)
         path = Path(self.cache_dir) / (self.check_id or "_") / f"{h}.npz"
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                if str(z["__key__"]) == h:
-                    return {k: z[k] for k in z.files if k != "__key__"}
-        except Exception:  # noqa: BLE001 - missing, truncated or corrupt: recompute
-            pass
-        out = {k: np.asarray(v) for k, v in compute().items()}
-        for k, v in out.items():
-            if k == "__key__" or v.dtype == object:
-                raise ValueError(f"cached values must be numeric arrays under names other than '__key__', got {k!r}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{h}.{os.getpid()}.tmp")
-        try:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, __key__=np.array(h), **out)
-            os.replace(tmp, path)  # atomic: never a half-written entry under the key
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        meta = self._cache_meta(name, key, version)
+        hit = _npz_read(path, h, meta)
+        if hit is not None:
+            return hit
+        with _claim(path):
+            hit = _npz_read(path, h, meta, warn=False)  # another run may have computed it meanwhile
+            if hit is not None:
+                return hit
+            out = {k: np.asarray(v) for k, v in compute().items()}
+            for k, v in out.items():
+                if k.startswith("__") or v.dtype == object:
+                    raise ValueError(f"cached values must be numeric arrays under names not starting with '__', "
+                                     f"got {k!r}")
+            _npz_write(path, h, meta, out)
         return out
+
+    def _cache_meta(self, name: str, key: Mapping[str, Any], version: str) -> str:
+        """The key fields of a cached cell as canonical JSON (stored in the entry, compared on read)."""
+        import json
+
+        from numerics.sweep import to_jsonable
+
+        fields = {"check": self.check_id, "name": str(name), "key": to_jsonable(dict(key)), "profile": self.profile,
+                  "device": str(self.device), "seed": int(self.seed), "version": f"{CACHE_VERSION}/{version}"}
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=True)
 
     def save_figure(self, fig: Any, name: str) -> str | None:
         """Save a matplotlib figure as ``<report_dir>/<check_id>_<name>.png``; return the path or None."""
@@ -472,6 +516,19 @@ def _as_bool(name: str, v: Any) -> bool:
     raise TypeError(f"{name} must be a boolean, got {v!r} ({type(v).__name__})")
 
 
+def _optional_real(name: str, v: Any, low: float, high: float) -> float | None:
+    """``None``, or a real number (not a bool, not text) in ``[low, high]``; NaN passes (an undecided test)."""
+    import numbers
+
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{name} must be None or a real number, got {v!r} ({type(v).__name__})")
+    if not (low <= v <= high) and v == v:
+        raise ValueError(f"{name} must lie in [{low:g}, {high:g}], got {v!r}")
+    return v
+
+
 def _seed_text(k: Any) -> str:
     if isinstance(k, float) and k != round(k, 12):
         raise ValueError(f"seed keys must be integers, strings or literal constants, got the float {k!r}")
@@ -484,3 +541,145 @@ def _jsonable(v: Any) -> Any:
     from numerics.sweep import to_jsonable
 
     return to_jsonable(v, nonfinite="str", unknown="str")
+
+
+# ----------------------------------------------------------------------------------------- cache entries
+def _arrays_checksum(arrays: Mapping[str, Any]) -> str:
+    """SHA-256 of named arrays: names, dtypes, shapes and bytes, in name order."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _npz_read(path: Path, h: str, meta: str, warn: bool = True) -> dict | None:
+    """The verified arrays of the entry at ``path`` (key hash ``h``, key fields ``meta``), or ``None``: missing,
+    or rejected (with a :class:`numerics.sweep.CacheIntegrityWarning` when ``warn``)."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            stored = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - truncated, not a zip, object arrays: never trusted
+        return _npz_reject(path, f"unreadable ({type(exc).__name__}: truncated or not an .npz)", warn)
+    problem = _npz_problem(stored, h, meta)
+    if problem:
+        return _npz_reject(path, problem, warn)
+    out = {k: v for k, v in stored.items() if not k.startswith("__")}
+    if "__sha256__" not in stored:  # written before checksums: key verified, upgrade it in place
+        with contextlib.suppress(OSError):
+            _npz_write(path, h, meta, out)
+    return out
+
+
+def _npz_problem(stored: Mapping[str, Any], h: str, meta: str) -> str:
+    """Why a loaded ``.npz`` entry cannot be trusted (``""`` when it can)."""
+    if "__key__" not in stored or str(stored["__key__"]) != h:
+        return "foreign entry (its stored key is not the key of this cell: another cell's file)"
+    if "__meta__" in stored and str(stored["__meta__"]) != meta:
+        return "foreign entry (its stored check, name, key, version, profile, device or seed differ)"
+    out = {k: v for k, v in stored.items() if not k.startswith("__")}
+    if not out or any(v.dtype == object for v in out.values()):
+        return "malformed (no numeric arrays)"
+    if "__sha256__" in stored and str(stored["__sha256__"]) != _arrays_checksum(out):
+        return "checksum mismatch (the stored values were altered)"
+    if ("__sha256__" in stored) != ("__meta__" in stored):
+        return "malformed (a checksum without its key fields, or the reverse)"
+    return ""
+
+
+def _npz_reject(path: Path, why: str, warn: bool) -> None:
+    import warnings
+
+    from numerics.sweep import CacheIntegrityWarning
+
+    if warn:
+        warnings.warn(f"cache entry {path} ignored: {why}; recomputing it", CacheIntegrityWarning, stacklevel=4)
+    return None
+
+
+def _npz_write(path: Path, h: str, meta: str, out: Mapping[str, Any]) -> None:
+    """Write an entry atomically (temporary file, then rename): key hash, key fields, checksum, arrays."""
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{h}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, __key__=np.array(h), __meta__=np.array(meta), __sha256__=np.array(_arrays_checksum(out)),
+                     **out)
+        os.replace(tmp, path)  # atomic: never a half-written entry under the key
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+@contextlib.contextmanager
+def _claim(path: Path) -> Iterator[None]:
+    """Hold the inter-process lock of the cache entry ``path`` (waits while another run holds it); without a
+    writable directory, no lock (the entry cannot be written either)."""
+    from numerics.sweep import cell_lock
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = cell_lock(path.with_suffix(".lock"))
+        lock.acquire()
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+# ----------------------------------------------------------------------------------------- field checks
+def _check_int(name: str, v: Any, low: int) -> int:
+    """An integer ``>= low`` (Python or NumPy; not a bool, not a float)."""
+    import numbers
+
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {v!r} ({type(v).__name__})")
+    if int(v) < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+    return int(v)
+
+
+def _check_n_jobs(v: Any) -> int:
+    """``n_jobs``: an integer ``>= 1``, or ``-1`` for every core (returned as ``os.cpu_count()``)."""
+    import numbers
+
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"n_jobs must be an integer >= 1 or -1 (all cores), got {v!r} ({type(v).__name__})")
+    if int(v) == -1:
+        return os.cpu_count() or 1
+    if int(v) < 1:
+        raise ValueError(f"n_jobs must be an integer >= 1 or -1 (all cores), got {v!r}")
+    return int(v)
+
+
+_DEVICE_RE = re.compile(r"cpu|cuda(:[0-9]+)?")
+
+
+def _check_device(v: Any) -> str:
+    """``device``: ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"`` (the format only; the CLI checks availability)."""
+    if not isinstance(v, str):
+        raise TypeError(f"device must be a string ('cpu', 'cuda' or 'cuda:<k>'), got {type(v).__name__}")
+    if not _DEVICE_RE.fullmatch(v):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', got {v!r}")
+    return v
+
+
+def _check_dir(name: str, v: Any) -> Path | None:
+    """``None`` or a path (``str`` / ``os.PathLike``) as a :class:`~pathlib.Path`."""
+    if v is None or isinstance(v, Path):
+        return v
+    if isinstance(v, (str, os.PathLike)):
+        return Path(v)
+    raise TypeError(f"{name} must be None or a path, got {type(v).__name__}")

@@ -145,7 +145,10 @@ def print_summary(console: Console, results: list[CheckResult], exit_code: int, 
 
 
 def to_json(results: list[CheckResult], meta: dict) -> dict:
-    """The JSON document written by ``--json`` (schema version :data:`JSON_SCHEMA_VERSION`)."""
+    """The JSON document written by ``--json`` (schema version :data:`JSON_SCHEMA_VERSION`).
+
+    ``meta`` (:func:`run_metadata`, plus ``"interrupted": {"signal", "check", "not_run", "resume"}`` after
+    SIGINT / SIGTERM) comes first, then ``summary`` and ``results``."""
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         **meta,
@@ -191,6 +194,7 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
         f"- started (UTC): {meta['started_utc']}; python {meta['python']}; {meta['platform']}",
         f"- exit status: {exit_code}; " + ", ".join(f"{k}: {n}" for k, n in summary_counts(results).items() if n),
         f"- error rates: {rates_text()}",
+        *_interrupted_lines(meta),
         "",
         "| id | verdict | claim | time (s) |",
         "|---|---|---|---|",
@@ -223,6 +227,16 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
             lines += [f"![{r.id}]({rel})", ""]
         lines += [f"runtime {r.runtime_s:.2f} s; seeds: {', '.join(map(str, r.seeds)) or 'none'}", ""]
     return "\n".join(lines)
+
+
+def _interrupted_lines(meta: dict) -> list[str]:
+    """The report's line about an interrupted run (``meta["interrupted"]``, set by the CLI), else none."""
+    stop = meta.get("interrupted")
+    if not stop:
+        return []
+    not_run = ", ".join(stop.get("not_run", [])) or "none"
+    return [f"- **interrupted** by {stop['signal']} during {stop.get('check') or 'the run'}; not run: {not_run}; "
+            f"resume with `{stop['resume']}` (the cache keeps the finished cells)"]
 
 
 def _md(text: Any) -> str:
