@@ -14,7 +14,7 @@ kernel ``K = f(X^T X / sqrt p) / sqrt p`` (diagonal removed by default), attenti
 ``delta~(z) = lim 1/n tr (Phi^T Phi/n - z)^{-1}``.
 
 Derivation (the project's own; it *corrects* the first reconstruction's system)
--------------------------------------------------------------------------
+-------------------------------------------------------------------------------
 1. Gaussian equivalence of the kernel: ``K ~ A(G) + W`` with ``G = X^T X / p``,
    ``A(l) = a1 (l - 1) + d0`` and ``W`` a *symmetric* (GOE) matrix with entry variance
    ``s_f^2 / p``, independent of ``X``.  ``d0`` is the limit of the kernel diagonal: 0 when it is
