@@ -77,44 +77,86 @@ def headline_comparison(comparisons: list[Comparison]) -> Comparison:
 
 _MARK = {"PASS": "", "FAIL": "[red]✗[/] ", "INCONCLUSIVE": "[yellow]?[/] "}
 
+#: the widest the compact terminal table gets (characters); ``-v`` adds the rule and time columns and no cap
+TABLE_WIDTH = 100
+#: longest headline name / predicted value in the compact table; longer ones end in "…" (full text: -v, report.md)
+_HEADLINE_CHARS = 60
+_VALUE_CHARS = 24
+_MEASURED_CHARS = 38  # "measured ± unc." text: two lines of its 21-character column
+
+
+def _short(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, ending in "…" when cut."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut[limit // 2:]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
 
 def results_table(results: Iterable[CheckResult], title: str = "Verification report", verbose: bool = False) -> Table:
     """A rich table of the results.
 
     Compact (default): one row per check, with the count of comparisons that hold and the headline comparison
-    (the first failing one, else the first). ``verbose``: one row per comparison.
+    (:func:`shown_comparison`); it fits :data:`TABLE_WIDTH` columns, a row taking at most three lines.
+    ``verbose``: one row per comparison, with its tolerance rule and the check's runtime.
     """
     t = Table(title=title, show_lines=False, expand=False)
-    t.add_column("id", style="bold")
-    t.add_column("verdict")
-    t.add_column("held", justify="right")
-    t.add_column("comparison" if verbose else "headline comparison")
+    t.add_column("id", style="bold", no_wrap=True)
+    t.add_column("verdict", no_wrap=not verbose)
+    t.add_column("held", justify="right", no_wrap=True)
+    t.add_column("comparison" if verbose else "headline")
     t.add_column("predicted", justify="right")
     t.add_column("measured ± unc.", justify="right")
-    t.add_column("tolerance rule")
-    t.add_column("time", justify="right")
-    for r in results:
-        verdict = f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]"
-        time_txt = f"{r.runtime_s:.1f}s" if r.verdict is not Verdict.NOT_IMPLEMENTED else ""
-        if not r.comparisons:
-            note = "(no check yet)" if r.verdict is Verdict.NOT_IMPLEMENTED else (_last_line(r.error) or r.notes)
-            t.add_row(r.id, verdict, "", note, "", "", "", time_txt)
-            continue
-        held = f"{sum(c.outcome == 'PASS' for c in r.comparisons)}/{len(r.comparisons)}"
-        shown = r.comparisons if verbose else [_headline(r)]
-        for k, c in enumerate(shown):
-            mark = _MARK.get(c.outcome, "")
-            t.add_row(
-                r.id if k == 0 else "",
-                verdict if k == 0 else "",
-                held if k == 0 else "",
-                mark + c.name,
-                fmt_value(c.predicted),
-                _measured_text(c),
-                c.tolerance if verbose else describe(c),
-                time_txt if k == 0 else "",
-            )
+    if verbose:
+        t.add_column("tolerance rule")
+        t.add_column("time", justify="right")
+    rows = [row for r in results for row in _table_rows(r, verbose)]
+    for row in rows:
+        t.add_row(*row)
+    if not verbose:
+        _fit_columns(t, rows, TABLE_WIDTH)
     return t
+
+
+def _table_rows(r: CheckResult, verbose: bool) -> list[list[str]]:
+    """The table rows of one check: one (compact) or one per comparison (``verbose``)."""
+    verdict = f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]"
+    time_txt = [f"{r.runtime_s:.1f}s" if r.verdict is not Verdict.NOT_IMPLEMENTED else ""] if verbose else []
+    if not r.comparisons:
+        note = "(no check yet)" if r.verdict is Verdict.NOT_IMPLEMENTED else (_last_line(r.error) or r.notes)
+        note = note if verbose else _short(note, _HEADLINE_CHARS)
+        return [[r.id, verdict, "", note, "", "", *([""] if verbose else []), *time_txt]]
+    held = f"{sum(c.outcome == 'PASS' for c in r.comparisons)}/{len(r.comparisons)}"
+    rows = []
+    for k, c in enumerate(r.comparisons if verbose else [_headline(r)]):
+        first = k == 0
+        name = c.name if verbose else _short(c.name, _HEADLINE_CHARS)
+        predicted = fmt_value(c.predicted) if verbose else _short(fmt_value(c.predicted), _VALUE_CHARS)
+        rows.append([r.id if first else "", verdict if first else "", held if first else "",
+                     _MARK.get(c.outcome, "") + name, predicted,
+                     _measured_text(c) if verbose else _short(_measured_text(c), _MEASURED_CHARS),
+                     *([c.tolerance] if verbose else []), *(time_txt if first else [""] * len(time_txt))])
+    return rows
+
+
+def _fit_columns(t: Table, rows: list[list[str]], width: int) -> None:
+    """Fix the widths of the compact table ``t`` (columns id, verdict, held, headline, predicted, measured) so that
+    it is at most ``width`` characters wide: predicted / measured get at most 12 / 21 characters, the headline the
+    rest; a table that fits as it is keeps its natural widths."""
+    from rich.text import Text
+
+    natural = [max([Text.from_markup(row[k]).cell_len for row in rows] + [len(str(col.header))])
+               for k, col in enumerate(t.columns)]
+    frame = 3 * len(t.columns) + 1  # "│ " before each cell, " " after it, and the closing "│"
+    if sum(natural) + frame <= width:
+        return
+    widths = natural[:3] + [0, min(natural[4], 12), min(natural[5], 21)]
+    widths[3] = max(12, width - frame - sum(widths))
+    for col, w in zip(t.columns, widths):
+        col.width = w
 
 
 def summary_counts(results: Iterable[CheckResult]) -> dict[str, int]:
@@ -196,13 +238,9 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
         f"- error rates: {rates_text()}",
         *_interrupted_lines(meta),
         "",
-        "| id | verdict | claim | time (s) |",
-        "|---|---|---|---|",
+        *_summary_lines(results),
+        *_contents_lines(results),
     ]
-    for r in results:
-        t = f"{r.runtime_s:.1f}" if r.verdict is not Verdict.NOT_IMPLEMENTED else ""
-        lines.append(f"| {r.id} | **{r.verdict.value}** | {_md(r.claim)} | {t} |")
-    lines.append("")
     for r in results:
         lines += [f"## {r.id}: {r.verdict.value}", "", f"*Claim (paper {r.paper}).* {_md(r.claim)}", ""]
         if r.verdict is Verdict.NOT_IMPLEMENTED:
@@ -218,8 +256,7 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
                     f"{_md(fmt_value(c.uncertainty))} | {_md(c.tolerance)} | {_md(describe(c))} | {out} |"
                 )
             lines.append("")
-        if r.notes:
-            lines += [r.notes, ""]
+        lines += _notes_lines(r.notes)
         if r.error:
             lines += ["```", r.error.rstrip(), "```", ""]
         for f in r.figures:
@@ -227,6 +264,82 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
             lines += [f"![{r.id}]({rel})", ""]
         lines += [f"runtime {r.runtime_s:.2f} s; seeds: {', '.join(map(str, r.seeds)) or 'none'}", ""]
     return "\n".join(lines)
+
+
+#: notes up to this many characters are shown whole; longer ones open with their first sentences this long at
+#: most, the full text folded below (``<details>``) in paragraphs of about the same length
+NOTES_SHORT_CHARS = 400
+
+
+def _anchor(r: CheckResult) -> str:
+    """The link target of ``r``'s section: the GitHub / pandoc identifier of its heading ``## ID: VERDICT``."""
+    text = f"{r.id}: {r.verdict.value}".lower()
+    return "".join(ch for ch in text if ch.isalnum() or ch in "-_ ").replace(" ", "-")
+
+
+def _summary_lines(results: list[CheckResult]) -> list[str]:
+    """The report's opening table: per check its verdict, headline comparison and measured vs predicted."""
+    lines = ["| id | verdict | held | headline | measured vs predicted |", "|---|---|---|---|---|"]
+    for r in results:
+        link = f"[{r.id}](#{_anchor(r)})"
+        if not r.comparisons:
+            note = "no check yet" if r.verdict is Verdict.NOT_IMPLEMENTED else _last_line(r.error)
+            lines.append(f"| {link} | **{r.verdict.value}** | | {_md(note)} | |")
+            continue
+        c = _headline(r)
+        held = f"{sum(x.outcome == 'PASS' for x in r.comparisons)}/{len(r.comparisons)}"
+        lines.append(f"| {link} | **{r.verdict.value}** | {held} | {_md(c.name)} | "
+                     f"{_md(_measured_text(c))} vs {_md(fmt_value(c.predicted))} |")
+    return lines + [""]
+
+
+def _contents_lines(results: list[CheckResult]) -> list[str]:
+    """The report's table of contents: a link to each check's section, with its claim."""
+    lines = ["## Contents", ""]
+    for r in results:
+        lines.append(f"- [{r.id}: {r.verdict.value}](#{_anchor(r)}) - {_md(_short(r.claim, 110))}")
+    return lines + [""]
+
+
+def _sentences(text: str) -> list[str]:
+    """``text`` split after each ". " (whitespace kept inside a sentence; the pieces rejoin to ``text``)."""
+    out, start = [], 0
+    for k in range(len(text) - 1):
+        if text[k] == "." and text[k + 1] == " ":
+            out.append(text[start:k + 1])
+            start = k + 2
+    return out + ([text[start:]] if text[start:] else [])
+
+
+def _paragraphs(text: str, limit: int) -> list[str]:
+    """``text`` (one or more blank-line separated blocks) in paragraphs of whole sentences of about ``limit``
+    characters each (a longer sentence is its own paragraph)."""
+    paras = []
+    for block in (b.strip() for b in text.split("\n\n")):
+        cur = ""
+        for sent in _sentences(" ".join(block.split())):
+            if cur and len(cur) + 1 + len(sent) > limit:
+                paras.append(cur)
+                cur = sent
+            else:
+                cur = f"{cur} {sent}" if cur else sent
+        if cur:
+            paras.append(cur)
+    return paras
+
+
+def _notes_lines(notes: str) -> list[str]:
+    """A check's notes for the report: whole when short; else a short opening paragraph (its first sentences)
+    and the full notes, in short paragraphs, folded below."""
+    if not notes:
+        return []
+    if len(notes) <= NOTES_SHORT_CHARS:
+        return [notes, ""]
+    opening = _paragraphs(notes, NOTES_SHORT_CHARS)[0]
+    if len(opening) > NOTES_SHORT_CHARS:
+        opening = _short(opening, NOTES_SHORT_CHARS)
+    full = [line for p in _paragraphs(notes, NOTES_SHORT_CHARS) for line in (p, "")]
+    return [opening, "", "<details><summary>Full notes</summary>", "", *full, "</details>", ""]
 
 
 def _interrupted_lines(meta: dict) -> list[str]:
