@@ -46,6 +46,8 @@ def test_signal_writes_the_finished_checks_and_exits_130(monkeypatch, tmp_path, 
     monkeypatch.setattr(registry, "_REGISTRY", {"A1": _ok, "A2": stop, "A3": _ok})
     path, rep = tmp_path / "out.json", tmp_path / "rep"
     argv = ["--only", "A1", "A2", "A3", "--json", str(path), "--report-dir", str(rep), "--cache-dir", "none"]
+    # the handlers in force before the run (SIG_IGN for SIGINT under nohup or a background job, else Python's own)
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
     assert main(argv) == EXIT_INTERRUPTED
     doc = json.loads(path.read_text())
     assert [r["id"] for r in doc["results"]] == ["A1", "A2"]  # A3 never ran
@@ -60,7 +62,7 @@ def test_signal_writes_the_finished_checks_and_exits_130(monkeypatch, tmp_path, 
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if "to resume" in line]
     assert len(lines) == 1 and "run the same command again" in lines[0] and "Traceback" not in err
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # handlers restored
 
 
 def test_uninterrupted_run_has_no_interrupted_entry(monkeypatch, tmp_path):
