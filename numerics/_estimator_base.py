@@ -24,7 +24,47 @@ from typing import Any
 
 import numpy as np
 
-from theory._validation import require_integer
+from theory._validation import ArgumentTypeError, as_float, as_int, describe
+
+#: largest count parameter (iterations, restarts, widths, ...) of the estimators
+MAX_COUNT = 2**31 - 1
+
+
+def check_count(name: str, value: Any, low: int) -> Any:
+    """An integer number ``low <= value <= MAX_COUNT`` (not a bool, not symbolic); returns ``value`` unchanged."""
+    as_int(name, value, low, MAX_COUNT)
+    return value
+
+
+def check_positive(name: str, value: Any) -> Any:
+    """A finite real number ``> 0`` (not a bool, not symbolic); returns ``value`` unchanged."""
+    as_float(name, value, low=0, low_open=True)
+    return value
+
+
+def check_nonnegative(name: str, value: Any) -> Any:
+    """A finite real number ``>= 0`` (not a bool, not symbolic); returns ``value`` unchanged."""
+    as_float(name, value, low=0)
+    return value
+
+#: largest integer ``random_state`` (a non-negative 63-bit seed)
+MAX_SEED = 2**63 - 1
+
+
+def _numeric_array(name: str, value: Any) -> np.ndarray:
+    """``np.asarray(value, dtype=float64)`` of an array-like of real numbers; other types refused by name."""
+    if value is None or isinstance(value, (str, bytes, bool, np.bool_, dict, set)):
+        raise ArgumentTypeError(f"{name} must be an array of finite real numbers, got {describe(value)} of type "
+                                f"{type(value).__name__}")
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as exc:  # ragged nested sequences
+        raise ArgumentTypeError(f"{name} must be an array of finite real numbers, got {describe(value)} "
+                                f"({exc})") from None
+    if arr.dtype.kind not in "iuf":
+        raise ArgumentTypeError(f"{name} must be an array of finite real numbers, got {describe(value)} "
+                                f"(dtype {arr.dtype})")
+    return arr.astype(np.float64, copy=False)
 
 from .ips import as_generator
 
@@ -59,7 +99,7 @@ def _check_XY(X: Any, Y: Any | None = None, min_samples: int = 1) -> tuple[np.nd
     ValueError
         A wrong shape or a non-finite entry (the message names ``X`` or ``Y``).
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = _numeric_array("X", X)
     if X.ndim != 3:
         raise ValueError(f"X must have shape (M, N, d), got shape {X.shape}")
     M, N, d = X.shape
@@ -71,7 +111,7 @@ def _check_XY(X: Any, Y: Any | None = None, min_samples: int = 1) -> tuple[np.nd
         raise ValueError("X must be finite (no NaN or inf)")
     if Y is None:
         return X, None
-    Y = np.asarray(Y, dtype=np.float64)
+    Y = _numeric_array("Y", Y)
     if Y.shape != (M, N):
         raise ValueError(f"Y must have shape (M, N) = {(M, N)} matching X, got {Y.shape}")
     if not np.all(np.isfinite(Y)):
@@ -92,7 +132,7 @@ def check_random_state_param(value: Any) -> None:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float)):
         raise ValueError(f"random_state must be None, an integer seed >= 0 or a numpy.random.Generator, "
                          f"got {value!r}")
-    require_integer("random_state", value, 0)
+    as_int("random_state", value, 0, MAX_SEED)
 
 
 def resolve_seed_alias(owner: str, random_state: Any, seed: Any) -> Any:
@@ -315,7 +355,11 @@ class InteractionEstimator(abc.ABC):
         (value, standard_error) : tuple of float
         """
         self._check_fitted()
-        require_integer("n_pairs", n_pairs, 2)
+        check_count("n_pairs", n_pairs, 2)
+        methods = ("sample_pairs", "interaction")
+        if isinstance(model, type) or not all(callable(getattr(model, a, None)) for a in methods):
+            raise ArgumentTypeError(f"model must be a model instance with sample_pairs and interaction methods (an "
+                                    f"IPSModel), got {describe(model)} of type {type(model).__name__}")
         x, y = model.sample_pairs(int(n_pairs), as_generator(rng))
         e2 = (self.interaction(x, y) - np.asarray(model.interaction(x, y), dtype=np.float64)) ** 2
         return float(e2.mean()), float(e2.std(ddof=1) / math.sqrt(e2.size))

@@ -95,12 +95,12 @@ import scipy.sparse
 import torch
 from scipy.interpolate import BSpline
 
-from theory._validation import require_integer, require_positive
+from theory._validation import as_float, as_int
 
-from ._estimator_base import (DEPRECATED, ConvergenceWarning, InteractionEstimator, _check_XY,
-                              check_random_state_param, resolve_seed_alias, warn_seed_alias)
+from ._estimator_base import (DEPRECATED, MAX_COUNT, ConvergenceWarning, InteractionEstimator, _check_XY, check_count,
+                              check_positive, check_random_state_param, resolve_seed_alias, warn_seed_alias)
 from .ips import check_random_state
-from .threads import torch_threads
+from .threads import check_device, torch_threads
 
 __all__ = ["PaperStyleEstimator", "BaselineRound"]
 
@@ -135,6 +135,16 @@ class BaselineRound:
     fit_time_s: float
     state_time_s: float
     start: int = 1
+
+    def __post_init__(self) -> None:
+        as_int("round", self.round, 0, MAX_COUNT)
+        as_int("surrogate_steps", self.surrogate_steps, 0, MAX_COUNT)
+        as_int("start", self.start, 1, MAX_COUNT)
+        for name in ("loss", "fit_time_s", "state_time_s"):
+            as_float(name, getattr(self, name), low=0)
+        mse = self.surrogate_mse
+        if not (isinstance(mse, float) and math.isnan(mse)):  # NaN: no surrogate on the last round
+            as_float("surrogate_mse", mse, low=0)
 
 
 def _offdiag_index(N: int) -> tuple[np.ndarray, np.ndarray]:
@@ -349,32 +359,34 @@ class PaperStyleEstimator(InteractionEstimator):
 
     def _check_ranges(self) -> None:
         """Refuse a parameter outside its range (the message names it)."""
-        require_integer("rank", self.rank, 1)
-        require_integer("spline_degree", self.spline_degree, 0)
+        check_count("rank", self.rank, 1)
+        check_count("spline_degree", self.spline_degree, 0)
         if self.n_intervals is not None:
-            require_integer("n_intervals", self.n_intervals, 1)
-        require_integer("hidden", self.hidden, 1)
-        require_integer("epochs", self.epochs, 0)
-        require_integer("rounds", self.rounds, 1)
-        require_positive("lr", self.lr)
-        require_integer("batch_size", self.batch_size, 1)
-        require_positive("surrogate_lr", self.surrogate_lr)
-        require_integer("surrogate_steps", self.surrogate_steps, 0)
-        require_positive("surrogate_tol", self.surrogate_tol)
-        require_integer("surrogate_points", self.surrogate_points, 8)
+            check_count("n_intervals", self.n_intervals, 1)
+        check_count("hidden", self.hidden, 1)
+        check_count("epochs", self.epochs, 0)
+        check_count("rounds", self.rounds, 1)
+        check_positive("lr", self.lr)
+        check_count("batch_size", self.batch_size, 1)
+        check_positive("surrogate_lr", self.surrogate_lr)
+        check_count("surrogate_steps", self.surrogate_steps, 0)
+        check_positive("surrogate_tol", self.surrogate_tol)
+        check_count("surrogate_points", self.surrogate_points, 8)
+        as_float("range_quantile", self.range_quantile, low=0, high=0.1)
         if not (0.0 <= float(self.range_quantile) <= 0.1):
             raise ValueError(f"range_quantile must be in [0, 0.1], got {self.range_quantile!r}")
-        require_positive("tol", self.tol)
-        require_integer("patience", self.patience, 1)
-        require_positive("lr_decay", self.lr_decay)
-        require_integer("restarts", self.restarts, 0)
-        require_positive("restart_gain", self.restart_gain)
+        check_positive("tol", self.tol)
+        check_count("patience", self.patience, 1)
+        check_positive("lr_decay", self.lr_decay)
+        check_count("restarts", self.restarts, 0)
+        check_positive("restart_gain", self.restart_gain)
         if self.restart_gain >= 1:
             raise ValueError(f"restart_gain must be in (0, 1), got {self.restart_gain!r}")
         if self.lr_decay > 1:
             raise ValueError(f"lr_decay must be in (0, 1], got {self.lr_decay!r}")
         if self.max_time_s is not None:
-            require_positive("max_time_s", self.max_time_s)
+            check_positive("max_time_s", self.max_time_s)
+        check_device("device", self.device)
         if self.device not in ("cpu", "cuda") and not str(self.device).startswith("cuda:"):
             raise ValueError(f"device must be 'cpu' or 'cuda[:k]', got {self.device!r}")
 

@@ -80,20 +80,22 @@ from typing import Any
 import numpy as np
 import torch
 
-from theory._validation import require_integer, require_nonnegative, require_positive
+from theory._validation import ArgumentTypeError, as_array, as_float, check_flag
 
 from . import _piecewise as pw
-from ._estimator_base import (DEPRECATED, ConvergenceWarning, InteractionEstimator, check_random_state_param,
-                              resolve_seed_alias, warn_seed_alias)
+from ._estimator_base import (DEPRECATED, ConvergenceWarning, InteractionEstimator, check_count, check_nonnegative,
+                              check_positive, check_random_state_param, resolve_seed_alias, warn_seed_alias)
 from ._estimator_base import _check_XY as _check_XY_base
 from .ips import check_random_state
-from .threads import torch_threads
+from .threads import check_device, check_n_jobs, torch_threads
 
 __all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning"]
 
 
 def _check_XY(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(X, Y)`` checked for a fit: ``M >= 2`` samples (see :func:`numerics._estimator_base._check_XY`)."""
+    if Y is None:
+        raise ArgumentTypeError("Y must be an array of finite real numbers of shape (M, N), got None")
     return _check_XY_base(X, Y, min_samples=2)
 
 
@@ -254,29 +256,31 @@ class PairwiseInteractionEstimator(InteractionEstimator):
 
     def _checked_params(self) -> _Config:
         """The parameters checked and converted (``int``, ``float``, ``torch.device``) for a fit."""
-        require_integer("rank", self.rank, 1)
-        require_integer("degree", self.degree, 0)
-        require_integer("n_intervals", self.n_intervals, 1)
-        require_integer("restarts", self.restarts, 1)
-        require_integer("max_iter", self.max_iter, 1)
-        require_nonnegative("ridge", self.ridge)
+        check_count("rank", self.rank, 1)
+        check_count("degree", self.degree, 0)
+        check_count("n_intervals", self.n_intervals, 1)
+        check_count("restarts", self.restarts, 1)
+        check_count("max_iter", self.max_iter, 1)
+        check_nonnegative("ridge", self.ridge)
         if self.extrapolation not in ("constant", "polynomial"):
             raise ValueError(f"extrapolation must be 'constant' or 'polynomial', got {self.extrapolation!r}")
-        require_nonnegative("range_quantile", self.range_quantile)
+        as_float("range_quantile", self.range_quantile, low=0, high=0.1)
         if self.range_quantile > 0.1:
             raise ValueError(f"range_quantile must be in [0, 0.1], got {self.range_quantile!r}")
         random_state = resolve_seed_alias(type(self).__name__, self.random_state, self.seed)
         check_random_state_param(random_state)
-        require_positive("tol", self.tol)
+        check_positive("tol", self.tol)
         if self.optimizer not in ("gauss-newton", "lbfgs"):
             raise ValueError(f"optimizer must be 'gauss-newton' or 'lbfgs', got {self.optimizer!r}")
         if self.num_threads is not None:
-            require_integer("num_threads", self.num_threads, 1)
-        require_integer("patience", self.patience, 1)
-        require_positive("join_tol", self.join_tol)
+            check_n_jobs("num_threads", self.num_threads)
+        check_count("patience", self.patience, 1)
+        check_positive("join_tol", self.join_tol)
         if self.join_tol >= 1:
             raise ValueError(f"join_tol must be in (0, 1), got {self.join_tol!r}")
-        require_nonnegative("stat_tol", self.stat_tol)
+        check_nonnegative("stat_tol", self.stat_tol)
+        check_flag("adaptive_restarts", self.adaptive_restarts)
+        check_device("device", self.device)
         if str(self.device).startswith("cuda") and not torch.cuda.is_available():
             raise ValueError(f"device must be 'cpu' (CUDA is not available here), got {self.device!r}")
         return _Config(
@@ -717,7 +721,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
     def phi(self, u: Any) -> np.ndarray:
         """The fitted activation ``phi_hat(u)`` (NumPy, any shape)."""
         self._check_fitted()
-        u = np.asarray(u, dtype=np.float64)
+        u = as_array("u", u, allow_empty=True)
         lo, hi = self.range_
         clamp = self._cfg.extrapolation == "constant"
         return pw.evaluate(u, self.coef_, lo, hi, clamp=clamp)
@@ -734,7 +738,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """``R_{g_hat}[X]_i = 1/(N-1) sum_{j != i} g_hat(X_i, X_j)``, shape ``(M, N)``."""
         self._check_fitted()
-        X = np.asarray(X, dtype=np.float64)
+        X = as_array("X", X)
         if X.ndim != 3 or X.shape[2] != self.d_ or X.shape[1] < 2:
             raise ValueError(f"X must have shape (M, N>=2, d={self.d_}), got {X.shape}")
         N = X.shape[1]

@@ -44,7 +44,12 @@ from typing import Any, Callable
 import numpy as np
 from scipy.interpolate import BSpline
 
-from theory._validation import require_integer, require_nonnegative, require_positive
+from theory._validation import ArgumentTypeError, as_array, as_float, as_int, check_array_memory
+
+#: largest integer seed of :func:`as_generator` / :func:`check_random_state`
+MAX_SEED = 2**63 - 1
+#: largest count field of :class:`IPSModel` (``d``, ``N``, ``degree``, ``n_knots``, ...)
+MAX_COUNT = 2**31 - 1
 
 __all__ = ["IPSModel", "TOKEN_LAWS", "TRUTHS", "as_generator", "check_random_state"]
 
@@ -76,7 +81,7 @@ def as_generator(rng: Any) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
+        return np.random.default_rng(as_int("rng", rng, 0, MAX_SEED))
     raise ValueError(f"rng must be a numpy.random.Generator or an integer seed, got {rng!r}")
 
 
@@ -190,28 +195,28 @@ class IPSModel:
 
     def _validate(self) -> None:
         """Check the fields and resolve ``beta`` (the defaults of the two truths)."""
-        require_integer("d", self.d, 1)
-        require_integer("N", self.N, 2)
-        require_integer("rank", self.rank, 1)
+        as_int("d", self.d, 1, MAX_COUNT)
+        check_array_memory("d", int(self.d) ** 2, 8)
+        as_int("N", self.N, 2, MAX_COUNT)
+        as_int("rank", self.rank, 1, MAX_COUNT)
         if self.rank > self.d:
             raise ValueError(f"rank must be an integer in [1, d={self.d}], got {self.rank!r}")
         if self.truth not in TRUTHS:
             raise ValueError(f"truth must be one of {TRUTHS}, got {self.truth!r}")
-        require_integer("degree", self.degree, 1)
+        as_int("degree", self.degree, 1, MAX_COUNT)
         if self.token_law not in TOKEN_LAWS:
             raise ValueError(f"token_law must be one of {TOKEN_LAWS}, got {self.token_law!r}")
-        require_nonnegative("noise", self.noise)
+        as_float("noise", self.noise, low=0)
         if self.noise_law not in NOISE_LAWS:
             raise ValueError(f"noise_law must be one of {NOISE_LAWS}, got {self.noise_law!r}")
-        require_integer("n_knots", self.n_knots, self.degree)
-        require_nonnegative("rho", self.rho)
-        if not self.rho < 1:
-            raise ValueError(f"rho must be in [0, 1), got {self.rho!r}")
-        require_positive("support", self.support)
-        require_positive("u_quantile", self.u_quantile)
-        if not self.u_quantile < 1:
-            raise ValueError(f"u_quantile must be in (0, 1), got {self.u_quantile!r}")
-        require_integer("seed", self.seed, 0)
+        as_int("n_knots", self.n_knots, int(self.degree), MAX_COUNT)
+        check_array_memory("n_knots", int(self.n_knots) + int(self.degree) + 1, 8)
+        as_float("rho", self.rho, low=0, high=1, high_open=True)
+        as_float("support", self.support, low=0, low_open=True)
+        as_float("u_quantile", self.u_quantile, low=0, high=1, low_open=True, high_open=True)
+        as_int("seed", self.seed, 0, MAX_SEED)
+        if self.beta is not None:
+            as_float("beta", self.beta, low=0, low_open=True)
         if self.A_structure not in ("dense", "sparse"):
             raise ValueError(f"A_structure must be 'dense' or 'sparse', got {self.A_structure!r}")
         self._resolve_beta()
@@ -227,7 +232,7 @@ class IPSModel:
                 raise ValueError("degree must be >= 2 for truth='bspline' (beta = degree - 1 > 0)")
         else:
             self.beta = float(self.degree - 1) if self.beta is None else float(self.beta)
-            require_positive("beta", self.beta)
+            as_float("beta", self.beta, low=0, low_open=True)
 
     def _init_covariance(self, g_cov: np.random.Generator) -> None:
         """Token covariance of the anisotropic law (``_cov_sqrt``, ``_lambda``)."""
@@ -284,8 +289,8 @@ class IPSModel:
         return int(np.ceil(self.beta)) - 1
 
     def phi_star(self, u: Any) -> np.ndarray:
-        """The activation ``phi*(u)`` (vectorised, float64, any shape)."""
-        u = np.asarray(u, dtype=np.float64)
+        """The activation ``phi*(u)`` (vectorised, float64, any shape; finite real ``u`` only)."""
+        u = as_array("u", u, allow_empty=True)
         if self.truth == "bspline":
             out = self._spline(u)
             return np.nan_to_num(out, nan=0.0)  # zero extension outside [-L, L] (C^{P-1})
@@ -322,6 +327,9 @@ class IPSModel:
             Maximal number of pair coordinates (``pairs * d``) formed at once.
         """
         X = self._check_X(X)
+        chunk = as_int("chunk", chunk, 1, 2**62)
+        if g is not None and not callable(g):
+            raise ArgumentTypeError(f"g must be a callable g(x, y) or None, got {type(g).__name__}")
         M, N, d = X.shape
         if g is None:
             G = self.phi_star(self.pair_values(X))
@@ -347,10 +355,11 @@ class IPSModel:
 
         ``rng`` is None, an integer seed or a generator (:func:`check_random_state`).
         """
-        require_integer("M", M, 1)
+        M = as_int("M", M, 1)
+        n = self.N if n_tokens is None else as_int("n_tokens", n_tokens, 1)
+        check_array_memory("M * n_tokens" if n_tokens is not None else "M", M * n * self.d, 8)
         gen = check_random_state(rng)
-        n = self.N if n_tokens is None else int(n_tokens)
-        shape = (int(M), n, self.d)
+        shape = (M, n, self.d)
         law = self.token_law
         if law == "uniform":
             return gen.uniform(-1.0, 1.0, shape)
@@ -400,13 +409,14 @@ class IPSModel:
         tokens of a 2-token sample. ``rng`` is None, an integer seed or a generator
         (:func:`check_random_state`).
         """
-        require_integer("n", n, 1)
+        n = as_int("n", n, 1)
+        check_array_memory("n", 2 * n * self.d, 8)
         T = self.sample_tokens(int(n), rng, n_tokens=2)
         return T[:, 0, :], T[:, 1, :]
 
     # ----------------------------------------------------------------- helpers
     def _check_X(self, X: Any) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
+        X = as_array("X", X)
         if X.ndim != 3 or X.shape[2] != self.d or X.shape[1] < 2:
             raise ValueError(f"X must have shape (M, N>=2, d={self.d}), got {X.shape}")
         if not np.all(np.isfinite(X)):

@@ -37,10 +37,31 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from theory._validation import ArgumentTypeError, as_int, check_choice, describe
+
 __all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
            "CacheIntegrityWarning", "cell_lock", "result_checksum"]
 
 _EXECUTORS = ("local", "dask")
+#: largest seed (``base_seed``, ``seed``, the elements of ``seeds``): a non-negative 63-bit integer
+MAX_SEED = 2**63 - 1
+#: largest ``n_replicates`` of :func:`run_sweep` (the seeds are derived up front, one hash each)
+MAX_REPLICATES = 10**6
+
+
+def _check_seed(name: str, value: Any) -> int:
+    """A seed: an integer in ``[0, MAX_SEED]`` (not a bool); returns ``int(value)``."""
+    return as_int(name, value, 0, MAX_SEED)
+
+
+def _check_text(name: str, value: Any) -> str:
+    """A non-empty string."""
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"{name} must be a non-empty string, got {describe(value)} of type "
+                                f"{type(value).__name__}")
+    if not value:
+        raise ValueError(f"{name} must be a non-empty string, got ''")
+    return value
 
 
 # ----------------------------------------------------------------------------------------- helpers
@@ -150,7 +171,8 @@ def cache_key(func: Callable, cell: Mapping[str, Any], seed: int, version: str =
     str
         64 hex digits.
     """
-    text = _canonical({"func": _qualname(func), "cell": dict(cell), "seed": int(seed), "version": str(version)})
+    seed = _check_seed("seed", seed)
+    text = _canonical({"func": _qualname(func), "cell": dict(cell), "seed": seed, "version": str(version)})
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -172,6 +194,7 @@ def source_version(prefix: str, *objects: Any) -> str:
     """
     import inspect
 
+    _check_text("prefix", prefix)
     h = hashlib.sha256()
     for obj in objects:
         try:
@@ -225,7 +248,9 @@ def cell_seed(base_seed: int, cell: Mapping[str, Any], replicate: int) -> int:
     True
     """
     data_cell = _seed_part({k: v for k, v in cell.items() if k not in EXECUTION_KEYS + LABEL_KEYS})
-    text = _canonical({"base": int(base_seed), "cell": data_cell, "rep": int(replicate)})
+    base_seed = _check_seed("base_seed", base_seed)
+    replicate = as_int("replicate", replicate, 0, MAX_SEED)
+    text = _canonical({"base": base_seed, "cell": data_cell, "rep": replicate})
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
 
 
@@ -280,9 +305,12 @@ class SweepResults:
     """
 
     def __init__(self, records: list[dict], n_computed: int = 0, n_cached: int = 0) -> None:
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise ArgumentTypeError(f"records must be a list of dicts, got {describe(records)} of type "
+                                    f"{type(records).__name__}")
         self.records = records
-        self.n_computed = n_computed
-        self.n_cached = n_cached
+        self.n_computed = as_int("n_computed", n_computed, 0, MAX_SEED)
+        self.n_cached = as_int("n_cached", n_cached, 0, MAX_SEED)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -358,7 +386,16 @@ def cell_lock(path: str | os.PathLike) -> Any:
     """
     from filelock import FileLock
 
-    return FileLock(os.fspath(path), thread_local=False)
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise ArgumentTypeError(f"path must be a str or os.PathLike path, got {describe(path)} of type "
+                                f"{type(path).__name__}")
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"path must be a non-empty text path, got {describe(path)}")
+    parent = Path(text).parent
+    if not parent.is_dir():
+        raise ValueError(f"path {text!r}: its directory {str(parent)!r} does not exist")
+    return FileLock(text, thread_local=False)
 
 
 def result_checksum(result: Mapping[str, Any]) -> str:
@@ -374,7 +411,16 @@ def result_checksum(result: Mapping[str, Any]) -> str:
     str
         Key order does not matter; a JSON round trip gives the same checksum (floats are written exactly).
     """
-    return hashlib.sha256(_canonical(dict(result)).encode()).hexdigest()
+    if not isinstance(result, Mapping):
+        raise ArgumentTypeError(f"result must be a mapping, got {describe(result)} of type {type(result).__name__}")
+    bad = [k for k in result if not isinstance(k, str)]
+    if bad:
+        raise ArgumentTypeError(f"result must have str keys, got the key {bad[0]!r}")
+    try:
+        text = _canonical(dict(result))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"result must be JSON-serialisable: {exc}") from None
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _cache_path(cache_dir: Path, key: str) -> Path:
@@ -460,20 +506,32 @@ def _resolve_seeds(cells: list[dict], seeds: Any, n_replicates: int | None, base
     if seeds is not None and n_replicates is not None:
         raise ValueError("give either seeds or n_replicates, not both")
     if seeds is None:
-        if n_replicates is None or int(n_replicates) != n_replicates or n_replicates < 1:
-            raise ValueError(f"n_replicates must be an integer >= 1 when seeds is None, got {n_replicates!r}")
-        return [[cell_seed(base_seed, c, i) for i in range(int(n_replicates))] for c in cells]
+        if n_replicates is None:
+            raise ValueError("n_replicates must be an integer >= 1 when seeds is None, got None")
+        n = as_int("n_replicates", n_replicates, 1, MAX_REPLICATES)
+        base_seed = _check_seed("base_seed", base_seed)
+        return [[cell_seed(base_seed, c, i) for i in range(n)] for c in cells]
     if callable(seeds):
-        out = [list(seeds(i, c)) for i, c in enumerate(cells)]
+        out = [_seed_list(seeds(i, c)) for i, c in enumerate(cells)]
     else:
-        out = [list(seeds)] * len(cells)
+        out = [_seed_list(seeds)] * len(cells)
     for s_list in out:
         if not s_list:
             raise ValueError("seeds must give at least one seed per cell")
         for s in s_list:
-            if isinstance(s, bool) or int(s) != s or s < 0:
-                raise ValueError(f"seeds must be non-negative integers, got {s!r}")
+            _check_seed("seeds", s)
     return [[int(s) for s in s_list] for s_list in out]
+
+
+def _seed_list(seeds: Any) -> list:
+    """``list(seeds)`` of a sequence (not a string, bytes, mapping or set) of at most MAX_REPLICATES seeds."""
+    if isinstance(seeds, (str, bytes, Mapping, set, frozenset)) or not isinstance(seeds, Iterable):
+        raise ArgumentTypeError(f"seeds must be a sequence of integers in [0, {MAX_SEED}], got {describe(seeds)} "
+                                f"of type {type(seeds).__name__}")
+    out = list(seeds) if len(getattr(seeds, "shape", ())) <= 1 else None
+    if out is None or len(out) > MAX_REPLICATES:
+        raise ValueError(f"seeds must be a flat sequence of at most {MAX_REPLICATES} seeds, got {describe(seeds)}")
+    return out
 
 
 def run_sweep(
@@ -544,7 +602,8 @@ def run_sweep(
     >>> def _f(cell, seed):  # doctest: +SKIP
     ...     return {"y": cell["x"] * 2}
     """
-    _check_backend(executor, n_jobs)
+    _check_backend(executor, n_jobs, torch_threads)
+    _check_text("version", version)
     fname = _qualname(func)
     cell_list = _check_cells(cells)
     seed_lists = _resolve_seeds(cell_list, seeds, n_replicates, base_seed)
@@ -569,17 +628,27 @@ def _execute(func: Callable, table: "_Table", todo: list[int], executor: str, n_
         table.release_all()  # an error or an interrupt: the claims of unfinished pairs go back
 
 
-def _check_backend(executor: str, n_jobs: Any) -> None:
-    """``executor`` is one of :data:`_EXECUTORS` and ``n_jobs`` an integer ``>= 1``."""
-    if executor not in _EXECUTORS:
-        raise ValueError(f"executor must be one of {_EXECUTORS}, got {executor!r}")
-    if isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or n_jobs < 1:
-        raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
+def _check_backend(executor: str, n_jobs: Any, torch_threads: Any = None) -> None:
+    """``executor`` is one of :data:`_EXECUTORS`; ``n_jobs`` and ``torch_threads`` (unless None) thread counts."""
+    from numerics.threads import check_n_jobs
+
+    check_choice("executor", executor, _EXECUTORS)
+    check_n_jobs("n_jobs", n_jobs)
+    if torch_threads is not None:
+        check_n_jobs("torch_threads", torch_threads)
 
 
 def _check_cells(cells: Iterable[Mapping[str, Any]]) -> list[dict]:
     """The cells as plain JSON dicts; at least one, none with the key ``"seed"``."""
-    cell_list = [to_jsonable(dict(c)) for c in cells]
+    if isinstance(cells, (str, bytes, Mapping)) or not isinstance(cells, Iterable):
+        raise ArgumentTypeError(f"cells must be an iterable of mappings, got {describe(cells)} of type "
+                                f"{type(cells).__name__}")
+    cell_list = list(cells)
+    for c in cell_list:
+        if not isinstance(c, Mapping):
+            raise ArgumentTypeError(f"cells must be an iterable of mappings, got an element {describe(c)} of type "
+                                    f"{type(c).__name__}")
+    cell_list = [to_jsonable(dict(c)) for c in cell_list]
     if not cell_list:
         raise ValueError("cells must contain at least one configuration")
     for c in cell_list:
