@@ -106,8 +106,8 @@ def check_random_state(rng: Any) -> np.random.Generator:
 
     Examples
     --------
-    >>> int(check_random_state(3).integers(10)) == int(check_random_state(3).integers(10))
-    True
+    >>> check_random_state(3).integers(1000, size=3).tolist()  # numpy.random.default_rng(3)
+    [811, 85, 179]
     """
     if rng is None:
         return np.random.default_rng()

@@ -240,8 +240,8 @@ def cell_seed(base_seed: int, cell: Mapping[str, Any], replicate: int) -> int:
 
     Examples
     --------
-    >>> cell_seed(0, {"M": 100}, 0) == cell_seed(0, {"M": 100}, 0)
-    True
+    >>> cell_seed(0, {"M": 100}, 0)  # pinned: a change of the seed derivation shows here
+    1446433724
     >>> cell_seed(0, {"M": 100}, 0) != cell_seed(0, {"M": 100}, 1)
     True
     >>> cell_seed(0, {"M": 100, "sigma": 0.1}, 0) == cell_seed(0, {"M": 100, "sigma": 0.2}, 0)

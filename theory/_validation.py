@@ -393,7 +393,7 @@ def as_array(name: str, value: Any, *, complex_ok: bool = False, ndim: int | Seq
     out = arr.astype(np.complex128 if arr.dtype.kind == "c" else np.float64, copy=False)
     if not np.all(np.isfinite(out)):
         raise ValueError(f"{name} must be {what}, got {describe(value)}")
-    if arr.dtype.kind != "c":
+    if arr.dtype.kind != "c" and (low is not None or high is not None):
         bad = np.zeros(out.shape, dtype=bool)
         if low is not None:
             bad |= ~(out > low) if low_open else ~(out >= low)
