@@ -515,12 +515,13 @@ def _resolve_seeds(cells: list[dict], seeds: Any, n_replicates: int | None, base
         out = [_seed_list(seeds(i, c)) for i, c in enumerate(cells)]
     else:
         out = [_seed_list(seeds)] * len(cells)
+    checked: dict[int, list[int]] = {}  # a fixed seed list is one object repeated per cell: check it once
     for s_list in out:
-        if not s_list:
-            raise ValueError("seeds must give at least one seed per cell")
-        for s in s_list:
-            _check_seed("seeds", s)
-    return [[int(s) for s in s_list] for s_list in out]
+        if id(s_list) not in checked:
+            if not s_list:
+                raise ValueError("seeds must give at least one seed per cell")
+            checked[id(s_list)] = [int(_check_seed("seeds", s)) for s in s_list]
+    return [list(checked[id(s_list)]) for s_list in out]
 
 
 def _seed_list(seeds: Any) -> list:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -284,7 +285,7 @@ def _limits_and_activations(add: Callable[..., None]) -> None:
     add("hermite_coefficients", dict(f="tanh", order=3, centered=False),
         dict(f=ACT, order=integer(0, 20), centered=Arg("flag")))
     add("hermite_moments", dict(f="tanh"), dict(f=ACT))
-    add("check_activation", dict(f="tanh", argname="activation"), dict(f=ACT))
+    add("check_activation", dict(f="tanh", argname="f"), dict(f=ACT))
     add("numpy_activation", dict(f="tanh", centered=True), dict(f=ACT, centered=Arg("flag")))
     add("activation_asymptotic_slope", dict(f="relu"), dict(f=ACT))
     add("HermiteMoments", dict(a0=0.0, a1=0.6, a2=0.0, nu=0.4, sf2=0.04),
@@ -448,6 +449,11 @@ def _nonfinite(result: Any, depth: int = 0) -> bool:
     return False
 
 
+def _names(message: str, name: str) -> bool:
+    """Does ``message`` name the argument ``name`` as a word (``c`` is not named by "complex")?"""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message) is not None
+
+
 def classify(func: Callable[..., Any], kwargs: dict[str, Any], name: str) -> tuple[str, str]:
     """``(outcome, detail)`` of ``func(**kwargs)`` whose argument ``name`` is bad (see the module docstring)."""
     old = signal.signal(signal.SIGALRM, _alarm)
@@ -461,7 +467,7 @@ def classify(func: Callable[..., Any], kwargs: dict[str, Any], name: str) -> tup
         outcome, detail = "hang", f"> {TIME_LIMIT_S} s"
     except (ValueError, TypeError) as exc:
         msg = str(exc)
-        outcome = "refused" if name in msg else "unnamed"
+        outcome = "refused" if _names(msg, name) else "unnamed"
         detail = f"{type(exc).__name__}: {msg[:150]}"
     except Exception as exc:  # noqa: BLE001 - classified, not hidden
         outcome, detail = "other", f"{type(exc).__name__}: {str(exc)[:150]}"

@@ -23,7 +23,7 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
     assert lines[0] == "python -m venv .venv && . .venv/bin/activate"  # the block opens with a virtual environment
     commands = lines[1:]
     assert len(commands) == 2
-    assert commands[0].endswith("python -m verify") and quick.index(commands[0]) >= 0
+    assert commands[0].endswith("python -m verify") and commands[0] in quick
     assert "pytest" in commands[1]
     ci = (ROOT / ".ci" / "run").read_text()
     install, test = [c.strip() for c in commands[1].split("&&")]
