@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--json PATH] [--only erm interpolation verify] [--tiny] [--verify-profile P]``.
+"""``python -m benchmarks [--quick] [--json PATH] [--only erm interpolation verify precision] [--tiny] [--verify-profile P]``.
 
 Measures, in ONE process and one run, each workload against its baseline, and prints a table of ratios
 plus a JSON summary (stdout, or ``--json PATH``):
@@ -10,6 +10,8 @@ plus a JSON summary (stdout, or ``--json PATH``):
   50-gamma grid from one eigendecomposition vs per-gamma solves; the achieved GFLOP/s of the feature and
   Gram products as a fraction of the machine's matmul rate above (target >= 50 %); and the time of one
   attention Monte Carlo trial against ``n`` at fixed ``n / p`` with its fitted exponent (expected 3);
+- ``precision`` (:mod:`benchmarks.precision`, only when named in ``--only``): ``SE x sqrt(CPU s)`` of every
+  claim's headline quantity, and paper A's slope precision under independent vs nested samples across ``M``;
 - ``verify``: the wall time of ``python -m verify --profile P`` (a subprocess; ``P = --verify-profile``,
   ``quick`` by default, ``paper`` takes ~17 min on 2 cores) on a fresh, empty sweep cache (a cold run:
   the default cache of an earlier run would make it a measurement of cache reads), with the cost split per
@@ -40,7 +42,7 @@ import numpy as np
 
 from . import tiny_mode
 
-WORKLOADS = ("erm", "interpolation", "verify")
+WORKLOADS = ("erm", "interpolation", "verify", "precision")
 
 
 def matmul_rate(n: int = 2048, repeats: int = 3) -> dict:
@@ -314,7 +316,9 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, torch: Any) -> int:
     tiny = tiny_mode(True if args.tiny else None)
     quick = args.quick or tiny
-    selected = list(args.only) if args.only else [w for w in WORKLOADS if not (tiny and w == "verify")]
+    # precision runs every claim once more per variant (~5 min CPU at quick): only when named
+    selected = list(args.only) if args.only else [w for w in WORKLOADS
+                                                  if w != "precision" and not (tiny and w == "verify")]
 
     try:
         from rich.console import Console
@@ -338,6 +342,10 @@ def _run(args: argparse.Namespace, torch: Any) -> int:
                 workloads[name] = run_interpolation(quick, tiny, mm)
             elif name == "verify":
                 workloads[name] = run_verify(args.verify_timeout, args.verify_profile)
+            elif name == "precision":
+                from .precision import run as precision_run
+
+                workloads[name] = precision_run(quick=quick, tiny=tiny, seed=args.seed, log=log)
         except Exception as exc:  # a failing workload is reported, the others still run
             workloads[name] = dict(name=name, error=f"{type(exc).__name__}: {exc}",
                                    traceback=traceback.format_exc(), note=f"ERROR {type(exc).__name__}: {exc}",

@@ -211,3 +211,42 @@ def test_verify_profile_is_validated():
         runner.run_verify(profile="huge")
     with pytest.raises(SystemExit):
         runner.main(["--tiny", "--only", "verify", "--verify-profile", "huge"])
+
+
+# ------------------------------------------------------------------------------ precision per CPU-second
+def test_headline_quantities_prefer_headline_then_least_precise():
+    from benchmarks.precision import headline_quantities
+
+    comps = [dict(name="a", uncertainty=0.01, margin=0.03, predicted=0.0, headline=False),
+             dict(name="b", uncertainty=0.002, margin=None, predicted=0.5, headline=False),
+             dict(name="c", uncertainty=None, margin=None, predicted="1", headline=False)]
+    # no headline: the largest SE relative to its margin (0.33) or |predicted| (0.004)
+    assert [c["name"] for c in headline_quantities({"comparisons": comps})] == ["a"]
+    comps[1]["headline"] = True
+    assert [c["name"] for c in headline_quantities({"comparisons": comps})] == ["b"]
+    # exact comparisons (no SE) are never chosen
+    assert headline_quantities({"comparisons": comps[2:]}) == []
+
+
+def test_precision_rows_merit_is_se_times_root_cpu():
+    from benchmarks.precision import _check_rows
+
+    doc = {"results": [{"id": "X", "verdict": "PASS", "comparisons": [
+        dict(name="q", uncertainty=0.02, margin=0.03, predicted=0.0, headline=True, outcome="PASS")]}]}
+    (row,) = _check_rows("X", "current", doc, cpu=9.0, wall=5.0)
+    assert row["merit"] == pytest.approx(0.02 * 3.0)
+    (missing,) = _check_rows("Y", "current", doc, cpu=1.0, wall=1.0)
+    assert missing["se"] is None and missing["merit"] is None
+
+
+def test_slope_designs_tiny_reports_both_designs():
+    from benchmarks.precision import slope_designs
+
+    res = slope_designs(("d=1, sigma/10",), reps=3, profile="smoke", seed=0)
+    designs = [r["design"] for r in res["rows"]]
+    assert designs == ["independent", "nested"]
+    for r in res["rows"]:
+        assert r["sd_slope"] > 0 and r["cpu_per_replicate_s"] > 0
+        assert r["merit"] == pytest.approx(r["sd_slope"] * math.sqrt(r["cpu_per_replicate_s"]))
+        lo, hi = r["variance_ratio_ci95"]
+        assert lo < r["variance_ratio_indep_over_nested"] < hi
