@@ -24,7 +24,7 @@ from verify.catalog import claim_of
 from verify.registry import CheckContext, judge_outcome
 
 #: every check with a figure of its own in this module's care (B4's figure is another's)
-FIGURE_IDS = ["A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B7-lin"]
+FIGURE_IDS = ["A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B7-lin"]
 
 
 def _parts(cid: str):

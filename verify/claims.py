@@ -27,6 +27,7 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "B5": ("B", "a1 = 0 (e.g. cos) memorises poorly: a linear component of f is needed"),
     "B6": ("B", "The kernel's eigenvalue histogram follows the free-convolution law"),
     "B7": ("B", "The structured deterministic equivalent (derived by the project) matches simulation"),
+    "B8": ("B", "Paper B, Remark 5: the entrywise theory predicts softmax attention's interpolation error"),
 }
 
 

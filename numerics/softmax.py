@@ -1,0 +1,352 @@
+"""Softmax attention on paper B's data model: the kernel, its features and its interpolation error (Monte Carlo).
+
+Model (paper B's, :mod:`numerics.rmt`): ``X = mu y^T + Z`` in ``R^{p x n}``, scores ``S = X^T W X / sqrt p``
+(``W = I + w_k w_q^T``; ``S_ij`` pairs key ``i``, the factor carrying ``w_k``, with query ``j``), features
+``Phi = X K``.  Softmax attention normalises each query's weights over the keys::
+
+    K_ij = exp(beta S_ij) / sum_k exp(beta S_kj)      (every column of K sums to one),
+
+so that ``Phi_j = sum_i K_ij x_i`` is a convex combination of tokens: the row-softmax of the usual layout
+``softmax(Q K^T) V`` (rows are queries there; here the query is the column index of ``K``).  For ``W = I``,
+``S`` is symmetric and this ``K`` is the transpose of the row-softmax of ``S``; ``normalise="rows"`` gives that
+row-softmax itself (the same limit, :mod:`theory.softmax`).
+
+The diagonal (a token attending to itself) is masked by default, ``diagonal="removed"`` (``K_jj = 0``, the
+normaliser runs over the ``n - 1`` other keys).  Why: the self score ``S_jj = ||W^{1/2} x_j||^2 / sqrt p`` is about
+``sqrt p`` while the other scores are ``O(1)``, so with the diagonal kept (``diagonal="kept"``) the self weight
+is ``exp(beta sqrt p) / (exp(beta sqrt p) + (n - 1) exp(beta^2 / 2))`` (:func:`theory.softmax.softmax_self_weight`),
+which tends to one as ``p`` grows for every ``beta > 0``: each token attends to itself only, ``K -> I``,
+``Phi -> X`` and the error becomes ridge's (the *extreme-token effect*; at ``beta = 1``, ``p = 128``,
+``n = 256`` the self weight is already 0.995).  At intermediate sizes the self weight is random from token to
+token (the self score fluctuates by ``beta sqrt 2`` around ``beta sqrt p``, a log-normal weight), which no
+constant diagonal of paper B's kernel describes.  Paper B's own kernel removes its diagonal for the same reason.
+
+Interpolation error: :func:`softmax_error_mc` runs paper B's Monte Carlo machinery (:mod:`numerics.rmt`: the
+draws, the batching, the seeds and the whole-``gamma``-grid error path, unchanged) on a batch function of this
+module.  Trial ``t`` draws ``X, y`` exactly as :func:`numerics.interpolation_error_mc` and
+:func:`numerics.interpolation_error_mc_shared` do with the same ``seed`` (``SeedSequence(seed).spawn(n_trials)[t]``),
+forms ``X^T X`` once and evaluates, on that draw, softmax attention for every ``beta`` and spike, paper B's
+entrywise kernel ``f_beta(S) / sqrt p`` with ``f_beta(x) = exp(beta x - beta^2 / 2) - 1`` (diagonal removed) for
+every ``beta`` and spike, and ridge (``Phi = X``): paired draws (common random numbers).
+
+Gammas are given in paper B's units.  The softmax kernel is about ``sqrt(p) / (n - 1)`` times paper B's kernel of
+``f_beta`` (:mod:`theory.softmax`), so its features are evaluated at ``gamma * p / (n - 1)^2``
+(:func:`theory.softmax.softmax_gamma_scale`): ``E(gamma * s^2; Phi) = E(gamma; Phi / s)`` exactly, i.e. the error of
+the softmax features rescaled to paper B's kernel scale (the same scale with the diagonal kept, where the
+normaliser has ``n`` keys: a factor ``(1 - 1/n)^2`` on ``gamma``).  The entrywise kernel and ridge use ``gamma``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from theory._validation import as_array, as_float, check_choice, check_flag, finite_result
+from theory.softmax import BETA_MAX, softmax_gamma_scale
+
+from .rmt import (
+    _as_float_array,
+    _check_diagonal,
+    _check_gammas,
+    _check_kernel_memory,
+    _check_label_average,
+    _check_mc_arguments,
+    _check_spike_list,
+    _check_spikes,
+    _draw_batch,
+    _errors_batch,
+    _mc_batch_size,
+    _run_trials,
+    _spike_outer,
+)
+from .threads import _torch_numeric_errors as _numeric
+
+__all__ = ["softmax_kernel", "softmax_features", "entrywise_exponential_kernel", "softmax_error_mc"]
+
+ArrayLike = Any
+_NORMALISE = ("keys", "rows")
+
+
+# --------------------------------------------------------------------------------------------
+# validation
+# --------------------------------------------------------------------------------------------
+def _check_beta(name: str, beta: Any) -> float:
+    """``beta`` as a float in ``[0, BETA_MAX]`` (``0``: uniform attention)."""
+    return as_float(name, beta, low=0, high=BETA_MAX)
+
+
+def _check_betas(betas: Any) -> np.ndarray:
+    """``betas`` as a non-empty 1-d float64 array of values in ``[0, BETA_MAX]`` (a scalar is one value)."""
+    return np.atleast_1d(as_array("betas", betas, ndim=(0, 1), low=0, high=BETA_MAX))
+
+
+def _check_normalise(normalise: Any) -> str:
+    return check_choice("normalise", normalise, _NORMALISE)
+
+
+def _check_tokens(n: int, diagonal: str) -> None:
+    """A masked softmax needs another key for every query."""
+    if diagonal == "removed" and n < 2:
+        raise ValueError(f"n must be >= 2 with diagonal='removed' (each query needs another key), got n = {n}")
+
+
+# --------------------------------------------------------------------------------------------
+# kernels on a batch of scores S (T, n, n) = X^T W X / sqrt p
+# --------------------------------------------------------------------------------------------
+def _softmax_of_scores(S: torch.Tensor, beta: float, diagonal: str, normalise: str) -> torch.Tensor:
+    """Softmax of ``beta S`` over the keys (dim -2, every column sums to one) or the rows (dim -1); the masked
+    diagonal is ``-inf`` before the softmax (zero weight, the normaliser over the other keys)."""
+    logits = beta * S  # a new tensor: S is shared by the other models
+    if diagonal == "removed":
+        logits.diagonal(dim1=-2, dim2=-1).fill_(-math.inf)
+    return torch.softmax(logits, dim=-2 if normalise == "keys" else -1)
+
+
+def _exponential_of_scores(S: torch.Tensor, beta: float, p: int) -> torch.Tensor:
+    """Paper B's kernel ``f_beta(S) / sqrt p``, ``f_beta(x) = exp(beta x - beta^2/2) - 1``, diagonal removed."""
+    K = torch.expm1(beta * S - 0.5 * beta * beta) / math.sqrt(p)
+    K.diagonal(dim1=-2, dim2=-1).zero_()
+    return K
+
+
+def _scores(X: np.ndarray, w_k: np.ndarray | None, w_q: np.ndarray | None) -> torch.Tensor:
+    """``X^T W X / sqrt p`` of one validated sample as a (1, n, n) tensor."""
+    Xt = torch.from_numpy(X).unsqueeze(0)
+    wk = None if w_k is None else torch.from_numpy(w_k)
+    wq = None if w_q is None else torch.from_numpy(w_q)
+    S = Xt.transpose(-1, -2) @ Xt
+    uv = _spike_outer(Xt, wk, wq)
+    return (S if uv is None else S + uv) / math.sqrt(X.shape[0])
+
+
+def _checked_sample(X: ArrayLike, w_k: ArrayLike | None, w_q: ArrayLike | None, diagonal: str
+                    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    Xa = _as_float_array("X", X, ndim=2)
+    _check_diagonal(diagonal)
+    p, n = Xa.shape
+    _check_tokens(n, diagonal)
+    _check_kernel_memory("X", p, n)
+    wk, wq = _check_spikes(w_k, w_q, p)
+    return Xa, wk, wq
+
+
+# --------------------------------------------------------------------------------------------
+# public kernels and features (one sample)
+# --------------------------------------------------------------------------------------------
+def softmax_kernel(
+    X: ArrayLike,
+    beta: float,
+    w_k: ArrayLike | None = None,
+    w_q: ArrayLike | None = None,
+    diagonal: str = "removed",
+    normalise: str = "keys",
+) -> np.ndarray:
+    """Softmax attention kernel ``K`` of one sample (module docstring).
+
+    Parameters
+    ----------
+    X : array (p, n), finite (``n >= 2`` with the diagonal removed).
+    beta : inverse temperature, a float in ``[0, BETA_MAX]`` (``0``: uniform weights).
+    w_k, w_q : arrays (p,), optional
+        Rank-one spike of ``W = I + w_k w_q^T``; both or neither.
+    diagonal : {"removed", "kept"}
+        ``"removed"`` masks the self score (``K_jj = 0``); ``"kept"`` keeps it (the extreme-token effect).
+    normalise : {"keys", "rows"}
+        ``"keys"``: every query's weights (a column of ``K``) sum to one, ``Phi = X K`` is attention's output;
+        ``"rows"``: the row-softmax of ``S`` (its transpose for ``W = I``).
+
+    Returns
+    -------
+    ndarray (n, n)
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).standard_normal((16, 8))
+    >>> K = softmax_kernel(X, 1.0)
+    >>> bool(np.allclose(K.sum(axis=0), 1.0)), float(np.abs(np.diag(K)).max())
+    (True, 0.0)
+    """
+    Xa, wk, wq = _checked_sample(X, w_k, w_q, diagonal)
+    beta = _check_beta("beta", beta)
+    normalise = _check_normalise(normalise)
+    with _numeric("softmax_kernel", X=X, beta=beta):
+        K = _softmax_of_scores(_scores(Xa, wk, wq), beta, diagonal, normalise)[0].numpy()
+    return finite_result("softmax_kernel", K, X=X, beta=beta)
+
+
+def softmax_features(
+    X: ArrayLike,
+    beta: float,
+    w_k: ArrayLike | None = None,
+    w_q: ArrayLike | None = None,
+    diagonal: str = "removed",
+    normalise: str = "keys",
+) -> np.ndarray:
+    """Softmax attention output ``Phi = X K`` (``K``: :func:`softmax_kernel`, same parameters); ndarray (p, n)."""
+    K = softmax_kernel(X, beta, w_k, w_q, diagonal, normalise)
+    return np.asarray(_as_float_array("X", X, ndim=2) @ K)
+
+
+def entrywise_exponential_kernel(
+    X: ArrayLike,
+    beta: float,
+    w_k: ArrayLike | None = None,
+    w_q: ArrayLike | None = None,
+) -> np.ndarray:
+    """Paper B's kernel of the exponential: ``f_beta(X^T W X / sqrt p) / sqrt p``, diagonal removed.
+
+    ``f_beta(x) = exp(beta x - beta^2 / 2) - 1`` (centred under the standard Gaussian: ``a1 = beta``,
+    ``nu = exp(beta^2) - 1``; :func:`theory.softmax.softmax_activation`), what softmax attention is up to its
+    normalisers and its rank-one mean (:mod:`theory.softmax`): the kernel of
+    ``numerics.attention_features(X, theory.softmax.softmax_activation(beta), w_k, w_q)`` (whose output is ``X``
+    times it).
+
+    Returns
+    -------
+    ndarray (n, n)
+    """
+    Xa, wk, wq = _checked_sample(X, w_k, w_q, "removed")
+    beta = _check_beta("beta", beta)
+    with _numeric("entrywise_exponential_kernel", X=X, beta=beta):
+        K = _exponential_of_scores(_scores(Xa, wk, wq), beta, Xa.shape[0])[0].numpy()
+    return finite_result("entrywise_exponential_kernel", K, X=X, beta=beta)
+
+
+# --------------------------------------------------------------------------------------------
+# Monte Carlo on paper B's machinery (numerics.rmt._run_trials and its error path)
+# --------------------------------------------------------------------------------------------
+def _softmax_batch(
+    seeds: Sequence[np.random.SeedSequence],
+    n: int,
+    p: int,
+    snr: float,
+    gammas: torch.Tensor,
+    betas: Sequence[float],
+    spikes: Sequence[tuple[torch.Tensor | None, torch.Tensor | None]],
+    models: tuple[bool, bool],
+    diagonal: str,
+    normalise: str,
+    labels: str,
+    label_average: bool,
+    device: str,
+) -> dict[str, np.ndarray]:
+    """Per-trial errors of every model of :func:`softmax_error_mc` on one batch of shared draws."""
+    entrywise, ridge = models
+    Xb, yb = _draw_batch(seeds, n, p, snr, labels, device)
+    y = None if label_average else yb
+    g = gammas.to(device)
+    g_soft = g * softmax_gamma_scale(n, p)
+    T, G = Xb.shape[0], g.numel()
+    out: dict[str, np.ndarray] = {"softmax": np.empty((len(betas), len(spikes), T, G))}
+    if entrywise:
+        out["entrywise"] = np.empty((len(betas), len(spikes), T, G))
+    if ridge:
+        out["ridge"] = _errors_batch(Xb, y, g).cpu().numpy()
+    S0 = Xb.transpose(-1, -2) @ Xb  # X^T X, shared by every spike, beta and kernel
+    for s, (wk, wq) in enumerate(spikes):
+        uv = _spike_outer(Xb, wk, wq)
+        S = (S0 if uv is None else S0 + uv) / math.sqrt(p)
+        for b, beta in enumerate(betas):
+            K = _softmax_of_scores(S, beta, diagonal, normalise)
+            out["softmax"][b, s] = _errors_batch(Xb @ K, y, g_soft).cpu().numpy()
+            if entrywise:
+                K = _exponential_of_scores(S, beta, p)
+                out["entrywise"][b, s] = _errors_batch(Xb @ K, y, g).cpu().numpy()
+            del K
+    return out
+
+
+def softmax_error_mc(
+    n: int,
+    p: int,
+    snr: float,
+    gammas: ArrayLike,
+    n_trials: int,
+    seed: int,
+    betas: ArrayLike,
+    spikes: Sequence[tuple[ArrayLike | None, ArrayLike | None]] = ((None, None),),
+    entrywise: bool = True,
+    ridge: bool = True,
+    diagonal: str = "removed",
+    normalise: str = "keys",
+    labels: str = "balanced",
+    label_average: bool = False,
+    n_jobs: int = 1,
+    batch_size: int | None = None,
+    device: str = "cpu",
+) -> dict[str, np.ndarray]:
+    """Per-trial ``E(gamma)`` of softmax attention, paper B's entrywise exponential kernel and ridge, paired draws.
+
+    Parameters
+    ----------
+    n, p : int
+        Tokens (``>= 2`` with the diagonal removed) and dimension.
+    snr : float
+        ``||mu||^2`` (direction ``e_1``).
+    gammas : array (G,), ``>= 0``
+        In paper B's units (softmax: evaluated at ``gammas * p / (n - 1)^2``, see the module docstring).
+    n_trials : int ``>= 2``.
+    seed : int ``>= 0``
+        Trial ``t`` uses ``SeedSequence(seed).spawn(n_trials)[t]`` (the draws of
+        :func:`numerics.interpolation_error_mc` with this seed): independent of batching and ``n_jobs``.
+    betas : float or array (B,) in ``[0, BETA_MAX]``
+        Inverse temperatures (all on the same draws).
+    spikes : sequence of ``(w_k, w_q)`` pairs (arrays of length ``p``, or ``(None, None)`` for ``W = I``).
+    entrywise, ridge : bool
+        Also evaluate paper B's kernel of ``f_beta`` (diagonal removed, whatever ``diagonal``) / ridge.
+    diagonal : {"removed", "kept"}
+        Of the softmax kernel (:func:`softmax_kernel`).
+    normalise : {"keys", "rows"}
+        Of the softmax kernel.
+    labels : {"balanced", "iid"}
+    label_average : bool
+        Only for ``snr = 0``: the exact average over i.i.d. Rademacher labels of each draw of ``X``,
+        ``gamma^2/n tr Q^2`` (as :func:`numerics.interpolation_error_mc`).
+    n_jobs : int
+        Threads over trial batches; results do not depend on it.
+    batch_size : int, optional
+        Trials per batched product, in ``[1, 2**31 - 1]`` (default: memory-based, at most 64).
+    device : str
+
+    Returns
+    -------
+    dict
+        ``"softmax"`` and ``"entrywise"``: arrays ``(B, len(spikes), n_trials, G)``; ``"ridge"``: ``(n_trials, G)``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`numerics.interpolation_error_mc` (arguments, device, memory budget checked before the first draw).
+    """
+    n, p, n_trials = _check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
+    _check_tokens(n, diagonal)
+    normalise = _check_normalise(normalise)
+    models = (check_flag("entrywise", entrywise), check_flag("ridge", ridge))
+    label_average = _check_label_average(label_average, snr)
+    g = torch.from_numpy(_check_gammas(gammas))
+    b = [float(v) for v in _check_betas(betas)]
+    sp_t = _check_spikes_given(spikes, p, device)
+    n_models = len(b) * len(sp_t) * (1 + models[0]) + models[1]
+    size = _mc_batch_size(n, p, n_trials, g.numel(), batch_size, 6, n_models)
+
+    def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:
+        return _softmax_batch(seeds, n, p, float(snr), g, b, sp_t, models, diagonal, normalise, labels,
+                              label_average, device)
+
+    args = dict(n=n, p=p, snr=snr, gammas=gammas, betas=betas)
+    with _numeric("softmax_error_mc", **args):
+        parts = _run_trials(batch, n_trials, seed, size, n_jobs)
+    out = {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}
+    finite_result("softmax_error_mc", list(out.values()), **args)
+    return out
+
+
+def _check_spikes_given(spikes: Any, p: int, device: str) -> list[tuple[torch.Tensor | None, torch.Tensor | None]]:
+    """:func:`numerics.rmt._check_spike_list`, at least one pair."""
+    sp_t = _check_spike_list(spikes, p, device)
+    if not sp_t:
+        raise ValueError("spikes must contain at least one (w_k, w_q) pair (use (None, None) for W = I)")
+    return sp_t

@@ -1,0 +1,245 @@
+"""Softmax attention on paper B's model: the kernel and its Monte Carlo (numerics.softmax), the prediction
+(theory.softmax), and claim B8's run and figure at the smoke profile.
+
+What is tested, and why each test can fail:
+
+* the kernel: softmax over the keys (columns sum to one), the masked self score, the row variant, and the
+  extreme-token effect of a kept diagonal (its self weight against :func:`theory.softmax.softmax_self_weight`;
+  attention then collapses to ridge, which the masked kernel does not);
+* the Monte Carlo is paper B's machinery on the same draws: its ridge column is
+  :func:`numerics.interpolation_error_mc`'s, its entrywise column :func:`numerics.interpolation_error_mc_shared`'s
+  for the activation :func:`theory.softmax.softmax_activation`, its softmax column the error of
+  :func:`numerics.softmax.softmax_features` at ``gamma p/(n-1)^2`` on the draw of each trial; batching and threads
+  change nothing;
+* the theory: closed-form Hermite data against quadrature, the null prediction against
+  :func:`theory.attention_error`, the quadrature solver of B8 against the exact one, the normalisers' spread and
+  the diagonal term ``d0 = -1/sqrt p`` against simulation (the derivation's steps 1 and 4);
+* bad input is refused, naming the argument.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import theory
+from conftest import assert_well_formed, run_smoke
+from numerics import interpolation_error, interpolation_error_mc, interpolation_error_mc_shared, sample_signal_plus_noise
+from numerics.softmax import entrywise_exponential_kernel, softmax_error_mc, softmax_features, softmax_kernel
+from theory.softmax import (
+    BETA_MAX,
+    softmax_activation,
+    softmax_attention_error,
+    softmax_gamma_scale,
+    softmax_hermite_moments,
+    softmax_normaliser_spread,
+    softmax_self_weight,
+)
+
+GAMMAS = np.array([1e-2, 1e-1, 1.0])
+
+
+def _x(p: int, n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((p, n))
+
+
+# ---------------------------------------------------------------------------------------------- the kernel
+def test_softmax_normalises_each_query_over_the_other_keys():
+    X = _x(16, 12)
+    K = softmax_kernel(X, 0.7)
+    assert np.allclose(K.sum(axis=0), 1.0) and np.all(np.diag(K) == 0.0) and np.all(K >= 0)
+    S = X.T @ X / 4.0
+    j = 3
+    w = np.exp(0.7 * S[:, j])
+    w[j] = 0.0
+    np.testing.assert_allclose(K[:, j], w / w.sum(), rtol=1e-12)
+    R = softmax_kernel(X, 0.7, normalise="rows")
+    assert np.allclose(R.sum(axis=1), 1.0)
+    np.testing.assert_allclose(R, K.T, rtol=1e-12)  # W = I: S symmetric
+    np.testing.assert_allclose(softmax_features(X, 0.7), X @ K, rtol=1e-12)
+
+
+def test_spiked_scores_pair_keys_with_w_k():
+    X = _x(8, 6, seed=1)
+    wk, wq = np.eye(8)[0] * 2.0, np.eye(8)[1] * 0.5
+    S = X.T @ (np.eye(8) + np.outer(wk, wq)) @ X / math.sqrt(8)
+    E = np.exp(1.3 * S)
+    np.fill_diagonal(E, 0.0)
+    np.testing.assert_allclose(softmax_kernel(X, 1.3, wk, wq), E / E.sum(axis=0), rtol=1e-12)
+    F = np.expm1(1.3 * S - 1.3**2 / 2) / math.sqrt(8)
+    np.fill_diagonal(F, 0.0)
+    np.testing.assert_allclose(entrywise_exponential_kernel(X, 1.3, wk, wq), F, rtol=1e-12)
+
+
+def test_kept_diagonal_self_weight_is_the_extreme_token_effect():
+    """Median self weight of 4 x 256 queries against theory.softmax_self_weight, at a size where it is 1/2.
+
+    The self logit beta ||x||^2 / sqrt p has SD ~ beta sqrt 2 ~ 1, so the weights spread with SD ~ 0.25 and the
+    median of 1024 has SE ~ 1.25 x 0.25 / 32 = 0.01: tolerance 0.03.  Dropping the beta^2/2 of the normaliser
+    would move the formula to 0.44.
+    """
+    n, p, beta = 256, 64, 0.72
+    w = np.concatenate([np.diag(softmax_kernel(_x(p, n, s), beta, diagonal="kept")) for s in range(4)])
+    assert softmax_self_weight(beta, n, p) == pytest.approx(0.5, abs=0.02)
+    assert abs(np.median(w) - softmax_self_weight(beta, n, p)) < 0.03
+
+
+def test_kept_diagonal_collapses_to_ridge_and_the_mask_does_not():
+    n, p, beta = 96, 128, 2.0  # self weight 1 - 6e-8
+    X, y, _ = sample_signal_plus_noise(n, p, 1.0, 3)
+    g = GAMMAS * softmax_gamma_scale(n, p)
+    ridge = interpolation_error(X, y, g)
+    kept = interpolation_error(softmax_features(X, beta, diagonal="kept"), y, g)
+    masked = interpolation_error(softmax_features(X, beta), y, g)
+    np.testing.assert_allclose(kept, ridge, rtol=1e-4)
+    assert np.all(np.abs(masked - ridge) > 0.05 * ridge)
+
+
+# ---------------------------------------------------------------------------------------------- Monte Carlo
+def test_monte_carlo_is_paper_b_machinery_on_the_same_draws():
+    n, p, snr, T, seed, beta = 24, 12, 1.0, 3, 5, 0.5
+    out = softmax_error_mc(n, p, snr, GAMMAS, T, seed, [beta, 1.0])
+    assert out["softmax"].shape == (2, 1, T, 3) and out["entrywise"].shape == (2, 1, T, 3)
+    _, _, ridge = interpolation_error_mc("ridge", n, p, snr, GAMMAS, T, seed, return_trials=True)
+    np.testing.assert_allclose(out["ridge"], ridge, rtol=1e-12)
+    shared = interpolation_error_mc_shared(n, p, snr, GAMMAS, T, seed, activation=softmax_activation(beta))
+    np.testing.assert_allclose(out["entrywise"][0, 0], shared["true"][0], rtol=1e-9)
+    seeds = np.random.SeedSequence(seed).spawn(T)
+    for t in range(T):
+        X, y, _ = sample_signal_plus_noise(n, p, snr, np.random.default_rng(seeds[t]))
+        e = interpolation_error(softmax_features(X, beta), y, GAMMAS * softmax_gamma_scale(n, p))
+        np.testing.assert_allclose(out["softmax"][0, 0, t], e, rtol=1e-9)
+
+
+def test_monte_carlo_does_not_depend_on_batching_or_threads():
+    w = np.zeros(10)
+    w[0] = 1.0
+    kw = dict(spikes=[(None, None), (w, w)], label_average=False)
+    a = softmax_error_mc(20, 10, 1.0, GAMMAS, 5, 9, [0.25, 1.0], **kw)
+    b = softmax_error_mc(20, 10, 1.0, GAMMAS, 5, 9, [0.25, 1.0], batch_size=2, n_jobs=2, **kw)
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-12)
+    la = softmax_error_mc(20, 10, 0.0, GAMMAS, 4, 9, 1.0, label_average=True, ridge=False, entrywise=False)
+    assert set(la) == {"softmax"} and np.all((la["softmax"] > 0) & (la["softmax"] <= 1))
+
+
+def test_gamma_scale_is_an_exact_rescaling():
+    """E(gamma s^2; Phi) = E(gamma; Phi / s): the softmax error at s^2 gamma is the rescaled features' error."""
+    n, p = 40, 30
+    X, y, _ = sample_signal_plus_noise(n, p, 0.5, 2)
+    s2 = softmax_gamma_scale(n, p)
+    Phi = softmax_features(X, 1.0)
+    np.testing.assert_allclose(interpolation_error(Phi, y, GAMMAS * s2), interpolation_error(Phi / math.sqrt(s2), y,
+                                                                                              GAMMAS), rtol=1e-9)
+    assert s2 == p / (n - 1) ** 2
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: softmax_kernel(_x(4, 4), -0.1), "beta"),
+    (lambda: softmax_kernel(_x(4, 4), BETA_MAX * 2), "beta"),
+    (lambda: softmax_kernel(_x(4, 4), float("nan")), "beta"),
+    (lambda: softmax_kernel(_x(4, 4), "1"), "beta"),
+    (lambda: softmax_kernel(_x(4, 1), 1.0), "n"),
+    (lambda: softmax_kernel(_x(4, 4), 1.0, normalise="cols"), "normalise"),
+    (lambda: softmax_kernel(_x(4, 4), 1.0, diagonal="zero"), "diagonal"),
+    (lambda: softmax_kernel(_x(4, 4), 1.0, w_k=np.ones(4)), "w_k"),
+    (lambda: softmax_error_mc(8, 4, 0.0, GAMMAS, 2, 0, []), "betas"),
+    (lambda: softmax_error_mc(8, 4, 0.0, GAMMAS, 2, 0, [1.0, 9.0]), "betas"),
+    (lambda: softmax_error_mc(8, 4, 1.0, GAMMAS, 2, 0, 1.0, label_average=True), "label_average"),
+    (lambda: softmax_error_mc(8, 4, 0.0, GAMMAS, 2, 0, 1.0, spikes=[]), "spikes"),
+    (lambda: softmax_error_mc(8, 4, 0.0, GAMMAS, 2, 0, 1.0, ridge="yes"), "ridge"),
+    (lambda: softmax_error_mc(8, 4, 0.0, -GAMMAS, 2, 0, 1.0), "gammas"),
+    (lambda: softmax_attention_error(0.1, 2.0, 0.0), "beta"),
+    (lambda: softmax_attention_error(0.1, 2.0, 1.0, p=0), "p"),
+    (lambda: softmax_gamma_scale(1, 4), "n"),
+    (lambda: softmax_normaliser_spread(1.0, 8, 2.5), "p"),
+])
+def test_bad_input_is_refused_naming_the_argument(call, name):
+    with pytest.raises(ValueError) as exc:
+        call()
+    assert str(exc.value).startswith(name + " "), exc.value  # the validation layer's messages start with the name
+
+
+# ---------------------------------------------------------------------------------------------- theory
+@pytest.mark.parametrize("beta", [0.25, 1.0, 2.0])
+def test_hermite_data_in_closed_form(beta):
+    m, q = softmax_hermite_moments(beta), theory.hermite_moments(softmax_activation(beta))
+    for k in ("a0", "a1", "a2", "nu", "sf2"):
+        assert getattr(m, k) == pytest.approx(getattr(q, k), rel=1e-9, abs=1e-12), k
+    assert m.a1 == beta and m.nu == pytest.approx(math.exp(beta**2) - 1, rel=1e-14)
+
+
+def test_null_prediction_is_paper_b_null_system():
+    for c, beta in ((0.5, 0.5), (2.0, 1.0)):
+        np.testing.assert_allclose(softmax_attention_error(GAMMAS, c, beta),
+                                   theory.attention_error(GAMMAS, c, softmax_activation(beta)), rtol=1e-8)
+    d0 = theory.structured_attention_error(GAMMAS, 2.0, {"a1": 0.5, "sf2": math.expm1(0.25) - 0.25, "d0": -1 / 16},
+                                           0.0)
+    np.testing.assert_allclose(softmax_attention_error(GAMMAS, 2.0, 0.5, p=256), d0, rtol=1e-12)
+
+
+def test_b8_quadrature_solver_equals_the_exact_one():
+    from verify.checks.paper_b_softmax import SOLVER
+
+    for c, beta, snr, spike, p in ((0.5, 0.25, 0.0, None, 32), (2.0, 1.0, 1.0, (1.0, "aligned"), 2048),
+                                   (0.5, 2.0, 1.0, None, None), (2.0, 0.5, 0.0, None, 512)):
+        np.testing.assert_allclose(softmax_attention_error(GAMMAS, c, beta, snr, spike, p=p, **SOLVER),
+                                   softmax_attention_error(GAMMAS, c, beta, snr, spike, p=p), rtol=1e-9)
+
+
+def test_normaliser_spread_matches_simulation():
+    """Step 1: SD of D_j / ((n-1) e^{beta^2/2}) over 4 x 512 queries within 10% of the formula (sampling SE of an
+    SD from 2048 values: 1.6%; the formula drops O(1/n) terms)."""
+    n, p, beta = 512, 256, 1.0
+    vals = []
+    for s in range(4):
+        X = _x(p, n, 10 + s)
+        E = np.exp(beta * X.T @ X / math.sqrt(p))
+        np.fill_diagonal(E, 0.0)
+        vals.append(E.sum(axis=0) / ((n - 1) * math.exp(beta**2 / 2)))
+    assert np.std(np.concatenate(vals)) == pytest.approx(softmax_normaliser_spread(beta, n, p), rel=0.1)
+
+
+def test_diagonal_term_is_what_softmax_shows_at_small_beta():
+    """Step 4: at beta = 1/4 the masked mean term's d0 = -1/sqrt p moves E by ~5% at p = 256 (c = 2, gamma = 0.01);
+    label-averaged softmax sits on the finite-p prediction, far from the limit (measured: 0.191 vs 0.191 / 0.238)."""
+    n, p, beta, g = 128, 256, 0.25, np.array([1e-2])
+    out = softmax_error_mc(n, p, 0.0, g, 6, 4, beta, label_average=True, entrywise=False, ridge=False)["softmax"]
+    m, se = out[0, 0, :, 0].mean(), out[0, 0, :, 0].std(ddof=1) / math.sqrt(6)
+    finite, limit = softmax_attention_error(g, 2.0, beta, p=p)[0], softmax_attention_error(g, 2.0, beta)[0]
+    assert abs(limit - finite) > 20 * se
+    assert abs(m - finite) < 0.25 * abs(m - limit)
+
+
+def test_self_weight_and_scale_formulas():
+    assert softmax_self_weight(1.0, 256, 128) == pytest.approx(1 / (1 + 255 * math.exp(0.5 - math.sqrt(128))))
+    assert softmax_self_weight(0.01, 10**6, 1) < 1e-5
+    assert softmax_gamma_scale(257, 128) == 128 / 256**2
+
+
+# ---------------------------------------------------------------------------------------------- claim B8
+def test_b8_smoke_run_is_well_formed():
+    res = run_smoke("B8")
+    assert_well_formed(res)
+    assert res.data["table_md"].count("\n") == len(res.data["rows"]) + 1
+    assert "beta=2 (not judged)" in res.notes
+
+
+def test_b8_figure_reads_at_a_glance():
+    from verify import figures as F
+    from verify.catalog import claim_of
+    from verify.registry import CheckContext
+
+    claim = claim_of("B8")
+    ctx = CheckContext(profile="smoke", report_dir=None, n_jobs=1, check_id="B8")
+    design = claim.design(ctx)
+    prediction = claim.predict(ctx, design)
+    fig = claim.figure(design, prediction, claim.simulate(ctx, design))
+    try:
+        assert F.figure_problems(fig) == []
+        title = fig._suptitle.get_text()
+        assert title.startswith("B8:") and any(v in title for v in ("PASS", "FAIL", "INCONCLUSIVE"))
+    finally:
+        F.pyplot().close(fig)
