@@ -69,7 +69,7 @@ def matmul_rate(n: int = 2048, repeats: int = 3) -> dict:
                 torch_gflops=flops / t_t / 1e9, torch_threads=torch.get_num_threads())
 
 
-INTERPOLATION_TARGET = 20.0  # one eigendecomposition for the 50-gamma grid vs per-gamma solves (issue 6)
+INTERPOLATION_TARGET = 20.0  # one eigendecomposition for the 50-gamma grid vs per-gamma solves
 
 
 def _interpolation_rows(res: dict) -> list[dict]:

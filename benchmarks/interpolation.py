@@ -6,7 +6,7 @@ takes one symmetric eigendecomposition and evaluates all gammas in ``O(p G)``.  
 same process on the same features (torch, float64, same thread settings):
 
 * ``naive``: per gamma, form ``Phi Phi^T + n gamma I``, solve for ``w``, residual ``y - Phi^T w``
-  (SPEC's formula written directly);
+  (the defining formula written directly);
 * ``cached_cholesky``: the Gram matrix formed once, then one Cholesky solve per gamma (a strong baseline).
 
 The baselines' LAPACK calls (solve, Cholesky) use the same thread policy as the fast path's ``eigh``
@@ -129,7 +129,7 @@ def time_vs_n(ns: tuple[int, ...] = (256, 512, 1024, 2048), ratio: int = N // P,
 
 def _naive_errors(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor,
                   lapack_threads: int | None) -> torch.Tensor:
-    """Per gamma: form ``Phi Phi^T + n gamma I``, solve for ``w``, residual ``y - Phi^T w`` (SPEC's formula)."""
+    """Per gamma: form ``Phi Phi^T + n gamma I``, solve for ``w``, residual ``y - Phi^T w`` (the defining formula)."""
     p, n = Phi.shape
     out = torch.empty(gammas.numel(), dtype=torch.float64)
     Py = Phi @ y

@@ -1,6 +1,6 @@
 """Study B4-rev (informational): does attention's finite-``p`` win over ridge at small ``gamma`` survive ``p -> oo``?
 
-Issue 12, item 1.  The structured theory (:mod:`theory.structured`, ``||w_K||, ||w_Q||, ||mu|| = O(1)``) says
+The question.  The structured theory (:mod:`theory.structured`, ``||w_K||, ||w_Q||, ||mu|| = O(1)``) says
 that at ``c < 1`` and ``gamma -> 0`` attention with an aligned spike approaches ridge *from above*
 (``E_att - E_RR`` small and positive: no reversal in the limit), while true-kernel simulations at
 ``p <= 512`` show attention *below* ridge.  This study measures ``d(p) = E_att - E_RR`` at increasing ``p``
@@ -611,7 +611,7 @@ def describe_reversal(design: RevDesign, prediction: RevPrediction, cells: dict,
     gains = [float(np.median(r.stats[p].var_gain)) for r in rs for p in design.ps]
     b_opt = [float(r.stats[p].b_opt[design.j_ref]) for r in rs for p in design.ps]
     notes = (
-        "INFORMATIONAL (issue 12, item 1; never decides the exit status). E_att - E_RR at small gamma with the TRUE "
+        "INFORMATIONAL (never decides the exit status). E_att - E_RR at small gamma with the TRUE "
         f"kernel (diagonal removed), aligned spikes w_K = w_Q = sqrt(strength) e_1, paired draws (one X per cell for "
         f"every strength, the linearised kernel{'' if design.linearised else ' (not simulated)'} and ridge); "
         f"p = {list(design.ps)} with {list(design.trials)} trials, n = p/c, gammas {list(design.gammas)}, "
@@ -702,7 +702,7 @@ def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict) -
     return fig
 
 
-#: B4-rev (informational): attention vs ridge at small gamma, true kernel, aligned spikes, growing p (issue 12)
+#: B4-rev (informational): attention vs ridge at small gamma, true kernel, aligned spikes, growing p
 CLAIM_B4_REV = Claim(id="B4-rev", design=design_reversal, predict=predict_reversal, simulate=simulate_reversal,
                      judge=judge_reversal, describe=describe_reversal, figure=figure_reversal,
                      figure_name="reversal_vs_p", informational=True)
