@@ -6,7 +6,8 @@
 - ``executor="dask"``: ``dask.distributed.Client(scheduler)``, ``submit`` / ``as_completed``;
   ``scheduler=None`` or ``"local"`` starts an in-process ``LocalCluster`` (threads, no dashboard).
 - On-disk cache (``cache_dir``): one small JSON file per (func, cell, seed, version), keyed by a
-  stable SHA-256 of those four; a rerun reuses finished pairs and an interrupted sweep resumes.
+  stable SHA-256 of those four and of func's code (:func:`cache_key`: a function redefined with another
+  body gets new keys); a rerun reuses finished pairs and an interrupted sweep resumes.
   The parent process writes each file as soon as its result arrives.  Every entry stores its key
   (func, cell, seed, version) and the SHA-256 of its result; a read verifies both, and an entry that
   fails (another cell's file, an edited or truncated one, a malformed result) is recomputed with a
@@ -31,13 +32,14 @@ import os
 import threading
 import time
 import warnings
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from theory._validation import ArgumentTypeError, as_int, check_choice, describe
+from theory._validation import ArgumentTypeError, as_int, check_choice, check_flag, describe
 
 __all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
            "CacheIntegrityWarning", "cell_lock", "result_checksum"]
@@ -152,8 +154,9 @@ def _qualname(func: Callable) -> str:
     return f"{mod}.{qn}"
 
 
-def cache_key(func: Callable, cell: Mapping[str, Any], seed: int, version: str = "1") -> str:
-    """Stable SHA-256 key of ``(qualified name of func, cell, seed, version)``.
+def cache_key(func: Callable, cell: Mapping[str, Any], seed: int, version: str = "1", *,
+              source: bool = True) -> str:
+    """Stable SHA-256 key of ``(qualified name of func, its code, cell, seed, version)``.
 
     Parameters
     ----------
@@ -164,16 +167,182 @@ def cache_key(func: Callable, cell: Mapping[str, Any], seed: int, version: str =
     seed : int
         Replicate seed.
     version : str
-        Bump it when ``func``'s meaning changes, to invalidate old cache entries.
+        Bump it when ``func``'s meaning changes in a way its code does not show (data files, other libraries),
+        to invalidate old cache entries.
+    source : bool
+        Hash the code of ``func`` and of the project functions it calls into the key (:func:`_code_digest`), so
+        that a function redefined with another body (an edited notebook cell) gets new keys and is computed
+        again instead of returning the old cached values.  ``False``: only the qualified name (for callers whose
+        ``version`` already hashes the code, or whose ``func`` only names a kind of cell).
 
     Returns
     -------
     str
         64 hex digits.
+
+    Examples
+    --------
+    >>> def f(cell, seed):
+    ...     return {"x": cell["a"] + seed}
+    >>> k = cache_key(f, {"a": 1}, 0)
+    >>> def f(cell, seed):  # the same name, another body
+    ...     return {"x": 2 * cell["a"] + seed}
+    >>> cache_key(f, {"a": 1}, 0) != k
+    True
     """
     seed = _check_seed("seed", seed)
-    text = _canonical({"func": _qualname(func), "cell": dict(cell), "seed": seed, "version": str(version)})
+    name = _qualname(func)
+    fields = {"func": name, "cell": dict(cell), "seed": seed, "version": str(version)}
+    if check_flag("source", source):
+        fields["code"] = _code_digest(func)
+    text = _canonical(fields)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+#: top-level packages whose functions count as "the project" for :func:`_code_digest` (with ``func``'s module)
+_PROJECT_PACKAGES = ("theory", "numerics", "verify")
+#: most functions :func:`_code_digest` hashes for one ``func`` (itself and the project functions it reaches)
+_MAX_CODE_FUNCTIONS = 500
+
+
+def _code_digest(func: Callable) -> str:
+    """SHA-256 of the code of ``func`` and of the project functions it calls (by global name, recursively).
+
+    Each function contributes its source, parsed and dumped by :mod:`ast` without docstrings (so comments,
+    layout and docstrings do not matter; :func:`inspect.getsource` finds the source of files and of IPython /
+    Jupyter cells), or, when no source is available (``exec``'d code), its code object: bytecode, constants
+    and names.  The functions it calls are those its code names as globals that resolve, in its module's
+    namespace, to Python functions of its own module, of ``__main__`` or of :data:`_PROJECT_PACKAGES`
+    (attribute calls such as ``module.f`` and library functions are not followed).
+
+    Parameters
+    ----------
+    func : callable
+        A function (or a bound method: its function); any other callable contributes nothing.
+
+    Returns
+    -------
+    str
+        64 hex digits, the same in every process running the same code.
+
+    Notes
+    -----
+    The source is read from the file when the key is made: a file edited after its module was imported
+    gives the digest of the edited text while the imported code still runs (restart, or reload the module).
+    """
+    if not callable(func):
+        raise ArgumentTypeError(f"func must be a callable, got {describe(func)} of type {type(func).__name__}")
+    h = hashlib.sha256()
+    for name, digest in sorted(_reachable_digests(func)):
+        h.update(f"{name}|{digest}|".encode())
+    return h.hexdigest()
+
+
+def _python_function(obj: Any) -> Any:
+    """The plain Python function behind ``obj`` (itself, a method's ``__func__``, a wrapper's ``__wrapped__``)."""
+    import inspect
+    import types
+
+    obj = getattr(obj, "__func__", obj)
+    with contextlib.suppress(ValueError):  # a cycle of __wrapped__
+        obj = inspect.unwrap(obj)
+    return obj if isinstance(obj, types.FunctionType) else None
+
+
+def _reachable_digests(func: Callable) -> set[tuple[str, str]]:
+    """``(qualified name, own digest)`` of ``func`` and of the project functions it reaches (:func:`_code_digest`)."""
+    root = _python_function(func)
+    if root is None:
+        return set()
+    seen: dict[int, Any] = {}
+    stack = [root]
+    out: set[tuple[str, str]] = set()
+    while stack and len(seen) < _MAX_CODE_FUNCTIONS:
+        f = stack.pop()
+        if id(f) in seen:
+            continue
+        seen[id(f)] = f
+        out.add((f"{f.__module__}.{f.__qualname__}", _own_digest(f)))
+        stack.extend(_called_project_functions(f, root.__module__))
+    return out
+
+
+def _called_project_functions(f: Any, home: str) -> list[Any]:
+    """The Python functions of the project (``home`` module, ``__main__``, :data:`_PROJECT_PACKAGES`) that the code
+    of ``f`` names as globals, and the functions held in its closure."""
+    names: list[str] = []
+    for code in _code_objects(f.__code__):
+        names.extend(code.co_names)
+    candidates = [f.__globals__.get(n) for n in dict.fromkeys(names)]
+    candidates += [c.cell_contents for c in (f.__closure__ or ()) if _cell_filled(c)]
+    out = []
+    for obj in candidates:
+        g = _python_function(obj) if callable(obj) else None
+        if g is not None and _is_project_module(g.__module__, home):
+            out.append(g)
+    return out
+
+
+def _cell_filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty closure cell
+        return False
+    return True
+
+
+def _is_project_module(module: Any, home: str) -> bool:
+    if not isinstance(module, str):
+        return False
+    return module in (home, "__main__") or module.split(".")[0] in _PROJECT_PACKAGES
+
+
+def _code_objects(code: Any) -> Iterator[Any]:
+    """``code`` and the code objects nested in its constants (inner functions, lambdas, comprehensions)."""
+    yield code
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            yield from _code_objects(c)
+
+
+#: memo of :func:`_own_digest`: function -> (its code object when hashed, digest)
+_OWN_DIGESTS: "weakref.WeakKeyDictionary[Any, tuple[Any, str]]" = weakref.WeakKeyDictionary()
+
+
+def _own_digest(f: Any) -> str:
+    """Digest of one function's own code: its source without docstrings through :mod:`ast`, else its code object."""
+    memo = _OWN_DIGESTS.get(f)
+    if memo is not None and memo[0] is f.__code__:
+        return memo[1]
+    text = _source_text(f)
+    digest = hashlib.sha256((text if text is not None else _code_text(f.__code__)).encode()).hexdigest()
+    _OWN_DIGESTS[f] = (f.__code__, digest)
+    return digest
+
+
+def _source_text(f: Any) -> str | None:
+    """``ast.dump`` of the source of ``f`` without docstrings, or ``None`` when its source is not available."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(f)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return "source:" + ast.dump(tree, annotate_fields=False, include_attributes=False)
+
+
+def _code_text(code: Any) -> str:
+    """A process-independent text of a code object: bytecode, names and constants (nested code recursively)."""
+    consts = [_code_text(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts]
+    return "code:" + "|".join([code.co_code.hex(), ",".join(code.co_names), ",".join(code.co_varnames), *consts])
 
 
 def source_version(prefix: str, *objects: Any) -> str:

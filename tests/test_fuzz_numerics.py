@@ -1,7 +1,7 @@
 """Fuzz suite of ``numerics``' public callables: every bad input refused clearly, nothing hangs or allocates.
 
-The protocol and its machinery are those of ``tests/test_fuzz_theory.py`` (issue 13; its argument domains
-:class:`Arg`, its table of bad values and :func:`classify` are reused): one valid call per public callable
+The protocol and its machinery are those of ``tests/fuzz_support.py`` (argument domains :class:`Arg`,
+:func:`classify`), with the table of bad values of ``tests/test_fuzz_theory.py``: one valid call per public callable
 (``__all__`` of every module of ``numerics``, ``numerics.error_model`` and the helpers of the private
 ``numerics._piecewise`` included, a few methods too), *one* argument made bad at a time, each call classified as
 
@@ -27,9 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import re
-import resource
-import signal
 import sys
 import tempfile
 import time
@@ -46,11 +43,11 @@ import numerics
 import numerics._piecewise as pw
 import numerics.error_model as error_model
 import test_fuzz_theory as tft
-from test_fuzz_theory import EVIL, INF, MARKER, NAN, TIME_LIMIT_S, Arg, choice, integer, nonneg, pos, real
+from fuzz_support import (EVIL, INF, MARKER, NAN, OUTCOMES, Arg, capped_memory, choice, classify, integer, nonfinite,
+                          nonneg, pos, real, restore_limits)
 
 MINE = ("rmt", "slopes", "error_model", "threads", "_piecewise", "ips", "estimator", "baseline", "sweep")
-OTHERS: tuple[str, ...] = ()  # every module of numerics reaches 100 % (issue 13); a new module's gaps go here
-OUTCOMES = ("refused", "silent", "accepted", "unnamed", "memory", "other", "hang")
+OTHERS: tuple[str, ...] = ()  # every module of numerics reaches 100 %; a new module's gaps go here
 MAX_SEED = 2**63 - 1
 
 
@@ -361,7 +358,7 @@ def _cell_func(cell: dict, seed: int) -> dict:
 
 
 def _ips_cases(add: Callable[..., None]) -> None:
-    """numerics.ips (asserted 100 % refused since issue 13)."""
+    """numerics.ips (asserted 100 % refused)."""
     kw = dict(d=1, N=3, rank=1, truth="bspline", degree=3, token_law="uniform", noise=0.1, noise_law="gaussian",
               n_knots=16, rho=0.5, support=1.25, u_quantile=0.999, seed=0, A_structure="dense")
     add("IPSModel", kw, dict(
@@ -385,7 +382,7 @@ def _ips_cases(add: Callable[..., None]) -> None:
 
 
 def _estimator_cases(add: Callable[..., None]) -> None:
-    """numerics.estimator and numerics.baseline (asserted 100 % refused since issue 13)."""
+    """numerics.estimator and numerics.baseline (asserted 100 % refused)."""
     m = numerics.IPSModel(d=1, N=3, seed=0)
     X, Y = m.sample(16, 0)
     est_kw = dict(rank=1, degree=1, n_intervals=4, restarts=1, max_iter=5, ridge=1e-10, extrapolation="constant",
@@ -427,7 +424,7 @@ def _estimator_cases(add: Callable[..., None]) -> None:
 
 
 def _sweep_cases(add: Callable[..., None]) -> None:
-    """numerics.sweep (asserted 100 % refused since issue 13)."""
+    """numerics.sweep (asserted 100 % refused)."""
     cell = {"a": 1}
     add("run_sweep", dict(func=_cell_func, cells=[cell], seeds=[0], n_jobs=1, executor="local", torch_threads=1),
         dict(func=Arg("callable"), cells=Arg("items"), seeds=Arg("items", none_ok=True), n_jobs=integer(1, 1024),
@@ -435,7 +432,8 @@ def _sweep_cases(add: Callable[..., None]) -> None:
     add("run_sweep[n_replicates]", dict(func=_cell_func, cells=[cell], n_replicates=2, base_seed=0, n_jobs=1),
         dict(n_replicates=integer(1, extra=(("10**9", 10**9),)), base_seed=SEED), path="run_sweep")
     add("cell_seed", dict(base_seed=0, cell=cell, replicate=0), dict(base_seed=SEED, replicate=integer(0)))
-    add("cache_key", dict(func=_cell_func, cell=cell, seed=0, version="1"), dict(func=Arg("callable"), seed=SEED))
+    add("cache_key", dict(func=_cell_func, cell=cell, seed=0, version="1", source=True),
+        dict(func=Arg("callable"), seed=SEED, source=FLAG))
     add("source_version", dict(prefix="x"), dict(prefix=Arg("text")))
     add("to_jsonable", dict(v=1.0, nonfinite="keep", unknown="raise"),
         dict(nonfinite=choice("keep", "str", "null"), unknown=choice("raise", "str", "keep")))
@@ -474,65 +472,6 @@ def _cases() -> tuple[list[Case], list[str]]:
 
 
 # ---------------------------------------------------------------------------------------------- running
-@contextlib.contextmanager
-def capped_memory(extra_gib: float = 6.0):
-    """Cap the address space at its current size + ``extra_gib`` inside the block (a huge allocation then fails at
-    once with ``MemoryError`` instead of swapping a shared machine); restored afterwards.  Not where CUDA is
-    available (a CUDA context reserves far more address space than it uses)."""
-    old = resource.getrlimit(resource.RLIMIT_AS)
-    if torch.cuda.is_available():
-        yield
-        return
-    try:
-        vm = int(Path("/proc/self/status").read_text().split("VmSize:")[1].split()[0]) * 1024
-    except (OSError, IndexError, ValueError):
-        yield
-        return
-    cap = vm + int(extra_gib * 2**30)
-    if old[1] != resource.RLIM_INFINITY:
-        cap = min(cap, old[1])
-    resource.setrlimit(resource.RLIMIT_AS, (cap, old[1]))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, old)
-
-
-def _names(message: str, name: str) -> bool:
-    """Does ``message`` name the argument ``name`` as a word (``n`` is not named by "an integer")?"""
-    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message) is not None
-
-
-def classify(func: Callable[..., Any], kwargs: dict[str, Any], name: str) -> tuple[str, str]:
-    """``(outcome, detail)`` of ``func(**kwargs)`` whose argument ``name`` is bad: the protocol of
-    :func:`test_fuzz_theory.classify`, stricter on naming (the name must appear as a word) and with
-    ``MemoryError`` counted apart (an attempted huge allocation)."""
-    old = signal.signal(signal.SIGALRM, tft._alarm)
-    signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = func(**kwargs)
-        outcome = "silent" if tft._nonfinite(result) else "accepted"
-        detail = " ".join(repr(result).split())[:80]
-    except tft._Timeout:
-        outcome, detail = "hang", f"> {TIME_LIMIT_S} s"
-    except (ValueError, TypeError) as exc:
-        outcome = "refused" if _names(str(exc), name) else "unnamed"
-        detail = f"{type(exc).__name__}: {' '.join(str(exc).split())[:150]}"
-    except MemoryError as exc:
-        outcome, detail = "memory", f"MemoryError: {str(exc)[:150]}"
-    except Exception as exc:  # noqa: BLE001 - classified, not hidden
-        outcome, detail = "other", f"{type(exc).__name__}: {' '.join(str(exc).split())[:150]}"
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-    if outcome == "refused" and time.perf_counter() - t0 > TIME_LIMIT_S:
-        outcome = "hang"
-    return outcome, detail
-
-
 def run_table(cases: list[Case]) -> tuple[dict[str, Counter], list[str]]:
     """Outcome counts per module over the table of bad values, and every non-refused call (with its outcome)."""
     counts: dict[str, Counter] = {}
@@ -546,7 +485,7 @@ def run_table(cases: list[Case]) -> tuple[dict[str, Counter], list[str]]:
                     try:
                         outcome, detail = classify(case.func, kwargs, case.named.get(name, name))
                     finally:
-                        tft._restore_limits()
+                        restore_limits()
                     counts.setdefault(case.module, Counter())[outcome] += 1
                     if outcome != "refused":
                         problems.append(f"[{case.module}] {case.label}({name}={label}): {outcome} {detail}")
@@ -600,11 +539,11 @@ def test_valid_calls_succeed():
     for case in CASES:
         try:
             out = case.func(**case.kwargs)
-            ok = not tft._nonfinite(out)
+            ok = not nonfinite(out)
         except Exception as exc:  # noqa: BLE001
             ok, out = False, exc
         finally:
-            tft._restore_limits()
+            restore_limits()
         if not ok:
             assert case.module not in MINE, f"{case.label}: {out!r}"
             broken.append(f"{case.label}: {out!r}")
@@ -704,7 +643,7 @@ if tft.st is not None:
         try:
             outcome, detail = classify(case.func, kwargs, case.named.get(name, name))
         finally:
-            tft._restore_limits()
+            restore_limits()
         _HYP_COUNTS[outcome] += 1
         assert outcome == "refused", f"{case.label}({name}={value!r}): {outcome} {detail}"
 

@@ -1,18 +1,14 @@
 """Fuzz suite of ``theory``'s public callables: every bad input is refused clearly, no string is run as code.
 
-Protocol (the audit of issue 13): start from one valid call per public callable (``theory.__all__`` and each
-module's ``__all__``), make *one* argument bad at a time and classify the outcome:
-
-* ``refused``  -- ``ValueError`` or ``TypeError`` whose message names the argument, within :data:`TIME_LIMIT_S`;
-* ``silent``   -- returned NaN or inf (anywhere in the result);
-* ``accepted`` -- returned a finite result;
-* ``unnamed``  -- ``ValueError`` / ``TypeError`` whose message does not name the argument;
-* ``other``    -- any other exception (``RuntimeError``, ``OverflowError``, ``LinAlgError``, ``MemoryError``...);
-* ``hang``     -- still running after :data:`TIME_LIMIT_S` (stopped by ``SIGALRM``).
+Protocol and outcomes: :mod:`fuzz_support` (``tests/fuzz_support.py``).  One valid call per public callable
+(``theory.__all__`` and each module's ``__all__``), *one* argument made bad at a time, each call classified as
+``refused`` (``ValueError`` / ``TypeError`` naming the argument within 2 s), ``silent`` (NaN or inf returned),
+``accepted``, ``unnamed``, ``memory``, ``other`` or ``hang``.
 
 The bad values come from a table (NaN, +-inf, complex, bool, None, strings including a malicious one that
 would create a marker file if it were evaluated, huge integers, negative and oversized sizes, wrong shapes and
-dtypes, out-of-range values) and from hypothesis (random values outside each argument's domain).  The tests
+dtypes, out-of-range values; the generic part is :func:`fuzz_support.generic_bad_values`, the kinds of theory's
+arguments are below) and from hypothesis (random values outside each argument's domain).  The tests
 assert 100 % ``refused`` and that the marker file never appears; ``pytest -s`` prints the counts.
 
 Callables without arguments (``derive_ridge_error``, ``null_system_equations``, ...) are only called validly;
@@ -23,159 +19,29 @@ exception classes (``StructuredConvergenceError``, ``ArgumentTypeError``) take a
 from __future__ import annotations
 
 import dataclasses
-import math
-import os
-import re
-import signal
 import sys
-import tempfile
-import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import sympy as sp
 
 import theory
+from fuzz_support import (EVIL, GENERIC_KINDS, INF, JUNK, MARKER, NAN, TIME_LIMIT_S, Arg, bad_strategy,  # noqa: F401
+                          choice, classify, generic_bad_values, integer, nonfinite, nonneg, pos, real, report_line,
+                          restore_limits, st)
 
-try:  # hypothesis is a test dependency; the table alone still runs without it
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
-except ImportError:  # pragma: no cover
-    st = None
-
-#: per-call time limit of the protocol (seconds)
-TIME_LIMIT_S = 2.0
-MARKER = Path(tempfile.gettempdir()) / f"theory_fuzz_pwned_{os.getpid()}"
-EVIL = f"__import__('os').system('touch {MARKER}')"
 X, Y = sp.Symbol("x", real=True), sp.Symbol("y")
-NAN, INF = float("nan"), float("inf")
 
 
 # ---------------------------------------------------------------------------------------------- argument kinds
-@dataclass(frozen=True)
-class Arg:
-    """Domain of one argument, from which its bad values are generated.
-
-    kind: ``real`` / ``int`` / ``complex`` numbers (``array``: arrays allowed too, ``ndim``: their dimension),
-    ``choice`` (strings of ``choices``), ``flag``, ``activation``, ``spike``, ``vector``, ``matrix``,
-    ``constants`` (activation dict), ``diagonal``, ``steps`` (RidgeDerivation), ``sympy_or_none``.
-    """
-
-    kind: str
-    low: Any = None
-    high: Any = None
-    low_open: bool = False
-    high_open: bool = False
-    symbolic: bool = False
-    array: bool = False
-    ndim: int | None = None
-    choices: tuple = ()
-    ignore_case: bool = False
-    extra: tuple = ()  # argument-specific bad values
-    none_ok: bool = False  # None is valid (a default)
-
-    def valid_number(self, v: Any) -> bool:
-        """Is the real number ``v`` inside this argument's domain (integrality included)?"""
-        if not math.isfinite(v):
-            return False
-        if self.kind == "int" and v != int(v):
-            return False
-        if self.low is not None and (v <= self.low if self.low_open else v < self.low):
-            return False
-        if self.high is not None and (v >= self.high if self.high_open else v > self.high):
-            return False
-        return True
-
-
-def real(low=None, high=None, low_open=False, high_open=False, **kw) -> Arg:
-    return Arg("real", low, high, low_open, high_open, **kw)
-
-
-def pos(**kw) -> Arg:
-    return real(0, low_open=True, **kw)
-
-
-def nonneg(**kw) -> Arg:
-    return real(0, **kw)
-
-
-def integer(low=None, high=None, **kw) -> Arg:
-    return Arg("int", low, high, **kw)
-
-
-def choice(*options: str, ignore_case: bool = False) -> Arg:
-    return Arg("choice", choices=options, ignore_case=ignore_case)
-
-
-JUNK = [("None", None), ("str", "abc"), ("evil str", EVIL), ("object", object()), ("bool", True),
-        ("np.bool_", np.bool_(False)), ("dict", {"v": 1}), ("bytes", b"1")]
-
-
-def _number_bad(a: Arg) -> list[tuple[str, Any]]:
-    out = JUNK + [("nan", NAN), ("inf", INF), ("-inf", -INF), ("np.nan", np.float64(NAN)),
-                  ("sp.nan", sp.nan), ("sp.zoo", sp.zoo), ("sp.oo", sp.oo)]
-    if a.kind == "complex":
-        out += [("complex nan", complex(NAN, 1.0)), ("complex inf", complex(1.0, INF))]
-    else:
-        out += [("complex", 1.0 + 1.0j), ("np.complex", np.complex128(2j)), ("sp.I", sp.I)]
-    if not a.symbolic:
-        out += [("symbol", sp.Symbol("t")), ("huge int", 10**400)]
-    if not a.array:
-        out += [("wrong shape", np.array([1.0, 2.0])), ("list", [1.0, 2.0])]
-    if a.kind == "int":
-        base = a.low if a.low is not None else 0
-        out += [("non-integral", base + 0.5)]
-        if a.symbolic:
-            out += [("sp non-integral", sp.Rational(2 * base + 1, 2))]
-    if a.low is not None:
-        out += [("below range", _below(a.low))] + ([("at open bound", a.low)] if a.low_open else [])
-    if a.high is not None:
-        out += [("above range", a.high + 1 if a.kind == "int" else _above(a.high))]
-        out += [("at open upper bound", a.high)] if a.high_open else []
-        if a.kind == "int":
-            out += ([("10**13", 10**13)] if a.high < 10**13 else []) + [("huge int", 10**400)]
-    if a.array:
-        good = 1.0 if a.low is None else (a.low + 1.0)
-        if a.high is not None and good >= a.high:
-            good = a.high - 1.0
-        out += [("array nan", np.array([good, NAN])), ("array inf", np.array([INF])), ("array str", np.array(["a"])),
-                ("array object", np.array([good, None], dtype=object)), ("empty", np.array([])),
-                ("array bool", np.array([True])), ("ragged", [[good], [good, good]])]
-        if a.kind != "complex":
-            out += [("array complex", np.array([good + 1j]))]
-        if a.low is not None:
-            out += [("array below range", np.array([good, _below(a.low)]))]
-        if a.high is not None:
-            out += [("array above range", np.array([good, _above(a.high)]))]
-        if a.ndim == 1:
-            out += [("2-d array", np.full((2, 2), good))]
-    return out
-
-
-def _below(low: Any) -> Any:
-    """A number clearly below ``low`` (``low - 1`` would round to ``low`` for ``|low| >= 2**53``)."""
-    return low - 1 if isinstance(low, int) else low - max(1.0, abs(low))
-
-
-def _above(high: Any) -> float:
-    return high + max(1.0, abs(high))
-
-
 def bad_values(a: Arg) -> list[tuple[str, Any]]:
-    """The table of bad values for an argument of domain ``a``."""
-    if a.kind in ("real", "int", "complex"):
-        out = _number_bad(a)
-    elif a.kind == "choice":
-        out = JUNK + [("unknown", "no-such-option"), ("int", 1), ("nan", NAN), ("list", list(a.choices[:1]))]
-        if not a.ignore_case:
-            out += [("upper case", a.choices[0].upper())] if a.choices[0].upper() != a.choices[0] else []
-    elif a.kind == "flag":
-        out = [("None", None), ("str", "yes"), ("evil str", EVIL), ("int", 1), ("float", 0.0), ("nan", NAN),
-               ("array", np.array([True]))]
-    elif a.kind == "activation":
+    """The table of bad values for an argument of domain ``a``: :func:`fuzz_support.generic_bad_values` for
+    numbers, choices and flags, theory's own kinds below."""
+    if a.kind in GENERIC_KINDS:
+        return generic_bad_values(a)
+    if a.kind == "activation":
         out = [(k, v) for k, v in JUNK if k != "dict"] + [
             ("unknown name", "swishy"), ("nan", NAN), ("inf", INF), ("complex", 1j), ("sp.nan", sp.nan),
             ("sp.zoo", sp.zoo), ("two symbols", X + Y), ("relational", sp.Eq(X, 1)), ("complex expr", sp.I * X),
@@ -251,6 +117,7 @@ SYM_POS, SYM_NONNEG, ACT = pos(symbolic=True), nonneg(symbolic=True), Arg("activ
 Z_ANY = Arg("complex", array=True)
 # the solvers' domain (theory.null_system): gamma in [1e-30, 1e30], c in [1e-4, 1e4], snr in [0, 1e8]
 GAMMA_GRID = real(1e-30, 1e30, array=True, ndim=1)
+GAMMA_GRID_SYM = real(1e-30, 1e30, array=True, ndim=1, symbolic=True)  # a symbol: the sympy function (theory.symbolic)
 C_SOLVER, SNR_SOLVER = real(1e-4, 1e4), real(0, 1e8)
 
 
@@ -295,14 +162,15 @@ def _limits_and_activations(add: Callable[..., None]) -> None:
 def _mp_kernel_and_ridge(add: Callable[..., None]) -> None:
     """theory.marchenko_pastur, theory.kernel_spectrum, theory.ridge."""
     # ---- Marchenko-Pastur
-    add("mp_stieltjes", dict(z=-1.0, c=0.5), dict(z=Arg("complex", array=True, extra=(("pole", 0.0),)), c=pos()))
+    add("mp_stieltjes", dict(z=-1.0, c=0.5),
+        dict(z=Arg("complex", array=True, symbolic=True, extra=(("pole", 0.0),)), c=pos(symbolic=True)))
     add("mp_stieltjes_expr", dict(z=-1, c=0.5), dict(z=Arg("complex", symbolic=True), c=SYM_POS))
     add("mp_delta", dict(gamma=0.1, c=0.5), dict(gamma=real(0, array=True, extra=(("zero for c<1", 0.0),)), c=pos()))
     add("mp_delta_expr", dict(gamma=0.1, c=0.5), dict(gamma=SYM_POS, c=SYM_POS))
     add("mp_equation", dict(m=0.5, z=-1.0, c=0.5),
         dict(m=Arg("complex", array=True, symbolic=True, extra=(("pole", -1.0),)),
              z=Arg("complex", array=True, symbolic=True), c=pos(symbolic=True, array=True)))
-    add("mp_density", dict(x=1.0, c=0.5), dict(x=real(array=True), c=pos()))
+    add("mp_density", dict(x=1.0, c=0.5), dict(x=real(array=True, symbolic=True), c=pos(symbolic=True)))
     add("mp_atom", dict(c=0.5), dict(c=SYM_POS))
     add("mp_support", dict(c=0.5), dict(c=SYM_POS))
     add("mp_moment", dict(k=3, c=0.5), dict(k=integer(0, 1000), c=SYM_POS))
@@ -321,6 +189,11 @@ def _mp_kernel_and_ridge(add: Callable[..., None]) -> None:
     add("ridge_error_limit", dict(c=0.25, snr=1.0), dict(c=SYM_POS, snr=SYM_NONNEG))
     add("ridge_error_small_gamma_coefficient", dict(c=2.0, snr=1.0), dict(c=real(1, low_open=True, symbolic=True),
                                                                           snr=SYM_NONNEG))
+    # ---- laws
+    add("MarchenkoPastur", dict(c=0.5, matrix="n"), dict(c=pos(), matrix=choice("n", "p")))
+    add("KernelSpectralLaw", dict(c=2.0, activation="tanh"), dict(c=pos(), activation=ACT))
+    add("KernelSpectralLaw[constants]", dict(c=2.0, a1=0.6, nu=0.4), dict(a1=real(), nu=pos(extra=(("nu < a1^2", 0.1),))),
+        path="KernelSpectralLaw")
     add("RidgeDerivation", {}, dict(steps=Arg("steps"), error=Arg("sympy_or_none"), matches_spec=Arg("flag")))
 
 
@@ -329,7 +202,8 @@ def _attention_and_null(add: Callable[..., None]) -> None:
     # ---- null system and attention
     att = dict(gamma=1e-2, c=2.0, activation="tanh", snr=0.0, diagonal="removed", tol=1e-12, max_iter=100,
                method="exact", system="symmetric", n_nodes=160)
-    add("attention_error", att, dict(gamma=real(1e-30, 1e30, array=True), c=C_SOLVER, activation=ACT, snr=SNR_SOLVER,
+    add("attention_error", att, dict(gamma=real(1e-30, 1e30, array=True, symbolic=True),
+                                     c=real(1e-4, 1e4, symbolic=True), activation=ACT, snr=SNR_SOLVER,
                                      diagonal=Arg("diagonal"),
                                      check_quadrature=Arg("flag"), **SOLVER_ARGS),
         bad_overrides={"check_quadrature": {}})
@@ -337,9 +211,12 @@ def _attention_and_null(add: Callable[..., None]) -> None:
         dict(maxiter=integer(1, 10_000)), path="attention_error")
     add("attention_error[structured]", dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0, spike=(4.0, "aligned"),
                                             tol=1e-12, maxiter=100, n_nodes=64),
-        dict(gamma=GAMMA_GRID, snr=SNR_SOLVER, spike=Arg("spike", none_ok=True), tol=SOLVER_ARGS["tol"],
+        dict(gamma=GAMMA_GRID_SYM, snr=SNR_SOLVER, spike=Arg("spike", none_ok=True), tol=SOLVER_ARGS["tol"],
              maxiter=integer(1, 10_000),
              n_nodes=integer(16, 10_000)), path="attention_error")
+    add("attention_error_taylor", dict(gamma=0.1, c=2.0, activation="tanh", order=2),
+        dict(gamma=real(1e-30, 1e30), c=C_SOLVER, activation=ACT, snr=SNR_SOLVER, diagonal=Arg("diagonal"),
+             order=integer(0, 19), rtol=real(1e-14, 1e-3)))
     add("attention_error[w_k]", dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0, w_k=[1.0, 0.5], w_q=[1.0, 0.0]),
         dict(w_k=Arg("vector"), w_q=Arg("vector")), path="attention_error")
     add("attention_small_gamma_law", dict(c=2.0, activation="tanh", diagonal="removed", gammas=(1e-13, 1e-11)),
@@ -356,6 +233,13 @@ def _attention_and_null(add: Callable[..., None]) -> None:
     add("kept_diagonal", dict(activation="relu", p=100), dict(activation=ACT, p=integer(1, 10**12)))
     add("gram_law_quadrature", dict(c=2.0, n_nodes=160), dict(c=pos(), n_nodes=integer(2, 10_000)))
     add("gram_stieltjes", dict(w=-1.0, c=2.0), dict(w=Z_ANY, c=pos()))
+    add("null_system_taylor", dict(gamma=0.1, c=2.0, d0=0.0, order=2, **TANH),
+        dict(gamma=real(1e-30, 1e30), c=C_SOLVER, a1=real(-1e6, 1e6), sf2=real(0, 1e12), d0=real(-1e6, 1e6),
+             order=integer(0, 20), rtol=real(1e-14, 1e-3)))
+    add("NullTaylor", dict(gamma=0.1, delta=[0.1, 0.2], delta_tilde=[2.0, 3.0], kappa=[0.0, 0.1], n_nodes=800,
+                           quadrature_error=0.0),
+        dict(gamma=real(1e-30, 1e30), delta=real(array=True, ndim=1), delta_tilde=real(array=True, ndim=1),
+             kappa=real(array=True, ndim=1), n_nodes=integer(0, 10_000), quadrature_error=nonneg()))
     add("NullSolution", dict(z=-0.01, delta=0.1, delta_tilde=2.0, kappa=0.01, ddelta_dz=1.0, ddelta_tilde_dz=3.0,
                              dkappa_dz=0.1, iterations=4, residual=1e-13),
         dict(z=real(high=0, high_open=True), delta=nonneg(), delta_tilde=nonneg(), kappa=real(), ddelta_dz=real(),
@@ -370,7 +254,10 @@ def _structured(add: Callable[..., None]) -> None:
     st_args = dict(gamma=GAMMA_GRID, c=C_SOLVER, activation=ACT, snr=SNR_SOLVER, diagonal=Arg("diagonal"),
                    tol=SOLVER_ARGS["tol"], maxiter=integer(1, 10_000), n_nodes=integer(16, 10_000),
                    method=SOLVER_ARGS["method"], system=SOLVER_ARGS["system"])
-    add("structured_attention_error", st_kw, st_args)
+    add("structured_attention_error", st_kw, dict(st_args, gamma=GAMMA_GRID_SYM, c=real(1e-4, 1e4, symbolic=True)))
+    add("structured_attention_error_taylor", dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0, order=1),
+        dict(gamma=real(1e-30, 1e30), c=C_SOLVER, activation=ACT, snr=SNR_SOLVER, order=integer(0, 19),
+             rtol=real(1e-14, 1e-3), spike=Arg("spike", none_ok=True)))
     add("structured_attention_solve", dict(st_kw, check_quadrature=True),
         dict(st_args, check_quadrature=Arg("flag"), max_iter=integer(1, 10_000, none_ok=True)))
     add("structured_attention_error[constants]", dict(gamma=0.1, c=2.0, activation=dict(TANH), snr=1.0),
@@ -420,70 +307,7 @@ def _minimax(add: Callable[..., None]) -> None:
         extra=(("answer too large", 1e6), ("answer too large (int)", 10**6)))))
 
 
-# ---------------------------------------------------------------------------------------------- running a call
-class _Timeout(BaseException):
-    """Raised by SIGALRM inside a call that runs past the time limit (a BaseException: not swallowed)."""
-
-
-def _alarm(signum, frame):  # pragma: no cover - only on a hang
-    raise _Timeout
-
-
-def _nonfinite(result: Any, depth: int = 0) -> bool:
-    if depth > 4:
-        return False
-    if isinstance(result, (tuple, list)):
-        return any(_nonfinite(r, depth + 1) for r in result)
-    if isinstance(result, dict):
-        return any(_nonfinite(r, depth + 1) for r in result.values())
-    if dataclasses.is_dataclass(result) and not isinstance(result, type):
-        return any(_nonfinite(getattr(result, f.name), depth + 1) for f in dataclasses.fields(result))
-    if isinstance(result, sp.Basic):
-        return bool(result.has(sp.nan, sp.zoo, sp.oo, -sp.oo))
-    if isinstance(result, (int, np.integer)):
-        return False
-    if isinstance(result, (float, complex, np.number)):
-        return not np.isfinite(result)
-    if isinstance(result, np.ndarray) and result.dtype.kind in "fc":
-        return not bool(np.all(np.isfinite(result)))
-    return False
-
-
-def _names(message: str, name: str) -> bool:
-    """Does ``message`` name the argument ``name`` as a word (``c`` is not named by "complex")?"""
-    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message) is not None
-
-
-def classify(func: Callable[..., Any], kwargs: dict[str, Any], name: str) -> tuple[str, str]:
-    """``(outcome, detail)`` of ``func(**kwargs)`` whose argument ``name`` is bad (see the module docstring)."""
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT_S)
-    t0 = time.perf_counter()
-    try:
-        result = func(**kwargs)
-        outcome = "silent" if _nonfinite(result) else "accepted"
-        detail = repr(result)[:80]
-    except _Timeout:
-        outcome, detail = "hang", f"> {TIME_LIMIT_S} s"
-    except (ValueError, TypeError) as exc:
-        msg = str(exc)
-        outcome = "refused" if _names(msg, name) else "unnamed"
-        detail = f"{type(exc).__name__}: {msg[:150]}"
-    except Exception as exc:  # noqa: BLE001 - classified, not hidden
-        outcome, detail = "other", f"{type(exc).__name__}: {str(exc)[:150]}"
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-    if outcome == "refused" and time.perf_counter() - t0 > TIME_LIMIT_S:
-        outcome = "hang"
-    return outcome, detail
-
-
-def _restore_limits() -> None:
-    if hasattr(theory, "set_limits"):
-        theory.set_limits(**dataclasses.asdict(theory.Limits()))
-
-
+# ---------------------------------------------------------------------------------------------- running
 def run_table(cases: list[Case]) -> tuple[Counter, list[str]]:
     """Outcome counts over the table of bad values, and a description of every non-refused call."""
     counts: Counter = Counter()
@@ -496,17 +320,11 @@ def run_table(cases: list[Case]) -> tuple[Counter, list[str]]:
                 try:
                     outcome, detail = classify(case.func, kwargs, name)
                 finally:
-                    _restore_limits()
+                    restore_limits()
                 counts[outcome] += 1
                 if outcome != "refused":
                     problems.append(f"{case.label}({name}={label}): {outcome} {detail}")
     return counts, problems
-
-
-def _report(title: str, counts: Counter) -> str:
-    total = sum(counts.values())
-    parts = ", ".join(f"{k} {counts.get(k, 0)}" for k in ("refused", "silent", "accepted", "unnamed", "other", "hang"))
-    return f"{title}: {total} bad calls: {parts}; strings evaluated: {int(MARKER.exists())}"
 
 
 # ---------------------------------------------------------------------------------------------- tests
@@ -545,48 +363,30 @@ def test_valid_calls_succeed():
         try:
             out = case.func(**case.kwargs)
         finally:
-            _restore_limits()
-        assert not _nonfinite(out), case.label
+            restore_limits()
+        assert not nonfinite(out), case.label
 
 
 def test_table_of_bad_values_all_refused():
     MARKER.unlink(missing_ok=True)
     counts, problems = run_table(CASES)
-    print("\n" + _report("theory fuzz table", counts))
+    print("\n" + report_line("theory fuzz table", counts))
     assert not MARKER.exists(), "a string argument was evaluated as code"
     assert counts["refused"] == sum(counts.values()), "\n".join(problems[:40])
 
 
 if st is not None:
+    from hypothesis import HealthCheck, given, settings
+
     _FUZZ = [(case, name, arg) for case in CASES for name, arg in case.args.items()
              if arg.kind in ("real", "int", "complex", "choice", "flag", "activation", "diagonal")]
     _HYP_COUNTS: Counter = Counter()
 
-    def _bad_numbers(a: Arg):
-        parts = [st.sampled_from([NAN, INF, -INF]), st.text(max_size=20), st.none(), st.booleans()]
-        if a.kind != "complex":
-            parts.append(st.complex_numbers(allow_nan=False, allow_infinity=False).filter(lambda v: v.imag != 0))
-        floats = st.floats(allow_nan=False, allow_infinity=False)
-        parts.append(floats.filter(lambda v: not a.valid_number(v)) if (a.low, a.high) != (None, None)
-                     or a.kind == "int" else st.just(NAN))
-        if a.kind == "int":
-            lo = st.integers(max_value=a.low - 1) if a.low is not None else st.nothing()
-            hi = st.integers(min_value=a.high + 1) if a.high is not None else st.nothing()
-            parts += [lo, hi]
-        if a.kind == "real" and a.low is not None:
-            parts.append(st.integers(max_value=int(math.floor(a.low)) - (0 if a.low_open else 1)))
-        return st.one_of(*parts)
-
     def _bad_strategy(a: Arg):
-        if a.kind in ("real", "int", "complex"):
-            return _bad_numbers(a)
+        """:func:`fuzz_support.bad_strategy`, and theory's activations and diagonals."""
+        if a.kind in GENERIC_KINDS:
+            return bad_strategy(a)
         text = st.text(max_size=30)
-        if a.kind == "choice":
-            valid = {s.lower() for s in a.choices} if a.ignore_case else set(a.choices)
-            return st.one_of(text.filter(lambda s: (s.lower() if a.ignore_case else s) not in valid),
-                             st.integers(), st.floats(), st.none())
-        if a.kind == "flag":
-            return st.one_of(text, st.integers(), st.floats(), st.none())
         names = {n.lower() for n in getattr(theory, "ACTIVATIONS", ())}
         if a.kind == "diagonal":
             return st.one_of(text.filter(lambda s: s.lower() not in ("removed", "kept")),
@@ -600,18 +400,20 @@ if st is not None:
     def test_hypothesis_bad_values_refused(data):
         case, name, arg = data.draw(st.sampled_from(_FUZZ), label="argument")
         value = data.draw(_bad_strategy(arg), label="bad value")
+        if arg.none_ok and value is None:  # a valid default, not a bad value
+            return
         kwargs = dict(case.kwargs, **case.bad_overrides.get(name, {}))
         kwargs[name] = value
         try:
             outcome, detail = classify(case.func, kwargs, name)
         finally:
-            _restore_limits()
+            restore_limits()
         _HYP_COUNTS[outcome] += 1
         assert outcome == "refused", f"{case.label}({name}={value!r}): {outcome} {detail}"
 
     def test_hypothesis_counts_printed():
         """Runs after the hypothesis test (file order): prints its counts."""
-        print("\n" + _report("theory fuzz hypothesis", _HYP_COUNTS))
+        print("\n" + report_line("theory fuzz hypothesis", _HYP_COUNTS))
         assert not MARKER.exists()
 
 
@@ -640,5 +442,5 @@ if __name__ == "__main__":  # before/after counts without asserting
     counts, problems = run_table(CASES)
     if "-v" in sys.argv:
         print("\n".join(problems))
-    print(_report(f"theory fuzz table ({theory.__file__})", counts))
+    print(report_line(f"theory fuzz table ({theory.__file__})", counts))
     MARKER.unlink(missing_ok=True)

@@ -13,6 +13,9 @@ kernel_spectrum   paper B: free-convolution law of the nonlinear kernel
 ridge             paper B: ridge-regression interpolation error (sympy derivation as code)
 attention         paper B: null-model attention deterministic equivalent
 structured        paper B: attention with signal and spiked weights (project's own derivation)
+implicit          paper B: Taylor coefficients of the null system in gamma (implicit-function derivatives)
+symbolic          the solvers as sympy functions (symbolic gamma or c: evalf, diff, series, lambdify, plot)
+laws              scipy.stats-style spectral laws: MarchenkoPastur, KernelSpectralLaw
 
 Input validation (one layer, :mod:`theory._validation`, used by every public callable)
 --------------------------------------------------------------------------------------
@@ -24,18 +27,32 @@ and a ``ValueError``), a wrong value ``ValueError``.  Sizes and memory are bound
 (:func:`get_limits`, :func:`set_limits`), checked before any work starts.
 """
 
-from . import activations, attention, kernel_spectrum, marchenko_pastur, minimax, ridge, structured, symbols
+from . import (
+    activations,
+    attention,
+    implicit,
+    kernel_spectrum,
+    laws,
+    marchenko_pastur,
+    minimax,
+    ridge,
+    structured,
+    symbolic,
+    symbols,
+)
 from ._validation import ArgumentTypeError, Limits, get_limits, set_limits
 from ._version import __version__
 from .activations import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
+from .implicit import *  # noqa: F401,F403
 from .kernel_spectrum import *  # noqa: F401,F403
+from .laws import *  # noqa: F401,F403
 from .marchenko_pastur import *  # noqa: F401,F403
 from .minimax import *  # noqa: F401,F403
 from .ridge import *  # noqa: F401,F403
 from .structured import *  # noqa: F401,F403
 
-__all__ = ["symbols", "ArgumentTypeError", "Limits", "get_limits", "set_limits"]
-for _module in (activations, attention, kernel_spectrum, marchenko_pastur, minimax, ridge, structured):
+__all__ = ["symbols", "symbolic", "ArgumentTypeError", "Limits", "get_limits", "set_limits"]
+for _module in (activations, attention, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, ridge, structured):
     __all__ += list(_module.__all__)
 del _module

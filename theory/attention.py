@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import ArgumentTypeError, as_array, as_float, check_flag, finite_result
+from ._jets import Jet
+from ._validation import ArgumentTypeError, as_array, as_float, as_int, check_flag, finite_result
 from .activations import ActivationLike, check_activation, hermite_moments
+from .implicit import MAX_TAYLOR_ORDER, null_system_taylor
 from .null_system import (  # noqa: F401  (re-exported: public names of this module since the first release)
     NULL_SYSTEMS,
     NullSolution,
@@ -29,13 +31,14 @@ from .null_system import (  # noqa: F401  (re-exported: public names of this mod
 
 from . import null_system as _null_system  # noqa: E402
 from .null_system import _C_RANGE, _GAMMA_RANGE, _check_grid, _solver_options  # noqa: E402
+from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments  # noqa: E402
 
 #: the options of the solvers (:func:`solve_null_system_full`, :func:`theory.structured_attention_solve`)
 _SOLVER_OPTIONS = ("system", "method", "n_nodes", "tol", "maxiter", "max_iter", "check_quadrature")
 #: largest ``snr`` of the structured solver (checked there; the same bound for spike strengths)
 _SNR_MAX = 1e8
 
-__all__ = ["attention_error", "attention_small_gamma_law", *_null_system.__all__]
+__all__ = ["attention_error", "attention_error_taylor", "attention_small_gamma_law", *_null_system.__all__]
 
 
 # --------------------------------------------------------------------------- public error
@@ -54,8 +57,8 @@ def attention_error(
 
     Parameters
     ----------
-    gamma : ridge parameter ``> 0`` (scalar -> float, array -> ndarray).
-    c : ``p / n > 0``.
+    gamma : ridge parameter ``> 0`` (scalar -> float, array -> ndarray), or a sympy expression (see below).
+    c : ``p / n > 0``, or a sympy expression.
     activation : registry name or sympy expression (centred internally).
     snr : ``||mu||^2``; ``0`` for the null model solved here.
     w_k, w_q : attention spikes (``W = I + w_k w_q^T``); ``None`` for the null model.
@@ -74,7 +77,14 @@ def attention_error(
 
     Returns
     -------
-    float or numpy.ndarray
+    float, numpy.ndarray or theory.symbolic.NumericFunction
+        A float (an array) for numeric ``gamma`` and ``c``; when either is a sympy expression with free symbols, a
+        sympy function of ``(gamma, c)`` (:class:`theory.symbolic.NumericFunction`) with the activation and the
+        options fixed: ``evalf`` and ``subs`` with a float call this function with numbers; ``sympy.diff`` in
+        ``gamma`` gives the implicit-function derivatives (:func:`attention_error_taylor`); ``sympy.series`` at a
+        number ``gamma0`` is the Taylor polynomial from those derivatives; ``sympy.lambdify`` prints it as a
+        vectorised call of the solver (the ``_numpycode`` printer hook), so ``sympy.plot`` works.  With signal or
+        spikes the result is that of :func:`theory.structured_attention_error`.
 
     Raises
     ------
@@ -93,7 +103,23 @@ def attention_error(
     0.0839
     >>> bool(attention_error(0.1, 2.0, "tanh", snr=1.0, spike=(4.0, "aligned")) < attention_error(0.1, 2.0, "tanh", snr=1.0))
     True
+
+    Symbolic ``gamma``:
+
+    >>> import sympy as sp
+    >>> from theory.symbols import gamma
+    >>> E = attention_error(gamma, 2, "tanh")
+    >>> E
+    attention_error(gamma, 2, 'tanh')
+    >>> E.subs(gamma, 0.01) == attention_error(0.01, 2, "tanh")
+    True
+    >>> round(float(sp.diff(E, gamma).subs(gamma, 0.1)), 4)
+    1.6232
+    >>> sp.lambdify(gamma, E)([0.01, 0.1]).round(4)
+    array([0.0856, 0.3147])
     """
+    if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
+        return _symbolic_attention_error(gamma, c, activation, snr, w_k, w_q, diagonal, spike, solver_options)
     g = as_array("gamma", gamma, low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1])
     _check_grid("gamma", g.size)
     as_float("c", c, low=_C_RANGE[0], high=_C_RANGE[1])
@@ -119,6 +145,119 @@ def attention_error(
     _, ddt = null_system_derivative(-g, c, hm.a1, hm.sf2, d0, **solver_options)
     err = finite_result("attention_error", g**2 * np.asarray(ddt), gamma=gamma, c=c)
     return float(err) if np.ndim(err) == 0 else err
+
+
+def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, snr: Any, w_k: Any, w_q: Any,
+                              diagonal: Any, spike: Any, solver_options: dict[str, Any]) -> Any:
+    """:func:`attention_error` of a symbolic ``gamma`` or ``c``: the arguments checked as on the numeric path,
+    then the :class:`theory.symbolic.NumericFunction` of the null model (or the structured one)."""
+    g, cc = symbolic_arguments(gamma, c, _C_RANGE)
+    as_float("snr", snr, low=0, high=_SNR_MAX)
+    _check_solver_keywords(solver_options)
+    if spike is not None and (w_k is not None or w_q is not None):
+        raise ValueError("give either spike=(strength, kind) or the vectors w_k, w_q, not both")
+    if float(snr) != 0.0 or w_k is not None or w_q is not None or spike is not None:
+        from .structured import structured_attention_error
+
+        if spike is not None:
+            solver_options["spike"] = spike
+        return structured_attention_error(g, cc, activation, snr, w_k, w_q, diagonal, **solver_options)
+    check_activation(activation, "activation")
+    null_kernel_diagonal(activation, diagonal)
+    options = dict(solver_options)
+    if not (isinstance(diagonal, str) and diagonal.lower() == "removed"):
+        options["diagonal"] = diagonal
+    spec = NumericSpec(
+        "attention_error", ((None, activation), *sorted(options.items())),
+        values=lambda gv, cv: attention_error(gv, cv, activation, **options),
+        taylor=lambda g0, cv, order: attention_error_taylor(g0, cv, activation, order=order, **options),
+    )
+    return numeric_function(spec)(g, cc)
+
+
+def attention_error_taylor(
+    gamma: float,
+    c: float,
+    activation: ActivationLike,
+    snr: float = 0.0,
+    w_k: Any = None,
+    w_q: Any = None,
+    diagonal: Any = "removed",
+    spike: Any = None,
+    *,
+    order: int = 2,
+    rtol: float = 1e-8,
+    **solver_options: Any,
+) -> np.ndarray:
+    """Taylor coefficients of :func:`attention_error` in ``gamma``: ``E(gamma + s) = sum_k e[k] s^k + O(s^{order+1})``.
+
+    Implicit-function derivatives of the fixed-point system (no finite differences): the null unknowns'
+    coefficients come from :func:`theory.null_system_taylor` (order ``order + 1``), and
+    ``E(gamma) = -gamma^2 d delta~/d gamma`` is expanded with them; with signal or spikes,
+    :func:`theory.structured_attention_error_taylor`.  ``e[k] = E^(k)(gamma) / k!``.  ``e[0]`` is
+    :func:`attention_error` itself (the solver's value and exact first derivative); ``e[k]``, ``k >= 1``, involve
+    the unknowns' coefficients of order ``>= 2``, integrated by quadrature to the agreement ``rtol`` of two
+    successive rules (see :func:`theory.null_system_taylor`).
+
+    Parameters
+    ----------
+    gamma : float
+        Expansion point, in ``[1e-30, 1e30]``.
+    c, activation, snr, w_k, w_q, diagonal, spike, **solver_options
+        As in :func:`attention_error` (numbers only).
+    order : int
+        Highest coefficient, in ``[0, 19]``.
+    rtol : float
+        Agreement required of two successive quadrature rules for the coefficients of order ``>= 1``, in
+        ``[1e-14, 1e-3]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``order + 1`` coefficients.
+
+    Raises
+    ------
+    ValueError
+        Invalid arguments.
+    RuntimeError
+        No convergence of the solver, or of the quadrature of the higher orders.
+
+    Examples
+    --------
+    >>> e = attention_error_taylor(0.1, 2.0, "tanh", order=2)
+    >>> bool(e[0] == attention_error(0.1, 2.0, "tanh"))
+    True
+    >>> round(float(e[1]), 4)
+    1.6232
+    """
+    g0 = as_float("gamma", gamma, low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1])
+    as_float("c", c, low=_C_RANGE[0], high=_C_RANGE[1])
+    as_float("snr", snr, low=0, high=_SNR_MAX)
+    _check_solver_keywords(solver_options)
+    if spike is not None and (w_k is not None or w_q is not None):
+        raise ValueError("give either spike=(strength, kind) or the vectors w_k, w_q, not both")
+    if float(snr) != 0.0 or w_k is not None or w_q is not None or spike is not None:
+        from .structured import structured_attention_error_taylor
+
+        if spike is not None:
+            solver_options["spike"] = spike
+        return structured_attention_error_taylor(g0, c, activation, snr, w_k, w_q, diagonal, order=order, rtol=rtol,
+                                                 **solver_options)
+    check_activation(activation, "activation")
+    d0 = null_kernel_diagonal(activation, diagonal)
+    hm = hermite_moments(activation)
+    solver_options.pop("check_quadrature", None)
+    order = _taylor_order(order)
+    t = null_system_taylor(g0, c, hm.a1, hm.sf2, d0, order + 1, rtol=rtol, **solver_options)
+    gam = Jet.variable(g0, order)
+    err = -(gam * gam) * Jet(t.delta_tilde).derivative()
+    return finite_result("attention_error_taylor", err.coefficients, gamma=gamma, c=c)
+
+
+def _taylor_order(order: Any) -> int:
+    """An ``order`` of the error's Taylor coefficients: the unknowns need one more (at most 20)."""
+    return as_int("order", order, low=0, high=MAX_TAYLOR_ORDER - 1)
 
 
 def _check_solver_keywords(options: dict[str, Any]) -> None:

@@ -38,7 +38,21 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_array, as_float, as_int, check_array_memory, check_complex, finite_result, numeric_errors
+import sympy as sp
+
+from ._validation import (
+    ArgumentTypeError,
+    as_array,
+    as_float,
+    as_int,
+    check_array_memory,
+    check_complex,
+    finite_result,
+    numeric_errors,
+    to_sympy,
+)
+from .marchenko_pastur import mp_density
+from .symbolic import is_symbolic
 
 __all__ = ["kernel_stieltjes", "kernel_density", "kernel_equation", "kernel_support_estimate"]
 
@@ -204,12 +218,54 @@ def kernel_density(x: Any, c: float, a1: float, nu: float, eta: float = 1e-9) ->
     """Density of the kernel's limiting spectral law by Stieltjes inversion, ``Im m(x + i eta) / pi``.
 
     Numbers or arrays in; floats or float arrays out.  ``eta >= 0`` (``0``: the boundary value at ``+i 1e-12``).
+
+    Symbolic input (any of ``x, c, a1, nu`` a sympy expression with free symbols): the closed form where the law
+    has one, as a ``sympy.Piecewise`` of the boundary value (``eta`` is not used):
+
+    * ``a1 = 0``: the semicircle of variance ``v = nu / c``, ``sqrt(4 v - x^2) / (2 pi v)`` on ``|x| < 2 sqrt v``;
+    * ``nu = a1^2`` (``f`` linear): the law of ``a1 (lam / c - 1)``, ``lam ~ mu_c``, i.e.
+      ``(c / |a1|) mp_density(c (x / a1 + 1), c)`` (continuous part; for ``c < 1`` the atom ``1 - c`` sits at
+      ``x = -a1``).
+
+    Otherwise (``a1 != 0`` and ``nu > a1^2``, or not decidable from the assumptions) ``m`` is a root of the cubic of
+    the module docstring and there is no closed form: :class:`theory.ArgumentTypeError` (a ``TypeError`` and a
+    ``ValueError``) naming the symbolic arguments.
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x", real=True)
+    >>> kernel_density(x, 2, 0, 1)
+    Piecewise((sqrt(2 - x**2)/pi, x**2 < 2), (0, True))
     """
+    if any(is_symbolic(v) for v in (x, c, a1, nu)):
+        return _kernel_density_expr(x, c, a1, nu)
     xa = as_array("x", x, bytes_per_element=_BYTES_PER_POINT)
     eta = as_float("eta", eta, low=0)
     m = kernel_stieltjes(xa + 1j * eta, c, a1, nu)
     dens = np.maximum(np.imag(m), 0.0) / np.pi
     return float(dens) if np.ndim(dens) == 0 else dens
+
+
+def _kernel_density_expr(x: Any, c: Any, a1: Any, nu: Any) -> sp.Expr:
+    """The closed forms of :func:`kernel_density` for sympy input (see there)."""
+    x = to_sympy("x", x)
+    c = to_sympy("c", c, low=0, low_open=True)
+    a1 = to_sympy("a1", a1)
+    nu = to_sympy("nu", nu, low=0, low_open=True)
+    sf2 = nu - a1**2
+    if sf2.is_number and sf2 < -1e-12:
+        raise ValueError(f"nu must be >= a1^2 (nu = E f^2 >= (E xi f)^2), got nu={nu}, a1={a1}")
+    if a1.is_zero:
+        v = nu / c
+        return sp.Piecewise((sp.sqrt(4 * v - x**2) / (2 * sp.pi * v), x**2 < 4 * v), (0, True))
+    linear = sf2.is_zero or (sf2.is_number and abs(sf2) <= 1e-14 * a1**2)  # the numeric path's rounding rule
+    if linear and a1.is_zero is False:
+        return c / sp.Abs(a1) * mp_density(c * (x / a1 + 1), c)
+    names = ", ".join(n for n, v in (("x", x), ("c", c), ("a1", a1), ("nu", nu)) if v.free_symbols)
+    raise ArgumentTypeError(
+        f"{names} must be numbers here: kernel_density has no closed form for a1={a1}, nu={nu} (only a1 = 0, the "
+        f"semicircle, and nu = a1^2, a shifted Marchenko-Pastur law, have one; otherwise the Stieltjes transform is "
+        f"a root of a cubic, kernel_equation)")
 
 
 def kernel_support_estimate(c: float, a1: float, nu: float, grid: int = 4001) -> tuple[float, float]:

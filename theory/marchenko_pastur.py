@@ -42,6 +42,7 @@ from ._validation import (
     require_positive,
     to_sympy,
 )
+from .symbolic import is_symbolic
 
 __all__ = [
     "mp_stieltjes",
@@ -121,18 +122,30 @@ def mp_stieltjes(z: Any, c: float) -> Any:
 
     Parameters
     ----------
-    z : complex number or array; real ``z`` on the support returns the limit from ``Im z -> 0+``.
-    c : aspect ratio ``p / n > 0``.
+    z : complex number or array; real ``z`` on the support returns the limit from ``Im z -> 0+``; or a sympy
+        expression.
+    c : aspect ratio ``p / n > 0``, or a sympy expression.
 
     Returns
     -------
-    complex (or complex ndarray); for real ``z`` off the support, a float (or float ndarray).
+    complex (or complex ndarray); for real ``z`` off the support, a float (or float ndarray).  When ``z`` or
+    ``c`` is a sympy expression with free symbols: the closed form :func:`mp_stieltjes_expr` (same branch).
 
     Raises
     ------
     ValueError
         ``c <= 0``, or ``z = 0`` where ``m`` is infinite (``c <= 1``).
+
+    Examples
+    --------
+    >>> round(mp_stieltjes(-1.0, 0.5), 6)
+    0.780776
+    >>> z = sp.Symbol("z")
+    >>> mp_stieltjes(z, sp.Rational(1, 2))
+    (-z + sqrt(z - (1 - sqrt(2)/2)**2)*sqrt(z - (sqrt(2)/2 + 1)**2) - 1/2)/(2*z)
     """
+    if is_symbolic(z) or is_symbolic(c):
+        return mp_stieltjes_expr(z, c)
     c = _float_c(c)
     z_in = as_array("z", z, complex_ok=True, bytes_per_element=_BYTES_PER_POINT)
     with numeric_errors("mp_stieltjes", z=z, c=c):
@@ -168,16 +181,18 @@ def mp_delta(gamma: Any, c: float) -> Any:
     """``delta(gamma) = mp_stieltjes(-gamma, c)``, the positive root of ``delta = 1/(gamma + c/(1+delta))``.
 
     Numerically stable form ``2 / (sqrt((gamma+c-1)^2 + 4 gamma) + gamma + c - 1)`` when
-    ``gamma + c - 1 > 0`` (no cancellation at small ``gamma``).  ``gamma = 0`` is allowed when
-    ``c > 1`` (``delta(0) = 1 / (c - 1)``).
+    ``gamma + c - 1 > 0`` (no cancellation at small ``gamma``), with ``gamma + c - 1`` summed as
+    ``gamma + (c - 1)`` (``c - 1`` is exact near ``c = 1``, where ``(gamma + c) - 1`` would round ``gamma``
+    away: 5e-9 relative at ``c = 1``, ``gamma = 1e-16``) and the square root as ``hypot(b, 2 sqrt(gamma))``
+    (``b^2`` overflowed above ``gamma = 1e154``, giving 0); correct to a few ulps for every ``gamma`` and ``c``.
+    ``gamma = 0`` is allowed when ``c > 1`` (``delta(0) = 1 / (c - 1)``).
     """
     c = _float_c(c)
     g = as_array("gamma", gamma, low=0, bytes_per_element=_BYTES_PER_POINT)
     if np.any(g == 0) and c <= 1:
         raise ValueError(f"gamma must be > 0 when c <= 1 (delta(0) is infinite), got {gamma!r}")
-    b = g + float(c) - 1.0
-    with np.errstate(over="ignore"):
-        root = np.sqrt(b * b + 4.0 * g)
+    b = g + (float(c) - 1.0)  # not (g + c) - 1: that cancels the digits of a small g at c near 1
+    root = np.hypot(b, 2.0 * np.sqrt(g))  # sqrt(b^2 + 4 gamma) without overflow of b^2 (gamma > 1e154)
     with np.errstate(divide="ignore", invalid="ignore"):
         pos = 2.0 / (root + b)
         neg = (root - b) / (2.0 * np.where(g == 0, 1.0, g))
@@ -217,8 +232,23 @@ def mp_density(x: Any, c: float) -> Any:
     """Density of the continuous part of ``mu_c``: ``sqrt((lam_+ - x)(x - lam_-)) / (2 pi x)``.
 
     It integrates to ``min(c, 1)``; the atom ``1 - c`` at 0 (``c < 1``) is :func:`mp_atom`.
-    Zero outside ``[lam_-, lam_+]``.  Numbers or arrays.
+    Zero outside ``[lam_-, lam_+]``.  Numbers or arrays (floats out); when ``x`` or ``c`` is a sympy expression
+    with free symbols, the closed form as a ``sympy.Piecewise`` (the same expression on
+    ``lam_- < x < lam_+``, 0 elsewhere).
+
+    Examples
+    --------
+    >>> round(mp_density(1.0, 0.5), 4)
+    0.2105
+    >>> x = sp.Symbol("x", positive=True)
+    >>> f = mp_density(x, sp.Symbol("c", positive=True))
+    >>> f.args[0][0]
+    sqrt(-x + (sqrt(c) + 1)**2)*sqrt(x - (1 - sqrt(c))**2)/(2*pi*x)
+    >>> sp.N(sp.Integral(mp_density(x, 4), (x, 1, 9)), 12)
+    1.00000000000
     """
+    if is_symbolic(x) or is_symbolic(c):
+        return _mp_density_expr(x, c)
     c = _float_c(c)
     xa = as_array("x", x, bytes_per_element=_BYTES_PER_POINT)
     lo, hi = mp_support(c)
@@ -226,6 +256,15 @@ def mp_density(x: Any, c: float) -> Any:
     xs = np.where(inside, xa, 1.0)
     dens = np.where(inside, np.sqrt(np.clip((hi - xs) * (xs - lo), 0.0, None)) / (2 * np.pi * xs), 0.0)
     return float(dens) if dens.ndim == 0 else dens
+
+
+def _mp_density_expr(x: Any, c: Any) -> sp.Expr:
+    """The closed form of :func:`mp_density` for sympy input (``x`` real, ``c > 0``)."""
+    x = to_sympy("x", x)
+    c = to_sympy("c", c, low=0, low_open=True)
+    lo, hi = (1 - sp.sqrt(c)) ** 2, (1 + sp.sqrt(c)) ** 2
+    inside = sp.And(x > lo, x < hi)
+    return sp.Piecewise((sp.sqrt(hi - x) * sp.sqrt(x - lo) / (2 * sp.pi * x), inside), (0, True))
 
 
 def mp_moment(k: int, c: Any) -> sp.Expr:

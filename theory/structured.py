@@ -90,6 +90,7 @@ from ._validation import (
     ArgumentTypeError,
     as_array,
     as_float,
+    as_int,
     check_choice,
     check_flag,
     check_real,
@@ -97,8 +98,19 @@ from ._validation import (
     describe,
     finite_result,
 )
+from ._jets import Jet
 from .activations import check_activation
-from .null_system import _C_RANGE, _GAMMA_RANGE, _KERNEL_CONSTANT_MAX, _check_grid, _diagonal_constant, _solver_options
+from .implicit import MAX_TAYLOR_ORDER, null_system_taylor, refine_quadrature
+from .null_system import (
+    _C_RANGE,
+    _GAMMA_RANGE,
+    _KERNEL_CONSTANT_MAX,
+    _check_grid,
+    _diagonal_constant,
+    _solver_options,
+    gram_law_quadrature,
+)
+from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
 from .symbols import a1 as _a1
 from .symbols import c as _c
 from .symbols import delta as _delta
@@ -106,6 +118,7 @@ from .symbols import gamma as _gamma
 
 __all__ = [
     "structured_attention_error",
+    "structured_attention_error_taylor",
     "structured_attention_solve",
     "StructuredSolution",
     "StructuredConvergenceError",
@@ -632,11 +645,53 @@ def _trace_matrix(g: float, c: float, a1: float, sf2: float, d0: float, nul: np.
     return T, dT
 
 
+#: condition number of the equilibrated trace matrix above which :func:`_woodbury` uses the direct form (the inverse
+#: form then loses more than about 1e-8 relative; measured: below 1e3 for every nonsingular case, 1e15 and more for
+#: the singular ones of ``a1 = 0``)
+_TRACE_COND_LIMIT = 1e8
+
+
 def _woodbury(T, dT, m, A, c):
-    """``y^T Q y/n`` and its gamma-derivative from the trace matrix (Step 3)."""
+    """``y^T Q y/n`` and its gamma-derivative from the trace matrix (Step 3).
+
+    ``b = T[0] (x) m`` is ``w^T Omega`` with ``w = e_1 (x) Gamma^{-1} m`` (``Omega = T (x) Gamma``), so that
+    ``Omega C (I + Omega C)^{-1} = I - (I + Omega C)^{-1}`` and ``(I + Omega C)^{-1} Omega = X = (Omega^{-1} + C)^{-1}``
+    give::
+
+        y^T Q y / n = T11 / (1 + |m|^2) + w^T X w,
+        d/dgamma    = dT11 / (1 + |m|^2) + (X^T w)^T ((T^{-1} dT T^{-1}) (x) Gamma^{-1}) (X w).
+
+    This form is used because it keeps the digits: at small ``gamma`` (``c < 1``) ``T`` has entries of order
+    ``1 / gamma``, and ``I + Omega C`` adds ``I`` to them (the direct form, :func:`_woodbury_direct`, loses about
+    ``1e-16 / gamma`` relative: 3e-7 at ``gamma = 1e-9``, and E was not monotone in ``gamma`` below 3e-6), while
+    ``T^{-1}`` has entries of order ``gamma`` next to ``C``'s of order one (about 1e-9 relative at ``gamma = 1e-9``).
+    Where ``T`` is (nearly) singular (condition number of its equilibrated form above :data:`_TRACE_COND_LIMIT`,
+    e.g. ``a1 = 0``, where two of its rows are equal) the direct form is used.
+    """
+    if not np.any(m):  # no signal direction: y^T Q y / n = T11 exactly
+        return T[0, 0], dT[0, 0]
     k = m.size
     Gam = np.outer(m, m) + np.eye(k)
     C = _low_rank_matrix(A, Gam, c)
+    scale = 1.0 / np.sqrt(np.where(np.diag(T) > 0, np.diag(T), 1.0))  # equilibration: T_n = D T D, unit diagonal
+    Tn = T * np.outer(scale, scale)
+    if not np.linalg.cond(Tn) <= _TRACE_COND_LIMIT:  # T (nearly) singular, e.g. a1 = 0: T^{-1} is not usable
+        return _woodbury_direct(T, dT, m, Gam, C, A)
+    Ti = np.linalg.inv(Tn) * np.outer(scale, scale)
+    Gi = np.linalg.inv(Gam)  # Gamma = I + m m^T: eigenvalues >= 1
+    Mx = np.kron(Ti, Gi) + C
+    w = np.kron(np.eye(3)[0], Gi @ m)
+    try:
+        Xw, Xtw = np.linalg.solve(Mx, w), np.linalg.solve(Mx.T, w)
+    except np.linalg.LinAlgError:  # then I + Omega C = Omega (Omega^{-1} + C) is singular too: the direct form says so
+        return _woodbury_direct(T, dT, m, Gam, C, A)
+    s = 1.0 / (1.0 + m @ m)
+    return T[0, 0] * s + w @ Xw, dT[0, 0] * s + Xtw @ np.kron(Ti @ dT @ Ti, Gi) @ Xw
+
+
+def _woodbury_direct(T, dT, m, Gam, C, A):
+    """:func:`_woodbury` as ``T11 - b C (I + Omega C)^{-1} b^T`` (and its derivative): the fallback."""
+    k = m.size
     Om, dOm = np.kron(T, Gam), np.kron(dT, Gam)
     b, db = np.kron(T[0], m), np.kron(dT[0], m)
     try:
@@ -809,7 +864,11 @@ def structured_attention_error(
 
     Returns
     -------
-    float (scalar ``gamma``) or ndarray.
+    float (scalar ``gamma``), ndarray, or theory.symbolic.NumericFunction
+        For a sympy ``gamma`` or ``c`` with free symbols, a sympy function of ``(gamma, c)`` with the other
+        arguments fixed, as for :func:`theory.attention_error`: ``evalf`` calls this function with numbers,
+        ``sympy.diff`` in ``gamma`` gives the implicit derivatives (:func:`structured_attention_error_taylor`),
+        ``sympy.lambdify`` a vectorised call (the ``_numpycode`` hook).
 
     Examples
     --------
@@ -820,9 +879,192 @@ def structured_attention_error(
     >>> eo = structured_attention_error(0.1, 2.0, "tanh", 1.0, spike=(4.0, "orthogonal"))
     >>> bool(abs(eo - e0) < 1e-10)
     True
+    >>> from theory.symbols import gamma
+    >>> E = structured_attention_error(gamma, 2, "tanh", 1.0)
+    >>> E
+    structured_attention_error(gamma, 2, 'tanh', 1.0)
+    >>> E.subs(gamma, 0.1) == e0
+    True
     """
+    if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
+        return _symbolic_structured_error(gamma, c, activation, snr, w_k, w_q, diagonal, solver_options)
     solver_options.setdefault("check_quadrature", False)
     sol = structured_attention_solve(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
     if np.ndim(gamma) == 0:
         return float(sol.error[0])
     return sol.error
+
+
+# ============================================================================ symbolic input and Taylor coefficients
+def _symbolic_structured_error(gamma: Any, c: Any, activation: Any, snr: Any, w_k: Any, w_q: Any, diagonal: Any,
+                               solver_options: dict[str, Any]) -> Any:
+    """:func:`structured_attention_error` of a symbolic ``gamma`` or ``c``: every other argument checked as on the
+    numeric path (:func:`structured_attention_solve`), then the :class:`theory.symbolic.NumericFunction`."""
+    g, cc = symbolic_arguments(gamma, c, _C_RANGE)
+    _check_structured_options(snr, w_k, w_q, activation, diagonal, solver_options)
+    act, options = _hashable(activation), {k: _hashable(v) for k, v in sorted(solver_options.items())}
+    fixed = [(None, act), (None, snr)]
+    if w_k is not None:
+        w_k, w_q = _hashable(w_k), _hashable(w_q)
+        fixed += [("w_k", w_k), ("w_q", w_q)]
+    if not (isinstance(diagonal, str) and diagonal == "removed"):
+        fixed.append(("diagonal", diagonal))
+    fixed += list(options.items())
+    act = dict(act) if isinstance(act, _FrozenDict) else act  # the numeric path takes the frozen forms
+    spec = NumericSpec(
+        "structured_attention_error", tuple(fixed),
+        values=lambda gv, cv: structured_attention_error(gv, cv, act, snr, w_k, w_q, diagonal, **options),
+        taylor=lambda g0, cv, order: structured_attention_error_taylor(g0, cv, act, snr, w_k, w_q, diagonal,
+                                                                       order=order, **options),
+    )
+    return numeric_function(spec)(g, cc)
+
+
+class _FrozenDict(tuple):
+    """A dict argument as a hashable, sorted tuple of pairs that prints as the dict."""
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+def _hashable(value: Any) -> Any:
+    """A hashable stand-in of an argument for the identity of a symbolic function: a dict as a
+    :class:`_FrozenDict`, an array or list as a tuple of floats (both accepted by the numeric path)."""
+    if isinstance(value, dict):
+        return _FrozenDict(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, np.ndarray)):
+        return tuple(np.asarray(value, dtype=float).ravel().tolist())
+    if isinstance(value, tuple):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _check_structured_options(snr: Any, w_k: Any, w_q: Any, activation: Any, diagonal: Any,
+                              solver_options: dict[str, Any]) -> None:
+    """The checks of :func:`structured_attention_solve` on everything but ``gamma`` and ``c``."""
+    as_float("snr", snr, low=0, high=_SNR_MAX)
+    opts = {"spike": None, "system": "symmetric", "method": "exact", "n_nodes": 800, "tol": 1e-12, "maxiter": 100,
+            "max_iter": None, "check_quadrature": False}
+    unknown = sorted(set(solver_options) - set(opts))
+    if unknown:
+        raise ArgumentTypeError(f"{unknown[0]} is not an option of structured_attention_error; the options are "
+                                f"{tuple(opts)}")
+    opts.update(solver_options)
+    _validate_solver_options(1.0, opts["system"], opts["method"], opts["n_nodes"], opts["tol"], opts["maxiter"],
+                             opts["max_iter"])
+    check_flag("check_quadrature", opts["check_quadrature"])
+    w_k, w_q = _resolve_spike(opts["spike"], w_k, w_q)
+    _kernel_constants(activation, diagonal)
+    _finite_dims(float(snr), w_k, w_q)
+
+
+def structured_attention_error_taylor(
+    gamma: float,
+    c: float,
+    activation: Any,
+    snr: float,
+    w_k: Any = None,
+    w_q: Any = None,
+    diagonal: str = "removed",
+    *,
+    order: int = 2,
+    rtol: float = 1e-8,
+    spike: tuple[float, str] | None = None,
+    system: str = "symmetric",
+    method: str = "exact",
+    n_nodes: int = 800,
+    tol: float = 1e-12,
+    maxiter: int = 100,
+    max_iter: int | None = None,
+    check_quadrature: bool = False,
+) -> np.ndarray:
+    """Taylor coefficients of :func:`structured_attention_error` in ``gamma``: ``E(gamma + s) = sum_k e[k] s^k``.
+
+    Implicit derivatives, no finite differences: the null unknowns' coefficients of order ``order + 1``
+    (:func:`theory.null_system_taylor`), the trace integrals of Step 4 (the integrands of
+    :func:`null_trace_expressions`) evaluated on those truncated series at the nodes of the Gauss-Jacobi rule of
+    ``mu_G``, the Woodbury formula of Step 3 in series arithmetic, and ``E = -gamma^2 d/dgamma (y^T Q y / n)``.
+    The rule is refined (400, 800, ... nodes) until two successive rules agree to ``rtol``.  ``e[0]`` agrees with
+    :func:`structured_attention_error` (which integrates the traces exactly) to the quadrature's accuracy.
+
+    Parameters
+    ----------
+    gamma : float
+        Expansion point, in ``[1e-30, 1e30]``.
+    c, activation, snr, w_k, w_q, diagonal, spike, system, method, n_nodes, tol, maxiter, max_iter
+        As in :func:`structured_attention_solve` (``n_nodes`` and ``method`` act on the null solve of orders 0
+        and 1 only).
+    order : int
+        Highest coefficient, in ``[0, 19]``.
+    rtol : float
+        Agreement of two successive quadrature rules, relative to the largest coefficient of an order, in
+        ``[1e-14, 1e-3]``.
+    check_quadrature : bool
+        Accepted for symmetry with :func:`structured_attention_error`; the refinement is the check here.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``order + 1`` coefficients (``e[k] = E^(k)(gamma) / k!``).
+
+    Raises
+    ------
+    ValueError
+        Invalid arguments.
+    StructuredConvergenceError, RuntimeError
+        No convergence of the null solver, or of the quadrature.
+
+    Examples
+    --------
+    >>> e = structured_attention_error_taylor(0.1, 2.0, "tanh", 1.0, order=1)
+    >>> bool(abs(e[0] - structured_attention_error(0.1, 2.0, "tanh", 1.0)) < 1e-9)
+    True
+    """
+    c, snr = _validate_common(c, snr)
+    g0 = as_float("gamma", gamma, low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1])
+    maxiter, system, _ = _validate_solver_options(g0, system, method, n_nodes, tol, maxiter, max_iter)
+    check_flag("check_quadrature", check_quadrature)
+    order = as_int("order", order, low=0, high=MAX_TAYLOR_ORDER - 1)
+    w_k, w_q = _resolve_spike(spike, w_k, w_q)
+    a1, sf2, d0 = _kernel_constants(activation, diagonal)
+    m, Aunit = _finite_dims(snr, w_k, w_q)
+    try:
+        nul = null_system_taylor(g0, c, a1, sf2, d0, order + 1, rtol=rtol, system=system, method=method,
+                                 n_nodes=max(int(n_nodes), 16), tol=tol, max_iter=maxiter)
+    except RuntimeError as exc:
+        raise StructuredConvergenceError(f"null system did not converge: {exc}") from exc
+    consts = (c, a1, sf2, d0)
+    out, _, _ = refine_quadrature(lambda n: _error_series(nul, consts, m, a1 * Aunit, n).coefficients[:, None],
+                                  rtol, f"structured_attention_error_taylor at gamma={g0:g}")
+    return finite_result("structured_attention_error_taylor", out[:, 0], gamma=gamma, c=c, snr=snr)
+
+
+@functools.lru_cache(maxsize=1)
+def _trace_integrand_series():
+    """The trace integrands ``T12, T13, T22, L`` of :func:`null_trace_expressions` as a function of series."""
+    e = null_trace_expressions()
+    args = (l_sym, _delta, delta_t, kappa_sym, _gamma, _c, _a1, sf2_sym, d0_sym)
+    return sp.lambdify(args, [e["T12"], e["T13"], e["T22"], e["L"]], modules=[{}])
+
+
+def _error_series(nul: Any, consts: tuple[float, float, float, float], m: np.ndarray, A: np.ndarray,
+                  n_nodes: int) -> Jet:
+    """Series of ``E`` (order ``len(nul.delta) - 2``) from the null unknowns' series, on an ``n_nodes`` rule."""
+    c, a1, sf2, d0 = consts
+    nodes, weights = gram_law_quadrature(c, n_nodes)
+    dl, dt, kp = Jet(nul.delta), Jet(nul.delta_tilde), Jet(nul.kappa)
+    gam = Jet.variable(nul.gamma, dl.order)
+    T12, T13, T22, L = (v.integrate(weights) for v in _trace_integrand_series()(nodes, dl, dt, kp, gam, *consts))
+    T23, T33 = (1 - gam * dt) / c, (1 - gam * (1 + dl) * L) / c
+    rows = [[dt, T12, T13], [T12, T22, T23], [T13, T23, T33]]
+    T = Jet(np.stack([np.stack([e.coefficients for e in row], axis=-1) for row in rows], axis=-2))
+    k = m.size
+    Gam = np.outer(m, m) + np.eye(k)
+    C = _low_rank_matrix(A, Gam, c)
+    Om = Jet(np.stack([np.kron(Tk, Gam) for Tk in T.coefficients]))
+    b = Jet(np.stack([np.kron(Tk[0], m) for Tk in T.coefficients]))
+    S = (np.eye(3 * k) + Om @ C).inverse()
+    yqy = dt - b @ ((C @ S) @ b)
+    return -(gam * gam).truncate(dl.order - 1) * yqy.derivative()

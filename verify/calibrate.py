@@ -15,7 +15,10 @@ with ``N >= 30``, when the headline SD/SE lies outside ``[0.8, 1.25]`` (under a 
 probability about 0.92 at N = 30, so a flag from it alone is a prompt to look, not proof).
 
 Every (check, seed) result is stored as ``<out>/records/<id>_seed<k>.json`` as soon as it finishes, and the
-simulation cells are cached as in the report, so an interrupted calibration resumes where it stopped.
+simulation cells are cached as in the report, so an interrupted calibration resumes where it stopped.  As in
+``python -m verify`` (:mod:`verify._preflight`), every option is checked before the first check runs (``--out``,
+``--cache-dir``, ``--markdown``, ``--device``, ``--jobs``, ``--scheduler``: one ``error: ...`` line), and SIGINT or
+SIGTERM keeps the finished records, prints one line saying how to resume and exits 130, without a traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,11 +36,19 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from .catalog import select
-from .registry import CheckContext, CheckResult, rejudge_stored, run_check
+from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available,
+                         check_executor, check_jobs, check_writable_dir, check_writable_file, interrupts, refuse,
+                         refuse_field, select_checks)
+from theory._validation import ArgumentTypeError, as_float, as_int, describe
+
+from .registry import (CheckContext, CheckResult, CheckSpec, _check_callable, _check_dir, _check_items, _check_mapping,
+                       _check_seeds, _check_text, rejudge_stored, run_check)
 from .verdicts import ALPHA_CHECK
 
 __all__ = ["CheckCalibration", "calibrate", "clopper_pearson", "rejudge", "summarise", "main", "markdown_table"]
+
+#: most trials of :func:`clopper_pearson` (and seeds of a calibration): counts exact in float64
+MAX_TRIALS = 2**53
 
 #: SD/SE band outside which a check with N >= 30 seeds is flagged
 SD_SE_BAND = (0.8, 1.25)
@@ -50,6 +63,9 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     >>> lo, round(hi, 4)
     (0.0, 0.1157)
     """
+    n = as_int("n", n, 1, MAX_TRIALS)
+    k = as_int("k", k, 0, n)
+    level = as_float("level", level, low=0, high=1, low_open=True, high_open=True)
     a = 1 - level
     lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
@@ -73,6 +89,22 @@ class CheckCalibration:
     median_sd_se: float | None
     flags: list[str]
 
+    def __post_init__(self) -> None:
+        """The fields are checked on construction (``TypeError`` / ``ValueError`` naming the field)."""
+        _check_text("id", self.id, empty=False)
+        self.n = as_int("n", self.n, 1, MAX_TRIALS)
+        self.counts = {k: as_int(f"counts[{k!r}]", v, 0) for k, v in _check_mapping("counts", self.counts).items()}
+        self.fail_ci = _interval("fail_ci", self.fail_ci, 1.0)
+        self.inconclusive_ci = _interval("inconclusive_ci", self.inconclusive_ci, 1.0)
+        self.alpha = as_float("alpha", self.alpha, low=0, high=1, low_open=True, high_open=True)
+        _check_text("headline", self.headline)
+        self.mean_z = None if self.mean_z is None else as_float("mean_z", self.mean_z)
+        for name in ("sd_se", "median_sd_se"):
+            v = getattr(self, name)
+            setattr(self, name, None if v is None else as_float(name, v, low=0))
+        self.sd_se_ci = None if self.sd_se_ci is None else _interval("sd_se_ci", self.sd_se_ci, math.inf)
+        self.flags = [_check_text("flags item", f) for f in _check_items("flags", self.flags, object, "strings")]
+
     @property
     def miscalibrated(self) -> bool:
         return bool(self.flags)
@@ -80,6 +112,16 @@ class CheckCalibration:
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()} | {
             "miscalibrated": self.miscalibrated}
+
+
+def _interval(name: str, v: Any, high: float) -> tuple[float, float]:
+    """A pair ``(lo, hi)`` of finite reals with ``0 <= lo <= hi <= high``."""
+    if not isinstance(v, (tuple, list)) or len(v) != 2:
+        raise ArgumentTypeError(f"{name} must be a pair (lo, hi), got {describe(v)}")
+    lo, hi = (as_float(name, x, low=0, high=None if math.isinf(high) else high) for x in v)
+    if lo > hi:
+        raise ValueError(f"{name} must be a pair (lo, hi) with lo <= hi, got {describe(v)}")
+    return lo, hi
 
 
 def _num(v: Any) -> float | None:
@@ -97,11 +139,25 @@ def _record(res: CheckResult, seed: int) -> dict:
 
 def rejudge(record: dict) -> str:
     """Judge a stored record again with the current rules (no simulation): its verdict as a string."""
-    return rejudge_stored(record)[0].value
+    return rejudge_stored(_check_record("record", record))[0].value
+
+
+def _check_record(name: str, record: Any) -> dict:
+    """A stored (check, seed) record: a mapping with ``id``, ``verdict`` (a verdict value) and ``comparisons``."""
+    record = _check_mapping(name, record)
+    try:
+        rejudge_stored(record)  # checks id, verdict and every stored comparison (no simulation)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name} (a stored record): {exc}") from None
+    return record
 
 
 def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK) -> CheckCalibration:
-    """The calibration row of one check from its per-seed records."""
+    """The calibration row of one check from its per-seed records (a non-empty list of stored records)."""
+    _check_text("check_id", check_id, empty=False)
+    records = [_check_record("records item", r) for r in _check_items("records", records, object, "records (dicts)",
+                                                                      nonempty=True)]
+    alpha = as_float("alpha", alpha, low=0, high=1, low_open=True, high_open=True)
     n = len(records)
     verdicts = [r["verdict"] for r in records]
     counts = {v: verdicts.count(v) for v in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR", "INFO")}
@@ -153,24 +209,38 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
 
 
 def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_dir: Path | None, n_jobs: int,
-              executor: str = "local", scheduler: str | None = None, progress=None) -> dict[str, list[dict]]:
-    """Run every spec at every seed (records stored as they finish; existing records are reused)."""
+              executor: str = "local", scheduler: str | None = None, progress=None, *,
+              device: str = "cpu") -> dict[str, list[dict]]:
+    """Run every spec at every seed (records stored as they finish; existing records are reused).
+
+    ``specs`` is a non-empty list of :class:`~verify.registry.CheckSpec`, ``seeds`` a non-empty list (or range) of
+    seeds, ``out_dir`` a directory path, ``progress`` ``None`` or a callable ``(check id, seed, record)``; ``profile``,
+    ``cache_dir``, ``n_jobs``, ``executor``, ``scheduler`` and ``device`` are checked as the fields of
+    :class:`~verify.registry.CheckContext`.
+
+    A record is written atomically (temporary file, then rename) as soon as its check finishes, so an interrupt
+    (``KeyboardInterrupt``, raised by :func:`verify._preflight.interrupts` on SIGINT / SIGTERM) loses only the
+    (check, seed) it stopped; a rerun reuses every stored record of the same profile.
+    """
+    specs = _check_items("specs", specs, CheckSpec, "CheckSpec objects", nonempty=True)
+    seeds = _check_seeds("seeds", list(seeds) if isinstance(seeds, range) else seeds)
+    if not seeds:
+        raise ValueError("seeds must be a non-empty list of seeds, got []")
+    CheckContext(profile=profile, cache_dir=cache_dir, n_jobs=n_jobs, device=device, executor=executor,
+                 scheduler=scheduler)  # checks these arguments
+    out_dir = _check_dir("out_dir", out_dir)
+    if out_dir is None:
+        raise ArgumentTypeError("out_dir must be a path, got None")
+    _check_callable("progress", progress, none_ok=True)
     rec_dir = out_dir / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[dict]] = {s.id: [] for s in specs}
     for seed in seeds:
         for spec in specs:
             path = rec_dir / f"{spec.id}_seed{seed}.json"
-            rec = None
-            if path.exists():
-                try:
-                    rec = json.loads(path.read_text())
-                    if rec.get("profile") != profile:
-                        rec = None
-                except (OSError, ValueError):
-                    rec = None
+            rec = _stored_record(path, profile)
             if rec is None:
-                ctx = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, n_jobs=n_jobs,
+                ctx = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, n_jobs=n_jobs, device=device,
                                    executor=executor, scheduler=scheduler)
                 res = run_check(spec, ctx)
                 rec = {**_record(res, seed), "profile": profile}
@@ -183,8 +253,23 @@ def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_di
     return out
 
 
+def _stored_record(path: Path, profile: str) -> dict | None:
+    """The record stored at ``path`` when it is readable and of ``profile``, else ``None`` (run it again)."""
+    if not path.exists():
+        return None
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and rec.get("profile") == profile else None
+
+
 def markdown_table(rows: Sequence[CheckCalibration], meta: dict) -> str:
-    """The calibration table as markdown (``docs/calibration.md``)."""
+    """The calibration table as markdown (``docs/calibration.md``): ``rows`` a list of :class:`CheckCalibration`,
+    ``meta`` a mapping with ``command``, ``machine``, ``date``, ``profile`` (strings), ``n_seeds`` (an integer
+    ``>= 1``), ``check_s`` and ``wall_s`` (seconds) and optionally ``per_check_s`` (check id -> seconds)."""
+    rows = _check_items("rows", rows, CheckCalibration, "CheckCalibration objects")
+    meta = _check_meta(meta)
     lines = [
         "# Calibration of the verdicts",
         "",
@@ -214,6 +299,23 @@ def markdown_table(rows: Sequence[CheckCalibration], meta: dict) -> str:
             f"{'' if r.median_sd_se is None else f'{r.median_sd_se:.2f}'} | "
             f"{'**MISCALIBRATED**: ' + '; '.join(r.flags) if r.flags else 'ok'} |")
     return "\n".join(lines) + "\n"
+
+
+def _check_meta(meta: Any) -> dict:
+    """The metadata of :func:`markdown_table` (its docstring)."""
+    meta = _check_mapping("meta", meta)
+    missing = [k for k in ("command", "machine", "date", "profile", "n_seeds", "check_s", "wall_s") if k not in meta]
+    if missing:
+        raise ValueError(f"meta must hold command, machine, date, profile, n_seeds, check_s and wall_s, got one "
+                         f"without {missing}")
+    for k in ("command", "machine", "date", "profile"):
+        _check_text(f"meta[{k!r}]", meta[k])
+    as_int("meta['n_seeds']", meta["n_seeds"], 1)
+    for k in ("check_s", "wall_s"):
+        as_float(f"meta[{k!r}]", meta[k], low=0)
+    for k, v in _check_mapping("meta['per_check_s']", meta.get("per_check_s", {})).items():
+        as_float(f"meta['per_check_s'][{k!r}]", v, low=0)
+    return meta
 
 
 def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
@@ -249,13 +351,19 @@ def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
     plt.close(fig)
 
 
+#: accepted by ``--profile`` but not advertised: tiny sizes for the tests (rates meaningless)
+TEST_PROFILES = ("smoke",)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m verify calibrate",
                                 description="Run checks on many seeds and measure their verdicts' error rates.")
     p.add_argument("--only", nargs="+", metavar="ID", help="calibrate only these claim ids")
     p.add_argument("--seeds", type=int, default=30, metavar="N", help="base seeds 0..N-1 (default 30)")
-    p.add_argument("--profile", choices=("quick", "paper"), default="quick")
-    p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes for the sweeps")
+    p.add_argument("--profile", choices=("quick", "paper") + TEST_PROFILES, default="quick", metavar="{quick,paper}")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="worker processes for the sweeps: >= 1, or -1 for all cores (default: number of CPU cores)")
+    p.add_argument("--device", default="cpu", help="torch device for the estimators: cpu (default), cuda or cuda:K")
     p.add_argument("--executor", choices=("local", "dask"), default="local")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS")
     p.add_argument("--cache-dir", type=Path, metavar="DIR",
@@ -266,57 +374,107 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def preflight(args: argparse.Namespace) -> tuple[CheckContext, Path]:
+    """Check every option before the first check runs, as ``python -m verify`` does (:mod:`verify._preflight`):
+    ``--seeds >= 2``, ``--jobs``, ``--profile``, ``--device`` (format and CUDA availability), ``--executor`` /
+    ``--scheduler`` (reachable within :data:`verify._preflight.SCHEDULER_TIMEOUT_S`), and ``--out``, ``--cache-dir``,
+    ``--markdown`` writable.  Returns the template context of the runs (seed 0) and the output directory; a bad
+    option is one ``error: ...`` line (``SystemExit``, exit status 1)."""
+    if args.seeds < 2:
+        refuse(f"--seeds must be >= 2, got {args.seeds}")
+    check_jobs(args.jobs)
+    cache_dir = cache_dir_option(args.cache_dir, args.profile)
+    try:
+        base = CheckContext(profile=args.profile, seed=0, cache_dir=cache_dir, device=args.device,
+                            n_jobs=(os.cpu_count() or 1) if args.jobs is None else args.jobs,
+                            executor=args.executor, scheduler=args.scheduler)
+    except (TypeError, ValueError) as exc:
+        refuse_field(exc)
+    check_device_available(base.device)
+    check_executor(args.executor, args.scheduler, SCHEDULER_TIMEOUT_S)
+    out = args.out or Path(".cache") / "calibrate" / args.profile
+    for opt, d in (("--out", out), ("--out", out / "records"), ("--cache-dir", cache_dir)):
+        if d is not None:
+            check_writable_dir(opt, d)
+    if args.markdown is not None:
+        check_writable_file("--markdown", args.markdown)
+    return base, out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m verify calibrate``; exit status 1 when a check is MISCALIBRATED."""
-    import os
-    import platform
-    from datetime import datetime, timezone
+    """Entry point of ``python -m verify calibrate`` (``argv``: ``None`` for ``sys.argv[1:]``, or a list of
+    strings); exit status 1 when a check is MISCALIBRATED.
 
-    from rich.console import Console
-    from rich.table import Table
-
-
+    SIGINT (Ctrl-C) or SIGTERM stops the run cleanly: the (check, seed) records that finished stay in
+    ``<out>/records``, one line says how to resume (the same command reuses them), and the exit status is
+    :data:`verify._preflight.EXIT_INTERRUPTED` (130), without a traceback; the summary is written only by a run
+    that finishes.
+    """
     import warnings
 
+    from rich.console import Console
+
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
+    argv = list(sys.argv[1:] if argv is None else _check_items("argv", argv, str, "strings (command-line words)"))
     args = build_parser().parse_args(argv)
-    if args.seeds < 2:
-        raise SystemExit("error: --seeds must be >= 2")
-    specs = [s for s in select(args.only) if s.implemented and s.id[0] in "AB" and "-" not in s.id]
-    out = args.out or Path(".cache") / "calibrate" / args.profile
-    if args.cache_dir is not None and str(args.cache_dir).lower() == "none":
-        cache_dir = None
-    else:
-        cache_dir = args.cache_dir or Path(".cache") / "verify" / args.profile
+    specs = [s for s in select_checks(args.only) if s.implemented and s.id[0] in "AB" and "-" not in s.id]
+    if not specs:
+        refuse("--only: none of the selected checks can be calibrated (informational studies are not)")
+    base, out = preflight(args)
     console = Console()
     t0 = time.perf_counter()
-    total = len(specs) * args.seeds
     done = [0]
 
     def progress(cid: str, seed: int, rec: dict) -> None:
         done[0] += 1
-        console.print(f"[{done[0]}/{total}] seed {seed} {cid}: {rec['verdict']} ({rec['runtime_s']:.1f} s)")
+        console.print(f"[{done[0]}/{len(specs) * args.seeds}] seed {seed} {cid}: {rec['verdict']} "
+                      f"({rec['runtime_s']:.1f} s)")
 
-    records = calibrate(specs, range(args.seeds), args.profile, out, cache_dir, args.jobs or os.cpu_count() or 1,
-                        args.executor, args.scheduler, progress)
-    wall = time.perf_counter() - t0
+    with interrupts() as signals:
+        try:
+            records = calibrate(specs, range(args.seeds), args.profile, out, base.cache_dir, base.n_jobs,
+                                args.executor, args.scheduler, progress, device=base.device)
+        except KeyboardInterrupt:
+            print(_resume_line(signals["signal"] or "SIGINT", specs, done[0], args.seeds, out, base.cache_dir, argv),
+                  file=sys.stderr, flush=True)
+            return EXIT_INTERRUPTED
+        signals["armed"] = False  # from here on a signal is noted, never raised: the summary is written whole
+        code = _summarise_and_write(records, args, argv, out, time.perf_counter() - t0, console)
+    return EXIT_INTERRUPTED if signals["signal"] is not None else code
+
+
+def _resume_line(sig: str, specs: Sequence[Any], n_done: int, n_seeds: int, out: Path, cache_dir: Path | None,
+                 argv: Sequence[str]) -> str:
+    """The one line printed after an interrupt: what was kept and how to resume."""
+    import shlex
+
+    total = len(specs) * n_seeds
+    where = (f"{specs[n_done % len(specs)].id} seed {n_done // len(specs)}" if n_done < total and specs
+             else "the run")
+    cache = (f"the cache {cache_dir} keeps the finished cells" if cache_dir is not None
+             else "the cache is off (--cache-dir none): unfinished runs restart")
+    command = shlex.join(["python", "-m", "verify", "calibrate", *argv])
+    return (f"interrupted by {sig} during {where}: {n_done} of {total} (check, seed) runs finished, their records "
+            f"kept in {out / 'records'}; to resume, run the same command again ({command}): it reuses them, and "
+            f"{cache}")
+
+
+def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespace, argv: Sequence[str], out: Path,
+                         wall: float, console: Any) -> int:
+    """The calibration table (terminal, ``calibration.json`` / ``.md`` / ``.png``, ``--markdown``); exit status 1
+    when a check is MISCALIBRATED."""
+    import platform
+    from datetime import datetime, timezone
+
     rows = [summarise(cid, recs) for cid, recs in records.items()]
     check_s = sum(float(r.get("runtime_s", 0.0)) for recs in records.values() for r in recs)
-    meta = {"command": "python -m verify calibrate " + " ".join(argv if argv is not None else []),
+    meta = {"command": "python -m verify calibrate " + " ".join(argv),
             "machine": f"{platform.platform()}, {os.cpu_count()} cores",
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "profile": args.profile,
             "n_seeds": args.seeds, "wall_s": wall, "check_s": check_s,
             "per_check_s": {cid: sum(float(r.get("runtime_s", 0.0)) for r in recs) / max(len(recs), 1)
                             for cid, recs in records.items()}}
-    t = Table(title=f"Calibration ({args.profile}, {args.seeds} seeds, {wall / 60:.1f} min)")
-    for col in ("check", "PASS", "FAIL", "INCONCL.", "false-FAIL 95% CI", "alpha", "mean z", "SD/SE", "flag"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r.id, str(r.counts["PASS"]), str(r.counts["FAIL"] + r.counts["ERROR"]), str(r.counts["INCONCLUSIVE"]),
-                  f"[{r.fail_ci[0]:.3f}, {r.fail_ci[1]:.3f}]", f"{r.alpha:.2g}",
-                  "" if r.mean_z is None else f"{r.mean_z:+.2f}", "" if r.sd_se is None else f"{r.sd_se:.2f}",
-                  "[red]MISCALIBRATED[/]" if r.flags else "ok")
-    console.print(t)
+    console.print(_terminal_table(rows, args, wall))
     doc = {"meta": meta, "checks": [r.to_json() for r in rows]}
     (out / "calibration.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
     md = markdown_table(rows, meta)
@@ -329,3 +487,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.markdown.write_text(md + f"\n![verdicts and SD/SE per check]({fig_path.name})\n")
     console.print(f"written: {out / 'calibration.json'}, {out / 'calibration.md'}, {out / 'calibration.png'}")
     return 1 if any(r.flags for r in rows) else 0
+
+
+def _terminal_table(rows: Sequence[CheckCalibration], args: argparse.Namespace, wall: float) -> Any:
+    """The calibration table for the terminal (rich)."""
+    from rich.table import Table
+
+    t = Table(title=f"Calibration ({args.profile}, {args.seeds} seeds, {wall / 60:.1f} min)")
+    for col in ("check", "PASS", "FAIL", "INCONCL.", "false-FAIL 95% CI", "alpha", "mean z", "SD/SE", "flag"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.id, str(r.counts["PASS"]), str(r.counts["FAIL"] + r.counts["ERROR"]), str(r.counts["INCONCLUSIVE"]),
+                  f"[{r.fail_ci[0]:.3f}, {r.fail_ci[1]:.3f}]", f"{r.alpha:.2g}",
+                  "" if r.mean_z is None else f"{r.mean_z:+.2f}", "" if r.sd_se is None else f"{r.sd_se:.2f}",
+                  "[red]MISCALIBRATED[/]" if r.flags else "ok")
+    return t

@@ -10,7 +10,7 @@ from typing import Sequence
 
 from . import registry
 from .claims import CLAIMS, STUDIES
-from .registry import CheckSpec
+from .registry import CheckSpec, _check_items, _check_text
 
 __all__ = ["all_checks", "check_spec", "claim_of", "select"]
 
@@ -33,22 +33,35 @@ def check_spec(claim_id: str) -> CheckSpec:
     ValueError
         Unknown id (the message lists the known ones).
     """
+    _check_text("claim_id", claim_id, empty=False)
     specs = {s.id.upper(): s for s in all_checks()}
-    key = str(claim_id).upper()
+    key = claim_id.upper()
     if key not in specs:
-        raise ValueError(f"unknown claim id {claim_id!r}; known: {', '.join(s.id for s in specs.values())}")
+        raise ValueError(f"claim_id must be a known claim id, got {claim_id!r}; known: "
+                         f"{', '.join(s.id for s in specs.values())}")
     return specs[key]
 
 
 def select(ids: Sequence[str] | None) -> list[CheckSpec]:
-    """The specs of ``ids`` in catalogue order (all of them for ``None`` or empty); unknown ids: SystemExit."""
+    """The specs of ``ids`` (a list of claim ids, case-insensitive) in catalogue order (all of them for ``None`` or
+    empty).
+
+    Raises
+    ------
+    ValueError
+        An unknown id (the message lists the known ones); ``TypeError`` for ``ids`` not a list of strings.
+    """
     specs = all_checks()
+    if ids is None:
+        return specs
+    ids = [_check_text("ids item", i) for i in _check_items("ids", ids, object, "claim ids (strings)")]
     if not ids:
         return specs
     known = {k.upper(): k for k in [*CLAIMS, *STUDIES]}
     unknown = [i for i in ids if i.upper() not in known]
     if unknown:
-        raise SystemExit(f"error: unknown claim id(s) {', '.join(unknown)}; known: {', '.join(known.values())}")
+        raise ValueError(f"ids must be known claim ids; unknown: {', '.join(unknown)}; known: "
+                         f"{', '.join(known.values())}")
     wanted = [known[i.upper()] for i in ids]
     return [s for s in specs if s.id in wanted]
 

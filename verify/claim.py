@@ -29,7 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .registry import CheckContext, Comparison, Outcome, check
+from theory._validation import ArgumentTypeError
+from theory._validation import describe as _describe
+
+from .registry import CheckContext, Comparison, Outcome, _as_bool, _check_callable, _check_stem, _check_text, check
 
 __all__ = ["Claim", "register"]
 
@@ -69,8 +72,19 @@ class Claim:
     figure_name: str = "figure"
     informational: bool | Callable[[Any, Any, Any], bool] = False
 
+    def __post_init__(self) -> None:
+        """The parts are checked on construction (``TypeError`` / ``ValueError`` naming the field)."""
+        _check_text("id", self.id, empty=False)
+        for part in ("design", "simulate", "judge", "describe", "predict", "figure"):
+            _check_callable(part, getattr(self, part))
+        _check_stem("figure_name", self.figure_name)
+        if not callable(self.informational):
+            _as_bool("informational", self.informational)
+
     def run(self, ctx: CheckContext) -> Outcome:
         """design -> predict -> simulate -> judge -> describe (+ figure): the check's :class:`Outcome`."""
+        if not isinstance(ctx, CheckContext):
+            raise ArgumentTypeError(f"ctx must be a CheckContext, got {_describe(ctx)} ({type(ctx).__name__})")
         design = self.design(ctx)
         prediction = self.predict(ctx, design)
         measurement = self.simulate(ctx, design)
@@ -90,6 +104,8 @@ class Claim:
 
 def register(claim: Claim) -> Claim:
     """Register ``claim.run`` as the check of ``claim.id`` and return the claim (see :func:`verify.registry.check`)."""
+    if not isinstance(claim, Claim):
+        raise ArgumentTypeError(f"claim must be a Claim, got {_describe(claim)} ({type(claim).__name__})")
     check(claim.id)(claim.run)
     _CLAIMS[claim.id] = claim
     return claim

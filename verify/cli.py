@@ -19,11 +19,7 @@ import argparse
 import contextlib
 import os
 import shlex
-import signal
-import socket
 import sys
-import tempfile
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -33,17 +29,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .claims import STUDIES
-from .catalog import select
+from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available,
+                         check_executor, check_jobs, check_writable_dir, check_writable_file, interrupts, refuse_field,
+                         select_checks)
 from .registry import CheckContext, CheckResult, Verdict, exit_status, run_check
-from .report import markdown_report, print_summary, results_table, run_metadata, to_json, write_json
+from .report import (TABLE_WIDTH, html_report, markdown_report, print_summary, results_table, run_metadata, to_json,
+                     write_json)
 
 PROFILES = ("quick", "paper")
 #: accepted by ``--profile`` but not advertised: tiny sizes for the tests (verdicts meaningless)
 TEST_PROFILES = ("smoke",)
-#: exit status after SIGINT or SIGTERM (the finished checks are written first)
-EXIT_INTERRUPTED = 130
-#: seconds allowed to reach a ``--scheduler`` before the run is refused
-SCHEDULER_TIMEOUT_S = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="base seed; every check derives its seeds from it (default 0)")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON to PATH")
     p.add_argument("--report-dir", type=Path, metavar="DIR",
-                   help="write report.md and the checks' figures (PNG) to DIR")
+                   help="write report.md, report.html and the checks' figures (PNG) to DIR")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="show every comparison in the terminal table (default: one headline row per check)")
     p.add_argument("--strict", action="store_true",
@@ -117,13 +112,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # loky (joblib's process pool) warns when an idle worker timed out and it respawns one for queued work;
     # nothing is lost (a crashed worker raises instead), so the warning would only clutter the report
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
-    console = Console(width=None if sys.stdout.isatty() else 180)
-    specs = select(args.only)
+    console = Console(width=None if sys.stdout.isatty() else 180 if args.verbose else TABLE_WIDTH)
+    specs = select_checks(args.only)
     if args.list:
         _print_list(console, specs)
         return 0
     base = preflight(args)
-    with _interrupts() as signals:
+    with interrupts() as signals:
         results, stopped = _run_checks(specs, base, args.profile, console, signals)
         signals["armed"] = False  # from here on a signal is noted, never raised: the outputs are written whole
         code = EXIT_INTERRUPTED if stopped is not None else exit_status(results, strict=args.strict)
@@ -160,13 +155,8 @@ def preflight(args: argparse.Namespace) -> CheckContext:
     ``--executor dask``, dask not installed, a scheduler not reachable within :data:`SCHEDULER_TIMEOUT_S`,
     and ``--json`` / ``--report-dir`` / ``--cache-dir`` that cannot be created or written.
     """
-    if args.jobs is not None and args.jobs != -1 and args.jobs < 1:
-        _refuse(f"--jobs must be an integer >= 1, or -1 for all cores, got {args.jobs}")
-    cache_dir: Path | None
-    if args.cache_dir is not None and str(args.cache_dir).lower() == "none":
-        cache_dir = None
-    else:
-        cache_dir = args.cache_dir or Path(".cache") / "verify" / args.profile
+    check_jobs(args.jobs)
+    cache_dir = cache_dir_option(args.cache_dir, args.profile)
     try:
         base = CheckContext(profile=args.profile, seed=args.seed,
                             report_dir=args.report_dir / "figures" if args.report_dir else None,
@@ -174,148 +164,18 @@ def preflight(args: argparse.Namespace) -> CheckContext:
                             n_jobs=(os.cpu_count() or 1) if args.jobs is None else args.jobs,
                             executor=args.executor, scheduler=args.scheduler)
     except (TypeError, ValueError) as exc:
-        field = str(exc).split()[0]
-        _refuse(f"{_OPTION_OF.get(field, field)}: {exc}")
-    _check_device_available(base.device)
-    _check_executor(args.executor, args.scheduler)
+        refuse_field(exc)
+    check_device_available(base.device)
+    check_executor(args.executor, args.scheduler, SCHEDULER_TIMEOUT_S)
     if args.json is not None:
-        _check_writable_file("--json", args.json)
+        check_writable_file("--json", args.json)
     for opt, d in (("--report-dir", args.report_dir), ("--cache-dir", cache_dir)):
         if d is not None:
-            _check_writable_dir(opt, d)
+            check_writable_dir(opt, d)
     return base
 
 
-#: the option behind each validated field of :class:`CheckContext` (for the error message)
-_OPTION_OF = {"profile": "--profile", "seed": "--seed", "n_jobs": "--jobs", "device": "--device",
-              "executor": "--executor", "scheduler": "--scheduler", "report_dir": "--report-dir",
-              "cache_dir": "--cache-dir"}
-
-
-def _refuse(message: str) -> None:
-    raise SystemExit(f"error: {message}")
-
-
-def _check_device_available(device: str) -> None:
-    """A ``cuda`` device exists (``cuda:K``: at least ``K + 1`` of them)."""
-    if not device.startswith("cuda"):
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        _refuse(f"--device {device} requested but torch.cuda.is_available() is False")
-    k = int(device.partition(":")[2] or 0)
-    if k >= torch.cuda.device_count():
-        _refuse(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) (cuda:0 ...)")
-
-
-def _check_executor(executor: str, scheduler: str | None) -> None:
-    """``--scheduler`` only with dask; dask installed; the scheduler reachable."""
-    if scheduler and executor != "dask":
-        _refuse("--scheduler needs --executor dask")
-    if executor != "dask":
-        return
-    try:
-        import distributed  # noqa: F401
-    except ImportError:
-        _refuse("--executor dask needs dask[distributed] installed (pip install 'dask[distributed]')")
-    if scheduler and scheduler != "local":
-        _check_scheduler_reachable(scheduler, SCHEDULER_TIMEOUT_S)
-
-
-def _check_scheduler_reachable(address: str, timeout: float) -> None:
-    """Connect to the Dask scheduler at ``address`` (TCP, then a Dask client handshake) within about ``timeout``
-    seconds in all; refuse the run when either fails."""
-    scheme, sep, rest = address.partition("://")
-    if not sep:
-        scheme, rest = "tcp", address
-    if scheme not in ("tcp", "tls"):
-        _refuse(f"--scheduler {address}: only tcp:// and tls:// addresses are supported")
-    host, _, port = rest.rpartition(":")
-    if not host or not port.isdigit():
-        _refuse(f"--scheduler {address}: expected tcp://HOST:PORT")
-    t0 = time.monotonic()
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
-            pass
-    except OSError as exc:
-        _refuse(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({exc.strerror or exc}); "
-                "start it, or omit --scheduler for an in-process cluster")
-    problem = _dask_handshake(f"{scheme}://{rest}", max(1.0, timeout - (time.monotonic() - t0)))
-    if problem:
-        _refuse(f"{address} accepts connections but no Dask scheduler answered within {timeout:g} s ({problem}); "
-                "check the address, or omit --scheduler for an in-process cluster")
-
-
-def _dask_handshake(address: str, timeout: float) -> str:
-    """``""`` when a Dask scheduler at ``address`` answers the ``identity`` request within ``timeout`` s, else
-    what went wrong (no client object is made: a failed one would hang the interpreter's exit)."""
-    import asyncio
-
-    from distributed.comm import connect
-
-    async def identity() -> object:
-        comm = await connect(address, timeout=timeout)
-        try:
-            await comm.write({"op": "identity", "reply": True})
-            return await comm.read()
-        finally:
-            comm.abort()
-
-    try:
-        reply = asyncio.run(asyncio.wait_for(identity(), timeout))
-    except Exception as exc:  # noqa: BLE001 - any failure (timeout, garbage reply) means: no scheduler there
-        return f"{type(exc).__name__}: {str(exc)[:120]}"
-    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
-        return f"the reply is not a scheduler's: {str(reply)[:120]}"
-    return ""
-
-
-def _check_writable_dir(opt: str, d: Path) -> None:
-    """``d`` exists (created if needed) and a file can be written in it."""
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=d):
-            pass
-    except OSError as exc:
-        _refuse(f"{opt} {d}: not a writable directory ({exc.strerror or exc})")
-
-
-def _check_writable_file(opt: str, f: Path) -> None:
-    """``f`` can be written: not a directory, its directory writable, the file itself writable if it exists."""
-    if f.is_dir():
-        _refuse(f"{opt} {f}: is a directory")
-    _check_writable_dir(opt, f.parent if str(f.parent) else Path("."))
-    if f.exists() and not os.access(f, os.W_OK):
-        _refuse(f"{opt} {f}: the file is not writable")
-
-
 # ----------------------------------------------------------------------------------------- running
-@contextlib.contextmanager
-def _interrupts() -> Iterator[dict]:
-    """SIGINT and SIGTERM raise ``KeyboardInterrupt`` (the first one, while ``armed``); the yielded dict
-    records the signal's name.  Later signals are only noted, so that the cleanup and the outputs finish.
-    Outside the main thread (no signal handlers there) nothing changes."""
-    state: dict = {"signal": None, "armed": True}
-
-    def handler(signum: int, frame: object) -> None:
-        first = state["signal"] is None
-        if first:
-            state["signal"] = signal.Signals(signum).name
-        if first and state["armed"]:
-            raise KeyboardInterrupt(state["signal"])
-
-    if threading.current_thread() is not threading.main_thread():
-        yield state
-        return
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield state
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 def _run_checks(specs: list, base: CheckContext, profile: str, console: Console,
                 signals: dict) -> tuple[list[CheckResult], dict | None]:
     """Run the checks in order with a progress display; ``(results, None)``, or after SIGINT / SIGTERM the
@@ -379,6 +239,7 @@ def _write_outputs(args: argparse.Namespace, argv: list[str], results: list[Chec
             args.report_dir.mkdir(parents=True, exist_ok=True)
             write_json(args.report_dir / "report.json", doc)
             (args.report_dir / "report.md").write_text(markdown_report(results, meta, code, args.report_dir))
+            (args.report_dir / "report.html").write_text(html_report(results, meta, code, args.report_dir))
             console.print(f"report written to {args.report_dir / 'report.md'}")
     except OSError as exc:
         print(f"error: cannot write the report ({exc.strerror or exc}: {exc.filename}); exit status 2",
@@ -408,7 +269,7 @@ def _rejudge(args: argparse.Namespace) -> int:
 
     from .registry import rejudge_stored
 
-    console = Console(width=None if sys.stdout.isatty() else 180)
+    console = Console(width=None if sys.stdout.isatty() else 180 if args.verbose else TABLE_WIDTH)
     try:
         doc = json.loads(Path(args.rejudge).read_text())
     except (OSError, ValueError) as exc:

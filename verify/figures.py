@@ -33,6 +33,11 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from theory._validation import ArgumentTypeError, as_array, as_float, as_int, check_choice, check_flag, describe
+
+from .registry import _check_callable, _check_items, _check_text
+from .verdicts import _check_comparisons
+
 __all__ = ["COLORS", "ERRORBAR_SE", "FONT", "OKABE_ITO", "THEORY", "VERDICT_COLORS", "dense_grid",
            "figure_problems", "headroom", "judged", "key_numbers", "legend", "mc_points", "not_judged_handle",
            "outcome_text", "paper_figure", "proxy", "pyplot", "settings", "style", "subplots", "suptitle",
@@ -63,6 +68,15 @@ _STYLE = {
 }
 
 
+#: most panels along one side of :func:`subplots`
+MAX_PANELS = 20
+#: most points of a theory curve's grid (:func:`dense_grid`)
+MAX_GRID = 1_000_000
+#: the legend locations of matplotlib (``loc`` of :func:`legend`)
+_LEGEND_LOCS = ("best", "upper right", "upper left", "lower left", "lower right", "right", "center left",
+                "center right", "lower center", "upper center", "center")
+
+
 def pyplot() -> Any:
     """``matplotlib.pyplot``, imported on first use."""
     import matplotlib.pyplot as plt
@@ -82,6 +96,7 @@ def style() -> Iterator[None]:
 
 def paper_figure(func: Callable[..., Any]) -> Callable[..., Any]:
     """Decorator of a check's ``figure(design, prediction, measurement)``: it draws inside :func:`style`."""
+    _check_callable("func", func)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -105,6 +120,9 @@ def subplots(nrows: int = 1, ncols: int = 1, *, panel: tuple[float, float] = (3.
 
     ``kwargs`` go to :func:`matplotlib.pyplot.subplots` (``sharex``, ``height_ratios``, ...).
     """
+    nrows, ncols = as_int("nrows", nrows, 1, MAX_PANELS), as_int("ncols", ncols, 1, MAX_PANELS)
+    panel = _pair("panel", panel)
+    extra = as_float("extra", extra, low=0)
     if "height_ratios" in kwargs:
         kwargs.setdefault("gridspec_kw", {})["height_ratios"] = kwargs.pop("height_ratios")
     fig, axes = pyplot().subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows + extra), squeeze=False,
@@ -116,6 +134,10 @@ def subplots(nrows: int = 1, ncols: int = 1, *, panel: tuple[float, float] = (3.
 
 def suptitle(fig: Any, check_id: str, what: str, setting: str = "", verdict: str | None = None) -> None:
     """``"<id>: <what>  [<verdict>]"`` over ``setting`` (the settings line, wrapped to the figure's width)."""
+    _check_figure("fig", fig)
+    for name, text in (("check_id", check_id), ("what", what), ("setting", setting)):
+        _check_text(name, text)
+    _check_text("verdict", verdict, none_ok=True)
     import textwrap
 
     head = f"{check_id}: {what}" + (f"  [{verdict}]" if verdict else "")
@@ -126,6 +148,8 @@ def suptitle(fig: Any, check_id: str, what: str, setting: str = "", verdict: str
 
 def headroom(ax: Any, frac: float) -> None:
     """Raise the top of the y range so the data fill the lower ``1 - frac`` of the panel (room for a key box)."""
+    _check_axes("ax", ax)
+    frac = as_float("frac", frac, low=0, high=1, high_open=True)
     lo, hi = ax.get_ylim()
     if ax.get_yscale() == "log":
         a, b = math.log10(lo), math.log10(hi)
@@ -163,11 +187,18 @@ def dense_grid(x: Sequence[float], *, log: bool = True, per_decade: int = 40, n_
     pad : widen the range by this many decades (log) or this fraction of the range (linear) on each side.
     include : add the values of ``x`` themselves (the curve passes through every simulated abscissa).
     """
-    x = np.asarray(x, dtype=float).ravel()
+    x = _grid_abscissae("x", x, log)
+    log, include = check_flag("log", log), check_flag("include", include)
+    per_decade, n_min = as_int("per_decade", per_decade, 1, 10_000), as_int("n_min", n_min, 2, MAX_GRID)
+    pad = as_float("pad", pad, low=0)
     lo, hi = float(np.min(x)), float(np.max(x))
     if log:
         a, b = math.log10(lo) - pad, math.log10(hi) + pad
-        grid = np.logspace(a, b, max(n_min, int(math.ceil((b - a) * per_decade)) + 1))
+        n = max(n_min, int(math.ceil((b - a) * per_decade)) + 1)
+        if n > MAX_GRID:
+            raise ValueError(f"per_decade, pad: the grid over [{lo:g}, {hi:g}] would have {n} points, more than "
+                             f"{MAX_GRID}")
+        grid = np.logspace(a, b, n)
     else:
         w = hi - lo
         grid = np.linspace(lo - pad * w, hi + pad * w, n_min)
@@ -178,9 +209,13 @@ def theory_curve(ax: Any, x: Sequence[float], f: Callable[[np.ndarray], Any], *,
                  color: str = THEORY, log: bool = True, per_decade: int = 40, n_min: int = 30, pad: float = 0.0,
                  grid: np.ndarray | None = None, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
     """Plot the theory ``f`` on a dense grid over ``x`` (:func:`dense_grid`, or ``grid``); return the curve."""
+    _check_axes("ax", ax)
+    _check_callable("f", f)
+    _check_text("label", label)
+    _check_color("color", color)
     xd = (dense_grid(x, log=log, per_decade=per_decade, n_min=n_min, pad=pad) if grid is None
-          else np.asarray(grid, dtype=float))
-    yd = np.asarray(f(xd), dtype=float).reshape(xd.shape)
+          else as_array("grid", grid, ndim=1, bytes_per_element=64))
+    yd = _curve_values(f, xd)
     kwargs.setdefault("lw", 1.4)
     kwargs.setdefault("ls", "-")
     ax.plot(xd, yd, color=color, label=label, zorder=2, **kwargs)
@@ -192,10 +227,15 @@ def mc_points(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[floa
               k: float = ERRORBAR_SE, xse: Sequence[float] | None = None, **kwargs: Any) -> None:
     """Simulation points with ``+- k SE`` bars (``se`` along y, ``xse`` along x); ``judged`` False: an open
     marker (reported, not judged)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    yerr = None if se is None else k * np.asarray(se, dtype=float)
-    xerr = None if xse is None else k * np.asarray(xse, dtype=float)
-    mask = np.ones(x.shape, bool) if judged is None else np.asarray(judged, dtype=bool)
+    _check_axes("ax", ax)
+    _check_text("label", label)
+    _check_color("color", color)
+    _check_marker("marker", marker)
+    open_, k = check_flag("open_", open_), as_float("k", k, low=0, low_open=True)
+    x, y, se, xse, judged = _points(x, y, se, xse, judged)
+    yerr = None if se is None else k * se
+    xerr = None if xse is None else k * xse
+    mask = np.ones(x.shape, bool) if judged is None else judged
     kwargs.setdefault("ms", 4.5)
     kwargs.setdefault("zorder", 3)
     for sel, filled, lab in ((mask, not open_, label), (~mask, False, "_nolegend_" if mask.any() else label)):
@@ -209,6 +249,11 @@ def mc_points(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[floa
 def proxy(label: str, *, color: str = "#444444", marker: str | None = "o", ls: str = "none",
           mfc: str | None = None, **kwargs: Any) -> Any:
     """A legend entry that is not a drawn series (a marker or line style explained in words)."""
+    _check_text("label", label)
+    _check_color("color", color)
+    _check_marker("marker", marker, none_ok=True)
+    _check_linestyle("ls", ls)
+    _check_color("mfc", mfc, none_ok=True)
     from matplotlib.lines import Line2D
 
     return Line2D([], [], color=color, marker=marker, ls=ls, mfc=color if mfc is None else mfc, mec=color,
@@ -217,6 +262,7 @@ def proxy(label: str, *, color: str = "#444444", marker: str | None = "o", ls: s
 
 def not_judged_handle(label: str = "open marker: reported, not judged") -> Any:
     """The legend entry of open markers (points outside the judged regime)."""
+    _check_text("label", label)
     return proxy(label, mfc="white")
 
 
@@ -227,6 +273,11 @@ def legend(ax: Any, *, extra: Iterable[Any] = (), loc: str = "best", outside: bo
     ``outside``: one figure legend under the panels with the series of ``axes`` (default: every panel), each
     label once.
     """
+    _check_axes("ax", ax)
+    extra = _handles("extra", extra)
+    check_choice("loc", loc, _LEGEND_LOCS)
+    outside = check_flag("outside", outside)
+    axes = None if axes is None else [_check_axes("axes item", a) for a in _check_items("axes", axes, object, "Axes")]
     axes = (list(axes) if axes is not None else ax.figure.axes) if outside else [ax]
     entries: dict[str, Any] = {}
     for a in axes:
@@ -249,15 +300,26 @@ def judged(judge: Callable[[Any, Any, Any], list], design: Any, prediction: Any,
     The verdict is :func:`verify.verdicts.judge` of the comparisons (``INFO`` for an informational claim),
     i.e. what the report states; the comparisons are new objects (the run's own are untouched).
     """
+    _check_callable("judge", judge)
+    informational = check_flag("informational", informational)
     from .verdicts import judge as verdict_of
 
-    comps = list(judge(design, prediction, measurement))
+    out = judge(design, prediction, measurement)
+    if not isinstance(out, (list, tuple)):
+        raise ArgumentTypeError(f"judge must return a list of comparisons, got {describe(out)}")
+    try:
+        comps = _check_comparisons("comparisons", list(out))
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"judge must return a list of comparisons: {exc}") from None
     verdict = verdict_of(comps) if comps else "FAIL"
     return ("INFO" if informational else verdict), comps
 
 
 def outcome_text(comparisons: Sequence[Any]) -> str:
     """``"30/30 PASS"`` or ``"2 PASS, 1 INCONCLUSIVE of 3"``: the outcomes of judged comparisons."""
+    comparisons = _check_comparisons("comparisons", comparisons)
+    if not comparisons:
+        raise ValueError("comparisons must be a non-empty list of judged comparisons, got []")
     n = len(comparisons)
     counts: dict[str, int] = {}
     for c in comparisons:
@@ -269,6 +331,7 @@ def outcome_text(comparisons: Sequence[Any]) -> str:
 
 def worst_outcome(comparisons: Sequence[Any]) -> str | None:
     """FAIL over INCONCLUSIVE over PASS among judged comparisons (``None`` for none): a panel's outcome."""
+    comparisons = _check_comparisons("comparisons", comparisons)
     outs = {c.outcome for c in comparisons}
     for o in ("FAIL", "INCONCLUSIVE", "PASS"):
         if o in outs:
@@ -331,6 +394,11 @@ def key_numbers(ax: Any, lines: Sequence[str], *, verdict: str | None = None, lo
     ``loc`` ``"best"``: the place where the box hides the fewest data (call it once the panel is drawn); where
     every place hides some, the y range is raised (:func:`headroom`) to free the top of the panel for it.
     """
+    _check_axes("ax", ax)
+    lines = [_check_text("lines item", t) for t in _check_items("lines", lines, object, "strings")]
+    _check_text("verdict", verdict, none_ok=True)
+    check_choice("loc", loc, ("best", *_LOCS))
+    fontsize = None if fontsize is None else as_float("fontsize", fontsize, low=0, low_open=True)
     fontsize = fontsize or FONT["note"]
     all_lines = ([verdict] if verdict else []) + list(lines)
     if loc == "best":
@@ -386,6 +454,9 @@ def _fits(ax: Any, name: str, ticks: list[float], cap: int) -> bool:
 def tidy_log_axis(ax: Any, which: str = "both", max_ticks: int | None = None) -> None:
     """Label a log axis with what fits: decades (minor labels off); 1-2-5 or 1-3 steps over a short range;
     plain linear ticks under a decade.  Call it once the panel's data are drawn (it reads the limits)."""
+    _check_axes("ax", ax)
+    check_choice("which", which, ("x", "y", "both"))
+    max_ticks = None if max_ticks is None else as_int("max_ticks", max_ticks, 1, 100)
     from matplotlib import ticker
 
     for name in ("x", "y") if which == "both" else (which,):
@@ -556,6 +627,7 @@ def figure_problems(fig: Any) -> list[str]:
     title or tick label runs into another panel; every colour is a grey or on :data:`OKABE_ITO`; the figure
     has a title (its own or every panel's).
     """
+    _check_figure("fig", fig)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     out: list[str] = []
@@ -569,3 +641,130 @@ def figure_problems(fig: Any) -> list[str]:
     if not has_title:
         out.append("figure without a title")
     return out
+
+
+# ------------------------------------------------------------------------------------------ argument checks
+def _check_axes(name: str, ax: Any) -> Any:
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise ArgumentTypeError(f"{name} must be a matplotlib Axes, got {describe(ax)} ({type(ax).__name__})")
+    return ax
+
+
+def _check_figure(name: str, fig: Any) -> Any:
+    from matplotlib.figure import FigureBase
+
+    if not isinstance(fig, FigureBase):
+        raise ArgumentTypeError(f"{name} must be a matplotlib Figure, got {describe(fig)} ({type(fig).__name__})")
+    return fig
+
+
+def _check_color(name: str, color: Any, *, none_ok: bool = False) -> Any:
+    """A matplotlib colour (a name, ``"#rrggbb"``, an RGB(A) tuple in ``[0, 1]``); ``None`` with ``none_ok``."""
+    from matplotlib.colors import is_color_like
+
+    if color is None and none_ok:
+        return None
+    if isinstance(color, (bool, np.bool_)) or not is_color_like(color) or isinstance(color, (int, float)):
+        raise ValueError(f"{name} must be a matplotlib colour (a name, '#rrggbb' or an RGB tuple in [0, 1]), got "
+                         f"{describe(color)}")
+    return color
+
+
+def _check_marker(name: str, marker: Any, *, none_ok: bool = False) -> Any:
+    """A matplotlib marker (``"o"``, ``"s"``, ...); ``None`` with ``none_ok`` (no marker)."""
+    from matplotlib.markers import MarkerStyle
+
+    if marker is None and none_ok:
+        return None
+    try:
+        if isinstance(marker, (bool, np.bool_, float)) or marker is None:
+            raise ValueError
+        MarkerStyle(marker)
+    except (ValueError, TypeError):
+        raise ValueError(f"{name} must be a matplotlib marker ('o', 's', '^', ...), got {describe(marker)}") from None
+    return marker
+
+
+def _check_linestyle(name: str, ls: Any) -> Any:
+    """A matplotlib line style (``"-"``, ``"--"``, ``":"``, ``"none"``, ...)."""
+    from matplotlib.lines import Line2D
+
+    try:
+        if not isinstance(ls, (str, tuple)):
+            raise ValueError
+        Line2D([], [], linestyle=ls)
+    except (ValueError, TypeError):
+        raise ValueError(f"{name} must be a matplotlib line style ('-', '--', ':', '-.', 'none'), got "
+                         f"{describe(ls)}") from None
+    return ls
+
+
+def _pair(name: str, v: Any) -> tuple[float, float]:
+    """Two finite positive numbers (a panel's width and height in inches)."""
+    if not isinstance(v, (tuple, list)) or len(v) != 2:
+        raise ArgumentTypeError(f"{name} must be a pair (width, height) of positive numbers, got {describe(v)}")
+    w, h = (as_float(name, x, low=0, low_open=True) for x in v)
+    return w, h
+
+
+def _grid_abscissae(name: str, x: Any, log: Any) -> np.ndarray:
+    """The abscissae of :func:`dense_grid`: finite reals (``> 0`` on a log grid), any shape, at least one."""
+    low = 0 if log is True else None
+    return as_array(name, x, low=low, low_open=True, bytes_per_element=8).ravel()
+
+
+def _values(name: str, v: Any, shape: tuple | None, *, low: float | None = None) -> np.ndarray:
+    """A 0-d or 1-d array of real numbers (NaN and infinities allowed: points that are not drawn), of ``shape``
+    when given, ``>= low`` where finite."""
+    if v is None or isinstance(v, (str, bytes, bool, np.bool_, dict)):
+        raise ArgumentTypeError(f"{name} must be an array of real numbers, got {describe(v)}")
+    try:
+        a = np.asarray(v)
+    except (ValueError, TypeError):
+        raise ArgumentTypeError(f"{name} must be an array of real numbers, got {describe(v)}") from None
+    if a.dtype.kind not in "iuf" or a.ndim > 1:
+        raise ArgumentTypeError(f"{name} must be a 1-d array of real numbers, got {describe(v)}")
+    a = a.astype(float)
+    if shape is not None and a.shape != shape:
+        raise ValueError(f"{name} must have the shape {shape} of x, got {a.shape}")
+    if low is not None and np.any(np.isfinite(a) & (a < low)):
+        raise ValueError(f"{name} must be >= {low:g} (NaN: not drawn), got {describe(v)}")
+    return a
+
+
+def _points(x: Any, y: Any, se: Any, xse: Any, judged: Any) -> tuple:
+    """The checked arrays of :func:`mc_points` (one shape; ``judged`` booleans)."""
+    x = _values("x", x, None)
+    y = _values("y", y, x.shape)
+    se = None if se is None else _values("se", se, x.shape, low=0.0)
+    xse = None if xse is None else _values("xse", xse, x.shape, low=0.0)
+    if judged is not None:
+        j = np.asarray(judged) if isinstance(judged, (list, tuple, np.ndarray)) else None
+        if j is None or j.dtype != bool or j.shape != x.shape:
+            raise ArgumentTypeError(f"judged must be None or booleans of the shape {x.shape} of x, got "
+                                    f"{describe(judged)}")
+        judged = j
+    return x, y, se, xse, judged
+
+
+def _handles(name: str, extra: Any) -> list:
+    """Legend entries: matplotlib artists (:func:`proxy`)."""
+    from matplotlib.artist import Artist
+
+    return _check_items(name, list(extra) if isinstance(extra, (list, tuple)) else extra, Artist,
+                        "matplotlib artists (legend entries, see proxy)")
+
+
+def _curve_values(f: Callable[[np.ndarray], Any], xd: np.ndarray) -> np.ndarray:
+    """``f(xd)`` as floats of the grid's shape (NaN allowed: a gap in the curve)."""
+    out = f(xd)
+    try:
+        yd = np.asarray(out, dtype=float)
+        if yd.size != xd.size:
+            raise ValueError(f"{yd.size} values for {xd.size} points")
+        return yd.reshape(xd.shape)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"f must return a real number for every point of the grid ({xd.size} points), got "
+                         f"{describe(out)} ({exc})") from None

@@ -19,6 +19,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from theory._validation import ArgumentTypeError, as_float, describe
+
 from .claims import CLAIMS, STUDIES
 
 
@@ -56,6 +58,12 @@ class Comparison:
 
     Use the constructors :meth:`equivalence`, :meth:`direction`, :meth:`bound`, :meth:`consistency` for
     stochastic comparisons; the plain constructor builds an exact one.
+
+    Fields are checked on construction (``TypeError`` / ``ValueError`` naming the field): ``passed`` and
+    ``headline`` real booleans; ``predicted`` / ``measured`` numbers, strings, bools, ``None``, sympy expressions
+    or lists of those; ``uncertainty`` ``None`` or ``>= 0``; ``p_fail`` / ``p_pass`` in ``[0, 1]``; ``margin`` finite
+    ``> 0``; ``df > 0`` (``inf``: normal).  A measurement may be NaN or infinite (``measured``, ``uncertainty``, a
+    NaN p-value): it is judged FAIL, never a silent PASS.
     """
 
     name: str
@@ -79,15 +87,20 @@ class Comparison:
         self.passed = _as_bool("passed", self.passed)  # numpy / sympy booleans -> a plain bool (JSON true/false)
         self.headline = _as_bool("headline", self.headline)
         if not isinstance(self.kind, str) or self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+            raise ValueError(f"kind must be one of {KINDS}, got {describe(self.kind)}")
         for fname in ("name", "tolerance", "outcome"):
-            if not isinstance(getattr(self, fname), str):
-                raise TypeError(f"{fname} must be a string, got {type(getattr(self, fname)).__name__}")
+            _check_text(fname, getattr(self, fname))
         if self.outcome not in ("", "PASS", "FAIL", "INCONCLUSIVE"):
             raise ValueError(f"outcome must be '', 'PASS', 'FAIL' or 'INCONCLUSIVE', got {self.outcome!r}")
-        for fname, low, high in (("p_fail", 0.0, 1.0), ("p_pass", 0.0, 1.0), ("margin", 0.0, math.inf),
-                                 ("df", 0.0, math.inf), ("decide_factor", 0.0, math.inf)):
-            setattr(self, fname, _optional_real(fname, getattr(self, fname), low, high))
+        _check_value("predicted", self.predicted)
+        _check_value("measured", self.measured)
+        if self.uncertainty is not None:
+            _measurement("uncertainty", self.uncertainty, low=0.0)
+        for fname in ("p_fail", "p_pass"):  # NaN: the test could not be computed (judged FAIL)
+            setattr(self, fname, _optional_real(fname, getattr(self, fname), 0.0, 1.0, nan_ok=True))
+        self.margin = _optional_real("margin", self.margin, 0.0, math.inf, low_open=True)
+        self.df = _optional_real("df", self.df, 0.0, math.inf, low_open=True, inf_ok=True)
+        self.decide_factor = _optional_real("decide_factor", self.decide_factor, 0.0, math.inf)
         self.exact_ok = self.passed
         if not self.outcome:
             if self.kind == "exact":
@@ -102,28 +115,51 @@ class Comparison:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Comparison":
-        """Rebuild a comparison from its :meth:`to_json` form (to judge stored results again)."""
+        """Rebuild a comparison from its :meth:`to_json` form (to judge stored results again).
+
+        ``d`` must hold ``name``, ``predicted``, ``measured``, ``uncertainty``, ``tolerance`` and ``passed``; the
+        fields are checked as by the constructor (a message names ``d`` and the field).
+        """
+        d = _check_mapping("d", d)
         keys = ("name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail", "p_pass",
                 "margin", "df", "decide_factor", "headline")
-        kw = {k: d.get(k) for k in keys if k in d}
+        missing = [k for k in keys[:6] if k not in d]
+        if missing:
+            raise ValueError(f"d must be a stored comparison (Comparison.to_json), got one without {missing}")
+        kw = {k: d[k] for k in keys if k in d}
         for k in ("p_fail", "p_pass", "margin", "df", "decide_factor"):
             if isinstance(kw.get(k), str):  # non-finite floats are stored as text
+                if kw[k] not in ("nan", "inf", "-inf"):
+                    raise ValueError(f"d['{k}'] must be a number, None or 'nan' / 'inf' / '-inf', got {kw[k]!r}")
                 kw[k] = float(kw[k])
         kw.setdefault("kind", "exact")
-        kw["headline"] = bool(kw.get("headline", False))
+        kw["headline"] = _as_bool("d['headline']", kw.get("headline", False))
         if kw["kind"] == "exact":
-            kw["passed"] = d.get("outcome", "PASS" if d.get("passed") else "FAIL") == "PASS"
-        return cls(**kw)
+            outcome = d["outcome"] if "outcome" in d else ("PASS" if _as_bool("d['passed']", d["passed"]) else "FAIL")
+            kw["passed"] = _check_text("d['outcome']", outcome) == "PASS"
+        try:
+            return cls(**kw)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"d (a stored comparison): {exc}") from None
 
     # ------------------------------------------------------------------ stochastic constructors
     @classmethod
     def equivalence(cls, name: str, predicted: float, measured: float, se: float, margin: float, *,
                     df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
-        """``|measured - predicted| < margin`` as an equivalence test (TOST for PASS; beyond the margin for FAIL)."""
+        """``|measured - predicted| < margin`` as an equivalence test (TOST for PASS; beyond the margin for FAIL).
+
+        ``predicted`` and ``margin > 0`` are finite numbers of the design; ``measured`` and ``se >= 0`` may be NaN
+        or infinite (a failed measurement: the p-values are NaN and the comparison FAILS).
+        """
         from .verdicts import ALPHA_PASS, equivalence_p, scale_to_decide
 
-        delta = float(measured) - float(predicted)
-        p_pass, p_fail = equivalence_p(delta, float(se), float(margin), df)
+        _check_text("rule", rule)
+        x_pred, x_meas = as_float("predicted", predicted), _measurement("measured", measured)
+        se, df = _measurement("se", se, low=0.0), _check_df(df)
+        margin = as_float("margin", margin, low=0, low_open=True)
+        delta = x_meas - x_pred
+        measurable = math.isfinite(delta) and math.isfinite(se)
+        p_pass, p_fail = equivalence_p(delta, se, margin, df) if measurable else (math.nan, math.nan)
         from scipy import stats as _st
 
         q = float((_st.norm if df is None else _st.t(df)).isf(ALPHA_PASS))
@@ -132,61 +168,90 @@ class Comparison:
                f"predicted [{lo:+.4f}, {hi:+.4f}] lies inside +-{margin:g} (TOST p = {p_pass:.2g}); FAIL iff "
                f"|difference| > {margin:g} is significant (p = {p_fail:.2g}, Holm within the check)"
                + (f", df = {df:.1f}" if df is not None else "") + (f"; {rule}" if rule else ""))
-        return cls(name=name, predicted=predicted, measured=measured, uncertainty=float(se), tolerance=tol,
-                   passed=False, kind="equivalence", p_fail=p_fail, p_pass=p_pass, margin=float(margin), df=df,
-                   decide_factor=scale_to_decide(delta, float(se), float(margin), "equivalence"), **kw)
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
+                   passed=False, kind="equivalence", p_fail=p_fail, p_pass=p_pass, margin=margin, df=df,
+                   decide_factor=scale_to_decide(delta, se, margin, "equivalence") if measurable else None, **kw)
 
     @classmethod
     def direction(cls, name: str, predicted: Any, measured: float, se: float, sign: int, *,
                   reference: float = 0.0, df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
-        """``sign * (measured - reference) > 0``: PASS when significant at ALPHA_PASS, FAIL when the opposite is."""
-        from .verdicts import direction_p, scale_to_decide
+        """``sign * (measured - reference) > 0``: PASS when significant at ALPHA_PASS, FAIL when the opposite is.
 
-        delta = float(measured) - float(reference)
-        p_pass, p_fail = direction_p(delta, float(se), int(sign), df)
+        ``sign`` is ``+1`` or ``-1`` and ``reference`` a finite number; ``measured`` and ``se >= 0`` may be NaN or
+        infinite (a failed measurement: FAIL).
+        """
+        from .verdicts import _check_sign, direction_p, scale_to_decide
+
+        _check_text("rule", rule)
+        sign, reference = _check_sign(sign), as_float("reference", reference)
+        x_meas, se, df = _measurement("measured", measured), _measurement("se", se, low=0.0), _check_df(df)
+        delta = x_meas - reference
+        measurable = math.isfinite(delta) and math.isfinite(se)
+        p_pass, p_fail = direction_p(delta, se, sign, df) if measurable else (math.nan, math.nan)
         tol = (f"direction: claim {'>' if sign > 0 else '<'} {reference:g}; z = {delta / se if se > 0 else float('inf'):.2f} "
                f"(p_pass = {p_pass:.2g}; FAIL iff the opposite sign is significant, p = {p_fail:.2g}, Holm)"
                + (f", df = {df:.1f}" if df is not None else "") + (f"; {rule}" if rule else ""))
-        return cls(name=name, predicted=predicted, measured=measured, uncertainty=float(se), tolerance=tol,
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
                    passed=False, kind="direction", p_fail=p_fail, p_pass=p_pass, df=df,
-                   decide_factor=scale_to_decide(delta, float(se), None, "direction"), **kw)
+                   decide_factor=scale_to_decide(delta, se, None, "direction") if measurable else None, **kw)
 
     @classmethod
     def bound(cls, name: str, predicted: Any, measured: Any, se: float, excess: float, *, excess_se: float | None = None,
               df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
-        """A one-sided bound ``excess <= 0`` (statistic minus its allowed maximum); PASS unless violated significantly."""
+        """A one-sided bound ``excess <= 0`` (statistic minus its allowed maximum); PASS unless violated significantly.
+
+        ``se``, ``excess`` and ``excess_se`` (``>= 0``) may be NaN or infinite (a failed measurement: FAIL).
+        """
         from .verdicts import bound_p
 
-        s = float(se if excess_se is None else excess_se)
-        p_fail = bound_p(float(excess), s, df)
+        _check_text("rule", rule)
+        se, excess = _measurement("se", se, low=0.0), _measurement("excess", excess)
+        s = se if excess_se is None else _measurement("excess_se", excess_se, low=0.0)
+        df = _check_df(df)
+        p_fail = bound_p(excess, s, df) if math.isfinite(excess) and math.isfinite(s) else math.nan
         tol = (rule + "; " if rule else "") + f"bound: FAIL iff the excess {excess:+.3g} is significant (z = " \
             f"{excess / s if s > 0 else float('inf'):.2f}, p = {p_fail:.2g}, Holm within the check)"
-        return cls(name=name, predicted=predicted, measured=measured, uncertainty=float(se), tolerance=tol,
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
                    passed=False, kind="bound", p_fail=p_fail, df=df, **kw)
 
     @classmethod
     def consistency(cls, name: str, predicted: float, measured: float, se: float, *, df: float | None = None,
                     rule: str = "", **kw: Any) -> "Comparison":
-        """An identity measured with noise: two-sided test of ``measured == predicted``."""
+        """An identity measured with noise: two-sided test of ``measured == predicted``.
+
+        ``predicted`` is a finite number; ``measured`` and ``se >= 0`` may be NaN or infinite (FAIL).
+        """
         from .verdicts import consistency_p
 
-        delta = float(measured) - float(predicted)
-        p_fail = consistency_p(delta, float(se), df)
+        _check_text("rule", rule)
+        x_pred, x_meas = as_float("predicted", predicted), _measurement("measured", measured)
+        se, df = _measurement("se", se, low=0.0), _check_df(df)
+        delta = x_meas - x_pred
+        p_fail = consistency_p(delta, se, df) if math.isfinite(delta) and math.isfinite(se) else math.nan
         tol = (rule + "; " if rule else "") + f"identity: FAIL iff |measured - predicted| is significant " \
             f"(z = {delta / se if se > 0 else float('inf'):.2f}, two-sided p = {p_fail:.2g}, Holm within the check)"
-        return cls(name=name, predicted=predicted, measured=measured, uncertainty=float(se), tolerance=tol,
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
                    passed=False, kind="consistency", p_fail=p_fail, df=df, **kw)
 
 
 @dataclass
 class Outcome:
-    """What a check function returns."""
+    """What a check function returns: its comparisons (a list of :class:`Comparison`), notes (text), the paths of
+    its figures, data (a mapping with string keys, written to the JSON report) and whether it is informational.
+    Fields are checked on construction (``TypeError`` naming the field)."""
 
     comparisons: list[Comparison]
     notes: str = ""
     figures: list[str] = field(default_factory=list)
     data: dict = field(default_factory=dict)
     informational: bool = False
+
+    def __post_init__(self) -> None:
+        self.comparisons = _check_items("comparisons", self.comparisons, Comparison, "Comparison objects")
+        _check_text("notes", self.notes)
+        self.figures = _check_paths("figures", self.figures)
+        self.data = _check_mapping("data", self.data)
+        self.informational = _as_bool("informational", self.informational)
 
 
 @dataclass
@@ -202,6 +267,20 @@ class CheckResult:
     notes: str = ""
     error: str | None = None
     data: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Fields checked like :class:`Outcome`'s; ``verdict`` may be given as its value (``"PASS"``)."""
+        _check_text("id", self.id, empty=False)
+        _check_text("paper", self.paper)
+        _check_text("claim", self.claim)
+        self.verdict = _check_verdict("verdict", self.verdict)
+        self.comparisons = _check_items("comparisons", self.comparisons, Comparison, "Comparison objects")
+        self.runtime_s = as_float("runtime_s", self.runtime_s, low=0)
+        self.seeds = _check_seeds("seeds", self.seeds)
+        self.figures = _check_paths("figures", self.figures)
+        _check_text("notes", self.notes)
+        _check_text("error", self.error, none_ok=True)
+        self.data = _check_mapping("data", self.data)
 
     def to_json(self) -> dict:
         return {
@@ -266,7 +345,7 @@ class CheckContext:
     def __post_init__(self) -> None:
         if not isinstance(self.profile, str) or self.profile not in PROFILES:
             raise ValueError(f"profile must be one of {PROFILES}, got {self.profile!r}")
-        self.seed = _check_int("seed", self.seed, 0)
+        self.seed = _check_int("seed", self.seed, 0, MAX_SEED)
         self.n_jobs = _check_n_jobs(self.n_jobs)
         self.device = _check_device(self.device)
         if not isinstance(self.executor, str) or self.executor not in EXECUTORS:
@@ -275,8 +354,9 @@ class CheckContext:
             raise TypeError(f"scheduler must be None or an address string, got {type(self.scheduler).__name__}")
         self.report_dir = _check_dir("report_dir", self.report_dir)
         self.cache_dir = _check_dir("cache_dir", self.cache_dir)
-        if not isinstance(self.check_id, str):
-            raise TypeError(f"check_id must be a string, got {type(self.check_id).__name__}")
+        _check_text("check_id", self.check_id)
+        self.seeds_used = _check_seeds("seeds_used", self.seeds_used)
+        _check_callable("_progress_factory", self._progress_factory, none_ok=True)
 
     @property
     def quick(self) -> bool:
@@ -308,7 +388,10 @@ class CheckContext:
 
     @contextlib.contextmanager
     def progress(self, description: str, total: int) -> Iterator[Any]:
-        """Context manager yielding an object with ``advance(n=1)``."""
+        """Context manager yielding an object with ``advance(n=1)``: ``description`` a string, ``total`` an integer
+        ``>= 0`` (the number of steps)."""
+        _check_text("description", description)
+        total = _check_int("total", total, 0, MAX_SEED)
         if self._progress_factory is None:
             yield _NullProgress()
             return
@@ -323,9 +406,14 @@ class CheckContext:
         """
         from numerics.sweep import cache_key
 
+        _check_text("name", name, empty=False)
+        key = _check_json("key", key)
+        _check_text("version", version)
         cell = {"check": self.check_id, "name": str(name), "key": dict(key), "profile": self.profile,
                 "device": str(self.device)}
-        return cache_key(CheckContext.cached, cell, int(self.seed), version=f"{CACHE_VERSION}/{version}")
+        # ``CheckContext.cached`` only names the kind of entry (the computation is ``compute``): its code stays out;
+        # the original method (:data:`_ENTRY_KIND`), so that a wrapped ``cached`` keeps the keys
+        return cache_key(_ENTRY_KIND, cell, int(self.seed), version=f"{CACHE_VERSION}/{version}", source=False)
 
     def cached(
         self,
@@ -364,11 +452,10 @@ class CheckContext:
         -------
         dict of name -> ndarray
         """
-        import numpy as np
-
+        _check_callable("compute", compute)
+        h = self.cache_key(name, key, version)  # checks name, key and version
         if self.cache_dir is None:
-            return {k: np.asarray(v) for k, v in compute().items()}
-        h = self.cache_key(name, key, version)
+            return _computed(compute)
         path = Path(self.cache_dir) / (self.check_id or "_") / f"{h}.npz"
         meta = self._cache_meta(name, key, version)
         hit = _npz_read(path, h, meta)
@@ -378,11 +465,7 @@ class CheckContext:
             hit = _npz_read(path, h, meta, warn=False)  # another run may have computed it meanwhile
             if hit is not None:
                 return hit
-            out = {k: np.asarray(v) for k, v in compute().items()}
-            for k, v in out.items():
-                if k.startswith("__") or v.dtype == object:
-                    raise ValueError(f"cached values must be numeric arrays under names not starting with '__', "
-                                     f"got {k!r}")
+            out = _computed(compute)
             _npz_write(path, h, meta, out)
         return out
 
@@ -399,7 +482,11 @@ class CheckContext:
     def save_figure(self, fig: Any, name: str) -> str | None:
         """Save a matplotlib figure as ``<report_dir>/<check_id>_<name>.png``; return the path or None."""
         import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
 
+        if not isinstance(fig, Figure):
+            raise ArgumentTypeError(f"fig must be a matplotlib Figure, got {describe(fig)} ({type(fig).__name__})")
+        _check_stem("name", name)
         try:
             if self.report_dir is None:
                 return None
@@ -411,12 +498,39 @@ class CheckContext:
             plt.close(fig)
 
 
+#: what names a report cache entry in its key (the method as defined, even when a caller wraps it)
+_ENTRY_KIND = CheckContext.cached
+
+
+def _computed(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
+    """``compute()`` of :meth:`CheckContext.cached` as a dict of numeric arrays (names not starting with ``__``)."""
+    import numpy as np
+
+    out = compute()
+    if not isinstance(out, Mapping):
+        raise ArgumentTypeError(f"compute must return a mapping of names to numeric arrays, got {describe(out)}")
+    arrays = {}
+    for k, v in out.items():
+        a = np.asarray(v) if isinstance(k, str) and not k.startswith("__") else None
+        if a is None or a.dtype.kind not in "biufc":
+            raise ValueError(f"compute must return numeric arrays under names (strings) not starting with '__', got "
+                             f"{describe(k)}: {describe(v)}")
+        arrays[k] = a
+    return arrays
+
+
 @dataclass(frozen=True)
 class CheckSpec:
     id: str
     paper: str
     claim: str
     func: Callable[[CheckContext], Outcome] | None
+
+    def __post_init__(self) -> None:
+        _check_text("id", self.id, empty=False)
+        _check_text("paper", self.paper)
+        _check_text("claim", self.claim)
+        _check_callable("func", self.func, none_ok=True)
 
     @property
     def implemented(self) -> bool:
@@ -428,10 +542,12 @@ _REGISTRY: dict[str, Callable[[CheckContext], Outcome]] = {}
 
 def check(claim_id: str) -> Callable[[Callable[[CheckContext], Outcome]], Callable[[CheckContext], Outcome]]:
     """Decorator registering ``func`` as the check of ``claim_id`` (an id of :data:`CLAIMS` or :data:`STUDIES`)."""
+    _check_text("claim_id", claim_id)
     if claim_id not in CLAIMS and claim_id not in STUDIES:
         raise ValueError(f"claim_id must be one of {sorted(CLAIMS) + sorted(STUDIES)}, got {claim_id!r}")
 
     def deco(func: Callable[[CheckContext], Outcome]) -> Callable[[CheckContext], Outcome]:
+        _check_callable("func", func)
         if claim_id in _REGISTRY and _REGISTRY[claim_id] is not func:
             raise ValueError(f"a check for {claim_id} is already registered")
         _REGISTRY[claim_id] = func
@@ -442,6 +558,10 @@ def check(claim_id: str) -> Callable[[Callable[[CheckContext], Outcome]], Callab
 
 def run_check(spec: CheckSpec, ctx: CheckContext) -> CheckResult:
     """Run one check; exceptions become an ERROR verdict with the traceback in ``error``."""
+    if not isinstance(spec, CheckSpec):
+        raise ArgumentTypeError(f"spec must be a CheckSpec, got {describe(spec)} ({type(spec).__name__})")
+    if not isinstance(ctx, CheckContext):
+        raise ArgumentTypeError(f"ctx must be a CheckContext, got {describe(ctx)} ({type(ctx).__name__})")
     res = CheckResult(id=spec.id, paper=spec.paper, claim=spec.claim, verdict=Verdict.NOT_IMPLEMENTED)
     if spec.func is None:
         return res
@@ -473,6 +593,9 @@ def judge_outcome(check_id: str, comparisons: list[Comparison], informational: b
     """
     from .verdicts import judge
 
+    _check_text("check_id", check_id, empty=False)
+    comparisons = _check_items("comparisons", comparisons, Comparison, "Comparison objects")
+    informational = _as_bool("informational", informational)
     if not comparisons:
         return Verdict.INFO if informational or check_id in STUDIES else Verdict.FAIL
     v = Verdict(judge(comparisons))
@@ -483,9 +606,22 @@ def judge_outcome(check_id: str, comparisons: list[Comparison], informational: b
 
 def rejudge_stored(result: Mapping[str, Any]) -> tuple[Verdict, list[Comparison]]:
     """Verdict and comparisons of a stored result (``CheckResult.to_json`` or a calibration record), judged
-    again with the current rules: no simulation.  ERROR and NOT IMPLEMENTED stay what they were."""
-    comps = [Comparison.from_json(c) for c in result.get("comparisons", [])]
-    stored = result.get("verdict")
+    again with the current rules: no simulation.  ERROR and NOT IMPLEMENTED stay what they were.
+
+    ``result`` must hold ``id`` (a string), ``verdict`` (a :class:`Verdict` value) and ``comparisons`` (a list of
+    stored comparisons, :meth:`Comparison.from_json`)."""
+    result = _check_mapping("result", result)
+    missing = [k for k in ("id", "verdict", "comparisons") if k not in result]
+    if missing:
+        raise ValueError(f"result must be a stored result (CheckResult.to_json or a calibration record), got one "
+                         f"without {missing}")
+    _check_text("result['id']", result["id"], empty=False)
+    stored = _check_verdict("result['verdict']", result["verdict"]).value
+    try:
+        comps = [Comparison.from_json(c) for c in _check_items("result['comparisons']", result["comparisons"],
+                                                                Mapping, "stored comparisons (dicts)")]
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"result['comparisons']: {exc}") from None
     if stored in (Verdict.ERROR.value, Verdict.NOT_IMPLEMENTED.value):
         return Verdict(stored), comps
     return judge_outcome(result["id"], comps, informational=stored == Verdict.INFO.value), comps
@@ -494,6 +630,8 @@ def rejudge_stored(result: Mapping[str, Any]) -> tuple[Verdict, list[Comparison]
 def exit_status(results: list[CheckResult], strict: bool = False) -> int:
     """0 iff no selected check FAILED or raised (INFO and INCONCLUSIVE do not fail it);
     with ``strict`` INCONCLUSIVE and NOT IMPLEMENTED fail it too."""
+    results = _check_items("results", results, CheckResult, "CheckResult objects")
+    strict = _as_bool("strict", strict)
     bad = {Verdict.FAIL, Verdict.ERROR}
     if strict:
         bad |= {Verdict.NOT_IMPLEMENTED, Verdict.INCONCLUSIVE}
@@ -516,23 +654,187 @@ def _as_bool(name: str, v: Any) -> bool:
     raise TypeError(f"{name} must be a boolean, got {v!r} ({type(v).__name__})")
 
 
-def _optional_real(name: str, v: Any, low: float, high: float) -> float | None:
-    """``None``, or a real number (not a bool, not text) in ``[low, high]``; NaN passes (an undecided test)."""
-    import numbers
-
+def _optional_real(name: str, v: Any, low: float, high: float, *, nan_ok: bool = False, low_open: bool = False,
+                   inf_ok: bool = False) -> float | None:
+    """``None``, or a real number (not a bool, not text) in ``[low, high]`` (``(low, high]`` with ``low_open``);
+    NaN only with ``nan_ok`` (a p-value that could not be computed), infinities only with ``inf_ok``."""
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise TypeError(f"{name} must be None or a real number, got {v!r} ({type(v).__name__})")
-    if not (low <= v <= high) and v == v:
-        raise ValueError(f"{name} must lie in [{low:g}, {high:g}], got {v!r}")
+    x = _real(name, v, "None or a real number")
+    if math.isnan(x):
+        if nan_ok:
+            return v
+        raise ValueError(f"{name} must be None or a real number, got {describe(v)}")
+    if math.isinf(x) and not inf_ok:
+        raise ValueError(f"{name} must be None or a finite real number, got {describe(v)}")
+    if not (low < x if low_open else low <= x) or not x <= high:
+        raise ValueError(f"{name} must lie in {'(' if low_open else '['}{low:g}, {high:g}], got {describe(v)}")
     return v
 
 
+def _real(name: str, v: Any, what: str = "a real number") -> float:
+    """``float(v)`` of a real number (Python, NumPy or sympy; not a bool, not text), NaN and infinities included."""
+    import numbers
+
+    import numpy as np
+
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        raise ArgumentTypeError(f"{name} must be {what}, got {describe(v)} ({type(v).__name__})")
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be {what} within the float64 range, got {describe(v)}") from None
+
+
+def _measurement(name: str, v: Any, low: float | None = None) -> float:
+    """A measured number (or its standard error, ``low = 0``) as a float: NaN and infinities are valid (a failed
+    measurement, judged FAIL), a finite value must be ``>= low``."""
+    x = _real(name, v)
+    if low is not None and math.isfinite(x) and x < low:
+        raise ValueError(f"{name} must be a real number >= {low:g} (NaN or inf for a failed measurement), got "
+                         f"{describe(v)}")
+    return x
+
+
+def _check_df(df: Any) -> Any:
+    """Degrees of freedom: ``None`` (normal) or a real number ``> 0`` (``inf``: normal)."""
+    return _optional_real("df", df, 0.0, math.inf, low_open=True, inf_ok=True)
+
+
+def _check_text(name: str, v: Any, *, empty: bool = True, none_ok: bool = False) -> str | None:
+    """A string (non-empty unless ``empty``; ``None`` passes with ``none_ok``)."""
+    if v is None and none_ok:
+        return None
+    if not isinstance(v, str):
+        raise ArgumentTypeError(f"{name} must be a string{' or None' if none_ok else ''}, got {describe(v)} "
+                                f"({type(v).__name__})")
+    if not empty and not v:
+        raise ValueError(f"{name} must be a non-empty string, got ''")
+    return v
+
+
+def _check_stem(name: str, v: Any) -> str:
+    """A file stem: a non-empty string without path separators or NUL, not ``.`` or ``..``."""
+    _check_text(name, v, empty=False)
+    if any(ch in v for ch in "/\\\x00") or v in (".", ".."):
+        raise ValueError(f"{name} must be a file name without '/', '\\' or NUL (a stem), got {v!r}")
+    return v
+
+
+def _check_value(name: str, v: Any, depth: int = 0) -> Any:
+    """A value shown in a report: a real number (NaN and infinities included), a string, a bool, ``None``, a sympy
+    expression, or a list / tuple of those."""
+    import numbers
+
+    import numpy as np
+    import sympy as sp
+
+    if v is None or isinstance(v, (str, bool, np.bool_, sp.Basic)):
+        return v
+    if isinstance(v, numbers.Real):
+        return v
+    if isinstance(v, (list, tuple)) and depth < 2:
+        for x in v:
+            _check_value(name, x, depth + 1)
+        return v
+    raise ArgumentTypeError(f"{name} must be a real number, a string, None or a list of those, got {describe(v)} "
+                            f"({type(v).__name__})")
+
+
+def _check_items(name: str, v: Any, cls: type | tuple, what: str, *, nonempty: bool = False) -> list:
+    """A list (or tuple) of instances of ``cls`` as a new list; not a single instance, not a string."""
+    if not isinstance(v, (list, tuple)):
+        raise ArgumentTypeError(f"{name} must be a list of {what}, got {describe(v)} ({type(v).__name__})")
+    bad = [x for x in v if not isinstance(x, cls)]
+    if bad:
+        raise ArgumentTypeError(f"{name} must be a list of {what}, got an item {describe(bad[0])} "
+                                f"({type(bad[0]).__name__})")
+    if nonempty and not v:
+        raise ValueError(f"{name} must be a non-empty list of {what}, got []")
+    return list(v)
+
+
+def _check_paths(name: str, v: Any) -> list[str]:
+    """A list of paths (strings or path-likes) as strings."""
+    return [os.fspath(p) for p in _check_items(name, v, (str, os.PathLike), "paths (strings)")]
+
+
+def _check_mapping(name: str, v: Any) -> dict:
+    """A mapping with string keys, as a new dict."""
+    if not isinstance(v, Mapping):
+        raise ArgumentTypeError(f"{name} must be a mapping (a dict), got {describe(v)} ({type(v).__name__})")
+    bad = [k for k in v if not isinstance(k, str)]
+    if bad:
+        raise ArgumentTypeError(f"{name} must be a mapping with string keys, got the key {describe(bad[0])}")
+    return dict(v)
+
+
+def _check_json(name: str, v: Any) -> dict:
+    """A mapping with string keys whose values are JSON-serialisable (numbers, strings, lists, dicts, arrays)."""
+    from numerics.sweep import to_jsonable
+
+    out = _check_mapping(name, v)
+    try:
+        to_jsonable(out)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be JSON-serialisable: {exc}") from None
+    return out
+
+
+def _check_callable(name: str, v: Any, *, none_ok: bool = False) -> Any:
+    if v is None and none_ok:
+        return None
+    if not callable(v):
+        raise ArgumentTypeError(f"{name} must be a callable{' or None' if none_ok else ''}, got {describe(v)} "
+                                f"({type(v).__name__})")
+    return v
+
+
+#: largest seed: a non-negative 63-bit integer (the sweep runner's bound, :data:`numerics.sweep.MAX_SEED`)
+MAX_SEED = 2**63 - 1
+
+
+def _check_seeds(name: str, v: Any) -> list[int]:
+    """A list of seeds: integers in ``[0, MAX_SEED]`` (not bools)."""
+    items = _check_items(name, v, object, "integer seeds")
+    for x in items:
+        if not _is_integer(x) or not 0 <= int(x) <= MAX_SEED:
+            raise (ValueError if _is_integer(x) else ArgumentTypeError)(
+                f"{name} must be a list of integer seeds in [0, 2**63 - 1], got an item {describe(x)}")
+    return [int(x) for x in items]
+
+
+def _is_integer(x: Any) -> bool:
+    """An integer (Python or NumPy), not a bool."""
+    import numbers
+
+    import numpy as np
+
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
+def _check_verdict(name: str, v: Any) -> "Verdict":
+    """A :class:`Verdict`, or its value (``"PASS"``, ``"NOT IMPLEMENTED"``, ...)."""
+    if isinstance(v, Verdict):
+        return v
+    if not isinstance(v, str):
+        raise ArgumentTypeError(f"{name} must be a Verdict or one of {[x.value for x in Verdict]}, got {describe(v)}")
+    try:
+        return Verdict(v)
+    except ValueError:
+        raise ValueError(f"{name} must be a Verdict or one of {[x.value for x in Verdict]}, got {v!r}") from None
+
+
 def _seed_text(k: Any) -> str:
-    if isinstance(k, float) and k != round(k, 12):
-        raise ValueError(f"seed keys must be integers, strings or literal constants, got the float {k!r}")
-    return str(k)
+    """A seed key as text: an integer, a string, a bool or a literal float constant (12 digits at most)."""
+    if isinstance(k, str) or _is_integer(k) or isinstance(k, bool):
+        return str(k)
+    if isinstance(k, float):
+        if not math.isfinite(k) or k != round(k, 12):
+            raise ValueError(f"seed keys must be integers, strings or literal constants, got the float {k!r}")
+        return str(k)
+    raise ArgumentTypeError(f"seed keys must be integers, strings or literal constants, got {describe(k)} "
+                            f"({type(k).__name__})")
 
 
 def _jsonable(v: Any) -> Any:
@@ -640,15 +942,18 @@ def _claim(path: Path) -> Iterator[None]:
 
 
 # ----------------------------------------------------------------------------------------- field checks
-def _check_int(name: str, v: Any, low: int) -> int:
-    """An integer ``>= low`` (Python or NumPy; not a bool, not a float)."""
-    import numbers
-
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {v!r} ({type(v).__name__})")
-    if int(v) < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+def _check_int(name: str, v: Any, low: int, high: int | None = None) -> int:
+    """An integer in ``[low, high]`` (Python or NumPy; not a bool, not a float)."""
+    if not _is_integer(v):
+        raise ArgumentTypeError(f"{name} must be an integer, got {describe(v)} ({type(v).__name__})")
+    if int(v) < low or (high is not None and int(v) > high):
+        rule = f">= {low}" if high is None else f">= {low} and <= {high}"
+        raise ValueError(f"{name} must be an integer {rule}, got {describe(v)}")
     return int(v)
+
+
+#: most workers of a run (:data:`numerics.threads.MAX_THREADS`, the sweep runner's bound)
+MAX_JOBS = 1024
 
 
 def _check_n_jobs(v: Any) -> int:
@@ -659,8 +964,8 @@ def _check_n_jobs(v: Any) -> int:
         raise TypeError(f"n_jobs must be an integer >= 1 or -1 (all cores), got {v!r} ({type(v).__name__})")
     if int(v) == -1:
         return os.cpu_count() or 1
-    if int(v) < 1:
-        raise ValueError(f"n_jobs must be an integer >= 1 or -1 (all cores), got {v!r}")
+    if not 1 <= int(v) <= MAX_JOBS:
+        raise ValueError(f"n_jobs must be an integer in [1, {MAX_JOBS}] or -1 (all cores), got {describe(v)}")
     return int(v)
 
 

@@ -1,4 +1,4 @@
-"""Rendering of check results: a rich terminal table, a markdown report, a JSON document."""
+"""Rendering of check results: a rich terminal table, a markdown report and its HTML page, a JSON document."""
 
 from __future__ import annotations
 
@@ -7,13 +7,19 @@ import math
 import os
 import platform
 from datetime import datetime, timezone
+from html import escape
 from pathlib import Path
 from typing import Any, Iterable
+from urllib.parse import quote
 
 from rich.console import Console
 from rich.table import Table
 
-from .registry import CheckResult, Comparison, Verdict
+from theory._validation import ArgumentTypeError, as_int, check_choice
+from theory._validation import describe as describe_value
+
+from .registry import (MAX_SEED, PROFILES, CheckResult, Comparison, Verdict, _as_bool, _check_dir, _check_items,
+                       _check_mapping, _check_text)
 from .verdicts import describe, rates_text
 
 JSON_SCHEMA_VERSION = 2  # 2: comparisons carry kind, p_fail, p_pass, outcome; verdict INCONCLUSIVE
@@ -50,7 +56,9 @@ def fmt_value(v: Any) -> str:
     return str(v)
 
 
-def _measured_text(c: Comparison) -> str:
+def measured_text(c: Comparison) -> str:
+    """``"measured ± uncertainty"`` of a comparison (only the measured value when it has no uncertainty)."""
+    _comparison("c", c)
     m = fmt_value(c.measured)
     u = fmt_value(c.uncertainty)
     return f"{m} ± {u}" if u else m
@@ -63,6 +71,7 @@ def _headline(r: CheckResult) -> Comparison:
 def shown_comparison(comparisons: list[Comparison]) -> Comparison:
     """The comparison shown for a check in compact tables: the first FAILING one, else the first INCONCLUSIVE
     one, else the check's declared headline (``Comparison.headline``), else the first one."""
+    comparisons = _comparisons("comparisons", comparisons)
     for want in ("FAIL", "INCONCLUSIVE"):
         c = next((c for c in comparisons if c.outcome == want), None)
         if c is not None:
@@ -72,6 +81,7 @@ def shown_comparison(comparisons: list[Comparison]) -> Comparison:
 
 def headline_comparison(comparisons: list[Comparison]) -> Comparison:
     """The declared headline comparison of a check (``headline=True``), else its first comparison."""
+    comparisons = _comparisons("comparisons", comparisons)
     return next((c for c in comparisons if c.headline), comparisons[0])
 
 
@@ -103,6 +113,9 @@ def results_table(results: Iterable[CheckResult], title: str = "Verification rep
     (:func:`shown_comparison`); it fits :data:`TABLE_WIDTH` columns, a row taking at most three lines.
     ``verbose``: one row per comparison, with its tolerance rule and the check's runtime.
     """
+    results = _results("results", results)
+    _check_text("title", title)
+    verbose = _as_bool("verbose", verbose)
     t = Table(title=title, show_lines=False, expand=False)
     t.add_column("id", style="bold", no_wrap=True)
     t.add_column("verdict", no_wrap=not verbose)
@@ -137,7 +150,7 @@ def _table_rows(r: CheckResult, verbose: bool) -> list[list[str]]:
         predicted = fmt_value(c.predicted) if verbose else _short(fmt_value(c.predicted), _VALUE_CHARS)
         rows.append([r.id if first else "", verdict if first else "", held if first else "",
                      _MARK.get(c.outcome, "") + name, predicted,
-                     _measured_text(c) if verbose else _short(_measured_text(c), _MEASURED_CHARS),
+                     measured_text(c) if verbose else _short(measured_text(c), _MEASURED_CHARS),
                      *([c.tolerance] if verbose else []), *(time_txt if first else [""] * len(time_txt))])
     return rows
 
@@ -160,6 +173,8 @@ def _fit_columns(t: Table, rows: list[list[str]], width: int) -> None:
 
 
 def summary_counts(results: Iterable[CheckResult]) -> dict[str, int]:
+    """The number of results of each verdict (every :class:`Verdict` value, zeros included)."""
+    results = _results("results", results)
     counts = {v.value: 0 for v in Verdict}
     for r in results:
         counts[r.verdict.value] += 1
@@ -167,6 +182,12 @@ def summary_counts(results: Iterable[CheckResult]) -> dict[str, int]:
 
 
 def print_summary(console: Console, results: list[CheckResult], exit_code: int, strict: bool) -> None:
+    """The lines after the table: verdict counts, INCONCLUSIVE and NOT IMPLEMENTED checks, error rates, errors and
+    the exit status (``console``: a rich Console; ``exit_code``: an integer in ``[0, 255]``)."""
+    if not isinstance(console, Console):
+        raise ArgumentTypeError(f"console must be a rich Console, got {describe_value(console)}")
+    results = _results("results", results)
+    exit_code, strict = as_int("exit_code", exit_code, 0, 255), _as_bool("strict", strict)
     counts = summary_counts(results)
     parts = [f"{k}: {n}" for k, n in counts.items() if n]
     console.print(" | ".join(parts))
@@ -191,6 +212,8 @@ def to_json(results: list[CheckResult], meta: dict) -> dict:
 
     ``meta`` (:func:`run_metadata`, plus ``"interrupted": {"signal", "check", "not_run", "resume"}`` after
     SIGINT / SIGTERM) comes first, then ``summary`` and ``results``."""
+    results = _results("results", results)
+    meta = _check_mapping("meta", meta)
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         **meta,
@@ -200,11 +223,26 @@ def to_json(results: list[CheckResult], meta: dict) -> dict:
 
 
 def write_json(path: Path, doc: dict) -> None:
+    """Write ``doc`` (a mapping of JSON values: no NaN, infinities or objects) to the file ``path`` (its directory
+    is created)."""
+    path = _check_dir("path", path)
+    if path is None or path.is_dir():
+        raise ValueError(f"path must be the path of a file, got {describe_value(path)}")
+    doc = _check_mapping("doc", doc)
+    try:
+        text = json.dumps(doc, indent=2, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"doc must hold JSON values only (numbers, strings, lists, dicts; no NaN): {exc}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    path.write_text(text + "\n")
 
 
 def run_metadata(profile: str, seed: int, strict: bool, argv: list[str]) -> dict:
+    """The run's facts for the reports: profile, base seed, strict, the command line (``argv``, a list of strings),
+    start time, Python, platform, CPU count and library versions."""
+    check_choice("profile", profile, PROFILES)
+    seed, strict = as_int("seed", seed, 0, MAX_SEED), _as_bool("strict", strict)
+    argv = _check_items("argv", argv, str, "strings (command-line words)")
     import numpy
     import sympy
 
@@ -229,6 +267,8 @@ def run_metadata(profile: str, seed: int, strict: bool, argv: list[str]) -> dict
 
 def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
     """A self-contained markdown report; figures are linked relative to ``report_dir``."""
+    results = _results("results", results)
+    meta, exit_code, report_dir = _page_args(meta, exit_code, report_dir)
     lines = [
         "# Verification report",
         "",
@@ -247,14 +287,11 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
             lines += ["No check exists for this claim yet.", ""]
             continue
         if r.comparisons:
-            lines += ["| comparison | predicted | measured | uncertainty | tolerance rule | test | outcome |",
-                      "|---|---|---|---|---|---|---|"]
+            lines += ["| " + " | ".join(COMPARISON_COLUMNS) + " |", "|---" * len(COMPARISON_COLUMNS) + "|"]
             for c in r.comparisons:
-                out = c.outcome if c.outcome == "PASS" else f"**{c.outcome}**"
-                lines.append(
-                    f"| {_md(c.name)} | {_md(fmt_value(c.predicted))} | {_md(fmt_value(c.measured))} | "
-                    f"{_md(fmt_value(c.uncertainty))} | {_md(c.tolerance)} | {_md(describe(c))} | {out} |"
-                )
+                *cells, out = _comparison_cells(c)
+                out = out if out == "PASS" else f"**{out}**"
+                lines.append("| " + " | ".join(_md(x) for x in cells) + f" | {out} |")
             lines.append("")
         lines += _notes_lines(r.notes)
         if r.error:
@@ -271,33 +308,61 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
 NOTES_SHORT_CHARS = 400
 
 
-def _anchor(r: CheckResult) -> str:
-    """The link target of ``r``'s section: the GitHub / pandoc identifier of its heading ``## ID: VERDICT``."""
+def section_anchor(r: CheckResult) -> str:
+    """The link target of ``r``'s section: the GitHub / pandoc identifier of a heading ``## ID: VERDICT``."""
+    _result("r", r)
     text = f"{r.id}: {r.verdict.value}".lower()
     return "".join(ch for ch in text if ch.isalnum() or ch in "-_ ").replace(" ", "-")
 
 
 def _summary_lines(results: list[CheckResult]) -> list[str]:
     """The report's opening table: per check its verdict, headline comparison and measured vs predicted."""
-    lines = ["| id | verdict | held | headline | measured vs predicted |", "|---|---|---|---|---|"]
+    lines = ["| " + " | ".join(SUMMARY_COLUMNS) + " |", "|---" * len(SUMMARY_COLUMNS) + "|"]
     for r in results:
-        link = f"[{r.id}](#{_anchor(r)})"
-        if not r.comparisons:
-            note = "no check yet" if r.verdict is Verdict.NOT_IMPLEMENTED else _last_line(r.error)
-            lines.append(f"| {link} | **{r.verdict.value}** | | {_md(note)} | |")
-            continue
-        c = _headline(r)
-        held = f"{sum(x.outcome == 'PASS' for x in r.comparisons)}/{len(r.comparisons)}"
-        lines.append(f"| {link} | **{r.verdict.value}** | {held} | {_md(c.name)} | "
-                     f"{_md(_measured_text(c))} vs {_md(fmt_value(c.predicted))} |")
+        held, headline, numbers = summary_cells(r)
+        lines.append(f"| [{r.id}](#{section_anchor(r)}) | **{r.verdict.value}** | {held} | {_md(headline)} | "
+                     f"{_md(numbers)} |")
     return lines + [""]
+
+
+#: the columns of the report's opening summary table (markdown and HTML)
+SUMMARY_COLUMNS = ("id", "verdict", "held", "headline", "measured vs predicted")
+#: the columns of a check's table of comparisons (markdown and HTML)
+COMPARISON_COLUMNS = ("comparison", "predicted", "measured", "uncertainty", "tolerance rule", "test", "outcome")
+
+
+def summary_cells(r: CheckResult) -> tuple[str, str, str]:
+    """The summary-table cells of ``r`` after its id and verdict (plain text).
+
+    Returns
+    -------
+    held : str
+        ``"k/n"``: how many of its ``n`` comparisons hold (``""`` without comparisons).
+    headline : str
+        The name of the comparison shown for the check (:func:`shown_comparison`); without comparisons, why not
+        (no check yet, or the last line of the error).
+    numbers : str
+        ``"measured ± unc. vs predicted"`` of that comparison (``""`` without comparisons).
+    """
+    _result("r", r)
+    if not r.comparisons:
+        return "", "no check yet" if r.verdict is Verdict.NOT_IMPLEMENTED else _last_line(r.error), ""
+    c = _headline(r)
+    held = f"{sum(x.outcome == 'PASS' for x in r.comparisons)}/{len(r.comparisons)}"
+    return held, c.name, f"{measured_text(c)} vs {fmt_value(c.predicted)}"
+
+
+def _comparison_cells(c: Comparison) -> tuple[str, ...]:
+    """The cells of ``c``'s row in a check's table of comparisons (:data:`COMPARISON_COLUMNS`, plain text)."""
+    return (c.name, fmt_value(c.predicted), fmt_value(c.measured), fmt_value(c.uncertainty), c.tolerance,
+            describe(c), c.outcome)
 
 
 def _contents_lines(results: list[CheckResult]) -> list[str]:
     """The report's table of contents: a link to each check's section, with its claim."""
     lines = ["## Contents", ""]
     for r in results:
-        lines.append(f"- [{r.id}: {r.verdict.value}](#{_anchor(r)}) - {_md(_short(r.claim, 110))}")
+        lines.append(f"- [{r.id}: {r.verdict.value}](#{section_anchor(r)}) - {_md(_short(r.claim, 110))}")
     return lines + [""]
 
 
@@ -333,13 +398,27 @@ def _notes_lines(notes: str) -> list[str]:
     and the full notes, in short paragraphs, folded below."""
     if not notes:
         return []
+    opening, folded = notes_parts(notes)
+    if not folded:
+        return [opening, ""]
+    full = [line for p in folded for line in (p, "")]
+    return [opening, "", "<details><summary>Full notes</summary>", "", *full, "</details>", ""]
+
+
+def notes_parts(notes: str) -> tuple[str, list[str]]:
+    """A check's notes as shown in the reports: ``(opening, folded)``.
+
+    Notes of at most :data:`NOTES_SHORT_CHARS` characters are the opening, nothing folded; longer ones open with
+    their first sentences (at most that long) and fold the full text in paragraphs of about the same length.
+    """
+    _check_text("notes", notes)
     if len(notes) <= NOTES_SHORT_CHARS:
-        return [notes, ""]
-    opening = _paragraphs(notes, NOTES_SHORT_CHARS)[0]
+        return notes, []
+    paragraphs = _paragraphs(notes, NOTES_SHORT_CHARS)
+    opening = paragraphs[0]
     if len(opening) > NOTES_SHORT_CHARS:
         opening = _short(opening, NOTES_SHORT_CHARS)
-    full = [line for p in _paragraphs(notes, NOTES_SHORT_CHARS) for line in (p, "")]
-    return [opening, "", "<details><summary>Full notes</summary>", "", *full, "</details>", ""]
+    return opening, paragraphs
 
 
 def _interrupted_lines(meta: dict) -> list[str]:
@@ -360,3 +439,163 @@ def _last_line(text: str | None) -> str:
     if not text:
         return ""
     return text.strip().splitlines()[-1]
+
+
+# ----------------------------------------------------------------------------------------- HTML
+#: the page's style: readable widths, ruled tables, one colour per verdict (the figures' palette)
+_HTML_CSS = """
+body { font: 15px/1.45 system-ui, sans-serif; max-width: 1150px; margin: 1.5em auto; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 13px; width: 100%; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+th { background: #f2f2f2; }
+td.num { text-align: right; } td.key, th, .v { white-space: nowrap; overflow-wrap: normal; }
+.PASS { color: #009E73; font-weight: bold; } .FAIL, .ERROR { color: #D55E00; font-weight: bold; }
+.INCONCLUSIVE, .NOT-IMPLEMENTED { color: #B07800; font-weight: bold; } .INFO { color: #555; font-weight: bold; }
+figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 12px; }
+details { margin: 0.5em 0 1em; } summary { cursor: pointer; color: #0072B2; }
+.run { color: #555; font-size: 13px; } section { border-top: 1px solid #ddd; margin-top: 1.5em; }
+""".strip()
+
+
+def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
+    """The report as one HTML page (what :func:`markdown_report` says, from the same data).
+
+    The summary table comes first (one row per check, linking to its section), then the run's facts, then a
+    section per check: its claim, comparisons, notes (long ones folded in ``<details>``), error, figures and
+    seeds.  Figures are ``<img>`` elements with paths relative to ``report_dir`` (where the page is written);
+    the style is inline, and the page needs no script.
+
+    Parameters
+    ----------
+    results : list of CheckResult
+        The checks, in report order.
+    meta : dict
+        The run's metadata (:func:`run_metadata`, plus ``"interrupted"`` after a signal).
+    exit_code : int
+        The run's exit status.
+    report_dir : Path
+        The directory the page is written to.
+
+    Returns
+    -------
+    str
+        The page, ``<!DOCTYPE html>`` to ``</html>``.
+    """
+    results = _results("results", results)
+    meta, exit_code, report_dir = _page_args(meta, exit_code, report_dir)
+    body = ["<h1>Verification report</h1>", *_html_summary(results), *_html_run_facts(results, meta, exit_code)]
+    for r in results:
+        body += _html_section(r, report_dir)
+    title = escape(f"Verification report (profile {meta['profile']}, seed {meta['seed']})")
+    return "\n".join(["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+                      '<meta name="viewport" content="width=device-width, initial-scale=1">',
+                      f"<title>{title}</title>", f"<style>\n{_HTML_CSS}\n</style>", "</head>", "<body>",
+                      *body, "</body>", "</html>", ""])
+
+
+def _verdict_span(value: str) -> str:
+    return f'<span class="v {value.replace(" ", "-")}">{escape(value)}</span>'
+
+
+def _html_table(header: Iterable[str], rows: Iterable[Iterable[str]], classes: dict[int, str]) -> list[str]:
+    """A table of already-escaped cells; column ``k`` gets the CSS class ``classes[k]`` (``num``: right-aligned,
+    ``key``: never wrapped)."""
+    lines = ["<table>", "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead>", "<tbody>"]
+    for row in rows:
+        tds = (f'<td class="{classes[k]}">{x}</td>' if k in classes else f"<td>{x}</td>" for k, x in enumerate(row))
+        lines.append("<tr>" + "".join(tds) + "</tr>")
+    return lines + ["</tbody>", "</table>"]
+
+
+def _html_summary(results: list[CheckResult]) -> list[str]:
+    """The opening table: per check a link to its section, its verdict and its headline comparison."""
+    rows = [[f'<a href="#{section_anchor(r)}">{escape(r.id)}</a>', _verdict_span(r.verdict.value),
+             *map(escape, summary_cells(r))] for r in results]
+    return _html_table(SUMMARY_COLUMNS, rows, {0: "key", 1: "key", 2: "num key"})
+
+
+def _html_run_facts(results: list[CheckResult], meta: dict, exit_code: int) -> list[str]:
+    """The run's profile, seed, start, machine, exit status, verdict counts, error rates (and interruption)."""
+    counts = ", ".join(f"{k}: {n}" for k, n in summary_counts(results).items() if n)
+    facts = [f"profile <code>{escape(str(meta['profile']))}</code>, base seed <code>{escape(str(meta['seed']))}"
+             f"</code>, strict <code>{escape(str(meta['strict']))}</code>",
+             f"started (UTC) {escape(str(meta['started_utc']))}; python {escape(str(meta['python']))}; "
+             f"{escape(str(meta['platform']))}",
+             f"exit status {exit_code}; {escape(counts)}", f"error rates: {escape(rates_text())}"]
+    stop = meta.get("interrupted")
+    if stop:
+        not_run = ", ".join(stop.get("not_run", [])) or "none"
+        facts.append(f"<strong>interrupted</strong> by {escape(stop['signal'])} during "
+                     f"{escape(stop.get('check') or 'the run')}; not run: {escape(not_run)}; resume with "
+                     f"<code>{escape(stop['resume'])}</code> (the cache keeps the finished cells)")
+    return ['<ul class="run">', *(f"<li>{f}</li>" for f in facts), "</ul>"]
+
+
+def _html_section(r: CheckResult, report_dir: Path) -> list[str]:
+    """One check's section: heading (the summary's link target), claim, comparisons, notes, error, figures."""
+    lines = [f'<section id="{section_anchor(r)}">', f"<h2>{escape(r.id)}: {_verdict_span(r.verdict.value)}</h2>",
+             f"<p><em>Claim (paper {escape(r.paper)}).</em> {escape(r.claim)}</p>"]
+    if r.verdict is Verdict.NOT_IMPLEMENTED:
+        return lines + ["<p>No check exists for this claim yet.</p>", "</section>"]
+    if r.comparisons:
+        rows = [[*map(escape, cells[:-1]), _verdict_span(cells[-1])]
+                for cells in map(_comparison_cells, r.comparisons)]
+        lines += _html_table(COMPARISON_COLUMNS, rows, {1: "num", 2: "num", 3: "num", 6: "key"})
+    if r.notes:
+        opening, folded = notes_parts(r.notes)
+        lines.append(f"<p>{escape(opening)}</p>")
+        if folded:
+            lines += ["<details><summary>Full notes</summary>", *(f"<p>{escape(p)}</p>" for p in folded),
+                      "</details>"]
+    if r.error:
+        lines.append(f"<pre>{escape(r.error.rstrip())}</pre>")
+    for f in r.figures:
+        src = quote(Path(os.path.relpath(f, report_dir)).as_posix())
+        lines.append(f'<figure><img src="{src}" alt="{escape(r.id)} figure {escape(Path(f).stem)}">'
+                     f"<figcaption>{escape(Path(f).name)}</figcaption></figure>")
+    seeds = ", ".join(map(str, r.seeds)) or "none"
+    return lines + [f'<p class="run">runtime {r.runtime_s:.2f} s; seeds: {escape(seeds)}</p>', "</section>"]
+
+
+# ----------------------------------------------------------------------------------------- argument checks
+def _results(name: str, results: Any) -> list[CheckResult]:
+    return _check_items(name, results, CheckResult, "CheckResult objects")
+
+
+def _result(name: str, r: Any) -> CheckResult:
+    if not isinstance(r, CheckResult):
+        raise ArgumentTypeError(f"{name} must be a CheckResult, got {describe_value(r)} ({type(r).__name__})")
+    return r
+
+
+def _comparison(name: str, c: Any) -> Comparison:
+    if not isinstance(c, Comparison):
+        raise ArgumentTypeError(f"{name} must be a Comparison, got {describe_value(c)} ({type(c).__name__})")
+    return c
+
+
+def _comparisons(name: str, comparisons: Any) -> list[Comparison]:
+    return _check_items(name, comparisons, Comparison, "Comparison objects", nonempty=True)
+
+
+#: the keys of a run's metadata that the markdown and HTML reports show (:func:`run_metadata`)
+_META_KEYS = ("profile", "seed", "strict", "started_utc", "python", "platform")
+
+
+def _page_args(meta: Any, exit_code: Any, report_dir: Any) -> tuple[dict, int, Path]:
+    """Checked ``(meta, exit_code, report_dir)`` of :func:`markdown_report` / :func:`html_report`."""
+    meta = _check_mapping("meta", meta)
+    missing = [k for k in _META_KEYS if k not in meta]
+    if missing:
+        raise ValueError(f"meta must be a run's metadata (run_metadata) with {', '.join(_META_KEYS)}, got one without "
+                         f"{missing}")
+    stop = meta.get("interrupted")
+    if stop is not None:
+        stop = _check_mapping("meta['interrupted']", stop)
+        for k in ("signal", "resume"):
+            _check_text(f"meta['interrupted'][{k!r}]", stop.get(k))
+    report_dir = _check_dir("report_dir", report_dir)
+    if report_dir is None:
+        raise ArgumentTypeError("report_dir must be a path, got None")
+    return meta, as_int("exit_code", exit_code, 0, 255), report_dir

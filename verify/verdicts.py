@@ -42,6 +42,8 @@ from typing import Any, Sequence
 
 from scipy import stats
 
+from theory._validation import ArgumentTypeError, as_array, as_float, check_choice, check_real, describe as _describe
+
 #: a comparison as judged here: any object with the fields of :class:`verify.registry.Comparison`
 #: (``kind``, ``p_fail``, ``p_pass``, ``exact_ok``, ``outcome``, ``passed``, ``decide_factor``)
 Comparison = Any
@@ -84,11 +86,62 @@ def _z(x: float, se: float) -> float:
     return math.copysign(math.inf, x) if x else 0.0
 
 
+# ------------------------------------------------------------------------------------------ argument checks
+def _check_df(df: Any) -> Any:
+    """``None`` (normal) or a real number ``> 0`` (``inf``: normal); returned unchanged."""
+    if df is None or (isinstance(df, float) and df == math.inf):
+        return df
+    as_float("df", df, low=0, low_open=True)
+    return df
+
+
+def _check_se(se: Any) -> float:
+    return as_float("se", se, low=0)
+
+
+def _check_sign(sign: Any) -> int:
+    """``+1`` or ``-1`` (an integer, not a bool)."""
+    check_real("sign", sign, integer=True)
+    if int(sign) not in (-1, 1):
+        raise ValueError(f"sign must be +1 or -1, got {_describe(sign)}")
+    return int(sign)
+
+
+def _check_alpha(alpha: Any) -> float:
+    return as_float("alpha", alpha, low=0, high=1, low_open=True, high_open=True)
+
+
+#: the fields :func:`judge` and :func:`describe` read from a comparison
+_FIELDS = ("kind", "p_fail", "p_pass", "exact_ok", "outcome", "passed")
+
+
+def _check_comparison(name: str, c: Any) -> Any:
+    """An object with the fields of :class:`verify.registry.Comparison` (:data:`_FIELDS`) and a known ``kind``."""
+    missing = [f for f in _FIELDS if not hasattr(c, f)]
+    if missing:
+        raise ArgumentTypeError(f"{name} must be a comparison (an object with the fields {', '.join(_FIELDS)}), got "
+                                f"{_describe(c)} ({type(c).__name__}, without {', '.join(missing)})")
+    check_choice(f"{name}.kind", c.kind, KINDS)
+    return c
+
+
+def _check_comparisons(name: str, comparisons: Any) -> list:
+    """A list (or tuple) of comparisons (:func:`_check_comparison`)."""
+    if not isinstance(comparisons, (list, tuple)):
+        raise ArgumentTypeError(f"{name} must be a list of comparisons, got {_describe(comparisons)} "
+                                f"({type(comparisons).__name__})")
+    for c in comparisons:
+        _check_comparison(f"{name} item", c)
+    return list(comparisons)
+
+
+# ------------------------------------------------------------------------------------------ the tests
 def equivalence_p(delta: float, se: float, margin: float, df: float | None = None) -> tuple[float, float]:
     """``(p_pass, p_fail)`` of the claim ``|delta| < margin`` from an estimate with standard error ``se``.
 
     ``p_pass`` is the larger of the two one-sided TOST p-values (``H0: delta <= -m`` and ``H0: delta >= m``);
     ``p_fail`` tests ``H0: |delta| <= m`` (least favourable at ``delta = +-m``): ``P(|D| - m >= obs)``.
+    ``delta`` is finite, ``se >= 0`` finite, ``margin > 0`` finite, ``df`` ``None`` (normal) or ``> 0``.
 
     Examples
     --------
@@ -96,7 +149,10 @@ def equivalence_p(delta: float, se: float, margin: float, df: float | None = Non
     >>> p_pass < 1e-6, p_fail > 0.99
     (True, True)
     """
-    dist = _dist(df)
+    as_float("delta", delta)
+    _check_se(se)
+    as_float("margin", margin, low=0, low_open=True)
+    dist = _dist(_check_df(df))
     p_lo = float(dist.sf(_z(delta + margin, se)))  # H0: delta <= -m
     p_hi = float(dist.cdf(_z(delta - margin, se)))  # H0: delta >= m
     p_fail = float(dist.sf(_z(abs(delta) - margin, se)))
@@ -105,21 +161,26 @@ def equivalence_p(delta: float, se: float, margin: float, df: float | None = Non
 
 def direction_p(delta: float, se: float, sign: int, df: float | None = None) -> tuple[float, float]:
     """``(p_pass, p_fail)`` of the claim ``sign * delta > 0``: one-sided tests of ``<= 0`` and ``>= 0``."""
-    if sign not in (-1, 1):
-        raise ValueError(f"sign must be +1 or -1, got {sign!r}")
-    dist = _dist(df)
+    as_float("delta", delta)
+    _check_se(se)
+    sign = _check_sign(sign)
+    dist = _dist(_check_df(df))
     z = _z(sign * delta, se)
     return float(dist.sf(z)), float(dist.cdf(z))
 
 
 def bound_p(excess: float, se: float, df: float | None = None) -> float:
     """``p_fail`` of a one-sided bound claim ``excess <= 0`` (``excess`` = statistic minus its allowed maximum)."""
-    return float(_dist(df).sf(_z(excess, se)))
+    as_float("excess", excess)
+    _check_se(se)
+    return float(_dist(_check_df(df)).sf(_z(excess, se)))
 
 
 def consistency_p(delta: float, se: float, df: float | None = None) -> float:
     """Two-sided ``p_fail`` of the identity ``delta = 0``."""
-    return float(min(1.0, 2 * _dist(df).sf(abs(_z(delta, se)))))
+    as_float("delta", delta)
+    _check_se(se)
+    return float(min(1.0, 2 * _dist(_check_df(df)).sf(abs(_z(delta, se)))))
 
 
 def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
@@ -130,6 +191,8 @@ def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
     >>> holm([0.001, 0.2, 0.004], 0.01)
     [True, False, True]
     """
+    alpha = _check_alpha(alpha)
+    p_values = as_array("p_values", p_values, ndim=1, allow_empty=True, low=0, high=1).tolist()
     m = len(p_values)
     order = sorted(range(m), key=lambda i: p_values[i])
     rejected = [False] * m
@@ -149,6 +212,11 @@ def scale_to_decide(delta: float, se: float, margin: float | None, kind: str) ->
     (``z_(1-ALPHA_PASS)``) or, beyond the margin, the FAIL test at :data:`ALPHA_CHECK`.  ``None`` when the
     observed effect sits on the boundary (no finite amount of data decides it at that value).
     """
+    as_float("delta", delta)
+    _check_se(se)
+    if margin is not None:
+        as_float("margin", margin, low=0, low_open=True)
+    check_choice("kind", kind, KINDS)
     if not se > 0:
         return None
     z_pass = float(stats.norm.isf(ALPHA_PASS))
@@ -171,6 +239,8 @@ def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
     Rules: module docstring.  Pure: no I/O, no randomness; the comparisons' ``outcome`` and ``passed``
     fields are (re)written, so judging twice gives the same result.
     """
+    comparisons = _check_comparisons("comparisons", comparisons)
+    alpha = _check_alpha(alpha)
     # a non-finite p-value FAILS its comparison below; it takes no place in Holm's family
     stochastic = [c for c in comparisons if c.kind != "exact" and c.p_fail is not None
                   and math.isfinite(float(c.p_fail))]
@@ -198,6 +268,7 @@ def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
 
 def rates_text(alpha: float = ALPHA_CHECK) -> str:
     """One sentence with the stated error rates (report header)."""
+    alpha = _check_alpha(alpha)
     return (f"False-FAIL rate per check <= {alpha:.2g} (Holm over its comparisons), whole report <= "
             f"{ALPHA_REPORT:.0%} ({N_STOCHASTIC_CHECKS} stochastic checks, Bonferroni); PASS needs evidence "
             f"at {ALPHA_PASS:.0%} for equivalence (margin {SLOPE_MARGIN} on slopes) and direction claims; "
@@ -206,6 +277,8 @@ def rates_text(alpha: float = ALPHA_CHECK) -> str:
 
 def describe(c: Comparison) -> str:
     """One line: the comparison's test and its p-values (and, when undecided, how much more data would decide it)."""
+    _check_comparison("c", c)
+
     def p(x):
         return "" if x is None else f"{x:.2g}"
 

@@ -1,0 +1,181 @@
+"""Checks made before the first check runs, and interrupts that keep results: shared by ``python -m verify``
+(:mod:`verify.cli`) and ``python -m verify calibrate`` (:mod:`verify.calibrate`).
+
+Every refusal is one ``error: ...`` line (``SystemExit``, exit status 1), before any work; :func:`interrupts` turns
+the first SIGINT or SIGTERM into a ``KeyboardInterrupt`` that the command catches to write what finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+#: exit status after SIGINT or SIGTERM (the finished work is written first)
+EXIT_INTERRUPTED = 130
+#: seconds allowed to reach a ``--scheduler`` before the run is refused
+SCHEDULER_TIMEOUT_S = 5.0
+
+#: the option behind each validated field of :class:`~verify.registry.CheckContext` (for the error message)
+OPTION_OF = {"profile": "--profile", "seed": "--seed", "n_jobs": "--jobs", "device": "--device",
+             "executor": "--executor", "scheduler": "--scheduler", "report_dir": "--report-dir",
+             "cache_dir": "--cache-dir"}
+
+
+def refuse(message: str) -> None:
+    """Stop the command with ``error: <message>`` (exit status 1)."""
+    raise SystemExit(f"error: {message}")
+
+
+def refuse_field(exc: Exception) -> None:
+    """Refuse a :class:`~verify.registry.CheckContext` field error, naming the option behind the field."""
+    field = str(exc).split()[0]
+    refuse(f"{OPTION_OF.get(field, field)}: {exc}")
+
+
+def cache_dir_option(value: Path | None, profile: str) -> Path | None:
+    """The cache directory of ``--cache-dir``: ``None`` for ``none``, the default ``.cache/verify/<profile>``."""
+    if value is not None and str(value).lower() == "none":
+        return None
+    return value or Path(".cache") / "verify" / profile
+
+
+def select_checks(ids: list[str] | None) -> list:
+    """The specs of ``--only`` ids (:func:`verify.catalog.select`); an unknown id is one ``error: ...`` line."""
+    from .catalog import select
+
+    try:
+        return select(ids)
+    except ValueError as exc:
+        refuse(f"--only: {exc}")
+
+
+def check_jobs(jobs: int | None) -> None:
+    """``--jobs``: omitted, an integer ``>= 1``, or ``-1`` for all cores."""
+    if jobs is not None and jobs != -1 and jobs < 1:
+        refuse(f"--jobs must be an integer >= 1, or -1 for all cores, got {jobs}")
+
+
+def check_device_available(device: str) -> None:
+    """A ``cuda`` device exists (``cuda:K``: at least ``K + 1`` of them)."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        refuse(f"--device {device} requested but torch.cuda.is_available() is False")
+    k = int(device.partition(":")[2] or 0)
+    if k >= torch.cuda.device_count():
+        refuse(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) (cuda:0 ...)")
+
+
+def check_executor(executor: str, scheduler: str | None, timeout: float) -> None:
+    """``--scheduler`` only with dask; dask installed; the scheduler reachable within about ``timeout`` s."""
+    if scheduler and executor != "dask":
+        refuse("--scheduler needs --executor dask")
+    if executor != "dask":
+        return
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        refuse("--executor dask needs dask[distributed] installed (pip install 'dask[distributed]')")
+    if scheduler and scheduler != "local":
+        check_scheduler_reachable(scheduler, timeout)
+
+
+def check_scheduler_reachable(address: str, timeout: float) -> None:
+    """Connect to the Dask scheduler at ``address`` (TCP, then a Dask client handshake) within about ``timeout``
+    seconds in all; refuse the run when either fails."""
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme not in ("tcp", "tls"):
+        refuse(f"--scheduler {address}: only tcp:// and tls:// addresses are supported")
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        refuse(f"--scheduler {address}: expected tcp://HOST:PORT")
+    t0 = time.monotonic()
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        refuse(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({exc.strerror or exc}); "
+               "start it, or omit --scheduler for an in-process cluster")
+    problem = dask_handshake(f"{scheme}://{rest}", max(1.0, timeout - (time.monotonic() - t0)))
+    if problem:
+        refuse(f"{address} accepts connections but no Dask scheduler answered within {timeout:g} s ({problem}); "
+               "check the address, or omit --scheduler for an in-process cluster")
+
+
+def dask_handshake(address: str, timeout: float) -> str:
+    """``""`` when a Dask scheduler at ``address`` answers the ``identity`` request within ``timeout`` s, else
+    what went wrong (no client object is made: a failed one would hang the interpreter's exit)."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def identity() -> object:
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        reply = asyncio.run(asyncio.wait_for(identity(), timeout))
+    except Exception as exc:  # noqa: BLE001 - any failure (timeout, garbage reply) means: no scheduler there
+        return f"{type(exc).__name__}: {str(exc)[:120]}"
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        return f"the reply is not a scheduler's: {str(reply)[:120]}"
+    return ""
+
+
+def check_writable_dir(opt: str, d: Path) -> None:
+    """``d`` exists (created if needed) and a file can be written in it."""
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as exc:
+        refuse(f"{opt} {d}: not a writable directory ({exc.strerror or exc})")
+
+
+def check_writable_file(opt: str, f: Path) -> None:
+    """``f`` can be written: not a directory, its directory writable, the file itself writable if it exists."""
+    if f.is_dir():
+        refuse(f"{opt} {f}: is a directory")
+    check_writable_dir(opt, f.parent if str(f.parent) else Path("."))
+    if f.exists() and not os.access(f, os.W_OK):
+        refuse(f"{opt} {f}: the file is not writable")
+
+
+@contextlib.contextmanager
+def interrupts() -> Iterator[dict]:
+    """SIGINT and SIGTERM raise ``KeyboardInterrupt`` (the first one, while ``armed``); the yielded dict
+    records the signal's name.  Later signals are only noted, so that the cleanup and the outputs finish.
+    Outside the main thread (no signal handlers there) nothing changes; the previous handlers are restored."""
+    state: dict = {"signal": None, "armed": True}
+
+    def handler(signum: int, frame: object) -> None:
+        first = state["signal"] is None
+        if first:
+            state["signal"] = signal.Signals(signum).name
+        if first and state["armed"]:
+            raise KeyboardInterrupt(state["signal"])
+
+    if threading.current_thread() is not threading.main_thread():
+        yield state
+        return
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield state
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
