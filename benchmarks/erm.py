@@ -18,6 +18,17 @@ Two measurements, in one process:
 2. **Fit time against M** for the project estimator (one start, default tolerances): the log-log slope
    of total fit time and of time per optimiser iteration, next to the expected exponent 1 (each iteration
    costs ``O(M N (N-1) (d r + s))``: linear in ``M``). Fixed overheads flatten the slope at small ``M``.
+3. **Batched fits**: fits per second of :meth:`numerics.PairwiseInteractionEstimator.fit_many` on ``R = 20``
+   data sets against a loop of ``fit`` on the same data sets, same process, with 1 and 2 torch threads
+   (the estimator's ``num_threads``), at ``M in {500, 2000, 10000}`` for ``d = 5`` and ``d = 30``: the design of
+   verify's A3 trials (``N = 5``, rank 1, degree-3 B-spline truth with 6 knots, uniform tokens, ``s = 1``,
+   ``K = 20, 26, 35`` (A3's ``K_M = 5.77 M^(1/5)``), ridge ``1e-4``, range quantile
+   ``numerics.error_model.RANGE_Q``, 2 starts), noise ``sigma = 0.01``. Wall-clock ratios (the CPU-time ratio
+   in the note); targets 5x at ``M <= 2000``, 2x at ``M = 10000``. The largest relative difference of the
+   objectives of the two ways is in the note (they run one algorithm; see ``tests/test_estimator_batched.py``).
+4. **Pair design**: one fit with the products of ``B`` from its nonzeros (the estimator's size rule, "auto")
+   against the same fit with dense products (the private switch ``_design_mode = "dense"``), same data,
+   ``d = 5`` (quick: ``M = 16000``; full: also ``M = 102556``): the time ratio.
 
 Configuration (stated in the returned dict): ``IPSModel(d=30, N=5, rank=1, truth="bspline", degree=3,
 token_law="uniform", noise=0.1)`` (``beta = 2``), ``K = 32`` intervals for both pipelines (the truth has
@@ -45,7 +56,8 @@ import torch
 
 from . import tiny_mode
 
-__all__ = ["run", "erm_config", "time_to_error", "time_vs_M", "moment_start"]
+__all__ = ["run", "erm_config", "time_to_error", "time_vs_M", "moment_start", "batched_config", "batched_fits",
+           "pair_design_speed"]
 
 
 def erm_config(quick: bool = True, tiny: bool | None = None) -> dict:
@@ -191,6 +203,98 @@ def time_vs_M(cfg: dict, seed: int = 0) -> dict:
     return out
 
 
+def batched_config(quick: bool = True, tiny: bool | None = None) -> dict:
+    """Sizes of the batched-fits and pair-design measurements for the ``quick``, full or tiny mode."""
+    if tiny_mode(tiny):
+        return dict(mode="tiny", R=4, Ms=[200], ds=[5], K={200: 8}, threads=[1], design_Ms=[512], repeats=1)
+    return dict(mode="quick" if quick else "full", R=20, Ms=[500, 2000, 10000], ds=[5, 30],
+                K={500: 20, 2000: 26, 10000: 35}, threads=[1, 2], repeats=1,
+                design_Ms=[16000] if quick else [16000, 102556])
+
+
+def _a3_model(d: int, seed: int):
+    """The truth of verify's A3 trials (rank 1, degree-3 B-spline with 6 knots, uniform tokens), ``N = 5``."""
+    from numerics.ips import IPSModel
+
+    return IPSModel(d=d, N=5, rank=1, truth="bspline", degree=3, token_law="uniform", noise=0.01, n_knots=6,
+                    support=1.0, seed=seed)
+
+
+def _a3_estimator(K: int, seed: int, **kw: Any):
+    from numerics.error_model import RANGE_Q
+    from numerics.estimator import PairwiseInteractionEstimator
+
+    return PairwiseInteractionEstimator(rank=1, degree=1, n_intervals=K, restarts=2, max_iter=100, ridge=1e-4,
+                                        range_quantile=RANGE_Q, random_state=seed, **kw)
+
+
+def _timed(fn: Any) -> tuple[Any, float, float]:
+    """``(fn(), wall seconds, CPU seconds of this process)``."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - w0, time.process_time() - c0
+
+
+def batched_fits(cfg: dict, seed: int = 0, log: Any = None) -> list[dict]:
+    """Fits per second, ``fit_many`` on ``R`` data sets against a loop of ``fit``, per ``(d, M, threads)``."""
+    import warnings
+
+    from numerics.estimator import ConvergenceWarning
+
+    say = log or (lambda s: None)
+    out = []
+    for d in cfg["ds"]:
+        model = _a3_model(d, seed)
+        for M in cfg["Ms"]:
+            data = [model.sample(M, np.random.default_rng([seed, d, M, i])) for i in range(cfg["R"])]
+            X, Y = np.stack([x for x, _ in data]), np.stack([y for _, y in data])
+            for threads in cfg["threads"]:
+                est = _a3_estimator(cfg["K"][M], seed, num_threads=threads)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    seq, seq_wall, seq_cpu = _timed(lambda: [_a3_estimator(cfg["K"][M], seed, num_threads=threads)
+                                                            .fit(X[i], Y[i]) for i in range(cfg["R"])])
+                    bat, bat_wall, bat_cpu = _timed(lambda: est.fit_many(X, Y))
+                diff = max(abs(a.objective_ - b.objective_) / b.objective_ for a, b in zip(bat, seq))
+                res = dict(d=d, M=M, K=cfg["K"][M], R=cfg["R"], threads=threads, sequential_wall_s=seq_wall,
+                           batched_wall_s=bat_wall, sequential_cpu_s=seq_cpu, batched_cpu_s=bat_cpu,
+                           ratio=seq_wall / bat_wall, cpu_ratio=seq_cpu / bat_cpu, max_rel_objective_diff=diff,
+                           target=5.0 if M <= 2000 else 2.0)
+                say(f"ERM batched: d={d} M={M} threads={threads}: {cfg['R'] / seq_wall:.1f} -> "
+                    f"{cfg['R'] / bat_wall:.1f} fits/s ({res['ratio']:.2f}x wall, {res['cpu_ratio']:.2f}x CPU)")
+                out.append(res)
+    return out
+
+
+def pair_design_speed(cfg: dict, seed: int = 0) -> list[dict]:
+    """One fit with the structured products of ``B`` (the size rule) against dense products, ``d = 5``."""
+    out = []
+    model = _a3_model(5, seed)
+    for M in cfg["design_Ms"]:
+        X, Y = model.sample(M, np.random.default_rng([seed, M, 2]))
+        K = int(round(5.77 * M ** 0.2))
+        times = {}
+        for mode in ("dense", "auto"):
+            est = _a3_estimator(K, seed)
+            est._design_mode = mode
+            _, times[mode], _ = _timed(lambda: est.fit(X, Y))
+        out.append(dict(M=M, K=K, dense_s=times["dense"], auto_s=times["auto"], ratio=times["dense"] / times["auto"]))
+    return out
+
+
+def _batched_rows(batched: list[dict], design: list[dict]) -> list[dict]:
+    rows = [dict(workload=f"ERM batched fits, R={b['R']}, d={b['d']}, M={b['M']}, {b['threads']} thread(s)",
+                 project=f"{b['R'] / b['batched_wall_s']:.1f} fits/s (fit_many)",
+                 baseline=f"{b['R'] / b['sequential_wall_s']:.1f} fits/s (loop of fit)",
+                 ratio=b["ratio"], lower_bound=False, target=b["target"],
+                 note=f"CPU-time ratio {b['cpu_ratio']:.2f}; objectives agree to {b['max_rel_objective_diff']:.1e}")
+            for b in batched]
+    rows += [dict(workload=f"ERM pair design vs dense products, d=5, M={r['M']}", project=f"{r['auto_s']:.2f} s",
+                  baseline=f"{r['dense_s']:.2f} s", ratio=r["ratio"], lower_bound=False, target=None,
+                  note="one fit, 2 starts; products of B from its nonzeros (size rule) vs dense") for r in design]
+    return rows
+
+
 def run(quick: bool = True, tiny: bool | None = None, seed: int = 0, log: Any = None) -> dict:
     """Run the ERM benchmark; returns a JSON-able dict with ``rows`` for the runner's table.
 
@@ -241,6 +345,11 @@ def run(quick: bool = True, tiny: bool | None = None, seed: int = 0, log: Any = 
                 ratio=rm["ratio"], lower_bound=rm["ratio_is_lower_bound"], target=None,
                 note=f"isolates the optimiser (start shared); {rm['reason']}",
             ))
+    say("ERM: batched fits (fit_many) vs a loop of fit")
+    bcfg = batched_config(quick, tiny)
+    batched = batched_fits(bcfg, seed, log=say)
+    design = pair_design_speed(bcfg, seed)
+    rows += _batched_rows(batched, design)
     say("ERM: fit time vs M")
     scal = time_vs_M(cfg, seed)
     if "exponent" in scal:
@@ -259,5 +368,5 @@ def run(quick: bool = True, tiny: bool | None = None, seed: int = 0, log: Any = 
                     project="PairwiseInteractionEstimator(defaults, degree=s, n_intervals=K, range_quantile=q)",
                     baseline="PaperStyleEstimator(spline_degree=3, n_intervals=K, range_quantile=q, defaults)",
                     torch_threads=torch.get_num_threads()),
-        results=results, scaling=scal, rows=rows,
+        results=results, scaling=scal, batched=batched, pair_design=design, batched_config=bcfg, rows=rows,
     )
