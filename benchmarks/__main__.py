@@ -298,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="kill the verify run after S seconds (default 1800 quick, 5400 paper)")
     ap.add_argument("--verify-profile", choices=VERIFY_PROFILES, default="quick",
                     help="profile of the timed verify run (paper: ~17 min on 2 cores); default quick")
+    ap.add_argument("--precision-baseline", type=Path, default=None, metavar="DIR",
+                    help="precision: also run the claims from this checkout (e.g. `git worktree add DIR COMMIT`), "
+                         "as the baseline of the ratios")
     args = ap.parse_args(argv)
 
     import torch
@@ -345,7 +348,12 @@ def _run(args: argparse.Namespace, torch: Any) -> int:
             elif name == "precision":
                 from .precision import run as precision_run
 
-                workloads[name] = precision_run(quick=quick, tiny=tiny, seed=args.seed, log=log)
+                from .precision import DEFAULT_VARIANTS, ROOT_KEY
+
+                variants = list(DEFAULT_VARIANTS)
+                if args.precision_baseline is not None:  # the checkout before a change first: the ratios' base
+                    variants.insert(0, ("baseline", {ROOT_KEY: str(args.precision_baseline.resolve())}))
+                workloads[name] = precision_run(quick=quick, tiny=tiny, seed=args.seed, variants=variants, log=log)
         except Exception as exc:  # a failing workload is reported, the others still run
             workloads[name] = dict(name=name, error=f"{type(exc).__name__}: {exc}",
                                    traceback=traceback.format_exc(), note=f"ERROR {type(exc).__name__}: {exc}",

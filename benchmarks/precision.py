@@ -14,7 +14,8 @@ Two measurements, in one process:
    the CPU time of a subprocess that only imports the checks). For each claim, its headline comparisons (or,
    when it flags none, its least precise one: the largest SE relative to the margin, or to ``|predicted|``)
    give ``SE``; the row prints ``SE``, ``CPU s`` and ``SE x sqrt(CPU s)``. Every *variant* (a label and
-   environment variables, e.g. a switch that turns a new code path off) runs the same claims, so that the
+   environment variables; :data:`ROOT_KEY` names another checkout, e.g. the commit before a change:
+   ``python -m benchmarks --only precision --precision-baseline DIR``) runs the same claims, so that the
    before / after columns come from one run on one machine.
 2. :func:`slope_designs`: paper A's slopes under two sampling designs of the same replicate count:
    independent samples at every ``M`` level (the design the checks use) and nested samples (the sample at
@@ -43,7 +44,7 @@ import numpy as np
 
 from . import tiny_mode
 
-__all__ = ["run", "check_precision", "slope_designs", "headline_quantities", "DEFAULT_VARIANTS"]
+__all__ = ["run", "check_precision", "slope_designs", "headline_quantities", "DEFAULT_VARIANTS", "ROOT_KEY"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -57,10 +58,19 @@ def _child_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+#: a variant's environment key naming another checkout of the project (e.g. ``git worktree add DIR COMMIT``):
+#: its commands run there, with that checkout first on ``PYTHONPATH`` (the code before a change, in the same run)
+ROOT_KEY = "PRECISION_ROOT"
+
+
 def _run_child(cmd: list[str], env: dict[str, str], timeout_s: float) -> tuple[subprocess.CompletedProcess, float, float]:
     """Run ``cmd``; return the process, its wall time and its CPU time (its threads and reaped children)."""
+    env = dict(env)
+    root = env.pop(ROOT_KEY, None)
+    if root is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(root)] + [x for x in [os.environ.get("PYTHONPATH")] if x])
     cpu0, t0 = _child_cpu(), time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=REPO,
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=root or REPO,
                           env={**os.environ, **env})
     return proc, time.perf_counter() - t0, _child_cpu() - cpu0
 
@@ -248,7 +258,7 @@ def slope_designs(labels: Sequence[str] = ("d=1, sigma/10", "d=5, balanced"), re
 
 # --------------------------------------------------------------------------------------------- runner
 #: claims measured by default (every claim with a statistical verdict; the exact A1 has no SE)
-CHECK_IDS = ("A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B4", "B5", "B6", "B7")
+CHECK_IDS = ("A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8")
 
 
 def _fmt(x: float | None, spec: str) -> str:

@@ -397,6 +397,11 @@ def _estimator_cases(add: Callable[..., None]) -> None:
     est = numerics.PairwiseInteractionEstimator(restarts=1, max_iter=5)
     add("PairwiseInteractionEstimator.fit", dict(X=X, Y=Y), dict(X=real(array=True), Y=real(array=True)),
         func=numerics.PairwiseInteractionEstimator(restarts=1, max_iter=5).fit)
+    XR, YR = np.stack([X, X[::-1]]), np.stack([Y, Y[::-1]])  # two data sets
+    add("PairwiseInteractionEstimator.fit_many", dict(X=XR, Y=YR, random_states=[0, 1]),
+        dict(X=real(array=True), Y=real(array=True), random_states=Arg("rng", none_ok=True)),
+        func=numerics.PairwiseInteractionEstimator(restarts=1, max_iter=5).fit_many,
+        drop={"random_states": frozenset({"list"})})  # a list of one seed per data set is the documented form
     est.fit(X, Y)
     add("PairwiseInteractionEstimator.phi", dict(u=np.linspace(-1, 1, 5)), dict(u=real(array=True)), func=est.phi,
         drop={"u": frozenset({"empty"})})  # an empty array gives an empty array
