@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import json
 import math
 import os
@@ -463,8 +465,9 @@ def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_d
 
     The summary table comes first (one row per check, linking to its section), then the run's facts, then a
     section per check: its claim, comparisons, notes (long ones folded in ``<details>``), error, figures and
-    seeds.  Figures are ``<img>`` elements with paths relative to ``report_dir`` (where the page is written);
-    the style is inline, and the page needs no script.
+    seeds.  Figures are embedded as ``data:`` URIs (the page is self-contained: it can be mailed or moved alone;
+    a figure that cannot be read is linked relative to ``report_dir`` instead); the style is inline, and the page
+    needs no script.
 
     Parameters
     ----------
@@ -532,6 +535,15 @@ def _html_run_facts(results: list[CheckResult], meta: dict, exit_code: int) -> l
     return ['<ul class="run">', *(f"<li>{f}</li>" for f in facts), "</ul>"]
 
 
+def _embedded_png(path: Path) -> str | None:
+    """``path`` as a ``data:image/png;base64`` URI (the page then stands alone), or ``None`` if it cannot be read."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+
 def _html_section(r: CheckResult, report_dir: Path) -> list[str]:
     """One check's section: heading (the summary's link target), claim, comparisons, notes, error, figures."""
     lines = [f'<section id="{section_anchor(r)}">', f"<h2>{escape(r.id)}: {_verdict_span(r.verdict.value)}</h2>",
@@ -551,7 +563,7 @@ def _html_section(r: CheckResult, report_dir: Path) -> list[str]:
     if r.error:
         lines.append(f"<pre>{escape(r.error.rstrip())}</pre>")
     for f in r.figures:
-        src = quote(Path(os.path.relpath(f, report_dir)).as_posix())
+        src = _embedded_png(Path(f)) or quote(Path(os.path.relpath(f, report_dir)).as_posix())
         lines.append(f'<figure><img src="{src}" alt="{escape(r.id)} figure {escape(Path(f).stem)}">'
                      f"<figcaption>{escape(Path(f).name)}</figcaption></figure>")
     seeds = ", ".join(map(str, r.seeds)) or "none"
