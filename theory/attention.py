@@ -123,13 +123,7 @@ def attention_error(
     g = as_array("gamma", gamma, low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1])
     _check_grid("gamma", g.size)
     as_float("c", c, low=_C_RANGE[0], high=_C_RANGE[1])
-    as_float("snr", snr, low=0, high=_SNR_MAX)
-    _check_solver_keywords(solver_options)
-    if spike is not None and (w_k is not None or w_q is not None):
-        raise ValueError("give either spike=(strength, kind) or the vectors w_k, w_q, not both")
-    if spike is not None:
-        solver_options["spike"] = spike
-    if float(snr) != 0.0 or w_k is not None or w_q is not None or spike is not None:
+    if _structured_case(snr, w_k, w_q, spike, solver_options):
         try:
             from .structured import structured_attention_error  # lazy: written by another module
         except ImportError:
@@ -147,20 +141,28 @@ def attention_error(
     return float(err) if np.ndim(err) == 0 else err
 
 
+
+def _structured_case(snr: Any, w_k: Any, w_q: Any, spike: Any, solver_options: dict[str, Any]) -> bool:
+    """Check ``snr``, the solver keywords and the spike arguments; whether the structured solver applies.
+
+    ``spike`` (if given) is moved into ``solver_options``, where the structured solver takes it.
+    """
+    as_float("snr", snr, low=0, high=_SNR_MAX)
+    _check_solver_keywords(solver_options)
+    if spike is not None and (w_k is not None or w_q is not None):
+        raise ValueError("give either spike=(strength, kind) or the vectors w_k, w_q, not both")
+    if spike is not None:
+        solver_options["spike"] = spike
+    return float(snr) != 0.0 or w_k is not None or w_q is not None or spike is not None
+
 def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, snr: Any, w_k: Any, w_q: Any,
                               diagonal: Any, spike: Any, solver_options: dict[str, Any]) -> Any:
     """:func:`attention_error` of a symbolic ``gamma`` or ``c``: the arguments checked as on the numeric path,
     then the :class:`theory.symbolic.NumericFunction` of the null model (or the structured one)."""
     g, cc = symbolic_arguments(gamma, c, _C_RANGE)
-    as_float("snr", snr, low=0, high=_SNR_MAX)
-    _check_solver_keywords(solver_options)
-    if spike is not None and (w_k is not None or w_q is not None):
-        raise ValueError("give either spike=(strength, kind) or the vectors w_k, w_q, not both")
-    if float(snr) != 0.0 or w_k is not None or w_q is not None or spike is not None:
+    if _structured_case(snr, w_k, w_q, spike, solver_options):
         from .structured import structured_attention_error
 
-        if spike is not None:
-            solver_options["spike"] = spike
         return structured_attention_error(g, cc, activation, snr, w_k, w_q, diagonal, **solver_options)
     check_activation(activation, "activation")
     null_kernel_diagonal(activation, diagonal)
@@ -233,15 +235,9 @@ def attention_error_taylor(
     """
     g0 = as_float("gamma", gamma, low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1])
     as_float("c", c, low=_C_RANGE[0], high=_C_RANGE[1])
-    as_float("snr", snr, low=0, high=_SNR_MAX)
-    _check_solver_keywords(solver_options)
-    if spike is not None and (w_k is not None or w_q is not None):
-        raise ValueError("give either spike=(strength, kind) or the vectors w_k, w_q, not both")
-    if float(snr) != 0.0 or w_k is not None or w_q is not None or spike is not None:
+    if _structured_case(snr, w_k, w_q, spike, solver_options):
         from .structured import structured_attention_error_taylor
 
-        if spike is not None:
-            solver_options["spike"] = spike
         return structured_attention_error_taylor(g0, c, activation, snr, w_k, w_q, diagonal, order=order, rtol=rtol,
                                                  **solver_options)
     check_activation(activation, "activation")
