@@ -29,7 +29,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -323,3 +323,17 @@ def bad_strategy(a: Arg):
     if a.kind == "flag":
         return st.one_of(text, st.integers(), st.floats(), st.none())
     raise AssertionError(a.kind)  # pragma: no cover
+
+
+@dataclass
+class Case:
+    """One valid call ``func(**kwargs)`` of module ``module`` and the domains of the arguments to fuzz."""
+
+    label: str
+    module: str
+    func: Callable[..., Any]
+    kwargs: dict[str, Any]
+    args: dict[str, Arg]
+    bad_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> extra kwargs with the bad one
+    drop: dict[str, frozenset] = field(default_factory=dict)  # labels of the generic table that are valid here
+    named: dict[str, str] = field(default_factory=dict)  # the name messages use for an argument, when not its own

@@ -32,7 +32,6 @@ import tempfile
 import time
 import warnings
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,7 +42,7 @@ import numerics
 import numerics._piecewise as pw
 import numerics.error_model as error_model
 import test_fuzz_theory as tft
-from fuzz_support import (EVIL, INF, MARKER, NAN, OUTCOMES, Arg, capped_memory, choice, classify, integer, nonfinite,
+from fuzz_support import (Case, EVIL, INF, MARKER, NAN, OUTCOMES, Arg, capped_memory, choice, classify, integer, nonfinite,
                           nonneg, pos, real, restore_limits)
 
 MINE = ("rmt", "slopes", "error_model", "threads", "_piecewise", "ips", "estimator", "baseline", "sweep")
@@ -201,18 +200,7 @@ def bad_values(a: Arg, drop: frozenset = frozenset()) -> list[tuple[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------- the table
-@dataclass
-class Case:
-    """One valid call ``func(**kwargs)`` of module ``module`` and the domains of the arguments to fuzz."""
-
-    label: str
-    module: str
-    func: Callable[..., Any]
-    kwargs: dict[str, Any]
-    args: dict[str, Arg]
-    bad_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
-    drop: dict[str, frozenset] = field(default_factory=dict)  # labels of the theory table that are valid here
-    named: dict[str, str] = field(default_factory=dict)  # the name messages use for an argument, when not its own
+# Case: tests/fuzz_support.py
 
 
 def _vec(none_ok: bool = False, **kw) -> Arg:

@@ -27,7 +27,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -45,7 +44,7 @@ import verify.figures as figures  # noqa: E402
 import verify.registry as registry  # noqa: E402
 import verify.report as report  # noqa: E402
 import verify.verdicts as verdicts  # noqa: E402
-from fuzz_support import (EVIL, GENERIC_KINDS, INF, MARKER, NAN, OUTCOMES, Arg, bad_strategy, choice,  # noqa: E402
+from fuzz_support import (Case, EVIL, GENERIC_KINDS, INF, MARKER, NAN, OUTCOMES, Arg, bad_strategy, choice,  # noqa: E402
                           classify, generic_bad_values, integer, nonfinite, nonneg, pos, real, restore_limits, st)
 from verify.registry import CheckContext, CheckResult, CheckSpec, Comparison, Outcome, Verdict  # noqa: E402
 
@@ -316,17 +315,7 @@ def K(kind: str, **kw: Any) -> Arg:  # noqa: N802 - a short constructor of the t
 
 
 # ---------------------------------------------------------------------------------------------- the table
-@dataclass
-class Case:
-    """One valid call ``func(**kwargs)`` of module ``module`` and the domains of the arguments to fuzz."""
-
-    label: str
-    module: str
-    func: Callable[..., Any]
-    kwargs: dict[str, Any]
-    args: dict[str, Arg]
-    drop: dict[str, frozenset] = field(default_factory=dict)  # labels of the generic table that are valid here
-    named: dict[str, str] = field(default_factory=dict)  # the name messages use for an argument, when not its own
+# Case: tests/fuzz_support.py
 
 
 TEXT, NAME, FLAG = K("text"), K("name"), Arg("flag")
