@@ -15,11 +15,15 @@ of fit).
 
 Replicate-level standard error (``se_rep``, used by the verdicts): the reported slope is a fixed linear
 combination ``sum_k w_k ybar_k`` of the per-level means, so its sampling variance over independent replicate
-draws is ``sum_k w_k^2 s^2 / n_k`` with ``s^2`` the pooled within-level variance of ``log(error)``
-(``df_rep = n - n_levels``).  This is the variance of the slope over repetitions of the experiment with the
-same design (same truth, same ``M`` levels): what ``python -m verify calibrate`` compares it with.  A
-systematic lack of fit of the power law is then not noise but part of the design's finite-``M`` prediction
-(which is fitted with the same weights).
+draws is ``sum_k w_k^2 s_k^2 / n_k`` with ``s_k^2`` the within-level variance of ``log(error)`` at level ``k``
+(each level its own: the replicate spread of ``log(error)`` falls ~10x from the smallest to the largest ``M`` in
+paper A's sweeps, so one pooled variance would misstate it, most of all when the levels hold different numbers
+of replicates, as in a cost-optimal allocation, :func:`numerics.allocation.allocate_replicates`), and
+``df_rep`` is the Welch-Satterthwaite df of that sum.  When some level has a single replicate the pooled
+within-level variance is used instead (``df_rep = n - n_levels``).  This is the variance of the slope over
+repetitions of the experiment with the same design (same truth, same ``M`` levels, same replicate counts):
+what ``python -m verify calibrate`` compares it with.  A systematic lack of fit of the power law is then not
+noise but part of the design's finite-``M`` prediction (which is fitted with the same weights).
 
 Inputs are validated by :mod:`theory._validation` (the project's one layer): finite real numbers and arrays
 (complex values refused, not truncated), exact integers, option strings from a fixed list, the bootstrap's
@@ -85,6 +89,11 @@ class SlopeFit:
     lack_of_fit_p : float or None
         p-value of the lack-of-fit F test (needs replicates and ``n_levels >= 3``); small values say
         the log-log relation is not a straight line at this precision.
+    se_rep : float or None
+        Replicate-level standard error of ``slope`` (module docstring: per-level variances); ``None`` without
+        replicates.
+    df_rep : float or None
+        Its degrees of freedom (Welch-Satterthwaite; ``n - n_levels`` when some level has one replicate).
     """
 
     slope: float
@@ -100,7 +109,7 @@ class SlopeFit:
     ci_pooled: tuple[float, float]
     lack_of_fit_p: float | None
     se_rep: float | None = None
-    df_rep: int | None = None
+    df_rep: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("slope", "intercept", "r2"):
@@ -119,7 +128,7 @@ class SlopeFit:
         if self.se_rep is not None:
             as_float("se_rep", self.se_rep, low=0)
         if self.df_rep is not None:
-            check_real("df_rep", self.df_rep, low=1, high=2**62, integer=True)
+            check_real("df_rep", self.df_rep, low=1, high=2**62)
 
     @property
     def se_replicate(self) -> tuple[float, float]:
@@ -267,14 +276,26 @@ def _lack_of_fit_p(ss_pe: float, df_pe: int, rssp: float, k: int) -> float | Non
     return None
 
 
-def _replicate_se(levels: np.ndarray, inverse: np.ndarray, sxx: float, ss_pe: float,
-                  df_pe: int) -> tuple[float | None, int | None]:
-    """Replicate-level SE of the per-level-means slope and its df (module docstring)."""
+def _replicate_se(levels: np.ndarray, inverse: np.ndarray, sxx: float, resid2: np.ndarray,
+                  df_pe: int) -> tuple[float | None, float | None]:
+    """Replicate-level SE of the per-level-means slope and its df (module docstring).
+
+    ``resid2`` are the squared deviations of each point from its level's mean.  Every level with two or more
+    replicates: per-level variances, Welch-Satterthwaite df; otherwise the pooled variance, ``df = df_pe``.
+    """
     if df_pe <= 0:
         return None, None
-    counts0 = np.bincount(inverse)
+    counts = np.bincount(inverse)
     wts = (levels - levels.mean()) / sxx
-    return math.sqrt(ss_pe / df_pe * float(np.sum(wts**2 / counts0))), int(df_pe)
+    ss = np.bincount(inverse, weights=resid2, minlength=levels.size)
+    if np.all(counts >= 2):
+        parts = wts**2 * (ss / (counts - 1)) / counts  # w_k^2 s_k^2 / n_k
+        var = float(np.sum(parts))
+        if var == 0.0:
+            return 0.0, float(df_pe)
+        df = var**2 / float(np.sum(parts**2 / (counts - 1)))
+        return math.sqrt(var), max(1.0, df)
+    return math.sqrt(float(ss.sum()) / df_pe * float(np.sum(wts**2 / counts))), float(df_pe)
 
 
 def _bootstrap_ci(y: np.ndarray, levels: np.ndarray, inverse: np.ndarray, sxx: float, n_boot: int,
@@ -371,9 +392,10 @@ def _fit(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generator | i
     se_p = math.sqrt(rssp / dfp / sxxp)
     tqp = float(stats.t.ppf(0.975, dfp))
 
-    ss_pe = float(np.sum((y - means[inverse]) ** 2))  # pure error (replicates)
+    resid2 = (y - means[inverse]) ** 2
+    ss_pe = float(np.sum(resid2))  # pure error (replicates)
     df_pe = n - k
-    se_rep, df_rep = _replicate_se(levels, inverse, sxx, ss_pe, df_pe)
+    se_rep, df_rep = _replicate_se(levels, inverse, sxx, resid2, df_pe)
     finite_result("fit_slope", (b, a, se, se_p, r2, ss_pe), **args)
     return SlopeFit(
         slope=b,

@@ -285,7 +285,7 @@ def _slopes_cases(add: Callable[..., None]) -> None:
         slope=real(), se=nonneg(), ci_t=Arg("interval"), ci_boot=Arg("interval", none_ok=True), intercept=real(),
         r2=real(), n=integer(3, **count), n_levels=integer(3, 6), df=integer(1, **count), se_pooled=nonneg(),
         ci_pooled=Arg("interval"), lack_of_fit_p=real(0, 1, none_ok=True), se_rep=nonneg(none_ok=True),
-        df_rep=integer(1, none_ok=True, **count)))
+        df_rep=real(1, 2**62, none_ok=True)))
     add("SlopeFit.contains", dict(value=-0.8, interval="boot"),
         dict(value=real(), interval=choice("t", "boot", "pooled")), func=_FIT.contains)
     cmp = numerics.compare_slopes(_FIT, _FIT)

@@ -32,6 +32,8 @@ finite-sample factor ``n / (n - p)``) and compare the measured slopes with it.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -44,7 +46,8 @@ from numerics.error_model import RANGE_Q, predict_error, predicted_curve  # noqa
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
 from numerics.slopes import SlopeFit, compare_slopes, fit_slope
-from numerics.sweep import run_sweep, source_version
+from numerics.allocation import allocate_replicates
+from numerics.sweep import cell_seed, run_sweep, source_version
 from numerics.threads import torch_threads
 from verify.registry import CheckContext, Comparison
 from verify.verdicts import SLOPE_MARGIN
@@ -234,6 +237,7 @@ class Group:
     errors_known: dict = field(default_factory=dict)  # M -> errors of the A*-known fit on the same data
     shift_fit: SlopeFit | None = None  # slope of err / err_known: estimated-A minus A*-known slope (paired)
     refits: int = 0  # replicates refitted because the first fit stalled
+    reps: list[int] | None = None  # replicates per M level (an allocation); None: the design's equal count
 
     @property
     def beta(self) -> float:
@@ -267,7 +271,13 @@ class Group:
                "pred": self.pred}
         if self.shift_fit is not None:
             out.update(errors_known=self.errors_known, shift_fit=self.shift_fit.to_dict())
+        if self.reps is not None:
+            out["reps"] = list(self.reps)
         return out
+
+    def replicates(self, equal: int) -> list[int]:
+        """Replicates per ``M`` level: the allocation, or ``equal`` at every level."""
+        return list(self.reps) if self.reps is not None else [int(equal)] * len(self.M)
 
 
 def _device_extra(ctx: CheckContext) -> dict:
@@ -355,7 +365,11 @@ def predict_groups(ctx: CheckContext, groups: list[Group], name: str) -> RatePre
 
 def simulate_groups(ctx: CheckContext, groups: list[Group], reps: int, name: str,
                     trial_extra: dict) -> RateMeasurement:
-    """The sweep of every group (one :func:`run_sweep` call, ``reps`` replicates per level) and its slope fits.
+    """The sweep of every group (one :func:`run_sweep` call) and its slope fits.
+
+    Replicates per level: each group's allocation (:attr:`Group.reps`, :func:`apply_allocation`), else ``reps``
+    at every level; replicate ``r`` of a cell has the seed ``cell_seed(base, cell, r)`` either way (the first
+    ``n`` replicates of an allocation are those of an equal design).
 
     Groups whose configuration differs only in float values (a noise level) get the same replicate seeds
     (:func:`numerics.sweep.cell_seed`): paired data.  ``trial_extra["known_A"]`` adds the A*-known fits and
@@ -363,10 +377,14 @@ def simulate_groups(ctx: CheckContext, groups: list[Group], reps: int, name: str
     """
     t0 = time.perf_counter()
     info: dict = {}
-    cells = [{**g.config, **trial_extra, **_device_extra(ctx), "K": K, "M": M, "group": g.label}
-             for g in groups for K, M in zip(g.K, g.M)]
+    cells, counts = [], []
+    for g in groups:
+        for K, M, n in zip(g.K, g.M, g.replicates(reps)):
+            cells.append({**g.config, **trial_extra, **_device_extra(ctx), "K": K, "M": M, "group": g.label})
+            counts.append(n)
+    base = ctx.seed_for(name, "sweep")
     res = _sweep(ctx, trial, cells, f"{name} sweep", info, "trials", version=SWEEP_VERSION,
-                 n_replicates=reps, base_seed=ctx.seed_for(name, "sweep"))
+                 seeds=lambda i, cell: [cell_seed(base, cell, r) for r in range(counts[i])])
     out = {}
     for g in groups:
         sub = res.filter(group=g.label)
@@ -390,7 +408,7 @@ def assemble(groups: list[Group], prediction: RatePrediction, measurement: RateM
         m = measurement.groups[g.label]
         out.append(Group(label=g.label, config=g.config, K=list(g.K), M=list(g.M), pred=prediction.pred[g.label],
                          fit=m.fit, errors=m.errors, errors_known=m.errors_known, shift_fit=m.shift_fit,
-                         refits=m.refits))
+                         refits=m.refits, reps=None if g.reps is None else list(g.reps)))
     return out
 
 
@@ -569,6 +587,48 @@ RATE_LEVELS = {
     # needed a refit, vs 2 of 48 at M = 500..20421), i.e. the smallest levels are the most pre-asymptotic.
     ("A4", "paper"): ([20, 23, 27, 31, 36, 42], 500),
 }
+
+
+#: the pilot of the replicate allocation: per group and M level, the replicate SD of the judged quantity and the
+#: CPU cost of a replicate (written by ``python -m benchmarks.allocation_pilot``; see :func:`apply_allocation`)
+ALLOCATION_PILOT = Path(__file__).with_name("allocation_pilot.json")
+
+#: floor of an allocation per M level: 3 df for the level's own variance (the replicate SE uses each level's)
+ALLOCATION_MIN = 4
+
+
+@functools.lru_cache(maxsize=1)
+def _allocation_pilot() -> dict:
+    return json.loads(ALLOCATION_PILOT.read_text()) if ALLOCATION_PILOT.exists() else {}
+
+
+def apply_allocation(groups: list[Group], check_id: str, size: str, n_equal: int) -> bool:
+    """Give each group the cheapest replicate counts whose slope variance is at most that of ``n_equal``.
+
+    The counts are :func:`numerics.allocation.allocate_replicates` of the pilot's per-level SD and cost for
+    ``(check_id, size)``; without a pilot for them the groups keep ``n_equal`` at every level (returns False).
+    A pilot measured on other ``M`` levels than a group's is refused (``ValueError``: regenerate it).
+    """
+    pilot = _allocation_pilot().get(check_id, {}).get(size)
+    if not pilot:
+        return False
+    for g in groups:
+        p = pilot.get(g.label)
+        if p is None or [int(m) for m in p["M"]] != [int(m) for m in g.M]:
+            raise ValueError(f"the allocation pilot of {check_id}/{size} has no entry for {g.label!r} on its M "
+                             f"levels {g.M}: regenerate it (python -m benchmarks.allocation_pilot --profile {size} "
+                             f"REPORT.json ...)")
+        g.reps = allocate_replicates(g.M, p["sd"], p["cost"], n_equal, min(ALLOCATION_MIN, n_equal)).tolist()
+    return True
+
+
+def allocation_text(groups: list[Group], n_equal: int) -> str:
+    """The replicate counts of a design for its notes."""
+    if all(g.reps is None for g in groups):
+        return f"{n_equal} replicates per M"
+    return (f"replicates per M level allocated at the cost-optimal (Neyman) counts with the slope variance of "
+            f"{n_equal} per level (pilot: {ALLOCATION_PILOT.name}, floor {ALLOCATION_MIN}): "
+            + "; ".join(f"{g.label} {g.replicates(n_equal)}" for g in groups))
 
 
 def _rate_levels(size: str, check_id: str = "A3") -> tuple[list[int], int]:
