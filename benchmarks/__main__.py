@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--json PATH] [--only erm interpolation verify precision] [--tiny] [--verify-profile P]``.
+"""``python -m benchmarks [--quick] [--json PATH] [--only erm interpolation verify precision] [--tiny] [--verify-profile P] [--precision-claims ID ...]``.
 
 Measures, in ONE process and one run, each workload against its baseline, and prints a table of ratios
 plus a JSON summary (stdout, or ``--json PATH``):
@@ -301,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision-baseline", type=Path, default=None, metavar="DIR",
                     help="precision: also run the claims from this checkout (e.g. `git worktree add DIR COMMIT`), "
                          "as the baseline of the ratios")
+    ap.add_argument("--precision-claims", nargs="+", default=None, metavar="ID",
+                    help="precision: only these claims, and no sampling-design comparison (e.g. A2 A3 A4)")
     args = ap.parse_args(argv)
 
     import torch
@@ -353,7 +355,9 @@ def _run(args: argparse.Namespace, torch: Any) -> int:
                 variants = list(DEFAULT_VARIANTS)
                 if args.precision_baseline is not None:  # the checkout before a change first: the ratios' base
                     variants.insert(0, ("baseline", {ROOT_KEY: str(args.precision_baseline.resolve())}))
-                workloads[name] = precision_run(quick=quick, tiny=tiny, seed=args.seed, variants=variants, log=log)
+                workloads[name] = precision_run(quick=quick, tiny=tiny, seed=args.seed, variants=variants, log=log,
+                                                claims=args.precision_claims,
+                                                designs=not args.precision_claims)
         except Exception as exc:  # a failing workload is reported, the others still run
             workloads[name] = dict(name=name, error=f"{type(exc).__name__}: {exc}",
                                    traceback=traceback.format_exc(), note=f"ERROR {type(exc).__name__}: {exc}",

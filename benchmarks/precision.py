@@ -296,14 +296,20 @@ def _design_table_rows(res: dict) -> list[dict]:
 
 def run(quick: bool = True, tiny: bool | None = None, seed: int = 0,
         variants: Sequence[tuple[str, dict[str, str]]] = DEFAULT_VARIANTS,
-        log: Callable[[str], None] | None = None) -> dict:
-    """Both measurements; ``tiny``: the smoke profile and two claims (numbers meaningless)."""
+        log: Callable[[str], None] | None = None, claims: Sequence[str] | None = None,
+        designs: bool = True) -> dict:
+    """Both measurements; ``tiny``: the smoke profile and two claims (numbers meaningless).
+
+    ``claims``: only these claims (default :data:`CHECK_IDS`); ``designs=False`` skips :func:`slope_designs`
+    (e.g. the paper profile's A2-A4 before / after a design change: ``--precision-claims A2 A3 A4``).
+    """
     if tiny_mode(tiny):
         checks = check_precision(("A2", "B3"), profile="smoke", seed=seed, variants=variants, log=log)
         designs = slope_designs(("d=1, sigma/10",), reps=3, profile="smoke", seed=seed, log=log)
     else:
-        checks = check_precision(CHECK_IDS, profile="quick" if quick else "paper", seed=seed, variants=variants,
-                                 log=log)
-        designs = slope_designs(reps=30 if quick else 60, profile="quick", seed=seed, log=log)
+        checks = check_precision(tuple(claims) if claims else CHECK_IDS, profile="quick" if quick else "paper",
+                                 seed=seed, variants=variants, log=log)
+        designs = (slope_designs(reps=30 if quick else 60, profile="quick", seed=seed, log=log) if designs
+                   else None)
     return dict(name="precision", checks=checks, designs=designs,
-                rows=_check_table_rows(checks) + _design_table_rows(designs))
+                rows=_check_table_rows(checks) + (_design_table_rows(designs) if designs else []))

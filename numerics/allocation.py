@@ -8,7 +8,7 @@ at fixed ``Var b`` gives (Lagrange; Neyman's allocation) ``n_k = lambda |w_k| sd
 where the weight and the noise are large and the cost is small.  In paper A's sweeps the noise of
 ``log(error)`` falls ~10x from the smallest to the largest ``M`` while the cost of a fit grows ~10-50x, so the
 cheap small-``M`` levels carry most of the variance and equal counts spend most of the CPU where it buys
-little.  Derivation and numbers: ``docs/calibration.md`` (section "Replicate allocation").
+little.  Derivation and numbers: ``docs/allocation.md``.
 
 A floor ``n_min`` per level keeps every level's own variance estimated (``n_min - 1`` df; the SE of the
 verdicts uses each level's variance) and every level in the figures; the middle level (``w_k ~ 0``) gets the

@@ -921,11 +921,17 @@ def _shared_batch(
     if ridge:
         out["ridge"] = _errors_batch(Xb, yb, g).cpu().numpy()
     S0 = Xb.transpose(-1, -2) @ Xb  # X^T X, shared by every spike and both kernels
-    lin_base = None
+    phi_lin0 = None
     if linearised is not None:
-        a1, sf2 = linearised
+        # the linearised kernel without a spike, diagonal removed (it has no diagonal term), and its features
+        # X K_lin0: the p n^2 product once per batch; a spike adds (a1 / p) (uv - diag uv), uv = a b^T, whose
+        # features X uv - X diag(a * b) = (X a) b^T - X diag(a * b) cost O(p n) (not another p n^2 product)
         Xi = _symmetric_noise_batch(trial_ids, seed, n, device)
-        lin_base = a1 * S0 / p + math.sqrt(sf2) * Xi / math.sqrt(p)
+        K = linearised[0] * S0 / p + math.sqrt(linearised[1]) * Xi / math.sqrt(p)
+        del Xi
+        K.diagonal(dim1=-2, dim2=-1).zero_()
+        phi_lin0 = Xb @ K
+        del K
     sp_ = math.sqrt(p)
     true_rows, lin_rows = [], []
     for wk, wq in spikes:
@@ -937,16 +943,23 @@ def _shared_batch(
                 K.diagonal(dim1=-2, dim2=-1).zero_()
             true_rows.append(_errors_batch(Xb @ K, yb, g).cpu().numpy())
             del K, S
-        if lin_base is not None:
-            K = lin_base.clone() if uv is None else lin_base + linearised[0] * uv / p
-            K.diagonal(dim1=-2, dim2=-1).zero_()  # the linearised kernel has no diagonal term
-            lin_rows.append(_errors_batch(Xb @ K, yb, g).cpu().numpy())
-            del K
+        if phi_lin0 is not None:
+            phi = phi_lin0 if wk is None else phi_lin0 + _spike_features(Xb, wk, wq, linearised[0] / p)
+            lin_rows.append(_errors_batch(phi, yb, g).cpu().numpy())
+            del phi
     if true_rows:
         out["true"] = np.stack(true_rows)
     if lin_rows:
         out["linearised"] = np.stack(lin_rows)
     return out
+
+
+def _spike_features(Xb: torch.Tensor, wk: torch.Tensor, wq: torch.Tensor, scale: float) -> torch.Tensor:
+    """``scale X (uv - diag uv)`` (T, p, n), ``uv = a b^T``, ``a = X^T w_k``, ``b = X^T w_q``, in O(p n)."""
+    a = torch.einsum("p,tpn->tn", wk, Xb)
+    b = torch.einsum("p,tpn->tn", wq, Xb)
+    xa = Xb @ a.unsqueeze(-1)  # (T, p, 1)
+    return scale * (xa * b.unsqueeze(-2) - Xb * (a * b).unsqueeze(-2))
 
 
 def _check_linearised(linearised: tuple[float, float] | None) -> tuple[float, float] | None:

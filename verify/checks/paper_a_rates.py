@@ -337,10 +337,13 @@ A3 = register(Claim(id="A3", design=design_a3, predict=_predict, simulate=_simul
 
 
 # ============================================================================================ A4
-#: A4 paper profile: this many times the replicates of A3. Power of the TOST (margin 0.03, 5%) for a slope
-#: difference of 0.005: 74% at the SE of 20 replicates per level (0.010-0.012, paper seeds 0 and 1 on the
-#: pairs-matched grid), 94% at twice as many (SE / sqrt 2); the quick profile cannot reach it (SE 0.03-0.04 with 4)
-A4_PAPER_REPLICATE_FACTOR = 2
+#: A4 paper profile: the slope variance of this many times A3's replicates per level (20), at the allocated
+#: counts. The power of the TOST (margin 0.03, 5 %) is set for the measured N = 10 vs N = 5 difference: -0.0112 +-
+#: 0.0104 and -0.0122 +- 0.0099 at paper seeds 0 and 1 with 40 equal replicates per level (the quick 30-seed
+#: calibration, on smaller M: -0.020 +- 0.008). At 40 the power at a 0.012 difference is Phi(1.73 - 1.66) = 53 %
+#: (seed 0 with the 40-equivalent allocation: -0.026 +- 0.011, INCONCLUSIVE); at 100, SE ~0.011 sqrt(40/100) =
+#: 0.0070, it is Phi(2.57 - 1.66) = 82 % (68 % at 0.015, 99 % at 0.005)
+A4_PAPER_REPLICATE_FACTOR = 5
 
 #: A4's reference number of tokens: its M levels are the grid's; groups with fewer tokens get as many pairs
 A4_REFERENCE_N = 5
