@@ -13,7 +13,7 @@ plus a JSON summary (stdout, or ``--json PATH``):
 - ``precision`` (:mod:`benchmarks.precision`, only when named in ``--only``): ``SE x sqrt(CPU s)`` of every
   claim's headline quantity, and paper A's slope precision under independent vs nested samples across ``M``;
 - ``verify``: the wall time of ``python -m verify --profile P`` (a subprocess; ``P = --verify-profile``,
-  ``quick`` by default, ``paper`` takes ~17 min on 2 cores) on a fresh, empty sweep cache (a cold run:
+  ``quick`` by default, ``paper`` takes ~19 min on 2 cores) on a fresh, empty sweep cache (a cold run:
   the default cache of an earlier run would make it a measurement of cache reads), with the cost split per
   check read from its ``--json`` output (``results[].id``, ``results[].runtime_s``); skipped with a note
   when it fails to produce its JSON.
@@ -183,7 +183,7 @@ def run_verify(timeout_s: float | None = None, profile: str = "quick") -> dict:
     timeout_s : float or None
         Kill the run after this many seconds (default: 1800 for ``quick``, 5400 for ``paper``).
     profile : {"quick", "paper"}
-        The verify profile to time (``paper``: the papers' scale, ~17 min on 2 cores).
+        The verify profile to time (``paper``: the papers' scale, ~19 min on 2 cores).
     """
     if profile not in VERIFY_PROFILES:
         raise ValueError(f"profile must be one of {VERIFY_PROFILES}, got {profile!r}")
@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verify-timeout", type=float, default=None, metavar="S",
                     help="kill the verify run after S seconds (default 1800 quick, 5400 paper)")
     ap.add_argument("--verify-profile", choices=VERIFY_PROFILES, default="quick",
-                    help="profile of the timed verify run (paper: ~17 min on 2 cores); default quick")
+                    help="profile of the timed verify run (paper: ~19 min on 2 cores); default quick")
     ap.add_argument("--precision-baseline", type=Path, default=None, metavar="DIR",
                     help="precision: also run the claims from this checkout (e.g. `git worktree add DIR COMMIT`), "
                          "as the baseline of the ratios")

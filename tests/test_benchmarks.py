@@ -6,6 +6,7 @@ import json
 import math
 import sys
 
+import numpy as np
 import pytest
 
 import benchmarks
@@ -250,3 +251,22 @@ def test_slope_designs_tiny_reports_both_designs():
         assert r["merit"] == pytest.approx(r["sd_slope"] * math.sqrt(r["cpu_per_replicate_s"]))
         lo, hi = r["variance_ratio_ci95"]
         assert lo < r["variance_ratio_indep_over_nested"] < hi
+
+
+# ------------------------------------------------------------------------------ allocation pilot
+def test_allocation_pilot_pools_the_judged_quantity_over_reports():
+    """RMS of the per-level SDs over the reports; A3's balanced groups use log(err / err_known)."""
+    from benchmarks.allocation_pilot import pooled_sd
+
+    def report(scale):
+        errs = {"500": [1.0, np.exp(scale)], "1000": [1.0, np.exp(2 * scale)]}
+        known = {"500": [1.0, 1.0], "1000": [1.0, np.exp(2 * scale)]}
+        group = {"M": [500, 1000], "errors": errs, "errors_known": known}
+        return {"results": [{"id": "A3", "data": {"d=5, balanced": group, "d=5, sigma/10": group, "sweep": {}}}]}
+
+    out = pooled_sd([report(0.1), report(0.3)], "A3")
+    sd = lambda s: np.std([0.0, s], ddof=1)  # noqa: E731
+    assert out["d=5, sigma/10"]["M"] == [500, 1000]
+    assert out["d=5, sigma/10"]["sd"] == pytest.approx([np.sqrt((sd(0.1) ** 2 + sd(0.3) ** 2) / 2),
+                                                        np.sqrt((sd(0.2) ** 2 + sd(0.6) ** 2) / 2)], abs=1e-5)
+    assert out["d=5, balanced"]["sd"] == pytest.approx([np.sqrt((sd(0.1) ** 2 + sd(0.3) ** 2) / 2), 0.0], abs=1e-5)

@@ -64,6 +64,7 @@ def _calibrate(tmp_path: Path, *extra: str) -> list[str]:
 @pytest.mark.parametrize("extra, match", [
     (("--jobs", "0"), "--jobs must be an integer >= 1"),
     (("--seeds", "1"), "--seeds must be >= 2"),
+    (("--first-seed", "-1"), "--first-seed must be >= 0"),
     (("--device", "bogus"), "--device: device must be 'cpu', 'cuda' or 'cuda:<k>'"),
     (("--scheduler", "tcp://127.0.0.1:1"), "--scheduler needs --executor dask"),
     (("--out", "{file}"), "--out {file}: not a writable directory"),
@@ -140,3 +141,11 @@ def test_sigint_during_a_real_smoke_calibration(tmp_path):
     n_done = int(lines[0].split(": ")[1].split(" of ")[0])
     kept = sorted(p.name for p in (out / "records").glob("*.json"))
     assert 1 <= n_done == len(kept) < 8 and not (out / "calibration.json").exists()
+
+
+def test_first_seed_runs_a_further_set_of_seeds(recording, tmp_path):
+    """``--first-seed K``: base seeds K..K+N-1, named so in the markdown."""
+    md = tmp_path / "cal.md"
+    assert main(_calibrate(tmp_path, "--first-seed", "30", "--markdown", str(md))) == 0
+    assert sorted(recording) == [("A1", 30), ("A1", 31), ("A2", 30), ("A2", 31)]
+    assert "base seeds 30..31" in md.read_text()

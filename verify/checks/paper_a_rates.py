@@ -342,7 +342,9 @@ A3 = register(Claim(id="A3", design=design_a3, predict=_predict, simulate=_simul
 #: 0.0104 and -0.0122 +- 0.0099 at paper seeds 0 and 1 with 40 equal replicates per level (the quick 30-seed
 #: calibration, on smaller M: -0.020 +- 0.008). At 40 the power at a 0.012 difference is Phi(1.73 - 1.66) = 53 %
 #: (seed 0 with the 40-equivalent allocation: -0.026 +- 0.011, INCONCLUSIVE); at 100, SE ~0.011 sqrt(40/100) =
-#: 0.0070, it is Phi(2.57 - 1.66) = 82 % (68 % at 0.015, 99 % at 0.005)
+#: 0.0070, it is Phi(2.57 - 1.66) = 82 % (68 % at 0.015, 99 % at 0.005). Measured at 100 (paper seed 0): N = 10 vs 5
+#: -0.0223 +- 0.0064 (a-priori -0.0041; N = 10 itself 0.030 steeper than its prediction, 5.6 SE): INCONCLUSIVE. At a gap
+#: of 0.022 the power is Phi(1.25 - 1.65) = 34 % here, and 80 % would need SE 0.0032 (~4x these replicates, ~550 s)
 A4_PAPER_REPLICATE_FACTOR = 5
 
 #: A4's reference number of tokens: its M levels are the grid's; groups with fewer tokens get as many pairs
