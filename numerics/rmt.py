@@ -893,9 +893,13 @@ def _spike_outer(Xb: torch.Tensor, wk: torch.Tensor | None, wq: torch.Tensor | N
     """``(X^T w_k)(w_q^T X)`` (T, n, n) of a spike, ``None`` for ``W = I``."""
     if wk is None:
         return None
-    a = torch.einsum("p,tpn->tn", wk, Xb)
-    b = torch.einsum("p,tpn->tn", wq, Xb)
+    a, b = _spike_projections(Xb, wk, wq)
     return a.unsqueeze(-1) * b.unsqueeze(-2)
+
+
+def _spike_projections(Xb: torch.Tensor, wk: torch.Tensor, wq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(X^T w_k, X^T w_q)``, each (T, n): the two factors of a spike's ``uv = a b^T``."""
+    return torch.einsum("p,tpn->tn", wk, Xb), torch.einsum("p,tpn->tn", wq, Xb)
 
 
 def _shared_batch(
@@ -956,8 +960,7 @@ def _shared_batch(
 
 def _spike_features(Xb: torch.Tensor, wk: torch.Tensor, wq: torch.Tensor, scale: float) -> torch.Tensor:
     """``scale X (uv - diag uv)`` (T, p, n), ``uv = a b^T``, ``a = X^T w_k``, ``b = X^T w_q``, in O(p n)."""
-    a = torch.einsum("p,tpn->tn", wk, Xb)
-    b = torch.einsum("p,tpn->tn", wq, Xb)
+    a, b = _spike_projections(Xb, wk, wq)
     xa = Xb @ a.unsqueeze(-1)  # (T, p, 1)
     return scale * (xa * b.unsqueeze(-2) - Xb * (a * b).unsqueeze(-2))
 

@@ -53,7 +53,7 @@ from theory._validation import (
     numeric_errors,
 )
 
-__all__ = ["SlopeFit", "SlopeComparison", "fit_slope", "compare_slopes", "design_slope"]
+__all__ = ["SlopeFit", "SlopeComparison", "fit_slope", "compare_slopes", "design_slope", "slope_weights"]
 
 
 @dataclass(frozen=True)
@@ -276,7 +276,13 @@ def _lack_of_fit_p(ss_pe: float, df_pe: int, rssp: float, k: int) -> float | Non
     return None
 
 
-def _replicate_se(levels: np.ndarray, inverse: np.ndarray, sxx: float, resid2: np.ndarray,
+def slope_weights(x: np.ndarray) -> np.ndarray:
+    """``w_k = (x_k - xbar) / Sxx``: the per-level-means slope is ``sum_k w_k ybar_k`` (``x = log M`` levels)."""
+    xc = x - x.mean()
+    return xc / float(np.sum(xc**2))
+
+
+def _replicate_se(levels: np.ndarray, inverse: np.ndarray, resid2: np.ndarray,
                   df_pe: int) -> tuple[float | None, float | None]:
     """Replicate-level SE of the per-level-means slope and its df (module docstring).
 
@@ -286,7 +292,7 @@ def _replicate_se(levels: np.ndarray, inverse: np.ndarray, sxx: float, resid2: n
     if df_pe <= 0:
         return None, None
     counts = np.bincount(inverse)
-    wts = (levels - levels.mean()) / sxx
+    wts = slope_weights(levels)
     ss = np.bincount(inverse, weights=resid2, minlength=levels.size)
     if np.all(counts >= 2):
         parts = wts**2 * (ss / (counts - 1)) / counts  # w_k^2 s_k^2 / n_k
@@ -395,7 +401,7 @@ def _fit(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generator | i
     resid2 = (y - means[inverse]) ** 2
     ss_pe = float(np.sum(resid2))  # pure error (replicates)
     df_pe = n - k
-    se_rep, df_rep = _replicate_se(levels, inverse, sxx, resid2, df_pe)
+    se_rep, df_rep = _replicate_se(levels, inverse, resid2, df_pe)
     finite_result("fit_slope", (b, a, se, se_p, r2, ss_pe), **args)
     return SlopeFit(
         slope=b,
