@@ -18,8 +18,15 @@ eigendecomposition of the smaller Gram matrix (``n x n`` when ``p >= n``, ``p x 
   (uses ``1 - g^2 = lam (1 + g) / (lam + gamma)`` and ``(v_k^T y)^2 = b_k^2 / (n lam_k)``; no division by a
   small eigenvalue when ``gamma > 0``).
 
-With at most eight positive gammas (``_CHOLESKY_MAX_GAMMAS``, measured crossover), per-gamma Cholesky solves of the same smaller Gram matrix are used
-instead (cheaper than an eigendecomposition with vectors); a failed factorisation falls back to ``eigh``.
+When every gamma is positive (CPU), one Householder tridiagonalisation serves the whole grid: a reflector
+``H`` maps the right-hand side (``y``, or ``Phi y`` when ``p < n``) to ``beta e_1``, LAPACK ``sytrd`` reduces
+``H G H = Q T Q^T`` with ``Q e_1 = e_1``, so every quadratic form of the resolvent is one of the tridiagonal
+``T``: with ``u = (T + gamma)^{-1} e_1`` (one O(m) ``ptsv`` solve per gamma),
+``E = gamma^2 beta^2 ||u||^2 / n`` (``p >= n``) and ``E = (||y||^2 - beta^2 (u_1 + gamma ||u||^2) / n) / n``
+(``p < n``).  It is used from a measured number of gammas on (``_tridiagonal_min_gammas``: ``sytrd`` costs
+2-7 Cholesky factorisations); below it, per-gamma Cholesky solves of the same Gram matrix; a failed
+factorisation (numerically not positive definite) falls back to ``eigh``.  Gram matrices ``A A^T`` are
+formed from their lower block triangle (``_gram``).
 
 At ``gamma = 0`` eigenvalues below ``n * eps * max(lam)`` count as null directions (``g = 1``).
 
@@ -315,7 +322,7 @@ def _kernel_batch(
 ) -> torch.Tensor:
     """``K_X`` for a batch ``Xb`` of shape (T, p, n); W is never formed."""
     p = Xb.shape[-2]
-    S = Xb.transpose(-1, -2) @ Xb  # X^T X, (T, n, n)
+    S = _gram(Xb.transpose(-1, -2))  # X^T X, (T, n, n)
     if w_k is not None:
         a = torch.einsum("p,tpn->tn", w_k, Xb)  # X^T w_k
         b = torch.einsum("p,tpn->tn", w_q, Xb)  # X^T w_q
@@ -428,6 +435,117 @@ def _eigh(G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 #: 12: 0.34 vs 0.32; m = 512: 8: 0.047 vs 0.050, 12: 0.065 vs 0.050.  Crossover between 8 and 12.
 _CHOLESKY_MAX_GAMMAS = 8
 
+#: blocks of at least this many rows make a Gram matrix's lower block triangle worth forming (below, one product)
+_GRAM_BLOCK_ROWS = 256
+#: at most this many row blocks (k blocks cost (k + 1) / (2 k) of the full product)
+_GRAM_MAX_BLOCKS = 8
+
+
+def _gram(A: torch.Tensor) -> torch.Tensor:
+    """``A A^T`` (..., m, m) of ``A`` (..., m, k) from its lower block triangle, mirrored (exactly symmetric).
+
+    torch has no ``syrk``; with ``b`` row blocks the products ``A_i A_j^T``, ``j <= i``, cost ``(b + 1) / (2 b)``
+    of the full product.  Measured (one core, float64, MKL): m = 1024, k = 2048: 0.092 s -> 0.067 s
+    (8 blocks); m = 4096, k = 8192: 5.5 s -> 3.3 s.
+    """
+    m = A.shape[-2]
+    blocks = min(_GRAM_MAX_BLOCKS, m // _GRAM_BLOCK_ROWS)
+    if blocks < 2:
+        G = A @ A.transpose(-1, -2)
+        return G.tril() + G.tril(-1).transpose(-1, -2)
+    edges = [round(i * m / blocks) for i in range(blocks + 1)]
+    G = torch.empty(A.shape[:-1] + (m,), dtype=A.dtype, device=A.device)
+    for i in range(blocks):
+        rows = slice(edges[i], edges[i + 1])
+        for j in range(i + 1):
+            cols = slice(edges[j], edges[j + 1])
+            blk = A[..., rows, :] @ A[..., cols, :].transpose(-1, -2)
+            if i == j:  # a diagonal block's own upper triangle from its lower one
+                blk = blk.tril() + blk.tril(-1).transpose(-1, -2)
+            G[..., rows, cols] = blk
+            if i != j:
+                G[..., cols, rows] = blk.transpose(-1, -2)
+    return G
+
+
+def _tridiagonal_min_gammas(m: int) -> int:
+    """Fewest gammas at which one ``sytrd`` of an ``m x m`` Gram matrix beats per-gamma Cholesky factorisations.
+
+    Measured (one core, float64; scipy's LAPACK ``dsytrd`` vs torch ``cholesky_ex``): the reduction costs
+    2.2 factorisations at m = 512, 2.7 at 1024, 3.9 at 2048, 7.3 at 4096 (its half of level-2 BLAS is
+    memory-bound).  Whole error path at m = 1024, five gammas: 0.24 s (Cholesky) vs 0.12 s (tridiagonal).
+    """
+    return 3 if m <= 1536 else 5 if m <= 3072 else 8
+
+
+def _errors_tridiagonal(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor | None:
+    """E(gamma) of a batch from one Householder tridiagonalisation per trial (CPU, every gamma > 0).
+
+    See the module docstring for the algebra.  Returns ``None`` where a tridiagonal system is numerically not
+    positive definite, or where ``p < n`` and the error is so small against ``||y||^2 / n`` that its
+    difference form would lose more than eight digits (the caller falls back to the Cholesky / ``eigh`` paths).
+    """
+    T, p, n = Phi.shape
+    if min(p, n) < 2:  # no off-diagonal: the other paths are as cheap
+        return None
+    if p >= n:
+        G = _gram(Phi.transpose(-1, -2)) / n  # (T, n, n)
+        rhs = y
+    else:
+        G = _gram(Phi) / n  # (T, p, p)
+        rhs = (Phi @ y.unsqueeze(-1))[..., 0]
+    Gn, bn, yn = G.numpy(), rhs.numpy(), y.numpy()
+    g = gammas.numpy()
+    out = np.empty((T, g.size))
+    with contextlib.nullcontext() if in_parallel() else _torch_threads(1):  # scipy's BLAS too (numerics.threads)
+        ok = _tridiagonal_rows(Gn, bn, yn, g, n, p >= n, out)
+    return torch.from_numpy(out).to(Phi.dtype) if ok else None
+
+
+def _tridiagonal_rows(Gn: np.ndarray, bn: np.ndarray, yn: np.ndarray, g: np.ndarray, n: int, wide: bool,
+                      out: np.ndarray) -> bool:
+    """The per-trial loop of :func:`_errors_tridiagonal` (``wide``: ``p >= n``); fills ``out``, False to decline."""
+    from scipy.linalg import blas, lapack
+
+    T, m = bn.shape
+    sytrd, ptsv = lapack.get_lapack_funcs(("sytrd", "ptsv"), (Gn,))
+    (syr2,) = blas.get_blas_funcs(("syr2",), (Gn,))
+    lwork = int(lapack.get_lapack_funcs("sytrd_lwork", (Gn,))(m, lower=1)[0])
+    e1 = np.zeros(m)
+    e1[0] = 1.0
+    for t in range(T):
+        b = bn[t]
+        yy = float(yn[t] @ yn[t])
+        beta = float(np.linalg.norm(b))
+        if beta == 0.0:  # p < n and Phi y = 0: w = 0 for every gamma
+            out[t] = yy / n
+            continue
+        # reflector H = I - 2 v v^T / (v^T v) with H b = -sign(b_1) beta e_1; H G H = G - v z^T - z v^T.
+        # G is symmetric and ours: its transpose is a Fortran-ordered view that LAPACK updates in place
+        # (a C-ordered argument would be copied; measured m = 1024: sytrd 0.07-0.11 s -> 0.03 s)
+        v = b.copy()
+        v[0] += math.copysign(beta, b[0])
+        vv = float(v @ v)
+        w = 2.0 * (Gn[t] @ v) / vv
+        z = w - (float(v @ w) / vv) * v
+        Gh = syr2(-1.0, v, z, a=Gn[t].T, lower=1, overwrite_a=1)
+        _, d, e, _, info = sytrd(Gh, lower=1, lwork=lwork, overwrite_a=1)
+        if info != 0:
+            return False
+        for k, gk in enumerate(g):
+            *_, u, info = ptsv(d + gk, e, e1)
+            if info != 0:
+                return False
+            uu = float(u @ u)
+            if wide:
+                out[t, k] = gk * gk * beta * beta * uu / n
+            else:
+                drop = beta * beta * (float(u[0]) + gk * uu) / n
+                if yy - drop < 1e-8 * yy:
+                    return False
+                out[t, k] = (yy - drop) / n
+    return True
+
 
 def _errors_cholesky(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor | None:
     """Per-gamma Cholesky path (gamma > 0); ``None`` if a factorisation fails (caller falls back to eigh).
@@ -437,10 +555,10 @@ def _errors_cholesky(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -
     """
     T, p, n = Phi.shape
     if p >= n:
-        A = Phi.transpose(-1, -2) @ Phi / n
+        A = _gram(Phi.transpose(-1, -2)) / n
         rhs = y.unsqueeze(-1)
     else:
-        A = Phi @ Phi.transpose(-1, -2) / n
+        A = _gram(Phi) / n
         rhs = Phi @ y.unsqueeze(-1) / n
     eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
     cols = []
@@ -467,7 +585,7 @@ def _errors_batch(Phi: torch.Tensor, y: torch.Tensor | None, gammas: torch.Tenso
     T, p, n = Phi.shape
     g = gammas.view(1, 1, -1)
     if y is None:
-        small = Phi.transpose(-1, -2) @ Phi if p >= n else Phi @ Phi.transpose(-1, -2)
+        small = _gram(Phi.transpose(-1, -2)) if p >= n else _gram(Phi)
         if small.device.type == "cpu" and small.shape[-1] <= _SINGLE_THREAD_EIGH_MAX and not in_parallel():
             with _torch_threads(1):
                 lam = torch.linalg.eigvalsh(small / n)
@@ -476,18 +594,30 @@ def _errors_batch(Phi: torch.Tensor, y: torch.Tensor | None, gammas: torch.Tenso
         lam = lam.clamp_min(0.0).unsqueeze(-1)
         gk = _shrink(lam, g)
         return ((gk**2).sum(dim=1) + max(n - p, 0)) / n
-    if gammas.numel() <= _CHOLESKY_MAX_GAMMAS and bool(torch.all(gammas > 0)):
+    positive = bool(torch.all(gammas > 0))
+    if positive and Phi.device.type == "cpu" and gammas.numel() >= _tridiagonal_min_gammas(min(p, n)):
+        out = _errors_tridiagonal(Phi, y, gammas)
+        if out is not None:
+            return out
+    if positive and gammas.numel() <= _CHOLESKY_MAX_GAMMAS:
         out = _errors_cholesky(Phi, y, gammas)
         if out is not None:
             return out
+    return _errors_eigh(Phi, y, gammas)
+
+
+def _errors_eigh(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor:
+    """E(gamma) of a batch from one eigendecomposition per trial (any gamma >= 0; the reference path)."""
+    T, p, n = Phi.shape
+    g = gammas.view(1, 1, -1)
     if p >= n:
-        G = Phi.transpose(-1, -2) @ Phi / n  # (T, n, n)
+        G = _gram(Phi.transpose(-1, -2)) / n  # (T, n, n)
         lam, V = _eigh(G)
         lam = lam.clamp_min(0.0).unsqueeze(-1)  # (T, n, 1)
         proj2 = (V.transpose(-1, -2) @ y.unsqueeze(-1)) ** 2  # (T, n, 1)
         gk = _shrink(lam, g)
         return (gk**2 * proj2).sum(dim=1) / n
-    Gp = Phi @ Phi.transpose(-1, -2) / n  # (T, p, p)
+    Gp = _gram(Phi) / n  # (T, p, p)
     lam, U = _eigh(Gp)
     lam = lam.clamp_min(0.0).unsqueeze(-1)  # (T, p, 1)
     b2 = (U.transpose(-1, -2) @ (Phi @ y.unsqueeze(-1))) ** 2  # (T, p, 1)
@@ -516,7 +646,7 @@ def _shrink(lam: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 
 
 def interpolation_error(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) -> np.ndarray:
-    """Interpolation error ``E(gamma) = gamma^2/n y^T Q^2 y`` on a whole grid from ONE eigendecomposition.
+    """Interpolation error ``E(gamma) = gamma^2/n y^T Q^2 y`` on a whole grid from ONE factorisation.
 
     Parameters
     ----------
@@ -924,7 +1054,7 @@ def _shared_batch(
     out: dict[str, np.ndarray] = {}
     if ridge:
         out["ridge"] = _errors_batch(Xb, yb, g).cpu().numpy()
-    S0 = Xb.transpose(-1, -2) @ Xb  # X^T X, shared by every spike and both kernels
+    S0 = _gram(Xb.transpose(-1, -2))  # X^T X, shared by every spike and both kernels
     phi_lin0 = None
     if linearised is not None:
         # the linearised kernel without a spike, diagonal removed (it has no diagonal term), and its features

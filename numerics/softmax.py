@@ -58,6 +58,7 @@ from .rmt import (
     _check_spikes,
     _draw_batch,
     _errors_batch,
+    _gram,
     _mc_batch_size,
     _run_trials,
     _spike_outer,
@@ -245,7 +246,7 @@ def _softmax_batch(
         out["entrywise"] = np.empty((len(betas), len(spikes), T, G))
     if ridge:
         out["ridge"] = _errors_batch(Xb, y, g).cpu().numpy()
-    S0 = Xb.transpose(-1, -2) @ Xb  # X^T X, shared by every spike, beta and kernel
+    S0 = _gram(Xb.transpose(-1, -2))  # X^T X, shared by every spike, beta and kernel
     for s, (wk, wq) in enumerate(spikes):
         uv = _spike_outer(Xb, wk, wq)
         S = (S0 if uv is None else S0 + uv) / math.sqrt(p)

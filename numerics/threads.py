@@ -111,13 +111,14 @@ def _check_pre_dispatch(value: Any) -> str | int:
 
 
 def torch_threads(n: int | None) -> ContextManager[None]:
-    """Set torch's intra-op thread count to ``n`` inside the block and restore it afterwards.
+    """Set torch's intra-op thread count, and the thread count of numpy's and scipy's BLAS, to ``n`` inside the
+    block and restore them afterwards.
 
     Parameters
     ----------
     n : int or None
         Threads inside the block, an integer in ``[1, MAX_THREADS]`` (checked when the context manager is
-        made, before the block); ``None`` (or the current count) leaves the setting alone.
+        made, before the block); ``None`` leaves the settings alone.
 
     Examples
     --------
@@ -132,18 +133,40 @@ def torch_threads(n: int | None) -> ContextManager[None]:
     return _pinned(None if n is None else check_n_jobs("n", n))
 
 
+_BLAS_CONTROLLER: Any = None
+
+
+def _blas_controller() -> Any:
+    """threadpoolctl's controller of the BLAS libraries numpy and scipy load (OpenBLAS in their wheels), made once.
+
+    scipy's LAPACK (the tridiagonal error path of :mod:`numerics.rmt`) runs on scipy's own OpenBLAS, whose idle
+    threads spin: unpinned, they took the core of the other worker (measured on the 2-core machine: a B7 cell
+    6.4 s -> 8.3 s of CPU instead of 4.8 s).  torch's MKL is linked into torch and pinned by ``set_num_threads``.
+    """
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        import scipy.linalg  # noqa: F401  (loads scipy's BLAS before the controller lists the libraries)
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER
+
+
 @contextlib.contextmanager
 def _pinned(n: int | None) -> Iterator[None]:
-    """The block of :func:`torch_threads` (``n`` already checked)."""
-    if n is None or n == torch.get_num_threads():
+    """The block of :func:`torch_threads` (``n`` already checked): torch and the BLAS pools of numpy / scipy."""
+    if n is None:
         yield
         return
     old = torch.get_num_threads()
-    torch.set_num_threads(n)
+    if n != old:
+        torch.set_num_threads(n)
     try:
-        yield
+        with _blas_controller().limit(limits=n, user_api="blas"):
+            yield
     finally:
-        torch.set_num_threads(old)
+        if n != old:
+            torch.set_num_threads(old)
 
 
 def in_parallel() -> bool:

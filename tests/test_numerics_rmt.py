@@ -400,6 +400,71 @@ def test_cholesky_and_eigh_paths_agree_up_to_the_threshold():
         np.testing.assert_allclose(interpolation_error(Phi, y, g), eig[0, :-1].numpy(), rtol=1e-9)
 
 
+def _paths(Phi, y, g):
+    """E(gamma) of one (Phi, y) by each of the three error paths (tridiagonal may decline: None)."""
+    from numerics import rmt
+
+    args = torch.from_numpy(Phi)[None], torch.from_numpy(y)[None], torch.from_numpy(np.asarray(g, float))
+    tri = rmt._errors_tridiagonal(*args)
+    return (None if tri is None else tri[0].numpy()), rmt._errors_cholesky(*args)[0].numpy(), rmt._errors_eigh(*args)[0].numpy()
+
+
+@settings(max_examples=40, deadline=None)
+@given(p=st.integers(2, 40), n=st.integers(2, 40), rank=st.integers(1, 40), lg=st.lists(st.floats(-6, 2), min_size=1,
+       max_size=12), seed=st.integers(0, 2**31))
+def test_property_tridiagonal_cholesky_and_eigh_paths_agree(p, n, rank, lg, seed):
+    """One tridiagonalisation for the whole grid = per-gamma Cholesky = eigendecomposition = direct solves, on
+    full-rank and rank-deficient features (rank < min(p, n)) and gammas from 1e-6 to 1e2."""
+    rng = np.random.default_rng(seed)
+    Phi = rng.standard_normal((p, rank)) @ rng.standard_normal((rank, n)) / math.sqrt(rank)
+    y = np.sign(rng.standard_normal(n))
+    g = 10.0 ** np.asarray(lg)
+    tri, chol, eig = _paths(Phi, y, g)
+    direct = interpolation_error_direct(Phi, y, g)
+    np.testing.assert_allclose(eig, direct, rtol=1e-7, atol=1e-13)
+    np.testing.assert_allclose(chol, direct, rtol=1e-7, atol=1e-13)
+    if tri is not None:
+        np.testing.assert_allclose(tri, direct, rtol=1e-7, atol=1e-13)
+
+
+def test_tridiagonal_path_on_attention_sizes_and_its_edge_cases():
+    """The path B4 / B7 take (p = 128, n = 256 and transposed), Phi y = 0, and where it declines."""
+    from numerics import rmt
+
+    g = np.array([1e-3, 1e-2, 0.1, 1.0, 10.0])
+    for p, n in [(128, 256), (256, 128)]:
+        X, y, _ = sample_signal_plus_noise(n, p, 1.0, 3)
+        Phi = attention_features(X, _tanh)
+        tri, chol, eig = _paths(Phi, y, g)
+        np.testing.assert_allclose(tri, eig, rtol=1e-10)
+        np.testing.assert_allclose(chol, eig, rtol=1e-10)
+    # p < n with Phi y = 0: w = 0 at every gamma, E = ||y||^2 / n
+    Phi = np.ones((2, 6))
+    y = np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
+    tri, _, eig = _paths(Phi, y, g)
+    np.testing.assert_allclose(tri, 1.0)
+    np.testing.assert_allclose(eig, 1.0)
+    # declines: a single row or column, and (p < n) an error below 1e-8 ||y||^2 / n, where the difference loses digits
+    assert rmt._errors_tridiagonal(torch.ones(1, 1, 5, dtype=torch.float64), torch.ones(1, 5, dtype=torch.float64),
+                                   torch.tensor([0.1], dtype=torch.float64)) is None
+    Phi = np.eye(3, 4)
+    y = np.array([1.0, 1.0, 1.0, 1e-6])
+    assert _paths(Phi, y, [1e-9])[0] is None
+    np.testing.assert_allclose(interpolation_error(Phi, y, [1e-9] * 3), interpolation_error_direct(Phi, y, [1e-9] * 3),
+                               rtol=1e-6)
+
+
+def test_gram_blocks_equal_the_full_product_and_are_symmetric():
+    from numerics import rmt
+
+    rng = np.random.default_rng(4)
+    for m in (3, 255, 512, 1100):
+        A = torch.from_numpy(rng.standard_normal((2, m, 7)))
+        G = rmt._gram(A)
+        torch.testing.assert_close(G, A @ A.transpose(-1, -2), rtol=1e-12, atol=1e-12)
+        assert torch.equal(G, G.transpose(-1, -2))
+
+
 # ---------------------------------------------------------------------------------------------
 # thread_map and the Monte Carlo core
 # ---------------------------------------------------------------------------------------------
