@@ -1,23 +1,27 @@
-"""Benchmark: interpolation error on a 50-point gamma grid, one eigendecomposition vs per-gamma solves.
+"""Benchmark: interpolation error on a 50-point gamma grid, one factorisation vs per-gamma solves.
 
 One draw of null-model attention features (``n = 2048`` tokens, ``p = 512``, centred tanh, diagonal
 removed).  The fast path (what :func:`numerics.interpolation_error` does) forms ``Phi Phi^T / n`` once,
-takes one symmetric eigendecomposition and evaluates all gammas in ``O(p G)``.  Two baselines run in the
-same process on the same features (torch, float64, same thread settings):
+reduces it to tridiagonal form once (Householder, LAPACK ``sytrd``) and evaluates every gamma by an ``O(p)``
+tridiagonal solve.  Three baselines run in the same process on the same features (float64, same thread settings):
 
 * ``naive``: per gamma, form ``Phi Phi^T + n gamma I``, solve for ``w``, residual ``y - Phi^T w``
   (the defining formula written directly);
-* ``cached_cholesky``: the Gram matrix formed once, then one Cholesky solve per gamma (a strong baseline).
+* ``cached_cholesky``: the Gram matrix formed once, then one Cholesky solve per gamma (a strong baseline);
+* ``eigh``: the Gram matrix and one symmetric eigendecomposition (the project's path before the tridiagonal one).
 
-The baselines' LAPACK calls (solve, Cholesky) use the same thread policy as the fast path's ``eigh``
+The check-sized case (``check_grid``: B7's largest cell, ``p = 1024``, ``n = 2048``, its 5 gammas) times the
+path the checks take (tridiagonal from 3 gammas on at this size) against the per-gamma Cholesky path.
+
+The baselines' LAPACK calls (solve, Cholesky, eigh) use the same thread policy as the fast path's
 (single-threaded, see ``numerics.rmt._SINGLE_THREAD_EIGH_MAX``); matrix products use torch's default threads
 everywhere.  Also reported: achieved GFLOP/s of the feature products (``X^T X``, ``X K``) and of the Gram product,
 against a plain matmul of the same shapes timed in the same run.
 
 Cost growth (:func:`time_vs_n`): the wall time of one Monte Carlo trial of the fast path (features + Gram +
-one eigendecomposition + a 50-point gamma grid) against ``n`` at a fixed ratio ``n / p``, with the fitted
+one tridiagonalisation + a 50-point gamma grid) against ``n`` at a fixed ratio ``n / p``, with the fitted
 log-log exponent next to the algorithm's: 3 (``X^T X`` and ``X K`` cost ``2 n^2 p``, the Gram ``2 p^2 n``, the
-eigendecomposition ``O(p^3)``: all ``O(n^3)`` at fixed ``n / p``). Fixed per-call overheads and the
+reduction ``O(p^3)``: all ``O(n^3)`` at fixed ``n / p``). Fixed per-call overheads and the
 ``O(n^2)`` activation flatten the slope at small ``n``.
 
 Usage: ``python benchmarks/interpolation.py [--full]``; ``run(quick=True) -> dict`` and
@@ -61,7 +65,7 @@ def _fast_trial(n: int, p: int, n_gammas: int, seed: int) -> Callable[[], torch.
 
 
 def _fast_path(X: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor, f: Any) -> Callable[[], torch.Tensor]:
-    """The fast path on a fixed draw: features + one Gram + one eigh + all gammas (a closure to time)."""
+    """The fast path on a fixed draw: features + one Gram + one factorisation + all gammas (a closure to time)."""
     from numerics.rmt import _errors_batch, _kernel_batch
 
     def fast() -> torch.Tensor:
@@ -209,6 +213,7 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
     from numerics.rmt import (
         _SINGLE_THREAD_EIGH_MAX,
         _errors_batch,
+        _errors_eigh,
         _kernel_batch,
         resolve_activation,
         sample_signal_plus_noise,
@@ -236,6 +241,7 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
     t_err_only, _ = _best_time(lambda: _errors_batch(Phi.unsqueeze(0), y.unsqueeze(0), gammas)[0], reps)
     t_naive, e_naive = _best_time(lambda: _naive_errors(Phi, y, gammas, lapack_threads), reps)
     t_cached, e_cached = _best_time(lambda: _cached_cholesky_errors(Phi, y, gammas, lapack_threads), reps)
+    t_eigh, e_eigh = _best_time(lambda: _errors_eigh(Phi.unsqueeze(0), y.unsqueeze(0), gammas)[0], reps)
     t_plain = _plain_matmul_times(n, p, reps_products)  # same run, same threads
     return {
         "n": n,
@@ -249,11 +255,29 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
         "speedup_vs_naive": t_naive / t_err_only,
         "speedup_vs_naive_incl_features": (t_naive + t_s + t_f + t_k) / t_fast,
         "speedup_vs_cached_cholesky": t_cached / t_err_only,
+        "time_eigh_s": t_eigh,
+        "speedup_vs_eigh": t_eigh / t_err_only,
+        "check_grid": _check_grid(seed, reps) if n >= N else _check_grid(seed, reps, n=n, p=n // 2),
         **_gflops(n, p, (t_s, t_k, t_g), t_plain),
         "time_activation_s": t_f,
         "max_rel_diff_vs_naive": _max_rel_diff(e_fast, e_naive),
         "max_rel_diff_vs_cached": _max_rel_diff(e_fast, e_cached),
+        "max_rel_diff_vs_eigh": _max_rel_diff(e_fast, e_eigh),
     }
+
+
+def _check_grid(seed: int, reps: int, n: int = 2048, p: int = 1024) -> dict[str, Any]:
+    """B7's largest cell (``p = 1024``, ``n = 2048``, 5 gammas): the checks' path vs per-gamma Cholesky solves."""
+    from numerics.rmt import _errors_batch, _errors_cholesky, attention_features, sample_signal_plus_noise
+
+    X, y_np, _ = sample_signal_plus_noise(n, p, 1.0, np.random.default_rng(seed))
+    Phi = torch.from_numpy(attention_features(X, "tanh")).unsqueeze(0)
+    y = torch.from_numpy(y_np).unsqueeze(0)
+    gammas = torch.tensor([1e-3, 1e-2, 1e-1, 1.0, 10.0], dtype=torch.float64)
+    t_path, e_path = _best_time(lambda: _errors_batch(Phi, y, gammas), reps)
+    t_chol, e_chol = _best_time(lambda: _errors_cholesky(Phi, y, gammas), reps)
+    return {"n": n, "p": p, "n_gammas": 5, "time_checks_path_s": t_path, "time_cholesky_s": t_chol,
+            "speedup_vs_cholesky": t_chol / t_path, "max_rel_diff": _max_rel_diff(e_path, e_chol)}
 
 
 def main() -> None:
@@ -263,15 +287,20 @@ def main() -> None:
     args = ap.parse_args()
     r = run(quick=not args.full)
     print(f"interpolation error, n={r['n']}, p={r['p']}, {r['n_gammas']} gammas, torch threads {r['torch_threads']}")
-    print(f"  fast path (features + Gram + 1 eigh + grid): {r['time_fast_total_s']:.3f} s")
-    print(f"  grid from given features (1 eigh):           {r['time_errors_given_features_s']:.3f} s")
+    print(f"  fast path (features + Gram + 1 sytrd + grid): {r['time_fast_total_s']:.3f} s")
+    print(f"  grid from given features (1 sytrd):           {r['time_errors_given_features_s']:.3f} s")
+    print(f"  Gram + one eigendecomposition:               {r['time_eigh_s']:.3f} s  -> x{r['speedup_vs_eigh']:.1f}")
     print(f"  naive per-gamma solves:                      {r['time_naive_s']:.3f} s  -> x{r['speedup_vs_naive']:.1f}")
     print(f"  cached Gram + per-gamma Cholesky:            {r['time_cached_cholesky_s']:.3f} s  -> x{r['speedup_vs_cached_cholesky']:.1f}")
     print(f"  naive incl. features vs fast total:          x{r['speedup_vs_naive_incl_features']:.1f}")
     for k in ("XtX", "XK", "gram"):
         sh = {"XtX": "XtX", "XK": "XK", "gram": "gram"}[k]
         print(f"  GFLOP/s {k:5s}: {r['gflops_' + k]:7.1f}   plain matmul same shape: {r['gflops_plain_matmul_' + sh + '_shape']:7.1f}")
-    print(f"  agreement: max rel diff vs naive {r['max_rel_diff_vs_naive']:.2e}, vs cached {r['max_rel_diff_vs_cached']:.2e}")
+    print(f"  agreement: max rel diff vs naive {r['max_rel_diff_vs_naive']:.2e}, vs cached {r['max_rel_diff_vs_cached']:.2e}, "
+          f"vs eigh {r['max_rel_diff_vs_eigh']:.2e}")
+    c = r["check_grid"]
+    print(f"  B7-sized cell (p={c['p']}, n={c['n']}, {c['n_gammas']} gammas): checks' path {c['time_checks_path_s']:.3f} s, "
+          f"per-gamma Cholesky {c['time_cholesky_s']:.3f} s -> x{c['speedup_vs_cholesky']:.2f}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(r, fh, indent=2)

@@ -1,4 +1,4 @@
-"""Both caches verify what they read (issue 13): the sweep runner's JSON entries (``numerics.sweep.run_sweep``)
+"""Both caches verify what they read: the sweep runner's JSON entries (``numerics.sweep.run_sweep``)
 and the report's ``.npz`` cells (``verify.registry.CheckContext.cached``).
 
 Every entry stores its key and the SHA-256 of its payload. A forged entry (right key, altered values), a foreign
@@ -130,7 +130,7 @@ def test_truncated_or_unparsable_entry_is_recomputed(tmp_path, damage):
 
 
 def test_entry_without_checksum_is_accepted_when_its_key_matches_and_upgraded(tmp_path):
-    """Entries written before issue 13 (no ``sha256``): the key is verified, the payload trusted once, and the
+    """Entries written before the cache carried checksums (no ``sha256``): the key is verified, the payload trusted once, and the
     file rewritten with a checksum (so that later edits are caught)."""
     _sweep(tmp_path)
     path = _entry(tmp_path, CELLS[1])
@@ -276,7 +276,7 @@ def test_npz_malformed_entry_is_recomputed(tmp_path, damage):
 
 
 def test_npz_entry_without_checksum_is_accepted_when_its_key_matches_and_upgraded(tmp_path):
-    """An entry of the code before issue 13 (``__key__`` and the arrays only) is read back and rewritten with
+    """An entry of the code before the cache carried checksums (``__key__`` and the arrays only) is read back and rewritten with
     its key fields and checksum."""
     path = _npz(tmp_path, {"n": 8})
     path.parent.mkdir(parents=True)

@@ -90,10 +90,8 @@ def test_paper_profile_sizes_keep_the_finite_size_pair():
     prof = mod._PROFILES["paper"]
     assert mod._sizes(prof, 0.5) == ((512, 1024), 24)
     assert mod._sizes(prof, 2.0) == ((512, 1024), 32)
-    assert mod._sizes(prof, 0.5, "b4") == ((512, 1024), 32)
     for c in prof.cs:
-        for which in ("b7", "b4"):
-            (p1, p2), tr = mod._sizes(prof, c, which)
-            assert p2 == 2 * p1 and tr >= 16  # the p vs 2p rule of the module docstring
+        (p1, p2), tr = mod._sizes(prof, c)
+        assert p2 == 2 * p1 and tr >= 16  # the p vs 2p rule of the module docstring
     assert (4.0, "orthogonal") in prof.spikes and (4.0, "aligned") in prof.spikes and mod._NONE in prof.spikes
     assert "c=0.5: 24 trials at p=512 and p=1024" in mod._sizes_text(prof)

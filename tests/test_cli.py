@@ -153,7 +153,7 @@ def test_calibrate_command_on_fake_checks(fake_checks, tmp_path):
     assert main(["calibrate", "--only", "A1", "A2", "--seeds", "3", "--out", str(out), "--cache-dir", "none"]) == 1
 
 
-# ----------------------------------------------------------------------------------------- issue 13: validation
+# ----------------------------------------------------------------------------------------- validation
 @pytest.fixture
 def recording_checks(monkeypatch):
     """A1 and B1 record the context they get (no check may run when an option is refused)."""

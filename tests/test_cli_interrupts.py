@@ -1,4 +1,4 @@
-"""Interrupts keep results (issue 13): SIGINT or SIGTERM during ``python -m verify`` writes the finished checks to
+"""Interrupts keep results: SIGINT or SIGTERM during ``python -m verify`` writes the finished checks to
 ``--json`` / ``--report-dir`` (the interrupted one as ERROR with a note), prints one line saying how to resume,
 and exits 130 without a traceback; the resumed run (same command, same cache) reports the numbers of an
 uninterrupted one."""

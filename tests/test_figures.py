@@ -1,4 +1,4 @@
-"""Every check's figure, drawn at the smoke profile and inspected through matplotlib (issue 14).
+"""Every check's figure, drawn at the smoke profile and inspected through matplotlib.
 
 What is tested: each claim's ``figure(design, prediction, measurement)`` (B4 aside: its figure is drawn
 elsewhere) after its design, prediction and simulation at the smoke profile gives figures that

@@ -150,7 +150,7 @@ def test_b7_describe_reports_outside_points():
 B4_DESIGN = mod.B4Design(
     prof=PROF, theory_grid=np.logspace(*PROF.b4_theory_grid), reversal_grid=np.logspace(*PROF.reversal_grid),
     figure_grid=np.logspace(*PROF.figure_grid), gammas=np.array(PROF.b4_gammas),
-    sizes={c: mod._sizes(PROF, c, "b4") for c in PROF.cs})
+    sizes={c: mod._sizes(PROF, c) for c in PROF.cs})
 _B4_SIM = {  # theory on gammas (0.01, 1): sizes of the structured theory's values at snr = 1/2
     (0.5, 0.5): {"none": [0.366, 0.574], "al4": [0.350, 0.523], "ridge": [0.345, 0.497]},
     (2.0, 0.5): {"none": [0.076, 0.605], "al4": [0.058, 0.476], "ridge": [0.0001, 0.164]},

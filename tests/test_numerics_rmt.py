@@ -544,7 +544,7 @@ def test_shared_mc_does_not_depend_on_batching_or_n_jobs():
 
 
 # ---------------------------------------------------------------------------------------------
-# input validation (issue 13): theory's layer, messages naming the argument, sizes refused before allocation
+# input validation: theory's layer, messages naming the argument, sizes refused before allocation
 # ---------------------------------------------------------------------------------------------
 def test_complex_input_is_refused_not_truncated():
     X, y, _ = sample_signal_plus_noise(6, 4, 1.0, 0)

@@ -219,7 +219,7 @@ def test_bootstrap_interval_is_seeded_and_covers_the_true_slope():
 
 
 # ---------------------------------------------------------------------------------------------
-# input validation (issue 13)
+# input validation
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, exc, match", [
     (dict(M=np.array([1, 2, 3]) + 1j), TypeError, "^M must"),

@@ -188,7 +188,7 @@ MIXED = {"M": np.int64(100), "sigma": np.float64(0.1), "grid": np.array([0.5, 1.
 
 
 def test_cache_key_and_cell_seed_are_pinned():
-    """Golden values written by the implementation before issue 11: a changed key would invalidate users' caches."""
+    """Golden values written by the implementation before the one JSON conversion: a changed key would invalidate users' caches."""
     assert cache_key(cell_seed, MIXED, 7, version="v3", source=False) == "df56cab305f40deb00e93b9600aa4738abc8a332c53c2984e607d80e4dde68f8"
     assert cell_seed(11, MIXED, 2) == 3013721384
 
@@ -236,7 +236,7 @@ def test_to_jsonable_unknown_policies_and_bad_policies():
 
 def test_report_and_benchmark_conversions_keep_their_bytes():
     """verify's report (non-finite -> strings, unknown -> str) and the benchmark summary (non-finite -> null, unknown
-    kept for default=str) write what their own implementations wrote before issue 11."""
+    kept for default=str) write what their own implementations wrote before the one JSON conversion."""
     from benchmarks.__main__ import _jsonable as bench_jsonable
     from verify.registry import _jsonable as report_jsonable
 

@@ -1,4 +1,4 @@
-"""Layout of the terminal table and of report.md (issue 14 item 4): the compact table fits 100 columns, a row
+"""Layout of the terminal table and of report.md: the compact table fits 100 columns, a row
 takes at most 3 lines, the rule only under ``-v``; report.md opens with a summary table and contents, and folds
 long notes."""
 

@@ -146,7 +146,7 @@ def test_hermite_moments_match_generated_mpmath_reference(name):
         assert abs(getattr(hm, field) - float(ref[field])) < 1e-10, (name, field, getattr(hm, field), ref[field])
 
 
-# ----------------------------------------------------------------------------- issue 13: bad inputs refused
+# ----------------------------------------------------------------------------- bad inputs refused
 def test_activation_inputs_checked():
     from theory import check_activation
 

@@ -294,7 +294,7 @@ def test_matches_simulation(name, p, n):
     assert np.all(np.abs(errs.mean(0) - th) <= 4 * se + 0.03 * th)
 
 
-# ----------------------------------------------------------------------------- issue 13: solver options and domain
+# ----------------------------------------------------------------------------- solver options and domain
 def test_solver_options_same_rules_on_both_paths():
     """tol=inf returned the unconverged start (0.0807 for 0.0856); maxiter was a TypeError on the null path."""
     base = attention_error(1e-2, 2.0, "tanh")

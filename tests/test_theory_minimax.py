@@ -317,7 +317,7 @@ def test_all_public_names_and_doctests():
     assert res.failed == 0 and res.attempted >= 25
 
 
-# ----------------------------------------------------------------------------- issue 13: bad inputs refused
+# ----------------------------------------------------------------------------- bad inputs refused
 def test_infinities_bools_and_huge_answers_refused():
     for call, word in [(lambda: rate_exponent(float("inf")), "beta"), (lambda: upper_bound(float("inf"), 2), "M"),
                        (lambda: rate_exponent(True), "beta"), (lambda: min_samples(1, 5, 1e6), "beta"),

@@ -370,7 +370,7 @@ def test_partial_fraction_part_is_the_integral_for_a_nonconstant_denominator():
         assert _partial_fraction_integral(P, D, c, power) == gram_rational_integral(num, den, c, power)
 
 
-# ----------------------------------------------------------------------------- issue 13: bad inputs refused
+# ----------------------------------------------------------------------------- bad inputs refused
 def test_nan_none_and_complex_are_refused():
     """mp_density(nan) was 0.0, kernel_stieltjes(nan) a LinAlgError, kernel_density(eta=1j) accepted."""
     for call, word in [(lambda: mp_density(np.nan, 0.5), "x"), (lambda: mp_stieltjes(None, 0.5), "z"),

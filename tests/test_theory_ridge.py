@@ -158,7 +158,7 @@ def test_matches_simulation(p, n):
     assert np.all(np.abs(errs.mean(0) - theory) <= 4 * se), (errs.mean(0), theory, se)
 
 
-# ----------------------------------------------------------------------------- issue 13: inputs and precision
+# ----------------------------------------------------------------------------- inputs and precision
 def test_float_zero_gamma_is_the_ridgeless_limit():
     """ridge_error(0.0, ...) was NaN: sympy's Float(0.0) == 0 is False."""
     assert ridge_error(0.0, 2.0, 1.0) == 0

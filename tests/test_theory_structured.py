@@ -486,7 +486,7 @@ def test_error_on_grid_quadrature_and_exact_traces_agree():
     np.testing.assert_array_equal(sol.traces, np.transpose(sol.traces, (0, 2, 1)))  # T is symmetric
 
 
-# ----------------------------------------------------------------------------- issue 13: bad inputs refused
+# ----------------------------------------------------------------------------- bad inputs refused
 def test_constants_spikes_and_records_checked():
     from theory.structured import StructuredSolution, structured_low_rank_matrix
 

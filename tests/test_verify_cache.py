@@ -133,3 +133,51 @@ def test_interrupted_structured_check_recomputes_only_missing_cells(tmp_path, mo
     monkeypatch.setattr(numerics, "interpolation_error_mc_shared", real)
     fresh = run_check(_spec("B7"), CheckContext(profile="quick", cache_dir=None, n_jobs=1))
     assert _measured(resumed) == _measured(fresh)
+
+
+# ------------------------------------------------------------------- borrowed cells and the run's memo
+def test_run_memo_computes_a_cell_once_and_hands_out_copies():
+    calls, memo = [], {}
+    ctx = CheckContext(cache_dir=None, check_id="B9", memo=memo)
+    a = ctx.cached("mc", {"n": 1}, lambda: calls.append(1) or {"x": np.ones(2)})
+    a["x"][0] = 5.0  # a caller's change does not reach the next reader
+    b = CheckContext(cache_dir=None, check_id="B9", memo=memo).cached("mc", {"n": 1}, lambda: calls.append(1) or {})
+    assert len(calls) == 1 and b["x"].tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match="memo"):
+        CheckContext(memo=[])
+
+
+def test_borrowing_uses_the_lenders_seeds_and_entries_and_records_the_seeds(tmp_path):
+    lender = _ctx(tmp_path, check_id="B7", seed=3)
+    borrower = _ctx(tmp_path, check_id="B4", seed=3)
+    view = borrower.borrowing("B7")
+    assert view.seed_for("grid", 1) == lender.seed_for("grid", 1)
+    assert borrower.seeds_used == [lender.seeds_used[0]]  # recorded in the borrower's report
+    calls = []
+    lender.cached("mc", {"n": 2}, lambda: calls.append(1) or {"x": np.ones(3)})
+    got = view.cached("mc", {"n": 2}, lambda: calls.append(1) or {"x": np.zeros(3)})
+    assert len(calls) == 1 and got["x"].tolist() == [1.0, 1.0, 1.0]
+    assert not (tmp_path / "B4").exists()
+
+
+@pytest.mark.parametrize("cache", ["disk", "memo"])
+def test_b4_reads_b7s_draws_and_measures_what_it_measures_alone(tmp_path, monkeypatch, cache):
+    """B7 then B4 at the smoke profile: B4 draws no Monte Carlo cell of its own, and its measured values equal
+    those of B4 run alone (which draws the shared cells itself)."""
+    import numerics
+
+    real = numerics.interpolation_error_mc_shared
+    calls = []
+    monkeypatch.setattr(numerics, "interpolation_error_mc_shared", lambda *a, **k: calls.append(a[:2]) or real(*a, **k))
+    make = (lambda: CheckContext(profile="smoke", cache_dir=tmp_path, n_jobs=1)) if cache == "disk" else None
+    memo: dict = {}
+    if make is None:
+        make = lambda: CheckContext(profile="smoke", cache_dir=None, n_jobs=1, memo=memo)  # noqa: E731
+    b7 = run_check(_spec("B7"), make())
+    n_b7 = len(calls)
+    b4 = run_check(_spec("B4"), make())
+    assert b7.error is None and b4.error is None
+    assert n_b7 > 0 and len(calls) == n_b7  # B4 borrowed every cell
+    alone = run_check(_spec("B4"), CheckContext(profile="smoke", cache_dir=None, n_jobs=1))
+    assert _measured(b4) == _measured(alone)
+    assert set(b4.seeds) <= set(b7.seeds)

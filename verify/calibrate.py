@@ -236,12 +236,13 @@ def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_di
     rec_dir.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[dict]] = {s.id: [] for s in specs}
     for seed in seeds:
+        memo: dict = {}  # one run's in-memory cells (without a cache directory): B4 reads B7's draws
         for spec in specs:
             path = rec_dir / f"{spec.id}_seed{seed}.json"
             rec = _stored_record(path, profile)
             if rec is None:
                 ctx = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, n_jobs=n_jobs, device=device,
-                                   executor=executor, scheduler=scheduler)
+                                   executor=executor, scheduler=scheduler, memo=memo)
                 res = run_check(spec, ctx)
                 rec = {**_record(res, seed), "profile": profile}
                 tmp = path.with_suffix(".tmp")

@@ -162,7 +162,7 @@ def preflight(args: argparse.Namespace) -> CheckContext:
                             report_dir=args.report_dir / "figures" if args.report_dir else None,
                             cache_dir=cache_dir, device=args.device,
                             n_jobs=(os.cpu_count() or 1) if args.jobs is None else args.jobs,
-                            executor=args.executor, scheduler=args.scheduler)
+                            executor=args.executor, scheduler=args.scheduler, memo={})
     except (TypeError, ValueError) as exc:
         refuse_field(exc)
     check_device_available(base.device)

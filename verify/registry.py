@@ -7,6 +7,7 @@ Claims without a registered function are reported as ``NOT IMPLEMENTED`` (never 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
 import os
@@ -341,6 +342,8 @@ class CheckContext:
     check_id: str = ""
     seeds_used: list[int] = field(default_factory=list)
     _progress_factory: Callable[[str, int], Any] | None = None
+    #: the run's in-memory cells without a cache directory (:meth:`cached`), shared by its checks; None: none kept
+    memo: dict | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.profile, str) or self.profile not in PROFILES:
@@ -357,6 +360,8 @@ class CheckContext:
         _check_text("check_id", self.check_id)
         self.seeds_used = _check_seeds("seeds_used", self.seeds_used)
         _check_callable("_progress_factory", self._progress_factory, none_ok=True)
+        if self.memo is not None and not isinstance(self.memo, dict):
+            raise TypeError(f"memo must be None or a dict, got {type(self.memo).__name__}")
 
     @property
     def quick(self) -> bool:
@@ -373,6 +378,19 @@ class CheckContext:
         s = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
         self.seeds_used.append(s)
         return s
+
+    def borrowing(self, lender: str) -> "CheckContext":
+        """This context with the seeds and the cache entries of check ``lender``: reads another check's draws.
+
+        Two checks that simulate the same cells (B4 reads B7's structured Monte Carlo) then draw them once:
+        ``seed_for`` and ``cached`` of the returned context hash ``lender`` instead of this check's id, so the
+        entries are the lender's own (on disk, or in this process's memo without a cache directory).  The seeds
+        are still recorded in this check's report (the list is shared); progress stays this check's.
+        """
+        _check_text("lender", lender, empty=False)
+        out = dataclasses.replace(self, check_id=lender)
+        out.seeds_used = self.seeds_used
+        return out
 
     def design_seed(self, *keys: Any) -> int:
         """Seed of a part of the DESIGN (a ground truth, a pilot calculation): the same for every base seed.
@@ -429,7 +447,8 @@ class CheckContext:
         everything the cell depends on, seed included - base seed, profile, device, version). The
         file is written to a temporary name and renamed (atomic), so an interrupted run leaves
         either a complete entry or none; a rerun recomputes only the missing cells. ``cache_dir=None``
-        disables the memo. Cached values are the float64 arrays bit for bit, so the cache never changes
+        computes every time, or once per run when the run shares a ``memo`` (``python -m verify`` and ``calibrate``
+        do, one per run / seed): a cell borrowed by another check (:meth:`borrowing`) is then still drawn once. Cached values are the float64 arrays bit for bit, so the cache never changes
         a result.
 
         Every entry stores its key (the hash, and the check id, name, key dict, version, profile, device and
@@ -455,7 +474,7 @@ class CheckContext:
         _check_callable("compute", compute)
         h = self.cache_key(name, key, version)  # checks name, key and version
         if self.cache_dir is None:
-            return _computed(compute)
+            return _memoised(self.memo, h, compute)
         path = Path(self.cache_dir) / (self.check_id or "_") / f"{h}.npz"
         meta = self._cache_meta(name, key, version)
         hit = _npz_read(path, h, meta)
@@ -500,6 +519,16 @@ class CheckContext:
 
 #: what names a report cache entry in its key (the method as defined, even when a caller wraps it)
 _ENTRY_KIND = CheckContext.cached
+
+
+def _memoised(memo: dict | None, h: str, compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`_computed`, once per key in the run's ``memo`` (``cache_dir=None``; ``None``: every time); copies
+    out, so that a caller cannot alter what the next reader gets."""
+    if memo is None:
+        return _computed(compute)
+    if h not in memo:
+        memo[h] = _computed(compute)
+    return {k: v.copy() for k, v in memo[h].items()}
 
 
 def _computed(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:

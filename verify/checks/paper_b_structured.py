@@ -15,9 +15,11 @@ configuration.  The linearisation-breakdown study (true vs linearised vs theory 
 informational: its own report entry ``B7-lin`` (INFO verdict, never in the exit status).
 
 Monte Carlo cells: one cell = one ``(c, snr, p)`` and all its models on the SAME draws ``X, y``
-(:func:`numerics.interpolation_error_mc_shared`: ``X^T X`` once; true kernel for every spike, linearised
-kernel for every spike in B7 / B7-lin, ridge in B4), memoised on disk by ``ctx.cached`` so that an
-interrupted run resumes from the finished cells (``--cache-dir``; same seeds, same numbers).
+(:func:`numerics.interpolation_error_mc_shared`: ``X^T X`` once; true and linearised kernel for every spike
+and ridge), memoised on disk by ``ctx.cached`` so that an interrupted run resumes from the finished cells
+(``--cache-dir``; same seeds, same numbers).  B7 and B4 share one grid of cells (:func:`_grid_cell`, B7's seeds
+and entries): B4 reads B7's draws instead of drawing its own (their true-kernel cells were the same models at the
+same sizes; B4 cost 121 s of the paper profile, nearly all of it those cells).  B7-lin draws its own.
 
 Conventions: ``mu = sqrt(snr) e_1``; a spike ``(strength, "aligned")`` is ``w_K = w_Q = sqrt(strength) e_1``,
 ``(strength, "orthogonal")`` is ``w_K = w_Q = sqrt(strength) e_2``.  Spike configurations of one
@@ -79,9 +81,8 @@ class _Profile:
     breakdown_trials: int
     b4_snrs: tuple[float, ...]
     b4_gammas: tuple[float, ...]
-    # per-c overrides of (p_sizes, trials) of B7 / B4: ((c, (p, 2p), trials), ...)
+    # per-c overrides of (p_sizes, trials) of the structured grid (B7, and B4 on its draws): ((c, (p, 2p), trials), ...)
     b7_sizes_by_c: tuple = ()
-    b4_sizes_by_c: tuple = ()
     # theory-only grids of B4 (log10 range and number of points): statements, reversal scan, figure
     b4_theory_grid: tuple[float, float, int] = (-3.0, 1.0, 9)
     reversal_grid: tuple[float, float, int] = (-4.0, 2.0, 31)
@@ -101,7 +102,7 @@ _PROFILES = {
     "smoke": _Profile(
         p_sizes=(16, 32), trials=3, gammas=(0.1, 1.0), snrs=(1.0,),
         spikes=(_NONE, (4.0, "aligned"), (4.0, "orthogonal")), cs=(0.5, 2.0),
-        breakdown_p=(16, 32), breakdown_trials=2, b4_snrs=(0.5,), b4_gammas=(0.1, 10.0),
+        breakdown_p=(16, 32), breakdown_trials=2, b4_snrs=(1.0,), b4_gammas=(0.1, 10.0),
         b4_theory_grid=(-2.0, 1.0, 4), reversal_grid=(-3.0, 2.0, 11), figure_grid=(-3.0, 1.0, 9),
         phase_cs=(0.5, 2.0), phase_strengths=(0.0, 4.0), phase_grid=(-3.0, 2.0, 6),
     ),
@@ -139,17 +140,16 @@ def _profile(ctx: CheckContext) -> _Profile:
     return _PROFILES[ctx.profile]
 
 
-def _sizes(prof: _Profile, c: float, which: str = "b7") -> tuple[tuple[int, int], int]:
+def _sizes(prof: _Profile, c: float) -> tuple[tuple[int, int], int]:
     """``((p, 2p), trials)`` of the finite-size pair at aspect ratio ``c`` (per-c override or the default)."""
-    for cc, ps, tr in (prof.b7_sizes_by_c if which == "b7" else prof.b4_sizes_by_c):
+    for cc, ps, tr in prof.b7_sizes_by_c:
         if cc == c:
             return (int(ps[0]), int(ps[1])), int(tr)
     return (int(prof.p_sizes[0]), int(prof.p_sizes[1])), int(prof.trials)
 
 
-def _sizes_text(prof: _Profile, which: str = "b7") -> str:
-    return "; ".join(f"c={c:g}: {tr} trials at p={ps[0]} and p={ps[1]}"
-                     for c in prof.cs for ps, tr in [_sizes(prof, c, which)])
+def _sizes_text(prof: _Profile) -> str:
+    return "; ".join(f"c={c:g}: {tr} trials at p={ps[0]} and p={ps[1]}" for c in prof.cs for ps, tr in [_sizes(prof, c)])
 
 
 def _spike_label(spike: tuple[float, str]) -> str:
@@ -205,6 +205,38 @@ def _shared_mc(ctx: CheckContext, c: float, snr: float, spikes, p: int, trials: 
             n_jobs=max(1, int(ctx.n_jobs)), device=ctx.device)
 
     return ctx.cached("shared_mc", key, compute, version=mc_version())
+
+
+#: the check whose seeds and cache entries the structured grid uses (B4 borrows them: CheckContext.borrowing)
+GRID_OWNER = "B7"
+
+
+def grid_gammas(prof: _Profile) -> np.ndarray:
+    """The gammas of the structured grid's cells: B7's and B4's together (a gamma costs an O(m) solve)."""
+    return np.array(sorted(set(prof.gammas) | set(prof.b4_gammas)), dtype=float)
+
+
+def _grid_cell(ctx: CheckContext, c: float, snr: float, p: int) -> dict[str, np.ndarray]:
+    """One ``(c, snr, p)`` of the structured grid, as B7 draws it and B4 reads it (the same cache entry).
+
+    Every spike of the profile, the true and the linearised kernel, and ridge, on one draw per trial, at
+    :func:`grid_gammas`; seeds and cache entries are :data:`GRID_OWNER`'s whichever check asks first.
+    Returns ``"true"``, ``"linearised"`` ``(spikes, trials, G)`` and ``"ridge"`` ``(trials, G)``.
+    """
+    prof = _profile(ctx)
+    owner = ctx if ctx.check_id == GRID_OWNER else ctx.borrowing(GRID_OWNER)
+    (p1, p2), trials = _sizes(prof, c)
+    if p not in (p1, p2) or snr not in prof.snrs:
+        raise ValueError(f"(c={c}, snr={snr}, p={p}) is not a cell of the structured grid of profile {ctx.profile!r}")
+    sd = owner.seed_for("grid", c, snr, p)  # shared by every spike, both kernels and ridge: paired X
+    return _shared_mc(owner, c, snr, prof.spikes, p, trials, grid_gammas(prof), sd, true=True, linearised=True,
+                      ridge=True)
+
+
+def _gamma_columns(prof: _Profile, gammas) -> np.ndarray:
+    """Indices of ``gammas`` in :func:`grid_gammas`."""
+    grid = list(grid_gammas(prof))
+    return np.array([grid.index(float(g)) for g in gammas])
 
 
 def _mean_se(tr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -326,13 +358,13 @@ def simulate_b7(ctx: CheckContext, design: B7Design) -> Cells:
     cells: Cells = {}
     total = len(prof.cs) * len(prof.snrs) * 2
     with ctx.progress("structured MC grid (true + linearised kernel, all spikes per cell)", total=total) as bar:
+        cols = _gamma_columns(prof, design.gammas)
         for c in prof.cs:
             (p1, p2), trials = design.sizes[c]
             for snr in prof.snrs:
                 for p in (p1, p2):
-                    sd = ctx.seed_for("grid", c, snr, p)  # shared by every spike and both kernels: paired X
-                    cells[(c, snr, p)] = _shared_mc(ctx, c, snr, prof.spikes, p, trials, design.gammas, sd,
-                                                    true=True, linearised=True)
+                    cell = _grid_cell(ctx, c, snr, p)
+                    cells[(c, snr, p)] = {k: cell[k][..., cols] for k in ("true", "linearised")}
                     bar.advance()
     return cells
 
@@ -793,7 +825,7 @@ def design_b4(ctx: CheckContext) -> B4Design:
     prof = _profile(ctx)
     return B4Design(prof=prof, theory_grid=np.logspace(*prof.b4_theory_grid),
                     reversal_grid=np.logspace(*prof.reversal_grid), figure_grid=np.logspace(*prof.figure_grid),
-                    gammas=np.array(prof.b4_gammas), sizes={c: _sizes(prof, c, "b4") for c in prof.cs})
+                    gammas=np.array(prof.b4_gammas), sizes={c: _sizes(prof, c) for c in prof.cs})
 
 
 def _curves(grid: np.ndarray, c: float, snr: float, spikes) -> dict[str, np.ndarray]:
@@ -828,16 +860,24 @@ def _phase_scans(prof: _Profile) -> dict:
 
 
 def simulate_b4(ctx: CheckContext, design: B4Design) -> Cells:
-    """The cells ``(c, snr, p) -> {"none", "al4", "or4", "ridge": (trials, gammas)}`` on paired draws (same X)."""
+    """The cells ``(c, snr, p) -> {"none", "al4", "or4", "ridge": (trials, gammas)}`` on paired draws (same X).
+
+    They are B7's cells (:func:`_grid_cell`: the same draws, read from B7's cache entries or this run's memo, or
+    drawn here first if B4 runs alone): B4 and B7 test different statements on one Monte Carlo, so each check's
+    false-FAIL rate and power are what they were on draws of their own; only their verdicts are now correlated.
+    """
+    prof = design.prof
+    rows = [list(prof.spikes).index(s) for s in B4_SPIKES]
+    cols = _gamma_columns(prof, design.gammas)
     cells: Cells = {}
-    with ctx.progress("B4 simulations (none / aligned 4 / orthogonal 4 / ridge per cell)",
+    with ctx.progress("B4 simulations (B7's draws: none / aligned 4 / orthogonal 4 / ridge per cell)",
                       total=len(design.cells) * 2) as bar:
         for c, snr in design.cells:
-            (p1, p2), trials = design.sizes[c]
+            (p1, p2), _ = design.sizes[c]
             for p in (p1, p2):
-                seed = ctx.seed_for("b4", c, snr, p)  # same X for every configuration below
-                cell = _shared_mc(ctx, c, snr, B4_SPIKES, p, trials, design.gammas, seed, true=True, ridge=True)
-                cells[(c, snr, p)] = {**{k: cell["true"][i] for i, k in enumerate(B4_MODELS)}, "ridge": cell["ridge"]}
+                cell = _grid_cell(ctx, c, snr, p)
+                cells[(c, snr, p)] = {**{k: cell["true"][i][..., cols] for k, i in zip(B4_MODELS, rows)},
+                                      "ridge": cell["ridge"][..., cols]}
                 bar.advance()
     return cells
 
@@ -1055,7 +1095,7 @@ def describe_b4(design: B4Design, prediction: B4Prediction, cells: Cells,
         + _small_gamma_text(rev) +
         "Orthogonal spikes decouple exactly in the limit (theory comparisons above). "
         f"Simulation: true kernel, paired trials (same X for none / aligned / orthogonal / ridge), "
-        f"{_sizes_text(prof, 'b4')}, gammas {list(prof.b4_gammas)}, snr {list(prof.b4_snrs)}. Attention-vs-ridge "
+        f"{_sizes_text(prof)} (B7's draws), gammas {list(prof.b4_gammas)}, snr {list(prof.b4_snrs)}. Attention-vs-ridge "
         f"comparisons are judged inside the declared regime kappa(2p) <= {KAPPA_MAX} of the linearisation; "
         f"outside it (reported, not judged): {'; '.join(outside) if outside else 'none'}."
         + _phase_text(design.prof, prediction.phase)
