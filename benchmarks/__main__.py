@@ -142,7 +142,7 @@ def _time_vs_n_row(sc: dict) -> dict | None:
     return dict(workload="attention MC trial time vs n (exponent)",
                 project=f"{sc['exponent']:.2f} +- {sc['exponent_se']:.2f}",
                 baseline=f"expected {sc['expected_exponent']:g}", ratio=None, lower_bound=False, target=None,
-                note=(f"n/p = {sc['ratio']}, {sc['n_gammas']} gammas, features + Gram + 1 eigh, best of "
+                note=(f"n/p = {sc['ratio']}, {sc['n_gammas']} gammas, features + Gram + 1 tridiagonalisation, best of "
                       f"{sc['repeats']}, {sc.get('torch_threads')} torch thread(s); {times}; two largest n alone: {sc.get('exponent_top', float('nan')):.2f} "
                       "(small n flattens the slope: per-call overheads and the O(n^2) activation)"))
 
