@@ -448,8 +448,8 @@ class CheckContext:
         file is written to a temporary name and renamed (atomic), so an interrupted run leaves
         either a complete entry or none; a rerun recomputes only the missing cells. ``cache_dir=None``
         computes every time, or once per run when the run shares a ``memo`` (``python -m verify`` and ``calibrate``
-        do, one per run / seed): a cell borrowed by another check (:meth:`borrowing`) is then still drawn once. Cached values are the float64 arrays bit for bit, so the cache never changes
-        a result.
+        do, one per run / seed): a cell borrowed by another check (:meth:`borrowing`) is then still drawn once.
+        Cached values are the float64 arrays bit for bit, so the cache never changes a result.
 
         Every entry stores its key (the hash, and the check id, name, key dict, version, profile, device and
         seed as JSON) and the SHA-256 of its arrays; a read verifies both.  An entry that fails - unreadable or
