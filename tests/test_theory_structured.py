@@ -421,9 +421,40 @@ def test_non_convergence_raises(monkeypatch):
     """A null solver that stops early must surface as StructuredConvergenceError (no silent NaN)."""
     import theory.null_system as att
 
+    import theory.structured as ts
+
     monkeypatch.setattr(att, "_newton", lambda *a, **k: (0.3, 0.3, 0.0, 5, 1.0))
-    with pytest.raises(StructuredConvergenceError, match="did not converge"):
-        structured_attention_solve(0.1, 2.0, "tanh", 1.0, spike=(1.0, "aligned"))
+    ts._null_solutions_memo.cache_clear()  # a null solve memoised by an earlier test would not reach the solver
+    try:
+        with pytest.raises(StructuredConvergenceError, match="did not converge"):
+            structured_attention_solve(0.1, 2.0, "tanh", 1.0, spike=(1.0, "aligned"))
+    finally:
+        ts._null_solutions_memo.cache_clear()
+
+
+def test_null_solutions_memo_shares_one_solve_across_snr_and_spike(monkeypatch):
+    """Every snr and spike on one (gamma grid, c) reads one null solve; the callers get copies, not the memo."""
+    import theory.null_system as att
+    import theory.structured as ts
+
+    calls = []
+    real = att.solve_null_system_full
+    monkeypatch.setattr(att, "solve_null_system_full", lambda *a, **k: calls.append(1) or real(*a, **k))
+    ts._null_solutions_memo.cache_clear()
+    try:
+        g = np.array([1e-2, 0.1, 1.0])
+        first = structured_attention_error(g, 0.5, "tanh", 0.5)
+        for snr, spike in [(2.0, None), (1.0, (4.0, "aligned")), (1.0, (4.0, "orthogonal"))]:
+            structured_attention_error(g, 0.5, "tanh", snr, spike=spike)
+        assert len(calls) == 1
+        a1, sf2 = 0.6, 0.2
+        nul = ts._null_solutions(g, 0.5, a1, sf2, 0.0, "symmetric", "exact", 800, 1e-12, 100)
+        nul[:] = np.nan  # a caller's copy: the memo is untouched
+        again = ts._null_solutions(g, 0.5, a1, sf2, 0.0, "symmetric", "exact", 800, 1e-12, 100)
+        assert np.all(np.isfinite(again))
+        np.testing.assert_array_equal(structured_attention_error(g, 0.5, "tanh", 0.5), first)
+    finally:
+        ts._null_solutions_memo.cache_clear()
 
 
 def test_invalid_system_and_method():

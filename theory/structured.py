@@ -523,10 +523,21 @@ def _null_solutions(gam: np.ndarray, c: float, a1: float, sf2: float, d0: float,
 
     Solved by :func:`theory.null_system.solve_null_system_full` (the single implementation of the null
     system in the project, so that ``snr = 0`` reduces *exactly* to :func:`theory.attention_error`);
-    ``d/dgamma = -d/dz``.
+    ``d/dgamma = -d/dz``.  The null system does not involve the signal or the spike, so every ``snr`` and spike
+    on one ``(gamma grid, c, activation, solver)`` shares one solve (memoised; a fresh copy per call).
     """
+    gam = np.ascontiguousarray(gam, dtype=float)
+    return _null_solutions_memo(gam.tobytes(), gam.shape, float(c), float(a1), float(sf2), float(d0), str(system),
+                                str(method), int(n_nodes), float(tol), int(max_iter)).copy()
+
+
+@functools.lru_cache(maxsize=256)
+def _null_solutions_memo(gam_bytes: bytes, shape: tuple, c: float, a1: float, sf2: float, d0: float, system: str,
+                         method: str, n_nodes: int, tol: float, max_iter: int) -> np.ndarray:
+    """:func:`_null_solutions` on hashable arguments (``gam`` as its bytes and shape)."""
     from .null_system import solve_null_system_full
 
+    gam = np.frombuffer(gam_bytes, dtype=float).reshape(shape)
     try:
         sols = solve_null_system_full(-gam, c, a1, sf2, d0, system=system, method=method, n_nodes=max(int(n_nodes), 16),
                                       tol=tol, max_iter=max_iter)
