@@ -39,7 +39,7 @@ from theory._validation import (
     finite_result,
 )
 
-from .ips import IPSModel
+from .ips import IPSModel, _bilinear
 from .threads import _torch_numeric_errors
 
 __all__ = ["RANGE_Q", "predict_error", "predicted_curve", "population_range"]
@@ -103,7 +103,7 @@ class _Features:
 
     def __call__(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray | None = None,
                  n_rows: int | None = None) -> tuple[sparse.csr_matrix, np.ndarray | None]:
-        u = np.einsum("nk,kl,nl->n", x, self.model.A_star, y)
+        u = _bilinear(x, self.model.A_star, y)
         fb = _basis(u, self.lo, self.hi, self.K, self.s, rows, n_rows)
         if not self.with_A:
             return fb, None
@@ -153,7 +153,7 @@ def population_range(model: IPSModel, seed: int, n: int = 2**19) -> tuple[float,
     rng = np.random.default_rng([seed, 7])
     for _ in range(max(1, n // 2**16)):
         x, y = model.sample_pairs(2**16, rng)
-        u.append(np.einsum("nk,kl,nl->n", x, model.A_star, y))
+        u.append(_bilinear(x, model.A_star, y))
     lo, hi = np.quantile(np.concatenate(u), [RANGE_Q, 1 - RANGE_Q])
     return float(lo), float(hi)
 
@@ -208,7 +208,7 @@ def _predict(model: IPSModel, K: int, s: int, n_pop: int, n_pairs: int, seed: in
     rng = np.random.default_rng(seed)
     lo, hi = population_range(model, seed)
     x, y = model.sample_pairs(n_pairs, rng)
-    u = np.einsum("nk,kl,nl->n", x, model.A_star, y)
+    u = _bilinear(x, model.A_star, y)
     feats = _Features(model, lo, hi, K, s, with_A)
     p = feats.p
     N = model.N
