@@ -100,6 +100,13 @@ def _interpolation_rows(res: dict) -> list[dict]:
                          project=f"{cg['time_checks_path_s']:.3f} s", baseline=f"{cg['time_cholesky_s']:.3f} s",
                          ratio=float(cg["speedup_vs_cholesky"]), lower_bound=False, target=None,
                          note=f"n={cg['n']}, p={cg['p']}, {cg['n_gammas']} gammas"))
+    bt = res.get("b4_theory")
+    if isinstance(bt, dict):
+        rows.append(dict(workload=f"B4 theory ({bt['profile']} profile): one null-system solve per (gamma grid, c)",
+                         project=f"{bt['cpu_memo_s']:.2f} s CPU", baseline=f"{bt['cpu_per_call_s']:.2f} s CPU",
+                         ratio=float(bt["speedup"]), lower_bound=False, target=None,
+                         note=f"{bt['null_solves']} solves for {bt['null_reads']} reads; bitwise identical: "
+                              f"{bt['identical']}"))
     for key, val in res.items():  # anything else that looks like a ratio
         if key.startswith("speedup_") and not any(r["ratio"] == val for r in rows):
             rows.append(dict(workload=f"interpolation {key}", project="", baseline="", ratio=float(val),

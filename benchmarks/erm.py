@@ -29,6 +29,9 @@ Two measurements, in one process:
 4. **Pair design**: one fit with the products of ``B`` from its nonzeros (the estimator's size rule, "auto")
    against the same fit with dense products (the private switch ``_design_mode = "dense"``), same data,
    ``d = 5`` (quick: ``M = 16000``; full: also ``M = 102556``): the time ratio.
+5. **Bilinear forms** ``x^T A y`` at ``d = 30`` over ``2^18`` pairs (the truth's inner products in sampling and
+   the L2 error, the error model's): :func:`numerics.ips._bilinear` against the three-operand ``einsum`` it
+   replaced (numpy's unblocked loop), best of 3, with their largest relative difference.
 
 Configuration (stated in the returned dict): ``IPSModel(d=30, N=5, rank=1, truth="bspline", degree=3,
 token_law="uniform", noise=0.1)`` (``beta = 2``), ``K = 32`` intervals for both pipelines (the truth has
@@ -57,7 +60,7 @@ import torch
 from . import tiny_mode
 
 __all__ = ["run", "erm_config", "time_to_error", "time_vs_M", "moment_start", "batched_config", "batched_fits",
-           "pair_design_speed"]
+           "bilinear_forms", "pair_design_speed"]
 
 
 def erm_config(quick: bool = True, tiny: bool | None = None) -> dict:
@@ -202,6 +205,29 @@ def time_vs_M(cfg: dict, seed: int = 0) -> dict:
             out.update(per_iter_exponent=g.slope, per_iter_exponent_se=g.se)
     return out
 
+
+
+def bilinear_forms(n_pairs: int = 2**18, d: int = 30, seed: int = 0, repeats: int = 3) -> dict:
+    """``x^T A y`` over ``n_pairs`` pairs (the truth's and the error model's inner products): the project's
+    :func:`numerics.ips._bilinear` (one BLAS product, then a row-wise dot) vs the three-operand ``einsum`` it
+    replaced, best of ``repeats``, with their largest relative difference."""
+    from numerics.ips import _bilinear
+
+    g = np.random.default_rng(seed)
+    x, y, A = g.uniform(-1, 1, (n_pairs, d)), g.uniform(-1, 1, (n_pairs, d)), g.standard_normal((d, d))
+
+    def best(fn):
+        t = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            out = fn()
+            t = min(t, time.perf_counter() - t0)
+        return t, out
+
+    t_new, u_new = best(lambda: _bilinear(x, A, y))
+    t_old, u_old = best(lambda: np.einsum("nk,kl,nl->n", x, A, y))
+    return dict(n_pairs=n_pairs, d=d, time_project_s=t_new, time_einsum_s=t_old, speedup=t_old / t_new,
+                max_rel_diff=float(np.max(np.abs(u_new - u_old)) / np.max(np.abs(u_old))))
 
 def batched_config(quick: bool = True, tiny: bool | None = None) -> dict:
     """Sizes of the batched-fits and pair-design measurements for the ``quick``, full or tiny mode."""
@@ -350,6 +376,11 @@ def run(quick: bool = True, tiny: bool | None = None, seed: int = 0, log: Any = 
     batched = batched_fits(bcfg, seed, log=say)
     design = pair_design_speed(bcfg, seed)
     rows += _batched_rows(batched, design)
+    bil = bilinear_forms(n_pairs=2**12 if tiny_mode(tiny) else 2**18, d=30, seed=seed)
+    rows.append(dict(workload=f"bilinear forms x^T A y, d={bil['d']}, {bil['n_pairs']} pairs (truth, error model, "
+                              "L2 error)", project=f"{bil['time_project_s']:.4f} s (x A, row-wise dot)",
+                     baseline=f"{bil['time_einsum_s']:.4f} s (3-operand einsum)", ratio=float(bil["speedup"]),
+                     lower_bound=False, target=None, note=f"max rel diff {bil['max_rel_diff']:.1e}"))
     say("ERM: fit time vs M")
     scal = time_vs_M(cfg, seed)
     if "exponent" in scal:
@@ -368,5 +399,5 @@ def run(quick: bool = True, tiny: bool | None = None, seed: int = 0, log: Any = 
                     project="PairwiseInteractionEstimator(defaults, degree=s, n_intervals=K, range_quantile=q)",
                     baseline="PaperStyleEstimator(spline_degree=3, n_intervals=K, range_quantile=q, defaults)",
                     torch_threads=torch.get_num_threads()),
-        results=results, scaling=scal, batched=batched, pair_design=design, batched_config=bcfg, rows=rows,
+        results=results, scaling=scal, batched=batched, bilinear=bil, pair_design=design, batched_config=bcfg, rows=rows,
     )

@@ -12,6 +12,8 @@ tridiagonal solve.  Three baselines run in the same process on the same features
 
 The check-sized case (``check_grid``: B7's largest cell, ``p = 1024``, ``n = 2048``, its 5 gammas) times the
 path the checks take (tridiagonal from 3 gammas on at this size) against the per-gamma Cholesky path.
+``b4_theory``: B4's theory at the quick profile (smoke with a reduced ``n``) with one null-system solve per
+``(gamma grid, c)`` shared by every ``snr`` and spike (:mod:`theory.structured`'s memo) against a solve per call.
 
 The baselines' LAPACK calls (solve, Cholesky, eigh) use the same thread policy as the fast path's
 (single-threaded, see ``numerics.rmt._SINGLE_THREAD_EIGH_MAX``); matrix products use torch's default threads
@@ -258,6 +260,7 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
         "time_eigh_s": t_eigh,
         "speedup_vs_eigh": t_eigh / t_err_only,
         "check_grid": _check_grid(seed, reps) if n >= N else _check_grid(seed, reps, n=n, p=n // 2),
+        "b4_theory": b4_theory("quick" if n >= N else "smoke"),
         **_gflops(n, p, (t_s, t_k, t_g), t_plain),
         "time_activation_s": t_f,
         "max_rel_diff_vs_naive": _max_rel_diff(e_fast, e_naive),
@@ -278,6 +281,36 @@ def _check_grid(seed: int, reps: int, n: int = 2048, p: int = 1024) -> dict[str,
     t_chol, e_chol = _best_time(lambda: _errors_cholesky(Phi, y, gammas), reps)
     return {"n": n, "p": p, "n_gammas": 5, "time_checks_path_s": t_path, "time_cholesky_s": t_chol,
             "speedup_vs_cholesky": t_chol / t_path, "max_rel_diff": _max_rel_diff(e_path, e_chol)}
+
+
+def b4_theory(profile: str = "quick") -> dict[str, Any]:
+    """B4's theory (``predict_b4`` at ``profile``) with the null-system memo of :mod:`theory.structured` against
+    one null solve per call (the memo bypassed), same process, memo emptied first; and whether the two agree
+    bit for bit.  CPU seconds (the theory runs in one thread)."""
+    import pickle
+
+    import theory.structured as ts
+    from verify.checks.paper_b_structured import design_b4, predict_b4
+    from verify.registry import CheckContext
+
+    ctx = CheckContext(profile=profile, seed=0, cache_dir=None, n_jobs=1, check_id="B4")
+    design = design_b4(ctx)
+    memo = ts._null_solutions_memo
+    try:
+        ts._null_solutions_memo = memo.__wrapped__
+        t0 = time.process_time()
+        plain = predict_b4(ctx, design)
+        t_plain = time.process_time() - t0
+    finally:
+        ts._null_solutions_memo = memo
+    memo.cache_clear()
+    t0 = time.process_time()
+    shared = predict_b4(ctx, design)
+    t_memo = time.process_time() - t0
+    info = memo.cache_info()
+    return {"profile": profile, "cpu_memo_s": t_memo, "cpu_per_call_s": t_plain, "speedup": t_plain / t_memo,
+            "null_solves": info.misses, "null_reads": info.hits + info.misses,
+            "identical": pickle.dumps(plain) == pickle.dumps(shared)}
 
 
 def main() -> None:
@@ -301,6 +334,10 @@ def main() -> None:
     c = r["check_grid"]
     print(f"  B7-sized cell (p={c['p']}, n={c['n']}, {c['n_gammas']} gammas): checks' path {c['time_checks_path_s']:.3f} s, "
           f"per-gamma Cholesky {c['time_cholesky_s']:.3f} s -> x{c['speedup_vs_cholesky']:.2f}")
+    b = r["b4_theory"]
+    print(f"  B4 theory ({b['profile']}): {b['null_reads']} null-system reads, {b['null_solves']} solves: "
+          f"{b['cpu_memo_s']:.2f} s CPU vs {b['cpu_per_call_s']:.2f} s solving each -> x{b['speedup']:.1f} "
+          f"(bitwise identical: {b['identical']})")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(r, fh, indent=2)
