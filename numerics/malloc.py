@@ -4,10 +4,10 @@ The Monte Carlo of paper B allocates and frees arrays of tens of MB per trial (`
 features, Gram matrices).  glibc serves blocks above its mmap threshold (dynamic, at most 32 MB by default)
 with fresh ``mmap`` pages and unmaps them on ``free``: every trial then faults its pages in again and the
 kernel zeroes them.  Measured on the 2-core development machine (one B7-sized cell, ``p = 1024``,
-``n = 2048``, 8 trials, three models and ridge, 2 threads, two runs each): 0.79-0.80 M minor page faults and
-2.0-2.5 s system time by default, 0.27-0.34 M and 0.8-1.0 s with the thresholds below; the cell's wall time
-8.8-9.4 s -> 8.0-8.2 s.  On the paper profile the process had 69 M minor faults and 187 s of system time
-in 1808 CPU seconds before this setting.
+``n = 2048``, 8 trials, true and linearised kernel for two spikes and ridge, 2 threads; a whole process, 4
+alternating pairs): system time 2.2 -> 1.0 s, CPU 0.925x, wall 0.95x (pairs 0.90-1.02), peak memory 0.95 ->
+1.27 GB; minor page faults 0.79 M -> 0.27-0.34 M.  Paper profile, seed 0: system time 187 -> 145 s, minor faults
+69 M -> 51 M, wall time unchanged within the machine's run-to-run drift (16 min 57 s vs 16 min 52 s).
 
 Only the calling process is affected (worker processes started later keep glibc's defaults: paper A's
 fits allocate small blocks and showed no gain).  A no-op where the C library is not glibc.

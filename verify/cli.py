@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     :data:`EXIT_INTERRUPTED`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     # paper B's Monte Carlo frees and reallocates tens of MB per trial: keep those blocks in the heap instead of
-    # faulting fresh pages in each time (numerics.malloc: measured 10-15 % of a B7 cell's wall time)
+    # faulting fresh pages in each time (numerics.malloc: a B7 cell's whole process 0.95x the wall, 0.925x the CPU)
     keep_freed_memory()
     if argv[:1] == ["calibrate"]:
         from .calibrate import main as calibrate_main
