@@ -205,29 +205,21 @@ def time_vs_M(cfg: dict, seed: int = 0) -> dict:
             out.update(per_iter_exponent=g.slope, per_iter_exponent_se=g.se)
     return out
 
-
-
 def bilinear_forms(n_pairs: int = 2**18, d: int = 30, seed: int = 0, repeats: int = 3) -> dict:
     """``x^T A y`` over ``n_pairs`` pairs (the truth's and the error model's inner products): the project's
     :func:`numerics.ips._bilinear` (one BLAS product, then a row-wise dot) vs the three-operand ``einsum`` it
     replaced, best of ``repeats``, with their largest relative difference."""
     from numerics.ips import _bilinear
 
+    from .interpolation import _best_time
+
     g = np.random.default_rng(seed)
     x, y, A = g.uniform(-1, 1, (n_pairs, d)), g.uniform(-1, 1, (n_pairs, d)), g.standard_normal((d, d))
-
-    def best(fn):
-        t = float("inf")
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            out = fn()
-            t = min(t, time.perf_counter() - t0)
-        return t, out
-
-    t_new, u_new = best(lambda: _bilinear(x, A, y))
-    t_old, u_old = best(lambda: np.einsum("nk,kl,nl->n", x, A, y))
+    t_new, u_new = _best_time(lambda: _bilinear(x, A, y), repeats)
+    t_old, u_old = _best_time(lambda: np.einsum("nk,kl,nl->n", x, A, y), repeats)
     return dict(n_pairs=n_pairs, d=d, time_project_s=t_new, time_einsum_s=t_old, speedup=t_old / t_new,
                 max_rel_diff=float(np.max(np.abs(u_new - u_old)) / np.max(np.abs(u_old))))
+
 
 def batched_config(quick: bool = True, tiny: bool | None = None) -> dict:
     """Sizes of the batched-fits and pair-design measurements for the ``quick``, full or tiny mode."""
@@ -399,5 +391,6 @@ def run(quick: bool = True, tiny: bool | None = None, seed: int = 0, log: Any = 
                     project="PairwiseInteractionEstimator(defaults, degree=s, n_intervals=K, range_quantile=q)",
                     baseline="PaperStyleEstimator(spline_degree=3, n_intervals=K, range_quantile=q, defaults)",
                     torch_threads=torch.get_num_threads()),
-        results=results, scaling=scal, batched=batched, bilinear=bil, pair_design=design, batched_config=bcfg, rows=rows,
+        results=results, scaling=scal, batched=batched, bilinear=bil, pair_design=design, batched_config=bcfg,
+        rows=rows,
     )

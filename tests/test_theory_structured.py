@@ -420,7 +420,6 @@ def test_invalid_input(kwargs, match):
 def test_non_convergence_raises(monkeypatch):
     """A null solver that stops early must surface as StructuredConvergenceError (no silent NaN)."""
     import theory.null_system as att
-
     import theory.structured as ts
 
     monkeypatch.setattr(att, "_newton", lambda *a, **k: (0.3, 0.3, 0.0, 5, 1.0))
