@@ -13,7 +13,7 @@ slopes     fit_slope: log-log OLS slope with SE, t and bootstrap intervals, R^2
 rmt        paper B: samplers X = mu y^T + Z, attention/ridge features, interpolation error on a gamma grid
 threads    the thread policy: torch_threads(n), the one way to pin torch's intra-op threads; thread_map, the one
            thread-pool map (torch single-threaded inside, generators consumed in order)
-malloc     keep_freed_memory: glibc keeps freed large blocks in the heap (verify's command line calls it)
+malloc     keep_freed_memory: glibc keeps freed large blocks in the heap (verify's command line and its sweep workers)
 """
 
 from theory._version import __version__  # noqa: F401  (one version for the three packages)

@@ -1,32 +1,41 @@
 """Keep freed large blocks in the process heap (glibc ``mallopt``) instead of returning them to the kernel.
 
 The Monte Carlo of paper B allocates and frees arrays of tens of MB per trial (``n x n`` kernels, ``p x n``
-features, Gram matrices).  glibc serves blocks above its mmap threshold (dynamic, at most 32 MB by default)
-with fresh ``mmap`` pages and unmaps them on ``free``: every trial then faults its pages in again and the
-kernel zeroes them.  Measured on the 2-core development machine (one B7-sized cell, ``p = 1024``,
-``n = 2048``, 8 trials, true and linearised kernel for two spikes and ridge, 2 threads; a whole process, 4
-alternating pairs): system time 2.2 -> 1.0 s, CPU 0.925x, wall 0.95x (pairs 0.90-1.02), peak memory 0.95 ->
-1.27 GB; minor page faults 0.79 M -> 0.27-0.34 M.  Paper profile, seed 0: system time 187 -> 145 s, minor faults
-69 M -> 51 M, wall time unchanged within the machine's run-to-run drift (16 min 57 s vs 16 min 52 s).
+features, Gram matrices), and paper A's fits at large ``M`` design matrices of the same order.  glibc serves
+blocks above its mmap threshold (dynamic, at most 32 MB by default) with fresh ``mmap`` pages and unmaps them on
+``free``: every trial then faults its pages in again and the kernel zeroes them.  Measured on the 2-core
+development machine (one B7-sized cell, ``p = 1024``, ``n = 2048``, 8 trials, true and linearised kernel for
+two spikes and ridge, 2 threads; a whole process, 4 alternating pairs): system time 2.2 -> 1.0 s, CPU 0.925x,
+wall 0.95x (pairs 0.90-1.02), peak memory 0.95 -> 1.27 GB; minor page faults 0.79 M -> 0.27-0.34 M.
 
-Only the calling process is affected (worker processes started later keep glibc's defaults: paper A's
-fits allocate small blocks and showed no gain).  A no-op where the C library is not glibc.
+``children=True`` also hands the settings to the sweep workers started later (paper A's fits), through an
+environment variable that :func:`apply_inherited` reads in each worker.  Measured (``python -m verify --profile paper --only A3 --cache-dir none``, two
+alternating pairs, 2026-12-02): system time 74 -> 45 s, CPU 0.91x, wall 0.91x (pairs 0.83, 0.99), peak
+memory of the largest process 5.1 -> 5.7 GB; 30 A3 trials in one process: minor faults 1.44 M -> 0.61 M.
+A no-op where the C library is not glibc.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import sys
 
-__all__ = ["keep_freed_memory"]
+__all__ = ["INHERIT_ENV", "apply_inherited", "keep_freed_memory"]
 
 #: mallopt parameters (glibc's malloc.h)
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 
+#: the environment variable that hands the settings to worker processes (``keep_freed_memory(children=True)``)
+INHERIT_ENV = "NUMERICS_KEEP_FREED_MEMORY"
 
-def keep_freed_memory(mmap_threshold: int = 2**30, trim_threshold: int = 2**31 - 1) -> bool:
+_APPLIED: dict[int, bool] = {}  # pid -> apply_inherited's result (a forked child starts afresh)
+
+
+def keep_freed_memory(mmap_threshold: int = 2**30, trim_threshold: int = 2**31 - 1, *,
+                      children: bool = False) -> bool:
     """Serve blocks below ``mmap_threshold`` bytes from the heap and keep up to ``trim_threshold`` free bytes.
 
     Parameters
@@ -35,6 +44,9 @@ def keep_freed_memory(mmap_threshold: int = 2**30, trim_threshold: int = 2**31 -
         Blocks at least this large still get their own ``mmap`` (default 1 GiB).
     trim_threshold : int
         Free memory at the top of the heap beyond this is returned to the kernel (default ~2 GiB).
+    children : bool
+        Also hand the settings (once glibc accepted them here) to the worker processes started from now on:
+        they are written to ``os.environ[INHERIT_ENV]``, which :func:`apply_inherited` reads in the worker.
 
     Returns
     -------
@@ -53,4 +65,33 @@ def keep_freed_memory(mmap_threshold: int = 2**30, trim_threshold: int = 2**31 -
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, mmap_threshold)) and bool(mallopt(_M_TRIM_THRESHOLD, trim_threshold))
+    ok = bool(mallopt(_M_MMAP_THRESHOLD, mmap_threshold)) and bool(mallopt(_M_TRIM_THRESHOLD, trim_threshold))
+    if ok and children:
+        os.environ[INHERIT_ENV] = f"{mmap_threshold},{trim_threshold}"
+    return ok
+
+
+def apply_inherited() -> bool:
+    """In a worker process: the settings of a parent's ``keep_freed_memory(children=True)``, once per process.
+
+    Reads :data:`INHERIT_ENV` (``"<mmap_threshold>,<trim_threshold>"``); the sweep runner calls this at the
+    start of every task (:func:`numerics.sweep.run_sweep`), so that its worker processes keep freed memory as
+    their parent does.  A malformed value is ignored.
+
+    Returns
+    -------
+    bool
+        True if this process now runs with inherited settings.
+    """
+    pid = os.getpid()
+    if pid not in _APPLIED:
+        _APPLIED[pid] = _apply(os.environ.get(INHERIT_ENV, ""))
+    return _APPLIED[pid]
+
+
+def _apply(value: str) -> bool:
+    try:
+        mmap_threshold, trim_threshold = (int(v) for v in value.split(","))
+        return keep_freed_memory(mmap_threshold, trim_threshold)
+    except ValueError:
+        return False

@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from numerics.malloc import apply_inherited
 from theory._validation import ArgumentTypeError, as_int, check_choice, check_flag, describe
 
 __all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
@@ -457,7 +458,9 @@ def _torch_threads(n: int | None) -> Iterator[None]:
 
 
 def _call(func: Callable, cell: dict, seed: int, torch_threads: int | None) -> dict:
-    """Worker entry point (top-level, picklable)."""
+    """Worker entry point (top-level, picklable); a worker process first takes its parent's heap settings
+    (:func:`numerics.malloc.apply_inherited`)."""
+    apply_inherited()
     with _torch_threads(torch_threads):
         out = func(dict(cell), int(seed))
     if not isinstance(out, Mapping):

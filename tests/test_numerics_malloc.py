@@ -1,13 +1,16 @@
-"""``numerics.malloc.keep_freed_memory``: argument checks, and that glibc takes the settings (Linux only)."""
+"""``numerics.malloc``: argument checks; glibc takes the settings (Linux only), here and in the sweep's workers."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from numerics.malloc import keep_freed_memory
+from numerics import malloc
+from numerics.malloc import INHERIT_ENV, keep_freed_memory
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2**31, 1.5, True, "1"])
@@ -43,3 +46,50 @@ def test_glibc_takes_the_settings_and_large_blocks_stop_faulting():
     # default: each 64 MB block is a fresh mmap (16384 pages faulted per allocation); kept: the heap's pages reused
     assert out["off"] > 10 * 16384 * 0.9
     assert out["on"] < out["off"] / 10
+
+
+_FAULTS_CODE = (
+    "import resource, sys, torch\n"
+    "def faults(cell, seed):\n"
+    "    a = torch.ones(2**23, dtype=torch.float64); del a\n"
+    "    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+    "    for _ in range(10):\n"
+    "        a = torch.ones(2**23, dtype=torch.float64); del a\n"
+    "    return {'faults': resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0}\n"
+    "if __name__ == '__main__':\n"
+    "    from numerics.malloc import keep_freed_memory\n"
+    "    from numerics.sweep import run_sweep\n"
+    "    ok = keep_freed_memory(children=True) if sys.argv[1] == 'on' else True\n"
+    "    res = run_sweep(faults, [{'x': 0}, {'x': 1}], seeds=[0], n_jobs=2)\n"
+    "    print(ok, *[r['faults'] for r in res])\n"
+)
+
+
+def test_sweep_workers_take_the_parents_settings(tmp_path):
+    """``children=True``: the sweep's worker processes (loky) keep freed blocks too; without it they do not."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("glibc only")
+    script = tmp_path / "faults.py"
+    script.write_text(_FAULTS_CODE)
+    env = {k: v for k, v in os.environ.items() if k != INHERIT_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    out = {}
+    for mode in ("off", "on"):
+        res = subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, check=True,
+                             env=env, cwd=tmp_path)
+        ok, *faults = res.stdout.split()
+        if ok != "True":
+            pytest.skip("the C library is not glibc")
+        out[mode] = [int(f) for f in faults]
+    # default: each of the 10 reallocations faults its 16384 pages in; kept: measured 1 of 10 (the first)
+    assert min(out["off"]) > 10 * 16384 * 0.9
+    assert max(out["on"]) < 3 * 16384
+
+
+def test_apply_inherited_ignores_a_malformed_value(monkeypatch):
+    monkeypatch.setattr(malloc, "_APPLIED", {})
+    monkeypatch.setenv(INHERIT_ENV, "not,numbers")
+    assert malloc.apply_inherited() is False
+    monkeypatch.setattr(malloc, "_APPLIED", {})
+    monkeypatch.delenv(INHERIT_ENV)
+    assert malloc.apply_inherited() is False
