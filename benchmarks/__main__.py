@@ -107,6 +107,13 @@ def _interpolation_rows(res: dict) -> list[dict]:
                          ratio=float(bt["speedup"]), lower_bound=False, target=None,
                          note=f"{bt['null_solves']} solves for {bt['null_reads']} reads; bitwise identical: "
                               f"{bt['identical']}"))
+    fb = res.get("feature_basis")
+    if isinstance(fb, dict):
+        rows.append(dict(workload=f"{fb['models']} kernels on one p > n draw: features R K (n x n, R^T R = X^T X) "
+                                  "vs X K",
+                         project=f"{fb['time_basis_s']:.3f} s", baseline=f"{fb['time_features_s']:.3f} s",
+                         ratio=float(fb["speedup"]), lower_bound=False, target=None,
+                         note=f"n={fb['n']}, p={fb['p']}, 3 gammas; max rel diff {fb['max_rel_diff']:.1e}"))
     for key, val in res.items():  # anything else that looks like a ratio
         if key.startswith("speedup_") and not any(r["ratio"] == val for r in rows):
             rows.append(dict(workload=f"interpolation {key}", project="", baseline="", ratio=float(val),

@@ -261,6 +261,7 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
         "speedup_vs_eigh": t_eigh / t_err_only,
         "check_grid": _check_grid(seed, reps) if n >= N else _check_grid(seed, reps, n=n, p=n // 2),
         "b4_theory": b4_theory("quick" if n >= N else "smoke"),
+        "feature_basis": feature_basis() if n >= N else feature_basis(n=64, p=128, models=2, reps=1),
         **_gflops(n, p, (t_s, t_k, t_g), t_plain),
         "time_activation_s": t_f,
         "max_rel_diff_vs_naive": _max_rel_diff(e_fast, e_naive),
@@ -281,6 +282,30 @@ def _check_grid(seed: int, reps: int, n: int = 2048, p: int = 1024) -> dict[str,
     t_chol, e_chol = _best_time(lambda: _errors_cholesky(Phi, y, gammas), reps)
     return {"n": n, "p": p, "n_gammas": 5, "time_checks_path_s": t_path, "time_cholesky_s": t_chol,
             "speedup_vs_cholesky": t_chol / t_path, "max_rel_diff": _max_rel_diff(e_path, e_chol)}
+
+
+def feature_basis(n: int = 1024, p: int = 2048, models: int = 6, reps: int = 2, seed: int = 0) -> dict[str, Any]:
+    """Errors of ``models`` kernels on one draw with ``p > n`` (B8's ``c = 2`` cells: two betas x two spikes,
+    entrywise and softmax, use six): features ``X K`` (p x n) against ``R K`` (n x n, ``R^T R = X^T X``, one
+    Cholesky factorisation for the draw; :func:`numerics.rmt._feature_basis`), same process, best of ``reps``;
+    and the largest relative difference of the errors."""
+    from numerics.rmt import _errors_batch, _feature_basis, _gram, _kernel_batch, resolve_activation
+    from numerics.rmt import sample_signal_plus_noise
+
+    X_np, y_np, _ = sample_signal_plus_noise(n, p, 1.0, np.random.default_rng(seed))
+    X, y = torch.from_numpy(X_np).unsqueeze(0), torch.from_numpy(y_np).unsqueeze(0)
+    gammas = torch.tensor([1e-2, 1e-1, 1.0], dtype=torch.float64)
+    K = _kernel_batch(X, resolve_activation("tanh"), None, None, "removed")
+    S0 = _gram(X.transpose(-1, -2))
+
+    def errors(basis: bool) -> torch.Tensor:
+        B = _feature_basis(X, S0) if basis else X
+        return torch.stack([_errors_batch(B @ (K * (1 + 0.1 * m)), y, gammas) for m in range(models)])
+
+    t_plain, e_plain = _best_time(lambda: errors(False), reps)
+    t_basis, e_basis = _best_time(lambda: errors(True), reps)
+    return {"n": n, "p": p, "models": models, "time_features_s": t_plain, "time_basis_s": t_basis,
+            "speedup": t_plain / t_basis, "max_rel_diff": _max_rel_diff(e_basis, e_plain)}
 
 
 def b4_theory(profile: str = "quick") -> dict[str, Any]:

@@ -676,3 +676,25 @@ def test_threads_validation_is_eager_and_no_string_is_evaluated():
     assert check_device("device", torch.device("cpu")) == "cpu"
     with pytest.raises(ValueError, match="^device must"):
         check_device("device", "cuda:")
+
+
+def test_feature_basis_gives_every_error_path_the_same_errors():
+    """p > n: the n x n basis R (R^T R = X^T X) in place of X changes no error (every path, label average too);
+    p <= n: X itself."""
+    import torch
+
+    from numerics.rmt import _errors_batch, _errors_cholesky, _errors_eigh, _feature_basis, _kernel_batch
+
+    rng = np.random.default_rng(11)
+    X = torch.from_numpy(rng.standard_normal((2, 40, 16)))
+    y = torch.from_numpy(np.sign(rng.standard_normal((2, 16))))
+    K = _kernel_batch(X, _tanh, None, None, "removed")
+    R = _feature_basis(X)
+    assert R.shape == (2, 16, 16)
+    np.testing.assert_allclose(R.transpose(-1, -2) @ R, X.transpose(-1, -2) @ X, rtol=1e-12, atol=1e-12)
+    g = torch.tensor([1e-3, 1e-2, 1e-1, 1.0, 10.0], dtype=torch.float64)
+    for path in (_errors_batch, _errors_cholesky, _errors_eigh):
+        np.testing.assert_allclose(path(R @ K, y, g), path(X @ K, y, g), rtol=1e-10)
+    np.testing.assert_allclose(_errors_batch(R @ K, None, g), _errors_batch(X @ K, None, g), rtol=1e-10)
+    for narrow in (X[:, :16, :], X[:, :8, :]):  # p = n, p < n: no stand-in
+        assert _feature_basis(narrow) is narrow
