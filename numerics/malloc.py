@@ -9,9 +9,12 @@ two spikes and ridge, 2 threads; a whole process, 4 alternating pairs): system t
 wall 0.95x (pairs 0.90-1.02), peak memory 0.95 -> 1.27 GB; minor page faults 0.79 M -> 0.27-0.34 M.
 
 ``children=True`` also hands the settings to the sweep workers started later (paper A's fits), through an
-environment variable that :func:`apply_inherited` reads in each worker.  Measured (``python -m verify --profile paper --only A3 --cache-dir none``, two
-alternating pairs, 2026-12-02): system time 74 -> 45 s, CPU 0.91x, wall 0.91x (pairs 0.83, 0.99), peak
-memory of the largest process 5.1 -> 5.7 GB; 30 A3 trials in one process: minor faults 1.44 M -> 0.61 M.
+environment variable that :func:`apply_inherited` reads in each worker.  Measured on the same machine,
+2026-12-02: 30 of A3's trials in one process, minor faults 1.44 M -> 0.61 M, system time 4.2 -> 2.2-3.0 s; the
+settings given to every process of ``python -m verify --profile paper --only A3 --cache-dir none`` (glibc's
+tunables, two alternating pairs): system time 74 -> 45 s, wall 0.91x (pairs 0.83, 0.99), peak memory of the
+largest process 5.1 -> 5.7 GB; the paper profile with this function, seed 0, against the run before it the same
+morning: paper A's sweeps (A2, A3, A4, A6; values bitwise identical) 400 -> 329 s, A4 alone 161 -> 100 s.
 A no-op where the C library is not glibc.
 """
 

@@ -319,10 +319,12 @@ def _kernel_batch(
     w_k: torch.Tensor | None,
     w_q: torch.Tensor | None,
     diagonal: str,
+    S0: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``K_X`` for a batch ``Xb`` of shape (T, p, n); W is never formed."""
+    """``K_X`` for a batch ``Xb`` of shape (T, p, n); W is never formed.  ``S0``: ``X^T X`` if the caller has it
+    (read, not modified)."""
     p = Xb.shape[-2]
-    S = _gram(Xb.transpose(-1, -2))  # X^T X, (T, n, n)
+    S = _gram(Xb.transpose(-1, -2)) if S0 is None else S0  # X^T X, (T, n, n)
     if w_k is not None:
         a = torch.einsum("p,tpn->tn", w_k, Xb)  # X^T w_k
         b = torch.einsum("p,tpn->tn", w_q, Xb)  # X^T w_q
@@ -832,8 +834,9 @@ def _trial_batch(
     if kind == "ridge":
         Phi = Xb
     else:
-        K = _kernel_batch(Xb, f, w_k, w_q, diagonal)
-        Phi = _feature_basis(Xb) @ K  # p > n: the n x n stand-in for X (same errors, fewer flops)
+        S0 = _gram(Xb.transpose(-1, -2))  # X^T X: the kernel's scores and (p > n) the basis
+        K = _kernel_batch(Xb, f, w_k, w_q, diagonal, S0)
+        Phi = _feature_basis(Xb, S0) @ K  # p > n: the n x n stand-in for X (same errors, fewer flops)
     return _errors_batch(Phi, None if label_average else yb, gammas.to(device)).cpu().numpy()
 
 
