@@ -470,7 +470,7 @@ def _gram(A: torch.Tensor) -> torch.Tensor:
     return G
 
 
-def _feature_basis(Xb: torch.Tensor, S0: torch.Tensor | None = None) -> torch.Tensor:
+def _feature_basis(Xb: torch.Tensor, S0: torch.Tensor) -> torch.Tensor:
     """A stand-in for ``X`` in features ``X M`` when ``p > n``: ``R`` (T, n, n) with ``R^T R = X^T X``, else ``X``.
 
     For ``p >= n`` every error of :func:`_errors_batch` depends on the features ``Phi = X M`` only through
@@ -483,7 +483,6 @@ def _feature_basis(Xb: torch.Tensor, S0: torch.Tensor | None = None) -> torch.Te
     T, p, n = Xb.shape
     if p <= n:
         return Xb
-    S0 = _gram(Xb.transpose(-1, -2)) if S0 is None else S0
     L, info = torch.linalg.cholesky_ex(S0)
     if bool(torch.any(info != 0)):
         return Xb

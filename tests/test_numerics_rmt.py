@@ -689,7 +689,7 @@ def test_feature_basis_gives_every_error_path_the_same_errors():
     X = torch.from_numpy(rng.standard_normal((2, 40, 16)))
     y = torch.from_numpy(np.sign(rng.standard_normal((2, 16))))
     K = _kernel_batch(X, _tanh, None, None, "removed")
-    R = _feature_basis(X)
+    R = _feature_basis(X, X.transpose(-1, -2) @ X)
     assert R.shape == (2, 16, 16)
     np.testing.assert_allclose(R.transpose(-1, -2) @ R, X.transpose(-1, -2) @ X, rtol=1e-12, atol=1e-12)
     g = torch.tensor([1e-3, 1e-2, 1e-1, 1.0, 10.0], dtype=torch.float64)
@@ -697,4 +697,4 @@ def test_feature_basis_gives_every_error_path_the_same_errors():
         np.testing.assert_allclose(path(R @ K, y, g), path(X @ K, y, g), rtol=1e-10)
     np.testing.assert_allclose(_errors_batch(R @ K, None, g), _errors_batch(X @ K, None, g), rtol=1e-10)
     for narrow in (X[:, :16, :], X[:, :8, :]):  # p = n, p < n: no stand-in
-        assert _feature_basis(narrow) is narrow
+        assert _feature_basis(narrow, narrow.transpose(-1, -2) @ narrow) is narrow
