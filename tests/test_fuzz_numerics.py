@@ -301,6 +301,11 @@ def _error_model_cases(add: Callable[..., None]) -> None:
     add("predict_error", dict(model=model, K=2, s=1, n_pop=50, n_pairs=1024, seed=0, with_A=True),
         dict(model=Arg("model"), K=integer(1), s=integer(0), n_pop=integer(1), n_pairs=integer(1), seed=SEED,
              with_A=FLAG), func=error_model.predict_error)
+    add("predict_log_error", dict(model=model, K=2, s=1, M=20, ridge=0.0, with_A=True, seed=0, n_eval=256,
+                                  se_target=1.0, min_designs=2, max_designs=3),
+        dict(model=Arg("model"), K=integer(1), s=integer(0), M=integer(1), ridge=nonneg(), with_A=FLAG, seed=SEED,
+             n_eval=integer(2), se_target=pos(), min_designs=integer(2), max_designs=integer(2)),
+        func=error_model.predict_log_error)
     add("population_range", dict(model=model, seed=0, n=2**12),
         dict(model=Arg("model"), seed=SEED, n=integer(1)), func=error_model.population_range)
     add("predicted_curve", dict(pred=[q, q], M=[100, 1000], parametric=True),
