@@ -119,23 +119,24 @@ class _Features:
             self.U, self.V = Uf[:, :r], Vt[:r].T
             self.Q = null_space(_fixed_directions(A, self.U, self.V))  # the tangent directions that move u
 
-    def rows(self, X: np.ndarray) -> tuple[sparse.csr_matrix, np.ndarray | None]:
+    def rows(self, X: np.ndarray, u: np.ndarray | None = None) -> tuple[sparse.csr_matrix, np.ndarray | None]:
         """Design rows of the samples ``X`` ``(M, N, d)``: row ``(m, i)`` sums the features of the pairs
-        ``(X_mi, X_mj)``, ``j != i`` (divide by ``N - 1`` for the forward operator).
+        ``(X_mi, X_mj)``, ``j != i`` (divide by ``N - 1`` for the forward operator); ``u`` their pair values
+        ``(M, N, N)`` if known (:func:`_pair_values`).
 
         The tangent part is summed without forming per-pair features: ``sum_j phi*'(u_ij) (y_j (x_i^T U))`` and
         ``sum_j phi*'(u_ij) (x_i (x_j^T V))`` cost ``O(M N^2 (d + r))``.
         """
         M, N, d = X.shape
         ii, jj = np.nonzero(~np.eye(N, dtype=bool))
-        u = np.matmul(X @ self.model.A_star, X.transpose(0, 2, 1))  # u_ij = x_i^T A* x_j
+        u = _pair_values(self.model, X) if u is None else u
         up = u[:, ii, jj].reshape(-1)
         rows = (np.arange(M)[:, None] * N + ii[None, :]).ravel()
         fb = _basis(up, self.lo, self.hi, self.K, self.s, rows, M * N)
         if not self.with_A:
             return fb, None
-        dp = _dphi(self.model, u)
-        dp[:, np.arange(N), np.arange(N)] = 0.0
+        dp = np.zeros_like(u)
+        dp[:, ii, jj] = _dphi(self.model, u[:, ii, jj])
         XU, XV = X @ self.U, X @ self.V
         fW = (np.matmul(dp, X)[..., :, None] * XU[..., None, :]).reshape(M * N, -1)
         fZ = (X[..., :, None] * np.matmul(dp, XV)[..., None, :]).reshape(M * N, -1)
@@ -368,16 +369,26 @@ class _EvalSet:
 _ROW_BLOCK = 4096
 
 
-def _normal_equations(model: IPSModel, feats: "_Features", X: np.ndarray,
-                      Y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _pair_values(model: IPSModel, X: np.ndarray) -> np.ndarray:
+    """``u_mij = X_mi^T A* X_mj`` ``(M, N, N)`` (two BLAS products)."""
+    return np.matmul(X @ model.A_star, X.transpose(0, 2, 1))
+
+
+def _normal_equations(model: IPSModel, feats: "_Features", X: np.ndarray, Y: np.ndarray | None = None,
+                      u: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``S = F^T F`` and ``F^T Y`` (default ``Y = R_{g*}[X]``, noiseless) of the design rows ``F`` (forward-operator
-    scale), by blocks of samples."""
+    scale), by blocks of samples; ``u`` the pair values of ``X`` if known."""
     N = X.shape[1]
+    ii, jj = np.nonzero(~np.eye(N, dtype=bool))
     S, b = 0.0, 0.0
     for start in range(0, X.shape[0], _ROW_BLOCK):
         Xb = X[start:start + _ROW_BLOCK]
-        fb, fa = feats.rows(Xb)
-        Yb = model.forward(None, Xb) if Y is None else Y[start:start + _ROW_BLOCK]
+        ub = _pair_values(model, Xb) if u is None else u[start:start + _ROW_BLOCK]
+        fb, fa = feats.rows(Xb, ub)
+        if Y is None:  # R_{g*}[X]_i = 1/(N-1) sum_{j != i} phi*(u_ij): rows (m, i) in the order of ii
+            Yb = model.phi_star(ub[:, ii, jj]).reshape(-1, N, N - 1).sum(axis=2) / (N - 1)
+        else:
+            Yb = Y[start:start + _ROW_BLOCK]
         S = S + _gram(fb, fa, (N - 1) ** 2)
         b = b + _rmatvec(fb, fa, np.asarray(Yb).reshape(-1)) / (N - 1)
     return S, b
@@ -408,9 +419,10 @@ def _conditional_error(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: fl
     """
     N = X.shape[1]
     ii, jj = np.nonzero(~np.eye(N, dtype=bool))
-    lo, hi = empirical_range(model.pair_values(X)[:, ii, jj].reshape(-1))
+    u = _pair_values(model, X)
+    lo, hi = empirical_range(u[:, ii, jj].reshape(-1))
     feats = _Features(model, lo, hi, K, s, with_A)
-    S, Fy = _normal_equations(model, feats, X)
+    S, Fy = _normal_equations(model, feats, X, u=u)
     p = feats.p
     Sr = S.copy()
     if ridge > 0.0:

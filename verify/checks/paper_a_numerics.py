@@ -435,10 +435,11 @@ class RateMeasurement:
     runtime: float = 0.0
 
 
-#: Monte Carlo SE of the finite-M model's ``E log err`` per level, by size. Its slope SE is ~0.4x this (six
-#: levels over 1.5 decades), so quick's 0.008 adds ~5 % to a quick slope SE of 0.01 in quadrature and keeps the
-#: cost (~1/SE^2 design draws) in the quick budget; paper's 0.003 adds ~4 % to a paper slope SE of 0.004
-FINITE_SE = {"smoke": 0.02, "quick": 0.008, "paper": 0.003}
+#: Monte Carlo SE of the finite-M model's ``E log err`` per level, by size (at most 200 designs a level). Its slope
+#: SE is ~0.4x this (six levels over 1.5 decades; ~0.3x over the paper's 2.3), so quick's 0.01 adds ~8 % to a quick
+#: slope SE of 0.01 in quadrature and paper's 0.005 ~6 % to a paper slope SE of 0.006; the cost (~1/SE^2 designs)
+#: keeps each profile in its budget
+FINITE_SE = {"smoke": 0.02, "quick": 0.01, "paper": 0.005}
 
 
 def predict_groups(ctx: CheckContext, groups: list[Group], name: str, trial_extra: dict | None = None,
