@@ -309,7 +309,7 @@ def predicted_curve(pred: list[dict[str, float]], M: list[int], parametric: bool
 
 
 # ------------------------------------------------------------------------------------------ finite-M model
-#: relative accuracy of the Frullani quadrature of :func:`expected_log_quadratic` (tested against sampling)
+#: the log grid of ``t`` of the Frullani quadrature of :func:`expected_log_quadratic` (tested against sampling)
 _LOG_GRID = np.linspace(-14.0, 12.0, 4001) * np.log(10.0)
 
 
@@ -341,28 +341,20 @@ def empirical_range(u: np.ndarray, q: float = RANGE_Q) -> tuple[float, float]:
 
 
 class _EvalSet:
-    """The fixed pairs of the ``L2(rho)`` error (as :meth:`~numerics.PairwiseInteractionEstimator.l2_error`), with
-    what does not depend on a design's range (pair values, truth, A-tangent features and their Gram) computed once."""
+    """Pairs of the ``L2(rho)`` error (as :meth:`~numerics.PairwiseInteractionEstimator.l2_error`): their values
+    ``u`` under ``A*`` and the truth there."""
 
     def __init__(self, model: IPSModel, n: int, seed: int | tuple[int, ...]) -> None:
         key = list(seed) if isinstance(seed, tuple) else [seed]
         self.x, self.y = model.sample_pairs(n, np.random.default_rng([*key, 11]))
         self.u = _bilinear(self.x, model.A_star, self.y)
         self.g = model.phi_star(self.u)
-        self._tangent: tuple[np.ndarray, np.ndarray] | None = None
 
     def features(self, feats: "_Features") -> tuple[sparse.csr_matrix, np.ndarray | None, np.ndarray]:
         """Basis values on ``feats``' range, A-tangent features (or None) and the Gram of all of them (mean)."""
         eb = _basis(self.u, feats.lo, feats.hi, feats.K, feats.s)
-        n = self.u.size
-        if not feats.with_A:
-            return eb, None, (eb.T @ eb).toarray() / n
-        if self._tangent is None:
-            ea = feats(self.x, self.y)[1]
-            self._tangent = (ea, ea.T @ ea / n)
-        ea, Gaa = self._tangent
-        Gba = np.asarray(eb.T @ ea) / n
-        return eb, ea, np.block([[(eb.T @ eb).toarray() / n, Gba], [Gba.T, Gaa]])
+        ea = feats(self.x, self.y)[1] if feats.with_A else None
+        return eb, ea, _gram(eb, ea, self.u.size)
 
 
 #: samples per block of the design rows in :func:`_conditional_error` (bounds its memory)

@@ -288,12 +288,7 @@ class Group:
 
     def predicted(self, parametric: bool = True) -> np.ndarray:
         """Finite-M prediction with the first-order finite-sample factor ``n / (n - p)``, ``n = M N``."""
-        out = []
-        for q, m in zip(self.pred, self.M):
-            n = m * self.config["N"]
-            v = q["V_np"] + (q["V_par"] if parametric else 0.0)
-            out.append(q["B"] + v / m * n / max(n - q["p"], 1.0))
-        return np.array(out)
+        return _apriori_curve(self.pred, self.M, self.config["N"], parametric=parametric)
 
     def predicted_slope(self, parametric: bool = True) -> float:
         from numerics.slopes import design_slope
@@ -315,11 +310,10 @@ class Group:
         from numerics.slopes import design_slope
 
         out = [self.predicted_slope()]
-        s2, n = float(self.config["sigma"]) ** 2, self.config["N"]
+        s2 = float(self.config["sigma"]) ** 2
         for k, preds in zip(LIMIT_WINDOWS, self.limit):  # predicted at sigma = 1: the variance scales with sigma^2
             Ms = limit_window(self, k)[1]
-            out.append(design_slope(Ms, [q["B"] + s2 * (q["V_np"] + q["V_par"]) / m * m * n / max(m * n - q["p"], 1.0)
-                                         for q, m in zip(preds, Ms)]))
+            out.append(design_slope(Ms, _apriori_curve(preds, Ms, self.config["N"], variance_scale=s2)))
         return out
 
     def to_data(self) -> dict:
@@ -342,6 +336,17 @@ class Group:
         return list(self.reps) if self.reps is not None else [int(equal)] * len(self.M)
 
 
+def _apriori_curve(preds: list[dict], Ms: list[int], N: int, parametric: bool = True,
+                   variance_scale: float = 1.0) -> np.ndarray:
+    """``B + s V n / (n - p) / M`` (``n = M N``, ``s = variance_scale``) of :func:`predict_error` results."""
+    out = []
+    for q, m in zip(preds, Ms):
+        n = m * N
+        v = q["V_np"] + (q["V_par"] if parametric else 0.0)
+        out.append(q["B"] + variance_scale * v / m * n / max(n - q["p"], 1.0))
+    return np.array(out)
+
+
 def _weighted_slope(M: list[int], levels: list[dict]) -> tuple[float, float]:
     """``sum_k w_k L_k`` with the per-level OLS weights of :func:`numerics.slopes.fit_slope` and its SE."""
     x = np.log(np.asarray(M, dtype=float))
@@ -353,8 +358,6 @@ def _weighted_slope(M: list[int], levels: list[dict]) -> tuple[float, float]:
 
 #: windows of the a-priori model beyond the design (part (b) of A2-A4): K levels times 2^k for these k
 LIMIT_WINDOWS = (2,)
-#: K levels of a window: the first, middle and last of the design's, scaled
-_WINDOW_POINTS = 3
 
 
 def limit_window(g: "Group", k: int) -> tuple[list[int], list[int]]:
@@ -452,7 +455,7 @@ def predict_groups(ctx: CheckContext, groups: list[Group], name: str, trial_extr
     :data:`FINITE_SE`.
     """
     t0 = time.perf_counter()
-    extra = {**(trial_extra or {}), "known_A": False}
+    ridge = float((trial_extra or {}).get("ridge", 0.0))
     items, window_items, finite_cells, finite_seeds = [], [], [], []
     for g in groups:
         # common random numbers across K (a smooth predicted curve); the same for every base seed
@@ -463,7 +466,7 @@ def predict_groups(ctx: CheckContext, groups: list[Group], name: str, trial_extr
         fseed = ctx.design_seed("finite", g.config["d"], g.config["N"], g.config["r"], g.config["P"])
         for with_A in ([True, False] if g.label in known and g.config["d"] > 1 else [True]):
             for K, M in zip(g.K, g.M):
-                finite_cells.append({**g.config, "K": int(K), "M": int(M), "ridge": float(extra.get("ridge", 0.0)),
+                finite_cells.append({**g.config, "K": int(K), "M": int(M), "ridge": ridge,
                                      "with_A": with_A, "se_target": finite_se or FINITE_SE[size_of(ctx)], "group": g.label})
                 finite_seeds.append(fseed)
     info: dict = {}
@@ -690,7 +693,7 @@ def consistency_power(se: float, df: float | None, n_tests: int, offset: float =
     return float(dist.sf(c - z) + dist.cdf(-c - z))
 
 
-def _slope_vs_finite(g: Group, n_tests: int, headline: bool = False) -> Comparison:
+def _slope_vs_finite(g: Group, n_tests: int) -> Comparison:
     """The measured slope equals the finite-M model's (an identity for d = 1; linearised in A for d > 1)."""
     se, df = g.fit.se_replicate
     pred, pse = g.finite_slope()
@@ -699,7 +702,6 @@ def _slope_vs_finite(g: Group, n_tests: int, headline: bool = False) -> Comparis
             else "least squares linearised in A at A*, given the design")
     return Comparison.consistency(
         f"{g.label}: slope vs finite-M model", round(pred, 4), round(g.fit.slope, 4), tot, df=df,
-        headline=headline,
         rule=f"finite-M model E log err ({what}; model SE {pse:.4f}); replicate-level SE; power against a slope "
              f"off by {WRONG_RATE_OFFSET}: {consistency_power(tot, df, n_tests):.0%}")
 
@@ -738,7 +740,7 @@ def _limit_comparison(g: Group) -> Comparison:
     """Part (b): the a-priori model's slope tends to the rate (window beyond the design within :data:`LIMIT_TOL`)."""
     slopes = g.window_slopes()
     dev = [x - g.theory_slope for x in slopes]
-    Ks, Ms = limit_window(g, len(slopes) - 1)
+    Ks, Ms = limit_window(g, LIMIT_WINDOWS[-1])
     return Comparison(
         name=f"{g.label}: model slope beyond the design -> -2b/(2b+1)", predicted=round(g.theory_slope, 4),
         measured=round(slopes[-1], 4), uncertainty=None, passed=abs(dev[-1]) <= LIMIT_TOL, kind="exact",

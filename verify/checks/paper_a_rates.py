@@ -92,7 +92,7 @@ def _data(groups: list[Group], prediction: RatePrediction, measurement: RateMeas
 
 # ============================================================================================ A2
 #: A2 quick runs this many times the replicates of A3/A4 (d = 1 fits are cheap): a P = 3 slope SE of ~0.010, power
-#: ~0.9 against a slope off by WRONG_RATE_OFFSET (1 in quick seeds' 0.017: ~0.3)
+#: ~0.9 against a slope off by WRONG_RATE_OFFSET (at factor 1 the SE is ~0.017 and the power ~0.3)
 A2_REPLICATE_FACTOR = 3
 
 #: the paper's reported slopes and gaps to theory (A2's notes)
@@ -280,7 +280,8 @@ def _a3_part_b(groups_b: list[Group], n_tests: int) -> tuple[list[Comparison], l
 
 
 def _a3_n_shift(groups_b: list[Group]) -> int:
-    return sum(2 * _inside_share(g)[0] < _inside_share(g)[1] for g in groups_b)
+    """Groups whose shift is judged: outside the low-rank condition at most M levels."""
+    return sum(2 * k < n for k, n in map(_inside_share, groups_b))
 
 
 def judge_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[Comparison]:
