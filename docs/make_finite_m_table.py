@@ -90,7 +90,7 @@ def _validation(reps: int) -> list[str]:
 
 
 def _window_precision(seeds: int = 4) -> list[str]:
-    """SD over prediction seeds of the a-priori model's slope on a window beyond the design (LIMIT_TOL's basis)."""
+    """SD over prediction seeds of the a-priori model's slope on a window beyond the design (WINDOW_SD's basis)."""
     from numerics.error_model import predict_error
     from numerics.slopes import design_slope
     from verify.checks.paper_a_numerics import Group, k_levels_to_M, limit_window, model_for

@@ -192,3 +192,24 @@ def test_a4_judge_false_fail_rate_and_power():
     assert sum(o == "FAIL" for o in truth) <= max_false_fails(ALPHA_CHECK, N_SYNTH)  # 0.15 expected
     wrong = [judge(judge_a4(*_a4(rng, tilt_n3=-0.1))) for _ in range(50)]  # N = 3 slope 0.1 steeper
     assert _rate(wrong, "FAIL") > 0.9
+
+
+def test_limit_rule_accepts_a_slow_but_correct_limit():
+    """A large parametric term (V_par constant in K, as at d = 30) makes the model's slope approach the rate like 1/K:
+    still more than 0.01 away at K x 4, it must PASS; the same curves with the bias ~ K^-3 must FAIL."""
+    from verify.checks.paper_a_numerics import _limit_comparison
+
+    g = _group("slow", d=30)
+    vp = 5 * V1 * KS[0]  # the parametric variance: 5x the non-parametric one at the first level
+    design = [{"B": 4e-2 * K**-4.0, "V_np": V1 * K, "V_par": vp, "p": 1} for K in KS]
+
+    def windows(bias_exp: float) -> list[list[dict]]:
+        s2 = SIGMA**-2  # windows are predicted at sigma = 1
+        return [[{"B": 4e-2 * K**bias_exp, "V_np": s2 * V1 * K, "V_par": s2 * vp, "p": 1}
+                 for K in limit_window(g, k)[0]] for k in LIMIT_WINDOWS]
+
+    slow = Group(**{**g.__dict__, "pred": design, "limit": windows(-4.0)})
+    assert abs(slow.window_slopes()[-1] - slow.theory_slope) > 0.01  # a fixed 0.01 at K x 4 would reject it
+    assert _limit_comparison(slow).outcome == "PASS"
+    wrong = Group(**{**g.__dict__, "pred": design, "limit": windows(-3.0)})
+    assert _limit_comparison(wrong).outcome == "FAIL"

@@ -39,7 +39,6 @@ from .paper_a_numerics import (
     _rate_levels,
     _ratio_text,
     _restarts,
-    LIMIT_TOL,
     WRONG_RATE_OFFSET,
     _limit_comparison,
     _pooled_vs_finite,
@@ -163,7 +162,8 @@ RATE_CLAIM_TEXT = (
     "the least-squares fit given the design: exact for d = 1, linearised in A for d > 1; noise integrated in "
     "closed form, designs by Monte Carlo), two-sided tests per curve and pooled over the curves (a wrong rate "
     f"moves them all), whose power against slopes off by {WRONG_RATE_OFFSET} is stated; (b) the a-priori model B(K) + V(K)/M, continued on the design's K_M law to "
-    f"K x 4, has the rate's slope within {LIMIT_TOL}: the finite-M slope tends to -2b/(2b+1). ")
+    "K x 2 and K x 4, has a deviation from the rate -2b/(2b+1) that shrinks at least like K^-1/2 (a finite-size "
+    "rule in K): the finite-M slope tends to the rate. ")
 
 
 def describe_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
