@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 from numerics.slopes import fit_slope
-from verify.checks.paper_a_numerics import (LIMIT_WINDOWS, WRONG_RATE_OFFSET, Group, GroupMeasurement,
-                                            RateMeasurement, RatePrediction, consistency_power, k_levels_to_M,
-                                            limit_window)
+from verify.checks.paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison
+from verify.checks.paper_a_numerics import (LIMIT_WINDOWS, Group, GroupMeasurement, RateMeasurement, RatePrediction,
+                                            k_levels_to_M, limit_window)
 from verify.checks.paper_a_rates import RateDesign, judge_a2, judge_a3, judge_a4
 from conftest import max_false_fails
 from verify.verdicts import ALPHA_CHECK, judge
@@ -197,8 +197,6 @@ def test_a4_judge_false_fail_rate_and_power():
 def test_limit_rule_accepts_a_slow_but_correct_limit():
     """A large parametric term (V_par constant in K, as at d = 30) makes the model's slope approach the rate like 1/K:
     still more than 0.01 away at K x 4, it must PASS; the same curves with the bias ~ K^-3 must FAIL."""
-    from verify.checks.paper_a_numerics import _limit_comparison
-
     g = _group("slow", d=30)
     vp = 5 * V1 * KS[0]  # the parametric variance: 5x the non-parametric one at the first level
     design = [{"B": 4e-2 * K**-4.0, "V_np": V1 * K, "V_par": vp, "p": 1} for K in KS]
@@ -210,6 +208,6 @@ def test_limit_rule_accepts_a_slow_but_correct_limit():
 
     slow = Group(**{**g.__dict__, "pred": design, "limit": windows(-4.0)})
     assert abs(slow.window_slopes()[-1] - slow.theory_slope) > 0.01  # a fixed 0.01 at K x 4 would reject it
-    assert _limit_comparison(slow).outcome == "PASS"
+    assert limit_comparison(slow).outcome == "PASS"
     wrong = Group(**{**g.__dict__, "pred": design, "limit": windows(-3.0)})
-    assert _limit_comparison(wrong).outcome == "FAIL"
+    assert limit_comparison(wrong).outcome == "FAIL"

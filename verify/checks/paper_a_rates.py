@@ -17,43 +17,37 @@ from verify.claim import Claim, register
 from verify.figures import judged, paper_figure, worst_outcome
 from verify.registry import CheckContext, Comparison
 
+from .paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison, pooled_vs_finite, slope_vs_finite
 from .paper_a_numerics import (
     LOW_RANK_CONSTANT,
-    allocation_text,
-    apply_allocation,
     PAPER_GRID_NOTE,
     REPLICATES,
     RIDGE_D,
     STARTS_NOTE,
     Group,
-    PanelText,
     RatePrediction,
     RateMeasurement,
     _base_p3,
     _condition_text,
     _design_text,
-    _group_comparisons,
     _inside_share,
-    _plot_groups,
     _pred_sizes,
     _rate_levels,
     _ratio_text,
     _restarts,
-    WRONG_RATE_OFFSET,
-    _limit_comparison,
-    _pooled_vs_finite,
-    _slope_vs_finite,
-    consistency_power,
+    allocation_text,
+    apply_allocation,
     assemble,
     balanced_sigma,
     cache_text,
     k_levels_to_M,
-    round_design,
     predict_groups,
+    round_design,
     simulate_groups,
     size_of,
     sweep_info,
 )
+from .paper_a_plots import PanelText, group_comparisons, plot_groups
 
 __all__ = ["A2", "A3", "A4", "RateDesign", "pairs_matched_M", "judge_a2", "judge_a3", "judge_a4"]
 
@@ -133,9 +127,9 @@ def _finite_and_limit(groups: list[Group], n_extra: int = 0) -> list[Comparison]
     """(a) all groups' slopes equal their finite-M models (pooled: the headline) and each group's does; (b) each
     group's model slope tends to the rate. ``n_extra``: further tests of the check (Holm family, for the power)."""
     n = 1 + 2 * len(groups) + n_extra
-    comps = [_pooled_vs_finite(groups, n, headline=True)]
+    comps = [pooled_vs_finite(groups, n, headline=True)]
     for g in groups:
-        comps += [_slope_vs_finite(g, n), _limit_comparison(g)]
+        comps += [slope_vs_finite(g, n), limit_comparison(g)]
     return comps
 
 
@@ -202,7 +196,7 @@ def _finite_texts(groups: list[Group], comps: list[Comparison]) -> dict[str, Pan
     """Per panel: the finite-M model's slope and the outcomes of (a) and (b)."""
     texts = {}
     for g in groups:
-        mine = _group_comparisons(g, comps)
+        mine = group_comparisons(g, comps)
         fs, _ = g.finite_slope()
         texts[g.label] = PanelText((f"finite-M model {fs:.3f}",) + tuple(
             f"{_part_label(c.name)}: {c.outcome}" for c in mine), worst_outcome(mine))
@@ -214,7 +208,7 @@ def figure_a2(design: RateDesign, prediction: RatePrediction, measurement: RateM
     """Per P: error vs M (log-log), the fit, the a-priori model and the theory rate; the outcomes per panel."""
     verdict, comps = judged(judge_a2, design, prediction, measurement)
     groups = assemble(design.groups, prediction, measurement)
-    return _plot_groups(groups, "estimator error vs sample size (d = 1, B-spline truths)", _finite_texts(groups, comps),
+    return plot_groups(groups, "estimator error vs sample size (d = 1, B-spline truths)", _finite_texts(groups, comps),
                         check_id="A2", verdict=verdict,
                         setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate"))
 
@@ -336,11 +330,11 @@ def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateM
     groups = assemble(design.groups, prediction, measurement)
     texts = _finite_texts(groups, comps)
     for g in groups:
-        shift = [c for c in _group_comparisons(g, comps) if "shift" in c.name]
+        shift = [c for c in group_comparisons(g, comps) if "shift" in c.name]
         if shift:
             texts[g.label] = PanelText(texts[g.label].lines + (_comparison_line(shift[0], "shift (estimated A)"),),
                                        texts[g.label].status)
-    return _plot_groups(groups, "error vs M (P = 3): σ/10 for several d (top), balanced σ (bottom)", texts,
+    return plot_groups(groups, "error vs M (P = 3): σ/10 for several d (top), balanced σ (bottom)", texts,
                         check_id="A3", verdict=verdict, ncols=design.params["n_a"],
                         setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate, "
                                                  "shift = model's where the condition fails"))
@@ -445,7 +439,7 @@ def figure_a4(design: RateDesign, prediction: RatePrediction, measurement: RateM
     """Per (N, r): error vs M, the fit, the models; the outcomes of (a) and (b)."""
     verdict, comps = judged(judge_a4, design, prediction, measurement)
     groups = assemble(design.groups, prediction, measurement)
-    return _plot_groups(groups, "error vs M for several N and r (P = 3, d = 2)", _finite_texts(groups, comps),
+    return plot_groups(groups, "error vs M for several N and r (P = 3, d = 2)", _finite_texts(groups, comps),
                         check_id="A4", verdict=verdict, ncols=2,
                         setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate; "
                                                  "M levels hold equal token pairs"))

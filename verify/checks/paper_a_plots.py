@@ -1,0 +1,113 @@
+"""The figures of paper A's rate claims (A2-A4): one log-log panel per group, its key numbers and outcome."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .paper_a_numerics import Group
+
+__all__ = ["ERROR_LABEL", "PanelText", "group_comparisons", "plot_groups"]
+
+
+@dataclass(frozen=True)
+class PanelText:
+    """What one panel of :func:`plot_groups` states: its key numbers, and its outcome (a verdict or
+    ``"NOT JUDGED"``; ``None``: no comparison of its own, e.g. a reference group)."""
+
+    lines: tuple[str, ...] = ()
+    status: str | None = None
+
+
+#: the y label of the rate figures
+ERROR_LABEL = r"$\|\hat g - g^*\|^2_{L^2(\rho)}$"
+
+
+def level_geomeans(g: Group) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per M level: geometric mean of the replicate errors and its lower / upper 3-SE distances (log scale)."""
+    from verify.figures import ERRORBAR_SE
+
+    logs = [np.log(np.asarray(g.errors[m], dtype=float)) for m in g.M]
+    mu = np.array([v.mean() for v in logs])
+    se = np.array([v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0 for v in logs])
+    centre = np.exp(mu)
+    return centre, centre - np.exp(mu - ERRORBAR_SE * se), np.exp(mu + ERRORBAR_SE * se) - centre
+
+
+def panel_title(g: Group) -> str:
+    """The group (symbols for names) over its noise level and K levels."""
+    return f"{g.label.replace('sigma', 'σ')}\nσ = {g.config['sigma']:.3g}, K = {g.K[0]}…{g.K[-1]}"
+
+
+def common_settings(groups: list[Group]) -> str:
+    """The configuration keys shared by every group (the figure's settings line)."""
+    from verify.figures import settings
+
+    keys = [k for k in ("d", "N", "r", "P") if len({g.config[k] for g in groups}) == 1]
+    return settings(**{k: groups[0].config[k] for k in keys})
+
+
+def plot_group(ax, g: Group, color: str, text: PanelText) -> None:
+    """One panel: replicates (faint), level geometric means (3-SE bars), OLS fit, a-priori model, theory rate."""
+    from verify import figures as F
+
+    Ms = np.array(g.M, dtype=float)
+    judged_ = text.status != "NOT JUDGED"
+    for m in g.M:
+        ax.scatter([m] * len(g.errors[m]), g.errors[m], s=7, alpha=0.3, color=color, lw=0, zorder=2)
+    centre, lo, hi = level_geomeans(g)
+    ax.errorbar(Ms, centre, yerr=[lo, hi], fmt="o", color=color, mfc=color if judged_ else "white", mec=color,
+                ms=4.5, zorder=4, label="simulation: geometric mean per M, ±3 SE (faint: replicates)")
+    if g.errors_known and g.config["d"] > 1:
+        known = np.array([math.exp(np.mean(np.log(g.errors_known[m]))) for m in g.M])
+        ax.plot(Ms, known, "s", color="#777777", mfc="white", ms=4, zorder=3, label=r"same data, $A = A^*$ known")
+    xs = F.dense_grid(Ms, per_decade=20)
+    ax.plot(xs, np.exp(g.fit.intercept) * xs**g.fit.slope, "-", color=color, lw=1.4, label="OLS fit")
+    ax.plot(Ms, g.predicted(), "+--", color=F.THEORY, lw=0.9, ms=6, label="a-priori error model at the design's (K, M)")
+    mc = math.exp(np.mean(np.log(Ms)))
+    ec = math.exp(g.fit.intercept) * mc**g.fit.slope
+    ax.plot(xs, ec * (xs / mc) ** g.theory_slope, ":", color=F.THEORY, lw=1.4,
+            label=r"theory rate $M^{-2\beta/(2\beta+1)}$ (through the fit's centre)")
+    ax.set(xscale="log", yscale="log", xlabel="sample size M", ylabel=ERROR_LABEL)
+    ax.set_title(panel_title(g), fontsize=F.FONT["note"] + 0.5)
+    se, _ = g.fit.se_replicate
+    lines = (f"slope {g.fit.slope:.3f} ± {se:.3f} (SE)",
+             f"theory {g.theory_slope:.3f}, a-priori {g.predicted_slope():.3f}", *text.lines)
+    F.headroom(ax, 0.075 * (len(lines) + bool(text.status)))
+    F.key_numbers(ax, lines, verdict=text.status, loc="upper right")
+    F.tidy_log_axis(ax)
+
+
+def group_comparisons(g: Group, comparisons: list) -> list:
+    """The comparisons about group ``g``: named ``"<label>: ..."`` or ``"slope(<label>) - ..."``."""
+    return [c for c in comparisons if c.name.startswith(f"{g.label}:") or c.name.startswith(f"slope({g.label})")]
+
+
+def plot_groups(groups: list[Group], title: str, texts: dict[str, PanelText] | None = None, *,
+                 check_id: str = "", verdict: str | None = None, setting: str = "", ncols: int | None = None):
+    """One log-log panel per group (:func:`_plot_group`), ``ncols`` a row; a shared legend under the panels.
+
+    ``texts``: the key numbers and outcome of each panel by group label; ``verdict``: the check's, in the title.
+    """
+    from verify import figures as F
+
+    n = len(groups)
+    ncols = ncols or n
+    nrows = int(math.ceil(n / ncols))
+    fig, axes = F.subplots(nrows, ncols, panel=(3.6, 3.1), extra=1.3)
+    for i, (g, ax) in enumerate(zip(groups, axes.flat)):
+        plot_group(ax, g, F.COLORS[i % len(F.COLORS)], (texts or {}).get(g.label, PanelText()))
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    handles = {}
+    for ax in list(axes.flat)[:n]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    extra = [F.not_judged_handle("open markers: reported, not judged")] if any(
+        t.status == "NOT JUDGED" for t in (texts or {}).values()) else []
+    fig.legend(list(handles.values()) + extra, list(handles) + [h.get_label() for h in extra],
+               loc="outside lower center", ncol=min(2 if ncols <= 2 else 3, len(handles) + len(extra)), fontsize=F.FONT["legend"])
+    F.suptitle(fig, check_id, title, "; ".join(x for x in (common_settings(groups), setting) if x), verdict)
+    return fig
