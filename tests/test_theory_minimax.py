@@ -211,8 +211,9 @@ def test_condition_equivalent_to_parametric_below_nonparametric_times_log(rd, b,
 
 
 def _independent_ok(rr, dd, b, m):
-    """k log m <= m with mpmath at 80 digits (independent of the module's code path)."""
-    with mpmath.workdps(80):
+    """k log m <= m with mpmath at the digits of m plus 30 (independent of the module's code path; a fixed 80 could
+    not tell m from m - 1 when m itself has 80 digits: r = d = 35, beta = 12)."""
+    with mpmath.workdps(len(str(int(m))) + 30):
         k = mpmath.mpf(rr * dd) ** (2 * mpmath.mpf(b.p) / b.q + 1)
         return mpmath.mpf(m) - k * mpmath.log(m) >= 0
 
