@@ -9,18 +9,22 @@ Usage (from the repository root)::
 The table replaces the lines between ``<!-- claims-table:start -->`` and ``<!-- claims-table:end -->`` in
 ``README.md``: one row per claim with its verdict at each given seed, and the headline comparison of the first
 file (predicted, measured +- SE, outcome).  The caption names the profile, the seeds, the machine and the date
-recorded in the JSON files.  ``--print`` writes the table to standard output instead.
+recorded in the JSON files.  ``--print`` writes the table to standard output instead; ``--file PATH --marker NAME``
+writes it between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` of another page (the paper profile's table in
+``docs/findings.md``: ``--file docs/findings.md --marker paper-claims-table`` with the reports of seeds 0-4).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-START, END = "<!-- claims-table:start -->", "<!-- claims-table:end -->"
+#: the README's block (``--marker`` names another)
+MARKER = "claims-table"
 
 
 def _fmt(v) -> str:
@@ -37,9 +41,8 @@ def _headline(result: dict) -> dict | None:
     stored = result.get("comparisons") or []
     if not stored:
         return None
-    comps = [Comparison.from_json(c) for c in stored]
-    for c, s in zip(comps, stored):  # the outcomes of the run, as stored
-        c.outcome = s.get("outcome", c.outcome)
+    # the outcomes of the run, as stored
+    comps = [dataclasses.replace(Comparison.from_json(c), outcome=c.get("outcome", "")) for c in stored]
     return stored[comps.index(shown_comparison(comps))]
 
 
@@ -75,8 +78,10 @@ def table(docs: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("reports", nargs="+", type=Path, help="report JSON files written by python -m verify --json")
-    p.add_argument("--readme", type=Path, default=ROOT / "README.md")
-    p.add_argument("--print", action="store_true", help="print the table instead of editing the README")
+    p.add_argument("--file", "--readme", dest="readme", type=Path, default=ROOT / "README.md",
+                   help="the page whose marked block is replaced (default README.md)")
+    p.add_argument("--marker", default=MARKER, help=f"the block's name (default {MARKER})")
+    p.add_argument("--print", action="store_true", help="print the table instead of editing the page")
     args = p.parse_args(argv)
     docs = [json.loads(path.read_text()) for path in args.reports]
     if len({d["profile"] for d in docs}) != 1:
@@ -85,12 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.print:
         print(text)
         return 0
+    start, end = f"<!-- {args.marker}:start -->", f"<!-- {args.marker}:end -->"
     readme = args.readme.read_text()
-    if START not in readme or END not in readme:
-        raise SystemExit(f"error: {args.readme} has no {START} ... {END} block")
-    pre, rest = readme.split(START, 1)
-    _, post = rest.split(END, 1)
-    args.readme.write_text(pre + START + "\n" + text + "\n" + END + post)
+    if start not in readme or end not in readme:
+        raise SystemExit(f"error: {args.readme} has no {start} ... {end} block")
+    pre, rest = readme.split(start, 1)
+    _, post = rest.split(end, 1)
+    args.readme.write_text(pre + start + "\n" + text + "\n" + end + post)
     print(f"updated {args.readme}")
     return 0
 

@@ -7,7 +7,7 @@ The claim ``T1``: the mean eigenvalue of ``Z^T Z / n`` (``Z`` is ``p x n`` stand
 2. its parts (``verify.claim.Claim``): design (sizes per profile), predict (``theory``), simulate (seeded from
    the design), judge (pure: the comparisons, built with the statistical constructors of
    ``verify.registry.Comparison``), describe (notes and data),
-3. ``register`` makes it a check; the registry judges it (``verify.verdicts.judge``) and
+3. ``register`` makes it a check; its run judges the comparisons once (``verify.verdicts.judged``) and
    ``verify.calibrate.summarise`` measures its error rates; the judge alone runs on synthetic measurements.
 
 Run ``python examples/toy_claim.py``: it prints the verdict at seed 0, a 20-seed calibration row and the

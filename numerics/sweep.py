@@ -43,7 +43,7 @@ from numerics.malloc import apply_inherited
 from theory._validation import ArgumentTypeError, as_int, check_choice, check_flag, describe
 
 __all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
-           "CacheIntegrityWarning", "cell_lock", "result_checksum"]
+           "CacheIntegrityWarning", "CacheWriteWarning", "cell_lock", "result_checksum"]
 
 _EXECUTORS = ("local", "dask")
 #: largest seed (``base_seed``, ``seed``, the elements of ``seeds``): a non-negative 63-bit integer
@@ -538,6 +538,24 @@ class CacheIntegrityWarning(UserWarning):
     ignored and the cell recomputed (and rewritten)."""
 
 
+class CacheWriteWarning(UserWarning):
+    """The cache directory cannot be written (a full disk, a read-only directory): the run goes on without
+    storing its cells there (results are the same; a later run computes them again).  Warned once per directory."""
+
+
+#: cache directories already warned about (:func:`cache_unwritable`)
+_UNWRITABLE: set[str] = set()
+
+
+def cache_unwritable(directory: str | os.PathLike, exc: OSError) -> None:
+    """Warn once per ``directory`` that the cache cannot be written there (:class:`CacheWriteWarning`)."""
+    key = str(directory)
+    if key not in _UNWRITABLE:
+        _UNWRITABLE.add(key)
+        warnings.warn(f"cache directory {key} cannot be written ({type(exc).__name__}: {exc}); the run goes on "
+                      "without storing its cells there", CacheWriteWarning, stacklevel=3)
+
+
 def cell_lock(path: str | os.PathLike) -> Any:
     """An exclusive inter-process lock on ``path`` (a ``filelock.FileLock``, not thread-local).
 
@@ -659,17 +677,23 @@ def _reject(path: Path, why: str) -> None:
     return None
 
 
-def _cache_write(path: Path, func: str, cell: dict, seed: int, version: str, result: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _cache_write(path: Path, func: str, cell: dict, seed: int, version: str, result: dict) -> bool:
+    """Write one entry atomically; ``False`` (and one :class:`CacheWriteWarning` per directory) when the cache
+    cannot be written: a cache is an optimisation, never a reason to lose a computed result."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     blob = {"func": func, "cell": cell, "seed": seed, "version": version, "result": result,
             "sha256": result_checksum(result)}
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "w") as fh:
             json.dump(blob, fh)
         os.replace(tmp, path)  # atomic: a crash never leaves a half-written entry under the key
+        return True
+    except OSError as exc:
+        cache_unwritable(path.parent.parent, exc)
+        return False
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             tmp.unlink()
 
 
@@ -893,12 +917,15 @@ class _Table:
         from filelock import Timeout
 
         path = _lock_path(self.cdir, self.keys[j])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lock = cell_lock(path)
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock = cell_lock(path)
             lock.acquire(timeout=0)
         except Timeout:
             return False
+        except OSError as exc:  # a directory that cannot be written: no claim (nor entry) there
+            cache_unwritable(path.parent.parent, exc)
+            return True
         self.locks[j] = lock
         return True
 

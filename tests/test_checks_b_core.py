@@ -10,6 +10,7 @@ import pytest
 from verify.checks import paper_b_core as core
 from verify.catalog import check_spec
 from verify.registry import CheckContext, Comparison, Verdict, run_check
+from verify.verdicts import judged
 
 
 def _run(cid: str, tmp_path):
@@ -69,31 +70,36 @@ def test_check_reproducible_seeds():
 # ---------------------------------------------------------------------------------------------
 # the tolerance rules can fail
 # ---------------------------------------------------------------------------------------------
+def _alone(c):
+    """``c`` judged on its own (a check of one comparison: Holm over one test)."""
+    return judged([c]).comparisons[0]
+
+
 def test_fs_rule_passes_shrinking_gap_and_fails_constant_offset():
     ok, q = core._fs_comparison("x", pred=1.0, ms=1.02, ss=0.001, ns=100, ml=1.01, sl=0.001, nl=200)
-    assert ok.passed and math.isclose(q["allowance"], 0.02 / math.sqrt(2))
+    assert _alone(ok).passed and math.isclose(q["allowance"], 0.02 / math.sqrt(2))
     bad, _ = core._fs_comparison("x", pred=1.0, ms=1.05, ss=0.001, ns=100, ml=1.05, sl=0.001, nl=200)
-    assert not bad.passed
+    assert not _alone(bad).passed
     assert "3 hypot(SE_l, q SE_s)" in bad.tolerance
 
 
 def test_shrink_rule_fails_when_gap_grows():
     pts_grow = [dict(pred=1.0, m_s=1.01, se_s=0.001, m_l=1.05, se_l=0.001)]
-    assert not core._shrink_comparison("s", pts_grow, 100, 200).passed
+    assert not _alone(core._shrink_comparison("s", pts_grow, 100, 200)).passed
     pts_ok = [dict(pred=1.0, m_s=1.05, se_s=0.001, m_l=1.02, se_l=0.001)]
-    assert core._shrink_comparison("s", pts_ok, 100, 200).passed
+    assert _alone(core._shrink_comparison("s", pts_ok, 100, 200)).passed
     # a constant gap does not decay like n^-1/2: fails
     pts_const = [dict(pred=1.0, m_s=1.05, se_s=0.001, m_l=1.05, se_l=0.001)]
-    assert not core._shrink_comparison("s", pts_const, 100, 200).passed
+    assert not _alone(core._shrink_comparison("s", pts_const, 100, 200)).passed
     # a gap decaying exactly like n^-1/2 passes
     pts_half = [dict(pred=1.0, m_s=1.05, se_s=0.001, m_l=1.0 + 0.05 / math.sqrt(2), se_l=0.001)]
-    assert core._shrink_comparison("s", pts_half, 100, 200).passed
+    assert _alone(core._shrink_comparison("s", pts_half, 100, 200)).passed
 
 
 def test_paired_rule():
     rng = np.random.default_rng(0)
-    assert core._paired_positive("d", 0.1, 0.1 + 0.01 * rng.standard_normal(20))[0].passed
-    assert not core._paired_positive("d", 0.0, 0.01 * rng.standard_normal(20))[0].passed
+    assert _alone(core._paired_positive("d", 0.1, 0.1 + 0.01 * rng.standard_normal(20))[0]).passed
+    assert not _alone(core._paired_positive("d", 0.0, 0.01 * rng.standard_normal(20))[0]).passed
 
 
 def test_per_trial_slopes_exact_power_law():

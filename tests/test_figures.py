@@ -1,13 +1,13 @@
 """Every check's figure, drawn at the smoke profile and inspected through matplotlib.
 
-What is tested: each claim's ``figure(design, prediction, measurement)`` (B4 aside: its figure is drawn
-elsewhere) after its design, prediction and simulation at the smoke profile gives figures that
+What is tested: each claim's ``figure(design, prediction, measurement, judgement)``, drawn by the claim's own
+run at the smoke profile (``tests/test_claim_conformance.py``), gives figures that
 :func:`verify.figures.figure_problems` finds nothing wrong with: every axis that shows numbers is labelled,
 a panel with more than one series has a legend naming quantities (no function names), no tick labels
 overlap (their bounding boxes after ``fig.canvas.draw()``), no text runs into a neighbouring panel, every
 colour is on the colour-blind-safe palette, and the figure has a title naming the check.  The inspector
 itself is tested on figures built to fail each rule, and the shared helpers (log-axis labels, dense grids,
-the verdict of a claim's own judge, the style) on known inputs.  So a figure cannot silently degrade.
+the style) on known inputs.  So a figure cannot silently degrade.
 """
 
 from __future__ import annotations
@@ -20,57 +20,12 @@ import pytest
 
 from conftest import run_smoke
 from verify import figures as F
-from verify.catalog import claim_of
-from verify.registry import CheckContext, judge_outcome
-
-#: every check with a figure of its own in this module's care (B4's figure is another's)
-FIGURE_IDS = ["A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B7-lin"]
-
-
-def _parts(cid: str):
-    """design, prediction, measurement of ``cid`` at the smoke profile (no cache, no figures written)."""
-    claim = claim_of(cid)
-    ctx = CheckContext(profile="smoke", report_dir=None, n_jobs=1, check_id=cid)
-    design = claim.design(ctx)
-    prediction = claim.predict(ctx, design)
-    return claim, design, prediction, claim.simulate(ctx, design)
-
-
-def _figures(claim, design, prediction, measurement) -> dict:
-    figs = claim.figure(design, prediction, measurement)
-    return figs if isinstance(figs, dict) else {claim.figure_name: figs}
-
-
-@pytest.mark.parametrize("cid", FIGURE_IDS)
-def test_figure_reads_at_a_glance(cid):
-    claim, design, prediction, measurement = _parts(cid)
-    figs = _figures(claim, design, prediction, measurement)
-    assert figs
-    try:
-        for name, fig in figs.items():
-            problems = F.figure_problems(fig)
-            assert not problems, f"{cid} {name}: " + "; ".join(problems)
-            title = fig._suptitle.get_text() if fig._suptitle is not None else ""
-            assert title.startswith(f"{cid}:"), title
-            assert any(v in title for v in ("PASS", "FAIL", "INCONCLUSIVE", "INFO")), title  # the verdict is shown
-    finally:
-        for fig in figs.values():
-            F.pyplot().close(fig)
 
 
 def test_figures_are_written_by_the_run(tmp_path):
     """Through the registry (``run_smoke`` with a report directory) the figure is a PNG file."""
     res = run_smoke("B7-lin", tmp_path)
     assert res.figures and all(Path(p).exists() and Path(p).stat().st_size > 10_000 for p in res.figures)
-
-
-def test_verdict_on_the_figure_is_the_reports():
-    """:func:`verify.figures.judged` gives the verdict the registry gives the same comparisons."""
-    claim, design, prediction, measurement = _parts("B5")
-    verdict, comps = F.judged(claim.judge, design, prediction, measurement)
-    assert verdict == judge_outcome("B5", claim.judge(design, prediction, measurement)).value
-    assert all(c.outcome in ("PASS", "FAIL", "INCONCLUSIVE") for c in comps)
-    assert F.judged(claim.judge, design, prediction, measurement, informational=True)[0] == "INFO"
 
 
 # ---------------------------------------------------------------------------------------------- the inspector

@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
+from conftest import max_false_fails
 from verify.checks import paper_b_softmax as mod
 from verify.verdicts import ALPHA_CHECK, judge
 
@@ -36,9 +36,6 @@ RUNS = 250  # synthetic checks per rate (each truth)
 SD = 0.01  # per-trial SD at the largest size (sqrt(NL / n) times it at size n)
 
 
-def _max_false_fails(alpha: float, runs: int = RUNS) -> int:
-    """Largest number of FAILs in ``runs`` checks compatible with a FAIL rate ``alpha`` (binomial, 1e-4 level)."""
-    return int(stats.binom.ppf(1 - 1e-4, runs, alpha))
 
 
 def _limit(cfg) -> np.ndarray:
@@ -117,8 +114,8 @@ def test_false_fail_rate_when_the_prediction_is_true():
     """No gap, and a gap of 10 SE_l at NS decaying exactly like n^-1/2 (the least favourable truth)."""
     for k, gap in enumerate((0.0, 10 * SE_L / Q)):
         at_check, at_05 = _fail_counts(lambda rng, g=gap: _cells(rng, gap_small=g), TRUTH, seed=11 + k)
-        assert at_check <= _max_false_fails(ALPHA_CHECK), (gap, at_check)
-        assert at_05 <= _max_false_fails(0.05), (gap, at_05)
+        assert at_check <= max_false_fails(ALPHA_CHECK, RUNS, tail=1e-4), (gap, at_check)
+        assert at_05 <= max_false_fails(0.05, RUNS, tail=1e-4), (gap, at_05)
 
 
 def test_power_against_a_gap_that_does_not_decay():

@@ -27,8 +27,8 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
+from conftest import max_false_fails
 from verify.checks import paper_b_core as core
 from verify.checks.paper_b_core import SIZE, Cell, Panel, TwoSizes
 from verify.verdicts import ALPHA_CHECK, judge
@@ -38,9 +38,6 @@ POWER_RUNS = 20  # synthetic checks per power
 Q = 2**-0.5  # (n_s / n_l)^(1/2)
 
 
-def _max_false_fails(alpha: float, runs: int = RUNS) -> int:
-    """Largest number of FAILs in ``runs`` checks compatible with a FAIL rate ``alpha`` (binomial, 1e-4 level)."""
-    return int(stats.binom.ppf(1 - 1e-4, runs, alpha))
 
 
 def _fail_counts(draws, judge_fn, design, prediction, seed: int, runs: int = RUNS) -> tuple[int, int]:
@@ -57,8 +54,8 @@ def _fail_counts(draws, judge_fn, design, prediction, seed: int, runs: int = RUN
 
 def _assert_false_fail_rate(counts: tuple[int, int], runs: int = RUNS) -> None:
     at_check, at_05 = counts
-    assert at_check <= _max_false_fails(ALPHA_CHECK, runs), counts
-    assert at_05 <= _max_false_fails(0.05, runs), counts
+    assert at_check <= max_false_fails(ALPHA_CHECK, runs, tail=1e-4), counts
+    assert at_05 <= max_false_fails(0.05, runs, tail=1e-4), counts
 
 
 def _power(draw, judge_fn, design, prediction, seed: int, runs: int = POWER_RUNS) -> float:

@@ -17,7 +17,7 @@ from verify.checks.paper_a_numerics import (LIMIT_WINDOWS, Group, GroupMeasureme
                                             k_levels_to_M, limit_window)
 from verify.checks.paper_a_rates import RateDesign, judge_a2, judge_a3, judge_a4
 from conftest import max_false_fails
-from verify.verdicts import ALPHA_CHECK, judge
+from verify.verdicts import ALPHA_CHECK, judge, judged
 
 KS = [20, 23, 26, 30, 35, 40]
 MS = k_levels_to_M(KS, 500, 2)
@@ -179,7 +179,7 @@ def test_a4_pooled_comparison_has_the_power_against_a_common_wrong_rate():
     rng = np.random.default_rng(8)
     pooled = group = 0
     for _ in range(60):
-        comps = judge_a4(*_a4(rng, tilt_all=-WRONG_RATE_OFFSET, sd=0.2))
+        comps = judged(judge_a4(*_a4(rng, tilt_all=-WRONG_RATE_OFFSET, sd=0.2))).comparisons
         pooled += comps[0].outcome == "FAIL"
         group += comps[1].outcome == "FAIL"
     assert pooled > 2 * group

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from conftest import max_false_fails
 from verify.checks import paper_b_reversal as mod
 from verify.catalog import check_spec
 from verify.registry import CheckContext, Verdict, run_check
-from verify.verdicts import ALPHA_CHECK, judge
+from verify.verdicts import ALPHA_CHECK, judge, judged
 
 PS = (128, 256, 512, 1024)
 TRIALS = (96, 48, 24, 12)
@@ -48,9 +49,6 @@ def _draw(rng: np.random.Generator, amp: float = -2.8, beta: float = 1.0, limit:
     return cells
 
 
-def _max_false_fails(alpha: float, runs: int = RUNS) -> int:
-    """Largest FAIL count in ``runs`` compatible with a FAIL rate ``alpha`` (binomial, 1e-4 level)."""
-    return int(stats.binom.ppf(1 - 1e-4, runs, alpha))
 
 
 # ============================================================================ the fit
@@ -116,16 +114,16 @@ def test_judge_false_fail_rate_when_the_readings_are_true():
         comps = mod.judge_reversal(DESIGN, pred, _draw(rng, amp=-4.0, beta=1.0))
         at_check += judge(comps) == "FAIL"
         at_05 += judge(comps, alpha=0.05) == "FAIL"
-    assert at_check <= _max_false_fails(ALPHA_CHECK)
-    assert at_05 <= _max_false_fails(0.05)
+    assert at_check <= max_false_fails(ALPHA_CHECK, RUNS, tail=1e-4)
+    assert at_05 <= max_false_fails(0.05, RUNS, tail=1e-4)
 
 
 def test_judge_power_against_a_slow_decay():
     """Truth: exponent 0.35 (the erf, strength-8 shape): the exponent comparison FAILs in most draws."""
     rng = np.random.default_rng(3)
     pred = _prediction(limit=0.0001)
-    fails = sum(mod.judge_reversal(DESIGN, pred, _draw(rng, amp=-0.336, beta=0.35, limit=0.0001))[1].outcome
-                == "FAIL" for _ in range(100))
+    fails = sum(judged(mod.judge_reversal(DESIGN, pred, _draw(rng, amp=-0.336, beta=0.35, limit=0.0001)))
+                .comparisons[1].outcome == "FAIL" for _ in range(100))
     assert fails >= 90
 
 

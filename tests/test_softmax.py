@@ -231,12 +231,14 @@ def test_b8_figure_reads_at_a_glance():
     from verify import figures as F
     from verify.catalog import claim_of
     from verify.registry import CheckContext
+    from verify.verdicts import judged
 
     claim = claim_of("B8")
     ctx = CheckContext(profile="smoke", report_dir=None, n_jobs=1, check_id="B8")
     design = claim.design(ctx)
     prediction = claim.predict(ctx, design)
-    fig = claim.figure(design, prediction, claim.simulate(ctx, design))
+    measurement = claim.simulate(ctx, design)
+    fig = claim.figure(design, prediction, measurement, judged(claim.judge(design, prediction, measurement)))
     try:
         assert F.figure_problems(fig) == []
         title = fig._suptitle.get_text()

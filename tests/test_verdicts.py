@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 from verify.registry import Comparison, Verdict, judge_outcome
 from verify.verdicts import (
-    ALPHA_CHECK, ALPHA_PASS, ALPHA_REPORT, N_STOCHASTIC_CHECKS, equivalence_p, holm, judge, scale_to_decide)
+    ALPHA_CHECK, ALPHA_PASS, ALPHA_REPORT, N_STOCHASTIC_CHECKS, equivalence_p, holm, judge, judged, scale_to_decide)
 
 
 def _eq(delta, se, margin=0.03, df=None):
@@ -103,12 +104,21 @@ def test_exact_and_nonfinite():
     assert judge([nan]) == "FAIL"  # a non-finite measurement never passes silently
 
 
-def test_judge_is_pure_and_idempotent():
-    comps = [_eq(0.0, 0.005), _eq(0.0, 0.05), Comparison("e", 1, 1, None, "exact", True)]
-    first = judge(comps)
-    outs = [c.outcome for c in comps]
-    assert judge(comps) == first and [c.outcome for c in comps] == outs
-    assert [c.passed for c in comps] == [o == "PASS" for o in outs]
+def test_judging_is_pure_and_returns_judged_copies():
+    comps = [_eq(0.0, 0.005), _eq(0.0, 0.05), Comparison("e", 1, 1, None, "exact", True),
+             Comparison.bound("b", "<=0", 0.0, 1.0, 6.0)]
+    before = [c.to_json() for c in comps]
+    first = judged(comps)
+    assert [c.to_json() for c in comps] == before  # the table judged is left as it was
+    assert [c.outcome for c in comps] == ["", "", "PASS", ""]  # stochastic rows carry no outcome until judged
+    assert first.verdict == "FAIL" == judge(comps)
+    assert [c.outcome for c in first.comparisons] == ["PASS", "INCONCLUSIVE", "PASS", "FAIL"]
+    assert [c.passed for c in first.comparisons] == [True, False, True, False]
+    assert judged(comps) == first  # the same table, the same judgement
+    assert judged(list(first.comparisons)) == first  # judging judged rows again changes nothing
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        comps[0].outcome = "PASS"  # a row is immutable
+    assert judged([]).verdict == "FAIL" and judge([]) == "PASS"  # an empty check fails in the registry
 
 
 def test_registry_verdicts():

@@ -1,7 +1,7 @@
 """The one shape of a claim: design, predict, simulate, judge, describe, figure.
 
-Every check of the report is a :class:`Claim`: five small functions with one job each, composed by
-:meth:`Claim.run` into the :class:`~verify.registry.Outcome` the registry judges.
+Every check of the report is a :class:`Claim`: six small functions with one job each, composed by
+:meth:`Claim.run`, which judges the evidence once, into the :class:`~verify.registry.Outcome` the report shows.
 
 ``design(ctx)``
     The experiment for ``ctx.profile`` (sizes, grids, configurations; truths and pilot constants from
@@ -12,13 +12,15 @@ Every check of the report is a :class:`Claim`: five small functions with one job
 ``simulate(ctx, design)``
     The measurements: cached cells, seeds from ``ctx.seed_for``.  The only step that draws data.
 ``judge(design, prediction, measurement)``
-    A *pure* function returning the comparisons (:class:`~verify.registry.Comparison`): no I/O, no
-    randomness, so it can be unit-tested on synthetic measurements with a known truth
-    (``tests/test_judges.py`` measures each judge's false-FAIL rate that way).
+    A *pure* function returning the evidence table: the comparisons (:class:`~verify.registry.Comparison`,
+    frozen rows), not yet judged.  No I/O, no randomness, so it can be unit-tested on synthetic measurements
+    with a known truth (the ``tests/test_judges_*.py`` files measure each judge's false-FAIL rate that way).
+    :meth:`Claim.run` judges the table once (:func:`verify.verdicts.judged`: Holm within the check).
 ``describe(design, prediction, measurement, comparisons)``
-    The notes (prose for the report) and the data (JSON) of the result; pure.
-``figure(design, prediction, measurement)``
-    A matplotlib figure, or ``None``; drawn where figures are written (:func:`verify.figures.pyplot`).
+    The notes (prose for the report) and the data (JSON) of the result, given the *judged* comparisons; pure.
+``figure(design, prediction, measurement, judgement)``
+    A matplotlib figure, or ``None``, given the :class:`~verify.verdicts.Judgement` (verdict and judged
+    comparisons); drawn only where figures are written (:func:`verify.figures.pyplot`).  It never judges.
 
 The parts pass plain Python objects between them (dicts, dataclasses, arrays); a claim decides their
 type.  :func:`register` makes a claim a check of the registry (``verify.registry.check``).
@@ -32,7 +34,9 @@ from typing import Any, Callable
 from theory._validation import ArgumentTypeError
 from theory._validation import describe as _describe
 
+from .claims import STUDIES
 from .registry import CheckContext, Comparison, Outcome, _as_bool, _check_callable, _check_stem, _check_text, check
+from .verdicts import Judgement, judged
 
 __all__ = ["Claim", "register"]
 
@@ -41,7 +45,7 @@ def _no_prediction(ctx: CheckContext, design: Any) -> None:
     return None
 
 
-def _no_figure(design: Any, prediction: Any, measurement: Any) -> None:
+def _no_figure(design: Any, prediction: Any, measurement: Any, judgement: Judgement) -> None:
     return None
 
 
@@ -68,7 +72,7 @@ class Claim:
     judge: Callable[[Any, Any, Any], list[Comparison]]
     describe: Callable[[Any, Any, Any, list[Comparison]], tuple[str, dict]]
     predict: Callable[[CheckContext, Any], Any] = _no_prediction
-    figure: Callable[[Any, Any, Any], Any] = _no_figure
+    figure: Callable[[Any, Any, Any, Judgement], Any] = _no_figure
     figure_name: str = "figure"
     informational: bool | Callable[[Any, Any, Any], bool] = False
 
@@ -82,24 +86,32 @@ class Claim:
             _as_bool("informational", self.informational)
 
     def run(self, ctx: CheckContext) -> Outcome:
-        """design -> predict -> simulate -> judge -> describe (+ figure): the check's :class:`Outcome`."""
+        """design -> predict -> simulate -> judge (once) -> describe (+ figure): the check's :class:`Outcome`.
+
+        The judge's comparisons are judged once (:func:`verify.verdicts.judged`); ``describe``, ``figure`` and
+        the outcome receive the same judged copies and the verdict (``INFO`` for a study).
+        """
         if not isinstance(ctx, CheckContext):
             raise ArgumentTypeError(f"ctx must be a CheckContext, got {_describe(ctx)} ({type(ctx).__name__})")
         design = self.design(ctx)
         prediction = self.predict(ctx, design)
         measurement = self.simulate(ctx, design)
-        comparisons = list(self.judge(design, prediction, measurement))
-        notes, data = self.describe(design, prediction, measurement, comparisons)
-        # figures are drawn only where they are written (drawing costs seconds; it changes no number)
-        figs = self.figure(design, prediction, measurement) if ctx.report_dir is not None else None
-        if figs is not None and not isinstance(figs, dict):
-            figs = {self.figure_name: figs}
-        paths = [ctx.save_figure(f, name) for name, f in (figs or {}).items()]
+        judgement = judged(list(self.judge(design, prediction, measurement)))
         info = self.informational
         if callable(info):
             info = info(design, prediction, measurement)
+        info = bool(info) or self.id in STUDIES
+        if info:
+            judgement = judgement.as_info()
+        comparisons = list(judgement.comparisons)
+        notes, data = self.describe(design, prediction, measurement, comparisons)
+        # figures are drawn only where they are written (drawing costs seconds; it changes no number)
+        figs = self.figure(design, prediction, measurement, judgement) if ctx.report_dir is not None else None
+        if figs is not None and not isinstance(figs, dict):
+            figs = {self.figure_name: figs}
+        paths = [ctx.save_figure(f, name) for name, f in (figs or {}).items()]
         return Outcome(comparisons=comparisons, notes=notes, figures=[p for p in paths if p], data=data,
-                       informational=bool(info))
+                       informational=info, verdict=judgement.verdict)
 
 
 def register(claim: Claim) -> Claim:

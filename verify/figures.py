@@ -13,8 +13,8 @@ The style (what a reader of the report sees in every figure)
   simulation is points with error bars of :data:`ERRORBAR_SE` standard errors (:func:`mc_points`); points
   reported but not judged are open markers (:func:`not_judged_handle` names them in the legend);
 - log axes label only what fits (:func:`tidy_log_axis`); every panel carries its key numbers and, where the
-  claim decides one, its verdict (:func:`key_numbers`, computed by :func:`judged`); the settings (n, p, c,
-  sigma, K, ...) go into the title (:func:`settings`);
+  claim decides one, its verdict (:func:`key_numbers`, from the judgement the claim's run hands its figure);
+  the settings (n, p, c, sigma, K, ...) go into the title (:func:`settings`);
 - :func:`figure_problems` lists what a reader would stumble on (a missing axis label or legend, overlapping
   tick labels, text running into a neighbouring panel, a colour off the palette, a function name in a
   legend); ``tests/test_figures.py`` runs it on every check's figure.
@@ -39,7 +39,7 @@ from .registry import _check_callable, _check_items, _check_text
 from .verdicts import _check_comparisons
 
 __all__ = ["COLORS", "ERRORBAR_SE", "FONT", "OKABE_ITO", "THEORY", "VERDICT_COLORS", "dense_grid",
-           "figure_problems", "headroom", "judged", "key_numbers", "legend", "mc_points", "not_judged_handle",
+           "figure_problems", "headroom", "key_numbers", "legend", "mc_points", "not_judged_handle",
            "outcome_text", "paper_figure", "proxy", "pyplot", "settings", "style", "subplots", "suptitle",
            "theory_curve", "tidy_log_axis", "worst_outcome"]
 
@@ -293,28 +293,6 @@ def legend(ax: Any, *, extra: Iterable[Any] = (), loc: str = "best", outside: bo
 
 
 # ------------------------------------------------------------------------------------------ verdicts, numbers
-def judged(judge: Callable[[Any, Any, Any], list], design: Any, prediction: Any, measurement: Any,
-           informational: bool = False) -> tuple[str, list]:
-    """The check's verdict and its comparisons with their outcomes, from the claim's own (pure) ``judge``.
-
-    The verdict is :func:`verify.verdicts.judge` of the comparisons (``INFO`` for an informational claim),
-    i.e. what the report states; the comparisons are new objects (the run's own are untouched).
-    """
-    _check_callable("judge", judge)
-    informational = check_flag("informational", informational)
-    from .verdicts import judge as verdict_of
-
-    out = judge(design, prediction, measurement)
-    if not isinstance(out, (list, tuple)):
-        raise ArgumentTypeError(f"judge must return a list of comparisons, got {describe(out)}")
-    try:
-        comps = _check_comparisons("comparisons", list(out))
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"judge must return a list of comparisons: {exc}") from None
-    verdict = verdict_of(comps) if comps else "FAIL"
-    return ("INFO" if informational else verdict), comps
-
-
 def outcome_text(comparisons: Sequence[Any]) -> str:
     """``"30/30 PASS"`` or ``"2 PASS, 1 INCONCLUSIVE of 3"``: the outcomes of judged comparisons."""
     comparisons = _check_comparisons("comparisons", comparisons)

@@ -34,7 +34,7 @@ class Verdict(str, Enum):
     NOT_IMPLEMENTED = "NOT IMPLEMENTED"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Comparison:
     """One prediction-vs-measurement line of a check, with the statistical test that judges it.
 
@@ -46,7 +46,7 @@ class Comparison:
     uncertainty : standard error of ``measured`` (``None`` when exact).
     tolerance : the rule, in words with its numbers.
     passed : for ``kind="exact"``: whether the deterministic statement holds.  For the other kinds it is
-        overwritten by :func:`verify.verdicts.judge` (``outcome == "PASS"``).
+        ``outcome == "PASS"`` of a judged copy (:func:`verify.verdicts.judged`).
     kind : one of :data:`verify.verdicts.KINDS` (default ``"exact"``).
     p_fail : p-value of the test whose rejection FAILS the comparison (null hypothesis: the claim holds).
     p_pass : p-value of the evidence test behind PASS (null: the claim fails); ``None`` for ``bound`` and
@@ -54,7 +54,8 @@ class Comparison:
     margin : equivalence margin (``kind="equivalence"``).
     df : degrees of freedom of the test statistic (``None``: normal).
     decide_factor : for an undecided comparison, how many times the current data would decide it.
-    outcome : ``PASS`` / ``FAIL`` / ``INCONCLUSIVE``, set by :func:`verify.verdicts.judge`.
+    outcome : ``PASS`` / ``FAIL`` / ``INCONCLUSIVE`` on the judged copies that :func:`verify.verdicts.judged` returns
+        (``""`` on a stochastic comparison not yet judged; an exact one carries its outcome from construction).
     headline : the comparison shown for the check in compact tables and tracked by ``calibrate``.
 
     Use the constructors :meth:`equivalence`, :meth:`direction`, :meth:`bound`, :meth:`consistency` for
@@ -65,6 +66,9 @@ class Comparison:
     or lists of those; ``uncertainty`` ``None`` or ``>= 0``; ``p_fail`` / ``p_pass`` in ``[0, 1]``; ``margin`` finite
     ``> 0``; ``df > 0`` (``inf``: normal).  A measurement may be NaN or infinite (``measured``, ``uncertainty``, a
     NaN p-value): it is judged FAIL, never a silent PASS.
+
+    A comparison is immutable (a row of the check's evidence table): judging returns new comparisons and leaves
+    the judged ones as they were.
     """
 
     name: str
@@ -85,8 +89,11 @@ class Comparison:
     def __post_init__(self) -> None:
         from .verdicts import KINDS
 
-        self.passed = _as_bool("passed", self.passed)  # numpy / sympy booleans -> a plain bool (JSON true/false)
-        self.headline = _as_bool("headline", self.headline)
+        def put(name: str, value: Any) -> None:  # normalised fields of a frozen instance
+            object.__setattr__(self, name, value)
+
+        put("passed", _as_bool("passed", self.passed))  # numpy / sympy booleans -> a plain bool (JSON true/false)
+        put("headline", _as_bool("headline", self.headline))
         if not isinstance(self.kind, str) or self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {describe(self.kind)}")
         for fname in ("name", "tolerance", "outcome"):
@@ -98,18 +105,17 @@ class Comparison:
         if self.uncertainty is not None:
             _measurement("uncertainty", self.uncertainty, low=0.0)
         for fname in ("p_fail", "p_pass"):  # NaN: the test could not be computed (judged FAIL)
-            setattr(self, fname, _optional_real(fname, getattr(self, fname), 0.0, 1.0, nan_ok=True))
-        self.margin = _optional_real("margin", self.margin, 0.0, math.inf, low_open=True)
-        self.df = _optional_real("df", self.df, 0.0, math.inf, low_open=True, inf_ok=True)
-        self.decide_factor = _optional_real("decide_factor", self.decide_factor, 0.0, math.inf)
-        self.exact_ok = self.passed
-        if not self.outcome:
-            if self.kind == "exact":
-                self.outcome = "PASS" if self.passed else "FAIL"
-            else:  # standalone reading (the check's judge re-reads it with Holm over all its comparisons)
-                from .verdicts import judge
+            put(fname, _optional_real(fname, getattr(self, fname), 0.0, 1.0, nan_ok=True))
+        put("margin", _optional_real("margin", self.margin, 0.0, math.inf, low_open=True))
+        put("df", _optional_real("df", self.df, 0.0, math.inf, low_open=True, inf_ok=True))
+        put("decide_factor", _optional_real("decide_factor", self.decide_factor, 0.0, math.inf))
+        if self.kind == "exact" and not self.outcome:
+            put("outcome", "PASS" if self.passed else "FAIL")
 
-                judge([self])
+    @property
+    def exact_ok(self) -> bool:
+        """For ``kind="exact"``: whether the deterministic statement holds (``passed``)."""
+        return self.passed
 
     def to_json(self) -> dict:
         return {k: _jsonable(v) for k, v in asdict(self).items()}
@@ -238,14 +244,16 @@ class Comparison:
 @dataclass
 class Outcome:
     """What a check function returns: its comparisons (a list of :class:`Comparison`), notes (text), the paths of
-    its figures, data (a mapping with string keys, written to the JSON report) and whether it is informational.
-    Fields are checked on construction (``TypeError`` naming the field)."""
+    its figures, data (a mapping with string keys, written to the JSON report), whether it is informational and,
+    from :meth:`verify.claim.Claim.run`, the verdict it judged the comparisons to (``None``: not judged yet; the
+    registry judges them).  Fields are checked on construction (``TypeError`` naming the field)."""
 
     comparisons: list[Comparison]
     notes: str = ""
     figures: list[str] = field(default_factory=list)
     data: dict = field(default_factory=dict)
     informational: bool = False
+    verdict: str | None = None
 
     def __post_init__(self) -> None:
         self.comparisons = _check_items("comparisons", self.comparisons, Comparison, "Comparison objects")
@@ -253,6 +261,13 @@ class Outcome:
         self.figures = _check_paths("figures", self.figures)
         self.data = _check_mapping("data", self.data)
         self.informational = _as_bool("informational", self.informational)
+        if self.verdict is not None:
+            if self.verdict not in ("PASS", "FAIL", "INCONCLUSIVE", "INFO"):
+                raise ValueError(f"verdict must be None or one of 'PASS', 'FAIL', 'INCONCLUSIVE', 'INFO', got "
+                                 f"{describe(self.verdict)}")
+            if any(not c.outcome for c in self.comparisons):
+                raise ValueError("a judged outcome (verdict given) must hold judged comparisons (verify.verdicts."
+                                 "judged), got one without an outcome")
 
 
 @dataclass
@@ -473,7 +488,7 @@ class CheckContext:
         """
         _check_callable("compute", compute)
         h = self.cache_key(name, key, version)  # checks name, key and version
-        if self.cache_dir is None:
+        if self.cache_dir is None or (self.memo is not None and h in self.memo):
             return _memoised(self.memo, h, compute)
         path = Path(self.cache_dir) / (self.check_id or "_") / f"{h}.npz"
         meta = self._cache_meta(name, key, version)
@@ -485,7 +500,15 @@ class CheckContext:
             if hit is not None:
                 return hit
             out = _computed(compute)
-            _npz_write(path, h, meta, out)
+            try:
+                _npz_write(path, h, meta, out)
+            except OSError as exc:  # a full disk, a read-only directory: warn once, keep the cell in memory
+                from numerics.sweep import cache_unwritable
+
+                cache_unwritable(self.cache_dir, exc)
+                if self.memo is not None:
+                    self.memo[h] = out
+                    return {k: v.copy() for k, v in out.items()}
         return out
 
     def _cache_meta(self, name: str, key: Mapping[str, Any], version: str) -> str:
@@ -603,7 +626,13 @@ def run_check(spec: CheckSpec, ctx: CheckContext) -> CheckResult:
         res.notes = out.notes
         res.figures = list(out.figures)
         res.data = dict(out.data)
-        res.verdict = judge_outcome(spec.id, res.comparisons, informational=out.informational)
+        if out.verdict is None:  # a plain check function: judged here
+            res.verdict = judge_outcome(spec.id, res.comparisons, informational=out.informational)
+            res.comparisons = _judged_comparisons(res.comparisons)
+        elif out.informational or spec.id in STUDIES:
+            res.verdict = Verdict.INFO
+        else:
+            res.verdict = Verdict(out.verdict) if res.comparisons else Verdict.FAIL
         if not res.comparisons and res.verdict is Verdict.FAIL:
             res.error = "the check produced no comparison"
     except Exception:  # noqa: BLE001 - reported, not hidden
@@ -620,17 +649,24 @@ def judge_outcome(check_id: str, comparisons: list[Comparison], informational: b
     Informational studies (:data:`STUDIES`, or ``informational``) are judged too (their comparisons get
     outcomes) but their verdict is ``INFO``; a check without comparisons FAILS.
     """
-    from .verdicts import judge
+    from .verdicts import judged
 
     _check_text("check_id", check_id, empty=False)
     comparisons = _check_items("comparisons", comparisons, Comparison, "Comparison objects")
     informational = _as_bool("informational", informational)
     if not comparisons:
         return Verdict.INFO if informational or check_id in STUDIES else Verdict.FAIL
-    v = Verdict(judge(comparisons))
+    v = Verdict(judged(comparisons).verdict)
     if informational or check_id in STUDIES:
         return Verdict.INFO
     return v
+
+
+def _judged_comparisons(comparisons: list[Comparison]) -> list[Comparison]:
+    """The judged copies of ``comparisons`` (:func:`verify.verdicts.judged`; ``[]`` stays ``[]``)."""
+    from .verdicts import judged
+
+    return list(judged(comparisons).comparisons) if comparisons else []
 
 
 def rejudge_stored(result: Mapping[str, Any]) -> tuple[Verdict, list[Comparison]]:
@@ -652,8 +688,9 @@ def rejudge_stored(result: Mapping[str, Any]) -> tuple[Verdict, list[Comparison]
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"result['comparisons']: {exc}") from None
     if stored in (Verdict.ERROR.value, Verdict.NOT_IMPLEMENTED.value):
-        return Verdict(stored), comps
-    return judge_outcome(result["id"], comps, informational=stored == Verdict.INFO.value), comps
+        return Verdict(stored), _judged_comparisons(comps)
+    return (judge_outcome(result["id"], comps, informational=stored == Verdict.INFO.value),
+            _judged_comparisons(comps))
 
 
 def exit_status(results: list[CheckResult], strict: bool = False) -> int:

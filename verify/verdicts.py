@@ -38,6 +38,7 @@ These rates assume the standard errors are right; ``python -m verify calibrate``
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from scipy import stats
@@ -231,37 +232,72 @@ def scale_to_decide(delta: float, se: float, margin: float | None, kind: str) ->
     return max(1.0, (se / needed) ** 2)
 
 
-def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
-    """Set ``outcome`` on every comparison and return the check's verdict (``PASS``/``FAIL``/``INCONCLUSIVE``).
+@dataclass(frozen=True)
+class Judgement:
+    """A check's judged evidence table: its verdict and its comparisons with their outcomes (new objects).
 
-    Rules: module docstring.  Pure: no I/O, no randomness; the comparisons' ``outcome`` and ``passed``
-    fields are (re)written, so judging twice gives the same result.
+    ``verdict`` is ``PASS``, ``FAIL`` or ``INCONCLUSIVE`` (:func:`judged`; ``INFO`` once a study's run marks it so,
+    :meth:`as_info`); ``comparisons`` a tuple in the order judged.
+    """
+
+    verdict: str
+    comparisons: tuple
+
+    def __post_init__(self) -> None:
+        """``verdict`` one of the four and ``comparisons`` judged ones (a list is stored as a tuple)."""
+        check_choice("verdict", self.verdict, ("PASS", "FAIL", "INCONCLUSIVE", "INFO"))
+        rows = tuple(_check_comparisons("comparisons", self.comparisons))
+        if any(not c.outcome for c in rows):
+            raise ValueError("comparisons must be judged ones (verify.verdicts.judged), got one without an outcome")
+        object.__setattr__(self, "comparisons", rows)
+
+    def as_info(self) -> "Judgement":
+        """The same outcomes under the verdict ``INFO`` (a study: reported, never decides)."""
+        return replace(self, verdict="INFO")
+
+
+def _outcome(c: Comparison, rejected: bool) -> str:
+    if c.kind == "exact":
+        return "PASS" if c.exact_ok else "FAIL"
+    if c.p_fail is None or not math.isfinite(float(c.p_fail)):
+        return "FAIL"  # a non-finite measurement is a failure, never a silent pass
+    if rejected:
+        return "FAIL"
+    if c.p_pass is None:
+        return "PASS"
+    return "PASS" if float(c.p_pass) <= ALPHA_PASS else "INCONCLUSIVE"
+
+
+def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> Judgement:
+    """Judge a check's comparisons once: the verdict and judged copies (``outcome``, ``passed`` set).
+
+    Rules: module docstring.  Pure: no I/O, no randomness, and the given comparisons are left unchanged
+    (they are frozen dataclasses; the judged ones are :func:`dataclasses.replace` copies).  An empty table is
+    ``FAIL`` (a check that compared nothing).
     """
     comparisons = _check_comparisons("comparisons", comparisons)
     alpha = _check_alpha(alpha)
     # a non-finite p-value FAILS its comparison below; it takes no place in Holm's family
-    stochastic = [c for c in comparisons if c.kind != "exact" and c.p_fail is not None
+    stochastic = [i for i, c in enumerate(comparisons) if c.kind != "exact" and c.p_fail is not None
                   and math.isfinite(float(c.p_fail))]
-    rejected = holm([float(c.p_fail) for c in stochastic], alpha)
-    rej = {id(c): r for c, r in zip(stochastic, rejected)}
-    for c in comparisons:
-        if c.kind == "exact":
-            c.outcome = "PASS" if c.exact_ok else "FAIL"
-        elif c.p_fail is None or not math.isfinite(float(c.p_fail)):
-            c.outcome = "FAIL"  # a non-finite measurement is a failure, never a silent pass
-        elif rej.get(id(c), False):
-            c.outcome = "FAIL"
-        elif c.p_pass is None:
-            c.outcome = "PASS"
-        else:
-            c.outcome = "PASS" if float(c.p_pass) <= ALPHA_PASS else "INCONCLUSIVE"
-        c.passed = c.outcome == "PASS"
-    outs = {c.outcome for c in comparisons}
-    if "FAIL" in outs:
-        return "FAIL"
-    if "INCONCLUSIVE" in outs:
-        return "INCONCLUSIVE"
-    return "PASS"
+    rejected = dict(zip(stochastic, holm([float(comparisons[i].p_fail) for i in stochastic], alpha)))
+    out = []
+    for i, c in enumerate(comparisons):
+        outcome = _outcome(c, rejected.get(i, False))
+        out.append(replace(c, outcome=outcome, passed=c.exact_ok if c.kind == "exact" else outcome == "PASS"))
+    outs = {c.outcome for c in out}
+    verdict = next((v for v in ("FAIL", "INCONCLUSIVE") if v in outs), "PASS" if out else "FAIL")
+    return Judgement(verdict, tuple(out))
+
+
+def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
+    """The verdict of :func:`judged` (``PASS``/``FAIL``/``INCONCLUSIVE``); pure, the comparisons are unchanged.
+
+    An empty list: ``PASS`` (vacuous), as this function always read it; a check without comparisons FAILS in the
+    registry (:func:`verify.registry.judge_outcome`).
+    """
+    comparisons = _check_comparisons("comparisons", comparisons)
+    return judged(comparisons, alpha).verdict if comparisons else "PASS"
 
 
 def rates_text(alpha: float = ALPHA_CHECK) -> str:

@@ -34,14 +34,7 @@ two sizes for the ``n^{-1/2}`` reading to hold).  False rejections of a correct 
 two-sided 3-sigma rate, 0.27% per point (0.13% when the gap is large against the noise) with known SEs;
 with SEs estimated from few trials the critical value is the matching Student-t quantile (``trials``).
 
-History (the structured checks B4/B7 used another form until 2026-11-29): the allowance
-``|m_s - m_l| / (sqrt2 - 1)`` is the same extrapolation (``T`` above times ``sqrt2 / (sqrt2 - 1)``), but
-the rule added ``3 SE_l`` only, and a later version subtracted ``2 hypot(SE_s, SE_l)`` from ``|m_s - m_l|``
-before dividing by ``sqrt2 - 1``.  Both under-state the noise of the extrapolation (its standard deviation
-is about ``4.8 SE_l``, not ``SE_l``), so a correct prediction whose gap decays exactly like ``p^{-1/2}``
-failed about 1 point in 4 (first form) or more than half of the points (second form) once the gap is large
-against ``SE``.  This was found at the paper profile (gaps 0.032 -> 0.0225 from p = 512 to 1024, ratio
-0.70 = 2^{-1/2}, failed the old rule); the rule above is the 3-sigma test of the same hypothesis.
+The rule's earlier forms and why they were replaced: ``docs/design_notes.md``.
 """
 
 from __future__ import annotations

@@ -55,9 +55,9 @@ from verify.checks.paper_a_numerics import (
     size_of,
 )
 from verify.claim import Claim, register
-from verify.figures import judged, paper_figure
+from verify.figures import paper_figure
+from verify.verdicts import Judgement
 from verify.registry import CheckContext, Comparison
-from verify.verdicts import judge
 
 __all__ = ["A5Design", "A5Measurement", "A5_CLAIM", "A6Design", "A6Measurement", "A6Prediction", "A6_CLAIM",
            "A6_COMBOS", "A6_REPLICATES", "check_a5", "check_a6", "coercivity_sides", "describe_a5", "describe_a6",
@@ -317,7 +317,6 @@ def describe_a5(design: A5Design, prediction: dict, measurement: A5Measurement,
     res = measurement.counterexample
     tight = [r for r in rows if r["direction"].startswith("psi(u)=u") and r["law"] == "uniform"]
     naive = [c for c in comparisons if "naive" in c.name]
-    judge(comparisons)  # outcomes for the notes (pure; the registry judges the same comparisons again)
     n_naive_ok = sum(c.outcome == "PASS" for c in naive)
     confirmed = res["ratio"] + 3 * res["ratio_se"] < 1
     notes = (
@@ -422,9 +421,9 @@ def _plot_a5(design: A5Design, prediction: dict, rows: list[dict[str, Any]], ver
 
 
 @paper_figure
-def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement) -> Any:
+def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement, judgement: Judgement) -> Any:
     """RHS/LHS of every case with 3-SE bars against the coercivity boundary 1, coloured by token law."""
-    verdict, comps = judged(judge_a5, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     return _plot_a5(design, prediction, _a5_rows(prediction, measurement), verdict, comps)
 
 
@@ -744,12 +743,12 @@ def _a6_excess_panel(ax, design: A6Design, prediction: A6Prediction, measurement
 
 
 @paper_figure
-def figure_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement) -> Any:
+def figure_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement, judgement: Judgement) -> Any:
     """Left: error against the parametric term (inside / outside the condition), predictions, the median fit.
     Right: every judged excess over (1, 1) with its threshold and outcome."""
     from verify import figures as F
 
-    verdict, comps = judged(judge_a6, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(1, 2, panel=(4.6, 3.9), extra=1.4, width_ratios=(1.25, 1.0))
     _a6_errors_panel(axes[0, 0], design, prediction, measurement)
     _a6_excess_panel(axes[0, 1], design, prediction, measurement, comps)

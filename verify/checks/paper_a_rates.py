@@ -14,8 +14,9 @@ import math
 from dataclasses import dataclass, field
 
 from verify.claim import Claim, register
-from verify.figures import judged, paper_figure, worst_outcome
+from verify.figures import paper_figure, worst_outcome
 from verify.registry import CheckContext, Comparison
+from verify.verdicts import Judgement
 
 from .paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison, pooled_vs_finite, slope_vs_finite
 from .paper_a_numerics import (
@@ -204,9 +205,9 @@ def _finite_texts(groups: list[Group], comps: list[Comparison]) -> dict[str, Pan
 
 
 @paper_figure
-def figure_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement):
+def figure_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """Per P: error vs M (log-log), the fit, the a-priori model and the theory rate; the outcomes per panel."""
-    verdict, comps = judged(judge_a2, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     groups = assemble(design.groups, prediction, measurement)
     return plot_groups(groups, "estimator error vs sample size (d = 1, B-spline truths)", _finite_texts(groups, comps),
                         check_id="A2", verdict=verdict,
@@ -323,10 +324,10 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
 
 
 @paper_figure
-def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement):
+def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """(a) sigma/10 for several d (top row); (b) balanced sigma (bottom row, with the A*-known fits of the same
     data)."""
-    verdict, comps = judged(judge_a3, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     groups = assemble(design.groups, prediction, measurement)
     texts = _finite_texts(groups, comps)
     for g in groups:
@@ -357,13 +358,9 @@ A4_REFERENCE_N = 5
 def pairs_matched_M(M_levels: list[int], N: int, N_ref: int = A4_REFERENCE_N) -> list[int]:
     """M levels holding as many token pairs ``M N (N - 1)`` as ``N_ref`` tokens at ``M_levels`` (rounded up).
 
-    The pre-asymptotic excess of the estimator's error (near-empty end intervals, a noisy range quantile)
-    is governed by the number of pairs, not of samples. On one common M grid (paper profile, seeds 0 and 1)
-    the measured error of N = 3 (6 pairs per sample) was 1.11-1.23x its a-priori prediction at M = 500 and
-    0.97-0.98x at M = 20421, which steepened its slope by 0.03-0.05 against N = 5 (20 pairs); N = 5 itself was
-    1.01-1.06x at M = 500, N = 10 (90 pairs) 1.00-1.01x. At equal pairs the ratios agree level by level, so
-    groups compared on equal pairs share the finite-sample excess and their slope difference isolates the
-    claim (the rate in M does not depend on N). Same K levels for every group: K_M stays an exact power of M.
+    The pre-asymptotic excess of the estimator's error (near-empty end intervals, a noisy range quantile) is
+    governed by the number of pairs, not of samples, so groups on equal pairs share it (the measurements:
+    ``docs/findings.md``, A4). Same K levels for every group: K_M stays an exact power of M.
     """
     f = N_ref * (N_ref - 1) / (N * (N - 1))
     return [int(math.ceil(m * f - 1e-9)) for m in M_levels]
@@ -435,9 +432,9 @@ def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: Rat
 
 
 @paper_figure
-def figure_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement):
+def figure_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """Per (N, r): error vs M, the fit, the models; the outcomes of (a) and (b)."""
-    verdict, comps = judged(judge_a4, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     groups = assemble(design.groups, prediction, measurement)
     return plot_groups(groups, "error vs M for several N and r (P = 3, d = 2)", _finite_texts(groups, comps),
                         check_id="A4", verdict=verdict, ncols=2,

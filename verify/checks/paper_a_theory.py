@@ -37,6 +37,7 @@ from theory.minimax import (
 from theory.symbols import M, N, beta, d, r
 from verify.claim import Claim, register
 from verify.figures import paper_figure
+from verify.verdicts import Judgement
 from verify.registry import CheckContext, Comparison
 
 __all__ = ["A1Design", "A1Measurement", "A1_CLAIM", "STATEMENTS", "check_a1", "describe_a1", "design_a1",
@@ -409,11 +410,11 @@ def _plot_slopes(ax) -> None:
 
 
 @paper_figure
-def figure_a1(design: A1Design, prediction: dict, measurement: A1Measurement) -> Any:
+def figure_a1(design: A1Design, prediction: dict, measurement: A1Measurement, judgement: Judgement) -> Any:
     """The rate exponent in beta and the finite-M local slopes of the bounds; the verdict of the exact statements."""
     from verify import figures as F
 
-    verdict, comps = F.judged(judge_a1, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(1, 2, panel=(5.0, 3.8), extra=0.7)
     _plot_exponent(axes[0, 0])
     _plot_slopes(axes[0, 1])

@@ -53,6 +53,7 @@ judges' error rates on synthetic measurements built by hand.  The runtime in the
 from __future__ import annotations
 
 import functools
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -73,7 +74,7 @@ from numerics.rmt import (  # noqa: E402
 from ..claim import Claim, register  # noqa: E402
 from ..registry import CheckContext, Comparison  # noqa: E402
 from ..figures import THEORY as THEORY_COLOR, paper_figure  # noqa: E402
-from ..verdicts import judge as verdict_of  # noqa: E402
+from ..verdicts import Judgement  # noqa: E402
 from ._finite_size import finite_size_test  # noqa: E402
 # ---------------------------------------------------------------------------------------------
 # sizes per profile ("n" is always the larger of the two sizes of the finite-size rule)
@@ -602,11 +603,12 @@ def _b1_threshold(ax: Any, rax: Any, p: Panel, x: np.ndarray) -> None:
 
 
 @paper_figure
-def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
+def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+               judgement: Judgement) -> Any:
     """Paper B's Figure 1 (axes gamma, p, ||mu||^2): dense theory, Monte Carlo at n/2 and n, relative residuals."""
     from .. import figures as F
 
-    verdict, comps = F.judged(judge_b1, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     panels = design["panels"]
     fig, axes = F.subplots(2, 3, panel=(3.9, 2.2), extra=1.0, sharex="col", height_ratios=(2.6, 1.2))
     titles = _b1_titles(design)
@@ -811,7 +813,6 @@ def _describe_b2(design: dict[str, Any], prediction: dict[str, Any], measurement
         out = _ge_gaps(cell, prediction["ge"][cell.c], measurement["ge"][cell.c])
         data[f"GE_diagnostic_{cell.act}_c{cell.c}"] = out
         diag_txt.append(_ge_text(cell, out))
-    verdict_of(comparisons)  # outcomes for the notes (the registry judges the same comparisons again: pure, idempotent)
     n_failed = sum(c.outcome == "FAIL" for c in comparisons)
     control = [_spec_control(p, prediction["spec"][p.key], meas[p.key]) for p in panels]
     notes = _b2_notes(_worst_gap(panels, prediction["theory"], meas), n_failed, len(comparisons), control, diag_txt,
@@ -876,12 +877,13 @@ def _b2_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
 
 
 @paper_figure
-def _figure_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
+def _figure_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+               judgement: Judgement) -> Any:
     """Per p/n: null-model attention error vs gamma (dense theory, Monte Carlo at n/2 and n), relative gaps below
     with SPEC's system (the negative control) drawn as the gap it predicts."""
     from .. import figures as F
 
-    verdict, comps = F.judged(judge_b2, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(2, len(B2_CS), panel=(4.6, 2.4), extra=1.2, sharex="col", height_ratios=(2.4, 1.6))
     for j, cval in enumerate(B2_CS):
         _b2_column(axes[0, j], axes[1, j], design, prediction, measurement, comps, cval)
@@ -1029,9 +1031,9 @@ def _b3_sign_tests(design: dict[str, Any], prediction: dict[str, Any], measureme
         cmp_, m_, se_ = _paired_positive(
             f"c=1/4 gamma={g:.3g}: sign of E_att - E_ridge as theory ({'+' if sign > 0 else '-'})", tdiff, sign * d4[:, i]
         )
-        cmp_.measured = sign * m_
-        cmp_.tolerance = f"(theory's sign) x paired mean difference > 3 SE ({3 * se_:.3g}) over {d4.shape[0]} draws"
-        comps.append(cmp_)
+        comps.append(dataclasses.replace(
+            cmp_, measured=sign * m_,
+            tolerance=f"(theory's sign) x paired mean difference > 3 SE ({3 * se_:.3g}) over {d4.shape[0]} draws"))
     return comps
 
 
@@ -1169,11 +1171,12 @@ def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, A
 
 
 @paper_figure
-def _figure_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
+def _figure_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+               judgement: Judgement) -> Any:
     """Attention vs ridge on random inputs: p/n = 2 with the claimed laws, p/n = 1/4 the sign; residuals below."""
     from .. import figures as F
 
-    verdict, comps = F.judged(judge_b3, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(2, 2, panel=(4.8, 2.3), extra=1.3, sharex="col", height_ratios=(2.5, 1.3))
     _b3_left(axes[0, 0], axes[1, 0], design, prediction, measurement, comps)
     _b3_right(axes[0, 1], axes[1, 1], design, prediction, measurement, comps)
@@ -1329,11 +1332,12 @@ def _b5_legend_entries(design: dict[str, Any]) -> list[Any]:
 
 
 @paper_figure
-def _figure_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
+def _figure_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+               judgement: Judgement) -> Any:
     """Per configuration: cos vs the scaled tanh of equal nu (dense theory, paired Monte Carlo, the differences)."""
     from .. import figures as F
 
-    verdict, comps = F.judged(judge_b5, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     configs = design["configs"]
     fig, axes = F.subplots(1, len(configs), panel=(3.9, 3.3), extra=1.2)
     data = _b5_data(design, prediction, measurement)
@@ -1565,11 +1569,12 @@ def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
 
 
 @paper_figure
-def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> Any:
+def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+               judgement: Judgement) -> Any:
     """Kernel spectra against the free-convolution law: densities (top), ECDF - CDF with the KS distance (bottom)."""
     from .. import figures as F
 
-    verdict, comps = F.judged(judge_b6, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     configs = design["configs"]
     fig, axes = F.subplots(2, len(configs), panel=(3.9, 2.3), extra=1.1, sharex="col", height_ratios=(2.3, 1.5))
     for j, (act, cval) in enumerate(configs):

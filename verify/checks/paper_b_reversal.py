@@ -52,6 +52,7 @@ import numpy as np
 
 from ..claim import Claim, register
 from ..registry import CheckContext, Comparison
+from ..verdicts import Judgement, judged
 from .paper_b_core import mc_version
 from .paper_b_structured import KAPPA_MAX
 
@@ -663,7 +664,7 @@ def _panel_collapse(ax, r: SettingReading, j: int, colour: str) -> None:
                 label=f"C kappa^2, C={r.kappa_fit.coef:+.3f}")
 
 
-def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict) -> Any:
+def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict, judgement: Judgement) -> Any:
     """One column per cell. Top: ``E_att - E_RR`` vs ``p`` (theory limit dashed, fit solid); middle:
     ``|d - theory|`` on log-log axes with the fit and a ``p^-1`` (``kappa^2``) reference; bottom: ``d - theory``
     against ``kappa`` (every strength on one curve if the effect is the linearisation error)."""
@@ -747,11 +748,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ctx = CheckContext(profile="paper", seed=args.seed, cache_dir=args.cache_dir, n_jobs=args.jobs, check_id="B4-rev")
     prediction = predict_reversal(ctx, design)
     cells = simulate_reversal(ctx, design)
-    comps = judge_reversal(design, prediction, cells)
-    notes, data = describe_reversal(design, prediction, cells, comps)
+    judgement = judged(judge_reversal(design, prediction, cells)).as_info()  # a study: reported, never decides
+    notes, data = describe_reversal(design, prediction, cells, list(judgement.comparisons))
     print(data["table_md"], "\n", data["table_linearisation_md"], sep="\n")
     if args.figure:
-        figure_reversal(design, prediction, cells).savefig(args.figure, dpi=120, bbox_inches="tight")
+        figure_reversal(design, prediction, cells, judgement).savefig(args.figure, dpi=120, bbox_inches="tight")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(_jsonable({"notes": notes, "data": data, "seeds": ctx.seeds_used}), fh, indent=1)

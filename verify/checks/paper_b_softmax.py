@@ -35,6 +35,7 @@ Shape (:mod:`verify.claim`): ``design`` reads ``_PROFILES``; ``predict`` evaluat
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -42,9 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import verdicts
 from ..claim import Claim, register
 from ..figures import paper_figure
+from ..verdicts import Judgement
 from ..registry import CheckContext, Comparison
 from ._finite_size import FiniteSizeTest, finite_size_test
 from .paper_b_core import mc_version
@@ -375,8 +376,8 @@ def judge_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, 
         st = pt.stats[nl]
         cmp_ = pt.test.comparison(pt.name, float(st.pred[pt.j]), float(st.soft[pt.j]), float(st.se_soft[pt.j]),
                                   f"n={ns}", f"n={nl}", headline=not comps)
-        cmp_.tolerance = ("gaps to the finite-size prediction (derived d0 = -1/sqrt p): " + cmp_.tolerance)
-        comps.append(cmp_)
+        comps.append(dataclasses.replace(
+            cmp_, tolerance="gaps to the finite-size prediction (derived d0 = -1/sqrt p): " + cmp_.tolerance))
     return comps
 
 
@@ -458,7 +459,6 @@ def describe_b8(design: B8Design, prediction: B8Prediction, measurement: dict[st
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     """Notes (design, rule, failures by beta with the trend in n, where the gap comes from) and data (rows, table)."""
     points = b8_points(design, prediction, measurement["cells"])
-    verdicts.judge(comparisons)  # outcomes for the notes and the table (pure; the registry judges them again)
     outcomes = {cp.name: cp.outcome for cp in comparisons}
     n_fail = sum(cp.outcome == "FAIL" for cp in comparisons)
     ns, nl = design.pair
@@ -537,11 +537,11 @@ def _legend_entries(design: B8Design) -> list[Any]:
 
 
 @paper_figure
-def figure_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, Any]) -> Any:
+def figure_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, Any], judgement: Judgement) -> Any:
     """E versus gamma per (c, input): softmax points, entrywise exponential points, the prediction curves."""
     from .. import figures as F
 
-    verdict, comps = F.judged(judge_b8, design, prediction, measurement)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     points = b8_points(design, prediction, measurement["cells"])
     panels = [(snr, sp) for inp in design.prof.inputs for snr, sp in ((inp.snr, s) for s in inp.spikes)]
     fig, axes = F.subplots(len(panels), len(design.prof.cs), panel=(4.0, 3.1), extra=1.3)

@@ -29,10 +29,7 @@ Finite-size rule (B7, B4; shared with B1/B2, :mod:`verify.checks._finite_size`):
 at ``p`` and ``2p`` (``n = p / c``).  With ``g_1, g_2`` the gaps to theory at the two sizes, PASS iff
 ``|g_2| <= q |g_1| + 3 hypot(SE_2p, q SE_p)``, ``q = 2^{-1/2}``: the gap measured at ``p`` propagated to
 ``2p`` at the slowest declared rate ``p^{-1/2}`` (the linearisation error, ``kappa``, decays at that rate),
-plus three standard deviations of the test statistic.  Until 2026-11-29 these checks used the equivalent
-extrapolation ``|m_p - m_2p| / (sqrt2 - 1)`` with ``3 SE_2p`` (and, later, the difference's noise
-subtracted first): that under-states the extrapolation's noise about fivefold and failed a correct
-prediction whose gap decays exactly like ``p^{-1/2}`` (found at the paper profile; see the shared module).
+plus three standard deviations of the test statistic (earlier forms: ``docs/design_notes.md``).
 
 Each check is a :class:`verify.claim.Claim` (``CLAIM_B7``, ``CLAIM_B7_LIN``, ``CLAIM_B4``): ``design`` reads
 the one profile table ``_PROFILES``; ``predict`` evaluates :mod:`theory.structured` (and ridge's error for B4:
@@ -45,15 +42,16 @@ the notes and data; ``figure`` draws from the same three objects.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .. import verdicts
 from ..claim import Claim, register
 from ..figures import paper_figure
+from ..verdicts import Judgement
 from ..registry import CheckContext, Comparison
 from ._finite_size import FiniteSizeTest, finite_size_test
 from .paper_b_core import mc_version
@@ -470,7 +468,6 @@ def describe_b7(design: B7Design, prediction: B7Prediction, cells: Cells,
     worst_lin = max([0.0] + [abs(pt.lin.m2 - pt.pred) / max(pt.lin.se2, 1e-12) for pt in points])
     outside = [_outside_line(pt) for pt in points if not pt.inside]
     systems = _null_systems(rows)
-    verdicts.judge(comparisons)  # outcomes for the notes (pure; the registry judges the same comparisons again)
     n_fail = sum(cp.outcome == "FAIL" for cp in comparisons)
     notes = (
         "Theory: project's own derivation (theory.structured; docs/structured_attention.md), a finite-rank "
@@ -544,12 +541,12 @@ def _b7_legend_entries(design: B7Design) -> list[Any]:
 
 
 @paper_figure
-def figure_b7(design: B7Design, prediction: B7Prediction, cells: Cells) -> Any:
+def figure_b7(design: B7Design, prediction: B7Prediction, cells: Cells, judgement: Judgement) -> Any:
     """Per (c, snr): theory (dense, per spike), true-kernel MC at 2p (3 SE; open outside the regime), linearised MC."""
     from .. import figures as F
 
     prof = design.prof
-    verdict, comps = F.judged(judge_b7, design, prediction, cells)
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
     rows = [_b7_row(pt) for pt in _b7_points(design, prediction, cells)]
     fig, axes = F.subplots(len(prof.snrs), len(prof.cs), panel=(4.6, 3.1), extra=1.3)
     for i, snr in enumerate(prof.snrs):
@@ -698,11 +695,11 @@ def _b7_lin_panels(ax: Any, rax: Any, design: LinDesign, prediction: LinPredicti
 
 
 @paper_figure
-def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict) -> Any:
+def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict, judgement: Judgement) -> Any:
     """True and linearised kernel vs p per gamma against the theory (informational: where the linearisation breaks)."""
     from .. import figures as F
 
-    _, comps = F.judged(judge_b7_lin, design, prediction, cells)
+    comps = list(judgement.comparisons)
     rows = _lin_rows(design, prediction, cells)
     fig, axes = F.subplots(1, 2, panel=(4.5, 3.4), extra=1.2)
     _b7_lin_panels(axes[0, 0], axes[0, 1], design, prediction, rows)
@@ -948,8 +945,7 @@ def _b4_vs_ridge(name: str, thd: float, d1, s1, d2, s2, size_ratio: float, trial
                   f"+ t hypot(SE_2p, q SE_p)); the paired difference at p={p2} must have that sign"))
         return cmp_, bool(np.sign(d2) == np.sign(thd) and abs(d2) > 3 * s2)
     cmp_ = t.comparison(name, thd, d2, s2, f"p={p1}", f"p={p2}")
-    cmp_.tolerance = "near a crossing: " + cmp_.tolerance
-    return cmp_, t.passed
+    return dataclasses.replace(cmp_, tolerance="near a crossing: " + cmp_.tolerance), t.passed
 
 
 def _b4_cell_points(design: B4Design, prediction: B4Prediction, cells: Cells, c: float,
@@ -1106,7 +1102,7 @@ def describe_b4(design: B4Design, prediction: B4Prediction, cells: Cells,
                    "simulation": _b4_simulation_rows(design, prediction, cells)}
 
 
-def figure_b4(design: B4Design, prediction: B4Prediction, cells: Cells) -> dict[str, Any]:
+def figure_b4(design: B4Design, prediction: B4Prediction, cells: Cells, judgement: Judgement) -> dict[str, Any]:
     """``alignment_vs_ridge`` (:func:`_figure_b4_ratio`) and, when computed, ``phase_diagram``
     (:func:`_figure_b4_phase`)."""
     figs = {"alignment_vs_ridge": _figure_b4_ratio(design, prediction, cells)}
