@@ -3,19 +3,11 @@
 The Monte Carlo of paper B allocates and frees arrays of tens of MB per trial (``n x n`` kernels, ``p x n``
 features, Gram matrices), and paper A's fits at large ``M`` design matrices of the same order.  glibc serves
 blocks above its mmap threshold (dynamic, at most 32 MB by default) with fresh ``mmap`` pages and unmaps them on
-``free``: every trial then faults its pages in again and the kernel zeroes them.  Measured on the 2-core
-development machine (one B7-sized cell, ``p = 1024``, ``n = 2048``, 8 trials, true and linearised kernel for
-two spikes and ridge, 2 threads; a whole process, 4 alternating pairs): system time 2.2 -> 1.0 s, CPU 0.925x,
-wall 0.95x (pairs 0.90-1.02), peak memory 0.95 -> 1.27 GB; minor page faults 0.79 M -> 0.27-0.34 M.
+``free``: every trial then faults its pages in again and the kernel zeroes them (measurements:
+``docs/performance.md``).
 
 ``children=True`` also hands the settings to the sweep workers started later (paper A's fits), through an
-environment variable that :func:`apply_inherited` reads in each worker.  Measured on the same machine,
-2026-12-02: 30 of A3's trials in one process, minor faults 1.44 M -> 0.61 M, system time 4.2 -> 2.2-3.0 s; the
-settings given to every process of ``python -m verify --profile paper --only A3 --cache-dir none`` (glibc's
-tunables, two alternating pairs): system time 74 -> 45 s, wall 0.91x (pairs 0.83, 0.99), peak memory of the
-largest process 5.1 -> 5.7 GB; the paper profile with this function, seed 0, against the run before it the same
-morning: paper A's sweeps (A2, A3, A4, A6; values bitwise identical) 400 -> 329 s, A4 alone 161 -> 100 s.
-A no-op where the C library is not glibc.
+environment variable that :func:`apply_inherited` reads in each worker.  A no-op where the C library is not glibc.
 """
 
 from __future__ import annotations

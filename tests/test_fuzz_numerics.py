@@ -579,11 +579,9 @@ def test_sizes_refused_before_allocation():
         "u, n_intervals, degree": lambda: pw.basis_matrix(np.zeros(10), 0.0, 1.0, 2**31 - 1, 3),
         "X (n = 100000 tokens": lambda: numerics.kernel_eigenvalues(np.zeros((1, 10**5)), "tanh"),
     }
-    for name, call in calls.items():
-        t0 = time.perf_counter()
+    for name, call in calls.items():  # under a capped address space: an allocation first would be a MemoryError
         with capped_memory(), pytest_raises(ValueError) as info:
             call()
-        assert time.perf_counter() - t0 < 1.0, name
         msg = str(info.value)
         assert msg.startswith(name.strip()) and "memory budget" in msg, msg
 

@@ -41,6 +41,7 @@ import verify.calibrate as calibrate  # noqa: E402
 import verify.catalog as catalog  # noqa: E402
 import verify.claim as claim  # noqa: E402
 import verify.figures as figures  # noqa: E402
+import verify.notebook as notebook  # noqa: E402
 import verify.registry as registry  # noqa: E402
 import verify.report as report  # noqa: E402
 import verify.verdicts as verdicts  # noqa: E402
@@ -48,7 +49,7 @@ from fuzz_support import (Case, EVIL, GENERIC_KINDS, INF, MARKER, NAN, OUTCOMES,
                           classify, generic_bad_values, integer, nonfinite, nonneg, pos, real, restore_limits, st)
 from verify.registry import CheckContext, CheckResult, CheckSpec, Comparison, Outcome, Verdict  # noqa: E402
 
-MODULES = ("registry", "verdicts", "claim", "catalog", "calibrate", "report", "figures")
+MODULES = ("registry", "verdicts", "claim", "catalog", "calibrate", "report", "figures", "notebook")
 TMP = Path(tempfile.mkdtemp(prefix="verify_fuzz_"))
 NON_FINITE = frozenset({"nan", "np.nan", "inf", "-inf"})  # labels of the generic table's NaN and infinities
 
@@ -435,6 +436,10 @@ def _verdicts_cases(add: Callable[..., None]) -> None:
         dict(delta=delta, se=se, margin=pos(none_ok=True), kind=choice(*verdicts.KINDS)))
     add("judge", dict(comparisons=[Comparison.equivalence("s", 0.0, 0.0, 0.01, 0.03)], alpha=0.01),
         dict(comparisons=K("comparisons"), alpha=ALPHA))
+    add("judged", dict(comparisons=[Comparison.equivalence("s", 0.0, 0.0, 0.01, 0.03)], alpha=0.01),
+        dict(comparisons=K("comparisons"), alpha=ALPHA))
+    add("Judgement", dict(verdict="PASS", comparisons=verdicts.judged([C_EXACT]).comparisons),
+        dict(verdict=choice("PASS", "FAIL", "INCONCLUSIVE", "INFO"), comparisons=K("comparisons")))
     add("rates_text", dict(alpha=0.01), dict(alpha=ALPHA))
     add("describe", dict(c=C_EQ), dict(c=K("comparison")))
 
@@ -524,6 +529,8 @@ def _report_cases(add: Callable[..., None]) -> None:
     page_args = dict(results=results, meta=K("run_meta"), exit_code=integer(0, 255), report_dir=K("path"))
     for name in ("markdown_report", "html_report"):
         add(name, page, page_args)
+    add("html_sections", dict(results=[RESULT], report_dir=TMP, split=False),
+        dict(results=results, report_dir=K("path", none_ok=True), split=FLAG))
     add("measured_text", dict(c=C_EQ), dict(c=K("comparison")))
     add("section_anchor", dict(r=RESULT), dict(r=K("result")))
     add("summary_cells", dict(r=RESULT), dict(r=K("result")))
@@ -567,10 +574,6 @@ def _figures_cases(add: Callable[..., None]) -> None:
     add("legend", dict(ax=AX, extra=[figures.proxy("x")], loc="best", outside=False, axes=None),
         dict(ax=K("axes"), extra=K("handles"), loc=choice("best", "upper left", "lower right"), outside=FLAG,
              axes=K("axes_list", none_ok=True)), drop={"extra": frozenset({"a handle"})})
-    add("judged", dict(judge=lambda d, p, m: [Comparison("x", 1.0, 1.0, 0.1, "r", True)], design=1, prediction=2,
-                       measurement=3, informational=False),
-        dict(judge=K("callable", extra=(("returns None", lambda d, p, m: None),
-                                        ("returns objects", lambda d, p, m: [object()]))), informational=FLAG))
     add("key_numbers", dict(ax=AX, lines=["a = 1"], verdict="PASS", loc="best", fontsize=None),
         dict(ax=K("axes"), lines=K("strings"), verdict=K("text", none_ok=True),
              loc=choice("best", *figures._LOCS), fontsize=pos(none_ok=True)))
@@ -579,10 +582,30 @@ def _figures_cases(add: Callable[..., None]) -> None:
     add("figure_problems", dict(fig=FIG), dict(fig=K("figure")))
 
 
+def _notebook_cases(add: Callable[..., None]) -> None:
+    """verify.notebook: ``run`` (on a stand-in registry: the valid call costs nothing) and its result."""
+
+    def run(**kw):
+        with _registry(A1=_ok):
+            return notebook.run(**kw)
+
+    add("run", dict(ids="A1", profile="smoke", seed=0, cache_dir=None, jobs=1, device="cpu", executor="local",
+                    scheduler=None, figures=False, progress=False),
+        dict(ids=K("text", none_ok=True), profile=choice(*registry.PROFILES), seed=integer(0, registry.MAX_SEED),
+             cache_dir=K("path", none_ok=True), jobs=integer(1, registry.MAX_JOBS, none_ok=True),
+             device=choice("cpu", "cuda", "cuda:0"), executor=choice(*registry.EXECUTORS),
+             scheduler=K("text", none_ok=True), figures=FLAG, progress=FLAG),
+        func=run, module="notebook", drop={"device": frozenset({"unknown", "list"})})
+    result = CheckResult(id="A1", paper="A", claim="c", verdict=Verdict.PASS)
+    add("Run", dict(results=(result,), profile="smoke", seed=0, figure_dir=None),
+        dict(results=K("results"), profile=choice(*registry.PROFILES), seed=integer(0, registry.MAX_SEED),
+             figure_dir=K("path", none_ok=True)))
+
+
 def _cases() -> list[Case]:
     cases: list[Case] = []
     homes = {"registry": registry, "verdicts": verdicts, "claim": claim, "catalog": catalog, "calibrate": calibrate,
-             "report": report, "figures": figures}
+             "report": report, "figures": figures, "notebook": notebook}
 
     def add(label, kwargs, args, path=None, func=None, module=None, **kw):
         name = (path or label).split("[")[0]
@@ -591,7 +614,8 @@ def _cases() -> list[Case]:
         if f is not None:
             cases.append(Case(label, mod or "registry", f, kwargs, args, **kw))
 
-    for part in (_registry_cases, _verdicts_cases, _claim_cases, _calibrate_cases, _report_cases, _figures_cases):
+    for part in (_registry_cases, _verdicts_cases, _claim_cases, _calibrate_cases, _report_cases, _figures_cases,
+                 _notebook_cases):
         part(add)
     return cases
 
@@ -645,7 +669,7 @@ NO_BAD_VALUES = {"all_checks", "pyplot", "style", "fmt_value", "settings"}
 def test_every_public_callable_is_in_the_table():
     covered = {c.label.split("[")[0].split(".")[0] for c in CASES}
     homes = {"registry": registry, "verdicts": verdicts, "claim": claim, "catalog": catalog, "calibrate": calibrate,
-             "report": report, "figures": figures}
+             "report": report, "figures": figures, "notebook": notebook}
     missing = {m: sorted(_public(mod) - covered) for m, mod in homes.items() if _public(mod) - covered}
     assert not missing, f"public callables without a fuzz entry: {missing}"
     assert set(verify.__all__) <= covered

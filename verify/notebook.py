@@ -1,0 +1,167 @@
+"""Run claims from Python or Jupyter: ``verify.run("A2")`` returns the judged results, shown as HTML in a notebook.
+
+The keywords are the command line's (``profile``, ``seed``, ``cache_dir``, ``jobs``, ``device``, ``executor``,
+``scheduler``), validated the same way (a bad value is a ``ValueError`` / ``TypeError`` naming it); the results
+are the ones ``python -m verify --only ...`` reports for the same seed and profile.
+
+>>> from verify import run
+>>> r = run("A1", profile="smoke", cache_dir=None, figures=False, progress=False)
+>>> r.verdicts
+{'A1': 'PASS'}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from theory._validation import ArgumentTypeError, as_int, check_flag
+from theory._validation import describe as describe_value
+
+from .catalog import select
+from .registry import MAX_JOBS, MAX_SEED, PROFILES, CheckContext, CheckResult, exit_status, run_check
+from .report import html_sections, summary_counts
+
+__all__ = ["Run", "run"]
+
+#: ``cache_dir="default"``: the command line's default, ``.cache/verify/<profile>`` under the working directory
+DEFAULT_CACHE = "default"
+
+
+@dataclass(frozen=True)
+class Run:
+    """The results of :func:`run`, in catalogue order; ``run["A2"]`` is one :class:`~verify.registry.CheckResult`.
+
+    In Jupyter it shows as HTML: a summary row per claim, then per claim its judged comparisons (the test, p-values
+    and outcome of each), its notes and its figures.
+    """
+
+    results: tuple[CheckResult, ...]
+    profile: str
+    seed: int
+    figure_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        """Fields checked on construction (``TypeError`` / ``ValueError`` naming the field)."""
+        if not isinstance(self.results, (tuple, list)) or not all(isinstance(r, CheckResult) for r in self.results):
+            raise ArgumentTypeError(f"results must be a tuple of CheckResult objects, got {describe_value(self.results)}")
+        if not isinstance(self.profile, str) or self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got {describe_value(self.profile)}")
+        object.__setattr__(self, "results", tuple(self.results))
+        object.__setattr__(self, "seed", as_int("seed", self.seed, 0, MAX_SEED))
+        if self.figure_dir is not None and not isinstance(self.figure_dir, (str, os.PathLike)):
+            raise ArgumentTypeError(f"figure_dir must be a path or None, got {describe_value(self.figure_dir)}")
+        if self.figure_dir is not None:
+            object.__setattr__(self, "figure_dir", Path(self.figure_dir))
+
+    def __getitem__(self, claim_id: str) -> CheckResult:
+        for r in self.results:
+            if r.id == claim_id:
+                return r
+        raise KeyError(f"{claim_id!r} is not in this run (it holds {', '.join(r.id for r in self.results)})")
+
+    def __iter__(self) -> Iterator[CheckResult]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        """``{claim id: verdict}``."""
+        return {r.id: r.verdict.value for r in self.results}
+
+    @property
+    def exit_status(self) -> int:
+        """What ``python -m verify`` would exit with (:func:`verify.registry.exit_status`)."""
+        return exit_status(list(self.results))
+
+    def __repr__(self) -> str:
+        verdicts = ", ".join(f"{k} {v}" for k, v in self.verdicts.items())
+        return f"Run(profile={self.profile!r}, seed={self.seed}: {verdicts})"
+
+    def _repr_html_(self) -> str:
+        counts = ", ".join(f"{k}: {n}" for k, n in summary_counts(list(self.results)).items() if n)
+        head = (f"<p><strong>Verification</strong> (profile <code>{escape(self.profile)}</code>, seed "
+                f"<code>{self.seed}</code>): {escape(counts)}</p>")
+        body = html_sections(list(self.results), self.figure_dir or Path("."))
+        return "\n".join(['<div class="verify-run">', f"<style>{_CSS}</style>", head, *body, "</div>"])
+
+
+#: the notebook view's style, scoped to its own block (the notebook's other cells keep theirs)
+_CSS = (".verify-run .PASS { color: #009E73; font-weight: bold; } .verify-run .FAIL, .verify-run .ERROR "
+        "{ color: #D55E00; font-weight: bold; } .verify-run .INCONCLUSIVE { color: #B07800; font-weight: bold; } "
+        ".verify-run .INFO { color: #555; font-weight: bold; } .verify-run figure img { max-width: 100%; }")
+
+
+def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed: int = 0,
+        cache_dir: str | os.PathLike | None = DEFAULT_CACHE, jobs: int | None = None, device: str = "cpu",
+        executor: str = "local", scheduler: str | None = None, figures: bool = True, progress: bool = True) -> Run:
+    """Run the checks of ``ids`` (``None``: every claim and study) and return their judged results.
+
+    Parameters
+    ----------
+    ids : str, sequence of str or None
+        A claim id (``"A2"``), several (``["A2", "B4-rev"]``) or ``None`` for all (``verify.all_checks()``).
+    profile : {"quick", "paper", "smoke"}
+        The sizes (``smoke``: tiny, for tests; verdicts meaningless).
+    seed : int
+        Base seed of the data (the design does not change with it).
+    cache_dir : path, ``"default"`` or None
+        Where cells are cached (``"default"``: ``.cache/verify/<profile>``; ``None``: no cache).
+    jobs : int or None
+        Worker processes (``None``: every core; ``-1`` too).
+    device, executor, scheduler
+        As ``--device``, ``--executor``, ``--scheduler`` of the command line.
+    figures : bool
+        Draw each claim's figure (into a temporary directory; shown in the notebook).
+    progress : bool
+        Print one line per check as it finishes.
+
+    Returns
+    -------
+    Run
+    """
+    figures, progress = check_flag("figures", figures), check_flag("progress", progress)
+    if isinstance(ids, str):
+        ids = [ids]
+    elif ids is not None:
+        if not isinstance(ids, (list, tuple)):
+            raise ArgumentTypeError(f"ids must be a claim id, a list of them or None, got {describe_value(ids)}")
+        for i, cid in enumerate(ids):
+            if not isinstance(cid, str):
+                raise ArgumentTypeError(f"ids[{i}] must be a claim id (a string), got {describe_value(cid)}")
+        if not ids:
+            raise ValueError("ids must name at least one claim (None: all of them), got []")
+    if jobs is not None:
+        jobs = as_int("jobs", jobs, -1, MAX_JOBS)
+        if jobs in (0,) or jobs < -1:
+            raise ValueError(f"jobs must be >= 1, or -1 for every core, got {jobs}")
+    if not isinstance(profile, str) or profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {describe_value(profile)}")
+    if isinstance(cache_dir, str) and cache_dir == DEFAULT_CACHE:
+        cache_dir = Path(".cache") / "verify" / profile
+    base = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, device=device,
+                        n_jobs=(os.cpu_count() or 1) if jobs is None else jobs, executor=executor,
+                        scheduler=scheduler, memo={})  # every option checked before anything runs
+    try:
+        specs = select(None if ids is None else list(ids))
+    except ValueError as exc:
+        raise ValueError(f"ids: {exc}") from None
+    figure_dir = Path(tempfile.mkdtemp(prefix="verify-figures-")) if figures else None
+    base = dataclasses.replace(base, report_dir=figure_dir)
+    results = []
+    for spec in specs:
+        t0 = time.perf_counter()
+        res = run_check(spec, dataclasses.replace(base, seeds_used=[]))
+        results.append(res)
+        if progress:
+            print(f"{res.verdict.value:>12} {res.id}  ({time.perf_counter() - t0:.1f} s)", flush=True)
+    return Run(tuple(results), profile, base.seed, figure_dir)
+
