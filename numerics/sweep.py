@@ -642,9 +642,8 @@ def _cache_read(path: Path, expect: Mapping[str, Any], reserved: set[str] | froz
     problem = _entry_problem(blob, expect, reserved)
     if problem:
         return _reject(path, problem)
-    if "sha256" not in blob:  # written by the code before checksums: key verified, upgrade it in place
-        with contextlib.suppress(OSError):
-            _cache_write(path, *(blob[k] for k in _KEY_FIELDS), blob["result"])
+    if "sha256" not in blob:  # written by the code before checksums: key verified, upgrade it in place if we can
+        _cache_write(path, *(blob[k] for k in _KEY_FIELDS), blob["result"], warn=False)
     return blob["result"]
 
 
@@ -677,9 +676,10 @@ def _reject(path: Path, why: str) -> None:
     return None
 
 
-def _cache_write(path: Path, func: str, cell: dict, seed: int, version: str, result: dict) -> bool:
-    """Write one entry atomically; ``False`` (and one :class:`CacheWriteWarning` per directory) when the cache
-    cannot be written: a cache is an optimisation, never a reason to lose a computed result."""
+def _cache_write(path: Path, func: str, cell: dict, seed: int, version: str, result: dict, *,
+                 warn: bool = True) -> bool:
+    """Write one entry atomically; ``False`` (and, with ``warn``, one :class:`CacheWriteWarning` per directory)
+    when the cache cannot be written: a cache is an optimisation, never a reason to lose a computed result."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     blob = {"func": func, "cell": cell, "seed": seed, "version": version, "result": result,
             "sha256": result_checksum(result)}
@@ -690,7 +690,8 @@ def _cache_write(path: Path, func: str, cell: dict, seed: int, version: str, res
         os.replace(tmp, path)  # atomic: a crash never leaves a half-written entry under the key
         return True
     except OSError as exc:
-        cache_unwritable(path.parent.parent, exc)
+        if warn:
+            cache_unwritable(path.parent.parent, exc)
         return False
     finally:
         with contextlib.suppress(OSError):

@@ -48,3 +48,29 @@ def test_cache_write_reports_failure_instead_of_raising(tmp_path, full_disk):
     with pytest.warns(CacheWriteWarning, match="cannot be written"):
         ok = sweep._cache_write(tmp_path / "ab" / "entry.json", "f", {"a": 1}, 0, "1", {"x": 1.0})
     assert ok is False and not list(tmp_path.rglob("*.json"))
+
+
+class _DeniedLock:
+    """A lock file that cannot be created (``EACCES``, as in a read-only directory for a user who is not root)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def acquire(self, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    def release(self):
+        pass
+
+
+@pytest.mark.parametrize("cid", ["A2", "B5"])
+def test_run_goes_on_when_a_cell_cannot_be_claimed(cid, tmp_path, monkeypatch):
+    """The claim of a cell (its lock file) cannot be taken: no lock, no wait for others, the same results."""
+    monkeypatch.setattr(sweep, "cell_lock", _DeniedLock)
+    monkeypatch.setattr(sweep, "_UNWRITABLE", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CacheWriteWarning)
+        res = run_smoke(cid, cache_dir=tmp_path / "cache", memo={})
+    assert res.error is None, res.error
+    reference = run_smoke(cid, cache_dir=None, memo={})
+    assert [c.to_json() for c in res.comparisons] == [c.to_json() for c in reference.comparisons]

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from verify.checks import paper_b_core as core
+from verify.checks import paper_b_attention_vs_ridge as avr
+from verify.checks import paper_b_spectrum as spectrum
 from verify.catalog import check_spec
 from verify.registry import CheckContext, Comparison, Verdict, run_check
 from verify.verdicts import judged
@@ -76,51 +78,51 @@ def _alone(c):
 
 
 def test_fs_rule_passes_shrinking_gap_and_fails_constant_offset():
-    ok, q = core._fs_comparison("x", pred=1.0, ms=1.02, ss=0.001, ns=100, ml=1.01, sl=0.001, nl=200)
+    ok, q = core.fs_comparison("x", pred=1.0, ms=1.02, ss=0.001, ns=100, ml=1.01, sl=0.001, nl=200)
     assert _alone(ok).passed and math.isclose(q["allowance"], 0.02 / math.sqrt(2))
-    bad, _ = core._fs_comparison("x", pred=1.0, ms=1.05, ss=0.001, ns=100, ml=1.05, sl=0.001, nl=200)
+    bad, _ = core.fs_comparison("x", pred=1.0, ms=1.05, ss=0.001, ns=100, ml=1.05, sl=0.001, nl=200)
     assert not _alone(bad).passed
     assert "3 hypot(SE_l, q SE_s)" in bad.tolerance
 
 
 def test_shrink_rule_fails_when_gap_grows():
     pts_grow = [dict(pred=1.0, m_s=1.01, se_s=0.001, m_l=1.05, se_l=0.001)]
-    assert not _alone(core._shrink_comparison("s", pts_grow, 100, 200)).passed
+    assert not _alone(core.shrink_comparison("s", pts_grow, 100, 200)).passed
     pts_ok = [dict(pred=1.0, m_s=1.05, se_s=0.001, m_l=1.02, se_l=0.001)]
-    assert _alone(core._shrink_comparison("s", pts_ok, 100, 200)).passed
+    assert _alone(core.shrink_comparison("s", pts_ok, 100, 200)).passed
     # a constant gap does not decay like n^-1/2: fails
     pts_const = [dict(pred=1.0, m_s=1.05, se_s=0.001, m_l=1.05, se_l=0.001)]
-    assert not _alone(core._shrink_comparison("s", pts_const, 100, 200)).passed
+    assert not _alone(core.shrink_comparison("s", pts_const, 100, 200)).passed
     # a gap decaying exactly like n^-1/2 passes
     pts_half = [dict(pred=1.0, m_s=1.05, se_s=0.001, m_l=1.0 + 0.05 / math.sqrt(2), se_l=0.001)]
-    assert _alone(core._shrink_comparison("s", pts_half, 100, 200)).passed
+    assert _alone(core.shrink_comparison("s", pts_half, 100, 200)).passed
 
 
 def test_paired_rule():
     rng = np.random.default_rng(0)
-    assert _alone(core._paired_positive("d", 0.1, 0.1 + 0.01 * rng.standard_normal(20))[0]).passed
-    assert not _alone(core._paired_positive("d", 0.0, 0.01 * rng.standard_normal(20))[0]).passed
+    assert _alone(core.paired_positive("d", 0.1, 0.1 + 0.01 * rng.standard_normal(20))[0]).passed
+    assert not _alone(core.paired_positive("d", 0.0, 0.01 * rng.standard_normal(20))[0]).passed
 
 
 def test_per_trial_slopes_exact_power_law():
     g = np.logspace(-4, -2, 5)
     tr = np.vstack([2.0 * g**0.5, 3.0 * g**2])
-    assert np.allclose(core._per_trial_slopes(g, tr), [0.5, 2.0])
+    assert np.allclose(avr._per_trial_slopes(g, tr), [0.5, 2.0])
 
 
 def test_ks_distance_uniform():
     x = np.linspace(0, 1, 1001)
     ev = (np.arange(1, 101) - 0.5) / 100
-    assert core._ks(ev, x, x) == pytest.approx(0.005, abs=1e-9)
+    assert spectrum._ks(ev, x, x) == pytest.approx(0.005, abs=1e-9)
 
 
 def test_edge_flag():
-    assert "NEAR c=1" in core._edge_flag(1.0, 1e-5, 256)
-    assert core._edge_flag(4.0, 1e-5, 256) == ""
+    assert "NEAR c=1" in core.edge_flag(1.0, 1e-5, 256)
+    assert core.edge_flag(4.0, 1e-5, 256) == ""
 
 
 def test_kernel_spectra_do_not_depend_on_n_jobs():
-    a = core._kernel_spectra(7, 24, 48, 3, "tanh", 1)
-    b = core._kernel_spectra(7, 24, 48, 3, "tanh", 2)
+    a = spectrum._kernel_spectra(7, 24, 48, 3, "tanh", 1)
+    b = spectrum._kernel_spectra(7, 24, 48, 3, "tanh", 2)
     assert a.shape == (3, 24)
     np.testing.assert_array_equal(a, b)

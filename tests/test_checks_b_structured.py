@@ -1,4 +1,4 @@
-"""Smoke and logic tests of checks B4 and B7 (verify/checks/paper_b_structured.py) at tiny size."""
+"""Smoke and logic tests of checks B4 and B7 (verify/checks/paper_b_structured.py, paper_b_alignment.py) at tiny size."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from verify.checks import paper_b_alignment as alignment
 from verify.checks import paper_b_structured as mod
 from verify.catalog import check_spec
 from verify.registry import CheckContext, Verdict, run_check
@@ -59,7 +60,7 @@ def test_finite_size_rule_logic():
 
 def test_reversal_scan_finds_crossing():
     grid = np.logspace(-3, 2, 41)
-    r = mod._reversal_scan(0.5, 1.0, 4.0, grid)
+    r = alignment._reversal_scan(0.5, 1.0, 4.0, grid)
     assert r["gamma_star"] is not None and 0.1 < r["gamma_star"] < 10
     assert r["min_ratio"] < 1 < r["ratio_small_gamma"]
 
@@ -69,7 +70,7 @@ def test_linearised_mc_shares_x_with_true_mc():
     from numerics import interpolation_error_mc, interpolation_error_mc_shared
 
     g = np.array([0.1, 1.0])
-    for spike in (mod._NONE, (4.0, "aligned")):
+    for spike in (mod.SPIKE_NONE, (4.0, "aligned")):
         wk, wq = mod._spike_vectors_p(spike, 16)
         lin = interpolation_error_mc_shared(8, 16, 1.0, g, 3, 11, spikes=[(wk, wq)], linearised=(1.0, 0.0))["linearised"][0]
         _, _, true = interpolation_error_mc("attention", 8, 16, 1.0, g, 3, 11, activation="identity",
@@ -87,11 +88,11 @@ def test_linearisation_study_is_informational(tmp_path):
 
 
 def test_paper_profile_sizes_keep_the_finite_size_pair():
-    prof = mod._PROFILES["paper"]
-    assert mod._sizes(prof, 0.5) == ((512, 1024), 24)
-    assert mod._sizes(prof, 2.0) == ((512, 1024), 32)
+    prof = mod.STRUCTURED_PROFILES["paper"]
+    assert mod.sizes_at(prof, 0.5) == ((512, 1024), 24)
+    assert mod.sizes_at(prof, 2.0) == ((512, 1024), 32)
     for c in prof.cs:
-        (p1, p2), tr = mod._sizes(prof, c)
+        (p1, p2), tr = mod.sizes_at(prof, c)
         assert p2 == 2 * p1 and tr >= 16  # the p vs 2p rule of the module docstring
-    assert (4.0, "orthogonal") in prof.spikes and (4.0, "aligned") in prof.spikes and mod._NONE in prof.spikes
-    assert "c=0.5: 24 trials at p=512 and p=1024" in mod._sizes_text(prof)
+    assert (4.0, "orthogonal") in prof.spikes and (4.0, "aligned") in prof.spikes and mod.SPIKE_NONE in prof.spikes
+    assert "c=0.5: 24 trials at p=512 and p=1024" in mod.sizes_text(prof)

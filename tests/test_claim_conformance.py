@@ -99,3 +99,20 @@ def test_claim_is_judged_once_purely_and_round_trips(cid, tmp_path, monkeypatch)
     verdict, rows = rejudge_stored(stored)
     assert verdict is Verdict(out.verdict)
     assert [c.outcome for c in rows] == [c.outcome for c in out.comparisons]
+
+
+def test_the_registry_keeps_a_claims_judgement(monkeypatch):
+    """Through the registry (``run_check``, what the report and ``calibrate`` call) a claim is still judged once."""
+    from verify.catalog import check_spec
+    from verify.registry import run_check
+
+    calls = []
+
+    def counting_judged(comparisons, *args, **kw):
+        calls.append(len(comparisons))
+        return judged(comparisons, *args, **kw)
+
+    monkeypatch.setattr(claim_module, "judged", counting_judged)
+    monkeypatch.setattr(verdicts, "judged", counting_judged)
+    res = run_check(check_spec("B5"), CheckContext(profile="smoke", cache_dir=None, n_jobs=1))
+    assert res.error is None and len(calls) == 1 and calls[0] == len(res.comparisons)

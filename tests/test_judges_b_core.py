@@ -1,4 +1,4 @@
-"""The judges of B1, B2, B3, B5, B6 (verify/checks/paper_b_core.py) on synthetic measurements with a known truth.
+"""The judges of B1, B2, B3, B5, B6 (verify/checks/paper_b_ridge.py ... paper_b_spectrum.py) on synthetic measurements with a known truth.
 
 Each judge is a pure function of (design, prediction, measurement).  Here the designs are small and written
 by hand with the module's own types (:class:`Panel`, :class:`Cell`, :class:`TwoSizes`, dicts of per-trial
@@ -30,6 +30,11 @@ import pytest
 
 from conftest import max_false_fails
 from verify.checks import paper_b_core as core
+from verify.checks import paper_b_attention_vs_ridge as avr
+from verify.checks import paper_b_cosine as cosine
+from verify.checks import paper_b_null as null
+from verify.checks import paper_b_ridge as ridge
+from verify.checks import paper_b_spectrum as spectrum
 from verify.checks.paper_b_core import SIZE, Cell, Panel, TwoSizes
 from verify.verdicts import ALPHA_CHECK, judge
 
@@ -110,23 +115,23 @@ def _b1_draw(gap_se: float, shift: float = 0.0):
 
 def test_b1_false_fail_rate():
     # no finite-size gap, and a gap of 10 SE_l decaying exactly like n^-1/2 (the least favourable truth)
-    counts = _fail_counts([_b1_draw(0.0), _b1_draw(10.0)], core.judge_b1, B1_DESIGN, dict(theory=B1_THEORY), seed=11)
+    counts = _fail_counts([_b1_draw(0.0), _b1_draw(10.0)], ridge.judge_b1, B1_DESIGN, dict(theory=B1_THEORY), seed=11)
     _assert_false_fail_rate(counts)
 
 
 def test_b1_power_against_a_constant_offset():
     # 30 SE_l that does not decay: T = 30 (1 - Q) SE_l = 8.8 SE_l against 3 hypot(SE_l, Q SE_s) = 4.2 SE_l (per point)
     se_l = B1_SD / math.sqrt(40)
-    assert _power(_b1_draw(0.0, shift=30 * se_l), core.judge_b1, B1_DESIGN, dict(theory=B1_THEORY), seed=12) > 0.9
+    assert _power(_b1_draw(0.0, shift=30 * se_l), ridge.judge_b1, B1_DESIGN, dict(theory=B1_THEORY), seed=12) > 0.9
 
 
 def test_b1_judge_is_pure_and_describes_the_same_points():
     meas = _b1_draw(2.0)(np.random.default_rng(13))
     pred = dict(theory=B1_THEORY, curve=(np.ones(2), np.ones(2)))
-    a, b = core.judge_b1(B1_DESIGN, pred, meas), core.judge_b1(B1_DESIGN, pred, meas)
+    a, b = ridge.judge_b1(B1_DESIGN, pred, meas), ridge.judge_b1(B1_DESIGN, pred, meas)
     assert [(c.name, c.measured, c.p_fail) for c in a] == [(c.name, c.measured, c.p_fail) for c in b]
     assert [c.name for c in a][-1] == "1c finite-size gap shrinks" and len(a) == 8 + 3
-    notes, data = core.CLAIM_B1.describe(B1_DESIGN, pred, meas, a)
+    notes, data = ridge.CLAIM_B1.describe(B1_DESIGN, pred, meas, a)
     assert "profile synthetic" in notes
     np.testing.assert_array_equal(data["1b"]["rows"][:, 4], meas["panels"]["1b"].m_l)
     assert data["1c"]["columns"][0] == "snr" and data["1a"]["n"] == (128, 256)
@@ -134,7 +139,7 @@ def test_b1_judge_is_pure_and_describes_the_same_points():
 
 def _b2_design() -> dict:
     cfg = dict(gammas=np.logspace(-3, 0, 3), ns={0.25: 1024, 2.0: 256}, trials={0.25: (48, 24), 2.0: (80, 40)})
-    return dict(panels=tuple(core._b2_panel(cfg, c, "tanh") for c in core.B2_CS), ge=())
+    return dict(panels=tuple(null._b2_panel(cfg, c, "tanh") for c in core.B2_CS), ge=())
 
 
 B2_DESIGN = _b2_design()
@@ -151,14 +156,14 @@ def _b2_draw(gap_se: float, shift: float = 0.0):
 
 
 def test_b2_false_fail_rate():
-    counts = _fail_counts([_b2_draw(0.0), _b2_draw(10.0)], core.judge_b2, B2_DESIGN, dict(theory=B2_THEORY), seed=21)
+    counts = _fail_counts([_b2_draw(0.0), _b2_draw(10.0)], null.judge_b2, B2_DESIGN, dict(theory=B2_THEORY), seed=21)
     _assert_false_fail_rate(counts)
 
 
 def test_b2_power_against_a_relative_error_of_the_theory():
     # a fifth of the SPEC system's relative gap at p/n = 1/4 (1e-3): 2e-4 of 0.75 is 36 SE_l there
     wrong = {k: v * 1.0002 for k, v in B2_THEORY.items()}
-    assert _power(_b2_draw(0.0), core.judge_b2, B2_DESIGN, dict(theory=wrong), seed=22) > 0.9
+    assert _power(_b2_draw(0.0), null.judge_b2, B2_DESIGN, dict(theory=wrong), seed=22) > 0.9
 
 
 # ============================================================================ B3: signs, slopes and exponents
@@ -206,22 +211,22 @@ def _b3_draw(delta_small: float = 0.02, diff4: np.ndarray = B3_DIFF4):
 
 def test_b3_false_fail_rate():
     # slopes exact, and a slope bias 0.05 at n/2 decaying like n^-1/2
-    counts = _fail_counts([_b3_draw(0.0), _b3_draw(0.05)], core.judge_b3, B3_DESIGN, B3_TRUTH, seed=31)
+    counts = _fail_counts([_b3_draw(0.0), _b3_draw(0.05)], avr.judge_b3, B3_DESIGN, B3_TRUTH, seed=31)
     _assert_false_fail_rate(counts)
 
 
 def test_b3_power_against_a_wrong_exponent():
     # theory's attention slope 0.8, measured 0.5 at both sizes: T = 0.3 (1 - Q) = 0.088, ~10 SD of T
-    assert _power(_b3_draw(0.0), core.judge_b3, B3_DESIGN, _b3_prediction(att_exponent=0.8), seed=32) > 0.9
+    assert _power(_b3_draw(0.0), avr.judge_b3, B3_DESIGN, _b3_prediction(att_exponent=0.8), seed=32) > 0.9
 
 
 def test_b3_power_against_a_wrong_sign_at_quarter():
     # the theory says + at gamma = 0.1 and - at 1; the data have the opposite signs (14 and 28 SE of the paired mean)
-    assert _power(_b3_draw(0.0, diff4=-B3_DIFF4), core.judge_b3, B3_DESIGN, B3_TRUTH, seed=33) > 0.9
+    assert _power(_b3_draw(0.0, diff4=-B3_DIFF4), avr.judge_b3, B3_DESIGN, B3_TRUTH, seed=33) > 0.9
 
 
 def test_b3_comparison_order():
-    names = [c.name for c in core.judge_b3(B3_DESIGN, B3_TRUTH, _b3_draw()(np.random.default_rng(34)))]
+    names = [c.name for c in avr.judge_b3(B3_DESIGN, B3_TRUTH, _b3_draw()(np.random.default_rng(34)))]
     assert len(names) == 5 + 4 + 2
     assert "attention small-gamma slope" in names[5] and "ridge small-gamma exponent" in names[8]
     assert names[-1].startswith("c=1/4 gamma=1: sign of E_att - E_ridge as theory (-)")
@@ -248,16 +253,16 @@ def _b5_draw(delta_se: float):
 
 
 def test_b5_false_fail_rate_at_the_boundary():
-    counts = _fail_counts([_b5_draw(0.0)], core.judge_b5, B5_DESIGN, B5_PRED, seed=51)
+    counts = _fail_counts([_b5_draw(0.0)], cosine.judge_b5, B5_DESIGN, B5_PRED, seed=51)
     _assert_false_fail_rate(counts)
 
 
 def test_b5_power_and_evidence():
-    assert _power(_b5_draw(-6.0), core.judge_b5, B5_DESIGN, B5_PRED, seed=52) > 0.9
+    assert _power(_b5_draw(-6.0), cosine.judge_b5, B5_DESIGN, B5_PRED, seed=52) > 0.9
     rng = np.random.default_rng(53)
-    passes = np.mean([judge(core.judge_b5(B5_DESIGN, B5_PRED, _b5_draw(6.0)(rng))) == "PASS" for _ in range(POWER_RUNS)])
+    passes = np.mean([judge(cosine.judge_b5(B5_DESIGN, B5_PRED, _b5_draw(6.0)(rng))) == "PASS" for _ in range(POWER_RUNS)])
     assert passes > 0.9
-    comps = core.judge_b5(B5_DESIGN, B5_PRED, _b5_draw(6.0)(rng))
+    comps = cosine.judge_b5(B5_DESIGN, B5_PRED, _b5_draw(6.0)(rng))
     assert comps[0].predicted == pytest.approx(0.01) and comps[2].predicted == "E_cos > E_lin"
 
 
@@ -303,21 +308,21 @@ def _b6_draw(rigid: bool = True):
 
 def test_b6_false_fail_rate():
     # rigid: what the theory says (ratio ~0.5); i.i.d.: ratio ~0.71 (the bound 2^-1/2 plus a finite-n excess)
-    counts = _fail_counts([_b6_draw(True), _b6_draw(False)], core.judge_b6, B6_DESIGN, _b6_pred(), seed=61)
+    counts = _fail_counts([_b6_draw(True), _b6_draw(False)], spectrum.judge_b6, B6_DESIGN, _b6_pred(), seed=61)
     _assert_false_fail_rate(counts)
 
 
 def test_b6_power_against_a_wrong_law():
-    assert _power(_b6_draw(), core.judge_b6, B6_DESIGN, _b6_pred(shift=0.1), seed=62) > 0.9
+    assert _power(_b6_draw(), spectrum.judge_b6, B6_DESIGN, _b6_pred(shift=0.1), seed=62) > 0.9
     # a density missing 2% of its mass fails the exact quadrature comparison
-    comps = core.judge_b6(B6_DESIGN, _b6_pred(mass=0.98), _b6_draw()(np.random.default_rng(63)))
+    comps = spectrum.judge_b6(B6_DESIGN, _b6_pred(mass=0.98), _b6_draw()(np.random.default_rng(63)))
     assert judge(comps) == "FAIL" and not comps[1].passed and comps[1].kind == "exact"
 
 
 def test_b6_reading_matches_the_ks_helper():
     sp = _b6_draw()(np.random.default_rng(64))["spectra"]["u_c2.0"]
-    r = core.b6_reading(_Uniform(), sp)
+    r = spectrum.b6_reading(_Uniform(), sp)
     x, cdf, _ = _Uniform().cdf(r["lo"], r["hi"])
-    assert r["ks_n"][0] == core._ks(sp[0][0], x, cdf)
+    assert r["ks_n"][0] == spectrum._ks(sp[0][0], x, cdf)
     assert r["ratio"] == pytest.approx(r["ks_2n"].mean() / r["ks_n"].mean())
     assert 0.3 < r["ratio"] < 0.7

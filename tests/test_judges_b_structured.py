@@ -1,4 +1,4 @@
-"""The judges of B4 and B7 (verify/checks/paper_b_structured.py) on synthetic measurements with a known truth.
+"""The judges of B4 and B7 (verify/checks/paper_b_structured.py, paper_b_alignment.py) on synthetic measurements with a known truth.
 
 ``judge_b7`` / ``judge_b4`` are pure functions of (design, prediction, cells).  Here the prediction is a
 hand-made "theory" (numbers of the size of the structured theory's, written down: the solver is not run)
@@ -21,16 +21,17 @@ import numpy as np
 import pytest
 
 from conftest import max_false_fails
+from verify.checks import paper_b_alignment as alignment
 from verify.checks import paper_b_structured as mod
 from verify.verdicts import ALPHA_CHECK, judge, judged
 
-NONE, AL4, OR4 = mod._NONE, (4.0, "aligned"), (4.0, "orthogonal")
+NONE, AL4, OR4 = mod.SPIKE_NONE, (4.0, "aligned"), (4.0, "orthogonal")
 TRIALS = 24
 P1, P2 = 128, 256
 Q = math.sqrt(P1 / P2)
 RUNS = 300  # synthetic checks per rate
 
-PROF = mod._Profile(
+PROF = mod.StructuredProfile(
     p_sizes=(P1, P2), trials=TRIALS, gammas=(0.01,), snrs=(0.5,), spikes=(NONE, AL4, OR4), cs=(0.5, 2.0),
     breakdown_p=(16, 32), breakdown_trials=2, b4_snrs=(0.5,), b4_gammas=(0.01, 1.0),
     b4_theory_grid=(-2.0, 1.0, 4), reversal_grid=(-3.0, 2.0, 11), figure_grid=(-3.0, 1.0, 5),
@@ -50,7 +51,7 @@ def _fail_counts(draw, judge_fn, design, prediction, rng, runs: int = RUNS) -> t
 
 
 # ============================================================================ B7
-B7_DESIGN = mod.B7Design(prof=PROF, gammas=np.array(PROF.gammas), sizes={c: mod._sizes(PROF, c) for c in PROF.cs})
+B7_DESIGN = mod.B7Design(prof=PROF, gammas=np.array(PROF.gammas), sizes={c: mod.sizes_at(PROF, c) for c in PROF.cs})
 _B7_THEORY = {  # E at gamma = 0.01 (the size of the structured theory's values at snr = 1/2)
     (0.5, 0.5, NONE): [0.366], (0.5, 0.5, AL4): [0.350], (0.5, 0.5, OR4): [0.366],
     (2.0, 0.5, NONE): [0.076], (2.0, 0.5, AL4): [0.058], (2.0, 0.5, OR4): [0.076],
@@ -144,10 +145,10 @@ def test_b7_describe_reports_outside_points():
 
 
 # ============================================================================ B4
-B4_DESIGN = mod.B4Design(
+B4_DESIGN = alignment.B4Design(
     prof=PROF, theory_grid=np.logspace(*PROF.b4_theory_grid), reversal_grid=np.logspace(*PROF.reversal_grid),
     figure_grid=np.logspace(*PROF.figure_grid), gammas=np.array(PROF.b4_gammas),
-    sizes={c: mod._sizes(PROF, c) for c in PROF.cs})
+    sizes={c: mod.sizes_at(PROF, c) for c in PROF.cs})
 _B4_SIM = {  # theory on gammas (0.01, 1): sizes of the structured theory's values at snr = 1/2
     (0.5, 0.5): {"none": [0.366, 0.574], "al4": [0.350, 0.523], "ridge": [0.345, 0.497]},
     (2.0, 0.5): {"none": [0.076, 0.605], "al4": [0.058, 0.476], "ridge": [0.0001, 0.164]},
@@ -161,10 +162,10 @@ SE_PAIRED = 0.6 * math.sqrt(2) * SD4 / math.sqrt(TRIALS)
 def _scans(c: float, snr: float) -> list[dict]:
     return [dict(c=c, snr=snr, strength=s, gamma_star=g, min_ratio=0.9, gamma_at_min_ratio=1.0,
                  ratio_small_gamma=1.2 - 0.01 * s, gamma_small=1e-3)
-            for s, g in zip(mod.REVERSAL_STRENGTHS, (1.0, 0.8, 0.5, 0.2))]
+            for s, g in zip(alignment.REVERSAL_STRENGTHS, (1.0, 0.8, 0.5, 0.2))]
 
 
-def _b4_prediction(al4_shift: float = 0.0, alignment_effect: bool = True) -> mod.B4Prediction:
+def _b4_prediction(al4_shift: float = 0.0, alignment_effect: bool = True) -> alignment.B4Prediction:
     """Hand-made theory; ``alignment_effect=False``: aligned attention equal to no spike (the edge of B4's
     direction claim ``E(aligned 4) - E(none) < 0``)."""
     base = np.linspace(0.4, 0.7, B4_DESIGN.theory_grid.size)
@@ -175,14 +176,14 @@ def _b4_prediction(al4_shift: float = 0.0, alignment_effect: bool = True) -> mod
         al4 = np.array(th["al4"] if alignment_effect else th["none"]) + al4_shift
         simulation[k] = {"none": np.array(th["none"]), "al4": al4, "or4": np.array(th["none"]),
                          "ridge": np.array(th["ridge"])}
-    return mod.B4Prediction(statements=statements, reversal={k: _scans(*k) for k in B4_DESIGN.theory_keys},
+    return alignment.B4Prediction(statements=statements, reversal={k: _scans(*k) for k in B4_DESIGN.theory_keys},
                             simulation=simulation, kappa={(0.5, 0.5): 0.41, B4_OUTSIDE: 0.9}, figure={})
 
 
 B4_TRUTH = _b4_prediction()
 
 
-def _b4_cells(rng, truth: mod.B4Prediction = B4_TRUTH, gap_small: float = 0.0, orth_gap_small: float = 0.0,
+def _b4_cells(rng, truth: alignment.B4Prediction = B4_TRUTH, gap_small: float = 0.0, orth_gap_small: float = 0.0,
               offsets: dict | None = None) -> dict:
     """Cells ``(c, snr, p) -> {"none", "al4", "or4", "ridge": (trials, gammas)}`` around ``truth.simulation``.
 
@@ -206,7 +207,7 @@ def _b4_cells(rng, truth: mod.B4Prediction = B4_TRUTH, gap_small: float = 0.0, o
 
 
 def test_b4_judge_structure():
-    comps = mod.judge_b4(B4_DESIGN, B4_TRUTH, _b4_cells(np.random.default_rng(10)))
+    comps = alignment.judge_b4(B4_DESIGN, B4_TRUTH, _b4_cells(np.random.default_rng(10)))
     n_theory = len(B4_DESIGN.theory_keys)
     exact = comps[:3 * n_theory]
     assert all(cp.kind == "exact" and cp.passed for cp in exact)  # the statements hold for this theory
@@ -224,7 +225,7 @@ def test_b4_false_fail_rate_at_the_edge_of_every_claim():
     at gamma = 1): FAIL rate <= alpha + slack."""
     edge = _b4_prediction(alignment_effect=False)
     draw = lambda rng: _b4_cells(rng, edge, gap_small=6 * SE_PAIRED / Q, orth_gap_small=10 * SE_PAIRED / Q)  # noqa: E731
-    at_check, at_05 = _fail_counts(draw, mod.judge_b4, B4_DESIGN, edge, np.random.default_rng(11))
+    at_check, at_05 = _fail_counts(draw, alignment.judge_b4, B4_DESIGN, edge, np.random.default_rng(11))
     assert at_check <= max_false_fails(ALPHA_CHECK, RUNS, tail=1e-4)
     assert at_05 <= max_false_fails(0.05, RUNS, tail=1e-4)
 
@@ -234,7 +235,7 @@ def test_b4_power_against_a_shifted_theory():
     it by far more than the finite-size band): the check FAILS almost always."""
     shifted = _b4_prediction(al4_shift=-0.1)
     rng = np.random.default_rng(12)
-    fails = sum(judge(mod.judge_b4(B4_DESIGN, shifted, _b4_cells(rng))) == "FAIL" for _ in range(40))
+    fails = sum(judge(alignment.judge_b4(B4_DESIGN, shifted, _b4_cells(rng))) == "FAIL" for _ in range(40))
     assert fails >= 38
 
 
@@ -242,7 +243,7 @@ def test_b4_power_against_a_shifted_theory():
 def test_b4_power_against_a_false_claim(offsets):
     """Measurements where alignment raises the error, or an orthogonal spike lowers it (at both sizes): FAIL."""
     rng = np.random.default_rng(13)
-    fails = sum(judge(mod.judge_b4(B4_DESIGN, B4_TRUTH, _b4_cells(rng, offsets=offsets))) == "FAIL"
+    fails = sum(judge(alignment.judge_b4(B4_DESIGN, B4_TRUTH, _b4_cells(rng, offsets=offsets))) == "FAIL"
                 for _ in range(40))
     assert fails >= 38
 
@@ -253,7 +254,7 @@ def test_b4_wrong_theory_statement_fails_exactly():
     bad.statements[key]["aligned4"] = bad.statements[key]["aligned1"] + 0.01  # strength 4 above strength 1
     bad.statements[key]["orthogonal4"] = bad.statements[key]["none"] + 1e-6
     bad.reversal[key][2]["gamma_star"] = None  # no reversal with the aligned spike
-    comps = mod.judge_b4(B4_DESIGN, bad, _b4_cells(np.random.default_rng(14)))
+    comps = alignment.judge_b4(B4_DESIGN, bad, _b4_cells(np.random.default_rng(14)))
     failed = [cp.name for cp in comps if cp.kind == "exact" and not cp.passed]
     assert len(failed) == 3 and all(n.startswith("theory c=0.5 snr=0.5:") for n in failed)
     assert judge(comps) == "FAIL"
@@ -261,9 +262,9 @@ def test_b4_wrong_theory_statement_fails_exactly():
 
 def test_b4_describe_reports_unjudged_points():
     cells = _b4_cells(np.random.default_rng(15))
-    notes, data = mod.describe_b4(B4_DESIGN, B4_TRUTH, cells, mod.judge_b4(B4_DESIGN, B4_TRUTH, cells))
+    notes, data = alignment.describe_b4(B4_DESIGN, B4_TRUTH, cells, alignment.judge_b4(B4_DESIGN, B4_TRUTH, cells))
     assert len(data["simulation"]) == len(B4_DESIGN.cells) * B4_DESIGN.gammas.size
-    assert len(data["reversal"]) == len(B4_DESIGN.theory_keys) * len(mod.REVERSAL_STRENGTHS)
+    assert len(data["reversal"]) == len(B4_DESIGN.theory_keys) * len(alignment.REVERSAL_STRENGTHS)
     assert "outside it (reported, not judged): MC c=2 snr=0.5 gamma=0.01" in notes
 
 
@@ -271,7 +272,7 @@ def test_b7_lin_study_reads_3_se_and_never_decides():
     """B7-lin (informational): per p the 3-SE reading of the true and the linearised kernel; verdict INFO."""
     from types import SimpleNamespace
 
-    from verify.checks.paper_b_structured import LinDesign, LinPrediction, judge_b7_lin
+    from verify.checks.paper_b_linearisation import LinDesign, LinPrediction, judge_b7_lin
     from verify.registry import judge_outcome
 
     rng = np.random.default_rng(4)

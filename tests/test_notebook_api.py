@@ -39,6 +39,18 @@ def test_html_shows_verdicts_judged_rows_and_figures(smoke_run):
 def test_unknown_claim_is_a_key_error_naming_the_run(smoke_run):
     with pytest.raises(KeyError, match="A1, B5"):
         smoke_run["A9"]
+    assert smoke_run["b5"] is smoke_run["B5"] is smoke_run[1]  # any case, as --only; or by position
+
+
+def test_command_line_refusals_are_errors_of_the_keyword(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="^scheduler needs executor dask"):
+        verify.run("A1", scheduler="tcp://127.0.0.1:1", cache_dir=None, progress=False)
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    with pytest.raises(ValueError, match="^device cuda requested"):
+        verify.run("A1", device="cuda", cache_dir=None, progress=False)
+    monkeypatch.chdir(tmp_path)
+    verify.run("A1", profile="smoke", cache_dir="none", figures=False, progress=False)
+    assert not any(tmp_path.iterdir())  # "none", as on the command line: no cache directory
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -238,7 +238,7 @@ def test_report_and_benchmark_conversions_keep_their_bytes():
     """verify's report (non-finite -> strings, unknown -> str) and the benchmark summary (non-finite -> null, unknown
     kept for default=str) write what their own implementations wrote before the one JSON conversion."""
     from benchmarks.__main__ import _jsonable as bench_jsonable
-    from verify.registry import _jsonable as report_jsonable
+    from verify.validation import jsonable as report_jsonable
 
     v = {"a": [1.5, float("nan"), float("-inf")], "n": np.float64(2.0), "k": np.int32(3), 4: (None, True, "s"),
          "arr": np.array([[1.0, np.inf]]), "obj": Path("p")}

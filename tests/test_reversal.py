@@ -178,30 +178,33 @@ def _phase(prof) -> dict:
 
 
 def test_b4_phase_text_states_the_answer():
+    from verify.checks import paper_b_alignment as alignment
     from verify.checks import paper_b_structured as b4
 
-    prof = b4._PROFILES["smoke"]
-    text = b4._phase_text(prof, _phase(prof))
+    prof = b4.STRUCTURED_PROFILES["smoke"]
+    text = alignment._phase_text(prof, _phase(prof))
     assert "worse than ridge in 4 of 4" in text and "no reversal as gamma -> 0" in text
     assert "without a spike at c = [2.0]" in text and "B4-rev" in text
-    assert b4._phase_text(prof, None) == ""
+    assert alignment._phase_text(prof, None) == ""
 
 
 def test_b4_phase_figure(tmp_path):
+    from verify.checks import paper_b_alignment as alignment
     from verify.checks import paper_b_structured as b4
 
-    prof = b4._PROFILES["smoke"]
-    fig = b4._figure_b4_phase(prof, _phase(prof))
+    prof = b4.STRUCTURED_PROFILES["smoke"]
+    fig = alignment._figure_b4_phase(prof, _phase(prof))
     assert len(fig.axes) == 2
     fig.savefig(tmp_path / "phase.png")
 
 
 def test_b4_phase_scans_match_the_reversal_scan():
     """The phase diagram is B4's own reversal scan on the phase grid (theory; the smoke grid, 4 cells)."""
+    from verify.checks import paper_b_alignment as alignment
     from verify.checks import paper_b_structured as b4
 
-    prof = b4._PROFILES["smoke"]
-    ph = b4._phase_scans(prof)
+    prof = b4.STRUCTURED_PROFILES["smoke"]
+    ph = alignment._phase_scans(prof)
     assert set(ph) == {(c, st) for c in prof.phase_cs for st in prof.phase_strengths}
     assert ph[(2.0, 0.0)]["gamma_star"] is None  # c > 1 without a spike: no crossing up to gamma = 100
     assert ph[(2.0, 4.0)]["gamma_star"] is not None and ph[(0.5, 4.0)]["gamma_star"] < ph[(0.5, 0.0)]["gamma_star"]

@@ -41,8 +41,8 @@ from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option
                          refuse_field, select_checks)
 from theory._validation import ArgumentTypeError, as_float, as_int, describe
 
-from .registry import (CheckContext, CheckResult, CheckSpec, _check_callable, _check_dir, _check_items, _check_mapping,
-                       _check_seeds, _check_text, rejudge_stored, run_check)
+from .registry import CheckContext, CheckResult, CheckSpec, rejudge_stored, run_check
+from .validation import check_callable, check_dir, check_items, check_mapping, check_seeds, check_text
 from .verdicts import ALPHA_CHECK
 
 __all__ = ["CheckCalibration", "calibrate", "clopper_pearson", "rejudge", "summarise", "main", "markdown_table"]
@@ -91,19 +91,19 @@ class CheckCalibration:
 
     def __post_init__(self) -> None:
         """The fields are checked on construction (``TypeError`` / ``ValueError`` naming the field)."""
-        _check_text("id", self.id, empty=False)
+        check_text("id", self.id, empty=False)
         self.n = as_int("n", self.n, 1, MAX_TRIALS)
-        self.counts = {k: as_int(f"counts[{k!r}]", v, 0) for k, v in _check_mapping("counts", self.counts).items()}
+        self.counts = {k: as_int(f"counts[{k!r}]", v, 0) for k, v in check_mapping("counts", self.counts).items()}
         self.fail_ci = _interval("fail_ci", self.fail_ci, 1.0)
         self.inconclusive_ci = _interval("inconclusive_ci", self.inconclusive_ci, 1.0)
         self.alpha = as_float("alpha", self.alpha, low=0, high=1, low_open=True, high_open=True)
-        _check_text("headline", self.headline)
+        check_text("headline", self.headline)
         self.mean_z = None if self.mean_z is None else as_float("mean_z", self.mean_z)
         for name in ("sd_se", "median_sd_se"):
             v = getattr(self, name)
             setattr(self, name, None if v is None else as_float(name, v, low=0))
         self.sd_se_ci = None if self.sd_se_ci is None else _interval("sd_se_ci", self.sd_se_ci, math.inf)
-        self.flags = [_check_text("flags item", f) for f in _check_items("flags", self.flags, object, "strings")]
+        self.flags = [check_text("flags item", f) for f in check_items("flags", self.flags, object, "strings")]
 
     @property
     def miscalibrated(self) -> bool:
@@ -144,7 +144,7 @@ def rejudge(record: dict) -> str:
 
 def _check_record(name: str, record: Any) -> dict:
     """A stored (check, seed) record: a mapping with ``id``, ``verdict`` (a verdict value) and ``comparisons``."""
-    record = _check_mapping(name, record)
+    record = check_mapping(name, record)
     try:
         rejudge_stored(record)  # checks id, verdict and every stored comparison (no simulation)
     except (TypeError, ValueError) as exc:
@@ -154,8 +154,8 @@ def _check_record(name: str, record: Any) -> dict:
 
 def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK) -> CheckCalibration:
     """The calibration row of one check from its per-seed records (a non-empty list of stored records)."""
-    _check_text("check_id", check_id, empty=False)
-    records = [_check_record("records item", r) for r in _check_items("records", records, object, "records (dicts)",
+    check_text("check_id", check_id, empty=False)
+    records = [_check_record("records item", r) for r in check_items("records", records, object, "records (dicts)",
                                                                       nonempty=True)]
     alpha = as_float("alpha", alpha, low=0, high=1, low_open=True, high_open=True)
     n = len(records)
@@ -222,16 +222,16 @@ def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_di
     (``KeyboardInterrupt``, raised by :func:`verify._preflight.interrupts` on SIGINT / SIGTERM) loses only the
     (check, seed) it stopped; a rerun reuses every stored record of the same profile.
     """
-    specs = _check_items("specs", specs, CheckSpec, "CheckSpec objects", nonempty=True)
-    seeds = _check_seeds("seeds", list(seeds) if isinstance(seeds, range) else seeds)
+    specs = check_items("specs", specs, CheckSpec, "CheckSpec objects", nonempty=True)
+    seeds = check_seeds("seeds", list(seeds) if isinstance(seeds, range) else seeds)
     if not seeds:
         raise ValueError("seeds must be a non-empty list of seeds, got []")
     CheckContext(profile=profile, cache_dir=cache_dir, n_jobs=n_jobs, device=device, executor=executor,
                  scheduler=scheduler)  # checks these arguments
-    out_dir = _check_dir("out_dir", out_dir)
+    out_dir = check_dir("out_dir", out_dir)
     if out_dir is None:
         raise ArgumentTypeError("out_dir must be a path, got None")
-    _check_callable("progress", progress, none_ok=True)
+    check_callable("progress", progress, none_ok=True)
     rec_dir = out_dir / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[dict]] = {s.id: [] for s in specs}
@@ -269,7 +269,7 @@ def markdown_table(rows: Sequence[CheckCalibration], meta: dict) -> str:
     """The calibration table as markdown (``docs/calibration.md``): ``rows`` a list of :class:`CheckCalibration`,
     ``meta`` a mapping with ``command``, ``machine``, ``date``, ``profile`` (strings), ``n_seeds`` (an integer
     ``>= 1``), ``check_s`` and ``wall_s`` (seconds) and optionally ``per_check_s`` (check id -> seconds)."""
-    rows = _check_items("rows", rows, CheckCalibration, "CheckCalibration objects")
+    rows = check_items("rows", rows, CheckCalibration, "CheckCalibration objects")
     meta = _check_meta(meta)
     lines = [
         "# Calibration of the verdicts",
@@ -305,17 +305,17 @@ def markdown_table(rows: Sequence[CheckCalibration], meta: dict) -> str:
 
 def _check_meta(meta: Any) -> dict:
     """The metadata of :func:`markdown_table` (its docstring)."""
-    meta = _check_mapping("meta", meta)
+    meta = check_mapping("meta", meta)
     missing = [k for k in ("command", "machine", "date", "profile", "n_seeds", "check_s", "wall_s") if k not in meta]
     if missing:
         raise ValueError(f"meta must hold command, machine, date, profile, n_seeds, check_s and wall_s, got one "
                          f"without {missing}")
     for k in ("command", "machine", "date", "profile"):
-        _check_text(f"meta[{k!r}]", meta[k])
+        check_text(f"meta[{k!r}]", meta[k])
     as_int("meta['n_seeds']", meta["n_seeds"], 1)
     for k in ("check_s", "wall_s"):
         as_float(f"meta[{k!r}]", meta[k], low=0)
-    for k, v in _check_mapping("meta['per_check_s']", meta.get("per_check_s", {})).items():
+    for k, v in check_mapping("meta['per_check_s']", meta.get("per_check_s", {})).items():
         as_float(f"meta['per_check_s'][{k!r}]", v, low=0)
     return meta
 
@@ -421,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
 
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
-    argv = list(sys.argv[1:] if argv is None else _check_items("argv", argv, str, "strings (command-line words)"))
+    argv = list(sys.argv[1:] if argv is None else check_items("argv", argv, str, "strings (command-line words)"))
     args = build_parser().parse_args(argv)
     specs = [s for s in select_checks(args.only) if s.implemented and s.id[0] in "AB" and "-" not in s.id]
     if not specs:

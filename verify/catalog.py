@@ -10,7 +10,8 @@ from typing import Sequence
 
 from . import registry
 from .claims import CLAIMS, STUDIES
-from .registry import CheckSpec, _check_items, _check_text
+from .registry import CheckSpec
+from .validation import check_items, check_text
 
 __all__ = ["all_checks", "check_spec", "claim_of", "select"]
 
@@ -33,7 +34,7 @@ def check_spec(claim_id: str) -> CheckSpec:
     ValueError
         Unknown id (the message lists the known ones).
     """
-    _check_text("claim_id", claim_id, empty=False)
+    check_text("claim_id", claim_id, empty=False)
     specs = {s.id.upper(): s for s in all_checks()}
     key = claim_id.upper()
     if key not in specs:
@@ -54,7 +55,7 @@ def select(ids: Sequence[str] | None) -> list[CheckSpec]:
     specs = all_checks()
     if ids is None:
         return specs
-    ids = [_check_text("ids item", i) for i in _check_items("ids", ids, object, "claim ids (strings)")]
+    ids = [check_text("ids item", i) for i in check_items("ids", ids, object, "claim ids (strings)")]
     if not ids:
         return specs
     known = {k.upper(): k for k in [*CLAIMS, *STUDIES]}

@@ -35,7 +35,8 @@ from theory._validation import ArgumentTypeError
 from theory._validation import describe as _describe
 
 from .claims import STUDIES
-from .registry import CheckContext, Comparison, Outcome, _as_bool, _check_callable, _check_stem, _check_text, check
+from .registry import CheckContext, Comparison, Outcome, check
+from .validation import as_bool, check_callable, check_stem, check_text
 from .verdicts import Judgement, judged
 
 __all__ = ["Claim", "register"]
@@ -78,12 +79,12 @@ class Claim:
 
     def __post_init__(self) -> None:
         """The parts are checked on construction (``TypeError`` / ``ValueError`` naming the field)."""
-        _check_text("id", self.id, empty=False)
+        check_text("id", self.id, empty=False)
         for part in ("design", "simulate", "judge", "describe", "predict", "figure"):
-            _check_callable(part, getattr(self, part))
-        _check_stem("figure_name", self.figure_name)
+            check_callable(part, getattr(self, part))
+        check_stem("figure_name", self.figure_name)
         if not callable(self.informational):
-            _as_bool("informational", self.informational)
+            as_bool("informational", self.informational)
 
     def run(self, ctx: CheckContext) -> Outcome:
         """design -> predict -> simulate -> judge (once) -> describe (+ figure): the check's :class:`Outcome`.
@@ -110,7 +111,7 @@ class Claim:
         if figs is not None and not isinstance(figs, dict):
             figs = {self.figure_name: figs}
         paths = [ctx.save_figure(f, name) for name, f in (figs or {}).items()]
-        return Outcome(comparisons=comparisons, notes=notes, figures=[p for p in paths if p], data=data,
+        return Outcome(comparisons=list(judgement.comparisons), notes=notes, figures=[p for p in paths if p], data=data,
                        informational=info, verdict=judgement.verdict)
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from theory._validation import ArgumentTypeError, as_array, as_float, as_int, check_choice, check_flag, describe
 
-from .registry import _check_callable, _check_items, _check_text
+from .validation import check_callable, check_items, check_text
 from .verdicts import _check_comparisons
 
 __all__ = ["COLORS", "ERRORBAR_SE", "FONT", "OKABE_ITO", "THEORY", "VERDICT_COLORS", "dense_grid",
@@ -96,7 +96,7 @@ def style() -> Iterator[None]:
 
 def paper_figure(func: Callable[..., Any]) -> Callable[..., Any]:
     """Decorator of a check's ``figure(design, prediction, measurement)``: it draws inside :func:`style`."""
-    _check_callable("func", func)
+    check_callable("func", func)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -136,8 +136,8 @@ def suptitle(fig: Any, check_id: str, what: str, setting: str = "", verdict: str
     """``"<id>: <what>  [<verdict>]"`` over ``setting`` (the settings line, wrapped to the figure's width)."""
     _check_figure("fig", fig)
     for name, text in (("check_id", check_id), ("what", what), ("setting", setting)):
-        _check_text(name, text)
-    _check_text("verdict", verdict, none_ok=True)
+        check_text(name, text)
+    check_text("verdict", verdict, none_ok=True)
     import textwrap
 
     head = f"{check_id}: {what}" + (f"  [{verdict}]" if verdict else "")
@@ -210,8 +210,8 @@ def theory_curve(ax: Any, x: Sequence[float], f: Callable[[np.ndarray], Any], *,
                  grid: np.ndarray | None = None, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
     """Plot the theory ``f`` on a dense grid over ``x`` (:func:`dense_grid`, or ``grid``); return the curve."""
     _check_axes("ax", ax)
-    _check_callable("f", f)
-    _check_text("label", label)
+    check_callable("f", f)
+    check_text("label", label)
     _check_color("color", color)
     xd = (dense_grid(x, log=log, per_decade=per_decade, n_min=n_min, pad=pad) if grid is None
           else as_array("grid", grid, ndim=1, bytes_per_element=64))
@@ -228,7 +228,7 @@ def mc_points(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[floa
     """Simulation points with ``+- k SE`` bars (``se`` along y, ``xse`` along x); ``judged`` False: an open
     marker (reported, not judged)."""
     _check_axes("ax", ax)
-    _check_text("label", label)
+    check_text("label", label)
     _check_color("color", color)
     _check_marker("marker", marker)
     open_, k = check_flag("open_", open_), as_float("k", k, low=0, low_open=True)
@@ -249,7 +249,7 @@ def mc_points(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[floa
 def proxy(label: str, *, color: str = "#444444", marker: str | None = "o", ls: str = "none",
           mfc: str | None = None, **kwargs: Any) -> Any:
     """A legend entry that is not a drawn series (a marker or line style explained in words)."""
-    _check_text("label", label)
+    check_text("label", label)
     _check_color("color", color)
     _check_marker("marker", marker, none_ok=True)
     _check_linestyle("ls", ls)
@@ -262,7 +262,7 @@ def proxy(label: str, *, color: str = "#444444", marker: str | None = "o", ls: s
 
 def not_judged_handle(label: str = "open marker: reported, not judged") -> Any:
     """The legend entry of open markers (points outside the judged regime)."""
-    _check_text("label", label)
+    check_text("label", label)
     return proxy(label, mfc="white")
 
 
@@ -277,7 +277,7 @@ def legend(ax: Any, *, extra: Iterable[Any] = (), loc: str = "best", outside: bo
     extra = _handles("extra", extra)
     check_choice("loc", loc, _LEGEND_LOCS)
     outside = check_flag("outside", outside)
-    axes = None if axes is None else [_check_axes("axes item", a) for a in _check_items("axes", axes, object, "Axes")]
+    axes = None if axes is None else [_check_axes("axes item", a) for a in check_items("axes", axes, object, "Axes")]
     axes = (list(axes) if axes is not None else ax.figure.axes) if outside else [ax]
     entries: dict[str, Any] = {}
     for a in axes:
@@ -373,8 +373,8 @@ def key_numbers(ax: Any, lines: Sequence[str], *, verdict: str | None = None, lo
     every place hides some, the y range is raised (:func:`headroom`) to free the top of the panel for it.
     """
     _check_axes("ax", ax)
-    lines = [_check_text("lines item", t) for t in _check_items("lines", lines, object, "strings")]
-    _check_text("verdict", verdict, none_ok=True)
+    lines = [check_text("lines item", t) for t in check_items("lines", lines, object, "strings")]
+    check_text("verdict", verdict, none_ok=True)
     check_choice("loc", loc, ("best", *_LOCS))
     fontsize = None if fontsize is None else as_float("fontsize", fontsize, low=0, low_open=True)
     fontsize = fontsize or FONT["note"]
@@ -731,7 +731,7 @@ def _handles(name: str, extra: Any) -> list:
     """Legend entries: matplotlib artists (:func:`proxy`)."""
     from matplotlib.artist import Artist
 
-    return _check_items(name, list(extra) if isinstance(extra, (list, tuple)) else extra, Artist,
+    return check_items(name, list(extra) if isinstance(extra, (list, tuple)) else extra, Artist,
                         "matplotlib artists (legend entries, see proxy)")
 
 

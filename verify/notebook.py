@@ -1,8 +1,10 @@
 """Run claims from Python or Jupyter: ``verify.run("A2")`` returns the judged results, shown as HTML in a notebook.
 
 The keywords are the command line's (``profile``, ``seed``, ``cache_dir``, ``jobs``, ``device``, ``executor``,
-``scheduler``), validated the same way (a bad value is a ``ValueError`` / ``TypeError`` naming it); the results
-are the ones ``python -m verify --only ...`` reports for the same seed and profile.
+``scheduler``), checked as the command line checks them before anything runs (a bad value, a CUDA device that
+is not there, a scheduler without ``executor="dask"``: a ``ValueError`` / ``TypeError`` naming it); the results
+are the ones ``python -m verify --only ...`` reports for the same seed and profile.  The cache is the command
+line's too: ``.cache/verify/<profile>`` under the working directory (``cache_dir=None`` or ``"none"``: none).
 
 >>> from verify import run
 >>> r = run("A1", profile="smoke", cache_dir=None, figures=False, progress=False)
@@ -24,6 +26,7 @@ from typing import Iterator, Sequence
 from theory._validation import ArgumentTypeError, as_int, check_flag
 from theory._validation import describe as describe_value
 
+from ._preflight import SCHEDULER_TIMEOUT_S, check_device_available, check_executor
 from .catalog import select
 from .registry import MAX_JOBS, MAX_SEED, PROFILES, CheckContext, CheckResult, exit_status, run_check
 from .report import html_sections, summary_counts
@@ -60,11 +63,14 @@ class Run:
         if self.figure_dir is not None:
             object.__setattr__(self, "figure_dir", Path(self.figure_dir))
 
-    def __getitem__(self, claim_id: str) -> CheckResult:
+    def __getitem__(self, key: str | int) -> CheckResult:
+        """``run["A2"]`` (any case, as ``--only``) or ``run[0]`` (catalogue order)."""
+        if isinstance(key, int) and not isinstance(key, bool):
+            return self.results[key]
         for r in self.results:
-            if r.id == claim_id:
+            if isinstance(key, str) and r.id.upper() == key.upper():
                 return r
-        raise KeyError(f"{claim_id!r} is not in this run (it holds {', '.join(r.id for r in self.results)})")
+        raise KeyError(f"{key!r} is not in this run (it holds {', '.join(r.id for r in self.results)})")
 
     def __iter__(self) -> Iterator[CheckResult]:
         return iter(self.results)
@@ -120,7 +126,8 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
     device, executor, scheduler
         As ``--device``, ``--executor``, ``--scheduler`` of the command line.
     figures : bool
-        Draw each claim's figure (into a temporary directory; shown in the notebook).
+        Draw each claim's figure, into a new temporary directory (``Run.figure_dir``, left for the caller: the
+        notebook view reads the figures from there).
     progress : bool
         Print one line per check as it finishes.
 
@@ -147,9 +154,19 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
         raise ValueError(f"profile must be one of {PROFILES}, got {describe_value(profile)}")
     if isinstance(cache_dir, str) and cache_dir == DEFAULT_CACHE:
         cache_dir = Path(".cache") / "verify" / profile
+    elif isinstance(cache_dir, str) and cache_dir.lower() == "none":
+        cache_dir = None
     base = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, device=device,
                         n_jobs=(os.cpu_count() or 1) if jobs is None else jobs, executor=executor,
                         scheduler=scheduler, memo={})  # every option checked before anything runs
+    try:
+        check_device_available(base.device)
+        check_executor(base.executor, base.scheduler, SCHEDULER_TIMEOUT_S)
+    except SystemExit as exc:  # the command line's refusal, as an error of this call's keyword
+        message = str(exc).removeprefix("error: ")
+        for option in ("device", "executor", "scheduler"):
+            message = message.replace(f"--{option}", option)
+        raise ValueError(message) from None
     try:
         specs = select(None if ids is None else list(ids))
     except ValueError as exc:

@@ -20,8 +20,8 @@ from rich.table import Table
 from theory._validation import ArgumentTypeError, as_int, check_choice, check_flag
 from theory._validation import describe as describe_value
 
-from .registry import (MAX_SEED, PROFILES, CheckResult, Comparison, Verdict, _as_bool, _check_dir, _check_items,
-                       _check_mapping, _check_text)
+from .registry import MAX_SEED, PROFILES, CheckResult, Comparison, Verdict
+from .validation import as_bool, check_dir, check_items, check_mapping, check_text
 from .verdicts import describe, rates_text
 
 JSON_SCHEMA_VERSION = 2  # 2: comparisons carry kind, p_fail, p_pass, outcome; verdict INCONCLUSIVE
@@ -116,8 +116,8 @@ def results_table(results: Iterable[CheckResult], title: str = "Verification rep
     ``verbose``: one row per comparison, with its tolerance rule and the check's runtime.
     """
     results = _results("results", results)
-    _check_text("title", title)
-    verbose = _as_bool("verbose", verbose)
+    check_text("title", title)
+    verbose = as_bool("verbose", verbose)
     t = Table(title=title, show_lines=False, expand=False)
     t.add_column("id", style="bold", no_wrap=True)
     t.add_column("verdict", no_wrap=not verbose)
@@ -189,7 +189,7 @@ def print_summary(console: Console, results: list[CheckResult], exit_code: int, 
     if not isinstance(console, Console):
         raise ArgumentTypeError(f"console must be a rich Console, got {describe_value(console)}")
     results = _results("results", results)
-    exit_code, strict = as_int("exit_code", exit_code, 0, 255), _as_bool("strict", strict)
+    exit_code, strict = as_int("exit_code", exit_code, 0, 255), as_bool("strict", strict)
     counts = summary_counts(results)
     parts = [f"{k}: {n}" for k, n in counts.items() if n]
     console.print(" | ".join(parts))
@@ -215,7 +215,7 @@ def to_json(results: list[CheckResult], meta: dict) -> dict:
     ``meta`` (:func:`run_metadata`, plus ``"interrupted": {"signal", "check", "not_run", "resume"}`` after
     SIGINT / SIGTERM) comes first, then ``summary`` and ``results``."""
     results = _results("results", results)
-    meta = _check_mapping("meta", meta)
+    meta = check_mapping("meta", meta)
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         **meta,
@@ -227,10 +227,10 @@ def to_json(results: list[CheckResult], meta: dict) -> dict:
 def write_json(path: Path, doc: dict) -> None:
     """Write ``doc`` (a mapping of JSON values: no NaN, infinities or objects) to the file ``path`` (its directory
     is created)."""
-    path = _check_dir("path", path)
+    path = check_dir("path", path)
     if path is None or path.is_dir():
         raise ValueError(f"path must be the path of a file, got {describe_value(path)}")
-    doc = _check_mapping("doc", doc)
+    doc = check_mapping("doc", doc)
     try:
         text = json.dumps(doc, indent=2, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -243,8 +243,8 @@ def run_metadata(profile: str, seed: int, strict: bool, argv: list[str]) -> dict
     """The run's facts for the reports: profile, base seed, strict, the command line (``argv``, a list of strings),
     start time, Python, platform, CPU count and library versions."""
     check_choice("profile", profile, PROFILES)
-    seed, strict = as_int("seed", seed, 0, MAX_SEED), _as_bool("strict", strict)
-    argv = _check_items("argv", argv, str, "strings (command-line words)")
+    seed, strict = as_int("seed", seed, 0, MAX_SEED), as_bool("strict", strict)
+    argv = check_items("argv", argv, str, "strings (command-line words)")
     import numpy
     import sympy
 
@@ -413,7 +413,7 @@ def notes_parts(notes: str) -> tuple[str, list[str]]:
     Notes of at most :data:`NOTES_SHORT_CHARS` characters are the opening, nothing folded; longer ones open with
     their first sentences (at most that long) and fold the full text in paragraphs of about the same length.
     """
-    _check_text("notes", notes)
+    check_text("notes", notes)
     if len(notes) <= NOTES_SHORT_CHARS:
         return notes, []
     paragraphs = _paragraphs(notes, NOTES_SHORT_CHARS)
@@ -504,7 +504,7 @@ def html_sections(results: list[CheckResult], report_dir: Path, *, split: bool =
     ``split=True`` returns ``[summary lines, section lines, ...]`` (lists) instead of the lines in one list.
     """
     results = _results("results", results)
-    report_dir = _check_dir("report_dir", report_dir) or Path(".")
+    report_dir = check_dir("report_dir", report_dir) or Path(".")
     parts = [_html_summary(results), *(_html_section(r, report_dir) for r in results)]
     return parts if check_flag("split", split) else [line for part in parts for line in part]
 
@@ -584,7 +584,7 @@ def _html_section(r: CheckResult, report_dir: Path) -> list[str]:
 
 # ----------------------------------------------------------------------------------------- argument checks
 def _results(name: str, results: Any) -> list[CheckResult]:
-    return _check_items(name, results, CheckResult, "CheckResult objects")
+    return check_items(name, results, CheckResult, "CheckResult objects")
 
 
 def _result(name: str, r: Any) -> CheckResult:
@@ -600,7 +600,7 @@ def _comparison(name: str, c: Any) -> Comparison:
 
 
 def _comparisons(name: str, comparisons: Any) -> list[Comparison]:
-    return _check_items(name, comparisons, Comparison, "Comparison objects", nonempty=True)
+    return check_items(name, comparisons, Comparison, "Comparison objects", nonempty=True)
 
 
 #: the keys of a run's metadata that the markdown and HTML reports show (:func:`run_metadata`)
@@ -609,17 +609,17 @@ _META_KEYS = ("profile", "seed", "strict", "started_utc", "python", "platform")
 
 def _page_args(meta: Any, exit_code: Any, report_dir: Any) -> tuple[dict, int, Path]:
     """Checked ``(meta, exit_code, report_dir)`` of :func:`markdown_report` / :func:`html_report`."""
-    meta = _check_mapping("meta", meta)
+    meta = check_mapping("meta", meta)
     missing = [k for k in _META_KEYS if k not in meta]
     if missing:
         raise ValueError(f"meta must be a run's metadata (run_metadata) with {', '.join(_META_KEYS)}, got one without "
                          f"{missing}")
     stop = meta.get("interrupted")
     if stop is not None:
-        stop = _check_mapping("meta['interrupted']", stop)
+        stop = check_mapping("meta['interrupted']", stop)
         for k in ("signal", "resume"):
-            _check_text(f"meta['interrupted'][{k!r}]", stop.get(k))
-    report_dir = _check_dir("report_dir", report_dir)
+            check_text(f"meta['interrupted'][{k!r}]", stop.get(k))
+    report_dir = check_dir("report_dir", report_dir)
     if report_dir is None:
         raise ArgumentTypeError("report_dir must be a path, got None")
     return meta, as_int("exit_code", exit_code, 0, 255), report_dir

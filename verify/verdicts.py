@@ -38,14 +38,14 @@ These rates assume the standard errors are right; ``python -m verify calibrate``
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, is_dataclass, replace
 from typing import Any, Sequence
 
 from scipy import stats
 
 from theory._validation import ArgumentTypeError, as_array, as_float, check_choice, check_real, describe as _describe
 
-#: a comparison as judged here: any object with the fields of :class:`verify.registry.Comparison`
+#: a comparison as judged here: a dataclass with the fields of :class:`verify.registry.Comparison`
 #: (``kind``, ``p_fail``, ``p_pass``, ``exact_ok``, ``outcome``, ``passed``, ``decide_factor``)
 Comparison = Any
 
@@ -117,6 +117,8 @@ _FIELDS = ("kind", "p_fail", "p_pass", "exact_ok", "outcome", "passed")
 def _check_comparison(name: str, c: Any) -> Any:
     """An object with the fields of :class:`verify.registry.Comparison` (:data:`_FIELDS`) and a known ``kind``."""
     missing = [f for f in _FIELDS if not hasattr(c, f)]
+    if not missing and not is_dataclass(c):
+        missing = ["dataclass fields (judging returns dataclasses.replace copies)"]
     if missing:
         raise ArgumentTypeError(f"{name} must be a comparison (an object with the fields {', '.join(_FIELDS)}), got "
                                 f"{_describe(c)} ({type(c).__name__}, without {', '.join(missing)})")

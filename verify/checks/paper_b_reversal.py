@@ -736,7 +736,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the study on the grid of the command line and print its tables (``--help``)."""
     import json
 
-    from ..registry import _jsonable
+    from ..validation import jsonable
 
     args = _parser().parse_args(argv)
     over = {k: tuple(v) for k in ("activations", "cs", "snrs", "strengths", "ps", "trials")
@@ -755,7 +755,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         figure_reversal(design, prediction, cells, judgement).savefig(args.figure, dpi=120, bbox_inches="tight")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(_jsonable({"notes": notes, "data": data, "seeds": ctx.seeds_used}), fh, indent=1)
+            json.dump(jsonable({"notes": notes, "data": data, "seeds": ctx.seeds_used}), fh, indent=1)
     return 0
 
 

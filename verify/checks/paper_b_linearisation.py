@@ -1,0 +1,178 @@
+"""Study B7-lin (informational): where the linearised kernel behind B4 and B7 stops describing the true kernel.
+
+True and linearised kernel on the same draws against the structured theory, over ``p``; reported with the
+verdict INFO, never judged into the exit status.  Shared machinery: :mod:`verify.checks.paper_b_structured`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..claim import Claim, register
+from ..figures import paper_figure
+from ..verdicts import Judgement
+from ..registry import CheckContext, Comparison
+from .paper_b_structured import (ACTIVATION, mean_se, shared_mc, structured_profile, structured_theory,
+                                 StructuredProfile)
+
+
+# ============================================================================ B7-lin (informational)
+@dataclass(frozen=True)
+class LinDesign:
+    """B7-lin: one strong aligned spike at ``c = 1/2``, ``snr = 2``, simulated at every ``p`` of ``ps``."""
+
+    prof: StructuredProfile
+    gammas: np.ndarray
+    ps: tuple[int, ...]
+    trials: int
+    c: float = 0.5
+    snr: float = 2.0
+    spike: tuple[float, str] = (4.0, "aligned")
+
+
+@dataclass(frozen=True)
+class LinPrediction:
+    """Theory on ``LinDesign.gammas`` and the linearisation control ``kappa_lin`` per ``p``."""
+
+    theory: np.ndarray
+    kappa: dict
+
+
+def design_b7_lin(ctx: CheckContext) -> LinDesign:
+    """The breakdown sizes and trials of ``ctx.profile``."""
+    prof = structured_profile(ctx)
+    return LinDesign(prof=prof, gammas=np.array(prof.gammas), ps=tuple(prof.breakdown_p),
+                     trials=prof.breakdown_trials)
+
+
+def predict_b7_lin(ctx: CheckContext, design: LinDesign) -> LinPrediction:
+    """Structured theory of the design's configuration and ``kappa_lin(p)``."""
+    from theory.structured import linearisation_control
+
+    return LinPrediction(theory=structured_theory(design.gammas, design.c, design.snr, design.spike),
+                         kappa={p: linearisation_control(p, design.snr, spike=design.spike) for p in design.ps})
+
+
+def simulate_b7_lin(ctx: CheckContext, design: LinDesign) -> dict:
+    """The cells ``p -> {"true", "linearised": (1, trials, gammas)}``, both kernels on the same X."""
+    cells = {}
+    with ctx.progress("linearisation breakdown", total=len(design.ps)) as bar:
+        for p in design.ps:
+            sd = ctx.seed_for("breakdown", p)
+            cells[p] = shared_mc(ctx, design.c, design.snr, [design.spike], p, design.trials, design.gammas, sd,
+                                  true=True, linearised=True)  # true and linearised kernel on the same X
+            bar.advance()
+    return cells
+
+
+def judge_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict) -> list[Comparison]:
+    """Informational ``|MC - theory| <= 3 SE`` at the smallest gamma, true then linearised kernel, per ``p``."""
+    comps: list[Comparison] = []
+    pred0 = prediction.theory[0]
+    for p in design.ps:
+        mt, st = mean_se(cells[p]["true"][0])
+        ml, sl = mean_se(cells[p]["linearised"][0])
+        for label, m, se in (("true kernel", mt[0], st[0]), ("linearised kernel", ml[0], sl[0])):
+            comps.append(Comparison(
+                name=f"p={p} (kappa_lin={prediction.kappa[p]:.2f}) gamma={design.gammas[0]:g}: {label}",
+                predicted=float(pred0), measured=float(m), uncertainty=float(se),
+                tolerance=f"informational: |MC - theory| = {abs(m - pred0):.3g} vs 3 SE = {3 * se:.3g}",
+                passed=bool(abs(m - pred0) <= 3 * se)))
+    return comps
+
+
+def _lin_rows(design: LinDesign, prediction: LinPrediction, cells: dict) -> list[dict]:
+    rows = []
+    for p in design.ps:
+        mt, st = mean_se(cells[p]["true"][0])
+        ml, sl = mean_se(cells[p]["linearised"][0])
+        rows.append(dict(p=p, n=int(round(p / design.c)), kappa=prediction.kappa[p], true=mt.tolist(),
+                         se_true=st.tolist(), linearised=ml.tolist(), se_linearised=sl.tolist(),
+                         theory=prediction.theory.tolist()))
+    return rows
+
+
+def describe_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict,
+                    comparisons: list[Comparison]) -> tuple[str, dict]:
+    """Notes (linearised-kernel z and true-kernel relative error per ``p``) and data (``rows``)."""
+    rows = _lin_rows(design, prediction, cells)
+    lin_z = [max(abs(lv - tv) / max(se, 1e-12) for lv, tv, se in zip(r["linearised"], r["theory"], r["se_linearised"]))
+             for r in rows]
+    true_rel = [max(abs(mv - tv) / abs(tv) for mv, tv in zip(r["true"], r["theory"])) for r in rows]
+    notes = (
+        f"INFORMATIONAL (never decides the exit status). c=1/2, snr=2, aligned spike strength 4, tanh, "
+        f"{design.trials} trials per p, true and linearised kernel on the same X. "
+        "Max over gamma of |linearised MC - theory|/SE per p: "
+        + ", ".join(f"p={r['p']}: {z:.1f}" for r, z in zip(rows, lin_z))
+        + "; max relative error of the true kernel |MC - theory|/theory (and that / kappa_lin^2) per p: "
+        + ", ".join(f"p={r['p']}: {e:.3f} ({e / r['kappa'] ** 2:.2f})" for r, e in zip(rows, true_rel))
+        + (f"; the true-kernel departure {'shrinks' if true_rel[-1] < true_rel[0] else 'does not shrink'} "
+           f"from p={rows[0]['p']} to p={rows[-1]['p']}." if len(rows) > 1 else ".")
+    )
+    data = {"c": design.c, "snr": design.snr, "spike": list(design.spike), "gammas": design.gammas.tolist(),
+            "rows": rows}
+    return notes, data
+
+
+def _b7_lin_panels(ax: Any, rax: Any, design: LinDesign, prediction: LinPrediction, rows: list[dict]) -> None:
+    """E vs p per gamma (true kernel filled, linearised open, theory a line) and the relative gaps to theory."""
+    from .. import figures as F
+
+    ps = np.array([r["p"] for r in rows], dtype=float)
+    for j, g in enumerate(design.gammas):
+        col, th = F.COLORS[j % len(F.COLORS)], float(prediction.theory[j])
+        ax.axhline(th, color=col, lw=1.2, label=f"theory, γ = {g:g}")
+        for key, open_, mk, dx in (("true", False, "o", 0.97), ("linearised", True, "s", 1.03)):
+            m = np.array([r[key][j] for r in rows])
+            se = np.array([r["se_true" if key == "true" else "se_linearised"][j] for r in rows])
+            x = ps * dx * (1.0 + 0.05 * (j - (len(design.gammas) - 1) / 2))
+            F.mc_points(ax, x, m, se, label="_nolegend_", color=col, marker=mk, open_=open_)
+            F.mc_points(rax, x, (m - th) / th, se / th, label="_nolegend_", color=col, marker=mk, open_=open_)
+    rax.axhline(0.0, color=F.THEORY, lw=0.9)
+    from matplotlib import ticker
+
+    for a in (ax, rax):
+        a.set_xscale("log", base=2)
+        a.set_xticks(ps, [f"{int(p)}" for p in ps])
+        a.xaxis.set_minor_locator(ticker.NullLocator())
+        a.set_xlabel(f"number of features p (n = p / {design.c:g})")
+    ax.set(ylabel="interpolation error E", title="error vs p")
+    rax.set(ylabel="(MC − theory) / theory", title="relative gap to theory")
+    top = rax.secondary_xaxis("top")
+    top.set_xticks(ps, [f"{prediction.kappa[int(p)]:.2f}" for p in ps])
+    top.xaxis.set_minor_locator(ticker.NullLocator())
+    top.set_xlabel("κ_lin(p)")
+    top.tick_params(labelsize=F.FONT["tick"])
+
+
+@paper_figure
+def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict, judgement: Judgement) -> Any:
+    """True and linearised kernel vs p per gamma against the theory (informational: where the linearisation breaks)."""
+    from .. import figures as F
+
+    comps = list(judgement.comparisons)
+    rows = _lin_rows(design, prediction, cells)
+    fig, axes = F.subplots(1, 2, panel=(4.5, 3.4), extra=1.2)
+    _b7_lin_panels(axes[0, 0], axes[0, 1], design, prediction, rows)
+    within = [c for c in comps if c.passed]
+    F.key_numbers(axes[0, 1], [f"|MC − theory| ≤ 3 SE at γ = {design.gammas[0]:g}: {len(within)}/{len(comps)}",
+                               "(informational, never judged)"], verdict="INFO")
+    F.legend(axes[0, 0], outside=True, ncol=3, extra=[F.proxy("true kernel, ±3 SE", color=F.THEORY),
+                                                      F.proxy("linearised kernel, same draws", color=F.THEORY,
+                                                              marker="s", mfc="white")])
+    F.suptitle(fig, "B7-lin", "linearisation breakdown for a strong aligned spike (informational)",
+               f"p/n = {design.c:g}, ‖μ‖² = {design.snr:g}, aligned spike strength {design.spike[0]:g}, f = "
+               f"{ACTIVATION}, {design.trials} trials per p", "INFO")
+    return fig
+
+
+#: B7-lin (informational): true kernel vs linearised kernel vs theory as p grows, for a strong aligned spike.
+#: The structured theory (B4, B7) is derived from the linearised kernel; for ``kappa_lin`` of order one
+#: (strong spikes, small p) the true kernel saturates.  Never decides the exit status.
+CLAIM_B7_LIN = register(Claim(id="B7-lin", design=design_b7_lin, predict=predict_b7_lin, simulate=simulate_b7_lin,
+                              judge=judge_b7_lin, describe=describe_b7_lin, figure=figure_b7_lin,
+                              figure_name="linearisation_breakdown", informational=True))
+study_linearisation_breakdown = CLAIM_B7_LIN.run

@@ -1,0 +1,184 @@
+"""Claim B1 of paper B: its Figure 1, the interpolation error of ridge regression against the
+Marchenko-Pastur deterministic equivalent (panels in gamma, c and snr), judged by the finite-size rule at two sizes.
+
+The shared machinery (profiles, cells and panels at two sizes, the finite-size comparisons, the cache) and the
+rules in full: :mod:`verify.checks.paper_b_core`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ..claim import Claim, register
+from ..registry import CheckContext, Comparison
+from ..figures import paper_figure
+from ..verdicts import Judgement
+from .paper_b_core import (Cell, claim_sizes, edge_flag, judge_panels, Panel, panel_data, panel_theory,
+                           plot_two_sizes, profile_name, ridge_theory, simulate_panel, simulate_runtime, SIZE,
+                           sweep_panel, TwoSizes)
+
+
+def _design_b1(ctx: CheckContext) -> dict[str, Any]:
+    """Panels 1a (gamma sweep), 1b (p/n sweep), 1c (snr sweep) of the profile; points near c = 1 flagged."""
+    cfg = claim_sizes(ctx, "B1")
+    a, b, cc = cfg["a"], cfg["b"], cfg["c"]
+    names_a = tuple(f"1a gamma={g:.3g} (c={a['c']}, snr={a['snr']})" for g in a["gammas"])
+    panel_a = Panel("1a", "1a", a["n"], a["trials"], (Cell(a["c"], a["snr"], a["gammas"], ("1a", SIZE)),), names_a,
+                    "panel 1a (gamma sweep)")
+    flag = {x: edge_flag(x, b["gamma"], b["n"]) for x in b["cs"]}
+    panel_b = sweep_panel("1b", b, "c", b["cs"], lambda x: (x, b["snr"]),
+                           lambda x: f"1b p/n={x} (n={b['n']}, gamma={b['gamma']:g}){flag[x]}", "panel 1b (p sweep)")
+    panel_c = sweep_panel("1c", cc, "snr", cc["snrs"], lambda x: (cc["c"], x),
+                           lambda x: f"1c ||mu||^2={x} (c={cc['c']}, gamma={cc['gamma']:g})", "panel 1c (snr sweep)")
+    return dict(panels=(panel_a, panel_b, panel_c), flags=[f"1b c={x}:{f}" for x, f in flag.items() if f],
+                profile=profile_name(ctx), a=a)
+
+
+def _predict_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+    """``theory``: E_RR at every point, by panel; ``curve``: ``(gammas, E_RR)`` on a fine grid of panel 1a."""
+    a = design["a"]
+    gg = np.logspace(np.log10(a["gammas"][0]), np.log10(a["gammas"][-1]), 200)
+    return dict(theory={p.key: panel_theory(p) for p in design["panels"]},
+                curve=(gg, ridge_theory(gg, a["c"], a["snr"])))
+
+
+def _simulate_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+    """``panels``: :class:`TwoSizes` by panel key; ``runtime_s``."""
+    t0 = time.perf_counter()
+    panels = {}
+    for p in design["panels"]:
+        with ctx.progress(p.progress, total=len(p.cells)) as bar:
+            panels[p.key] = simulate_panel(ctx, p, bar.advance)
+    return dict(panels=panels, runtime_s=time.perf_counter() - t0)
+
+
+def judge_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+    """Finite-size rule at every point and the shrinkage rule of every panel (pure)."""
+    return judge_panels(design["panels"], prediction["theory"], measurement["panels"])
+
+
+def _describe_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+    data = {p.key: panel_data(p, prediction["theory"][p.key], measurement["panels"][p.key]) for p in design["panels"]}
+    notes = (
+        f"Ridge E_RR (theory.ridge_error_values) vs Monte Carlo, balanced labels, mu = sqrt(snr) e_1; sizes "
+        f"n/2 and n with equal p/n (profile {design['profile']}; the paper's sizes in profile 'paper'). "
+        f"Runtime {simulate_runtime(measurement):.1f} s."
+    )
+    if design["flags"]:
+        notes += " Flagged points near c = 1 (same rule applied, see their names): " + "; ".join(design["flags"])
+    return notes, data
+
+
+def _b1_dense(p: Panel) -> tuple[np.ndarray, np.ndarray]:
+    """E_RR of a B1 panel on a dense grid of its swept parameter (gamma, p/n clustered at 1, or snr)."""
+    from ..figures import dense_grid
+
+    cell = p.cells[0]
+    if p.x_name is None:
+        g = dense_grid(cell.gammas, per_decade=30)
+        return g, ridge_theory(g, cell.c, cell.snr)
+    xs = np.asarray(p.xs, dtype=float)
+    if p.x_name == "c":  # the 8-decade cliff at p/n = 1: points clustered there
+        near = np.geomspace(1e-4, 0.25, 80)
+        grid = np.unique(np.concatenate([np.linspace(xs.min(), xs.max(), 300), 1 - near, 1 + near, xs]))
+        grid = grid[(grid >= xs.min()) & (grid <= xs.max())]
+        return grid, np.array([ridge_theory(cell.gammas, c, cell.snr)[0] for c in grid])
+    grid = dense_grid(xs, log=False, n_min=200)
+    return grid, np.array([ridge_theory(cell.gammas, cell.c, x)[0] for x in grid])
+
+
+def _b1_x(p: Panel) -> tuple[np.ndarray, float]:
+    """The simulated abscissae of a panel and the factor to the plotted axis (p = (p/n) n for panel 1b)."""
+    if p.x_name is None:
+        return np.asarray(p.cells[0].gammas, dtype=float), 1.0
+    return np.asarray(p.xs, dtype=float), float(p.n) if p.x_name == "c" else 1.0
+
+
+def _panel_key_numbers(ax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps: list[Comparison], loc: str) -> None:
+    """The outcomes of a panel's comparisons (finite-size rule per point, shrinkage) and its largest gap."""
+    from ..figures import key_numbers, outcome_text, worst_outcome
+
+    mine = [c for c in comps if c.name.startswith(p.label + " ")]
+    points = [c for c in mine if "finite-size gap shrinks" not in c.name]
+    shrink = [c.outcome for c in mine if "finite-size gap shrinks" in c.name]
+    rel = float(np.max(np.abs(m.m_l - pred) / np.abs(pred)))
+    key_numbers(ax, [f"finite-size rule: {outcome_text(points)}", f"gap shrinks ~ n^-1/2: {', '.join(shrink)}",
+                     f"max |rel. gap| at n = {p.n}: {rel:.2%}"], verdict=worst_outcome(mine), loc=loc)
+
+
+
+def _b1_titles(design: dict[str, Any]) -> dict[str, str]:
+    a, (pa, pb, pc) = design["a"], design["panels"]
+    g_b, g_c = pb.cells[0].gammas[0], pc.cells[0].gammas[0]
+    return {"1a": f"(a) γ sweep: p/n = {a['c']:g}, ‖μ‖² = {a['snr']:g}\nn = {pa.ns} and {pa.n}",
+            "1b": f"(b) p sweep: γ = {g_b:g}, ‖μ‖² = {pb.cells[0].snr:g}\nn = {pb.n} (open: n = {pb.ns}, same p/n)",
+            "1c": f"(c) ‖μ‖² sweep: p/n = {pc.cells[0].c:g}, γ = {g_c:g}\nn = {pc.ns} and {pc.n}"}
+
+
+def _b1_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps: list[Comparison],
+              title: str) -> None:
+    """One panel of paper B's Figure 1 (dense theory, Monte Carlo at two sizes) over its residuals."""
+    from .. import figures as F
+
+    x, scale = _b1_x(p)
+    xd, yd = _b1_dense(p)
+    ax.plot(xd * scale, yd, "-", color=F.THEORY, lw=1.4, label="theory (deterministic equivalent)", zorder=2)
+    plot_two_sizes(ax, rax, x * scale, p, pred, m, F.COLORS[0])
+    xlabel = {None: "ridge parameter γ", "c": f"number of features p (n = {p.n})", "snr": "signal strength ‖μ‖²"}
+    rax.set_xlabel(xlabel[p.x_name])
+    ax.set_ylabel("interpolation error E")
+    ax.set_title(title, fontsize=F.FONT["title"] - 0.5)
+    if p.x_name == "c":
+        _b1_threshold(ax, rax, p, x)
+    if p.x_name != "snr":
+        ax.set_yscale("log")
+    if p.x_name is None:
+        ax.set_xscale("log")
+    _panel_key_numbers(ax, p, pred, m, comps, {None: "lower right", "c": "lower left"}.get(p.x_name, "upper right"))
+    F.tidy_log_axis(ax)
+    F.tidy_log_axis(rax)
+
+
+def _b1_threshold(ax: Any, rax: Any, p: Panel, x: np.ndarray) -> None:
+    """Panel 1b: the interpolation threshold p = n, the points flagged near it, p/n on the top axis."""
+    flagged = [c for c in x if edge_flag(c, float(p.cells[0].gammas[0]), p.n)]
+    for a in (ax, rax):
+        a.axvline(p.n, color="#777777", ls=":", lw=1.0, label="interpolation threshold p = n" if a is ax else None)
+        if flagged:
+            a.axvspan(min(flagged) * p.n, max(flagged) * p.n, color="#999999", alpha=0.15, lw=0,
+                      label="flagged: lower MP edge within finite-size reach" if a is ax else None)
+    top = ax.secondary_xaxis("top", functions=(lambda v: v / p.n, lambda c: c * p.n))
+    top.set_xlabel("p/n")
+    top.tick_params(labelsize=8)
+    if np.max(np.abs(rax.get_ylim())) > 0.5:
+        rax.set_yscale("symlog", linthresh=0.1)
+
+
+@paper_figure
+def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+               judgement: Judgement) -> Any:
+    """Paper B's Figure 1 (axes gamma, p, ||mu||^2): dense theory, Monte Carlo at n/2 and n, relative residuals."""
+    from .. import figures as F
+
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
+    panels = design["panels"]
+    fig, axes = F.subplots(2, 3, panel=(3.9, 2.2), extra=1.0, sharex="col", height_ratios=(2.6, 1.2))
+    titles = _b1_titles(design)
+    for k, p in enumerate(panels):
+        _b1_panel(axes[0, k], axes[1, k], p, prediction["theory"][p.key], measurement["panels"][p.key], comps,
+                  titles[p.key])
+    F.legend(axes[0, 1], outside=True, ncol=3)
+    trials = ", ".join(f"{p.key}: {p.trials[0]}/{p.trials[1]}" for p in panels)
+    F.suptitle(fig, "B1", "ridge interpolation error, theory vs Monte Carlo (paper B, Figure 1)",
+               f"balanced labels, μ = √‖μ‖² e₁; bars ±3 SE; trials at n/2 / n: {trials}; bottom row: relative gap",
+               verdict)
+    return fig
+
+
+CLAIM_B1 = register(Claim(id="B1", design=_design_b1, predict=_predict_b1, simulate=_simulate_b1, judge=judge_b1,
+                          describe=_describe_b1, figure=_figure_b1, figure_name="figure1"))
+check_b1 = CLAIM_B1.run

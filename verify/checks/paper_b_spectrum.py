@@ -1,0 +1,261 @@
+"""Claim B6 of paper B: the eigenvalue distribution of the attention kernel converges to its limit law
+(Kolmogorov distance at ``n`` and ``2n``).
+
+Shared machinery and the rules: :mod:`verify.checks.paper_b_core`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from numerics.threads import thread_map as _map_threads
+from numerics.rmt import kernel_eigenvalues, sample_signal_plus_noise
+
+from ..claim import Claim, register
+from ..registry import CheckContext, Comparison
+from ..figures import paper_figure
+from ..verdicts import Judgement
+from .paper_b_core import claim_sizes, mc_version, p_of, simulate_runtime
+
+
+# ---------------------------------------------------------------------------------------------
+# B6: kernel eigenvalue distribution vs the free-convolution law
+# ---------------------------------------------------------------------------------------------
+def _theory_cdf(c: float, a1: float, nu: float, lo: float, hi: float, m: int = 4001) -> tuple[np.ndarray, np.ndarray, float]:
+    import theory
+    from scipy.integrate import cumulative_trapezoid
+
+    x = np.linspace(lo, hi, m)
+    dens = np.asarray(theory.kernel_density(x, c, a1, nu), dtype=float)
+    cdf = cumulative_trapezoid(dens, x, initial=0.0)
+    return x, cdf, float(cdf[-1])
+
+
+def _ks(ev: np.ndarray, x: np.ndarray, cdf: np.ndarray) -> float:
+    ev = np.sort(ev)
+    F = np.interp(ev, x, cdf)
+    k = np.arange(1, ev.size + 1) / ev.size
+    return float(max(np.max(np.abs(k - F)), np.max(np.abs(k - 1.0 / ev.size - F))))
+
+
+def _kernel_spectra(seed: int, n: int, p: int, trials: int, act: str, n_jobs: int) -> np.ndarray:
+    """Eigenvalues ``(trials, n)`` of ``trials`` null kernels: the draws come in order from one stream, the
+    eigendecompositions run in ``n_jobs`` threads (single-threaded torch each): results do not depend on ``n_jobs``."""
+    rng = np.random.default_rng(seed)
+    draws = (sample_signal_plus_noise(n, p, 0.0, rng)[0] for _ in range(trials))
+    return np.stack(_map_threads(lambda X: kernel_eigenvalues(X, act, "removed"), draws, n_jobs))
+
+
+@dataclass(frozen=True)
+class KernelLaw:
+    """B6's predicted eigenvalue law: :func:`theory.kernel_density` at ``p/n = c`` and Hermite moments ``a1, nu``.
+
+    A judge only calls :meth:`cdf`; a synthetic law for tests needs that method only.
+    """
+
+    c: float
+    a1: float
+    nu: float
+
+    def cdf(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(x, CDF(x), mass)`` on ``[lo, hi]`` (trapezoid integral of the density; ``mass`` its total)."""
+        return _theory_cdf(self.c, self.a1, self.nu, lo, hi)
+
+    def density(self, x: np.ndarray) -> np.ndarray:
+        import theory
+
+        return theory.kernel_density(x, self.c, self.a1, self.nu)
+
+
+def _b6_key(act: str, cval: float) -> str:
+    return f"{act}_c{cval}"
+
+
+def _design_b6(ctx: CheckContext) -> dict[str, Any]:
+    """Configurations ``(activation, p/n)``, the size ``n`` (spectra at ``n`` and ``2n``), trials at each."""
+    cfg = claim_sizes(ctx, "B6")
+    return dict(n=cfg["n"], trials=cfg["trials"], configs=[("tanh", 2.0), ("relu", 2.0), ("tanh", 0.5)])
+
+
+def _predict_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, dict[str, KernelLaw]]:
+    """By configuration key: ``law`` (the theory) and ``wrong`` (nu x 1.03: the negative control)."""
+    import theory
+
+    out = {}
+    for act, cval in design["configs"]:
+        mom = theory.hermite_moments(theory.activation(act, centered=True))
+        out[_b6_key(act, cval)] = dict(law=KernelLaw(cval, mom.a1, mom.nu),
+                                       wrong=KernelLaw(cval, mom.a1, 1.03 * mom.nu))
+    return out
+
+
+def _spectra_cached(ctx: CheckContext, act: str, cval: float, n: int, trials: int) -> np.ndarray:
+    sd = ctx.seed_for("B6", act, cval, n)
+    p = p_of(n, cval)
+
+    def eig_cell() -> dict[str, np.ndarray]:
+        return {"eigenvalues": _kernel_spectra(sd, n, p, trials, act, ctx.n_jobs)}
+
+    key = dict(act=act, c=cval, n=n, p=p, trials=trials, seed=sd)
+    return ctx.cached("kernel_eigenvalues", key, eig_cell, version=mc_version(_kernel_spectra))["eigenvalues"]
+
+
+def _simulate_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+    """``spectra``: by configuration key, eigenvalues ``(trials, size)`` at ``n`` and at ``2n``; ``runtime_s``."""
+    t0 = time.perf_counter()
+    n, (t1, t2) = design["n"], design["trials"]
+    spectra = {}
+    with ctx.progress("kernel spectra", total=len(design["configs"])) as bar:
+        for act, cval in design["configs"]:
+            sizes = ((n, t1), (2 * n, t2))
+            spectra[_b6_key(act, cval)] = tuple(_spectra_cached(ctx, act, cval, nn, tr) for nn, tr in sizes)
+            bar.advance()
+    return dict(spectra=spectra, runtime_s=time.perf_counter() - t0)
+
+
+def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+    """Per-trial KS distances of the spectra at ``n`` and ``2n`` against ``law.cdf`` on the eigenvalue window
+    (widened by 0.5), their means ``m1, m2`` and the ratio ``m2 / m1`` with its delta-method SE (pure)."""
+    ev_n, ev_2n = spectra
+    allev = np.concatenate([np.ravel(ev_n), np.ravel(ev_2n)])
+    lo, hi = float(allev.min()) - 0.5, float(allev.max()) + 0.5
+    x, cdf, mass = law.cdf(lo, hi)
+    ks_n = np.array([_ks(e, x, cdf) for e in ev_n])
+    ks_2n = np.array([_ks(e, x, cdf) for e in ev_2n])
+    m1, m2 = ks_n.mean(), ks_2n.mean()
+    s1 = ks_n.std(ddof=1) / math.sqrt(ks_n.size)
+    s2 = ks_2n.std(ddof=1) / math.sqrt(ks_2n.size)
+    ratio = m2 / m1
+    se_ratio = ratio * math.sqrt((s1 / m1) ** 2 + (s2 / m2) ** 2)
+    return dict(lo=lo, hi=hi, mass=mass, ks_n=ks_n, ks_2n=ks_2n, m1=m1, m2=m2, ratio=ratio, se_ratio=se_ratio)
+
+
+def _b6_comparisons(name: str, n: int, r: dict[str, Any]) -> list[Comparison]:
+    ratio, mass = r["ratio"], r["mass"]
+    return [
+        Comparison.bound(
+            f"{name}: KS(2n)/KS(n), n={n} (KS {r['m1']:.3g} -> {r['m2']:.3g})", 0.5, float(ratio),
+            float(r["se_ratio"]), float(ratio - 2**-0.5),
+            rule=(
+                "ratio <= 2^-1/2 = 0.707 (KS must decay at least like n^-1/2; O(1/n) predicts 0.5; "
+                "a wrong law gives ratio -> 1; delta-method SE)"
+            ),
+        ),
+        Comparison(
+            name=f"{name}: mass of theory.kernel_density on [{r['lo']:.2f}, {r['hi']:.2f}]",
+            predicted=1.0,
+            measured=float(mass),
+            uncertainty=None,
+            tolerance=(
+                "|mass - 1| < 0.01 (quadrature mass check: the KS distances above use this trapezoid CDF, "
+                "so a density missing > 1% of its mass would bias every KS value by about that much)"
+            ),
+            passed=bool(abs(mass - 1) < 0.01),
+        ),
+    ]
+
+
+def judge_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+    """Per configuration: the KS ratio bound and the quadrature mass of the law (pure)."""
+    comps = []
+    for act, cval in design["configs"]:
+        key = _b6_key(act, cval)
+        r = b6_reading(prediction[key]["law"], measurement["spectra"][key])
+        comps += _b6_comparisons(f"{act} p/n={cval}", design["n"], r)
+    return comps
+
+
+def _ks_control(wrong: Any, spectra: tuple[np.ndarray, np.ndarray], lo: float, hi: float) -> float:
+    """Negative control (power of the rule): the KS ratio of the same eigenvalues against the wrong law."""
+    xw, cdfw, _ = wrong.cdf(lo, hi)
+    ev_n, ev_2n = spectra
+    return float(np.mean([_ks(e, xw, cdfw) for e in ev_2n]) / np.mean([_ks(e, xw, cdfw) for e in ev_n]))
+
+
+def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+    data: dict[str, Any] = {}
+    controls: list[str] = []
+    for act, cval in design["configs"]:
+        key = _b6_key(act, cval)
+        law, spectra = prediction[key]["law"], measurement["spectra"][key]
+        r = b6_reading(law, spectra)
+        ratio_wrong = _ks_control(prediction[key]["wrong"], spectra, r["lo"], r["hi"])
+        controls.append(f"{act} p/n={cval}: {ratio_wrong:.2f}")
+        data[key] = dict(ks_n=r["ks_n"], ks_2n=r["ks_2n"], mass=r["mass"], a1=law.a1, nu=law.nu,
+                         ratio_control_nu_x1_03=ratio_wrong)
+    notes = (
+        "K = f(X^T X / sqrt p) / sqrt p, diagonal removed, X standard Gaussian; per-trial Kolmogorov distance between "
+        "the eigenvalue ECDF and the CDF of theory.kernel_density (trapezoid integral, its mass reported). "
+        "Negative control (not a comparison): the same eigenvalues against the law with nu multiplied by 1.03 give "
+        f"KS ratios {', '.join(controls)} (a wrong law does not shrink, so the rule has power at this size). "
+        f"Runtime {simulate_runtime(measurement):.1f} s."
+    )
+    return notes, data
+
+
+def _b6_ecdf_gap(ax: Any, ev: np.ndarray, x: np.ndarray, cdf: np.ndarray, color: str, label: str) -> None:
+    """ECDF minus the law's CDF of one spectrum (a step curve) and its Kolmogorov distance (dotted level)."""
+    ev = np.sort(ev)
+    F = np.interp(ev, x, cdf)
+    k = np.arange(1, ev.size + 1) / ev.size
+    ax.step(ev, k - F, where="post", color=color, lw=1.0, label=f"{label} (KS {_ks(ev, x, cdf):.3f})")
+    ax.axhline(_ks(ev, x, cdf), color=color, ls=":", lw=0.9)
+    ax.axhline(-_ks(ev, x, cdf), color=color, ls=":", lw=0.9)
+
+
+def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+               comps: list[Comparison], act: str, cval: float) -> None:
+    """One configuration: histogram at 2n and the density; below, ECDF - CDF of one trial at n and at 2n."""
+    from .. import figures as F
+
+    n, key = design["n"], _b6_key(act, cval)
+    law, spectra = prediction[key]["law"], measurement["spectra"][key]
+    r = b6_reading(law, spectra)
+    ax.hist(np.ravel(spectra[1]), bins=60, density=True, color=F.OKABE_ITO["sky"], alpha=0.7,
+            label=f"eigenvalues at 2n (histogram, {spectra[1].shape[0]} trials)")
+    xx = np.linspace(r["lo"], r["hi"], 800)
+    ax.plot(xx, law.density(xx), "-", color=F.THEORY, lw=1.4, label="theory: free-convolution law")
+    x, cdf, _ = law.cdf(r["lo"], r["hi"])
+    _b6_ecdf_gap(rax, spectra[0][0], x, cdf, F.COLORS[0], "one trial at n")
+    _b6_ecdf_gap(rax, spectra[1][0], x, cdf, F.COLORS[1], "one trial at 2n")
+    rax.axhline(0.0, color="#777777", lw=0.8)
+    ax.set(ylabel="density", title=f"f = {act}, p/n = {cval:g}: n = {n}, 2n = {2 * n}")
+    rax.set(xlabel="eigenvalue λ of K", ylabel="ECDF − CDF")
+    mine = [c for c in comps if c.name.startswith(f"{act} p/n={cval}:")]
+    control = _ks_control(prediction[key]["wrong"], spectra, r["lo"], r["hi"])
+    F.key_numbers(ax, [f"mean KS: {r['m1']:.4f} (n) → {r['m2']:.4f} (2n)",
+                       f"ratio {r['ratio']:.3f} ± {r['se_ratio']:.3f} (≤ 0.707)", f"mass of the law {r['mass']:.4f}",
+                       f"negative control (ν × 1.03): ratio {control:.2f}"], verdict=F.worst_outcome(mine))
+    F.legend(rax, loc="lower right", fontsize=F.FONT["legend"] - 0.5,
+             extra=[F.proxy("dotted: ± the trial's KS distance", marker=None, ls=":")])
+
+
+@paper_figure
+def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+               judgement: Judgement) -> Any:
+    """Kernel spectra against the free-convolution law: densities (top), ECDF - CDF with the KS distance (bottom)."""
+    from .. import figures as F
+
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
+    configs = design["configs"]
+    fig, axes = F.subplots(2, len(configs), panel=(3.9, 2.3), extra=1.1, sharex="col", height_ratios=(2.3, 1.5))
+    for j, (act, cval) in enumerate(configs):
+        _b6_column(axes[0, j], axes[1, j], design, prediction, measurement, comps, act, cval)
+    F.legend(axes[0, 0], outside=True, ncol=2, axes=[axes[0, 0]])
+    t1, t2 = design["trials"]
+    F.suptitle(fig, "B6", "eigenvalues of the null kernel f(XᵀX/√p)/√p (diagonal removed) vs theory",
+               f"X standard Gaussian; {t1} trials at n, {t2} at 2n; claim: KS(2n)/KS(n) ≤ $2^{{-1/2}}$ "
+               "(O(1/n) gives 0.5)",
+               verdict)
+    return fig
+
+
+CLAIM_B6 = register(Claim(id="B6", design=_design_b6, predict=_predict_b6, simulate=_simulate_b6, judge=judge_b6,
+                          describe=_describe_b6, figure=_figure_b6, figure_name="kernel_spectrum"))
+check_b6 = CLAIM_B6.run

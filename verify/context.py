@@ -1,0 +1,384 @@
+"""The context of a check (:class:`CheckContext`): profile, seeds, workers, progress, the cell cache and figures.
+
+The cache stores each Monte Carlo cell as ``<cache_dir>/<check_id>/<key>.npz`` (:meth:`CheckContext.cached`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from theory._validation import ArgumentTypeError, describe
+
+from .validation import (MAX_SEED, check_callable, check_device, check_dir, check_int, check_json, check_n_jobs,
+                         check_seeds, check_stem, check_text, seed_text)
+
+__all__ = ["CACHE_VERSION", "EXECUTORS", "PROFILES", "CheckContext"]
+
+
+#: the profiles of every check: ``smoke`` (tests only: tiny sizes, verdicts meaningless), ``quick`` (the default
+#: report, minutes), ``paper`` (the papers' scale).  :class:`CheckContext` refuses any other name.
+PROFILES = ("smoke", "quick", "paper")
+
+#: part of every :meth:`CheckContext.cached` key; bump it when the numerics behind cached cells change
+#: meaning (not for rounding-level changes), to invalidate every stored cell at once.
+CACHE_VERSION = "1"
+
+
+#: where sweep cells run (:attr:`CheckContext.executor`, :func:`numerics.sweep.run_sweep`)
+EXECUTORS = ("local", "dask")
+
+
+class _NullProgress:
+    def advance(self, n: int = 1) -> None:  # noqa: D401 - trivial
+        pass
+
+
+@dataclass
+class CheckContext:
+    """What a check gets: profile, seeds, where to write figures, progress reporting.
+
+    ``seed_for(*keys)`` derives a reproducible integer seed from the run's base seed and the keys,
+    and records it, so that every report lists the seeds actually used.
+
+    Fields are validated on construction (``ValueError`` / ``TypeError`` naming the field): ``profile`` one of
+    :data:`PROFILES`; ``seed`` an integer ``>= 0`` (not a bool, not a float); ``n_jobs`` an integer ``>= 1``, or
+    ``-1`` for all cores (stored as ``os.cpu_count()``, so that every check sees the same positive count);
+    ``device`` ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"``; ``executor`` one of :data:`EXECUTORS`; ``scheduler``
+    ``None`` or an address; ``report_dir`` / ``cache_dir`` ``None`` or a path (stored as :class:`~pathlib.Path`).
+    """
+
+    profile: str = "quick"
+    seed: int = 0
+    report_dir: Path | None = None
+    cache_dir: Path | None = None
+    device: str = "cpu"
+    n_jobs: int = 2
+    executor: str = "local"
+    scheduler: str | None = None
+    check_id: str = ""
+    seeds_used: list[int] = field(default_factory=list)
+    _progress_factory: Callable[[str, int], Any] | None = None
+    #: the run's in-memory cells without a cache directory (:meth:`cached`), shared by its checks; None: none kept
+    memo: dict | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.profile, str) or self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got {self.profile!r}")
+        self.seed = check_int("seed", self.seed, 0, MAX_SEED)
+        self.n_jobs = check_n_jobs(self.n_jobs)
+        self.device = check_device(self.device)
+        if not isinstance(self.executor, str) or self.executor not in EXECUTORS:
+            raise ValueError(f"executor must be one of {EXECUTORS}, got {self.executor!r}")
+        if self.scheduler is not None and not isinstance(self.scheduler, str):
+            raise TypeError(f"scheduler must be None or an address string, got {type(self.scheduler).__name__}")
+        self.report_dir = check_dir("report_dir", self.report_dir)
+        self.cache_dir = check_dir("cache_dir", self.cache_dir)
+        check_text("check_id", self.check_id)
+        self.seeds_used = check_seeds("seeds_used", self.seeds_used)
+        check_callable("_progress_factory", self._progress_factory, none_ok=True)
+        if self.memo is not None and not isinstance(self.memo, dict):
+            raise TypeError(f"memo must be None or a dict, got {type(self.memo).__name__}")
+
+    @property
+    def quick(self) -> bool:
+        """True for the quick and smoke profiles (the reduced sizes)."""
+        return self.profile != "paper"
+
+    def seed_for(self, *keys: Any) -> int:
+        """Seed of one random draw of this run: hash of the base seed, the check id and ``keys``.
+
+        ``keys`` must be integers and strings of the design (or literal design constants): never a computed
+        float, whose last bits may depend on the machine.
+        """
+        text = "|".join([str(self.seed), self.check_id, *map(seed_text, keys)])
+        s = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+        self.seeds_used.append(s)
+        return s
+
+    def borrowing(self, lender: str) -> "CheckContext":
+        """This context with the seeds and the cache entries of check ``lender``: reads another check's draws.
+
+        Two checks that simulate the same cells (B4 reads B7's structured Monte Carlo) then draw them once:
+        ``seed_for`` and ``cached`` of the returned context hash ``lender`` instead of this check's id, so the
+        entries are the lender's own (on disk, or in this process's memo without a cache directory).  The seeds
+        are still recorded in this check's report (the list is shared); progress stays this check's.
+        """
+        check_text("lender", lender, empty=False)
+        out = dataclasses.replace(self, check_id=lender)
+        out.seeds_used = self.seeds_used
+        return out
+
+    def design_seed(self, *keys: Any) -> int:
+        """Seed of a part of the DESIGN (a ground truth, a pilot calculation): the same for every base seed.
+
+        A run's base seed redraws the data; the design (which truth, which noise level) stays fixed, so that
+        verdicts at different seeds are replicates of one experiment and their spread measures the data's
+        noise only (what ``calibrate`` compares with the reported standard errors).
+        """
+        text = "|".join(["design", self.check_id, *map(seed_text, keys)])
+        s = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+        self.seeds_used.append(s)
+        return s
+
+    @contextlib.contextmanager
+    def progress(self, description: str, total: int) -> Iterator[Any]:
+        """Context manager yielding an object with ``advance(n=1)``: ``description`` a string, ``total`` an integer
+        ``>= 0`` (the number of steps)."""
+        check_text("description", description)
+        total = check_int("total", total, 0, MAX_SEED)
+        if self._progress_factory is None:
+            yield _NullProgress()
+            return
+        with self._progress_factory(f"{self.check_id}: {description}", total) as p:
+            yield p
+
+    def cache_key(self, name: str, key: Mapping[str, Any], version: str = "") -> str:
+        """Stable SHA-256 key of one cached cell (see :meth:`cached`); 64 hex digits.
+
+        Hashes the check id, ``name``, the key dict, the base seed, the profile, the device and
+        ``CACHE_VERSION`` + ``version`` through :func:`numerics.sweep.cache_key` (canonical JSON).
+        """
+        from numerics.sweep import cache_key
+
+        check_text("name", name, empty=False)
+        key = check_json("key", key)
+        check_text("version", version)
+        cell = {"check": self.check_id, "name": str(name), "key": dict(key), "profile": self.profile,
+                "device": str(self.device)}
+        # ``CheckContext.cached`` only names the kind of entry (the computation is ``compute``): its code stays out;
+        # the original method (:data:`_ENTRY_KIND`), so that a wrapped ``cached`` keeps the keys
+        return cache_key(_ENTRY_KIND, cell, int(self.seed), version=f"{CACHE_VERSION}/{version}", source=False)
+
+    def cached(
+        self,
+        name: str,
+        key: Mapping[str, Any],
+        compute: Callable[[], Mapping[str, Any]],
+        version: str = "",
+    ) -> dict[str, Any]:
+        """Disk memo of one Monte Carlo cell: ``compute()`` once, later runs read it back.
+
+        The result (a dict of arrays) is stored as ``<cache_dir>/<check_id>/<key>.npz``, ``key`` from
+        :meth:`cache_key` (check id, ``name``, the JSON-serialisable ``key`` dict - it must name
+        everything the cell depends on, seed included - base seed, profile, device, version). The
+        file is written to a temporary name and renamed (atomic), so an interrupted run leaves
+        either a complete entry or none; a rerun recomputes only the missing cells. ``cache_dir=None``
+        computes every time, or once per run when the run shares a ``memo`` (``python -m verify`` and ``calibrate``
+        do, one per run / seed): a cell borrowed by another check (:meth:`borrowing`) is then still drawn once.
+        Cached values are the float64 arrays bit for bit, so the cache never changes a result.
+
+        Every entry stores its key (the hash, and the check id, name, key dict, version, profile, device and
+        seed as JSON) and the SHA-256 of its arrays; a read verifies both.  An entry that fails - unreadable or
+        truncated, another cell's file (a foreign key), altered values (checksum mismatch), no arrays - is
+        recomputed and rewritten with a :class:`numerics.sweep.CacheIntegrityWarning`.  Entries written before
+        checksums were stored (only ``__key__``) are accepted when their key matches, and rewritten with a
+        checksum.  The cell is computed under a file lock (:func:`numerics.sweep.cell_lock`): a second run on
+        the same cache directory waits for it and reads it back instead of computing it again.
+
+        Parameters
+        ----------
+        name : short name of the cell kind (e.g. ``"mc"``).
+        key : JSON-serialisable mapping (numbers, strings, lists, numpy scalars / arrays).
+        compute : zero-argument callable returning a mapping of names to array-likes
+            (numeric, no objects).
+        version : extra version string for this cell kind.
+
+        Returns
+        -------
+        dict of name -> ndarray
+        """
+        check_callable("compute", compute)
+        h = self.cache_key(name, key, version)  # checks name, key and version
+        if self.cache_dir is None or (self.memo is not None and h in self.memo):
+            return _memoised(self.memo, h, compute)
+        path = Path(self.cache_dir) / (self.check_id or "_") / f"{h}.npz"
+        meta = self._cache_meta(name, key, version)
+        hit = _npz_read(path, h, meta)
+        if hit is not None:
+            return hit
+        with _claim(path):
+            hit = _npz_read(path, h, meta, warn=False)  # another run may have computed it meanwhile
+            if hit is not None:
+                return hit
+            out = _computed(compute)
+            try:
+                _npz_write(path, h, meta, out)
+            except OSError as exc:  # a full disk, a read-only directory: warn once, keep the cell in memory
+                from numerics.sweep import cache_unwritable
+
+                cache_unwritable(self.cache_dir, exc)
+                if self.memo is not None:
+                    self.memo[h] = out
+                    return {k: v.copy() for k, v in out.items()}
+        return out
+
+    def _cache_meta(self, name: str, key: Mapping[str, Any], version: str) -> str:
+        """The key fields of a cached cell as canonical JSON (stored in the entry, compared on read)."""
+        import json
+
+        from numerics.sweep import to_jsonable
+
+        fields = {"check": self.check_id, "name": str(name), "key": to_jsonable(dict(key)), "profile": self.profile,
+                  "device": str(self.device), "seed": int(self.seed), "version": f"{CACHE_VERSION}/{version}"}
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+    def save_figure(self, fig: Any, name: str) -> str | None:
+        """Save a matplotlib figure as ``<report_dir>/<check_id>_<name>.png``; return the path or None."""
+        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
+
+        if not isinstance(fig, Figure):
+            raise ArgumentTypeError(f"fig must be a matplotlib Figure, got {describe(fig)} ({type(fig).__name__})")
+        check_stem("name", name)
+        try:
+            if self.report_dir is None:
+                return None
+            self.report_dir.mkdir(parents=True, exist_ok=True)
+            path = self.report_dir / f"{self.check_id}_{name}.png"
+            fig.savefig(path, dpi=110, bbox_inches="tight")
+            return str(path)
+        finally:
+            plt.close(fig)
+
+
+def _entry_kind() -> None:
+    """Names a report cache entry in its key: ``verify.registry.CheckContext.cached``, where the method was defined
+    before this module existed, so that the cells cached then are read back (the key holds the name only)."""
+
+
+_entry_kind.__module__, _entry_kind.__qualname__ = "verify.registry", "CheckContext.cached"
+#: what names a report cache entry in its key (fixed, whatever wraps or moves the method)
+_ENTRY_KIND = _entry_kind
+
+
+def _memoised(memo: dict | None, h: str, compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`_computed`, once per key in the run's ``memo`` (``cache_dir=None``; ``None``: every time); copies
+    out, so that a caller cannot alter what the next reader gets."""
+    if memo is None:
+        return _computed(compute)
+    if h not in memo:
+        memo[h] = _computed(compute)
+    return {k: v.copy() for k, v in memo[h].items()}
+
+
+def _computed(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
+    """``compute()`` of :meth:`CheckContext.cached` as a dict of numeric arrays (names not starting with ``__``)."""
+    import numpy as np
+
+    out = compute()
+    if not isinstance(out, Mapping):
+        raise ArgumentTypeError(f"compute must return a mapping of names to numeric arrays, got {describe(out)}")
+    arrays = {}
+    for k, v in out.items():
+        a = np.asarray(v) if isinstance(k, str) and not k.startswith("__") else None
+        if a is None or a.dtype.kind not in "biufc":
+            raise ValueError(f"compute must return numeric arrays under names (strings) not starting with '__', got "
+                             f"{describe(k)}: {describe(v)}")
+        arrays[k] = a
+    return arrays
+
+
+
+# ----------------------------------------------------------------------------------------- cache entries
+def _arrays_checksum(arrays: Mapping[str, Any]) -> str:
+    """SHA-256 of named arrays: names, dtypes, shapes and bytes, in name order."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _npz_read(path: Path, h: str, meta: str, warn: bool = True) -> dict | None:
+    """The verified arrays of the entry at ``path`` (key hash ``h``, key fields ``meta``), or ``None``: missing,
+    or rejected (with a :class:`numerics.sweep.CacheIntegrityWarning` when ``warn``)."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            stored = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - truncated, not a zip, object arrays: never trusted
+        return _npz_reject(path, f"unreadable ({type(exc).__name__}: truncated or not an .npz)", warn)
+    problem = _npz_problem(stored, h, meta)
+    if problem:
+        return _npz_reject(path, problem, warn)
+    out = {k: v for k, v in stored.items() if not k.startswith("__")}
+    if "__sha256__" not in stored:  # written before checksums: key verified, upgrade it in place
+        with contextlib.suppress(OSError):
+            _npz_write(path, h, meta, out)
+    return out
+
+
+def _npz_problem(stored: Mapping[str, Any], h: str, meta: str) -> str:
+    """Why a loaded ``.npz`` entry cannot be trusted (``""`` when it can)."""
+    if "__key__" not in stored or str(stored["__key__"]) != h:
+        return "foreign entry (its stored key is not the key of this cell: another cell's file)"
+    if "__meta__" in stored and str(stored["__meta__"]) != meta:
+        return "foreign entry (its stored check, name, key, version, profile, device or seed differ)"
+    out = {k: v for k, v in stored.items() if not k.startswith("__")}
+    if not out or any(v.dtype == object for v in out.values()):
+        return "malformed (no numeric arrays)"
+    if "__sha256__" in stored and str(stored["__sha256__"]) != _arrays_checksum(out):
+        return "checksum mismatch (the stored values were altered)"
+    if ("__sha256__" in stored) != ("__meta__" in stored):
+        return "malformed (a checksum without its key fields, or the reverse)"
+    return ""
+
+
+def _npz_reject(path: Path, why: str, warn: bool) -> None:
+    import warnings
+
+    from numerics.sweep import CacheIntegrityWarning
+
+    if warn:
+        warnings.warn(f"cache entry {path} ignored: {why}; recomputing it", CacheIntegrityWarning, stacklevel=4)
+    return None
+
+
+def _npz_write(path: Path, h: str, meta: str, out: Mapping[str, Any]) -> None:
+    """Write an entry atomically (temporary file, then rename): key hash, key fields, checksum, arrays."""
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{h}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, __key__=np.array(h), __meta__=np.array(meta), __sha256__=np.array(_arrays_checksum(out)),
+                     **out)
+        os.replace(tmp, path)  # atomic: never a half-written entry under the key
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+@contextlib.contextmanager
+def _claim(path: Path) -> Iterator[None]:
+    """Hold the inter-process lock of the cache entry ``path`` (waits while another run holds it); without a
+    writable directory, no lock (the entry cannot be written either)."""
+    from numerics.sweep import cell_lock
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = cell_lock(path.with_suffix(".lock"))
+        lock.acquire()
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+

@@ -1,0 +1,325 @@
+"""What a check produces: its comparisons (the evidence table's rows, :class:`Comparison`), the
+:class:`Outcome` a check function returns and the :class:`CheckResult` the report shows, with its
+:class:`Verdict`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any, Mapping
+
+from theory._validation import ArgumentTypeError, as_float, describe
+
+from .validation import (as_bool, check_df, check_items, check_mapping, check_measurement, check_paths, check_seeds,
+                         check_text, check_value, jsonable, optional_real)
+
+__all__ = ["CheckResult", "Comparison", "Outcome", "Verdict", "check_verdict"]
+
+
+class Verdict(str, Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    INCONCLUSIVE = "INCONCLUSIVE"  # neither the claim nor its violation is established at the stated levels
+    ERROR = "ERROR"  # the check raised: counts as a failure
+    INFO = "INFO"  # informational check: reported, never decides the exit status
+    NOT_IMPLEMENTED = "NOT IMPLEMENTED"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One prediction-vs-measurement line of a check, with the statistical test that judges it.
+
+    Parameters
+    ----------
+    name : what is compared (e.g. ``"slope P=3"``).
+    predicted : the theory value (number or short text).
+    measured : the measured value (number or short text).
+    uncertainty : standard error of ``measured`` (``None`` when exact).
+    tolerance : the rule, in words with its numbers.
+    passed : for ``kind="exact"``: whether the deterministic statement holds.  For the other kinds it is
+        ``outcome == "PASS"`` of a judged copy (:func:`verify.verdicts.judged`).
+    kind : one of :data:`verify.verdicts.KINDS` (default ``"exact"``).
+    p_fail : p-value of the test whose rejection FAILS the comparison (null hypothesis: the claim holds).
+    p_pass : p-value of the evidence test behind PASS (null: the claim fails); ``None`` for ``bound`` and
+        ``consistency`` comparisons, which pass unless rejected.
+    margin : equivalence margin (``kind="equivalence"``).
+    df : degrees of freedom of the test statistic (``None``: normal).
+    decide_factor : for an undecided comparison, how many times the current data would decide it.
+    outcome : ``PASS`` / ``FAIL`` / ``INCONCLUSIVE`` on the judged copies that :func:`verify.verdicts.judged` returns
+        (``""`` on a stochastic comparison not yet judged; an exact one carries its outcome from construction).
+    headline : the comparison shown for the check in compact tables and tracked by ``calibrate``.
+
+    Use the constructors :meth:`equivalence`, :meth:`direction`, :meth:`bound`, :meth:`consistency` for
+    stochastic comparisons; the plain constructor builds an exact one.
+
+    Fields are checked on construction (``TypeError`` / ``ValueError`` naming the field): ``passed`` and
+    ``headline`` real booleans; ``predicted`` / ``measured`` numbers, strings, bools, ``None``, sympy expressions
+    or lists of those; ``uncertainty`` ``None`` or ``>= 0``; ``p_fail`` / ``p_pass`` in ``[0, 1]``; ``margin`` finite
+    ``> 0``; ``df > 0`` (``inf``: normal).  A measurement may be NaN or infinite (``measured``, ``uncertainty``, a
+    NaN p-value): it is judged FAIL, never a silent PASS.
+
+    A comparison is immutable (a row of the check's evidence table): judging returns new comparisons and leaves
+    the judged ones as they were.
+    """
+
+    name: str
+    predicted: Any
+    measured: Any
+    uncertainty: Any
+    tolerance: str
+    passed: bool
+    kind: str = "exact"
+    p_fail: float | None = None
+    p_pass: float | None = None
+    margin: float | None = None
+    df: float | None = None
+    decide_factor: float | None = None
+    outcome: str = ""
+    headline: bool = False
+
+    def __post_init__(self) -> None:
+        from .verdicts import KINDS
+
+        def put(name: str, value: Any) -> None:  # normalised fields of a frozen instance
+            object.__setattr__(self, name, value)
+
+        put("passed", as_bool("passed", self.passed))  # numpy / sympy booleans -> a plain bool (JSON true/false)
+        put("headline", as_bool("headline", self.headline))
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {describe(self.kind)}")
+        for fname in ("name", "tolerance", "outcome"):
+            check_text(fname, getattr(self, fname))
+        if self.outcome not in ("", "PASS", "FAIL", "INCONCLUSIVE"):
+            raise ValueError(f"outcome must be '', 'PASS', 'FAIL' or 'INCONCLUSIVE', got {self.outcome!r}")
+        check_value("predicted", self.predicted)
+        check_value("measured", self.measured)
+        if self.uncertainty is not None:
+            check_measurement("uncertainty", self.uncertainty, low=0.0)
+        for fname in ("p_fail", "p_pass"):  # NaN: the test could not be computed (judged FAIL)
+            put(fname, optional_real(fname, getattr(self, fname), 0.0, 1.0, nan_ok=True))
+        put("margin", optional_real("margin", self.margin, 0.0, math.inf, low_open=True))
+        put("df", optional_real("df", self.df, 0.0, math.inf, low_open=True, inf_ok=True))
+        put("decide_factor", optional_real("decide_factor", self.decide_factor, 0.0, math.inf))
+        if self.kind == "exact" and not self.outcome:
+            put("outcome", "PASS" if self.passed else "FAIL")
+
+    @property
+    def exact_ok(self) -> bool:
+        """For ``kind="exact"``: whether the deterministic statement holds (``passed``)."""
+        return self.passed
+
+    def to_json(self) -> dict:
+        return {k: jsonable(v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Comparison":
+        """Rebuild a comparison from its :meth:`to_json` form (to judge stored results again).
+
+        ``d`` must hold ``name``, ``predicted``, ``measured``, ``uncertainty``, ``tolerance`` and ``passed``; the
+        fields are checked as by the constructor (a message names ``d`` and the field).
+        """
+        d = check_mapping("d", d)
+        keys = ("name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail", "p_pass",
+                "margin", "df", "decide_factor", "headline")
+        missing = [k for k in keys[:6] if k not in d]
+        if missing:
+            raise ValueError(f"d must be a stored comparison (Comparison.to_json), got one without {missing}")
+        kw = {k: d[k] for k in keys if k in d}
+        for k in ("p_fail", "p_pass", "margin", "df", "decide_factor"):
+            if isinstance(kw.get(k), str):  # non-finite floats are stored as text
+                if kw[k] not in ("nan", "inf", "-inf"):
+                    raise ValueError(f"d['{k}'] must be a number, None or 'nan' / 'inf' / '-inf', got {kw[k]!r}")
+                kw[k] = float(kw[k])
+        kw.setdefault("kind", "exact")
+        kw["headline"] = as_bool("d['headline']", kw.get("headline", False))
+        if kw["kind"] == "exact":
+            outcome = d["outcome"] if "outcome" in d else ("PASS" if as_bool("d['passed']", d["passed"]) else "FAIL")
+            kw["passed"] = check_text("d['outcome']", outcome) == "PASS"
+        else:  # a stochastic row comes back unjudged, as its constructors build it (judging sets passed)
+            as_bool("d['passed']", d["passed"])
+            kw["passed"] = False
+        try:
+            return cls(**kw)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"d (a stored comparison): {exc}") from None
+
+    # ------------------------------------------------------------------ stochastic constructors
+    @classmethod
+    def equivalence(cls, name: str, predicted: float, measured: float, se: float, margin: float, *,
+                    df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
+        """``|measured - predicted| < margin`` as an equivalence test (TOST for PASS; beyond the margin for FAIL).
+
+        ``predicted`` and ``margin > 0`` are finite numbers of the design; ``measured`` and ``se >= 0`` may be NaN
+        or infinite (a failed measurement: the p-values are NaN and the comparison FAILS).
+        """
+        from .verdicts import ALPHA_PASS, equivalence_p, scale_to_decide
+
+        check_text("rule", rule)
+        x_pred, x_meas = as_float("predicted", predicted), check_measurement("measured", measured)
+        se, df = check_measurement("se", se, low=0.0), check_df(df)
+        margin = as_float("margin", margin, low=0, low_open=True)
+        delta = x_meas - x_pred
+        measurable = math.isfinite(delta) and math.isfinite(se)
+        p_pass, p_fail = equivalence_p(delta, se, margin, df) if measurable else (math.nan, math.nan)
+        from scipy import stats as _st
+
+        q = float((_st.norm if df is None else _st.t(df)).isf(ALPHA_PASS))
+        lo, hi = delta - q * se, delta + q * se
+        tol = (f"equivalence, margin {margin:g}: PASS iff the {1 - 2 * ALPHA_PASS:.0%} interval of measured - "
+               f"predicted [{lo:+.4f}, {hi:+.4f}] lies inside +-{margin:g} (TOST p = {p_pass:.2g}); FAIL iff "
+               f"|difference| > {margin:g} is significant (p = {p_fail:.2g}, Holm within the check)"
+               + (f", df = {df:.1f}" if df is not None else "") + (f"; {rule}" if rule else ""))
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
+                   passed=False, kind="equivalence", p_fail=p_fail, p_pass=p_pass, margin=margin, df=df,
+                   decide_factor=scale_to_decide(delta, se, margin, "equivalence") if measurable else None, **kw)
+
+    @classmethod
+    def direction(cls, name: str, predicted: Any, measured: float, se: float, sign: int, *,
+                  reference: float = 0.0, df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
+        """``sign * (measured - reference) > 0``: PASS when significant at ALPHA_PASS, FAIL when the opposite is.
+
+        ``sign`` is ``+1`` or ``-1`` and ``reference`` a finite number; ``measured`` and ``se >= 0`` may be NaN or
+        infinite (a failed measurement: FAIL).
+        """
+        from .verdicts import _check_sign, direction_p, scale_to_decide
+
+        check_text("rule", rule)
+        sign, reference = _check_sign(sign), as_float("reference", reference)
+        x_meas, se, df = check_measurement("measured", measured), check_measurement("se", se, low=0.0), check_df(df)
+        delta = x_meas - reference
+        measurable = math.isfinite(delta) and math.isfinite(se)
+        p_pass, p_fail = direction_p(delta, se, sign, df) if measurable else (math.nan, math.nan)
+        tol = (f"direction: claim {'>' if sign > 0 else '<'} {reference:g}; z = {delta / se if se > 0 else float('inf'):.2f} "
+               f"(p_pass = {p_pass:.2g}; FAIL iff the opposite sign is significant, p = {p_fail:.2g}, Holm)"
+               + (f", df = {df:.1f}" if df is not None else "") + (f"; {rule}" if rule else ""))
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
+                   passed=False, kind="direction", p_fail=p_fail, p_pass=p_pass, df=df,
+                   decide_factor=scale_to_decide(delta, se, None, "direction") if measurable else None, **kw)
+
+    @classmethod
+    def bound(cls, name: str, predicted: Any, measured: Any, se: float, excess: float, *, excess_se: float | None = None,
+              df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
+        """A one-sided bound ``excess <= 0`` (statistic minus its allowed maximum); PASS unless violated significantly.
+
+        ``se``, ``excess`` and ``excess_se`` (``>= 0``) may be NaN or infinite (a failed measurement: FAIL).
+        """
+        from .verdicts import bound_p
+
+        check_text("rule", rule)
+        se, excess = check_measurement("se", se, low=0.0), check_measurement("excess", excess)
+        s = se if excess_se is None else check_measurement("excess_se", excess_se, low=0.0)
+        df = check_df(df)
+        p_fail = bound_p(excess, s, df) if math.isfinite(excess) and math.isfinite(s) else math.nan
+        tol = (rule + "; " if rule else "") + f"bound: FAIL iff the excess {excess:+.3g} is significant (z = " \
+            f"{excess / s if s > 0 else float('inf'):.2f}, p = {p_fail:.2g}, Holm within the check)"
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
+                   passed=False, kind="bound", p_fail=p_fail, df=df, **kw)
+
+    @classmethod
+    def consistency(cls, name: str, predicted: float, measured: float, se: float, *, df: float | None = None,
+                    rule: str = "", **kw: Any) -> "Comparison":
+        """An identity measured with noise: two-sided test of ``measured == predicted``.
+
+        ``predicted`` is a finite number; ``measured`` and ``se >= 0`` may be NaN or infinite (FAIL).
+        """
+        from .verdicts import consistency_p
+
+        check_text("rule", rule)
+        x_pred, x_meas = as_float("predicted", predicted), check_measurement("measured", measured)
+        se, df = check_measurement("se", se, low=0.0), check_df(df)
+        delta = x_meas - x_pred
+        p_fail = consistency_p(delta, se, df) if math.isfinite(delta) and math.isfinite(se) else math.nan
+        tol = (rule + "; " if rule else "") + f"identity: FAIL iff |measured - predicted| is significant " \
+            f"(z = {delta / se if se > 0 else float('inf'):.2f}, two-sided p = {p_fail:.2g}, Holm within the check)"
+        return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
+                   passed=False, kind="consistency", p_fail=p_fail, df=df, **kw)
+
+
+@dataclass
+class Outcome:
+    """What a check function returns: its comparisons (a list of :class:`Comparison`), notes (text), the paths of
+    its figures, data (a mapping with string keys, written to the JSON report), whether it is informational and,
+    from :meth:`verify.claim.Claim.run`, the verdict it judged the comparisons to (``None``: not judged yet; the
+    registry judges them).  Fields are checked on construction (``TypeError`` naming the field)."""
+
+    comparisons: list[Comparison]
+    notes: str = ""
+    figures: list[str] = field(default_factory=list)
+    data: dict = field(default_factory=dict)
+    informational: bool = False
+    verdict: str | None = None
+
+    def __post_init__(self) -> None:
+        self.comparisons = check_items("comparisons", self.comparisons, Comparison, "Comparison objects")
+        check_text("notes", self.notes)
+        self.figures = check_paths("figures", self.figures)
+        self.data = check_mapping("data", self.data)
+        self.informational = as_bool("informational", self.informational)
+        if self.verdict is not None:
+            if self.verdict not in ("PASS", "FAIL", "INCONCLUSIVE", "INFO"):
+                raise ValueError(f"verdict must be None or one of 'PASS', 'FAIL', 'INCONCLUSIVE', 'INFO', got "
+                                 f"{describe(self.verdict)}")
+            if any(not c.outcome for c in self.comparisons):
+                raise ValueError("a judged outcome (verdict given) must hold judged comparisons (verify.verdicts."
+                                 "judged), got one without an outcome")
+
+
+@dataclass
+class CheckResult:
+    id: str
+    paper: str
+    claim: str
+    verdict: Verdict
+    comparisons: list[Comparison] = field(default_factory=list)
+    runtime_s: float = 0.0
+    seeds: list[int] = field(default_factory=list)
+    figures: list[str] = field(default_factory=list)
+    notes: str = ""
+    error: str | None = None
+    data: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Fields checked like :class:`Outcome`'s; ``verdict`` may be given as its value (``"PASS"``)."""
+        check_text("id", self.id, empty=False)
+        check_text("paper", self.paper)
+        check_text("claim", self.claim)
+        self.verdict = check_verdict("verdict", self.verdict)
+        self.comparisons = check_items("comparisons", self.comparisons, Comparison, "Comparison objects")
+        self.runtime_s = as_float("runtime_s", self.runtime_s, low=0)
+        self.seeds = check_seeds("seeds", self.seeds)
+        self.figures = check_paths("figures", self.figures)
+        check_text("notes", self.notes)
+        check_text("error", self.error, none_ok=True)
+        self.data = check_mapping("data", self.data)
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "paper": self.paper,
+            "claim": self.claim,
+            "verdict": self.verdict.value,
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "runtime_s": round(self.runtime_s, 4),
+            "seeds": list(self.seeds),
+            "figures": list(self.figures),
+            "notes": self.notes,
+            "error": self.error,
+            "data": jsonable(self.data),
+        }
+
+
+
+def check_verdict(name: str, v: Any) -> "Verdict":
+    """A :class:`Verdict`, or its value (``"PASS"``, ``"NOT IMPLEMENTED"``, ...)."""
+    if isinstance(v, Verdict):
+        return v
+    if not isinstance(v, str):
+        raise ArgumentTypeError(f"{name} must be a Verdict or one of {[x.value for x in Verdict]}, got {describe(v)}")
+    try:
+        return Verdict(v)
+    except ValueError:
+        raise ValueError(f"{name} must be a Verdict or one of {[x.value for x in Verdict]}, got {v!r}") from None
+
+

@@ -1,0 +1,265 @@
+"""Argument checks shared by the modules of ``verify``: each returns the value (normalised) or raises a
+``TypeError`` / ``ValueError`` whose message starts with the argument's name.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from theory._validation import ArgumentTypeError, describe
+
+__all__ = ["MAX_JOBS", "MAX_SEED", "as_bool", "check_callable", "check_device", "check_df", "check_dir", "check_int",
+           "check_items", "check_json", "check_mapping", "check_measurement", "check_n_jobs", "check_paths",
+           "check_seeds", "check_stem", "check_text", "check_value", "is_integer", "jsonable", "optional_real",
+           "real_number", "seed_text"]
+
+
+def as_bool(name: str, v: Any) -> bool:
+    """A real boolean (Python, NumPy or sympy), never a string or a number read as truthy."""
+    import numpy as np
+
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    try:
+        import sympy as sp
+
+        if isinstance(v, sp.logic.boolalg.BooleanAtom):
+            return bool(v)
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"{name} must be a boolean, got {v!r} ({type(v).__name__})")
+
+
+def optional_real(name: str, v: Any, low: float, high: float, *, nan_ok: bool = False, low_open: bool = False,
+                   inf_ok: bool = False) -> float | None:
+    """``None``, or a real number (not a bool, not text) in ``[low, high]`` (``(low, high]`` with ``low_open``);
+    NaN only with ``nan_ok`` (a p-value that could not be computed), infinities only with ``inf_ok``."""
+    if v is None:
+        return None
+    x = real_number(name, v, "None or a real number")
+    if math.isnan(x):
+        if nan_ok:
+            return v
+        raise ValueError(f"{name} must be None or a real number, got {describe(v)}")
+    if math.isinf(x) and not inf_ok:
+        raise ValueError(f"{name} must be None or a finite real number, got {describe(v)}")
+    if not (low < x if low_open else low <= x) or not x <= high:
+        raise ValueError(f"{name} must lie in {'(' if low_open else '['}{low:g}, {high:g}], got {describe(v)}")
+    return v
+
+
+def real_number(name: str, v: Any, what: str = "a real number") -> float:
+    """``float(v)`` of a real number (Python, NumPy or sympy; not a bool, not text), NaN and infinities included."""
+    import numbers
+
+    import numpy as np
+
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        raise ArgumentTypeError(f"{name} must be {what}, got {describe(v)} ({type(v).__name__})")
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be {what} within the float64 range, got {describe(v)}") from None
+
+
+def check_measurement(name: str, v: Any, low: float | None = None) -> float:
+    """A measured number (or its standard error, ``low = 0``) as a float: NaN and infinities are valid (a failed
+    measurement, judged FAIL), a finite value must be ``>= low``."""
+    x = real_number(name, v)
+    if low is not None and math.isfinite(x) and x < low:
+        raise ValueError(f"{name} must be a real number >= {low:g} (NaN or inf for a failed measurement), got "
+                         f"{describe(v)}")
+    return x
+
+
+def check_df(df: Any) -> Any:
+    """Degrees of freedom: ``None`` (normal) or a real number ``> 0`` (``inf``: normal)."""
+    return optional_real("df", df, 0.0, math.inf, low_open=True, inf_ok=True)
+
+
+def check_text(name: str, v: Any, *, empty: bool = True, none_ok: bool = False) -> str | None:
+    """A string (non-empty unless ``empty``; ``None`` passes with ``none_ok``)."""
+    if v is None and none_ok:
+        return None
+    if not isinstance(v, str):
+        raise ArgumentTypeError(f"{name} must be a string{' or None' if none_ok else ''}, got {describe(v)} "
+                                f"({type(v).__name__})")
+    if not empty and not v:
+        raise ValueError(f"{name} must be a non-empty string, got ''")
+    return v
+
+
+def check_stem(name: str, v: Any) -> str:
+    """A file stem: a non-empty string without path separators or NUL, not ``.`` or ``..``."""
+    check_text(name, v, empty=False)
+    if any(ch in v for ch in "/\\\x00") or v in (".", ".."):
+        raise ValueError(f"{name} must be a file name without '/', '\\' or NUL (a stem), got {v!r}")
+    return v
+
+
+def check_value(name: str, v: Any, depth: int = 0) -> Any:
+    """A value shown in a report: a real number (NaN and infinities included), a string, a bool, ``None``, a sympy
+    expression, or a list / tuple of those."""
+    import numbers
+
+    import numpy as np
+    import sympy as sp
+
+    if v is None or isinstance(v, (str, bool, np.bool_, sp.Basic)):
+        return v
+    if isinstance(v, numbers.Real):
+        return v
+    if isinstance(v, (list, tuple)) and depth < 2:
+        for x in v:
+            check_value(name, x, depth + 1)
+        return v
+    raise ArgumentTypeError(f"{name} must be a real number, a string, None or a list of those, got {describe(v)} "
+                            f"({type(v).__name__})")
+
+
+def check_items(name: str, v: Any, cls: type | tuple, what: str, *, nonempty: bool = False) -> list:
+    """A list (or tuple) of instances of ``cls`` as a new list; not a single instance, not a string."""
+    if not isinstance(v, (list, tuple)):
+        raise ArgumentTypeError(f"{name} must be a list of {what}, got {describe(v)} ({type(v).__name__})")
+    bad = [x for x in v if not isinstance(x, cls)]
+    if bad:
+        raise ArgumentTypeError(f"{name} must be a list of {what}, got an item {describe(bad[0])} "
+                                f"({type(bad[0]).__name__})")
+    if nonempty and not v:
+        raise ValueError(f"{name} must be a non-empty list of {what}, got []")
+    return list(v)
+
+
+def check_paths(name: str, v: Any) -> list[str]:
+    """A list of paths (strings or path-likes) as strings."""
+    return [os.fspath(p) for p in check_items(name, v, (str, os.PathLike), "paths (strings)")]
+
+
+def check_mapping(name: str, v: Any) -> dict:
+    """A mapping with string keys, as a new dict."""
+    if not isinstance(v, Mapping):
+        raise ArgumentTypeError(f"{name} must be a mapping (a dict), got {describe(v)} ({type(v).__name__})")
+    bad = [k for k in v if not isinstance(k, str)]
+    if bad:
+        raise ArgumentTypeError(f"{name} must be a mapping with string keys, got the key {describe(bad[0])}")
+    return dict(v)
+
+
+def check_json(name: str, v: Any) -> dict:
+    """A mapping with string keys whose values are JSON-serialisable (numbers, strings, lists, dicts, arrays)."""
+    from numerics.sweep import to_jsonable
+
+    out = check_mapping(name, v)
+    try:
+        to_jsonable(out)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be JSON-serialisable: {exc}") from None
+    return out
+
+
+def check_callable(name: str, v: Any, *, none_ok: bool = False) -> Any:
+    if v is None and none_ok:
+        return None
+    if not callable(v):
+        raise ArgumentTypeError(f"{name} must be a callable{' or None' if none_ok else ''}, got {describe(v)} "
+                                f"({type(v).__name__})")
+    return v
+
+
+#: largest seed: a non-negative 63-bit integer (the sweep runner's bound, :data:`numerics.sweep.MAX_SEED`)
+MAX_SEED = 2**63 - 1
+
+
+def check_seeds(name: str, v: Any) -> list[int]:
+    """A list of seeds: integers in ``[0, MAX_SEED]`` (not bools)."""
+    items = check_items(name, v, object, "integer seeds")
+    for x in items:
+        if not is_integer(x) or not 0 <= int(x) <= MAX_SEED:
+            raise (ValueError if is_integer(x) else ArgumentTypeError)(
+                f"{name} must be a list of integer seeds in [0, 2**63 - 1], got an item {describe(x)}")
+    return [int(x) for x in items]
+
+
+def is_integer(x: Any) -> bool:
+    """An integer (Python or NumPy), not a bool."""
+    import numbers
+
+    import numpy as np
+
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
+
+def seed_text(k: Any) -> str:
+    """A seed key as text: an integer, a string, a bool or a literal float constant (12 digits at most)."""
+    if isinstance(k, str) or is_integer(k) or isinstance(k, bool):
+        return str(k)
+    if isinstance(k, float):
+        if not math.isfinite(k) or k != round(k, 12):
+            raise ValueError(f"seed keys must be integers, strings or literal constants, got the float {k!r}")
+        return str(k)
+    raise ArgumentTypeError(f"seed keys must be integers, strings or literal constants, got {describe(k)} "
+                            f"({type(k).__name__})")
+
+
+def jsonable(v: Any) -> Any:
+    """The report's JSON form of ``v``: NaN / infinities as the strings ``"nan"`` / ``"inf"`` / ``"-inf"``, any
+    other unknown value as ``str(v)`` (:func:`numerics.sweep.to_jsonable`)."""
+    from numerics.sweep import to_jsonable
+
+    return to_jsonable(v, nonfinite="str", unknown="str")
+
+
+
+# ----------------------------------------------------------------------------------------- field checks
+def check_int(name: str, v: Any, low: int, high: int | None = None) -> int:
+    """An integer in ``[low, high]`` (Python or NumPy; not a bool, not a float)."""
+    if not is_integer(v):
+        raise ArgumentTypeError(f"{name} must be an integer, got {describe(v)} ({type(v).__name__})")
+    if int(v) < low or (high is not None and int(v) > high):
+        rule = f">= {low}" if high is None else f">= {low} and <= {high}"
+        raise ValueError(f"{name} must be an integer {rule}, got {describe(v)}")
+    return int(v)
+
+
+#: most workers of a run (:data:`numerics.threads.MAX_THREADS`, the sweep runner's bound)
+MAX_JOBS = 1024
+
+
+def check_n_jobs(v: Any) -> int:
+    """``n_jobs``: an integer ``>= 1``, or ``-1`` for every core (returned as ``os.cpu_count()``)."""
+    import numbers
+
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"n_jobs must be an integer >= 1 or -1 (all cores), got {v!r} ({type(v).__name__})")
+    if int(v) == -1:
+        return os.cpu_count() or 1
+    if not 1 <= int(v) <= MAX_JOBS:
+        raise ValueError(f"n_jobs must be an integer in [1, {MAX_JOBS}] or -1 (all cores), got {describe(v)}")
+    return int(v)
+
+
+_DEVICE_RE = re.compile(r"cpu|cuda(:[0-9]+)?")
+
+
+def check_device(v: Any) -> str:
+    """``device``: ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"`` (the format only; the CLI checks availability)."""
+    if not isinstance(v, str):
+        raise TypeError(f"device must be a string ('cpu', 'cuda' or 'cuda:<k>'), got {type(v).__name__}")
+    if not _DEVICE_RE.fullmatch(v):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', got {v!r}")
+    return v
+
+
+def check_dir(name: str, v: Any) -> Path | None:
+    """``None`` or a path (``str`` / ``os.PathLike``) as a :class:`~pathlib.Path`."""
+    if v is None or isinstance(v, Path):
+        return v
+    if isinstance(v, (str, os.PathLike)):
+        return Path(v)
+    raise TypeError(f"{name} must be None or a path, got {type(v).__name__}")
+
