@@ -329,13 +329,13 @@ P_VALUE = real(0, 1, none_ok=True)
 
 @contextlib.contextmanager
 def _registry(**entries: Any):
-    """The check registry (and the claims table) replaced for the block: registering leaves the real ones alone."""
-    saved, saved_claims = registry._REGISTRY, claim._CLAIMS
-    registry._REGISTRY, claim._CLAIMS = dict(entries), {}
+    """The check registry replaced for the block: registering leaves the real one alone."""
+    saved = registry._REGISTRY
+    registry._REGISTRY = dict(entries)
     try:
         yield
     finally:
-        registry._REGISTRY, claim._CLAIMS = saved, saved_claims
+        registry._REGISTRY = saved
 
 
 def _registry_cases(add: Callable[..., None]) -> None:

@@ -76,6 +76,10 @@ def claim_of(claim_id: str):
         The id has no check written as a :class:`~verify.claim.Claim`.
     """
     from . import checks  # noqa: F401  (importing registers the checks)
-    from .claim import _CLAIMS
+    from .claim import Claim
 
-    return _CLAIMS[check_spec(claim_id).id]
+    spec = check_spec(claim_id)
+    owner = getattr(spec.func, "__self__", None)  # a registered Claim is registered as its bound ``run``
+    if not isinstance(owner, Claim):
+        raise KeyError(f"{spec.id} has no check written as a Claim")
+    return owner
