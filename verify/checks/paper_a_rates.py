@@ -346,10 +346,11 @@ A3 = register(Claim(id="A3", design=design_a3, predict=_predict, simulate=_simul
 
 
 # ============================================================================================ A4
-#: A4 paper profile: the slope variance of this many times A3's replicates per level (20), at the allocated counts:
-#: a per-group slope SE of ~0.010 (power ~0.85 against a slope off by WRONG_RATE_OFFSET; the pooled test's SE
-#: ~0.005, power ~1)
-A4_PAPER_REPLICATE_FACTOR = 2
+#: A4 runs this many times A3's replicates per level.  Paper (at the allocated counts): a per-group slope SE of
+#: ~0.010 (power ~0.85 against a slope off by WRONG_RATE_OFFSET; the pooled test's SE ~0.005, power ~1).  Quick:
+#: the pooled test's power against WRONG_RATE_OFFSET goes from ~0.3 (SE 0.012, df 24 at 4 replicates) to ~0.9
+#: (:func:`~verify.checks.paper_a_limits.consistency_power`), for ~7 s of trials per run
+A4_REPLICATE_FACTOR = {"smoke": 1, "quick": 2, "paper": 2}
 
 #: A4's reference number of tokens: its M levels are the grid's; groups with fewer tokens get as many pairs
 A4_REFERENCE_N = 5
@@ -375,7 +376,7 @@ def design_a4(ctx: CheckContext) -> RateDesign:
     combos = [(3, 1), (5, 1)] if size == "smoke" else [(3, 1), (5, 1), (10, 1), (5, 2)]
     groups = [Group(label=f"N={N},r={r}", config={**base, "N": N, "r": r}, K=Ks, M=pairs_matched_M(Ms, N))
               for N, r in combos]
-    reps = REPLICATES[size] * (A4_PAPER_REPLICATE_FACTOR if size == "paper" else 1)
+    reps = REPLICATES[size] * A4_REPLICATE_FACTOR[size]
     apply_allocation(groups, "A4", size, reps)
     extra = {"restarts": _restarts(size), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
     return RateDesign("A4", size, groups, reps, extra, params={"combos": combos, "Ks": Ks, "Ms": Ms, "base": base})
