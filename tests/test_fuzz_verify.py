@@ -41,7 +41,10 @@ import verify.calibrate as calibrate  # noqa: E402
 import verify.catalog as catalog  # noqa: E402
 import verify.claim as claim  # noqa: E402
 import verify.figures as figures  # noqa: E402
+import verify.context as context  # noqa: E402
 import verify.notebook as notebook  # noqa: E402
+import verify.results as results  # noqa: E402
+import verify.validation as validation  # noqa: E402
 import verify.registry as registry  # noqa: E402
 import verify.report as report  # noqa: E402
 import verify.verdicts as verdicts  # noqa: E402
@@ -49,7 +52,8 @@ from fuzz_support import (Case, EVIL, GENERIC_KINDS, INF, MARKER, NAN, OUTCOMES,
                           classify, generic_bad_values, integer, nonfinite, nonneg, pos, real, restore_limits, st)
 from verify.registry import CheckContext, CheckResult, CheckSpec, Comparison, Outcome, Verdict  # noqa: E402
 
-MODULES = ("registry", "verdicts", "claim", "catalog", "calibrate", "report", "figures", "notebook")
+MODULES = ("registry", "verdicts", "claim", "catalog", "calibrate", "report", "figures", "notebook", "validation",
+           "results", "context")
 TMP = Path(tempfile.mkdtemp(prefix="verify_fuzz_"))
 NON_FINITE = frozenset({"nan", "np.nan", "inf", "-inf"})  # labels of the generic table's NaN and infinities
 
@@ -582,6 +586,37 @@ def _figures_cases(add: Callable[..., None]) -> None:
     add("figure_problems", dict(fig=FIG), dict(fig=K("figure")))
 
 
+def _validation_cases(add: Callable[..., None]) -> None:
+    """verify.validation and verify.results: the argument checks themselves, refusing under the name they are given."""
+    x = {"v": "x"}
+    add("as_bool", dict(name="x", v=True), dict(v=FLAG), named=x)
+    add("optional_real", dict(name="x", v=0.5, low=0.0, high=1.0), dict(v=real(0, 1, none_ok=True)), named=x)
+    add("real_number", dict(name="x", v=0.5), dict(v=real()), named=x, drop={"v": NON_FINITE})  # NaN, inf: reals
+    add("check_measurement", dict(name="x", v=0.5, low=0.0), dict(v=nonneg()), named=x,
+        drop={"v": NON_FINITE})  # a failed measurement (NaN, inf) is a value, judged FAIL later
+    add("check_df", dict(df=10.0), dict(df=DF), drop={"df": frozenset({"inf"})})
+    add("check_text", dict(name="x", v="a"), dict(v=TEXT), named=x)
+    add("check_stem", dict(name="x", v="a"), dict(v=K("stem")), named=x)
+    add("check_value", dict(name="x", v=1.0), dict(v=K("value")), named=x)
+    add("check_items", dict(name="x", v=[1], cls=int, what="ints"), dict(v=K("ints")), named=x,
+        drop={"v": frozenset({"negative", "bools", "too large"})})  # only the type is checked (bool is an int)
+    add("check_paths", dict(name="x", v=["a.png"]), dict(v=K("strings")), named=x)
+    add("check_mapping", dict(name="x", v={"a": 1}), dict(v=K("mapping")), named=x)
+    add("check_json", dict(name="x", v={"a": 1}), dict(v=K("json_doc")), named=x,
+        drop={"v": frozenset({"nan value"})})  # the reports write NaN as JSON's NaN
+    add("check_callable", dict(name="x", v=print), dict(v=K("callable")), named=x)
+    add("check_seeds", dict(name="x", v=[0, 1]), dict(v=K("ints")), named=x)
+    add("is_integer", dict(x=3), {})
+    add("seed_text", dict(k=1), dict(k=K("seed_key")), named={"k": "seed keys"})
+    add("jsonable", dict(v=1.0), {})
+    add("check_int", dict(name="x", v=3, low=0, high=10), dict(v=integer(0, 10)), named=x)
+    add("check_n_jobs", dict(v=2), dict(v=integer(1, 1024, extra=(("-2", -2),))), named={"v": "n_jobs"})
+    add("check_device", dict(v="cpu"), dict(v=choice("cpu", "cuda", "cuda:0")), named={"v": "device"},
+        drop={"v": frozenset({"unknown", "list"})})
+    add("check_dir", dict(name="x", v=TMP), dict(v=K("path", none_ok=True)), named=x)
+    add("check_verdict", dict(name="x", v="PASS"), dict(v=K("verdict")), named=x)
+
+
 def _notebook_cases(add: Callable[..., None]) -> None:
     """verify.notebook: ``run`` (on a stand-in registry: the valid call costs nothing) and its result."""
 
@@ -605,7 +640,8 @@ def _notebook_cases(add: Callable[..., None]) -> None:
 def _cases() -> list[Case]:
     cases: list[Case] = []
     homes = {"registry": registry, "verdicts": verdicts, "claim": claim, "catalog": catalog, "calibrate": calibrate,
-             "report": report, "figures": figures, "notebook": notebook}
+             "report": report, "figures": figures, "notebook": notebook,
+             "validation": validation, "results": results, "context": context}
 
     def add(label, kwargs, args, path=None, func=None, module=None, **kw):
         name = (path or label).split("[")[0]
@@ -615,7 +651,7 @@ def _cases() -> list[Case]:
             cases.append(Case(label, mod or "registry", f, kwargs, args, **kw))
 
     for part in (_registry_cases, _verdicts_cases, _claim_cases, _calibrate_cases, _report_cases, _figures_cases,
-                 _notebook_cases):
+                 _notebook_cases, _validation_cases):
         part(add)
     return cases
 
@@ -663,13 +699,14 @@ def report_text(counts: dict[str, Counter]) -> str:
 CASES = _cases()
 #: callables without an argument to fuzz: none at all, or any value is valid (``fmt_value`` and ``settings`` show
 #: whatever they are given as text)
-NO_BAD_VALUES = {"all_checks", "pyplot", "style", "fmt_value", "settings"}
+NO_BAD_VALUES = {"all_checks", "pyplot", "style", "fmt_value", "settings", "is_integer", "jsonable"}
 
 
 def test_every_public_callable_is_in_the_table():
     covered = {c.label.split("[")[0].split(".")[0] for c in CASES}
     homes = {"registry": registry, "verdicts": verdicts, "claim": claim, "catalog": catalog, "calibrate": calibrate,
-             "report": report, "figures": figures, "notebook": notebook}
+             "report": report, "figures": figures, "notebook": notebook,
+             "validation": validation, "results": results, "context": context}
     missing = {m: sorted(_public(mod) - covered) for m, mod in homes.items() if _public(mod) - covered}
     assert not missing, f"public callables without a fuzz entry: {missing}"
     assert set(verify.__all__) <= covered
