@@ -157,6 +157,8 @@ def _limits_and_activations(add: Callable[..., None]) -> None:
     add("activation_asymptotic_slope", dict(f="relu"), dict(f=ACT))
     add("HermiteMoments", dict(a0=0.0, a1=0.6, a2=0.0, nu=0.4, sf2=0.04),
         dict(a0=real(), a1=real(), a2=real(), nu=nonneg(), sf2=nonneg()))
+    add("ActivationSpec", dict(name="abs", expr=sp.Abs(sp.Symbol("x", real=True)), method="numeric", numpy=np.abs),
+        dict(method=choice(*theory.activations.METHODS)))
 
 
 def _mp_kernel_and_ridge(add: Callable[..., None]) -> None:

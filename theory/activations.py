@@ -44,6 +44,7 @@ from .symbols import x
 
 __all__ = [
     "ACTIVATIONS",
+    "ActivationSpec",
     "HermiteMoments",
     "activation",
     "hermite_coefficients",
@@ -57,43 +58,84 @@ ActivationLike = Union[str, sp.Basic]
 
 _SQRT2 = sp.sqrt(2)
 
-# name -> (raw sympy expression, method)
-#   method: "integrate" (sympy integrates f He_k phi directly), "stein" (integrate f^(k) phi),
-#           "piecewise" (integrate the pieces of _PIECES on their half-lines),
-#           "trig" (f = cos(x + phase): E f^(k)(xi) = exp(-1/2) cos(phase + k pi/2), Stein + the
-#           Gaussian characteristic function; sympy's integrator is slow on these),
-#           "numeric" (mpmath quadrature)
-_REGISTRY: dict[str, tuple[sp.Expr, str]] = {
-    "identity": (x, "integrate"),
-    "linear": (x, "integrate"),
-    "quadratic": (x**2, "integrate"),
-    "tanh": (sp.tanh(x), "numeric"),
-    "erf": (sp.erf(x), "stein"),
-    "relu": (sp.Max(x, 0), "piecewise"),
-    "sign": (sp.sign(x), "piecewise"),
-    "cos": (sp.cos(x), "trig"),
-    "sin": (sp.sin(x), "trig"),
-    "gelu": (x * (1 + sp.erf(x / _SQRT2)) / 2, "stein"),
-    "silu": (x / (1 + sp.exp(-x)), "numeric"),
-    "softplus": (sp.log(1 + sp.exp(x)), "numeric"),
-}
+#: how the Gaussian moments of an activation are computed (:class:`ActivationSpec`)
+METHODS = ("integrate", "stein", "piecewise", "trig", "numeric")
 
-# Closed forms of E f(xi)^2 that sympy's integrator does not find by itself.  Each is checked
-# against quadrature in tests/test_theory_activations.py.
+
+@dataclass(frozen=True)
+class ActivationSpec:
+    """Everything the toolkit needs of one named activation, in one entry of :data:`_SPECS`.
+
+    Parameters
+    ----------
+    name : str
+        The name users pass (``activation="tanh"``).
+    expr : sympy expression in ``theory.symbols.x``
+        ``f(x)``, uncentred.
+    method : one of :data:`METHODS`
+        How ``E[f(xi) He_k(xi)]`` is computed: ``"integrate"`` (sympy integrates ``f He_k phi``), ``"stein"``
+        (sympy integrates ``f^(k) phi``), ``"piecewise"`` (``pieces`` on their half-lines), ``"trig"``
+        (``f = cos(x + phase)``: ``E f^(k)(xi) = exp(-1/2) cos(phase + k pi/2)``), ``"numeric"`` (mpmath).
+    numpy : callable
+        The vectorised ``f`` on float arrays (what the simulations evaluate).
+    second_moment : sympy expression, optional
+        A closed form of ``E f(xi)^2`` that sympy's integrator does not find (checked against quadrature in
+        ``tests/test_theory_activations.py``).
+    phase : sympy expression, optional
+        ``"trig"`` only: the phase of ``cos(x + phase)``.
+    pieces : tuple of (lower, upper, polynomial), optional
+        ``"piecewise"`` only: ``f`` on each interval.
+    """
+
+    name: str
+    expr: sp.Expr
+    method: str
+    numpy: Callable[[np.ndarray], np.ndarray]
+    second_moment: sp.Expr | None = None
+    phase: sp.Expr | None = None
+    pieces: tuple | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string, got {describe(self.name)}")
+        check_choice("method", self.method, METHODS)
+        if not callable(self.numpy):
+            raise ArgumentTypeError(f"numpy must be a callable, got {describe(self.numpy)}")
+        if (self.method == "trig") != (self.phase is not None):
+            raise ValueError(f"{self.name}: a phase is given exactly for method 'trig'")
+        if (self.method == "piecewise") != (self.pieces is not None):
+            raise ValueError(f"{self.name}: pieces are given exactly for method 'piecewise'")
+
+
+# The named activations.  Adding one is one entry here (docs/architecture.md says what else to run).
 #   erf:  E erf(xi)^2 = (2/pi) arcsin(2/3)             (Price / arcsine law of the erf kernel)
 #   gelu: E[xi^2 Phi(xi)^2] = 1/3 + 1/(2 pi sqrt 3)    (Stein twice: E Phi^2 = 1/3, E[xi Phi phi] = 1/(4 pi sqrt 3))
-_KNOWN_SECOND_MOMENT: dict[str, sp.Expr] = {
-    "erf": 2 / sp.pi * sp.asin(sp.Rational(2, 3)),
-    "gelu": sp.Rational(1, 3) + 1 / (2 * sp.pi * sp.sqrt(3)),
-}
+_SPECS: tuple[ActivationSpec, ...] = (
+    ActivationSpec("identity", x, "integrate", lambda t: t),
+    ActivationSpec("linear", x, "integrate", lambda t: t),
+    ActivationSpec("quadratic", x**2, "integrate", lambda t: t * t),
+    ActivationSpec("tanh", sp.tanh(x), "numeric", np.tanh),
+    ActivationSpec("erf", sp.erf(x), "stein", scipy.special.erf,
+                   second_moment=2 / sp.pi * sp.asin(sp.Rational(2, 3))),
+    ActivationSpec("relu", sp.Max(x, 0), "piecewise", lambda t: np.maximum(t, 0.0),
+                   pieces=((sp.Integer(0), sp.oo, x),)),
+    ActivationSpec("sign", sp.sign(x), "piecewise", np.sign,
+                   pieces=((-sp.oo, sp.Integer(0), sp.Integer(-1)), (sp.Integer(0), sp.oo, sp.Integer(1)))),
+    ActivationSpec("cos", sp.cos(x), "trig", np.cos, phase=sp.Integer(0)),
+    ActivationSpec("sin", sp.sin(x), "trig", np.sin, phase=-sp.pi / 2),
+    ActivationSpec("gelu", x * (1 + sp.erf(x / _SQRT2)) / 2, "stein", lambda t: t * scipy.special.ndtr(t),
+                   second_moment=sp.Rational(1, 3) + 1 / (2 * sp.pi * sp.sqrt(3))),
+    ActivationSpec("silu", x / (1 + sp.exp(-x)), "numeric", lambda t: t * scipy.special.expit(t)),
+    ActivationSpec("softplus", sp.log(1 + sp.exp(x)), "numeric", lambda t: np.logaddexp(0.0, t)),
+)
 
-_TRIG_PHASE = {"cos": sp.Integer(0), "sin": -sp.pi / 2}
-
-# piecewise-polynomial activations: (lower, upper, polynomial piece)
-_PIECES: dict[str, list[tuple[sp.Expr, sp.Expr, sp.Expr]]] = {
-    "relu": [(sp.Integer(0), sp.oo, x)],
-    "sign": [(-sp.oo, sp.Integer(0), sp.Integer(-1)), (sp.Integer(0), sp.oo, sp.Integer(1))],
-}
+# the tables the functions below read, all derived from _SPECS
+_REGISTRY: dict[str, tuple[sp.Expr, str]] = {s.name: (s.expr, s.method) for s in _SPECS}
+_KNOWN_SECOND_MOMENT: dict[str, sp.Expr] = {s.name: s.second_moment for s in _SPECS if s.second_moment is not None}
+_TRIG_PHASE = {s.name: s.phase for s in _SPECS if s.phase is not None}
+_PIECES: dict[str, list[tuple[sp.Expr, sp.Expr, sp.Expr]]] = {s.name: list(s.pieces) for s in _SPECS
+                                                               if s.pieces is not None}
+_NUMPY_IMPL: dict[str, Callable[[np.ndarray], np.ndarray]] = {s.name: s.numpy for s in _SPECS}
 
 ACTIVATIONS: tuple[str, ...] = tuple(_REGISTRY)
 
@@ -417,20 +459,6 @@ def hermite_moments(f: ActivationLike) -> HermiteMoments:
     return _moments_of_expr(expr)
 
 
-_NUMPY_IMPL: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "identity": lambda t: t,
-    "linear": lambda t: t,
-    "quadratic": lambda t: t * t,
-    "tanh": np.tanh,
-    "erf": scipy.special.erf,
-    "relu": lambda t: np.maximum(t, 0.0),
-    "sign": np.sign,
-    "cos": np.cos,
-    "sin": np.sin,
-    "gelu": lambda t: t * scipy.special.ndtr(t),
-    "silu": lambda t: t * scipy.special.expit(t),
-    "softplus": lambda t: np.logaddexp(0.0, t),
-}
 
 
 def numpy_activation(f: ActivationLike, centered: bool = True) -> Callable[[np.ndarray], np.ndarray]:
