@@ -48,6 +48,13 @@ def test_study_never_decides_exit_status(monkeypatch):
     assert run_check(spec, CheckContext()).verdict is Verdict.INFO
 
 
+def test_report_dir_none_writes_no_directory(fake_checks, tmp_path, monkeypatch):
+    """``--report-dir none``, as ``--cache-dir none``: no report, and no directory named "none"."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["--only", "A1", "--cache-dir", "none", "--report-dir", "none"]) == 0
+    assert not (tmp_path / "none").exists() and not any(tmp_path.iterdir())
+
+
 def test_unknown_id_is_an_error():
     with pytest.raises(SystemExit) as e:
         main(["--only", "Z9"])

@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="base seed; every check derives its seeds from it (default 0)")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON to PATH")
     p.add_argument("--report-dir", type=Path, metavar="DIR",
-                   help="write report.md, report.html and the checks' figures (PNG) to DIR")
+                   help="write report.md, report.html and the checks' figures (PNG) to DIR ('none': no report, the "
+                        "default)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="show every comparison in the terminal table (default: one headline row per check)")
     p.add_argument("--strict", action="store_true",
@@ -163,6 +164,8 @@ def preflight(args: argparse.Namespace) -> CheckContext:
     """
     check_jobs(args.jobs)
     cache_dir = cache_dir_option(args.cache_dir, args.profile)
+    if args.report_dir is not None and str(args.report_dir).lower() == "none":  # as --cache-dir none: no directory
+        args.report_dir = None
     try:
         base = CheckContext(profile=args.profile, seed=args.seed,
                             report_dir=args.report_dir / "figures" if args.report_dir else None,
