@@ -209,3 +209,11 @@ def test_b4_phase_scans_match_the_reversal_scan():
     assert ph[(2.0, 0.0)]["gamma_star"] is None  # c > 1 without a spike: no crossing up to gamma = 100
     assert ph[(2.0, 4.0)]["gamma_star"] is not None and ph[(0.5, 4.0)]["gamma_star"] < ph[(0.5, 0.0)]["gamma_star"]
     assert all(r["ratio_small_gamma"] > 1.0 for r in ph.values())  # attention worse as gamma -> 0 (the limit)
+
+
+def test_command_line_runs_without_a_cache(tmp_path, monkeypatch, capsys):
+    """``python -m verify.checks.paper_b_reversal --base smoke --cache-dir none``: tables printed, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    assert mod.main(["--base", "smoke", "--cache-dir", "none", "--jobs", "1"]) == 0
+    assert "| setting |" in capsys.readouterr().out
+    assert not any(tmp_path.iterdir())  # "none" is no cache, not a directory named none

@@ -726,7 +726,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-linearised", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--cache-dir", default=".cache/verify/B4-rev-cli")
+    ap.add_argument("--cache-dir", default=".cache/verify/B4-rev-cli",
+                    help="where the cells are cached ('none': no cache, as for python -m verify)")
     ap.add_argument("--figure", help="write the study's figure to this PNG path")
     ap.add_argument("--json", help="write notes and data to this JSON path")
     return ap
@@ -745,7 +746,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         over["linearised"] = False
     design = replace(_DESIGNS[args.base], **over)
     # profile "paper": the cache key and the seeds are those of the registered study's paper cells
-    ctx = CheckContext(profile="paper", seed=args.seed, cache_dir=args.cache_dir, n_jobs=args.jobs, check_id="B4-rev")
+    cache_dir = None if str(args.cache_dir).lower() == "none" else args.cache_dir
+    ctx = CheckContext(profile="paper", seed=args.seed, cache_dir=cache_dir, n_jobs=args.jobs, check_id="B4-rev")
     prediction = predict_reversal(ctx, design)
     cells = simulate_reversal(ctx, design)
     judgement = judged(judge_reversal(design, prediction, cells)).as_info()  # a study: reported, never decides
