@@ -533,8 +533,7 @@ def _report_cases(add: Callable[..., None]) -> None:
     page_args = dict(results=results, meta=K("run_meta"), exit_code=integer(0, 255), report_dir=K("path"))
     for name in ("markdown_report", "html_report"):
         add(name, page, page_args)
-    add("html_sections", dict(results=[RESULT], report_dir=TMP, split=False),
-        dict(results=results, report_dir=K("path", none_ok=True), split=FLAG))
+    add("html_sections", dict(results=[RESULT], report_dir=TMP), dict(results=results, report_dir=K("path", none_ok=True)))
     add("measured_text", dict(c=C_EQ), dict(c=K("comparison")))
     add("section_anchor", dict(r=RESULT), dict(r=K("result")))
     add("summary_cells", dict(r=RESULT), dict(r=K("result")))
@@ -609,6 +608,7 @@ def _validation_cases(add: Callable[..., None]) -> None:
     add("is_integer", dict(x=3), {})
     add("seed_text", dict(k=1), dict(k=K("seed_key")), named={"k": "seed keys"})
     add("jsonable", dict(v=1.0), {})
+    add("path_or_none", dict(value="none"), {})
     add("check_int", dict(name="x", v=3, low=0, high=10), dict(v=integer(0, 10)), named=x)
     add("check_n_jobs", dict(v=2), dict(v=integer(1, 1024, extra=(("-2", -2),))), named={"v": "n_jobs"})
     add("check_device", dict(v="cpu"), dict(v=choice("cpu", "cuda", "cuda:0")), named={"v": "device"},
@@ -699,7 +699,7 @@ def report_text(counts: dict[str, Counter]) -> str:
 CASES = _cases()
 #: callables without an argument to fuzz: none at all, or any value is valid (``fmt_value`` and ``settings`` show
 #: whatever they are given as text)
-NO_BAD_VALUES = {"all_checks", "pyplot", "style", "fmt_value", "settings", "is_integer", "jsonable"}
+NO_BAD_VALUES = {"all_checks", "pyplot", "style", "fmt_value", "settings", "is_integer", "jsonable", "path_or_none"}
 
 
 def test_every_public_callable_is_in_the_table():

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from .validation import path_or_none
+
 #: exit status after SIGINT or SIGTERM (the finished work is written first)
 EXIT_INTERRUPTED = 130
 #: seconds allowed to reach a ``--scheduler`` before the run is refused
@@ -41,9 +43,9 @@ def refuse_field(exc: Exception) -> None:
 
 def cache_dir_option(value: Path | None, profile: str) -> Path | None:
     """The cache directory of ``--cache-dir``: ``None`` for ``none``, the default ``.cache/verify/<profile>``."""
-    if value is not None and str(value).lower() == "none":
-        return None
-    return value or Path(".cache") / "verify" / profile
+    if value is None:
+        return Path(".cache") / "verify" / profile
+    return path_or_none(value)
 
 
 def select_checks(ids: list[str] | None) -> list:

@@ -37,6 +37,7 @@ from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option
 from .registry import CheckContext, CheckResult, Verdict, exit_status, run_check
 from .report import (TABLE_WIDTH, html_report, markdown_report, print_summary, results_table, run_metadata, to_json,
                      write_json)
+from .validation import path_or_none
 
 PROFILES = ("quick", "paper")
 #: accepted by ``--profile`` but not advertised: tiny sizes for the tests (verdicts meaningless)
@@ -164,8 +165,7 @@ def preflight(args: argparse.Namespace) -> CheckContext:
     """
     check_jobs(args.jobs)
     cache_dir = cache_dir_option(args.cache_dir, args.profile)
-    if args.report_dir is not None and str(args.report_dir).lower() == "none":  # as --cache-dir none: no directory
-        args.report_dir = None
+    args.report_dir = path_or_none(args.report_dir)  # "none", as for --cache-dir: no report
     try:
         base = CheckContext(profile=args.profile, seed=args.seed,
                             report_dir=args.report_dir / "figures" if args.report_dir else None,

@@ -26,10 +26,11 @@ from typing import Iterator, Sequence
 from theory._validation import ArgumentTypeError, as_int, check_flag
 from theory._validation import describe as describe_value
 
-from ._preflight import SCHEDULER_TIMEOUT_S, check_device_available, check_executor
+from ._preflight import SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available, check_executor
 from .catalog import select
-from .registry import MAX_JOBS, MAX_SEED, PROFILES, CheckContext, CheckResult, exit_status, run_check
+from .registry import MAX_SEED, PROFILES, CheckContext, CheckResult, exit_status, run_check
 from .report import html_sections, summary_counts
+from .validation import check_n_jobs, path_or_none
 
 __all__ = ["Run", "run"]
 
@@ -146,18 +147,11 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
                 raise ArgumentTypeError(f"ids[{i}] must be a claim id (a string), got {describe_value(cid)}")
         if not ids:
             raise ValueError("ids must name at least one claim (None: all of them), got []")
-    if jobs is not None:
-        jobs = as_int("jobs", jobs, -1, MAX_JOBS)
-        if jobs in (0,) or jobs < -1:
-            raise ValueError(f"jobs must be >= 1, or -1 for every core, got {jobs}")
+    jobs = (os.cpu_count() or 1) if jobs is None else check_n_jobs(jobs, name="jobs")
     if not isinstance(profile, str) or profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {describe_value(profile)}")
-    if isinstance(cache_dir, str) and cache_dir == DEFAULT_CACHE:
-        cache_dir = Path(".cache") / "verify" / profile
-    elif isinstance(cache_dir, str) and cache_dir.lower() == "none":
-        cache_dir = None
-    base = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, device=device,
-                        n_jobs=(os.cpu_count() or 1) if jobs is None else jobs, executor=executor,
+    cache_dir = cache_dir_option(None, profile) if cache_dir == DEFAULT_CACHE else path_or_none(cache_dir)
+    base = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, device=device, n_jobs=jobs, executor=executor,
                         scheduler=scheduler, memo={})  # every option checked before anything runs
     try:
         check_device_available(base.device)

@@ -138,9 +138,8 @@ def rejudge_stored(result: Mapping[str, Any]) -> tuple[Verdict, list[Comparison]
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"result['comparisons']: {exc}") from None
     verdict, judged_comps = _judge_table(result["id"], comps, stored == Verdict.INFO.value)
-    if stored in (Verdict.ERROR.value, Verdict.NOT_IMPLEMENTED.value):
-        return Verdict(stored), judged_comps
-    return verdict, judged_comps
+    kept = stored in (Verdict.ERROR.value, Verdict.NOT_IMPLEMENTED.value)
+    return (Verdict(stored) if kept else verdict), judged_comps
 
 
 def exit_status(results: list[CheckResult], strict: bool = False) -> int:

@@ -17,7 +17,7 @@ from urllib.parse import quote
 from rich.console import Console
 from rich.table import Table
 
-from theory._validation import ArgumentTypeError, as_int, check_choice, check_flag
+from theory._validation import ArgumentTypeError, as_int, check_choice
 from theory._validation import describe as describe_value
 
 from .registry import MAX_SEED, PROFILES, CheckResult, Comparison, Verdict
@@ -487,9 +487,9 @@ def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_d
     """
     results = _results("results", results)
     meta, exit_code, report_dir = _page_args(meta, exit_code, report_dir)
-    summary, *sections = html_sections(results, report_dir, split=True)
-    body = ["<h1>Verification report</h1>", *summary, *_html_run_facts(results, meta, exit_code),
-            *(line for section in sections for line in section)]
+    body = ["<h1>Verification report</h1>", *_html_summary(results), *_html_run_facts(results, meta, exit_code)]
+    for r in results:
+        body += _html_section(r, report_dir)
     title = escape(f"Verification report (profile {meta['profile']}, seed {meta['seed']})")
     return "\n".join(["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
                       '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -497,16 +497,15 @@ def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_d
                       *body, "</body>", "</html>", ""])
 
 
-def html_sections(results: list[CheckResult], report_dir: Path, *, split: bool = False) -> list:
-    """The HTML of the results without a page around it: the summary table, then one section per check (its
-    claim, judged comparisons, notes, figures embedded as ``data:`` URIs, seeds); a notebook shows it as it is.
-
-    ``split=True`` returns ``[summary lines, section lines, ...]`` (lists) instead of the lines in one list.
-    """
+def html_sections(results: list[CheckResult], report_dir: Path) -> list[str]:
+    """The HTML lines of the results without a page around it: the summary table, then one section per check (its
+    claim, judged comparisons, notes, figures embedded as ``data:`` URIs, seeds); a notebook shows it as it is."""
     results = _results("results", results)
     report_dir = check_dir("report_dir", report_dir) or Path(".")
-    parts = [_html_summary(results), *(_html_section(r, report_dir) for r in results)]
-    return parts if check_flag("split", split) else [line for part in parts for line in part]
+    lines = _html_summary(results)
+    for r in results:
+        lines += _html_section(r, report_dir)
+    return lines
 
 
 def _verdict_span(value: str) -> str:

@@ -15,7 +15,7 @@ from theory._validation import ArgumentTypeError, describe
 __all__ = ["MAX_JOBS", "MAX_SEED", "as_bool", "check_callable", "check_device", "check_df", "check_dir", "check_int",
            "check_items", "check_json", "check_mapping", "check_measurement", "check_n_jobs", "check_paths",
            "check_seeds", "check_stem", "check_text", "check_value", "is_integer", "jsonable", "optional_real",
-           "real_number", "seed_text"]
+           "path_or_none", "real_number", "seed_text"]
 
 
 def as_bool(name: str, v: Any) -> bool:
@@ -230,17 +230,26 @@ def check_int(name: str, v: Any, low: int, high: int | None = None) -> int:
 MAX_JOBS = 1024
 
 
-def check_n_jobs(v: Any) -> int:
-    """``n_jobs``: an integer ``>= 1``, or ``-1`` for every core (returned as ``os.cpu_count()``)."""
+def check_n_jobs(v: Any, name: str = "n_jobs") -> int:
+    """``name``: an integer ``>= 1``, or ``-1`` for every core (returned as ``os.cpu_count()``)."""
     import numbers
 
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise TypeError(f"n_jobs must be an integer >= 1 or -1 (all cores), got {v!r} ({type(v).__name__})")
+        raise TypeError(f"{name} must be an integer >= 1 or -1 (all cores), got {v!r} ({type(v).__name__})")
     if int(v) == -1:
         return os.cpu_count() or 1
     if not 1 <= int(v) <= MAX_JOBS:
-        raise ValueError(f"n_jobs must be an integer in [1, {MAX_JOBS}] or -1 (all cores), got {describe(v)}")
+        raise ValueError(f"{name} must be an integer in [1, {MAX_JOBS}] or -1 (all cores), got {describe(v)}")
     return int(v)
+
+
+def path_or_none(value: Any) -> Any:
+    """``value``, or ``None`` where it is the word ``none`` (any case): how every option and keyword of the toolkit
+    spells "no directory" (``--cache-dir none``, ``--report-dir none``, ``verify.run(cache_dir="none")``).  Other
+    values come back unchanged, for the field's own check."""
+    if isinstance(value, (str, os.PathLike)) and str(os.fspath(value)).lower() == "none":
+        return None
+    return value
 
 
 _DEVICE_RE = re.compile(r"cpu|cuda(:[0-9]+)?")

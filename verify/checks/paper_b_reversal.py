@@ -52,6 +52,7 @@ import numpy as np
 
 from ..claim import Claim, register
 from ..registry import CheckContext, Comparison
+from ..validation import path_or_none
 from ..verdicts import Judgement, judged
 from .paper_b_core import mc_version
 from .paper_b_structured import KAPPA_MAX
@@ -746,8 +747,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         over["linearised"] = False
     design = replace(_DESIGNS[args.base], **over)
     # profile "paper": the cache key and the seeds are those of the registered study's paper cells
-    cache_dir = None if str(args.cache_dir).lower() == "none" else args.cache_dir
-    ctx = CheckContext(profile="paper", seed=args.seed, cache_dir=cache_dir, n_jobs=args.jobs, check_id="B4-rev")
+    ctx = CheckContext(profile="paper", seed=args.seed, cache_dir=path_or_none(args.cache_dir), n_jobs=args.jobs,
+                       check_id="B4-rev")
     prediction = predict_reversal(ctx, design)
     cells = simulate_reversal(ctx, design)
     judgement = judged(judge_reversal(design, prediction, cells)).as_info()  # a study: reported, never decides
