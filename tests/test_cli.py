@@ -105,7 +105,7 @@ def test_json_schema_and_report_dir(fake_checks, tmp_path):
         assert set(r) >= {"id", "paper", "claim", "verdict", "comparisons", "runtime_s", "seeds", "figures", "notes"}
         for c in r["comparisons"]:
             assert set(c) == {"name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail",
-                              "p_pass", "margin", "df", "decide_factor", "outcome", "headline"}
+                              "p_pass", "margin", "df", "decide_factor", "outcome", "headline", "args"}
             assert c["outcome"] in ("PASS", "FAIL", "INCONCLUSIVE")
     assert [r["verdict"] for r in doc["results"]] == ["PASS", "FAIL", "NOT IMPLEMENTED"]
     md = (rep / "report.md").read_text()

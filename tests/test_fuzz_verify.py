@@ -445,6 +445,8 @@ def _verdicts_cases(add: Callable[..., None]) -> None:
     add("Judgement", dict(verdict="PASS", comparisons=verdicts.judged([C_EXACT]).comparisons),
         dict(verdict=choice("PASS", "FAIL", "INCONCLUSIVE", "INFO"), comparisons=K("comparisons")))
     add("rates_text", dict(alpha=0.01), dict(alpha=ALPHA))
+    add("z_quantile", dict(alpha=0.05), dict(alpha=ALPHA))
+    add("t_quantile", dict(alpha=0.05, df=9.0), dict(alpha=ALPHA, df=DF), drop={"df": frozenset({"inf"})})
     add("describe", dict(c=C_EQ), dict(c=K("comparison")))
 
 
@@ -483,6 +485,8 @@ def _calibrate_cases(add: Callable[..., None]) -> None:
     add("summarise", dict(check_id="A2", records=[dict(RECORD, seed=k) for k in range(3)], alpha=0.01),
         dict(check_id=NAME, records=K("records"), alpha=ALPHA))
     add("markdown_table", dict(rows=[CALIBRATION], meta=CAL_META), dict(rows=K("rows"), meta=K("cal_meta")))
+    add("sequential_table", dict(records={"A2": [dict(RECORD, sequential={"replicates": 2, "decided_at_s": 1.0})]}),
+        dict(records=K("mapping")))
     fields = {k: getattr(CALIBRATION, k) for k in CALIBRATION.__dataclass_fields__}
     interval = K("pair")
     add("CheckCalibration", fields, dict(
@@ -497,7 +501,8 @@ def _calibrate_cases(add: Callable[..., None]) -> None:
         dict(specs=K("specs", low=1), seeds=K("ints", extra=(("empty", []),)),
              profile=choice(*registry.PROFILES), out_dir=K("path"), cache_dir=K("path", none_ok=True),
              n_jobs=integer(1, 1024), executor=choice(*registry.EXECUTORS), scheduler=K("text", none_ok=True),
-             progress=K("callable", none_ok=True), device=choice("cpu", "cuda", "cuda:0")),
+             progress=K("callable", none_ok=True), device=choice("cpu", "cuda", "cuda:0"),
+             budget_s=pos(none_ok=True), rounds=integer(0, 20, none_ok=True)),
         drop={"device": frozenset({"unknown", "list"})})
 
     def main(argv):

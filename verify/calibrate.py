@@ -43,6 +43,7 @@ from theory._validation import ArgumentTypeError, as_float, as_int, describe
 
 from .registry import CheckContext, CheckResult, CheckSpec, rejudge_stored, run_check
 from .validation import check_callable, check_dir, check_items, check_mapping, check_seeds, check_text
+from .sequential import MAX_ROUND
 from .verdicts import ALPHA_CHECK
 
 __all__ = ["CheckCalibration", "calibrate", "clopper_pearson", "rejudge", "summarise", "main", "markdown_table"]
@@ -137,6 +138,34 @@ def _record(res: CheckResult, seed: int) -> dict:
             "error": res.error, "comparisons": [c.to_json() for c in res.comparisons]}
 
 
+def _mixed_replicates(records: Sequence[dict]) -> bool:
+    """Whether the records pool different numbers of replicates (a sequential calibration)."""
+    return len({(r.get("sequential") or {}).get("replicates", 1) for r in records}) > 1
+
+
+def sequential_table(records: dict[str, list[dict]]) -> str:
+    """Markdown: per check of a sequential calibration, the share of decided verdicts, the replicates pooled and
+    when the run decided it (seconds from the start of its seed's run); ``""`` for a fixed-design calibration."""
+    records = {check_text("records key", k, empty=False): [_check_record("records item", r) for r in
+                                                             check_items(f"records[{k!r}]", v, object, "records (dicts)",
+                                                                         nonempty=True)]
+               for k, v in check_mapping("records", records).items()}
+    if not any(r.get("sequential") for recs in records.values() for r in recs):
+        return ""
+    lines = ["| check | decided | decided share (95% CI) | replicates: mean / max | decided at: median / max (s) |",
+             "|---|---|---|---|---|"]
+    for cid, recs in records.items():
+        seq = [r.get("sequential") or {} for r in recs]
+        decided = sum(r["verdict"] in ("PASS", "FAIL") for r in recs)
+        lo, hi = clopper_pearson(decided, len(recs))
+        reps = [s.get("replicates", 1) for s in seq]
+        times = [s["decided_at_s"] for s in seq if s.get("decided_at_s") is not None]
+        when = f"{np.median(times):.0f} / {max(times):.0f}" if times else ""
+        lines.append(f"| {cid} | {decided}/{len(recs)} | {decided / len(recs):.2f} ({lo:.2f}, {hi:.2f}) | "
+                     f"{np.mean(reps):.1f} / {max(reps)} | {when} |")
+    return "\n".join(lines) + "\n"
+
+
 def rejudge(record: dict) -> str:
     """Judge a stored record again with the current rules (no simulation): its verdict as a string."""
     return rejudge_stored(_check_record("record", record))[0].value
@@ -190,7 +219,8 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
             se = np.array(s)
             if not np.all(se > 0):
                 continue
-            ratio = float(np.std(d, ddof=1) / np.mean(se))
+            # a sequential calibration's seeds pool different numbers of replicates: the SD of z = d / SE then
+            ratio = float(np.std(d / se, ddof=1) if _mixed_replicates(records) else np.std(d, ddof=1) / np.mean(se))
             ratios.append(ratio)
             if i == head_idx:
                 mean_z = float(np.mean(d / se))
@@ -210,7 +240,7 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
 
 def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_dir: Path | None, n_jobs: int,
               executor: str = "local", scheduler: str | None = None, progress=None, *,
-              device: str = "cpu") -> dict[str, list[dict]]:
+              device: str = "cpu", budget_s: float | None = None, rounds: int | None = None) -> dict[str, list[dict]]:
     """Run every spec at every seed (records stored as they finish; existing records are reused).
 
     ``specs`` is a non-empty list of :class:`~verify.registry.CheckSpec`, ``seeds`` a non-empty list (or range) of
@@ -221,6 +251,10 @@ def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_di
     A record is written atomically (temporary file, then rename) as soon as its check finishes, so an interrupt
     (``KeyboardInterrupt``, raised by :func:`verify._preflight.interrupts` on SIGINT / SIGTERM) loses only the
     (check, seed) it stopped; a rerun reuses every stored record of the same profile.
+
+    With ``budget_s`` (seconds per seed) and / or ``rounds``, each seed is a sequential run
+    (:func:`verify.budget.run_sequential`) of the checks without a stored record; a record then also holds its
+    ``sequential`` entry (rounds, replicates, when it was decided) and is reused only under the same budget.
     """
     specs = check_items("specs", specs, CheckSpec, "CheckSpec objects", nonempty=True)
     seeds = check_seeds("seeds", list(seeds) if isinstance(seeds, range) else seeds)
@@ -234,9 +268,22 @@ def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_di
     check_callable("progress", progress, none_ok=True)
     rec_dir = out_dir / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
+    if budget_s is not None:
+        budget_s = as_float("budget_s", budget_s, low=0, low_open=True)
+    if rounds is not None:
+        rounds = as_int("rounds", rounds, 0, MAX_ROUND)
     out: dict[str, list[dict]] = {s.id: [] for s in specs}
+    mode = None if budget_s is None and rounds is None else {"budget_s": budget_s, "rounds": rounds}
     for seed in seeds:
         memo: dict = {}  # one run's in-memory cells (without a cache directory): B4 reads B7's draws
+        if mode is not None:
+            ctx = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, n_jobs=n_jobs, device=device,
+                               executor=executor, scheduler=scheduler, memo=memo)
+            for spec, rec in _sequential_records(specs, ctx, rec_dir, mode):
+                out[spec.id].append(rec)
+                if progress is not None:
+                    progress(spec.id, seed, rec)
+            continue
         for spec in specs:
             path = rec_dir / f"{spec.id}_seed{seed}.json"
             rec = _stored_record(path, profile)
@@ -245,24 +292,46 @@ def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_di
                                    executor=executor, scheduler=scheduler, memo=memo)
                 res = run_check(spec, ctx)
                 rec = {**_record(res, seed), "profile": profile}
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(rec, default=str))
-                tmp.replace(path)
+                _write_record(path, rec)
             out[spec.id].append(rec)
             if progress is not None:
                 progress(spec.id, seed, rec)
     return out
 
 
-def _stored_record(path: Path, profile: str) -> dict | None:
-    """The record stored at ``path`` when it is readable and of ``profile``, else ``None`` (run it again)."""
+def _write_record(path: Path, rec: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rec, default=str))
+    tmp.replace(path)
+
+
+def _sequential_records(specs: Sequence[CheckSpec], ctx: CheckContext, rec_dir: Path, mode: dict):
+    """``(spec, record)`` of one seed's sequential run: stored records of the same mode, the rest run together."""
+    from .budget import run_sequential
+
+    stored = {s.id: _stored_record(rec_dir / f"{s.id}_seed{ctx.seed}.json", ctx.profile, mode) for s in specs}
+    todo = [s for s in specs if stored[s.id] is None]
+    if todo:
+        for seq in run_sequential(todo, ctx, budget_s=mode["budget_s"], rounds=mode["rounds"]):
+            res = seq.result()
+            rec = {**_record(res, ctx.seed), "profile": ctx.profile, "mode": mode,
+                   "sequential": res.data.get("sequential")}
+            _write_record(rec_dir / f"{seq.spec.id}_seed{ctx.seed}.json", rec)
+            stored[seq.spec.id] = rec
+    return [(s, stored[s.id]) for s in specs]
+
+
+def _stored_record(path: Path, profile: str, mode: dict | None = None) -> dict | None:
+    """The record stored at ``path`` when it is readable, of ``profile`` and of the run ``mode`` (``None``: the
+    fixed design; else the sequential budget), else ``None`` (run it again)."""
     if not path.exists():
         return None
     try:
         rec = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return rec if isinstance(rec, dict) and rec.get("profile") == profile else None
+    ok = isinstance(rec, dict) and rec.get("profile") == profile and rec.get("mode") == mode
+    return rec if ok else None
 
 
 def markdown_table(rows: Sequence[CheckCalibration], meta: dict) -> str:
@@ -375,6 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="records, calibration.json, calibration.md and calibration.png (default .cache/calibrate/<profile>)")
     p.add_argument("--markdown", type=Path, metavar="PATH", help="also write the markdown table to PATH")
+    p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
+                   help="sequential verdicts with a budget of MINUTES per seed (as python -m verify --budget)")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="sequential verdicts with at most N rounds per check after the first")
     return p
 
 
@@ -389,6 +462,10 @@ def preflight(args: argparse.Namespace) -> tuple[CheckContext, Path]:
     if args.first_seed < 0:
         refuse(f"--first-seed must be >= 0, got {args.first_seed}")
     check_jobs(args.jobs)
+    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
+        refuse(f"--budget must be a number of minutes > 0, got {args.budget:g}")
+    if args.rounds is not None and not 0 <= args.rounds <= MAX_ROUND:
+        refuse(f"--rounds must be an integer in [0, {MAX_ROUND}], got {args.rounds}")
     cache_dir = cache_dir_option(args.cache_dir, args.profile)
     try:
         base = CheckContext(profile=args.profile, seed=0, cache_dir=cache_dir, device=args.device,
@@ -398,13 +475,19 @@ def preflight(args: argparse.Namespace) -> tuple[CheckContext, Path]:
         refuse_field(exc)
     check_device_available(base.device)
     check_executor(args.executor, args.scheduler, SCHEDULER_TIMEOUT_S)
-    out = args.out or Path(".cache") / "calibrate" / args.profile
+    out = args.out or Path(".cache") / "calibrate" / (args.profile + _mode_suffix(args))
     for opt, d in (("--out", out), ("--out", out / "records"), ("--cache-dir", cache_dir)):
         if d is not None:
             check_writable_dir(opt, d)
     if args.markdown is not None:
         check_writable_file("--markdown", args.markdown)
     return base, out
+
+
+def _mode_suffix(args: argparse.Namespace) -> str:
+    """The default output folder's suffix of a sequential calibration (``-budget3``, ``-rounds2``)."""
+    return (f"-budget{args.budget:g}" if args.budget is not None else "") + \
+        (f"-rounds{args.rounds}" if args.rounds is not None else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -440,7 +523,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             seeds = range(args.first_seed, args.first_seed + args.seeds)
             records = calibrate(specs, seeds, args.profile, out, base.cache_dir, base.n_jobs,
-                                args.executor, args.scheduler, progress, device=base.device)
+                                args.executor, args.scheduler, progress, device=base.device,
+                                budget_s=None if args.budget is None else 60.0 * args.budget, rounds=args.rounds)
         except KeyboardInterrupt:
             print(_resume_line(signals["signal"] or "SIGINT", specs, done[0], args.seeds, out, base.cache_dir, argv),
                   file=sys.stderr, flush=True)
@@ -479,12 +563,21 @@ def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespac
             "machine": f"{platform.platform()}, {os.cpu_count()} cores",
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "profile": args.profile,
             "n_seeds": args.seeds, "first_seed": args.first_seed, "wall_s": wall, "check_s": check_s,
+            "budget_min": args.budget, "rounds": args.rounds,
             "per_check_s": {cid: sum(float(r.get("runtime_s", 0.0)) for r in recs) / max(len(recs), 1)
                             for cid, recs in records.items()}}
     console.print(_terminal_table(rows, args, wall))
     doc = {"meta": meta, "checks": [r.to_json() for r in rows]}
     (out / "calibration.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
     md = markdown_table(rows, meta)
+    seq = sequential_table(records)
+    if seq:
+        md += ("\n## Sequential verdicts\n\nEach seed ran every check at its base design, then rounds of replicates "
+               "on the undecided ones (verify.sequential; " + (f"budget {args.budget:g} min per seed" if args.budget
+                                                                else "") + (f"{', ' if args.budget else ''}at most "
+                                                                            f"{args.rounds} rounds"
+                                                                            if args.rounds is not None else "")
+               + "). The table above judges the pooled replicates at the levels of the round reached.\n\n" + seq)
     (out / "calibration.md").write_text(md)
     _figure(rows, out / "calibration.png")
     if args.markdown:

@@ -1,5 +1,9 @@
 """Command line: ``python -m verify [--profile quick|paper] [--only ID ...] [--list] [--seed S] [--json PATH]
-[--report-dir DIR] [--strict]``.
+[--report-dir DIR] [--strict] [--budget MINUTES] [--rounds N]``.
+
+Without ``--budget`` / ``--rounds`` every check runs its fixed design once.  With either, the verdicts are
+sequential (:mod:`verify.sequential`, :mod:`verify.budget`): every check at its base design, then rounds of
+replicates on the undecided ones within the budget; the same command continues from the cached rounds.
 
 Before the first check runs, every option that a check would only use later is checked: ``--jobs`` (an integer
 ``>= 1``, or ``-1`` for all cores), ``--seed``, ``--device`` (format, and CUDA availability), ``--executor`` /
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import shlex
 import sys
@@ -35,6 +40,7 @@ from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option
                          check_executor, check_jobs, check_writable_dir, check_writable_file, interrupts, refuse_field,
                          select_checks)
 from .registry import CheckContext, CheckResult, Verdict, exit_status, run_check
+from .sequential import MAX_ROUND
 from .report import (TABLE_WIDTH, html_report, markdown_report, print_summary, results_table, run_metadata, to_json,
                      write_json)
 from .validation import path_or_none
@@ -82,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(no simulation) and print the verdicts")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="Dask scheduler address (tcp://host:port); omitted with --executor dask: an in-process cluster")
+    p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
+                   help="sequential verdicts: run every check, then spend the rest of MINUTES (wall clock) on rounds "
+                        "of replicates of the undecided ones; a rerun continues from the cached rounds")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="sequential verdicts with at most N rounds after the first per check (reproducible on any "
+                        "machine; with --budget, whichever ends first)")
     return p
 
 
@@ -126,14 +138,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_list(console, specs)
         return 0
     base = preflight(args)
+    sequential = args.budget is not None or args.rounds is not None
     with interrupts() as signals:
-        results, stopped = _run_checks(specs, base, args.profile, console, signals)
+        if sequential:
+            results, stopped, extra = _run_sequential(specs, base, args, console, signals)
+        else:
+            (results, stopped), extra = _run_checks(specs, base, args.profile, console, signals), None
         signals["armed"] = False  # from here on a signal is noted, never raised: the outputs are written whole
         code = EXIT_INTERRUPTED if stopped is not None else exit_status(results, strict=args.strict)
         console.print(results_table(results, title=f"Verification report (profile {args.profile}, seed {args.seed})",
                                     verbose=args.verbose))
         print_summary(console, results, code, args.strict)
-        code = _write_outputs(args, argv, results, code, stopped, console)
+        code = _write_outputs(args, argv, results, code, stopped, console, extra)
         if stopped is not None:
             print(_resume_line(stopped, results, args, argv, base.cache_dir), file=sys.stderr, flush=True)
         elif signals["signal"] is not None:
@@ -164,6 +180,10 @@ def preflight(args: argparse.Namespace) -> CheckContext:
     and ``--json`` / ``--report-dir`` / ``--cache-dir`` that cannot be created or written.
     """
     check_jobs(args.jobs)
+    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
+        raise SystemExit(f"error: --budget must be a number of minutes > 0, got {args.budget:g}")
+    if args.rounds is not None and not 0 <= args.rounds <= MAX_ROUND:
+        raise SystemExit(f"error: --rounds must be an integer in [0, {MAX_ROUND}], got {args.rounds}")
     cache_dir = cache_dir_option(args.cache_dir, args.profile)
     args.report_dir = path_or_none(args.report_dir)  # "none", as for --cache-dir: no report
     try:
@@ -217,6 +237,41 @@ def _run_checks(specs: list, base: CheckContext, profile: str, console: Console,
     return results, None
 
 
+def _run_sequential(specs: list, base: CheckContext, args: argparse.Namespace, console: Console,
+                    signals: dict) -> tuple[list[CheckResult], dict | None, dict]:
+    """``--budget`` / ``--rounds``: :func:`verify.budget.run_sequential` with a progress line per look; the
+    pooled results, the interrupt (as :func:`_run_checks`) and the run's ``sequential`` metadata."""
+    import dataclasses
+
+    from .budget import look_line, run_sequential, sequence_table
+
+    seqs: list = []
+    budget_s = None if args.budget is None else 60.0 * args.budget
+    t0 = time.perf_counter()
+    stopped = None
+    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task(f"verify ({args.profile}, sequential)", total=None)
+        ctx = dataclasses.replace(base, _progress_factory=_progress_factory(progress))
+
+        def run(spec, c):
+            progress.update(task, description=f"verify ({args.profile}, sequential): {spec.id} at seed {c.seed}")
+            return run_check(spec, c)
+
+        try:
+            run_sequential(specs, ctx, budget_s=budget_s, rounds=args.rounds, run=run,
+                           on_look=lambda s: progress.console.print(look_line(s)), sequences=seqs)
+        except KeyboardInterrupt:
+            done = {s.spec.id for s in seqs}
+            stopped = {"signal": signals["signal"] or "SIGINT", "check": None,
+                       "not_run": [s.id for s in specs if s.id not in done]}
+    results = [s.result() for s in seqs if s.looks]
+    console.print(sequence_table(seqs))
+    extra = {"sequential": {"budget_min": args.budget, "rounds": args.rounds,
+                            "wall_s": round(time.perf_counter() - t0, 1),
+                            "checks": {s.spec.id: s.result().data.get("sequential") for s in seqs if s.looks}}}
+    return results, stopped, extra
+
+
 def _print_verdict(console: Console, res: CheckResult) -> None:
     if res.verdict is not Verdict.NOT_IMPLEMENTED:
         style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "INFO": "cyan",
@@ -234,9 +289,9 @@ def _interrupted_result(spec, ctx: CheckContext | None, elapsed: float, sig: str
 
 
 def _write_outputs(args: argparse.Namespace, argv: list[str], results: list[CheckResult], code: int,
-                   stopped: dict | None, console: Console) -> int:
+                   stopped: dict | None, console: Console, extra: dict | None = None) -> int:
     """``--json`` and ``--report-dir``; the exit status (2 when an output cannot be written)."""
-    meta = run_metadata(args.profile, args.seed, args.strict, argv)
+    meta = {**run_metadata(args.profile, args.seed, args.strict, argv), **(extra or {})}
     if stopped is not None:
         meta["interrupted"] = {**stopped, "resume": _command(argv)}
     doc = {**to_json(results, meta), "exit_code": code}

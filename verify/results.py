@@ -50,6 +50,8 @@ class Comparison:
     outcome : ``PASS`` / ``FAIL`` / ``INCONCLUSIVE`` on the judged copies that :func:`verify.verdicts.judged` returns
         (``""`` on a stochastic comparison not yet judged; an exact one carries its outcome from construction).
     headline : the comparison shown for the check in compact tables and tracked by ``calibrate``.
+    args : the stochastic constructor's inputs as ``(name, value)`` pairs (``measured``, ``se``, ``margin``, ...):
+        what :func:`verify.sequential.pooled` rebuilds the row from when it pools replicates; ``()`` otherwise.
 
     Use the constructors :meth:`equivalence`, :meth:`direction`, :meth:`bound`, :meth:`consistency` for
     stochastic comparisons; the plain constructor builds an exact one.
@@ -78,6 +80,7 @@ class Comparison:
     decide_factor: float | None = None
     outcome: str = ""
     headline: bool = False
+    args: tuple = ()
 
     def __post_init__(self) -> None:
         from .verdicts import KINDS
@@ -104,6 +107,7 @@ class Comparison:
         put("decide_factor", optional_real("decide_factor", self.decide_factor, 0.0, math.inf))
         if self.kind == "exact" and not self.outcome:
             put("outcome", "PASS" if self.passed else "FAIL")
+        put("args", _check_args(self.args))
 
     @property
     def exact_ok(self) -> bool:
@@ -122,7 +126,7 @@ class Comparison:
         """
         d = check_mapping("d", d)
         keys = ("name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail", "p_pass",
-                "margin", "df", "decide_factor", "headline")
+                "margin", "df", "decide_factor", "headline", "args")
         missing = [k for k in keys[:6] if k not in d]
         if missing:
             raise ValueError(f"d must be a stored comparison (Comparison.to_json), got one without {missing}")
@@ -133,6 +137,7 @@ class Comparison:
                     raise ValueError(f"d['{k}'] must be a number, None or 'nan' / 'inf' / '-inf', got {kw[k]!r}")
                 kw[k] = float(kw[k])
         kw.setdefault("kind", "exact")
+        kw["args"] = _stored_args(kw.get("args", ()))
         kw["headline"] = as_bool("d['headline']", kw.get("headline", False))
         if kw["kind"] == "exact":
             outcome = d["outcome"] if "outcome" in d else ("PASS" if as_bool("d['passed']", d["passed"]) else "FAIL")
@@ -154,7 +159,7 @@ class Comparison:
         ``predicted`` and ``margin > 0`` are finite numbers of the design; ``measured`` and ``se >= 0`` may be NaN
         or infinite (a failed measurement: the p-values are NaN and the comparison FAILS).
         """
-        from .verdicts import ALPHA_PASS, equivalence_p, scale_to_decide
+        from .verdicts import ALPHA_PASS, equivalence_p, scale_to_decide, t_quantile
 
         check_text("rule", rule)
         x_pred, x_meas = as_float("predicted", predicted), check_measurement("measured", measured)
@@ -163,9 +168,7 @@ class Comparison:
         delta = x_meas - x_pred
         measurable = math.isfinite(delta) and math.isfinite(se)
         p_pass, p_fail = equivalence_p(delta, se, margin, df) if measurable else (math.nan, math.nan)
-        from scipy import stats as _st
-
-        q = float((_st.norm if df is None else _st.t(df)).isf(ALPHA_PASS))
+        q = t_quantile(ALPHA_PASS, df)
         lo, hi = delta - q * se, delta + q * se
         tol = (f"equivalence, margin {margin:g}: PASS iff the {1 - 2 * ALPHA_PASS:.0%} interval of measured - "
                f"predicted [{lo:+.4f}, {hi:+.4f}] lies inside +-{margin:g} (TOST p = {p_pass:.2g}); FAIL iff "
@@ -173,7 +176,8 @@ class Comparison:
                + (f", df = {df:.1f}" if df is not None else "") + (f"; {rule}" if rule else ""))
         return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
                    passed=False, kind="equivalence", p_fail=p_fail, p_pass=p_pass, margin=margin, df=df,
-                   decide_factor=scale_to_decide(delta, se, margin, "equivalence") if measurable else None, **kw)
+                   decide_factor=scale_to_decide(delta, se, margin, "equivalence") if measurable else None,
+                   args=(("measured", x_meas), ("se", se), ("margin", margin), ("df", df), ("rule", rule)), **kw)
 
     @classmethod
     def direction(cls, name: str, predicted: Any, measured: float, se: float, sign: int, *,
@@ -196,7 +200,9 @@ class Comparison:
                + (f", df = {df:.1f}" if df is not None else "") + (f"; {rule}" if rule else ""))
         return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
                    passed=False, kind="direction", p_fail=p_fail, p_pass=p_pass, df=df,
-                   decide_factor=scale_to_decide(delta, se, None, "direction") if measurable else None, **kw)
+                   decide_factor=scale_to_decide(delta, se, None, "direction") if measurable else None,
+                   args=(("measured", x_meas), ("se", se), ("sign", sign), ("reference", reference), ("df", df),
+                         ("rule", rule)), **kw)
 
     @classmethod
     def bound(cls, name: str, predicted: Any, measured: Any, se: float, excess: float, *, excess_se: float | None = None,
@@ -215,7 +221,9 @@ class Comparison:
         tol = (rule + "; " if rule else "") + f"bound: FAIL iff the excess {excess:+.3g} is significant (z = " \
             f"{excess / s if s > 0 else float('inf'):.2f}, p = {p_fail:.2g}, Holm within the check)"
         return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
-                   passed=False, kind="bound", p_fail=p_fail, df=df, **kw)
+                   passed=False, kind="bound", p_fail=p_fail, df=df,
+                   args=(("measured", measured), ("se", se), ("excess", excess), ("excess_se", excess_se),
+                         ("df", df), ("rule", rule)), **kw)
 
     @classmethod
     def consistency(cls, name: str, predicted: float, measured: float, se: float, *, df: float | None = None,
@@ -234,7 +242,31 @@ class Comparison:
         tol = (rule + "; " if rule else "") + f"identity: FAIL iff |measured - predicted| is significant " \
             f"(z = {delta / se if se > 0 else float('inf'):.2f}, two-sided p = {p_fail:.2g}, Holm within the check)"
         return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
-                   passed=False, kind="consistency", p_fail=p_fail, df=df, **kw)
+                   passed=False, kind="consistency", p_fail=p_fail, df=df,
+                   args=(("measured", x_meas), ("se", se), ("df", df), ("rule", rule)), **kw)
+
+
+def _check_args(v: Any) -> tuple:
+    """A tuple of ``(name, value)`` pairs with distinct string names (``Comparison.args``)."""
+    if not isinstance(v, tuple) or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in v):
+        raise ArgumentTypeError(f"args must be a tuple of (name, value) pairs, got {describe(v)}")
+    if len({p[0] for p in v}) != len(v):
+        raise ValueError(f"args must name each input once, got {[p[0] for p in v]}")
+    return v
+
+
+def _stored_args(v: Any) -> tuple:
+    """``args`` as :meth:`Comparison.to_json` stores it (a list of ``[name, value]``; non-finite floats as text)."""
+    if isinstance(v, tuple):
+        return v
+    if not isinstance(v, list) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in v):
+        raise ValueError(f"d['args'] must be a list of [name, value] pairs, got {describe(v)}")
+    out = []
+    for k, x in v:
+        if isinstance(x, str) and x in ("nan", "inf", "-inf") and k != "rule":
+            x = float(x)
+        out.append((k, x))
+    return tuple(out)
 
 
 @dataclass
