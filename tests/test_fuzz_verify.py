@@ -48,12 +48,14 @@ import verify.validation as validation  # noqa: E402
 import verify.registry as registry  # noqa: E402
 import verify.report as report  # noqa: E402
 import verify.verdicts as verdicts  # noqa: E402
+import verify.sequential as sequential  # noqa: E402
+import verify.budget as budget  # noqa: E402
 from fuzz_support import (Case, EVIL, GENERIC_KINDS, INF, MARKER, NAN, OUTCOMES, Arg, bad_strategy, choice,  # noqa: E402
                           classify, generic_bad_values, integer, nonfinite, nonneg, pos, real, restore_limits, st)
 from verify.registry import CheckContext, CheckResult, CheckSpec, Comparison, Outcome, Verdict  # noqa: E402
 
 MODULES = ("registry", "verdicts", "claim", "catalog", "calibrate", "report", "figures", "notebook", "validation",
-           "results", "context")
+           "results", "context", "sequential", "budget")
 TMP = Path(tempfile.mkdtemp(prefix="verify_fuzz_"))
 NON_FINITE = frozenset({"nan", "np.nan", "inf", "-inf"})  # labels of the generic table's NaN and infinities
 
@@ -88,6 +90,8 @@ def _figure():
 
 FIG, AX = _figure()
 SAVED_FIG = _figure()[0]  # save_figure closes the figure it saves
+SEQUENCE = budget.CheckSequence(SPEC, 0, [RESULT])
+SEQUENCE.look(1.0)
 CALIBRATION = calibrate.summarise("A2", [dict(RECORD, seed=k) for k in range(3)])
 CAL_META = {"command": "python -m verify calibrate", "machine": "test", "date": "2026-01-01", "profile": "smoke",
             "n_seeds": 3, "check_s": 3.0, "wall_s": 3.0}
@@ -154,6 +158,26 @@ def _specs_bad(a: Arg) -> list[tuple[str, Any]]:
 
 def _results_bad(a: Arg) -> list[tuple[str, Any]]:
     return _list_of(RESULT, C_EXACT, a)
+
+
+def _replicates_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _junk(a.none_ok) + [("empty", []), ("list of comparisons", [C_EXACT]), ("list of lists of junk", [[1]])]
+
+
+def _judgement_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _one_of(C_EXACT, {"verdict": "PASS", "comparisons": []}, a)
+
+
+def _sequence_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _one_of(RESULT, {"spec": SPEC}, a) + [("before any look", budget.CheckSequence(SPEC))]
+
+
+def _sequences_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _list_of(SEQUENCE, RESULT, a)
+
+
+def _looks_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _list_of({"round": 0}, 1, a)
 
 
 def _one_of(wrong: Any, lookalike: Any, a: Arg) -> list[tuple[str, Any]]:
@@ -306,7 +330,8 @@ _KINDS: dict[str, Callable[[Arg], list[tuple[str, Any]]]] = {
     "pair": _pair_bad, "record": _record_bad, "records": _records_bad, "run_meta": _run_meta_bad,
     "cal_meta": _cal_meta_bad, "rows": _rows_bad, "argv": _argv_bad, "console": _console_bad,
     "json_doc": _json_doc_bad, "cells": _cells_bad, "compute": _compute_bad, "claim": _claim_bad,
-    "handles": _handles_bad}
+    "handles": _handles_bad, "replicates": _replicates_bad, "judgement": _judgement_bad,
+    "sequence": _sequence_bad, "sequences": _sequences_bad, "looks": _looks_bad}
 
 
 def bad_values(a: Arg, drop: frozenset = frozenset()) -> list[tuple[str, Any]]:
@@ -630,11 +655,12 @@ def _notebook_cases(add: Callable[..., None]) -> None:
             return notebook.run(**kw)
 
     add("run", dict(ids="A1", profile="smoke", seed=0, cache_dir=None, jobs=1, device="cpu", executor="local",
-                    scheduler=None, figures=False, progress=False),
+                    scheduler=None, figures=False, progress=False, budget=None, rounds=None),
         dict(ids=K("text", none_ok=True), profile=choice(*registry.PROFILES), seed=integer(0, registry.MAX_SEED),
              cache_dir=K("path", none_ok=True), jobs=integer(1, registry.MAX_JOBS, none_ok=True),
              device=choice("cpu", "cuda", "cuda:0"), executor=choice(*registry.EXECUTORS),
-             scheduler=K("text", none_ok=True), figures=FLAG, progress=FLAG),
+             scheduler=K("text", none_ok=True), figures=FLAG, progress=FLAG, budget=pos(none_ok=True),
+             rounds=integer(0, 20, none_ok=True)),
         func=run, module="notebook", drop={"device": frozenset({"unknown", "list"})})
     result = CheckResult(id="A1", paper="A", claim="c", verdict=Verdict.PASS)
     add("Run", dict(results=(result,), profile="smoke", seed=0, figure_dir=None),
@@ -642,11 +668,44 @@ def _notebook_cases(add: Callable[..., None]) -> None:
              figure_dir=K("path", none_ok=True)))
 
 
+def _sequential_cases(add: Callable[..., None]) -> None:
+    """verify.sequential and verify.budget: rounds, pooling, looks, and the budgeted run."""
+    j = integer(0, sequential.MAX_ROUND)
+    add("spend", dict(j=1), dict(j=j))
+    add("look_levels", dict(j=1, alpha=0.01, alpha_pass=0.05), dict(j=j, alpha=ALPHA, alpha_pass=ALPHA))
+    add("replicates_after", dict(j=2), dict(j=j))
+    add("round_of", dict(n=4), dict(n=integer(1)))
+    add("replicate_seed", dict(seed=0, r=1), dict(seed=integer(0, registry.MAX_SEED), r=integer(0)))
+    add("pooled", dict(replicates=[[C_EQ], [C_EQ]]), dict(replicates=K("replicates")))
+    add("judge_look", dict(comparisons=[C_EQ], j=1, alpha=0.01, alpha_pass=0.05),
+        dict(comparisons=K("comparisons"), j=j, alpha=ALPHA, alpha_pass=ALPHA))
+    add("replicates_to_decide", dict(judgement=verdicts.judged([C_EQ]), n=1, alpha=0.01, alpha_pass=0.05),
+        dict(judgement=K("judgement"), n=integer(1), alpha=ALPHA, alpha_pass=ALPHA))
+    add("boundaries", dict(c=C_EQ, j=0, n_stochastic=1), dict(c=K("comparison"), j=j, n_stochastic=integer(1)))
+    add("simulate_optional_stopping", dict(kind="direction", t_df=None, n_sequences=1, last_round=0, alpha=0.05,
+                                           seed=0),
+        dict(kind=choice("equivalence", "direction", "bound", "consistency"), t_df=integer(1, 10**6, none_ok=True),
+             n_sequences=integer(1, 10**7), last_round=integer(0, 12), alpha=ALPHA, seed=integer(0, registry.MAX_SEED)))
+    base = CheckContext(profile="smoke")
+    add("replicate_context", dict(base=base, r=1), dict(base=K("context"), r=integer(0)))
+    add("run_sequential", dict(specs=[SPEC], base=base, budget_s=None, rounds=0, run=registry.run_check,
+                               on_look=None, clock=time.perf_counter, sequences=None),
+        dict(specs=K("specs"), base=K("context"), budget_s=pos(none_ok=True),
+             rounds=integer(0, sequential.MAX_ROUND, none_ok=True), run=K("callable"),
+             on_look=K("callable", none_ok=True), clock=K("callable"), sequences=K("sequences", none_ok=True)))
+    add("look_line", dict(seq=SEQUENCE), dict(seq=K("sequence")))
+    add("sequence_table", dict(seqs=[SEQUENCE]), dict(seqs=K("sequences")))
+    add("CheckSequence", dict(spec=SPEC, seed=0, replicates=[RESULT], looks=[], judgement=None, decided_at_s=None),
+        dict(spec=K("spec"), seed=integer(0, registry.MAX_SEED), replicates=K("results"), looks=K("looks"),
+             judgement=K("judgement", none_ok=True), decided_at_s=nonneg(none_ok=True)))
+
+
 def _cases() -> list[Case]:
     cases: list[Case] = []
     homes = {"registry": registry, "verdicts": verdicts, "claim": claim, "catalog": catalog, "calibrate": calibrate,
              "report": report, "figures": figures, "notebook": notebook,
-             "validation": validation, "results": results, "context": context}
+             "validation": validation, "results": results, "context": context, "sequential": sequential,
+             "budget": budget}
 
     def add(label, kwargs, args, path=None, func=None, module=None, **kw):
         name = (path or label).split("[")[0]
@@ -656,7 +715,7 @@ def _cases() -> list[Case]:
             cases.append(Case(label, mod or "registry", f, kwargs, args, **kw))
 
     for part in (_registry_cases, _verdicts_cases, _claim_cases, _calibrate_cases, _report_cases, _figures_cases,
-                 _notebook_cases, _validation_cases):
+                 _notebook_cases, _validation_cases, _sequential_cases):
         part(add)
     return cases
 
@@ -711,7 +770,8 @@ def test_every_public_callable_is_in_the_table():
     covered = {c.label.split("[")[0].split(".")[0] for c in CASES}
     homes = {"registry": registry, "verdicts": verdicts, "claim": claim, "catalog": catalog, "calibrate": calibrate,
              "report": report, "figures": figures, "notebook": notebook,
-             "validation": validation, "results": results, "context": context}
+             "validation": validation, "results": results, "context": context, "sequential": sequential,
+             "budget": budget}
     missing = {m: sorted(_public(mod) - covered) for m, mod in homes.items() if _public(mod) - covered}
     assert not missing, f"public callables without a fuzz entry: {missing}"
     assert set(verify.__all__) <= covered

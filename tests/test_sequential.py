@@ -6,14 +6,13 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy as np
 import pytest
 
 from conftest import max_false_fails
 from verify.results import Comparison
-from verify.sequential import (judge_look, look_levels, pooled, replicate_seed, replicates_after,
-                               replicates_to_decide, round_of, spend)
-from verify.verdicts import KINDS, judged
+from verify.sequential import (boundaries, judge_look, look_levels, pooled, replicate_seed, replicates_after,
+                               replicates_to_decide, round_of, simulate_optional_stopping, spend)
+from verify.verdicts import judged
 
 N_SEQUENCES = 2000
 LAST_ROUND = 4  # up to 16 replicates per sequence
@@ -82,42 +81,9 @@ def test_replicates_to_decide_follows_the_standard_error():
 
 
 # ------------------------------------------------------------------------------------------ optional stopping
-def _replicate(kind: str, rng: np.random.Generator, t_df: int | None) -> Comparison:
-    """One replicate's comparison at the least favourable truth of its kind (the claim on its boundary)."""
-    if t_df is None:
-        noise, se, df = rng.standard_normal() * 0.01, 0.01, None
-    else:
-        x = rng.standard_normal(t_df + 1) * 0.01 * math.sqrt(t_df + 1)
-        noise, se, df = x.mean(), x.std(ddof=1) / math.sqrt(t_df + 1), float(t_df)
-    if kind == "equivalence":  # true |delta| = margin
-        return Comparison.equivalence("e", 0.0, 0.03 + noise, se, 0.03, df=df)
-    if kind == "direction":  # true delta = 0
-        return Comparison.direction("d", "> 0", noise, se, +1, df=df)
-    if kind == "bound":  # true excess = 0
-        return Comparison.bound("b", "<= 0", noise, se, noise, df=df)
-    return Comparison.consistency("c", 0.0, noise, se, df=df)
-
-
 @functools.lru_cache(maxsize=None)
 def _paths(kind: str, t_df: int | None) -> dict[str, int]:
-    """Of N_SEQUENCES sequences judged after every round up to LAST_ROUND (no stopping): how many reach a FAIL at
-    some look (the count of "continue until FAIL", the adversary of the FAIL rate), a PASS (the adversary of the
-    PASS rate), and a FAIL under the fixed design's levels at every look (what optional stopping breaks)."""
-    rng = np.random.default_rng([KINDS.index(kind), t_df or 0])
-    counts = {"FAIL": 0, "PASS": 0, "naive FAIL": 0}
-    for _ in range(N_SEQUENCES):
-        reps: list = []
-        seen: set[str] = set()
-        for j in range(LAST_ROUND + 1):
-            while len(reps) < replicates_after(j):
-                reps.append([_replicate(kind, rng, t_df)])
-            rows = pooled(reps)
-            seen.add(judge_look(rows, j, ALPHA, ALPHA).verdict)
-            if judged(rows, ALPHA, ALPHA).verdict == "FAIL":
-                seen.add("naive FAIL")
-        for k in counts:
-            counts[k] += k in seen
-    return counts
+    return simulate_optional_stopping(kind, t_df=t_df, n_sequences=N_SEQUENCES, last_round=LAST_ROUND, alpha=ALPHA)
 
 
 @pytest.mark.parametrize("kind,t_df", [("equivalence", None), ("equivalence", 9), ("direction", None),
@@ -141,3 +107,17 @@ def test_the_simulation_detects_optional_stopping_with_fixed_levels():
     fail."""
     counts = _paths("direction", None)
     assert counts["naive FAIL"] > max_false_fails(ALPHA, N_SEQUENCES), counts
+
+
+def test_simulation_arguments_are_checked():
+    with pytest.raises(ValueError, match="kind"):
+        simulate_optional_stopping("exact")
+    with pytest.raises(ValueError):
+        simulate_optional_stopping("direction", n_sequences=0)
+
+
+def test_boundaries_are_in_the_units_of_the_estimate():
+    c = Comparison.direction("gap", "> 0", 0.01, 0.01, +1)
+    assert boundaries(c, 0) == "PASS if > +0.0196, FAIL if < -0.0336"
+    assert boundaries(Comparison.consistency("c", 0.0, 0.1, 0.1), 0) == ""
+    assert "FAIL if > 0.0" in boundaries(Comparison.equivalence("s", 0.0, 0.0, 0.01, 0.03), 3)

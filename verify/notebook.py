@@ -23,14 +23,15 @@ from html import escape
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from theory._validation import ArgumentTypeError, as_int, check_flag
+from theory._validation import ArgumentTypeError, as_float, as_int, check_flag
 from theory._validation import describe as describe_value
 
 from ._preflight import SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available, check_executor
 from .catalog import select
 from .registry import MAX_SEED, PROFILES, CheckContext, CheckResult, exit_status, run_check
 from .report import html_sections, summary_counts
-from .validation import check_n_jobs, path_or_none
+from .sequential import MAX_ROUND
+from .validation import check_int, check_n_jobs, path_or_none
 
 __all__ = ["Run", "run"]
 
@@ -109,7 +110,8 @@ _CSS = (".verify-run .PASS { color: #009E73; font-weight: bold; } .verify-run .F
 
 def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed: int = 0,
         cache_dir: str | os.PathLike | None = DEFAULT_CACHE, jobs: int | None = None, device: str = "cpu",
-        executor: str = "local", scheduler: str | None = None, figures: bool = True, progress: bool = True) -> Run:
+        executor: str = "local", scheduler: str | None = None, figures: bool = True, progress: bool = True,
+        budget: float | None = None, rounds: int | None = None) -> Run:
     """Run the checks of ``ids`` (``None``: every claim and study) and return their judged results.
 
     Parameters
@@ -130,7 +132,10 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
         Draw each claim's figure, into a new temporary directory (``Run.figure_dir``, left for the caller: the
         notebook view reads the figures from there).
     progress : bool
-        Print one line per check as it finishes.
+        Print one line per check as it finishes (per round with ``budget`` / ``rounds``).
+    budget, rounds : float or None, int or None
+        Sequential verdicts, as ``--budget MINUTES`` and ``--rounds N`` (:mod:`verify.budget`): every check at its
+        design, then rounds of replicates on the undecided ones.
 
     Returns
     -------
@@ -148,6 +153,10 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
         if not ids:
             raise ValueError("ids must name at least one claim (None: all of them), got []")
     jobs = (os.cpu_count() or 1) if jobs is None else check_n_jobs(jobs, name="jobs")
+    if budget is not None:
+        budget = as_float("budget", budget, low=0, low_open=True)
+    if rounds is not None:
+        rounds = check_int("rounds", rounds, 0, MAX_ROUND)
     if not isinstance(profile, str) or profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {describe_value(profile)}")
     cache_dir = cache_dir_option(None, profile) if cache_dir == DEFAULT_CACHE else path_or_none(cache_dir)
@@ -167,6 +176,12 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
         raise ValueError(f"ids: {exc}") from None
     figure_dir = Path(tempfile.mkdtemp(prefix="verify-figures-")) if figures else None
     base = dataclasses.replace(base, report_dir=figure_dir)
+    if budget is not None or rounds is not None:
+        from .budget import look_line, run_sequential
+
+        seqs = run_sequential(specs, base, budget_s=None if budget is None else 60.0 * budget, rounds=rounds,
+                              on_look=(lambda s: print(look_line(s), flush=True)) if progress else None)
+        return Run(tuple(s.result() for s in seqs), profile, base.seed, figure_dir)
     results = []
     for spec in specs:
         t0 = time.perf_counter()

@@ -45,14 +45,16 @@ from theory._validation import ArgumentTypeError, as_float
 from theory._validation import describe as _describe
 
 from .results import Comparison
-from .validation import MAX_SEED, check_int
+from .validation import MAX_SEED, check_int, check_items
 from .verdicts import ALPHA_CHECK, ALPHA_PASS, Judgement, judged, z_quantile
 
-__all__ = ["MAX_ROUND", "look_levels", "pooled", "judge_look", "replicate_seed", "replicates_after",
-           "replicates_to_decide", "round_of", "spend"]
+__all__ = ["MAX_REPLICATES", "MAX_ROUND", "boundaries", "look_levels", "pooled", "judge_look", "replicate_seed", "replicates_after",
+           "replicates_to_decide", "round_of", "simulate_optional_stopping", "spend"]
 
 #: the last round a sequence may reach (2^20 replicates: beyond any budget)
 MAX_ROUND = 20
+#: the most replicates of one check (after round MAX_ROUND)
+MAX_REPLICATES = 2 ** MAX_ROUND
 
 
 def spend(j: int) -> float:
@@ -82,7 +84,7 @@ def replicates_after(j: int) -> int:
 
 def round_of(n: int) -> int | None:
     """The round after which a check holds ``n`` replicates (``n = 2^j``), or ``None`` between two looks."""
-    n = check_int("n", n, 1)
+    n = check_int("n", n, 1, MAX_REPLICATES)
     j = n.bit_length() - 1
     return j if n == 1 << j and j <= MAX_ROUND else None
 
@@ -100,7 +102,7 @@ def replicate_seed(seed: int, r: int) -> int:
     True
     """
     seed = check_int("seed", seed, 0, MAX_SEED)
-    r = check_int("r", r, 0)
+    r = check_int("r", r, 0, MAX_REPLICATES - 1)
     if r == 0:
         return seed
     digest = hashlib.sha256(f"replicate|{seed}|{r}".encode()).digest()
@@ -207,8 +209,9 @@ def pooled(replicates: Sequence[Sequence[Comparison]]) -> list[Comparison]:
 def judge_look(comparisons: Sequence[Comparison], j: int, alpha: float = ALPHA_CHECK,
                alpha_pass: float = ALPHA_PASS) -> Judgement:
     """Judge the pooled table at look (round) ``j``: :func:`verify.verdicts.judged` at :func:`look_levels`."""
+    comparisons = check_items("comparisons", comparisons, Comparison, "Comparison objects")
     fail_level, pass_level = look_levels(j, alpha, alpha_pass)
-    return judged(list(comparisons), fail_level, pass_level)
+    return judged(comparisons, fail_level, pass_level)
 
 
 # ------------------------------------------------------------------------------------------ cost to decide
@@ -229,6 +232,38 @@ def _decided_at(c: Comparison, scale: float, fail_level: float, pass_level: floa
     return True
 
 
+def boundaries(c: Comparison, j: int, n_stochastic: int = 1) -> str:
+    """The decision boundaries of ``c`` at look ``j``, in the units of its estimate (progress lines); ``""`` for a
+    comparison that cannot be undecided (exact, bound, consistency) or without its inputs.
+
+    ``n_stochastic`` is the check's number of stochastic rows: the FAIL boundary shown is Bonferroni's (Holm's
+    first step).
+
+    Examples
+    --------
+    >>> boundaries(Comparison.direction("gap", "> 0", 0.01, 0.01, +1), 0)
+    'PASS if > +0.0196, FAIL if < -0.0336'
+    """
+    if not isinstance(c, Comparison):
+        raise ArgumentTypeError(f"c must be a Comparison, got {_describe(c)}")
+    fail_level, pass_level = look_levels(j)
+    n_stochastic = check_int("n_stochastic", n_stochastic, 1, 10**6)
+    a = dict(c.args)
+    se = _num(a.get("se"))
+    if c.kind not in ("equivalence", "direction") or se is None or not math.isfinite(se):
+        return ""
+    z_pass, z_fail = z_quantile(pass_level), z_quantile(fail_level / n_stochastic)
+    if c.kind == "direction":
+        sign, ref = a["sign"], _num(a["reference"])
+        cmp_pass, cmp_fail = (">", "<") if sign > 0 else ("<", ">")
+        return (f"PASS if {cmp_pass} {ref + sign * z_pass * se:+.3g}, "
+                f"FAIL if {cmp_fail} {ref - sign * z_fail * se:+.3g}")
+    m = _num(a["margin"])
+    inner = m - z_pass * se
+    return (f"PASS if |measured - predicted| < {inner:.3g}" if inner > 0 else "PASS out of reach at this SE") + \
+        f", FAIL if > {m + z_fail * se:.3g}"
+
+
 def replicates_to_decide(judgement: Judgement, n: int, alpha: float = ALPHA_CHECK,
                          alpha_pass: float = ALPHA_PASS) -> int | None:
     """Replicates at which the current estimates would decide every undecided comparison (``None``: none within
@@ -239,7 +274,8 @@ def replicates_to_decide(judgement: Judgement, n: int, alpha: float = ALPHA_CHEC
     """
     if not isinstance(judgement, Judgement):
         raise ArgumentTypeError(f"judgement must be a Judgement, got {_describe(judgement)}")
-    n = check_int("n", n, 1)
+    n = check_int("n", n, 1, MAX_REPLICATES)
+    look_levels(0, alpha, alpha_pass)  # checks the levels
     open_rows = [c for c in judgement.comparisons if c.outcome == "INCONCLUSIVE" and c.args]
     if not open_rows:
         return n
@@ -249,3 +285,61 @@ def replicates_to_decide(judgement: Judgement, n: int, alpha: float = ALPHA_CHEC
         if all(_decided_at(c, 2 ** j / n, fail_level / m, pass_level) for c in open_rows):
             return 2 ** j
     return None
+
+
+# ------------------------------------------------------------------------------------------ error rates, simulated
+def _boundary_replicate(kind: str, rng: Any, t_df: int | None) -> Comparison:
+    """One replicate's comparison with the claim on its boundary (the least favourable truth of its kind), SE 0.01:
+    normal, or the mean of ``t_df + 1`` draws with its estimated SE (``t_df`` degrees of freedom)."""
+    if t_df is None:
+        noise, se, df = float(rng.standard_normal()) * 0.01, 0.01, None
+    else:
+        x = rng.standard_normal(t_df + 1) * 0.01 * math.sqrt(t_df + 1)
+        noise, se, df = float(x.mean()), float(x.std(ddof=1)) / math.sqrt(t_df + 1), float(t_df)
+    if kind == "equivalence":  # true |delta| = margin
+        return Comparison.equivalence("e", 0.0, 0.03 + noise, se, 0.03, df=df)
+    if kind == "direction":  # true delta = 0
+        return Comparison.direction("d", "> 0", noise, se, +1, df=df)
+    if kind == "bound":  # true excess = 0
+        return Comparison.bound("b", "<= 0", noise, se, noise, df=df)
+    return Comparison.consistency("c", 0.0, noise, se, df=df)
+
+
+def simulate_optional_stopping(kind: str, *, t_df: int | None = None, n_sequences: int = 2000, last_round: int = 4,
+                               alpha: float = 0.05, seed: int = 0) -> dict[str, int]:
+    """Error counts of the sequential rule under optional stopping, simulated with the real pooling and judging.
+
+    ``n_sequences`` sequences of one ``kind`` of comparison with the claim on its boundary are judged after every
+    round up to ``last_round`` (``2^last_round`` replicates) at FAIL and PASS levels ``alpha`` (spent over the
+    rounds).  Returns how many sequences reach ``"FAIL"`` at some look (the outcome of "continue until FAIL", the
+    adversary of the false-FAIL rate), ``"PASS"`` (of "continue until PASS": a false PASS, for equivalence and
+    direction claims on their boundary), and ``"naive FAIL"``: a FAIL when every look is judged at the fixed
+    design's level ``alpha`` (what optional stopping inflates).  Each count over ``n_sequences`` estimates a rate.
+    """
+    import numpy as np
+
+    from .verdicts import KINDS
+
+    if kind not in KINDS or kind == "exact":
+        raise ValueError(f"kind must be one of {KINDS[1:]}, got {kind!r}")
+    if t_df is not None:
+        t_df = check_int("t_df", t_df, 1, 10**6)
+    n_sequences = check_int("n_sequences", n_sequences, 1, 10**7)
+    last_round = check_int("last_round", last_round, 0, 12)
+    alpha = as_float("alpha", alpha, low=0, high=1, low_open=True, high_open=True)
+    seed = check_int("seed", seed, 0, MAX_SEED)
+    rng = np.random.default_rng([seed, KINDS.index(kind), t_df or 0])
+    counts = {"FAIL": 0, "PASS": 0, "naive FAIL": 0}
+    for _ in range(n_sequences):
+        reps: list = []
+        seen: set[str] = set()
+        for j in range(last_round + 1):
+            while len(reps) < replicates_after(j):
+                reps.append([_boundary_replicate(kind, rng, t_df)])
+            rows = pooled(reps)
+            seen.add(judge_look(rows, j, alpha, alpha).verdict)
+            if judged(rows, alpha, alpha).verdict == "FAIL":
+                seen.add("naive FAIL")
+        for k in counts:
+            counts[k] += k in seen
+    return counts
