@@ -149,3 +149,15 @@ def test_calibrate_with_rounds_records_the_sequential_runs(monkeypatch, tmp_path
     assert rec["mode"] == {"budget_s": None, "rounds": 1} and rec["sequential"]["replicates"] in (1, 2)
     md = (out / "calibration.md").read_text()
     assert "## Sequential verdicts" in md and "| A1 | 3/3 |" in md
+
+
+def test_sd_se_of_seeds_with_different_replicates_is_about_one():
+    """A sequential calibration pools 1 or 2 replicates per seed: the SD/SE ratio (Birge's) stays about 1 for a
+    large true effect, where the SD of z = d / SE would mix the two sample sizes."""
+    from verify.calibrate import _birge_ratio
+
+    rng = np.random.default_rng(5)
+    se = np.where(rng.random(3000) < 0.2, 0.01 / np.sqrt(2), 0.01)
+    d = 0.15 + se * rng.standard_normal(se.size)
+    assert 0.95 < _birge_ratio(d, se) < 1.05
+    assert np.std(d / se, ddof=1) > 2  # the SD of z mixes the two sample sizes (about 2.7 here)

@@ -138,6 +138,15 @@ def _record(res: CheckResult, seed: int) -> dict:
             "error": res.error, "comparisons": [c.to_json() for c in res.comparisons]}
 
 
+def _birge_ratio(d: np.ndarray, se: np.ndarray) -> float:
+    """SD/SE of estimates with different standard errors (a sequential calibration's seeds pool different numbers
+    of replicates): ``sqrt(sum ((d - d_w) / se)^2 / (n - 1))`` about the inverse-variance mean ``d_w``; the plain
+    ratio when the SEs are equal."""
+    w = 1.0 / se**2
+    centre = float(np.sum(w * d) / np.sum(w))
+    return float(np.sqrt(np.sum(((d - centre) / se) ** 2) / (d.size - 1)))
+
+
 def _mixed_replicates(records: Sequence[dict]) -> bool:
     """Whether the records pool different numbers of replicates (a sequential calibration)."""
     return len({(r.get("sequential") or {}).get("replicates", 1) for r in records}) > 1
@@ -219,8 +228,7 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
             se = np.array(s)
             if not np.all(se > 0):
                 continue
-            # a sequential calibration's seeds pool different numbers of replicates: the SD of z = d / SE then
-            ratio = float(np.std(d / se, ddof=1) if _mixed_replicates(records) else np.std(d, ddof=1) / np.mean(se))
+            ratio = _birge_ratio(d, se) if _mixed_replicates(records) else float(np.std(d, ddof=1) / np.mean(se))
             ratios.append(ratio)
             if i == head_idx:
                 mean_z = float(np.mean(d / se))
