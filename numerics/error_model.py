@@ -42,7 +42,7 @@ from theory._validation import (
 )
 
 from .ips import IPSModel, _bilinear
-from .threads import _torch_numeric_errors
+from .threads import torch_numeric_errors
 
 __all__ = ["RANGE_Q", "predict_error", "predict_log_error", "predicted_curve", "population_range"]
 
@@ -238,7 +238,7 @@ def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pair
     as_int("seed", seed, 0, MAX_SEED)
     with_A = check_flag("with_A", with_A)
     _check_prediction_memory(model, K, s, n_pop, n_pairs, with_A)
-    with _torch_numeric_errors("predict_error", K=K, s=s, n_pop=n_pop, n_pairs=n_pairs, seed=seed):
+    with torch_numeric_errors("predict_error", K=K, s=s, n_pop=n_pop, n_pairs=n_pairs, seed=seed):
         out = _predict(model, K, s, n_pop, n_pairs, seed, with_A)
     finite_result("predict_error", list(out.values()), K=K, s=s, n_pop=n_pop, n_pairs=n_pairs, seed=seed)
     return out
@@ -496,7 +496,7 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
     check_array_memory(f"M, K, s, n_eval ({M} samples, {K * (s + 1) + q} features, {n_eval} pairs)",
                        M * model.N * (model.N + model.d) + (rows + n_eval) * (K * (s + 1) + q + model.d), 8)
     draws = []
-    with _torch_numeric_errors("predict_log_error", K=K, s=s, M=M, seed=seed):
+    with torch_numeric_errors("predict_log_error", K=K, s=s, M=M, seed=seed):
         while len(draws) < max_designs:
             X = model.sample_tokens(M, np.random.default_rng([seed, 13, len(draws)]))
             # fresh evaluation pairs with every design: their Monte Carlo error is then part of the draws' spread
