@@ -1,42 +1,31 @@
 """Paper B's Monte Carlo plumbing: argument checks, samples, trial seeds and batches (numerics.rmt's machinery).
 
-Every trial has its own seed spawned from one numpy.random.SeedSequence, and trials run in batches sized to the
-memory budget, so results do not depend on the batch size or on n_jobs.  Private: :mod:`numerics.rmt` and
-:mod:`numerics.softmax` use it; :func:`sample_signal_plus_noise` is public as numerics.rmt.sample_signal_plus_noise.
+Every trial has its own seed spawned from one ``numpy.random.SeedSequence``, and trials run in batches sized to the
+memory budget, so results do not depend on the batch size or on ``n_jobs``.  Private: :mod:`numerics.rmt` and
+:mod:`numerics.softmax` use it; :func:`sample_signal_plus_noise` is public as
+``numerics.rmt.sample_signal_plus_noise``.
 """
 
 from __future__ import annotations
+
 import math
 from typing import Any, Callable, Sequence
+
 import numpy as np
 import torch
-from theory._validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    as_int,
-    check_array_memory,
-    check_choice,
-    check_flag,
-    describe,
-)
+
+from theory._validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
+                                check_flag, describe)
+
 from .threads import check_device, check_n_jobs, thread_map
 
 
 ArrayLike = Any
-
-
 DIAGONAL_MODES = ("removed", "kept")
-
-
 #: seeds are integers in ``[0, MAX_SEED]``
 MAX_SEED = 2**63 - 1
-
-
 #: memory of one trial's seed (a spawned ``numpy.random.SeedSequence``, measured: about 380 bytes)
 SEED_BYTES = 512
-
-
 #: largest ``batch_size`` of the Monte Carlo (a larger batch than ``n_trials`` is one batch)
 MAX_BATCH = 2**31 - 1
 

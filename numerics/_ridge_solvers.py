@@ -44,12 +44,8 @@ def eigh(G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 #: Cholesky vs 0.34 s eigh, 8: 0.29 vs 0.33, 12: 0.48 vs 0.34; m = 1024 (p=2048, n=1024): 8: 0.34 vs 0.49,
 #: 12: 0.34 vs 0.32; m = 512: 8: 0.047 vs 0.050, 12: 0.065 vs 0.050.  Crossover between 8 and 12.
 CHOLESKY_MAX_GAMMAS = 8
-
-
 #: blocks of at least this many rows make a Gram matrix's lower block triangle worth forming (below, one product)
 GRAM_BLOCK_ROWS = 256
-
-
 #: at most this many row blocks (k blocks cost (k + 1) / (2 k) of the full product)
 GRAM_MAX_BLOCKS = 8
 

@@ -101,15 +101,8 @@ from ._validation import (
 from ._jets import Jet
 from .activations import check_activation
 from .implicit import MAX_TAYLOR_ORDER, null_system_taylor, refine_quadrature
-from .null_system import (
-    _C_RANGE,
-    _GAMMA_RANGE,
-    _KERNEL_CONSTANT_MAX,
-    _check_grid,
-    _diagonal_constant,
-    _solver_options,
-    gram_law_quadrature,
-)
+from ._solver_domain import C_RANGE, GAMMA_RANGE, KERNEL_CONSTANT_MAX, check_grid, checked_solver_options
+from .null_system import diagonal_constant, gram_law_quadrature
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
 from .symbols import a1 as _a1
 from .symbols import c as _c
@@ -465,7 +458,7 @@ class StructuredSolution:
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        g = as_array("gamma", self.gamma, ndim=1, low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1])
+        g = as_array("gamma", self.gamma, ndim=1, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
         for name in ("error", "yQy", "null_error", "delta", "delta_t", "kappa", "residual", "quadrature_change"):
             v = as_array(name, getattr(self, name), ndim=1)
             if v.shape != g.shape:
@@ -504,12 +497,12 @@ def _dict_constants(activation: dict, diagonal: Any) -> tuple[float, float, floa
     if unknown or not {"a1", "sf2"} <= set(activation):
         raise ValueError("activation given as a dict needs keys 'a1' and 'sf2' (and optionally 'd0'), got keys "
                          f"{sorted(map(str, activation))}")
-    k = _KERNEL_CONSTANT_MAX
+    k = KERNEL_CONSTANT_MAX
     a1 = as_float("activation['a1']", activation["a1"], low=-k, high=k)
     sf2 = as_float("activation['sf2']", activation["sf2"], low=0, high=k * k)
     if "d0" not in activation:
-        return a1, sf2, _diagonal_constant(diagonal, _refuse_kept)
-    _diagonal_constant(diagonal, lambda: 0.0)  # checked; the dict's d0 is used whatever the diagonal
+        return a1, sf2, diagonal_constant(diagonal, _refuse_kept)
+    diagonal_constant(diagonal, lambda: 0.0)  # checked; the dict's d0 is used whatever the diagonal
     return a1, sf2, as_float("activation['d0']", activation["d0"], low=-k, high=k)
 
 
@@ -552,11 +545,11 @@ def _null_solutions_memo(gam_bytes: bytes, shape: tuple, c: float, a1: float, sf
 
 def _denominator_polys(g: float, c: float, a1: float, sf2: float, d0: float, nul: np.ndarray):
     """Ascending coefficients (in ``l``) of ``D(l)`` and of its total ``gamma``-derivative ``D_gamma(l)``."""
-    from .null_system import _null_denominator
+    from .null_system import null_denominator
 
     dl, dt, kp, ddl, ddt, dkp = nul[:6]
     e, de = d0 - a1 - kp, -dkp  # A(l) - kappa = a1 l + e
-    D = _null_denominator(g, c, a1, sf2, d0, dl, dt, kp)
+    D = null_denominator(g, c, a1, sf2, d0, dl, dt, kp)
     Dg = np.array([
         (1 + dl) + g * ddl,
         sf2 * ((1 + dl) * dt + g * ddl * dt + g * (1 + dl) * ddt) + 2 * c * e * de,
@@ -718,7 +711,7 @@ def _woodbury_direct(T, dT, m, Gam, C, A):
 
 def _validate_common(c: Any, snr: Any) -> tuple[float, float]:
     """``(float(c), float(snr))`` in the solver domain: ``c`` in ``[1e-4, 1e4]``, ``snr`` in ``[0, 1e8]``."""
-    c = as_float("c", c, low=_C_RANGE[0], high=_C_RANGE[1])
+    c = as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
     snr = as_float("snr", snr, low=0, high=_SNR_MAX)
     return c, snr
 
@@ -809,9 +802,9 @@ def _validate_solver_options(gamma: Any, system: str, method: str, n_nodes: int,
 
     ``max_iter``, when not None, replaces ``maxiter``; the rules are those of the null solver.
     """
-    system, method, n_nodes, tol, maxiter = _solver_options(system, method, n_nodes, tol, maxiter, max_iter)
-    gam = np.atleast_1d(as_array("gamma", gamma, ndim=(0, 1), low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1]))
-    _check_grid("gamma", gam.size)
+    system, method, n_nodes, tol, maxiter = checked_solver_options(system, method, n_nodes, tol, maxiter, max_iter)
+    gam = np.atleast_1d(as_array("gamma", gamma, ndim=(0, 1), low=GAMMA_RANGE[0], high=GAMMA_RANGE[1]))
+    check_grid("gamma", gam.size)
     return maxiter, system, gam
 
 
@@ -911,7 +904,7 @@ def _symbolic_structured_error(gamma: Any, c: Any, activation: Any, snr: Any, w_
                                solver_options: dict[str, Any]) -> Any:
     """:func:`structured_attention_error` of a symbolic ``gamma`` or ``c``: every other argument checked as on the
     numeric path (:func:`structured_attention_solve`), then the :class:`theory.symbolic.NumericFunction`."""
-    g, cc = symbolic_arguments(gamma, c, _C_RANGE)
+    g, cc = symbolic_arguments(gamma, c, C_RANGE)
     _check_structured_options(snr, w_k, w_q, activation, diagonal, solver_options)
     act, options = _hashable(activation), {k: _hashable(v) for k, v in sorted(solver_options.items())}
     fixed = [(None, act), (None, snr)]
@@ -1034,7 +1027,7 @@ def structured_attention_error_taylor(
     True
     """
     c, snr = _validate_common(c, snr)
-    g0 = as_float("gamma", gamma, low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1])
+    g0 = as_float("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     maxiter, system, _ = _validate_solver_options(g0, system, method, n_nodes, tol, maxiter, max_iter)
     check_flag("check_quadrature", check_quadrature)
     order = as_int("order", order, low=0, high=MAX_TAYLOR_ORDER - 1)
