@@ -97,16 +97,16 @@ from theory._validation import ArgumentTypeError, as_array, as_float, check_flag
 from . import _piecewise as pw
 from ._estimator_base import (DEPRECATED, ConvergenceWarning, InteractionEstimator, check_count, check_nonnegative,
                               check_positive, check_random_state_param, resolve_seed_alias, warn_seed_alias)
-from ._estimator_base import _check_XY as _check_XY_base
-from ._estimator_base import _numeric_array
+from ._estimator_base import check_XY as _check_XY_base
+from ._estimator_base import numeric_array
 from .ips import check_random_state
 from .threads import check_device, check_n_jobs, torch_threads
 
 __all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning"]
 
 
-def _check_XY(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``(X, Y)`` checked for a fit: ``M >= 2`` samples (see :func:`numerics._estimator_base._check_XY`)."""
+def check_XY(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, Y)`` checked for a fit: ``M >= 2`` samples (see :func:`numerics._estimator_base.check_XY`)."""
     if Y is None:
         raise ArgumentTypeError("Y must be an array of finite real numbers of shape (M, N), got None")
     return _check_XY_base(X, Y, min_samples=2)
@@ -442,17 +442,17 @@ class _StartBook:
 
 def _check_XY_many(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
     """``X`` ``(R, M, N, d)`` and ``Y`` ``(R, M, N)`` for :meth:`PairwiseInteractionEstimator.fit_many`: ``R >= 1``
-    data sets of ``M >= 2`` samples, each as :func:`_check_XY` wants it."""
+    data sets of ``M >= 2`` samples, each as :func:`check_XY` wants it."""
     if Y is None:
         raise ArgumentTypeError("Y must be an array of finite real numbers of shape (R, M, N), got None")
-    X, Y = _numeric_array("X", X), _numeric_array("Y", Y)
+    X, Y = numeric_array("X", X), numeric_array("Y", Y)
     if X.ndim != 4 or X.shape[0] < 1 or X.shape[1] < 2:
         raise ValueError(f"X must have shape (R, M, N, d) with R >= 1 data sets of M >= 2 samples, got shape "
                          f"{X.shape}")
     R, M, N, d = X.shape
     if Y.shape != (R, M, N):
         raise ValueError(f"Y must have shape (R, M, N) = {(R, M, N)} matching X, got {Y.shape}")
-    X, Y = _check_XY(X.reshape(R * M, N, d), Y.reshape(R * M, N))
+    X, Y = check_XY(X.reshape(R * M, N, d), Y.reshape(R * M, N))
     return X.reshape(R, M, N, d), Y.reshape(R, M, N)
 
 
@@ -460,7 +460,7 @@ def _replicate_matrices(A: Any, R: int) -> list | None:
     """``A`` of :meth:`PairwiseInteractionEstimator.fit_many` as ``R`` matrices (each checked by the fit)."""
     if A is None:
         return None
-    A = _numeric_array("A", A)
+    A = numeric_array("A", A)
     if A.ndim == 2:
         return [A] * R
     if A.ndim == 3 and A.shape[0] == R:
@@ -1178,7 +1178,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         self._cfg = self._checked_params()  # the parameters as set now (set_params), converted
         with torch_threads(self._cfg.num_threads):
             t0 = time.perf_counter()
-            X, Y = _check_XY(X, Y)
+            X, Y = check_XY(X, Y)
             (result,) = self._fit_batch(X[None], Y[None], None if A is None else [A], A_init,
                                         [self._cfg.random_state])
             if not result.converged:
