@@ -48,7 +48,8 @@ from theory._validation import as_array, as_float, check_choice, check_flag, fin
 from theory.softmax import BETA_MAX, softmax_gamma_scale
 
 from ._mc import (as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_label_average,
-                  check_mc_arguments, check_spike_list, check_spikes, draw_batch, mc_batch_size, run_trials, spike_outer)
+                  check_mc_arguments, check_spike_list, check_spikes, draw_batch, mc_batch_size, run_trials,
+                  spike_outer)
 from ._ridge_solvers import errors_batch, feature_basis, gram
 from .threads import torch_numeric_errors as _numeric
 

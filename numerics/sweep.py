@@ -37,8 +37,8 @@ import numpy as np
 
 from numerics.malloc import apply_inherited
 from theory._validation import ArgumentTypeError, as_int, check_choice, describe
-from ._cache_files import (CacheIntegrityWarning, CacheWriteWarning, cache_path, cache_read, cache_unwritable, cache_write,
-                           cell_lock, lock_path, result_checksum)
+from ._cache_files import (CacheIntegrityWarning, CacheWriteWarning, cache_path, cache_read, cache_unwritable,
+                           cache_write, cell_lock, lock_path, result_checksum)
 from ._cache_keys import MAX_SEED, cache_key, cell_seed, check_seed, check_text, qualname, source_version, to_jsonable
 
 __all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
