@@ -249,25 +249,11 @@ def _softmax_batch(
     return out
 
 
-def softmax_error_mc(
-    n: int,
-    p: int,
-    snr: float,
-    gammas: ArrayLike,
-    n_trials: int,
-    seed: int,
-    betas: ArrayLike,
-    spikes: Sequence[tuple[ArrayLike | None, ArrayLike | None]] = ((None, None),),
-    entrywise: bool = True,
-    ridge: bool = True,
-    diagonal: str = "removed",
-    normalise: str = "keys",
-    labels: str = "balanced",
-    label_average: bool = False,
-    n_jobs: int = 1,
-    batch_size: int | None = None,
-    device: str = "cpu",
-) -> dict[str, np.ndarray]:
+def softmax_error_mc(n: int, p: int, snr: float, gammas: ArrayLike, n_trials: int, seed: int, betas: ArrayLike,
+                     spikes: Sequence[tuple[ArrayLike | None, ArrayLike | None]] = ((None, None),),
+                     entrywise: bool = True, ridge: bool = True, diagonal: str = "removed", normalise: str = "keys",
+                     labels: str = "balanced", label_average: bool = False, n_jobs: int = 1,
+                     batch_size: int | None = None, device: str = "cpu") -> dict[str, np.ndarray]:
     """Per-trial ``E(gamma)`` of softmax attention, paper B's entrywise exponential kernel and ridge, paired draws.
 
     Parameters

@@ -4,6 +4,20 @@
 :mod:`theory.null_system` (derivation there) and hands signal or attention spikes to
 :mod:`theory.structured` (the project's own finite-rank derivation).  The null system's public names are
 re-exported here, where earlier releases defined them.
+
+A symbolic ``gamma`` (or ``c``) gives a sympy function of them, evaluated, differentiated and plotted by sympy:
+
+>>> import sympy as sp
+>>> from theory.symbols import gamma
+>>> E = attention_error(gamma, 2, "tanh")
+>>> E
+attention_error(gamma, 2, 'tanh')
+>>> E.subs(gamma, 0.01) == attention_error(0.01, 2, "tanh")
+True
+>>> round(float(sp.diff(E, gamma).subs(gamma, 0.1)), 4)
+1.6232
+>>> sp.lambdify(gamma, E)([0.01, 0.1]).round(4)
+array([0.0856, 0.3147])
 """
 
 from __future__ import annotations
@@ -42,17 +56,8 @@ __all__ = ["attention_error", "attention_error_taylor", "attention_small_gamma_l
 
 
 # --------------------------------------------------------------------------- public error
-def attention_error(
-    gamma: Any,
-    c: float,
-    activation: ActivationLike,
-    snr: float = 0.0,
-    w_k: Any = None,
-    w_q: Any = None,
-    diagonal: Any = "removed",
-    spike: Any = None,
-    **solver_options: Any,
-) -> Any:
+def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float = 0.0, w_k: Any = None,
+                    w_q: Any = None, diagonal: Any = "removed", spike: Any = None, **solver_options: Any) -> Any:
     """Limiting interpolation error ``E_A(gamma)`` of nonlinear attention.
 
     Parameters
@@ -104,19 +109,7 @@ def attention_error(
     >>> bool(attention_error(0.1, 2.0, "tanh", snr=1.0, spike=(4.0, "aligned")) < attention_error(0.1, 2.0, "tanh", snr=1.0))
     True
 
-    Symbolic ``gamma``:
-
-    >>> import sympy as sp
-    >>> from theory.symbols import gamma
-    >>> E = attention_error(gamma, 2, "tanh")
-    >>> E
-    attention_error(gamma, 2, 'tanh')
-    >>> E.subs(gamma, 0.01) == attention_error(0.01, 2, "tanh")
-    True
-    >>> round(float(sp.diff(E, gamma).subs(gamma, 0.1)), 4)
-    1.6232
-    >>> sp.lambdify(gamma, E)([0.01, 0.1]).round(4)
-    array([0.0856, 0.3147])
+    A symbolic ``gamma``: the module docstring.
     """
     if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
         return _symbolic_attention_error(gamma, c, activation, snr, w_k, w_q, diagonal, spike, solver_options)
