@@ -30,7 +30,7 @@ Two measurements, in one process:
    against the same fit with dense products (the private switch ``_design_mode = "dense"``), same data,
    ``d = 5`` (quick: ``M = 16000``; full: also ``M = 102556``): the time ratio.
 5. **Bilinear forms** ``x^T A y`` at ``d = 30`` over ``2^18`` pairs (the truth's inner products in sampling and
-   the L2 error, the error model's): :func:`numerics.ips._bilinear` against the three-operand ``einsum`` it
+   the L2 error, the error model's): :func:`numerics.ips.bilinear_forms` against the three-operand ``einsum`` it
    replaced (numpy's unblocked loop), best of 3, with their largest relative difference.
 
 Configuration (stated in the returned dict): ``IPSModel(d=30, N=5, rank=1, truth="bspline", degree=3,
@@ -207,15 +207,15 @@ def time_vs_M(cfg: dict, seed: int = 0) -> dict:
 
 def bilinear_forms(n_pairs: int = 2**18, d: int = 30, seed: int = 0, repeats: int = 3) -> dict:
     """``x^T A y`` over ``n_pairs`` pairs (the truth's and the error model's inner products): the project's
-    :func:`numerics.ips._bilinear` (one BLAS product, then a row-wise dot) vs the three-operand ``einsum`` it
+    :func:`numerics.ips.bilinear_forms` (one BLAS product, then a row-wise dot) vs the three-operand ``einsum`` it
     replaced, best of ``repeats``, with their largest relative difference."""
-    from numerics.ips import _bilinear
+    from numerics.ips import bilinear_forms
 
     from .interpolation import _best_time
 
     g = np.random.default_rng(seed)
     x, y, A = g.uniform(-1, 1, (n_pairs, d)), g.uniform(-1, 1, (n_pairs, d)), g.standard_normal((d, d))
-    t_new, u_new = _best_time(lambda: _bilinear(x, A, y), repeats)
+    t_new, u_new = _best_time(lambda: bilinear_forms(x, A, y), repeats)
     t_old, u_old = _best_time(lambda: np.einsum("nk,kl,nl->n", x, A, y), repeats)
     return dict(n_pairs=n_pairs, d=d, time_project_s=t_new, time_einsum_s=t_old, speedup=t_old / t_new,
                 max_rel_diff=float(np.max(np.abs(u_new - u_old)) / np.max(np.abs(u_old))))

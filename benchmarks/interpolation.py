@@ -16,7 +16,7 @@ path the checks take (tridiagonal from 3 gammas on at this size) against the per
 ``(gamma grid, c)`` shared by every ``snr`` and spike (:mod:`theory.structured`'s memo) against a solve per call.
 
 The baselines' LAPACK calls (solve, Cholesky, eigh) use the same thread policy as the fast path's
-(single-threaded, see ``numerics.rmt._SINGLE_THREAD_EIGH_MAX``); matrix products use torch's default threads
+(single-threaded, see ``numerics._ridge_solvers.SINGLE_THREAD_EIGH_MAX``); matrix products use torch's default threads
 everywhere.  Also reported: achieved GFLOP/s of the feature products (``X^T X``, ``X K``) and of the Gram product,
 against a plain matmul of the same shapes timed in the same run.
 
@@ -68,12 +68,13 @@ def _fast_trial(n: int, p: int, n_gammas: int, seed: int) -> Callable[[], torch.
 
 def _fast_path(X: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor, f: Any) -> Callable[[], torch.Tensor]:
     """The fast path on a fixed draw: features + one Gram + one factorisation + all gammas (a closure to time)."""
-    from numerics.rmt import _errors_batch, _kernel_batch
+    from numerics._ridge_solvers import errors_batch
+    from numerics.rmt import _kernel_batch
 
     def fast() -> torch.Tensor:
         Kb = _kernel_batch(X.unsqueeze(0), f, None, None, "removed")
         Ph = X.unsqueeze(0) @ Kb
-        return _errors_batch(Ph, y.unsqueeze(0), gammas)[0]
+        return errors_batch(Ph, y.unsqueeze(0), gammas)[0]
 
     return fast
 
@@ -212,17 +213,11 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
     n, p, n_gammas : int
         Sizes (defaults: the benchmark's 2048, 512, 50).
     """
-    from numerics.rmt import (
-        _SINGLE_THREAD_EIGH_MAX,
-        _errors_batch,
-        _errors_eigh,
-        _kernel_batch,
-        resolve_activation,
-        sample_signal_plus_noise,
-    )
+    from numerics._ridge_solvers import SINGLE_THREAD_EIGH_MAX, errors_batch, errors_eigh
+    from numerics.rmt import _kernel_batch, resolve_activation, sample_signal_plus_noise
 
     # the baselines' LAPACK calls follow the fast path's thread policy (single-threaded up to this size)
-    lapack_threads = 1 if p <= _SINGLE_THREAD_EIGH_MAX else None
+    lapack_threads = 1 if p <= SINGLE_THREAD_EIGH_MAX else None
 
     reps = 2 if quick else 3
     reps_products = 3
@@ -240,10 +235,10 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
 
     # fast path: features + one Gram + one eigh + all gammas
     t_fast, e_fast = _best_time(_fast_path(X, y, gammas, f), reps)
-    t_err_only, _ = _best_time(lambda: _errors_batch(Phi.unsqueeze(0), y.unsqueeze(0), gammas)[0], reps)
+    t_err_only, _ = _best_time(lambda: errors_batch(Phi.unsqueeze(0), y.unsqueeze(0), gammas)[0], reps)
     t_naive, e_naive = _best_time(lambda: _naive_errors(Phi, y, gammas, lapack_threads), reps)
     t_cached, e_cached = _best_time(lambda: _cached_cholesky_errors(Phi, y, gammas, lapack_threads), reps)
-    t_eigh, e_eigh = _best_time(lambda: _errors_eigh(Phi.unsqueeze(0), y.unsqueeze(0), gammas)[0], reps)
+    t_eigh, e_eigh = _best_time(lambda: errors_eigh(Phi.unsqueeze(0), y.unsqueeze(0), gammas)[0], reps)
     t_plain = _plain_matmul_times(n, p, reps_products)  # same run, same threads
     return {
         "n": n,
@@ -272,14 +267,15 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
 
 def _check_grid(seed: int, reps: int, n: int = 2048, p: int = 1024) -> dict[str, Any]:
     """B7's largest cell (``p = 1024``, ``n = 2048``, 5 gammas): the checks' path vs per-gamma Cholesky solves."""
-    from numerics.rmt import _errors_batch, _errors_cholesky, attention_features, sample_signal_plus_noise
+    from numerics._ridge_solvers import errors_batch, errors_cholesky
+    from numerics.rmt import attention_features, sample_signal_plus_noise
 
     X, y_np, _ = sample_signal_plus_noise(n, p, 1.0, np.random.default_rng(seed))
     Phi = torch.from_numpy(attention_features(X, "tanh")).unsqueeze(0)
     y = torch.from_numpy(y_np).unsqueeze(0)
     gammas = torch.tensor([1e-3, 1e-2, 1e-1, 1.0, 10.0], dtype=torch.float64)
-    t_path, e_path = _best_time(lambda: _errors_batch(Phi, y, gammas), reps)
-    t_chol, e_chol = _best_time(lambda: _errors_cholesky(Phi, y, gammas), reps)
+    t_path, e_path = _best_time(lambda: errors_batch(Phi, y, gammas), reps)
+    t_chol, e_chol = _best_time(lambda: errors_cholesky(Phi, y, gammas), reps)
     return {"n": n, "p": p, "n_gammas": 5, "time_checks_path_s": t_path, "time_cholesky_s": t_chol,
             "speedup_vs_cholesky": t_chol / t_path, "max_rel_diff": _max_rel_diff(e_path, e_chol)}
 
@@ -287,20 +283,21 @@ def _check_grid(seed: int, reps: int, n: int = 2048, p: int = 1024) -> dict[str,
 def feature_basis(n: int = 1024, p: int = 2048, models: int = 6, reps: int = 2, seed: int = 0) -> dict[str, Any]:
     """Errors of ``models`` kernels on one draw with ``p > n`` (B8's ``c = 2`` cells: two betas x two spikes,
     entrywise and softmax, use six): features ``X K`` (p x n) against ``R K`` (n x n, ``R^T R = X^T X``, one
-    Cholesky factorisation for the draw; :func:`numerics.rmt._feature_basis`), same process, best of ``reps``;
+    Cholesky factorisation for the draw; :func:`numerics._ridge_solvers.feature_basis`), same process, best of ``reps``;
     and the largest relative difference of the errors."""
-    from numerics.rmt import _errors_batch, _feature_basis, _gram, _kernel_batch, resolve_activation
+    from numerics._ridge_solvers import errors_batch, feature_basis, gram
+    from numerics.rmt import _kernel_batch, resolve_activation
     from numerics.rmt import sample_signal_plus_noise
 
     X_np, y_np, _ = sample_signal_plus_noise(n, p, 1.0, np.random.default_rng(seed))
     X, y = torch.from_numpy(X_np).unsqueeze(0), torch.from_numpy(y_np).unsqueeze(0)
     gammas = torch.tensor([1e-2, 1e-1, 1.0], dtype=torch.float64)
     K = _kernel_batch(X, resolve_activation("tanh"), None, None, "removed")
-    S0 = _gram(X.transpose(-1, -2))
+    S0 = gram(X.transpose(-1, -2))
 
     def errors(basis: bool) -> torch.Tensor:
-        B = _feature_basis(X, S0) if basis else X
-        return torch.stack([_errors_batch(B @ (K * (1 + 0.1 * m)), y, gammas) for m in range(models)])
+        B = feature_basis(X, S0) if basis else X
+        return torch.stack([errors_batch(B @ (K * (1 + 0.1 * m)), y, gammas) for m in range(models)])
 
     t_plain, e_plain = _best_time(lambda: errors(False), reps)
     t_basis, e_basis = _best_time(lambda: errors(True), reps)

@@ -2,7 +2,7 @@
 
 :class:`numerics.PairwiseInteractionEstimator` (the project's estimator) and
 :class:`numerics.baseline.PaperStyleEstimator` (the paper's pipeline) both derive from
-:class:`InteractionEstimator`: one data check (:func:`_check_XY`), one fitted-state check and one Monte
+:class:`InteractionEstimator`: one data check (:func:`check_XY`), one fitted-state check and one Monte
 Carlo ``L2(rho)`` error with the same argument names (``model, n_pairs, rng``), so a caller (benchmarks,
 checks) can swap one for the other.
 
@@ -51,7 +51,7 @@ def check_nonnegative(name: str, value: Any) -> Any:
 MAX_SEED = 2**63 - 1
 
 
-def _numeric_array(name: str, value: Any) -> np.ndarray:
+def numeric_array(name: str, value: Any) -> np.ndarray:
     """``np.asarray(value, dtype=float64)`` of an array-like of real numbers; other types refused by name."""
     if value is None or isinstance(value, (str, bytes, bool, np.bool_, dict, set)):
         raise ArgumentTypeError(f"{name} must be an array of finite real numbers, got {describe(value)} of type "
@@ -78,7 +78,7 @@ class ConvergenceWarning(UserWarning):
     """The optimiser stopped on its iteration cap before its tolerances were met."""
 
 
-def _check_XY(X: Any, Y: Any | None = None, min_samples: int = 1) -> tuple[np.ndarray, np.ndarray | None]:
+def check_XY(X: Any, Y: Any | None = None, min_samples: int = 1) -> tuple[np.ndarray, np.ndarray | None]:
     """``X`` of shape ``(M, N, d)`` and ``Y`` of shape ``(M, N)`` as finite float64 arrays.
 
     Parameters
@@ -99,7 +99,7 @@ def _check_XY(X: Any, Y: Any | None = None, min_samples: int = 1) -> tuple[np.nd
     ValueError
         A wrong shape or a non-finite entry (the message names ``X`` or ``Y``).
     """
-    X = _numeric_array("X", X)
+    X = numeric_array("X", X)
     if X.ndim != 3:
         raise ValueError(f"X must have shape (M, N, d), got shape {X.shape}")
     M, N, d = X.shape
@@ -111,7 +111,7 @@ def _check_XY(X: Any, Y: Any | None = None, min_samples: int = 1) -> tuple[np.nd
         raise ValueError("X must be finite (no NaN or inf)")
     if Y is None:
         return X, None
-    Y = _numeric_array("Y", Y)
+    Y = numeric_array("Y", Y)
     if Y.shape != (M, N):
         raise ValueError(f"Y must have shape (M, N) = {(M, N)} matching X, got {Y.shape}")
     if not np.all(np.isfinite(Y)):
@@ -312,7 +312,7 @@ class InteractionEstimator(abc.ABC):
         float
             ``<= 1``; ``1`` is a perfect prediction, ``0`` that of the mean of each column.
         """
-        X, Y = _check_XY(X, Y)
+        X, Y = check_XY(X, Y)
         weights = None
         if sample_weight is not None:
             weights = np.asarray(sample_weight, dtype=np.float64)

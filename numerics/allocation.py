@@ -23,13 +23,13 @@ import numpy as np
 
 from theory._validation import as_array, as_int
 
-from .slopes import _level_weights
+from .slopes import level_weights
 
 __all__ = ["allocate_replicates", "slope_variance"]
 
 
 def _slope_weights(M: np.ndarray) -> np.ndarray:
-    return _level_weights(np.log(M))
+    return level_weights(np.log(M))
 
 
 def slope_variance(M: Sequence[float] | np.ndarray, sd: Sequence[float] | np.ndarray,

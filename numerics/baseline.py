@@ -97,7 +97,7 @@ from scipy.interpolate import BSpline
 
 from theory._validation import as_float, as_int
 
-from ._estimator_base import (DEPRECATED, MAX_COUNT, ConvergenceWarning, InteractionEstimator, _check_XY, check_count,
+from ._estimator_base import (DEPRECATED, MAX_COUNT, ConvergenceWarning, InteractionEstimator, check_XY, check_count,
                               check_positive, check_random_state_param, resolve_seed_alias, warn_seed_alias)
 from .ips import check_random_state
 from .threads import check_device, torch_threads
@@ -649,7 +649,7 @@ class PaperStyleEstimator(InteractionEstimator):
         self
         """
         self._cfg = self._checked_params()  # the parameters as set now (set_params), converted
-        X, Y = _check_XY(X, Y)
+        X, Y = check_XY(X, Y)
         data, U, V = self._prepare(X, Y)
         self.history_ = []
         st = _FitProgress(lr=self._cfg.lr)
@@ -701,7 +701,7 @@ class PaperStyleEstimator(InteractionEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """Predicted outputs ``R_{g_hat}[X]`` of shape (M, N) for tokens ``X`` of shape (M, N, d)."""
         self._require_fitted()
-        X, _ = _check_XY(X)
+        X, _ = check_XY(X)
         if X.shape[2] != self._d:
             raise ValueError(f"X must have d = {self._d} features, got {X.shape[2]}")
         M, N, _ = X.shape

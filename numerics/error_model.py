@@ -41,8 +41,8 @@ from theory._validation import (
     finite_result,
 )
 
-from .ips import IPSModel, _bilinear
-from .threads import _torch_numeric_errors
+from .ips import IPSModel, bilinear_forms
+from .threads import torch_numeric_errors
 
 __all__ = ["RANGE_Q", "predict_error", "predict_log_error", "predicted_curve", "population_range"]
 
@@ -144,7 +144,7 @@ class _Features:
 
     def __call__(self, x: np.ndarray, y: np.ndarray, rows: np.ndarray | None = None,
                  n_rows: int | None = None) -> tuple[sparse.csr_matrix, np.ndarray | None]:
-        u = _bilinear(x, self.model.A_star, y)
+        u = bilinear_forms(x, self.model.A_star, y)
         fb = _basis(u, self.lo, self.hi, self.K, self.s, rows, n_rows)
         if not self.with_A:
             return fb, None
@@ -194,7 +194,7 @@ def population_range(model: IPSModel, seed: int, n: int = 2**19) -> tuple[float,
     rng = np.random.default_rng([seed, 7])
     for _ in range(max(1, n // 2**16)):
         x, y = model.sample_pairs(2**16, rng)
-        u.append(_bilinear(x, model.A_star, y))
+        u.append(bilinear_forms(x, model.A_star, y))
     lo, hi = np.quantile(np.concatenate(u), [RANGE_Q, 1 - RANGE_Q])
     return float(lo), float(hi)
 
@@ -238,7 +238,7 @@ def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pair
     as_int("seed", seed, 0, MAX_SEED)
     with_A = check_flag("with_A", with_A)
     _check_prediction_memory(model, K, s, n_pop, n_pairs, with_A)
-    with _torch_numeric_errors("predict_error", K=K, s=s, n_pop=n_pop, n_pairs=n_pairs, seed=seed):
+    with torch_numeric_errors("predict_error", K=K, s=s, n_pop=n_pop, n_pairs=n_pairs, seed=seed):
         out = _predict(model, K, s, n_pop, n_pairs, seed, with_A)
     finite_result("predict_error", list(out.values()), K=K, s=s, n_pop=n_pop, n_pairs=n_pairs, seed=seed)
     return out
@@ -249,7 +249,7 @@ def _predict(model: IPSModel, K: int, s: int, n_pop: int, n_pairs: int, seed: in
     rng = np.random.default_rng(seed)
     lo, hi = population_range(model, seed)
     x, y = model.sample_pairs(n_pairs, rng)
-    u = _bilinear(x, model.A_star, y)
+    u = bilinear_forms(x, model.A_star, y)
     feats = _Features(model, lo, hi, K, s, with_A)
     p = feats.p
     N = model.N
@@ -347,7 +347,7 @@ class _EvalSet:
     def __init__(self, model: IPSModel, n: int, seed: int | tuple[int, ...]) -> None:
         key = list(seed) if isinstance(seed, tuple) else [seed]
         self.x, self.y = model.sample_pairs(n, np.random.default_rng([*key, 11]))
-        self.u = _bilinear(self.x, model.A_star, self.y)
+        self.u = bilinear_forms(self.x, model.A_star, self.y)
         self.g = model.phi_star(self.u)
 
     def features(self, feats: "_Features") -> tuple[sparse.csr_matrix, np.ndarray | None, np.ndarray]:
@@ -496,7 +496,7 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
     check_array_memory(f"M, K, s, n_eval ({M} samples, {K * (s + 1) + q} features, {n_eval} pairs)",
                        M * model.N * (model.N + model.d) + (rows + n_eval) * (K * (s + 1) + q + model.d), 8)
     draws = []
-    with _torch_numeric_errors("predict_log_error", K=K, s=s, M=M, seed=seed):
+    with torch_numeric_errors("predict_log_error", K=K, s=s, M=M, seed=seed):
         while len(draws) < max_designs:
             X = model.sample_tokens(M, np.random.default_rng([seed, 13, len(draws)]))
             # fresh evaluation pairs with every design: their Monte Carlo error is then part of the draws' spread

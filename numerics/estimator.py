@@ -25,7 +25,7 @@ Products with ``B`` (derived here): a row of ``B`` has at most ``(N-1)(s+1)`` no
 Gauss-Newton path forms ``B^T B`` from the outer products within each row (``O(M N (N-1)^2 (s+1)^2)``
 scatter-adds instead of ``O(M N p^2)`` multiply-adds), ``B^T Y`` and ``B c`` from the pair values, and ``B^T J``
 from cache-sized dense blocks of rows, never the whole ``8 M N p``-byte ``B``; below a size rule
-(``_pair_design_pays``: ``M N p^2 < 1e7``, measured crossover ``M ~ 1000`` for ``N = 5, s = 1``) dense matrix
+(``pair_design_pays``: ``M N p^2 < 1e7``, measured crossover ``M ~ 1000`` for ``N = 5, s = 1``) dense matrix
 products are faster and are used. The L-BFGS path (autograd) uses the dense ``B``.
 
 Batched fits: :meth:`PairwiseInteractionEstimator.fit_many` fits ``R`` data sets of one shape with one
@@ -86,7 +86,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -97,16 +97,19 @@ from theory._validation import ArgumentTypeError, as_array, as_float, check_flag
 from . import _piecewise as pw
 from ._estimator_base import (DEPRECATED, ConvergenceWarning, InteractionEstimator, check_count, check_nonnegative,
                               check_positive, check_random_state_param, resolve_seed_alias, warn_seed_alias)
-from ._estimator_base import _check_XY as _check_XY_base
-from ._estimator_base import _numeric_array
+from ._estimator_base import check_XY as _check_XY_base
+from ._estimator_base import numeric_array
 from .ips import check_random_state
 from .threads import check_device, check_n_jobs, torch_threads
+from ._gauss_newton import GaussNewtonFits
+from ._pair_design import PAIRS_PER_GROUP, DenseDesign, PairBasis, PairDesign, pair_design_pays
+from ._fit_state import (FitResult, first_replicate)
 
 __all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning"]
 
 
-def _check_XY(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``(X, Y)`` checked for a fit: ``M >= 2`` samples (see :func:`numerics._estimator_base._check_XY`)."""
+def check_XY(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, Y)`` checked for a fit: ``M >= 2`` samples (see :func:`numerics._estimator_base.check_XY`)."""
     if Y is None:
         raise ArgumentTypeError("Y must be an array of finite real numbers of shape (M, N), got None")
     return _check_XY_base(X, Y, min_samples=2)
@@ -135,324 +138,19 @@ class _Config:
     stat_tol: float
 
 
-@dataclass
-class _PairBasis:
-    """Everything one evaluation of ``B(A)`` computes per pair, for ``R`` replicates.
-
-    ``P, Q``: ``X U``, ``X V`` ``(R, M, N, r)``; ``u``: the pair values ``(R, M, N(N-1))`` (pair ``k`` of a sample
-    is ``(i, j) = (ii[k], jj[k])``, the ``N - 1`` pairs of a row ``i`` consecutive); ``a = (u - lo) / (hi - lo)``;
-    ``idx, t``: interval and local coordinate; ``vals``: the ``s + 1`` basis values ``(R, M, N(N-1), s+1)``
-    already divided by ``N - 1``; ``lo, hi`` ``(R,)`` the range, the values of the pairs at flat indices
-    ``ilo, ihi``; ``clamp``: constant extension.
-    """
-
-    P: torch.Tensor
-    Q: torch.Tensor
-    u: torch.Tensor
-    a: torch.Tensor
-    idx: torch.Tensor
-    t: torch.Tensor
-    vals: torch.Tensor
-    lo: torch.Tensor
-    hi: torch.Tensor
-    ilo: torch.Tensor
-    ihi: torch.Tensor
-    clamp: bool
-
-
-#: bytes of one dense block of rows of ``B`` in :meth:`_PairDesign.rmatmat` (cache-sized: measured 5-10 % faster
-#: than 4x smaller or larger blocks)
-_BLOCK_BYTES = 2**21
-
-
-#: pair values of the replicates evaluated together by one pass of the batched Gauss-Newton state: more replicates
-#: per pass mean fewer tensor operations per fit, but per-pair arrays beyond the cache make every element-wise
-#: operation memory-bound (measured, one thread: a batch of 20 data sets of M = 10000 evaluated at once was 1.6x
-#: slower per data set than one at a time)
-_PAIRS_PER_GROUP = 2**17
-
-
-def _transposed_product(A: torch.Tensor, C: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``A^T C`` ``(R, a, c)`` for ``A`` ``(R, n, a)``, ``C`` ``(R, n, c)`` (added to ``out`` if given), computed as
-    ``(C^T A)^T`` when ``c < 48``: with ``n >> a, c`` the BLAS product is measured 1.3-3x faster in that
-    orientation for ``c <= 40`` and ``a = 40..232``, 1.1-1.4x slower from ``c = 60`` (here ``c = 2 d r``, ``a = p``)."""
-    if C.shape[-1] < 48:
-        if out is None:
-            return torch.bmm(C.mT, A).mT
-        out.mT.baddbmm_(C.mT, A)
-        return out
-    return torch.bmm(A.mT, C) if out is None else out.baddbmm_(A.mT, C)
-
-
-def _pair_design_pays(n_rows: int, N: int, p: int, n_local: int) -> bool:
-    """Whether the products with ``B`` (``n_rows x p``, ``(N-1) n_local`` nonzeros a row) are cheaper from
-    its nonzeros (:class:`_PairDesign`) than as dense matrix products (:class:`_DenseDesign`).
-
-    The size rule: from its nonzeros when the dense Gram matrix costs ``n_rows p^2 >= 1e7`` multiply-adds and
-    at most half of a row is nonzero. Measured (one thread, ``N = 5, s = 1``, whole Gauss-Newton fits, ``d = 5``
-    and ``30``): the two are even at ``M ~ 1000`` (``n_rows p^2 ~ 1e7``; the ~100 small tensor operations of
-    the structured Gram matrix cost what the dense products save), the dense path is 10-20 % faster at
-    ``M = 500`` and 1.2-1.4x slower at ``M = 2689``, 1.6-2.6x at ``M = 16000``.
-    """
-    return n_rows * p * p >= 1e7 and 2 * (N - 1) * n_local <= p
-
-
-class _DenseDesign:
-    """The design matrices of ``R`` replicates as one dense tensor ``B`` ``(R, M N, p)``: matrix products."""
-
-    def __init__(self, B: torch.Tensor, pairs: "_PairDesign | None" = None) -> None:
-        self.B = B
-        self.pairs = pairs  # the pair design it was built from (the Jacobian reads its coefficient gather)
-
-    def gram(self) -> torch.Tensor:
-        """``B^T B`` ``(R, p, p)``."""
-        return torch.bmm(self.B.mT, self.B)
-
-    def rmatvec(self, y: torch.Tensor) -> torch.Tensor:
-        """``B^T y`` ``(R, p)`` for ``y`` ``(R, M N)``."""
-        return torch.bmm(self.B.mT, y[..., None])[..., 0]
-
-    def matvec(self, c: torch.Tensor) -> torch.Tensor:
-        """``B c`` ``(R, M N)`` for ``c`` ``(R, p)``."""
-        return torch.bmm(self.B, c[..., None])[..., 0]
-
-    def rmatmat(self, J: torch.Tensor) -> torch.Tensor:
-        """``B^T J`` ``(R, p, q)`` for ``J`` ``(R, M N, q)``."""
-        return _transposed_product(self.B, J)
-
-
-class _PairDesign:
-    """The design matrices of ``R`` replicates from their nonzeros, ``B`` never formed whole.
-
-    Row ``rho`` of replicate ``r`` holds, for each of its ``n1 = N - 1`` pairs ``j``, the ``S = s + 1`` values
-    ``vals[:, r, rho, j]`` in the columns ``idx[r, rho, j] S + l`` (its interval's). The products cost
-    ``O(M N n1^2 S^2)`` (``B^T B``: the outer products within each row, scatter-added), ``O(M N n1 S)``
-    (``B^T y``, ``B c``) instead of ``O(M N p^2)`` and ``O(M N p)``; ``B^T J`` multiplies cache-sized dense
-    blocks of rows (the dense product's flops, without the ``8 M N p``-byte matrix). The values are stored
-    basis-function-major (``vals`` ``(S, R, n_rows, n1)``): every operation below runs on long contiguous runs.
-    """
-
-    def __init__(self, idx: torch.Tensor, vals: torch.Tensor, n_intervals: int, buffer: Any) -> None:
-        self.idx, self.vals = idx, vals  # (R, n_rows, n1) long, (S, R, n_rows, n1)
-        self.K, self.S = n_intervals, vals.shape[0]
-        self.p = self.K * self.S
-        self._buffer = buffer  # buffer(name, shape): a reusable float64 work array
-        self.pairs = self  # the design of the pairs (a _DenseDesign holds the one it was built from)
-        R, dev = idx.shape[0], idx.device
-        local = torch.arange(self.S, device=dev).view(-1, 1, 1, 1)
-        self.cols = idx * self.S + local  # (S, R, n_rows, n1): column of every nonzero in its replicate's p
-        # ... and in the R p columns of all replicates; int32 for the gathers (measured 5x faster than int64)
-        self.flat_cols = self.cols + (torch.arange(R, device=dev) * self.p).view(1, R, 1, 1)
-        self.flat_cols32 = self.flat_cols.to(torch.int32)
-
-    def dense(self, out: torch.Tensor | None = None) -> torch.Tensor:
-        """``B`` ``(R, n_rows, p)``: into ``out`` (overwritten), or a new differentiable tensor if ``None``."""
-        R, n_rows, _ = self.idx.shape
-        rows = torch.arange(R * n_rows, device=self.idx.device).view(1, R, n_rows, 1)
-        elem = (rows * self.p + self.cols).reshape(-1)
-        if out is None:
-            flat = torch.zeros(R * n_rows * self.p, dtype=self.vals.dtype, device=self.vals.device)
-            return flat.scatter_add(0, elem, self.vals.reshape(-1)).view(R, n_rows, self.p)
-        out.view(-1).zero_().scatter_add_(0, elem, self.vals.reshape(-1))
-        return out
-
-    def gram(self) -> torch.Tensor:
-        """``B^T B`` ``(R, p, p)``: ``sum_rows sum_{j, j'} (e_{k_j} e_{k_j'}^T) (x) v_j v_j'^T``, by symmetry from the
-        slot pairs ``j <= j'`` only (``T`` below, the ``j = j'`` terms halved; ``B^T B = T + T^T``)."""
-        R, n_rows, n1 = self.idx.shape
-        K, S, p = self.K, self.S, self.p
-        n = R * n_rows
-        dev = self.idx.device
-        # per slot j: the rows' values as length-n vectors (measured 3-5x faster than gathering the slot pairs
-        # with advanced indexing), strided views or, beyond ~2^17 rows, contiguous copies (measured: 25 % faster
-        # at 5e5 rows, 5-35 % slower at 1e4-6e4)
-        def split(a: torch.Tensor) -> tuple:
-            return a.view(n, n1).T.contiguous().unbind(0) if n > 2**17 else a.view(n, n1).unbind(1)
-
-        kj = split(self.idx)
-        vj = [split(v) for v in self.vals]  # vj[l][j]
-        rep_key = (torch.arange(n, device=dev) // n_rows) * (K * K)  # each replicate's own K x K blocks
-        T = torch.zeros(S, S, R * K * K, dtype=self.vals.dtype, device=dev)
-        key = torch.empty(n, dtype=torch.long, device=dev)
-        w = torch.empty(n, dtype=self.vals.dtype, device=dev)
-        for j in range(n1):
-            for j2 in range(j, n1):
-                torch.mul(kj[j], K, out=key).add_(kj[j2]).add_(rep_key)
-                for l in range(S):
-                    for l2 in range(S):
-                        torch.mul(vj[l][j], vj[l2][j2], out=w)
-                        if j == j2:
-                            w.mul_(0.5)  # exact: the diagonal slot pair enters T + T^T twice
-                        T[l, l2].scatter_add_(0, key, w)
-        T = T.view(S, S, R, K, K).permute(2, 3, 0, 4, 1).reshape(R, p, p)
-        return T + T.mT
-
-    def rmatvec(self, y: torch.Tensor) -> torch.Tensor:
-        """``B^T y`` ``(R, p)`` for ``y`` ``(R, n_rows)``."""
-        R = y.shape[0]
-        out = torch.zeros(R * self.p, dtype=y.dtype, device=y.device)
-        out.scatter_add_(0, self.flat_cols.reshape(-1), (self.vals * y[None, :, :, None]).reshape(-1))
-        return out.view(R, self.p)
-
-    def coefficients(self, c: torch.Tensor) -> torch.Tensor:
-        """``c`` ``(R, p)`` at every nonzero: ``(S, R, n_rows, n1)``."""
-        return c.reshape(-1).index_select(0, self.flat_cols32.reshape(-1)).view(self.vals.shape)
-
-    def matvec(self, c: torch.Tensor) -> torch.Tensor:
-        """``B c`` ``(R, n_rows)`` for ``c`` ``(R, p)``."""
-        return (self.coefficients(c) * self.vals).sum(0).sum(-1)  # (one reduction over (0, 3): measured 2x slower)
-
-    def rmatmat(self, J: torch.Tensor) -> torch.Tensor:
-        """``B^T J`` ``(R, p, q)`` for ``J`` ``(R, n_rows, q)``, from dense blocks of rows of ``B``."""
-        R, n_rows, q = J.shape
-        block = max(1, min(n_rows, _BLOCK_BYTES // (8 * R * self.p)))
-        flat = self._buffer("B_block", (R * block * self.p,))
-        W = torch.zeros(R, self.p, q, dtype=J.dtype, device=J.device)
-        if q < 48:  # accumulated as W^T (see _transposed_product)
-            W = torch.zeros(R, q, self.p, dtype=J.dtype, device=J.device).mT
-        for a in range(0, n_rows, block):
-            b = min(a + block, n_rows)
-            rows = torch.arange(R * (b - a), device=J.device).view(1, R, b - a, 1)
-            Bb = flat[: R * (b - a) * self.p]
-            Bb.zero_().scatter_add_(0, (rows * self.p + self.cols[:, :, a:b]).reshape(-1),
-                                    self.vals[:, :, a:b].reshape(-1))
-            _transposed_product(Bb.view(R, b - a, self.p), J[:, a:b], out=W)
-        return W
-
-
-class _Rows:
-    """A dataclass of tensors sharing a leading replicate axis: rows taken (copied) and put back by index."""
-
-    def take(self, index: torch.Tensor | None):
-        """The rows ``index`` (a copy; ``None``: all, ``self`` itself)."""
-        if index is None:
-            return self
-        return type(self)(**{f.name: None if (v := getattr(self, f.name)) is None else v[index] for f in fields(self)})
-
-    def put(self, index: torch.Tensor, other: Any) -> None:
-        """Overwrite the rows ``index`` with ``other``'s (a field ``other`` lacks is left alone; one this lacks is
-        created, zero in the other rows)."""
-        n_rows = getattr(self, fields(self)[0].name).shape[0]
-        for f in fields(self):
-            value = getattr(other, f.name)
-            if value is None:
-                continue
-            if getattr(self, f.name) is None:
-                setattr(self, f.name, value.new_zeros((n_rows,) + tuple(value.shape[1:])))
-            getattr(self, f.name)[index] = value
-
-
-@dataclass
-class _GNState(_Rows):
-    """Gauss-Newton states of several replicates: the balanced point ``U, V`` ``(R, d, r)``, its objective,
-    coefficients and range, and (if evaluated with the Jacobian) the Gauss-Newton matrix ``H`` and gradient ``g``."""
-
-    U: torch.Tensor
-    V: torch.Tensor
-    loss: torch.Tensor
-    c: torch.Tensor
-    lo: torch.Tensor
-    hi: torch.Tensor
-    H: torch.Tensor | None = None
-    g: torch.Tensor | None = None
-
-
-@dataclass
-class _Incumbent(_Rows):
-    """Each replicate's best point so far (``has``: whether there is one to join)."""
-
-    U: torch.Tensor
-    V: torch.Tensor
-    has: torch.Tensor
-
-    @classmethod
-    def empty(cls, n: int, d: int, r: int, device: Any) -> "_Incumbent":
-        zeros = torch.zeros(n, d, r, dtype=torch.float64, device=device)
-        return cls(U=zeros, V=zeros.clone(), has=torch.zeros(n, dtype=torch.bool))
-
-
-@dataclass
-class _StartResult:
-    """One start of several replicates: the final states, iterations, whether each met its tolerance (or was
-    stopped on purpose) and whether it joined the incumbent's basin."""
-
-    state: _GNState
-    n_iter: torch.Tensor
-    converged: torch.Tensor
-    joined: torch.Tensor
-
-
-@dataclass
-class _FitResult:
-    """What a fit of one data set found: its best start's point, objective, coefficients, range and iterations,
-    every start's objective and whether the best start converged."""
-
-    objective: float
-    U: torch.Tensor
-    V: torch.Tensor
-    c: torch.Tensor
-    lo: float
-    hi: float
-    n_iter: int
-    restart_objectives: list
-    converged: bool
-
-
-class _StartBook:
-    """Each data set's best start so far, every start's objective, and whether two consistent starts agreed."""
-
-    def __init__(self, R: int, d: int, r: int, adaptive: bool, join_tol: float, device: Any) -> None:
-        self.best: list = [None] * R  # per data set: (its state, n_iter, converged)
-        self.best_loss = torch.full((R,), math.inf, dtype=torch.float64)
-        self.incumbent = _Incumbent.empty(R, d, r, device)  # joinable only with adaptive restarts
-        self.agree = torch.zeros(R, dtype=torch.bool)
-        self.objectives: list = [[] for _ in range(R)]
-        self.adaptive, self.join_tol = adaptive, join_tol
-
-    def record(self, run: torch.Tensor, res: _StartResult, consistent: bool) -> None:
-        """Book one start of the data sets ``run``."""
-        for j, i in enumerate(run.tolist()):
-            loss = float(res.state.loss[j])
-            self.objectives[i].append(loss)
-            if not math.isfinite(loss):
-                continue
-            point = res.state.take(torch.tensor([j]))
-            best = self.best[i]
-            if best is not None and consistent:
-                ref = float(best[0].loss[0])
-                same = bool(res.joined[j]) or (abs(loss - ref) <= 1e-3 * ref and 1.0 - float(
-                    PairwiseInteractionEstimator._alignment(point.U, point.V, best[0].U, best[0].V)) < self.join_tol)
-                self.agree[i] |= same
-            if best is None or loss < self.best_loss[i]:
-                self.best[i] = (point, int(res.n_iter[j]), bool(res.converged[j]))
-                self.best_loss[i] = loss
-                if self.adaptive:
-                    self.incumbent.put(torch.tensor([i]), _Incumbent(U=point.U, V=point.V,
-                                                                     has=torch.ones(1, dtype=torch.bool)))
-
-    def results(self) -> list[_FitResult]:
-        missing = [i for i, b in enumerate(self.best) if b is None]
-        if missing:
-            raise RuntimeError(f"PairwiseInteractionEstimator.fit: every start gave a non-finite objective (data sets "
-                               f"{missing})")
-        return [_FitResult(objective=float(st.loss[0]), U=st.U[0], V=st.V[0], c=st.c[0], lo=float(st.lo[0]),
-                           hi=float(st.hi[0]), n_iter=n_iter, restart_objectives=self.objectives[i], converged=conv)
-                for i, (st, n_iter, conv) in enumerate(self.best)]
-
-
 def _check_XY_many(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
     """``X`` ``(R, M, N, d)`` and ``Y`` ``(R, M, N)`` for :meth:`PairwiseInteractionEstimator.fit_many`: ``R >= 1``
-    data sets of ``M >= 2`` samples, each as :func:`_check_XY` wants it."""
+    data sets of ``M >= 2`` samples, each as :func:`check_XY` wants it."""
     if Y is None:
         raise ArgumentTypeError("Y must be an array of finite real numbers of shape (R, M, N), got None")
-    X, Y = _numeric_array("X", X), _numeric_array("Y", Y)
+    X, Y = numeric_array("X", X), numeric_array("Y", Y)
     if X.ndim != 4 or X.shape[0] < 1 or X.shape[1] < 2:
         raise ValueError(f"X must have shape (R, M, N, d) with R >= 1 data sets of M >= 2 samples, got shape "
                          f"{X.shape}")
     R, M, N, d = X.shape
     if Y.shape != (R, M, N):
         raise ValueError(f"Y must have shape (R, M, N) = {(R, M, N)} matching X, got {Y.shape}")
-    X, Y = _check_XY(X.reshape(R * M, N, d), Y.reshape(R * M, N))
+    X, Y = check_XY(X.reshape(R * M, N, d), Y.reshape(R * M, N))
     return X.reshape(R, M, N, d), Y.reshape(R, M, N)
 
 
@@ -460,7 +158,7 @@ def _replicate_matrices(A: Any, R: int) -> list | None:
     """``A`` of :meth:`PairwiseInteractionEstimator.fit_many` as ``R`` matrices (each checked by the fit)."""
     if A is None:
         return None
-    A = _numeric_array("A", A)
+    A = numeric_array("A", A)
     if A.ndim == 2:
         return [A] * R
     if A.ndim == 3 and A.shape[0] == R:
@@ -468,30 +166,7 @@ def _replicate_matrices(A: Any, R: int) -> list | None:
     raise ValueError(f"A must be one (d, d) matrix or one per data set, (R = {R}, d, d), got shape {A.shape}")
 
 
-def _rows(mask: torch.Tensor) -> torch.Tensor | None:
-    """The indices where ``mask`` holds, or ``None`` if it holds everywhere (then callers index nothing)."""
-    return None if bool(mask.all()) else mask.nonzero()[:, 0]
-
-
-def _pick(x: torch.Tensor, index: torch.Tensor | None) -> torch.Tensor:
-    """``x[index]`` (``x`` itself for ``index=None``: all rows)."""
-    return x if index is None else x[index]
-
-
-def _assign(x: torch.Tensor, index: torch.Tensor | None, value: Any) -> None:
-    """``x[index] = value`` in place (all rows for ``index=None``)."""
-    if index is None:
-        x.copy_(value) if isinstance(value, torch.Tensor) else x.fill_(value)
-    else:
-        x[index] = value
-
-
-def _first(sol: dict) -> dict:
-    """The first replicate's entries of a dict of batched tensors."""
-    return {k: v[0] if isinstance(v, torch.Tensor) else v for k, v in sol.items()}
-
-
-class PairwiseInteractionEstimator(InteractionEstimator):
+class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
     """Least-squares estimator of ``g*(x, y) = phi*(x^T A* y)`` from ``(X, Y)`` (paper A, Thm 3.1).
 
     Parameters
@@ -609,7 +284,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
     {'n_intervals': 8}
     """
 
-    #: how the Gauss-Newton path multiplies by ``B``: "auto" (the size rule of :func:`_pair_design_pays`), "dense"
+    #: how the Gauss-Newton path multiplies by ``B``: "auto" (the size rule of :func:`pair_design_pays`), "dense"
     #: or "pairs" (private: the tests and the benchmark compare the two on the same fits)
     _design_mode = "auto"
 
@@ -687,7 +362,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         self._ii = torch.as_tensor(ii, device=dev)
         self._jj = torch.as_tensor(jj, device=dev)
         self._bufs: dict = {}
-        self._group = max(1, _PAIRS_PER_GROUP // (M * N * (N - 1)))  # replicates evaluated together
+        self._group = max(1, PAIRS_PER_GROUP // (M * N * (N - 1)))  # replicates evaluated together
 
     def _buffer(self, name: str, shape: tuple) -> torch.Tensor:
         """A work array reused across evaluations of one fit (contents undefined; the storage of the largest
@@ -727,8 +402,8 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         u = P.index_select(2, self._ii) * (Q / norm[:, None, None, None]).index_select(2, self._jj)
         return P, Q, u[..., 0] if u.shape[-1] == 1 else u.sum(-1)
 
-    def _pair_basis(self, U: torch.Tensor, V: torch.Tensor, X: torch.Tensor) -> _PairBasis:
-        """The pair values, the range and the basis values of every pair (see :class:`_PairBasis`)."""
+    def _pair_basis(self, U: torch.Tensor, V: torch.Tensor, X: torch.Tensor) -> PairBasis:
+        """The pair values, the range and the basis values of every pair (see :class:`PairBasis`)."""
         R, M, N, _ = X.shape
         K, s = self._cfg.n_intervals, self._cfg.degree
         P, Q, u = self._pairs(U, V, X)
@@ -744,23 +419,23 @@ class PairwiseInteractionEstimator(InteractionEstimator):
             vals = torch.empty((s + 1,) + t.shape, dtype=X.dtype, device=X.device)
             for l, v in enumerate(pw.legendre_values(t, s)):
                 torch.mul(v, 1.0 / (N - 1), out=vals[l])
-        return _PairBasis(P=P, Q=Q, u=u, a=a, idx=idx, t=t, vals=vals, lo=lo, hi=hi, ilo=ilo, ihi=ihi, clamp=clamp)
+        return PairBasis(P=P, Q=Q, u=u, a=a, idx=idx, t=t, vals=vals, lo=lo, hi=hi, ilo=ilo, ihi=ihi, clamp=clamp)
 
     def _use_pair_design(self, n_rows: int) -> bool:
-        """Whether the products with ``B`` use its nonzeros (:class:`_PairDesign`) or a dense ``B``."""
+        """Whether the products with ``B`` use its nonzeros (:class:`PairDesign`) or a dense ``B``."""
         if self._design_mode != "auto":
             return self._design_mode == "pairs"
         N, p = self._X.shape[2], self.n_basis
-        return _pair_design_pays(n_rows, N, p, int(self._cfg.degree) + 1)
+        return pair_design_pays(n_rows, N, p, int(self._cfg.degree) + 1)
 
-    def _pair_design(self, basis: _PairBasis) -> _PairDesign:
+    def _pair_design(self, basis: PairBasis) -> PairDesign:
         """The design of the pairs ``basis`` from its nonzeros."""
         R, M, _ = basis.idx.shape
         N = self._X.shape[2]
-        return _PairDesign(basis.idx.reshape(R, M * N, N - 1), basis.vals.reshape(-1, R, M * N, N - 1),
+        return PairDesign(basis.idx.reshape(R, M * N, N - 1), basis.vals.reshape(-1, R, M * N, N - 1),
                            self._cfg.n_intervals, self._buffer)
 
-    def _design_of(self, basis: _PairBasis):
+    def _design_of(self, basis: PairBasis):
         """The design of the pairs ``basis`` for the Gauss-Newton path: from its nonzeros or dense (by size)."""
         pairs = self._pair_design(basis)
         R, n_rows, _ = pairs.idx.shape
@@ -768,7 +443,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
             return pairs
         # a reused buffer (no page faults on a fresh 8 R M N p-byte allocation per evaluation); callers never
         # hold a design across two evaluations
-        return _DenseDesign(pairs.dense(self._buffer("B", (R, n_rows, pairs.p))), pairs)
+        return DenseDesign(pairs.dense(self._buffer("B", (R, n_rows, pairs.p))), pairs)
 
     def _design(self, U: torch.Tensor, V: torch.Tensor):
         """Dense design matrix ``B(A)`` (``(M N, p)``) and the range of the first replicate at ``U, V`` ``(d, r)``
@@ -782,11 +457,11 @@ class PairwiseInteractionEstimator(InteractionEstimator):
     def _solve(self, B: Any, full: bool = False, Y: torch.Tensor | None = None):
         """Ridge least squares ``c = (B^T B + lam I)^{-1} B^T Y`` and the objective, for every replicate.
 
-        ``B`` is a design (:class:`_DenseDesign`, :class:`_PairDesign`) of ``R`` replicates, or a dense tensor
+        ``B`` is a design (:class:`DenseDesign`, :class:`PairDesign`) of ``R`` replicates, or a dense tensor
         ``(M N, p)`` of one (then the results are of that one replicate); ``Y`` defaults to the data's.
         """
         single = isinstance(B, torch.Tensor)
-        design = _DenseDesign(B[None] if B.dim() == 2 else B) if single else B
+        design = DenseDesign(B[None] if B.dim() == 2 else B) if single else B
         Y = self._Y if Y is None else Y
         G = design.gram()
         b = design.rmatvec(Y)
@@ -807,7 +482,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
             # B^T resid = b - G c (= lam c up to rounding): p^2 flops instead of a pass over B
             out += (dict(G=G, Greg=Greg, L=L, ok=ok, resid=resid, Bt_resid=b - torch.bmm(G, c[..., None])[..., 0]),)
         if single and B.dim() == 2:
-            out = (loss[0], c[0]) + ((_first(out[2]),) if full else ())
+            out = (loss[0], c[0]) + ((first_replicate(out[2]),) if full else ())
         return out
 
     def _objective(self, U: torch.Tensor, V: torch.Tensor):
@@ -863,303 +538,6 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         """:meth:`_moment_starts_all` of the first data set, as arrays ``(d, r)`` (``X, Y`` are not read)."""
         return [(U[0].cpu().numpy(), V[0].cpu().numpy()) for U, V in self._moment_starts_all()]
 
-    def _balance(self, U: torch.Tensor, V: torch.Tensor):
-        """Balanced factors of ``U V^T / ||U V^T||_F`` (top-``r`` SVD), for ``(d, r)`` or ``(R, d, r)`` factors."""
-        # U V^T = Qu (Ru Rv^T) Qv^T: an r x r SVD instead of a d x d one
-        Qu, Ru = torch.linalg.qr(U)
-        Qv, Rv = torch.linalg.qr(V)
-        a, sv, bt = torch.linalg.svd(Ru @ Rv.mT)
-        sv = sv / torch.clamp(torch.linalg.norm(sv, dim=-1, keepdim=True), min=1e-300)
-        root = torch.sqrt(sv).unsqueeze(-2)
-        return (Qu @ a) * root, (Qv @ bt.mT) * root
-
-    def _run_lbfgs(self, U0: np.ndarray, V0: np.ndarray):
-        dev = self._cfg.device
-        U = torch.tensor(U0, dtype=torch.float64, device=dev, requires_grad=True)
-        V = torch.tensor(V0, dtype=torch.float64, device=dev, requires_grad=True)
-        opt = torch.optim.LBFGS([U, V], lr=1.0, max_iter=self._cfg.max_iter, history_size=20,
-                                tolerance_grad=self._cfg.tol * 1e-2, tolerance_change=self._cfg.tol,
-                                line_search_fn="strong_wolfe")
-
-        def closure():
-            opt.zero_grad()
-            loss, _, _, _ = self._objective(U, V)
-            loss.backward()
-            return loss
-
-        opt.step(closure)
-        n_iter = int(opt.state[opt._params[0]].get("n_iter", 0))
-        with torch.no_grad():
-            U1, V1 = self._balance(U, V)
-            loss, c, lo, hi = self._objective(U1, V1)
-        return float(loss), U1, V1, c, float(lo), float(hi), n_iter
-
-    def _jacobian(self, basis: _PairBasis, c: torch.Tensor, X: torch.Tensor, pairs: _PairDesign) -> torch.Tensor:
-        """Jacobian ``(R, M N, 2 d r)`` of the fitted values ``B(A) c`` (``c`` fixed) w.r.t. ``vec(U), vec(V)``.
-
-        The partition moves with the observed range, whose end points are the values of two particular pairs:
-        its two rank-one terms are included.
-        """
-        R, M, N, d = X.shape
-        K, s = self._cfg.n_intervals, self._cfg.degree
-        C = pairs.coefficients(c).view((s + 1,) + basis.idx.shape)  # the coefficients at every pair
-        derivatives = pw.legendre_derivatives(basis.t, s)
-        dphi = torch.zeros_like(basis.t)  # the constant (l = 0) has derivative 0
-        for l in range(1, s + 1):
-            dphi.addcmul_(C[l], derivatives[l])
-        lo, hi = basis.lo.view(R, 1, 1), basis.hi.view(R, 1, 1)
-        # phi_hat'(u) on each pair, with the 1/(N-1) of the row average folded in (J is linear in it)
-        dphi.mul_(2.0 * K / ((hi - lo) * (N - 1)))
-        if basis.clamp:
-            dphi.masked_fill_((basis.u < lo) | (basis.u > hi), 0.0)
-        # the range: lo = u of one pair, hi = u of another; t depends on a = (u - lo) / (hi - lo)
-        # the pairs are ordered by i (N - 1 consecutive j's each): a row sum is a reshape-sum
-        rows_hi = (dphi * basis.a).reshape(R, M * N, N - 1).sum(-1)
-        rows_lo = dphi.reshape(R, M * N, N - 1).sum(-1) - rows_hi
-        D = self._buffer("D", (R, M, N, N)).zero_()
-        D.view(R, M, N * N).index_copy_(2, self._ii * N + self._jj, dphi)
-        P, Q = basis.P, basis.Q
-        r = P.shape[-1]
-        QX = self._buffer("QX", (R, M, N, r + d))
-        QX[..., :r] = Q
-        QX[..., r:] = X
-        # one batched product for D Q (M, N, r) and D X (M, N, d)
-        DQX = torch.bmm(D.view(R * M, N, N), QX.view(R * M, N, r + d)).view(R, M, N, r + d)
-        DQ, DX = DQX[..., :r], DQX[..., r:]
-        J = self._buffer("J", (R, M, N, 2, d, r))
-        torch.mul(X[..., :, None], DQ[..., None, :], out=J[:, :, :, 0])  # d u / d U
-        torch.mul(DX[..., :, None], P[..., None, :], out=J[:, :, :, 1])  # d u / d V
-        J = J.view(R, M * N, 2 * d * r)
-        # both rank-one range terms in one pass over J: J -= [rows_lo rows_hi] [du_lo; du_hi]
-        J.baddbmm_(torch.stack([rows_lo, rows_hi], dim=2), self._range_gradients(basis, X), alpha=-1.0)
-        return J
-
-    def _range_gradients(self, basis: _PairBasis, X: torch.Tensor) -> torch.Tensor:
-        """``d u / d(vec U, vec V)`` ``(R, 2, 2 d r)`` of the two pairs whose values are the range ends ``lo, hi``."""
-        R, M, N, d = X.shape
-        r = basis.P.shape[-1]
-        n_pairs = self._ii.numel()
-        flat_index = torch.stack([basis.ilo, basis.ihi], dim=1)  # (R, 2) in each replicate's u
-        sample = torch.arange(R, device=X.device)[:, None] * M + flat_index // n_pairs
-        k = flat_index % n_pairs
-        row_i = (sample * N + self._ii[k]).reshape(-1)  # rows (replicate, m, i) of the flat token arrays
-        row_j = (sample * N + self._jj[k]).reshape(-1)
-        Xi = X.reshape(-1, d).index_select(0, row_i).view(R, 2, d, 1)
-        Xj = X.reshape(-1, d).index_select(0, row_j).view(R, 2, d, 1)
-        Pi = basis.P.reshape(-1, r).index_select(0, row_i).view(R, 2, 1, r)
-        Qj = basis.Q.reshape(-1, r).index_select(0, row_j).view(R, 2, 1, r)
-        return torch.cat([(Xi * Qj).reshape(R, 2, d * r), (Xj * Pi).reshape(R, 2, d * r)], dim=2)
-
-    @staticmethod
-    def _kaufman(J: torch.Tensor, design: Any, sol: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        """``H = Jp^T Jp`` and ``grad = Jp^T resid`` of the projected Jacobian ``Jp = (I - B Greg^{-1} B^T) J``
-        (Kaufman's variable projection), never forming ``Jp``:
-        ``Jp^T Jp = J^T J - 2 W^T Greg^{-1} W + W^T Greg^{-1} G Greg^{-1} W`` (``W = B^T J``),
-        ``Jp^T resid = J^T resid - W^T Greg^{-1} B^T resid``."""
-        G, Greg, resid, ok = sol["G"], sol["Greg"], sol["resid"], sol["ok"]
-        W = design.rmatmat(J)
-        Z = torch.cholesky_solve(W, sol["L"])
-        if not bool(ok.all()):
-            # a singular Greg (ridge 0 with an empty interval): any least-squares solution gives the same B Z, the
-            # projection of J on the columns of B (W = B^T J lies in the range of Greg = B^T B)
-            Z = torch.where(ok[:, None, None], Z, torch.linalg.lstsq(Greg, W).solution)
-        Zt = Z.mT
-        H = torch.bmm(J.mT, J) - 2.0 * torch.bmm(W.mT, Z) + torch.bmm(Zt, torch.bmm(G, Z))
-        grad = torch.bmm(J.mT, resid[..., None])[..., 0] - torch.bmm(Zt, sol["Bt_resid"][..., None])[..., 0]
-        return H, grad
-
-    def _gn_state(self, U: torch.Tensor, V: torch.Tensor, jacobian: bool, reps: torch.Tensor | None = None):
-        """Objective, coefficients, range and (optionally) the Gauss-Newton matrix and gradient at ``(U, V)``.
-
-        ``(U, V)`` ``(R', d, r)`` (or ``(d, r)``: one replicate, unbatched results) must be balanced with
-        ``||U V^T||_F = 1``; ``reps`` are the replicates they belong to (default: all). Returns
-        ``(loss, c, lo, hi, H, grad)``: ``H = Jp^T Jp`` and ``grad = Jp^T resid`` (:meth:`_kaufman`; ``None``
-        without ``jacobian``); ``-2 grad / (M N)`` is the gradient of the reduced objective (up to the derivative
-        of the tiny relative ridge).
-        """
-        single = U.dim() == 2
-        if single:
-            U, V = U[None], V[None]
-        if reps is None:
-            reps = torch.arange(self._X.shape[0])
-        # replicates in groups of at most `_group` (cache-sized per-pair arrays; see _PAIRS_PER_GROUP)
-        g = self._group
-        parts = [self._state(U[a: a + g], V[a: a + g], *self._data(reps[a: a + g]), jacobian)
-                 for a in range(0, U.shape[0], g)]
-        out = tuple(None if part[0] is None else torch.cat(part) if len(parts) > 1 else part[0]
-                    for part in zip(*parts))
-        return tuple(None if v is None else v[0] for v in out) if single else out
-
-    def _state(self, U: torch.Tensor, V: torch.Tensor, X: torch.Tensor, Y: torch.Tensor, jacobian: bool):
-        """:meth:`_gn_state` of the data ``X, Y`` of as many replicates as ``U, V``."""
-        with torch.no_grad():
-            basis = self._pair_basis(U, V, X)
-            design = self._design_of(basis)
-            if not jacobian:
-                loss, c = self._solve(design, Y=Y)
-                return loss, c, basis.lo, basis.hi, None, None
-            loss, c, sol = self._solve(design, full=True, Y=Y)
-            H, grad = self._kaufman(self._jacobian(basis, c, X, design.pairs), design, sol)
-            return loss, c, basis.lo, basis.hi, H, grad
-
-    def _data(self, reps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``X, Y`` of the replicates ``reps`` (increasing): a view if they are consecutive, else a copy."""
-        first, last = int(reps[0]), int(reps[-1])
-        if last - first + 1 == reps.numel():
-            return self._X[first: last + 1], self._Y[first: last + 1]
-        return self._X.index_select(0, reps), self._Y.index_select(0, reps)
-
-    def _evaluate(self, U: torch.Tensor, V: torch.Tensor, reps: torch.Tensor, jacobian: torch.Tensor) -> _GNState:
-        """The states at ``(U, V)`` of the replicates ``reps``; with the Gauss-Newton matrix where ``jacobian``
-        (a mask; ``H, g`` are zero elsewhere)."""
-        n, d, r = U.shape
-        if bool(jacobian.all()) or not bool(jacobian.any()):  # one evaluation (the usual case)
-            loss, c, lo, hi, H, g = self._gn_state(U, V, bool(jacobian[0]), reps)
-            return _GNState(U=U, V=V, loss=loss, c=c, lo=lo, hi=hi, H=H, g=g)
-        q, p = 2 * d * r, self.n_basis
-        dt, dev = U.dtype, U.device
-        st = _GNState(U=U, V=V, loss=torch.empty(n, dtype=dt, device=dev), c=torch.empty(n, p, dtype=dt, device=dev),
-                      lo=torch.empty(n, dtype=dt, device=dev), hi=torch.empty(n, dtype=dt, device=dev),
-                      H=torch.zeros(n, q, q, dtype=dt, device=dev), g=torch.zeros(n, q, dtype=dt, device=dev))
-        for with_jacobian in (True, False):
-            part = (jacobian if with_jacobian else ~jacobian).nonzero()[:, 0]
-            if part.numel() == 0:
-                continue
-            loss, c, lo, hi, H, g = self._gn_state(U[part], V[part], with_jacobian, reps[part])
-            st.loss[part], st.c[part], st.lo[part], st.hi[part] = loss, c, lo, hi
-            if with_jacobian:
-                st.H[part], st.g[part] = H, g
-        return st
-
-    @staticmethod
-    def _alignment(U: torch.Tensor, V: torch.Tensor, Ub: torch.Tensor, Vb: torch.Tensor) -> torch.Tensor:
-        """``|<U V^T, Ub Vb^T>_F|`` of unit-norm factorisations ``(R, d, r)`` (1: the same ``A`` up to sign)."""
-        return torch.bmm(torch.bmm(V.mT, Vb), torch.bmm(Ub.mT, U)).diagonal(dim1=-2, dim2=-1).sum(-1).abs()
-
-    def _run_gn(self, U0: torch.Tensor, V0: torch.Tensor, reps: torch.Tensor, best: torch.Tensor,
-                incumbent: _Incumbent) -> _StartResult:
-        """Levenberg-Marquardt on the variable-projection residual (Kaufman's Jacobian), one start of each of the
-        replicates ``reps`` at once (``U0, V0`` ``(R', d, r)``; every replicate has its own damping, acceptance
-        and stopping, the iterations of the replicates still running are evaluated together).
-
-        ``best`` ``(R',)`` is each replicate's incumbent objective (``inf``: none; a start still above
-        ``1.1 best`` after ``patience`` iterations is dropped) and ``incumbent`` its balanced ``(U, V)``: a start
-        whose ``A`` comes within ``1 - |<A, A_best>| < join_tol`` of it, with an objective not below ``best``, has
-        joined the incumbent's basin and is stopped (``joined``).
-        """
-        cfg = self._cfg
-        U, V = self._balance(U0, V0)
-        n, d, r = U.shape
-        st = self._evaluate(U, V, reps, torch.ones(n, dtype=torch.bool))
-        mu = torch.full((n,), 1e-3, dtype=torch.float64)
-        n_iter = torch.zeros(n, dtype=torch.long)
-        running = torch.ones(n, dtype=torch.bool)
-        converged = torch.zeros(n, dtype=torch.bool)
-        joined = torch.zeros(n, dtype=torch.bool)
-        # the model-predicted relative decrease below which a step is not worth an evaluation: tol, or
-        # stat_tol x the objective's statistical resolution in A, q / (M N) with q = r (2 d - r) (see stat_tol)
-        pred_tol = max(cfg.tol, cfg.stat_tol * r * (2 * d - r) / self._Y.shape[-1])
-        for it in range(1, cfg.max_iter + 1):
-            a = _rows(running)  # the starts still running (None: all of them, no copies: the usual case)
-            if a is not None and a.numel() == 0:
-                break
-            _assign(n_iter, a, it)
-            accepted, trial, joining, mu_a = self._lm_step(st.take(a), _pick(mu, a), _pick(reps, a), _pick(best, a),
-                                                           incumbent.take(a), pred_tol)
-            _assign(mu, a, mu_a)
-            acc = a
-            if not bool(accepted.all()):  # no descent direction at any damping: a (local) minimum
-                ids = torch.arange(n) if a is None else a
-                converged[ids[~accepted]] = True
-                running[ids[~accepted]] = False
-                acc = ids[accepted]
-                if acc.numel() == 0:
-                    continue
-                trial, joining = trial.take(accepted), joining[accepted]
-            before = _pick(st.loss, acc)
-            if acc is None:
-                st = trial
-            else:
-                st.put(acc, trial)
-            loss, behind_of = _pick(st.loss, acc), _pick(best, acc)
-            _assign(mu, acc, torch.clamp(_pick(mu, acc) / 3.0, min=1e-9))
-            small = (before - loss) / torch.clamp(before, min=1e-300) < cfg.tol
-            # joined the incumbent's basin: it would converge to the same minimum
-            join = joining & (loss >= behind_of) & ~small
-            # a start that is far behind the best one after `patience` steps is dropped (on purpose: "converged")
-            stop = small | join | ((it >= cfg.patience) & (loss > 1.1 * behind_of))
-            if bool(stop.any()):
-                ids = torch.arange(n) if acc is None else acc
-                joined[ids[join]] = True
-                converged[ids[stop]] = True
-                running[ids[stop]] = False
-        return _StartResult(state=st, n_iter=n_iter, converged=converged, joined=joined)
-
-    def _lm_step(self, st: _GNState, mu: torch.Tensor, reps: torch.Tensor, best: torch.Tensor,
-                 incumbent: _Incumbent, pred_tol: float):
-        """One Levenberg-Marquardt iteration of every replicate of ``st``: up to 3 trial steps with 10x more damping
-        after each failure. Returns ``(accepted, trial, joining, mu)``: which replicates found a step, the states
-        at their accepted trial points (entries of the others undefined), whether that point joined the
-        incumbent's basin, and the damping."""
-        cfg = self._cfg
-        n, d, r = st.U.shape
-        H = 0.5 * (st.H + st.H.mT)
-        diag = torch.diagonal(H, dim1=1, dim2=2)
-        Hd = torch.maximum(diag, diag.max(dim=1, keepdim=True).values * 1e-12)
-        mu = mu.clone()
-        accepted = torch.zeros(n, dtype=torch.bool)
-        pending = torch.ones(n, dtype=torch.bool)
-        joining = torch.zeros(n, dtype=torch.bool)
-        trial = None  # the states at the accepted trial points (a copy of st, filled in)
-        for attempt in range(3):
-            sub = _rows(pending)  # None: every replicate (no copies: the usual case)
-            if sub is not None and sub.numel() == 0:
-                break
-            Hs, g, loss = _pick(H, sub), _pick(st.g, sub), _pick(st.loss, sub)
-            damped = Hs + _pick(mu, sub)[:, None, None] * torch.diag_embed(_pick(Hd, sub))
-            step, info = torch.linalg.solve_ex(damped, g)
-            solved = (info == 0) & torch.isfinite(step).all(dim=1)
-            Hstep = torch.bmm(Hs, step[:, :, None])[:, :, 0]
-            pred = (2.0 * (g * step).sum(1) - (step * Hstep).sum(1)) / self._Y.shape[-1]
-            # the statistical rule judges the least-damped step of the iteration only: after a rejected trial the
-            # damping grows 10x and the predicted decrease shrinks with it, which says nothing about the decrease
-            # still available (later attempts keep the plain `tol` rule)
-            no_gain = solved & (pred <= (pred_tol if attempt == 0 else cfg.tol) * loss)
-            go = solved & ~no_gain
-            t = sub
-            if not bool(go.all()):
-                ids = torch.arange(n) if sub is None else sub
-                mu[ids[~solved]] *= 10.0
-                pending[ids[no_gain]] = False  # the Gauss-Newton model predicts no useful decrease
-                t, step = ids[go], step[go]
-                if t.numel() == 0:
-                    continue
-            U1, V1 = self._balance(_pick(st.U, t) + step[:, : d * r].reshape(-1, d, r),
-                                   _pick(st.V, t) + step[:, d * r:].reshape(-1, d, r))
-            near = torch.zeros(U1.shape[0], dtype=torch.bool)
-            if bool(incumbent.has.any()):
-                near = _pick(incumbent.has, t) & (1.0 - self._alignment(U1, V1, _pick(incumbent.U, t),
-                                                                        _pick(incumbent.V, t)) < cfg.join_tol)
-            # the full state (with Jacobian) at the trial point: most steps are accepted, and then it is the next
-            # iteration's state (one evaluation per iteration instead of two); a point that joins the incumbent's
-            # basin is first evaluated without it (it ends the start if no better)
-            new = self._evaluate(U1, V1, _pick(reps, t), ~near)
-            ok = torch.isfinite(new.loss) & (new.loss <= _pick(st.loss, t))
-            again = (near & ok & (new.loss < _pick(best, t))).nonzero()[:, 0]
-            if again.numel():  # better than the incumbent: go on, with the Jacobian
-                new.put(again, self._evaluate(U1[again], V1[again], _pick(reps, t)[again],
-                                              torch.ones(again.numel(), dtype=torch.bool)))
-            if t is None and bool(ok.all()):  # every replicate's first trial accepted (the usual case)
-                return ok, new, near, mu
-            t = torch.arange(n) if t is None else t
-            if trial is None:
-                trial = st.take(torch.arange(n))
-            trial.put(t[ok], new.take(ok))
-            accepted[t[ok]] = True
-            pending[t[ok]] = False
-            joining[t[ok]] = near[ok]
-            mu[t[~ok]] *= 10.0
-        return accepted, trial, joining, mu
 
     # ---------------------------------------------------------------- public
     def fit(self, X: Any, Y: Any, *, A: Any = None, A_init: Any = None) -> "PairwiseInteractionEstimator":
@@ -1178,7 +556,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         self._cfg = self._checked_params()  # the parameters as set now (set_params), converted
         with torch_threads(self._cfg.num_threads):
             t0 = time.perf_counter()
-            X, Y = _check_XY(X, Y)
+            X, Y = check_XY(X, Y)
             (result,) = self._fit_batch(X[None], Y[None], None if A is None else [A], A_init,
                                         [self._cfg.random_state])
             if not result.converged:
@@ -1295,7 +673,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         return Uu[:, :r] * np.sqrt(sv[:r]), Vt[:r].T * np.sqrt(sv[:r])
 
     def _fit_batch(self, X: np.ndarray, Y: np.ndarray, A: list | None, A_init: Any,
-                   random_states: list) -> list[_FitResult]:
+                   random_states: list) -> list[FitResult]:
         """Fit every data set of ``X`` ``(R, M, N, d)``, ``Y`` ``(R, M, N)`` (checked): ``A`` (``R`` fixed
         matrices) or the starts (``A_init``, the moment starts, random ones from ``random_states``)."""
         R, M, N, d = X.shape
@@ -1310,7 +688,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
         finally:
             del self._X, self._Y, self._bufs
 
-    def _fixed_fits(self, A: list | None, d: int) -> list[_FitResult]:
+    def _fixed_fits(self, A: list | None, d: int) -> list[FitResult]:
         """``phi`` only, at ``A`` (one matrix per data set) or, for ``d = 1``, at ``A = 1``: ``A = +-1`` after
         normalisation and both signs give the same class, so there is nothing to optimise."""
         R, dev = self._X.shape[0], self._cfg.device
@@ -1321,7 +699,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
             U, V = self._balance(torch.as_tensor(np.stack([f[0] for f in factors]), device=dev),
                                  torch.as_tensor(np.stack([f[1] for f in factors]), device=dev))
         loss, c, lo, hi, _, _ = self._gn_state(U, V, jacobian=False)
-        return [_FitResult(objective=float(loss[i]), U=U[i], V=V[i], c=c[i], lo=float(lo[i]), hi=float(hi[i]),
+        return [FitResult(objective=float(loss[i]), U=U[i], V=V[i], c=c[i], lo=float(lo[i]), hi=float(hi[i]),
                            n_iter=0, restart_objectives=[float(loss[i])], converged=True) for i in range(R)]
 
     def _starts(self, A_init: Any, random_states: list, d: int) -> tuple[list, int]:
@@ -1342,38 +720,7 @@ class PairwiseInteractionEstimator(InteractionEstimator):
                    for k in range(n_random)]
         return consistent + randoms, len(consistent)
 
-    def _run_starts(self, starts: list, n_consistent: int) -> list[_FitResult]:
-        """Run the starts of every data set and keep each one's best (see ``adaptive_restarts``): start ``k`` of
-        all the data sets that still run it at once."""
-        cfg = self._cfg
-        R = self._X.shape[0]
-        book = _StartBook(R, self._X.shape[3], cfg.rank, cfg.adaptive_restarts, cfg.join_tol, self._X.device)
-        for k, (U0, V0) in enumerate(starts):
-            if k >= n_consistent and cfg.adaptive_restarts:
-                run = (~book.agree).nonzero()[:, 0]  # random starts only when the consistent starts disagree
-            else:
-                run = torch.arange(R)
-            if run.numel() == 0:
-                break
-            if U0.shape[0] == R:  # (an A_init start is one data set's)
-                U0, V0 = U0.index_select(0, run), V0.index_select(0, run)
-            res = self._run_start(U0, V0, run, book.best_loss[run], book.incumbent.take(run))
-            book.record(run, res, consistent=k < n_consistent)
-        return book.results()
-
-    def _run_start(self, U0: torch.Tensor, V0: torch.Tensor, reps: torch.Tensor, best: torch.Tensor,
-                   incumbent: _Incumbent) -> _StartResult:
-        """One start of the data sets ``reps``: Gauss-Newton (batched) or L-BFGS (one data set)."""
-        if self._cfg.optimizer == "gauss-newton":
-            return self._run_gn(U0, V0, reps, best, incumbent)
-        loss, U, V, c, lo, hi, n_iter = self._run_lbfgs(U0[0].cpu().numpy(), V0[0].cpu().numpy())
-        loss, lo, hi = (torch.tensor([v], dtype=torch.float64) for v in (loss, lo, hi))
-        state = _GNState(U=U[None], V=V[None], loss=loss, c=c[None].detach(), lo=lo, hi=hi)
-        converged = torch.tensor([n_iter < self._cfg.max_iter])
-        return _StartResult(state=state, n_iter=torch.tensor([n_iter]), converged=converged,
-                            joined=torch.zeros(1, dtype=torch.bool))
-
-    def _apply(self, result: _FitResult, fit_time: float) -> "PairwiseInteractionEstimator":
+    def _apply(self, result: FitResult, fit_time: float) -> "PairwiseInteractionEstimator":
         """Set the fitted attributes from ``result``; returns ``self``."""
         self.objective_ = result.objective
         self.U_ = result.U.cpu().numpy()

@@ -47,7 +47,7 @@ from scipy.interpolate import BSpline
 from theory._validation import ArgumentTypeError, as_array, as_float, as_int, check_array_memory
 
 
-def _bilinear(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
+def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``x^T A y`` over the leading axes of ``x, y`` (..., d): one BLAS product ``x A``, then a row-wise dot.
 
     The three-operand ``einsum("...k,kl,...l->...")`` runs numpy's unblocked loop: at ``d = 30`` and ``2^18``
@@ -270,7 +270,7 @@ class IPSModel:
             self.scale = 1.0 / float(svals.sum())  # sup over the cube of |x^T A0 y| is sum(s)
         else:
             x, y = self.sample_pairs(2**17, g_scale)
-            u = _bilinear(x, a0, y)
+            u = bilinear_forms(x, a0, y)
             self.scale = 1.0 / float(np.quantile(np.abs(u), self.u_quantile))
         self.A_star = self.scale * a0
 
@@ -316,7 +316,7 @@ class IPSModel:
         y = np.asarray(y, dtype=np.float64)
         if x.shape[-1] != self.d or y.shape[-1] != self.d:
             raise ValueError(f"x and y must have last dimension d={self.d}, got {x.shape}, {y.shape}")
-        return self.phi_star(_bilinear(x, self.A_star, y))
+        return self.phi_star(bilinear_forms(x, self.A_star, y))
 
     def pair_values(self, X: Any, A: np.ndarray | None = None) -> np.ndarray:
         """``u_{m,i,j} = X^m_i^T A X^m_j`` for all ``i, j`` (diagonal included), shape ``(M, N, N)``."""

@@ -276,7 +276,7 @@ def _lack_of_fit_p(ss_pe: float, df_pe: int, rssp: float, k: int) -> float | Non
     return None
 
 
-def _level_weights(x: np.ndarray) -> np.ndarray:
+def level_weights(x: np.ndarray) -> np.ndarray:
     """``w_k = (x_k - xbar) / Sxx``: the per-level-means slope is ``sum_k w_k ybar_k`` (``x = log M`` levels)."""
     xc = x - x.mean()
     return xc / float(np.sum(xc**2))
@@ -292,7 +292,7 @@ def _replicate_se(levels: np.ndarray, inverse: np.ndarray, resid2: np.ndarray,
     if df_pe <= 0:
         return None, None
     counts = np.bincount(inverse)
-    wts = _level_weights(levels)
+    wts = level_weights(levels)
     ss = np.bincount(inverse, weights=resid2, minlength=levels.size)
     if np.all(counts >= 2):
         parts = wts**2 * (ss / (counts - 1)) / counts  # w_k^2 s_k^2 / n_k

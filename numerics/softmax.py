@@ -47,24 +47,11 @@ import torch
 from theory._validation import as_array, as_float, check_choice, check_flag, finite_result
 from theory.softmax import BETA_MAX, softmax_gamma_scale
 
-from .rmt import (
-    _as_float_array,
-    _check_diagonal,
-    _check_gammas,
-    _check_kernel_memory,
-    _check_label_average,
-    _check_mc_arguments,
-    _check_spike_list,
-    _check_spikes,
-    _draw_batch,
-    _errors_batch,
-    _feature_basis,
-    _gram,
-    _mc_batch_size,
-    _run_trials,
-    _spike_outer,
-)
-from .threads import _torch_numeric_errors as _numeric
+from ._mc import (as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_label_average,
+                  check_mc_arguments, check_spike_list, check_spikes, draw_batch, mc_batch_size, run_trials,
+                  spike_outer)
+from ._ridge_solvers import errors_batch, feature_basis, gram
+from .threads import torch_numeric_errors as _numeric
 
 __all__ = ["softmax_kernel", "softmax_features", "entrywise_exponential_kernel", "softmax_error_mc"]
 
@@ -120,18 +107,18 @@ def _scores(X: np.ndarray, w_k: np.ndarray | None, w_q: np.ndarray | None) -> to
     wk = None if w_k is None else torch.from_numpy(w_k)
     wq = None if w_q is None else torch.from_numpy(w_q)
     S = Xt.transpose(-1, -2) @ Xt
-    uv = _spike_outer(Xt, wk, wq)
+    uv = spike_outer(Xt, wk, wq)
     return (S if uv is None else S + uv) / math.sqrt(X.shape[0])
 
 
 def _checked_sample(X: ArrayLike, w_k: ArrayLike | None, w_q: ArrayLike | None, diagonal: str
                     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    Xa = _as_float_array("X", X, ndim=2)
-    _check_diagonal(diagonal)
+    Xa = as_float_array("X", X, ndim=2)
+    check_diagonal(diagonal)
     p, n = Xa.shape
     _check_tokens(n, diagonal)
-    _check_kernel_memory("X", p, n)
-    wk, wq = _check_spikes(w_k, w_q, p)
+    check_kernel_memory("X", p, n)
+    wk, wq = check_spikes(w_k, w_q, p)
     return Xa, wk, wq
 
 
@@ -189,7 +176,7 @@ def softmax_features(
 ) -> np.ndarray:
     """Softmax attention output ``Phi = X K`` (``K``: :func:`softmax_kernel`, same parameters); ndarray (p, n)."""
     K = softmax_kernel(X, beta, w_k, w_q, diagonal, normalise)
-    return np.asarray(_as_float_array("X", X, ndim=2) @ K)
+    return np.asarray(as_float_array("X", X, ndim=2) @ K)
 
 
 def entrywise_exponential_kernel(
@@ -218,7 +205,7 @@ def entrywise_exponential_kernel(
 
 
 # --------------------------------------------------------------------------------------------
-# Monte Carlo on paper B's machinery (numerics.rmt._run_trials and its error path)
+# Monte Carlo on paper B's machinery (numerics.rmt.run_trials and its error path)
 # --------------------------------------------------------------------------------------------
 def _softmax_batch(
     seeds: Sequence[np.random.SeedSequence],
@@ -237,7 +224,7 @@ def _softmax_batch(
 ) -> dict[str, np.ndarray]:
     """Per-trial errors of every model of :func:`softmax_error_mc` on one batch of shared draws."""
     entrywise, ridge = models
-    Xb, yb = _draw_batch(seeds, n, p, snr, labels, device)
+    Xb, yb = draw_batch(seeds, n, p, snr, labels, device)
     y = None if label_average else yb
     g = gammas.to(device)
     g_soft = g * softmax_gamma_scale(n, p)
@@ -246,41 +233,27 @@ def _softmax_batch(
     if entrywise:
         out["entrywise"] = np.empty((len(betas), len(spikes), T, G))
     if ridge:
-        out["ridge"] = _errors_batch(Xb, y, g).cpu().numpy()
-    S0 = _gram(Xb.transpose(-1, -2))  # X^T X, shared by every spike, beta and kernel
-    R = _feature_basis(Xb, S0)  # features X K as R K: the same errors (p > n: n x n, fewer flops)
+        out["ridge"] = errors_batch(Xb, y, g).cpu().numpy()
+    S0 = gram(Xb.transpose(-1, -2))  # X^T X, shared by every spike, beta and kernel
+    R = feature_basis(Xb, S0)  # features X K as R K: the same errors (p > n: n x n, fewer flops)
     for s, (wk, wq) in enumerate(spikes):
-        uv = _spike_outer(Xb, wk, wq)
+        uv = spike_outer(Xb, wk, wq)
         S = (S0 if uv is None else S0 + uv) / math.sqrt(p)
         for b, beta in enumerate(betas):
             K = _softmax_of_scores(S, beta, diagonal, normalise)
-            out["softmax"][b, s] = _errors_batch(R @ K, y, g_soft).cpu().numpy()
+            out["softmax"][b, s] = errors_batch(R @ K, y, g_soft).cpu().numpy()
             if entrywise:
                 K = _exponential_of_scores(S, beta, p)
-                out["entrywise"][b, s] = _errors_batch(R @ K, y, g).cpu().numpy()
+                out["entrywise"][b, s] = errors_batch(R @ K, y, g).cpu().numpy()
             del K
     return out
 
 
-def softmax_error_mc(
-    n: int,
-    p: int,
-    snr: float,
-    gammas: ArrayLike,
-    n_trials: int,
-    seed: int,
-    betas: ArrayLike,
-    spikes: Sequence[tuple[ArrayLike | None, ArrayLike | None]] = ((None, None),),
-    entrywise: bool = True,
-    ridge: bool = True,
-    diagonal: str = "removed",
-    normalise: str = "keys",
-    labels: str = "balanced",
-    label_average: bool = False,
-    n_jobs: int = 1,
-    batch_size: int | None = None,
-    device: str = "cpu",
-) -> dict[str, np.ndarray]:
+def softmax_error_mc(n: int, p: int, snr: float, gammas: ArrayLike, n_trials: int, seed: int, betas: ArrayLike,
+                     spikes: Sequence[tuple[ArrayLike | None, ArrayLike | None]] = ((None, None),),
+                     entrywise: bool = True, ridge: bool = True, diagonal: str = "removed", normalise: str = "keys",
+                     labels: str = "balanced", label_average: bool = False, n_jobs: int = 1,
+                     batch_size: int | None = None, device: str = "cpu") -> dict[str, np.ndarray]:
     """Per-trial ``E(gamma)`` of softmax attention, paper B's entrywise exponential kernel and ridge, paired draws.
 
     Parameters
@@ -324,16 +297,16 @@ def softmax_error_mc(
     ValueError
         As :func:`numerics.interpolation_error_mc` (arguments, device, memory budget checked before the first draw).
     """
-    n, p, n_trials = _check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
+    n, p, n_trials = check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
     _check_tokens(n, diagonal)
     normalise = _check_normalise(normalise)
     models = (check_flag("entrywise", entrywise), check_flag("ridge", ridge))
-    label_average = _check_label_average(label_average, snr)
-    g = torch.from_numpy(_check_gammas(gammas))
+    label_average = check_label_average(label_average, snr)
+    g = torch.from_numpy(check_gammas(gammas))
     b = [float(v) for v in _check_betas(betas)]
     sp_t = _check_spikes_given(spikes, p, device)
     n_models = len(b) * len(sp_t) * (1 + models[0]) + models[1]
-    size = _mc_batch_size(n, p, n_trials, g.numel(), batch_size, 6, n_models)
+    size = mc_batch_size(n, p, n_trials, g.numel(), batch_size, 6, n_models)
 
     def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:
         return _softmax_batch(seeds, n, p, float(snr), g, b, sp_t, models, diagonal, normalise, labels,
@@ -341,15 +314,15 @@ def softmax_error_mc(
 
     args = dict(n=n, p=p, snr=snr, gammas=gammas, betas=betas)
     with _numeric("softmax_error_mc", **args):
-        parts = _run_trials(batch, n_trials, seed, size, n_jobs)
+        parts = run_trials(batch, n_trials, seed, size, n_jobs)
     out = {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}
     finite_result("softmax_error_mc", list(out.values()), **args)
     return out
 
 
 def _check_spikes_given(spikes: Any, p: int, device: str) -> list[tuple[torch.Tensor | None, torch.Tensor | None]]:
-    """:func:`numerics.rmt._check_spike_list`, at least one pair."""
-    sp_t = _check_spike_list(spikes, p, device)
+    """:func:`numerics.rmt.check_spike_list`, at least one pair."""
+    sp_t = check_spike_list(spikes, p, device)
     if not sp_t:
         raise ValueError("spikes must contain at least one (w_k, w_q) pair (use (None, None) for W = I)")
     return sp_t

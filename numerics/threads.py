@@ -90,7 +90,7 @@ def check_device(name: str, value: Any) -> str:
 
 
 @contextlib.contextmanager
-def _torch_numeric_errors(func: str, **args: Any) -> Iterator[None]:
+def torch_numeric_errors(func: str, **args: Any) -> Iterator[None]:
     """:func:`theory._validation.numeric_errors` that also turns torch's ``LinAlgError`` (non-finite or singular
     matrices) into a ``ValueError`` listing the arguments (used by :mod:`numerics.rmt`, :mod:`numerics.error_model`)."""
     with numeric_errors(func, **args):

@@ -15,7 +15,7 @@ import warnings
 import pytest
 
 from conftest import run_smoke
-from numerics import sweep
+from numerics import _cache_files, sweep
 from numerics.sweep import CacheWriteWarning
 
 
@@ -25,7 +25,7 @@ def _full_disk(*args, **kwargs):
 
 @pytest.fixture
 def full_disk(monkeypatch):
-    monkeypatch.setattr(sweep, "_UNWRITABLE", set())  # the warn-once memory of this test alone
+    monkeypatch.setattr(_cache_files, "UNWRITABLE", set())  # the warn-once memory of this test alone
     monkeypatch.setattr(os, "replace", _full_disk)
 
 
@@ -46,7 +46,7 @@ def test_run_goes_on_when_the_cache_cannot_be_written(cid, tmp_path, full_disk):
 
 def test_cache_write_reports_failure_instead_of_raising(tmp_path, full_disk):
     with pytest.warns(CacheWriteWarning, match="cannot be written"):
-        ok = sweep._cache_write(tmp_path / "ab" / "entry.json", "f", {"a": 1}, 0, "1", {"x": 1.0})
+        ok = _cache_files.cache_write(tmp_path / "ab" / "entry.json", "f", {"a": 1}, 0, "1", {"x": 1.0})
     assert ok is False and not list(tmp_path.rglob("*.json"))
 
 
@@ -67,7 +67,7 @@ class _DeniedLock:
 def test_run_goes_on_when_a_cell_cannot_be_claimed(cid, tmp_path, monkeypatch):
     """The claim of a cell (its lock file) cannot be taken: no lock, no wait for others, the same results."""
     monkeypatch.setattr(sweep, "cell_lock", _DeniedLock)
-    monkeypatch.setattr(sweep, "_UNWRITABLE", set())
+    monkeypatch.setattr(_cache_files, "UNWRITABLE", set())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CacheWriteWarning)
         res = run_smoke(cid, cache_dir=tmp_path / "cache", memo={})

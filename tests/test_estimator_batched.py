@@ -5,7 +5,7 @@ What "the same" means: both run one algorithm (``fit`` is ``fit_many``'s core wi
 decision (accepted steps, damping, stopping, patience, joining, random starts) must agree: ``n_iter_``,
 ``n_starts_`` and ``converged_`` are compared exactly. The numbers differ only where the batched products sum in
 another order (with R data sets the design products may switch to the structured path, see
-``numerics.estimator._pair_design_pays``): ``objective_`` is compared to a relative ``tol`` (the estimator's own
+``numerics.estimator.pair_design_pays``): ``objective_`` is compared to a relative ``tol`` (the estimator's own
 tolerance, 1e-6, the precision to which a fit's stopping rule determines its objective), ``A_`` up to sign to the
 same order (``1 - |<A, A'>_F| <= tol``), ``coef_`` to ``sqrt(tol)`` relative (it moves linearly with ``A``,
 whose distance ``||A - A'||_F = sqrt(2 (1 - |<A, A'>|))`` is of order ``sqrt(tol)``). Measured: 1e-14 .. 1e-12.

@@ -1,5 +1,5 @@
-"""The Gauss-Newton path's products with the design matrix ``B`` from its nonzeros (``_PairDesign``) against the
-dense products (``_DenseDesign``): the same sums in another order, so equal to rounding.
+"""The Gauss-Newton path's products with the design matrix ``B`` from its nonzeros (``PairDesign``) against the
+dense products (``DenseDesign``): the same sums in another order, so equal to rounding.
 
 Two levels:
 
@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from numerics import IPSModel, PairwiseInteractionEstimator
-from numerics.estimator import _DenseDesign, _PairDesign, _pair_design_pays
+from numerics.estimator import DenseDesign, PairDesign, pair_design_pays
 from numerics.threads import torch_threads
 
 U_ROUND = np.finfo(np.float64).eps / 2
@@ -80,8 +80,8 @@ def _check_products_on_the_grid() -> None:
         with torch.no_grad():
             basis = e._pair_basis(U[None], V[None], e._X)
             pairs = e._pair_design(basis)
-            dense = _DenseDesign(pairs.dense())
-            absolute = _DenseDesign(_PairDesign(pairs.idx, pairs.vals.abs(), pairs.K, e._buffer).dense())
+            dense = DenseDesign(pairs.dense())
+            absolute = DenseDesign(PairDesign(pairs.idx, pairs.vals.abs(), pairs.K, e._buffer).dense())
             c = torch.randn(1, pairs.p, generator=g, dtype=torch.float64)
             J = e._jacobian(basis, c, e._X, pairs).clone() if d > 1 else torch.randn(1, M * N, 3, dtype=torch.float64)
         bound = 2 * _gamma(2 * M * N * N * N)
@@ -103,7 +103,7 @@ def test_pair_gram_is_symmetric_and_matches_a_naive_sum():
     R, n_rows, n1, K, S = 2, 7, 3, 4, 2
     idx = torch.randint(0, K, (R, n_rows, n1), generator=g)
     vals = torch.randn(S, R, n_rows, n1, generator=g, dtype=torch.float64)  # basis function first
-    G = _PairDesign(idx, vals, K, lambda name, shape: torch.empty(shape, dtype=torch.float64)).gram()
+    G = PairDesign(idx, vals, K, lambda name, shape: torch.empty(shape, dtype=torch.float64)).gram()
     ref = torch.zeros(R, K * S, K * S, dtype=torch.float64)
     for rep, row in itertools.product(range(R), range(n_rows)):
         b = torch.zeros(K * S, dtype=torch.float64)
@@ -120,9 +120,9 @@ def test_pair_gram_of_many_rows():
     R, n_rows, n1, K, S = 2, 2**16 + 3, 3, 5, 2
     idx = torch.randint(0, K, (R, n_rows, n1), generator=g)
     vals = torch.randn(S, R, n_rows, n1, generator=g, dtype=torch.float64)
-    pairs = _PairDesign(idx, vals, K, lambda name, shape: torch.empty(shape, dtype=torch.float64))
-    dense = _DenseDesign(pairs.dense()).gram()
-    scale = _DenseDesign(_PairDesign(idx, vals.abs(), K, pairs._buffer).dense()).gram()
+    pairs = PairDesign(idx, vals, K, lambda name, shape: torch.empty(shape, dtype=torch.float64))
+    dense = DenseDesign(pairs.dense()).gram()
+    scale = DenseDesign(PairDesign(idx, vals.abs(), K, pairs._buffer).dense()).gram()
     assert float(((pairs.gram() - dense).abs() - 2 * _gamma(2 * n_rows * n1 * n1) * scale).max()) <= 0.0
 
 
@@ -175,17 +175,17 @@ def test_fits_agree_with_the_dense_path(config):
 
 def test_size_rule_and_auto_choice():
     """The pair design from ``n_rows p^2 >= 1e7`` on and only for sparse rows; "auto" follows the rule."""
-    assert not _pair_design_pays(2500, 5, 40, 2)  # M = 500, K = 20, s = 1: dense (measured faster)
-    assert _pair_design_pays(13445, 5, 56, 2)  # M = 2689, K = 28
-    assert not _pair_design_pays(10**6, 5, 12, 2)  # rows 2/3 nonzero: no sparsity to use
+    assert not pair_design_pays(2500, 5, 40, 2)  # M = 500, K = 20, s = 1: dense (measured faster)
+    assert pair_design_pays(13445, 5, 56, 2)  # M = 2689, K = 28
+    assert not pair_design_pays(10**6, 5, 12, 2)  # rows 2/3 nonzero: no sparsity to use
     X, Y = _data(5, 5, 1, 2689)
     e = _estimator(5, 5, 1, 1, 1e-4, 1e-3, "constant", K=28)
     e._cfg = e._checked_params()
     e._setup(X, Y)
     U, V = e._balance(torch.ones(5, 1, dtype=torch.float64), torch.ones(5, 1, dtype=torch.float64))
-    assert isinstance(e._design_of(e._pair_basis(U[None], V[None], e._X)), _PairDesign)
+    assert isinstance(e._design_of(e._pair_basis(U[None], V[None], e._X)), PairDesign)
     e._setup(X[:500], Y[:500])
-    assert isinstance(e._design_of(e._pair_basis(U[None], V[None], e._X)), _DenseDesign)
+    assert isinstance(e._design_of(e._pair_basis(U[None], V[None], e._X)), DenseDesign)
 
 
 def test_singular_gram_does_not_stop_the_fit():

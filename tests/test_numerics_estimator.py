@@ -351,24 +351,24 @@ def test_both_estimators_share_one_base_class_and_argument_names():
 
 
 def test_shared_data_check():
-    from numerics._estimator_base import _check_XY
+    from numerics._estimator_base import check_XY
 
     rng = np.random.default_rng(0)
     X, Y = rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 4))
-    Xc, Yc = _check_XY(X, Y)
+    Xc, Yc = check_XY(X, Y)
     assert Xc.dtype == np.float64 and Yc.shape == (3, 4)
-    assert _check_XY(X)[1] is None
-    assert _check_XY(X[:1], Y[:1])[0].shape == (1, 4, 2)  # M = 1 is enough to predict
+    assert check_XY(X)[1] is None
+    assert check_XY(X[:1], Y[:1])[0].shape == (1, 4, 2)  # M = 1 is enough to predict
     for bad_X, bad_Y, word in [(X[0], Y, "X must have shape"), (X[:, :1], Y[:, :1], "N >= 2"),
                                (X, Y[:, :3], "Y must have shape"), (X[:0], Y[:0], "M >= 1")]:
         with pytest.raises(ValueError, match=word):
-            _check_XY(bad_X, bad_Y)
+            check_XY(bad_X, bad_Y)
     with pytest.raises(ValueError, match="M >= 2"):
-        _check_XY(X[:1], Y[:1], min_samples=2)
+        check_XY(X[:1], Y[:1], min_samples=2)
     Yn = Y.copy()
     Yn[0, 0] = np.nan
     with pytest.raises(ValueError, match="Y must be finite"):
-        _check_XY(X, Yn)
+        check_XY(X, Yn)
 
 
 def test_l2_error_is_the_monte_carlo_mean_with_its_standard_error():

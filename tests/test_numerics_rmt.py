@@ -389,24 +389,24 @@ def test_shared_mc_invalid_input():
 
 def test_cholesky_and_eigh_paths_agree_up_to_the_threshold():
     """8 gammas (Cholesky path since the measured crossover) equal the eigendecomposition route."""
-    from numerics import rmt
+    from numerics import _ridge_solvers
 
     rng = np.random.default_rng(1)
-    g = np.logspace(-3, 1, rmt._CHOLESKY_MAX_GAMMAS)
+    g = np.logspace(-3, 1, _ridge_solvers.CHOLESKY_MAX_GAMMAS)
     for p, n in [(15, 30), (30, 15)]:
         Phi, y = rng.standard_normal((p, n)), np.sign(rng.standard_normal(n))
         np.testing.assert_allclose(interpolation_error(Phi, y, g), interpolation_error_direct(Phi, y, g), rtol=1e-9)
-        eig = rmt._errors_batch(torch.from_numpy(Phi)[None], torch.from_numpy(y)[None], torch.from_numpy(np.append(g, 20.0)))
+        eig = _ridge_solvers.errors_batch(torch.from_numpy(Phi)[None], torch.from_numpy(y)[None], torch.from_numpy(np.append(g, 20.0)))
         np.testing.assert_allclose(interpolation_error(Phi, y, g), eig[0, :-1].numpy(), rtol=1e-9)
 
 
 def _paths(Phi, y, g):
     """E(gamma) of one (Phi, y) by each of the three error paths (tridiagonal may decline: None)."""
-    from numerics import rmt
+    from numerics import _ridge_solvers
 
     args = torch.from_numpy(Phi)[None], torch.from_numpy(y)[None], torch.from_numpy(np.asarray(g, float))
-    tri = rmt._errors_tridiagonal(*args)
-    return (None if tri is None else tri[0].numpy()), rmt._errors_cholesky(*args)[0].numpy(), rmt._errors_eigh(*args)[0].numpy()
+    tri = _ridge_solvers.errors_tridiagonal(*args)
+    return (None if tri is None else tri[0].numpy()), _ridge_solvers.errors_cholesky(*args)[0].numpy(), _ridge_solvers.errors_eigh(*args)[0].numpy()
 
 
 @settings(max_examples=40, deadline=None)
@@ -429,7 +429,7 @@ def test_property_tridiagonal_cholesky_and_eigh_paths_agree(p, n, rank, lg, seed
 
 def test_tridiagonal_path_on_attention_sizes_and_its_edge_cases():
     """The path B4 / B7 take (p = 128, n = 256 and transposed), Phi y = 0, and where it declines."""
-    from numerics import rmt
+    from numerics import _ridge_solvers
 
     g = np.array([1e-3, 1e-2, 0.1, 1.0, 10.0])
     for p, n in [(128, 256), (256, 128)]:
@@ -445,7 +445,7 @@ def test_tridiagonal_path_on_attention_sizes_and_its_edge_cases():
     np.testing.assert_allclose(tri, 1.0)
     np.testing.assert_allclose(eig, 1.0)
     # declines: a single row or column, and (p < n) an error below 1e-8 ||y||^2 / n, where the difference loses digits
-    assert rmt._errors_tridiagonal(torch.ones(1, 1, 5, dtype=torch.float64), torch.ones(1, 5, dtype=torch.float64),
+    assert _ridge_solvers.errors_tridiagonal(torch.ones(1, 1, 5, dtype=torch.float64), torch.ones(1, 5, dtype=torch.float64),
                                    torch.tensor([0.1], dtype=torch.float64)) is None
     Phi = np.eye(3, 4)
     y = np.array([1.0, 1.0, 1.0, 1e-6])
@@ -455,12 +455,12 @@ def test_tridiagonal_path_on_attention_sizes_and_its_edge_cases():
 
 
 def test_gram_blocks_equal_the_full_product_and_are_symmetric():
-    from numerics import rmt
+    from numerics import _ridge_solvers
 
     rng = np.random.default_rng(4)
     for m in (3, 255, 512, 1100):
         A = torch.from_numpy(rng.standard_normal((2, m, 7)))
-        G = rmt._gram(A)
+        G = _ridge_solvers.gram(A)
         torch.testing.assert_close(G, A @ A.transpose(-1, -2), rtol=1e-12, atol=1e-12)
         assert torch.equal(G, G.transpose(-1, -2))
 
@@ -518,17 +518,17 @@ def test_thread_map_pins_torch_and_sets_the_in_parallel_flag_only_in_workers():
 
 
 def test_run_trials_gives_every_trial_its_spawned_seed_in_order():
-    from numerics.rmt import _run_trials
+    from numerics._mc import run_trials
 
     def batch(seeds, ids):
         return [(i, np.random.default_rng(ss).integers(1 << 30)) for ss, i in zip(seeds, ids)]
 
     want = [(t, np.random.default_rng(ss).integers(1 << 30)) for t, ss in enumerate(np.random.SeedSequence(4).spawn(7))]
     for batch_size, n_jobs in [(1, 1), (3, 1), (7, 2), (2, 3)]:
-        parts = _run_trials(batch, 7, 4, batch_size, n_jobs)
+        parts = run_trials(batch, 7, 4, batch_size, n_jobs)
         assert [x for part in parts for x in part] == want
     with pytest.raises(ValueError, match="batch_size"):
-        _run_trials(batch, 7, 4, 0, 1)
+        run_trials(batch, 7, 4, 0, 1)
 
 
 def test_shared_mc_does_not_depend_on_batching_or_n_jobs():
@@ -685,18 +685,19 @@ def test_feature_basis_gives_every_error_path_the_same_errors():
     p <= n: X itself."""
     import torch
 
-    from numerics.rmt import _errors_batch, _errors_cholesky, _errors_eigh, _feature_basis, _kernel_batch
+    from numerics._ridge_solvers import errors_batch, errors_cholesky, errors_eigh, feature_basis
+    from numerics.rmt import _kernel_batch
 
     rng = np.random.default_rng(11)
     X = torch.from_numpy(rng.standard_normal((2, 40, 16)))
     y = torch.from_numpy(np.sign(rng.standard_normal((2, 16))))
     K = _kernel_batch(X, _tanh, None, None, "removed")
-    R = _feature_basis(X, X.transpose(-1, -2) @ X)
+    R = feature_basis(X, X.transpose(-1, -2) @ X)
     assert R.shape == (2, 16, 16)
     np.testing.assert_allclose(R.transpose(-1, -2) @ R, X.transpose(-1, -2) @ X, rtol=1e-12, atol=1e-12)
     g = torch.tensor([1e-3, 1e-2, 1e-1, 1.0, 10.0], dtype=torch.float64)
-    for path in (_errors_batch, _errors_cholesky, _errors_eigh):
+    for path in (errors_batch, errors_cholesky, errors_eigh):
         np.testing.assert_allclose(path(R @ K, y, g), path(X @ K, y, g), rtol=1e-10)
-    np.testing.assert_allclose(_errors_batch(R @ K, None, g), _errors_batch(X @ K, None, g), rtol=1e-10)
+    np.testing.assert_allclose(errors_batch(R @ K, None, g), errors_batch(X @ K, None, g), rtol=1e-10)
     for narrow in (X[:, :16, :], X[:, :8, :]):  # p = n, p < n: no stand-in
-        assert _feature_basis(narrow, narrow.transpose(-1, -2) @ narrow) is narrow
+        assert feature_basis(narrow, narrow.transpose(-1, -2) @ narrow) is narrow

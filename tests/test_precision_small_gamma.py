@@ -10,7 +10,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-import theory.structured as structured
+import theory._structured_symbolic as structured_symbolic
+import theory._structured_traces as structured_traces
 from theory import mp_delta, structured_attention_error
 
 EPS = np.finfo(float).eps
@@ -39,15 +40,15 @@ def test_mp_delta_is_correct_to_a_few_ulps(c):
 
 # ----------------------------------------------------------------------------------------------- structured solver
 def _capture_traces(monkeypatch) -> dict:
-    """Record the arguments of every ``_woodbury`` call (the trace matrices of the grid points)."""
+    """Record the arguments of every ``woodbury`` call (the trace matrices of the grid points)."""
     seen: dict = {}
-    inner = structured._woodbury
+    inner = structured_traces.woodbury
 
     def spy(T, dT, m, A, c):
         seen.update(T=T.copy(), dT=dT.copy(), m=m.copy(), A=A.copy(), c=c)
         return inner(T, dT, m, A, c)
 
-    monkeypatch.setattr(structured, "_woodbury", spy)
+    monkeypatch.setattr(structured_traces, "woodbury", spy)
     return seen
 
 
@@ -66,7 +67,7 @@ def _error_exact(g: float, T: np.ndarray, dT: np.ndarray, m: np.ndarray, A: np.n
     with mp.workdps(40):
         M = lambda a: mp.matrix(np.atleast_2d(a).tolist())  # noqa: E731
         Gam = np.outer(m, m) + np.eye(m.size)
-        C, Tm, dTm, G, mm = M(structured._low_rank_matrix(A, Gam, c)), M(T), M(dT), M(Gam), M(m)
+        C, Tm, dTm, G, mm = M(structured_symbolic.low_rank_matrix(A, Gam, c)), M(T), M(dT), M(Gam), M(m)
         Om, dOm = _kron(Tm, G), _kron(dTm, G)
         b, db = _kron(Tm[0, :], mm), _kron(dTm[0, :], mm)
         CS = C * (mp.eye(Om.rows) + Om * C) ** -1

@@ -12,23 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theory import hermite_moments, ridge_error_values
+from theory._structured_symbolic import d0_sym, delta_t, kappa_sym, l_sym, sf2_sym
+from theory._structured_traces import (GramQuadratureIntegrals, GramRationalIntegrals, denominator_polys, mp_nodes,
+                                       trace_integrals)
 from theory.structured import (
     StructuredConvergenceError,
-    _denominator_polys,
-    _GramQuadratureIntegrals,
-    _GramRationalIntegrals,
-    _mp_nodes,
     _null_solutions,
-    _trace_integrals,
-    d0_sym,
-    delta_t,
-    kappa_sym,
-    l_sym,
     linearisation_control,
     null_free_energy_expression,
     null_trace_closed_forms,
     null_trace_expressions,
-    sf2_sym,
     spike_vectors,
     structured_attention_error,
     structured_attention_solve,
@@ -194,7 +187,7 @@ def _V(dl, dt, kp, g, c, a1, sf2, d0, lam_of=None, a_shift=None, n=4000):
     """Corrected free energy int log D - g dl dt + c kp^2 / sf2 with a generic variance profile:
     ``D = g (1 + dl)(1 + dt sf2 lam / c) + lam (a - kp)^2``, ``lam = c l`` (or ``lam_of(l)``), ``a = A(l)``
     (+ ``a_shift(l)``).  Gauss-Chebyshev quadrature on mu_G (n nodes); c > 1 to avoid the atom at 0."""
-    l, w = _mp_nodes(c, n)
+    l, w = mp_nodes(c, n)
     lam = c * l if lam_of is None else lam_of(l)
     a = a1 * (l - 1) + d0 + (0.0 if a_shift is None else a_shift(l))
     D = g * (1 + dl) * (1 + dt * sf2 * lam / c) + lam * (a - kp) ** 2
@@ -206,7 +199,7 @@ def test_free_energy_expression_matches_numeric_V():
     nul, _ = _solved(g, c, a1, sf2)
     dl, dt, kp = nul[:3]
     f = sp.lambdify((l_sym, D, delta_t, kappa_sym, G, C, A1, sf2_sym, d0_sym), null_free_energy_expression(), "numpy")
-    l, w = _mp_nodes(c, 4000)
+    l, w = mp_nodes(c, 4000)
     assert float(np.dot(w, f(l, dl, dt, kp, g, c, a1, sf2, 0.0))) == pytest.approx(_V(dl, dt, kp, g, c, a1, sf2, 0.0),
                                                                                     rel=1e-12)
 
@@ -274,10 +267,10 @@ def test_traces_match_closed_forms(c, g):
 def test_exact_trace_integrals_match_quadrature():
     for c, g, a1, sf2, d0 in [(2.0, 0.1, TANH.a1, TANH.sf2, 0.0), (0.5, 0.5, 0.7, 0.2, 0.3), (1.5, 1.0, 0.0, 0.4, 1.0)]:
         nul = _null_solutions(np.array([g]), c, a1, sf2, d0, "symmetric", "exact", 800, 1e-12, 100)[0]
-        Dp, Dg = _denominator_polys(g, c, a1, sf2, d0, nul)
-        ex = _GramRationalIntegrals(c)
+        Dp, Dg = denominator_polys(g, c, a1, sf2, d0, nul)
+        ex = GramRationalIntegrals(c)
         I, J = ex(Dp, Dg)
-        Iq, Jq = _GramQuadratureIntegrals(c, 4000)(Dp, Dg)
+        Iq, Jq = GramQuadratureIntegrals(c, 4000)(Dp, Dg)
         assert ex.precision < 1e-12
         np.testing.assert_allclose(I, Iq, rtol=1e-10)
         np.testing.assert_allclose(J, Jq, rtol=1e-10)
@@ -285,14 +278,14 @@ def test_exact_trace_integrals_match_quadrature():
 
 def test_exact_trace_integrals_repeated_root_falls_back_to_quadrature():
     """An exactly repeated root of D (here D = l^2, off the support for c = 2) is not integrated by partial
-    fractions: NaN values with precision inf, and _trace_integrals then uses the quadrature."""
+    fractions: NaN values with precision inf, and trace_integrals then uses the quadrature."""
     Dp, Dg = np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.5, 0.0])
-    ex = _GramRationalIntegrals(2.0)
+    ex = GramRationalIntegrals(2.0)
     I, J = ex(Dp, Dg)
     assert np.all(np.isnan(I)) and np.all(np.isnan(J)) and ex.precision == np.inf
-    quad = _GramQuadratureIntegrals(2.0, 800)
+    quad = GramQuadratureIntegrals(2.0, 800)
     Iq, Jq = quad(Dp, Dg)
-    I, dI = _trace_integrals(Dp, Dg, ex, quad)
+    I, dI = trace_integrals(Dp, Dg, ex, quad)
     np.testing.assert_array_equal(I, Iq)
     np.testing.assert_array_equal(dI, -Jq)
 
@@ -489,7 +482,8 @@ def test_attention_error_accepts_spike_keyword():
 
 # ----------------------------------------------------------------------------- parts of structured_attention_solve
 def test_solver_options_are_checked_and_normalised():
-    from theory.structured import _resolve_spike, _validate_solver_options
+    from theory._spikes import resolve_spike
+    from theory.structured import _validate_solver_options
 
     maxiter, system, gam = _validate_solver_options(0.1, "corrected", "exact", 800, 1e-12, 100, 7)
     assert maxiter == 7 and system == "symmetric" and gam.shape == (1,)  # max_iter is an alias; corrected too
@@ -499,13 +493,13 @@ def test_solver_options_are_checked_and_normalised():
                        ((0.1, "spec", "exact", 8, 1e-12, 100, None), "n_nodes")]:
         with pytest.raises(ValueError, match=word):
             _validate_solver_options(*args)
-    assert _resolve_spike(None, [1.0], [2.0]) == ([1.0], [2.0])
-    wk, wq = _resolve_spike((2.0, "aligned"), None, None)
+    assert resolve_spike(None, [1.0], [2.0]) == ([1.0], [2.0])
+    wk, wq = resolve_spike((2.0, "aligned"), None, None)
     np.testing.assert_array_equal(wk, spike_vectors(2.0, "aligned")[0])
     with pytest.raises(ValueError, match="not both"):
-        _resolve_spike((2.0, "aligned"), [1.0], None)
+        resolve_spike((2.0, "aligned"), [1.0], None)
     with pytest.raises(ValueError, match="pair"):
-        _resolve_spike(2.0, None, None)
+        resolve_spike(2.0, None, None)
 
 
 def test_error_on_grid_quadrature_and_exact_traces_agree():

@@ -4,6 +4,20 @@
 :mod:`theory.null_system` (derivation there) and hands signal or attention spikes to
 :mod:`theory.structured` (the project's own finite-rank derivation).  The null system's public names are
 re-exported here, where earlier releases defined them.
+
+A symbolic ``gamma`` (or ``c``) gives a sympy function of them, evaluated, differentiated and plotted by sympy:
+
+>>> import sympy as sp
+>>> from theory.symbols import gamma
+>>> E = attention_error(gamma, 2, "tanh")
+>>> E
+attention_error(gamma, 2, 'tanh')
+>>> E.subs(gamma, 0.01) == attention_error(0.01, 2, "tanh")
+True
+>>> round(float(sp.diff(E, gamma).subs(gamma, 0.1)), 4)
+1.6232
+>>> sp.lambdify(gamma, E)([0.01, 0.1]).round(4)
+array([0.0856, 0.3147])
 """
 
 from __future__ import annotations
@@ -30,7 +44,7 @@ from .null_system import (  # noqa: F401  (re-exported: public names of this mod
 )
 
 from . import null_system as _null_system  # noqa: E402
-from .null_system import _C_RANGE, _GAMMA_RANGE, _check_grid, _solver_options  # noqa: E402
+from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid, checked_solver_options  # noqa: E402
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments  # noqa: E402
 
 #: the options of the solvers (:func:`solve_null_system_full`, :func:`theory.structured_attention_solve`)
@@ -42,17 +56,8 @@ __all__ = ["attention_error", "attention_error_taylor", "attention_small_gamma_l
 
 
 # --------------------------------------------------------------------------- public error
-def attention_error(
-    gamma: Any,
-    c: float,
-    activation: ActivationLike,
-    snr: float = 0.0,
-    w_k: Any = None,
-    w_q: Any = None,
-    diagonal: Any = "removed",
-    spike: Any = None,
-    **solver_options: Any,
-) -> Any:
+def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float = 0.0, w_k: Any = None,
+                    w_q: Any = None, diagonal: Any = "removed", spike: Any = None, **solver_options: Any) -> Any:
     """Limiting interpolation error ``E_A(gamma)`` of nonlinear attention.
 
     Parameters
@@ -104,25 +109,13 @@ def attention_error(
     >>> bool(attention_error(0.1, 2.0, "tanh", snr=1.0, spike=(4.0, "aligned")) < attention_error(0.1, 2.0, "tanh", snr=1.0))
     True
 
-    Symbolic ``gamma``:
-
-    >>> import sympy as sp
-    >>> from theory.symbols import gamma
-    >>> E = attention_error(gamma, 2, "tanh")
-    >>> E
-    attention_error(gamma, 2, 'tanh')
-    >>> E.subs(gamma, 0.01) == attention_error(0.01, 2, "tanh")
-    True
-    >>> round(float(sp.diff(E, gamma).subs(gamma, 0.1)), 4)
-    1.6232
-    >>> sp.lambdify(gamma, E)([0.01, 0.1]).round(4)
-    array([0.0856, 0.3147])
+    A symbolic ``gamma``: the module docstring.
     """
     if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
         return _symbolic_attention_error(gamma, c, activation, snr, w_k, w_q, diagonal, spike, solver_options)
-    g = as_array("gamma", gamma, low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1])
-    _check_grid("gamma", g.size)
-    as_float("c", c, low=_C_RANGE[0], high=_C_RANGE[1])
+    g = as_array("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
+    check_grid("gamma", g.size)
+    as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
     if _structured_case(snr, w_k, w_q, spike, solver_options):
         try:
             from .structured import structured_attention_error  # lazy: written by another module
@@ -159,7 +152,7 @@ def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, sn
                               diagonal: Any, spike: Any, solver_options: dict[str, Any]) -> Any:
     """:func:`attention_error` of a symbolic ``gamma`` or ``c``: the arguments checked as on the numeric path,
     then the :class:`theory.symbolic.NumericFunction` of the null model (or the structured one)."""
-    g, cc = symbolic_arguments(gamma, c, _C_RANGE)
+    g, cc = symbolic_arguments(gamma, c, C_RANGE)
     if _structured_case(snr, w_k, w_q, spike, solver_options):
         from .structured import structured_attention_error
 
@@ -233,8 +226,8 @@ def attention_error_taylor(
     >>> round(float(e[1]), 4)
     1.6232
     """
-    g0 = as_float("gamma", gamma, low=_GAMMA_RANGE[0], high=_GAMMA_RANGE[1])
-    as_float("c", c, low=_C_RANGE[0], high=_C_RANGE[1])
+    g0 = as_float("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
+    as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
     if _structured_case(snr, w_k, w_q, spike, solver_options):
         from .structured import structured_attention_error_taylor
 
@@ -265,7 +258,7 @@ def _check_solver_keywords(options: dict[str, Any]) -> None:
     if "maxiter" in options and "max_iter" in options:
         raise ValueError("give maxiter or max_iter (the same option), not both")
     name = "maxiter" if "maxiter" in options else "max_iter"
-    _solver_options(options.get("system", "symmetric"), options.get("method", "exact"), options.get("n_nodes", 160),
+    checked_solver_options(options.get("system", "symmetric"), options.get("method", "exact"), options.get("n_nodes", 160),
                     options.get("tol", 1e-12), options.get(name, 100), names=(name, name))
     if "check_quadrature" in options:
         check_flag("check_quadrature", options["check_quadrature"])

@@ -31,8 +31,8 @@ import sympy as sp
 from ._jets import Jet
 from ._validation import as_array, as_float, as_int, check_real, check_size, get_limits
 from .null_system import (
-    _ARGS,
-    _QuadratureIntegrator,
+    SYSTEM_SYMBOLS,
+    QuadratureIntegrator,
     gram_law_quadrature,
     null_system_equations,
     solve_null_system_full,
@@ -81,14 +81,14 @@ class NullTaylor:
 def _integrand_series():
     """``g1, g2, g3`` of :func:`theory.null_system_equations` as a function of (jet) arguments: operators only."""
     eq = null_system_equations()
-    return sp.lambdify(_ARGS, [eq["g1"], eq["g2"], eq["g3"]], modules=[{}])
+    return sp.lambdify(SYSTEM_SYMBOLS, [eq["g1"], eq["g2"], eq["g3"]], modules=[{}])
 
 
 def _jacobian(z: float, x0: np.ndarray, consts: tuple[float, float, float, float], n_unknowns: int,
               n_nodes: int) -> np.ndarray:
     """``Id - d_x I`` at the solution, on the unknowns, from the same quadrature rule as the ``b_k``."""
     c, a1, sf2, d0 = consts
-    I = _QuadratureIntegrator(c, n_nodes)(z, x0[0], x0[1], x0[2], c, a1, sf2, d0)
+    I = QuadratureIntegrator(c, n_nodes)(z, x0[0], x0[1], x0[2], c, a1, sf2, d0)
     dIdx = np.array([I[3:6], I[6:9], I[9:12]]).T  # rows I1..I3, columns delta, delta~, kappa
     return np.eye(n_unknowns) - dIdx[:n_unknowns, :n_unknowns]
 

@@ -77,14 +77,12 @@ from ._validation import (
     ArgumentTypeError,
     as_array,
     as_float,
-    check_choice,
-    check_real,
     check_size,
     describe,
-    get_limits,
 )
 from .activations import ActivationLike, activation_asymptotic_slope, check_activation, numpy_activation
 from .marchenko_pastur import mp_stieltjes
+from ._solver_domain import C_RANGE, GAMMA_RANGE, KERNEL_CONSTANT_MAX, check_grid, checked_solver_options
 
 __all__ = [
     "solve_null_system",
@@ -102,50 +100,6 @@ __all__ = [
 #: variants of the null system: the corrected one (symmetric kernel noise) and the first reconstruction's
 NULL_SYSTEMS = ("symmetric", "spec")
 
-# Domain of the solvers (this null solver and theory.structured's), checked before any work:
-#: ``c = p / n``: outside it the moments of mu_G overflow float64 (c**-15) or the support degenerates
-_C_RANGE = (1e-4, 1e4)
-#: ``gamma = -z``: the continuation starts at max(10, 4 gamma) and steps by factors <= 4 down to gamma
-_GAMMA_RANGE = (1e-30, 1e30)
-#: ``|a1|``, ``|d0|`` at most this, ``s_f^2`` at most its square (kernel constants of an activation of O(1) scale)
-_KERNEL_CONSTANT_MAX = 1e6
-#: accepted names of the null systems (``"corrected"`` is an alias of ``"symmetric"``)
-_SYSTEM_ALIASES = {"symmetric": "symmetric", "corrected": "symmetric", "spec": "spec"}
-_METHODS = ("exact", "quadrature")
-#: largest ``tol`` (a residual above it is not a solution of the system)
-_TOL_MAX = 1e-3
-#: fewest quadrature nodes of the solvers
-_N_NODES_MIN = 16
-
-
-def _solver_options(system: Any, method: Any, n_nodes: Any, tol: Any, maxiter: Any, alias: Any = None,
-                    names: tuple[str, str] = ("maxiter", "max_iter")) -> tuple[str, str, int, float, int]:
-    """Checked ``(system, method, n_nodes, tol, maxiter)`` of the solvers, the same rules on every path.
-
-    ``system``: ``"symmetric"`` (alias ``"corrected"``) or ``"spec"`` (canonical name returned); ``method``:
-    ``"exact"`` or ``"quadrature"``; ``n_nodes``: an integer in ``[16, Limits.max_quadrature_nodes]``; ``tol``: in
-    ``(0, 1e-3]``; ``maxiter``: an integer in ``[1, Limits.max_iterations]``, replaced by ``alias`` (the other
-    spelling, ``max_iter`` / ``maxiter``) when that is not None; ``names`` are the names of ``maxiter`` and
-    ``alias`` in the caller's signature (for the messages).  ``tol`` and ``n_nodes`` come back as given (numbers
-    unchanged).
-    """
-    system = _SYSTEM_ALIASES[check_choice("system", system, tuple(_SYSTEM_ALIASES))]
-    method = check_choice("method", method, _METHODS)
-    check_size("n_nodes", n_nodes, _N_NODES_MIN, "max_quadrature_nodes")
-    check_real("tol", tol, low=0, high=_TOL_MAX, low_open=True)
-    if alias is not None:
-        maxiter = alias
-    maxiter = check_size(names[0] if alias is None else names[1], maxiter, 1, "max_iterations")
-    return system, method, n_nodes, tol, maxiter
-
-
-def _check_grid(name: str, size: int) -> None:
-    """A solver grid of ``size`` points (one continuation solve each) within ``Limits.max_grid_size``."""
-    high = get_limits().max_grid_size
-    if size > high:
-        raise ValueError(f"{name} must have at most {high} points (Limits.max_grid_size; raise it with "
-                         f"theory.set_limits(max_grid_size=...)), got {size}")
-
 # symbols of the null system
 _l = sp.Symbol("l", nonnegative=True)
 _z = sp.Symbol("z")
@@ -156,7 +110,7 @@ _c = sp.Symbol("c", positive=True)
 _a1 = sp.Symbol("a1", real=True)
 _sf2 = sp.Symbol("s_f2", nonnegative=True)
 _d0 = sp.Symbol("d0", real=True)
-_ARGS = (_l, _z, _dl, _dt, _kp, _c, _a1, _sf2, _d0)
+SYSTEM_SYMBOLS = (_l, _z, _dl, _dt, _kp, _c, _a1, _sf2, _d0)
 _VARS = (_dl, _dt, _kp, _z)  # order of the derivative blocks
 
 
@@ -191,7 +145,7 @@ def _integrand_list() -> list[sp.Expr]:
 
 @functools.lru_cache(maxsize=1)
 def _numeric_system():
-    return sp.lambdify(_ARGS, _integrand_list(), modules="numpy", cse=True)
+    return sp.lambdify(SYSTEM_SYMBOLS, _integrand_list(), modules="numpy", cse=True)
 
 
 def gram_law_quadrature(c: float, n_nodes: int = 160) -> tuple[np.ndarray, np.ndarray]:
@@ -270,7 +224,7 @@ class NullSolution:
 
 
 # --------------------------------------------------------------------------- integrators
-class _QuadratureIntegrator:
+class QuadratureIntegrator:
     """Integrals of the 15 integrands against ``mu_G`` by Gauss–Jacobi quadrature."""
 
     precision = 1e-16
@@ -289,7 +243,7 @@ def _rational_system():
     a numerator ``P`` and a denominator ``D0`` with the power ``k`` (integrand ``P / D0^k``).
     Built from :func:`null_system_equations` by sympy (``together``, ``diff``, ``Poly``)."""
     eq = null_system_equations()
-    others = _ARGS[1:]
+    others = SYSTEM_SYMBOLS[1:]
     parts = []
     for g in (eq["g1"], eq["g2"], eq["g3"]):
         N, D = sp.fraction(sp.together(g))
@@ -306,7 +260,7 @@ def _rational_system():
     return out
 
 
-def _null_denominator(gamma: float, c: float, a1: float, sf2: float, d0: float, delta: float, delta_tilde: float,
+def null_denominator(gamma: float, c: float, a1: float, sf2: float, d0: float, delta: float, delta_tilde: float,
                       kappa: float) -> np.ndarray:
     """Ascending coefficients (in ``l``) of ``D(l) = gamma (1 + delta)(1 + s_f^2 delta~ l) + c l (A(l) - kappa)^2``.
 
@@ -363,7 +317,7 @@ class _HybridIntegrator:
 
     def __init__(self, c: float, n_nodes: int):
         self.exact = _ExactIntegrator(c)
-        self.quad = _QuadratureIntegrator(c, max(int(n_nodes), 400))
+        self.quad = QuadratureIntegrator(c, max(int(n_nodes), 400))
         self.lo, self.hi = gram_support(float(c))
         self.precision = 1e-16
 
@@ -372,7 +326,7 @@ class _HybridIntegrator:
         self.precision = self.exact.precision
         if self.precision > 1e-11:
             # distance of the nearly repeated roots of D from the continuous support [lo, hi]
-            D = _null_denominator(-z, c, a1, sf2, d0, dl, dt, kp)
+            D = null_denominator(-z, c, a1, sf2, d0, dl, dt, kp)
             roots = P_.polyroots(P_.polytrim(D, 0.0)) if np.any(D[1:]) else np.array([])
             if roots.size < 2:
                 return out
@@ -388,7 +342,7 @@ class _HybridIntegrator:
 
 def _make_integrator(c: float, method: str, n_nodes: int):
     if method == "quadrature":
-        return _QuadratureIntegrator(c, n_nodes)
+        return QuadratureIntegrator(c, n_nodes)
     return _HybridIntegrator(c, n_nodes)
 
 
@@ -553,13 +507,13 @@ def _checked_solution(fail, z: float, *values: Any) -> NullSolution:
 
 def _validate_system(z: Any, c: Any, a1: Any, sf2: Any, d0: Any) -> np.ndarray:
     """Checked ``z`` grid (float64) of the null solver; the solver domain of the module constants."""
-    as_float("c", c, low=_C_RANGE[0], high=_C_RANGE[1])
-    k = _KERNEL_CONSTANT_MAX
+    as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
+    k = KERNEL_CONSTANT_MAX
     as_float("sf2", sf2, low=0, high=k * k)
     for name, v in (("a1", a1), ("d0", d0)):
         as_float(name, v, low=-k, high=k)
-    zs = as_array("z", z, low=-_GAMMA_RANGE[1], high=-_GAMMA_RANGE[0])
-    _check_grid("z", zs.size)
+    zs = as_array("z", z, low=-GAMMA_RANGE[1], high=-GAMMA_RANGE[0])
+    check_grid("z", zs.size)
     if float(a1) == 0.0 and float(d0) == 0.0 and float(sf2) == 0.0:
         raise ValueError("a1, d0 and sf2 are all zero: the kernel vanishes")
     return zs
@@ -608,7 +562,7 @@ def solve_null_system_full(
     RuntimeError
         No convergence; the message gives ``gamma`` and the residual reached.
     """
-    system, method, n_nodes, tol, max_iter = _solver_options(system, method, n_nodes, tol, max_iter, maxiter,
+    system, method, n_nodes, tol, max_iter = checked_solver_options(system, method, n_nodes, tol, max_iter, maxiter,
                                                              names=("max_iter", "maxiter"))
     zs = _validate_system(z, c, a1, sf2, d0)
     return _solve_sorted(
@@ -653,10 +607,10 @@ def null_kernel_diagonal(activation: ActivationLike, diagonal: Any = "removed") 
     ``activation`` is checked in every case (:func:`theory.check_activation`).
     """
     check_activation(activation, "activation")
-    return _diagonal_constant(diagonal, lambda: activation_asymptotic_slope(activation))
+    return diagonal_constant(diagonal, lambda: activation_asymptotic_slope(activation))
 
 
-def _diagonal_constant(diagonal: Any, kept: Any) -> float:
+def diagonal_constant(diagonal: Any, kept: Any) -> float:
     """``d0`` of a ``diagonal`` argument; ``kept()`` gives it for ``"kept"``."""
     what = "'removed', 'kept' or a finite real number"
     if isinstance(diagonal, str):
@@ -668,7 +622,7 @@ def _diagonal_constant(diagonal: Any, kept: Any) -> float:
         raise ValueError(f"diagonal must be {what}, got {describe(diagonal)}")
     if isinstance(diagonal, (bool, np.bool_)) or not isinstance(diagonal, (int, float, np.integer, np.floating)):
         raise ArgumentTypeError(f"diagonal must be {what}, got {describe(diagonal)} of type {type(diagonal).__name__}")
-    return as_float("diagonal", diagonal, low=-_KERNEL_CONSTANT_MAX, high=_KERNEL_CONSTANT_MAX)
+    return as_float("diagonal", diagonal, low=-KERNEL_CONSTANT_MAX, high=KERNEL_CONSTANT_MAX)
 
 
 def kept_diagonal(activation: ActivationLike, p: int) -> float:

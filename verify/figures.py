@@ -36,7 +36,7 @@ import numpy as np
 from theory._validation import ArgumentTypeError, as_array, as_float, as_int, check_choice, check_flag, describe
 
 from .validation import check_callable, check_items, check_text
-from .verdicts import _check_comparisons
+from .verdicts import check_comparisons
 
 __all__ = ["COLORS", "ERRORBAR_SE", "FONT", "OKABE_ITO", "THEORY", "VERDICT_COLORS", "dense_grid",
            "figure_problems", "headroom", "key_numbers", "legend", "mc_points", "not_judged_handle",
@@ -295,7 +295,7 @@ def legend(ax: Any, *, extra: Iterable[Any] = (), loc: str = "best", outside: bo
 # ------------------------------------------------------------------------------------------ verdicts, numbers
 def outcome_text(comparisons: Sequence[Any]) -> str:
     """``"30/30 PASS"`` or ``"2 PASS, 1 INCONCLUSIVE of 3"``: the outcomes of judged comparisons."""
-    comparisons = _check_comparisons("comparisons", comparisons)
+    comparisons = check_comparisons("comparisons", comparisons)
     if not comparisons:
         raise ValueError("comparisons must be a non-empty list of judged comparisons, got []")
     n = len(comparisons)
@@ -309,7 +309,7 @@ def outcome_text(comparisons: Sequence[Any]) -> str:
 
 def worst_outcome(comparisons: Sequence[Any]) -> str | None:
     """FAIL over INCONCLUSIVE over PASS among judged comparisons (``None`` for none): a panel's outcome."""
-    comparisons = _check_comparisons("comparisons", comparisons)
+    comparisons = check_comparisons("comparisons", comparisons)
     outs = {c.outcome for c in comparisons}
     for o in ("FAIL", "INCONCLUSIVE", "PASS"):
         if o in outs:

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from theory._validation import ArgumentTypeError, as_float, as_int, check_flag
 from theory._validation import describe as describe_value
@@ -108,6 +108,22 @@ _CSS = (".verify-run .PASS { color: #009E73; font-weight: bold; } .verify-run .F
         ".verify-run .INFO { color: #555; font-weight: bold; } .verify-run figure img { max-width: 100%; }")
 
 
+def _checked_ids(ids: Any) -> list[str] | None:
+    """``run``'s ``ids``: a claim id, a non-empty list of them, or None (every claim), as a list or None."""
+    if ids is None:
+        return None
+    if isinstance(ids, str):
+        return [ids]
+    if not isinstance(ids, (list, tuple)):
+        raise ArgumentTypeError(f"ids must be a claim id, a list of them or None, got {describe_value(ids)}")
+    for i, cid in enumerate(ids):
+        if not isinstance(cid, str):
+            raise ArgumentTypeError(f"ids[{i}] must be a claim id (a string), got {describe_value(cid)}")
+    if not ids:
+        raise ValueError("ids must name at least one claim (None: all of them), got []")
+    return list(ids)
+
+
 def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed: int = 0,
         cache_dir: str | os.PathLike | None = DEFAULT_CACHE, jobs: int | None = None, device: str = "cpu",
         executor: str = "local", scheduler: str | None = None, figures: bool = True, progress: bool = True,
@@ -142,16 +158,7 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
     Run
     """
     figures, progress = check_flag("figures", figures), check_flag("progress", progress)
-    if isinstance(ids, str):
-        ids = [ids]
-    elif ids is not None:
-        if not isinstance(ids, (list, tuple)):
-            raise ArgumentTypeError(f"ids must be a claim id, a list of them or None, got {describe_value(ids)}")
-        for i, cid in enumerate(ids):
-            if not isinstance(cid, str):
-                raise ArgumentTypeError(f"ids[{i}] must be a claim id (a string), got {describe_value(cid)}")
-        if not ids:
-            raise ValueError("ids must name at least one claim (None: all of them), got []")
+    ids = _checked_ids(ids)
     jobs = (os.cpu_count() or 1) if jobs is None else check_n_jobs(jobs, name="jobs")
     if budget is not None:
         budget = as_float("budget", budget, low=0, low_open=True)

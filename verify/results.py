@@ -187,10 +187,10 @@ class Comparison:
         ``sign`` is ``+1`` or ``-1`` and ``reference`` a finite number; ``measured`` and ``se >= 0`` may be NaN or
         infinite (a failed measurement: FAIL).
         """
-        from .verdicts import _check_sign, direction_p, scale_to_decide
+        from .verdicts import check_sign, direction_p, scale_to_decide
 
         check_text("rule", rule)
-        sign, reference = _check_sign(sign), as_float("reference", reference)
+        sign, reference = check_sign(sign), as_float("reference", reference)
         x_meas, se, df = check_measurement("measured", measured), check_measurement("se", se, low=0.0), check_df(df)
         delta = x_meas - reference
         measurable = math.isfinite(delta) and math.isfinite(se)

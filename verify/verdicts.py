@@ -46,6 +46,10 @@ from scipy import special, stats
 
 from theory._validation import ArgumentTypeError, as_array, as_float, check_choice, check_real, describe as _describe
 
+__all__ = ["ALPHA_CHECK", "ALPHA_PASS", "ALPHA_REPORT", "KINDS", "N_STOCHASTIC_CHECKS", "Judgement", "bound_p",
+           "consistency_p", "describe", "direction_p", "equivalence_p", "holm", "judge", "judged", "rates_text",
+           "scale_to_decide", "t_quantile", "z_quantile"]
+
 #: a comparison as judged here: a dataclass with the fields of :class:`verify.registry.Comparison`
 #: (``kind``, ``p_fail``, ``p_pass``, ``exact_ok``, ``outcome``, ``passed``, ``decide_factor``)
 Comparison = Any
@@ -138,7 +142,7 @@ def _check_se(se: Any) -> float:
     return as_float("se", se, low=0)
 
 
-def _check_sign(sign: Any) -> int:
+def check_sign(sign: Any) -> int:
     """``+1`` or ``-1`` (an integer, not a bool)."""
     check_real("sign", sign, integer=True)
     if int(sign) not in (-1, 1):
@@ -166,7 +170,7 @@ def _check_comparison(name: str, c: Any) -> Any:
     return c
 
 
-def _check_comparisons(name: str, comparisons: Any) -> list:
+def check_comparisons(name: str, comparisons: Any) -> list:
     """A list (or tuple) of comparisons (:func:`_check_comparison`)."""
     if not isinstance(comparisons, (list, tuple)):
         raise ArgumentTypeError(f"{name} must be a list of comparisons, got {_describe(comparisons)} "
@@ -204,7 +208,7 @@ def direction_p(delta: float, se: float, sign: int, df: float | None = None) -> 
     """``(p_pass, p_fail)`` of the claim ``sign * delta > 0``: one-sided tests of ``<= 0`` and ``>= 0``."""
     as_float("delta", delta)
     _check_se(se)
-    sign = _check_sign(sign)
+    sign = check_sign(sign)
     dist = _dist(_check_df(df))
     z = _z(sign * delta, se)
     return float(dist.sf(z)), float(dist.cdf(z))
@@ -287,7 +291,7 @@ class Judgement:
     def __post_init__(self) -> None:
         """``verdict`` one of the four and ``comparisons`` judged ones (a list is stored as a tuple)."""
         check_choice("verdict", self.verdict, ("PASS", "FAIL", "INCONCLUSIVE", "INFO"))
-        rows = tuple(_check_comparisons("comparisons", self.comparisons))
+        rows = tuple(check_comparisons("comparisons", self.comparisons))
         if any(not c.outcome for c in rows):
             raise ValueError("comparisons must be judged ones (verify.verdicts.judged), got one without an outcome")
         object.__setattr__(self, "comparisons", rows)
@@ -318,7 +322,7 @@ def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK,
     (they are frozen dataclasses; the judged ones are :func:`dataclasses.replace` copies).  An empty table is
     ``FAIL`` (a check that compared nothing).
     """
-    comparisons = _check_comparisons("comparisons", comparisons)
+    comparisons = check_comparisons("comparisons", comparisons)
     alpha, alpha_pass = _check_alpha(alpha), _check_alpha(alpha_pass)
     # a non-finite p-value FAILS its comparison below; it takes no place in Holm's family
     stochastic = [i for i, c in enumerate(comparisons) if c.kind != "exact" and c.p_fail is not None
@@ -339,7 +343,7 @@ def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
     An empty list: ``PASS`` (vacuous), as this function always read it; a check without comparisons FAILS in the
     registry (:func:`verify.registry.judge_outcome`).
     """
-    comparisons = _check_comparisons("comparisons", comparisons)
+    comparisons = check_comparisons("comparisons", comparisons)
     return judged(comparisons, alpha).verdict if comparisons else "PASS"
 
 

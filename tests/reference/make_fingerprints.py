@@ -25,9 +25,9 @@ OUT = HERE / "fingerprints.json"
 
 
 def _seed_key(d: dict) -> dict:
-    from numerics.sweep import EXECUTION_KEYS, _seed_part
+    from numerics._cache_keys import EXECUTION_KEYS, seed_part
 
-    return _seed_part({k: v for k, v in d.items() if k not in EXECUTION_KEYS})
+    return seed_part({k: v for k, v in d.items() if k not in EXECUTION_KEYS})
 
 
 def collect() -> dict[str, Any]:

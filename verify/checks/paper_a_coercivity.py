@@ -47,8 +47,8 @@ from theory.minimax import low_rank_condition, num_intervals, parametric_term
 from verify.checks.paper_a_numerics import (
     LOW_RANK_CONSTANT,
     STARTS_NOTE,
-    _pred_sizes,
-    _run_groups_fixed_M,
+    prediction_sizes,
+    run_groups_fixed_M,
     balanced_sigma,
     cache_text,
     predictions,
@@ -520,7 +520,7 @@ def design_a6(ctx: CheckContext) -> A6Design:
     K = int(num_intervals(M, beta, constant=C_K))  # K_M = floor(C (M/log M)^(1/(2b+1))), C = 4
     combos = A6_COMBOS[size]
     base = {"d": 1, "N": 5, "r": 1, "P": 3, "n_knots": 6, "truth_seed": ctx.design_seed("truth", 3), "law": "uniform"}
-    base["sigma"] = balanced_sigma(base, K, M, 1, ctx.design_seed("sigma"), **_pred_sizes(size))
+    base["sigma"] = balanced_sigma(base, K, M, 1, ctx.design_seed("sigma"), **prediction_sizes(size))
     return A6Design(size=size, M=M, K=K, combos=combos, reps=A6_REPLICATES[size],
                     x=[float(parametric_term(r, d, M)) for d, r in combos], sigma=base["sigma"],
                     configs=[{**base, "d": d, "r": r} for d, r in combos], beta=beta, C_K=C_K,
@@ -545,7 +545,7 @@ def simulate_a6(ctx: CheckContext, design: A6Design) -> A6Measurement:
     """The sweep: ``reps`` replicate fits per configuration at the one ``(K, M)``."""
     t0 = time.perf_counter()
     info: dict = {}
-    errs, refits = _run_groups_fixed_M(ctx, design.configs, design.K, design.M, design.reps, "A6", info)
+    errs, refits = run_groups_fixed_M(ctx, design.configs, design.K, design.M, design.reps, "A6", info)
     return A6Measurement(errors=errs, boot_seed=ctx.seed_for("bootstrap"), refits=refits, cache=info,
                          runtime_s=time.perf_counter() - t0)
 

@@ -252,7 +252,7 @@ def size_of(ctx: CheckContext) -> str:
     return "quick" if ctx.quick else "paper"
 
 
-def _pred_sizes(size: str) -> dict:
+def prediction_sizes(size: str) -> dict:
     return {"n_pop": 1500, "n_pairs": 2**14} if size == "smoke" else {"n_pop": 16000, "n_pairs": 2**18}
 
 
@@ -398,7 +398,7 @@ def predictions(ctx: CheckContext, items: list[tuple[dict, int, int]], name: str
     at one thread (deterministic).  The seeds are design seeds (:meth:`CheckContext.design_seed`): the
     predictions are the same for every base seed and computed once per cache.
     """
-    sizes = _pred_sizes(size_of(ctx))
+    sizes = prediction_sizes(size_of(ctx))
     cells = [{**cfg, "K": int(K), "s": int(cfg["P"]) - 2, **sizes} for cfg, K, _ in items]
     seed_of = [int(sd) for _, _, sd in items]
     res = _sweep(ctx, predict_task, cells, f"{name} predictions", info, "predictions", version=PRED_VERSION,
@@ -546,10 +546,10 @@ def sweep_info(prediction: RatePrediction, measurement: RateMeasurement) -> dict
     return {**prediction.info, **measurement.info}
 
 
-def _run_groups_fixed_M(ctx: CheckContext, configs: list[dict], K: int, M: int, reps: int,
+def run_groups_fixed_M(ctx: CheckContext, configs: list[dict], K: int, M: int, reps: int,
                         name: str, info: dict | None = None) -> tuple[list[list[float]], int]:
     """Sweep of several configurations at one ``(K, M)``; the errors per configuration (A6)."""
-    cells = [{**c, "restarts": _restarts(size_of(ctx)), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D,
+    cells = [{**c, "restarts": estimator_starts(size_of(ctx)), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D,
               **_device_extra(ctx), "K": K, "M": M, "group": f"cfg{i}"}
              for i, c in enumerate(configs)]
     res = _sweep(ctx, trial, cells, f"{name} sweep", info, "trials", version=SWEEP_VERSION,
@@ -564,7 +564,7 @@ def cache_text(info: dict) -> str:
     return "Sweep pairs (" + "; ".join(parts) + ")" if parts else ""
 
 
-def _design_text(g: Group) -> str:
+def design_text(g: Group) -> str:
     c = g.config
     return (f"{g.label}: d={c['d']}, N={c['N']}, r={c['r']}, P={c['P']} (beta={c['P'] - 1}, s={c['P'] - 2}), "
             f"n_knots={c['n_knots']}, sigma={c['sigma']:.4g}, K={g.K}, M={g.M}")
@@ -640,13 +640,13 @@ def allocation_text(groups: list[Group], n_equal: int) -> str:
             + "; ".join(f"{g.label} {g.replicates(n_equal)}" for g in groups))
 
 
-def _rate_levels(size: str, check_id: str = "A3") -> tuple[list[int], int]:
+def rate_levels(size: str, check_id: str = "A3") -> tuple[list[int], int]:
     """K levels and M_lo of the P = 3 (beta = 2) sweeps of A3/A4 (see :data:`RATE_LEVELS`)."""
     Ks, M_lo = RATE_LEVELS[("A4" if check_id == "A4" else "A3", size)]
     return list(Ks), M_lo
 
 
-def _restarts(size: str) -> int:
+def estimator_starts(size: str) -> int:
     """Starts of the estimator for d > 1: the two consistent (moment) starts (smoke: one).
 
     A single moment start occasionally stalls (objective 100x larger); two starts plus the stall protocol
@@ -677,23 +677,23 @@ STARTS_NOTE = (
 )
 
 
-def _base_p3(ctx: CheckContext, check_id: str = "A3", N: int = 5) -> dict:
+def base_p3(ctx: CheckContext, check_id: str = "A3", N: int = 5) -> dict:
     cfg = {"d": 1, "N": N, "r": 1, "P": 3, "n_knots": 6, "truth_seed": ctx.design_seed("truth", 3), "law": "uniform"}
-    Ks, M_lo = _rate_levels(size_of(ctx), check_id)
+    Ks, M_lo = rate_levels(size_of(ctx), check_id)
     Ms = k_levels_to_M(Ks, M_lo, 2)
     ic = len(Ks) // 2
-    cfg["sigma"] = balanced_sigma(cfg, Ks[ic], Ms[ic], 1, ctx.design_seed("sigma", 3), **_pred_sizes(size_of(ctx)))
+    cfg["sigma"] = balanced_sigma(cfg, Ks[ic], Ms[ic], 1, ctx.design_seed("sigma", 3), **prediction_sizes(size_of(ctx)))
     return cfg
 
 
-def _inside_share(g: Group) -> tuple[int, int]:
+def inside_share(g: Group) -> tuple[int, int]:
     """M levels of the group at which the low-rank condition (constant :data:`LOW_RANK_CONSTANT`) holds."""
     c = g.config
     ins = [low_rank_status(c["r"], c["d"], m, c["P"] - 1)["inside"] for m in g.M]
     return sum(ins), len(ins)
 
 
-def _ratio_text(groups: list[Group]) -> str:
+def ratio_text(groups: list[Group]) -> str:
     """Measured mean error / a-priori prediction at each M (>1 at small M: pre-asymptotic excess)."""
     parts = []
     for g in groups:
@@ -703,11 +703,11 @@ def _ratio_text(groups: list[Group]) -> str:
     return "measured/predicted mean error along M: " + "; ".join(parts) + f" (refitted stalled fits: {refits})"
 
 
-def _condition_text(groups: list[Group]) -> str:
+def condition_text(groups: list[Group]) -> str:
     parts = []
     for g in groups:
         c = g.config
-        k, n = _inside_share(g)
+        k, n = inside_share(g)
         share = [q["V_par"] / m / p for q, m, p in zip(g.pred, g.M, g.predicted())]
         parts.append(f"{g.label}: r d = {c['r'] * c['d']}, low-rank condition (constant {LOW_RANK_CONSTANT}) holds at "
                      f"{k}/{n} M levels; predicted parametric share of the error "

@@ -28,14 +28,14 @@ from .paper_a_numerics import (
     Group,
     RatePrediction,
     RateMeasurement,
-    _base_p3,
-    _condition_text,
-    _design_text,
-    _inside_share,
-    _pred_sizes,
-    _rate_levels,
-    _ratio_text,
-    _restarts,
+    base_p3,
+    condition_text,
+    design_text,
+    inside_share,
+    prediction_sizes,
+    rate_levels,
+    ratio_text,
+    estimator_starts,
     allocation_text,
     apply_allocation,
     assemble,
@@ -114,7 +114,7 @@ def design_a2(ctx: CheckContext) -> RateDesign:
         cfg = {"d": 1, "N": 5, "r": 1, "P": P, "n_knots": nk, "truth_seed": ctx.design_seed("truth", P),
                "law": "uniform"}
         ic = len(Ks) // 2
-        cfg["sigma"] = balanced_sigma(cfg, Ks[ic], Ms[ic], P - 2, ctx.design_seed("sigma", P), **_pred_sizes(size))
+        cfg["sigma"] = balanced_sigma(cfg, Ks[ic], Ms[ic], P - 2, ctx.design_seed("sigma", P), **prediction_sizes(size))
         groups.append(Group(label=f"P={P}", config=cfg, K=Ks, M=Ms))
     extra = {"restarts": 1, "max_iter": 50, "n_pairs": 2**16, "ridge": 0.0}
     if size == "smoke":  # tiny M: some intervals are nearly empty, keep the estimator's tiny ridge
@@ -166,10 +166,10 @@ def describe_a2(design: RateDesign, prediction: RatePrediction, measurement: Rat
     groups = assemble(design.groups, prediction, measurement)
     info = sweep_info(prediction, measurement)
     notes = (
-        RATE_CLAIM_TEXT + "Design: " + "; ".join(_design_text(g) for g in groups) + " (K_M = K_lo (M/M_lo)^(1/(2b+1)) "
+        RATE_CLAIM_TEXT + "Design: " + "; ".join(design_text(g) for g in groups) + " (K_M = K_lo (M/M_lo)^(1/(2b+1)) "
         "exactly; estimator degree s = P-2; range = central 99.9% quantile range of the observed u; ridge 0; d = 1; "
         "sigma balanced a priori at the middle level; truth and sigma from design seeds). "
-        + " | ".join(_a2_line(g) for g in groups) + ". " + _ratio_text(groups)
+        + " | ".join(_a2_line(g) for g in groups) + ". " + ratio_text(groups)
         + f". Runtime {_runtime(prediction, measurement):.1f}s, {allocation_text(groups, design.reps)}. "
         + cache_text(info) + "."
     )
@@ -226,14 +226,14 @@ A3_LOW_NOISE = 0.1
 def design_a3(ctx: CheckContext) -> RateDesign:
     """(a) sigma/10 groups for several d (parametric term negligible); (b) balanced sigma for d > 1, A* known too."""
     size = size_of(ctx)
-    base = _base_p3(ctx, "A3")
-    Ks, M_lo = _rate_levels(size, "A3")
+    base = base_p3(ctx, "A3")
+    Ks, M_lo = rate_levels(size, "A3")
     Ms = k_levels_to_M(Ks, M_lo, 2)
     ds = {"smoke": [1, 2], "quick": [1, 5, 10], "paper": [1, 5, 30]}[size]
     low = {**base, "sigma": round_design(base["sigma"] * A3_LOW_NOISE)}
     groups_a = [Group(label=f"d={d}, sigma/10", config={**low, "d": d}, K=Ks, M=Ms) for d in ds]
     groups_b = [Group(label=f"d={d}, balanced", config={**base, "d": d}, K=Ks, M=Ms) for d in ds[1:]]
-    extra = {"restarts": _restarts(size), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D, "known_A": True}
+    extra = {"restarts": estimator_starts(size), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D, "known_A": True}
     apply_allocation(groups_a + groups_b, "A3", size, REPLICATES[size])
     return RateDesign("A3", size, groups_a + groups_b, REPLICATES[size], extra,
                       params={"n_a": len(groups_a), "ds": ds, "Ks": Ks, "Ms": Ms, "base": base, "low": low})
@@ -248,7 +248,7 @@ def _a3_parts(design: RateDesign, prediction: RatePrediction,
 
 def _a3_shift(g: Group, n_tests: int) -> Comparison:
     """The paired slope shift from estimating A (same data) equals the finite-M model's shift."""
-    k, n = _inside_share(g)
+    k, n = inside_share(g)
     pred, pse = g.finite_shift()
     se, df = g.shift_fit.se_replicate
     tot = math.hypot(se, pse)
@@ -264,7 +264,7 @@ def _a3_part_b(groups_b: list[Group], n_tests: int) -> tuple[list[Comparison], l
     """Part (b): the paired shift vs the model's, judged where the condition fails (reported elsewhere)."""
     judged, reported = [], []
     for g in groups_b:
-        k, n = _inside_share(g)
+        k, n = inside_share(g)
         cmp_ = _a3_shift(g, n_tests)
         if 2 * k < n:  # outside the condition at most levels: the claim (b) applies
             judged.append(cmp_)
@@ -276,7 +276,7 @@ def _a3_part_b(groups_b: list[Group], n_tests: int) -> tuple[list[Comparison], l
 
 def _a3_n_shift(groups_b: list[Group]) -> int:
     """Groups whose shift is judged: outside the low-rank condition at most M levels."""
-    return sum(2 * k < n for k, n in map(_inside_share, groups_b))
+    return sum(2 * k < n for k, n in map(inside_share, groups_b))
 
 
 def judge_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[Comparison]:
@@ -312,11 +312,11 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
         f"d in {prm['ds']}" + (" (quick profile: d=10 instead of 30 for time)" if size == "quick" else "") + ". "
         + "N = 5, P = 3, s = 1, K levels " + str(prm["Ks"]) + ", M levels " + str(prm["Ms"])
         + f", sigma balanced for d=1 ({base['sigma']:.4g}) and kept for all d; sigma/10 = {low['sigma']:.4g}; "
-        f"rank-1 A* estimated with {_restarts(size)} starts, relative ridge {RIDGE_D} (also in the model). "
+        f"rank-1 A* estimated with {estimator_starts(size)} starts, relative ridge {RIDGE_D} (also in the model). "
         + (PAPER_GRID_NOTE + STARTS_NOTE + " " if size == "paper" else "")
         + _a3_slopes_text(all_g)
         + ". " + ("Not judged: " + "; ".join(outside_b) + ". " if outside_b else "")
-        + "Parametric term: " + _condition_text(all_g) + ". " + _ratio_text(all_g)
+        + "Parametric term: " + condition_text(all_g) + ". " + ratio_text(all_g)
         + f". Runtime {_runtime(prediction, measurement):.1f}s, {allocation_text(all_g, design.reps)}. "
         + cache_text(sweep_info(prediction, measurement)) + "."
     )
@@ -370,15 +370,15 @@ def pairs_matched_M(M_levels: list[int], N: int, N_ref: int = A4_REFERENCE_N) ->
 def design_a4(ctx: CheckContext) -> RateDesign:
     """Groups (N, r) at d = 2, each on a grid with the pairs of N = 5 at the common grid (see :func:`pairs_matched_M`)."""
     size = size_of(ctx)
-    base = {**_base_p3(ctx, "A4"), "d": 2}
-    Ks, M_lo = _rate_levels(size, "A4")
+    base = {**base_p3(ctx, "A4"), "d": 2}
+    Ks, M_lo = rate_levels(size, "A4")
     Ms = k_levels_to_M(Ks, M_lo, 2)
     combos = [(3, 1), (5, 1)] if size == "smoke" else [(3, 1), (5, 1), (10, 1), (5, 2)]
     groups = [Group(label=f"N={N},r={r}", config={**base, "N": N, "r": r}, K=Ks, M=pairs_matched_M(Ms, N))
               for N, r in combos]
     reps = REPLICATES[size] * A4_REPLICATE_FACTOR[size]
     apply_allocation(groups, "A4", size, reps)
-    extra = {"restarts": _restarts(size), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
+    extra = {"restarts": estimator_starts(size), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
     return RateDesign("A4", size, groups, reps, extra, params={"combos": combos, "Ks": Ks, "Ms": Ms, "base": base})
 
 
@@ -397,7 +397,7 @@ def _a4_design_text(design: RateDesign, groups: list[Group]) -> str:
         + " (equal numbers of token pairs M N (N-1) in every group: the pre-asymptotic excess of the error is "
         "governed by pairs; on one common M grid N = 3 was 1.1-1.2x its a-priori prediction at the smallest M and "
         f"steepened its slope by 0.03-0.05), sigma {prm['base']['sigma']:.4g} (balanced for d=1, N=5), "
-        f"{_restarts(size)} estimator starts, relative ridge {RIDGE_D}. "
+        f"{estimator_starts(size)} estimator starts, relative ridge {RIDGE_D}. "
         + (PAPER_GRID_NOTE + "The A4 paper range stops at M = 2e4 (an N = 10 trial costs ~3x an N = 5 one: "
            "N (N-1) pairs per sample) and starts at 500 (at M <= 270 the first fit stalls often: 6 of 16 N = 5 "
            "replicates needed a refit, vs 2 of 48 at M = 500..20421 in a 2-replicate run). " + STARTS_NOTE + " "
@@ -409,7 +409,7 @@ def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: Rat
     from theory.minimax import min_samples
 
     groups = assemble(design.groups, prediction, measurement)
-    share = {g.label: _inside_share(g) for g in groups}
+    share = {g.label: inside_share(g) for g in groups}
     need = {g.label: int(min_samples(g.config["r"], g.config["d"], 2)) for g in groups}
     status = "; ".join(f"{g.label} (r d = {g.config['r'] * g.config['d']}): inside at {share[g.label][0]}/"
                        f"{share[g.label][1]} M levels (condition holds for M >= {need[g.label]})" for g in groups)
@@ -423,7 +423,7 @@ def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: Rat
         + "Condition per group (constant " + str(LOW_RANK_CONSTANT) + "): " + status + ". "
         + " | ".join(f"{g.label}: slope {g.fit.slope:.4f} +- {g.fit.se_replicate[0]:.4f} (finite-M model "
                      f"{g.finite_slope()[0]:.4f})" for g in groups)
-        + ". Slope differences: " + diffs + ". " + _condition_text(groups) + ". " + _ratio_text(groups)
+        + ". Slope differences: " + diffs + ". " + condition_text(groups) + ". " + ratio_text(groups)
         + f". Runtime {_runtime(prediction, measurement):.1f}s, {allocation_text(groups, design.reps)}. "
         + cache_text(sweep_info(prediction, measurement)) + "."
     )

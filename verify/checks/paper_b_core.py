@@ -133,15 +133,18 @@ def _activation_key(activation: Any) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def mc_version(*extra: Any) -> str:
-    """Cache version of the paper-B Monte Carlo cells: the source of :mod:`numerics.rmt` (samplers, kernels,
-    errors), of :mod:`theory.activations` (the activations it evaluates), of the spike vectors, and of
+    """Cache version of the paper-B Monte Carlo cells: the source of :mod:`numerics.rmt` and its private parts
+    (samplers, kernels, errors: ``numerics._mc``, ``numerics._ridge_solvers``), of :mod:`theory.activations` (the activations it evaluates), of the spike vectors, and of
     ``extra`` (check-local cell functions), so that an edit of that code never returns a stale cell."""
+    import numerics._mc
+    import numerics._ridge_solvers
     import numerics.rmt
     import theory.activations
     from numerics.sweep import source_version
     from theory.structured import spike_vectors
 
-    return source_version("b-mc", numerics.rmt, theory.activations, spike_vectors, *extra)
+    return source_version("b-mc", numerics.rmt, numerics._mc, numerics._ridge_solvers, theory.activations,
+                          spike_vectors, *extra)
 
 
 def mc_cached(

@@ -1,0 +1,308 @@
+"""Paper B's Monte Carlo plumbing: argument checks, samples, trial seeds and batches (numerics.rmt's machinery).
+
+Every trial has its own seed spawned from one ``numpy.random.SeedSequence``, and trials run in batches sized to the
+memory budget, so results do not depend on the batch size or on ``n_jobs``.  Private: :mod:`numerics.rmt` and
+:mod:`numerics.softmax` use it; :func:`sample_signal_plus_noise` is public as
+``numerics.rmt.sample_signal_plus_noise``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from theory._validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
+                                check_flag, describe)
+
+from .threads import check_device, check_n_jobs, thread_map
+
+
+ArrayLike = Any
+DIAGONAL_MODES = ("removed", "kept")
+#: seeds are integers in ``[0, MAX_SEED]``
+MAX_SEED = 2**63 - 1
+#: memory of one trial's seed (a spawned ``numpy.random.SeedSequence``, measured: about 380 bytes)
+SEED_BYTES = 512
+#: largest ``batch_size`` of the Monte Carlo (a larger batch than ``n_trials`` is one batch)
+MAX_BATCH = 2**31 - 1
+
+
+# --------------------------------------------------------------------------------------------
+# validation helpers (the rules are theory._validation's: finite real numbers, exact integers, the memory
+# budget theory.get_limits().memory_budget_bytes checked before any allocation)
+# --------------------------------------------------------------------------------------------
+def as_float_array(name: str, a: ArrayLike, ndim: int | None = None) -> np.ndarray:
+    """Checked float64 array (a torch tensor is read as its numpy array): real, finite, not empty."""
+    if isinstance(a, torch.Tensor):
+        a = a.detach().cpu().numpy()
+    return as_array(name, a, ndim=ndim)
+
+
+def check_gammas(gammas: ArrayLike) -> np.ndarray:
+    """``gammas`` as a non-empty 1-d float64 array of finite values ``>= 0`` (a scalar is one value)."""
+    return np.atleast_1d(as_array("gammas", gammas, ndim=(0, 1), low=0))
+
+
+def check_diagonal(diagonal: str) -> str:
+    return check_choice("diagonal", diagonal, DIAGONAL_MODES)
+
+
+def check_seed(name: str, seed: Any) -> int:
+    return as_int(name, seed, 0, MAX_SEED)
+
+
+def check_memory(what: str, n_bytes: int) -> None:
+    """Refuse work whose intermediate arrays (``n_bytes``, float64) exceed the memory budget; ``what`` names the
+    arguments that set the size (the first words of the message)."""
+    check_array_memory(what, -(-int(n_bytes) // 8), 8)
+
+
+def check_kernel_memory(name: str, p: int, n: int) -> None:
+    """Budget of an ``n x n`` kernel of ``(p, n)`` samples (``X^T X``, the kernel, the activation's copies)."""
+    check_memory(f"{name} (n = {n} tokens: {n} x {n} kernels)", 8 * (4 * n * n + 2 * p * n))
+
+
+# --------------------------------------------------------------------------------------------
+# sampling and features
+# --------------------------------------------------------------------------------------------
+def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
+    """``rng`` itself (a ``numpy.random.Generator``) or the generator of the integer seed ``rng``."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if not isinstance(rng, (int, np.integer)) or isinstance(rng, bool):
+        raise ArgumentTypeError(f"rng must be a numpy.random.Generator or an integer seed in [0, {MAX_SEED}], got "
+                                f"{describe(rng)} of type {type(rng).__name__}")
+    return np.random.default_rng(check_seed("rng", rng))
+
+
+def sample_signal_plus_noise(
+    n: int,
+    p: int,
+    snr: float,
+    rng: np.random.Generator | int,
+    mu: ArrayLike | None = None,
+    labels: str = "balanced",
+    mu_direction: str = "e1",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draw ``X = mu y^T + Z`` (``p x n``), labels ``y`` and the mean ``mu``.
+
+    Parameters
+    ----------
+    n, p : int
+        Number of tokens (columns) and dimension (rows), both ``>= 1``.
+    snr : float
+        ``||mu||^2``, a finite real number ``>= 0`` (checked, then ignored when ``mu`` is given).
+    rng : numpy.random.Generator or int
+        Source of randomness (an int is a seed in ``[0, MAX_SEED]``).
+    mu : array of shape (p,), optional
+        Overrides ``snr`` and ``mu_direction``.
+    labels : {"balanced", "iid"}
+        ``"balanced"``: ``ceil(n/2)`` labels ``+1``, ``floor(n/2)`` labels ``-1``, random order; ``"iid"``: Rademacher.
+    mu_direction : {"e1", "random"}
+        Direction of ``mu`` when it is built from ``snr``.
+
+    Returns
+    -------
+    X : ndarray (p, n), y : ndarray (n,), mu : ndarray (p,)
+
+    Raises
+    ------
+    ValueError
+        An argument outside its range, or ``X`` (with its temporaries, ``24 p n`` bytes) over the memory budget
+        ``theory.get_limits().memory_budget_bytes`` (checked before anything is allocated).
+
+    Examples
+    --------
+    >>> X, y, mu = sample_signal_plus_noise(8, 4, 1.0, 0)
+    >>> X.shape, y.shape, float(mu @ mu)
+    ((4, 8), (8,), 1.0)
+    """
+    n, p = as_int("n", n, 1), as_int("p", p, 1)
+    check_memory(f"n, p (X of shape ({p}, {n}))", 8 * 3 * p * n)  # Z, mu y^T and X
+    check_choice("labels", labels, ("balanced", "iid"))
+    check_choice("mu_direction", mu_direction, ("e1", "random"))
+    snr = as_float("snr", snr, low=0)
+    mu_v = None if mu is None else check_mean(mu, p)
+    g = as_rng(rng)
+    if mu_v is None:
+        if mu_direction == "e1":
+            mu_v = np.zeros(p)
+            mu_v[0] = math.sqrt(snr)
+        else:
+            v = g.standard_normal(p)
+            mu_v = math.sqrt(snr) * v / np.linalg.norm(v)
+    y = draw_labels(g, n, labels)
+    Z = g.standard_normal((p, n))
+    X = np.outer(mu_v, y) + Z
+    return X, y, mu_v
+
+
+def check_mean(mu: ArrayLike, p: int) -> np.ndarray:
+    """``mu`` as a finite float64 vector of length ``p``."""
+    mu_v = as_float_array("mu", mu, ndim=1)
+    if mu_v.shape[0] != p:
+        raise ValueError(f"mu must have length p = {p}, got {mu_v.shape[0]}")
+    return mu_v
+
+
+def draw_labels(g: np.random.Generator, n: int, labels: str) -> np.ndarray:
+    if labels == "balanced":
+        y = np.ones(n)
+        y[n // 2 + (n % 2):] = -1.0  # floor(n/2) minus ones, ceil(n/2) plus ones
+        return g.permutation(y)
+    if labels == "iid":
+        return g.choice(np.array([-1.0, 1.0]), size=n)
+    raise ValueError(f"labels must be 'balanced' or 'iid', got {labels!r}")
+
+
+def check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int,
+                  names: tuple[str, str] = ("w_k", "w_q")) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The spike ``(w_k, w_q)`` (``names`` in messages): finite float64 vectors of length ``p``, or ``(None, None)``."""
+    if (w_k is None) != (w_q is None):
+        raise ValueError(f"{names[0]} and {names[1]} must be given together (W = I + w_k w_q^T) or both be None")
+    if w_k is None:
+        return None, None
+    wk = as_float_array(names[0], w_k, ndim=1)
+    wq = as_float_array(names[1], w_q, ndim=1)
+    if wk.shape[0] != p:
+        raise ValueError(f"{names[0]} must have length p = {p}, got {wk.shape[0]}")
+    if wq.shape[0] != p:
+        raise ValueError(f"{names[1]} must have length p = {p}, got {wq.shape[0]}")
+    return wk, wq
+
+
+# --------------------------------------------------------------------------------------------
+# Monte Carlo
+# --------------------------------------------------------------------------------------------
+def draw_batch(
+    seeds: Sequence[np.random.SeedSequence], n: int, p: int, snr: float, labels: str, device: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Samples ``X`` (T, p, n) and labels ``y`` (T, n) of a batch of trials, trial ``t`` from its own seed."""
+    Xs, ys = [], []
+    for ss in seeds:
+        X, y, _ = sample_signal_plus_noise(n, p, snr, np.random.default_rng(ss), labels=labels)
+        Xs.append(X)
+        ys.append(y)
+    return torch.from_numpy(np.stack(Xs)).to(device), torch.from_numpy(np.stack(ys)).to(device)
+
+
+def check_mc_arguments(n: Any, p: Any, n_trials: Any, seed: Any, n_jobs: Any, snr: Any, labels: Any, diagonal: Any,
+                        device: Any, batch_size: Any) -> tuple[int, int, int]:
+    """Validate the arguments both Monte Carlo entry points share; return ``(n, p, n_trials)`` as ints."""
+    n, p = as_int("n", n, 1), as_int("p", p, 1)
+    n_trials = as_int("n_trials", n_trials, 2)
+    check_seed("seed", seed)
+    check_n_jobs("n_jobs", n_jobs)
+    as_float("snr", snr, low=0)
+    check_choice("labels", labels, ("balanced", "iid"))
+    check_diagonal(diagonal)
+    check_device("device", device)
+    if batch_size is not None:
+        as_int("batch_size", batch_size, 1, MAX_BATCH)
+    return n, p, n_trials
+
+
+def check_label_average(label_average: Any, snr: Any) -> bool:
+    """``label_average``, a bool, only with ``snr = 0``."""
+    if check_flag("label_average", label_average) and float(snr) != 0.0:
+        raise ValueError(f"label_average requires snr = 0 (labels independent of the features), got snr={snr!r}")
+    return bool(label_average)
+
+
+def mc_batch_size(n: int, p: int, n_trials: int, n_gammas: int, batch_size: int | None, gram_buffers: int,
+                   n_models: int) -> int:
+    """Trials per batch (``batch_size``, or memory-based), after refusing, before any draw, one trial, a batch of
+    trials or the table of per-trial errors over the memory budget.
+
+    One trial works in ``trial_bytes`` plus its shrinkage arrays; every trial keeps a spawned seed and
+    ``n_models x G`` errors (stored, concatenated, averaged).
+    """
+    per_trial = trial_bytes(n, p, gram_buffers) + 8 * 4 * min(p, n) * n_gammas
+    check_memory(f"n, p (one trial of {p} x {n} samples and {n_gammas} gammas)", per_trial)
+    size = default_batch_size(n, p, gram_buffers) if batch_size is None else int(batch_size)
+    batch = min(size, n_trials)
+    check_memory(f"batch_size (a batch of {batch} trials of {p} x {n} samples)", batch * per_trial)
+    check_memory(f"n_trials ({n_trials} trials of {n_models} x {n_gammas} errors)",
+                  n_trials * (SEED_BYTES + 8 * 3 * n_models * n_gammas))
+    return size
+
+
+def trial_bytes(n: int, p: int, gram_buffers: int) -> int:
+    """Float64 working memory of one trial: samples and features, ``gram_buffers`` ``n x n`` arrays, the Gram."""
+    return 8 * (3 * p * n + gram_buffers * n * n + min(p, n) ** 2)
+
+
+def spike_tensors(
+    w_k: ArrayLike | None, w_q: ArrayLike | None, p: int, device: str, names: tuple[str, str] = ("w_k", "w_q")
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Validated spike ``(w_k, w_q)`` as tensors on ``device``, or ``(None, None)`` for ``W = I``."""
+    wk_np, wq_np = check_spikes(w_k, w_q, p, names)
+    if wk_np is None:
+        return None, None
+    return torch.from_numpy(wk_np).to(device), torch.from_numpy(wq_np).to(device)
+
+
+def default_batch_size(n: int, p: int, gram_buffers: int) -> int:
+    """Trials per batch: about 200 MB of float64 working memory a batch (``gram_buffers`` ``n x n`` arrays a
+    trial besides the samples and features), at most 64."""
+    per_trial = float(trial_bytes(n, p, gram_buffers))
+    return int(max(1, min(64, 2.0e8 // per_trial)))
+
+
+def trial_chunks(n_trials: int, batch_size: int, n_jobs: int) -> list[list[int]]:
+    """Trial indices in consecutive batches of ``batch_size``; fewer batches than workers are re-split so
+    that every worker gets one (results never depend on the split: every trial has its own seed)."""
+    if n_jobs > 1 and -(-n_trials // batch_size) < n_jobs <= n_trials:
+        batch_size = -(-n_trials // n_jobs)
+    return [list(range(s0, min(n_trials, s0 + batch_size))) for s0 in range(0, n_trials, batch_size)]
+
+
+def run_trials(
+    batch: Callable[[list[np.random.SeedSequence], list[int]], Any],
+    n_trials: int,
+    seed: int,
+    batch_size: int,
+    n_jobs: int,
+) -> list:
+    """The Monte Carlo core: ``batch(seeds, trial_ids)`` over consecutive batches of trials, in ``n_jobs`` threads.
+
+    Trial ``t`` always gets ``SeedSequence(seed).spawn(n_trials)[t]``, so the draws do not depend on
+    ``batch_size`` or ``n_jobs``; the parts come back in trial order (see :func:`numerics.threads.thread_map`).
+    """
+    as_int("batch_size", batch_size, 1)
+    seeds = np.random.SeedSequence(int(seed)).spawn(n_trials)
+
+    def run(ids: list[int]) -> Any:
+        return batch([seeds[i] for i in ids], ids)
+
+    return thread_map(run, trial_chunks(n_trials, batch_size, n_jobs), n_jobs)
+
+
+def spike_outer(Xb: torch.Tensor, wk: torch.Tensor | None, wq: torch.Tensor | None) -> torch.Tensor | None:
+    """``(X^T w_k)(w_q^T X)`` (T, n, n) of a spike, ``None`` for ``W = I``."""
+    if wk is None:
+        return None
+    a, b = spike_projections(Xb, wk, wq)
+    return a.unsqueeze(-1) * b.unsqueeze(-2)
+
+
+def spike_projections(Xb: torch.Tensor, wk: torch.Tensor, wq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(X^T w_k, X^T w_q)``, each (T, n): the two factors of a spike's ``uv = a b^T``."""
+    return torch.einsum("p,tpn->tn", wk, Xb), torch.einsum("p,tpn->tn", wq, Xb)
+
+
+def check_spike_list(spikes: Any, p: int, device: str) -> list[tuple[torch.Tensor | None, torch.Tensor | None]]:
+    """``spikes``: a list or tuple of ``(w_k, w_q)`` pairs, as tensors on ``device`` (``(None, None)`` for W = I)."""
+    if not isinstance(spikes, (list, tuple)):
+        raise ArgumentTypeError(f"spikes must be a list or tuple of (w_k, w_q) pairs, got {describe(spikes)} of type "
+                                f"{type(spikes).__name__}")
+    out = []
+    for i, pair in enumerate(spikes):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ArgumentTypeError(f"spikes[{i}] must be a pair (w_k, w_q) of arrays of length p = {p} or "
+                                    f"(None, None), got {describe(pair)}")
+        out.append(spike_tensors(pair[0], pair[1], p, device, (f"spikes[{i}][0] (w_k)", f"spikes[{i}][1] (w_q)")))
+    return out

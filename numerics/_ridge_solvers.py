@@ -1,0 +1,273 @@
+"""Ridge interpolation errors over a gamma grid from one factorisation per draw (numerics.rmt's linear algebra).
+
+One symmetric eigendecomposition, one Householder tridiagonalisation or per-gamma Cholesky solves of the smaller
+Gram matrix serve a whole grid of ridge parameters; the module docstring of :mod:`numerics.rmt` derives the
+formulas.  Private: :mod:`numerics.rmt` and :mod:`numerics.softmax` use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+import torch
+
+from .threads import in_parallel, torch_threads
+
+
+# --------------------------------------------------------------------------------------------
+# interpolation error
+# --------------------------------------------------------------------------------------------
+#: CPU eigendecompositions of matrices up to this size run single-threaded (all sizes by default).
+#: Threaded LAPACK ``syevd`` collapses when the cores are oversubscribed: measured on a loaded 2-core
+#: machine, eight 200 x 200 ``eigh``: 0.09 s (1 thread) vs 6 s (2 threads); one 2048 x 2048 ``eigh``:
+#: 6 s (1 thread) vs 56 s (2 threads).  Lower it on a dedicated many-core machine.
+SINGLE_THREAD_EIGH_MAX = 1 << 62
+
+
+def eigh(G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.linalg.eigh``; single-threaded on CPU up to ``SINGLE_THREAD_EIGH_MAX`` (see there).
+
+    Batches are parallelised over trials instead (``n_jobs`` of :func:`interpolation_error_mc`); inside a worker of
+    :func:`numerics.threads.thread_map` (torch already at one thread) the process-wide setting is left alone.
+    """
+    if G.device.type != "cpu" or in_parallel() or G.shape[-1] > SINGLE_THREAD_EIGH_MAX:
+        return torch.linalg.eigh(G)
+    with torch_threads(1):
+        return torch.linalg.eigh(G)
+
+
+#: with at most this many (positive) gammas, per-gamma Cholesky solves (n^3/3 flops each) beat one
+#: eigendecomposition with vectors (~9 n^3 flops).  Measured (one core, float64, whole error path
+#: including the Gram product; Gram size m = min(p, n)): m = 1024 (p=1024, n=2048): 5 gammas 0.21 s
+#: Cholesky vs 0.34 s eigh, 8: 0.29 vs 0.33, 12: 0.48 vs 0.34; m = 1024 (p=2048, n=1024): 8: 0.34 vs 0.49,
+#: 12: 0.34 vs 0.32; m = 512: 8: 0.047 vs 0.050, 12: 0.065 vs 0.050.  Crossover between 8 and 12.
+CHOLESKY_MAX_GAMMAS = 8
+#: blocks of at least this many rows make a Gram matrix's lower block triangle worth forming (below, one product)
+GRAM_BLOCK_ROWS = 256
+#: at most this many row blocks (k blocks cost (k + 1) / (2 k) of the full product)
+GRAM_MAX_BLOCKS = 8
+
+
+def gram(A: torch.Tensor) -> torch.Tensor:
+    """``A A^T`` (..., m, m) of ``A`` (..., m, k) from its lower block triangle, mirrored (exactly symmetric).
+
+    torch has no ``syrk``; with ``b`` row blocks the products ``A_i A_j^T``, ``j <= i``, cost ``(b + 1) / (2 b)``
+    of the full product.  Measured (one core, float64, MKL): m = 1024, k = 2048: 0.092 s -> 0.067 s
+    (8 blocks); m = 4096, k = 8192: 5.5 s -> 3.3 s.
+    """
+    m = A.shape[-2]
+    blocks = min(GRAM_MAX_BLOCKS, m // GRAM_BLOCK_ROWS)
+    if blocks < 2:
+        G = A @ A.transpose(-1, -2)
+        return G.tril() + G.tril(-1).transpose(-1, -2)
+    edges = [round(i * m / blocks) for i in range(blocks + 1)]
+    G = torch.empty(A.shape[:-1] + (m,), dtype=A.dtype, device=A.device)
+    for i in range(blocks):
+        rows = slice(edges[i], edges[i + 1])
+        for j in range(i + 1):
+            cols = slice(edges[j], edges[j + 1])
+            blk = A[..., rows, :] @ A[..., cols, :].transpose(-1, -2)
+            if i == j:  # a diagonal block's own upper triangle from its lower one
+                blk = blk.tril() + blk.tril(-1).transpose(-1, -2)
+            G[..., rows, cols] = blk
+            if i != j:
+                G[..., cols, rows] = blk.transpose(-1, -2)
+    return G
+
+
+def feature_basis(Xb: torch.Tensor, S0: torch.Tensor) -> torch.Tensor:
+    """A stand-in for ``X`` in features ``X M`` when ``p > n``: ``R`` (T, n, n) with ``R^T R = X^T X``, else ``X``.
+
+    For ``p >= n`` every error of :func:`errors_batch` depends on the features ``Phi = X M`` only through
+    ``Phi^T Phi / n = M^T X^T X M / n`` (each path forms that Gram matrix and ``y``; the label average its
+    eigenvalues), so ``R M`` gives the same errors.  ``R = L^T`` from the Cholesky factor of ``S0 = X^T X``
+    (``O(n^3 / 3)`` once per batch, shared by every kernel on the draw); each model then costs ``2 n^3 + 1.1 n^3``
+    (``R M`` and its Gram) instead of ``2 p n^2 + 1.1 p n^2``: half at ``p = 2 n``.  ``X`` itself where
+    ``p <= n`` (no gain) or ``S0`` is numerically not positive definite.
+    """
+    T, p, n = Xb.shape
+    if p <= n:
+        return Xb
+    L, info = torch.linalg.cholesky_ex(S0)
+    if bool(torch.any(info != 0)):
+        return Xb
+    return L.transpose(-1, -2)
+
+
+def tridiagonal_min_gammas(m: int) -> int:
+    """Fewest gammas at which one ``sytrd`` of an ``m x m`` Gram matrix beats per-gamma Cholesky factorisations.
+
+    Measured (one core, float64; scipy's LAPACK ``dsytrd`` vs torch ``cholesky_ex``): the reduction costs
+    2.2 factorisations at m = 512, 2.7 at 1024, 3.9 at 2048, 7.3 at 4096 (its half of level-2 BLAS is
+    memory-bound).  Whole error path at m = 1024, five gammas: 0.24 s (Cholesky) vs 0.12 s (tridiagonal).
+    """
+    return 3 if m <= 1536 else 5 if m <= 3072 else 8
+
+
+def errors_tridiagonal(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor | None:
+    """E(gamma) of a batch from one Householder tridiagonalisation per trial (CPU, every gamma > 0).
+
+    See the module docstring for the algebra.  Returns ``None`` where a tridiagonal system is numerically not
+    positive definite, or where ``p < n`` and the error is so small against ``||y||^2 / n`` that its
+    difference form would lose more than eight digits (the caller falls back to the Cholesky / ``eigh`` paths).
+    """
+    T, p, n = Phi.shape
+    if min(p, n) < 2:  # no off-diagonal: the other paths are as cheap
+        return None
+    if p >= n:
+        G = gram(Phi.transpose(-1, -2)) / n  # (T, n, n)
+        rhs = y
+    else:
+        G = gram(Phi) / n  # (T, p, p)
+        rhs = (Phi @ y.unsqueeze(-1))[..., 0]
+    Gn, bn, yn = G.numpy(), rhs.numpy(), y.numpy()
+    g = gammas.numpy()
+    out = np.empty((T, g.size))
+    with contextlib.nullcontext() if in_parallel() else torch_threads(1):  # scipy's BLAS too (numerics.threads)
+        ok = tridiagonal_rows(Gn, bn, yn, g, n, p >= n, out)
+    return torch.from_numpy(out).to(Phi.dtype) if ok else None
+
+
+def tridiagonal_rows(Gn: np.ndarray, bn: np.ndarray, yn: np.ndarray, g: np.ndarray, n: int, wide: bool,
+                      out: np.ndarray) -> bool:
+    """The per-trial loop of :func:`errors_tridiagonal` (``wide``: ``p >= n``); fills ``out``, False to decline."""
+    from scipy.linalg import blas, lapack
+
+    T, m = bn.shape
+    sytrd, ptsv = lapack.get_lapack_funcs(("sytrd", "ptsv"), (Gn,))
+    (syr2,) = blas.get_blas_funcs(("syr2",), (Gn,))
+    lwork = int(lapack.get_lapack_funcs("sytrd_lwork", (Gn,))(m, lower=1)[0])
+    e1 = np.zeros(m)
+    e1[0] = 1.0
+    for t in range(T):
+        b = bn[t]
+        yy = float(yn[t] @ yn[t])
+        beta = float(np.linalg.norm(b))
+        if beta == 0.0:  # p < n and Phi y = 0: w = 0 for every gamma
+            out[t] = yy / n
+            continue
+        # reflector H = I - 2 v v^T / (v^T v) with H b = -sign(b_1) beta e_1; H G H = G - v z^T - z v^T.
+        # G is symmetric and ours: its transpose is a Fortran-ordered view that LAPACK updates in place
+        # (a C-ordered argument would be copied; measured m = 1024: sytrd 0.07-0.11 s -> 0.03 s)
+        v = b.copy()
+        v[0] += math.copysign(beta, b[0])
+        vv = float(v @ v)
+        w = 2.0 * (Gn[t] @ v) / vv
+        z = w - (float(v @ w) / vv) * v
+        Gh = syr2(-1.0, v, z, a=Gn[t].T, lower=1, overwrite_a=1)
+        _, d, e, _, info = sytrd(Gh, lower=1, lwork=lwork, overwrite_a=1)
+        if info != 0:
+            return False
+        for k, gk in enumerate(g):
+            *_, u, info = ptsv(d + gk, e, e1)
+            if info != 0:
+                return False
+            uu = float(u @ u)
+            if wide:
+                out[t, k] = gk * gk * beta * beta * uu / n
+            else:
+                drop = beta * beta * (float(u[0]) + gk * uu) / n
+                if yy - drop < 1e-8 * yy:
+                    return False
+                out[t, k] = (yy - drop) / n
+    return True
+
+
+def errors_cholesky(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor | None:
+    """Per-gamma Cholesky path (gamma > 0); ``None`` if a factorisation fails (caller falls back to eigh).
+
+    ``p >= n``: ``E = gamma^2/n ||(Phi^T Phi/n + gamma)^{-1} y||^2``;
+    ``p < n``: ``w = (Phi Phi^T/n + gamma)^{-1} Phi y / n``, ``E = ||y - Phi^T w||^2 / n``.
+    """
+    T, p, n = Phi.shape
+    if p >= n:
+        A = gram(Phi.transpose(-1, -2)) / n
+        rhs = y.unsqueeze(-1)
+    else:
+        A = gram(Phi) / n
+        rhs = Phi @ y.unsqueeze(-1) / n
+    eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    cols = []
+    ctx = torch_threads(1) if A.device.type == "cpu" and not in_parallel() else contextlib.nullcontext()
+    with ctx:
+        for gv in gammas.tolist():
+            L, info = torch.linalg.cholesky_ex(A + gv * eye)
+            if bool(torch.any(info != 0)):
+                return None
+            v = torch.cholesky_solve(rhs, L)
+            if p >= n:
+                cols.append(gv**2 * (v**2).sum(dim=(-2, -1)) / n)
+            else:
+                r = y - (Phi.transpose(-1, -2) @ v)[..., 0]
+                cols.append((r**2).sum(dim=-1) / n)
+    return torch.stack(cols, dim=-1)
+
+
+def errors_batch(Phi: torch.Tensor, y: torch.Tensor | None, gammas: torch.Tensor) -> torch.Tensor:
+    """E(gamma) for a batch: ``Phi`` (T, p, n), ``y`` (T, n), ``gammas`` (G,) -> (T, G).
+
+    ``y = None``: the label average ``gamma^2/n tr Q^2`` (eigenvalues only).
+    """
+    T, p, n = Phi.shape
+    g = gammas.view(1, 1, -1)
+    if y is None:
+        small = gram(Phi.transpose(-1, -2)) if p >= n else gram(Phi)
+        if small.device.type == "cpu" and small.shape[-1] <= SINGLE_THREAD_EIGH_MAX and not in_parallel():
+            with torch_threads(1):
+                lam = torch.linalg.eigvalsh(small / n)
+        else:
+            lam = torch.linalg.eigvalsh(small / n)
+        lam = lam.clamp_min(0.0).unsqueeze(-1)
+        gk = shrink(lam, g)
+        return ((gk**2).sum(dim=1) + max(n - p, 0)) / n
+    positive = bool(torch.all(gammas > 0))
+    if positive and Phi.device.type == "cpu" and gammas.numel() >= tridiagonal_min_gammas(min(p, n)):
+        out = errors_tridiagonal(Phi, y, gammas)
+        if out is not None:
+            return out
+    if positive and gammas.numel() <= CHOLESKY_MAX_GAMMAS:
+        out = errors_cholesky(Phi, y, gammas)
+        if out is not None:
+            return out
+    return errors_eigh(Phi, y, gammas)
+
+
+def errors_eigh(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor:
+    """E(gamma) of a batch from one eigendecomposition per trial (any gamma >= 0; the reference path)."""
+    T, p, n = Phi.shape
+    g = gammas.view(1, 1, -1)
+    if p >= n:
+        G = gram(Phi.transpose(-1, -2)) / n  # (T, n, n)
+        lam, V = eigh(G)
+        lam = lam.clamp_min(0.0).unsqueeze(-1)  # (T, n, 1)
+        proj2 = (V.transpose(-1, -2) @ y.unsqueeze(-1)) ** 2  # (T, n, 1)
+        gk = shrink(lam, g)
+        return (gk**2 * proj2).sum(dim=1) / n
+    Gp = gram(Phi) / n  # (T, p, p)
+    lam, U = eigh(Gp)
+    lam = lam.clamp_min(0.0).unsqueeze(-1)  # (T, p, 1)
+    b2 = (U.transpose(-1, -2) @ (Phi @ y.unsqueeze(-1))) ** 2  # (T, p, 1)
+    gk = shrink(lam, g)
+    denom = lam + g
+    tol = null_tol(lam)
+    with torch.no_grad():
+        term = torch.where(denom > tol, b2 * (1.0 + gk) / torch.where(denom > tol, denom, torch.ones_like(denom)), 0.0)
+    yy = (y**2).sum(dim=-1, keepdim=True)  # (T, 1)
+    return (yy - term.sum(dim=1) / n) / n
+
+
+def null_tol(lam: torch.Tensor) -> torch.Tensor:
+    m = lam.shape[-2]
+    return lam.amax(dim=-2, keepdim=True) * (m * torch.finfo(lam.dtype).eps) + torch.finfo(lam.dtype).tiny
+
+
+def shrink(lam: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """``gamma / (lam + gamma)``; at ``gamma = 0``: 1 on numerically null eigenvalues, else 0."""
+    tol = null_tol(lam)
+    pos = g > 0
+    safe = torch.where(pos, g, torch.ones_like(g))
+    shr = safe / (lam + safe)
+    null = (lam <= tol).to(lam.dtype)
+    return torch.where(pos, shr, null)
