@@ -138,7 +138,7 @@ def test_b1_judge_is_pure_and_describes_the_same_points():
 
 
 def _b2_design() -> dict:
-    cfg = dict(gammas=np.logspace(-3, 0, 3), ns={0.25: 1024, 2.0: 256}, trials={0.25: (48, 24), 2.0: (80, 40)})
+    cfg = null.B2Sizes(gammas=np.logspace(-3, 0, 3), ns={0.25: 1024, 2.0: 256}, trials={0.25: (48, 24), 2.0: (80, 40)})
     return dict(panels=tuple(null._b2_panel(cfg, c, "tanh") for c in core.B2_CS), ge=())
 
 

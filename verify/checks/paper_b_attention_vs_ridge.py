@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 import time
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..claim import Claim, register
 from ..registry import CheckContext, Comparison
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import (attention_theory, claim_sizes, fs_comparison, mc_cached, p_of, paired_positive,
+from .paper_b_core import (attention_theory, fs_comparison, mc_cached, p_of, paired_positive, profile_name,
                            ridge_theory, simulate_runtime)
 
 
@@ -39,6 +40,24 @@ def _mean_se(x: np.ndarray) -> tuple[float, float]:
     return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
 
 
+@dataclass(frozen=True)
+class B3Sizes:
+    """B3's design at one profile: the size ``n`` at p/n = 2 (``n // 2`` there too, ``2 n`` at p/n = 1/4), the gamma
+    grid, the slope-fit range and the Monte Carlo trials at the two sizes."""
+
+    n: int
+    gammas: np.ndarray
+    fit: np.ndarray
+    trials: tuple[int, int]
+
+
+#: B3's design per profile
+B3_SIZES = {
+    "paper": B3Sizes(1024, np.logspace(-4, 0, 9), np.logspace(-4, -2.5, 4), (20, 10)),
+    "quick": B3Sizes(512, np.logspace(-4, 0, 9), np.logspace(-4, -2.5, 4), (16, 8)),
+    "smoke": B3Sizes(48, np.logspace(-2, 0, 3), np.logspace(-2, -1, 3), (4, 3)),
+}
+
 #: B3's small-gamma laws at p/n = 2: (measurement key, label, exponent)
 B3_LAWS = (("att", "attention", 0.5), ("rr", "ridge", 2.0))
 
@@ -46,11 +65,11 @@ B3_LAWS = (("att", "attention", 0.5), ("rr", "ridge", 2.0))
 def _design_b3(ctx: CheckContext) -> dict[str, Any]:
     """Grids (``allg``: the gamma grid and the slope-fit range merged; ``idx``/``fidx`` their places), sizes
     ``ns = n // 2``, ``n`` at p/n = 2 and ``n4 = 2 n`` at p/n = 1/4, trials, activation."""
-    cfg = claim_sizes(ctx, "B3")
-    gammas, fit = cfg["gammas"], cfg["fit"]
+    cfg = B3_SIZES[profile_name(ctx)]
+    gammas, fit = cfg.gammas, cfg.fit
     allg = np.unique(np.concatenate([gammas, fit]))
     return dict(gammas=gammas, fit=fit, allg=allg, idx=np.searchsorted(allg, gammas), fidx=np.searchsorted(allg, fit),
-                n=cfg["n"], ns=cfg["n"] // 2, n4=2 * cfg["n"], trials=cfg["trials"], act="tanh")
+                n=cfg.n, ns=cfg.n // 2, n4=2 * cfg.n, trials=cfg.trials, act="tanh")
 
 
 def _predict_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, np.ndarray]:

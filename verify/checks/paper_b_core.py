@@ -71,44 +71,9 @@ from ._finite_size import finite_size_test  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------
-# sizes per profile ("n" is always the larger of the two sizes of the finite-size rule)
+# the designs per profile are one frozen record per claim, in a table of its module (B1_SIZES, B2_SIZES, ...);
+# "n" is always the larger of the two sizes of the finite-size rule
 # ---------------------------------------------------------------------------------------------
-PROFILES: dict[str, dict[str, dict[str, Any]]] = {
-    "paper": {
-        "B1": dict(
-            a=dict(n=512, c=4.0, snr=1.0, gammas=np.logspace(-5, 1, 13), trials=(200, 100)),
-            b=dict(n=4096, cs=[0.25, 0.5, 1.0, 1.5, 2.0], gamma=1e-5, snr=1.0, trials=(8, 4)),
-            c=dict(n=2048, c=0.25, snrs=[0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0], gamma=1e-5, trials=(100, 50)),
-        ),
-        "B2": dict(ns={0.25: 2048, 2.0: 1024}, gammas=np.logspace(-3, 0, 7), trials=(40, 20)),
-        "B3": dict(n=1024, gammas=np.logspace(-4, 0, 9), fit=np.logspace(-4, -2.5, 4), trials=(20, 10)),
-        "B5": dict(n=1024, gammas=np.array([1e-3, 1e-2]), trials=20),
-        "B6": dict(n=1024, trials=(8, 4)),
-    },
-    "quick": {
-        "B1": dict(
-            a=dict(n=256, c=4.0, snr=1.0, gammas=np.logspace(-5, 1, 13), trials=(80, 40)),
-            b=dict(n=256, cs=[0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0], gamma=1e-5, snr=1.0, trials=(60, 30)),
-            c=dict(n=512, c=0.25, snrs=[0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0], gamma=1e-5, trials=(60, 30)),
-        ),
-        "B2": dict(ns={0.25: 1024, 2.0: 256}, gammas=np.logspace(-3, 0, 7), trials={0.25: (48, 24), 2.0: (80, 40)}, ge_cs=[0.25]),
-        "B3": dict(n=512, gammas=np.logspace(-4, 0, 9), fit=np.logspace(-4, -2.5, 4), trials=(16, 8)),
-        "B5": dict(n=256, gammas=np.array([1e-3, 1e-2]), trials=16),
-        "B6": dict(n=256, trials=(8, 4)),
-    },
-    "smoke": {
-        "B1": dict(
-            a=dict(n=32, c=4.0, snr=1.0, gammas=np.logspace(-3, 0, 3), trials=(4, 3)),
-            b=dict(n=32, cs=[0.5, 2.0], gamma=1e-5, snr=1.0, trials=(4, 3)),
-            c=dict(n=64, c=0.25, snrs=[0.0, 1.0], gamma=1e-5, trials=(4, 3)),
-        ),
-        "B2": dict(ns={0.25: 64, 2.0: 32}, gammas=np.logspace(-2, 0, 2), trials=(4, 3), activations=["tanh"], ge_cs=[0.25]),
-        "B3": dict(n=48, gammas=np.logspace(-2, 0, 3), fit=np.logspace(-2, -1, 3), trials=(4, 3)),
-        "B5": dict(n=32, gammas=np.array([1e-2]), trials=4),
-        "B6": dict(n=32, trials=(3, 2)),
-    },
-}
-
 B2_ACTIVATIONS = ["tanh", "erf", "relu"]
 B2_CS = [0.25, 2.0]
 
@@ -186,8 +151,6 @@ def profile_name(ctx: CheckContext) -> str:
     return ctx.profile  # validated by CheckContext (verify.registry.PROFILES); every one has a table here
 
 
-def claim_sizes(ctx: CheckContext, cid: str) -> dict[str, Any]:
-    return PROFILES[profile_name(ctx)][cid]
 
 
 def p_of(n: int, c: float) -> int:
@@ -439,12 +402,13 @@ def simulate_runtime(measurement: dict[str, Any]) -> float:
 # ---------------------------------------------------------------------------------------------
 # B1: ridge, the three Figure-1 sweeps
 # ---------------------------------------------------------------------------------------------
-def sweep_panel(key: str, spec: dict[str, Any], x_name: str, xs: list[float],
+def sweep_panel(key: str, spec: Any, x_name: str, xs: list[float],
                  point: Callable[[float], tuple[float, float]], name: Callable[[float], str], progress: str) -> Panel:
-    """A B1 panel sweeping ``x_name`` at fixed gamma: one single-gamma cell per ``x``, ``point(x) = (c, snr)``."""
-    g = np.array([spec["gamma"]])
+    """A B1 panel sweeping ``x_name`` at fixed gamma: one single-gamma cell per ``x``, ``point(x) = (c, snr)``;
+    ``spec`` has the panel's ``gamma``, ``n`` and ``trials`` (:class:`verify.checks.paper_b_ridge.PointSweep`)."""
+    g = np.array([spec.gamma])
     cells = tuple(Cell(*point(x), g, (key, SIZE, x)) for x in xs)
-    return Panel(key, key, spec["n"], spec["trials"], cells, tuple(name(x) for x in xs), progress, x_name, tuple(xs))
+    return Panel(key, key, spec.n, spec.trials, cells, tuple(name(x) for x in xs), progress, x_name, tuple(xs))
 
 
 def plot_two_sizes(ax: Any, rax: Any, x: np.ndarray, p: Panel, pred: np.ndarray, m: TwoSizes, color: str,

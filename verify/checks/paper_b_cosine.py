@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from ..claim import Claim, register
 from ..registry import CheckContext, Comparison
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import attention_theory, claim_sizes, mc_cached, p_of, paired_positive, simulate_runtime
+from .paper_b_core import attention_theory, mc_cached, p_of, paired_positive, profile_name, simulate_runtime
 
 
 # ---------------------------------------------------------------------------------------------
@@ -26,6 +27,23 @@ def _b5_key(cval: float, snr: float) -> str:
     return f"c{cval}_snr{snr}"
 
 
+@dataclass(frozen=True)
+class B5Sizes:
+    """B5's design at one profile: the size ``n``, the gammas and the Monte Carlo trials (paired draws)."""
+
+    n: int
+    gammas: np.ndarray
+    trials: int
+
+
+#: B5's design per profile
+B5_SIZES = {
+    "paper": B5Sizes(1024, np.array([1e-3, 1e-2]), 20),
+    "quick": B5Sizes(256, np.array([1e-3, 1e-2]), 16),
+    "smoke": B5Sizes(32, np.array([1e-2]), 4),
+}
+
+
 def _design_b5(ctx: CheckContext) -> dict[str, Any]:
     """cos (centred) vs ``scale * tanh`` with the scale that equalises nu; configurations ``(p/n, snr)``."""
     import sympy as sp
@@ -33,12 +51,12 @@ def _design_b5(ctx: CheckContext) -> dict[str, Any]:
     import theory
     from theory.symbols import x as xs
 
-    cfg = claim_sizes(ctx, "B5")
+    cfg = B5_SIZES[profile_name(ctx)]
     m_cos = theory.hermite_moments(theory.activation("cos", centered=True))
     m_tanh = theory.hermite_moments(theory.activation("tanh", centered=True))
     scale = math.sqrt(m_cos.nu / m_tanh.nu)
     lin = sp.Float(scale) * sp.tanh(xs)
-    return dict(n=cfg["n"], gammas=cfg["gammas"], trials=cfg["trials"], configs=[(2.0, 0.0), (2.0, 4.0), (0.5, 4.0)],
+    return dict(n=cfg.n, gammas=cfg.gammas, trials=cfg.trials, configs=[(2.0, 0.0), (2.0, 4.0), (0.5, 4.0)],
                 m_cos=m_cos, m_lin=theory.hermite_moments(lin), scale=scale, lin=lin)
 
 

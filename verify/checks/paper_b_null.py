@@ -11,7 +11,8 @@ import functools
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 import numpy as np
 import torch
@@ -24,8 +25,8 @@ from ..registry import CheckContext, Comparison
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from ._finite_size import finite_size_test
-from .paper_b_core import (attention_theory, B2_ACTIVATIONS, B2_CS, Cell, claim_sizes, judge_panels, mc_version,
-                           p_of, Panel, panel_data, panel_theory, plot_two_sizes, simulate_panel, simulate_runtime,
+from .paper_b_core import (attention_theory, B2_ACTIVATIONS, B2_CS, Cell, judge_panels, mc_version, p_of, Panel,
+                           panel_data, panel_theory, plot_two_sizes, profile_name, simulate_panel, simulate_runtime,
                            SIZE, TwoSizes)
 
 
@@ -49,32 +50,55 @@ class GECell:
         return p_of(self.n, self.c)
 
 
-def _b2_trials(cfg: dict[str, Any], cval: float) -> tuple[int, int]:
-    return cfg["trials"][cval] if isinstance(cfg["trials"], dict) else cfg["trials"]
+@dataclass(frozen=True)
+class B2Sizes:
+    """B2's design at one profile: the size ``n`` per aspect ratio ``c`` (cells at ``n // 2`` and ``n``), the gamma
+    grid, the trials per ``c`` at the two sizes, the activations, and the aspect ratios of the Gaussian-equivalent
+    cells."""
+
+    ns: Mapping[float, int]
+    gammas: np.ndarray
+    trials: Mapping[float, tuple[int, int]]
+    activations: tuple[str, ...] = tuple(B2_ACTIVATIONS)
+    ge_cs: tuple[float, ...] = tuple(B2_CS)
+
+    def __post_init__(self) -> None:
+        """The tables become read-only views."""
+        object.__setattr__(self, "ns", MappingProxyType(dict(self.ns)))
+        object.__setattr__(self, "trials", MappingProxyType(dict(self.trials)))
 
 
-def _b2_panel(cfg: dict[str, Any], cval: float, act: str) -> Panel:
+#: B2's design per profile
+B2_SIZES = {
+    "paper": B2Sizes({0.25: 2048, 2.0: 1024}, np.logspace(-3, 0, 7), {0.25: (40, 20), 2.0: (40, 20)}),
+    "quick": B2Sizes({0.25: 1024, 2.0: 256}, np.logspace(-3, 0, 7), {0.25: (48, 24), 2.0: (80, 40)}, ge_cs=(0.25,)),
+    "smoke": B2Sizes({0.25: 64, 2.0: 32}, np.logspace(-2, 0, 2), {0.25: (4, 3), 2.0: (4, 3)}, activations=("tanh",),
+                     ge_cs=(0.25,)),
+}
+
+
+def _b2_panel(cfg: B2Sizes, cval: float, act: str) -> Panel:
     """One activation at one ``c``: a label-averaged null-attention cell over the gamma grid."""
-    g = cfg["gammas"]
+    g = cfg.gammas
     cell = Cell(cval, 0.0, g, ("B2", act, cval, SIZE), kind="attention", activation=act, label_average=True)
     names = tuple(f"{act} c={cval} gamma={x:.3g}" for x in g)
-    return Panel(f"{act}_c{cval}", f"{act} c={cval}", cfg["ns"][cval], _b2_trials(cfg, cval), (cell,), names)
+    return Panel(f"{act}_c{cval}", f"{act} c={cval}", cfg.ns[cval], cfg.trials[cval], (cell,), names)
 
 
-def _b2_ge_cell(cfg: dict[str, Any], cval: float, act: str) -> GECell:
+def _b2_ge_cell(cfg: B2Sizes, cval: float, act: str) -> GECell:
     import theory
 
     mom = theory.hermite_moments(act)
     g_d = np.array([0.01, 0.1]) if cval > 1 else np.array([0.1, 0.316])
-    return GECell(cval, cfg["ns"][cval], act, mom.a1, mom.nu, g_d, _b2_trials(cfg, cval)[1] // 2 + 2)
+    return GECell(cval, cfg.ns[cval], act, mom.a1, mom.nu, g_d, cfg.trials[cval][1] // 2 + 2)
 
 
 def _design_b2(ctx: CheckContext) -> dict[str, Any]:
     """One panel per (c, activation), c outermost; the Gaussian-equivalent cells (first activation)."""
-    cfg = claim_sizes(ctx, "B2")
-    acts = cfg.get("activations", B2_ACTIVATIONS)
+    cfg = B2_SIZES[profile_name(ctx)]
+    acts = list(cfg.activations)
     return dict(panels=tuple(_b2_panel(cfg, cval, act) for cval in B2_CS for act in acts),
-                ge=tuple(_b2_ge_cell(cfg, cval, acts[0]) for cval in cfg.get("ge_cs", B2_CS)))
+                ge=tuple(_b2_ge_cell(cfg, cval, acts[0]) for cval in cfg.ge_cs))
 
 
 def _predict_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ rules in full: :mod:`verify.checks.paper_b_core`.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,23 +17,70 @@ from ..claim import Claim, register
 from ..registry import CheckContext, Comparison
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import (Cell, claim_sizes, edge_flag, judge_panels, Panel, panel_data, panel_theory,
+from .paper_b_core import (Cell, edge_flag, judge_panels, Panel, panel_data, panel_theory,
                            plot_two_sizes, profile_name, ridge_theory, simulate_panel, simulate_runtime, SIZE,
                            sweep_panel, TwoSizes)
 
 
+@dataclass(frozen=True)
+class GammaSweep:
+    """Panel 1a of B1: ridge's error over a gamma grid at one ``(c, snr)``, size ``n`` (and ``n // 2``)."""
+
+    n: int
+    c: float
+    snr: float
+    gammas: np.ndarray
+    trials: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class PointSweep:
+    """Panels 1b and 1c of B1: one gamma, a sweep of ``cs`` at ``snr`` (1b) or of ``snrs`` at ``c`` (1c)."""
+
+    n: int
+    gamma: float
+    trials: tuple[int, int]
+    cs: tuple[float, ...] = ()
+    snr: float = 0.0
+    snrs: tuple[float, ...] = ()
+    c: float = 0.0
+
+
+@dataclass(frozen=True)
+class B1Sizes:
+    """B1's design at one profile: its three panels."""
+
+    a: GammaSweep
+    b: PointSweep
+    c: PointSweep
+
+
+#: B1's design per profile
+B1_SIZES = {
+    "paper": B1Sizes(GammaSweep(512, 4.0, 1.0, np.logspace(-5, 1, 13), (200, 100)),
+                     PointSweep(4096, 1e-5, (8, 4), cs=(0.25, 0.5, 1.0, 1.5, 2.0), snr=1.0),
+                     PointSweep(2048, 1e-5, (100, 50), snrs=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0), c=0.25)),
+    "quick": B1Sizes(GammaSweep(256, 4.0, 1.0, np.logspace(-5, 1, 13), (80, 40)),
+                     PointSweep(256, 1e-5, (60, 30), cs=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0), snr=1.0),
+                     PointSweep(512, 1e-5, (60, 30), snrs=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0), c=0.25)),
+    "smoke": B1Sizes(GammaSweep(32, 4.0, 1.0, np.logspace(-3, 0, 3), (4, 3)),
+                     PointSweep(32, 1e-5, (4, 3), cs=(0.5, 2.0), snr=1.0),
+                     PointSweep(64, 1e-5, (4, 3), snrs=(0.0, 1.0), c=0.25)),
+}
+
+
 def _design_b1(ctx: CheckContext) -> dict[str, Any]:
     """Panels 1a (gamma sweep), 1b (p/n sweep), 1c (snr sweep) of the profile; points near c = 1 flagged."""
-    cfg = claim_sizes(ctx, "B1")
-    a, b, cc = cfg["a"], cfg["b"], cfg["c"]
-    names_a = tuple(f"1a gamma={g:.3g} (c={a['c']}, snr={a['snr']})" for g in a["gammas"])
-    panel_a = Panel("1a", "1a", a["n"], a["trials"], (Cell(a["c"], a["snr"], a["gammas"], ("1a", SIZE)),), names_a,
+    cfg = B1_SIZES[profile_name(ctx)]
+    a, b, cc = cfg.a, cfg.b, cfg.c
+    names_a = tuple(f"1a gamma={g:.3g} (c={a.c}, snr={a.snr})" for g in a.gammas)
+    panel_a = Panel("1a", "1a", a.n, a.trials, (Cell(a.c, a.snr, a.gammas, ("1a", SIZE)),), names_a,
                     "panel 1a (gamma sweep)")
-    flag = {x: edge_flag(x, b["gamma"], b["n"]) for x in b["cs"]}
-    panel_b = sweep_panel("1b", b, "c", b["cs"], lambda x: (x, b["snr"]),
-                           lambda x: f"1b p/n={x} (n={b['n']}, gamma={b['gamma']:g}){flag[x]}", "panel 1b (p sweep)")
-    panel_c = sweep_panel("1c", cc, "snr", cc["snrs"], lambda x: (cc["c"], x),
-                           lambda x: f"1c ||mu||^2={x} (c={cc['c']}, gamma={cc['gamma']:g})", "panel 1c (snr sweep)")
+    flag = {x: edge_flag(x, b.gamma, b.n) for x in b.cs}
+    panel_b = sweep_panel("1b", b, "c", list(b.cs), lambda x: (x, b.snr),
+                           lambda x: f"1b p/n={x} (n={b.n}, gamma={b.gamma:g}){flag[x]}", "panel 1b (p sweep)")
+    panel_c = sweep_panel("1c", cc, "snr", list(cc.snrs), lambda x: (cc.c, x),
+                           lambda x: f"1c ||mu||^2={x} (c={cc.c}, gamma={cc.gamma:g})", "panel 1c (snr sweep)")
     return dict(panels=(panel_a, panel_b, panel_c), flags=[f"1b c={x}:{f}" for x, f in flag.items() if f],
                 profile=profile_name(ctx), a=a)
 
@@ -40,9 +88,9 @@ def _design_b1(ctx: CheckContext) -> dict[str, Any]:
 def _predict_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     """``theory``: E_RR at every point, by panel; ``curve``: ``(gammas, E_RR)`` on a fine grid of panel 1a."""
     a = design["a"]
-    gg = np.logspace(np.log10(a["gammas"][0]), np.log10(a["gammas"][-1]), 200)
+    gg = np.logspace(np.log10(a.gammas[0]), np.log10(a.gammas[-1]), 200)
     return dict(theory={p.key: panel_theory(p) for p in design["panels"]},
-                curve=(gg, ridge_theory(gg, a["c"], a["snr"])))
+                curve=(gg, ridge_theory(gg, a.c, a.snr)))
 
 
 def _simulate_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
@@ -114,7 +162,7 @@ def _panel_key_numbers(ax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps: 
 def _b1_titles(design: dict[str, Any]) -> dict[str, str]:
     a, (pa, pb, pc) = design["a"], design["panels"]
     g_b, g_c = pb.cells[0].gammas[0], pc.cells[0].gammas[0]
-    return {"1a": f"(a) γ sweep: p/n = {a['c']:g}, ‖μ‖² = {a['snr']:g}\nn = {pa.ns} and {pa.n}",
+    return {"1a": f"(a) γ sweep: p/n = {a.c:g}, ‖μ‖² = {a.snr:g}\nn = {pa.ns} and {pa.n}",
             "1b": f"(b) p sweep: γ = {g_b:g}, ‖μ‖² = {pb.cells[0].snr:g}\nn = {pb.n} (open: n = {pb.ns}, same p/n)",
             "1c": f"(c) ‖μ‖² sweep: p/n = {pc.cells[0].c:g}, γ = {g_c:g}\nn = {pc.ns} and {pc.n}"}
 

@@ -20,7 +20,7 @@ from ..claim import Claim, register
 from ..registry import CheckContext, Comparison
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import claim_sizes, mc_version, p_of, simulate_runtime
+from .paper_b_core import mc_version, p_of, profile_name, simulate_runtime
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,10 +76,22 @@ def _b6_key(act: str, cval: float) -> str:
     return f"{act}_c{cval}"
 
 
+@dataclass(frozen=True)
+class B6Sizes:
+    """B6's design at one profile: the size ``n`` (spectra at ``n`` and ``2 n``) and the trials at each."""
+
+    n: int
+    trials: tuple[int, int]
+
+
+#: B6's design per profile
+B6_SIZES = {"paper": B6Sizes(1024, (8, 4)), "quick": B6Sizes(256, (8, 4)), "smoke": B6Sizes(32, (3, 2))}
+
+
 def _design_b6(ctx: CheckContext) -> dict[str, Any]:
     """Configurations ``(activation, p/n)``, the size ``n`` (spectra at ``n`` and ``2n``), trials at each."""
-    cfg = claim_sizes(ctx, "B6")
-    return dict(n=cfg["n"], trials=cfg["trials"], configs=[("tanh", 2.0), ("relu", 2.0), ("tanh", 0.5)])
+    cfg = B6_SIZES[profile_name(ctx)]
+    return dict(n=cfg.n, trials=cfg.trials, configs=[("tanh", 2.0), ("relu", 2.0), ("tanh", 0.5)])
 
 
 def _predict_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, dict[str, KernelLaw]]:
