@@ -573,28 +573,25 @@ def design_text(g: Group) -> str:
 #: replicates per M level of the rate sweeps (A3, A4; A6 per configuration) by size
 REPLICATES = {"smoke": 2, "quick": 4, "paper": 20}
 
-#: K levels and M_lo of the P = 3 (beta = 2) sweeps: M_K = M_lo (K / K_lo)^5 (see :func:`k_levels_to_M`)
+@dataclass(frozen=True)
+class SweepLevels:
+    """The K levels of one rate sweep and its smallest sample size, ``M_K = M_lo (K / K_0)^(2 beta + 1)``
+    (:func:`k_levels_to_M`), and the knots of its B-spline truth."""
+
+    Ks: tuple[int, ...]
+    M_lo: int
+    n_knots: int = 6
+
+
+#: the P = 3 (beta = 2) sweeps of A3 and A4 per profile: K_M = 5.77 M^(1/5) from M = 500 at quick and paper (the
+#: paper grid's constant; smaller starts left the end intervals nearly empty and made the first fits stall). A3's
+#: paper levels reach M = 1e5 (2.3 decades, the bias in its K^-4 regime from K = 12 on); A4's stop at 2e4, as its
+#: N = 10 trials cost ~3x those at N = 5. The measurements behind these choices: docs/design_notes.md.
 RATE_LEVELS = {
-    ("A3", "smoke"): ([8, 10, 12], 60),
-    # quick: M 500 .. 16000 (1.5 decades), K_M = 5.77 M^(1/5), the paper grid's constant (see A2's design: the
-    # former 10.2 M^(1/5) from M = 300 left the end intervals nearly empty at the smallest M)
-    ("A3", "quick"): ([20, 23, 26, 30, 35, 40], 500),
-    # paper: M 500 .. 102556 (2.3 decades), 7 geometric levels (ratio ~2.4), K_M = 5.77 M^(1/5). The cost of
-    # a d > 1 trial grows with M (and with p = 2 K: K = 93 at M = 1e5, the quick constant, costs 1.7-2.3x
-    # K = 58), so the top level dominates; the bias is in its K^-4 regime from K = 12 on (measured, d = 1,
-    # local slopes -3.90..-4.13 for K = 12..93), so the smaller constant keeps the design's asymptotics.
-    ("A3", "paper"): ([20, 24, 28, 33, 40, 48, 58], 500),
-    ("A4", "smoke"): ([8, 10, 12], 60),
-    # quick: the paper grid's constant and start (M 500 .. 9448, 5 levels). The former quick grid started at M = 150
-    # (K_M = 5.82 M^(1/5)); over 30 seeds its N = 3 slope difference varied 1.34x more than its replicate SE said
-    # (heavy-tailed fits with 6 pairs per sample at M = 150..460) and N = 10 vs N = 5 differed by +0.049 +- 0.007
-    # where the a-priori model predicts +0.005: pre-asymptotic levels
-    ("A4", "quick"): ([20, 23, 27, 31, 36], 500),
-    # paper: M 500 .. 20421 (1.6 decades), 6 levels, K_M = 5.77 M^(1/5) (A3's paper constant; the quick A4
-    # one is 5.82). N = 10 costs ~3x N = 5 per trial (N (N-1) pairs per sample): the range stops at 2e4.
-    # It starts at 500, not 150: at M <= 270 (N = 5, d = 2) the first fit stalls often (6 of 16 replicates
-    # needed a refit, vs 2 of 48 at M = 500..20421), i.e. the smallest levels are the most pre-asymptotic.
-    ("A4", "paper"): ([20, 23, 27, 31, 36, 42], 500),
+    "A3": {"smoke": SweepLevels((8, 10, 12), 60), "quick": SweepLevels((20, 23, 26, 30, 35, 40), 500),
+           "paper": SweepLevels((20, 24, 28, 33, 40, 48, 58), 500)},
+    "A4": {"smoke": SweepLevels((8, 10, 12), 60), "quick": SweepLevels((20, 23, 27, 31, 36), 500),
+           "paper": SweepLevels((20, 23, 27, 31, 36, 42), 500)},
 }
 
 
@@ -642,8 +639,8 @@ def allocation_text(groups: list[Group], n_equal: int) -> str:
 
 def rate_levels(size: str, check_id: str = "A3") -> tuple[list[int], int]:
     """K levels and M_lo of the P = 3 (beta = 2) sweeps of A3/A4 (see :data:`RATE_LEVELS`)."""
-    Ks, M_lo = RATE_LEVELS[("A4" if check_id == "A4" else "A3", size)]
-    return list(Ks), M_lo
+    levels = RATE_LEVELS["A4" if check_id == "A4" else "A3"][size]
+    return list(levels.Ks), levels.M_lo
 
 
 def estimator_starts(size: str) -> int:

@@ -33,6 +33,7 @@ from .paper_a_numerics import (
     design_text,
     inside_share,
     prediction_sizes,
+    SweepLevels,
     rate_levels,
     ratio_text,
     estimator_starts,
@@ -93,22 +94,24 @@ A2_REPLICATE_FACTOR = 3
 A2_PAPER_SLOPES = {"P=3": (-0.81, 0.01), "P=8": (-0.899, 0.034)}
 
 
+#: A2's two sweeps per profile, by the degree P of the B-spline truth. P = 3: K_M = 5.77 M^(1/5) from M = 500 (a
+#: denser grid from M = 300 held 3x fewer pairs per interval at its smallest M and steepened the slope). P = 8: from
+#: M = 997 (K = 13); at M = 300 the log error had 4x the replicate SD of the other levels and its mean steepened the
+#: slope from -0.918 to -0.964 against the design's -0.940.
+A2_LEVELS = {
+    "smoke": {3: SweepLevels((8, 10, 12), 60), 8: SweepLevels((10, 11, 12), 80, n_knots=8)},
+    "quick": {3: SweepLevels((20, 23, 26, 30, 35, 40), 500), 8: SweepLevels((13, 14, 15, 16, 17), 997, n_knots=8)},
+    "paper": {3: SweepLevels((32, 36, 40, 46, 54, 64, 76), 1400),
+              8: SweepLevels((12, 13, 14, 15, 16, 17), 550, n_knots=8)},
+}
+
+
 def design_a2(ctx: CheckContext) -> RateDesign:
     """B-spline truths of degree P = 3 and P = 8, d = 1, K_M an exact power of M, sigma balanced a priori."""
     size = size_of(ctx)
     groups = []
-    specs = {  # P: (n_knots, K levels, M_lo)
-        "smoke": {3: (6, [8, 10, 12], 60), 8: (8, [10, 11, 12], 80)},
-        # P = 3: K_M = 5.77 M^(1/5) from M = 500 (the paper grid's constant; the former quick grid, 10.2 M^(1/5)
-        # from M = 300, held 3x fewer pairs per interval at its smallest M, where the near-empty end intervals
-        # made the error exceed the a-priori prediction and steepened the slope)
-        # P = 8: from M = 997 (K = 13); at M = 300 (K = 12) the log error had 4x the replicate SD of the other
-        # levels (0.31 vs 0.06-0.09 over 96 replicates) and its mean fell 1.2 per log M, steepening the slope
-        # from -0.918 (levels 997..55736) to -0.964 (with 300), against the design's -0.940
-        "quick": {3: (6, [20, 23, 26, 30, 35, 40], 500), 8: (8, [13, 14, 15, 16, 17], 997)},
-        "paper": {3: (6, [32, 36, 40, 46, 54, 64, 76], 1400), 8: (8, [12, 13, 14, 15, 16, 17], 550)},
-    }[size]
-    for P, (nk, Ks, M_lo) in specs.items():
+    for P, levels in A2_LEVELS[size].items():
+        nk, Ks, M_lo = levels.n_knots, list(levels.Ks), levels.M_lo
         beta = P - 1
         Ms = k_levels_to_M(Ks, M_lo, beta)
         cfg = {"d": 1, "N": 5, "r": 1, "P": P, "n_knots": nk, "truth_seed": ctx.design_seed("truth", P),
