@@ -148,7 +148,7 @@ def mc_cached(
 
 
 def profile_name(ctx: CheckContext) -> str:
-    return ctx.profile  # validated by CheckContext (verify.registry.PROFILES); every one has a table here
+    return ctx.profile  # validated by CheckContext (verify.registry.PROFILES); every claim has a design record per profile
 
 
 
