@@ -8,6 +8,7 @@ the first SIGINT or SIGTERM into a ``KeyboardInterrupt`` that the command catche
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import socket
@@ -62,6 +63,16 @@ def check_jobs(jobs: int | None) -> None:
     """``--jobs``: omitted, an integer ``>= 1``, or ``-1`` for all cores."""
     if jobs is not None and jobs != -1 and jobs < 1:
         refuse(f"--jobs must be an integer >= 1, or -1 for all cores, got {jobs}")
+
+
+def check_sequential_options(budget: float | None, rounds: int | None) -> None:
+    """``--budget`` (minutes, finite and ``> 0``) and ``--rounds`` (an integer in ``[0, MAX_ROUND]``), when given."""
+    from .sequential import MAX_ROUND
+
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        refuse(f"--budget must be a number of minutes > 0, got {budget:g}")
+    if rounds is not None and not 0 <= rounds <= MAX_ROUND:
+        refuse(f"--rounds must be an integer in [0, {MAX_ROUND}], got {rounds}")
 
 
 def check_device_available(device: str) -> None:

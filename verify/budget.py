@@ -22,6 +22,7 @@ from theory._validation import ArgumentTypeError, as_float, describe
 from .claims import STUDIES
 from .context import CheckContext
 from .registry import CheckSpec, run_check
+from .report import headline_comparison
 from .results import CheckResult, Comparison, Verdict
 from .sequential import (MAX_REPLICATES, MAX_ROUND, boundaries, judge_look, look_levels, pooled, replicate_seed, replicates_after,
                          replicates_to_decide, round_of)
@@ -94,7 +95,8 @@ class CheckSequence:
 
     @property
     def seconds_per_replicate(self) -> float:
-        """Mean wall time of its replicates (the first is a cold run, like every new one)."""
+        """Mean wall time of its replicates (a replicate read back from the cache counts its short time: a run
+        that continues another estimates its next replicates low)."""
         return sum(r.runtime_s for r in self.replicates) / max(1, self.n)
 
     def needed(self) -> int | None:
@@ -133,16 +135,16 @@ class CheckSequence:
         if self.judgement is None:
             return bad if bad is not None and bad is not first else first
         fail_level, pass_level = look_levels(self.round)
-        need = self.needed()
+        need, seconds = self.needed(), self.seconds_to_decide()
         n = self.judged_n
         info = {"round": self.round, "replicates": n, "replicate_seeds": [replicate_seed(self.seed, r) for r in range(n)],
                 "fail_level": fail_level, "pass_level": pass_level, "looks": self.looks,
                 "decided_at_s": self.decided_at_s, "replicates_to_decide": need,
-                "seconds_to_decide": None if math.isinf(self.seconds_to_decide()) else self.seconds_to_decide()}
+                "seconds_to_decide": None if math.isinf(seconds) else seconds}
         note = (f"Sequential verdict after round {self.round} ({n} replicate{'s' * (n > 1)} of the design, "
                 f"pooled): FAIL at Holm level {fail_level:.2g}, PASS at {pass_level:.2g} (verify.sequential).")
         if self.judgement.verdict == "INCONCLUSIVE":
-            note += (f" Undecided: the current estimates decide at {need} replicates (~{self.seconds_to_decide():.0f} s"
+            note += (f" Undecided: the current estimates decide at {need} replicates (~{seconds:.0f} s"
                      " more)." if need is not None else " Undecided: the estimates sit on a decision boundary.")
         if n > 1:
             note += " The notes below describe replicate 0."
@@ -154,8 +156,9 @@ class CheckSequence:
 
 
 def _headline(rows: Sequence[Comparison]) -> Comparison | None:
+    """The headline among the stochastic rows (:func:`verify.report.headline_comparison`), ``None`` without any."""
     stochastic = [c for c in rows if c.kind != "exact"]
-    return next((c for c in stochastic if c.headline), stochastic[0] if stochastic else None)
+    return headline_comparison(stochastic) if stochastic else None
 
 
 def look_line(seq: CheckSequence) -> str:

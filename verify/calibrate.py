@@ -37,7 +37,7 @@ import numpy as np
 from scipy import stats
 
 from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available,
-                         check_executor, check_jobs, check_writable_dir, check_writable_file, interrupts, refuse,
+                         check_executor, check_jobs, check_sequential_options, check_writable_dir, check_writable_file, interrupts, refuse,
                          refuse_field, select_checks)
 from theory._validation import ArgumentTypeError, as_float, as_int, describe
 
@@ -214,6 +214,7 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
     ratios: list[float] = []
     mean_z = sd_se = None
     sd_ci = None
+    mixed = _mixed_replicates(records)
     if head_idx is not None and len(lens) == 1:
         for i in range(next(iter(lens))):
             rows = [r["comparisons"][i] for r in records]
@@ -228,7 +229,7 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
             se = np.array(s)
             if not np.all(se > 0):
                 continue
-            ratio = _birge_ratio(d, se) if _mixed_replicates(records) else float(np.std(d, ddof=1) / np.mean(se))
+            ratio = _birge_ratio(d, se) if mixed else float(np.std(d, ddof=1) / np.mean(se))
             ratios.append(ratio)
             if i == head_idx:
                 mean_z = float(np.mean(d / se))
@@ -470,10 +471,7 @@ def preflight(args: argparse.Namespace) -> tuple[CheckContext, Path]:
     if args.first_seed < 0:
         refuse(f"--first-seed must be >= 0, got {args.first_seed}")
     check_jobs(args.jobs)
-    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
-        refuse(f"--budget must be a number of minutes > 0, got {args.budget:g}")
-    if args.rounds is not None and not 0 <= args.rounds <= MAX_ROUND:
-        refuse(f"--rounds must be an integer in [0, {MAX_ROUND}], got {args.rounds}")
+    check_sequential_options(args.budget, args.rounds)
     cache_dir = cache_dir_option(args.cache_dir, args.profile)
     try:
         base = CheckContext(profile=args.profile, seed=0, cache_dir=cache_dir, device=args.device,
@@ -580,12 +578,11 @@ def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespac
     md = markdown_table(rows, meta)
     seq = sequential_table(records)
     if seq:
+        limits = ([f"budget {args.budget:g} min per seed"] if args.budget is not None else []) + \
+            ([f"at most {args.rounds} rounds"] if args.rounds is not None else [])
         md += ("\n## Sequential verdicts\n\nEach seed ran every check at its base design, then rounds of replicates "
-               "on the undecided ones (verify.sequential; " + (f"budget {args.budget:g} min per seed" if args.budget
-                                                                else "") + (f"{', ' if args.budget else ''}at most "
-                                                                            f"{args.rounds} rounds"
-                                                                            if args.rounds is not None else "")
-               + "). The table above judges the pooled replicates at the levels of the round reached.\n\n" + seq)
+               f"on the undecided ones (verify.sequential; {', '.join(limits)}). The table above judges the pooled "
+               "replicates at the levels of the round reached.\n\n" + seq)
     (out / "calibration.md").write_text(md)
     _figure(rows, out / "calibration.png")
     if args.markdown:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import shlex
 import sys
@@ -37,10 +36,9 @@ from numerics.malloc import keep_freed_memory
 
 from .claims import STUDIES
 from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available,
-                         check_executor, check_jobs, check_writable_dir, check_writable_file, interrupts, refuse_field,
+                         check_executor, check_jobs, check_sequential_options, check_writable_dir, check_writable_file, interrupts, refuse_field,
                          select_checks)
 from .registry import CheckContext, CheckResult, Verdict, exit_status, run_check
-from .sequential import MAX_ROUND
 from .report import (TABLE_WIDTH, html_report, markdown_report, print_summary, results_table, run_metadata, to_json,
                      write_json)
 from .validation import path_or_none
@@ -180,10 +178,7 @@ def preflight(args: argparse.Namespace) -> CheckContext:
     and ``--json`` / ``--report-dir`` / ``--cache-dir`` that cannot be created or written.
     """
     check_jobs(args.jobs)
-    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
-        raise SystemExit(f"error: --budget must be a number of minutes > 0, got {args.budget:g}")
-    if args.rounds is not None and not 0 <= args.rounds <= MAX_ROUND:
-        raise SystemExit(f"error: --rounds must be an integer in [0, {MAX_ROUND}], got {args.rounds}")
+    check_sequential_options(args.budget, args.rounds)
     cache_dir = cache_dir_option(args.cache_dir, args.profile)
     args.report_dir = path_or_none(args.report_dir)  # "none", as for --cache-dir: no report
     try:
@@ -268,7 +263,7 @@ def _run_sequential(specs: list, base: CheckContext, args: argparse.Namespace, c
     console.print(sequence_table(seqs))
     extra = {"sequential": {"budget_min": args.budget, "rounds": args.rounds,
                             "wall_s": round(time.perf_counter() - t0, 1),
-                            "checks": {s.spec.id: s.result().data.get("sequential") for s in seqs if s.looks}}}
+                            "checks": {r.id: r.data.get("sequential") for r in results}}}
     return results, stopped, extra
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 from dataclasses import replace
 from typing import Any, Sequence
 
@@ -115,21 +116,17 @@ _CENTRED = {"equivalence": "predicted", "consistency": "predicted", "direction":
 
 
 def _num(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        try:
-            import numpy as np
+    """A real number (Python or NumPy, not a bool) as a float, else ``None``."""
+    return float(x) if isinstance(x, numbers.Real) and not isinstance(x, bool) else None
 
-            if isinstance(x, np.generic) and not isinstance(x, np.bool_):
-                return float(x)
-        except ImportError:  # pragma: no cover - numpy is a dependency
-            pass
-        return None
-    return float(x)
+
+def _pooled_se(ses: list[float]) -> float:
+    """The standard error of the mean of ``len(ses)`` independent estimates: ``sqrt(sum se^2) / n``."""
+    return math.sqrt(math.fsum(s * s for s in ses)) / len(ses)
 
 
 def _mean_se(values: list[float], ses: list[float]) -> tuple[float, float]:
-    n = len(values)
-    return math.fsum(values) / n, math.sqrt(math.fsum(s * s for s in ses)) / n
+    return math.fsum(values) / len(values), _pooled_se(ses)
 
 
 def _pooled_df(dfs: list[Any]) -> float | None:
@@ -147,8 +144,8 @@ def _pool_row(rows: list[Comparison]) -> Comparison:
     out = dict(args[0])
     ses = [_num(a["se"]) for a in args]
     if first.kind in _CENTRED:
-        ref = "predicted" if _CENTRED[first.kind] == "predicted" else None
-        centres = [_num(c.predicted) if ref else _num(a["reference"]) for c, a in zip(rows, args)]
+        by_prediction = _CENTRED[first.kind] == "predicted"
+        centres = [_num(c.predicted) if by_prediction else _num(a["reference"]) for c, a in zip(rows, args)]
         deltas = [_num(a["measured"]) - c for a, c in zip(args, centres)]
         mean, se = _mean_se(deltas, ses)
         out["measured"], out["se"] = centres[0] + mean, se
@@ -156,7 +153,7 @@ def _pool_row(rows: list[Comparison]) -> Comparison:
         has_xse = args[0]["excess_se"] is not None
         xse = [_num(a["excess_se"]) for a in args] if has_xse else ses
         out["excess"], pooled_xse = _mean_se([_num(a["excess"]) for a in args], xse)
-        out["se"] = math.sqrt(math.fsum(s * s for s in ses)) / len(ses)
+        out["se"] = _pooled_se(ses)
         out["excess_se"] = pooled_xse if has_xse else None
         measured = [_num(a["measured"]) for a in args]
         if all(x is not None for x in measured):
