@@ -140,6 +140,32 @@ def sample_signal_plus_noise(
     return X, y, mu_v
 
 
+def label_posterior_mean(X: ArrayLike, mu: ArrayLike) -> np.ndarray:
+    """``E[y_i | X] = tanh(mu^T x_i)``: the labels' posterior means under :func:`sample_signal_plus_noise`'s model.
+
+    With ``x_i = mu y_i + z_i`` and ``y_i = +-1`` equally likely a priori, ``P(y_i | x_i) ~ exp(y_i mu^T x_i)``.  Exact
+    for ``labels="iid"``; with ``labels="balanced"`` (exactly ``n/2`` of each) the labels are weakly dependent and
+    this is exact up to ``O(1/n)``.  Pass it as ``label_mean`` of :func:`numerics.interpolation_error_label_average`.
+
+    Parameters
+    ----------
+    X : array (p, n), finite.
+    mu : array (p,), finite.
+
+    Returns
+    -------
+    ndarray (n,), in ``[-1, 1]``
+
+    Examples
+    --------
+    >>> X, y, mu = sample_signal_plus_noise(6, 3, 4.0, 0)
+    >>> bool(np.all(np.sign(label_posterior_mean(X, mu)) == np.sign(X[0])))
+    True
+    """
+    Xa = as_float_array("X", X, ndim=2)
+    return np.tanh(check_mean(mu, Xa.shape[0]) @ Xa)
+
+
 def check_mean(mu: ArrayLike, p: int) -> np.ndarray:
     """``mu`` as a finite float64 vector of length ``p``."""
     mu_v = as_float_array("mu", mu, ndim=1)

@@ -271,3 +271,27 @@ def shrink(lam: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     shr = safe / (lam + safe)
     null = (lam <= tol).to(lam.dtype)
     return torch.where(pos, shr, null)
+
+
+def errors_label_mean(Phi: torch.Tensor, m: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor:
+    """``E_y[E(gamma)]`` for independent labels in ``{-1, 1}`` with means ``m``: ``Phi`` (T, p, n), ``m`` (T, n).
+
+    ``E[y y^T] = m m^T + diag(1 - m^2) = M`` (trace ``n``), so ``E_y E(gamma) = gamma^2/n tr(Q^2 M)``.  On the positive
+    eigenpairs ``(lam_k, v_k)`` of ``Phi^T Phi / n`` (from the smaller Gram matrix), with ``s_k = gamma/(lam_k + gamma)``
+    and ``w_k = (v_k^T m)^2 + sum_i v_ik^2 (1 - m_i^2)``: ``(n - sum_k (1 - s_k^2) w_k) / n`` (the null space of
+    ``Phi`` keeps its whole share of ``tr M``).
+    """
+    T, p, n = Phi.shape
+    g = gammas.view(1, 1, -1)
+    if p >= n:
+        lam, V = eigh(gram(Phi.transpose(-1, -2)) / n)  # V (T, n, n)
+    else:
+        lam, U = eigh(gram(Phi) / n)  # U (T, p, p)
+        scale = torch.sqrt((n * lam).clamp_min(torch.finfo(lam.dtype).tiny))
+        V = (Phi.transpose(-1, -2) @ U) / scale.unsqueeze(-2)  # (T, n, p): unit vectors for the positive lam
+    lam = lam.clamp_min(0.0)
+    positive = (lam > null_tol(lam.unsqueeze(-1)).squeeze(-1)).unsqueeze(-1)  # (T, k, 1)
+    w = (V.transpose(-1, -2) @ m.unsqueeze(-1)) ** 2 + (V**2).transpose(-1, -2) @ (1 - m**2).unsqueeze(-1)
+    s = shrink(lam.unsqueeze(-1), g)
+    kept = torch.where(positive, (1 - s**2) * w, torch.zeros_like(s))
+    return (n - kept.sum(dim=1)) / n

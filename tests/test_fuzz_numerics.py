@@ -241,6 +241,12 @@ def _rmt_cases(add: Callable[..., None]) -> None:
         add(name, dict(features=_X, y=_Y, gammas=[0.1, 1.0]), err_args)
     add("interpolation_error_label_average", dict(features=_X, gammas=[0.1, 1.0]),
         dict(features=err_args["features"], gammas=GAMMAS))
+    add("interpolation_error_label_average[label_mean]",
+        dict(features=_X, gammas=[0.1, 1.0], label_mean=np.linspace(-0.9, 0.9, 6)),
+        dict(label_mean=_vec(none_ok=True, extra=(("wrong length", np.ones(5)), ("outside [-1, 1]", np.full(6, 1.5))))),
+        path="interpolation_error_label_average")
+    add("label_posterior_mean", dict(X=_X, mu=np.ones(4)),
+        dict(X=Arg("matrix2"), mu=_vec(extra=(("wrong length", np.ones(3)),))))
     add("gaussian_equivalent_kernel", dict(X=_X, a1=0.5, nu=0.5, rng=0, symmetric=True, d0=0.0),
         dict(X=Arg("matrix2"), a1=real(extra=(("a1^2 overflows", 1e300),)), nu=real(extra=(("nu < a1^2", 0.1),)),
              rng=RNG, symmetric=FLAG, d0=real()))

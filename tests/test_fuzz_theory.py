@@ -189,6 +189,9 @@ def _mp_kernel_and_ridge(add: Callable[..., None]) -> None:
     add("ridge_error_values", dict(gammas=[1e-3, 1e-2], c=0.25, snr=1.0),
         dict(gammas=real(0, array=True), c=pos(), snr=nonneg()))
     add("ridge_error_limit", dict(c=0.25, snr=1.0), dict(c=SYM_POS, snr=SYM_NONNEG))
+    add("label_mmse", dict(snr=1.0), dict(snr=nonneg()))
+    for name in ("bayes_feature_limit", "strong_alignment_margin"):
+        add(name, dict(c=0.5, snr=1.0), dict(c=pos(), snr=nonneg()))
     add("ridge_error_small_gamma_coefficient", dict(c=2.0, snr=1.0), dict(c=real(1, low_open=True, symbolic=True),
                                                                           snr=SYM_NONNEG))
     # ---- laws

@@ -291,6 +291,38 @@ def test_label_average_is_the_mean_over_labels():
         assert np.allclose(interpolation_error_label_average(Phi, g), avg, rtol=1e-10)
 
 
+def test_label_average_with_label_means_is_the_mean_over_labels():
+    """With posterior means m, the label average equals the exact m-weighted average over all 2^n label vectors,
+    and m = 0 is the null model's average."""
+    import itertools
+
+    from numerics import label_posterior_mean, sample_signal_plus_noise
+    from numerics.rmt import interpolation_error_label_average
+
+    rng = np.random.default_rng(4)
+    for p, n in [(3, 7), (9, 6), (6, 6)]:
+        X, _, mu = sample_signal_plus_noise(n, p, 2.0, rng, labels="iid")
+        Phi = rng.standard_normal((p, n)) * np.linspace(0.5, 2.0, n)
+        m = label_posterior_mean(X, mu)
+        g = np.array([0.0, 1e-3, 0.3, 2.0])
+        ys = np.array(list(itertools.product([-1.0, 1.0], repeat=n)))
+        weights = np.prod((1 + ys * m) / 2, axis=1)
+        avg = sum(w * interpolation_error(Phi, y, g) for w, y in zip(weights, ys))
+        assert np.allclose(interpolation_error_label_average(Phi, g, m), avg, rtol=1e-10, atol=1e-14)
+        assert np.allclose(interpolation_error_label_average(Phi, g, np.zeros(n)),
+                           interpolation_error_label_average(Phi, g), rtol=1e-10, atol=1e-14)
+
+
+def test_label_mean_refused_outside_its_range():
+    from numerics.rmt import interpolation_error_label_average
+
+    Phi = np.ones((2, 3))
+    with pytest.raises(ValueError, match="label_mean"):
+        interpolation_error_label_average(Phi, [1.0], np.array([0.0, 1.5, 0.0]))
+    with pytest.raises(ValueError, match="label_mean"):
+        interpolation_error_label_average(Phi, [1.0], np.zeros(4))
+
+
 def test_label_average_mc_requires_null_model():
     with pytest.raises(ValueError, match="label_average"):
         interpolation_error_mc("ridge", 4, 4, 1.0, [1.0], 2, 0, label_average=True)

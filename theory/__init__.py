@@ -36,6 +36,7 @@ from . import (
     marchenko_pastur,
     minimax,
     ridge,
+    strong_alignment,
     structured,
     symbolic,
     symbols,
@@ -50,9 +51,11 @@ from .laws import *  # noqa: F401,F403
 from .marchenko_pastur import *  # noqa: F401,F403
 from .minimax import *  # noqa: F401,F403
 from .ridge import *  # noqa: F401,F403
+from .strong_alignment import *  # noqa: F401,F403
 from .structured import *  # noqa: F401,F403
 
 __all__ = ["symbols", "symbolic", "ArgumentTypeError", "Limits", "get_limits", "set_limits"]
-for _module in (activations, attention, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, ridge, structured):
+for _module in (activations, attention, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, ridge, strong_alignment,
+                structured):
     __all__ += list(_module.__all__)
 del _module
