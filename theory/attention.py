@@ -46,6 +46,7 @@ from .null_system import (  # noqa: F401  (re-exported: public names of this mod
 from . import null_system as _null_system  # noqa: E402
 from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid, checked_solver_options  # noqa: E402
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments  # noqa: E402
+from ._attention_model import takes_model  # noqa: E402
 
 #: the options of the solvers (:func:`solve_null_system_full`, :func:`theory.structured_attention_solve`)
 _SOLVER_OPTIONS = ("system", "method", "n_nodes", "tol", "maxiter", "max_iter", "check_quadrature")
@@ -56,6 +57,8 @@ __all__ = ["attention_error", "attention_error_taylor", "attention_small_gamma_l
 
 
 # --------------------------------------------------------------------------- public error
+@takes_model("AttentionModel(c, activation, snr=..., spike=..., diagonal=...).error(gamma) or "
+             "attention_error(gamma, model)")
 def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float = 0.0, w_k: Any = None,
                     w_q: Any = None, diagonal: Any = "removed", spike: Any = None, **solver_options: Any) -> Any:
     """Limiting interpolation error ``E_A(gamma)`` of nonlinear attention.
@@ -124,7 +127,7 @@ def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float
                 "attention_error with signal (snr != 0) or attention spikes (w_k, w_q) needs "
                 "theory.structured.structured_attention_error, which is not available"
             ) from None
-        return structured_attention_error(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
+        return structured_attention_error.__wrapped__(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
     check_activation(activation, "activation")
     d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
@@ -156,7 +159,7 @@ def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, sn
     if _structured_case(snr, w_k, w_q, spike, solver_options):
         from .structured import structured_attention_error
 
-        return structured_attention_error(g, cc, activation, snr, w_k, w_q, diagonal, **solver_options)
+        return structured_attention_error.__wrapped__(g, cc, activation, snr, w_k, w_q, diagonal, **solver_options)
     check_activation(activation, "activation")
     null_kernel_diagonal(activation, diagonal)
     options = dict(solver_options)
@@ -164,12 +167,13 @@ def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, sn
         options["diagonal"] = diagonal
     spec = NumericSpec(
         "attention_error", ((None, activation), *sorted(options.items())),
-        values=lambda gv, cv: attention_error(gv, cv, activation, **options),
-        taylor=lambda g0, cv, order: attention_error_taylor(g0, cv, activation, order=order, **options),
+        values=lambda gv, cv: attention_error.__wrapped__(gv, cv, activation, **options),
+        taylor=lambda g0, cv, order: attention_error_taylor.__wrapped__(g0, cv, activation, order=order, **options),
     )
     return numeric_function(spec)(g, cc)
 
 
+@takes_model("AttentionModel(c, activation, ...).error_taylor(gamma) or attention_error_taylor(gamma, model)")
 def attention_error_taylor(
     gamma: float,
     c: float,
@@ -231,7 +235,7 @@ def attention_error_taylor(
     if _structured_case(snr, w_k, w_q, spike, solver_options):
         from .structured import structured_attention_error_taylor
 
-        return structured_attention_error_taylor(g0, c, activation, snr, w_k, w_q, diagonal, order=order, rtol=rtol,
+        return structured_attention_error_taylor.__wrapped__(g0, c, activation, snr, w_k, w_q, diagonal, order=order, rtol=rtol,
                                                  **solver_options)
     check_activation(activation, "activation")
     d0 = null_kernel_diagonal(activation, diagonal)
@@ -264,6 +268,8 @@ def _check_solver_keywords(options: dict[str, Any]) -> None:
         check_flag("check_quadrature", options["check_quadrature"])
 
 
+@takes_model("AttentionModel(c, activation, diagonal=...).small_gamma_law() or attention_small_gamma_law(model)",
+             position=0)
 def attention_small_gamma_law(
     c: float, activation: ActivationLike, diagonal: Any = "removed", gammas: tuple[float, float] = (1e-13, 1e-11), **solver_options: Any
 ) -> tuple[float, float]:
@@ -278,7 +284,7 @@ def attention_small_gamma_law(
     g = as_array("gammas", gammas, low=0, low_open=True)
     if g.shape != (2,) or g[0] >= g[1]:
         raise ValueError(f"gammas must be two increasing positive numbers, got {gammas!r}")
-    e = attention_error(g, c, activation, diagonal=diagonal, **solver_options)
+    e = attention_error.__wrapped__(g, c, activation, diagonal=diagonal, **solver_options)
     if not np.all(e > 0):
         raise ValueError(f"attention_small_gamma_law needs E_A > 0 at both gammas, got {e} (c={c!r}, "
                          f"activation={activation!r}): no power law to read")

@@ -104,7 +104,9 @@ from .symbols import c as _c
 from .symbols import delta as _delta
 from .symbols import gamma as _gamma
 from ._structured_symbolic import (l_sym, delta_t, sf2_sym, d0_sym, kappa_sym, null_trace_expressions, null_free_energy_expression, null_trace_closed_forms, structured_low_rank_matrix, low_rank_matrix, rank_one_quadratic_form_expression)
-from ._spikes import (SNR_MAX, spike_vectors, finite_dims, linearisation_control, resolve_spike)
+from ._spikes import (SNR_MAX, spike_vectors, finite_dims, resolve_spike)
+from ._spikes import linearisation_control as _linearisation_control
+from ._attention_model import FrozenDict as _FrozenDict, kernel_constants as _kernel_constants, takes_model
 from ._structured_traces import (StructuredConvergenceError, GramRationalIntegrals, GramQuadratureIntegrals, error_on_grid)
 
 __all__ = [
@@ -180,38 +182,6 @@ class StructuredSolution:
             raise ArgumentTypeError(f"notes must be a list of strings, got {describe(self.notes)}")
 
 
-def _kernel_constants(activation: Any, diagonal: Any) -> tuple[float, float, float]:
-    """``(a1, s_f^2, d0)``; ``diagonal`` is ``"removed"``, ``"kept"`` or an explicit number ``d0``."""
-    if isinstance(activation, dict):  # explicit constants {"a1":..., "sf2":..., "d0":...}
-        return _dict_constants(activation, diagonal)
-    from .activations import hermite_moments
-    from .null_system import null_kernel_diagonal
-
-    check_activation(activation, "activation")
-    d0 = null_kernel_diagonal(activation, diagonal)
-    hm = hermite_moments(activation)
-    return float(hm.a1), float(hm.sf2), float(d0)
-
-
-def _dict_constants(activation: dict, diagonal: Any) -> tuple[float, float, float]:
-    """``(a1, s_f^2, d0)`` of an activation given by its constants ``{"a1": .., "sf2": .., "d0": ..}``."""
-    unknown = sorted(set(activation) - {"a1", "sf2", "d0"}, key=str)
-    if unknown or not {"a1", "sf2"} <= set(activation):
-        raise ValueError("activation given as a dict needs keys 'a1' and 'sf2' (and optionally 'd0'), got keys "
-                         f"{sorted(map(str, activation))}")
-    k = KERNEL_CONSTANT_MAX
-    a1 = as_float("activation['a1']", activation["a1"], low=-k, high=k)
-    sf2 = as_float("activation['sf2']", activation["sf2"], low=0, high=k * k)
-    if "d0" not in activation:
-        return a1, sf2, diagonal_constant(diagonal, _refuse_kept)
-    diagonal_constant(diagonal, lambda: 0.0)  # checked; the dict's d0 is used whatever the diagonal
-    return a1, sf2, as_float("activation['d0']", activation["d0"], low=-k, high=k)
-
-
-def _refuse_kept() -> float:
-    raise ValueError("diagonal='kept' with an activation dict needs the key 'd0'")
-
-
 def _null_solutions(gam: np.ndarray, c: float, a1: float, sf2: float, d0: float, system: str, method: str,
                     n_nodes: int, tol: float, max_iter: int) -> np.ndarray:
     """Null unknowns and their ``gamma``-derivatives, rows ``(delta, delta~, kappa, d/dgamma of each, residual)``.
@@ -252,6 +222,7 @@ def _validate_common(c: Any, snr: Any) -> tuple[float, float]:
     return c, snr
 
 
+@takes_model("AttentionModel(c, activation, snr, spike=...).solve(gamma) or structured_attention_solve(gamma, model)")
 def structured_attention_solve(
     gamma: Any,
     c: float,
@@ -344,6 +315,7 @@ def _validate_solver_options(gamma: Any, system: str, method: str, n_nodes: int,
     return maxiter, system, gam
 
 
+@takes_model("structured_attention_error(gamma, AttentionModel(c, activation, snr, spike=...))")
 def structured_attention_error(
     gamma: Any,
     c: float,
@@ -397,7 +369,7 @@ def structured_attention_error(
     if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
         return _symbolic_structured_error(gamma, c, activation, snr, w_k, w_q, diagonal, solver_options)
     solver_options.setdefault("check_quadrature", False)
-    sol = structured_attention_solve(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
+    sol = structured_attention_solve.__wrapped__(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
     if np.ndim(gamma) == 0:
         return float(sol.error[0])
     return sol.error
@@ -421,18 +393,11 @@ def _symbolic_structured_error(gamma: Any, c: Any, activation: Any, snr: Any, w_
     act = dict(act) if isinstance(act, _FrozenDict) else act  # the numeric path takes the frozen forms
     spec = NumericSpec(
         "structured_attention_error", tuple(fixed),
-        values=lambda gv, cv: structured_attention_error(gv, cv, act, snr, w_k, w_q, diagonal, **options),
-        taylor=lambda g0, cv, order: structured_attention_error_taylor(g0, cv, act, snr, w_k, w_q, diagonal,
-                                                                       order=order, **options),
+        values=lambda gv, cv: structured_attention_error.__wrapped__(gv, cv, act, snr, w_k, w_q, diagonal, **options),
+        taylor=lambda g0, cv, order: structured_attention_error_taylor.__wrapped__(g0, cv, act, snr, w_k, w_q, diagonal,
+                                                                                   order=order, **options),
     )
     return numeric_function(spec)(g, cc)
-
-
-class _FrozenDict(tuple):
-    """A dict argument as a hashable, sorted tuple of pairs that prints as the dict."""
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
 
 
 def _hashable(value: Any) -> Any:
@@ -468,6 +433,7 @@ def _check_structured_options(snr: Any, w_k: Any, w_q: Any, activation: Any, dia
     finite_dims(float(snr), w_k, w_q)
 
 
+@takes_model("structured_attention_error_taylor(gamma, AttentionModel(c, activation, snr, spike=...))")
 def structured_attention_error_taylor(
     gamma: float,
     c: float,
@@ -576,3 +542,7 @@ def _error_series(nul: Any, consts: tuple[float, float, float, float], m: np.nda
     S = (np.eye(3 * k) + Om @ C).inverse()
     yqy = dt - b @ ((C @ S) @ b)
     return -(gam * gam).truncate(dl.order - 1) * yqy.derivative()
+
+
+linearisation_control = takes_model("AttentionModel(c, activation, snr, spike=...).linearisation_control(p) or "
+                                    "linearisation_control(p, model)", unused=("diagonal",))(_linearisation_control)
