@@ -5,14 +5,20 @@
 :mod:`theory.structured` (the project's own finite-rank derivation).  The null system's public names are
 re-exported here, where earlier releases defined them.
 
+The parameters of the model are an :class:`theory.AttentionModel` (:mod:`theory.settings`): ``attention_error(gamma,
+model)`` or ``model.error(gamma)``; the long signature ``attention_error(gamma, c, activation, snr=...)`` still works
+for one release and warns (``DeprecationWarning``).
+
 A symbolic ``gamma`` (or ``c``) gives a sympy function of them, evaluated, differentiated and plotted by sympy:
 
 >>> import sympy as sp
+>>> from theory import AttentionModel
 >>> from theory.symbols import gamma
->>> E = attention_error(gamma, 2, "tanh")
+>>> model = AttentionModel(2, "tanh")
+>>> E = model.error(gamma)
 >>> E
-attention_error(gamma, 2, 'tanh')
->>> E.subs(gamma, 0.01) == attention_error(0.01, 2, "tanh")
+attention_error(gamma, 2.0, 'tanh')
+>>> E.subs(gamma, 0.01) == attention_error(0.01, model)
 True
 >>> round(float(sp.diff(E, gamma).subs(gamma, 0.1)), 4)
 1.6232
@@ -66,15 +72,14 @@ def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float
     Parameters
     ----------
     gamma : ridge parameter ``> 0`` (scalar -> float, array -> ndarray), or a sympy expression (see below).
-    c : ``p / n > 0``, or a sympy expression.
-    activation : registry name or sympy expression (centred internally).
-    snr : ``||mu||^2``; ``0`` for the null model solved here.
-    w_k, w_q : attention spikes (``W = I + w_k w_q^T``); ``None`` for the null model.
-    spike : ``(strength, "aligned" | "orthogonal")``, optional: the spike ``w_k = w_q = sqrt(strength) e``
-        with ``e`` along ``mu`` or orthogonal to it (the convention of :mod:`theory.structured`); instead of
-        ``w_k``, ``w_q``.
-    diagonal : ``"removed"`` (default), ``"kept"`` (``d0 = lim f(t)/t``) or an explicit ``d0``
-        (e.g. :func:`kept_diagonal` at a finite ``p``).
+    model : theory.AttentionModel
+        ``c = p / n`` (a number or a sympy expression), the activation (registry name or sympy expression, centred
+        internally), ``snr = ||mu||^2`` (``0`` and no spike: the null model solved here), the spike
+        ``W = I + w_k w_q^T`` (``spike=(strength, "aligned" | "orthogonal")``: ``w_k = w_q = sqrt(strength) e`` with
+        ``e`` along ``mu`` or orthogonal to it, the convention of :mod:`theory.structured`) and the diagonal
+        (``"removed"``, ``"kept"``, ``d0 = lim f(t)/t``, or an explicit ``d0``, e.g. :func:`kept_diagonal` at a
+        finite ``p``).  Deprecated: the long signature ``attention_error(gamma, c, activation, snr=0.0, w_k=None,
+        w_q=None, diagonal="removed", spike=None, **solver_options)`` (a ``DeprecationWarning``).
     **solver_options : ``system`` (``"symmetric"`` default, alias ``"corrected"``, or ``"spec"``), ``method``,
         ``n_nodes``, ``tol``, ``maxiter`` / ``max_iter`` (see :func:`solve_null_system_full`), checked by the same
         rules on both paths and passed on to the structured solver when signal or spikes are present;
@@ -105,11 +110,14 @@ def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float
 
     Examples
     --------
-    >>> round(attention_error(1e-2, 2.0, "tanh"), 4)
+    >>> from theory import AttentionModel
+    >>> model = AttentionModel(2.0, "tanh")
+    >>> round(attention_error(1e-2, model), 4)
     0.0856
-    >>> round(attention_error(1e-2, 2.0, "tanh", system="spec"), 4)
+    >>> round(attention_error(1e-2, model, system="spec"), 4)
     0.0839
-    >>> bool(attention_error(0.1, 2.0, "tanh", snr=1.0, spike=(4.0, "aligned")) < attention_error(0.1, 2.0, "tanh", snr=1.0))
+    >>> spiked = AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned"))
+    >>> bool(attention_error(0.1, spiked) < attention_error(0.1, AttentionModel(2.0, "tanh", snr=1.0)))
     True
 
     A symbolic ``gamma``: the module docstring.
@@ -202,8 +210,10 @@ def attention_error_taylor(
     ----------
     gamma : float
         Expansion point, in ``[1e-30, 1e30]``.
-    c, activation, snr, w_k, w_q, diagonal, spike, **solver_options
-        As in :func:`attention_error` (numbers only).
+    model : theory.AttentionModel
+        As in :func:`attention_error` (numbers only; the long signature is deprecated as there).
+    **solver_options
+        As in :func:`attention_error`.
     order : int
         Highest coefficient, in ``[0, 19]``.
     rtol : float
@@ -224,8 +234,10 @@ def attention_error_taylor(
 
     Examples
     --------
-    >>> e = attention_error_taylor(0.1, 2.0, "tanh", order=2)
-    >>> bool(e[0] == attention_error(0.1, 2.0, "tanh"))
+    >>> from theory import AttentionModel
+    >>> model = AttentionModel(2.0, "tanh")
+    >>> e = attention_error_taylor(0.1, model, order=2)
+    >>> bool(e[0] == attention_error(0.1, model))
     True
     >>> round(float(e[1]), 4)
     1.6232
@@ -280,6 +292,17 @@ def attention_small_gamma_law(
     ``A(l) - kappa`` vanishes inside the support of ``mu_G`` (e.g. tanh with the diagonal removed;
     the first reconstruction's ``C_f sqrt(gamma)``), ``e = 2`` when it does not (interpolation, like ridge), ``e = 0``
     for ``c < 1`` (``E_A -> 1 - c``).  A numerical reading, not a closed form.
+
+    ``model``: an :class:`theory.AttentionModel` of the null model (``snr = 0``, no spike); its ``c``, activation
+    and diagonal are used.  Deprecated: the long signature ``attention_small_gamma_law(c, activation,
+    diagonal="removed", gammas=..., **solver_options)``.
+
+    Examples
+    --------
+    >>> from theory import AttentionModel
+    >>> e, C = attention_small_gamma_law(AttentionModel(2.0, "tanh"))
+    >>> round(e, 3)
+    0.5
     """
     g = as_array("gammas", gammas, low=0, low_open=True)
     if g.shape != (2,) or g[0] >= g[1]:

@@ -246,14 +246,15 @@ def structured_attention_solve(
     Parameters
     ----------
     gamma : float or 1-d array of floats in ``[1e-30, 1e30]`` (at most ``Limits.max_grid_size``).
-    c : float in ``[1e-4, 1e4]`` (``p / n``).
-    activation : registry name / sympy expression (see :func:`theory.hermite_moments`), or a dict
-        ``{"a1": .., "sf2": .., "d0": ..}`` of kernel constants (``|a1|, |d0| <= 1e6``, ``0 <= sf2 <= 1e12``).
-    snr : float in ``[0, 1e8]`` (``||mu||^2``).
-    w_k, w_q : arrays (coordinates with ``mu`` along ``e_1``; any length, ``||w||^2 <= 1e8``), optional, both or
-        neither.
-    diagonal : ``"removed"`` (``d0 = 0``), ``"kept"`` (``d0`` = asymptotic slope of ``f``) or a number ``d0``.
-    spike : ``(strength, "aligned" | "orthogonal")``, alternative to ``w_k, w_q`` (see :func:`spike_vectors`).
+    model : theory.AttentionModel
+        ``c`` in ``[1e-4, 1e4]`` (``p / n``); the activation: registry name / sympy expression (see
+        :func:`theory.hermite_moments`), or a dict ``{"a1": .., "sf2": .., "d0": ..}`` of kernel constants
+        (``|a1|, |d0| <= 1e6``, ``0 <= sf2 <= 1e12``); ``snr`` in ``[0, 1e8]`` (``||mu||^2``); the spike: vectors
+        ``w_k, w_q`` (coordinates with ``mu`` along ``e_1``; any length, ``||w||^2 <= 1e8``) or
+        ``(strength, "aligned" | "orthogonal")`` (see :func:`spike_vectors`); the diagonal: ``"removed"``
+        (``d0 = 0``), ``"kept"`` (``d0`` = asymptotic slope of ``f``) or a number ``d0``.  Deprecated: the long
+        signature ``structured_attention_solve(gamma, c, activation, snr, w_k=None, w_q=None, diagonal="removed",
+        *, spike=None, ...)`` (a ``DeprecationWarning``).
     system : ``"symmetric"`` (default; alias ``"corrected"``): the null system of a symmetric kernel
         (unknowns ``delta, delta~, kappa``); ``"spec"``: the first reconstruction's independent-entries system (``kappa = 0``),
         kept for comparison.
@@ -334,13 +335,14 @@ def structured_attention_error(
     Parameters
     ----------
     gamma : float or array, ``> 0``.
-    c : float ``> 0``.
-    activation : name, sympy expression or dict of constants (see :func:`structured_attention_solve`).
-    snr : ``||mu||^2 >= 0``.
-    w_k, w_q : spike vectors in coordinates where ``mu = sqrt(snr) e_1`` (the numerics convention).
-    diagonal : ``"removed"`` or ``"kept"``.
-    **solver_options : ``spike=(strength, kind)``, ``system`` (``"symmetric"`` default, ``"spec"``),
-        ``method``, ``n_nodes``, ``tol``, ``maxiter``/``max_iter``, ``check_quadrature``.
+    model : theory.AttentionModel
+        ``c > 0``, the activation (name, sympy expression or dict of constants, see
+        :func:`structured_attention_solve`), ``snr = ||mu||^2 >= 0``, the spike (vectors in coordinates where
+        ``mu = sqrt(snr) e_1``, the numerics convention, or ``(strength, kind)``) and the diagonal.  Deprecated: the
+        long signature ``structured_attention_error(gamma, c, activation, snr, w_k=None, w_q=None,
+        diagonal="removed", spike=None, **solver_options)`` (a ``DeprecationWarning``).
+    **solver_options : ``system`` (``"symmetric"`` default, ``"spec"``), ``method``, ``n_nodes``, ``tol``,
+        ``maxiter``/``max_iter``, ``check_quadrature``.
 
     Returns
     -------
@@ -352,17 +354,18 @@ def structured_attention_error(
 
     Examples
     --------
-    >>> e0 = structured_attention_error(0.1, 2.0, "tanh", 1.0)
-    >>> e4 = structured_attention_error(0.1, 2.0, "tanh", 1.0, spike=(4.0, "aligned"))
+    >>> from theory import AttentionModel
+    >>> e0 = structured_attention_error(0.1, AttentionModel(2.0, "tanh", 1.0))
+    >>> e4 = structured_attention_error(0.1, AttentionModel(2.0, "tanh", 1.0, spike=(4.0, "aligned")))
     >>> bool(e4 < e0)
     True
-    >>> eo = structured_attention_error(0.1, 2.0, "tanh", 1.0, spike=(4.0, "orthogonal"))
+    >>> eo = structured_attention_error(0.1, AttentionModel(2.0, "tanh", 1.0, spike=(4.0, "orthogonal")))
     >>> bool(abs(eo - e0) < 1e-10)
     True
     >>> from theory.symbols import gamma
-    >>> E = structured_attention_error(gamma, 2, "tanh", 1.0)
+    >>> E = structured_attention_error(gamma, AttentionModel(2, "tanh", 1.0))
     >>> E
-    structured_attention_error(gamma, 2, 'tanh', 1.0)
+    structured_attention_error(gamma, 2.0, 'tanh', 1.0)
     >>> E.subs(gamma, 0.1) == e0
     True
     """
@@ -467,7 +470,9 @@ def structured_attention_error_taylor(
     ----------
     gamma : float
         Expansion point, in ``[1e-30, 1e30]``.
-    c, activation, snr, w_k, w_q, diagonal, spike, system, method, n_nodes, tol, maxiter, max_iter
+    model : theory.AttentionModel
+        As in :func:`structured_attention_error` (the long signature is deprecated as there).
+    system, method, n_nodes, tol, maxiter, max_iter
         As in :func:`structured_attention_solve` (``n_nodes`` and ``method`` act on the null solve of orders 0
         and 1 only).
     order : int
@@ -492,8 +497,10 @@ def structured_attention_error_taylor(
 
     Examples
     --------
-    >>> e = structured_attention_error_taylor(0.1, 2.0, "tanh", 1.0, order=1)
-    >>> bool(abs(e[0] - structured_attention_error(0.1, 2.0, "tanh", 1.0)) < 1e-9)
+    >>> from theory import AttentionModel
+    >>> model = AttentionModel(2.0, "tanh", 1.0)
+    >>> e = structured_attention_error_taylor(0.1, model, order=1)
+    >>> bool(abs(e[0] - structured_attention_error(0.1, model)) < 1e-9)
     True
     """
     c, snr = _validate_common(c, snr)
