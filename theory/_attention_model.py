@@ -18,6 +18,7 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any, Callable
 
 import numpy as np
+import sympy as sp
 
 from ._solver_domain import C_RANGE, KERNEL_CONSTANT_MAX
 from ._spikes import SNR_MAX, resolve_spike, spike_arrays
@@ -146,8 +147,10 @@ class AttentionModelFields:
         set_ = functools.partial(object.__setattr__, self)
         if is_symbolic(self.c):
             check_real("c", self.c, low=C_RANGE[0], high=C_RANGE[1], symbolic=True)
-        else:
-            set_("c", as_float("c", self.c, low=C_RANGE[0], high=C_RANGE[1]))
+        else:  # exact numbers stay exact (a sympy function of gamma keeps them unevaluated, as the functions do)
+            c = as_float("c", self.c, low=C_RANGE[0], high=C_RANGE[1])
+            exact = isinstance(self.c, (int, np.integer, sp.Rational))
+            set_("c", (int(self.c) if isinstance(self.c, (int, np.integer)) else self.c) if exact else c)
         activation = self.activation
         if isinstance(activation, FrozenDict):
             activation = dict(activation)

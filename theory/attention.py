@@ -17,7 +17,7 @@ A symbolic ``gamma`` (or ``c``) gives a sympy function of them, evaluated, diffe
 >>> model = AttentionModel(2, "tanh")
 >>> E = model.error(gamma)
 >>> E
-attention_error(gamma, 2.0, 'tanh')
+attention_error(gamma, 2, 'tanh')
 >>> E.subs(gamma, 0.01) == attention_error(0.01, model)
 True
 >>> round(float(sp.diff(E, gamma).subs(gamma, 0.1)), 4)

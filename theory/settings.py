@@ -62,7 +62,8 @@ class AttentionModel(AttentionModelFields):
     Parameters
     ----------
     c : float
-        ``p / n``, in ``[1e-4, 1e4]``, or a sympy expression (then :meth:`error` is a sympy function of ``c``).
+        ``p / n``, in ``[1e-4, 1e4]`` (an exact number, ``int`` or sympy ``Rational``, is kept exact, any other one
+        is stored as a float), or a sympy expression (then :meth:`error` is a sympy function of ``c``).
     activation : str, sympy expression or dict
         Registry name (stored as its registry key, e.g. ``"TanH"`` -> ``"tanh"``), sympy expression in ``x``, or the
         kernel constants ``{"a1": .., "sf2": .., "d0": ..}`` (stored as a hashable mapping).

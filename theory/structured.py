@@ -365,7 +365,7 @@ def structured_attention_error(
     >>> from theory.symbols import gamma
     >>> E = structured_attention_error(gamma, AttentionModel(2, "tanh", 1.0))
     >>> E
-    structured_attention_error(gamma, 2.0, 'tanh', 1.0)
+    structured_attention_error(gamma, 2, 'tanh', 1.0)
     >>> E.subs(gamma, 0.1) == e0
     True
     """

@@ -28,7 +28,7 @@ that behaves like any sympy function:
 * **plot** (``sympy.plot``): through lambdify (sympy's plotting evaluates point by point, with real numbers stored
   as complex ``x + 0j``, which :func:`numeric_function_values` accepts when the imaginary part is zero).
 
-Printing shows the call that built the function (``attention_error(gamma, 2.0, 'tanh')``); derivatives print as
+Printing shows the call that built the function (``attention_error(gamma, 2, 'tanh')``); derivatives print as
 ``Derivative(...)`` (or ``Subs(Derivative(...), ...)`` at a point), sympy's own notation.  The classes are made at
 run time (one per activation and options), so these objects do not pickle.
 
@@ -37,7 +37,7 @@ run time (one per activation and options), so these objects do not pickle.
 >>> from theory.symbols import gamma
 >>> E = AttentionModel(2, "tanh").error(gamma)
 >>> sp.diff(E, gamma, 2)
-Derivative(attention_error(gamma, 2.0, 'tanh'), (gamma, 2))
+Derivative(attention_error(gamma, 2, 'tanh'), (gamma, 2))
 >>> taylor = sp.series(E, gamma, 0.1, 3).removeO()       # order 2 at gamma0 = 0.1
 >>> round(float(taylor.subs(gamma, 0.11)), 4), round(float(E.subs(gamma, 0.11)), 4)
 (0.3304, 0.3304)
