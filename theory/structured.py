@@ -470,18 +470,15 @@ def structured_attention_error_taylor(
     ----------
     gamma : float
         Expansion point, in ``[1e-30, 1e30]``.
-    model : theory.AttentionModel
-        As in :func:`structured_attention_error` (the long signature is deprecated as there).
-    system, method, n_nodes, tol, maxiter, max_iter
-        As in :func:`structured_attention_solve` (``n_nodes`` and ``method`` act on the null solve of orders 0
-        and 1 only).
+    model, system, method, n_nodes, tol, maxiter, max_iter
+        As in :func:`structured_attention_solve` (the long signature deprecated there too; ``n_nodes`` and
+        ``method`` act on the null solve of orders 0 and 1 only).
     order : int
         Highest coefficient, in ``[0, 19]``.
     rtol : float
         Agreement of two successive quadrature rules, relative to the largest coefficient of an order, in
         ``[1e-14, 1e-3]``.
-    check_quadrature : bool
-        Accepted for symmetry with :func:`structured_attention_error`; the refinement is the check here.
+    check_quadrature : bool, accepted for symmetry with :func:`structured_attention_error` (refinement checks here).
 
     Returns
     -------
@@ -498,8 +495,7 @@ def structured_attention_error_taylor(
     Examples
     --------
     >>> from theory import AttentionModel
-    >>> model = AttentionModel(2.0, "tanh", 1.0)
-    >>> e = structured_attention_error_taylor(0.1, model, order=1)
+    >>> e = structured_attention_error_taylor(0.1, model := AttentionModel(2.0, "tanh", 1.0), order=1)
     >>> bool(abs(e[0] - structured_attention_error(0.1, model)) < 1e-9)
     True
     """
