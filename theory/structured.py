@@ -94,10 +94,9 @@ from ._validation import (
     finite_result,
 )
 from ._jets import Jet
-from .activations import check_activation
 from .implicit import MAX_TAYLOR_ORDER, null_system_taylor, refine_quadrature
-from ._solver_domain import C_RANGE, GAMMA_RANGE, KERNEL_CONSTANT_MAX, check_grid, checked_solver_options
-from .null_system import diagonal_constant, gram_law_quadrature
+from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid, checked_solver_options
+from .null_system import gram_law_quadrature
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
 from .symbols import a1 as _a1
 from .symbols import c as _c
