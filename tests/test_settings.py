@@ -123,7 +123,8 @@ def test_equal_and_hashable_whatever_the_spelling():
     assert repr(a).startswith("AttentionModel(c=2, ")
     assert repr(b) == ("AttentionModel(c=2.0, activation='tanh', snr=1.0, spike=Spike(w_k=(2.0,), w_q=(2.0,)), "
                        "diagonal='removed')")
-    assert RateSetting(2, 1, 5) == RateSetting(beta=2, r=1, d=5) and len({RateSetting(2, 1, 5), RateSetting(2, 1, 5)}) == 1
+    assert RateSetting(2, 1, 5) == RateSetting(beta=2, r=1, d=5)
+    assert len({RateSetting(2, 1, 5), RateSetting(2, 1, 5)}) == 1
     for obj in (a, d, RateSetting(2, 1, 5)):  # settings travel to worker processes
         assert pickle.loads(pickle.dumps(obj)) == obj
     assert repr(RateSetting(2, 1, 5)) == "RateSetting(beta=2, r=1, d=5, constant=1)"

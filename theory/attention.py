@@ -247,8 +247,8 @@ def attention_error_taylor(
     if _structured_case(snr, w_k, w_q, spike, solver_options):
         from .structured import structured_attention_error_taylor
 
-        return structured_attention_error_taylor.__wrapped__(g0, c, activation, snr, w_k, w_q, diagonal, order=order, rtol=rtol,
-                                                 **solver_options)
+        return structured_attention_error_taylor.__wrapped__(g0, c, activation, snr, w_k, w_q, diagonal, order=order,
+                                                             rtol=rtol, **solver_options)
     check_activation(activation, "activation")
     d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)

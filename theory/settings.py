@@ -57,7 +57,8 @@ __all__ = ["AttentionModel", "Spike", "RateSetting"]
 # ============================================================================ paper B
 @dataclass(frozen=True, repr=True, eq=True)
 class AttentionModel(AttentionModelFields):
-    """Paper B's attention model, frozen: ``K = f(X^T W X / sqrt p) / sqrt p``, ``X = mu y^T + Z``, ``W = I + w_k w_q^T``.
+    """Paper B's attention model, frozen: ``K = f(X^T W X / sqrt p) / sqrt p``, ``X = mu y^T + Z``,
+    ``W = I + w_k w_q^T``.
 
     Parameters
     ----------
@@ -108,7 +109,8 @@ class AttentionModel(AttentionModelFields):
         """Taylor coefficients of :meth:`error` at ``gamma`` (:func:`theory.attention_error_taylor`)."""
         return attention_error_taylor(gamma, self, order=order, rtol=rtol, **solver_options)
 
-    def small_gamma_law(self, gammas: tuple[float, float] = (1e-13, 1e-11), **solver_options: Any) -> tuple[float, float]:
+    def small_gamma_law(self, gammas: tuple[float, float] = (1e-13, 1e-11),
+                        **solver_options: Any) -> tuple[float, float]:
         """``(e, C)`` of ``E_A ~ C gamma^e`` (:func:`theory.attention_small_gamma_law`; the null model only)."""
         return attention_small_gamma_law(self, gammas=gammas, **solver_options)
 

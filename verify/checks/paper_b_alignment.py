@@ -16,8 +16,8 @@ from ..claim import Claim, register
 from ..verdicts import Judgement
 from ..registry import CheckContext, Comparison
 from ._finite_size import finite_size_test
-from .paper_b_structured import (ACTIVATION, attention_model, Cells, gamma_columns, grid_cell, KAPPA_MAX, sizes_at, sizes_text,
-                                 SPIKE_NONE, structured_profile, structured_theory, StructuredProfile)
+from .paper_b_structured import (ACTIVATION, attention_model, Cells, gamma_columns, grid_cell, KAPPA_MAX, sizes_at,
+                                 sizes_text, SPIKE_NONE, structured_profile, structured_theory, StructuredProfile)
 
 
 def _plt():
