@@ -25,12 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+import pytest
 import sympy as sp
 
 import theory
 from fuzz_support import (EVIL, GENERIC_KINDS, INF, JUNK, MARKER, NAN, TIME_LIMIT_S, Arg, bad_strategy,  # noqa: F401
                           choice, classify, generic_bad_values, integer, nonfinite, nonneg, pos, real, report_line,
                           restore_limits, st)
+
+#: this module also tests the deprecated long signatures (their checks and messages stay in force for a release)
+pytestmark = pytest.mark.filterwarnings("ignore:.*with the model's parameters as arguments:DeprecationWarning")
 
 X, Y = sp.Symbol("x", real=True), sp.Symbol("y")
 
@@ -136,7 +140,7 @@ def _cases() -> list[Case]:
     """The table: one valid call per public callable of theory (several for the paths of attention_error)."""
     cases: list[Case] = []
     add = _adder(cases)
-    for part in (_limits_and_activations, _mp_kernel_and_ridge, _attention_and_null, _structured, _minimax):
+    for part in (_limits_and_activations, _mp_kernel_and_ridge, _attention_and_null, _structured, _minimax, _settings):
         part(add)
     return cases
 
@@ -279,7 +283,8 @@ def _structured(add: Callable[..., None]) -> None:
         dict(w_k=Arg("vector"), w_q=Arg("vector")), path="linearisation_control")
     sol_path = "StructuredSolution"
     if _fn(sol_path) is not None and _fn("structured_attention_solve") is not None:
-        sol = theory.structured_attention_solve([0.1, 0.3], 2.0, "tanh", 1.0, n_nodes=64, check_quadrature=False)
+        sol = theory.structured_attention_solve([0.1, 0.3], theory.AttentionModel(2.0, "tanh", 1.0), n_nodes=64,
+                                                check_quadrature=False)
         fields = {f.name: getattr(sol, f.name) for f in dataclasses.fields(sol)}
         add(sol_path, fields, dict(gamma=GAMMA_GRID, error=real(array=True, ndim=1), residual=real(0, array=True, ndim=1),
                                    a1=real(), sf2=nonneg(), d0=real(), system=choice("symmetric", "spec"),
@@ -310,6 +315,18 @@ def _minimax(add: Callable[..., None]) -> None:
         dict(M=M, beta=beta, c_np=SYM_POS, c_p=SYM_POS, **rd))
     add("min_samples", dict(r=1, d=5, beta=2), dict(r=integer(1, 5), d=integer(1), beta=pos(
         extra=(("answer too large", 1e6), ("answer too large (int)", 10**6)))))
+
+
+def _settings(add: Callable[..., None]) -> None:
+    """theory.settings: the frozen settings refuse what the functions refuse."""
+    add("AttentionModel", dict(c=2.0, activation="tanh", snr=1.0, spike=(4.0, "aligned"), diagonal="removed"),
+        dict(c=real(1e-4, 1e4, symbolic=True), activation=ACT, snr=SNR_SOLVER, spike=Arg("spike", none_ok=True),
+             diagonal=Arg("diagonal")))
+    add("AttentionModel[constants]", dict(c=2.0, activation=dict(TANH), snr=1.0),
+        dict(activation=Arg("constants")), path="AttentionModel")
+    add("Spike", dict(w_k=[1.0, 0.5], w_q=[1.0, 0.0]), dict(w_k=Arg("vector"), w_q=Arg("vector")))
+    add("RateSetting", dict(beta=2, r=1, d=5, constant=1),
+        dict(beta=SYM_POS, r=integer(1, 5, symbolic=True), d=integer(1, symbolic=True), constant=SYM_POS))
 
 
 # ---------------------------------------------------------------------------------------------- running

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import theory
+from theory import AttentionModel
 from conftest import assert_well_formed, run_smoke
 from numerics import interpolation_error, interpolation_error_mc, interpolation_error_mc_shared, sample_signal_plus_noise
 from numerics.softmax import entrywise_exponential_kernel, softmax_error_mc, softmax_features, softmax_kernel
@@ -174,9 +175,10 @@ def test_hermite_data_in_closed_form(beta):
 def test_null_prediction_is_paper_b_null_system():
     for c, beta in ((0.5, 0.5), (2.0, 1.0)):
         np.testing.assert_allclose(softmax_attention_error(GAMMAS, c, beta),
-                                   theory.attention_error(GAMMAS, c, softmax_activation(beta)), rtol=1e-8)
-    d0 = theory.structured_attention_error(GAMMAS, 2.0, {"a1": 0.5, "sf2": math.expm1(0.25) - 0.25, "d0": -1 / 16},
-                                           0.0)
+                                   theory.attention_error(GAMMAS, AttentionModel(c, softmax_activation(beta))),
+                                   rtol=1e-8)
+    constants = {"a1": 0.5, "sf2": math.expm1(0.25) - 0.25, "d0": -1 / 16}
+    d0 = theory.structured_attention_error(GAMMAS, AttentionModel(2.0, constants, snr=0.0))
     np.testing.assert_allclose(softmax_attention_error(GAMMAS, 2.0, 0.5, p=256), d0, rtol=1e-12)
 
 

@@ -27,6 +27,7 @@ import sympy as sp
 matplotlib.use("Agg")
 
 import theory  # noqa: E402
+from theory import AttentionModel
 from theory import (  # noqa: E402
     attention_error,
     attention_error_taylor,
@@ -43,6 +44,9 @@ from theory._jets import Jet  # noqa: E402
 from theory.symbolic import NumericFunction  # noqa: E402
 from theory.symbols import c, gamma  # noqa: E402
 
+#: this module also tests the deprecated long signatures (their checks and messages stay in force for a release)
+pytestmark = pytest.mark.filterwarnings("ignore:.*with the model's parameters as arguments:DeprecationWarning")
+
 EPS_E = 1e-11  # relative accuracy of the solver's values (module docstring)
 
 
@@ -53,27 +57,28 @@ def _fd_tolerance(e: np.ndarray, h: float) -> float:
 
 # ----------------------------------------------------------------------------------------------- construction
 def test_symbolic_gamma_gives_a_sympy_function_and_numbers_stay_floats():
-    E = attention_error(gamma, 2, "tanh")
+    E = attention_error(gamma, AttentionModel(2, "tanh"))
     assert isinstance(E, NumericFunction) and isinstance(E, sp.Expr)
     assert E.free_symbols == {gamma}
     assert str(E) == "attention_error(gamma, 2, 'tanh')"
-    assert E == attention_error(gamma, 2, "tanh")  # equal calls, equal objects
-    assert E != attention_error(gamma, 2, "erf") and E != attention_error(gamma, 2, "tanh", system="spec")
-    assert type(attention_error(0.01, 2.0, "tanh")) is float  # numbers: the numeric path, unchanged
-    assert type(attention_error(sp.Rational(1, 100), 2, "tanh")) is float  # a sympy number is a number
-    assert isinstance(attention_error(np.array([0.01, 0.1]), 2.0, "tanh"), np.ndarray)
+    assert E == attention_error(gamma, AttentionModel(2, "tanh"))  # equal calls, equal objects
+    assert E != attention_error(gamma, AttentionModel(2, "erf"))
+    assert E != attention_error(gamma, AttentionModel(2, "tanh"), system="spec")
+    assert type(attention_error(0.01, AttentionModel(2.0, "tanh"))) is float  # numbers: the numeric path, unchanged
+    assert type(attention_error(sp.Rational(1, 100), AttentionModel(2, "tanh"))) is float  # a sympy number is a number
+    assert isinstance(attention_error(np.array([0.01, 0.1]), AttentionModel(2.0, "tanh")), np.ndarray)
 
 
 def test_evaluation_calls_the_numeric_function():
-    E = attention_error(gamma, 2, "tanh")
+    E = attention_error(gamma, AttentionModel(2, "tanh"))
     for g in (0.01, 0.3):
-        assert float(E.subs(gamma, g)) == attention_error(g, 2, "tanh")
+        assert float(E.subs(gamma, g)) == attention_error(g, AttentionModel(2, "tanh"))
     exact = E.subs(gamma, sp.Rational(1, 100))
     assert isinstance(exact, NumericFunction)  # exact numbers stay unevaluated (as sin(1) does)
-    assert float(sp.N(exact)) == attention_error(0.01, 2, "tanh")
+    assert float(sp.N(exact)) == attention_error(0.01, AttentionModel(2, "tanh"))
     assert E.evalf() == E  # free symbols: nothing to evaluate
-    Ec = attention_error(0.01, c, "tanh", diagonal="kept")
-    assert float(Ec.subs(c, 0.5)) == attention_error(0.01, 0.5, "tanh", diagonal="kept")
+    Ec = attention_error(0.01, AttentionModel(c, "tanh", diagonal="kept"))
+    assert float(Ec.subs(c, 0.5)) == attention_error(0.01, AttentionModel(0.5, "tanh", diagonal="kept"))
 
 
 def test_structured_symbolic_path_matches_the_numeric_one():
@@ -105,31 +110,31 @@ def test_first_derivative_is_the_implicit_derivative(g0, cc, act, kw):
 
 def test_second_derivative_against_second_differences():
     g0, h = 0.1, 2e-3
-    E = attention_error(gamma, 2, "tanh")
+    E = attention_error(gamma, AttentionModel(2, "tanh"))
     d2 = float(sp.diff(E, gamma, 2).subs(gamma, g0))
-    e = attention_error_taylor(g0, 2, "tanh", order=4)
-    vals = [attention_error(g0 + s * h, 2, "tanh") for s in (-1, 0, 1)]
+    e = attention_error_taylor(g0, AttentionModel(2, "tanh"), order=4)
+    vals = [attention_error(g0 + s * h, AttentionModel(2, "tanh")) for s in (-1, 0, 1)]
     fd2 = (vals[0] - 2 * vals[1] + vals[2]) / h**2
     assert abs(d2 - fd2) <= 2 * (2 * h * h * abs(e[4]) + 4 * EPS_E * abs(e[0]) / h**2)
 
 
 def test_derivative_in_c_stays_unevaluated():
-    d = sp.diff(attention_error(gamma, c, "tanh"), c)
+    d = sp.diff(attention_error(gamma, AttentionModel(c, "tanh")), c)
     assert isinstance(d, sp.Derivative)
-    printed = str(sp.diff(attention_error(gamma, c, "tanh"), gamma))
+    printed = str(sp.diff(attention_error(gamma, AttentionModel(c, "tanh")), gamma))
     assert printed == "Derivative(attention_error(gamma, c, 'tanh'), gamma)"
 
 
 def test_series_is_the_taylor_polynomial_from_the_implicit_derivatives():
     g0, K = 0.1, 3
-    poly = sp.series(attention_error(gamma, 2, "tanh"), gamma, g0, K + 1).removeO()
-    e = attention_error_taylor(g0, 2, "tanh", order=K + 2)
+    poly = sp.series(attention_error(gamma, AttentionModel(2, "tanh")), gamma, g0, K + 1).removeO()
+    e = attention_error_taylor(g0, AttentionModel(2, "tanh"), order=K + 2)
     coeffs = sp.Poly(sp.expand(poly.subs(gamma, gamma + g0)), gamma).all_coeffs()[::-1]
     # each order is its own computation, refined to rtol = 1e-8 (null_system_taylor): two of them agree to 2e-8
     assert np.allclose([float(v) for v in coeffs], e[: K + 1], rtol=2e-8, atol=0)
     for s in (-0.01, 0.02):
         assert abs(e[K + 2] * s) <= abs(e[K + 1]) / 2  # geometric decay: the remainder bound applies
-        err = abs(float(poly.subs(gamma, g0 + s)) - attention_error(g0 + s, 2, "tanh"))
+        err = abs(float(poly.subs(gamma, g0 + s)) - attention_error(g0 + s, AttentionModel(2, "tanh")))
         assert err <= 2 * abs(e[K + 1]) * abs(s) ** (K + 1) + EPS_E
 
 
@@ -148,23 +153,25 @@ def test_structured_derivative_matches_differences():
 
 # ----------------------------------------------------------------------------------------------- lambdify and plot
 def test_lambdify_is_one_vectorised_solver_call():
-    E = attention_error(gamma, 2, "tanh")
+    E = attention_error(gamma, AttentionModel(2, "tanh"))
     f = sp.lambdify(gamma, E)
     assert "numeric_function_values" in inspect.getsource(f)  # the _numpycode printer hook, no modules mapping
     grid = np.logspace(-3, 0, 7)
-    assert np.array_equal(f(grid), attention_error(grid, 2, "tanh"))
-    assert sp.lambdify(gamma, E, modules="math")(0.1) == attention_error(0.1, 2, "tanh")
-    f2 = sp.lambdify((gamma, c), attention_error(gamma, c, "tanh") + gamma)
+    assert np.array_equal(f(grid), attention_error(grid, AttentionModel(2, "tanh")))
+    assert sp.lambdify(gamma, E, modules="math")(0.1) == attention_error(0.1, AttentionModel(2, "tanh"))
+    f2 = sp.lambdify((gamma, c), attention_error(gamma, AttentionModel(c, "tanh")) + gamma)
     G, C = np.meshgrid([0.1, 0.3], [0.5, 2.0])
-    assert np.array_equal(f2(G, C), np.array([attention_error(G[i], C[i, 0], "tanh") for i in range(2)]) + G)
+    assert np.array_equal(f2(G, C),
+                          np.array([attention_error(G[i], AttentionModel(C[i, 0], "tanh")) for i in range(2)]) + G)
     df = sp.lambdify(gamma, sp.diff(E, gamma))
-    assert df(0.1) == attention_error_taylor(0.1, 2, "tanh", order=1)[1]
+    assert df(0.1) == attention_error_taylor(0.1, AttentionModel(2, "tanh"), order=1)[1]
 
 
 def test_sympy_plot_draws_the_solver_values():
-    p = sp.plot(attention_error(gamma, 2, "tanh"), (gamma, 1e-3, 1), adaptive=False, nb_of_points=4, show=False)
+    p = sp.plot(attention_error(gamma, AttentionModel(2, "tanh")), (gamma, 1e-3, 1), adaptive=False, nb_of_points=4,
+                show=False)
     x, y = p[0].get_points()  # sympy's plotting evaluates point by point: one solve per point
-    assert np.array_equal(np.asarray(y, dtype=float), [attention_error(float(v), 2, "tanh") for v in x])
+    assert np.array_equal(np.asarray(y, dtype=float), [attention_error(float(v), AttentionModel(2, "tanh")) for v in x])
 
 
 # ----------------------------------------------------------------------------------------------- validation

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from theory import AttentionModel
 from theory.activations import hermite_moments
 from theory.attention import (
     attention_error,
@@ -21,6 +22,9 @@ from theory.attention import (
 )
 from theory.marchenko_pastur import mp_stieltjes
 from theory.ridge import ridge_error_values
+
+#: this module also tests the deprecated long signatures (their checks and messages stay in force for a release)
+pytestmark = pytest.mark.filterwarnings("ignore:.*with the model's parameters as arguments:DeprecationWarning")
 
 
 def _exact_integrals(z, dl, dt, kp, c, a1, sf2, d0):
@@ -94,9 +98,11 @@ def test_kappa_vanishes_without_linear_part_or_noise():
     cos = hermite_moments("cos")
     zs = -np.array([1e-2, 1.0])
     assert all(s.kappa == 0.0 or abs(s.kappa) < 1e-14 for s in solve_null_system_full(zs, 2.0, cos.a1, cos.sf2))
-    np.testing.assert_allclose(attention_error(zs * -1, 2.0, "cos"), attention_error(-zs, 2.0, "cos", system="spec"), rtol=1e-12)
+    m_cos = AttentionModel(2.0, "cos")
+    np.testing.assert_allclose(attention_error(zs * -1, m_cos), attention_error(-zs, m_cos, system="spec"), rtol=1e-12)
     np.testing.assert_allclose(
-        attention_error(-zs, 2.0, "identity", diagonal="kept"), attention_error(-zs, 2.0, "identity", diagonal="kept", system="spec")
+        attention_error(-zs, AttentionModel(2.0, "identity", diagonal="kept")),
+        attention_error(-zs, AttentionModel(2.0, "identity", diagonal="kept"), system="spec")
     )
     # with both a linear part and noise the symmetric correction is present
     tanh = hermite_moments("tanh")
@@ -107,18 +113,19 @@ def test_kappa_vanishes_without_linear_part_or_noise():
 @pytest.mark.parametrize("c", [0.3, 2.0])
 def test_quadrature_and_exact_methods_agree(name, c):
     g = np.array([1e-3, 0.1, 3.0])
-    q = attention_error(g, c, name, method="quadrature", n_nodes=640)
-    e = attention_error(g, c, name, method="exact")
+    q = attention_error(g, AttentionModel(c, name), method="quadrature", n_nodes=640)
+    e = attention_error(g, AttentionModel(c, name), method="exact")
     np.testing.assert_allclose(q, e, rtol=1e-9)
 
 
 def test_hard_edge_at_c_equal_one():
     # at c = 1 mu_G has density ~ l^{-1/2} at 0; quadrature converges slowly, exact does not care
-    e = attention_error(1e-6, 1.0, "tanh")
-    q = attention_error(1e-6, 1.0, "tanh", method="quadrature", n_nodes=4000)
+    e = attention_error(1e-6, AttentionModel(1.0, "tanh"))
+    q = attention_error(1e-6, AttentionModel(1.0, "tanh"), method="quadrature", n_nodes=4000)
     assert abs(q - e) < 1e-6 * e
     # continuity across c = 1
-    assert abs(attention_error(1e-3, 1.0 + 1e-6, "tanh") - attention_error(1e-3, 1.0 - 1e-6, "tanh")) < 1e-5
+    assert abs(attention_error(1e-3, AttentionModel(1.0 + 1e-6, "tanh"))
+               - attention_error(1e-3, AttentionModel(1.0 - 1e-6, "tanh"))) < 1e-5
 
 
 @pytest.mark.parametrize("c", [0.3, 3.0])
@@ -144,17 +151,17 @@ def test_linear_activation_is_spectral_integral():
         for g in (1e-2, 0.5):
             val = integrate.quad(lambda l: g**2 / (g + c * l**3) ** 2 * dens(l), lo, hi, limit=200)[0]
             val += max(1 - c, 0.0)
-            assert abs(attention_error(g, c, "identity", diagonal="kept") - val) < 1e-8
+            assert abs(attention_error(g, AttentionModel(c, "identity", diagonal="kept")) - val) < 1e-8
 
 
 def test_scalar_and_array():
-    e = attention_error(0.1, 2.0, "tanh")
+    e = attention_error(0.1, AttentionModel(2.0, "tanh"))
     assert isinstance(e, float)
-    arr = attention_error(np.array([0.1, 1.0]), 2.0, "tanh")
+    arr = attention_error(np.array([0.1, 1.0]), AttentionModel(2.0, "tanh"))
     assert isinstance(arr, np.ndarray) and arr.shape == (2,)
     assert abs(arr[0] - e) < 1e-9 * e  # Newton tolerance 1e-12 on the (log) unknowns; paths differ
     # order of the gamma grid does not matter (continuation is internal)
-    rev = attention_error(np.array([1.0, 0.1]), 2.0, "tanh")
+    rev = attention_error(np.array([1.0, 0.1]), AttentionModel(2.0, "tanh"))
     np.testing.assert_allclose(rev[::-1], arr, rtol=1e-10)
 
 
@@ -162,7 +169,7 @@ def test_scalar_and_array():
 @given(c=st.floats(0.1, 0.9), name=st.sampled_from(["tanh", "relu", "sign", "erf"]))
 def test_small_gamma_limit_below_one(c, name):
     # the atom 1 - c of mu_G: Phi^T Phi has n - p zero eigenvalues and E -> 1 - c
-    assert abs(attention_error(1e-9, c, name) - (1 - c)) < 1e-4
+    assert abs(attention_error(1e-9, AttentionModel(c, name)) - (1 - c)) < 1e-4
 
 
 @settings(max_examples=6, deadline=None)
@@ -170,32 +177,33 @@ def test_small_gamma_limit_below_one(c, name):
 def test_sqrt_gamma_law_above_one(c, name):
     # attention interpolates only like C_f sqrt(gamma) (ridge: O(gamma^2))
     g = np.array([1e-10, 1e-9])
-    e = attention_error(g, c, name)
+    e = attention_error(g, AttentionModel(c, name))
     slope = np.log(e[1] / e[0]) / np.log(10)
     assert abs(slope - 0.5) < 0.01
     assert np.all(e > ridge_error_values(g, c, 0.0))
 
 
 def test_small_gamma_law_helper():
-    e, C = attention_small_gamma_law(2.0, "tanh")
+    e, C = attention_small_gamma_law(AttentionModel(2.0, "tanh"))
     assert abs(e - 0.5) < 1e-3 and C > 0
-    e, _ = attention_small_gamma_law(2.0, "relu", diagonal="kept")  # A(l) = (l + 1)/2 > 0: interpolation
+    # A(l) = (l + 1)/2 > 0: interpolation
+    e, _ = attention_small_gamma_law(AttentionModel(2.0, "relu", diagonal="kept"))
     assert abs(e - 2.0) < 1e-2
-    e, C = attention_small_gamma_law(0.5, "tanh")
+    e, C = attention_small_gamma_law(AttentionModel(0.5, "tanh"))
     assert abs(e) < 1e-3 and abs(C - 0.5) < 1e-6
     with pytest.raises(ValueError, match="gammas"):
         attention_small_gamma_law(2.0, "tanh", gammas=(1e-3, 1e-4))
 
 
 def test_large_gamma_tends_to_one():
-    e = attention_error(np.array([1e4]), 0.5, "tanh")[0]
+    e = attention_error(np.array([1e4]), AttentionModel(0.5, "tanh"))[0]
     assert 0.99 < e < 1
 
 
 def test_cos_has_large_error():
     # a1 = 0: no linear part, worse memorisation than tanh at the same c, gamma (claim B5)
     g = np.array([1e-3, 1e-2])
-    assert np.all(attention_error(g, 2.0, "cos") > attention_error(g, 2.0, "tanh"))
+    assert np.all(attention_error(g, AttentionModel(2.0, "cos")) > attention_error(g, AttentionModel(2.0, "tanh")))
 
 
 def test_kept_diagonal_finite_p():
@@ -221,8 +229,9 @@ def test_diagonal_options():
 def test_structured_delegation():
     from theory.structured import structured_attention_error
 
-    val = attention_error(0.1, 2.0, "tanh", snr=1.0)
-    assert val == structured_attention_error(0.1, 2.0, "tanh", 1.0, None, None, "removed")
+    val = attention_error(0.1, AttentionModel(2.0, "tanh", snr=1.0))
+    assert val == structured_attention_error(0.1, AttentionModel.from_arguments(2.0, "tanh", snr=1.0, w_k=None,
+                                                                                 w_q=None, diagonal="removed"))
 
 
 def test_invalid_input():
@@ -290,15 +299,16 @@ def test_matches_simulation(name, p, n):
         errs.append([np.mean(g**2 / (ev + g) ** 2) for g in gam])
     errs = np.array(errs)
     se = errs.std(0, ddof=1) / np.sqrt(len(errs))
-    th = attention_error(gam, p / n, name)
+    th = attention_error(gam, AttentionModel(p / n, name))
     assert np.all(np.abs(errs.mean(0) - th) <= 4 * se + 0.03 * th)
 
 
 # ----------------------------------------------------------------------------- solver options and domain
 def test_solver_options_same_rules_on_both_paths():
     """tol=inf returned the unconverged start (0.0807 for 0.0856); maxiter was a TypeError on the null path."""
-    base = attention_error(1e-2, 2.0, "tanh")
-    assert attention_error(1e-2, 2.0, "tanh", maxiter=50) == base == attention_error(1e-2, 2.0, "tanh", max_iter=50)
+    base = attention_error(1e-2, AttentionModel(2.0, "tanh"))
+    model = AttentionModel(2.0, "tanh")
+    assert attention_error(1e-2, model, maxiter=50) == base == attention_error(1e-2, model, max_iter=50)
     for snr in (0.0, 1.0):
         for bad, word in [(dict(tol=float("inf")), "tol"), (dict(tol=0.1), "tol"), (dict(maxiter=0), "maxiter"),
                           (dict(max_iter=10**9), "max_iter"), (dict(n_nodes=8), "n_nodes"),

@@ -11,6 +11,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from theory import AttentionModel
 from theory import hermite_moments, ridge_error_values
 from theory._structured_symbolic import d0_sym, delta_t, kappa_sym, l_sym, sf2_sym
 from theory._structured_traces import (GramQuadratureIntegrals, GramRationalIntegrals, denominator_polys, mp_nodes,
@@ -30,6 +31,9 @@ from theory.symbols import a1 as A1
 from theory.symbols import c as C
 from theory.symbols import delta as D
 from theory.symbols import gamma as G
+
+#: this module also tests the deprecated long signatures (their checks and messages stay in force for a release)
+pytestmark = pytest.mark.filterwarnings("ignore:.*with the model's parameters as arguments:DeprecationWarning")
 
 TANH = hermite_moments("tanh")
 
@@ -72,17 +76,17 @@ def _reference_null_error(gamma: float, c: float, a1: float, sf2: float, system:
 @pytest.mark.parametrize("c", [0.5, 2.0])
 @pytest.mark.parametrize("gamma", [0.05, 1.0])
 def test_null_reduction_matches_independent_null_system(c, gamma, system):
-    e = structured_attention_error(gamma, c, "tanh", 0.0, system=system)
+    e = structured_attention_error(gamma, AttentionModel(c, "tanh", snr=0.0), system=system)
     ref = _reference_null_error(gamma, c, TANH.a1, TANH.sf2, system)
     assert e == pytest.approx(ref, rel=1e-5)
 
 
 def test_systems_differ_where_h2_found_it():
     """tanh, c = 2, gamma = 1e-2: SPEC 0.0839, corrected 0.0856 (simulation 0.0857, H2's note)."""
-    e_sym = structured_attention_error(1e-2, 2.0, "tanh", 0.0)
-    e_spec = structured_attention_error(1e-2, 2.0, "tanh", 0.0, system="spec")
+    e_sym = structured_attention_error(1e-2, AttentionModel(2.0, "tanh", snr=0.0))
+    e_spec = structured_attention_error(1e-2, AttentionModel(2.0, "tanh", snr=0.0), system="spec")
     assert round(e_sym, 4) == 0.0856 and round(e_spec, 4) == 0.0839
-    assert structured_attention_error(1e-2, 2.0, "tanh", 0.0, system="corrected") == e_sym
+    assert structured_attention_error(1e-2, AttentionModel(2.0, "tanh", snr=0.0), system="corrected") == e_sym
 
 
 @pytest.mark.parametrize("c", [0.5, 2.0])
@@ -90,17 +94,17 @@ def test_null_reduction_matches_theory_attention(c):
     from theory.attention import attention_error, solve_null_system, solve_null_system_full
 
     g = np.array([1e-3, 1e-2, 0.1, 1.0, 10.0])
-    sol = structured_attention_solve(g, c, "tanh", 0.0)
+    sol = structured_attention_solve(g, AttentionModel(c, "tanh", snr=0.0))
     d, dt = solve_null_system(-g, c, TANH.a1, TANH.sf2)
     kp = [s.kappa for s in solve_null_system_full(-g, c, TANH.a1, TANH.sf2)]
     np.testing.assert_allclose(sol.delta, d, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(sol.delta_t, dt, rtol=1e-8)
     np.testing.assert_allclose(sol.kappa, kp, rtol=1e-8, atol=1e-12)
     assert np.max(np.abs(sol.kappa)) > 1e-3  # the corrected system is really in use (kappa != 0)
-    np.testing.assert_allclose(sol.error, attention_error(g, c, "tanh"), rtol=1e-6)
+    np.testing.assert_allclose(sol.error, attention_error(g, AttentionModel(c, "tanh")), rtol=1e-6)
     # and SPEC's system against SPEC's
-    spec = structured_attention_solve(g, c, "tanh", 0.0, system="spec", check_quadrature=False)
-    np.testing.assert_allclose(spec.error, attention_error(g, c, "tanh", system="spec"), rtol=1e-6)
+    spec = structured_attention_solve(g, AttentionModel(c, "tanh", snr=0.0), system="spec", check_quadrature=False)
+    np.testing.assert_allclose(spec.error, attention_error(g, AttentionModel(c, "tanh"), system="spec"), rtol=1e-6)
     assert np.all(spec.kappa == 0.0)
     # without signal the Woodbury correction vanishes: E is the null error
     np.testing.assert_allclose(sol.error, sol.null_error, rtol=1e-12)
@@ -110,11 +114,13 @@ def test_attention_error_delegates_here():
     from theory.attention import attention_error
 
     w = np.array([2.0, 0.0, 0.0, 0.0])
-    assert attention_error(0.1, 2.0, "tanh", 1.0, w, w) == pytest.approx(
-        structured_attention_error(0.1, 2.0, "tanh", 1.0, spike=(4.0, "aligned")), rel=1e-12
+    assert attention_error(0.1, AttentionModel.from_arguments(2.0, "tanh", snr=1.0, w_k=w, w_q=w)) == pytest.approx(
+        structured_attention_error(0.1, AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned"))), rel=1e-12
     )
-    assert attention_error(0.1, 2.0, "tanh", 1.0, w, w, system="spec") == pytest.approx(
-        structured_attention_error(0.1, 2.0, "tanh", 1.0, spike=(4.0, "aligned"), system="spec"), rel=1e-12
+    vectors = AttentionModel.from_arguments(2.0, "tanh", snr=1.0, w_k=w, w_q=w)
+    assert attention_error(0.1, vectors, system="spec") == pytest.approx(
+        structured_attention_error(0.1, AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned")), system="spec"),
+        rel=1e-12
     )
 
 
@@ -126,7 +132,7 @@ def test_attention_error_delegates_here():
 )
 def test_identity_kernel_reduces_to_ridge(c, snr, gamma):
     """a1 = 0, s_f = 0, d0 = 1 is K = I: the structured system must give SPEC's ridge formula (steps 2-3)."""
-    e = structured_attention_error(gamma, c, {"a1": 0.0, "sf2": 0.0, "d0": 1.0}, snr)
+    e = structured_attention_error(gamma, AttentionModel(c, {"a1": 0.0, "sf2": 0.0, "d0": 1.0}, snr=snr))
     assert e == pytest.approx(float(ridge_error_values(gamma, c, snr)), rel=1e-7, abs=1e-14)
 
 
@@ -135,8 +141,8 @@ def test_identity_kernel_reduces_to_ridge(c, snr, gamma):
 @given(snr=st.floats(0.1, 4.0), strength=st.floats(0.1, 16.0), c=st.sampled_from([0.5, 2.0]),
        gamma=st.floats(1e-2, 5.0))
 def test_orthogonal_spike_decouples(snr, strength, c, gamma):
-    e0 = structured_attention_error(gamma, c, "tanh", snr)
-    eo = structured_attention_error(gamma, c, "tanh", snr, spike=(strength, "orthogonal"))
+    e0 = structured_attention_error(gamma, AttentionModel(c, "tanh", snr=snr))
+    eo = structured_attention_error(gamma, AttentionModel(c, "tanh", snr=snr, spike=(strength, "orthogonal")))
     assert eo == pytest.approx(e0, rel=1e-10)
 
 
@@ -144,41 +150,46 @@ def test_orthogonal_spike_decouples(snr, strength, c, gamma):
 @given(snr=st.floats(0.2, 4.0), s1=st.floats(0.0, 8.0), ds=st.floats(0.2, 8.0), c=st.sampled_from([0.5, 2.0]),
        gamma=st.floats(1e-2, 5.0))
 def test_aligned_spike_lowers_error(snr, s1, ds, c, gamma):
-    e1 = structured_attention_error(gamma, c, "tanh", snr, spike=(s1, "aligned"))
-    e2 = structured_attention_error(gamma, c, "tanh", snr, spike=(s1 + ds, "aligned"))
+    e1 = structured_attention_error(gamma, AttentionModel(c, "tanh", snr=snr, spike=(s1, "aligned")))
+    e2 = structured_attention_error(gamma, AttentionModel(c, "tanh", snr=snr, spike=(s1 + ds, "aligned")))
     assert e2 < e1
 
 
 def test_spike_vectors_and_padding_equivalent():
     wk, wq = spike_vectors(4.0, "aligned")
     np.testing.assert_array_equal(wk, [2.0, 0.0])
-    e_spike = structured_attention_error(0.1, 2.0, "tanh", 1.0, spike=(4.0, "aligned"))
+    e_spike = structured_attention_error(0.1, AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned")))
     pad = np.zeros(50)
     pad[0] = 2.0
-    assert structured_attention_error(0.1, 2.0, "tanh", 1.0, pad, pad) == pytest.approx(e_spike, rel=1e-12)
+    padded = AttentionModel.from_arguments(2.0, "tanh", snr=1.0, w_k=pad, w_q=pad)
+    assert structured_attention_error(0.1, padded) == pytest.approx(e_spike, rel=1e-12)
     # a spike along mu without signal (snr = 0) changes nothing in the O(1)-norm limit? It does: A along
     # e1 is amplified but m = 0 -> b = 0, so the correction vanishes.
-    assert structured_attention_error(0.1, 2.0, "tanh", 0.0, spike=(4.0, "aligned")) == pytest.approx(
-        structured_attention_error(0.1, 2.0, "tanh", 0.0), rel=1e-10)
+    null_spiked = AttentionModel(2.0, "tanh", snr=0.0, spike=(4.0, "aligned"))
+    assert structured_attention_error(0.1, null_spiked) == pytest.approx(
+        structured_attention_error(0.1, AttentionModel(2.0, "tanh", snr=0.0)), rel=1e-10)
 
 
 def test_general_nonsymmetric_spike_runs_and_differs():
     wk, wq = np.array([1.0, 1.0, 0.0]), np.array([0.5, 0.0, 1.0])
-    sol = structured_attention_solve([0.01, 0.1, 1.0], 0.5, "tanh", 1.0, wk, wq)
+    sol = structured_attention_solve([0.01, 0.1, 1.0],
+                                     AttentionModel.from_arguments(0.5, "tanh", snr=1.0, w_k=wk, w_q=wq))
     assert sol.A.shape == (3, 3) and np.all(np.isfinite(sol.error)) and np.all(sol.error > 0)
-    assert not np.allclose(sol.error, structured_attention_error([0.01, 0.1, 1.0], 0.5, "tanh", 1.0))
+    assert not np.allclose(sol.error,
+                           structured_attention_error([0.01, 0.1, 1.0], AttentionModel(0.5, "tanh", snr=1.0)))
 
 
 def test_c_equal_one_supported():
-    e = structured_attention_error([1e-2, 1.0], 1.0, "tanh", 1.0, spike=(1.0, "aligned"))
-    e_lo = structured_attention_error([1e-2, 1.0], 0.999, "tanh", 1.0, spike=(1.0, "aligned"))
+    e = structured_attention_error([1e-2, 1.0], AttentionModel(1.0, "tanh", snr=1.0, spike=(1.0, "aligned")))
+    e_lo = structured_attention_error([1e-2, 1.0], AttentionModel(0.999, "tanh", snr=1.0, spike=(1.0, "aligned")))
     np.testing.assert_allclose(e, e_lo, rtol=2e-2)
 
 
 # ----------------------------------------------------------------------------- symbolic vs numeric
 def _solved(g, c, a1, sf2, d0=0.0, system="symmetric"):
     """Null unknowns (row of _null_solutions) and the trace matrix T at one gamma."""
-    sol = structured_attention_solve(g, c, {"a1": a1, "sf2": sf2, "d0": d0}, 0.0, system=system, check_quadrature=False)
+    sol = structured_attention_solve(g, AttentionModel(c, {"a1": a1, "sf2": sf2, "d0": d0}, snr=0.0), system=system,
+                                     check_quadrature=False)
     nul = _null_solutions(np.array([g]), c, a1, sf2, d0, system, "exact", 800, 1e-12, 100)[0]
     return nul, sol.traces[0]
 
@@ -307,8 +318,9 @@ def test_traces_match_random_matrix_simulation():
         Q = np.linalg.inv(c * K0 @ Gm @ K0 + g * np.eye(n))
         sims.append([np.trace(Q @ K0) / n, np.trace(K0 @ Q @ K0) / n])
     mc = np.mean(sims, axis=0)
-    T_sym = structured_attention_solve(g, c, "tanh", 0.0, check_quadrature=False).traces[0]
-    T_spec = structured_attention_solve(g, c, "tanh", 0.0, system="spec", check_quadrature=False).traces[0]
+    T_sym = structured_attention_solve(g, AttentionModel(c, "tanh", snr=0.0), check_quadrature=False).traces[0]
+    T_spec = structured_attention_solve(g, AttentionModel(c, "tanh", snr=0.0), system="spec",
+                                        check_quadrature=False).traces[0]
     th_sym = np.array([T_sym[0, 1], T_sym[1, 1]])
     th_spec = np.array([T_spec[0, 1], T_spec[1, 1]])
     assert np.all(np.abs(mc - th_sym) < 0.004)  # MC SE ~0.001 at this size
@@ -370,7 +382,7 @@ def test_symbolic_expressions_match_spec_form_and_theory_attention():
 
 
 def test_diagnostics_and_quadrature():
-    sol = structured_attention_solve([1e-4, 1e-2, 1.0], 2.0, "tanh", 1.0, spike=(1.0, "aligned"))
+    sol = structured_attention_solve([1e-4, 1e-2, 1.0], AttentionModel(2.0, "tanh", snr=1.0, spike=(1.0, "aligned")))
     assert np.all(sol.residual < 1e-10)
     assert np.all(sol.quadrature_change < 1e-8)
     assert sol.traces.shape == (3, 3, 3)
@@ -378,9 +390,11 @@ def test_diagnostics_and_quadrature():
 
 
 def test_linearisation_control():
-    assert linearisation_control(256, 2.0, spike=(4.0, "aligned")) == pytest.approx(14 / 16)
-    assert linearisation_control(256, 2.0, spike=(4.0, "orthogonal")) == pytest.approx(6 / 16)
-    assert linearisation_control(100, 1.0) == pytest.approx(0.1)
+    aligned = AttentionModel(1.0, "tanh", snr=2.0, spike=(4.0, "aligned"))
+    orthogonal = AttentionModel(1.0, "tanh", snr=2.0, spike=(4.0, "orthogonal"))
+    assert linearisation_control(256, aligned) == pytest.approx(14 / 16)
+    assert linearisation_control(256, orthogonal) == pytest.approx(6 / 16)
+    assert linearisation_control(100, AttentionModel(1.0, "tanh", snr=1.0)) == pytest.approx(0.1)
 
 
 # ----------------------------------------------------------------------------- invalid input
@@ -435,16 +449,16 @@ def test_null_solutions_memo_shares_one_solve_across_snr_and_spike(monkeypatch):
     ts._null_solutions_memo.cache_clear()
     try:
         g = np.array([1e-2, 0.1, 1.0])
-        first = structured_attention_error(g, 0.5, "tanh", 0.5)
+        first = structured_attention_error(g, AttentionModel(0.5, "tanh", snr=0.5))
         for snr, spike in [(2.0, None), (1.0, (4.0, "aligned")), (1.0, (4.0, "orthogonal"))]:
-            structured_attention_error(g, 0.5, "tanh", snr, spike=spike)
+            structured_attention_error(g, AttentionModel(0.5, "tanh", snr=snr, spike=spike))
         assert len(calls) == 1
         a1, sf2 = 0.6, 0.2
         nul = ts._null_solutions(g, 0.5, a1, sf2, 0.0, "symmetric", "exact", 800, 1e-12, 100)
         nul[:] = np.nan  # a caller's copy: the memo is untouched
         again = ts._null_solutions(g, 0.5, a1, sf2, 0.0, "symmetric", "exact", 800, 1e-12, 100)
         assert np.all(np.isfinite(again))
-        np.testing.assert_array_equal(structured_attention_error(g, 0.5, "tanh", 0.5), first)
+        np.testing.assert_array_equal(structured_attention_error(g, AttentionModel(0.5, "tanh", snr=0.5)), first)
     finally:
         ts._null_solutions_memo.cache_clear()
 
@@ -462,7 +476,7 @@ def test_rank_one_sympy_form_matches_numeric_woodbury():
     expr, syms = rank_one_quadratic_form_expression()
     f = sp.lambdify(syms, expr, "numpy")
     for snr, strength, c in [(1.0, 0.0, 2.0), (2.0, 4.0, 0.5), (0.5, 1.0, 2.0)]:
-        sol = structured_attention_solve([0.03, 0.3], c, "tanh", snr, spike=(strength, "aligned"))
+        sol = structured_attention_solve([0.03, 0.3], AttentionModel(c, "tanh", snr=snr, spike=(strength, "aligned")))
         for i in range(2):
             T = sol.traces[i]
             val = f(T[0, 0], T[0, 1], T[0, 2], T[1, 1], T[1, 2], T[2, 2], snr, TANH.a1 * (1 + strength), c)
@@ -473,8 +487,8 @@ def test_attention_error_accepts_spike_keyword():
     """attention_error(..., snr=0, spike=...) reaches the structured solver (it raised TypeError before)."""
     from theory import attention_error, structured_attention_error
 
-    a = attention_error(0.1, 2.0, "tanh", snr=0.0, spike=(4.0, "aligned"))
-    b = structured_attention_error(0.1, 2.0, "tanh", 0.0, spike=(4.0, "aligned"))
+    a = attention_error(0.1, AttentionModel(2.0, "tanh", snr=0.0, spike=(4.0, "aligned")))
+    b = structured_attention_error(0.1, AttentionModel(2.0, "tanh", snr=0.0, spike=(4.0, "aligned")))
     assert a == pytest.approx(b, rel=1e-12)
     with pytest.raises(ValueError, match="either spike"):
         attention_error(0.1, 2.0, "tanh", spike=(4.0, "aligned"), w_k=[1.0], w_q=[1.0])
@@ -504,7 +518,8 @@ def test_solver_options_are_checked_and_normalised():
 
 def test_error_on_grid_quadrature_and_exact_traces_agree():
     """The two trace integrators give the same error (the quadrature cross-check of the solver)."""
-    sol = structured_attention_solve(np.logspace(-2, 0, 4), 0.5, "tanh", 0.5, spike=(2.0, "aligned"))
+    sol = structured_attention_solve(np.logspace(-2, 0, 4),
+                                     AttentionModel(0.5, "tanh", snr=0.5, spike=(2.0, "aligned")))
     assert np.all(sol.quadrature_change < 1e-8 * np.abs(sol.error))
     assert np.all(np.isfinite(sol.traces)) and sol.traces.shape == (4, 3, 3)
     np.testing.assert_array_equal(sol.traces, np.transpose(sol.traces, (0, 2, 1)))  # T is symmetric
@@ -525,7 +540,7 @@ def test_constants_spikes_and_records_checked():
         linearisation_control(256, 1.0, [1.0], [1.0], spike=(1.0, "aligned"))
     with pytest.raises(ValueError, match="Gamma"):
         structured_low_rank_matrix(np.eye(1), np.eye(2), 2.0)
-    sol = structured_attention_solve([0.1, 0.3], 2.0, "tanh", 1.0, check_quadrature=False)
+    sol = structured_attention_solve([0.1, 0.3], AttentionModel(2.0, "tanh", snr=1.0), check_quadrature=False)
     with pytest.raises(ValueError, match="error"):
         StructuredSolution(**{**sol.__dict__, "error": np.array([np.nan, 0.1])})
 

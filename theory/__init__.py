@@ -16,6 +16,7 @@ structured        paper B: attention with signal and spiked weights (project's o
 implicit          paper B: Taylor coefficients of the null system in gamma (implicit-function derivatives)
 symbolic          the solvers as sympy functions (symbolic gamma or c: evalf, diff, series, lambdify, plot)
 laws              scipy.stats-style spectral laws: MarchenkoPastur, KernelSpectralLaw
+settings          frozen settings: AttentionModel (paper B's model), RateSetting (paper A's setting)
 
 Input validation (one layer, :mod:`theory._validation`, used by every public callable)
 --------------------------------------------------------------------------------------
@@ -36,6 +37,7 @@ from . import (
     marchenko_pastur,
     minimax,
     ridge,
+    settings,
     strong_alignment,
     structured,
     symbolic,
@@ -51,11 +53,12 @@ from .laws import *  # noqa: F401,F403
 from .marchenko_pastur import *  # noqa: F401,F403
 from .minimax import *  # noqa: F401,F403
 from .ridge import *  # noqa: F401,F403
+from .settings import *  # noqa: F401,F403
 from .strong_alignment import *  # noqa: F401,F403
 from .structured import *  # noqa: F401,F403
 
 __all__ = ["symbols", "symbolic", "ArgumentTypeError", "Limits", "get_limits", "set_limits"]
-for _module in (activations, attention, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, ridge, strong_alignment,
-                structured):
+for _module in (activations, attention, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, ridge, settings,
+                strong_alignment, structured):
     __all__ += list(_module.__all__)
 del _module

@@ -111,12 +111,16 @@ def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None, 
     ``kappa_lin`` in ``docs/structured_attention.md`` -- is unrelated to the unknown ``kappa`` of the
     corrected null system.)
 
-    ``p``: an integer in ``[1, Limits.max_dimension]``; ``snr`` in ``[0, 1e8]``; ``spike=(strength, kind)`` or
-    ``w_k, w_q`` (both or neither, not with ``spike``).
+    Public as ``linearisation_control(p, model)`` (:mod:`theory.structured`, or
+    :meth:`theory.AttentionModel.linearisation_control`): ``p`` an integer in ``[1, Limits.max_dimension]``, the
+    model's ``snr`` and spike are used.  Deprecated there: the long signature ``linearisation_control(p, snr,
+    w_k=None, w_q=None, *, spike=None)`` (``snr`` in ``[0, 1e8]``; ``spike=(strength, kind)`` or ``w_k, w_q``, both or
+    neither, not with ``spike``).
 
     Examples
     --------
-    >>> round(linearisation_control(256, 2.0, spike=(4.0, "aligned")), 3)
+    >>> from theory import AttentionModel
+    >>> round(AttentionModel(1.0, "tanh", 2.0, spike=(4.0, "aligned")).linearisation_control(256), 3)
     0.875
     """
     check_size("p", p, 1, "max_dimension")

@@ -5,14 +5,20 @@
 :mod:`theory.structured` (the project's own finite-rank derivation).  The null system's public names are
 re-exported here, where earlier releases defined them.
 
+The parameters of the model are an :class:`theory.AttentionModel` (:mod:`theory.settings`): ``attention_error(gamma,
+model)`` or ``model.error(gamma)``; the long signature ``attention_error(gamma, c, activation, snr=...)`` still works
+for one release and warns (``DeprecationWarning``).
+
 A symbolic ``gamma`` (or ``c``) gives a sympy function of them, evaluated, differentiated and plotted by sympy:
 
 >>> import sympy as sp
+>>> from theory import AttentionModel
 >>> from theory.symbols import gamma
->>> E = attention_error(gamma, 2, "tanh")
+>>> model = AttentionModel(2, "tanh")
+>>> E = model.error(gamma)
 >>> E
 attention_error(gamma, 2, 'tanh')
->>> E.subs(gamma, 0.01) == attention_error(0.01, 2, "tanh")
+>>> E.subs(gamma, 0.01) == attention_error(0.01, model)
 True
 >>> round(float(sp.diff(E, gamma).subs(gamma, 0.1)), 4)
 1.6232
@@ -46,6 +52,7 @@ from .null_system import (  # noqa: F401  (re-exported: public names of this mod
 from . import null_system as _null_system  # noqa: E402
 from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid, checked_solver_options  # noqa: E402
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments  # noqa: E402
+from ._attention_model import takes_model  # noqa: E402
 
 #: the options of the solvers (:func:`solve_null_system_full`, :func:`theory.structured_attention_solve`)
 _SOLVER_OPTIONS = ("system", "method", "n_nodes", "tol", "maxiter", "max_iter", "check_quadrature")
@@ -56,6 +63,8 @@ __all__ = ["attention_error", "attention_error_taylor", "attention_small_gamma_l
 
 
 # --------------------------------------------------------------------------- public error
+@takes_model("AttentionModel(c, activation, snr=..., spike=..., diagonal=...).error(gamma) or "
+             "attention_error(gamma, model)")
 def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float = 0.0, w_k: Any = None,
                     w_q: Any = None, diagonal: Any = "removed", spike: Any = None, **solver_options: Any) -> Any:
     """Limiting interpolation error ``E_A(gamma)`` of nonlinear attention.
@@ -63,15 +72,14 @@ def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float
     Parameters
     ----------
     gamma : ridge parameter ``> 0`` (scalar -> float, array -> ndarray), or a sympy expression (see below).
-    c : ``p / n > 0``, or a sympy expression.
-    activation : registry name or sympy expression (centred internally).
-    snr : ``||mu||^2``; ``0`` for the null model solved here.
-    w_k, w_q : attention spikes (``W = I + w_k w_q^T``); ``None`` for the null model.
-    spike : ``(strength, "aligned" | "orthogonal")``, optional: the spike ``w_k = w_q = sqrt(strength) e``
-        with ``e`` along ``mu`` or orthogonal to it (the convention of :mod:`theory.structured`); instead of
-        ``w_k``, ``w_q``.
-    diagonal : ``"removed"`` (default), ``"kept"`` (``d0 = lim f(t)/t``) or an explicit ``d0``
-        (e.g. :func:`kept_diagonal` at a finite ``p``).
+    model : theory.AttentionModel
+        ``c = p / n`` (a number or a sympy expression), the activation (registry name or sympy expression, centred
+        internally), ``snr = ||mu||^2`` (``0`` and no spike: the null model solved here), the spike
+        ``W = I + w_k w_q^T`` (``spike=(strength, "aligned" | "orthogonal")``: ``w_k = w_q = sqrt(strength) e`` with
+        ``e`` along ``mu`` or orthogonal to it, the convention of :mod:`theory.structured`) and the diagonal
+        (``"removed"``, ``"kept"``, ``d0 = lim f(t)/t``, or an explicit ``d0``, e.g. :func:`kept_diagonal` at a
+        finite ``p``).  Deprecated: the long signature ``attention_error(gamma, c, activation, snr=0.0, w_k=None,
+        w_q=None, diagonal="removed", spike=None, **solver_options)`` (a ``DeprecationWarning``).
     **solver_options : ``system`` (``"symmetric"`` default, alias ``"corrected"``, or ``"spec"``), ``method``,
         ``n_nodes``, ``tol``, ``maxiter`` / ``max_iter`` (see :func:`solve_null_system_full`), checked by the same
         rules on both paths and passed on to the structured solver when signal or spikes are present;
@@ -102,11 +110,14 @@ def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float
 
     Examples
     --------
-    >>> round(attention_error(1e-2, 2.0, "tanh"), 4)
+    >>> from theory import AttentionModel
+    >>> model = AttentionModel(2.0, "tanh")
+    >>> round(attention_error(1e-2, model), 4)
     0.0856
-    >>> round(attention_error(1e-2, 2.0, "tanh", system="spec"), 4)
+    >>> round(attention_error(1e-2, model, system="spec"), 4)
     0.0839
-    >>> bool(attention_error(0.1, 2.0, "tanh", snr=1.0, spike=(4.0, "aligned")) < attention_error(0.1, 2.0, "tanh", snr=1.0))
+    >>> spiked = AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned"))
+    >>> bool(attention_error(0.1, spiked) < attention_error(0.1, AttentionModel(2.0, "tanh", snr=1.0)))
     True
 
     A symbolic ``gamma``: the module docstring.
@@ -124,7 +135,7 @@ def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float
                 "attention_error with signal (snr != 0) or attention spikes (w_k, w_q) needs "
                 "theory.structured.structured_attention_error, which is not available"
             ) from None
-        return structured_attention_error(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
+        return structured_attention_error.__wrapped__(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
     check_activation(activation, "activation")
     d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
@@ -156,7 +167,7 @@ def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, sn
     if _structured_case(snr, w_k, w_q, spike, solver_options):
         from .structured import structured_attention_error
 
-        return structured_attention_error(g, cc, activation, snr, w_k, w_q, diagonal, **solver_options)
+        return structured_attention_error.__wrapped__(g, cc, activation, snr, w_k, w_q, diagonal, **solver_options)
     check_activation(activation, "activation")
     null_kernel_diagonal(activation, diagonal)
     options = dict(solver_options)
@@ -164,12 +175,13 @@ def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, sn
         options["diagonal"] = diagonal
     spec = NumericSpec(
         "attention_error", ((None, activation), *sorted(options.items())),
-        values=lambda gv, cv: attention_error(gv, cv, activation, **options),
-        taylor=lambda g0, cv, order: attention_error_taylor(g0, cv, activation, order=order, **options),
+        values=lambda gv, cv: attention_error.__wrapped__(gv, cv, activation, **options),
+        taylor=lambda g0, cv, order: attention_error_taylor.__wrapped__(g0, cv, activation, order=order, **options),
     )
     return numeric_function(spec)(g, cc)
 
 
+@takes_model("AttentionModel(c, activation, ...).error_taylor(gamma) or attention_error_taylor(gamma, model)")
 def attention_error_taylor(
     gamma: float,
     c: float,
@@ -198,8 +210,10 @@ def attention_error_taylor(
     ----------
     gamma : float
         Expansion point, in ``[1e-30, 1e30]``.
-    c, activation, snr, w_k, w_q, diagonal, spike, **solver_options
-        As in :func:`attention_error` (numbers only).
+    model : theory.AttentionModel
+        As in :func:`attention_error` (numbers only; the long signature is deprecated as there).
+    **solver_options
+        As in :func:`attention_error`.
     order : int
         Highest coefficient, in ``[0, 19]``.
     rtol : float
@@ -220,8 +234,10 @@ def attention_error_taylor(
 
     Examples
     --------
-    >>> e = attention_error_taylor(0.1, 2.0, "tanh", order=2)
-    >>> bool(e[0] == attention_error(0.1, 2.0, "tanh"))
+    >>> from theory import AttentionModel
+    >>> model = AttentionModel(2.0, "tanh")
+    >>> e = attention_error_taylor(0.1, model, order=2)
+    >>> bool(e[0] == attention_error(0.1, model))
     True
     >>> round(float(e[1]), 4)
     1.6232
@@ -231,8 +247,8 @@ def attention_error_taylor(
     if _structured_case(snr, w_k, w_q, spike, solver_options):
         from .structured import structured_attention_error_taylor
 
-        return structured_attention_error_taylor(g0, c, activation, snr, w_k, w_q, diagonal, order=order, rtol=rtol,
-                                                 **solver_options)
+        return structured_attention_error_taylor.__wrapped__(g0, c, activation, snr, w_k, w_q, diagonal, order=order,
+                                                             rtol=rtol, **solver_options)
     check_activation(activation, "activation")
     d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
@@ -264,6 +280,8 @@ def _check_solver_keywords(options: dict[str, Any]) -> None:
         check_flag("check_quadrature", options["check_quadrature"])
 
 
+@takes_model("AttentionModel(c, activation, diagonal=...).small_gamma_law() or attention_small_gamma_law(model)",
+             position=0)
 def attention_small_gamma_law(
     c: float, activation: ActivationLike, diagonal: Any = "removed", gammas: tuple[float, float] = (1e-13, 1e-11), **solver_options: Any
 ) -> tuple[float, float]:
@@ -274,11 +292,22 @@ def attention_small_gamma_law(
     ``A(l) - kappa`` vanishes inside the support of ``mu_G`` (e.g. tanh with the diagonal removed;
     the first reconstruction's ``C_f sqrt(gamma)``), ``e = 2`` when it does not (interpolation, like ridge), ``e = 0``
     for ``c < 1`` (``E_A -> 1 - c``).  A numerical reading, not a closed form.
+
+    ``model``: an :class:`theory.AttentionModel` of the null model (``snr = 0``, no spike); its ``c``, activation
+    and diagonal are used.  Deprecated: the long signature ``attention_small_gamma_law(c, activation,
+    diagonal="removed", gammas=..., **solver_options)``.
+
+    Examples
+    --------
+    >>> from theory import AttentionModel
+    >>> e, C = attention_small_gamma_law(AttentionModel(2.0, "tanh"))
+    >>> round(e, 3)
+    0.5
     """
     g = as_array("gammas", gammas, low=0, low_open=True)
     if g.shape != (2,) or g[0] >= g[1]:
         raise ValueError(f"gammas must be two increasing positive numbers, got {gammas!r}")
-    e = attention_error(g, c, activation, diagonal=diagonal, **solver_options)
+    e = attention_error.__wrapped__(g, c, activation, diagonal=diagonal, **solver_options)
     if not np.all(e > 0):
         raise ValueError(f"attention_small_gamma_law needs E_A > 0 at both gammas, got {e} (c={c!r}, "
                          f"activation={activation!r}): no power law to read")

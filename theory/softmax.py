@@ -197,12 +197,14 @@ def softmax_attention_error(
     >>> round(softmax_attention_error(0.1, 2.0, 0.5, p=1024), 4)
     0.3528
     """
+    from .settings import AttentionModel
     from .structured import structured_attention_error
 
     consts = softmax_kernel_constants(beta)
     if p is not None:
         consts["d0"] = softmax_diagonal_shift(p)
-    out = structured_attention_error(gamma, c, consts, snr, spike=spike, diagonal="removed", **solver_options)
+    model = AttentionModel(c, consts, snr, spike=spike, diagonal="removed")
+    out = structured_attention_error(gamma, model, **solver_options)
     return finite_result("softmax_attention_error", out, gamma=gamma, c=c, beta=beta)
 
 

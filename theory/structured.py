@@ -94,17 +94,18 @@ from ._validation import (
     finite_result,
 )
 from ._jets import Jet
-from .activations import check_activation
 from .implicit import MAX_TAYLOR_ORDER, null_system_taylor, refine_quadrature
-from ._solver_domain import C_RANGE, GAMMA_RANGE, KERNEL_CONSTANT_MAX, check_grid, checked_solver_options
-from .null_system import diagonal_constant, gram_law_quadrature
+from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid, checked_solver_options
+from .null_system import gram_law_quadrature
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
 from .symbols import a1 as _a1
 from .symbols import c as _c
 from .symbols import delta as _delta
 from .symbols import gamma as _gamma
 from ._structured_symbolic import (l_sym, delta_t, sf2_sym, d0_sym, kappa_sym, null_trace_expressions, null_free_energy_expression, null_trace_closed_forms, structured_low_rank_matrix, low_rank_matrix, rank_one_quadratic_form_expression)
-from ._spikes import (SNR_MAX, spike_vectors, finite_dims, linearisation_control, resolve_spike)
+from ._spikes import (SNR_MAX, spike_vectors, finite_dims, resolve_spike)
+from ._spikes import linearisation_control as _linearisation_control
+from ._attention_model import FrozenDict as _FrozenDict, kernel_constants as _kernel_constants, takes_model
 from ._structured_traces import (StructuredConvergenceError, GramRationalIntegrals, GramQuadratureIntegrals, error_on_grid)
 
 __all__ = [
@@ -180,38 +181,6 @@ class StructuredSolution:
             raise ArgumentTypeError(f"notes must be a list of strings, got {describe(self.notes)}")
 
 
-def _kernel_constants(activation: Any, diagonal: Any) -> tuple[float, float, float]:
-    """``(a1, s_f^2, d0)``; ``diagonal`` is ``"removed"``, ``"kept"`` or an explicit number ``d0``."""
-    if isinstance(activation, dict):  # explicit constants {"a1":..., "sf2":..., "d0":...}
-        return _dict_constants(activation, diagonal)
-    from .activations import hermite_moments
-    from .null_system import null_kernel_diagonal
-
-    check_activation(activation, "activation")
-    d0 = null_kernel_diagonal(activation, diagonal)
-    hm = hermite_moments(activation)
-    return float(hm.a1), float(hm.sf2), float(d0)
-
-
-def _dict_constants(activation: dict, diagonal: Any) -> tuple[float, float, float]:
-    """``(a1, s_f^2, d0)`` of an activation given by its constants ``{"a1": .., "sf2": .., "d0": ..}``."""
-    unknown = sorted(set(activation) - {"a1", "sf2", "d0"}, key=str)
-    if unknown or not {"a1", "sf2"} <= set(activation):
-        raise ValueError("activation given as a dict needs keys 'a1' and 'sf2' (and optionally 'd0'), got keys "
-                         f"{sorted(map(str, activation))}")
-    k = KERNEL_CONSTANT_MAX
-    a1 = as_float("activation['a1']", activation["a1"], low=-k, high=k)
-    sf2 = as_float("activation['sf2']", activation["sf2"], low=0, high=k * k)
-    if "d0" not in activation:
-        return a1, sf2, diagonal_constant(diagonal, _refuse_kept)
-    diagonal_constant(diagonal, lambda: 0.0)  # checked; the dict's d0 is used whatever the diagonal
-    return a1, sf2, as_float("activation['d0']", activation["d0"], low=-k, high=k)
-
-
-def _refuse_kept() -> float:
-    raise ValueError("diagonal='kept' with an activation dict needs the key 'd0'")
-
-
 def _null_solutions(gam: np.ndarray, c: float, a1: float, sf2: float, d0: float, system: str, method: str,
                     n_nodes: int, tol: float, max_iter: int) -> np.ndarray:
     """Null unknowns and their ``gamma``-derivatives, rows ``(delta, delta~, kappa, d/dgamma of each, residual)``.
@@ -252,6 +221,7 @@ def _validate_common(c: Any, snr: Any) -> tuple[float, float]:
     return c, snr
 
 
+@takes_model("AttentionModel(c, activation, snr, spike=...).solve(gamma) or structured_attention_solve(gamma, model)")
 def structured_attention_solve(
     gamma: Any,
     c: float,
@@ -275,14 +245,15 @@ def structured_attention_solve(
     Parameters
     ----------
     gamma : float or 1-d array of floats in ``[1e-30, 1e30]`` (at most ``Limits.max_grid_size``).
-    c : float in ``[1e-4, 1e4]`` (``p / n``).
-    activation : registry name / sympy expression (see :func:`theory.hermite_moments`), or a dict
-        ``{"a1": .., "sf2": .., "d0": ..}`` of kernel constants (``|a1|, |d0| <= 1e6``, ``0 <= sf2 <= 1e12``).
-    snr : float in ``[0, 1e8]`` (``||mu||^2``).
-    w_k, w_q : arrays (coordinates with ``mu`` along ``e_1``; any length, ``||w||^2 <= 1e8``), optional, both or
-        neither.
-    diagonal : ``"removed"`` (``d0 = 0``), ``"kept"`` (``d0`` = asymptotic slope of ``f``) or a number ``d0``.
-    spike : ``(strength, "aligned" | "orthogonal")``, alternative to ``w_k, w_q`` (see :func:`spike_vectors`).
+    model : theory.AttentionModel
+        ``c`` in ``[1e-4, 1e4]`` (``p / n``); the activation: registry name / sympy expression (see
+        :func:`theory.hermite_moments`), or a dict ``{"a1": .., "sf2": .., "d0": ..}`` of kernel constants
+        (``|a1|, |d0| <= 1e6``, ``0 <= sf2 <= 1e12``); ``snr`` in ``[0, 1e8]`` (``||mu||^2``); the spike: vectors
+        ``w_k, w_q`` (coordinates with ``mu`` along ``e_1``; any length, ``||w||^2 <= 1e8``) or
+        ``(strength, "aligned" | "orthogonal")`` (see :func:`spike_vectors`); the diagonal: ``"removed"``
+        (``d0 = 0``), ``"kept"`` (``d0`` = asymptotic slope of ``f``) or a number ``d0``.  Deprecated: the long
+        signature ``structured_attention_solve(gamma, c, activation, snr, w_k=None, w_q=None, diagonal="removed",
+        *, spike=None, ...)`` (a ``DeprecationWarning``).
     system : ``"symmetric"`` (default; alias ``"corrected"``): the null system of a symmetric kernel
         (unknowns ``delta, delta~, kappa``); ``"spec"``: the first reconstruction's independent-entries system (``kappa = 0``),
         kept for comparison.
@@ -344,6 +315,7 @@ def _validate_solver_options(gamma: Any, system: str, method: str, n_nodes: int,
     return maxiter, system, gam
 
 
+@takes_model("structured_attention_error(gamma, AttentionModel(c, activation, snr, spike=...))")
 def structured_attention_error(
     gamma: Any,
     c: float,
@@ -362,13 +334,14 @@ def structured_attention_error(
     Parameters
     ----------
     gamma : float or array, ``> 0``.
-    c : float ``> 0``.
-    activation : name, sympy expression or dict of constants (see :func:`structured_attention_solve`).
-    snr : ``||mu||^2 >= 0``.
-    w_k, w_q : spike vectors in coordinates where ``mu = sqrt(snr) e_1`` (the numerics convention).
-    diagonal : ``"removed"`` or ``"kept"``.
-    **solver_options : ``spike=(strength, kind)``, ``system`` (``"symmetric"`` default, ``"spec"``),
-        ``method``, ``n_nodes``, ``tol``, ``maxiter``/``max_iter``, ``check_quadrature``.
+    model : theory.AttentionModel
+        ``c > 0``, the activation (name, sympy expression or dict of constants, see
+        :func:`structured_attention_solve`), ``snr = ||mu||^2 >= 0``, the spike (vectors in coordinates where
+        ``mu = sqrt(snr) e_1``, the numerics convention, or ``(strength, kind)``) and the diagonal.  Deprecated: the
+        long signature ``structured_attention_error(gamma, c, activation, snr, w_k=None, w_q=None,
+        diagonal="removed", spike=None, **solver_options)`` (a ``DeprecationWarning``).
+    **solver_options : ``system`` (``"symmetric"`` default, ``"spec"``), ``method``, ``n_nodes``, ``tol``,
+        ``maxiter``/``max_iter``, ``check_quadrature``.
 
     Returns
     -------
@@ -380,15 +353,16 @@ def structured_attention_error(
 
     Examples
     --------
-    >>> e0 = structured_attention_error(0.1, 2.0, "tanh", 1.0)
-    >>> e4 = structured_attention_error(0.1, 2.0, "tanh", 1.0, spike=(4.0, "aligned"))
+    >>> from theory import AttentionModel
+    >>> e0 = structured_attention_error(0.1, AttentionModel(2.0, "tanh", 1.0))
+    >>> e4 = structured_attention_error(0.1, AttentionModel(2.0, "tanh", 1.0, spike=(4.0, "aligned")))
     >>> bool(e4 < e0)
     True
-    >>> eo = structured_attention_error(0.1, 2.0, "tanh", 1.0, spike=(4.0, "orthogonal"))
+    >>> eo = structured_attention_error(0.1, AttentionModel(2.0, "tanh", 1.0, spike=(4.0, "orthogonal")))
     >>> bool(abs(eo - e0) < 1e-10)
     True
     >>> from theory.symbols import gamma
-    >>> E = structured_attention_error(gamma, 2, "tanh", 1.0)
+    >>> E = structured_attention_error(gamma, AttentionModel(2, "tanh", 1.0))
     >>> E
     structured_attention_error(gamma, 2, 'tanh', 1.0)
     >>> E.subs(gamma, 0.1) == e0
@@ -397,7 +371,7 @@ def structured_attention_error(
     if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
         return _symbolic_structured_error(gamma, c, activation, snr, w_k, w_q, diagonal, solver_options)
     solver_options.setdefault("check_quadrature", False)
-    sol = structured_attention_solve(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
+    sol = structured_attention_solve.__wrapped__(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
     if np.ndim(gamma) == 0:
         return float(sol.error[0])
     return sol.error
@@ -421,18 +395,11 @@ def _symbolic_structured_error(gamma: Any, c: Any, activation: Any, snr: Any, w_
     act = dict(act) if isinstance(act, _FrozenDict) else act  # the numeric path takes the frozen forms
     spec = NumericSpec(
         "structured_attention_error", tuple(fixed),
-        values=lambda gv, cv: structured_attention_error(gv, cv, act, snr, w_k, w_q, diagonal, **options),
-        taylor=lambda g0, cv, order: structured_attention_error_taylor(g0, cv, act, snr, w_k, w_q, diagonal,
-                                                                       order=order, **options),
+        values=lambda gv, cv: structured_attention_error.__wrapped__(gv, cv, act, snr, w_k, w_q, diagonal, **options),
+        taylor=lambda g0, cv, order: structured_attention_error_taylor.__wrapped__(g0, cv, act, snr, w_k, w_q, diagonal,
+                                                                                   order=order, **options),
     )
     return numeric_function(spec)(g, cc)
-
-
-class _FrozenDict(tuple):
-    """A dict argument as a hashable, sorted tuple of pairs that prints as the dict."""
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
 
 
 def _hashable(value: Any) -> Any:
@@ -468,6 +435,7 @@ def _check_structured_options(snr: Any, w_k: Any, w_q: Any, activation: Any, dia
     finite_dims(float(snr), w_k, w_q)
 
 
+@takes_model("structured_attention_error_taylor(gamma, AttentionModel(c, activation, snr, spike=...))")
 def structured_attention_error_taylor(
     gamma: float,
     c: float,
@@ -501,16 +469,15 @@ def structured_attention_error_taylor(
     ----------
     gamma : float
         Expansion point, in ``[1e-30, 1e30]``.
-    c, activation, snr, w_k, w_q, diagonal, spike, system, method, n_nodes, tol, maxiter, max_iter
-        As in :func:`structured_attention_solve` (``n_nodes`` and ``method`` act on the null solve of orders 0
-        and 1 only).
+    model, system, method, n_nodes, tol, maxiter, max_iter
+        As in :func:`structured_attention_solve` (the long signature deprecated there too; ``n_nodes`` and
+        ``method`` act on the null solve of orders 0 and 1 only).
     order : int
         Highest coefficient, in ``[0, 19]``.
     rtol : float
         Agreement of two successive quadrature rules, relative to the largest coefficient of an order, in
         ``[1e-14, 1e-3]``.
-    check_quadrature : bool
-        Accepted for symmetry with :func:`structured_attention_error`; the refinement is the check here.
+    check_quadrature : bool, accepted for symmetry with :func:`structured_attention_error` (refinement checks here).
 
     Returns
     -------
@@ -526,8 +493,9 @@ def structured_attention_error_taylor(
 
     Examples
     --------
-    >>> e = structured_attention_error_taylor(0.1, 2.0, "tanh", 1.0, order=1)
-    >>> bool(abs(e[0] - structured_attention_error(0.1, 2.0, "tanh", 1.0)) < 1e-9)
+    >>> from theory import AttentionModel
+    >>> e = structured_attention_error_taylor(0.1, model := AttentionModel(2.0, "tanh", 1.0), order=1)
+    >>> bool(abs(e[0] - structured_attention_error(0.1, model)) < 1e-9)
     True
     """
     c, snr = _validate_common(c, snr)
@@ -576,3 +544,7 @@ def _error_series(nul: Any, consts: tuple[float, float, float, float], m: np.nda
     S = (np.eye(3 * k) + Om @ C).inverse()
     yqy = dt - b @ ((C @ S) @ b)
     return -(gam * gam).truncate(dl.order - 1) * yqy.derivative()
+
+
+linearisation_control = takes_model("AttentionModel(c, activation, snr, spike=...).linearisation_control(p) or "
+                                    "linearisation_control(p, model)", unused=("diagonal",))(_linearisation_control)

@@ -33,9 +33,9 @@ Printing shows the call that built the function (``attention_error(gamma, 2, 'ta
 run time (one per activation and options), so these objects do not pickle.
 
 >>> import sympy as sp
->>> from theory import attention_error
+>>> from theory import AttentionModel
 >>> from theory.symbols import gamma
->>> E = attention_error(gamma, 2, "tanh")
+>>> E = AttentionModel(2, "tanh").error(gamma)
 >>> sp.diff(E, gamma, 2)
 Derivative(attention_error(gamma, 2, 'tanh'), (gamma, 2))
 >>> taylor = sp.series(E, gamma, 0.1, 3).removeO()       # order 2 at gamma0 = 0.1

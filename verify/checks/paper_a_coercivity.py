@@ -43,7 +43,8 @@ import numpy as np
 from scipy import stats
 
 from numerics.ips import IPSModel
-from theory.minimax import low_rank_condition, num_intervals, parametric_term
+from theory import RateSetting
+from theory.minimax import num_intervals, parametric_term
 from verify.checks.paper_a_numerics import (
     LOW_RANK_CONSTANT,
     STARTS_NOTE,
@@ -537,7 +538,8 @@ def predict_a6(ctx: CheckContext, design: A6Design) -> A6Prediction:
         n = M * c["N"]
         preds.append(q["B"] + (q["V_np"] + q["V_par"]) / M * n / (n - q["p"]))
         shares.append(q["V_par"] / M * n / (n - q["p"]) / preds[-1])
-    inside = [bool(low_rank_condition(r, d, M, design.beta, constant=LOW_RANK_CONSTANT)) for d, r in design.combos]
+    inside = [bool(RateSetting(design.beta, r, d, constant=LOW_RANK_CONSTANT).low_rank_condition(M))
+              for d, r in design.combos]
     return A6Prediction(errors=preds, parametric_share=shares, inside=inside, cache=info)
 
 

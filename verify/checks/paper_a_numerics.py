@@ -197,10 +197,10 @@ LOW_RANK_CONSTANT = 1
 
 def low_rank_status(r: int, d: int, M: float, beta: float) -> dict[str, Any]:
     """:func:`theory.low_rank_condition` at ``M`` (constant :data:`LOW_RANK_CONSTANT`), with its right-hand side."""
-    from theory.minimax import low_rank_condition, low_rank_rhs
+    from theory import RateSetting
 
-    return {"rd": r * d, "rhs": float(low_rank_rhs(M, beta, constant=LOW_RANK_CONSTANT)),
-            "inside": bool(low_rank_condition(r, d, M, beta, constant=LOW_RANK_CONSTANT))}
+    setting = RateSetting(beta, r, d, constant=LOW_RANK_CONSTANT)
+    return {"rd": r * d, "rhs": float(setting.low_rank_rhs(M)), "inside": bool(setting.low_rank_condition(M))}
 
 
 # ============================================================================================ checks

@@ -409,11 +409,11 @@ def _a4_design_text(design: RateDesign, groups: list[Group]) -> str:
 
 def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
-    from theory.minimax import min_samples
+    from theory import RateSetting
 
     groups = assemble(design.groups, prediction, measurement)
     share = {g.label: inside_share(g) for g in groups}
-    need = {g.label: int(min_samples(g.config["r"], g.config["d"], 2)) for g in groups}
+    need = {g.label: int(RateSetting(beta=2, r=g.config["r"], d=g.config["d"]).min_samples()) for g in groups}
     status = "; ".join(f"{g.label} (r d = {g.config['r'] * g.config['d']}): inside at {share[g.label][0]}/"
                        f"{share[g.label][1]} M levels (condition holds for M >= {need[g.label]})" for g in groups)
     ref = groups[1]

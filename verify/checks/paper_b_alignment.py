@@ -16,8 +16,8 @@ from ..claim import Claim, register
 from ..verdicts import Judgement
 from ..registry import CheckContext, Comparison
 from ._finite_size import finite_size_test
-from .paper_b_structured import (ACTIVATION, Cells, gamma_columns, grid_cell, KAPPA_MAX, sizes_at, sizes_text,
-                                 SPIKE_NONE, structured_profile, structured_theory, StructuredProfile)
+from .paper_b_structured import (ACTIVATION, attention_model, Cells, gamma_columns, grid_cell, KAPPA_MAX, sizes_at,
+                                 sizes_text, SPIKE_NONE, structured_profile, structured_theory, StructuredProfile)
 
 
 def _plt():
@@ -138,15 +138,13 @@ def _curves(grid: np.ndarray, c: float, snr: float, spikes) -> dict[str, np.ndar
 
 def predict_b4(ctx: CheckContext, design: B4Design) -> B4Prediction:
     """Theory statements' curves, reversal scans, theory of the simulated cells and of the figure."""
-    from theory.structured import linearisation_control
-
     keys = design.theory_keys
     fsnr = design.prof.b4_snrs[-1]
     return B4Prediction(
         statements={k: _curves(design.theory_grid, *k, _STATEMENT_SPIKES) for k in keys},
         reversal={k: [_reversal_scan(*k, s, design.reversal_grid) for s in REVERSAL_STRENGTHS] for k in keys},
         simulation={k: _curves(design.gammas, *k, tuple(zip(B4_MODELS, B4_SPIKES))) for k in design.cells},
-        kappa={(c, snr): linearisation_control(design.sizes[c][0][1], snr, spike=(4.0, "aligned"))
+        kappa={(c, snr): attention_model(c, snr, (4.0, "aligned")).linearisation_control(design.sizes[c][0][1])
                for c, snr in design.cells},
         figure={c: _curves(design.figure_grid, c, fsnr, _FIGURE_SPIKES) for c in B4_THEORY_CS},
         phase=_phase_scans(design.prof))

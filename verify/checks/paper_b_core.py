@@ -172,7 +172,7 @@ def attention_theory(gammas: np.ndarray, c: float, activation: Any, system: str 
 
     g = np.asarray(gammas, dtype=float)
     kw = {} if system is None else {"system": system}
-    out = theory.attention_error(g, c, activation, snr=0, diagonal="removed", **kw)
+    out = theory.AttentionModel(c, activation, snr=0, diagonal="removed").error(g, **kw)
     return np.asarray(out, dtype=float).reshape(g.shape)
 
 

@@ -138,9 +138,11 @@ def _b5_theory(design: dict[str, Any], cval: float, snr: float, act: Any, gammas
     :mod:`theory.structured` (the project's derivation, judged in B7; drawn here for reference only)."""
     if snr == 0.0:
         return attention_theory(gammas, cval, act)
+    from theory import AttentionModel
     from theory.structured import structured_attention_error
 
-    return np.asarray(structured_attention_error(gammas, cval, act, snr), dtype=float).reshape(np.shape(gammas))
+    model = AttentionModel(cval, act, snr)
+    return np.asarray(structured_attention_error(gammas, model), dtype=float).reshape(np.shape(gammas))
 
 
 def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list[Comparison], cval: float,

@@ -15,7 +15,7 @@ from ..claim import Claim, register
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from ..registry import CheckContext, Comparison
-from .paper_b_structured import (ACTIVATION, mean_se, shared_mc, structured_profile, structured_theory,
+from .paper_b_structured import (ACTIVATION, attention_model, mean_se, shared_mc, structured_profile, structured_theory,
                                  StructuredProfile)
 
 
@@ -50,10 +50,9 @@ def design_b7_lin(ctx: CheckContext) -> LinDesign:
 
 def predict_b7_lin(ctx: CheckContext, design: LinDesign) -> LinPrediction:
     """Structured theory of the design's configuration and ``kappa_lin(p)``."""
-    from theory.structured import linearisation_control
-
+    model = attention_model(design.c, design.snr, design.spike)
     return LinPrediction(theory=structured_theory(design.gammas, design.c, design.snr, design.spike),
-                         kappa={p: linearisation_control(p, design.snr, spike=design.spike) for p in design.ps})
+                         kappa={p: model.linearisation_control(p) for p in design.ps})
 
 
 def simulate_b7_lin(ctx: CheckContext, design: LinDesign) -> dict:

@@ -160,14 +160,17 @@ class RevPrediction:
 
 def predict_reversal(ctx: CheckContext, design: RevDesign) -> RevPrediction:
     """Structured theory and ridge on the design's gammas, and ``kappa_lin`` at every size."""
-    from theory import ridge_error_values
-    from theory.structured import linearisation_control, structured_attention_error
+    from theory import AttentionModel, ridge_error_values
+    from theory.structured import structured_attention_error
 
     g = np.asarray(design.gammas, float)
-    att = {s: np.asarray(structured_attention_error(g, s[1], s[0], s[2], spike=(s[3], "aligned")), float)
+    att = {s: np.asarray(structured_attention_error(g, AttentionModel(s[1], s[0], s[2], spike=(s[3], "aligned"))),
+                         float)
            for s in design.settings}
     ridge = {(c, snr): np.asarray(ridge_error_values(g, c, snr), float) for c in design.cs for snr in design.snrs}
-    kappa = {(snr, st, p): float(linearisation_control(p, snr, spike=(st, "aligned")))
+    # kappa_lin depends on snr and the spike only: the model of the first activation and c carries them
+    kappa = {(snr, st, p): float(AttentionModel(design.cs[0], design.activations[0], snr, spike=(st, "aligned"))
+                                 .linearisation_control(p))
              for snr in design.snrs for st in design.strengths for p in design.ps}
     return RevPrediction(att=att, ridge=ridge, kappa=kappa)
 

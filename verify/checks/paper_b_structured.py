@@ -165,11 +165,17 @@ def _spike_vectors_p(spike: tuple[float, str], p: int) -> tuple[np.ndarray | Non
     return np.pad(wk, (0, p - wk.size)), np.pad(wq, (0, p - wq.size))
 
 
+def attention_model(c: float, snr: float, spike: tuple[float, str], activation: str = ACTIVATION) -> Any:
+    """The :class:`theory.AttentionModel` of a configuration (``spike=(strength, "none")``: no spike)."""
+    from theory import AttentionModel
+
+    return AttentionModel(c, activation, snr, spike=None if spike[1] == "none" else spike)
+
+
 def structured_theory(gammas, c, snr, spike, **kw) -> np.ndarray:
     from theory.structured import structured_attention_error
 
-    sp_ = None if spike[1] == "none" else spike
-    return np.asarray(structured_attention_error(np.asarray(gammas, float), c, ACTIVATION, snr, spike=sp_, **kw))
+    return np.asarray(structured_attention_error(np.asarray(gammas, float), attention_model(c, snr, spike), **kw))
 
 
 def _spike_key(spike) -> list:
@@ -336,14 +342,12 @@ def design_b7(ctx: CheckContext) -> B7Design:
 
 def predict_b7(ctx: CheckContext, design: B7Design) -> B7Prediction:
     """Structured theory (both null systems) and ``kappa(2p)`` of every configuration."""
-    from theory.structured import linearisation_control
-
     theory, spec, kappa = {}, {}, {}
     for cfg in design.configs:
         c, snr, spike = cfg
         theory[cfg] = structured_theory(design.gammas, c, snr, spike)
         spec[cfg] = structured_theory(design.gammas, c, snr, spike, system="spec")  # informational comparison only
-        kappa[cfg] = linearisation_control(design.sizes[c][0][1], snr, spike=None if spike[1] == "none" else spike)
+        kappa[cfg] = attention_model(c, snr, spike).linearisation_control(design.sizes[c][0][1])
     return B7Prediction(theory=theory, theory_spec=spec, kappa=kappa)
 
 
