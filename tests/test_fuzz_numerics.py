@@ -45,7 +45,8 @@ import test_fuzz_theory as tft
 from fuzz_support import (Case, EVIL, INF, MARKER, NAN, OUTCOMES, Arg, capped_memory, choice, classify, integer, nonfinite,
                           nonneg, pos, real, restore_limits)
 
-MINE = ("rmt", "slopes", "error_model", "threads", "_piecewise", "ips", "estimator", "baseline", "sweep")
+MINE = ("rmt", "model_simulation", "slopes", "error_model", "threads", "_piecewise", "ips", "estimator", "baseline",
+        "sweep")
 OTHERS: tuple[str, ...] = ()  # every module of numerics reaches 100 %; a new module's gaps go here
 MAX_SEED = 2**63 - 1
 
@@ -187,7 +188,7 @@ _KINDS: dict[str, Callable[[Arg], list[tuple[str, Any]]]] = {
     "spikes": _spikes_bad, "linearised": _linearised_bad, "interval": _interval_bad, "pred": _pred_bad,
     "sizes": _sizes_bad, "model": _model_bad, "slopefit": _slopefit_bad, "callable": _callable_bad,
     "items": _items_bad, "pre_dispatch": _pre_dispatch_bad, "coef": _coef_bad, "text": _text_bad,
-    "path": _path_bad, "mapping": _mapping_bad}
+    "path": _path_bad, "mapping": _mapping_bad, "attention_model": lambda a: _junk()}
 
 
 def bad_values(a: Arg, drop: frozenset = frozenset()) -> list[tuple[str, Any]]:
@@ -245,6 +246,17 @@ def _rmt_cases(add: Callable[..., None]) -> None:
         dict(features=_X, gammas=[0.1, 1.0], label_mean=np.linspace(-0.9, 0.9, 6)),
         dict(label_mean=_vec(none_ok=True, extra=(("wrong length", np.ones(5)), ("outside [-1, 1]", np.full(6, 1.5))))),
         path="interpolation_error_label_average")
+    from theory import AttentionModel
+
+    attn = AttentionModel(c=0.5, activation="tanh", spike=(2.0, "aligned"))
+    model_arg = Arg("attention_model", extra=(
+        ("kernel constants", AttentionModel(c=0.5, activation={"a1": 0.5, "sf2": 0.1})),
+        ("numeric diagonal", AttentionModel(c=0.5, activation="tanh", diagonal=0.2)),
+        ("n = p/c not whole", AttentionModel(c=0.3, activation="tanh"))))
+    add("simulate_model", dict(model=attn, p=4, gammas=[0.1, 1.0], n_trials=2, seed=0, kind="attention"),
+        dict(model=model_arg, p=integer(1, extra=(("spike longer than p", 0),)), gammas=GAMMAS,
+             n_trials=integer(2), seed=SEED, kind=choice("attention", "ridge")))
+    add("model_sizes", dict(model=attn, p=4), dict(model=Arg("attention_model"), p=integer(1)))
     add("label_posterior_mean", dict(X=_X, mu=np.ones(4)),
         dict(X=Arg("matrix2"), mu=_vec(extra=(("wrong length", np.ones(3)),))))
     add("gaussian_equivalent_kernel", dict(X=_X, a1=0.5, nu=0.5, rng=0, symmetric=True, d0=0.0),

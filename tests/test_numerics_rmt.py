@@ -733,3 +733,39 @@ def test_feature_basis_gives_every_error_path_the_same_errors():
     np.testing.assert_allclose(errors_batch(R @ K, None, g), errors_batch(X @ K, None, g), rtol=1e-10)
     for narrow in (X[:, :16, :], X[:, :8, :]):  # p = n, p < n: no stand-in
         assert feature_basis(narrow, narrow.transpose(-1, -2) @ narrow) is narrow
+
+
+def test_simulate_model_is_the_monte_carlo_of_the_models_arguments():
+    """simulate_model(model, p, ...) gives interpolation_error_mc's numbers for the model's fields, bit for bit."""
+    from numerics import simulate_model
+    from theory import AttentionModel
+
+    g = [1e-2, 0.5]
+    model = AttentionModel(c=0.5, activation="erf", snr=1.0, spike=(4.0, "aligned"))
+    w = np.zeros(16)
+    w[0] = 2.0
+    want = interpolation_error_mc("attention", 32, 16, 1.0, g, 3, 5, activation="erf", w_k=w, w_q=w)
+    got = simulate_model(model, 16, g, 3, 5)
+    assert all(np.array_equal(a, b) for a, b in zip(want, got))
+    ridge = simulate_model(model, 16, g, 3, 5, kind="ridge", return_trials=True)
+    assert all(np.array_equal(a, b) for a, b in zip(interpolation_error_mc("ridge", 32, 16, 1.0, g, 3, 5,
+                                                                            return_trials=True), ridge))
+
+
+def test_simulate_model_refuses_what_it_cannot_simulate():
+    from numerics import simulate_model
+    from theory import AttentionModel
+
+    model = AttentionModel(c=0.5, activation="tanh")
+    with pytest.raises(ValueError, match="whole number"):
+        simulate_model(AttentionModel(c=0.3, activation="tanh"), 16, [0.1], 2, 0)
+    with pytest.raises(TypeError, match="from the model"):
+        simulate_model(model, 16, [0.1], 2, 0, snr=1.0)
+    with pytest.raises(ValueError, match="kernel constants"):
+        simulate_model(AttentionModel(c=0.5, activation={"a1": 0.5, "sf2": 0.1}), 16, [0.1], 2, 0)
+    with pytest.raises(ValueError, match="diagonal"):
+        simulate_model(AttentionModel(c=0.5, activation="tanh", diagonal=0.3), 16, [0.1], 2, 0)
+    with pytest.raises(TypeError, match="AttentionModel"):
+        simulate_model("tanh", 16, [0.1], 2, 0)
+    with pytest.raises(ValueError, match="coordinates"):
+        simulate_model(AttentionModel(c=0.5, activation="tanh", spike=(1.0, "orthogonal")), 1, [0.1], 2, 0)
