@@ -15,8 +15,10 @@ fixed and the labels are independent with ``E[y_i | a_i] = g(a_i) = tanh(sqrt(sn
 
 T1 is the part of the Bayes predictor the features miss, T2 the label noise left after fitting, weighted by one
 minus each token's leverage.  The script measures both for attention and ridge on the same draws (the toolkit's
-own sampler and attention features), the leverage profile against ``|a|``, and the heteroscedastic-row model of
-the leverage (:func:`leverage_profile_model`, at ``t_eff = t + 1/sqrt p``, :func:`effective_t`).  It prints markdown tables; the figure shows the leverage profile.
+own sampler and attention features), the leverage profile against ``|a|``, and the theory of the leverage
+(:func:`theory.strong_alignment_leverage`, at ``t_eff = t + 1/sqrt p``, :func:`effective_t`), also against a
+simulation of the exact model its equation describes (:func:`dyson_model_t2`).  It prints markdown tables; the
+figure shows the leverage profile.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import brentq
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -92,42 +93,36 @@ def measure(activation: str, c: float, t: float, p: int, trials: int, seed: int)
             "a": np.concatenate(a_all), "leverage": np.concatenate(lev_all)}
 
 
-def _label_coordinate(snr: float) -> tuple[np.ndarray, np.ndarray]:
-    """Quadrature of ``a = sqrt(snr) y + z`` (``y = +-1`` equally likely, ``z ~ N(0, 1)``)."""
-    s = np.sqrt(snr)
-    return np.concatenate([_NODES + s, _NODES - s]), np.concatenate([_WEIGHTS, _WEIGHTS]) / 2
+def theory_t2(activation: str, c: float, t: float, nodes: int = 40) -> float:
+    """``T2`` of :func:`theory.strong_alignment_leverage` (the limit at ``t``)."""
+    from theory import strong_alignment_leverage
+
+    return strong_alignment_leverage(t, c, activation, SNR, nodes=nodes).t2
 
 
-def leverage_profile_model(activation: str, c: float, t: float, snr: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Heteroscedastic-row model of the leverage: nodes ``a``, weights, ``h(a)``.
+def dyson_model_t2(c: float, t: float, n: int, trials: int, seed: int) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """T2 (mean, SE) and the pooled ``(a, leverage)`` of the model the Dyson equation describes, erf.
 
-    Conditional on ``a``, the Hermite expansion of ``f(g + t a a')`` in the Gaussian part ``g`` splits a token's
-    features into a low-rank part (functions of ``a``; leverage ``O(1/n)`` per token) and a generic part whose
-    energy per coordinate is ``s2(a) = E_a'[Var_xi f(xi + t a a')] / c + (E_a'[E f'(xi + t a a')])^2 / c^2``.
-    Treating the generic rows as ``s(a)`` times i.i.d. isotropic vectors gives ``h(a) = s2 d / (1 + s2 d)`` with
-    ``E_a h(a) = c``.  An approximation (the rows share neither a covariance nor independence); the script
-    measures its error.
+    ``K = h1(t a a') o (Xi Xi^T / p) + r(t a a') o W / sqrt p`` (zero diagonal, ``W`` symmetric Gaussian), ``F = K Xi``,
+    ``a`` independent of ``Xi``: the kernel's slope and remainder parts without its mean part.
     """
-    from numerics import resolve_activation
-
-    f = resolve_activation(activation)
-    A, WA = _label_coordinate(snr)
-    u = _NODES[None, None, :] + t * A[:, None, None] * A[None, :, None]
-    h = 1e-5
-    fu = f(u)
-    mean = (fu * _WEIGHTS).sum(-1)
-    var = (fu**2 * _WEIGHTS).sum(-1) - mean**2
-    slope = ((f(u + h) - f(u - h)) / (2 * h) * _WEIGHTS).sum(-1)
-    s2 = (var * WA).sum(1) / c + ((slope * WA).sum(1)) ** 2 / c**2
-    d = brentq(lambda d: (s2 * d / (1 + s2 * d) * WA).sum() - c, 1e-12, 1e12)
-    return A, WA, s2 * d / (1 + s2 * d)
-
-
-def model_t2_gap(activation: str, c: float, t: float, snr: float) -> float:
-    """``T2`` of attention minus ridge's ``(1 - c) E v(a)`` under :func:`leverage_profile_model`."""
-    A, WA, h = leverage_profile_model(activation, c, t, snr)
-    v = 1 - np.tanh(np.sqrt(snr) * A) ** 2
-    return float(((1 - h) * v * WA).sum() - (1 - c) * (v * WA).sum())
+    p = int(round(c * n))
+    rng = np.random.default_rng([seed, n, p, int(round(1000 * t)), 2])
+    out, a_all, lev_all = [], [], []
+    for _ in range(trials):
+        a = rng.choice([-1.0, 1.0], n) * np.sqrt(SNR) + rng.standard_normal(n)
+        xi = rng.standard_normal((n, p))
+        _, h1, rest = _hermite_parts("erf", t * np.outer(a, a))
+        noise = rng.standard_normal((n, n))
+        K = h1 * (xi @ xi.T / p) + rest * (noise + noise.T) / np.sqrt(2 * p)
+        np.fill_diagonal(K, 0.0)
+        basis, _ = np.linalg.qr(K @ xi)
+        lev = (basis**2).sum(axis=1)
+        v = 1 - np.tanh(np.sqrt(SNR) * a) ** 2
+        out.append(float(((1 - lev) * v).mean() - (1 - c) * v.mean()))
+        a_all.append(a)
+        lev_all.append(lev)
+    return float(np.mean(out)), float(np.std(out, ddof=1) / np.sqrt(trials)), np.concatenate(a_all), np.concatenate(lev_all)
 
 
 def _hermite_parts(activation: str, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -187,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     print("| f | c | t | p | trials | E_att - E_RR | T1 + T2 part | T1 part | T2 part | T1 att / RR | T2 att / RR | "
-          "T2 model |")
+          "T2 theory |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     profiles = {}
     for act, c, t, p, trials in GRID:
@@ -196,14 +191,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {act} | {c:.3g} | {t} | {p} | {trials} | {d[0]:+.4f} ± {se[0]:.4f} | {d[3]:+.4f} ± {se[3]:.4f} | "
               f"{d[1]:+.4f} ± {se[1]:.4f} | "
               f"{d[2]:+.4f} ± {se[2]:.4f} | {mean[1]:.4f} / {mean[4]:.4f} | {mean[2]:.4f} / {mean[5]:.4f} | "
-              f"{model_t2_gap(act, c, effective_t(t, p), SNR):+.4f} |", flush=True)
+              f"{theory_t2(act, c, effective_t(t, p)):+.4f} |", flush=True)
         if act == "erf" and c == 0.5 and p == 512:
             profiles[t] = m
-    print("\nLeverage of attention's features by |a| (erf, c = 1/2, p = 512), measured / model:\n")
+    from theory import strong_alignment_leverage
+
+    print("\nLeverage of attention's features by |a| (erf, c = 1/2, p = 512), measured / theory at t_eff:\n")
     print("| t | " + " | ".join(f"[{lo}, {hi})" for lo, hi in zip(BINS[:-1], BINS[1:])) + " |")
     print("|---" * len(BINS) + "|")
     for t, m in profiles.items():
-        A, WA, h = leverage_profile_model("erf", 0.5, effective_t(t, 512), SNR)
+        prof = strong_alignment_leverage(effective_t(t, 512), 0.5, "erf", SNR, nodes=100)
+        A, WA, h = prof.a, prof.weights, prof.leverage
         cells = [f"{e:.3f} / {mo:.3f}" for e, mo in zip(binned(m["a"], m["leverage"]), binned(A, h, WA))]
         print(f"| {t} | " + " | ".join(cells) + " |")
     print("\nT2 part (attention - ridge), true kernel and its conditional Gaussian equivalents (erf, c = 1/2):\n")
@@ -212,6 +210,15 @@ def main(argv: list[str] | None = None) -> int:
     for t, p, trials in ((0.5, 256, 8), (0.5, 512, 4), (2.0, 256, 8)):
         mean, se = equivalence("erf", 0.5, t, p, trials, args.seed)
         print(f"| {t} | {p} | {trials} | " + " | ".join(f"{m:+.4f} ± {e:.4f}" for m, e in zip(mean, se)) + " |", flush=True)
+    print("\nThe Dyson equation's model (slope and remainder parts of the kernel, erf, n = 1024, 4 trials): T2 by "
+          "simulation and by theory; leverage by |a| at c = 1/2, simulation / theory:\n")
+    print("| c | t | T2 simulated | T2 theory | " + " | ".join(f"[{lo}, {hi})" for lo, hi in zip(BINS[:-1], BINS[1:])) + " |")
+    print("|---|---|---|---|" + "---|" * (len(BINS) - 1))
+    for c, t in ((0.5, 0.18), (0.5, 0.5), (0.5, 1.0), (0.5, 2.0), (1 / 3, 0.5)):
+        mean, se, a, lev = dyson_model_t2(c, t, 1024, 4, args.seed)
+        prof = strong_alignment_leverage(t, c, "erf", SNR, nodes=100)
+        cells = [f"{e:.3f} / {mo:.3f}" for e, mo in zip(binned(a, lev), binned(prof.a, prof.leverage, prof.weights))]
+        print(f"| {c:.3g} | {t} | {mean:+.4f} ± {se:.4f} | {prof.t2:+.4f} | " + " | ".join(cells) + " |", flush=True)
     _figure(profiles, args.figure)
     print(f"\n{time.perf_counter() - start:.0f} s, seed {args.seed}")
     return 0
@@ -219,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _figure(profiles: dict, path: Path) -> None:
     import matplotlib
+
+    from theory import strong_alignment_leverage
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -228,12 +237,13 @@ def _figure(profiles: dict, path: Path) -> None:
     for k, (t, m) in enumerate(sorted(profiles.items())):
         colour = f"C{k}"
         ax.plot(centres, binned(m["a"], m["leverage"]), "o", color=colour, label=f"t = {t}, measured")
-        A, WA, h = leverage_profile_model("erf", 0.5, effective_t(t, 512), SNR)
+        prof = strong_alignment_leverage(effective_t(t, 512), 0.5, "erf", SNR, nodes=100)
+        A, WA, h = prof.a, prof.weights, prof.leverage
         ax.plot(centres, binned(A, h, WA), "-", color=colour, alpha=0.6)
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("|a| (the token's labelled coordinate)")
     ax.set_ylabel("leverage of the token in attention's features")
-    ax.set_title("erf, c = 1/2, p = 512: points measured, lines the heteroscedastic-row model", fontsize=9)
+    ax.set_title("erf, c = 1/2, p = 512: points measured, lines the theory at t + 1/sqrt p", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

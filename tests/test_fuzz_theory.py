@@ -196,6 +196,12 @@ def _mp_kernel_and_ridge(add: Callable[..., None]) -> None:
     add("label_mmse", dict(snr=1.0), dict(snr=nonneg()))
     for name in ("bayes_feature_limit", "strong_alignment_margin"):
         add(name, dict(c=0.5, snr=1.0), dict(c=pos(), snr=nonneg()))
+    add("strong_alignment_leverage", dict(t=0.5, c=0.5, activation="erf", snr=1.0, nodes=8),
+        dict(t=nonneg(), c=real(0, 1, low_open=True, high_open=True), activation=ACT, snr=nonneg(),
+             nodes=Arg("int", 8, 200)))
+    add("strong_alignment_gap", dict(t=0.5, c=0.5, activation="erf", snr=1.0, nodes=8),
+        dict(t=pos(), c=real(0, 1, low_open=True, high_open=True), activation=ACT, snr=nonneg()))
+    add("captures_bayes_predictor", dict(activation="tanh"), dict(activation=ACT))
     add("ridge_error_small_gamma_coefficient", dict(c=2.0, snr=1.0), dict(c=real(1, low_open=True, symbolic=True),
                                                                           snr=SYM_NONNEG))
     # ---- laws

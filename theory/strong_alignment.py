@@ -12,8 +12,13 @@ leverage).  This module holds the closed forms of that split:
   leverage (``T1 = 0``);
 * :func:`strong_alignment_margin`: that limit minus ridge's ``(1 - c)/(1 + snr)``, the part of attention's win
   under strong alignment that comes from the better predictor (``T1``).  It assumes what docs/strong_alignment.md
-  argues and measures (attention's features hold ``tanh(a)`` as ``p -> infinity`` at fixed ``t > 0`` for an odd
-  activation) and leaves out the leverage part (``T2``), whose theory is not derived.
+  argues and measures (attention's features hold ``tanh(a)`` as ``p -> infinity`` at fixed ``t > 0`` when the
+  activation's mean kernel has a nonlinear odd part);
+* :func:`strong_alignment_leverage`: the leverage profile ``h(a)`` of attention's features, from a matrix Dyson
+  equation (derived by the project; checked against simulation, docs/strong_alignment.md step 5), and the ``T2``
+  part it gives;
+* :func:`strong_alignment_gap`: the two parts and their sum, ``E_att(0) - E_RR(0)`` as ``p -> infinity`` at fixed
+  ``t = ||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``, diagonal removed).
 
 >>> round(label_mmse(1.0), 4)
 0.4496
@@ -24,13 +29,19 @@ leverage).  This module holds the closed forms of that split:
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from scipy import integrate
 
-from ._validation import as_float
+from ._leverage_dyson import solve_leverage
+from ._validation import ArgumentTypeError, as_float, as_int
+from .activations import ActivationLike, check_activation, numpy_activation
 
-__all__ = ["label_mmse", "bayes_feature_limit", "strong_alignment_margin"]
+__all__ = ["label_mmse", "bayes_feature_limit", "strong_alignment_margin", "strong_alignment_leverage",
+           "strong_alignment_gap", "captures_bayes_predictor"]
 
 
 def label_mmse(snr: Any) -> float:
@@ -115,3 +126,140 @@ def strong_alignment_margin(c: Any, snr: Any) -> float:
     if cv >= 1.0:
         return 0.0
     return (1.0 - cv) * (label_mmse(s) - 1.0 / (1.0 + s))
+
+
+@dataclass(frozen=True)
+class LeverageProfile:
+    """The leverage ``h(a)`` of attention's features on quadrature nodes of ``a``, and the ``T2`` part it gives.
+
+    ``t2 = E_a[(1 - h(a)) v(a)] - (1 - c) E_a v(a)`` with ``v(a) = 1 - tanh(sqrt(snr) a)^2``: the label noise left by
+    attention minus ridge's (whose leverage is ``c`` everywhere).
+    """
+
+    a: np.ndarray = field(repr=False)
+    weights: np.ndarray = field(repr=False)
+    leverage: np.ndarray = field(repr=False)
+    t2: float
+    iterations: int
+    converged: bool
+
+
+def _check_inputs(t: Any, c: Any, activation: Any, snr: Any) -> tuple[float, float, Any, float]:
+    tv = as_float("t", t, low=0)
+    cv = as_float("c", c, low=0, high=1, low_open=True, high_open=True)
+    if isinstance(activation, dict):
+        raise ArgumentTypeError("activation must be a name or a sympy expression (its function is needed, not only "
+                                "its kernel constants)")
+    return tv, cv, check_activation(activation, "activation"), as_float("snr", snr, low=0)
+
+
+def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf", snr: Any = 1.0, *,
+                              nodes: int = 40, tol: float = 1e-12, maxiter: int = 5000) -> LeverageProfile:
+    """Leverage profile of attention's features under strong alignment, ``p -> infinity`` at fixed ``t``.
+
+    *Derived by the project* (docs/strong_alignment.md, step 5): the leverage is a diagonal entry of the inverse
+    of a symmetric linear pencil in the data, the kernel noise and diagonal matrices of ``a``; its limit solves a
+    matrix Dyson equation (standard theory for Gaussian matrices with a variance profile, applied at spectral
+    parameter 0: assumed, and checked against simulation to 1-3 standard errors).  The kernel's mean part is
+    left out: it is of low effective rank and moves the leverages by ``O(1/n)`` (about 0.002 in ``T2`` at
+    ``n = 512-2048``, measured).  At finite ``p`` evaluate it at ``t + 1/sqrt(p)``.
+
+    Parameters
+    ----------
+    t : float
+        ``||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``), finite, ``>= 0``.
+    c : float
+        ``p / n`` in ``(0, 1)`` (at ``c >= 1`` the features interpolate and every leverage is 1).
+    activation : str or sympy expression
+        The kernel's ``f`` (not a dict of kernel constants).
+    snr : float
+        ``||mu||^2``, finite, ``>= 0``.
+    nodes : int
+        Gauss-Hermite nodes per label (the grid has ``2 nodes`` points), 8 to 200.
+    tol, maxiter : convergence of the damped fixed-point iteration (a ``RuntimeWarning`` when not reached).
+
+    Returns
+    -------
+    LeverageProfile
+
+    Examples
+    --------
+    >>> prof = strong_alignment_leverage(1.0, 0.5, "erf", 1.0, nodes=20)
+    >>> round(float(prof.weights @ prof.leverage), 6), round(prof.t2, 3)
+    (0.5, -0.036)
+    """
+    tv, cv, act, s = _check_inputs(t, c, activation, snr)
+    k = as_int("nodes", nodes, 8, 200)
+    tolv = as_float("tol", tol, low=0, low_open=True)
+    iters = as_int("maxiter", maxiter, 1, 10**6)
+    sol = solve_leverage(numpy_activation(act), tv, cv, s, k, tolv, iters)
+    if not sol.converged:
+        warnings.warn(f"strong_alignment_leverage: no convergence in {iters} iterations (t={tv}, c={cv})",
+                      RuntimeWarning, stacklevel=2)
+    v = 1.0 - np.tanh(np.sqrt(s) * sol.a) ** 2
+    t2 = float(sol.weights @ ((1.0 - sol.leverage) * v) - (1.0 - cv) * (sol.weights @ v))
+    return LeverageProfile(sol.a, sol.weights, sol.leverage, t2, sol.iterations, sol.converged)
+
+
+def captures_bayes_predictor(activation: ActivationLike) -> bool:
+    """Whether the mean kernel ``E f(xi + m)`` has a nonlinear odd part (some ``E[f He_k] != 0``, odd ``k >= 3``).
+
+    Then, under strong alignment, attention's features span nonlinear odd functions of ``a``, and the ``T1`` part
+    of the win is :func:`strong_alignment_margin` in the limit (argued and measured, docs/strong_alignment.md step
+    4).  False for ``x Phi(x)``-type gates (gelu, silu), relu and softplus, whose odd part is ``x/2``.
+
+    >>> captures_bayes_predictor("erf"), captures_bayes_predictor("gelu")
+    (True, False)
+    """
+    f = numpy_activation(check_activation(activation, "activation"))
+    x, w = np.polynomial.hermite_e.hermegauss(160)
+    w = w / w.sum()
+    values = f(x)
+    scale = math.sqrt(float(values**2 @ w)) or 1.0
+    he = np.polynomial.hermite_e
+    return any(abs(float((values * he.hermeval(x, [0] * k + [1])) @ w)) > 1e-7 * scale for k in (3, 5, 7))
+
+
+@dataclass(frozen=True)
+class StrongAlignmentGap:
+    """``E_att(0) - E_RR(0)`` under strong alignment in the limit, as its two parts: ``t1 + t2 = total``."""
+
+    t1: float
+    t2: float
+    total: float
+    leverage: LeverageProfile = field(repr=False)
+
+
+def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr: Any = 1.0, *,
+                         nodes: int = 40) -> StrongAlignmentGap:
+    """Attention minus ridge as ``gamma -> 0`` under strong alignment, ``p -> infinity`` at fixed ``t > 0``.
+
+    ``t1``: :func:`strong_alignment_margin` when :func:`captures_bayes_predictor` (else 0: the features hold only
+    the linear part of ``tanh(a)``, as ridge's do); ``t2``: :func:`strong_alignment_leverage`'s.  At finite ``p``
+    the capture of ``T1`` is partial while ``sqrt(p) t^3`` is small (measured: about half at ``t = 0.18``,
+    ``p = 256-1024``; complete from ``t = 0.35``), and ``T2`` is best read at ``t + 1/sqrt(p)``.
+
+    Parameters
+    ----------
+    t : float
+        ``> 0``.  The limits do not commute: at ``t = 0`` (an order-one spike, paper B's scaling) attention's features
+        do not even hold ``a`` cleanly and the structured theory's gap is positive (+0.0143 at ``c = 1/2``,
+        ``snr = 1``, ``AttentionModel.error``), while any fixed ``t > 0`` puts a copy of a function of ``a`` of size
+        ``sqrt(p) t`` into the features.
+    c, activation, snr, nodes : as :func:`strong_alignment_leverage`.
+
+    Returns
+    -------
+    StrongAlignmentGap
+
+    Examples
+    --------
+    >>> gap = strong_alignment_gap(2.0, 0.5, "erf", 1.0, nodes=20)
+    >>> round(gap.t1, 4), round(gap.t2, 3), round(gap.total, 3)
+    (-0.0252, -0.068, -0.093)
+    """
+    tv, cv, act, s = _check_inputs(t, c, activation, snr)
+    tv = as_float("t", tv, low=0, low_open=True)
+    prof = strong_alignment_leverage(tv, cv, act, s, nodes=nodes)
+    t1 = strong_alignment_margin(cv, s) if captures_bayes_predictor(act) else 0.0
+    return StrongAlignmentGap(t1, prof.t2, t1 + prof.t2, prof)

@@ -1,0 +1,105 @@
+"""The leverage profile of attention's features under strong alignment: a matrix Dyson equation on a grid in ``a``.
+
+Private: :func:`theory.strong_alignment_leverage` validates and calls :func:`solve_leverage`.  Derivation in
+docs/strong_alignment.md ("Step 5"): given the labelled coordinates ``a_i``, the kernel's slope and remainder parts,
+``K = h1(t a_i a_j) S_ij + r(t a_i a_j) W_ij / sqrt p`` (``S = X X^T``, ``W`` Gaussian), and ``F = K X``; then
+``1 - h_i`` is the ``(1, i)`` diagonal entry of the inverse of a symmetric linear pencil in ``X``, ``W`` and diagonal
+matrices of ``a``, whose block diagonal solves the Dyson equation below.  On quadrature nodes ``a_k`` (weights
+``w_k``) the unknowns are the 3 x 3 matrices ``G(a_k)`` (blocks ``1, u, v`` of the token side); the feature side is
+eliminated exactly into one linear solve of size ``1 + 2m`` per iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+#: Gauss-Hermite nodes of the Gaussian expectations over ``xi`` (the kernel's Hermite data at each ``m``)
+XI_NODES = 120
+#: spectral parameter of the Dyson equation (the solution is continued to 0; 1e-5 and 1e-8 agree to 1e-8)
+EPS = 1e-8
+
+
+@dataclass(frozen=True)
+class DysonSolution:
+    """Nodes ``a``, weights, the leverage ``h(a)``, iterations used and whether the iteration converged."""
+
+    a: np.ndarray
+    weights: np.ndarray
+    leverage: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def label_coordinate_nodes(snr: float, nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Hermite quadrature of ``a = sqrt(snr) y + z`` (``y = +-1`` equally likely): ``2 nodes`` points."""
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / w.sum()
+    s = np.sqrt(snr)
+    return np.concatenate([x + s, x - s]), np.concatenate([w, w]) / 2
+
+
+def kernel_parts(f: Callable[[np.ndarray], np.ndarray], m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``h1(m) = E[xi f(xi + m)]`` and ``r(m)^2 = Var f(xi + m) - h1(m)^2``, entrywise, by Gauss-Hermite."""
+    x, w = np.polynomial.hermite_e.hermegauss(XI_NODES)
+    w = w / w.sum()
+    values = f(x[None, :] + m.reshape(-1, 1))
+    h0 = values @ w
+    h1 = values @ (w * x)
+    r2 = np.maximum(values**2 @ w - h0**2 - h1**2, 0.0)
+    return h1.reshape(m.shape), r2.reshape(m.shape)
+
+
+def _self_energy(G: np.ndarray, w: np.ndarray, H: np.ndarray, R: np.ndarray, c: float) -> np.ndarray:
+    """``Sigma(a_k)``: the feature side eliminated (one solve of size ``1 + 2m``) plus the kernel noise's part."""
+    m = len(w)
+    sig = (w @ G[:, 2, 2]) / c
+    Z = np.zeros((1 + 2 * m, 1 + 2 * m), complex)
+    b1, bu = slice(1, m + 1), slice(m + 1, 2 * m + 1)
+    Z[0, 0] = -sig + 1j * EPS
+    Z[0, b1] = -((w * G[:, 0, 2]) / c) @ H
+    Z[0, bu] = -((w * G[:, 1, 2]) / c) @ H
+    Z[b1, 0] = -(w * G[:, 0, 2]) / c
+    Z[bu, 0] = -(w * G[:, 1, 2]) / c
+    Z[b1, b1] = -((w * G[:, 0, 0]) / c)[:, None] * H
+    Z[bu, bu] = -((w * G[:, 1, 1]) / c)[:, None] * H
+    Z[b1, bu] = Z[bu, b1] = -np.eye(m) - ((w * G[:, 0, 1]) / c)[:, None] * H
+    Zi = np.linalg.inv(Z)
+    Q = Zi.copy()
+    Q[b1, :] = H @ Zi[b1, :]
+    Q[bu, :] = H @ Zi[bu, :]
+    S = np.zeros((m, 3, 3), complex)
+    S[:, 2, 2] = Q[0, 0]
+    S[:, 0, 2] = S[:, 2, 0] = Q[b1, 0]
+    S[:, 1, 2] = S[:, 2, 1] = Q[bu, 0]
+    S[:, 0, 0] = np.diag(Q[b1, b1]) + R @ G[:, 1, 1]
+    S[:, 1, 1] = np.diag(Q[bu, bu]) + R @ G[:, 0, 0]
+    S[:, 0, 1] = S[:, 1, 0] = np.diag(Q[b1, bu]) + R @ G[:, 0, 1]  # symmetric kernel noise
+    return S
+
+
+def solve_leverage(f: Callable[[np.ndarray], np.ndarray], t: float, c: float, snr: float, nodes: int,
+                   tol: float, maxiter: int) -> DysonSolution:
+    """Damped fixed-point iteration of ``G(a) = (Lambda(a) - Sigma(G)(a))^{-1}`` from ``G = -i I``; ``h = 1 - G_11``."""
+    a, w = label_coordinate_nodes(snr, nodes)
+    m = len(a)
+    H, r2 = kernel_parts(f, t * np.outer(a, a))
+    R = r2 * w[None, :] / c
+    diag_slope = kernel_parts(f, t * a * a)[0]
+    Lam = np.zeros((m, 3, 3), complex)
+    Lam[:, 0, 0] = 1.0
+    Lam[:, 0, 1] = Lam[:, 1, 0] = -diag_slope
+    Lam[:, 1, 2] = Lam[:, 2, 1] = -1.0
+    Lam += 1j * EPS * np.eye(3)
+    G = -1j * np.tile(np.eye(3), (m, 1, 1))
+    converged, it = False, 0
+    for it in range(1, maxiter + 1):
+        G_new = np.linalg.inv(Lam - _self_energy(G, w, H, R, c))
+        step = np.abs(G_new - G).max()
+        G = 0.5 * G_new + 0.5 * G
+        if step < tol * (1 + np.abs(G).max()):
+            converged = True
+            break
+    return DysonSolution(a, w, 1.0 - G[:, 0, 0].real, it, converged)
