@@ -166,6 +166,15 @@ def equivalence(activation: str, c: float, t: float, p: int, trials: int, seed: 
     return r.mean(0), r.std(0, ddof=1) / np.sqrt(trials)
 
 
+def theory_binned(prof) -> list[float]:
+    """Bin means of a theory profile: ``h`` interpolated from its nodes onto a fine grid, weighted by the law of ``a``."""
+    order = np.argsort(prof.a)
+    grid = np.linspace(-BINS[-1], BINS[-1], 1401)
+    s = np.sqrt(SNR)
+    density = np.exp(-((grid - s) ** 2) / 2) + np.exp(-((grid + s) ** 2) / 2)
+    return binned(grid, np.interp(grid, prof.a[order], prof.leverage[order]), density)
+
+
 def binned(a: np.ndarray, values: np.ndarray, weights: np.ndarray | None = None) -> list[float]:
     """Mean of ``values`` over the bins of ``|a|`` in :data:`BINS`."""
     out = []
@@ -201,8 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---" * len(BINS) + "|")
     for t, m in profiles.items():
         prof = strong_alignment_leverage(effective_t(t, 512), 0.5, "erf", SNR, nodes=100)
-        A, WA, h = prof.a, prof.weights, prof.leverage
-        cells = [f"{e:.3f} / {mo:.3f}" for e, mo in zip(binned(m["a"], m["leverage"]), binned(A, h, WA))]
+        cells = [f"{e:.3f} / {mo:.3f}" for e, mo in zip(binned(m["a"], m["leverage"]), theory_binned(prof))]
         print(f"| {t} | " + " | ".join(cells) + " |")
     print("\nT2 part (attention - ridge), true kernel and its conditional Gaussian equivalents (erf, c = 1/2):\n")
     print("| t | p | trials | true kernel | equivalent | without the mean h0 | non-symmetric noise |")
@@ -217,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     for c, t in ((0.5, 0.18), (0.5, 0.5), (0.5, 1.0), (0.5, 2.0), (1 / 3, 0.5)):
         mean, se, a, lev = dyson_model_t2(c, t, 1024, 4, args.seed)
         prof = strong_alignment_leverage(t, c, "erf", SNR, nodes=100)
-        cells = [f"{e:.3f} / {mo:.3f}" for e, mo in zip(binned(a, lev), binned(prof.a, prof.leverage, prof.weights))]
+        cells = [f"{e:.3f} / {mo:.3f}" for e, mo in zip(binned(a, lev), theory_binned(prof))]
         print(f"| {c:.3g} | {t} | {mean:+.4f} ± {se:.4f} | {prof.t2:+.4f} | " + " | ".join(cells) + " |", flush=True)
     _figure(profiles, args.figure)
     print(f"\n{time.perf_counter() - start:.0f} s, seed {args.seed}")
@@ -238,8 +246,7 @@ def _figure(profiles: dict, path: Path) -> None:
         colour = f"C{k}"
         ax.plot(centres, binned(m["a"], m["leverage"]), "o", color=colour, label=f"t = {t}, measured")
         prof = strong_alignment_leverage(effective_t(t, 512), 0.5, "erf", SNR, nodes=100)
-        A, WA, h = prof.a, prof.weights, prof.leverage
-        ax.plot(centres, binned(A, h, WA), "-", color=colour, alpha=0.6)
+        ax.plot(centres, theory_binned(prof), "-", color=colour, alpha=0.6)
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("|a| (the token's labelled coordinate)")
     ax.set_ylabel("leverage of the token in attention's features")
