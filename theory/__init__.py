@@ -17,6 +17,7 @@ implicit          paper B: Taylor coefficients of the null system in gamma (impl
 symbolic          the solvers as sympy functions (symbolic gamma or c: evalf, diff, series, lambdify, plot)
 laws              scipy.stats-style spectral laws: MarchenkoPastur, KernelSpectralLaw
 settings          frozen settings: AttentionModel (paper B's model), RateSetting (paper A's setting)
+strong_alignment  paper B under strong alignment (||w_K|| ||w_Q|| ~ sqrt p): the gamma -> 0 gap, its T1 and T2 parts
 
 Input validation (one layer, :mod:`theory._validation`, used by every public callable)
 --------------------------------------------------------------------------------------
