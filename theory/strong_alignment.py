@@ -1,10 +1,12 @@
-"""Exact pieces of the interpolation limit under strong alignment (docs/strong_alignment.md, "Mechanism").
+"""The interpolation limit under strong alignment: its exact split, closed forms and leverage equation.
+
+Derivation and checks: docs/strong_alignment.md, "Mechanism".
 
 *Derived by the project.* Model of paper B: ``x_i = mu y_i + z_i`` with balanced labels ``y_i = +-1`` and
 ``||mu||^2 = snr``; ``c = p/n``.  As ``gamma -> 0`` with ``c < 1`` the interpolation error is the in-sample residual
 of the labels on the ``p`` features, and given the data it splits exactly into ``T1`` (the part of the Bayes
 predictor ``tanh(mu^T x)`` the features miss) and ``T2`` (the label noise left, weighted by one minus each token's
-leverage).  This module holds the closed forms of that split:
+leverage).  This module holds:
 
 * :func:`label_mmse`: the Bayes error of a label from its token, ``E[1 - tanh(sqrt(snr) a)^2]``,
   ``a = sqrt(snr) y + z``;
