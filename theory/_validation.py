@@ -59,6 +59,8 @@ __all__ = [
     "require_at_least",
     "require_greater",
     "require_integer",
+    "sympy_number",
+    "rank_and_dimension",
 ]
 
 
@@ -511,3 +513,25 @@ def require_integer(name: str, value: Any, lower: int | None = None, upper: int 
 
 
 _LIMITS = Limits()  # the limits in force (replaced by set_limits); defined last: Limits validates with check_real
+
+
+def sympy_number(value: Any) -> sp.Expr:
+    """sympify a number (NumPy scalars included) or pass a sympy expression through.
+
+    Only called on values the ``require_*`` checks accepted (numbers and sympy objects); ``strict=True`` makes
+    sure no string is ever parsed.
+    """
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, np.generic):
+        value = value.item()
+    return sp.sympify(value, strict=True)
+
+
+def rank_and_dimension(r: Any, d: Any) -> tuple[sp.Expr, sp.Expr]:
+    """Paper A's rank ``r`` and token dimension ``d``: integers ``>= 1`` (or symbols) with ``r <= d``, as sympy."""
+    r = sympy_number(require_integer("r", r, 1))
+    d = sympy_number(require_integer("d", d, 1))
+    if not r.free_symbols and not d.free_symbols and r > d:
+        raise ValueError(f"r must be <= d (rank of a d x d matrix), got r={r}, d={d}")
+    return r, d

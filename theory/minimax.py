@@ -38,6 +38,8 @@ import sympy as sp
 from sympy.core.evalf import PrecisionExhausted
 
 from ._validation import check_choice, describe, get_limits, require_at_least, require_integer, require_positive
+from ._validation import rank_and_dimension as _rank_dim
+from ._validation import sympy_number as _s
 
 __all__ = [
     "rate_exponent",
@@ -60,38 +62,12 @@ _BOUNDS = ("upper", "rate", "lower")
 
 
 # --------------------------------------------------------------------------------------------- helpers
-def _s(value: Any) -> sp.Expr:
-    """sympify a number (NumPy scalars included) or pass a sympy expression through.
-
-    Only called on values the ``require_*`` checks accepted (numbers and sympy objects); ``strict=True`` makes
-    sure no string is ever parsed.
-    """
-    if isinstance(value, sp.Basic):
-        return value
-    try:
-        import numpy as np
-
-        if isinstance(value, np.generic):
-            value = value.item()
-    except ImportError:  # pragma: no cover
-        pass
-    return sp.sympify(value, strict=True)
-
-
 def _beta(beta: Any) -> sp.Expr:
     return _s(require_positive("beta", beta))
 
 
 def _M(M: Any, name: str = "M") -> sp.Expr:
     return _s(require_at_least(name, M, 2))
-
-
-def _rank_dim(r: Any, d: Any) -> tuple[sp.Expr, sp.Expr]:
-    r = _s(require_integer("r", r, 1))
-    d = _s(require_integer("d", d, 1))
-    if not r.free_symbols and not d.free_symbols and r > d:
-        raise ValueError(f"r must be <= d (rank of a d x d matrix), got r={r}, d={d}")
-    return r, d
 
 
 def _is_numeric(*values: sp.Expr) -> bool:

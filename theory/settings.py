@@ -45,7 +45,7 @@ import sympy as sp
 
 from . import minimax as _minimax
 from ._attention_model import AttentionModelFields, Spike
-from ._validation import require_positive
+from ._validation import rank_and_dimension, require_positive, sympy_number
 from .activations import HermiteMoments, hermite_moments
 from .attention import attention_error, attention_error_taylor, attention_small_gamma_law
 from .ridge import ridge_error_values
@@ -171,14 +171,14 @@ class RateSetting:
     constant: Any = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "beta", _minimax._beta(self.beta))
+        object.__setattr__(self, "beta", sympy_number(require_positive("beta", self.beta)))
         if (self.r is None) != (self.d is None):
             raise ValueError("give the rank r and the dimension d together (or neither)")
         if self.r is not None:
-            r, d = _minimax._rank_dim(self.r, self.d)
+            r, d = rank_and_dimension(self.r, self.d)
             object.__setattr__(self, "r", r)
             object.__setattr__(self, "d", d)
-        object.__setattr__(self, "constant", _minimax._s(require_positive("constant", self.constant)))
+        object.__setattr__(self, "constant", sympy_number(require_positive("constant", self.constant)))
 
     def _rd(self, what: str) -> tuple[sp.Expr, sp.Expr]:
         if self.r is None:
