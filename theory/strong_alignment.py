@@ -40,7 +40,7 @@ from scipy import integrate
 
 from ._leverage_dyson import solve_leverage
 from ._validation import ArgumentTypeError, as_float, as_int
-from .activations import ActivationLike, check_activation, numpy_activation
+from .activations import ActivationLike, check_activation, hermite_coefficients, numpy_activation
 
 __all__ = ["label_mmse", "bayes_feature_limit", "strong_alignment_margin", "strong_alignment_leverage",
            "strong_alignment_gap", "captures_bayes_predictor"]
@@ -125,9 +125,7 @@ def strong_alignment_margin(c: Any, snr: Any) -> float:
     """
     cv = as_float("c", c, low=0, low_open=True)
     s = as_float("snr", snr, low=0)
-    if cv >= 1.0:
-        return 0.0
-    return (1.0 - cv) * (label_mmse(s) - 1.0 / (1.0 + s))
+    return bayes_feature_limit(cv, s) - (1.0 - cv) / (1.0 + s) if cv < 1.0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -204,7 +202,7 @@ def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf"
 
 
 def captures_bayes_predictor(activation: ActivationLike) -> bool:
-    """Whether the mean kernel ``E f(xi + m)`` has a nonlinear odd part (some ``E[f He_k] != 0``, odd ``k >= 3``).
+    """Whether the mean kernel ``E f(xi + m)`` has a nonlinear odd part (``E[f He_k] != 0`` for ``k = 3, 5`` or 7).
 
     Then, under strong alignment, attention's features span nonlinear odd functions of ``a``, and the ``T1`` part
     of the win is :func:`strong_alignment_margin` in the limit (argued and measured, docs/strong_alignment.md step
@@ -213,13 +211,8 @@ def captures_bayes_predictor(activation: ActivationLike) -> bool:
     >>> captures_bayes_predictor("erf"), captures_bayes_predictor("gelu")
     (True, False)
     """
-    f = numpy_activation(check_activation(activation, "activation"))
-    x, w = np.polynomial.hermite_e.hermegauss(160)
-    w = w / w.sum()
-    values = f(x)
-    scale = math.sqrt(float(values**2 @ w)) or 1.0
-    he = np.polynomial.hermite_e
-    return any(abs(float((values * he.hermeval(x, [0] * k + [1])) @ w)) > 1e-7 * scale for k in (3, 5, 7))
+    coefficients = hermite_coefficients(check_activation(activation, "activation"), 7)
+    return any(abs(float(coefficients[k])) > 1e-12 for k in (3, 5, 7))
 
 
 @dataclass(frozen=True)
