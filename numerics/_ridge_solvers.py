@@ -276,10 +276,10 @@ def shrink(lam: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 def errors_label_mean(Phi: torch.Tensor, m: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor:
     """``E_y[E(gamma)]`` for independent labels in ``{-1, 1}`` with means ``m``: ``Phi`` (T, p, n), ``m`` (T, n).
 
-    ``E[y y^T] = m m^T + diag(1 - m^2) = M`` (trace ``n``), so ``E_y E(gamma) = gamma^2/n tr(Q^2 M)``.  On the positive
-    eigenpairs ``(lam_k, v_k)`` of ``Phi^T Phi / n`` (from the smaller Gram matrix), with ``s_k = gamma/(lam_k + gamma)``
-    and ``w_k = (v_k^T m)^2 + sum_i v_ik^2 (1 - m_i^2)``: ``(n - sum_k (1 - s_k^2) w_k) / n`` (the null space of
-    ``Phi`` keeps its whole share of ``tr M``).
+    ``E[y y^T] = m m^T + diag(1 - m^2) = M`` (trace ``n``), so ``E_y E(gamma) = gamma^2/n tr(Q^2 M)``.  On the
+    positive eigenpairs ``(lam_k, v_k)`` of ``Phi^T Phi / n`` (from the smaller Gram matrix), with
+    ``s_k = gamma/(lam_k + gamma)`` and ``w_k = (v_k^T m)^2 + sum_i v_ik^2 (1 - m_i^2)``:
+    ``(n - sum_k (1 - s_k^2) w_k) / n`` (the null space of ``Phi`` keeps its whole share of ``tr M``).
     """
     T, p, n = Phi.shape
     g = gammas.view(1, 1, -1)
