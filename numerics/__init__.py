@@ -25,5 +25,6 @@ from .ips import *  # noqa: F401,F403
 from .model_simulation import *  # noqa: F401,F403
 from .rmt import *  # noqa: F401,F403
 from .slopes import *  # noqa: F401,F403
+from .strong_alignment import *  # noqa: F401,F403
 from .sweep import *  # noqa: F401,F403
 from .threads import *  # noqa: F401,F403

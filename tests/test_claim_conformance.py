@@ -37,7 +37,7 @@ from verify.verdicts import judged  # noqa: E402
 IDS = [s.id for s in all_checks() if s.func is not None]
 #: the claims whose figures follow :mod:`verify.figures`' conventions and are inspected (B4's two figures and the
 #: B4-rev study's diagnostic grid are drawn, not inspected)
-FIGURE_IDS = {"A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B7-lin"}
+FIGURE_IDS = {"A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B7-lin"}
 
 
 def _spy(claim, calls: dict, seen: dict):

@@ -28,6 +28,9 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "B6": ("B", "The kernel's eigenvalue histogram follows the free-convolution law"),
     "B7": ("B", "The structured deterministic equivalent (derived by the project) matches simulation"),
     "B8": ("B", "Paper B, Remark 5: the entrywise theory predicts softmax attention's interpolation error"),
+    "B9": ("B", "Strong alignment (||w_K|| ||w_Q|| = t sqrt p): as gamma -> 0 with c < 1, E_att - E_RR tends to the "
+                "project's limit theory, negative for erf and tanh at every t > 0 (attention beats ridge), positive "
+                "for gelu; at c > 1 attention does not win"),
 }
 
 
