@@ -229,8 +229,10 @@ def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr
                          nodes: int = 40) -> StrongAlignmentGap:
     """Attention minus ridge as ``gamma -> 0`` under strong alignment, ``p -> infinity`` at fixed ``t > 0``.
 
-    ``t1``: :func:`strong_alignment_margin` when :func:`captures_bayes_predictor` (else 0: the features hold only
-    the linear part of ``tanh(a)``, as ridge's do); ``t2``: :func:`strong_alignment_leverage`'s.  At finite ``p``
+    ``t1``: :func:`strong_alignment_margin` when :func:`captures_bayes_predictor`.  Otherwise the features hold only
+    the linear part of ``tanh(a)``, as ridge's do, and the nonlinear rest ``g_perp(a)`` is left with weight one minus
+    the leverage: ``t1 = E[g_perp(a)^2 (c - h(a))]`` (the same approximation as ``T2``: a function of ``a`` meets
+    the projection through its diagonal).  ``t2``: :func:`strong_alignment_leverage`'s.  At finite ``p``
     the capture of ``T1`` is partial while ``sqrt(p) t^3`` is small (measured: about half at ``t = 0.18``,
     ``p = 256-1024``; complete from ``t = 0.35``), and ``T2`` is best read at ``t + 1/sqrt(p)``.
 
@@ -256,5 +258,15 @@ def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr
     tv, cv, act, s = _check_inputs(t, c, activation, snr)
     tv = as_float("t", tv, low=0, low_open=True)
     prof = strong_alignment_leverage(tv, cv, act, s, nodes=nodes)
-    t1 = strong_alignment_margin(cv, s) if captures_bayes_predictor(act) else 0.0
+    if captures_bayes_predictor(act):
+        t1 = strong_alignment_margin(cv, s)
+    else:
+        t1 = float(prof.weights @ (_nonlinear_bayes_part(prof.a, s) ** 2 * (cv - prof.leverage)))
     return StrongAlignmentGap(t1, prof.t2, t1 + prof.t2, prof)
+
+
+def _nonlinear_bayes_part(a: np.ndarray, snr: float) -> np.ndarray:
+    """``tanh(sqrt(snr) a)`` minus its best linear predictor ``beta a``: ``beta = E[a y] / E a^2 = sqrt(snr)/(1 + snr)``
+    (``E[a tanh(sqrt(snr) a)] = E[a y]`` because ``tanh(sqrt(snr) a) = E[y | a]``)."""
+    root = np.sqrt(snr)
+    return np.tanh(root * a) - root / (1.0 + snr) * a
