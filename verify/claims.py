@@ -30,7 +30,7 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "B8": ("B", "Paper B, Remark 5: the entrywise theory predicts softmax attention's interpolation error"),
     "B9": ("B", "Strong alignment (||w_K|| ||w_Q|| = t sqrt p): as gamma -> 0 with c < 1, E_att - E_RR tends to the "
                 "project's limit theory, negative for erf and tanh at every t > 0 (attention beats ridge), positive "
-                "for gelu; at c > 1 attention does not win"),
+                "for gelu at c = 1/2; at c > 1 attention does not win"),
 }
 
 

@@ -6,8 +6,10 @@ diagonal removed, ``t = ||w_K|| ||w_Q|| / sqrt p`` held fixed as ``p`` grows (do
 Prediction (*derived by the project*, :func:`theory.strong_alignment_gap`): for ``c < 1`` the limit of
 ``E_att(0) - E_RR(0)`` at fixed ``t > 0`` is a Bayes-predictor part ``(1 - c)(mmse - 1/(1 + snr))`` (when the
 activation's mean kernel has a nonlinear odd part) plus a leverage part from a matrix Dyson equation: negative for
-erf and tanh at every ``t > 0`` (attention wins; ``t* = 0``), positive for gelu.  For ``c >= 1`` both errors vanish
-as ``gamma -> 0`` and attention's decays more slowly (``sqrt(gamma)`` against ``gamma^2``, B3), so it does not win.
+erf and tanh at every ``t > 0`` (attention wins; ``t* = 0``), positive for gelu at ``c = 1/2`` (at small ``c``
+and large ``t`` it turns negative, by at most 0.002: docs/strong_alignment.md, the sign diagram).  For ``c >= 1``
+both errors vanish as ``gamma -> 0`` and attention's decays more slowly (``sqrt(gamma)`` against ``gamma^2``, B3),
+so it does not win.
 
 Measurement (:func:`numerics.strong_alignment_mc`): attention and ridge on the same draws, the labels integrated
 out given the data (the same expectation as drawn labels, 5-225 times less variance), at ``p`` and ``4p``.
