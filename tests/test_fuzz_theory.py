@@ -202,6 +202,8 @@ def _mp_kernel_and_ridge(add: Callable[..., None]) -> None:
     add("strong_alignment_gap", dict(t=0.5, c=0.5, activation="erf", snr=1.0, nodes=8),
         dict(t=pos(), c=real(0, 1, low_open=True, high_open=True), activation=ACT, snr=nonneg()))
     add("captures_bayes_predictor", dict(activation="tanh"), dict(activation=ACT))
+    add("strong_spike_attention_error", dict(gamma=0.1, c=0.5, activation="erf", snr=1.0, t=0.5, nodes=8),
+        dict(gamma=real(0, array=True), c=pos(), activation=ACT, snr=nonneg(), t=pos(), nodes=Arg("int", 8, 200)))
     add("ridge_error_small_gamma_coefficient", dict(c=2.0, snr=1.0), dict(c=real(1, low_open=True, symbolic=True),
                                                                           snr=SYM_NONNEG))
     # ---- laws

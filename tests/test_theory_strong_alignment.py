@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theory
-from theory import bayes_feature_limit, label_mmse, ridge_error_values, strong_alignment_margin
+from theory import (bayes_feature_limit, captures_bayes_predictor, label_mmse, ridge_error_values, strong_alignment_gap,
+                    strong_alignment_margin, strong_spike_attention_error)
 
 SNR = st.floats(0.0, 50.0, allow_nan=False)
 C = st.floats(0.01, 3.0, allow_nan=False)
@@ -145,3 +146,36 @@ def test_leverage_bad_input_refused(kwargs, match):
     args = dict(t=0.5, c=0.5, activation="erf", snr=1.0, nodes=12) | kwargs
     with pytest.raises((ValueError, TypeError), match=match):
         strong_alignment_leverage(**args)
+
+
+# ------------------------------------------------------------------------- gamma > 0: strong_spike_attention_error
+def test_gamma_zero_is_the_gap_plus_ridge():
+    """At gamma = 0 (c < 1) the error is strong_alignment_gap's total plus ridge's (1 - c)/(1 + snr)."""
+    for act, t, c, snr in [("erf", 1.0, 0.5, 1.0), ("gelu", 0.5, 1 / 3, 2.0)]:
+        gap = strong_alignment_gap(t, c, act, snr, nodes=40)
+        e = strong_spike_attention_error(0.0, c, act, snr, t, nodes=40)
+        # equal but for the quadrature of mmse over a (the gap's T1 part integrates it adaptively)
+        assert e == pytest.approx(gap.total + (1 - c) / (1 + snr), abs=2e-6)
+
+
+@settings(max_examples=5, deadline=None)
+@given(c=st.sampled_from([0.25, 0.5, 2.0]), gamma=st.floats(1e-2, 3.0), act=st.sampled_from(["erf", "tanh", "gelu"]))
+def test_small_t_is_the_null_model_scaled(c, gamma, act):
+    """As t -> 0+ the Bayes predictor (or its linear part) is captured and the rest meets the null kernel's features:
+    E = mmse E_null(gamma) (capture) or E_null(gamma) / (1 + snr) (gelu), E_null from the project's null system."""
+    from theory import AttentionModel
+
+    null = float(AttentionModel(c, act).error(gamma))
+    scale = label_mmse(1.0) if captures_bayes_predictor(act) else 0.5
+    assert strong_spike_attention_error(gamma, c, act, 1.0, 1e-4, nodes=40) == pytest.approx(scale * null, rel=1e-4)
+
+
+def test_error_grows_with_gamma_and_refuses_bad_input():
+    e = strong_spike_attention_error([1e-3, 1e-2, 1e-1, 1.0], 0.5, "erf", 1.0, 1.0, nodes=12)
+    assert e.shape == (4,) and np.all(np.diff(e) > 0)
+    with pytest.raises(ValueError, match="gamma must be > 0 when c >= 1"):
+        strong_spike_attention_error(0.0, 2.0, "erf", 1.0, 1.0)
+    for bad in (dict(t=0.0), dict(gamma=-1.0), dict(c=0.0), dict(snr=float("nan"))):
+        args = dict(gamma=0.1, c=0.5, activation="erf", snr=1.0, t=1.0) | bad
+        with pytest.raises(ValueError):
+            strong_spike_attention_error(**args)

@@ -24,7 +24,11 @@ EPS = 1e-8
 
 @dataclass(frozen=True)
 class DysonSolution:
-    """Nodes ``a``, weights, the leverage ``h(a)``, iterations used and whether the iteration converged."""
+    """Nodes ``a``, weights, the leverage ``h(a)``, iterations used and whether the iteration converged.
+
+    At ``delta > 0`` the pencil's feature block carries ``-delta``, ``1 - leverage`` is the diagonal of
+    ``delta (delta + F F^T)^{-1}`` (``gamma Q`` of the ridge probe at ``gamma = c delta``), not of ``I - P``.
+    """
 
     a: np.ndarray
     weights: np.ndarray
@@ -52,13 +56,15 @@ def kernel_parts(f: Callable[[np.ndarray], np.ndarray], m: np.ndarray) -> tuple[
     return h1.reshape(m.shape), r2.reshape(m.shape)
 
 
-def _self_energy(G: np.ndarray, w: np.ndarray, H: np.ndarray, R: np.ndarray, c: float) -> np.ndarray:
-    """``Sigma(a_k)``: the feature side eliminated (one solve of size ``1 + 2m``) plus the kernel noise's part."""
+def _self_energy(G: np.ndarray, w: np.ndarray, H: np.ndarray, R: np.ndarray, c: float,
+                 delta: float = 0.0) -> np.ndarray:
+    """``Sigma(a_k)``: the feature side eliminated (one solve of size ``1 + 2m``) plus the kernel noise's part;
+    ``delta``: the ridge term of the feature block."""
     m = len(w)
     sig = (w @ G[:, 2, 2]) / c
     Z = np.zeros((1 + 2 * m, 1 + 2 * m), complex)
     b1, bu = slice(1, m + 1), slice(m + 1, 2 * m + 1)
-    Z[0, 0] = -sig + 1j * EPS
+    Z[0, 0] = -delta - sig + 1j * EPS
     Z[0, b1] = -((w * G[:, 0, 2]) / c) @ H
     Z[0, bu] = -((w * G[:, 1, 2]) / c) @ H
     Z[b1, 0] = -(w * G[:, 0, 2]) / c
@@ -81,8 +87,9 @@ def _self_energy(G: np.ndarray, w: np.ndarray, H: np.ndarray, R: np.ndarray, c: 
 
 
 def solve_leverage(f: Callable[[np.ndarray], np.ndarray], t: float, c: float, snr: float, nodes: int,
-                   tol: float, maxiter: int) -> DysonSolution:
-    """Damped fixed-point iteration of ``G(a) = (Lambda(a) - Sigma(G)(a))^{-1}`` from ``G = -i I``; ``h = 1 - G_11``."""
+                   tol: float, maxiter: int, delta: float = 0.0) -> DysonSolution:
+    """Damped fixed-point iteration of ``G(a) = (Lambda(a) - Sigma(G)(a))^{-1}`` from ``G = -i I``; ``h = 1 - G_11``;
+    ``delta > 0``: the ridge-regularised pencil (:class:`DysonSolution`)."""
     a, w = label_coordinate_nodes(snr, nodes)
     m = len(a)
     H, r2 = kernel_parts(f, t * np.outer(a, a))
@@ -96,7 +103,7 @@ def solve_leverage(f: Callable[[np.ndarray], np.ndarray], t: float, c: float, sn
     G = -1j * np.tile(np.eye(3), (m, 1, 1))
     converged, it = False, 0
     for it in range(1, maxiter + 1):
-        G_new = np.linalg.inv(Lam - _self_energy(G, w, H, R, c))
+        G_new = np.linalg.inv(Lam - _self_energy(G, w, H, R, c, delta))
         step = np.abs(G_new - G).max()
         G = 0.5 * G_new + 0.5 * G
         if step < tol * (1 + np.abs(G).max()):
