@@ -26,26 +26,32 @@ SD = {PS: 0.004, PL: 0.0025}  # per-trial SD of the paired difference (measured 
 RUNS = 300
 
 
+def _limit(point) -> float:
+    (act, c, t), gamma = point
+    if c > 1:
+        return 0.012 + 0.2 * gamma
+    return 0.006 if act == "gelu" else -0.03 - 0.03 * t
+
+
 def _prediction() -> mod.B9Prediction:
-    limit = {s: (0.006 if s[0] == "gelu" else -0.03 - 0.03 * s[2]) for s in DESIGN.settings}
+    pts = mod.points(DESIGN)
     zeros = {s: 0.0 for s in DESIGN.settings}
-    return mod.B9Prediction(limit=limit, t1=zeros, t2=zeros, at_t_eff={s: (0.0, 0.0) for s in DESIGN.settings},
-                            curves={})
+    return mod.B9Prediction(limit={pt: _limit(pt) for pt in pts}, t1=zeros, t2=zeros,
+                            at_t_eff={pt: (0.0, 0.0) for pt in pts}, curves={})
 
 
 TRUTH = _prediction()
 
 
 def _cells(rng: np.random.Generator, gap_small: float = 0.0, extra: float = 0.0, flip: bool = False) -> dict:
-    """Paired differences: the limit, plus ``gap_small`` at ``PS`` decaying like ``p^(-1/2)``, plus ``extra`` at
-    every size; ``flip`` reverses the sign of every ``c < 1`` mean.  ``wide`` cells have mean 0.012."""
+    """Paired differences at every point: the limit, plus ``gap_small`` at ``PS`` decaying like ``p^(-1/2)``, plus
+    ``extra`` at every size; ``flip`` reverses the sign of every ``c < 1`` mean."""
     cells = {}
     for p, trials in zip(DESIGN.ps, DESIGN.trials):
-        for s in DESIGN.settings:
-            mean = TRUTH.limit[s] + gap_small * math.sqrt(PS / p) + extra
-            cells[(s, p)] = (-mean if flip else mean) + SD[p] * rng.standard_normal(trials)
-        for s in DESIGN.wide:
-            cells[(s, p)] = 0.012 + SD[p] * rng.standard_normal(trials)
+        for pt in mod.points(DESIGN):
+            mean = TRUTH.limit[pt] + gap_small * math.sqrt(PS / p) + extra
+            flipped = flip and pt[0][1] < 1
+            cells[(pt, p)] = (-mean if flipped else mean) + SD[p] * rng.standard_normal(trials)
     return cells
 
 
@@ -86,7 +92,8 @@ def test_no_win_reads_the_wide_cells():
     rng = np.random.default_rng(9)
     cells = _cells(rng)
     for s in DESIGN.wide:
-        cells[(s, PL)] = -np.abs(cells[(s, PL)])
+        key = ((s, DESIGN.gamma_wide[0]), PL)
+        cells[key] = -np.abs(cells[key])
     rows = judged(mod.judge_b9(DESIGN, TRUTH, cells), ALPHA_CHECK).comparisons
     assert [r.outcome for r in rows if r.name.startswith("no win")] == ["FAIL"] * len(DESIGN.wide)
     assert sum(r.headline for r in rows) == 1 and rows[0].headline and "erf c=0.5 t=1" in rows[0].name

@@ -25,7 +25,9 @@ Comparisons (Holm within the check, family-wise false-FAIL rate ``ALPHA_CHECK``)
    limit off by ``D`` FAILs with probability above 1/2 once ``D > crit sd / (1 - q)`` (``data["rows"]``,
    ``detectable``).
 2. *sign*, per ``(f, c < 1, t)``: the paired gap at ``4p`` has the prediction's sign (one-sided, PASS at 5 %).
-3. *no win at c > 1*, per ``(f, c, t)`` of ``wide``: ``E_att - E_RR > 0`` at ``gamma_wide`` at ``4p``.
+3. *c > 1*, per ``(f, c, t)`` of ``wide`` (:func:`theory.strong_spike_attention_error`, the same theory at
+   ``gamma > 0``, minus ridge's error): the limit at ``gamma_wide[1]`` by the same finite-size rule, and no win,
+   ``E_att - E_RR > 0``, at the smaller ``gamma_wide[0]`` at ``4p``.
 
 The headline is the limit comparison of erf, ``c = 1/2``, ``t = 1``.
 """
@@ -48,6 +50,8 @@ from .paper_b_core import mc_version
 
 #: one setting: ``(activation, c, t)``
 Setting = tuple[str, float, float]
+#: one measured point: a setting at a ridge parameter (``0`` for ``c < 1``)
+Point = tuple[Setting, float]
 #: the headline setting (its limit comparison)
 HEADLINE: Setting = ("erf", 0.5, 1.0)
 
@@ -61,8 +65,8 @@ class B9Profile:
     ps : ``(p, 4p)``, the finite-size pair (``n = p / c``).
     trials : Monte Carlo trials at each size.
     settings : ``(activation, c, t)`` with ``c < 1``: limit and sign comparisons.
-    wide : ``(activation, c, t)`` with ``c > 1``: the no-win comparison at ``gamma_wide``.
-    gamma_wide : the small ridge parameter of ``wide``.
+    wide : ``(activation, c, t)`` with ``c > 1``.
+    gamma_wide : ``(gamma of the no-win comparison, gamma of the limit comparison)`` of ``wide``.
     snr : ``||mu||^2``.
     curve_ts : the ``t`` grid of the theory curves drawn (not judged).
     """
@@ -71,7 +75,7 @@ class B9Profile:
     trials: tuple[int, int]
     settings: tuple[Setting, ...]
     wide: tuple[Setting, ...]
-    gamma_wide: float = 1e-3
+    gamma_wide: tuple[float, float] = (1e-3, 1e-2)
     snr: float = 1.0
     curve_ts: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5)
 
@@ -95,7 +99,8 @@ B9_PROFILES = {
 
 @dataclass(frozen=True)
 class B9Prediction:
-    """Theory of every setting: the limit (judged), its parts, the value at ``t + 1/sqrt p`` of each size (reported)."""
+    """Theory by point ``(setting, gamma)``: the limit (judged) and its value at ``t + 1/sqrt p`` of each size
+    (reported); by setting of ``c < 1``: the two parts at ``gamma = 0``; the drawn curves."""
 
     limit: dict
     t1: dict
@@ -117,15 +122,33 @@ def _gap(t: float, c: float, activation: str, snr: float, nodes: int = 40) -> An
     return strong_alignment_gap(t, c, activation, snr, nodes=nodes)
 
 
+@functools.lru_cache(maxsize=512)
+def _gap_at(gamma: float, t: float, c: float, activation: str, snr: float, nodes: int = 40) -> float:
+    """:func:`theory.strong_spike_attention_error` minus ridge's error at ``gamma > 0`` (memoised)."""
+    from theory import AttentionModel, strong_spike_attention_error
+
+    ridge = float(AttentionModel(c, activation, snr).ridge_error(gamma))
+    return strong_spike_attention_error(gamma, c, activation, snr, t, nodes=nodes) - ridge
+
+
+def points(design: B9Profile) -> list[Point]:
+    """Every measured point: the settings of ``c < 1`` at ``gamma = 0``, ``wide`` at both of ``gamma_wide``."""
+    return [(s, 0.0) for s in design.settings] + [(s, g) for s in design.wide for g in design.gamma_wide]
+
+
 def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
-    """:func:`theory.strong_alignment_gap` at every setting (and at ``t + 1/sqrt p``), and the drawn curves."""
+    """The theory at every point (and at ``t + 1/sqrt p``), the parts at ``gamma = 0``, and the drawn curves."""
     limit, t1, t2, eff, curves = {}, {}, {}, {}, {}
     for s in design.settings:
         act, c, t = s
         gap = _gap(t, c, act, design.snr)
-        limit[s], t1[s], t2[s] = gap.total, gap.t1, gap.t2
-        eff[s] = tuple(_gap(t + 1 / math.sqrt(p), c, act, design.snr, 20).total
-                       for p in design.ps)
+        limit[(s, 0.0)], t1[s], t2[s] = gap.total, gap.t1, gap.t2
+        eff[(s, 0.0)] = tuple(_gap(t + 1 / math.sqrt(p), c, act, design.snr, 20).total for p in design.ps)
+    for s in design.wide:
+        act, c, t = s
+        for g in design.gamma_wide:
+            limit[(s, g)] = _gap_at(g, t, c, act, design.snr)
+            eff[(s, g)] = tuple(_gap_at(g, t + 1 / math.sqrt(p), c, act, design.snr, 20) for p in design.ps)
     for act, c in sorted({(a, c) for a, c, _ in design.settings}):
         curves[(act, c)] = np.array([_gap(t, c, act, design.snr, 20).total
                                      for t in design.curve_ts])
@@ -151,13 +174,13 @@ def _cell(ctx: CheckContext, design: B9Profile, setting: Setting, p: int, trials
 
 
 def simulate_b9(ctx: CheckContext, design: B9Profile) -> dict:
-    """``(setting, p) -> paired differences (trials,)``: ``gamma = 0`` for ``c < 1``, ``gamma_wide`` for ``wide``."""
+    """``(point, p) -> paired differences (trials,)`` for every point of :func:`points` at both sizes."""
     cells: dict = {}
-    jobs = [(s, 0.0) for s in design.settings] + [(s, design.gamma_wide) for s in design.wide]
+    jobs = points(design)
     with ctx.progress("attention - ridge under strong alignment, paired, label-averaged", total=2 * len(jobs)) as bar:
         for p, trials in zip(design.ps, design.trials):
-            for s, gamma in jobs:
-                cells[(s, p)] = _cell(ctx, design, s, p, trials, gamma)
+            for point in jobs:
+                cells[(point, p)] = _cell(ctx, design, point[0], p, trials, point[1])
                 bar.advance()
     return cells
 
@@ -171,12 +194,18 @@ def _name(setting: Setting) -> str:
     return f"{act} c={c:.3g} t={t:g}"
 
 
-def limit_test(design: B9Profile, prediction: B9Prediction, cells: dict, setting: Setting) -> FiniteSizeTest:
-    """The finite-size rule of one setting: the limit against the paired gap at ``p`` and ``4p``."""
+def limit_points(design: B9Profile) -> list[Point]:
+    """The points whose limit is judged: ``c < 1`` at ``gamma = 0`` (headline first), ``wide`` at ``gamma_wide[1]``."""
+    return ([(s, 0.0) for s in sorted(design.settings, key=lambda s: s != HEADLINE)]
+            + [(s, design.gamma_wide[1]) for s in design.wide])
+
+
+def limit_test(design: B9Profile, prediction: B9Prediction, cells: dict, point: Point) -> FiniteSizeTest:
+    """The finite-size rule of one point: the limit against the paired gap at ``p`` and ``4p``."""
     (ps, pl), (ts, tl) = design.ps, design.trials
-    ms, ses = _mean_se(cells[(setting, ps)])
-    ml, sel = _mean_se(cells[(setting, pl)])
-    return finite_size_test(prediction.limit[setting], ms, ses, ml, sel, ps / pl, (ts, tl))
+    ms, ses = _mean_se(cells[(point, ps)])
+    ml, sel = _mean_se(cells[(point, pl)])
+    return finite_size_test(prediction.limit[point], ms, ses, ml, sel, ps / pl, (ts, tl))
 
 
 def detectable_error(test: FiniteSizeTest, n_comparisons: int) -> float:
@@ -195,34 +224,38 @@ def judge_b9(design: B9Profile, prediction: B9Prediction, cells: dict) -> list[C
     ps, pl = design.ps
     df = design.trials[1] - 1
     comps: list[Comparison] = []
-    for s in sorted(design.settings, key=lambda s: s != HEADLINE):
-        test = limit_test(design, prediction, cells, s)
-        ml, sel = _mean_se(cells[(s, pl)])
-        comps.append(test.comparison(f"limit {_name(s)}: E_att(0) - E_RR(0)", prediction.limit[s], ml, sel,
-                                     f"p={ps}", f"p={pl}", headline=s == HEADLINE))
+    for s, g in limit_points(design):
+        test = limit_test(design, prediction, cells, (s, g))
+        ml, sel = _mean_se(cells[((s, g), pl)])
+        what = "E_att(0) - E_RR(0)" if g == 0 else f"E_att - E_RR at gamma={g:g}"
+        comps.append(test.comparison(f"limit {_name(s)}: {what}", prediction.limit[(s, g)], ml, sel,
+                                     f"p={ps}", f"p={pl}", headline=(s, g) == (HEADLINE, 0.0)))
     for s in design.settings:
-        ml, sel = _mean_se(cells[(s, pl)])
-        sign = -1 if prediction.limit[s] < 0 else 1
+        ml, sel = _mean_se(cells[((s, 0.0), pl)])
+        pred = prediction.limit[(s, 0.0)]
+        sign = -1 if pred < 0 else 1
         words = "attention beats ridge" if sign < 0 else "ridge beats attention"
-        comps.append(Comparison.direction(f"sign {_name(s)}: {words} as gamma -> 0", prediction.limit[s], ml, sel,
-                                          sign, df=df, rule=f"paired mean over {design.trials[1]} draws at p={pl} "
-                                                            f"must be {'< 0' if sign < 0 else '> 0'}"))
+        comps.append(Comparison.direction(f"sign {_name(s)}: {words} as gamma -> 0", pred, ml, sel, sign, df=df,
+                                          rule=f"paired mean over {design.trials[1]} draws at p={pl} "
+                                               f"must be {'< 0' if sign < 0 else '> 0'}"))
+    g0 = design.gamma_wide[0]
     for s in design.wide:
-        ml, sel = _mean_se(cells[(s, pl)])
-        comps.append(Comparison.direction(f"no win {_name(s)}: E_att - E_RR at gamma={design.gamma_wide:g}",
-                                          "> 0 (both vanish; attention's like sqrt(gamma))", ml, sel, +1, df=df,
+        ml, sel = _mean_se(cells[((s, g0), pl)])
+        comps.append(Comparison.direction(f"no win {_name(s)}: E_att - E_RR at gamma={g0:g}",
+                                          prediction.limit[(s, g0)], ml, sel, +1, df=df,
                                           rule=f"paired mean over {design.trials[1]} draws at p={pl} must be > 0"))
     return comps
 
 
 def _rows(design: B9Profile, prediction: B9Prediction, cells: dict, n_comparisons: int) -> list[dict]:
+    """One row per judged limit: theory (limit, at ``t + 1/sqrt p``), the gap at both sizes, the power."""
     rows = []
-    for s in design.settings:
-        test = limit_test(design, prediction, cells, s)
-        (ms, ses), (ml, sel) = (_mean_se(cells[(s, p)]) for p in design.ps)
-        rows.append(dict(activation=s[0], c=s[1], t=s[2], limit=prediction.limit[s], t1=prediction.t1[s],
-                         t2=prediction.t2[s], at_t_eff=list(prediction.at_t_eff[s]), p=list(design.ps),
-                         measured=[ms, ml], se=[ses, sel], passed=test.passed,
+    for s, g in limit_points(design):
+        test = limit_test(design, prediction, cells, (s, g))
+        (ms, ses), (ml, sel) = (_mean_se(cells[((s, g), p)]) for p in design.ps)
+        rows.append(dict(activation=s[0], c=s[1], t=s[2], gamma=g, limit=prediction.limit[(s, g)],
+                         t1=prediction.t1.get(s), t2=prediction.t2.get(s), at_t_eff=list(prediction.at_t_eff[(s, g)]),
+                         p=list(design.ps), measured=[ms, ml], se=[ses, sel], passed=test.passed,
                          detectable=detectable_error(test, n_comparisons)))
     return rows
 
@@ -231,15 +264,20 @@ def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     """Notes (what is judged, the offsets at both sizes, the power) and data (rows, the no-win cells)."""
     rows = _rows(design, prediction, cells, len(comparisons))
-    offsets = "; ".join(f"{r['activation']} c={r['c']:.3g} t={r['t']:g}: {r['measured'][0] - r['limit']:+.4f} / "
-                        f"{r['measured'][1] - r['limit']:+.4f}" for r in rows)
+    offsets = "; ".join(f"{r['activation']} c={r['c']:.3g} t={r['t']:g}"
+                        + (f" gamma={r['gamma']:g}" if r["gamma"] else "")
+                        + f": {r['measured'][0] - r['limit']:+.4f} / {r['measured'][1] - r['limit']:+.4f}"
+                        for r in rows)
     detect = float(np.median([r["detectable"] for r in rows]))
-    wide = {_name(s): dict(zip(("mean", "se"), _mean_se(cells[(s, design.ps[1])]))) for s in design.wide}
+    g0 = design.gamma_wide[0]
+    wide = {_name(s): dict(zip(("mean", "se"), _mean_se(cells[((s, g0), design.ps[1])])),
+                           theory=prediction.limit[(s, g0)]) for s in design.wide}
     n_fail = sum(c.outcome == "FAIL" for c in comparisons)
     notes = (
         "Theory: theory.strong_alignment_gap, derived by the project (docs/strong_alignment.md): the limit of "
         "E_att(0) - E_RR(0) at fixed t = ||w_K|| ||w_Q|| / sqrt p (a Bayes-predictor part and a leverage part from "
-        "a matrix Dyson equation; the continuation to spectral parameter 0 and the mean part's decay are assumed). "
+        "a matrix Dyson equation; the continuation to spectral parameter 0 and the mean part's decay are assumed); at "
+        "c > 1, theory.strong_spike_attention_error (the same equation with the ridge term) minus ridge's error. "
         f"Simulation: true kernel, aligned spikes, snr={design.snr:g}, i.i.d. labels integrated out given X, attention "
         f"and ridge on the same draws, {design.trials[0]} trials at p={design.ps[0]} and {design.trials[1]} at "
         f"p={design.ps[1]} (n = p/c). Offsets (measured - limit) at p={design.ps[0]} / p={design.ps[1]}: {offsets}. "
@@ -248,7 +286,7 @@ def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
         f"Power of the limit rule: a limit off by {detect:.4f} at both sizes (median over settings) FAILs with "
         f"probability about 1/2 (Holm's first level). {n_fail} of {len(comparisons)} comparisons FAIL."
     )
-    data = dict(rows=rows, wide=wide, gamma_wide=design.gamma_wide, snr=design.snr, ps=list(design.ps),
+    data = dict(rows=rows, no_win=wide, gamma_wide=list(design.gamma_wide), snr=design.snr, ps=list(design.ps),
                 trials=list(design.trials),
                 curves={f"{a} c={c:.3g}": dict(t=list(design.curve_ts), gap=v.tolist())
                         for (a, c), v in prediction.curves.items()})
@@ -266,20 +304,25 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
     for ax, (act, c) in zip(axes[0], panels):
         ax.axhline(0.0, color="#999999", lw=0.8)
         ax.plot(design.curve_ts, prediction.curves[(act, c)], "-", color=F.THEORY, lw=1.3)
-        _points(ax, design, cells, [s for s in design.settings if s[:2] == (act, c)])
+        _points(ax, design, cells, [(s, 0.0) for s in design.settings if s[:2] == (act, c)])
         judged_here = [cp for cp in comps if f" {act} c={c:.3g} " in cp.name]
         ax.set(xlabel="alignment t = ‖w_K‖‖w_Q‖/√p", ylabel="E_att(0) − E_RR(0)",
                title=f"{act}, p/n = {c:.3g}")
         F.key_numbers(ax, [F.outcome_text(judged_here)], verdict=F.worst_outcome(judged_here))
     ax = axes[0, -1]
     ax.axhline(0.0, color="#999999", lw=0.8)
-    _points(ax, design, cells, list(design.wide))
-    wide = [cp for cp in comps if cp.name.startswith("no win")]
-    ax.set(xlabel="alignment t", ylabel=f"E_att − E_RR at γ = {design.gamma_wide:g}",
-           title="p/n > 1: " + ", ".join(sorted({f"{a} p/n = {c:g}" for a, c, _ in design.wide})))
-    F.key_numbers(ax, ["claim: > 0 (no win)", F.outcome_text(wide)], verdict=F.worst_outcome(wide))
+    for g in design.gamma_wide:
+        ax.plot([s[2] for s in design.wide], [prediction.limit[(s, g)] for s in design.wide], "-", color=F.THEORY,
+                lw=1.3)
+        _points(ax, design, cells, [(s, g) for s in design.wide])
+    wide = [cp for cp in comps if any(f" {_name(s)}: " in cp.name for s in design.wide)]
+    ax.set(xlabel="alignment t", ylabel="E_att − E_RR",
+           title="p/n > 1 (" + ", ".join(sorted({a for a, _, _ in design.wide})) + f"), γ = "
+                 + " and ".join(f"{g:g}" for g in design.gamma_wide))
+    F.key_numbers(ax, ["claim: > 0 (no win), limit at γ = " f"{design.gamma_wide[1]:g}", F.outcome_text(wide)],
+                  verdict=F.worst_outcome(wide))
     F.legend(axes[0, 0], outside=True, ncol=3, extra=[
-        F.proxy("limit theory (strong_alignment_gap)", color=F.THEORY, marker=None, ls="-"),
+        F.proxy("limit theory (p/n < 1: γ → 0; p/n > 1: γ > 0)", color=F.THEORY, marker=None, ls="-"),
         *(F.proxy(f"Monte Carlo p = {p}, ±3 SE (paired, label-averaged)", color=F.COLORS[k], marker="os"[k])
           for k, p in enumerate(design.ps))])
     F.suptitle(fig, "B9", "strong alignment: attention against ridge as γ → 0",
@@ -290,13 +333,13 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
     return fig
 
 
-def _points(ax: Any, design: B9Profile, cells: dict, settings: list[Setting]) -> None:
-    """The paired gap (±3 SE) of ``settings`` against ``t`` at both sizes, dodged."""
+def _points(ax: Any, design: B9Profile, cells: dict, pts: list[Point]) -> None:
+    """The paired gap (±3 SE) of the points ``pts`` against ``t`` at both sizes, dodged."""
     from .. import figures as F
 
-    ts = np.array([s[2] for s in settings])
+    ts = np.array([s[2] for s, _ in pts])
     for k, p in enumerate(design.ps):
-        stats = np.array([_mean_se(cells[(s, p)]) for s in settings])
+        stats = np.array([_mean_se(cells[(pt, p)]) for pt in pts])
         F.mc_points(ax, ts * (1 + 0.04 * (2 * k - 1)), stats[:, 0], stats[:, 1], label="_nolegend_",
                     color=F.COLORS[k], marker="os"[k])
 
