@@ -18,13 +18,11 @@ import math
 from typing import Any
 
 import numpy as np
-import torch
 
 from theory._validation import as_float, as_int
 
 from ._mc import check_gammas, check_seed, label_posterior_mean, sample_signal_plus_noise
-from ._ridge_solvers import errors_label_mean
-from .rmt import attention_features
+from .rmt import attention_features, interpolation_error_label_average
 
 __all__ = ["strong_alignment_mc"]
 
@@ -60,14 +58,14 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, n_
     pv = as_int("p", p, 2, 2**31 - 1)
     trials = as_int("n_trials", n_trials, 1, 2**31 - 1)
     s = as_float("snr", snr, low=0)
-    g = torch.from_numpy(check_gammas(gammas))
+    g = check_gammas(gammas)
     n = max(1, int(round(pv / cv)))
     w = np.zeros(pv)
     w[0] = math.sqrt(tv * math.sqrt(pv))
-    out = {"attention": np.empty((trials, g.numel())), "ridge": np.empty((trials, g.numel()))}
+    out = {"attention": np.empty((trials, g.size)), "ridge": np.empty((trials, g.size))}
     for k, child in enumerate(np.random.SeedSequence(check_seed("seed", seed)).spawn(trials)):
         X, _, mu = sample_signal_plus_noise(n, pv, s, np.random.default_rng(child), labels="iid")
-        m = torch.from_numpy(label_posterior_mean(X, mu)).unsqueeze(0)
+        m = label_posterior_mean(X, mu)
         for name, phi in (("attention", attention_features(X, activation, w, w)), ("ridge", X)):
-            out[name][k] = errors_label_mean(torch.from_numpy(phi).unsqueeze(0), m, g)[0].numpy()
+            out[name][k] = interpolation_error_label_average(phi, g, m)
     return out

@@ -83,9 +83,29 @@ def test_power_against_a_gap_that_does_not_decay():
 
 
 def test_power_against_the_wrong_sign():
-    """Attention losing where the theory has it winning (and gelu the reverse) FAILs every time."""
-    v = _verdicts(ALPHA_CHECK, 7, flip=True)
-    assert all(o == "FAIL" for o in v)
+    """Attention losing where the theory has it winning (and gelu the reverse): every sign row FAILs, every time."""
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        rows = judged(mod.judge_b9(DESIGN, TRUTH, _cells(rng, flip=True)), ALPHA_CHECK).comparisons
+        assert {r.outcome for r in rows if r.name.startswith("sign")} == {"FAIL"}
+
+
+def test_detectable_error_is_the_half_power_point():
+    """One limit off by its own detectable_error (the others true) FAILs the check in about half of the runs."""
+    rng = np.random.default_rng(13)
+    point = (mod.HEADLINE, 0.0)
+    n = len(mod.judge_b9(DESIGN, TRUTH, _cells(rng)))
+    # the SD of the statistic at the synthetic SDs (its estimate in a run scatters around it)
+    sd = math.hypot(SD[PL] / math.sqrt(DESIGN.trials[1]), 0.5 * SD[PS] / math.sqrt(DESIGN.trials[0]))
+    probe = mod.limit_test(DESIGN, TRUTH, _cells(rng), point)
+    shift = mod.detectable_error(probe, n) * sd / probe.sd
+    fails = 0
+    for _ in range(RUNS):
+        cells = _cells(rng)
+        for p in DESIGN.ps:
+            cells[(point, p)] = cells[(point, p)] + shift
+        fails += judge(mod.judge_b9(DESIGN, TRUTH, cells), ALPHA_CHECK) == "FAIL"
+    assert 0.3 < fails / RUNS < 0.7
 
 
 def test_no_win_reads_the_wide_cells():

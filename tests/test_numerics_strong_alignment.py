@@ -1,7 +1,10 @@
 """numerics.strong_alignment_mc: the paired, label-averaged Monte Carlo behind claim B9.
 
-Checked against an independent computation of the same numbers (the in-sample residual split ``T1 + T2`` from a QR
-basis of the features, docs/strong_alignment.md step 2), for reproducibility, and for refused arguments.
+Checked against an independent computation of the same numbers: the kernel built here from its definition
+``f((X^T X + s a a^T) / sqrt p) / sqrt p`` with ``s = t sqrt p`` (scipy's erf and gelu), then at ``gamma = 0`` the
+in-sample residual split ``T1 + T2`` from a QR basis (docs/strong_alignment.md step 2) and at ``gamma > 0`` the
+label average ``gamma^2/n tr(Q^2 (m m^T + diag(1 - m^2)))`` by a dense solve; also reproducibility and refused
+arguments.
 """
 
 from __future__ import annotations
@@ -11,7 +14,29 @@ import math
 import numpy as np
 import pytest
 
-from numerics import attention_features, sample_signal_plus_noise, strong_alignment_mc
+from scipy import special
+
+from numerics import sample_signal_plus_noise, strong_alignment_mc
+
+#: centred activations, written out here (E f(xi) = 0 for xi ~ N(0, 1); gelu's mean E[xi Phi(xi)] = 1/(2 sqrt pi))
+F = {"erf": special.erf, "gelu": lambda x: x * special.ndtr(x) - 1 / (2 * math.sqrt(math.pi))}
+
+
+def _features(X: np.ndarray, activation: str, t: float) -> np.ndarray:
+    """``Phi = X K`` with ``K = f((X^T X + t sqrt(p) a a^T) / sqrt p) / sqrt p``, zero diagonal."""
+    p = X.shape[0]
+    a = X[0]
+    K = F[activation]((X.T @ X + t * math.sqrt(p) * np.outer(a, a)) / math.sqrt(p)) / math.sqrt(p)
+    np.fill_diagonal(K, 0.0)
+    return X @ K
+
+
+def _label_average(features: np.ndarray, a: np.ndarray, gamma: float) -> float:
+    n = a.size
+    Q = np.linalg.inv(features.T @ features / n + gamma * np.eye(n))
+    m = np.tanh(a)
+    M = np.outer(m, m) + np.diag(1 - m * m)
+    return float(gamma**2 * np.trace(Q @ Q @ M) / n)
 
 
 def _split_by_qr(features: np.ndarray, a: np.ndarray) -> float:
@@ -26,15 +51,15 @@ def _split_by_qr(features: np.ndarray, a: np.ndarray) -> float:
 @pytest.mark.parametrize("activation,c,t", [("erf", 0.5, 1.0), ("gelu", 0.25, 0.5)])
 def test_matches_the_residual_split(activation, c, t):
     p, trials, seed = 24, 2, 5
-    out = strong_alignment_mc(activation, c, t, p, [0.0], trials, seed)
+    out = strong_alignment_mc(activation, c, t, p, [0.0, 0.05], trials, seed)
     n = int(round(p / c))
-    w = np.zeros(p)
-    w[0] = math.sqrt(t * math.sqrt(p))
     for k, child in enumerate(np.random.SeedSequence(seed).spawn(trials)):
         X, _, _ = sample_signal_plus_noise(n, p, 1.0, np.random.default_rng(child), labels="iid")
-        assert out["attention"][k, 0] == pytest.approx(_split_by_qr(attention_features(X, activation, w, w), X[0]),
-                                                       abs=1e-10)
+        phi = _features(X, activation, t)
+        assert out["attention"][k, 0] == pytest.approx(_split_by_qr(phi, X[0]), abs=1e-9)
         assert out["ridge"][k, 0] == pytest.approx(_split_by_qr(X, X[0]), abs=1e-10)
+        assert out["attention"][k, 1] == pytest.approx(_label_average(phi, X[0], 0.05), rel=1e-8)
+        assert out["ridge"][k, 1] == pytest.approx(_label_average(X, X[0], 0.05), rel=1e-8)
 
 
 def test_reproducible_and_interpolating_above_c_1():

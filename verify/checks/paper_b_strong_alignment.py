@@ -22,8 +22,9 @@ Comparisons (Holm within the check, family-wise false-FAIL rate ``ALPHA_CHECK``)
    ``t + 1/sqrt p`` (the prediction moves by ``O(p^(-1/2))``); the kernel's mean part, left out of the leverage
    equation, moves the gap by 0.0002-0.0034 at ``p = 256-1024`` (measured), argued ``O(log n / n)``; the capture
    of the Bayes predictor is partial while ``sqrt(p) t^3`` is small, so the design takes ``t >= 1/2``.  Power: a
-   limit off by ``D`` FAILs with probability above 1/2 once ``D > crit sd / (1 - q)`` (``data["rows"]``,
-   ``detectable``).
+   limit off by ``D`` at both sizes FAILs with probability about 1/2 once ``D (1 - q)`` reaches the Student-t
+   quantile at Holm's first level (``ALPHA_CHECK`` over the check's comparisons) times the statistic's SD
+   (:func:`detectable_error`; ``data["rows"]``, ``detectable``).
 2. *sign*, per ``(f, c < 1, t)``: the paired gap at ``4p`` has the prediction's sign (one-sided, PASS at 5 %).
 3. *c > 1*, per ``(f, c, t)`` of ``wide`` (:func:`theory.strong_spike_attention_error`, the same theory at
    ``gamma > 0``, minus ridge's error): the limit at ``gamma_wide[1]`` by the same finite-size rule, and no win,
@@ -47,6 +48,7 @@ from ..registry import CheckContext, Comparison
 from ..verdicts import Judgement
 from ._finite_size import FiniteSizeTest, finite_size_test
 from .paper_b_core import mc_version
+from .paper_b_structured import mean_se
 
 #: one setting: ``(activation, c, t)``
 Setting = tuple[str, float, float]
@@ -155,38 +157,45 @@ def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
     return B9Prediction(limit, t1, t2, eff, curves)
 
 
-def _cell(ctx: CheckContext, design: B9Profile, setting: Setting, p: int, trials: int, gamma: float) -> np.ndarray:
-    """Paired per-trial ``E_att - E_RR`` of one setting at ``p`` (cached), at ``gamma``."""
+def _cell(ctx: CheckContext, design: B9Profile, setting: Setting, p: int, trials: int,
+          gammas: tuple[float, ...]) -> np.ndarray:
+    """Paired per-trial ``E_att - E_RR`` of one setting at ``p`` (cached): ``(trials, len(gammas))``, one draw per
+    trial for every gamma."""
     from numerics import strong_alignment_mc
 
     act, c, t = setting
     seed = ctx.seed_for("b9", act, f"c={c:.6g}", f"t={t:g}", p)
-    key = dict(activation=act, c=float(c), t=float(t), p=int(p), trials=int(trials), gamma=float(gamma),
+    # one gamma keeps a scalar key (the cells of c < 1, at gamma = 0)
+    gkey = float(gammas[0]) if len(gammas) == 1 else [float(g) for g in gammas]
+    key = dict(activation=act, c=float(c), t=float(t), p=int(p), trials=int(trials), gamma=gkey,
                snr=float(design.snr), seed=int(seed))
 
     def compute() -> dict[str, np.ndarray]:
-        return strong_alignment_mc(act, c, t, p, [gamma], trials, seed, snr=design.snr)
+        return strong_alignment_mc(act, c, t, p, list(gammas), trials, seed, snr=design.snr)
 
     import numerics.strong_alignment
 
     out = ctx.cached("strong_alignment_mc", key, compute, version=mc_version(numerics.strong_alignment))
-    return np.asarray(out["attention"])[:, 0] - np.asarray(out["ridge"])[:, 0]
+    return np.asarray(out["attention"]) - np.asarray(out["ridge"])
 
 
 def simulate_b9(ctx: CheckContext, design: B9Profile) -> dict:
     """``(point, p) -> paired differences (trials,)`` for every point of :func:`points` at both sizes."""
     cells: dict = {}
-    jobs = points(design)
+    jobs = [(s, (0.0,)) for s in design.settings] + [(s, tuple(design.gamma_wide)) for s in design.wide]
     with ctx.progress("attention - ridge under strong alignment, paired, label-averaged", total=2 * len(jobs)) as bar:
         for p, trials in zip(design.ps, design.trials):
-            for point in jobs:
-                cells[(point, p)] = _cell(ctx, design, point[0], p, trials, point[1])
+            for s, gammas in jobs:
+                diffs = _cell(ctx, design, s, p, trials, gammas)
+                for j, g in enumerate(gammas):
+                    cells[((s, g), p)] = diffs[:, j]
                 bar.advance()
     return cells
 
 
 def _mean_se(x: np.ndarray) -> tuple[float, float]:
-    return float(np.mean(x)), float(np.std(x, ddof=1) / math.sqrt(x.size))
+    m, se = mean_se(x)
+    return float(m), float(se)
 
 
 def _name(setting: Setting) -> str:
