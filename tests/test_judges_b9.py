@@ -36,8 +36,7 @@ def _limit(point) -> float:
 def _prediction() -> mod.B9Prediction:
     pts = mod.points(DESIGN)
     zeros = {s: 0.0 for s in DESIGN.settings}
-    return mod.B9Prediction(limit={pt: _limit(pt) for pt in pts}, t1=zeros, t2=zeros,
-                            at_t_eff={pt: (0.0, 0.0) for pt in pts}, curves={})
+    return mod.B9Prediction(limit={pt: _limit(pt) for pt in pts}, t1=zeros, t2=zeros)
 
 
 TRUTH = _prediction()

@@ -36,7 +36,6 @@ The headline is the limit comparison of erf, ``c = 1/2``, ``t = 1``.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +69,7 @@ class B9Profile:
     wide : ``(activation, c, t)`` with ``c > 1``.
     gamma_wide : ``(gamma of the no-win comparison, gamma of the limit comparison)`` of ``wide``.
     snr : ``||mu||^2``.
-    curve_ts : the ``t`` grid of the theory curves drawn (not judged).
+    curve_ts : the ``t`` grid of the theory curves of the figure (computed only where figures are drawn).
     """
 
     ps: tuple[int, int]
@@ -101,14 +100,14 @@ B9_PROFILES = {
 
 @dataclass(frozen=True)
 class B9Prediction:
-    """Theory by point ``(setting, gamma)``: the limit (judged) and its value at ``t + 1/sqrt p`` of each size
-    (reported); by setting of ``c < 1``: the two parts at ``gamma = 0``; the drawn curves."""
+    """Theory by point ``(setting, gamma)``: the limit (judged); by setting of ``c < 1``: its two parts.
+
+    The limit at ``t + 1/sqrt p`` (the finite-size reading) is left to ``docs/make_strong_alignment_b9.py``: each
+    evaluation costs a Dyson solve, and the check's verdict does not use it."""
 
     limit: dict
     t1: dict
     t2: dict
-    at_t_eff: dict
-    curves: dict
 
 
 def design_b9(ctx: CheckContext) -> B9Profile:
@@ -139,22 +138,17 @@ def points(design: B9Profile) -> list[Point]:
 
 
 def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
-    """The theory at every point (and at ``t + 1/sqrt p``), the parts at ``gamma = 0``, and the drawn curves."""
-    limit, t1, t2, eff, curves = {}, {}, {}, {}, {}
+    """The theory at every point and, for ``c < 1``, its two parts at ``gamma = 0``."""
+    limit, t1, t2 = {}, {}, {}
     for s in design.settings:
         act, c, t = s
         gap = _gap(t, c, act, design.snr)
         limit[(s, 0.0)], t1[s], t2[s] = gap.total, gap.t1, gap.t2
-        eff[(s, 0.0)] = tuple(_gap(t + 1 / math.sqrt(p), c, act, design.snr, 20).total for p in design.ps)
     for s in design.wide:
         act, c, t = s
         for g in design.gamma_wide:
             limit[(s, g)] = _gap_at(g, t, c, act, design.snr)
-            eff[(s, g)] = tuple(_gap_at(g, t + 1 / math.sqrt(p), c, act, design.snr, 20) for p in design.ps)
-    for act, c in sorted({(a, c) for a, c, _ in design.settings}):
-        curves[(act, c)] = np.array([_gap(t, c, act, design.snr, 20).total
-                                     for t in design.curve_ts])
-    return B9Prediction(limit, t1, t2, eff, curves)
+    return B9Prediction(limit, t1, t2)
 
 
 def _cell(ctx: CheckContext, design: B9Profile, setting: Setting, p: int, trials: int,
@@ -263,7 +257,7 @@ def _rows(design: B9Profile, prediction: B9Prediction, cells: dict, n_comparison
         test = limit_test(design, prediction, cells, (s, g))
         (ms, ses), (ml, sel) = (_mean_se(cells[((s, g), p)]) for p in design.ps)
         rows.append(dict(activation=s[0], c=s[1], t=s[2], gamma=g, limit=prediction.limit[(s, g)],
-                         t1=prediction.t1.get(s), t2=prediction.t2.get(s), at_t_eff=list(prediction.at_t_eff[(s, g)]),
+                         t1=prediction.t1.get(s), t2=prediction.t2.get(s),
                          p=list(design.ps), measured=[ms, ml], se=[ses, sel], passed=test.passed,
                          detectable=detectable_error(test, n_comparisons)))
     return rows
@@ -296,9 +290,7 @@ def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
         f"probability about 1/2 (Holm's first level). {n_fail} of {len(comparisons)} comparisons FAIL."
     )
     data = dict(rows=rows, no_win=wide, gamma_wide=list(design.gamma_wide), snr=design.snr, ps=list(design.ps),
-                trials=list(design.trials),
-                curves={f"{a} c={c:.3g}": dict(t=list(design.curve_ts), gap=v.tolist())
-                        for (a, c), v in prediction.curves.items()})
+                trials=list(design.trials))
     return notes, data
 
 
@@ -312,7 +304,8 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
     fig, axes = F.subplots(1, len(panels) + 1, panel=(3.4, 3.0), extra=1.2)
     for ax, (act, c) in zip(axes[0], panels):
         ax.axhline(0.0, color="#999999", lw=0.8)
-        ax.plot(design.curve_ts, prediction.curves[(act, c)], "-", color=F.THEORY, lw=1.3)
+        ax.plot(design.curve_ts, [_gap(t, c, act, design.snr, 20).total for t in design.curve_ts], "-",
+                color=F.THEORY, lw=1.3)
         _points(ax, design, cells, [(s, 0.0) for s in design.settings if s[:2] == (act, c)])
         judged_here = [cp for cp in comps if f" {act} c={c:.3g} " in cp.name]
         ax.set(xlabel="alignment t = ‖w_K‖‖w_Q‖/√p", ylabel="E_att(0) − E_RR(0)",
