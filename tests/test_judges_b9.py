@@ -125,3 +125,10 @@ def test_judge_is_pure():
     first = [r.to_json() for r in mod.judge_b9(DESIGN, TRUTH, cells)]
     assert [r.to_json() for r in mod.judge_b9(DESIGN, TRUTH, cells)] == first
     assert all(np.array_equal(cells[k], copy[k]) for k in cells)
+
+
+def test_power_against_a_constant_offset():
+    """A limit off by 0.004 in every setting at both sizes (a finite-size gap that does not decay, of the size the
+    docs measure for the kernel's mean part plus the spike's shift) FAILs in about half of the runs."""
+    v = _verdicts(ALPHA_CHECK, 21, extra=-0.004)
+    assert 0.3 < sum(o == "FAIL" for o in v) / RUNS < 0.7
