@@ -146,9 +146,11 @@ class LeverageProfile:
     converged: bool
 
 
-def _check_inputs(t: Any, c: Any, activation: Any, snr: Any) -> tuple[float, float, Any, float]:
+def _check_inputs(t: Any, c: Any, activation: Any, snr: Any, *,
+                  c_below_one: bool = True) -> tuple[float, float, Any, float]:
     tv = as_float("t", t, low=0)
-    cv = as_float("c", c, low=0, high=1, low_open=True, high_open=True)
+    cv = (as_float("c", c, low=0, high=1, low_open=True, high_open=True) if c_below_one
+          else as_float("c", c, low=0, low_open=True))
     if isinstance(activation, dict):
         raise ArgumentTypeError("activation must be a name or a sympy expression (its function is needed, not only "
                                 "its kernel constants)")
@@ -191,14 +193,12 @@ def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf"
     (0.5, -0.036)
     """
     tv, cv, act, s = _check_inputs(t, c, activation, snr)
-    k = as_int("nodes", nodes, 8, 200)
-    tolv = as_float("tol", tol, low=0, low_open=True)
-    iters = as_int("maxiter", maxiter, 1, 10**6)
+    k, tolv, iters = _solver_options(nodes, tol, maxiter)
     sol = solve_leverage(numpy_activation(act), tv, cv, s, k, tolv, iters)
     if not sol.converged:
         warnings.warn(f"strong_alignment_leverage: no convergence in {iters} iterations (t={tv}, c={cv})",
                       RuntimeWarning, stacklevel=2)
-    v = 1.0 - np.tanh(np.sqrt(s) * sol.a) ** 2
+    v = _label_variance(sol.a, s)
     t2 = float(sol.weights @ ((1.0 - sol.leverage) * v) - (1.0 - cv) * (sol.weights @ v))
     return LeverageProfile(sol.a, sol.weights, sol.leverage, t2, sol.iterations, sol.converged)
 
@@ -267,6 +267,17 @@ def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr
     return StrongAlignmentGap(t1, prof.t2, t1 + prof.t2, prof)
 
 
+def _solver_options(nodes: Any, tol: Any, maxiter: Any) -> tuple[int, float, int]:
+    """The Dyson solver's quadrature nodes, tolerance and iteration cap, checked."""
+    return (as_int("nodes", nodes, 8, 200), as_float("tol", tol, low=0, low_open=True),
+            as_int("maxiter", maxiter, 1, 10**6))
+
+
+def _label_variance(a: np.ndarray, snr: float) -> np.ndarray:
+    """``v(a) = Var(y | a) = 1 - tanh(sqrt(snr) a)^2``."""
+    return 1.0 - np.tanh(np.sqrt(snr) * a) ** 2
+
+
 def _nonlinear_bayes_part(a: np.ndarray, snr: float) -> np.ndarray:
     """``tanh(sqrt(snr) a)`` minus its best linear predictor ``beta a``: ``beta = E[a y] / E a^2 = sqrt(snr)/(1 + snr)``
     (``E[a tanh(sqrt(snr) a)] = E[a y]`` because ``tanh(sqrt(snr) a) = E[y | a]``)."""
@@ -322,36 +333,37 @@ def strong_spike_attention_error(gamma: Any, c: Any, activation: ActivationLike,
     0.14
     """
     gammas = as_array("gamma", gamma, low=0)
-    cv = as_float("c", c, low=0, low_open=True)
-    tv = as_float("t", t, low=0, low_open=True)
-    if isinstance(activation, dict):
-        raise ArgumentTypeError("activation must be a name or a sympy expression (its function is needed, not only "
-                                "its kernel constants)")
-    act = check_activation(activation, "activation")
-    s = as_float("snr", snr, low=0)
-    k = as_int("nodes", nodes, 8, 200)
-    tolv = as_float("tol", tol, low=0, low_open=True)
-    iters = as_int("maxiter", maxiter, 1, 10**6)
+    tv, cv, act, s = _check_inputs(t, c, activation, snr, c_below_one=False)
+    tv = as_float("t", tv, low=0, low_open=True)
+    options = _solver_options(nodes, tol, maxiter)
     if cv >= 1.0 and np.any(gammas == 0.0):
         raise ValueError(f"gamma must be > 0 when c >= 1 (the features interpolate: E(0) = 0), got c={cv}")
     f = numpy_activation(act)
     capture = captures_bayes_predictor(act)
-
-    def diagonal(delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        sol = solve_leverage(f, tv, cv, s, k, tolv, iters, delta)
-        if not sol.converged:
-            warnings.warn(f"strong_spike_attention_error: no convergence in {iters} iterations (t={tv}, c={cv}, "
-                          f"gamma={cv * delta})", RuntimeWarning, stacklevel=3)
-        return sol.a, sol.weights, 1.0 - sol.leverage
-
     out = np.empty(gammas.shape)
     for idx, g in np.ndenumerate(gammas):
-        a, w, r = diagonal(g / cv)
-        if g > 0:
-            step = 1e-3
-            r = r - (diagonal(g / cv * (1 + step))[2] - diagonal(g / cv * (1 - step))[2]) / (2 * step)
-        weight = 1.0 - np.tanh(np.sqrt(s) * a) ** 2
-        if not capture:
-            weight = weight + _nonlinear_bayes_part(a, s) ** 2
-        out[idx] = float(w @ (weight * r))
+        a, w, r2 = _squared_resolvent_diagonal(f, tv, cv, s, float(g), *options)
+        weight = _label_variance(a, s) + (0.0 if capture else _nonlinear_bayes_part(a, s) ** 2)
+        out[idx] = float(w @ (weight * r2))
     return float(out) if out.ndim == 0 else out
+
+
+def _squared_resolvent_diagonal(f: Any, t: float, c: float, snr: float, gamma: float, nodes: int, tol: float,
+                                maxiter: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes, weights and ``diag(R^2)(a) = R(a) - gamma R'(a)``, ``R = gamma Q`` (``1 - h`` at ``gamma = 0``).
+
+    ``R`` solves the leverage equation with ``-gamma/c`` in the feature block; ``gamma R'`` is a central difference
+    in ``log gamma`` (step 1e-3)."""
+
+    def diagonal(delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        sol = solve_leverage(f, t, c, snr, nodes, tol, maxiter, delta)
+        if not sol.converged:
+            warnings.warn(f"strong_spike_attention_error: no convergence in {maxiter} iterations (t={t}, c={c}, "
+                          f"gamma={c * delta})", RuntimeWarning, stacklevel=4)
+        return sol.a, sol.weights, 1.0 - sol.leverage
+
+    delta, step = gamma / c, 1e-3
+    a, w, r = diagonal(delta)
+    if gamma > 0:
+        r = r - (diagonal(delta * (1 + step))[2] - diagonal(delta * (1 - step))[2]) / (2 * step)
+    return a, w, r
