@@ -132,9 +132,15 @@ def _gap_at(gamma: float, t: float, c: float, activation: str, snr: float, nodes
     return strong_spike_attention_error(gamma, c, activation, snr, t, nodes=nodes) - ridge
 
 
+def cell_gammas(design: B9Profile) -> list[tuple[Setting, tuple[float, ...]]]:
+    """Each simulated setting with its ridge parameters (one draw serves all): ``c < 1`` at ``gamma = 0``, ``wide``
+    at ``gamma_wide``."""
+    return [(s, (0.0,)) for s in design.settings] + [(s, tuple(design.gamma_wide)) for s in design.wide]
+
+
 def points(design: B9Profile) -> list[Point]:
-    """Every measured point: the settings of ``c < 1`` at ``gamma = 0``, ``wide`` at both of ``gamma_wide``."""
-    return [(s, 0.0) for s in design.settings] + [(s, g) for s in design.wide for g in design.gamma_wide]
+    """Every measured point ``(setting, gamma)``."""
+    return [(s, g) for s, gammas in cell_gammas(design) for g in gammas]
 
 
 def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
@@ -159,9 +165,7 @@ def _cell(ctx: CheckContext, design: B9Profile, setting: Setting, p: int, trials
 
     act, c, t = setting
     seed = ctx.seed_for("b9", act, f"c={c:.6g}", f"t={t:g}", p)
-    # one gamma keeps a scalar key (the cells of c < 1, at gamma = 0)
-    gkey = float(gammas[0]) if len(gammas) == 1 else [float(g) for g in gammas]
-    key = dict(activation=act, c=float(c), t=float(t), p=int(p), trials=int(trials), gamma=gkey,
+    key = dict(activation=act, c=float(c), t=float(t), p=int(p), trials=int(trials), gammas=[float(g) for g in gammas],
                snr=float(design.snr), seed=int(seed))
 
     def compute() -> dict[str, np.ndarray]:
@@ -176,7 +180,7 @@ def _cell(ctx: CheckContext, design: B9Profile, setting: Setting, p: int, trials
 def simulate_b9(ctx: CheckContext, design: B9Profile) -> dict:
     """``(point, p) -> paired differences (trials,)`` for every point of :func:`points` at both sizes."""
     cells: dict = {}
-    jobs = [(s, (0.0,)) for s in design.settings] + [(s, tuple(design.gamma_wide)) for s in design.wide]
+    jobs = cell_gammas(design)
     with ctx.progress("attention - ridge under strong alignment, paired, label-averaged", total=2 * len(jobs)) as bar:
         for p, trials in zip(design.ps, design.trials):
             for s, gammas in jobs:
