@@ -281,8 +281,18 @@ def errors_label_mean(Phi: torch.Tensor, m: torch.Tensor, gammas: torch.Tensor) 
     ``s_k = gamma/(lam_k + gamma)`` and ``w_k = (v_k^T m)^2 + sum_i v_ik^2 (1 - m_i^2)``:
     ``(n - sum_k (1 - s_k^2) w_k) / n`` (the null space of ``Phi`` keeps its whole share of ``tr M``).
     """
+    n = Phi.shape[2]
+    lam, V, positive = _positive_eigenpairs(Phi)
+    w = (V.transpose(-1, -2) @ m.unsqueeze(-1)) ** 2 + (V**2).transpose(-1, -2) @ (1 - m**2).unsqueeze(-1)
+    s = shrink(lam.unsqueeze(-1), gammas.view(1, 1, -1))
+    kept = torch.where(positive, (1 - s**2) * w, torch.zeros_like(s))
+    return (n - kept.sum(dim=1)) / n
+
+
+def _positive_eigenpairs(Phi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Eigenvalues ``lam`` (T, k) of ``Phi^T Phi / n`` (from the smaller Gram matrix), unit eigenvectors ``V``
+    (T, n, k) and the mask (T, k, 1) of the positive ones."""
     T, p, n = Phi.shape
-    g = gammas.view(1, 1, -1)
     if p >= n:
         lam, V = eigh(gram(Phi.transpose(-1, -2)) / n)  # V (T, n, n)
     else:
@@ -291,7 +301,30 @@ def errors_label_mean(Phi: torch.Tensor, m: torch.Tensor, gammas: torch.Tensor) 
         V = (Phi.transpose(-1, -2) @ U) / scale.unsqueeze(-2)  # (T, n, p): unit vectors for the positive lam
     lam = lam.clamp_min(0.0)
     positive = (lam > null_tol(lam.unsqueeze(-1)).squeeze(-1)).unsqueeze(-1)  # (T, k, 1)
-    w = (V.transpose(-1, -2) @ m.unsqueeze(-1)) ** 2 + (V**2).transpose(-1, -2) @ (1 - m**2).unsqueeze(-1)
-    s = shrink(lam.unsqueeze(-1), g)
-    kept = torch.where(positive, (1 - s**2) * w, torch.zeros_like(s))
-    return (n - kept.sum(dim=1)) / n
+    return lam, V, positive
+
+
+def smoother_parts(Phi: torch.Tensor, m: torch.Tensor,
+                   gammas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The label-averaged training error split by what it holds, and the smoother's diagonal, per gamma.
+
+    ``S = I - gamma Q = sum_k (1 - s_k) v_k v_k^T`` (positive eigenpairs), labels with means ``m`` and variances
+    ``v = 1 - m^2``.  Returns ``signal = m^T R^2 m / n`` (T, G), ``noise = sum_i v_i (R^2)_ii / n`` (T, G) (their sum
+    is :func:`errors_label_mean`), ``absorbed = sum_i v_i S_ii / n`` (T, G) (the label noise the fit takes in: on fresh labels at the same
+    tokens the risk is exactly ``signal + noise + 2 absorbed``) and the leverages ``S_ii`` (T, n, G).
+    """
+    n = Phi.shape[2]
+    lam, V, positive = _positive_eigenpairs(Phi)
+    v = 1 - m**2
+    s = shrink(lam.unsqueeze(-1), gammas.view(1, 1, -1))  # (T, k, G)
+    zero = torch.zeros_like(s)
+    kept2 = torch.where(positive, 1 - s**2, zero)
+    kept1 = torch.where(positive, 1 - s, zero)
+    proj = (V.transpose(-1, -2) @ m.unsqueeze(-1)) ** 2  # (T, k, 1)
+    V2 = V**2  # (T, n, k)
+    signal = ((m**2).sum(dim=1, keepdim=True) - (kept2 * proj).sum(dim=1)) / n
+    diag_r2 = 1 - V2 @ kept2  # (T, n, G)
+    leverage = V2 @ kept1  # (T, n, G)
+    noise = (v.unsqueeze(-1) * diag_r2).sum(dim=1) / n
+    absorbed = (v.unsqueeze(-1) * leverage).sum(dim=1) / n
+    return signal, noise, absorbed, leverage

@@ -4,8 +4,9 @@ Paper B's model ``X = mu y^T + Z`` (``mu = sqrt(snr) e_1``, i.i.d. labels ``y_i 
 aligned spikes ``w_K = w_Q = sqrt(t sqrt p) e_1``: ``t = ||w_K|| ||w_Q|| / sqrt p`` is held fixed as ``p`` grows (the
 scaling of :func:`theory.strong_alignment_gap`).  Each trial draws one ``X`` and evaluates, on it, attention (the true
 kernel ``f(X^T W X / sqrt p) / sqrt p``, diagonal removed) and ridge (``Phi = X``); the labels are integrated out
-given ``X`` (:func:`numerics.interpolation_error_label_average` with :func:`numerics.label_posterior_mean`), which
-estimates the same expectation as drawn labels with far less variance.
+given ``X`` (their posterior means :func:`numerics.label_posterior_mean`, as in
+:func:`numerics.interpolation_error_label_average`), which estimates the same expectation as drawn labels with far
+less variance.  One eigendecomposition per draw and method gives the error, its parts and the prediction risk.
 
 >>> out = strong_alignment_mc("erf", 0.5, 1.0, 16, [0.0], 2, seed=0)
 >>> out["attention"].shape, out["ridge"].shape
@@ -18,18 +19,22 @@ import math
 from typing import Any
 
 import numpy as np
+import torch
 
 from theory._validation import as_float, as_int
 
-from ._mc import check_gammas, check_seed, label_posterior_mean, sample_signal_plus_noise
-from .rmt import attention_features, interpolation_error_label_average
+from ._mc import check_gammas, check_kernel_memory, check_seed, label_posterior_mean, sample_signal_plus_noise
+from ._ridge_solvers import smoother_parts
+from .rmt import _kernel_batch, resolve_activation
+from .threads import check_device
 
 __all__ = ["strong_alignment_mc"]
 
 
 def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, n_trials: Any, seed: Any, *,
-                        snr: Any = 1.0) -> dict[str, np.ndarray]:
-    """Per-trial label-averaged ``E(gamma)`` of attention and ridge on the same draws, aligned spike at fixed ``t``.
+                        snr: Any = 1.0, bins: Any = None, device: Any = "cpu") -> dict[str, np.ndarray]:
+    """Per-trial label-averaged ``E(gamma)`` of attention and ridge on the same draws, aligned spike at fixed ``t``,
+    with its parts, the prediction risk on fresh labels and attention's leverage by bins of ``|a|``.
 
     Parameters
     ----------
@@ -47,11 +52,21 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, n_
         Trial ``k`` draws from ``SeedSequence(seed).spawn(n_trials)[k]``.
     snr : float
         ``||mu||^2``, ``>= 0``.
+    bins : array (B + 1,), optional
+        Increasing edges of ``|a|`` (``a = x_1``, the token's coordinate along ``mu``; e.g.
+        :func:`theory.label_coordinate_bins`): the mean leverage of attention's tokens in each bin is returned.
+    device : str
+        Torch device of the kernel and the eigendecompositions (``"cpu"``, ``"cuda"``); the draws are the same.
 
     Returns
     -------
     dict
-        ``"attention"`` and ``"ridge"``: arrays ``(n_trials, G)``, paired trial by trial.
+        For ``name`` in ``"attention"``, ``"ridge"``, arrays ``(n_trials, G)`` paired trial by trial:
+        ``name``: ``E(gamma)``; ``name_signal``: ``g^T R^2 g / n``, the part of the Bayes predictor
+        ``g = tanh(mu^T x)`` left in the residual; ``name_noise``: ``sum_i v_i (R^2)_ii / n``, the label noise left
+        (``v = 1 - g^2``; the two add up to ``E``); ``name_risk``: the risk on fresh labels at the same tokens,
+        ``E + 2 sum_i v_i S_ii / n`` (``S = I - R``).  With ``bins``: ``"attention_leverage"``, ``(n_trials, G, B)``
+        (NaN for a bin without tokens).
     """
     cv = as_float("c", c, low=0, low_open=True)
     tv = as_float("t", t, low=0)
@@ -59,13 +74,40 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, n_
     trials = as_int("n_trials", n_trials, 1, 2**31 - 1)
     s = as_float("snr", snr, low=0)
     g = check_gammas(gammas)
+    edges = None if bins is None else _check_bins(bins)
     n = max(1, int(round(pv / cv)))
     w = np.zeros(pv)
     w[0] = math.sqrt(tv * math.sqrt(pv))
-    out = {"attention": np.empty((trials, g.size)), "ridge": np.empty((trials, g.size))}
+    names = ("attention", "ridge")
+    out = {f"{name}{part}": np.empty((trials, g.size)) for name in names for part in ("", *_PARTS)}
+    if edges is not None:
+        out["attention_leverage"] = np.full((trials, g.size, edges.size - 1), np.nan)
+    dev = check_device("device", device)
+    check_kernel_memory("X", pv, n)
+    f = resolve_activation(activation)
+    gt, spike = torch.from_numpy(g).to(dev), torch.from_numpy(w).to(dev)
     for k, child in enumerate(np.random.SeedSequence(check_seed("seed", seed)).spawn(trials)):
         X, _, mu = sample_signal_plus_noise(n, pv, s, np.random.default_rng(child), labels="iid")
-        m = label_posterior_mean(X, mu)
-        for name, phi in (("attention", attention_features(X, activation, w, w)), ("ridge", X)):
-            out[name][k] = interpolation_error_label_average(phi, g, m)
+        m = torch.from_numpy(label_posterior_mean(X, mu)).unsqueeze(0).to(dev)
+        Xt = torch.from_numpy(X).unsqueeze(0).to(dev)
+        for name, phi in zip(names, (Xt @ _kernel_batch(Xt, f, spike, spike, "removed"), Xt)):
+            signal, noise, absorbed, leverage = (x[0].cpu().numpy() for x in smoother_parts(phi, m, gt))
+            out[name][k], out[f"{name}_signal"][k], out[f"{name}_noise"][k] = signal + noise, signal, noise
+            out[f"{name}_risk"][k] = signal + noise + 2.0 * absorbed
+            if name == "attention" and edges is not None:
+                which = np.digitize(np.abs(X[0]), edges) - 1
+                for b in range(edges.size - 1):
+                    if np.any(which == b):
+                        out["attention_leverage"][k, :, b] = leverage[which == b].mean(axis=0)
     return out
+
+
+#: the parts returned beside ``E`` for each method
+_PARTS = ("_signal", "_noise", "_risk")
+
+
+def _check_bins(bins: Any) -> np.ndarray:
+    edges = np.asarray(bins, dtype=float)
+    if edges.ndim != 1 or edges.size < 2 or np.any(np.isnan(edges)) or edges[0] < 0 or np.any(np.diff(edges) <= 0):
+        raise ValueError(f"bins must be an increasing 1-d array of at least 2 edges >= 0, got {bins!r}")
+    return edges

@@ -37,7 +37,7 @@ from verify.verdicts import judged  # noqa: E402
 IDS = [s.id for s in all_checks() if s.func is not None]
 #: the claims whose figures follow :mod:`verify.figures`' conventions and are inspected (B4's two figures and the
 #: B4-rev study's diagnostic grid are drawn, not inspected)
-FIGURE_IDS = {"A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B7-lin"}
+FIGURE_IDS = {"A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B10", "B7-lin"}
 
 
 def _spy(claim, calls: dict, seen: dict):
@@ -93,12 +93,45 @@ def test_claim_is_judged_once_purely_and_round_trips(cid, tmp_path, monkeypatch)
         assert not problems, f"{cid} {name}: " + "; ".join(problems)
         assert title.startswith(f"{cid}:") and out.verdict in title, title  # the claim and its verdict
     assert out.figures or claim.figure is claim_module._no_figure
+    _words_match_the_judge(cid, out.comparisons)
 
     result = CheckResult(id=cid, paper=cid[0], claim="", verdict=out.verdict, comparisons=out.comparisons)
     stored = json.loads(json.dumps(result.to_json()))
     verdict, rows = rejudge_stored(stored)
     assert verdict is Verdict(out.verdict)
     assert [c.outcome for c in rows] == [c.outcome for c in out.comparisons]
+
+
+#: words of a claim's statement that name a kind of test, and the kind they name
+RULE_WORDS = {"equivalence": "equivalence", "within 0.0": "equivalence", "margin": "equivalence"}
+
+
+def _words_match_the_judge(cid: str, comparisons) -> None:
+    """The claim's one-line statement (``verify.claims``, which the report, ``--list`` and docs/claims.md print) names
+    no kind of test that its judge does not use: an "equivalence within 0.03" over a consistency judge fails here."""
+    from verify.claims import CLAIMS
+
+    text = {**CLAIMS, **STUDIES}[cid][1].lower()
+    kinds = {c.kind for c in comparisons}
+    for word, kind in RULE_WORDS.items():
+        assert word not in text or kind in kinds, f"{cid}'s statement says {word!r}; its judge has no {kind} test"
+
+
+def test_rule_words_are_caught():
+    """The check above can fail: a statement with "equivalence within 0.03" over consistency rows is refused."""
+    from verify.registry import Comparison
+
+    rows = [Comparison.consistency("slope", -0.8, -0.79, 0.01)]
+    import verify.claims
+
+    saved = verify.claims.CLAIMS["A2"]
+    try:
+        verify.claims.CLAIMS["A2"] = ("A", "slope matches -4/5 (equivalence within 0.03)")
+        with pytest.raises(AssertionError, match="equivalence"):
+            _words_match_the_judge("A2", rows)
+    finally:
+        verify.claims.CLAIMS["A2"] = saved
+    _words_match_the_judge("A2", rows)
 
 
 def test_the_registry_keeps_a_claims_judgement(monkeypatch):

@@ -31,12 +31,12 @@ def fake_checks(monkeypatch):
     return fake
 
 
-def test_list_shows_all_15_claims(capsys):
+def test_list_shows_all_16_claims(capsys):
     assert main(["--list"]) == 0
     out = capsys.readouterr().out
     for cid in CLAIMS:
         assert cid in out
-    assert len(CLAIMS) == 15
+    assert len(CLAIMS) == 16
     assert "B7-lin" in out and "informational" in out
 
 

@@ -18,6 +18,8 @@ exception classes (``StructuredConvergenceError``, ``ArgumentTypeError``) take a
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 import sys
 from collections import Counter
@@ -204,6 +206,17 @@ def _mp_kernel_and_ridge(add: Callable[..., None]) -> None:
     add("captures_bayes_predictor", dict(activation="tanh"), dict(activation=ACT))
     add("strong_spike_attention_error", dict(gamma=0.1, c=0.5, activation="erf", snr=1.0, t=0.5, nodes=8),
         dict(gamma=real(0, array=True), c=pos(), activation=ACT, snr=nonneg(), t=pos(), nodes=Arg("int", 8, 200)))
+    add("strong_spike_prediction_risk", dict(gamma=0.1, c=0.5, activation="erf", snr=1.0, t=0.5, nodes=8),
+        dict(gamma=real(0, array=True), c=pos(), activation=ACT, snr=nonneg(), t=pos(), nodes=Arg("int", 8, 200)))
+    add("ridge_prediction_risk", dict(gamma=0.1, c=0.5, snr=1.0), dict(gamma=real(0, array=True), c=pos(),
+                                                                     snr=nonneg()))
+    add("label_coordinate_bins", dict(snr=1.0, n_bins=3), dict(snr=nonneg(), n_bins=Arg("int", 1, 50)))
+    add("binned_leverage", dict(t=0.5, c=0.5, activation="erf", snr=1.0, edges=[0.0, 1.0, math.inf], per_bin=4),
+        dict(t=pos(), c=real(0, 1, low_open=True, high_open=True), activation=ACT, snr=nonneg(),
+             per_bin=Arg("int", 4, 40)))
+    add("leverage_bin_means", dict(t=0.5, c=0.5, activation="erf", snr=1.0, edges=[0.0, 1.0, math.inf], per_bin=4),
+        dict(t=pos(), c=real(0, 1, low_open=True, high_open=True), activation=ACT, snr=nonneg(),
+             per_bin=Arg("int", 4, 40)))
     add("ridge_error_small_gamma_coefficient", dict(c=2.0, snr=1.0), dict(c=real(1, low_open=True, symbolic=True),
                                                                           snr=SYM_NONNEG))
     # ---- laws

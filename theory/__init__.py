@@ -18,6 +18,7 @@ symbolic          the solvers as sympy functions (symbolic gamma or c: evalf, di
 laws              scipy.stats-style spectral laws: MarchenkoPastur, KernelSpectralLaw
 settings          frozen settings: AttentionModel (paper B's model), RateSetting (paper A's setting)
 strong_alignment  paper B under strong alignment (||w_K|| ||w_Q|| ~ sqrt p): the gamma -> 0 gap, its T1 and T2 parts
+strong_alignment_risk  the same on fresh labels: prediction risk of attention and ridge, leverage by bins of |a|
 
 Input validation (one layer, :mod:`theory._validation`, used by every public callable)
 --------------------------------------------------------------------------------------
@@ -40,6 +41,7 @@ from . import (
     ridge,
     settings,
     strong_alignment,
+    strong_alignment_risk,
     structured,
     symbolic,
     symbols,
@@ -56,10 +58,11 @@ from .minimax import *  # noqa: F401,F403
 from .ridge import *  # noqa: F401,F403
 from .settings import *  # noqa: F401,F403
 from .strong_alignment import *  # noqa: F401,F403
+from .strong_alignment_risk import *  # noqa: F401,F403
 from .structured import *  # noqa: F401,F403
 
 __all__ = ["symbols", "symbolic", "ArgumentTypeError", "Limits", "get_limits", "set_limits"]
 for _module in (activations, attention, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, ridge, settings,
-                strong_alignment, structured):
+                strong_alignment, strong_alignment_risk, structured):
     __all__ += list(_module.__all__)
 del _module

@@ -86,11 +86,34 @@ def _self_energy(G: np.ndarray, w: np.ndarray, H: np.ndarray, R: np.ndarray, c: 
     return S
 
 
+def binned_coordinate_nodes(snr: float, edges: np.ndarray, per_bin: int,
+                            reach: float = 9.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Quadrature of ``a = sqrt(snr) y + z`` whose nodes fall inside bins of ``|a|``: Gauss-Legendre with
+    ``per_bin`` nodes on each bin and sign (the last bin cut at ``sqrt(snr) + reach``), weighted by the density of
+    ``a`` and normalised.  Returns nodes, weights and each node's bin."""
+    x, gw = np.polynomial.legendre.leggauss(per_bin)
+    root = np.sqrt(snr)
+    nodes, weights, which = [], [], []
+    for k in range(len(edges) - 1):
+        lo, hi = edges[k], min(edges[k + 1], root + reach)
+        u = lo + (hi - lo) * (x + 1) / 2
+        for sign in (1.0, -1.0):
+            a = sign * u
+            dens = 0.5 * (np.exp(-0.5 * (a - root) ** 2) + np.exp(-0.5 * (a + root) ** 2)) / np.sqrt(2 * np.pi)
+            nodes.append(a)
+            weights.append(gw * (hi - lo) / 2 * dens)
+            which.append(np.full(per_bin, k))
+    w = np.concatenate(weights)
+    return np.concatenate(nodes), w / w.sum(), np.concatenate(which)
+
+
 def solve_leverage(f: Callable[[np.ndarray], np.ndarray], t: float, c: float, snr: float, nodes: int,
-                   tol: float, maxiter: int, delta: float = 0.0) -> DysonSolution:
+                   tol: float, maxiter: int, delta: float = 0.0,
+                   grid: tuple[np.ndarray, np.ndarray] | None = None) -> DysonSolution:
     """Damped fixed-point iteration of ``G(a) = (Lambda(a) - Sigma(G)(a))^{-1}`` from ``G = -i I``; ``h = 1 - G_11``;
-    ``delta > 0``: the ridge-regularised pencil (:class:`DysonSolution`)."""
-    a, w = label_coordinate_nodes(snr, nodes)
+    ``delta > 0``: the ridge-regularised pencil (:class:`DysonSolution`).  ``grid``: nodes and weights of ``a`` to
+    use instead of :func:`label_coordinate_nodes` (``nodes`` is then ignored)."""
+    a, w = label_coordinate_nodes(snr, nodes) if grid is None else grid
     m = len(a)
     H, r2 = kernel_parts(f, t * np.outer(a, a))
     R = r2 * w[None, :] / c
@@ -101,12 +124,51 @@ def solve_leverage(f: Callable[[np.ndarray], np.ndarray], t: float, c: float, sn
     Lam[:, 1, 2] = Lam[:, 2, 1] = -1.0
     Lam += 1j * EPS * np.eye(3)
     G = -1j * np.tile(np.eye(3), (m, 1, 1))
+    mixer = _Anderson(ANDERSON_DEPTH)
     converged, it = False, 0
     for it in range(1, maxiter + 1):
         G_new = np.linalg.inv(Lam - _self_energy(G, w, H, R, c, delta))
         step = np.abs(G_new - G).max()
-        G = 0.5 * G_new + 0.5 * G
-        if step < tol * (1 + np.abs(G).max()):
-            converged = True
+        if step < tol * (1 + np.abs(G_new).max()):
+            G, converged = 0.5 * G_new + 0.5 * G, True
             break
+        G = mixer.next(G, G_new)
     return DysonSolution(a, w, 1.0 - G[:, 0, 0].real, it, converged)
+
+
+#: iterates that the Anderson mixing of :func:`solve_leverage` remembers (0: plain damped iteration)
+ANDERSON_DEPTH = 6
+
+
+class _Anderson:
+    """Anderson acceleration of the damped map ``x -> (x + F(x)) / 2``: the next iterate is the damped step of the
+    combination of the last ``depth`` iterates whose residuals ``F(x) - x`` have the least norm (least squares).
+    A combination whose residual grows is dropped for the plain damped step, so it is never worse than damping."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        self.xs: list[np.ndarray] = []
+        self.rs: list[np.ndarray] = []
+        self.last = np.inf
+
+    def next(self, x: np.ndarray, fx: np.ndarray) -> np.ndarray:
+        r = (fx - x).ravel()
+        norm = float(np.linalg.norm(r))
+        damped = 0.5 * fx + 0.5 * x
+        if self.depth == 0 or norm > self.last:
+            self.xs, self.rs, self.last = [], [], norm
+            self.xs.append(x.ravel()), self.rs.append(r)
+            return damped
+        self.last = norm
+        self.xs.append(x.ravel())
+        self.rs.append(r)
+        self.xs, self.rs = self.xs[-(self.depth + 1):], self.rs[-(self.depth + 1):]
+        if len(self.rs) < 2:
+            return damped
+        dR = np.stack([self.rs[k + 1] - self.rs[k] for k in range(len(self.rs) - 1)], axis=1)
+        dX = np.stack([self.xs[k + 1] - self.xs[k] for k in range(len(self.xs) - 1)], axis=1)
+        coef = np.linalg.lstsq(dR, r, rcond=None)[0]
+        mixed_x = x.ravel() - dX @ coef
+        mixed_r = r - dR @ coef
+        out = mixed_x + 0.5 * mixed_r
+        return out.reshape(x.shape) if np.all(np.isfinite(out)) else damped

@@ -342,15 +342,21 @@ def strong_spike_attention_error(gamma: Any, c: Any, activation: ActivationLike,
     capture = captures_bayes_predictor(act)
     out = np.empty(gammas.shape)
     for idx, g in np.ndenumerate(gammas):
-        a, w, r2 = _squared_resolvent_diagonal(f, tv, cv, s, float(g), *options)
-        weight = _label_variance(a, s) + (0.0 if capture else _nonlinear_bayes_part(a, s) ** 2)
-        out[idx] = float(w @ (weight * r2))
+        a, w, _, r2 = resolvent_diagonals(f, tv, cv, s, float(g), *options)
+        out[idx] = float(w @ (residual_weight(a, s, capture) * r2))
     return float(out) if out.ndim == 0 else out
 
 
-def _squared_resolvent_diagonal(f: Any, t: float, c: float, snr: float, gamma: float, nodes: int, tol: float,
-                                maxiter: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Nodes, weights and ``diag(R^2)(a) = R(a) - gamma R'(a)``, ``R = gamma Q`` (``1 - h`` at ``gamma = 0``).
+def residual_weight(a: np.ndarray, snr: float, capture: bool) -> np.ndarray:
+    """What each token's residual carries besides the captured Bayes predictor: ``v(a)``, plus ``g_perp(a)^2`` when
+    the features do not capture the Bayes predictor (the nonlinear rest, met through the diagonal like noise)."""
+    return _label_variance(a, snr) + (0.0 if capture else _nonlinear_bayes_part(a, snr) ** 2)
+
+
+def resolvent_diagonals(f: Any, t: float, c: float, snr: float, gamma: float, nodes: int, tol: float,
+                        maxiter: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes, weights, ``R(a)`` and ``diag(R^2)(a) = R(a) - gamma R'(a)``, ``R = gamma Q`` (both ``1 - h`` at
+    ``gamma = 0``).  ``1 - R(a)`` is the smoother's diagonal, the leverage at ``gamma``.
 
     ``R`` solves the leverage equation with ``-gamma/c`` in the feature block; ``gamma R'`` is a central difference
     in ``log gamma`` (step 1e-3)."""
@@ -358,12 +364,13 @@ def _squared_resolvent_diagonal(f: Any, t: float, c: float, snr: float, gamma: f
     def diagonal(delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         sol = solve_leverage(f, t, c, snr, nodes, tol, maxiter, delta)
         if not sol.converged:
-            warnings.warn(f"strong_spike_attention_error: no convergence in {maxiter} iterations (t={t}, c={c}, "
+            warnings.warn(f"strong alignment resolvent: no convergence in {maxiter} iterations (t={t}, c={c}, "
                           f"gamma={c * delta})", RuntimeWarning, stacklevel=4)
         return sol.a, sol.weights, 1.0 - sol.leverage
 
     delta, step = gamma / c, 1e-3
     a, w, r = diagonal(delta)
+    r2 = r
     if gamma > 0:
-        r = r - (diagonal(delta * (1 + step))[2] - diagonal(delta * (1 - step))[2]) / (2 * step)
-    return a, w, r
+        r2 = r - (diagonal(delta * (1 + step))[2] - diagonal(delta * (1 - step))[2]) / (2 * step)
+    return a, w, r, r2

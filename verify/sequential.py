@@ -239,7 +239,7 @@ def boundaries(c: Comparison, j: int, n_stochastic: int = 1) -> str:
     Examples
     --------
     >>> boundaries(Comparison.direction("gap", "> 0", 0.01, 0.01, +1), 0)
-    'PASS if > +0.0196, FAIL if < -0.0338'
+    'PASS if > +0.0196, FAIL if < -0.034'
     """
     if not isinstance(c, Comparison):
         raise ArgumentTypeError(f"c must be a Comparison, got {_describe(c)}")

@@ -157,23 +157,36 @@ def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
     return B9Prediction(limit, t1, t2)
 
 
-def _cell(ctx: CheckContext, design: B9Profile, setting: Setting, p: int, trials: int,
-          gammas: tuple[float, ...]) -> np.ndarray:
-    """Paired per-trial ``E_att - E_RR`` of one setting at ``p`` (cached): ``(trials, len(gammas))``, one draw per
-    trial for every gamma."""
+#: bins of ``|a|`` (equal probability) in which every strong-alignment cell records attention's leverage (B10)
+LEVERAGE_BINS = 6
+
+
+def strong_alignment_cell(ctx: CheckContext, setting: Setting, p: int, trials: int, gammas: tuple[float, ...],
+                          snr: float, tag: str = "b9") -> dict[str, np.ndarray]:
+    """Every output of :func:`numerics.strong_alignment_mc` for one setting at ``p`` (cached; one draw per trial
+    for every gamma), attention's leverage in :data:`LEVERAGE_BINS` bins of ``|a|``.  B10 reads B9's cells through
+    ``ctx.borrowing("B9")``: the same seeds and cache entries."""
     from numerics import strong_alignment_mc
+    from theory import label_coordinate_bins
 
     act, c, t = setting
-    seed = ctx.seed_for("b9", act, f"c={c:.6g}", f"t={t:g}", p)
+    seed = ctx.seed_for(tag, act, f"c={c:.6g}", f"t={t:g}", p)
     key = dict(activation=act, c=float(c), t=float(t), p=int(p), trials=int(trials), gammas=[float(g) for g in gammas],
-               snr=float(design.snr), seed=int(seed))
+               snr=float(snr), seed=int(seed), n_bins=LEVERAGE_BINS)
 
     def compute() -> dict[str, np.ndarray]:
-        return strong_alignment_mc(act, c, t, p, list(gammas), trials, seed, snr=design.snr)
+        return strong_alignment_mc(act, c, t, p, list(gammas), trials, seed, snr=snr,
+                                   bins=label_coordinate_bins(snr, LEVERAGE_BINS))
 
     import numerics.strong_alignment
 
-    out = ctx.cached("strong_alignment_mc", key, compute, version=mc_version(numerics.strong_alignment))
+    return ctx.cached("strong_alignment_mc", key, compute, version=mc_version(numerics.strong_alignment))
+
+
+def _cell(ctx: CheckContext, design: B9Profile, setting: Setting, p: int, trials: int,
+          gammas: tuple[float, ...]) -> np.ndarray:
+    """Paired per-trial ``E_att - E_RR`` of one setting at ``p``: ``(trials, len(gammas))``."""
+    out = strong_alignment_cell(ctx, setting, p, trials, gammas, design.snr)
     return np.asarray(out["attention"]) - np.asarray(out["ridge"])
 
 

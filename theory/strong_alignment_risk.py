@@ -1,0 +1,239 @@
+"""Prediction risk on fresh labels under strong alignment, and the leverage profile by bins of ``|a|``.
+
+*Derived by the project* (docs/strong_alignment.md, "Prediction risk").  Both fits are linear smoothers
+``yhat = S y`` with ``S = I - R`` (``R = gamma Q``) that depend on the tokens only, and the labels are independent
+given the tokens, with means ``g_i = tanh(sqrt(snr) a_i)`` and variances ``v_i = 1 - g_i^2``.  Fresh labels ``y'`` at
+the same tokens (fixed-design prediction risk, label noise included) give, exactly at every size,
+
+    ``E||y' - S y||^2 / n = E(gamma) + (2/n) sum_i v_i S_ii``
+
+(the training residual plus twice the label noise that each token's own fit absorbs: Mallows' ``C_p`` with a
+variance per token).  So the leverage part ``T2`` of the training gap (:func:`theory.strong_alignment_gap`) enters the
+risk gap with the opposite sign: as ``gamma -> 0`` with ``c < 1``, ``R_att - R_RR = T1 - T2``.
+
+* :func:`ridge_prediction_risk`: ``E_RR(gamma) + 2 mmse (1 - gamma delta(gamma))`` (ridge's leverage is uniform,
+  ``tr S / n -> 1 - gamma delta``, ``delta`` of Marchenko–Pastur);
+* :func:`strong_spike_prediction_risk`: attention's, ``E_att(gamma) + 2 E_a[v(a) (1 - R(a))]`` with ``R(a)`` from
+  the leverage equation (:func:`theory.strong_spike_attention_error`);
+* :func:`label_coordinate_bins`, :func:`leverage_bin_means` and :func:`binned_leverage`: equal-probability bins of
+  ``|a|`` and the theory's mean leverage ``h(a)`` in each (the leverage equation solved on nodes inside the bins),
+  with the training gap's parts from the same solve.
+
+>>> round(float(ridge_prediction_risk(0.0, 0.5, 1.0)), 4)
+0.6996
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import optimize, special
+
+from ._leverage_dyson import binned_coordinate_nodes, solve_leverage
+from ._validation import as_array, as_float, as_int
+from .activations import ActivationLike, numpy_activation
+from .marchenko_pastur import mp_delta
+from .ridge import ridge_error_values
+from .strong_alignment import (
+    _check_inputs,
+    _label_variance,
+    _nonlinear_bayes_part,
+    _solver_options,
+    captures_bayes_predictor,
+    label_mmse,
+    residual_weight,
+    resolvent_diagonals,
+    strong_alignment_margin,
+)
+
+__all__ = ["ridge_prediction_risk", "strong_spike_prediction_risk", "label_coordinate_bins", "leverage_bin_means",
+           "binned_leverage"]
+
+
+def ridge_prediction_risk(gamma: Any, c: Any, snr: Any) -> Any:
+    """Ridge's fixed-design prediction risk on fresh labels at the training tokens, label noise included.
+
+    ``E_RR(gamma) + 2 mmse (1 - gamma delta(gamma))``: ridge's training error (:func:`theory.ridge_error_values`)
+    plus twice the label noise its fit absorbs; every token has the same leverage ``1 - gamma delta`` in the limit
+    (the signal is of rank one).  At ``gamma = 0`` and ``c < 1``: ``(1 - c)/(1 + snr) + 2 c mmse``.
+
+    Parameters
+    ----------
+    gamma : float or array
+        Finite, ``>= 0``; ``> 0`` when ``c >= 1``.
+    c : float
+        ``p / n``, finite, ``> 0``.
+    snr : float
+        ``||mu||^2``, finite, ``>= 0``.
+
+    Returns
+    -------
+    float or ndarray
+        The shape of ``gamma``.
+
+    Examples
+    --------
+    >>> round(float(ridge_prediction_risk(1.0, 2.0, 1.0)), 4)
+    0.6613
+    """
+    gammas = as_array("gamma", gamma, low=0)
+    cv = as_float("c", c, low=0, low_open=True)
+    s = as_float("snr", snr, low=0)
+    if cv >= 1.0 and np.any(gammas == 0.0):
+        raise ValueError(f"gamma must be > 0 when c >= 1 (the features interpolate: E(0) = 0), got c={cv}")
+    positive = np.where(gammas == 0.0, 1.0, gammas)
+    leverage = np.where(gammas == 0.0, cv, 1.0 - positive * np.asarray(mp_delta(positive, cv)))
+    out = np.asarray(ridge_error_values(gammas, cv, s)) + 2.0 * label_mmse(s) * leverage
+    return float(out) if out.ndim == 0 else out
+
+
+def strong_spike_prediction_risk(gamma: Any, c: Any, activation: ActivationLike, snr: Any, t: Any, *,
+                                 nodes: int = 40, tol: float = 1e-12, maxiter: int = 5000) -> Any:
+    """Attention's fixed-design prediction risk on fresh labels under strong alignment, label noise included.
+
+    ``E_att(gamma) + 2 E_a[v(a) h_gamma(a)]``, with ``E_att`` of :func:`theory.strong_spike_attention_error` and the
+    leverage ``h_gamma = 1 - R(a)`` from the same leverage equation (module docstring).  At ``gamma = 0`` and
+    ``c < 1`` it is ``E[w (1 - h)] + 2 E[v h]``; minus :func:`ridge_prediction_risk` it is ``T1 - T2`` of
+    :func:`theory.strong_alignment_gap`.  At finite ``p`` evaluate it at ``t + 1/sqrt(p)``.
+
+    Parameters
+    ----------
+    gamma, c, activation, snr, t, nodes, tol, maxiter
+        As :func:`theory.strong_spike_attention_error` (the same validation).
+
+    Returns
+    -------
+    float or ndarray
+        The shape of ``gamma``.
+
+    Examples
+    --------
+    >>> risk = strong_spike_prediction_risk(0.0, 0.5, "erf", 1.0, 2.0, nodes=20)
+    >>> round(risk - float(ridge_prediction_risk(0.0, 0.5, 1.0)), 3)
+    0.043
+    """
+    gammas = as_array("gamma", gamma, low=0)
+    tv, cv, act, s = _check_inputs(t, c, activation, snr, c_below_one=False)
+    tv = as_float("t", tv, low=0, low_open=True)
+    options = _solver_options(nodes, tol, maxiter)
+    if cv >= 1.0 and np.any(gammas == 0.0):
+        raise ValueError(f"gamma must be > 0 when c >= 1 (the features interpolate: E(0) = 0), got c={cv}")
+    f = numpy_activation(act)
+    capture = captures_bayes_predictor(act)
+    out = np.empty(gammas.shape)
+    for idx, g in np.ndenumerate(gammas):
+        a, w, r, r2 = resolvent_diagonals(f, tv, cv, s, float(g), *options)
+        out[idx] = float(w @ (residual_weight(a, s, capture) * r2 + 2.0 * _label_variance(a, s) * (1.0 - r)))
+    return float(out) if out.ndim == 0 else out
+
+
+def _abs_coordinate_cdf(u: np.ndarray, snr: float) -> np.ndarray:
+    """``P(|a| <= u)`` for ``a = sqrt(snr) y + z``."""
+    root = math.sqrt(snr)
+    return 0.5 * (special.erf((u - root) / math.sqrt(2)) + special.erf((u + root) / math.sqrt(2)))
+
+
+def label_coordinate_bins(snr: Any, n_bins: Any) -> np.ndarray:
+    """Edges ``0 = e_0 < ... < e_B`` of ``B`` bins of ``|a|`` of equal probability, ``a = sqrt(snr) y + z``.
+
+    The last edge is ``sqrt(snr) + 40``, beyond which ``|a|`` has probability below ``1e-300`` (finite, so that
+    the edges are plain numbers).
+
+    Parameters
+    ----------
+    snr : float
+        Finite, ``>= 0``.
+    n_bins : int
+        1 to 50.
+
+    Returns
+    -------
+    ndarray (n_bins + 1,)
+
+    Examples
+    --------
+    >>> np.round(label_coordinate_bins(0.0, 2), 4)
+    array([ 0.    ,  0.6745, 40.    ])
+    """
+    s = as_float("snr", snr, low=0)
+    k = as_int("n_bins", n_bins, 1, 50)
+    inner = [optimize.brentq(lambda u, q=q: float(_abs_coordinate_cdf(np.asarray(u), s)) - q, 0.0, 40.0,
+                             xtol=1e-13) for q in np.arange(1, k) / k]
+    return np.array([0.0, *inner, math.sqrt(s) + 40.0])
+
+
+def leverage_bin_means(t: Any, c: Any, activation: ActivationLike, snr: Any, edges: Any, *,
+                       per_bin: int = 10, tol: float = 1e-12, maxiter: int = 5000) -> np.ndarray:
+    """The theory's mean leverage ``E[h(a) | e_k <= |a| < e_(k+1)]`` in each bin of ``|a|``, ``gamma -> 0``, ``c < 1``.
+
+    The leverage equation of :func:`theory.strong_alignment_leverage` solved on a quadrature whose nodes lie inside
+    the bins (Gauss-Legendre on each bin and sign, weighted by the density of ``a``; the last bin cut at
+    ``sqrt(snr) + 9``), so each bin's mean is a quadrature of its own nodes.  At finite ``p`` evaluate it at
+    ``t + 1/sqrt(p)``.
+
+    Parameters
+    ----------
+    t, c, activation, snr, tol, maxiter
+        As :func:`theory.strong_alignment_leverage`.
+    edges : array (B + 1,)
+        Increasing, ``edges[0] >= 0`` (:func:`label_coordinate_bins`); the last may be ``inf``.
+    per_bin : int
+        Nodes per bin and sign, 4 to 40.
+
+    Returns
+    -------
+    ndarray (B,)
+
+    Examples
+    --------
+    >>> e = label_coordinate_bins(1.0, 4)
+    >>> h = leverage_bin_means(1.0, 0.5, "erf", 1.0, e, per_bin=6)
+    >>> bool(h[0] > h[-1]), round(float(h.mean()), 3)
+    (True, 0.5)
+    """
+    return binned_leverage(t, c, activation, snr, edges, per_bin=per_bin, tol=tol, maxiter=maxiter).bin_means
+
+
+@dataclass(frozen=True)
+class BinnedLeverage:
+    """One solve of the leverage equation on a grid inside bins of ``|a|``: the bin means, ``T2`` and ``T1``."""
+
+    bin_means: np.ndarray = field(repr=False)
+    t1: float
+    t2: float
+    converged: bool
+
+
+def binned_leverage(t: Any, c: Any, activation: ActivationLike, snr: Any, edges: Any, *, per_bin: int = 10,
+                    tol: float = 1e-12, maxiter: int = 5000) -> BinnedLeverage:
+    """:func:`leverage_bin_means` with the parts of the training gap from the same solve (``t1``, ``t2`` as
+    :func:`theory.strong_alignment_gap`): one Dyson solve for everything a check judges at one ``t``."""
+    tv, cv, act, s = _check_inputs(t, c, activation, snr)
+    tv = as_float("t", tv, low=0, low_open=True)
+    e = _check_edges(edges)
+    k = as_int("per_bin", per_bin, 4, 40)
+    _, tolv, iters = _solver_options(8, tol, maxiter)
+    a, w, which = binned_coordinate_nodes(s, e, k)
+    sol = solve_leverage(numpy_activation(act), tv, cv, s, 0, tolv, iters, grid=(a, w))
+    if not sol.converged:
+        warnings.warn(f"binned_leverage: no convergence in {iters} iterations (t={tv}, c={cv})", RuntimeWarning,
+                      stacklevel=2)
+    h = sol.leverage
+    means = np.array([w[which == b] @ h[which == b] / w[which == b].sum() for b in range(e.size - 1)])
+    v = _label_variance(a, s)
+    t2 = float(w @ ((1.0 - h) * v) - (1.0 - cv) * (w @ v))
+    t1 = (strong_alignment_margin(cv, s) if captures_bayes_predictor(act)
+          else float(w @ (_nonlinear_bayes_part(a, s) ** 2 * (cv - h))))
+    return BinnedLeverage(means, t1, t2, sol.converged)
+
+
+def _check_edges(edges: Any) -> np.ndarray:
+    e = as_array("edges", edges, low=0) if not np.isinf(np.asarray(edges, dtype=float)).any() else None
+    e = np.asarray(edges, dtype=float) if e is None else e
+    if e.ndim != 1 or e.size < 2 or np.any(np.isnan(e)) or e[0] < 0 or np.any(np.diff(e) <= 0):
+        raise ValueError(f"edges must be an increasing 1-d array of at least 2 values >= 0, got {edges!r}")
+    return e
