@@ -1,0 +1,336 @@
+"""Check B10 (beyond the papers): what attention's win under strong alignment is made of, and its prediction risk.
+
+Setting: B9's (paper B's model, aligned spikes of strength ``t sqrt p`` along ``mu``, diagonal removed, ``c < 1``,
+``gamma -> 0``).  B9 judges the training gap ``E_att(0) - E_RR(0) = T1 + T2``; this check judges its parts, the risk
+on fresh labels and the leverage profile, each separately.
+
+Prediction (*derived by the project*, docs/strong_alignment.md, "Prediction risk"):
+
+* ``T1``, the part of the Bayes predictor ``g = tanh(mu^T x)`` left in attention's residual minus ridge's
+  (:func:`theory.binned_leverage`, as :func:`theory.strong_alignment_gap`);
+* ``T2``, the label noise left, attention minus ridge, from the leverage equation;
+* the risk gap on fresh labels at the same tokens, ``R_att - R_RR = T1 - T2`` (exact identity
+  ``R = E(gamma) + (2/n) sum_i v_i S_ii``; :func:`theory.strong_spike_prediction_risk`): the leverage part that
+  lowers attention's training error raises its risk by the same amount;
+* attention's mean leverage in each of ``LEVERAGE_BINS`` equal-probability bins of ``|a|`` (:func:`theory.leverage_bin_means`).
+
+Each is evaluated at ``t_eff = t + 1/sqrt p`` (the kernel's exact coefficient of ``a_i a_j`` at size ``p``), so the
+finite-size rule is not asked to absorb that known shift.
+
+Measurement: B9's cells (``ctx.borrowing("B9")``: the same draws, labels integrated out given the data) for B9's
+settings, and this check's own cells for settings out of sample for the theory's construction (gelu at ``c = 1/4``,
+erf at ``c = 0.9``), at B9's two sizes ``p`` and ``4p``.
+
+Comparisons (Holm within the check, family-wise false-FAIL rate ``ALPHA_CHECK``): per setting, the finite-size rule
+of :mod:`verify.checks._finite_size` (``q = 1/2``, Student-t on estimated SEs) on the gaps ``measured - theory(t_eff)``
+of ``T1``, ``T2``, the risk gap and every bin of the profile; and, where ``|R_att - R_RR|`` is predicted to be at least
+``sign_min``, its sign at ``4p`` (one-sided, PASS at 5 %).  Power: a quantity off by ``D`` at both sizes FAILs with
+probability about 1/2 once ``D / 2`` reaches the Student-t quantile at Holm's first level times the statistic's SD
+(``data["detectable"]``, per part).  The headline is the risk gap of erf, ``c = 1/2``, ``t = 1``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..claim import Claim, register
+from ..figures import paper_figure
+from ..registry import CheckContext, Comparison
+from ..verdicts import ALPHA_CHECK, Judgement, t_quantile
+from ._finite_size import FiniteSizeTest, finite_size_test
+from .paper_b_strong_alignment import B9_PROFILES, LEVERAGE_BINS, Setting, strong_alignment_cell
+from .paper_b_structured import mean_se
+
+#: the headline: the risk gap of this setting
+HEADLINE: Setting = ("erf", 0.5, 1.0)
+#: the scalar parts judged per setting (``PARTS``), then the profile's bins
+PARTS = ("T1", "T2", "risk")
+_WORDS = {"T1": "T1 (Bayes predictor left, att - RR)", "T2": "T2 (label noise left, att - RR)",
+          "risk": "risk on fresh labels, R_att - R_RR"}
+
+
+@dataclass(frozen=True)
+class B10Profile:
+    """B10's design at one profile.
+
+    Attributes
+    ----------
+    ps, trials : B9's sizes ``(p, 4p)`` and trials (borrowed cells must match B9's).
+    borrowed : settings ``(activation, c, t)`` whose draws are B9's.
+    own : settings drawn by this check (out of sample for the theory's construction).
+    snr : ``||mu||^2``.
+    per_bin : quadrature nodes per bin of the leverage equation (:func:`theory.binned_leverage`).
+    sign_min : the risk gap's sign is judged where the theory's ``|R_att - R_RR|`` at ``4p`` is at least this.
+    curve_ts : the ``t`` grid of the figure's theory curves (computed only where figures are drawn).
+    """
+
+    ps: tuple[int, int]
+    trials: tuple[int, int]
+    borrowed: tuple[Setting, ...]
+    own: tuple[Setting, ...]
+    snr: float = 1.0
+    per_bin: int = 8
+    sign_min: float = 0.005
+    curve_ts: tuple[float, ...] = (0.15, 0.25, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5)
+
+    @property
+    def settings(self) -> tuple[Setting, ...]:
+        """Every judged setting, headline first."""
+        return tuple(sorted(self.borrowed + self.own, key=lambda s: s != HEADLINE))
+
+
+_BORROWED = (("erf", 0.5, 0.5), ("erf", 0.5, 1.0), ("erf", 0.5, 2.0), ("erf", 1 / 3, 1.0), ("tanh", 0.5, 1.0),
+             ("gelu", 0.5, 1.0))
+_OWN = (("gelu", 0.25, 2.0), ("erf", 0.9, 1.0))
+
+
+def _profile(name: str, borrowed: tuple[Setting, ...], own: tuple[Setting, ...]) -> B10Profile:
+    b9 = B9_PROFILES[name]
+    missing = [s for s in borrowed if s not in b9.settings]
+    if missing:
+        raise ValueError(f"B10 borrows settings that B9 does not draw at profile {name!r}: {missing}")
+    return B10Profile(ps=b9.ps, trials=b9.trials, borrowed=borrowed, own=own, snr=b9.snr)
+
+
+B10_PROFILES = {
+    # smoke (tests only): tiny sizes, verdicts meaningless
+    "smoke": _profile("smoke", (HEADLINE,), (("gelu", 0.25, 2.0),)),
+    # quick and paper: six of B9's settings (its draws) and two of B10's own, at B9's sizes
+    "quick": _profile("quick", _BORROWED, _OWN),
+    "paper": _profile("paper", _BORROWED, _OWN),
+}
+
+
+@dataclass(frozen=True)
+class B10Prediction:
+    """Theory at ``t_eff = t + 1/sqrt p`` by ``(setting, p)``: ``T1``, ``T2``, the risk gap and the bin means."""
+
+    t1: dict
+    t2: dict
+    risk: dict
+    bins: dict
+
+    def of(self, part: str, key: tuple) -> Any:
+        """The prediction of ``part`` (``"T1"``, ``"T2"``, ``"risk"`` or a bin index) at ``(setting, p)``."""
+        if isinstance(part, int):
+            return float(self.bins[key][part])
+        return {"T1": self.t1, "T2": self.t2, "risk": self.risk}[part][key]
+
+
+def design_b10(ctx: CheckContext) -> B10Profile:
+    """B10's design for ``ctx.profile`` (:data:`B10_PROFILES`)."""
+    return B10_PROFILES[ctx.profile]
+
+
+def t_eff(t: float, p: int) -> float:
+    """The coefficient of ``a_i a_j`` in the kernel's argument at size ``p``: ``t + 1/sqrt p``."""
+    return t + 1.0 / math.sqrt(p)
+
+
+@functools.lru_cache(maxsize=512)
+def _binned(t: float, c: float, activation: str, snr: float, per_bin: int) -> Any:
+    """:func:`theory.binned_leverage` at :data:`LEVERAGE_BINS` bins, memoised in the process (calibration)."""
+    from theory import binned_leverage, label_coordinate_bins
+
+    return binned_leverage(t, c, activation, snr, label_coordinate_bins(snr, LEVERAGE_BINS), per_bin=per_bin)
+
+
+def predict_b10(ctx: CheckContext, design: B10Profile) -> B10Prediction:
+    """One Dyson solve per setting and size: the parts, the risk gap ``T1 - T2`` and the bin means."""
+    t1, t2, risk, bins = {}, {}, {}, {}
+    for s in design.settings:
+        act, c, t = s
+        for p in design.ps:
+            sol = _binned(t_eff(t, p), c, act, design.snr, design.per_bin)
+            t1[(s, p)], t2[(s, p)], risk[(s, p)] = sol.t1, sol.t2, sol.t1 - sol.t2
+            bins[(s, p)] = np.asarray(sol.bin_means)
+    return B10Prediction(t1, t2, risk, bins)
+
+
+def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
+    """``(setting, p) -> {"T1", "T2", "risk": (trials,), "bins": (trials, B)}``, paired attention minus ridge."""
+    cells: dict = {}
+    lender = ctx.borrowing("B9")
+    jobs = [(s, lender, "b9") for s in design.borrowed] + [(s, ctx, "b10") for s in design.own]
+    with ctx.progress("parts, risk and leverage under strong alignment (B9's draws and B10's)",
+                      total=len(design.ps) * len(jobs)) as bar:
+        for p, trials in zip(design.ps, design.trials):
+            for s, owner, tag in jobs:
+                out = strong_alignment_cell(owner, s, p, trials, (0.0,), design.snr, tag)
+                col = {k: np.asarray(v)[:, 0] for k, v in out.items() if k != "attention_leverage"}
+                cells[(s, p)] = {"T1": col["attention_signal"] - col["ridge_signal"],
+                                 "T2": col["attention_noise"] - col["ridge_noise"],
+                                 "risk": col["attention_risk"] - col["ridge_risk"],
+                                 "bins": np.asarray(out["attention_leverage"])[:, 0, :]}
+                bar.advance()
+    return cells
+
+
+def _values(cells: dict, key: tuple, part: Any) -> np.ndarray:
+    return cells[key]["bins"][:, part] if isinstance(part, int) else cells[key][part]
+
+
+def _mean_se(x: np.ndarray) -> tuple[float, float]:
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return math.nan, math.nan
+    m, se = mean_se(x)
+    return float(m), float(se)
+
+
+def _name(setting: Setting) -> str:
+    act, c, t = setting
+    return f"{act} c={c:.3g} t={t:g}"
+
+
+def judged_parts(design: B10Profile) -> list[tuple[Setting, Any]]:
+    """The ``(setting, part)`` of every finite-size comparison, in the judge's order (headline first): ``PARTS``,
+    then the bin indices."""
+    return [(s, part) for s in design.settings for part in (*PARTS, *range(LEVERAGE_BINS))]
+
+
+def sign_settings(design: B10Profile, prediction: B10Prediction) -> list[Setting]:
+    """The settings whose risk gap's sign is judged (``|theory| >= sign_min`` at ``4p``), in the judge's order."""
+    return [s for s in design.settings if abs(prediction.risk[(s, design.ps[1])]) >= design.sign_min]
+
+
+def part_test(design: B10Profile, prediction: B10Prediction, cells: dict, setting: Setting,
+              part: Any) -> FiniteSizeTest:
+    """The finite-size rule on ``measured - theory(t_eff)`` of one part at ``p`` and ``4p``."""
+    (ps, pl), (ts, tl) = design.ps, design.trials
+    ms, ses = _mean_se(_values(cells, (setting, ps), part))
+    ml, sel = _mean_se(_values(cells, (setting, pl), part))
+    gs, gl = ms - prediction.of(part, (setting, ps)), ml - prediction.of(part, (setting, pl))
+    return finite_size_test(0.0, gs, ses, gl, sel, ps / pl, (ts, tl))
+
+
+def judge_b10(design: B10Profile, prediction: B10Prediction, cells: dict) -> list[Comparison]:
+    """Finite-size rule per part and bin, and the risk gap's sign (module docstring); pure."""
+    ps, pl = design.ps
+    comps: list[Comparison] = []
+    for s, part in judged_parts(design):
+        test = part_test(design, prediction, cells, s, part)
+        ml, sel = _mean_se(_values(cells, (s, pl), part))
+        what = _WORDS[part] if isinstance(part, str) else f"attention's mean leverage, bin {part + 1} of |a|"
+        comps.append(test.comparison(f"{_name(s)}: {what}", prediction.of(part, (s, pl)), ml, sel,
+                                     f"p={ps}", f"p={pl}", headline=(s, part) == (HEADLINE, "risk")))
+    for s in sign_settings(design, prediction):
+        pred = prediction.risk[(s, pl)]
+        ml, sel = _mean_se(cells[(s, pl)]["risk"])
+        sign = -1 if pred < 0 else 1
+        words = "attention predicts fresh labels better" if sign < 0 else "ridge predicts fresh labels better"
+        comps.append(Comparison.direction(f"{_name(s)}: sign of the risk gap, {words}", pred, ml, sel, sign,
+                                          df=design.trials[1] - 1,
+                                          rule=f"paired mean over {design.trials[1]} draws at p={pl} must be "
+                                               f"{'< 0' if sign < 0 else '> 0'}"))
+    return comps
+
+
+def detectable_error(comparison: Comparison, n_comparisons: int) -> float:
+    """The error ``D`` (the same at both sizes) that a finite-size comparison detects with probability about 1/2:
+    ``D (1 - q)`` at the one-sided Student-t quantile of Holm's first level times the statistic's SD (``q = 1/2``)."""
+    args = dict(comparison.args)
+    return t_quantile(ALPHA_CHECK / n_comparisons, args["df"]) * args["excess_se"] / 0.5
+
+
+def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
+                 comparisons: list[Comparison]) -> tuple[str, dict]:
+    """Notes (what is judged, the offsets, the power per part) and data (one row per setting)."""
+    ps, pl = design.ps
+    parts = judged_parts(design)
+    judged_rows = comparisons[:len(parts)]
+    detect: dict[str, list[float]] = {}
+    for (s, part), comp in zip(parts, judged_rows):
+        detect.setdefault(part if isinstance(part, str) else "bins", []).append(
+            detectable_error(comp, len(comparisons)))
+    rows = []
+    for s in design.settings:
+        row: dict[str, Any] = dict(activation=s[0], c=s[1], t=s[2], p=[ps, pl], t_eff=[t_eff(s[2], p) for p in (ps, pl)],
+                                   borrowed=s in design.borrowed)
+        for part in PARTS:
+            row[part] = dict(theory=[prediction.of(part, (s, p)) for p in (ps, pl)],
+                             measured=[_mean_se(cells[(s, p)][part]) for p in (ps, pl)])
+        row["bins"] = dict(theory=[prediction.bins[(s, p)].tolist() for p in (ps, pl)],
+                           measured=[[_mean_se(cells[(s, p)]["bins"][:, b]) for b in range(LEVERAGE_BINS)]
+                                     for p in (ps, pl)])
+        rows.append(row)
+    medians = {k: float(np.median(v)) for k, v in detect.items()}
+    head = next(r for r in rows if (r["activation"], r["c"], r["t"]) == HEADLINE)
+    n_fail = sum(c.outcome == "FAIL" for c in comparisons)
+    notes = (
+        "Theory (derived by the project, docs/strong_alignment.md 'Prediction risk'): T1, T2 and the leverage by "
+        f"{LEVERAGE_BINS} equal-probability bins of |a| from one solve of the leverage equation per setting and size, "
+        "at t_eff = t + 1/sqrt p; the risk gap on fresh labels at the same tokens is T1 - T2 (exact: the risk is the "
+        "training error plus twice the label noise each token's fit absorbs). "
+        f"Simulation: B9's draws for {len(design.borrowed)} settings, this check's own for {len(design.own)} "
+        f"({', '.join(_name(s) for s in design.own)}); {design.trials[0]} trials at p={ps}, {design.trials[1]} at "
+        f"p={pl}. Headline {_name(HEADLINE)}: training gap T1 + T2 = "
+        f"{head['T1']['measured'][1][0] + head['T2']['measured'][1][0]:+.4f}, of which T1 "
+        f"{head['T1']['measured'][1][0]:+.4f} (a better predictor) and T2 {head['T2']['measured'][1][0]:+.4f} "
+        f"(label noise fitted); on fresh labels R_att - R_RR = {head['risk']['measured'][1][0]:+.4f} "
+        f"(theory {head['risk']['theory'][1]:+.4f}) at p={pl}. Power: a part off by "
+        + ", ".join(f"{k} {v:.4f}" for k, v in medians.items())
+        + " at both sizes (median over settings) FAILs with probability about 1/2 (Holm's first level). "
+        f"{n_fail} of {len(comparisons)} comparisons FAIL."
+    )
+    return notes, dict(rows=rows, detectable=medians, ps=[ps, pl], trials=list(design.trials), snr=design.snr,
+                       bins=LEVERAGE_BINS)
+
+
+@paper_figure
+def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judgement: Judgement) -> Any:
+    """Left: the training gap and the risk gap of erf at ``c = 1/2`` against ``t`` (theory, Monte Carlo at both
+    sizes).  Right: attention's leverage by bin of ``|a|`` (theory at ``t_eff(4p)``, Monte Carlo at both sizes)."""
+    from theory import strong_alignment_gap
+
+    from .. import figures as F
+
+    ps, pl = design.ps
+    fig, axes = F.subplots(1, 2, panel=(4.2, 3.2), extra=1.2)
+    ax = axes[0, 0]
+    ax.axhline(0.0, color="#999999", lw=0.8)
+    family = [s for s in design.settings if s[:2] == HEADLINE[:2]]
+    gaps = [strong_alignment_gap(t, 0.5, "erf", design.snr, nodes=20) for t in design.curve_ts]
+    ax.plot(design.curve_ts, [g.total for g in gaps], "--", color=F.THEORY, lw=1.2)
+    ax.plot(design.curve_ts, [g.t1 - g.t2 for g in gaps], "-", color=F.THEORY, lw=1.5)
+    ts = np.array([s[2] for s in family])
+    for k, p in enumerate(design.ps):
+        for part, marker in (("risk", "os"[k]), ("train", "^v"[k])):
+            stats = np.array([_mean_se(cells[(s, p)]["risk"] if part == "risk"
+                                       else cells[(s, p)]["T1"] + cells[(s, p)]["T2"]) for s in family])
+            F.mc_points(ax, ts * (1 + 0.04 * (2 * k - 1)), stats[:, 0], stats[:, 1], label="_nolegend_",
+                        color=F.COLORS[k], marker=marker)
+    ax.set(xlabel="alignment t = ‖w_K‖‖w_Q‖/√p", ylabel="attention − ridge", title="erf, p/n = 0.5, γ → 0")
+    F.key_numbers(ax, ["solid: risk on fresh labels (T1 − T2)", "dashed: training error (T1 + T2)"])
+    ax = axes[0, 1]
+    centres = np.arange(1, LEVERAGE_BINS + 1)
+    for j, s in enumerate(family):
+        ax.plot(centres, prediction.bins[(s, pl)], "-", color=F.COLORS[2 + j % 3], lw=1.3, label=f"t = {s[2]:g}")
+        for k, p in enumerate(design.ps):
+            stats = np.array([_mean_se(cells[(s, p)]["bins"][:, b]) for b in range(LEVERAGE_BINS)])
+            F.mc_points(ax, centres + 0.08 * (2 * k - 1), stats[:, 0], stats[:, 1], label="_nolegend_",
+                        color=F.COLORS[2 + j % 3], marker="os"[k])
+    ax.axhline(0.5, color="#999999", lw=0.8)
+    ax.set(xlabel="bin of |a| (equal probability, small to large)", ylabel="mean leverage h",
+           title="attention's leverage by |a| (ridge: c everywhere)")
+    comps = list(judgement.comparisons)
+    F.key_numbers(ax, [F.outcome_text(comps)], verdict=judgement.verdict)
+    F.legend(axes[0, 0], outside=True, ncol=3, extra=[
+        F.proxy("theory at t (left), at t + 1/√p (right)", color=F.THEORY, marker=None, ls="-"),
+        *(F.proxy(f"Monte Carlo p = {p}, ±3 SE", color=F.COLORS[k], marker="os"[k]) for k, p in enumerate(design.ps))])
+    F.suptitle(fig, "B10", "what attention's win under strong alignment is made of",
+               f"training gap = T1 (better predictor) + T2 (label noise fitted); on fresh labels T1 − T2; judged: "
+               f"T1, T2, risk and every bin by the finite-size rule at p = {ps} and {pl} ({F.outcome_text(comps)})",
+               judgement.verdict)
+    return fig
+
+
+#: B10: the parts of the strong-alignment gap, the prediction risk and the leverage profile, judged separately
+CLAIM_B10 = register(Claim(id="B10", design=design_b10, predict=predict_b10, simulate=simulate_b10, judge=judge_b10,
+                           describe=describe_b10, figure=figure_b10, figure_name="strong_alignment_risk"))
+check_b10 = CLAIM_B10.run
