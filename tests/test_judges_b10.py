@@ -38,7 +38,7 @@ def _truth() -> mod.B10Prediction:
             t2[key] = -0.03 * min(t, 1.5) if act != "gelu" else 0.002
             risk[key] = t1[key] - t2[key]
             bins[key] = c + 0.1 * t * np.linspace(0.5, -0.5, LEVERAGE_BINS)
-    return mod.B10Prediction(t1, t2, risk, bins)
+    return mod.B10Prediction(t1, t2, risk, bins, {p: 0.03 for p in DESIGN.worst_ps})
 
 
 TRUTH = _truth()
@@ -58,6 +58,9 @@ def _cells(rng: np.random.Generator, gap_small: float = 0.0, extra: float = 0.0,
                 t1, t2 = -t1, -t2
             bins = TRUTH.bins[key] + shift + SD[p]["bins"] * rng.standard_normal((trials, LEVERAGE_BINS))
             cells[key] = {"T1": t1, "T2": t2, "risk": t1 - t2, "bins": bins}
+    for p, trials in zip(DESIGN.worst_ps, DESIGN.worst_trials):
+        shift = gap_small * math.sqrt(DESIGN.worst_ps[0] / p) + extra
+        cells[("worst", p)] = TRUTH.worst[p] + shift + SD[PL]["part"] * rng.standard_normal(trials)
     return cells
 
 
@@ -124,7 +127,8 @@ def test_judge_is_pure_and_names_one_headline():
     heads = [r for r in again if r.headline]
     assert len(heads) == 1 and heads[0].name.startswith("erf c=0.5 t=1: risk")
     n_parts = len(mod.judged_parts(DESIGN))
-    assert len(again) == n_parts + len(mod.sign_settings(DESIGN, TRUTH))
+    assert len(again) == n_parts + 1 + len(mod.sign_settings(DESIGN, TRUTH))
+    assert again[n_parts].name.startswith("worst case erf c=2 t=2")
 
 
 def test_borrowed_settings_are_b9s():

@@ -132,3 +132,37 @@ def test_power_against_a_constant_offset():
     docs measure for the kernel's mean part plus the spike's shift) FAILs in about half of the runs."""
     v = _verdicts(ALPHA_CHECK, 21, extra=-0.004)
     assert 0.3 < sum(o == "FAIL" for o in v) / RUNS < 0.7
+
+
+#: the offsets (measured - limit) at p = 128 / 512 of every limit point, averaged over quick seeds 0 and 1 (the B9
+#: report's notes; `python -m verify --only B9 --seed S`): non-monotone in places (erf t = 2: +0.0029 then -0.0012)
+MEASURED_OFFSETS = {
+    ("erf", 0.5, 1.0): (-0.0062, -0.0035), ("erf", 0.5, 0.5): (-0.0065, -0.0035), ("erf", 0.5, 2.0): (0.0029, -0.0012),
+    ("erf", 1 / 3, 0.5): (-0.0064, -0.0032), ("erf", 1 / 3, 1.0): (-0.0077, -0.0042),
+    ("erf", 1 / 3, 2.0): (-0.0028, -0.0020), ("tanh", 0.5, 0.5): (-0.0072, -0.0031), ("tanh", 0.5, 1.0): (-0.0066, -0.0042),
+    ("tanh", 0.5, 2.0): (0.0017, -0.0017), ("gelu", 0.5, 0.5): (0.0009, 0.0000), ("gelu", 0.5, 1.0): (0.0024, 0.0005),
+    ("gelu", 0.5, 2.0): (0.0104, 0.0033), ("erf", 2.0, 0.5): (0.0003, -0.0005), ("erf", 2.0, 1.0): (-0.0011, -0.0005),
+    ("erf", 2.0, 2.0): (-0.0119, -0.0042),
+}
+
+
+def test_false_fail_rate_with_the_measured_offsets():
+    """B9's real error rate: the true finite-size gaps set to the offsets measured at quick seeds 0 and 1 (not a
+    p^(-1/2) law: the kernel's mean part does not halve from p = 128 to 512 in several settings), the Monte Carlo
+    noise drawn as in the other tests, 1000 runs.  Measured (docs/strong_alignment.md, "B9's real false-FAIL rate"):
+    0.4 % at ALPHA_CHECK (the stated rate is 0.067 %), 4.5 % at 1 %, 11 % at 5 %.  The offsets are themselves
+    estimates (SE about 0.0005), so this overstates the rate somewhat; the bounds below hold what was measured."""
+    rng = np.random.default_rng(41)
+    runs = 1000
+    fails = {ALPHA_CHECK: 0, 0.05: 0}
+    for _ in range(runs):
+        cells = _cells(rng)
+        for (s, g) in mod.points(DESIGN):
+            small, large = MEASURED_OFFSETS[s]
+            cells[((s, g), PS)] = cells[((s, g), PS)] + small
+            cells[((s, g), PL)] = cells[((s, g), PL)] + large
+        rows = mod.judge_b9(DESIGN, TRUTH, cells)
+        for alpha in fails:
+            fails[alpha] += judge(rows, alpha) == "FAIL"
+    assert fails[ALPHA_CHECK] <= 0.01 * runs
+    assert 0.05 * runs < fails[0.05] <= 0.15 * runs  # above the nominal 5 %: the rule's p^(-1/2) assumption fails

@@ -23,8 +23,10 @@ erf at ``c = 0.9``), at B9's two sizes ``p`` and ``4p``.
 
 Comparisons (Holm within the check, family-wise false-FAIL rate ``ALPHA_CHECK``): per setting, the finite-size rule
 of :mod:`verify.checks._finite_size` (``q = 1/2``, Student-t on estimated SEs) on the gaps ``measured - theory(t_eff)``
-of ``T1``, ``T2``, the risk gap and every bin of the profile; and, where ``|R_att - R_RR|`` is predicted to be at least
-``sign_min``, its sign at ``4p`` (one-sided, PASS at 5 %).  Power: a quantity off by ``D`` at both sizes FAILs with
+of ``T1``, ``T2``, the risk gap and every bin of the profile; the theory's worst case (erf, ``c = 2``, ``t = 2`` at
+``gamma = 1e-3``: :func:`theory.strong_spike_attention_error` minus ridge's error) by the same rule on its own draws at
+``512`` and ``2048`` (quick), where its finite-size gap decays at the rule's rate; and, where ``|R_att - R_RR|`` is
+predicted to be at least ``sign_min``, its sign at ``4p`` (one-sided, PASS at 5 %).  Power: a quantity off by ``D`` at both sizes FAILs with
 probability about 1/2 once ``D / 2`` reaches the Student-t quantile at Holm's first level times the statistic's SD
 (``data["detectable"]``, per part).  The headline is the risk gap of erf, ``c = 1/2``, ``t = 1``.
 """
@@ -66,6 +68,9 @@ class B10Profile:
     snr : ``||mu||^2``.
     per_bin : quadrature nodes per bin of the leverage equation (:func:`theory.binned_leverage`).
     sign_min : the risk gap's sign is judged where the theory's ``|R_att - R_RR|`` at ``4p`` is at least this.
+    worst : the theory's largest disagreement, ``(activation, c > 1, t)`` at ``worst_gamma``: the training gap
+        against :func:`theory.strong_spike_attention_error` minus ridge's error at ``worst_ps`` (its own draws).
+    worst_ps, worst_trials : sizes ``(p, 4p)`` and trials of ``worst`` (``n = p / c`` is small: cheap).
     curve_ts : the ``t`` grid of the figure's theory curves (computed only where figures are drawn).
     """
 
@@ -73,6 +78,10 @@ class B10Profile:
     trials: tuple[int, int]
     borrowed: tuple[Setting, ...]
     own: tuple[Setting, ...]
+    worst: Setting = ("erf", 2.0, 2.0)
+    worst_gamma: float = 1e-3
+    worst_ps: tuple[int, int] = (512, 2048)
+    worst_trials: tuple[int, int] = (16, 8)
     snr: float = 1.0
     per_bin: int = 8
     sign_min: float = 0.005
@@ -89,31 +98,37 @@ _BORROWED = (("erf", 0.5, 0.5), ("erf", 0.5, 1.0), ("erf", 0.5, 2.0), ("erf", 1 
 _OWN = (("gelu", 0.25, 2.0), ("erf", 0.9, 1.0))
 
 
-def _profile(name: str, borrowed: tuple[Setting, ...], own: tuple[Setting, ...]) -> B10Profile:
+def _profile(name: str, borrowed: tuple[Setting, ...], own: tuple[Setting, ...], worst_ps: tuple[int, int],
+             worst_trials: tuple[int, int]) -> B10Profile:
     b9 = B9_PROFILES[name]
     missing = [s for s in borrowed if s not in b9.settings]
     if missing:
         raise ValueError(f"B10 borrows settings that B9 does not draw at profile {name!r}: {missing}")
-    return B10Profile(ps=b9.ps, trials=b9.trials, borrowed=borrowed, own=own, snr=b9.snr)
+    return B10Profile(ps=b9.ps, trials=b9.trials, borrowed=borrowed, own=own, snr=b9.snr, worst_ps=worst_ps,
+                      worst_trials=worst_trials)
 
 
 B10_PROFILES = {
     # smoke (tests only): tiny sizes, verdicts meaningless
-    "smoke": _profile("smoke", (HEADLINE,), (("gelu", 0.25, 2.0),)),
-    # quick and paper: six of B9's settings (its draws) and two of B10's own, at B9's sizes
-    "quick": _profile("quick", _BORROWED, _OWN),
-    "paper": _profile("paper", _BORROWED, _OWN),
+    "smoke": _profile("smoke", (HEADLINE,), (("gelu", 0.25, 2.0),), (16, 64), (3, 3)),
+    # quick and paper: six of B9's settings (its draws) and two of B10's own, at B9's sizes; the worst case at
+    # p = 512 and 2048 (quick) or 1024 and 4096 (paper): near interpolation its finite-size gap reaches the
+    # p^(-1/2) decay of the rule only from p ~ 512 (measured: docs/strong_alignment.md, "The worst case")
+    "quick": _profile("quick", _BORROWED, _OWN, (512, 2048), (16, 8)),
+    "paper": _profile("paper", _BORROWED, _OWN, (1024, 4096), (16, 8)),
 }
 
 
 @dataclass(frozen=True)
 class B10Prediction:
-    """Theory at ``t_eff = t + 1/sqrt p`` by ``(setting, p)``: ``T1``, ``T2``, the risk gap and the bin means."""
+    """Theory at ``t_eff = t + 1/sqrt p`` by ``(setting, p)``: ``T1``, ``T2``, the risk gap and the bin means; the
+    worst case's training gap by ``p``."""
 
     t1: dict
     t2: dict
     risk: dict
     bins: dict
+    worst: dict
 
     def of(self, part: str, key: tuple) -> Any:
         """The prediction of ``part`` (``"T1"``, ``"T2"``, ``"risk"`` or a bin index) at ``(setting, p)``."""
@@ -149,7 +164,18 @@ def predict_b10(ctx: CheckContext, design: B10Profile) -> B10Prediction:
             sol = _binned(t_eff(t, p), c, act, design.snr, design.per_bin)
             t1[(s, p)], t2[(s, p)], risk[(s, p)] = sol.t1, sol.t2, sol.t1 - sol.t2
             bins[(s, p)] = np.asarray(sol.bin_means)
-    return B10Prediction(t1, t2, risk, bins)
+    act, c, t = design.worst
+    worst = {p: _wide_gap(design.worst_gamma, t_eff(t, p), c, act, design.snr) for p in design.worst_ps}
+    return B10Prediction(t1, t2, risk, bins, worst)
+
+
+@functools.lru_cache(maxsize=64)
+def _wide_gap(gamma: float, t: float, c: float, activation: str, snr: float) -> float:
+    """:func:`theory.strong_spike_attention_error` minus ridge's error (memoised)."""
+    from theory import AttentionModel, strong_spike_attention_error
+
+    ridge = float(AttentionModel(c, activation, snr).ridge_error(gamma))
+    return float(strong_spike_attention_error(gamma, c, activation, snr, t)) - ridge
 
 
 def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
@@ -158,7 +184,7 @@ def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
     lender = ctx.borrowing("B9")
     jobs = [(s, lender, "b9") for s in design.borrowed] + [(s, ctx, "b10") for s in design.own]
     with ctx.progress("parts, risk and leverage under strong alignment (B9's draws and B10's)",
-                      total=len(design.ps) * len(jobs)) as bar:
+                      total=len(design.ps) * len(jobs) + len(design.worst_ps)) as bar:
         for p, trials in zip(design.ps, design.trials):
             for s, owner, tag in jobs:
                 out = strong_alignment_cell(owner, s, p, trials, (0.0,), design.snr, tag)
@@ -168,6 +194,10 @@ def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
                                  "risk": col["attention_risk"] - col["ridge_risk"],
                                  "bins": np.asarray(out["attention_leverage"])[:, 0, :]}
                 bar.advance()
+        for p, trials in zip(design.worst_ps, design.worst_trials):
+            out = strong_alignment_cell(ctx, design.worst, p, trials, (design.worst_gamma,), design.snr, "b10")
+            cells[("worst", p)] = np.asarray(out["attention"])[:, 0] - np.asarray(out["ridge"])[:, 0]
+            bar.advance()
     return cells
 
 
@@ -219,6 +249,12 @@ def judge_b10(design: B10Profile, prediction: B10Prediction, cells: dict) -> lis
         what = _WORDS[part] if isinstance(part, str) else f"attention's mean leverage, bin {part + 1} of |a|"
         comps.append(test.comparison(f"{_name(s)}: {what}", prediction.of(part, (s, pl)), ml, sel,
                                      f"p={ps}", f"p={pl}", headline=(s, part) == (HEADLINE, "risk")))
+    (ws, wl), (ts, tl) = design.worst_ps, design.worst_trials
+    ms, ses = _mean_se(cells[("worst", ws)])
+    ml, sel = _mean_se(cells[("worst", wl)])
+    test = finite_size_test(0.0, ms - prediction.worst[ws], ses, ml - prediction.worst[wl], sel, ws / wl, (ts, tl))
+    comps.append(test.comparison(f"worst case {_name(design.worst)}: E_att - E_RR at gamma={design.worst_gamma:g}",
+                                 prediction.worst[wl], ml, sel, f"p={ws}", f"p={wl}"))
     for s in sign_settings(design, prediction):
         pred = prediction.risk[(s, pl)]
         ml, sel = _mean_se(cells[(s, pl)]["risk"])
@@ -260,6 +296,8 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
                                      for p in (ps, pl)])
         rows.append(row)
     medians = {k: float(np.median(v)) for k, v in detect.items()}
+    worst = {p: dict(zip(("mean", "se"), _mean_se(cells[("worst", p)])), theory=prediction.worst[p])
+             for p in design.worst_ps}
     head = next(r for r in rows if (r["activation"], r["c"], r["t"]) == HEADLINE)
     n_fail = sum(c.outcome == "FAIL" for c in comparisons)
     notes = (
@@ -276,10 +314,16 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
         f"(theory {head['risk']['theory'][1]:+.4f}) at p={pl}. Power: a part off by "
         + ", ".join(f"{k} {v:.4f}" for k, v in medians.items())
         + " at both sizes (median over settings) FAILs with probability about 1/2 (Holm's first level). "
+        f"Worst case {_name(design.worst)} at gamma={design.worst_gamma:g} (the theory's largest disagreement, near "
+        "interpolation): measured - theory(t_eff) "
+        + " / ".join(f"{w['mean'] - w['theory']:+.4f} at p={p}" for p, w in worst.items())
+        + " (the finite-size gap of the spectrum's lower edge, which gamma probes; it decays like p^-1/2 or faster "
+        "from p = 512, docs/strong_alignment.md). "
         f"{n_fail} of {len(comparisons)} comparisons FAIL."
     )
     return notes, dict(rows=rows, detectable=medians, ps=[ps, pl], trials=list(design.trials), snr=design.snr,
-                       bins=LEVERAGE_BINS)
+                       bins=LEVERAGE_BINS, worst=dict(setting=list(design.worst), gamma=design.worst_gamma,
+                                                      by_p={str(p): w for p, w in worst.items()}))
 
 
 @paper_figure
