@@ -4,10 +4,12 @@ Each table is one command (Monte Carlo seeded by ``--seed`` and the setting's in
 integrated out given the data, attention and ridge on the same draws, ``gamma -> 0``, ``snr = 1``):
 
     python docs/make_strong_alignment_risk.py risk --ps 2048 --trials 8            # T1, T2, training and risk gaps
+    python docs/make_strong_alignment_risk.py risk --ps 512 --trials 10 --activations erf --cs 0.5 --gamma 1e-3
     python docs/make_strong_alignment_risk.py offsets --ps 512 1024 2048 4096     # erf c=1/2 t=2 against p
     python docs/make_strong_alignment_risk.py crossings                           # theory only: where risk reverses
     python docs/make_strong_alignment_risk.py profile --ps 256 512 1024           # docs/figures/B10_leverage_profile.png
     python docs/make_strong_alignment_risk.py meanpart --ps 256 512               # gelu: the kernel's mean part
+    python docs/make_strong_alignment_risk.py wide --ps 128 512 2048              # c = 2 at gamma = 1e-3, 1e-2
 
 ``--device cuda`` runs the kernels and eigendecompositions on a GPU (the same draws); ``--json FILE`` also writes the
 rows.  Theory at ``t_eff = t + 1/sqrt p``.
@@ -43,11 +45,11 @@ def _mean_se(x: np.ndarray) -> tuple[float, float]:
     return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
 
 
-def _cell(act: str, c: float, t: float, p: int, trials: int, seed: int, device: str) -> dict:
+def _cell(act: str, c: float, t: float, p: int, trials: int, seed: int, device: str, gamma: float = 0.0) -> dict:
     from numerics import strong_alignment_mc
     from theory import label_coordinate_bins
 
-    out = strong_alignment_mc(act, c, t, p, [0.0], trials, _seed(seed, act, f"c={c:.6g}", f"t={t:g}", p),
+    out = strong_alignment_mc(act, c, t, p, [gamma], trials, _seed(seed, act, f"c={c:.6g}", f"t={t:g}", p),
                               bins=label_coordinate_bins(1.0, BINS), device=device)
     col = {k: np.asarray(v)[:, 0] for k, v in out.items() if k != "attention_leverage"}
     return {"T1": col["attention_signal"] - col["ridge_signal"], "T2": col["attention_noise"] - col["ridge_noise"],
@@ -55,25 +57,32 @@ def _cell(act: str, c: float, t: float, p: int, trials: int, seed: int, device: 
             "bins": np.asarray(out["attention_leverage"])[:, 0, :]}
 
 
-def _theory(act: str, c: float, t: float, p: int | None) -> dict:
-    from theory import binned_leverage, label_coordinate_bins
+def _theory(act: str, c: float, t: float, p: int | None, gamma: float = 0.0) -> dict:
+    from theory import (binned_leverage, label_coordinate_bins, ridge_error_values, ridge_prediction_risk,
+                        strong_spike_attention_error, strong_spike_prediction_risk)
 
     te = t if p is None else t + 1 / math.sqrt(p)
+    if gamma > 0:  # the parts are defined at gamma -> 0; at gamma > 0 the training and risk gaps
+        return {"T1": math.nan, "T2": math.nan,
+                "train": strong_spike_attention_error(gamma, c, act, 1.0, te) - float(ridge_error_values(gamma, c, 1.0)),
+                "risk": strong_spike_prediction_risk(gamma, c, act, 1.0, te) - ridge_prediction_risk(gamma, c, 1.0)}
     b = binned_leverage(te, c, act, 1.0, label_coordinate_bins(1.0, BINS))
     return {"T1": b.t1, "T2": b.t2, "train": b.t1 + b.t2, "risk": b.t1 - b.t2, "bins": b.bin_means}
 
 
 def table_risk(args) -> list[dict]:
     rows = []
-    print(f"| f | c | t | p | trials | quantity | theory at t_eff | measured | z |")
+    print(f"gamma = {args.gamma:g}")
+    print("| f | c | t | p | trials | quantity | theory at t_eff | measured | z |")
     print("|---|---|---|---|---|---|---|---|---|")
     for act in args.activations:
         for c in args.cs:
             for t in args.ts:
                 for p in args.ps:
                     t0 = time.time()
-                    cell, th = _cell(act, c, t, p, args.trials, args.seed, args.device), _theory(act, c, t, p)
-                    for q in ("T1", "T2", "train", "risk"):
+                    cell = _cell(act, c, t, p, args.trials, args.seed, args.device, args.gamma)
+                    th = _theory(act, c, t, p, args.gamma)
+                    for q in ("T1", "T2", "train", "risk") if args.gamma == 0 else ("train", "risk"):
                         m, se = _mean_se(cell[q])
                         rows.append(dict(activation=act, c=c, t=t, p=p, trials=args.trials, quantity=q,
                                          theory=th[q], mean=m, se=se, seconds=time.time() - t0))
@@ -97,6 +106,36 @@ def table_offsets(args) -> list[dict]:
                              mean=m, se=se))
             print(f"| {p} | {trials} | {q} | {limit[q]:+.4f} | {th[q]:+.4f} | {m:+.4f} ± {se:.4f} | "
                   f"{m - limit[q]:+.4f} | {m - th[q]:+.4f} |", flush=True)
+    return rows
+
+
+def table_wide(args) -> list[dict]:
+    """``c > 1`` at ``gamma > 0``: the paired training gap against :func:`theory.strong_spike_attention_error` minus
+    ridge's error, at ``t`` and at ``t_eff``, for each ``p`` (B9's worst case is ``c = 2``, ``t = 2``, ``gamma = 1e-3``)."""
+    from numerics import strong_alignment_mc
+    from theory import ridge_error_values, strong_spike_attention_error
+
+    rows = []
+    gammas = args.gammas
+    print("| f | c | t | gamma | p | trials | theory at t | theory at t_eff | measured | minus theory at t_eff |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for act in args.activations:
+        for c in args.cs:
+            for t in args.ts:
+                ridge = ridge_error_values(gammas, c, 1.0)
+                at_t = strong_spike_attention_error(gammas, c, act, 1.0, t) - ridge
+                for p, trials in zip(args.ps, args.trials_per_p or [args.trials] * len(args.ps)):
+                    out = strong_alignment_mc(act, c, t, p, gammas, trials,
+                                              _seed(args.seed, "wide", act, f"c={c:.6g}", f"t={t:g}", p),
+                                              device=args.device)
+                    diff = np.asarray(out["attention"]) - np.asarray(out["ridge"])
+                    at_eff = strong_spike_attention_error(gammas, c, act, 1.0, t + 1 / math.sqrt(p)) - ridge
+                    for j, g in enumerate(gammas):
+                        m, se = _mean_se(diff[:, j])
+                        rows.append(dict(activation=act, c=c, t=t, gamma=g, p=p, trials=trials, theory_t=at_t[j],
+                                         theory=at_eff[j], mean=m, se=se))
+                        print(f"| {act} | {c:g} | {t:g} | {g:g} | {p} | {trials} | {at_t[j]:+.4f} | {at_eff[j]:+.4f} | "
+                              f"{m:+.4f} ± {se:.4f} | {m - at_eff[j]:+.4f} |", flush=True)
     return rows
 
 
@@ -219,7 +258,9 @@ def table_meanpart(args) -> list[dict]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("table", choices=("risk", "offsets", "crossings", "profile", "meanpart"))
+    ap.add_argument("table", choices=("risk", "offsets", "crossings", "profile", "meanpart", "wide"))
+    ap.add_argument("--gammas", nargs="+", type=float, default=[1e-3, 1e-2], help="wide: the ridge parameters")
+    ap.add_argument("--gamma", type=float, default=0.0, help="risk: the ridge parameter (0: the parts too)")
     ap.add_argument("--activations", nargs="+", default=None)
     ap.add_argument("--cs", nargs="+", type=float, default=None)
     ap.add_argument("--ts", nargs="+", type=float, default=None)
@@ -240,13 +281,14 @@ def main(argv=None) -> int:
                 "offsets": (["erf"], [0.5], [2.0]),
                 "crossings": (["erf", "tanh", "gelu"], [0.25, 1 / 3, 0.5, 0.75, 0.9], []),
                 "profile": (["erf"], [0.5], [0.5, 1.0, 2.0]),
-                "meanpart": (["gelu", "erf", "tanh"], [0.25, 0.5], [1.0, 2.0])}[args.table]
+                "meanpart": (["gelu", "erf", "tanh"], [0.25, 0.5], [1.0, 2.0]),
+                "wide": (["erf"], [2.0], [1.0, 2.0])}[args.table]
     args.activations = args.activations or defaults[0]
     args.cs = args.cs or defaults[1]
     args.ts = args.ts or defaults[2]
     t0 = time.time()
     rows = {"risk": table_risk, "offsets": table_offsets, "crossings": table_crossings, "profile": figure_profile,
-            "meanpart": table_meanpart}[args.table](args)
+            "meanpart": table_meanpart, "wide": table_wide}[args.table](args)
     print(f"({time.time() - t0:.0f} s, device {args.device}, seed {args.seed})")
     if args.json:
         args.json.write_text(json.dumps(dict(table=args.table, argv=sys.argv[1:], rows=rows), indent=1, default=float))

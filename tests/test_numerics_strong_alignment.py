@@ -135,3 +135,14 @@ def _features_tanh(X: np.ndarray, t: float) -> np.ndarray:
 def test_bins_refused_unless_increasing():
     with pytest.raises(ValueError, match="bins"):
         strong_alignment_mc("erf", 0.5, 1.0, 8, [0.0], 1, 0, bins=[1.0, 0.5])
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs CUDA")
+@pytest.mark.cuda
+def test_cuda_gives_the_cpus_numbers():
+    """The draws are made on the CPU; the kernel and the eigendecompositions on the GPU give every output to 1e-10."""
+    kw = dict(bins=[0.0, 0.7, 1.5, 40.0])
+    a = strong_alignment_mc("erf", 0.5, 1.0, 64, [0.0, 1e-3], 2, 3, **kw)
+    b = strong_alignment_mc("erf", 0.5, 1.0, 64, [0.0, 1e-3], 2, 3, device="cuda", **kw)
+    assert a.keys() == b.keys()
+    assert all(np.allclose(a[k], b[k], rtol=0, atol=1e-10, equal_nan=True) for k in a)

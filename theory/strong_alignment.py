@@ -332,18 +332,26 @@ def strong_spike_attention_error(gamma: Any, c: Any, activation: ActivationLike,
     >>> round(float(strong_spike_attention_error(0.1, 2.0, "erf", 1.0, 1.0, nodes=20)), 3)
     0.14
     """
+    return expectation_over_gammas(gamma, c, activation, snr, t, (nodes, tol, maxiter),
+                                   lambda a, s, capture, r, r2: residual_weight(a, s, capture) * r2)
+
+
+def expectation_over_gammas(gamma: Any, c: Any, activation: Any, snr: Any, t: Any, options: tuple,
+                            integrand: Any) -> Any:
+    """``E_a[integrand(a, snr, capture, R(a), diag(R^2)(a))]`` at each ``gamma``, with the validation of
+    :func:`strong_spike_attention_error` (``options``: nodes, tol, maxiter); the shape of ``gamma``."""
     gammas = as_array("gamma", gamma, low=0)
     tv, cv, act, s = _check_inputs(t, c, activation, snr, c_below_one=False)
     tv = as_float("t", tv, low=0, low_open=True)
-    options = _solver_options(nodes, tol, maxiter)
+    checked = _solver_options(*options)
     if cv >= 1.0 and np.any(gammas == 0.0):
         raise ValueError(f"gamma must be > 0 when c >= 1 (the features interpolate: E(0) = 0), got c={cv}")
     f = numpy_activation(act)
     capture = captures_bayes_predictor(act)
     out = np.empty(gammas.shape)
     for idx, g in np.ndenumerate(gammas):
-        a, w, _, r2 = resolvent_diagonals(f, tv, cv, s, float(g), *options)
-        out[idx] = float(w @ (residual_weight(a, s, capture) * r2))
+        a, w, r, r2 = resolvent_diagonals(f, tv, cv, s, float(g), *checked)
+        out[idx] = float(w @ integrand(a, s, capture, r, r2))
     return float(out) if out.ndim == 0 else out
 
 

@@ -44,9 +44,9 @@ from .strong_alignment import (
     _nonlinear_bayes_part,
     _solver_options,
     captures_bayes_predictor,
+    expectation_over_gammas,
     label_mmse,
     residual_weight,
-    resolvent_diagonals,
     strong_alignment_margin,
 )
 
@@ -116,19 +116,9 @@ def strong_spike_prediction_risk(gamma: Any, c: Any, activation: ActivationLike,
     >>> round(risk - float(ridge_prediction_risk(0.0, 0.5, 1.0)), 3)
     0.043
     """
-    gammas = as_array("gamma", gamma, low=0)
-    tv, cv, act, s = _check_inputs(t, c, activation, snr, c_below_one=False)
-    tv = as_float("t", tv, low=0, low_open=True)
-    options = _solver_options(nodes, tol, maxiter)
-    if cv >= 1.0 and np.any(gammas == 0.0):
-        raise ValueError(f"gamma must be > 0 when c >= 1 (the features interpolate: E(0) = 0), got c={cv}")
-    f = numpy_activation(act)
-    capture = captures_bayes_predictor(act)
-    out = np.empty(gammas.shape)
-    for idx, g in np.ndenumerate(gammas):
-        a, w, r, r2 = resolvent_diagonals(f, tv, cv, s, float(g), *options)
-        out[idx] = float(w @ (residual_weight(a, s, capture) * r2 + 2.0 * _label_variance(a, s) * (1.0 - r)))
-    return float(out) if out.ndim == 0 else out
+    return expectation_over_gammas(
+        gamma, c, activation, snr, t, (nodes, tol, maxiter),
+        lambda a, s, capture, r, r2: residual_weight(a, s, capture) * r2 + 2.0 * _label_variance(a, s) * (1.0 - r))
 
 
 def _abs_coordinate_cdf(u: np.ndarray, snr: float) -> np.ndarray:
@@ -232,8 +222,10 @@ def binned_leverage(t: Any, c: Any, activation: ActivationLike, snr: Any, edges:
 
 
 def _check_edges(edges: Any) -> np.ndarray:
-    e = as_array("edges", edges, low=0) if not np.isinf(np.asarray(edges, dtype=float)).any() else None
-    e = np.asarray(edges, dtype=float) if e is None else e
+    try:
+        e = np.asarray(edges, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"edges must be an increasing 1-d array of at least 2 values >= 0, got {edges!r}") from None
     if e.ndim != 1 or e.size < 2 or np.any(np.isnan(e)) or e[0] < 0 or np.any(np.diff(e) <= 0):
         raise ValueError(f"edges must be an increasing 1-d array of at least 2 values >= 0, got {edges!r}")
     return e
