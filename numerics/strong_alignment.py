@@ -107,7 +107,11 @@ _PARTS = ("_signal", "_noise", "_risk")
 
 
 def _check_bins(bins: Any) -> np.ndarray:
-    edges = np.asarray(bins, dtype=float)
-    if edges.ndim != 1 or edges.size < 2 or np.any(np.isnan(edges)) or edges[0] < 0 or np.any(np.diff(edges) <= 0):
-        raise ValueError(f"bins must be an increasing 1-d array of at least 2 edges >= 0, got {bins!r}")
+    message = f"bins must be an increasing 1-d array of at least 2 edges >= 0, got {bins!r}"
+    try:
+        edges = np.asarray(bins, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if edges.ndim != 1 or edges.size < 2 or np.any(np.isnan(edges)) or edges[0] < 0 or not np.all(edges[1:] > edges[:-1]):
+        raise ValueError(message)
     return edges

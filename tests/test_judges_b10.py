@@ -46,14 +46,15 @@ TRUTH = _truth()
 
 def _cells(rng: np.random.Generator, gap_small: float = 0.0, extra: float = 0.0, flip: bool = False) -> dict:
     """Per-trial cells: the truth plus ``gap_small`` at ``PS`` decaying like ``p^(-1/2)`` plus ``extra`` at every size
-    (on T1, T2 and every bin); ``flip`` reverses the sign of the risk gap (T1 and T2 swapped in sign)."""
+    (added to T1 and every bin, subtracted from T2, so that the risk gap T1 - T2 carries twice it); ``flip`` reverses
+    the sign of the risk gap (T1 and T2 swapped in sign)."""
     cells = {}
     for p, trials in zip(DESIGN.ps, DESIGN.trials):
         shift = gap_small * math.sqrt(PS / p) + extra
         for s in DESIGN.settings:
             key = (s, p)
             t1 = TRUTH.t1[key] + shift + SD[p]["part"] * rng.standard_normal(trials)
-            t2 = TRUTH.t2[key] + shift + SD[p]["part"] * rng.standard_normal(trials)
+            t2 = TRUTH.t2[key] - shift + SD[p]["part"] * rng.standard_normal(trials)
             if flip:
                 t1, t2 = -t1, -t2
             bins = TRUTH.bins[key] + shift + SD[p]["bins"] * rng.standard_normal((trials, LEVERAGE_BINS))
@@ -85,8 +86,8 @@ def test_passes_when_the_theory_is_true():
 
 
 def test_power_against_a_gap_that_does_not_decay():
-    """Every part and bin off by 0.006 at both sizes (above the median detectable error of the parts at these SDs)
-    FAILs in more than 90 % of runs."""
+    """T1, T2 and every bin off by 0.006 at both sizes, the risk gap by 0.012 (above the median detectable error of
+    the parts at these SDs): FAILs in more than 90 % of runs."""
     v = _verdicts(ALPHA_CHECK, 5, extra=0.006)
     assert sum(o == "FAIL" for o in v) / RUNS > 0.9
 

@@ -92,7 +92,28 @@ def test_binned_solve_agrees_with_the_gauss_hermite_solve():
     assert np.all(np.diff(h) < 0)
 
 
-@pytest.mark.parametrize("edges", [[1.0], [0.0, 0.0, 1.0], [-1.0, 1.0], [[0.0, 1.0]], [0.0, math.nan]])
-def test_bins_refuse_bad_edges(edges):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("edges", [[1.0], [0.0, 0.0, 1.0], [-1.0, 1.0], [[0.0, 1.0]], [0.0, math.nan], [0.0, 1.05],
+                                   [0.5, 40.0], [0.0, 1.0, 20.0, 30.0], [0.0, 1.0, math.inf, math.inf], ["a", "b"]])
+def test_bins_refuse_edges_that_do_not_cover_the_coordinate(edges):
+    """Bins must start at 0 and reach past the quadrature's end: otherwise the solve would be of another model."""
+    with pytest.raises(ValueError, match="edges"):
         leverage_bin_means(1.0, 0.5, "erf", 1.0, edges)
+    assert leverage_bin_means(1.0, 0.5, "erf", 1.0, [0.0, 1.0, math.inf], per_bin=4).shape == (2,)
+
+
+def test_anderson_mixing_changes_no_value(monkeypatch):
+    """The accelerated iteration and the plain damped one reach the same leverage (to 1e-10) in fewer iterations."""
+    import theory._leverage_dyson as dyson
+    from theory.activations import numpy_activation
+
+    f = numpy_activation("erf")
+    fast = dyson.solve_leverage(f, 1.0, 0.5, 1.0, 20, 1e-12, 5000)
+    monkeypatch.setattr(dyson, "ANDERSON_DEPTH", 0)
+    slow = dyson.solve_leverage(f, 1.0, 0.5, 1.0, 20, 1e-12, 5000)
+    assert fast.converged and slow.converged and fast.iterations < slow.iterations
+    assert np.allclose(fast.leverage, slow.leverage, atol=1e-10, rtol=0)
+
+
+def test_bins_cover_large_snr():
+    edges = label_coordinate_bins(2000.0, 3)
+    assert np.all(np.diff(edges) > 0) and edges[-1] == math.sqrt(2000.0) + 40

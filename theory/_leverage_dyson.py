@@ -86,8 +86,13 @@ def _self_energy(G: np.ndarray, w: np.ndarray, H: np.ndarray, R: np.ndarray, c: 
     return S
 
 
+#: the binned quadrature of :func:`binned_coordinate_nodes` stops at ``|a| = sqrt(snr) + COORDINATE_REACH``
+#: (the mass beyond is below 1e-18)
+COORDINATE_REACH = 9.0
+
+
 def binned_coordinate_nodes(snr: float, edges: np.ndarray, per_bin: int,
-                            reach: float = 9.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                            reach: float = COORDINATE_REACH) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Quadrature of ``a = sqrt(snr) y + z`` whose nodes fall inside bins of ``|a|``: Gauss-Legendre with
     ``per_bin`` nodes on each bin and sign (the last bin cut at ``sqrt(snr) + reach``), weighted by the density of
     ``a`` and normalised.  Returns nodes, weights and each node's bin."""
@@ -110,7 +115,8 @@ def binned_coordinate_nodes(snr: float, edges: np.ndarray, per_bin: int,
 def solve_leverage(f: Callable[[np.ndarray], np.ndarray], t: float, c: float, snr: float, nodes: int,
                    tol: float, maxiter: int, delta: float = 0.0,
                    grid: tuple[np.ndarray, np.ndarray] | None = None) -> DysonSolution:
-    """Damped fixed-point iteration of ``G(a) = (Lambda(a) - Sigma(G)(a))^{-1}`` from ``G = -i I``; ``h = 1 - G_11``;
+    """Fixed-point iteration of ``G(a) = (Lambda(a) - Sigma(G)(a))^{-1}`` from ``G = -i I`` (damped by 1/2, with
+    Anderson mixing of the iterates); ``h = 1 - G_11``;
     ``delta > 0``: the ridge-regularised pencil (:class:`DysonSolution`).  ``grid``: nodes and weights of ``a`` to
     use instead of :func:`label_coordinate_nodes` (``nodes`` is then ignored)."""
     a, w = label_coordinate_nodes(snr, nodes) if grid is None else grid
@@ -143,7 +149,8 @@ ANDERSON_DEPTH = 6
 class _Anderson:
     """Anderson acceleration of the damped map ``x -> (x + F(x)) / 2``: the next iterate is the damped step of the
     combination of the last ``depth`` iterates whose residuals ``F(x) - x`` have the least norm (least squares).
-    A combination whose residual grows is dropped for the plain damped step, so it is never worse than damping."""
+    When the residual grows, the history is dropped and the next step is the plain damped one (a safeguard, not a
+    guarantee of monotone progress; convergence is checked on the plain residual either way)."""
 
     def __init__(self, depth: int) -> None:
         self.depth = depth

@@ -373,7 +373,7 @@ def resolvent_diagonals(f: Any, t: float, c: float, snr: float, gamma: float, no
         sol = solve_leverage(f, t, c, snr, nodes, tol, maxiter, delta)
         if not sol.converged:
             warnings.warn(f"strong alignment resolvent: no convergence in {maxiter} iterations (t={t}, c={c}, "
-                          f"gamma={c * delta})", RuntimeWarning, stacklevel=4)
+                          f"gamma={c * delta})", RuntimeWarning, stacklevel=5)
         return sol.a, sol.weights, 1.0 - sol.leverage
 
     delta, step = gamma / c, 1e-3

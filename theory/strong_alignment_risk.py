@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
-from ._leverage_dyson import binned_coordinate_nodes, solve_leverage
+from ._leverage_dyson import COORDINATE_REACH, binned_coordinate_nodes, solve_leverage
 from ._validation import as_array, as_float, as_int
 from .activations import ActivationLike, numpy_activation
 from .marchenko_pastur import mp_delta
@@ -151,8 +151,8 @@ def label_coordinate_bins(snr: Any, n_bins: Any) -> np.ndarray:
     """
     s = as_float("snr", snr, low=0)
     k = as_int("n_bins", n_bins, 1, 50)
-    inner = [optimize.brentq(lambda u, q=q: float(_abs_coordinate_cdf(np.asarray(u), s)) - q, 0.0, 40.0,
-                             xtol=1e-13) for q in np.arange(1, k) / k]
+    inner = [optimize.brentq(lambda u, q=q: float(_abs_coordinate_cdf(np.asarray(u), s)) - q, 0.0,
+                             math.sqrt(s) + 40.0, xtol=1e-13) for q in np.arange(1, k) / k]
     return np.array([0.0, *inner, math.sqrt(s) + 40.0])
 
 
@@ -170,7 +170,8 @@ def leverage_bin_means(t: Any, c: Any, activation: ActivationLike, snr: Any, edg
     t, c, activation, snr, tol, maxiter
         As :func:`theory.strong_alignment_leverage`.
     edges : array (B + 1,)
-        Increasing, ``edges[0] >= 0`` (:func:`label_coordinate_bins`); the last may be ``inf``.
+        Increasing from ``edges[0] = 0`` (:func:`label_coordinate_bins`); the inner edges below ``sqrt(snr) + 9``, the
+        last at or beyond it (``inf`` allowed): the bins cover ``|a|``.
     per_bin : int
         Nodes per bin and sign, 4 to 40.
 
@@ -204,7 +205,7 @@ def binned_leverage(t: Any, c: Any, activation: ActivationLike, snr: Any, edges:
     :func:`theory.strong_alignment_gap`): one Dyson solve for everything a check judges at one ``t``."""
     tv, cv, act, s = _check_inputs(t, c, activation, snr)
     tv = as_float("t", tv, low=0, low_open=True)
-    e = _check_edges(edges)
+    e = _check_edges(edges, s)
     k = as_int("per_bin", per_bin, 4, 40)
     _, tolv, iters = _solver_options(8, tol, maxiter)
     a, w, which = binned_coordinate_nodes(s, e, k)
@@ -221,11 +222,17 @@ def binned_leverage(t: Any, c: Any, activation: ActivationLike, snr: Any, edges:
     return BinnedLeverage(means, t1, t2, sol.converged)
 
 
-def _check_edges(edges: Any) -> np.ndarray:
+def _check_edges(edges: Any, snr: float) -> np.ndarray:
+    """Edges of bins that cover ``|a|`` from 0 to the quadrature's end: ``e_0 = 0``, increasing, inner edges below
+    ``sqrt(snr) + COORDINATE_REACH`` and the last at or beyond it (``inf`` allowed)."""
+    message = (f"edges must be an increasing 1-d array from 0, its inner edges below sqrt(snr) + "
+               f"{COORDINATE_REACH:g} and its last at or beyond that (or inf), got {edges!r}")
     try:
         e = np.asarray(edges, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"edges must be an increasing 1-d array of at least 2 values >= 0, got {edges!r}") from None
-    if e.ndim != 1 or e.size < 2 or np.any(np.isnan(e)) or e[0] < 0 or np.any(np.diff(e) <= 0):
-        raise ValueError(f"edges must be an increasing 1-d array of at least 2 values >= 0, got {edges!r}")
+        raise ValueError(message) from None
+    end = math.sqrt(snr) + COORDINATE_REACH
+    if (e.ndim != 1 or e.size < 2 or np.any(np.isnan(e)) or e[0] != 0 or not np.all(e[1:] > e[:-1])
+            or np.any(e[1:-1] >= end) or e[-1] < end):
+        raise ValueError(message)
     return e

@@ -176,11 +176,13 @@ def strong_alignment_cell(ctx: CheckContext, setting: Setting, p: int, trials: i
 
     def compute() -> dict[str, np.ndarray]:
         return strong_alignment_mc(act, c, t, p, list(gammas), trials, seed, snr=snr,
-                                   bins=label_coordinate_bins(snr, LEVERAGE_BINS))
+                                   bins=label_coordinate_bins(snr, LEVERAGE_BINS), device=ctx.device)
 
     import numerics.strong_alignment
 
-    return ctx.cached("strong_alignment_mc", key, compute, version=mc_version(numerics.strong_alignment))
+    # the bin edges come from theory.label_coordinate_bins: its source is part of the cell's version
+    return ctx.cached("strong_alignment_mc", key, compute,
+                      version=mc_version(numerics.strong_alignment, label_coordinate_bins))
 
 
 def _cell(ctx: CheckContext, design: B9Profile, setting: Setting, p: int, trials: int,
