@@ -106,7 +106,7 @@ def test_detectable_error_is_the_half_power_point():
     comps = mod.judge_b10(DESIGN, TRUTH, _cells(rng))
     index = mod.judged_parts(DESIGN).index((mod.HEADLINE, "T2"))
     sd = math.hypot(SD[PL]["part"] / math.sqrt(DESIGN.trials[1]), 0.5 * SD[PS]["part"] / math.sqrt(DESIGN.trials[0]))
-    shift = mod.detectable_error(comps[index], len(comps)) * sd / dict(comps[index].args)["excess_se"]
+    shift = mod.detectable_error(comps[index], len(comps), 0.5) * sd / dict(comps[index].args)["excess_se"]
     fails = 0
     for _ in range(RUNS):
         cells = _cells(rng)

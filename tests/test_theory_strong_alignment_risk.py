@@ -36,6 +36,19 @@ def test_ridge_risk_is_training_error_plus_twice_the_absorbed_noise(gamma, c, sn
     assert ridge_prediction_risk(gamma, c, snr) >= float(ridge_error_values(gamma, c, snr))
 
 
+@pytest.mark.parametrize("c,gamma", [(0.5, 0.1), (0.5, 1.0), (2.0, 0.3)])
+def test_ridge_leverage_against_a_sampled_hat_matrix(c, gamma):
+    """The absorbed-noise term's ``1 - gamma delta`` against ``tr S / n`` of one sampled ridge fit (``n = 600``): an
+    independent route to the formula above (the trace fluctuates by O(1/n), the rank-one signal moves it by <= 1/n)."""
+    from numerics import sample_signal_plus_noise
+
+    n = 600
+    p = int(c * n)
+    X, _, _ = sample_signal_plus_noise(n, p, 1.0, 4, labels="iid")
+    S = X.T @ np.linalg.solve(X @ X.T + n * gamma * np.eye(p), X)
+    assert np.trace(S) / n == pytest.approx(1 - gamma * mp_delta(gamma, c), abs=4 / n)
+
+
 @pytest.mark.parametrize("activation,c,t", [("erf", 0.5, 1.0), ("tanh", 1 / 3, 2.0), ("gelu", 0.5, 0.5)])
 def test_attention_risk_gap_is_t1_minus_t2(activation, c, t):
     """At gamma = 0 the fresh-label gap is T1 - T2 of the training gap's split (T2 changes sign)."""

@@ -161,21 +161,16 @@ class _Anderson:
     def next(self, x: np.ndarray, fx: np.ndarray) -> np.ndarray:
         r = (fx - x).ravel()
         norm = float(np.linalg.norm(r))
-        damped = 0.5 * fx + 0.5 * x
-        if self.depth == 0 or norm > self.last:
-            self.xs, self.rs, self.last = [], [], norm
-            self.xs.append(x.ravel()), self.rs.append(r)
-            return damped
+        if norm > self.last:  # the residual grew: forget the history
+            self.xs, self.rs = [], []
         self.last = norm
-        self.xs.append(x.ravel())
-        self.rs.append(r)
-        self.xs, self.rs = self.xs[-(self.depth + 1):], self.rs[-(self.depth + 1):]
+        self.xs = (self.xs + [x.ravel()])[-(self.depth + 1):]
+        self.rs = (self.rs + [r])[-(self.depth + 1):]
+        damped = 0.5 * fx + 0.5 * x
         if len(self.rs) < 2:
             return damped
         dR = np.stack([self.rs[k + 1] - self.rs[k] for k in range(len(self.rs) - 1)], axis=1)
         dX = np.stack([self.xs[k + 1] - self.xs[k] for k in range(len(self.xs) - 1)], axis=1)
         coef = np.linalg.lstsq(dR, r, rcond=None)[0]
-        mixed_x = x.ravel() - dX @ coef
-        mixed_r = r - dR @ coef
-        out = mixed_x + 0.5 * mixed_r
+        out = x.ravel() - dX @ coef + 0.5 * (r - dR @ coef)
         return out.reshape(x.shape) if np.all(np.isfinite(out)) else damped

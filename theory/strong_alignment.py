@@ -198,9 +198,22 @@ def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf"
     if not sol.converged:
         warnings.warn(f"strong_alignment_leverage: no convergence in {iters} iterations (t={tv}, c={cv})",
                       RuntimeWarning, stacklevel=2)
-    v = _label_variance(sol.a, s)
-    t2 = float(sol.weights @ ((1.0 - sol.leverage) * v) - (1.0 - cv) * (sol.weights @ v))
+    t2 = leverage_part(sol.a, sol.weights, sol.leverage, cv, s)
     return LeverageProfile(sol.a, sol.weights, sol.leverage, t2, sol.iterations, sol.converged)
+
+
+def leverage_part(a: np.ndarray, weights: np.ndarray, leverage: np.ndarray, c: float, snr: float) -> float:
+    """``T2 = E[(1 - h(a)) v(a)] - (1 - c) E[v(a)]`` on quadrature nodes: attention's label noise left minus ridge's."""
+    v = _label_variance(a, snr)
+    return float(weights @ ((1.0 - leverage) * v) - (1.0 - c) * (weights @ v))
+
+
+def predictor_part(a: np.ndarray, weights: np.ndarray, leverage: np.ndarray, c: float, snr: float,
+                   capture: bool) -> float:
+    """``T1``: :func:`strong_alignment_margin` with capture, else ``E[g_perp(a)^2 (c - h(a))]`` on quadrature nodes."""
+    if capture:
+        return strong_alignment_margin(c, snr)
+    return float(weights @ (_nonlinear_bayes_part(a, snr) ** 2 * (c - leverage)))
 
 
 def captures_bayes_predictor(activation: ActivationLike) -> bool:
@@ -260,10 +273,7 @@ def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr
     tv, cv, act, s = _check_inputs(t, c, activation, snr)
     tv = as_float("t", tv, low=0, low_open=True)
     prof = strong_alignment_leverage(tv, cv, act, s, nodes=nodes)
-    if captures_bayes_predictor(act):
-        t1 = strong_alignment_margin(cv, s)
-    else:
-        t1 = float(prof.weights @ (_nonlinear_bayes_part(prof.a, s) ** 2 * (cv - prof.leverage)))
+    t1 = predictor_part(prof.a, prof.weights, prof.leverage, cv, s, captures_bayes_predictor(act))
     return StrongAlignmentGap(t1, prof.t2, t1 + prof.t2, prof)
 
 
@@ -344,8 +354,7 @@ def expectation_over_gammas(gamma: Any, c: Any, activation: Any, snr: Any, t: An
     tv, cv, act, s = _check_inputs(t, c, activation, snr, c_below_one=False)
     tv = as_float("t", tv, low=0, low_open=True)
     checked = _solver_options(*options)
-    if cv >= 1.0 and np.any(gammas == 0.0):
-        raise ValueError(f"gamma must be > 0 when c >= 1 (the features interpolate: E(0) = 0), got c={cv}")
+    require_ridge_term(gammas, cv)
     f = numpy_activation(act)
     capture = captures_bayes_predictor(act)
     out = np.empty(gammas.shape)
@@ -353,6 +362,12 @@ def expectation_over_gammas(gamma: Any, c: Any, activation: Any, snr: Any, t: An
         a, w, r, r2 = resolvent_diagonals(f, tv, cv, s, float(g), *checked)
         out[idx] = float(w @ integrand(a, s, capture, r, r2))
     return float(out) if out.ndim == 0 else out
+
+
+def require_ridge_term(gammas: np.ndarray, c: float) -> None:
+    """Refuse ``gamma = 0`` when ``c >= 1``: the features interpolate and the limit ``gamma -> 0`` is 0."""
+    if c >= 1.0 and np.any(gammas == 0.0):
+        raise ValueError(f"gamma must be > 0 when c >= 1 (the features interpolate: E(0) = 0), got c={c}")
 
 
 def residual_weight(a: np.ndarray, snr: float, capture: bool) -> np.ndarray:

@@ -41,13 +41,14 @@ from .ridge import ridge_error_values
 from .strong_alignment import (
     _check_inputs,
     _label_variance,
-    _nonlinear_bayes_part,
     _solver_options,
     captures_bayes_predictor,
     expectation_over_gammas,
     label_mmse,
+    leverage_part,
+    predictor_part,
+    require_ridge_term,
     residual_weight,
-    strong_alignment_margin,
 )
 
 __all__ = ["ridge_prediction_risk", "strong_spike_prediction_risk", "label_coordinate_bins", "leverage_bin_means",
@@ -83,8 +84,7 @@ def ridge_prediction_risk(gamma: Any, c: Any, snr: Any) -> Any:
     gammas = as_array("gamma", gamma, low=0)
     cv = as_float("c", c, low=0, low_open=True)
     s = as_float("snr", snr, low=0)
-    if cv >= 1.0 and np.any(gammas == 0.0):
-        raise ValueError(f"gamma must be > 0 when c >= 1 (the features interpolate: E(0) = 0), got c={cv}")
+    require_ridge_term(gammas, cv)
     positive = np.where(gammas == 0.0, 1.0, gammas)
     leverage = np.where(gammas == 0.0, cv, 1.0 - positive * np.asarray(mp_delta(positive, cv)))
     out = np.asarray(ridge_error_values(gammas, cv, s)) + 2.0 * label_mmse(s) * leverage
@@ -215,11 +215,8 @@ def binned_leverage(t: Any, c: Any, activation: ActivationLike, snr: Any, edges:
                       stacklevel=2)
     h = sol.leverage
     means = np.array([w[which == b] @ h[which == b] / w[which == b].sum() for b in range(e.size - 1)])
-    v = _label_variance(a, s)
-    t2 = float(w @ ((1.0 - h) * v) - (1.0 - cv) * (w @ v))
-    t1 = (strong_alignment_margin(cv, s) if captures_bayes_predictor(act)
-          else float(w @ (_nonlinear_bayes_part(a, s) ** 2 * (cv - h))))
-    return BinnedLeverage(means, t1, t2, sol.converged)
+    t1 = predictor_part(a, w, h, cv, s, captures_bayes_predictor(act))
+    return BinnedLeverage(means, t1, leverage_part(a, w, h, cv, s), sol.converged)
 
 
 def _check_edges(edges: Any, snr: float) -> np.ndarray:

@@ -148,3 +148,12 @@ def finite_size_test(pred: float, m_small: float, se_small: float, m_large: floa
     passed = bool(finite and abs(gl) <= allowance + noise)
     return FiniteSizeTest(float(gs), float(gl), float(allowance), float(noise), float(q), passed, crit,
                           None if df is None else float(df))
+
+
+def detectable_error(sd: float, df: float | None, q: float, n_comparisons: int) -> float:
+    """The limit error ``D`` (the same at both sizes) that the rule detects with probability about 1/2 in a check of
+    ``n_comparisons`` comparisons: ``T = D (1 - q)`` must reach the one-sided quantile at Holm's first level
+    (``ALPHA_CHECK / n_comparisons``, where the smallest p-value is compared) in units of the statistic's SD ``sd``."""
+    from verify.verdicts import ALPHA_CHECK, t_quantile
+
+    return t_quantile(ALPHA_CHECK / n_comparisons, df) * sd / (1 - q)

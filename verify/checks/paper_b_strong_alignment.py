@@ -46,6 +46,7 @@ from ..figures import paper_figure
 from ..registry import CheckContext, Comparison
 from ..verdicts import Judgement
 from ._finite_size import FiniteSizeTest, finite_size_test
+from ._finite_size import detectable_error as finite_size_detectable
 from .paper_b_core import mc_version
 from .paper_b_structured import mean_se
 
@@ -231,14 +232,9 @@ def limit_test(design: B9Profile, prediction: B9Prediction, cells: dict, point: 
 
 
 def detectable_error(test: FiniteSizeTest, n_comparisons: int) -> float:
-    """The limit error ``D`` (the same at both sizes) that the verdict detects with probability about 1/2.
-
-    ``T = D (1 - q)`` must reach the one-sided quantile at Holm's first level ``ALPHA_CHECK / n_comparisons`` (the
-    smallest p-value of the check is compared with it) in units of the statistic's SD.
-    """
-    from ..verdicts import ALPHA_CHECK, t_quantile
-
-    return t_quantile(ALPHA_CHECK / n_comparisons, test.df) * test.sd / (1 - test.q)
+    """The limit error ``D`` (the same at both sizes) that the verdict detects with probability about 1/2
+    (:func:`verify.checks._finite_size.detectable_error` at this point's SD, df and ``q``)."""
+    return finite_size_detectable(test.sd, test.df, test.q, n_comparisons)
 
 
 def judge_b9(design: B9Profile, prediction: B9Prediction, cells: dict) -> list[Comparison]:

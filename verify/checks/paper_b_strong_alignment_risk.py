@@ -43,8 +43,9 @@ import numpy as np
 from ..claim import Claim, register
 from ..figures import paper_figure
 from ..registry import CheckContext, Comparison
-from ..verdicts import ALPHA_CHECK, Judgement, t_quantile
-from ._finite_size import FiniteSizeTest, finite_size_test
+from ..verdicts import Judgement
+from ._finite_size import DECAY, FiniteSizeTest, finite_size_test
+from ._finite_size import detectable_error as finite_size_detectable
 from .paper_b_strong_alignment import B9_PROFILES, LEVERAGE_BINS, Setting, strong_alignment_cell
 from .paper_b_structured import mean_se
 
@@ -267,11 +268,11 @@ def judge_b10(design: B10Profile, prediction: B10Prediction, cells: dict) -> lis
     return comps
 
 
-def detectable_error(comparison: Comparison, n_comparisons: int) -> float:
-    """The error ``D`` (the same at both sizes) that a finite-size comparison detects with probability about 1/2:
-    ``D (1 - q)`` at the one-sided Student-t quantile of Holm's first level times the statistic's SD (``q = 1/2``)."""
+def detectable_error(comparison: Comparison, n_comparisons: int, q: float) -> float:
+    """The error ``D`` (the same at both sizes) that a finite-size comparison detects with probability about 1/2
+    (:func:`verify.checks._finite_size.detectable_error`, from the SD and df the comparison carries)."""
     args = dict(comparison.args)
-    return t_quantile(ALPHA_CHECK / n_comparisons, args["df"]) * args["excess_se"] / 0.5
+    return finite_size_detectable(args["excess_se"], args["df"], q, n_comparisons)
 
 
 def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
@@ -283,7 +284,7 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
     detect: dict[str, list[float]] = {}
     for (s, part), comp in zip(parts, judged_rows):
         detect.setdefault(part if isinstance(part, str) else "bins", []).append(
-            detectable_error(comp, len(comparisons)))
+            detectable_error(comp, len(comparisons), (ps / pl) ** DECAY))
     rows = []
     for s in design.settings:
         row: dict[str, Any] = dict(activation=s[0], c=s[1], t=s[2], p=[ps, pl], t_eff=[t_eff(s[2], p) for p in (ps, pl)],
