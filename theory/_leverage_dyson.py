@@ -7,10 +7,17 @@ docs/strong_alignment.md ("Step 5"): given the labelled coordinates ``a_i``, the
 matrices of ``a``, whose block diagonal solves the Dyson equation below.  On quadrature nodes ``a_k`` (weights
 ``w_k``) the unknowns are the 3 x 3 matrices ``G(a_k)`` (blocks ``1, u, v`` of the token side); the feature side is
 eliminated exactly into one linear solve of size ``1 + 2m`` per iteration.
+
+At finite ``p`` (:func:`solve_leverage` with ``p``) the kernel's mean part ``h0(t a_i a_j) / sqrt p`` (diagonal
+removed) enters the pencil's ``(1, u)`` block as a deterministic matrix of low rank: ``h0(t a a') = sum_k lambda_k
+phi_k(a) phi_k(a')`` on the nodes, and the token side's inverse is the block-diagonal one corrected by Woodbury's
+identity over the ``n = round(p / c)`` tokens.  The correction is ``O(rank / n)`` per token, the size of the offsets
+it explains (docs/strong_alignment.md, "The kernel's mean part at finite p").
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -35,6 +42,66 @@ class DysonSolution:
     leverage: np.ndarray
     iterations: int
     converged: bool
+
+
+#: eigenvalues of the mean kernel ``h0(t a a')`` below this fraction of the largest are dropped (their directions
+#: move a leverage by less than 1e-12; 20-30 are kept at ``t <= 2``)
+MEAN_PART_RANK_TOL = 1e-12
+
+
+@dataclass(frozen=True)
+class MeanPart:
+    """The kernel's mean part at ``n`` tokens as a low-rank block: ``V`` (nodes x 3 x 2L) places ``phi_k(a)`` in the
+    token blocks ``1`` and ``u``, ``C`` (2L x 2L) couples them with ``lambda_k / sqrt p``; ``diagonal``: the mean
+    kernel's own diagonal ``h0(t a^2) / sqrt p``, which the model removes; ``n weights``: the tokens at each node."""
+
+    V: np.ndarray
+    C: np.ndarray
+    diagonal: np.ndarray
+    tokens: np.ndarray
+
+
+def mean_part(f: Callable[[np.ndarray], np.ndarray], t: float, a: np.ndarray, w: np.ndarray, p: int,
+              n: int) -> MeanPart:
+    """Factor ``h0(t a a') = E f(xi + t a a')`` on the nodes (eigenpairs of the ``w``-weighted kernel matrix, so
+    ``sum_k w_k phi_i(a_k) phi_j(a_k) = delta_ij``) into the block that :func:`solve_leverage` adds at ``n`` tokens."""
+    h0 = kernel_mean(f, t * np.outer(a, a))
+    root = np.sqrt(w)
+    lam, U = np.linalg.eigh(root[:, None] * h0 * root[None, :])
+    keep = np.abs(lam) > MEAN_PART_RANK_TOL * np.abs(lam).max() if np.any(lam) else np.zeros(lam.shape, bool)
+    lam, phi = lam[keep], U[:, keep] / root[:, None]
+    k = lam.size
+    V = np.zeros((a.size, 3, 2 * k))
+    V[:, 0, :k] = phi
+    V[:, 1, k:] = phi
+    C = np.zeros((2 * k, 2 * k))
+    C[:k, k:] = C[k:, :k] = np.diag(lam) / np.sqrt(p)
+    return MeanPart(V, C, kernel_mean(f, t * a * a) / np.sqrt(p), n * w)
+
+
+def kernel_mean(f: Callable[[np.ndarray], np.ndarray], m: np.ndarray) -> np.ndarray:
+    """``h0(m) = E f(xi + m)``, entrywise, by Gauss-Hermite."""
+    x, w = np.polynomial.hermite_e.hermegauss(XI_NODES)
+    return (f(x[None, :] + m.reshape(-1, 1)) @ (w / w.sum())).reshape(m.shape)
+
+
+def finite_size(t: float, c: float, p: int) -> tuple[float, int]:
+    """The spike's strength and the token count that the equation uses at dimension ``p``: ``t + 1/sqrt p`` (the
+    labelled coordinate's own product ``a_i a_j / sqrt p`` adds to the spike's) and ``n = round(p / c)`` (as the
+    simulation draws them)."""
+    return t + 1.0 / math.sqrt(p), max(1, int(round(p / c)))
+
+
+def _token_resolvent(D: np.ndarray, mean: MeanPart | None) -> np.ndarray:
+    """The token side's diagonal blocks: ``D^{-1}`` per node, minus Woodbury's low-rank term when the mean part is
+    in (``sum_j`` over tokens as ``n sum_k w_k``)."""
+    Dinv = np.linalg.inv(D)
+    if mean is None or mean.C.size == 0:
+        return Dinv
+    DV = Dinv @ mean.V
+    Q = np.einsum("k,kai,kaj->ij", mean.tokens, mean.V, DV)
+    core = mean.C @ np.linalg.inv(np.eye(mean.C.shape[0]) + Q @ mean.C)
+    return Dinv - DV @ core @ np.transpose(mean.V, (0, 2, 1)) @ Dinv
 
 
 def label_coordinate_nodes(snr: float, nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -114,12 +181,17 @@ def binned_coordinate_nodes(snr: float, edges: np.ndarray, per_bin: int,
 
 def solve_leverage(f: Callable[[np.ndarray], np.ndarray], t: float, c: float, snr: float, nodes: int,
                    tol: float, maxiter: int, delta: float = 0.0,
-                   grid: tuple[np.ndarray, np.ndarray] | None = None) -> DysonSolution:
+                   grid: tuple[np.ndarray, np.ndarray] | None = None, p: int | None = None) -> DysonSolution:
     """Fixed-point iteration of ``G(a) = (Lambda(a) - Sigma(G)(a))^{-1}`` from ``G = -i I`` (damped by 1/2, with
     Anderson mixing of the iterates); ``h = 1 - G_11``;
     ``delta > 0``: the ridge-regularised pencil (:class:`DysonSolution`).  ``grid``: nodes and weights of ``a`` to
-    use instead of :func:`label_coordinate_nodes` (``nodes`` is then ignored)."""
+    use instead of :func:`label_coordinate_nodes` (``nodes`` is then ignored).  ``p``: the finite-size equation,
+    at :func:`finite_size`'s ``t`` and ``n`` with the kernel's mean part (``t`` is then the limit's)."""
     a, w = label_coordinate_nodes(snr, nodes) if grid is None else grid
+    mean = None
+    if p is not None:
+        t, n = finite_size(t, c, p)
+        mean = mean_part(f, t, a, w, p, n)
     m = len(a)
     H, r2 = kernel_parts(f, t * np.outer(a, a))
     R = r2 * w[None, :] / c
@@ -128,27 +200,49 @@ def solve_leverage(f: Callable[[np.ndarray], np.ndarray], t: float, c: float, sn
     Lam[:, 0, 0] = 1.0
     Lam[:, 0, 1] = Lam[:, 1, 0] = -diag_slope
     Lam[:, 1, 2] = Lam[:, 2, 1] = -1.0
+    if mean is not None:  # the model removes the mean kernel's diagonal, which the low-rank block holds
+        Lam -= _diagonal_block(mean.diagonal)
     Lam += 1j * EPS * np.eye(3)
-    G = -1j * np.tile(np.eye(3), (m, 1, 1))
+    G, start = -1j * np.tile(np.eye(3), (m, 1, 1)), 0
+    if mean is not None:  # from the equation without the mean part, which it perturbs by O(rank / n)
+        G, start, ok = _iterate(G, Lam + _diagonal_block(mean.diagonal), w, H, R, c, delta, None, tol, maxiter)
+        if not ok:
+            return DysonSolution(a, w, 1.0 - G[:, 0, 0].real, start, False)
+    G, it, converged = _iterate(G, Lam, w, H, R, c, delta, mean, tol, maxiter)
+    return DysonSolution(a, w, 1.0 - G[:, 0, 0].real, start + it, converged)
+
+
+def _diagonal_block(values: np.ndarray) -> np.ndarray:
+    """Per node, ``values`` in the token blocks ``(1, u)`` and ``(u, 1)``: where the kernel's diagonal sits."""
+    out = np.zeros((values.size, 3, 3), complex)
+    out[:, 0, 1] = out[:, 1, 0] = values
+    return out
+
+
+def _iterate(G: np.ndarray, Lam: np.ndarray, w: np.ndarray, H: np.ndarray, R: np.ndarray, c: float, delta: float,
+             mean: MeanPart | None, tol: float, maxiter: int) -> tuple[np.ndarray, int, bool]:
+    """The damped, Anderson-mixed fixed-point iteration from ``G``: the iterate, iterations used, converged."""
     mixer = _Anderson(ANDERSON_DEPTH)
-    converged, it = False, 0
+    it = 0
     for it in range(1, maxiter + 1):
-        G_new = np.linalg.inv(Lam - _self_energy(G, w, H, R, c, delta))
-        step = np.abs(G_new - G).max()
-        if step < tol * (1 + np.abs(G_new).max()):
-            G, converged = 0.5 * G_new + 0.5 * G, True
-            break
+        G_new = _token_resolvent(Lam - _self_energy(G, w, H, R, c, delta), mean)
+        if np.abs(G_new - G).max() < tol * (1 + np.abs(G_new).max()):
+            return 0.5 * G_new + 0.5 * G, it, True
         G = mixer.next(G, G_new)
-    return DysonSolution(a, w, 1.0 - G[:, 0, 0].real, it, converged)
+    return G, it, False
 
 
 #: iterates that the Anderson mixing of :func:`solve_leverage` remembers (0: plain damped iteration)
 ANDERSON_DEPTH = 6
+#: relative step below which the mixing starts (farther out, extrapolating from the history can throw the iterate
+#: away near ``c = 1``: measured at erf ``c = 0.9`` with the mean part, where mixing from the start never converged)
+ANDERSON_START = 1e-5
 
 
 class _Anderson:
     """Anderson acceleration of the damped map ``x -> (x + F(x)) / 2``: the next iterate is the damped step of the
-    combination of the last ``depth`` iterates whose residuals ``F(x) - x`` have the least norm (least squares).
+    combination of the last ``depth`` iterates whose residuals ``F(x) - x`` have the least norm (least squares),
+    once the relative step is below :data:`ANDERSON_START` (plain damped steps before).
     When the residual grows, the history is dropped and the next step is the plain damped one (a safeguard, not a
     guarantee of monotone progress; convergence is checked on the plain residual either way)."""
 
@@ -159,6 +253,10 @@ class _Anderson:
         self.last = np.inf
 
     def next(self, x: np.ndarray, fx: np.ndarray) -> np.ndarray:
+        damped = 0.5 * fx + 0.5 * x
+        if np.abs(fx - x).max() > ANDERSON_START * (1 + np.abs(fx).max()):  # far out: plain damped steps
+            self.xs, self.rs, self.last = [], [], np.inf
+            return damped
         r = (fx - x).ravel()
         norm = float(np.linalg.norm(r))
         if norm > self.last:  # the residual grew: forget the history
@@ -166,7 +264,6 @@ class _Anderson:
         self.last = norm
         self.xs = (self.xs + [x.ravel()])[-(self.depth + 1):]
         self.rs = (self.rs + [r])[-(self.depth + 1):]
-        damped = 0.5 * fx + 0.5 * x
         if len(self.rs) < 2:
             return damped
         dR = np.stack([self.rs[k + 1] - self.rs[k] for k in range(len(self.rs) - 1)], axis=1)

@@ -158,15 +158,16 @@ def _check_inputs(t: Any, c: Any, activation: Any, snr: Any, *,
 
 
 def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf", snr: Any = 1.0, *,
-                              nodes: int = 40, tol: float = 1e-12, maxiter: int = 5000) -> LeverageProfile:
-    """Leverage profile of attention's features under strong alignment, ``p -> infinity`` at fixed ``t``.
+                              nodes: int = 40, tol: float = 1e-12, maxiter: int = 5000,
+                              p: Any = None) -> LeverageProfile:
+    """Leverage profile of attention's features under strong alignment at fixed ``t``: the limit, or at ``p``.
 
     *Derived by the project* (docs/strong_alignment.md, step 5): the leverage is a diagonal entry of the inverse
     of a symmetric linear pencil in the data, the kernel noise and diagonal matrices of ``a``; its limit solves a
     matrix Dyson equation (standard theory for Gaussian matrices with a variance profile, applied at spectral
-    parameter 0: assumed, and checked against simulation to 1-3 standard errors).  The kernel's mean part is
-    left out: it is of low effective rank, and moves ``T2`` by 0.0002-0.0034 at ``p = 256-1024`` (measured; not
-    clearly decaying at ``t = 1`` at these sizes).  At finite ``p`` evaluate it at ``t + 1/sqrt(p)``.
+    parameter 0: assumed, and checked against simulation to 1-3 standard errors).  In the limit the kernel's mean
+    part drops out (its effect is ``O(rank / n)``); at finite ``p`` it does not (gelu at ``c = 1/4``, ``t = 2``: it
+    moves ``T2`` by -0.006 up to ``p = 1024``), and ``p`` puts it in.
 
     Parameters
     ----------
@@ -181,6 +182,10 @@ def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf"
     nodes : int
         Gauss-Hermite nodes per label (the grid has ``2 nodes`` points), 8 to 200.
     tol, maxiter : convergence of the damped fixed-point iteration (a ``RuntimeWarning`` when not reached).
+    p : int, optional
+        The dimension: the finite-size equation at ``t + 1/sqrt(p)`` and ``n = round(p / c)`` tokens, with the
+        kernel's mean part as a low-rank block (derived by the project; docs/strong_alignment.md, "The kernel's mean
+        part at finite p").  ``None``: the limit ``p -> infinity``.
 
     Returns
     -------
@@ -194,7 +199,7 @@ def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf"
     """
     tv, cv, act, s = _check_inputs(t, c, activation, snr)
     k, tolv, iters = _solver_options(nodes, tol, maxiter)
-    sol = solve_leverage(numpy_activation(act), tv, cv, s, k, tolv, iters)
+    sol = solve_leverage(numpy_activation(act), tv, cv, s, k, tolv, iters, p=check_dimension(p))
     if not sol.converged:
         warnings.warn(f"strong_alignment_leverage: no convergence in {iters} iterations (t={tv}, c={cv})",
                       RuntimeWarning, stacklevel=2)
@@ -241,15 +246,15 @@ class StrongAlignmentGap:
 
 
 def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr: Any = 1.0, *,
-                         nodes: int = 40) -> StrongAlignmentGap:
-    """Attention minus ridge as ``gamma -> 0`` under strong alignment, ``p -> infinity`` at fixed ``t > 0``.
+                         nodes: int = 40, p: Any = None) -> StrongAlignmentGap:
+    """Attention minus ridge as ``gamma -> 0`` under strong alignment at fixed ``t > 0``: the limit, or at ``p``.
 
     ``t1``: :func:`strong_alignment_margin` when :func:`captures_bayes_predictor`.  Otherwise the features hold only
     the linear part of ``tanh(a)``, as ridge's do, and the nonlinear rest ``g_perp(a)`` is left with weight one minus
     the leverage: ``t1 = E[g_perp(a)^2 (c - h(a))]`` (the same approximation as ``T2``: a function of ``a`` meets
     the projection through its diagonal).  ``t2``: :func:`strong_alignment_leverage`'s.  At finite ``p``
     the capture of ``T1`` is partial while ``sqrt(p) t^3`` is small (measured: about half at ``t = 0.18``,
-    ``p = 256-1024``; complete from ``t = 0.35``), and ``T2`` is best read at ``t + 1/sqrt(p)``.
+    ``p = 256-1024``; complete from ``t = 0.35``), and ``T2`` is given by the finite-size equation (``p``).
 
     Parameters
     ----------
@@ -258,7 +263,8 @@ def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr
         do not even hold ``a`` cleanly and the structured theory's gap is positive (+0.0143 at ``c = 1/2``,
         ``snr = 1``, ``AttentionModel.error``), while any fixed ``t > 0`` puts a copy of a function of ``a`` of size
         ``sqrt(p) t`` into the features.
-    c, activation, snr, nodes : as :func:`strong_alignment_leverage`.
+    c, activation, snr, nodes, p : as :func:`strong_alignment_leverage` (``t1`` is the limit's either way when the
+        features capture the Bayes predictor).
 
     Returns
     -------
@@ -272,7 +278,7 @@ def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr
     """
     tv, cv, act, s = _check_inputs(t, c, activation, snr)
     tv = as_float("t", tv, low=0, low_open=True)
-    prof = strong_alignment_leverage(tv, cv, act, s, nodes=nodes)
+    prof = strong_alignment_leverage(tv, cv, act, s, nodes=nodes, p=p)
     t1 = predictor_part(prof.a, prof.weights, prof.leverage, cv, s, captures_bayes_predictor(act))
     return StrongAlignmentGap(t1, prof.t2, t1 + prof.t2, prof)
 
@@ -281,6 +287,11 @@ def _solver_options(nodes: Any, tol: Any, maxiter: Any) -> tuple[int, float, int
     """The Dyson solver's quadrature nodes, tolerance and iteration cap, checked."""
     return (as_int("nodes", nodes, 8, 200), as_float("tol", tol, low=0, low_open=True),
             as_int("maxiter", maxiter, 1, 10**6))
+
+
+def check_dimension(p: Any) -> int | None:
+    """``p`` of the finite-size equation: ``None`` (the limit) or an integer ``>= 2``."""
+    return None if p is None else as_int("p", p, 2, 2**31 - 1)
 
 
 def _label_variance(a: np.ndarray, snr: float) -> np.ndarray:
@@ -296,8 +307,8 @@ def _nonlinear_bayes_part(a: np.ndarray, snr: float) -> np.ndarray:
 
 
 def strong_spike_attention_error(gamma: Any, c: Any, activation: ActivationLike, snr: Any, t: Any, *,
-                                 nodes: int = 40, tol: float = 1e-12, maxiter: int = 5000) -> Any:
-    """Attention's interpolation error under strong alignment, ``p -> infinity`` at fixed ``t > 0``, any ``gamma``.
+                                 nodes: int = 40, tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> Any:
+    """Attention's interpolation error under strong alignment at fixed ``t > 0``, any ``gamma``: the limit, or at ``p``.
 
     *Derived by the project* (docs/strong_alignment.md, "At gamma > 0"): with ``R = gamma Q`` (``n x n``) and labels
     independent given the data, ``E(gamma) = (g^T R^2 g + sum_i v(a_i) (R^2)_ii) / n``.  The Bayes predictor
@@ -325,9 +336,8 @@ def strong_spike_attention_error(gamma: Any, c: Any, activation: ActivationLike,
     snr : float
         ``||mu||^2``, finite, ``>= 0``.
     t : float
-        ``||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``), finite, ``> 0``.  At finite ``p`` evaluate it at
-        ``t + 1/sqrt(p)``.
-    nodes, tol, maxiter : as :func:`strong_alignment_leverage` (a ``RuntimeWarning`` when the iteration does not
+        ``||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``), finite, ``> 0``.
+    nodes, tol, maxiter, p : as :func:`strong_alignment_leverage` (a ``RuntimeWarning`` when the iteration does not
         converge).
 
     Returns
@@ -343,23 +353,25 @@ def strong_spike_attention_error(gamma: Any, c: Any, activation: ActivationLike,
     0.14
     """
     return expectation_over_gammas(gamma, c, activation, snr, t, (nodes, tol, maxiter),
-                                   lambda a, s, capture, r, r2: residual_weight(a, s, capture) * r2)
+                                   lambda a, s, capture, r, r2: residual_weight(a, s, capture) * r2, p=p)
 
 
 def expectation_over_gammas(gamma: Any, c: Any, activation: Any, snr: Any, t: Any, options: tuple,
-                            integrand: Any) -> Any:
+                            integrand: Any, p: Any = None) -> Any:
     """``E_a[integrand(a, snr, capture, R(a), diag(R^2)(a))]`` at each ``gamma``, with the validation of
-    :func:`strong_spike_attention_error` (``options``: nodes, tol, maxiter); the shape of ``gamma``."""
+    :func:`strong_spike_attention_error` (``options``: nodes, tol, maxiter; ``p``: the finite-size equation); the
+    shape of ``gamma``."""
     gammas = as_array("gamma", gamma, low=0)
     tv, cv, act, s = _check_inputs(t, c, activation, snr, c_below_one=False)
     tv = as_float("t", tv, low=0, low_open=True)
     checked = _solver_options(*options)
+    size = check_dimension(p)
     require_ridge_term(gammas, cv)
     f = numpy_activation(act)
     capture = captures_bayes_predictor(act)
     out = np.empty(gammas.shape)
     for idx, g in np.ndenumerate(gammas):
-        a, w, r, r2 = resolvent_diagonals(f, tv, cv, s, float(g), *checked)
+        a, w, r, r2 = resolvent_diagonals(f, tv, cv, s, float(g), *checked, p=size)
         out[idx] = float(w @ integrand(a, s, capture, r, r2))
     return float(out) if out.ndim == 0 else out
 
@@ -377,7 +389,7 @@ def residual_weight(a: np.ndarray, snr: float, capture: bool) -> np.ndarray:
 
 
 def resolvent_diagonals(f: Any, t: float, c: float, snr: float, gamma: float, nodes: int, tol: float,
-                        maxiter: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                        maxiter: int, p: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Nodes, weights, ``R(a)`` and ``diag(R^2)(a) = R(a) - gamma R'(a)``, ``R = gamma Q`` (both ``1 - h`` at
     ``gamma = 0``).  ``1 - R(a)`` is the smoother's diagonal, the leverage at ``gamma``.
 
@@ -385,7 +397,7 @@ def resolvent_diagonals(f: Any, t: float, c: float, snr: float, gamma: float, no
     in ``log gamma`` (step 1e-3)."""
 
     def diagonal(delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        sol = solve_leverage(f, t, c, snr, nodes, tol, maxiter, delta)
+        sol = solve_leverage(f, t, c, snr, nodes, tol, maxiter, delta, p=p)
         if not sol.converged:
             warnings.warn(f"strong alignment resolvent: no convergence in {maxiter} iterations (t={t}, c={c}, "
                           f"gamma={c * delta})", RuntimeWarning, stacklevel=5)

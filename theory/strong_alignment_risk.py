@@ -43,6 +43,7 @@ from .strong_alignment import (
     _label_variance,
     _solver_options,
     captures_bayes_predictor,
+    check_dimension,
     expectation_over_gammas,
     label_mmse,
     leverage_part,
@@ -92,17 +93,17 @@ def ridge_prediction_risk(gamma: Any, c: Any, snr: Any) -> Any:
 
 
 def strong_spike_prediction_risk(gamma: Any, c: Any, activation: ActivationLike, snr: Any, t: Any, *,
-                                 nodes: int = 40, tol: float = 1e-12, maxiter: int = 5000) -> Any:
+                                 nodes: int = 40, tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> Any:
     """Attention's fixed-design prediction risk on fresh labels under strong alignment, label noise included.
 
     ``E_att(gamma) + 2 E_a[v(a) h_gamma(a)]``, with ``E_att`` of :func:`theory.strong_spike_attention_error` and the
     leverage ``h_gamma = 1 - R(a)`` from the same leverage equation (module docstring).  At ``gamma = 0`` and
     ``c < 1`` it is ``E[w (1 - h)] + 2 E[v h]``; minus :func:`ridge_prediction_risk` it is ``T1 - T2`` of
-    :func:`theory.strong_alignment_gap`.  At finite ``p`` evaluate it at ``t + 1/sqrt(p)``.
+    :func:`theory.strong_alignment_gap`.
 
     Parameters
     ----------
-    gamma, c, activation, snr, t, nodes, tol, maxiter
+    gamma, c, activation, snr, t, nodes, tol, maxiter, p
         As :func:`theory.strong_spike_attention_error` (the same validation).
 
     Returns
@@ -118,7 +119,8 @@ def strong_spike_prediction_risk(gamma: Any, c: Any, activation: ActivationLike,
     """
     return expectation_over_gammas(
         gamma, c, activation, snr, t, (nodes, tol, maxiter),
-        lambda a, s, capture, r, r2: residual_weight(a, s, capture) * r2 + 2.0 * _label_variance(a, s) * (1.0 - r))
+        lambda a, s, capture, r, r2: residual_weight(a, s, capture) * r2 + 2.0 * _label_variance(a, s) * (1.0 - r),
+        p=p)
 
 
 def _abs_coordinate_cdf(u: np.ndarray, snr: float) -> np.ndarray:
@@ -157,18 +159,17 @@ def label_coordinate_bins(snr: Any, n_bins: Any) -> np.ndarray:
 
 
 def leverage_bin_means(t: Any, c: Any, activation: ActivationLike, snr: Any, edges: Any, *,
-                       per_bin: int = 10, tol: float = 1e-12, maxiter: int = 5000) -> np.ndarray:
+                       per_bin: int = 10, tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> np.ndarray:
     """The theory's mean leverage ``E[h(a) | e_k <= |a| < e_(k+1)]`` in each bin of ``|a|``, ``gamma -> 0``, ``c < 1``.
 
     The leverage equation of :func:`theory.strong_alignment_leverage` solved on a quadrature whose nodes lie inside
     the bins (Gauss-Legendre on each bin and sign, weighted by the density of ``a``; the last bin cut at
-    ``sqrt(snr) + 9``), so each bin's mean is a quadrature of its own nodes.  At finite ``p`` evaluate it at
-    ``t + 1/sqrt(p)``.
+    ``sqrt(snr) + 9``), so each bin's mean is a quadrature of its own nodes.
 
     Parameters
     ----------
-    t, c, activation, snr, tol, maxiter
-        As :func:`theory.strong_alignment_leverage`.
+    t, c, activation, snr, tol, maxiter, p
+        As :func:`theory.strong_alignment_leverage` (``p``: the finite-size equation).
     edges : array (B + 1,)
         Increasing from ``edges[0] = 0`` (:func:`label_coordinate_bins`); the inner edges below ``sqrt(snr) + 9``, the
         last at or beyond it (``inf`` allowed): the bins cover ``|a|``.
@@ -186,7 +187,7 @@ def leverage_bin_means(t: Any, c: Any, activation: ActivationLike, snr: Any, edg
     >>> bool(h[0] > h[-1]), round(float(h.mean()), 3)
     (True, 0.5)
     """
-    return binned_leverage(t, c, activation, snr, edges, per_bin=per_bin, tol=tol, maxiter=maxiter).bin_means
+    return binned_leverage(t, c, activation, snr, edges, per_bin=per_bin, tol=tol, maxiter=maxiter, p=p).bin_means
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,7 @@ class BinnedLeverage:
 
 
 def binned_leverage(t: Any, c: Any, activation: ActivationLike, snr: Any, edges: Any, *, per_bin: int = 10,
-                    tol: float = 1e-12, maxiter: int = 5000) -> BinnedLeverage:
+                    tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> BinnedLeverage:
     """:func:`leverage_bin_means` with the parts of the training gap from the same solve (``t1``, ``t2`` as
     :func:`theory.strong_alignment_gap`): one Dyson solve for everything a check judges at one ``t``."""
     tv, cv, act, s = _check_inputs(t, c, activation, snr)
@@ -209,7 +210,7 @@ def binned_leverage(t: Any, c: Any, activation: ActivationLike, snr: Any, edges:
     k = as_int("per_bin", per_bin, 4, 40)
     _, tolv, iters = _solver_options(8, tol, maxiter)
     a, w, which = binned_coordinate_nodes(s, e, k)
-    sol = solve_leverage(numpy_activation(act), tv, cv, s, 0, tolv, iters, grid=(a, w))
+    sol = solve_leverage(numpy_activation(act), tv, cv, s, 0, tolv, iters, grid=(a, w), p=check_dimension(p))
     if not sol.converged:
         warnings.warn(f"binned_leverage: no convergence in {iters} iterations (t={tv}, c={cv})", RuntimeWarning,
                       stacklevel=2)
