@@ -38,7 +38,7 @@ def _truth() -> mod.B10Prediction:
             t2[key] = -0.03 * min(t, 1.5) if act != "gelu" else 0.002
             risk[key] = t1[key] - t2[key]
             bins[key] = c + 0.1 * t * np.linspace(0.5, -0.5, LEVERAGE_BINS)
-    return mod.B10Prediction(t1, t2, risk, bins, {p: 0.03 for p in DESIGN.worst_ps})
+    return mod.B10Prediction(t1, t2, risk, bins, {p: 0.03 for p in DESIGN.ps})
 
 
 TRUTH = _truth()
@@ -59,8 +59,8 @@ def _cells(rng: np.random.Generator, gap_small: float = 0.0, extra: float = 0.0,
                 t1, t2 = -t1, -t2
             bins = TRUTH.bins[key] + shift + SD[p]["bins"] * rng.standard_normal((trials, LEVERAGE_BINS))
             cells[key] = {"T1": t1, "T2": t2, "risk": t1 - t2, "bins": bins}
-    for p, trials in zip(DESIGN.worst_ps, DESIGN.worst_trials):
-        shift = gap_small * math.sqrt(DESIGN.worst_ps[0] / p) + extra
+    for p, trials in zip(DESIGN.ps, DESIGN.trials):
+        shift = gap_small * math.sqrt(DESIGN.ps[0] / p) + extra
         cells[("worst", p)] = TRUTH.worst[p] + shift + SD[PL]["part"] * rng.standard_normal(trials)
     return cells
 

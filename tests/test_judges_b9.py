@@ -36,7 +36,8 @@ def _limit(point) -> float:
 def _prediction() -> mod.B9Prediction:
     pts = mod.points(DESIGN)
     zeros = {s: 0.0 for s in DESIGN.settings}
-    return mod.B9Prediction(limit={pt: _limit(pt) for pt in pts}, t1=zeros, t2=zeros)
+    at_p = {(pt, p): _limit(pt) for pt in mod.limit_points(DESIGN) for p in DESIGN.ps}
+    return mod.B9Prediction(limit={pt: _limit(pt) for pt in pts}, t1=zeros, t2=zeros, at_p=at_p)
 
 
 TRUTH = _prediction()

@@ -146,3 +146,28 @@ def test_cuda_gives_the_cpus_numbers():
     b = strong_alignment_mc("erf", 0.5, 1.0, 64, [0.0, 1e-3], 2, 3, device="cuda", **kw)
     assert a.keys() == b.keys()
     assert all(np.allclose(a[k], b[k], rtol=0, atol=1e-10, equal_nan=True) for k in a)
+
+
+def test_projection_path_matches_the_eigendecomposition():
+    """At gamma = 0 with p < n the smoother is a projection (Cholesky basis); it agrees with the eigenpairs' route,
+    and a rank-deficient Phi goes to the eigendecomposition (which handles the null space)."""
+    import torch
+
+    import numerics._ridge_solvers as rs
+
+    gen = torch.Generator().manual_seed(3)
+    m = torch.tanh(torch.randn(3, 300, generator=gen, dtype=torch.float64))
+    full = torch.randn(3, 120, 300, generator=gen, dtype=torch.float64)
+    low = full.clone()
+    low[:, 60:] = low[:, :60]  # rank 60
+    for Phi in (full, low):
+        g = torch.zeros(1, dtype=torch.float64)
+        lam, V, positive = rs._positive_eigenpairs(Phi)
+        kept = torch.where(positive, torch.ones_like(lam.unsqueeze(-1)), torch.zeros_like(lam.unsqueeze(-1)))
+        leverage = (V**2) @ kept
+        out = rs.smoother_parts(Phi, m, g)
+        assert torch.allclose(out[3], leverage, atol=1e-10)
+        v = 1 - m**2
+        assert torch.allclose(out[2][:, 0], (v * leverage[..., 0]).sum(dim=1) / 300, atol=1e-12)
+    assert rs._projection_parts(low, m, 1 - m**2, 1) is None
+    assert rs._projection_parts(full, m, 1 - m**2, 1) is not None

@@ -100,3 +100,42 @@ def test_gelu_offset_against_simulation():
     bins = out["attention_leverage"][:, 0, :]
     bin_mean, bin_se = bins.mean(axis=0), bins.std(axis=0, ddof=1) / math.sqrt(bins.shape[0])
     assert np.all(np.abs(bin_mean - finite.bin_means) < 4 * bin_se + 0.002)
+
+
+def _dense_self_energy(G, w, H, R, c, delta):
+    """The feature side by one dense inverse of ``Z`` (size ``1 + 2m``): the reference of the low-rank route."""
+    m = len(w)
+    Z = np.zeros((1 + 2 * m, 1 + 2 * m), complex)
+    b1, bu = slice(1, m + 1), slice(m + 1, 2 * m + 1)
+    Z[0, 0] = -delta - (w @ G[:, 2, 2]) / c + 1j * dyson.EPS
+    Z[0, b1] = -((w * G[:, 0, 2]) / c) @ H
+    Z[0, bu] = -((w * G[:, 1, 2]) / c) @ H
+    Z[b1, 0] = -(w * G[:, 0, 2]) / c
+    Z[bu, 0] = -(w * G[:, 1, 2]) / c
+    Z[b1, b1] = -((w * G[:, 0, 0]) / c)[:, None] * H
+    Z[bu, bu] = -((w * G[:, 1, 1]) / c)[:, None] * H
+    Z[b1, bu] = Z[bu, b1] = -np.eye(m) - ((w * G[:, 0, 1]) / c)[:, None] * H
+    Q = np.linalg.inv(Z)
+    Q[b1, :] = H @ Q[b1, :]
+    Q[bu, :] = H @ Q[bu, :]
+    S = np.zeros((m, 3, 3), complex)
+    S[:, 2, 2] = Q[0, 0]
+    S[:, 0, 2] = S[:, 2, 0] = Q[b1, 0]
+    S[:, 1, 2] = S[:, 2, 1] = Q[bu, 0]
+    S[:, 0, 0] = np.diag(Q[b1, b1]) + R @ G[:, 1, 1]
+    S[:, 1, 1] = np.diag(Q[bu, bu]) + R @ G[:, 0, 0]
+    S[:, 0, 1] = S[:, 1, 0] = np.diag(Q[b1, bu]) + R @ G[:, 0, 1]
+    return S
+
+
+@pytest.mark.parametrize("activation,t,delta", [("erf", 1.0, 0.0), ("gelu", 2.0, 0.0), ("tanh", 0.5, 0.3)])
+def test_low_rank_self_energy_against_the_dense_inverse(activation, t, delta):
+    a, w = dyson.label_coordinate_nodes(1.0, 20)
+    h1, r2 = dyson.kernel_parts(numpy_activation(activation), t * np.outer(a, a))
+    R = r2 * w[None, :] / 0.5
+    rng = np.random.default_rng(5)
+    G = rng.normal(size=(a.size, 3, 3)) + 1j * rng.normal(size=(a.size, 3, 3))
+    G = G + np.transpose(G, (0, 2, 1))
+    fast = dyson._self_energy(G, w, dyson.SlopeKernel.of(h1), R, 0.5, delta)
+    dense = _dense_self_energy(G, w, h1, R, 0.5, delta)
+    assert np.abs(fast - dense).max() < 1e-10 * np.abs(dense).max()

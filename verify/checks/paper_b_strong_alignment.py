@@ -16,21 +16,21 @@ out given the data (the same expectation as drawn labels, 5-225 times less varia
 
 Comparisons (Holm within the check, family-wise false-FAIL rate ``ALPHA_CHECK``):
 
-1. *limit*, per ``(f, c < 1, t)``: the finite-size rule of :mod:`verify.checks._finite_size` on the paired gap
-   ``E_att(0) - E_RR(0)`` at ``p`` and ``4p`` (``q = 1/2``; Student-t on the estimated SEs).  The rule allows a
-   finite-size gap that decays at least like ``p^(-1/2)``: the spike's coefficient in the kernel is
-   ``t + 1/sqrt p`` (the prediction moves by ``O(p^(-1/2))``); the kernel's mean part, left out of the leverage
-   equation, moves the gap by 0.0002-0.0034 at ``p = 256-1024`` (measured), argued ``O(log n / n)``; the capture
-   of the Bayes predictor is partial while ``sqrt(p) t^3`` is small, so the design takes ``t >= 1/2``.  Power: a
-   limit off by ``D`` at both sizes FAILs with probability about 1/2 once ``D (1 - q)`` reaches the Student-t
-   quantile at Holm's first level (``ALPHA_CHECK`` over the check's comparisons) times the statistic's SD
-   (:func:`detectable_error`; ``data["rows"]``, ``detectable``).
+1. *gap*, per ``(f, c < 1, t)``: the finite-size rule of :mod:`verify.checks._finite_size` on the paired gap
+   ``E_att(0) - E_RR(0)`` minus the theory at each size, at ``p`` and ``4p`` (``q = 1/2``; Student-t on the
+   estimated SEs).  The theory at size ``p`` is the same equation at finite ``p`` (``strong_alignment_gap(...,
+   p=p)``: the spike's coefficient ``t + 1/sqrt p`` and the kernel's mean part at ``n = p/c`` tokens), which tends
+   to the limit; the rule allows what it leaves out to decay like ``p^(-1/2)``.  The capture of the Bayes predictor
+   is partial while ``sqrt(p) t^3`` is small, so the design takes ``t >= 1/2``.  Power: a theory off by ``D`` at
+   both sizes FAILs with probability about 1/2 once ``D (1 - q)`` reaches the Student-t quantile at Holm's first
+   level (``ALPHA_CHECK`` over the check's comparisons) times the statistic's SD (:func:`detectable_error`;
+   ``data["rows"]``, ``detectable``).
 2. *sign*, per ``(f, c < 1, t)``: the paired gap at ``4p`` has the prediction's sign (one-sided, PASS at 5 %).
 3. *c > 1*, per ``(f, c, t)`` of ``wide`` (:func:`theory.strong_spike_attention_error`, the same theory at
-   ``gamma > 0``, minus ridge's error): the limit at ``gamma_wide[1]`` by the same finite-size rule, and no win,
-   ``E_att - E_RR > 0``, at the smaller ``gamma_wide[0]`` at ``4p``.
+   ``gamma > 0``, minus ridge's error): the gap at ``gamma_wide[1]`` by the same rule against the theory at each
+   size, and no win, ``E_att - E_RR > 0``, at the smaller ``gamma_wide[0]`` at ``4p``.
 
-The headline is the limit comparison of erf, ``c = 1/2``, ``t = 1``.
+The headline is the gap comparison of erf, ``c = 1/2``, ``t = 1``.
 """
 
 from __future__ import annotations
@@ -101,14 +101,13 @@ B9_PROFILES = {
 
 @dataclass(frozen=True)
 class B9Prediction:
-    """Theory by point ``(setting, gamma)``: the limit (judged); by setting of ``c < 1``: its two parts.
-
-    The limit at ``t + 1/sqrt p`` (the finite-size reading) is left to ``docs/make_strong_alignment_b9.py``: each
-    evaluation costs a Dyson solve, and the check's verdict does not use it."""
+    """Theory by point ``(setting, gamma)``: the limit (the claim; its sign is judged); by setting of ``c < 1``: the
+    limit's two parts; by ``(point, p)``: the same theory at size ``p`` (the finite-size equation; judged)."""
 
     limit: dict
     t1: dict
     t2: dict
+    at_p: dict
 
 
 def design_b9(ctx: CheckContext) -> B9Profile:
@@ -125,12 +124,28 @@ def _gap(t: float, c: float, activation: str, snr: float, nodes: int = 40) -> An
 
 
 @functools.lru_cache(maxsize=512)
-def _gap_at(gamma: float, t: float, c: float, activation: str, snr: float, nodes: int = 40) -> float:
-    """:func:`theory.strong_spike_attention_error` minus ridge's error at ``gamma > 0`` (memoised)."""
+def gap_at(gamma: float, t: float, c: float, activation: str, snr: float, p: int | None = None,
+           nodes: int = 40) -> float:
+    """:func:`theory.strong_spike_attention_error` minus ridge's error at ``gamma > 0``, in the limit or at size ``p``
+    (memoised; B10's worst case reads it too)."""
     from theory import AttentionModel, strong_spike_attention_error
 
     ridge = float(AttentionModel(c, activation, snr).ridge_error(gamma))
-    return strong_spike_attention_error(gamma, c, activation, snr, t, nodes=nodes) - ridge
+    return float(strong_spike_attention_error(gamma, c, activation, snr, t, nodes=nodes, p=p)) - ridge
+
+
+#: quadrature nodes per bin and sign of :func:`finite_parts` (T2 and the bins to 1e-5 of a finer grid)
+THEORY_PER_BIN = 8
+
+
+@functools.lru_cache(maxsize=512)
+def finite_parts(t: float, c: float, activation: str, snr: float, p: int) -> Any:
+    """:func:`theory.binned_leverage` at size ``p`` (the finite-size equation) on :data:`LEVERAGE_BINS` bins: ``T1``,
+    ``T2`` and the bin means of one solve, memoised (B9 and B10 read the same solves)."""
+    from theory import binned_leverage, label_coordinate_bins
+
+    return binned_leverage(t, c, activation, snr, label_coordinate_bins(snr, LEVERAGE_BINS), per_bin=THEORY_PER_BIN,
+                           p=p)
 
 
 def cell_gammas(design: B9Profile) -> list[tuple[Setting, tuple[float, ...]]]:
@@ -145,17 +160,23 @@ def points(design: B9Profile) -> list[Point]:
 
 
 def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
-    """The theory at every point and, for ``c < 1``, its two parts at ``gamma = 0``."""
-    limit, t1, t2 = {}, {}, {}
+    """The limit at every point and, for ``c < 1``, its two parts at ``gamma = 0``; the theory at both sizes at every
+    judged point (:func:`limit_points`)."""
+    limit, t1, t2, at_p = {}, {}, {}, {}
     for s in design.settings:
         act, c, t = s
         gap = _gap(t, c, act, design.snr)
         limit[(s, 0.0)], t1[s], t2[s] = gap.total, gap.t1, gap.t2
+        for p in design.ps:
+            sol = finite_parts(t, c, act, design.snr, p)
+            at_p[((s, 0.0), p)] = sol.t1 + sol.t2
     for s in design.wide:
         act, c, t = s
         for g in design.gamma_wide:
-            limit[(s, g)] = _gap_at(g, t, c, act, design.snr)
-    return B9Prediction(limit, t1, t2)
+            limit[(s, g)] = gap_at(g, t, c, act, design.snr)
+        for p in design.ps:
+            at_p[((s, design.gamma_wide[1]), p)] = gap_at(design.gamma_wide[1], t, c, act, design.snr, p)
+    return B9Prediction(limit, t1, t2, at_p)
 
 
 #: bins of ``|a|`` (equal probability) in which every strong-alignment cell records attention's leverage (B10)
@@ -218,27 +239,29 @@ def _name(setting: Setting) -> str:
 
 
 def limit_points(design: B9Profile) -> list[Point]:
-    """The points whose limit is judged: ``c < 1`` at ``gamma = 0`` (headline first), ``wide`` at ``gamma_wide[1]``."""
+    """The points whose gap is judged against the theory at each size: ``c < 1`` at ``gamma = 0`` (headline first),
+    ``wide`` at ``gamma_wide[1]``."""
     return ([(s, 0.0) for s in sorted(design.settings, key=lambda s: s != HEADLINE)]
             + [(s, design.gamma_wide[1]) for s in design.wide])
 
 
 def limit_test(design: B9Profile, prediction: B9Prediction, cells: dict, point: Point) -> FiniteSizeTest:
-    """The finite-size rule of one point: the limit against the paired gap at ``p`` and ``4p``."""
+    """The finite-size rule of one point: the paired gap minus the theory at ``p`` and at ``4p``."""
     (ps, pl), (ts, tl) = design.ps, design.trials
     ms, ses = _mean_se(cells[(point, ps)])
     ml, sel = _mean_se(cells[(point, pl)])
-    return finite_size_test(prediction.limit[point], ms, ses, ml, sel, ps / pl, (ts, tl))
+    return finite_size_test(0.0, ms - prediction.at_p[(point, ps)], ses, ml - prediction.at_p[(point, pl)], sel,
+                            ps / pl, (ts, tl))
 
 
 def detectable_error(test: FiniteSizeTest, n_comparisons: int) -> float:
-    """The limit error ``D`` (the same at both sizes) that the verdict detects with probability about 1/2
+    """The theory's error ``D`` (the same at both sizes) that the verdict detects with probability about 1/2
     (:func:`verify.checks._finite_size.detectable_error` at this point's SD, df and ``q``)."""
     return finite_size_detectable(test.sd, test.df, test.q, n_comparisons)
 
 
 def judge_b9(design: B9Profile, prediction: B9Prediction, cells: dict) -> list[Comparison]:
-    """Limit (finite-size rule), sign and no-win comparisons (module docstring); pure."""
+    """Gap (finite-size rule against the theory at each size), sign and no-win comparisons (module docstring); pure."""
     ps, pl = design.ps
     df = design.trials[1] - 1
     comps: list[Comparison] = []
@@ -246,7 +269,7 @@ def judge_b9(design: B9Profile, prediction: B9Prediction, cells: dict) -> list[C
         test = limit_test(design, prediction, cells, (s, g))
         ml, sel = _mean_se(cells[((s, g), pl)])
         what = "E_att(0) - E_RR(0)" if g == 0 else f"E_att - E_RR at gamma={g:g}"
-        comps.append(test.comparison(f"limit {_name(s)}: {what}", prediction.limit[(s, g)], ml, sel,
+        comps.append(test.comparison(f"gap {_name(s)}: {what}", prediction.at_p[((s, g), pl)], ml, sel,
                                      f"p={ps}", f"p={pl}", headline=(s, g) == (HEADLINE, 0.0)))
     for s in design.settings:
         ml, sel = _mean_se(cells[((s, 0.0), pl)])
@@ -266,12 +289,13 @@ def judge_b9(design: B9Profile, prediction: B9Prediction, cells: dict) -> list[C
 
 
 def _rows(design: B9Profile, prediction: B9Prediction, cells: dict, n_comparisons: int) -> list[dict]:
-    """One row per judged limit: theory (limit, at ``t + 1/sqrt p``), the gap at both sizes, the power."""
+    """One row per judged point: the limit, the theory at both sizes, the gap at both sizes, the power."""
     rows = []
     for s, g in limit_points(design):
         test = limit_test(design, prediction, cells, (s, g))
         (ms, ses), (ml, sel) = (_mean_se(cells[((s, g), p)]) for p in design.ps)
         rows.append(dict(activation=s[0], c=s[1], t=s[2], gamma=g, limit=prediction.limit[(s, g)],
+                         theory=[prediction.at_p[((s, g), p)] for p in design.ps],
                          t1=prediction.t1.get(s), t2=prediction.t2.get(s),
                          p=list(design.ps), measured=[ms, ml], se=[ses, sel], passed=test.passed,
                          detectable=detectable_error(test, n_comparisons)))
@@ -284,7 +308,7 @@ def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
     rows = _rows(design, prediction, cells, len(comparisons))
     offsets = "; ".join(f"{r['activation']} c={r['c']:.3g} t={r['t']:g}"
                         + (f" gamma={r['gamma']:g}" if r["gamma"] else "")
-                        + f": {r['measured'][0] - r['limit']:+.4f} / {r['measured'][1] - r['limit']:+.4f}"
+                        + f": {r['measured'][0] - r['theory'][0]:+.4f} / {r['measured'][1] - r['theory'][1]:+.4f}"
                         for r in rows)
     detect = float(np.median([r["detectable"] for r in rows]))
     g0 = design.gamma_wide[0]
@@ -294,14 +318,14 @@ def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
     notes = (
         "Theory: theory.strong_alignment_gap, derived by the project (docs/strong_alignment.md): the limit of "
         "E_att(0) - E_RR(0) at fixed t = ||w_K|| ||w_Q|| / sqrt p (a Bayes-predictor part and a leverage part from "
-        "a matrix Dyson equation; the continuation to spectral parameter 0 and the mean part's decay are assumed); at "
-        "c > 1, theory.strong_spike_attention_error (the same equation with the ridge term) minus ridge's error. "
+        "a matrix Dyson equation; the continuation to spectral parameter 0 is assumed), judged through the same "
+        "equation at each size p (the spike's coefficient t + 1/sqrt p, the kernel's mean part at n = p/c tokens); "
+        "at c > 1, theory.strong_spike_attention_error (the same equation with the ridge term) minus ridge's error. "
         f"Simulation: true kernel, aligned spikes, snr={design.snr:g}, i.i.d. labels integrated out given X, attention "
         f"and ridge on the same draws, {design.trials[0]} trials at p={design.ps[0]} and {design.trials[1]} at "
-        f"p={design.ps[1]} (n = p/c). Offsets (measured - limit) at p={design.ps[0]} / p={design.ps[1]}: {offsets}. "
-        "They hold the spike's coefficient t + 1/sqrt p (O(p^-1/2), the rule's allowed rate) and the kernel's mean "
-        "part (left out of the theory; measured 0.0002-0.0034, argued O(log n / n), not seen to decay at p <= 1024). "
-        f"Power of the limit rule: a limit off by {detect:.4f} at both sizes (median over settings) FAILs with "
+        f"p={design.ps[1]} (n = p/c). Offsets (measured - theory at p) at p={design.ps[0]} / p={design.ps[1]}: "
+        f"{offsets}. "
+        f"Power of the rule: a theory off by {detect:.4f} at both sizes (median over settings) FAILs with "
         f"probability about 1/2 (Holm's first level). {n_fail} of {len(comparisons)} comparisons FAIL."
     )
     data = dict(rows=rows, no_win=wide, gamma_wide=list(design.gamma_wide), snr=design.snr, ps=list(design.ps),
@@ -311,7 +335,8 @@ def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
 
 @paper_figure
 def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgement: Judgement) -> Any:
-    """Per ``(activation, c)``: the limit against ``t`` (theory), the paired gap at ``p`` and ``4p``."""
+    """Per ``(activation, c)``: the limit against ``t`` (theory), the theory at ``p`` and ``4p`` (bars) and the
+    paired gap at both sizes."""
     from .. import figures as F
 
     comps = list(judgement.comparisons)
@@ -321,7 +346,7 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
         ax.axhline(0.0, color="#999999", lw=0.8)
         ax.plot(design.curve_ts, [_gap(t, c, act, design.snr, 20).total for t in design.curve_ts], "-",
                 color=F.THEORY, lw=1.3)
-        _points(ax, design, cells, [(s, 0.0) for s in design.settings if s[:2] == (act, c)])
+        _points(ax, design, prediction, cells, [(s, 0.0) for s in design.settings if s[:2] == (act, c)])
         judged_here = [cp for cp in comps if f" {act} c={c:.3g} " in cp.name]
         ax.set(xlabel="alignment t = ‖w_K‖‖w_Q‖/√p", ylabel="E_att(0) − E_RR(0)",
                title=f"{act}, p/n = {c:.3g}")
@@ -331,7 +356,7 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
     for g in design.gamma_wide:
         ax.plot([s[2] for s in design.wide], [prediction.limit[(s, g)] for s in design.wide], "-", color=F.THEORY,
                 lw=1.3)
-        _points(ax, design, cells, [(s, g) for s in design.wide])
+        _points(ax, design, prediction, cells, [(s, g) for s in design.wide])
     wide = [cp for cp in comps if any(f" {_name(s)}: " in cp.name for s in design.wide)]
     ax.set(xlabel="alignment t", ylabel="E_att − E_RR",
            title="p/n > 1 (" + ", ".join(sorted({a for a, _, _ in design.wide})) + f"), γ = "
@@ -340,22 +365,29 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
                   verdict=F.worst_outcome(wide))
     F.legend(axes[0, 0], outside=True, ncol=3, extra=[
         F.proxy("limit theory (p/n < 1: γ → 0; p/n > 1: γ > 0)", color=F.THEORY, marker=None, ls="-"),
+        F.proxy("theory at the simulated p (bars)", color=F.THEORY, marker="_", ls="none"),
         *(F.proxy(f"Monte Carlo p = {p}, ±3 SE (paired, label-averaged)", color=F.COLORS[k], marker="os"[k])
           for k, p in enumerate(design.ps))])
     F.suptitle(fig, "B9", "strong alignment: attention against ridge as γ → 0",
-               f"aligned spikes of strength t√p, ‖μ‖² = {design.snr:g}, diagonal removed; judged: the limit "
-               f"(finite-size rule at p = {design.ps[0]} and {design.ps[1]}), its sign, no win at p/n > 1 "
+               f"aligned spikes of strength t√p, ‖μ‖² = {design.snr:g}, diagonal removed; judged: the gap against "
+               f"the theory at p = {design.ps[0]} and {design.ps[1]} (finite-size rule), the limit's sign, no win "
+               f"at p/n > 1 "
                f"({F.outcome_text(comps)})",
                judgement.verdict)
     return fig
 
 
-def _points(ax: Any, design: B9Profile, cells: dict, pts: list[Point]) -> None:
-    """The paired gap (±3 SE) of the points ``pts`` against ``t`` at both sizes, dodged."""
+def _points(ax: Any, design: B9Profile, prediction: B9Prediction, cells: dict, pts: list[Point]) -> None:
+    """The paired gap (±3 SE) of the points ``pts`` against ``t`` at both sizes, dodged, with the theory at each size
+    where it is judged (a bar)."""
     from .. import figures as F
 
     ts = np.array([s[2] for s, _ in pts])
     for k, p in enumerate(design.ps):
+        at = [(t, prediction.at_p[(pt, p)]) for t, pt in zip(ts * (1 + 0.04 * (2 * k - 1)), pts)
+              if (pt, p) in prediction.at_p]
+        if at:
+            ax.plot(*zip(*at), "_", color=F.COLORS[k], ms=12, mew=1.6)
         stats = np.array([_mean_se(cells[(pt, p)]) for pt in pts])
         F.mc_points(ax, ts * (1 + 0.04 * (2 * k - 1)), stats[:, 0], stats[:, 1], label="_nolegend_",
                     color=F.COLORS[k], marker="os"[k])

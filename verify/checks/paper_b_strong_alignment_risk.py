@@ -14,18 +14,20 @@ Prediction (*derived by the project*, docs/strong_alignment.md, "Prediction risk
   lowers attention's training error raises its risk by the same amount;
 * attention's mean leverage in each of ``LEVERAGE_BINS`` equal-probability bins of ``|a|`` (:func:`theory.leverage_bin_means`).
 
-Each is evaluated at ``t_eff = t + 1/sqrt p`` (the kernel's exact coefficient of ``a_i a_j`` at size ``p``), so the
-finite-size rule is not asked to absorb that known shift.
+Each is evaluated by the equation at the simulated size ``p`` (``p=``: the kernel's coefficient ``t + 1/sqrt p`` of
+``a_i a_j`` and its mean part at ``n = p/c`` tokens, the low-rank block that moves ``T2`` by up to 0.006 at these
+sizes; docs/strong_alignment.md, "The kernel's mean part at finite p"), so the finite-size rule is not asked to
+absorb either.
 
 Measurement: B9's cells (``ctx.borrowing("B9")``: the same draws, labels integrated out given the data) for B9's
 settings, and this check's own cells for settings out of sample for the theory's construction (gelu at ``c = 1/4``,
 erf at ``c = 0.9``), at B9's two sizes ``p`` and ``4p``.
 
 Comparisons (Holm within the check, family-wise false-FAIL rate ``ALPHA_CHECK``): per setting, the finite-size rule
-of :mod:`verify.checks._finite_size` (``q = 1/2``, Student-t on estimated SEs) on the gaps ``measured - theory(t_eff)``
+of :mod:`verify.checks._finite_size` (``q = 1/2``, Student-t on estimated SEs) on the gaps ``measured - theory(p)``
 of ``T1``, ``T2``, the risk gap and every bin of the profile; the theory's worst case (erf, ``c = 2``, ``t = 2`` at
-``gamma = 1e-3``: :func:`theory.strong_spike_attention_error` minus ridge's error) by the same rule on its own draws at
-``512`` and ``2048`` (quick), where its finite-size gap decays at the rule's rate; and, where ``|R_att - R_RR|`` is
+``gamma = 1e-3``: :func:`theory.strong_spike_attention_error` minus ridge's error, at each size) by the same rule on
+B9's draws of that setting; and, where ``|R_att - R_RR|`` is
 predicted to be at least ``sign_min``, its sign at ``4p`` (one-sided, PASS at 5 %).  Power: a quantity off by ``D`` at both sizes FAILs with
 probability about 1/2 once ``D / 2`` reaches the Student-t quantile at Holm's first level times the statistic's SD
 (``data["detectable"]``, per part).  The headline is the risk gap of erf, ``c = 1/2``, ``t = 1``.
@@ -33,7 +35,6 @@ probability about 1/2 once ``D / 2`` reaches the Student-t quantile at Holm's fi
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +47,7 @@ from ..registry import CheckContext, Comparison
 from ..verdicts import Judgement
 from ._finite_size import DECAY, FiniteSizeTest, finite_size_test
 from ._finite_size import detectable_error as finite_size_detectable
-from .paper_b_strong_alignment import B9_PROFILES, LEVERAGE_BINS, Setting, strong_alignment_cell
+from .paper_b_strong_alignment import B9_PROFILES, LEVERAGE_BINS, Setting, finite_parts, gap_at, strong_alignment_cell
 from .paper_b_structured import mean_se
 
 #: the headline: the risk gap of this setting
@@ -67,11 +68,11 @@ class B10Profile:
     borrowed : settings ``(activation, c, t)`` whose draws are B9's.
     own : settings drawn by this check (out of sample for the theory's construction).
     snr : ``||mu||^2``.
-    per_bin : quadrature nodes per bin of the leverage equation (:func:`theory.binned_leverage`).
     sign_min : the risk gap's sign is judged where the theory's ``|R_att - R_RR|`` at ``4p`` is at least this.
     worst : the theory's largest disagreement, ``(activation, c > 1, t)`` at ``worst_gamma``: the training gap
-        against :func:`theory.strong_spike_attention_error` minus ridge's error at ``worst_ps`` (its own draws).
-    worst_ps, worst_trials : sizes ``(p, 4p)`` and trials of ``worst`` (``n = p / c`` is small: cheap).
+        against :func:`theory.strong_spike_attention_error` minus ridge's error, on B9's cells of that setting (one
+        of B9's ``wide``, drawn at B9's ``gamma_wide``, which holds ``worst_gamma``).
+    worst_gammas : the ridge parameters of B9's cells of ``worst`` (B9's ``gamma_wide``).
     curve_ts : the ``t`` grid of the figure's theory curves (computed only where figures are drawn).
     """
 
@@ -81,10 +82,8 @@ class B10Profile:
     own: tuple[Setting, ...]
     worst: Setting = ("erf", 2.0, 2.0)
     worst_gamma: float = 1e-3
-    worst_ps: tuple[int, int] = (512, 2048)
-    worst_trials: tuple[int, int] = (16, 8)
+    worst_gammas: tuple[float, ...] = (1e-3, 1e-2)
     snr: float = 1.0
-    per_bin: int = 8
     sign_min: float = 0.005
     curve_ts: tuple[float, ...] = (0.15, 0.25, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5)
 
@@ -99,31 +98,34 @@ _BORROWED = (("erf", 0.5, 0.5), ("erf", 0.5, 1.0), ("erf", 0.5, 2.0), ("erf", 1 
 _OWN = (("gelu", 0.25, 2.0), ("erf", 0.9, 1.0))
 
 
-def _profile(name: str, borrowed: tuple[Setting, ...], own: tuple[Setting, ...], worst_ps: tuple[int, int],
-             worst_trials: tuple[int, int]) -> B10Profile:
+def _profile(name: str, borrowed: tuple[Setting, ...], own: tuple[Setting, ...],
+             worst: Setting = ("erf", 2.0, 2.0)) -> B10Profile:
     b9 = B9_PROFILES[name]
     missing = [s for s in borrowed if s not in b9.settings]
     if missing:
         raise ValueError(f"B10 borrows settings that B9 does not draw at profile {name!r}: {missing}")
-    return B10Profile(ps=b9.ps, trials=b9.trials, borrowed=borrowed, own=own, snr=b9.snr, worst_ps=worst_ps,
-                      worst_trials=worst_trials)
+    profile = B10Profile(ps=b9.ps, trials=b9.trials, borrowed=borrowed, own=own, snr=b9.snr, worst=worst,
+                         worst_gammas=tuple(b9.gamma_wide))
+    if profile.worst not in b9.wide or profile.worst_gamma not in b9.gamma_wide:
+        raise ValueError(f"B10's worst case {profile.worst} at gamma={profile.worst_gamma} is not among B9's draws "
+                         f"at profile {name!r}")
+    return profile
 
 
 B10_PROFILES = {
     # smoke (tests only): tiny sizes, verdicts meaningless
-    "smoke": _profile("smoke", (HEADLINE,), (("gelu", 0.25, 2.0),), (16, 64), (3, 3)),
-    # quick and paper: six of B9's settings (its draws) and two of B10's own, at B9's sizes; the worst case at
-    # p = 512 and 2048 (quick) or 1024 and 4096 (paper): near interpolation its finite-size gap reaches the
-    # p^(-1/2) decay of the rule only from p ~ 512 (measured: docs/strong_alignment.md, "The worst case")
-    "quick": _profile("quick", _BORROWED, _OWN, (512, 2048), (16, 8)),
-    "paper": _profile("paper", _BORROWED, _OWN, (1024, 4096), (16, 8)),
+    "smoke": _profile("smoke", (HEADLINE,), (("gelu", 0.25, 2.0),), ("erf", 2.0, 1.0)),
+    # quick and paper: six of B9's settings (its draws) and two of B10's own, at B9's sizes; the worst case on B9's
+    # draws too (the theory at each size predicts its finite-size gap, -0.015 at p = 128: no larger sizes needed)
+    "quick": _profile("quick", _BORROWED, _OWN),
+    "paper": _profile("paper", _BORROWED, _OWN),
 }
 
 
 @dataclass(frozen=True)
 class B10Prediction:
-    """Theory at ``t_eff = t + 1/sqrt p`` by ``(setting, p)``: ``T1``, ``T2``, the risk gap and the bin means; the
-    worst case's training gap by ``p``."""
+    """Theory at size ``p`` by ``(setting, p)``: ``T1``, ``T2``, the risk gap and the bin means; the worst case's
+    training gap by ``p``."""
 
     t1: dict
     t2: dict
@@ -143,40 +145,19 @@ def design_b10(ctx: CheckContext) -> B10Profile:
     return B10_PROFILES[ctx.profile]
 
 
-def t_eff(t: float, p: int) -> float:
-    """The coefficient of ``a_i a_j`` in the kernel's argument at size ``p``: ``t + 1/sqrt p``."""
-    return t + 1.0 / math.sqrt(p)
-
-
-@functools.lru_cache(maxsize=512)
-def _binned(t: float, c: float, activation: str, snr: float, per_bin: int) -> Any:
-    """:func:`theory.binned_leverage` at :data:`LEVERAGE_BINS` bins, memoised in the process (calibration)."""
-    from theory import binned_leverage, label_coordinate_bins
-
-    return binned_leverage(t, c, activation, snr, label_coordinate_bins(snr, LEVERAGE_BINS), per_bin=per_bin)
-
-
 def predict_b10(ctx: CheckContext, design: B10Profile) -> B10Prediction:
-    """One Dyson solve per setting and size: the parts, the risk gap ``T1 - T2`` and the bin means."""
+    """One Dyson solve per setting and size (:func:`finite_parts`, shared with B9): the parts, the risk gap
+    ``T1 - T2`` and the bin means."""
     t1, t2, risk, bins = {}, {}, {}, {}
     for s in design.settings:
         act, c, t = s
         for p in design.ps:
-            sol = _binned(t_eff(t, p), c, act, design.snr, design.per_bin)
+            sol = finite_parts(t, c, act, design.snr, p)
             t1[(s, p)], t2[(s, p)], risk[(s, p)] = sol.t1, sol.t2, sol.t1 - sol.t2
             bins[(s, p)] = np.asarray(sol.bin_means)
     act, c, t = design.worst
-    worst = {p: _wide_gap(design.worst_gamma, t_eff(t, p), c, act, design.snr) for p in design.worst_ps}
+    worst = {p: gap_at(design.worst_gamma, t, c, act, design.snr, p) for p in design.ps}
     return B10Prediction(t1, t2, risk, bins, worst)
-
-
-@functools.lru_cache(maxsize=64)
-def _wide_gap(gamma: float, t: float, c: float, activation: str, snr: float) -> float:
-    """:func:`theory.strong_spike_attention_error` minus ridge's error (memoised)."""
-    from theory import AttentionModel, strong_spike_attention_error
-
-    ridge = float(AttentionModel(c, activation, snr).ridge_error(gamma))
-    return float(strong_spike_attention_error(gamma, c, activation, snr, t)) - ridge
 
 
 def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
@@ -185,7 +166,7 @@ def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
     lender = ctx.borrowing("B9")
     jobs = [(s, lender, "b9") for s in design.borrowed] + [(s, ctx, "b10") for s in design.own]
     with ctx.progress("parts, risk and leverage under strong alignment (B9's draws and B10's)",
-                      total=len(design.ps) * len(jobs) + len(design.worst_ps)) as bar:
+                      total=len(design.ps) * (len(jobs) + 1)) as bar:
         for p, trials in zip(design.ps, design.trials):
             for s, owner, tag in jobs:
                 out = strong_alignment_cell(owner, s, p, trials, (0.0,), design.snr, tag)
@@ -195,9 +176,10 @@ def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
                                  "risk": col["attention_risk"] - col["ridge_risk"],
                                  "bins": np.asarray(out["attention_leverage"])[:, 0, :]}
                 bar.advance()
-        for p, trials in zip(design.worst_ps, design.worst_trials):
-            out = strong_alignment_cell(ctx, design.worst, p, trials, (design.worst_gamma,), design.snr, "b10")
-            cells[("worst", p)] = np.asarray(out["attention"])[:, 0] - np.asarray(out["ridge"])[:, 0]
+        column = design.worst_gammas.index(design.worst_gamma)
+        for p, trials in zip(design.ps, design.trials):
+            out = strong_alignment_cell(lender, design.worst, p, trials, design.worst_gammas, design.snr, "b9")
+            cells[("worst", p)] = np.asarray(out["attention"])[:, column] - np.asarray(out["ridge"])[:, column]
             bar.advance()
     return cells
 
@@ -232,7 +214,7 @@ def sign_settings(design: B10Profile, prediction: B10Prediction) -> list[Setting
 
 def part_test(design: B10Profile, prediction: B10Prediction, cells: dict, setting: Setting,
               part: Any) -> FiniteSizeTest:
-    """The finite-size rule on ``measured - theory(t_eff)`` of one part at ``p`` and ``4p``."""
+    """The finite-size rule on ``measured - theory(p)`` of one part at ``p`` and ``4p``."""
     (ps, pl), (ts, tl) = design.ps, design.trials
     ms, ses = _mean_se(_values(cells, (setting, ps), part))
     ml, sel = _mean_se(_values(cells, (setting, pl), part))
@@ -250,7 +232,7 @@ def judge_b10(design: B10Profile, prediction: B10Prediction, cells: dict) -> lis
         what = _WORDS[part] if isinstance(part, str) else f"attention's mean leverage, bin {part + 1} of |a|"
         comps.append(test.comparison(f"{_name(s)}: {what}", prediction.of(part, (s, pl)), ml, sel,
                                      f"p={ps}", f"p={pl}", headline=(s, part) == (HEADLINE, "risk")))
-    (ws, wl), (ts, tl) = design.worst_ps, design.worst_trials
+    (ws, wl), (ts, tl) = design.ps, design.trials
     ms, ses = _mean_se(cells[("worst", ws)])
     ml, sel = _mean_se(cells[("worst", wl)])
     test = finite_size_test(0.0, ms - prediction.worst[ws], ses, ml - prediction.worst[wl], sel, ws / wl, (ts, tl))
@@ -287,8 +269,7 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
             detectable_error(comp, len(comparisons), (ps / pl) ** DECAY))
     rows = []
     for s in design.settings:
-        row: dict[str, Any] = dict(activation=s[0], c=s[1], t=s[2], p=[ps, pl], t_eff=[t_eff(s[2], p) for p in (ps, pl)],
-                                   borrowed=s in design.borrowed)
+        row: dict[str, Any] = dict(activation=s[0], c=s[1], t=s[2], p=[ps, pl], borrowed=s in design.borrowed)
         for part in PARTS:
             row[part] = dict(theory=[prediction.of(part, (s, p)) for p in (ps, pl)],
                              measured=[_mean_se(cells[(s, p)][part]) for p in (ps, pl)])
@@ -298,13 +279,14 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
         rows.append(row)
     medians = {k: float(np.median(v)) for k, v in detect.items()}
     worst = {p: dict(zip(("mean", "se"), _mean_se(cells[("worst", p)])), theory=prediction.worst[p])
-             for p in design.worst_ps}
+             for p in design.ps}
     head = next(r for r in rows if (r["activation"], r["c"], r["t"]) == HEADLINE)
     n_fail = sum(c.outcome == "FAIL" for c in comparisons)
     notes = (
         "Theory (derived by the project, docs/strong_alignment.md 'Prediction risk'): T1, T2 and the leverage by "
         f"{LEVERAGE_BINS} equal-probability bins of |a| from one solve of the leverage equation per setting and size, "
-        "at t_eff = t + 1/sqrt p; the risk gap on fresh labels at the same tokens is T1 - T2 (exact: the risk is the "
+        "at that size (the spike's coefficient t + 1/sqrt p and the kernel's mean part at n = p/c tokens); the risk "
+        "gap on fresh labels at the same tokens is T1 - T2 (exact: the risk is the "
         "training error plus twice the label noise each token's fit absorbs). "
         f"Simulation: B9's draws for {len(design.borrowed)} settings, this check's own for {len(design.own)} "
         f"({', '.join(_name(s) for s in design.own)}); {design.trials[0]} trials at p={ps}, {design.trials[1]} at "
@@ -316,10 +298,9 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
         + ", ".join(f"{k} {v:.4f}" for k, v in medians.items())
         + " at both sizes (median over settings) FAILs with probability about 1/2 (Holm's first level). "
         f"Worst case {_name(design.worst)} at gamma={design.worst_gamma:g} (the theory's largest disagreement, near "
-        "interpolation): measured - theory(t_eff) "
+        "interpolation, a gap of -0.010 at p = 512 that the kernel's mean part explains): measured - theory(p) "
         + " / ".join(f"{w['mean'] - w['theory']:+.4f} at p={p}" for p, w in worst.items())
-        + " (the finite-size gap of the spectrum's lower edge, which gamma probes; it decays like p^-1/2 or faster "
-        "from p = 512, docs/strong_alignment.md). "
+        + ". "
         f"{n_fail} of {len(comparisons)} comparisons FAIL."
     )
     return notes, dict(rows=rows, detectable=medians, ps=[ps, pl], trials=list(design.trials), snr=design.snr,
@@ -330,7 +311,7 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
 @paper_figure
 def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judgement: Judgement) -> Any:
     """Left: the training gap and the risk gap of erf at ``c = 1/2`` against ``t`` (theory, Monte Carlo at both
-    sizes).  Right: attention's leverage by bin of ``|a|`` (theory at ``t_eff(4p)``, Monte Carlo at both sizes)."""
+    sizes).  Right: attention's leverage by bin of ``|a|`` (theory at ``4p``, Monte Carlo at both sizes)."""
     from theory import strong_alignment_gap
 
     from .. import figures as F
@@ -366,7 +347,7 @@ def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judge
     comps = list(judgement.comparisons)
     F.key_numbers(ax, [F.outcome_text(comps)], verdict=judgement.verdict)
     F.legend(axes[0, 0], outside=True, ncol=3, extra=[
-        F.proxy("theory at t (left), at t + 1/√p (right)", color=F.THEORY, marker=None, ls="-"),
+        F.proxy("theory: limit (left), at p = " f"{pl} (right)", color=F.THEORY, marker=None, ls="-"),
         *(F.proxy(f"Monte Carlo p = {p}, ±3 SE", color=F.COLORS[k], marker="os"[k]) for k, p in enumerate(design.ps))])
     F.suptitle(fig, "B10", "what attention's win under strong alignment is made of",
                f"training gap = T1 (better predictor) + T2 (label noise fitted); on fresh labels T1 − T2; judged: "
