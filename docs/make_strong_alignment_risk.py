@@ -12,7 +12,10 @@ integrated out given the data, attention and ridge on the same draws, ``gamma ->
     python docs/make_strong_alignment_risk.py wide --ps 128 512 2048              # c = 2 at gamma = 1e-3, 1e-2
 
 ``--device cuda`` runs the kernels and eigendecompositions on a GPU (the same draws); ``--json FILE`` also writes the
-rows.  Theory at ``t_eff = t + 1/sqrt p``.
+rows.  "theory at p" is the finite-size equation (``p=``: ``t + 1/sqrt p`` and the kernel's mean part at ``n = p/c``
+tokens); "limit at t_eff" the limit equation at ``t + 1/sqrt p`` (the mean part left out).
+
+    python docs/make_strong_alignment_risk.py offsets --activations silu --cs 0.333 --ts 1.5 --ps 1024 2048 4096
 """
 
 from __future__ import annotations
@@ -57,23 +60,27 @@ def _cell(act: str, c: float, t: float, p: int, trials: int, seed: int, device: 
             "bins": np.asarray(out["attention_leverage"])[:, 0, :]}
 
 
-def _theory(act: str, c: float, t: float, p: int | None, gamma: float = 0.0) -> dict:
+def _theory(act: str, c: float, t: float, p: int | None, gamma: float = 0.0, finite: bool = True) -> dict:
+    """The theory at size ``p`` (``finite``: the finite-size equation; else the limit at ``t + 1/sqrt p``), or the
+    limit at ``t`` (``p = None``)."""
     from theory import (binned_leverage, label_coordinate_bins, ridge_error_values, ridge_prediction_risk,
                         strong_spike_attention_error, strong_spike_prediction_risk)
 
-    te = t if p is None else t + 1 / math.sqrt(p)
+    te = t if p is None or finite else t + 1 / math.sqrt(p)
+    size = p if finite else None
     if gamma > 0:  # the parts are defined at gamma -> 0; at gamma > 0 the training and risk gaps
         return {"T1": math.nan, "T2": math.nan,
-                "train": strong_spike_attention_error(gamma, c, act, 1.0, te) - float(ridge_error_values(gamma, c, 1.0)),
-                "risk": strong_spike_prediction_risk(gamma, c, act, 1.0, te) - ridge_prediction_risk(gamma, c, 1.0)}
-    b = binned_leverage(te, c, act, 1.0, label_coordinate_bins(1.0, BINS))
+                "train": strong_spike_attention_error(gamma, c, act, 1.0, te, p=size)
+                - float(ridge_error_values(gamma, c, 1.0)),
+                "risk": strong_spike_prediction_risk(gamma, c, act, 1.0, te, p=size) - ridge_prediction_risk(gamma, c, 1.0)}
+    b = binned_leverage(te, c, act, 1.0, label_coordinate_bins(1.0, BINS), p=size)
     return {"T1": b.t1, "T2": b.t2, "train": b.t1 + b.t2, "risk": b.t1 - b.t2, "bins": b.bin_means}
 
 
 def table_risk(args) -> list[dict]:
     rows = []
     print(f"gamma = {args.gamma:g}")
-    print("| f | c | t | p | trials | quantity | theory at t_eff | measured | z |")
+    print("| f | c | t | p | trials | quantity | theory at p | measured | z |")
     print("|---|---|---|---|---|---|---|---|---|")
     for act in args.activations:
         for c in args.cs:
@@ -92,50 +99,60 @@ def table_risk(args) -> list[dict]:
 
 
 def table_offsets(args) -> list[dict]:
+    """Per setting and ``p``: measured minus the limit at ``t_eff`` and minus the theory at ``p`` (``T1``, ``T2``,
+    the training and risk gaps, and the largest deviation over the bins of the leverage profile)."""
     rows = []
-    act, c, t = args.activations[0], args.cs[0], args.ts[-1]
-    print(f"{act}, c = {c:g}, t = {t:g}: measured minus the limit at t and at t_eff = t + 1/sqrt p")
-    print("| p | trials | quantity | limit at t | theory at t_eff | measured | minus limit at t | minus theory at t_eff |")
-    print("|---|---|---|---|---|---|---|---|")
-    limit = _theory(act, c, t, None)
-    for p, trials in zip(args.ps, args.trials_per_p or [args.trials] * len(args.ps)):
-        cell, th = _cell(act, c, t, p, trials, args.seed, args.device), _theory(act, c, t, p)
-        for q in ("train", "T2", "risk"):
-            m, se = _mean_se(cell[q])
-            rows.append(dict(activation=act, c=c, t=t, p=p, trials=trials, quantity=q, limit=limit[q], theory=th[q],
-                             mean=m, se=se))
-            print(f"| {p} | {trials} | {q} | {limit[q]:+.4f} | {th[q]:+.4f} | {m:+.4f} ± {se:.4f} | "
-                  f"{m - limit[q]:+.4f} | {m - th[q]:+.4f} |", flush=True)
+    print("| f | c | t | p | trials | quantity | theory at p | measured | minus limit at t_eff | minus theory at p |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for act in args.activations:
+        for c in args.cs:
+            for t in args.ts:
+                for p, trials in zip(args.ps, args.trials_per_p or [args.trials] * len(args.ps)):
+                    cell = _cell(act, c, t, p, trials, args.seed, args.device)
+                    th, eff = _theory(act, c, t, p), _theory(act, c, t, p, finite=False)
+                    for q in ("T1", "T2", "train", "risk", "bins"):
+                        if q == "bins":
+                            stats = [_mean_se(cell["bins"][:, b]) for b in range(BINS)]
+                            k = int(np.argmax([abs(mm - tv) / se for (mm, se), tv in zip(stats, th["bins"])]))
+                            (m, se), want, lim = stats[k], th["bins"][k], eff["bins"][k]
+                            q = f"bin {k + 1} (largest z)"
+                        else:
+                            (m, se), want, lim = _mean_se(cell[q]), th[q], eff[q]
+                        rows.append(dict(activation=act, c=c, t=t, p=p, trials=trials, quantity=q, theory=want,
+                                         limit_t_eff=lim, mean=m, se=se))
+                        print(f"| {act} | {c:.3g} | {t:g} | {p} | {trials} | {q} | {want:+.4f} | {m:+.4f} ± {se:.4f} | "
+                              f"{m - lim:+.4f} | {m - want:+.4f} |", flush=True)
     return rows
 
 
 def table_wide(args) -> list[dict]:
     """``c > 1`` at ``gamma > 0``: the paired training gap against :func:`theory.strong_spike_attention_error` minus
-    ridge's error, at ``t`` and at ``t_eff``, for each ``p`` (B9's worst case is ``c = 2``, ``t = 2``, ``gamma = 1e-3``)."""
+    ridge's error, at ``t_eff`` and at ``p``, for each ``p`` (B9's worst case is ``c = 2``, ``t = 2``, ``gamma = 1e-3``)."""
     from numerics import strong_alignment_mc
     from theory import ridge_error_values, strong_spike_attention_error
 
     rows = []
     gammas = args.gammas
-    print("| f | c | t | gamma | p | trials | theory at t | theory at t_eff | measured | minus theory at t_eff |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| f | c | t | gamma | p | trials | limit at t_eff | theory at p | measured | minus limit at t_eff | "
+          "minus theory at p |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for act in args.activations:
         for c in args.cs:
             for t in args.ts:
                 ridge = ridge_error_values(gammas, c, 1.0)
-                at_t = strong_spike_attention_error(gammas, c, act, 1.0, t) - ridge
                 for p, trials in zip(args.ps, args.trials_per_p or [args.trials] * len(args.ps)):
                     out = strong_alignment_mc(act, c, t, p, gammas, trials,
                                               _seed(args.seed, "wide", act, f"c={c:.6g}", f"t={t:g}", p),
                                               device=args.device)
                     diff = np.asarray(out["attention"]) - np.asarray(out["ridge"])
                     at_eff = strong_spike_attention_error(gammas, c, act, 1.0, t + 1 / math.sqrt(p)) - ridge
+                    at_p = strong_spike_attention_error(gammas, c, act, 1.0, t, p=p) - ridge
                     for j, g in enumerate(gammas):
                         m, se = _mean_se(diff[:, j])
-                        rows.append(dict(activation=act, c=c, t=t, gamma=g, p=p, trials=trials, theory_t=at_t[j],
-                                         theory=at_eff[j], mean=m, se=se))
-                        print(f"| {act} | {c:g} | {t:g} | {g:g} | {p} | {trials} | {at_t[j]:+.4f} | {at_eff[j]:+.4f} | "
-                              f"{m:+.4f} ± {se:.4f} | {m - at_eff[j]:+.4f} |", flush=True)
+                        rows.append(dict(activation=act, c=c, t=t, gamma=g, p=p, trials=trials, limit_t_eff=at_eff[j],
+                                         theory=at_p[j], mean=m, se=se))
+                        print(f"| {act} | {c:g} | {t:g} | {g:g} | {p} | {trials} | {at_eff[j]:+.4f} | {at_p[j]:+.4f} | "
+                              f"{m:+.4f} ± {se:.4f} | {m - at_eff[j]:+.4f} | {m - at_p[j]:+.4f} |", flush=True)
     return rows
 
 
@@ -182,7 +199,7 @@ def figure_profile(args) -> list[dict]:
     act, c = args.activations[0], args.cs[0]
     for ax, t in zip(axes[0], args.ts):
         th = _theory(act, c, t, args.ps[-1])
-        ax.plot(mids, th["bins"], "-", color="black", lw=1.4, label=f"theory at t + 1/√p, p = {args.ps[-1]}")
+        ax.plot(mids, th["bins"], "-", color="black", lw=1.4, label=f"theory at p = {args.ps[-1]}")
         for k, p in enumerate(args.ps):
             cell = _cell(act, c, t, p, args.trials, args.seed, args.device)
             stats = np.array([_mean_se(cell["bins"][:, b]) for b in range(BINS)])
@@ -207,7 +224,8 @@ def figure_profile(args) -> list[dict]:
 
 def table_meanpart(args) -> list[dict]:
     """Measured minus theory of attention's leverage by bin, ``T2`` and the risk gap, with the kernel's mean part
-    ``E f(xi + t_eff a_i a_j) / sqrt p`` subtracted (the part the leverage equation leaves out) and without."""
+    ``E f(xi + t_eff a_i a_j) / sqrt p`` subtracted (against the limit at ``t_eff``, which leaves it out) and without
+    (against the limit at ``t_eff`` and against the theory at ``p``, which puts it in)."""
     import torch
 
     from numerics import label_posterior_mean, resolve_activation, sample_signal_plus_noise
@@ -245,14 +263,18 @@ def table_meanpart(args) -> list[dict]:
                             t2 = float(noise - r_noise)
                             risk = float(signal + noise + 2 * absorbed - r_signal - r_noise - 2 * r_absorbed)
                             res[name].append([lev[which == b].mean() for b in range(BINS)] + [t2, risk])
-                    th = _theory(act, c, t, p)
+                    theories = {"limit at t_eff": _theory(act, c, t, p, finite=False), "theory at p": _theory(act, c, t, p)}
                     for name, vals in res.items():
                         stats = [_mean_se(np.array(vals)[:, b]) for b in range(BINS + 2)]
-                        want = [*th["bins"], th["T2"], th["risk"]]
-                        rows.append(dict(activation=act, c=c, t=t, p=p, kernel=name, measured=stats, theory=want))
-                        print(f"| {act} | {c:.3g} | {t:g} | {p} | {name} | "
-                              + " | ".join(f"{mm - tv:+.4f} ± {s:.4f}" for (mm, s), tv in zip(stats, want)) + " |",
-                              flush=True)
+                        for against, th in theories.items():
+                            if name == "mean removed" and against == "theory at p":
+                                continue
+                            want = [*th["bins"], th["T2"], th["risk"]]
+                            rows.append(dict(activation=act, c=c, t=t, p=p, kernel=name, against=against,
+                                             measured=stats, theory=want))
+                            print(f"| {act} | {c:.3g} | {t:g} | {p} | {name} | {against} | "
+                                  + " | ".join(f"{mm - tv:+.4f} ± {s:.4f}" for (mm, s), tv in zip(stats, want))
+                                  + " |", flush=True)
     return rows
 
 

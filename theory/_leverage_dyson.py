@@ -6,7 +6,7 @@ docs/strong_alignment.md ("Step 5"): given the labelled coordinates ``a_i``, the
 ``1 - h_i`` is the ``(1, i)`` diagonal entry of the inverse of a symmetric linear pencil in ``X``, ``W`` and diagonal
 matrices of ``a``, whose block diagonal solves the Dyson equation below.  On quadrature nodes ``a_k`` (weights
 ``w_k``) the unknowns are the 3 x 3 matrices ``G(a_k)`` (blocks ``1, u, v`` of the token side); the feature side is
-eliminated exactly into one linear solve of size ``1 + 2m`` per iteration.
+eliminated exactly, a Woodbury correction over the slope kernel's low rank per iteration.
 
 At finite ``p`` (:func:`solve_leverage` with ``p``) the kernel's mean part ``h0(t a_i a_j) / sqrt p`` (diagonal
 removed) enters the pencil's ``(1, u)`` block as a deterministic matrix of low rank: ``h0(t a a') = sum_k lambda_k
@@ -81,8 +81,15 @@ def mean_part(f: Callable[[np.ndarray], np.ndarray], t: float, a: np.ndarray, w:
 
 def kernel_mean(f: Callable[[np.ndarray], np.ndarray], m: np.ndarray) -> np.ndarray:
     """``h0(m) = E f(xi + m)``, entrywise, by Gauss-Hermite."""
+    values, x, w = _gaussian_shifts(f, m)
+    return (values @ w).reshape(m.shape)
+
+
+def _gaussian_shifts(f: Callable[[np.ndarray], np.ndarray],
+                     m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``f(xi + m)`` on :data:`XI_NODES` Gauss-Hermite nodes ``xi`` (rows: the entries of ``m``), nodes, weights."""
     x, w = np.polynomial.hermite_e.hermegauss(XI_NODES)
-    return (f(x[None, :] + m.reshape(-1, 1)) @ (w / w.sum())).reshape(m.shape)
+    return f(x[None, :] + m.reshape(-1, 1)), x, w / w.sum()
 
 
 def finite_size(t: float, c: float, p: int) -> tuple[float, int]:
@@ -114,9 +121,7 @@ def label_coordinate_nodes(snr: float, nodes: int) -> tuple[np.ndarray, np.ndarr
 
 def kernel_parts(f: Callable[[np.ndarray], np.ndarray], m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``h1(m) = E[xi f(xi + m)]`` and ``r(m)^2 = Var f(xi + m) - h1(m)^2``, entrywise, by Gauss-Hermite."""
-    x, w = np.polynomial.hermite_e.hermegauss(XI_NODES)
-    w = w / w.sum()
-    values = f(x[None, :] + m.reshape(-1, 1))
+    values, x, w = _gaussian_shifts(f, m)
     h0 = values @ w
     h1 = values @ (w * x)
     r2 = np.maximum(values**2 @ w - h0**2 - h1**2, 0.0)

@@ -31,13 +31,16 @@ CLAIMS: dict[str, tuple[str, str]] = {
     "B8": ("B", "Paper B, Remark 5: the entrywise theory predicts softmax attention's interpolation error"),
     "B9": ("B", "Strong alignment (||w_K|| ||w_Q|| = t sqrt p): as gamma -> 0 with c < 1, E_att - E_RR tends to the "
                 "project's limit theory, negative for erf and tanh at every t > 0 (attention beats ridge), positive "
-                "for gelu at c = 1/2; at c > 1 attention does not win"),
+                "for gelu at c = 1/2; at c > 1 attention does not win. Judged against the same theory at each "
+                "simulated p (t + 1/sqrt p and the kernel's mean part at n = p/c tokens) by the finite-size rule, "
+                "and the limit's sign"),
     "B10": ("B", "What B9's win is made of: T1 (the Bayes predictor the features capture), T2 (label noise the "
                  "features fit, by their leverage), the risk on fresh labels at the same tokens (T1 - T2: attention "
                  "predicts better only while |T2| < |T1|) and the leverage profile by |a|, each consistent with "
-                 "the project's theory at t + 1/sqrt p by the finite-size rule (its gap shrinking at least like "
-                 "p^-1/2 from p to 4p); the risk gap's sign where the theory's is at least 0.005; the theory's "
-                 "worst case (c = 2, t = 2, gamma = 1e-3) by the same rule at larger p"),
+                 "the project's theory at each simulated p (t + 1/sqrt p and the kernel's mean part) by the "
+                 "finite-size rule (the gap shrinking at least like p^-1/2 from p to 4p); the risk gap's sign where "
+                 "the theory's is at least 0.005; the theory's worst case (c = 2, t = 2, gamma = 1e-3) by the same "
+                 "rule on B9's draws"),
 }
 
 
