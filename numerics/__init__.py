@@ -17,7 +17,7 @@ threads    the thread policy: torch_threads(n), the one way to pin torch's intra
 malloc     keep_freed_memory: glibc keeps freed large blocks in the heap (verify's command line and its sweep workers)
 """
 
-from theory._version import __version__  # noqa: F401  (one version for the three packages)
+from theory import __version__  # noqa: F401  (one version for the three packages)
 
 from .baseline import *  # noqa: F401,F403
 from .estimator import *  # noqa: F401,F403

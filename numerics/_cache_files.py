@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
-from theory._validation import ArgumentTypeError, describe
+from theory.validation import ArgumentTypeError, describe
 
 from ._cache_keys import canonical
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from theory._validation import ArgumentTypeError, as_int, check_flag, describe
+from theory.validation import ArgumentTypeError, as_int, check_flag, describe
 
 
 #: largest seed (``base_seed``, ``seed``, the elements of ``seeds``): a non-negative 63-bit integer

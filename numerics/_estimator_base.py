@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from theory._validation import ArgumentTypeError, as_float, as_int, describe
+from theory.validation import ArgumentTypeError, as_float, as_int, describe
 
 #: largest count parameter (iterations, restarts, widths, ...) of the estimators
 MAX_COUNT = 2**31 - 1

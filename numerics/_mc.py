@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from theory._validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
+from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
                                 check_flag, describe)
 
 from .threads import check_device, check_n_jobs, thread_map
@@ -31,7 +31,7 @@ MAX_BATCH = 2**31 - 1
 
 
 # --------------------------------------------------------------------------------------------
-# validation helpers (the rules are theory._validation's: finite real numbers, exact integers, the memory
+# validation helpers (the rules are theory.validation's: finite real numbers, exact integers, the memory
 # budget theory.get_limits().memory_budget_bytes checked before any allocation)
 # --------------------------------------------------------------------------------------------
 def as_float_array(name: str, a: ArrayLike, ndim: int | None = None) -> np.ndarray:

@@ -10,7 +10,7 @@ so the least-squares problems are well conditioned whatever ``K`` and ``s``.
 The helpers are written with plain arithmetic so that they work on NumPy arrays and on torch tensors
 (autograd flows through the local coordinate ``t``; the interval index is piecewise constant).
 
-Inputs are validated by :mod:`theory._validation` (the project's one layer) without changing their type or
+Inputs are validated by :mod:`theory.validation` (the project's one layer) without changing their type or
 dtype: points are real floating arrays or tensors of finite values (NumPy integer arrays and numbers are read
 as float64), ``degree`` an integer in ``[0, MAX_DEGREE]``, ``n_intervals`` an integer in ``[1, MAX_INTERVALS]``,
 ``lo < hi`` finite, and the ``degree + 1`` value arrays (and the dense basis matrix) within the memory budget
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from theory._validation import (
+from theory.validation import (
     ArgumentTypeError,
     as_array,
     as_float,
@@ -45,7 +45,7 @@ MAX_INTERVALS = 2**31 - 1
 
 def _points(name: str, u: Any) -> tuple[Any, float]:
     """``(u, max |u|)``: ``u`` itself when it is a real floating NumPy array or torch tensor of finite values; other
-    numbers and array-likes as a float64 array (:func:`theory._validation.as_array`).  One pass over the values
+    numbers and array-likes as a float64 array (:func:`theory.validation.as_array`).  One pass over the values
     (the maximum is NaN or inf exactly when a value is)."""
     if _is_torch(u):
         if not u.dtype.is_floating_point:

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from theory._validation import as_array, as_int
+from theory.validation import as_array, as_int
 
 from .slopes import level_weights
 

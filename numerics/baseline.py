@@ -95,7 +95,7 @@ import scipy.sparse
 import torch
 from scipy.interpolate import BSpline
 
-from theory._validation import as_float, as_int
+from theory.validation import as_float, as_int
 
 from ._estimator_base import (DEPRECATED, MAX_COUNT, ConvergenceWarning, InteractionEstimator, check_XY, check_count,
                               check_positive, check_random_state_param, resolve_seed_alias, warn_seed_alias)

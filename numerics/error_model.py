@@ -17,7 +17,7 @@ All expectations are Monte Carlo over a large fixed population sample (seeded). 
 central ``1 - 2 RANGE_Q`` quantile range of ``u = x^T A* y`` (:func:`population_range`).  Derived by the project;
 the checks A2-A4 and A6 test it against simulation (their "finite-M prediction" comparisons).
 
-Inputs are validated by :mod:`theory._validation` (the project's one layer): ``model`` an :class:`IPSModel`,
+Inputs are validated by :mod:`theory.validation` (the project's one layer): ``model`` an :class:`IPSModel`,
 exact integer sizes and seeds, flags that are real booleans, and the population arrays checked against the
 memory budget ``theory.get_limits().memory_budget_bytes`` before they are drawn.
 """
@@ -31,7 +31,7 @@ import torch
 from scipy import sparse
 from scipy.linalg import null_space
 
-from theory._validation import (
+from theory.validation import (
     ArgumentTypeError,
     as_float,
     as_int,

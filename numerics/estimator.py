@@ -92,7 +92,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from theory._validation import ArgumentTypeError, as_array, as_float, check_flag
+from theory.validation import ArgumentTypeError, as_array, as_float, check_flag
 
 from . import _piecewise as pw
 from ._estimator_base import (DEPRECATED, ConvergenceWarning, InteractionEstimator, check_count, check_nonnegative,

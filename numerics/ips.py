@@ -44,7 +44,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.interpolate import BSpline
 
-from theory._validation import ArgumentTypeError, as_array, as_float, as_int, check_array_memory
+from theory.validation import ArgumentTypeError, as_array, as_float, as_int, check_array_memory
 
 
 def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from theory import AttentionModel
-from theory._validation import ArgumentTypeError, as_int, describe
+from theory.validation import ArgumentTypeError, as_int, describe
 
 from .rmt import interpolation_error_mc
 

@@ -55,7 +55,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from theory._validation import (
+from theory.validation import (
     ArgumentTypeError,
     as_float,
     check_choice,

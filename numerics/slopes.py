@@ -25,7 +25,7 @@ repetitions of the experiment with the same design (same truth, same ``M`` level
 what ``python -m verify calibrate`` compares it with.  A systematic lack of fit of the power law is then not
 noise but part of the design's finite-``M`` prediction (which is fitted with the same weights).
 
-Inputs are validated by :mod:`theory._validation` (the project's one layer): finite real numbers and arrays
+Inputs are validated by :mod:`theory.validation` (the project's one layer): finite real numbers and arrays
 (complex values refused, not truncated), exact integers, option strings from a fixed list, the bootstrap's
 arrays checked against the memory budget ``theory.get_limits().memory_budget_bytes`` before they exist;
 :class:`SlopeFit` and :class:`SlopeComparison` check their fields when they are made.
@@ -40,7 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from theory._validation import (
+from theory.validation import (
     ArgumentTypeError,
     as_array,
     as_float,

@@ -44,7 +44,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from theory._validation import as_array, as_float, check_choice, check_flag, finite_result
+from theory.validation import as_array, as_float, check_choice, check_flag, finite_result
 from theory.softmax import BETA_MAX, softmax_gamma_scale
 
 from ._mc import (as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_label_average,

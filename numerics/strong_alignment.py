@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from theory._validation import as_float, as_int
+from theory.validation import as_float, as_int
 
 from ._mc import check_gammas, check_kernel_memory, check_seed, label_posterior_mean, sample_signal_plus_noise
 from ._ridge_solvers import smoother_parts

@@ -36,13 +36,27 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from numerics.malloc import apply_inherited
-from theory._validation import ArgumentTypeError, as_int, check_choice, describe
+from theory.validation import ArgumentTypeError, as_int, check_choice, describe
 from ._cache_files import (CacheIntegrityWarning, CacheWriteWarning, cache_path, cache_read, cache_unwritable,
                            cache_write, cell_lock, lock_path, result_checksum)
 from ._cache_keys import MAX_SEED, cache_key, cell_seed, check_seed, check_text, qualname, source_version, to_jsonable
 
 __all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
-           "CacheIntegrityWarning", "CacheWriteWarning", "cell_lock", "result_checksum"]
+           "CacheIntegrityWarning", "CacheWriteWarning", "cell_lock", "result_checksum", "simulation_modules"]
+
+#: the modules whose source decides each simulation's draws and values (:func:`simulation_modules`)
+_SIMULATION_MODULES = {"paper-b-mc": ("numerics.rmt", "numerics._mc", "numerics._ridge_solvers"),
+                       "paper-a-estimator": ("numerics.ips", "numerics.estimator", "numerics._piecewise")}
+
+
+def simulation_modules(kind: str) -> tuple:
+    """The modules, private ones included, whose source decides a simulation's draws and values, for a caller's
+    cache version (:func:`source_version`): ``"paper-b-mc"`` (paper B's Monte Carlo: samplers, kernels, solvers) or
+    ``"paper-a-estimator"`` (paper A's sampler and estimator with its basis)."""
+    import importlib
+
+    names = _SIMULATION_MODULES[check_choice("kind", kind, tuple(_SIMULATION_MODULES))]
+    return tuple(importlib.import_module(name) for name in names)
 
 _EXECUTORS = ("local", "dask")
 #: largest ``n_replicates`` of :func:`run_sweep` (the seeds are derived up front, one hash each)

@@ -13,7 +13,7 @@ eight 200 x 200 ``eigh`` took 0.09 s with 1 thread vs 6 s with 2 under load; see
 (:mod:`numerics.sweep` keeps its own reference-counted pin for tasks that run in threads it does not own,
 e.g. an in-process Dask cluster: the first task to enter saves torch's setting, the last to leave restores it.)
 
-Validation (through :mod:`theory._validation`, the project's one layer): thread and worker counts are integers
+Validation (through :mod:`theory.validation`, the project's one layer): thread and worker counts are integers
 in ``[1, MAX_THREADS]`` (:func:`check_n_jobs`); torch devices are ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"``, and a
 CUDA device must exist (:func:`check_device`, the one device check of ``numerics``); ``pre_dispatch`` of
 :func:`thread_map` is an integer, ``"all"`` or ``"<k>*n_jobs"`` (never an arbitrary expression).
@@ -29,7 +29,7 @@ from typing import Any, Callable, ContextManager, Iterable, Iterator
 import numpy as np
 import torch
 
-from theory._validation import ArgumentTypeError, as_int, describe, numeric_errors
+from theory.validation import ArgumentTypeError, as_int, describe, numeric_errors
 
 __all__ = ["torch_threads", "thread_map", "in_parallel", "check_n_jobs", "check_device", "MAX_THREADS"]
 
@@ -91,7 +91,7 @@ def check_device(name: str, value: Any) -> str:
 
 @contextlib.contextmanager
 def torch_numeric_errors(func: str, **args: Any) -> Iterator[None]:
-    """:func:`theory._validation.numeric_errors` that also turns torch's ``LinAlgError`` (non-finite or singular
+    """:func:`theory.validation.numeric_errors` that also turns torch's ``LinAlgError`` (non-finite or singular
     matrices) into a ``ValueError`` listing the arguments (used by :mod:`numerics.rmt`, :mod:`numerics.error_model`)."""
     with numeric_errors(func, **args):
         try:

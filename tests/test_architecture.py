@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -28,3 +29,31 @@ def test_no_backend_switch_at_import():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().lower() == "svg"
+
+
+#: reading a comparison's name as data: ``c.name.startswith(...)``, ``"..." in c.name``, ``c.name.split()``, a
+#: lookup by name; rows are selected by :attr:`verify.results.Comparison.key` (:func:`verify.results.select`)
+_ROW = r"(?:c|cp|cmp_?|x|comp|row|head|first)"
+NAME_AS_DATA = re.compile(rf"\b{_ROW}\.name\s*(?:\.(?:startswith|endswith|split|find)\b|==|!=)"  # parsed, compared
+                          rf"|\bin\s+{_ROW}\.name\b"  # searched
+                          rf"|[\[{{(,]\s*{_ROW}\.name\s*[\]:]"  # a key of a mapping
+                          rf"|\.get\(\s*{_ROW}\.name\b")
+
+
+def _name_as_data(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if NAME_AS_DATA.search(line)]
+
+
+def test_no_comparison_is_selected_by_the_text_of_its_name():
+    found = {str(p.relative_to(ROOT)): hits for p in sorted((ROOT / "verify").rglob("*.py"))
+             if (hits := _name_as_data(p.read_text()))}
+    assert not found, f"comparisons selected by name text (use Comparison.key and verify.results.select): {found}"
+
+
+@pytest.mark.parametrize("line", ['mine = [c for c in comps if c.name.startswith(p.label + " ")]',
+                                  'naive = [c for c in comparisons if "naive" in c.name]',
+                                  'lines = [f"{c.name.split()[1]}" for c in slopes]',
+                                  'outcomes = {cp.name: cp.outcome for cp in comparisons}',
+                                  'verdict = outcomes.get(c.name, "not judged")'])
+def test_the_name_scan_can_fail(line):
+    assert _name_as_data(line) == [line]

@@ -38,6 +38,9 @@ IDS = [s.id for s in all_checks() if s.func is not None]
 #: the claims whose figures follow :mod:`verify.figures`' conventions and are inspected (B4's two figures and the
 #: B4-rev study's diagnostic grid are drawn, not inspected)
 FIGURE_IDS = {"A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B10", "B7-lin"}
+#: the claims whose describe or figure select rows (by :attr:`verify.results.Comparison.key`): every row keyed, no two
+#: rows with the same key
+KEYED_IDS = {"A2", "A3", "A4", "A5", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B10"}
 
 
 def _spy(claim, calls: dict, seen: dict):
@@ -94,6 +97,9 @@ def test_claim_is_judged_once_purely_and_round_trips(cid, tmp_path, monkeypatch)
         assert title.startswith(f"{cid}:") and out.verdict in title, title  # the claim and its verdict
     assert out.figures or claim.figure is claim_module._no_figure
     _words_match_the_judge(cid, out.comparisons)
+    if cid in KEYED_IDS:
+        keys = [c.key for c in out.comparisons]
+        assert all(keys) and len(set(keys)) == len(keys), f"{cid}: rows without a key or sharing one"
 
     result = CheckResult(id=cid, paper=cid[0], claim="", verdict=out.verdict, comparisons=out.comparisons)
     stored = json.loads(json.dumps(result.to_json()))

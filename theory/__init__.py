@@ -20,7 +20,7 @@ settings          frozen settings: AttentionModel (paper B's model), RateSetting
 strong_alignment  paper B under strong alignment (||w_K|| ||w_Q|| ~ sqrt p): the gamma -> 0 gap, its T1 and T2 parts
 strong_alignment_risk  the same on fresh labels: prediction risk of attention and ridge, leverage by bins of |a|
 
-Input validation (one layer, :mod:`theory._validation`, used by every public callable)
+Input validation (one layer, :mod:`theory.validation`, used by every public callable)
 --------------------------------------------------------------------------------------
 Numbers must be finite and real (NaN, +-inf, complex and ``bool`` are refused unless a parameter documents
 otherwise; symbolic functions also take sympy expressions); integers are checked as integers; strings are never
@@ -46,7 +46,7 @@ from . import (
     symbolic,
     symbols,
 )
-from ._validation import ArgumentTypeError, Limits, get_limits, set_limits
+from .validation import ArgumentTypeError, Limits, get_limits, set_limits
 from ._version import __version__
 from .activations import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403

@@ -22,7 +22,7 @@ import sympy as sp
 
 from ._solver_domain import C_RANGE, KERNEL_CONSTANT_MAX
 from ._spikes import SNR_MAX, resolve_spike, spike_arrays
-from ._validation import ArgumentTypeError, as_float, check_real, describe
+from .validation import ArgumentTypeError, as_float, check_real, describe
 from .activations import ActivationLike, check_activation, hermite_moments
 from .null_system import diagonal_constant, null_kernel_diagonal
 from .symbolic import is_symbolic

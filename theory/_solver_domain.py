@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._validation import check_choice, check_real, check_size, get_limits
+from .validation import check_choice, check_real, check_size, get_limits
 
 # Domain of the solvers (this null solver and theory.structured's), checked before any work:
 #: ``c = p / n``: outside it the moments of mu_G overflow float64 (c**-15) or the support degenerates

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import (
+from .validation import (
     ArgumentTypeError,
     as_array,
     as_float,

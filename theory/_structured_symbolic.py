@@ -11,7 +11,7 @@ import functools
 import numpy as np
 import sympy as sp
 
-from ._validation import (
+from .validation import (
     as_array,
     as_float,
     finite_result,

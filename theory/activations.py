@@ -39,7 +39,7 @@ import numpy as np
 import scipy.special
 import sympy as sp
 
-from ._validation import ArgumentTypeError, as_float, check_choice, check_flag, check_real, check_size, describe
+from .validation import ArgumentTypeError, as_float, check_choice, check_flag, check_real, check_size, describe
 from .symbols import x
 
 __all__ = [

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ._jets import Jet
-from ._validation import ArgumentTypeError, as_array, as_float, as_int, check_flag, finite_result
+from .validation import ArgumentTypeError, as_array, as_float, as_int, check_flag, finite_result
 from .activations import ActivationLike, check_activation, hermite_moments
 from .implicit import MAX_TAYLOR_ORDER, null_system_taylor
 from .null_system import (  # noqa: F401  (re-exported: public names of this module since the first release)

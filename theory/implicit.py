@@ -29,7 +29,7 @@ import numpy as np
 import sympy as sp
 
 from ._jets import Jet
-from ._validation import as_array, as_float, as_int, check_real, check_size, get_limits
+from .validation import as_array, as_float, as_int, check_real, check_size, get_limits
 from .null_system import (
     SYSTEM_SYMBOLS,
     QuadratureIntegrator,

@@ -40,7 +40,7 @@ import numpy as np
 
 import sympy as sp
 
-from ._validation import (
+from .validation import (
     ArgumentTypeError,
     as_array,
     as_float,

@@ -2,7 +2,7 @@
 
 Each law has ``pdf``, ``cdf``, ``ppf``, ``rvs(size, random_state)``, ``stieltjes``, ``support``, ``moment``,
 ``mean``, ``var`` and ``std``.  The public methods check their arguments (the rules of
-:mod:`theory._validation`: finite real numbers or arrays, ``q`` in ``[0, 1]``, ...) and return a float for a
+:mod:`theory.validation`: finite real numbers or arrays, ``q`` in ``[0, 1]``, ...) and return a float for a
 scalar and an array for an array; the private ``_pdf``, ``_cdf``, ... compute on checked float arrays.  The
 densities and Stieltjes transforms are the functions of :mod:`theory.marchenko_pastur` and
 :mod:`theory.kernel_spectrum`, not new formulas.
@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import (
+from .validation import (
     ArgumentTypeError,
     as_array,
     as_float,

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ._validation import (
+from .validation import (
     as_array,
     as_float,
     check_complex,

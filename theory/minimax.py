@@ -37,9 +37,9 @@ import mpmath
 import sympy as sp
 from sympy.core.evalf import PrecisionExhausted
 
-from ._validation import check_choice, describe, get_limits, require_at_least, require_integer, require_positive
-from ._validation import rank_and_dimension as _rank_dim
-from ._validation import sympy_number as _s
+from .validation import check_choice, describe, get_limits, require_at_least, require_integer, require_positive
+from .validation import rank_and_dimension as _rank_dim
+from .validation import sympy_number as _s
 
 __all__ = [
     "rate_exponent",

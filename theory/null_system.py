@@ -73,7 +73,7 @@ import scipy.stats
 import sympy as sp
 
 from ._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
-from ._validation import (
+from .validation import (
     ArgumentTypeError,
     as_array,
     as_float,

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ._validation import (
+from .validation import (
     ArgumentTypeError,
     as_array,
     as_float,

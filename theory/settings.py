@@ -45,7 +45,7 @@ import sympy as sp
 
 from . import minimax as _minimax
 from ._attention_model import AttentionModelFields, Spike
-from ._validation import rank_and_dimension, require_positive, sympy_number
+from .validation import rank_and_dimension, require_positive, sympy_number
 from .activations import HermiteMoments, hermite_moments
 from .attention import attention_error, attention_error_taylor, attention_small_gamma_law
 from .ridge import ridge_error_values

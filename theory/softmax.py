@@ -57,7 +57,7 @@ from typing import Any
 
 import sympy as sp
 
-from ._validation import as_float, check_size, finite_result
+from .validation import as_float, check_size, finite_result
 from .activations import HermiteMoments
 from .symbols import x
 

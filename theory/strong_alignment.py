@@ -41,7 +41,7 @@ import numpy as np
 from scipy import integrate
 
 from ._leverage_dyson import solve_leverage
-from ._validation import ArgumentTypeError, as_array, as_float, as_int
+from .validation import ArgumentTypeError, as_array, as_float, as_int
 from .activations import ActivationLike, check_activation, hermite_coefficients, numpy_activation
 
 __all__ = ["label_mmse", "bayes_feature_limit", "strong_alignment_margin", "strong_alignment_leverage",

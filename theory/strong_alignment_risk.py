@@ -34,7 +34,7 @@ import numpy as np
 from scipy import optimize, special
 
 from ._leverage_dyson import COORDINATE_REACH, binned_coordinate_nodes, solve_leverage
-from ._validation import as_array, as_float, as_int
+from .validation import as_array, as_float, as_int
 from .activations import ActivationLike, numpy_activation
 from .marchenko_pastur import mp_delta
 from .ridge import ridge_error_values

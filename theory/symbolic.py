@@ -54,7 +54,7 @@ import numpy as np
 import sympy as sp
 from sympy.core.function import ArgumentIndexError
 
-from ._validation import ArgumentTypeError, as_int, check_real, describe
+from .validation import ArgumentTypeError, as_int, check_real, describe
 
 __all__ = ["NumericFunction", "numeric_function_values", "is_symbolic"]
 

@@ -1,6 +1,6 @@
 """The judge: each claim (docs/claims.md) = prediction (theory) vs measurement (numerics) under a stated tolerance."""
 
-from theory._version import __version__  # noqa: F401  (one version for the three packages)
+from theory import __version__  # noqa: F401  (one version for the three packages)
 
 from .catalog import all_checks, check_spec
 from .notebook import Run, run

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from theory._validation import ArgumentTypeError, as_float, describe
+from theory.validation import ArgumentTypeError, as_float, describe
 
 from .claims import STUDIES
 from .context import CheckContext

@@ -39,7 +39,7 @@ from scipy import stats
 from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available,
                          check_executor, check_jobs, check_sequential_options, check_writable_dir, check_writable_file, interrupts, refuse,
                          refuse_field, select_checks)
-from theory._validation import ArgumentTypeError, as_float, as_int, describe
+from theory.validation import ArgumentTypeError, as_float, as_int, describe
 
 from .registry import CheckContext, CheckResult, CheckSpec, rejudge_stored, run_check
 from .validation import check_callable, check_dir, check_items, check_mapping, check_seeds, check_text

@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from theory._validation import ArgumentTypeError
-from theory._validation import describe as _describe
+from theory.validation import ArgumentTypeError
+from theory.validation import describe as _describe
 
 from .claims import STUDIES
 from .registry import CheckContext, Comparison, Outcome, check

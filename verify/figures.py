@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from theory._validation import ArgumentTypeError, as_array, as_float, as_int, check_choice, check_flag, describe
+from theory.validation import ArgumentTypeError, as_array, as_float, as_int, check_choice, check_flag, describe
 
 from .validation import check_callable, check_items, check_text
 from .verdicts import check_comparisons

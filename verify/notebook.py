@@ -23,8 +23,8 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from theory._validation import ArgumentTypeError, as_float, as_int, check_flag
-from theory._validation import describe as describe_value
+from theory.validation import ArgumentTypeError, as_float, as_int, check_flag
+from theory.validation import describe as describe_value
 
 from ._preflight import SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available, check_executor
 from .catalog import select

@@ -13,16 +13,16 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from theory._validation import ArgumentTypeError, describe
+from theory.validation import ArgumentTypeError, describe
 
 from .claims import CLAIMS, STUDIES
 from .context import CACHE_VERSION, EXECUTORS, PROFILES, CheckContext
-from .results import CheckResult, Comparison, Outcome, Verdict, check_verdict
+from .results import CheckResult, Comparison, Outcome, Verdict, check_verdict, select
 from .validation import MAX_JOBS, MAX_SEED, as_bool, check_callable, check_items, check_mapping, check_text
 
 __all__ = ["CACHE_VERSION", "EXECUTORS", "MAX_JOBS", "MAX_SEED", "PROFILES", "CheckContext", "CheckResult",
            "CheckSpec", "Comparison", "Outcome", "Verdict", "check", "exit_status", "judge_outcome", "rejudge_stored",
-           "run_check"]
+           "run_check", "select"]
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from urllib.parse import quote
 from rich.console import Console
 from rich.table import Table
 
-from theory._validation import ArgumentTypeError, as_int, check_choice
-from theory._validation import describe as describe_value
+from theory.validation import ArgumentTypeError, as_int, check_choice
+from theory.validation import describe as describe_value
 
 from .registry import MAX_SEED, PROFILES, CheckResult, Comparison, Verdict
 from .validation import as_bool, check_dir, check_items, check_mapping, check_text

@@ -10,12 +10,12 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Mapping
 
-from theory._validation import ArgumentTypeError, as_float, describe
+from theory.validation import ArgumentTypeError, as_float, describe
 
 from .validation import (as_bool, check_df, check_items, check_mapping, check_measurement, check_paths, check_seeds,
                          check_text, check_value, jsonable, optional_real)
 
-__all__ = ["CheckResult", "Comparison", "Outcome", "Verdict", "check_verdict"]
+__all__ = ["CheckResult", "Comparison", "Outcome", "Verdict", "check_verdict", "select"]
 
 
 class Verdict(str, Enum):
@@ -52,6 +52,9 @@ class Comparison:
     headline : the comparison shown for the check in compact tables and tracked by ``calibrate``.
     args : the stochastic constructor's inputs as ``(name, value)`` pairs (``measured``, ``se``, ``margin``, ...):
         what :func:`verify.sequential.pooled` rebuilds the row from when it pools replicates; ``()`` otherwise.
+    key : what the row is about, as ``(name, value)`` pairs of strings, numbers, booleans or ``None`` (a mapping
+        is accepted): the setting (``c``, ``activation``, ...) and the ``quantity``.  Describe, figures and tools
+        select rows by it (:meth:`matches`, :func:`select`), never by the text of ``name``.
 
     Use the constructors :meth:`equivalence`, :meth:`direction`, :meth:`bound`, :meth:`consistency` for
     stochastic comparisons; the plain constructor builds an exact one.
@@ -81,6 +84,7 @@ class Comparison:
     outcome: str = ""
     headline: bool = False
     args: tuple = ()
+    key: tuple = ()
 
     def __post_init__(self) -> None:
         from .verdicts import KINDS
@@ -108,6 +112,17 @@ class Comparison:
         if self.kind == "exact" and not self.outcome:
             put("outcome", "PASS" if self.passed else "FAIL")
         put("args", _check_args(self.args))
+        put("key", _check_key(self.key))
+
+    def matches(self, **want: Any) -> bool:
+        """Whether every ``name=value`` of ``want`` is in :attr:`key` (a value may be a tuple of accepted values).
+
+        >>> c = Comparison("gap", 0.0, 0.0, None, "", True, key={"c": 0.5, "quantity": "gap"})
+        >>> c.matches(c=0.5), c.matches(quantity=("gap", "risk")), c.matches(c=2)
+        (True, True, False)
+        """
+        have = dict(self.key)
+        return all(k in have and (have[k] in v if isinstance(v, tuple) else have[k] == v) for k, v in want.items())
 
     @property
     def exact_ok(self) -> bool:
@@ -115,7 +130,9 @@ class Comparison:
         return self.passed
 
     def to_json(self) -> dict:
-        return {k: jsonable(v) for k, v in asdict(self).items()}
+        out = {k: jsonable(v) for k, v in asdict(self).items()}
+        out["key"] = {k: jsonable(v) for k, v in self.key}
+        return out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Comparison":
@@ -126,7 +143,7 @@ class Comparison:
         """
         d = check_mapping("d", d)
         keys = ("name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail", "p_pass",
-                "margin", "df", "decide_factor", "headline", "args")
+                "margin", "df", "decide_factor", "headline", "args", "key")
         missing = [k for k in keys[:6] if k not in d]
         if missing:
             raise ValueError(f"d must be a stored comparison (Comparison.to_json), got one without {missing}")
@@ -253,6 +270,32 @@ def _check_args(v: Any) -> tuple:
     if len({p[0] for p in v}) != len(v):
         raise ValueError(f"args must name each input once, got {[p[0] for p in v]}")
     return v
+
+
+_KEY_VALUE = (str, int, float, bool, type(None))
+
+
+def _check_key(v: Any) -> tuple:
+    """``Comparison.key`` as a tuple of ``(name, value)`` pairs (from a mapping or such pairs), values scalars."""
+    if isinstance(v, Mapping):
+        v = tuple(v.items())
+    elif isinstance(v, list):  # as stored by to_json before keys were mappings, or by hand
+        v = tuple(tuple(p) if isinstance(p, list) else p for p in v)
+    if not isinstance(v, tuple) or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in v):
+        raise ArgumentTypeError(f"key must be a mapping or a tuple of (name, value) pairs, got {describe(v)}")
+    if len({p[0] for p in v}) != len(v):
+        raise ValueError(f"key must name each part once, got {[p[0] for p in v]}")
+    v = tuple((k, x.item() if hasattr(x, "dtype") and hasattr(x, "item") else x) for k, x in v)  # numpy scalars
+    bad = [p[0] for p in v if not isinstance(p[1], _KEY_VALUE)]
+    if bad:
+        raise ArgumentTypeError(f"key values must be strings, numbers, booleans or None; not so for {bad}")
+    return v
+
+
+def select(comparisons: "list[Comparison]", **want: Any) -> "list[Comparison]":
+    """The comparisons whose :attr:`Comparison.key` holds every ``name=value`` of ``want`` (:meth:`Comparison.matches`),
+    in their order."""
+    return [c for c in comparisons if c.matches(**want)]
 
 
 def _stored_args(v: Any) -> tuple:

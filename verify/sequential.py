@@ -42,8 +42,8 @@ import numbers
 from dataclasses import replace
 from typing import Any, Sequence
 
-from theory._validation import ArgumentTypeError, as_float
-from theory._validation import describe as _describe
+from theory.validation import ArgumentTypeError, as_float
+from theory.validation import describe as _describe
 
 from .results import Comparison
 from .validation import MAX_SEED, check_int, check_items
@@ -160,7 +160,7 @@ def _pool_row(rows: list[Comparison]) -> Comparison:
             out["measured"] = math.fsum(measured) / len(measured)
     out["df"] = _pooled_df([a["df"] for a in args])
     build = getattr(Comparison, first.kind)
-    return build(first.name, first.predicted, headline=first.headline, **out)
+    return build(first.name, first.predicted, headline=first.headline, key=first.key, **out)
 
 
 def _numeric_ok(c: Comparison) -> bool:
@@ -173,7 +173,7 @@ def _numeric_ok(c: Comparison) -> bool:
 def pooled(replicates: Sequence[Sequence[Comparison]]) -> list[Comparison]:
     """The evidence table of ``n`` replicates of one check, unjudged (rules: module docstring).
 
-    Rows are matched by name and occurrence, in replicate 0's order; a row missing from a replicate is pooled
+    Rows are matched by key, name and occurrence, in replicate 0's order; a row missing from a replicate is pooled
     over the replicates that have it.  A replicate whose row is not a finite measurement makes the pooled row
     replicate 0's row if that one failed, else the failed one (a failed measurement is never averaged away).
 
@@ -187,15 +187,16 @@ def pooled(replicates: Sequence[Sequence[Comparison]]) -> list[Comparison]:
     """
     if not isinstance(replicates, (list, tuple)) or not replicates:
         raise ArgumentTypeError(f"replicates must be a non-empty list of comparison lists, got {_describe(replicates)}")
-    keyed: dict[tuple[str, int], list[Comparison]] = {}
+    keyed: dict[tuple[tuple, str, int], list[Comparison]] = {}
     for rows in replicates:
         if not isinstance(rows, (list, tuple)) or not all(isinstance(c, Comparison) for c in rows):
             raise ArgumentTypeError("replicates must hold lists of Comparison objects, got "
                                     f"{_describe(rows)} ({type(rows).__name__})")
-        seen: dict[str, int] = {}
+        seen: dict[tuple[tuple, str], int] = {}
         for c in rows:
-            k = seen[c.name] = seen.get(c.name, -1) + 1
-            keyed.setdefault((c.name, k), []).append(c)
+            ident = (c.key, c.name)
+            k = seen[ident] = seen.get(ident, -1) + 1
+            keyed.setdefault((*ident, k), []).append(c)
     out = []
     for rows in keyed.values():
         bad = [c for c in rows if c.kind not in ("exact",) and c.args and not _numeric_ok(c)]

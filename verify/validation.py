@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from theory._validation import ArgumentTypeError, describe
+from theory.validation import ArgumentTypeError, describe
 
 __all__ = ["MAX_JOBS", "MAX_SEED", "as_bool", "check_callable", "check_device", "check_df", "check_dir", "check_int",
            "check_items", "check_json", "check_mapping", "check_measurement", "check_n_jobs", "check_paths",

@@ -44,7 +44,7 @@ from typing import Any, Sequence
 
 from scipy import special, stats
 
-from theory._validation import ArgumentTypeError, as_array, as_float, check_choice, check_real, describe as _describe
+from theory.validation import ArgumentTypeError, as_array, as_float, check_choice, check_real, describe as _describe
 
 __all__ = ["ALPHA_CHECK", "ALPHA_PASS", "ALPHA_REPORT", "KINDS", "N_STOCHASTIC_CHECKS", "Judgement", "bound_p",
            "consistency_p", "describe", "direction_p", "equivalence_p", "holm", "judge", "judged", "rates_text",

@@ -58,7 +58,7 @@ from verify.checks.paper_a_numerics import (
 from verify.claim import Claim, register
 from verify.figures import paper_figure
 from verify.verdicts import Judgement
-from verify.registry import CheckContext, Comparison
+from verify.registry import CheckContext, Comparison, select
 
 __all__ = ["A5Design", "A5Measurement", "A5_CLAIM", "A6Design", "A6Measurement", "A6Prediction", "A6_CLAIM",
            "A6_COMBOS", "A6_REPLICATES", "check_a5", "check_a6", "coercivity_sides", "describe_a5", "describe_a6",
@@ -241,12 +241,12 @@ def simulate_a5(ctx: CheckContext, design: A5Design) -> A5Measurement:
     return A5Measurement(cases=cases, counterexample=counter, runtime_s=time.perf_counter() - t0)
 
 
-def _coercivity_comparison(name: str, res: dict[str, float]) -> Comparison:
+def _coercivity_comparison(name: str, res: dict[str, float], key: dict | None = None) -> Comparison:
     """RHS - LHS >= 0 as a one-sided bound: it holds exactly for conditionally i.i.d. tokens (module
     docstring), so it can only fail through Monte Carlo noise (at the stated rate) or a sampler bug."""
     return Comparison.bound(
         f"{name}: RHS - LHS (ratio RHS/LHS = {res['ratio']:.3f} +- {res['ratio_se']:.3f})", ">= 0", res["diff"],
-        res["diff_se"], -res["diff"],
+        res["diff_se"], -res["diff"], key={**(key or {}), "quantity": "lemma"},
         rule="RHS - LHS >= 0 (paired Monte Carlo SE over independent samples; exact for conditionally i.i.d. "
              "tokens, so this tests the sampler and the identity)")
 
@@ -254,18 +254,20 @@ def _coercivity_comparison(name: str, res: dict[str, float]) -> Comparison:
 def _case_comparisons(design: A5Design, prediction: dict, row: dict) -> list[Comparison]:
     """The naive estimate (if any), the lemma, and for independent laws the tight case, of one case."""
     law, name = row["law"], row["direction"]
+    case = {"law": law, "direction": name, "eps": row["eps"]}
     out = []
     if "naive_diff" in row:
         out.append(Comparison.consistency(
             f"{law}: naive noisy E_inf difference vs exact identity ({name}, eps={design.naive_eps})",
             row["rhs"], row["naive_diff"], math.hypot(row["naive_se"], row["rhs_se"]),
+            key={**case, "quantity": "naive"},
             rule="both scaled by 1/eps^2, combined SE"))
     out.append(_coercivity_comparison(f"{law}: A* + {row['eps']} B" if name == _MATRIX_DIRECTION
-                                      else f"{law}: {name}", row))
+                                      else f"{law}: {name}", row, key=case))
     if law in _INDEPENDENT_LAWS and name.startswith("psi(u)=u"):
         out.append(Comparison.consistency(
             f"{law}: tight case psi(u)=u, ratio RHS/LHS (derived: exactly 1, E[h12 h13] = 0)",
-            prediction["tight_ratio"], row["ratio"], row["ratio_se"],
+            prediction["tight_ratio"], row["ratio"], row["ratio_se"], key={**case, "quantity": "tight"},
             rule="delta-method SE: the constant 1/(N-1) is attained"))
     return out
 
@@ -276,11 +278,13 @@ def _counterexample_comparisons(prediction: dict, res: dict[str, float]) -> list
         Comparison.consistency(
             "derived counterexample (finitely exchangeable, corr -1/4, N=3, h=xy): RHS-LHS",
             prediction["counter_diff"], res["diff"], res["diff_se"],
+            key={"law": "counterexample", "quantity": "identity"},
             rule="closed form (N-2)/(N-1)(v c + 2 c^2) (verifies the derived identity; the lemma "
                  "itself FAILS here, see notes)"),
         Comparison.direction(
             "derived counterexample: the lemma is violated (RHS - LHS < 0)", "< 0 (predicted violation)", res["diff"],
-            res["diff_se"], -1, rule="the predicted violation must be significant"),
+            res["diff_se"], -1, key={"law": "counterexample", "quantity": "violation"},
+            rule="the predicted violation must be significant"),
     ]
 
 
@@ -317,7 +321,7 @@ def describe_a5(design: A5Design, prediction: dict, measurement: A5Measurement,
     rows = _a5_rows(prediction, measurement)
     res = measurement.counterexample
     tight = [r for r in rows if r["direction"].startswith("psi(u)=u") and r["law"] == "uniform"]
-    naive = [c for c in comparisons if "naive" in c.name]
+    naive = select(comparisons, quantity="naive")
     n_naive_ok = sum(c.outcome == "PASS" for c in naive)
     confirmed = res["ratio"] + 3 * res["ratio_se"] < 1
     notes = (
@@ -410,7 +414,7 @@ def _plot_a5(design: A5Design, prediction: dict, rows: list[dict[str, Any]], ver
     hi = 1.25 * max(max(r["ratio"] + F.ERRORBAR_SE * r["ratio_se"] for r in rows), prediction["constant_ratio"])
     _a5_axes(ax, rows, hi)
     c = rows[-1]
-    F.key_numbers(ax, [f"lemma RHS − LHS ≥ 0: {F.outcome_text([x for x in comps if 'RHS - LHS (' in x.name])}",
+    F.key_numbers(ax, [f"lemma RHS − LHS ≥ 0: {F.outcome_text(select(comps, quantity='lemma'))}",
                        f"counterexample ratio {c['ratio']:.4f} ± {c['ratio_se']:.4f} "
                        f"(derived {c['predicted_ratio']:.4f})",
                        f"all comparisons: {F.outcome_text(comps)}"], verdict=verdict, loc="lower right")

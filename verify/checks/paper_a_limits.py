@@ -53,6 +53,7 @@ def slope_vs_finite(g: Group, n_tests: int) -> Comparison:
             else "least squares linearised in A at A*, given the design")
     return Comparison.consistency(
         f"{g.label}: slope vs finite-M model", round(pred, 4), round(g.fit.slope, 4), tot, df=df,
+        key={"group": g.label, "quantity": "finite-M"},
         rule=f"finite-M model E log err ({what}; model SE {pse:.4f}); replicate-level SE; power against a slope "
              f"off by {WRONG_RATE_OFFSET}: {consistency_power(tot, df, n_tests):.0%}")
 
@@ -82,7 +83,7 @@ def pooled_vs_finite(groups: list[Group], n_tests: int, headline: bool = False) 
     df = float(parts.sum() ** 2 / np.sum(parts**2 / dfs))
     return Comparison.consistency(
         "all groups: slope minus finite-M model (inverse-variance mean)", 0.0, round(mean, 4), se, df=df,
-        headline=headline,
+        headline=headline, key={"group": "all", "quantity": "finite-M pooled"},
         rule=f"a wrong rate moves every slope the same way: weights 1/SE^2 over {len(groups)} groups; power "
              f"against every slope off by {WRONG_RATE_OFFSET}: {consistency_power(se, df, n_tests):.0%}")
 
@@ -103,6 +104,7 @@ def limit_comparison(g: Group) -> Comparison:
     return Comparison(
         name=f"{g.label}: model slope beyond the design -> -2b/(2b+1)", predicted=round(g.theory_slope, 4),
         measured=round(slopes[-1], 4), uncertainty=None, passed=abs(dev[-1]) <= allowed, kind="exact",
+        key={"group": g.label, "quantity": "limit"},
         tolerance=(f"limit (finite-size rule in K): |deviation at K x 4| = {abs(dev[-1]):.4f} <= {q:.3f} |deviation at "
                    f"K x 2| + 3 x {WINDOW_SD} x {math.hypot(1.0, q):.3f} = {allowed:.4f} (K {Ks}, M {Ms}); deviation "
                    "from the rate on the design, K x 2, K x 4: " + ", ".join(f"{d:+.4f}" for d in dev)))

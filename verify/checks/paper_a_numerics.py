@@ -209,12 +209,10 @@ def _code_version() -> str:
     """Cache version of the trials: the sampler, the estimator, the trial function and its constants."""
     import sys
 
-    import numerics._piecewise as _pw
-    import numerics.estimator as _est
-    import numerics.ips as _ips
+    from numerics.sweep import simulation_modules
 
     me = sys.modules[__name__]
-    return source_version("a-rates", _ips, _est, _pw, me.trial, me.model_for, me._model.__wrapped__, (SUPPORT, RANGE_Q))
+    return source_version("a-rates", *simulation_modules("paper-a-estimator"), me.trial, me.model_for, me._model.__wrapped__, (SUPPORT, RANGE_Q))
 
 
 def _pred_version() -> str:

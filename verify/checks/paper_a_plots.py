@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verify.results import select
+
 from .paper_a_numerics import Group
 
 __all__ = ["ERROR_LABEL", "PanelText", "group_comparisons", "plot_groups"]
@@ -81,8 +83,8 @@ def plot_group(ax, g: Group, color: str, text: PanelText) -> None:
 
 
 def group_comparisons(g: Group, comparisons: list) -> list:
-    """The comparisons about group ``g``: named ``"<label>: ..."`` or ``"slope(<label>) - ..."``."""
-    return [c for c in comparisons if c.name.startswith(f"{g.label}:") or c.name.startswith(f"slope({g.label})")]
+    """The comparisons about group ``g`` (keyed ``group=g.label``)."""
+    return select(comparisons, group=g.label)
 
 
 def plot_groups(groups: list[Group], title: str, texts: dict[str, PanelText] | None = None, *,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from verify.claim import Claim, register
 from verify.figures import paper_figure, worst_outcome
 from verify.registry import CheckContext, Comparison
+from verify.results import select
 from verify.verdicts import Judgement
 
 from .paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison, pooled_vs_finite, slope_vs_finite
@@ -192,8 +193,8 @@ def _setting(design: RateDesign, rule: str) -> str:
     return f"{counts}; bars: ±3 SE of the mean log error; {rule}"
 
 
-def _part_label(name: str) -> str:
-    return "(a) model" if "finite-M" in name else ("shift" if "shift" in name else "(b) limit")
+#: a panel's line for each quantity of a group's comparisons
+_PART_LABELS = {"finite-M": "(a) model", "limit": "(b) limit", "shift": "shift"}
 
 
 def _finite_texts(groups: list[Group], comps: list[Comparison]) -> dict[str, PanelText]:
@@ -203,7 +204,7 @@ def _finite_texts(groups: list[Group], comps: list[Comparison]) -> dict[str, Pan
         mine = group_comparisons(g, comps)
         fs, _ = g.finite_slope()
         texts[g.label] = PanelText((f"finite-M model {fs:.3f}",) + tuple(
-            f"{_part_label(c.name)}: {c.outcome}" for c in mine), worst_outcome(mine))
+            f"{_PART_LABELS[dict(c.key)['quantity']]}: {c.outcome}" for c in mine), worst_outcome(mine))
     return texts
 
 
@@ -257,7 +258,7 @@ def _a3_shift(g: Group, n_tests: int) -> Comparison:
     tot = math.hypot(se, pse)
     return Comparison.consistency(
         f"{g.label}: slope shift from estimating A (estimated-A minus A*-known, same data)", round(pred, 4),
-        round(g.shift_fit.slope, 4), tot, df=df,
+        round(g.shift_fit.slope, 4), tot, df=df, key={"group": g.label, "quantity": "shift"},
         rule=f"low-rank condition holds at {k}/{n} M levels; predicted shift = finite-M model with the A-tangent "
              f"directions minus without, same designs (model SE {pse:.4f}); paired replicate-level SE; power against "
              f"a shift off by {WRONG_RATE_OFFSET}: {consistency_power(tot, df, n_tests):.0%}")
@@ -334,7 +335,7 @@ def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateM
     groups = assemble(design.groups, prediction, measurement)
     texts = _finite_texts(groups, comps)
     for g in groups:
-        shift = [c for c in group_comparisons(g, comps) if "shift" in c.name]
+        shift = select(comps, group=g.label, quantity="shift")
         if shift:
             texts[g.label] = PanelText(texts[g.label].lines + (_comparison_line(shift[0], "shift (estimated A)"),),
                                        texts[g.label].status)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison
+from ..registry import CheckContext, Comparison, select
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from .paper_b_core import (attention_theory, fs_comparison, mc_cached, p_of, paired_positive, profile_name,
@@ -131,7 +131,7 @@ def _b3_law_bound(label: str, target: float, th_slope: float, ml_: float, sel_: 
     band = allowance + curv
     return Comparison.bound(
         f"c=2 {label} small-gamma exponent vs the law gamma^{target:g}", target, ml_, sel_,
-        abs(ml_ - target) - band, df=df,
+        abs(ml_ - target) - band, df=df, key={"c": 2.0, "method": label, "quantity": "law exponent"},
         rule=(
             f"|slope - {target:g}| <= finite-size allowance {allowance:.3g} + curvature "
             f"|theory local slope ({th_slope:.4g}) - {target:g}| = {curv:.3g} (band {band:.3g}) up to noise. "
@@ -154,6 +154,7 @@ def _b3_slope_comparisons(design: dict[str, Any], prediction: dict[str, Any],
         cmp_, q = fs_comparison(
             f"c=2 {label} small-gamma slope vs theory's own OLS slope on gamma in [{fit[0]:.2g}, {fit[-1]:.2g}]",
             s["theory_slope"], ms_, ss_, design["ns"], ml_, sel_, design["n"], trials,
+            key={"c": 2.0, "method": label, "quantity": "slope"},
         )
         comps += [cmp_, _b3_law_bound(label, target, s["theory_slope"], ml_, sel_, trials[1] - 1, q["allowance"])]
     return comps
@@ -169,7 +170,9 @@ def _b3_sign_tests(design: dict[str, Any], prediction: dict[str, Any], measureme
             continue  # theory difference too small to state a sign
         sign = 1.0 if tdiff > 0 else -1.0
         cmp_, m_, se_ = paired_positive(
-            f"c=1/4 gamma={g:.3g}: sign of E_att - E_ridge as theory ({'+' if sign > 0 else '-'})", tdiff, sign * d4[:, i]
+            f"c=1/4 gamma={g:.3g}: sign of E_att - E_ridge as theory ({'+' if sign > 0 else '-'})", tdiff,
+            sign * d4[:, i],
+            key={"c": 0.25, "gamma": float(g), "quantity": "sign"},
         )
         comps.append(dataclasses.replace(
             cmp_, measured=sign * m_,
@@ -183,7 +186,8 @@ def judge_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: di
     att_l, rr_l = measurement["c2"]["att"][1], measurement["c2"]["rr"][1]
     comps = [
         paired_positive(f"c=2 gamma={allg[i]:.3g}: E_att({act}) - E_ridge > 0",
-                         float(prediction["att"][i] - prediction["rr"][i]), att_l[:, i] - rr_l[:, i])[0]
+                         float(prediction["att"][i] - prediction["rr"][i]), att_l[:, i] - rr_l[:, i],
+                         key={"c": 2.0, "gamma": float(allg[i]), "quantity": "paired gap"})[0]
         for i in design["idx"]
     ]
     return (comps + _b3_slope_comparisons(design, prediction, measurement)
@@ -274,10 +278,10 @@ def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, An
     ax.set(xscale="log", yscale="log", ylabel="interpolation error E",
            title=f"p/n = 2 (ridge interpolates): n = {design['n']} and n/2 = {design['ns']}")
     rax.set(xlabel="ridge parameter γ", ylabel="(MC − theory) / theory")
-    slopes = [c for c in comps if "small-gamma" in c.name]
-    lines = [f"{c.name.split()[1]} slope {c.measured:.3f} ± {c.uncertainty:.3f} vs law {c.predicted:g}: {c.outcome}"
-             for c in slopes if "law" in c.name]
-    paired = [c for c in comps if c.name.startswith("c=2 gamma=")]
+    slopes = select(comps, c=2.0, quantity=("slope", "law exponent"))
+    lines = [f"{dict(c.key)['method']} slope {c.measured:.3f} ± {c.uncertainty:.3f} vs law {c.predicted:g}: "
+             f"{c.outcome}" for c in select(slopes, quantity="law exponent")]
+    paired = select(comps, c=2.0, quantity="paired gap")
     F.key_numbers(ax, lines + [f"E_att > E_ridge (paired): {F.outcome_text(paired)}"],
                   verdict=F.worst_outcome(slopes + paired), loc="lower right")
     F.tidy_log_axis(ax)
@@ -304,7 +308,7 @@ def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, A
     ax.set(xscale="log", ylabel=r"$E_{\rm att} - E_{\rm ridge}$",
            title="p/n = 1/4 (no interpolation): the sign of the difference")
     rax.set(xlabel="ridge parameter γ", ylabel="MC − theory")
-    signs = [c for c in comps if c.name.startswith("c=1/4")]
+    signs = select(comps, c=0.25)
     F.key_numbers(ax, [f"sign as theory: {F.outcome_text(signs)}"], verdict=F.worst_outcome(signs), loc="upper left")
     F.tidy_log_axis(ax)
     F.tidy_log_axis(rax)

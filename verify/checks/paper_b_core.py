@@ -99,17 +99,14 @@ def _activation_key(activation: Any) -> str | None:
 @functools.lru_cache(maxsize=None)
 def mc_version(*extra: Any) -> str:
     """Cache version of the paper-B Monte Carlo cells: the source of :mod:`numerics.rmt` and its private parts
-    (samplers, kernels, errors: ``numerics._mc``, ``numerics._ridge_solvers``), of :mod:`theory.activations` (the activations it evaluates), of the spike vectors, and of
+    (samplers, kernels, errors: :func:`numerics.sweep.simulation_modules`), of :mod:`theory.activations` (the
+    activations it evaluates), of the spike vectors, and of
     ``extra`` (check-local cell functions), so that an edit of that code never returns a stale cell."""
-    import numerics._mc
-    import numerics._ridge_solvers
-    import numerics.rmt
     import theory.activations
-    from numerics.sweep import source_version
+    from numerics.sweep import simulation_modules, source_version
     from theory.structured import spike_vectors
 
-    return source_version("b-mc", numerics.rmt, numerics._mc, numerics._ridge_solvers, theory.activations,
-                          spike_vectors, *extra)
+    return source_version("b-mc", *simulation_modules("paper-b-mc"), theory.activations, spike_vectors, *extra)
 
 
 def mc_cached(
@@ -181,18 +178,19 @@ def attention_theory(gammas: np.ndarray, c: float, activation: Any, system: str 
 # ---------------------------------------------------------------------------------------------
 def fs_comparison(
     name: str, pred: float, ms: float, ss: float, ns: int, ml: float, sl: float, nl: int,
-    trials: tuple[int, int] | None = None,
+    trials: tuple[int, int] | None = None, key: Any = (),
 ) -> tuple[Comparison, dict[str, float]]:
     """Finite-size rule (:mod:`verify.checks._finite_size`) for one point at sizes ``ns < nl``; ``trials``
-    (Monte Carlo trials at ``ns`` and ``nl``) switches the critical value to the Student-t quantile."""
+    (Monte Carlo trials at ``ns`` and ``nl``) switches the critical value to the Student-t quantile; ``key``: the
+    comparison's :attr:`~verify.results.Comparison.key`."""
     t = finite_size_test(pred, ms, ss, ml, sl, ns / nl, trials)
     return (
-        t.comparison(name, pred, ml, sl, f"n={ns}", f"n={nl}"),
+        t.comparison(name, pred, ml, sl, f"n={ns}", f"n={nl}", key=key),
         dict(pred=float(pred), m_s=float(ms), se_s=float(ss), m_l=float(ml), se_l=float(sl), allowance=t.allowance),
     )
 
 
-def shrink_comparison(name: str, pts: list[dict[str, float]], ns: int, nl: int) -> Comparison:
+def shrink_comparison(name: str, pts: list[dict[str, float]], ns: int, nl: int, key: Any = ()) -> Comparison:
     pred = np.array([max(abs(q["pred"]), 1e-300) for q in pts])
     ds = np.array([q["m_s"] - q["pred"] for q in pts])
     dl = np.array([q["m_l"] - q["pred"] for q in pts])
@@ -205,17 +203,17 @@ def shrink_comparison(name: str, pts: list[dict[str, float]], ns: int, nl: int) 
     # them is not credited); se above already combines both sizes
     return Comparison.bound(
         name, f"mean rel. gap at n={nl} <= that at n={ns} ({rs:.3g}) x sqrt({ns}/{nl}) = {target:.3g}", rl, noise,
-        rl - target, excess_se=noise,
+        rl - target, excess_se=noise, key=key,
         rule=(f"rel. gap(n={nl}) <= rel. gap(n={ns}) x sqrt({ns}/{nl}): the gap must decay at least like n^-1/2, "
               f"the rate the per-point allowance assumes (noise: RMS relative SE {noise:.3g}, not divided by the "
               "number of points, which share draws)"))
 
 
-def paired_positive(name: str, pred: Any, diff: np.ndarray) -> tuple[Comparison, float, float]:
+def paired_positive(name: str, pred: Any, diff: np.ndarray, key: Any = ()) -> tuple[Comparison, float, float]:
     m = float(diff.mean())
     se = float(diff.std(ddof=1) / math.sqrt(diff.size))
     return (
-        Comparison.direction(name, pred, m, se, +1, df=diff.size - 1,
+        Comparison.direction(name, pred, m, se, +1, df=diff.size - 1, key=key,
                              rule=f"paired mean difference over {diff.size} draws must be > 0"),
         m,
         se,
@@ -363,7 +361,8 @@ def panel_theory(panel: Panel, system: str | None = None) -> np.ndarray:
 
 def _panel_points(panel: Panel, pred: np.ndarray, m: TwoSizes) -> tuple[list[Comparison], list[dict[str, float]]]:
     """The finite-size comparison of every point of ``panel`` and the points' numbers (for the shrinkage rule)."""
-    out = [fs_comparison(name, pred[i], m.m_s[i], m.se_s[i], panel.ns, m.m_l[i], m.se_l[i], panel.n, panel.trials)
+    out = [fs_comparison(name, pred[i], m.m_s[i], m.se_s[i], panel.ns, m.m_l[i], m.se_l[i], panel.n, panel.trials,
+                         key={"panel": panel.key, "quantity": "point", "index": i})
            for i, name in enumerate(panel.names)]
     return [c for c, _ in out], [q for _, q in out]
 
@@ -382,7 +381,8 @@ def judge_panels(panels: tuple[Panel, ...], preds: dict[str, np.ndarray],
     for p in panels:
         cs, pts = _panel_points(p, preds[p.key], meas[p.key])
         comps += cs
-        comps.append(shrink_comparison(f"{p.label} finite-size gap shrinks", pts, p.ns, p.n))
+        comps.append(shrink_comparison(f"{p.label} finite-size gap shrinks", pts, p.ns, p.n,
+                                       key={"panel": p.key, "quantity": "shrink"}))
     return comps
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison
+from ..registry import CheckContext, Comparison, select
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from .paper_b_core import attention_theory, mc_cached, p_of, paired_positive, profile_name, simulate_runtime
@@ -95,7 +95,8 @@ def judge_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: di
         for i, g in enumerate(design["gammas"]):
             pred = float(th[0][i] - th[1][i]) if th is not None else "E_cos > E_lin"
             comps.append(paired_positive(f"p/n={cval} snr={snr} gamma={g:.2g}: E_cos - E_scaled_tanh > 0", pred,
-                                          m["cos"][:, i] - m["lin"][:, i])[0])
+                                          m["cos"][:, i] - m["lin"][:, i],
+                                          key={"config": key, "gamma": float(g)})[0])
     return comps
 
 
@@ -157,7 +158,7 @@ def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list
         F.theory_curve(ax, g, lambda x, a=act: _b5_theory(design, cval, snr, a, x), color=F.COLORS[k], pad=0.5,
                        per_decade=10, ls=style, label="_nolegend_")
         F.mc_points(ax, g, dd[key], dd[f"{key}_se"], label="_nolegend_", color=F.COLORS[k], marker="os"[k])
-    mine = [c for c in comps if c.name.startswith(f"p/n={cval} snr={snr} ")]
+    mine = select(comps, config=_b5_key(cval, snr))
     lines = ["Δ = E_cos − E_tanh (paired)"] + [f"γ = {gv:g}: Δ = {c.measured:.3g} ± {c.uncertainty:.2g}"
                                                 for gv, c in zip(g, mine)]
     ax.set(xscale="log", yscale="log", xlabel="ridge parameter γ", ylabel="interpolation error E",

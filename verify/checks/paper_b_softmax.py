@@ -46,7 +46,7 @@ import numpy as np
 from ..claim import Claim, register
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from ..registry import CheckContext, Comparison
+from ..registry import CheckContext, Comparison, select
 from ._finite_size import FiniteSizeTest, finite_size_test
 from .paper_b_core import mc_version
 
@@ -329,6 +329,12 @@ class B8Point:
         c, snr, spike, beta = self.cfg
         return f"beta={beta:g} c={c:g} {_input_label(snr, spike)} gamma={self.gamma:g}"
 
+    @property
+    def key(self) -> tuple:
+        """The point's :attr:`~verify.results.Comparison.key`."""
+        c, snr, spike, beta = self.cfg
+        return (("c", float(c)), ("input", _input_label(snr, spike)), ("beta", float(beta)), ("gamma", self.gamma))
+
     def gap(self, n: int) -> float:
         """Measured minus predicted at size ``n``."""
         s = self.stats[n]
@@ -375,7 +381,7 @@ def judge_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, 
     for pt in b8_points(design, prediction, measurement["cells"], judged_only=True):
         st = pt.stats[nl]
         cmp_ = pt.test.comparison(pt.name, float(st.pred[pt.j]), float(st.soft[pt.j]), float(st.se_soft[pt.j]),
-                                  f"n={ns}", f"n={nl}", headline=not comps)
+                                  f"n={ns}", f"n={nl}", headline=not comps, key=pt.key)
         comps.append(dataclasses.replace(
             cmp_, tolerance="gaps to the finite-size prediction (derived d0 = -1/sqrt p): " + cmp_.tolerance))
     return comps
@@ -396,7 +402,7 @@ def _row(design: B8Design, pt: B8Point, outcome: str) -> dict[str, Any]:
                 trend_exponent=pt.trend(), outcome=outcome)
 
 
-def table_markdown(design: B8Design, points: list[B8Point], outcomes: dict[str, str]) -> str:
+def table_markdown(design: B8Design, points: list[B8Point], outcomes: dict[tuple, str]) -> str:
     """The table: beta, c, input, gamma; per size ``softmax MC +- SE (prediction)``; the limit; the verdict."""
     head = (["beta", "c", "input", "gamma"] + [f"n={n}: softmax +- SE (prediction)" for n in design.prof.sizes]
             + ["limit (d0 = 0)", f"entrywise at n={design.pair[1]}", "gap trend n^k", "verdict"])
@@ -406,7 +412,7 @@ def table_markdown(design: B8Design, points: list[B8Point], outcomes: dict[str, 
         c, snr, spike, beta = pt.cfg
         cells = [f"{s.soft[pt.j]:.4f} +- {s.se_soft[pt.j]:.4f} ({s.pred[pt.j]:.4f})"
                  for _, s in sorted(pt.stats.items())]
-        verdict = outcomes.get(pt.name, "not judged (" + ("rule holds" if pt.test.passed else "rule fails") + ")")
+        verdict = outcomes.get(pt.key, "not judged (" + ("rule holds" if pt.test.passed else "rule fails") + ")")
         lines.append("| " + " | ".join([f"{beta:g}", f"{c:g}", _input_label(snr, spike), f"{pt.gamma:g}", *cells,
                                         f"{pt.limit:.4f}", f"{pt.stats[nl].ew[pt.j]:.4f}", f"{pt.trend():+.2f}",
                                         verdict]) + " |")
@@ -459,7 +465,7 @@ def describe_b8(design: B8Design, prediction: B8Prediction, measurement: dict[st
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     """Notes (design, rule, failures by beta with the trend in n, where the gap comes from) and data (rows, table)."""
     points = b8_points(design, prediction, measurement["cells"])
-    outcomes = {cp.name: cp.outcome for cp in comparisons}
+    outcomes = {cp.key: cp.outcome for cp in comparisons}
     n_fail = sum(cp.outcome == "FAIL" for cp in comparisons)
     ns, nl = design.pair
     judged = [pt for pt in points if pt.judged]
@@ -480,7 +486,7 @@ def describe_b8(design: B8Design, prediction: B8Prediction, measurement: dict[st
         f"Against the limit (d0 = 0) instead, the same rule fails at {lim_bad} of {len(judged)} judged points (the "
         f"O(p^-1/2) diagonal term). Runtime {float(measurement.get('runtime_s', 0.0)):.1f} s."
     )
-    data = {"rows": [_row(design, pt, outcomes.get(pt.name, "NOT JUDGED")) for pt in points],
+    data = {"rows": [_row(design, pt, outcomes.get(pt.key, "NOT JUDGED")) for pt in points],
             "table_md": table_markdown(design, points, outcomes),
             "design": dict(sizes=list(design.prof.sizes), pair=list(design.pair), cs=list(design.prof.cs),
                            gammas=list(design.prof.gammas), betas=list(design.betas), beyond=list(design.beyond),
@@ -512,8 +518,7 @@ def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Compari
                     label="_nolegend_", color=col, judged=[pt.judged for pt in sel])
         ax.plot(g * 1.08, [s.ew[pt.j] for s, pt in zip(st, sel)], "x", color=col, ms=5, mew=1.2, zorder=4)
         ys += [float(s.soft[pt.j]) for s, pt in zip(st, sel)] + [float(s.ew[pt.j]) for s, pt in zip(st, sel)]
-    mine = [cp for cp in comps if cp.name.startswith("beta=") and f" c={c:g} {_input_label(snr, spike)} gamma=" in
-            cp.name]
+    mine = select(comps, c=float(c), input=_input_label(snr, spike))
     worst = max((abs(pt.gap(nl)) / pt.stats[nl].pred[pt.j] for pt in points if pt.cfg[:3] == (c, snr, spike)
                  and pt.judged), default=0.0)
     wide = min(ys) > 0 and max(ys) / min(ys) > 10  # a log axis where E spans a decade or more

@@ -17,7 +17,7 @@ from numerics.threads import thread_map as _map_threads
 from numerics.rmt import kernel_eigenvalues, sample_signal_plus_noise
 
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison
+from ..registry import CheckContext, Comparison, select
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from .paper_b_core import mc_version, p_of, profile_name, simulate_runtime
@@ -147,12 +147,12 @@ def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> dict[str, An
     return dict(lo=lo, hi=hi, mass=mass, ks_n=ks_n, ks_2n=ks_2n, m1=m1, m2=m2, ratio=ratio, se_ratio=se_ratio)
 
 
-def _b6_comparisons(name: str, n: int, r: dict[str, Any]) -> list[Comparison]:
+def _b6_comparisons(name: str, n: int, r: dict[str, Any], config: str = "") -> list[Comparison]:
     ratio, mass = r["ratio"], r["mass"]
     return [
         Comparison.bound(
             f"{name}: KS(2n)/KS(n), n={n} (KS {r['m1']:.3g} -> {r['m2']:.3g})", 0.5, float(ratio),
-            float(r["se_ratio"]), float(ratio - 2**-0.5),
+            float(r["se_ratio"]), float(ratio - 2**-0.5), key={"config": config, "quantity": "KS ratio"},
             rule=(
                 "ratio <= 2^-1/2 = 0.707 (KS must decay at least like n^-1/2; O(1/n) predicts 0.5; "
                 "a wrong law gives ratio -> 1; delta-method SE)"
@@ -167,7 +167,7 @@ def _b6_comparisons(name: str, n: int, r: dict[str, Any]) -> list[Comparison]:
                 "|mass - 1| < 0.01 (quadrature mass check: the KS distances above use this trapezoid CDF, "
                 "so a density missing > 1% of its mass would bias every KS value by about that much)"
             ),
-            passed=bool(abs(mass - 1) < 0.01),
+            passed=bool(abs(mass - 1) < 0.01), key={"config": config, "quantity": "mass"},
         ),
     ]
 
@@ -178,7 +178,7 @@ def judge_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: di
     for act, cval in design["configs"]:
         key = _b6_key(act, cval)
         r = b6_reading(prediction[key]["law"], measurement["spectra"][key])
-        comps += _b6_comparisons(f"{act} p/n={cval}", design["n"], r)
+        comps += _b6_comparisons(f"{act} p/n={cval}", design["n"], r, config=key)
     return comps
 
 
@@ -239,7 +239,7 @@ def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
     rax.axhline(0.0, color="#777777", lw=0.8)
     ax.set(ylabel="density", title=f"f = {act}, p/n = {cval:g}: n = {n}, 2n = {2 * n}")
     rax.set(xlabel="eigenvalue λ of K", ylabel="ECDF − CDF")
-    mine = [c for c in comps if c.name.startswith(f"{act} p/n={cval}:")]
+    mine = select(comps, config=key)
     control = _ks_control(prediction[key]["wrong"], spectra, r["lo"], r["hi"])
     F.key_numbers(ax, [f"mean KS: {r['m1']:.4f} (n) → {r['m2']:.4f} (2n)",
                        f"ratio {r['ratio']:.3f} ± {r['se_ratio']:.3f} (≤ 0.707)", f"mass of the law {r['mass']:.4f}",

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..claim import Claim, register
 from ..figures import paper_figure
-from ..registry import CheckContext, Comparison
+from ..registry import CheckContext, Comparison, select
 from ..verdicts import Judgement
 from ._finite_size import FiniteSizeTest, finite_size_test
 from ._finite_size import detectable_error as finite_size_detectable
@@ -238,6 +238,12 @@ def _name(setting: Setting) -> str:
     return f"{act} c={c:.3g} t={t:g}"
 
 
+def _key(setting: Setting, quantity: str, gamma: float = 0.0) -> dict:
+    """A comparison's key: the setting, ``gamma`` and the quantity (``"gap"``, ``"sign"``, ``"no win"``)."""
+    act, c, t = setting
+    return {"activation": act, "c": float(c), "t": float(t), "gamma": float(gamma), "quantity": quantity}
+
+
 def limit_points(design: B9Profile) -> list[Point]:
     """The points whose gap is judged against the theory at each size: ``c < 1`` at ``gamma = 0`` (headline first),
     ``wide`` at ``gamma_wide[1]``."""
@@ -270,20 +276,22 @@ def judge_b9(design: B9Profile, prediction: B9Prediction, cells: dict) -> list[C
         ml, sel = _mean_se(cells[((s, g), pl)])
         what = "E_att(0) - E_RR(0)" if g == 0 else f"E_att - E_RR at gamma={g:g}"
         comps.append(test.comparison(f"gap {_name(s)}: {what}", prediction.at_p[((s, g), pl)], ml, sel,
-                                     f"p={ps}", f"p={pl}", headline=(s, g) == (HEADLINE, 0.0)))
+                                     f"p={ps}", f"p={pl}", headline=(s, g) == (HEADLINE, 0.0),
+                                     key=_key(s, "gap", g)))
     for s in design.settings:
         ml, sel = _mean_se(cells[((s, 0.0), pl)])
         pred = prediction.limit[(s, 0.0)]
         sign = -1 if pred < 0 else 1
         words = "attention beats ridge" if sign < 0 else "ridge beats attention"
         comps.append(Comparison.direction(f"sign {_name(s)}: {words} as gamma -> 0", pred, ml, sel, sign, df=df,
+                                          key=_key(s, "sign"),
                                           rule=f"paired mean over {design.trials[1]} draws at p={pl} "
                                                f"must be {'< 0' if sign < 0 else '> 0'}"))
     g0 = design.gamma_wide[0]
     for s in design.wide:
         ml, sel = _mean_se(cells[((s, g0), pl)])
         comps.append(Comparison.direction(f"no win {_name(s)}: E_att - E_RR at gamma={g0:g}",
-                                          prediction.limit[(s, g0)], ml, sel, +1, df=df,
+                                          prediction.limit[(s, g0)], ml, sel, +1, df=df, key=_key(s, "no win", g0),
                                           rule=f"paired mean over {design.trials[1]} draws at p={pl} must be > 0"))
     return comps
 
@@ -347,7 +355,7 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
         ax.plot(design.curve_ts, [_gap(t, c, act, design.snr, 20).total for t in design.curve_ts], "-",
                 color=F.THEORY, lw=1.3)
         _points(ax, design, prediction, cells, [(s, 0.0) for s in design.settings if s[:2] == (act, c)])
-        judged_here = [cp for cp in comps if f" {act} c={c:.3g} " in cp.name]
+        judged_here = select(comps, activation=act, c=float(c))
         ax.set(xlabel="alignment t = ‖w_K‖‖w_Q‖/√p", ylabel="E_att(0) − E_RR(0)",
                title=f"{act}, p/n = {c:.3g}")
         F.key_numbers(ax, [F.outcome_text(judged_here)], verdict=F.worst_outcome(judged_here))
@@ -357,7 +365,7 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
         ax.plot([s[2] for s in design.wide], [prediction.limit[(s, g)] for s in design.wide], "-", color=F.THEORY,
                 lw=1.3)
         _points(ax, design, prediction, cells, [(s, g) for s in design.wide])
-    wide = [cp for cp in comps if any(f" {_name(s)}: " in cp.name for s in design.wide)]
+    wide = [cp for s in design.wide for cp in select(comps, activation=s[0], c=float(s[1]), t=float(s[2]))]
     ax.set(xlabel="alignment t", ylabel="E_att − E_RR",
            title="p/n > 1 (" + ", ".join(sorted({a for a, _, _ in design.wide})) + f"), γ = "
                  + " and ".join(f"{g:g}" for g in design.gamma_wide))

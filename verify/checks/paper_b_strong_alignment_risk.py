@@ -201,6 +201,12 @@ def _name(setting: Setting) -> str:
     return f"{act} c={c:.3g} t={t:g}"
 
 
+def _key(setting: Setting, quantity: str, part: str | int | None = None) -> dict:
+    """A comparison's key: the setting, the quantity (``"part"``, ``"worst case"``, ``"sign"``) and the part."""
+    act, c, t = setting
+    return {"activation": act, "c": float(c), "t": float(t), "quantity": quantity, "part": part}
+
+
 def judged_parts(design: B10Profile) -> list[tuple[Setting, Any]]:
     """The ``(setting, part)`` of every finite-size comparison, in the judge's order (headline first): ``PARTS``,
     then the bin indices."""
@@ -231,20 +237,22 @@ def judge_b10(design: B10Profile, prediction: B10Prediction, cells: dict) -> lis
         ml, sel = _mean_se(_values(cells, (s, pl), part))
         what = _WORDS[part] if isinstance(part, str) else f"attention's mean leverage, bin {part + 1} of |a|"
         comps.append(test.comparison(f"{_name(s)}: {what}", prediction.of(part, (s, pl)), ml, sel,
-                                     f"p={ps}", f"p={pl}", headline=(s, part) == (HEADLINE, "risk")))
+                                     f"p={ps}", f"p={pl}", headline=(s, part) == (HEADLINE, "risk"),
+                                     key=_key(s, "part", part)))
     (ws, wl), (ts, tl) = design.ps, design.trials
     ms, ses = _mean_se(cells[("worst", ws)])
     ml, sel = _mean_se(cells[("worst", wl)])
     test = finite_size_test(0.0, ms - prediction.worst[ws], ses, ml - prediction.worst[wl], sel, ws / wl, (ts, tl))
     comps.append(test.comparison(f"worst case {_name(design.worst)}: E_att - E_RR at gamma={design.worst_gamma:g}",
-                                 prediction.worst[wl], ml, sel, f"p={ws}", f"p={wl}"))
+                                 prediction.worst[wl], ml, sel, f"p={ws}", f"p={wl}",
+                                 key=_key(design.worst, "worst case")))
     for s in sign_settings(design, prediction):
         pred = prediction.risk[(s, pl)]
         ml, sel = _mean_se(cells[(s, pl)]["risk"])
         sign = -1 if pred < 0 else 1
         words = "attention predicts fresh labels better" if sign < 0 else "ridge predicts fresh labels better"
         comps.append(Comparison.direction(f"{_name(s)}: sign of the risk gap, {words}", pred, ml, sel, sign,
-                                          df=design.trials[1] - 1,
+                                          df=design.trials[1] - 1, key=_key(s, "sign", "risk"),
                                           rule=f"paired mean over {design.trials[1]} draws at p={pl} must be "
                                                f"{'< 0' if sign < 0 else '> 0'}"))
     return comps

@@ -53,7 +53,7 @@ import numpy as np
 from ..claim import Claim, register
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from ..registry import CheckContext, Comparison
+from ..registry import CheckContext, Comparison, select
 from ._finite_size import FiniteSizeTest, finite_size_test
 from .paper_b_core import mc_version
 
@@ -329,6 +329,11 @@ class _B7Point:
     def inside(self) -> bool:
         return self.kappa <= KAPPA_MAX
 
+    def key(self, kernel: str) -> dict:
+        """The comparison key of the point against the ``kernel`` (``"true"`` or ``"linearised"``)."""
+        return {"c": self.c, "snr": self.snr, "spike": _spike_label(self.spike), "gamma": self.gamma,
+                "kernel": kernel}
+
     @property
     def name(self) -> str:
         return f"c={self.c:g} snr={self.snr:g} spike={_spike_label(self.spike)} gamma={self.gamma:g}"
@@ -404,10 +409,11 @@ def judge_b7(design: B7Design, prediction: B7Prediction, cells: Cells) -> list[C
         for pt in points:
             if pt.inside:
                 comps.append(pt.true.test.comparison(f"{pt.name} (kappa={pt.kappa:.2f})", pt.pred, pt.true.m2,
-                                                     pt.true.se2, f"p={pt.p1}", f"p={pt.p2}", headline=not comps))
+                                                     pt.true.se2, f"p={pt.p1}", f"p={pt.p2}", headline=not comps,
+                                                     key=pt.key("true")))
         # the derivation itself: theory vs the LINEARISED kernel on the same X (every config)
         comps.extend(pt.lin.test.comparison(f"[linearised kernel] {pt.name}", pt.pred, pt.lin.m2, pt.lin.se2,
-                                            f"p={pt.p1}", f"p={pt.p2}") for pt in points)
+                                            f"p={pt.p1}", f"p={pt.p2}", key=pt.key("linearised")) for pt in points)
     return comps
 
 
@@ -512,8 +518,8 @@ def _b7_panel(ax: Any, design: B7Design, rows: list[dict], comps: list[Compariso
         F.mc_points(ax, gg * dodge, [r["mc_2p"] for r in sel], [r["se_2p"] for r in sel], label="_nolegend_",
                     color=col, judged=[r["inside_regime"] for r in sel])
         ax.plot(gg * dodge * 1.03, [r["lin_2p"] for r in sel], "x", color=col, ms=5, mew=1.2, zorder=4)
-    true = [cp for cp in comps if cp.name.startswith(f"c={c:g} snr={snr:g} ")]
-    lin = [cp for cp in comps if cp.name.startswith(f"[linearised kernel] c={c:g} snr={snr:g} ")]
+    true = select(comps, c=c, snr=snr, kernel="true")
+    lin = select(comps, c=c, snr=snr, kernel="linearised")
     out = sorted({f"{r['spike']} (κ = {r['kappa_2p']:.2f})" for r in rows
                   if r["c"] == c and r["snr"] == snr and not r["inside_regime"]})
     lines = [f"true kernel: {F.outcome_text(true) if true else 'none judged'}",

@@ -1,4 +1,4 @@
-"""Input validation shared by the theory layer (and reused by numerics): one set of rules for every argument.
+"""Input validation, public and shared by theory, numerics and verify: one set of rules for every argument.
 
 Rules
 -----
