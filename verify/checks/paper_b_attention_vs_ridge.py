@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..statistics import scalar_mean_se
 from ..claim import Claim, register
 from ..registry import CheckContext, Comparison, select
 from ..figures import paper_figure
@@ -34,10 +35,6 @@ def _per_trial_slopes(gammas: np.ndarray, trials: np.ndarray) -> np.ndarray:
 
 def _ols_slope(gammas: np.ndarray, values: np.ndarray) -> float:
     return float(_per_trial_slopes(gammas, np.asarray(values)[None, :])[0])
-
-
-def _mean_se(x: np.ndarray) -> tuple[float, float]:
-    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
 
 
 @dataclass(frozen=True)
@@ -120,8 +117,8 @@ def _b3_slopes(design: dict[str, Any], prediction: dict[str, Any], measurement: 
     out = {}
     for kind, label, _ in B3_LAWS:
         small, large = (_per_trial_slopes(fit, t[:, fidx]) for t in measurement["c2"][kind])
-        out[label] = dict(theory_slope=_ols_slope(fit, prediction[kind][fidx]), mc_small=_mean_se(small),
-                          mc_large=_mean_se(large))
+        out[label] = dict(theory_slope=_ols_slope(fit, prediction[kind][fidx]), mc_small=scalar_mean_se(small),
+                          mc_large=scalar_mean_se(large))
     return out
 
 

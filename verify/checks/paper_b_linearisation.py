@@ -11,11 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from ..statistics import mean_se
 from ..claim import Claim, register
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from ..registry import CheckContext, Comparison
-from .paper_b_structured import (ACTIVATION, attention_model, mean_se, shared_mc, structured_profile, structured_theory,
+from .paper_b_structured import (ACTIVATION, attention_model, shared_mc, structured_profile, structured_theory,
                                  StructuredProfile)
 
 

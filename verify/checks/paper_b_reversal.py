@@ -50,6 +50,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..statistics import mean_se
 from ..claim import Claim, register
 from ..registry import CheckContext, Comparison
 from ..validation import path_or_none
@@ -220,11 +221,6 @@ def simulate_reversal(ctx: CheckContext, design: RevDesign) -> dict:
 
 
 # ============================================================================ statistics
-def _mean_se(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error over the first axis (trials)."""
-    return x.mean(0), x.std(0, ddof=1) / math.sqrt(x.shape[0])
-
-
 @dataclass(frozen=True)
 class PairedStats:
     """Per-gamma statistics of one setting at one size (arrays over ``gammas``).
@@ -258,13 +254,13 @@ class PairedStats:
 def paired_stats(cell: dict, k: int) -> PairedStats:
     """Statistics of strength number ``k`` of a cell (``{"true", "linearised"?, "ridge"}`` trial arrays)."""
     att, rr = np.asarray(cell["true"][k], float), np.asarray(cell["ridge"], float)
-    d, se_d = _mean_se(att - rr)
+    d, se_d = mean_se(att - rr)
     d_lin = se_lin = lin_err = se_lin_err = None
     if "linearised" in cell:
         lin = np.asarray(cell["linearised"][k], float)
-        d_lin, se_lin = _mean_se(lin - rr)
-        lin_err, se_lin_err = _mean_se(att - lin)
-    (ma, sa), (mr, sr) = _mean_se(att), _mean_se(rr)
+        d_lin, se_lin = mean_se(lin - rr)
+        lin_err, se_lin_err = mean_se(att - lin)
+    (ma, sa), (mr, sr) = mean_se(att), mean_se(rr)
     va, vr, vd = att.var(0, ddof=1), rr.var(0, ddof=1), (att - rr).var(0, ddof=1)
     cov = ((att - att.mean(0)) * (rr - rr.mean(0))).sum(0) / (att.shape[0] - 1)
     return PairedStats(d=d, se_d=se_d, d_lin=d_lin, se_lin=se_lin, lin_err=lin_err, se_lin_err=se_lin_err,

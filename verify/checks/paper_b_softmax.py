@@ -36,13 +36,13 @@ Shape (:mod:`verify.claim`): ``design`` reads ``_PROFILES``; ``predict`` evaluat
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..statistics import mean_se
 from ..claim import Claim, register
 from ..figures import paper_figure
 from ..verdicts import Judgement
@@ -262,11 +262,6 @@ def simulate_b8(ctx: CheckContext, design: B8Design) -> dict[str, Any]:
 
 
 # ============================================================================ readings (pure)
-def _mean_se(tr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    tr = np.asarray(tr, float)
-    return tr.mean(0), tr.std(0, ddof=1) / math.sqrt(tr.shape[0])
-
-
 @dataclass(frozen=True)
 class SizeStats:
     """Per-gamma statistics of one configuration at one size (arrays over gammas).
@@ -294,7 +289,7 @@ def _size_stats(design: B8Design, prediction: B8Prediction, cells: Cells, cfg: C
     cell = cells[(c, snr, n)]
     b, s = design.all_betas.index(beta), design.inputs_of(snr).spikes.index(spike)
     soft, ew = np.asarray(cell["softmax"][b, s], float), np.asarray(cell["entrywise"][b, s], float)
-    return SizeStats(*_mean_se(soft), *_mean_se(ew), *_mean_se(soft - ew), prediction.finite[(cfg, n)],
+    return SizeStats(*mean_se(soft), *mean_se(ew), *mean_se(soft - ew), prediction.finite[(cfg, n)],
                      int(soft.shape[0]))
 
 

@@ -43,12 +43,12 @@ import numpy as np
 
 from ..claim import Claim, register
 from ..figures import paper_figure
+from ..statistics import scalar_mean_se
 from ..registry import CheckContext, Comparison, select
 from ..verdicts import Judgement
 from ._finite_size import FiniteSizeTest, finite_size_test
 from ._finite_size import detectable_error as finite_size_detectable
 from .paper_b_core import mc_version
-from .paper_b_structured import mean_se
 
 #: one setting: ``(activation, c, t)``
 Setting = tuple[str, float, float]
@@ -228,11 +228,6 @@ def simulate_b9(ctx: CheckContext, design: B9Profile) -> dict:
     return cells
 
 
-def _mean_se(x: np.ndarray) -> tuple[float, float]:
-    m, se = mean_se(x)
-    return float(m), float(se)
-
-
 def _name(setting: Setting) -> str:
     act, c, t = setting
     return f"{act} c={c:.3g} t={t:g}"
@@ -254,8 +249,8 @@ def limit_points(design: B9Profile) -> list[Point]:
 def limit_test(design: B9Profile, prediction: B9Prediction, cells: dict, point: Point) -> FiniteSizeTest:
     """The finite-size rule of one point: the paired gap minus the theory at ``p`` and at ``4p``."""
     (ps, pl), (ts, tl) = design.ps, design.trials
-    ms, ses = _mean_se(cells[(point, ps)])
-    ml, sel = _mean_se(cells[(point, pl)])
+    ms, ses = scalar_mean_se(cells[(point, ps)])
+    ml, sel = scalar_mean_se(cells[(point, pl)])
     return finite_size_test(0.0, ms - prediction.at_p[(point, ps)], ses, ml - prediction.at_p[(point, pl)], sel,
                             ps / pl, (ts, tl))
 
@@ -273,13 +268,13 @@ def judge_b9(design: B9Profile, prediction: B9Prediction, cells: dict) -> list[C
     comps: list[Comparison] = []
     for s, g in limit_points(design):
         test = limit_test(design, prediction, cells, (s, g))
-        ml, sel = _mean_se(cells[((s, g), pl)])
+        ml, sel = scalar_mean_se(cells[((s, g), pl)])
         what = "E_att(0) - E_RR(0)" if g == 0 else f"E_att - E_RR at gamma={g:g}"
         comps.append(test.comparison(f"gap {_name(s)}: {what}", prediction.at_p[((s, g), pl)], ml, sel,
                                      f"p={ps}", f"p={pl}", headline=(s, g) == (HEADLINE, 0.0),
                                      key=_key(s, "gap", g)))
     for s in design.settings:
-        ml, sel = _mean_se(cells[((s, 0.0), pl)])
+        ml, sel = scalar_mean_se(cells[((s, 0.0), pl)])
         pred = prediction.limit[(s, 0.0)]
         sign = -1 if pred < 0 else 1
         words = "attention beats ridge" if sign < 0 else "ridge beats attention"
@@ -289,7 +284,7 @@ def judge_b9(design: B9Profile, prediction: B9Prediction, cells: dict) -> list[C
                                                f"must be {'< 0' if sign < 0 else '> 0'}"))
     g0 = design.gamma_wide[0]
     for s in design.wide:
-        ml, sel = _mean_se(cells[((s, g0), pl)])
+        ml, sel = scalar_mean_se(cells[((s, g0), pl)])
         comps.append(Comparison.direction(f"no win {_name(s)}: E_att - E_RR at gamma={g0:g}",
                                           prediction.limit[(s, g0)], ml, sel, +1, df=df, key=_key(s, "no win", g0),
                                           rule=f"paired mean over {design.trials[1]} draws at p={pl} must be > 0"))
@@ -301,7 +296,7 @@ def _rows(design: B9Profile, prediction: B9Prediction, cells: dict, n_comparison
     rows = []
     for s, g in limit_points(design):
         test = limit_test(design, prediction, cells, (s, g))
-        (ms, ses), (ml, sel) = (_mean_se(cells[((s, g), p)]) for p in design.ps)
+        (ms, ses), (ml, sel) = (scalar_mean_se(cells[((s, g), p)]) for p in design.ps)
         rows.append(dict(activation=s[0], c=s[1], t=s[2], gamma=g, limit=prediction.limit[(s, g)],
                          theory=[prediction.at_p[((s, g), p)] for p in design.ps],
                          t1=prediction.t1.get(s), t2=prediction.t2.get(s),
@@ -320,7 +315,7 @@ def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
                         for r in rows)
     detect = float(np.median([r["detectable"] for r in rows]))
     g0 = design.gamma_wide[0]
-    wide = {_name(s): dict(zip(("mean", "se"), _mean_se(cells[((s, g0), design.ps[1])])),
+    wide = {_name(s): dict(zip(("mean", "se"), scalar_mean_se(cells[((s, g0), design.ps[1])])),
                            theory=prediction.limit[(s, g0)]) for s in design.wide}
     n_fail = sum(c.outcome == "FAIL" for c in comparisons)
     notes = (
@@ -396,7 +391,7 @@ def _points(ax: Any, design: B9Profile, prediction: B9Prediction, cells: dict, p
               if (pt, p) in prediction.at_p]
         if at:
             ax.plot(*zip(*at), "_", color=F.COLORS[k], ms=12, mew=1.6)
-        stats = np.array([_mean_se(cells[(pt, p)]) for pt in pts])
+        stats = np.array([scalar_mean_se(cells[(pt, p)]) for pt in pts])
         F.mc_points(ax, ts * (1 + 0.04 * (2 * k - 1)), stats[:, 0], stats[:, 1], label="_nolegend_",
                     color=F.COLORS[k], marker="os"[k])
 

@@ -43,12 +43,12 @@ import numpy as np
 
 from ..claim import Claim, register
 from ..figures import paper_figure
+from ..statistics import scalar_mean_se
 from ..registry import CheckContext, Comparison
 from ..verdicts import Judgement
 from ._finite_size import DECAY, FiniteSizeTest, finite_size_test
 from ._finite_size import detectable_error as finite_size_detectable
 from .paper_b_strong_alignment import B9_PROFILES, LEVERAGE_BINS, Setting, finite_parts, gap_at, strong_alignment_cell
-from .paper_b_structured import mean_se
 
 #: the headline: the risk gap of this setting
 HEADLINE: Setting = ("erf", 0.5, 1.0)
@@ -192,8 +192,7 @@ def _mean_se(x: np.ndarray) -> tuple[float, float]:
     x = x[np.isfinite(x)]
     if x.size < 2:
         return math.nan, math.nan
-    m, se = mean_se(x)
-    return float(m), float(se)
+    return scalar_mean_se(x)
 
 
 def _name(setting: Setting) -> str:

@@ -44,12 +44,12 @@ the notes and data; ``figure`` draws from the same three objects.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..statistics import mean_se
 from ..claim import Claim, register
 from ..figures import paper_figure
 from ..verdicts import Judgement
@@ -243,10 +243,6 @@ def gamma_columns(prof: StructuredProfile, gammas) -> np.ndarray:
     """Indices of ``gammas`` in :func:`grid_gammas`."""
     grid = list(grid_gammas(prof))
     return np.array([grid.index(float(g)) for g in gammas])
-
-
-def mean_se(tr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return tr.mean(0), tr.std(0, ddof=1) / math.sqrt(tr.shape[0])
 
 
 def _finite_size_rule(pred: float, m1: float, s1: float, m2: float, s2: float, p1: int, p2: int,
