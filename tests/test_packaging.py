@@ -75,3 +75,15 @@ def test_docs_cite_nothing_outside_the_repository(page):
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):  # relative links point to files here
         if not re.match(r"[a-z]+:", target):
             assert (page.parent / target).exists(), f"{page.name}: dead link {target}"
+
+
+def test_claims_page_states_the_claims_in_the_reports_words():
+    """docs/claims.md's one-line list is generated from verify/claims.py (``python docs/make_claims_list.py``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_claims_list", ROOT / "docs" / "make_claims_list.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    page = (ROOT / "docs" / "claims.md").read_text()
+    assert mod.rewritten(page) == page, "docs/claims.md is stale: run python docs/make_claims_list.py"
+    assert "- **A2** (paper A): " in page  # the block holds the list
