@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from numerics.error_model import RANGE_Q, predict_error, predict_log_error, predicted_curve  # noqa: F401  (re-exported)
-from numerics.estimator import PairwiseInteractionEstimator
+from numerics.estimator import InteractionEstimator, PairwiseInteractionEstimator
 from numerics.ips import IPSModel
 from numerics.slopes import SlopeFit, fit_slope
 from numerics.allocation import allocate_replicates
@@ -54,7 +54,7 @@ from verify.registry import CheckContext
 __all__ = ["Group", "GroupMeasurement", "RateMeasurement", "RatePrediction", "assemble", "k_levels_to_M",
            "model_for", "predict_error", "predict_groups", "predict_task", "predictions", "cache_text", "simulate_groups",
            "sweep_info",
-           "predicted_curve", "balanced_sigma", "trial"]
+           "predicted_curve", "balanced_sigma", "trial", "estimator_class"]
 
 SUPPORT = 1.0
 RIDGE_D = 1e-4  # relative ridge for d > 1 sweeps: tames near-empty end intervals (phi* ~ 0 there)
@@ -96,7 +96,14 @@ def trial(cell: dict, seed: int) -> dict:
     ``cell["device"]`` (optional, default ``"cpu"``) is the torch device of the estimator's fit; the
     checks add the key only for a non-CPU device (``--device cuda``), so CPU cells keep their cache keys.
     The data, the seeds and the Monte Carlo error evaluation stay on the CPU (NumPy) either way.
+
+    ``cell["estimator"]`` (optional) names another estimator, ``"module:Class"`` of a
+    :class:`numerics.InteractionEstimator` subclass (docs/architecture.md, "Adding an estimator"); it is built
+    with ``rank``, ``degree``, ``n_intervals``, ``random_state`` and ``cell["estimator_params"]``, and fitted once
+    (the stall protocol is the default estimator's).
     """
+    if cell.get("estimator") is not None:
+        return _other_estimator_trial(cell, seed)
     model = model_for(cell)
     rng = np.random.default_rng(seed)
     X, Y = model.sample(int(cell["M"]), rng)
@@ -134,6 +141,35 @@ def trial(cell: dict, seed: int) -> dict:
         extra = {"err_known": err, "err_known_se": err_se, "objective_known": float(est.objective_)}
     return {"err": err, "err_se": err_se, "fit_time": float(est.fit_time_), "n_iter": int(est.n_iter_),
             "objective": float(est.objective_), "refits": refits, **extra}
+
+
+def estimator_class(name: str) -> type:
+    """The :class:`numerics.InteractionEstimator` subclass named ``"module:Class"`` (``ImportError``, ``TypeError``
+    naming it otherwise)."""
+    import importlib
+
+    module, _, cls = str(name).partition(":")
+    if not module or not cls:
+        raise ValueError(f"estimator must be named 'module:Class', got {name!r}")
+    obj = getattr(importlib.import_module(module), cls)
+    if not (isinstance(obj, type) and issubclass(obj, InteractionEstimator)):
+        raise TypeError(f"estimator {name!r} is not a numerics.InteractionEstimator subclass")
+    return obj
+
+
+def _other_estimator_trial(cell: dict, seed: int) -> dict:
+    """:func:`trial` with the estimator ``cell["estimator"]``: one fit, its error and what it reports."""
+    model = model_for(cell)
+    X, Y = model.sample(int(cell["M"]), np.random.default_rng(seed))
+    est = estimator_class(cell["estimator"])(rank=int(cell["r"]), degree=int(cell["P"]) - 2,
+                                             n_intervals=int(cell["K"]), random_state=int(seed % (2**31)),
+                                             **dict(cell.get("estimator_params") or {}))
+    t0 = time.perf_counter()
+    est.fit(X, Y)
+    err, err_se = est.l2_error(model, n_pairs=int(cell.get("n_pairs", 2**16)), rng=int(seed) + 1)
+    return {"err": err, "err_se": err_se, "fit_time": float(getattr(est, "fit_time_", time.perf_counter() - t0)),
+            "n_iter": int(getattr(est, "n_iter_", 0)), "objective": float(getattr(est, "objective_", math.nan)),
+            "refits": 0}
 
 
 def k_levels_to_M(K_levels: list[int], M_lo: int, beta: float) -> list[int]:

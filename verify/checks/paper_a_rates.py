@@ -11,7 +11,9 @@ slope texts) is :mod:`verify.checks.paper_a_numerics`; the design choices are st
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
 from verify.claim import Claim, register
 from verify.figures import paper_figure, worst_outcome
@@ -30,6 +32,7 @@ from .paper_a_numerics import (
     RatePrediction,
     RateMeasurement,
     base_p3,
+    estimator_class,
     condition_text,
     design_text,
     inside_share,
@@ -65,6 +68,25 @@ class RateDesign:
     reps: int
     trial_extra: dict
     params: dict = field(default_factory=dict)  # claim-specific facts for the notes
+
+
+def with_estimator(claim: Claim, estimator: str, **params: Any) -> Claim:
+    """A copy of the rate claim ``claim`` (A2, A3 or A4) whose trials fit ``estimator`` instead.
+
+    ``estimator`` names a :class:`numerics.InteractionEstimator` subclass as ``"module:Class"`` (importable by the
+    sweep's workers); it is built with ``rank``, ``degree``, ``n_intervals``, ``random_state`` and ``params``
+    (JSON values: they are part of the cells' cache keys).  The predictions are unchanged: part (a) then asks
+    whether the estimator's slope is the least-squares estimator's finite-M slope, part (b) is the model's limit.
+    docs/architecture.md, "Adding an estimator".
+    """
+    estimator_class(estimator)  # an unknown name fails here, not in a worker
+
+    def design(ctx: CheckContext) -> RateDesign:
+        d = claim.design(ctx)
+        return dataclasses.replace(d, trial_extra={**d.trial_extra, "estimator": estimator,
+                                                   "estimator_params": dict(params)})
+
+    return dataclasses.replace(claim, design=design)
 
 
 def _predict(ctx: CheckContext, design: RateDesign) -> RatePrediction:
