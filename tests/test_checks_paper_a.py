@@ -79,7 +79,7 @@ def test_a6_trend_is_robust_to_one_outlier_replicate():
     """The median trend of A6 keeps its sign when one replicate is 100x off (OLS through the points flips)."""
     from scipy import stats
 
-    from verify.checks.paper_a_coercivity import robust_trend
+    from verify.statistics import robust_trend
 
     rng = np.random.default_rng(0)
     x = [0.0, 1.0, 2.0, 3.0]

@@ -1,4 +1,4 @@
-"""The judges of A1, A5 and A6 (verify/checks/paper_a_theory.py, paper_a_coercivity.py) on synthetic measurements.
+"""The judges of A1, A5 and A6 (verify/checks/paper_a_theory.py, paper_a_coercivity.py, paper_a_low_rank.py) on synthetic measurements.
 
 A5 and A6: measurements drawn from a known truth in the structure their ``simulate`` returns. Under a truth
 where every claim holds (at the least favourable point: the boundary of the one-sided claims) the check
@@ -22,8 +22,8 @@ from scipy import stats
 
 from theory.minimax import low_rank_condition, parametric_term
 from theory.symbols import beta
-from verify.checks.paper_a_coercivity import (
-    A5Design, A5Measurement, A6_COMBOS, A6Design, A6Measurement, A6Prediction, judge_a5, judge_a6, predict_a5)
+from verify.checks.paper_a_coercivity import A5Design, A5Measurement, judge_a5, predict_a5
+from verify.checks.paper_a_low_rank import A6_COMBOS, A6Design, A6Measurement, A6Prediction, judge_a6
 from verify.checks.paper_a_theory import (
     A1_CLAIM, _bspline_exponents, _equivalence_at_points, _min_samples_thresholds, judge_a1)
 from verify.registry import CheckContext

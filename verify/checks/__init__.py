@@ -1,7 +1,7 @@
 """Check modules; importing this package registers every implemented check.
 
 One module per group of claims, so that each group can grow independently:
-``paper_a_theory`` (A1), ``paper_a_rates`` (A2-A4, on the machinery of ``paper_a_numerics``), ``paper_a_coercivity`` (A5, A6),
+``paper_a_theory`` (A1), ``paper_a_rates`` (A2-A4, on the machinery of ``paper_a_numerics``), ``paper_a_coercivity`` (A5), ``paper_a_low_rank`` (A6),
 ``paper_b_ridge`` (B1), ``paper_b_null`` (B2), ``paper_b_attention_vs_ridge`` (B3), ``paper_b_cosine`` (B5),
 ``paper_b_spectrum`` (B6), all on the machinery of ``paper_b_core``; ``paper_b_structured`` (B7, and the machinery
 of ``paper_b_alignment`` (B4) and ``paper_b_linearisation`` (B7-lin)), ``paper_b_reversal`` (B4-rev),
@@ -10,6 +10,7 @@ of ``paper_b_alignment`` (B4) and ``paper_b_linearisation`` (B7-lin)), ``paper_b
 
 from . import (  # noqa: F401
     paper_a_coercivity,
+    paper_a_low_rank,
     paper_a_numerics,
     paper_a_rates,
     paper_a_theory,
