@@ -1,4 +1,5 @@
-"""Study B4-rev (verify/checks/paper_b_reversal.py): the decay fit, the pure judge on synthetic trials, the run.
+"""Study B4-rev (verify/checks/paper_b_reversal.py, its command line paper_b_reversal_cli.py, its fits in
+verify/statistics.py): the decay fit, the pure judge on synthetic trials, the run.
 
 The judge reads trial arrays in the structure ``simulate_reversal`` returns; here they are drawn around a
 hand-made theory (numbers of the size of the measured ones, the solver is not run) with a known truth
@@ -19,6 +20,7 @@ from scipy import stats
 
 from conftest import max_false_fails
 from verify.checks import paper_b_reversal as mod
+from verify.checks.paper_b_reversal_cli import main as cli_main
 from verify.catalog import check_spec
 from verify.registry import CheckContext, Verdict, run_check
 from verify.verdicts import ALPHA_CHECK, judge, judged
@@ -159,7 +161,7 @@ def test_study_runs_at_tiny_size(tmp_path):
 def test_command_line_reuses_the_study_cells(tmp_path, capsys):
     args = ["--base", "smoke", "--ps", "16", "32", "48", "--trials", "3", "3", "3", "--no-linearised",
             "--cache-dir", str(tmp_path / "c"), "--json", str(tmp_path / "out.json"), "--jobs", "1"]
-    assert mod.main(args) == 0
+    assert cli_main(args) == 0
     out = capsys.readouterr().out
     assert "| setting |" in out and "p=48" in out
     assert (tmp_path / "out.json").exists()
@@ -212,8 +214,8 @@ def test_b4_phase_scans_match_the_reversal_scan():
 
 
 def test_command_line_runs_without_a_cache(tmp_path, monkeypatch, capsys):
-    """``python -m verify.checks.paper_b_reversal --base smoke --cache-dir none``: tables printed, nothing written."""
+    """``python -m verify.checks.paper_b_reversal_cli --base smoke --cache-dir none``: tables printed, nothing written."""
     monkeypatch.chdir(tmp_path)
-    assert mod.main(["--base", "smoke", "--cache-dir", "none", "--jobs", "1"]) == 0
+    assert cli_main(["--base", "smoke", "--cache-dir", "none", "--jobs", "1"]) == 0
     assert "| setting |" in capsys.readouterr().out
     assert not any(tmp_path.iterdir())  # "none" is no cache, not a directory named none

@@ -38,23 +38,21 @@ better than ridge there), (2) the decay exponent against the linearisation rate 
 Profiles: ``smoke`` (tests), ``quick`` (< 20 s), ``paper`` (< 3 min on 2 quiet cores: erf and gelu,
 ``c = 1/3``, ``snr = 1``, strengths 2 and 8, ``p = 128 ... 1024``).  Larger grids (``p = 2048``, tanh,
 ``c = 1/2``, ``snr = 3``, strength 4) are run with the command line of this module
-(``python -m verify.checks.paper_b_reversal --help``; ``docs/reversal.md`` lists the commands and tables).
+(``python -m verify.checks.paper_b_reversal_cli --help``; ``docs/reversal.md`` lists the commands and tables).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..statistics import mean_se
+from ..statistics import KappaFit, PowerFit, crossing_size, fit_kappa2, fit_power_law, mean_se  # noqa: F401
 from ..claim import Claim, register
 from ..registry import CheckContext, Comparison
-from ..validation import path_or_none
-from ..verdicts import Judgement, judged
+from ..verdicts import Judgement
 from .paper_b_core import mc_version
 from .paper_b_structured import KAPPA_MAX
 
@@ -62,10 +60,6 @@ from .paper_b_structured import KAPPA_MAX
 Setting = tuple[str, float, float, float]
 #: one Monte Carlo cell: ``(activation, c, snr)`` (all strengths of the design on the same draws)
 CellKey = tuple[str, float, float]
-#: z of the 95 % interval of the decay exponent
-Z95 = 1.959963984540054
-#: search range of the decay exponent (the interval is clipped to it; ``bounded`` says so)
-BETA_RANGE = (-1.0, 4.0)
 
 
 # ============================================================================ design
@@ -268,137 +262,6 @@ def paired_stats(cell: dict, k: int) -> PairedStats:
                        var_gain=(va + vr) / np.maximum(vd, 1e-300), trials=int(att.shape[0]))
 
 
-@dataclass(frozen=True)
-class PowerFit:
-    """Weighted power-law fit ``y(p) = A p^{-beta}`` (:func:`fit_power_law`).
-
-    Attributes
-    ----------
-    amplitude : ``A`` at the best ``beta`` (``y`` at ``p = 1``).
-    exponent : best ``beta``; ``lo, hi``: its 95 % profile-likelihood interval (clipped to ``BETA_RANGE``).
-    chi2, dof : minimum chi-square and its degrees of freedom (points - 2).
-    bounded : whether the interval lies inside ``BETA_RANGE`` (otherwise ``lo``/``hi`` are range edges).
-    """
-
-    amplitude: float
-    exponent: float
-    lo: float
-    hi: float
-    chi2: float
-    dof: int
-    bounded: bool
-
-    def se_towards(self, value: float) -> float:
-        """Half-width of the interval on the side of ``value``, over 1.96 (the SE of a z-test of ``beta = value``)."""
-        half = (self.exponent - self.lo) if value < self.exponent else (self.hi - self.exponent)
-        return max(half, 1e-12) / Z95
-
-    def at(self, p: Any) -> np.ndarray:
-        """The fitted curve at ``p``."""
-        return self.amplitude * np.asarray(p, float) ** (-self.exponent)
-
-
-def _profile_chi2(beta: np.ndarray, logp: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(chi2, A)`` of the best amplitude at each exponent of ``beta`` (the model is linear in ``A``)."""
-    x = np.exp(-np.outer(np.atleast_1d(beta), logp))  # (B, P)
-    amp = (w * x * y).sum(1) / (w * x * x).sum(1)
-    return (w * (y - amp[:, None] * x) ** 2).sum(1), amp
-
-
-def fit_power_law(ps: Sequence[float], y: Sequence[float], se: Sequence[float],
-                  beta_range: tuple[float, float] = BETA_RANGE, n_grid: int = 2001) -> PowerFit:
-    """Fit ``y = A p^{-beta}`` by weighted least squares, ``beta`` with its 95 % profile-likelihood interval.
-
-    ``A`` is profiled out (linear); ``chi2(beta)`` is evaluated on a grid of ``beta_range`` and refined by a
-    bounded scalar search around the grid minimum; the interval is ``{beta : chi2(beta) <= chi2_min + 1.96^2}``
-    on the grid (the points are independent, their SEs taken as known).
-
-    Parameters
-    ----------
-    ps, y, se : sizes, measured values (any sign; e.g. ``E_att - E_RR`` minus its limit) and standard errors.
-    beta_range : search range of ``beta``; ``n_grid`` : grid points.
-
-    Returns
-    -------
-    PowerFit
-
-    Examples
-    --------
-    >>> f = fit_power_law([100, 200, 400, 800], [-0.01, -0.005, -0.0025, -0.00125], [1e-4] * 4)
-    >>> round(f.exponent, 3), round(f.amplitude, 3)
-    (1.0, -1.0)
-    """
-    from scipy.optimize import minimize_scalar
-
-    logp, yy = np.log(np.asarray(ps, float)), np.asarray(y, float)
-    w = 1.0 / np.maximum(np.asarray(se, float), 1e-300) ** 2
-    if logp.size < 3:
-        raise ValueError(f"a power-law fit with its interval needs at least 3 sizes, got {logp.size}")
-    grid = np.linspace(*beta_range, n_grid)
-    chi = _profile_chi2(grid, logp, yy, w)[0]
-    i = int(np.argmin(chi))
-    res = minimize_scalar(lambda b: float(_profile_chi2(b, logp, yy, w)[0][0]), method="bounded",
-                          bounds=(grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]), options={"xatol": 1e-7})
-    beta = float(res.x) if res.fun <= chi[i] else float(grid[i])
-    chi2, amp = (float(v[0]) for v in _profile_chi2(beta, logp, yy, w))
-    inside = grid[chi <= chi2 + Z95**2]
-    lo, hi = float(min(inside.min(), beta)), float(max(inside.max(), beta))
-    bounded = bool(chi[0] > chi2 + Z95**2 and chi[-1] > chi2 + Z95**2)
-    return PowerFit(amplitude=amp, exponent=beta, lo=lo, hi=hi, chi2=chi2, dof=int(logp.size - 2), bounded=bounded)
-
-
-def crossing_size(fit: PowerFit, limit: float) -> float | None:
-    """Size ``p*`` where ``limit + A p^{-beta}`` crosses zero (``None``: no crossing for ``p > 1``).
-
-    ``limit > 0, A < 0, beta > 0``: the reversal (curve below zero) holds for ``p < p*`` only;
-    ``limit <= 0``: the reversal survives the limit (``inf``).
-    """
-    if limit <= 0:
-        return math.inf if fit.amplitude < 0 or limit < 0 else None
-    if fit.amplitude >= 0 or fit.exponent <= 0:
-        return None
-    p_star = (-fit.amplitude / limit) ** (1.0 / fit.exponent)
-    return float(p_star) if p_star > 1 else None
-
-
-@dataclass(frozen=True)
-class KappaFit:
-    """One-parameter weighted fit ``y = C kappa^2`` over the sizes with ``kappa <= kappa_max`` (:func:`fit_kappa2`).
-
-    Attributes
-    ----------
-    coef, se : ``C`` and its standard error; n_points : sizes used; chi2 : residual chi-square (``n_points - 1`` dof).
-    """
-
-    coef: float
-    se: float
-    n_points: int
-    chi2: float
-
-
-def fit_kappa2(kappa: Sequence[float], y: Sequence[float], se: Sequence[float],
-               kappa_max: float = KAPPA_MAX) -> KappaFit | None:
-    """Fit ``y = C kappa^2`` (weighted least squares) on the points with ``kappa <= kappa_max``; ``None`` if none.
-
-    ``C`` is the linearisation-error coefficient in the units of ``y``: if the finite-``p`` effect is the
-    ``O(kappa^2)`` error of the linearised kernel, ``y / kappa^2`` is the same at every size (and every strength).
-
-    Examples
-    --------
-    >>> f = fit_kappa2([0.4, 0.2, 0.1], [-0.016, -0.004, -0.001], [1e-3] * 3)
-    >>> round(f.coef, 6), f.n_points
-    (-0.1, 3)
-    """
-    k, yy, s = (np.asarray(v, float) for v in (kappa, y, se))
-    m = k <= kappa_max
-    if not m.any():
-        return None
-    x, w = k[m] ** 2, 1.0 / np.maximum(s[m], 1e-300) ** 2
-    coef = float((w * x * yy[m]).sum() / (w * x * x).sum())
-    return KappaFit(coef=coef, se=float(1.0 / math.sqrt((w * x * x).sum())), n_points=int(m.sum()),
-                    chi2=float((w * (yy[m] - coef * x) ** 2).sum()))
-
-
 # ============================================================================ judge
 @dataclass(frozen=True)
 class SettingReading:
@@ -469,7 +332,8 @@ def read_setting(design: RevDesign, prediction: RevPrediction, cells: dict, sett
         fit_lin = _maybe_fit(ps, [stats[p].d_lin[j] - th for p in ps], [stats[p].se_lin[j] for p in ps])
         fit_linerr = _maybe_fit(ps, [stats[p].lin_err[j] for p in ps], [stats[p].se_lin_err[j] for p in ps])
     kappa = {p: prediction.kappa[(snr, st, p)] for p in ps}
-    kfit = fit_kappa2([kappa[p] for p in ps], [stats[p].d[j] - th for p in ps], [stats[p].se_d[j] for p in ps])
+    kfit = fit_kappa2([kappa[p] for p in ps], [stats[p].d[j] - th for p in ps], [stats[p].se_d[j] for p in ps],
+                      KAPPA_MAX)
     r = SettingReading(setting=setting, theory=th, stats=stats, kappa=kappa, fit=fit, fit_lin=fit_lin,
                        fit_linerr=fit_linerr, p_star=None, kappa_fit=kfit, j=j)
     return replace(r, p_star=crossing_size(fit, th)) if r.reversal_seen else r
@@ -481,7 +345,7 @@ def pooled_kappa_fit(design: RevDesign, rs: list[SettingReading], cell: CellKey)
     j = design.j_ref
     pts = [(r.kappa[p], r.stats[p].d[j] - r.theory, r.stats[p].se_d[j]) for r in rs if r.setting[:3] == cell
            for p in design.ps]
-    return fit_kappa2(*zip(*pts)) if pts else None
+    return fit_kappa2(*zip(*pts), KAPPA_MAX) if pts else None
 
 
 def readings(design: RevDesign, prediction: RevPrediction, cells: dict) -> list[SettingReading]:
@@ -707,61 +571,5 @@ def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict, j
 CLAIM_B4_REV = Claim(id="B4-rev", design=design_reversal, predict=predict_reversal, simulate=simulate_reversal,
                      judge=judge_reversal, describe=describe_reversal, figure=figure_reversal,
                      figure_name="reversal_vs_p", informational=True)
-if __name__ != "__main__":  # run as a script (``-m``), the package has registered this module already
-    register(CLAIM_B4_REV)
+register(CLAIM_B4_REV)
 study_reversal = CLAIM_B4_REV.run
-
-
-# ============================================================================ command line (larger grids)
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m verify.checks.paper_b_reversal",
-                                 description="Study B4-rev on a custom grid (defaults: the paper profile's).")
-    ap.add_argument("--base", choices=sorted(_DESIGNS), default="paper", help="design to start from")
-    ap.add_argument("--activations", nargs="+")
-    ap.add_argument("--cs", nargs="+", type=float)
-    ap.add_argument("--snrs", nargs="+", type=float)
-    ap.add_argument("--strengths", nargs="+", type=float)
-    ap.add_argument("--ps", nargs="+", type=int)
-    ap.add_argument("--trials", nargs="+", type=int)
-    ap.add_argument("--no-linearised", action="store_true")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--cache-dir", default=".cache/verify/B4-rev-cli",
-                    help="where the cells are cached ('none': no cache, as for python -m verify)")
-    ap.add_argument("--figure", help="write the study's figure to this PNG path")
-    ap.add_argument("--json", help="write notes and data to this JSON path")
-    return ap
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the study on the grid of the command line and print its tables (``--help``)."""
-    import json
-
-    from ..validation import jsonable
-
-    args = _parser().parse_args(argv)
-    over = {k: tuple(v) for k in ("activations", "cs", "snrs", "strengths", "ps", "trials")
-            if (v := getattr(args, k)) is not None}
-    if args.no_linearised:
-        over["linearised"] = False
-    design = replace(_DESIGNS[args.base], **over)
-    # profile "paper": the cache key and the seeds are those of the registered study's paper cells
-    ctx = CheckContext(profile="paper", seed=args.seed, cache_dir=path_or_none(args.cache_dir), n_jobs=args.jobs,
-                       check_id="B4-rev")
-    prediction = predict_reversal(ctx, design)
-    cells = simulate_reversal(ctx, design)
-    judgement = judged(judge_reversal(design, prediction, cells)).as_info()  # a study: reported, never decides
-    notes, data = describe_reversal(design, prediction, cells, list(judgement.comparisons))
-    print(data["table_md"], "\n", data["table_linearisation_md"], sep="\n")
-    if args.figure:
-        figure_reversal(design, prediction, cells, judgement).savefig(args.figure, dpi=120, bbox_inches="tight")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(jsonable({"notes": notes, "data": data, "seeds": ctx.seeds_used}), fh, indent=1)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover - command line
-    from verify.checks.paper_b_reversal import main as _main  # the registered module's (same seeds, same cache)
-
-    raise SystemExit(_main())
