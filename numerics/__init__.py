@@ -20,6 +20,7 @@ malloc     keep_freed_memory: glibc keeps freed large blocks in the heap (verify
 from theory import __version__  # noqa: F401  (one version for the three packages)
 
 from .baseline import *  # noqa: F401,F403
+from ._estimator_base import InteractionEstimator  # noqa: F401  (the public base class of paper A's estimators)
 from .estimator import *  # noqa: F401,F403
 from .ips import *  # noqa: F401,F403
 from .model_simulation import *  # noqa: F401,F403

@@ -105,7 +105,7 @@ from ._gauss_newton import GaussNewtonFits
 from ._pair_design import PAIRS_PER_GROUP, DenseDesign, PairBasis, PairDesign, pair_design_pays
 from ._fit_state import (FitResult, first_replicate)
 
-__all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning", "InteractionEstimator"]
+__all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning"]
 
 
 def check_XY(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:

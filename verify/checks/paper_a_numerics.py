@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 
 from numerics.error_model import RANGE_Q, predict_error, predict_log_error, predicted_curve  # noqa: F401  (re-exported)
-from numerics.estimator import InteractionEstimator, PairwiseInteractionEstimator
+from numerics import InteractionEstimator
+from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
 from numerics.slopes import SlopeFit, fit_slope
 from numerics.allocation import allocate_replicates
