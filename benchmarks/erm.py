@@ -25,7 +25,7 @@ Two measurements, in one process:
    ``K = 20, 26, 35`` (A3's ``K_M = 5.77 M^(1/5)``), ridge ``1e-4``, range quantile
    ``numerics.error_model.RANGE_Q``, 2 starts), noise ``sigma = 0.01``. Wall-clock ratios (the CPU-time ratio
    in the note); targets 5x at ``M <= 2000``, 2x at ``M = 10000``. The largest relative difference of the
-   objectives of the two ways is in the note (they run one algorithm; see ``tests/test_estimator_batched.py``).
+   objectives of the two ways is in the note (they run one algorithm; see ``tests/numerics/test_estimator_batched.py``).
 4. **Pair design**: one fit with the products of ``B`` from its nonzeros (the estimator's size rule, "auto")
    against the same fit with dense products (the private switch ``_design_mode = "dense"``), same data,
    ``d = 5`` (quick: ``M = 16000``; full: also ``M = 102556``): the time ratio.

@@ -451,7 +451,7 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
     is at most ``se_target`` (at least ``min_designs``, at most ``max_designs``).  For ``d = 1`` this is the
     law of the estimator's error exactly (its fit is this least-squares fit); for ``d > 1`` the matrix
     enters through its tangent directions at ``A*`` (linearisation, as the a-priori model).  Derived by the
-    project; tested against the estimator in ``tests/test_error_model_finite_m.py``.
+    project; tested against the estimator in ``tests/numerics/test_error_model_finite_m.py``.
 
     Parameters
     ----------

@@ -1,5 +1,6 @@
-"""The machinery shared by the fuzz suites (``tests/test_fuzz_theory.py``, ``test_fuzz_numerics.py``,
-``test_fuzz_verify.py``): argument domains, the generic table of bad values, and the classification of one call.
+"""The machinery shared by the fuzz suites (``tests/theory/test_fuzz_theory.py``,
+``tests/numerics/test_fuzz_numerics.py``, ``tests/verify/test_fuzz_verify.py``): argument domains, the generic table
+of bad values, and the classification of one call.
 
 Protocol: start from one valid call per public callable, make *one* argument bad at a time and classify the
 outcome (:func:`classify`):

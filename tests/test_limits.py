@@ -60,3 +60,19 @@ def test_each_limit_can_fail(text, what):
 
 def test_a_package_may_import_its_own_private_modules():
     assert _problems("theory", "m.py", "from theory._leverage_dyson import solve\n") == []
+
+
+#: the tests at the top of tests/: the project's own (layout, packaging, docs, examples); the rest live in the
+#: folder of the package they test
+PROJECT_TESTS = {"test_architecture.py", "test_benchmarks.py", "test_doctests.py", "test_examples.py",
+                 "test_limits.py", "test_notebooks.py", "test_packaging.py", "test_readme.py"}
+
+
+def test_tests_live_by_package():
+    top = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    assert top == PROJECT_TESTS, f"tests at the top of tests/ that belong in a package folder: {top - PROJECT_TESTS}"
+    for pkg in PACKAGES:
+        names = [p.name for p in (ROOT / "tests" / pkg).glob("*.py")]
+        assert names and all(n.startswith("test_") for n in names), (pkg, names)
+    every = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
+    assert len(every) == len(set(every)), "two test files share a name (pytest imports them by basename)"

@@ -151,7 +151,7 @@ def gram_rational_integral(numerator: Any, denominator: Any, c: float, power: in
     The computed roots carry an error of about ``u sum_j |D_j| |w_i|^j / |D'(w_i)|`` (``u`` the unit roundoff),
     which ``precision`` does not include.  For a denominator with large coefficients, or with several roots
     clustered next to an edge of the support, the true error can exceed ``precision |value|`` by one to two
-    orders of magnitude (against quadrature, tests/test_theory_mp.py; ``c = 1``, three roots within 0.05 of
+    orders of magnitude (against quadrature, tests/theory/test_marchenko_pastur.py; ``c = 1``, three roots within 0.05 of
     each other just beyond the upper edge 4: relative error 2.6e-10 for an estimate 3.2e-12; ``power = 2``,
     roots ``4.41 +- 0.07i, 4.72``: 2.3e-8 for 1.3e-9).  The estimate is kept as it is because both callers'
     stopping and fallback rules are calibrated on it.

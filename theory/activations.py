@@ -80,7 +80,7 @@ class ActivationSpec:
         The vectorised ``f`` on float arrays (what the simulations evaluate).
     second_moment : sympy expression, optional
         A closed form of ``E f(xi)^2`` that sympy's integrator does not find (checked against quadrature in
-        ``tests/test_theory_activations.py``).
+        ``tests/theory/test_activations.py``).
     phase : sympy expression, optional
         ``"trig"`` only: the phase of ``cos(x + phase)``.
     pieces : tuple of (lower, upper, polynomial), optional

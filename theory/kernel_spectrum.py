@@ -19,7 +19,7 @@ with a semicircle of variance ``(nu - a1^2) / c``.  Its R-transform is
 
 i.e. the cubic ``sf2 a1 m^3 + c (a1 z + a1^2 + sf2) m^2 + c (c z + a1) m + c^2 = 0``,
 ``sf2 = nu - a1^2``.  The normalisation ``f(.)/sqrt p`` with ``n x n`` size and ``c = p/n`` was
-checked against simulation (tests/test_theory_mp.py, slow; and check B6): for tanh and sign
+checked against simulation (tests/theory/test_marchenko_pastur.py, slow; and check B6): for tanh and sign
 (``a2 = 0``) the empirical Stieltjes transform at ``0.3 + 0.5i`` is within ``2e-3`` of
 :func:`kernel_stieltjes` at ``n = 800``.  Activations with an even part (``a2 != 0``: relu, cos)
 converge like ``p^{-1/2}`` (cos, ``c = 1/4``: gap 0.057, 0.041, 0.029, 0.021 at

@@ -43,7 +43,7 @@ Derivation (the project's own; it *corrects* the first reconstruction's system)
    ``A = 0`` (e.g. cos with the diagonal removed) or ``s_f = 0`` (linear ``f``).
 3. ``E_A = gamma^2 d delta~/dz`` by implicit differentiation of the system (``J dx/dz = dI/dz``).
 
-Simulation decides (tests/test_theory_attention.py slow tests; the tables are in docs/structured_attention.md):
+Simulation decides (tests/theory/test_attention.py slow tests; the tables are in docs/structured_attention.md):
 the corrected system matches kernel simulations (tanh, erf, relu, sign, gelu, cos; ``c = 1/4 .. 4``;
 diagonal removed or kept) and Gaussian-equivalent simulations with a GOE ``W``; the first reconstruction's system
 matches the variant with a non-symmetric ``W`` and misses the real, symmetric kernel by up to a

@@ -14,7 +14,7 @@ Every check of the report is a :class:`Claim`: six small functions with one job 
 ``judge(design, prediction, measurement)``
     A *pure* function returning the evidence table: the comparisons (:class:`~verify.registry.Comparison`,
     frozen rows), not yet judged.  No I/O, no randomness, so it can be unit-tested on synthetic measurements
-    with a known truth (the ``tests/test_judges_*.py`` files measure each judge's false-FAIL rate that way).
+    with a known truth (the ``tests/verify/test_judges_*.py`` files measure each judge's false-FAIL rate that way).
     :meth:`Claim.run` judges the table once (:func:`verify.verdicts.judged`: Holm within the check).
 ``describe(design, prediction, measurement, comparisons)``
     The notes (prose for the report) and the data (JSON) of the result, given the *judged* comparisons; pure.

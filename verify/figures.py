@@ -17,7 +17,7 @@ The style (what a reader of the report sees in every figure)
   the settings (n, p, c, sigma, K, ...) go into the title (:func:`settings`);
 - :func:`figure_problems` lists what a reader would stumble on (a missing axis label or legend, overlapping
   tick labels, text running into a neighbouring panel, a colour off the palette, a function name in a
-  legend); ``tests/test_figures.py`` runs it on every check's figure.
+  legend); ``tests/verify/test_figures.py`` runs it on every check's figure.
 
 A figure function is decorated with :func:`paper_figure` (it draws inside :func:`style`) and creates its
 panels with :func:`subplots`.

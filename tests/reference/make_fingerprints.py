@@ -8,7 +8,7 @@ Every check of paper A and paper B runs at the ``smoke`` profile (tiny sizes), b
 hooks record each simulation cell: paper A's sweep cells (``run_sweep``: the cell's integers and strings, its
 first replicate seed, and the first values of ``X`` and ``Y`` that :func:`verify.checks.paper_a_numerics.model_for`
 draws from that seed) and paper B's Monte Carlo cells (``CheckContext.cached``: the cell's name, key and the first
-normal draws of a generator seeded like the cell).  ``tests/test_reproducible_draws.py`` recomputes them and
+normal draws of a generator seeded like the cell).  ``tests/verify/test_reproducible_draws.py`` recomputes them and
 compares: a change of any seed derivation, of the design's integers, or of the samplers shows up there.  Regenerate
 (and commit) only when such a change is intended.
 """

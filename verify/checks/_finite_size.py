@@ -25,7 +25,7 @@ The allowance ``q |g_s|`` is the gap measured at the small size, propagated to t
 slowest declared rate; its own noise is the ``q SE_s`` term.  Power: a prediction off by a constant ``D``
 (a gap that does not decay) fails with probability > 1/2 once ``D (1 - q) > 3 hypot(SE_l, q SE_s)``, i.e.
 ``D > 14.5 SE_l`` for ``q = 2^{-1/2}`` and ``SE_s = 2^{1/2} SE_l`` (and with probability ~0.999 from
-``D = 30 SE_l``; ``tests/test_finite_size_rule.py`` simulates both error rates).  Two sizes cannot
+``D = 30 SE_l``; ``tests/verify/test_finite_size_rule.py`` simulates both error rates).  Two sizes cannot
 resolve a finite-size gap from a small error of the limit more finely than this.  Equivalently, with
 ``delta = m_l - m_s`` the measured change, the rule accepts every limit in (about)
 ``[m_l - 0.41 delta, m_l + 2.41 delta]`` widened by the noise term: a limit that the simulations are still

@@ -27,7 +27,7 @@ is used for the verdict; the naive noisy estimate ``mean(1/N |Y - R_g|^2 - 1/N |
 reported for a subset of cases and must agree with it within 3 combined SE.
 
 It is a :class:`~verify.claim.Claim` objects: ``design`` -> ``predict`` -> ``simulate`` -> ``judge`` (pure,
-unit-tested on synthetic measurements in ``tests/test_judges_paper_a_ca.py``) -> ``describe`` / ``figure``.
+unit-tested on synthetic measurements in ``tests/verify/test_judges_paper_a_ca.py``) -> ``describe`` / ``figure``.
 """
 
 from __future__ import annotations

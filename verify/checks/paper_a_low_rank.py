@@ -1,7 +1,7 @@
 """Paper A, claim A6: the low-rank condition marks where the rate holds (the parametric term at fixed M).
 
 A :class:`~verify.claim.Claim`: ``design`` -> ``predict`` -> ``simulate`` -> ``judge`` (pure, unit-tested on
-synthetic measurements in ``tests/test_judges_paper_a_ca.py``) -> ``describe`` / ``figure``; the rule is
+synthetic measurements in ``tests/verify/test_judges_paper_a_ca.py``) -> ``describe`` / ``figure``; the rule is
 :func:`judge_a6`'s docstring.
 """
 

@@ -49,7 +49,7 @@ Profiles: ``quick`` (all five under ~2 minutes on 2 cores: reduced ``n`` with th
 Shape (:mod:`verify.claim`): every check is a :class:`~verify.claim.Claim` whose parts pass plain objects.
 B1 and B2 are sweeps of :class:`Panel` s (Monte Carlo :class:`Cell` s at two sizes, measured as
 :class:`TwoSizes`), judged by one loop; B3, B5 and B6 pass dicts of per-trial arrays (documented at their
-``simulate``).  Every ``judge`` and ``describe`` is pure, so ``tests/test_judges_b_core.py`` measures the
+``simulate``).  Every ``judge`` and ``describe`` is pure, so ``tests/verify/test_judges_b_core.py`` measures the
 judges' error rates on synthetic measurements built by hand.  The runtime in the notes is the wall time of
 ``simulate``.
 """

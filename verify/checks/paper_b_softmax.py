@@ -30,7 +30,7 @@ it shows where the theory stops at these sizes.
 
 Shape (:mod:`verify.claim`): ``design`` reads ``_PROFILES``; ``predict`` evaluates :mod:`theory.softmax`;
 ``simulate`` returns the cached cells as trial arrays keyed ``(c, snr, n)``; ``judge`` and ``describe`` are pure
-(``tests/test_judges_b8.py`` measures the judge's false-FAIL rate and power on synthetic trials).
+(``tests/verify/test_judges_b8.py`` measures the judge's false-FAIL rate and power on synthetic trials).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ BEYOND = (2.0,)
 NO_SPIKE = (0.0, "none")
 #: solver of the predictions: Gauss-Chebyshev quadrature of the null system and traces (0.02 s a call instead of
 #: 0.1 s for the exact partial fractions); measured equal to the exact path within 1e-12 on every configuration of
-#: the profiles (c = 1/2, 2; beta <= 2; snr 0, 1; aligned spike; p = 32 ... 2048), tested in tests/test_softmax.py
+#: the profiles (c = 1/2, 2; beta <= 2; snr 0, 1; aligned spike; p = 32 ... 2048), tested in tests/numerics/test_softmax.py
 SOLVER = dict(method="quadrature", n_nodes=200)
 
 #: one configuration: ``(c, snr, spike, beta)``

@@ -37,7 +37,7 @@ Each check is a :class:`verify.claim.Claim` (``CLAIM_B7``, ``CLAIM_B7_LIN``, ``C
 the one profile table ``STRUCTURED_PROFILES``; ``predict`` evaluates :mod:`theory.structured` (and ridge's error for B4:
 its theory statements, reversal scans and figure curves are predictions); ``simulate`` returns the cached
 cells of :func:`shared_mc` as trial arrays keyed ``(c, snr, p)`` (B7-lin: ``p``); ``judge`` is pure and
-builds every comparison from the prediction and those trial arrays (``tests/test_judges_b_structured.py``
+builds every comparison from the prediction and those trial arrays (``tests/verify/test_judges_b_structured.py``
 measures the false-FAIL rate and power of the B4 and B7 judges on synthetic trials); ``describe`` writes
 the notes and data; ``figure`` draws from the same three objects.
 """

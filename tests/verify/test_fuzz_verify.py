@@ -16,7 +16,7 @@ a measured value or its standard error may be NaN or infinite (a failed measurem
 silent PASS), and so may a ``p_fail`` / ``p_pass``.
 
 Every module must refuse 100 % of its bad calls (``pytest -s`` prints the counts per module);
-``python tests/test_fuzz_verify.py [-v]`` prints them (and with ``-v`` every non-refused call) without asserting.
+``python tests/verify/test_fuzz_verify.py [-v]`` prints them (and with ``-v`` every non-refused call) without asserting.
 """
 
 from __future__ import annotations

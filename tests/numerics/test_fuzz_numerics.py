@@ -1,7 +1,7 @@
 """Fuzz suite of ``numerics``' public callables: every bad input refused clearly, nothing hangs or allocates.
 
 The protocol and its machinery are those of ``tests/fuzz_support.py`` (argument domains :class:`Arg`,
-:func:`classify`), with the table of bad values of ``tests/test_fuzz_theory.py``: one valid call per public callable
+:func:`classify`), with the table of bad values of ``tests/theory/test_fuzz_theory.py``: one valid call per public callable
 (``__all__`` of every module of ``numerics``, ``numerics.error_model`` and the helpers of the private
 ``numerics._piecewise`` included, a few methods too), *one* argument made bad at a time, each call classified as
 
@@ -19,7 +19,7 @@ intervals and prediction dicts.
 Every module of the table (``rmt``, ``slopes``, ``error_model``, ``threads``, ``_piecewise``, ``ips``, ``estimator``,
 ``baseline``, ``sweep``) must refuse 100 % of the bad calls.  A module not yet there goes in ``OTHERS``: its
 non-refused calls are a KNOWN-GAP list that the test prints (``pytest -s``) and does not assert on.  During the table the address space of the process is capped (``RLIMIT_AS``, current size + 6 GiB), so a
-huge allocation is a ``MemoryError`` rather than a swapping machine (not on a machine with CUDA).  ``python tests/test_fuzz_numerics.py [-v]``
+huge allocation is a ``MemoryError`` rather than a swapping machine (not on a machine with CUDA).  ``python tests/numerics/test_fuzz_numerics.py [-v]``
 prints the counts per module (and with ``-v`` every non-refused call) without asserting.
 """
 
@@ -41,7 +41,8 @@ import torch
 import numerics
 import numerics._piecewise as pw
 import numerics.error_model as error_model
-import test_fuzz_theory as tft
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "theory"))  # the theory suite's bad values
+import test_fuzz_theory as tft  # noqa: E402
 from fuzz_support import (Case, EVIL, INF, MARKER, NAN, OUTCOMES, Arg, capped_memory, choice, classify, integer, nonfinite,
                           nonneg, pos, real, restore_limits)
 

@@ -281,7 +281,7 @@ def test_readme_library_example_runs(tmp_path, monkeypatch):
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "MarchenkoPastur" in b]
     assert len(blocks) == 1
     monkeypatch.chdir(tmp_path)

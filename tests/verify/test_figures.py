@@ -1,7 +1,7 @@
 """Every check's figure, drawn at the smoke profile and inspected through matplotlib.
 
 What is tested: each claim's ``figure(design, prediction, measurement, judgement)``, drawn by the claim's own
-run at the smoke profile (``tests/test_claim_conformance.py``), gives figures that
+run at the smoke profile (``tests/verify/test_claim_conformance.py``), gives figures that
 :func:`verify.figures.figure_problems` finds nothing wrong with: every axis that shows numbers is labelled,
 a panel with more than one series has a legend naming quantities (no function names), no tick labels
 overlap (their bounding boxes after ``fig.canvas.draw()``), no text runs into a neighbouring panel, every

@@ -13,7 +13,7 @@ assert 100 % ``refused`` and that the marker file never appears; ``pytest -s`` p
 
 Callables without arguments (``derive_ridge_error``, ``null_system_equations``, ...) are only called validly;
 exception classes (``StructuredConvergenceError``, ``ArgumentTypeError``) take any message and are not fuzzed.
-``python tests/test_fuzz_theory.py`` prints the counts without asserting (for a before/after comparison).
+``python tests/theory/test_fuzz_theory.py`` prints the counts without asserting (for a before/after comparison).
 """
 
 from __future__ import annotations

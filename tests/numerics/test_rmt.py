@@ -350,7 +350,7 @@ def test_benchmark_runs_tiny_and_paths_agree():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "interpolation.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "interpolation.py"
     spec = importlib.util.spec_from_file_location("bench_interpolation", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

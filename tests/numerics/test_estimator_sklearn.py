@@ -134,7 +134,7 @@ def test_readme_library_example_runs():
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("## Using it as a library", 1)[1]
     code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
     ns: dict = {}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-REF = Path(__file__).resolve().parent / "reference"
+REF = Path(__file__).resolve().parents[1] / "reference"
 
 
 @pytest.fixture(scope="module")

@@ -74,7 +74,7 @@ def test_sweep_workers_take_the_parents_settings(tmp_path):
     script = tmp_path / "faults.py"
     script.write_text(_FAULTS_CODE)
     env = {k: v for k, v in os.environ.items() if k != INHERIT_ENV}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
     out = {}
     for mode in ("off", "on"):
         res = subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, check=True,

@@ -28,7 +28,7 @@ from verify.claims import CLAIMS, STUDIES  # noqa: E402
 from verify.cli import main  # noqa: E402
 from verify.report import fmt_value  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "docs" / "make_gallery.py"
 #: cheap checks with a figure each: a claim of paper A and a study of paper B
 IDS = ["A5", "B7-lin"]

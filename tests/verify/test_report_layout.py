@@ -14,7 +14,7 @@ from rich.console import Console
 from verify.registry import CheckResult, Comparison, Verdict
 from verify.report import markdown_report, results_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "reports" / "quick_seed0.json"
 
 

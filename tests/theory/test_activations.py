@@ -133,7 +133,7 @@ def _generated_reference() -> dict:
     import json
     from pathlib import Path
 
-    path = Path(__file__).parent / "reference" / "hermite_reference.json"
+    path = Path(__file__).parent.parent / "reference" / "hermite_reference.json"
     return json.loads(path.read_text())["moments"]
 
 
