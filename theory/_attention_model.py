@@ -206,20 +206,21 @@ class AttentionModelFields:
 
 
 # ============================================================================ the long signatures, deprecated
-def takes_model(replacement: str, *, position: int = 1, unused: tuple[str, ...] = ()) -> Callable:
+def takes_model(replacement: str, *, position: int = 1, unused: tuple[str, ...] = (), name: str | None = None) -> Callable:
     """Decorator: a function of the long signature also takes a model, and warns when it does not get one.
 
     ``func(..., model, **options)`` with an :class:`AttentionModelFields` at ``position`` (or as ``model=``) calls
     ``func`` with the model's :meth:`~AttentionModelFields.arguments` (those ``func`` takes) and no warning.  Any
     other call is the long signature: a :class:`DeprecationWarning` naming ``replacement`` (one per call), then
     ``func`` exactly as before.  ``unused``: fields of the model that ``func`` does not depend on; any other field
-    ``func`` does not take must have its default.  The undecorated function is the wrapper's ``__wrapped__``.
+    ``func`` does not take must have its default.  ``name``: the public function's name (default ``func``'s); the
+    module keeps ``func``, the long-signature core, for its own calls, and the wrapper takes over the docstring.
     """
 
     def decorate(func: Callable) -> Callable:
         sig = inspect.signature(func)
         accepted = set(sig.parameters) & set(MODEL_ARGUMENTS)
-        name = func.__name__
+        public = name or func.__name__
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -227,21 +228,25 @@ def takes_model(replacement: str, *, position: int = 1, unused: tuple[str, ...] 
             if model is None and len(args) > position and isinstance(args[position], AttentionModelFields):
                 model, args = args[position], args[:position] + args[position + 1:]
             if model is None:
-                warnings.warn(f"{name} with the model's parameters as arguments is deprecated and will be removed in "
+                warnings.warn(f"{public} with the model's parameters as arguments is deprecated and will be removed in "
                               f"the next release; pass an AttentionModel instead: {replacement}",
                               DeprecationWarning, stacklevel=2)
                 return func(*args, **kwargs)
             if not isinstance(model, AttentionModelFields):
                 raise ArgumentTypeError(f"model must be an AttentionModel, got {describe(model)}")
             if len(args) != position:
-                raise ArgumentTypeError(f"{name} takes {position} argument(s) before the model and keyword options "
+                raise ArgumentTypeError(f"{public} takes {position} argument(s) before the model and keyword options "
                                         f"after it, got {len(args) + 1} positional arguments")
             clash = sorted(set(kwargs) & set(MODEL_ARGUMENTS))
             if clash:
-                raise ArgumentTypeError(f"{clash[0]} is part of the model: give it to AttentionModel, not to {name}")
-            return func(*args, **model._for(name, accepted, unused), **kwargs)
+                raise ArgumentTypeError(f"{clash[0]} is part of the model: give it to AttentionModel, not to {public}")
+            return func(*args, **model._for(public, accepted, unused), **kwargs)
 
         wrapper.__signature__ = _model_signature(sig, position)
+        wrapper.__name__ = public
+        wrapper.__qualname__ = public
+        if public != func.__name__:  # the core keeps one line, so its docstring's examples run once (the wrapper's)
+            func.__doc__ = f"The long-signature core of :func:`{public}` (no model, no warning)."
         return wrapper
 
     return decorate

@@ -63,9 +63,7 @@ __all__ = ["attention_error", "attention_error_taylor", "attention_small_gamma_l
 
 
 # --------------------------------------------------------------------------- public error
-@takes_model("AttentionModel(c, activation, snr=..., spike=..., diagonal=...).error(gamma) or "
-             "attention_error(gamma, model)")
-def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float = 0.0, w_k: Any = None,
+def attention_error_core(gamma: Any, c: float, activation: ActivationLike, snr: float = 0.0, w_k: Any = None,
                     w_q: Any = None, diagonal: Any = "removed", spike: Any = None, **solver_options: Any) -> Any:
     """Limiting interpolation error ``E_A(gamma)`` of nonlinear attention.
 
@@ -129,13 +127,13 @@ def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float
     as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
     if _structured_case(snr, w_k, w_q, spike, solver_options):
         try:
-            from .structured import structured_attention_error  # lazy: written by another module
+            from .structured import structured_attention_error_core  # lazy: written by another module
         except ImportError:
             raise NotImplementedError(
                 "attention_error with signal (snr != 0) or attention spikes (w_k, w_q) needs "
                 "theory.structured.structured_attention_error, which is not available"
             ) from None
-        return structured_attention_error.__wrapped__(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
+        return structured_attention_error_core(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
     check_activation(activation, "activation")
     d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
@@ -144,6 +142,9 @@ def attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float
     err = finite_result("attention_error", g**2 * np.asarray(ddt), gamma=gamma, c=c)
     return float(err) if np.ndim(err) == 0 else err
 
+
+attention_error = takes_model("AttentionModel(c, activation, snr=..., spike=..., diagonal=...).error(gamma) or "
+                              "attention_error(gamma, model)", name="attention_error")(attention_error_core)
 
 
 def _structured_case(snr: Any, w_k: Any, w_q: Any, spike: Any, solver_options: dict[str, Any]) -> bool:
@@ -165,9 +166,9 @@ def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, sn
     then the :class:`theory.symbolic.NumericFunction` of the null model (or the structured one)."""
     g, cc = symbolic_arguments(gamma, c, C_RANGE)
     if _structured_case(snr, w_k, w_q, spike, solver_options):
-        from .structured import structured_attention_error
+        from .structured import structured_attention_error_core
 
-        return structured_attention_error.__wrapped__(g, cc, activation, snr, w_k, w_q, diagonal, **solver_options)
+        return structured_attention_error_core(g, cc, activation, snr, w_k, w_q, diagonal, **solver_options)
     check_activation(activation, "activation")
     null_kernel_diagonal(activation, diagonal)
     options = dict(solver_options)
@@ -175,14 +176,13 @@ def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, sn
         options["diagonal"] = diagonal
     spec = NumericSpec(
         "attention_error", ((None, activation), *sorted(options.items())),
-        values=lambda gv, cv: attention_error.__wrapped__(gv, cv, activation, **options),
-        taylor=lambda g0, cv, order: attention_error_taylor.__wrapped__(g0, cv, activation, order=order, **options),
+        values=lambda gv, cv: attention_error_core(gv, cv, activation, **options),
+        taylor=lambda g0, cv, order: attention_error_taylor_core(g0, cv, activation, order=order, **options),
     )
     return numeric_function(spec)(g, cc)
 
 
-@takes_model("AttentionModel(c, activation, ...).error_taylor(gamma) or attention_error_taylor(gamma, model)")
-def attention_error_taylor(
+def attention_error_taylor_core(
     gamma: float,
     c: float,
     activation: ActivationLike,
@@ -245,9 +245,9 @@ def attention_error_taylor(
     g0 = as_float("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
     if _structured_case(snr, w_k, w_q, spike, solver_options):
-        from .structured import structured_attention_error_taylor
+        from .structured import structured_attention_error_taylor_core
 
-        return structured_attention_error_taylor.__wrapped__(g0, c, activation, snr, w_k, w_q, diagonal, order=order,
+        return structured_attention_error_taylor_core(g0, c, activation, snr, w_k, w_q, diagonal, order=order,
                                                              rtol=rtol, **solver_options)
     check_activation(activation, "activation")
     d0 = null_kernel_diagonal(activation, diagonal)
@@ -258,6 +258,11 @@ def attention_error_taylor(
     gam = Jet.variable(g0, order)
     err = -(gam * gam) * Jet(t.delta_tilde).derivative()
     return finite_result("attention_error_taylor", err.coefficients, gamma=gamma, c=c)
+
+
+attention_error_taylor = takes_model(
+    "AttentionModel(c, activation, ...).error_taylor(gamma) or attention_error_taylor(gamma, model)",
+    name="attention_error_taylor")(attention_error_taylor_core)
 
 
 def _taylor_order(order: Any) -> int:
@@ -280,9 +285,7 @@ def _check_solver_keywords(options: dict[str, Any]) -> None:
         check_flag("check_quadrature", options["check_quadrature"])
 
 
-@takes_model("AttentionModel(c, activation, diagonal=...).small_gamma_law() or attention_small_gamma_law(model)",
-             position=0)
-def attention_small_gamma_law(
+def attention_small_gamma_law_core(
     c: float, activation: ActivationLike, diagonal: Any = "removed", gammas: tuple[float, float] = (1e-13, 1e-11), **solver_options: Any
 ) -> tuple[float, float]:
     """Small-``gamma`` law ``E_A ~ C gamma^e`` of the null model, read off the deterministic equivalent.
@@ -307,9 +310,14 @@ def attention_small_gamma_law(
     g = as_array("gammas", gammas, low=0, low_open=True)
     if g.shape != (2,) or g[0] >= g[1]:
         raise ValueError(f"gammas must be two increasing positive numbers, got {gammas!r}")
-    e = attention_error.__wrapped__(g, c, activation, diagonal=diagonal, **solver_options)
+    e = attention_error_core(g, c, activation, diagonal=diagonal, **solver_options)
     if not np.all(e > 0):
         raise ValueError(f"attention_small_gamma_law needs E_A > 0 at both gammas, got {e} (c={c!r}, "
                          f"activation={activation!r}): no power law to read")
     slope = float(np.log(e[1] / e[0]) / np.log(g[1] / g[0]))
     return finite_result("attention_small_gamma_law", (slope, float(e[0] / g[0] ** slope)), c=c, gammas=gammas)
+
+
+attention_small_gamma_law = takes_model(
+    "AttentionModel(c, activation, diagonal=...).small_gamma_law() or attention_small_gamma_law(model)",
+    position=0, name="attention_small_gamma_law")(attention_small_gamma_law_core)

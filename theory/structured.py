@@ -221,8 +221,7 @@ def _validate_common(c: Any, snr: Any) -> tuple[float, float]:
     return c, snr
 
 
-@takes_model("AttentionModel(c, activation, snr, spike=...).solve(gamma) or structured_attention_solve(gamma, model)")
-def structured_attention_solve(
+def structured_attention_solve_core(
     gamma: Any,
     c: float,
     activation: Any,
@@ -303,6 +302,11 @@ def structured_attention_solve(
     )
 
 
+structured_attention_solve = takes_model(
+    "AttentionModel(c, activation, snr, spike=...).solve(gamma) or structured_attention_solve(gamma, model)",
+    name="structured_attention_solve")(structured_attention_solve_core)
+
+
 def _validate_solver_options(gamma: Any, system: str, method: str, n_nodes: int, tol: float, maxiter: int,
                              max_iter: int | None) -> tuple[int, str, np.ndarray]:
     """Checked ``(maxiter, canonical system name, gamma grid)`` of :func:`structured_attention_solve`.
@@ -315,8 +319,7 @@ def _validate_solver_options(gamma: Any, system: str, method: str, n_nodes: int,
     return maxiter, system, gam
 
 
-@takes_model("structured_attention_error(gamma, AttentionModel(c, activation, snr, spike=...))")
-def structured_attention_error(
+def structured_attention_error_core(
     gamma: Any,
     c: float,
     activation: Any,
@@ -371,10 +374,15 @@ def structured_attention_error(
     if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
         return _symbolic_structured_error(gamma, c, activation, snr, w_k, w_q, diagonal, solver_options)
     solver_options.setdefault("check_quadrature", False)
-    sol = structured_attention_solve.__wrapped__(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
+    sol = structured_attention_solve_core(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
     if np.ndim(gamma) == 0:
         return float(sol.error[0])
     return sol.error
+
+
+structured_attention_error = takes_model(
+    "structured_attention_error(gamma, AttentionModel(c, activation, snr, spike=...))",
+    name="structured_attention_error")(structured_attention_error_core)
 
 
 # ============================================================================ symbolic input and Taylor coefficients
@@ -395,8 +403,8 @@ def _symbolic_structured_error(gamma: Any, c: Any, activation: Any, snr: Any, w_
     act = dict(act) if isinstance(act, _FrozenDict) else act  # the numeric path takes the frozen forms
     spec = NumericSpec(
         "structured_attention_error", tuple(fixed),
-        values=lambda gv, cv: structured_attention_error.__wrapped__(gv, cv, act, snr, w_k, w_q, diagonal, **options),
-        taylor=lambda g0, cv, order: structured_attention_error_taylor.__wrapped__(g0, cv, act, snr, w_k, w_q, diagonal,
+        values=lambda gv, cv: structured_attention_error_core(gv, cv, act, snr, w_k, w_q, diagonal, **options),
+        taylor=lambda g0, cv, order: structured_attention_error_taylor_core(g0, cv, act, snr, w_k, w_q, diagonal,
                                                                                    order=order, **options),
     )
     return numeric_function(spec)(g, cc)
@@ -435,8 +443,7 @@ def _check_structured_options(snr: Any, w_k: Any, w_q: Any, activation: Any, dia
     finite_dims(float(snr), w_k, w_q)
 
 
-@takes_model("structured_attention_error_taylor(gamma, AttentionModel(c, activation, snr, spike=...))")
-def structured_attention_error_taylor(
+def structured_attention_error_taylor_core(
     gamma: float,
     c: float,
     activation: Any,
@@ -515,6 +522,11 @@ def structured_attention_error_taylor(
     out, _, _ = refine_quadrature(lambda n: _error_series(nul, consts, m, a1 * Aunit, n).coefficients[:, None],
                                   rtol, f"structured_attention_error_taylor at gamma={g0:g}")
     return finite_result("structured_attention_error_taylor", out[:, 0], gamma=gamma, c=c, snr=snr)
+
+
+structured_attention_error_taylor = takes_model(
+    "structured_attention_error_taylor(gamma, AttentionModel(c, activation, snr, spike=...))",
+    name="structured_attention_error_taylor")(structured_attention_error_taylor_core)
 
 
 @functools.lru_cache(maxsize=1)
