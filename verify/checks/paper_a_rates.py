@@ -286,23 +286,35 @@ def _a3_shift(g: Group, n_tests: int) -> Comparison:
              f"a shift off by {WRONG_RATE_OFFSET}: {consistency_power(tot, df, n_tests):.0%}")
 
 
-def _a3_part_b(groups_b: list[Group], n_tests: int) -> tuple[list[Comparison], list[str]]:
-    """Part (b): the paired shift vs the model's, judged where the condition fails (reported elsewhere)."""
-    judged, reported = [], []
+def _a3_judged_shift(g: Group) -> bool:
+    """Part (b) applies: the low-rank condition fails at most M levels of the group."""
+    k, n = inside_share(g)
+    return 2 * k < n
+
+
+def _a3_part_b(groups_b: list[Group], n_tests: int) -> list[Comparison]:
+    """Part (b): the paired shift vs the model's, judged where the condition fails (:func:`_a3_unjudged`: the rest)."""
+    return [_a3_shift(g, n_tests) for g in groups_b if _a3_judged_shift(g)]
+
+
+def _a3_unjudged(groups_b: list[Group]) -> list[str]:
+    """The shifts inside the condition (reported, not judged), from the groups' numbers."""
+    out = []
     for g in groups_b:
+        if _a3_judged_shift(g):
+            continue
         k, n = inside_share(g)
-        cmp_ = _a3_shift(g, n_tests)
-        if 2 * k < n:  # outside the condition at most levels: the claim (b) applies
-            judged.append(cmp_)
-        else:
-            reported.append(f"{cmp_.name}: {cmp_.measured} +- {cmp_.uncertainty:.3g} vs {cmp_.predicted} (inside the "
-                            f"condition at {k}/{n} levels: reported, not judged)")
-    return judged, reported
+        pred, pse = g.finite_shift()
+        tot = math.hypot(g.shift_fit.se_replicate[0], pse)
+        out.append(f"{g.label}: slope shift from estimating A (estimated-A minus A*-known, same data): "
+                   f"{round(g.shift_fit.slope, 4)} +- {tot:.3g} vs {round(pred, 4)} (inside the condition at {k}/{n} "
+                   "levels: reported, not judged)")
+    return out
 
 
 def _a3_n_shift(groups_b: list[Group]) -> int:
     """Groups whose shift is judged: outside the low-rank condition at most M levels."""
-    return sum(2 * k < n for k, n in map(inside_share, groups_b))
+    return sum(map(_a3_judged_shift, groups_b))
 
 
 def judge_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[Comparison]:
@@ -311,7 +323,7 @@ def judge_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMe
     groups_a, groups_b = _a3_parts(design, prediction, measurement)
     n_shift = _a3_n_shift(groups_b)
     comps = _finite_and_limit(groups_a + groups_b, n_extra=n_shift)
-    return comps + _a3_part_b(groups_b, len(comps) + n_shift)[0]
+    return comps + _a3_part_b(groups_b, len(comps) + n_shift)
 
 
 def _a3_slopes_text(all_g: list[Group]) -> str:
@@ -326,7 +338,7 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     groups_a, groups_b = _a3_parts(design, prediction, measurement)
     all_g = groups_a + groups_b
-    outside_b = _a3_part_b(groups_b, 1)[1]
+    outside_b = _a3_unjudged(groups_b)
     size, prm = design.size, design.params
     base, low = prm["base"], prm["low"]
     notes = (
