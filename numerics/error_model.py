@@ -25,6 +25,7 @@ memory budget ``theory.get_limits().memory_budget_bytes`` before they are drawn.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -401,7 +402,18 @@ def _matvec(fb: sparse.csr_matrix, fa: np.ndarray | None, c: np.ndarray) -> np.n
 
 def _conditional_error(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float, with_A: bool,
                        ev: _EvalSet) -> tuple[float, float, float]:
-    """``(E[log err | X], E[err | X], bias_X)`` of the least-squares fit on the design ``X`` (noise integrated).
+    """``(E[log err | X], E[err | X], bias_X)`` of the least-squares fit on the design ``X`` (noise integrated);
+    :func:`_conditional_parts` has the derivation and every intermediate."""
+    parts = _conditional_parts(model, K, s, X, ridge, with_A, ev)
+    return parts["elog"], parts["mean"], parts["bias"]
+
+
+def _conditional_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float, with_A: bool,
+                       ev: _EvalSet) -> dict[str, Any]:
+    """The law of the least-squares fit's error on the design ``X``: ``elog`` (``E[log err | X]``), ``mean``
+    (``E[err | X]``), ``bias`` (the noiseless error), ``b0`` (its part outside the noise directions), ``var_tr``
+    (the trace of the noise part), and the normal equations ``S``, ``Fy``, the noiseless fit ``c`` and the basis
+    size ``p`` (diagnostics).
 
     The fit ``c = (S + lam)^+ F^T Y`` with ``F`` the design rows (basis and, with ``with_A``, the A-tangent
     directions), ``S = F^T F``, ``lam = ridge * mean(diag S_bb)`` on the basis block (the estimator's relative
@@ -436,7 +448,8 @@ def _conditional_error(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: fl
     on = lam > 1e-13 * max(float(lam.max()), 1e-300)
     b0 = max(bias - float(np.sum(a[on] ** 2 / lam[on])), 0.0)
     elog, mean = expected_log_quadratic(b0, lam[on], (a[on] / lam[on]) ** 2)
-    return elog, mean, bias
+    return {"elog": elog, "mean": mean, "bias": bias, "b0": b0, "var_tr": float(lam[on].sum()), "S": S, "Fy": Fy,
+            "c": c, "p": p}
 
 
 def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float = 0.0, with_A: bool = True,

@@ -44,39 +44,14 @@ sigma = float(cfg["sigma"])
 
 
 def model_pieces(K, X, with_A, ev):
-    """numerics.error_model._conditional_error, returning its internals."""
-    N = X.shape[1]
-    ii, jj = np.nonzero(~np.eye(N, dtype=bool))
-    u = em._pair_values(m, X)
-    lo, hi = em.empirical_range(u[:, ii, jj].reshape(-1))
-    feats = em._Features(m, lo, hi, K, s, with_A)
-    S, Fy = em._normal_equations(m, feats, X, u=u)
-    p = feats.p
-    Sr = S.copy()
-    if ridge > 0.0:
-        Sr[np.arange(p), np.arange(p)] += ridge * float(np.mean(np.diag(S)[:p]))
-    w, V = np.linalg.eigh(Sr)
-    keep = w > 1e-12 * w.max()
-    Sp = (V[:, keep] / w[keep]) @ V[:, keep].T
-    c = Sp @ Fy
-    eb, ea, H = ev.features(feats)
-    r0 = em._matvec(eb, ea, c) - ev.g
-    n = ev.g.size
-    bias = float(r0 @ r0) / n
-    h = em._rmatvec(eb, ea, r0) / n
-    cov = sigma ** 2 * (Sp @ S @ Sp)
-    cw, cV = np.linalg.eigh((cov + cov.T) / 2)
-    L = cV * np.sqrt(np.clip(cw, 0.0, None))
-    lam, Q = np.linalg.eigh(L.T @ H @ L)
-    av = Q.T @ (L.T @ h)
-    on = lam > 1e-13 * max(float(lam.max()), 1e-300)
-    b0 = max(bias - float(np.sum(av[on] ** 2 / lam[on])), 0.0)
-    elog, mean = em.expected_log_quadratic(b0, lam[on], (av[on] / lam[on]) ** 2)
+    """numerics.error_model's law of the fit on the design X (its internals), and the linearised objective."""
+    q = em._conditional_parts(m, K, s, X, ridge, with_A, ev)
+    S, Fy, c, p = q["S"], q["Fy"], q["c"], q["p"]
     # linearised objective (forward metric, as the estimator's: (|Y - F c|^2 + lam |c_b|^2) / (M N))
     Y0 = m.forward(None, X).reshape(-1)
     lamv = ridge * float(np.mean(np.diag(S)[:p]))
     obj = (Y0 @ Y0 - 2 * c @ Fy + c @ S @ c + lamv * c[:p] @ c[:p]) / Y0.size
-    return dict(bias=bias, b0=b0, elog=elog, mean=mean, var_tr=float(lam[on].sum()), obj=float(obj),
+    return dict(bias=q["bias"], b0=q["b0"], elog=q["elog"], mean=q["mean"], var_tr=q["var_tr"], obj=float(obj),
                 tangent_coef_norm=float(np.linalg.norm(c[p:])) if with_A else 0.0)
 
 
