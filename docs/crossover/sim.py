@@ -50,6 +50,24 @@ def seed_of(base: int, c: float, p: int) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
 
 
+def surrogates(base: torch.Tensor, u: torch.Tensor, coeffs: np.ndarray, r: float, sp_: float,
+               prefix: str) -> dict[str, torch.Tensor]:
+    """The null kernel ``base`` plus the Taylor terms ``coeffs[k] u^k / (k! sqrt p)`` summed to orders 1, 3, 5
+    (``prefix1``, ``prefix3``, ``prefix5``) and in full (``prefixinf``: ``erf(u / r) / sqrt p``), diagonal removed."""
+    out, acc = {}, base.clone()
+    for kk in range(1, 6):
+        if coeffs[kk] != 0.0:
+            term = coeffs[kk] * u**kk / math.factorial(kk) / sp_
+            term.fill_diagonal_(0)
+            acc = acc + term
+        if kk in (1, 3, 5):
+            out[f"{prefix}{kk}"] = acc
+    tinf = torch.special.erf(u / r) / sp_
+    tinf.fill_diagonal_(0)
+    out[f"{prefix}inf"] = base + tinf
+    return out
+
+
 def erf_coeffs(sigma2: float, kmax: int = 5) -> np.ndarray:
     """c_k = E f^(k)(G), G ~ N(0, sigma2), f = erf: derivatives at 0 of erf(u / r), r = sqrt(1 + 2 sigma2)."""
     r = math.sqrt(1 + 2 * sigma2)
@@ -99,29 +117,8 @@ def run(c: float, p: int, trials: int, strengths: list[float], base: int) -> dic
             Kt = torch.special.erf(Z + u) / sp_
             Kt.fill_diagonal_(0)
             kers["true"] = Kt
-            acc = Knull.clone()
-            for kk in range(1, 6):
-                if ck[kk] != 0.0:
-                    term = ck[kk] * u**kk / math.factorial(kk) / sp_
-                    term.fill_diagonal_(0)
-                    acc = acc + term
-                if kk in (1, 3, 5):
-                    kers[f"sur{kk}"] = acc
-            tinf = torch.special.erf(u / r) / sp_
-            tinf.fill_diagonal_(0)
-            kers["surinf"] = Knull + tinf
-            ux = (1 + s) * aa / sp_
-            acc = Kxi.clone()
-            for kk in range(1, 6):
-                if ckx[kk] != 0.0:
-                    term = ckx[kk] * ux**kk / math.factorial(kk) / sp_
-                    term.fill_diagonal_(0)
-                    acc = acc + term
-                if kk in (1, 3, 5):
-                    kers[f"xsur{kk}"] = acc
-            tinf = torch.special.erf(ux / rx) / sp_
-            tinf.fill_diagonal_(0)
-            kers["xsurinf"] = Kxi + tinf
+            kers.update(surrogates(Knull, u, ck, r, sp_, "sur"))
+            kers.update(surrogates(Kxi, (1 + s) * aa / sp_, ckx, rx, sp_, "xsur"))
             for mth in METHODS:
                 out[f"{mth}_signal"][k, j], out[f"{mth}_noise"][k, j] = errors(Xt @ kers[mth], m)
     out["strengths"] = np.asarray(strengths)
