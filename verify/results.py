@@ -277,10 +277,8 @@ _KEY_VALUE = (str, int, float, bool, type(None))
 
 def _check_key(v: Any) -> tuple:
     """``Comparison.key`` as a tuple of ``(name, value)`` pairs (from a mapping or such pairs), values scalars."""
-    if isinstance(v, Mapping):
+    if isinstance(v, Mapping):  # as given by the checks and as stored by to_json
         v = tuple(v.items())
-    elif isinstance(v, list):  # as stored by to_json before keys were mappings, or by hand
-        v = tuple(tuple(p) if isinstance(p, list) else p for p in v)
     if not isinstance(v, tuple) or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in v):
         raise ArgumentTypeError(f"key must be a mapping or a tuple of (name, value) pairs, got {describe(v)}")
     if len({p[0] for p in v}) != len(v):
