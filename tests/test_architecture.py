@@ -32,7 +32,7 @@ def test_no_backend_switch_at_import():
 
 
 #: reading a comparison's name as data: ``c.name.startswith(...)``, ``"..." in c.name``, ``c.name.split()``, a
-#: lookup by name; rows are selected by :attr:`verify.results.Comparison.key` (:func:`verify.results.select`)
+#: lookup by name; rows are selected by :attr:`verify.results.Comparison.key` (:func:`verify.results.with_key`)
 _ROW = r"(?:c|cp|cmp_?|x|comp|row|head|first)"
 NAME_AS_DATA = re.compile(rf"\b{_ROW}\.name\s*(?:\.(?:startswith|endswith|split|find)\b|==|!=)"  # parsed, compared
                           rf"|\bin\s+{_ROW}\.name\b"  # searched
@@ -47,7 +47,7 @@ def _name_as_data(text: str) -> list[str]:
 def test_no_comparison_is_selected_by_the_text_of_its_name():
     found = {str(p.relative_to(ROOT)): hits for p in sorted((ROOT / "verify").rglob("*.py"))
              if (hits := _name_as_data(p.read_text()))}
-    assert not found, f"comparisons selected by name text (use Comparison.key and verify.results.select): {found}"
+    assert not found, f"comparisons selected by name text (use Comparison.key and verify.results.with_key): {found}"
 
 
 @pytest.mark.parametrize("line", ['mine = [c for c in comps if c.name.startswith(p.label + " ")]',

@@ -17,12 +17,12 @@ from theory.validation import ArgumentTypeError, describe
 
 from .claims import CLAIMS, STUDIES
 from .context import CACHE_VERSION, EXECUTORS, PROFILES, CheckContext
-from .results import CheckResult, Comparison, Outcome, Verdict, check_verdict, select
+from .results import CheckResult, Comparison, Outcome, Verdict, check_verdict, with_key
 from .validation import MAX_JOBS, MAX_SEED, as_bool, check_callable, check_items, check_mapping, check_text
 
 __all__ = ["CACHE_VERSION", "EXECUTORS", "MAX_JOBS", "MAX_SEED", "PROFILES", "CheckContext", "CheckResult",
            "CheckSpec", "Comparison", "Outcome", "Verdict", "check", "exit_status", "judge_outcome", "rejudge_stored",
-           "run_check", "select"]
+           "run_check", "with_key"]
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from .registry import MAX_SEED, PROFILES, CheckResult, Comparison, Verdict
 from .validation import as_bool, check_dir, check_items, check_mapping, check_text
 from .verdicts import describe, rates_text
 
-JSON_SCHEMA_VERSION = 2  # 2: comparisons carry kind, p_fail, p_pass, outcome; verdict INCONCLUSIVE
+JSON_SCHEMA_VERSION = 3  # 2: comparisons carry kind, p_fail, p_pass, outcome; verdict INCONCLUSIVE; 3: key
 
 _STYLE = {
     Verdict.PASS: "bold green",

@@ -15,7 +15,7 @@ from theory.validation import ArgumentTypeError, as_float, describe
 from .validation import (as_bool, check_df, check_items, check_mapping, check_measurement, check_paths, check_seeds,
                          check_text, check_value, jsonable, optional_real)
 
-__all__ = ["CheckResult", "Comparison", "Outcome", "Verdict", "check_verdict", "select"]
+__all__ = ["CheckResult", "Comparison", "Outcome", "Verdict", "check_verdict", "with_key"]
 
 
 class Verdict(str, Enum):
@@ -54,7 +54,7 @@ class Comparison:
         what :func:`verify.sequential.pooled` rebuilds the row from when it pools replicates; ``()`` otherwise.
     key : what the row is about, as ``(name, value)`` pairs of strings, numbers, booleans or ``None`` (a mapping
         is accepted): the setting (``c``, ``activation``, ...) and the ``quantity``.  Describe, figures and tools
-        select rows by it (:meth:`matches`, :func:`select`), never by the text of ``name``.
+        select rows by it (:meth:`matches`, :func:`with_key`), never by the text of ``name``.
 
     Use the constructors :meth:`equivalence`, :meth:`direction`, :meth:`bound`, :meth:`consistency` for
     stochastic comparisons; the plain constructor builds an exact one.
@@ -290,9 +290,10 @@ def _check_key(v: Any) -> tuple:
     return v
 
 
-def select(comparisons: "list[Comparison]", **want: Any) -> "list[Comparison]":
+def with_key(comparisons: "list[Comparison]", **want: Any) -> "list[Comparison]":
     """The comparisons whose :attr:`Comparison.key` holds every ``name=value`` of ``want`` (:meth:`Comparison.matches`),
     in their order."""
+    comparisons = check_items("comparisons", comparisons, Comparison, "Comparison objects")
     return [c for c in comparisons if c.matches(**want)]
 
 

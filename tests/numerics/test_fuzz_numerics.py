@@ -452,6 +452,7 @@ def _sweep_cases(add: Callable[..., None]) -> None:
     add("cache_key", dict(func=_cell_func, cell=cell, seed=0, version="1", source=True),
         dict(func=Arg("callable"), seed=SEED, source=FLAG))
     add("source_version", dict(prefix="x"), dict(prefix=Arg("text")))
+    add("simulation_modules", dict(kind="paper-b-mc"), dict(kind=choice("paper-b-mc", "paper-a-estimator")))
     add("to_jsonable", dict(v=1.0, nonfinite="keep", unknown="raise"),
         dict(nonfinite=choice("keep", "str", "null"), unknown=choice("raise", "str", "keep")))
     add("SweepResults", dict(records=[{"a": 1.0}], n_computed=1, n_cached=0),

@@ -96,7 +96,7 @@ def test_json_schema_and_report_dir(fake_checks, tmp_path):
                  "--cache-dir", "none"])
     assert code == 1
     doc = json.loads(path.read_text())
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == 3
     assert doc["seed"] == 7 and doc["profile"] == "quick" and doc["exit_code"] == 1
     assert set(doc["summary"]) == {v.value for v in Verdict}
     ids = [r["id"] for r in doc["results"]]
@@ -105,7 +105,7 @@ def test_json_schema_and_report_dir(fake_checks, tmp_path):
         assert set(r) >= {"id", "paper", "claim", "verdict", "comparisons", "runtime_s", "seeds", "figures", "notes"}
         for c in r["comparisons"]:
             assert set(c) == {"name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail",
-                              "p_pass", "margin", "df", "decide_factor", "outcome", "headline", "args"}
+                              "p_pass", "margin", "df", "decide_factor", "outcome", "headline", "args", "key"}
             assert c["outcome"] in ("PASS", "FAIL", "INCONCLUSIVE")
     assert [r["verdict"] for r in doc["results"]] == ["PASS", "FAIL", "NOT IMPLEMENTED"]
     md = (rep / "report.md").read_text()

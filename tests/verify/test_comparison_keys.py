@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from verify.registry import Comparison, select
+from verify.registry import Comparison, with_key
 from verify.sequential import pooled
 
 
@@ -26,10 +26,10 @@ def test_key_round_trips_through_json_and_numpy_scalars_become_python():
 def test_select_and_matches():
     rows = [_row(-0.79, group="a", quantity="finite-M"), _row(-0.78, group="b", quantity="finite-M"),
             _row(-0.77, group="a", quantity="limit")]
-    assert select(rows, group="a") == [rows[0], rows[2]]
-    assert select(rows, quantity=("limit", "shift")) == [rows[2]]
-    assert select(rows, group="c") == [] and select(rows, missing=1) == []
-    assert select(rows) == rows
+    assert with_key(rows, group="a") == [rows[0], rows[2]]
+    assert with_key(rows, quantity=("limit", "shift")) == [rows[2]]
+    assert with_key(rows, group="c") == [] and with_key(rows, missing=1) == []
+    assert with_key(rows) == rows
 
 
 @pytest.mark.parametrize("bad, error", [({"x": [1, 2]}, TypeError), ("group", TypeError),

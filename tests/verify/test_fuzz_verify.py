@@ -645,6 +645,7 @@ def _validation_cases(add: Callable[..., None]) -> None:
         drop={"v": frozenset({"unknown", "list"})})
     add("check_dir", dict(name="x", v=TMP), dict(v=K("path", none_ok=True)), named=x)
     add("check_verdict", dict(name="x", v="PASS"), dict(v=K("verdict")), named=x)
+    add("with_key", dict(comparisons=[C_EQ]), dict(comparisons=K("comparisons")))
 
 
 def _notebook_cases(add: Callable[..., None]) -> None:

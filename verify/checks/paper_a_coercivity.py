@@ -44,7 +44,7 @@ from verify.checks.paper_a_numerics import size_of
 from verify.claim import Claim, register
 from verify.figures import paper_figure
 from verify.verdicts import Judgement
-from verify.registry import CheckContext, Comparison, select
+from verify.registry import CheckContext, Comparison, with_key
 
 __all__ = ["A5Design", "A5Measurement", "A5_CLAIM", "check_a5", "coercivity_sides", "describe_a5", "design_a5",
            "figure_a5", "judge_a5", "predict_a5", "simulate_a5"]
@@ -299,7 +299,7 @@ def describe_a5(design: A5Design, prediction: dict, measurement: A5Measurement,
     rows = _a5_rows(prediction, measurement)
     res = measurement.counterexample
     tight = [r for r in rows if r["direction"].startswith("psi(u)=u") and r["law"] == "uniform"]
-    naive = select(comparisons, quantity="naive")
+    naive = with_key(comparisons, quantity="naive")
     n_naive_ok = sum(c.outcome == "PASS" for c in naive)
     confirmed = res["ratio"] + 3 * res["ratio_se"] < 1
     notes = (
@@ -392,7 +392,7 @@ def _plot_a5(design: A5Design, prediction: dict, rows: list[dict[str, Any]], ver
     hi = 1.25 * max(max(r["ratio"] + F.ERRORBAR_SE * r["ratio_se"] for r in rows), prediction["constant_ratio"])
     _a5_axes(ax, rows, hi)
     c = rows[-1]
-    F.key_numbers(ax, [f"lemma RHS − LHS ≥ 0: {F.outcome_text(select(comps, quantity='lemma'))}",
+    F.key_numbers(ax, [f"lemma RHS − LHS ≥ 0: {F.outcome_text(with_key(comps, quantity='lemma'))}",
                        f"counterexample ratio {c['ratio']:.4f} ± {c['ratio_se']:.4f} "
                        f"(derived {c['predicted_ratio']:.4f})",
                        f"all comparisons: {F.outcome_text(comps)}"], verdict=verdict, loc="lower right")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.results import select
+from verify.results import with_key
 
 from .paper_a_numerics import Group
 
@@ -84,7 +84,7 @@ def plot_group(ax, g: Group, color: str, text: PanelText) -> None:
 
 def group_comparisons(g: Group, comparisons: list) -> list:
     """The comparisons about group ``g`` (keyed ``group=g.label``)."""
-    return select(comparisons, group=g.label)
+    return with_key(comparisons, group=g.label)
 
 
 def plot_groups(groups: list[Group], title: str, texts: dict[str, PanelText] | None = None, *,

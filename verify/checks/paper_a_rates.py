@@ -18,7 +18,7 @@ from typing import Any
 from verify.claim import Claim, register
 from verify.figures import paper_figure, worst_outcome
 from verify.registry import CheckContext, Comparison
-from verify.results import select
+from verify.results import with_key
 from verify.verdicts import Judgement
 
 from .paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison, pooled_vs_finite, slope_vs_finite
@@ -369,7 +369,7 @@ def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateM
     groups = assemble(design.groups, prediction, measurement)
     texts = _finite_texts(groups, comps)
     for g in groups:
-        shift = select(comps, group=g.label, quantity="shift")
+        shift = with_key(comps, group=g.label, quantity="shift")
         if shift:
             texts[g.label] = PanelText(texts[g.label].lines + (_comparison_line(shift[0], "shift (estimated A)"),),
                                        texts[g.label].status)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..statistics import scalar_mean_se
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison, select
+from ..registry import CheckContext, Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from .paper_b_core import (attention_theory, fs_comparison, mc_cached, p_of, paired_positive, profile_name,
@@ -275,10 +275,10 @@ def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, An
     ax.set(xscale="log", yscale="log", ylabel="interpolation error E",
            title=f"p/n = 2 (ridge interpolates): n = {design['n']} and n/2 = {design['ns']}")
     rax.set(xlabel="ridge parameter γ", ylabel="(MC − theory) / theory")
-    slopes = select(comps, c=2.0, quantity=("slope", "law exponent"))
+    slopes = with_key(comps, c=2.0, quantity=("slope", "law exponent"))
     lines = [f"{dict(c.key)['method']} slope {c.measured:.3f} ± {c.uncertainty:.3f} vs law {c.predicted:g}: "
-             f"{c.outcome}" for c in select(slopes, quantity="law exponent")]
-    paired = select(comps, c=2.0, quantity="paired gap")
+             f"{c.outcome}" for c in with_key(slopes, quantity="law exponent")]
+    paired = with_key(comps, c=2.0, quantity="paired gap")
     F.key_numbers(ax, lines + [f"E_att > E_ridge (paired): {F.outcome_text(paired)}"],
                   verdict=F.worst_outcome(slopes + paired), loc="lower right")
     F.tidy_log_axis(ax)
@@ -305,7 +305,7 @@ def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, A
     ax.set(xscale="log", ylabel=r"$E_{\rm att} - E_{\rm ridge}$",
            title="p/n = 1/4 (no interpolation): the sign of the difference")
     rax.set(xlabel="ridge parameter γ", ylabel="MC − theory")
-    signs = select(comps, c=0.25)
+    signs = with_key(comps, c=0.25)
     F.key_numbers(ax, [f"sign as theory: {F.outcome_text(signs)}"], verdict=F.worst_outcome(signs), loc="upper left")
     F.tidy_log_axis(ax)
     F.tidy_log_axis(rax)

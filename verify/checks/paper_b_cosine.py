@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison, select
+from ..registry import CheckContext, Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from .paper_b_core import attention_theory, mc_cached, p_of, paired_positive, profile_name, simulate_runtime
@@ -158,7 +158,7 @@ def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list
         F.theory_curve(ax, g, lambda x, a=act: _b5_theory(design, cval, snr, a, x), color=F.COLORS[k], pad=0.5,
                        per_decade=10, ls=style, label="_nolegend_")
         F.mc_points(ax, g, dd[key], dd[f"{key}_se"], label="_nolegend_", color=F.COLORS[k], marker="os"[k])
-    mine = select(comps, config=_b5_key(cval, snr))
+    mine = with_key(comps, config=_b5_key(cval, snr))
     lines = ["Δ = E_cos − E_tanh (paired)"] + [f"γ = {gv:g}: Δ = {c.measured:.3g} ± {c.uncertainty:.2g}"
                                                 for gv, c in zip(g, mine)]
     ax.set(xscale="log", yscale="log", xlabel="ridge parameter γ", ylabel="interpolation error E",

@@ -21,7 +21,7 @@ from numerics.threads import thread_map as _map_threads
 from numerics.rmt import gaussian_equivalent_kernel, interpolation_error_label_average
 
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison, select
+from ..registry import CheckContext, Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from ._finite_size import finite_size_test
@@ -284,7 +284,7 @@ def _b2_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
     for k, p in enumerate(panels):
         pred, m = prediction["theory"][p.key], measurement["panels"][p.key]
         _plot_b2_panel(ax, rax, p, pred, m, F.COLORS[k], 1.0 + 0.04 * (k - 1))
-        mine = select(comps, panel=p.key)
+        mine = with_key(comps, panel=p.key)
         outs += mine
         lines.append(f"{p.cells[0].activation}: {F.outcome_text(mine)}; SPEC: "
                      f"{_b2_spec_fails(p, prediction['spec'][p.key], m)}/{len(p.names)} fail")

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison, select
+from ..registry import CheckContext, Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from .paper_b_core import (Cell, edge_flag, judge_panels, Panel, panel_data, panel_theory,
@@ -150,9 +150,9 @@ def _panel_key_numbers(ax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps: 
     """The outcomes of a panel's comparisons (finite-size rule per point, shrinkage) and its largest gap."""
     from ..figures import key_numbers, outcome_text, worst_outcome
 
-    mine = select(comps, panel=p.key)
-    points = select(mine, quantity="point")
-    shrink = [c.outcome for c in select(mine, quantity="shrink")]
+    mine = with_key(comps, panel=p.key)
+    points = with_key(mine, quantity="point")
+    shrink = [c.outcome for c in with_key(mine, quantity="shrink")]
     rel = float(np.max(np.abs(m.m_l - pred) / np.abs(pred)))
     key_numbers(ax, [f"finite-size rule: {outcome_text(points)}", f"gap shrinks ~ n^-1/2: {', '.join(shrink)}",
                      f"max |rel. gap| at n = {p.n}: {rel:.2%}"], verdict=worst_outcome(mine), loc=loc)

@@ -46,7 +46,7 @@ from ..statistics import mean_se
 from ..claim import Claim, register
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from ..registry import CheckContext, Comparison, select
+from ..registry import CheckContext, Comparison, with_key
 from ._finite_size import FiniteSizeTest, finite_size_test
 from .paper_b_core import mc_version
 
@@ -513,7 +513,7 @@ def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Compari
                     label="_nolegend_", color=col, judged=[pt.judged for pt in sel])
         ax.plot(g * 1.08, [s.ew[pt.j] for s, pt in zip(st, sel)], "x", color=col, ms=5, mew=1.2, zorder=4)
         ys += [float(s.soft[pt.j]) for s, pt in zip(st, sel)] + [float(s.ew[pt.j]) for s, pt in zip(st, sel)]
-    mine = select(comps, c=float(c), input=_input_label(snr, spike))
+    mine = with_key(comps, c=float(c), input=_input_label(snr, spike))
     worst = max((abs(pt.gap(nl)) / pt.stats[nl].pred[pt.j] for pt in points if pt.cfg[:3] == (c, snr, spike)
                  and pt.judged), default=0.0)
     wide = min(ys) > 0 and max(ys) / min(ys) > 10  # a log axis where E spans a decade or more

@@ -17,7 +17,7 @@ from numerics.threads import thread_map as _map_threads
 from numerics.rmt import kernel_eigenvalues, sample_signal_plus_noise
 
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison, select
+from ..registry import CheckContext, Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from .paper_b_core import mc_version, p_of, profile_name, simulate_runtime
@@ -239,7 +239,7 @@ def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
     rax.axhline(0.0, color="#777777", lw=0.8)
     ax.set(ylabel="density", title=f"f = {act}, p/n = {cval:g}: n = {n}, 2n = {2 * n}")
     rax.set(xlabel="eigenvalue λ of K", ylabel="ECDF − CDF")
-    mine = select(comps, config=key)
+    mine = with_key(comps, config=key)
     control = _ks_control(prediction[key]["wrong"], spectra, r["lo"], r["hi"])
     F.key_numbers(ax, [f"mean KS: {r['m1']:.4f} (n) → {r['m2']:.4f} (2n)",
                        f"ratio {r['ratio']:.3f} ± {r['se_ratio']:.3f} (≤ 0.707)", f"mass of the law {r['mass']:.4f}",

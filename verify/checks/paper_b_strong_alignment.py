@@ -44,7 +44,7 @@ import numpy as np
 from ..claim import Claim, register
 from ..figures import paper_figure
 from ..statistics import scalar_mean_se
-from ..registry import CheckContext, Comparison, select
+from ..registry import CheckContext, Comparison, with_key
 from ..verdicts import Judgement
 from ._finite_size import FiniteSizeTest, finite_size_test
 from ._finite_size import detectable_error as finite_size_detectable
@@ -350,7 +350,7 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
         ax.plot(design.curve_ts, [_gap(t, c, act, design.snr, 20).total for t in design.curve_ts], "-",
                 color=F.THEORY, lw=1.3)
         _points(ax, design, prediction, cells, [(s, 0.0) for s in design.settings if s[:2] == (act, c)])
-        judged_here = select(comps, activation=act, c=float(c))
+        judged_here = with_key(comps, activation=act, c=float(c))
         ax.set(xlabel="alignment t = ‖w_K‖‖w_Q‖/√p", ylabel="E_att(0) − E_RR(0)",
                title=f"{act}, p/n = {c:.3g}")
         F.key_numbers(ax, [F.outcome_text(judged_here)], verdict=F.worst_outcome(judged_here))
@@ -360,7 +360,7 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
         ax.plot([s[2] for s in design.wide], [prediction.limit[(s, g)] for s in design.wide], "-", color=F.THEORY,
                 lw=1.3)
         _points(ax, design, prediction, cells, [(s, g) for s in design.wide])
-    wide = [cp for s in design.wide for cp in select(comps, activation=s[0], c=float(s[1]), t=float(s[2]))]
+    wide = [cp for s in design.wide for cp in with_key(comps, activation=s[0], c=float(s[1]), t=float(s[2]))]
     ax.set(xlabel="alignment t", ylabel="E_att − E_RR",
            title="p/n > 1 (" + ", ".join(sorted({a for a, _, _ in design.wide})) + f"), γ = "
                  + " and ".join(f"{g:g}" for g in design.gamma_wide))

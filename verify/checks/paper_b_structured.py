@@ -53,7 +53,7 @@ from ..statistics import mean_se
 from ..claim import Claim, register
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from ..registry import CheckContext, Comparison, select
+from ..registry import CheckContext, Comparison, with_key
 from ._finite_size import FiniteSizeTest, finite_size_test
 from .paper_b_core import mc_version
 
@@ -514,8 +514,8 @@ def _b7_panel(ax: Any, design: B7Design, rows: list[dict], comps: list[Compariso
         F.mc_points(ax, gg * dodge, [r["mc_2p"] for r in sel], [r["se_2p"] for r in sel], label="_nolegend_",
                     color=col, judged=[r["inside_regime"] for r in sel])
         ax.plot(gg * dodge * 1.03, [r["lin_2p"] for r in sel], "x", color=col, ms=5, mew=1.2, zorder=4)
-    true = select(comps, c=c, snr=snr, kernel="true")
-    lin = select(comps, c=c, snr=snr, kernel="linearised")
+    true = with_key(comps, c=c, snr=snr, kernel="true")
+    lin = with_key(comps, c=c, snr=snr, kernel="linearised")
     out = sorted({f"{r['spike']} (κ = {r['kappa_2p']:.2f})" for r in rows
                   if r["c"] == c and r["snr"] == snr and not r["inside_regime"]})
     lines = [f"true kernel: {F.outcome_text(true) if true else 'none judged'}",
