@@ -29,29 +29,28 @@ sys.path.insert(0, str(ROOT))
 
 def _rows(check: str, profile: str, seeds: int, se: float, cache: Path) -> list[dict]:
     from verify.checks import paper_a_rates as R
-    from verify.checks.paper_a_numerics import assemble, predict_groups
+    from verify.checks.paper_a_numerics import predict_groups
     from verify.registry import CheckContext
 
     ctx = CheckContext(profile=profile, seed=0, cache_dir=cache, check_id=check)
     design = getattr(R, f"design_{check.lower()}")(ctx)
-    known = tuple(g.label for g in design.groups[design.params.get("n_a", len(design.groups)):])
-    pred = predict_groups(ctx, design.groups, check, design.trial_extra, known=known, finite_se=se)
+    pred = predict_groups(ctx, design.groups, check, design.trial_extra, known=design.known, finite_se=se)
     slopes: dict[str, list[float]] = {g.label: [] for g in design.groups}
     shifts: dict[str, list[float]] = {g.label: [] for g in design.groups}
     for s in range(seeds):
         ctx_s = CheckContext(profile=profile, seed=s, cache_dir=cache, check_id=check)
-        for g in assemble(design.groups, pred, R._simulate(ctx_s, design)):
-            slopes[g.label].append(g.fit.slope)
-            if g.shift_fit is not None:
-                shifts[g.label].append(g.shift_fit.slope)
+        for label, m in R._simulate(ctx_s, design).groups.items():
+            slopes[label].append(m.fit.slope)
+            if m.shift_fit is not None:
+                shifts[label].append(m.shift_fit.slope)
     rows = []
-    for g in assemble(design.groups, pred, R._simulate(ctx, design)):
-        model, model_se = g.finite_slope()
-        rows.append(_row(check, g.label, "slope", slopes[g.label], model, model_se, g.predicted_slope()))
-        if g.finite_known:
-            m, mse = g.finite_shift()
-            rows.append(_row(check, g.label, "shift", shifts[g.label], m, mse,
-                             g.predicted_slope() - g.predicted_slope(False)))
+    for g in design.groups:
+        p = pred.groups[g.label]
+        model, model_se = p.finite_slope
+        rows.append(_row(check, g.label, "slope", slopes[g.label], model, model_se, p.slope))
+        if p.finite_known:
+            m, mse = p.finite_shift
+            rows.append(_row(check, g.label, "shift", shifts[g.label], m, mse, p.slope - p.slope_np))
     return rows
 
 
@@ -93,7 +92,8 @@ def _window_precision(seeds: int = 4) -> list[str]:
     """SD over prediction seeds of the a-priori model's slope on a window beyond the design (WINDOW_SD's basis)."""
     from numerics.error_model import predict_error
     from numerics.slopes import design_slope
-    from verify.checks.paper_a_numerics import Group, k_levels_to_M, limit_window, model_for
+    from verify.checks.paper_a_numerics import k_levels_to_M, model_for
+    from verify.checks.paper_a_records import GroupDesign, limit_window
 
     Ks = [20, 23, 26, 30, 35, 40]
     cases = [(2, 10, [20, 23, 27, 31, 36], [112, 224, 499, 994, 2100]), (10, 5, Ks, k_levels_to_M(Ks, 500, 2)),
@@ -104,7 +104,7 @@ def _window_precision(seeds: int = 4) -> list[str]:
            "| d | N | K | slopes | SD |", "|---|---|---|---|---|"]
     for d, N, K, M in cases:
         cfg = {"d": d, "N": N, "r": 1, "P": 3, "n_knots": 6, "truth_seed": 1, "law": "uniform", "sigma": 1.0}
-        Kw, Mw = limit_window(Group(label="w", config=cfg, K=K, M=M), 2)
+        Kw, Mw = limit_window(GroupDesign(label="w", config=cfg, K=K, M=M), 2)
         model, slopes, s2 = model_for(cfg), [], None
         for seed in range(seeds):
             preds = [predict_error(model, k, 1, seed=1000 + seed) for k in Kw]

@@ -57,3 +57,36 @@ def test_no_comparison_is_selected_by_the_text_of_its_name():
                                   'verdict = outcomes.get(c.name, "not judged")'])
 def test_the_name_scan_can_fail(line):
     assert _name_as_data(line) == [line]
+
+
+def _mutable_dataclasses(path: Path) -> list[str]:
+    """Classes of ``path`` decorated ``@dataclass`` without ``frozen=True``."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for dec in node.decorator_list:
+            name = dec.func if isinstance(dec, ast.Call) else dec
+            if getattr(name, "id", getattr(name, "attr", None)) != "dataclass":
+                continue
+            frozen = isinstance(dec, ast.Call) and any(
+                k.arg == "frozen" and getattr(k.value, "value", False) is True for k in dec.keywords)
+            if not frozen:
+                out.append(f"{path.name}:{node.lineno} {node.name}")
+    return out
+
+
+def test_what_the_claims_pass_between_their_steps_is_frozen():
+    """Every dataclass of the claims (design, prediction, measurement records) is frozen: no step edits another's."""
+    found = [m for p in sorted((ROOT / "verify" / "checks").glob("*.py")) for m in _mutable_dataclasses(p)]
+    assert not found, "mutable dataclasses in verify/checks: " + ", ".join(found)
+
+
+def test_the_frozen_scan_can_fail(tmp_path):
+    p = tmp_path / "probe.py"
+    p.write_text("import dataclasses\nfrom dataclasses import dataclass\n@dataclass\nclass X:\n    a: int = 0\n"
+                 "@dataclass(frozen=True)\nclass Y:\n    a: int = 0\n@dataclasses.dataclass(order=True)\nclass Z:\n"
+                 "    a: int = 0\n")
+    assert [m.split()[-1] for m in _mutable_dataclasses(p)] == ["X", "Z"]

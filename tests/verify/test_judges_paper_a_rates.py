@@ -13,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 from numerics.slopes import fit_slope
 from verify.checks.paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison
-from verify.checks.paper_a_numerics import (LIMIT_WINDOWS, Group, GroupMeasurement, RateMeasurement, RatePrediction,
-                                            k_levels_to_M, limit_window)
-from verify.checks.paper_a_rates import RateDesign, judge_a2, judge_a3, judge_a4
+from verify.checks.paper_a_numerics import k_levels_to_M
+from verify.checks.paper_a_rates import judge_a2, judge_a3, judge_a4
+from verify.checks.paper_a_records import (LIMIT_WINDOWS, GroupDesign, GroupMeasurement, RateDesign, RateMeasurement,
+                                           RatePrediction, apriori_curve, group_prediction, limit_window)
 from conftest import max_false_fails
 from verify.verdicts import ALPHA_CHECK, judge, judged
 
@@ -32,9 +33,9 @@ def _pred(v_par: float = 0.0, Ks=KS, sigma: float = SIGMA, bias_exp: float = -4.
     return [{"B": 4e-2 * K**bias_exp, "V_np": s2 * V1 * K, "V_par": s2 * v_par * 1e-6 * K, "p": 1} for K in Ks]
 
 
-def _group(label: str, **cfg) -> Group:
+def _group(label: str, **cfg) -> GroupDesign:
     config = {"d": 1, "N": 5, "r": 1, "P": 3, "n_knots": 6, "sigma": SIGMA, "truth_seed": 0, "law": "uniform", **cfg}
-    return Group(label=label, config=config, K=list(KS), M=list(MS))
+    return GroupDesign(label=label, config=config, K=KS, M=MS)
 
 
 def _finite(curve: np.ndarray, se: float = 0.004) -> list[dict]:
@@ -42,19 +43,17 @@ def _finite(curve: np.ndarray, se: float = 0.004) -> list[dict]:
              "n_designs": 1} for c in curve]
 
 
-def _prediction(groups: list[Group], v_par: dict | None = None, bias_exp: float = -4.0,
+def _prediction(groups: list[GroupDesign], v_par: dict | None = None, bias_exp: float = -4.0,
                 known: tuple[str, ...] = ()) -> RatePrediction:
     """The a-priori model per group, its finite-M model (the same curve) and its windows beyond the design."""
-    pred, finite, finite_known, limit = {}, {}, {}, {}
+    out = {}
     for g in groups:
         vp = (v_par or {}).get(g.label, 0.0)
-        pred[g.label] = _pred(vp)
-        full = Group(**{**g.__dict__, "pred": pred[g.label]})
-        finite[g.label] = _finite(full.predicted())
-        if g.label in known:
-            finite_known[g.label] = _finite(full.predicted(parametric=False))
-        limit[g.label] = [_pred(vp, limit_window(g, k)[0], sigma=1.0, bias_exp=bias_exp) for k in LIMIT_WINDOWS]
-    return RatePrediction(pred=pred, finite=finite, finite_known=finite_known, limit=limit)
+        pred = _pred(vp)
+        known_curve = _finite(apriori_curve(pred, g.M, g.config["N"], parametric=False)) if g.label in known else []
+        limit = [_pred(vp, limit_window(g, k)[0], sigma=1.0, bias_exp=bias_exp) for k in LIMIT_WINDOWS]
+        out[g.label] = group_prediction(g, pred, _finite(apriori_curve(pred, g.M, g.config["N"])), known_curve, limit)
+    return RatePrediction(groups=out)
 
 
 def _measure(curve: np.ndarray, rng: np.random.Generator, reps: int, sd: float, tilt: float = 0.0) -> tuple:
@@ -66,18 +65,16 @@ def _measure(curve: np.ndarray, rng: np.random.Generator, reps: int, sd: float, 
 
 
 def _gm(M, E, Ek=None) -> GroupMeasurement:
-    gm = GroupMeasurement(errors={int(m): E[M == m].tolist() for m in MS}, fit=fit_slope(M, E, n_boot=0))
-    if Ek is not None:
-        gm.errors_known = {int(m): Ek[M == m].tolist() for m in MS}
-        gm.shift_fit = fit_slope(M, E / Ek, n_boot=0)
-    return gm
+    known = {} if Ek is None else dict(errors_known={int(m): Ek[M == m].tolist() for m in MS},
+                                       shift_fit=fit_slope(M, E / Ek, n_boot=0))
+    return GroupMeasurement(errors={int(m): E[M == m].tolist() for m in MS}, fit=fit_slope(M, E, n_boot=0), **known)
 
 
 def _a2(rng, sd=0.1, reps=12, tilt=0.0, bias_exp=-4.0):
     g = _group("P=3")
     pred = _prediction([g], bias_exp=bias_exp)
     design = RateDesign("A2", "quick", [g], reps, {})
-    M, E = _measure(np.exp([q["log_error"] for q in pred.finite["P=3"]]), rng, reps, sd, tilt)
+    M, E = _measure(np.exp([q["log_error"] for q in pred.groups["P=3"].finite]), rng, reps, sd, tilt)
     return design, pred, RateMeasurement(groups={"P=3": _gm(M, E)})
 
 
@@ -127,16 +124,16 @@ def _a3(rng, shift_error: float = 0.0, sd: float = 0.08, reps: int = 12):
     prediction = _prediction(ga + gb, v_par={gb[0].label: 3.0}, known=(gb[0].label,))
     meas = {}
     for g in ga:
-        M, E = _measure(np.exp([q["log_error"] for q in prediction.finite[g.label]]), rng, reps, sd)
+        M, E = _measure(np.exp([q["log_error"] for q in prediction.groups[g.label].finite]), rng, reps, sd)
         meas[g.label] = _gm(M, E)
     lab = gb[0].label
-    with_A = np.exp([q["log_error"] for q in prediction.finite[lab]])
-    known = np.exp([q["log_error"] for q in prediction.finite_known[lab]])
+    with_A = np.exp([q["log_error"] for q in prediction.groups[lab].finite])
+    known = np.exp([q["log_error"] for q in prediction.groups[lab].finite_known])
     M, Ek = _measure(known, rng, reps, sd)
     E = Ek * np.repeat(with_A / known * (np.asarray(MS, float) / MS[0]) ** shift_error, reps) * np.exp(
         0.02 * rng.standard_normal(M.size))
     meas[lab] = _gm(M, E, Ek)
-    design = RateDesign("A3", "quick", ga + gb, reps, {"known_A": True}, params={"n_a": len(ga)})
+    design = RateDesign("A3", "quick", ga + gb, reps, {"known_A": True}, known=(lab,))
     return design, prediction, RateMeasurement(groups=meas)
 
 
@@ -159,7 +156,7 @@ def _a4(rng, tilt_n3: float = 0.0, sd: float = 0.08, reps: int = 12, tilt_all: f
     prediction = _prediction(groups)
     meas = {}
     for g in groups:
-        curve = np.exp([q["log_error"] for q in prediction.finite[g.label]])
+        curve = np.exp([q["log_error"] for q in prediction.groups[g.label].finite])
         M, E = _measure(curve, rng, reps, sd, tilt_all + (tilt_n3 if g.config["N"] == 3 else 0.0))
         meas[g.label] = _gm(M, E)
     return RateDesign("A4", "quick", groups, reps, {}), prediction, RateMeasurement(groups=meas)
@@ -206,8 +203,8 @@ def test_limit_rule_accepts_a_slow_but_correct_limit():
         return [[{"B": 4e-2 * K**bias_exp, "V_np": s2 * V1 * K, "V_par": s2 * vp, "p": 1}
                  for K in limit_window(g, k)[0]] for k in LIMIT_WINDOWS]
 
-    slow = Group(**{**g.__dict__, "pred": design, "limit": windows(-4.0)})
-    assert abs(slow.window_slopes()[-1] - slow.theory_slope) > 0.01  # a fixed 0.01 at K x 4 would reject it
-    assert limit_comparison(slow).outcome == "PASS"
-    wrong = Group(**{**g.__dict__, "pred": design, "limit": windows(-3.0)})
-    assert limit_comparison(wrong).outcome == "FAIL"
+    slow = group_prediction(g, design, limit=windows(-4.0))
+    assert abs(slow.window_slopes[-1] - g.theory_slope) > 0.01  # a fixed 0.01 at K x 4 would reject it
+    assert limit_comparison(g, slow).outcome == "PASS"
+    wrong = group_prediction(g, design, limit=windows(-3.0))
+    assert limit_comparison(g, wrong).outcome == "FAIL"

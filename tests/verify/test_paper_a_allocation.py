@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -40,7 +41,7 @@ def test_design_takes_the_pilot_counts(pilot):
     design = rates.design_a2(CheckContext(profile="smoke", seed=0))
     for g in design.groups:
         p = pilot["A2"]["smoke"][g.label]
-        assert g.reps == allocate_replicates(g.M, p["sd"], p["cost"], design.reps, min(4, design.reps)).tolist()
+        assert list(g.reps) == allocate_replicates(list(g.M), p["sd"], p["cost"], design.reps, min(4, design.reps)).tolist()
     assert "allocated" in numerics_a.allocation_text(design.groups, design.reps)
 
 
@@ -57,7 +58,7 @@ def test_sweep_runs_the_allocated_counts_with_the_equal_designs_seeds(tmp_path):
     design = rates.design_a2(ctx)
     g = design.groups[:1]
     equal = numerics_a.simulate_groups(ctx, g, 2, "A2", design.trial_extra).groups[g[0].label]
-    g[0].reps = [3, 2, 4]
+    g = [dataclasses.replace(g[0], reps=[3, 2, 4])]
     alloc = numerics_a.simulate_groups(ctx, g, 2, "A2", design.trial_extra).groups[g[0].label]
     assert [len(alloc.errors[m]) for m in g[0].M] == [3, 2, 4]
     for m in g[0].M:

@@ -134,7 +134,7 @@ class A5Design:
     counter_t: float = 1.0 - math.sqrt(0.4)  # 5 t^2 - 10 t + 3 = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class A5Measurement:
     """The cases (rows of :func:`coercivity_sides` with ``law``, ``direction``, ``eps`` and, for the cos
     direction, ``naive_diff`` / ``naive_se``) and :func:`coercivity_sides` of the counterexample."""

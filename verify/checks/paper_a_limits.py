@@ -1,4 +1,4 @@
-"""The finite-M and limit comparisons of paper A's rate claims (A2-A4), from groups holding their models.
+"""The finite-M and limit comparisons of paper A's rate claims (A2-A4), from each group's records.
 
 (a) A measured slope against the finite-M model's (:func:`slope_vs_finite`), and all groups' deviations pooled
 (:func:`pooled_vs_finite`); (b) the a-priori model's slope beyond the design tends to the rate (a finite-size rule in
@@ -13,7 +13,7 @@ import numpy as np
 
 from verify.registry import Comparison
 
-from .paper_a_numerics import LIMIT_WINDOWS, Group, limit_window
+from .paper_a_records import LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupPrediction, limit_window
 
 __all__ = ["LIMIT_DECAY", "WINDOW_SD", "WRONG_RATE_OFFSET", "consistency_power", "deviation", "limit_comparison",
            "pooled_vs_finite", "slope_vs_finite"]
@@ -44,28 +44,29 @@ def consistency_power(se: float, df: float | None, n_tests: int, offset: float =
     return float(dist.sf(c - z) + dist.cdf(-c - z))
 
 
-def slope_vs_finite(g: Group, n_tests: int) -> Comparison:
+def slope_vs_finite(e: GroupEvidence, n_tests: int) -> Comparison:
     """The measured slope equals the finite-M model's (an identity for d = 1; linearised in A for d > 1)."""
-    se, df = g.fit.se_replicate
-    pred, pse = g.finite_slope()
+    g = e.design
+    se, df = e.measurement.fit.se_replicate
+    pred, pse = e.prediction.finite_slope
     tot = math.hypot(se, pse)
     what = ("exact law of the least-squares fit given the design, d = 1" if g.config["d"] == 1
             else "least squares linearised in A at A*, given the design")
     return Comparison.consistency(
-        f"{g.label}: slope vs finite-M model", round(pred, 4), round(g.fit.slope, 4), tot, df=df,
+        f"{g.label}: slope vs finite-M model", round(pred, 4), round(e.measurement.fit.slope, 4), tot, df=df,
         key={"group": g.label, "quantity": "finite-M"},
         rule=f"finite-M model E log err ({what}; model SE {pse:.4f}); replicate-level SE; power against a slope "
              f"off by {WRONG_RATE_OFFSET}: {consistency_power(tot, df, n_tests):.0%}")
 
 
-def deviation(g: Group) -> tuple[float, float, float]:
+def deviation(e: GroupEvidence) -> tuple[float, float, float]:
     """Measured slope minus the finite-M model's, its SE (replicate and model in quadrature) and df."""
-    se, df = g.fit.se_replicate
-    pred, pse = g.finite_slope()
-    return g.fit.slope - pred, math.hypot(se, pse), df
+    se, df = e.measurement.fit.se_replicate
+    pred, pse = e.prediction.finite_slope
+    return e.measurement.fit.slope - pred, math.hypot(se, pse), df
 
 
-def pooled_vs_finite(groups: list[Group], n_tests: int, headline: bool = False) -> Comparison:
+def pooled_vs_finite(groups: list[GroupEvidence], n_tests: int, headline: bool = False) -> Comparison:
     """All groups at once: the inverse-variance mean of (slope - finite-M model) is 0.
 
     The alternative it is built for is a wrong rate, which moves every group's slope the same way; pooling the
@@ -88,7 +89,7 @@ def pooled_vs_finite(groups: list[Group], n_tests: int, headline: bool = False) 
              f"against every slope off by {WRONG_RATE_OFFSET}: {consistency_power(se, df, n_tests):.0%}")
 
 
-def limit_comparison(g: Group) -> Comparison:
+def limit_comparison(g: GroupDesign, p: GroupPrediction) -> Comparison:
     """Part (b): the a-priori model's deviation from the rate shrinks beyond the design like a finite-size effect.
 
     With ``D1, D2`` the deviations of the model's slope on the windows ``K x 2`` and ``K x 4`` (the design's ``K_M``
@@ -96,7 +97,7 @@ def limit_comparison(g: Group) -> Comparison:
     slope tends to another limit at distance ``D`` fails once ``D (1 - q) > 3 WINDOW_SD hypot(1, q)``, i.e. from
     ``D ~ 0.025``.
     """
-    slopes = g.window_slopes()
+    slopes = p.window_slopes
     dev = [x - g.theory_slope for x in slopes]
     q = 2.0 ** -LIMIT_DECAY
     allowed = q * abs(dev[-2]) + 3 * WINDOW_SD * math.hypot(1.0, q)

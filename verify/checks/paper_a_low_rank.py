@@ -50,7 +50,7 @@ A6_COMBOS = {"smoke": [(1, 1), (4, 1), (4, 2)],
              "paper": [(1, 1), (2, 1), (4, 1), (8, 1), (4, 2), (8, 2), (16, 1), (16, 2), (30, 1), (30, 2)]}
 
 
-@dataclass
+@dataclass(frozen=True)
 class A6Design:
     """Fixed ``M`` and ``K``, the ``(d, r)`` configurations and their regressor ``x = r d log M / M``.
 
@@ -71,7 +71,7 @@ class A6Design:
     K_coarse: int = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class A6Prediction:
     """A-priori errors ``B + (V_np + V_par)/M`` (with ``n/(n-p)``), their parametric share, and whether each
     configuration is inside the low-rank condition; ``cache``: the prediction sweep's counts."""
@@ -82,7 +82,7 @@ class A6Prediction:
     cache: dict = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class A6Measurement:
     """Replicate errors per configuration, refitted stalled fits, the bootstrap's seed, the sweep's counts."""
 

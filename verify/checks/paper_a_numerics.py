@@ -26,19 +26,20 @@ Experimental design (the project's choices, from theory; stated in every check's
 Finite-``M`` prediction of the design
 -------------------------------------
 The a-priori error model ``B(K) + (V_np + V_par) / M`` of the estimator lives in :mod:`numerics.error_model`
-(derivation there); the checks evaluate it along their designs (:meth:`Group.predicted`, with the first-order
-finite-sample factor ``n / (n - p)``) and compare the measured slopes with it.
+(derivation there); the checks evaluate it along their designs (:func:`.paper_a_records.group_prediction`, with the
+first-order finite-sample factor ``n / (n - p)``) and compare the measured slopes with it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -52,10 +53,11 @@ from numerics.sweep import cell_seed, run_sweep, source_version
 from numerics.threads import torch_threads
 from verify.registry import CheckContext
 
-__all__ = ["Group", "GroupMeasurement", "RateMeasurement", "RatePrediction", "assemble", "k_levels_to_M",
-           "model_for", "predict_error", "predict_groups", "predict_task", "predictions", "cache_text", "simulate_groups",
-           "sweep_info",
-           "predicted_curve", "balanced_sigma", "trial", "estimator_class"]
+from .paper_a_records import (LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupMeasurement, RateMeasurement,
+                              RatePrediction, SweepCost, group_prediction, limit_window)
+
+__all__ = ["k_levels_to_M", "model_for", "predict_error", "predict_groups", "predict_task", "predictions", "cache_text",
+           "simulate_groups", "predicted_curve", "balanced_sigma", "trial", "estimator_class"]
 
 SUPPORT = 1.0
 RIDGE_D = 1e-4  # relative ridge for d > 1 sweeps: tames near-empty end intervals (phi* ~ 0 there)
@@ -291,118 +293,6 @@ def prediction_sizes(size: str) -> dict:
     return {"n_pop": 1500, "n_pairs": 2**14} if size == "smoke" else {"n_pop": 16000, "n_pairs": 2**18}
 
 
-@dataclass
-class Group:
-    """One curve of a rate experiment: a configuration and its ``K`` / ``M`` levels."""
-
-    label: str
-    config: dict
-    K: list[int]
-    M: list[int]
-    pred: list[dict] = field(default_factory=list)
-    fit: SlopeFit | None = None
-    errors: dict = field(default_factory=dict)  # M -> list of errors
-    errors_known: dict = field(default_factory=dict)  # M -> errors of the A*-known fit on the same data
-    shift_fit: SlopeFit | None = None  # slope of err / err_known: estimated-A minus A*-known slope (paired)
-    refits: int = 0  # replicates refitted because the first fit stalled
-    reps: list[int] | None = None  # replicates per M level (an allocation); None: the design's equal count
-    finite: list[dict] = field(default_factory=list)  # finite-M model per level (predict_log_error)
-    finite_known: list[dict] = field(default_factory=list)  # the same with A = A* known (A3's paired shift)
-    limit: list[list[dict]] = field(default_factory=list)  # a-priori model on the windows beyond the design
-
-    @property
-    def beta(self) -> float:
-        return float(self.config["P"] - 1)
-
-    @property
-    def theory_slope(self) -> float:
-        """``-2 beta / (2 beta + 1)`` from :func:`theory.rate_exponent`."""
-        from theory.minimax import rate_exponent
-
-        return -float(rate_exponent(int(self.config["P"]) - 1))
-
-    def predicted(self, parametric: bool = True) -> np.ndarray:
-        """Finite-M prediction with the first-order finite-sample factor ``n / (n - p)``, ``n = M N``."""
-        return _apriori_curve(self.pred, self.M, self.config["N"], parametric=parametric)
-
-    def predicted_slope(self, parametric: bool = True) -> float:
-        from numerics.slopes import design_slope
-
-        return design_slope(self.M, self.predicted(parametric))
-
-    def finite_slope(self, known: bool = False) -> tuple[float, float]:
-        """Slope of the finite-M model's ``E log err`` (the fit's equal per-level weights) and its Monte Carlo SE."""
-        return _weighted_slope(self.M, self.finite_known if known else self.finite)
-
-    def finite_shift(self) -> tuple[float, float]:
-        """Model slope with the matrix estimated minus with ``A = A*`` known, and its Monte Carlo SE."""
-        a, sa = self.finite_slope()
-        b, sb = self.finite_slope(known=True)
-        return a - b, math.hypot(sa, sb)
-
-    def window_slopes(self) -> list[float]:
-        """Slopes of the a-priori model on the design and on each window of :data:`LIMIT_WINDOWS` beyond it."""
-        from numerics.slopes import design_slope
-
-        out = [self.predicted_slope()]
-        s2 = float(self.config["sigma"]) ** 2
-        for k, preds in zip(LIMIT_WINDOWS, self.limit):  # predicted at sigma = 1: the variance scales with sigma^2
-            Ms = limit_window(self, k)[1]
-            out.append(design_slope(Ms, _apriori_curve(preds, Ms, self.config["N"], variance_scale=s2)))
-        return out
-
-    def to_data(self) -> dict:
-        out = {"M": self.M, "K": self.K, "errors": self.errors, "fit": self.fit.to_dict(),
-               "pred_curve": self.predicted().tolist(), "pred_slope": self.predicted_slope(),
-               "pred_slope_np": self.predicted_slope(False), "theory": self.theory_slope, "config": self.config,
-               "pred": self.pred}
-        if self.shift_fit is not None:
-            out.update(errors_known=self.errors_known, shift_fit=self.shift_fit.to_dict())
-        if self.reps is not None:
-            out["reps"] = list(self.reps)
-        if self.finite:
-            out.update(finite=self.finite, finite_slope=list(self.finite_slope()), window_slopes=self.window_slopes())
-        if self.finite_known:
-            out.update(finite_known=self.finite_known, finite_shift=list(self.finite_shift()))
-        return out
-
-    def replicates(self, equal: int) -> list[int]:
-        """Replicates per ``M`` level: the allocation, or ``equal`` at every level."""
-        return list(self.reps) if self.reps is not None else [int(equal)] * len(self.M)
-
-
-def _apriori_curve(preds: list[dict], Ms: list[int], N: int, parametric: bool = True,
-                   variance_scale: float = 1.0) -> np.ndarray:
-    """``B + s V n / (n - p) / M`` (``n = M N``, ``s = variance_scale``) of :func:`predict_error` results."""
-    out = []
-    for q, m in zip(preds, Ms):
-        n = m * N
-        v = q["V_np"] + (q["V_par"] if parametric else 0.0)
-        out.append(q["B"] + variance_scale * v / m * n / max(n - q["p"], 1.0))
-    return np.array(out)
-
-
-def _weighted_slope(M: list[int], levels: list[dict]) -> tuple[float, float]:
-    """``sum_k w_k L_k`` with the per-level OLS weights of :func:`numerics.slopes.fit_slope` and its SE."""
-    x = np.log(np.asarray(M, dtype=float))
-    w = (x - x.mean()) / np.sum((x - x.mean()) ** 2)
-    L = np.array([q["log_error"] for q in levels])
-    se = np.array([q["se"] for q in levels])
-    return float(w @ L), float(math.sqrt(np.sum((w * se) ** 2)))
-
-
-#: windows of the a-priori model beyond the design (part (b) of A2-A4): K levels times 2^k for these k
-LIMIT_WINDOWS = (1, 2)
-
-
-def limit_window(g: "Group", k: int) -> tuple[list[int], list[int]]:
-    """K and M levels of window ``k``: three of the design's K levels times ``2^k``, ``M`` times ``2^(k (2b+1))``
-    (the design's law ``K_M ~ M^(1/(2b+1))`` continued)."""
-    idx = sorted({0, len(g.K) // 2, len(g.K) - 1})
-    f = 2 ** k
-    return ([g.K[i] * f for i in idx], [int(round(g.M[i] * f ** (2 * g.beta + 1))) for i in idx])
-
-
 def _device_extra(ctx: CheckContext) -> dict:
     """``{"device": ...}`` for a non-CPU device, else ``{}`` (CPU cells and their cache keys unchanged)."""
     dev = str(getattr(ctx, "device", "cpu") or "cpu")
@@ -441,38 +331,6 @@ def predictions(ctx: CheckContext, items: list[tuple[dict, int, int]], name: str
     return [r["pred"] for r in res]
 
 
-@dataclass
-class RatePrediction:
-    """A priori error model along every group of a design: ``pred[label]`` = one :func:`predict_error` per K."""
-
-    pred: dict[str, list[dict]]
-    info: dict = field(default_factory=dict)  # {"predictions": {"n_computed", "n_cached"}}
-    runtime: float = 0.0
-    finite: dict[str, list[dict]] = field(default_factory=dict)  # finite-M model per level (estimated A)
-    finite_known: dict[str, list[dict]] = field(default_factory=dict)  # the same with A = A* known
-    limit: dict[str, list[list[dict]]] = field(default_factory=dict)  # a-priori model per window beyond the design
-
-
-@dataclass
-class GroupMeasurement:
-    """What a rate sweep measured for one group: errors per M, the slope fits, refits."""
-
-    errors: dict  # M -> list of errors
-    fit: SlopeFit
-    refits: int = 0
-    errors_known: dict = field(default_factory=dict)  # M -> errors of the A*-known fit on the same data
-    shift_fit: SlopeFit | None = None  # slope of err / err_known (paired)
-
-
-@dataclass
-class RateMeasurement:
-    """The measurements of a rate design: one :class:`GroupMeasurement` per group label."""
-
-    groups: dict[str, GroupMeasurement]
-    info: dict = field(default_factory=dict)  # {"trials": {"n_computed", "n_cached"}}
-    runtime: float = 0.0
-
-
 #: Monte Carlo SE of the finite-M model's ``E log err`` per level, by size (at most 200 designs a level). Its slope
 #: SE is ~0.4x this (six levels over 1.5 decades; ~0.3x over the paper's 2.3), so quick's 0.01 adds ~8 % to a quick
 #: slope SE of 0.01 in quadrature and paper's 0.005 ~6 % to a paper slope SE of 0.006; the cost (~1/SE^2 designs)
@@ -480,11 +338,11 @@ class RateMeasurement:
 FINITE_SE = {"smoke": 0.02, "quick": 0.01, "paper": 0.005}
 
 
-def predict_groups(ctx: CheckContext, groups: list[Group], name: str, trial_extra: dict | None = None,
+def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, trial_extra: Mapping | None = None,
                    known: tuple[str, ...] = (), finite_se: float | None = None) -> RatePrediction:
     """The a-priori predictions of every ``(group, K)`` and of the windows beyond the design, and the finite-M
     model of every ``(group, K, M)`` (cached, parallel sweeps; the a-priori predictions on design seeds, the finite-M
-    model's designs on the base seed).
+    model's designs on the base seed), as one :class:`GroupPrediction` per group.
 
     ``trial_extra`` (the trials' options) gives the estimator's ``ridge``; the groups labelled in ``known`` also
     get the model of the fit with ``A = A*`` known (A3's paired shift); ``finite_se`` overrides the profile's
@@ -516,24 +374,25 @@ def predict_groups(ctx: CheckContext, groups: list[Group], name: str, trial_extr
     res = _sweep(ctx, finite_task, finite_cells, f"{name} finite-M model", info, "finite-M model",
                  version=FINITE_VERSION, seeds=lambda i, c: [finite_seeds[i]])
     fin = [r["finite"] for r in res]
-    out, finite, finite_known, limit = {}, {}, {}, {}
+    out = {}
     for g in groups:
-        out[g.label], preds = preds[:len(g.K)], preds[len(g.K):]
+        apriori, preds = preds[:len(g.K)], preds[len(g.K):]
         key = json.dumps({**g.config, "sigma": 1.0}, sort_keys=True)
         pseed = ctx.design_seed("predict", g.config["d"], g.config["N"], g.config["r"], g.config["P"])
-        limit[g.label] = [[window[(key, K, pseed)] for K in limit_window(g, k)[0]] for k in LIMIT_WINDOWS]
-        finite[g.label], fin = fin[:len(g.K)], fin[len(g.K):]
+        limit = [[window[(key, K, pseed)] for K in limit_window(g, k)[0]] for k in LIMIT_WINDOWS]
+        finite, fin = fin[:len(g.K)], fin[len(g.K):]
+        finite_known: list = []
         if g.label in known and g.config["d"] > 1:
-            finite_known[g.label], fin = fin[:len(g.K)], fin[len(g.K):]
-    return RatePrediction(pred=out, info=info, runtime=time.perf_counter() - t0, finite=finite,
-                          finite_known=finite_known, limit=limit)
+            finite_known, fin = fin[:len(g.K)], fin[len(g.K):]
+        out[g.label] = group_prediction(g, apriori, finite, finite_known, limit)
+    return RatePrediction(groups=out, cost=SweepCost(time.perf_counter() - t0, info))
 
 
-def simulate_groups(ctx: CheckContext, groups: list[Group], reps: int, name: str,
-                    trial_extra: dict) -> RateMeasurement:
+def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int, name: str,
+                    trial_extra: Mapping) -> RateMeasurement:
     """The sweep of every group (one :func:`run_sweep` call) and its slope fits.
 
-    Replicates per level: each group's allocation (:attr:`Group.reps`, :func:`apply_allocation`), else ``reps``
+    Replicates per level: each group's allocation (:attr:`GroupDesign.reps`, :func:`apply_allocation`), else ``reps``
     at every level; replicate ``r`` of a cell has the seed ``cell_seed(base, cell, r)`` either way (the first
     ``n`` replicates of an allocation are those of an equal design).
 
@@ -556,33 +415,14 @@ def simulate_groups(ctx: CheckContext, groups: list[Group], reps: int, name: str
         sub = res.filter(group=g.label)
         M = sub.column("M")
         E = sub.column("err")
-        gm = GroupMeasurement(errors={int(m): E[M == m].tolist() for m in g.M},
-                              fit=fit_slope(M, E, n_boot=1000, rng=ctx.seed_for("boot", g.label)),
-                              refits=int(np.sum(sub.column("refits"))))
+        known: dict = {}
         if trial_extra.get("known_A"):
             Ek = sub.column("err_known")
-            gm.errors_known = {int(m): Ek[M == m].tolist() for m in g.M}
-            gm.shift_fit = fit_slope(M, E / Ek, n_boot=0)
-        out[g.label] = gm
-    return RateMeasurement(groups=out, info=info, runtime=time.perf_counter() - t0)
-
-
-def assemble(groups: list[Group], prediction: RatePrediction, measurement: RateMeasurement) -> list[Group]:
-    """New :class:`Group` objects holding design, prediction and measurement together (pure; inputs untouched)."""
-    out = []
-    for g in groups:
-        m = measurement.groups[g.label]
-        out.append(Group(label=g.label, config=g.config, K=list(g.K), M=list(g.M), pred=prediction.pred[g.label],
-                         fit=m.fit, errors=m.errors, errors_known=m.errors_known, shift_fit=m.shift_fit,
-                         refits=m.refits, reps=None if g.reps is None else list(g.reps),
-                         finite=prediction.finite.get(g.label, []), finite_known=prediction.finite_known.get(g.label, []),
-                         limit=prediction.limit.get(g.label, [])))
-    return out
-
-
-def sweep_info(prediction: RatePrediction, measurement: RateMeasurement) -> dict:
-    """Cache counts of the predictions and the trials (``data["sweep"]``, :func:`cache_text`)."""
-    return {**prediction.info, **measurement.info}
+            known = dict(errors_known={int(m): Ek[M == m].tolist() for m in g.M}, shift_fit=fit_slope(M, E / Ek, n_boot=0))
+        out[g.label] = GroupMeasurement(errors={int(m): E[M == m].tolist() for m in g.M},
+                                        fit=fit_slope(M, E, n_boot=1000, rng=ctx.seed_for("boot", g.label)),
+                                        refits=int(np.sum(sub.column("refits"))), **known)
+    return RateMeasurement(groups=out, cost=SweepCost(time.perf_counter() - t0, info))
 
 
 def run_groups_fixed_M(ctx: CheckContext, configs: list[dict], K: int, M: int, reps: int,
@@ -603,10 +443,10 @@ def cache_text(info: dict) -> str:
     return "Sweep pairs (" + "; ".join(parts) + ")" if parts else ""
 
 
-def design_text(g: Group) -> str:
+def design_text(g: GroupDesign) -> str:
     c = g.config
     return (f"{g.label}: d={c['d']}, N={c['N']}, r={c['r']}, P={c['P']} (beta={c['P'] - 1}, s={c['P'] - 2}), "
-            f"n_knots={c['n_knots']}, sigma={c['sigma']:.4g}, K={g.K}, M={g.M}")
+            f"n_knots={c['n_knots']}, sigma={c['sigma']:.4g}, K={list(g.K)}, M={list(g.M)}")
 
 
 #: replicates per M level of the rate sweeps (A3, A4; A6 per configuration) by size
@@ -647,27 +487,29 @@ def _allocation_pilot() -> dict:
     return json.loads(ALLOCATION_PILOT.read_text()) if ALLOCATION_PILOT.exists() else {}
 
 
-def apply_allocation(groups: list[Group], check_id: str, size: str, n_equal: int) -> bool:
-    """Give each group the cheapest replicate counts whose slope variance is at most that of ``n_equal``.
+def apply_allocation(groups: Sequence[GroupDesign], check_id: str, size: str, n_equal: int) -> list[GroupDesign]:
+    """The groups with the cheapest replicate counts whose slope variance is at most that of ``n_equal``.
 
     The counts are :func:`numerics.allocation.allocate_replicates` of the pilot's per-level SD and cost for
-    ``(check_id, size)``; without a pilot for them the groups keep ``n_equal`` at every level (returns False).
+    ``(check_id, size)``; without a pilot for them the groups are returned as they are (``n_equal`` at every level).
     A pilot measured on other ``M`` levels than a group's is refused (``ValueError``: regenerate it).
     """
     pilot = _allocation_pilot().get(check_id, {}).get(size)
     if not pilot:
-        return False
+        return list(groups)
+    out = []
     for g in groups:
         p = pilot.get(g.label)
         if p is None or [int(m) for m in p["M"]] != [int(m) for m in g.M]:
             raise ValueError(f"the allocation pilot of {check_id}/{size} has no entry for {g.label!r} on its M "
-                             f"levels {g.M}: regenerate it (python -m benchmarks.allocation_pilot --profile {size} "
-                             f"REPORT.json ...)")
-        g.reps = allocate_replicates(g.M, p["sd"], p["cost"], n_equal, min(ALLOCATION_MIN, n_equal)).tolist()
-    return True
+                             f"levels {list(g.M)}: regenerate it (python -m benchmarks.allocation_pilot --profile "
+                             f"{size} REPORT.json ...)")
+        reps = allocate_replicates(list(g.M), p["sd"], p["cost"], n_equal, min(ALLOCATION_MIN, n_equal)).tolist()
+        out.append(dataclasses.replace(g, reps=reps))
+    return out
 
 
-def allocation_text(groups: list[Group], n_equal: int) -> str:
+def allocation_text(groups: Sequence[GroupDesign], n_equal: int) -> str:
     """The replicate counts of a design for its notes."""
     if all(g.reps is None for g in groups):
         return f"{n_equal} replicates per M"
@@ -722,31 +564,32 @@ def base_p3(ctx: CheckContext, check_id: str = "A3", N: int = 5) -> dict:
     return cfg
 
 
-def inside_share(g: Group) -> tuple[int, int]:
+def inside_share(g: GroupDesign) -> tuple[int, int]:
     """M levels of the group at which the low-rank condition (constant :data:`LOW_RANK_CONSTANT`) holds."""
     c = g.config
     ins = [low_rank_status(c["r"], c["d"], m, c["P"] - 1)["inside"] for m in g.M]
     return sum(ins), len(ins)
 
 
-def ratio_text(groups: list[Group]) -> str:
+def ratio_text(groups: Sequence[GroupEvidence]) -> str:
     """Measured mean error / a-priori prediction at each M (>1 at small M: pre-asymptotic excess)."""
     parts = []
-    for g in groups:
-        r = [float(np.mean(g.errors[m])) / p for m, p in zip(g.M, g.predicted())]
+    for g, p, m in groups:
+        r = [float(np.mean(m.errors[M])) / c for M, c in zip(g.M, p.curve)]
         parts.append(f"{g.label}: " + ", ".join(f"{x:.2f}" for x in r))
-    refits = ", ".join(f"{g.label}: {g.refits}" for g in groups)
+    refits = ", ".join(f"{e.label}: {e.measurement.refits}" for e in groups)
     return "measured/predicted mean error along M: " + "; ".join(parts) + f" (refitted stalled fits: {refits})"
 
 
-def condition_text(groups: list[Group]) -> str:
+def condition_text(groups: Sequence[GroupEvidence]) -> str:
+    """Per group: the low-rank condition along M and the a-priori model's parametric share and slopes."""
     parts = []
-    for g in groups:
+    for g, p, _ in groups:
         c = g.config
         k, n = inside_share(g)
-        share = [q["V_par"] / m / p for q, m, p in zip(g.pred, g.M, g.predicted())]
+        share = [q["V_par"] / m / y for q, m, y in zip(p.apriori, g.M, p.curve)]
         parts.append(f"{g.label}: r d = {c['r'] * c['d']}, low-rank condition (constant {LOW_RANK_CONSTANT}) holds at "
                      f"{k}/{n} M levels; predicted parametric share of the error "
                      f"{min(share):.0%}..{max(share):.0%}; slope without the parametric term "
-                     f"{g.predicted_slope(False):.3f}, with it {g.predicted_slope():.3f}")
+                     f"{p.slope_np:.3f}, with it {p.slope:.3f}")
     return "; ".join(parts)

@@ -9,7 +9,7 @@ import numpy as np
 
 from verify.results import with_key
 
-from .paper_a_numerics import Group
+from .paper_a_records import GroupDesign, GroupEvidence
 
 __all__ = ["ERROR_LABEL", "PanelText", "group_comparisons", "plot_groups"]
 
@@ -27,23 +27,23 @@ class PanelText:
 ERROR_LABEL = r"$\|\hat g - g^*\|^2_{L^2(\rho)}$"
 
 
-def level_geomeans(g: Group) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def level_geomeans(g: GroupDesign, errors) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per M level: geometric mean of the replicate errors and its lower / upper 3-SE distances (log scale)."""
     from verify.figures import ERRORBAR_SE
 
-    logs = [np.log(np.asarray(g.errors[m], dtype=float)) for m in g.M]
+    logs = [np.log(np.asarray(errors[m], dtype=float)) for m in g.M]
     mu = np.array([v.mean() for v in logs])
     se = np.array([v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0 for v in logs])
     centre = np.exp(mu)
     return centre, centre - np.exp(mu - ERRORBAR_SE * se), np.exp(mu + ERRORBAR_SE * se) - centre
 
 
-def panel_title(g: Group) -> str:
+def panel_title(g: GroupDesign) -> str:
     """The group (symbols for names) over its noise level and K levels."""
     return f"{g.label.replace('sigma', 'σ')}\nσ = {g.config['sigma']:.3g}, K = {g.K[0]}…{g.K[-1]}"
 
 
-def common_settings(groups: list[Group]) -> str:
+def common_settings(groups: list[GroupDesign]) -> str:
     """The configuration keys shared by every group (the figure's settings line)."""
     from verify.figures import settings
 
@@ -51,45 +51,48 @@ def common_settings(groups: list[Group]) -> str:
     return settings(**{k: groups[0].config[k] for k in keys})
 
 
-def plot_group(ax, g: Group, color: str, text: PanelText) -> None:
+def plot_group(ax, e: GroupEvidence, color: str, text: PanelText) -> None:
     """One panel: replicates (faint), level geometric means (3-SE bars), OLS fit, a-priori model, theory rate."""
     from verify import figures as F
+
+    g, p, meas = e
 
     Ms = np.array(g.M, dtype=float)
     judged_ = text.status != "NOT JUDGED"
     for m in g.M:
-        ax.scatter([m] * len(g.errors[m]), g.errors[m], s=7, alpha=0.3, color=color, lw=0, zorder=2)
-    centre, lo, hi = level_geomeans(g)
+        ax.scatter([m] * len(meas.errors[m]), meas.errors[m], s=7, alpha=0.3, color=color, lw=0, zorder=2)
+    centre, lo, hi = level_geomeans(g, meas.errors)
     ax.errorbar(Ms, centre, yerr=[lo, hi], fmt="o", color=color, mfc=color if judged_ else "white", mec=color,
                 ms=4.5, zorder=4, label="simulation: geometric mean per M, ±3 SE (faint: replicates)")
-    if g.errors_known and g.config["d"] > 1:
-        known = np.array([math.exp(np.mean(np.log(g.errors_known[m]))) for m in g.M])
+    if meas.errors_known and g.config["d"] > 1:
+        known = np.array([math.exp(np.mean(np.log(meas.errors_known[m]))) for m in g.M])
         ax.plot(Ms, known, "s", color="#777777", mfc="white", ms=4, zorder=3, label=r"same data, $A = A^*$ known")
     xs = F.dense_grid(Ms, per_decade=20)
-    ax.plot(xs, np.exp(g.fit.intercept) * xs**g.fit.slope, "-", color=color, lw=1.4, label="OLS fit")
-    ax.plot(Ms, g.predicted(), "+--", color=F.THEORY, lw=0.9, ms=6, label="a-priori error model at the design's (K, M)")
+    fit = meas.fit
+    ax.plot(xs, np.exp(fit.intercept) * xs**fit.slope, "-", color=color, lw=1.4, label="OLS fit")
+    ax.plot(Ms, p.curve, "+--", color=F.THEORY, lw=0.9, ms=6, label="a-priori error model at the design's (K, M)")
     mc = math.exp(np.mean(np.log(Ms)))
-    ec = math.exp(g.fit.intercept) * mc**g.fit.slope
+    ec = math.exp(fit.intercept) * mc**fit.slope
     ax.plot(xs, ec * (xs / mc) ** g.theory_slope, ":", color=F.THEORY, lw=1.4,
             label=r"theory rate $M^{-2\beta/(2\beta+1)}$ (through the fit's centre)")
     ax.set(xscale="log", yscale="log", xlabel="sample size M", ylabel=ERROR_LABEL)
     ax.set_title(panel_title(g), fontsize=F.FONT["note"] + 0.5)
-    se, _ = g.fit.se_replicate
-    lines = (f"slope {g.fit.slope:.3f} ± {se:.3f} (SE)",
-             f"theory {g.theory_slope:.3f}, a-priori {g.predicted_slope():.3f}", *text.lines)
+    se, _ = fit.se_replicate
+    lines = (f"slope {fit.slope:.3f} ± {se:.3f} (SE)",
+             f"theory {g.theory_slope:.3f}, a-priori {p.slope:.3f}", *text.lines)
     F.headroom(ax, 0.075 * (len(lines) + bool(text.status)))
     F.key_numbers(ax, lines, verdict=text.status, loc="upper right")
     F.tidy_log_axis(ax)
 
 
-def group_comparisons(g: Group, comparisons: list) -> list:
-    """The comparisons about group ``g`` (keyed ``group=g.label``)."""
-    return with_key(comparisons, group=g.label)
+def group_comparisons(label: str, comparisons: list) -> list:
+    """The comparisons about the group ``label`` (keyed ``group=label``)."""
+    return with_key(comparisons, group=label)
 
 
-def plot_groups(groups: list[Group], title: str, texts: dict[str, PanelText] | None = None, *,
+def plot_groups(groups: list[GroupEvidence], title: str, texts: dict[str, PanelText] | None = None, *,
                  check_id: str = "", verdict: str | None = None, setting: str = "", ncols: int | None = None):
-    """One log-log panel per group (:func:`_plot_group`), ``ncols`` a row; a shared legend under the panels.
+    """One log-log panel per group (:func:`plot_group`), ``ncols`` a row; a shared legend under the panels.
 
     ``texts``: the key numbers and outcome of each panel by group label; ``verdict``: the check's, in the title.
     """
@@ -111,5 +114,6 @@ def plot_groups(groups: list[Group], title: str, texts: dict[str, PanelText] | N
         t.status == "NOT JUDGED" for t in (texts or {}).values()) else []
     fig.legend(list(handles.values()) + extra, list(handles) + [h.get_label() for h in extra],
                loc="outside lower center", ncol=min(2 if ncols <= 2 else 3, len(handles) + len(extra)), fontsize=F.FONT["legend"])
-    F.suptitle(fig, check_id, title, "; ".join(x for x in (common_settings(groups), setting) if x), verdict)
+    F.suptitle(fig, check_id, title, "; ".join(x for x in (common_settings([e.design for e in groups]), setting) if x),
+               verdict)
     return fig

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import dataclasses
-from dataclasses import dataclass, field
 from typing import Any
 
 from verify.claim import Claim, register
@@ -28,9 +27,6 @@ from .paper_a_numerics import (
     REPLICATES,
     RIDGE_D,
     STARTS_NOTE,
-    Group,
-    RatePrediction,
-    RateMeasurement,
     base_p3,
     estimator_class,
     condition_text,
@@ -43,7 +39,6 @@ from .paper_a_numerics import (
     estimator_starts,
     allocation_text,
     apply_allocation,
-    assemble,
     balanced_sigma,
     cache_text,
     k_levels_to_M,
@@ -51,23 +46,11 @@ from .paper_a_numerics import (
     round_design,
     simulate_groups,
     size_of,
-    sweep_info,
 )
 from .paper_a_plots import PanelText, group_comparisons, plot_groups
+from .paper_a_records import (GroupDesign, GroupEvidence, RateDesign, RateMeasurement, RatePrediction, evidence)
 
 __all__ = ["A2", "A3", "A4", "RateDesign", "pairs_matched_M", "judge_a2", "judge_a3", "judge_a4"]
-
-
-@dataclass
-class RateDesign:
-    """A rate experiment: its groups (design part only), replicates per level and trial options."""
-
-    check_id: str
-    size: str
-    groups: list[Group]
-    reps: int
-    trial_extra: dict
-    params: dict = field(default_factory=dict)  # claim-specific facts for the notes
 
 
 def with_estimator(claim: Claim, estimator: str, **params: Any) -> Claim:
@@ -90,21 +73,23 @@ def with_estimator(claim: Claim, estimator: str, **params: Any) -> Claim:
 
 
 def _predict(ctx: CheckContext, design: RateDesign) -> RatePrediction:
-    known = tuple(g.label for g in design.groups[design.params.get("n_a", len(design.groups)):])
-    return predict_groups(ctx, design.groups, design.check_id, design.trial_extra, known=known)
+    return predict_groups(ctx, design.groups, design.check_id, design.trial_extra, known=design.known)
 
 
 def _simulate(ctx: CheckContext, design: RateDesign) -> RateMeasurement:
     return simulate_groups(ctx, design.groups, design.reps, design.check_id, design.trial_extra)
 
 
-def _runtime(prediction: RatePrediction, measurement: RateMeasurement) -> float:
-    return prediction.runtime + measurement.runtime
+def _cost_text(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> str:
+    """The notes' last sentences: runtime, replicate counts, cache counts."""
+    cost = prediction.cost + measurement.cost
+    return (f"Runtime {cost.runtime:.1f}s, {allocation_text(design.groups, design.reps)}. "
+            + cache_text(dict(cost.counts)) + ".")
 
 
-def _data(groups: list[Group], prediction: RatePrediction, measurement: RateMeasurement) -> dict:
-    data = {g.label: g.to_data() for g in groups}
-    data["sweep"] = sweep_info(prediction, measurement)
+def _data(groups: list[GroupEvidence], prediction: RatePrediction, measurement: RateMeasurement) -> dict:
+    data = {e.label: e.to_data() for e in groups}
+    data["sweep"] = dict((prediction.cost + measurement.cost).counts)
     return data
 
 
@@ -141,39 +126,39 @@ def design_a2(ctx: CheckContext) -> RateDesign:
                "law": "uniform"}
         ic = len(Ks) // 2
         cfg["sigma"] = balanced_sigma(cfg, Ks[ic], Ms[ic], P - 2, ctx.design_seed("sigma", P), **prediction_sizes(size))
-        groups.append(Group(label=f"P={P}", config=cfg, K=Ks, M=Ms))
+        groups.append(GroupDesign(label=f"P={P}", config=cfg, K=Ks, M=Ms))
     extra = {"restarts": 1, "max_iter": 50, "n_pairs": 2**16, "ridge": 0.0}
     if size == "smoke":  # tiny M: some intervals are nearly empty, keep the estimator's tiny ridge
         extra.update(ridge=1e-10, n_pairs=2**13)
     reps = REPLICATES[size] * (A2_REPLICATE_FACTOR if size == "quick" else 1)
-    apply_allocation(groups, "A2", size, reps)
-    return RateDesign("A2", size, groups, reps, extra)
+    return RateDesign("A2", size, apply_allocation(groups, "A2", size, reps), reps, extra)
 
 
-def _finite_and_limit(groups: list[Group], n_extra: int = 0) -> list[Comparison]:
+def _finite_and_limit(groups: list[GroupEvidence], n_extra: int = 0) -> list[Comparison]:
     """(a) all groups' slopes equal their finite-M models (pooled: the headline) and each group's does; (b) each
     group's model slope tends to the rate. ``n_extra``: further tests of the check (Holm family, for the power)."""
     n = 1 + 2 * len(groups) + n_extra
     comps = [pooled_vs_finite(groups, n, headline=True)]
-    for g in groups:
-        comps += [slope_vs_finite(g, n), limit_comparison(g)]
+    for e in groups:
+        comps += [slope_vs_finite(e, n), limit_comparison(e.design, e.prediction)]
     return comps
 
 
 def judge_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[Comparison]:
     """Per P: (a) the slope equals the finite-M model's (exact for d = 1); (b) the model's slope tends to the rate."""
-    return _finite_and_limit(assemble(design.groups, prediction, measurement))
+    return _finite_and_limit(evidence(design, prediction, measurement))
 
 
-def _a2_line(g: Group) -> str:
-    f = g.fit
+def _a2_line(e: GroupEvidence) -> str:
+    g, p, m = e
+    f = m.fit
     ps, pg = A2_PAPER_SLOPES[g.label]
     se, df = f.se_replicate
-    fs, fse = g.finite_slope()
+    fs, fse = p.finite_slope
     return (f"{g.label}: slope {f.slope:.4f} +- {se:.4f} (replicate SE, df {df:.0f}; bootstrap "
             f"[{f.ci_boot[0]:.4f}, {f.ci_boot[1]:.4f}]); finite-M model {fs:.4f} +- {fse:.4f}; rate "
             f"{g.theory_slope:.4f} (paper's slope {ps}, gap {pg}); a-priori model on the design "
-            f"{g.predicted_slope():.4f}" + (f", beyond it (K x 4) {g.window_slopes()[-1]:.4f}" if g.limit else ""))
+            f"{p.slope:.4f}" + (f", beyond it (K x 4) {p.window_slopes[-1]:.4f}" if p.limit else ""))
 
 
 #: what A2-A4 test and why that is the paper's claim (the first sentences of their notes)
@@ -189,15 +174,14 @@ RATE_CLAIM_TEXT = (
 
 def describe_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
-    groups = assemble(design.groups, prediction, measurement)
-    info = sweep_info(prediction, measurement)
+    groups = evidence(design, prediction, measurement)
     notes = (
-        RATE_CLAIM_TEXT + "Design: " + "; ".join(design_text(g) for g in groups) + " (K_M = K_lo (M/M_lo)^(1/(2b+1)) "
+        RATE_CLAIM_TEXT + "Design: " + "; ".join(design_text(g) for g in design.groups)
+        + " (K_M = K_lo (M/M_lo)^(1/(2b+1)) "
         "exactly; estimator degree s = P-2; range = central 99.9% quantile range of the observed u; ridge 0; d = 1; "
         "sigma balanced a priori at the middle level; truth and sigma from design seeds). "
-        + " | ".join(_a2_line(g) for g in groups) + ". " + ratio_text(groups)
-        + f". Runtime {_runtime(prediction, measurement):.1f}s, {allocation_text(groups, design.reps)}. "
-        + cache_text(info) + "."
+        + " | ".join(_a2_line(e) for e in groups) + ". " + ratio_text(groups) + ". "
+        + _cost_text(design, prediction, measurement)
     )
     return notes, _data(groups, prediction, measurement)
 
@@ -219,12 +203,12 @@ def _setting(design: RateDesign, rule: str) -> str:
 _PART_LABELS = {"finite-M": "(a) model", "limit": "(b) limit", "shift": "shift"}
 
 
-def _finite_texts(groups: list[Group], comps: list[Comparison]) -> dict[str, PanelText]:
+def _finite_texts(groups: list[GroupEvidence], comps: list[Comparison]) -> dict[str, PanelText]:
     """Per panel: the finite-M model's slope and the outcomes of (a) and (b)."""
     texts = {}
     for g in groups:
-        mine = group_comparisons(g, comps)
-        fs, _ = g.finite_slope()
+        mine = group_comparisons(g.label, comps)
+        fs, _ = g.prediction.finite_slope
         texts[g.label] = PanelText((f"finite-M model {fs:.3f}",) + tuple(
             f"{_PART_LABELS[dict(c.key)['quantity']]}: {c.outcome}" for c in mine), worst_outcome(mine))
     return texts
@@ -234,7 +218,7 @@ def _finite_texts(groups: list[Group], comps: list[Comparison]) -> dict[str, Pan
 def figure_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """Per P: error vs M (log-log), the fit, the a-priori model and the theory rate; the outcomes per panel."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
-    groups = assemble(design.groups, prediction, measurement)
+    groups = evidence(design, prediction, measurement)
     return plot_groups(groups, "estimator error vs sample size (d = 1, B-spline truths)", _finite_texts(groups, comps),
                         check_id="A2", verdict=verdict,
                         setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate"))
@@ -257,81 +241,71 @@ def design_a3(ctx: CheckContext) -> RateDesign:
     Ms = k_levels_to_M(Ks, M_lo, 2)
     ds = {"smoke": [1, 2], "quick": [1, 5, 10], "paper": [1, 5, 30]}[size]
     low = {**base, "sigma": round_design(base["sigma"] * A3_LOW_NOISE)}
-    groups_a = [Group(label=f"d={d}, sigma/10", config={**low, "d": d}, K=Ks, M=Ms) for d in ds]
-    groups_b = [Group(label=f"d={d}, balanced", config={**base, "d": d}, K=Ks, M=Ms) for d in ds[1:]]
+    groups_a = [GroupDesign(label=f"d={d}, sigma/10", config={**low, "d": d}, K=Ks, M=Ms) for d in ds]
+    groups_b = [GroupDesign(label=f"d={d}, balanced", config={**base, "d": d}, K=Ks, M=Ms) for d in ds[1:]]
     extra = {"restarts": estimator_starts(size), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D, "known_A": True}
-    apply_allocation(groups_a + groups_b, "A3", size, REPLICATES[size])
-    return RateDesign("A3", size, groups_a + groups_b, REPLICATES[size], extra,
-                      params={"n_a": len(groups_a), "ds": ds, "Ks": Ks, "Ms": Ms, "base": base, "low": low})
+    groups = apply_allocation(groups_a + groups_b, "A3", size, REPLICATES[size])
+    return RateDesign("A3", size, groups, REPLICATES[size], extra, known=tuple(g.label for g in groups_b))
 
 
 def _a3_parts(design: RateDesign, prediction: RatePrediction,
-              measurement: RateMeasurement) -> tuple[list[Group], list[Group]]:
-    groups = assemble(design.groups, prediction, measurement)
-    n_a = design.params["n_a"]
-    return groups[:n_a], groups[n_a:]
+              measurement: RateMeasurement) -> tuple[list[GroupEvidence], list[GroupEvidence]]:
+    """Part (a)'s groups (sigma/10) and part (b)'s (balanced, with the A*-known fits)."""
+    groups = evidence(design, prediction, measurement)
+    return [e for e in groups if e.label not in design.known], [e for e in groups if e.label in design.known]
 
 
-def _a3_shift(g: Group, n_tests: int) -> Comparison:
+def _a3_shift(e: GroupEvidence, n_tests: int) -> Comparison:
     """The paired slope shift from estimating A (same data) equals the finite-M model's shift."""
+    g, p, m = e
     k, n = inside_share(g)
-    pred, pse = g.finite_shift()
-    se, df = g.shift_fit.se_replicate
+    pred, pse = p.finite_shift
+    se, df = m.shift_fit.se_replicate
     tot = math.hypot(se, pse)
     return Comparison.consistency(
         f"{g.label}: slope shift from estimating A (estimated-A minus A*-known, same data)", round(pred, 4),
-        round(g.shift_fit.slope, 4), tot, df=df, key={"group": g.label, "quantity": "shift"},
+        round(m.shift_fit.slope, 4), tot, df=df, key={"group": g.label, "quantity": "shift"},
         rule=f"low-rank condition holds at {k}/{n} M levels; predicted shift = finite-M model with the A-tangent "
              f"directions minus without, same designs (model SE {pse:.4f}); paired replicate-level SE; power against "
              f"a shift off by {WRONG_RATE_OFFSET}: {consistency_power(tot, df, n_tests):.0%}")
 
 
-def _a3_judged_shift(g: Group) -> bool:
+def _a3_judged_shift(g: GroupDesign) -> bool:
     """Part (b) applies: the low-rank condition fails at most M levels of the group."""
     k, n = inside_share(g)
     return 2 * k < n
 
 
-def _a3_part_b(groups_b: list[Group], n_tests: int) -> list[Comparison]:
-    """Part (b): the paired shift vs the model's, judged where the condition fails (:func:`_a3_unjudged`: the rest)."""
-    return [_a3_shift(g, n_tests) for g in groups_b if _a3_judged_shift(g)]
-
-
-def _a3_unjudged(groups_b: list[Group]) -> list[str]:
+def _a3_unjudged(groups_b: list[GroupEvidence]) -> list[str]:
     """The shifts inside the condition (reported, not judged), from the groups' numbers."""
     out = []
-    for g in groups_b:
+    for g, p, m in groups_b:
         if _a3_judged_shift(g):
             continue
         k, n = inside_share(g)
-        pred, pse = g.finite_shift()
-        tot = math.hypot(g.shift_fit.se_replicate[0], pse)
+        pred, pse = p.finite_shift
+        tot = math.hypot(m.shift_fit.se_replicate[0], pse)
         out.append(f"{g.label}: slope shift from estimating A (estimated-A minus A*-known, same data): "
-                   f"{round(g.shift_fit.slope, 4)} +- {tot:.3g} vs {round(pred, 4)} (inside the condition at {k}/{n} "
+                   f"{round(m.shift_fit.slope, 4)} +- {tot:.3g} vs {round(pred, 4)} (inside the condition at {k}/{n} "
                    "levels: reported, not judged)")
     return out
-
-
-def _a3_n_shift(groups_b: list[Group]) -> int:
-    """Groups whose shift is judged: outside the low-rank condition at most M levels."""
-    return sum(map(_a3_judged_shift, groups_b))
 
 
 def judge_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[Comparison]:
     """(a) every slope equals its finite-M model and the model tends to the rate, for every d; (b) the paired
     shift from estimating A equals the model's where the low-rank condition fails."""
     groups_a, groups_b = _a3_parts(design, prediction, measurement)
-    n_shift = _a3_n_shift(groups_b)
-    comps = _finite_and_limit(groups_a + groups_b, n_extra=n_shift)
-    return comps + _a3_part_b(groups_b, len(comps) + n_shift)
+    judged_b = [e for e in groups_b if _a3_judged_shift(e.design)]
+    comps = _finite_and_limit(groups_a + groups_b, n_extra=len(judged_b))
+    return comps + [_a3_shift(e, len(comps) + len(judged_b)) for e in judged_b]
 
 
-def _a3_slopes_text(all_g: list[Group]) -> str:
-    return (" | ".join(f"{g.label}: slope {g.fit.slope:.4f} +- {g.fit.se_replicate[0]:.4f}, finite-M model "
-                       f"{g.finite_slope()[0]:.4f}" for g in all_g)
-            + " | " + " | ".join(f"{g.label}: A*-known slope {g.fit.slope - g.shift_fit.slope:.4f}, shift "
-                                 f"{g.shift_fit.slope:+.4f} +- {g.shift_fit.se_replicate[0]:.4f} (finite-M model "
-                                 f"{g.finite_shift()[0]:+.4f})" for g in all_g if g.shift_fit and g.finite_known))
+def _a3_slopes_text(all_g: list[GroupEvidence]) -> str:
+    return (" | ".join(f"{g.label}: slope {m.fit.slope:.4f} +- {m.fit.se_replicate[0]:.4f}, finite-M model "
+                       f"{p.finite_slope[0]:.4f}" for g, p, m in all_g)
+            + " | " + " | ".join(f"{g.label}: A*-known slope {m.fit.slope - m.shift_fit.slope:.4f}, shift "
+                                 f"{m.shift_fit.slope:+.4f} +- {m.shift_fit.se_replicate[0]:.4f} (finite-M model "
+                                 f"{p.finite_shift[0]:+.4f})" for g, p, m in all_g if m.shift_fit and p.finite_known))
 
 
 def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
@@ -339,24 +313,24 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
     groups_a, groups_b = _a3_parts(design, prediction, measurement)
     all_g = groups_a + groups_b
     outside_b = _a3_unjudged(groups_b)
-    size, prm = design.size, design.params
-    base, low = prm["base"], prm["low"]
+    size, first = design.size, groups_a[0].design
+    base = groups_b[0].design.config if groups_b else first.config
     notes = (
         "The paper's claims: the rate does not depend on d when the parametric term is negligible, and estimating A "
         "adds the parametric term when the low-rank condition fails. " + RATE_CLAIM_TEXT
         + "For every d (sigma/10 and balanced) (a) and (b) are judged; the d-independence of the rate is (b) for "
         "every d; where the condition fails at most M levels, the paired slope shift from estimating A (same data, "
         "A*-known fit) must equal the finite-M model's shift. "
-        f"d in {prm['ds']}" + (" (quick profile: d=10 instead of 30 for time)" if size == "quick" else "") + ". "
-        + "N = 5, P = 3, s = 1, K levels " + str(prm["Ks"]) + ", M levels " + str(prm["Ms"])
-        + f", sigma balanced for d=1 ({base['sigma']:.4g}) and kept for all d; sigma/10 = {low['sigma']:.4g}; "
+        f"d in {[e.design.config['d'] for e in groups_a]}"
+        + (" (quick profile: d=10 instead of 30 for time)" if size == "quick" else "") + ". "
+        + "N = 5, P = 3, s = 1, K levels " + str(list(first.K)) + ", M levels " + str(list(first.M))
+        + f", sigma balanced for d=1 ({base['sigma']:.4g}) and kept for all d; sigma/10 = {first.config['sigma']:.4g}; "
         f"rank-1 A* estimated with {estimator_starts(size)} starts, relative ridge {RIDGE_D} (also in the model). "
         + (PAPER_GRID_NOTE + STARTS_NOTE + " " if size == "paper" else "")
         + _a3_slopes_text(all_g)
         + ". " + ("Not judged: " + "; ".join(outside_b) + ". " if outside_b else "")
-        + "Parametric term: " + condition_text(all_g) + ". " + ratio_text(all_g)
-        + f". Runtime {_runtime(prediction, measurement):.1f}s, {allocation_text(all_g, design.reps)}. "
-        + cache_text(sweep_info(prediction, measurement)) + "."
+        + "Parametric term: " + condition_text(all_g) + ". " + ratio_text(all_g) + ". "
+        + _cost_text(design, prediction, measurement)
     )
     return notes, _data(all_g, prediction, measurement)
 
@@ -366,15 +340,16 @@ def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateM
     """(a) sigma/10 for several d (top row); (b) balanced sigma (bottom row, with the A*-known fits of the same
     data)."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
-    groups = assemble(design.groups, prediction, measurement)
+    groups_a, groups_b = _a3_parts(design, prediction, measurement)
+    groups = groups_a + groups_b
     texts = _finite_texts(groups, comps)
-    for g in groups:
-        shift = with_key(comps, group=g.label, quantity="shift")
+    for e in groups:
+        shift = with_key(comps, group=e.label, quantity="shift")
         if shift:
-            texts[g.label] = PanelText(texts[g.label].lines + (_comparison_line(shift[0], "shift (estimated A)"),),
-                                       texts[g.label].status)
+            texts[e.label] = PanelText(texts[e.label].lines + (_comparison_line(shift[0], "shift (estimated A)"),),
+                                       texts[e.label].status)
     return plot_groups(groups, "error vs M (P = 3): σ/10 for several d (top), balanced σ (bottom)", texts,
-                        check_id="A3", verdict=verdict, ncols=design.params["n_a"],
+                        check_id="A3", verdict=verdict, ncols=len(groups_a),
                         setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate, "
                                                  "shift = model's where the condition fails"))
 
@@ -412,29 +387,29 @@ def design_a4(ctx: CheckContext) -> RateDesign:
     Ks, M_lo = rate_levels(size, "A4")
     Ms = k_levels_to_M(Ks, M_lo, 2)
     combos = [(3, 1), (5, 1)] if size == "smoke" else [(3, 1), (5, 1), (10, 1), (5, 2)]
-    groups = [Group(label=f"N={N},r={r}", config={**base, "N": N, "r": r}, K=Ks, M=pairs_matched_M(Ms, N))
+    groups = [GroupDesign(label=f"N={N},r={r}", config={**base, "N": N, "r": r}, K=Ks, M=pairs_matched_M(Ms, N))
               for N, r in combos]
     reps = REPLICATES[size] * A4_REPLICATE_FACTOR[size]
-    apply_allocation(groups, "A4", size, reps)
     extra = {"restarts": estimator_starts(size), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
-    return RateDesign("A4", size, groups, reps, extra, params={"combos": combos, "Ks": Ks, "Ms": Ms, "base": base})
+    return RateDesign("A4", size, apply_allocation(groups, "A4", size, reps), reps, extra)
 
 
 def judge_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[Comparison]:
     """Per (N, r): (a) the slope equals the finite-M model's; (b) the model's slope tends to the rate (the rate
     does not depend on N or r)."""
-    return _finite_and_limit(assemble(design.groups, prediction, measurement))
+    return _finite_and_limit(evidence(design, prediction, measurement))
 
 
-def _a4_design_text(design: RateDesign, groups: list[Group]) -> str:
-    prm, size = design.params, design.size
-    Ms = prm["Ms"]
+def _a4_design_text(design: RateDesign) -> str:
+    size, groups = design.size, design.groups
+    ref = next(g for g in groups if g.config["N"] == A4_REFERENCE_N)  # its M levels are the grid's
     return (
-        f"(N, r) in {prm['combos']}, d = 2, P = 3, K levels {prm['Ks']}, M levels {Ms} (K_M exact power of M) for "
-        f"N = {A4_REFERENCE_N}; " + "; ".join(f"{g.label}: M levels {g.M}" for g in groups if g.M != Ms)
+        f"(N, r) in {[(g.config['N'], g.config['r']) for g in groups]}, d = 2, P = 3, K levels {list(ref.K)}, "
+        f"M levels {list(ref.M)} (K_M exact power of M) for N = {A4_REFERENCE_N}; "
+        + "; ".join(f"{g.label}: M levels {list(g.M)}" for g in groups if g.M != ref.M)
         + " (equal numbers of token pairs M N (N-1) in every group: the pre-asymptotic excess of the error is "
         "governed by pairs; on one common M grid N = 3 was 1.1-1.2x its a-priori prediction at the smallest M and "
-        f"steepened its slope by 0.03-0.05), sigma {prm['base']['sigma']:.4g} (balanced for d=1, N=5), "
+        f"steepened its slope by 0.03-0.05), sigma {ref.config['sigma']:.4g} (balanced for d=1, N=5), "
         f"{estimator_starts(size)} estimator starts, relative ridge {RIDGE_D}. "
         + (PAPER_GRID_NOTE + "The A4 paper range stops at M = 2e4 (an N = 10 trial costs ~3x an N = 5 one: "
            "N (N-1) pairs per sample) and starts at 500 (at M <= 270 the first fit stalls often: 6 of 16 N = 5 "
@@ -446,24 +421,25 @@ def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: Rat
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     from theory import RateSetting
 
-    groups = assemble(design.groups, prediction, measurement)
-    share = {g.label: inside_share(g) for g in groups}
-    need = {g.label: int(RateSetting(beta=2, r=g.config["r"], d=g.config["d"]).min_samples()) for g in groups}
+    groups = evidence(design, prediction, measurement)
+    share = {e.label: inside_share(e.design) for e in groups}
+    need = {g.label: int(RateSetting(beta=2, r=g.config["r"], d=g.config["d"]).min_samples()) for g in design.groups}
     status = "; ".join(f"{g.label} (r d = {g.config['r'] * g.config['d']}): inside at {share[g.label][0]}/"
-                       f"{share[g.label][1]} M levels (condition holds for M >= {need[g.label]})" for g in groups)
+                       f"{share[g.label][1]} M levels (condition holds for M >= {need[g.label]})" for g in design.groups)
     ref = groups[1]
-    diffs = "; ".join(f"slope({g.label}) - slope({ref.label}) = {g.fit.slope - ref.fit.slope:+.4f} (model "
-                      f"{g.finite_slope()[0] - ref.finite_slope()[0]:+.4f})" for g in groups if g is not ref)
+    diffs = "; ".join(f"slope({e.label}) - slope({ref.label}) = "
+                      f"{e.measurement.fit.slope - ref.measurement.fit.slope:+.4f} (model "
+                      f"{e.prediction.finite_slope[0] - ref.prediction.finite_slope[0]:+.4f})"
+                      for e in groups if e is not ref)
     notes = (
         "The paper's claim: inside the low-rank condition the rate does not depend on N or r. " + RATE_CLAIM_TEXT
         + "Per (N, r) group (a) and (b) are judged: the finite-M slope differences between groups are the model's, "
-        "and every group's model tends to the same rate. " + _a4_design_text(design, groups)
+        "and every group's model tends to the same rate. " + _a4_design_text(design)
         + "Condition per group (constant " + str(LOW_RANK_CONSTANT) + "): " + status + ". "
-        + " | ".join(f"{g.label}: slope {g.fit.slope:.4f} +- {g.fit.se_replicate[0]:.4f} (finite-M model "
-                     f"{g.finite_slope()[0]:.4f})" for g in groups)
-        + ". Slope differences: " + diffs + ". " + condition_text(groups) + ". " + ratio_text(groups)
-        + f". Runtime {_runtime(prediction, measurement):.1f}s, {allocation_text(groups, design.reps)}. "
-        + cache_text(sweep_info(prediction, measurement)) + "."
+        + " | ".join(f"{g.label}: slope {m.fit.slope:.4f} +- {m.fit.se_replicate[0]:.4f} (finite-M model "
+                     f"{p.finite_slope[0]:.4f})" for g, p, m in groups)
+        + ". Slope differences: " + diffs + ". " + condition_text(groups) + ". " + ratio_text(groups) + ". "
+        + _cost_text(design, prediction, measurement)
     )
     data = _data(groups, prediction, measurement)
     data["inside_levels"] = {lab: list(v) for lab, v in share.items()}
@@ -474,7 +450,7 @@ def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: Rat
 def figure_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """Per (N, r): error vs M, the fit, the models; the outcomes of (a) and (b)."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
-    groups = assemble(design.groups, prediction, measurement)
+    groups = evidence(design, prediction, measurement)
     return plot_groups(groups, "error vs M for several N and r (P = 3, d = 2)", _finite_texts(groups, comps),
                         check_id="A4", verdict=verdict, ncols=2,
                         setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate; "

@@ -102,7 +102,7 @@ def predict_a1(ctx: CheckContext, design: A1Design) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------- simulate
-@dataclass
+@dataclass(frozen=True)
 class A1Measurement:
     """What ``theory.minimax`` returns for the statements.
 
