@@ -431,10 +431,29 @@ def check_choice(name: str, value: Any, options: Sequence[str], *, ignore_case: 
 
 
 def check_flag(name: str, value: Any) -> bool:
-    """``value`` a real boolean (``True`` / ``False`` / ``numpy.bool_``); returns ``bool(value)``."""
-    if not isinstance(value, (bool, np.bool_)):
+    """``value`` a real boolean (``True`` / ``False`` / ``numpy.bool_`` / sympy's ``true`` and ``false``), never a
+    string or a number read as truthy; returns ``bool(value)``."""
+    if not isinstance(value, (bool, np.bool_, sp.logic.boolalg.BooleanAtom)):
         raise ArgumentTypeError(f"{name} must be True or False, got {_type_phrase(value)}")
     return bool(value)
+
+
+def is_integer(value: Any) -> bool:
+    """An integer (Python or NumPy), not a bool."""
+    import numbers
+
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    """An integer in ``[low, high]``, strictly typed (Python or NumPy integers; not a bool, not a float such as
+    ``3.0``: counts and seeds that a float reached are refused, where :func:`as_int` converts integral numbers)."""
+    if not is_integer(value):
+        raise ArgumentTypeError(f"{name} must be an integer, got {describe(value)} ({type(value).__name__})")
+    if int(value) < low or (high is not None and int(value) > high):
+        rule = f">= {low}" if high is None else f">= {low} and <= {high}"
+        raise ValueError(f"{name} must be an integer {rule}, got {describe(value)}")
+    return int(value)
 
 
 def to_sympy(name: str, value: Any, *, complex_ok: bool = False, **bounds: Any) -> sp.Expr:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from theory.validation import ArgumentTypeError, as_float, describe
+from theory.validation import ArgumentTypeError, as_float, check_int, describe
 
 from .claims import STUDIES
 from .context import CheckContext
@@ -26,7 +26,7 @@ from .report import headline_comparison
 from .results import CheckResult, Comparison, Verdict
 from .sequential import (MAX_REPLICATES, MAX_ROUND, boundaries, judge_look, look_levels, pooled, replicate_seed, replicates_after,
                          replicates_to_decide, round_of)
-from .validation import MAX_SEED, check_callable, check_int, check_items
+from .validation import MAX_SEED, check_callable, check_items
 from .verdicts import Judgement
 
 __all__ = ["CheckSequence", "look_line", "replicate_context", "run_sequential", "sequence_table"]

@@ -31,12 +31,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from theory.validation import ArgumentTypeError
+from theory.validation import ArgumentTypeError, check_flag
 from theory.validation import describe as _describe
 
 from .claims import STUDIES
 from .registry import CheckContext, Comparison, Outcome, check
-from .validation import as_bool, check_callable, check_stem, check_text
+from .validation import check_callable, check_stem, check_text
 from .verdicts import Judgement, judged
 
 __all__ = ["Claim", "register"]
@@ -84,7 +84,7 @@ class Claim:
             check_callable(part, getattr(self, part))
         check_stem("figure_name", self.figure_name)
         if not callable(self.informational):
-            as_bool("informational", self.informational)
+            check_flag("informational", self.informational)
 
     def run(self, ctx: CheckContext) -> Outcome:
         """design -> predict -> simulate -> judge (once) -> describe (+ figure): the check's :class:`Outcome`.

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from theory.validation import ArgumentTypeError, describe
+from theory.validation import ArgumentTypeError, check_int, describe
 
-from .validation import (MAX_SEED, check_callable, check_device, check_dir, check_int, check_json, check_n_jobs,
-                         check_seeds, check_stem, check_text, seed_text)
+from .validation import (MAX_SEED, check_callable, check_device, check_dir, check_json, check_n_jobs, check_seeds,
+                         check_stem, check_text, seed_text)
 
 __all__ = ["CACHE_VERSION", "EXECUTORS", "PROFILES", "CheckContext"]
 

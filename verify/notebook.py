@@ -23,7 +23,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from theory.validation import ArgumentTypeError, as_float, as_int, check_flag
+from theory.validation import ArgumentTypeError, as_float, as_int, check_flag, check_int
 from theory.validation import describe as describe_value
 
 from ._preflight import SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available, check_executor
@@ -31,7 +31,7 @@ from .catalog import select
 from .registry import MAX_SEED, PROFILES, CheckContext, CheckResult, exit_status, run_check
 from .report import html_sections, summary_counts
 from .sequential import MAX_ROUND
-from .validation import check_int, check_n_jobs, path_or_none
+from .validation import check_n_jobs, path_or_none
 
 __all__ = ["Run", "run"]
 

@@ -13,12 +13,12 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from theory.validation import ArgumentTypeError, describe
+from theory.validation import ArgumentTypeError, check_flag, describe
 
 from .claims import CLAIMS, STUDIES
 from .context import CACHE_VERSION, EXECUTORS, PROFILES, CheckContext
 from .results import CheckResult, Comparison, Outcome, Verdict, check_verdict, with_key
-from .validation import MAX_JOBS, MAX_SEED, as_bool, check_callable, check_items, check_mapping, check_text
+from .validation import MAX_JOBS, MAX_SEED, check_callable, check_items, check_mapping, check_text
 
 __all__ = ["CACHE_VERSION", "EXECUTORS", "MAX_JOBS", "MAX_SEED", "PROFILES", "CheckContext", "CheckResult",
            "CheckSpec", "Comparison", "Outcome", "Verdict", "check", "exit_status", "judge_outcome", "rejudge_stored",
@@ -105,7 +105,7 @@ def judge_outcome(check_id: str, comparisons: list[Comparison], informational: b
     """
     check_text("check_id", check_id, empty=False)
     comparisons = check_items("comparisons", comparisons, Comparison, "Comparison objects")
-    return _judge_table(check_id, comparisons, as_bool("informational", informational))[0]
+    return _judge_table(check_id, comparisons, check_flag("informational", informational))[0]
 
 
 def _judge_table(check_id: str, comparisons: list[Comparison], informational: bool) -> tuple[Verdict, list[Comparison]]:
@@ -146,7 +146,7 @@ def exit_status(results: list[CheckResult], strict: bool = False) -> int:
     """0 iff no selected check FAILED or raised (INFO and INCONCLUSIVE do not fail it);
     with ``strict`` INCONCLUSIVE and NOT IMPLEMENTED fail it too."""
     results = check_items("results", results, CheckResult, "CheckResult objects")
-    strict = as_bool("strict", strict)
+    strict = check_flag("strict", strict)
     bad = {Verdict.FAIL, Verdict.ERROR}
     if strict:
         bad |= {Verdict.NOT_IMPLEMENTED, Verdict.INCONCLUSIVE}

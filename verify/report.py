@@ -17,11 +17,11 @@ from urllib.parse import quote
 from rich.console import Console
 from rich.table import Table
 
-from theory.validation import ArgumentTypeError, as_int, check_choice
+from theory.validation import ArgumentTypeError, as_int, check_choice, check_flag
 from theory.validation import describe as describe_value
 
 from .registry import MAX_SEED, PROFILES, CheckResult, Comparison, Verdict
-from .validation import as_bool, check_dir, check_items, check_mapping, check_text
+from .validation import check_dir, check_items, check_mapping, check_text
 from .verdicts import describe, rates_text
 
 JSON_SCHEMA_VERSION = 3  # 2: comparisons carry kind, p_fail, p_pass, outcome; verdict INCONCLUSIVE; 3: key
@@ -117,7 +117,7 @@ def results_table(results: Iterable[CheckResult], title: str = "Verification rep
     """
     results = _results("results", results)
     check_text("title", title)
-    verbose = as_bool("verbose", verbose)
+    verbose = check_flag("verbose", verbose)
     t = Table(title=title, show_lines=False, expand=False)
     t.add_column("id", style="bold", no_wrap=True)
     t.add_column("verdict", no_wrap=not verbose)
@@ -189,7 +189,7 @@ def print_summary(console: Console, results: list[CheckResult], exit_code: int, 
     if not isinstance(console, Console):
         raise ArgumentTypeError(f"console must be a rich Console, got {describe_value(console)}")
     results = _results("results", results)
-    exit_code, strict = as_int("exit_code", exit_code, 0, 255), as_bool("strict", strict)
+    exit_code, strict = as_int("exit_code", exit_code, 0, 255), check_flag("strict", strict)
     counts = summary_counts(results)
     parts = [f"{k}: {n}" for k, n in counts.items() if n]
     console.print(" | ".join(parts))
@@ -243,7 +243,7 @@ def run_metadata(profile: str, seed: int, strict: bool, argv: list[str]) -> dict
     """The run's facts for the reports: profile, base seed, strict, the command line (``argv``, a list of strings),
     start time, Python, platform, CPU count and library versions."""
     check_choice("profile", profile, PROFILES)
-    seed, strict = as_int("seed", seed, 0, MAX_SEED), as_bool("strict", strict)
+    seed, strict = as_int("seed", seed, 0, MAX_SEED), check_flag("strict", strict)
     argv = check_items("argv", argv, str, "strings (command-line words)")
     import numpy
     import sympy

@@ -10,10 +10,10 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Mapping
 
-from theory.validation import ArgumentTypeError, as_float, describe
+from theory.validation import ArgumentTypeError, as_float, check_flag, describe
 
-from .validation import (as_bool, check_df, check_items, check_mapping, check_measurement, check_paths, check_seeds,
-                         check_text, check_value, jsonable, optional_real)
+from .validation import (check_df, check_items, check_mapping, check_measurement, check_paths, check_seeds, check_text,
+                         check_value, jsonable, optional_real)
 
 __all__ = ["CheckResult", "Comparison", "Outcome", "Verdict", "check_verdict", "with_key"]
 
@@ -92,8 +92,8 @@ class Comparison:
         def put(name: str, value: Any) -> None:  # normalised fields of a frozen instance
             object.__setattr__(self, name, value)
 
-        put("passed", as_bool("passed", self.passed))  # numpy / sympy booleans -> a plain bool (JSON true/false)
-        put("headline", as_bool("headline", self.headline))
+        put("passed", check_flag("passed", self.passed))  # numpy / sympy booleans -> a plain bool (JSON true/false)
+        put("headline", check_flag("headline", self.headline))
         if not isinstance(self.kind, str) or self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {describe(self.kind)}")
         for fname in ("name", "tolerance", "outcome"):
@@ -155,12 +155,12 @@ class Comparison:
                 kw[k] = float(kw[k])
         kw.setdefault("kind", "exact")
         kw["args"] = _stored_args(kw.get("args", ()))
-        kw["headline"] = as_bool("d['headline']", kw.get("headline", False))
+        kw["headline"] = check_flag("d['headline']", kw.get("headline", False))
         if kw["kind"] == "exact":
-            outcome = d["outcome"] if "outcome" in d else ("PASS" if as_bool("d['passed']", d["passed"]) else "FAIL")
+            outcome = d["outcome"] if "outcome" in d else ("PASS" if check_flag("d['passed']", d["passed"]) else "FAIL")
             kw["passed"] = check_text("d['outcome']", outcome) == "PASS"
         else:  # a stochastic row comes back unjudged, as its constructors build it (judging sets passed)
-            as_bool("d['passed']", d["passed"])
+            check_flag("d['passed']", d["passed"])
             kw["passed"] = False
         try:
             return cls(**kw)
@@ -330,7 +330,7 @@ class Outcome:
         check_text("notes", self.notes)
         self.figures = check_paths("figures", self.figures)
         self.data = check_mapping("data", self.data)
-        self.informational = as_bool("informational", self.informational)
+        self.informational = check_flag("informational", self.informational)
         if self.verdict is not None:
             if self.verdict not in ("PASS", "FAIL", "INCONCLUSIVE", "INFO"):
                 raise ValueError(f"verdict must be None or one of 'PASS', 'FAIL', 'INCONCLUSIVE', 'INFO', got "

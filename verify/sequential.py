@@ -42,11 +42,11 @@ import numbers
 from dataclasses import replace
 from typing import Any, Sequence
 
-from theory.validation import ArgumentTypeError, as_float
+from theory.validation import ArgumentTypeError, as_float, check_int
 from theory.validation import describe as _describe
 
 from .results import Comparison
-from .validation import MAX_SEED, check_int, check_items
+from .validation import MAX_SEED, check_items
 from .verdicts import ALPHA_CHECK, ALPHA_PASS, Judgement, judged, z_quantile
 
 __all__ = ["MAX_REPLICATES", "MAX_ROUND", "boundaries", "look_levels", "pooled", "judge_look", "replicate_seed", "replicates_after",

@@ -10,28 +10,12 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from theory.validation import ArgumentTypeError, describe
+from theory.validation import ArgumentTypeError, describe, is_integer
 
-__all__ = ["MAX_JOBS", "MAX_SEED", "as_bool", "check_callable", "check_device", "check_df", "check_dir", "check_int",
+__all__ = ["MAX_JOBS", "MAX_SEED", "check_callable", "check_device", "check_df", "check_dir",
            "check_items", "check_json", "check_mapping", "check_measurement", "check_n_jobs", "check_paths",
-           "check_seeds", "check_stem", "check_text", "check_value", "is_integer", "jsonable", "optional_real",
+           "check_seeds", "check_stem", "check_text", "check_value", "jsonable", "optional_real",
            "path_or_none", "real_number", "seed_text"]
-
-
-def as_bool(name: str, v: Any) -> bool:
-    """A real boolean (Python, NumPy or sympy), never a string or a number read as truthy."""
-    import numpy as np
-
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    try:
-        import sympy as sp
-
-        if isinstance(v, sp.logic.boolalg.BooleanAtom):
-            return bool(v)
-    except ImportError:  # pragma: no cover
-        pass
-    raise TypeError(f"{name} must be a boolean, got {v!r} ({type(v).__name__})")
 
 
 def optional_real(name: str, v: Any, low: float, high: float, *, nan_ok: bool = False, low_open: bool = False,
@@ -184,16 +168,6 @@ def check_seeds(name: str, v: Any) -> list[int]:
     return [int(x) for x in items]
 
 
-def is_integer(x: Any) -> bool:
-    """An integer (Python or NumPy), not a bool."""
-    import numbers
-
-    import numpy as np
-
-    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
-
-
-
 def seed_text(k: Any) -> str:
     """A seed key as text: an integer, a string, a bool or a literal float constant (12 digits at most)."""
     if isinstance(k, str) or is_integer(k) or isinstance(k, bool):
@@ -216,16 +190,6 @@ def jsonable(v: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------------------- field checks
-def check_int(name: str, v: Any, low: int, high: int | None = None) -> int:
-    """An integer in ``[low, high]`` (Python or NumPy; not a bool, not a float)."""
-    if not is_integer(v):
-        raise ArgumentTypeError(f"{name} must be an integer, got {describe(v)} ({type(v).__name__})")
-    if int(v) < low or (high is not None and int(v) > high):
-        rule = f">= {low}" if high is None else f">= {low} and <= {high}"
-        raise ValueError(f"{name} must be an integer {rule}, got {describe(v)}")
-    return int(v)
-
-
 #: most workers of a run (:data:`numerics.threads.MAX_THREADS`, the sweep runner's bound)
 MAX_JOBS = 1024
 

@@ -136,7 +136,7 @@ def test_comparison_passed_is_a_plain_bool():
         assert c.passed is True and c.to_json()["passed"] is True
     assert Comparison("x", 1, 2, None, "exact", sp.false).to_json()["passed"] is False
     for bad in ("no", 1, float("nan"), None):  # a bad value never becomes a PASS
-        with pytest.raises(TypeError, match="passed must be a boolean"):
+        with pytest.raises(TypeError, match="passed must be True or False"):
             Comparison("x", 1, 1, None, "exact", bad)
 
 

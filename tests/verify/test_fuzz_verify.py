@@ -45,6 +45,7 @@ import verify.context as context  # noqa: E402
 import verify.notebook as notebook  # noqa: E402
 import verify.results as results  # noqa: E402
 import verify.validation as validation  # noqa: E402
+import theory.validation as theory_validation  # noqa: E402
 import verify.registry as registry  # noqa: E402
 import verify.report as report  # noqa: E402
 import verify.verdicts as verdicts  # noqa: E402
@@ -618,7 +619,9 @@ def _figures_cases(add: Callable[..., None]) -> None:
 def _validation_cases(add: Callable[..., None]) -> None:
     """verify.validation and verify.results: the argument checks themselves, refusing under the name they are given."""
     x = {"v": "x"}
-    add("as_bool", dict(name="x", v=True), dict(v=FLAG), named=x)
+    # theory.validation's strict checks that verify uses (one source; fuzzed here with verify's argument kinds)
+    add("check_flag", dict(name="x", value=True), dict(value=FLAG), func=theory_validation.check_flag,
+        module="validation", named={"value": "x"})
     add("optional_real", dict(name="x", v=0.5, low=0.0, high=1.0), dict(v=real(0, 1, none_ok=True)), named=x)
     add("real_number", dict(name="x", v=0.5), dict(v=real()), named=x, drop={"v": NON_FINITE})  # NaN, inf: reals
     add("check_measurement", dict(name="x", v=0.5, low=0.0), dict(v=nonneg()), named=x,
@@ -635,11 +638,12 @@ def _validation_cases(add: Callable[..., None]) -> None:
         drop={"v": frozenset({"nan value"})})  # the reports write NaN as JSON's NaN
     add("check_callable", dict(name="x", v=print), dict(v=K("callable")), named=x)
     add("check_seeds", dict(name="x", v=[0, 1]), dict(v=K("ints")), named=x)
-    add("is_integer", dict(x=3), {})
+    add("is_integer", dict(value=3), {}, func=theory_validation.is_integer, module="validation")
     add("seed_text", dict(k=1), dict(k=K("seed_key")), named={"k": "seed keys"})
     add("jsonable", dict(v=1.0), {})
     add("path_or_none", dict(value="none"), {})
-    add("check_int", dict(name="x", v=3, low=0, high=10), dict(v=integer(0, 10)), named=x)
+    add("check_int", dict(name="x", value=3, low=0, high=10), dict(value=integer(0, 10)),
+        func=theory_validation.check_int, module="validation", named={"value": "x"})
     add("check_n_jobs", dict(v=2), dict(v=integer(1, 1024, extra=(("-2", -2),))), named={"v": "n_jobs"})
     add("check_device", dict(v="cpu"), dict(v=choice("cpu", "cuda", "cuda:0")), named={"v": "device"},
         drop={"v": frozenset({"unknown", "list"})})
