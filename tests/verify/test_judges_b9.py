@@ -18,6 +18,7 @@ import pytest
 
 from conftest import max_false_fails
 from verify.checks import paper_b_strong_alignment as mod
+from verify.results import with_key
 from verify.verdicts import ALPHA_CHECK, judge, judged
 
 DESIGN = mod.B9_PROFILES["quick"]
@@ -97,8 +98,8 @@ def test_detectable_error_is_the_half_power_point():
     n = len(mod.judge_b9(DESIGN, TRUTH, _cells(rng)))
     # the SD of the statistic at the synthetic SDs (its estimate in a run scatters around it)
     sd = math.hypot(SD[PL] / math.sqrt(DESIGN.trials[1]), 0.5 * SD[PS] / math.sqrt(DESIGN.trials[0]))
-    probe = mod.limit_test(DESIGN, TRUTH, _cells(rng), point)
-    shift = mod.detectable_error(probe, n) * sd / probe.sd
+    probe = with_key(mod.judge_b9(DESIGN, TRUTH, _cells(rng)), **mod._key(mod.HEADLINE, "gap"))[0]
+    shift = mod.detectable_error(probe, n, DESIGN) * sd / dict(probe.args)["excess_se"]
     fails = 0
     for _ in range(RUNS):
         cells = _cells(rng)

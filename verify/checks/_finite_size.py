@@ -157,3 +157,10 @@ def detectable_error(sd: float, df: float | None, q: float, n_comparisons: int) 
     from verify.verdicts import ALPHA_CHECK, t_quantile
 
     return t_quantile(ALPHA_CHECK / n_comparisons, df) * sd / (1 - q)
+
+
+def comparison_detectable_error(comparison, n_comparisons: int, q: float) -> float:
+    """:func:`detectable_error` of a judged finite-size comparison (:meth:`FiniteSizeTest.comparison`), from the SD and
+    df it carries: describe reads the judged row instead of testing again."""
+    args = dict(comparison.args)
+    return detectable_error(args["excess_se"], args["df"], q, n_comparisons)

@@ -36,7 +36,7 @@ The headline is the gap comparison of erf, ``c = 1/2``, ``t = 1``.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,8 +46,7 @@ from ..figures import paper_figure
 from ..statistics import scalar_mean_se
 from ..registry import CheckContext, Comparison, with_key
 from ..verdicts import Judgement
-from ._finite_size import FiniteSizeTest, finite_size_test
-from ._finite_size import detectable_error as finite_size_detectable
+from ._finite_size import DECAY, FiniteSizeTest, comparison_detectable_error, finite_size_test
 from .paper_b_core import mc_version
 
 #: one setting: ``(activation, c, t)``
@@ -102,12 +101,14 @@ B9_PROFILES = {
 @dataclass(frozen=True)
 class B9Prediction:
     """Theory by point ``(setting, gamma)``: the limit (the claim; its sign is judged); by setting of ``c < 1``: the
-    limit's two parts; by ``(point, p)``: the same theory at size ``p`` (the finite-size equation; judged)."""
+    limit's two parts; by ``(point, p)``: the same theory at size ``p`` (the finite-size equation; judged); by
+    ``(activation, c)``: the limit on the figure's ``t`` grid (computed only where figures are drawn)."""
 
     limit: dict
     t1: dict
     t2: dict
     at_p: dict
+    curve: dict = field(default_factory=dict)
 
 
 def design_b9(ctx: CheckContext) -> B9Profile:
@@ -176,7 +177,11 @@ def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
             limit[(s, g)] = gap_at(g, t, c, act, design.snr)
         for p in design.ps:
             at_p[((s, design.gamma_wide[1]), p)] = gap_at(design.gamma_wide[1], t, c, act, design.snr, p)
-    return B9Prediction(limit, t1, t2, at_p)
+    curve = {}
+    if ctx.report_dir is not None:  # the figure's theory curves (seconds; only where figures are written)
+        for act, c in dict.fromkeys((a, c) for a, c, _ in design.settings):
+            curve[(act, c)] = tuple(_gap(t, c, act, design.snr, 20).total for t in design.curve_ts)
+    return B9Prediction(limit, t1, t2, at_p, curve)
 
 
 #: bins of ``|a|`` (equal probability) in which every strong-alignment cell records attention's leverage (B10)
@@ -255,10 +260,11 @@ def limit_test(design: B9Profile, prediction: B9Prediction, cells: dict, point: 
                             ps / pl, (ts, tl))
 
 
-def detectable_error(test: FiniteSizeTest, n_comparisons: int) -> float:
-    """The theory's error ``D`` (the same at both sizes) that the verdict detects with probability about 1/2
-    (:func:`verify.checks._finite_size.detectable_error` at this point's SD, df and ``q``)."""
-    return finite_size_detectable(test.sd, test.df, test.q, n_comparisons)
+def detectable_error(comparison: Comparison, n_comparisons: int, design: B9Profile) -> float:
+    """The theory's error ``D`` (the same at both sizes) that the verdict detects with probability about 1/2, from a
+    judged gap row (:func:`verify.checks._finite_size.comparison_detectable_error` at its SD, df and ``q``)."""
+    ps, pl = design.ps
+    return comparison_detectable_error(comparison, n_comparisons, (ps / pl) ** DECAY)
 
 
 def judge_b9(design: B9Profile, prediction: B9Prediction, cells: dict) -> list[Comparison]:
@@ -291,24 +297,25 @@ def judge_b9(design: B9Profile, prediction: B9Prediction, cells: dict) -> list[C
     return comps
 
 
-def _rows(design: B9Profile, prediction: B9Prediction, cells: dict, n_comparisons: int) -> list[dict]:
-    """One row per judged point: the limit, the theory at both sizes, the gap at both sizes, the power."""
+def _rows(design: B9Profile, prediction: B9Prediction, cells: dict, comparisons: list[Comparison]) -> list[dict]:
+    """One row per judged point: the limit, the theory at both sizes, the gap at both sizes, the judged outcome and
+    the power (read from the point's judged row)."""
     rows = []
     for s, g in limit_points(design):
-        test = limit_test(design, prediction, cells, (s, g))
+        comp = with_key(comparisons, **_key(s, "gap", g))[0]
         (ms, ses), (ml, sel) = (scalar_mean_se(cells[((s, g), p)]) for p in design.ps)
         rows.append(dict(activation=s[0], c=s[1], t=s[2], gamma=g, limit=prediction.limit[(s, g)],
                          theory=[prediction.at_p[((s, g), p)] for p in design.ps],
                          t1=prediction.t1.get(s), t2=prediction.t2.get(s),
-                         p=list(design.ps), measured=[ms, ml], se=[ses, sel], passed=test.passed,
-                         detectable=detectable_error(test, n_comparisons)))
+                         p=list(design.ps), measured=[ms, ml], se=[ses, sel], outcome=comp.outcome,
+                         detectable=detectable_error(comp, len(comparisons), design)))
     return rows
 
 
 def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     """Notes (what is judged, the offsets at both sizes, the power) and data (rows, the no-win cells)."""
-    rows = _rows(design, prediction, cells, len(comparisons))
+    rows = _rows(design, prediction, cells, comparisons)
     offsets = "; ".join(f"{r['activation']} c={r['c']:.3g} t={r['t']:g}"
                         + (f" gamma={r['gamma']:g}" if r["gamma"] else "")
                         + f": {r['measured'][0] - r['theory'][0]:+.4f} / {r['measured'][1] - r['theory'][1]:+.4f}"
@@ -347,8 +354,8 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
     fig, axes = F.subplots(1, len(panels) + 1, panel=(3.4, 3.0), extra=1.2)
     for ax, (act, c) in zip(axes[0], panels):
         ax.axhline(0.0, color="#999999", lw=0.8)
-        ax.plot(design.curve_ts, [_gap(t, c, act, design.snr, 20).total for t in design.curve_ts], "-",
-                color=F.THEORY, lw=1.3)
+        if (act, c) in prediction.curve:
+            ax.plot(design.curve_ts, prediction.curve[(act, c)], "-", color=F.THEORY, lw=1.3)
         _points(ax, design, prediction, cells, [(s, 0.0) for s in design.settings if s[:2] == (act, c)])
         judged_here = with_key(comps, activation=act, c=float(c))
         ax.set(xlabel="alignment t = ‖w_K‖‖w_Q‖/√p", ylabel="E_att(0) − E_RR(0)",

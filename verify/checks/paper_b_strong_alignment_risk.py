@@ -47,7 +47,7 @@ from ..statistics import scalar_mean_se
 from ..registry import CheckContext, Comparison
 from ..verdicts import Judgement
 from ._finite_size import DECAY, FiniteSizeTest, finite_size_test
-from ._finite_size import detectable_error as finite_size_detectable
+from ._finite_size import comparison_detectable_error as detectable_error
 from .paper_b_strong_alignment import B9_PROFILES, LEVERAGE_BINS, Setting, finite_parts, gap_at, strong_alignment_cell
 
 #: the headline: the risk gap of this setting
@@ -255,13 +255,6 @@ def judge_b10(design: B10Profile, prediction: B10Prediction, cells: dict) -> lis
                                           rule=f"paired mean over {design.trials[1]} draws at p={pl} must be "
                                                f"{'< 0' if sign < 0 else '> 0'}"))
     return comps
-
-
-def detectable_error(comparison: Comparison, n_comparisons: int, q: float) -> float:
-    """The error ``D`` (the same at both sizes) that a finite-size comparison detects with probability about 1/2
-    (:func:`verify.checks._finite_size.detectable_error`, from the SD and df the comparison carries)."""
-    args = dict(comparison.args)
-    return finite_size_detectable(args["excess_se"], args["df"], q, n_comparisons)
 
 
 def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
