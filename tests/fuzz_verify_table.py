@@ -1,0 +1,714 @@
+"""The table of ``tests/verify/test_fuzz_verify.py``: valid objects, bad values per argument kind, one valid call and
+the argument domains per public callable of ``verify`` (module docstring of the test file: the protocol)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+
+import verify  # noqa: E402
+import verify.calibrate as calibrate  # noqa: E402
+import verify.catalog as catalog  # noqa: E402
+import verify.claim as claim  # noqa: E402
+import verify.figures as figures  # noqa: E402
+import verify.context as context  # noqa: E402
+import verify.notebook as notebook  # noqa: E402
+import verify.results as results  # noqa: E402
+import verify.validation as validation  # noqa: E402
+import theory.validation as theory_validation  # noqa: E402
+import verify.registry as registry  # noqa: E402
+import verify.report as report  # noqa: E402
+import verify.verdicts as verdicts  # noqa: E402
+import verify.sequential as sequential  # noqa: E402
+import verify.budget as budget  # noqa: E402
+from fuzz_support import (Case, EVIL, INF, NAN, Arg, choice, generic_bad_values, integer, nonneg, pos,  # noqa: E402
+                          real)
+from verify.registry import CheckContext, CheckResult, CheckSpec, Comparison, Outcome, Verdict  # noqa: E402
+
+MODULES = ("registry", "verdicts", "claim", "catalog", "calibrate", "report", "figures", "notebook", "validation",
+           "results", "context", "sequential", "budget")
+TMP = Path(tempfile.mkdtemp(prefix="verify_fuzz_"))
+NON_FINITE = frozenset({"nan", "np.nan", "inf", "-inf"})  # labels of the generic table's NaN and infinities
+
+
+# ---------------------------------------------------------------------------------------------- valid objects
+def _ok(ctx: Any) -> Outcome:
+    return Outcome([Comparison("x", 1.0, 1.0, 0.1, "exact", True)], notes="fine")
+
+
+C_EXACT = Comparison("x", 1.0, 1.0, 0.1, "|m - p| <= 3 SE", True)
+C_EQ = Comparison.equivalence("slope", -0.8, -0.79, 0.01, 0.03, headline=True)
+RESULT = CheckResult("A1", "A", "a claim", Verdict.PASS, [C_EXACT, C_EQ], 1.0, [1, 2], [], "notes", None, {"k": 1})
+SPEC = CheckSpec("A1", "A", "a claim", _ok)
+META = report.run_metadata("smoke", 0, False, ["--only", "A1"])
+RECORD = {"id": "A2", "seed": 0, "verdict": "PASS", "runtime_s": 1.0, "error": None, "profile": "smoke",
+          "comparisons": [C_EQ.to_json()]}
+A_FILE = TMP / "a_file"
+A_FILE.write_text("")
+
+
+def _figure():
+    fig, axes = figures.subplots(1, 2)
+    ax = axes[0, 0]
+    ax.plot([1.0, 10.0, 100.0], [1.0, 0.5, 0.2], "o", label="points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    ax.set_title("panel")
+    return fig, ax
+
+
+FIG, AX = _figure()
+SAVED_FIG = _figure()[0]  # save_figure closes the figure it saves
+SEQUENCE = budget.CheckSequence(SPEC, 0, [RESULT])
+SEQUENCE.look(1.0)
+CALIBRATION = calibrate.summarise("A2", [dict(RECORD, seed=k) for k in range(3)])
+CAL_META = {"command": "python -m verify calibrate", "machine": "test", "date": "2026-01-01", "profile": "smoke",
+            "n_seeds": 3, "check_s": 3.0, "wall_s": 3.0}
+
+
+# ---------------------------------------------------------------------------------------------- bad values
+def _junk(none_ok: bool = False) -> list[tuple[str, Any]]:
+    out = [("None", None), ("str", "abc"), ("evil str", EVIL), ("int", 1), ("float", 1.5), ("nan", NAN),
+           ("bool", True), ("object", object()), ("bytes", b"x"), ("list", [1]), ("dict", {"a": 1})]
+    return [(k, v) for k, v in out if not (none_ok and v is None)]
+
+
+def _without(labels: tuple[str, ...], a: Arg) -> list[tuple[str, Any]]:
+    return [(k, v) for k, v in _junk(a.none_ok) if k not in labels]
+
+
+def _text_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("str", "evil str"), a)
+
+
+def _name_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _text_bad(a) + [("empty", "")]
+
+
+def _stem_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _name_bad(a) + [("separator", "a/b"), ("parent", ".."), ("NUL", "a\x00b")]
+
+
+def _value_bad(a: Arg) -> list[tuple[str, Any]]:
+    """A predicted / measured value: numbers, strings, None and lists of them are valid; objects are not."""
+    return [("object", object()), ("bytes", b"x"), ("dict", {"a": 1}), ("complex", 1j), ("function", abs),
+            ("set", {1}), ("list of objects", [object()])]
+
+
+def _unc_bad(a: Arg) -> list[tuple[str, Any]]:
+    return [(k, v) for k, v in generic_bad_values(nonneg(none_ok=True)) if k not in NON_FINITE]
+
+
+def _path_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("str", "evil str"), a) + [("list of str", ["a"])]
+
+
+def _mapping_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("dict",), a)
+
+
+def _callable_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _junk(a.none_ok)
+
+
+def _list_of(valid: Any, wrong: Any, a: Arg) -> list[tuple[str, Any]]:
+    out = _junk(a.none_ok) + [("list of None", [None]), ("list of str", ["abc"]), ("list of the wrong kind", [wrong]),
+                              ("one bad item", [valid, object()]), ("a single item", valid)]
+    return out + ([("empty", [])] if a.low else [])
+
+
+def _comparisons_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _list_of(C_EXACT, RESULT, a)
+
+
+def _specs_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _list_of(SPEC, RESULT, a)
+
+
+def _results_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _list_of(RESULT, C_EXACT, a)
+
+
+def _replicates_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _junk(a.none_ok) + [("empty", []), ("list of comparisons", [C_EXACT]), ("list of lists of junk", [[1]])]
+
+
+def _judgement_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _one_of(C_EXACT, {"verdict": "PASS", "comparisons": []}, a)
+
+
+def _sequence_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _one_of(RESULT, {"spec": SPEC}, a) + [("before any look", budget.CheckSequence(SPEC))]
+
+
+def _sequences_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _list_of(SEQUENCE, RESULT, a)
+
+
+def _looks_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _list_of({"round": 0}, 1, a)
+
+
+def _one_of(wrong: Any, lookalike: Any, a: Arg) -> list[tuple[str, Any]]:
+    return _junk(a.none_ok) + [("the wrong kind", wrong), ("its fields as a dict", lookalike),
+                               ("a list of one", [wrong])]
+
+
+def _comparison_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _one_of(RESULT, C_EXACT.to_json(), a)
+
+
+def _result_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _one_of(C_EXACT, RESULT.to_json(), a)
+
+
+def _spec_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _one_of(RESULT, {"id": "A1", "paper": "A", "claim": "x", "func": _ok}, a) + [("an id", "A1")]
+
+
+def _context_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _one_of(SPEC, {"profile": "smoke"}, a) + [("a profile name", "smoke")]
+
+
+def _verdict_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _junk(a.none_ok) + [("unknown", "MAYBE"), ("lower case", "pass")]
+
+
+def _ints_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("list",), a) + [("floats", [1.5]), ("negative", [-1]), ("bools", [True]), ("nan", [NAN]),
+                                     ("objects", [object()]), ("too large", [2**63]), ("strings", ["1"])]
+
+
+def _strings_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("str", "evil str"), a) + [("a string", "abc"), ("ints", [1]), ("None", [None]),
+                                                ("objects", [object()]), ("bytes", [b"x"])]
+
+
+def _seed_key_bad(a: Arg) -> list[tuple[str, Any]]:
+    return [("None", None), ("object", object()), ("computed float", 0.1 + 0.2), ("nan", NAN), ("inf", INF),
+            ("bytes", b"x"), ("list", [1]), ("dict", {"a": 1}), ("complex", 1j), ("numpy array", np.ones(2))]
+
+
+def _sign_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("int",), a) + [("zero", 0), ("two", 2), ("float one", 1.5), ("bool", True), ("inf", INF)]
+
+
+def _figure_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _junk(a.none_ok) + [("an axes", AX)]
+
+
+def _axes_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _junk(a.none_ok) + [("a figure", FIG), ("an array of axes", np.array([AX]))]
+
+
+def _axes_list_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("list",), a) + [("figures", [FIG]), ("ints", [1]), ("an axes", AX)]
+
+
+def _color_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("float",), a) + [("unknown name", "not-a-colour"), ("bad hex", "#12345"), ("float", 1.5),
+                                      ("short tuple", (1.0, 0.0)), ("out of range", (2.0, 0.0, 0.0))]
+
+
+def _marker_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("int",), a) + [("unknown", "not-a-marker"), ("negative int", -5)]
+
+
+def _linestyle_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("str", "evil str"), a) + [("unknown", "wavy"), ("evil", EVIL)]
+
+
+def _pair_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _junk(a.none_ok) + [("single", (1.0,)), ("triple", (1.0, 2.0, 3.0)), ("nan", (NAN, 1.0)),
+                               ("inf", (1.0, INF)),
+                      ("zero", (0.0, 1.0)), ("negative", (-1.0, 1.0)), ("str", ("a", 1.0)), ("bool", (True, 1.0))]
+
+
+def _record_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("dict",), a) + [("empty", {}), ("no comparisons", {"id": "A2", "verdict": "PASS"}),
+                                     ("bad verdict", dict(RECORD, verdict="MAYBE")),
+                                     ("comparisons not a list", dict(RECORD, comparisons="abc")),
+                                     ("a bad comparison", dict(RECORD, comparisons=[{"name": "x"}])),
+                                     ("id not a string", dict(RECORD, id=1))]
+
+
+def _records_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("list",), a) + [("empty", []), ("ints", [1]), ("a bad record", [RECORD, {}]),
+                                     ("a record", RECORD), ("verdict missing", [{k: v for k, v in RECORD.items()
+                                                                                  if k != "verdict"}])]
+
+
+def _meta_bad(a: Arg, keys: tuple[str, ...]) -> list[tuple[str, Any]]:
+    full = META if "python" in keys else CAL_META
+    return _without(("dict",), a) + [("empty", {}), ("missing keys", {k: full[k] for k in keys[:1]}),
+                                     ("non-str keys", {1: 2, **full})]
+
+
+def _run_meta_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _meta_bad(a, ("profile", "seed", "strict", "started_utc", "python", "platform"))
+
+
+def _cal_meta_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _meta_bad(a, ("command", "machine", "date", "profile", "n_seeds", "check_s", "wall_s"))
+
+
+def _rows_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _list_of(CALIBRATION, RESULT, a)
+
+
+def _argv_bad(a: Arg) -> list[tuple[str, Any]]:
+    return [("a string", "--only A1"), ("int", 1), ("ints", [1]), ("None item", [None]), ("object", object()),
+            ("bytes", [b"--only"]), ("dict", {"a": 1})]
+
+
+def _console_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _junk(a.none_ok) + [("a file", sys.stdout)]
+
+
+def _json_doc_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("dict",), a) + [("object value", {"a": object()}), ("nan value", {"a": NAN})]
+
+
+def _cells_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _without(("dict",), a) + [("object value", {"a": object()}), ("non-str key", {1: 2})]
+
+
+def _compute_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _callable_bad(a) + [("returns None", lambda: None), ("returns objects", lambda: {"x": object()}),
+                               ("returns strings", lambda: {"x": np.array(["a"])}),
+                               ("reserved name", lambda: {"__key__": np.ones(1)}), ("returns a list", lambda: [1])]
+
+
+def _claim_bad(a: Arg) -> list[tuple[str, Any]]:
+    return _one_of(SPEC, {"id": "A1"}, a)
+
+
+def _handles_bad(a: Arg) -> list[tuple[str, Any]]:
+    return [("None", None), ("int", 1), ("ints", [1]), ("strings", ["abc"]), ("objects", [object()]),
+            ("a handle", figures.proxy("x"))]
+
+
+_KINDS: dict[str, Callable[[Arg], list[tuple[str, Any]]]] = {
+    "text": _text_bad, "name": _name_bad, "stem": _stem_bad, "value": _value_bad, "uncertainty": _unc_bad,
+    "path": _path_bad, "mapping": _mapping_bad, "callable": _callable_bad, "comparisons": _comparisons_bad,
+    "specs": _specs_bad,
+    "results": _results_bad, "comparison": _comparison_bad, "result": _result_bad, "spec": _spec_bad,
+    "context": _context_bad, "verdict": _verdict_bad, "ints": _ints_bad, "strings": _strings_bad,
+    "seed_key": _seed_key_bad, "sign": _sign_bad, "figure": _figure_bad, "axes": _axes_bad,
+    "axes_list": _axes_list_bad, "color": _color_bad, "marker": _marker_bad, "linestyle": _linestyle_bad,
+    "pair": _pair_bad, "record": _record_bad, "records": _records_bad, "run_meta": _run_meta_bad,
+    "cal_meta": _cal_meta_bad, "rows": _rows_bad, "argv": _argv_bad, "console": _console_bad,
+    "json_doc": _json_doc_bad, "cells": _cells_bad, "compute": _compute_bad, "claim": _claim_bad,
+    "handles": _handles_bad, "replicates": _replicates_bad, "judgement": _judgement_bad,
+    "sequence": _sequence_bad, "sequences": _sequences_bad, "looks": _looks_bad}
+
+
+def bad_values(a: Arg, drop: frozenset = frozenset()) -> list[tuple[str, Any]]:
+    """The bad values of an argument of domain ``a``: the generic table, or the kinds above."""
+    out = _KINDS[a.kind](a) + list(a.extra) if a.kind in _KINDS else generic_bad_values(a)
+    return [(k, v) for k, v in out if k not in drop]
+
+
+def K(kind: str, **kw: Any) -> Arg:  # noqa: N802 - a short constructor of the table
+    return Arg(kind, **kw)
+
+
+# ---------------------------------------------------------------------------------------------- the table
+# Case: tests/fuzz_support.py
+
+
+TEXT, NAME, FLAG = K("text"), K("name"), Arg("flag")
+ALPHA = real(0, 1, low_open=True, high_open=True)
+DF = pos(none_ok=True)  # inf: the normal limit
+MEASURED = real()  # NaN / inf: a failed measurement, judged FAIL (dropped below)
+SE = nonneg()
+P_VALUE = real(0, 1, none_ok=True)
+
+
+@contextlib.contextmanager
+def _registry(**entries: Any):
+    """The check registry replaced for the block: registering leaves the real one alone."""
+    saved = registry._REGISTRY
+    registry._REGISTRY = dict(entries)
+    try:
+        yield
+    finally:
+        registry._REGISTRY = saved
+
+
+def _registry_cases(add: Callable[..., None]) -> None:
+    """verify.registry: Comparison and its constructors, Outcome, CheckResult, CheckContext, CheckSpec, ..."""
+    cmp_kw = dict(name="x", predicted=1.0, measured=1.0, uncertainty=0.1, tolerance="rule", passed=True, kind="exact",
+                  p_fail=None, p_pass=None, margin=None, df=None, decide_factor=None, outcome="", headline=False)
+    add("Comparison", cmp_kw, dict(
+        name=TEXT, predicted=K("value"), measured=K("value"), uncertainty=K("uncertainty"), tolerance=TEXT,
+        passed=FLAG, kind=choice(*verdicts.KINDS), p_fail=P_VALUE, p_pass=P_VALUE, margin=pos(none_ok=True),
+        df=DF, decide_factor=nonneg(none_ok=True), outcome=choice("", "PASS", "FAIL", "INCONCLUSIVE"),
+        headline=FLAG), drop={"p_fail": NON_FINITE, "p_pass": NON_FINITE, "df": frozenset({"inf"})})
+    eq = dict(name="slope", predicted=-0.8, measured=-0.79, se=0.01, margin=0.03, df=None, rule="", headline=True)
+    stochastic = dict(name=TEXT, measured=MEASURED, se=SE, df=DF, rule=TEXT, headline=FLAG)
+    measured_drop = {"measured": NON_FINITE, "se": NON_FINITE, "df": frozenset({"inf"})}
+    add("Comparison.equivalence", eq, dict(stochastic, predicted=real(), margin=pos()), drop=measured_drop,
+        func=Comparison.equivalence)
+    add("Comparison.direction", dict(name="gap", predicted="> 0", measured=0.2, se=0.05, sign=1, reference=0.0, df=None,
+                                     rule="", headline=False),
+        dict(stochastic, predicted=K("value"), sign=K("sign"), reference=real()), drop=measured_drop,
+        func=Comparison.direction)
+    add("Comparison.bound", dict(name="bound", predicted="<= 0", measured=0.1, se=0.05, excess=-0.1, excess_se=None,
+                                 df=None, rule="", headline=False),
+        dict(stochastic, predicted=K("value"), measured=K("value"), excess=real(), excess_se=nonneg(none_ok=True)),
+        drop={**measured_drop, "excess": NON_FINITE, "excess_se": NON_FINITE}, func=Comparison.bound)
+    add("Comparison.consistency", dict(name="identity", predicted=0.0, measured=0.01, se=0.02, df=None, rule="",
+                                       headline=False),
+        dict(stochastic, predicted=real()), drop=measured_drop, func=Comparison.consistency)
+    add("Comparison.from_json", dict(d=C_EQ.to_json()), dict(d=K("mapping", extra=(
+        ("no name", {k: v for k, v in C_EQ.to_json().items() if k != "name"}),
+        ("bad kind", dict(C_EQ.to_json(), kind="x")),
+        ("passed as text", dict(C_EXACT.to_json(), outcome=None, passed="no")),
+        ("p_fail as text", dict(C_EQ.to_json(), p_fail="abc"))))), func=Comparison.from_json)
+    add("Outcome", dict(comparisons=[C_EXACT], notes="n", figures=[], data={}, informational=False),
+        dict(comparisons=K("comparisons"), notes=TEXT, figures=K("strings"), data=K("mapping"), informational=FLAG))
+    add("CheckResult", dict(id="A1", paper="A", claim="c", verdict=Verdict.PASS, comparisons=[C_EXACT], runtime_s=1.0,
+                            seeds=[1], figures=[], notes="", error=None, data={}),
+        dict(id=NAME, paper=TEXT, claim=TEXT, verdict=K("verdict"), comparisons=K("comparisons"), runtime_s=nonneg(),
+             seeds=K("ints"), figures=K("strings"), notes=TEXT, error=K("text", none_ok=True), data=K("mapping")))
+    ctx_kw = dict(profile="smoke", seed=0, report_dir=None, cache_dir=None, device="cpu", n_jobs=1, executor="local",
+                  scheduler=None, check_id="", seeds_used=[])
+    add("CheckContext", ctx_kw, dict(
+        profile=choice(*registry.PROFILES), seed=integer(0, 2**63 - 1), report_dir=K("path", none_ok=True),
+        cache_dir=K("path", none_ok=True), device=choice("cpu", "cuda", "cuda:0", extra=(("bad index", "cuda:x"),)),
+        n_jobs=integer(1, 1024, extra=(("-2", -2),)), executor=choice(*registry.EXECUTORS),
+        scheduler=K("text", none_ok=True), check_id=TEXT, seeds_used=K("ints")),
+        drop={"device": frozenset({"unknown", "list"})})  # "cuda" is a valid format (the CLI checks availability)
+    ctx = CheckContext(profile="smoke", check_id="A1", cache_dir=TMP / "cache", report_dir=TMP / "figs")
+    add("CheckContext.seed_for", dict(key="x"), dict(key=K("seed_key")), func=lambda key: ctx.seed_for("a", key),
+        named={"key": "keys"})
+    add("CheckContext.design_seed", dict(key=3), dict(key=K("seed_key")), func=lambda key: ctx.design_seed(key),
+        named={"key": "keys"})
+
+    def progress(description, total):
+        with ctx.progress(description, total) as bar:
+            bar.advance(1)
+
+    add("CheckContext.progress", dict(description="cells", total=3), dict(description=TEXT, total=integer(0)),
+        func=progress)
+    add("CheckContext.cache_key", dict(name="mc", key={"n": 8}, version=""),
+        dict(name=NAME, key=K("cells"), version=TEXT), func=ctx.cache_key)
+    cached_kw = dict(name="mc", key={"n": 8}, compute=lambda: {"x": np.ones(2)}, version="")
+    add("CheckContext.cached", cached_kw, dict(name=NAME, key=K("cells"), version=TEXT), func=ctx.cached)
+    no_cache = CheckContext(profile="smoke", check_id="A1")  # compute runs on every call (a disk hit would not)
+    add("CheckContext.cached[no cache]", cached_kw, dict(compute=K("compute")), func=no_cache.cached)
+    add("CheckContext.save_figure", dict(fig=SAVED_FIG, name="panel"), dict(fig=K("figure"), name=K("stem")),
+        func=lambda fig, name: ctx.save_figure(fig, name))
+    add("CheckSpec", dict(id="A1", paper="A", claim="c", func=_ok),
+        dict(id=NAME, paper=TEXT, claim=TEXT, func=K("callable", none_ok=True)))
+    add("check", dict(claim_id="A1"), dict(claim_id=K("name", extra=(("unknown", "Z9"),))))
+
+    def check_decorator(func):
+        with _registry():
+            return registry.check("A1")(func)
+
+    add("check[decorator]", dict(func=_ok), dict(func=K("callable")), func=check_decorator)
+    add("run_check", dict(spec=SPEC, ctx=CheckContext(profile="smoke")), dict(spec=K("spec"), ctx=K("context")))
+    add("judge_outcome", dict(check_id="A1", comparisons=[C_EXACT], informational=False),
+        dict(check_id=NAME, comparisons=K("comparisons"), informational=FLAG))
+    add("rejudge_stored", dict(result=RESULT.to_json()), dict(result=K("record")))
+    add("exit_status", dict(results=[RESULT], strict=False), dict(results=K("results"), strict=FLAG))
+    add("Verdict", dict(value="PASS"), dict(value=K("verdict")), named={"value": "Verdict"})
+
+
+def _verdicts_cases(add: Callable[..., None]) -> None:
+    """verify.verdicts: the tests behind the verdicts and the judge."""
+    delta, se = real(), nonneg()
+    add("equivalence_p", dict(delta=0.01, se=0.01, margin=0.03, df=None),
+        dict(delta=delta, se=se, margin=pos(), df=DF), drop={"df": frozenset({"inf"})})
+    add("direction_p", dict(delta=0.1, se=0.05, sign=1, df=10),
+        dict(delta=delta, se=se, sign=K("sign"), df=DF), drop={"df": frozenset({"inf"})})
+    add("bound_p", dict(excess=-0.1, se=0.05, df=None), dict(excess=real(), se=se, df=DF),
+        drop={"df": frozenset({"inf"})})
+    add("consistency_p", dict(delta=0.01, se=0.02, df=None), dict(delta=delta, se=se, df=DF),
+        drop={"df": frozenset({"inf"})})
+    add("holm", dict(p_values=[0.001, 0.2], alpha=0.01),
+        dict(p_values=real(0, 1, array=True, ndim=1), alpha=ALPHA), drop={"p_values": frozenset({"empty"})})
+    add("scale_to_decide", dict(delta=0.01, se=0.01, margin=0.03, kind="equivalence"),
+        dict(delta=delta, se=se, margin=pos(none_ok=True), kind=choice(*verdicts.KINDS)))
+    add("judge", dict(comparisons=[Comparison.equivalence("s", 0.0, 0.0, 0.01, 0.03)], alpha=0.01),
+        dict(comparisons=K("comparisons"), alpha=ALPHA))
+    add("judged", dict(comparisons=[Comparison.equivalence("s", 0.0, 0.0, 0.01, 0.03)], alpha=0.01),
+        dict(comparisons=K("comparisons"), alpha=ALPHA))
+    add("Judgement", dict(verdict="PASS", comparisons=verdicts.judged([C_EXACT]).comparisons),
+        dict(verdict=choice("PASS", "FAIL", "INCONCLUSIVE", "INFO"), comparisons=K("comparisons")))
+    add("rates_text", dict(alpha=0.01), dict(alpha=ALPHA))
+    add("z_quantile", dict(alpha=0.05), dict(alpha=ALPHA))
+    add("t_quantile", dict(alpha=0.05, df=9.0), dict(alpha=ALPHA, df=DF), drop={"df": frozenset({"inf"})})
+    add("describe", dict(c=C_EQ), dict(c=K("comparison")))
+
+
+def _parts() -> dict[str, Callable[..., Any]]:
+    return dict(design=lambda ctx: 1, simulate=lambda ctx, d: 2, judge=lambda d, p, m: [C_EXACT],
+                describe=lambda d, p, m, c: ("notes", {}))
+
+
+def _claim_cases(add: Callable[..., None]) -> None:
+    """verify.claim: Claim, Claim.run, register; verify.catalog."""
+    parts = _parts()
+    add("Claim", dict(id="A1", figure_name="figure", informational=False, **parts), dict(
+        id=NAME, design=K("callable"), simulate=K("callable"), judge=K("callable"), describe=K("callable"),
+        predict=K("callable"), figure=K("callable"), figure_name=K("stem"),
+        informational=K("callable", extra=(("text", "yes"),))), drop={"informational": frozenset({"bool"})})
+    the_claim = claim.Claim(id="A1", **parts)
+    add("Claim.run", dict(ctx=CheckContext(profile="smoke", check_id="A1")), dict(ctx=K("context")),
+        func=the_claim.run, module="claim")
+
+    def register(claim_):
+        with _registry():
+            return claim.register(claim_)
+
+    add("register", dict(claim_=the_claim), dict(claim_=K("claim")), func=register, named={"claim_": "claim"})
+    add("all_checks", {}, {})
+    add("check_spec", dict(claim_id="A1"), dict(claim_id=K("name", extra=(("unknown", "Z9"),))))
+    add("select", dict(ids=["A1"]), dict(ids=K("strings", none_ok=True, extra=(("unknown", ["Z9"]),))))
+    add("claim_of", dict(claim_id="A1"), dict(claim_id=K("name", extra=(("unknown", "Z9"),))))
+
+
+def _calibrate_cases(add: Callable[..., None]) -> None:
+    """verify.calibrate: the summary of many seeds and its table."""
+    add("clopper_pearson", dict(k=1, n=10, level=0.95),
+        dict(k=integer(0, extra=(("k > n", 11),)), n=integer(1), level=ALPHA))
+    add("rejudge", dict(record=RECORD), dict(record=K("record")))
+    add("summarise", dict(check_id="A2", records=[dict(RECORD, seed=k) for k in range(3)], alpha=0.01),
+        dict(check_id=NAME, records=K("records"), alpha=ALPHA))
+    add("markdown_table", dict(rows=[CALIBRATION], meta=CAL_META), dict(rows=K("rows"), meta=K("cal_meta")))
+    add("sequential_table", dict(records={"A2": [dict(RECORD, sequential={"replicates": 2, "decided_at_s": 1.0})]}),
+        dict(records=K("mapping")))
+    fields = {k: getattr(CALIBRATION, k) for k in CALIBRATION.__dataclass_fields__}
+    interval = K("pair")
+    add("CheckCalibration", fields, dict(
+        id=NAME, n=integer(1), counts=K("mapping"), fail_ci=interval, inconclusive_ci=interval, alpha=ALPHA,
+        headline=TEXT, mean_z=real(none_ok=True), sd_se=nonneg(none_ok=True), sd_se_ci=K("pair", none_ok=True),
+        median_sd_se=nonneg(none_ok=True), flags=K("strings")), drop={"fail_ci": frozenset({"zero"}),
+                                                                  "inconclusive_ci": frozenset({"zero"}),
+                                                                  "sd_se_ci": frozenset({"zero"})})
+    spec = CheckSpec("A1", "A", "a claim", _ok)
+    add("calibrate", dict(specs=[spec], seeds=[0, 1], profile="smoke", out_dir=TMP / "cal", cache_dir=None, n_jobs=1,
+                          executor="local", scheduler=None, progress=None, device="cpu"),
+        dict(specs=K("specs", low=1), seeds=K("ints", extra=(("empty", []),)),
+             profile=choice(*registry.PROFILES), out_dir=K("path"), cache_dir=K("path", none_ok=True),
+             n_jobs=integer(1, 1024), executor=choice(*registry.EXECUTORS), scheduler=K("text", none_ok=True),
+             progress=K("callable", none_ok=True), device=choice("cpu", "cuda", "cuda:0"),
+             budget_s=pos(none_ok=True), rounds=integer(0, 20, none_ok=True)),
+        drop={"device": frozenset({"unknown", "list"})})
+
+    def main(argv):
+        with _registry(A1=_ok, A2=_ok):
+            return calibrate.main(argv)
+
+    add("main", dict(argv=["--profile", "smoke", "--only", "A1", "--seeds", "2", "--out", str(TMP / "cal_main"),
+                           "--cache-dir", "none"]), dict(argv=K("argv")), func=main)
+
+
+def _report_cases(add: Callable[..., None]) -> None:
+    """verify.report: tables, markdown, HTML, JSON."""
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=120)
+    results = K("results")
+    add("fmt_value", dict(v=1.0), {})  # documented: any value (its text)
+    for name in ("shown_comparison", "headline_comparison", "outcome_text", "worst_outcome"):
+        module = "figures" if name in ("outcome_text", "worst_outcome") else "report"
+        nonempty = 0 if name == "worst_outcome" else 1  # documented: None for no comparison
+        add(name, dict(comparisons=[C_EXACT]), dict(comparisons=K("comparisons", low=nonempty)), module=module)
+    add("results_table", dict(results=[RESULT], title="t", verbose=False),
+        dict(results=results, title=TEXT, verbose=FLAG))
+    add("summary_counts", dict(results=[RESULT]), dict(results=results))
+    add("print_summary", dict(console=console, results=[RESULT], exit_code=0, strict=False),
+        dict(console=K("console"), results=results, exit_code=integer(0, 255), strict=FLAG))
+    add("to_json", dict(results=[RESULT], meta=META), dict(results=results, meta=K("mapping")))
+    add("write_json", dict(path=TMP / "doc.json", doc={"a": 1}),
+        dict(path=K("path", extra=(("a directory", TMP),)), doc=K("json_doc")))
+    add("run_metadata", dict(profile="quick", seed=0, strict=False, argv=[]),
+        dict(profile=choice(*registry.PROFILES), seed=integer(0, 2**63 - 1), strict=FLAG, argv=K("argv")))
+    page = dict(results=[RESULT], meta=META, exit_code=0, report_dir=TMP)
+    page_args = dict(results=results, meta=K("run_meta"), exit_code=integer(0, 255), report_dir=K("path"))
+    for name in ("markdown_report", "html_report"):
+        add(name, page, page_args)
+    add("html_sections", dict(results=[RESULT], report_dir=TMP), dict(results=results, report_dir=K("path", none_ok=True)))
+    add("measured_text", dict(c=C_EQ), dict(c=K("comparison")))
+    add("section_anchor", dict(r=RESULT), dict(r=K("result")))
+    add("summary_cells", dict(r=RESULT), dict(r=K("result")))
+    add("notes_parts", dict(notes="Short. Notes."), dict(notes=TEXT))
+
+
+def _figures_cases(add: Callable[..., None]) -> None:
+    """verify.figures: the report's figure style and helpers."""
+    add("pyplot", {}, {})
+    add("style", {}, {})
+    add("paper_figure", dict(func=abs), dict(func=K("callable")))
+    add("subplots", dict(nrows=1, ncols=2, panel=(3.0, 2.0), extra=1.0),
+        dict(nrows=integer(1, 20), ncols=integer(1, 20), panel=K("pair"), extra=nonneg()))
+    add("suptitle", dict(fig=FIG, check_id="A1", what="slopes", setting="n = 4", verdict="PASS"),
+        dict(fig=K("figure"), check_id=TEXT, what=TEXT, setting=TEXT, verdict=K("text", none_ok=True)))
+    add("headroom", dict(ax=AX, frac=0.2), dict(ax=K("axes"), frac=real(0, 1, high_open=True)))
+    add("settings", dict(n=4), {})  # documented: any keyword values (their text)
+    x = K("real", low=0, low_open=True, array=True)
+    add("dense_grid", dict(x=[1.0, 10.0], log=True, per_decade=10, n_min=20, pad=0.0, include=True),
+        dict(x=x, log=FLAG, per_decade=integer(1, 10_000), n_min=integer(2, figures.MAX_GRID), pad=nonneg(),
+             include=FLAG))
+    add("dense_grid[linear]", dict(x=[-1.0, 1.0], log=False), dict(x=real(array=True)), path="dense_grid")
+    add("theory_curve", dict(ax=AX, x=[1.0, 10.0], f=lambda t: 1 / t, label="theory", color="#000000", n_min=20),
+        dict(ax=K("axes"), x=x, f=K("callable", extra=(("returns strings", lambda t: np.full(t.shape, "a")),
+                                                      ("wrong shape", lambda t: np.ones(3)))),
+             label=TEXT, color=K("color"), n_min=integer(2, figures.MAX_GRID)))
+    pts = dict(ax=AX, x=[1.0, 2.0], y=[1.0, 0.5], se=[0.1, 0.1], label="mc", color="#0072B2", marker="o",
+               judged=[True, False], open_=False, k=3.0, xse=None)
+    vec = real(array=True, ndim=1, extra=(("wrong length", [1.0, 2.0, 3.0]),))
+    add("mc_points", pts, dict(
+        ax=K("axes"), x=vec, y=vec, se=nonneg(array=True, ndim=1, none_ok=True, extra=vec.extra), label=TEXT,
+        color=K("color"), marker=K("marker"), judged=K("ints", none_ok=True, extra=(("wrong length", [True]),)),
+        open_=FLAG,
+        k=pos(), xse=nonneg(array=True, ndim=1, none_ok=True, extra=vec.extra)),
+        drop={"judged": frozenset({"bools"}),  # a list of one bool: the length is the fault, named the same
+              **{k: NON_FINITE | {"array nan", "array inf"} for k in ("x", "y", "se", "xse")}})  # not drawn
+    add("proxy", dict(label="x", color="#444444", marker="o", ls="none", mfc=None),
+        dict(label=TEXT, color=K("color"), marker=K("marker", none_ok=True), ls=K("linestyle"),
+             mfc=K("color", none_ok=True)))
+    add("not_judged_handle", dict(label="open"), dict(label=TEXT))
+    add("legend", dict(ax=AX, extra=[figures.proxy("x")], loc="best", outside=False, axes=None),
+        dict(ax=K("axes"), extra=K("handles"), loc=choice("best", "upper left", "lower right"), outside=FLAG,
+             axes=K("axes_list", none_ok=True)), drop={"extra": frozenset({"a handle"})})
+    add("key_numbers", dict(ax=AX, lines=["a = 1"], verdict="PASS", loc="best", fontsize=None),
+        dict(ax=K("axes"), lines=K("strings"), verdict=K("text", none_ok=True),
+             loc=choice("best", *figures._LOCS), fontsize=pos(none_ok=True)))
+    add("tidy_log_axis", dict(ax=AX, which="both", max_ticks=None),
+        dict(ax=K("axes"), which=choice("x", "y", "both"), max_ticks=integer(1, 100, none_ok=True)))
+    add("figure_problems", dict(fig=FIG), dict(fig=K("figure")))
+
+
+def _validation_cases(add: Callable[..., None]) -> None:
+    """verify.validation and verify.results: the argument checks themselves, refusing under the name they are given."""
+    x = {"v": "x"}
+    # theory.validation's strict checks that verify uses (one source; fuzzed here with verify's argument kinds)
+    add("check_flag", dict(name="x", value=True), dict(value=FLAG), func=theory_validation.check_flag,
+        module="validation", named={"value": "x"})
+    add("optional_real", dict(name="x", v=0.5, low=0.0, high=1.0), dict(v=real(0, 1, none_ok=True)), named=x)
+    add("real_number", dict(name="x", v=0.5), dict(v=real()), named=x, drop={"v": NON_FINITE})  # NaN, inf: reals
+    add("check_measurement", dict(name="x", v=0.5, low=0.0), dict(v=nonneg()), named=x,
+        drop={"v": NON_FINITE})  # a failed measurement (NaN, inf) is a value, judged FAIL later
+    add("check_df", dict(df=10.0), dict(df=DF), drop={"df": frozenset({"inf"})})
+    add("check_text", dict(name="x", v="a"), dict(v=TEXT), named=x)
+    add("check_stem", dict(name="x", v="a"), dict(v=K("stem")), named=x)
+    add("check_value", dict(name="x", v=1.0), dict(v=K("value")), named=x)
+    add("check_items", dict(name="x", v=[1], cls=int, what="ints"), dict(v=K("ints")), named=x,
+        drop={"v": frozenset({"negative", "bools", "too large"})})  # only the type is checked (bool is an int)
+    add("check_paths", dict(name="x", v=["a.png"]), dict(v=K("strings")), named=x)
+    add("check_mapping", dict(name="x", v={"a": 1}), dict(v=K("mapping")), named=x)
+    add("check_json", dict(name="x", v={"a": 1}), dict(v=K("json_doc")), named=x,
+        drop={"v": frozenset({"nan value"})})  # the reports write NaN as JSON's NaN
+    add("check_callable", dict(name="x", v=print), dict(v=K("callable")), named=x)
+    add("check_seeds", dict(name="x", v=[0, 1]), dict(v=K("ints")), named=x)
+    add("is_integer", dict(value=3), {}, func=theory_validation.is_integer, module="validation")
+    add("seed_text", dict(k=1), dict(k=K("seed_key")), named={"k": "seed keys"})
+    add("jsonable", dict(v=1.0), {})
+    add("path_or_none", dict(value="none"), {})
+    add("check_int", dict(name="x", value=3, low=0, high=10), dict(value=integer(0, 10)),
+        func=theory_validation.check_int, module="validation", named={"value": "x"})
+    add("check_n_jobs", dict(v=2), dict(v=integer(1, 1024, extra=(("-2", -2),))), named={"v": "n_jobs"})
+    add("check_device", dict(v="cpu"), dict(v=choice("cpu", "cuda", "cuda:0")), named={"v": "device"},
+        drop={"v": frozenset({"unknown", "list"})})
+    add("check_dir", dict(name="x", v=TMP), dict(v=K("path", none_ok=True)), named=x)
+    add("check_verdict", dict(name="x", v="PASS"), dict(v=K("verdict")), named=x)
+    add("with_key", dict(comparisons=[C_EQ]), dict(comparisons=K("comparisons")))
+
+
+def _notebook_cases(add: Callable[..., None]) -> None:
+    """verify.notebook: ``run`` (on a stand-in registry: the valid call costs nothing) and its result."""
+
+    def run(**kw):
+        with _registry(A1=_ok):
+            return notebook.run(**kw)
+
+    add("run", dict(ids="A1", profile="smoke", seed=0, cache_dir=None, jobs=1, device="cpu", executor="local",
+                    scheduler=None, figures=False, progress=False, budget=None, rounds=None),
+        dict(ids=K("text", none_ok=True), profile=choice(*registry.PROFILES), seed=integer(0, registry.MAX_SEED),
+             cache_dir=K("path", none_ok=True), jobs=integer(1, registry.MAX_JOBS, none_ok=True),
+             device=choice("cpu", "cuda", "cuda:0"), executor=choice(*registry.EXECUTORS),
+             scheduler=K("text", none_ok=True), figures=FLAG, progress=FLAG, budget=pos(none_ok=True),
+             rounds=integer(0, 20, none_ok=True)),
+        func=run, module="notebook", drop={"device": frozenset({"unknown", "list"})})
+    result = CheckResult(id="A1", paper="A", claim="c", verdict=Verdict.PASS)
+    add("Run", dict(results=(result,), profile="smoke", seed=0, figure_dir=None),
+        dict(results=K("results"), profile=choice(*registry.PROFILES), seed=integer(0, registry.MAX_SEED),
+             figure_dir=K("path", none_ok=True)))
+
+
+def _sequential_cases(add: Callable[..., None]) -> None:
+    """verify.sequential and verify.budget: rounds, pooling, looks, and the budgeted run."""
+    j = integer(0, sequential.MAX_ROUND)
+    add("spend", dict(j=1), dict(j=j))
+    add("look_levels", dict(j=1, alpha=0.01, alpha_pass=0.05), dict(j=j, alpha=ALPHA, alpha_pass=ALPHA))
+    add("replicates_after", dict(j=2), dict(j=j))
+    add("round_of", dict(n=4), dict(n=integer(1)))
+    add("replicate_seed", dict(seed=0, r=1), dict(seed=integer(0, registry.MAX_SEED), r=integer(0)))
+    add("pooled", dict(replicates=[[C_EQ], [C_EQ]]), dict(replicates=K("replicates")))
+    add("judge_look", dict(comparisons=[C_EQ], j=1, alpha=0.01, alpha_pass=0.05),
+        dict(comparisons=K("comparisons"), j=j, alpha=ALPHA, alpha_pass=ALPHA))
+    add("replicates_to_decide", dict(judgement=verdicts.judged([C_EQ]), n=1, alpha=0.01, alpha_pass=0.05),
+        dict(judgement=K("judgement"), n=integer(1), alpha=ALPHA, alpha_pass=ALPHA))
+    add("boundaries", dict(c=C_EQ, j=0, n_stochastic=1), dict(c=K("comparison"), j=j, n_stochastic=integer(1)))
+    add("simulate_optional_stopping", dict(kind="direction", t_df=None, n_sequences=1, last_round=0, alpha=0.05,
+                                           seed=0),
+        dict(kind=choice("equivalence", "direction", "bound", "consistency"), t_df=integer(1, 10**6, none_ok=True),
+             n_sequences=integer(1, 10**7), last_round=integer(0, 12), alpha=ALPHA, seed=integer(0, registry.MAX_SEED)))
+    base = CheckContext(profile="smoke")
+    add("replicate_context", dict(base=base, r=1), dict(base=K("context"), r=integer(0)))
+    add("run_sequential", dict(specs=[SPEC], base=base, budget_s=None, rounds=0, run=registry.run_check,
+                               on_look=None, clock=time.perf_counter, sequences=None),
+        dict(specs=K("specs"), base=K("context"), budget_s=pos(none_ok=True),
+             rounds=integer(0, sequential.MAX_ROUND, none_ok=True), run=K("callable"),
+             on_look=K("callable", none_ok=True), clock=K("callable"), sequences=K("sequences", none_ok=True)))
+    add("look_line", dict(seq=SEQUENCE), dict(seq=K("sequence")))
+    add("sequence_table", dict(seqs=[SEQUENCE]), dict(seqs=K("sequences")))
+    add("CheckSequence", dict(spec=SPEC, seed=0, replicates=[RESULT], looks=[], judgement=None, decided_at_s=None),
+        dict(spec=K("spec"), seed=integer(0, registry.MAX_SEED), replicates=K("results"), looks=K("looks"),
+             judgement=K("judgement", none_ok=True), decided_at_s=nonneg(none_ok=True)))
+
+
+def _cases() -> list[Case]:
+    cases: list[Case] = []
+    homes = {"registry": registry, "verdicts": verdicts, "claim": claim, "catalog": catalog, "calibrate": calibrate,
+             "report": report, "figures": figures, "notebook": notebook,
+             "validation": validation, "results": results, "context": context, "sequential": sequential,
+             "budget": budget}
+
+    def add(label, kwargs, args, path=None, func=None, module=None, **kw):
+        name = (path or label).split("[")[0]
+        mod = module or next((m for m, obj in homes.items() if name in _public(obj)), None)
+        f = func if func is not None else getattr(homes.get(mod), name, None) if mod else None
+        if f is not None:
+            cases.append(Case(label, mod or "registry", f, kwargs, args, **kw))
+
+    for part in (_registry_cases, _verdicts_cases, _claim_cases, _calibrate_cases, _report_cases, _figures_cases,
+                 _notebook_cases, _validation_cases, _sequential_cases):
+        part(add)
+    return cases
+
+
+def _public(module: Any) -> set[str]:
+    """The public callables of a module: its ``__all__``, or its public functions and classes (exceptions left out)."""
+    names = getattr(module, "__all__", None) or [n for n, v in vars(module).items() if not n.startswith("_")
+                                                 and callable(v) and getattr(v, "__module__", "") == module.__name__]
+    return {n for n in names if callable(getattr(module, n))
+            and not (isinstance(getattr(module, n), type) and issubclass(getattr(module, n), BaseException))}
