@@ -30,6 +30,7 @@ from collections import Counter
 import matplotlib
 
 matplotlib.use("Agg")
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))  # tests/: run as a script too
 
 import verify  # noqa: E402
 import verify.budget as budget  # noqa: E402
