@@ -7,11 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.results import with_key
-
 from .paper_a_records import GroupDesign, GroupEvidence
 
-__all__ = ["ERROR_LABEL", "PanelText", "group_comparisons", "plot_groups"]
+__all__ = ["ERROR_LABEL", "PanelText", "plot_groups"]
 
 
 @dataclass(frozen=True)
@@ -83,11 +81,6 @@ def plot_group(ax, e: GroupEvidence, color: str, text: PanelText) -> None:
     F.headroom(ax, 0.075 * (len(lines) + bool(text.status)))
     F.key_numbers(ax, lines, verdict=text.status, loc="upper right")
     F.tidy_log_axis(ax)
-
-
-def group_comparisons(label: str, comparisons: list) -> list:
-    """The comparisons about the group ``label`` (keyed ``group=label``)."""
-    return with_key(comparisons, group=label)
 
 
 def plot_groups(groups: list[GroupEvidence], title: str, texts: dict[str, PanelText] | None = None, *,

@@ -47,7 +47,7 @@ from .paper_a_numerics import (
     simulate_groups,
     size_of,
 )
-from .paper_a_plots import PanelText, group_comparisons, plot_groups
+from .paper_a_plots import PanelText, plot_groups
 from .paper_a_records import (GroupDesign, GroupEvidence, RateDesign, RateMeasurement, RatePrediction, evidence)
 
 __all__ = ["A2", "A3", "A4", "RateDesign", "pairs_matched_M", "judge_a2", "judge_a3", "judge_a4"]
@@ -207,7 +207,7 @@ def _finite_texts(groups: list[GroupEvidence], comps: list[Comparison]) -> dict[
     """Per panel: the finite-M model's slope and the outcomes of (a) and (b)."""
     texts = {}
     for g in groups:
-        mine = group_comparisons(g.label, comps)
+        mine = with_key(comps, group=g.label)
         fs, _ = g.prediction.finite_slope
         texts[g.label] = PanelText((f"finite-M model {fs:.3f}",) + tuple(
             f"{_PART_LABELS[dict(c.key)['quantity']]}: {c.outcome}" for c in mine), worst_outcome(mine))
