@@ -11,6 +11,7 @@ sweep      sweep runner: configurations x seeds -> table; joblib locally, Dask w
            to_jsonable, the one JSON conversion (NaN policy as a parameter)
 slopes     fit_slope: log-log OLS slope with SE, t and bootstrap intervals, R^2
 rmt        paper B: samplers X = mu y^T + Z, attention/ridge features, interpolation error on a gamma grid
+mc_settings  paper B: MonteCarloSettings, how a Monte Carlo runs (trials, seed, threads, batching, device, labels)
 model_simulation  paper B: simulate_model, the Monte Carlo of a theory.AttentionModel (the twin of model.error)
 threads    the thread policy: torch_threads(n), the one way to pin torch's intra-op threads; thread_map, the one
            thread-pool map (torch single-threaded inside, generators consumed in order)
@@ -23,6 +24,7 @@ from .baseline import *  # noqa: F401,F403
 from ._estimator_base import InteractionEstimator  # noqa: F401  (the public base class of paper A's estimators)
 from .estimator import *  # noqa: F401,F403
 from .ips import *  # noqa: F401,F403
+from .mc_settings import *  # noqa: F401,F403
 from .model_simulation import *  # noqa: F401,F403
 from .rmt import *  # noqa: F401,F403
 from .slopes import *  # noqa: F401,F403

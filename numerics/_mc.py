@@ -9,6 +9,7 @@ memory budget, so results do not depend on the batch size or on ``n_jobs``.  Pri
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -17,17 +18,15 @@ import torch
 from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
                                 check_flag, describe)
 
+from ._cache_keys import MAX_SEED, check_seed
+from .mc_settings import MAX_BATCH, MonteCarloSettings
 from .threads import check_device, check_n_jobs, thread_map
 
 
 ArrayLike = Any
 DIAGONAL_MODES = ("removed", "kept")
-#: seeds are integers in ``[0, MAX_SEED]``
-MAX_SEED = 2**63 - 1
 #: memory of one trial's seed (a spawned ``numpy.random.SeedSequence``, measured: about 380 bytes)
 SEED_BYTES = 512
-#: largest ``batch_size`` of the Monte Carlo (a larger batch than ``n_trials`` is one batch)
-MAX_BATCH = 2**31 - 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -48,10 +47,6 @@ def check_gammas(gammas: ArrayLike) -> np.ndarray:
 
 def check_diagonal(diagonal: str) -> str:
     return check_choice("diagonal", diagonal, DIAGONAL_MODES)
-
-
-def check_seed(name: str, seed: Any) -> int:
-    return as_int(name, seed, 0, MAX_SEED)
 
 
 def check_memory(what: str, n_bytes: int) -> None:
@@ -203,21 +198,31 @@ def check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int,
 # --------------------------------------------------------------------------------------------
 # Monte Carlo
 # --------------------------------------------------------------------------------------------
-def draw_batch(
-    seeds: Sequence[np.random.SeedSequence], n: int, p: int, snr: float, labels: str, device: str
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Samples ``X`` (T, p, n) and labels ``y`` (T, n) of a batch of trials, trial ``t`` from its own seed."""
-    Xs, ys = [], []
-    for ss in seeds:
-        X, y, _ = sample_signal_plus_noise(n, p, snr, np.random.default_rng(ss), labels=labels)
-        Xs.append(X)
-        ys.append(y)
-    return torch.from_numpy(np.stack(Xs)).to(device), torch.from_numpy(np.stack(ys)).to(device)
+@dataclass(frozen=True)
+class Draws:
+    """What every trial draws: ``X = mu y^T + Z`` of shape ``(p, n)``, ``mu = sqrt(snr) e_1``, labels by ``labels``,
+    stacked on ``device`` (the arguments checked by :func:`numerics._mc.check_mc_arguments`)."""
+
+    n: int
+    p: int
+    snr: float
+    labels: str
+    device: str
+
+    def sample(self, seeds: Sequence[np.random.SeedSequence]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Samples ``X`` (T, p, n) and labels ``y`` (T, n) of a batch of trials, trial ``t`` from its own seed."""
+        Xs, ys = [], []
+        for ss in seeds:
+            X, y, _ = sample_signal_plus_noise(self.n, self.p, self.snr, np.random.default_rng(ss), labels=self.labels)
+            Xs.append(X)
+            ys.append(y)
+        return torch.from_numpy(np.stack(Xs)).to(self.device), torch.from_numpy(np.stack(ys)).to(self.device)
 
 
 def check_mc_arguments(n: Any, p: Any, n_trials: Any, seed: Any, n_jobs: Any, snr: Any, labels: Any, diagonal: Any,
-                        device: Any, batch_size: Any) -> tuple[int, int, int]:
-    """Validate the arguments both Monte Carlo entry points share; return ``(n, p, n_trials)`` as ints."""
+                       device: Any, batch_size: Any) -> tuple[Draws, MonteCarloSettings]:
+    """Validate the arguments the long signatures of the Monte Carlo share (in their order, with their messages);
+    return them as the records the simulations take."""
     n, p = as_int("n", n, 1), as_int("p", p, 1)
     n_trials = as_int("n_trials", n_trials, 2)
     check_seed("seed", seed)
@@ -228,7 +233,8 @@ def check_mc_arguments(n: Any, p: Any, n_trials: Any, seed: Any, n_jobs: Any, sn
     check_device("device", device)
     if batch_size is not None:
         as_int("batch_size", batch_size, 1, MAX_BATCH)
-    return n, p, n_trials
+    settings = MonteCarloSettings(n_trials, seed, n_jobs=n_jobs, batch_size=batch_size, device=device, labels=labels)
+    return Draws(n, p, float(snr), settings.labels, settings.device), settings
 
 
 def check_label_average(label_average: Any, snr: Any) -> bool:
@@ -238,14 +244,15 @@ def check_label_average(label_average: Any, snr: Any) -> bool:
     return bool(label_average)
 
 
-def mc_batch_size(n: int, p: int, n_trials: int, n_gammas: int, batch_size: int | None, gram_buffers: int,
-                   n_models: int) -> int:
+def mc_batch_size(draws: Draws, settings: MonteCarloSettings, n_gammas: int, gram_buffers: int,
+                  n_models: int) -> int:
     """Trials per batch (``batch_size``, or memory-based), after refusing, before any draw, one trial, a batch of
     trials or the table of per-trial errors over the memory budget.
 
     One trial works in ``trial_bytes`` plus its shrinkage arrays; every trial keeps a spawned seed and
     ``n_models x G`` errors (stored, concatenated, averaged).
     """
+    n, p, n_trials, batch_size = draws.n, draws.p, settings.n_trials, settings.batch_size
     per_trial = trial_bytes(n, p, gram_buffers) + 8 * 4 * min(p, n) * n_gammas
     check_memory(f"n, p (one trial of {p} x {n} samples and {n_gammas} gammas)", per_trial)
     size = default_batch_size(n, p, gram_buffers) if batch_size is None else int(batch_size)
@@ -287,19 +294,17 @@ def trial_chunks(n_trials: int, batch_size: int, n_jobs: int) -> list[list[int]]
 
 
 def run_trials(
-    batch: Callable[[list[np.random.SeedSequence], list[int]], Any],
-    n_trials: int,
-    seed: int,
-    batch_size: int,
-    n_jobs: int,
+    batch: Callable[[list[np.random.SeedSequence], list[int]], Any], settings: MonteCarloSettings, batch_size: int
 ) -> list:
-    """The Monte Carlo core: ``batch(seeds, trial_ids)`` over consecutive batches of trials, in ``n_jobs`` threads.
+    """The Monte Carlo core: ``batch(seeds, trial_ids)`` over consecutive batches of ``batch_size`` trials, in
+    ``settings.n_jobs`` threads.
 
-    Trial ``t`` always gets ``SeedSequence(seed).spawn(n_trials)[t]``, so the draws do not depend on
+    Trial ``t`` always gets ``SeedSequence(settings.seed).spawn(settings.n_trials)[t]``, so the draws do not depend on
     ``batch_size`` or ``n_jobs``; the parts come back in trial order (see :func:`numerics.threads.thread_map`).
     """
     as_int("batch_size", batch_size, 1)
-    seeds = np.random.SeedSequence(int(seed)).spawn(n_trials)
+    n_trials, n_jobs = settings.n_trials, settings.n_jobs
+    seeds = np.random.SeedSequence(settings.seed).spawn(n_trials)
 
     def run(ids: list[int]) -> Any:
         return batch([seeds[i] for i in ids], ids)

@@ -1,13 +1,14 @@
 """Monte Carlo of a :class:`theory.AttentionModel`: the simulation twin of ``model.error``.
 
-``simulate_model(model, p, gammas, n_trials, seed)`` draws ``X = mu y^T + Z`` at ``n = p / c`` with the model's
-``snr``, activation, spike (padded with zeros to ``p`` coordinates) and diagonal, and returns what
-:func:`numerics.interpolation_error_mc` returns for those arguments (the same numbers, bit for bit), so that theory
-and simulation take one object:
+``simulate_model(model, p, gammas, settings)`` draws ``X = mu y^T + Z`` at ``n = p / c`` with the model's
+``snr``, activation, spike (padded with zeros to ``p`` coordinates) and diagonal, the trials of a
+:class:`numerics.MonteCarloSettings`, and returns what :func:`numerics.interpolation_error_mc` returns for those
+arguments (the same numbers, bit for bit), so that theory and simulation take one object:
 
 >>> from theory import AttentionModel
+>>> from numerics import MonteCarloSettings
 >>> model = AttentionModel(c=2.0, activation="tanh")
->>> mean, se = simulate_model(model, 64, [0.1], 4, seed=0)
+>>> mean, se = simulate_model(model, 64, [0.1], MonteCarloSettings(n_trials=4, seed=0))
 >>> bool(abs(mean[0] - float(model.error(0.1))) < 5 * se[0] + 0.05)
 True
 """
@@ -20,9 +21,11 @@ from typing import Any
 import numpy as np
 
 from theory import AttentionModel
-from theory.validation import ArgumentTypeError, as_int, describe
+from theory.validation import ArgumentTypeError, as_int, check_choice, describe
 
-from .rmt import interpolation_error_mc
+from ._mc import Draws
+from .mc_settings import MonteCarloSettings
+from .rmt import error_mc, single_model
 
 __all__ = ["simulate_model", "model_sizes"]
 
@@ -54,8 +57,8 @@ def _padded(w: np.ndarray, p: int, name: str) -> np.ndarray:
     return out
 
 
-def simulate_model(model: AttentionModel, p: Any, gammas: Any, n_trials: Any, seed: Any, *, kind: str = "attention",
-                   **options: Any) -> Any:
+def simulate_model(model: AttentionModel, p: Any, gammas: Any, settings: MonteCarloSettings, *, kind: str = "attention",
+                   return_trials: bool = False, label_average: bool = False) -> Any:
     """:func:`numerics.interpolation_error_mc` with the model's ``snr``, activation, spike and diagonal at ``n = p/c``.
 
     Parameters
@@ -64,30 +67,32 @@ def simulate_model(model: AttentionModel, p: Any, gammas: Any, n_trials: Any, se
         Its activation must be a named or sympy activation (a dict of kernel constants has no function to simulate).
     p : int
         Dimension; ``p / model.c`` must be a whole number.
-    gammas, n_trials, seed : as :func:`numerics.interpolation_error_mc`.
+    gammas : array (G,), ``>= 0``.
+    settings : numerics.MonteCarloSettings
+        Trials (``>= 2``), seed, threads, batching, device and labels.
     kind : {"attention", "ridge"}
         ``"ridge"`` simulates ridge regression on the model's data (activation and spike unused).
-    **options
-        The Monte Carlo's other keywords (``n_jobs``, ``labels``, ``batch_size``, ``device``, ``return_trials``,
-        ``label_average``); the model's own fields are refused here.
+    return_trials, label_average : bool
+        As :func:`numerics.interpolation_error_mc`.
 
     Returns
     -------
     What :func:`numerics.interpolation_error_mc` returns.
     """
     n, pv = model_sizes(model, p)
-    held = {"snr", "activation", "w_k", "w_q", "diagonal"} & set(options)
-    if held:
-        raise TypeError(f"simulate_model takes {sorted(held)} from the model; got them as keywords too")
+    if not isinstance(settings, MonteCarloSettings):
+        raise ArgumentTypeError(f"settings must be a numerics.MonteCarloSettings, got {describe(settings)}")
+    check_choice("kind", kind, ("ridge", "attention"))
     if isinstance(model.activation, tuple):  # a FrozenDict of kernel constants
         raise ValueError("the model's activation is given by its kernel constants; a simulation needs the function")
     if not isinstance(model.diagonal, str):
         raise ValueError(f"the model's diagonal is the number {model.diagonal}; a simulation takes 'removed' or 'kept'")
+    if settings.n_trials < 2:
+        raise ValueError(f"settings.n_trials must be >= 2 (a standard error), got {settings.n_trials}")
     args = model.arguments()
+    draws = Draws(n, pv, float(args["snr"]), settings.labels, settings.device)
     w_k = w_q = None
-    if args["w_k"] is not None:
+    if kind == "attention" and args["w_k"] is not None:
         w_k, w_q = _padded(args["w_k"], pv, "w_k"), _padded(args["w_q"], pv, "w_q")
-    if kind == "attention":
-        return interpolation_error_mc(kind, n, pv, args["snr"], gammas, n_trials, seed, activation=args["activation"],
-                                      w_k=w_k, w_q=w_q, diagonal=args["diagonal"], **options)
-    return interpolation_error_mc(kind, n, pv, args["snr"], gammas, n_trials, seed, **options)
+    kernel = single_model(kind, args["activation"] if kind == "attention" else None, w_k, w_q, args["diagonal"], draws)
+    return error_mc(kind, draws, gammas, kernel, settings, return_trials=return_trials, label_average=label_average)

@@ -50,7 +50,7 @@ Because ``Z`` is rotation invariant the direction does not change the law of the
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -64,11 +64,13 @@ from theory.validation import (
     finite_result,
 )
 
+from ._mc import Draws
+from .mc_settings import MonteCarloSettings
 from .threads import torch_numeric_errors as _numeric
 from .threads import torch_threads
 from ._ridge_solvers import SINGLE_THREAD_EIGH_MAX, errors_batch, errors_label_mean, feature_basis, gram
 from ._mc import (ArrayLike, as_float_array, as_rng, check_diagonal, check_gammas, check_kernel_memory,
-                  check_label_average, check_mc_arguments, check_memory, check_spike_list, check_spikes, draw_batch,
+                  check_label_average, check_mc_arguments, check_memory, check_spike_list, check_spikes,
                   label_posterior_mean, mc_batch_size, run_trials, sample_signal_plus_noise, spike_outer,
                   spike_projections, spike_tensors)
 
@@ -413,30 +415,28 @@ def interpolation_error_direct(features: ArrayLike, y: ArrayLike, gammas: ArrayL
     return finite_result("interpolation_error_direct", out, features=features, y=y, gammas=gammas)
 
 
-def _trial_batch(
-    seeds: Sequence[np.random.SeedSequence],
-    kind: str,
-    n: int,
-    p: int,
-    snr: float,
-    gammas: torch.Tensor,
-    f: Callable | None,
-    w_k: torch.Tensor | None,
-    w_q: torch.Tensor | None,
-    diagonal: str,
-    labels: str,
-    device: str,
-    label_average: bool = False,
-) -> np.ndarray:
+class _Kernel(NamedTuple):
+    """One model of :func:`interpolation_error_mc`: ridge (``f = None``) or attention's ``f``, spike and diagonal."""
+
+    kind: str
+    f: Callable | None
+    w_k: torch.Tensor | None
+    w_q: torch.Tensor | None
+    diagonal: str
+    activation: Any = None  # as given (error messages name it)
+
+
+def _trial_batch(seeds: Sequence[np.random.SeedSequence], draws: Draws, gammas: torch.Tensor, model: _Kernel,
+                 label_average: bool = False) -> np.ndarray:
     """Per-trial errors ``(T, G)`` of one model (ridge or attention) on a batch of trials."""
-    Xb, yb = draw_batch(seeds, n, p, snr, labels, device)
-    if kind == "ridge":
+    Xb, yb = draws.sample(seeds)
+    if model.kind == "ridge":
         Phi = Xb
     else:
         S0 = gram(Xb.transpose(-1, -2))  # X^T X: the kernel's scores and (p > n) the basis
-        K = _kernel_batch(Xb, f, w_k, w_q, diagonal, S0)
+        K = _kernel_batch(Xb, model.f, model.w_k, model.w_q, model.diagonal, S0)
         Phi = feature_basis(Xb, S0) @ K  # p > n: the n x n stand-in for X (same errors, fewer flops)
-    return errors_batch(Phi, None if label_average else yb, gammas.to(device)).cpu().numpy()
+    return errors_batch(Phi, None if label_average else yb, gammas.to(draws.device)).cpu().numpy()
 
 
 def _mean_se(trials: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -444,15 +444,35 @@ def _mean_se(trials: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return trials.mean(axis=0), trials.std(axis=0, ddof=1) / math.sqrt(trials.shape[0])
 
 
-def _single_model(
-    kind: str, activation: Any, w_k: ArrayLike | None, w_q: ArrayLike | None, p: int, device: str
-) -> tuple[Callable | None, torch.Tensor | None, torch.Tensor | None]:
-    """Activation and spike tensors of :func:`interpolation_error_mc` (``None`` for ridge / ``W = I``)."""
+def single_model(kind: str, activation: Any, w_k: ArrayLike | None, w_q: ArrayLike | None, diagonal: str,
+                  draws: Draws) -> _Kernel:
+    """The model of :func:`interpolation_error_mc` (``f`` and spike ``None`` for ridge / ``W = I``)."""
     if kind == "attention":
-        return (resolve_activation(activation), *spike_tensors(w_k, w_q, p, device))
+        f = resolve_activation(activation)
+        return _Kernel(kind, f, *spike_tensors(w_k, w_q, draws.p, draws.device), diagonal, activation)
     if w_k is not None or w_q is not None:
         raise ValueError("w_k and w_q apply to kind='attention' only")
-    return None, None, None
+    return _Kernel(kind, None, None, None, diagonal)
+
+
+def error_mc(kind: str, draws: Draws, gammas: ArrayLike, model: _Kernel, settings: MonteCarloSettings, *,
+             return_trials: bool = False, label_average: bool = False) -> Any:
+    """:func:`interpolation_error_mc` on its records (arguments checked, except ``gammas`` and the flags)."""
+    return_trials, label_average = check_flag("return_trials", return_trials), check_label_average(label_average,
+                                                                                                   draws.snr)
+    g = torch.from_numpy(check_gammas(gammas))
+    size = mc_batch_size(draws, settings, g.numel(), 3, 1)
+
+    def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> np.ndarray:
+        return _trial_batch(seeds, draws, g, model, label_average)
+
+    args = dict(kind=kind, n=draws.n, p=draws.p, snr=draws.snr, gammas=gammas, activation=model.activation)
+    with _numeric("interpolation_error_mc", **args):
+        trials = np.concatenate(run_trials(batch, settings, size), axis=0)
+    mean, se = finite_result("interpolation_error_mc", _mean_se(trials), **args)
+    if return_trials:
+        return mean, se, trials
+    return mean, se
 
 
 def interpolation_error_mc(
@@ -519,22 +539,9 @@ def interpolation_error_mc(
         before the first draw, so ``n_trials=10**12`` is refused at once); errors that are not finite.
     """
     check_choice("kind", kind, ("ridge", "attention"))
-    n, p, n_trials = check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
-    return_trials, label_average = check_flag("return_trials", return_trials), check_label_average(label_average, snr)
-    g = torch.from_numpy(check_gammas(gammas))
-    size = mc_batch_size(n, p, n_trials, g.numel(), batch_size, 3, 1)
-    f, wk, wq = _single_model(kind, activation, w_k, w_q, p, device)
-
-    def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> np.ndarray:
-        return _trial_batch(seeds, kind, n, p, float(snr), g, f, wk, wq, diagonal, labels, device, label_average)
-
-    args = dict(kind=kind, n=n, p=p, snr=snr, gammas=gammas, activation=activation)
-    with _numeric("interpolation_error_mc", **args):
-        trials = np.concatenate(run_trials(batch, n_trials, seed, size, n_jobs), axis=0)
-    mean, se = finite_result("interpolation_error_mc", _mean_se(trials), **args)
-    if return_trials:
-        return mean, se, trials
-    return mean, se
+    draws, settings = check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
+    model = single_model(kind, activation, w_k, w_q, diagonal, draws)
+    return error_mc(kind, draws, gammas, model, settings, return_trials=return_trials, label_average=label_average)
 
 
 # --------------------------------------------------------------------------------------------
@@ -549,24 +556,27 @@ def _symmetric_noise_batch(trial_ids: Sequence[int], seed: int, n: int, device: 
     return torch.from_numpy(np.stack(Xis)).to(device)
 
 
-def _shared_batch(
-    seeds: Sequence[np.random.SeedSequence],
-    trial_ids: Sequence[int],
-    seed: int,
-    n: int,
-    p: int,
-    snr: float,
-    gammas: torch.Tensor,
-    f: Callable | None,
-    spikes: Sequence[tuple[torch.Tensor | None, torch.Tensor | None]],
-    ridge: bool,
-    linearised: tuple[float, float] | None,
-    diagonal: str,
-    labels: str,
-    device: str,
-) -> dict[str, np.ndarray]:
+class _SharedModels(NamedTuple):
+    """The models of :func:`interpolation_error_mc_shared`: the true kernel's ``f`` (or ``None``), the spikes (as
+    tensors), ridge, the linearised kernel's ``(a1, sf2)`` (or ``None``), the true kernel's diagonal."""
+
+    f: Callable | None
+    spikes: list[tuple[torch.Tensor | None, torch.Tensor | None]]
+    ridge: bool
+    linearised: tuple[float, float] | None
+    diagonal: str
+
+    @property
+    def count(self) -> int:
+        return len(self.spikes) * ((self.f is not None) + (self.linearised is not None)) + self.ridge
+
+
+def _shared_batch(seeds: Sequence[np.random.SeedSequence], trial_ids: Sequence[int], seed: int, draws: Draws,
+                  gammas: torch.Tensor, models: _SharedModels) -> dict[str, np.ndarray]:
     """Per-trial errors of every model of :func:`interpolation_error_mc_shared` on one batch of shared draws."""
-    Xb, yb = draw_batch(seeds, n, p, snr, labels, device)
+    n, p, device = draws.n, draws.p, draws.device
+    f, spikes, ridge, linearised, diagonal = models
+    Xb, yb = draws.sample(seeds)
     g = gammas.to(device)
     out: dict[str, np.ndarray] = {}
     if ridge:
@@ -626,9 +636,10 @@ def _check_linearised(linearised: tuple[float, float] | None) -> tuple[float, fl
     return as_float("linearised[0] (a1)", linearised[0]), as_float("linearised[1] (sf2)", linearised[1], low=0)
 
 
-def _shared_models(activation: Any, linearised: Any, ridge: bool, spikes: Any, p: int, device: str
-                   ) -> tuple[Callable | None, tuple[float, float] | None, list, int]:
-    """The models of :func:`interpolation_error_mc_shared`: ``(f, linearised, spike tensors, number of models)``."""
+def _shared_models(activation: Any, linearised: Any, ridge: bool, spikes: Any, diagonal: str, draws: Draws
+                   ) -> _SharedModels:
+    """The models of :func:`interpolation_error_mc_shared`, checked."""
+    p, device = draws.p, draws.device
     f = None if activation is None else resolve_activation(activation)
     linearised = _check_linearised(linearised)
     if f is None and linearised is None and not ridge:
@@ -636,7 +647,7 @@ def _shared_models(activation: Any, linearised: Any, ridge: bool, spikes: Any, p
     sp_t = check_spike_list(spikes, p, device)
     if (f is not None or linearised is not None) and len(sp_t) == 0:
         raise ValueError("spikes must contain at least one (w_k, w_q) pair (use (None, None) for W = I)")
-    return f, linearised, sp_t, len(sp_t) * ((f is not None) + (linearised is not None)) + ridge
+    return _SharedModels(f, sp_t, ridge, linearised, diagonal)
 
 
 def interpolation_error_mc_shared(
@@ -698,19 +709,25 @@ def interpolation_error_mc_shared(
     ValueError
         As :func:`interpolation_error_mc` (arguments, device, memory budget checked before the first draw).
     """
-    n, p, n_trials = check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
+    draws, settings = check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
     ridge = check_flag("ridge", ridge)
     g = torch.from_numpy(check_gammas(gammas))
-    f, linearised, sp_t, n_models = _shared_models(activation, linearised, ridge, spikes, p, device)
-    size = mc_batch_size(n, p, n_trials, g.numel(), batch_size, 5, n_models)
+    models = _shared_models(activation, linearised, ridge, spikes, diagonal, draws)
+    return shared_error_mc(draws, g, models, settings, activation)
+
+
+def shared_error_mc(draws: Draws, gammas: torch.Tensor, models: _SharedModels, settings: MonteCarloSettings,
+                    activation: Any = None) -> dict[str, np.ndarray]:
+    """:func:`interpolation_error_mc_shared` on its records (checked); ``activation`` names the kernel in errors."""
+    size = mc_batch_size(draws, settings, gammas.numel(), 5, models.count)
 
     def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:
-        return _shared_batch(seeds, ids, int(seed), n, p, float(snr), g, f, sp_t, ridge, linearised, diagonal,
-                             labels, device)
+        return _shared_batch(seeds, ids, settings.seed, draws, gammas, models)
 
-    args = dict(n=n, p=p, snr=snr, gammas=gammas, activation=activation, linearised=linearised)
+    args = dict(n=draws.n, p=draws.p, snr=draws.snr, gammas=gammas.numpy(), activation=activation,
+                linearised=models.linearised)
     with _numeric("interpolation_error_mc_shared", **args):
-        parts = run_trials(batch, n_trials, seed, size, n_jobs)
+        parts = run_trials(batch, settings, size)
     out = {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}
     finite_result("interpolation_error_mc_shared", list(out.values()), **args)
     return out

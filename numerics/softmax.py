@@ -39,7 +39,7 @@ normaliser has ``n`` keys: a factor ``(1 - 1/n)^2`` on ``gamma``).  The entrywis
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -48,9 +48,10 @@ from theory.validation import as_array, as_float, check_choice, check_flag, fini
 from theory.softmax import BETA_MAX, softmax_gamma_scale
 
 from ._mc import (as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_label_average,
-                  check_mc_arguments, check_spike_list, check_spikes, draw_batch, mc_batch_size, run_trials,
+                  check_mc_arguments, check_spike_list, check_spikes, mc_batch_size, run_trials,
                   spike_outer)
 from ._ridge_solvers import errors_batch, feature_basis, gram
+from ._mc import Draws
 from .threads import torch_numeric_errors as _numeric
 
 __all__ = ["softmax_kernel", "softmax_features", "entrywise_exponential_kernel", "softmax_error_mc"]
@@ -207,24 +208,29 @@ def entrywise_exponential_kernel(
 # --------------------------------------------------------------------------------------------
 # Monte Carlo on paper B's machinery (numerics.rmt.run_trials and its error path)
 # --------------------------------------------------------------------------------------------
-def _softmax_batch(
-    seeds: Sequence[np.random.SeedSequence],
-    n: int,
-    p: int,
-    snr: float,
-    gammas: torch.Tensor,
-    betas: Sequence[float],
-    spikes: Sequence[tuple[torch.Tensor | None, torch.Tensor | None]],
-    models: tuple[bool, bool],
-    diagonal: str,
-    normalise: str,
-    labels: str,
-    label_average: bool,
-    device: str,
-) -> dict[str, np.ndarray]:
+class _SoftmaxModels(NamedTuple):
+    """The models of :func:`softmax_error_mc`: inverse temperatures, spikes (tensors), the softmax kernel's diagonal
+    and normalisation, whether paper B's entrywise kernel and ridge run too, and whether labels are averaged."""
+
+    betas: list[float]
+    spikes: list[tuple[torch.Tensor | None, torch.Tensor | None]]
+    diagonal: str
+    normalise: str
+    entrywise: bool
+    ridge: bool
+    label_average: bool
+
+    @property
+    def count(self) -> int:
+        return len(self.betas) * len(self.spikes) * (1 + self.entrywise) + self.ridge
+
+
+def _softmax_batch(seeds: Sequence[np.random.SeedSequence], draws: Draws, gammas: torch.Tensor,
+                   models: _SoftmaxModels) -> dict[str, np.ndarray]:
     """Per-trial errors of every model of :func:`softmax_error_mc` on one batch of shared draws."""
-    entrywise, ridge = models
-    Xb, yb = draw_batch(seeds, n, p, snr, labels, device)
+    n, p, device = draws.n, draws.p, draws.device
+    betas, spikes, diagonal, normalise, entrywise, ridge, label_average = models
+    Xb, yb = draws.sample(seeds)
     y = None if label_average else yb
     g = gammas.to(device)
     g_soft = g * softmax_gamma_scale(n, p)
@@ -297,24 +303,23 @@ def softmax_error_mc(n: int, p: int, snr: float, gammas: ArrayLike, n_trials: in
     ValueError
         As :func:`numerics.interpolation_error_mc` (arguments, device, memory budget checked before the first draw).
     """
-    n, p, n_trials = check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
-    _check_tokens(n, diagonal)
+    draws, settings = check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
+    _check_tokens(draws.n, diagonal)
     normalise = _check_normalise(normalise)
-    models = (check_flag("entrywise", entrywise), check_flag("ridge", ridge))
+    flags = (check_flag("entrywise", entrywise), check_flag("ridge", ridge))
     label_average = check_label_average(label_average, snr)
     g = torch.from_numpy(check_gammas(gammas))
     b = [float(v) for v in _check_betas(betas)]
-    sp_t = _check_spikes_given(spikes, p, device)
-    n_models = len(b) * len(sp_t) * (1 + models[0]) + models[1]
-    size = mc_batch_size(n, p, n_trials, g.numel(), batch_size, 6, n_models)
+    models = _SoftmaxModels(b, _check_spikes_given(spikes, draws.p, draws.device), diagonal, normalise, *flags,
+                            label_average)
+    size = mc_batch_size(draws, settings, g.numel(), 6, models.count)
 
     def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:
-        return _softmax_batch(seeds, n, p, float(snr), g, b, sp_t, models, diagonal, normalise, labels,
-                              label_average, device)
+        return _softmax_batch(seeds, draws, g, models)
 
-    args = dict(n=n, p=p, snr=snr, gammas=gammas, betas=betas)
+    args = dict(n=draws.n, p=draws.p, snr=snr, gammas=gammas, betas=betas)
     with _numeric("softmax_error_mc", **args):
-        parts = run_trials(batch, n_trials, seed, size, n_jobs)
+        parts = run_trials(batch, settings, size)
     out = {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}
     finite_result("softmax_error_mc", list(out.values()), **args)
     return out

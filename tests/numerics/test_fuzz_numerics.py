@@ -46,8 +46,8 @@ import test_fuzz_theory as tft  # noqa: E402
 from fuzz_support import (Case, EVIL, INF, MARKER, NAN, OUTCOMES, Arg, capped_memory, choice, classify, integer, nonfinite,
                           nonneg, pos, real, restore_limits)
 
-MINE = ("rmt", "model_simulation", "slopes", "error_model", "threads", "_piecewise", "ips", "estimator", "baseline",
-        "sweep")
+MINE = ("rmt", "model_simulation", "mc_settings", "slopes", "error_model", "threads", "_piecewise", "ips", "estimator",
+        "baseline", "sweep")
 OTHERS: tuple[str, ...] = ()  # every module of numerics reaches 100 %; a new module's gaps go here
 MAX_SEED = 2**63 - 1
 
@@ -189,7 +189,7 @@ _KINDS: dict[str, Callable[[Arg], list[tuple[str, Any]]]] = {
     "spikes": _spikes_bad, "linearised": _linearised_bad, "interval": _interval_bad, "pred": _pred_bad,
     "sizes": _sizes_bad, "model": _model_bad, "slopefit": _slopefit_bad, "callable": _callable_bad,
     "items": _items_bad, "pre_dispatch": _pre_dispatch_bad, "coef": _coef_bad, "text": _text_bad,
-    "path": _path_bad, "mapping": _mapping_bad, "attention_model": lambda a: _junk()}
+    "path": _path_bad, "mapping": _mapping_bad, "attention_model": lambda a: _junk(), "settings": lambda a: _junk()}
 
 
 def bad_values(a: Arg, drop: frozenset = frozenset()) -> list[tuple[str, Any]]:
@@ -254,9 +254,15 @@ def _rmt_cases(add: Callable[..., None]) -> None:
         ("kernel constants", AttentionModel(c=0.5, activation={"a1": 0.5, "sf2": 0.1})),
         ("numeric diagonal", AttentionModel(c=0.5, activation="tanh", diagonal=0.2)),
         ("n = p/c not whole", AttentionModel(c=0.3, activation="tanh"))))
-    add("simulate_model", dict(model=attn, p=4, gammas=[0.1, 1.0], n_trials=2, seed=0, kind="attention"),
+    from numerics import MonteCarloSettings
+
+    add("simulate_model", dict(model=attn, p=4, gammas=[0.1, 1.0], settings=MonteCarloSettings(2, 0), kind="attention"),
         dict(model=model_arg, p=integer(1, extra=(("spike longer than p", 0),)), gammas=GAMMAS,
-             n_trials=integer(2), seed=SEED, kind=choice("attention", "ridge")))
+             settings=Arg("settings", extra=(("one trial", MonteCarloSettings(1, 0)),)),
+             kind=choice("attention", "ridge")))
+    add("MonteCarloSettings", dict(n_trials=2, seed=0, n_jobs=1, batch_size=None, device="cpu", labels="balanced"),
+        dict(n_trials=integer(1), seed=SEED, n_jobs=integer(1), batch_size=integer(1, none_ok=True),
+             device=choice("cpu"), labels=choice("balanced", "iid")))
     add("model_sizes", dict(model=attn, p=4), dict(model=Arg("attention_model"), p=integer(1)))
     add("label_posterior_mean", dict(X=_X, mu=np.ones(4)),
         dict(X=Arg("matrix2"), mu=_vec(extra=(("wrong length", np.ones(3)),))))

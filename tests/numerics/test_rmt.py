@@ -550,6 +550,7 @@ def test_thread_map_pins_torch_and_sets_the_in_parallel_flag_only_in_workers():
 
 
 def test_run_trials_gives_every_trial_its_spawned_seed_in_order():
+    from numerics import MonteCarloSettings
     from numerics._mc import run_trials
 
     def batch(seeds, ids):
@@ -557,10 +558,10 @@ def test_run_trials_gives_every_trial_its_spawned_seed_in_order():
 
     want = [(t, np.random.default_rng(ss).integers(1 << 30)) for t, ss in enumerate(np.random.SeedSequence(4).spawn(7))]
     for batch_size, n_jobs in [(1, 1), (3, 1), (7, 2), (2, 3)]:
-        parts = run_trials(batch, 7, 4, batch_size, n_jobs)
+        parts = run_trials(batch, MonteCarloSettings(7, 4, n_jobs=n_jobs), batch_size)
         assert [x for part in parts for x in part] == want
     with pytest.raises(ValueError, match="batch_size"):
-        run_trials(batch, 7, 4, 0, 1)
+        run_trials(batch, MonteCarloSettings(7, 4), 0)
 
 
 def test_shared_mc_does_not_depend_on_batching_or_n_jobs():
@@ -736,36 +737,60 @@ def test_feature_basis_gives_every_error_path_the_same_errors():
 
 
 def test_simulate_model_is_the_monte_carlo_of_the_models_arguments():
-    """simulate_model(model, p, ...) gives interpolation_error_mc's numbers for the model's fields, bit for bit."""
-    from numerics import simulate_model
+    """simulate_model(model, p, gammas, settings) gives interpolation_error_mc's numbers for the model's fields and
+    the settings' trials, bit for bit."""
+    from numerics import MonteCarloSettings, simulate_model
     from theory import AttentionModel
 
     g = [1e-2, 0.5]
     model = AttentionModel(c=0.5, activation="erf", snr=1.0, spike=(4.0, "aligned"))
     w = np.zeros(16)
     w[0] = 2.0
-    want = interpolation_error_mc("attention", 32, 16, 1.0, g, 3, 5, activation="erf", w_k=w, w_q=w)
-    got = simulate_model(model, 16, g, 3, 5)
+    want = interpolation_error_mc("attention", 32, 16, 1.0, g, 3, 5, activation="erf", w_k=w, w_q=w, labels="iid",
+                                  batch_size=2)
+    got = simulate_model(model, 16, g, MonteCarloSettings(3, 5, labels="iid", n_jobs=2))
     assert all(np.array_equal(a, b) for a, b in zip(want, got))
-    ridge = simulate_model(model, 16, g, 3, 5, kind="ridge", return_trials=True)
+    ridge = simulate_model(model, 16, g, MonteCarloSettings(3, 5), kind="ridge", return_trials=True)
     assert all(np.array_equal(a, b) for a, b in zip(interpolation_error_mc("ridge", 32, 16, 1.0, g, 3, 5,
                                                                             return_trials=True), ridge))
 
 
+def test_monte_carlo_settings_are_frozen_and_checked():
+    import dataclasses
+
+    from numerics import MonteCarloSettings
+
+    s = MonteCarloSettings(np.int64(4), 7, batch_size=2)
+    assert (s.n_trials, type(s.n_trials), s.batch_size, s.device, s.labels) == (4, int, 2, "cpu", "balanced")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.seed = 1
+    assert s == MonteCarloSettings(4, 7, batch_size=2) and hash(s) == hash(MonteCarloSettings(4, 7, batch_size=2))
+    for bad, match in [(dict(n_trials=0), "n_trials"), (dict(seed=-1), "seed"), (dict(n_jobs=0), "n_jobs"),
+                       (dict(batch_size=0), "batch_size"), (dict(device="tpu"), "device"),
+                       (dict(labels="signed"), "labels")]:
+        with pytest.raises(ValueError, match=match):
+            MonteCarloSettings(**{"n_trials": 2, "seed": 0, **bad})
+    with pytest.raises(ValueError, match="n_trials"):
+        MonteCarloSettings(2.5, 0)
+
+
 def test_simulate_model_refuses_what_it_cannot_simulate():
-    from numerics import simulate_model
+    from numerics import MonteCarloSettings, simulate_model
     from theory import AttentionModel
 
+    two = MonteCarloSettings(2, 0)
     model = AttentionModel(c=0.5, activation="tanh")
     with pytest.raises(ValueError, match="whole number"):
-        simulate_model(AttentionModel(c=0.3, activation="tanh"), 16, [0.1], 2, 0)
-    with pytest.raises(TypeError, match="from the model"):
-        simulate_model(model, 16, [0.1], 2, 0, snr=1.0)
+        simulate_model(AttentionModel(c=0.3, activation="tanh"), 16, [0.1], two)
+    with pytest.raises(TypeError, match="MonteCarloSettings"):
+        simulate_model(model, 16, [0.1], 2)
+    with pytest.raises(ValueError, match="n_trials"):
+        simulate_model(model, 16, [0.1], MonteCarloSettings(1, 0))
     with pytest.raises(ValueError, match="kernel constants"):
-        simulate_model(AttentionModel(c=0.5, activation={"a1": 0.5, "sf2": 0.1}), 16, [0.1], 2, 0)
+        simulate_model(AttentionModel(c=0.5, activation={"a1": 0.5, "sf2": 0.1}), 16, [0.1], two)
     with pytest.raises(ValueError, match="diagonal"):
-        simulate_model(AttentionModel(c=0.5, activation="tanh", diagonal=0.3), 16, [0.1], 2, 0)
+        simulate_model(AttentionModel(c=0.5, activation="tanh", diagonal=0.3), 16, [0.1], two)
     with pytest.raises(TypeError, match="AttentionModel"):
-        simulate_model("tanh", 16, [0.1], 2, 0)
+        simulate_model("tanh", 16, [0.1], two)
     with pytest.raises(ValueError, match="coordinates"):
-        simulate_model(AttentionModel(c=0.5, activation="tanh", spike=(1.0, "orthogonal")), 1, [0.1], 2, 0)
+        simulate_model(AttentionModel(c=0.5, activation="tanh", spike=(1.0, "orthogonal")), 1, [0.1], two)
