@@ -1,4 +1,4 @@
-"""The one shape of a claim: design, predict, simulate, judge, describe, figure.
+"""The one shape of a claim: design, predict, simulate, (read,) judge, describe, figure.
 
 Every check of the report is a :class:`Claim`: six small functions with one job each, composed by
 :meth:`Claim.run`, which judges the evidence once, into the :class:`~verify.registry.Outcome` the report shows.
@@ -11,6 +11,10 @@ Every check of the report is a :class:`Claim`: six small functions with one job 
     and workers, never for data seeds.
 ``simulate(ctx, design)``
     The measurements: cached cells, seeds from ``ctx.seed_for``.  The only step that draws data.
+``read(design, prediction, measurement)`` (optional)
+    A *pure* pairing of the measurement with the prediction that judge, describe and figure all need (a statistic
+    of the data against a predicted law), computed once; they receive its result in place of the measurement.
+    Default: the measurement itself.
 ``judge(design, prediction, measurement)``
     A *pure* function returning the evidence table: the comparisons (:class:`~verify.registry.Comparison`,
     frozen rows), not yet judged.  No I/O, no randomness, so it can be unit-tested on synthetic measurements
@@ -50,6 +54,10 @@ def _no_figure(design: Any, prediction: Any, measurement: Any, judgement: Judgem
     return None
 
 
+def _measured(design: Any, prediction: Any, measurement: Any) -> Any:
+    return measurement
+
+
 @dataclass(frozen=True)
 class Claim:
     """The parts of one claim (see the module docstring); :meth:`run` composes them.
@@ -58,8 +66,8 @@ class Claim:
     ----------
     id : str
         Claim id (a key of :data:`verify.claims.CLAIMS` or :data:`verify.claims.STUDIES`).
-    design, predict, simulate, judge, describe, figure : callable
-        The parts; ``predict`` and ``figure`` are optional.
+    design, predict, simulate, read, judge, describe, figure : callable
+        The parts; ``predict``, ``read`` and ``figure`` are optional.
     figure_name : str
         File stem of the figure (``ctx.save_figure``); ``figure`` may also return ``{stem: figure}``.
     informational : bool or callable
@@ -74,20 +82,21 @@ class Claim:
     describe: Callable[[Any, Any, Any, list[Comparison]], tuple[str, dict]]
     predict: Callable[[CheckContext, Any], Any] = _no_prediction
     figure: Callable[[Any, Any, Any, Judgement], Any] = _no_figure
+    read: Callable[[Any, Any, Any], Any] = _measured
     figure_name: str = "figure"
     informational: bool | Callable[[Any, Any, Any], bool] = False
 
     def __post_init__(self) -> None:
         """The parts are checked on construction (``TypeError`` / ``ValueError`` naming the field)."""
         check_text("id", self.id, empty=False)
-        for part in ("design", "simulate", "judge", "describe", "predict", "figure"):
+        for part in ("design", "simulate", "judge", "describe", "predict", "figure", "read"):
             check_callable(part, getattr(self, part))
         check_stem("figure_name", self.figure_name)
         if not callable(self.informational):
             check_flag("informational", self.informational)
 
     def run(self, ctx: CheckContext) -> Outcome:
-        """design -> predict -> simulate -> judge (once) -> describe (+ figure): the check's :class:`Outcome`.
+        """design -> predict -> simulate -> read -> judge (once) -> describe (+ figure): the check's :class:`Outcome`.
 
         The judge's comparisons are judged once (:func:`verify.verdicts.judged`); ``describe``, ``figure`` and
         the outcome receive the same judged copies and the verdict (``INFO`` for a study).
@@ -96,7 +105,7 @@ class Claim:
             raise ArgumentTypeError(f"ctx must be a CheckContext, got {_describe(ctx)} ({type(ctx).__name__})")
         design = self.design(ctx)
         prediction = self.predict(ctx, design)
-        measurement = self.simulate(ctx, design)
+        measurement = self.read(design, prediction, self.simulate(ctx, design))
         judgement = judged(list(self.judge(design, prediction, measurement)))
         info = self.informational
         if callable(info):

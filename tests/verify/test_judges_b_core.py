@@ -306,17 +306,37 @@ def _b6_draw(rigid: bool = True):
     return draw
 
 
+def _judge_b6(design, prediction, measurement):
+    """B6's judge on what its read step gives it (as Claim.run composes them)."""
+    return spectrum.judge_b6(design, prediction, spectrum.read_b6(design, prediction, measurement))
+
+
 def test_b6_false_fail_rate():
     # rigid: what the theory says (ratio ~0.5); i.i.d.: ratio ~0.71 (the bound 2^-1/2 plus a finite-n excess)
-    counts = _fail_counts([_b6_draw(True), _b6_draw(False)], spectrum.judge_b6, B6_DESIGN, _b6_pred(), seed=61)
+    counts = _fail_counts([_b6_draw(True), _b6_draw(False)], _judge_b6, B6_DESIGN, _b6_pred(), seed=61)
     _assert_false_fail_rate(counts)
 
 
 def test_b6_power_against_a_wrong_law():
-    assert _power(_b6_draw(), spectrum.judge_b6, B6_DESIGN, _b6_pred(shift=0.1), seed=62) > 0.9
+    assert _power(_b6_draw(), _judge_b6, B6_DESIGN, _b6_pred(shift=0.1), seed=62) > 0.9
     # a density missing 2% of its mass fails the exact quadrature comparison
-    comps = spectrum.judge_b6(B6_DESIGN, _b6_pred(mass=0.98), _b6_draw()(np.random.default_rng(63)))
+    comps = _judge_b6(B6_DESIGN, _b6_pred(mass=0.98), _b6_draw()(np.random.default_rng(63)))
     assert judge(comps) == "FAIL" and not comps[1].passed and comps[1].kind == "exact"
+
+
+def test_b6_read_step_pairs_once_with_the_control():
+    """read_b6 adds each configuration's reading (and the wrong law's KS ratio where predicted) to the measurement;
+    the judge reads it and computes no KS distance of its own."""
+    m = _b6_draw()(np.random.default_rng(65))
+    pred = {k: dict(v, wrong=_Uniform(shift=0.1)) for k, v in _b6_pred().items()}
+    ev = spectrum.read_b6(B6_DESIGN, pred, m)
+    assert set(ev) == {"spectra", "readings"} and ev["spectra"] is m["spectra"]
+    for key, r in ev["readings"].items():
+        assert r["ratio"] == spectrum.b6_reading(_Uniform(), m["spectra"][key])["ratio"]
+        assert r["control"] > r["ratio"]  # the wrong law does not shrink
+    assert spectrum.read_b6(B6_DESIGN, _b6_pred(), m)["readings"]["u_c2.0"]["control"] is None
+    bad = {k: dict(r, ratio=1.5, se_ratio=0.01) for k, r in ev["readings"].items()}
+    assert judge(spectrum.judge_b6(B6_DESIGN, pred, dict(ev, readings=bad))) == "FAIL"
 
 
 def test_b6_reading_matches_the_ks_helper():

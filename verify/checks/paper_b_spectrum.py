@@ -147,6 +147,20 @@ def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> dict[str, An
     return dict(lo=lo, hi=hi, mass=mass, ks_n=ks_n, ks_2n=ks_2n, m1=m1, m2=m2, ratio=ratio, se_ratio=se_ratio)
 
 
+def read_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+    """The measurement with ``readings``: by configuration, :func:`b6_reading` of its spectra against the predicted
+    law, and ``control``, the KS ratio against the wrong law where the prediction has one (pure; computed once,
+    judge, describe and figure read it)."""
+    readings = {}
+    for act, cval in design["configs"]:
+        key = _b6_key(act, cval)
+        r = b6_reading(prediction[key]["law"], measurement["spectra"][key])
+        wrong = prediction[key].get("wrong")
+        r["control"] = None if wrong is None else _ks_control(wrong, measurement["spectra"][key], r["lo"], r["hi"])
+        readings[key] = r
+    return dict(measurement, readings=readings)
+
+
 def _b6_comparisons(name: str, n: int, r: dict[str, Any], config: str = "") -> list[Comparison]:
     ratio, mass = r["ratio"], r["mass"]
     return [
@@ -172,13 +186,13 @@ def _b6_comparisons(name: str, n: int, r: dict[str, Any], config: str = "") -> l
     ]
 
 
-def judge_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
-    """Per configuration: the KS ratio bound and the quadrature mass of the law (pure)."""
+def judge_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any]) -> list[Comparison]:
+    """Per configuration: the KS ratio bound and the quadrature mass of the law, from :func:`read_b6`'s readings
+    (pure)."""
     comps = []
     for act, cval in design["configs"]:
         key = _b6_key(act, cval)
-        r = b6_reading(prediction[key]["law"], measurement["spectra"][key])
-        comps += _b6_comparisons(f"{act} p/n={cval}", design["n"], r, config=key)
+        comps += _b6_comparisons(f"{act} p/n={cval}", design["n"], evidence["readings"][key], config=key)
     return comps
 
 
@@ -189,15 +203,14 @@ def _ks_control(wrong: Any, spectra: tuple[np.ndarray, np.ndarray], lo: float, h
     return float(np.mean([_ks(e, xw, cdfw) for e in ev_2n]) / np.mean([_ks(e, xw, cdfw) for e in ev_n]))
 
 
-def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
                  comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
     data: dict[str, Any] = {}
     controls: list[str] = []
     for act, cval in design["configs"]:
         key = _b6_key(act, cval)
-        law, spectra = prediction[key]["law"], measurement["spectra"][key]
-        r = b6_reading(law, spectra)
-        ratio_wrong = _ks_control(prediction[key]["wrong"], spectra, r["lo"], r["hi"])
+        law, r = prediction[key]["law"], evidence["readings"][key]
+        ratio_wrong = r["control"]
         controls.append(f"{act} p/n={cval}: {ratio_wrong:.2f}")
         data[key] = dict(ks_n=r["ks_n"], ks_2n=r["ks_2n"], mass=r["mass"], a1=law.a1, nu=law.nu,
                          ratio_control_nu_x1_03=ratio_wrong)
@@ -206,7 +219,7 @@ def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], measurement
         "the eigenvalue ECDF and the CDF of theory.kernel_density (trapezoid integral, its mass reported). "
         "Negative control (not a comparison): the same eigenvalues against the law with nu multiplied by 1.03 give "
         f"KS ratios {', '.join(controls)} (a wrong law does not shrink, so the rule has power at this size). "
-        f"Runtime {simulate_runtime(measurement):.1f} s."
+        f"Runtime {simulate_runtime(evidence):.1f} s."
     )
     return notes, data
 
@@ -221,14 +234,13 @@ def _b6_ecdf_gap(ax: Any, ev: np.ndarray, x: np.ndarray, cdf: np.ndarray, color:
     ax.axhline(-_ks(ev, x, cdf), color=color, ls=":", lw=0.9)
 
 
-def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
                comps: list[Comparison], act: str, cval: float) -> None:
     """One configuration: histogram at 2n and the density; below, ECDF - CDF of one trial at n and at 2n."""
     from .. import figures as F
 
     n, key = design["n"], _b6_key(act, cval)
-    law, spectra = prediction[key]["law"], measurement["spectra"][key]
-    r = b6_reading(law, spectra)
+    law, spectra, r = prediction[key]["law"], evidence["spectra"][key], evidence["readings"][key]
     ax.hist(np.ravel(spectra[1]), bins=60, density=True, color=F.OKABE_ITO["sky"], alpha=0.7,
             label=f"eigenvalues at 2n (histogram, {spectra[1].shape[0]} trials)")
     xx = np.linspace(r["lo"], r["hi"], 800)
@@ -240,7 +252,7 @@ def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
     ax.set(ylabel="density", title=f"f = {act}, p/n = {cval:g}: n = {n}, 2n = {2 * n}")
     rax.set(xlabel="eigenvalue λ of K", ylabel="ECDF − CDF")
     mine = with_key(comps, config=key)
-    control = _ks_control(prediction[key]["wrong"], spectra, r["lo"], r["hi"])
+    control = r["control"]
     F.key_numbers(ax, [f"mean KS: {r['m1']:.4f} (n) → {r['m2']:.4f} (2n)",
                        f"ratio {r['ratio']:.3f} ± {r['se_ratio']:.3f} (≤ 0.707)", f"mass of the law {r['mass']:.4f}",
                        f"negative control (ν × 1.03): ratio {control:.2f}"], verdict=F.worst_outcome(mine))
@@ -249,7 +261,7 @@ def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
 
 
 @paper_figure
-def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
                judgement: Judgement) -> Any:
     """Kernel spectra against the free-convolution law: densities (top), ECDF - CDF with the KS distance (bottom)."""
     from .. import figures as F
@@ -258,7 +270,7 @@ def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: 
     configs = design["configs"]
     fig, axes = F.subplots(2, len(configs), panel=(3.9, 2.3), extra=1.1, sharex="col", height_ratios=(2.3, 1.5))
     for j, (act, cval) in enumerate(configs):
-        _b6_column(axes[0, j], axes[1, j], design, prediction, measurement, comps, act, cval)
+        _b6_column(axes[0, j], axes[1, j], design, prediction, evidence, comps, act, cval)
     F.legend(axes[0, 0], outside=True, ncol=2, axes=[axes[0, 0]])
     t1, t2 = design["trials"]
     F.suptitle(fig, "B6", "eigenvalues of the null kernel f(XᵀX/√p)/√p (diagonal removed) vs theory",
@@ -268,6 +280,6 @@ def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: 
     return fig
 
 
-CLAIM_B6 = register(Claim(id="B6", design=_design_b6, predict=_predict_b6, simulate=_simulate_b6, judge=judge_b6,
-                          describe=_describe_b6, figure=_figure_b6, figure_name="kernel_spectrum"))
+CLAIM_B6 = register(Claim(id="B6", design=_design_b6, predict=_predict_b6, simulate=_simulate_b6, read=read_b6,
+                          judge=judge_b6, describe=_describe_b6, figure=_figure_b6, figure_name="kernel_spectrum"))
 check_b6 = CLAIM_B6.run
