@@ -95,4 +95,4 @@ def simulate_model(model: AttentionModel, p: Any, gammas: Any, settings: MonteCa
     if kind == "attention" and args["w_k"] is not None:
         w_k, w_q = _padded(args["w_k"], pv, "w_k"), _padded(args["w_q"], pv, "w_q")
     kernel = single_model(kind, args["activation"] if kind == "attention" else None, w_k, w_q, args["diagonal"], draws)
-    return error_mc(kind, draws, gammas, kernel, settings, return_trials=return_trials, label_average=label_average)
+    return error_mc(draws, gammas, kernel, settings, return_trials=return_trials, label_average=label_average)

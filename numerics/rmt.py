@@ -64,12 +64,11 @@ from theory.validation import (
     finite_result,
 )
 
-from ._mc import Draws
 from .mc_settings import MonteCarloSettings
 from .threads import torch_numeric_errors as _numeric
 from .threads import torch_threads
 from ._ridge_solvers import SINGLE_THREAD_EIGH_MAX, errors_batch, errors_label_mean, feature_basis, gram
-from ._mc import (ArrayLike, as_float_array, as_rng, check_diagonal, check_gammas, check_kernel_memory,
+from ._mc import (ArrayLike, Draws, as_float_array, as_rng, check_diagonal, check_gammas, check_kernel_memory,
                   check_label_average, check_mc_arguments, check_memory, check_spike_list, check_spikes,
                   label_posterior_mean, mc_batch_size, run_trials, sample_signal_plus_noise, spike_outer,
                   spike_projections, spike_tensors)
@@ -415,7 +414,7 @@ def interpolation_error_direct(features: ArrayLike, y: ArrayLike, gammas: ArrayL
     return finite_result("interpolation_error_direct", out, features=features, y=y, gammas=gammas)
 
 
-class _Kernel(NamedTuple):
+class _SingleModel(NamedTuple):
     """One model of :func:`interpolation_error_mc`: ridge (``f = None``) or attention's ``f``, spike and diagonal."""
 
     kind: str
@@ -426,7 +425,7 @@ class _Kernel(NamedTuple):
     activation: Any = None  # as given (error messages name it)
 
 
-def _trial_batch(seeds: Sequence[np.random.SeedSequence], draws: Draws, gammas: torch.Tensor, model: _Kernel,
+def _trial_batch(seeds: Sequence[np.random.SeedSequence], draws: Draws, gammas: torch.Tensor, model: _SingleModel,
                  label_average: bool = False) -> np.ndarray:
     """Per-trial errors ``(T, G)`` of one model (ridge or attention) on a batch of trials."""
     Xb, yb = draws.sample(seeds)
@@ -445,17 +444,17 @@ def _mean_se(trials: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def single_model(kind: str, activation: Any, w_k: ArrayLike | None, w_q: ArrayLike | None, diagonal: str,
-                  draws: Draws) -> _Kernel:
+                  draws: Draws) -> _SingleModel:
     """The model of :func:`interpolation_error_mc` (``f`` and spike ``None`` for ridge / ``W = I``)."""
     if kind == "attention":
         f = resolve_activation(activation)
-        return _Kernel(kind, f, *spike_tensors(w_k, w_q, draws.p, draws.device), diagonal, activation)
+        return _SingleModel(kind, f, *spike_tensors(w_k, w_q, draws.p, draws.device), diagonal, activation)
     if w_k is not None or w_q is not None:
         raise ValueError("w_k and w_q apply to kind='attention' only")
-    return _Kernel(kind, None, None, None, diagonal)
+    return _SingleModel(kind, None, None, None, diagonal)
 
 
-def error_mc(kind: str, draws: Draws, gammas: ArrayLike, model: _Kernel, settings: MonteCarloSettings, *,
+def error_mc(draws: Draws, gammas: ArrayLike, model: _SingleModel, settings: MonteCarloSettings, *,
              return_trials: bool = False, label_average: bool = False) -> Any:
     """:func:`interpolation_error_mc` on its records (arguments checked, except ``gammas`` and the flags)."""
     return_trials, label_average = check_flag("return_trials", return_trials), check_label_average(label_average,
@@ -466,7 +465,7 @@ def error_mc(kind: str, draws: Draws, gammas: ArrayLike, model: _Kernel, setting
     def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> np.ndarray:
         return _trial_batch(seeds, draws, g, model, label_average)
 
-    args = dict(kind=kind, n=draws.n, p=draws.p, snr=draws.snr, gammas=gammas, activation=model.activation)
+    args = dict(kind=model.kind, n=draws.n, p=draws.p, snr=draws.snr, gammas=gammas, activation=model.activation)
     with _numeric("interpolation_error_mc", **args):
         trials = np.concatenate(run_trials(batch, settings, size), axis=0)
     mean, se = finite_result("interpolation_error_mc", _mean_se(trials), **args)
@@ -541,7 +540,7 @@ def interpolation_error_mc(
     check_choice("kind", kind, ("ridge", "attention"))
     draws, settings = check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
     model = single_model(kind, activation, w_k, w_q, diagonal, draws)
-    return error_mc(kind, draws, gammas, model, settings, return_trials=return_trials, label_average=label_average)
+    return error_mc(draws, gammas, model, settings, return_trials=return_trials, label_average=label_average)
 
 
 # --------------------------------------------------------------------------------------------

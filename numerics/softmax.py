@@ -47,11 +47,10 @@ import torch
 from theory.validation import as_array, as_float, check_choice, check_flag, finite_result
 from theory.softmax import BETA_MAX, softmax_gamma_scale
 
-from ._mc import (as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_label_average,
+from ._mc import (Draws, as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_label_average,
                   check_mc_arguments, check_spike_list, check_spikes, mc_batch_size, run_trials,
                   spike_outer)
 from ._ridge_solvers import errors_batch, feature_basis, gram
-from ._mc import Draws
 from .threads import torch_numeric_errors as _numeric
 
 __all__ = ["softmax_kernel", "softmax_features", "entrywise_exponential_kernel", "softmax_error_mc"]
