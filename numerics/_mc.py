@@ -19,8 +19,8 @@ from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, ch
                                 check_flag, describe)
 
 from ._cache_keys import MAX_SEED, check_seed
-from .mc_settings import MAX_BATCH, MonteCarloSettings
-from .threads import check_device, check_n_jobs, thread_map
+from .mc_settings import MonteCarloSettings
+from .threads import thread_map
 
 
 ArrayLike = Any
@@ -225,15 +225,10 @@ def check_mc_arguments(n: Any, p: Any, n_trials: Any, seed: Any, n_jobs: Any, sn
     return them as the records the simulations take."""
     n, p = as_int("n", n, 1), as_int("p", p, 1)
     n_trials = as_int("n_trials", n_trials, 2)
-    check_seed("seed", seed)
-    check_n_jobs("n_jobs", n_jobs)
-    as_float("snr", snr, low=0)
-    check_choice("labels", labels, ("balanced", "iid"))
-    check_diagonal(diagonal)
-    check_device("device", device)
-    if batch_size is not None:
-        as_int("batch_size", batch_size, 1, MAX_BATCH)
+    # the record checks seed, n_jobs, batch_size, device and labels (with the same messages)
     settings = MonteCarloSettings(n_trials, seed, n_jobs=n_jobs, batch_size=batch_size, device=device, labels=labels)
+    as_float("snr", snr, low=0)
+    check_diagonal(diagonal)
     return Draws(n, p, float(snr), settings.labels, settings.device), settings
 
 

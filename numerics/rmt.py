@@ -712,19 +712,12 @@ def interpolation_error_mc_shared(
     ridge = check_flag("ridge", ridge)
     g = torch.from_numpy(check_gammas(gammas))
     models = _shared_models(activation, linearised, ridge, spikes, diagonal, draws)
-    return shared_error_mc(draws, g, models, settings, activation)
-
-
-def shared_error_mc(draws: Draws, gammas: torch.Tensor, models: _SharedModels, settings: MonteCarloSettings,
-                    activation: Any = None) -> dict[str, np.ndarray]:
-    """:func:`interpolation_error_mc_shared` on its records (checked); ``activation`` names the kernel in errors."""
-    size = mc_batch_size(draws, settings, gammas.numel(), 5, models.count)
+    size = mc_batch_size(draws, settings, g.numel(), 5, models.count)
 
     def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:
-        return _shared_batch(seeds, ids, settings.seed, draws, gammas, models)
+        return _shared_batch(seeds, ids, settings.seed, draws, g, models)
 
-    args = dict(n=draws.n, p=draws.p, snr=draws.snr, gammas=gammas.numpy(), activation=activation,
-                linearised=models.linearised)
+    args = dict(n=draws.n, p=draws.p, snr=snr, gammas=gammas, activation=activation, linearised=models.linearised)
     with _numeric("interpolation_error_mc_shared", **args):
         parts = run_trials(batch, settings, size)
     out = {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}
