@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import sys
 import tempfile
 import time
@@ -19,6 +20,7 @@ import numpy as np  # noqa: E402
 
 import verify  # noqa: E402
 import verify.calibrate as calibrate  # noqa: E402
+import verify.compare as compare  # noqa: E402
 import verify.catalog as catalog  # noqa: E402
 import verify.claim as claim  # noqa: E402
 import verify.figures as figures  # noqa: E402
@@ -36,7 +38,7 @@ from fuzz_support import (Case, EVIL, INF, NAN, Arg, choice, generic_bad_values,
                           real)
 from verify.registry import CheckContext, CheckResult, CheckSpec, Comparison, Outcome, Verdict  # noqa: E402
 
-MODULES = ("registry", "verdicts", "claim", "catalog", "calibrate", "report", "figures", "notebook", "validation",
+MODULES = ("registry", "verdicts", "claim", "catalog", "calibrate", "compare", "report", "figures", "notebook", "validation",
            "results", "context", "sequential", "budget")
 TMP = Path(tempfile.mkdtemp(prefix="verify_fuzz_"))
 NON_FINITE = frozenset({"nan", "np.nan", "inf", "-inf"})  # labels of the generic table's NaN and infinities
@@ -520,6 +522,26 @@ def _calibrate_cases(add: Callable[..., None]) -> None:
                            "--cache-dir", "none"]), dict(argv=K("argv")), func=main)
 
 
+def _compare_cases(add: Callable[..., None]) -> None:
+    """verify.compare: two stored reports, comparison by comparison."""
+    report_file = TMP / "compare_report.json"
+    report_file.write_text(json.dumps({"results": [RESULT.to_json()]}))
+    stored = [RESULT.to_json()]
+    no_empty = {"old": frozenset({"empty"}), "new": frozenset({"empty"})}  # two empty reports compare: identical
+    add("load_report", dict(path=report_file), dict(path=K("path", extra=(("missing file", TMP / "missing.json"),
+                                                                           ("a directory", TMP)))))
+    add("compare_reports", dict(old=stored, new=stored, rtol=0.0),
+        dict(old=K("records"), new=K("records"), rtol=real(0, 1)), drop=no_empty)
+    add("ReportDiff", dict(n_checks=1, n_comparisons=2, verdicts=(), only_old=(), only_new=(), fields=()),
+        dict(n_checks=integer(0), n_comparisons=integer(0), verdicts=K("strings"), only_old=K("strings"),
+             only_new=K("strings"), fields=K("strings")))
+
+    def main(argv):
+        return compare.main(argv)
+
+    add("main", dict(argv=[str(report_file), str(report_file)]), dict(argv=K("argv")), func=main, module="compare")
+
+
 def _report_cases(add: Callable[..., None]) -> None:
     """verify.report: tables, markdown, HTML, JSON."""
     from rich.console import Console
@@ -689,7 +711,7 @@ def _sequential_cases(add: Callable[..., None]) -> None:
 def _cases() -> list[Case]:
     cases: list[Case] = []
     homes = {"registry": registry, "verdicts": verdicts, "claim": claim, "catalog": catalog, "calibrate": calibrate,
-             "report": report, "figures": figures, "notebook": notebook,
+             "compare": compare, "report": report, "figures": figures, "notebook": notebook,
              "validation": validation, "results": results, "context": context, "sequential": sequential,
              "budget": budget}
 
@@ -700,7 +722,7 @@ def _cases() -> list[Case]:
         if f is not None:
             cases.append(Case(label, mod or "registry", f, kwargs, args, **kw))
 
-    for part in (_registry_cases, _verdicts_cases, _claim_cases, _calibrate_cases, _report_cases, _figures_cases,
+    for part in (_registry_cases, _verdicts_cases, _claim_cases, _calibrate_cases, _compare_cases, _report_cases, _figures_cases,
                  _notebook_cases, _validation_cases, _sequential_cases):
         part(add)
     return cases

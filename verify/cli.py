@@ -124,6 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .calibrate import main as calibrate_main
 
         return calibrate_main(argv[1:])
+    if argv[:1] == ["compare"]:
+        from .compare import main as compare_main
+
+        return compare_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.rejudge is not None:
         return _rejudge(args)

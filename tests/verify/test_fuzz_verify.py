@@ -35,6 +35,7 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]
 import verify  # noqa: E402
 import verify.budget as budget  # noqa: E402
 import verify.calibrate as calibrate  # noqa: E402
+import verify.compare as compare  # noqa: E402
 import verify.catalog as catalog  # noqa: E402
 import verify.claim as claim  # noqa: E402
 import verify.context as context  # noqa: E402
@@ -93,7 +94,7 @@ NO_BAD_VALUES = {"all_checks", "pyplot", "style", "fmt_value", "settings", "is_i
 def test_every_public_callable_is_in_the_table():
     covered = {c.label.split("[")[0].split(".")[0] for c in CASES}
     homes = {"registry": registry, "verdicts": verdicts, "claim": claim, "catalog": catalog, "calibrate": calibrate,
-             "report": report, "figures": figures, "notebook": notebook,
+             "compare": compare, "report": report, "figures": figures, "notebook": notebook,
              "validation": validation, "results": results, "context": context, "sequential": sequential,
              "budget": budget}
     missing = {m: sorted(_public(mod) - covered) for m, mod in homes.items() if _public(mod) - covered}
