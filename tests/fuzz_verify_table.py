@@ -8,6 +8,7 @@ import io
 import json
 import sys
 import tempfile
+from datetime import datetime
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -561,8 +562,10 @@ def _report_cases(add: Callable[..., None]) -> None:
     add("to_json", dict(results=[RESULT], meta=META), dict(results=results, meta=K("mapping")))
     add("write_json", dict(path=TMP / "doc.json", doc={"a": 1}),
         dict(path=K("path", extra=(("a directory", TMP),)), doc=K("json_doc")))
-    add("run_metadata", dict(profile="quick", seed=0, strict=False, argv=[]),
-        dict(profile=choice(*registry.PROFILES), seed=integer(0, 2**63 - 1), strict=FLAG, argv=K("argv")))
+    add("run_metadata", dict(profile="quick", seed=0, strict=False, argv=[], started=None),
+        dict(profile=choice(*registry.PROFILES), seed=integer(0, 2**63 - 1), strict=FLAG, argv=K("argv"),
+             started=K("text", none_ok=True, extra=(("str", "2026-01-01T00:00:00+00:00"),
+                                                    ("naive datetime", datetime(2026, 1, 1))))))
     page = dict(results=[RESULT], meta=META, exit_code=0, report_dir=TMP)
     page_args = dict(results=results, meta=K("run_meta"), exit_code=integer(0, 255), report_dir=K("path"))
     for name in ("markdown_report", "html_report"):

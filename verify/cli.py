@@ -26,6 +26,7 @@ import shlex
 import sys
 import time
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -141,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     base = preflight(args)
     sequential = args.budget is not None or args.rounds is not None
+    started = datetime.now(timezone.utc)
     with interrupts() as signals:
         if sequential:
             results, stopped, extra = _run_sequential(specs, base, args, console, signals)
@@ -151,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(results_table(results, title=f"Verification report (profile {args.profile}, seed {args.seed})",
                                     verbose=args.verbose))
         print_summary(console, results, code, args.strict)
-        code = _write_outputs(args, argv, results, code, stopped, console, extra)
+        code = _write_outputs(args, argv, results, code, stopped, console, extra, started)
         if stopped is not None:
             print(_resume_line(stopped, results, args, argv, base.cache_dir), file=sys.stderr, flush=True)
         elif signals["signal"] is not None:
@@ -288,9 +290,10 @@ def _interrupted_result(spec, ctx: CheckContext | None, elapsed: float, sig: str
 
 
 def _write_outputs(args: argparse.Namespace, argv: list[str], results: list[CheckResult], code: int,
-                   stopped: dict | None, console: Console, extra: dict | None = None) -> int:
+                   stopped: dict | None, console: Console, extra: dict | None = None,
+                   started: datetime | None = None) -> int:
     """``--json`` and ``--report-dir``; the exit status (2 when an output cannot be written)."""
-    meta = {**run_metadata(args.profile, args.seed, args.strict, argv), **(extra or {})}
+    meta = {**run_metadata(args.profile, args.seed, args.strict, argv, started), **(extra or {})}
     if stopped is not None:
         meta["interrupted"] = {**stopped, "resume": _command(argv)}
     doc = {**to_json(results, meta), "exit_code": code}

@@ -239,10 +239,16 @@ def write_json(path: Path, doc: dict) -> None:
     path.write_text(text + "\n")
 
 
-def run_metadata(profile: str, seed: int, strict: bool, argv: list[str]) -> dict:
+def run_metadata(profile: str, seed: int, strict: bool, argv: list[str], started: datetime | None = None) -> dict:
     """The run's facts for the reports: profile, base seed, strict, the command line (``argv``, a list of strings),
-    start time, Python, platform, CPU count and library versions."""
+    start time (``started``, a timezone-aware datetime; default: now) and finish time (now), Python, platform, CPU
+    count and library versions."""
     check_choice("profile", profile, PROFILES)
+    now = datetime.now(timezone.utc)
+    if started is None:
+        started = now
+    elif not isinstance(started, datetime) or started.tzinfo is None:
+        raise ArgumentTypeError(f"started must be None or a timezone-aware datetime, got {describe_value(started)}")
     seed, strict = as_int("seed", seed, 0, MAX_SEED), check_flag("strict", strict)
     argv = check_items("argv", argv, str, "strings (command-line words)")
     import numpy
@@ -259,7 +265,8 @@ def run_metadata(profile: str, seed: int, strict: bool, argv: list[str]) -> dict
         "seed": seed,
         "strict": strict,
         "argv": argv,
-        "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "started_utc": started.astimezone(timezone.utc).isoformat(timespec="seconds"),
+        "finished_utc": now.isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
@@ -275,7 +282,7 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
         "# Verification report",
         "",
         f"- profile: `{meta['profile']}`, base seed: `{meta['seed']}`, strict: `{meta['strict']}`",
-        f"- started (UTC): {meta['started_utc']}; python {meta['python']}; {meta['platform']}",
+        f"- started (UTC): {meta['started_utc']}{_finished(meta)}; python {meta['python']}; {meta['platform']}",
         f"- exit status: {exit_code}; " + ", ".join(f"{k}: {n}" for k, n in summary_counts(results).items() if n),
         f"- error rates: {rates_text()}",
         *_interrupted_lines(meta),
@@ -534,7 +541,7 @@ def _html_run_facts(results: list[CheckResult], meta: dict, exit_code: int) -> l
     counts = ", ".join(f"{k}: {n}" for k, n in summary_counts(results).items() if n)
     facts = [f"profile <code>{escape(str(meta['profile']))}</code>, base seed <code>{escape(str(meta['seed']))}"
              f"</code>, strict <code>{escape(str(meta['strict']))}</code>",
-             f"started (UTC) {escape(str(meta['started_utc']))}; python {escape(str(meta['python']))}; "
+             f"started (UTC) {escape(str(meta['started_utc']) + _finished(meta))}; python {escape(str(meta['python']))}; "
              f"{escape(str(meta['platform']))}",
              f"exit status {exit_code}; {escape(counts)}", f"error rates: {escape(rates_text())}"]
     stop = meta.get("interrupted")
@@ -604,6 +611,10 @@ def _comparisons(name: str, comparisons: Any) -> list[Comparison]:
 
 #: the keys of a run's metadata that the markdown and HTML reports show (:func:`run_metadata`)
 _META_KEYS = ("profile", "seed", "strict", "started_utc", "python", "platform")
+
+
+def _finished(meta: dict) -> str:
+    return f", finished {meta['finished_utc']}" if meta.get("finished_utc") else ""
 
 
 def _page_args(meta: Any, exit_code: Any, report_dir: Any) -> tuple[dict, int, Path]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 import subprocess
 import sys
 
@@ -138,6 +139,24 @@ def test_comparison_passed_is_a_plain_bool():
     for bad in ("no", 1, float("nan"), None):  # a bad value never becomes a PASS
         with pytest.raises(TypeError, match="passed must be True or False"):
             Comparison("x", 1, 1, None, "exact", bad)
+
+
+def test_json_records_when_the_checks_started_and_when_the_report_was_written(monkeypatch, tmp_path):
+    import time
+
+    import verify.checks  # noqa: F401  (the real checks registered first, as the other tests find them)
+
+    def slow(ctx):
+        time.sleep(1.1)  # the start and the finish fall in different seconds
+        return Outcome([_cmp(True)])
+
+    monkeypatch.setattr(registry, "_REGISTRY", {"A1": slow})
+    path = tmp_path / "out.json"
+    before = datetime.now().astimezone().replace(microsecond=0)
+    assert main(["--only", "A1", "--json", str(path), "--cache-dir", "none"]) == 0
+    doc = json.loads(path.read_text())
+    started, finished = (datetime.fromisoformat(doc[k]) for k in ("started_utc", "finished_utc"))
+    assert before <= started < finished
 
 
 def test_rejudge_reproduces_verdicts_without_simulating(fake_checks, tmp_path):
