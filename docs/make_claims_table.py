@@ -35,6 +35,12 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _measured(c: dict) -> str:
+    """``measured ± SE`` of a stored comparison (the SE left out when it has none)."""
+    unc = c.get("uncertainty")
+    return _fmt(c["measured"]) + (f" ± {_fmt(unc)}" if isinstance(unc, (int, float)) else "")
+
+
 def _headline(result: dict) -> dict | None:
     """The stored comparison that the terminal table shows for this check (:func:`verify.report.shown_comparison`)."""
     from verify.registry import Comparison
@@ -70,10 +76,9 @@ def table(docs: list[dict]) -> str:
         if c is None:
             lines.append(f"| {r['id']} | {verdicts} | | | | |")
             continue
-        unc = c.get("uncertainty")
-        meas = _fmt(c["measured"]) + (f" ± {_fmt(unc)}" if isinstance(unc, (int, float)) else "")
         name = str(c["name"]).replace("|", "/")
-        lines.append(f"| {r['id']} | {verdicts} | {name} | {_fmt(c['predicted'])} | {meas} | {c.get('outcome', '')} |")
+        lines.append(f"| {r['id']} | {verdicts} | {name} | {_fmt(c['predicted'])} | {_measured(c)} | "
+                     f"{c.get('outcome', '')} |")
     return "\n".join(lines)
 
 
@@ -100,9 +105,7 @@ def headline_table(docs: list[dict], ids: list[str]) -> str:
                 cells.append(b[cid]["verdict"])
                 continue
             name = name or f"{c['name']} ({_fmt(c['predicted'])})".replace("|", "/")
-            unc = c.get("uncertainty")
-            cells.append(f"{_fmt(c['measured'])}" + (f" ± {_fmt(unc)}" if isinstance(unc, (int, float)) else "")
-                         + f" {c.get('outcome', '')}")
+            cells.append(f"{_measured(c)} {c.get('outcome', '')}")
         lines.append(f"| {cid} | {name or ''} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -39,8 +39,8 @@ from fuzz_support import (Case, EVIL, INF, NAN, Arg, choice, generic_bad_values,
                           real)
 from verify.registry import CheckContext, CheckResult, CheckSpec, Comparison, Outcome, Verdict  # noqa: E402
 
-MODULES = ("registry", "verdicts", "claim", "catalog", "calibrate", "compare", "report", "figures", "notebook", "validation",
-           "results", "context", "sequential", "budget")
+MODULES = ("registry", "verdicts", "claim", "catalog", "calibrate", "compare", "report", "figures", "notebook",
+           "validation", "results", "context", "sequential", "budget")
 TMP = Path(tempfile.mkdtemp(prefix="verify_fuzz_"))
 NON_FINITE = frozenset({"nan", "np.nan", "inf", "-inf"})  # labels of the generic table's NaN and infinities
 
@@ -725,8 +725,8 @@ def _cases() -> list[Case]:
         if f is not None:
             cases.append(Case(label, mod or "registry", f, kwargs, args, **kw))
 
-    for part in (_registry_cases, _verdicts_cases, _claim_cases, _calibrate_cases, _compare_cases, _report_cases, _figures_cases,
-                 _notebook_cases, _validation_cases, _sequential_cases):
+    for part in (_registry_cases, _verdicts_cases, _claim_cases, _calibrate_cases, _compare_cases, _report_cases,
+                 _figures_cases, _notebook_cases, _validation_cases, _sequential_cases):
         part(add)
     return cases
 

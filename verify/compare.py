@@ -136,11 +136,11 @@ def compare_reports(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str,
     rtol = as_float("rtol", rtol, low=0.0, high=1.0)
     olds = {r["id"]: r for r in _check_results("old", old)}
     news = {r["id"]: r for r in _check_results("new", new)}
-    verdicts, only_old, only_new, fields = [], [], [], []
-    only_old += [i for i in olds if i not in news]
-    only_new += [i for i in news if i not in olds]
-    n_comp = 0
-    for cid in (i for i in olds if i in news):
+    shared = [i for i in olds if i in news]
+    only_old = [i for i in olds if i not in news]
+    only_new = [i for i in news if i not in olds]
+    verdicts, fields, n_comp = [], [], 0
+    for cid in shared:
         o, n = olds[cid], news[cid]
         if o.get("verdict") != n.get("verdict"):
             verdicts.append((cid, o.get("verdict"), n.get("verdict")))
@@ -152,7 +152,7 @@ def compare_reports(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str,
             for f in JUDGED_FIELDS:
                 if f in oc[k] and f in nc[k] and not _same(oc[k][f], nc[k][f], rtol):
                     fields.append((cid, _label(k), f, oc[k][f], nc[k][f]))
-    return ReportDiff(len([i for i in olds if i in news]), n_comp, tuple(verdicts), tuple(only_old),
+    return ReportDiff(len(shared), n_comp, tuple(verdicts), tuple(only_old),
                       tuple(only_new), tuple(fields))
 
 
