@@ -60,7 +60,7 @@ def level_costs(check: str, profile: str, repeats: int) -> dict[str, list[float]
 
     from verify.checks import paper_a_rates as rates
     from verify.checks.paper_a_numerics import trial
-    from verify.registry import CheckContext
+    from verify.context import CheckContext
 
     torch.set_num_threads(1)
     design = {"A2": rates.design_a2, "A3": rates.design_a3, "A4": rates.design_a4}[check](

@@ -313,7 +313,7 @@ def b4_theory(profile: str = "quick") -> dict[str, Any]:
 
     import theory.structured as ts
     from verify.checks.paper_b_alignment import design_b4, predict_b4
-    from verify.registry import CheckContext
+    from verify.context import CheckContext
 
     ctx = CheckContext(profile=profile, seed=0, cache_dir=None, n_jobs=1, check_id="B4")
     design = design_b4(ctx)

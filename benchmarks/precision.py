@@ -223,7 +223,7 @@ def slope_designs(labels: Sequence[str] = ("d=1, sigma/10", "d=5, balanced"), re
     from numerics.threads import torch_threads
     from verify.checks import paper_a_numerics as pan
     from verify.checks.paper_a_rates import design_a3
-    from verify.registry import CheckContext
+    from verify.context import CheckContext
 
     design = design_a3(CheckContext(profile=profile, seed=seed))
     rows = []

@@ -43,7 +43,7 @@ def _measured(c: dict) -> str:
 
 def _headline(result: dict) -> dict | None:
     """The stored comparison that the terminal table shows for this check (:func:`verify.report.shown_comparison`)."""
-    from verify.registry import Comparison
+    from verify.results import Comparison
     from verify.report import shown_comparison
 
     stored = result.get("comparisons") or []

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 def _rows(check: str, profile: str, seeds: int, se: float, cache: Path) -> list[dict]:
     from verify.checks import paper_a_rates as R
     from verify.checks.paper_a_numerics import predict_groups
-    from verify.registry import CheckContext
+    from verify.context import CheckContext
 
     ctx = CheckContext(profile=profile, seed=0, cache_dir=cache, check_id=check)
     design = getattr(R, f"design_{check.lower()}")(ctx)

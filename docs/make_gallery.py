@@ -24,8 +24,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from verify.claims import CLAIMS, STUDIES
-from verify.registry import CheckResult, Comparison, Verdict
+from verify.results import CheckResult, Comparison, Verdict
 from verify.report import section_anchor, summary_cells
 
 DOCS = Path(__file__).resolve().parent
@@ -91,11 +90,6 @@ def copy_figures(results: list[CheckResult], report_dir: Path, figures_dir: Path
     return {name: write_png(report_dir / "figures" / name, figures_dir / name, max_bytes) for name in names}
 
 
-def _claim_text(r: CheckResult) -> str:
-    """The claim in words (``verify.claims``; the stored text for an id it does not know)."""
-    return {**CLAIMS, **STUDIES}.get(r.id, (r.paper, r.claim))[1]
-
-
 def _machine(doc: dict) -> str:
     """The machine and software of the run, as recorded in ``report.json``."""
     versions = ", ".join(f"{k} {v}" for k, v in doc.get("versions", {}).items() if v)
@@ -116,7 +110,7 @@ def _section(r: CheckResult, doc: dict, figures_rel: str) -> list[str]:
                    "(measured ± SE vs predicted).")
     else:
         verdict = f"**{r.verdict.value}**" + (f": {headline}." if headline else ".")
-    lines = [f"## {r.id}: {r.verdict.value}", "", f"*Claim (paper {r.paper}).* {_claim_text(r)}", "", verdict, ""]
+    lines = [f"## {r.id}: {r.verdict.value}", "", f"*Claim (paper {r.paper}).* {r.claim}", "", verdict, ""]
     for f in r.figures:
         name = Path(f).name
         lines += [f"![{Path(f).stem}]({figures_rel}/{name})", ""]

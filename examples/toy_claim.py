@@ -3,10 +3,9 @@
 The claim ``T1``: the mean eigenvalue of ``Z^T Z / n`` (``Z`` is ``p x n`` standard Gaussian) equals
 ``theory.mp_moment(1, c) = c``, ``c = p / n``.  The steps are those of ``docs/architecture.md``:
 
-1. the claim in words (``verify.claims.CLAIMS``),
-2. its parts (``verify.claim.Claim``): design (sizes per profile), predict (``theory``), simulate (seeded from
-   the design), judge (pure: the comparisons, built with the statistical constructors of
-   ``verify.registry.Comparison``), describe (notes and data),
+1. the claim in words and its parts (``verify.claim.Claim``): design (sizes per profile), predict (``theory``),
+   simulate (seeded from the design), judge (pure: the comparisons, built with the statistical constructors of
+   ``verify.results.Comparison``), describe (notes and data),
 3. ``register`` makes it a check; its run judges the comparisons once (``verify.verdicts.judged``) and
    ``verify.calibrate.summarise`` measures its error rates; the judge alone runs on synthetic measurements.
 
@@ -20,13 +19,10 @@ import numpy as np
 
 import theory
 from verify.calibrate import summarise
-from verify.catalog import check_spec
-from verify.claim import Claim, register
-from verify.claims import CLAIMS
-from verify.registry import CheckContext, Comparison, run_check
+from verify.claim import Claim, register, run_check
+from verify.context import CheckContext
+from verify.results import Comparison
 from verify.verdicts import judge
-
-CLAIMS["T1"] = ("toy", "The mean eigenvalue of Z^T Z / n is c = p / n (first Marchenko-Pastur moment)")
 
 ASPECT_RATIOS = (0.5, 2.0)
 
@@ -60,17 +56,17 @@ def describe(d: dict, pred: dict, meas: dict, comps: list[Comparison]) -> tuple[
     return f"n = {d['n']}, {d['trials']} trials per aspect ratio.", {"predicted": {str(c): v for c, v in pred.items()}}
 
 
-T1 = register(Claim(id="T1", design=design, predict=predict, simulate=simulate, judge=judge_t1, describe=describe))
+T1 = register(Claim(id="T1", paper="toy",
+                    statement="The mean eigenvalue of Z^T Z / n is c = p / n (first Marchenko-Pastur moment)", design=design, predict=predict, simulate=simulate, judge=judge_t1, describe=describe))
 
 
 def main() -> None:
-    spec = check_spec("T1")
-    res = run_check(spec, CheckContext(profile="quick", seed=0, cache_dir=None))
+    res = run_check(T1, CheckContext(profile="quick", seed=0, cache_dir=None))
     print(f"T1 at seed 0: {res.verdict.value}; " + "; ".join(
         f"{c.name}: {c.measured:.4f} +- {c.uncertainty:.4f} vs {c.predicted}" for c in res.comparisons))
     records = []
     for seed in range(20):
-        r = run_check(spec, CheckContext(profile="quick", seed=seed, cache_dir=None))
+        r = run_check(T1, CheckContext(profile="quick", seed=seed, cache_dir=None))
         records.append({"id": "T1", "seed": seed, "verdict": r.verdict.value, "runtime_s": r.runtime_s,
                         "comparisons": [c.to_json() for c in r.comparisons]})
     row = summarise("T1", records)

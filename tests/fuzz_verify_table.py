@@ -4,6 +4,7 @@ the argument domains per public callable of ``verify`` (module docstring of the 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import sys
@@ -22,7 +23,6 @@ import numpy as np  # noqa: E402
 import verify  # noqa: E402
 import verify.calibrate as calibrate  # noqa: E402
 import verify.compare as compare  # noqa: E402
-import verify.catalog as catalog  # noqa: E402
 import verify.claim as claim  # noqa: E402
 import verify.figures as figures  # noqa: E402
 import verify.context as context  # noqa: E402
@@ -30,17 +30,17 @@ import verify.notebook as notebook  # noqa: E402
 import verify.results as results  # noqa: E402
 import verify.validation as validation  # noqa: E402
 import theory.validation as theory_validation  # noqa: E402
-import verify.registry as registry  # noqa: E402
 import verify.report as report  # noqa: E402
 import verify.verdicts as verdicts  # noqa: E402
 import verify.sequential as sequential  # noqa: E402
 import verify.budget as budget  # noqa: E402
 from fuzz_support import (Case, EVIL, INF, NAN, Arg, choice, generic_bad_values, integer, nonneg, pos,  # noqa: E402
                           real)
-from verify.registry import CheckContext, CheckResult, CheckSpec, Comparison, Outcome, Verdict  # noqa: E402
+from verify.context import CheckContext  # noqa: E402
+from verify.results import CheckResult, Comparison, Outcome, Verdict  # noqa: E402
 
-MODULES = ("registry", "verdicts", "claim", "catalog", "calibrate", "compare", "report", "figures", "notebook",
-           "validation", "results", "context", "sequential", "budget")
+#: the modules whose callables take a user's values: the rest of verify is called with what these checked
+MODULES = ("claim", "results", "context", "verdicts", "compare", "calibrate", "notebook")
 TMP = Path(tempfile.mkdtemp(prefix="verify_fuzz_"))
 NON_FINITE = frozenset({"nan", "np.nan", "inf", "-inf"})  # labels of the generic table's NaN and infinities
 
@@ -53,7 +53,8 @@ def _ok(ctx: Any) -> Outcome:
 C_EXACT = Comparison("x", 1.0, 1.0, 0.1, "|m - p| <= 3 SE", True)
 C_EQ = Comparison.equivalence("slope", -0.8, -0.79, 0.01, 0.03, headline=True)
 RESULT = CheckResult("A1", "A", "a claim", Verdict.PASS, [C_EXACT, C_EQ], 1.0, [1, 2], [], "notes", None, {"k": 1})
-SPEC = CheckSpec("A1", "A", "a claim", _ok)
+SPEC = claim.Claim("A1", "A", "a claim", design=lambda ctx: None, simulate=lambda ctx, d: _ok(ctx),
+                   judge=lambda d, p, m: m.comparisons, describe=lambda d, p, m, c: ("", {}))
 META = report.run_metadata("smoke", 0, False, ["--only", "A1"])
 RECORD = {"id": "A2", "seed": 0, "verdict": "PASS", "runtime_s": 1.0, "error": None, "profile": "smoke",
           "comparisons": [C_EQ.to_json()]}
@@ -75,8 +76,6 @@ def _figure():
 
 FIG, AX = _figure()
 SAVED_FIG = _figure()[0]  # save_figure closes the figure it saves
-SEQUENCE = budget.CheckSequence(SPEC, 0, [RESULT])
-SEQUENCE.look(1.0)
 CALIBRATION = calibrate.summarise("A2", [dict(RECORD, seed=k) for k in range(3)])
 CAL_META = {"command": "python -m verify calibrate", "machine": "test", "date": "2026-01-01", "profile": "smoke",
             "n_seeds": 3, "check_s": 3.0, "wall_s": 3.0}
@@ -154,11 +153,11 @@ def _judgement_bad(a: Arg) -> list[tuple[str, Any]]:
 
 
 def _sequence_bad(a: Arg) -> list[tuple[str, Any]]:
-    return _one_of(RESULT, {"spec": SPEC}, a) + [("before any look", budget.CheckSequence(SPEC))]
+    return _one_of(RESULT, {"spec": SPEC}, a)
 
 
 def _sequences_bad(a: Arg) -> list[tuple[str, Any]]:
-    return _list_of(SEQUENCE, RESULT, a)
+    return _list_of(RESULT, C_EXACT, a)
 
 
 def _looks_bad(a: Arg) -> list[tuple[str, Any]]:
@@ -179,7 +178,7 @@ def _result_bad(a: Arg) -> list[tuple[str, Any]]:
 
 
 def _spec_bad(a: Arg) -> list[tuple[str, Any]]:
-    return _one_of(RESULT, {"id": "A1", "paper": "A", "claim": "x", "func": _ok}, a) + [("an id", "A1")]
+    return _one_of(RESULT, {"id": "A1", "paper": "A", "statement": "x"}, a) + [("an id", "A1")]
 
 
 def _context_bad(a: Arg) -> list[tuple[str, Any]]:
@@ -296,7 +295,7 @@ def _compute_bad(a: Arg) -> list[tuple[str, Any]]:
 
 
 def _claim_bad(a: Arg) -> list[tuple[str, Any]]:
-    return _one_of(SPEC, {"id": "A1"}, a)
+    return _one_of(RESULT, {"id": "A1"}, a)
 
 
 def _handles_bad(a: Arg) -> list[tuple[str, Any]]:
@@ -343,17 +342,18 @@ P_VALUE = real(0, 1, none_ok=True)
 
 @contextlib.contextmanager
 def _registry(**entries: Any):
-    """The check registry replaced for the block: registering leaves the real one alone."""
-    saved = registry._REGISTRY
-    registry._REGISTRY = dict(entries)
+    """The registered claims replaced for the block (``{id: Claim}``): registering leaves the real ones alone."""
+    claim.all_claims()
+    saved = claim._CLAIMS
+    claim._CLAIMS = {cid: dataclasses.replace(SPEC, id=cid) for cid in entries}
     try:
         yield
     finally:
-        registry._REGISTRY = saved
+        claim._CLAIMS = saved
 
 
-def _registry_cases(add: Callable[..., None]) -> None:
-    """verify.registry: Comparison and its constructors, Outcome, CheckResult, CheckContext, CheckSpec, ..."""
+def _results_cases(add: Callable[..., None]) -> None:
+    """verify.results and verify.context: Comparison and its constructors, CheckContext and its methods."""
     cmp_kw = dict(name="x", predicted=1.0, measured=1.0, uncertainty=0.1, tolerance="rule", passed=True, kind="exact",
                   p_fail=None, p_pass=None, margin=None, df=None, decide_factor=None, outcome="", headline=False)
     add("Comparison", cmp_kw, dict(
@@ -382,18 +382,12 @@ def _registry_cases(add: Callable[..., None]) -> None:
         ("bad kind", dict(C_EQ.to_json(), kind="x")),
         ("passed as text", dict(C_EXACT.to_json(), outcome=None, passed="no")),
         ("p_fail as text", dict(C_EQ.to_json(), p_fail="abc"))))), func=Comparison.from_json)
-    add("Outcome", dict(comparisons=[C_EXACT], notes="n", figures=[], data={}, informational=False),
-        dict(comparisons=K("comparisons"), notes=TEXT, figures=K("strings"), data=K("mapping"), informational=FLAG))
-    add("CheckResult", dict(id="A1", paper="A", claim="c", verdict=Verdict.PASS, comparisons=[C_EXACT], runtime_s=1.0,
-                            seeds=[1], figures=[], notes="", error=None, data={}),
-        dict(id=NAME, paper=TEXT, claim=TEXT, verdict=K("verdict"), comparisons=K("comparisons"), runtime_s=nonneg(),
-             seeds=K("ints"), figures=K("strings"), notes=TEXT, error=K("text", none_ok=True), data=K("mapping")))
     ctx_kw = dict(profile="smoke", seed=0, report_dir=None, cache_dir=None, device="cpu", n_jobs=1, executor="local",
                   scheduler=None, check_id="", seeds_used=[])
     add("CheckContext", ctx_kw, dict(
-        profile=choice(*registry.PROFILES), seed=integer(0, 2**63 - 1), report_dir=K("path", none_ok=True),
+        profile=choice(*context.PROFILES), seed=integer(0, 2**63 - 1), report_dir=K("path", none_ok=True),
         cache_dir=K("path", none_ok=True), device=choice("cpu", "cuda", "cuda:0", extra=(("bad index", "cuda:x"),)),
-        n_jobs=integer(1, 1024, extra=(("-2", -2),)), executor=choice(*registry.EXECUTORS),
+        n_jobs=integer(1, 1024, extra=(("-2", -2),)), executor=choice(*context.EXECUTORS),
         scheduler=K("text", none_ok=True), check_id=TEXT, seeds_used=K("ints")),
         drop={"device": frozenset({"unknown", "list"})})  # "cuda" is a valid format (the CLI checks availability)
     ctx = CheckContext(profile="smoke", check_id="A1", cache_dir=TMP / "cache", report_dir=TMP / "figs")
@@ -416,21 +410,7 @@ def _registry_cases(add: Callable[..., None]) -> None:
     add("CheckContext.cached[no cache]", cached_kw, dict(compute=K("compute")), func=no_cache.cached)
     add("CheckContext.save_figure", dict(fig=SAVED_FIG, name="panel"), dict(fig=K("figure"), name=K("stem")),
         func=lambda fig, name: ctx.save_figure(fig, name))
-    add("CheckSpec", dict(id="A1", paper="A", claim="c", func=_ok),
-        dict(id=NAME, paper=TEXT, claim=TEXT, func=K("callable", none_ok=True)))
-    add("check", dict(claim_id="A1"), dict(claim_id=K("name", extra=(("unknown", "Z9"),))))
-
-    def check_decorator(func):
-        with _registry():
-            return registry.check("A1")(func)
-
-    add("check[decorator]", dict(func=_ok), dict(func=K("callable")), func=check_decorator)
-    add("run_check", dict(spec=SPEC, ctx=CheckContext(profile="smoke")), dict(spec=K("spec"), ctx=K("context")))
-    add("judge_outcome", dict(check_id="A1", comparisons=[C_EXACT], informational=False),
-        dict(check_id=NAME, comparisons=K("comparisons"), informational=FLAG))
-    add("rejudge_stored", dict(result=RESULT.to_json()), dict(result=K("record")))
-    add("exit_status", dict(results=[RESULT], strict=False), dict(results=K("results"), strict=FLAG))
-    add("Verdict", dict(value="PASS"), dict(value=K("verdict")), named={"value": "Verdict"})
+    add("with_key", dict(comparisons=[C_EQ]), dict(comparisons=K("comparisons")))
 
 
 def _verdicts_cases(add: Callable[..., None]) -> None:
@@ -466,55 +446,19 @@ def _parts() -> dict[str, Callable[..., Any]]:
 
 
 def _claim_cases(add: Callable[..., None]) -> None:
-    """verify.claim: Claim, Claim.run, register; verify.catalog."""
-    parts = _parts()
-    add("Claim", dict(id="A1", figure_name="figure", informational=False, **parts), dict(
-        id=NAME, design=K("callable"), simulate=K("callable"), judge=K("callable"), describe=K("callable"),
-        predict=K("callable"), figure=K("callable"), figure_name=K("stem"),
-        informational=K("callable", extra=(("text", "yes"),))), drop={"informational": frozenset({"bool"})})
-    the_claim = claim.Claim(id="A1", **parts)
-    add("Claim.run", dict(ctx=CheckContext(profile="smoke", check_id="A1")), dict(ctx=K("context")),
-        func=the_claim.run, module="claim")
-
+    """verify.claim: selecting, running and registering claims."""
     def register(claim_):
         with _registry():
             return claim.register(claim_)
 
-    add("register", dict(claim_=the_claim), dict(claim_=K("claim")), func=register, named={"claim_": "claim"})
-    add("all_checks", {}, {})
-    add("check_spec", dict(claim_id="A1"), dict(claim_id=K("name", extra=(("unknown", "Z9"),))))
+    add("register", dict(claim_=SPEC), dict(claim_=K("claim")), func=register, named={"claim_": "claim"})
     add("select", dict(ids=["A1"]), dict(ids=K("strings", none_ok=True, extra=(("unknown", ["Z9"]),))))
     add("claim_of", dict(claim_id="A1"), dict(claim_id=K("name", extra=(("unknown", "Z9"),))))
+    add("run_check", dict(claim=SPEC, ctx=CheckContext(profile="smoke")), dict(claim=K("spec"), ctx=K("context")))
 
 
 def _calibrate_cases(add: Callable[..., None]) -> None:
-    """verify.calibrate: the summary of many seeds and its table."""
-    add("clopper_pearson", dict(k=1, n=10, level=0.95),
-        dict(k=integer(0, extra=(("k > n", 11),)), n=integer(1), level=ALPHA))
-    add("rejudge", dict(record=RECORD), dict(record=K("record")))
-    add("summarise", dict(check_id="A2", records=[dict(RECORD, seed=k) for k in range(3)], alpha=0.01),
-        dict(check_id=NAME, records=K("records"), alpha=ALPHA))
-    add("markdown_table", dict(rows=[CALIBRATION], meta=CAL_META), dict(rows=K("rows"), meta=K("cal_meta")))
-    add("sequential_table", dict(records={"A2": [dict(RECORD, sequential={"replicates": 2, "decided_at_s": 1.0})]}),
-        dict(records=K("mapping")))
-    fields = {k: getattr(CALIBRATION, k) for k in CALIBRATION.__dataclass_fields__}
-    interval = K("pair")
-    add("CheckCalibration", fields, dict(
-        id=NAME, n=integer(1), counts=K("mapping"), fail_ci=interval, inconclusive_ci=interval, alpha=ALPHA,
-        headline=TEXT, mean_z=real(none_ok=True), sd_se=nonneg(none_ok=True), sd_se_ci=K("pair", none_ok=True),
-        median_sd_se=nonneg(none_ok=True), flags=K("strings")), drop={"fail_ci": frozenset({"zero"}),
-                                                                  "inconclusive_ci": frozenset({"zero"}),
-                                                                  "sd_se_ci": frozenset({"zero"})})
-    spec = CheckSpec("A1", "A", "a claim", _ok)
-    add("calibrate", dict(specs=[spec], seeds=[0, 1], profile="smoke", out_dir=TMP / "cal", cache_dir=None, n_jobs=1,
-                          executor="local", scheduler=None, progress=None, device="cpu"),
-        dict(specs=K("specs", low=1), seeds=K("ints", extra=(("empty", []),)),
-             profile=choice(*registry.PROFILES), out_dir=K("path"), cache_dir=K("path", none_ok=True),
-             n_jobs=integer(1, 1024), executor=choice(*registry.EXECUTORS), scheduler=K("text", none_ok=True),
-             progress=K("callable", none_ok=True), device=choice("cpu", "cuda", "cuda:0"),
-             budget_s=pos(none_ok=True), rounds=integer(0, 20, none_ok=True)),
-        drop={"device": frozenset({"unknown", "list"})})
-
+    """verify.calibrate: its command line."""
     def main(argv):
         with _registry(A1=_ok, A2=_ok):
             return calibrate.main(argv)
@@ -543,121 +487,6 @@ def _compare_cases(add: Callable[..., None]) -> None:
     add("main", dict(argv=[str(report_file), str(report_file)]), dict(argv=K("argv")), func=main, module="compare")
 
 
-def _report_cases(add: Callable[..., None]) -> None:
-    """verify.report: tables, markdown, HTML, JSON."""
-    from rich.console import Console
-
-    console = Console(file=io.StringIO(), width=120)
-    results = K("results")
-    add("fmt_value", dict(v=1.0), {})  # documented: any value (its text)
-    for name in ("shown_comparison", "headline_comparison", "outcome_text", "worst_outcome"):
-        module = "figures" if name in ("outcome_text", "worst_outcome") else "report"
-        nonempty = 0 if name == "worst_outcome" else 1  # documented: None for no comparison
-        add(name, dict(comparisons=[C_EXACT]), dict(comparisons=K("comparisons", low=nonempty)), module=module)
-    add("results_table", dict(results=[RESULT], title="t", verbose=False),
-        dict(results=results, title=TEXT, verbose=FLAG))
-    add("summary_counts", dict(results=[RESULT]), dict(results=results))
-    add("print_summary", dict(console=console, results=[RESULT], exit_code=0, strict=False),
-        dict(console=K("console"), results=results, exit_code=integer(0, 255), strict=FLAG))
-    add("to_json", dict(results=[RESULT], meta=META), dict(results=results, meta=K("mapping")))
-    add("write_json", dict(path=TMP / "doc.json", doc={"a": 1}),
-        dict(path=K("path", extra=(("a directory", TMP),)), doc=K("json_doc")))
-    add("run_metadata", dict(profile="quick", seed=0, strict=False, argv=[], started=None),
-        dict(profile=choice(*registry.PROFILES), seed=integer(0, 2**63 - 1), strict=FLAG, argv=K("argv"),
-             started=K("text", none_ok=True, extra=(("str", "2026-01-01T00:00:00+00:00"),
-                                                    ("naive datetime", datetime(2026, 1, 1))))))
-    page = dict(results=[RESULT], meta=META, exit_code=0, report_dir=TMP)
-    page_args = dict(results=results, meta=K("run_meta"), exit_code=integer(0, 255), report_dir=K("path"))
-    for name in ("markdown_report", "html_report"):
-        add(name, page, page_args)
-    add("html_sections", dict(results=[RESULT], report_dir=TMP), dict(results=results, report_dir=K("path", none_ok=True)))
-    add("measured_text", dict(c=C_EQ), dict(c=K("comparison")))
-    add("section_anchor", dict(r=RESULT), dict(r=K("result")))
-    add("summary_cells", dict(r=RESULT), dict(r=K("result")))
-    add("notes_parts", dict(notes="Short. Notes."), dict(notes=TEXT))
-
-
-def _figures_cases(add: Callable[..., None]) -> None:
-    """verify.figures: the report's figure style and helpers."""
-    add("pyplot", {}, {})
-    add("style", {}, {})
-    add("paper_figure", dict(func=abs), dict(func=K("callable")))
-    add("subplots", dict(nrows=1, ncols=2, panel=(3.0, 2.0), extra=1.0),
-        dict(nrows=integer(1, 20), ncols=integer(1, 20), panel=K("pair"), extra=nonneg()))
-    add("suptitle", dict(fig=FIG, check_id="A1", what="slopes", setting="n = 4", verdict="PASS"),
-        dict(fig=K("figure"), check_id=TEXT, what=TEXT, setting=TEXT, verdict=K("text", none_ok=True)))
-    add("headroom", dict(ax=AX, frac=0.2), dict(ax=K("axes"), frac=real(0, 1, high_open=True)))
-    add("settings", dict(n=4), {})  # documented: any keyword values (their text)
-    x = K("real", low=0, low_open=True, array=True)
-    add("dense_grid", dict(x=[1.0, 10.0], log=True, per_decade=10, n_min=20, pad=0.0, include=True),
-        dict(x=x, log=FLAG, per_decade=integer(1, 10_000), n_min=integer(2, figures.MAX_GRID), pad=nonneg(),
-             include=FLAG))
-    add("dense_grid[linear]", dict(x=[-1.0, 1.0], log=False), dict(x=real(array=True)), path="dense_grid")
-    add("theory_curve", dict(ax=AX, x=[1.0, 10.0], f=lambda t: 1 / t, label="theory", color="#000000", n_min=20),
-        dict(ax=K("axes"), x=x, f=K("callable", extra=(("returns strings", lambda t: np.full(t.shape, "a")),
-                                                      ("wrong shape", lambda t: np.ones(3)))),
-             label=TEXT, color=K("color"), n_min=integer(2, figures.MAX_GRID)))
-    pts = dict(ax=AX, x=[1.0, 2.0], y=[1.0, 0.5], se=[0.1, 0.1], label="mc", color="#0072B2", marker="o",
-               judged=[True, False], open_=False, k=3.0, xse=None)
-    vec = real(array=True, ndim=1, extra=(("wrong length", [1.0, 2.0, 3.0]),))
-    add("mc_points", pts, dict(
-        ax=K("axes"), x=vec, y=vec, se=nonneg(array=True, ndim=1, none_ok=True, extra=vec.extra), label=TEXT,
-        color=K("color"), marker=K("marker"), judged=K("ints", none_ok=True, extra=(("wrong length", [True]),)),
-        open_=FLAG,
-        k=pos(), xse=nonneg(array=True, ndim=1, none_ok=True, extra=vec.extra)),
-        drop={"judged": frozenset({"bools"}),  # a list of one bool: the length is the fault, named the same
-              **{k: NON_FINITE | {"array nan", "array inf"} for k in ("x", "y", "se", "xse")}})  # not drawn
-    add("proxy", dict(label="x", color="#444444", marker="o", ls="none", mfc=None),
-        dict(label=TEXT, color=K("color"), marker=K("marker", none_ok=True), ls=K("linestyle"),
-             mfc=K("color", none_ok=True)))
-    add("not_judged_handle", dict(label="open"), dict(label=TEXT))
-    add("legend", dict(ax=AX, extra=[figures.proxy("x")], loc="best", outside=False, axes=None),
-        dict(ax=K("axes"), extra=K("handles"), loc=choice("best", "upper left", "lower right"), outside=FLAG,
-             axes=K("axes_list", none_ok=True)), drop={"extra": frozenset({"a handle"})})
-    add("key_numbers", dict(ax=AX, lines=["a = 1"], verdict="PASS", loc="best", fontsize=None),
-        dict(ax=K("axes"), lines=K("strings"), verdict=K("text", none_ok=True),
-             loc=choice("best", *figures._LOCS), fontsize=pos(none_ok=True)))
-    add("tidy_log_axis", dict(ax=AX, which="both", max_ticks=None),
-        dict(ax=K("axes"), which=choice("x", "y", "both"), max_ticks=integer(1, 100, none_ok=True)))
-    add("figure_problems", dict(fig=FIG), dict(fig=K("figure")))
-
-
-def _validation_cases(add: Callable[..., None]) -> None:
-    """verify.validation and verify.results: the argument checks themselves, refusing under the name they are given."""
-    x = {"v": "x"}
-    # theory.validation's strict checks that verify uses (one source; fuzzed here with verify's argument kinds)
-    add("check_flag", dict(name="x", value=True), dict(value=FLAG), func=theory_validation.check_flag,
-        module="validation", named={"value": "x"})
-    add("optional_real", dict(name="x", v=0.5, low=0.0, high=1.0), dict(v=real(0, 1, none_ok=True)), named=x)
-    add("real_number", dict(name="x", v=0.5), dict(v=real()), named=x, drop={"v": NON_FINITE})  # NaN, inf: reals
-    add("check_measurement", dict(name="x", v=0.5, low=0.0), dict(v=nonneg()), named=x,
-        drop={"v": NON_FINITE})  # a failed measurement (NaN, inf) is a value, judged FAIL later
-    add("check_df", dict(df=10.0), dict(df=DF), drop={"df": frozenset({"inf"})})
-    add("check_text", dict(name="x", v="a"), dict(v=TEXT), named=x)
-    add("check_stem", dict(name="x", v="a"), dict(v=K("stem")), named=x)
-    add("check_value", dict(name="x", v=1.0), dict(v=K("value")), named=x)
-    add("check_items", dict(name="x", v=[1], cls=int, what="ints"), dict(v=K("ints")), named=x,
-        drop={"v": frozenset({"negative", "bools", "too large"})})  # only the type is checked (bool is an int)
-    add("check_paths", dict(name="x", v=["a.png"]), dict(v=K("strings")), named=x)
-    add("check_mapping", dict(name="x", v={"a": 1}), dict(v=K("mapping")), named=x)
-    add("check_json", dict(name="x", v={"a": 1}), dict(v=K("json_doc")), named=x,
-        drop={"v": frozenset({"nan value"})})  # the reports write NaN as JSON's NaN
-    add("check_callable", dict(name="x", v=print), dict(v=K("callable")), named=x)
-    add("check_seeds", dict(name="x", v=[0, 1]), dict(v=K("ints")), named=x)
-    add("is_integer", dict(value=3), {}, func=theory_validation.is_integer, module="validation")
-    add("seed_text", dict(k=1), dict(k=K("seed_key")), named={"k": "seed keys"})
-    add("jsonable", dict(v=1.0), {})
-    add("path_or_none", dict(value="none"), {})
-    add("check_int", dict(name="x", value=3, low=0, high=10), dict(value=integer(0, 10)),
-        func=theory_validation.check_int, module="validation", named={"value": "x"})
-    add("check_n_jobs", dict(v=2), dict(v=integer(1, 1024, extra=(("-2", -2),))), named={"v": "n_jobs"})
-    add("check_device", dict(v="cpu"), dict(v=choice("cpu", "cuda", "cuda:0")), named={"v": "device"},
-        drop={"v": frozenset({"unknown", "list"})})
-    add("check_dir", dict(name="x", v=TMP), dict(v=K("path", none_ok=True)), named=x)
-    add("check_verdict", dict(name="x", v="PASS"), dict(v=K("verdict")), named=x)
-    add("with_key", dict(comparisons=[C_EQ]), dict(comparisons=K("comparisons")))
-
-
 def _notebook_cases(add: Callable[..., None]) -> None:
     """verify.notebook: ``run`` (on a stand-in registry: the valid call costs nothing) and its result."""
 
@@ -667,66 +496,31 @@ def _notebook_cases(add: Callable[..., None]) -> None:
 
     add("run", dict(ids="A1", profile="smoke", seed=0, cache_dir=None, jobs=1, device="cpu", executor="local",
                     scheduler=None, figures=False, progress=False, budget=None, rounds=None),
-        dict(ids=K("text", none_ok=True), profile=choice(*registry.PROFILES), seed=integer(0, registry.MAX_SEED),
-             cache_dir=K("path", none_ok=True), jobs=integer(1, registry.MAX_JOBS, none_ok=True),
-             device=choice("cpu", "cuda", "cuda:0"), executor=choice(*registry.EXECUTORS),
+        dict(ids=K("text", none_ok=True), profile=choice(*context.PROFILES), seed=integer(0, validation.MAX_SEED),
+             cache_dir=K("path", none_ok=True), jobs=integer(1, validation.MAX_JOBS, none_ok=True),
+             device=choice("cpu", "cuda", "cuda:0"), executor=choice(*context.EXECUTORS),
              scheduler=K("text", none_ok=True), figures=FLAG, progress=FLAG, budget=pos(none_ok=True),
              rounds=integer(0, 20, none_ok=True)),
         func=run, module="notebook", drop={"device": frozenset({"unknown", "list"})})
     result = CheckResult(id="A1", paper="A", claim="c", verdict=Verdict.PASS)
     add("Run", dict(results=(result,), profile="smoke", seed=0, figure_dir=None),
-        dict(results=K("results"), profile=choice(*registry.PROFILES), seed=integer(0, registry.MAX_SEED),
+        dict(results=K("results"), profile=choice(*context.PROFILES), seed=integer(0, validation.MAX_SEED),
              figure_dir=K("path", none_ok=True)))
-
-
-def _sequential_cases(add: Callable[..., None]) -> None:
-    """verify.sequential and verify.budget: rounds, pooling, looks, and the budgeted run."""
-    j = integer(0, sequential.MAX_ROUND)
-    add("spend", dict(j=1), dict(j=j))
-    add("look_levels", dict(j=1, alpha=0.01, alpha_pass=0.05), dict(j=j, alpha=ALPHA, alpha_pass=ALPHA))
-    add("replicates_after", dict(j=2), dict(j=j))
-    add("round_of", dict(n=4), dict(n=integer(1)))
-    add("replicate_seed", dict(seed=0, r=1), dict(seed=integer(0, registry.MAX_SEED), r=integer(0)))
-    add("pooled", dict(replicates=[[C_EQ], [C_EQ]]), dict(replicates=K("replicates")))
-    add("judge_look", dict(comparisons=[C_EQ], j=1, alpha=0.01, alpha_pass=0.05),
-        dict(comparisons=K("comparisons"), j=j, alpha=ALPHA, alpha_pass=ALPHA))
-    add("replicates_to_decide", dict(judgement=verdicts.judged([C_EQ]), n=1, alpha=0.01, alpha_pass=0.05),
-        dict(judgement=K("judgement"), n=integer(1), alpha=ALPHA, alpha_pass=ALPHA))
-    add("boundaries", dict(c=C_EQ, j=0, n_stochastic=1), dict(c=K("comparison"), j=j, n_stochastic=integer(1)))
-    add("simulate_optional_stopping", dict(kind="direction", t_df=None, n_sequences=1, last_round=0, alpha=0.05,
-                                           seed=0),
-        dict(kind=choice("equivalence", "direction", "bound", "consistency"), t_df=integer(1, 10**6, none_ok=True),
-             n_sequences=integer(1, 10**7), last_round=integer(0, 12), alpha=ALPHA, seed=integer(0, registry.MAX_SEED)))
-    base = CheckContext(profile="smoke")
-    add("replicate_context", dict(base=base, r=1), dict(base=K("context"), r=integer(0)))
-    add("run_sequential", dict(specs=[SPEC], base=base, budget_s=None, rounds=0, run=registry.run_check,
-                               on_look=None, clock=time.perf_counter, sequences=None),
-        dict(specs=K("specs"), base=K("context"), budget_s=pos(none_ok=True),
-             rounds=integer(0, sequential.MAX_ROUND, none_ok=True), run=K("callable"),
-             on_look=K("callable", none_ok=True), clock=K("callable"), sequences=K("sequences", none_ok=True)))
-    add("look_line", dict(seq=SEQUENCE), dict(seq=K("sequence")))
-    add("sequence_table", dict(seqs=[SEQUENCE]), dict(seqs=K("sequences")))
-    add("CheckSequence", dict(spec=SPEC, seed=0, replicates=[RESULT], looks=[], judgement=None, decided_at_s=None),
-        dict(spec=K("spec"), seed=integer(0, registry.MAX_SEED), replicates=K("results"), looks=K("looks"),
-             judgement=K("judgement", none_ok=True), decided_at_s=nonneg(none_ok=True)))
 
 
 def _cases() -> list[Case]:
     cases: list[Case] = []
-    homes = {"registry": registry, "verdicts": verdicts, "claim": claim, "catalog": catalog, "calibrate": calibrate,
-             "compare": compare, "report": report, "figures": figures, "notebook": notebook,
-             "validation": validation, "results": results, "context": context, "sequential": sequential,
-             "budget": budget}
+    homes = {"verdicts": verdicts, "claim": claim, "calibrate": calibrate, "compare": compare, "notebook": notebook,
+             "results": results, "context": context}
 
     def add(label, kwargs, args, path=None, func=None, module=None, **kw):
         name = (path or label).split("[")[0]
         mod = module or next((m for m, obj in homes.items() if name in _public(obj)), None)
         f = func if func is not None else getattr(homes.get(mod), name, None) if mod else None
         if f is not None:
-            cases.append(Case(label, mod or "registry", f, kwargs, args, **kw))
+            cases.append(Case(label, mod or "claim", f, kwargs, args, **kw))
 
-    for part in (_registry_cases, _verdicts_cases, _claim_cases, _calibrate_cases, _compare_cases, _report_cases,
-                 _figures_cases, _notebook_cases, _validation_cases, _sequential_cases):
+    for part in (_results_cases, _verdicts_cases, _claim_cases, _calibrate_cases, _compare_cases, _notebook_cases):
         part(add)
     return cases
 

@@ -2,9 +2,10 @@
 
 from theory import __version__  # noqa: F401  (one version for the three packages)
 
-from .catalog import all_checks, check_spec
+from .claim import Claim, all_claims, claim_of, register, run_check
+from .context import CheckContext
 from .notebook import Run, run
-from .registry import CheckContext, CheckResult, Comparison, Outcome, Verdict, check, run_check
+from .results import CheckResult, Comparison, Outcome, Verdict
 
-__all__ = ["CheckContext", "CheckResult", "Comparison", "Outcome", "Run", "Verdict", "all_checks", "check",
-           "check_spec", "run", "run_check"]
+__all__ = ["CheckContext", "CheckResult", "Claim", "Comparison", "Outcome", "Run", "Verdict", "all_claims", "claim_of",
+           "register", "run", "run_check"]

@@ -25,7 +25,7 @@ EXIT_INTERRUPTED = 130
 #: seconds allowed to reach a ``--scheduler`` before the run is refused
 SCHEDULER_TIMEOUT_S = 5.0
 
-#: the option behind each validated field of :class:`~verify.registry.CheckContext` (for the error message)
+#: the option behind each validated field of :class:`~verify.context.CheckContext` (for the error message)
 OPTION_OF = {"profile": "--profile", "seed": "--seed", "n_jobs": "--jobs", "device": "--device",
              "executor": "--executor", "scheduler": "--scheduler", "report_dir": "--report-dir",
              "cache_dir": "--cache-dir"}
@@ -37,7 +37,7 @@ def refuse(message: str) -> None:
 
 
 def refuse_field(exc: Exception) -> None:
-    """Refuse a :class:`~verify.registry.CheckContext` field error, naming the option behind the field."""
+    """Refuse a :class:`~verify.context.CheckContext` field error, naming the option behind the field."""
     field = str(exc).split()[0]
     refuse(f"{OPTION_OF.get(field, field)}: {exc}")
 
@@ -50,8 +50,8 @@ def cache_dir_option(value: Path | None, profile: str) -> Path | None:
 
 
 def select_checks(ids: list[str] | None) -> list:
-    """The specs of ``--only`` ids (:func:`verify.catalog.select`); an unknown id is one ``error: ...`` line."""
-    from .catalog import select
+    """The specs of ``--only`` ids (:func:`verify.claim.select`); an unknown id is one ``error: ...`` line."""
+    from .claim import select
 
     try:
         return select(ids)

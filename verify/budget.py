@@ -19,9 +19,8 @@ from typing import Any, Callable, Sequence
 
 from theory.validation import ArgumentTypeError, as_float, check_int, describe
 
-from .claims import STUDIES
 from .context import CheckContext
-from .registry import CheckSpec, run_check
+from .claim import Claim, run_check
 from .report import headline_comparison
 from .results import CheckResult, Comparison, Verdict
 from .sequential import (MAX_REPLICATES, MAX_ROUND, boundaries, judge_look, look_levels, pooled, replicate_seed, replicates_after,
@@ -46,7 +45,7 @@ def replicate_context(base: CheckContext, r: int) -> CheckContext:
 class CheckSequence:
     """One check's replicates, its looks and its current sequential judgement."""
 
-    spec: CheckSpec
+    claim: Claim
     seed: int = 0
     replicates: list[CheckResult] = field(default_factory=list)
     looks: list[dict] = field(default_factory=list)
@@ -55,8 +54,6 @@ class CheckSequence:
 
     def __post_init__(self) -> None:
         """Fields checked on construction (``TypeError`` / ``ValueError`` naming the field)."""
-        if not isinstance(self.spec, CheckSpec):
-            raise ArgumentTypeError(f"spec must be a CheckSpec, got {describe(self.spec)}")
         self.seed = check_int("seed", self.seed, 0, MAX_SEED)
         self.replicates = check_items("replicates", self.replicates, CheckResult, "CheckResult objects")
         self.looks = check_items("looks", self.looks, dict, "look records (dicts)")
@@ -85,7 +82,7 @@ class CheckSequence:
         """Whether more data can change the verdict: a stochastic check that ran (not a study, not an ERROR)."""
         first = self.replicates[0] if self.replicates else None
         return (first is not None and first.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE)
-                and self.spec.id not in STUDIES and any(c.kind != "exact" for c in first.comparisons))
+                and not self.claim.informational and any(c.kind != "exact" for c in first.comparisons))
 
     @property
     def undecided(self) -> bool:
@@ -117,7 +114,7 @@ class CheckSequence:
         """Judge the pooled replicates at the round they complete (``n`` a power of two)."""
         j = round_of(self.n)
         if j is None:
-            raise ValueError(f"{self.spec.id}: {self.n} replicates complete no round")
+            raise ValueError(f"{self.claim.id}: {self.n} replicates complete no round")
         bad = next((r for r in self.replicates if r.verdict is Verdict.ERROR), None)
         if not self.sequential or bad is not None:
             self.judgement = None
@@ -166,7 +163,7 @@ def look_line(seq: CheckSequence) -> str:
     if not isinstance(seq, CheckSequence) or not seq.looks:
         raise ArgumentTypeError(f"seq must be a CheckSequence after a look, got {describe(seq)}")
     if seq.judgement is None:
-        return f"{seq.spec.id} round {seq.round}: {seq.replicates[0].verdict.value} (not sequential)"
+        return f"{seq.claim.id} round {seq.round}: {seq.replicates[0].verdict.value} (not sequential)"
     fail_level, pass_level = look_levels(seq.round)
     head = _headline(seq.judgement.comparisons)
     est = ""
@@ -175,7 +172,7 @@ def look_line(seq: CheckSequence) -> str:
         n_stochastic = sum(c.kind != "exact" for c in seq.judgement.comparisons)
         bounds = boundaries(head, seq.round, n_stochastic)
         est += f" [{bounds}]" if bounds else ""
-    text = (f"{seq.spec.id} round {seq.round} ({seq.judged_n} rep., {seq.seconds_per_replicate:.1f} s each): "
+    text = (f"{seq.claim.id} round {seq.round} ({seq.judged_n} rep., {seq.seconds_per_replicate:.1f} s each): "
             f"{seq.judgement.verdict} at FAIL {fail_level:.1e} / PASS {pass_level:.1e}{est}")
     if seq.undecided:
         need = seq.needed()
@@ -201,7 +198,7 @@ def sequence_table(seqs: Sequence[CheckSequence]) -> Any:
         if s.undecided:
             n = s.needed()
             need = f"~{n} rep., ~{s.seconds_to_decide():.0f} s more" if n is not None else "on a boundary"
-        t.add_row(s.spec.id, verdict, str(s.round), str(s.judged_n), decided, need)
+        t.add_row(s.claim.id, verdict, str(s.round), str(s.judged_n), decided, need)
     return t
 
 
@@ -212,13 +209,13 @@ def _next_round(seq: CheckSequence, base: CheckContext, run: Callable, fits: Cal
     while seq.n < target:
         if not fits(seq.seconds_per_replicate):
             return False
-        seq.add(run(seq.spec, replicate_context(base, seq.n)))
+        seq.add(run(seq.claim, replicate_context(base, seq.n)))
     seq.look(elapsed())
     return True
 
 
-def run_sequential(specs: Sequence[CheckSpec], base: CheckContext, *, budget_s: float | None = None,
-                   rounds: int | None = None, run: Callable[[CheckSpec, CheckContext], CheckResult] = run_check,
+def run_sequential(claims: Sequence[Claim], base: CheckContext, *, budget_s: float | None = None,
+                   rounds: int | None = None, run: Callable[[Claim, CheckContext], CheckResult] = run_check,
                    on_look: Callable[[CheckSequence], Any] | None = None,
                    clock: Callable[[], float] = time.perf_counter,
                    sequences: list | None = None) -> list[CheckSequence]:
@@ -226,20 +223,19 @@ def run_sequential(specs: Sequence[CheckSpec], base: CheckContext, *, budget_s: 
 
     Parameters
     ----------
-    specs : the checks, in report order.
+    claims : the claims, in report order.
     base : the run's context (its seed is replicate 0's).
     budget_s : wall-clock budget in seconds from the start (``None``: none); a replicate that would not finish
         within it by its check's measured time is not started.
     rounds : at most this many rounds after round 0 per check (``None``: up to the budget).  At least one of the
         two must be given.
-    run : runs one replicate (``verify.registry.run_check``).
+    run : runs one replicate (``verify.claim.run_check``).
     on_look : called with a sequence after each of its looks (progress).
     clock : seconds (``time.perf_counter``).
     sequences : a list the sequences are appended to as they start (``None``: a new one), so that a caller keeps
         them when a ``KeyboardInterrupt`` propagates; the replicates already run are in the cache, and the same
         command resumes.
     """
-    specs = check_items("specs", specs, CheckSpec, "CheckSpec objects")
     if not isinstance(base, CheckContext):
         raise ArgumentTypeError(f"base must be a CheckContext, got {describe(base)}")
     if budget_s is not None:
@@ -264,22 +260,22 @@ def run_sequential(specs: Sequence[CheckSpec], base: CheckContext, *, budget_s: 
         return budget_s is None or elapsed() + seconds <= budget_s
 
     seqs = [] if sequences is None else sequences
-    for spec in specs:
-        seq = CheckSequence(spec, base.seed)
-        seq.add(run(spec, replicate_context(base, 0)))
+    for claim in claims:
+        seq = CheckSequence(claim, base.seed)
+        seq.add(run(claim, replicate_context(base, 0)))
         seqs.append(seq)
         seq.look(elapsed())
         if on_look is not None:
             on_look(seq)
     stalled: set[str] = set()
     while True:
-        open_ = [s for s in seqs if s.undecided and s.spec.id not in stalled and s.round < MAX_ROUND
+        open_ = [s for s in seqs if s.undecided and s.claim.id not in stalled and s.round < MAX_ROUND
                  and (rounds is None or s.round < rounds)]
         if not open_:
             break
         seq = min(open_, key=lambda s: (s.seconds_to_decide(), seqs.index(s)))
         if not _next_round(seq, base, run, fits, elapsed):
-            stalled.add(seq.spec.id)  # its next replicate does not fit the budget; a cheaper check's may
+            stalled.add(seq.claim.id)  # its next replicate does not fit the budget; a cheaper check's may
             continue
         if on_look is not None:
             on_look(seq)

@@ -41,7 +41,9 @@ from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option
                          refuse_field, select_checks)
 from theory.validation import ArgumentTypeError, as_float, as_int, describe
 
-from .registry import CheckContext, CheckResult, CheckSpec, rejudge_stored, run_check
+from .context import CheckContext
+from .results import CheckResult
+from .claim import Claim, rejudge_stored, run_check
 from .validation import check_callable, check_dir, check_items, check_mapping, check_seeds, check_text
 from .sequential import MAX_ROUND
 from .verdicts import ALPHA_CHECK
@@ -252,10 +254,10 @@ def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_di
               device: str = "cpu", budget_s: float | None = None, rounds: int | None = None) -> dict[str, list[dict]]:
     """Run every spec at every seed (records stored as they finish; existing records are reused).
 
-    ``specs`` is a non-empty list of :class:`~verify.registry.CheckSpec`, ``seeds`` a non-empty list (or range) of
+    ``specs`` is a non-empty list of :class:`~verify.claim.Claim`, ``seeds`` a non-empty list (or range) of
     seeds, ``out_dir`` a directory path, ``progress`` ``None`` or a callable ``(check id, seed, record)``; ``profile``,
     ``cache_dir``, ``n_jobs``, ``executor``, ``scheduler`` and ``device`` are checked as the fields of
-    :class:`~verify.registry.CheckContext`.
+    :class:`~verify.context.CheckContext`.
 
     A record is written atomically (temporary file, then rename) as soon as its check finishes, so an interrupt
     (``KeyboardInterrupt``, raised by :func:`verify._preflight.interrupts` on SIGINT / SIGTERM) loses only the
@@ -265,7 +267,8 @@ def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_di
     (:func:`verify.budget.run_sequential`) of the checks without a stored record; a record then also holds its
     ``sequential`` entry (rounds, replicates, when it was decided) and is reused only under the same budget.
     """
-    specs = check_items("specs", specs, CheckSpec, "CheckSpec objects", nonempty=True)
+    if not specs:
+        raise ValueError("specs must be a non-empty list of claims")
     seeds = check_seeds("seeds", list(seeds) if isinstance(seeds, range) else seeds)
     if not seeds:
         raise ValueError("seeds must be a non-empty list of seeds, got []")
@@ -314,7 +317,7 @@ def _write_record(path: Path, rec: dict) -> None:
     tmp.replace(path)
 
 
-def _sequential_records(specs: Sequence[CheckSpec], ctx: CheckContext, rec_dir: Path, mode: dict):
+def _sequential_records(specs: Sequence[Claim], ctx: CheckContext, rec_dir: Path, mode: dict):
     """``(spec, record)`` of one seed's sequential run: stored records of the same mode, the rest run together."""
     from .budget import run_sequential
 
@@ -325,8 +328,8 @@ def _sequential_records(specs: Sequence[CheckSpec], ctx: CheckContext, rec_dir: 
             res = seq.result()
             rec = {**_record(res, ctx.seed), "profile": ctx.profile, "mode": mode,
                    "sequential": res.data.get("sequential")}
-            _write_record(rec_dir / f"{seq.spec.id}_seed{ctx.seed}.json", rec)
-            stored[seq.spec.id] = rec
+            _write_record(rec_dir / f"{seq.claim.id}_seed{ctx.seed}.json", rec)
+            stored[seq.claim.id] = rec
     return [(s, stored[s.id]) for s in specs]
 
 
@@ -512,7 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     argv = list(sys.argv[1:] if argv is None else check_items("argv", argv, str, "strings (command-line words)"))
     args = build_parser().parse_args(argv)
-    specs = [s for s in select_checks(args.only) if s.implemented and s.id[0] in "AB" and "-" not in s.id]
+    specs = [s for s in select_checks(args.only) if not s.informational]
     if not specs:
         refuse("--only: none of the selected checks can be calibrated (informational studies are not)")
     base, out = preflight(args)

@@ -1,49 +1,44 @@
-"""The one shape of a claim: design, predict, simulate, (read,) judge, describe, figure.
+"""The claims: one :class:`Claim` per id, registered by its own module of :mod:`verify.checks`, found by discovery.
 
-Every check of the report is a :class:`Claim`: six small functions with one job each, composed by
-:meth:`Claim.run`, which judges the evidence once, into the :class:`~verify.registry.Outcome` the report shows.
+A claim is its statement and six small functions with one job each, composed by :meth:`Claim.run`:
 
 ``design(ctx)``
-    The experiment for ``ctx.profile`` (sizes, grids, configurations; truths and pilot constants from
-    design seeds only).  No simulation.
+    The experiment for ``ctx.profile`` (sizes, grids, configurations; truths and pilot constants from design
+    seeds only).  No simulation.
 ``predict(ctx, design)``
-    What theory (and ``numerics``' error models) predicts for the design.  May use ``ctx`` for its cache
-    and workers, never for data seeds.
+    What theory (and ``numerics``' error models) predicts for the design; never draws data.
 ``simulate(ctx, design)``
     The measurements: cached cells, seeds from ``ctx.seed_for``.  The only step that draws data.
 ``read(design, prediction, measurement)`` (optional)
-    A *pure* pairing of the measurement with the prediction that judge, describe and figure all need (a statistic
-    of the data against a predicted law), computed once; they receive its result in place of the measurement.
-    Default: the measurement itself.
+    A *pure* pairing of the measurement with the prediction that judge, describe and figure all need, computed
+    once; they receive its result in place of the measurement.
 ``judge(design, prediction, measurement)``
-    A *pure* function returning the evidence table: the comparisons (:class:`~verify.registry.Comparison`,
-    frozen rows), not yet judged.  No I/O, no randomness, so it can be unit-tested on synthetic measurements
-    with a known truth (the ``tests/verify/test_judges_*.py`` files measure each judge's false-FAIL rate that way).
-    :meth:`Claim.run` judges the table once (:func:`verify.verdicts.judged`: Holm within the check).
+    *Pure*: the evidence table (:class:`~verify.results.Comparison` rows, not yet judged).  No I/O, no randomness,
+    so it is unit-tested on synthetic measurements with a known truth (``tests/verify/test_judges_*.py``).
 ``describe(design, prediction, measurement, comparisons)``
-    The notes (prose for the report) and the data (JSON) of the result, given the *judged* comparisons; pure.
+    The notes (prose) and data (JSON) of the result, given the *judged* comparisons; pure.
 ``figure(design, prediction, measurement, judgement)``
-    A matplotlib figure, or ``None``, given the :class:`~verify.verdicts.Judgement` (verdict and judged
-    comparisons); drawn only where figures are written (:func:`verify.figures.pyplot`).  It never judges.
+    A matplotlib figure (or ``{stem: figure}``, or ``None``) drawn only where figures are written.  It never judges.
 
-The parts pass plain Python objects between them (dicts, dataclasses, arrays); a claim decides their
-type.  :func:`register` makes a claim a check of the registry (``verify.registry.check``).
+Adding a claim is one new module in ``verify/checks/`` that calls :func:`register` (and its entry in
+docs/claims.md, written by ``python docs/make_claims_list.py``).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
+import time
+import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
-from theory.validation import ArgumentTypeError, check_flag
-from theory.validation import describe as _describe
-
-from .claims import STUDIES
-from .registry import CheckContext, Comparison, Outcome, check
-from .validation import check_callable, check_stem, check_text
+from .context import CheckContext
+from .results import CheckResult, Comparison, Outcome, Verdict
 from .verdicts import Judgement, judged
 
-__all__ = ["Claim", "register"]
+__all__ = ["Claim", "all_claims", "claim_of", "exit_status", "register", "rejudge_stored", "run_check", "select"]
 
 
 def _no_prediction(ctx: CheckContext, design: Any) -> None:
@@ -60,22 +55,27 @@ def _measured(design: Any, prediction: Any, measurement: Any) -> Any:
 
 @dataclass(frozen=True)
 class Claim:
-    """The parts of one claim (see the module docstring); :meth:`run` composes them.
+    """One claim: its statement and the parts that decide it (see the module docstring).
 
     Parameters
     ----------
     id : str
-        Claim id (a key of :data:`verify.claims.CLAIMS` or :data:`verify.claims.STUDIES`).
-    design, predict, simulate, read, judge, describe, figure : callable
+        ``A1``..``A6``, ``B1``.. for the papers' claims; a study's id has a suffix (``B7-lin``).
+    paper : str
+        ``"A"`` or ``"B"`` (or another label for a claim of your own).
+    statement : str
+        The claim in words, as the report, ``--list`` and docs/claims.md show it.
+    design, simulate, judge, describe, predict, read, figure : callable
         The parts; ``predict``, ``read`` and ``figure`` are optional.
     figure_name : str
-        File stem of the figure (``ctx.save_figure``); ``figure`` may also return ``{stem: figure}``.
-    informational : bool or callable
-        A study: judged, but its verdict is INFO; a callable of ``(design, prediction, measurement)`` decides
-        per run (a check whose design leaves nothing of its claim testable).
+        File stem of the figure (``ctx.save_figure``).
+    informational : bool
+        A study: judged, but its verdict is INFO and never decides the exit status.
     """
 
     id: str
+    paper: str
+    statement: str
     design: Callable[[CheckContext], Any]
     simulate: Callable[[CheckContext, Any], Any]
     judge: Callable[[Any, Any, Any], list[Comparison]]
@@ -84,34 +84,15 @@ class Claim:
     figure: Callable[[Any, Any, Any, Judgement], Any] = _no_figure
     read: Callable[[Any, Any, Any], Any] = _measured
     figure_name: str = "figure"
-    informational: bool | Callable[[Any, Any, Any], bool] = False
-
-    def __post_init__(self) -> None:
-        """The parts are checked on construction (``TypeError`` / ``ValueError`` naming the field)."""
-        check_text("id", self.id, empty=False)
-        for part in ("design", "simulate", "judge", "describe", "predict", "figure", "read"):
-            check_callable(part, getattr(self, part))
-        check_stem("figure_name", self.figure_name)
-        if not callable(self.informational):
-            check_flag("informational", self.informational)
+    informational: bool = False
 
     def run(self, ctx: CheckContext) -> Outcome:
-        """design -> predict -> simulate -> read -> judge (once) -> describe (+ figure): the check's :class:`Outcome`.
-
-        The judge's comparisons are judged once (:func:`verify.verdicts.judged`); ``describe``, ``figure`` and
-        the outcome receive the same judged copies and the verdict (``INFO`` for a study).
-        """
-        if not isinstance(ctx, CheckContext):
-            raise ArgumentTypeError(f"ctx must be a CheckContext, got {_describe(ctx)} ({type(ctx).__name__})")
+        """design -> predict -> simulate -> read -> judge (once) -> describe (+ figure): the claim's :class:`Outcome`."""
         design = self.design(ctx)
         prediction = self.predict(ctx, design)
         measurement = self.read(design, prediction, self.simulate(ctx, design))
         judgement = judged(list(self.judge(design, prediction, measurement)))
-        info = self.informational
-        if callable(info):
-            info = info(design, prediction, measurement)
-        info = bool(info) or self.id in STUDIES
-        if info:
+        if self.informational:
             judgement = judgement.as_info()
         comparisons = list(judgement.comparisons)
         notes, data = self.describe(design, prediction, measurement, comparisons)
@@ -120,14 +101,121 @@ class Claim:
         if figs is not None and not isinstance(figs, dict):
             figs = {self.figure_name: figs}
         paths = [ctx.save_figure(f, name) for name, f in (figs or {}).items()]
-        return Outcome(comparisons=list(judgement.comparisons), notes=notes, figures=[p for p in paths if p], data=data,
-                       informational=info, verdict=judgement.verdict)
+        return Outcome(comparisons=comparisons, notes=notes, figures=[p for p in paths if p], data=data,
+                       informational=self.informational, verdict=judgement.verdict)
+
+
+_CLAIMS: dict[str, Claim] = {}
 
 
 def register(claim: Claim) -> Claim:
-    """Register ``claim.run`` as the check of ``claim.id`` and return the claim (see :func:`verify.registry.check`)."""
+    """Make ``claim`` the check of its id (one claim per id) and return it."""
     if not isinstance(claim, Claim):
-        raise ArgumentTypeError(f"claim must be a Claim, got {_describe(claim)} ({type(claim).__name__})")
-    check(claim.id)(claim.run)  # the one registry: verify.catalog.claim_of finds the claim behind its run
+        raise TypeError(f"claim must be a Claim, got {type(claim).__name__}")
+    if _CLAIMS.get(claim.id, claim) is not claim:
+        raise ValueError(f"a claim {claim.id} is already registered")
+    _CLAIMS[claim.id] = claim
     return claim
 
+
+def _order(claim: Claim) -> tuple:
+    """Claims before studies, then by paper and number (``B2`` before ``B10``)."""
+    number = re.match(r"[A-Za-z]*(\d*)", claim.id).group(1)
+    return claim.informational, claim.paper, int(number or 0), claim.id
+
+
+def all_claims() -> list[Claim]:
+    """Every registered claim in report order: each module of :mod:`verify.checks` is imported (it registers its
+    claims), then claims by paper and number, then the informational studies."""
+    checks = importlib.import_module(f"{__package__}.checks")  # plugins, found at run time
+    for module in pkgutil.iter_modules(checks.__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{checks.__name__}.{module.name}")
+    return sorted(_CLAIMS.values(), key=_order)
+
+
+def claim_of(claim_id: str) -> Claim:
+    """The claim of ``claim_id`` (case-insensitive).
+
+    Raises
+    ------
+    ValueError
+        Unknown id (the message lists the known ones).
+    """
+    if not isinstance(claim_id, str):
+        raise TypeError(f"claim_id must be a claim id (a string), got {type(claim_id).__name__}")
+    claims = {c.id.upper(): c for c in all_claims()}
+    if claim_id.upper() not in claims:
+        raise ValueError(f"claim_id must be a known claim id, got {claim_id!r}; known: "
+                         f"{', '.join(c.id for c in claims.values())}")
+    return claims[claim_id.upper()]
+
+
+def select(ids: Sequence[str] | None) -> list[Claim]:
+    """The claims of ``ids`` (case-insensitive) in report order; all of them for ``None`` or an empty list.
+
+    Raises
+    ------
+    ValueError
+        An unknown id (the message lists the known ones).
+    """
+    if ids is not None and (not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) for i in ids)):
+        raise TypeError(f"ids must be a list of claim ids (strings), got {type(ids).__name__}")
+    claims = all_claims()
+    if not ids:
+        return claims
+    known = {c.id.upper() for c in claims}
+    unknown = [i for i in ids if i.upper() not in known]
+    if unknown:
+        raise ValueError(f"ids must be known claim ids; unknown: {', '.join(unknown)}; known: "
+                         f"{', '.join(c.id for c in claims)}")
+    wanted = {i.upper() for i in ids}
+    return [c for c in claims if c.id.upper() in wanted]
+
+
+def run_check(claim: Claim, ctx: CheckContext) -> CheckResult:
+    """Run one claim into its :class:`CheckResult`; an exception becomes an ERROR verdict with its traceback."""
+    if not isinstance(claim, Claim):
+        raise TypeError(f"claim must be a Claim, got {type(claim).__name__}")
+    if not isinstance(ctx, CheckContext):
+        raise TypeError(f"ctx must be a CheckContext, got {type(ctx).__name__}")
+    res = CheckResult(id=claim.id, paper=claim.paper, claim=claim.statement, verdict=Verdict.ERROR)
+    ctx.check_id = claim.id
+    ctx.seeds_used = []
+    t0 = time.perf_counter()
+    try:
+        out = claim.run(ctx)
+        res.comparisons, res.notes, res.figures, res.data = out.comparisons, out.notes, out.figures, dict(out.data)
+        res.verdict = Verdict(out.verdict) if out.comparisons or out.informational else Verdict.FAIL
+        if not out.comparisons and not out.informational:
+            res.error = "the check produced no comparison"
+    except Exception:  # noqa: BLE001 - reported, not hidden
+        res.error = traceback.format_exc()
+    res.runtime_s = time.perf_counter() - t0
+    res.seeds = list(dict.fromkeys(ctx.seeds_used))
+    return res
+
+
+def rejudge_stored(result: Mapping[str, Any]) -> tuple[Verdict, list[Comparison]]:
+    """Verdict and comparisons of a stored result (``CheckResult.to_json`` or a calibration record), judged again
+    with the current rules: no simulation.  ERROR stays ERROR; a study (stored verdict INFO) stays INFO."""
+    missing = [k for k in ("id", "verdict", "comparisons") if k not in result]
+    if missing:
+        raise ValueError(f"result must be a stored result (CheckResult.to_json or a calibration record), got one "
+                         f"without {missing}")
+    stored = Verdict(result["verdict"])
+    comps = [Comparison.from_json(c) for c in result["comparisons"]]
+    if stored is Verdict.ERROR:
+        return stored, comps
+    if not comps:
+        return (Verdict.INFO if stored is Verdict.INFO else Verdict.FAIL), []
+    judgement = judged(comps)
+    verdict = Verdict.INFO if stored is Verdict.INFO else Verdict(judgement.verdict)
+    return verdict, list(judgement.comparisons)
+
+
+def exit_status(results: Sequence[CheckResult], strict: bool = False) -> int:
+    """0 iff no check FAILED or raised (INFO and INCONCLUSIVE do not fail it); with ``strict`` INCONCLUSIVE fails it
+    too."""
+    bad = {Verdict.FAIL, Verdict.ERROR} | ({Verdict.INCONCLUSIVE} if strict else set())
+    return 1 if any(r.verdict in bad for r in results) else 0

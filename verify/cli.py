@@ -35,11 +35,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from numerics.malloc import keep_freed_memory
 
-from .claims import STUDIES
 from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available,
                          check_executor, check_jobs, check_sequential_options, check_writable_dir, check_writable_file, interrupts, refuse_field,
                          select_checks)
-from .registry import CheckContext, CheckResult, Verdict, exit_status, run_check
+from .context import CheckContext
+from .results import CheckResult, Verdict
+from .claim import exit_status, run_check
 from .report import (TABLE_WIDTH, html_report, markdown_report, print_summary, results_table, run_metadata, to_json,
                      write_json)
 from .validation import path_or_none
@@ -114,7 +115,7 @@ def _progress_factory(progress: Progress):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m verify``; returns the exit status (see :func:`verify.registry.exit_status`,
+    """Entry point of ``python -m verify``; returns the exit status (see :func:`verify.claim.exit_status`,
     :data:`EXIT_INTERRUPTED`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     # paper B's Monte Carlo and paper A's large fits free and reallocate tens of MB per trial: keep those blocks in
@@ -162,15 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_list(console: Console, specs: list) -> None:
-    """``--list``: the claim ids, their papers and whether each has a check."""
+    """``--list``: the claim ids, their papers, whether each is a study, and the claims in words."""
     from rich.table import Table
 
     t = Table(title="Claims (docs/claims.md) and informational studies")
-    for col in ("id", "paper", "check", "claim"):
+    for col in ("id", "paper", "kind", "claim"):
         t.add_column(col)
     for s in specs:
-        status = "informational" if s.id in STUDIES else ("implemented" if s.implemented else "[yellow]NOT IMPLEMENTED[/]")
-        t.add_row(s.id, s.paper, status, s.claim)
+        t.add_row(s.id, s.paper, "study" if s.informational else "claim", s.statement)
     console.print(t)
 
 
@@ -262,7 +262,7 @@ def _run_sequential(specs: list, base: CheckContext, args: argparse.Namespace, c
             run_sequential(specs, ctx, budget_s=budget_s, rounds=args.rounds, run=run,
                            on_look=lambda s: progress.console.print(look_line(s)), sequences=seqs)
         except KeyboardInterrupt:
-            done = {s.spec.id for s in seqs}
+            done = {s.claim.id for s in seqs}
             stopped = {"signal": signals["signal"] or "SIGINT", "check": None,
                        "not_run": [s.id for s in specs if s.id not in done]}
     results = [s.result() for s in seqs if s.looks]
@@ -274,17 +274,15 @@ def _run_sequential(specs: list, base: CheckContext, args: argparse.Namespace, c
 
 
 def _print_verdict(console: Console, res: CheckResult) -> None:
-    if res.verdict is not Verdict.NOT_IMPLEMENTED:
-        style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "INFO": "cyan",
-                 "INCONCLUSIVE": "yellow"}[res.verdict.value]
-        console.print(f"[{style}]{res.verdict.value:>5}[/] {res.id}  ({res.runtime_s:.1f} s)")
+    style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "INFO": "cyan", "INCONCLUSIVE": "yellow"}[res.verdict.value]
+    console.print(f"[{style}]{res.verdict.value:>5}[/] {res.id}  ({res.runtime_s:.1f} s)")
 
 
 def _interrupted_result(spec, ctx: CheckContext | None, elapsed: float, sig: str) -> CheckResult:
     """The ERROR result of the check that a signal stopped (its note says so; its finished cells are cached)."""
     note = (f"INTERRUPTED by {sig} after {elapsed:.1f} s: the check did not finish; the cells it finished are "
             "in the cache, and rerunning the same command resumes it")
-    return CheckResult(id=spec.id, paper=spec.paper, claim=spec.claim, verdict=Verdict.ERROR, runtime_s=elapsed,
+    return CheckResult(id=spec.id, paper=spec.paper, claim=spec.statement, verdict=Verdict.ERROR, runtime_s=elapsed,
                        seeds=list(dict.fromkeys(ctx.seeds_used)) if ctx is not None else [], notes=note,
                        error=f"INTERRUPTED by {sig}")
 
@@ -333,7 +331,7 @@ def _rejudge(args: argparse.Namespace) -> int:
     """``--rejudge JSON``: verdicts of stored comparisons under the current rules (pure, no simulation)."""
     import json
 
-    from .registry import rejudge_stored
+    from .claim import rejudge_stored
 
     console = Console(width=None if sys.stdout.isatty() else 180 if args.verbose else TABLE_WIDTH)
     try:

@@ -249,7 +249,7 @@ class CheckContext:
 
 
 def _entry_kind() -> None:
-    """Names a report cache entry in its key: ``verify.registry.CheckContext.cached``, where the method was defined
+    """Names a report cache entry in its key: ``verify.context.CheckContext.cached``, where the method was defined
     before this module existed, so that the cells cached then are read back (the key holds the name only)."""
 
 

@@ -3,7 +3,7 @@
 pyplot is imported on first use and the backend is never switched by the library: importing a check module
 leaves a notebook's backend alone.  ``python -m verify`` chooses ``Agg`` itself (``verify/__main__.py``);
 without a display matplotlib falls back to ``Agg`` on its own, and every figure is saved to a file and closed
-(:meth:`verify.registry.CheckContext.save_figure`).
+(:meth:`verify.context.CheckContext.save_figure`).
 
 The style (what a reader of the report sees in every figure)
 ------------------------------------------------------------

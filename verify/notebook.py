@@ -27,8 +27,11 @@ from theory.validation import ArgumentTypeError, as_float, as_int, check_flag, c
 from theory.validation import describe as describe_value
 
 from ._preflight import SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available, check_executor
-from .catalog import select
-from .registry import MAX_SEED, PROFILES, CheckContext, CheckResult, exit_status, run_check
+from .claim import select
+from .validation import MAX_SEED
+from .context import CheckContext, PROFILES
+from .results import CheckResult
+from .claim import exit_status, run_check
 from .report import html_sections, summary_counts
 from .sequential import MAX_ROUND
 from .validation import check_n_jobs, path_or_none
@@ -41,7 +44,7 @@ DEFAULT_CACHE = "default"
 
 @dataclass(frozen=True)
 class Run:
-    """The results of :func:`run`, in catalogue order; ``run["A2"]`` is one :class:`~verify.registry.CheckResult`.
+    """The results of :func:`run`, in report order; ``run["A2"]`` is one :class:`~verify.results.CheckResult`.
 
     In Jupyter it shows as HTML: a summary row per claim, then per claim its judged comparisons (the test, p-values
     and outcome of each), its notes and its figures.
@@ -66,7 +69,7 @@ class Run:
             object.__setattr__(self, "figure_dir", Path(self.figure_dir))
 
     def __getitem__(self, key: str | int) -> CheckResult:
-        """``run["A2"]`` (any case, as ``--only``) or ``run[0]`` (catalogue order)."""
+        """``run["A2"]`` (any case, as ``--only``) or ``run[0]`` (report order)."""
         if isinstance(key, int) and not isinstance(key, bool):
             return self.results[key]
         for r in self.results:
@@ -87,7 +90,7 @@ class Run:
 
     @property
     def exit_status(self) -> int:
-        """What ``python -m verify`` would exit with (:func:`verify.registry.exit_status`)."""
+        """What ``python -m verify`` would exit with (:func:`verify.claim.exit_status`)."""
         return exit_status(list(self.results))
 
     def __repr__(self) -> str:
@@ -133,7 +136,7 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
     Parameters
     ----------
     ids : str, sequence of str or None
-        A claim id (``"A2"``), several (``["A2", "B4-rev"]``) or ``None`` for all (``verify.all_checks()``).
+        A claim id (``"A2"``), several (``["A2", "B4-rev"]``) or ``None`` for all (``verify.all_claims()``).
     profile : {"quick", "paper", "smoke"}
         The sizes (``smoke``: tiny, for tests; verdicts meaningless).
     seed : int

@@ -20,7 +20,9 @@ from rich.table import Table
 from theory.validation import ArgumentTypeError, as_int, check_choice, check_flag
 from theory.validation import describe as describe_value
 
-from .registry import MAX_SEED, PROFILES, CheckResult, Comparison, Verdict
+from .validation import MAX_SEED
+from .context import PROFILES
+from .results import CheckResult, Comparison, Verdict
 from .validation import check_dir, check_items, check_mapping, check_text
 from .verdicts import describe, rates_text
 
@@ -32,7 +34,6 @@ _STYLE = {
     Verdict.INCONCLUSIVE: "bold yellow",
     Verdict.ERROR: "bold red",
     Verdict.INFO: "cyan",
-    Verdict.NOT_IMPLEMENTED: "yellow",
 }
 
 
@@ -139,9 +140,9 @@ def results_table(results: Iterable[CheckResult], title: str = "Verification rep
 def _table_rows(r: CheckResult, verbose: bool) -> list[list[str]]:
     """The table rows of one check: one (compact) or one per comparison (``verbose``)."""
     verdict = f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]"
-    time_txt = [f"{r.runtime_s:.1f}s" if r.verdict is not Verdict.NOT_IMPLEMENTED else ""] if verbose else []
+    time_txt = [f"{r.runtime_s:.1f}s"] if verbose else []
     if not r.comparisons:
-        note = "(no check yet)" if r.verdict is Verdict.NOT_IMPLEMENTED else (_last_line(r.error) or r.notes)
+        note = _last_line(r.error) or r.notes
         note = note if verbose else _short(note, _HEADLINE_CHARS)
         return [[r.id, verdict, "", note, "", "", *([""] if verbose else []), *time_txt]]
     held = f"{sum(c.outcome == 'PASS' for c in r.comparisons)}/{len(r.comparisons)}"
@@ -199,10 +200,6 @@ def print_summary(console: Console, results: list[CheckResult], exit_code: int, 
         console.print(f"[bold yellow]INCONCLUSIVE[/]: {', '.join(inc)} - the data decide neither way at the stated "
                       f"levels (the comparison says how much more data would); {how}")
     console.print(f"[dim]{rates_text()}[/]")
-    ni = [r.id for r in results if r.verdict is Verdict.NOT_IMPLEMENTED]
-    if ni:
-        how = "counted as failures (--strict)" if strict else "not counted in the exit status (use --strict to count them)"
-        console.print(f"[yellow]NOT IMPLEMENTED[/]: {', '.join(ni)} - {how}")
     for r in results:
         if r.verdict is Verdict.ERROR:
             console.print(f"[red]{r.id} raised:[/]\n{r.error}")
@@ -292,9 +289,6 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
     ]
     for r in results:
         lines += [f"## {r.id}: {r.verdict.value}", "", f"*Claim (paper {r.paper}).* {_md(r.claim)}", ""]
-        if r.verdict is Verdict.NOT_IMPLEMENTED:
-            lines += ["No check exists for this claim yet.", ""]
-            continue
         if r.comparisons:
             lines += ["| " + " | ".join(COMPARISON_COLUMNS) + " |", "|---" * len(COMPARISON_COLUMNS) + "|"]
             for c in r.comparisons:
@@ -355,7 +349,7 @@ def summary_cells(r: CheckResult) -> tuple[str, str, str]:
     """
     _result("r", r)
     if not r.comparisons:
-        return "", "no check yet" if r.verdict is Verdict.NOT_IMPLEMENTED else _last_line(r.error), ""
+        return "", _last_line(r.error), ""
     c = _headline(r)
     held = f"{sum(x.outcome == 'PASS' for x in r.comparisons)}/{len(r.comparisons)}"
     return held, c.name, f"{measured_text(c)} vs {fmt_value(c.predicted)}"
@@ -566,8 +560,6 @@ def _html_section(r: CheckResult, report_dir: Path) -> list[str]:
     """One check's section: heading (the summary's link target), claim, comparisons, notes, error, figures."""
     lines = [f'<section id="{section_anchor(r)}">', f"<h2>{escape(r.id)}: {_verdict_span(r.verdict.value)}</h2>",
              f"<p><em>Claim (paper {escape(r.paper)}).</em> {escape(r.claim)}</p>"]
-    if r.verdict is Verdict.NOT_IMPLEMENTED:
-        return lines + ["<p>No check exists for this claim yet.</p>", "</section>"]
     if r.comparisons:
         rows = [[*map(escape, cells[:-1]), _verdict_span(cells[-1])]
                 for cells in map(_comparison_cells, r.comparisons)]

@@ -15,7 +15,7 @@ from theory.validation import ArgumentTypeError, as_float, check_flag, describe
 from .validation import (check_df, check_items, check_mapping, check_measurement, check_paths, check_seeds, check_text,
                          check_value, jsonable, optional_real)
 
-__all__ = ["CheckResult", "Comparison", "Outcome", "Verdict", "check_verdict", "with_key"]
+__all__ = ["CheckResult", "Comparison", "Outcome", "Verdict", "with_key"]
 
 
 class Verdict(str, Enum):
@@ -24,7 +24,6 @@ class Verdict(str, Enum):
     INCONCLUSIVE = "INCONCLUSIVE"  # neither the claim nor its violation is established at the stated levels
     ERROR = "ERROR"  # the check raised: counts as a failure
     INFO = "INFO"  # informational check: reported, never decides the exit status
-    NOT_IMPLEMENTED = "NOT IMPLEMENTED"
 
 
 @dataclass(frozen=True)
@@ -313,10 +312,8 @@ def _stored_args(v: Any) -> tuple:
 
 @dataclass
 class Outcome:
-    """What a check function returns: its comparisons (a list of :class:`Comparison`), notes (text), the paths of
-    its figures, data (a mapping with string keys, written to the JSON report), whether it is informational and,
-    from :meth:`verify.claim.Claim.run`, the verdict it judged the comparisons to (``None``: not judged yet; the
-    registry judges them).  Fields are checked on construction (``TypeError`` naming the field)."""
+    """What :meth:`verify.claim.Claim.run` returns: the judged comparisons, notes (text), the paths of the figures,
+    data (a mapping with string keys, written to the JSON report), whether the claim is a study, and its verdict."""
 
     comparisons: list[Comparison]
     notes: str = ""
@@ -324,20 +321,6 @@ class Outcome:
     data: dict = field(default_factory=dict)
     informational: bool = False
     verdict: str | None = None
-
-    def __post_init__(self) -> None:
-        self.comparisons = check_items("comparisons", self.comparisons, Comparison, "Comparison objects")
-        check_text("notes", self.notes)
-        self.figures = check_paths("figures", self.figures)
-        self.data = check_mapping("data", self.data)
-        self.informational = check_flag("informational", self.informational)
-        if self.verdict is not None:
-            if self.verdict not in ("PASS", "FAIL", "INCONCLUSIVE", "INFO"):
-                raise ValueError(f"verdict must be None or one of 'PASS', 'FAIL', 'INCONCLUSIVE', 'INFO', got "
-                                 f"{describe(self.verdict)}")
-            if any(not c.outcome for c in self.comparisons):
-                raise ValueError("a judged outcome (verdict given) must hold judged comparisons (verify.verdicts."
-                                 "judged), got one without an outcome")
 
 
 @dataclass
@@ -355,18 +338,8 @@ class CheckResult:
     data: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        """Fields checked like :class:`Outcome`'s; ``verdict`` may be given as its value (``"PASS"``)."""
-        check_text("id", self.id, empty=False)
-        check_text("paper", self.paper)
-        check_text("claim", self.claim)
-        self.verdict = check_verdict("verdict", self.verdict)
-        self.comparisons = check_items("comparisons", self.comparisons, Comparison, "Comparison objects")
-        self.runtime_s = as_float("runtime_s", self.runtime_s, low=0)
-        self.seeds = check_seeds("seeds", self.seeds)
-        self.figures = check_paths("figures", self.figures)
-        check_text("notes", self.notes)
-        check_text("error", self.error, none_ok=True)
-        self.data = check_mapping("data", self.data)
+        """``verdict`` may be given as its value (``"PASS"``)."""
+        self.verdict = Verdict(self.verdict)
 
     def to_json(self) -> dict:
         return {
@@ -382,18 +355,3 @@ class CheckResult:
             "error": self.error,
             "data": jsonable(self.data),
         }
-
-
-
-def check_verdict(name: str, v: Any) -> "Verdict":
-    """A :class:`Verdict`, or its value (``"PASS"``, ``"NOT IMPLEMENTED"``, ...)."""
-    if isinstance(v, Verdict):
-        return v
-    if not isinstance(v, str):
-        raise ArgumentTypeError(f"{name} must be a Verdict or one of {[x.value for x in Verdict]}, got {describe(v)}")
-    try:
-        return Verdict(v)
-    except ValueError:
-        raise ValueError(f"{name} must be a Verdict or one of {[x.value for x in Verdict]}, got {v!r}") from None
-
-

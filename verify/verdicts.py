@@ -50,7 +50,7 @@ __all__ = ["ALPHA_CHECK", "ALPHA_PASS", "ALPHA_REPORT", "KINDS", "N_STOCHASTIC_C
            "consistency_p", "describe", "direction_p", "equivalence_p", "holm", "judge", "judged", "rates_text",
            "scale_to_decide", "t_quantile", "z_quantile"]
 
-#: a comparison as judged here: a dataclass with the fields of :class:`verify.registry.Comparison`
+#: a comparison as judged here: a dataclass with the fields of :class:`verify.results.Comparison`
 #: (``kind``, ``p_fail``, ``p_pass``, ``exact_ok``, ``outcome``, ``passed``, ``decide_factor``)
 Comparison = Any
 
@@ -159,7 +159,7 @@ _FIELDS = ("kind", "p_fail", "p_pass", "exact_ok", "outcome", "passed")
 
 
 def _check_comparison(name: str, c: Any) -> Any:
-    """An object with the fields of :class:`verify.registry.Comparison` (:data:`_FIELDS`) and a known ``kind``."""
+    """An object with the fields of :class:`verify.results.Comparison` (:data:`_FIELDS`) and a known ``kind``."""
     missing = [f for f in _FIELDS if not hasattr(c, f)]
     if not missing and not is_dataclass(c):
         missing = ["dataclass fields (judging returns dataclasses.replace copies)"]
@@ -340,8 +340,7 @@ def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK,
 def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
     """The verdict of :func:`judged` (``PASS``/``FAIL``/``INCONCLUSIVE``); pure, the comparisons are unchanged.
 
-    An empty list: ``PASS`` (vacuous), as this function always read it; a check without comparisons FAILS in the
-    registry (:func:`verify.registry.judge_outcome`).
+    An empty list: ``PASS`` (vacuous); a check without comparisons FAILS (:func:`verify.claim.run_check`).
     """
     comparisons = check_comparisons("comparisons", comparisons)
     return judged(comparisons, alpha).verdict if comparisons else "PASS"

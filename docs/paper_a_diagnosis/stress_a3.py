@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 def main(argv: list[str] | None = None) -> int:
     from verify.budget import replicate_context
     from verify.context import CheckContext
-    from verify.registry import run_check
-    from verify.catalog import select
+    from verify.claim import run_check
+    from verify.claim import select
     from verify.results import with_key
     from verify.sequential import judge_look, pooled, replicates_after
 

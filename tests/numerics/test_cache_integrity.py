@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from numerics.sweep import CacheIntegrityWarning, cache_key, result_checksum, run_sweep
-from verify.registry import CheckContext
+from verify.context import CheckContext
 
 HERE = Path(__file__).resolve().parent
 CALLS: list[tuple] = []
@@ -291,7 +291,7 @@ def test_npz_entry_without_checksum_is_accepted_when_its_key_matches_and_upgrade
 _CACHED_SCRIPT = """
 import os, sys, time
 import numpy as np
-from verify.registry import CheckContext
+from verify.context import CheckContext
 
 def compute(i):
     time.sleep(0.3)

@@ -231,8 +231,8 @@ def test_b8_smoke_run_is_well_formed():
 
 def test_b8_figure_reads_at_a_glance():
     from verify import figures as F
-    from verify.catalog import claim_of
-    from verify.registry import CheckContext
+    from verify.claim import claim_of
+    from verify.context import CheckContext
     from verify.verdicts import judged
 
     claim = claim_of("B8")

@@ -23,9 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 _SCRIPT = r"""
 import json, sys, torch
 torch.set_num_threads(int(sys.argv[2]))
-from verify.catalog import check_spec
-from verify.registry import CheckContext, run_check
-spec = check_spec(sys.argv[1])
+from verify.claim import claim_of
+from verify.context import CheckContext
+from verify.claim import run_check
+spec = claim_of(sys.argv[1])
 res = run_check(spec, CheckContext(profile="smoke", cache_dir=None, n_jobs=1))
 assert res.error is None, res.error
 print(json.dumps({"comparisons": [c.to_json() for c in res.comparisons], "data": res.to_json()["data"]}))

@@ -7,10 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from verify import catalog, registry
+from conftest import claim_from, fake_claims
+from verify.claim import all_claims, claim_of
 from verify.budget import replicate_context, run_sequential
 from verify.cli import main
-from verify.registry import CheckContext, CheckSpec, Comparison, Outcome, run_check
+from verify.context import CheckContext
+from verify.claim import Claim, run_check
+from verify.results import Comparison, Outcome
 from verify.sequential import replicate_seed
 
 
@@ -29,8 +32,8 @@ def _draw_check(truth: float, calls: list | None = None):
     return func
 
 
-def _spec(cid: str, func) -> CheckSpec:
-    return CheckSpec(cid, "A", "a test claim", func)
+def _spec(cid: str, func) -> Claim:
+    return claim_from(cid, func)
 
 
 class _Clock:
@@ -96,7 +99,7 @@ def test_a_continued_run_equals_one_run_of_the_same_rounds(tmp_path):
 def test_a_real_check_continued_at_smoke_size(tmp_path):
     """The mechanism on a real check (B3 at the smoke profile, undecided at round 0 at seed 0: seconds): two runs
     = one run."""
-    spec = [catalog.check_spec("B3")]
+    spec = [claim_of("B3")]
 
     def pooled_rows(seqs):
         return [c.to_json() for c in seqs[0].result().comparisons]
@@ -128,8 +131,8 @@ def test_the_command_line_refuses_bad_budgets(args, match):
 
 
 def test_the_command_line_writes_the_sequential_record(monkeypatch, tmp_path, capsys):
-    catalog.all_checks()
-    monkeypatch.setattr(registry, "_REGISTRY", {"A1": _draw_check(1.0), "A2": _draw_check(0.0)})
+    all_claims()
+    fake_claims(monkeypatch, {"A1": _draw_check(1.0), "A2": _draw_check(0.0)})
     out = tmp_path / "r.json"
     assert main(["--only", "A1", "A2", "--rounds", "2", "--cache-dir", "none", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
@@ -141,8 +144,8 @@ def test_the_command_line_writes_the_sequential_record(monkeypatch, tmp_path, ca
 
 
 def test_calibrate_with_rounds_records_the_sequential_runs(monkeypatch, tmp_path):
-    catalog.all_checks()
-    monkeypatch.setattr(registry, "_REGISTRY", {"A1": _draw_check(1.0), "A2": _draw_check(0.0)})
+    all_claims()
+    fake_claims(monkeypatch, {"A1": _draw_check(1.0), "A2": _draw_check(0.0)})
     out = tmp_path / "cal"
     main(["calibrate", "--only", "A1", "A2", "--seeds", "3", "--rounds", "1", "--out", str(out), "--cache-dir", "none"])
     rec = json.loads((out / "records" / "A2_seed1.json").read_text())

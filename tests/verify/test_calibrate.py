@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from verify.calibrate import clopper_pearson, rejudge, summarise
-from verify.registry import Comparison
+from verify.results import Comparison
 from verify.verdicts import ALPHA_CHECK
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from verify import catalog, registry
+from conftest import fake_claims
+from verify.claim import all_claims, claim_of
 from verify.cli import EXIT_INTERRUPTED, main
-from verify.registry import Comparison, Outcome
+from verify.results import Comparison, Outcome
 
 
 def _ok(ctx) -> Outcome:
@@ -38,7 +39,7 @@ def _terminated(ctx) -> Outcome:
 
 @pytest.fixture(autouse=True)
 def _checks_imported():
-    catalog.all_checks()  # register the real checks first, so that a replaced registry stays as set
+    all_claims()  # register the real checks first, so that a replaced registry stays as set
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def recording(monkeypatch) -> list:
             return _ok(ctx)
         return run
 
-    monkeypatch.setattr(registry, "_REGISTRY", {"A1": make("A1"), "A2": make("A2")})
+    fake_claims(monkeypatch, {"A1": make("A1"), "A2": make("A2")})
     return ran
 
 
@@ -94,7 +95,7 @@ def test_cuda_without_cuda_is_refused(recording, tmp_path):
 
 @pytest.mark.parametrize("stop, sig", [(_interrupted, "SIGINT"), (_terminated, "SIGTERM")])
 def test_signal_keeps_finished_seeds_and_exits_130(monkeypatch, tmp_path, capsys, stop, sig):
-    monkeypatch.setattr(registry, "_REGISTRY", {"A1": _ok, "A2": stop})
+    fake_claims(monkeypatch, {"A1": _ok, "A2": stop})
     before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
     assert main(_calibrate(tmp_path)) == EXIT_INTERRUPTED
     records = tmp_path / "out" / "records"

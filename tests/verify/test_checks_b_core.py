@@ -10,19 +10,21 @@ import pytest
 from verify.checks import paper_b_core as core
 from verify.checks import paper_b_attention_vs_ridge as avr
 from verify.checks import paper_b_spectrum as spectrum
-from verify.catalog import check_spec
-from verify.registry import CheckContext, Comparison, Verdict, run_check
+from verify.claim import claim_of
+from verify.context import CheckContext
+from verify.results import Comparison, Verdict
+from verify.claim import run_check
 from verify.verdicts import judged
 
 
 def _run(cid: str, tmp_path):
-    spec = check_spec(cid)
+    spec = claim_of(cid)
     ctx = CheckContext(profile="smoke", report_dir=tmp_path, seed=1)
     return run_check(spec, ctx)
 
 
 def _run_nofig(cid: str, seed: int = 1):
-    spec = check_spec(cid)
+    spec = claim_of(cid)
     return run_check(spec, CheckContext(profile="smoke", report_dir=None, seed=seed))
 
 

@@ -9,10 +9,12 @@ import pytest
 
 from verify.checks import paper_b_alignment as alignment
 from verify.checks import paper_b_structured as mod
-from verify.catalog import check_spec
-from verify.registry import CheckContext, Verdict, run_check
+from verify.claim import claim_of
+from verify.context import CheckContext
+from verify.results import Verdict
+from verify.claim import run_check
 
-_spec = check_spec
+_spec = claim_of
 
 
 @pytest.mark.parametrize("cid", ["B4", "B7"])

@@ -15,11 +15,11 @@ from scipy import stats
 from verify.checks.paper_a_coercivity import coercivity_sides
 from verify.checks.paper_a_numerics import k_levels_to_M, model_for, predict_error, trial
 from conftest import assert_well_formed, run_smoke
-from verify.catalog import check_spec
-from verify.registry import Verdict
+from verify.claim import claim_of
+from verify.results import Verdict
 
 
-_spec = check_spec
+_spec = claim_of
 
 
 @pytest.mark.parametrize("cid", ["A2", "A3", "A4", "A5", "A6"])

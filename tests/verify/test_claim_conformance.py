@@ -1,12 +1,12 @@
-"""Every claim of the catalogue, run once at the smoke profile, obeys the shape of :class:`verify.claim.Claim`.
+"""Every registered claim, run once at the smoke profile, obeys the shape of :class:`verify.claim.Claim`.
 
 One run per claim (figures drawn, so every part runs) checks:
 
 - the evidence is judged exactly once: the claim's ``judge`` is called once, :func:`verify.verdicts.judged` once,
   and ``describe`` and ``figure`` receive the judged comparisons (never judging again);
 - judging changes none of its inputs (the rows are frozen; their JSON is the same after the run);
-- the outcome's verdict is the judgement of the rows (``INFO`` for a study) and the registry keeps it;
-- the stored result judged again (:func:`verify.registry.rejudge_stored`, the JSON round trip) gives the same
+- the outcome's verdict is the judgement of the rows (``INFO`` for a study) and ``run_check`` keeps it;
+- the stored result judged again (:func:`verify.claim.rejudge_stored`, the JSON round trip) gives the same
   verdict and the same outcome on every row;
 - every figure reads at a glance (:func:`verify.figures.figure_problems` finds nothing; the title names the claim
   and its verdict).
@@ -28,13 +28,14 @@ matplotlib.use("Agg")
 import verify.claim as claim_module  # noqa: E402
 from verify import verdicts  # noqa: E402
 from verify import figures as F  # noqa: E402
-from verify.catalog import all_checks, claim_of  # noqa: E402
-from verify.claims import STUDIES  # noqa: E402
-from verify.registry import CheckContext, CheckResult, Verdict, rejudge_stored  # noqa: E402
+from verify.claim import all_claims, claim_of  # noqa: E402
+from verify.context import CheckContext  # noqa: E402
+from verify.results import CheckResult, Verdict  # noqa: E402
+from verify.claim import rejudge_stored  # noqa: E402
 from verify.verdicts import judged  # noqa: E402
 
-#: every claim of the catalogue that is a :class:`verify.claim.Claim` (all of them)
-IDS = [s.id for s in all_checks() if s.func is not None]
+#: every registered claim
+IDS = [c.id for c in all_claims()]
 #: the claims whose figures follow :mod:`verify.figures`' conventions and are inspected (B4's two figures and the
 #: B4-rev study's diagnostic grid are drawn, not inspected)
 FIGURE_IDS = {"A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B10", "B7-lin"}
@@ -76,7 +77,7 @@ def test_claim_is_judged_once_purely_and_round_trips(cid, tmp_path, monkeypatch)
         calls["judged"] += 1
         return judged(comparisons, *args, **kw)
 
-    # every route to a verdict goes through verify.verdicts.judged (verdicts.judge and the registry call it too)
+    # every route to a verdict goes through verify.verdicts.judged (verdicts.judge and run_check call it too)
     monkeypatch.setattr(claim_module, "judged", counting_judged)
     monkeypatch.setattr(verdicts, "judged", counting_judged)
     ctx = CheckContext(profile="smoke", report_dir=tmp_path, cache_dir=None, n_jobs=1, check_id=cid)
@@ -85,7 +86,7 @@ def test_claim_is_judged_once_purely_and_round_trips(cid, tmp_path, monkeypatch)
     assert calls == {"judge": 1, "judged": 1}
     assert [c.to_json() for c in seen["rows"]] == seen["rows_json"]  # judging changed none of its inputs
     expected = judged(seen["rows"])
-    info = out.informational or cid in STUDIES
+    info = claim.informational
     assert out.verdict == ("INFO" if info else expected.verdict)
     assert tuple(out.comparisons) == expected.comparisons == tuple(seen["described"])
     assert all(c.outcome for c in out.comparisons)
@@ -96,7 +97,7 @@ def test_claim_is_judged_once_purely_and_round_trips(cid, tmp_path, monkeypatch)
         assert not problems, f"{cid} {name}: " + "; ".join(problems)
         assert title.startswith(f"{cid}:") and out.verdict in title, title  # the claim and its verdict
     assert out.figures or claim.figure is claim_module._no_figure
-    _words_match_the_judge(cid, out.comparisons)
+    _words_match_the_judge(claim.statement, out.comparisons, cid)
     if cid in KEYED_IDS:
         keys = [c.key for c in out.comparisons]
         assert all(keys) and len(set(keys)) == len(keys), f"{cid}: rows without a key or sharing one"
@@ -112,12 +113,10 @@ def test_claim_is_judged_once_purely_and_round_trips(cid, tmp_path, monkeypatch)
 RULE_WORDS = {"equivalence": "equivalence", "within 0.0": "equivalence", "margin": "equivalence"}
 
 
-def _words_match_the_judge(cid: str, comparisons) -> None:
-    """The claim's one-line statement (``verify.claims``, which the report, ``--list`` and docs/claims.md print) names
-    no kind of test that its judge does not use: an "equivalence within 0.03" over a consistency judge fails here."""
-    from verify.claims import CLAIMS
-
-    text = {**CLAIMS, **STUDIES}[cid][1].lower()
+def _words_match_the_judge(statement: str, comparisons, cid: str = "") -> None:
+    """The claim's statement (which the report, ``--list`` and docs/claims.md print) names no kind of test that its
+    judge does not use: an "equivalence within 0.03" over a consistency judge fails here."""
+    text = statement.lower()
     kinds = {c.kind for c in comparisons}
     for word, kind in RULE_WORDS.items():
         assert word not in text or kind in kinds, f"{cid}'s statement says {word!r}; its judge has no {kind} test"
@@ -125,25 +124,17 @@ def _words_match_the_judge(cid: str, comparisons) -> None:
 
 def test_rule_words_are_caught():
     """The check above can fail: a statement with "equivalence within 0.03" over consistency rows is refused."""
-    from verify.registry import Comparison
+    from verify.results import Comparison
 
     rows = [Comparison.consistency("slope", -0.8, -0.79, 0.01)]
-    import verify.claims
-
-    saved = verify.claims.CLAIMS["A2"]
-    try:
-        verify.claims.CLAIMS["A2"] = ("A", "slope matches -4/5 (equivalence within 0.03)")
-        with pytest.raises(AssertionError, match="equivalence"):
-            _words_match_the_judge("A2", rows)
-    finally:
-        verify.claims.CLAIMS["A2"] = saved
-    _words_match_the_judge("A2", rows)
+    with pytest.raises(AssertionError, match="equivalence"):
+        _words_match_the_judge("slope matches -4/5 (equivalence within 0.03)", rows, "A2")
+    _words_match_the_judge(claim_of("A2").statement, rows, "A2")
 
 
-def test_the_registry_keeps_a_claims_judgement(monkeypatch):
-    """Through the registry (``run_check``, what the report and ``calibrate`` call) a claim is still judged once."""
-    from verify.catalog import check_spec
-    from verify.registry import run_check
+def test_run_check_keeps_a_claims_judgement(monkeypatch):
+    """Through ``run_check`` (what the report and ``calibrate`` call) a claim is still judged once."""
+    from verify.claim import run_check
 
     calls = []
 
@@ -153,5 +144,5 @@ def test_the_registry_keeps_a_claims_judgement(monkeypatch):
 
     monkeypatch.setattr(claim_module, "judged", counting_judged)
     monkeypatch.setattr(verdicts, "judged", counting_judged)
-    res = run_check(check_spec("B5"), CheckContext(profile="smoke", cache_dir=None, n_jobs=1))
+    res = run_check(claim_of("B5"), CheckContext(profile="smoke", cache_dir=None, n_jobs=1))
     assert res.error is None and len(calls) == 1 and calls[0] == len(res.comparisons)

@@ -9,10 +9,12 @@ import sys
 
 import pytest
 
-from verify import catalog, registry
-from verify.claims import CLAIMS
+from conftest import fake_claims
+from verify.claim import all_claims, claim_of
 from verify.cli import main
-from verify.registry import CheckContext, Comparison, Outcome, Verdict, exit_status, run_check
+from verify.context import CheckContext
+from verify.results import CheckResult, Comparison, Outcome, Verdict
+from verify.claim import exit_status, run_check
 
 
 def _cmp(passed: bool) -> Comparison:
@@ -26,27 +28,27 @@ def fake_checks(monkeypatch):
         "A1": lambda ctx: Outcome([_cmp(True)]),
         "A2": lambda ctx: Outcome([_cmp(True), _cmp(False)]),
         "A3": lambda ctx: 1 / 0,
-        "A4": lambda ctx: Outcome([_cmp(False)], informational=True),
+        "A4": lambda ctx: Outcome([_cmp(False)]),
     }
-    monkeypatch.setattr(registry, "_REGISTRY", fake)
+    fake_claims(monkeypatch, fake, informational=("A4",))
     return fake
 
 
 def test_list_shows_all_16_claims(capsys):
     assert main(["--list"]) == 0
     out = capsys.readouterr().out
-    for cid in CLAIMS:
+    claims = [c.id for c in all_claims() if not c.informational]
+    for cid in claims:
         assert cid in out
-    assert len(CLAIMS) == 16
-    assert "B7-lin" in out and "informational" in out
+    assert len(claims) == 16
+    assert "B7-lin" in out and "study" in out
 
 
 def test_study_never_decides_exit_status(monkeypatch):
     fail = Outcome([_cmp(False)])  # a study whose comparison does not hold is still INFO
-    monkeypatch.setattr(registry, "_REGISTRY", {"B7-lin": lambda ctx: fail})
+    fake_claims(monkeypatch, {"B7-lin": lambda ctx: fail})
     assert main(["--only", "b7-lin", "--cache-dir", "none"]) == 0
-    spec = [s for s in catalog.all_checks() if s.id == "B7-lin"][0]
-    assert run_check(spec, CheckContext()).verdict is Verdict.INFO
+    assert run_check(claim_of("B7-lin"), CheckContext()).verdict is Verdict.INFO
 
 
 def test_report_dir_none_writes_no_directory(fake_checks, tmp_path, monkeypatch):
@@ -67,33 +69,28 @@ def test_exit_codes(fake_checks, tmp_path):
     assert main(["--only", "A2", "--cache-dir", "none"]) == 1
     assert main(["--only", "A3", "--cache-dir", "none"]) == 1  # ERROR counts as failure
     assert main(["--only", "A4", "--cache-dir", "none"]) == 0  # INFO never decides
-    # NOT IMPLEMENTED is ignored unless --strict
-    assert main(["--only", "A1", "B7", "--cache-dir", "none"]) == 0
-    assert main(["--only", "A1", "B7", "--strict", "--cache-dir", "none"]) == 1
 
 
 def test_verdict_logic(fake_checks):
-    specs = {s.id: s for s in catalog.all_checks()}
+    specs = {s.id: s for s in all_claims()}
     assert run_check(specs["A1"], CheckContext()).verdict is Verdict.PASS
     assert run_check(specs["A2"], CheckContext()).verdict is Verdict.FAIL
     res = run_check(specs["A3"], CheckContext())
     assert res.verdict is Verdict.ERROR and "ZeroDivisionError" in res.error
     assert run_check(specs["A4"], CheckContext()).verdict is Verdict.INFO
-    assert run_check(specs["B7"], CheckContext()).verdict is Verdict.NOT_IMPLEMENTED
-    assert exit_status([run_check(specs["B7"], CheckContext())]) == 0
-    assert exit_status([run_check(specs["B7"], CheckContext())], strict=True) == 1
+    inconclusive = CheckResult("A5", "A", "claim", Verdict.INCONCLUSIVE)
+    assert exit_status([inconclusive]) == 0 and exit_status([inconclusive], strict=True) == 1
 
 
 def test_no_comparison_is_not_a_pass(monkeypatch):
-    monkeypatch.setattr(registry, "_REGISTRY", {"A1": lambda ctx: Outcome([])})
-    spec = [s for s in catalog.all_checks() if s.id == "A1"][0]
-    assert run_check(spec, CheckContext()).verdict is Verdict.FAIL
+    fake_claims(monkeypatch, {"A1": lambda ctx: Outcome([])})
+    assert run_check(claim_of("A1"), CheckContext()).verdict is Verdict.FAIL
 
 
 def test_json_schema_and_report_dir(fake_checks, tmp_path):
     path = tmp_path / "out.json"
     rep = tmp_path / "rep"
-    code = main(["--only", "A1", "A2", "B1", "--json", str(path), "--report-dir", str(rep), "--seed", "7",
+    code = main(["--only", "A1", "A2", "A4", "--json", str(path), "--report-dir", str(rep), "--seed", "7",
                  "--cache-dir", "none"])
     assert code == 1
     doc = json.loads(path.read_text())
@@ -101,16 +98,16 @@ def test_json_schema_and_report_dir(fake_checks, tmp_path):
     assert doc["seed"] == 7 and doc["profile"] == "quick" and doc["exit_code"] == 1
     assert set(doc["summary"]) == {v.value for v in Verdict}
     ids = [r["id"] for r in doc["results"]]
-    assert ids == ["A1", "A2", "B1"]
+    assert ids == ["A1", "A2", "A4"]
     for r in doc["results"]:
         assert set(r) >= {"id", "paper", "claim", "verdict", "comparisons", "runtime_s", "seeds", "figures", "notes"}
         for c in r["comparisons"]:
             assert set(c) == {"name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail",
                               "p_pass", "margin", "df", "decide_factor", "outcome", "headline", "args", "key"}
             assert c["outcome"] in ("PASS", "FAIL", "INCONCLUSIVE")
-    assert [r["verdict"] for r in doc["results"]] == ["PASS", "FAIL", "NOT IMPLEMENTED"]
+    assert [r["verdict"] for r in doc["results"]] == ["PASS", "FAIL", "INFO"]
     md = (rep / "report.md").read_text()
-    assert "## A2: FAIL" in md and "No check exists" in md
+    assert "## A2: FAIL" in md and "## A4: INFO" in md
     assert json.loads((rep / "report.json").read_text())["results"][0]["id"] == "A1"
 
 
@@ -125,7 +122,7 @@ def test_seed_for_is_reproducible_and_recorded():
 def test_module_entry_point_lists():
     out = subprocess.run([sys.executable, "-m", "verify", "--list"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0
-    assert all(cid in out.stdout for cid in CLAIMS)
+    assert all(c.id in out.stdout for c in all_claims())
 
 
 def test_comparison_passed_is_a_plain_bool():
@@ -150,7 +147,7 @@ def test_json_records_when_the_checks_started_and_when_the_report_was_written(mo
         time.sleep(1.1)  # the start and the finish fall in different seconds
         return Outcome([_cmp(True)])
 
-    monkeypatch.setattr(registry, "_REGISTRY", {"A1": slow})
+    fake_claims(monkeypatch, {"A1": slow})
     path = tmp_path / "out.json"
     before = datetime.now().astimezone().replace(microsecond=0)
     assert main(["--only", "A1", "--json", str(path), "--cache-dir", "none"]) == 0
@@ -183,14 +180,14 @@ def test_calibrate_command_on_fake_checks(fake_checks, tmp_path):
 @pytest.fixture
 def recording_checks(monkeypatch):
     """A1 and B1 record the context they get (no check may run when an option is refused)."""
-    catalog.all_checks()
+    all_claims()
     seen = []
 
     def rec(ctx):
         seen.append(ctx)
         return Outcome([_cmp(True)])
 
-    monkeypatch.setattr(registry, "_REGISTRY", {"A1": rec, "B1": rec})
+    fake_claims(monkeypatch, {"A1": rec, "B1": rec})
     return seen
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from verify import catalog, registry
+from conftest import fake_claims
+from verify.claim import all_claims, claim_of
 from verify.cli import EXIT_INTERRUPTED, main
-from verify.registry import Comparison, Outcome
+from verify.results import Comparison, Outcome
 
 
 def _ok(ctx) -> Outcome:
@@ -38,12 +39,12 @@ def _terminated(ctx) -> Outcome:
 
 @pytest.fixture(autouse=True)
 def _checks_imported():
-    catalog.all_checks()  # register the real checks first, so that a replaced registry stays as set
+    all_claims()  # register the real checks first, so that a replaced registry stays as set
 
 
 @pytest.mark.parametrize("stop, sig", [(_interrupted, "SIGINT"), (_terminated, "SIGTERM")])
 def test_signal_writes_the_finished_checks_and_exits_130(monkeypatch, tmp_path, capsys, stop, sig):
-    monkeypatch.setattr(registry, "_REGISTRY", {"A1": _ok, "A2": stop, "A3": _ok})
+    fake_claims(monkeypatch, {"A1": _ok, "A2": stop, "A3": _ok})
     path, rep = tmp_path / "out.json", tmp_path / "rep"
     argv = ["--only", "A1", "A2", "A3", "--json", str(path), "--report-dir", str(rep), "--cache-dir", "none"]
     # the handlers in force before the run (SIG_IGN for SIGINT under nohup or a background job, else Python's own)
@@ -66,7 +67,7 @@ def test_signal_writes_the_finished_checks_and_exits_130(monkeypatch, tmp_path, 
 
 
 def test_uninterrupted_run_has_no_interrupted_entry(monkeypatch, tmp_path):
-    monkeypatch.setattr(registry, "_REGISTRY", {"A1": _ok})
+    fake_claims(monkeypatch, {"A1": _ok})
     path = tmp_path / "out.json"
     assert main(["--only", "A1", "--json", str(path), "--cache-dir", "none"]) == 0
     assert "interrupted" not in json.loads(path.read_text())

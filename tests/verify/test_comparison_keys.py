@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from verify.registry import Comparison, with_key
+from verify.results import Comparison, with_key
 from verify.sequential import pooled
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from numerics import InteractionEstimator, PairwiseInteractionEstimator
-from verify.catalog import claim_of
+from verify.claim import claim_of
 from verify.checks.paper_a_numerics import estimator_class, trial
 from verify.checks.paper_a_rates import with_estimator
-from verify.registry import CheckContext
+from verify.context import CheckContext
 
 FITS: list[int] = []
 

@@ -24,7 +24,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from verify.claims import CLAIMS, STUDIES  # noqa: E402
+from verify.claim import claim_of  # noqa: E402
 from verify.cli import main  # noqa: E402
 from verify.report import fmt_value  # noqa: E402
 
@@ -84,7 +84,7 @@ def test_every_figure_is_linked_with_its_verdict(smoke_report, tmp_path):
     for r in doc["results"]:
         sec = sections[f"{r['id']}: {r['verdict']}"]
         assert f"**{r['verdict']}**" in sec
-        assert {**CLAIMS, **STUDIES}[r["id"]][1] in sec
+        assert claim_of(r["id"]).statement in sec
         shown = _shown(r["comparisons"])
         assert f"*{shown['name']}*: {fmt_value(shown['measured'])}" in sec  # the headline numbers, as stored
         assert f"--profile smoke --seed 0 --only {r['id']}" in sec and doc["platform"] in sec

@@ -273,7 +273,7 @@ def test_b7_lin_study_reads_3_se_and_never_decides():
     from types import SimpleNamespace
 
     from verify.checks.paper_b_linearisation import LinDesign, LinPrediction, judge_b7_lin
-    from verify.registry import judge_outcome
+    from verify.claim import claim_of
 
     rng = np.random.default_rng(4)
     gam = np.array([1e-2, 1e-1])
@@ -286,4 +286,4 @@ def test_b7_lin_study_reads_3_se_and_never_decides():
     comps = judge_b7_lin(design, pred, cells)
     assert [c.name.split(": ")[-1] for c in comps] == ["true kernel", "linearised kernel"] * 2
     assert [c.passed for c in comps] == [False, True, False, True]
-    assert judge_outcome("B7-lin", comps).value == "INFO"
+    assert claim_of("B7-lin").informational  # a study: Claim.run reports its judgement as INFO

@@ -26,7 +26,7 @@ from verify.checks.paper_a_coercivity import A5Design, A5Measurement, judge_a5, 
 from verify.checks.paper_a_low_rank import A6_COMBOS, A6Design, A6Measurement, A6Prediction, judge_a6
 from verify.checks.paper_a_theory import (
     A1_CLAIM, _bspline_exponents, _equivalence_at_points, _min_samples_thresholds, judge_a1)
-from verify.registry import CheckContext
+from verify.context import CheckContext
 from verify.verdicts import ALPHA_CHECK, judge
 
 

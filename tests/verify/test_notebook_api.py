@@ -22,7 +22,7 @@ def test_run_gives_the_registry_results(smoke_run):
         assert smoke_run[cid].verdict is reference.verdict
         assert [c.to_json() for c in smoke_run[cid].comparisons] == [c.to_json() for c in reference.comparisons]
     assert smoke_run.verdicts == {r.id: r.verdict.value for r in smoke_run}
-    assert smoke_run.exit_status == verify.registry.exit_status(list(smoke_run))
+    assert smoke_run.exit_status == verify.claim.exit_status(list(smoke_run))
     assert repr(smoke_run).startswith("Run(profile='smoke', seed=0: A1 ")
 
 

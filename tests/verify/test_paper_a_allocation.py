@@ -11,7 +11,7 @@ import pytest
 from numerics.allocation import allocate_replicates
 from verify.checks import paper_a_numerics as numerics_a
 from verify.checks import paper_a_rates as rates
-from verify.registry import CheckContext
+from verify.context import CheckContext
 
 
 @pytest.fixture

@@ -15,11 +15,13 @@ import pytest
 import torch
 
 from verify.checks.paper_a_numerics import _device_extra, balanced_sigma, trial
-from verify.catalog import check_spec
-from verify.registry import CheckContext, Verdict, run_check
+from verify.claim import claim_of
+from verify.context import CheckContext
+from verify.results import Verdict
+from verify.claim import run_check
 
 
-_spec = check_spec
+_spec = claim_of
 
 
 class _Interrupt:

@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from verify.cli import main  # noqa: E402
-from verify.registry import CheckResult, Comparison, Verdict  # noqa: E402
+from verify.results import CheckResult, Comparison, Verdict  # noqa: E402
 from verify.report import html_report  # noqa: E402
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -107,7 +107,7 @@ def _results(report_dir: Path) -> list[CheckResult]:
         CheckResult("A2", "A", "slope <= -4/5 & more", Verdict.PASS, [c1], 1.0, seeds=[1, 2], figures=[fig],
                     notes="short notes."),
         CheckResult("B4-rev", "B", "claim two", Verdict.FAIL, [c1, c2], 2.0, notes="Sentence. " * 300),
-        CheckResult("B9", "B", "claim three", Verdict.NOT_IMPLEMENTED),
+        CheckResult("B9", "B", "claim three", Verdict.INCONCLUSIVE),
         CheckResult("B8", "B", "claim four", Verdict.ERROR, error="Traceback\nValueError: <bad> & worse"),
     ]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from verify.registry import CheckResult, Comparison, Verdict
+from verify.results import CheckResult, Comparison, Verdict
 from verify.report import markdown_report, results_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ def _hand_made() -> list[CheckResult]:
     return [
         CheckResult("A1", "A", "claim one", Verdict.PASS, [c1], 1.0, notes="short notes."),
         CheckResult("B4-rev", "B", "claim two", Verdict.FAIL, [c1, c2], 2.0, notes="Sentence. " * 300),
-        CheckResult("B9", "B", "claim three", Verdict.NOT_IMPLEMENTED),
+        CheckResult("B9", "B", "claim three", Verdict.INCONCLUSIVE),
         CheckResult("B8", "B", "claim four", Verdict.ERROR, error="Traceback\nValueError: " + "x " * 200),
     ]
 
@@ -81,7 +81,7 @@ def test_markdown_opens_with_summary_contents_and_folds_notes(tmp_path):
     first_section = md.index("\n## A1: PASS")
     head = md[:first_section]
     assert "| id | verdict | held | headline | measured vs predicted |" in head
-    assert "[A1](#a1-pass)" in head and "[B4-rev](#b4-rev-fail)" in head and "(#b9-not-implemented)" in head
+    assert "[A1](#a1-pass)" in head and "[B4-rev](#b4-rev-fail)" in head and "(#b9-inconclusive)" in head
     assert "## Contents" in head and "- [B8: ERROR](#b8-error)" in head
     assert "-0.815 ± 0.009583 vs -0.8" in head
     for r in results:

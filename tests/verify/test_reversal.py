@@ -21,8 +21,10 @@ from scipy import stats
 from conftest import max_false_fails
 from verify.checks import paper_b_reversal as mod
 from verify.checks.paper_b_reversal_cli import main as cli_main
-from verify.catalog import check_spec
-from verify.registry import CheckContext, Verdict, run_check
+from verify.claim import claim_of
+from verify.context import CheckContext
+from verify.results import Verdict
+from verify.claim import run_check
 from verify.verdicts import ALPHA_CHECK, judge, judged
 
 PS = (128, 256, 512, 1024)
@@ -151,7 +153,7 @@ def test_design_validation():
 
 # ============================================================================ the run
 def test_study_runs_at_tiny_size(tmp_path):
-    res = run_check(check_spec("B4-rev"), CheckContext(profile="smoke", report_dir=tmp_path, n_jobs=1))
+    res = run_check(claim_of("B4-rev"), CheckContext(profile="smoke", report_dir=tmp_path, n_jobs=1))
     assert res.verdict is Verdict.INFO, res.error
     assert len(res.comparisons) == 2 * len(mod._DESIGNS["smoke"].settings)
     assert res.figures and res.seeds

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from verify.registry import Comparison, Verdict, judge_outcome
+from verify.results import Comparison, Verdict
 from verify.verdicts import (
     ALPHA_CHECK, ALPHA_PASS, ALPHA_REPORT, N_STOCHASTIC_CHECKS, equivalence_p, holm, judge, judged, scale_to_decide)
 
@@ -19,10 +19,10 @@ def _eq(delta, se, margin=0.03, df=None):
 
 def test_stated_rates_are_consistent():
     assert ALPHA_CHECK * N_STOCHASTIC_CHECKS == pytest.approx(ALPHA_REPORT)
-    from verify.claims import CLAIMS
+    from verify.claim import all_claims
 
     # the Bonferroni divisor counts every claim but the exact A1 (a new claim must update it)
-    assert N_STOCHASTIC_CHECKS == len([cid for cid in CLAIMS if cid != "A1"])
+    assert N_STOCHASTIC_CHECKS == len([c for c in all_claims() if not c.informational and c.id != "A1"])
     assert 0 < ALPHA_CHECK < ALPHA_PASS < 0.5
 
 
@@ -118,13 +118,19 @@ def test_judging_is_pure_and_returns_judged_copies():
     assert judged(list(first.comparisons)) == first  # judging judged rows again changes nothing
     with pytest.raises(dataclasses.FrozenInstanceError):
         comps[0].outcome = "PASS"  # a row is immutable
-    assert judged([]).verdict == "FAIL" and judge([]) == "PASS"  # an empty check fails in the registry
+    assert judged([]).verdict == "FAIL" and judge([]) == "PASS"  # an empty check fails in verify.claim.run_check
 
 
-def test_registry_verdicts():
-    assert judge_outcome("A2", [_eq(0.0, 0.05)]) is Verdict.INCONCLUSIVE
-    assert judge_outcome("B7-lin", [_eq(0.2, 0.001)]) is Verdict.INFO
-    assert judge_outcome("A2", []) is Verdict.FAIL
+def test_run_check_verdicts(monkeypatch):
+    from conftest import fake_claims
+    from verify.claim import claim_of, run_check
+    from verify.context import CheckContext
+    from verify.results import Outcome
+
+    fake_claims(monkeypatch, {"A2": lambda ctx: Outcome([_eq(0.0, 0.05)]), "A3": lambda ctx: Outcome([]),
+                              "B7-lin": lambda ctx: Outcome([_eq(0.2, 0.001)])})
+    verdicts = {cid: run_check(claim_of(cid), CheckContext()).verdict for cid in ("A2", "A3", "B7-lin")}
+    assert verdicts == {"A2": Verdict.INCONCLUSIVE, "A3": Verdict.FAIL, "B7-lin": Verdict.INFO}
 
 
 def test_scale_to_decide():
@@ -136,7 +142,8 @@ def test_scale_to_decide():
 
 
 def test_exit_status_strict_counts_inconclusive():
-    from verify.registry import CheckResult, exit_status
+    from verify.results import CheckResult
+    from verify.claim import exit_status
 
     inc = CheckResult("A2", "A", "", Verdict.INCONCLUSIVE)
     assert exit_status([inc]) == 0 and exit_status([inc], strict=True) == 1

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verify.catalog import check_spec
-from verify.registry import CheckContext, Verdict, run_check
+from verify.claim import claim_of
+from verify.context import CheckContext
+from verify.results import Verdict
+from verify.claim import run_check
 
 
 def _ctx(tmp_path, **kw):
@@ -74,7 +76,7 @@ def test_rejects_object_values(tmp_path):
         _ctx(tmp_path).cached("mc", {"n": 8}, lambda: {"x": np.array([{"a": 1}], dtype=object)})
 
 
-_spec = check_spec
+_spec = claim_of
 
 
 def _measured(res):

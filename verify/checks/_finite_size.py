@@ -88,8 +88,8 @@ class FiniteSizeTest:
 
     def comparison(self, name: str, predicted: float, measured: float, se: float,
                    small: str = "n_s", large: str = "n_l", **kw):
-        """The point as a ``bound`` :class:`verify.registry.Comparison` (PASS unless ``T`` is significant)."""
-        from verify.registry import Comparison
+        """The point as a ``bound`` :class:`verify.results.Comparison` (PASS unless ``T`` is significant)."""
+        from verify.results import Comparison
 
         return Comparison.bound(name, float(predicted), float(measured), float(se), self.statistic,
                                 excess_se=self.sd, df=self.df, rule=self.rule(small, large), **kw)

@@ -44,7 +44,8 @@ from verify.checks.paper_a_numerics import size_of
 from verify.claim import Claim, register
 from verify.figures import paper_figure
 from verify.verdicts import Judgement
-from verify.registry import CheckContext, Comparison, with_key
+from verify.context import CheckContext
+from verify.results import Comparison, with_key
 
 __all__ = ["A5Design", "A5Measurement", "A5_CLAIM", "check_a5", "coercivity_sides", "describe_a5", "design_a5",
            "figure_a5", "judge_a5", "predict_a5", "simulate_a5"]
@@ -411,6 +412,13 @@ def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement, ju
 
 
 #: A5: coercivity ``||g-g*||^2/(N-1) <= E_inf(g) - E_inf(g*)`` for independent and dependent tokens
-A5_CLAIM = register(Claim(id="A5", design=design_a5, predict=predict_a5, simulate=simulate_a5, judge=judge_a5,
+#: claim A5 in words (the report, --list and docs/claims.md show it)
+STATEMENT_A5 = (
+    "Coercivity: ||g-g*||^2/(N-1) <= E_inf(g) - E_inf(g*). Tested: the exact identity RHS - LHS = (N-2)/(N-1) "
+    "E[h12 h13] (>= 0 for conditionally i.i.d. tokens, so those cases test the samplers), the tight case, and the"
+    " predicted violation for negatively correlated exchangeable tokens"
+)
+
+A5_CLAIM = register(Claim(id="A5", paper="A", statement=STATEMENT_A5, design=design_a5, predict=predict_a5, simulate=simulate_a5, judge=judge_a5,
                           describe=describe_a5, figure=figure_a5, figure_name="coercivity"))
 check_a5 = A5_CLAIM.run

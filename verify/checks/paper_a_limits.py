@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from verify.registry import Comparison
+from verify.results import Comparison
 
 from .paper_a_records import LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupPrediction, limit_window
 

@@ -51,7 +51,7 @@ from numerics.slopes import SlopeFit, fit_slope
 from numerics.allocation import allocate_replicates
 from numerics.sweep import cell_seed, run_sweep, source_version
 from numerics.threads import torch_threads
-from verify.registry import CheckContext
+from verify.context import CheckContext
 
 from .paper_a_records import (LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupMeasurement, RateMeasurement,
                               RatePrediction, SweepCost, group_prediction, limit_window)

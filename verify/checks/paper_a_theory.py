@@ -38,9 +38,10 @@ from theory.symbols import M, N, beta, d, r
 from verify.claim import Claim, register
 from verify.figures import paper_figure
 from verify.verdicts import Judgement
-from verify.registry import CheckContext, Comparison
+from verify.context import CheckContext
+from verify.results import Comparison
 
-__all__ = ["A1Design", "A1Measurement", "A1_CLAIM", "STATEMENTS", "check_a1", "describe_a1", "design_a1",
+__all__ = ["A1Design", "A1Measurement", "A1_CLAIM", "STATEMENTS", "describe_a1", "design_a1",
            "figure_a1", "judge_a1", "predict_a1", "simulate_a1"]
 
 _IDENT = "exact (sympy simplify == 0)"
@@ -423,8 +424,11 @@ def figure_a1(design: A1Design, prediction: dict, measurement: A1Measurement, ju
     return fig
 
 
-A1_CLAIM = register(Claim(id="A1", design=design_a1, predict=predict_a1, simulate=simulate_a1, judge=judge_a1,
-                          describe=describe_a1, figure=figure_a1, figure_name="exponent_and_slopes"))
+#: claim A1 in words (the report, --list and docs/claims.md show it)
+STATEMENT_A1 = (
+    "Rate exponent 2b/(2b+1), minimax rate, upper/lower bounds, low-rank condition: symbolic identities, limits "
+    "and monotonicity"
+)
 
-#: the check function of the registry (the claim's :meth:`~verify.claim.Claim.run`)
-check_a1 = A1_CLAIM.run
+A1_CLAIM = register(Claim(id="A1", paper="A", statement=STATEMENT_A1, design=design_a1, predict=predict_a1, simulate=simulate_a1, judge=judge_a1,
+                          describe=describe_a1, figure=figure_a1, figure_name="exponent_and_slopes"))

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..claim import Claim, register
 from ..verdicts import Judgement
-from ..registry import CheckContext, Comparison
+from ..context import CheckContext
+from ..results import Comparison
 from ._finite_size import finite_size_test
 from .paper_b_structured import (ACTIVATION, attention_model, Cells, gamma_columns, grid_cell, KAPPA_MAX, sizes_at,
                                  sizes_text, SPIKE_NONE, structured_profile, structured_theory, StructuredProfile)
@@ -476,6 +477,13 @@ def _figure_b4_ratio(design: B4Design, prediction: B4Prediction, cells: Cells) -
 
 
 #: B4: alignment shrinks attention's error and its gap to ridge; orthogonal spikes do not; where reversal happens
-CLAIM_B4 = register(Claim(id="B4", design=design_b4, predict=predict_b4, simulate=simulate_b4, judge=judge_b4,
+#: claim B4 in words (the report, --list and docs/claims.md show it)
+STATEMENT_B4 = (
+    "With signal, attention weights aligned with mu lower attention's error and its gap to ridge, orthogonal ones"
+    " do not; attention beats ridge only for gamma >= gamma* (at c >= 2 only with alignment), never as gamma -> 0"
+    " (finite-p wins there are the linearisation error: study B4-rev)"
+)
+
+CLAIM_B4 = register(Claim(id="B4", paper="B", statement=STATEMENT_B4, design=design_b4, predict=predict_b4, simulate=simulate_b4, judge=judge_b4,
                           describe=describe_b4, figure=figure_b4, figure_name="alignment_vs_ridge"))
 check_b4 = CLAIM_B4.run

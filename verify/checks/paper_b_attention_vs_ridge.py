@@ -16,7 +16,8 @@ import numpy as np
 
 from ..statistics import scalar_mean_se
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison, with_key
+from ..context import CheckContext
+from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from .paper_b_core import (attention_theory, fs_comparison, mc_cached, p_of, paired_positive, profile_name,
@@ -328,6 +329,12 @@ def _figure_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: 
     return fig
 
 
-CLAIM_B3 = register(Claim(id="B3", design=_design_b3, predict=_predict_b3, simulate=_simulate_b3, judge=judge_b3,
+#: claim B3 in words (the report, --list and docs/claims.md show it)
+STATEMENT_B3 = (
+    "On random inputs nonlinear attention has the larger interpolation error (sqrt(gamma) vs gamma^2 law for c > "
+    "1)"
+)
+
+CLAIM_B3 = register(Claim(id="B3", paper="B", statement=STATEMENT_B3, design=_design_b3, predict=_predict_b3, simulate=_simulate_b3, judge=judge_b3,
                           describe=_describe_b3, figure=_figure_b3, figure_name="attention_vs_ridge"))
 check_b3 = CLAIM_B3.run

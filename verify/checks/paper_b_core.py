@@ -65,7 +65,8 @@ import numpy as np  # noqa: E402
 
 from numerics.rmt import interpolation_error_mc  # noqa: E402
 
-from ..registry import CheckContext, Comparison  # noqa: E402
+from ..context import CheckContext  # noqa: E402
+from ..results import Comparison  # noqa: E402
 from ..figures import THEORY as THEORY_COLOR  # noqa: E402
 from ._finite_size import finite_size_test  # noqa: E402
 
@@ -145,7 +146,7 @@ def mc_cached(
 
 
 def profile_name(ctx: CheckContext) -> str:
-    return ctx.profile  # validated by CheckContext (verify.registry.PROFILES); every claim has a design record per profile
+    return ctx.profile  # validated by CheckContext (verify.context.PROFILES); every claim has a design record per profile
 
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison, with_key
+from ..context import CheckContext
+from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from .paper_b_core import attention_theory, mc_cached, p_of, paired_positive, profile_name, simulate_runtime
@@ -198,6 +199,11 @@ def _figure_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: 
     return fig
 
 
-CLAIM_B5 = register(Claim(id="B5", design=_design_b5, predict=_predict_b5, simulate=_simulate_b5, judge=judge_b5,
+#: claim B5 in words (the report, --list and docs/claims.md show it)
+STATEMENT_B5 = (
+    "a1 = 0 (e.g. cos) memorises poorly: a linear component of f is needed"
+)
+
+CLAIM_B5 = register(Claim(id="B5", paper="B", statement=STATEMENT_B5, design=_design_b5, predict=_predict_b5, simulate=_simulate_b5, judge=judge_b5,
                           describe=_describe_b5, figure=_figure_b5, figure_name="cos_vs_linear"))
 check_b5 = CLAIM_B5.run

@@ -21,7 +21,8 @@ from numerics.threads import thread_map as _map_threads
 from numerics.rmt import gaussian_equivalent_kernel, interpolation_error_label_average
 
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison, with_key
+from ..context import CheckContext
+from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from ._finite_size import finite_size_test
@@ -320,6 +321,11 @@ def _figure_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: 
     return fig
 
 
-CLAIM_B2 = register(Claim(id="B2", design=_design_b2, predict=_predict_b2, simulate=_simulate_b2, judge=judge_b2,
+#: claim B2 in words (the report, --list and docs/claims.md show it)
+STATEMENT_B2 = (
+    "Null-model attention deterministic equivalent matches simulation (several f, c < 1 and c > 1)"
+)
+
+CLAIM_B2 = register(Claim(id="B2", paper="B", statement=STATEMENT_B2, design=_design_b2, predict=_predict_b2, simulate=_simulate_b2, judge=judge_b2,
                           describe=_describe_b2, figure=_figure_b2, figure_name="null_attention"))
 check_b2 = CLAIM_B2.run

@@ -51,7 +51,8 @@ import numpy as np
 
 from ..statistics import KappaFit, PowerFit, crossing_size, fit_kappa2, fit_power_law, mean_se  # noqa: F401
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison
+from ..context import CheckContext
+from ..results import Comparison
 from ..verdicts import Judgement
 from .paper_b_core import mc_version
 from .paper_b_structured import KAPPA_MAX
@@ -568,7 +569,13 @@ def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict, j
 
 
 #: B4-rev (informational): attention vs ridge at small gamma, true kernel, aligned spikes, growing p
-CLAIM_B4_REV = Claim(id="B4-rev", design=design_reversal, predict=predict_reversal, simulate=simulate_reversal,
+#: claim B4-rev in words (the report, --list and docs/claims.md show it)
+STATEMENT_B4_REV = (
+    "Informational: does attention's finite-p win over ridge at small gamma (aligned spikes, true kernel) survive"
+    " p -> infinity? Decay of E_att - E_RR to its limit, fitted in p"
+)
+
+CLAIM_B4_REV = Claim(id="B4-rev", paper="B", statement=STATEMENT_B4_REV, design=design_reversal, predict=predict_reversal, simulate=simulate_reversal,
                      judge=judge_reversal, describe=describe_reversal, figure=figure_reversal,
                      figure_name="reversal_vs_p", informational=True)
 register(CLAIM_B4_REV)

@@ -7,7 +7,7 @@ import argparse
 from dataclasses import replace
 from typing import Sequence
 
-from ..registry import CheckContext
+from ..context import CheckContext
 from ..validation import path_or_none
 from ..verdicts import judged
 from .paper_b_reversal import (_DESIGNS, describe_reversal, figure_reversal, judge_reversal, predict_reversal,

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison, with_key
+from ..context import CheckContext
+from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from .paper_b_core import (Cell, edge_flag, judge_panels, Panel, panel_data, panel_theory,
@@ -227,6 +228,11 @@ def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: 
     return fig
 
 
-CLAIM_B1 = register(Claim(id="B1", design=_design_b1, predict=_predict_b1, simulate=_simulate_b1, judge=judge_b1,
+#: claim B1 in words (the report, --list and docs/claims.md show it)
+STATEMENT_B1 = (
+    "Ridge deterministic equivalent matches simulation on the three Figure-1 sweeps"
+)
+
+CLAIM_B1 = register(Claim(id="B1", paper="B", statement=STATEMENT_B1, design=_design_b1, predict=_predict_b1, simulate=_simulate_b1, judge=judge_b1,
                           describe=_describe_b1, figure=_figure_b1, figure_name="figure1"))
 check_b1 = CLAIM_B1.run

@@ -46,7 +46,8 @@ from ..statistics import mean_se
 from ..claim import Claim, register
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from ..registry import CheckContext, Comparison, with_key
+from ..context import CheckContext
+from ..results import Comparison, with_key
 from ._finite_size import FiniteSizeTest, finite_size_test
 from .paper_b_core import mc_version
 
@@ -556,6 +557,11 @@ def figure_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str,
 
 
 #: B8: paper B's entrywise theory, fed with f_beta, predicts softmax attention's interpolation error
-CLAIM_B8 = register(Claim(id="B8", design=design_b8, predict=predict_b8, simulate=simulate_b8, judge=judge_b8,
+#: claim B8 in words (the report, --list and docs/claims.md show it)
+STATEMENT_B8 = (
+    "Paper B, Remark 5: the entrywise theory predicts softmax attention's interpolation error"
+)
+
+CLAIM_B8 = register(Claim(id="B8", paper="B", statement=STATEMENT_B8, design=design_b8, predict=predict_b8, simulate=simulate_b8, judge=judge_b8,
                           describe=describe_b8, figure=figure_b8, figure_name="softmax_vs_theory"))
 check_b8 = CLAIM_B8.run

@@ -17,7 +17,8 @@ from numerics.threads import thread_map as _map_threads
 from numerics.rmt import kernel_eigenvalues, sample_signal_plus_noise
 
 from ..claim import Claim, register
-from ..registry import CheckContext, Comparison, with_key
+from ..context import CheckContext
+from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from .paper_b_core import mc_version, p_of, profile_name, simulate_runtime
@@ -280,6 +281,11 @@ def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dic
     return fig
 
 
-CLAIM_B6 = register(Claim(id="B6", design=_design_b6, predict=_predict_b6, simulate=_simulate_b6, read=read_b6,
+#: claim B6 in words (the report, --list and docs/claims.md show it)
+STATEMENT_B6 = (
+    "The kernel's eigenvalue histogram follows the free-convolution law"
+)
+
+CLAIM_B6 = register(Claim(id="B6", paper="B", statement=STATEMENT_B6, design=_design_b6, predict=_predict_b6, simulate=_simulate_b6, read=read_b6,
                           judge=judge_b6, describe=_describe_b6, figure=_figure_b6, figure_name="kernel_spectrum"))
 check_b6 = CLAIM_B6.run

@@ -44,7 +44,8 @@ import numpy as np
 from ..claim import Claim, register
 from ..figures import paper_figure
 from ..statistics import scalar_mean_se
-from ..registry import CheckContext, Comparison, with_key
+from ..context import CheckContext
+from ..results import Comparison, with_key
 from ..verdicts import Judgement
 from ._finite_size import DECAY, FiniteSizeTest, comparison_detectable_error, finite_size_test
 from .paper_b_core import mc_version
@@ -404,6 +405,14 @@ def _points(ax: Any, design: B9Profile, prediction: B9Prediction, cells: dict, p
 
 
 #: B9: the strong-alignment limit (the project's derivation) against paired, label-averaged Monte Carlo
-CLAIM_B9 = register(Claim(id="B9", design=design_b9, predict=predict_b9, simulate=simulate_b9, judge=judge_b9,
+#: claim B9 in words (the report, --list and docs/claims.md show it)
+STATEMENT_B9 = (
+    "Strong alignment (||w_K|| ||w_Q|| = t sqrt p): as gamma -> 0 with c < 1, E_att - E_RR tends to the project's"
+    " limit theory, negative for erf and tanh at every t > 0 (attention beats ridge), positive for gelu at c = "
+    "1/2; at c > 1 attention does not win. Judged against the same theory at each simulated p (t + 1/sqrt p and "
+    "the kernel's mean part at n = p/c tokens) by the finite-size rule, and the limit's sign"
+)
+
+CLAIM_B9 = register(Claim(id="B9", paper="B", statement=STATEMENT_B9, design=design_b9, predict=predict_b9, simulate=simulate_b9, judge=judge_b9,
                           describe=describe_b9, figure=figure_b9, figure_name="strong_alignment"))
 check_b9 = CLAIM_B9.run
