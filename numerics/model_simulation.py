@@ -89,10 +89,10 @@ def simulate_model(model: AttentionModel, p: Any, gammas: Any, settings: MonteCa
         raise ValueError(f"the model's diagonal is the number {model.diagonal}; a simulation takes 'removed' or 'kept'")
     if settings.n_trials < 2:
         raise ValueError(f"settings.n_trials must be >= 2 (a standard error), got {settings.n_trials}")
-    args = model.arguments()
-    draws = Draws(n, pv, float(args["snr"]), settings.labels, settings.device)
+    draws = Draws(n, pv, float(model.snr), settings.labels, settings.device)
     w_k = w_q = None
-    if kind == "attention" and args["w_k"] is not None:
-        w_k, w_q = _padded(args["w_k"], pv, "w_k"), _padded(args["w_q"], pv, "w_q")
-    kernel = single_model(kind, args["activation"] if kind == "attention" else None, w_k, w_q, args["diagonal"], draws)
+    if kind == "attention" and model.spike is not None:
+        spike_k, spike_q = model.spike.vectors()
+        w_k, w_q = _padded(spike_k, pv, "w_k"), _padded(spike_q, pv, "w_q")
+    kernel = single_model(kind, model.activation if kind == "attention" else None, w_k, w_q, model.diagonal, draws)
     return error_mc(draws, gammas, kernel, settings, return_trials=return_trials, label_average=label_average)

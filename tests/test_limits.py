@@ -76,10 +76,3 @@ def test_tests_live_by_package():
         assert names and all(n.startswith("test_") for n in names), (pkg, names)
     every = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
     assert len(every) == len(set(every)), "two test files share a name (pytest imports them by basename)"
-
-
-def test_no_code_calls_a_wrapper_s_wrapped_function():
-    """The deprecated long signatures are thin wrappers over ``*_core`` functions that the packages call directly."""
-    found = [f"{p.relative_to(ROOT)}:{i}" for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))
-             for i, line in enumerate(p.read_text().splitlines(), 1) if "__wrapped__(" in line]
-    assert not found, found

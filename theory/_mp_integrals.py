@@ -5,7 +5,7 @@
 :mod:`theory.marchenko_pastur` (that of ``Z^T Z / n``) scaled by ``1/c``.  It has a density on
 ``[(1 - c^{-1/2})^2, (1 + c^{-1/2})^2]`` (:func:`gram_support`) and an atom ``1 - c`` at 0 when ``c < 1``.
 
-The null attention system (:mod:`theory.attention`) and the structured traces (:mod:`theory.structured`)
+The null attention system (:mod:`theory.null_system`) and the structured traces (:mod:`theory.structured`)
 both need ``int P(l) / D(l)^k dmu_G(l)`` with a polynomial ``D > 0`` on ``l >= 0``;
 :func:`gram_rational_integral` is the one implementation.  It is private: its law is ``mu_G``, not the
 ``mu_c`` of the public :mod:`theory.marchenko_pastur` (rescaling the coefficients would change the

@@ -1,7 +1,8 @@
 """The spike and signal directions of the structured attention model: the named spike kinds and their vectors,
 the finite-dimensional arrays the solver takes, and the linearisation control of the spike's size.
 
-Private: :mod:`theory.structured` re-exports :func:`spike_vectors` and :func:`linearisation_control`.
+Private: :mod:`theory.structured` re-exports :func:`spike_vectors`; :meth:`theory.AttentionModel.linearisation_control`
+calls :func:`linearisation_control`.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def spike_arrays(w_k: Any, w_q: Any) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
-def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None, *, spike: Any = None) -> float:
+def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None) -> float:
     """Size of the signal/spike correction to a kernel entry: ``kappa = (snr + sqrt(v_K v_Q)) / sqrt p``.
 
     ``v_K = E (w_K^T x)^2 = ||w_K||^2 + snr (w_K)_1^2`` (``mu = sqrt(snr) e_1``), likewise ``v_Q``.  The
@@ -111,11 +112,8 @@ def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None, 
     ``kappa_lin`` in ``docs/structured_attention.md`` -- is unrelated to the unknown ``kappa`` of the
     corrected null system.)
 
-    Public as ``linearisation_control(p, model)`` (:mod:`theory.structured`, or
-    :meth:`theory.AttentionModel.linearisation_control`): ``p`` an integer in ``[1, Limits.max_dimension]``, the
-    model's ``snr`` and spike are used.  Deprecated there: the long signature ``linearisation_control(p, snr,
-    w_k=None, w_q=None, *, spike=None)`` (``snr`` in ``[0, 1e8]``; ``spike=(strength, kind)`` or ``w_k, w_q``, both or
-    neither, not with ``spike``).
+    Public as :meth:`theory.AttentionModel.linearisation_control`: ``p`` an integer in
+    ``[1, Limits.max_dimension]``, ``snr`` in ``[0, 1e8]``, the spike vectors ``w_k, w_q`` (both or neither).
 
     Examples
     --------
@@ -125,7 +123,6 @@ def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None, 
     """
     check_size("p", p, 1, "max_dimension")
     check_real("snr", snr, low=0, high=SNR_MAX)
-    w_k, w_q = resolve_spike(spike, w_k, w_q)
     if w_k is None and w_q is None:
         return float(snr) / math.sqrt(p)
     wk, wq = spike_arrays(w_k, w_q)

@@ -30,7 +30,7 @@ def mp_nodes(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     ``a, b = (1 -+ sqrt r)^2``, plus an atom ``1 - c`` at 0 when ``c < 1``.  Gauss-Chebyshev of the
     second kind (exact for the square-root edges).
     """
-    if abs(c - 1.0) < 1e-6:  # hard edge at 0 (density ~ l^{-1/2}): Gauss-Jacobi rule of theory.attention
+    if abs(c - 1.0) < 1e-6:  # hard edge at 0 (density ~ l^{-1/2}): Gauss-Jacobi rule of theory.null_system
         from .null_system import gram_law_quadrature
 
         return gram_law_quadrature(c, n_nodes)
@@ -69,7 +69,7 @@ class GramRationalIntegrals:
     """``I_k = int l^k / D dmu_G`` and ``J_k = int l^k D_gamma / D^2 dmu_G`` (``k = 0, 1, 2``), exactly.
 
     Each is :func:`theory._mp_integrals.gram_rational_integral` (the project's one implementation, shared with
-    the null solver of :mod:`theory.attention`): partial fractions over the roots of ``D`` (off the support
+    the null solver of :mod:`theory.null_system`): partial fractions over the roots of ``D`` (off the support
     of ``mu_G`` for ``gamma > 0``, since ``D > 0`` on ``l >= 0``) against the Stieltjes transform of
     ``mu_G`` and its derivative; polynomial parts from the moments of ``mu_G``.  ``precision`` estimates the
     relative precision (cancellation between nearly repeated roots; ``inf`` with NaN results for an exactly

@@ -16,7 +16,7 @@ evaluate the integrands on truncated Taylor series (``theory._jets``) at the nod
 rules agree to ``rtol``; the last difference is reported as the quadrature error.
 
 ``x_0`` and ``x_1`` come from :func:`theory.solve_null_system_full` unchanged (``method="exact"``: partial
-fractions), so ``attention_error`` is reproduced exactly by the coefficients of order 0 and 1.
+fractions), so :meth:`theory.AttentionModel.error` is reproduced exactly by the coefficients of order 0 and 1.
 """
 
 from __future__ import annotations

@@ -553,7 +553,7 @@ def solve_null_system_full(
         ``[16, Limits.max_quadrature_nodes]``.
     tol : residual required of Newton, in ``(0, 1e-3]``.
     max_iter : Newton steps per continuation point, in ``[1, Limits.max_iterations]``; ``maxiter`` is an alias
-        (it wins when given), the spelling of :func:`theory.structured_attention_solve`.
+        (it wins when given), the spelling of :meth:`theory.AttentionModel.solve`.
 
     Raises
     ------
@@ -630,7 +630,7 @@ def kept_diagonal(activation: ActivationLike, p: int) -> float:
 
     ``f`` is the centred activation.  Tends to ``lim f(t)/t`` (:func:`null_kernel_diagonal` with
     ``"kept"``) like ``p^{-1/2}``: e.g. relu ``1 - a0/sqrt p``, tanh ``~1/sqrt p``.  Pass the
-    result as ``diagonal=`` to :func:`attention_error` to compare with a simulation at that ``p``.
+    result as ``diagonal=`` to :class:`theory.AttentionModel` to compare with a simulation at that ``p``.
     """
     check_activation(activation, "activation")
     p = check_size("p", p, 1, "max_dimension")

@@ -8,9 +8,7 @@ once, checked once, and the predictions are methods of the object.
   deterministic equivalents (:meth:`~AttentionModel.error`, :meth:`~AttentionModel.error_taylor`,
   :meth:`~AttentionModel.small_gamma_law`, :meth:`~AttentionModel.solve`), the ridge baseline on the same data
   (:meth:`~AttentionModel.ridge_error`), the linearisation control at a dimension ``p`` and the activation's
-  Hermite moments.  The functions of :mod:`theory.attention` and :mod:`theory.structured` take a model in place
-  of the parameters (``attention_error(gamma, model)``); their long signatures
-  (``attention_error(gamma, c, activation, snr=...)``) still work for one release, with a ``DeprecationWarning``.
+  Hermite moments; the computations live in :mod:`theory.attention` and :mod:`theory.structured`.
 - :class:`RateSetting` -- paper A's setting: the smoothness ``beta``, the rank ``r`` and the dimension ``d`` (and the
   constant of the low-rank condition), with the rate ``M^(-2 beta/(2 beta + 1))`` and the low-rank condition
   ``r d <= C (M / log M)^(1/(2 beta + 1))`` at a sample size ``M`` as methods (:mod:`theory.minimax`, whose
@@ -37,6 +35,7 @@ True
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,19 +43,84 @@ import numpy as np
 import sympy as sp
 
 from . import minimax as _minimax
-from ._attention_model import AttentionModelFields, Spike
-from .validation import rank_and_dimension, require_positive, sympy_number
-from .activations import HermiteMoments, hermite_moments
-from .attention import attention_error, attention_error_taylor, attention_small_gamma_law
+from ._kernel_constants import FrozenDict, kernel_constants
+from ._solver_domain import C_RANGE
+from ._spikes import SNR_MAX, resolve_spike, spike_arrays
+from ._spikes import linearisation_control as _linearisation_control
+from .validation import ArgumentTypeError, as_float, check_real, rank_and_dimension, require_positive, sympy_number
+from .activations import HermiteMoments, check_activation, hermite_moments
+from .attention import _attention_error, _attention_error_taylor, _small_gamma_law
 from .ridge import ridge_error_values
-from .structured import StructuredSolution, linearisation_control, structured_attention_solve
+from .structured import StructuredSolution, _structured_solve
+from .symbolic import is_symbolic
 
 __all__ = ["AttentionModel", "Spike", "RateSetting"]
 
 
 # ============================================================================ paper B
-@dataclass(frozen=True, repr=True, eq=True)
-class AttentionModel(AttentionModelFields):
+@dataclass(frozen=True)
+class Spike:
+    """A spike of the attention weights, ``W = I + w_k w_q^T``, in coordinates where ``mu`` points along ``e_1``.
+
+    The one form the model stores: the two vectors, as tuples of floats, padded to a common length with the
+    trailing coordinates that are zero in both removed (at least one coordinate is kept), so that equal spikes
+    compare equal however they were spelt.  :meth:`named` builds the symmetric spikes of the papers.
+
+    Parameters
+    ----------
+    w_k, w_q : sequences of finite reals (a scalar is one coordinate), non-empty, ``||w||^2 <= 1e8``.
+
+    Examples
+    --------
+    >>> Spike.named(4.0, "aligned")
+    Spike(w_k=(2.0,), w_q=(2.0,))
+    >>> Spike.named(4.0, "aligned") == Spike([2.0, 0.0], [2.0, 0.0])
+    True
+    """
+
+    w_k: tuple[float, ...]
+    w_q: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        wk, wq = spike_arrays(self.w_k, self.w_q)
+        if wk is None:
+            raise ValueError("a Spike needs the two vectors w_k and w_q, got None")
+        dim = max(wk.size, wq.size)
+        wk, wq = np.pad(wk, (0, dim - wk.size)), np.pad(wq, (0, dim - wq.size))
+        nonzero = np.flatnonzero((wk != 0) | (wq != 0))
+        keep = int(nonzero[-1]) + 1 if nonzero.size else 1
+        object.__setattr__(self, "w_k", tuple(float(v) for v in wk[:keep]))
+        object.__setattr__(self, "w_q", tuple(float(v) for v in wq[:keep]))
+
+    @classmethod
+    def named(cls, strength: float, kind: str) -> Spike:
+        """The symmetric spike ``w_k = w_q = sqrt(strength) u`` (:func:`theory.structured.spike_vectors`).
+
+        Parameters
+        ----------
+        strength : float in ``[0, 1e8]``.
+        kind : ``"aligned"`` (``u = e_1``, along ``mu``) or ``"orthogonal"`` (``u = e_2``).
+        """
+        return cls(*resolve_spike((strength, kind), None, None))
+
+    @classmethod
+    def of(cls, spike: Any) -> Spike | None:
+        """A spike from any spelling the model accepts: ``None``, a :class:`Spike` or ``(strength, kind)``."""
+        if spike is None or isinstance(spike, Spike):
+            return spike
+        return cls(*resolve_spike(spike, None, None))  # refuses a bad pair with the solvers' message
+
+    def vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(w_k, w_q)`` as float arrays (the form the solvers take)."""
+        return np.array(self.w_k, dtype=float), np.array(self.w_q, dtype=float)
+
+
+#: the model's fields: a solver option of one of these names is refused (it belongs to the model)
+_MODEL_FIELDS = ("c", "activation", "snr", "spike", "diagonal", "w_k", "w_q")
+
+
+@dataclass(frozen=True)
+class AttentionModel:
     """Paper B's attention model, frozen: ``K = f(X^T W X / sqrt p) / sqrt p``, ``X = mu y^T + Z``,
     ``W = I + w_k w_q^T``.
 
@@ -66,28 +130,29 @@ class AttentionModel(AttentionModelFields):
         ``p / n``, in ``[1e-4, 1e4]`` (an exact number, ``int`` or sympy ``Rational``, is kept exact, any other one
         is stored as a float), or a sympy expression (then :meth:`error` is a sympy function of ``c``).
     activation : str, sympy expression or dict
-        Registry name (stored as its registry key, e.g. ``"TanH"`` -> ``"tanh"``), sympy expression in ``x``, or the
-        kernel constants ``{"a1": .., "sf2": .., "d0": ..}`` (stored as a hashable mapping).
+        Registry name (stored as its registry key, e.g. ``"TanH"`` -> ``"tanh"``), sympy expression in ``x``
+        (centred internally), or the kernel constants ``{"a1": .., "sf2": .., "d0": ..}`` (``|a1|, |d0| <= 1e6``,
+        ``0 <= sf2 <= 1e12``; stored as a hashable mapping).
     snr : float
         ``||mu||^2``, in ``[0, 1e8]``; ``0`` (default) and no spike: the null model.
     spike : Spike, (strength, kind) or None
-        The spike ``W = I + w_k w_q^T``: a :class:`Spike` (any vectors) or ``(strength, "aligned" | "orthogonal")``
-        (:meth:`Spike.named`); stored as a :class:`Spike`.  :meth:`from_arguments` takes the vectors ``w_k, w_q``.
+        The spike ``W = I + w_k w_q^T``: a :class:`Spike` (any vectors, coordinates with ``mu`` along ``e_1``) or
+        ``(strength, "aligned" | "orthogonal")`` (:meth:`Spike.named`); stored as a :class:`Spike`.
     diagonal : str or float
-        ``"removed"`` (default), ``"kept"`` or an explicit ``d0``.
+        ``"removed"`` (default, ``d0 = 0``), ``"kept"`` (``d0`` = the asymptotic slope of ``f``) or an explicit
+        ``d0`` (e.g. :func:`theory.kept_diagonal` at a finite ``p``).
 
     Raises
     ------
     ValueError
         A parameter out of its domain (``ArgumentTypeError``, also a ``TypeError``, for a wrong type), with the
-        messages of the functions that take it.
+        messages of the solvers that take it.
 
     Notes
     -----
     Frozen (assigning a field raises ``dataclasses.FrozenInstanceError``), hashable, equal when the canonical
-    fields are equal (``spike=(4.0, "aligned")`` equals ``spike=Spike([2.0], [2.0])``).  Every method gives the
-    numbers of the corresponding function with the same parameters, bit for bit (the function is called with the
-    model).
+    fields are equal (``spike=(4.0, "aligned")`` equals ``spike=Spike([2.0], [2.0])``).  The methods take solver
+    options as keywords; a keyword naming a field of the model is refused.
 
     Examples
     --------
@@ -100,23 +165,199 @@ class AttentionModel(AttentionModelFields):
     0.6057
     """
 
+    c: Any
+    activation: Any
+    snr: float = 0.0
+    spike: Spike | None = None
+    diagonal: Any = "removed"
+
+    def __post_init__(self) -> None:
+        set_ = functools.partial(object.__setattr__, self)
+        if is_symbolic(self.c):
+            check_real("c", self.c, low=C_RANGE[0], high=C_RANGE[1], symbolic=True)
+        else:  # exact numbers stay exact (a sympy function of gamma keeps them unevaluated)
+            c = as_float("c", self.c, low=C_RANGE[0], high=C_RANGE[1])
+            exact = isinstance(self.c, (int, np.integer, sp.Rational))
+            set_("c", (int(self.c) if isinstance(self.c, (int, np.integer)) else self.c) if exact else c)
+        activation = self.activation
+        if isinstance(activation, FrozenDict):
+            activation = dict(activation)
+        if not isinstance(activation, dict):
+            set_("activation", check_activation(activation, "activation"))
+        kernel_constants(activation, self.diagonal)  # activation (a dict of constants too) and diagonal
+        if isinstance(activation, dict):
+            set_("activation", FrozenDict(sorted((str(k), float(v)) for k, v in activation.items())))
+        if isinstance(self.diagonal, str):
+            set_("diagonal", self.diagonal.lower())
+        else:
+            set_("diagonal", float(self.diagonal))
+        set_("snr", as_float("snr", self.snr, low=0, high=SNR_MAX))
+        set_("spike", Spike.of(self.spike))
+
+    def _arguments(self) -> tuple[Any, Any, float, Any, Any, Any]:
+        """``(c, activation, snr, w_k, w_q, diagonal)``: the model as the solvers take it (vectors as arrays, a
+        dict of constants as a dict)."""
+        w_k, w_q = self.spike.vectors() if self.spike is not None else (None, None)
+        activation = dict(self.activation) if isinstance(self.activation, FrozenDict) else self.activation
+        return self.c, activation, self.snr, w_k, w_q, self.diagonal
+
+    @staticmethod
+    def _options(where: str, options: dict[str, Any]) -> dict[str, Any]:
+        """The solver options given to ``where``, refused if one names a field of the model."""
+        clash = sorted(set(options) & set(_MODEL_FIELDS))
+        if clash:
+            raise ArgumentTypeError(f"{clash[0]} is part of the model: give it to AttentionModel, not to {where}")
+        return options
+
     def error(self, gamma: Any, **solver_options: Any) -> Any:
-        """Interpolation error ``E_A(gamma)``: :func:`theory.attention_error` (null system, or the structured
-        equivalent with signal or a spike); ``gamma`` a number, an array or a sympy expression."""
-        return attention_error(gamma, self, **solver_options)
+        """Limiting interpolation error ``E_A(gamma)`` of nonlinear attention.
+
+        The null model (``snr = 0``, no spike) by the corrected null system (:mod:`theory.null_system`); with
+        signal or a spike, the structured equivalent (:meth:`solve`, :mod:`theory.structured`).
+
+        Parameters
+        ----------
+        gamma : float, array or sympy expression
+            Ridge parameter in ``[1e-30, 1e30]`` (at most ``Limits.max_grid_size`` values), or a sympy expression.
+        **solver_options
+            ``system`` (``"symmetric"`` default, alias ``"corrected"``, or ``"spec"``), ``method``, ``n_nodes``,
+            ``tol``, ``maxiter`` / ``max_iter`` (see :func:`theory.solve_null_system_full`), checked by the same
+            rules on both paths; ``check_quadrature`` (a bool) acts on the structured path only.
+
+        Returns
+        -------
+        float, numpy.ndarray or theory.symbolic.NumericFunction
+            A float (an array) for numeric ``gamma`` and ``c``.  When either is a sympy expression with free
+            symbols, a sympy function of ``(gamma, c)`` with the rest fixed (:mod:`theory.symbolic`): ``evalf`` and
+            ``subs`` with a float call the solver; ``sympy.diff`` in ``gamma`` gives the implicit-function
+            derivatives (:meth:`error_taylor`), ``sympy.series`` at a number the Taylor polynomial from them;
+            ``sympy.lambdify`` prints a vectorised solver call, so ``sympy.plot`` works.
+
+        Raises
+        ------
+        ValueError
+            Invalid arguments (``ArgumentTypeError``, also a ``TypeError``, for a wrong type or option).
+        RuntimeError
+            No convergence (the message gives ``gamma`` and the residual reached).
+
+        Examples
+        --------
+        >>> model = AttentionModel(2.0, "tanh")
+        >>> round(model.error(1e-2), 4), round(model.error(1e-2, system="spec"), 4)
+        (0.0856, 0.0839)
+        >>> from theory.symbols import gamma
+        >>> AttentionModel(2, "tanh", 1.0).error(gamma)
+        structured_attention_error(gamma, 2, 'tanh', 1.0)
+        """
+        return _attention_error(gamma, *self._arguments(), **self._options("AttentionModel.error", solver_options))
 
     def error_taylor(self, gamma: float, *, order: int = 2, rtol: float = 1e-8, **solver_options: Any) -> np.ndarray:
-        """Taylor coefficients of :meth:`error` at ``gamma`` (:func:`theory.attention_error_taylor`)."""
-        return attention_error_taylor(gamma, self, order=order, rtol=rtol, **solver_options)
+        """Taylor coefficients of :meth:`error` at ``gamma``: ``E(gamma + s) = sum_k e[k] s^k + O(s^(order+1))``.
+
+        Implicit-function derivatives of the fixed-point system, no finite differences
+        (:func:`theory.null_system_taylor`; with signal or a spike, the trace integrals by a refined Gauss-Jacobi
+        rule).  ``e[k] = E^(k)(gamma) / k!``; ``e[0]`` is :meth:`error` (the structured one to the quadrature's
+        accuracy).
+
+        Parameters
+        ----------
+        gamma : float
+            Expansion point, in ``[1e-30, 1e30]``.
+        order : int
+            Highest coefficient, in ``[0, 19]``.
+        rtol : float
+            Agreement required of two successive quadrature rules for the coefficients of order ``>= 1``, in
+            ``[1e-14, 1e-3]``.
+        **solver_options
+            As in :meth:`error` (numbers only).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``order + 1`` coefficients.
+
+        Raises
+        ------
+        ValueError
+            Invalid arguments.
+        RuntimeError
+            No convergence of the solver, or of the quadrature of the higher orders.
+
+        Examples
+        --------
+        >>> model = AttentionModel(2.0, "tanh")
+        >>> e = model.error_taylor(0.1, order=2)
+        >>> bool(e[0] == model.error(0.1)), round(float(e[1]), 4)
+        (True, 1.6232)
+        """
+        return _attention_error_taylor(gamma, *self._arguments(), order=order, rtol=rtol,
+                                       **self._options("AttentionModel.error_taylor", solver_options))
 
     def small_gamma_law(self, gammas: tuple[float, float] = (1e-13, 1e-11),
                         **solver_options: Any) -> tuple[float, float]:
-        """``(e, C)`` of ``E_A ~ C gamma^e`` (:func:`theory.attention_small_gamma_law`; the null model only)."""
-        return attention_small_gamma_law(self, gammas=gammas, **solver_options)
+        """``(e, C)`` of the small-``gamma`` law ``E_A ~ C gamma^e`` of the null model, read off :meth:`error`.
+
+        ``e`` is the log-log slope between the two ``gammas``, ``C = E_A(gamma_0) / gamma_0^e`` at the smaller one.
+        Expected: ``e = 1/2`` for ``c > 1`` whenever ``A(l) - kappa`` vanishes inside the support of ``mu_G`` (e.g.
+        tanh with the diagonal removed), ``e = 2`` when it does not (interpolation, like ridge), ``e = 0`` for
+        ``c < 1`` (``E_A -> 1 - c``).  A numerical reading, not a closed form.  The model must be the null model
+        (``snr = 0``, no spike); ``solver_options`` as in :meth:`error`.
+
+        Examples
+        --------
+        >>> e, C = AttentionModel(2.0, "tanh").small_gamma_law()
+        >>> round(e, 3)
+        0.5
+        """
+        for name, value, default in (("snr", self.snr, 0.0), ("spike", self.spike, None)):
+            if value != default:
+                raise ValueError(f"small_gamma_law does not take {name}: it needs a model with {name}={default!r}, "
+                                 f"got {name}={value!r}")
+        c, activation, _, _, _, diagonal = self._arguments()
+        return _small_gamma_law(c, activation, diagonal, gammas=gammas,
+                                **self._options("AttentionModel.small_gamma_law", solver_options))
 
     def solve(self, gamma: Any, **solver_options: Any) -> StructuredSolution:
-        """The structured equivalent with its diagnostics (:func:`theory.structured_attention_solve`)."""
-        return structured_attention_solve(gamma, self, **solver_options)
+        """The structured deterministic equivalent on a ``gamma`` grid, with all its diagnostics
+        (:mod:`theory.structured`; the null model too: ``model.solve(gammas, check_quadrature=False).error`` is the
+        structured solver's error, bit for bit the :meth:`error` of a model with signal or a spike).
+
+        Parameters
+        ----------
+        gamma : float or 1-d array of floats in ``[1e-30, 1e30]`` (at most ``Limits.max_grid_size``).
+        system : ``"symmetric"`` (default; alias ``"corrected"``): the null system of a symmetric kernel (unknowns
+            ``delta, delta~, kappa``); ``"spec"``: the first reconstruction's independent-entries system
+            (``kappa = 0``), kept for comparison.
+        method : ``"exact"`` (default) or ``"quadrature"``: how the null system is integrated
+            (:func:`theory.solve_null_system_full`) and the trace integrals ``I_k`` (partial fractions, with a
+            Gauss–Chebyshev fallback where they cancel, or Gauss–Chebyshev with ``n_nodes``).
+        n_nodes : quadrature nodes, an integer in ``[16, Limits.max_quadrature_nodes]`` (default 800): trace
+            integrals for ``method="quadrature"`` and the cross-check.
+        tol : residual tolerance of the null system, in ``(0, 1e-3]``.
+        maxiter : Newton steps per continuation point of the null solver, in ``[1, Limits.max_iterations]``
+            (``max_iter`` is an alias that wins when given, as in :func:`theory.solve_null_system`).
+        check_quadrature : also evaluate the traces by Gauss–Chebyshev quadrature and report the change of ``E``
+            (default ``True``).
+
+        Returns
+        -------
+        StructuredSolution
+            Arrays indexed like the (1-d) ``gamma`` grid.
+
+        Raises
+        ------
+        ValueError
+            Invalid input (``ArgumentTypeError``, also a ``TypeError``, for a wrong type).
+        theory.StructuredConvergenceError
+            No convergence (the message gives the residual reached).
+
+        Examples
+        --------
+        >>> sol = AttentionModel(2.0, "tanh", 1.0, spike=(4.0, "aligned")).solve([0.01, 0.1])
+        >>> sol.error.round(4), bool(sol.quadrature_change.max() < 1e-8)
+        (array([0.0437, 0.1602]), True)
+        """
+        return _structured_solve(gamma, *self._arguments(), **self._options("AttentionModel.solve", solver_options))
 
     def ridge_error(self, gamma: Any) -> Any:
         """Ridge regression's error ``E_RR(gamma)`` on the same data ``(c, snr)`` (:func:`theory.ridge_error_values`):
@@ -125,8 +366,12 @@ class AttentionModel(AttentionModelFields):
         return float(out) if np.ndim(out) == 0 else out
 
     def linearisation_control(self, p: int) -> float:
-        """``kappa_lin = (snr + sqrt(v_K v_Q)) / sqrt p`` at dimension ``p`` (:func:`theory.linearisation_control`)."""
-        return linearisation_control(p, self)
+        """``kappa_lin = (snr + sqrt(v_K v_Q)) / sqrt p`` at the dimension ``p`` (an integer in
+        ``[1, Limits.max_dimension]``), ``v = ||w||^2 + snr w_1^2``: the size of the signal and spike's correction
+        to a kernel entry, the control of the structured equivalent's linearisation (valid for
+        ``kappa_lin <= 0.5``; ``docs/structured_attention.md``)."""
+        _, _, snr, w_k, w_q, _ = self._arguments()
+        return _linearisation_control(p, snr, w_k, w_q)
 
     @property
     def hermite(self) -> HermiteMoments:

@@ -40,8 +40,8 @@ in the directions of ``y`` and of Gaussian vectors independent of ``1``, and ``1
 
 Prediction.  Softmax attention's error at ``gamma * softmax_gamma_scale(n, p)`` equals, in the limit, paper B's
 error of the kernel ``f_beta`` at ``gamma`` (diagonal removed): :func:`softmax_attention_error`, the null system
-(:func:`theory.attention_error`) or, with signal or spikes, the project's structured equivalent
-(:func:`theory.structured_attention_error`, the finite-rank machinery) fed with ``a1 = beta``,
+(:meth:`theory.AttentionModel.error`) or, with signal or spikes, the project's structured equivalent
+(:meth:`theory.AttentionModel.solve`, the finite-rank machinery) fed with ``a1 = beta``,
 ``s_f^2 = exp(beta^2) - 1 - beta^2``, ``d0 = 0``.  Finite-size corrections: ``O(1/n)`` from the mean term and from
 ``E eps^2`` (:func:`softmax_normaliser_spread`), ``O(p^{-1/2})`` from ``d0``; they grow like ``exp(beta^2)``:
 where ``beta`` is large the normalisers stop concentrating at a given ``n`` (measured in claim B8).
@@ -123,7 +123,7 @@ def softmax_hermite_moments(beta: float) -> HermiteMoments:
 
 def softmax_kernel_constants(beta: float) -> dict[str, float]:
     """The constants ``{"a1", "sf2", "d0"}`` of paper B's kernel of ``f_beta`` (diagonal removed: ``d0 = 0``), in
-    the form :func:`theory.structured_attention_solve` takes an activation."""
+    the form :class:`theory.AttentionModel` takes an activation."""
     m = softmax_hermite_moments(beta)
     return {"a1": m.a1, "sf2": m.sf2, "d0": 0.0}
 
@@ -168,10 +168,10 @@ def softmax_attention_error(
 ) -> Any:
     """Softmax attention's interpolation error predicted by paper B's theory, ``gamma`` in paper B's units.
 
-    Paper B's error of the kernel ``f_beta`` (diagonal removed): :func:`theory.structured_attention_error` with the
-    constants :func:`softmax_kernel_constants` (the null system of :func:`theory.attention_error` when ``snr = 0``
-    and no spike, exactly).  Softmax's own ridge parameter is ``gamma * softmax_gamma_scale(n, p)`` (module
-    docstring).
+    Paper B's error of the kernel ``f_beta`` (diagonal removed): the structured equivalent
+    (:meth:`theory.AttentionModel.solve`) with the constants :func:`softmax_kernel_constants` (the null system of
+    :meth:`theory.AttentionModel.error` when ``snr = 0`` and no spike, exactly).  Softmax's own ridge parameter is
+    ``gamma * softmax_gamma_scale(n, p)`` (module docstring).
 
     Parameters
     ----------
@@ -184,7 +184,8 @@ def softmax_attention_error(
     p : int, optional
         ``None``: the limit (``d0 = 0``).  A dimension: the same deterministic equivalent with the diagonal
         ``d0 = -1 / sqrt p`` of the masked mean term (:func:`softmax_diagonal_shift`), the finite-``p`` prediction.
-    **solver_options : as :func:`theory.structured_attention_error` (``system``, ``method``, ``n_nodes``, ...).
+    **solver_options : as :meth:`theory.AttentionModel.solve` (``system``, ``method``, ``n_nodes``, ...;
+        ``check_quadrature`` defaults to ``False``).
 
     Returns
     -------
@@ -198,13 +199,13 @@ def softmax_attention_error(
     0.3528
     """
     from .settings import AttentionModel
-    from .structured import structured_attention_error
+    from .structured import _structured_error
 
     consts = softmax_kernel_constants(beta)
     if p is not None:
         consts["d0"] = softmax_diagonal_shift(p)
     model = AttentionModel(c, consts, snr, spike=spike, diagonal="removed")
-    out = structured_attention_error(gamma, model, **solver_options)
+    out = _structured_error(gamma, *model._arguments(), **model._options("softmax_attention_error", solver_options))
     return finite_result("softmax_attention_error", out, gamma=gamma, c=c, beta=beta)
 
 

@@ -1,20 +1,19 @@
-"""Numeric solvers as sympy functions: ``attention_error(gamma, c, ...)`` with a symbolic ``gamma`` or ``c``.
+"""Numeric solvers as sympy functions: :meth:`theory.AttentionModel.error` of a symbolic ``gamma`` or ``c``.
 
 The deterministic equivalents of paper B's attention have no closed form: they are solutions of a fixed-point
-system.  With a sympy symbol in place of ``gamma`` (or ``c``), :func:`theory.attention_error` and
-:func:`theory.structured_attention_error` return an instance of a :class:`NumericFunction` (a
-``sympy.Function`` of the two arguments ``(gamma, c)``; the activation and the options are fixed in its class)
-that behaves like any sympy function:
+system.  With a sympy symbol in place of ``gamma`` (or of the model's ``c``), :meth:`theory.AttentionModel.error`
+returns an instance of a :class:`NumericFunction` (a ``sympy.Function`` of the two arguments ``(gamma, c)``; the
+activation and the options are fixed in its class) that behaves like any sympy function:
 
 * **evaluation**: it evaluates itself when both arguments are numbers and one is a ``Float`` (as ``sin(0.5)``
   does), and on ``evalf`` / ``sympy.N``; both call the existing numeric function (the same solver, the same
-  floats: ``attention_error(gamma, 2, "tanh").subs(gamma, 0.01)`` is ``attention_error(0.01, 2, "tanh")``).  The
-  value carries the solver's double precision (its tolerance, about ``1e-12`` relative), whatever precision
-  ``evalf`` is asked for.  Exact numbers (``Rational(1, 100)``) stay unevaluated until ``evalf``.
+  floats: ``model.error(gamma).subs(gamma, 0.01)`` is ``model.error(0.01)``).  The value carries the solver's
+  double precision (its tolerance, about ``1e-12`` relative), whatever precision ``evalf`` is asked for.  Exact
+  numbers (``Rational(1, 100)``) stay unevaluated until ``evalf``.
 * **derivatives in gamma** (``sympy.diff``): the ``k``-th derivative is another :class:`NumericFunction` whose
   value is ``k!`` times the ``k``-th Taylor coefficient from the implicit-function derivatives of the fixed-point
-  system (:func:`theory.null_system_taylor`; the solvers' ``*_taylor`` functions).  The derivative in ``c`` is not
-  available: sympy keeps it as an unevaluated ``Derivative``.
+  system (:func:`theory.null_system_taylor`; :meth:`theory.AttentionModel.error_taylor`).  The derivative in
+  ``c`` is not available: sympy keeps it as an unevaluated ``Derivative``.
 * **series** (``sympy.series(E, gamma, gamma0, n)`` at a number ``gamma0 > 0``): sympy's Taylor expansion from
   these derivatives, i.e. the Taylor polynomial of order ``n - 1`` of the solution at ``gamma0`` (numbers times
   powers of ``gamma - gamma0``) plus ``O((gamma - gamma0)^n)``.  It is a local expansion: its radius is the

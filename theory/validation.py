@@ -79,15 +79,15 @@ class Limits:
     Attributes
     ----------
     max_grid_size : points of a solver's ``gamma`` (or ``z``) grid: each one is a continuation solve of the
-        null system (``attention_error``, ``structured_attention_*``, ``solve_null_system*``). 10 000.
+        null system (``AttentionModel.error``, ``.solve``, ``solve_null_system*``). 10 000.
     max_hermite_order : ``order`` of :func:`theory.hermite_coefficients` (sympy integration or 30-digit
         quadrature per coefficient; order 20 takes up to ~10 s for ``gelu``). 20.
     max_moment_order : ``k`` of :func:`theory.mp_moment` (``k`` binomial products; 1000 takes ~0.3 s). 1000.
     max_quadrature_nodes : ``n_nodes`` of the Gauss quadratures (the Gauss-Jacobi weights of SciPy turn NaN
         above about 15 000 nodes). 10 000.
     max_iterations : ``maxiter`` / ``max_iter`` of the Newton solvers (per continuation point). 10 000.
-    max_dimension : a dimension ``p`` (:func:`theory.kept_diagonal`, :func:`theory.linearisation_control`).
-        10**12.
+    max_dimension : a dimension ``p`` (:func:`theory.kept_diagonal`,
+        :meth:`theory.AttentionModel.linearisation_control`). 10**12.
     max_min_samples_digits : decimal digits of ``k = (r d)^(2 beta + 1)`` in :func:`theory.min_samples`
         (the answer is about ``k log k``; each bisection step works with that many digits; 2-5 s at
         the limit). 200.

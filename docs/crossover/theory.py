@@ -36,9 +36,6 @@ import numpy as np
 from scipy.special import erf
 
 sys.path.insert(0, ROOT)
-import warnings  # noqa: E402
-
-warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 
 def a_law(M: int = 80, snr: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -62,10 +59,10 @@ def mercer(phi, x: np.ndarray, w: np.ndarray, rtol: float = 1e-12):
 
 
 def null_traces(gammas: np.ndarray, c: float, a1: float, sf2: float, d0: float) -> np.ndarray:
-    from theory import AttentionModel, structured_attention_solve
+    from theory import AttentionModel
 
     model = AttentionModel(c, {"a1": a1, "sf2": sf2, "d0": d0}, snr=0.0)
-    sol = structured_attention_solve(np.asarray(gammas, float), model, check_quadrature=False)
+    sol = model.solve(np.asarray(gammas, float), check_quadrature=False)
     return sol.traces, sol.null_error
 
 

@@ -12,7 +12,7 @@ What is tested, and why each test can fail:
   :func:`numerics.softmax.softmax_features` at ``gamma p/(n-1)^2`` on the draw of each trial; batching and threads
   change nothing;
 * the theory: closed-form Hermite data against quadrature, the null prediction against
-  :func:`theory.attention_error`, the quadrature solver of B8 against the exact one, the normalisers' spread and
+  :meth:`theory.AttentionModel.error`, the quadrature solver of B8 against the exact one, the normalisers' spread and
   the diagonal term ``d0 = -1/sqrt p`` against simulation (the derivation's steps 1 and 4);
 * bad input is refused, naming the argument.
 """
@@ -175,10 +175,10 @@ def test_hermite_data_in_closed_form(beta):
 def test_null_prediction_is_paper_b_null_system():
     for c, beta in ((0.5, 0.5), (2.0, 1.0)):
         np.testing.assert_allclose(softmax_attention_error(GAMMAS, c, beta),
-                                   theory.attention_error(GAMMAS, AttentionModel(c, softmax_activation(beta))),
+                                   AttentionModel(c, softmax_activation(beta)).error(GAMMAS),
                                    rtol=1e-8)
     constants = {"a1": 0.5, "sf2": math.expm1(0.25) - 0.25, "d0": -1 / 16}
-    d0 = theory.structured_attention_error(GAMMAS, AttentionModel(2.0, constants, snr=0.0))
+    d0 = AttentionModel(2.0, constants, snr=0.0).solve(GAMMAS, check_quadrature=False).error
     np.testing.assert_allclose(softmax_attention_error(GAMMAS, 2.0, 0.5, p=256), d0, rtol=1e-12)
 
 

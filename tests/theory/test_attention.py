@@ -9,9 +9,7 @@ from hypothesis import strategies as st
 
 from theory import AttentionModel
 from theory.activations import hermite_moments
-from theory.attention import (
-    attention_error,
-    attention_small_gamma_law,
+from theory.null_system import (
     gram_law_quadrature,
     kept_diagonal,
     solve_null_system_full,
@@ -22,9 +20,6 @@ from theory.attention import (
 )
 from theory.marchenko_pastur import mp_stieltjes
 from theory.ridge import ridge_error_values
-
-#: this module also tests the deprecated long signatures (their checks and messages stay in force for a release)
-pytestmark = pytest.mark.filterwarnings("ignore:.*with the model's parameters as arguments:DeprecationWarning")
 
 
 def _exact_integrals(z, dl, dt, kp, c, a1, sf2, d0):
@@ -99,10 +94,10 @@ def test_kappa_vanishes_without_linear_part_or_noise():
     zs = -np.array([1e-2, 1.0])
     assert all(s.kappa == 0.0 or abs(s.kappa) < 1e-14 for s in solve_null_system_full(zs, 2.0, cos.a1, cos.sf2))
     m_cos = AttentionModel(2.0, "cos")
-    np.testing.assert_allclose(attention_error(zs * -1, m_cos), attention_error(-zs, m_cos, system="spec"), rtol=1e-12)
+    np.testing.assert_allclose(m_cos.error(zs * -1), m_cos.error(-zs, system="spec"), rtol=1e-12)
     np.testing.assert_allclose(
-        attention_error(-zs, AttentionModel(2.0, "identity", diagonal="kept")),
-        attention_error(-zs, AttentionModel(2.0, "identity", diagonal="kept"), system="spec")
+        AttentionModel(2.0, "identity", diagonal="kept").error(-zs),
+        AttentionModel(2.0, "identity", diagonal="kept").error(-zs, system="spec")
     )
     # with both a linear part and noise the symmetric correction is present
     tanh = hermite_moments("tanh")
@@ -113,19 +108,19 @@ def test_kappa_vanishes_without_linear_part_or_noise():
 @pytest.mark.parametrize("c", [0.3, 2.0])
 def test_quadrature_and_exact_methods_agree(name, c):
     g = np.array([1e-3, 0.1, 3.0])
-    q = attention_error(g, AttentionModel(c, name), method="quadrature", n_nodes=640)
-    e = attention_error(g, AttentionModel(c, name), method="exact")
+    q = AttentionModel(c, name).error(g, method="quadrature", n_nodes=640)
+    e = AttentionModel(c, name).error(g, method="exact")
     np.testing.assert_allclose(q, e, rtol=1e-9)
 
 
 def test_hard_edge_at_c_equal_one():
     # at c = 1 mu_G has density ~ l^{-1/2} at 0; quadrature converges slowly, exact does not care
-    e = attention_error(1e-6, AttentionModel(1.0, "tanh"))
-    q = attention_error(1e-6, AttentionModel(1.0, "tanh"), method="quadrature", n_nodes=4000)
+    e = AttentionModel(1.0, "tanh").error(1e-6)
+    q = AttentionModel(1.0, "tanh").error(1e-6, method="quadrature", n_nodes=4000)
     assert abs(q - e) < 1e-6 * e
     # continuity across c = 1
-    assert abs(attention_error(1e-3, AttentionModel(1.0 + 1e-6, "tanh"))
-               - attention_error(1e-3, AttentionModel(1.0 - 1e-6, "tanh"))) < 1e-5
+    assert abs(AttentionModel(1.0 + 1e-6, "tanh").error(1e-3)
+               - AttentionModel(1.0 - 1e-6, "tanh").error(1e-3)) < 1e-5
 
 
 @pytest.mark.parametrize("c", [0.3, 3.0])
@@ -151,17 +146,17 @@ def test_linear_activation_is_spectral_integral():
         for g in (1e-2, 0.5):
             val = integrate.quad(lambda l: g**2 / (g + c * l**3) ** 2 * dens(l), lo, hi, limit=200)[0]
             val += max(1 - c, 0.0)
-            assert abs(attention_error(g, AttentionModel(c, "identity", diagonal="kept")) - val) < 1e-8
+            assert abs(AttentionModel(c, "identity", diagonal="kept").error(g) - val) < 1e-8
 
 
 def test_scalar_and_array():
-    e = attention_error(0.1, AttentionModel(2.0, "tanh"))
+    e = AttentionModel(2.0, "tanh").error(0.1)
     assert isinstance(e, float)
-    arr = attention_error(np.array([0.1, 1.0]), AttentionModel(2.0, "tanh"))
+    arr = AttentionModel(2.0, "tanh").error(np.array([0.1, 1.0]))
     assert isinstance(arr, np.ndarray) and arr.shape == (2,)
     assert abs(arr[0] - e) < 1e-9 * e  # Newton tolerance 1e-12 on the (log) unknowns; paths differ
     # order of the gamma grid does not matter (continuation is internal)
-    rev = attention_error(np.array([1.0, 0.1]), AttentionModel(2.0, "tanh"))
+    rev = AttentionModel(2.0, "tanh").error(np.array([1.0, 0.1]))
     np.testing.assert_allclose(rev[::-1], arr, rtol=1e-10)
 
 
@@ -169,7 +164,7 @@ def test_scalar_and_array():
 @given(c=st.floats(0.1, 0.9), name=st.sampled_from(["tanh", "relu", "sign", "erf"]))
 def test_small_gamma_limit_below_one(c, name):
     # the atom 1 - c of mu_G: Phi^T Phi has n - p zero eigenvalues and E -> 1 - c
-    assert abs(attention_error(1e-9, AttentionModel(c, name)) - (1 - c)) < 1e-4
+    assert abs(AttentionModel(c, name).error(1e-9) - (1 - c)) < 1e-4
 
 
 @settings(max_examples=6, deadline=None)
@@ -177,33 +172,33 @@ def test_small_gamma_limit_below_one(c, name):
 def test_sqrt_gamma_law_above_one(c, name):
     # attention interpolates only like C_f sqrt(gamma) (ridge: O(gamma^2))
     g = np.array([1e-10, 1e-9])
-    e = attention_error(g, AttentionModel(c, name))
+    e = AttentionModel(c, name).error(g)
     slope = np.log(e[1] / e[0]) / np.log(10)
     assert abs(slope - 0.5) < 0.01
     assert np.all(e > ridge_error_values(g, c, 0.0))
 
 
 def test_small_gamma_law_helper():
-    e, C = attention_small_gamma_law(AttentionModel(2.0, "tanh"))
+    e, C = AttentionModel(2.0, "tanh").small_gamma_law()
     assert abs(e - 0.5) < 1e-3 and C > 0
     # A(l) = (l + 1)/2 > 0: interpolation
-    e, _ = attention_small_gamma_law(AttentionModel(2.0, "relu", diagonal="kept"))
+    e, _ = AttentionModel(2.0, "relu", diagonal="kept").small_gamma_law()
     assert abs(e - 2.0) < 1e-2
-    e, C = attention_small_gamma_law(AttentionModel(0.5, "tanh"))
+    e, C = AttentionModel(0.5, "tanh").small_gamma_law()
     assert abs(e) < 1e-3 and abs(C - 0.5) < 1e-6
     with pytest.raises(ValueError, match="gammas"):
-        attention_small_gamma_law(2.0, "tanh", gammas=(1e-3, 1e-4))
+        AttentionModel(2.0, "tanh").small_gamma_law(gammas=(1e-3, 1e-4))
 
 
 def test_large_gamma_tends_to_one():
-    e = attention_error(np.array([1e4]), AttentionModel(0.5, "tanh"))[0]
+    e = AttentionModel(0.5, "tanh").error(np.array([1e4]))[0]
     assert 0.99 < e < 1
 
 
 def test_cos_has_large_error():
     # a1 = 0: no linear part, worse memorisation than tanh at the same c, gamma (claim B5)
     g = np.array([1e-3, 1e-2])
-    assert np.all(attention_error(g, AttentionModel(2.0, "cos")) > attention_error(g, AttentionModel(2.0, "tanh")))
+    assert np.all(AttentionModel(2.0, "cos").error(g) > AttentionModel(2.0, "tanh").error(g))
 
 
 def test_kept_diagonal_finite_p():
@@ -223,32 +218,29 @@ def test_diagonal_options():
     with pytest.raises(ValueError, match="diagonal"):
         null_kernel_diagonal("relu", "sometimes")
     with pytest.raises(ValueError, match="diverges"):
-        attention_error(0.1, 2.0, "quadratic", diagonal="kept")
+        AttentionModel(2.0, "quadratic", diagonal="kept")
 
 
 def test_structured_delegation():
-    from theory.structured import structured_attention_error
-
-    val = attention_error(0.1, AttentionModel(2.0, "tanh", snr=1.0))
-    assert val == structured_attention_error(0.1, AttentionModel.from_arguments(2.0, "tanh", snr=1.0, w_k=None,
-                                                                                 w_q=None, diagonal="removed"))
+    model = AttentionModel(2.0, "tanh", snr=1.0)
+    assert model.error(0.1) == model.solve(0.1, check_quadrature=False).error[0]
 
 
 def test_invalid_input():
     with pytest.raises(ValueError, match="gamma"):
-        attention_error(-0.1, 2.0, "tanh")
+        AttentionModel(2.0, "tanh").error(-0.1)
     with pytest.raises(ValueError, match="gamma"):
-        attention_error(np.array([0.1, 0.0]), 2.0, "tanh")
+        AttentionModel(2.0, "tanh").error(np.array([0.1, 0.0]))
     with pytest.raises(ValueError, match="c must be"):
-        attention_error(0.1, 0.0, "tanh")
+        AttentionModel(0.0, "tanh")
     with pytest.raises(ValueError, match="activation"):
-        attention_error(0.1, 2.0, "foo")
+        AttentionModel(2.0, "foo")
     with pytest.raises(ValueError, match="z must be"):
         solve_null_system(0.5, 2.0, 0.6, 0.03)
     with pytest.raises(ValueError, match="sf2"):
         solve_null_system(-0.5, 2.0, 0.6, -0.03)
     with pytest.raises(ValueError, match="method"):
-        attention_error(0.1, 2.0, "tanh", method="simpson")
+        AttentionModel(2.0, "tanh").error(0.1, method="simpson")
 
 
 @pytest.mark.slow
@@ -269,7 +261,7 @@ def test_gaussian_equivalent_models_select_the_system():
             K = a1 * (G - np.diag(np.diag(G))) + np.sqrt(sf2 / p) * W
             ev = np.linalg.svd(X @ K, compute_uv=False) ** 2 / n
             res[kind].append([np.mean(g**2 / (ev + g) ** 2) for g in gam])
-    from theory.attention import null_system_derivative as nsd
+    from theory.null_system import null_system_derivative as nsd
 
     th = {k: gam**2 * nsd(-gam, c, a1, sf2, system=s)[1] for k, s in (("goe", "symmetric"), ("gin", "spec"))}
     for kind, vals in res.items():
@@ -299,35 +291,36 @@ def test_matches_simulation(name, p, n):
         errs.append([np.mean(g**2 / (ev + g) ** 2) for g in gam])
     errs = np.array(errs)
     se = errs.std(0, ddof=1) / np.sqrt(len(errs))
-    th = attention_error(gam, AttentionModel(p / n, name))
+    th = AttentionModel(p / n, name).error(gam)
     assert np.all(np.abs(errs.mean(0) - th) <= 4 * se + 0.03 * th)
 
 
 # ----------------------------------------------------------------------------- solver options and domain
 def test_solver_options_same_rules_on_both_paths():
     """tol=inf returned the unconverged start (0.0807 for 0.0856); maxiter was a TypeError on the null path."""
-    base = attention_error(1e-2, AttentionModel(2.0, "tanh"))
+    base = AttentionModel(2.0, "tanh").error(1e-2)
     model = AttentionModel(2.0, "tanh")
-    assert attention_error(1e-2, model, maxiter=50) == base == attention_error(1e-2, model, max_iter=50)
+    assert model.error(1e-2, maxiter=50) == base == model.error(1e-2, max_iter=50)
     for snr in (0.0, 1.0):
         for bad, word in [(dict(tol=float("inf")), "tol"), (dict(tol=0.1), "tol"), (dict(maxiter=0), "maxiter"),
                           (dict(max_iter=10**9), "max_iter"), (dict(n_nodes=8), "n_nodes"),
                           (dict(system="iid"), "system"), (dict(check_quadrature="yes"), "check_quadrature")]:
             with pytest.raises(ValueError, match=word):
-                attention_error(1e-2, 2.0, "tanh", snr=snr, **bad)
+                AttentionModel(2.0, "tanh", snr=snr).error(1e-2, **bad)
     with pytest.raises(TypeError, match="tol_x"):
-        attention_error(1e-2, 2.0, "tanh", tol_x=1e-9)
+        model.error(1e-2, tol_x=1e-9)
     with pytest.raises(ValueError, match="not both"):
-        attention_error(1e-2, 2.0, "tanh", maxiter=50, max_iter=60)
+        model.error(1e-2, maxiter=50, max_iter=60)
 
 
 def test_domain_refused_with_a_message_not_a_library_error():
-    for args, word in [((1e-2, float("inf"), "tanh"), "c"), ((1e-2, 1e-300, "tanh"), "c"),
-                       ((1e300, 2.0, "tanh"), "gamma"), ((1e-2, 2.0, "tanh", 1e300), "snr")]:
+    for args, word in [((float("inf"), "tanh"), "c"), ((1e-300, "tanh"), "c"), ((2.0, "tanh", 1e300), "snr")]:
         with pytest.raises(ValueError, match=word):
-            attention_error(*args)
+            AttentionModel(*args)
+    with pytest.raises(ValueError, match="gamma"):
+        AttentionModel(2.0, "tanh").error(1e300)
     with pytest.raises(TypeError, match="diagonal"):
-        attention_error(1e-2, 2.0, "tanh", diagonal=True)
+        AttentionModel(2.0, "tanh", diagonal=True)
     with pytest.raises(ValueError, match="activation"):
         null_kernel_diagonal("swishy", "removed")  # the activation is checked even where it is not used
 
@@ -337,7 +330,7 @@ def test_non_convergence_reports_the_residual(monkeypatch):
 
     monkeypatch.setattr(ns, "_newton", lambda *a, **k: (0.3, 0.3, 0.0, 7, 0.25))
     with pytest.raises(RuntimeError, match=r"residual 2\.50e-01 after 7 Newton steps"):
-        attention_error(1e-2, 2.0, "tanh")
+        AttentionModel(2.0, "tanh").error(1e-2)
 
 
 def test_quadrature_rule_bounded():

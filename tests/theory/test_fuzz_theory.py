@@ -1,7 +1,8 @@
 """Fuzz suite of ``theory``'s public callables: every bad input is refused clearly, no string is run as code.
 
 Protocol and outcomes: :mod:`fuzz_support` (``tests/fuzz_support.py``).  One valid call per public callable
-(``theory.__all__`` and each module's ``__all__``), *one* argument made bad at a time, each call classified as
+(``theory.__all__`` and each module's ``__all__``) and per solver method of ``AttentionModel`` (the model built and
+the method called from one set of keywords), *one* argument made bad at a time, each call classified as
 ``refused`` (``ValueError`` / ``TypeError`` naming the argument within 2 s), ``silent`` (NaN or inf returned),
 ``accepted``, ``unnamed``, ``memory``, ``other`` or ``hang``.
 
@@ -34,9 +35,6 @@ import theory
 from fuzz_support import (EVIL, GENERIC_KINDS, INF, JUNK, MARKER, NAN, TIME_LIMIT_S, Arg, bad_strategy,  # noqa: F401
                           choice, classify, generic_bad_values, integer, nonfinite, nonneg, pos, real, report_line,
                           restore_limits, st)
-
-#: this module also tests the deprecated long signatures (their checks and messages stay in force for a release)
-pytestmark = pytest.mark.filterwarnings("ignore:.*with the model's parameters as arguments:DeprecationWarning")
 
 X, Y = sp.Symbol("x", real=True), sp.Symbol("y")
 
@@ -128,18 +126,36 @@ C_SOLVER, SNR_SOLVER = real(1e-4, 1e4), real(0, 1e8)
 
 
 def _adder(cases: list[Case]) -> Callable[..., None]:
-    """``add(label, kwargs, args, path=None, **kw)``: append a :class:`Case` if ``theory`` has the callable."""
+    """``add(label, kwargs, args, path=None, func=None, **kw)``: append a :class:`Case` if ``theory`` has the
+    callable (``func``, or the one at ``path``, or at ``label``)."""
 
-    def add(label, kwargs, args, path=None, **kw):
-        f = _fn(path or label)
+    def add(label, kwargs, args, path=None, func=None, **kw):
+        f = func or _fn(path or label)
         if f is not None:
             cases.append(Case(label, f, kwargs, args, **kw))
 
     return add
 
 
+MODEL_FIELDS = ("c", "activation", "snr", "spike", "diagonal")
+
+
+def _on_model(method: str, lead: tuple[str, ...] = ("gamma",)) -> Callable[..., Any]:
+    """``AttentionModel(**fields).method(*lead, **options)`` from one set of keywords (the spike also as its vectors
+    ``w_k, w_q``): each keyword is fuzzed where it is checked, by the model or by the method."""
+
+    def call(**kwargs: Any) -> Any:
+        fields = {k: kwargs.pop(k) for k in MODEL_FIELDS if k in kwargs}
+        if "w_k" in kwargs or "w_q" in kwargs:
+            fields["spike"] = theory.Spike(kwargs.pop("w_k", None), kwargs.pop("w_q", None))
+        args = [kwargs.pop(k) for k in lead]
+        return getattr(theory.AttentionModel(**fields), method)(*args, **kwargs)
+
+    return call
+
+
 def _cases() -> list[Case]:
-    """The table: one valid call per public callable of theory (several for the paths of attention_error)."""
+    """The table: one valid call per public callable of theory (several for the paths of AttentionModel.error)."""
     cases: list[Case] = []
     add = _adder(cases)
     for part in (_limits_and_activations, _mp_kernel_and_ridge, _attention_and_null, _structured, _minimax, _settings):
@@ -228,31 +244,34 @@ def _mp_kernel_and_ridge(add: Callable[..., None]) -> None:
 
 
 def _attention_and_null(add: Callable[..., None]) -> None:
-    """theory.attention (null and structured paths) and theory.null_system."""
+    """AttentionModel.error (null and structured paths), error_taylor, small_gamma_law and theory.null_system."""
     # ---- null system and attention
     att = dict(gamma=1e-2, c=2.0, activation="tanh", snr=0.0, diagonal="removed", tol=1e-12, max_iter=100,
                method="exact", system="symmetric", n_nodes=160)
-    add("attention_error", att, dict(gamma=real(1e-30, 1e30, array=True, symbolic=True),
-                                     c=real(1e-4, 1e4, symbolic=True), activation=ACT, snr=SNR_SOLVER,
-                                     diagonal=Arg("diagonal"),
-                                     check_quadrature=Arg("flag"), **SOLVER_ARGS),
-        bad_overrides={"check_quadrature": {}})
-    add("attention_error[maxiter]", dict(gamma=1e-2, c=2.0, activation="tanh", maxiter=100),
-        dict(maxiter=integer(1, 10_000)), path="attention_error")
-    add("attention_error[structured]", dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0, spike=(4.0, "aligned"),
-                                            tol=1e-12, maxiter=100, n_nodes=64),
+    error = _on_model("error")
+    add("AttentionModel.error", att, dict(gamma=real(1e-30, 1e30, array=True, symbolic=True),
+                                          c=real(1e-4, 1e4, symbolic=True), activation=ACT, snr=SNR_SOLVER,
+                                          diagonal=Arg("diagonal"),
+                                          check_quadrature=Arg("flag"), **SOLVER_ARGS),
+        func=error, bad_overrides={"check_quadrature": {}})
+    add("AttentionModel.error[maxiter]", dict(gamma=1e-2, c=2.0, activation="tanh", maxiter=100),
+        dict(maxiter=integer(1, 10_000)), func=error)
+    add("AttentionModel.error[structured]", dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0,
+                                                 spike=(4.0, "aligned"), tol=1e-12, maxiter=100, n_nodes=64),
         dict(gamma=GAMMA_GRID_SYM, snr=SNR_SOLVER, spike=Arg("spike", none_ok=True), tol=SOLVER_ARGS["tol"],
              maxiter=integer(1, 10_000),
-             n_nodes=integer(16, 10_000)), path="attention_error")
-    add("attention_error_taylor", dict(gamma=0.1, c=2.0, activation="tanh", order=2),
+             n_nodes=integer(16, 10_000)), func=error)
+    add("AttentionModel.error_taylor", dict(gamma=0.1, c=2.0, activation="tanh", order=2),
         dict(gamma=real(1e-30, 1e30), c=C_SOLVER, activation=ACT, snr=SNR_SOLVER, diagonal=Arg("diagonal"),
-             order=integer(0, 19), rtol=real(1e-14, 1e-3)))
-    add("attention_error[w_k]", dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0, w_k=[1.0, 0.5], w_q=[1.0, 0.0]),
-        dict(w_k=Arg("vector"), w_q=Arg("vector")), path="attention_error")
-    add("attention_small_gamma_law", dict(c=2.0, activation="tanh", diagonal="removed", gammas=(1e-13, 1e-11)),
+             order=integer(0, 19), rtol=real(1e-14, 1e-3)), func=_on_model("error_taylor"))
+    add("AttentionModel.error[w_k]", dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0, w_k=[1.0, 0.5],
+                                          w_q=[1.0, 0.0]),
+        dict(w_k=Arg("vector"), w_q=Arg("vector")), func=error)
+    add("AttentionModel.small_gamma_law", dict(c=2.0, activation="tanh", diagonal="removed", gammas=(1e-13, 1e-11)),
         dict(c=C_SOLVER, activation=ACT, diagonal=Arg("diagonal"), tol=SOLVER_ARGS["tol"],
              gammas=Arg("real", 0, low_open=True, array=True, ndim=1,
-                        extra=(("decreasing", (1e-11, 1e-13)), ("three", (1e-13, 1e-12, 1e-11))))))
+                        extra=(("decreasing", (1e-11, 1e-13)), ("three", (1e-13, 1e-12, 1e-11))))),
+        func=_on_model("small_gamma_law", lead=()))
     null = dict(z=-0.01, c=2.0, d0=0.0, **TANH)
     null_args = dict(z=real(-1e30, -1e-30, array=True), c=C_SOLVER, a1=real(-1e6, 1e6), sf2=real(0, 1e12),
                      d0=real(-1e6, 1e6),
@@ -277,35 +296,39 @@ def _attention_and_null(add: Callable[..., None]) -> None:
 
 
 def _structured(add: Callable[..., None]) -> None:
-    """theory.structured."""
+    """theory.structured: AttentionModel.error, error_taylor and solve with signal, linearisation_control."""
     # ---- structured
     st_kw = dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0, diagonal="removed", tol=1e-12, maxiter=100,
                  n_nodes=64, method="exact", system="symmetric")
     st_args = dict(gamma=GAMMA_GRID, c=C_SOLVER, activation=ACT, snr=SNR_SOLVER, diagonal=Arg("diagonal"),
                    tol=SOLVER_ARGS["tol"], maxiter=integer(1, 10_000), n_nodes=integer(16, 10_000),
                    method=SOLVER_ARGS["method"], system=SOLVER_ARGS["system"])
-    add("structured_attention_error", st_kw, dict(st_args, gamma=GAMMA_GRID_SYM, c=real(1e-4, 1e4, symbolic=True)))
-    add("structured_attention_error_taylor", dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0, order=1),
+    error = _on_model("error")
+    add("AttentionModel.error[signal]", st_kw, dict(st_args, gamma=GAMMA_GRID_SYM, c=real(1e-4, 1e4, symbolic=True)),
+        func=error)
+    add("AttentionModel.error_taylor[signal]", dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0, order=1),
         dict(gamma=real(1e-30, 1e30), c=C_SOLVER, activation=ACT, snr=SNR_SOLVER, order=integer(0, 19),
-             rtol=real(1e-14, 1e-3), spike=Arg("spike", none_ok=True)))
-    add("structured_attention_solve", dict(st_kw, check_quadrature=True),
-        dict(st_args, check_quadrature=Arg("flag"), max_iter=integer(1, 10_000, none_ok=True)))
-    add("structured_attention_error[constants]", dict(gamma=0.1, c=2.0, activation=dict(TANH), snr=1.0),
-        dict(activation=Arg("constants")), path="structured_attention_error")
-    add("structured_attention_error[spike]", dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0, spike=(4.0, "aligned")),
-        dict(spike=Arg("spike", none_ok=True)), path="structured_attention_error")
+             rtol=real(1e-14, 1e-3), spike=Arg("spike", none_ok=True)), func=_on_model("error_taylor"))
+    add("AttentionModel.solve", dict(st_kw, check_quadrature=True),
+        dict(st_args, check_quadrature=Arg("flag"), max_iter=integer(1, 10_000, none_ok=True)),
+        func=_on_model("solve"))
+    add("AttentionModel.error[constants]", dict(gamma=0.1, c=2.0, activation=dict(TANH), snr=1.0),
+        dict(activation=Arg("constants")), func=error)
+    add("AttentionModel.error[spike]", dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0, spike=(4.0, "aligned")),
+        dict(spike=Arg("spike", none_ok=True)), func=error)
     add("spike_vectors", dict(strength=4.0, kind="aligned"), dict(strength=real(0, 1e8),
                                                                   kind=choice("aligned", "orthogonal")))
     add("structured_low_rank_matrix", dict(A=np.full((1, 1), 0.6), Gamma=np.full((1, 1), 2.0), c=2.0),
         dict(A=Arg("matrix"), Gamma=Arg("matrix"), c=pos()))
-    add("linearisation_control", dict(p=256, snr=2.0, spike=(4.0, "aligned")),
-        dict(p=integer(1, 10**12), snr=real(0, 1e8), spike=Arg("spike", none_ok=True)))
-    add("linearisation_control[w_k]", dict(p=256, snr=2.0, w_k=[1.0, 0.5], w_q=[1.0, 0.0]),
-        dict(w_k=Arg("vector"), w_q=Arg("vector")), path="linearisation_control")
+    control = _on_model("linearisation_control", lead=("p",))
+    add("AttentionModel.linearisation_control", dict(p=256, c=2.0, activation="tanh", snr=2.0, spike=(4.0, "aligned")),
+        dict(p=integer(1, 10**12), snr=real(0, 1e8), spike=Arg("spike", none_ok=True)), func=control)
+    add("AttentionModel.linearisation_control[w_k]", dict(p=256, c=2.0, activation="tanh", snr=2.0, w_k=[1.0, 0.5],
+                                                          w_q=[1.0, 0.0]),
+        dict(w_k=Arg("vector"), w_q=Arg("vector")), func=control)
     sol_path = "StructuredSolution"
-    if _fn(sol_path) is not None and _fn("structured_attention_solve") is not None:
-        sol = theory.structured_attention_solve([0.1, 0.3], theory.AttentionModel(2.0, "tanh", 1.0), n_nodes=64,
-                                                check_quadrature=False)
+    if _fn(sol_path) is not None:
+        sol = theory.AttentionModel(2.0, "tanh", 1.0).solve([0.1, 0.3], n_nodes=64, check_quadrature=False)
         fields = {f.name: getattr(sol, f.name) for f in dataclasses.fields(sol)}
         add(sol_path, fields, dict(gamma=GAMMA_GRID, error=real(array=True, ndim=1), residual=real(0, array=True, ndim=1),
                                    a1=real(), sf2=nonneg(), d0=real(), system=choice("symmetric", "spec"),

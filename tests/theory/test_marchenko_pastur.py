@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import integrate
 
 from theory._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
-from theory.attention import gram_stieltjes
+from theory.null_system import gram_stieltjes
 from theory.kernel_spectrum import kernel_density, kernel_equation, kernel_stieltjes
 from theory.marchenko_pastur import (
     mp_atom,

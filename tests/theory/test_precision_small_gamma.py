@@ -13,7 +13,7 @@ import pytest
 import theory._structured_symbolic as structured_symbolic
 import theory._structured_traces as structured_traces
 from theory import AttentionModel
-from theory import mp_delta, structured_attention_error
+from theory import mp_delta
 
 EPS = np.finfo(float).eps
 
@@ -91,7 +91,7 @@ def test_structured_error_keeps_the_digits_of_its_traces(monkeypatch, c, activat
     c = 0.5, snr = 100, aligned spike), because ``I + Omega C`` adds ``I`` to entries of order ``1 / gamma``."""
     seen = _capture_traces(monkeypatch)
     for g in (1e-8, 1e-6, 1e-4, 1e-2, 1.0):
-        e = structured_attention_error(g, AttentionModel(c, activation, snr=snr, spike=spike), check_quadrature=False)
+        e = AttentionModel(c, activation, snr=snr, spike=spike).error(g, check_quadrature=False)
         exact = _error_exact(g, seen["T"], seen["dT"], seen["m"], seen["A"], seen["c"])
         assert abs(e - exact) <= EPS * (8 + 1 / g) * abs(exact), (g, abs(e - exact) / abs(exact))
 
@@ -102,7 +102,7 @@ def test_structured_error_is_monotone_in_small_gamma(snr, spike):
     evaluation's rounding (below 1e-11 relative there, previous test); the direct form's rounding (7e-5 relative with
     the aligned spike) made E fall at 11 of 24 steps."""
     g = np.geomspace(1e-7, 3e-6, 25)
-    e = np.asarray(structured_attention_error(g, AttentionModel(0.9, "tanh", snr=snr, spike=spike)))
+    e = np.asarray(AttentionModel(0.9, "tanh", snr=snr, spike=spike).error(g))
     assert np.all(np.diff(e) > 0), np.diff(e) / e[1:]
 
 
@@ -111,5 +111,5 @@ def test_singular_traces_use_the_direct_form():
     result is still the ridge error (the identity-kernel reduction)."""
     from theory import ridge_error_values
 
-    e = structured_attention_error(2.0, AttentionModel(0.3, {"a1": 0.0, "sf2": 0.0, "d0": 1.0}, snr=1.0))
+    e = AttentionModel(0.3, {"a1": 0.0, "sf2": 0.0, "d0": 1.0}, snr=1.0).error(2.0)
     assert e == pytest.approx(float(ridge_error_values(2.0, 0.3, 1.0)), rel=1e-12)

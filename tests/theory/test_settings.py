@@ -1,11 +1,10 @@
-"""The frozen settings of :mod:`theory.settings`: validation, immutability, equality, and the same numbers as the
-deprecated long signatures (which warn once per call; the model path never warns)."""
+"""The frozen settings of :mod:`theory.settings`: validation, immutability, equality, the rules of the methods'
+options, and the methods that are not solvers."""
 
 from __future__ import annotations
 
 import dataclasses
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -22,38 +21,17 @@ except ImportError:  # pragma: no cover - hypothesis is a test dependency
     given = None
 
 
-def _old(func, *args, **kwargs):
-    """``func`` on the long signature: exactly one DeprecationWarning that names the replacement."""
-    with pytest.warns(DeprecationWarning, match="AttentionModel") as record:
-        out = func(*args, **kwargs)
-    assert sum(issubclass(w.category, DeprecationWarning) for w in record) == 1
-    return out
-
-
 def _same(a, b):
     """Bit-for-bit equal numbers (floats, arrays, tuples of floats)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     assert a.shape == b.shape and a.tobytes() == b.tobytes(), (a, b)
 
 
-@pytest.fixture(autouse=True)
-def _no_warning_on_the_new_path():
-    """Inside the tests, any warning not asserted by pytest.warns is an error (so the model path never warns)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        yield
-
-
 # ============================================================================ validation
 @pytest.mark.parametrize("c", [0.0, -1.0, float("nan"), float("inf"), 1e5, True, "2", 1j])
-def test_bad_c_refused_with_the_functions_message(c):
-    with pytest.raises(ValueError, match="^c ") as model_exc:
+def test_bad_c_refused(c):
+    with pytest.raises(ValueError, match="^c "):
         AttentionModel(c, "tanh")
-    with pytest.raises(ValueError) as old_exc, warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        theory.attention_error(0.1, c, "tanh")
-    assert type(model_exc.value) is type(old_exc.value)
-    assert str(model_exc.value) == str(old_exc.value)
 
 
 @pytest.mark.parametrize("activation", ["swishy", None, 1j, sp.Symbol("x") + sp.Symbol("y"), {"a1": 0.5}])
@@ -73,9 +51,7 @@ def test_bad_spike_vectors_and_other_fields_refused():
     with pytest.raises(ValueError, match="w_k"):
         Spike([float("nan")], [1.0])
     with pytest.raises(ValueError, match="together"):
-        AttentionModel.from_arguments(2.0, "tanh", 1.0, w_k=[1.0])
-    with pytest.raises(ValueError, match="not both"):
-        AttentionModel.from_arguments(2.0, "tanh", 1.0, w_k=[1.0], w_q=[1.0], spike=(1.0, "aligned"))
+        AttentionModel(2.0, "tanh", 1.0, spike=Spike([1.0], None))
     with pytest.raises(ValueError, match="^snr "):
         AttentionModel(2.0, "tanh", -1.0)
     with pytest.raises(ValueError, match="^diagonal "):
@@ -112,7 +88,7 @@ def test_frozen():
 def test_equal_and_hashable_whatever_the_spelling():
     a = AttentionModel(2, "TanH", 1, spike=(4.0, "aligned"))
     b = AttentionModel(2.0, "tanh", 1.0, spike=Spike([2.0, 0.0], [2.0]))
-    c = AttentionModel.from_arguments(2.0, "tanh", 1.0, w_k=np.array([2.0, 0.0, 0.0]), w_q=[2.0])
+    c = AttentionModel(2.0, "tanh", 1.0, spike=Spike(np.array([2.0, 0.0, 0.0]), [2.0]))
     assert a == b == c and hash(a) == hash(b) == hash(c) and len({a, b, c}) == 1
     assert a.spike == Spike.named(4.0, "aligned") and a.activation == "tanh" and a.c == 2.0
     assert AttentionModel(2.0, "tanh", 1.0, spike=(4.0, "orthogonal")) != a
@@ -130,46 +106,29 @@ def test_equal_and_hashable_whatever_the_spelling():
     assert repr(RateSetting(2, 1, 5)) == "RateSetting(beta=2, r=1, d=5, constant=1)"
 
 
-# ============================================================================ the deprecated long signatures
-def test_long_signature_warns_once_and_gives_the_same_numbers():
-    g = np.array([1e-3, 1e-2, 0.1])
-    null = AttentionModel(2.0, "tanh")
-    _same(_old(theory.attention_error, g, 2.0, "tanh"), null.error(g))
-    _same(_old(theory.attention_error, g, 2.0, "tanh", system="spec"), theory.attention_error(g, null, system="spec"))
-    spiked = AttentionModel(2.0, "tanh", 1.0, spike=(4.0, "aligned"))
-    _same(_old(theory.attention_error, 0.1, 2.0, "tanh", snr=1.0, spike=(4.0, "aligned")), spiked.error(0.1))
-    _same(_old(theory.attention_error, 0.1, 2.0, "tanh", 1.0, [2.0, 0.0], [2.0, 0.0]), spiked.error(0.1))
-    _same(_old(theory.attention_error_taylor, 0.1, 2.0, "tanh", order=2), null.error_taylor(0.1, order=2))
-    _same(_old(theory.structured_attention_error, g, 2.0, "tanh", 1.0, spike=(4.0, "aligned")),
-          theory.structured_attention_error(g, spiked))
-    _same(_old(theory.structured_attention_solve, g, 2.0, "tanh", 1.0, spike=(4.0, "aligned")).error,
-          spiked.solve(g).error)
-    _same(_old(theory.structured_attention_error_taylor, 0.1, 2.0, "tanh", 1.0, order=1),
-          theory.structured_attention_error_taylor(0.1, AttentionModel(2.0, "tanh", 1.0), order=1))
-    _same(_old(theory.attention_small_gamma_law, 2.0, "tanh"), null.small_gamma_law())
-    _same(_old(theory.linearisation_control, 256, 1.0, spike=(4.0, "aligned")), spiked.linearisation_control(256))
-
-
-def test_symbolic_gamma_and_c_on_both_paths():
-    old = _old(theory.attention_error, g_sym, 2.0, "tanh")
-    new = AttentionModel(2.0, "tanh").error(g_sym)
-    assert old == new and str(new) == "attention_error(gamma, 2.0, 'tanh')"
+# ============================================================================ the solvers' options
+def test_symbolic_gamma_and_c():
+    E = AttentionModel(2.0, "tanh").error(g_sym)
+    assert E == AttentionModel(2.0, "tanh").error(g_sym) and str(E) == "attention_error(gamma, 2.0, 'tanh')"
     c = sp.Symbol("c", positive=True)
     f = AttentionModel(c, "tanh").error(0.1)
     _same(float(f.subs(c, 2.0)), AttentionModel(2.0, "tanh").error(0.1))
 
 
-def test_model_argument_rules():
+def test_option_rules():
     m = AttentionModel(2.0, "tanh", 1.0)
-    assert theory.attention_error(0.1, model=m) == m.error(0.1)
     with pytest.raises(ArgumentTypeError, match="snr is part of the model"):
-        theory.attention_error(0.1, m, snr=2.0)
-    with pytest.raises(ArgumentTypeError, match="before the model"):
-        theory.attention_error(0.1, m, 3.0)
+        m.error(0.1, snr=2.0)
+    with pytest.raises(ArgumentTypeError, match="spike is part of the model"):
+        m.solve(0.1, spike=(1.0, "aligned"))
+    with pytest.raises(ArgumentTypeError, match="w_k is part of the model"):
+        m.error_taylor(0.1, w_k=[1.0], w_q=[1.0])
     with pytest.raises(ValueError, match="does not take snr"):
         m.small_gamma_law()
-    with pytest.raises(ArgumentTypeError, match="model must be an AttentionModel"):
-        theory.attention_error(0.1, model="tanh")
+    with pytest.raises(ValueError, match="does not take spike"):
+        AttentionModel(2.0, "tanh", spike=(1.0, "aligned")).small_gamma_law()
+    with pytest.raises(TypeError, match="bogus"):
+        m.error(0.1, bogus=1)
 
 
 # ============================================================================ the other methods
@@ -194,12 +153,10 @@ def test_ridge_hermite_and_rate_methods():
 if given is not None:
 
     @settings(max_examples=12, deadline=None, derandomize=True, database=None)
-    @given(c=st.floats(0.2, 5.0), gamma=st.floats(1e-3, 1.0), snr=st.sampled_from([0.0, 0.5, 2.0]),
+    @given(c=st.floats(0.2, 5.0), snr=st.sampled_from([0.0, 0.5, 2.0]),
            activation=st.sampled_from(["tanh", "erf", "relu"]),
-           spike=st.one_of(st.none(), st.tuples(st.floats(0.0, 8.0), st.sampled_from(["aligned", "orthogonal"]))))
-    def test_hypothesis_old_and_new_paths_identical(c, gamma, snr, activation, spike):
+           spike=st.tuples(st.floats(0.0, 8.0), st.sampled_from(["aligned", "orthogonal"])))
+    def test_hypothesis_named_spike_equals_its_vectors(c, snr, activation, spike):
         model = AttentionModel(c, activation, snr, spike=spike)
-        _same(_old(theory.attention_error, gamma, c, activation, snr, spike=spike), model.error(gamma))
-        _same(_old(theory.linearisation_control, 64, snr, spike=spike), model.linearisation_control(64))
-        wk, wq = (None, None) if spike is None else theory.spike_vectors(*spike)
-        assert AttentionModel.from_arguments(c, activation, snr, w_k=wk, w_q=wq) == model
+        vectors = AttentionModel(c, activation, snr, spike=Spike(*theory.spike_vectors(*spike)))
+        assert vectors == model and hash(vectors) == hash(model)

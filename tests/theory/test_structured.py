@@ -11,7 +11,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory import AttentionModel
+from theory import AttentionModel, Spike
 from theory import hermite_moments, ridge_error_values
 from theory._structured_symbolic import d0_sym, delta_t, kappa_sym, l_sym, sf2_sym
 from theory._structured_traces import (GramQuadratureIntegrals, GramRationalIntegrals, denominator_polys, mp_nodes,
@@ -19,23 +19,24 @@ from theory._structured_traces import (GramQuadratureIntegrals, GramRationalInte
 from theory.structured import (
     StructuredConvergenceError,
     _null_solutions,
-    linearisation_control,
     null_free_energy_expression,
     null_trace_closed_forms,
     null_trace_expressions,
     spike_vectors,
-    structured_attention_error,
-    structured_attention_solve,
 )
 from theory.symbols import a1 as A1
 from theory.symbols import c as C
 from theory.symbols import delta as D
 from theory.symbols import gamma as G
 
-#: this module also tests the deprecated long signatures (their checks and messages stay in force for a release)
-pytestmark = pytest.mark.filterwarnings("ignore:.*with the model's parameters as arguments:DeprecationWarning")
-
 TANH = hermite_moments("tanh")
+
+
+def _structured(gamma, model, **options):
+    """The structured solver's error on any model, the null one too (what ``model.error`` gives with signal or a
+    spike): a float for a scalar ``gamma``."""
+    out = model.solve(gamma, check_quadrature=False, **options).error
+    return float(out[0]) if np.ndim(gamma) == 0 else out
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -76,52 +77,47 @@ def _reference_null_error(gamma: float, c: float, a1: float, sf2: float, system:
 @pytest.mark.parametrize("c", [0.5, 2.0])
 @pytest.mark.parametrize("gamma", [0.05, 1.0])
 def test_null_reduction_matches_independent_null_system(c, gamma, system):
-    e = structured_attention_error(gamma, AttentionModel(c, "tanh", snr=0.0), system=system)
+    e = _structured(gamma, AttentionModel(c, "tanh", snr=0.0), system=system)
     ref = _reference_null_error(gamma, c, TANH.a1, TANH.sf2, system)
     assert e == pytest.approx(ref, rel=1e-5)
 
 
 def test_systems_differ_where_h2_found_it():
     """tanh, c = 2, gamma = 1e-2: SPEC 0.0839, corrected 0.0856 (simulation 0.0857, H2's note)."""
-    e_sym = structured_attention_error(1e-2, AttentionModel(2.0, "tanh", snr=0.0))
-    e_spec = structured_attention_error(1e-2, AttentionModel(2.0, "tanh", snr=0.0), system="spec")
+    e_sym = _structured(1e-2, AttentionModel(2.0, "tanh", snr=0.0))
+    e_spec = _structured(1e-2, AttentionModel(2.0, "tanh", snr=0.0), system="spec")
     assert round(e_sym, 4) == 0.0856 and round(e_spec, 4) == 0.0839
-    assert structured_attention_error(1e-2, AttentionModel(2.0, "tanh", snr=0.0), system="corrected") == e_sym
+    assert _structured(1e-2, AttentionModel(2.0, "tanh", snr=0.0), system="corrected") == e_sym
 
 
 @pytest.mark.parametrize("c", [0.5, 2.0])
 def test_null_reduction_matches_theory_attention(c):
-    from theory.attention import attention_error, solve_null_system, solve_null_system_full
+    from theory.null_system import solve_null_system, solve_null_system_full
 
     g = np.array([1e-3, 1e-2, 0.1, 1.0, 10.0])
-    sol = structured_attention_solve(g, AttentionModel(c, "tanh", snr=0.0))
+    sol = AttentionModel(c, "tanh", snr=0.0).solve(g)
     d, dt = solve_null_system(-g, c, TANH.a1, TANH.sf2)
     kp = [s.kappa for s in solve_null_system_full(-g, c, TANH.a1, TANH.sf2)]
     np.testing.assert_allclose(sol.delta, d, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(sol.delta_t, dt, rtol=1e-8)
     np.testing.assert_allclose(sol.kappa, kp, rtol=1e-8, atol=1e-12)
     assert np.max(np.abs(sol.kappa)) > 1e-3  # the corrected system is really in use (kappa != 0)
-    np.testing.assert_allclose(sol.error, attention_error(g, AttentionModel(c, "tanh")), rtol=1e-6)
+    np.testing.assert_allclose(sol.error, AttentionModel(c, "tanh").error(g), rtol=1e-6)
     # and SPEC's system against SPEC's
-    spec = structured_attention_solve(g, AttentionModel(c, "tanh", snr=0.0), system="spec", check_quadrature=False)
-    np.testing.assert_allclose(spec.error, attention_error(g, AttentionModel(c, "tanh"), system="spec"), rtol=1e-6)
+    spec = AttentionModel(c, "tanh", snr=0.0).solve(g, system="spec", check_quadrature=False)
+    np.testing.assert_allclose(spec.error, AttentionModel(c, "tanh").error(g, system="spec"), rtol=1e-6)
     assert np.all(spec.kappa == 0.0)
     # without signal the Woodbury correction vanishes: E is the null error
     np.testing.assert_allclose(sol.error, sol.null_error, rtol=1e-12)
 
 
-def test_attention_error_delegates_here():
-    from theory.attention import attention_error
-
+def test_error_with_signal_or_spike_is_the_structured_solver_s():
     w = np.array([2.0, 0.0, 0.0, 0.0])
-    assert attention_error(0.1, AttentionModel.from_arguments(2.0, "tanh", snr=1.0, w_k=w, w_q=w)) == pytest.approx(
-        structured_attention_error(0.1, AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned"))), rel=1e-12
-    )
-    vectors = AttentionModel.from_arguments(2.0, "tanh", snr=1.0, w_k=w, w_q=w)
-    assert attention_error(0.1, vectors, system="spec") == pytest.approx(
-        structured_attention_error(0.1, AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned")), system="spec"),
-        rel=1e-12
-    )
+    vectors = AttentionModel(2.0, "tanh", snr=1.0, spike=Spike(w, w))
+    for model in (vectors, AttentionModel(2.0, "tanh", snr=0.0, spike=(4.0, "aligned"))):
+        for system in ("symmetric", "spec"):
+            assert model.error(0.1, system=system) == _structured(0.1, model, system=system)
+    assert vectors.error(0.1) == AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned")).error(0.1)
 
 
 @settings(max_examples=25, deadline=None)
@@ -132,7 +128,7 @@ def test_attention_error_delegates_here():
 )
 def test_identity_kernel_reduces_to_ridge(c, snr, gamma):
     """a1 = 0, s_f = 0, d0 = 1 is K = I: the structured system must give SPEC's ridge formula (steps 2-3)."""
-    e = structured_attention_error(gamma, AttentionModel(c, {"a1": 0.0, "sf2": 0.0, "d0": 1.0}, snr=snr))
+    e = _structured(gamma, AttentionModel(c, {"a1": 0.0, "sf2": 0.0, "d0": 1.0}, snr=snr))
     assert e == pytest.approx(float(ridge_error_values(gamma, c, snr)), rel=1e-7, abs=1e-14)
 
 
@@ -141,8 +137,8 @@ def test_identity_kernel_reduces_to_ridge(c, snr, gamma):
 @given(snr=st.floats(0.1, 4.0), strength=st.floats(0.1, 16.0), c=st.sampled_from([0.5, 2.0]),
        gamma=st.floats(1e-2, 5.0))
 def test_orthogonal_spike_decouples(snr, strength, c, gamma):
-    e0 = structured_attention_error(gamma, AttentionModel(c, "tanh", snr=snr))
-    eo = structured_attention_error(gamma, AttentionModel(c, "tanh", snr=snr, spike=(strength, "orthogonal")))
+    e0 = AttentionModel(c, "tanh", snr=snr).error(gamma)
+    eo = AttentionModel(c, "tanh", snr=snr, spike=(strength, "orthogonal")).error(gamma)
     assert eo == pytest.approx(e0, rel=1e-10)
 
 
@@ -150,46 +146,42 @@ def test_orthogonal_spike_decouples(snr, strength, c, gamma):
 @given(snr=st.floats(0.2, 4.0), s1=st.floats(0.0, 8.0), ds=st.floats(0.2, 8.0), c=st.sampled_from([0.5, 2.0]),
        gamma=st.floats(1e-2, 5.0))
 def test_aligned_spike_lowers_error(snr, s1, ds, c, gamma):
-    e1 = structured_attention_error(gamma, AttentionModel(c, "tanh", snr=snr, spike=(s1, "aligned")))
-    e2 = structured_attention_error(gamma, AttentionModel(c, "tanh", snr=snr, spike=(s1 + ds, "aligned")))
+    e1 = AttentionModel(c, "tanh", snr=snr, spike=(s1, "aligned")).error(gamma)
+    e2 = AttentionModel(c, "tanh", snr=snr, spike=(s1 + ds, "aligned")).error(gamma)
     assert e2 < e1
 
 
 def test_spike_vectors_and_padding_equivalent():
     wk, wq = spike_vectors(4.0, "aligned")
     np.testing.assert_array_equal(wk, [2.0, 0.0])
-    e_spike = structured_attention_error(0.1, AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned")))
+    e_spike = AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned")).error(0.1)
     pad = np.zeros(50)
     pad[0] = 2.0
-    padded = AttentionModel.from_arguments(2.0, "tanh", snr=1.0, w_k=pad, w_q=pad)
-    assert structured_attention_error(0.1, padded) == pytest.approx(e_spike, rel=1e-12)
+    padded = AttentionModel(2.0, "tanh", snr=1.0, spike=Spike(pad, pad))
+    assert padded.error(0.1) == pytest.approx(e_spike, rel=1e-12)
     # a spike along mu without signal (snr = 0) changes nothing in the O(1)-norm limit? It does: A along
     # e1 is amplified but m = 0 -> b = 0, so the correction vanishes.
     null_spiked = AttentionModel(2.0, "tanh", snr=0.0, spike=(4.0, "aligned"))
-    assert structured_attention_error(0.1, null_spiked) == pytest.approx(
-        structured_attention_error(0.1, AttentionModel(2.0, "tanh", snr=0.0)), rel=1e-10)
+    assert null_spiked.error(0.1) == pytest.approx(_structured(0.1, AttentionModel(2.0, "tanh", snr=0.0)), rel=1e-10)
 
 
 def test_general_nonsymmetric_spike_runs_and_differs():
     wk, wq = np.array([1.0, 1.0, 0.0]), np.array([0.5, 0.0, 1.0])
-    sol = structured_attention_solve([0.01, 0.1, 1.0],
-                                     AttentionModel.from_arguments(0.5, "tanh", snr=1.0, w_k=wk, w_q=wq))
+    sol = AttentionModel(0.5, "tanh", snr=1.0, spike=Spike(wk, wq)).solve([0.01, 0.1, 1.0])
     assert sol.A.shape == (3, 3) and np.all(np.isfinite(sol.error)) and np.all(sol.error > 0)
-    assert not np.allclose(sol.error,
-                           structured_attention_error([0.01, 0.1, 1.0], AttentionModel(0.5, "tanh", snr=1.0)))
+    assert not np.allclose(sol.error, AttentionModel(0.5, "tanh", snr=1.0).error([0.01, 0.1, 1.0]))
 
 
 def test_c_equal_one_supported():
-    e = structured_attention_error([1e-2, 1.0], AttentionModel(1.0, "tanh", snr=1.0, spike=(1.0, "aligned")))
-    e_lo = structured_attention_error([1e-2, 1.0], AttentionModel(0.999, "tanh", snr=1.0, spike=(1.0, "aligned")))
+    e = AttentionModel(1.0, "tanh", snr=1.0, spike=(1.0, "aligned")).error([1e-2, 1.0])
+    e_lo = AttentionModel(0.999, "tanh", snr=1.0, spike=(1.0, "aligned")).error([1e-2, 1.0])
     np.testing.assert_allclose(e, e_lo, rtol=2e-2)
 
 
 # ----------------------------------------------------------------------------- symbolic vs numeric
 def _solved(g, c, a1, sf2, d0=0.0, system="symmetric"):
     """Null unknowns (row of _null_solutions) and the trace matrix T at one gamma."""
-    sol = structured_attention_solve(g, AttentionModel(c, {"a1": a1, "sf2": sf2, "d0": d0}, snr=0.0), system=system,
-                                     check_quadrature=False)
+    sol = AttentionModel(c, {"a1": a1, "sf2": sf2, "d0": d0}, snr=0.0).solve(g, system=system, check_quadrature=False)
     nul = _null_solutions(np.array([g]), c, a1, sf2, d0, system, "exact", 800, 1e-12, 100)[0]
     return nul, sol.traces[0]
 
@@ -318,9 +310,8 @@ def test_traces_match_random_matrix_simulation():
         Q = np.linalg.inv(c * K0 @ Gm @ K0 + g * np.eye(n))
         sims.append([np.trace(Q @ K0) / n, np.trace(K0 @ Q @ K0) / n])
     mc = np.mean(sims, axis=0)
-    T_sym = structured_attention_solve(g, AttentionModel(c, "tanh", snr=0.0), check_quadrature=False).traces[0]
-    T_spec = structured_attention_solve(g, AttentionModel(c, "tanh", snr=0.0), system="spec",
-                                        check_quadrature=False).traces[0]
+    T_sym = AttentionModel(c, "tanh", snr=0.0).solve(g, check_quadrature=False).traces[0]
+    T_spec = AttentionModel(c, "tanh", snr=0.0).solve(g, system="spec", check_quadrature=False).traces[0]
     th_sym = np.array([T_sym[0, 1], T_sym[1, 1]])
     th_spec = np.array([T_spec[0, 1], T_spec[1, 1]])
     assert np.all(np.abs(mc - th_sym) < 0.004)  # MC SE ~0.001 at this size
@@ -357,21 +348,21 @@ def test_implicit_derivative_matches_finite_difference(system, c):
     # h balances the O(h^2) truncation (~5e-8) against the null solver's ~1e-10 relative precision
     # amplified by 1/h (~5e-7): the implicit derivative must agree to 2e-6
     g, h = 0.1, 3e-4
-    kw = dict(spike=(4.0, "aligned"), system=system, check_quadrature=False)
-    sol = structured_attention_solve([g * (1 - h), g, g * (1 + h)], c, "tanh", 2.0, **kw)
+    model = AttentionModel(c, "tanh", 2.0, spike=(4.0, "aligned"))
+    sol = model.solve([g * (1 - h), g, g * (1 + h)], system=system, check_quadrature=False)
     fd = -(g**2) * (sol.yQy[2] - sol.yQy[0]) / (2 * g * h)
     assert sol.error[1] == pytest.approx(fd, rel=2e-6)
 
 
-def test_symbolic_expressions_match_spec_form_and_theory_attention():
+def test_symbolic_expressions_match_spec_form_and_the_null_system():
     e = null_trace_expressions()
     e0 = {k: v.subs(kappa_sym, 0) for k, v in e.items()}
     t_tilde_spec = 1 / (G * (1 + D) + C * l_sym * (A1 * (l_sym - 1) + d0_sym) ** 2 / (1 + delta_t * sf2_sym * l_sym))
     assert sp.simplify(e0["eq_delta_t"] - t_tilde_spec) == 0
     t_spec = 1 / (G * (1 + delta_t * sf2_sym * l_sym) + C * l_sym * (A1 * (l_sym - 1) + d0_sym) ** 2 / (1 + D))
     assert sp.simplify(e0["eq_delta"] - sf2_sym * l_sym * t_spec) == 0
-    # the three integrands are those of theory.attention's corrected system (z = -gamma)
-    from theory.attention import null_system_equations
+    # the three integrands are those of theory.null_system's corrected system (z = -gamma)
+    from theory.null_system import null_system_equations
 
     h2 = null_system_equations()
     sym = {s.name: s for s in h2["D"].free_symbols}
@@ -382,7 +373,7 @@ def test_symbolic_expressions_match_spec_form_and_theory_attention():
 
 
 def test_diagnostics_and_quadrature():
-    sol = structured_attention_solve([1e-4, 1e-2, 1.0], AttentionModel(2.0, "tanh", snr=1.0, spike=(1.0, "aligned")))
+    sol = AttentionModel(2.0, "tanh", snr=1.0, spike=(1.0, "aligned")).solve([1e-4, 1e-2, 1.0])
     assert np.all(sol.residual < 1e-10)
     assert np.all(sol.quadrature_change < 1e-8)
     assert sol.traces.shape == (3, 3, 3)
@@ -392,9 +383,9 @@ def test_diagnostics_and_quadrature():
 def test_linearisation_control():
     aligned = AttentionModel(1.0, "tanh", snr=2.0, spike=(4.0, "aligned"))
     orthogonal = AttentionModel(1.0, "tanh", snr=2.0, spike=(4.0, "orthogonal"))
-    assert linearisation_control(256, aligned) == pytest.approx(14 / 16)
-    assert linearisation_control(256, orthogonal) == pytest.approx(6 / 16)
-    assert linearisation_control(100, AttentionModel(1.0, "tanh", snr=1.0)) == pytest.approx(0.1)
+    assert aligned.linearisation_control(256) == pytest.approx(14 / 16)
+    assert orthogonal.linearisation_control(256) == pytest.approx(6 / 16)
+    assert AttentionModel(1.0, "tanh", snr=1.0).linearisation_control(100) == pytest.approx(0.1)
 
 
 # ----------------------------------------------------------------------------- invalid input
@@ -411,7 +402,6 @@ def test_linearisation_control():
         (dict(w_k=np.ones(3)), "w_k and w_q"),
         (dict(spike=(1.0, "diagonal")), "spike kind"),
         (dict(spike=(-1.0, "aligned")), "strength"),
-        (dict(spike=(1.0, "aligned"), w_k=np.ones(2), w_q=np.ones(2)), "either"),
         (dict(w_k=np.array([np.nan]), w_q=np.ones(1)), "finite"),
         (dict(activation="nonsense"), "activation"),
         (dict(n_nodes=4), "n_nodes"),
@@ -421,7 +411,14 @@ def test_invalid_input(kwargs, match):
     args = dict(gamma=0.1, c=2.0, activation="tanh", snr=1.0)
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
-        structured_attention_error(**args)
+        _model_error(**args)
+
+
+def _model_error(gamma, c, activation, snr, w_k=None, w_q=None, spike=None, diagonal="removed", **options):
+    """``AttentionModel(...).error(gamma, **options)``, the spike given as a pair or as its vectors."""
+    if w_k is not None or w_q is not None:
+        spike = Spike(w_k, w_q)
+    return AttentionModel(c, activation, snr, spike=spike, diagonal=diagonal).error(gamma, **options)
 
 
 def test_non_convergence_raises(monkeypatch):
@@ -433,7 +430,7 @@ def test_non_convergence_raises(monkeypatch):
     ts._null_solutions_memo.cache_clear()  # a null solve memoised by an earlier test would not reach the solver
     try:
         with pytest.raises(StructuredConvergenceError, match="did not converge"):
-            structured_attention_solve(0.1, 2.0, "tanh", 1.0, spike=(1.0, "aligned"))
+            AttentionModel(2.0, "tanh", 1.0, spike=(1.0, "aligned")).solve(0.1)
     finally:
         ts._null_solutions_memo.cache_clear()
 
@@ -449,25 +446,25 @@ def test_null_solutions_memo_shares_one_solve_across_snr_and_spike(monkeypatch):
     ts._null_solutions_memo.cache_clear()
     try:
         g = np.array([1e-2, 0.1, 1.0])
-        first = structured_attention_error(g, AttentionModel(0.5, "tanh", snr=0.5))
+        first = AttentionModel(0.5, "tanh", snr=0.5).error(g)
         for snr, spike in [(2.0, None), (1.0, (4.0, "aligned")), (1.0, (4.0, "orthogonal"))]:
-            structured_attention_error(g, AttentionModel(0.5, "tanh", snr=snr, spike=spike))
+            AttentionModel(0.5, "tanh", snr=snr, spike=spike).error(g)
         assert len(calls) == 1
         a1, sf2 = 0.6, 0.2
         nul = ts._null_solutions(g, 0.5, a1, sf2, 0.0, "symmetric", "exact", 800, 1e-12, 100)
         nul[:] = np.nan  # a caller's copy: the memo is untouched
         again = ts._null_solutions(g, 0.5, a1, sf2, 0.0, "symmetric", "exact", 800, 1e-12, 100)
         assert np.all(np.isfinite(again))
-        np.testing.assert_array_equal(structured_attention_error(g, AttentionModel(0.5, "tanh", snr=0.5)), first)
+        np.testing.assert_array_equal(AttentionModel(0.5, "tanh", snr=0.5).error(g), first)
     finally:
         ts._null_solutions_memo.cache_clear()
 
 
 def test_invalid_system_and_method():
     with pytest.raises(ValueError, match="system"):
-        structured_attention_error(0.1, 2.0, "tanh", 1.0, system="iid")
+        AttentionModel(2.0, "tanh", 1.0).error(0.1, system="iid")
     with pytest.raises(ValueError, match="method"):
-        structured_attention_error(0.1, 2.0, "tanh", 1.0, method="monte carlo")
+        AttentionModel(2.0, "tanh", 1.0).solve(0.1, method="monte carlo")
 
 
 def test_rank_one_sympy_form_matches_numeric_woodbury():
@@ -476,25 +473,14 @@ def test_rank_one_sympy_form_matches_numeric_woodbury():
     expr, syms = rank_one_quadratic_form_expression()
     f = sp.lambdify(syms, expr, "numpy")
     for snr, strength, c in [(1.0, 0.0, 2.0), (2.0, 4.0, 0.5), (0.5, 1.0, 2.0)]:
-        sol = structured_attention_solve([0.03, 0.3], AttentionModel(c, "tanh", snr=snr, spike=(strength, "aligned")))
+        sol = AttentionModel(c, "tanh", snr=snr, spike=(strength, "aligned")).solve([0.03, 0.3])
         for i in range(2):
             T = sol.traces[i]
             val = f(T[0, 0], T[0, 1], T[0, 2], T[1, 1], T[1, 2], T[2, 2], snr, TANH.a1 * (1 + strength), c)
             assert val == pytest.approx(sol.yQy[i], rel=1e-10)
 
 
-def test_attention_error_accepts_spike_keyword():
-    """attention_error(..., snr=0, spike=...) reaches the structured solver (it raised TypeError before)."""
-    from theory import attention_error, structured_attention_error
-
-    a = attention_error(0.1, AttentionModel(2.0, "tanh", snr=0.0, spike=(4.0, "aligned")))
-    b = structured_attention_error(0.1, AttentionModel(2.0, "tanh", snr=0.0, spike=(4.0, "aligned")))
-    assert a == pytest.approx(b, rel=1e-12)
-    with pytest.raises(ValueError, match="either spike"):
-        attention_error(0.1, 2.0, "tanh", spike=(4.0, "aligned"), w_k=[1.0], w_q=[1.0])
-
-
-# ----------------------------------------------------------------------------- parts of structured_attention_solve
+# ----------------------------------------------------------------------------- parts of the structured solver
 def test_solver_options_are_checked_and_normalised():
     from theory._spikes import resolve_spike
     from theory.structured import _validate_solver_options
@@ -518,8 +504,7 @@ def test_solver_options_are_checked_and_normalised():
 
 def test_error_on_grid_quadrature_and_exact_traces_agree():
     """The two trace integrators give the same error (the quadrature cross-check of the solver)."""
-    sol = structured_attention_solve(np.logspace(-2, 0, 4),
-                                     AttentionModel(0.5, "tanh", snr=0.5, spike=(2.0, "aligned")))
+    sol = AttentionModel(0.5, "tanh", snr=0.5, spike=(2.0, "aligned")).solve(np.logspace(-2, 0, 4))
     assert np.all(sol.quadrature_change < 1e-8 * np.abs(sol.error))
     assert np.all(np.isfinite(sol.traces)) and sol.traces.shape == (4, 3, 3)
     np.testing.assert_array_equal(sol.traces, np.transpose(sol.traces, (0, 2, 1)))  # T is symmetric
@@ -533,14 +518,12 @@ def test_constants_spikes_and_records_checked():
     for act, word in [({"a1": "0.6", "sf2": 0.03}, "activation\\['a1'\\]"), ({"a1": 0.6, "sf2": 0.03, "nu": 1}, "keys"),
                       ({"a1": True, "sf2": 0.03}, "a1"), ({"a1": 0.6, "sf2": np.inf}, "sf2")]:
         with pytest.raises(ValueError, match=word):
-            structured_attention_error(activation=act, **base)
+            _model_error(activation=act, **base)
     with pytest.raises(ValueError, match="spike"):
-        structured_attention_error(activation="tanh", spike=(1e300, "aligned"), **base)
-    with pytest.raises(ValueError, match="either"):
-        linearisation_control(256, 1.0, [1.0], [1.0], spike=(1.0, "aligned"))
+        _model_error(activation="tanh", spike=(1e300, "aligned"), **base)
     with pytest.raises(ValueError, match="Gamma"):
         structured_low_rank_matrix(np.eye(1), np.eye(2), 2.0)
-    sol = structured_attention_solve([0.1, 0.3], AttentionModel(2.0, "tanh", snr=1.0), check_quadrature=False)
+    sol = AttentionModel(2.0, "tanh", snr=1.0).solve([0.1, 0.3], check_quadrature=False)
     with pytest.raises(ValueError, match="error"):
         StructuredSolution(**{**sol.__dict__, "error": np.array([np.nan, 0.1])})
 
@@ -548,4 +531,4 @@ def test_constants_spikes_and_records_checked():
 def test_degenerate_woodbury_is_a_convergence_error():
     """A singular Woodbury matrix (linear kernel, c = 1e-4, huge gamma) was a raw LinAlgError."""
     with pytest.raises(StructuredConvergenceError, match="singular Woodbury"):
-        structured_attention_error([1e-20, 1e20], 1e-4, "linear", 1.0, spike=(2.0, "aligned"))
+        AttentionModel(1e-4, "linear", 1.0, spike=(2.0, "aligned")).error([1e-20, 1e20])

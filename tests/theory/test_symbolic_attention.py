@@ -1,4 +1,4 @@
-"""The solvers as sympy functions: symbolic gamma / c in attention_error and structured_attention_error (evalf,
+"""The solvers as sympy functions: symbolic gamma / c in AttentionModel.error, null and structured (evalf,
 diff by implicit derivatives, series at a number, lambdify, plot), the closed forms of mp_density, mp_stieltjes and
 kernel_density for symbolic input, and the Taylor machinery behind them (theory._jets, theory.implicit).
 
@@ -8,8 +8,9 @@ Tolerances
 * Derivatives against central differences with step ``h``: the truncation error of ``(E(g+h) - E(g-h)) / 2h`` is
   ``h^2 E'''/6 = h^2 |e_3|`` (``e_k`` the Taylor coefficients, from the code under test, so the bound scales with
   the function) and the rounding error ``2 eps_E |E| / 2h`` with ``eps_E = 1e-11``, the solver's relative accuracy
-  (Newton tolerance 1e-12, exact integrals; ``attention_error`` agrees with its quadrature variant to ~1e-13).  The
-  tolerance is twice their sum.  Second differences likewise: ``h^2 E''''/12 = 2 h^2 |e_4|`` and ``4 eps_E |E| / h^2``.
+  (Newton tolerance 1e-12, exact integrals; ``AttentionModel.error`` agrees with its quadrature variant to ~1e-13).
+  The tolerance is twice their sum.  Second differences likewise: ``h^2 E''''/12 = 2 h^2 |e_4|`` and
+  ``4 eps_E |E| / h^2``.
 * A Taylor polynomial of order ``K`` at ``g0``, evaluated at ``g0 + s``: the remainder is bounded by
   ``2 |e_{K+1}| |s|^{K+1}`` when the coefficients fall at least geometrically by ``|s|`` / 2 (checked in the test).
 """
@@ -27,25 +28,18 @@ import sympy as sp
 matplotlib.use("Agg")
 
 import theory  # noqa: E402
-from theory import AttentionModel
+from theory import AttentionModel, Spike  # noqa: E402
 from theory import (  # noqa: E402
-    attention_error,
-    attention_error_taylor,
     kernel_density,
     mp_density,
     mp_stieltjes,
     mp_stieltjes_expr,
     null_system_taylor,
     solve_null_system_full,
-    structured_attention_error,
-    structured_attention_error_taylor,
 )
 from theory._jets import Jet  # noqa: E402
 from theory.symbolic import NumericFunction  # noqa: E402
 from theory.symbols import c, gamma  # noqa: E402
-
-#: this module also tests the deprecated long signatures (their checks and messages stay in force for a release)
-pytestmark = pytest.mark.filterwarnings("ignore:.*with the model's parameters as arguments:DeprecationWarning")
 
 EPS_E = 1e-11  # relative accuracy of the solver's values (module docstring)
 
@@ -57,138 +51,139 @@ def _fd_tolerance(e: np.ndarray, h: float) -> float:
 
 # ----------------------------------------------------------------------------------------------- construction
 def test_symbolic_gamma_gives_a_sympy_function_and_numbers_stay_floats():
-    E = attention_error(gamma, AttentionModel(2, "tanh"))
+    E = AttentionModel(2, "tanh").error(gamma)
     assert isinstance(E, NumericFunction) and isinstance(E, sp.Expr)
     assert E.free_symbols == {gamma}
     assert str(E) == "attention_error(gamma, 2, 'tanh')"
-    assert E == attention_error(gamma, AttentionModel(2, "tanh"))  # equal calls, equal objects
-    assert E != attention_error(gamma, AttentionModel(2, "erf"))
-    assert E != attention_error(gamma, AttentionModel(2, "tanh"), system="spec")
-    assert type(attention_error(0.01, AttentionModel(2.0, "tanh"))) is float  # numbers: the numeric path, unchanged
-    assert type(attention_error(sp.Rational(1, 100), AttentionModel(2, "tanh"))) is float  # a sympy number is a number
-    assert isinstance(attention_error(np.array([0.01, 0.1]), AttentionModel(2.0, "tanh")), np.ndarray)
+    assert E == AttentionModel(2, "tanh").error(gamma)  # equal calls, equal objects
+    assert E != AttentionModel(2, "erf").error(gamma)
+    assert E != AttentionModel(2, "tanh").error(gamma, system="spec")
+    assert type(AttentionModel(2.0, "tanh").error(0.01)) is float  # numbers: the numeric path, unchanged
+    assert type(AttentionModel(2, "tanh").error(sp.Rational(1, 100))) is float  # a sympy number is a number
+    assert isinstance(AttentionModel(2.0, "tanh").error(np.array([0.01, 0.1])), np.ndarray)
 
 
 def test_evaluation_calls_the_numeric_function():
-    E = attention_error(gamma, AttentionModel(2, "tanh"))
+    E = AttentionModel(2, "tanh").error(gamma)
     for g in (0.01, 0.3):
-        assert float(E.subs(gamma, g)) == attention_error(g, AttentionModel(2, "tanh"))
+        assert float(E.subs(gamma, g)) == AttentionModel(2, "tanh").error(g)
     exact = E.subs(gamma, sp.Rational(1, 100))
     assert isinstance(exact, NumericFunction)  # exact numbers stay unevaluated (as sin(1) does)
-    assert float(sp.N(exact)) == attention_error(0.01, AttentionModel(2, "tanh"))
+    assert float(sp.N(exact)) == AttentionModel(2, "tanh").error(0.01)
     assert E.evalf() == E  # free symbols: nothing to evaluate
-    Ec = attention_error(0.01, AttentionModel(c, "tanh", diagonal="kept"))
-    assert float(Ec.subs(c, 0.5)) == attention_error(0.01, AttentionModel(0.5, "tanh", diagonal="kept"))
+    Ec = AttentionModel(c, "tanh", diagonal="kept").error(0.01)
+    assert float(Ec.subs(c, 0.5)) == AttentionModel(0.5, "tanh", diagonal="kept").error(0.01)
 
 
 def test_structured_symbolic_path_matches_the_numeric_one():
-    kw = dict(snr=1.0, spike=(4.0, "aligned"))
-    E = attention_error(gamma, 2, "tanh", **kw)
-    assert str(E) == "structured_attention_error(gamma, 2, 'tanh', 1.0, spike=(4.0, 'aligned'))"
-    assert float(E.subs(gamma, 0.1)) == attention_error(0.1, 2, "tanh", **kw)
-    w = dict(w_k=np.array([1.0, 0.5]), w_q=[0.3, 0.2])
-    E2 = structured_attention_error(gamma, c, {"a1": 0.5, "sf2": 0.1}, 1.0, **w)
-    assert float(E2.subs({c: 2, gamma: 0.2})) == structured_attention_error(0.2, 2, {"a1": 0.5, "sf2": 0.1}, 1.0, **w)
+    model = AttentionModel(2, "tanh", snr=1.0, spike=(4.0, "aligned"))
+    E = model.error(gamma)
+    assert str(E) == "structured_attention_error(gamma, 2, 'tanh', 1.0, w_k=(2.0,), w_q=(2.0,))"
+    assert float(E.subs(gamma, 0.1)) == model.error(0.1)
+    spike = Spike(np.array([1.0, 0.5]), [0.3, 0.2])
+    E2 = AttentionModel(c, {"a1": 0.5, "sf2": 0.1}, 1.0, spike=spike).error(gamma)
+    assert float(E2.subs({c: 2, gamma: 0.2})) == AttentionModel(2, {"a1": 0.5, "sf2": 0.1}, 1.0, spike=spike).error(0.2)
 
 
 # ----------------------------------------------------------------------------------------------- derivatives
-@pytest.mark.parametrize("g0, cc, act, kw", [
-    (0.1, 2.0, "tanh", {}),
-    (0.5, 0.5, "erf", {"system": "spec"}),
-    (0.05, 4.0, "relu", {"diagonal": "kept"}),
-    (0.2, 2.0, "tanh", {"snr": 1.0, "spike": (4.0, "aligned")}),
+@pytest.mark.parametrize("g0, model, options", [
+    (0.1, AttentionModel(2.0, "tanh"), {}),
+    (0.5, AttentionModel(0.5, "erf"), {"system": "spec"}),
+    (0.05, AttentionModel(4.0, "relu", diagonal="kept"), {}),
+    (0.2, AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned")), {}),
 ])
-def test_first_derivative_is_the_implicit_derivative(g0, cc, act, kw):
-    E = attention_error(gamma, cc, act, **kw)
+def test_first_derivative_is_the_implicit_derivative(g0, model, options):
+    E = model.error(gamma, **options)
     d = float(sp.diff(E, gamma).subs(gamma, g0))
-    assert d == attention_error_taylor(g0, cc, act, order=1, **kw)[1]  # what the derivative evaluates
-    e = attention_error_taylor(g0, cc, act, order=3, **kw)
+    assert d == model.error_taylor(g0, order=1, **options)[1]  # what the derivative evaluates
+    e = model.error_taylor(g0, order=3, **options)
     h = 1e-4 * g0
-    fd = (attention_error(g0 + h, cc, act, **kw) - attention_error(g0 - h, cc, act, **kw)) / (2 * h)
+    fd = (model.error(g0 + h, **options) - model.error(g0 - h, **options)) / (2 * h)
     assert abs(d - fd) <= _fd_tolerance(e, h)
 
 
 def test_second_derivative_against_second_differences():
     g0, h = 0.1, 2e-3
-    E = attention_error(gamma, AttentionModel(2, "tanh"))
+    E = AttentionModel(2, "tanh").error(gamma)
     d2 = float(sp.diff(E, gamma, 2).subs(gamma, g0))
-    e = attention_error_taylor(g0, AttentionModel(2, "tanh"), order=4)
-    vals = [attention_error(g0 + s * h, AttentionModel(2, "tanh")) for s in (-1, 0, 1)]
+    e = AttentionModel(2, "tanh").error_taylor(g0, order=4)
+    vals = [AttentionModel(2, "tanh").error(g0 + s * h) for s in (-1, 0, 1)]
     fd2 = (vals[0] - 2 * vals[1] + vals[2]) / h**2
     assert abs(d2 - fd2) <= 2 * (2 * h * h * abs(e[4]) + 4 * EPS_E * abs(e[0]) / h**2)
 
 
 def test_derivative_in_c_stays_unevaluated():
-    d = sp.diff(attention_error(gamma, AttentionModel(c, "tanh")), c)
+    d = sp.diff(AttentionModel(c, "tanh").error(gamma), c)
     assert isinstance(d, sp.Derivative)
-    printed = str(sp.diff(attention_error(gamma, AttentionModel(c, "tanh")), gamma))
+    printed = str(sp.diff(AttentionModel(c, "tanh").error(gamma), gamma))
     assert printed == "Derivative(attention_error(gamma, c, 'tanh'), gamma)"
 
 
 def test_series_is_the_taylor_polynomial_from_the_implicit_derivatives():
     g0, K = 0.1, 3
-    poly = sp.series(attention_error(gamma, AttentionModel(2, "tanh")), gamma, g0, K + 1).removeO()
-    e = attention_error_taylor(g0, AttentionModel(2, "tanh"), order=K + 2)
+    poly = sp.series(AttentionModel(2, "tanh").error(gamma), gamma, g0, K + 1).removeO()
+    e = AttentionModel(2, "tanh").error_taylor(g0, order=K + 2)
     coeffs = sp.Poly(sp.expand(poly.subs(gamma, gamma + g0)), gamma).all_coeffs()[::-1]
     # each order is its own computation, refined to rtol = 1e-8 (null_system_taylor): two of them agree to 2e-8
     assert np.allclose([float(v) for v in coeffs], e[: K + 1], rtol=2e-8, atol=0)
     for s in (-0.01, 0.02):
         assert abs(e[K + 2] * s) <= abs(e[K + 1]) / 2  # geometric decay: the remainder bound applies
-        err = abs(float(poly.subs(gamma, g0 + s)) - attention_error(g0 + s, AttentionModel(2, "tanh")))
+        err = abs(float(poly.subs(gamma, g0 + s)) - AttentionModel(2, "tanh").error(g0 + s))
         assert err <= 2 * abs(e[K + 1]) * abs(s) ** (K + 1) + EPS_E
 
 
 def test_structured_derivative_matches_differences():
     g0, h = 0.2, 2e-5
-    args = ("tanh", 1.0)
-    kw = dict(w_k=[1.0, 0.5, 0.2], w_q=[0.3, -1.0, 0.7])
-    d = float(sp.diff(structured_attention_error(gamma, 2, *args, **kw), gamma).subs(gamma, g0))
-    e = structured_attention_error_taylor(g0, 2, *args, order=3, **kw)
+    model = AttentionModel(2, "tanh", 1.0, spike=Spike([1.0, 0.5, 0.2], [0.3, -1.0, 0.7]))
+    d = float(sp.diff(model.error(gamma), gamma).subs(gamma, g0))
+    e = model.error_taylor(g0, order=3)
     # the traces by quadrature refined to rtol = 1e-8, against the exact traces of the numeric path
-    assert abs(e[0] - structured_attention_error(g0, 2, *args, **kw)) <= 2e-8 * e[0]
-    up, down = (structured_attention_error(g0 + s * h, 2, *args, **kw) for s in (1, -1))
+    assert abs(e[0] - model.error(g0)) <= 2e-8 * e[0]
+    up, down = (model.error(g0 + s * h) for s in (1, -1))
     fd = (up - down) / (2 * h)
     assert abs(d - fd) <= _fd_tolerance(e, h)
 
 
 # ----------------------------------------------------------------------------------------------- lambdify and plot
 def test_lambdify_is_one_vectorised_solver_call():
-    E = attention_error(gamma, AttentionModel(2, "tanh"))
+    E = AttentionModel(2, "tanh").error(gamma)
     f = sp.lambdify(gamma, E)
     assert "numeric_function_values" in inspect.getsource(f)  # the _numpycode printer hook, no modules mapping
     grid = np.logspace(-3, 0, 7)
-    assert np.array_equal(f(grid), attention_error(grid, AttentionModel(2, "tanh")))
-    assert sp.lambdify(gamma, E, modules="math")(0.1) == attention_error(0.1, AttentionModel(2, "tanh"))
-    f2 = sp.lambdify((gamma, c), attention_error(gamma, AttentionModel(c, "tanh")) + gamma)
+    assert np.array_equal(f(grid), AttentionModel(2, "tanh").error(grid))
+    assert sp.lambdify(gamma, E, modules="math")(0.1) == AttentionModel(2, "tanh").error(0.1)
+    f2 = sp.lambdify((gamma, c), AttentionModel(c, "tanh").error(gamma) + gamma)
     G, C = np.meshgrid([0.1, 0.3], [0.5, 2.0])
     assert np.array_equal(f2(G, C),
-                          np.array([attention_error(G[i], AttentionModel(C[i, 0], "tanh")) for i in range(2)]) + G)
+                          np.array([AttentionModel(C[i, 0], "tanh").error(G[i]) for i in range(2)]) + G)
     df = sp.lambdify(gamma, sp.diff(E, gamma))
-    assert df(0.1) == attention_error_taylor(0.1, AttentionModel(2, "tanh"), order=1)[1]
+    assert df(0.1) == AttentionModel(2, "tanh").error_taylor(0.1, order=1)[1]
 
 
 def test_sympy_plot_draws_the_solver_values():
-    p = sp.plot(attention_error(gamma, AttentionModel(2, "tanh")), (gamma, 1e-3, 1), adaptive=False, nb_of_points=4,
+    p = sp.plot(AttentionModel(2, "tanh").error(gamma), (gamma, 1e-3, 1), adaptive=False, nb_of_points=4,
                 show=False)
     x, y = p[0].get_points()  # sympy's plotting evaluates point by point: one solve per point
-    assert np.array_equal(np.asarray(y, dtype=float), [attention_error(float(v), AttentionModel(2, "tanh")) for v in x])
+    assert np.array_equal(np.asarray(y, dtype=float), [AttentionModel(2, "tanh").error(float(v)) for v in x])
 
 
 # ----------------------------------------------------------------------------------------------- validation
 @pytest.mark.parametrize("call, name", [
-    (lambda: attention_error(sp.Symbol("g", negative=True), 2, "tanh"), "gamma"),
-    (lambda: attention_error(gamma, 1e5, "tanh"), "c"),
-    (lambda: attention_error(gamma, sp.Symbol("t", negative=True), "tanh"), "c"),
-    (lambda: attention_error(gamma, 2, "swishy"), "activation"),
-    (lambda: attention_error(gamma, 2, "tanh", system="other"), "system"),
-    (lambda: attention_error(gamma, 2, "tanh", snr=-1.0), "snr"),
-    (lambda: attention_error(gamma, 2, "tanh", diagonal="sometimes"), "diagonal"),
-    (lambda: attention_error(gamma, 2, "tanh", bogus=1), "bogus"),
-    (lambda: structured_attention_error(gamma, 2, "tanh", 1.0, spike=(1.0, "sideways")), "spike"),
-    (lambda: structured_attention_error(gamma, 2, "tanh", 1.0, w_k=[1.0]), "w_k"),
-    (lambda: attention_error_taylor(0.1, 2, "tanh", order=25), "order"),
+    (lambda: AttentionModel(2, "tanh").error(sp.Symbol("g", negative=True)), "gamma"),
+    (lambda: AttentionModel(1e5, "tanh").error(gamma), "c"),
+    (lambda: AttentionModel(sp.Symbol("t", negative=True), "tanh").error(gamma), "c"),
+    (lambda: AttentionModel(2, "swishy").error(gamma), "activation"),
+    (lambda: AttentionModel(2, "tanh").error(gamma, system="other"), "system"),
+    (lambda: AttentionModel(2, "tanh", 1.0).error(gamma, system="other"), "system"),
+    (lambda: AttentionModel(2, "tanh", snr=-1.0).error(gamma), "snr"),
+    (lambda: AttentionModel(2, "tanh", diagonal="sometimes").error(gamma), "diagonal"),
+    (lambda: AttentionModel(2, "tanh").error(gamma, bogus=1), "bogus"),
+    (lambda: AttentionModel(2, "tanh", 1.0).error(gamma, bogus=1), "bogus"),
+    (lambda: AttentionModel(2, "tanh", 1.0, spike=(1.0, "sideways")).error(gamma), "spike"),
+    (lambda: AttentionModel(2, "tanh", 1.0, spike=Spike([1.0], None)).error(gamma), "w_k"),
+    (lambda: AttentionModel(2, "tanh").error_taylor(0.1, order=25), "order"),
     (lambda: null_system_taylor(0.1, 2.0, 0.6, 0.03, rtol=0.5), "rtol"),
-    (lambda: attention_error(np.array([0.1, 0.2]), c, "tanh"), "c"),  # a grid of gamma needs a number c
+    (lambda: AttentionModel(c, "tanh").error(np.array([0.1, 0.2])), "c"),  # a grid of gamma needs a number c
 ])
 def test_symbolic_calls_check_their_arguments(call, name):
     with pytest.raises(ValueError, match=name):
@@ -266,14 +261,13 @@ def test_doctests_of_the_symbolic_paths():
     import theory.implicit
     import theory.kernel_spectrum
     import theory.marchenko_pastur
-    import theory.structured
+    import theory.settings
     import theory.symbolic
 
     for mod in (theory._jets, theory.implicit, theory.symbolic, theory.marchenko_pastur, theory.kernel_spectrum,
                 theory.attention):
         assert _run_examples(mod) == 0, mod.__name__
-    names = ["structured_attention_error", "structured_attention_error_taylor"]
-    assert _run_examples(theory.structured, names) == 0
+    assert _run_examples(theory.settings, ["AttentionModel"]) == 0
 
 
 def test_readme_library_example_runs(tmp_path, monkeypatch):

@@ -141,10 +141,9 @@ def _b5_theory(design: dict[str, Any], cval: float, snr: float, act: Any, gammas
     if snr == 0.0:
         return attention_theory(gammas, cval, act)
     from theory import AttentionModel
-    from theory.structured import structured_attention_error
 
     model = AttentionModel(cval, act, snr)
-    return np.asarray(structured_attention_error(gammas, model), dtype=float).reshape(np.shape(gammas))
+    return np.asarray(model.solve(gammas, check_quadrature=False).error, dtype=float).reshape(np.shape(gammas))
 
 
 def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list[Comparison], cval: float,

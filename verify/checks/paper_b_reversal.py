@@ -157,11 +157,10 @@ class RevPrediction:
 def predict_reversal(ctx: CheckContext, design: RevDesign) -> RevPrediction:
     """Structured theory and ridge on the design's gammas, and ``kappa_lin`` at every size."""
     from theory import AttentionModel, ridge_error_values
-    from theory.structured import structured_attention_error
 
     g = np.asarray(design.gammas, float)
-    att = {s: np.asarray(structured_attention_error(g, AttentionModel(s[1], s[0], s[2], spike=(s[3], "aligned"))),
-                         float)
+    att = {s: np.asarray(AttentionModel(s[1], s[0], s[2], spike=(s[3], "aligned")).solve(g, check_quadrature=False)
+                         .error, float)
            for s in design.settings}
     ridge = {(c, snr): np.asarray(ridge_error_values(g, c, snr), float) for c in design.cs for snr in design.snrs}
     # kappa_lin depends on snr and the spike only: the model of the first activation and c carries them

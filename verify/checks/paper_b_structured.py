@@ -174,9 +174,8 @@ def attention_model(c: float, snr: float, spike: tuple[float, str], activation: 
 
 
 def structured_theory(gammas, c, snr, spike, **kw) -> np.ndarray:
-    from theory.structured import structured_attention_error
-
-    return np.asarray(structured_attention_error(np.asarray(gammas, float), attention_model(c, snr, spike), **kw))
+    model = attention_model(c, snr, spike)
+    return np.asarray(model.solve(np.asarray(gammas, float), check_quadrature=False, **kw).error)
 
 
 def _spike_key(spike) -> list:
