@@ -19,7 +19,8 @@ from ..claim import Claim, register
 from ..registry import CheckContext, Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import (attention_theory, fs_comparison, mc_cached, p_of, paired_positive, profile_name,
+from .paper_b_core import (attention_theory, cell_model, fs_comparison, mc_cached, mc_settings, p_of, paired_positive,
+                          profile_name,
                            ridge_theory, simulate_runtime)
 
 
@@ -80,14 +81,14 @@ def _predict_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, np.ndarr
 def _simulate_b3_quarter(ctx: CheckContext, design: dict[str, Any]) -> dict[str, np.ndarray]:
     cval, n4, g, act, tr = 0.25, design["n4"], design["gammas"], design["act"], design["trials"][1]
     p = p_of(n4, cval)
-    seed = ctx.seed_for("B3", cval, n4)
+    model, settings = cell_model(n4, p, 0.0, act), mc_settings(ctx, tr, ctx.seed_for("B3", cval, n4))
     with ctx.progress("c=1/4 attention and ridge", total=2) as bar:
-        att = mc_cached(ctx, "attention", n4, p, 0.0, g, tr, seed, activation=act)[2]
+        att = mc_cached(ctx, model, p, g, settings)[2]
         bar.advance()
-        rr = mc_cached(ctx, "ridge", n4, p, 0.0, g, tr, seed)[2]
+        rr = mc_cached(ctx, model, p, g, settings, kind="ridge")[2]
         bar.advance()
-    att_la = mc_cached(ctx, "attention", n4, p, 0.0, g, tr, seed, activation=act, label_average=True)[2]
-    rr_la = mc_cached(ctx, "ridge", n4, p, 0.0, g, tr, seed, label_average=True)[2]
+    att_la = mc_cached(ctx, model, p, g, settings, label_average=True)[2]
+    rr_la = mc_cached(ctx, model, p, g, settings, kind="ridge", label_average=True)[2]
     return dict(att=att, rr=rr, diff=att_la - rr_la)
 
 
@@ -100,11 +101,11 @@ def _simulate_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     c2: dict[str, list[np.ndarray]] = {"att": [], "rr": []}
     with ctx.progress("c=2 attention and ridge", total=4) as bar:
         for nn, tr in ((design["ns"], design["trials"][0]), (design["n"], design["trials"][1])):
-            seed = ctx.seed_for("B3", cval, nn)  # same seed: paired draws
-            c2["att"].append(mc_cached(ctx, "attention", nn, p_of(nn, cval), 0.0, allg, tr, seed, activation=act,
-                                        label_average=True)[2])
+            p = p_of(nn, cval)
+            model, settings = cell_model(nn, p, 0.0, act), mc_settings(ctx, tr, ctx.seed_for("B3", cval, nn))
+            c2["att"].append(mc_cached(ctx, model, p, allg, settings, label_average=True)[2])  # same seed: paired draws
             bar.advance()
-            c2["rr"].append(mc_cached(ctx, "ridge", nn, p_of(nn, cval), 0.0, allg, tr, seed, label_average=True)[2])
+            c2["rr"].append(mc_cached(ctx, model, p, allg, settings, kind="ridge", label_average=True)[2])
             bar.advance()
     c4 = _simulate_b3_quarter(ctx, design)
     return dict(c2={k: tuple(v) for k, v in c2.items()}, c4=c4, runtime_s=time.perf_counter() - t0)

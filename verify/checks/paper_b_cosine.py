@@ -17,7 +17,8 @@ from ..claim import Claim, register
 from ..registry import CheckContext, Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import attention_theory, mc_cached, p_of, paired_positive, profile_name, simulate_runtime
+from .paper_b_core import (attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, profile_name,
+                          simulate_runtime)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,11 +76,10 @@ def _simulate_b5(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     out = {}
     with ctx.progress("cos vs scaled tanh", total=len(design["configs"])) as bar:
         for cval, snr in design["configs"]:
-            seed = ctx.seed_for("B5", cval, snr, n)
+            p, settings = p_of(n, cval), mc_settings(ctx, tr, ctx.seed_for("B5", cval, snr, n))
             la = snr == 0.0  # null model: exact label average (see B2)
             out[_b5_key(cval, snr)] = {
-                name: mc_cached(ctx, "attention", n, p_of(n, cval), snr, g, tr, seed, activation=act,
-                                 label_average=la)[2]
+                name: mc_cached(ctx, cell_model(n, p, snr, act), p, g, settings, label_average=la)[2]
                 for name, act in (("cos", "cos"), ("lin", design["lin"]))
             }
             bar.advance()

@@ -16,6 +16,7 @@ from ..claim import Claim, register
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from ..registry import CheckContext, Comparison
+from .paper_b_core import mc_settings
 from .paper_b_structured import (ACTIVATION, attention_model, shared_mc, structured_profile, structured_theory,
                                  StructuredProfile)
 
@@ -61,9 +62,9 @@ def simulate_b7_lin(ctx: CheckContext, design: LinDesign) -> dict:
     cells = {}
     with ctx.progress("linearisation breakdown", total=len(design.ps)) as bar:
         for p in design.ps:
-            sd = ctx.seed_for("breakdown", p)
-            cells[p] = shared_mc(ctx, design.c, design.snr, [design.spike], p, design.trials, design.gammas, sd,
-                                  true=True, linearised=True)  # true and linearised kernel on the same X
+            settings = mc_settings(ctx, design.trials, ctx.seed_for("breakdown", p))
+            cells[p] = shared_mc(ctx, [attention_model(design.c, design.snr, design.spike)], p, design.gammas,
+                                 settings, ("true", "linearised"))  # true and linearised kernel on the same X
             bar.advance()
     return cells
 
