@@ -593,19 +593,19 @@ def _figures_cases(add: Callable[..., None]) -> None:
         dict(x=x, log=FLAG, per_decade=integer(1, 10_000), n_min=integer(2, figures.MAX_GRID), pad=nonneg(),
              include=FLAG))
     add("dense_grid[linear]", dict(x=[-1.0, 1.0], log=False), dict(x=real(array=True)), path="dense_grid")
-    add("theory_curve", dict(ax=AX, x=[1.0, 10.0], f=lambda t: 1 / t, label="theory", color="#000000", n_min=20),
+    add("theory_curve", dict(ax=AX, x=[1.0, 10.0], f=lambda t: 1 / t, label="theory", color="#000000", grid=None),
         dict(ax=K("axes"), x=x, f=K("callable", extra=(("returns strings", lambda t: np.full(t.shape, "a")),
                                                       ("wrong shape", lambda t: np.ones(3)))),
-             label=TEXT, color=K("color"), n_min=integer(2, figures.MAX_GRID)))
+             label=TEXT, color=K("color")))
     pts = dict(ax=AX, x=[1.0, 2.0], y=[1.0, 0.5], se=[0.1, 0.1], label="mc", color="#0072B2", marker="o",
-               judged=[True, False], open_=False, k=3.0, xse=None)
+               filled=[True, False], xse=None)
     vec = real(array=True, ndim=1, extra=(("wrong length", [1.0, 2.0, 3.0]),))
     add("mc_points", pts, dict(
         ax=K("axes"), x=vec, y=vec, se=nonneg(array=True, ndim=1, none_ok=True, extra=vec.extra), label=TEXT,
-        color=K("color"), marker=K("marker"), judged=K("ints", none_ok=True, extra=(("wrong length", [True]),)),
-        open_=FLAG,
-        k=pos(), xse=nonneg(array=True, ndim=1, none_ok=True, extra=vec.extra)),
-        drop={"judged": frozenset({"bools"}),  # a list of one bool: the length is the fault, named the same
+        color=K("color"), marker=K("marker"), filled=K("ints", extra=(("wrong length", [True]),)),
+        xse=nonneg(array=True, ndim=1, none_ok=True, extra=vec.extra)),
+        # one bool: every point filled or open (documented); a list of one bool: the length is the fault, named the same
+        drop={"filled": frozenset({"bool", "bools"}),
               **{k: NON_FINITE | {"array nan", "array inf"} for k in ("x", "y", "se", "xse")}})  # not drawn
     add("proxy", dict(label="x", color="#444444", marker="o", ls="none", mfc=None),
         dict(label=TEXT, color=K("color"), marker=K("marker", none_ok=True), ls=K("linestyle"),

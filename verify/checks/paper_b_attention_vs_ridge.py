@@ -264,13 +264,14 @@ def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, An
     for k, (kind, name, f) in enumerate((("att", f"attention (f = {act})", lambda g: attention_theory(g, 2.0, act)),
                                          ("rr", "ridge", lambda g: ridge_theory(g, 2.0, 0.0)))):
         col = F.COLORS[k]
-        F.theory_curve(ax, allg, f, label=f"{name}: theory", color=col, per_decade=10)
+        F.theory_curve(ax, allg, f, label=f"{name}: theory", color=col,
+                       grid=F.dense_grid(allg, per_decade=10, n_min=30))
         pred = prediction[kind]
-        for t, open_, mk, size in zip(measurement["c2"][kind], (True, False), ("s", "o"), ("n/2", "n")):
+        for t, filled, mk, size in zip(measurement["c2"][kind], (False, True), ("s", "o"), ("n/2", "n")):
             mean, se = t.mean(0), t.std(0, ddof=1) / math.sqrt(t.shape[0])
-            F.mc_points(ax, allg, mean, se, label=f"{name}: Monte Carlo, {size}", color=col, marker=mk, open_=open_)
+            F.mc_points(ax, allg, mean, se, label=f"{name}: Monte Carlo, {size}", color=col, marker=mk, filled=filled)
             F.mc_points(rax, allg * (1.0 + 0.06 * k), (mean - pred) / pred, se / pred, label="_nolegend_", color=col,
-                        marker=mk, open_=open_)
+                        marker=mk, filled=filled)
     _b3_guides(ax, design)
     rax.axhline(0.0, color=F.THEORY, lw=0.9)
     ax.set(xscale="log", yscale="log", ylabel="interpolation error E",
@@ -293,12 +294,12 @@ def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, A
 
     g, act, d4 = design["gammas"], design["act"], measurement["c4"]["diff"]
     F.theory_curve(ax, g, lambda x: attention_theory(x, 0.25, act) - ridge_theory(x, 0.25, 0.0),
-                   label=r"theory $E_{\rm att} - E_{\rm ridge}$", per_decade=14)
+                   label=r"theory $E_{\rm att} - E_{\rm ridge}$", grid=F.dense_grid(g, per_decade=14, n_min=30))
     th = prediction["att4"] - prediction["rr4"]
     stated = (g >= 0.05) & (np.abs(th) >= 1e-3)
     mean, se = d4.mean(0), d4.std(0, ddof=1) / math.sqrt(d4.shape[0])
-    F.mc_points(ax, g, mean, se, label=f"Monte Carlo, paired, n = {design['n4']}", color=F.COLORS[2], judged=stated)
-    F.mc_points(rax, g, mean - th, se, label="_nolegend_", color=F.COLORS[2], judged=stated)
+    F.mc_points(ax, g, mean, se, label=f"Monte Carlo, paired, n = {design['n4']}", color=F.COLORS[2], filled=stated)
+    F.mc_points(rax, g, mean - th, se, label="_nolegend_", color=F.COLORS[2], filled=stated)
     for a in (ax, rax):
         a.axhline(0.0, color="#777777", lw=0.8)
         a.axvspan(g[0] / 1.5, 0.05, color="#999999", alpha=0.12, lw=0,

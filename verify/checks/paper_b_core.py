@@ -434,10 +434,10 @@ def plot_two_sizes(ax: Any, rax: Any, x: np.ndarray, p: Panel, pred: np.ndarray,
     from ..figures import mc_points
 
     small, large = ("Monte Carlo, smaller size n/2", "Monte Carlo, larger size n") if labelled else ("_nolegend_",) * 2
-    mc_points(ax, x, m.m_s, m.se_s, label=small, color=color, marker="s", open_=True)
+    mc_points(ax, x, m.m_s, m.se_s, label=small, color=color, marker="s", filled=False)
     mc_points(ax, x, m.m_l, m.se_l, label=large, color=color)
     mc_points(rax, x, (m.m_s - pred) / pred, m.se_s / np.abs(pred), label="_nolegend_", color=color, marker="s",
-              open_=True)
+              filled=False)
     mc_points(rax, x, (m.m_l - pred) / pred, m.se_l / np.abs(pred), label="_nolegend_", color=color)
     rax.axhline(0.0, color=THEORY_COLOR, lw=0.9)
     rax.set_ylabel("(MC − theory) / theory")

@@ -155,8 +155,8 @@ def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list
     dd = data[_b5_key(cval, snr)]
     style = "-" if snr == 0.0 else "--"
     for k, (key, act, name) in enumerate((("cos", "cos", "cos"), ("lin", design["lin"], "scaled tanh"))):
-        F.theory_curve(ax, g, lambda x, a=act: _b5_theory(design, cval, snr, a, x), color=F.COLORS[k], pad=0.5,
-                       per_decade=10, ls=style, label="_nolegend_")
+        F.theory_curve(ax, g, lambda x, a=act: _b5_theory(design, cval, snr, a, x), color=F.COLORS[k],
+                       grid=F.dense_grid(g, per_decade=10, n_min=30, pad=0.5), ls=style, label="_nolegend_")
         F.mc_points(ax, g, dd[key], dd[f"{key}_se"], label="_nolegend_", color=F.COLORS[k], marker="os"[k])
     mine = with_key(comps, config=_b5_key(cval, snr))
     lines = ["Δ = E_cos − E_tanh (paired)"] + [f"γ = {gv:g}: Δ = {c.measured:.3g} ± {c.uncertainty:.2g}"

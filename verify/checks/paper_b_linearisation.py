@@ -126,12 +126,12 @@ def _b7_lin_panels(ax: Any, rax: Any, design: LinDesign, prediction: LinPredicti
     for j, g in enumerate(design.gammas):
         col, th = F.COLORS[j % len(F.COLORS)], float(prediction.theory[j])
         ax.axhline(th, color=col, lw=1.2, label=f"theory, γ = {g:g}")
-        for key, open_, mk, dx in (("true", False, "o", 0.97), ("linearised", True, "s", 1.03)):
+        for key, filled, mk, dx in (("true", True, "o", 0.97), ("linearised", False, "s", 1.03)):
             m = np.array([r[key][j] for r in rows])
             se = np.array([r["se_true" if key == "true" else "se_linearised"][j] for r in rows])
             x = ps * dx * (1.0 + 0.05 * (j - (len(design.gammas) - 1) / 2))
-            F.mc_points(ax, x, m, se, label="_nolegend_", color=col, marker=mk, open_=open_)
-            F.mc_points(rax, x, (m - th) / th, se / th, label="_nolegend_", color=col, marker=mk, open_=open_)
+            F.mc_points(ax, x, m, se, label="_nolegend_", color=col, marker=mk, filled=filled)
+            F.mc_points(rax, x, (m - th) / th, se / th, label="_nolegend_", color=col, marker=mk, filled=filled)
     rax.axhline(0.0, color=F.THEORY, lw=0.9)
     from matplotlib import ticker
 

@@ -497,12 +497,12 @@ def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Compari
         g = np.array([pt.gamma for pt in sel])
         F.theory_curve(ax, g, lambda x, b=beta: softmax_attention_error(x, c, b, snr, _spike_arg(spike),
                                                                          p=_p_of(nl, c), **SOLVER),
-                       color=col, per_decade=8, n_min=20, label="_nolegend_")
+                       color=col, grid=F.dense_grid(g, per_decade=8, n_min=20), label="_nolegend_")
         F.theory_curve(ax, g, lambda x, b=beta: softmax_attention_error(x, c, b, snr, _spike_arg(spike), **SOLVER),
-                       color=col, per_decade=8, n_min=20, ls=":", lw=1.0, label="_nolegend_")
+                       color=col, grid=F.dense_grid(g, per_decade=8, n_min=20), ls=":", lw=1.0, label="_nolegend_")
         st = [pt.stats[nl] for pt in sel]
         F.mc_points(ax, g, [s.soft[pt.j] for s, pt in zip(st, sel)], [s.se_soft[pt.j] for s, pt in zip(st, sel)],
-                    label="_nolegend_", color=col, judged=[pt.judged for pt in sel])
+                    label="_nolegend_", color=col, filled=[pt.judged for pt in sel])
         ax.plot(g * 1.08, [s.ew[pt.j] for s, pt in zip(st, sel)], "x", color=col, ms=5, mew=1.2, zorder=4)
         ys += [float(s.soft[pt.j]) for s, pt in zip(st, sel)] + [float(s.ew[pt.j]) for s, pt in zip(st, sel)]
     mine = with_key(comps, c=float(c), input=_input_label(snr, spike))

@@ -486,11 +486,12 @@ def _b7_panel(ax: Any, design: B7Design, rows: list[dict], comps: list[Compariso
         lab, col = _spike_label(spike), F.COLORS[k % len(F.COLORS)]
         sel = [r for r in rows if r["c"] == c and r["snr"] == snr and r["spike"] == lab]
         gg = np.array([r["gamma"] for r in sel])
-        F.theory_curve(ax, gg, lambda g, sp_=spike: structured_theory(g, c, snr, sp_), color=col, per_decade=8, n_min=20,
-                       ls="--" if spike[1] == "orthogonal" else "-", lw=1.2, label="_nolegend_")
+        F.theory_curve(ax, gg, lambda g, sp_=spike: structured_theory(g, c, snr, sp_), color=col,
+                       grid=F.dense_grid(gg, per_decade=8, n_min=20), ls="--" if spike[1] == "orthogonal" else "-",
+                       lw=1.2, label="_nolegend_")
         dodge = 1.0 + 0.045 * (k - (len(design.prof.spikes) - 1) / 2)  # coinciding spikes stay visible
         F.mc_points(ax, gg * dodge, [r["mc_2p"] for r in sel], [r["se_2p"] for r in sel], label="_nolegend_",
-                    color=col, judged=[r["inside_regime"] for r in sel])
+                    color=col, filled=[r["inside_regime"] for r in sel])
         ax.plot(gg * dodge * 1.03, [r["lin_2p"] for r in sel], "x", color=col, ms=5, mew=1.2, zorder=4)
     true = with_key(comps, c=c, snr=snr, kernel="true")
     lin = with_key(comps, c=c, snr=snr, kernel="linearised")
