@@ -17,14 +17,15 @@ import torch
 
 
 def compare(p: int, trials: int, device: str) -> dict:
-    from numerics import strong_alignment_mc
+    from numerics import MonteCarloSettings, strong_alignment_mc
     from theory import label_coordinate_bins
 
     kw = dict(snr=1.0, bins=label_coordinate_bins(1.0, 6))
     out, times = {}, {}
     for dev in ("cpu", device):
         t0 = time.perf_counter()
-        out[dev] = strong_alignment_mc("erf", 0.5, 1.0, p, [0.0, 1e-3], trials, 11, device=dev, **kw)
+        settings = MonteCarloSettings(trials, 11, device=dev, labels="iid")
+        out[dev] = strong_alignment_mc("erf", 0.5, 1.0, p, [0.0, 1e-3], settings, **kw)
         if dev != "cpu":
             torch.cuda.synchronize()
         times[dev] = time.perf_counter() - t0

@@ -74,15 +74,15 @@ GAMMA_P, GAMMA_TRIALS = 512, 8
 
 
 def gamma_table(base: int) -> str:
-    from numerics import strong_alignment_mc
+    from numerics import MonteCarloSettings, strong_alignment_mc
     from theory import AttentionModel, strong_spike_attention_error
 
     lines = ["| f | c | t | gamma | attention: theory | attention: Monte Carlo | ridge: theory | ridge: Monte Carlo |",
              "|---|---|---|---|---|---|---|---|"]
     for act, c, t in GAMMA_SETTINGS:
         theory = strong_spike_attention_error(list(GAMMAS), c, act, SNR, t + 1 / math.sqrt(GAMMA_P))
-        out = strong_alignment_mc(act, c, t, GAMMA_P, list(GAMMAS), GAMMA_TRIALS,
-                                  seed_of(base, act, c, t, GAMMA_P) + 1, snr=SNR)
+        settings = MonteCarloSettings(GAMMA_TRIALS, seed_of(base, act, c, t, GAMMA_P) + 1, labels="iid")
+        out = strong_alignment_mc(act, c, t, GAMMA_P, list(GAMMAS), settings, snr=SNR)
         model = AttentionModel(c, act, SNR)
         for j, g in enumerate(GAMMAS):
             att, rr = out["attention"][:, j], out["ridge"][:, j]
@@ -112,7 +112,7 @@ def phase_table() -> str:
 
 
 def offsets_table(base: int) -> str:
-    from numerics import strong_alignment_mc
+    from numerics import MonteCarloSettings, strong_alignment_mc
     from theory import strong_alignment_gap
 
     lines = ["| f | c | t | limit | p | trials | measured | measured - limit | measured - theory at t + 1/sqrt p |",
@@ -120,7 +120,8 @@ def offsets_table(base: int) -> str:
     for act, c, t in OFFSET_SETTINGS:
         limit = strong_alignment_gap(t, c, act, SNR).total
         for p, trials in OFFSET_SIZES:
-            out = strong_alignment_mc(act, c, t, p, [0.0], trials, seed_of(base, act, c, t, p), snr=SNR)
+            settings = MonteCarloSettings(trials, seed_of(base, act, c, t, p), labels="iid")
+            out = strong_alignment_mc(act, c, t, p, [0.0], settings, snr=SNR)
             d = out["attention"][:, 0] - out["ridge"][:, 0]
             m, se = float(d.mean()), float(d.std(ddof=1) / math.sqrt(trials))
             eff = strong_alignment_gap(t + 1 / math.sqrt(p), c, act, SNR).total

@@ -49,11 +49,11 @@ def _mean_se(x: np.ndarray) -> tuple[float, float]:
 
 
 def _cell(act: str, c: float, t: float, p: int, trials: int, seed: int, device: str, gamma: float = 0.0) -> dict:
-    from numerics import strong_alignment_mc
+    from numerics import MonteCarloSettings, strong_alignment_mc
     from theory import label_coordinate_bins
 
-    out = strong_alignment_mc(act, c, t, p, [gamma], trials, _seed(seed, act, f"c={c:.6g}", f"t={t:g}", p),
-                              bins=label_coordinate_bins(1.0, BINS), device=device)
+    settings = MonteCarloSettings(trials, _seed(seed, act, f"c={c:.6g}", f"t={t:g}", p), device=device, labels="iid")
+    out = strong_alignment_mc(act, c, t, p, [gamma], settings, bins=label_coordinate_bins(1.0, BINS))
     col = {k: np.asarray(v)[:, 0] for k, v in out.items() if k != "attention_leverage"}
     return {"T1": col["attention_signal"] - col["ridge_signal"], "T2": col["attention_noise"] - col["ridge_noise"],
             "train": col["attention"] - col["ridge"], "risk": col["attention_risk"] - col["ridge_risk"],
@@ -128,7 +128,7 @@ def table_offsets(args) -> list[dict]:
 def table_wide(args) -> list[dict]:
     """``c > 1`` at ``gamma > 0``: the paired training gap against :func:`theory.strong_spike_attention_error` minus
     ridge's error, at ``t_eff`` and at ``p``, for each ``p`` (B9's worst case is ``c = 2``, ``t = 2``, ``gamma = 1e-3``)."""
-    from numerics import strong_alignment_mc
+    from numerics import MonteCarloSettings, strong_alignment_mc
     from theory import ridge_error_values, strong_spike_attention_error
 
     rows = []
@@ -141,9 +141,9 @@ def table_wide(args) -> list[dict]:
             for t in args.ts:
                 ridge = ridge_error_values(gammas, c, 1.0)
                 for p, trials in zip(args.ps, args.trials_per_p or [args.trials] * len(args.ps)):
-                    out = strong_alignment_mc(act, c, t, p, gammas, trials,
-                                              _seed(args.seed, "wide", act, f"c={c:.6g}", f"t={t:g}", p),
-                                              device=args.device)
+                    seed = _seed(args.seed, "wide", act, f"c={c:.6g}", f"t={t:g}", p)
+                    out = strong_alignment_mc(act, c, t, p, gammas,
+                                              MonteCarloSettings(trials, seed, device=args.device, labels="iid"))
                     diff = np.asarray(out["attention"]) - np.asarray(out["ridge"])
                     at_eff = strong_spike_attention_error(gammas, c, act, 1.0, t + 1 / math.sqrt(p)) - ridge
                     at_p = strong_spike_attention_error(gammas, c, act, 1.0, t, p=p) - ridge

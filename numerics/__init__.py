@@ -12,7 +12,10 @@ sweep      sweep runner: configurations x seeds -> table; joblib locally, Dask w
 slopes     fit_slope: log-log OLS slope with SE, t and bootstrap intervals, R^2
 rmt        paper B: samplers X = mu y^T + Z, attention/ridge features, interpolation error on a gamma grid
 mc_settings  paper B: MonteCarloSettings, how a Monte Carlo runs (trials, seed, threads, batching, device, labels)
-model_simulation  paper B: simulate_model, the Monte Carlo of a theory.AttentionModel (the twin of model.error)
+model_simulation  paper B: simulate_model, the Monte Carlo of theory.AttentionModel s (the twin of model.error):
+           one model, or several on the same draws with their linearised kernels and ridge
+softmax    paper B: softmax attention's kernel and its Monte Carlo, softmax_error_mc (not re-exported here)
+strong_alignment  paper B: strong_alignment_mc, attention against ridge under strong alignment, labels integrated out
 threads    the thread policy: torch_threads(n), the one way to pin torch's intra-op threads; thread_map, the one
            thread-pool map (torch single-threaded inside, generators consumed in order)
 malloc     keep_freed_memory: glibc keeps freed large blocks in the heap (verify's command line and its sweep workers)

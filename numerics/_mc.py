@@ -1,9 +1,9 @@
-"""Paper B's Monte Carlo plumbing: argument checks, samples, trial seeds and batches (numerics.rmt's machinery).
+"""Paper B's Monte Carlo plumbing: argument checks, samples, trial seeds and batches.
 
 Every trial has its own seed spawned from one ``numpy.random.SeedSequence``, and trials run in batches sized to the
-memory budget, so results do not depend on the batch size or on ``n_jobs``.  Private: :mod:`numerics.rmt` and
-:mod:`numerics.softmax` use it; :func:`sample_signal_plus_noise` is public as
-``numerics.rmt.sample_signal_plus_noise``.
+memory budget, so results do not depend on the batch size or on ``n_jobs``.  Private: :mod:`numerics.rmt`,
+:mod:`numerics.model_simulation`, :mod:`numerics.softmax` and :mod:`numerics.strong_alignment` use it;
+:func:`sample_signal_plus_noise` is public as ``numerics.rmt.sample_signal_plus_noise``.
 """
 
 from __future__ import annotations
@@ -124,11 +124,22 @@ def sample_signal_plus_noise(
     g = as_rng(rng)
     if mu_v is None:
         if mu_direction == "e1":
-            mu_v = np.zeros(p)
-            mu_v[0] = math.sqrt(snr)
-        else:
-            v = g.standard_normal(p)
-            mu_v = math.sqrt(snr) * v / np.linalg.norm(v)
+            return draw_sample(n, p, snr, g, labels)
+        v = g.standard_normal(p)
+        mu_v = math.sqrt(snr) * v / np.linalg.norm(v)
+    return _signal_plus_noise(mu_v, n, p, g, labels)
+
+
+def draw_sample(n: int, p: int, snr: float, g: np.random.Generator, labels: str
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sample_signal_plus_noise` with ``mu = sqrt(snr) e_1`` on checked arguments (the Monte Carlo's draw)."""
+    mu_v = np.zeros(p)
+    mu_v[0] = math.sqrt(snr)
+    return _signal_plus_noise(mu_v, n, p, g, labels)
+
+
+def _signal_plus_noise(mu_v: np.ndarray, n: int, p: int, g: np.random.Generator, labels: str
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     y = draw_labels(g, n, labels)
     Z = g.standard_normal((p, n))
     X = np.outer(mu_v, y) + Z
@@ -201,7 +212,7 @@ def check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int,
 @dataclass(frozen=True)
 class Draws:
     """What every trial draws: ``X = mu y^T + Z`` of shape ``(p, n)``, ``mu = sqrt(snr) e_1``, labels by ``labels``,
-    stacked on ``device`` (the arguments checked by :func:`numerics._mc.check_mc_arguments`)."""
+    stacked on ``device`` (checked by the simulation that builds it)."""
 
     n: int
     p: int
@@ -213,23 +224,10 @@ class Draws:
         """Samples ``X`` (T, p, n) and labels ``y`` (T, n) of a batch of trials, trial ``t`` from its own seed."""
         Xs, ys = [], []
         for ss in seeds:
-            X, y, _ = sample_signal_plus_noise(self.n, self.p, self.snr, np.random.default_rng(ss), labels=self.labels)
+            X, y, _ = draw_sample(self.n, self.p, self.snr, np.random.default_rng(ss), self.labels)
             Xs.append(X)
             ys.append(y)
         return torch.from_numpy(np.stack(Xs)).to(self.device), torch.from_numpy(np.stack(ys)).to(self.device)
-
-
-def check_mc_arguments(n: Any, p: Any, n_trials: Any, seed: Any, n_jobs: Any, snr: Any, labels: Any, diagonal: Any,
-                       device: Any, batch_size: Any) -> tuple[Draws, MonteCarloSettings]:
-    """Validate the arguments the long signatures of the Monte Carlo share (in their order, with their messages);
-    return them as the records the simulations take."""
-    n, p = as_int("n", n, 1), as_int("p", p, 1)
-    n_trials = as_int("n_trials", n_trials, 2)
-    # the record checks seed, n_jobs, batch_size, device and labels (with the same messages)
-    settings = MonteCarloSettings(n_trials, seed, n_jobs=n_jobs, batch_size=batch_size, device=device, labels=labels)
-    as_float("snr", snr, low=0)
-    check_diagonal(diagonal)
-    return Draws(n, p, float(snr), settings.labels, settings.device), settings
 
 
 def check_label_average(label_average: Any, snr: Any) -> bool:
@@ -263,16 +261,6 @@ def trial_bytes(n: int, p: int, gram_buffers: int) -> int:
     return 8 * (3 * p * n + gram_buffers * n * n + min(p, n) ** 2)
 
 
-def spike_tensors(
-    w_k: ArrayLike | None, w_q: ArrayLike | None, p: int, device: str, names: tuple[str, str] = ("w_k", "w_q")
-) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """Validated spike ``(w_k, w_q)`` as tensors on ``device``, or ``(None, None)`` for ``W = I``."""
-    wk_np, wq_np = check_spikes(w_k, w_q, p, names)
-    if wk_np is None:
-        return None, None
-    return torch.from_numpy(wk_np).to(device), torch.from_numpy(wq_np).to(device)
-
-
 def default_batch_size(n: int, p: int, gram_buffers: int) -> int:
     """Trials per batch: about 200 MB of float64 working memory a batch (``gram_buffers`` ``n x n`` arrays a
     trial besides the samples and features), at most 64."""
@@ -297,7 +285,6 @@ def run_trials(
     Trial ``t`` always gets ``SeedSequence(settings.seed).spawn(settings.n_trials)[t]``, so the draws do not depend on
     ``batch_size`` or ``n_jobs``; the parts come back in trial order (see :func:`numerics.threads.thread_map`).
     """
-    as_int("batch_size", batch_size, 1)
     n_trials, n_jobs = settings.n_trials, settings.n_jobs
     seeds = np.random.SeedSequence(settings.seed).spawn(n_trials)
 
@@ -318,17 +305,3 @@ def spike_outer(Xb: torch.Tensor, wk: torch.Tensor | None, wq: torch.Tensor | No
 def spike_projections(Xb: torch.Tensor, wk: torch.Tensor, wq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(X^T w_k, X^T w_q)``, each (T, n): the two factors of a spike's ``uv = a b^T``."""
     return torch.einsum("p,tpn->tn", wk, Xb), torch.einsum("p,tpn->tn", wq, Xb)
-
-
-def check_spike_list(spikes: Any, p: int, device: str) -> list[tuple[torch.Tensor | None, torch.Tensor | None]]:
-    """``spikes``: a list or tuple of ``(w_k, w_q)`` pairs, as tensors on ``device`` (``(None, None)`` for W = I)."""
-    if not isinstance(spikes, (list, tuple)):
-        raise ArgumentTypeError(f"spikes must be a list or tuple of (w_k, w_q) pairs, got {describe(spikes)} of type "
-                                f"{type(spikes).__name__}")
-    out = []
-    for i, pair in enumerate(spikes):
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-            raise ArgumentTypeError(f"spikes[{i}] must be a pair (w_k, w_q) of arrays of length p = {p} or "
-                                    f"(None, None), got {describe(pair)}")
-        out.append(spike_tensors(pair[0], pair[1], p, device, (f"spikes[{i}][0] (w_k)", f"spikes[{i}][1] (w_q)")))
-    return out

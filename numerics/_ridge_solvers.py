@@ -29,7 +29,7 @@ SINGLE_THREAD_EIGH_MAX = 1 << 62
 def eigh(G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``torch.linalg.eigh``; single-threaded on CPU up to ``SINGLE_THREAD_EIGH_MAX`` (see there).
 
-    Batches are parallelised over trials instead (``n_jobs`` of :func:`interpolation_error_mc`); inside a worker of
+    Batches are parallelised over trials instead (``n_jobs`` of :func:`numerics.simulate_model`); inside a worker of
     :func:`numerics.threads.thread_map` (torch already at one thread) the process-wide setting is left alone.
     """
     if G.device.type != "cpu" or in_parallel() or G.shape[-1] > SINGLE_THREAD_EIGH_MAX:

@@ -17,7 +17,7 @@ from theory.validation import as_int, check_choice
 from ._cache_keys import check_seed
 from .threads import check_device, check_n_jobs
 
-__all__ = ["MonteCarloSettings", "LABEL_LAWS"]
+__all__ = ["MonteCarloSettings"]
 
 #: largest ``batch_size`` of the Monte Carlo (a larger batch than ``n_trials`` is one batch)
 MAX_BATCH = 2**31 - 1

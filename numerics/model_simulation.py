@@ -1,9 +1,17 @@
-"""Monte Carlo of a :class:`theory.AttentionModel`: the simulation twin of ``model.error``.
+"""Paper B's Monte Carlo: :func:`simulate_model`, the simulation twin of ``theory.AttentionModel.error``.
 
-``simulate_model(model, p, gammas, settings)`` draws ``X = mu y^T + Z`` at ``n = p / c`` with the model's
-``snr``, activation, spike (padded with zeros to ``p`` coordinates) and diagonal, the trials of a
-:class:`numerics.MonteCarloSettings`, and returns what :func:`numerics.interpolation_error_mc` returns for those
-arguments (the same numbers, bit for bit), so that theory and simulation take one object:
+``simulate_model(model, p, gammas, settings)`` draws ``X = mu y^T + Z`` (``mu = sqrt(snr) e_1``) at ``n = p / c``
+tokens with the model's ``snr``, runs the trials of a :class:`numerics.MonteCarloSettings` and returns the mean and
+standard error of the interpolation error ``E(gamma)`` of the model's kernel ``f(X^T W X / sqrt p) / sqrt p``
+(``W = I + w_k w_q^T``, the spike padded with zeros to ``p`` coordinates; the model's diagonal), or of ridge on the
+same data.  A sequence of models that differ only in their spike runs on the same draws (common random numbers):
+each trial forms ``X^T X`` once for the true kernel of every model, its linearised (Gaussian-equivalent) kernel and
+ridge, and the paired differences have a small variance.
+
+Trial ``t`` draws from ``numpy.random.SeedSequence(seed).spawn(n_trials)[t]`` (the linearised kernel's noise from
+``SeedSequence([seed, t, 7])``); trials run in batches (stacked ``(T, p, n)`` samples, batched products and
+factorisations in float64, :mod:`numerics.rmt`'s kernels and error paths) in ``n_jobs`` threads, and the numbers do
+not depend on the batching or the threads.
 
 >>> from theory import AttentionModel
 >>> from numerics import MonteCarloSettings
@@ -16,23 +24,33 @@ True
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
+import torch
 
-from theory import AttentionModel
-from theory.validation import ArgumentTypeError, as_int, check_choice, describe
+from theory import AttentionModel, hermite_moments
+from theory.validation import ArgumentTypeError, as_int, check_choice, check_flag, describe, finite_result
 
-from ._mc import Draws
+from ._mc import Draws, check_gammas, check_label_average, mc_batch_size, run_trials, spike_outer, spike_projections
+from ._ridge_solvers import errors_batch, feature_basis, gram
 from .mc_settings import MonteCarloSettings
-from .rmt import error_mc, single_model
+from .rmt import _apply_activation, _kernel_batch, resolve_activation
+from .threads import torch_numeric_errors as _numeric
 
-__all__ = ["simulate_model", "model_sizes"]
+__all__ = ["simulate_model"]
 
 #: the largest dimension taken (the Monte Carlo's memory check refuses far smaller ones)
 P_MAX = 2**31 - 1
+#: what a simulation evaluates on each draw: the model's own kernel, its linearised kernel, ridge on its data
+KINDS = ("true", "linearised", "ridge")
+
+Spikes = list[tuple[torch.Tensor | None, torch.Tensor | None]]
 
 
+# --------------------------------------------------------------------------------------------
+# the checks of the public entry points (numerics.softmax takes the same models and settings)
+# --------------------------------------------------------------------------------------------
 def model_sizes(model: AttentionModel, p: Any) -> tuple[int, int]:
     """``(n, p)`` of a simulation of ``model`` at dimension ``p``: ``n = p / c``, which must be a whole number."""
     if not isinstance(model, AttentionModel):
@@ -46,6 +64,60 @@ def model_sizes(model: AttentionModel, p: Any) -> tuple[int, int]:
     return int(round(n)), pv
 
 
+def model_list(model: Any) -> list[AttentionModel]:
+    """``model`` as a non-empty list of models that share ``c``, ``activation``, ``snr`` and ``diagonal`` (one draw
+    and one kernel for all; they may differ in their spike)."""
+    if isinstance(model, AttentionModel):
+        return [model]
+    if not isinstance(model, (list, tuple)) or not model:
+        raise ArgumentTypeError(f"model must be a theory.AttentionModel or a non-empty list or tuple of them, got "
+                                f"{describe(model)}")
+    for i, m in enumerate(model):
+        if not isinstance(m, AttentionModel):
+            raise ArgumentTypeError(f"model[{i}] must be a theory.AttentionModel, got {describe(m)}")
+    for i, m in enumerate(model[1:], 1):
+        for field in ("c", "activation", "snr", "diagonal"):
+            if getattr(m, field) != getattr(model[0], field):
+                raise ValueError(f"the models run on one draw with one kernel and may differ only in their spike; "
+                                 f"model[{i}].{field}={getattr(m, field)!r}, model[0].{field}="
+                                 f"{getattr(model[0], field)!r}")
+    return list(model)
+
+
+def check_settings(settings: Any) -> MonteCarloSettings:
+    """``settings``, a :class:`MonteCarloSettings` with ``n_trials >= 2`` (a standard error)."""
+    if not isinstance(settings, MonteCarloSettings):
+        raise ArgumentTypeError(f"settings must be a numerics.MonteCarloSettings, got {describe(settings)}")
+    if settings.n_trials < 2:
+        raise ValueError(f"settings.n_trials must be >= 2 (a standard error), got {settings.n_trials}")
+    return settings
+
+
+def check_kinds(kind: Any, allowed: tuple[str, ...] = KINDS) -> tuple[str, ...]:
+    """``kind``, one of ``allowed`` or a non-empty tuple of distinct ones, as a tuple."""
+    kinds = (kind,) if isinstance(kind, str) else kind
+    if not isinstance(kinds, tuple) or not kinds:
+        raise ArgumentTypeError(f"kind must be one of {allowed} or a non-empty tuple of them, got {describe(kind)}")
+    for k in kinds:
+        check_choice("kind", k, allowed)
+    if len(set(kinds)) != len(kinds):
+        raise ValueError(f"kind must name each of {allowed} at most once, got {kinds!r}")
+    return kinds
+
+
+def check_simulated_kernel(model: AttentionModel) -> None:
+    """A kernel to evaluate: a named or sympy activation (kernel constants have no function) and a named diagonal."""
+    if isinstance(model.activation, tuple):  # a FrozenDict of kernel constants
+        raise ValueError("the model's activation is given by its kernel constants; a simulation needs the function")
+    check_diagonal_named(model)
+
+
+def check_diagonal_named(model: AttentionModel) -> str:
+    if not isinstance(model.diagonal, str):
+        raise ValueError(f"the model's diagonal is the number {model.diagonal}; a simulation takes 'removed' or 'kept'")
+    return model.diagonal
+
+
 def _padded(w: np.ndarray, p: int, name: str) -> np.ndarray:
     if w.size > p:
         nonzero = int(np.flatnonzero(w)[-1]) + 1 if np.any(w) else 0
@@ -57,42 +129,256 @@ def _padded(w: np.ndarray, p: int, name: str) -> np.ndarray:
     return out
 
 
-def simulate_model(model: AttentionModel, p: Any, gammas: Any, settings: MonteCarloSettings, *, kind: str = "attention",
-                   return_trials: bool = False, label_average: bool = False) -> Any:
-    """:func:`numerics.interpolation_error_mc` with the model's ``snr``, activation, spike and diagonal at ``n = p/c``.
+def spike_tensors(model: AttentionModel, p: int, device: str) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The model's spike ``(w_k, w_q)`` padded to ``p`` coordinates, as tensors on ``device`` (``None``: ``W = I``)."""
+    if model.spike is None:
+        return None, None
+    w_k, w_q = model.spike.vectors()
+    return tuple(torch.from_numpy(_padded(w, p, name)).to(device) for w, name in ((w_k, "w_k"), (w_q, "w_q")))
+
+
+def mean_se(trials: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard error (sample standard deviation / sqrt(n_trials)) over the trials (axis 0)."""
+    return trials.mean(axis=0), trials.std(axis=0, ddof=1) / math.sqrt(trials.shape[0])
+
+
+# --------------------------------------------------------------------------------------------
+# one model (its true kernel or ridge) on its own draws
+# --------------------------------------------------------------------------------------------
+class _OneModel(NamedTuple):
+    """The true kernel's ``f``, spike and diagonal, or ridge (``f = None``)."""
+
+    f: Callable | None
+    w_k: torch.Tensor | None
+    w_q: torch.Tensor | None
+    diagonal: str
+
+
+def _one_model_batch(seeds: Sequence[np.random.SeedSequence], draws: Draws, gammas: torch.Tensor, model: _OneModel,
+                     label_average: bool) -> np.ndarray:
+    """Per-trial errors ``(T, G)`` of one model (ridge or its true kernel) on a batch of trials."""
+    Xb, yb = draws.sample(seeds)
+    if model.f is None:
+        Phi = Xb
+    else:
+        S0 = gram(Xb.transpose(-1, -2))  # X^T X: the kernel's scores and (p > n) the basis
+        K = _kernel_batch(Xb, model.f, model.w_k, model.w_q, model.diagonal, S0)
+        Phi = feature_basis(Xb, S0) @ K  # p > n: the n x n stand-in for X (same errors, fewer flops)
+    return errors_batch(Phi, None if label_average else yb, gammas.to(draws.device)).cpu().numpy()
+
+
+def _one_model_trials(draws: Draws, gammas: torch.Tensor, model: _OneModel, settings: MonteCarloSettings,
+                      label_average: bool, args: dict[str, Any]) -> np.ndarray:
+    size = mc_batch_size(draws, settings, gammas.numel(), 3, 1)
+
+    def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> np.ndarray:
+        return _one_model_batch(seeds, draws, gammas, model, label_average)
+
+    with _numeric("simulate_model", **args):
+        return np.concatenate(run_trials(batch, settings, size), axis=0)
+
+
+# --------------------------------------------------------------------------------------------
+# several models on the same draws (common random numbers)
+# --------------------------------------------------------------------------------------------
+class _SharedModels(NamedTuple):
+    """The true kernel's ``f`` (or ``None``), the spikes (as tensors), ridge, the linearised kernel's ``(a1, sf2)``
+    (or ``None``), the true kernel's diagonal, whether the labels are averaged."""
+
+    f: Callable | None
+    spikes: Spikes
+    ridge: bool
+    linearised: tuple[float, float] | None
+    diagonal: str
+    label_average: bool
+
+    @property
+    def count(self) -> int:
+        return len(self.spikes) * ((self.f is not None) + (self.linearised is not None)) + self.ridge
+
+
+def _symmetric_noise_batch(trial_ids: Sequence[int], seed: int, n: int, device: str) -> torch.Tensor:
+    """``Xi`` (T, n, n) of the linearised kernel: trial ``t`` from ``SeedSequence([seed, t, 7])``, symmetrised."""
+    Xis = []
+    for t in trial_ids:
+        Xi = np.random.default_rng(np.random.SeedSequence([int(seed), int(t), 7])).standard_normal((n, n))
+        Xis.append((Xi + Xi.T) / math.sqrt(2.0))
+    return torch.from_numpy(np.stack(Xis)).to(device)
+
+
+def _shared_batch(seeds: Sequence[np.random.SeedSequence], trial_ids: Sequence[int], seed: int, draws: Draws,
+                  gammas: torch.Tensor, models: _SharedModels) -> dict[str, np.ndarray]:
+    """Per-trial errors of every model on one batch of shared draws."""
+    n, p, device = draws.n, draws.p, draws.device
+    f, spikes, ridge, linearised, diagonal, label_average = models
+    Xb, yb = draws.sample(seeds)
+    y = None if label_average else yb
+    g = gammas.to(device)
+    out: dict[str, np.ndarray] = {}
+    if ridge:
+        out["ridge"] = errors_batch(Xb, y, g).cpu().numpy()
+    if not spikes:
+        return out
+    S0 = gram(Xb.transpose(-1, -2))  # X^T X, shared by every spike and both kernels
+    R = feature_basis(Xb, S0)  # features X M as R M: the same errors (p > n: n x n, fewer flops)
+    phi_lin0 = None
+    if linearised is not None:
+        # the linearised kernel without a spike, diagonal removed (it has no diagonal term), and its features
+        # X K_lin0: the p n^2 product once per batch; a spike adds (a1 / p) (uv - diag uv), uv = a b^T, whose
+        # features X uv - X diag(a * b) = (X a) b^T - X diag(a * b) cost O(p n) (not another p n^2 product)
+        Xi = _symmetric_noise_batch(trial_ids, seed, n, device)
+        K = linearised[0] * S0 / p + math.sqrt(linearised[1]) * Xi / math.sqrt(p)
+        del Xi
+        K.diagonal(dim1=-2, dim2=-1).zero_()
+        phi_lin0 = R @ K
+        del K
+    sp_ = math.sqrt(p)
+    true_rows, lin_rows = [], []
+    for wk, wq in spikes:
+        uv = spike_outer(Xb, wk, wq)
+        if f is not None:
+            S = S0 if uv is None else S0 + uv
+            K = _apply_activation(f, S / sp_) / sp_
+            if diagonal == "removed":
+                K.diagonal(dim1=-2, dim2=-1).zero_()
+            true_rows.append(errors_batch(R @ K, y, g).cpu().numpy())
+            del K, S
+        if phi_lin0 is not None:
+            phi = phi_lin0 if wk is None else phi_lin0 + _spike_features(Xb, wk, wq, linearised[0] / p, R)
+            lin_rows.append(errors_batch(phi, y, g).cpu().numpy())
+            del phi
+    if true_rows:
+        out["true"] = np.stack(true_rows)
+    if lin_rows:
+        out["linearised"] = np.stack(lin_rows)
+    return out
+
+
+def _spike_features(Xb: torch.Tensor, wk: torch.Tensor, wq: torch.Tensor, scale: float,
+                    basis: torch.Tensor) -> torch.Tensor:
+    """``scale B (uv - diag uv)``, ``uv = a b^T``, ``a = X^T w_k``, ``b = X^T w_q``, in O(p n); ``B`` is ``basis``
+    (:func:`numerics._ridge_solvers.feature_basis`)."""
+    a, b = spike_projections(Xb, wk, wq)
+    xa = basis @ a.unsqueeze(-1)  # (T, p, 1)
+    return scale * (xa * b.unsqueeze(-2) - basis * (a * b).unsqueeze(-2))
+
+
+def _linearised_constants(model: AttentionModel) -> tuple[float, float]:
+    """``(a1, s_f^2)`` of the model's activation (its Hermite moments, or its kernel constants)."""
+    if isinstance(model.activation, tuple):  # a FrozenDict of kernel constants
+        constants = dict(model.activation)
+        return float(constants["a1"]), float(constants["sf2"])
+    hm = hermite_moments(model.activation)
+    return float(hm.a1), float(hm.sf2)
+
+
+def _shared_trials(draws: Draws, gammas: torch.Tensor, models: list[AttentionModel], kinds: tuple[str, ...],
+                   settings: MonteCarloSettings, label_average: bool, args: dict[str, Any]) -> dict[str, np.ndarray]:
+    kernels = "true" in kinds or "linearised" in kinds
+    shared = _SharedModels(
+        resolve_activation(models[0].activation) if "true" in kinds else None,
+        [spike_tensors(m, draws.p, draws.device) for m in models] if kernels else [],
+        "ridge" in kinds,
+        _linearised_constants(models[0]) if "linearised" in kinds else None,
+        models[0].diagonal,
+        label_average,
+    )
+    size = mc_batch_size(draws, settings, gammas.numel(), 5, shared.count)
+
+    def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:
+        return _shared_batch(seeds, ids, settings.seed, draws, gammas, shared)
+
+    with _numeric("simulate_model", **args):
+        parts = run_trials(batch, settings, size)
+    return {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}
+
+
+# --------------------------------------------------------------------------------------------
+# the door
+# --------------------------------------------------------------------------------------------
+def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gammas: Any, settings: MonteCarloSettings,
+                   *, kind: str | Sequence[str] = "true", return_trials: bool = False,
+                   label_average: bool = False) -> Any:
+    """Monte Carlo of ``E(gamma)`` over draws of ``X = mu y^T + Z`` at ``n = p / c``: one model, or several on the
+    same draws.
 
     Parameters
     ----------
-    model : theory.AttentionModel
-        Its activation must be a named or sympy activation (a dict of kernel constants has no function to simulate).
+    model : theory.AttentionModel or sequence of them
+        One model, or models that differ only in their spike (the same ``c``, activation, ``snr`` and diagonal):
+        every trial draws one ``X, y`` for all of them.  Its spike is padded with zeros to ``p`` coordinates; its
+        diagonal must be ``"removed"`` or ``"kept"`` (a number has no simulation).
     p : int
-        Dimension; ``p / model.c`` must be a whole number.
+        Dimension; ``p / c`` must be a whole number.
     gammas : array (G,), ``>= 0``.
     settings : numerics.MonteCarloSettings
         Trials (``>= 2``), seed, threads, batching, device and labels.
-    kind : {"attention", "ridge"}
-        ``"ridge"`` simulates ridge regression on the model's data (activation and spike unused).
-    return_trials, label_average : bool
-        As :func:`numerics.interpolation_error_mc`.
+    kind : {"true", "linearised", "ridge"} or tuple of them
+        ``"true"``: the model's kernel ``f(X^T W X / sqrt p) / sqrt p`` (a named or sympy activation: kernel
+        constants have no function); ``"linearised"``: its Gaussian equivalent
+        ``a1 (X^T W X / p - diag) + s_f Xi / sqrt p`` with the activation's ``a1, s_f^2`` (Hermite moments, or the
+        kernel constants), ``Xi`` symmetric with unit off-diagonal variance and zero diagonal, drawn for trial ``t``
+        from ``SeedSequence([seed, t, 7])`` (the same ``Xi`` for every spike), always without diagonal;
+        ``"ridge"``: ridge regression on the same data (``Phi = X``; activation and spike unused).
+    return_trials : bool
+        With one model and one kind: also return the ``(n_trials, G)`` per-trial errors.
+    label_average : bool
+        Only for ``snr = 0`` (labels independent of ``Phi``): for each draw of ``X``, the exact average of ``E``
+        over i.i.d. Rademacher labels, ``gamma^2/n tr Q^2`` (plus the ``n - p`` null directions when ``p < n``),
+        a Rao-Blackwellised estimator with the mean of ``labels="iid"`` and a much smaller variance.
 
     Returns
     -------
-    What :func:`numerics.interpolation_error_mc` returns.
+    mean, se : ndarray (G,)  [, trials : ndarray (n_trials, G)]
+        With one model and one kind (``se``: sample standard deviation / sqrt(n_trials)).
+    dict
+        With a sequence of models or a tuple of kinds, the per-trial errors of each kind: ``"true"`` and
+        ``"linearised"`` arrays ``(len(models), n_trials, G)``, ``"ridge"`` ``(n_trials, G)``.
+
+    Raises
+    ------
+    ValueError
+        Invalid arguments; a batch of trials or the table of per-trial errors over the memory budget
+        ``theory.get_limits().memory_budget_bytes`` (checked before the first draw); errors that are not finite.
+
+    Examples
+    --------
+    Attention with and without an aligned spike, and ridge, on the same draws:
+
+    >>> from theory import AttentionModel
+    >>> from numerics import MonteCarloSettings
+    >>> models = [AttentionModel(2.0, "tanh", snr=1.0), AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned"))]
+    >>> out = simulate_model(models, 32, [0.1, 1.0], MonteCarloSettings(3, seed=0), kind=("true", "ridge"))
+    >>> out["true"].shape, out["ridge"].shape
+    ((2, 3, 2), (3, 2))
     """
-    n, pv = model_sizes(model, p)
-    if not isinstance(settings, MonteCarloSettings):
-        raise ArgumentTypeError(f"settings must be a numerics.MonteCarloSettings, got {describe(settings)}")
-    check_choice("kind", kind, ("ridge", "attention"))
-    if isinstance(model.activation, tuple):  # a FrozenDict of kernel constants
-        raise ValueError("the model's activation is given by its kernel constants; a simulation needs the function")
-    if not isinstance(model.diagonal, str):
-        raise ValueError(f"the model's diagonal is the number {model.diagonal}; a simulation takes 'removed' or 'kept'")
-    if settings.n_trials < 2:
-        raise ValueError(f"settings.n_trials must be >= 2 (a standard error), got {settings.n_trials}")
-    draws = Draws(n, pv, float(model.snr), settings.labels, settings.device)
-    w_k = w_q = None
-    if kind == "attention" and model.spike is not None:
-        spike_k, spike_q = model.spike.vectors()
-        w_k, w_q = _padded(spike_k, pv, "w_k"), _padded(spike_q, pv, "w_q")
-    kernel = single_model(kind, model.activation if kind == "attention" else None, w_k, w_q, model.diagonal, draws)
-    return error_mc(draws, gammas, kernel, settings, return_trials=return_trials, label_average=label_average)
+    models = model_list(model)
+    n, pv = model_sizes(models[0], p)
+    settings = check_settings(settings)
+    kinds = check_kinds(kind)
+    one = isinstance(model, AttentionModel) and isinstance(kind, str)
+    if check_flag("return_trials", return_trials) and not one:
+        raise ValueError("return_trials applies to one model and one kind (the others return their per-trial errors)")
+    if "true" in kinds:
+        check_simulated_kernel(models[0])
+    elif "linearised" in kinds:
+        check_diagonal_named(models[0])
+    label_average = check_label_average(label_average, models[0].snr)
+    g = torch.from_numpy(check_gammas(gammas))
+    draws = Draws(n, pv, float(models[0].snr), settings.labels, settings.device)
+    args = dict(kind=kind, n=n, p=pv, snr=draws.snr, gammas=gammas, activation=models[0].activation)
+    if one and kind != "linearised":
+        if kind == "true":
+            one_model = _OneModel(resolve_activation(models[0].activation), *spike_tensors(models[0], pv, draws.device),
+                                  models[0].diagonal)
+        else:
+            one_model = _OneModel(None, None, None, models[0].diagonal)
+        trials = _one_model_trials(draws, g, one_model, settings, label_average, args)
+    else:
+        out = _shared_trials(draws, g, models, kinds, settings, label_average, args)
+        finite_result("simulate_model", list(out.values()), **args)
+        if not one:
+            return out
+        trials = out[kind][0]
+    mean, se = finite_result("simulate_model", mean_se(trials), **args)
+    return (mean, se, trials) if return_trials else (mean, se)

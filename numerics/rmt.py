@@ -30,12 +30,11 @@ formed from their lower block triangle (``gram``).
 
 At ``gamma = 0`` eigenvalues below ``n * eps * max(lam)`` count as null directions (``g = 1``).
 
-Monte Carlo (:func:`interpolation_error_mc`) batches trials: stacked ``(T, p, n)`` samples, batched
-products and ``torch.linalg.eigh`` in float64; every trial has its own seed spawned from one
-``numpy.random.SeedSequence``, so results do not depend on the batch size or on ``n_jobs``.
+The Monte Carlo over draws of ``X`` is :func:`numerics.simulate_model` (:mod:`numerics.model_simulation`), on
+the batched kernels and error paths of this module.
 
 For the null model (labels independent of ``Phi``) :func:`interpolation_error_label_average` and
-``interpolation_error_mc(..., label_average=True)`` return the exact average over i.i.d. Rademacher labels,
+``simulate_model(..., label_average=True)`` return the exact average over i.i.d. Rademacher labels,
 ``gamma^2/n tr Q^2`` (eigenvalues only), a Rao-Blackwellised estimator with a much smaller variance.
 :func:`gaussian_equivalent_kernel` builds the linearised null kernel (symmetric or independent-entry
 noise) as a diagnostic of the null-model theory.
@@ -50,7 +49,7 @@ Because ``Z`` is rotation invariant the direction does not change the law of the
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -58,20 +57,16 @@ import torch
 from theory.validation import (
     ArgumentTypeError,
     as_float,
-    check_choice,
     check_flag,
     describe,
     finite_result,
 )
 
-from .mc_settings import MonteCarloSettings
 from .threads import torch_numeric_errors as _numeric
 from .threads import torch_threads
-from ._ridge_solvers import SINGLE_THREAD_EIGH_MAX, errors_batch, errors_label_mean, feature_basis, gram
-from ._mc import (ArrayLike, Draws, as_float_array, as_rng, check_diagonal, check_gammas, check_kernel_memory,
-                  check_label_average, check_mc_arguments, check_memory, check_spike_list, check_spikes,
-                  label_posterior_mean, mc_batch_size, run_trials, sample_signal_plus_noise, spike_outer,
-                  spike_projections, spike_tensors)
+from ._ridge_solvers import SINGLE_THREAD_EIGH_MAX, errors_batch, errors_label_mean, gram
+from ._mc import (ArrayLike, as_float_array, as_rng, check_diagonal, check_gammas, check_kernel_memory, check_memory,
+                  check_spikes, label_posterior_mean, sample_signal_plus_noise)
 
 __all__ = [
     "sample_signal_plus_noise",
@@ -80,8 +75,6 @@ __all__ = [
     "attention_features",
     "interpolation_error",
     "interpolation_error_direct",
-    "interpolation_error_mc",
-    "interpolation_error_mc_shared",
     "interpolation_error_label_average",
     "gaussian_equivalent_kernel",
     "kernel_eigenvalues",
@@ -412,314 +405,3 @@ def interpolation_error_direct(features: ArrayLike, y: ArrayLike, gammas: ArrayL
             r = yv - Phi.T @ w
             out[i] = r @ r / n
     return finite_result("interpolation_error_direct", out, features=features, y=y, gammas=gammas)
-
-
-class _SingleModel(NamedTuple):
-    """One model of :func:`interpolation_error_mc`: ridge (``f = None``) or attention's ``f``, spike and diagonal."""
-
-    kind: str
-    f: Callable | None
-    w_k: torch.Tensor | None
-    w_q: torch.Tensor | None
-    diagonal: str
-    activation: Any = None  # as given (error messages name it)
-
-
-def _trial_batch(seeds: Sequence[np.random.SeedSequence], draws: Draws, gammas: torch.Tensor, model: _SingleModel,
-                 label_average: bool = False) -> np.ndarray:
-    """Per-trial errors ``(T, G)`` of one model (ridge or attention) on a batch of trials."""
-    Xb, yb = draws.sample(seeds)
-    if model.kind == "ridge":
-        Phi = Xb
-    else:
-        S0 = gram(Xb.transpose(-1, -2))  # X^T X: the kernel's scores and (p > n) the basis
-        K = _kernel_batch(Xb, model.f, model.w_k, model.w_q, model.diagonal, S0)
-        Phi = feature_basis(Xb, S0) @ K  # p > n: the n x n stand-in for X (same errors, fewer flops)
-    return errors_batch(Phi, None if label_average else yb, gammas.to(draws.device)).cpu().numpy()
-
-
-def _mean_se(trials: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error (sample standard deviation / sqrt(n_trials)) over the trials (axis 0)."""
-    return trials.mean(axis=0), trials.std(axis=0, ddof=1) / math.sqrt(trials.shape[0])
-
-
-def single_model(kind: str, activation: Any, w_k: ArrayLike | None, w_q: ArrayLike | None, diagonal: str,
-                  draws: Draws) -> _SingleModel:
-    """The model of :func:`interpolation_error_mc` (``f`` and spike ``None`` for ridge / ``W = I``)."""
-    if kind == "attention":
-        f = resolve_activation(activation)
-        return _SingleModel(kind, f, *spike_tensors(w_k, w_q, draws.p, draws.device), diagonal, activation)
-    if w_k is not None or w_q is not None:
-        raise ValueError("w_k and w_q apply to kind='attention' only")
-    return _SingleModel(kind, None, None, None, diagonal)
-
-
-def error_mc(draws: Draws, gammas: ArrayLike, model: _SingleModel, settings: MonteCarloSettings, *,
-             return_trials: bool = False, label_average: bool = False) -> Any:
-    """:func:`interpolation_error_mc` on its records (arguments checked, except ``gammas`` and the flags)."""
-    return_trials, label_average = check_flag("return_trials", return_trials), check_label_average(label_average,
-                                                                                                   draws.snr)
-    g = torch.from_numpy(check_gammas(gammas))
-    size = mc_batch_size(draws, settings, g.numel(), 3, 1)
-
-    def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> np.ndarray:
-        return _trial_batch(seeds, draws, g, model, label_average)
-
-    args = dict(kind=model.kind, n=draws.n, p=draws.p, snr=draws.snr, gammas=gammas, activation=model.activation)
-    with _numeric("interpolation_error_mc", **args):
-        trials = np.concatenate(run_trials(batch, settings, size), axis=0)
-    mean, se = finite_result("interpolation_error_mc", _mean_se(trials), **args)
-    if return_trials:
-        return mean, se, trials
-    return mean, se
-
-
-def interpolation_error_mc(
-    kind: str,
-    n: int,
-    p: int,
-    snr: float,
-    gammas: ArrayLike,
-    n_trials: int,
-    seed: int,
-    activation: Any = None,
-    w_k: ArrayLike | None = None,
-    w_q: ArrayLike | None = None,
-    diagonal: str = "removed",
-    n_jobs: int = 1,
-    labels: str = "balanced",
-    batch_size: int | None = None,
-    device: str = "cpu",
-    return_trials: bool = False,
-    label_average: bool = False,
-) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Monte Carlo mean and standard error of ``E(gamma)`` over independent draws of ``X = mu y^T + Z``.
-
-    Parameters
-    ----------
-    kind : {"ridge", "attention"}
-    n, p : int
-        Tokens and dimension.
-    snr : float
-        ``||mu||^2`` (direction ``e_1``).
-    gammas : array (G,), ``>= 0``.
-    n_trials : int ``>= 2``.
-    seed : int ``>= 0``
-        Trial ``t`` uses ``SeedSequence(seed).spawn(n_trials)[t]``: independent of batching and ``n_jobs``.
-    activation : see :func:`resolve_activation` (required for ``kind="attention"``).
-    w_k, w_q : arrays (p,), optional (attention only).
-    diagonal : {"removed", "kept"}
-    n_jobs : int
-        Threads over trial batches (torch releases the GIL).
-    labels : {"balanced", "iid"}
-    batch_size : int, optional
-        Trials stacked per batched product / ``eigh`` call, in ``[1, 2**31 - 1]`` (default: memory-based, at
-        most 64).
-    device : str
-        torch device for products and eigendecompositions.
-    return_trials : bool
-        Also return the (n_trials, G) array of per-trial errors.
-    label_average : bool
-        Only for ``snr = 0`` (labels independent of ``Phi``): return, for each draw of ``X``, the exact
-        average of ``E`` over i.i.d. Rademacher labels, ``gamma^2/n tr Q^2 = 1/n sum_k g_k^2`` (plus the
-        ``n - p`` null directions when ``p < n``), i.e. a Rao-Blackwellised estimator with the same mean
-        as ``labels="iid"`` and a much smaller variance (eigenvalues only, no eigenvectors).
-
-    Returns
-    -------
-    mean, se : ndarray (G,)  [, trials : ndarray (n_trials, G)]
-        ``se`` = sample standard deviation / sqrt(n_trials).
-
-    Raises
-    ------
-    ValueError
-        Invalid arguments (``device`` a CUDA device this machine lacks included); a batch of trials or the
-        table of per-trial errors over the memory budget ``theory.get_limits().memory_budget_bytes`` (checked
-        before the first draw, so ``n_trials=10**12`` is refused at once); errors that are not finite.
-    """
-    check_choice("kind", kind, ("ridge", "attention"))
-    draws, settings = check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
-    model = single_model(kind, activation, w_k, w_q, diagonal, draws)
-    return error_mc(draws, gammas, model, settings, return_trials=return_trials, label_average=label_average)
-
-
-# --------------------------------------------------------------------------------------------
-# several models on the same draws (common random numbers)
-# --------------------------------------------------------------------------------------------
-def _symmetric_noise_batch(trial_ids: Sequence[int], seed: int, n: int, device: str) -> torch.Tensor:
-    """``Xi`` (T, n, n) of the linearised kernel: trial ``t`` from ``SeedSequence([seed, t, 7])``, symmetrised."""
-    Xis = []
-    for t in trial_ids:
-        Xi = np.random.default_rng(np.random.SeedSequence([int(seed), int(t), 7])).standard_normal((n, n))
-        Xis.append((Xi + Xi.T) / math.sqrt(2.0))
-    return torch.from_numpy(np.stack(Xis)).to(device)
-
-
-class _SharedModels(NamedTuple):
-    """The models of :func:`interpolation_error_mc_shared`: the true kernel's ``f`` (or ``None``), the spikes (as
-    tensors), ridge, the linearised kernel's ``(a1, sf2)`` (or ``None``), the true kernel's diagonal."""
-
-    f: Callable | None
-    spikes: list[tuple[torch.Tensor | None, torch.Tensor | None]]
-    ridge: bool
-    linearised: tuple[float, float] | None
-    diagonal: str
-
-    @property
-    def count(self) -> int:
-        return len(self.spikes) * ((self.f is not None) + (self.linearised is not None)) + self.ridge
-
-
-def _shared_batch(seeds: Sequence[np.random.SeedSequence], trial_ids: Sequence[int], seed: int, draws: Draws,
-                  gammas: torch.Tensor, models: _SharedModels) -> dict[str, np.ndarray]:
-    """Per-trial errors of every model of :func:`interpolation_error_mc_shared` on one batch of shared draws."""
-    n, p, device = draws.n, draws.p, draws.device
-    f, spikes, ridge, linearised, diagonal = models
-    Xb, yb = draws.sample(seeds)
-    g = gammas.to(device)
-    out: dict[str, np.ndarray] = {}
-    if ridge:
-        out["ridge"] = errors_batch(Xb, yb, g).cpu().numpy()
-    S0 = gram(Xb.transpose(-1, -2))  # X^T X, shared by every spike and both kernels
-    R = feature_basis(Xb, S0)  # features X M as R M: the same errors (p > n: n x n, fewer flops)
-    phi_lin0 = None
-    if linearised is not None:
-        # the linearised kernel without a spike, diagonal removed (it has no diagonal term), and its features
-        # X K_lin0: the p n^2 product once per batch; a spike adds (a1 / p) (uv - diag uv), uv = a b^T, whose
-        # features X uv - X diag(a * b) = (X a) b^T - X diag(a * b) cost O(p n) (not another p n^2 product)
-        Xi = _symmetric_noise_batch(trial_ids, seed, n, device)
-        K = linearised[0] * S0 / p + math.sqrt(linearised[1]) * Xi / math.sqrt(p)
-        del Xi
-        K.diagonal(dim1=-2, dim2=-1).zero_()
-        phi_lin0 = R @ K
-        del K
-    sp_ = math.sqrt(p)
-    true_rows, lin_rows = [], []
-    for wk, wq in spikes:
-        uv = spike_outer(Xb, wk, wq)
-        if f is not None:
-            S = S0 if uv is None else S0 + uv
-            K = _apply_activation(f, S / sp_) / sp_
-            if diagonal == "removed":
-                K.diagonal(dim1=-2, dim2=-1).zero_()
-            true_rows.append(errors_batch(R @ K, yb, g).cpu().numpy())
-            del K, S
-        if phi_lin0 is not None:
-            phi = phi_lin0 if wk is None else phi_lin0 + _spike_features(Xb, wk, wq, linearised[0] / p, R)
-            lin_rows.append(errors_batch(phi, yb, g).cpu().numpy())
-            del phi
-    if true_rows:
-        out["true"] = np.stack(true_rows)
-    if lin_rows:
-        out["linearised"] = np.stack(lin_rows)
-    return out
-
-
-def _spike_features(Xb: torch.Tensor, wk: torch.Tensor, wq: torch.Tensor, scale: float,
-                    basis: torch.Tensor | None = None) -> torch.Tensor:
-    """``scale B (uv - diag uv)``, ``uv = a b^T``, ``a = X^T w_k``, ``b = X^T w_q``, in O(p n); ``B`` is ``basis``
-    (:func:`feature_basis`) or ``X``."""
-    a, b = spike_projections(Xb, wk, wq)
-    B = Xb if basis is None else basis
-    xa = B @ a.unsqueeze(-1)  # (T, p, 1)
-    return scale * (xa * b.unsqueeze(-2) - B * (a * b).unsqueeze(-2))
-
-
-def _check_linearised(linearised: tuple[float, float] | None) -> tuple[float, float] | None:
-    """``linearised=(a1, sf2)`` as floats (finite, ``sf2 >= 0``), or ``None``."""
-    if linearised is None:
-        return None
-    if not isinstance(linearised, (tuple, list, np.ndarray)) or len(linearised) != 2:
-        raise ArgumentTypeError(f"linearised must be None or a pair (a1, sf2) of finite real numbers, got "
-                                f"{describe(linearised)} of type {type(linearised).__name__}")
-    return as_float("linearised[0] (a1)", linearised[0]), as_float("linearised[1] (sf2)", linearised[1], low=0)
-
-
-def _shared_models(activation: Any, linearised: Any, ridge: bool, spikes: Any, diagonal: str, draws: Draws
-                   ) -> _SharedModels:
-    """The models of :func:`interpolation_error_mc_shared`, checked."""
-    p, device = draws.p, draws.device
-    f = None if activation is None else resolve_activation(activation)
-    linearised = _check_linearised(linearised)
-    if f is None and linearised is None and not ridge:
-        raise ValueError("nothing to simulate: give an activation, linearised=(a1, sf2) or ridge=True")
-    sp_t = check_spike_list(spikes, p, device)
-    if (f is not None or linearised is not None) and len(sp_t) == 0:
-        raise ValueError("spikes must contain at least one (w_k, w_q) pair (use (None, None) for W = I)")
-    return _SharedModels(f, sp_t, ridge, linearised, diagonal)
-
-
-def interpolation_error_mc_shared(
-    n: int,
-    p: int,
-    snr: float,
-    gammas: ArrayLike,
-    n_trials: int,
-    seed: int,
-    activation: Any = None,
-    spikes: Sequence[tuple[ArrayLike | None, ArrayLike | None]] = ((None, None),),
-    ridge: bool = False,
-    linearised: tuple[float, float] | None = None,
-    diagonal: str = "removed",
-    n_jobs: int = 1,
-    labels: str = "balanced",
-    batch_size: int | None = None,
-    device: str = "cpu",
-) -> dict[str, np.ndarray]:
-    """Per-trial ``E(gamma)`` of several models on the SAME draws ``X = mu y^T + Z`` (common random numbers).
-
-    Trial ``t`` draws ``X, y`` exactly as :func:`interpolation_error_mc` does with the same ``seed``
-    (``SeedSequence(seed).spawn(n_trials)[t]``), forms ``X^T X`` once and evaluates, on that draw:
-    the true attention kernel ``f(X^T W X / sqrt p) / sqrt p`` for every spike ``W = I + w_k w_q^T`` of
-    ``spikes`` (``activation`` given), the LINEARISED kernel ``a1 (X^T W X / p - diag) + s_f Xi / sqrt p``
-    for every spike (``linearised=(a1, s_f^2)``; ``Xi`` symmetric with unit off-diagonal variance and zero
-    diagonal, drawn for trial ``t`` from ``SeedSequence([seed, t, 7])``, the same ``Xi`` for every spike),
-    and ridge (``Phi = X``, ``ridge=True``).  Sharing the draw saves the sampling and the ``X^T X``
-    product per extra model, and makes paired differences low-variance.
-
-    Parameters
-    ----------
-    n, p : int
-        Tokens and dimension.
-    snr : float
-        ``||mu||^2`` (direction ``e_1``).
-    gammas : array (G,), ``>= 0``.
-    n_trials : int ``>= 2``.
-    seed : int ``>= 0``.
-    activation : see :func:`resolve_activation`; ``None``: no true-kernel model.
-    spikes : sequence of ``(w_k, w_q)`` pairs (arrays of length ``p``, or ``(None, None)`` for ``W = I``).
-    ridge : bool
-    linearised : ``(a1, sf2)``, finite reals with ``sf2 >= 0``, optional.
-    diagonal : {"removed", "kept"} (true kernel; the linearised kernel always has a zero diagonal).
-    n_jobs : int
-        Threads over trial batches; results do not depend on it.
-    labels : {"balanced", "iid"}
-    batch_size : int, optional
-        Trials per batched product, in ``[1, 2**31 - 1]`` (default: memory-based, at most 64).
-    device : str
-
-    Returns
-    -------
-    dict
-        ``"true"`` and/or ``"linearised"``: arrays ``(len(spikes), n_trials, G)``; ``"ridge"``: ``(n_trials, G)``.
-
-    Raises
-    ------
-    ValueError
-        As :func:`interpolation_error_mc` (arguments, device, memory budget checked before the first draw).
-    """
-    draws, settings = check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
-    ridge = check_flag("ridge", ridge)
-    g = torch.from_numpy(check_gammas(gammas))
-    models = _shared_models(activation, linearised, ridge, spikes, diagonal, draws)
-    size = mc_batch_size(draws, settings, g.numel(), 5, models.count)
-
-    def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:
-        return _shared_batch(seeds, ids, settings.seed, draws, g, models)
-
-    args = dict(n=draws.n, p=draws.p, snr=snr, gammas=gammas, activation=activation, linearised=models.linearised)
-    with _numeric("interpolation_error_mc_shared", **args):
-        parts = run_trials(batch, settings, size)
-    out = {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}
-    finite_result("interpolation_error_mc_shared", list(out.values()), **args)
-    return out

@@ -21,13 +21,13 @@ which tends to one as ``p`` grows for every ``beta > 0``: each token attends to 
 token (the self score fluctuates by ``beta sqrt 2`` around ``beta sqrt p``, a log-normal weight), which no
 constant diagonal of paper B's kernel describes.  Paper B's own kernel removes its diagonal for the same reason.
 
-Interpolation error: :func:`softmax_error_mc` runs paper B's Monte Carlo machinery (:mod:`numerics.rmt`: the
-draws, the batching, the seeds and the whole-``gamma``-grid error path, unchanged) on a batch function of this
-module.  Trial ``t`` draws ``X, y`` exactly as :func:`numerics.interpolation_error_mc` and
-:func:`numerics.interpolation_error_mc_shared` do with the same ``seed`` (``SeedSequence(seed).spawn(n_trials)[t]``),
-forms ``X^T X`` once and evaluates, on that draw, softmax attention for every ``beta`` and spike, paper B's
-entrywise kernel ``f_beta(S) / sqrt p`` with ``f_beta(x) = exp(beta x - beta^2 / 2) - 1`` (diagonal removed) for
-every ``beta`` and spike, and ridge (``Phi = X``): paired draws (common random numbers).
+Interpolation error: :func:`softmax_error_mc` runs paper B's Monte Carlo machinery (the draws, the batching, the
+seeds and the whole-``gamma``-grid error path of :func:`numerics.simulate_model`) on a batch function of this
+module.  Trial ``t`` draws ``X, y`` exactly as :func:`numerics.simulate_model` does with the same settings
+(``SeedSequence(seed).spawn(n_trials)[t]``), forms ``X^T X`` once and evaluates, on that draw, softmax attention
+for every ``beta`` and spike, paper B's entrywise kernel ``f_beta(S) / sqrt p`` with
+``f_beta(x) = exp(beta x - beta^2 / 2) - 1`` (diagonal removed) for every ``beta`` and spike, and ridge
+(``Phi = X``): paired draws (common random numbers).
 
 Gammas are given in paper B's units.  The softmax kernel is about ``sqrt(p) / (n - 1)`` times paper B's kernel of
 ``f_beta`` (:mod:`theory.softmax`), so its features are evaluated at ``gamma * p / (n - 1)^2``
@@ -44,13 +44,15 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from theory.validation import as_array, as_float, check_choice, check_flag, finite_result
+from theory.validation import as_array, as_float, check_choice, finite_result
 from theory.softmax import BETA_MAX, softmax_gamma_scale
 
 from ._mc import (Draws, as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_label_average,
-                  check_mc_arguments, check_spike_list, check_spikes, mc_batch_size, run_trials,
-                  spike_outer)
+                  check_spikes, mc_batch_size, run_trials, spike_outer)
 from ._ridge_solvers import errors_batch, feature_basis, gram
+from .mc_settings import MonteCarloSettings
+from .model_simulation import (check_diagonal_named, check_kinds, check_settings, model_list, model_sizes,
+                               spike_tensors)
 from .threads import torch_numeric_errors as _numeric
 
 __all__ = ["softmax_kernel", "softmax_features", "entrywise_exponential_kernel", "softmax_error_mc"]
@@ -209,124 +211,130 @@ def entrywise_exponential_kernel(
 # --------------------------------------------------------------------------------------------
 class _SoftmaxModels(NamedTuple):
     """The models of :func:`softmax_error_mc`: inverse temperatures, spikes (tensors), the softmax kernel's diagonal
-    and normalisation, whether paper B's entrywise kernel and ridge run too, and whether labels are averaged."""
+    and normalisation, which kinds run, and whether labels are averaged."""
 
     betas: list[float]
     spikes: list[tuple[torch.Tensor | None, torch.Tensor | None]]
     diagonal: str
     normalise: str
-    entrywise: bool
-    ridge: bool
+    kinds: tuple[str, ...]
     label_average: bool
 
     @property
     def count(self) -> int:
-        return len(self.betas) * len(self.spikes) * (1 + self.entrywise) + self.ridge
+        kernels = ("softmax" in self.kinds) + ("entrywise" in self.kinds)
+        return len(self.betas) * len(self.spikes) * kernels + ("ridge" in self.kinds)
 
 
 def _softmax_batch(seeds: Sequence[np.random.SeedSequence], draws: Draws, gammas: torch.Tensor,
                    models: _SoftmaxModels) -> dict[str, np.ndarray]:
     """Per-trial errors of every model of :func:`softmax_error_mc` on one batch of shared draws."""
     n, p, device = draws.n, draws.p, draws.device
-    betas, spikes, diagonal, normalise, entrywise, ridge, label_average = models
+    betas, spikes, diagonal, normalise, kinds, label_average = models
     Xb, yb = draws.sample(seeds)
     y = None if label_average else yb
     g = gammas.to(device)
     g_soft = g * softmax_gamma_scale(n, p)
     T, G = Xb.shape[0], g.numel()
-    out: dict[str, np.ndarray] = {"softmax": np.empty((len(betas), len(spikes), T, G))}
-    if entrywise:
-        out["entrywise"] = np.empty((len(betas), len(spikes), T, G))
-    if ridge:
+    kernels = [k for k in ("softmax", "entrywise") if k in kinds]
+    out: dict[str, np.ndarray] = {k: np.empty((len(betas), len(spikes), T, G)) for k in kernels}
+    if "ridge" in kinds:
         out["ridge"] = errors_batch(Xb, y, g).cpu().numpy()
+    if not kernels:
+        return out
     S0 = gram(Xb.transpose(-1, -2))  # X^T X, shared by every spike, beta and kernel
     R = feature_basis(Xb, S0)  # features X K as R K: the same errors (p > n: n x n, fewer flops)
     for s, (wk, wq) in enumerate(spikes):
         uv = spike_outer(Xb, wk, wq)
         S = (S0 if uv is None else S0 + uv) / math.sqrt(p)
         for b, beta in enumerate(betas):
-            K = _softmax_of_scores(S, beta, diagonal, normalise)
-            out["softmax"][b, s] = errors_batch(R @ K, y, g_soft).cpu().numpy()
-            if entrywise:
+            if "softmax" in kinds:
+                K = _softmax_of_scores(S, beta, diagonal, normalise)
+                out["softmax"][b, s] = errors_batch(R @ K, y, g_soft).cpu().numpy()
+                del K
+            if "entrywise" in kinds:
                 K = _exponential_of_scores(S, beta, p)
                 out["entrywise"][b, s] = errors_batch(R @ K, y, g).cpu().numpy()
-            del K
+                del K
     return out
 
 
-def softmax_error_mc(n: int, p: int, snr: float, gammas: ArrayLike, n_trials: int, seed: int, betas: ArrayLike,
-                     spikes: Sequence[tuple[ArrayLike | None, ArrayLike | None]] = ((None, None),),
-                     entrywise: bool = True, ridge: bool = True, diagonal: str = "removed", normalise: str = "keys",
-                     labels: str = "balanced", label_average: bool = False, n_jobs: int = 1,
-                     batch_size: int | None = None, device: str = "cpu") -> dict[str, np.ndarray]:
+#: what :func:`softmax_error_mc` evaluates on each draw
+KINDS = ("softmax", "entrywise", "ridge")
+
+
+def softmax_error_mc(model: Any, p: Any, gammas: ArrayLike, betas: ArrayLike, settings: MonteCarloSettings, *,
+                     kind: Any = KINDS, normalise: str = "keys", label_average: bool = False) -> dict[str, np.ndarray]:
     """Per-trial ``E(gamma)`` of softmax attention, paper B's entrywise exponential kernel and ridge, paired draws.
+
+    Trial ``t`` draws ``X, y`` as :func:`numerics.simulate_model` does with the same settings, forms ``X^T X`` once
+    and evaluates, on that draw, softmax attention for every ``beta`` and model (spike), paper B's kernel of
+    ``f_beta`` for every ``beta`` and model, and ridge.
 
     Parameters
     ----------
-    n, p : int
-        Tokens (``>= 2`` with the diagonal removed) and dimension.
-    snr : float
-        ``||mu||^2`` (direction ``e_1``).
+    model : theory.AttentionModel or sequence of them
+        The data and the weights: ``c`` (``n = p / c`` tokens, ``>= 2`` with the diagonal removed), ``snr``, the
+        spike of ``W`` and the softmax kernel's diagonal (``"removed"`` masks the self score, ``"kept"`` keeps it);
+        several models may differ only in their spike.  The activation is not used: ``betas`` set the kernels.
+    p : int
+        Dimension; ``p / c`` must be a whole number.
     gammas : array (G,), ``>= 0``
         In paper B's units (softmax: evaluated at ``gammas * p / (n - 1)^2``, see the module docstring).
-    n_trials : int ``>= 2``.
-    seed : int ``>= 0``
-        Trial ``t`` uses ``SeedSequence(seed).spawn(n_trials)[t]`` (the draws of
-        :func:`numerics.interpolation_error_mc` with this seed): independent of batching and ``n_jobs``.
     betas : float or array (B,) in ``[0, BETA_MAX]``
         Inverse temperatures (all on the same draws).
-    spikes : sequence of ``(w_k, w_q)`` pairs (arrays of length ``p``, or ``(None, None)`` for ``W = I``).
-    entrywise, ridge : bool
-        Also evaluate paper B's kernel of ``f_beta`` (diagonal removed, whatever ``diagonal``) / ridge.
-    diagonal : {"removed", "kept"}
-        Of the softmax kernel (:func:`softmax_kernel`).
+    settings : numerics.MonteCarloSettings
+        Trials (``>= 2``), seed, threads, batching, device and labels.
+    kind : {"softmax", "entrywise", "ridge"} or tuple of them
+        What runs: softmax attention (:func:`softmax_kernel`), paper B's kernel of ``f_beta`` (diagonal removed,
+        whatever the model's diagonal), ridge (``Phi = X``).
     normalise : {"keys", "rows"}
         Of the softmax kernel.
-    labels : {"balanced", "iid"}
     label_average : bool
         Only for ``snr = 0``: the exact average over i.i.d. Rademacher labels of each draw of ``X``,
-        ``gamma^2/n tr Q^2`` (as :func:`numerics.interpolation_error_mc`).
-    n_jobs : int
-        Threads over trial batches; results do not depend on it.
-    batch_size : int, optional
-        Trials per batched product, in ``[1, 2**31 - 1]`` (default: memory-based, at most 64).
-    device : str
+        ``gamma^2/n tr Q^2`` (as :func:`numerics.simulate_model`).
 
     Returns
     -------
     dict
-        ``"softmax"`` and ``"entrywise"``: arrays ``(B, len(spikes), n_trials, G)``; ``"ridge"``: ``(n_trials, G)``.
+        One entry per kind: ``"softmax"`` and ``"entrywise"``: arrays ``(B, len(models), n_trials, G)``;
+        ``"ridge"``: ``(n_trials, G)``.
 
     Raises
     ------
     ValueError
-        As :func:`numerics.interpolation_error_mc` (arguments, device, memory budget checked before the first draw).
+        As :func:`numerics.simulate_model` (arguments, device, memory budget checked before the first draw).
+
+    Examples
+    --------
+    >>> from theory import AttentionModel
+    >>> from numerics import MonteCarloSettings
+    >>> out = softmax_error_mc(AttentionModel(0.5, "identity"), 8, [0.1], [1.0], MonteCarloSettings(2, seed=0))
+    >>> out["softmax"].shape, out["ridge"].shape
+    ((1, 1, 2, 1), (2, 1))
     """
-    draws, settings = check_mc_arguments(n, p, n_trials, seed, n_jobs, snr, labels, diagonal, device, batch_size)
-    _check_tokens(draws.n, diagonal)
+    models = model_list(model)
+    n, pv = model_sizes(models[0], p)
+    settings = check_settings(settings)
+    diagonal = check_diagonal_named(models[0])
+    _check_tokens(n, diagonal)
+    kinds = check_kinds(kind, KINDS)
     normalise = _check_normalise(normalise)
-    flags = (check_flag("entrywise", entrywise), check_flag("ridge", ridge))
+    snr = models[0].snr
     label_average = check_label_average(label_average, snr)
     g = torch.from_numpy(check_gammas(gammas))
     b = [float(v) for v in _check_betas(betas)]
-    models = _SoftmaxModels(b, _check_spikes_given(spikes, draws.p, draws.device), diagonal, normalise, *flags,
-                            label_average)
-    size = mc_batch_size(draws, settings, g.numel(), 6, models.count)
+    draws = Draws(n, pv, float(snr), settings.labels, settings.device)
+    spikes = [spike_tensors(m, pv, draws.device) for m in models]
+    shared = _SoftmaxModels(b, spikes, diagonal, normalise, kinds, label_average)
+    size = mc_batch_size(draws, settings, g.numel(), 6, shared.count)
 
     def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:
-        return _softmax_batch(seeds, draws, g, models)
+        return _softmax_batch(seeds, draws, g, shared)
 
-    args = dict(n=draws.n, p=draws.p, snr=snr, gammas=gammas, betas=betas)
+    args = dict(n=n, p=pv, snr=snr, gammas=gammas, betas=betas)
     with _numeric("softmax_error_mc", **args):
         parts = run_trials(batch, settings, size)
     out = {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}
     finite_result("softmax_error_mc", list(out.values()), **args)
     return out
-
-
-def _check_spikes_given(spikes: Any, p: int, device: str) -> list[tuple[torch.Tensor | None, torch.Tensor | None]]:
-    """:func:`numerics.rmt.check_spike_list`, at least one pair."""
-    sp_t = check_spike_list(spikes, p, device)
-    if not sp_t:
-        raise ValueError("spikes must contain at least one (w_k, w_q) pair (use (None, None) for W = I)")
-    return sp_t

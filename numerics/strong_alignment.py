@@ -8,7 +8,8 @@ given ``X`` (their posterior means :func:`numerics.label_posterior_mean`, as in
 :func:`numerics.interpolation_error_label_average`), which estimates the same expectation as drawn labels with far
 less variance.  One eigendecomposition per draw and method gives the error, its parts and the prediction risk.
 
->>> out = strong_alignment_mc("erf", 0.5, 1.0, 16, [0.0], 2, seed=0)
+>>> from numerics import MonteCarloSettings
+>>> out = strong_alignment_mc("erf", 0.5, 1.0, 16, [0.0], MonteCarloSettings(2, seed=0, labels="iid"))
 >>> out["attention"].shape, out["ridge"].shape
 ((2, 1), (2, 1))
 """
@@ -21,18 +22,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from theory.validation import as_float, as_int
+from theory.validation import ArgumentTypeError, as_float, as_int, describe
 
-from ._mc import check_gammas, check_kernel_memory, check_seed, label_posterior_mean, sample_signal_plus_noise
+from ._mc import check_gammas, check_kernel_memory, draw_sample
 from ._ridge_solvers import smoother_parts
+from .mc_settings import MonteCarloSettings
 from .rmt import _kernel_batch, resolve_activation
-from .threads import check_device
 
 __all__ = ["strong_alignment_mc"]
 
 
-def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, n_trials: Any, seed: Any, *,
-                        snr: Any = 1.0, bins: Any = None, device: Any = "cpu") -> dict[str, np.ndarray]:
+def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, settings: MonteCarloSettings, *,
+                        snr: Any = 1.0, bins: Any = None) -> dict[str, np.ndarray]:
     """Per-trial label-averaged ``E(gamma)`` of attention and ridge on the same draws, aligned spike at fixed ``t``,
     with its parts, the prediction risk on fresh labels and attention's leverage by bins of ``|a|``.
 
@@ -47,16 +48,16 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, n_
     p : int
         Dimension, ``>= 2``.
     gammas : array (G,), ``>= 0`` (``0``: the interpolation limit, the in-sample residual for ``c < 1``).
-    n_trials : int, ``>= 1``.
-    seed : int
-        Trial ``k`` draws from ``SeedSequence(seed).spawn(n_trials)[k]``.
+    settings : numerics.MonteCarloSettings
+        ``n_trials`` (at most ``2**31 - 1``); trial ``k`` draws from ``SeedSequence(seed).spawn(n_trials)[k]``;
+        ``labels`` must be ``"iid"`` (the labels are integrated out given ``X`` with their posterior means, exact
+        for i.i.d. labels); ``device``: the torch device of the kernel and the eigendecompositions (the draws are the
+        same).  Trials run one at a time in the calling thread (``n_jobs`` and ``batch_size`` are not used).
     snr : float
         ``||mu||^2``, ``>= 0``.
     bins : array (B + 1,), optional
         Increasing edges of ``|a|`` (``a = x_1``, the token's coordinate along ``mu``; e.g.
         :func:`theory.label_coordinate_bins`): the mean leverage of attention's tokens in each bin is returned.
-    device : str
-        Torch device of the kernel and the eigendecompositions (``"cpu"``, ``"cuda"``); the draws are the same.
 
     Returns
     -------
@@ -71,7 +72,7 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, n_
     cv = as_float("c", c, low=0, low_open=True)
     tv = as_float("t", t, low=0)
     pv = as_int("p", p, 2, 2**31 - 1)
-    trials = as_int("n_trials", n_trials, 1, 2**31 - 1)
+    trials = _check_settings(settings)
     s = as_float("snr", snr, low=0)
     g = check_gammas(gammas)
     edges = None if bins is None else _check_bins(bins)
@@ -82,13 +83,13 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, n_
     out = {f"{name}{part}": np.empty((trials, g.size)) for name in names for part in ("", *_PARTS)}
     if edges is not None:
         out["attention_leverage"] = np.full((trials, g.size, edges.size - 1), np.nan)
-    dev = check_device("device", device)
+    dev = settings.device
     check_kernel_memory("X", pv, n)
     f = resolve_activation(activation)
     gt, spike = torch.from_numpy(g).to(dev), torch.from_numpy(w).to(dev)
-    for k, child in enumerate(np.random.SeedSequence(check_seed("seed", seed)).spawn(trials)):
-        X, _, mu = sample_signal_plus_noise(n, pv, s, np.random.default_rng(child), labels="iid")
-        m = torch.from_numpy(label_posterior_mean(X, mu)).unsqueeze(0).to(dev)
+    for k, child in enumerate(np.random.SeedSequence(settings.seed).spawn(trials)):
+        X, _, mu = draw_sample(n, pv, s, np.random.default_rng(child), "iid")
+        m = torch.from_numpy(np.tanh(mu @ X)).unsqueeze(0).to(dev)  # numerics.label_posterior_mean
         Xt = torch.from_numpy(X).unsqueeze(0).to(dev)
         for name, phi in zip(names, (Xt @ _kernel_batch(Xt, f, spike, spike, "removed"), Xt)):
             signal, noise, absorbed, leverage = (x[0].cpu().numpy() for x in smoother_parts(phi, m, gt))
@@ -104,6 +105,16 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, n_
 
 #: the parts returned beside ``E`` for each method
 _PARTS = ("_signal", "_noise", "_risk")
+
+
+def _check_settings(settings: Any) -> int:
+    """``settings.n_trials``, of a :class:`MonteCarloSettings` with i.i.d. labels and at most ``2**31 - 1`` trials."""
+    if not isinstance(settings, MonteCarloSettings):
+        raise ArgumentTypeError(f"settings must be a numerics.MonteCarloSettings, got {describe(settings)}")
+    if settings.labels != "iid":
+        raise ValueError(f"settings.labels must be 'iid' (the labels are integrated out given X with their posterior "
+                         f"means), got {settings.labels!r}")
+    return as_int("settings.n_trials", settings.n_trials, 1, 2**31 - 1)
 
 
 def _check_bins(bins: Any) -> np.ndarray:

@@ -45,7 +45,8 @@ __all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_versio
            "CacheIntegrityWarning", "CacheWriteWarning", "cell_lock", "result_checksum", "simulation_modules"]
 
 #: the modules whose source decides each simulation's draws and values (:func:`simulation_modules`)
-_SIMULATION_MODULES = {"paper-b-mc": ("numerics.rmt", "numerics._mc", "numerics._ridge_solvers"),
+_SIMULATION_MODULES = {"paper-b-mc": ("numerics.rmt", "numerics._mc", "numerics._ridge_solvers",
+                                      "numerics.model_simulation"),
                        "paper-a-estimator": ("numerics.ips", "numerics.estimator", "numerics._piecewise")}
 
 

@@ -78,7 +78,7 @@ def test_docs_cite_nothing_outside_the_repository(page):
 
 
 def test_claims_page_states_the_claims_in_the_reports_words():
-    """docs/claims.md's one-line list is generated from verify/claims.py (``python docs/make_claims_list.py``)."""
+    """docs/claims.md's one-line list is generated from the claims' statements (``python docs/make_claims_list.py``)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("make_claims_list", ROOT / "docs" / "make_claims_list.py")

@@ -206,15 +206,15 @@ def dense_grid(x: Sequence[float], *, log: bool = True, per_decade: int = 40, n_
 
 
 def theory_curve(ax: Any, x: Sequence[float], f: Callable[[np.ndarray], Any], *, label: str = "theory",
-                 color: str = THEORY, log: bool = True, per_decade: int = 40, n_min: int = 30, pad: float = 0.0,
-                 grid: np.ndarray | None = None, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Plot the theory ``f`` on a dense grid over ``x`` (:func:`dense_grid`, or ``grid``); return the curve."""
+                 color: str = THEORY, grid: np.ndarray | None = None, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Plot the theory ``f`` on a dense grid over ``x`` and return the curve; ``grid``: the abscissae instead
+    (e.g. ``dense_grid(x, per_decade=10, n_min=30)``; default ``dense_grid(x, n_min=30)``); ``kwargs``: of
+    ``ax.plot``."""
     _check_axes("ax", ax)
     check_callable("f", f)
     check_text("label", label)
     _check_color("color", color)
-    xd = (dense_grid(x, log=log, per_decade=per_decade, n_min=n_min, pad=pad) if grid is None
-          else as_array("grid", grid, ndim=1, bytes_per_element=64))
+    xd = dense_grid(x, n_min=30) if grid is None else as_array("grid", grid, ndim=1, bytes_per_element=64)
     yd = _curve_values(f, xd)
     kwargs.setdefault("lw", 1.4)
     kwargs.setdefault("ls", "-")
@@ -223,27 +223,27 @@ def theory_curve(ax: Any, x: Sequence[float], f: Callable[[np.ndarray], Any], *,
 
 
 def mc_points(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[float] | None, *, label: str,
-              color: str, marker: str = "o", judged: Sequence[bool] | None = None, open_: bool = False,
-              k: float = ERRORBAR_SE, xse: Sequence[float] | None = None, **kwargs: Any) -> None:
-    """Simulation points with ``+- k SE`` bars (``se`` along y, ``xse`` along x); ``judged`` False: an open
-    marker (reported, not judged)."""
+              color: str, marker: str = "o", filled: bool | Sequence[bool] = True,
+              xse: Sequence[float] | None = None) -> None:
+    """Simulation points with ``+- ERRORBAR_SE`` standard-error bars (``se`` along y, ``xse`` along x).
+
+    ``filled``: for all points or one per point; open markers are points reported and not judged, or a second
+    series told apart in the legend (the smaller of two sizes).  The label goes to the filled points (to the open
+    ones when none is filled).
+    """
     _check_axes("ax", ax)
     check_text("label", label)
     _check_color("color", color)
     _check_marker("marker", marker)
-    open_, k = check_flag("open_", open_), as_float("k", k, low=0, low_open=True)
-    x, y, se, xse, judged = _points(x, y, se, xse, judged)
-    yerr = None if se is None else k * se
-    xerr = None if xse is None else k * xse
-    mask = np.ones(x.shape, bool) if judged is None else judged
-    kwargs.setdefault("ms", 4.5)
-    kwargs.setdefault("zorder", 3)
-    for sel, filled, lab in ((mask, not open_, label), (~mask, False, "_nolegend_" if mask.any() else label)):
+    x, y, se, xse, mask = _points(x, y, se, xse, filled)
+    yerr = None if se is None else ERRORBAR_SE * se
+    xerr = None if xse is None else ERRORBAR_SE * xse
+    for sel, full, lab in ((mask, True, label), (~mask, False, "_nolegend_" if mask.any() else label)):
         if not sel.any():
             continue
         ax.errorbar(x[sel], y[sel], None if yerr is None else yerr[sel], None if xerr is None else xerr[sel],
-                    fmt=marker, color=color, ecolor=color, mfc=color if filled else "white", mec=color, label=lab,
-                    elinewidth=1.0, **kwargs)
+                    fmt=marker, color=color, ecolor=color, mfc=color if full else "white", mec=color, label=lab,
+                    elinewidth=1.0, ms=4.5, zorder=3)
 
 
 def proxy(label: str, *, color: str = "#444444", marker: str | None = "o", ls: str = "none",
@@ -712,19 +712,19 @@ def _values(name: str, v: Any, shape: tuple | None, *, low: float | None = None)
     return a
 
 
-def _points(x: Any, y: Any, se: Any, xse: Any, judged: Any) -> tuple:
-    """The checked arrays of :func:`mc_points` (one shape; ``judged`` booleans)."""
+def _points(x: Any, y: Any, se: Any, xse: Any, filled: Any) -> tuple:
+    """The checked arrays of :func:`mc_points` (one shape; ``filled`` as one boolean per point)."""
     x = _values("x", x, None)
     y = _values("y", y, x.shape)
     se = None if se is None else _values("se", se, x.shape, low=0.0)
     xse = None if xse is None else _values("xse", xse, x.shape, low=0.0)
-    if judged is not None:
-        j = np.asarray(judged) if isinstance(judged, (list, tuple, np.ndarray)) else None
-        if j is None or j.dtype != bool or j.shape != x.shape:
-            raise ArgumentTypeError(f"judged must be None or booleans of the shape {x.shape} of x, got "
-                                    f"{describe(judged)}")
-        judged = j
-    return x, y, se, xse, judged
+    if isinstance(filled, (bool, np.bool_)):
+        return x, y, se, xse, np.full(x.shape, bool(filled))
+    j = np.asarray(filled) if isinstance(filled, (list, tuple, np.ndarray)) else None
+    if j is None or j.dtype != bool or j.shape != x.shape:
+        raise ArgumentTypeError(f"filled must be True, False or booleans of the shape {x.shape} of x, got "
+                                f"{describe(filled)}")
+    return x, y, se, xse, j
 
 
 def _handles(name: str, extra: Any) -> list:

@@ -9,13 +9,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np, torch
 torch.set_num_threads(1)
 sys.path.insert(0, ROOT); sys.path.insert(0, HERE)
-from numerics import strong_alignment_mc
+from numerics import MonteCarloSettings, strong_alignment_mc
 import sim
 c, p, T = 0.5, 64, 3
 out = sim.run(c, p, T, [2.0, 8.0], 0)
 seed = sim.seed_of(0, c, p)
 for j, s in enumerate((2.0, 8.0)):
-    ref = strong_alignment_mc("erf", c, s / math.sqrt(p), p, [0.0], T, seed, snr=1.0)
+    ref = strong_alignment_mc("erf", c, s / math.sqrt(p), p, [0.0], MonteCarloSettings(T, seed, labels="iid"), snr=1.0)
     mine = out["true_signal"][:, j] + out["true_noise"][:, j]
     print("s", s, "max|true - strong_alignment_mc|", np.abs(mine - ref["attention"][:, 0]).max(),
           "ridge", np.abs(out["ridge_signal"] + out["ridge_noise"] - ref["ridge"][:, 0]).max())

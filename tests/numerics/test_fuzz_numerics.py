@@ -13,7 +13,7 @@ The protocol and its machinery are those of ``tests/fuzz_support.py`` (argument 
 
 Added to the theory table: 2-d and 1-d real arrays (NaN, inf, complex -- refused, never truncated --, wrong
 shapes and lengths, torch tensors), generators and seeds, torch devices (``"cuda"`` where CUDA is absent),
-callables, work-item iterables, ``pre_dispatch`` strings, spike lists, ``(a1, sf2)`` pairs, models, slope fits,
+callables, work-item iterables, ``pre_dispatch`` strings, models (and sequences of them), slope fits,
 intervals and prediction dicts.
 
 Every module of the table (``rmt``, ``slopes``, ``error_model``, ``threads``, ``_piecewise``, ``ips``, ``estimator``,
@@ -97,23 +97,6 @@ def _device_bad(a: Arg) -> list[tuple[str, Any]]:
     return out
 
 
-def _spikes_bad(a: Arg) -> list[tuple[str, Any]]:
-    v = np.ones(4)
-    return _junk() + [
-        ("number", 1.0), ("flat list", [1.0, 2.0]), ("single", [(v,)]), ("triple", [(v, v, v)]),
-        ("wrong length", [(np.ones(3), np.ones(3))]), ("nan", [(np.full(4, NAN), v)]),
-        ("inf w_q", [(v, np.full(4, INF))]), ("half None", [(v, None)]), ("strings", [("a", "b")]),
-        ("complex", [(v + 1j, v)]), ("2-d", [(np.ones((4, 1)), v)]),
-        ("evil pair", [(EVIL, EVIL)]), ("array", np.ones((1, 2, 4)))]
-
-
-def _linearised_bad(a: Arg) -> list[tuple[str, Any]]:
-    return _junk(a.none_ok) + [
-        ("number", 1.0), ("nan a1", (NAN, 0.1)), ("inf a1", (INF, 0.1)), ("negative sf2", (0.6, -0.1)),
-        ("inf sf2", (0.6, INF)), ("bool a1", (True, 0.1)), ("str a1", ("0.6", 0.1)), ("evil a1", (EVIL, 0.1)),
-        ("single", (0.6,)), ("triple", (0.6, 0.1, 3.0)), ("complex a1", (1j, 0.1)), ("huge", (10**400, 0.1))]
-
-
 def _interval_bad(a: Arg) -> list[tuple[str, Any]]:
     return _junk(a.none_ok) + [
         ("nan", (NAN, 1.0)), ("inf", (0.0, INF)), ("str", ("a", 1.0)), ("single", (1.0,)), ("triple", (0.0, 1.0, 2.0)),
@@ -186,7 +169,7 @@ def _coef_bad(a: Arg) -> list[tuple[str, Any]]:
 
 _KINDS: dict[str, Callable[[Arg], list[tuple[str, Any]]]] = {
     "matrix2": _matrix_bad, "vector1": _vector_bad, "points": _points_bad, "rng": _rng_bad, "device": _device_bad,
-    "spikes": _spikes_bad, "linearised": _linearised_bad, "interval": _interval_bad, "pred": _pred_bad,
+    "interval": _interval_bad, "pred": _pred_bad,
     "sizes": _sizes_bad, "model": _model_bad, "slopefit": _slopefit_bad, "callable": _callable_bad,
     "items": _items_bad, "pre_dispatch": _pre_dispatch_bad, "coef": _coef_bad, "text": _text_bad,
     "path": _path_bad, "mapping": _mapping_bad, "attention_model": lambda a: _junk(), "settings": lambda a: _junk()}
@@ -256,39 +239,30 @@ def _rmt_cases(add: Callable[..., None]) -> None:
         ("n = p/c not whole", AttentionModel(c=0.3, activation="tanh"))))
     from numerics import MonteCarloSettings
 
-    add("simulate_model", dict(model=attn, p=4, gammas=[0.1, 1.0], settings=MonteCarloSettings(2, 0), kind="attention"),
+    add("simulate_model", dict(model=attn, p=4, gammas=[0.1, 1.0], settings=MonteCarloSettings(2, 0), kind="true"),
         dict(model=model_arg, p=integer(1, extra=(("spike longer than p", 0),)), gammas=GAMMAS,
              settings=Arg("settings", extra=(("one trial", MonteCarloSettings(1, 0)),)),
-             kind=choice("attention", "ridge")))
+             kind=choice("true", "linearised", "ridge"), return_trials=FLAG, label_average=FLAG))
+    other = AttentionModel(c=0.5, activation="tanh", spike=(1.0, "orthogonal"))
+    add("simulate_model[models]", dict(model=[attn, other], p=4, gammas=[0.1, 1.0], settings=MonteCarloSettings(2, 0),
+                                       kind=("true", "linearised", "ridge"), label_average=False),
+        dict(model=Arg("attention_model", extra=(
+            ("empty list", []), ("an item not a model", [attn, "tanh"]),
+            ("models of two snr", [attn, AttentionModel(c=0.5, activation="tanh", snr=1.0)]),
+            ("models of two activations", [attn, AttentionModel(c=0.5, activation="erf")]),
+            ("kernel constants", [AttentionModel(c=0.5, activation={"a1": 0.5, "sf2": 0.1})]))),
+             kind=choice("true", "linearised", "ridge", extra=(("empty", ()), ("repeated", ("ridge", "ridge")),
+                                                                ("an unknown kind", ("true", "lasso")))),
+             label_average=FLAG), path="simulate_model")
     add("MonteCarloSettings", dict(n_trials=2, seed=0, n_jobs=1, batch_size=None, device="cpu", labels="balanced"),
         dict(n_trials=integer(1), seed=SEED, n_jobs=integer(1), batch_size=integer(1, none_ok=True),
              device=choice("cpu"), labels=choice("balanced", "iid")))
-    add("model_sizes", dict(model=attn, p=4), dict(model=Arg("attention_model"), p=integer(1)))
     add("label_posterior_mean", dict(X=_X, mu=np.ones(4)),
         dict(X=Arg("matrix2"), mu=_vec(extra=(("wrong length", np.ones(3)),))))
     add("gaussian_equivalent_kernel", dict(X=_X, a1=0.5, nu=0.5, rng=0, symmetric=True, d0=0.0),
         dict(X=Arg("matrix2"), a1=real(extra=(("a1^2 overflows", 1e300),)), nu=real(extra=(("nu < a1^2", 0.1),)),
              rng=RNG, symmetric=FLAG, d0=real()))
     add("resolve_activation", dict(activation="tanh"), dict(activation=Arg("activation")))
-    mc = dict(n=6, p=4, snr=1.0, gammas=[0.1, 1.0], n_trials=2, seed=0, diagonal="removed", n_jobs=1,
-              labels="balanced", batch_size=None, device="cpu")
-    mc_args = dict(n=integer(1), p=integer(1), snr=nonneg(), gammas=GAMMAS,
-                   n_trials=integer(2, extra=(("10**12", 10**12),)), seed=SEED, diagonal=choice("removed", "kept"),
-                   n_jobs=integer(1, 1024), labels=choice("balanced", "iid"),
-                   batch_size=integer(1, 2**31 - 1, none_ok=True), device=DEVICE)
-    add("interpolation_error_mc",
-        dict(mc, kind="attention", activation="tanh", return_trials=False, label_average=False),
-        dict(mc_args, kind=choice("ridge", "attention"), activation=ACT, return_trials=FLAG, label_average=FLAG,
-             w_k=_vec(none_ok=True, extra=(("wrong length", np.ones(3)),)),
-             w_q=_vec(none_ok=True, extra=(("wrong length", np.ones(3)),))),
-        bad_overrides={"w_k": {"w_q": np.ones(4)}, "w_q": {"w_k": np.ones(4)}})
-    add("interpolation_error_mc[ridge]", dict(mc, kind="ridge"),
-        dict(w_k=_vec(extra=(("given for ridge", np.ones(4)),))), path="interpolation_error_mc",
-        bad_overrides={"w_k": {"w_q": np.ones(4)}})
-    add("interpolation_error_mc_shared", dict(mc, activation="tanh", spikes=[(None, None), (np.ones(4), np.ones(4))],
-                                              ridge=True, linearised=(0.6, 0.1)),
-        dict(mc_args, activation=Arg("activation", none_ok=True, extra=ACT.extra), spikes=Arg("spikes"), ridge=FLAG,
-             linearised=Arg("linearised", none_ok=True)))
 
 
 def _slopes_cases(add: Callable[..., None]) -> None:
@@ -596,10 +570,15 @@ def test_table_of_other_modules_known_gaps():
 
 def test_sizes_refused_before_allocation():
     """The audit's cases: refused at once, the message naming the argument and the memory budget."""
+    from theory import AttentionModel
+
+    data = AttentionModel(0.5, "identity")
     calls = {
         "n, p": lambda: numerics.sample_signal_plus_noise(10**5, 10**5, 1.0, 0),
-        "n_trials": lambda: numerics.interpolation_error_mc("ridge", 8, 4, 0.0, [1.0], 10**12, 0),
-        "n_trials ": lambda: numerics.interpolation_error_mc_shared(8, 4, 0.0, [1.0], 10**12, 0, ridge=True),
+        "n_trials": lambda: numerics.simulate_model(data, 4, [1.0], numerics.MonteCarloSettings(10**12, 0),
+                                                    kind="ridge"),
+        "n_trials ": lambda: numerics.simulate_model([data], 4, [1.0], numerics.MonteCarloSettings(10**12, 0),
+                                                     kind=("ridge",)),
         "n_boot": lambda: numerics.fit_slope(_M, _M ** -0.8, n_boot=10**12),
         "degree, t": lambda: pw.legendre_values(np.zeros(2 * 10**5), 1000),
         "u, n_intervals, degree": lambda: pw.basis_matrix(np.zeros(10), 0.0, 1.0, 2**31 - 1, 3),
@@ -625,7 +604,7 @@ def pytest_raises(exc_type):
 
 
 def test_device_and_complex_refused_with_clear_messages():
-    msg = _message(lambda: numerics.interpolation_error_mc("ridge", 8, 4, 0.0, [1.0], 2, 0, device="bogus"))
+    msg = _message(lambda: numerics.MonteCarloSettings(2, 0, device="bogus"))
     assert msg.startswith("device must be 'cpu', 'cuda' or 'cuda:<k>'"), msg
     if not torch.cuda.is_available():
         msg = _message(lambda: numerics.check_device("device", "cuda"))

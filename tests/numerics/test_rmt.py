@@ -1,4 +1,5 @@
-"""Tests of numerics.rmt: normalisation identities, shapes, W never formed, seeds, invalid input."""
+"""Tests of numerics.rmt and its Monte Carlo (numerics.simulate_model): normalisation identities, shapes, W never
+formed, seeds, invalid input."""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from numerics import MonteCarloSettings, simulate_model
 from numerics.rmt import (
     attention_features,
     interpolation_error,
     interpolation_error_direct,
-    interpolation_error_mc,
-    interpolation_error_mc_shared,
     kernel_eigenvalues,
     ridge_features,
     sample_signal_plus_noise,
 )
+from theory import AttentionModel, Spike
 
 GAMMAS = np.array([1e-4, 1e-2, 0.3, 1.0, 10.0])
 
@@ -229,52 +230,62 @@ def test_kernel_eigenvalues_symmetric_kernel():
 # ---------------------------------------------------------------------------------------------
 def test_mc_reproducible_and_batch_independent():
     g = [1e-3, 1.0]
-    a = interpolation_error_mc("attention", 16, 10, 1.0, g, 5, seed=3, activation=_tanh, batch_size=2)
-    b = interpolation_error_mc("attention", 16, 10, 1.0, g, 5, seed=3, activation=_tanh, batch_size=5, n_jobs=2)
+    model = AttentionModel(0.625, "tanh", 1.0)  # p = 10, n = 16
+    a = simulate_model(model, 10, g, MonteCarloSettings(5, 3, batch_size=2))
+    b = simulate_model(model, 10, g, MonteCarloSettings(5, 3, batch_size=5, n_jobs=2))
     assert np.allclose(a[0], b[0], rtol=1e-12)
-    c = interpolation_error_mc("attention", 16, 10, 1.0, g, 5, seed=4, activation=_tanh)
+    c = simulate_model(model, 10, g, MonteCarloSettings(5, 4))
     assert not np.allclose(a[0], c[0])
-
 
 def test_mc_matches_single_draw_pipeline():
     g = np.array([1e-2, 1.0])
-    mean, se, trials = interpolation_error_mc("ridge", 12, 20, 0.5, g, 3, seed=5, return_trials=True)
+    data = AttentionModel(2.0, "identity", 0.5)
+    mean, se, trials = simulate_model(data, 24, g, MonteCarloSettings(3, 5), kind="ridge", return_trials=True)
     ss = np.random.SeedSequence(5).spawn(3)
     for t in range(3):
-        X, y, _ = sample_signal_plus_noise(12, 20, 0.5, np.random.default_rng(ss[t]))
+        X, y, _ = sample_signal_plus_noise(12, 24, 0.5, np.random.default_rng(ss[t]))
         assert np.allclose(trials[t], interpolation_error(X, y, g), rtol=1e-10)
     assert np.allclose(mean, trials.mean(0)) and np.allclose(se, trials.std(0, ddof=1) / np.sqrt(3))
 
 
-def test_mc_invalid():
-    with pytest.raises(ValueError, match="kind"):
-        interpolation_error_mc("lasso", 4, 4, 0.0, [1.0], 2, 0)
-    with pytest.raises(ValueError, match="n_trials"):
-        interpolation_error_mc("ridge", 4, 4, 0.0, [1.0], 1, 0)
-    with pytest.raises(ValueError, match="gammas"):
-        interpolation_error_mc("ridge", 4, 4, 0.0, [-1.0], 2, 0)
-    with pytest.raises(ValueError, match="activation"):
-        interpolation_error_mc("attention", 4, 4, 0.0, [1.0], 2, 0)
+def test_mc_of_a_spiked_model_matches_its_single_draw_pipeline():
+    """Trial t: the draw of SeedSequence(seed).spawn(n_trials)[t], the model's kernel with its spike padded to p."""
+    g = np.array([1e-2, 0.5])
+    model = AttentionModel(c=0.5, activation="erf", snr=1.0, spike=(4.0, "aligned"), diagonal="kept")
+    _, _, trials = simulate_model(model, 16, g, MonteCarloSettings(3, 5, labels="iid", n_jobs=2), return_trials=True)
+    w = np.zeros(16)
+    w[0] = 2.0
+    for t, ss in enumerate(np.random.SeedSequence(5).spawn(3)):
+        X, y, _ = sample_signal_plus_noise(32, 16, 1.0, np.random.default_rng(ss), labels="iid")
+        want = interpolation_error(attention_features(X, "erf", w, w, diagonal="kept"), y, g)
+        np.testing.assert_allclose(trials[t], want, rtol=1e-9)
 
+def test_mc_invalid():
+    data = AttentionModel(1.0, "identity")
+    with pytest.raises(ValueError, match="kind"):
+        simulate_model(data, 4, [1.0], MonteCarloSettings(2, 0), kind="lasso")
+    with pytest.raises(ValueError, match="n_trials"):
+        simulate_model(data, 4, [1.0], MonteCarloSettings(1, 0), kind="ridge")
+    with pytest.raises(ValueError, match="gammas"):
+        simulate_model(data, 4, [-1.0], MonteCarloSettings(2, 0), kind="ridge")
 
 def test_mc_ridge_close_to_theory_small():
     """A cheap sanity check of the whole pipeline against the closed-form ridge error."""
     import theory
 
     g = np.array([1e-2, 1.0])
-    mean, se = interpolation_error_mc("ridge", 200, 400, 1.0, g, 8, seed=1)
+    mean, se = simulate_model(AttentionModel(2.0, "identity", 1.0), 400, g, MonteCarloSettings(8, 1), kind="ridge")
     pred = theory.ridge_error_values(g, 2.0, 1.0)
     assert np.all(np.abs(mean - pred) <= 4 * se + 0.05 * pred)
-
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.cuda
 def test_mc_cuda_matches_cpu():
     g = [1e-2, 1.0]
-    a = interpolation_error_mc("attention", 32, 24, 1.0, g, 3, seed=1, activation=_tanh)
-    b = interpolation_error_mc("attention", 32, 24, 1.0, g, 3, seed=1, activation=_tanh, device="cuda")
+    model = AttentionModel(0.75, "tanh", 1.0)  # p = 24, n = 32
+    a = simulate_model(model, 24, g, MonteCarloSettings(3, 1))
+    b = simulate_model(model, 24, g, MonteCarloSettings(3, 1, device="cuda"))
     assert np.allclose(a[0], b[0], rtol=1e-8)
-
 
 def test_label_average_is_the_mean_over_labels():
     """gamma^2/n tr Q^2 equals the exact average of E over all 2^n Rademacher label vectors (n small)."""
@@ -325,10 +336,11 @@ def test_label_mean_refused_outside_its_range():
 
 def test_label_average_mc_requires_null_model():
     with pytest.raises(ValueError, match="label_average"):
-        interpolation_error_mc("ridge", 4, 4, 1.0, [1.0], 2, 0, label_average=True)
-    m, se = interpolation_error_mc("ridge", 8, 6, 0.0, [1.0], 3, 0, label_average=True)
+        simulate_model(AttentionModel(1.0, "identity", 1.0), 4, [1.0], MonteCarloSettings(2, 0), kind="ridge",
+                       label_average=True)
+    m, se = simulate_model(AttentionModel(0.75, "identity"), 6, [1.0], MonteCarloSettings(3, 0), kind="ridge",
+                           label_average=True)
     assert m.shape == (1,) and se[0] >= 0
-
 
 def test_gaussian_equivalent_kernel():
     from numerics.rmt import gaussian_equivalent_kernel
@@ -376,48 +388,54 @@ def test_cholesky_path_equals_eigen_path(p, n):
 # ---------------------------------------------------------------------------------------------
 # several models on shared draws
 # ---------------------------------------------------------------------------------------------
-def _spike(p, k, s):
-    w = np.zeros(p)
-    w[k] = math.sqrt(s)
-    return w, w.copy()
-
-
 @pytest.mark.parametrize("p,n", [(12, 24), (24, 12)])
 def test_shared_mc_equals_separate_runs(p, n):
-    """Same seed -> the same X, y as interpolation_error_mc for every spike and for ridge (n_jobs irrelevant)."""
-    spikes = [(None, None), _spike(p, 0, 4.0), _spike(p, 1, 1.0)]
-    out = interpolation_error_mc_shared(n, p, 1.5, GAMMAS, 5, 9, activation=_tanh, spikes=spikes, ridge=True, n_jobs=2,
-                                        batch_size=2)
+    """Same seed -> the same X, y for every model of a sequence as for the model alone, and for ridge (n_jobs and
+    batching irrelevant)."""
+    models = [AttentionModel(p / n, "tanh", 1.5, spike=s) for s in (None, (4.0, "aligned"), (1.0, "orthogonal"))]
+    out = simulate_model(models, p, GAMMAS, MonteCarloSettings(5, 9, n_jobs=2, batch_size=2), kind=("true", "ridge"))
     assert out["true"].shape == (3, 5, GAMMAS.size) and out["ridge"].shape == (5, GAMMAS.size)
-    for k, (wk, wq) in enumerate(spikes):
-        t = interpolation_error_mc("attention", n, p, 1.5, GAMMAS, 5, 9, activation=_tanh, w_k=wk, w_q=wq,
-                                   return_trials=True)[2]
+    for k, model in enumerate(models):
+        t = simulate_model(model, p, GAMMAS, MonteCarloSettings(5, 9), return_trials=True)[2]
         np.testing.assert_allclose(out["true"][k], t, rtol=1e-12)
-    r = interpolation_error_mc("ridge", n, p, 1.5, GAMMAS, 5, 9, return_trials=True)[2]
+    r = simulate_model(models[0], p, GAMMAS, MonteCarloSettings(5, 9), kind="ridge", return_trials=True)[2]
     np.testing.assert_allclose(out["ridge"], r, rtol=1e-12)
-
 
 def test_shared_mc_linearised_identity_activation_is_the_true_kernel():
     """f = identity: a1 = 1 and s_f = 0, so the linearised kernel equals the true one on the same draws."""
     p, n = 10, 20
-    spikes = [(None, None), _spike(p, 0, 2.0)]
-    out = interpolation_error_mc_shared(n, p, 1.0, GAMMAS, 4, 2, activation=lambda t: t, spikes=spikes,
-                                        linearised=(1.0, 0.0))
+    models = [AttentionModel(0.5, "identity", 1.0, spike=s) for s in (None, (2.0, "aligned"))]
+    out = simulate_model(models, p, GAMMAS, MonteCarloSettings(4, 2), kind=("true", "linearised"))
     np.testing.assert_allclose(out["linearised"], out["true"], rtol=1e-9)
-    noisy = interpolation_error_mc_shared(n, p, 1.0, GAMMAS, 4, 2, spikes=spikes, linearised=(1.0, 0.5))
+    noisy_models = [AttentionModel(0.5, {"a1": 1.0, "sf2": 0.5}, 1.0, spike=m.spike) for m in models]
+    noisy = simulate_model(noisy_models, p, GAMMAS, MonteCarloSettings(4, 2), kind=("linearised",))
     assert "true" not in noisy and not np.allclose(noisy["linearised"], out["true"])
-
+    one = simulate_model(models[1], p, GAMMAS, MonteCarloSettings(4, 2), kind="linearised", return_trials=True)
+    np.testing.assert_array_equal(one[2], out["linearised"][1])
 
 def test_shared_mc_invalid_input():
-    with pytest.raises(ValueError, match="nothing to simulate"):
-        interpolation_error_mc_shared(8, 4, 1.0, [0.1], 2, 0)
-    with pytest.raises(ValueError, match="linearised"):
-        interpolation_error_mc_shared(8, 4, 1.0, [0.1], 2, 0, linearised=(1.0, -0.1))
-    with pytest.raises(ValueError, match="w_k"):
-        interpolation_error_mc_shared(8, 4, 1.0, [0.1], 2, 0, activation=_tanh, spikes=[(np.ones(3), np.ones(3))])
+    two = MonteCarloSettings(2, 0)
+    tanh = AttentionModel(0.5, "tanh", 1.0)
+    with pytest.raises(ValueError, match=r"^the models .* model\[1\]\.snr=2\.0"):
+        simulate_model([tanh, AttentionModel(0.5, "tanh", 2.0)], 4, [0.1], two)
+    with pytest.raises(ValueError, match=r"model\[1\]\.activation"):
+        simulate_model([tanh, AttentionModel(0.5, "erf", 1.0)], 4, [0.1], two)
+    with pytest.raises(TypeError, match=r"^model\[1\] must be a theory.AttentionModel"):
+        simulate_model([tanh, "tanh"], 4, [0.1], two)
+    with pytest.raises(TypeError, match="^model must be"):
+        simulate_model([], 4, [0.1], two)
+    with pytest.raises(ValueError, match="^kind must"):
+        simulate_model([tanh], 4, [0.1], two, kind=("true", "true"))
+    with pytest.raises(TypeError, match="^kind must"):
+        simulate_model([tanh], 4, [0.1], two, kind=())
+    with pytest.raises(ValueError, match="^return_trials applies"):
+        simulate_model([tanh], 4, [0.1], two, return_trials=True)
+    with pytest.raises(ValueError, match="kernel constants"):
+        simulate_model([AttentionModel(0.5, {"a1": 0.5, "sf2": 0.1})], 4, [0.1], two, kind=("true", "linearised"))
+    with pytest.raises(ValueError, match="coordinates"):
+        simulate_model([tanh, AttentionModel(0.5, "tanh", 1.0, spike=Spike(np.ones(5), np.ones(5)))], 4, [0.1], two)
     with pytest.raises(ValueError, match="n_trials"):
-        interpolation_error_mc_shared(8, 4, 1.0, [0.1], 1, 0, ridge=True)
-
+        simulate_model([tanh], 4, [0.1], MonteCarloSettings(1, 0), kind=("ridge",))
 
 def test_cholesky_and_eigh_paths_agree_up_to_the_threshold():
     """8 gammas (Cholesky path since the measured crossover) equal the eigendecomposition route."""
@@ -560,21 +578,17 @@ def test_run_trials_gives_every_trial_its_spawned_seed_in_order():
     for batch_size, n_jobs in [(1, 1), (3, 1), (7, 2), (2, 3)]:
         parts = run_trials(batch, MonteCarloSettings(7, 4, n_jobs=n_jobs), batch_size)
         assert [x for part in parts for x in part] == want
-    with pytest.raises(ValueError, match="batch_size"):
-        run_trials(batch, MonteCarloSettings(7, 4), 0)
 
 
 def test_shared_mc_does_not_depend_on_batching_or_n_jobs():
-    p, n = 10, 14
-    spikes = [(None, None), _spike(p, 0, 2.0)]
-    kw = dict(activation=_tanh, spikes=spikes, ridge=True, linearised=(0.6, 0.1))
-    a = interpolation_error_mc_shared(n, p, 1.0, GAMMAS, 5, 3, **kw)
-    b = interpolation_error_mc_shared(n, p, 1.0, GAMMAS, 5, 3, batch_size=2, n_jobs=2, **kw)
+    models = [AttentionModel(10 / 14, "tanh", 1.0, spike=s) for s in (None, (2.0, "aligned"))]
+    kind = ("true", "linearised", "ridge")
+    a = simulate_model(models, 10, GAMMAS, MonteCarloSettings(5, 3), kind=kind)
+    b = simulate_model(models, 10, GAMMAS, MonteCarloSettings(5, 3, batch_size=2, n_jobs=2), kind=kind)
     assert sorted(a) == ["linearised", "ridge", "true"]
     for k in a:
         np.testing.assert_allclose(a[k], b[k], rtol=1e-12)
     assert a["linearised"].shape == (2, 5, GAMMAS.size)
-
 
 # ---------------------------------------------------------------------------------------------
 # input validation: theory's layer, messages naming the argument, sizes refused before allocation
@@ -594,7 +608,7 @@ def _refuse_huge_sizes() -> None:
     with pytest.raises(ValueError, match=r"^n, p \(X of shape \(100000, 100000\)\).*224 GiB.*memory budget"):
         sample_signal_plus_noise(10**5, 10**5, 1.0, 0)
     with pytest.raises(ValueError, match=r"^n_trials .*memory budget"):
-        interpolation_error_mc("ridge", 8, 4, 0.0, [1.0], 10**12, 0)
+        simulate_model(AttentionModel(0.5, "identity"), 4, [1.0], MonteCarloSettings(10**12, 0), kind="ridge")
     with pytest.raises(ValueError, match=r"^X \(n = 100000 tokens"):
         attention_features(np.zeros((1, 10**5)), _tanh)
 
@@ -627,40 +641,28 @@ def test_sampler_refuses_bad_types(kwargs, match):
         sample_signal_plus_noise(**args)
 
 
-def test_mc_options_are_validated_alike_on_both_entry_points():
-    base = dict(n=6, p=4, snr=0.0, gammas=[0.1], n_trials=2, seed=0)
+def test_mc_options_are_validated_once_by_the_settings_and_the_model():
+    base = dict(n_trials=2, seed=0)
     for bad, match in [(dict(device="bogus"), "^device must be 'cpu', 'cuda' or 'cuda:<k>'"),
                        (dict(device="cuda:x"), "^device must"), (dict(n_jobs=0), "^n_jobs must"),
                        (dict(n_jobs=10**6), "^n_jobs must"), (dict(batch_size=0), "^batch_size must"),
                        (dict(batch_size=2**40), "^batch_size must"), (dict(seed=2**64), "^seed must"),
-                       (dict(seed=1.5), "^seed must"), (dict(labels=1), "^labels must"),
-                       (dict(diagonal="zero"), "^diagonal must"), (dict(n_trials=10**12), "^n_trials")]:
+                       (dict(seed=1.5), "^seed must"), (dict(labels=1), "^labels must")]:
         with pytest.raises(ValueError, match=match):
-            interpolation_error_mc("ridge", **{**base, **bad})
-        with pytest.raises(ValueError, match=match):
-            interpolation_error_mc_shared(**{**base, **bad}, ridge=True)
+            MonteCarloSettings(**{**base, **bad})
+    with pytest.raises(ValueError, match="^diagonal must"):
+        AttentionModel(0.5, "tanh", diagonal="zero")
+    data, settings = AttentionModel(0.5, "identity"), MonteCarloSettings(**base)
+    for model in (data, [data]):
+        with pytest.raises(ValueError, match="^n_trials"):
+            simulate_model(model, 4, [0.1], MonteCarloSettings(10**12, 0), kind="ridge")
     with pytest.raises(TypeError, match="^return_trials must be True or False"):
-        interpolation_error_mc("ridge", **base, return_trials=1)
-    with pytest.raises(TypeError, match="^ridge must be True or False"):
-        interpolation_error_mc_shared(**base, ridge="yes")
+        simulate_model(data, 4, [0.1], settings, kind="ridge", return_trials=1)
+    with pytest.raises(TypeError, match="^label_average must be True or False"):
+        simulate_model([data], 4, [0.1], settings, kind=("ridge",), label_average="yes")
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
-            interpolation_error_mc("ridge", **base, device="cuda")
-
-
-def test_shared_mc_spikes_and_linearised_are_checked_by_name():
-    base = dict(n=6, p=4, snr=0.0, gammas=[0.1], n_trials=2, seed=0, activation=_tanh)
-    for spikes, match in [("abc", "^spikes must"), ([(np.ones(4),)], r"^spikes\[0\] must"),
-                          ([(None, None), (np.ones(3), np.ones(3))], r"^spikes\[1\]\[0\] \(w_k\) must have length"),
-                          ([(np.ones(4), np.full(4, np.nan))], r"^spikes\[0\]\[1\] \(w_q\) must")]:
-        with pytest.raises(ValueError, match=match):
-            interpolation_error_mc_shared(**base, spikes=spikes)
-    for lin, match in [((np.nan, 0.1), r"^linearised\[0\] \(a1\)"), ((0.6, np.inf), r"^linearised\[1\] \(sf2\)"),
-                       ((0.6,), "^linearised must"), ("0.6, 0.1", "^linearised must"),
-                       ((True, 0.1), r"^linearised\[0\]")]:
-        with pytest.raises(ValueError, match=match):
-            interpolation_error_mc_shared(**base, linearised=lin)
-
+            MonteCarloSettings(**base, device="cuda")
 
 def test_activation_callables_and_their_values_are_checked():
     X, _, _ = sample_signal_plus_noise(6, 4, 1.0, 0)
@@ -734,25 +736,6 @@ def test_feature_basis_gives_every_error_path_the_same_errors():
     np.testing.assert_allclose(errors_batch(R @ K, None, g), errors_batch(X @ K, None, g), rtol=1e-10)
     for narrow in (X[:, :16, :], X[:, :8, :]):  # p = n, p < n: no stand-in
         assert feature_basis(narrow, narrow.transpose(-1, -2) @ narrow) is narrow
-
-
-def test_simulate_model_is_the_monte_carlo_of_the_models_arguments():
-    """simulate_model(model, p, gammas, settings) gives interpolation_error_mc's numbers for the model's fields and
-    the settings' trials, bit for bit."""
-    from numerics import MonteCarloSettings, simulate_model
-    from theory import AttentionModel
-
-    g = [1e-2, 0.5]
-    model = AttentionModel(c=0.5, activation="erf", snr=1.0, spike=(4.0, "aligned"))
-    w = np.zeros(16)
-    w[0] = 2.0
-    want = interpolation_error_mc("attention", 32, 16, 1.0, g, 3, 5, activation="erf", w_k=w, w_q=w, labels="iid",
-                                  batch_size=2)
-    got = simulate_model(model, 16, g, MonteCarloSettings(3, 5, labels="iid", n_jobs=2))
-    assert all(np.array_equal(a, b) for a, b in zip(want, got))
-    ridge = simulate_model(model, 16, g, MonteCarloSettings(3, 5), kind="ridge", return_trials=True)
-    assert all(np.array_equal(a, b) for a, b in zip(interpolation_error_mc("ridge", 32, 16, 1.0, g, 3, 5,
-                                                                            return_trials=True), ridge))
 
 
 def test_monte_carlo_settings_are_frozen_and_checked():

@@ -7,7 +7,7 @@ What is tested, and why each test can fail:
   extreme-token effect of a kept diagonal (its self weight against :func:`theory.softmax.softmax_self_weight`;
   attention then collapses to ridge, which the masked kernel does not);
 * the Monte Carlo is paper B's machinery on the same draws: its ridge column is
-  :func:`numerics.interpolation_error_mc`'s, its entrywise column :func:`numerics.interpolation_error_mc_shared`'s
+  :func:`numerics.simulate_model`'s, its entrywise column :func:`numerics.simulate_model`'s true kernel
   for the activation :func:`theory.softmax.softmax_activation`, its softmax column the error of
   :func:`numerics.softmax.softmax_features` at ``gamma p/(n-1)^2`` on the draw of each trial; batching and threads
   change nothing;
@@ -27,7 +27,7 @@ import pytest
 import theory
 from theory import AttentionModel
 from conftest import assert_well_formed, run_smoke
-from numerics import interpolation_error, interpolation_error_mc, interpolation_error_mc_shared, sample_signal_plus_noise
+from numerics import MonteCarloSettings, interpolation_error, sample_signal_plus_noise, simulate_model
 from numerics.softmax import entrywise_exponential_kernel, softmax_error_mc, softmax_features, softmax_kernel
 from theory.softmax import (
     BETA_MAX,
@@ -101,11 +101,12 @@ def test_kept_diagonal_collapses_to_ridge_and_the_mask_does_not():
 # ---------------------------------------------------------------------------------------------- Monte Carlo
 def test_monte_carlo_is_paper_b_machinery_on_the_same_draws():
     n, p, snr, T, seed, beta = 24, 12, 1.0, 3, 5, 0.5
-    out = softmax_error_mc(n, p, snr, GAMMAS, T, seed, [beta, 1.0])
+    data, settings = AttentionModel(0.5, "identity", snr), MonteCarloSettings(T, seed)
+    out = softmax_error_mc(data, p, GAMMAS, [beta, 1.0], settings)
     assert out["softmax"].shape == (2, 1, T, 3) and out["entrywise"].shape == (2, 1, T, 3)
-    _, _, ridge = interpolation_error_mc("ridge", n, p, snr, GAMMAS, T, seed, return_trials=True)
+    _, _, ridge = simulate_model(data, p, GAMMAS, settings, kind="ridge", return_trials=True)
     np.testing.assert_allclose(out["ridge"], ridge, rtol=1e-12)
-    shared = interpolation_error_mc_shared(n, p, snr, GAMMAS, T, seed, activation=softmax_activation(beta))
+    shared = simulate_model([AttentionModel(0.5, softmax_activation(beta), snr)], p, GAMMAS, settings, kind=("true",))
     np.testing.assert_allclose(out["entrywise"][0, 0], shared["true"][0], rtol=1e-9)
     seeds = np.random.SeedSequence(seed).spawn(T)
     for t in range(T):
@@ -115,14 +116,13 @@ def test_monte_carlo_is_paper_b_machinery_on_the_same_draws():
 
 
 def test_monte_carlo_does_not_depend_on_batching_or_threads():
-    w = np.zeros(10)
-    w[0] = 1.0
-    kw = dict(spikes=[(None, None), (w, w)], label_average=False)
-    a = softmax_error_mc(20, 10, 1.0, GAMMAS, 5, 9, [0.25, 1.0], **kw)
-    b = softmax_error_mc(20, 10, 1.0, GAMMAS, 5, 9, [0.25, 1.0], batch_size=2, n_jobs=2, **kw)
+    models = [AttentionModel(0.5, "identity", 1.0, spike=s) for s in (None, (1.0, "aligned"))]
+    a = softmax_error_mc(models, 10, GAMMAS, [0.25, 1.0], MonteCarloSettings(5, 9))
+    b = softmax_error_mc(models, 10, GAMMAS, [0.25, 1.0], MonteCarloSettings(5, 9, batch_size=2, n_jobs=2))
     for k in a:
         np.testing.assert_allclose(a[k], b[k], rtol=1e-12)
-    la = softmax_error_mc(20, 10, 0.0, GAMMAS, 4, 9, 1.0, label_average=True, ridge=False, entrywise=False)
+    la = softmax_error_mc(AttentionModel(0.5, "identity"), 10, GAMMAS, 1.0, MonteCarloSettings(4, 9), kind="softmax",
+                          label_average=True)
     assert set(la) == {"softmax"} and np.all((la["softmax"] > 0) & (la["softmax"] <= 1))
 
 
@@ -137,6 +137,9 @@ def test_gamma_scale_is_an_exact_rescaling():
     assert s2 == p / (n - 1) ** 2
 
 
+_DATA, _TWO = AttentionModel(0.5, "identity"), MonteCarloSettings(2, 0)
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda: softmax_kernel(_x(4, 4), -0.1), "beta"),
     (lambda: softmax_kernel(_x(4, 4), BETA_MAX * 2), "beta"),
@@ -146,12 +149,16 @@ def test_gamma_scale_is_an_exact_rescaling():
     (lambda: softmax_kernel(_x(4, 4), 1.0, normalise="cols"), "normalise"),
     (lambda: softmax_kernel(_x(4, 4), 1.0, diagonal="zero"), "diagonal"),
     (lambda: softmax_kernel(_x(4, 4), 1.0, w_k=np.ones(4)), "w_k"),
-    (lambda: softmax_error_mc(8, 4, 0.0, GAMMAS, 2, 0, []), "betas"),
-    (lambda: softmax_error_mc(8, 4, 0.0, GAMMAS, 2, 0, [1.0, 9.0]), "betas"),
-    (lambda: softmax_error_mc(8, 4, 1.0, GAMMAS, 2, 0, 1.0, label_average=True), "label_average"),
-    (lambda: softmax_error_mc(8, 4, 0.0, GAMMAS, 2, 0, 1.0, spikes=[]), "spikes"),
-    (lambda: softmax_error_mc(8, 4, 0.0, GAMMAS, 2, 0, 1.0, ridge="yes"), "ridge"),
-    (lambda: softmax_error_mc(8, 4, 0.0, -GAMMAS, 2, 0, 1.0), "gammas"),
+    (lambda: softmax_error_mc(_DATA, 4, GAMMAS, [], _TWO), "betas"),
+    (lambda: softmax_error_mc(_DATA, 4, GAMMAS, [1.0, 9.0], _TWO), "betas"),
+    (lambda: softmax_error_mc(AttentionModel(0.5, "identity", 1.0), 4, GAMMAS, 1.0, _TWO, label_average=True),
+     "label_average"),
+    (lambda: softmax_error_mc([], 4, GAMMAS, 1.0, _TWO), "model"),
+    (lambda: softmax_error_mc(_DATA, 4, GAMMAS, 1.0, _TWO, kind=("softmax", "lasso")), "kind"),
+    (lambda: softmax_error_mc(_DATA, 4, GAMMAS, 1.0, _TWO, normalise="cols"), "normalise"),
+    (lambda: softmax_error_mc(_DATA, 4, -GAMMAS, 1.0, _TWO), "gammas"),
+    (lambda: softmax_error_mc(_DATA, 4, GAMMAS, 1.0, MonteCarloSettings(1, 0)), "settings.n_trials"),
+    (lambda: softmax_error_mc(AttentionModel(4.0, "identity"), 4, GAMMAS, 1.0, _TWO), "n"),
     (lambda: softmax_attention_error(0.1, 2.0, 0.0), "beta"),
     (lambda: softmax_attention_error(0.1, 2.0, 1.0, p=0), "p"),
     (lambda: softmax_gamma_scale(1, 4), "n"),
@@ -208,7 +215,8 @@ def test_diagonal_term_is_what_softmax_shows_at_small_beta():
     """Step 4: at beta = 1/4 the masked mean term's d0 = -1/sqrt p moves E by ~5% at p = 256 (c = 2, gamma = 0.01);
     label-averaged softmax sits on the finite-p prediction, far from the limit (measured: 0.191 vs 0.191 / 0.238)."""
     n, p, beta, g = 128, 256, 0.25, np.array([1e-2])
-    out = softmax_error_mc(n, p, 0.0, g, 6, 4, beta, label_average=True, entrywise=False, ridge=False)["softmax"]
+    out = softmax_error_mc(AttentionModel(2.0, "identity"), p, g, beta, MonteCarloSettings(6, 4), kind="softmax",
+                           label_average=True)["softmax"]
     m, se = out[0, 0, :, 0].mean(), out[0, 0, :, 0].std(ddof=1) / math.sqrt(6)
     finite, limit = softmax_attention_error(g, 2.0, beta, p=p)[0], softmax_attention_error(g, 2.0, beta)[0]
     assert abs(limit - finite) > 20 * se

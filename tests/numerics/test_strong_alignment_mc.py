@@ -16,7 +16,11 @@ import pytest
 
 from scipy import special
 
-from numerics import sample_signal_plus_noise, strong_alignment_mc
+from numerics import MonteCarloSettings, sample_signal_plus_noise, strong_alignment_mc
+
+def _iid(trials: int, seed: int, **kw) -> MonteCarloSettings:
+    return MonteCarloSettings(trials, seed, labels="iid", **kw)
+
 
 #: centred activations, written out here (E f(xi) = 0 for xi ~ N(0, 1); gelu's mean E[xi Phi(xi)] = 1/(2 sqrt pi))
 F = {"erf": special.erf, "gelu": lambda x: x * special.ndtr(x) - 1 / (2 * math.sqrt(math.pi))}
@@ -51,7 +55,7 @@ def _split_by_qr(features: np.ndarray, a: np.ndarray) -> float:
 @pytest.mark.parametrize("activation,c,t", [("erf", 0.5, 1.0), ("gelu", 0.25, 0.5)])
 def test_matches_the_residual_split(activation, c, t):
     p, trials, seed = 24, 2, 5
-    out = strong_alignment_mc(activation, c, t, p, [0.0, 0.05], trials, seed)
+    out = strong_alignment_mc(activation, c, t, p, [0.0, 0.05], _iid(trials, seed))
     n = int(round(p / c))
     for k, child in enumerate(np.random.SeedSequence(seed).spawn(trials)):
         X, _, _ = sample_signal_plus_noise(n, p, 1.0, np.random.default_rng(child), labels="iid")
@@ -63,16 +67,17 @@ def test_matches_the_residual_split(activation, c, t):
 
 
 def test_reproducible_and_interpolating_above_c_1():
-    a = strong_alignment_mc("tanh", 2.0, 1.0, 16, [0.0, 1e-3], 3, 7)
-    b = strong_alignment_mc("tanh", 2.0, 1.0, 16, [0.0, 1e-3], 3, 7)
+    a = strong_alignment_mc("tanh", 2.0, 1.0, 16, [0.0, 1e-3], _iid(3, 7))
+    b = strong_alignment_mc("tanh", 2.0, 1.0, 16, [0.0, 1e-3], _iid(3, 7))
     assert all(np.array_equal(a[k], b[k]) for k in a)
     assert np.allclose(a["ridge"][:, 0], 0.0, atol=1e-10) and np.all(a["attention"][:, 1] > a["ridge"][:, 1])
 
 
-@pytest.mark.parametrize("kw", [dict(c=0.0), dict(t=-1.0), dict(p=1), dict(n_trials=0), dict(seed=-1),
-                                dict(gammas=[-1.0]), dict(snr=float("nan"))])
+@pytest.mark.parametrize("kw", [dict(c=0.0), dict(t=-1.0), dict(p=1), dict(gammas=[-1.0]), dict(snr=float("nan")),
+                                dict(settings=MonteCarloSettings(2, 0)), dict(settings=(2, 0)),
+                                dict(settings=_iid(2**31, 0))])
 def test_refuses_bad_arguments(kw):
-    args = dict(activation="erf", c=0.5, t=1.0, p=8, gammas=[0.0], n_trials=2, seed=0) | kw
+    args = dict(activation="erf", c=0.5, t=1.0, p=8, gammas=[0.0], settings=_iid(2, 0)) | kw
     snr = args.pop("snr", 1.0)
     with pytest.raises((ValueError, TypeError)):
         strong_alignment_mc(**args, snr=snr)
@@ -91,7 +96,7 @@ def test_parts_risk_and_leverage_against_a_dense_smoother(gamma):
     """Signal, noise, risk and the binned leverage of one draw from the hat matrix written out (``S``, ``R = I - S``)."""
     p, c, t, seed = 20, 0.5, 1.0, 3
     edges = np.array([0.0, 0.7, 1.5, np.inf])
-    out = strong_alignment_mc("erf", c, t, p, [gamma], 2, seed, bins=edges)
+    out = strong_alignment_mc("erf", c, t, p, [gamma], _iid(2, seed), bins=edges)
     for k, child in enumerate(np.random.SeedSequence(seed).spawn(2)):
         X, _, _ = sample_signal_plus_noise(int(p / c), p, 1.0, np.random.default_rng(child), labels="iid")
         g, v = np.tanh(X[0]), 1 - np.tanh(X[0]) ** 2
@@ -113,7 +118,7 @@ def test_risk_is_the_mean_error_on_drawn_fresh_labels():
     """Fresh labels drawn from the posterior at the same tokens, training labels drawn too: the mean squared error
     of the fit estimates the label-averaged risk (within 4 SE over 4000 pairs of label draws)."""
     p, c, seed = 12, 0.5, 9
-    out = strong_alignment_mc("tanh", c, 1.0, p, [0.0], 1, seed)
+    out = strong_alignment_mc("tanh", c, 1.0, p, [0.0], _iid(1, seed))
     X, _, _ = sample_signal_plus_noise(int(p / c), p, 1.0, np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]),
                                        labels="iid")
     S = _smoother(_features_tanh(X, 1.0), 0.0)
@@ -134,7 +139,7 @@ def _features_tanh(X: np.ndarray, t: float) -> np.ndarray:
 
 def test_bins_refused_unless_increasing():
     with pytest.raises(ValueError, match="bins"):
-        strong_alignment_mc("erf", 0.5, 1.0, 8, [0.0], 1, 0, bins=[1.0, 0.5])
+        strong_alignment_mc("erf", 0.5, 1.0, 8, [0.0], _iid(1, 0), bins=[1.0, 0.5])
 
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs CUDA")
@@ -142,8 +147,8 @@ def test_bins_refused_unless_increasing():
 def test_cuda_gives_the_cpus_numbers():
     """The draws are made on the CPU; the kernel and the eigendecompositions on the GPU give every output to 1e-10."""
     kw = dict(bins=[0.0, 0.7, 1.5, 40.0])
-    a = strong_alignment_mc("erf", 0.5, 1.0, 64, [0.0, 1e-3], 2, 3, **kw)
-    b = strong_alignment_mc("erf", 0.5, 1.0, 64, [0.0, 1e-3], 2, 3, device="cuda", **kw)
+    a = strong_alignment_mc("erf", 0.5, 1.0, 64, [0.0, 1e-3], _iid(2, 3), **kw)
+    b = strong_alignment_mc("erf", 0.5, 1.0, 64, [0.0, 1e-3], _iid(2, 3, device="cuda"), **kw)
     assert a.keys() == b.keys()
     assert all(np.allclose(a[k], b[k], rtol=0, atol=1e-10, equal_nan=True) for k in a)
 

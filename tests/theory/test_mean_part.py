@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theory._leverage_dyson as dyson
-from numerics import strong_alignment_mc
+from numerics import MonteCarloSettings, strong_alignment_mc
 from theory import (binned_leverage, label_coordinate_bins, strong_alignment_gap, strong_alignment_leverage,
                     strong_spike_attention_error, strong_spike_prediction_risk)
 from theory.activations import numpy_activation
@@ -90,7 +90,7 @@ def test_refuses_a_bad_dimension(p):
 def test_gelu_offset_against_simulation():
     """gelu, c = 1/4, t = 2, p = 128: the limit at t + 1/sqrt p misses T2 by about 0.005; the finite-p equation not."""
     edges = label_coordinate_bins(1.0, 6)
-    out = strong_alignment_mc("gelu", 0.25, 2.0, 128, [0.0], 8, seed=20261204, bins=edges)
+    out = strong_alignment_mc("gelu", 0.25, 2.0, 128, [0.0], MonteCarloSettings(8, 20261204, labels="iid"), bins=edges)
     t2 = out["attention_noise"][:, 0] - out["ridge_noise"][:, 0]
     mean, se = t2.mean(), t2.std(ddof=1) / math.sqrt(t2.size)
     finite = binned_leverage(2.0, 0.25, "gelu", 1.0, edges, p=128)

@@ -69,14 +69,13 @@ def test_reversal_scan_finds_crossing():
 
 def test_linearised_mc_shares_x_with_true_mc():
     """With f = identity the true kernel IS the linearised one (a1 = 1, s_f = 0): same seeds -> same errors."""
-    from numerics import interpolation_error_mc, interpolation_error_mc_shared
+    from numerics import MonteCarloSettings, simulate_model
 
-    g = np.array([0.1, 1.0])
+    g, settings = np.array([0.1, 1.0]), MonteCarloSettings(3, 11)
     for spike in (mod.SPIKE_NONE, (4.0, "aligned")):
-        wk, wq = mod._spike_vectors_p(spike, 16)
-        lin = interpolation_error_mc_shared(8, 16, 1.0, g, 3, 11, spikes=[(wk, wq)], linearised=(1.0, 0.0))["linearised"][0]
-        _, _, true = interpolation_error_mc("attention", 8, 16, 1.0, g, 3, 11, activation="identity",
-                                            w_k=wk, w_q=wq, return_trials=True)
+        model = mod.attention_model(2.0, 1.0, spike, activation="identity")
+        lin = simulate_model([model], 16, g, settings, kind=("linearised",))["linearised"][0]
+        _, _, true = simulate_model(model, 16, g, settings, return_trials=True)
         np.testing.assert_allclose(lin, true, rtol=1e-9)
 
 

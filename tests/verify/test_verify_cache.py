@@ -93,7 +93,7 @@ def test_core_check_resumes_from_cache(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("the Monte Carlo ran although every cell is cached")
 
-    monkeypatch.setattr(core, "interpolation_error_mc", boom)
+    monkeypatch.setattr(core, "simulate_model", boom)
     second = run_check(_spec("B5"), CheckContext(profile="smoke", cache_dir=tmp_path, n_jobs=1, seed=4))
     assert second.verdict is first.verdict, second.error
     assert _measured(second) == _measured(first)
@@ -115,7 +115,7 @@ def test_interrupted_structured_check_recomputes_only_missing_cells(tmp_path, mo
         b4_theory_grid=(-2.0, 1.0, 4), reversal_grid=(-3.0, 2.0, 11), figure_grid=(-3.0, 1.0, 9),
     )
     monkeypatch.setitem(mod.STRUCTURED_PROFILES, "quick", tiny)
-    real = numerics.interpolation_error_mc_shared
+    real = numerics.simulate_model
     calls = []
 
     def counting(*a, **k):
@@ -124,7 +124,7 @@ def test_interrupted_structured_check_recomputes_only_missing_cells(tmp_path, mo
             raise KeyboardInterrupt  # interrupted in the third of four cells
         return real(*a, **k)
 
-    monkeypatch.setattr(numerics, "interpolation_error_mc_shared", counting)
+    monkeypatch.setattr(numerics, "simulate_model", counting)
     ctx = lambda: CheckContext(profile="quick", cache_dir=tmp_path, n_jobs=1)  # noqa: E731
     with pytest.raises(KeyboardInterrupt):
         run_check(_spec("B7"), ctx())
@@ -132,7 +132,7 @@ def test_interrupted_structured_check_recomputes_only_missing_cells(tmp_path, mo
     calls.clear()
     resumed = run_check(_spec("B7"), ctx())
     assert len(calls) == 2  # only the two missing cells
-    monkeypatch.setattr(numerics, "interpolation_error_mc_shared", real)
+    monkeypatch.setattr(numerics, "simulate_model", real)
     fresh = run_check(_spec("B7"), CheckContext(profile="quick", cache_dir=None, n_jobs=1))
     assert _measured(resumed) == _measured(fresh)
 
@@ -168,9 +168,9 @@ def test_b4_reads_b7s_draws_and_measures_what_it_measures_alone(tmp_path, monkey
     those of B4 run alone (which draws the shared cells itself)."""
     import numerics
 
-    real = numerics.interpolation_error_mc_shared
+    real = numerics.simulate_model
     calls = []
-    monkeypatch.setattr(numerics, "interpolation_error_mc_shared", lambda *a, **k: calls.append(a[:2]) or real(*a, **k))
+    monkeypatch.setattr(numerics, "simulate_model", lambda *a, **k: calls.append(a[:2]) or real(*a, **k))
     make = (lambda: CheckContext(profile="smoke", cache_dir=tmp_path, n_jobs=1)) if cache == "disk" else None
     memo: dict = {}
     if make is None:

@@ -380,7 +380,7 @@ def _plot_exponent(ax) -> None:
     """The rate exponent 2b/(2b+1) (dense curve) with the B-spline degrees of the paper's experiments."""
     from verify import figures as F
 
-    F.theory_curve(ax, [0.02, 12.0], lambda b: 2 * b / (2 * b + 1), log=False, grid=np.linspace(0.02, 12.0, 400),
+    F.theory_curve(ax, [0.02, 12.0], lambda b: 2 * b / (2 * b + 1), grid=np.linspace(0.02, 12.0, 400),
                    label=r"rate exponent $2\beta/(2\beta+1)$")
     for k, P in enumerate((3, 8)):
         b = float(beta_from_bspline_degree(P))

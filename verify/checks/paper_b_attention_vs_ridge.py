@@ -20,7 +20,8 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import (attention_theory, fs_comparison, mc_cached, p_of, paired_positive, profile_name,
+from .paper_b_core import (attention_theory, cell_model, fs_comparison, mc_cached, mc_settings, p_of, paired_positive,
+                          profile_name,
                            ridge_theory, simulate_runtime)
 
 
@@ -81,14 +82,14 @@ def _predict_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, np.ndarr
 def _simulate_b3_quarter(ctx: CheckContext, design: dict[str, Any]) -> dict[str, np.ndarray]:
     cval, n4, g, act, tr = 0.25, design["n4"], design["gammas"], design["act"], design["trials"][1]
     p = p_of(n4, cval)
-    seed = ctx.seed_for("B3", cval, n4)
+    model, settings = cell_model(n4, p, 0.0, act), mc_settings(ctx, tr, ctx.seed_for("B3", cval, n4))
     with ctx.progress("c=1/4 attention and ridge", total=2) as bar:
-        att = mc_cached(ctx, "attention", n4, p, 0.0, g, tr, seed, activation=act)[2]
+        att = mc_cached(ctx, model, p, g, settings)[2]
         bar.advance()
-        rr = mc_cached(ctx, "ridge", n4, p, 0.0, g, tr, seed)[2]
+        rr = mc_cached(ctx, model, p, g, settings, kind="ridge")[2]
         bar.advance()
-    att_la = mc_cached(ctx, "attention", n4, p, 0.0, g, tr, seed, activation=act, label_average=True)[2]
-    rr_la = mc_cached(ctx, "ridge", n4, p, 0.0, g, tr, seed, label_average=True)[2]
+    att_la = mc_cached(ctx, model, p, g, settings, label_average=True)[2]
+    rr_la = mc_cached(ctx, model, p, g, settings, kind="ridge", label_average=True)[2]
     return dict(att=att, rr=rr, diff=att_la - rr_la)
 
 
@@ -101,11 +102,11 @@ def _simulate_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     c2: dict[str, list[np.ndarray]] = {"att": [], "rr": []}
     with ctx.progress("c=2 attention and ridge", total=4) as bar:
         for nn, tr in ((design["ns"], design["trials"][0]), (design["n"], design["trials"][1])):
-            seed = ctx.seed_for("B3", cval, nn)  # same seed: paired draws
-            c2["att"].append(mc_cached(ctx, "attention", nn, p_of(nn, cval), 0.0, allg, tr, seed, activation=act,
-                                        label_average=True)[2])
+            p = p_of(nn, cval)
+            model, settings = cell_model(nn, p, 0.0, act), mc_settings(ctx, tr, ctx.seed_for("B3", cval, nn))
+            c2["att"].append(mc_cached(ctx, model, p, allg, settings, label_average=True)[2])  # same seed: paired draws
             bar.advance()
-            c2["rr"].append(mc_cached(ctx, "ridge", nn, p_of(nn, cval), 0.0, allg, tr, seed, label_average=True)[2])
+            c2["rr"].append(mc_cached(ctx, model, p, allg, settings, kind="ridge", label_average=True)[2])
             bar.advance()
     c4 = _simulate_b3_quarter(ctx, design)
     return dict(c2={k: tuple(v) for k, v in c2.items()}, c4=c4, runtime_s=time.perf_counter() - t0)
@@ -264,13 +265,14 @@ def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, An
     for k, (kind, name, f) in enumerate((("att", f"attention (f = {act})", lambda g: attention_theory(g, 2.0, act)),
                                          ("rr", "ridge", lambda g: ridge_theory(g, 2.0, 0.0)))):
         col = F.COLORS[k]
-        F.theory_curve(ax, allg, f, label=f"{name}: theory", color=col, per_decade=10)
+        F.theory_curve(ax, allg, f, label=f"{name}: theory", color=col,
+                       grid=F.dense_grid(allg, per_decade=10, n_min=30))
         pred = prediction[kind]
-        for t, open_, mk, size in zip(measurement["c2"][kind], (True, False), ("s", "o"), ("n/2", "n")):
+        for t, filled, mk, size in zip(measurement["c2"][kind], (False, True), ("s", "o"), ("n/2", "n")):
             mean, se = t.mean(0), t.std(0, ddof=1) / math.sqrt(t.shape[0])
-            F.mc_points(ax, allg, mean, se, label=f"{name}: Monte Carlo, {size}", color=col, marker=mk, open_=open_)
+            F.mc_points(ax, allg, mean, se, label=f"{name}: Monte Carlo, {size}", color=col, marker=mk, filled=filled)
             F.mc_points(rax, allg * (1.0 + 0.06 * k), (mean - pred) / pred, se / pred, label="_nolegend_", color=col,
-                        marker=mk, open_=open_)
+                        marker=mk, filled=filled)
     _b3_guides(ax, design)
     rax.axhline(0.0, color=F.THEORY, lw=0.9)
     ax.set(xscale="log", yscale="log", ylabel="interpolation error E",
@@ -293,12 +295,12 @@ def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, A
 
     g, act, d4 = design["gammas"], design["act"], measurement["c4"]["diff"]
     F.theory_curve(ax, g, lambda x: attention_theory(x, 0.25, act) - ridge_theory(x, 0.25, 0.0),
-                   label=r"theory $E_{\rm att} - E_{\rm ridge}$", per_decade=14)
+                   label=r"theory $E_{\rm att} - E_{\rm ridge}$", grid=F.dense_grid(g, per_decade=14, n_min=30))
     th = prediction["att4"] - prediction["rr4"]
     stated = (g >= 0.05) & (np.abs(th) >= 1e-3)
     mean, se = d4.mean(0), d4.std(0, ddof=1) / math.sqrt(d4.shape[0])
-    F.mc_points(ax, g, mean, se, label=f"Monte Carlo, paired, n = {design['n4']}", color=F.COLORS[2], judged=stated)
-    F.mc_points(rax, g, mean - th, se, label="_nolegend_", color=F.COLORS[2], judged=stated)
+    F.mc_points(ax, g, mean, se, label=f"Monte Carlo, paired, n = {design['n4']}", color=F.COLORS[2], filled=stated)
+    F.mc_points(rax, g, mean - th, se, label="_nolegend_", color=F.COLORS[2], filled=stated)
     for a in (ax, rax):
         a.axhline(0.0, color="#777777", lw=0.8)
         a.axvspan(g[0] / 1.5, 0.05, color="#999999", alpha=0.12, lw=0,

@@ -39,7 +39,7 @@ sampled (balanced).
 A separate comparison requires the trapezoid mass of ``kernel_density`` on the eigenvalue window to be
 within 0.01 of 1 (the KS distances use that CDF).
 
-Every Monte Carlo cell (one :func:`numerics.interpolation_error_mc` call, one set of kernel spectra, the
+Every Monte Carlo cell (one :func:`numerics.simulate_model` call, one set of kernel spectra, the
 Gaussian-equivalent diagnostic of one ``c``) is memoised on disk by ``ctx.cached``: an interrupted run
 resumes from the finished cells, with the same seeds and the same numbers.
 
@@ -63,7 +63,9 @@ from typing import Any, Callable
 
 import numpy as np  # noqa: E402
 
-from numerics.rmt import interpolation_error_mc  # noqa: E402
+from numerics import MonteCarloSettings, simulate_model  # noqa: E402
+from numerics.model_simulation import model_sizes  # noqa: E402
+from theory import AttentionModel  # noqa: E402
 
 from ..context import CheckContext  # noqa: E402
 from ..results import Comparison  # noqa: E402
@@ -79,22 +81,23 @@ B2_ACTIVATIONS = ["tanh", "erf", "relu"]
 B2_CS = [0.25, 2.0]
 
 
-def _array_digest(a: Any) -> str | None:
-    if a is None:
-        return None
-    import hashlib
-
-    return hashlib.sha256(np.ascontiguousarray(np.asarray(a, dtype=np.float64)).tobytes()).hexdigest()[:16]
-
-
-def _activation_key(activation: Any) -> str | None:
+def _activation_key(activation: Any) -> str:
+    """A model's activation in a cache key: its registry name or the ``srepr`` of its sympy expression."""
     import sympy as sp
 
-    if activation is None or isinstance(activation, str):
+    if isinstance(activation, str):
         return activation
     if isinstance(activation, sp.Basic):
         return sp.srepr(activation)
-    raise ValueError(f"a cached Monte Carlo cell needs a named or sympy activation, got {type(activation).__name__}")
+    raise ValueError(f"a cached Monte Carlo cell needs a named or sympy activation, got {activation!r}")
+
+
+def model_key(model: AttentionModel) -> dict[str, Any]:
+    """The fields of ``model`` that decide a simulation's numbers besides ``c`` (the cell's ``n`` and ``p``), for
+    a cache key."""
+    spike = None if model.spike is None else [list(model.spike.w_k), list(model.spike.w_q)]
+    return dict(activation=_activation_key(model.activation), snr=float(model.snr), spike=spike,
+                diagonal=model.diagonal)
 
 
 @functools.lru_cache(maxsize=None)
@@ -110,38 +113,47 @@ def mc_version(*extra: Any) -> str:
     return source_version("b-mc", *simulation_modules("paper-b-mc"), theory.activations, spike_vectors, *extra)
 
 
-def mc_cached(
-    ctx: CheckContext,
-    kind: str,
-    n: int,
-    p: int,
-    snr: float,
-    gammas: Any,
-    n_trials: int,
-    seed: int,
-    activation: Any = None,
-    w_k: Any = None,
-    w_q: Any = None,
-    label_average: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`numerics.interpolation_error_mc` (``return_trials=True``) memoised on disk by ``ctx.cached``.
+def mc_settings(ctx: CheckContext, n_trials: int, seed: int, labels: str = "balanced") -> MonteCarloSettings:
+    """The settings of a Monte Carlo cell: its trials and seed, ``ctx``'s threads and device (which do not change
+    the numbers)."""
+    return MonteCarloSettings(int(n_trials), int(seed), n_jobs=max(1, int(ctx.n_jobs)), device=ctx.device,
+                              labels=labels)
 
-    The key holds every argument that changes the numbers (not ``n_jobs``, which does not); returns
-    ``(mean, se, trials)``.
+
+def settings_key(settings: MonteCarloSettings) -> dict[str, Any]:
+    """The fields of ``settings`` that decide the numbers (not ``n_jobs``, ``batch_size`` or ``device``)."""
+    return dict(trials=settings.n_trials, seed=settings.seed, labels=settings.labels)
+
+
+def cell_model(n: int, p: int, snr: float, activation: Any = None, spike: Any = None) -> AttentionModel:
+    """The model of a Monte Carlo cell of ``n`` tokens in dimension ``p`` (``c = p / n``, exact); a cell without an
+    activation (ridge, softmax attention) takes the identity, which those simulations do not use."""
+    import sympy as sp
+
+    return AttentionModel(sp.Rational(int(p), int(n)), "identity" if activation is None else activation, snr,
+                          spike=spike)
+
+
+def mc_cached(ctx: CheckContext, model: AttentionModel, p: int, gammas: Any, settings: MonteCarloSettings, *,
+              kind: str = "true", label_average: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`numerics.simulate_model` of one model and one kind (``return_trials=True``) memoised on disk by
+    ``ctx.cached``.
+
+    The key holds everything that changes the numbers (ridge: not the activation or the spike, which it does not
+    use); returns ``(mean, se, trials)``.
     """
     g = np.atleast_1d(np.asarray(gammas, dtype=np.float64))
-    key = dict(kind=kind, n=int(n), p=int(p), snr=float(snr), gammas=g, trials=int(n_trials), seed=int(seed),
-               activation=_activation_key(activation), w_k=_array_digest(w_k), w_q=_array_digest(w_q),
+    fields = model_key(model)
+    if kind == "ridge":
+        fields.update(activation=None, spike=None)
+    key = dict(kind=kind, n=model_sizes(model, p)[0], p=int(p), gammas=g, **fields, **settings_key(settings),
                label_average=bool(label_average))
 
     def compute() -> dict[str, np.ndarray]:
-        m, s, t = interpolation_error_mc(
-            kind, n, p, snr, g, n_trials, seed, activation=activation, w_k=w_k, w_q=w_q, n_jobs=max(1, int(ctx.n_jobs)),
-            device=ctx.device, return_trials=True, label_average=label_average,
-        )
+        m, s, t = simulate_model(model, p, g, settings, kind=kind, return_trials=True, label_average=label_average)
         return {"mean": m, "se": s, "trials": t}
 
-    out = ctx.cached("interpolation_error_mc", key, compute, version=mc_version())
+    out = ctx.cached("simulate_model", key, compute, version=mc_version())
     return out["mean"], out["se"], out["trials"]
 
 
@@ -259,8 +271,12 @@ class Cell:
         The ridge parameters of the cell, one point of the panel each.
     seed_keys : tuple
         Keys of ``ctx.seed_for``, :data:`SIZE` standing for the simulated size.
-    kind, activation, label_average
-        As :func:`numerics.interpolation_error_mc`.
+    kind : {"ridge", "true"}
+        Ridge, or attention with ``activation`` (:func:`numerics.simulate_model`'s ``kind``).
+    activation : str or sympy expression, optional
+        The attention cell's activation.
+    label_average : bool
+        As :func:`numerics.simulate_model`.
     """
 
     c: float
@@ -333,9 +349,9 @@ class TwoSizes:
 
 
 def _simulate_cell(ctx: CheckContext, cell: Cell, n: int, trials: int) -> tuple[np.ndarray, np.ndarray]:
-    seed = cell.seed(ctx, n)
-    return mc_cached(ctx, cell.kind, n, p_of(n, cell.c), cell.snr, cell.gammas, trials, seed,
-                      activation=cell.activation, label_average=cell.label_average)[:2]
+    p = p_of(n, cell.c)
+    return mc_cached(ctx, cell_model(n, p, cell.snr, cell.activation), p, cell.gammas,
+                     mc_settings(ctx, trials, cell.seed(ctx, n)), kind=cell.kind, label_average=cell.label_average)[:2]
 
 
 def simulate_panel(ctx: CheckContext, panel: Panel, advance: Callable[[], Any] | None = None) -> TwoSizes:
@@ -419,10 +435,10 @@ def plot_two_sizes(ax: Any, rax: Any, x: np.ndarray, p: Panel, pred: np.ndarray,
     from ..figures import mc_points
 
     small, large = ("Monte Carlo, smaller size n/2", "Monte Carlo, larger size n") if labelled else ("_nolegend_",) * 2
-    mc_points(ax, x, m.m_s, m.se_s, label=small, color=color, marker="s", open_=True)
+    mc_points(ax, x, m.m_s, m.se_s, label=small, color=color, marker="s", filled=False)
     mc_points(ax, x, m.m_l, m.se_l, label=large, color=color)
     mc_points(rax, x, (m.m_s - pred) / pred, m.se_s / np.abs(pred), label="_nolegend_", color=color, marker="s",
-              open_=True)
+              filled=False)
     mc_points(rax, x, (m.m_l - pred) / pred, m.se_l / np.abs(pred), label="_nolegend_", color=color)
     rax.axhline(0.0, color=THEORY_COLOR, lw=0.9)
     rax.set_ylabel("(MC − theory) / theory")

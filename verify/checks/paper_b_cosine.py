@@ -18,7 +18,8 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import attention_theory, mc_cached, p_of, paired_positive, profile_name, simulate_runtime
+from .paper_b_core import (attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, profile_name,
+                          simulate_runtime)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,11 +77,10 @@ def _simulate_b5(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     out = {}
     with ctx.progress("cos vs scaled tanh", total=len(design["configs"])) as bar:
         for cval, snr in design["configs"]:
-            seed = ctx.seed_for("B5", cval, snr, n)
+            p, settings = p_of(n, cval), mc_settings(ctx, tr, ctx.seed_for("B5", cval, snr, n))
             la = snr == 0.0  # null model: exact label average (see B2)
             out[_b5_key(cval, snr)] = {
-                name: mc_cached(ctx, "attention", n, p_of(n, cval), snr, g, tr, seed, activation=act,
-                                 label_average=la)[2]
+                name: mc_cached(ctx, cell_model(n, p, snr, act), p, g, settings, label_average=la)[2]
                 for name, act in (("cos", "cos"), ("lin", design["lin"]))
             }
             bar.advance()
@@ -155,8 +155,8 @@ def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list
     dd = data[_b5_key(cval, snr)]
     style = "-" if snr == 0.0 else "--"
     for k, (key, act, name) in enumerate((("cos", "cos", "cos"), ("lin", design["lin"], "scaled tanh"))):
-        F.theory_curve(ax, g, lambda x, a=act: _b5_theory(design, cval, snr, a, x), color=F.COLORS[k], pad=0.5,
-                       per_decade=10, ls=style, label="_nolegend_")
+        F.theory_curve(ax, g, lambda x, a=act: _b5_theory(design, cval, snr, a, x), color=F.COLORS[k],
+                       grid=F.dense_grid(g, per_decade=10, n_min=30, pad=0.5), ls=style, label="_nolegend_")
         F.mc_points(ax, g, dd[key], dd[f"{key}_se"], label="_nolegend_", color=F.COLORS[k], marker="os"[k])
     mine = with_key(comps, config=_b5_key(cval, snr))
     lines = ["Δ = E_cos − E_tanh (paired)"] + [f"γ = {gv:g}: Δ = {c.measured:.3g} ± {c.uncertainty:.2g}"

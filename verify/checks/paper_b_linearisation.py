@@ -17,6 +17,7 @@ from ..figures import paper_figure
 from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison
+from .paper_b_core import mc_settings
 from .paper_b_structured import (ACTIVATION, attention_model, shared_mc, structured_profile, structured_theory,
                                  StructuredProfile)
 
@@ -62,9 +63,9 @@ def simulate_b7_lin(ctx: CheckContext, design: LinDesign) -> dict:
     cells = {}
     with ctx.progress("linearisation breakdown", total=len(design.ps)) as bar:
         for p in design.ps:
-            sd = ctx.seed_for("breakdown", p)
-            cells[p] = shared_mc(ctx, design.c, design.snr, [design.spike], p, design.trials, design.gammas, sd,
-                                  true=True, linearised=True)  # true and linearised kernel on the same X
+            settings = mc_settings(ctx, design.trials, ctx.seed_for("breakdown", p))
+            cells[p] = shared_mc(ctx, [attention_model(design.c, design.snr, design.spike)], p, design.gammas,
+                                 settings, ("true", "linearised"))  # true and linearised kernel on the same X
             bar.advance()
     return cells
 
@@ -126,12 +127,12 @@ def _b7_lin_panels(ax: Any, rax: Any, design: LinDesign, prediction: LinPredicti
     for j, g in enumerate(design.gammas):
         col, th = F.COLORS[j % len(F.COLORS)], float(prediction.theory[j])
         ax.axhline(th, color=col, lw=1.2, label=f"theory, γ = {g:g}")
-        for key, open_, mk, dx in (("true", False, "o", 0.97), ("linearised", True, "s", 1.03)):
+        for key, filled, mk, dx in (("true", True, "o", 0.97), ("linearised", False, "s", 1.03)):
             m = np.array([r[key][j] for r in rows])
             se = np.array([r["se_true" if key == "true" else "se_linearised"][j] for r in rows])
             x = ps * dx * (1.0 + 0.05 * (j - (len(design.gammas) - 1) / 2))
-            F.mc_points(ax, x, m, se, label="_nolegend_", color=col, marker=mk, open_=open_)
-            F.mc_points(rax, x, (m - th) / th, se / th, label="_nolegend_", color=col, marker=mk, open_=open_)
+            F.mc_points(ax, x, m, se, label="_nolegend_", color=col, marker=mk, filled=filled)
+            F.mc_points(rax, x, (m - th) / th, se / th, label="_nolegend_", color=col, marker=mk, filled=filled)
     rax.axhline(0.0, color=F.THEORY, lw=0.9)
     from matplotlib import ticker
 

@@ -81,7 +81,7 @@ B2_SIZES = {
 def _b2_panel(cfg: B2Sizes, cval: float, act: str) -> Panel:
     """One activation at one ``c``: a label-averaged null-attention cell over the gamma grid."""
     g = cfg.gammas
-    cell = Cell(cval, 0.0, g, ("B2", act, cval, SIZE), kind="attention", activation=act, label_average=True)
+    cell = Cell(cval, 0.0, g, ("B2", act, cval, SIZE), kind="true", activation=act, label_average=True)
     names = tuple(f"{act} c={cval} gamma={x:.3g}" for x in g)
     return Panel(f"{act}_c{cval}", f"{act} c={cval}", cfg.ns[cval], cfg.trials[cval], (cell,), names)
 

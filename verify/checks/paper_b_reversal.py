@@ -10,7 +10,7 @@ with the TRUE kernel ``f(X^T W X / sqrt p) / sqrt p`` (diagonal removed), aligne
 Design.  One Monte Carlo cell is one ``(activation, c, snr, p)``: per trial one draw ``X, y`` feeds the
 true kernel for every strength, the LINEARISED kernel ``a1 (X^T W X / p - diag) + s_f Xi / sqrt p`` for every
 strength (``linearised=True``: separates the linearisation error from the rest of the finite-size effect),
-and ridge -- one :func:`numerics.interpolation_error_mc_shared` call (paired draws: the difference
+and ridge -- one :func:`numerics.simulate_model` call on the models of every strength (paired draws: the difference
 ``E_att - E_RR`` is taken trial by trial).  Ridge is the control variate with coefficient 1 (pairing); the
 regression coefficient ``b* = cov(E_att, E_RR) / var(E_RR)`` and the variance gained are reported in
 ``data`` (pairing is the optimal control variate when ``b* ~ 1``, and needs no ridge limit, so it is unbiased
@@ -54,8 +54,8 @@ from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison
 from ..verdicts import Judgement
-from .paper_b_core import mc_version
-from .paper_b_structured import KAPPA_MAX
+from .paper_b_core import mc_settings
+from .paper_b_structured import KAPPA_MAX, shared_mc
 
 #: one aligned setting: ``(activation, c, snr, strength)``
 Setting = tuple[str, float, float, float]
@@ -171,35 +171,16 @@ def predict_reversal(ctx: CheckContext, design: RevDesign) -> RevPrediction:
 
 
 # ============================================================================ simulation
-def _aligned(strength: float, p: int) -> tuple[np.ndarray, np.ndarray]:
-    w = np.zeros(p)
-    w[0] = math.sqrt(float(strength))
-    return w, w.copy()
-
-
 def _cell(ctx: CheckContext, design: RevDesign, cell: CellKey, p: int) -> dict[str, np.ndarray]:
     """One cell on shared draws, memoised on disk (``ctx.cached``): ``"true"`` (and ``"linearised"``)
     ``(strengths, trials, gammas)``, ``"ridge"`` ``(trials, gammas)``."""
-    from numerics import interpolation_error_mc_shared
-    from theory import hermite_moments
+    from theory import AttentionModel
 
     act, c, snr = cell
-    n, trials = int(round(p / c)), design.trials_at(p)
-    g = np.asarray(design.gammas, float)
-    lin = None
-    if design.linearised:
-        hm = hermite_moments(act)
-        lin = (float(hm.a1), float(hm.sf2))
+    models = [AttentionModel(c, act, snr, spike=(s, "aligned")) for s in design.strengths]
     seed = ctx.seed_for("b4-rev", act, f"c={c:.6g}", f"snr={snr:g}", p)  # one X per cell: paired draws
-    key = dict(n=n, p=int(p), snr=float(snr), gammas=g, trials=trials, seed=int(seed), activation=act,
-               strengths=[float(s) for s in design.strengths], linearised=lin, ridge=True)
-
-    def compute() -> dict[str, np.ndarray]:
-        return interpolation_error_mc_shared(
-            n, p, snr, g, trials, seed, activation=act, spikes=[_aligned(s, p) for s in design.strengths],
-            ridge=True, linearised=lin, n_jobs=max(1, int(ctx.n_jobs)), device=ctx.device)
-
-    return ctx.cached("reversal_mc", key, compute, version=mc_version())
+    kind = ("true", "linearised", "ridge") if design.linearised else ("true", "ridge")
+    return shared_mc(ctx, models, p, design.gammas, mc_settings(ctx, design.trials_at(p), seed), kind)
 
 
 def simulate_reversal(ctx: CheckContext, design: RevDesign) -> dict:

@@ -49,7 +49,7 @@ from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison, with_key
 from ._finite_size import FiniteSizeTest, finite_size_test
-from .paper_b_core import mc_version
+from .paper_b_core import cell_model, mc_settings, mc_version, model_key, settings_key
 
 #: inverse temperatures of the claim (judged)
 BETAS = (0.25, 0.5, 1.0)
@@ -217,31 +217,23 @@ def predict_b8(ctx: CheckContext, design: B8Design) -> B8Prediction:
 
 
 # ============================================================================ simulation
-def _spike_vectors_p(spike: tuple[float, str], p: int) -> tuple[np.ndarray | None, np.ndarray | None]:
-    if spike[1] == "none":
-        return None, None
-    from theory.structured import spike_vectors
-
-    wk, wq = spike_vectors(*spike)
-    return np.pad(wk, (0, p - wk.size)), np.pad(wq, (0, p - wq.size))
-
-
 def _softmax_cell(ctx: CheckContext, design: B8Design, c: float, inputs: Inputs, n: int) -> dict[str, np.ndarray]:
     """One cell on shared draws, memoised on disk (``ctx.cached``; resumable)."""
     import numerics.softmax
     import theory.softmax
     from numerics.softmax import softmax_error_mc
 
-    p, trials = _p_of(n, c), design.prof.trials(inputs, n)
+    p = _p_of(n, c)
+    models = [cell_model(n, p, inputs.snr, spike=_spike_arg(s)) for s in inputs.spikes]
     seed = ctx.seed_for("B8", f"c={c:g}", f"snr={inputs.snr:g}", n)  # one X per cell: paired models
-    key = dict(n=n, p=p, snr=float(inputs.snr), gammas=design.gammas, trials=trials, seed=int(seed),
-               betas=[float(b) for b in design.all_betas], spikes=[[float(s[0]), s[1]] for s in inputs.spikes],
-               label_average=inputs.label_average, diagonal="removed", normalise="keys")
+    settings = mc_settings(ctx, design.prof.trials(inputs, n), seed)
+    key = dict(n=n, p=p, gammas=design.gammas, betas=[float(b) for b in design.all_betas],
+               models=[model_key(m) for m in models], label_average=inputs.label_average, normalise="keys",
+               **settings_key(settings))
 
     def compute() -> dict[str, np.ndarray]:
-        return softmax_error_mc(n, p, inputs.snr, design.gammas, trials, seed, design.all_betas,
-                                spikes=[_spike_vectors_p(s, p) for s in inputs.spikes],
-                                label_average=inputs.label_average, n_jobs=max(1, int(ctx.n_jobs)), device=ctx.device)
+        return softmax_error_mc(models, p, design.gammas, design.all_betas, settings,
+                                label_average=inputs.label_average)
 
     return ctx.cached("softmax_mc", key, compute, version=mc_version(numerics.softmax, theory.softmax))
 
@@ -506,12 +498,12 @@ def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Compari
         g = np.array([pt.gamma for pt in sel])
         F.theory_curve(ax, g, lambda x, b=beta: softmax_attention_error(x, c, b, snr, _spike_arg(spike),
                                                                          p=_p_of(nl, c), **SOLVER),
-                       color=col, per_decade=8, n_min=20, label="_nolegend_")
+                       color=col, grid=F.dense_grid(g, per_decade=8, n_min=20), label="_nolegend_")
         F.theory_curve(ax, g, lambda x, b=beta: softmax_attention_error(x, c, b, snr, _spike_arg(spike), **SOLVER),
-                       color=col, per_decade=8, n_min=20, ls=":", lw=1.0, label="_nolegend_")
+                       color=col, grid=F.dense_grid(g, per_decade=8, n_min=20), ls=":", lw=1.0, label="_nolegend_")
         st = [pt.stats[nl] for pt in sel]
         F.mc_points(ax, g, [s.soft[pt.j] for s, pt in zip(st, sel)], [s.se_soft[pt.j] for s, pt in zip(st, sel)],
-                    label="_nolegend_", color=col, judged=[pt.judged for pt in sel])
+                    label="_nolegend_", color=col, filled=[pt.judged for pt in sel])
         ax.plot(g * 1.08, [s.ew[pt.j] for s, pt in zip(st, sel)], "x", color=col, ms=5, mew=1.2, zorder=4)
         ys += [float(s.soft[pt.j]) for s, pt in zip(st, sel)] + [float(s.ew[pt.j]) for s, pt in zip(st, sel)]
     mine = with_key(comps, c=float(c), input=_input_label(snr, spike))

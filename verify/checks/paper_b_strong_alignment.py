@@ -48,7 +48,7 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..verdicts import Judgement
 from ._finite_size import DECAY, FiniteSizeTest, comparison_detectable_error, finite_size_test
-from .paper_b_core import mc_version
+from .paper_b_core import mc_settings, mc_version, settings_key
 
 #: one setting: ``(activation, c, t)``
 Setting = tuple[str, float, float]
@@ -198,13 +198,13 @@ def strong_alignment_cell(ctx: CheckContext, setting: Setting, p: int, trials: i
     from theory import label_coordinate_bins
 
     act, c, t = setting
-    seed = ctx.seed_for(tag, act, f"c={c:.6g}", f"t={t:g}", p)
-    key = dict(activation=act, c=float(c), t=float(t), p=int(p), trials=int(trials), gammas=[float(g) for g in gammas],
-               snr=float(snr), seed=int(seed), n_bins=LEVERAGE_BINS)
+    settings = mc_settings(ctx, trials, ctx.seed_for(tag, act, f"c={c:.6g}", f"t={t:g}", p), labels="iid")
+    key = dict(activation=act, c=float(c), t=float(t), p=int(p), gammas=[float(g) for g in gammas], snr=float(snr),
+               n_bins=LEVERAGE_BINS, **settings_key(settings))
 
     def compute() -> dict[str, np.ndarray]:
-        return strong_alignment_mc(act, c, t, p, list(gammas), trials, seed, snr=snr,
-                                   bins=label_coordinate_bins(snr, LEVERAGE_BINS), device=ctx.device)
+        return strong_alignment_mc(act, c, t, p, list(gammas), settings, snr=snr,
+                                   bins=label_coordinate_bins(snr, LEVERAGE_BINS))
 
     import numerics.strong_alignment
 

@@ -7,8 +7,8 @@ a finite-rank perturbation of the null resolvent of the *linearised* kernel, bui
 (symmetric-noise) null system of :mod:`theory.attention`; SPEC's null system is evaluated alongside for an
 informational comparison (``data["null_systems"]``, not judged).  Simulations use the TRUE
 kernel ``f(X^T W X / sqrt p) / sqrt p`` (tanh, diagonal removed) and the LINEARISED kernel on the same
-``X`` draws, both through :func:`numerics.interpolation_error_mc_shared` (one draw per trial for every spike,
-both kernels and ridge), so that the error of the derivation and the error of the linearisation separate.
+``X`` draws, both through :func:`numerics.simulate_model` (a sequence of models: one draw per trial for every
+spike, both kernels and ridge), so that the error of the derivation and the error of the linearisation separate.
 
 B7 has two families of comparisons: theory vs TRUE-kernel MC for the configurations inside the declared
 regime ``kappa(2p) <= KAPPA_MAX`` (:func:`theory.structured.linearisation_control`; the others are
@@ -17,9 +17,9 @@ configuration.  The linearisation-breakdown study (true vs linearised vs theory 
 informational: its own report entry ``B7-lin`` (INFO verdict, never in the exit status).
 
 Monte Carlo cells: one cell = one ``(c, snr, p)`` and all its models on the SAME draws ``X, y``
-(:func:`numerics.interpolation_error_mc_shared`: ``X^T X`` once; true and linearised kernel for every spike
-and ridge), memoised on disk by ``ctx.cached`` so that an interrupted run resumes from the finished cells
-(``--cache-dir``; same seeds, same numbers).  B7 and B4 share one grid of cells (:func:`grid_cell`, B7's seeds
+(:func:`numerics.simulate_model` of the models of every spike: ``X^T X`` once; true and linearised kernel for
+every spike and ridge), memoised on disk by ``ctx.cached`` so that an interrupted run resumes from the finished
+cells (``--cache-dir``; same seeds, same numbers).  B7 and B4 share one grid of cells (:func:`grid_cell`, B7's seeds
 and entries): B4 reads B7's draws instead of drawing its own (their true-kernel cells were the same models at the
 same sizes; B4 cost 121 s of the paper profile, nearly all of it those cells).  B7-lin draws its own.
 
@@ -56,7 +56,7 @@ from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison, with_key
 from ._finite_size import FiniteSizeTest, finite_size_test
-from .paper_b_core import mc_version
+from .paper_b_core import mc_settings, mc_version, model_key, settings_key
 
 
 ACTIVATION = "tanh"
@@ -157,15 +157,6 @@ def _spike_label(spike: tuple[float, str]) -> str:
     return "none" if spike[1] == "none" or spike[0] == 0 else f"{spike[1]} {spike[0]:g}"
 
 
-def _spike_vectors_p(spike: tuple[float, str], p: int) -> tuple[np.ndarray | None, np.ndarray | None]:
-    if spike[1] == "none" or spike[0] == 0:
-        return None, None
-    from theory.structured import spike_vectors
-
-    wk, wq = spike_vectors(*spike)
-    return np.pad(wk, (0, p - wk.size)), np.pad(wq, (0, p - wq.size))
-
-
 def attention_model(c: float, snr: float, spike: tuple[float, str], activation: str = ACTIVATION) -> Any:
     """The :class:`theory.AttentionModel` of a configuration (``spike=(strength, "none")``: no spike)."""
     from theory import AttentionModel
@@ -178,37 +169,24 @@ def structured_theory(gammas, c, snr, spike, **kw) -> np.ndarray:
     return np.asarray(model.solve(np.asarray(gammas, float), check_quadrature=False, **kw).error)
 
 
-def _spike_key(spike) -> list:
-    return [float(spike[0]), str(spike[1])]
-
-
-def shared_mc(ctx: CheckContext, c: float, snr: float, spikes, p: int, trials: int, gammas, seed: int, *,
-               true: bool = True, linearised: bool = False, ridge: bool = False) -> dict[str, np.ndarray]:
+def shared_mc(ctx: CheckContext, models: list[Any], p: int, gammas, settings: Any,
+              kind: tuple[str, ...]) -> dict[str, np.ndarray]:
     """One Monte Carlo cell on shared draws, memoised on disk (``ctx.cached``; resumable).
 
-    :func:`numerics.interpolation_error_mc_shared` at ``n = p / c``: per trial one ``X, y`` (the draws of
-    :func:`numerics.interpolation_error_mc` with the same seed) feeds the TRUE tanh kernel for every spike
-    of ``spikes`` (``true``), the LINEARISED kernel for every spike (``linearised``) and ridge (``ridge``).
-    Returns ``"true"`` / ``"linearised"`` arrays ``(len(spikes), trials, G)`` and ``"ridge"`` ``(trials, G)``.
+    :func:`numerics.simulate_model` of ``models`` (:func:`attention_model` s that differ in their spike): per trial
+    one ``X, y`` feeds, for every model, the kinds of ``kind`` among its TRUE kernel (``"true"``), its LINEARISED
+    kernel (``"linearised"``) and ridge (``"ridge"``).  Returns ``"true"`` / ``"linearised"`` arrays
+    ``(len(models), trials, G)`` and ``"ridge"`` ``(trials, G)``.
     """
-    from numerics import interpolation_error_mc_shared
-    from theory import hermite_moments
+    from numerics import simulate_model
+    from numerics.model_simulation import model_sizes
 
-    n = int(round(p / c))
     g = np.asarray(gammas, float)
-    lin = None
-    if linearised:
-        hm = hermite_moments(ACTIVATION)
-        lin = (float(hm.a1), float(hm.sf2))
-    key = dict(n=n, p=int(p), snr=float(snr), gammas=g, trials=int(trials), seed=int(seed),
-               spikes=[_spike_key(s) for s in spikes], activation=ACTIVATION if true else None, linearised=lin,
-               ridge=bool(ridge))
+    key = dict(n=model_sizes(models[0], p)[0], p=int(p), gammas=g, models=[model_key(m) for m in models],
+               kind=list(kind), **settings_key(settings))
 
     def compute() -> dict[str, np.ndarray]:
-        return interpolation_error_mc_shared(
-            n, p, snr, g, trials, seed, activation=ACTIVATION if true else None,
-            spikes=[_spike_vectors_p(s, p) for s in spikes], ridge=ridge, linearised=lin,
-            n_jobs=max(1, int(ctx.n_jobs)), device=ctx.device)
+        return simulate_model(models, p, g, settings, kind=tuple(kind))
 
     return ctx.cached("shared_mc", key, compute, version=mc_version())
 
@@ -235,8 +213,8 @@ def grid_cell(ctx: CheckContext, c: float, snr: float, p: int) -> dict[str, np.n
     if p not in (p1, p2) or snr not in prof.snrs:
         raise ValueError(f"(c={c}, snr={snr}, p={p}) is not a cell of the structured grid of profile {ctx.profile!r}")
     sd = owner.seed_for("grid", c, snr, p)  # shared by every spike, both kernels and ridge: paired X
-    return shared_mc(owner, c, snr, prof.spikes, p, trials, grid_gammas(prof), sd, true=True, linearised=True,
-                      ridge=True)
+    return shared_mc(owner, [attention_model(c, snr, s) for s in prof.spikes], p, grid_gammas(prof),
+                     mc_settings(owner, trials, sd), ("true", "linearised", "ridge"))
 
 
 def gamma_columns(prof: StructuredProfile, gammas) -> np.ndarray:
@@ -508,11 +486,12 @@ def _b7_panel(ax: Any, design: B7Design, rows: list[dict], comps: list[Compariso
         lab, col = _spike_label(spike), F.COLORS[k % len(F.COLORS)]
         sel = [r for r in rows if r["c"] == c and r["snr"] == snr and r["spike"] == lab]
         gg = np.array([r["gamma"] for r in sel])
-        F.theory_curve(ax, gg, lambda g, sp_=spike: structured_theory(g, c, snr, sp_), color=col, per_decade=8, n_min=20,
-                       ls="--" if spike[1] == "orthogonal" else "-", lw=1.2, label="_nolegend_")
+        F.theory_curve(ax, gg, lambda g, sp_=spike: structured_theory(g, c, snr, sp_), color=col,
+                       grid=F.dense_grid(gg, per_decade=8, n_min=20), ls="--" if spike[1] == "orthogonal" else "-",
+                       lw=1.2, label="_nolegend_")
         dodge = 1.0 + 0.045 * (k - (len(design.prof.spikes) - 1) / 2)  # coinciding spikes stay visible
         F.mc_points(ax, gg * dodge, [r["mc_2p"] for r in sel], [r["se_2p"] for r in sel], label="_nolegend_",
-                    color=col, judged=[r["inside_regime"] for r in sel])
+                    color=col, filled=[r["inside_regime"] for r in sel])
         ax.plot(gg * dodge * 1.03, [r["lin_2p"] for r in sel], "x", color=col, ms=5, mew=1.2, zorder=4)
     true = with_key(comps, c=c, snr=snr, kernel="true")
     lin = with_key(comps, c=c, snr=snr, kernel="linearised")
