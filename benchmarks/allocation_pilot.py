@@ -59,7 +59,7 @@ def level_costs(check: str, profile: str, repeats: int) -> dict[str, list[float]
     import torch
 
     from verify.checks import paper_a_rates as rates
-    from verify.checks.paper_a_numerics import trial
+    from verify.checks._paper_a_numerics import trial
     from verify.context import CheckContext
 
     torch.set_num_threads(1)

@@ -69,10 +69,10 @@ def _fast_trial(n: int, p: int, n_gammas: int, seed: int) -> Callable[[], torch.
 def _fast_path(X: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor, f: Any) -> Callable[[], torch.Tensor]:
     """The fast path on a fixed draw: features + one Gram + one factorisation + all gammas (a closure to time)."""
     from numerics._ridge_solvers import errors_batch
-    from numerics.rmt import _kernel_batch
+    from numerics.rmt import kernel_batch
 
     def fast() -> torch.Tensor:
-        Kb = _kernel_batch(X.unsqueeze(0), f, None, None, "removed")
+        Kb = kernel_batch(X.unsqueeze(0), f, None, None, "removed")
         Ph = X.unsqueeze(0) @ Kb
         return errors_batch(Ph, y.unsqueeze(0), gammas)[0]
 
@@ -214,7 +214,7 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
         Sizes (defaults: the benchmark's 2048, 512, 50).
     """
     from numerics._ridge_solvers import SINGLE_THREAD_EIGH_MAX, errors_batch, errors_eigh
-    from numerics.rmt import _kernel_batch, resolve_activation, sample_signal_plus_noise
+    from numerics.rmt import kernel_batch, resolve_activation, sample_signal_plus_noise
 
     # the baselines' LAPACK calls follow the fast path's thread policy (single-threaded up to this size)
     lapack_threads = 1 if p <= SINGLE_THREAD_EIGH_MAX else None
@@ -229,7 +229,7 @@ def run(quick: bool = True, seed: int = 0, n: int = N, p: int = P, n_gammas: int
 
     # feature products, timed separately for GFLOP/s
     t_s, S = _best_time(lambda: X.T @ X, reps_products)
-    t_f, K = _best_time(lambda: _kernel_batch(X.unsqueeze(0), f, None, None, "removed")[0], reps)
+    t_f, K = _best_time(lambda: kernel_batch(X.unsqueeze(0), f, None, None, "removed")[0], reps)
     t_k, Phi = _best_time(lambda: X @ K, reps_products)
     t_g, Gp = _best_time(lambda: Phi @ Phi.T, reps_products)
 
@@ -286,13 +286,13 @@ def feature_basis(n: int = 1024, p: int = 2048, models: int = 6, reps: int = 2, 
     Cholesky factorisation for the draw; :func:`numerics._ridge_solvers.feature_basis`), same process, best of ``reps``;
     and the largest relative difference of the errors."""
     from numerics._ridge_solvers import errors_batch, feature_basis, gram
-    from numerics.rmt import _kernel_batch, resolve_activation
+    from numerics.rmt import kernel_batch, resolve_activation
     from numerics.rmt import sample_signal_plus_noise
 
     X_np, y_np, _ = sample_signal_plus_noise(n, p, 1.0, np.random.default_rng(seed))
     X, y = torch.from_numpy(X_np).unsqueeze(0), torch.from_numpy(y_np).unsqueeze(0)
     gammas = torch.tensor([1e-2, 1e-1, 1.0], dtype=torch.float64)
-    K = _kernel_batch(X, resolve_activation("tanh"), None, None, "removed")
+    K = kernel_batch(X, resolve_activation("tanh"), None, None, "removed")
     S0 = gram(X.transpose(-1, -2))
 
     def errors(basis: bool) -> torch.Tensor:

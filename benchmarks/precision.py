@@ -169,7 +169,7 @@ def check_precision(ids: Sequence[str], profile: str = "quick", seed: int = 0,
 def _fit_error(model: Any, X: np.ndarray, Y: np.ndarray, K: int, cfg: dict, rep: int) -> float:
     """One fit of the A3 trial's estimator on ``(X, Y)`` and its Monte Carlo ``L2(rho)`` error."""
     from numerics.estimator import PairwiseInteractionEstimator
-    from verify.checks import paper_a_numerics as pan
+    from verify.checks import _paper_a_numerics as pan
 
     d = int(cfg["d"])
     est = PairwiseInteractionEstimator(
@@ -221,7 +221,7 @@ def slope_designs(labels: Sequence[str] = ("d=1, sigma/10", "d=5, balanced"), re
     from scipy import stats
 
     from numerics.threads import torch_threads
-    from verify.checks import paper_a_numerics as pan
+    from verify.checks import _paper_a_numerics as pan
     from verify.checks.paper_a_rates import design_a3
     from verify.context import CheckContext
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 def _rows(check: str, profile: str, seeds: int, se: float, cache: Path) -> list[dict]:
     from verify.checks import paper_a_rates as R
-    from verify.checks.paper_a_numerics import predict_groups
+    from verify.checks.paper_a_rates import predict_groups
     from verify.context import CheckContext
 
     ctx = CheckContext(profile=profile, seed=0, cache_dir=cache, check_id=check)
@@ -70,10 +70,10 @@ VALIDATION = [({"d": d, "N": 4, "r": 1, "P": 3, "n_knots": 5, "truth_seed": 123,
 def _validation(reps: int) -> list[str]:
     """Model vs the estimator's mean log error over ``reps`` replicates (trial protocol) out of sample."""
     from numerics.error_model import predict_log_error
-    from verify.checks.paper_a_numerics import model_for, trial
+    from verify.checks.paper_a_rates import model_for, trial
 
     out = ["", "## Out of sample: the model against the estimator", "",
-           f"Mean log error over {reps} replicates (`verify.checks.paper_a_numerics.trial`, 2 starts, relative ridge "
+           f"Mean log error over {reps} replicates (`verify.checks._paper_a_numerics.trial`, 2 starts, relative ridge "
            "1e-4, replicate seeds 1000..) against `predict_log_error` (designs to SE 0.005; seed 5); "
            "`sd` is the replicate SD of the log error.", "",
            "| d | K | M | simulation | model | difference (SE) | replicate sd |", "|---|---|---|---|---|---|---|"]
@@ -92,8 +92,8 @@ def _window_precision(seeds: int = 4) -> list[str]:
     """SD over prediction seeds of the a-priori model's slope on a window beyond the design (WINDOW_SD's basis)."""
     from numerics.error_model import predict_error
     from numerics.slopes import design_slope
-    from verify.checks.paper_a_numerics import k_levels_to_M, model_for
-    from verify.checks.paper_a_records import GroupDesign, limit_window
+    from verify.checks.paper_a_rates import k_levels_to_M, model_for
+    from verify.checks.paper_a_rates import GroupDesign, limit_window
 
     Ks = [20, 23, 26, 30, 35, 40]
     cases = [(2, 10, [20, 23, 27, 31, 36], [112, 224, 499, 994, 2100]), (10, 5, Ks, k_levels_to_M(Ks, 500, 2)),

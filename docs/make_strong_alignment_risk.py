@@ -230,7 +230,7 @@ def table_meanpart(args) -> list[dict]:
 
     from numerics import label_posterior_mean, resolve_activation, sample_signal_plus_noise
     from numerics._ridge_solvers import smoother_parts
-    from numerics.rmt import _kernel_batch
+    from numerics.rmt import kernel_batch
     from theory import label_coordinate_bins
 
     edges = label_coordinate_bins(1.0, BINS)
@@ -251,7 +251,7 @@ def table_meanpart(args) -> list[dict]:
                         Xt = torch.from_numpy(X).unsqueeze(0)
                         spike = torch.zeros(p, dtype=torch.float64)
                         spike[0] = math.sqrt(t * math.sqrt(p))
-                        K = _kernel_batch(Xt, f, spike, spike, "removed")
+                        K = kernel_batch(Xt, f, spike, spike, "removed")
                         M = sum(wk * f(te * np.outer(X[0], X[0]) + xk) for xk, wk in zip(x, w)) / math.sqrt(p)
                         np.fill_diagonal(M, 0.0)
                         which = np.digitize(np.abs(X[0]), edges) - 1

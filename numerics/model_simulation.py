@@ -35,7 +35,7 @@ from theory.validation import ArgumentTypeError, as_int, check_choice, check_fla
 from ._mc import Draws, check_gammas, check_label_average, mc_batch_size, run_trials, spike_outer, spike_projections
 from ._ridge_solvers import errors_batch, feature_basis, gram
 from .mc_settings import MonteCarloSettings
-from .rmt import _apply_activation, _kernel_batch, resolve_activation
+from .rmt import _apply_activation, kernel_batch, resolve_activation
 from .threads import torch_numeric_errors as _numeric
 
 __all__ = ["simulate_model"]
@@ -162,7 +162,7 @@ def _one_model_batch(seeds: Sequence[np.random.SeedSequence], draws: Draws, gamm
         Phi = Xb
     else:
         S0 = gram(Xb.transpose(-1, -2))  # X^T X: the kernel's scores and (p > n) the basis
-        K = _kernel_batch(Xb, model.f, model.w_k, model.w_q, model.diagonal, S0)
+        K = kernel_batch(Xb, model.f, model.w_k, model.w_q, model.diagonal, S0)
         Phi = feature_basis(Xb, S0) @ K  # p > n: the n x n stand-in for X (same errors, fewer flops)
     return errors_batch(Phi, None if label_average else yb, gammas.to(draws.device)).cpu().numpy()
 
@@ -293,14 +293,20 @@ def _shared_trials(draws: Draws, gammas: torch.Tensor, models: list[AttentionMod
     return {k: np.concatenate([pt[k] for pt in parts], axis=-2) for k in parts[0]}
 
 
+def _one_model(model: AttentionModel, kind: str, draws: Draws) -> _OneModel:
+    """The record of one model's true kernel (``kind="true"``) or of ridge on its data."""
+    if kind == "ridge":
+        return _OneModel(None, None, None, model.diagonal)
+    return _OneModel(resolve_activation(model.activation), *spike_tensors(model, draws.p, draws.device), model.diagonal)
+
+
 # --------------------------------------------------------------------------------------------
 # the door
 # --------------------------------------------------------------------------------------------
 def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gammas: Any, settings: MonteCarloSettings,
                    *, kind: str | Sequence[str] = "true", return_trials: bool = False,
                    label_average: bool = False) -> Any:
-    """Monte Carlo of ``E(gamma)`` over draws of ``X = mu y^T + Z`` at ``n = p / c``: one model, or several on the
-    same draws.
+    """Monte Carlo of ``E(gamma)`` over draws of ``X = mu y^T + Z`` at ``n = p / c``: one model, or several per draw.
 
     Parameters
     ----------
@@ -368,12 +374,7 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     draws = Draws(n, pv, float(models[0].snr), settings.labels, settings.device)
     args = dict(kind=kind, n=n, p=pv, snr=draws.snr, gammas=gammas, activation=models[0].activation)
     if one and kind != "linearised":
-        if kind == "true":
-            one_model = _OneModel(resolve_activation(models[0].activation), *spike_tensors(models[0], pv, draws.device),
-                                  models[0].diagonal)
-        else:
-            one_model = _OneModel(None, None, None, models[0].diagonal)
-        trials = _one_model_trials(draws, g, one_model, settings, label_average, args)
+        trials = _one_model_trials(draws, g, _one_model(models[0], kind, draws), settings, label_average, args)
     else:
         out = _shared_trials(draws, g, models, kinds, settings, label_average, args)
         finite_result("simulate_model", list(out.values()), **args)

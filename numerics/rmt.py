@@ -155,7 +155,7 @@ def ridge_features(X: ArrayLike) -> np.ndarray:
     return as_float_array("X", X, ndim=2)
 
 
-def _kernel_batch(
+def kernel_batch(
     Xb: torch.Tensor,
     f: Callable[[np.ndarray], np.ndarray],
     w_k: torch.Tensor | None,
@@ -210,7 +210,7 @@ def attention_features(
     wk, wq = check_spikes(w_k, w_q, p)
     f = resolve_activation(activation)
     Xt = torch.from_numpy(Xa).unsqueeze(0)
-    K = _kernel_batch(
+    K = kernel_batch(
         Xt,
         f,
         None if wk is None else torch.from_numpy(wk),
@@ -241,7 +241,7 @@ def kernel_eigenvalues(
     check_diagonal(diagonal)
     check_kernel_memory("X", *Xa.shape)
     f = resolve_activation(activation)
-    K = _kernel_batch(torch.from_numpy(Xa).unsqueeze(0), f, None, None, diagonal)[0]
+    K = kernel_batch(torch.from_numpy(Xa).unsqueeze(0), f, None, None, diagonal)[0]
     with torch_threads(1 if K.shape[-1] <= SINGLE_THREAD_EIGH_MAX else None), _numeric("kernel_eigenvalues", X=X):
         lam = torch.linalg.eigvalsh(K).numpy()
     return finite_result("kernel_eigenvalues", lam, X=X, activation=activation)

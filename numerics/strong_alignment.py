@@ -27,7 +27,7 @@ from theory.validation import ArgumentTypeError, as_float, as_int, describe
 from ._mc import check_gammas, check_kernel_memory, draw_sample
 from ._ridge_solvers import smoother_parts
 from .mc_settings import MonteCarloSettings
-from .rmt import _kernel_batch, resolve_activation
+from .rmt import kernel_batch, resolve_activation
 
 __all__ = ["strong_alignment_mc"]
 
@@ -91,7 +91,7 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, se
         X, _, mu = draw_sample(n, pv, s, np.random.default_rng(child), "iid")
         m = torch.from_numpy(np.tanh(mu @ X)).unsqueeze(0).to(dev)  # numerics.label_posterior_mean
         Xt = torch.from_numpy(X).unsqueeze(0).to(dev)
-        for name, phi in zip(names, (Xt @ _kernel_batch(Xt, f, spike, spike, "removed"), Xt)):
+        for name, phi in zip(names, (Xt @ kernel_batch(Xt, f, spike, spike, "removed"), Xt)):
             signal, noise, absorbed, leverage = (x[0].cpu().numpy() for x in smoother_parts(phi, m, gt))
             out[name][k], out[f"{name}_signal"][k], out[f"{name}_noise"][k] = signal + noise, signal, noise
             out[f"{name}_risk"][k] = signal + noise + 2.0 * absorbed

@@ -28,18 +28,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import re
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from theory.validation import ArgumentTypeError, as_array, as_float, as_int, check_choice, check_flag, describe
-
-from .validation import check_callable, check_items, check_text
-from .verdicts import check_comparisons
 
 __all__ = ["COLORS", "ERRORBAR_SE", "FONT", "OKABE_ITO", "THEORY", "VERDICT_COLORS", "dense_grid",
-           "figure_problems", "headroom", "key_numbers", "legend", "mc_points", "not_judged_handle",
+           "headroom", "key_numbers", "legend", "mc_points", "not_judged_handle",
            "outcome_text", "paper_figure", "proxy", "pyplot", "settings", "style", "subplots", "suptitle",
            "theory_curve", "tidy_log_axis", "worst_outcome"]
 
@@ -96,7 +91,6 @@ def style() -> Iterator[None]:
 
 def paper_figure(func: Callable[..., Any]) -> Callable[..., Any]:
     """Decorator of a check's ``figure(design, prediction, measurement)``: it draws inside :func:`style`."""
-    check_callable("func", func)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -120,9 +114,6 @@ def subplots(nrows: int = 1, ncols: int = 1, *, panel: tuple[float, float] = (3.
 
     ``kwargs`` go to :func:`matplotlib.pyplot.subplots` (``sharex``, ``height_ratios``, ...).
     """
-    nrows, ncols = as_int("nrows", nrows, 1, MAX_PANELS), as_int("ncols", ncols, 1, MAX_PANELS)
-    panel = _pair("panel", panel)
-    extra = as_float("extra", extra, low=0)
     if "height_ratios" in kwargs:
         kwargs.setdefault("gridspec_kw", {})["height_ratios"] = kwargs.pop("height_ratios")
     fig, axes = pyplot().subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows + extra), squeeze=False,
@@ -134,10 +125,6 @@ def subplots(nrows: int = 1, ncols: int = 1, *, panel: tuple[float, float] = (3.
 
 def suptitle(fig: Any, check_id: str, what: str, setting: str = "", verdict: str | None = None) -> None:
     """``"<id>: <what>  [<verdict>]"`` over ``setting`` (the settings line, wrapped to the figure's width)."""
-    _check_figure("fig", fig)
-    for name, text in (("check_id", check_id), ("what", what), ("setting", setting)):
-        check_text(name, text)
-    check_text("verdict", verdict, none_ok=True)
     import textwrap
 
     head = f"{check_id}: {what}" + (f"  [{verdict}]" if verdict else "")
@@ -148,8 +135,6 @@ def suptitle(fig: Any, check_id: str, what: str, setting: str = "", verdict: str
 
 def headroom(ax: Any, frac: float) -> None:
     """Raise the top of the y range so the data fill the lower ``1 - frac`` of the panel (room for a key box)."""
-    _check_axes("ax", ax)
-    frac = as_float("frac", frac, low=0, high=1, high_open=True)
     lo, hi = ax.get_ylim()
     if ax.get_yscale() == "log":
         a, b = math.log10(lo), math.log10(hi)
@@ -187,10 +172,7 @@ def dense_grid(x: Sequence[float], *, log: bool = True, per_decade: int = 40, n_
     pad : widen the range by this many decades (log) or this fraction of the range (linear) on each side.
     include : add the values of ``x`` themselves (the curve passes through every simulated abscissa).
     """
-    x = _grid_abscissae("x", x, log)
-    log, include = check_flag("log", log), check_flag("include", include)
-    per_decade, n_min = as_int("per_decade", per_decade, 1, 10_000), as_int("n_min", n_min, 2, MAX_GRID)
-    pad = as_float("pad", pad, low=0)
+    x = np.asarray(x, dtype=float).ravel()
     lo, hi = float(np.min(x)), float(np.max(x))
     if log:
         a, b = math.log10(lo) - pad, math.log10(hi) + pad
@@ -210,12 +192,8 @@ def theory_curve(ax: Any, x: Sequence[float], f: Callable[[np.ndarray], Any], *,
     """Plot the theory ``f`` on a dense grid over ``x`` and return the curve; ``grid``: the abscissae instead
     (e.g. ``dense_grid(x, per_decade=10, n_min=30)``; default ``dense_grid(x, n_min=30)``); ``kwargs``: of
     ``ax.plot``."""
-    _check_axes("ax", ax)
-    check_callable("f", f)
-    check_text("label", label)
-    _check_color("color", color)
-    xd = dense_grid(x, n_min=30) if grid is None else as_array("grid", grid, ndim=1, bytes_per_element=64)
-    yd = _curve_values(f, xd)
+    xd = dense_grid(x, n_min=30) if grid is None else np.asarray(grid, dtype=float)
+    yd = np.asarray(f(xd), dtype=float).reshape(xd.shape)
     kwargs.setdefault("lw", 1.4)
     kwargs.setdefault("ls", "-")
     ax.plot(xd, yd, color=color, label=label, zorder=2, **kwargs)
@@ -231,11 +209,9 @@ def mc_points(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[floa
     series told apart in the legend (the smaller of two sizes).  The label goes to the filled points (to the open
     ones when none is filled).
     """
-    _check_axes("ax", ax)
-    check_text("label", label)
-    _check_color("color", color)
-    _check_marker("marker", marker)
-    x, y, se, xse, mask = _points(x, y, se, xse, filled)
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    se, xse = (None if v is None else np.asarray(v, dtype=float) for v in (se, xse))
+    mask = np.full(x.shape, bool(filled)) if isinstance(filled, (bool, np.bool_)) else np.asarray(filled, dtype=bool)
     yerr = None if se is None else ERRORBAR_SE * se
     xerr = None if xse is None else ERRORBAR_SE * xse
     for sel, full, lab in ((mask, True, label), (~mask, False, "_nolegend_" if mask.any() else label)):
@@ -249,11 +225,6 @@ def mc_points(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[floa
 def proxy(label: str, *, color: str = "#444444", marker: str | None = "o", ls: str = "none",
           mfc: str | None = None, **kwargs: Any) -> Any:
     """A legend entry that is not a drawn series (a marker or line style explained in words)."""
-    check_text("label", label)
-    _check_color("color", color)
-    _check_marker("marker", marker, none_ok=True)
-    _check_linestyle("ls", ls)
-    _check_color("mfc", mfc, none_ok=True)
     from matplotlib.lines import Line2D
 
     return Line2D([], [], color=color, marker=marker, ls=ls, mfc=color if mfc is None else mfc, mec=color,
@@ -262,7 +233,6 @@ def proxy(label: str, *, color: str = "#444444", marker: str | None = "o", ls: s
 
 def not_judged_handle(label: str = "open marker: reported, not judged") -> Any:
     """The legend entry of open markers (points outside the judged regime)."""
-    check_text("label", label)
     return proxy(label, mfc="white")
 
 
@@ -273,11 +243,6 @@ def legend(ax: Any, *, extra: Iterable[Any] = (), loc: str = "best", outside: bo
     ``outside``: one figure legend under the panels with the series of ``axes`` (default: every panel), each
     label once.
     """
-    _check_axes("ax", ax)
-    extra = _handles("extra", extra)
-    check_choice("loc", loc, _LEGEND_LOCS)
-    outside = check_flag("outside", outside)
-    axes = None if axes is None else [_check_axes("axes item", a) for a in check_items("axes", axes, object, "Axes")]
     axes = (list(axes) if axes is not None else ax.figure.axes) if outside else [ax]
     entries: dict[str, Any] = {}
     for a in axes:
@@ -295,9 +260,6 @@ def legend(ax: Any, *, extra: Iterable[Any] = (), loc: str = "best", outside: bo
 # ------------------------------------------------------------------------------------------ verdicts, numbers
 def outcome_text(comparisons: Sequence[Any]) -> str:
     """``"30/30 PASS"`` or ``"2 PASS, 1 INCONCLUSIVE of 3"``: the outcomes of judged comparisons."""
-    comparisons = check_comparisons("comparisons", comparisons)
-    if not comparisons:
-        raise ValueError("comparisons must be a non-empty list of judged comparisons, got []")
     n = len(comparisons)
     counts: dict[str, int] = {}
     for c in comparisons:
@@ -309,7 +271,6 @@ def outcome_text(comparisons: Sequence[Any]) -> str:
 
 def worst_outcome(comparisons: Sequence[Any]) -> str | None:
     """FAIL over INCONCLUSIVE over PASS among judged comparisons (``None`` for none): a panel's outcome."""
-    comparisons = check_comparisons("comparisons", comparisons)
     outs = {c.outcome for c in comparisons}
     for o in ("FAIL", "INCONCLUSIVE", "PASS"):
         if o in outs:
@@ -372,11 +333,7 @@ def key_numbers(ax: Any, lines: Sequence[str], *, verdict: str | None = None, lo
     ``loc`` ``"best"``: the place where the box hides the fewest data (call it once the panel is drawn); where
     every place hides some, the y range is raised (:func:`headroom`) to free the top of the panel for it.
     """
-    _check_axes("ax", ax)
-    lines = [check_text("lines item", t) for t in check_items("lines", lines, object, "strings")]
-    check_text("verdict", verdict, none_ok=True)
-    check_choice("loc", loc, ("best", *_LOCS))
-    fontsize = None if fontsize is None else as_float("fontsize", fontsize, low=0, low_open=True)
+    lines = list(lines)
     fontsize = fontsize or FONT["note"]
     all_lines = ([verdict] if verdict else []) + list(lines)
     if loc == "best":
@@ -432,9 +389,6 @@ def _fits(ax: Any, name: str, ticks: list[float], cap: int) -> bool:
 def tidy_log_axis(ax: Any, which: str = "both", max_ticks: int | None = None) -> None:
     """Label a log axis with what fits: decades (minor labels off); 1-2-5 or 1-3 steps over a short range;
     plain linear ticks under a decade.  Call it once the panel's data are drawn (it reads the limits)."""
-    _check_axes("ax", ax)
-    check_choice("which", which, ("x", "y", "both"))
-    max_ticks = None if max_ticks is None else as_int("max_ticks", max_ticks, 1, 100)
     from matplotlib import ticker
 
     for name in ("x", "y") if which == "both" else (which,):
@@ -454,295 +408,3 @@ def tidy_log_axis(ax: Any, which: str = "both", max_ticks: int | None = None) ->
         else:  # under a decade with no power of ten inside: a few plain linear ticks
             axis.set_major_locator(ticker.MaxNLocator(nbins=3 if name == "x" else 4, steps=[1, 2, 2.5, 5, 10]))
             axis.set_minor_locator(ticker.NullLocator())
-
-
-# ------------------------------------------------------------------------------------------ inspection
-def _drawn_tick_labels(axis: Any) -> list[Any]:
-    """The tick labels (major and minor, both sides) that are drawn: inside the view, visible, not empty."""
-    scale = axis.get_transform()  # compare in the axis' own scale (log, symlog, linear)
-    lo, hi = sorted(float(v) for v in scale.transform(np.asarray(axis.get_view_interval(), dtype=float)))
-    tol = 1e-9 * max(hi - lo, 1e-300)
-    out = []
-    for ticks in (axis.get_major_ticks(len(axis.get_majorticklocs())),
-                  axis.get_minor_ticks(len(axis.get_minorticklocs()))):
-        for t in ticks:
-            loc = float(scale.transform(np.array([t.get_loc()], dtype=float))[0])
-            if not (np.isfinite(loc) and lo - tol <= loc <= hi + tol):
-                continue
-            out += [lab for lab in (t.label1, t.label2) if lab.get_visible() and lab.get_text().strip()]
-    return out
-
-
-def _overlap(a: Any, b: Any, pad: float = 0.5) -> bool:
-    return a.x0 < b.x1 - pad and b.x0 < a.x1 - pad and a.y0 < b.y1 - pad and b.y0 < a.y1 - pad
-
-
-def _series(ax: Any) -> list[Any]:
-    """The data series of an axes: errorbar / bar containers, and lines and collections outside them."""
-    inside = set()
-    for c in ax.containers:
-        for part in c.get_children():
-            inside.add(id(part))
-    lines = [ln for ln in ax.lines if id(ln) not in inside and len(np.atleast_1d(ln.get_xdata())) > 0]
-    colls = [c for c in ax.collections if id(c) not in inside]
-    return list(ax.containers) + lines + colls
-
-
-def _colours(ax: Any) -> list[tuple[float, float, float]]:
-    from matplotlib.colors import to_rgb
-
-    out = []
-    for ln in ax.lines:
-        if ln.get_linestyle() not in ("None", "none", "", " "):
-            out.append(to_rgb(ln.get_color()))
-        if ln.get_marker() not in (None, "None", "none", "", " "):
-            out += [to_rgb(c) for c in (ln.get_markeredgecolor(), ln.get_markerfacecolor())
-                    if not (isinstance(c, str) and c.lower() == "none")]
-    for c in ax.collections:
-        for rgba in list(c.get_facecolor()) + list(c.get_edgecolor()):
-            if len(rgba) and rgba[3] > 0:
-                out.append(tuple(float(v) for v in rgba[:3]))
-    return out
-
-
-def _on_palette(rgb: tuple[float, float, float]) -> bool:
-    from matplotlib.colors import to_rgb
-
-    if max(rgb) - min(rgb) < 0.02:  # black, white, greys
-        return True
-    return any(max(abs(a - b) for a, b in zip(rgb, to_rgb(c))) < 0.02 for c in OKABE_ITO.values())
-
-
-_FUNCTION_NAME = re.compile(r"\b[a-z]{2,}_[a-z]{2,}\w*|\w+\(\)")
-
-
-def _axes_problems(ax: Any, where: str) -> list[str]:
-    out = []
-    shows_x = bool(_drawn_tick_labels(ax.xaxis))
-    if shows_x and not ax.xaxis.label.get_text().strip():
-        out.append(f"{where}: x axis without a label")
-    if bool(_drawn_tick_labels(ax.yaxis)) and not ax.yaxis.label.get_text().strip():
-        out.append(f"{where}: y axis without a label")
-    n_series = len(_series(ax))
-    has_legend = ax.get_legend() is not None or bool(ax.figure.legends)
-    if n_series > 1 and not has_legend:
-        out.append(f"{where}: {n_series} series and no legend")
-    leg = ax.get_legend()
-    for t in ([] if leg is None else leg.get_texts()):
-        if _FUNCTION_NAME.search(t.get_text().replace("$", " ")):
-            out.append(f"{where}: legend entry {t.get_text()!r} names a function, not a quantity")
-    for rgb in _colours(ax):
-        if not _on_palette(rgb):
-            out.append(f"{where}: colour {rgb} is not on the colour-blind-safe palette")
-            break
-    return out
-
-
-def _tick_overlaps(ax: Any, where: str, renderer: Any) -> list[str]:
-    out = []
-    for name in ("x", "y"):
-        labs = _drawn_tick_labels(getattr(ax, f"{name}axis"))
-        boxes = [(lab.get_text(), lab.get_window_extent(renderer)) for lab in labs]
-        for i in range(len(boxes)):
-            for j in range(i + 1, len(boxes)):
-                if _overlap(boxes[i][1], boxes[j][1]):
-                    out.append(f"{where}: {name} tick labels {boxes[i][0]!r} and {boxes[j][0]!r} overlap")
-    return out
-
-
-def _texts(ax: Any, renderer: Any) -> list[tuple[str, Any]]:
-    """Boxes of an axes' axis labels, title and tick labels (what must stay off other panels)."""
-    items = ([ax.xaxis.label, ax.yaxis.label, ax.title, ax.xaxis.get_offset_text(), ax.yaxis.get_offset_text()]
-             + _drawn_tick_labels(ax.xaxis) + _drawn_tick_labels(ax.yaxis))
-    return [(t.get_text(), t.get_window_extent(renderer)) for t in items if t.get_visible() and t.get_text().strip()]
-
-
-def _all_axes(fig: Any) -> list[Any]:
-    out = []
-    for ax in fig.axes:
-        out.append(ax)
-        out += [c for c in getattr(ax, "child_axes", []) if c not in out]
-    return out
-
-
-def _family(ax: Any) -> set[int]:
-    """The axes and its secondary (child) axes, or its parent: they share one panel."""
-    parent = getattr(ax, "_parent", None) or getattr(ax, "_axes", None)
-    fam = {id(ax)} | {id(c) for c in getattr(ax, "child_axes", [])}
-    if parent is not None and parent is not ax:
-        fam |= {id(parent)} | {id(c) for c in getattr(parent, "child_axes", [])}
-    return fam
-
-
-def _cross_panel_overlaps(fig: Any, renderer: Any, gap: float = 2.0) -> list[str]:
-    """Text of one panel that overlaps (or comes within ``gap`` pixels of) another panel's area or text."""
-    def near(a: Any, b: Any) -> bool:
-        return _overlap(a, b, pad=-gap)
-
-    out = []
-    axes = [a for a in _all_axes(fig) if a.get_visible()]
-    for i, a in enumerate(axes):
-        for b in axes[i + 1:]:
-            if id(b) in _family(a):  # one panel: only text against text
-                out += [f"panel {i}: text {ta!r} overlaps {tb!r}" for ta, ba in _texts(a, renderer)
-                        for tb, bb in _texts(b, renderer) if near(ba, bb)]
-                continue
-            area_b, area_a = b.get_window_extent(renderer), a.get_window_extent(renderer)
-            for (ta, ba) in _texts(a, renderer):
-                if near(ba, area_b) or any(near(ba, bb) for _, bb in _texts(b, renderer)):
-                    out.append(f"panels {i} and {axes.index(b)}: text {ta!r} runs into the other panel")
-            for (tb, bb) in _texts(b, renderer):
-                if near(bb, area_a):
-                    out.append(f"panels {i} and {axes.index(b)}: text {tb!r} runs into the other panel")
-    return out
-
-
-def figure_problems(fig: Any) -> list[str]:
-    """What a reader would stumble on in ``fig``: an empty list for a figure fit for the report.
-
-    Checked: every axis that shows tick labels has a label; an axes with more than one series has a legend
-    (and its entries name quantities, not functions); tick labels of one axis do not overlap; no axis label,
-    title or tick label runs into another panel; every colour is a grey or on :data:`OKABE_ITO`; the figure
-    has a title (its own or every panel's).
-    """
-    _check_figure("fig", fig)
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    out: list[str] = []
-    axes = [a for a in _all_axes(fig) if a.get_visible()]
-    for k, ax in enumerate(axes):
-        where = f"panel {k} ({ax.title.get_text() or ax.yaxis.label.get_text() or '?'})"
-        out += _axes_problems(ax, where) + _tick_overlaps(ax, where, renderer)
-    out += _cross_panel_overlaps(fig, renderer)
-    has_title = (bool(fig._suptitle is not None and fig._suptitle.get_text())
-                 or all(a.title.get_text() for a in fig.axes))
-    if not has_title:
-        out.append("figure without a title")
-    return out
-
-
-# ------------------------------------------------------------------------------------------ argument checks
-def _check_axes(name: str, ax: Any) -> Any:
-    from matplotlib.axes import Axes
-
-    if not isinstance(ax, Axes):
-        raise ArgumentTypeError(f"{name} must be a matplotlib Axes, got {describe(ax)} ({type(ax).__name__})")
-    return ax
-
-
-def _check_figure(name: str, fig: Any) -> Any:
-    from matplotlib.figure import FigureBase
-
-    if not isinstance(fig, FigureBase):
-        raise ArgumentTypeError(f"{name} must be a matplotlib Figure, got {describe(fig)} ({type(fig).__name__})")
-    return fig
-
-
-def _check_color(name: str, color: Any, *, none_ok: bool = False) -> Any:
-    """A matplotlib colour (a name, ``"#rrggbb"``, an RGB(A) tuple in ``[0, 1]``); ``None`` with ``none_ok``."""
-    from matplotlib.colors import is_color_like
-
-    if color is None and none_ok:
-        return None
-    if isinstance(color, (bool, np.bool_)) or not is_color_like(color) or isinstance(color, (int, float)):
-        raise ValueError(f"{name} must be a matplotlib colour (a name, '#rrggbb' or an RGB tuple in [0, 1]), got "
-                         f"{describe(color)}")
-    return color
-
-
-def _check_marker(name: str, marker: Any, *, none_ok: bool = False) -> Any:
-    """A matplotlib marker (``"o"``, ``"s"``, ...); ``None`` with ``none_ok`` (no marker)."""
-    from matplotlib.markers import MarkerStyle
-
-    if marker is None and none_ok:
-        return None
-    try:
-        if isinstance(marker, (bool, np.bool_, float)) or marker is None:
-            raise ValueError
-        MarkerStyle(marker)
-    except (ValueError, TypeError):
-        raise ValueError(f"{name} must be a matplotlib marker ('o', 's', '^', ...), got {describe(marker)}") from None
-    return marker
-
-
-def _check_linestyle(name: str, ls: Any) -> Any:
-    """A matplotlib line style (``"-"``, ``"--"``, ``":"``, ``"none"``, ...)."""
-    from matplotlib.lines import Line2D
-
-    try:
-        if not isinstance(ls, (str, tuple)):
-            raise ValueError
-        Line2D([], [], linestyle=ls)
-    except (ValueError, TypeError):
-        raise ValueError(f"{name} must be a matplotlib line style ('-', '--', ':', '-.', 'none'), got "
-                         f"{describe(ls)}") from None
-    return ls
-
-
-def _pair(name: str, v: Any) -> tuple[float, float]:
-    """Two finite positive numbers (a panel's width and height in inches)."""
-    if not isinstance(v, (tuple, list)) or len(v) != 2:
-        raise ArgumentTypeError(f"{name} must be a pair (width, height) of positive numbers, got {describe(v)}")
-    w, h = (as_float(name, x, low=0, low_open=True) for x in v)
-    return w, h
-
-
-def _grid_abscissae(name: str, x: Any, log: Any) -> np.ndarray:
-    """The abscissae of :func:`dense_grid`: finite reals (``> 0`` on a log grid), any shape, at least one."""
-    low = 0 if log is True else None
-    return as_array(name, x, low=low, low_open=True, bytes_per_element=8).ravel()
-
-
-def _values(name: str, v: Any, shape: tuple | None, *, low: float | None = None) -> np.ndarray:
-    """A 0-d or 1-d array of real numbers (NaN and infinities allowed: points that are not drawn), of ``shape``
-    when given, ``>= low`` where finite."""
-    if v is None or isinstance(v, (str, bytes, bool, np.bool_, dict)):
-        raise ArgumentTypeError(f"{name} must be an array of real numbers, got {describe(v)}")
-    try:
-        a = np.asarray(v)
-    except (ValueError, TypeError):
-        raise ArgumentTypeError(f"{name} must be an array of real numbers, got {describe(v)}") from None
-    if a.dtype.kind not in "iuf" or a.ndim > 1:
-        raise ArgumentTypeError(f"{name} must be a 1-d array of real numbers, got {describe(v)}")
-    a = a.astype(float)
-    if shape is not None and a.shape != shape:
-        raise ValueError(f"{name} must have the shape {shape} of x, got {a.shape}")
-    if low is not None and np.any(np.isfinite(a) & (a < low)):
-        raise ValueError(f"{name} must be >= {low:g} (NaN: not drawn), got {describe(v)}")
-    return a
-
-
-def _points(x: Any, y: Any, se: Any, xse: Any, filled: Any) -> tuple:
-    """The checked arrays of :func:`mc_points` (one shape; ``filled`` as one boolean per point)."""
-    x = _values("x", x, None)
-    y = _values("y", y, x.shape)
-    se = None if se is None else _values("se", se, x.shape, low=0.0)
-    xse = None if xse is None else _values("xse", xse, x.shape, low=0.0)
-    if isinstance(filled, (bool, np.bool_)):
-        return x, y, se, xse, np.full(x.shape, bool(filled))
-    j = np.asarray(filled) if isinstance(filled, (list, tuple, np.ndarray)) else None
-    if j is None or j.dtype != bool or j.shape != x.shape:
-        raise ArgumentTypeError(f"filled must be True, False or booleans of the shape {x.shape} of x, got "
-                                f"{describe(filled)}")
-    return x, y, se, xse, j
-
-
-def _handles(name: str, extra: Any) -> list:
-    """Legend entries: matplotlib artists (:func:`proxy`)."""
-    from matplotlib.artist import Artist
-
-    return check_items(name, list(extra) if isinstance(extra, (list, tuple)) else extra, Artist,
-                        "matplotlib artists (legend entries, see proxy)")
-
-
-def _curve_values(f: Callable[[np.ndarray], Any], xd: np.ndarray) -> np.ndarray:
-    """``f(xd)`` as floats of the grid's shape (NaN allowed: a gap in the curve)."""
-    out = f(xd)
-    try:
-        yd = np.asarray(out, dtype=float)
-        if yd.size != xd.size:
-            raise ValueError(f"{yd.size} values for {xd.size} points")
-        return yd.reshape(xd.shape)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"f must return a real number for every point of the grid ({xd.size} points), got "
-                         f"{describe(out)} ({exc})") from None

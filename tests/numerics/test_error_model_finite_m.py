@@ -15,7 +15,7 @@ from numerics.error_model import (_EvalSet, _Features, _normal_equations, empiri
                                   predict_log_error, RANGE_Q)
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
-from verify.checks.paper_a_numerics import model_for, trial
+from verify.checks._paper_a_numerics import model_for, trial
 
 CFG = {"d": 1, "N": 4, "r": 1, "P": 3, "n_knots": 5, "truth_seed": 123, "law": "uniform", "sigma": 0.01}
 

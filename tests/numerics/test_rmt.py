@@ -721,12 +721,12 @@ def test_feature_basis_gives_every_error_path_the_same_errors():
     import torch
 
     from numerics._ridge_solvers import errors_batch, errors_cholesky, errors_eigh, feature_basis
-    from numerics.rmt import _kernel_batch
+    from numerics.rmt import kernel_batch
 
     rng = np.random.default_rng(11)
     X = torch.from_numpy(rng.standard_normal((2, 40, 16)))
     y = torch.from_numpy(np.sign(rng.standard_normal((2, 16))))
-    K = _kernel_batch(X, _tanh, None, None, "removed")
+    K = kernel_batch(X, _tanh, None, None, "removed")
     R = feature_basis(X, X.transpose(-1, -2) @ X)
     assert R.shape == (2, 16, 16)
     np.testing.assert_allclose(R.transpose(-1, -2) @ R, X.transpose(-1, -2) @ X, rtol=1e-12, atol=1e-12)

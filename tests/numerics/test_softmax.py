@@ -27,6 +27,7 @@ import pytest
 import theory
 from theory import AttentionModel
 from conftest import assert_well_formed, run_smoke
+from figure_lint import figure_problems
 from numerics import MonteCarloSettings, interpolation_error, sample_signal_plus_noise, simulate_model
 from numerics.softmax import entrywise_exponential_kernel, softmax_error_mc, softmax_features, softmax_kernel
 from theory.softmax import (
@@ -250,7 +251,7 @@ def test_b8_figure_reads_at_a_glance():
     measurement = claim.simulate(ctx, design)
     fig = claim.figure(design, prediction, measurement, judged(claim.judge(design, prediction, measurement)))
     try:
-        assert F.figure_problems(fig) == []
+        assert figure_problems(fig) == []
         title = fig._suptitle.get_text()
         assert title.startswith("B8:") and any(v in title for v in ("PASS", "FAIL", "INCONCLUSIVE"))
     finally:

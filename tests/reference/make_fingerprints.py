@@ -6,7 +6,7 @@ Run from the repository root (it takes about a minute on 2 cores)::
 
 Every check of paper A and paper B runs at the ``smoke`` profile (tiny sizes), base seed 0, no cache, while two
 hooks record each simulation cell: paper A's sweep cells (``run_sweep``: the cell's integers and strings, its
-first replicate seed, and the first values of ``X`` and ``Y`` that :func:`verify.checks.paper_a_numerics.model_for`
+first replicate seed, and the first values of ``X`` and ``Y`` that :func:`verify.checks._paper_a_numerics.model_for`
 draws from that seed) and paper B's Monte Carlo cells (``CheckContext.cached``: the cell's name, key and the first
 normal draws of a generator seeded like the cell).  ``tests/verify/test_reproducible_draws.py`` recomputes them and
 compares: a change of any seed derivation, of the design's integers, or of the samplers shows up there.  Regenerate
@@ -34,7 +34,7 @@ def collect() -> dict[str, Any]:
     """Run the smoke checks with recording hooks; return ``{check id: [cell fingerprints]}``."""
     import numpy as np
 
-    import verify.checks.paper_a_numerics as pa
+    import verify.checks._paper_a_numerics as pa
     from verify.claim import all_claims
     from verify.context import CheckContext
     from verify.claim import run_check

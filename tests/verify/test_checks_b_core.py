@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from verify.checks import paper_b_core as core
+from verify.checks import _paper_b as core
 from verify.checks import paper_b_attention_vs_ridge as avr
 from verify.checks import paper_b_spectrum as spectrum
 from verify.claim import claim_of

@@ -9,6 +9,7 @@ import pytest
 
 from verify.checks import paper_b_alignment as alignment
 from verify.checks import paper_b_structured as mod
+from verify.checks import _structured as grid
 from verify.claim import claim_of
 from verify.context import CheckContext
 from verify.results import Verdict
@@ -72,7 +73,7 @@ def test_linearised_mc_shares_x_with_true_mc():
     from numerics import MonteCarloSettings, simulate_model
 
     g, settings = np.array([0.1, 1.0]), MonteCarloSettings(3, 11)
-    for spike in (mod.SPIKE_NONE, (4.0, "aligned")):
+    for spike in (grid.SPIKE_NONE, (4.0, "aligned")):
         model = mod.attention_model(2.0, 1.0, spike, activation="identity")
         lin = simulate_model([model], 16, g, settings, kind=("linearised",))["linearised"][0]
         _, _, true = simulate_model(model, 16, g, settings, return_trials=True)
@@ -89,11 +90,11 @@ def test_linearisation_study_is_informational(tmp_path):
 
 
 def test_paper_profile_sizes_keep_the_finite_size_pair():
-    prof = mod.STRUCTURED_PROFILES["paper"]
+    prof = grid.STRUCTURED_PROFILES["paper"]
     assert mod.sizes_at(prof, 0.5) == ((512, 1024), 24)
     assert mod.sizes_at(prof, 2.0) == ((512, 1024), 32)
     for c in prof.cs:
         (p1, p2), tr = mod.sizes_at(prof, c)
         assert p2 == 2 * p1 and tr >= 16  # the p vs 2p rule of the module docstring
-    assert (4.0, "orthogonal") in prof.spikes and (4.0, "aligned") in prof.spikes and mod.SPIKE_NONE in prof.spikes
+    assert (4.0, "orthogonal") in prof.spikes and (4.0, "aligned") in prof.spikes and grid.SPIKE_NONE in prof.spikes
     assert "c=0.5: 24 trials at p=512 and p=1024" in mod.sizes_text(prof)

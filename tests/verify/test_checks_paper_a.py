@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from verify.checks.paper_a_coercivity import coercivity_sides
-from verify.checks.paper_a_numerics import k_levels_to_M, model_for, predict_error, trial
+from verify.checks._paper_a_numerics import k_levels_to_M, model_for, predict_error, trial
 from conftest import assert_well_formed, run_smoke
 from verify.claim import claim_of
 from verify.results import Verdict

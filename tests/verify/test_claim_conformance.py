@@ -8,7 +8,7 @@ One run per claim (figures drawn, so every part runs) checks:
 - the outcome's verdict is the judgement of the rows (``INFO`` for a study) and ``run_check`` keeps it;
 - the stored result judged again (:func:`verify.claim.rejudge_stored`, the JSON round trip) gives the same
   verdict and the same outcome on every row;
-- every figure reads at a glance (:func:`verify.figures.figure_problems` finds nothing; the title names the claim
+- every figure reads at a glance (:func:`figure_lint.figure_problems` finds nothing; the title names the claim
   and its verdict).
 
 Smoke sizes make the verdicts meaningless; the false-FAIL rate of each judge is measured on synthetic data in the
@@ -26,6 +26,7 @@ import pytest
 matplotlib.use("Agg")
 
 import verify.claim as claim_module  # noqa: E402
+from figure_lint import figure_problems  # noqa: E402
 from verify import verdicts  # noqa: E402
 from verify import figures as F  # noqa: E402
 from verify.claim import all_claims, claim_of  # noqa: E402
@@ -61,7 +62,7 @@ def _spy(claim, calls: dict, seen: dict):
         seen["figure_judgement"] = judgement
         figs = claim.figure(design, prediction, measurement, judgement)
         if figs is not None:
-            seen["problems"] = {name: (F.figure_problems(fig), fig._suptitle.get_text() if fig._suptitle else "")
+            seen["problems"] = {name: (figure_problems(fig), fig._suptitle.get_text() if fig._suptitle else "")
                                 for name, fig in (figs if isinstance(figs, dict) else {claim.figure_name: figs}).items()}
         return figs
 

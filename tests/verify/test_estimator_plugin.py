@@ -7,7 +7,7 @@ import pytest
 
 from numerics import InteractionEstimator, PairwiseInteractionEstimator
 from verify.claim import claim_of
-from verify.checks.paper_a_numerics import estimator_class, trial
+from verify.checks._paper_a_numerics import estimator_class, trial
 from verify.checks.paper_a_rates import with_estimator
 from verify.context import CheckContext
 

@@ -2,7 +2,7 @@
 
 What is tested: each claim's ``figure(design, prediction, measurement, judgement)``, drawn by the claim's own
 run at the smoke profile (``tests/verify/test_claim_conformance.py``), gives figures that
-:func:`verify.figures.figure_problems` finds nothing wrong with: every axis that shows numbers is labelled,
+:func:`figure_lint.figure_problems` finds nothing wrong with: every axis that shows numbers is labelled,
 a panel with more than one series has a legend naming quantities (no function names), no tick labels
 overlap (their bounding boxes after ``fig.canvas.draw()``), no text runs into a neighbouring panel, every
 colour is on the colour-blind-safe palette, and the figure has a title naming the check.  The inspector
@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import run_smoke
+from figure_lint import figure_problems  # noqa: E402
 from verify import figures as F
 
 
@@ -34,7 +35,7 @@ def _draw(build) -> list[str]:
         fig, axes = F.subplots(1, 2, panel=(2.5, 2.0))
         build(fig, axes[0])
     try:
-        return F.figure_problems(fig)
+        return figure_problems(fig)
     finally:
         F.pyplot().close(fig)
 

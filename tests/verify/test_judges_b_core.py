@@ -29,13 +29,13 @@ import numpy as np
 import pytest
 
 from conftest import max_false_fails
-from verify.checks import paper_b_core as core
+from verify.checks import _paper_b as core
 from verify.checks import paper_b_attention_vs_ridge as avr
 from verify.checks import paper_b_cosine as cosine
 from verify.checks import paper_b_null as null
 from verify.checks import paper_b_ridge as ridge
 from verify.checks import paper_b_spectrum as spectrum
-from verify.checks.paper_b_core import SIZE, Cell, Panel, TwoSizes
+from verify.checks._paper_b import SIZE, Cell, Panel, TwoSizes
 from verify.verdicts import ALPHA_CHECK, judge
 
 RUNS = 200  # synthetic checks per false-FAIL rate (the truths of a claim alternate)

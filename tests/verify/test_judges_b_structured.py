@@ -23,9 +23,10 @@ import pytest
 from conftest import max_false_fails
 from verify.checks import paper_b_alignment as alignment
 from verify.checks import paper_b_structured as mod
+from verify.checks import _structured as grid
 from verify.verdicts import ALPHA_CHECK, judge, judged
 
-NONE, AL4, OR4 = mod.SPIKE_NONE, (4.0, "aligned"), (4.0, "orthogonal")
+NONE, AL4, OR4 = grid.SPIKE_NONE, (4.0, "aligned"), (4.0, "orthogonal")
 TRIALS = 24
 P1, P2 = 128, 256
 Q = math.sqrt(P1 / P2)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 from numerics.slopes import fit_slope
-from verify.checks.paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison
-from verify.checks.paper_a_numerics import k_levels_to_M
+from verify.checks._paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison
+from verify.checks._paper_a_numerics import k_levels_to_M
 from verify.checks.paper_a_rates import judge_a2, judge_a3, judge_a4
-from verify.checks.paper_a_records import (LIMIT_WINDOWS, GroupDesign, GroupMeasurement, RateDesign, RateMeasurement,
+from verify.checks._paper_a_records import (LIMIT_WINDOWS, GroupDesign, GroupMeasurement, RateDesign, RateMeasurement,
                                            RatePrediction, apriori_curve, group_prediction, limit_window)
 from conftest import max_false_fails
 from verify.verdicts import ALPHA_CHECK, judge, judged

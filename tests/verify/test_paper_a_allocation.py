@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from numerics.allocation import allocate_replicates
-from verify.checks import paper_a_numerics as numerics_a
+from verify.checks import _paper_a_numerics as numerics_a
 from verify.checks import paper_a_rates as rates
 from verify.context import CheckContext
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from numerics.slopes import design_slope
-from verify.checks.paper_a_numerics import k_levels_to_M
-from verify.checks.paper_a_records import (GroupDesign, GroupMeasurement, RateDesign, RateMeasurement, RatePrediction,
+from verify.checks._paper_a_numerics import k_levels_to_M
+from verify.checks._paper_a_records import (GroupDesign, GroupMeasurement, RateDesign, RateMeasurement, RatePrediction,
                                            SweepCost, apriori_curve, evidence, group_prediction, weighted_slope)
 
 KS = (20, 23, 26, 30)

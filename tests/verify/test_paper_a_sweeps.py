@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from verify.checks.paper_a_numerics import _device_extra, balanced_sigma, trial
+from verify.checks._paper_a_numerics import _device_extra, balanced_sigma, trial
 from verify.claim import claim_of
 from verify.context import CheckContext
 from verify.results import Verdict

@@ -1,4 +1,4 @@
-"""Study B4-rev (verify/checks/paper_b_reversal.py, its command line paper_b_reversal_cli.py, its fits in
+"""Study B4-rev (verify/checks/paper_b_reversal.py, its command line studies/reversal_grid.py, its fits in
 verify/statistics.py): the decay fit, the pure judge on synthetic trials, the run.
 
 The judge reads trial arrays in the structure ``simulate_reversal`` returns; here they are drawn around a
@@ -13,6 +13,7 @@ comparisons say); the rates say what its per-comparison readings mean.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +21,12 @@ from scipy import stats
 
 from conftest import max_false_fails
 from verify.checks import paper_b_reversal as mod
-from verify.checks.paper_b_reversal_cli import main as cli_main
+import importlib.util as _ilu
+
+_spec = _ilu.spec_from_file_location("reversal_grid", Path(__file__).resolve().parents[2] / "studies" / "reversal_grid.py")
+_grid = _ilu.module_from_spec(_spec)
+_spec.loader.exec_module(_grid)
+cli_main = _grid.main
 from verify.claim import claim_of
 from verify.context import CheckContext
 from verify.results import Verdict
@@ -155,7 +161,7 @@ def test_design_validation():
 def test_study_runs_at_tiny_size(tmp_path):
     res = run_check(claim_of("B4-rev"), CheckContext(profile="smoke", report_dir=tmp_path, n_jobs=1))
     assert res.verdict is Verdict.INFO, res.error
-    assert len(res.comparisons) == 2 * len(mod._DESIGNS["smoke"].settings)
+    assert len(res.comparisons) == 2 * len(mod.REVERSAL_DESIGNS["smoke"].settings)
     assert res.figures and res.seeds
     assert {"rows", "fits", "table_md", "design"} <= set(res.data)
 
@@ -183,7 +189,7 @@ def _phase(prof) -> dict:
 
 def test_b4_phase_text_states_the_answer():
     from verify.checks import paper_b_alignment as alignment
-    from verify.checks import paper_b_structured as b4
+    from verify.checks import _structured as b4
 
     prof = b4.STRUCTURED_PROFILES["smoke"]
     text = alignment._phase_text(prof, _phase(prof))
@@ -194,7 +200,7 @@ def test_b4_phase_text_states_the_answer():
 
 def test_b4_phase_figure(tmp_path):
     from verify.checks import paper_b_alignment as alignment
-    from verify.checks import paper_b_structured as b4
+    from verify.checks import _structured as b4
 
     prof = b4.STRUCTURED_PROFILES["smoke"]
     fig = alignment._figure_b4_phase(prof, _phase(prof))
@@ -205,7 +211,7 @@ def test_b4_phase_figure(tmp_path):
 def test_b4_phase_scans_match_the_reversal_scan():
     """The phase diagram is B4's own reversal scan on the phase grid (theory; the smoke grid, 4 cells)."""
     from verify.checks import paper_b_alignment as alignment
-    from verify.checks import paper_b_structured as b4
+    from verify.checks import _structured as b4
 
     prof = b4.STRUCTURED_PROFILES["smoke"]
     ph = alignment._phase_scans(prof)
@@ -216,7 +222,7 @@ def test_b4_phase_scans_match_the_reversal_scan():
 
 
 def test_command_line_runs_without_a_cache(tmp_path, monkeypatch, capsys):
-    """``python -m verify.checks.paper_b_reversal_cli --base smoke --cache-dir none``: tables printed, nothing written."""
+    """``python studies/reversal_grid.py --base smoke --cache-dir none``: tables printed, nothing written."""
     monkeypatch.chdir(tmp_path)
     assert cli_main(["--base", "smoke", "--cache-dir", "none", "--jobs", "1"]) == 0
     assert "| setting |" in capsys.readouterr().out

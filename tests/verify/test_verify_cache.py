@@ -85,7 +85,7 @@ def _measured(res):
 
 def test_core_check_resumes_from_cache(tmp_path, monkeypatch):
     """A paper-B core check run twice: the second run computes nothing and reports the same numbers."""
-    from verify.checks import paper_b_core as core
+    from verify.checks import _paper_b as core
 
     first = run_check(_spec("B5"), CheckContext(profile="smoke", cache_dir=tmp_path, n_jobs=1, seed=4))
     assert first.verdict in (Verdict.PASS, Verdict.FAIL), first.error
@@ -107,14 +107,15 @@ def test_interrupted_structured_check_recomputes_only_missing_cells(tmp_path, mo
     import numerics
 
     from verify.checks import paper_b_structured as mod
+    from verify.checks import _structured as grid
 
     tiny = mod.StructuredProfile(
         p_sizes=(16, 32), trials=3, gammas=(0.1, 1.0), snrs=(1.0,),
-        spikes=(mod.SPIKE_NONE, (4.0, "aligned")), cs=(0.5, 2.0),
+        spikes=(grid.SPIKE_NONE, (4.0, "aligned")), cs=(0.5, 2.0),
         breakdown_p=(16, 32), breakdown_trials=2, b4_snrs=(0.5,), b4_gammas=(0.1, 10.0),
         b4_theory_grid=(-2.0, 1.0, 4), reversal_grid=(-3.0, 2.0, 11), figure_grid=(-3.0, 1.0, 9),
     )
-    monkeypatch.setitem(mod.STRUCTURED_PROFILES, "quick", tiny)
+    monkeypatch.setitem(grid.STRUCTURED_PROFILES, "quick", tiny)
     real = numerics.simulate_model
     calls = []
 

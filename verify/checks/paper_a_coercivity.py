@@ -40,7 +40,7 @@ from typing import Any, Callable
 import numpy as np
 
 from numerics.ips import IPSModel
-from verify.checks.paper_a_numerics import size_of
+from verify.checks._paper_a_numerics import size_of
 from verify.claim import Claim, register
 from verify.figures import paper_figure
 from verify.verdicts import Judgement

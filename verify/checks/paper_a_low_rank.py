@@ -17,7 +17,7 @@ from scipy import stats
 
 from theory import RateSetting
 from theory.minimax import num_intervals, parametric_term
-from verify.checks.paper_a_numerics import (
+from verify.checks._paper_a_numerics import (
     LOW_RANK_CONSTANT,
     STARTS_NOTE,
     prediction_sizes,
@@ -180,7 +180,7 @@ def judge_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurem
     """Crossing the low-rank condition at fixed M: the parametric term is dominated inside, shows outside.
 
     At fixed ``M`` the token dimension ``d`` and rank ``r`` are varied across the condition of
-    :func:`theory.low_rank_condition` with the constant :data:`verify.checks.paper_a_numerics.LOW_RANK_CONSTANT`
+    :func:`theory.low_rank_condition` with the constant :data:`verify.checks._paper_a_numerics.LOW_RANK_CONSTANT`
     (shared with A3 and A4).  Tested (verdict): (i) the error grows with the parametric term ``r d log M / M``:
     ``b > 0`` for the per-configuration medians (robust to one outlier replicate; replicate-bootstrap SE);
     (ii) inside the condition the excess error over ``(d, r) = (1, 1)`` is below the non-parametric error itself

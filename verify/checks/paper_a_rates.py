@@ -2,10 +2,10 @@
 
 Each claim has the same parts: ``design`` (groups of ``(configuration, K levels, M levels)`` per profile,
 truths and noise levels from design seeds), ``predict`` (the a-priori error model along the design,
-:func:`~verify.checks.paper_a_numerics.predict_groups`), ``simulate`` (the cached sweep and its slope fits,
-:func:`~verify.checks.paper_a_numerics.simulate_groups`), ``judge`` (pure: the comparisons from the slope
+:func:`~verify.checks._paper_a_numerics.predict_groups`), ``simulate`` (the cached sweep and its slope fits,
+:func:`~verify.checks._paper_a_numerics.simulate_groups`), ``judge`` (pure: the comparisons from the slope
 fits), ``describe`` (notes and data) and ``figure``.  The machinery they share (trial, error-model sweep,
-slope texts) is :mod:`verify.checks.paper_a_numerics`; the design choices are stated there and in the notes.
+slope texts) is :mod:`verify.checks._paper_a_numerics`; the design choices are stated there and in the notes.
 """
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ from verify.results import Comparison
 from verify.results import with_key
 from verify.verdicts import Judgement
 
-from .paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison, pooled_vs_finite, slope_vs_finite
-from .paper_a_numerics import (
+from ._paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison, pooled_vs_finite, slope_vs_finite
+from ._paper_a_numerics import (  # noqa: F401  (FINITE_SE, RANGE_Q, model_for, trial: re-exported)
+    FINITE_SE,
+    RANGE_Q,
+    model_for,
+    trial,
     LOW_RANK_CONSTANT,
     PAPER_GRID_NOTE,
     REPLICATES,
@@ -48,10 +52,14 @@ from .paper_a_numerics import (
     simulate_groups,
     size_of,
 )
-from .paper_a_plots import PanelText, plot_groups
-from .paper_a_records import (GroupDesign, GroupEvidence, RateDesign, RateMeasurement, RatePrediction, evidence)
+from ._paper_a_plots import PanelText, plot_groups
+from ._paper_a_records import (GroupDesign, GroupEvidence, RateDesign, RateMeasurement, RatePrediction, evidence,
+                               limit_window)
 
-__all__ = ["A2", "A3", "A4", "RateDesign", "pairs_matched_M", "judge_a2", "judge_a3", "judge_a4"]
+__all__ = ["A2", "A3", "A4", "RateDesign", "pairs_matched_M", "judge_a2", "judge_a3", "judge_a4",
+           # the rate claims' machinery, for studies and the docs' tables
+           "FINITE_SE", "GroupDesign", "RANGE_Q", "k_levels_to_M", "limit_window", "model_for", "predict_groups",
+           "trial"]
 
 
 def with_estimator(claim: Claim, estimator: str, **params: Any) -> Claim:
@@ -376,7 +384,7 @@ A3 = register(Claim(id="A3", paper="A", statement=STATEMENT_A3, design=design_a3
 #: A4 runs this many times A3's replicates per level.  Paper (at the allocated counts): a per-group slope SE of
 #: ~0.010 (power ~0.85 against a slope off by WRONG_RATE_OFFSET; the pooled test's SE ~0.005, power ~1).  Quick:
 #: the pooled test's power against WRONG_RATE_OFFSET goes from ~0.3 (SE 0.012, df 24 at 4 replicates) to ~0.9
-#: (:func:`~verify.checks.paper_a_limits.consistency_power`), for ~7 s of trials per run
+#: (:func:`~verify.checks._paper_a_limits.consistency_power`), for ~7 s of trials per run
 A4_REPLICATE_FACTOR = {"smoke": 1, "quick": 2, "paper": 2}
 
 #: A4's reference number of tokens: its M levels are the grid's; groups with fewer tokens get as many pairs

@@ -17,7 +17,7 @@ from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison
 from ._finite_size import finite_size_test
-from .paper_b_structured import (ACTIVATION, attention_model, Cells, gamma_columns, grid_cell, KAPPA_MAX, sizes_at,
+from ._structured import (ACTIVATION, attention_model, Cells, gamma_columns, grid_cell, KAPPA_MAX, sizes_at,
                                  sizes_text, SPIKE_NONE, structured_profile, structured_theory, StructuredProfile)
 
 

@@ -1,7 +1,7 @@
 """Claim B3 of paper B: attention against ridge regression at ``p/n = 2`` (ridge interpolates): the small-gamma
 slopes of both errors and the sign of their paired difference.
 
-Shared machinery and the rules: :mod:`verify.checks.paper_b_core`.
+Shared machinery and the rules: :mod:`verify.checks._paper_b`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import (attention_theory, cell_model, fs_comparison, mc_cached, mc_settings, p_of, paired_positive,
+from ._paper_b import (attention_theory, cell_model, fs_comparison, mc_cached, mc_settings, p_of, paired_positive,
                           profile_name,
                            ridge_theory, simulate_runtime)
 

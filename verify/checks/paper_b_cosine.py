@@ -1,7 +1,7 @@
 """Claim B5 of paper B: the cosine activation against the linear (scaled tanh) one, the sign of the paired
 difference of their errors with and without signal.
 
-Shared machinery and the rules: :mod:`verify.checks.paper_b_core`.
+Shared machinery and the rules: :mod:`verify.checks._paper_b`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import (attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, profile_name,
+from ._paper_b import (attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, profile_name,
                           simulate_runtime)
 
 

@@ -17,8 +17,8 @@ from ..figures import paper_figure
 from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison
-from .paper_b_core import mc_settings
-from .paper_b_structured import (ACTIVATION, attention_model, shared_mc, structured_profile, structured_theory,
+from ._paper_b import mc_settings
+from ._structured import (ACTIVATION, attention_model, shared_mc, structured_profile, structured_theory,
                                  StructuredProfile)
 
 

@@ -2,7 +2,7 @@
 equivalent for several activations and aspect ratios, with the first reconstruction of the system as a negative
 control and the Gaussian-equivalent kernel as a diagnostic.
 
-Shared machinery and the rules: :mod:`verify.checks.paper_b_core`.
+Shared machinery and the rules: :mod:`verify.checks._paper_b`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from ._finite_size import finite_size_test
-from .paper_b_core import (attention_theory, B2_ACTIVATIONS, B2_CS, Cell, judge_panels, mc_version, p_of, Panel,
+from ._paper_b import (attention_theory, B2_ACTIVATIONS, B2_CS, Cell, judge_panels, mc_version, p_of, Panel,
                            panel_data, panel_theory, plot_two_sizes, profile_name, simulate_panel, simulate_runtime,
                            SIZE, TwoSizes)
 

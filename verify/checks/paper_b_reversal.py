@@ -38,7 +38,7 @@ better than ridge there), (2) the decay exponent against the linearisation rate 
 Profiles: ``smoke`` (tests), ``quick`` (< 20 s), ``paper`` (< 3 min on 2 quiet cores: erf and gelu,
 ``c = 1/3``, ``snr = 1``, strengths 2 and 8, ``p = 128 ... 1024``).  Larger grids (``p = 2048``, tanh,
 ``c = 1/2``, ``snr = 3``, strength 4) are run with the command line of this module
-(``python -m verify.checks.paper_b_reversal_cli --help``; ``docs/reversal.md`` lists the commands and tables).
+(``python studies/reversal_grid.py --help``; ``docs/reversal.md`` lists the commands and tables).
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison
 from ..verdicts import Judgement
-from .paper_b_core import mc_settings
-from .paper_b_structured import KAPPA_MAX, shared_mc
+from ._paper_b import mc_settings
+from ._structured import KAPPA_MAX, shared_mc
 
 #: one aligned setting: ``(activation, c, snr, strength)``
 Setting = tuple[str, float, float, float]
@@ -114,7 +114,7 @@ class RevDesign:
 
 _GAMMAS = (1e-4, 1e-3, 1e-2)
 
-_DESIGNS = {
+REVERSAL_DESIGNS = {
     # smoke (tests only): tiny sizes, readings meaningless
     "smoke": RevDesign(activations=("erf",), cs=(1 / 3,), snrs=(1.0,), strengths=(2.0,), gammas=(1e-3, 1e-2),
                        ps=(16, 32, 64), trials=(4, 4, 3)),
@@ -129,8 +129,8 @@ _DESIGNS = {
 
 
 def design_reversal(ctx: CheckContext) -> RevDesign:
-    """The grid of ``ctx.profile`` (``_DESIGNS``)."""
-    return _DESIGNS[ctx.profile]
+    """The grid of ``ctx.profile`` (``REVERSAL_DESIGNS``)."""
+    return REVERSAL_DESIGNS[ctx.profile]
 
 
 # ============================================================================ prediction

@@ -2,7 +2,7 @@
 Marchenko-Pastur deterministic equivalent (panels in gamma, c and snr), judged by the finite-size rule at two sizes.
 
 The shared machinery (profiles, cells and panels at two sizes, the finite-size comparisons, the cache) and the
-rules in full: :mod:`verify.checks.paper_b_core`.
+rules in full: :mod:`verify.checks._paper_b`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import (Cell, edge_flag, judge_panels, Panel, panel_data, panel_theory,
+from ._paper_b import (Cell, edge_flag, judge_panels, Panel, panel_data, panel_theory,
                            plot_two_sizes, profile_name, ridge_theory, simulate_panel, simulate_runtime, SIZE,
                            sweep_panel, TwoSizes)
 

@@ -49,7 +49,7 @@ from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison, with_key
 from ._finite_size import FiniteSizeTest, finite_size_test
-from .paper_b_core import cell_model, mc_settings, mc_version, model_key, settings_key
+from ._paper_b import cell_model, mc_settings, mc_version, model_key, settings_key
 
 #: inverse temperatures of the claim (judged)
 BETAS = (0.25, 0.5, 1.0)

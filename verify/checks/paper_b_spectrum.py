@@ -1,7 +1,7 @@
 """Claim B6 of paper B: the eigenvalue distribution of the attention kernel converges to its limit law
 (Kolmogorov distance at ``n`` and ``2n``).
 
-Shared machinery and the rules: :mod:`verify.checks.paper_b_core`.
+Shared machinery and the rules: :mod:`verify.checks._paper_b`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from .paper_b_core import mc_version, p_of, profile_name, simulate_runtime
+from ._paper_b import mc_version, p_of, profile_name, simulate_runtime
 
 
 # ---------------------------------------------------------------------------------------------

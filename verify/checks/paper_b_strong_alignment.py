@@ -48,7 +48,7 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..verdicts import Judgement
 from ._finite_size import DECAY, FiniteSizeTest, comparison_detectable_error, finite_size_test
-from .paper_b_core import mc_settings, mc_version, settings_key
+from ._paper_b import mc_settings, mc_version, settings_key
 
 #: one setting: ``(activation, c, t)``
 Setting = tuple[str, float, float]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .paper_a_records import GroupDesign, GroupEvidence
+from ._paper_a_records import GroupDesign, GroupEvidence
 
 __all__ = ["ERROR_LABEL", "PanelText", "plot_groups"]
 

@@ -1,11 +1,11 @@
 """Step 1: true attention kernel vs Taylor surrogates, paired on the same draws, gamma = 0, erf, snr = 1.
 
-Usage: OMP_NUM_THREADS=1 python docs/crossover/sim.py --c 0.5 --p 256 --trials 64 [--strengths 2 4 8] [--seed 0]
+Usage: OMP_NUM_THREADS=1 python studies/crossover/sim.py --c 0.5 --p 256 --trials 64 [--strengths 2 4 8] [--seed 0]
 Writes OUT/sim_c{c:.4f}_p{p}_T{trials}_seed{seed}.npz.
 
 Per draw X (numerics.sample_signal_plus_noise, labels iid, exactly as numerics.strong_alignment_mc: trial k draws from
 SeedSequence(seed_cfg).spawn(T)[k]) and per strength s (the same X for every s), the label-averaged E at gamma = 0
-(numerics._ridge_solvers.smoother_parts: signal + noise) for the features Phi = X K with
+(numerics.strong_alignment.smoother_parts: signal + noise) for the features Phi = X K with
   true   : K = f((X^T X + s a a^T)/sqrt p)/sqrt p
   null   : K = f(X^T X/sqrt p)/sqrt p                         (s = 0)
   surK   : K = f(Z)/sqrt p + sum_{k<=K} c_k (s a_i a_j)^k/(k! p^{(k+1)/2}),  K = 1, 3, 5
@@ -38,8 +38,9 @@ import torch
 
 torch.set_num_threads(1)
 sys.path.insert(0, ROOT)
-from numerics._mc import label_posterior_mean, sample_signal_plus_noise  # noqa: E402
-from numerics._ridge_solvers import gram, smoother_parts  # noqa: E402
+from numerics import label_posterior_mean, sample_signal_plus_noise  # noqa: E402
+from numerics.rmt import gram  # noqa: E402
+from numerics.strong_alignment import smoother_parts  # noqa: E402
 
 SNR = 1.0
 METHODS = ("true", "null", "sur1", "sur3", "sur5", "surinf", "xsur1", "xsur3", "xsur5", "xsurinf")

@@ -1,13 +1,13 @@
 """The model's design Monte Carlo for one A3 group, as predict_log_error runs it (seed = the check's finite seed,
 se_target = FINITE_SE['paper'] = 0.005), continued past its stopping point to `--total` designs: is the stopped
 mean biased (optional stopping), and how is E[log err | X] distributed over designs (skew)?
-python docs/paper_a_diagnosis/design_mc.py --levels 0 6 --total 400 60 --out F"""
+python studies/paper_a_diagnosis/design_mc.py --levels 0 6 --total 400 60 --out F"""
 import argparse, json, math, time, numpy as np, torch
 torch.set_num_threads(1)
 from scipy import stats
 from verify.context import CheckContext
 from verify.checks.paper_a_rates import design_a3
-from verify.checks.paper_a_numerics import model_for, FINITE_SE
+from verify.checks.paper_a_rates import FINITE_SE, model_for
 from numerics import error_model as em
 ap = argparse.ArgumentParser()
 ap.add_argument("--group", default="d=30, sigma/10"); ap.add_argument("--levels", type=int, nargs="+")

@@ -1,6 +1,6 @@
 """A3 diagnosis: estimator vs finite-M error model on fixed designs (docs/paper_a_finite_m.md, "Why A3 sat above its model").
 
-python docs/paper_a_diagnosis/diag.py --group "d=30, sigma/10" --profile paper --levels 0 6 --designs 4 --noise 0 --out F
+python studies/paper_a_diagnosis/diag.py --group "d=30, sigma/10" --profile paper --levels 0 6 --designs 4 --noise 0 --out F
   for each level (K, M) and design j (X = model.sample_tokens(M, default_rng([fseed, 13, j])), the model's own
   design draws), on one eval set of n_eval pairs shared by model and estimator:
   - model pieces (copy of numerics.error_model._conditional_error): linearised noiseless error `bias`, the part
@@ -14,7 +14,7 @@ import numpy as np, torch
 torch.set_num_threads(1)
 from verify.context import CheckContext
 from verify.checks.paper_a_rates import design_a3
-from verify.checks.paper_a_numerics import model_for, RANGE_Q
+from verify.checks.paper_a_rates import RANGE_Q, model_for
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics import error_model as em
 warnings.filterwarnings("ignore")

@@ -1,5 +1,5 @@
-"""Step 2 table: deterministic equivalent (theory.py, finite-rank tilt) against the step-1 simulation (sim.py, seed 0).
-Usage: OMP_NUM_THREADS=1 python docs/crossover/compare.py
+"""Step 2 table: deterministic equivalent (finite_rank.py, finite-rank tilt) against the step-1 simulation (sim.py, seed 0).
+Usage: OMP_NUM_THREADS=1 python studies/crossover/compare.py
 Columns: signal part of E_att - E_RR (true kernel; the finite-rank surrogate xsurinf; the DE), the noise part (true;
 strong-alignment T2 at t = (1+s)/sqrt p with the finite-p equation, theory.strong_alignment_gap(..., p=p).t2), and the
 total (true; DE signal + T2)."""
@@ -13,7 +13,7 @@ import numpy as np
 sys.path.insert(0, ROOT)
 import importlib.util
 import theory as pt  # the project's package
-spec = importlib.util.spec_from_file_location("crossover_theory", _os.path.join(HERE, "theory.py"))
+spec = importlib.util.spec_from_file_location("crossover_theory", _os.path.join(HERE, "finite_rank.py"))
 ct = importlib.util.module_from_spec(spec); spec.loader.exec_module(ct)
 finite_rank_gap = ct.finite_rank_gap
 def ms(x): return f"{x.mean():+.4f} ± {x.std(ddof=1) / math.sqrt(x.size):.4f}"

@@ -1,4 +1,4 @@
-"""Summary tables of .cache/a3diag/*.jsonl (diag.py output). python docs/paper_a_diagnosis/table.py"""
+"""Summary tables of .cache/a3diag/*.jsonl (diag.py output). python studies/paper_a_diagnosis/table.py"""
 import json, math, glob, numpy as np
 print("== noise-free: nonlinear bias vs linearised bias (model 'bias'), b0, angle, objective vs A* ==")
 for l in open(".cache/a3diag/nf_d30_low.jsonl"):

@@ -1,4 +1,4 @@
-"""Study B4-rev on a custom grid from the command line (``python -m verify.checks.paper_b_reversal_cli --help``):
+"""Study B4-rev on a custom grid from the command line (``python studies/reversal_grid.py --help``):
 the registered study's seeds and cache keys, its tables printed (docs/reversal.md lists the commands)."""
 
 from __future__ import annotations
@@ -7,19 +7,24 @@ import argparse
 from dataclasses import replace
 from typing import Sequence
 
-from ..context import CheckContext
-from ..validation import path_or_none
-from ..verdicts import judged
-from .paper_b_reversal import (_DESIGNS, describe_reversal, figure_reversal, judge_reversal, predict_reversal,
-                               simulate_reversal)
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, when run as a script
+
+from verify.checks.paper_b_reversal import (REVERSAL_DESIGNS, describe_reversal, figure_reversal,  # noqa: E402
+                                            judge_reversal, predict_reversal, simulate_reversal)
+from verify.context import CheckContext  # noqa: E402
+from verify.validation import path_or_none  # noqa: E402
+from verify.verdicts import judged  # noqa: E402
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m verify.checks.paper_b_reversal_cli",
+    ap = argparse.ArgumentParser(prog="python studies/reversal_grid.py",
                                  description="Study B4-rev on a custom grid (defaults: the paper profile's).")
-    ap.add_argument("--base", choices=sorted(_DESIGNS), default="paper", help="design to start from")
+    ap.add_argument("--base", choices=sorted(REVERSAL_DESIGNS), default="paper", help="design to start from")
     ap.add_argument("--activations", nargs="+")
     ap.add_argument("--cs", nargs="+", type=float)
     ap.add_argument("--snrs", nargs="+", type=float)
@@ -40,14 +45,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the study on the grid of the command line and print its tables (``--help``)."""
     import json
 
-    from ..validation import jsonable
+    from verify.validation import jsonable
 
     args = _parser().parse_args(argv)
     over = {k: tuple(v) for k in ("activations", "cs", "snrs", "strengths", "ps", "trials")
             if (v := getattr(args, k)) is not None}
     if args.no_linearised:
         over["linearised"] = False
-    design = replace(_DESIGNS[args.base], **over)
+    design = replace(REVERSAL_DESIGNS[args.base], **over)
     # profile "paper": the cache key and the seeds are those of the registered study's paper cells
     ctx = CheckContext(profile="paper", seed=args.seed, cache_dir=path_or_none(args.cache_dir), n_jobs=args.jobs,
                        check_id="B4-rev")

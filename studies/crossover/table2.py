@@ -1,5 +1,5 @@
 """sim2 (Hermite-bulk diagnostic) table: each surrogate minus the true kernel, total and parts, paired.
-Usage: python docs/crossover/table2.py [--seed 0]"""
+Usage: python studies/crossover/table2.py [--seed 0]"""
 import os as _os
 HERE = _os.path.dirname(_os.path.abspath(__file__))
 ROOT = _os.path.normpath(_os.path.join(HERE, "..", ".."))

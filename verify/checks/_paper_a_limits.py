@@ -13,7 +13,7 @@ import numpy as np
 
 from verify.results import Comparison
 
-from .paper_a_records import LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupPrediction, limit_window
+from ._paper_a_records import LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupPrediction, limit_window
 
 __all__ = ["LIMIT_DECAY", "WINDOW_SD", "WRONG_RATE_OFFSET", "consistency_power", "deviation", "limit_comparison",
            "pooled_vs_finite", "slope_vs_finite"]

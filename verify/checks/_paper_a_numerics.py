@@ -26,7 +26,7 @@ Experimental design (the project's choices, from theory; stated in every check's
 Finite-``M`` prediction of the design
 -------------------------------------
 The a-priori error model ``B(K) + (V_np + V_par) / M`` of the estimator lives in :mod:`numerics.error_model`
-(derivation there); the checks evaluate it along their designs (:func:`.paper_a_records.group_prediction`, with the
+(derivation there); the checks evaluate it along their designs (:func:`._paper_a_records.group_prediction`, with the
 first-order finite-sample factor ``n / (n - p)``) and compare the measured slopes with it.
 """
 
@@ -53,7 +53,7 @@ from numerics.sweep import cell_seed, run_sweep, source_version
 from numerics.threads import torch_threads
 from verify.context import CheckContext
 
-from .paper_a_records import (LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupMeasurement, RateMeasurement,
+from ._paper_a_records import (LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupMeasurement, RateMeasurement,
                               RatePrediction, SweepCost, group_prediction, limit_window)
 
 __all__ = ["k_levels_to_M", "model_for", "predict_error", "predict_groups", "predict_task", "predictions", "cache_text",

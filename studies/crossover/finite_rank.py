@@ -19,7 +19,7 @@ Ridge: E_signal^RR = (1 - c) (E g^2 - E[a g]^2 / E[a^2]) at gamma = 0.
 
 Functions: finite_rank_gap(c, s, p, ...) -> dict with the attention signal part, ridge's, and the gap; `linear=True`
 keeps only the linear part of phi (F = a1 (1 + s) a a^T / p): the linearised theory (checked against
-theory.AttentionModel in main()).  Usage: python docs/crossover/theory.py   (prints the checks and the table).
+theory.AttentionModel in main()).  Usage: python studies/crossover/finite_rank.py   (prints the checks and the table).
 """
 from __future__ import annotations
 import os as _os

@@ -1,5 +1,5 @@
 """Consistency checks of sim.py: (1) its 'true' E and ridge E equal numerics.strong_alignment_mc on the same seed;
-(2) erf_coeffs against Gauss-Hermite quadrature of E f^(k)(G).  Usage: OMP_NUM_THREADS=1 python docs/crossover/check.py"""
+(2) erf_coeffs against Gauss-Hermite quadrature of E f^(k)(G).  Usage: OMP_NUM_THREADS=1 python studies/crossover/check.py"""
 import os as _os
 HERE = _os.path.dirname(_os.path.abspath(__file__))
 ROOT = _os.path.normpath(_os.path.join(HERE, "..", ".."))

@@ -1,4 +1,4 @@
-"""Step 1 table from OUT/sim_*_seed{seed}.npz.  Usage: python docs/crossover/table.py [--seed 0] [--parts]"""
+"""Step 1 table from OUT/sim_*_seed{seed}.npz.  Usage: python studies/crossover/table.py [--seed 0] [--parts]"""
 import os as _os
 HERE = _os.path.dirname(_os.path.abspath(__file__))
 ROOT = _os.path.normpath(_os.path.join(HERE, "..", ".."))

@@ -6,7 +6,7 @@ hold (``verify.sequential.replicates_after(2)`` = 4: seeds ``replicate_seed(seed
 verdict, pools them as ``--rounds`` does (:func:`verify.sequential.pooled`) and judges each round at its sequential
 levels (:func:`verify.sequential.judge_look`).  Usage, from the repository root (about 6 min per replicate on 2 cores)::
 
-    python docs/paper_a_diagnosis/stress_a3.py --seed 0 --rounds 2 [--cache-dir .cache/verify/paper]
+    python studies/paper_a_diagnosis/stress_a3.py --seed 0 --rounds 2 [--cache-dir .cache/verify/paper]
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Noise (leverage) part of E_att - E_RR: simulation (sim.py, seed 0) against theory.strong_alignment_gap(...).t2 in
-three conventions.  Usage: OMP_NUM_THREADS=1 python docs/crossover/t2_conventions.py"""
+three conventions.  Usage: OMP_NUM_THREADS=1 python studies/crossover/t2_conventions.py"""
 import os as _os
 HERE = _os.path.dirname(_os.path.abspath(__file__))
 ROOT = _os.path.normpath(_os.path.join(HERE, "..", ".."))

@@ -1,6 +1,6 @@
 """Diagnostic beyond step 1: the token-space spikes plus the spike's modulation of the kernel's bulk.
 
-Usage: OMP_NUM_THREADS=1 python docs/crossover/sim2.py --c 0.5 --p 256 --trials 64 [--strengths 2 4 8] [--seed 0]
+Usage: OMP_NUM_THREADS=1 python studies/crossover/sim2.py --c 0.5 --p 256 --trials 64 [--strengths 2 4 8] [--seed 0]
 Writes OUT/sim2_c{c:.4f}_p{p}_T{trials}_seed{seed}.npz.  Same draws as sim.py at the same (c, p,
 trials, seed) (same seed_of and SeedSequence spawning), so 'true' and 'ridge' are identical to sim.py's.
 
@@ -27,8 +27,8 @@ import numpy as np
 import torch
 torch.set_num_threads(1)
 sys.path.insert(0, ROOT); sys.path.insert(0, HERE)
-from numerics._mc import label_posterior_mean, sample_signal_plus_noise  # noqa: E402
-from numerics._ridge_solvers import gram  # noqa: E402
+from numerics import label_posterior_mean, sample_signal_plus_noise  # noqa: E402
+from numerics.rmt import gram  # noqa: E402
 from sim import SNR, errors, seed_of  # noqa: E402
 
 MMAX = 5

@@ -1,0 +1,182 @@
+"""The structured grid that B7, B4, the B7-lin study and B4-rev share: the profiles, the models of a
+configuration ``(c, snr, spike)``, their theory (:mod:`theory.structured`) and their Monte Carlo cells on shared draws.
+
+Conventions: ``mu = sqrt(snr) e_1``; a spike ``(strength, "aligned")`` is ``w_K = w_Q = sqrt(strength) e_1``,
+``(strength, "orthogonal")`` is ``w_K = w_Q = sqrt(strength) e_2``.  Spike configurations of one ``(c, snr, p)``
+share their seeds, hence their ``X`` (paired differences, common random numbers).  B7 and B4 share one grid of
+cells (:func:`grid_cell`, B7's seeds and entries): B4 reads B7's draws instead of drawing its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..context import CheckContext
+from ._paper_b import mc_settings, mc_version, model_key, settings_key
+
+
+ACTIVATION = "tanh"
+#: declared regime of validity of the linearised kernel (see theory.structured.linearisation_control)
+KAPPA_MAX = 0.5
+
+#: one configuration of B7: ``(c, snr, spike)``
+Config = tuple[float, float, tuple[float, str]]
+#: Monte Carlo cells as ``simulate`` returns them and ``judge`` reads them: ``(c, snr, p) -> {model: trials}``
+Cells = dict
+
+
+# ============================================================================ configuration
+@dataclass(frozen=True)
+class StructuredProfile:
+    p_sizes: tuple[int, int]
+    trials: int
+    gammas: tuple[float, ...]
+    snrs: tuple[float, ...]
+    spikes: tuple[tuple[float, str], ...]
+    cs: tuple[float, ...]
+    breakdown_p: tuple[int, ...]
+    breakdown_trials: int
+    b4_snrs: tuple[float, ...]
+    b4_gammas: tuple[float, ...]
+    # per-c overrides of (p_sizes, trials) of the structured grid (B7, and B4 on its draws): ((c, (p, 2p), trials), ...)
+    b7_sizes_by_c: tuple = ()
+    # theory-only grids of B4 (log10 range and number of points): statements, reversal scan, figure
+    b4_theory_grid: tuple[float, float, int] = (-3.0, 1.0, 9)
+    reversal_grid: tuple[float, float, int] = (-4.0, 2.0, 31)
+    figure_grid: tuple[float, float, int] = (-4.0, 1.0, 41)
+    # B4's phase diagram (theory only: figure and notes, judged nowhere): aspect ratios x aligned strengths at
+    # phase_snr, gamma* located on the log grid phase_grid (its first point is the "small gamma" of the sign)
+    phase_cs: tuple[float, ...] = (1 / 3, 0.5, 0.9, 1.5, 3.0)
+    phase_strengths: tuple[float, ...] = (0.0, 2.0, 8.0)
+    phase_grid: tuple[float, float, int] = (-4.0, 2.0, 13)
+    phase_snr: float = 1.0
+
+
+SPIKE_NONE = (0.0, "none")
+
+STRUCTURED_PROFILES = {
+    # smoke (tests only): tiny sizes, verdicts meaningless
+    "smoke": StructuredProfile(
+        p_sizes=(16, 32), trials=3, gammas=(0.1, 1.0), snrs=(1.0,),
+        spikes=(SPIKE_NONE, (4.0, "aligned"), (4.0, "orthogonal")), cs=(0.5, 2.0),
+        breakdown_p=(16, 32), breakdown_trials=2, b4_snrs=(1.0,), b4_gammas=(0.1, 10.0),
+        b4_theory_grid=(-2.0, 1.0, 4), reversal_grid=(-3.0, 2.0, 11), figure_grid=(-3.0, 1.0, 9),
+        phase_cs=(0.5, 2.0), phase_strengths=(0.0, 4.0), phase_grid=(-3.0, 2.0, 6),
+    ),
+    # quick: gammas {1e-2, 1e-1, 1}, snr {0.5, 2}, spikes {none, aligned 1, aligned 4, orthogonal 4}
+    "quick": StructuredProfile(
+        p_sizes=(128, 256), trials=24, gammas=(1e-2, 1e-1, 1.0), snrs=(0.5, 2.0),
+        spikes=(SPIKE_NONE, (1.0, "aligned"), (4.0, "aligned"), (4.0, "orthogonal")), cs=(0.5, 2.0),
+        breakdown_p=(64, 128, 256), breakdown_trials=8,
+        b4_snrs=(0.5,), b4_gammas=(1e-2, 1e-1, 1.0, 10.0),
+    ),
+    # paper: finite-size pair p = 512, 1024 at both aspect ratios; 5 gammas, 3 snr. Budget (2 cores, quiet):
+    # B7 + B7-lin <= 300 s, B4 <= 150 s. Measured CPU time per trial of one cell (one core; a cell = one X
+    # draw feeding every model): c = 1/2 (n = 2p), p = 1024: B7 (4 spikes, true + linearised) 3.9 s, B4
+    # (3 spikes + ridge) 1.6 s; p = 512: 0.65 / 0.29 s; c = 2 (n = p/2), p = 1024: 0.45 / 0.22 s; p = 512:
+    # 0.06 / 0.03 s. Predicted one-core totals: B7 3 x 24 x 4.6 + 3 x 32 x 0.51 = 380 s, B7-lin 23 s, B4
+    # 3 x 32 x (1.9 + 0.25) + theory 4 s = 210 s; halve for n_jobs = 2. Cuts, each keeping B7 meaningful:
+    # - c = 1/2 runs 24 trials in B7 instead of 32 (its cells cost 9x those at c = 2): SE of E at p = 1024
+    #   ~0.0025 (0.4-1.5 % of E) instead of ~0.0022. c = 2 keeps 32 trials (cheap).
+    # - orthogonal spike of strength 1 dropped from B7: the theory makes every orthogonal spike equal to no
+    #   spike; strength 4 is the stronger test of that decoupling (strength-1 rows matched "none" to ~1e-4
+    #   in the 32-trial run, far below the SE), and B4 tests orthogonal 4 against none on paired draws.
+    "paper": StructuredProfile(
+        p_sizes=(512, 1024), trials=32, gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0), snrs=(0.5, 1.0, 2.0),
+        spikes=(SPIKE_NONE, (1.0, "aligned"), (4.0, "aligned"), (4.0, "orthogonal")),
+        cs=(0.5, 2.0), breakdown_p=(64, 128, 256, 512, 1024), breakdown_trials=16,
+        b4_snrs=(0.5, 1.0, 2.0), b4_gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0),
+        b7_sizes_by_c=((0.5, (512, 1024), 24),),
+        phase_cs=(0.2, 1 / 3, 0.5, 0.9, 1.2, 2.0, 3.0, 5.0), phase_strengths=(0.0, 1.0, 2.0, 4.0, 8.0, 16.0),
+        phase_grid=(-4.0, 2.0, 19),
+    ),
+}
+
+
+def structured_profile(ctx: CheckContext) -> StructuredProfile:
+    return STRUCTURED_PROFILES[ctx.profile]
+
+
+def sizes_at(prof: StructuredProfile, c: float) -> tuple[tuple[int, int], int]:
+    """``((p, 2p), trials)`` of the finite-size pair at aspect ratio ``c`` (per-c override or the default)."""
+    for cc, ps, tr in prof.b7_sizes_by_c:
+        if cc == c:
+            return (int(ps[0]), int(ps[1])), int(tr)
+    return (int(prof.p_sizes[0]), int(prof.p_sizes[1])), int(prof.trials)
+
+
+def sizes_text(prof: StructuredProfile) -> str:
+    return "; ".join(f"c={c:g}: {tr} trials at p={ps[0]} and p={ps[1]}" for c in prof.cs for ps, tr in [sizes_at(prof, c)])
+
+
+def spike_label(spike: tuple[float, str]) -> str:
+    return "none" if spike[1] == "none" or spike[0] == 0 else f"{spike[1]} {spike[0]:g}"
+
+
+def attention_model(c: float, snr: float, spike: tuple[float, str], activation: str = ACTIVATION) -> Any:
+    """The :class:`theory.AttentionModel` of a configuration (``spike=(strength, "none")``: no spike)."""
+    from theory import AttentionModel
+
+    return AttentionModel(c, activation, snr, spike=None if spike[1] == "none" else spike)
+
+
+def structured_theory(gammas, c, snr, spike, **kw) -> np.ndarray:
+    model = attention_model(c, snr, spike)
+    return np.asarray(model.solve(np.asarray(gammas, float), check_quadrature=False, **kw).error)
+
+
+def shared_mc(ctx: CheckContext, models: list[Any], p: int, gammas, settings: Any,
+              kind: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """One Monte Carlo cell on shared draws, memoised on disk (``ctx.cached``; resumable).
+
+    :func:`numerics.simulate_model` of ``models`` (:func:`attention_model` s that differ in their spike): per trial
+    one ``X, y`` feeds, for every model, the kinds of ``kind`` among its TRUE kernel (``"true"``), its LINEARISED
+    kernel (``"linearised"``) and ridge (``"ridge"``).  Returns ``"true"`` / ``"linearised"`` arrays
+    ``(len(models), trials, G)`` and ``"ridge"`` ``(trials, G)``.
+    """
+    from numerics import simulate_model
+    from numerics.model_simulation import model_sizes
+
+    g = np.asarray(gammas, float)
+    key = dict(n=model_sizes(models[0], p)[0], p=int(p), gammas=g, models=[model_key(m) for m in models],
+               kind=list(kind), **settings_key(settings))
+
+    def compute() -> dict[str, np.ndarray]:
+        return simulate_model(models, p, g, settings, kind=tuple(kind))
+
+    return ctx.cached("shared_mc", key, compute, version=mc_version())
+
+
+#: the check whose seeds and cache entries the structured grid uses (B4 borrows them: CheckContext.borrowing)
+GRID_OWNER = "B7"
+
+
+def grid_gammas(prof: StructuredProfile) -> np.ndarray:
+    """The gammas of the structured grid's cells: B7's and B4's together (a gamma costs an O(m) solve)."""
+    return np.array(sorted(set(prof.gammas) | set(prof.b4_gammas)), dtype=float)
+
+
+def grid_cell(ctx: CheckContext, c: float, snr: float, p: int) -> dict[str, np.ndarray]:
+    """One ``(c, snr, p)`` of the structured grid, as B7 draws it and B4 reads it (the same cache entry).
+
+    Every spike of the profile, the true and the linearised kernel, and ridge, on one draw per trial, at
+    :func:`grid_gammas`; seeds and cache entries are :data:`GRID_OWNER`'s whichever check asks first.
+    Returns ``"true"``, ``"linearised"`` ``(spikes, trials, G)`` and ``"ridge"`` ``(trials, G)``.
+    """
+    prof = structured_profile(ctx)
+    owner = ctx if ctx.check_id == GRID_OWNER else ctx.borrowing(GRID_OWNER)
+    (p1, p2), trials = sizes_at(prof, c)
+    if p not in (p1, p2) or snr not in prof.snrs:
+        raise ValueError(f"(c={c}, snr={snr}, p={p}) is not a cell of the structured grid of profile {ctx.profile!r}")
+    sd = owner.seed_for("grid", c, snr, p)  # shared by every spike, both kernels and ridge: paired X
+    return shared_mc(owner, [attention_model(c, snr, s) for s in prof.spikes], p, grid_gammas(prof),
+                     mc_settings(owner, trials, sd), ("true", "linearised", "ridge"))
+
+
+def gamma_columns(prof: StructuredProfile, gammas) -> np.ndarray:
+    """Indices of ``gammas`` in :func:`grid_gammas`."""
+    grid = list(grid_gammas(prof))
+    return np.array([grid.index(float(g)) for g in gammas])
