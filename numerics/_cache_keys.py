@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from theory.validation import ArgumentTypeError, as_int, check_flag, describe
+from theory.validation import ArgumentTypeError, as_int, check_flag, check_text, describe
 
 
 #: largest seed (``base_seed``, ``seed``, the elements of ``seeds``): a non-negative 63-bit integer
@@ -26,16 +26,6 @@ MAX_SEED = 2**63 - 1
 def check_seed(name: str, value: Any) -> int:
     """A seed: an integer in ``[0, MAX_SEED]`` (not a bool); returns ``int(value)``."""
     return as_int(name, value, 0, MAX_SEED)
-
-
-def check_text(name: str, value: Any) -> str:
-    """A non-empty string."""
-    if not isinstance(value, str):
-        raise ArgumentTypeError(f"{name} must be a non-empty string, got {describe(value)} of type "
-                                f"{type(value).__name__}")
-    if not value:
-        raise ValueError(f"{name} must be a non-empty string, got ''")
-    return value
 
 
 # ----------------------------------------------------------------------------------------- helpers
@@ -335,7 +325,7 @@ def source_version(prefix: str, *objects: Any) -> str:
     """
     import inspect
 
-    check_text("prefix", prefix)
+    check_text("prefix", prefix, empty=False)
     h = hashlib.sha256()
     for obj in objects:
         try:

@@ -137,9 +137,15 @@ def spike_tensors(model: AttentionModel, p: int, device: str) -> tuple[torch.Ten
     return tuple(torch.from_numpy(_padded(w, p, name)).to(device) for w, name in ((w_k, "w_k"), (w_q, "w_q")))
 
 
-def mean_se(trials: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error (sample standard deviation / sqrt(n_trials)) over the trials (axis 0)."""
-    return trials.mean(axis=0), trials.std(axis=0, ddof=1) / math.sqrt(trials.shape[0])
+def mean_se(trials: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard error (sample SD, ``ddof = 1``, over ``sqrt(n)``) over the first axis (the trials).
+
+    >>> m, se = mean_se([[1.0, 2.0], [3.0, 6.0]])
+    >>> m.tolist(), se.tolist()
+    ([2.0, 4.0], [1.0, 2.0])
+    """
+    x = np.asarray(trials, dtype=float)
+    return x.mean(axis=0), x.std(axis=0, ddof=1) / math.sqrt(x.shape[0])
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,10 +36,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from numerics.malloc import apply_inherited
-from theory.validation import ArgumentTypeError, as_int, check_choice, describe
+from theory.validation import ArgumentTypeError, as_int, check_choice, check_text, describe
 from ._cache_files import (CacheIntegrityWarning, CacheWriteWarning, cache_path, cache_read, cache_unwritable,
                            cache_write, cell_lock, lock_path, result_checksum)
-from ._cache_keys import MAX_SEED, cache_key, cell_seed, check_seed, check_text, qualname, source_version, to_jsonable
+from ._cache_keys import MAX_SEED, cache_key, cell_seed, check_seed, qualname, source_version, to_jsonable
 
 __all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
            "CacheIntegrityWarning", "CacheWriteWarning", "cell_lock", "result_checksum", "simulation_modules"]
@@ -275,7 +275,7 @@ def run_sweep(
     ...     return {"y": cell["x"] * 2}
     """
     _check_backend(executor, n_jobs, torch_threads)
-    check_text("version", version)
+    check_text("version", version, empty=False)
     fname = qualname(func)
     cell_list = _check_cells(cells)
     seed_lists = _resolve_seeds(cell_list, seeds, n_replicates, base_seed)

@@ -51,6 +51,7 @@ __all__ = [
     "check_array_memory",
     "check_choice",
     "check_flag",
+    "check_text",
     "to_sympy",
     "finite_result",
     "numeric_errors",
@@ -436,6 +437,18 @@ def check_flag(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_, sp.logic.boolalg.BooleanAtom)):
         raise ArgumentTypeError(f"{name} must be True or False, got {_type_phrase(value)}")
     return bool(value)
+
+
+def check_text(name: str, v: Any, *, empty: bool = True, none_ok: bool = False) -> str | None:
+    """A string (non-empty unless ``empty``; ``None`` passes with ``none_ok``)."""
+    if v is None and none_ok:
+        return None
+    if not isinstance(v, str):
+        raise ArgumentTypeError(f"{name} must be a string{' or None' if none_ok else ''}, got {describe(v)} "
+                                f"({type(v).__name__})")
+    if not empty and not v:
+        raise ValueError(f"{name} must be a non-empty string, got ''")
+    return v
 
 
 def is_integer(value: Any) -> bool:

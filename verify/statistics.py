@@ -10,19 +10,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from numerics.model_simulation import mean_se
+
 __all__ = ["BETA_RANGE", "KappaFit", "PowerFit", "Z95", "crossing_size", "fit_kappa2", "fit_power_law", "mean_se",
            "robust_trend", "scalar_mean_se"]
-
-
-def mean_se(trials: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error (sample SD, ``ddof = 1``, over ``sqrt(n)``) over the first axis (the trials).
-
-    >>> m, se = mean_se([[1.0, 2.0], [3.0, 6.0]])
-    >>> m.tolist(), se.tolist()
-    ([2.0, 4.0], [1.0, 2.0])
-    """
-    x = np.asarray(trials, dtype=float)
-    return x.mean(0), x.std(0, ddof=1) / math.sqrt(x.shape[0])
 
 
 def scalar_mean_se(trials: Any) -> tuple[float, float]:

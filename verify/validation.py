@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from theory.validation import ArgumentTypeError, describe, is_integer
+from theory.validation import ArgumentTypeError, check_text, describe, is_integer
 
 __all__ = ["MAX_JOBS", "MAX_SEED", "check_callable", "check_device", "check_df", "check_dir",
            "check_items", "check_json", "check_mapping", "check_measurement", "check_n_jobs", "check_paths",
@@ -63,18 +63,6 @@ def check_measurement(name: str, v: Any, low: float | None = None) -> float:
 def check_df(df: Any) -> Any:
     """Degrees of freedom: ``None`` (normal) or a real number ``> 0`` (``inf``: normal)."""
     return optional_real("df", df, 0.0, math.inf, low_open=True, inf_ok=True)
-
-
-def check_text(name: str, v: Any, *, empty: bool = True, none_ok: bool = False) -> str | None:
-    """A string (non-empty unless ``empty``; ``None`` passes with ``none_ok``)."""
-    if v is None and none_ok:
-        return None
-    if not isinstance(v, str):
-        raise ArgumentTypeError(f"{name} must be a string{' or None' if none_ok else ''}, got {describe(v)} "
-                                f"({type(v).__name__})")
-    if not empty and not v:
-        raise ValueError(f"{name} must be a non-empty string, got ''")
-    return v
 
 
 def check_stem(name: str, v: Any) -> str:
