@@ -17,15 +17,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from theory.validation import ArgumentTypeError, as_float, check_int, describe
-
 from .context import CheckContext
 from .claim import Claim, run_check
 from .report import headline_comparison
 from .results import CheckResult, Comparison, Verdict
-from .sequential import (MAX_REPLICATES, MAX_ROUND, boundaries, judge_look, look_levels, pooled, replicate_seed, replicates_after,
+from .sequential import (MAX_ROUND, boundaries, judge_look, look_levels, pooled, replicate_seed, replicates_after,
                          replicates_to_decide, round_of)
-from .validation import MAX_SEED, check_callable, check_items
 from .verdicts import Judgement
 
 __all__ = ["CheckSequence", "look_line", "replicate_context", "run_sequential", "sequence_table"]
@@ -34,9 +31,6 @@ __all__ = ["CheckSequence", "look_line", "replicate_context", "run_sequential", 
 def replicate_context(base: CheckContext, r: int) -> CheckContext:
     """The context of replicate ``r``: the run's context at :func:`~verify.sequential.replicate_seed` ``(seed, r)``,
     figures drawn for replicate 0 only."""
-    if not isinstance(base, CheckContext):
-        raise ArgumentTypeError(f"base must be a CheckContext, got {describe(base)}")
-    r = check_int("r", r, 0, MAX_REPLICATES - 1)
     return dataclasses.replace(base, seed=replicate_seed(base.seed, r), seeds_used=[],
                                report_dir=base.report_dir if r == 0 else None)
 
@@ -51,16 +45,6 @@ class CheckSequence:
     looks: list[dict] = field(default_factory=list)
     judgement: Judgement | None = None
     decided_at_s: float | None = None
-
-    def __post_init__(self) -> None:
-        """Fields checked on construction (``TypeError`` / ``ValueError`` naming the field)."""
-        self.seed = check_int("seed", self.seed, 0, MAX_SEED)
-        self.replicates = check_items("replicates", self.replicates, CheckResult, "CheckResult objects")
-        self.looks = check_items("looks", self.looks, dict, "look records (dicts)")
-        if self.judgement is not None and not isinstance(self.judgement, Judgement):
-            raise ArgumentTypeError(f"judgement must be None or a Judgement, got {describe(self.judgement)}")
-        if self.decided_at_s is not None:
-            self.decided_at_s = as_float("decided_at_s", self.decided_at_s, low=0)
 
     @property
     def n(self) -> int:
@@ -160,8 +144,6 @@ def _headline(rows: Sequence[Comparison]) -> Comparison | None:
 
 def look_line(seq: CheckSequence) -> str:
     """One progress line: the check's round, its headline estimate against the boundaries, the time it needs."""
-    if not isinstance(seq, CheckSequence) or not seq.looks:
-        raise ArgumentTypeError(f"seq must be a CheckSequence after a look, got {describe(seq)}")
     if seq.judgement is None:
         return f"{seq.claim.id} round {seq.round}: {seq.replicates[0].verdict.value} (not sequential)"
     fail_level, pass_level = look_levels(seq.round)
@@ -185,7 +167,6 @@ def sequence_table(seqs: Sequence[CheckSequence]) -> Any:
     """A rich table: per check its verdict, rounds, replicates, when it was decided and what it still needs."""
     from rich.table import Table
 
-    seqs = check_items("seqs", seqs, CheckSequence, "CheckSequence objects")
     t = Table(title="Sequential verdicts (verify.sequential: Bonferroni over rounds)")
     for col in ("check", "verdict", "round", "replicates", "decided at", "needs"):
         t.add_column(col)
@@ -236,21 +217,8 @@ def run_sequential(claims: Sequence[Claim], base: CheckContext, *, budget_s: flo
         them when a ``KeyboardInterrupt`` propagates; the replicates already run are in the cache, and the same
         command resumes.
     """
-    if not isinstance(base, CheckContext):
-        raise ArgumentTypeError(f"base must be a CheckContext, got {describe(base)}")
-    if budget_s is not None:
-        budget_s = as_float("budget_s", budget_s, low=0, low_open=True)
-    if rounds is not None:
-        rounds = check_int("rounds", rounds, 0, MAX_ROUND)
     if budget_s is None and rounds is None:
         raise ValueError("run_sequential needs budget_s or rounds (without them, run the fixed design)")
-    check_callable("run", run)
-    check_callable("on_look", on_look, none_ok=True)
-    check_callable("clock", clock)
-    if sequences is not None and not isinstance(sequences, list):
-        raise ArgumentTypeError(f"sequences must be None or a list, got {describe(sequences)}")
-    if sequences is not None:
-        check_items("sequences", sequences, CheckSequence, "CheckSequence objects")
     t0 = clock()
 
     def elapsed() -> float:

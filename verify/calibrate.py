@@ -39,19 +39,15 @@ from scipy import stats
 from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available,
                          check_executor, check_jobs, check_sequential_options, check_writable_dir, check_writable_file, interrupts, refuse,
                          refuse_field, select_checks)
-from theory.validation import ArgumentTypeError, as_float, as_int, describe
 
 from .context import CheckContext
 from .results import CheckResult
 from .claim import Claim, rejudge_stored, run_check
-from .validation import check_callable, check_dir, check_items, check_mapping, check_seeds, check_text
-from .sequential import MAX_ROUND
+from .validation import check_items
 from .verdicts import ALPHA_CHECK
 
 __all__ = ["CheckCalibration", "calibrate", "clopper_pearson", "rejudge", "summarise", "main", "markdown_table"]
 
-#: most trials of :func:`clopper_pearson` (and seeds of a calibration): counts exact in float64
-MAX_TRIALS = 2**53
 
 #: SD/SE band outside which a check with N >= 30 seeds is flagged
 SD_SE_BAND = (0.8, 1.25)
@@ -66,9 +62,6 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     >>> lo, round(hi, 4)
     (0.0, 0.1157)
     """
-    n = as_int("n", n, 1, MAX_TRIALS)
-    k = as_int("k", k, 0, n)
-    level = as_float("level", level, low=0, high=1, low_open=True, high_open=True)
     a = 1 - level
     lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
@@ -92,22 +85,6 @@ class CheckCalibration:
     median_sd_se: float | None
     flags: list[str]
 
-    def __post_init__(self) -> None:
-        """The fields are checked on construction (``TypeError`` / ``ValueError`` naming the field)."""
-        check_text("id", self.id, empty=False)
-        self.n = as_int("n", self.n, 1, MAX_TRIALS)
-        self.counts = {k: as_int(f"counts[{k!r}]", v, 0) for k, v in check_mapping("counts", self.counts).items()}
-        self.fail_ci = _interval("fail_ci", self.fail_ci, 1.0)
-        self.inconclusive_ci = _interval("inconclusive_ci", self.inconclusive_ci, 1.0)
-        self.alpha = as_float("alpha", self.alpha, low=0, high=1, low_open=True, high_open=True)
-        check_text("headline", self.headline)
-        self.mean_z = None if self.mean_z is None else as_float("mean_z", self.mean_z)
-        for name in ("sd_se", "median_sd_se"):
-            v = getattr(self, name)
-            setattr(self, name, None if v is None else as_float(name, v, low=0))
-        self.sd_se_ci = None if self.sd_se_ci is None else _interval("sd_se_ci", self.sd_se_ci, math.inf)
-        self.flags = [check_text("flags item", f) for f in check_items("flags", self.flags, object, "strings")]
-
     @property
     def miscalibrated(self) -> bool:
         return bool(self.flags)
@@ -115,16 +92,6 @@ class CheckCalibration:
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()} | {
             "miscalibrated": self.miscalibrated}
-
-
-def _interval(name: str, v: Any, high: float) -> tuple[float, float]:
-    """A pair ``(lo, hi)`` of finite reals with ``0 <= lo <= hi <= high``."""
-    if not isinstance(v, (tuple, list)) or len(v) != 2:
-        raise ArgumentTypeError(f"{name} must be a pair (lo, hi), got {describe(v)}")
-    lo, hi = (as_float(name, x, low=0, high=None if math.isinf(high) else high) for x in v)
-    if lo > hi:
-        raise ValueError(f"{name} must be a pair (lo, hi) with lo <= hi, got {describe(v)}")
-    return lo, hi
 
 
 def _num(v: Any) -> float | None:
@@ -157,10 +124,6 @@ def _mixed_replicates(records: Sequence[dict]) -> bool:
 def sequential_table(records: dict[str, list[dict]]) -> str:
     """Markdown: per check of a sequential calibration, the share of decided verdicts, the replicates pooled and
     when the run decided it (seconds from the start of its seed's run); ``""`` for a fixed-design calibration."""
-    records = {check_text("records key", k, empty=False): [_check_record("records item", r) for r in
-                                                             check_items(f"records[{k!r}]", v, object, "records (dicts)",
-                                                                         nonempty=True)]
-               for k, v in check_mapping("records", records).items()}
     if not any(r.get("sequential") for recs in records.values() for r in recs):
         return ""
     lines = ["| check | decided | decided share (95% CI) | replicates: mean / max | decided at: median / max (s) |",
@@ -179,25 +142,11 @@ def sequential_table(records: dict[str, list[dict]]) -> str:
 
 def rejudge(record: dict) -> str:
     """Judge a stored record again with the current rules (no simulation): its verdict as a string."""
-    return rejudge_stored(_check_record("record", record))[0].value
-
-
-def _check_record(name: str, record: Any) -> dict:
-    """A stored (check, seed) record: a mapping with ``id``, ``verdict`` (a verdict value) and ``comparisons``."""
-    record = check_mapping(name, record)
-    try:
-        rejudge_stored(record)  # checks id, verdict and every stored comparison (no simulation)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{name} (a stored record): {exc}") from None
-    return record
+    return rejudge_stored(record)[0].value
 
 
 def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK) -> CheckCalibration:
     """The calibration row of one check from its per-seed records (a non-empty list of stored records)."""
-    check_text("check_id", check_id, empty=False)
-    records = [_check_record("records item", r) for r in check_items("records", records, object, "records (dicts)",
-                                                                      nonempty=True)]
-    alpha = as_float("alpha", alpha, low=0, high=1, low_open=True, high_open=True)
     n = len(records)
     verdicts = [r["verdict"] for r in records]
     counts = {v: verdicts.count(v) for v in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR", "INFO")}
@@ -267,23 +216,8 @@ def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_di
     (:func:`verify.budget.run_sequential`) of the checks without a stored record; a record then also holds its
     ``sequential`` entry (rounds, replicates, when it was decided) and is reused only under the same budget.
     """
-    if not specs:
-        raise ValueError("specs must be a non-empty list of claims")
-    seeds = check_seeds("seeds", list(seeds) if isinstance(seeds, range) else seeds)
-    if not seeds:
-        raise ValueError("seeds must be a non-empty list of seeds, got []")
-    CheckContext(profile=profile, cache_dir=cache_dir, n_jobs=n_jobs, device=device, executor=executor,
-                 scheduler=scheduler)  # checks these arguments
-    out_dir = check_dir("out_dir", out_dir)
-    if out_dir is None:
-        raise ArgumentTypeError("out_dir must be a path, got None")
-    check_callable("progress", progress, none_ok=True)
     rec_dir = out_dir / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
-    if budget_s is not None:
-        budget_s = as_float("budget_s", budget_s, low=0, low_open=True)
-    if rounds is not None:
-        rounds = as_int("rounds", rounds, 0, MAX_ROUND)
     out: dict[str, list[dict]] = {s.id: [] for s in specs}
     mode = None if budget_s is None and rounds is None else {"budget_s": budget_s, "rounds": rounds}
     for seed in seeds:
@@ -350,8 +284,6 @@ def markdown_table(rows: Sequence[CheckCalibration], meta: dict) -> str:
     """The calibration table as markdown (``docs/calibration.md``): ``rows`` a list of :class:`CheckCalibration`,
     ``meta`` a mapping with ``command``, ``machine``, ``date``, ``profile`` (strings), ``n_seeds`` (an integer
     ``>= 1``), ``check_s`` and ``wall_s`` (seconds) and optionally ``per_check_s`` (check id -> seconds)."""
-    rows = check_items("rows", rows, CheckCalibration, "CheckCalibration objects")
-    meta = _check_meta(meta)
     lines = [
         "# Calibration of the verdicts",
         "",
@@ -382,23 +314,6 @@ def markdown_table(rows: Sequence[CheckCalibration], meta: dict) -> str:
             f"{'' if r.median_sd_se is None else f'{r.median_sd_se:.2f}'} | "
             f"{'**MISCALIBRATED**: ' + '; '.join(r.flags) if r.flags else 'ok'} |")
     return "\n".join(lines) + "\n"
-
-
-def _check_meta(meta: Any) -> dict:
-    """The metadata of :func:`markdown_table` (its docstring)."""
-    meta = check_mapping("meta", meta)
-    missing = [k for k in ("command", "machine", "date", "profile", "n_seeds", "check_s", "wall_s") if k not in meta]
-    if missing:
-        raise ValueError(f"meta must hold command, machine, date, profile, n_seeds, check_s and wall_s, got one "
-                         f"without {missing}")
-    for k in ("command", "machine", "date", "profile"):
-        check_text(f"meta[{k!r}]", meta[k])
-    as_int("meta['n_seeds']", meta["n_seeds"], 1)
-    for k in ("check_s", "wall_s"):
-        as_float(f"meta[{k!r}]", meta[k], low=0)
-    for k, v in check_mapping("meta['per_check_s']", meta.get("per_check_s", {})).items():
-        as_float(f"meta['per_check_s'][{k!r}]", v, low=0)
-    return meta
 
 
 def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
