@@ -47,7 +47,7 @@ from numerics.error_model import RANGE_Q, predict_error, predict_log_error, pred
 from numerics import InteractionEstimator
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
-from numerics.slopes import SlopeFit, fit_slope
+from numerics.slopes import fit_slope
 from numerics.allocation import allocate_replicates
 from numerics.sweep import cell_seed, run_sweep, source_version
 from numerics.threads import torch_threads

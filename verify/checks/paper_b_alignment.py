@@ -486,4 +486,3 @@ STATEMENT_B4 = (
 
 CLAIM_B4 = register(Claim(id="B4", paper="B", statement=STATEMENT_B4, design=design_b4, predict=predict_b4, simulate=simulate_b4, judge=judge_b4,
                           describe=describe_b4, figure=figure_b4, figure_name="alignment_vs_ridge"))
-check_b4 = CLAIM_B4.run

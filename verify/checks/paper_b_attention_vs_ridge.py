@@ -339,4 +339,3 @@ STATEMENT_B3 = (
 
 CLAIM_B3 = register(Claim(id="B3", paper="B", statement=STATEMENT_B3, design=_design_b3, predict=_predict_b3, simulate=_simulate_b3, judge=judge_b3,
                           describe=_describe_b3, figure=_figure_b3, figure_name="attention_vs_ridge"))
-check_b3 = CLAIM_B3.run

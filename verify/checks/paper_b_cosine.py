@@ -205,4 +205,3 @@ STATEMENT_B5 = (
 
 CLAIM_B5 = register(Claim(id="B5", paper="B", statement=STATEMENT_B5, design=_design_b5, predict=_predict_b5, simulate=_simulate_b5, judge=judge_b5,
                           describe=_describe_b5, figure=_figure_b5, figure_name="cos_vs_linear"))
-check_b5 = CLAIM_B5.run

@@ -183,4 +183,3 @@ STATEMENT_B7_LIN = (
 CLAIM_B7_LIN = register(Claim(id="B7-lin", paper="B", statement=STATEMENT_B7_LIN, design=design_b7_lin, predict=predict_b7_lin, simulate=simulate_b7_lin,
                               judge=judge_b7_lin, describe=describe_b7_lin, figure=figure_b7_lin,
                               figure_name="linearisation_breakdown", informational=True))
-study_linearisation_breakdown = CLAIM_B7_LIN.run

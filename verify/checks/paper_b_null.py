@@ -328,4 +328,3 @@ STATEMENT_B2 = (
 
 CLAIM_B2 = register(Claim(id="B2", paper="B", statement=STATEMENT_B2, design=_design_b2, predict=_predict_b2, simulate=_simulate_b2, judge=judge_b2,
                           describe=_describe_b2, figure=_figure_b2, figure_name="null_attention"))
-check_b2 = CLAIM_B2.run

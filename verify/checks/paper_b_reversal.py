@@ -559,4 +559,3 @@ CLAIM_B4_REV = Claim(id="B4-rev", paper="B", statement=STATEMENT_B4_REV, design=
                      judge=judge_reversal, describe=describe_reversal, figure=figure_reversal,
                      figure_name="reversal_vs_p", informational=True)
 register(CLAIM_B4_REV)
-study_reversal = CLAIM_B4_REV.run

@@ -235,4 +235,3 @@ STATEMENT_B1 = (
 
 CLAIM_B1 = register(Claim(id="B1", paper="B", statement=STATEMENT_B1, design=_design_b1, predict=_predict_b1, simulate=_simulate_b1, judge=judge_b1,
                           describe=_describe_b1, figure=_figure_b1, figure_name="figure1"))
-check_b1 = CLAIM_B1.run

@@ -556,4 +556,3 @@ STATEMENT_B8 = (
 
 CLAIM_B8 = register(Claim(id="B8", paper="B", statement=STATEMENT_B8, design=design_b8, predict=predict_b8, simulate=simulate_b8, judge=judge_b8,
                           describe=describe_b8, figure=figure_b8, figure_name="softmax_vs_theory"))
-check_b8 = CLAIM_B8.run

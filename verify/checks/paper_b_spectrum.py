@@ -288,4 +288,3 @@ STATEMENT_B6 = (
 
 CLAIM_B6 = register(Claim(id="B6", paper="B", statement=STATEMENT_B6, design=_design_b6, predict=_predict_b6, simulate=_simulate_b6, read=read_b6,
                           judge=judge_b6, describe=_describe_b6, figure=_figure_b6, figure_name="kernel_spectrum"))
-check_b6 = CLAIM_B6.run

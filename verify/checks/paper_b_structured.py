@@ -388,5 +388,3 @@ STATEMENT_B7 = (
 
 CLAIM_B7 = register(Claim(id="B7", paper="B", statement=STATEMENT_B7, design=design_b7, predict=predict_b7, simulate=simulate_b7, judge=judge_b7,
                           describe=describe_b7, figure=figure_b7, figure_name="structured_vs_mc"))
-check_b7 = CLAIM_B7.run
-
