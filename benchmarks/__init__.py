@@ -11,6 +11,9 @@ Workloads (each measured in the same process and the same run, against its own b
   against ``n`` at fixed ``n / p`` with its fitted exponent (expected 3).
 - ``verify``: the wall time of ``python -m verify --profile quick`` (``--verify-profile paper``: the paper
   profile, ~17 min) on a fresh cache, with its cost split per check.
+- ``device`` (:mod:`benchmarks.device`, only when named: ``--only device [--device cpu|cuda]``): the estimators
+  and paper B's Monte Carlo on a torch device against the CPU of the same process (the same numbers to stated
+  tolerances, the same verdicts, the speed-ups) within a 5-minute budget; ``--device cpu --tiny`` is its dry run.
 - a machine reference: the GFLOP/s of a float64 ``2048 x 2048`` matmul measured in the same run, so
   that timings from different machines can be compared.
 

@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--json PATH] [--only erm interpolation verify precision] [--tiny] [--verify-profile P] [--precision-claims ID ...]``.
+"""``python -m benchmarks [--quick] [--json PATH] [--only erm interpolation verify precision device] [--tiny] [--verify-profile P] [--precision-claims ID ...] [--device cpu|cuda] [--jobs N] [--budget S]``.
 
 Measures, in ONE process and one run, each workload against its baseline, and prints a table of ratios
 plus a JSON summary (stdout, or ``--json PATH``):
@@ -16,7 +16,13 @@ plus a JSON summary (stdout, or ``--json PATH``):
   ``quick`` by default, ``paper`` takes ~19 min on 2 cores) on a fresh, empty sweep cache (a cold run:
   the default cache of an earlier run would make it a measurement of cache reads), with the cost split per
   check read from its ``--json`` output (``results[].id``, ``results[].runtime_s``); skipped with a note
-  when it fails to produce its JSON.
+  when it fails to produce its JSON;
+- ``device`` (:mod:`benchmarks.device`, only when named in ``--only``): the estimators and paper B's Monte Carlo on
+  ``--device`` (default ``cuda`` when present) against the CPU in the same process, correctness to stated
+  tolerances and speed, the verdicts of ``python -m verify --only A2 B2 B8`` on both, the quick profile's wall time
+  on the device (``--jobs``, default all cores), within ``--budget`` seconds (default 270); ``--json PATH`` is
+  written after every section, and the markdown table to ``PATH`` with the suffix ``.md``. ``--device cpu --tiny``
+  is its dry run (seconds).
 
 No number here is asserted: a benchmark reports, the reader judges (targets are printed next to the
 ratios). ``--tiny`` (or ``BENCHMARKS_TINY=1``) runs everything at smoke-test sizes and skips
@@ -42,7 +48,9 @@ import numpy as np
 
 from . import tiny_mode
 
-WORKLOADS = ("erm", "interpolation", "verify", "precision")
+WORKLOADS = ("erm", "interpolation", "verify", "precision", "device")
+#: run only when named in ``--only``
+ON_REQUEST = ("precision", "device")
 
 
 def matmul_rate(n: int = 2048, repeats: int = 3) -> dict:
@@ -193,20 +201,29 @@ def run_interpolation(quick: bool, tiny: bool, mm: dict | None = None) -> dict:
 
 
 VERIFY_PROFILES = ("quick", "paper")
-VERIFY_TIMEOUT_S = {"quick": 1800.0, "paper": 5400.0}
+VERIFY_TIMEOUT_S = {"smoke": 600.0, "quick": 1800.0, "paper": 5400.0}
 
 
-def run_verify(timeout_s: float | None = None, profile: str = "quick") -> dict:
+def run_verify(timeout_s: float | None = None, profile: str = "quick", *, device: str | None = None,
+               jobs: int | None = None, only: list[str] | tuple[str, ...] | None = None) -> dict:
     """Wall time of ``python -m verify --profile PROFILE`` (cold: a fresh sweep cache) and its per-check cost.
 
     Parameters
     ----------
     timeout_s : float or None
         Kill the run after this many seconds (default: 1800 for ``quick``, 5400 for ``paper``).
-    profile : {"quick", "paper"}
-        The verify profile to time (``paper``: the papers' scale, ~19 min on 2 cores).
+    profile : {"quick", "paper", "smoke"}
+        The verify profile to time (``paper``: the papers' scale, ~19 min on 2 cores; ``smoke``: the tests' sizes).
+    device, jobs, only : optional
+        ``--device``, ``--jobs`` and ``--only`` of the run (default: verify's).
+
+    Returns
+    -------
+    dict
+        ``wall_s``, ``exit_code``, ``checks_s``, ``per_check_s``, ``verdicts`` and ``measured`` (each check's
+        ``comparisons[].measured``) by claim id, the table ``rows``; or ``skipped`` with a ``note``.
     """
-    if profile not in VERIFY_PROFILES:
+    if profile not in VERIFY_PROFILES + ("smoke",):
         raise ValueError(f"profile must be one of {VERIFY_PROFILES}, got {profile!r}")
     if timeout_s is None:
         timeout_s = VERIFY_TIMEOUT_S[profile]
@@ -214,6 +231,8 @@ def run_verify(timeout_s: float | None = None, profile: str = "quick") -> dict:
         path = Path(tmp) / "verify.json"
         cmd = [sys.executable, "-m", "verify", "--profile", profile, "--json", str(path),
                "--cache-dir", str(Path(tmp) / "cache")]
+        cmd += (["--device", str(device)] if device is not None else []) + (
+            ["--jobs", str(int(jobs))] if jobs is not None else []) + (["--only", *only] if only else [])
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
@@ -230,6 +249,7 @@ def run_verify(timeout_s: float | None = None, profile: str = "quick") -> dict:
         doc = json.loads(path.read_text())
     per_check = {r["id"]: float(r.get("runtime_s", 0.0)) for r in doc.get("results", [])}
     verdicts = {r["id"]: r.get("verdict") for r in doc.get("results", [])}
+    measured = {r["id"]: [c.get("measured") for c in r.get("comparisons", [])] for r in doc.get("results", [])}
     top = sorted(per_check.items(), key=lambda kv: -kv[1])
     in_checks = sum(per_check.values())
     note = ", ".join(f"{k} {v:.1f}s" for k, v in top[:6])
@@ -241,7 +261,7 @@ def run_verify(timeout_s: float | None = None, profile: str = "quick") -> dict:
                          baseline=f"{sec / in_checks:.0%} of checks" if in_checks > 0 else "", ratio=None,
                          lower_bound=False, target=None, note=str(verdicts.get(cid, ""))))
     return dict(name="verify", profile=profile, wall_s=wall, exit_code=proc.returncode, checks_s=in_checks,
-                per_check_s=per_check, verdicts=verdicts, rows=rows)
+                per_check_s=per_check, verdicts=verdicts, measured=measured, rows=rows)
 
 
 def _fmt_ratio(row: dict) -> str:
@@ -324,7 +344,17 @@ def main(argv: list[str] | None = None) -> int:
                          "as the baseline of the ratios")
     ap.add_argument("--precision-claims", nargs="+", default=None, metavar="ID",
                     help="precision: only these claims, and no sampling-design comparison (e.g. A2 A3 A4)")
+    ap.add_argument("--device", default=None, metavar="DEV",
+                    help="device: the torch device checked against the CPU (cpu, cuda, cuda:K; default cuda when "
+                         "present, else cpu)")
+    ap.add_argument("--jobs", type=int, default=None, metavar="N",
+                    help="device: --jobs of its verify runs (default: all cores)")
+    ap.add_argument("--budget", type=float, default=None, metavar="S",
+                    help="device: seconds for the whole check (default 270; speed rows that would overrun are "
+                         "skipped, the timed profile gets what is left)")
     args = ap.parse_args(argv)
+    args.command = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
+    _check_device_options(ap, args)
 
     import torch
 
@@ -339,12 +369,51 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(threads_before)
 
 
+def _check_device_options(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--device`` (format, and a CUDA device present: :func:`numerics.check_device`), ``--jobs >= 1`` and
+    ``--budget > 0``; the device's default (``cuda`` when present)."""
+    import torch
+
+    from numerics import check_device
+
+    if args.device is None:
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        args.device = check_device("--device", args.device)
+    except (TypeError, ValueError) as exc:
+        ap.error(str(exc))
+    if args.jobs is not None and args.jobs < 1:
+        ap.error("--jobs must be >= 1")
+    if args.budget is not None and not args.budget > 0:
+        ap.error("--budget must be > 0")
+
+
+def _write_json(path: Path, summary: dict) -> None:
+    """``summary`` as JSON at ``path``, replaced whole (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(_jsonable(summary), indent=2, default=str))
+    os.replace(tmp, path)
+
+
+def _run_device(args: argparse.Namespace, tiny: bool, log: Any, partial: dict) -> dict:
+    """The ``device`` workload; with ``--json`` the summary so far is written after every section."""
+    from .device import run as device_run
+
+    def checkpoint(doc: dict) -> None:
+        if args.json:
+            _write_json(args.json, dict(partial, partial=True, workloads={**partial["workloads"], "device": doc}))
+
+    return device_run(args.device, tiny=tiny, jobs=args.jobs, budget_s=args.budget, run_verify=run_verify,
+                      checkpoint=checkpoint, log=log)
+
+
 def _run(args: argparse.Namespace, torch: Any) -> int:
     tiny = tiny_mode(True if args.tiny else None)
     quick = args.quick or tiny
     # precision runs every claim once more per variant (~5 min CPU at quick): only when named
     selected = list(args.only) if args.only else [w for w in WORKLOADS
-                                                  if w != "precision" and not (tiny and w == "verify")]
+                                                  if w not in ON_REQUEST and not (tiny and w == "verify")]
 
     try:
         from rich.console import Console
@@ -356,6 +425,9 @@ def _run(args: argparse.Namespace, torch: Any) -> int:
     t_start = time.perf_counter()
     mm = matmul_rate(256 if tiny else 2048)
     workloads: dict[str, dict] = {}
+    machine = dict(python=platform.python_version(), platform=platform.platform(), cpu_count=os.cpu_count(),
+                   torch=torch.__version__, numpy=np.__version__)
+    profile = "tiny" if tiny else ("quick" if quick else "full")
     for name in selected:
         log(f"benchmark: {name}")
         t0 = time.perf_counter()
@@ -379,27 +451,32 @@ def _run(args: argparse.Namespace, torch: Any) -> int:
                 workloads[name] = precision_run(quick=quick, tiny=tiny, seed=args.seed, variants=variants, log=log,
                                                 claims=args.precision_claims,
                                                 designs=not args.precision_claims)
+            elif name == "device":
+                workloads[name] = _run_device(args, tiny, log, dict(profile=profile, seed=args.seed, machine=machine,
+                                                                    matmul=mm, workloads=workloads))
         except Exception as exc:  # a failing workload is reported, the others still run
             workloads[name] = dict(name=name, error=f"{type(exc).__name__}: {exc}",
                                    traceback=traceback.format_exc(), note=f"ERROR {type(exc).__name__}: {exc}",
                                    rows=[])
         workloads[name]["wall_s"] = workloads[name].get("wall_s", time.perf_counter() - t0)
-    summary = dict(
-        profile="tiny" if tiny else ("quick" if quick else "full"),
-        seed=args.seed,
-        machine=dict(python=platform.python_version(), platform=platform.platform(),
-                     cpu_count=os.cpu_count(), torch=torch.__version__, numpy=np.__version__),
-        matmul=mm,
-        workloads=workloads,
-        total_s=time.perf_counter() - t_start,
-    )
+    summary = dict(profile=profile, seed=args.seed, machine=machine, matmul=mm, workloads=workloads,
+                   total_s=time.perf_counter() - t_start)
     print_table(summary)
-    doc = json.dumps(_jsonable(summary), indent=2, default=str)
+    if "rows" in workloads.get("device", {}) and "machine" in workloads["device"]:  # the device check's table
+        from datetime import datetime, timezone
+
+        from .device import markdown
+
+        md = markdown(workloads["device"], args.command, datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+        workloads["device"]["markdown"] = md
+        print(md)
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.with_suffix(".md").write_text(md)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(doc)
+        _write_json(args.json, summary)
     else:
-        print(doc)
+        print(json.dumps(_jsonable(summary), indent=2, default=str))
     return 1 if any("error" in w for w in workloads.values()) else 0
 
 

@@ -270,3 +270,98 @@ def test_allocation_pilot_pools_the_judged_quantity_over_reports():
     assert out["d=5, sigma/10"]["sd"] == pytest.approx([np.sqrt((sd(0.1) ** 2 + sd(0.3) ** 2) / 2),
                                                         np.sqrt((sd(0.2) ** 2 + sd(0.6) ** 2) / 2)], abs=1e-5)
     assert out["d=5, balanced"]["sd"] == pytest.approx([np.sqrt((sd(0.1) ** 2 + sd(0.3) ** 2) / 2), 0.0], abs=1e-5)
+
+
+# ------------------------------------------------------------------------------ device check (CPU dry run)
+@pytest.fixture(scope="module")
+def device_dry_run(tmp_path_factory):
+    """``python -m benchmarks --only device --device cpu --tiny``: the CUDA path's CPU twin, verify runs included."""
+    path = tmp_path_factory.mktemp("device") / "device.json"
+    code = runner.main(["--only", "device", "--device", "cpu", "--tiny", "--json", str(path), "--threads", "1"])
+    return code, json.loads(path.read_text()), path
+
+
+def test_device_dry_run_checks_every_section(device_dry_run):
+    code, doc, path = device_dry_run
+    dev = doc["workloads"]["device"]
+    assert code == 0 and "error" not in dev and "partial" not in doc, dev.get("error")
+    assert list(dev["sections"]) == ["correctness: fits", "correctness: Monte Carlo", "correctness: verdicts",
+                                     "speed: matmul", "speed: fits", "speed: Monte Carlo", "speed: profile"]
+    assert not any("error" in s for s in dev["sections"].values())
+    rows = dev["rows"]
+    correct = [r for r in rows if r["section"] == "correctness"]
+    assert correct and all(r["ok"] for r in correct)
+    names = " ".join(r["workload"] for r in correct)
+    for what in ("A fixed at A*", "fit_many", "B2 Monte Carlo", "B7 Monte Carlo", "B8 Monte Carlo", "B9 Monte Carlo",
+                 "--only B2: verdict", "--only B8: verdict"):
+        assert what in names
+    speed = [r for r in rows if r["section"] == "speed"]
+    assert sum("fits/s" in r["workload"] for r in speed) == 2 and sum("trials/s" in r["workload"] for r in speed) == 2
+    assert all(r["ratio"] > 0 for r in speed if "/s" in r["workload"] or "matmul" in r["workload"])
+    assert speed[-1]["workload"].startswith("python -m verify --profile smoke --device cpu") and speed[-1]["wall_s"] > 0
+    assert dev["machine"]["missing"] == [] and dev["tolerances"]["fit"] == 1e-6
+    md = path.with_suffix(".md").read_text()  # the markdown table, next to the JSON
+    assert md == dev["markdown"] and "| section | check | device | CPU |" in md and md.count("\n| ") == len(rows) + 1
+
+
+def test_device_check_writes_as_it_goes_and_flags_a_mismatch(monkeypatch):
+    """A checkpoint after every section; a verdict that differs between the devices is an error of the check."""
+    from benchmarks import device
+
+    import threading
+
+    calls, docs, lock = [], [], threading.Lock()
+
+    def fake_verify(timeout_s, profile, *, device, jobs, only):
+        with lock:  # the two verdict runs go side by side: the first to arrive gives B2 another verdict
+            calls.append((profile, device, jobs, tuple(only or ())))
+            first = len(calls) == 1
+        ids = only or ("B8",)
+        return dict(wall_s=1.0, exit_code=0, per_check_s={i: 0.5 for i in ids}, measured={i: [1.0] for i in ids},
+                    verdicts={i: ("FAIL" if i == "B2" and first else "PASS") for i in ids})
+
+    from theory import get_limits
+
+    before = get_limits()
+    out = device.run("cpu", tiny=True, jobs=4, run_verify=fake_verify, checkpoint=lambda d: docs.append(len(d["rows"])),
+                     log=lambda s: None)
+    assert get_limits() == before  # the memory budget raised for the check is restored
+    assert len(docs) == 7 and docs == sorted(docs) and docs[-1] == len(out["rows"])
+    assert calls.count(("smoke", "cpu", 2, ("B2", "B8"))) == 2 and calls[-1] == ("smoke", "cpu", 4, ("B8",))
+    bad = [r for r in out["rows"] if r["ok"] is False]
+    assert [r["workload"] for r in bad] == ["python -m verify --profile smoke --only B2: verdict"]
+    assert "B2: verdict" in out["error"]
+
+
+def test_device_check_pieces():
+    from benchmarks import device
+
+    assert device.peak_fp64_tflops("NVIDIA H100 80GB HBM3") == 67.0
+    assert device.peak_fp64_tflops("NVIDIA H100 PCIe") == 51.0
+    assert device.peak_fp64_tflops("NVIDIA H200") == 67.0 and device.peak_fp64_tflops("Xeon") is None
+    assert device.mc_diff({"a": np.array([1.0, np.nan])}, {"a": np.array([1.0 + 1e-12, np.nan])})[1]
+    assert not device.mc_diff({"a": np.array([1.0])}, {"a": np.array([1.0 + 1e-6])})[1]
+    assert not device.mc_diff({"a": np.array([1.0, 2.0])}, {"a": np.array([1.0, np.nan])})[1]
+    import time
+
+    def measure(a, b):
+        time.sleep(0.06)
+        return device.row("speed", f"n={a}", "", "")
+
+    # 5 s of the budget for the rows: the second, predicted 100x the first (6 s), is skipped, the third (2x) runs
+    rows = device.speed_series(((1, 1), (100, 1), (2, 1)), lambda a, b: a * b, measure, device.Budget(10.0, 5.0),
+                               lambda a, b: f"n={a}")
+    assert [r.get("skipped", False) for r in rows] == [False, True, False]
+    assert rows[1]["workload"] == "n=100" and rows[1]["note"].startswith("predicted 6 s")
+
+
+def test_device_option_is_checked():
+    import torch
+
+    with pytest.raises(SystemExit):
+        runner.main(["--tiny", "--only", "device", "--device", "tpu"])
+    with pytest.raises(SystemExit):
+        runner.main(["--tiny", "--only", "device", "--jobs", "0"])
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit):
+            runner.main(["--tiny", "--only", "device", "--device", "cuda"])
