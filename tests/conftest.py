@@ -22,6 +22,53 @@ from verify.context import CheckContext
 from verify.results import CheckResult, Outcome, Verdict
 from verify.verdicts import judge
 
+#: the heaviest cases of the default run (seconds each on 2 cores): marked ``slow`` here, in one list, so that the
+#: default run stays short; ``.ci/run`` runs them in a step of their own (``python -m pytest -m slow``)
+SLOW_CASES = frozenset({
+    "tests/numerics/test_malloc.py::test_sweep_workers_take_the_parents_settings",
+    "tests/numerics/test_malloc.py::test_glibc_takes_the_settings_and_large_blocks_stop_faulting",
+    "tests/numerics/test_cache_integrity.py::test_two_concurrent_sweeps_never_compute_a_pair_twice",
+    "tests/numerics/test_cache_integrity.py::test_two_concurrent_runs_never_compute_a_cached_cell_twice",
+    "tests/numerics/test_error_model_finite_m.py::test_model_predicts_the_mean_log_error_of_the_estimator"
+    "[cfg1-13-2000-40-0.0001]",
+    "tests/numerics/test_rmt.py::test_benchmark_runs_tiny_and_paths_agree",
+    "tests/numerics/test_sweep.py::test_dask_local_cluster_on_loopback_equals_local",
+    "tests/numerics/test_sweep.py::test_local_processes_equal_in_process",
+    "tests/theory/test_strong_alignment_risk.py::test_binned_solve_agrees_with_the_gauss_hermite_solve",
+    "tests/theory/test_strong_alignment.py::test_gamma_zero_is_the_gap_plus_ridge",
+    "tests/theory/test_strong_alignment.py::test_leverage_theory_against_simulation[0.5]",
+    "tests/theory/test_strong_alignment.py::test_leverage_theory_against_simulation[2.0]",
+    "tests/verify/test_claim_conformance.py::test_claim_is_judged_once_purely_and_round_trips[A2]",
+    "tests/verify/test_claim_conformance.py::test_claim_is_judged_once_purely_and_round_trips[A3]",
+    "tests/verify/test_claim_conformance.py::test_claim_is_judged_once_purely_and_round_trips[A4]",
+    "tests/verify/test_claim_conformance.py::test_claim_is_judged_once_purely_and_round_trips[B8]",
+    "tests/verify/test_claim_conformance.py::test_claim_is_judged_once_purely_and_round_trips[B9]",
+    "tests/verify/test_claim_conformance.py::test_claim_is_judged_once_purely_and_round_trips[B10]",
+    "tests/verify/test_cache_degrades.py::test_run_goes_on_when_a_cell_cannot_be_claimed[A2]",
+    "tests/verify/test_cache_degrades.py::test_run_goes_on_when_the_cache_cannot_be_written[A2]",
+    "tests/verify/test_reproducible_draws.py::test_every_cell_has_a_fingerprint",
+    "tests/verify/test_checks_paper_a.py::test_check_runs_at_smoke_size[A2]",
+    "tests/verify/test_checks_paper_a.py::test_check_runs_at_smoke_size[A3]",
+    "tests/verify/test_checks_paper_a.py::test_check_runs_at_smoke_size[A4]",
+    "tests/verify/test_blas_independence.py::test_measured_values_do_not_depend_on_the_blas_path[A3]",
+    "tests/verify/test_cli_interrupts.py::"
+    "test_sigint_keeps_finished_checks_and_the_resumed_run_equals_an_uninterrupted_one",
+    "tests/verify/test_estimator_plugin.py::test_a2_runs_with_another_estimator_at_smoke_size",
+    "tests/test_notebooks.py::test_notebook_runs[paper_b_figure1]",
+    "tests/test_benchmarks.py::test_runner_tiny_produces_table_and_json",
+    "tests/test_benchmarks.py::test_device_dry_run_checks_every_section",
+})
+
+
+def pytest_collection_modifyitems(config: Any, items: list) -> None:
+    """Mark :data:`SLOW_CASES` ``slow`` (by node id, relative to the repository root)."""
+    import pytest
+
+    for item in items:
+        if item.nodeid in SLOW_CASES:
+            item.add_marker(pytest.mark.slow)
+
+
 __all__ = ["assert_well_formed", "claim_from", "fake_claims", "false_fail_count", "max_false_fails", "run_smoke"]
 
 
