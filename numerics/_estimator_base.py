@@ -19,7 +19,6 @@ from __future__ import annotations
 import abc
 import inspect
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -70,8 +69,6 @@ from .ips import as_generator
 
 __all__ = ["InteractionEstimator", "ConvergenceWarning"]
 
-#: the default of the deprecated ``seed`` argument (a string, as scikit-learn does: ``clone`` keeps it as is)
-DEPRECATED = "deprecated"
 
 
 class ConvergenceWarning(UserWarning):
@@ -133,42 +130,6 @@ def check_random_state_param(value: Any) -> None:
         raise ValueError(f"random_state must be None, an integer seed >= 0 or a numpy.random.Generator, "
                          f"got {value!r}")
     as_int("random_state", value, 0, MAX_SEED)
-
-
-def resolve_seed_alias(owner: str, random_state: Any, seed: Any) -> Any:
-    """The ``random_state`` in force, given the deprecated alias ``seed`` (it wins over the default ``0``).
-
-    Parameters
-    ----------
-    owner : str
-        Class name for the messages.
-    random_state : None, int or numpy.random.Generator
-        The estimator's ``random_state``.
-    seed : int or str
-        Its deprecated alias; :data:`DEPRECATED` when not given.
-
-    Returns
-    -------
-    None, int or numpy.random.Generator
-
-    Raises
-    ------
-    TypeError
-        Both were given (``random_state`` other than its default ``0``, and ``seed``).
-    """
-    if isinstance(seed, str) and seed == DEPRECATED:
-        return random_state
-    if not (isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)
-            and int(random_state) == 0):
-        raise TypeError(f"{owner}: give random_state (or its deprecated alias seed), not both")
-    return seed
-
-
-def warn_seed_alias(owner: str, seed: Any, stacklevel: int = 3) -> None:
-    """A :class:`DeprecationWarning` when the deprecated ``seed`` argument was given."""
-    if not (isinstance(seed, str) and seed == DEPRECATED):
-        warnings.warn(f"{owner}(seed=...) is deprecated; use random_state=... (same meaning)",
-                      DeprecationWarning, stacklevel=stacklevel)
 
 
 def _r2_score(Y: np.ndarray, P: np.ndarray, weights: np.ndarray | None) -> float:

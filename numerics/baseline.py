@@ -97,8 +97,8 @@ from scipy.interpolate import BSpline
 
 from theory.validation import as_float, as_int
 
-from ._estimator_base import (DEPRECATED, MAX_COUNT, ConvergenceWarning, InteractionEstimator, check_XY, check_count,
-                              check_positive, check_random_state_param, resolve_seed_alias, warn_seed_alias)
+from ._estimator_base import (MAX_COUNT, ConvergenceWarning, InteractionEstimator, check_XY, check_count,
+                              check_positive, check_random_state_param)
 from .ips import check_random_state
 from .threads import check_device, torch_threads
 
@@ -153,8 +153,6 @@ def _offdiag_index(N: int) -> tuple[np.ndarray, np.ndarray]:
     return ii, jj
 
 
-#: default of an argument that was not given (tells ``l2_error(rng=...)`` from its deprecated ``seed=``)
-_UNSET: Any = object()
 
 
 @dataclass
@@ -289,9 +287,6 @@ class PaperStyleEstimator(InteractionEstimator):
         Randomness of the initialisation and of the mini-batch order: an integer seed (default ``0``:
         reproducible fits; it seeds torch's and NumPy's generators), a generator (one integer seed is drawn
         from it per fit) or ``None`` (fresh entropy).
-    seed : int, optional
-        Deprecated alias of ``random_state`` (a :class:`DeprecationWarning`); given, it replaces the default
-        ``random_state``; giving both is an error.
 
     Attributes
     ----------
@@ -343,7 +338,6 @@ class PaperStyleEstimator(InteractionEstimator):
         A_init: Any | None = None,
         device: str = "cpu",
         random_state: Any = 0,
-        seed: Any = DEPRECATED,
     ) -> None:
         # scikit-learn's rule: every parameter stored as given (clone, get_params); checked here for an early
         # error and again by fit (after set_params), where the conversions happen (_checked_params)
@@ -353,8 +347,7 @@ class PaperStyleEstimator(InteractionEstimator):
         self.surrogate_tol, self.surrogate_points = surrogate_tol, surrogate_points
         self.range_quantile, self.tol, self.patience, self.lr_decay = range_quantile, tol, patience, lr_decay
         self.restarts, self.restart_gain, self.max_time_s = restarts, restart_gain, max_time_s
-        self.A_init, self.device, self.random_state, self.seed = A_init, device, random_state, seed
-        warn_seed_alias(type(self).__name__, seed)
+        self.A_init, self.device, self.random_state = A_init, device, random_state
         self._cfg = self._checked_params()  # refreshed by every fit
 
     def _check_ranges(self) -> None:
@@ -393,7 +386,7 @@ class PaperStyleEstimator(InteractionEstimator):
     def _checked_params(self) -> "_BaselineConfig":
         """The parameters checked and converted (``int``, ``float``, arrays) for a fit."""
         self._check_ranges()
-        random_state = resolve_seed_alias(type(self).__name__, self.random_state, self.seed)
+        random_state = self.random_state
         check_random_state_param(random_state)
         return _BaselineConfig(
             rank=int(self.rank), spline_degree=int(self.spline_degree),
@@ -710,8 +703,7 @@ class PaperStyleEstimator(InteractionEstimator):
         u = full[:, ii, jj].reshape(M, N, N - 1)
         return self._phi(u, self.coef_, self.knots_).mean(axis=2)
 
-    def l2_error(self, model: Any, n_pairs: int = 200_000, rng: Any = _UNSET, *,
-                 seed: Any = _UNSET) -> tuple[float, float]:
+    def l2_error(self, model: Any, n_pairs: int = 200_000, rng: Any = 12345) -> tuple[float, float]:
         """Monte Carlo ``||g_hat - g*||^2_{L^2(rho)}`` and its standard error.
 
         As :meth:`numerics.PairwiseInteractionEstimator.l2_error` (same arguments), with this class's
@@ -725,17 +717,9 @@ class PaperStyleEstimator(InteractionEstimator):
             Number of pairs ``(X_i, X_j)`` drawn from ``rho``.
         rng : int or numpy.random.Generator
             Randomness of the pairs (a fixed seed gives common random numbers across estimators).
-        seed : int or numpy.random.Generator
-            Deprecated alias of ``rng`` (a :class:`DeprecationWarning`); not both.
 
         Returns
         -------
         (value, se) : tuple of float
         """
-        if seed is not _UNSET:
-            if rng is not _UNSET:
-                raise TypeError("l2_error: give rng (or its deprecated alias seed), not both")
-            warnings.warn("PaperStyleEstimator.l2_error(seed=...) is deprecated; use rng=... (same meaning)",
-                          DeprecationWarning, stacklevel=2)
-            rng = seed
-        return super().l2_error(model, n_pairs, 12345 if rng is _UNSET else rng)
+        return super().l2_error(model, n_pairs, rng)

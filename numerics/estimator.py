@@ -95,8 +95,8 @@ import torch
 from theory.validation import ArgumentTypeError, as_array, as_float, check_flag
 
 from . import _piecewise as pw
-from ._estimator_base import (DEPRECATED, ConvergenceWarning, InteractionEstimator, check_count, check_nonnegative,
-                              check_positive, check_random_state_param, resolve_seed_alias, warn_seed_alias)
+from ._estimator_base import (ConvergenceWarning, InteractionEstimator, check_count, check_nonnegative,
+                              check_positive, check_random_state_param)
 from ._estimator_base import check_XY as _check_XY_base
 from ._estimator_base import numeric_array
 from .ips import check_random_state
@@ -230,9 +230,6 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         +-2 % at random (no systematic loss: with the rule 1.337e-4 vs 1.357e-4 without at ``2^14``,
         8.935e-5 vs 8.949e-5 at ``2^16``, identical at ``2^12`` and on 5 other seeds, where it did not fire).
         Only the least-damped step of each iteration is judged by this rule.
-    seed : int, optional
-        Deprecated alias of ``random_state`` (a :class:`DeprecationWarning`); given, it replaces the default
-        ``random_state``; giving both is an error.
 
     Attributes
     ----------
@@ -293,15 +290,14 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
                  range_quantile: float = 1e-3, device: str = "cpu", random_state: Any = 0,
                  tol: float = 1e-6, optimizer: str = "gauss-newton",
                  num_threads: int | None = 1, patience: int = 5, adaptive_restarts: bool = True,
-                 join_tol: float = 1e-4, stat_tol: float = 0.01, seed: Any = DEPRECATED) -> None:
+                 join_tol: float = 1e-4, stat_tol: float = 0.01) -> None:
         # scikit-learn's rule: every parameter stored as given (clone, get_params); checked here for an early
         # error and again by fit (after set_params), where the conversions happen (_checked_params)
         self.rank, self.degree, self.n_intervals, self.restarts = rank, degree, n_intervals, restarts
         self.max_iter, self.ridge, self.extrapolation = max_iter, ridge, extrapolation
         self.range_quantile, self.device, self.random_state, self.tol = range_quantile, device, random_state, tol
         self.optimizer, self.num_threads, self.patience = optimizer, num_threads, patience
-        self.adaptive_restarts, self.join_tol, self.stat_tol, self.seed = adaptive_restarts, join_tol, stat_tol, seed
-        warn_seed_alias(type(self).__name__, seed)
+        self.adaptive_restarts, self.join_tol, self.stat_tol = adaptive_restarts, join_tol, stat_tol
         self._cfg = self._checked_params()  # refreshed by every fit
 
     def _checked_params(self) -> _Config:
@@ -317,7 +313,7 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         as_float("range_quantile", self.range_quantile, low=0, high=0.1)
         if self.range_quantile > 0.1:
             raise ValueError(f"range_quantile must be in [0, 0.1], got {self.range_quantile!r}")
-        random_state = resolve_seed_alias(type(self).__name__, self.random_state, self.seed)
+        random_state = self.random_state
         check_random_state_param(random_state)
         check_positive("tol", self.tol)
         if self.optimizer not in ("gauss-newton", "lbfgs"):
@@ -659,10 +655,8 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         """An unfitted estimator with this one's parameters (and ``random_state`` if given)."""
         params = self.get_params(deep=False)
         if random_state is not None:
-            params.update(random_state=random_state, seed=DEPRECATED)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # the seed alias warned once, at construction
-            return type(self)(**params)
+            params.update(random_state=random_state)
+        return type(self)(**params)
 
     def _factor(self, A: Any, d: int, name: str) -> tuple[np.ndarray, np.ndarray]:
         A = np.asarray(A, dtype=np.float64)

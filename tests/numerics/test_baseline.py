@@ -163,18 +163,13 @@ def test_interaction_and_predict_check_dimensions(fitted):
         fitted.predict(np.zeros((4, 3, 5)))
 
 
-def test_l2_error_takes_rng_and_seed_is_a_deprecated_alias(problem, fitted):
-    """The common argument name is ``rng`` (as the project's estimator); ``seed=`` still works, warned."""
+def test_l2_error_takes_rng(problem, fitted):
+    """The argument name is ``rng`` (as the project's estimator): an integer or a generator, default 12345."""
     model, X, Y = problem
     new = fitted.l2_error(model, n_pairs=4096, rng=7)
-    with pytest.warns(DeprecationWarning, match="seed"):
-        old = fitted.l2_error(model, n_pairs=4096, seed=7)
-    assert old == new  # the same draws, bit for bit
-    assert fitted.l2_error(model, 4096, 7) == new  # positional, as before
+    assert fitted.l2_error(model, 4096, 7) == new  # positional
     assert fitted.l2_error(model, 4096, rng=np.random.default_rng(7)) == new
-    assert fitted.l2_error(model, 4096) == fitted.l2_error(model, 4096, rng=12345)  # the default is unchanged
-    with pytest.raises(TypeError, match="not both"):
-        fitted.l2_error(model, 4096, rng=1, seed=1)
+    assert fitted.l2_error(model, 4096) == fitted.l2_error(model, 4096, rng=12345)
 
 
 def test_round_bookkeeping_stops_restarts_and_decays_lr():

@@ -6,7 +6,6 @@ model-selection tools only index the first axis, so ``GridSearchCV`` runs on the
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
@@ -94,28 +93,21 @@ def test_score_is_r2_score(data, est):
         est.score(X[200:], Y[200:], sample_weight=-w)
 
 
-def test_random_state_none_int_generator_and_the_seed_alias(data):
+def test_random_state_none_int_or_generator(data):
     _, X, Y = data
     kw = dict(rank=1, degree=1, n_intervals=6, restarts=4, adaptive_restarts=False, max_iter=20)
     by_int = PairwiseInteractionEstimator(random_state=3, **kw).fit(X, Y)
     by_gen = PairwiseInteractionEstimator(random_state=np.random.default_rng(3), **kw).fit(X, Y)
     assert np.array_equal(by_int.A_, by_gen.A_) and by_int.restart_objectives_ == by_gen.restart_objectives_
-    with pytest.warns(DeprecationWarning, match="random_state"):
-        old = PairwiseInteractionEstimator(seed=3, **kw)
-    assert np.array_equal(old.fit(X, Y).A_, by_int.A_)  # the alias means the same
     PairwiseInteractionEstimator(random_state=None, **kw).fit(X, Y)  # fresh entropy: runs
     with pytest.raises(ValueError, match="random_state"):
         PairwiseInteractionEstimator(random_state="3")
-    with pytest.raises(TypeError, match="not both"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        PairwiseInteractionEstimator(random_state=1, seed=3)
 
 
 def test_baseline_random_state(data):
     _, X, Y = data
     a = PaperStyleEstimator(rank=1, n_intervals=6, random_state=2, **SMALL_BASELINE).fit(X[:200], Y[:200])
-    with pytest.warns(DeprecationWarning):
-        b = PaperStyleEstimator(rank=1, n_intervals=6, seed=2, **SMALL_BASELINE).fit(X[:200], Y[:200])
+    b = PaperStyleEstimator(rank=1, n_intervals=6, random_state=2, **SMALL_BASELINE).fit(X[:200], Y[:200])
     assert np.array_equal(a.A_, b.A_)
     g1 = PaperStyleEstimator(rank=1, n_intervals=6, random_state=np.random.default_rng(5), **SMALL_BASELINE)
     g2 = PaperStyleEstimator(rank=1, n_intervals=6, random_state=np.random.default_rng(5), **SMALL_BASELINE)
