@@ -45,15 +45,14 @@ BLOCK_BYTES = 2**21
 
 #: pair values of the replicates evaluated together by one pass of the batched Gauss-Newton state: more replicates
 #: per pass mean fewer tensor operations per fit, but per-pair arrays beyond the cache make every element-wise
-#: operation memory-bound (measured, one thread: a batch of 20 data sets of M = 10000 evaluated at once was 1.6x
-#: slower per data set than one at a time)
+#: operation memory-bound
 PAIRS_PER_GROUP = 2**17
 
 
 def transposed_product(A: torch.Tensor, C: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """``A^T C`` ``(R, a, c)`` for ``A`` ``(R, n, a)``, ``C`` ``(R, n, c)`` (added to ``out`` if given), computed as
-    ``(C^T A)^T`` when ``c < 48``: with ``n >> a, c`` the BLAS product is measured 1.3-3x faster in that
-    orientation for ``c <= 40`` and ``a = 40..232``, 1.1-1.4x slower from ``c = 60`` (here ``c = 2 d r``, ``a = p``)."""
+    ``(C^T A)^T`` when ``c < 48``: with ``n >> a, c`` the BLAS product is faster in that orientation for narrow
+    ``C`` and slower for wide ones (here ``c = 2 d r``, ``a = p``)."""
     if C.shape[-1] < 48:
         if out is None:
             return torch.bmm(C.mT, A).mT
@@ -67,10 +66,8 @@ def pair_design_pays(n_rows: int, N: int, p: int, n_local: int) -> bool:
     its nonzeros (:class:`PairDesign`) than as dense matrix products (:class:`DenseDesign`).
 
     The size rule: from its nonzeros when the dense Gram matrix costs ``n_rows p^2 >= 1e7`` multiply-adds and
-    at most half of a row is nonzero. Measured (one thread, ``N = 5, s = 1``, whole Gauss-Newton fits, ``d = 5``
-    and ``30``): the two are even at ``M ~ 1000`` (``n_rows p^2 ~ 1e7``; the ~100 small tensor operations of
-    the structured Gram matrix cost what the dense products save), the dense path is 10-20 % faster at
-    ``M = 500`` and 1.2-1.4x slower at ``M = 2689``, 1.6-2.6x at ``M = 16000``.
+    at most half of a row is nonzero: below that size the ~100 small tensor operations of the structured Gram
+    matrix cost what the dense products save (whole Gauss-Newton fits break even near ``M ~ 1000``).
     """
     return n_rows * p * p >= 1e7 and 2 * (N - 1) * n_local <= p
 

@@ -39,10 +39,8 @@ def eigh(G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 #: with at most this many (positive) gammas, per-gamma Cholesky solves (n^3/3 flops each) beat one
-#: eigendecomposition with vectors (~9 n^3 flops).  Measured (one core, float64, whole error path
-#: including the Gram product; Gram size m = min(p, n)): m = 1024 (p=1024, n=2048): 5 gammas 0.21 s
-#: Cholesky vs 0.34 s eigh, 8: 0.29 vs 0.33, 12: 0.48 vs 0.34; m = 1024 (p=2048, n=1024): 8: 0.34 vs 0.49,
-#: 12: 0.34 vs 0.32; m = 512: 8: 0.047 vs 0.050, 12: 0.065 vs 0.050.  Crossover between 8 and 12.
+#: eigendecomposition with vectors (~9 n^3 flops) on the whole error path (the measured crossover lies between 8
+#: and 12 gammas at Gram sizes 512-1024)
 CHOLESKY_MAX_GAMMAS = 8
 #: blocks of at least this many rows make a Gram matrix's lower block triangle worth forming (below, one product)
 GRAM_BLOCK_ROWS = 256
@@ -54,8 +52,7 @@ def gram(A: torch.Tensor) -> torch.Tensor:
     """``A A^T`` (..., m, m) of ``A`` (..., m, k) from its lower block triangle, mirrored (exactly symmetric).
 
     torch has no ``syrk``; with ``b`` row blocks the products ``A_i A_j^T``, ``j <= i``, cost ``(b + 1) / (2 b)``
-    of the full product.  Measured (one core, float64, MKL): m = 1024, k = 2048: 0.092 s -> 0.067 s
-    (8 blocks); m = 4096, k = 8192: 5.5 s -> 3.3 s.
+    of the full product.
     """
     m = A.shape[-2]
     blocks = min(GRAM_MAX_BLOCKS, m // GRAM_BLOCK_ROWS)
@@ -99,9 +96,8 @@ def feature_basis(Xb: torch.Tensor, S0: torch.Tensor) -> torch.Tensor:
 def tridiagonal_min_gammas(m: int) -> int:
     """Fewest gammas at which one ``sytrd`` of an ``m x m`` Gram matrix beats per-gamma Cholesky factorisations.
 
-    Measured (one core, float64; scipy's LAPACK ``dsytrd`` vs torch ``cholesky_ex``): the reduction costs
-    2.2 factorisations at m = 512, 2.7 at 1024, 3.9 at 2048, 7.3 at 4096 (its half of level-2 BLAS is
-    memory-bound).  Whole error path at m = 1024, five gammas: 0.24 s (Cholesky) vs 0.12 s (tridiagonal).
+    The reduction costs about 2 factorisations at m = 512 and 7 at 4096 (its half of level-2 BLAS is
+    memory-bound), so the threshold grows with ``m``.
     """
     return 3 if m <= 1536 else 5 if m <= 3072 else 8
 
@@ -150,7 +146,7 @@ def tridiagonal_rows(Gn: np.ndarray, bn: np.ndarray, yn: np.ndarray, g: np.ndarr
             continue
         # reflector H = I - 2 v v^T / (v^T v) with H b = -sign(b_1) beta e_1; H G H = G - v z^T - z v^T.
         # G is symmetric and ours: its transpose is a Fortran-ordered view that LAPACK updates in place
-        # (a C-ordered argument would be copied; measured m = 1024: sytrd 0.07-0.11 s -> 0.03 s)
+        # (a C-ordered argument would be copied)
         v = b.copy()
         v[0] += math.copysign(beta, b[0])
         vv = float(v @ v)

@@ -218,18 +218,14 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         ``1 - |<A, A_best>_F|`` below which two unit-norm iterates count as the same basin (``(0, 1)``).
     stat_tol : float
         Gauss-Newton also stops when its model predicts a relative decrease below
-        ``stat_tol * q / (M N)``, ``q = r (2 d - r)`` (``>= 0``; ``0``: ``tol`` alone, the behaviour before).
-        Why (a heuristic, derived here, with its limits measured): ``sigma^2 q / (M N)`` is the objective's
-        statistical resolution in ``A`` (the expected excess objective of the best ``A`` over the fitted
-        one). If the Gauss-Newton model were exact, the excess ``L2`` error left by stopping would be
-        ``~ (N-1)`` times the predicted decrease, at most ``~ stat_tol sigma^2 q / M`` against a statistical
-        error ``~ c_A sigma^2 q / M`` (``c_A ~ 0.5-0.8``, module docstring): 1-2 % of it. The model is NOT
-        exact near the end: at ``M = 2^14, d = 30, K = 32`` (the benchmark) the last steps lowered the
-        objective 3-30x more than predicted (pairs crossing knots, the moving quantile range), so the bound
-        is not rigorous; what was measured instead is the ``L2`` error over those steps, which moved by
-        +-2 % at random (no systematic loss: with the rule 1.337e-4 vs 1.357e-4 without at ``2^14``,
-        8.935e-5 vs 8.949e-5 at ``2^16``, identical at ``2^12`` and on 5 other seeds, where it did not fire).
-        Only the least-damped step of each iteration is judged by this rule.
+        ``stat_tol * q / (M N)``, ``q = r (2 d - r)`` (``>= 0``; ``0``: ``tol`` alone).
+        Why (a heuristic): ``sigma^2 q / (M N)`` is the objective's statistical resolution in ``A`` (the
+        expected excess objective of the best ``A`` over the fitted one). Were the Gauss-Newton model exact, the
+        excess ``L2`` error left by stopping would be at most ``~ stat_tol sigma^2 q / M`` against a statistical
+        error ``~ c_A sigma^2 q / M`` (``c_A ~ 0.5-0.8``, module docstring): 1-2 % of it. Near the end the model
+        underpredicts the decrease (pairs crossing knots, the moving quantile range), so the bound is not
+        rigorous; the ``L2`` error over those last steps moves at random, without a systematic loss. Only the
+        least-damped step of each iteration is judged by this rule.
 
     Attributes
     ----------

@@ -140,8 +140,8 @@ def _blas_controller() -> Any:
     """threadpoolctl's controller of the BLAS libraries numpy and scipy load (OpenBLAS in their wheels), made once.
 
     scipy's LAPACK (the tridiagonal error path of :mod:`numerics.rmt`) runs on scipy's own OpenBLAS, whose idle
-    threads spin: unpinned, they took the core of the other worker (measured on the 2-core machine: a B7 cell
-    6.4 s -> 8.3 s of CPU instead of 4.8 s).  torch's MKL is linked into torch and pinned by ``set_num_threads``.
+    threads spin: unpinned, they take the core of the other worker.  torch's MKL is linked into torch and pinned
+    by ``set_num_threads``.
     """
     global _BLAS_CONTROLLER
     if _BLAS_CONTROLLER is None:

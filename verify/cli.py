@@ -119,8 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     :data:`EXIT_INTERRUPTED`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     # paper B's Monte Carlo and paper A's large fits free and reallocate tens of MB per trial: keep those blocks in
-    # the heap, here and in the sweep workers, instead of faulting fresh pages in each time (numerics.malloc: a B7
-    # cell's whole process 0.95x the wall; paper A3 0.91x, its system time 74 -> 45 s)
+    # the heap, here and in the sweep workers, instead of faulting fresh pages in each time (numerics.malloc)
     keep_freed_memory(children=True)
     if argv[:1] == ["calibrate"]:
         from .calibrate import main as calibrate_main
