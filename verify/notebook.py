@@ -32,7 +32,8 @@ from .validation import MAX_SEED
 from .context import CheckContext, PROFILES
 from .results import CheckResult
 from .claim import exit_status, run_check
-from .report import html_sections, summary_counts
+from .report import summary_counts
+from .report_html import html_sections
 from .sequential import MAX_ROUND
 from .validation import check_n_jobs, path_or_none
 

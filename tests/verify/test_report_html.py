@@ -26,7 +26,7 @@ import pytest  # noqa: E402
 
 from verify.cli import main  # noqa: E402
 from verify.results import CheckResult, Comparison, Verdict  # noqa: E402
-from verify.report import html_report  # noqa: E402
+from verify.report_html import html_report  # noqa: E402
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 META = {"profile": "quick", "seed": 0, "strict": False, "started_utc": "now", "python": "3", "platform": "p"}
