@@ -3,8 +3,8 @@
 Every comparison carries its tolerance rule in words with its numbers (``Comparison.tolerance``); rows built by the
 same rule differ only in those numbers.  :func:`evidence` groups a check's rows by their rule's *template* (the
 text with every number replaced) and says each rule once (:class:`RuleGroup`): its words, with the numbers that
-are the same in every row of the group and ``…`` where they differ (a chain ``= … + … = …`` of per-row arithmetic
-is left out).  A rule made by a stochastic constructor of :class:`verify.results.Comparison` is said as the
+are the same in every row of the group and ``…`` where they differ (a chain ``= … + … = …`` of per-row
+arithmetic is left out).  A rule made by a stochastic constructor of :class:`verify.results.Comparison` is said as the
 check's own rule (``args["rule"]``) followed by the test in words with its symbols (:data:`TESTS`); any other
 tolerance (an exact row, a check's own wording) is its template.
 

@@ -38,7 +38,7 @@ td.num { text-align: right; } td.key, th, .v { white-space: nowrap; overflow-wra
 table.evidence td { vertical-align: middle; overflow-wrap: break-word; } table.evidence td:first-child { width: 38%; }
 .PASS { color: #009E73; font-weight: bold; } .FAIL, .ERROR { color: #D55E00; font-weight: bold; }
 .INCONCLUSIVE, .NOT-IMPLEMENTED { color: #B07800; font-weight: bold; } .INFO { color: #555; font-weight: bold; }
-.near { color: #0072B2; font-weight: bold; } .nw { white-space: nowrap; } math { font-size: 1.15em; }
+.near { color: #0072B2; font-weight: bold; } .nw { white-space: nowrap; } math { font-size: 1.1em; math-style: normal; }
 figure { margin: 0.6em 0; } figure img { max-width: 100%; max-height: 520px; border: 1px solid #eee; }
 figcaption, .run { color: #555; font-size: 13px; }
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 12px; }
@@ -108,7 +108,8 @@ def _html_table(header: Iterable[str], rows: Iterable[Iterable[str]], classes: d
                 table_class: str = "") -> list[str]:
     """A table of already-escaped cells; column ``k`` gets the CSS class ``classes[k]`` (``num``: right-aligned,
     ``key``: never wrapped), the table ``table_class``."""
-    lines = [f'<table class="{table_class}">' if table_class else "<table>", "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead>", "<tbody>"]
+    lines = [f'<table class="{table_class}">' if table_class else "<table>",
+             "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead>", "<tbody>"]
     for row in rows:
         tds = (f'<td class="{classes[k]}">{x}</td>' if k in classes else f"<td>{x}</td>" for k, x in enumerate(row))
         lines.append("<tr>" + "".join(tds) + "</tr>")
@@ -118,7 +119,8 @@ def _html_table(header: Iterable[str], rows: Iterable[Iterable[str]], classes: d
 def _html_summary(results: list[CheckResult]) -> list[str]:
     """The opening table: per check a link to its section, its verdict and its headline comparison."""
     rows = [[f'<a href="#{section_anchor(r)}">{escape(r.id)}</a>', _verdict_span(r.verdict.value),
-             *map(escape, summary_cells(r)[:2]), _html_numbers(shown_comparison(r.comparisons)) if r.comparisons else ""]
+             *map(escape, summary_cells(r)[:2]),
+             _html_numbers(shown_comparison(r.comparisons)) if r.comparisons else ""]
             for r in results]
     return _html_table(SUMMARY_COLUMNS, rows, {0: "key", 1: "key", 2: "num key"})
 
@@ -180,7 +182,8 @@ def _html_headline(r: CheckResult) -> str:
     if not r.comparisons:
         return _verdict_span(r.verdict.value) + (f": {escape(headline)}" if headline else "")
     return (f"{_verdict_span(r.verdict.value)}: {escape(held)} comparisons hold; headline <em>{escape(headline)}"
-            f"</em>: {_html_numbers(shown_comparison(r.comparisons))} <span class=\"run\">(measured ± SE vs predicted)</span>")
+            f"</em>: {_html_numbers(shown_comparison(r.comparisons))} "
+            '<span class="run">(measured ± SE vs predicted)</span>')
 
 
 def _html_evidence(comparisons: list[Comparison]) -> list[str]:

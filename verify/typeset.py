@@ -7,8 +7,9 @@ text is read back as a formula only when it is one: every character one of lette
 parse runs on a namespace of those names only, without Python's builtins: no text, whatever its origin, reaches
 anything else, and a power of numbers alone must be small (no ``9**9**9``).  The formula is sympy's own reading of
 the text (its automatic simplification included: the same expression, possibly in sympy's canonical form rather
-than the text's grouping).  Anything else (``"> 0"``, ``"68/68 agree"``, a number) stays text.  A text ``"FORMULA; more"`` (A1's sign rows: ``"2/(2*beta + 1)**2; is_positive=True"``)
-typesets its formula and keeps the rest as text.
+than the text's grouping).  Anything else (``"> 0"``, ``"68/68 agree"``, a number) stays text.  A text
+``"FORMULA; more"`` (A1's sign rows: ``"2/(2*beta + 1)**2; is_positive=True"``) typesets its formula and keeps
+the rest as text.
 """
 
 from __future__ import annotations

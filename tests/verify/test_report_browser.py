@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from pathlib import Path
 
 import matplotlib
 
@@ -47,7 +46,8 @@ PROBE = """(() => {
       h2: s.querySelector("h2")?.innerText, headline: s.querySelector("p.headline")?.innerText,
       y: {verdict: y(s.querySelector("h2 .v")), headline: y(s.querySelector("p.headline")),
           figure: imgs.length ? Math.max(...imgs.map(y)) : null, rules: Math.min(...ruleText.map(y))},
-      figuresFirst: imgs.every(i => ruleText.every(r => i.compareDocumentPosition(r) & Node.DOCUMENT_POSITION_FOLLOWING)),
+      figuresFirst: imgs.every(i => ruleText.every(
+        r => i.compareDocumentPosition(r) & Node.DOCUMENT_POSITION_FOLLOWING)),
       figures: imgs.map(i => ({complete: i.complete, natural: i.naturalWidth, shown: i.getBoundingClientRect().width})),
     };
   }
@@ -55,8 +55,8 @@ PROBE = """(() => {
   const fractions = [...document.querySelectorAll("mfrac")].filter(f => f.getBoundingClientRect().width > 0)
     .map(f => { const [n, d] = [...f.children].map(c => c.getBoundingClientRect());
                 return n.bottom <= d.top + 1 && n.left < d.right && d.left < n.right; });
-  return {sections, text: document.body.innerText, mathDisplay: [...new Set(maths.map(m => getComputedStyle(m).display))],
-          maths: maths.length, fractions};
+  return {sections, text: document.body.innerText, maths: maths.length, fractions,
+          mathDisplay: [...new Set(maths.map(m => getComputedStyle(m).display))]};
 })()"""
 
 
