@@ -41,8 +41,9 @@ from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option
 from .context import CheckContext
 from .results import CheckResult, Verdict
 from .claim import exit_status, run_check
-from .report import (TABLE_WIDTH, html_report, markdown_report, print_summary, results_table, run_metadata, to_json,
+from .report import (TABLE_WIDTH, markdown_report, print_results, print_summary, run_metadata, to_json,
                      write_json)
+from .report_html import html_report
 from .validation import path_or_none
 
 PROFILES = ("quick", "paper")
@@ -150,8 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             (results, stopped), extra = _run_checks(specs, base, args.profile, console, signals), None
         signals["armed"] = False  # from here on a signal is noted, never raised: the outputs are written whole
         code = EXIT_INTERRUPTED if stopped is not None else exit_status(results, strict=args.strict)
-        console.print(results_table(results, title=f"Verification report (profile {args.profile}, seed {args.seed})",
-                                    verbose=args.verbose))
+        print_results(console, results, f"Verification report (profile {args.profile}, seed {args.seed})",
+                      args.verbose)
         print_summary(console, results, code, args.strict)
         code = _write_outputs(args, argv, results, code, stopped, console, extra, started)
         if stopped is not None:
@@ -347,6 +348,6 @@ def _rejudge(args: argparse.Namespace) -> int:
             console.print(f"{res.id}: {spec_verdict} -> {res.verdict.value}")
         results.append(res)
     code = exit_status(results, strict=args.strict)
-    console.print(results_table(results, title=f"Re-judged {args.rejudge}", verbose=args.verbose))
+    print_results(console, results, f"Re-judged {args.rejudge}", args.verbose)
     print_summary(console, results, code, args.strict)
     return code

@@ -32,7 +32,8 @@ from .validation import MAX_SEED
 from .context import CheckContext, PROFILES
 from .results import CheckResult
 from .claim import exit_status, run_check
-from .report import html_sections, summary_counts
+from .report import summary_counts
+from .report_html import html_sections
 from .sequential import MAX_ROUND
 from .validation import check_n_jobs, path_or_none
 
@@ -108,7 +109,9 @@ class Run:
 #: the notebook view's style, scoped to its own block (the notebook's other cells keep theirs)
 _CSS = (".verify-run .PASS { color: #009E73; font-weight: bold; } .verify-run .FAIL, .verify-run .ERROR "
         "{ color: #D55E00; font-weight: bold; } .verify-run .INCONCLUSIVE { color: #B07800; font-weight: bold; } "
-        ".verify-run .INFO { color: #555; font-weight: bold; } .verify-run figure img { max-width: 100%; }")
+        ".verify-run .INFO { color: #555; font-weight: bold; } .verify-run figure img { max-width: 100%; } "
+        ".verify-run .near { color: #0072B2; font-weight: bold; } .verify-run .nw { white-space: nowrap; } "
+        ".verify-run math { math-style: normal; }")
 
 
 def _checked_ids(ids: Any) -> list[str] | None:

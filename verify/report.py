@@ -1,20 +1,19 @@
-"""Rendering of check results: a rich terminal table, a markdown report and its HTML page, a JSON document."""
+"""Rendering of check results: a rich terminal table (plain lines in a log), a markdown report, a JSON document;
+the HTML page is :mod:`verify.report_html`.  A check's comparisons are shown as :mod:`verify.evidence` groups them
+(each rule said once, the doubtful rows first), formulas typeset by :mod:`verify.typeset`."""
 
 from __future__ import annotations
-
-import base64
 
 import json
 import math
 import os
 import platform
 from datetime import datetime, timezone
-from html import escape
 from pathlib import Path
 from typing import Any, Iterable
-from urllib.parse import quote
 
 from rich.console import Console
+from rich.markup import escape as escape_markup
 from rich.table import Table
 
 from theory.validation import ArgumentTypeError, as_int, check_choice, check_flag
@@ -24,6 +23,8 @@ from .validation import MAX_SEED
 from .context import PROFILES
 from .results import CheckResult, Comparison, Verdict
 from .validation import check_dir, check_items, check_mapping, check_text
+from .evidence import evidence, folds, rows_word
+from .typeset import latex_text
 from .verdicts import describe, rates_text
 
 JSON_SCHEMA_VERSION = 3  # 2: comparisons carry kind, p_fail, p_pass, outcome; verdict INCONCLUSIVE; 3: key
@@ -90,7 +91,8 @@ def headline_comparison(comparisons: list[Comparison]) -> Comparison:
 
 _MARK = {"PASS": "", "FAIL": "[red]✗[/] ", "INCONCLUSIVE": "[yellow]?[/] "}
 
-#: the widest the compact terminal table gets (characters); ``-v`` adds the rule and time columns and no cap
+#: the widest the compact terminal table gets (characters); ``-v`` adds the statistic, rule and time columns and no
+#: cap
 TABLE_WIDTH = 100
 #: longest headline name / predicted value in the compact table; longer ones end in "…" (full text: -v, report.md)
 _HEADLINE_CHARS = 60
@@ -114,7 +116,9 @@ def results_table(results: Iterable[CheckResult], title: str = "Verification rep
 
     Compact (default): one row per check, with the count of comparisons that hold and the headline comparison
     (:func:`shown_comparison`); it fits :data:`TABLE_WIDTH` columns, a row taking at most three lines.
-    ``verbose``: one row per comparison, with its tolerance rule and the check's runtime.
+    ``verbose``: one row per comparison in reading order (FAIL, INCONCLUSIVE and near misses first,
+    :func:`verify.evidence.evidence`), with its test statistic, the label of its rule (the rules, each said once:
+    :func:`rules_lines`) and the check's runtime.
     """
     results = _results("results", results)
     check_text("title", title)
@@ -127,7 +131,8 @@ def results_table(results: Iterable[CheckResult], title: str = "Verification rep
     t.add_column("predicted", justify="right")
     t.add_column("measured ± unc.", justify="right")
     if verbose:
-        t.add_column("tolerance rule")
+        t.add_column("z / margin", justify="right", no_wrap=True)
+        t.add_column("rule", no_wrap=True)
         t.add_column("time", justify="right")
     rows = [row for r in results for row in _table_rows(r, verbose)]
     for row in rows:
@@ -138,24 +143,49 @@ def results_table(results: Iterable[CheckResult], title: str = "Verification rep
 
 
 def _table_rows(r: CheckResult, verbose: bool) -> list[list[str]]:
-    """The table rows of one check: one (compact) or one per comparison (``verbose``)."""
+    """The table rows of one check: one (compact) or one per comparison in reading order (``verbose``)."""
     verdict = f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]"
     time_txt = [f"{r.runtime_s:.1f}s"] if verbose else []
     if not r.comparisons:
         note = _last_line(r.error) or r.notes
-        note = note if verbose else _short(note, _HEADLINE_CHARS)
-        return [[r.id, verdict, "", note, "", "", *([""] if verbose else []), *time_txt]]
+        note = escape_markup(note if verbose else _short(note, _HEADLINE_CHARS))
+        return [[r.id, verdict, "", note, "", "", *(["", ""] if verbose else []), *time_txt]]
     held = f"{sum(c.outcome == 'PASS' for c in r.comparisons)}/{len(r.comparisons)}"
+    if not verbose:
+        c = _headline(r)
+        return [[r.id, verdict, held, _MARK.get(c.outcome, "") + escape_markup(_short(c.name, _HEADLINE_CHARS)),
+                 escape_markup(_short(fmt_value(c.predicted), _VALUE_CHARS)),
+                 escape_markup(_short(measured_text(c), _MEASURED_CHARS))]]
     rows = []
-    for k, c in enumerate(r.comparisons if verbose else [_headline(r)]):
-        first = k == 0
-        name = c.name if verbose else _short(c.name, _HEADLINE_CHARS)
-        predicted = fmt_value(c.predicted) if verbose else _short(fmt_value(c.predicted), _VALUE_CHARS)
+    for k, row in enumerate(evidence(r.comparisons)[1]):
+        c, first = row.comparison, k == 0
+        mark = "[blue]~[/] " if row.near else _MARK.get(c.outcome, "")
         rows.append([r.id if first else "", verdict if first else "", held if first else "",
-                     _MARK.get(c.outcome, "") + name, predicted,
-                     measured_text(c) if verbose else _short(measured_text(c), _MEASURED_CHARS),
-                     *([c.tolerance] if verbose else []), *(time_txt if first else [""] * len(time_txt))])
+                     mark + escape_markup(c.name), escape_markup(fmt_value(c.predicted)),
+                     escape_markup(measured_text(c)), row.statistic, row.rule, time_txt[0] if first else ""])
     return rows
+
+
+def rules_lines(results: Iterable[CheckResult]) -> list[str]:
+    """The rules of the verbose table, each once: ``"ID R1 (n rows): the rule in words"`` per rule of each check
+    (plain text; the table's rows carry the labels)."""
+    results = _results("results", results)
+    return [f"{r.id} {g.label} ({rows_word(len(g.rows))}): {g.text}" for r in results if r.comparisons
+            for g in evidence(r.comparisons)[0]]
+
+
+def plain_lines(results: Iterable[CheckResult], title: str = "Verification report") -> list[str]:
+    """The compact table as plain lines, one per check (for a log: stdout not a terminal): id, verdict, how many
+    comparisons hold, and the headline comparison with ``measured ± SE vs predicted``, unshortened."""
+    results = _results("results", results)
+    check_text("title", title)
+    wid = max([len(r.id) for r in results] + [2])
+    lines = [title]
+    for r in results:
+        held, headline, numbers = summary_cells(r)
+        what = f"{headline}: {numbers}" if numbers else headline
+        lines.append(f"{r.id:<{wid}}  {r.verdict.value:<12}  {held:>7}  {what}".rstrip())
+    return lines
 
 
 def _fit_columns(t: Table, rows: list[list[str]], width: int) -> None:
@@ -184,26 +214,46 @@ def summary_counts(results: Iterable[CheckResult]) -> dict[str, int]:
     return counts
 
 
+def print_results(console: Console, results: list[CheckResult], title: str, verbose: bool = False) -> None:
+    """The results on ``console``: on a terminal the compact table (:func:`results_table`); in a log (the console is
+    not a terminal: CI, ``| tee``) one plain line per check (:func:`plain_lines`), never wrapped; with ``verbose``
+    the table of every comparison, then its rules, each once (:func:`rules_lines`)."""
+    if not isinstance(console, Console):
+        raise ArgumentTypeError(f"console must be a rich Console, got {describe_value(console)}")
+    results, verbose = _results("results", results), check_flag("verbose", verbose)
+    check_text("title", title)
+    if not verbose and not console.is_terminal:
+        for line in plain_lines(results, title):
+            console.print(line, soft_wrap=True, markup=False, highlight=False)
+        return
+    console.print(results_table(results, title=title, verbose=verbose))
+    if verbose:
+        for line in rules_lines(results):
+            console.print(line, soft_wrap=not console.is_terminal, markup=False, highlight=False)
+
+
 def print_summary(console: Console, results: list[CheckResult], exit_code: int, strict: bool) -> None:
     """The lines after the table: verdict counts, INCONCLUSIVE and NOT IMPLEMENTED checks, error rates, errors and
-    the exit status (``console``: a rich Console; ``exit_code``: an integer in ``[0, 255]``)."""
+    the exit status (``console``: a rich Console; ``exit_code``: an integer in ``[0, 255]``); in a log (the console
+    is not a terminal) each line whole, never wrapped."""
     if not isinstance(console, Console):
         raise ArgumentTypeError(f"console must be a rich Console, got {describe_value(console)}")
     results = _results("results", results)
     exit_code, strict = as_int("exit_code", exit_code, 0, 255), check_flag("strict", strict)
+    soft = not console.is_terminal
     counts = summary_counts(results)
     parts = [f"{k}: {n}" for k, n in counts.items() if n]
-    console.print(" | ".join(parts))
+    console.print(" | ".join(parts), soft_wrap=soft)
     inc = [r.id for r in results if r.verdict is Verdict.INCONCLUSIVE]
     if inc:
         how = "counted as failures (--strict)" if strict else "not counted in the exit status (use --strict to count them)"
         console.print(f"[bold yellow]INCONCLUSIVE[/]: {', '.join(inc)} - the data decide neither way at the stated "
-                      f"levels (the comparison says how much more data would); {how}")
-    console.print(f"[dim]{rates_text()}[/]")
+                      f"levels (the comparison says how much more data would); {how}", soft_wrap=soft)
+    console.print(f"[dim]{rates_text()}[/]", soft_wrap=soft)
     for r in results:
         if r.verdict is Verdict.ERROR:
-            console.print(f"[red]{r.id} raised:[/]\n{r.error}")
-    console.print(f"exit status {exit_code}")
+            console.print(f"[red]{r.id} raised:[/]\n{escape_markup(r.error or '')}", soft_wrap=soft)
+    console.print(f"exit status {exit_code}", soft_wrap=soft)
 
 
 def to_json(results: list[CheckResult], meta: dict) -> dict:
@@ -274,7 +324,7 @@ def run_metadata(profile: str, seed: int, strict: bool, argv: list[str], started
 def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
     """A self-contained markdown report; figures are linked relative to ``report_dir``."""
     results = _results("results", results)
-    meta, exit_code, report_dir = _page_args(meta, exit_code, report_dir)
+    meta, exit_code, report_dir = page_args(meta, exit_code, report_dir)
     lines = [
         "# Verification report",
         "",
@@ -288,22 +338,71 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
         *_contents_lines(results),
     ]
     for r in results:
-        lines += [f"## {r.id}: {r.verdict.value}", "", f"*Claim (paper {r.paper}).* {_md(r.claim)}", ""]
-        if r.comparisons:
-            lines += ["| " + " | ".join(COMPARISON_COLUMNS) + " |", "|---" * len(COMPARISON_COLUMNS) + "|"]
-            for c in r.comparisons:
-                *cells, out = _comparison_cells(c)
-                out = out if out == "PASS" else f"**{out}**"
-                lines.append("| " + " | ".join(_md(x) for x in cells) + f" | {out} |")
-            lines.append("")
-        lines += _notes_lines(r.notes)
-        if r.error:
-            lines += ["```", r.error.rstrip(), "```", ""]
-        for f in r.figures:
-            rel = os.path.relpath(f, report_dir)
-            lines += [f"![{r.id}]({rel})", ""]
-        lines += [f"runtime {r.runtime_s:.2f} s; seeds: {', '.join(map(str, r.seeds)) or 'none'}", ""]
+        lines += _md_section(r, report_dir)
     return "\n".join(lines)
+
+
+def _md_section(r: CheckResult, report_dir: Path) -> list[str]:
+    """One check's section of report.md: verdict and headline, claim, error, figures, notes, then its rules (each
+    once) and its compact table of comparisons (each row's rule with its numbers folded below it)."""
+    lines = [f"## {r.id}: {r.verdict.value}", "", _md_headline(r), "", f"*Claim (paper {r.paper}).* {_md(r.claim)}", ""]
+    if r.error:
+        lines += ["```", r.error.rstrip(), "```", ""]
+    for f in r.figures:
+        lines += [f"![{r.id}]({os.path.relpath(f, report_dir)})", ""]
+    lines += _notes_lines(r.notes)
+    if r.comparisons:
+        lines += _md_evidence(r.comparisons)
+    return lines + [f"runtime {r.runtime_s:.2f} s; seeds: {', '.join(map(str, r.seeds)) or 'none'}", ""]
+
+
+def _md_headline(r: CheckResult) -> str:
+    """The line under a check's heading in report.md: its verdict, how many comparisons hold, the one shown."""
+    held, headline, _ = summary_cells(r)
+    if not r.comparisons:
+        return f"**{r.verdict.value}**" + (f": {_md(headline)}" if headline else "")
+    return (f"**{r.verdict.value}**: {held} comparisons hold; headline *{_md(headline)}*: "
+            f"{_md_numbers(_headline(r))} (measured ± SE vs predicted)")
+
+
+def _md_evidence(comparisons: list[Comparison]) -> list[str]:
+    """A check's rules, each once, then its compact table (doubtful rows first) and the folded per-row rules."""
+    groups, rows = evidence(comparisons)
+    cols = COMPARISON_COLUMNS if len(groups) > 1 else COMPARISON_COLUMNS[:-1]
+    lines = ["**How each row is judged**", ""]
+    lines += [f"- **{g.label}** ({rows_word(len(g.rows))}): {_md(g.text)}" if len(groups) > 1 else _md(g.text)
+              for g in groups]
+    lines += ["", "| " + " | ".join(cols) + " |", "|---" * len(cols) + "|"]
+    for row in rows:
+        c = row.comparison
+        out = row.outcome if row.outcome == "PASS" else f"**{row.outcome}**"
+        cells = [_md(c.name), _md(latex_text(c.predicted, fmt_value(c.predicted))), _md(_md_measured(c)),
+                 row.statistic, out, row.rule][:len(cols)]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    if folds(groups, rows):
+        lines += [f"<details><summary>Each row's rule with its numbers, and its test ({rows_word(len(rows))})"
+                  "</summary>", "", "| " + " | ".join(ROW_RULE_COLUMNS) + " |", "|---" * len(ROW_RULE_COLUMNS) + "|",
+                  *(f"| {_md(r.comparison.name)} | {_md(r.comparison.tolerance)} | {_md(test_text(r.comparison))} |"
+                    for r in rows), "", "</details>", ""]
+    return lines
+
+
+def test_text(c: Comparison) -> str:
+    """The test column of the folded per-row table: the test and its p-values (:func:`verify.verdicts.describe`);
+    ``exact`` for an exact row (its rule is the tolerance, shown beside it)."""
+    _comparison("c", c)
+    return "exact" if c.kind == "exact" else describe(c)
+
+
+def _md_numbers(c: Comparison) -> str:
+    """``measured ± SE vs predicted`` of ``c`` for report.md, formulas in LaTeX."""
+    return f"{_md_measured(c)} vs {latex_text(c.predicted, fmt_value(c.predicted))}"
+
+
+def _md_measured(c: Comparison) -> str:
+    m, u = latex_text(c.measured, fmt_value(c.measured)), fmt_value(c.uncertainty)
+    return f"{m} ± {u}" if u else m
 
 
 #: notes up to this many characters are shown whole; longer ones open with their first sentences this long at
@@ -322,7 +421,8 @@ def _summary_lines(results: list[CheckResult]) -> list[str]:
     """The report's opening table: per check its verdict, headline comparison and measured vs predicted."""
     lines = ["| " + " | ".join(SUMMARY_COLUMNS) + " |", "|---" * len(SUMMARY_COLUMNS) + "|"]
     for r in results:
-        held, headline, numbers = summary_cells(r)
+        held, headline, _ = summary_cells(r)
+        numbers = _md_numbers(_headline(r)) if r.comparisons else ""
         lines.append(f"| [{r.id}](#{section_anchor(r)}) | **{r.verdict.value}** | {held} | {_md(headline)} | "
                      f"{_md(numbers)} |")
     return lines + [""]
@@ -330,8 +430,10 @@ def _summary_lines(results: list[CheckResult]) -> list[str]:
 
 #: the columns of the report's opening summary table (markdown and HTML)
 SUMMARY_COLUMNS = ("id", "verdict", "held", "headline", "measured vs predicted")
-#: the columns of a check's table of comparisons (markdown and HTML)
-COMPARISON_COLUMNS = ("comparison", "predicted", "measured", "uncertainty", "tolerance rule", "test", "outcome")
+#: the columns of a check's compact table of comparisons (markdown and HTML); "rule" only where it has several
+COMPARISON_COLUMNS = ("comparison", "predicted", "measured ± SE", "z / margin", "outcome", "rule")
+#: the columns of the folded table of each row's rule with its numbers (markdown and HTML)
+ROW_RULE_COLUMNS = ("comparison", "rule with its numbers", "test")
 
 
 def summary_cells(r: CheckResult) -> tuple[str, str, str]:
@@ -353,12 +455,6 @@ def summary_cells(r: CheckResult) -> tuple[str, str, str]:
     c = _headline(r)
     held = f"{sum(x.outcome == 'PASS' for x in r.comparisons)}/{len(r.comparisons)}"
     return held, c.name, f"{measured_text(c)} vs {fmt_value(c.predicted)}"
-
-
-def _comparison_cells(c: Comparison) -> tuple[str, ...]:
-    """The cells of ``c``'s row in a check's table of comparisons (:data:`COMPARISON_COLUMNS`, plain text)."""
-    return (c.name, fmt_value(c.predicted), fmt_value(c.measured), fmt_value(c.uncertainty), c.tolerance,
-            describe(c), c.outcome)
 
 
 def _contents_lines(results: list[CheckResult]) -> list[str]:
@@ -444,142 +540,6 @@ def _last_line(text: str | None) -> str:
     return text.strip().splitlines()[-1]
 
 
-# ----------------------------------------------------------------------------------------- HTML
-#: the page's style: readable widths, ruled tables, one colour per verdict (the figures' palette)
-_HTML_CSS = """
-body { font: 15px/1.45 system-ui, sans-serif; max-width: 1150px; margin: 1.5em auto; padding: 0 1em; color: #222; }
-table { border-collapse: collapse; margin: 0.8em 0; font-size: 13px; width: 100%; }
-th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
-th { background: #f2f2f2; }
-td.num { text-align: right; } td.key, th, .v { white-space: nowrap; overflow-wrap: normal; }
-.PASS { color: #009E73; font-weight: bold; } .FAIL, .ERROR { color: #D55E00; font-weight: bold; }
-.INCONCLUSIVE, .NOT-IMPLEMENTED { color: #B07800; font-weight: bold; } .INFO { color: #555; font-weight: bold; }
-figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
-pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 12px; }
-details { margin: 0.5em 0 1em; } summary { cursor: pointer; color: #0072B2; }
-.run { color: #555; font-size: 13px; } section { border-top: 1px solid #ddd; margin-top: 1.5em; }
-""".strip()
-
-
-def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
-    """The report as one HTML page (what :func:`markdown_report` says, from the same data).
-
-    The summary table comes first (one row per check, linking to its section), then the run's facts, then a
-    section per check: its claim, comparisons, notes (long ones folded in ``<details>``), error, figures and
-    seeds.  Figures are embedded as ``data:`` URIs (the page is self-contained: it can be mailed or moved alone;
-    a figure that cannot be read is linked relative to ``report_dir`` instead); the style is inline, and the page
-    needs no script.
-
-    Parameters
-    ----------
-    results : list of CheckResult
-        The checks, in report order.
-    meta : dict
-        The run's metadata (:func:`run_metadata`, plus ``"interrupted"`` after a signal).
-    exit_code : int
-        The run's exit status.
-    report_dir : Path
-        The directory the page is written to.
-
-    Returns
-    -------
-    str
-        The page, ``<!DOCTYPE html>`` to ``</html>``.
-    """
-    results = _results("results", results)
-    meta, exit_code, report_dir = _page_args(meta, exit_code, report_dir)
-    body = ["<h1>Verification report</h1>", *_html_summary(results), *_html_run_facts(results, meta, exit_code)]
-    for r in results:
-        body += _html_section(r, report_dir)
-    title = escape(f"Verification report (profile {meta['profile']}, seed {meta['seed']})")
-    return "\n".join(["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-                      '<meta name="viewport" content="width=device-width, initial-scale=1">',
-                      f"<title>{title}</title>", f"<style>\n{_HTML_CSS}\n</style>", "</head>", "<body>",
-                      *body, "</body>", "</html>", ""])
-
-
-def html_sections(results: list[CheckResult], report_dir: Path) -> list[str]:
-    """The HTML lines of the results without a page around it: the summary table, then one section per check (its
-    claim, judged comparisons, notes, figures embedded as ``data:`` URIs, seeds); a notebook shows it as it is."""
-    results = _results("results", results)
-    report_dir = check_dir("report_dir", report_dir) or Path(".")
-    lines = _html_summary(results)
-    for r in results:
-        lines += _html_section(r, report_dir)
-    return lines
-
-
-def _verdict_span(value: str) -> str:
-    return f'<span class="v {value.replace(" ", "-")}">{escape(value)}</span>'
-
-
-def _html_table(header: Iterable[str], rows: Iterable[Iterable[str]], classes: dict[int, str]) -> list[str]:
-    """A table of already-escaped cells; column ``k`` gets the CSS class ``classes[k]`` (``num``: right-aligned,
-    ``key``: never wrapped)."""
-    lines = ["<table>", "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead>", "<tbody>"]
-    for row in rows:
-        tds = (f'<td class="{classes[k]}">{x}</td>' if k in classes else f"<td>{x}</td>" for k, x in enumerate(row))
-        lines.append("<tr>" + "".join(tds) + "</tr>")
-    return lines + ["</tbody>", "</table>"]
-
-
-def _html_summary(results: list[CheckResult]) -> list[str]:
-    """The opening table: per check a link to its section, its verdict and its headline comparison."""
-    rows = [[f'<a href="#{section_anchor(r)}">{escape(r.id)}</a>', _verdict_span(r.verdict.value),
-             *map(escape, summary_cells(r))] for r in results]
-    return _html_table(SUMMARY_COLUMNS, rows, {0: "key", 1: "key", 2: "num key"})
-
-
-def _html_run_facts(results: list[CheckResult], meta: dict, exit_code: int) -> list[str]:
-    """The run's profile, seed, start, machine, exit status, verdict counts, error rates (and interruption)."""
-    counts = ", ".join(f"{k}: {n}" for k, n in summary_counts(results).items() if n)
-    facts = [f"profile <code>{escape(str(meta['profile']))}</code>, base seed <code>{escape(str(meta['seed']))}"
-             f"</code>, strict <code>{escape(str(meta['strict']))}</code>",
-             f"started (UTC) {escape(str(meta['started_utc']) + _finished(meta))}; python {escape(str(meta['python']))}; "
-             f"{escape(str(meta['platform']))}",
-             f"exit status {exit_code}; {escape(counts)}", f"error rates: {escape(rates_text())}"]
-    stop = meta.get("interrupted")
-    if stop:
-        not_run = ", ".join(stop.get("not_run", [])) or "none"
-        facts.append(f"<strong>interrupted</strong> by {escape(stop['signal'])} during "
-                     f"{escape(stop.get('check') or 'the run')}; not run: {escape(not_run)}; resume with "
-                     f"<code>{escape(stop['resume'])}</code> (the cache keeps the finished cells)")
-    return ['<ul class="run">', *(f"<li>{f}</li>" for f in facts), "</ul>"]
-
-
-def _embedded_png(path: Path) -> str | None:
-    """``path`` as a ``data:image/png;base64`` URI (the page then stands alone), or ``None`` if it cannot be read."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
-
-
-def _html_section(r: CheckResult, report_dir: Path) -> list[str]:
-    """One check's section: heading (the summary's link target), claim, comparisons, notes, error, figures."""
-    lines = [f'<section id="{section_anchor(r)}">', f"<h2>{escape(r.id)}: {_verdict_span(r.verdict.value)}</h2>",
-             f"<p><em>Claim (paper {escape(r.paper)}).</em> {escape(r.claim)}</p>"]
-    if r.comparisons:
-        rows = [[*map(escape, cells[:-1]), _verdict_span(cells[-1])]
-                for cells in map(_comparison_cells, r.comparisons)]
-        lines += _html_table(COMPARISON_COLUMNS, rows, {1: "num", 2: "num", 3: "num", 6: "key"})
-    if r.notes:
-        opening, folded = notes_parts(r.notes)
-        lines.append(f"<p>{escape(opening)}</p>")
-        if folded:
-            lines += ["<details><summary>Full notes</summary>", *(f"<p>{escape(p)}</p>" for p in folded),
-                      "</details>"]
-    if r.error:
-        lines.append(f"<pre>{escape(r.error.rstrip())}</pre>")
-    for f in r.figures:
-        src = _embedded_png(Path(f)) or quote(Path(os.path.relpath(f, report_dir)).as_posix())
-        lines.append(f'<figure><img src="{src}" alt="{escape(r.id)} figure {escape(Path(f).stem)}">'
-                     f"<figcaption>{escape(Path(f).name)}</figcaption></figure>")
-    seeds = ", ".join(map(str, r.seeds)) or "none"
-    return lines + [f'<p class="run">runtime {r.runtime_s:.2f} s; seeds: {escape(seeds)}</p>', "</section>"]
-
-
 # ----------------------------------------------------------------------------------------- argument checks
 def _results(name: str, results: Any) -> list[CheckResult]:
     return check_items(name, results, CheckResult, "CheckResult objects")
@@ -609,8 +569,10 @@ def _finished(meta: dict) -> str:
     return f", finished {meta['finished_utc']}" if meta.get("finished_utc") else ""
 
 
-def _page_args(meta: Any, exit_code: Any, report_dir: Any) -> tuple[dict, int, Path]:
-    """Checked ``(meta, exit_code, report_dir)`` of :func:`markdown_report` / :func:`html_report`."""
+def page_args(meta: Any, exit_code: Any, report_dir: Any) -> tuple[dict, int, Path]:
+    """Checked ``(meta, exit_code, report_dir)`` of :func:`markdown_report` and
+    :func:`verify.report_html.html_report`: ``meta`` a run's metadata with :data:`_META_KEYS`, an exit status in
+    ``[0, 255]``, a directory path."""
     meta = check_mapping("meta", meta)
     missing = [k for k in _META_KEYS if k not in meta]
     if missing:

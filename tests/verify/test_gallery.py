@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -139,4 +140,42 @@ def test_bad_arguments_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         gallery.main([str(tmp_path), "--out", str(tmp_path), "--max-kb", "0"])
     assert exc.value.code == 2 and "--max-kb" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        gallery.main(["--out", str(tmp_path)])
+    assert exc.value.code == 2 and "--report-page" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        gallery.main(["--report-page", str(tmp_path / "nowhere"), "--out", str(tmp_path)])
+    assert exc.value.code == 2 and "--report-page" in capsys.readouterr().err
     assert not (tmp_path / "gallery.md").exists()
+
+
+def test_regenerating_the_gallery_keeps_the_report_page_section(smoke_report, tmp_path):
+    """The figures' command (REPORT_DIR) leaves the report page's section (written by --report-page) as it is."""
+    gallery = _gallery_module()
+    doc = json.loads((smoke_report / "report.json").read_text())
+    section = gallery.page_section(doc)
+    assert section.startswith(gallery.PAGE_BEGIN) and section.endswith(gallery.PAGE_END)
+    assert "--report-page DIR" in section and f"]({gallery.PAGE_PNG})" in section
+    (tmp_path / "gallery.md").write_text(f"# Figure gallery\n\nold\n\n{section}\n\n## A5: PASS\n\nold\n")
+    proc = _run_script(str(smoke_report), "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    md = (tmp_path / "gallery.md").read_text()
+    assert md.count(section) == 1 and md.index(section) < md.index("\n## A5: ")
+
+
+@pytest.mark.browser
+def test_the_report_page_screenshot(smoke_report, tmp_path):
+    """--report-page renders report.html in headless Chromium: a PNG of the page's top, and its section."""
+    gallery = _gallery_module()
+    if shutil.which("chromium") is None and shutil.which("chromium-browser") is None:
+        pytest.skip("no Chromium on PATH (apt-get install chromium)")
+    (tmp_path / "gallery.md").write_text("# Figure gallery\n\nintro\n\n## A5: PASS\n\ntext\n")
+    proc = _run_script("--report-page", str(smoke_report), "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    png = tmp_path / gallery.PAGE_PNG
+    from PIL import Image
+
+    with Image.open(png) as im:
+        assert im.size == gallery.PAGE_SIZE and len(np.unique(np.asarray(im.convert("L")))) > 10  # drawn
+    md = (tmp_path / "gallery.md").read_text()
+    assert md.count(gallery.PAGE_BEGIN) == 1 and md.index(gallery.PAGE_END) < md.index("## A5: PASS")

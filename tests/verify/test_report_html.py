@@ -5,7 +5,8 @@ order (void elements aside), the summary table first with one row per check, eac
 section, every ``<img>`` a file relative to the report directory, long notes folded in ``<details>``, text
 escaped (a claim with ``<`` and ``&`` adds no tag).  The command line writes the page next to ``report.md``.
 Where Chromium is installed, the page is rendered headless to a PNG, which must show the figure (a colour no
-style uses, at its size) and the verdict colour of the summary.
+style uses, at its size) and the verdict colour of the summary (marked ``browser``: ``python -m pytest -m browser``,
+with tests/verify/test_report_browser.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest  # noqa: E402
 
 from verify.cli import main  # noqa: E402
 from verify.results import CheckResult, Comparison, Verdict  # noqa: E402
-from verify.report import html_report  # noqa: E402
+from verify.report_html import html_report  # noqa: E402
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 META = {"profile": "quick", "seed": 0, "strict": False, "started_utc": "now", "python": "3", "platform": "p"}
@@ -142,6 +143,7 @@ def test_cli_writes_the_page_next_to_report_md(tmp_path):
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
 def test_page_renders_in_headless_chromium(tmp_path):
     rep = tmp_path / "report"

@@ -1,9 +1,11 @@
 """Layout of the terminal table and of report.md: the compact table fits 100 columns, a row
-takes at most 3 lines, the rule only under ``-v``; report.md opens with a summary table and contents, and folds
-long notes."""
+takes at most 3 lines, the rule only under ``-v`` (a label per row, each rule said once below the table); in a log
+(not a terminal) one plain line per check, never wrapped; report.md opens with a summary table and contents, and
+folds long notes."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from verify.results import CheckResult, Comparison, Verdict
-from verify.report import markdown_report, results_table
+from verify.report import markdown_report, print_results, print_summary, results_table, rules_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "reports" / "quick_seed0.json"
@@ -69,9 +71,35 @@ def test_compact_table_fits_100_columns(source, width):
     assert "tolerance rule" not in header
 
 
-def test_verbose_table_has_the_rule():
-    lines = _render(_hand_made(), verbose=True, width=300)
-    assert "tolerance rule" in "\n".join(lines[:4]) and "equivalence within 0.03" in "\n".join(lines)
+def test_verbose_table_labels_each_row_with_its_rule_said_once():
+    results = _hand_made()
+    lines = _render(results, verbose=True, width=300)
+    header = "\n".join(lines[:4])
+    assert "z / margin" in header and "rule" in header and "tolerance rule" not in header
+    assert "equivalence within 0.03" not in "\n".join(lines)  # the rule is said below the table, once
+    b4 = [ln for ln in lines if "a very long comparison name" in ln or "slope P=3" in ln][-2:]
+    assert "a very long comparison name" in b4[0] and "slope P=3" in b4[1]  # B4-rev: its FAIL row first
+    rules = rules_lines(results)
+    assert rules[:2] == ["A1 R1 (1 row): equivalence within 0.03", "B4-rev R1 (1 row): equivalence within 0.03"]
+    assert rules[2].startswith("B4-rev R2 (1 row): rule rule")
+
+
+def test_a_log_gets_one_whole_line_per_check():
+    """stdout not a terminal (CI, ``| tee``): one line per check, the headline whole, no line wrapped."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=80)
+    assert not console.is_terminal
+    results = _hand_made()
+    print_results(console, results, "Verification report (profile quick, seed 0)")
+    print_summary(console, results, 1, False)
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "Verification report (profile quick, seed 0)"
+    assert [ln.split()[:2] for ln in lines[1:5]] == [["A1", "PASS"], ["B4-rev", "FAIL"], ["B9", "INCONCLUSIVE"],
+                                                     ["B8", "ERROR"]]
+    assert "a very long comparison name " * 12 in lines[2]  # the FAIL row shown whole, on one line
+    assert lines[1].endswith("slope P=3: -0.815 ± 0.009583 vs -0.8")
+    assert any(len(ln) > 80 and ln.startswith("False-FAIL rate per check") for ln in lines)  # not wrapped
+    assert not any("│" in ln for ln in lines)
 
 
 def test_markdown_opens_with_summary_contents_and_folds_notes(tmp_path):
@@ -89,7 +117,7 @@ def test_markdown_opens_with_summary_contents_and_folds_notes(tmp_path):
     b4 = md[md.index("## B4-rev: FAIL"):md.index("## B9")]
     assert "<details><summary>Full notes</summary>" in b4 and "</details>" in b4
     opening = b4.split("<details>")[0].split("\n\n")
-    assert all(len(p) <= 400 for p in opening if not p.startswith("|"))
+    assert all(len(p) <= 400 for p in opening if not p.startswith(("|", "**")))  # notes (not the headline line)
     folded = b4[b4.index("<details>"):b4.index("</details>")]
     assert all(len(p) <= 400 for p in folded.split("\n\n"))
     assert folded.count("Sentence.") == 300  # the full notes, nothing lost
