@@ -24,6 +24,9 @@ leverage).  This module holds:
 * :func:`strong_spike_attention_error`: attention's error at ``gamma >= 0`` in the same limit (the same equation with
   the ridge term in the pencil), for ``c`` on both sides of 1.
 
+The functions are the functional form of :class:`theory.StrongAlignment`: the call's own argument (``gamma``) first,
+then ``c, activation, snr, t``.
+
 >>> round(label_mmse(1.0), 4)
 0.4496
 >>> round(strong_alignment_margin(0.5, 1.0), 4)
@@ -146,20 +149,20 @@ class LeverageProfile:
     converged: bool
 
 
-def _check_inputs(t: Any, c: Any, activation: Any, snr: Any, *,
-                  c_below_one: bool = True) -> tuple[float, float, Any, float]:
-    tv = as_float("t", t, low=0)
+def check_setting(c: Any, activation: Any, snr: Any, t: Any, *,
+                  c_below_one: bool = True) -> tuple[float, Any, float, float]:
+    """``(c, activation, snr, t)`` checked: ``c`` in ``(0, 1)`` (``c > 0`` unless ``c_below_one``), ``activation`` a
+    name or a sympy expression, ``snr`` and ``t`` finite and ``>= 0``."""
     cv = (as_float("c", c, low=0, high=1, low_open=True, high_open=True) if c_below_one
           else as_float("c", c, low=0, low_open=True))
     if isinstance(activation, dict):
         raise ArgumentTypeError("activation must be a name or a sympy expression (its function is needed, not only "
                                 "its kernel constants)")
-    return tv, cv, check_activation(activation, "activation"), as_float("snr", snr, low=0)
+    return cv, check_activation(activation, "activation"), as_float("snr", snr, low=0), as_float("t", t, low=0)
 
 
-def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf", snr: Any = 1.0, *,
-                              nodes: int = 40, tol: float = 1e-12, maxiter: int = 5000,
-                              p: Any = None) -> LeverageProfile:
+def strong_alignment_leverage(c: Any, activation: ActivationLike, snr: Any, t: Any, *, nodes: int = 40,
+                              tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> LeverageProfile:
     """Leverage profile of attention's features under strong alignment at fixed ``t``: the limit, or at ``p``.
 
     *Derived by the project* (docs/strong_alignment.md, step 5): the leverage is a diagonal entry of the inverse
@@ -171,14 +174,14 @@ def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf"
 
     Parameters
     ----------
-    t : float
-        ``||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``), finite, ``>= 0``.
     c : float
         ``p / n`` in ``(0, 1)`` (at ``c >= 1`` the features interpolate and every leverage is 1).
     activation : str or sympy expression
         The kernel's ``f`` (not a dict of kernel constants).
     snr : float
         ``||mu||^2``, finite, ``>= 0``.
+    t : float
+        ``||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``), finite, ``>= 0``.
     nodes : int
         Gauss-Hermite nodes per label (the grid has ``2 nodes`` points), 8 to 200.
     tol, maxiter : convergence of the damped fixed-point iteration (a ``RuntimeWarning`` when not reached).
@@ -193,11 +196,11 @@ def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf"
 
     Examples
     --------
-    >>> prof = strong_alignment_leverage(1.0, 0.5, "erf", 1.0, nodes=20)
+    >>> prof = strong_alignment_leverage(0.5, "erf", 1.0, 1.0, nodes=20)
     >>> round(float(prof.weights @ prof.leverage), 6), round(prof.t2, 3)
     (0.5, -0.036)
     """
-    tv, cv, act, s = _check_inputs(t, c, activation, snr)
+    cv, act, s, tv = check_setting(c, activation, snr, t)
     k, tolv, iters = _solver_options(nodes, tol, maxiter)
     sol = solve_leverage(numpy_activation(act), tv, cv, s, k, tolv, iters, p=check_dimension(p))
     if not sol.converged:
@@ -245,8 +248,8 @@ class StrongAlignmentGap:
     leverage: LeverageProfile = field(repr=False)
 
 
-def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr: Any = 1.0, *,
-                         nodes: int = 40, p: Any = None) -> StrongAlignmentGap:
+def strong_alignment_gap(c: Any, activation: ActivationLike, snr: Any, t: Any, *, nodes: int = 40,
+                         p: Any = None) -> StrongAlignmentGap:
     """Attention minus ridge as ``gamma -> 0`` under strong alignment at fixed ``t > 0``: the limit, or at ``p``.
 
     ``t1``: :func:`strong_alignment_margin` when :func:`captures_bayes_predictor`.  Otherwise the features hold only
@@ -258,13 +261,13 @@ def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr
 
     Parameters
     ----------
+    c, activation, snr, nodes, p : as :func:`strong_alignment_leverage` (``t1`` is the limit's either way when the
+        features capture the Bayes predictor).
     t : float
         ``> 0``.  The limits do not commute: at ``t = 0`` (an order-one spike, paper B's scaling) attention's features
         do not even hold ``a`` cleanly and the structured theory's gap is positive (+0.0143 at ``c = 1/2``,
         ``snr = 1``, ``AttentionModel.error``), while any fixed ``t > 0`` puts a copy of a function of ``a`` of size
         ``sqrt(p) t`` into the features.
-    c, activation, snr, nodes, p : as :func:`strong_alignment_leverage` (``t1`` is the limit's either way when the
-        features capture the Bayes predictor).
 
     Returns
     -------
@@ -272,13 +275,13 @@ def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr
 
     Examples
     --------
-    >>> gap = strong_alignment_gap(2.0, 0.5, "erf", 1.0, nodes=20)
+    >>> gap = strong_alignment_gap(0.5, "erf", 1.0, 2.0, nodes=20)
     >>> round(gap.t1, 4), round(gap.t2, 3), round(gap.total, 3)
     (-0.0252, -0.068, -0.093)
     """
-    tv, cv, act, s = _check_inputs(t, c, activation, snr)
+    cv, act, s, tv = check_setting(c, activation, snr, t)
     tv = as_float("t", tv, low=0, low_open=True)
-    prof = strong_alignment_leverage(tv, cv, act, s, nodes=nodes, p=p)
+    prof = strong_alignment_leverage(cv, act, s, tv, nodes=nodes, p=p)
     t1 = predictor_part(prof.a, prof.weights, prof.leverage, cv, s, captures_bayes_predictor(act))
     return StrongAlignmentGap(t1, prof.t2, t1 + prof.t2, prof)
 
@@ -362,7 +365,7 @@ def expectation_over_gammas(gamma: Any, c: Any, activation: Any, snr: Any, t: An
     :func:`strong_spike_attention_error` (``options``: nodes, tol, maxiter; ``p``: the finite-size equation); the
     shape of ``gamma``."""
     gammas = as_array("gamma", gamma, low=0)
-    tv, cv, act, s = _check_inputs(t, c, activation, snr, c_below_one=False)
+    cv, act, s, tv = check_setting(c, activation, snr, t, c_below_one=False)
     tv = as_float("t", tv, low=0, low_open=True)
     checked = _solver_options(*options)
     size = check_dimension(p)

@@ -39,11 +39,11 @@ from .activations import ActivationLike, numpy_activation
 from .marchenko_pastur import mp_delta
 from .ridge import ridge_error_values
 from .strong_alignment import (
-    _check_inputs,
     _label_variance,
     _solver_options,
     captures_bayes_predictor,
     check_dimension,
+    check_setting,
     expectation_over_gammas,
     label_mmse,
     leverage_part,
@@ -158,8 +158,8 @@ def label_coordinate_bins(snr: Any, n_bins: Any) -> np.ndarray:
     return np.array([0.0, *inner, math.sqrt(s) + 40.0])
 
 
-def leverage_bin_means(t: Any, c: Any, activation: ActivationLike, snr: Any, edges: Any, *,
-                       per_bin: int = 10, tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> np.ndarray:
+def leverage_bin_means(edges: Any, c: Any, activation: ActivationLike, snr: Any, t: Any, *, per_bin: int = 10,
+                       tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> np.ndarray:
     """The theory's mean leverage ``E[h(a) | e_k <= |a| < e_(k+1)]`` in each bin of ``|a|``, ``gamma -> 0``, ``c < 1``.
 
     The leverage equation of :func:`theory.strong_alignment_leverage` solved on a quadrature whose nodes lie inside
@@ -168,11 +168,11 @@ def leverage_bin_means(t: Any, c: Any, activation: ActivationLike, snr: Any, edg
 
     Parameters
     ----------
-    t, c, activation, snr, tol, maxiter, p
-        As :func:`theory.strong_alignment_leverage` (``p``: the finite-size equation).
     edges : array (B + 1,)
         Increasing from ``edges[0] = 0`` (:func:`label_coordinate_bins`); the inner edges below ``sqrt(snr) + 9``, the
         last at or beyond it (``inf`` allowed): the bins cover ``|a|``.
+    c, activation, snr, t, tol, maxiter, p
+        As :func:`theory.strong_alignment_leverage` (``p``: the finite-size equation).
     per_bin : int
         Nodes per bin and sign, 4 to 40.
 
@@ -183,11 +183,11 @@ def leverage_bin_means(t: Any, c: Any, activation: ActivationLike, snr: Any, edg
     Examples
     --------
     >>> e = label_coordinate_bins(1.0, 4)
-    >>> h = leverage_bin_means(1.0, 0.5, "erf", 1.0, e, per_bin=6)
+    >>> h = leverage_bin_means(e, 0.5, "erf", 1.0, 1.0, per_bin=6)
     >>> bool(h[0] > h[-1]), round(float(h.mean()), 3)
     (True, 0.5)
     """
-    return binned_leverage(t, c, activation, snr, edges, per_bin=per_bin, tol=tol, maxiter=maxiter, p=p).bin_means
+    return binned_leverage(edges, c, activation, snr, t, per_bin=per_bin, tol=tol, maxiter=maxiter, p=p).bin_means
 
 
 @dataclass(frozen=True)
@@ -200,11 +200,11 @@ class BinnedLeverage:
     converged: bool
 
 
-def binned_leverage(t: Any, c: Any, activation: ActivationLike, snr: Any, edges: Any, *, per_bin: int = 10,
+def binned_leverage(edges: Any, c: Any, activation: ActivationLike, snr: Any, t: Any, *, per_bin: int = 10,
                     tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> BinnedLeverage:
     """:func:`leverage_bin_means` with the parts of the training gap from the same solve (``t1``, ``t2`` as
     :func:`theory.strong_alignment_gap`): one Dyson solve for everything a check judges at one ``t``."""
-    tv, cv, act, s = _check_inputs(t, c, activation, snr)
+    cv, act, s, tv = check_setting(c, activation, snr, t)
     tv = as_float("t", tv, low=0, low_open=True)
     e = _check_edges(edges, s)
     k = as_int("per_bin", per_bin, 4, 40)

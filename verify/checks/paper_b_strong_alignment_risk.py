@@ -153,11 +153,11 @@ def predict_b10(ctx: CheckContext, design: B10Profile) -> B10Prediction:
     for s in design.settings:
         act, c, t = s
         for p in design.ps:
-            sol = finite_parts(t, c, act, design.snr, p)
+            sol = finite_parts(c, act, design.snr, t, p)
             t1[(s, p)], t2[(s, p)], risk[(s, p)] = sol.t1, sol.t2, sol.t1 - sol.t2
             bins[(s, p)] = np.asarray(sol.bin_means)
     act, c, t = design.worst
-    worst = {p: gap_at(design.worst_gamma, t, c, act, design.snr, p) for p in design.ps}
+    worst = {p: gap_at(design.worst_gamma, c, act, design.snr, t, p) for p in design.ps}
     return B10Prediction(t1, t2, risk, bins, worst)
 
 
@@ -322,7 +322,7 @@ def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judge
     ax = axes[0, 0]
     ax.axhline(0.0, color="#999999", lw=0.8)
     family = [s for s in design.settings if s[:2] == HEADLINE[:2]]
-    gaps = [strong_alignment_gap(t, 0.5, "erf", design.snr, nodes=20) for t in design.curve_ts]
+    gaps = [strong_alignment_gap(0.5, "erf", design.snr, t, nodes=20) for t in design.curve_ts]
     ax.plot(design.curve_ts, [g.total for g in gaps], "--", color=F.THEORY, lw=1.2)
     ax.plot(design.curve_ts, [g.t1 - g.t2 for g in gaps], "-", color=F.THEORY, lw=1.5)
     ts = np.array([s[2] for s in family])
