@@ -133,14 +133,15 @@ def kernel_stieltjes(z: Any, c: float, a1: float, nu: float, eta: float = 0.0) -
     zin = np.asarray(as_array("z", z, complex_ok=True, bytes_per_element=_BYTES_PER_POINT), dtype=np.complex128)
     if np.any(zin.imag < 0):
         raise ValueError("z must have Im z >= 0 (the branch is defined on the upper half-plane)")
-    with numeric_errors("kernel_stieltjes", z=z, c=c, a1=a1, nu=nu, eta=eta), np.errstate(over="ignore",
-                                                                                           invalid="ignore"):
+    with numeric_errors("kernel_stieltjes", z=z, c=c, a1=a1, nu=nu, eta=eta):
         out = _stieltjes_core(zin, c, a1, sf2, eta)  # overflow: refused by finite_result or numeric_errors
     return finite_result("kernel_stieltjes", out, z=z, c=c, a1=a1, nu=nu, eta=eta)
 
 
-def _stieltjes_core(zin: np.ndarray, c: float, a1: float, sf2: float, eta: float) -> Any:
-    """:func:`kernel_stieltjes` on checked inputs (``zin`` complex128 with ``Im >= 0``)."""
+@np.errstate(over="ignore", invalid="ignore")
+def _stieltjes_core(zin: np.ndarray, c: float, a1: float, sf2: float, eta: float = 0.0) -> Any:
+    """:func:`kernel_stieltjes` on checked inputs (``zin`` complex128 with ``Im >= 0``; ``sf2 = max(nu - a1^2, 0)``);
+    finite (a ``RuntimeError`` otherwise)."""
     zz = np.atleast_1d(zin + 1j * eta).ravel()
     zz = np.where(zz.imag <= 0, zz.real + 1e-12j, zz)
     if abs(a1) < 1e-7 * np.sqrt(sf2 + a1**2):
@@ -241,9 +242,16 @@ def kernel_density(x: Any, c: float, a1: float, nu: float, eta: float = 1e-9) ->
         return _kernel_density_expr(x, c, a1, nu)
     xa = as_array("x", x, bytes_per_element=_BYTES_PER_POINT)
     eta = as_float("eta", eta, low=0)
-    m = kernel_stieltjes(xa + 1j * eta, c, a1, nu)
-    dens = np.maximum(np.imag(m), 0.0) / np.pi
+    c, a1, sf2 = _validate(c, a1, nu)
+    with numeric_errors("kernel_density", x=x, c=c, a1=a1, nu=nu, eta=eta):
+        dens = _density(xa, c, a1, sf2, eta)
     return float(dens) if np.ndim(dens) == 0 else dens
+
+
+def _density(xa: np.ndarray, c: float, a1: float, sf2: float, eta: float) -> Any:
+    """:func:`kernel_density` of a checked float array ``xa`` (``sf2 = max(nu - a1^2, 0)``)."""
+    m = _stieltjes_core(np.asarray(xa + 1j * eta, dtype=np.complex128), c, a1, sf2)
+    return np.maximum(np.imag(m), 0.0) / np.pi
 
 
 def _kernel_density_expr(x: Any, c: Any, a1: Any, nu: Any) -> sp.Expr:
@@ -277,7 +285,8 @@ def kernel_support_estimate(c: float, a1: float, nu: float, grid: int = 4001) ->
     check_array_memory("grid", grid, _BYTES_PER_POINT)
     r = abs(a1) * (1 + 1 / np.sqrt(c)) ** 2 + 2 * np.sqrt(sf2 / c) + 1.0
     xs = np.linspace(-r, r, grid)
-    d = kernel_density(xs, c, a1, nu, eta=1e-9)
+    with numeric_errors("kernel_support_estimate", c=c, a1=a1, nu=nu, grid=grid):
+        d = _density(xs, c, a1, sf2, 1e-9)
     inside = xs[d > 1e-6]
     if inside.size == 0:
         raise RuntimeError("kernel_support_estimate: no mass found on the grid")

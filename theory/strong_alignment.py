@@ -73,7 +73,11 @@ def label_mmse(snr: Any) -> float:
     >>> label_mmse(0.0)
     1.0
     """
-    s = as_float("snr", snr, low=0)
+    return _label_mmse(as_float("snr", snr, low=0))
+
+
+def _label_mmse(s: float) -> float:
+    """:func:`label_mmse` of a float ``s >= 0``."""
     if s == 0.0:
         return 1.0
     root = math.sqrt(s)
@@ -104,8 +108,11 @@ def bayes_feature_limit(c: Any, snr: Any) -> float:
     float
     """
     cv = as_float("c", c, low=0, low_open=True)
-    mmse = label_mmse(snr)
-    return (1.0 - cv) * mmse if cv < 1.0 else 0.0
+    return _bayes_feature_limit(cv, as_float("snr", snr, low=0))
+
+
+def _bayes_feature_limit(c: float, s: float) -> float:
+    return (1.0 - c) * _label_mmse(s) if c < 1.0 else 0.0
 
 
 def strong_alignment_margin(c: Any, snr: Any) -> float:
@@ -128,9 +135,11 @@ def strong_alignment_margin(c: Any, snr: Any) -> float:
     float
         ``<= 0``.
     """
-    cv = as_float("c", c, low=0, low_open=True)
-    s = as_float("snr", snr, low=0)
-    return bayes_feature_limit(cv, s) - (1.0 - cv) / (1.0 + s) if cv < 1.0 else 0.0
+    return _margin(as_float("c", c, low=0, low_open=True), as_float("snr", snr, low=0))
+
+
+def _margin(c: float, s: float) -> float:
+    return _bayes_feature_limit(c, s) - (1.0 - c) / (1.0 + s) if c < 1.0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -149,16 +158,18 @@ class LeverageProfile:
     converged: bool
 
 
-def check_setting(c: Any, activation: Any, snr: Any, t: Any, *,
-                  c_below_one: bool = True) -> tuple[float, Any, float, float]:
+def check_setting(c: Any, activation: Any, snr: Any, t: Any, *, c_below_one: bool = True,
+                  t_positive: bool = False) -> tuple[float, Any, float, float]:
     """``(c, activation, snr, t)`` checked: ``c`` in ``(0, 1)`` (``c > 0`` unless ``c_below_one``), ``activation`` a
-    name or a sympy expression, ``snr`` and ``t`` finite and ``>= 0``."""
+    name or a sympy expression, ``snr`` finite and ``>= 0``, ``t`` finite and ``>= 0`` (``> 0`` with
+    ``t_positive``)."""
     cv = (as_float("c", c, low=0, high=1, low_open=True, high_open=True) if c_below_one
           else as_float("c", c, low=0, low_open=True))
     if isinstance(activation, dict):
         raise ArgumentTypeError("activation must be a name or a sympy expression (its function is needed, not only "
                                 "its kernel constants)")
-    return cv, check_activation(activation, "activation"), as_float("snr", snr, low=0), as_float("t", t, low=0)
+    return (cv, check_activation(activation, "activation"), as_float("snr", snr, low=0),
+            as_float("t", t, low=0, low_open=t_positive))
 
 
 def strong_alignment_leverage(c: Any, activation: ActivationLike, snr: Any, t: Any, *, nodes: int = 40,
@@ -201,12 +212,18 @@ def strong_alignment_leverage(c: Any, activation: ActivationLike, snr: Any, t: A
     (0.5, -0.036)
     """
     cv, act, s, tv = check_setting(c, activation, snr, t)
-    k, tolv, iters = _solver_options(nodes, tol, maxiter)
-    sol = solve_leverage(numpy_activation(act), tv, cv, s, k, tolv, iters, p=check_dimension(p))
+    return _leverage_profile(act, cv, s, tv, _solver_options(nodes, tol, maxiter), check_dimension(p))
+
+
+def _leverage_profile(act: Any, c: float, s: float, t: float, options: tuple[int, float, int],
+                      p: int | None) -> LeverageProfile:
+    """:func:`strong_alignment_leverage` of checked arguments (``options``: nodes, tol, maxiter)."""
+    k, tol, iters = options
+    sol = solve_leverage(numpy_activation(act), t, c, s, k, tol, iters, p=p)
     if not sol.converged:
-        warnings.warn(f"strong_alignment_leverage: no convergence in {iters} iterations (t={tv}, c={cv})",
-                      RuntimeWarning, stacklevel=2)
-    t2 = leverage_part(sol.a, sol.weights, sol.leverage, cv, s)
+        warnings.warn(f"strong_alignment_leverage: no convergence in {iters} iterations (t={t}, c={c})",
+                      RuntimeWarning, stacklevel=3)
+    t2 = leverage_part(sol.a, sol.weights, sol.leverage, c, s)
     return LeverageProfile(sol.a, sol.weights, sol.leverage, t2, sol.iterations, sol.converged)
 
 
@@ -220,7 +237,7 @@ def predictor_part(a: np.ndarray, weights: np.ndarray, leverage: np.ndarray, c: 
                    capture: bool) -> float:
     """``T1``: :func:`strong_alignment_margin` with capture, else ``E[g_perp(a)^2 (c - h(a))]`` on quadrature nodes."""
     if capture:
-        return strong_alignment_margin(c, snr)
+        return _margin(c, snr)
     return float(weights @ (_nonlinear_bayes_part(a, snr) ** 2 * (c - leverage)))
 
 
@@ -234,7 +251,12 @@ def captures_bayes_predictor(activation: ActivationLike) -> bool:
     >>> captures_bayes_predictor("erf"), captures_bayes_predictor("gelu")
     (True, False)
     """
-    coefficients = hermite_coefficients(check_activation(activation, "activation"), 7)
+    return _captures(check_activation(activation, "activation"))
+
+
+def _captures(act: Any) -> bool:
+    """:func:`captures_bayes_predictor` of a checked activation."""
+    coefficients = hermite_coefficients(act, 7)
     return any(abs(float(coefficients[k])) > 1e-12 for k in (3, 5, 7))
 
 
@@ -279,10 +301,9 @@ def strong_alignment_gap(c: Any, activation: ActivationLike, snr: Any, t: Any, *
     >>> round(gap.t1, 4), round(gap.t2, 3), round(gap.total, 3)
     (-0.0252, -0.068, -0.093)
     """
-    cv, act, s, tv = check_setting(c, activation, snr, t)
-    tv = as_float("t", tv, low=0, low_open=True)
-    prof = strong_alignment_leverage(cv, act, s, tv, nodes=nodes, p=p)
-    t1 = predictor_part(prof.a, prof.weights, prof.leverage, cv, s, captures_bayes_predictor(act))
+    cv, act, s, tv = check_setting(c, activation, snr, t, t_positive=True)
+    prof = _leverage_profile(act, cv, s, tv, _solver_options(nodes, 1e-12, 5000), check_dimension(p))
+    t1 = predictor_part(prof.a, prof.weights, prof.leverage, cv, s, _captures(act))
     return StrongAlignmentGap(t1, prof.t2, t1 + prof.t2, prof)
 
 
@@ -365,13 +386,12 @@ def expectation_over_gammas(gamma: Any, c: Any, activation: Any, snr: Any, t: An
     :func:`strong_spike_attention_error` (``options``: nodes, tol, maxiter; ``p``: the finite-size equation); the
     shape of ``gamma``."""
     gammas = as_array("gamma", gamma, low=0)
-    cv, act, s, tv = check_setting(c, activation, snr, t, c_below_one=False)
-    tv = as_float("t", tv, low=0, low_open=True)
+    cv, act, s, tv = check_setting(c, activation, snr, t, c_below_one=False, t_positive=True)
     checked = _solver_options(*options)
     size = check_dimension(p)
     require_ridge_term(gammas, cv)
     f = numpy_activation(act)
-    capture = captures_bayes_predictor(act)
+    capture = _captures(act)
     out = np.empty(gammas.shape)
     for idx, g in np.ndenumerate(gammas):
         a, w, r, r2 = resolvent_diagonals(f, tv, cv, s, float(g), *checked, p=size)

@@ -34,18 +34,18 @@ import numpy as np
 from scipy import optimize, special
 
 from ._leverage_dyson import COORDINATE_REACH, binned_coordinate_nodes, solve_leverage
-from .validation import as_array, as_float, as_int
+from .validation import as_array, as_float, as_int, finite_result
 from .activations import ActivationLike, numpy_activation
-from .marchenko_pastur import mp_delta
-from .ridge import ridge_error_values
+from .marchenko_pastur import _delta
+from .ridge import _error_values
 from .strong_alignment import (
+    _captures,
+    _label_mmse,
     _label_variance,
     _solver_options,
-    captures_bayes_predictor,
     check_dimension,
     check_setting,
     expectation_over_gammas,
-    label_mmse,
     leverage_part,
     predictor_part,
     require_ridge_term,
@@ -87,8 +87,10 @@ def ridge_prediction_risk(gamma: Any, c: Any, snr: Any) -> Any:
     s = as_float("snr", snr, low=0)
     require_ridge_term(gammas, cv)
     positive = np.where(gammas == 0.0, 1.0, gammas)
-    leverage = np.where(gammas == 0.0, cv, 1.0 - positive * np.asarray(mp_delta(positive, cv)))
-    out = np.asarray(ridge_error_values(gammas, cv, s)) + 2.0 * label_mmse(s) * leverage
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow (gamma ~ 0, c < 1) is refused just below
+        leverage = np.where(gammas == 0.0, cv, 1.0 - positive * _delta(positive, cv))
+        out = _error_values(gammas, cv, s) + 2.0 * _label_mmse(s) * leverage
+    out = finite_result("ridge_prediction_risk", out, gamma=gamma, c=c, snr=snr)
     return float(out) if out.ndim == 0 else out
 
 
@@ -204,8 +206,7 @@ def binned_leverage(edges: Any, c: Any, activation: ActivationLike, snr: Any, t:
                     tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> BinnedLeverage:
     """:func:`leverage_bin_means` with the parts of the training gap from the same solve (``t1``, ``t2`` as
     :func:`theory.strong_alignment_gap`): one Dyson solve for everything a check judges at one ``t``."""
-    cv, act, s, tv = check_setting(c, activation, snr, t)
-    tv = as_float("t", tv, low=0, low_open=True)
+    cv, act, s, tv = check_setting(c, activation, snr, t, t_positive=True)
     e = _check_edges(edges, s)
     k = as_int("per_bin", per_bin, 4, 40)
     _, tolv, iters = _solver_options(8, tol, maxiter)
@@ -216,7 +217,7 @@ def binned_leverage(edges: Any, c: Any, activation: ActivationLike, snr: Any, t:
                       stacklevel=2)
     h = sol.leverage
     means = np.array([w[which == b] @ h[which == b] / w[which == b].sum() for b in range(e.size - 1)])
-    t1 = predictor_part(a, w, h, cv, s, captures_bayes_predictor(act))
+    t1 = predictor_part(a, w, h, cv, s, _captures(act))
     return BinnedLeverage(means, t1, leverage_part(a, w, h, cv, s), sol.converged)
 
 

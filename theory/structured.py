@@ -100,14 +100,14 @@ from .validation import (
 from ._jets import Jet
 from .implicit import MAX_TAYLOR_ORDER, null_system_taylor, refine_quadrature
 from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid, checked_solver_options
-from .null_system import gram_law_quadrature
+from .null_system import _gram_law_quadrature
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
 from .symbols import a1 as _a1
 from .symbols import c as _c
 from .symbols import delta as _delta
 from .symbols import gamma as _gamma
 from ._structured_symbolic import (l_sym, delta_t, sf2_sym, d0_sym, kappa_sym, null_trace_expressions, null_free_energy_expression, null_trace_closed_forms, structured_low_rank_matrix, low_rank_matrix, rank_one_quadratic_form_expression)
-from ._spikes import (SNR_MAX, spike_vectors, finite_dims)
+from ._spikes import (spike_vectors, finite_dims)
 from ._kernel_constants import FrozenDict as _FrozenDict, kernel_constants as _kernel_constants
 from ._structured_traces import (StructuredConvergenceError, GramRationalIntegrals, GramQuadratureIntegrals, error_on_grid)
 
@@ -213,11 +213,10 @@ def _null_solutions_memo(gam_bytes: bytes, shape: tuple, c: float, a1: float, sf
     return out
 
 
-def _validate_common(c: Any, snr: Any) -> tuple[float, float]:
-    """``(float(c), float(snr))`` in the solver domain: ``c`` in ``[1e-4, 1e4]``, ``snr`` in ``[0, 1e8]``."""
-    c = as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
-    snr = as_float("snr", snr, low=0, high=SNR_MAX)
-    return c, snr
+def _validate_c(c: Any) -> float:
+    """``float(c)`` in the solver domain ``[1e-4, 1e4]`` (a symbolic function's ``c`` is checked here; the model's
+    other fields were checked by :class:`theory.AttentionModel`)."""
+    return as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
 
 
 def _structured_solve(
@@ -243,7 +242,7 @@ def _structured_solve(
     The options follow the rules of the null solver (:func:`theory.solve_null_system_full`), so that
     :meth:`theory.AttentionModel.error` checks them the same way with and without signal.
     """
-    c, snr = _validate_common(c, snr)
+    c, snr = _validate_c(c), float(snr)
     maxiter, system, gam = _validate_solver_options(gamma, system, method, n_nodes, tol, maxiter, max_iter)
     check_flag("check_quadrature", check_quadrature)
     a1, sf2, d0 = _kernel_constants(activation, diagonal)
@@ -310,10 +309,10 @@ def _structured_error(
 # ============================================================================ symbolic input and Taylor coefficients
 def _symbolic_structured_error(gamma: Any, c: Any, activation: Any, snr: Any, w_k: Any, w_q: Any, diagonal: Any,
                                solver_options: dict[str, Any]) -> Any:
-    """:func:`_structured_error` of a symbolic ``gamma`` or ``c``: every other argument checked as on the
-    numeric path (:func:`_structured_solve`), then the :class:`theory.symbolic.NumericFunction`."""
+    """:func:`_structured_error` of a symbolic ``gamma`` or ``c``: the solver options checked as on the numeric path
+    (:func:`_structured_solve`), then the :class:`theory.symbolic.NumericFunction`."""
     g, cc = symbolic_arguments(gamma, c, C_RANGE)
-    _check_structured_options(snr, w_k, w_q, activation, diagonal, solver_options)
+    _check_structured_options(solver_options)
     act, options = _hashable(activation), {k: _hashable(v) for k, v in sorted(solver_options.items())}
     fixed = [(None, act), (None, snr)]
     if w_k is not None:
@@ -346,10 +345,8 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _check_structured_options(snr: Any, w_k: Any, w_q: Any, activation: Any, diagonal: Any,
-                              solver_options: dict[str, Any]) -> None:
-    """The checks of :func:`_structured_solve` on everything but ``gamma`` and ``c``."""
-    as_float("snr", snr, low=0, high=SNR_MAX)
+def _check_structured_options(solver_options: dict[str, Any]) -> None:
+    """The checks of :func:`_structured_solve` on the solver options."""
     opts = {"system": "symmetric", "method": "exact", "n_nodes": 800, "tol": 1e-12, "maxiter": 100,
             "max_iter": None, "check_quadrature": False}
     unknown = sorted(set(solver_options) - set(opts))
@@ -360,8 +357,6 @@ def _check_structured_options(snr: Any, w_k: Any, w_q: Any, activation: Any, dia
     _validate_solver_options(1.0, opts["system"], opts["method"], opts["n_nodes"], opts["tol"], opts["maxiter"],
                              opts["max_iter"])
     check_flag("check_quadrature", opts["check_quadrature"])
-    _kernel_constants(activation, diagonal)
-    finite_dims(float(snr), w_k, w_q)
 
 
 def _structured_error_taylor(
@@ -395,7 +390,7 @@ def _structured_error_taylor(
     exactly) to the quadrature's accuracy.  ``n_nodes`` and ``method`` act on the null solve of orders 0 and 1
     only; ``check_quadrature`` is accepted for symmetry with :func:`_structured_error` (refinement checks here).
     """
-    c, snr = _validate_common(c, snr)
+    c, snr = _validate_c(c), float(snr)
     g0 = as_float("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     maxiter, system, _ = _validate_solver_options(g0, system, method, n_nodes, tol, maxiter, max_iter)
     check_flag("check_quadrature", check_quadrature)
@@ -425,7 +420,7 @@ def _error_series(nul: Any, consts: tuple[float, float, float, float], m: np.nda
                   n_nodes: int) -> Jet:
     """Series of ``E`` (order ``len(nul.delta) - 2``) from the null unknowns' series, on an ``n_nodes`` rule."""
     c, a1, sf2, d0 = consts
-    nodes, weights = gram_law_quadrature(c, n_nodes)
+    nodes, weights = _gram_law_quadrature(c, n_nodes)
     dl, dt, kp = Jet(nul.delta), Jet(nul.delta_tilde), Jet(nul.kappa)
     gam = Jet.variable(nul.gamma, dl.order)
     T12, T13, T22, L = (v.integrate(weights) for v in _trace_integrand_series()(nodes, dl, dt, kp, gam, *consts))
