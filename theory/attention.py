@@ -44,20 +44,21 @@ _SOLVER_OPTIONS = ("system", "method", "n_nodes", "tol", "maxiter", "max_iter", 
 __all__: list[str] = []  # the model's methods are the public door (theory.settings)
 
 
-def _attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float = 0.0, w_k: Any = None,
-                     w_q: Any = None, diagonal: Any = "removed", **solver_options: Any) -> Any:
-    """:meth:`theory.AttentionModel.error` of the model ``(c, activation, snr, w_k, w_q, diagonal)``.
+def _attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float = 0.0, spike: Any = None,
+                     diagonal: Any = "removed", **solver_options: Any) -> Any:
+    """:meth:`theory.AttentionModel.error` of the model ``(c, activation, snr, spike, diagonal)`` (``spike``: the
+    vectors ``(w_k, w_q)`` or None).
 
     The null model: ``E = gamma^2 d delta~ / d gamma`` at ``z = -gamma`` (:func:`theory.null_system_derivative`);
-    with ``snr != 0`` or spike vectors, :func:`theory.structured._structured_error`.
+    with ``snr != 0`` or a spike, :func:`theory.structured._structured_error`.
     """
     if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
-        return _symbolic_attention_error(gamma, c, activation, snr, w_k, w_q, diagonal, solver_options)
+        return _symbolic_attention_error(gamma, c, activation, snr, spike, diagonal, solver_options)
     g = as_array("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     check_grid("gamma", g.size)
     as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
-    if _structured_case(snr, w_k, w_q, solver_options):
-        return _structured_error(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
+    if _structured_case(snr, spike, solver_options):
+        return _structured_error(gamma, c, activation, snr, spike, diagonal, **solver_options)
     d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
     solver_options.pop("check_quadrature", None)
@@ -66,19 +67,19 @@ def _attention_error(gamma: Any, c: float, activation: ActivationLike, snr: floa
     return float(err) if np.ndim(err) == 0 else err
 
 
-def _structured_case(snr: Any, w_k: Any, w_q: Any, solver_options: dict[str, Any]) -> bool:
-    """Check the solver keywords; whether the structured solver applies (signal or spike vectors)."""
+def _structured_case(snr: Any, spike: Any, solver_options: dict[str, Any]) -> bool:
+    """Check the solver keywords; whether the structured solver applies (signal or a spike)."""
     _check_solver_keywords(solver_options)
-    return float(snr) != 0.0 or w_k is not None or w_q is not None
+    return float(snr) != 0.0 or spike is not None
 
 
-def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, snr: Any, w_k: Any, w_q: Any,
-                              diagonal: Any, solver_options: dict[str, Any]) -> Any:
+def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, snr: Any, spike: Any, diagonal: Any,
+                              solver_options: dict[str, Any]) -> Any:
     """:func:`_attention_error` of a symbolic ``gamma`` or ``c``: the arguments checked as on the numeric path,
     then the :class:`theory.symbolic.NumericFunction` of the null model (or the structured one)."""
     g, cc = symbolic_arguments(gamma, c, C_RANGE)
-    if _structured_case(snr, w_k, w_q, solver_options):
-        return _structured_error(g, cc, activation, snr, w_k, w_q, diagonal, **solver_options)
+    if _structured_case(snr, spike, solver_options):
+        return _structured_error(g, cc, activation, snr, spike, diagonal, **solver_options)
     options = dict(solver_options)
     if not (isinstance(diagonal, str) and diagonal.lower() == "removed"):
         options["diagonal"] = diagonal
@@ -90,10 +91,10 @@ def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, sn
     return numeric_function(spec)(g, cc)
 
 
-def _attention_error_taylor(gamma: float, c: float, activation: ActivationLike, snr: float = 0.0, w_k: Any = None,
-                            w_q: Any = None, diagonal: Any = "removed", *, order: int = 2, rtol: float = 1e-8,
+def _attention_error_taylor(gamma: float, c: float, activation: ActivationLike, snr: float = 0.0, spike: Any = None,
+                            diagonal: Any = "removed", *, order: int = 2, rtol: float = 1e-8,
                             **solver_options: Any) -> np.ndarray:
-    """:meth:`theory.AttentionModel.error_taylor` of the model ``(c, activation, snr, w_k, w_q, diagonal)``.
+    """:meth:`theory.AttentionModel.error_taylor` of the model ``(c, activation, snr, spike, diagonal)``.
 
     Implicit-function derivatives of the fixed-point system (no finite differences): the null unknowns'
     coefficients come from :func:`theory.null_system_taylor` (order ``order + 1``), and
@@ -102,8 +103,8 @@ def _attention_error_taylor(gamma: float, c: float, activation: ActivationLike, 
     """
     g0 = as_float("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
-    if _structured_case(snr, w_k, w_q, solver_options):
-        return _structured_error_taylor(g0, c, activation, snr, w_k, w_q, diagonal, order=order, rtol=rtol,
+    if _structured_case(snr, spike, solver_options):
+        return _structured_error_taylor(g0, c, activation, snr, spike, diagonal, order=order, rtol=rtol,
                                         **solver_options)
     d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)

@@ -203,12 +203,12 @@ class AttentionModel:
         set_("snr", as_float("snr", self.snr, low=0, high=SNR_MAX))
         set_("spike", Spike.of(self.spike))
 
-    def _arguments(self) -> tuple[Any, Any, float, Any, Any, Any]:
-        """``(c, activation, snr, w_k, w_q, diagonal)``: the model as the solvers take it (vectors as arrays, a
-        dict of constants as a dict)."""
-        w_k, w_q = self.spike.vectors() if self.spike is not None else (None, None)
+    def _arguments(self) -> tuple[Any, Any, float, Any, Any]:
+        """``(c, activation, snr, spike, diagonal)``: the model as the solvers take it (the spike as its vectors
+        ``(w_k, w_q)``, arrays, or None; a dict of constants as a dict)."""
+        spike = self.spike.vectors() if self.spike is not None else None
         activation = dict(self.activation) if isinstance(self.activation, FrozenDict) else self.activation
-        return self.c, activation, self.snr, w_k, w_q, self.diagonal
+        return self.c, activation, self.snr, spike, self.diagonal
 
     @staticmethod
     def _options(where: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -322,7 +322,7 @@ class AttentionModel:
             if value != default:
                 raise ValueError(f"small_gamma_law does not take {name}: it needs a model with {name}={default!r}, "
                                  f"got {name}={value!r}")
-        c, activation, _, _, _, diagonal = self._arguments()
+        c, activation, _, _, diagonal = self._arguments()
         return _small_gamma_law(c, activation, diagonal, gammas=gammas,
                                 **self._options("AttentionModel.small_gamma_law", solver_options))
 
@@ -379,8 +379,8 @@ class AttentionModel:
         ``[1, Limits.max_dimension]``), ``v = ||w||^2 + snr w_1^2``: the size of the signal and spike's correction
         to a kernel entry, the control of the structured equivalent's linearisation (valid for
         ``kappa_lin <= 0.5``; ``docs/structured_attention.md``)."""
-        _, _, snr, w_k, w_q, _ = self._arguments()
-        return _linearisation_control(p, snr, w_k, w_q)
+        _, _, snr, spike, _ = self._arguments()
+        return _linearisation_control(p, snr, *(spike or ()))
 
     @property
     def hermite(self) -> HermiteMoments:

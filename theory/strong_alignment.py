@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from scipy import integrate
 
-from ._leverage_dyson import solve_leverage
+from ._leverage_dyson import DysonOptions, solve_leverage
 from .validation import ArgumentTypeError, as_array, as_float, as_int
 from .activations import ActivationLike, check_activation, hermite_coefficients, numpy_activation
 
@@ -215,13 +215,12 @@ def strong_alignment_leverage(c: Any, activation: ActivationLike, snr: Any, t: A
     return _leverage_profile(act, cv, s, tv, _solver_options(nodes, tol, maxiter), check_dimension(p))
 
 
-def _leverage_profile(act: Any, c: float, s: float, t: float, options: tuple[int, float, int],
+def _leverage_profile(act: Any, c: float, s: float, t: float, options: DysonOptions,
                       p: int | None) -> LeverageProfile:
-    """:func:`strong_alignment_leverage` of checked arguments (``options``: nodes, tol, maxiter)."""
-    k, tol, iters = options
-    sol = solve_leverage(numpy_activation(act), t, c, s, k, tol, iters, p=p)
+    """:func:`strong_alignment_leverage` of checked arguments."""
+    sol = solve_leverage(numpy_activation(act), c, s, t, options, p=p)
     if not sol.converged:
-        warnings.warn(f"strong_alignment_leverage: no convergence in {iters} iterations (t={t}, c={c})",
+        warnings.warn(f"strong_alignment_leverage: no convergence in {options.maxiter} iterations (t={t}, c={c})",
                       RuntimeWarning, stacklevel=3)
     t2 = leverage_part(sol.a, sol.weights, sol.leverage, c, s)
     return LeverageProfile(sol.a, sol.weights, sol.leverage, t2, sol.iterations, sol.converged)
@@ -307,10 +306,10 @@ def strong_alignment_gap(c: Any, activation: ActivationLike, snr: Any, t: Any, *
     return StrongAlignmentGap(t1, prof.t2, t1 + prof.t2, prof)
 
 
-def _solver_options(nodes: Any, tol: Any, maxiter: Any) -> tuple[int, float, int]:
+def _solver_options(nodes: Any, tol: Any, maxiter: Any) -> DysonOptions:
     """The Dyson solver's quadrature nodes, tolerance and iteration cap, checked."""
-    return (as_int("nodes", nodes, 8, 200), as_float("tol", tol, low=0, low_open=True),
-            as_int("maxiter", maxiter, 1, 10**6))
+    return DysonOptions(as_int("nodes", nodes, 8, 200), as_float("tol", tol, low=0, low_open=True),
+                        as_int("maxiter", maxiter, 1, 10**6))
 
 
 def check_dimension(p: Any) -> int | None:
@@ -394,7 +393,7 @@ def expectation_over_gammas(gamma: Any, c: Any, activation: Any, snr: Any, t: An
     capture = _captures(act)
     out = np.empty(gammas.shape)
     for idx, g in np.ndenumerate(gammas):
-        a, w, r, r2 = resolvent_diagonals(f, tv, cv, s, float(g), *checked, p=size)
+        a, w, r, r2 = resolvent_diagonals(f, cv, s, tv, float(g), checked, p=size)
         out[idx] = float(w @ integrand(a, s, capture, r, r2))
     return float(out) if out.ndim == 0 else out
 
@@ -411,8 +410,8 @@ def residual_weight(a: np.ndarray, snr: float, capture: bool) -> np.ndarray:
     return _label_variance(a, snr) + (0.0 if capture else _nonlinear_bayes_part(a, snr) ** 2)
 
 
-def resolvent_diagonals(f: Any, t: float, c: float, snr: float, gamma: float, nodes: int, tol: float,
-                        maxiter: int, p: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def resolvent_diagonals(f: Any, c: float, snr: float, t: float, gamma: float, options: DysonOptions,
+                        p: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Nodes, weights, ``R(a)`` and ``diag(R^2)(a) = R(a) - gamma R'(a)``, ``R = gamma Q`` (both ``1 - h`` at
     ``gamma = 0``).  ``1 - R(a)`` is the smoother's diagonal, the leverage at ``gamma``.
 
@@ -420,9 +419,9 @@ def resolvent_diagonals(f: Any, t: float, c: float, snr: float, gamma: float, no
     in ``log gamma`` (step 1e-3)."""
 
     def diagonal(delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        sol = solve_leverage(f, t, c, snr, nodes, tol, maxiter, delta, p=p)
+        sol = solve_leverage(f, c, snr, t, options, delta, p=p)
         if not sol.converged:
-            warnings.warn(f"strong alignment resolvent: no convergence in {maxiter} iterations (t={t}, c={c}, "
+            warnings.warn(f"strong alignment resolvent: no convergence in {options.maxiter} iterations (t={t}, c={c}, "
                           f"gamma={c * delta})", RuntimeWarning, stacklevel=5)
         return sol.a, sol.weights, 1.0 - sol.leverage
 

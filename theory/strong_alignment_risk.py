@@ -209,12 +209,12 @@ def binned_leverage(edges: Any, c: Any, activation: ActivationLike, snr: Any, t:
     cv, act, s, tv = check_setting(c, activation, snr, t, t_positive=True)
     e = _check_edges(edges, s)
     k = as_int("per_bin", per_bin, 4, 40)
-    _, tolv, iters = _solver_options(8, tol, maxiter)
+    options = _solver_options(8, tol, maxiter)  # its nodes unused: the grid is given
     a, w, which = binned_coordinate_nodes(s, e, k)
-    sol = solve_leverage(numpy_activation(act), tv, cv, s, 0, tolv, iters, grid=(a, w), p=check_dimension(p))
+    sol = solve_leverage(numpy_activation(act), cv, s, tv, options, grid=(a, w), p=check_dimension(p))
     if not sol.converged:
-        warnings.warn(f"binned_leverage: no convergence in {iters} iterations (t={tv}, c={cv})", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(f"binned_leverage: no convergence in {options.maxiter} iterations (t={tv}, c={cv})",
+                      RuntimeWarning, stacklevel=2)
     h = sol.leverage
     means = np.array([w[which == b] @ h[which == b] / w[which == b].sum() for b in range(e.size - 1)])
     t1 = predictor_part(a, w, h, cv, s, _captures(act))

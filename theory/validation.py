@@ -368,16 +368,17 @@ def _array_of(name: str, value: Any, what: str) -> np.ndarray:
 
 
 def as_array(name: str, value: Any, *, complex_ok: bool = False, ndim: int | Sequence[int] | None = None,
-             allow_empty: bool = False, low: Any = None, high: Any = None, low_open: bool = False,
-             high_open: bool = False, bytes_per_element: int | None = None) -> np.ndarray:
+             allow_empty: bool = False, bytes_per_element: int | None = None, **bounds: Any) -> np.ndarray:
     """Checked float64 (or, with ``complex_ok``, complex128) array of a number or array-like.
 
     Refuses strings, None, booleans, object and string dtypes, complex values unless ``complex_ok``, NaN and
-    inf, an empty array unless ``allow_empty``, dimensions other than ``ndim``, values outside the range (real
-    arrays), and, when ``bytes_per_element`` is given, sizes whose intermediate arrays would exceed the memory
-    budget (:func:`check_array_memory`).  The result equals ``np.asarray(value, dtype=float64)`` (or
-    ``complex128``) for every valid input.
+    inf, an empty array unless ``allow_empty``, dimensions other than ``ndim``, values outside the range
+    ``bounds`` (``low``, ``high``, ``low_open``, ``high_open`` as in :func:`check_real`; real arrays), and, when
+    ``bytes_per_element`` is given, sizes whose intermediate arrays would exceed the memory budget
+    (:func:`check_array_memory`).  The result equals ``np.asarray(value, dtype=float64)`` (or ``complex128``) for
+    every valid input.
     """
+    low, high, low_open, high_open = _bounds(**bounds)
     kind = "real or complex numbers" if complex_ok else "real numbers"
     what = f"a finite {'real or complex' if complex_ok else 'real'} number or an array of finite {kind}"
     rule = _range_text(low, high, low_open, high_open)
@@ -404,6 +405,12 @@ def as_array(name: str, value: Any, *, complex_ok: bool = False, ndim: int | Seq
         if np.any(bad):
             raise ValueError(f"{name} must be {what}, got {describe(value)} (e.g. {float(out[bad].flat[0])!r})")
     return out
+
+
+def _bounds(low: Any = None, high: Any = None, low_open: bool = False,
+            high_open: bool = False) -> tuple[Any, Any, bool, bool]:
+    """The range keywords of :func:`as_array`, with their defaults."""
+    return low, high, low_open, high_open
 
 
 def check_array_memory(name: str, n_elements: int, bytes_per_element: int) -> None:

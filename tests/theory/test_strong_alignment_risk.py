@@ -120,9 +120,10 @@ def test_anderson_mixing_changes_no_value(monkeypatch):
     from theory.activations import numpy_activation
 
     f = numpy_activation("erf")
-    fast = dyson.solve_leverage(f, 1.0, 0.5, 1.0, 20, 1e-12, 5000)
+    options = dyson.DysonOptions(20, 1e-12, 5000)
+    fast = dyson.solve_leverage(f, 0.5, 1.0, 1.0, options)
     monkeypatch.setattr(dyson, "ANDERSON_DEPTH", 0)
-    slow = dyson.solve_leverage(f, 1.0, 0.5, 1.0, 20, 1e-12, 5000)
+    slow = dyson.solve_leverage(f, 0.5, 1.0, 1.0, options)
     assert fast.converged and slow.converged and fast.iterations < slow.iterations
     assert np.allclose(fast.leverage, slow.leverage, atol=1e-10, rtol=0)
 
