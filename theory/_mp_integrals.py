@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.polynomial.polynomial as P_
 
-from .marchenko_pastur import _stieltjes_branch
+from .marchenko_pastur import _stieltjes_branch, _support
 
 #: number of moments of ``mu_G`` tabulated for the polynomial part (degree of ``P // D^k`` below this)
 _N_MOMENTS = 16
@@ -33,9 +33,9 @@ class RepeatedRootError(ValueError):
 
 
 def gram_support(c: float) -> tuple[float, float]:
-    """Edges ``((1 - c^{-1/2})^2, (1 + c^{-1/2})^2)`` of the continuous part of ``mu_G`` (floats)."""
-    r = math.sqrt(1.0 / c)
-    return (1 - r) ** 2, (1 + r) ** 2
+    """Edges ``((1 - c^{-1/2})^2, (1 + c^{-1/2})^2)`` of the continuous part of ``mu_G`` (floats): those of the
+    Marchenko-Pastur law of ratio ``1/c``."""
+    return _support(1.0 / c)
 
 
 @functools.lru_cache(maxsize=64)

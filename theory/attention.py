@@ -30,16 +30,13 @@ from typing import Any
 import numpy as np
 
 from ._jets import Jet
-from .validation import ArgumentTypeError, as_array, as_float, as_int, check_flag, finite_result
+from .validation import as_array, as_float, as_int, finite_result
 from .activations import ActivationLike, hermite_moments
 from .implicit import MAX_TAYLOR_ORDER, null_system_taylor
 from .null_system import null_kernel_diagonal, null_system_derivative
-from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid, checked_solver_options
-from .structured import _structured_error, _structured_error_taylor
+from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid
+from .structured import _structured_error, _structured_error_taylor, _structured_options
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
-
-#: the options of the solvers (:func:`theory.solve_null_system_full`, :meth:`theory.AttentionModel.solve`)
-_SOLVER_OPTIONS = ("system", "method", "n_nodes", "tol", "maxiter", "max_iter", "check_quadrature")
 
 __all__: list[str] = []  # the model's methods are the public door (theory.settings)
 
@@ -122,19 +119,12 @@ def _taylor_order(order: Any) -> int:
 
 
 def _check_solver_keywords(options: dict[str, Any]) -> None:
-    """The solver options of :meth:`theory.AttentionModel.error`: known names, each checked as on the structured
-    path."""
-    unknown = sorted(set(options) - set(_SOLVER_OPTIONS))
-    if unknown:
-        raise ArgumentTypeError(f"{unknown[0]} is not a solver option of AttentionModel.error; the options are "
-                                f"{_SOLVER_OPTIONS}")
+    """The solver options of :meth:`theory.AttentionModel.error`: the structured solver's names and rules
+    (:func:`theory.structured._structured_options`; ``n_nodes`` 160 unless given, the null solver's default), and
+    not both spellings of ``maxiter``."""
     if "maxiter" in options and "max_iter" in options:
         raise ValueError("give maxiter or max_iter (the same option), not both")
-    name = "maxiter" if "maxiter" in options else "max_iter"
-    checked_solver_options(options.get("system", "symmetric"), options.get("method", "exact"), options.get("n_nodes", 160),
-                    options.get("tol", 1e-12), options.get(name, 100), names=(name, name))
-    if "check_quadrature" in options:
-        check_flag("check_quadrature", options["check_quadrature"])
+    _structured_options(dict(options, n_nodes=options.get("n_nodes", 160)))
 
 
 def _small_gamma_law(c: float, activation: ActivationLike, diagonal: Any = "removed",

@@ -62,6 +62,8 @@ _BYTES_PER_POINT = 1024
 
 
 def _validate(c: Any, a1: Any, nu: Any) -> tuple[float, float, float]:
+    """Checked ``(c, a1, sf2)``: ``c > 0``, ``a1`` finite, ``nu > 0`` with ``nu >= a1^2`` (to ``1e-12``),
+    ``sf2 = max(nu - a1^2, 0)``."""
     c = as_float("c", c, low=0, low_open=True)
     nu = as_float("nu", nu, low=0, low_open=True)
     a1 = as_float("a1", a1)
@@ -78,11 +80,9 @@ def kernel_equation(m: Any, z: Any, c: float, a1: float, nu: float) -> Any:
     denominator) is refused with a ``ValueError``.
     """
     m, z = (_operand(name, v) for name, v in (("m", m), ("z", z)))
-    c = as_float("c", c, low=0, low_open=True)
-    a1, nu = as_float("a1", a1), as_float("nu", nu, low=0, low_open=True)
-    sf2 = nu - a1**2
-    if sf2 < -1e-12:
-        raise ValueError(f"nu must be >= a1^2 (nu = E f^2 >= (E xi f)^2), got nu={nu!r}, a1={a1!r}")
+    c, a1, _ = _validate(c, a1, nu)
+    nu = float(nu)
+    sf2 = nu - a1**2  # not clipped at 0 (the residual of the given constants)
     with numeric_errors("kernel_equation", m=m, z=z, c=c, a1=a1, nu=nu), np.errstate(divide="raise", over="raise", invalid="raise"):
         out = m + 1.0 / (z + a1**2 * m / (c + a1 * m) + sf2 * m / c)
     return finite_result("kernel_equation", out, m=m, z=z, c=c, a1=a1, nu=nu)

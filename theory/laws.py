@@ -72,7 +72,7 @@ from .validation import (
 )
 from .activations import check_activation, hermite_moments, numpy_activation
 from .kernel_spectrum import _density as _kernel_density
-from .kernel_spectrum import _stieltjes_core, kernel_support_estimate
+from .kernel_spectrum import _stieltjes_core, _validate, kernel_support_estimate
 from .marchenko_pastur import _density, _support, mp_atom, mp_moment, mp_stieltjes
 
 __all__ = ["MarchenkoPastur", "KernelSpectralLaw"]
@@ -359,12 +359,8 @@ class KernelSpectralLaw(_SpectralLaw):
         elif a1 is None or nu is None:
             raise ValueError("give activation, or both constants a1 and nu")
         self.activation = activation
-        self.a1 = as_float("a1", a1)
-        self.nu = as_float("nu", nu, low=0, low_open=True)
-        sf2 = self.nu - self.a1**2
-        if sf2 < -1e-12:
-            raise ValueError(f"nu must be >= a1^2 (nu = E f^2 >= (E xi f)^2), got nu={nu!r}, a1={a1!r}")
-        self.sf2 = max(sf2, 0.0)
+        _, self.a1, self.sf2 = _validate(self.c, a1, nu)
+        self.nu = float(nu)
         # nu = a1^2: the affine Marchenko-Pastur law (kernel_stieltjes treats sf2 < 1e-14 a1^2 as 0 the same way)
         self._mp = MarchenkoPastur(self.c) if self.sf2 <= 1e-14 * self.a1**2 else None
 

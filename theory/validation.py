@@ -55,9 +55,7 @@ __all__ = [
     "finite_result",
     "numeric_errors",
     "require_positive",
-    "require_nonnegative",
     "require_at_least",
-    "require_greater",
     "require_integer",
     "sympy_number",
     "rank_and_dimension",
@@ -518,19 +516,9 @@ def require_positive(name: str, value: Any) -> Any:
     return check_real(name, value, low=0, low_open=True, symbolic=True)
 
 
-def require_nonnegative(name: str, value: Any) -> Any:
-    """``value >= 0`` (numbers or sympy expressions); returns ``value``."""
-    return check_real(name, value, low=0, symbolic=True)
-
-
 def require_at_least(name: str, value: Any, lower: float) -> Any:
     """``value >= lower`` (numbers or sympy expressions); returns ``value``."""
     return check_real(name, value, low=lower, symbolic=True)
-
-
-def require_greater(name: str, value: Any, lower: float) -> Any:
-    """``value > lower`` (numbers or sympy expressions); returns ``value``."""
-    return check_real(name, value, low=lower, low_open=True, symbolic=True)
 
 
 def require_integer(name: str, value: Any, lower: int | None = None, upper: int | None = None) -> Any:
