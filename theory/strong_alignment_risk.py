@@ -15,7 +15,7 @@ risk gap with the opposite sign: as ``gamma -> 0`` with ``c < 1``, ``R_att - R_R
   ``tr S / n -> 1 - gamma delta``, ``delta`` of Marchenko–Pastur);
 * :func:`strong_spike_prediction_risk`: attention's, ``E_att(gamma) + 2 E_a[v(a) (1 - R(a))]`` with ``R(a)`` from
   the leverage equation (:func:`theory.strong_spike_attention_error`);
-* :func:`label_coordinate_bins`, :func:`leverage_bin_means` and :func:`binned_leverage`: equal-probability bins of
+* :func:`label_coordinate_bins` and :func:`binned_leverage`: equal-probability bins of
   ``|a|`` and the theory's mean leverage ``h(a)`` in each (the leverage equation solved on nodes inside the bins),
   with the training gap's parts from the same solve.
 
@@ -52,7 +52,7 @@ from .strong_alignment import (
     residual_weight,
 )
 
-__all__ = ["ridge_prediction_risk", "strong_spike_prediction_risk", "label_coordinate_bins", "leverage_bin_means",
+__all__ = ["ridge_prediction_risk", "strong_spike_prediction_risk", "label_coordinate_bins",
            "binned_leverage"]
 
 
@@ -160,38 +160,6 @@ def label_coordinate_bins(snr: Any, n_bins: Any) -> np.ndarray:
     return np.array([0.0, *inner, math.sqrt(s) + 40.0])
 
 
-def leverage_bin_means(edges: Any, c: Any, activation: ActivationLike, snr: Any, t: Any, *, per_bin: int = 10,
-                       tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> np.ndarray:
-    """The theory's mean leverage ``E[h(a) | e_k <= |a| < e_(k+1)]`` in each bin of ``|a|``, ``gamma -> 0``, ``c < 1``.
-
-    The leverage equation of :func:`theory.strong_alignment_leverage` solved on a quadrature whose nodes lie inside
-    the bins (Gauss-Legendre on each bin and sign, weighted by the density of ``a``; the last bin cut at
-    ``sqrt(snr) + 9``), so each bin's mean is a quadrature of its own nodes.
-
-    Parameters
-    ----------
-    edges : array (B + 1,)
-        Increasing from ``edges[0] = 0`` (:func:`label_coordinate_bins`); the inner edges below ``sqrt(snr) + 9``, the
-        last at or beyond it (``inf`` allowed): the bins cover ``|a|``.
-    c, activation, snr, t, tol, maxiter, p
-        As :func:`theory.strong_alignment_leverage` (``p``: the finite-size equation).
-    per_bin : int
-        Nodes per bin and sign, 4 to 40.
-
-    Returns
-    -------
-    ndarray (B,)
-
-    Examples
-    --------
-    >>> e = label_coordinate_bins(1.0, 4)
-    >>> h = leverage_bin_means(e, 0.5, "erf", 1.0, 1.0, per_bin=6)
-    >>> bool(h[0] > h[-1]), round(float(h.mean()), 3)
-    (True, 0.5)
-    """
-    return binned_leverage(edges, c, activation, snr, t, per_bin=per_bin, tol=tol, maxiter=maxiter, p=p).bin_means
-
-
 @dataclass(frozen=True)
 class BinnedLeverage:
     """One solve of the leverage equation on a grid inside bins of ``|a|``: the bin means, ``T2`` and ``T1``."""
@@ -204,8 +172,36 @@ class BinnedLeverage:
 
 def binned_leverage(edges: Any, c: Any, activation: ActivationLike, snr: Any, t: Any, *, per_bin: int = 10,
                     tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> BinnedLeverage:
-    """:func:`leverage_bin_means` with the parts of the training gap from the same solve (``t1``, ``t2`` as
-    :func:`theory.strong_alignment_gap`): one Dyson solve for everything a check judges at one ``t``."""
+    """The theory's mean leverage ``E[h(a) | e_k <= |a| < e_(k+1)]`` in each bin of ``|a|`` (``gamma -> 0``,
+    ``c < 1``), with the parts of the training gap from the same solve (``t1``, ``t2`` as
+    :func:`theory.strong_alignment_gap`): one Dyson solve for everything a check judges at one ``t``.
+
+    The leverage equation of :func:`theory.strong_alignment_leverage` solved on a quadrature whose nodes lie inside
+    the bins (Gauss-Legendre on each bin and sign, weighted by the density of ``a``; the last bin cut at
+    ``sqrt(snr) + 9``), so each bin's mean is a quadrature of its own nodes.
+
+    Parameters
+    ----------
+    edges : array (B + 1,)
+        Increasing from ``edges[0] = 0`` (:func:`label_coordinate_bins`); the inner edges below ``sqrt(snr) + 9``, the
+        last at or beyond it (``inf`` allowed): the bins cover ``|a|``.
+    c, activation, snr, t, tol, maxiter, p
+        As :func:`theory.strong_alignment_leverage` (``p``: the finite-size equation; ``t > 0``).
+    per_bin : int
+        Nodes per bin and sign, 4 to 40.
+
+    Returns
+    -------
+    BinnedLeverage
+        ``bin_means`` (B,), ``t1``, ``t2``, ``converged``.
+
+    Examples
+    --------
+    >>> e = label_coordinate_bins(1.0, 4)
+    >>> h = binned_leverage(e, 0.5, "erf", 1.0, 1.0, per_bin=6).bin_means
+    >>> bool(h[0] > h[-1]), round(float(h.mean()), 3)
+    (True, 0.5)
+    """
     cv, act, s, tv = check_setting(c, activation, snr, t, t_positive=True)
     e = _check_edges(edges, s)
     k = as_int("per_bin", per_bin, 4, 40)

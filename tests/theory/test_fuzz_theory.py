@@ -246,9 +246,6 @@ def _mp_kernel_and_ridge(add: Callable[..., None]) -> None:
     add("binned_leverage", dict(t=0.5, c=0.5, activation="erf", snr=1.0, edges=[0.0, 1.0, math.inf], per_bin=4),
         dict(t=pos(), c=real(0, 1, low_open=True, high_open=True), activation=ACT, snr=nonneg(),
              per_bin=Arg("int", 4, 40)))
-    add("leverage_bin_means", dict(t=0.5, c=0.5, activation="erf", snr=1.0, edges=[0.0, 1.0, math.inf], per_bin=4),
-        dict(t=pos(), c=real(0, 1, low_open=True, high_open=True), activation=ACT, snr=nonneg(),
-             per_bin=Arg("int", 4, 40)))
     add("ridge_error_small_gamma_coefficient", dict(c=2.0, snr=1.0), dict(c=real(1, low_open=True, symbolic=True),
                                                                           snr=SYM_NONNEG))
     # ---- laws

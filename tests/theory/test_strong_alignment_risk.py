@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory import (binned_leverage, label_coordinate_bins, label_mmse, leverage_bin_means, mp_delta,
+from theory import (binned_leverage, label_coordinate_bins, label_mmse, mp_delta,
                     ridge_error_values, ridge_prediction_risk, strong_alignment_gap, strong_spike_attention_error,
                     strong_spike_prediction_risk)
 from theory.strong_alignment_risk import _abs_coordinate_cdf
@@ -101,7 +101,7 @@ def test_binned_solve_agrees_with_the_gauss_hermite_solve():
         g = strong_alignment_gap(c, act, 1.0, t, nodes=80)
         assert b.converged and b.t2 == pytest.approx(g.t2, abs=2e-5) and b.t1 == pytest.approx(g.t1, abs=2e-5)
         assert b.bin_means.mean() == pytest.approx(c, abs=1e-6)
-    h = leverage_bin_means(edges, 0.5, "erf", 1.0, 1.0, per_bin=6)
+    h = binned_leverage(edges, 0.5, "erf", 1.0, 1.0, per_bin=6).bin_means
     assert np.all(np.diff(h) < 0)
 
 
@@ -110,8 +110,8 @@ def test_binned_solve_agrees_with_the_gauss_hermite_solve():
 def test_bins_refuse_edges_that_do_not_cover_the_coordinate(edges):
     """Bins must start at 0 and reach past the quadrature's end: otherwise the solve would be of another model."""
     with pytest.raises(ValueError, match="edges"):
-        leverage_bin_means(edges, 0.5, "erf", 1.0, 1.0)
-    assert leverage_bin_means([0.0, 1.0, math.inf], 0.5, "erf", 1.0, 1.0, per_bin=4).shape == (2,)
+        binned_leverage(edges, 0.5, "erf", 1.0, 1.0)
+    assert binned_leverage([0.0, 1.0, math.inf], 0.5, "erf", 1.0, 1.0, per_bin=4).bin_means.shape == (2,)
 
 
 def test_anderson_mixing_changes_no_value(monkeypatch):

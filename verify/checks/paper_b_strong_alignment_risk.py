@@ -12,7 +12,7 @@ Prediction (*derived by the project*, docs/strong_alignment.md, "Prediction risk
 * the risk gap on fresh labels at the same tokens, ``R_att - R_RR = T1 - T2`` (exact identity
   ``R = E(gamma) + (2/n) sum_i v_i S_ii``; :func:`theory.strong_spike_prediction_risk`): the leverage part that
   lowers attention's training error raises its risk by the same amount;
-* attention's mean leverage in each of ``LEVERAGE_BINS`` equal-probability bins of ``|a|`` (:func:`theory.leverage_bin_means`).
+* attention's mean leverage in each of ``LEVERAGE_BINS`` equal-probability bins of ``|a|`` (:func:`theory.binned_leverage`).
 
 Each is evaluated by the equation at the simulated size ``p`` (``p=``: the kernel's coefficient ``t + 1/sqrt p`` of
 ``a_i a_j`` and its mean part at ``n = p/c`` tokens, the low-rank block that moves ``T2`` by up to 0.006 at these
