@@ -61,7 +61,7 @@ def bridge_table() -> str:
         model = AttentionModel(c, "erf", SNR, spike=(s, "aligned"))
         lin = float(model.error(1e-3)) - float(model.ridge_error(1e-3))
         for p, m, se in points:
-            strong = strong_alignment_gap((s + 1) / math.sqrt(p), c, "erf", SNR).total
+            strong = strong_alignment_gap(c, "erf", SNR, (s + 1) / math.sqrt(p)).total
             closer = "strong" if abs(m - strong) < abs(m - lin) else "linearised"
             lines.append(f"| {c:.3g} | {s:g} | {p} | {s**3 / p:.2g} | {m:+.4f} ± {se:.4f} | {lin:+.4f} | {strong:+.4f} "
                          f"| {closer} |")
@@ -106,7 +106,7 @@ def phase_table() -> str:
              "|---|---|" + "---|" * len(PHASE_TS)]
     for act in ("erf", "tanh", "gelu"):
         for c in PHASE_CS:
-            gaps = [strong_alignment_gap(t, c, act, SNR, nodes=24).total for t in PHASE_TS]
+            gaps = [strong_alignment_gap(c, act, SNR, t, nodes=24).total for t in PHASE_TS]
             lines.append(f"| {act} | {c:.3g} | " + " | ".join(f"{g:+.4f}" for g in gaps) + " |")
     return "\n".join(lines)
 
@@ -118,13 +118,13 @@ def offsets_table(base: int) -> str:
     lines = ["| f | c | t | limit | p | trials | measured | measured - limit | measured - theory at t + 1/sqrt p |",
              "|---|---|---|---|---|---|---|---|---|"]
     for act, c, t in OFFSET_SETTINGS:
-        limit = strong_alignment_gap(t, c, act, SNR).total
+        limit = strong_alignment_gap(c, act, SNR, t).total
         for p, trials in OFFSET_SIZES:
             settings = MonteCarloSettings(trials, seed_of(base, act, c, t, p), labels="iid")
             out = strong_alignment_mc(act, c, t, p, [0.0], settings, snr=SNR)
             d = out["attention"][:, 0] - out["ridge"][:, 0]
             m, se = float(d.mean()), float(d.std(ddof=1) / math.sqrt(trials))
-            eff = strong_alignment_gap(t + 1 / math.sqrt(p), c, act, SNR).total
+            eff = strong_alignment_gap(c, act, SNR, t + 1 / math.sqrt(p)).total
             lines.append(f"| {act} | {c:.3g} | {t:g} | {limit:+.4f} | {p} | {trials} | {m:+.4f} ± {se:.4f} | "
                          f"{m - limit:+.4f} | {m - eff:+.4f} |")
             print(lines[-1], file=sys.stderr, flush=True)

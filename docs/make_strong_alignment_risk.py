@@ -73,7 +73,7 @@ def _theory(act: str, c: float, t: float, p: int | None, gamma: float = 0.0, fin
                 "train": strong_spike_attention_error(gamma, c, act, 1.0, te, p=size)
                 - float(ridge_error_values(gamma, c, 1.0)),
                 "risk": strong_spike_prediction_risk(gamma, c, act, 1.0, te, p=size) - ridge_prediction_risk(gamma, c, 1.0)}
-    b = binned_leverage(te, c, act, 1.0, label_coordinate_bins(1.0, BINS), p=size)
+    b = binned_leverage(label_coordinate_bins(1.0, BINS), c, act, 1.0, te, p=size)
     return {"T1": b.t1, "T2": b.t2, "train": b.t1 + b.t2, "risk": b.t1 - b.t2, "bins": b.bin_means}
 
 
@@ -169,14 +169,14 @@ def table_crossings(args) -> list[dict]:
     for act in args.activations:
         for c in args.cs:
             def risk(t: float) -> float:
-                g = strong_alignment_gap(t, c, act, 1.0)
+                g = strong_alignment_gap(c, act, 1.0, t)
                 return g.t1 - g.t2
 
             values = np.array([risk(t) for t in grid])
             change = np.nonzero(np.diff(np.sign(values)))[0]
             cross = (optimize.brentq(risk, grid[change[0]], grid[change[0] + 1], xtol=1e-4) if change.size
                      else math.nan)
-            train = strong_alignment_gap(cross, c, act, 1.0).total if math.isfinite(cross) else math.nan
+            train = strong_alignment_gap(c, act, 1.0, cross).total if math.isfinite(cross) else math.nan
             rows.append(dict(activation=act, c=c, ts=grid.tolist(), risk=values.tolist(), crossing=cross,
                              train_at_crossing=train))
             print(f"| {act} | {c:.3g} | " + ", ".join(f"{v:+.4f}" for v in values)

@@ -97,7 +97,7 @@ def theory_t2(activation: str, c: float, t: float, nodes: int = 40) -> float:
     """``T2`` of :func:`theory.strong_alignment_leverage` (the limit at ``t``)."""
     from theory import strong_alignment_leverage
 
-    return strong_alignment_leverage(t, c, activation, SNR, nodes=nodes).t2
+    return strong_alignment_leverage(c, activation, SNR, t, nodes=nodes).t2
 
 
 def dyson_model_t2(c: float, t: float, n: int, trials: int, seed: int) -> tuple[float, float, np.ndarray, np.ndarray]:
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| t | " + " | ".join(f"[{lo}, {hi})" for lo, hi in zip(BINS[:-1], BINS[1:])) + " |")
     print("|---" * len(BINS) + "|")
     for t, m in profiles.items():
-        prof = strong_alignment_leverage(effective_t(t, 512), 0.5, "erf", SNR, nodes=100)
+        prof = strong_alignment_leverage(0.5, "erf", SNR, effective_t(t, 512), nodes=100)
         cells = [f"{e:.3f} / {mo:.3f}" for e, mo in zip(binned(m["a"], m["leverage"]), theory_binned(prof))]
         print(f"| {t} | " + " | ".join(cells) + " |")
     print("\nT2 part (attention - ridge), true kernel and its conditional Gaussian equivalents (erf, c = 1/2):\n")
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|" + "---|" * (len(BINS) - 1))
     for c, t in ((0.5, 0.18), (0.5, 0.5), (0.5, 1.0), (0.5, 2.0), (1 / 3, 0.5)):
         mean, se, a, lev = dyson_model_t2(c, t, 1024, 4, args.seed)
-        prof = strong_alignment_leverage(t, c, "erf", SNR, nodes=100)
+        prof = strong_alignment_leverage(c, "erf", SNR, t, nodes=100)
         cells = [f"{e:.3f} / {mo:.3f}" for e, mo in zip(binned(a, lev), theory_binned(prof))]
         print(f"| {c:.3g} | {t} | {mean:+.4f} ± {se:.4f} | {prof.t2:+.4f} | " + " | ".join(cells) + " |", flush=True)
     _figure(profiles, args.figure)
@@ -245,7 +245,7 @@ def _figure(profiles: dict, path: Path) -> None:
     for k, (t, m) in enumerate(sorted(profiles.items())):
         colour = f"C{k}"
         ax.plot(centres, binned(m["a"], m["leverage"]), "o", color=colour, label=f"t = {t}, measured")
-        prof = strong_alignment_leverage(effective_t(t, 512), 0.5, "erf", SNR, nodes=100)
+        prof = strong_alignment_leverage(0.5, "erf", SNR, effective_t(t, 512), nodes=100)
         ax.plot(centres, theory_binned(prof), "-", color=colour, alpha=0.6)
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("|a| (the token's labelled coordinate)")

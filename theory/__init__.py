@@ -19,7 +19,8 @@ structured        paper B: attention with signal and spiked weights (project's o
 implicit          paper B: Taylor coefficients of the null system in gamma (implicit-function derivatives)
 symbolic          the solvers as sympy functions (symbolic gamma or c: evalf, diff, series, lambdify, plot)
 laws              scipy.stats-style spectral laws: MarchenkoPastur, KernelSpectralLaw
-settings          frozen settings: AttentionModel (paper B's model), RateSetting (paper A's setting)
+settings          frozen settings: AttentionModel (paper B's model), StrongAlignment (it under strong alignment),
+                  RateSetting (paper A's setting)
 strong_alignment  paper B under strong alignment (||w_K|| ||w_Q|| ~ sqrt p): the gamma -> 0 gap, its T1 and T2 parts
 strong_alignment_risk  the same on fresh labels: prediction risk of attention and ridge, leverage by bins of |a|
 

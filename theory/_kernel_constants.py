@@ -10,7 +10,7 @@ from typing import Any
 
 from ._solver_domain import KERNEL_CONSTANT_MAX
 from .validation import as_float
-from .activations import check_activation, hermite_moments
+from .activations import hermite_moments
 from .null_system import diagonal_constant, null_kernel_diagonal
 
 
@@ -18,7 +18,6 @@ def kernel_constants(activation: Any, diagonal: Any) -> tuple[float, float, floa
     """``(a1, s_f^2, d0)``; ``diagonal`` is ``"removed"``, ``"kept"`` or an explicit number ``d0``."""
     if isinstance(activation, dict):  # explicit constants {"a1":..., "sf2":..., "d0":...}
         return _dict_constants(activation, diagonal)
-    check_activation(activation, "activation")
     d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
     return float(hm.a1), float(hm.sf2), float(d0)

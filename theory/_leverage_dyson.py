@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -27,6 +27,14 @@ import numpy as np
 XI_NODES = 120
 #: spectral parameter of the Dyson equation (the solution is continued to 0; 1e-5 and 1e-8 agree to 1e-8)
 EPS = 1e-8
+
+
+class DysonOptions(NamedTuple):
+    """Gauss-Hermite nodes of ``a`` per label, tolerance and iteration cap of :func:`solve_leverage`."""
+
+    nodes: int
+    tol: float
+    maxiter: int
 
 
 @dataclass(frozen=True)
@@ -234,15 +242,15 @@ def binned_coordinate_nodes(snr: float, edges: np.ndarray, per_bin: int,
     return np.concatenate(nodes), w / w.sum(), np.concatenate(which)
 
 
-def solve_leverage(f: Callable[[np.ndarray], np.ndarray], t: float, c: float, snr: float, nodes: int,
-                   tol: float, maxiter: int, delta: float = 0.0,
-                   grid: tuple[np.ndarray, np.ndarray] | None = None, p: int | None = None) -> DysonSolution:
+def solve_leverage(f: Callable[[np.ndarray], np.ndarray], c: float, snr: float, t: float, options: DysonOptions,
+                   delta: float = 0.0, grid: tuple[np.ndarray, np.ndarray] | None = None,
+                   p: int | None = None) -> DysonSolution:
     """Fixed-point iteration of ``G(a) = (Lambda(a) - Sigma(G)(a))^{-1}`` from ``G = -i I`` (damped by 1/2, with
     Anderson mixing of the iterates); ``h = 1 - G_11``;
     ``delta > 0``: the ridge-regularised pencil (:class:`DysonSolution`).  ``grid``: nodes and weights of ``a`` to
-    use instead of :func:`label_coordinate_nodes` (``nodes`` is then ignored).  ``p``: the finite-size equation,
-    at :func:`finite_size`'s ``t`` and ``n`` with the kernel's mean part (``t`` is then the limit's)."""
-    a, w = label_coordinate_nodes(snr, nodes) if grid is None else grid
+    use instead of :func:`label_coordinate_nodes` (``options.nodes`` is then ignored).  ``p``: the finite-size
+    equation, at :func:`finite_size`'s ``t`` and ``n`` with the kernel's mean part (``t`` is then the limit's)."""
+    a, w = label_coordinate_nodes(snr, options.nodes) if grid is None else grid
     mean = None
     if p is not None:
         t, n = finite_size(t, c, p)
@@ -259,7 +267,8 @@ def solve_leverage(f: Callable[[np.ndarray], np.ndarray], t: float, c: float, sn
     if mean is not None:  # the model removes the mean kernel's diagonal, which the low-rank block holds
         Lam -= _diagonal_block(mean.diagonal)
     Lam += 1j * EPS * np.eye(3)
-    G, it, converged = _iterate(-1j * np.tile(np.eye(3), (m, 1, 1)), Lam, w, H, R, c, delta, mean, tol, maxiter)
+    G, it, converged = _iterate(-1j * np.tile(np.eye(3), (m, 1, 1)), _Pencil(Lam, w, H, R, c, delta, mean),
+                                options.tol, options.maxiter)
     return DysonSolution(a, w, 1.0 - G[:, 0, 0].real, it, converged)
 
 
@@ -270,9 +279,22 @@ def _diagonal_block(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _iterate(G: np.ndarray, Lam: np.ndarray, w: np.ndarray, H: SlopeKernel, R: np.ndarray, c: float, delta: float,
-             mean: MeanPart | None, tol: float, maxiter: int) -> tuple[np.ndarray, int, bool]:
+class _Pencil(NamedTuple):
+    """The fixed data of the Dyson equation: ``Lambda(a)`` per node, the weights, the slope kernel, the kernel
+    noise's profile ``R``, ``c``, the ridge term ``delta`` and the kernel's mean part (or None)."""
+
+    Lam: np.ndarray
+    w: np.ndarray
+    H: SlopeKernel
+    R: np.ndarray
+    c: float
+    delta: float
+    mean: MeanPart | None
+
+
+def _iterate(G: np.ndarray, pencil: _Pencil, tol: float, maxiter: int) -> tuple[np.ndarray, int, bool]:
     """The damped, Anderson-mixed fixed-point iteration from ``G``: the iterate, iterations used, converged."""
+    Lam, w, H, R, c, delta, mean = pencil
     mixer = _Anderson(ANDERSON_DEPTH)
     it = 0
     for it in range(1, maxiter + 1):

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.polynomial.polynomial as P_
 
-from .marchenko_pastur import mp_stieltjes
+from .marchenko_pastur import _stieltjes_branch, _support
 
 #: number of moments of ``mu_G`` tabulated for the polynomial part (degree of ``P // D^k`` below this)
 _N_MOMENTS = 16
@@ -33,9 +33,9 @@ class RepeatedRootError(ValueError):
 
 
 def gram_support(c: float) -> tuple[float, float]:
-    """Edges ``((1 - c^{-1/2})^2, (1 + c^{-1/2})^2)`` of the continuous part of ``mu_G`` (floats)."""
-    r = math.sqrt(1.0 / c)
-    return (1 - r) ** 2, (1 + r) ** 2
+    """Edges ``((1 - c^{-1/2})^2, (1 + c^{-1/2})^2)`` of the continuous part of ``mu_G`` (floats): those of the
+    Marchenko-Pastur law of ratio ``1/c``."""
+    return _support(1.0 / c)
 
 
 @functools.lru_cache(maxsize=64)
@@ -53,7 +53,7 @@ def _gram_stieltjes_and_derivative(w: np.ndarray, c: float) -> tuple[np.ndarray,
     ``m'`` from differentiating ``z m^2 + (1 + z - c) m + 1 = 0``: ``m' = -(m^2 + m) / (2 z m + 1 + z - c)``.
     """
     zc = c * np.asarray(w, dtype=np.complex128)
-    m = np.asarray(mp_stieltjes(zc, c), dtype=np.complex128)
+    m = np.asarray(_stieltjes_branch(zc, c), dtype=np.complex128)
     dm = -(m * m + m) / (2 * zc * m + 1 + zc - c)
     return c * m, c * c * dm
 

@@ -5,7 +5,7 @@ options, and the grid size, checked before any work.  Private: the solver module
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from .validation import check_choice, check_real, check_size, get_limits
 
@@ -25,9 +25,20 @@ TOL_MAX = 1e-3
 N_NODES_MIN = 16
 
 
+class SolverOptions(NamedTuple):
+    """The checked options of the fixed-point solvers: the null system (canonical name), the integration method,
+    the quadrature nodes, the residual tolerance and the Newton steps per continuation point."""
+
+    system: str
+    method: str
+    n_nodes: int
+    tol: float
+    maxiter: int
+
+
 def checked_solver_options(system: Any, method: Any, n_nodes: Any, tol: Any, maxiter: Any, alias: Any = None,
-                    names: tuple[str, str] = ("maxiter", "max_iter")) -> tuple[str, str, int, float, int]:
-    """Checked ``(system, method, n_nodes, tol, maxiter)`` of the solvers, the same rules on every path.
+                           names: tuple[str, str] = ("maxiter", "max_iter")) -> SolverOptions:
+    """Checked :class:`SolverOptions` ``(system, method, n_nodes, tol, maxiter)``, the same rules on every path.
 
     ``system``: ``"symmetric"`` (alias ``"corrected"``) or ``"spec"`` (canonical name returned); ``method``:
     ``"exact"`` or ``"quadrature"``; ``n_nodes``: an integer in ``[16, Limits.max_quadrature_nodes]``; ``tol``: in
@@ -43,7 +54,7 @@ def checked_solver_options(system: Any, method: Any, n_nodes: Any, tol: Any, max
     if alias is not None:
         maxiter = alias
     maxiter = check_size(names[0] if alias is None else names[1], maxiter, 1, "max_iterations")
-    return system, method, n_nodes, tol, maxiter
+    return SolverOptions(system, method, n_nodes, tol, maxiter)
 
 
 def check_grid(name: str, size: int) -> None:

@@ -60,9 +60,10 @@ def spike_vectors(strength: float, kind: str) -> tuple[np.ndarray, np.ndarray]:
     return w, w.copy()
 
 
-def finite_dims(snr: float, w_k: Any, w_q: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``m = E^T mu`` and ``A / a1 = I + k_K k_Q^T`` in an orthonormal basis of span(e1, w_K, w_Q)."""
-    wk, wq = spike_arrays(w_k, w_q)
+def finite_dims(snr: float, spike: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``m = E^T mu`` and ``A / a1 = I + k_K k_Q^T`` in an orthonormal basis of span(e1, w_K, w_Q); ``spike``: the
+    vectors ``(w_K, w_Q)`` or None."""
+    wk, wq = spike_arrays(*spike) if spike is not None else (None, None)
     if wk is not None:
         dim = max(wk.size, wq.size)
         wk = np.pad(wk, (0, dim - wk.size))

@@ -31,9 +31,9 @@ def mp_nodes(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     second kind (exact for the square-root edges).
     """
     if abs(c - 1.0) < 1e-6:  # hard edge at 0 (density ~ l^{-1/2}): Gauss-Jacobi rule of theory.null_system
-        from .null_system import gram_law_quadrature
+        from .null_system import _gram_law_quadrature
 
-        return gram_law_quadrature(c, n_nodes)
+        return _gram_law_quadrature(c, n_nodes)
     r = 1.0 / c
     a, b = gram_support(c)
     i = np.arange(1, n_nodes + 1)

@@ -30,37 +30,32 @@ from typing import Any
 import numpy as np
 
 from ._jets import Jet
-from .validation import ArgumentTypeError, as_array, as_float, as_int, check_flag, finite_result
-from .activations import ActivationLike, check_activation, hermite_moments
+from .validation import as_array, as_float, as_int, finite_result
+from .activations import ActivationLike, hermite_moments
 from .implicit import MAX_TAYLOR_ORDER, null_system_taylor
 from .null_system import null_kernel_diagonal, null_system_derivative
-from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid, checked_solver_options
-from .structured import _structured_error, _structured_error_taylor
+from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid
+from .structured import _structured_error, _structured_error_taylor, _structured_options
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
-
-#: the options of the solvers (:func:`theory.solve_null_system_full`, :meth:`theory.AttentionModel.solve`)
-_SOLVER_OPTIONS = ("system", "method", "n_nodes", "tol", "maxiter", "max_iter", "check_quadrature")
-#: largest ``snr`` of the structured solver (checked there; the same bound for spike strengths)
-_SNR_MAX = 1e8
 
 __all__: list[str] = []  # the model's methods are the public door (theory.settings)
 
 
-def _attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float = 0.0, w_k: Any = None,
-                     w_q: Any = None, diagonal: Any = "removed", **solver_options: Any) -> Any:
-    """:meth:`theory.AttentionModel.error` of the model ``(c, activation, snr, w_k, w_q, diagonal)``.
+def _attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float = 0.0, spike: Any = None,
+                     diagonal: Any = "removed", **solver_options: Any) -> Any:
+    """:meth:`theory.AttentionModel.error` of the model ``(c, activation, snr, spike, diagonal)`` (``spike``: the
+    vectors ``(w_k, w_q)`` or None).
 
     The null model: ``E = gamma^2 d delta~ / d gamma`` at ``z = -gamma`` (:func:`theory.null_system_derivative`);
-    with ``snr != 0`` or spike vectors, :func:`theory.structured._structured_error`.
+    with ``snr != 0`` or a spike, :func:`theory.structured._structured_error`.
     """
     if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
-        return _symbolic_attention_error(gamma, c, activation, snr, w_k, w_q, diagonal, solver_options)
+        return _symbolic_attention_error(gamma, c, activation, snr, spike, diagonal, solver_options)
     g = as_array("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     check_grid("gamma", g.size)
     as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
-    if _structured_case(snr, w_k, w_q, solver_options):
-        return _structured_error(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
-    check_activation(activation, "activation")
+    if _structured_case(snr, spike, solver_options):
+        return _structured_error(gamma, c, activation, snr, spike, diagonal, **solver_options)
     d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
     solver_options.pop("check_quadrature", None)
@@ -69,22 +64,19 @@ def _attention_error(gamma: Any, c: float, activation: ActivationLike, snr: floa
     return float(err) if np.ndim(err) == 0 else err
 
 
-def _structured_case(snr: Any, w_k: Any, w_q: Any, solver_options: dict[str, Any]) -> bool:
-    """Check ``snr`` and the solver keywords; whether the structured solver applies (signal or spike vectors)."""
-    as_float("snr", snr, low=0, high=_SNR_MAX)
+def _structured_case(snr: Any, spike: Any, solver_options: dict[str, Any]) -> bool:
+    """Check the solver keywords; whether the structured solver applies (signal or a spike)."""
     _check_solver_keywords(solver_options)
-    return float(snr) != 0.0 or w_k is not None or w_q is not None
+    return float(snr) != 0.0 or spike is not None
 
 
-def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, snr: Any, w_k: Any, w_q: Any,
-                              diagonal: Any, solver_options: dict[str, Any]) -> Any:
+def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, snr: Any, spike: Any, diagonal: Any,
+                              solver_options: dict[str, Any]) -> Any:
     """:func:`_attention_error` of a symbolic ``gamma`` or ``c``: the arguments checked as on the numeric path,
     then the :class:`theory.symbolic.NumericFunction` of the null model (or the structured one)."""
     g, cc = symbolic_arguments(gamma, c, C_RANGE)
-    if _structured_case(snr, w_k, w_q, solver_options):
-        return _structured_error(g, cc, activation, snr, w_k, w_q, diagonal, **solver_options)
-    check_activation(activation, "activation")
-    null_kernel_diagonal(activation, diagonal)
+    if _structured_case(snr, spike, solver_options):
+        return _structured_error(g, cc, activation, snr, spike, diagonal, **solver_options)
     options = dict(solver_options)
     if not (isinstance(diagonal, str) and diagonal.lower() == "removed"):
         options["diagonal"] = diagonal
@@ -96,10 +88,10 @@ def _symbolic_attention_error(gamma: Any, c: Any, activation: ActivationLike, sn
     return numeric_function(spec)(g, cc)
 
 
-def _attention_error_taylor(gamma: float, c: float, activation: ActivationLike, snr: float = 0.0, w_k: Any = None,
-                            w_q: Any = None, diagonal: Any = "removed", *, order: int = 2, rtol: float = 1e-8,
+def _attention_error_taylor(gamma: float, c: float, activation: ActivationLike, snr: float = 0.0, spike: Any = None,
+                            diagonal: Any = "removed", *, order: int = 2, rtol: float = 1e-8,
                             **solver_options: Any) -> np.ndarray:
-    """:meth:`theory.AttentionModel.error_taylor` of the model ``(c, activation, snr, w_k, w_q, diagonal)``.
+    """:meth:`theory.AttentionModel.error_taylor` of the model ``(c, activation, snr, spike, diagonal)``.
 
     Implicit-function derivatives of the fixed-point system (no finite differences): the null unknowns'
     coefficients come from :func:`theory.null_system_taylor` (order ``order + 1``), and
@@ -108,10 +100,9 @@ def _attention_error_taylor(gamma: float, c: float, activation: ActivationLike, 
     """
     g0 = as_float("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
-    if _structured_case(snr, w_k, w_q, solver_options):
-        return _structured_error_taylor(g0, c, activation, snr, w_k, w_q, diagonal, order=order, rtol=rtol,
+    if _structured_case(snr, spike, solver_options):
+        return _structured_error_taylor(g0, c, activation, snr, spike, diagonal, order=order, rtol=rtol,
                                         **solver_options)
-    check_activation(activation, "activation")
     d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
     solver_options.pop("check_quadrature", None)
@@ -128,19 +119,12 @@ def _taylor_order(order: Any) -> int:
 
 
 def _check_solver_keywords(options: dict[str, Any]) -> None:
-    """The solver options of :meth:`theory.AttentionModel.error`: known names, each checked as on the structured
-    path."""
-    unknown = sorted(set(options) - set(_SOLVER_OPTIONS))
-    if unknown:
-        raise ArgumentTypeError(f"{unknown[0]} is not a solver option of AttentionModel.error; the options are "
-                                f"{_SOLVER_OPTIONS}")
+    """The solver options of :meth:`theory.AttentionModel.error`: the structured solver's names and rules
+    (:func:`theory.structured._structured_options`; ``n_nodes`` 160 unless given, the null solver's default), and
+    not both spellings of ``maxiter``."""
     if "maxiter" in options and "max_iter" in options:
         raise ValueError("give maxiter or max_iter (the same option), not both")
-    name = "maxiter" if "maxiter" in options else "max_iter"
-    checked_solver_options(options.get("system", "symmetric"), options.get("method", "exact"), options.get("n_nodes", 160),
-                    options.get("tol", 1e-12), options.get(name, 100), names=(name, name))
-    if "check_quadrature" in options:
-        check_flag("check_quadrature", options["check_quadrature"])
+    _structured_options(dict(options, n_nodes=options.get("n_nodes", 160)))
 
 
 def _small_gamma_law(c: float, activation: ActivationLike, diagonal: Any = "removed",

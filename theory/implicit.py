@@ -33,7 +33,7 @@ from .validation import as_array, as_float, as_int, check_real, check_size, get_
 from .null_system import (
     SYSTEM_SYMBOLS,
     QuadratureIntegrator,
-    gram_law_quadrature,
+    _gram_law_quadrature,
     null_system_equations,
     solve_null_system_full,
 )
@@ -97,7 +97,7 @@ def _higher_orders(x: np.ndarray, gamma0: float, consts: tuple[float, float, flo
                    n_nodes: int) -> np.ndarray:
     """``x`` (``(order + 1, 3)``, orders 0 and 1 filled) completed order by order with an ``n_nodes`` rule."""
     c, a1, sf2, d0 = consts
-    nodes, weights = gram_law_quadrature(c, n_nodes)
+    nodes, weights = _gram_law_quadrature(c, n_nodes)
     order = x.shape[0] - 1
     x = x.copy()
     jac = _jacobian(-gamma0, x[0], consts, n_unknowns, n_nodes)

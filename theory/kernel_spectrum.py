@@ -62,6 +62,8 @@ _BYTES_PER_POINT = 1024
 
 
 def _validate(c: Any, a1: Any, nu: Any) -> tuple[float, float, float]:
+    """Checked ``(c, a1, sf2)``: ``c > 0``, ``a1`` finite, ``nu > 0`` with ``nu >= a1^2`` (to ``1e-12``),
+    ``sf2 = max(nu - a1^2, 0)``."""
     c = as_float("c", c, low=0, low_open=True)
     nu = as_float("nu", nu, low=0, low_open=True)
     a1 = as_float("a1", a1)
@@ -78,11 +80,9 @@ def kernel_equation(m: Any, z: Any, c: float, a1: float, nu: float) -> Any:
     denominator) is refused with a ``ValueError``.
     """
     m, z = (_operand(name, v) for name, v in (("m", m), ("z", z)))
-    c = as_float("c", c, low=0, low_open=True)
-    a1, nu = as_float("a1", a1), as_float("nu", nu, low=0, low_open=True)
-    sf2 = nu - a1**2
-    if sf2 < -1e-12:
-        raise ValueError(f"nu must be >= a1^2 (nu = E f^2 >= (E xi f)^2), got nu={nu!r}, a1={a1!r}")
+    c, a1, _ = _validate(c, a1, nu)
+    nu = float(nu)
+    sf2 = nu - a1**2  # not clipped at 0 (the residual of the given constants)
     with numeric_errors("kernel_equation", m=m, z=z, c=c, a1=a1, nu=nu), np.errstate(divide="raise", over="raise", invalid="raise"):
         out = m + 1.0 / (z + a1**2 * m / (c + a1 * m) + sf2 * m / c)
     return finite_result("kernel_equation", out, m=m, z=z, c=c, a1=a1, nu=nu)
@@ -133,14 +133,15 @@ def kernel_stieltjes(z: Any, c: float, a1: float, nu: float, eta: float = 0.0) -
     zin = np.asarray(as_array("z", z, complex_ok=True, bytes_per_element=_BYTES_PER_POINT), dtype=np.complex128)
     if np.any(zin.imag < 0):
         raise ValueError("z must have Im z >= 0 (the branch is defined on the upper half-plane)")
-    with numeric_errors("kernel_stieltjes", z=z, c=c, a1=a1, nu=nu, eta=eta), np.errstate(over="ignore",
-                                                                                           invalid="ignore"):
+    with numeric_errors("kernel_stieltjes", z=z, c=c, a1=a1, nu=nu, eta=eta):
         out = _stieltjes_core(zin, c, a1, sf2, eta)  # overflow: refused by finite_result or numeric_errors
     return finite_result("kernel_stieltjes", out, z=z, c=c, a1=a1, nu=nu, eta=eta)
 
 
-def _stieltjes_core(zin: np.ndarray, c: float, a1: float, sf2: float, eta: float) -> Any:
-    """:func:`kernel_stieltjes` on checked inputs (``zin`` complex128 with ``Im >= 0``)."""
+@np.errstate(over="ignore", invalid="ignore")
+def _stieltjes_core(zin: np.ndarray, c: float, a1: float, sf2: float, eta: float = 0.0) -> Any:
+    """:func:`kernel_stieltjes` on checked inputs (``zin`` complex128 with ``Im >= 0``; ``sf2 = max(nu - a1^2, 0)``);
+    finite (a ``RuntimeError`` otherwise)."""
     zz = np.atleast_1d(zin + 1j * eta).ravel()
     zz = np.where(zz.imag <= 0, zz.real + 1e-12j, zz)
     if abs(a1) < 1e-7 * np.sqrt(sf2 + a1**2):
@@ -241,9 +242,16 @@ def kernel_density(x: Any, c: float, a1: float, nu: float, eta: float = 1e-9) ->
         return _kernel_density_expr(x, c, a1, nu)
     xa = as_array("x", x, bytes_per_element=_BYTES_PER_POINT)
     eta = as_float("eta", eta, low=0)
-    m = kernel_stieltjes(xa + 1j * eta, c, a1, nu)
-    dens = np.maximum(np.imag(m), 0.0) / np.pi
+    c, a1, sf2 = _validate(c, a1, nu)
+    with numeric_errors("kernel_density", x=x, c=c, a1=a1, nu=nu, eta=eta):
+        dens = _density(xa, c, a1, sf2, eta)
     return float(dens) if np.ndim(dens) == 0 else dens
+
+
+def _density(xa: np.ndarray, c: float, a1: float, sf2: float, eta: float) -> Any:
+    """:func:`kernel_density` of a checked float array ``xa`` (``sf2 = max(nu - a1^2, 0)``)."""
+    m = _stieltjes_core(np.asarray(xa + 1j * eta, dtype=np.complex128), c, a1, sf2)
+    return np.maximum(np.imag(m), 0.0) / np.pi
 
 
 def _kernel_density_expr(x: Any, c: Any, a1: Any, nu: Any) -> sp.Expr:
@@ -277,7 +285,8 @@ def kernel_support_estimate(c: float, a1: float, nu: float, grid: int = 4001) ->
     check_array_memory("grid", grid, _BYTES_PER_POINT)
     r = abs(a1) * (1 + 1 / np.sqrt(c)) ** 2 + 2 * np.sqrt(sf2 / c) + 1.0
     xs = np.linspace(-r, r, grid)
-    d = kernel_density(xs, c, a1, nu, eta=1e-9)
+    with numeric_errors("kernel_support_estimate", c=c, a1=a1, nu=nu, grid=grid):
+        d = _density(xs, c, a1, sf2, 1e-9)
     inside = xs[d > 1e-6]
     if inside.size == 0:
         raise RuntimeError("kernel_support_estimate: no mass found on the grid")

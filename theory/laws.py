@@ -68,10 +68,12 @@ from .validation import (
     check_size,
     describe,
     finite_result,
+    numeric_errors,
 )
 from .activations import check_activation, hermite_moments, numpy_activation
-from .kernel_spectrum import kernel_density, kernel_stieltjes, kernel_support_estimate
-from .marchenko_pastur import mp_atom, mp_density, mp_moment, mp_stieltjes, mp_support
+from .kernel_spectrum import _density as _kernel_density
+from .kernel_spectrum import _stieltjes_core, _validate, kernel_support_estimate
+from .marchenko_pastur import _density, _support, mp_atom, mp_moment, mp_stieltjes
 
 __all__ = ["MarchenkoPastur", "KernelSpectralLaw"]
 
@@ -149,17 +151,20 @@ class _SpectralLaw:
     def pdf(self, x: Any) -> Any:
         """Density of the continuous part at ``x`` (a number or an array of finite reals)."""
         xa = as_array("x", x, bytes_per_element=_BYTES_PER_POINT)
-        return _out(self._pdf(xa.ravel()), xa)
+        with numeric_errors(f"{self!r}.pdf", x=x):
+            return _out(self._pdf(xa.ravel()), xa)
 
     def cdf(self, x: Any) -> Any:
         """``P(X <= x)`` (atoms included) at ``x`` (a number or an array of finite reals)."""
         xa = as_array("x", x, bytes_per_element=_BYTES_PER_POINT)
-        return _out(np.clip(self._cdf(xa.ravel()), 0.0, 1.0), xa)
+        with numeric_errors(f"{self!r}.cdf", x=x):
+            return _out(np.clip(self._cdf(xa.ravel()), 0.0, 1.0), xa)
 
     def ppf(self, q: Any) -> Any:
         """Quantile ``inf {x : cdf(x) >= q}`` of ``q`` in ``[0, 1]`` (a number or an array)."""
         qa = as_array("q", q, low=0, high=1, bytes_per_element=_BYTES_PER_POINT)
-        return _out(self._ppf(qa.ravel()), qa)
+        with numeric_errors(f"{self!r}.ppf", q=q):
+            return _out(self._ppf(qa.ravel()), qa)
 
     def rvs(self, size: Any = 1, random_state: Any = None) -> Any:
         """Eigenvalues of one sampled matrix with ``prod(size)`` eigenvalues, shuffled, in an array of shape
@@ -184,7 +189,8 @@ class _SpectralLaw:
     def stieltjes(self, z: Any) -> Any:
         """Stieltjes transform ``m(z) = int dP(x) / (x - z)`` at ``z`` (real or complex number or array)."""
         za = as_array("z", z, complex_ok=True, bytes_per_element=_BYTES_PER_POINT)
-        m = np.asarray(self._stieltjes(za.ravel())).reshape(za.shape)
+        with numeric_errors(f"{self!r}.stieltjes", z=z):
+            m = np.asarray(self._stieltjes(za.ravel())).reshape(za.shape)
         return m.item() if m.ndim == 0 else m
 
     def moment(self, k: Any) -> float:
@@ -242,7 +248,7 @@ class MarchenkoPastur(_SpectralLaw):
         # the law is scale * mu_ratio (module docstring): ratio c, scale 1 ("n"); ratio 1/c, scale c ("p")
         self._ratio, self._scale = (self.c, 1.0) if self.matrix == "n" else (1.0 / self.c, self.c)
         self.atom = mp_atom(self._ratio)
-        lo, hi = mp_support(self._ratio)
+        lo, hi = _support(self._ratio)
         self.edges = (self._scale * lo, self._scale * hi)
 
     def __repr__(self) -> str:
@@ -254,20 +260,20 @@ class MarchenkoPastur(_SpectralLaw):
 
     # ------------------------------------------------------------------ private: checked float arrays
     def _pdf(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(mp_density(x / self._scale, self._ratio)) / self._scale
+        return _density(x / self._scale, self._ratio) / self._scale
 
     def _cdf(self, x: np.ndarray) -> np.ndarray:
         return self.atom * (x >= 0) + _mp_continuous_cdf(x / self._scale, self._ratio)
 
     def _ppf(self, q: np.ndarray) -> np.ndarray:
-        lo, hi = mp_support(self._ratio)
+        lo, hi = _support(self._ratio)
         target = q - self.atom
         t = np.where(target <= 0, 0.0 if self.atom > 0 else lo, self._continuous_quantile(np.maximum(target, 0.0)))
         return self._scale * np.where(q >= 1, hi, t)  # the cdf rounds to 1 just below lam_+ (a 3/2-power edge)
 
     def _continuous_quantile(self, mass: np.ndarray) -> np.ndarray:
         """``t`` in the support of ``mu_ratio``'s continuous part with ``int_{lam_-}^t mp_density = mass``."""
-        lo, hi = mp_support(self._ratio)
+        lo, hi = _support(self._ratio)
         return _bisect_increasing(lambda u: _mp_continuous_cdf(u, self._ratio), mass, np.full(mass.shape, lo),
                                   np.full(mass.shape, hi))
 
@@ -291,7 +297,7 @@ def _mp_continuous_cdf(t: np.ndarray, r: float) -> np.ndarray:
     sqrt((b - t)(t - a)) + m theta - 2 sqrt(a b) arctan(sqrt(b (t - a) / (a (b - t))))`` with
     ``theta = 2 arctan(sqrt((t - a) / (b - t)))``; at ``t = b`` it is ``pi (m - sqrt(a b)) = 2 pi min(r, 1)``.
     """
-    a, b = mp_support(r)
+    a, b = _support(r)
     inside = (t > a) & (t < b)
     u = np.where(inside, t, 0.5 * (a + b))
     left, right = np.sqrt(u - a), np.sqrt(b - u)
@@ -353,12 +359,8 @@ class KernelSpectralLaw(_SpectralLaw):
         elif a1 is None or nu is None:
             raise ValueError("give activation, or both constants a1 and nu")
         self.activation = activation
-        self.a1 = as_float("a1", a1)
-        self.nu = as_float("nu", nu, low=0, low_open=True)
-        sf2 = self.nu - self.a1**2
-        if sf2 < -1e-12:
-            raise ValueError(f"nu must be >= a1^2 (nu = E f^2 >= (E xi f)^2), got nu={nu!r}, a1={a1!r}")
-        self.sf2 = max(sf2, 0.0)
+        _, self.a1, self.sf2 = _validate(self.c, a1, nu)
+        self.nu = float(nu)
         # nu = a1^2: the affine Marchenko-Pastur law (kernel_stieltjes treats sf2 < 1e-14 a1^2 as 0 the same way)
         self._mp = MarchenkoPastur(self.c) if self.sf2 <= 1e-14 * self.a1**2 else None
 
@@ -402,12 +404,14 @@ class KernelSpectralLaw(_SpectralLaw):
     def _pdf(self, x: np.ndarray) -> np.ndarray:
         if self._mp is not None:
             return self.c / abs(self.a1) * self._mp._pdf(self._to_mp(x))
-        return np.asarray(kernel_density(x, self.c, self.a1, self.nu, eta=0.0))
+        return _kernel_density(x, self.c, self.a1, self.sf2, 0.0)
 
     def _stieltjes(self, z: np.ndarray) -> Any:
         if self._mp is not None:  # m(z) = int dmu(lam) / (a1 (lam/c - 1) - z) = (c / a1) m_MP(c (z / a1 + 1))
             return self.c / self.a1 * np.asarray(self._mp._stieltjes(self._to_mp(z)))
-        return np.asarray(kernel_stieltjes(z, self.c, self.a1, self.nu))
+        if np.any(z.imag < 0):
+            raise ValueError("z must have Im z >= 0 (the branch is defined on the upper half-plane)")
+        return _stieltjes_core(np.asarray(z, dtype=np.complex128), self.c, self.a1, self.sf2)
 
     def _cdf(self, x: np.ndarray) -> np.ndarray:
         if self._mp is not None:
@@ -416,7 +420,7 @@ class KernelSpectralLaw(_SpectralLaw):
         out = np.where(x >= right, 1.0, 0.0)
         mid = (x > left) & (x < right)
         if np.any(mid):
-            out[mid] = _contour_cdf(x[mid], left, lambda z: kernel_stieltjes(z, self.c, self.a1, self.nu))
+            out[mid] = _contour_cdf(x[mid], left, lambda z: _stieltjes_core(z, self.c, self.a1, self.sf2))
         return out
 
     def _ppf(self, q: np.ndarray) -> np.ndarray:

@@ -78,7 +78,12 @@ def mp_support(c: float) -> tuple[float, float]:
     _check_c(c)
     if isinstance(c, sp.Basic):
         return (1 - sp.sqrt(c)) ** 2, (1 + sp.sqrt(c)) ** 2
-    rc = float(np.sqrt(_float_c(c)))
+    return _support(_float_c(c))
+
+
+def _support(c: float) -> tuple[float, float]:
+    """:func:`mp_support` of a float ``c > 0``."""
+    rc = float(np.sqrt(c))
     return (1.0 - rc) ** 2, (1.0 + rc) ** 2
 
 
@@ -157,7 +162,7 @@ def _stieltjes_branch(z_in: np.ndarray, c: float) -> Any:
     """:func:`mp_stieltjes` on a checked array ``z_in`` (float64 or complex128) and a float ``c > 0``."""
     real_input = not np.iscomplexobj(z_in)
     zc = z_in.astype(np.complex128) + 0j  # +0j turns -0.0 imaginary parts into +0.0
-    lo, hi = mp_support(c)
+    lo, hi = _support(c)
     zero = zc == 0
     if np.any(zero) and c <= 1:
         raise ValueError(f"z = 0 is a pole of the Marchenko-Pastur Stieltjes transform for c = {c} <= 1")
@@ -191,14 +196,18 @@ def mp_delta(gamma: Any, c: float) -> Any:
     g = as_array("gamma", gamma, low=0, bytes_per_element=_BYTES_PER_POINT)
     if np.any(g == 0) and c <= 1:
         raise ValueError(f"gamma must be > 0 when c <= 1 (delta(0) is infinite), got {gamma!r}")
+    out = finite_result("mp_delta", _delta(g, c), gamma=gamma, c=c)
+    return float(out) if out.ndim == 0 else out
+
+
+def _delta(g: np.ndarray, c: float) -> np.ndarray:
+    """:func:`mp_delta` of a float array ``g >= 0`` (``> 0`` when ``c <= 1``) and a float ``c > 0``."""
     b = g + (float(c) - 1.0)  # not (g + c) - 1: that cancels the digits of a small g at c near 1
     root = np.hypot(b, 2.0 * np.sqrt(g))  # sqrt(b^2 + 4 gamma) without overflow of b^2 (gamma > 1e154)
     with np.errstate(divide="ignore", invalid="ignore"):
         pos = 2.0 / (root + b)
         neg = (root - b) / (2.0 * np.where(g == 0, 1.0, g))
-    out = np.where(b > 0, pos, neg)
-    out = finite_result("mp_delta", out, gamma=gamma, c=c)
-    return float(out) if out.ndim == 0 else out
+    return np.where(b > 0, pos, neg)
 
 
 def mp_stieltjes_expr(z: Any, c: Any) -> sp.Expr:
@@ -250,12 +259,16 @@ def mp_density(x: Any, c: float) -> Any:
     if is_symbolic(x) or is_symbolic(c):
         return _mp_density_expr(x, c)
     c = _float_c(c)
-    xa = as_array("x", x, bytes_per_element=_BYTES_PER_POINT)
-    lo, hi = mp_support(c)
+    dens = _density(as_array("x", x, bytes_per_element=_BYTES_PER_POINT), c)
+    return float(dens) if dens.ndim == 0 else dens
+
+
+def _density(xa: np.ndarray, c: float) -> np.ndarray:
+    """:func:`mp_density` of a float array ``xa`` and a float ``c > 0``."""
+    lo, hi = _support(c)
     inside = (xa > lo) & (xa < hi) & (xa > 0)
     xs = np.where(inside, xa, 1.0)
-    dens = np.where(inside, np.sqrt(np.clip((hi - xs) * (xs - lo), 0.0, None)) / (2 * np.pi * xs), 0.0)
-    return float(dens) if dens.ndim == 0 else dens
+    return np.where(inside, np.sqrt(np.clip((hi - xs) * (xs - lo), 0.0, None)) / (2 * np.pi * xs), 0.0)
 
 
 def _mp_density_expr(x: Any, c: Any) -> sp.Expr:

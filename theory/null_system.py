@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.polynomial.polynomial as P_
@@ -82,7 +82,8 @@ from .validation import (
 )
 from .activations import ActivationLike, activation_asymptotic_slope, check_activation, numpy_activation
 from .marchenko_pastur import mp_stieltjes
-from ._solver_domain import C_RANGE, GAMMA_RANGE, KERNEL_CONSTANT_MAX, check_grid, checked_solver_options
+from ._solver_domain import (C_RANGE, GAMMA_RANGE, KERNEL_CONSTANT_MAX, SolverOptions, check_grid,
+                             checked_solver_options)
 
 __all__ = [
     "solve_null_system",
@@ -347,12 +348,22 @@ def _make_integrator(c: float, method: str, n_nodes: int):
 
 
 # --------------------------------------------------------------------------- solver
-def _newton(z, guess, c, a1, sf2, d0, integ, tol, max_iter, full):
+class NullConstants(NamedTuple):
+    """The constants of the null system: ``c = p / n`` and the kernel's ``a1``, ``s_f^2``, ``d0`` (floats)."""
+
+    c: float
+    a1: float
+    sf2: float
+    d0: float
+
+
+def _newton(z, guess, consts: NullConstants, integ, tol, max_iter, full):
     """Damped Newton on ``R(x) = (log delta - log I1, log delta~ - log I2, kappa - I3)``.
 
     ``full=False`` (the first reconstruction's system) keeps ``kappa = 0`` and solves the first two equations.
     Returns ``(delta, delta_tilde, kappa, iterations, max |R|)``.
     """
+    c, a1, sf2, d0 = consts
     k = 3 if full else 2
     x = np.array([np.log(guess[0]), np.log(guess[1]), guess[2] if full else 0.0])
 
@@ -408,12 +419,14 @@ def _newton(z, guess, c, a1, sf2, d0, integ, tol, max_iter, full):
     return np.exp(x[0]), np.exp(x[1]), float(x[2]), its, res
 
 
-def _solve_sorted(zs: np.ndarray, c, a1, sf2, d0, n_nodes, tol, max_iter, method, system) -> list[NullSolution]:
+def _solve_sorted(zs: np.ndarray, consts: NullConstants, options: SolverOptions) -> list[NullSolution]:
     """Solve at every ``z`` (all < 0) by continuation in ``log gamma`` from large ``gamma``.
 
     Steps of at most a factor 4 in ``gamma``, initial guesses by linear extrapolation of
     ``(log delta, log delta~, kappa)`` in ``log gamma``, step shrunk on a failed Newton solve.
     """
+    c, a1, sf2, d0 = consts
+    system, method, n_nodes, tol, max_iter = options
     integ = _make_integrator(c, method, n_nodes)
     full = system == "symmetric"
     order = np.argsort(zs)  # z = -gamma: largest gamma (most negative z) first
@@ -433,7 +446,7 @@ def _solve_sorted(zs: np.ndarray, c, a1, sf2, d0, n_nodes, tol, max_iter, method
         return float(np.exp(h[1])), float(np.exp(h[2])), float(h[3])
 
     def solve_at(lg: float):
-        return _newton(-np.exp(lg), guess_at(lg), c, a1, sf2, d0, integ, tol, max_iter, full)
+        return _newton(-np.exp(lg), guess_at(lg), consts, integ, tol, max_iter, full)
 
     def fail(g, res, its, why=""):
         raise RuntimeError(
@@ -519,20 +532,13 @@ def _validate_system(z: Any, c: Any, a1: Any, sf2: Any, d0: Any) -> np.ndarray:
     return zs
 
 
-def solve_null_system_full(
-    z: Any,
-    c: float,
-    a1: float,
-    sf2: float,
-    d0: float = 0.0,
-    *,
-    system: str = "symmetric",
-    method: str = "exact",
-    n_nodes: int = 160,
-    tol: float = 1e-12,
-    max_iter: int = 100,
-    maxiter: int | None = None,
-) -> list[NullSolution]:
+#: the options of :func:`solve_null_system_full` and their defaults
+_NULL_OPTIONS = {"system": "symmetric", "method": "exact", "n_nodes": 160, "tol": 1e-12, "max_iter": 100,
+                 "maxiter": None}
+
+
+def solve_null_system_full(z: Any, c: float, a1: float, sf2: float, d0: float = 0.0,
+                           **options: Any) -> list[NullSolution]:
     """Solve the null system at real ``z < 0`` and return one :class:`NullSolution` per ``z``.
 
     Parameters
@@ -543,6 +549,8 @@ def solve_null_system_full(
     a1, sf2 : Hermite data of the centred activation (``sf2 = nu - a1^2 >= 0``); ``|a1| <= 1e6``,
         ``sf2 <= 1e12``.
     d0 : diagonal constant of ``A(l) = a1 (l - 1) + d0`` (0: diagonal removed); ``|d0| <= 1e6``.
+    **options
+        Keywords, checked (an unknown one is refused):
     system : ``"symmetric"`` (default: the corrected system, symmetric kernel noise; alias ``"corrected"``) or
         ``"spec"`` (the first reconstruction, ``kappa = 0``; exact for non-symmetric noise).
     method : ``"exact"`` (default: partial fractions against the exact Stieltjes transform of
@@ -562,12 +570,15 @@ def solve_null_system_full(
     RuntimeError
         No convergence; the message gives ``gamma`` and the residual reached.
     """
-    system, method, n_nodes, tol, max_iter = checked_solver_options(system, method, n_nodes, tol, max_iter, maxiter,
-                                                             names=("max_iter", "maxiter"))
+    unknown = sorted(set(options) - set(_NULL_OPTIONS))
+    if unknown:
+        raise ArgumentTypeError(f"{unknown[0]} is not an option of solve_null_system_full; the options are "
+                                f"{tuple(_NULL_OPTIONS)}")
+    o = {**_NULL_OPTIONS, **options}
+    checked = checked_solver_options(o["system"], o["method"], o["n_nodes"], o["tol"], o["max_iter"], o["maxiter"],
+                                     names=("max_iter", "maxiter"))
     zs = _validate_system(z, c, a1, sf2, d0)
-    return _solve_sorted(
-        np.atleast_1d(zs).ravel(), float(c), float(a1), float(sf2), float(d0), n_nodes, tol, max_iter, method, system
-    )
+    return _solve_sorted(np.atleast_1d(zs).ravel(), NullConstants(float(c), float(a1), float(sf2), float(d0)), checked)
 
 
 def solve_null_system(z: Any, c: float, a1: float, sf2: float, d0: float = 0.0, **options: Any) -> tuple[Any, Any]:

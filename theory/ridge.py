@@ -55,7 +55,7 @@ from .validation import (
     finite_result,
     to_sympy,
 )
-from .marchenko_pastur import mp_delta, mp_delta_expr
+from .marchenko_pastur import _delta, mp_delta_expr
 from .symbols import c as c_sym
 from .symbols import delta as d_sym
 from .symbols import gamma as g_sym
@@ -270,13 +270,19 @@ def ridge_error_values(gammas: Any, c: float, snr: float) -> np.ndarray:
     g = as_array("gammas", gammas, low=0, bytes_per_element=256)
     c = as_float("c", c, low=0, low_open=True)
     snr = as_float("snr", snr, low=0)
+    return finite_result("ridge_error_values", _error_values(g, c, snr), gammas=gammas, c=c, snr=snr)
+
+
+def _error_values(g: np.ndarray, c: float, snr: float) -> np.ndarray:
+    """:func:`ridge_error_values` of a float array ``g >= 0`` and floats ``c > 0``, ``snr >= 0``, not checked finite
+    (``gamma ~ 0`` with ``c < 1`` overflows)."""
     gpos = np.where(g == 0, 1.0, g)
-    d = np.asarray(mp_delta(np.where(g == 0, 0.0, g) if c > 1 else gpos, c))
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow (gamma ~ 0, c < 1) is refused just below
+    d = _delta(np.where(g == 0, 0.0, g) if c > 1 else gpos, c)
+    with np.errstate(over="ignore", invalid="ignore"):
         vals = np.asarray(_error_fn()(d, g, c, snr), dtype=np.float64)
     if np.any(g == 0):
         vals = np.where(g == 0, float(ridge_error_limit(c, snr)), vals)
-    return finite_result("ridge_error_values", vals, gammas=gammas, c=c, snr=snr)
+    return vals
 
 
 def ridge_error_limit(c: Any, snr: Any) -> sp.Expr:

@@ -9,6 +9,10 @@ once, checked once, and the predictions are methods of the object.
   :meth:`~AttentionModel.small_gamma_law`, :meth:`~AttentionModel.solve`), the ridge baseline on the same data
   (:meth:`~AttentionModel.ridge_error`), the linearisation control at a dimension ``p`` and the activation's
   Hermite moments; the computations live in :mod:`theory.attention` and :mod:`theory.structured`.
+- :class:`StrongAlignment` -- paper B's model under strong alignment (aligned spikes with
+  ``||w_K|| ||w_Q|| = t sqrt p``): ``c``, the activation, ``snr`` and ``t``.  Its methods are the predictions of
+  :mod:`theory.strong_alignment` and :mod:`theory.strong_alignment_risk`, whose functions are its functional form
+  (``strong_alignment_gap(c, activation, snr, t)`` is ``StrongAlignment(c, activation, snr, t).gap()``).
 - :class:`RateSetting` -- paper A's setting: the smoothness ``beta``, the rank ``r`` and the dimension ``d`` (and the
   constant of the low-rank condition), with the rate ``M^(-2 beta/(2 beta + 1))`` and the low-rank condition
   ``r d <= C (M / log M)^(1/(2 beta + 1))`` at a sample size ``M`` as methods (:mod:`theory.minimax`, whose
@@ -26,6 +30,9 @@ AttentionModel(c=2.0, activation='tanh', snr=0.0, spike=None, diagonal='removed'
 Spike(w_k=(2.0,), w_q=(2.0,))
 >>> bool(spiked.error(0.1) < AttentionModel(2.0, "tanh", snr=1.0).error(0.1))
 True
+>>> strong = StrongAlignment(c=0.5, activation="erf", snr=1.0, t=2.0)
+>>> round(strong.gap(nodes=20).total, 3)
+-0.093
 >>> setting = RateSetting(beta=2, r=1, d=5)
 >>> setting.rate_exponent
 4/5
@@ -43,6 +50,8 @@ import numpy as np
 import sympy as sp
 
 from . import minimax as _minimax
+from . import strong_alignment as _strong
+from . import strong_alignment_risk as _strong_risk
 from ._kernel_constants import FrozenDict, kernel_constants
 from ._solver_domain import C_RANGE
 from ._spikes import SNR_MAX, resolve_spike, spike_arrays
@@ -54,7 +63,7 @@ from .ridge import ridge_error_values
 from .structured import StructuredSolution, _structured_solve
 from .symbolic import is_symbolic
 
-__all__ = ["AttentionModel", "Spike", "RateSetting"]
+__all__ = ["AttentionModel", "Spike", "StrongAlignment", "RateSetting"]
 
 
 # ============================================================================ paper B
@@ -194,12 +203,12 @@ class AttentionModel:
         set_("snr", as_float("snr", self.snr, low=0, high=SNR_MAX))
         set_("spike", Spike.of(self.spike))
 
-    def _arguments(self) -> tuple[Any, Any, float, Any, Any, Any]:
-        """``(c, activation, snr, w_k, w_q, diagonal)``: the model as the solvers take it (vectors as arrays, a
-        dict of constants as a dict)."""
-        w_k, w_q = self.spike.vectors() if self.spike is not None else (None, None)
+    def _arguments(self) -> tuple[Any, Any, float, Any, Any]:
+        """``(c, activation, snr, spike, diagonal)``: the model as the solvers take it (the spike as its vectors
+        ``(w_k, w_q)``, arrays, or None; a dict of constants as a dict)."""
+        spike = self.spike.vectors() if self.spike is not None else None
         activation = dict(self.activation) if isinstance(self.activation, FrozenDict) else self.activation
-        return self.c, activation, self.snr, w_k, w_q, self.diagonal
+        return self.c, activation, self.snr, spike, self.diagonal
 
     @staticmethod
     def _options(where: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -313,7 +322,7 @@ class AttentionModel:
             if value != default:
                 raise ValueError(f"small_gamma_law does not take {name}: it needs a model with {name}={default!r}, "
                                  f"got {name}={value!r}")
-        c, activation, _, _, _, diagonal = self._arguments()
+        c, activation, _, _, diagonal = self._arguments()
         return _small_gamma_law(c, activation, diagonal, gammas=gammas,
                                 **self._options("AttentionModel.small_gamma_law", solver_options))
 
@@ -370,8 +379,8 @@ class AttentionModel:
         ``[1, Limits.max_dimension]``), ``v = ||w||^2 + snr w_1^2``: the size of the signal and spike's correction
         to a kernel entry, the control of the structured equivalent's linearisation (valid for
         ``kappa_lin <= 0.5``; ``docs/structured_attention.md``)."""
-        _, _, snr, w_k, w_q, _ = self._arguments()
-        return _linearisation_control(p, snr, w_k, w_q)
+        _, _, snr, spike, _ = self._arguments()
+        return _linearisation_control(p, snr, *(spike or ()))
 
     @property
     def hermite(self) -> HermiteMoments:
@@ -381,6 +390,101 @@ class AttentionModel:
             raise ValueError("an activation given by its kernel constants has no Hermite moments; the constants are "
                              f"{dict(self.activation)}")
         return hermite_moments(self.activation)
+
+
+@dataclass(frozen=True)
+class StrongAlignment:
+    """Paper B's model under strong alignment, frozen: aligned spikes along ``mu`` with
+    ``||w_K|| ||w_Q|| = t sqrt p`` as ``p -> infinity`` (docs/strong_alignment.md).
+
+    Parameters
+    ----------
+    c : float
+        ``p / n``, finite, ``> 0`` (the methods at ``gamma -> 0`` need ``c < 1``).
+    activation : str or sympy expression
+        The kernel's ``f`` (stored as its registry key or its expression in ``x``; not a dict of kernel constants).
+    snr : float
+        ``||mu||^2``, finite, ``>= 0``.
+    t : float
+        ``||w_K|| ||w_Q|| / sqrt p``, finite, ``>= 0`` (all but :meth:`leverage` need ``t > 0``).
+
+    Notes
+    -----
+    Frozen, hashable, equal when the checked fields are equal.  Each method is the function of
+    :mod:`theory.strong_alignment` or :mod:`theory.strong_alignment_risk` named in its docstring, called with the
+    fields; solver options (``nodes``, ``tol``, ``maxiter``, ``per_bin``, ``p``) are keywords, as there.
+
+    Examples
+    --------
+    >>> s = StrongAlignment(0.5, "erf", 1.0, 1.0)
+    >>> round(s.error(0.0, nodes=20), 3), s.captures_bayes_predictor
+    (0.188, True)
+    """
+
+    c: float
+    activation: Any
+    snr: float
+    t: float
+
+    def __post_init__(self) -> None:
+        fields = _strong.check_setting(self.c, self.activation, self.snr, self.t, c_below_one=False)
+        for name, value in zip(("c", "activation", "snr", "t"), fields):
+            object.__setattr__(self, name, value)
+
+    def error(self, gamma: Any, **options: Any) -> Any:
+        """Attention's interpolation error at ``gamma`` (:func:`theory.strong_spike_attention_error`; options
+        ``nodes``, ``tol``, ``maxiter``, ``p``)."""
+        return _strong.strong_spike_attention_error(gamma, self.c, self.activation, self.snr, self.t, **options)
+
+    def prediction_risk(self, gamma: Any, **options: Any) -> Any:
+        """Attention's prediction risk on fresh labels at ``gamma`` (:func:`theory.strong_spike_prediction_risk`;
+        options as :meth:`error`)."""
+        return _strong_risk.strong_spike_prediction_risk(gamma, self.c, self.activation, self.snr, self.t, **options)
+
+    def ridge_prediction_risk(self, gamma: Any) -> Any:
+        """Ridge's prediction risk on fresh labels (:func:`theory.ridge_prediction_risk`)."""
+        return _strong_risk.ridge_prediction_risk(gamma, self.c, self.snr)
+
+    def leverage(self, **options: Any) -> _strong.LeverageProfile:
+        """The leverage profile ``h(a)`` as ``gamma -> 0`` and its ``T2`` part
+        (:func:`theory.strong_alignment_leverage`; options ``nodes``, ``tol``, ``maxiter``, ``p``)."""
+        return _strong.strong_alignment_leverage(self.c, self.activation, self.snr, self.t, **options)
+
+    def gap(self, **options: Any) -> _strong.StrongAlignmentGap:
+        """``E_att(0) - E_RR(0)`` and its parts ``t1``, ``t2`` (:func:`theory.strong_alignment_gap`; options ``nodes``,
+        ``p``)."""
+        return _strong.strong_alignment_gap(self.c, self.activation, self.snr, self.t, **options)
+
+    def binned_leverage(self, edges: Any, **options: Any) -> _strong_risk.BinnedLeverage:
+        """The mean leverage in bins of ``|a|`` with the gap's parts from the same solve
+        (:func:`theory.binned_leverage`; options ``per_bin``, ``tol``, ``maxiter``, ``p``)."""
+        return _strong_risk.binned_leverage(edges, self.c, self.activation, self.snr, self.t, **options)
+
+    def label_coordinate_bins(self, n_bins: Any) -> np.ndarray:
+        """Edges of ``n_bins`` equal-probability bins of ``|a|`` (:func:`theory.label_coordinate_bins`)."""
+        return _strong_risk.label_coordinate_bins(self.snr, n_bins)
+
+    @property
+    def label_mmse(self) -> float:
+        """The Bayes error of a label from its token (:func:`theory.label_mmse`)."""
+        return _strong.label_mmse(self.snr)
+
+    @property
+    def bayes_feature_limit(self) -> float:
+        """``E(0)`` of features that hold the Bayes predictor with uniform leverage
+        (:func:`theory.bayes_feature_limit`)."""
+        return _strong.bayes_feature_limit(self.c, self.snr)
+
+    @property
+    def margin(self) -> float:
+        """The ``T1`` part of the gap when the features capture the Bayes predictor
+        (:func:`theory.strong_alignment_margin`)."""
+        return _strong.strong_alignment_margin(self.c, self.snr)
+
+    @property
+    def captures_bayes_predictor(self) -> bool:
+        """Whether the mean kernel has a nonlinear odd part (:func:`theory.captures_bayes_predictor`)."""
+        return _strong.captures_bayes_predictor(self.activation)
 
 
 # ============================================================================ paper A

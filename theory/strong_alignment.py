@@ -24,6 +24,9 @@ leverage).  This module holds:
 * :func:`strong_spike_attention_error`: attention's error at ``gamma >= 0`` in the same limit (the same equation with
   the ridge term in the pencil), for ``c`` on both sides of 1.
 
+The functions are the functional form of :class:`theory.StrongAlignment`: the call's own argument (``gamma``) first,
+then ``c, activation, snr, t``.
+
 >>> round(label_mmse(1.0), 4)
 0.4496
 >>> round(strong_alignment_margin(0.5, 1.0), 4)
@@ -40,7 +43,7 @@ from typing import Any
 import numpy as np
 from scipy import integrate
 
-from ._leverage_dyson import solve_leverage
+from ._leverage_dyson import DysonOptions, solve_leverage
 from .validation import ArgumentTypeError, as_array, as_float, as_int
 from .activations import ActivationLike, check_activation, hermite_coefficients, numpy_activation
 
@@ -70,7 +73,11 @@ def label_mmse(snr: Any) -> float:
     >>> label_mmse(0.0)
     1.0
     """
-    s = as_float("snr", snr, low=0)
+    return _label_mmse(as_float("snr", snr, low=0))
+
+
+def _label_mmse(s: float) -> float:
+    """:func:`label_mmse` of a float ``s >= 0``."""
     if s == 0.0:
         return 1.0
     root = math.sqrt(s)
@@ -101,8 +108,11 @@ def bayes_feature_limit(c: Any, snr: Any) -> float:
     float
     """
     cv = as_float("c", c, low=0, low_open=True)
-    mmse = label_mmse(snr)
-    return (1.0 - cv) * mmse if cv < 1.0 else 0.0
+    return _bayes_feature_limit(cv, as_float("snr", snr, low=0))
+
+
+def _bayes_feature_limit(c: float, s: float) -> float:
+    return (1.0 - c) * _label_mmse(s) if c < 1.0 else 0.0
 
 
 def strong_alignment_margin(c: Any, snr: Any) -> float:
@@ -125,9 +135,11 @@ def strong_alignment_margin(c: Any, snr: Any) -> float:
     float
         ``<= 0``.
     """
-    cv = as_float("c", c, low=0, low_open=True)
-    s = as_float("snr", snr, low=0)
-    return bayes_feature_limit(cv, s) - (1.0 - cv) / (1.0 + s) if cv < 1.0 else 0.0
+    return _margin(as_float("c", c, low=0, low_open=True), as_float("snr", snr, low=0))
+
+
+def _margin(c: float, s: float) -> float:
+    return _bayes_feature_limit(c, s) - (1.0 - c) / (1.0 + s) if c < 1.0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -146,20 +158,22 @@ class LeverageProfile:
     converged: bool
 
 
-def _check_inputs(t: Any, c: Any, activation: Any, snr: Any, *,
-                  c_below_one: bool = True) -> tuple[float, float, Any, float]:
-    tv = as_float("t", t, low=0)
+def check_setting(c: Any, activation: Any, snr: Any, t: Any, *, c_below_one: bool = True,
+                  t_positive: bool = False) -> tuple[float, Any, float, float]:
+    """``(c, activation, snr, t)`` checked: ``c`` in ``(0, 1)`` (``c > 0`` unless ``c_below_one``), ``activation`` a
+    name or a sympy expression, ``snr`` finite and ``>= 0``, ``t`` finite and ``>= 0`` (``> 0`` with
+    ``t_positive``)."""
     cv = (as_float("c", c, low=0, high=1, low_open=True, high_open=True) if c_below_one
           else as_float("c", c, low=0, low_open=True))
     if isinstance(activation, dict):
         raise ArgumentTypeError("activation must be a name or a sympy expression (its function is needed, not only "
                                 "its kernel constants)")
-    return tv, cv, check_activation(activation, "activation"), as_float("snr", snr, low=0)
+    return (cv, check_activation(activation, "activation"), as_float("snr", snr, low=0),
+            as_float("t", t, low=0, low_open=t_positive))
 
 
-def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf", snr: Any = 1.0, *,
-                              nodes: int = 40, tol: float = 1e-12, maxiter: int = 5000,
-                              p: Any = None) -> LeverageProfile:
+def strong_alignment_leverage(c: Any, activation: ActivationLike, snr: Any, t: Any, *, nodes: int = 40,
+                              tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> LeverageProfile:
     """Leverage profile of attention's features under strong alignment at fixed ``t``: the limit, or at ``p``.
 
     *Derived by the project* (docs/strong_alignment.md, step 5): the leverage is a diagonal entry of the inverse
@@ -171,14 +185,14 @@ def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf"
 
     Parameters
     ----------
-    t : float
-        ``||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``), finite, ``>= 0``.
     c : float
         ``p / n`` in ``(0, 1)`` (at ``c >= 1`` the features interpolate and every leverage is 1).
     activation : str or sympy expression
         The kernel's ``f`` (not a dict of kernel constants).
     snr : float
         ``||mu||^2``, finite, ``>= 0``.
+    t : float
+        ``||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``), finite, ``>= 0``.
     nodes : int
         Gauss-Hermite nodes per label (the grid has ``2 nodes`` points), 8 to 200.
     tol, maxiter : convergence of the damped fixed-point iteration (a ``RuntimeWarning`` when not reached).
@@ -193,17 +207,22 @@ def strong_alignment_leverage(t: Any, c: Any, activation: ActivationLike = "erf"
 
     Examples
     --------
-    >>> prof = strong_alignment_leverage(1.0, 0.5, "erf", 1.0, nodes=20)
+    >>> prof = strong_alignment_leverage(0.5, "erf", 1.0, 1.0, nodes=20)
     >>> round(float(prof.weights @ prof.leverage), 6), round(prof.t2, 3)
     (0.5, -0.036)
     """
-    tv, cv, act, s = _check_inputs(t, c, activation, snr)
-    k, tolv, iters = _solver_options(nodes, tol, maxiter)
-    sol = solve_leverage(numpy_activation(act), tv, cv, s, k, tolv, iters, p=check_dimension(p))
+    cv, act, s, tv = check_setting(c, activation, snr, t)
+    return _leverage_profile(act, cv, s, tv, _solver_options(nodes, tol, maxiter), check_dimension(p))
+
+
+def _leverage_profile(act: Any, c: float, s: float, t: float, options: DysonOptions,
+                      p: int | None) -> LeverageProfile:
+    """:func:`strong_alignment_leverage` of checked arguments."""
+    sol = solve_leverage(numpy_activation(act), c, s, t, options, p=p)
     if not sol.converged:
-        warnings.warn(f"strong_alignment_leverage: no convergence in {iters} iterations (t={tv}, c={cv})",
-                      RuntimeWarning, stacklevel=2)
-    t2 = leverage_part(sol.a, sol.weights, sol.leverage, cv, s)
+        warnings.warn(f"strong_alignment_leverage: no convergence in {options.maxiter} iterations (t={t}, c={c})",
+                      RuntimeWarning, stacklevel=3)
+    t2 = leverage_part(sol.a, sol.weights, sol.leverage, c, s)
     return LeverageProfile(sol.a, sol.weights, sol.leverage, t2, sol.iterations, sol.converged)
 
 
@@ -217,7 +236,7 @@ def predictor_part(a: np.ndarray, weights: np.ndarray, leverage: np.ndarray, c: 
                    capture: bool) -> float:
     """``T1``: :func:`strong_alignment_margin` with capture, else ``E[g_perp(a)^2 (c - h(a))]`` on quadrature nodes."""
     if capture:
-        return strong_alignment_margin(c, snr)
+        return _margin(c, snr)
     return float(weights @ (_nonlinear_bayes_part(a, snr) ** 2 * (c - leverage)))
 
 
@@ -231,7 +250,12 @@ def captures_bayes_predictor(activation: ActivationLike) -> bool:
     >>> captures_bayes_predictor("erf"), captures_bayes_predictor("gelu")
     (True, False)
     """
-    coefficients = hermite_coefficients(check_activation(activation, "activation"), 7)
+    return _captures(check_activation(activation, "activation"))
+
+
+def _captures(act: Any) -> bool:
+    """:func:`captures_bayes_predictor` of a checked activation."""
+    coefficients = hermite_coefficients(act, 7)
     return any(abs(float(coefficients[k])) > 1e-12 for k in (3, 5, 7))
 
 
@@ -245,8 +269,8 @@ class StrongAlignmentGap:
     leverage: LeverageProfile = field(repr=False)
 
 
-def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr: Any = 1.0, *,
-                         nodes: int = 40, p: Any = None) -> StrongAlignmentGap:
+def strong_alignment_gap(c: Any, activation: ActivationLike, snr: Any, t: Any, *, nodes: int = 40,
+                         p: Any = None) -> StrongAlignmentGap:
     """Attention minus ridge as ``gamma -> 0`` under strong alignment at fixed ``t > 0``: the limit, or at ``p``.
 
     ``t1``: :func:`strong_alignment_margin` when :func:`captures_bayes_predictor`.  Otherwise the features hold only
@@ -258,13 +282,13 @@ def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr
 
     Parameters
     ----------
+    c, activation, snr, nodes, p : as :func:`strong_alignment_leverage` (``t1`` is the limit's either way when the
+        features capture the Bayes predictor).
     t : float
         ``> 0``.  The limits do not commute: at ``t = 0`` (an order-one spike, paper B's scaling) attention's features
         do not even hold ``a`` cleanly and the structured theory's gap is positive (+0.0143 at ``c = 1/2``,
         ``snr = 1``, ``AttentionModel.error``), while any fixed ``t > 0`` puts a copy of a function of ``a`` of size
         ``sqrt(p) t`` into the features.
-    c, activation, snr, nodes, p : as :func:`strong_alignment_leverage` (``t1`` is the limit's either way when the
-        features capture the Bayes predictor).
 
     Returns
     -------
@@ -272,21 +296,20 @@ def strong_alignment_gap(t: Any, c: Any, activation: ActivationLike = "erf", snr
 
     Examples
     --------
-    >>> gap = strong_alignment_gap(2.0, 0.5, "erf", 1.0, nodes=20)
+    >>> gap = strong_alignment_gap(0.5, "erf", 1.0, 2.0, nodes=20)
     >>> round(gap.t1, 4), round(gap.t2, 3), round(gap.total, 3)
     (-0.0252, -0.068, -0.093)
     """
-    tv, cv, act, s = _check_inputs(t, c, activation, snr)
-    tv = as_float("t", tv, low=0, low_open=True)
-    prof = strong_alignment_leverage(tv, cv, act, s, nodes=nodes, p=p)
-    t1 = predictor_part(prof.a, prof.weights, prof.leverage, cv, s, captures_bayes_predictor(act))
+    cv, act, s, tv = check_setting(c, activation, snr, t, t_positive=True)
+    prof = _leverage_profile(act, cv, s, tv, _solver_options(nodes, 1e-12, 5000), check_dimension(p))
+    t1 = predictor_part(prof.a, prof.weights, prof.leverage, cv, s, _captures(act))
     return StrongAlignmentGap(t1, prof.t2, t1 + prof.t2, prof)
 
 
-def _solver_options(nodes: Any, tol: Any, maxiter: Any) -> tuple[int, float, int]:
+def _solver_options(nodes: Any, tol: Any, maxiter: Any) -> DysonOptions:
     """The Dyson solver's quadrature nodes, tolerance and iteration cap, checked."""
-    return (as_int("nodes", nodes, 8, 200), as_float("tol", tol, low=0, low_open=True),
-            as_int("maxiter", maxiter, 1, 10**6))
+    return DysonOptions(as_int("nodes", nodes, 8, 200), as_float("tol", tol, low=0, low_open=True),
+                        as_int("maxiter", maxiter, 1, 10**6))
 
 
 def check_dimension(p: Any) -> int | None:
@@ -362,16 +385,15 @@ def expectation_over_gammas(gamma: Any, c: Any, activation: Any, snr: Any, t: An
     :func:`strong_spike_attention_error` (``options``: nodes, tol, maxiter; ``p``: the finite-size equation); the
     shape of ``gamma``."""
     gammas = as_array("gamma", gamma, low=0)
-    tv, cv, act, s = _check_inputs(t, c, activation, snr, c_below_one=False)
-    tv = as_float("t", tv, low=0, low_open=True)
+    cv, act, s, tv = check_setting(c, activation, snr, t, c_below_one=False, t_positive=True)
     checked = _solver_options(*options)
     size = check_dimension(p)
     require_ridge_term(gammas, cv)
     f = numpy_activation(act)
-    capture = captures_bayes_predictor(act)
+    capture = _captures(act)
     out = np.empty(gammas.shape)
     for idx, g in np.ndenumerate(gammas):
-        a, w, r, r2 = resolvent_diagonals(f, tv, cv, s, float(g), *checked, p=size)
+        a, w, r, r2 = resolvent_diagonals(f, cv, s, tv, float(g), checked, p=size)
         out[idx] = float(w @ integrand(a, s, capture, r, r2))
     return float(out) if out.ndim == 0 else out
 
@@ -388,8 +410,8 @@ def residual_weight(a: np.ndarray, snr: float, capture: bool) -> np.ndarray:
     return _label_variance(a, snr) + (0.0 if capture else _nonlinear_bayes_part(a, snr) ** 2)
 
 
-def resolvent_diagonals(f: Any, t: float, c: float, snr: float, gamma: float, nodes: int, tol: float,
-                        maxiter: int, p: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def resolvent_diagonals(f: Any, c: float, snr: float, t: float, gamma: float, options: DysonOptions,
+                        p: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Nodes, weights, ``R(a)`` and ``diag(R^2)(a) = R(a) - gamma R'(a)``, ``R = gamma Q`` (both ``1 - h`` at
     ``gamma = 0``).  ``1 - R(a)`` is the smoother's diagonal, the leverage at ``gamma``.
 
@@ -397,9 +419,9 @@ def resolvent_diagonals(f: Any, t: float, c: float, snr: float, gamma: float, no
     in ``log gamma`` (step 1e-3)."""
 
     def diagonal(delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        sol = solve_leverage(f, t, c, snr, nodes, tol, maxiter, delta, p=p)
+        sol = solve_leverage(f, c, snr, t, options, delta, p=p)
         if not sol.converged:
-            warnings.warn(f"strong alignment resolvent: no convergence in {maxiter} iterations (t={t}, c={c}, "
+            warnings.warn(f"strong alignment resolvent: no convergence in {options.maxiter} iterations (t={t}, c={c}, "
                           f"gamma={c * delta})", RuntimeWarning, stacklevel=5)
         return sol.a, sol.weights, 1.0 - sol.leverage
 

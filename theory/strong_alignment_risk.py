@@ -15,7 +15,7 @@ risk gap with the opposite sign: as ``gamma -> 0`` with ``c < 1``, ``R_att - R_R
   ``tr S / n -> 1 - gamma delta``, ``delta`` of Marchenko–Pastur);
 * :func:`strong_spike_prediction_risk`: attention's, ``E_att(gamma) + 2 E_a[v(a) (1 - R(a))]`` with ``R(a)`` from
   the leverage equation (:func:`theory.strong_spike_attention_error`);
-* :func:`label_coordinate_bins`, :func:`leverage_bin_means` and :func:`binned_leverage`: equal-probability bins of
+* :func:`label_coordinate_bins` and :func:`binned_leverage`: equal-probability bins of
   ``|a|`` and the theory's mean leverage ``h(a)`` in each (the leverage equation solved on nodes inside the bins),
   with the training gap's parts from the same solve.
 
@@ -34,25 +34,25 @@ import numpy as np
 from scipy import optimize, special
 
 from ._leverage_dyson import COORDINATE_REACH, binned_coordinate_nodes, solve_leverage
-from .validation import as_array, as_float, as_int
+from .validation import as_array, as_float, as_int, finite_result
 from .activations import ActivationLike, numpy_activation
-from .marchenko_pastur import mp_delta
-from .ridge import ridge_error_values
+from .marchenko_pastur import _delta
+from .ridge import _error_values
 from .strong_alignment import (
-    _check_inputs,
+    _captures,
+    _label_mmse,
     _label_variance,
     _solver_options,
-    captures_bayes_predictor,
     check_dimension,
+    check_setting,
     expectation_over_gammas,
-    label_mmse,
     leverage_part,
     predictor_part,
     require_ridge_term,
     residual_weight,
 )
 
-__all__ = ["ridge_prediction_risk", "strong_spike_prediction_risk", "label_coordinate_bins", "leverage_bin_means",
+__all__ = ["ridge_prediction_risk", "strong_spike_prediction_risk", "label_coordinate_bins",
            "binned_leverage"]
 
 
@@ -87,8 +87,10 @@ def ridge_prediction_risk(gamma: Any, c: Any, snr: Any) -> Any:
     s = as_float("snr", snr, low=0)
     require_ridge_term(gammas, cv)
     positive = np.where(gammas == 0.0, 1.0, gammas)
-    leverage = np.where(gammas == 0.0, cv, 1.0 - positive * np.asarray(mp_delta(positive, cv)))
-    out = np.asarray(ridge_error_values(gammas, cv, s)) + 2.0 * label_mmse(s) * leverage
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow (gamma ~ 0, c < 1) is refused just below
+        leverage = np.where(gammas == 0.0, cv, 1.0 - positive * _delta(positive, cv))
+        out = _error_values(gammas, cv, s) + 2.0 * _label_mmse(s) * leverage
+    out = finite_result("ridge_prediction_risk", out, gamma=gamma, c=c, snr=snr)
     return float(out) if out.ndim == 0 else out
 
 
@@ -158,38 +160,6 @@ def label_coordinate_bins(snr: Any, n_bins: Any) -> np.ndarray:
     return np.array([0.0, *inner, math.sqrt(s) + 40.0])
 
 
-def leverage_bin_means(t: Any, c: Any, activation: ActivationLike, snr: Any, edges: Any, *,
-                       per_bin: int = 10, tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> np.ndarray:
-    """The theory's mean leverage ``E[h(a) | e_k <= |a| < e_(k+1)]`` in each bin of ``|a|``, ``gamma -> 0``, ``c < 1``.
-
-    The leverage equation of :func:`theory.strong_alignment_leverage` solved on a quadrature whose nodes lie inside
-    the bins (Gauss-Legendre on each bin and sign, weighted by the density of ``a``; the last bin cut at
-    ``sqrt(snr) + 9``), so each bin's mean is a quadrature of its own nodes.
-
-    Parameters
-    ----------
-    t, c, activation, snr, tol, maxiter, p
-        As :func:`theory.strong_alignment_leverage` (``p``: the finite-size equation).
-    edges : array (B + 1,)
-        Increasing from ``edges[0] = 0`` (:func:`label_coordinate_bins`); the inner edges below ``sqrt(snr) + 9``, the
-        last at or beyond it (``inf`` allowed): the bins cover ``|a|``.
-    per_bin : int
-        Nodes per bin and sign, 4 to 40.
-
-    Returns
-    -------
-    ndarray (B,)
-
-    Examples
-    --------
-    >>> e = label_coordinate_bins(1.0, 4)
-    >>> h = leverage_bin_means(1.0, 0.5, "erf", 1.0, e, per_bin=6)
-    >>> bool(h[0] > h[-1]), round(float(h.mean()), 3)
-    (True, 0.5)
-    """
-    return binned_leverage(t, c, activation, snr, edges, per_bin=per_bin, tol=tol, maxiter=maxiter, p=p).bin_means
-
-
 @dataclass(frozen=True)
 class BinnedLeverage:
     """One solve of the leverage equation on a grid inside bins of ``|a|``: the bin means, ``T2`` and ``T1``."""
@@ -200,23 +170,50 @@ class BinnedLeverage:
     converged: bool
 
 
-def binned_leverage(t: Any, c: Any, activation: ActivationLike, snr: Any, edges: Any, *, per_bin: int = 10,
+def binned_leverage(edges: Any, c: Any, activation: ActivationLike, snr: Any, t: Any, *, per_bin: int = 10,
                     tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> BinnedLeverage:
-    """:func:`leverage_bin_means` with the parts of the training gap from the same solve (``t1``, ``t2`` as
-    :func:`theory.strong_alignment_gap`): one Dyson solve for everything a check judges at one ``t``."""
-    tv, cv, act, s = _check_inputs(t, c, activation, snr)
-    tv = as_float("t", tv, low=0, low_open=True)
+    """The theory's mean leverage ``E[h(a) | e_k <= |a| < e_(k+1)]`` in each bin of ``|a|`` (``gamma -> 0``,
+    ``c < 1``), with the parts of the training gap from the same solve (``t1``, ``t2`` as
+    :func:`theory.strong_alignment_gap`): one Dyson solve for everything a check judges at one ``t``.
+
+    The leverage equation of :func:`theory.strong_alignment_leverage` solved on a quadrature whose nodes lie inside
+    the bins (Gauss-Legendre on each bin and sign, weighted by the density of ``a``; the last bin cut at
+    ``sqrt(snr) + 9``), so each bin's mean is a quadrature of its own nodes.
+
+    Parameters
+    ----------
+    edges : array (B + 1,)
+        Increasing from ``edges[0] = 0`` (:func:`label_coordinate_bins`); the inner edges below ``sqrt(snr) + 9``, the
+        last at or beyond it (``inf`` allowed): the bins cover ``|a|``.
+    c, activation, snr, t, tol, maxiter, p
+        As :func:`theory.strong_alignment_leverage` (``p``: the finite-size equation; ``t > 0``).
+    per_bin : int
+        Nodes per bin and sign, 4 to 40.
+
+    Returns
+    -------
+    BinnedLeverage
+        ``bin_means`` (B,), ``t1``, ``t2``, ``converged``.
+
+    Examples
+    --------
+    >>> e = label_coordinate_bins(1.0, 4)
+    >>> h = binned_leverage(e, 0.5, "erf", 1.0, 1.0, per_bin=6).bin_means
+    >>> bool(h[0] > h[-1]), round(float(h.mean()), 3)
+    (True, 0.5)
+    """
+    cv, act, s, tv = check_setting(c, activation, snr, t, t_positive=True)
     e = _check_edges(edges, s)
     k = as_int("per_bin", per_bin, 4, 40)
-    _, tolv, iters = _solver_options(8, tol, maxiter)
+    options = _solver_options(8, tol, maxiter)  # its nodes unused: the grid is given
     a, w, which = binned_coordinate_nodes(s, e, k)
-    sol = solve_leverage(numpy_activation(act), tv, cv, s, 0, tolv, iters, grid=(a, w), p=check_dimension(p))
+    sol = solve_leverage(numpy_activation(act), cv, s, tv, options, grid=(a, w), p=check_dimension(p))
     if not sol.converged:
-        warnings.warn(f"binned_leverage: no convergence in {iters} iterations (t={tv}, c={cv})", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(f"binned_leverage: no convergence in {options.maxiter} iterations (t={tv}, c={cv})",
+                      RuntimeWarning, stacklevel=2)
     h = sol.leverage
     means = np.array([w[which == b] @ h[which == b] / w[which == b].sum() for b in range(e.size - 1)])
-    t1 = predictor_part(a, w, h, cv, s, captures_bayes_predictor(act))
+    t1 = predictor_part(a, w, h, cv, s, _captures(act))
     return BinnedLeverage(means, t1, leverage_part(a, w, h, cv, s), sol.converged)
 
 

@@ -99,15 +99,15 @@ from .validation import (
 )
 from ._jets import Jet
 from .implicit import MAX_TAYLOR_ORDER, null_system_taylor, refine_quadrature
-from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid, checked_solver_options
-from .null_system import gram_law_quadrature
+from ._solver_domain import C_RANGE, GAMMA_RANGE, SolverOptions, check_grid, checked_solver_options
+from .null_system import NullConstants, _gram_law_quadrature
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
 from .symbols import a1 as _a1
 from .symbols import c as _c
 from .symbols import delta as _delta
 from .symbols import gamma as _gamma
 from ._structured_symbolic import (l_sym, delta_t, sf2_sym, d0_sym, kappa_sym, null_trace_expressions, null_free_energy_expression, null_trace_closed_forms, structured_low_rank_matrix, low_rank_matrix, rank_one_quadratic_form_expression)
-from ._spikes import (SNR_MAX, spike_vectors, finite_dims)
+from ._spikes import (spike_vectors, finite_dims)
 from ._kernel_constants import FrozenDict as _FrozenDict, kernel_constants as _kernel_constants
 from ._structured_traces import (StructuredConvergenceError, GramRationalIntegrals, GramQuadratureIntegrals, error_on_grid)
 
@@ -180,8 +180,7 @@ class StructuredSolution:
             raise ArgumentTypeError(f"notes must be a list of strings, got {describe(self.notes)}")
 
 
-def _null_solutions(gam: np.ndarray, c: float, a1: float, sf2: float, d0: float, system: str, method: str,
-                    n_nodes: int, tol: float, max_iter: int) -> np.ndarray:
+def _null_solutions(gam: np.ndarray, consts: NullConstants, options: SolverOptions) -> np.ndarray:
     """Null unknowns and their ``gamma``-derivatives, rows ``(delta, delta~, kappa, d/dgamma of each, residual)``.
 
     Solved by :func:`theory.null_system.solve_null_system_full` (the single implementation of the null
@@ -190,20 +189,20 @@ def _null_solutions(gam: np.ndarray, c: float, a1: float, sf2: float, d0: float,
     on one ``(gamma grid, c, activation, solver)`` shares one solve (memoised; a fresh copy per call).
     """
     gam = np.ascontiguousarray(gam, dtype=float)
-    return _null_solutions_memo(gam.tobytes(), gam.shape, float(c), float(a1), float(sf2), float(d0), str(system),
-                                str(method), int(n_nodes), float(tol), int(max_iter)).copy()
+    system, method, n_nodes, tol, maxiter = options
+    key = SolverOptions(str(system), str(method), int(n_nodes), float(tol), int(maxiter))
+    return _null_solutions_memo(gam.tobytes(), gam.shape, NullConstants(*map(float, consts)), key).copy()
 
 
 @functools.lru_cache(maxsize=256)
-def _null_solutions_memo(gam_bytes: bytes, shape: tuple, c: float, a1: float, sf2: float, d0: float, system: str,
-                         method: str, n_nodes: int, tol: float, max_iter: int) -> np.ndarray:
+def _null_solutions_memo(gam_bytes: bytes, shape: tuple, consts: NullConstants, options: SolverOptions) -> np.ndarray:
     """:func:`_null_solutions` on hashable arguments (``gam`` as its bytes and shape)."""
     from .null_system import solve_null_system_full
 
     gam = np.frombuffer(gam_bytes, dtype=float).reshape(shape)
     try:
-        sols = solve_null_system_full(-gam, c, a1, sf2, d0, system=system, method=method, n_nodes=max(int(n_nodes), 16),
-                                      tol=tol, max_iter=max_iter)
+        sols = solve_null_system_full(-gam, *consts, system=options.system, method=options.method,
+                                      n_nodes=max(options.n_nodes, 16), tol=options.tol, max_iter=options.maxiter)
     except RuntimeError as exc:
         raise StructuredConvergenceError(f"null system did not converge: {exc}") from exc
     out = np.array([[s.delta, s.delta_tilde, s.kappa, -s.ddelta_dz, -s.ddelta_tilde_dz, -s.dkappa_dz, s.residual]
@@ -213,47 +212,34 @@ def _null_solutions_memo(gam_bytes: bytes, shape: tuple, c: float, a1: float, sf
     return out
 
 
-def _validate_common(c: Any, snr: Any) -> tuple[float, float]:
-    """``(float(c), float(snr))`` in the solver domain: ``c`` in ``[1e-4, 1e4]``, ``snr`` in ``[0, 1e8]``."""
-    c = as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
-    snr = as_float("snr", snr, low=0, high=SNR_MAX)
-    return c, snr
+def _validate_c(c: Any) -> float:
+    """``float(c)`` in the solver domain ``[1e-4, 1e4]`` (a symbolic function's ``c`` is checked here; the model's
+    other fields were checked by :class:`theory.AttentionModel`)."""
+    return as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
 
 
-def _structured_solve(
-    gamma: Any,
-    c: float,
-    activation: Any,
-    snr: float,
-    w_k: Any = None,
-    w_q: Any = None,
-    diagonal: str = "removed",
-    *,
-    system: str = "symmetric",
-    method: str = "exact",
-    n_nodes: int = 800,
-    tol: float = 1e-12,
-    maxiter: int = 100,
-    max_iter: int | None = None,
-    check_quadrature: bool = True,
-) -> StructuredSolution:
-    """:meth:`theory.AttentionModel.solve` of the model ``(c, activation, snr, w_k, w_q, diagonal)``: the
-    structured deterministic equivalent on a ``gamma`` grid, with all diagnostics.
+def _structured_solve(gamma: Any, c: float, activation: Any, snr: float, spike: Any = None,
+                      diagonal: str = "removed", **solver_options: Any) -> StructuredSolution:
+    """:meth:`theory.AttentionModel.solve` of the model ``(c, activation, snr, spike, diagonal)`` (``spike``: the
+    vectors ``(w_k, w_q)`` or None): the structured deterministic equivalent on a ``gamma`` grid, with all
+    diagnostics.
 
-    The options follow the rules of the null solver (:func:`theory.solve_null_system_full`), so that
-    :meth:`theory.AttentionModel.error` checks them the same way with and without signal.
+    The options (:func:`_structured_options`, ``check_quadrature=True`` unless given) follow the rules of the null
+    solver (:func:`theory.solve_null_system_full`), so that :meth:`theory.AttentionModel.error` checks them the
+    same way with and without signal.
     """
-    c, snr = _validate_common(c, snr)
-    maxiter, system, gam = _validate_solver_options(gamma, system, method, n_nodes, tol, maxiter, max_iter)
-    check_flag("check_quadrature", check_quadrature)
+    c, snr = _validate_c(c), float(snr)
+    options, check_quadrature = _structured_options(solver_options, check_quadrature=True)
+    gam = np.atleast_1d(as_array("gamma", gamma, ndim=(0, 1), low=GAMMA_RANGE[0], high=GAMMA_RANGE[1]))
+    check_grid("gamma", gam.size)
     a1, sf2, d0 = _kernel_constants(activation, diagonal)
-    m, Aunit = finite_dims(snr, w_k, w_q)
+    m, Aunit = finite_dims(snr, spike)
     A = a1 * Aunit
 
-    nul = _null_solutions(gam, c, a1, sf2, d0, system, method, n_nodes, tol, maxiter)
-    quad = GramQuadratureIntegrals(c, n_nodes)
-    exact = GramRationalIntegrals(c) if method == "exact" else None
-    consts = (c, a1, sf2, d0)
+    consts = NullConstants(c, a1, sf2, d0)
+    nul = _null_solutions(gam, consts, options)
+    quad = GramQuadratureIntegrals(c, options.n_nodes)
+    exact = GramRationalIntegrals(c) if options.method == "exact" else None
     out, Ts = error_on_grid(gam, consts, nul, m, A, exact, quad)
     qchange = np.zeros(gam.size)
     if check_quadrature:
@@ -266,32 +252,31 @@ def _structured_solve(
     return StructuredSolution(
         gamma=gam, error=out["E"], yQy=out["yQy"], null_error=out["E0"], delta=nul[:, 0], delta_t=nul[:, 1],
         kappa=nul[:, 2], traces=Ts, residual=nul[:, 6], quadrature_change=qchange, a1=a1, sf2=sf2, d0=d0, m=m, A=A,
-        system=system,
+        system=options.system,
     )
 
 
-def _validate_solver_options(gamma: Any, system: str, method: str, n_nodes: int, tol: float, maxiter: int,
-                             max_iter: int | None) -> tuple[int, str, np.ndarray]:
-    """Checked ``(maxiter, canonical system name, gamma grid)`` of :func:`_structured_solve`.
-
-    ``max_iter``, when not None, replaces ``maxiter``; the rules are those of the null solver.
-    """
-    system, method, n_nodes, tol, maxiter = checked_solver_options(system, method, n_nodes, tol, maxiter, max_iter)
-    gam = np.atleast_1d(as_array("gamma", gamma, ndim=(0, 1), low=GAMMA_RANGE[0], high=GAMMA_RANGE[1]))
-    check_grid("gamma", gam.size)
-    return maxiter, system, gam
+#: the solver options of the structured solver and their defaults
+_STRUCTURED_OPTIONS = {"system": "symmetric", "method": "exact", "n_nodes": 800, "tol": 1e-12, "maxiter": 100,
+                       "max_iter": None, "check_quadrature": False}
 
 
-def _structured_error(
-    gamma: Any,
-    c: float,
-    activation: Any,
-    snr: float,
-    w_k: Any = None,
-    w_q: Any = None,
-    diagonal: str = "removed",
-    **solver_options: Any,
-) -> Any:
+def _structured_options(solver_options: dict[str, Any], check_quadrature: bool = False) -> tuple[SolverOptions, bool]:
+    """Checked options of the structured solver (defaults :data:`_STRUCTURED_OPTIONS`, ``check_quadrature`` as
+    given): ``max_iter``, when given, replaces ``maxiter``; the rules are those of the null solver."""
+    opts = dict(_STRUCTURED_OPTIONS, check_quadrature=check_quadrature)
+    unknown = sorted(set(solver_options) - set(opts))
+    if unknown:
+        raise ArgumentTypeError(f"{unknown[0]} is not a solver option of AttentionModel.error; the options are "
+                                f"{tuple(opts)}")
+    opts.update(solver_options)
+    options = checked_solver_options(opts["system"], opts["method"], opts["n_nodes"], opts["tol"], opts["maxiter"],
+                                     opts["max_iter"])
+    return options, check_flag("check_quadrature", opts["check_quadrature"])
+
+
+def _structured_error(gamma: Any, c: float, activation: Any, snr: float, spike: Any = None, diagonal: str = "removed",
+                      **solver_options: Any) -> Any:
     """The error of :func:`_structured_solve` (``check_quadrature=False`` unless given): a float for a scalar
     ``gamma``, an array for an array, a :class:`theory.symbolic.NumericFunction` printed
     ``structured_attention_error(...)`` for a sympy ``gamma`` or ``c`` with free symbols.
@@ -299,34 +284,34 @@ def _structured_error(
     :meth:`theory.AttentionModel.error` with signal or a spike, and :func:`theory.softmax.softmax_attention_error`.
     """
     if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
-        return _symbolic_structured_error(gamma, c, activation, snr, w_k, w_q, diagonal, solver_options)
+        return _symbolic_structured_error(gamma, c, activation, snr, spike, diagonal, solver_options)
     solver_options.setdefault("check_quadrature", False)
-    sol = _structured_solve(gamma, c, activation, snr, w_k, w_q, diagonal, **solver_options)
+    sol = _structured_solve(gamma, c, activation, snr, spike, diagonal, **solver_options)
     if np.ndim(gamma) == 0:
         return float(sol.error[0])
     return sol.error
 
 
 # ============================================================================ symbolic input and Taylor coefficients
-def _symbolic_structured_error(gamma: Any, c: Any, activation: Any, snr: Any, w_k: Any, w_q: Any, diagonal: Any,
+def _symbolic_structured_error(gamma: Any, c: Any, activation: Any, snr: Any, spike: Any, diagonal: Any,
                                solver_options: dict[str, Any]) -> Any:
-    """:func:`_structured_error` of a symbolic ``gamma`` or ``c``: every other argument checked as on the
-    numeric path (:func:`_structured_solve`), then the :class:`theory.symbolic.NumericFunction`."""
+    """:func:`_structured_error` of a symbolic ``gamma`` or ``c``: the solver options checked as on the numeric path
+    (:func:`_structured_solve`), then the :class:`theory.symbolic.NumericFunction`."""
     g, cc = symbolic_arguments(gamma, c, C_RANGE)
-    _check_structured_options(snr, w_k, w_q, activation, diagonal, solver_options)
+    _structured_options(solver_options)
     act, options = _hashable(activation), {k: _hashable(v) for k, v in sorted(solver_options.items())}
     fixed = [(None, act), (None, snr)]
-    if w_k is not None:
-        w_k, w_q = _hashable(w_k), _hashable(w_q)
-        fixed += [("w_k", w_k), ("w_q", w_q)]
+    if spike is not None:
+        spike = _hashable(tuple(spike))
+        fixed += [("w_k", spike[0]), ("w_q", spike[1])]
     if not (isinstance(diagonal, str) and diagonal == "removed"):
         fixed.append(("diagonal", diagonal))
     fixed += list(options.items())
     act = dict(act) if isinstance(act, _FrozenDict) else act  # the numeric path takes the frozen forms
     spec = NumericSpec(
         "structured_attention_error", tuple(fixed),
-        values=lambda gv, cv: _structured_error(gv, cv, act, snr, w_k, w_q, diagonal, **options),
-        taylor=lambda g0, cv, order: _structured_error_taylor(g0, cv, act, snr, w_k, w_q, diagonal, order=order,
+        values=lambda gv, cv: _structured_error(gv, cv, act, snr, spike, diagonal, **options),
+        taylor=lambda g0, cv, order: _structured_error_taylor(g0, cv, act, snr, spike, diagonal, order=order,
                                                               **options),
     )
     return numeric_function(spec)(g, cc)
@@ -346,43 +331,9 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _check_structured_options(snr: Any, w_k: Any, w_q: Any, activation: Any, diagonal: Any,
-                              solver_options: dict[str, Any]) -> None:
-    """The checks of :func:`_structured_solve` on everything but ``gamma`` and ``c``."""
-    as_float("snr", snr, low=0, high=SNR_MAX)
-    opts = {"system": "symmetric", "method": "exact", "n_nodes": 800, "tol": 1e-12, "maxiter": 100,
-            "max_iter": None, "check_quadrature": False}
-    unknown = sorted(set(solver_options) - set(opts))
-    if unknown:
-        raise ArgumentTypeError(f"{unknown[0]} is not a solver option of AttentionModel.error; the options are "
-                                f"{tuple(opts)}")
-    opts.update(solver_options)
-    _validate_solver_options(1.0, opts["system"], opts["method"], opts["n_nodes"], opts["tol"], opts["maxiter"],
-                             opts["max_iter"])
-    check_flag("check_quadrature", opts["check_quadrature"])
-    _kernel_constants(activation, diagonal)
-    finite_dims(float(snr), w_k, w_q)
-
-
-def _structured_error_taylor(
-    gamma: float,
-    c: float,
-    activation: Any,
-    snr: float,
-    w_k: Any = None,
-    w_q: Any = None,
-    diagonal: str = "removed",
-    *,
-    order: int = 2,
-    rtol: float = 1e-8,
-    system: str = "symmetric",
-    method: str = "exact",
-    n_nodes: int = 800,
-    tol: float = 1e-12,
-    maxiter: int = 100,
-    max_iter: int | None = None,
-    check_quadrature: bool = False,
-) -> np.ndarray:
+def _structured_error_taylor(gamma: float, c: float, activation: Any, snr: float, spike: Any = None,
+                             diagonal: str = "removed", *, order: int = 2, rtol: float = 1e-8,
+                             **solver_options: Any) -> np.ndarray:
     """Taylor coefficients of :func:`_structured_error` in ``gamma``: ``E(gamma + s) = sum_k e[k] s^k``
     (:meth:`theory.AttentionModel.error_taylor` with signal or a spike).
 
@@ -395,16 +346,16 @@ def _structured_error_taylor(
     exactly) to the quadrature's accuracy.  ``n_nodes`` and ``method`` act on the null solve of orders 0 and 1
     only; ``check_quadrature`` is accepted for symmetry with :func:`_structured_error` (refinement checks here).
     """
-    c, snr = _validate_common(c, snr)
+    c, snr = _validate_c(c), float(snr)
     g0 = as_float("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
-    maxiter, system, _ = _validate_solver_options(g0, system, method, n_nodes, tol, maxiter, max_iter)
-    check_flag("check_quadrature", check_quadrature)
+    options, _ = _structured_options(solver_options)
     order = as_int("order", order, low=0, high=MAX_TAYLOR_ORDER - 1)
     a1, sf2, d0 = _kernel_constants(activation, diagonal)
-    m, Aunit = finite_dims(snr, w_k, w_q)
+    m, Aunit = finite_dims(snr, spike)
     try:
-        nul = null_system_taylor(g0, c, a1, sf2, d0, order + 1, rtol=rtol, system=system, method=method,
-                                 n_nodes=max(int(n_nodes), 16), tol=tol, max_iter=maxiter)
+        nul = null_system_taylor(g0, c, a1, sf2, d0, order + 1, rtol=rtol, system=options.system,
+                                 method=options.method, n_nodes=max(int(options.n_nodes), 16), tol=options.tol,
+                                 max_iter=options.maxiter)
     except RuntimeError as exc:
         raise StructuredConvergenceError(f"null system did not converge: {exc}") from exc
     consts = (c, a1, sf2, d0)
@@ -425,7 +376,7 @@ def _error_series(nul: Any, consts: tuple[float, float, float, float], m: np.nda
                   n_nodes: int) -> Jet:
     """Series of ``E`` (order ``len(nul.delta) - 2``) from the null unknowns' series, on an ``n_nodes`` rule."""
     c, a1, sf2, d0 = consts
-    nodes, weights = gram_law_quadrature(c, n_nodes)
+    nodes, weights = _gram_law_quadrature(c, n_nodes)
     dl, dt, kp = Jet(nul.delta), Jet(nul.delta_tilde), Jet(nul.kappa)
     gam = Jet.variable(nul.gamma, dl.order)
     T12, T13, T22, L = (v.integrate(weights) for v in _trace_integrand_series()(nodes, dl, dt, kp, gam, *consts))

@@ -56,9 +56,7 @@ __all__ = [
     "finite_result",
     "numeric_errors",
     "require_positive",
-    "require_nonnegative",
     "require_at_least",
-    "require_greater",
     "require_integer",
     "sympy_number",
     "rank_and_dimension",
@@ -369,16 +367,17 @@ def _array_of(name: str, value: Any, what: str) -> np.ndarray:
 
 
 def as_array(name: str, value: Any, *, complex_ok: bool = False, ndim: int | Sequence[int] | None = None,
-             allow_empty: bool = False, low: Any = None, high: Any = None, low_open: bool = False,
-             high_open: bool = False, bytes_per_element: int | None = None) -> np.ndarray:
+             allow_empty: bool = False, bytes_per_element: int | None = None, **bounds: Any) -> np.ndarray:
     """Checked float64 (or, with ``complex_ok``, complex128) array of a number or array-like.
 
     Refuses strings, None, booleans, object and string dtypes, complex values unless ``complex_ok``, NaN and
-    inf, an empty array unless ``allow_empty``, dimensions other than ``ndim``, values outside the range (real
-    arrays), and, when ``bytes_per_element`` is given, sizes whose intermediate arrays would exceed the memory
-    budget (:func:`check_array_memory`).  The result equals ``np.asarray(value, dtype=float64)`` (or
-    ``complex128``) for every valid input.
+    inf, an empty array unless ``allow_empty``, dimensions other than ``ndim``, values outside the range
+    ``bounds`` (``low``, ``high``, ``low_open``, ``high_open`` as in :func:`check_real`; real arrays), and, when
+    ``bytes_per_element`` is given, sizes whose intermediate arrays would exceed the memory budget
+    (:func:`check_array_memory`).  The result equals ``np.asarray(value, dtype=float64)`` (or ``complex128``) for
+    every valid input.
     """
+    low, high, low_open, high_open = _bounds(**bounds)
     kind = "real or complex numbers" if complex_ok else "real numbers"
     what = f"a finite {'real or complex' if complex_ok else 'real'} number or an array of finite {kind}"
     rule = _range_text(low, high, low_open, high_open)
@@ -405,6 +404,12 @@ def as_array(name: str, value: Any, *, complex_ok: bool = False, ndim: int | Seq
         if np.any(bad):
             raise ValueError(f"{name} must be {what}, got {describe(value)} (e.g. {float(out[bad].flat[0])!r})")
     return out
+
+
+def _bounds(low: Any = None, high: Any = None, low_open: bool = False,
+            high_open: bool = False) -> tuple[Any, Any, bool, bool]:
+    """The range keywords of :func:`as_array`, with their defaults."""
+    return low, high, low_open, high_open
 
 
 def check_array_memory(name: str, n_elements: int, bytes_per_element: int) -> None:
@@ -524,19 +529,9 @@ def require_positive(name: str, value: Any) -> Any:
     return check_real(name, value, low=0, low_open=True, symbolic=True)
 
 
-def require_nonnegative(name: str, value: Any) -> Any:
-    """``value >= 0`` (numbers or sympy expressions); returns ``value``."""
-    return check_real(name, value, low=0, symbolic=True)
-
-
 def require_at_least(name: str, value: Any, lower: float) -> Any:
     """``value >= lower`` (numbers or sympy expressions); returns ``value``."""
     return check_real(name, value, low=lower, symbolic=True)
-
-
-def require_greater(name: str, value: Any, lower: float) -> Any:
-    """``value > lower`` (numbers or sympy expressions); returns ``value``."""
-    return check_real(name, value, low=lower, low_open=True, symbolic=True)
 
 
 def require_integer(name: str, value: Any, lower: int | None = None, upper: int | None = None) -> Any:

@@ -28,7 +28,7 @@ for f in files:
         xsig = d["xsurinf_signal"][:, j] - d["ridge_signal"]
         th = finite_rank_gap(c, float(s), p)
         lin = finite_rank_gap(c, float(s), p, linear=True)
-        t2 = pt.strong_alignment_gap((1 + s) / math.sqrt(p), c, "erf", 1.0, p=p).t2
+        t2 = pt.strong_alignment_gap(c, "erf", 1.0, (1 + s) / math.sqrt(p), p=p).t2
         rows.append((-c, s, p, f"| {c:.3g} | {s:g} | {p} | {(1+s)**3/p:.3g} | {ms(tsig)} | {ms(xsig)} | {th['signal_gap']:+.4f} | "
                      f"{ms(th['signal_gap'] - tsig)} | {ms(tnoi)} | {t2:+.4f} | {ms(tsig + tnoi)} | {th['signal_gap'] + t2:+.4f} | "
                      f"{ms(th['signal_gap'] + t2 - tsig - tnoi)} | {lin['gap']:+.4f} |"))

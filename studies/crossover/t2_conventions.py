@@ -16,7 +16,7 @@ for f in glob.glob(_os.path.join(OUT, "sim_c*_seed0.npz")):
     d = np.load(f); c, p = float(d["meta"][0]), int(d["meta"][1])
     for j, s in enumerate(d["strengths"]):
         x = d["true_noise"][:, j] - d["ridge_noise"]
-        t2 = lambda t, **k: theory.strong_alignment_gap(t, c, "erf", 1.0, **k).t2
+        t2 = lambda t, **k: theory.strong_alignment_gap(c, "erf", 1.0, t, **k).t2
         rows.append(((-c, s, p), f"| {c:.3g} | {s:g} | {p} | {x.mean():+.4f} ± {x.std(ddof=1)/math.sqrt(x.size):.4f} | "
                      f"{t2((1+s)/math.sqrt(p), p=p):+.4f} | {t2((1+s)/math.sqrt(p)):+.4f} | {t2(s/math.sqrt(p), p=p):+.4f} |"))
 for _, r in sorted(rows): print(r)

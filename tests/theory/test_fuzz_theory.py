@@ -154,6 +154,22 @@ def _on_model(method: str, lead: tuple[str, ...] = ("gamma",)) -> Callable[..., 
     return call
 
 
+STRONG_FIELDS = ("c", "activation", "snr", "t")
+
+
+def _on_strong(method: str, lead: tuple[str, ...] = ("gamma",)) -> Callable[..., Any]:
+    """``StrongAlignment(**fields).method(*lead, **options)`` from one set of keywords (a property when ``method``
+    starts with ``.``)."""
+
+    def call(**kwargs: Any) -> Any:
+        setting = theory.StrongAlignment(**{k: kwargs.pop(k) for k in STRONG_FIELDS})
+        if method.startswith("."):
+            return getattr(setting, method[1:])
+        return getattr(setting, method)(*[kwargs.pop(k) for k in lead], **kwargs)
+
+    return call
+
+
 def _cases() -> list[Case]:
     """The table: one valid call per public callable of theory (several for the paths of AttentionModel.error)."""
     cases: list[Case] = []
@@ -228,9 +244,6 @@ def _mp_kernel_and_ridge(add: Callable[..., None]) -> None:
                                                                      snr=nonneg()))
     add("label_coordinate_bins", dict(snr=1.0, n_bins=3), dict(snr=nonneg(), n_bins=Arg("int", 1, 50)))
     add("binned_leverage", dict(t=0.5, c=0.5, activation="erf", snr=1.0, edges=[0.0, 1.0, math.inf], per_bin=4),
-        dict(t=pos(), c=real(0, 1, low_open=True, high_open=True), activation=ACT, snr=nonneg(),
-             per_bin=Arg("int", 4, 40)))
-    add("leverage_bin_means", dict(t=0.5, c=0.5, activation="erf", snr=1.0, edges=[0.0, 1.0, math.inf], per_bin=4),
         dict(t=pos(), c=real(0, 1, low_open=True, high_open=True), activation=ACT, snr=nonneg(),
              per_bin=Arg("int", 4, 40)))
     add("ridge_error_small_gamma_coefficient", dict(c=2.0, snr=1.0), dict(c=real(1, low_open=True, symbolic=True),
@@ -369,6 +382,23 @@ def _settings(add: Callable[..., None]) -> None:
     add("AttentionModel[constants]", dict(c=2.0, activation=dict(TANH), snr=1.0),
         dict(activation=Arg("constants")), path="AttentionModel")
     add("Spike", dict(w_k=[1.0, 0.5], w_q=[1.0, 0.0]), dict(w_k=Arg("vector"), w_q=Arg("vector")))
+    strong = dict(c=0.5, activation="erf", snr=1.0, t=0.5)
+    add("StrongAlignment", strong, dict(c=pos(), activation=ACT, snr=nonneg(), t=nonneg()))
+    below_one, positive_t = real(0, 1, low_open=True, high_open=True), pos()
+    add("StrongAlignment.leverage", dict(strong, nodes=8), dict(c=below_one, nodes=Arg("int", 8, 200)),
+        func=_on_strong("leverage", lead=()))
+    add("StrongAlignment.gap", dict(strong, nodes=8), dict(c=below_one, t=positive_t), func=_on_strong("gap", lead=()))
+    for method in ("error", "prediction_risk"):
+        add(f"StrongAlignment.{method}", dict(strong, gamma=0.1, nodes=8),
+            dict(gamma=real(0, array=True), t=positive_t, nodes=Arg("int", 8, 200)), func=_on_strong(method))
+    add("StrongAlignment.ridge_prediction_risk", dict(strong, gamma=0.1), dict(gamma=real(0, array=True)),
+        func=_on_strong("ridge_prediction_risk"))
+    add("StrongAlignment.binned_leverage", dict(strong, edges=[0.0, 1.0, math.inf], per_bin=4),
+        dict(c=below_one, t=positive_t, per_bin=Arg("int", 4, 40)), func=_on_strong("binned_leverage", lead=("edges",)))
+    add("StrongAlignment.label_coordinate_bins", dict(strong, n_bins=3), dict(n_bins=Arg("int", 1, 50)),
+        func=_on_strong("label_coordinate_bins", lead=("n_bins",)))
+    for prop in ("label_mmse", "bayes_feature_limit", "margin", "captures_bayes_predictor"):
+        add(f"StrongAlignment.{prop}", strong, {}, func=_on_strong("." + prop))
     add("RateSetting", dict(beta=2, r=1, d=5, constant=1),
         dict(beta=SYM_POS, r=integer(1, 5, symbolic=True), d=integer(1, symbolic=True), constant=SYM_POS))
 

@@ -46,23 +46,23 @@ def test_woodbury_term_against_a_dense_inverse(seed, m, rank):
 @pytest.mark.parametrize("activation,c,t,p", [("gelu", 0.25, 2.0, 256), ("erf", 0.5, 1.0, 512),
                                               ("tanh", 0.9, 0.5, 128)])
 def test_trace_is_c_at_every_p(activation, c, t, p):
-    prof = strong_alignment_leverage(t, c, activation, 1.0, nodes=20, p=p)
+    prof = strong_alignment_leverage(c, activation, 1.0, t, nodes=20, p=p)
     assert prof.converged
     assert float(prof.weights @ prof.leverage) == pytest.approx(c, abs=1e-8)
 
 
 def test_tends_to_the_limit():
-    limit = strong_alignment_gap(1.0, 0.5, "erf", 1.0, nodes=20).t2
-    gaps = [abs(strong_alignment_gap(1.0, 0.5, "erf", 1.0, nodes=20, p=p).t2 - limit) for p in (2**10, 2**14, 2**20)]
+    limit = strong_alignment_gap(0.5, "erf", 1.0, 1.0, nodes=20).t2
+    gaps = [abs(strong_alignment_gap(0.5, "erf", 1.0, 1.0, nodes=20, p=p).t2 - limit) for p in (2**10, 2**14, 2**20)]
     assert gaps[0] > gaps[1] > gaps[2]
     assert gaps[2] < 2e-4
 
 
 def test_the_rank_cut_changes_nothing(monkeypatch):
     edges = label_coordinate_bins(1.0, 6)
-    cut = binned_leverage(2.0, 0.25, "gelu", 1.0, edges, per_bin=6, p=512)
+    cut = binned_leverage(edges, 0.25, "gelu", 1.0, 2.0, per_bin=6, p=512)
     monkeypatch.setattr(dyson, "MEAN_PART_RANK_TOL", 0.0)
-    full = binned_leverage(2.0, 0.25, "gelu", 1.0, edges, per_bin=6, p=512)
+    full = binned_leverage(edges, 0.25, "gelu", 1.0, 2.0, per_bin=6, p=512)
     np.testing.assert_allclose(cut.bin_means, full.bin_means, atol=1e-10)
     assert cut.t2 == pytest.approx(full.t2, abs=1e-10)
 
@@ -84,7 +84,7 @@ def test_gamma_paths_take_p():
 @pytest.mark.parametrize("p", [1, 0, 2.5, "512"])
 def test_refuses_a_bad_dimension(p):
     with pytest.raises((ValueError, TypeError)):
-        strong_alignment_leverage(1.0, 0.5, "erf", 1.0, nodes=20, p=p)
+        strong_alignment_leverage(0.5, "erf", 1.0, 1.0, nodes=20, p=p)
 
 
 def test_gelu_offset_against_simulation():
@@ -93,8 +93,8 @@ def test_gelu_offset_against_simulation():
     out = strong_alignment_mc("gelu", 0.25, 2.0, 128, [0.0], MonteCarloSettings(8, 20261204, labels="iid"), bins=edges)
     t2 = out["attention_noise"][:, 0] - out["ridge_noise"][:, 0]
     mean, se = t2.mean(), t2.std(ddof=1) / math.sqrt(t2.size)
-    finite = binned_leverage(2.0, 0.25, "gelu", 1.0, edges, p=128)
-    limit = binned_leverage(2.0 + 1 / math.sqrt(128), 0.25, "gelu", 1.0, edges)
+    finite = binned_leverage(edges, 0.25, "gelu", 1.0, 2.0, p=128)
+    limit = binned_leverage(edges, 0.25, "gelu", 1.0, 2.0 + 1 / math.sqrt(128))
     assert abs(mean - finite.t2) < 3 * se + 0.0005
     assert abs(mean - limit.t2) > 10 * se
     bins = out["attention_leverage"][:, 0, :]

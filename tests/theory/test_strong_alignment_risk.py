@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory import (binned_leverage, label_coordinate_bins, label_mmse, leverage_bin_means, mp_delta,
+from theory import (binned_leverage, label_coordinate_bins, label_mmse, mp_delta,
                     ridge_error_values, ridge_prediction_risk, strong_alignment_gap, strong_spike_attention_error,
                     strong_spike_prediction_risk)
 from theory.strong_alignment_risk import _abs_coordinate_cdf
@@ -52,7 +52,7 @@ def test_ridge_leverage_against_a_sampled_hat_matrix(c, gamma):
 @pytest.mark.parametrize("activation,c,t", [("erf", 0.5, 1.0), ("tanh", 1 / 3, 2.0), ("gelu", 0.5, 0.5)])
 def test_attention_risk_gap_is_t1_minus_t2(activation, c, t):
     """At gamma = 0 the fresh-label gap is T1 - T2 of the training gap's split (T2 changes sign)."""
-    gap = strong_alignment_gap(t, c, activation, 1.0, nodes=20)
+    gap = strong_alignment_gap(c, activation, 1.0, t, nodes=20)
     risk = strong_spike_prediction_risk(0.0, c, activation, 1.0, t, nodes=20) - ridge_prediction_risk(0.0, c, 1.0)
     assert risk == pytest.approx(gap.t1 - gap.t2, abs=3e-5)  # mmse: adaptive quadrature vs 20 Gauss-Hermite nodes
 
@@ -97,11 +97,11 @@ def test_binned_solve_agrees_with_the_gauss_hermite_solve():
     """Two quadratures of one equation: T1, T2 agree; the bins average to c (the mean leverage), h falls with |a|."""
     edges = label_coordinate_bins(1.0, 6)
     for act, c, t in (("erf", 0.5, 2.0), ("gelu", 0.25, 1.0)):
-        b = binned_leverage(t, c, act, 1.0, edges)
-        g = strong_alignment_gap(t, c, act, 1.0, nodes=80)
+        b = binned_leverage(edges, c, act, 1.0, t)
+        g = strong_alignment_gap(c, act, 1.0, t, nodes=80)
         assert b.converged and b.t2 == pytest.approx(g.t2, abs=2e-5) and b.t1 == pytest.approx(g.t1, abs=2e-5)
         assert b.bin_means.mean() == pytest.approx(c, abs=1e-6)
-    h = leverage_bin_means(1.0, 0.5, "erf", 1.0, edges, per_bin=6)
+    h = binned_leverage(edges, 0.5, "erf", 1.0, 1.0, per_bin=6).bin_means
     assert np.all(np.diff(h) < 0)
 
 
@@ -110,8 +110,8 @@ def test_binned_solve_agrees_with_the_gauss_hermite_solve():
 def test_bins_refuse_edges_that_do_not_cover_the_coordinate(edges):
     """Bins must start at 0 and reach past the quadrature's end: otherwise the solve would be of another model."""
     with pytest.raises(ValueError, match="edges"):
-        leverage_bin_means(1.0, 0.5, "erf", 1.0, edges)
-    assert leverage_bin_means(1.0, 0.5, "erf", 1.0, [0.0, 1.0, math.inf], per_bin=4).shape == (2,)
+        binned_leverage(edges, 0.5, "erf", 1.0, 1.0)
+    assert binned_leverage([0.0, 1.0, math.inf], 0.5, "erf", 1.0, 1.0, per_bin=4).bin_means.shape == (2,)
 
 
 def test_anderson_mixing_changes_no_value(monkeypatch):
@@ -120,9 +120,10 @@ def test_anderson_mixing_changes_no_value(monkeypatch):
     from theory.activations import numpy_activation
 
     f = numpy_activation("erf")
-    fast = dyson.solve_leverage(f, 1.0, 0.5, 1.0, 20, 1e-12, 5000)
+    options = dyson.DysonOptions(20, 1e-12, 5000)
+    fast = dyson.solve_leverage(f, 0.5, 1.0, 1.0, options)
     monkeypatch.setattr(dyson, "ANDERSON_DEPTH", 0)
-    slow = dyson.solve_leverage(f, 1.0, 0.5, 1.0, 20, 1e-12, 5000)
+    slow = dyson.solve_leverage(f, 0.5, 1.0, 1.0, options)
     assert fast.converged and slow.converged and fast.iterations < slow.iterations
     assert np.allclose(fast.leverage, slow.leverage, atol=1e-10, rtol=0)
 

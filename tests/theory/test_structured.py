@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from theory import AttentionModel, Spike
 from theory import hermite_moments, ridge_error_values
 from theory._structured_symbolic import d0_sym, delta_t, kappa_sym, l_sym, sf2_sym
+from theory._solver_domain import SolverOptions
 from theory._structured_traces import (GramQuadratureIntegrals, GramRationalIntegrals, denominator_polys, mp_nodes,
                                        trace_integrals)
 from theory.structured import (
@@ -24,12 +25,14 @@ from theory.structured import (
     null_trace_expressions,
     spike_vectors,
 )
+from theory.null_system import NullConstants
 from theory.symbols import a1 as A1
 from theory.symbols import c as C
 from theory.symbols import delta as D
 from theory.symbols import gamma as G
 
 TANH = hermite_moments("tanh")
+OPTIONS = SolverOptions("symmetric", "exact", 800, 1e-12, 100)
 
 
 def _structured(gamma, model, **options):
@@ -182,7 +185,7 @@ def test_c_equal_one_supported():
 def _solved(g, c, a1, sf2, d0=0.0, system="symmetric"):
     """Null unknowns (row of _null_solutions) and the trace matrix T at one gamma."""
     sol = AttentionModel(c, {"a1": a1, "sf2": sf2, "d0": d0}, snr=0.0).solve(g, system=system, check_quadrature=False)
-    nul = _null_solutions(np.array([g]), c, a1, sf2, d0, system, "exact", 800, 1e-12, 100)[0]
+    nul = _null_solutions(np.array([g]), NullConstants(c, a1, sf2, d0), OPTIONS._replace(system=system))[0]
     return nul, sol.traces[0]
 
 
@@ -269,7 +272,7 @@ def test_traces_match_closed_forms(c, g):
 
 def test_exact_trace_integrals_match_quadrature():
     for c, g, a1, sf2, d0 in [(2.0, 0.1, TANH.a1, TANH.sf2, 0.0), (0.5, 0.5, 0.7, 0.2, 0.3), (1.5, 1.0, 0.0, 0.4, 1.0)]:
-        nul = _null_solutions(np.array([g]), c, a1, sf2, d0, "symmetric", "exact", 800, 1e-12, 100)[0]
+        nul = _null_solutions(np.array([g]), NullConstants(c, a1, sf2, d0), OPTIONS)[0]
         Dp, Dg = denominator_polys(g, c, a1, sf2, d0, nul)
         ex = GramRationalIntegrals(c)
         I, J = ex(Dp, Dg)
@@ -451,9 +454,9 @@ def test_null_solutions_memo_shares_one_solve_across_snr_and_spike(monkeypatch):
             AttentionModel(0.5, "tanh", snr=snr, spike=spike).error(g)
         assert len(calls) == 1
         a1, sf2 = 0.6, 0.2
-        nul = ts._null_solutions(g, 0.5, a1, sf2, 0.0, "symmetric", "exact", 800, 1e-12, 100)
+        nul = ts._null_solutions(g, NullConstants(0.5, a1, sf2, 0.0), OPTIONS)
         nul[:] = np.nan  # a caller's copy: the memo is untouched
-        again = ts._null_solutions(g, 0.5, a1, sf2, 0.0, "symmetric", "exact", 800, 1e-12, 100)
+        again = ts._null_solutions(g, NullConstants(0.5, a1, sf2, 0.0), OPTIONS)
         assert np.all(np.isfinite(again))
         np.testing.assert_array_equal(AttentionModel(0.5, "tanh", snr=0.5).error(g), first)
     finally:
@@ -483,16 +486,15 @@ def test_rank_one_sympy_form_matches_numeric_woodbury():
 # ----------------------------------------------------------------------------- parts of the structured solver
 def test_solver_options_are_checked_and_normalised():
     from theory._spikes import resolve_spike
-    from theory.structured import _validate_solver_options
+    from theory.structured import _structured_options
 
-    maxiter, system, gam = _validate_solver_options(0.1, "corrected", "exact", 800, 1e-12, 100, 7)
-    assert maxiter == 7 and system == "symmetric" and gam.shape == (1,)  # max_iter is an alias; corrected too
-    for args, word in [((0.1, "other", "exact", 800, 1e-12, 100, None), "system"),
-                       ((0.1, "spec", "newton", 800, 1e-12, 100, None), "method"),
-                       ((-1.0, "spec", "exact", 800, 1e-12, 100, None), "gamma"),
-                       ((0.1, "spec", "exact", 8, 1e-12, 100, None), "n_nodes")]:
+    options, check = _structured_options(dict(system="corrected", maxiter=100, max_iter=7))
+    assert options == SolverOptions("symmetric", "exact", 800, 1e-12, 7) and check is False  # max_iter an alias
+    for opts, word in [(dict(system="other"), "system"), (dict(method="newton"), "method"),
+                       (dict(n_nodes=8), "n_nodes"), (dict(check_quadrature="yes"), "check_quadrature"),
+                       (dict(nodes=80), "nodes")]:
         with pytest.raises(ValueError, match=word):
-            _validate_solver_options(*args)
+            _structured_options(opts)
     assert resolve_spike(None, [1.0], [2.0]) == ([1.0], [2.0])
     wk, wq = resolve_spike((2.0, "aligned"), None, None)
     np.testing.assert_array_equal(wk, spike_vectors(2.0, "aligned")[0])

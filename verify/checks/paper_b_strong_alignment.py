@@ -118,15 +118,15 @@ def design_b9(ctx: CheckContext) -> B9Profile:
 
 
 @functools.lru_cache(maxsize=512)
-def _gap(t: float, c: float, activation: str, snr: float, nodes: int = 40) -> Any:
+def _gap(c: float, activation: str, snr: float, t: float, nodes: int = 40) -> Any:
     """:func:`theory.strong_alignment_gap`, memoised in the process (a calibration judges many seeds of one design)."""
     from theory import strong_alignment_gap
 
-    return strong_alignment_gap(t, c, activation, snr, nodes=nodes)
+    return strong_alignment_gap(c, activation, snr, t, nodes=nodes)
 
 
 @functools.lru_cache(maxsize=512)
-def gap_at(gamma: float, t: float, c: float, activation: str, snr: float, p: int | None = None,
+def gap_at(gamma: float, c: float, activation: str, snr: float, t: float, p: int | None = None,
            nodes: int = 40) -> float:
     """:func:`theory.strong_spike_attention_error` minus ridge's error at ``gamma > 0``, in the limit or at size ``p``
     (memoised; B10's worst case reads it too)."""
@@ -141,12 +141,12 @@ THEORY_PER_BIN = 8
 
 
 @functools.lru_cache(maxsize=512)
-def finite_parts(t: float, c: float, activation: str, snr: float, p: int) -> Any:
+def finite_parts(c: float, activation: str, snr: float, t: float, p: int) -> Any:
     """:func:`theory.binned_leverage` at size ``p`` (the finite-size equation) on :data:`LEVERAGE_BINS` bins: ``T1``,
     ``T2`` and the bin means of one solve, memoised (B9 and B10 read the same solves)."""
     from theory import binned_leverage, label_coordinate_bins
 
-    return binned_leverage(t, c, activation, snr, label_coordinate_bins(snr, LEVERAGE_BINS), per_bin=THEORY_PER_BIN,
+    return binned_leverage(label_coordinate_bins(snr, LEVERAGE_BINS), c, activation, snr, t, per_bin=THEORY_PER_BIN,
                            p=p)
 
 
@@ -167,21 +167,21 @@ def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
     limit, t1, t2, at_p = {}, {}, {}, {}
     for s in design.settings:
         act, c, t = s
-        gap = _gap(t, c, act, design.snr)
+        gap = _gap(c, act, design.snr, t)
         limit[(s, 0.0)], t1[s], t2[s] = gap.total, gap.t1, gap.t2
         for p in design.ps:
-            sol = finite_parts(t, c, act, design.snr, p)
+            sol = finite_parts(c, act, design.snr, t, p)
             at_p[((s, 0.0), p)] = sol.t1 + sol.t2
     for s in design.wide:
         act, c, t = s
         for g in design.gamma_wide:
-            limit[(s, g)] = gap_at(g, t, c, act, design.snr)
+            limit[(s, g)] = gap_at(g, c, act, design.snr, t)
         for p in design.ps:
-            at_p[((s, design.gamma_wide[1]), p)] = gap_at(design.gamma_wide[1], t, c, act, design.snr, p)
+            at_p[((s, design.gamma_wide[1]), p)] = gap_at(design.gamma_wide[1], c, act, design.snr, t, p)
     curve = {}
     if ctx.report_dir is not None:  # the figure's theory curves (seconds; only where figures are written)
         for act, c in dict.fromkeys((a, c) for a, c, _ in design.settings):
-            curve[(act, c)] = tuple(_gap(t, c, act, design.snr, 20).total for t in design.curve_ts)
+            curve[(act, c)] = tuple(_gap(c, act, design.snr, t, 20).total for t in design.curve_ts)
     return B9Prediction(limit, t1, t2, at_p, curve)
 
 
@@ -415,4 +415,3 @@ STATEMENT_B9 = (
 
 CLAIM_B9 = register(Claim(id="B9", paper="B", statement=STATEMENT_B9, design=design_b9, predict=predict_b9, simulate=simulate_b9, judge=judge_b9,
                           describe=describe_b9, figure=figure_b9, figure_name="strong_alignment"))
-check_b9 = CLAIM_B9.run

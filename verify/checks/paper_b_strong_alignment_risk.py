@@ -12,7 +12,7 @@ Prediction (*derived by the project*, docs/strong_alignment.md, "Prediction risk
 * the risk gap on fresh labels at the same tokens, ``R_att - R_RR = T1 - T2`` (exact identity
   ``R = E(gamma) + (2/n) sum_i v_i S_ii``; :func:`theory.strong_spike_prediction_risk`): the leverage part that
   lowers attention's training error raises its risk by the same amount;
-* attention's mean leverage in each of ``LEVERAGE_BINS`` equal-probability bins of ``|a|`` (:func:`theory.leverage_bin_means`).
+* attention's mean leverage in each of ``LEVERAGE_BINS`` equal-probability bins of ``|a|`` (:func:`theory.binned_leverage`).
 
 Each is evaluated by the equation at the simulated size ``p`` (``p=``: the kernel's coefficient ``t + 1/sqrt p`` of
 ``a_i a_j`` and its mean part at ``n = p/c`` tokens, the low-rank block that moves ``T2`` by up to 0.006 at these
@@ -153,11 +153,11 @@ def predict_b10(ctx: CheckContext, design: B10Profile) -> B10Prediction:
     for s in design.settings:
         act, c, t = s
         for p in design.ps:
-            sol = finite_parts(t, c, act, design.snr, p)
+            sol = finite_parts(c, act, design.snr, t, p)
             t1[(s, p)], t2[(s, p)], risk[(s, p)] = sol.t1, sol.t2, sol.t1 - sol.t2
             bins[(s, p)] = np.asarray(sol.bin_means)
     act, c, t = design.worst
-    worst = {p: gap_at(design.worst_gamma, t, c, act, design.snr, p) for p in design.ps}
+    worst = {p: gap_at(design.worst_gamma, c, act, design.snr, t, p) for p in design.ps}
     return B10Prediction(t1, t2, risk, bins, worst)
 
 
@@ -322,7 +322,7 @@ def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judge
     ax = axes[0, 0]
     ax.axhline(0.0, color="#999999", lw=0.8)
     family = [s for s in design.settings if s[:2] == HEADLINE[:2]]
-    gaps = [strong_alignment_gap(t, 0.5, "erf", design.snr, nodes=20) for t in design.curve_ts]
+    gaps = [strong_alignment_gap(0.5, "erf", design.snr, t, nodes=20) for t in design.curve_ts]
     ax.plot(design.curve_ts, [g.total for g in gaps], "--", color=F.THEORY, lw=1.2)
     ax.plot(design.curve_ts, [g.t1 - g.t2 for g in gaps], "-", color=F.THEORY, lw=1.5)
     ts = np.array([s[2] for s in family])
@@ -370,4 +370,3 @@ STATEMENT_B10 = (
 
 CLAIM_B10 = register(Claim(id="B10", paper="B", statement=STATEMENT_B10, design=design_b10, predict=predict_b10, simulate=simulate_b10, judge=judge_b10,
                            describe=describe_b10, figure=figure_b10, figure_name="strong_alignment_risk"))
-check_b10 = CLAIM_B10.run
