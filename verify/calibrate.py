@@ -24,6 +24,7 @@ SIGTERM keeps the finished records, prints one line saying how to resume and exi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -198,15 +199,12 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
                             float(np.median(ratios)) if ratios else None, flags)
 
 
-def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_dir: Path | None, n_jobs: int,
-              executor: str = "local", scheduler: str | None = None, progress=None, *,
-              device: str = "cpu", budget_s: float | None = None, rounds: int | None = None) -> dict[str, list[dict]]:
-    """Run every spec at every seed (records stored as they finish; existing records are reused).
+def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, out_dir: Path, progress=None, *,
+              budget_s: float | None = None, rounds: int | None = None) -> dict[str, list[dict]]:
+    """Run every claim of ``specs`` at every seed (records stored as they finish; existing records are reused).
 
-    ``specs`` is a non-empty list of :class:`~verify.claim.Claim`, ``seeds`` a non-empty list (or range) of
-    seeds, ``out_dir`` a directory path, ``progress`` ``None`` or a callable ``(check id, seed, record)``; ``profile``,
-    ``cache_dir``, ``n_jobs``, ``executor``, ``scheduler`` and ``device`` are checked as the fields of
-    :class:`~verify.context.CheckContext`.
+    ``base`` is the run's context (profile, cache, workers, device; its seed is replaced by each of ``seeds``),
+    ``out_dir`` a directory path, ``progress`` ``None`` or a callable ``(check id, seed, record)``.
 
     A record is written atomically (temporary file, then rename) as soon as its check finishes, so an interrupt
     (``KeyboardInterrupt``, raised by :func:`verify._preflight.interrupts` on SIGINT / SIGTERM) loses only the
@@ -220,11 +218,11 @@ def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_di
     rec_dir.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[dict]] = {s.id: [] for s in specs}
     mode = None if budget_s is None and rounds is None else {"budget_s": budget_s, "rounds": rounds}
+    profile = base.profile
     for seed in seeds:
         memo: dict = {}  # one run's in-memory cells (without a cache directory): B4 reads B7's draws
         if mode is not None:
-            ctx = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, n_jobs=n_jobs, device=device,
-                               executor=executor, scheduler=scheduler, memo=memo)
+            ctx = dataclasses.replace(base, seed=seed, seeds_used=[], memo=memo)
             for spec, rec in _sequential_records(specs, ctx, rec_dir, mode):
                 out[spec.id].append(rec)
                 if progress is not None:
@@ -234,9 +232,7 @@ def calibrate(specs, seeds: Sequence[int], profile: str, out_dir: Path, cache_di
             path = rec_dir / f"{spec.id}_seed{seed}.json"
             rec = _stored_record(path, profile)
             if rec is None:
-                ctx = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, n_jobs=n_jobs, device=device,
-                                   executor=executor, scheduler=scheduler, memo=memo)
-                res = run_check(spec, ctx)
+                res = run_check(spec, dataclasses.replace(base, seed=seed, seeds_used=[], memo=memo))
                 rec = {**_record(res, seed), "profile": profile}
                 _write_record(path, rec)
             out[spec.id].append(rec)
@@ -446,8 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with interrupts() as signals:
         try:
             seeds = range(args.first_seed, args.first_seed + args.seeds)
-            records = calibrate(specs, seeds, args.profile, out, base.cache_dir, base.n_jobs,
-                                args.executor, args.scheduler, progress, device=base.device,
+            records = calibrate(specs, seeds, base, out, progress,
                                 budget_s=None if args.budget is None else 60.0 * args.budget, rounds=args.rounds)
         except KeyboardInterrupt:
             print(_resume_line(signals["signal"] or "SIGINT", specs, done[0], args.seeds, out, base.cache_dir, argv),

@@ -80,9 +80,9 @@ def _alone(c):
 
 
 def test_fs_rule_passes_shrinking_gap_and_fails_constant_offset():
-    ok, q = core.fs_comparison("x", pred=1.0, ms=1.02, ss=0.001, ns=100, ml=1.01, sl=0.001, nl=200)
+    ok, q = core.fs_comparison("x", 1.0, (1.02, 0.001), (1.01, 0.001), (100, 200))
     assert _alone(ok).passed and math.isclose(q["allowance"], 0.02 / math.sqrt(2))
-    bad, _ = core.fs_comparison("x", pred=1.0, ms=1.05, ss=0.001, ns=100, ml=1.05, sl=0.001, nl=200)
+    bad, _ = core.fs_comparison("x", 1.0, (1.05, 0.001), (1.05, 0.001), (100, 200))
     assert not _alone(bad).passed
     assert "3 hypot(SE_l, q SE_s)" in bad.tolerance
 

@@ -189,13 +189,13 @@ def attention_theory(gammas: np.ndarray, c: float, activation: Any, system: str 
 # ---------------------------------------------------------------------------------------------
 # tolerance rules
 # ---------------------------------------------------------------------------------------------
-def fs_comparison(
-    name: str, pred: float, ms: float, ss: float, ns: int, ml: float, sl: float, nl: int,
-    trials: tuple[int, int] | None = None, key: Any = (),
-) -> tuple[Comparison, dict[str, float]]:
-    """Finite-size rule (:mod:`verify.checks._finite_size`) for one point at sizes ``ns < nl``; ``trials``
-    (Monte Carlo trials at ``ns`` and ``nl``) switches the critical value to the Student-t quantile; ``key``: the
-    comparison's :attr:`~verify.results.Comparison.key`."""
+def fs_comparison(name: str, pred: float, small: tuple[float, float], large: tuple[float, float],
+                  sizes: tuple[int, int], trials: tuple[int, int] | None = None,
+                  key: Any = ()) -> tuple[Comparison, dict[str, float]]:
+    """Finite-size rule (:mod:`verify.checks._finite_size`) for one point measured ``(mean, SE)`` at the sizes
+    ``ns < nl`` (``small``, ``large``); ``trials`` (Monte Carlo trials at ``ns`` and ``nl``) switches the critical
+    value to the Student-t quantile; ``key``: the comparison's :attr:`~verify.results.Comparison.key`."""
+    (ms, ss), (ml, sl), (ns, nl) = small, large, sizes
     t = finite_size_test(pred, ms, ss, ml, sl, ns / nl, trials)
     return (
         t.comparison(name, pred, ml, sl, f"n={ns}", f"n={nl}", key=key),
@@ -378,8 +378,8 @@ def panel_theory(panel: Panel, system: str | None = None) -> np.ndarray:
 
 def _panel_points(panel: Panel, pred: np.ndarray, m: TwoSizes) -> tuple[list[Comparison], list[dict[str, float]]]:
     """The finite-size comparison of every point of ``panel`` and the points' numbers (for the shrinkage rule)."""
-    out = [fs_comparison(name, pred[i], m.m_s[i], m.se_s[i], panel.ns, m.m_l[i], m.se_l[i], panel.n, panel.trials,
-                         key={"panel": panel.key, "quantity": "point", "index": i})
+    out = [fs_comparison(name, pred[i], (m.m_s[i], m.se_s[i]), (m.m_l[i], m.se_l[i]), (panel.ns, panel.n),
+                         panel.trials, key={"panel": panel.key, "quantity": "point", "index": i})
            for i, name in enumerate(panel.names)]
     return [c for c, _ in out], [q for _, q in out]
 

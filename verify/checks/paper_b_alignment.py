@@ -232,13 +232,14 @@ class _B4Point:
     outside_line: str  # the attention-vs-ridge reading for the notes when it is not judged
 
 
-def _b4_vs_ridge(name: str, thd: float, d1, s1, d2, s2, size_ratio: float, trials: int,
-                 p1: int, p2: int) -> tuple[Comparison, bool]:
-    """Attention (aligned 4) vs ridge, paired: the sign where theory's is clear, else the finite-size rule.
-
-    Returns the comparison and its per-point 3-sigma reading (for the notes when it is not judged).
+def _b4_vs_ridge(name: str, thd: float, small: tuple[float, float], large: tuple[float, float],
+                 sizes: tuple[int, int], trials: int) -> tuple[Comparison, bool]:
+    """Attention (aligned 4) vs ridge, paired ``(mean, SE)`` at the sizes ``p1 < p2``: the sign where theory's is
+    clear, else the finite-size rule.  Returns the comparison and its per-point 3-sigma reading (for the notes
+    when it is not judged).
     """
-    t = finite_size_test(thd, d1, s1, d2, s2, size_ratio, (trials, trials))
+    (d1, s1), (d2, s2), (p1, p2) = small, large, sizes
+    t = finite_size_test(thd, d1, s1, d2, s2, p1 / p2, (trials, trials))
     if abs(thd) > t.bound:
         cmp_ = Comparison.direction(
             name, thd, float(d2), float(s2), int(np.sign(thd)), df=trials - 1,
@@ -277,7 +278,7 @@ def _b4_cell_points(design: B4Design, prediction: B4Prediction, cells: Cells, c:
         #     judged only inside the declared regime of the linearisation (kappa <= KAPPA_MAX)
         thd = float(th["al4"][j] - th["ridge"][j])
         name = f"MC c={c:g} snr={snr:g} gamma={g:g}: E_att(aligned 4) - E_ridge (kappa={kappa:.2f})"
-        vs_ridge, ok = _b4_vs_ridge(name, thd, dr1[j], sr1[j], dr2[j], sr2[j], p1 / p2, trials, p1, p2)
+        vs_ridge, ok = _b4_vs_ridge(name, thd, (dr1[j], sr1[j]), (dr2[j], sr2[j]), (p1, p2), trials)
         points.append(_B4Point(align, orth, vs_ridge, kappa <= KAPPA_MAX,
                                f"{name}: theory {thd:.4f}, measured {dr2[j]:.4f}+-{sr2[j]:.4f}, "
                                f"rule {'holds' if ok else 'fails'}"))

@@ -152,7 +152,7 @@ def _b3_slope_comparisons(design: dict[str, Any], prediction: dict[str, Any],
         trials = tuple(t.shape[0] for t in measurement["c2"][kind])
         cmp_, q = fs_comparison(
             f"c=2 {label} small-gamma slope vs theory's own OLS slope on gamma in [{fit[0]:.2g}, {fit[-1]:.2g}]",
-            s["theory_slope"], ms_, ss_, design["ns"], ml_, sel_, design["n"], trials,
+            s["theory_slope"], (ms_, ss_), (ml_, sel_), (design["ns"], design["n"]), trials,
             key={"c": 2.0, "method": label, "quantity": "slope"},
         )
         comps += [cmp_, _b3_law_bound(label, target, s["theory_slope"], ml_, sel_, trials[1] - 1, q["allowance"])]
