@@ -131,3 +131,51 @@ def test_kernel_constants():
     assert np.all(np.linalg.eigvalsh(S) > -1e-12)
     _, Sr = MultiHeadModel(2.0, ("tanh", "gelu", "erf"), heads="random").kernel_constants()
     assert np.array_equal(Sr, np.diag(np.diag(S)))
+
+
+def _block_system_null_error(c, a, S, gamma, h=1e-6):
+    """-gamma^2 d delta~/d gamma of the explicit H x H system of docs/multi_head.md, step 3 (shared heads,
+    concatenated, null model), by quadrature over mu_G and a central difference in gamma."""
+    from scipy.optimize import fsolve
+
+    from theory.null_system import gram_law_quadrature
+
+    ll, ww = gram_law_quadrature(c, 4000)
+    ev, V = np.linalg.eigh(S)
+
+    def F(x, g):
+        dt, beta, kap = x[0], x[1], x[2:]
+        wr = (a[None, :] * (ll[:, None] - 1) - kap[None, :]) @ V
+        Jd = 1.0 / (1 + ll[:, None] * dt * ev[None, :])
+        D = beta + c * ll * np.sum(wr**2 * Jd, 1)
+        e_beta = (g + np.sum(ww * ll * np.sum(ev[None, :] * Jd, 1))
+                  - c * np.sum(ww * ll**2 * np.sum(wr**2 * Jd**2 * ev[None, :], 1) / D))
+        e_kap = S @ np.sum(ww[:, None] * ll[:, None] * ((wr * Jd) @ V.T) / D[:, None], 0)
+        return np.concatenate([[dt - np.sum(ww / D), beta - e_beta], kap - e_kap])
+
+    x = np.concatenate([[0.5, 1.0], np.zeros(len(a))])
+    for g in np.geomspace(1.0, gamma, 8):  # continuation from gamma = 1
+        x = fsolve(F, x, args=(g,), xtol=1e-14)
+    lo, hi = (fsolve(F, x, args=(gg,), xtol=1e-14)[0] for gg in (gamma * (1 - h), gamma * (1 + h)))
+    return -gamma**2 * (hi - lo) / (2 * gamma * h)
+
+
+def test_block_system_of_shared_heads():
+    """The readable H x H deterministic equivalent of shared concatenated heads (unknowns delta~, beta, kappa in R^H;
+    Sigma couples the heads) equals the pencil's Dyson equation."""
+    m = MultiHeadModel(2.0, ("tanh", "erf", "gelu"), 0.0, readout="concat")
+    a, S = (np.array(v) for v in m.kernel_constants())
+    for g in (0.1, 0.3, 1.0):
+        assert _block_system_null_error(2.0, a, S, g) == pytest.approx(m.error(g), abs=1e-8)
+
+
+def test_shared_budget_limit_is_the_large_H_limit():
+    """H identical shared heads concatenated with v = 1/H approach the free-Poisson limit (a Gaussian p x p value
+    map) from below, the distance halving as H doubles (a 1/H rate)."""
+    from theory.multi_head import shared_budget_limit
+
+    lim = shared_budget_limit(2.0, "tanh", 1.0, 0.1)
+    gaps = [lim - MultiHeadModel(2.0, ("tanh",) * H, 1.0, readout="concat", value_ratio=1 / H).error(0.1)
+            for H in (2, 4, 8)]
+    assert all(g > 0 for g in gaps) and gaps[0] > gaps[1] > gaps[2]
+    assert gaps[1] / gaps[0] == pytest.approx(0.5, abs=0.1) and gaps[2] / gaps[1] == pytest.approx(0.5, abs=0.1)
