@@ -108,6 +108,8 @@ def test_validation():
         MultiHeadModel(2.0, "tanh")
     with pytest.raises(ValueError, match="activations"):
         MultiHeadModel(2.0, ())
+    with pytest.raises(ValueError, match="between 1 and 16"):
+        MultiHeadModel(2.0, ("tanh",) * 17)
     with pytest.raises(ValueError, match="heads"):
         MultiHeadModel(2.0, ("tanh",), heads="tied")
     with pytest.raises(ValueError, match="value_ratio"):
