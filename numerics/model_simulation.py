@@ -32,6 +32,7 @@ import torch
 from theory import AttentionModel, hermite_moments
 from theory.validation import ArgumentTypeError, as_int, check_choice, check_flag, describe, finite_result
 
+from .multi_head import KINDS as MULTI_HEAD_KINDS, is_multi_head, multi_head_trials
 from ._mc import Draws, check_gammas, check_label_average, mc_batch_size, run_trials, spike_outer, spike_projections
 from ._ridge_solvers import errors_batch, feature_basis, gram
 from .mc_settings import MonteCarloSettings
@@ -316,9 +317,10 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
 
     Parameters
     ----------
-    model : theory.AttentionModel or sequence of them
+    model : theory.AttentionModel or sequence of them, or theory.MultiHeadModel or sequence of them
         One model, or models that differ only in their spike (the same ``c``, activation, ``snr`` and diagonal):
-        every trial draws one ``X, y`` for all of them.  Its spike is padded with zeros to ``p`` coordinates; its
+        every trial draws one ``X, y`` for all of them.  Multi-head models (:mod:`numerics.multi_head`: the same
+        draws, batches and error paths, the heads batched) may differ in everything but ``c`` and ``snr``.  Its spike is padded with zeros to ``p`` coordinates; its
         diagonal must be ``"removed"`` or ``"kept"`` (a number has no simulation).
     p : int
         Dimension; ``p / c`` must be a whole number.
@@ -364,6 +366,19 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     >>> out["true"].shape, out["ridge"].shape
     ((2, 3, 2), (3, 2))
     """
+    if is_multi_head(model):  # theory.MultiHeadModel s: the same draws, batches and error paths (numerics.multi_head)
+        settings = check_settings(settings)
+        kinds = check_kinds(kind, MULTI_HEAD_KINDS)
+        one = not isinstance(model, (list, tuple)) and isinstance(kind, str)
+        if check_flag("return_trials", return_trials) and not one:
+            raise ValueError("return_trials applies to one model and one kind (the others return their per-trial "
+                             "errors)")
+        out = multi_head_trials(model, p, gammas, settings, kinds, label_average)
+        if not one:
+            return out
+        trials = out[kind] if kind == "ridge" else out[kind][0]
+        mean, se = finite_result("simulate_model", mean_se(trials), kind=kind, p=p, gammas=gammas)
+        return (mean, se, trials) if return_trials else (mean, se)
     models = model_list(model)
     n, pv = model_sizes(models[0], p)
     settings = check_settings(settings)

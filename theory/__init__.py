@@ -21,6 +21,7 @@ symbolic          the solvers as sympy functions (symbolic gamma or c: evalf, di
 laws              scipy.stats-style spectral laws: MarchenkoPastur, KernelSpectralLaw
 settings          frozen settings: AttentionModel (paper B's model), StrongAlignment (it under strong alignment),
                   RateSetting (paper A's setting)
+multi_head        paper B with H heads: MultiHeadModel (shared or random heads, sum or concatenation; B11)
 strong_alignment  paper B under strong alignment (||w_K|| ||w_Q|| ~ sqrt p): the gamma -> 0 gap, its T1 and T2 parts
 strong_alignment_risk  the same on fresh labels: prediction risk of attention and ridge, leverage by bins of |a|
 
@@ -42,6 +43,7 @@ from . import (
     laws,
     marchenko_pastur,
     minimax,
+    multi_head,
     null_system,
     ridge,
     settings,
@@ -59,6 +61,7 @@ from .kernel_spectrum import *  # noqa: F401,F403
 from .laws import *  # noqa: F401,F403
 from .marchenko_pastur import *  # noqa: F401,F403
 from .minimax import *  # noqa: F401,F403
+from .multi_head import *  # noqa: F401,F403
 from .null_system import *  # noqa: F401,F403
 from .ridge import *  # noqa: F401,F403
 from .settings import *  # noqa: F401,F403
@@ -67,7 +70,8 @@ from .strong_alignment_risk import *  # noqa: F401,F403
 from .structured import *  # noqa: F401,F403
 
 __all__ = ["symbols", "symbolic", "ArgumentTypeError", "Limits", "get_limits", "set_limits"]
-for _module in (activations, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, null_system, ridge, settings,
+for _module in (activations, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, multi_head, null_system, ridge,
+                settings,
                 strong_alignment, strong_alignment_risk, structured):
     __all__ += list(_module.__all__)
 del _module

@@ -39,10 +39,10 @@ from verify.verdicts import judged  # noqa: E402
 IDS = [c.id for c in all_claims()]
 #: the claims whose figures follow :mod:`verify.figures`' conventions and are inspected (B4's two figures and the
 #: B4-rev study's diagnostic grid are drawn, not inspected)
-FIGURE_IDS = {"A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B10", "B7-lin"}
+FIGURE_IDS = {"A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B10", "B11", "B7-lin"}
 #: the claims whose describe or figure select rows (by :attr:`verify.results.Comparison.key`): every row keyed, no two
 #: rows with the same key
-KEYED_IDS = {"A2", "A3", "A4", "A5", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B10"}
+KEYED_IDS = {"A2", "A3", "A4", "A5", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B10", "B11"}
 
 
 def _spy(claim, calls: dict, seen: dict):

@@ -34,13 +34,13 @@ def fake_checks(monkeypatch):
     return fake
 
 
-def test_list_shows_all_16_claims(capsys):
+def test_list_shows_all_17_claims(capsys):
     assert main(["--list"]) == 0
     out = capsys.readouterr().out
     claims = [c.id for c in all_claims() if not c.informational]
     for cid in claims:
         assert cid in out
-    assert len(claims) == 16
+    assert len(claims) == 17
     assert "B7-lin" in out and "study" in out
 
 
