@@ -606,9 +606,11 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
 
 def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequence[tuple[bool, float]], *,
                        ridge: float = 0.0, seed: int = 0, n_eval: int = 2**14, se_target: float = 2e-3,
-                       min_designs: int = 4, max_designs: int = 200) -> list[dict[str, float]]:
+                       min_designs: int = 4, max_designs: int = 200,
+                       se_targets: Sequence[float] | None = None) -> list[dict[str, float]]:
     """:func:`predict_log_error` of several variants ``(with_A, sigma)`` on the same designs: ``out[k]`` is
-    ``predict_log_error`` with ``with_A = variants[k][0]`` and noise level ``variants[k][1]``, bit for bit.
+    ``predict_log_error`` with ``with_A = variants[k][0]``, noise level ``variants[k][1]`` and ``se_target =
+    se_targets[k]`` (default: ``se_target`` for every variant), bit for bit.
 
     The designs and evaluation pairs depend on ``seed`` only, so the variants share them: every design is drawn,
     its normal equations and evaluation features computed once, for the variants still drawing
@@ -623,6 +625,11 @@ def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequen
     as_int("seed", seed, 0, MAX_SEED)
     n_eval = as_int("n_eval", n_eval, 2)
     se_target = as_float("se_target", se_target, low=0, low_open=True)
+    targets = [se_target] * len(variants) if se_targets is None else [
+        as_float(f"se_targets[{i}]", t, low=0, low_open=True)
+        for i, t in enumerate(_sequence("se_targets", se_targets, "SE targets"))]
+    if len(targets) != len(variants):
+        raise ValueError(f"se_targets must have one target per variant: {len(targets)} for {len(variants)}")
     min_designs = as_int("min_designs", min_designs, 2, MAX_DESIGNS)
     max_designs = as_int("max_designs", max_designs, 2, MAX_DESIGNS)
     if min_designs > max_designs:
@@ -647,8 +654,8 @@ def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequen
             n += 1
             for k, q_ in zip(active, parts):
                 draws[k].append((q_["elog"], q_["mean"], q_["bias"]))
-            active = [k for k in active
-                      if not (n >= min_designs and np.std([d[0] for d in draws[k]], ddof=1) / math.sqrt(n) <= se_target)]
+            active = [k for k in active if not (
+                n >= min_designs and np.std([d[0] for d in draws[k]], ddof=1) / math.sqrt(n) <= targets[k])]
     out = []
     for d_ in draws:
         arr = np.array(d_)

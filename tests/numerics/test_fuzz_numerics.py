@@ -316,7 +316,8 @@ def _error_model_cases(add: Callable[..., None]) -> None:
             ("empty", []), ("nan sigma", [(True, NAN)]), ("negative sigma", [(True, -1.0)]),
             ("str flag", [("yes", 0.1)]), ("triple", [(True, 0.1, 1)]), ("flat", [True, 0.1]))),
              ridge=nonneg(), seed=SEED, n_eval=integer(2), se_target=pos(), min_designs=integer(2),
-             max_designs=integer(2)), func=error_model.predict_log_errors)
+             max_designs=integer(2), se_targets=Arg("sizes")), func=error_model.predict_log_errors,
+        drop={"se_targets": frozenset({"None"})})
     add("population_range", dict(model=model, seed=0, n=2**12),
         dict(model=Arg("model"), seed=SEED, n=integer(1)), func=error_model.population_range)
     add("predicted_curve", dict(pred=[q, q], M=[100, 1000], parametric=True),

@@ -223,16 +223,18 @@ def predict_task(cell: dict, seed: int) -> dict:
 
 
 def finite_task(cell: dict, seed: int) -> dict:
-    """Sweep task: :func:`predict_log_error` of one ``(configuration, K, M)`` for every variant ``[with_A, sigma]``
-    of ``cell["variants"]`` (top-level: picklable, cacheable).
+    """Sweep task: :func:`predict_log_error` of one ``(configuration, K, M)`` for every variant ``[with_A, sigma,
+    se_target]`` of ``cell["variants"]`` (top-level: picklable, cacheable).
 
-    ``cell`` holds the configuration of :func:`model_for` but ``sigma``, and ``K``, ``M``, ``ridge``,
-    ``se_target``, ``variants``; the designs' seed is ``seed``. Returns ``{"finite": [one predict_log_error
-    result per variant]}`` (:func:`numerics.error_model.predict_log_errors`: the variants share the designs).
+    ``cell`` holds the configuration of :func:`model_for` but ``sigma``, and ``K``, ``M``, ``ridge`` and the
+    variants ``[with_A, sigma, se_target]``; the designs' seed is ``seed``. Returns ``{"finite": [one
+    predict_log_error result per variant]}`` (:func:`numerics.error_model.predict_log_errors`: the variants share
+    the designs).
     """
+    variants = [(bool(v[0]), float(v[1])) for v in cell["variants"]]
     q = predict_log_errors(model_for({**cell, "sigma": 1.0}), int(cell["K"]), int(cell["P"]) - 2, int(cell["M"]),
-                           [(bool(a), float(sg)) for a, sg in cell["variants"]], ridge=float(cell["ridge"]),
-                           seed=int(seed), se_target=float(cell["se_target"]))
+                           variants, ridge=float(cell["ridge"]), seed=int(seed),
+                           se_targets=[float(v[2]) for v in cell["variants"]])
     return {"finite": q}
 
 
@@ -379,7 +381,6 @@ def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, 
     """
     t0 = time.perf_counter()
     ridge = float((trial_extra or {}).get("ridge", 0.0))
-    se_target = finite_se or FINITE_SE[size_of(ctx)]
     items, window_items, finite_items = [], [], []
     for g in groups:
         # common random numbers across K (a smooth predicted curve); the same for every base seed
@@ -391,14 +392,15 @@ def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, 
         # independent between seeds, as the data's is; with one draw for every seed it was a shared offset (A3's
         # deviation had one sign at six paper seeds, quick mean z +0.66 over 30)
         fseed = ctx.seed_for("finite", g.config["d"], g.config["N"], g.config["r"], g.config["P"])
+        se_target = finite_se or g.finite_se or FINITE_SE[size_of(ctx)]
         for with_A in ([True, False] if g.label in known and g.config["d"] > 1 else [True]):
-            finite_items += [(g.config, int(K), int(M), with_A, fseed) for K, M in zip(g.K, g.M)]
+            finite_items += [(g.config, int(K), int(M), with_A, fseed, se_target) for K, M in zip(g.K, g.M)]
     info: dict = {}
     unique = list(dict.fromkeys((json.dumps(c, sort_keys=True), K, sd) for c, K, sd in window_items))
     preds = predictions(ctx, items + [(json.loads(c), K, sd) for c, K, sd in unique], name, info)
     window = dict(zip(unique, preds[len(items):]))
     preds = preds[:len(items)]
-    fin = finite_models(ctx, finite_items, ridge, se_target, name, info)
+    fin = finite_models(ctx, finite_items, ridge, name, info)
     out = {}
     for g in groups:
         apriori, preds = preds[:len(g.K)], preds[len(g.K):]
@@ -413,27 +415,27 @@ def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, 
     return RatePrediction(groups=out, cost=SweepCost(time.perf_counter() - t0, info))
 
 
-def finite_models(ctx: CheckContext, items: Sequence[tuple[Mapping, int, int, bool, int]], ridge: float,
-                  se_target: float, name: str, info: dict | None = None) -> list[dict]:
-    """The finite-M model (:func:`predict_log_error`) of ``(configuration, K, M, with_A, seed)`` items, as one
-    cached, parallel sweep with one task per configuration (sigma aside), ``(K, M)`` and seed: the items that
-    differ only in ``sigma`` or ``with_A`` are variants of one task, on the same designs
+def finite_models(ctx: CheckContext, items: Sequence[tuple[Mapping, int, int, bool, int, float]], ridge: float,
+                  name: str, info: dict | None = None) -> list[dict]:
+    """The finite-M model (:func:`predict_log_error`) of ``(configuration, K, M, with_A, seed, se_target)`` items, as
+    one cached, parallel sweep with one task per configuration (sigma aside), ``(K, M)`` and seed: the items that
+    differ only in ``sigma``, ``with_A`` or ``se_target`` are variants of one task, on the same designs
     (:func:`numerics.error_model.predict_log_errors`; the numbers are those of one task per item)."""
-    tasks: dict[tuple[str, int, int, int], list[tuple[bool, float]]] = {}
-    for cfg, K, M, with_A, sd in items:
+    tasks: dict[tuple[str, int, int, int], list[tuple[bool, float, float]]] = {}
+    for cfg, K, M, with_A, sd, se in items:
         variants = tasks.setdefault((_without_sigma(cfg), int(K), int(M), int(sd)), [])
-        if (bool(with_A), float(cfg["sigma"])) not in variants:
-            variants.append((bool(with_A), float(cfg["sigma"])))
+        if (bool(with_A), float(cfg["sigma"]), float(se)) not in variants:
+            variants.append((bool(with_A), float(cfg["sigma"]), float(se)))
     keys = list(tasks)
-    cells = [{**json.loads(c), "K": K, "M": M, "ridge": ridge, "se_target": se_target,
-              "variants": [list(v) for v in tasks[(c, K, M, sd)]]} for c, K, M, sd in keys]
+    cells = [{**json.loads(c), "K": K, "M": M, "ridge": ridge, "variants": [list(v) for v in tasks[(c, K, M, sd)]]}
+             for c, K, M, sd in keys]
     res = _sweep(ctx, finite_task, cells, f"{name} finite-M model", info, "finite-M model", version=FINITE_VERSION,
                  seeds=lambda i, c: [keys[i][3]])
     found = {key: r["finite"] for key, r in zip(keys, res)}
     out = []
-    for cfg, K, M, with_A, sd in items:
+    for cfg, K, M, with_A, sd, se in items:
         key = (_without_sigma(cfg), int(K), int(M), int(sd))
-        out.append(found[key][tasks[key].index((bool(with_A), float(cfg["sigma"])))])
+        out.append(found[key][tasks[key].index((bool(with_A), float(cfg["sigma"]), float(se)))])
     return out
 
 
@@ -561,7 +563,8 @@ def apply_allocation(groups: Sequence[GroupDesign], check_id: str, size: str, n_
 def allocation_text(groups: Sequence[GroupDesign], n_equal: int) -> str:
     """The replicate counts of a design for its notes."""
     if all(g.reps is None for g in groups):
-        return f"{n_equal} replicates per M"
+        more = [f"{g.label}: {n_equal * g.rep_factor}" for g in groups if g.rep_factor != 1]
+        return f"{n_equal} replicates per M" + (f" ({'; '.join(more)})" if more else "")
     return (f"replicates per M level allocated at the cost-optimal (Neyman) counts with the slope variance of "
             f"{n_equal} per level (pilot: {ALLOCATION_PILOT.name}, floor {ALLOCATION_MIN}): "
             + "; ".join(f"{g.label} {g.replicates(n_equal)}" for g in groups))
