@@ -25,7 +25,7 @@ memory budget ``theory.get_limits().memory_budget_bytes`` before they are drawn.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -45,7 +45,8 @@ from theory.validation import (
 from .ips import IPSModel, bilinear_forms
 from .threads import torch_numeric_errors
 
-__all__ = ["RANGE_Q", "predict_error", "predict_log_error", "predicted_curve", "population_range"]
+__all__ = ["RANGE_Q", "predict_error", "predict_error_grid", "predict_log_error", "predict_log_errors",
+           "predicted_curve", "population_range"]
 
 #: range quantile of the estimator in the designs (``range_quantile`` of the fits): the central 99.9%
 RANGE_Q = 5e-4
@@ -60,6 +61,21 @@ def _check_model(model: object) -> IPSModel:
         raise ArgumentTypeError(f"model must be a numerics.IPSModel, got {describe(model)} of type "
                                 f"{type(model).__name__}")
     return model
+
+
+def _sequence(name: str, value: Any, what: str) -> list:
+    """``value`` as a list: a non-empty sequence (not a string or a mapping)."""
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__") \
+            or len(value) == 0:
+        raise ArgumentTypeError(f"{name} must be a non-empty list of {what}, got {describe(value)}")
+    return list(value)
+
+
+def _pair(name: str, i: int, value: Any) -> Any:
+    """``value``, the ``i``-th entry of ``name``, if it is a pair."""
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or len(value) != 2:
+        raise ArgumentTypeError(f"{name}[{i}] must be a pair, got {describe(value)}")
+    return value
 
 
 def _check_prediction_memory(model: IPSModel, K: int, s: int, n_pop: int, n_pairs: int, with_A: bool) -> None:
@@ -149,24 +165,51 @@ class _Features:
         fb = _basis(u, self.lo, self.hi, self.K, self.s, rows, n_rows)
         if not self.with_A:
             return fb, None
+        fa = self.tangent(x, y, u)
+        return fb, fa if rows is None else _sum_rows(fa, rows, n_rows)
+
+    def tangent(self, x: np.ndarray, y: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """The A-tangent features ``(n, q)`` of the pairs ``(x, y)`` whose values are ``u``: they depend on the truth
+        only (not on ``K``, ``s`` or the range), so a caller holding several partitions computes them once."""
         dp = _dphi(self.model, u)
         fW = np.einsum("n,nb,na->nba", dp, y, x @ self.U).reshape(u.size, -1)
         fZ = np.einsum("n,nb,na->nba", dp, x, y @ self.V).reshape(u.size, -1)
-        fa = np.hstack([fW, fZ]) @ self.Q
-        if rows is not None:
-            out = np.zeros((n_rows, fa.shape[1]))
-            np.add.at(out, rows, fa)
-            fa = out
-        return fb, fa
+        return np.hstack([fW, fZ]) @ self.Q
 
 
-def _gram(fb: sparse.csr_matrix, fa: np.ndarray | None, n: int) -> np.ndarray:
+def _sum_rows(fa: np.ndarray, rows: np.ndarray, n_rows: int) -> np.ndarray:
+    """Per-pair features summed into the rows ``rows`` (``n_rows`` of them)."""
+    out = np.zeros((n_rows, fa.shape[1]))
+    np.add.at(out, rows, fa)
+    return out
+
+
+def _gram(fb: sparse.csr_matrix, fa: np.ndarray | None, n: int, aa: np.ndarray | None = None) -> np.ndarray:
+    """The Gram matrix of ``[fb, fa]`` over ``n``; ``aa``: ``fa^T fa`` if known (:func:`_tangent_gram`)."""
     Gbb = (fb.T @ fb).toarray()
     if fa is None:
         return Gbb / n
     Gba = np.asarray(fb.T @ fa)
+    return np.block([[Gbb, Gba], [Gba.T, _tangent_gram(fa) if aa is None else aa]]) / n
+
+
+def _basis_block(G: np.ndarray, p: int) -> np.ndarray:
+    """The basis block ``G[:p, :p]`` of a Gram matrix with tangent directions, in the memory layout of
+    ``_gram(fb, None, n)`` (the layout of a sparse Gram's ``toarray``): BLAS products of a matrix in another layout
+    round differently, and the block must give the numbers of the fit without the directions bit for bit."""
+    return np.array(G[:p, :p], order=_SPARSE_GRAM_ORDER)
+
+
+def _tangent_gram(fa: np.ndarray) -> np.ndarray:
+    """``fa^T fa`` (torch: one thread, no numpy BLAS on a contended machine)."""
     ta = torch.from_numpy(np.ascontiguousarray(fa))
-    return np.block([[Gbb, Gba], [Gba.T, (ta.T @ ta).numpy()]]) / n
+    return (ta.T @ ta).numpy()
+
+
+_probe = sparse.csr_matrix(np.eye(2))
+#: memory layout of a basis Gram ``(fb.T @ fb).toarray()`` (scipy's: Fortran for the CSC product)
+_SPARSE_GRAM_ORDER = "F" if (_probe.T @ _probe).toarray().flags.f_contiguous else "C"
+del _probe
 
 
 def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -238,43 +281,84 @@ def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pair
     n_pop, n_pairs = as_int("n_pop", n_pop, 1), as_int("n_pairs", n_pairs, 1)
     as_int("seed", seed, 0, MAX_SEED)
     with_A = check_flag("with_A", with_A)
-    _check_prediction_memory(model, K, s, n_pop, n_pairs, with_A)
-    with torch_numeric_errors("predict_error", K=K, s=s, n_pop=n_pop, n_pairs=n_pairs, seed=seed):
-        out = _predict(model, K, s, n_pop, n_pairs, seed, with_A)
-    finite_result("predict_error", list(out.values()), K=K, s=s, n_pop=n_pop, n_pairs=n_pairs, seed=seed)
+    return predict_error_grid(model, [K], s, n_pop=n_pop, n_pairs=n_pairs, seed=seed, with_A=with_A)[0][0]
+
+
+def predict_error_grid(model: IPSModel, Ks: Sequence[int], s: int, *, noises: Sequence[float] | None = None,
+                       n_pop: int = 16000, n_pairs: int = 2**18, seed: int = 0,
+                       with_A: bool = True) -> list[list[dict[str, float]]]:
+    """:func:`predict_error` at every ``K`` of ``Ks`` and every noise level of ``noises`` (default
+    ``[model.noise]``): ``out[k][j]`` is ``predict_error`` of ``Ks[k]`` with ``sigma = noises[j]``, the same
+    numbers bit for bit.
+
+    The Monte Carlo population (the range, the pairs, the design rows, the truth on them and the A-tangent
+    features) does not depend on ``K`` or ``sigma`` (common random numbers), so it is drawn and evaluated once;
+    only the basis, its Gram blocks and the solves are per ``K``, and ``sigma`` only scales the variances
+    (``V = sigma^2 tr(G Sigma^+) / N``).
+    """
+    _check_model(model)
+    Ks = [as_int(f"Ks[{i}]", K, 1) for i, K in enumerate(_sequence("Ks", Ks, "interval counts"))]
+    s = as_int("s", s, 0)
+    noises = [float(model.noise)] if noises is None else noises
+    noises = [as_float(f"noises[{i}]", x, low=0) for i, x in enumerate(_sequence("noises", noises, "noise levels"))]
+    n_pop, n_pairs = as_int("n_pop", n_pop, 1), as_int("n_pairs", n_pairs, 1)
+    as_int("seed", seed, 0, MAX_SEED)
+    with_A = check_flag("with_A", with_A)
+    _check_prediction_memory(model, max(Ks), s, n_pop, n_pairs, with_A)
+    with torch_numeric_errors("predict_error", K=Ks if len(Ks) > 1 else Ks[0], s=s, n_pop=n_pop, n_pairs=n_pairs,
+                              seed=seed):
+        out = _predict(model, Ks, s, n_pop, n_pairs, seed, with_A, noises)
+    for K, row in zip(Ks, out):
+        for q in row:
+            finite_result("predict_error", list(q.values()), K=K, s=s, n_pop=n_pop, n_pairs=n_pairs, seed=seed)
     return out
 
 
-def _predict(model: IPSModel, K: int, s: int, n_pop: int, n_pairs: int, seed: int, with_A: bool) -> dict[str, float]:
-    """The computation of :func:`predict_error` (arguments checked)."""
+def _predict(model: IPSModel, Ks: list[int], s: int, n_pop: int, n_pairs: int, seed: int, with_A: bool,
+             noises: list[float]) -> list[list[dict[str, float]]]:
+    """The computation of :func:`predict_error_grid` (arguments checked)."""
     rng = np.random.default_rng(seed)
     lo, hi = population_range(model, seed)
     x, y = model.sample_pairs(n_pairs, rng)
     u = bilinear_forms(x, model.A_star, y)
-    feats = _Features(model, lo, hi, K, s, with_A)
-    p = feats.p
-    N = model.N
+    N, d = model.N, model.d
     fstar = model.phi_star(u)
-    fb, fa = feats(x, y)
-    G = _gram(fb, fa, n_pairs)
-    c_l2 = _solve(G[:p, :p], fb.T @ fstar / n_pairs)
-    B_l2 = float(np.mean((fb @ c_l2 - fstar) ** 2))
     # Sigma over the design rows of a population sample (row (m, i) sums the N-1 pairs (i, j))
     X = model.sample_tokens(n_pop, rng)
     Rstar = model.forward(None, X).reshape(-1)
     ii, jj = np.nonzero(~np.eye(N, dtype=bool))
     rows = (np.arange(n_pop)[:, None] * N + ii[None, :]).ravel()
-    Fb, Fa = feats(X[:, ii, :].reshape(-1, model.d), X[:, jj, :].reshape(-1, model.d), rows, n_pop * N)
     n_rows = n_pop * N
-    S = _gram(Fb, Fa, n_rows) / (N - 1) ** 2
-    c_F = _solve(S[:p, :p], Fb.T @ Rstar / (n_rows * (N - 1)))
-    B_F = float(np.mean((fb @ c_F - fstar) ** 2))
-    sigma2 = float(model.noise) ** 2
-    V_np = sigma2 * _tr_pinv(G[:p, :p], S[:p, :p], 1e-12) / N
-    V_tot = V_np
-    if feats.with_A:
-        V_tot = sigma2 * _tr_pinv(G, S, 1e-10) / N
-    return {"B": B_F, "B_l2": B_l2, "V_np": V_np, "V_par": max(V_tot - V_np, 0.0), "p": p, "lo": lo, "hi": hi}
+    xp, yp = X[:, ii, :].reshape(-1, d), X[:, jj, :].reshape(-1, d)
+    up = bilinear_forms(xp, model.A_star, yp)
+    feats = _Features(model, lo, hi, Ks[0], s, with_A)
+    fa = Fa = aa = Aa = None
+    if feats.with_A:  # the K-free parts: tangent features of the pairs and of the rows, their Gram blocks
+        fa = feats.tangent(x, y, u)
+        Fa = _sum_rows(feats.tangent(xp, yp, up), rows, n_rows)
+        aa, Aa = _tangent_gram(fa), _tangent_gram(Fa)
+    out = []
+    for K in Ks:
+        p = K * (s + 1)
+        fb = _basis(u, lo, hi, K, s)
+        G = _gram(fb, fa, n_pairs, aa)
+        c_l2 = _solve(G[:p, :p], fb.T @ fstar / n_pairs)
+        B_l2 = float(np.mean((fb @ c_l2 - fstar) ** 2))
+        Fb = _basis(up, lo, hi, K, s, rows, n_rows)
+        S = _gram(Fb, Fa, n_rows, Aa) / (N - 1) ** 2
+        c_F = _solve(S[:p, :p], Fb.T @ Rstar / (n_rows * (N - 1)))
+        B_F = float(np.mean((fb @ c_F - fstar) ** 2))
+        tr_np = _tr_pinv(G[:p, :p], S[:p, :p], 1e-12)
+        tr_tot = _tr_pinv(G, S, 1e-10) if feats.with_A else None
+        row = []
+        for noise in noises:
+            sigma2 = noise ** 2
+            V_np = sigma2 * tr_np / N
+            V_tot = V_np if tr_tot is None else sigma2 * tr_tot / N
+            row.append({"B": B_F, "B_l2": B_l2, "V_np": V_np, "V_par": max(V_tot - V_np, 0.0), "p": p, "lo": lo,
+                        "hi": hi})
+        out.append(row)
+    return out
 
 
 def predicted_curve(pred: list[dict[str, float]], M: list[int], parametric: bool = True) -> np.ndarray:
@@ -354,7 +438,7 @@ class _EvalSet:
     def features(self, feats: "_Features") -> tuple[sparse.csr_matrix, np.ndarray | None, np.ndarray]:
         """Basis values on ``feats``' range, A-tangent features (or None) and the Gram of all of them (mean)."""
         eb = _basis(self.u, feats.lo, feats.hi, feats.K, feats.s)
-        ea = feats(self.x, self.y)[1] if feats.with_A else None
+        ea = feats.tangent(self.x, self.y, self.u) if feats.with_A else None
         return eb, ea, _gram(eb, ea, self.u.size)
 
 
@@ -421,35 +505,59 @@ def _conditional_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: fl
     in the Gaussian coefficient noise ``delta ~ N(0, sigma^2 Sr^+ S Sr^+)``, so its law given ``X`` is a
     generalised non-central chi-square (:func:`expected_log_quadratic`).
     """
+    return _variant_parts(model, K, s, X, ridge, [(with_A, float(model.noise))], ev)[0]
+
+
+def _variant_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float,
+                   variants: Sequence[tuple[bool, float]], ev: _EvalSet) -> list[dict[str, Any]]:
+    """:func:`_conditional_parts` of every ``(with_A, sigma)`` of ``variants`` on one design ``X``, bit for bit.
+
+    Shared work: the range, the design rows, the normal equations and the evaluation features are computed once,
+    with the A-tangent directions if any variant has them; a variant without them takes the basis blocks (``S_bb``,
+    ``(F^T Y)_b``, ``H_bb``: the same numbers as a fit without the directions); the noiseless fit and ``Sr^+ S
+    Sr^+`` are shared by the variants with the same ``with_A``, and ``sigma`` only scales the covariance.
+    """
     N = X.shape[1]
     ii, jj = np.nonzero(~np.eye(N, dtype=bool))
     u = _pair_values(model, X)
     lo, hi = empirical_range(u[:, ii, jj].reshape(-1))
-    feats = _Features(model, lo, hi, K, s, with_A)
-    S, Fy = _normal_equations(model, feats, X, u=u)
+    feats = _Features(model, lo, hi, K, s, any(a for a, _ in variants))
+    S_all, Fy_all = _normal_equations(model, feats, X, u=u)
     p = feats.p
-    Sr = S.copy()
-    if ridge > 0.0:
-        Sr[np.arange(p), np.arange(p)] += ridge * float(np.mean(np.diag(S)[:p]))
-    w, V = np.linalg.eigh(Sr)
-    keep = w > 1e-12 * w.max()
-    Sp = (V[:, keep] / w[keep]) @ V[:, keep].T  # (S + lam)^+
-    c = Sp @ Fy
-    eb, ea, H = ev.features(feats)
-    r0 = _matvec(eb, ea, c) - ev.g
+    eb, ea_all, H_all = ev.features(feats)
     n = ev.g.size
-    bias = float(r0 @ r0) / n
-    h = _rmatvec(eb, ea, r0) / n
-    cov = float(model.noise) ** 2 * (Sp @ S @ Sp)
-    cw, cV = np.linalg.eigh((cov + cov.T) / 2)
-    L = cV * np.sqrt(np.clip(cw, 0.0, None))
-    lam, Q = np.linalg.eigh(L.T @ H @ L)
-    a = Q.T @ (L.T @ h)
-    on = lam > 1e-13 * max(float(lam.max()), 1e-300)
-    b0 = max(bias - float(np.sum(a[on] ** 2 / lam[on])), 0.0)
-    elog, mean = expected_log_quadratic(b0, lam[on], (a[on] / lam[on]) ** 2)
-    return {"elog": elog, "mean": mean, "bias": bias, "b0": b0, "var_tr": float(lam[on].sum()), "S": S, "Fy": Fy,
-            "c": c, "p": p}
+    out: list[dict[str, Any] | None] = [None] * len(variants)
+    for tangent in dict.fromkeys(bool(a) and feats.with_A for a, _ in variants):
+        if tangent or not feats.with_A:
+            S, Fy, H, ea = S_all, Fy_all, H_all, ea_all
+        else:  # the basis blocks of the fit with the directions: the fit without them
+            S, Fy = _basis_block(S_all, p), Fy_all[:p].copy()
+            H, ea = _basis_block(H_all, p), None
+        Sr = S.copy()
+        if ridge > 0.0:
+            Sr[np.arange(p), np.arange(p)] += ridge * float(np.mean(np.diag(S)[:p]))
+        w, V = np.linalg.eigh(Sr)
+        keep = w > 1e-12 * w.max()
+        Sp = (V[:, keep] / w[keep]) @ V[:, keep].T  # (S + lam)^+
+        c = Sp @ Fy
+        r0 = _matvec(eb, ea, c) - ev.g
+        bias = float(r0 @ r0) / n
+        h = _rmatvec(eb, ea, r0) / n
+        SpSSp = Sp @ S @ Sp
+        for k, (with_A, sigma) in enumerate(variants):
+            if (bool(with_A) and feats.with_A) != tangent:
+                continue
+            cov = float(sigma) ** 2 * SpSSp
+            cw, cV = np.linalg.eigh((cov + cov.T) / 2)
+            L = cV * np.sqrt(np.clip(cw, 0.0, None))
+            lam, Q = np.linalg.eigh(L.T @ H @ L)
+            a = Q.T @ (L.T @ h)
+            on = lam > 1e-13 * max(float(lam.max()), 1e-300)
+            b0 = max(bias - float(np.sum(a[on] ** 2 / lam[on])), 0.0)
+            elog, mean = expected_log_quadratic(b0, lam[on], (a[on] / lam[on]) ** 2)
+            out[k] = {"elog": elog, "mean": mean, "bias": bias, "b0": b0, "var_tr": float(lam[on].sum()), "S": S,
+                      "Fy": Fy, "c": c, "p": p}
+    return out  # type: ignore[return-value]
 
 
 def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float = 0.0, with_A: bool = True,
@@ -491,12 +599,37 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
     ``E[log err | X]`` over designs), ``mean_error`` (``E err``), ``bias`` (mean noiseless error), ``n_designs``.
     """
     _check_model(model)
-    K, s, M = as_int("K", K, 1), as_int("s", s, 0), as_int("M", M, 1)
-    ridge = as_float("ridge", ridge, low=0)
     with_A = check_flag("with_A", with_A)
+    return predict_log_errors(model, K, s, M, [(with_A, float(model.noise))], ridge=ridge, seed=seed, n_eval=n_eval,
+                              se_target=se_target, min_designs=min_designs, max_designs=max_designs)[0]
+
+
+def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequence[tuple[bool, float]], *,
+                       ridge: float = 0.0, seed: int = 0, n_eval: int = 2**14, se_target: float = 2e-3,
+                       min_designs: int = 4, max_designs: int = 200,
+                       se_targets: Sequence[float] | None = None) -> list[dict[str, float]]:
+    """:func:`predict_log_error` of several variants ``(with_A, sigma)`` on the same designs: ``out[k]`` is
+    ``predict_log_error`` with ``with_A = variants[k][0]``, noise level ``variants[k][1]`` and ``se_target =
+    se_targets[k]`` (default: ``se_target`` for every variant), bit for bit.
+
+    The designs and evaluation pairs depend on ``seed`` only, so the variants share them: every design is drawn,
+    its normal equations and evaluation features computed once, for the variants still drawing
+    (:func:`_variant_parts`); each variant stops by its own rule, at the design at which it would stop alone.
+    """
+    _check_model(model)
+    K, s, M = as_int("K", K, 1), as_int("s", s, 0), as_int("M", M, 1)
+    variants = [(check_flag(f"variants[{i}] (with_A)", _pair("variants", i, v)[0]),
+                 as_float(f"variants[{i}] (sigma)", v[1], low=0))
+                for i, v in enumerate(_sequence("variants", variants, "(with_A, sigma) pairs"))]
+    ridge = as_float("ridge", ridge, low=0)
     as_int("seed", seed, 0, MAX_SEED)
     n_eval = as_int("n_eval", n_eval, 2)
     se_target = as_float("se_target", se_target, low=0, low_open=True)
+    targets = [se_target] * len(variants) if se_targets is None else [
+        as_float(f"se_targets[{i}]", t, low=0, low_open=True)
+        for i, t in enumerate(_sequence("se_targets", se_targets, "SE targets"))]
+    if len(targets) != len(variants):
+        raise ValueError(f"se_targets must have one target per variant: {len(targets)} for {len(variants)}")
     min_designs = as_int("min_designs", min_designs, 2, MAX_DESIGNS)
     max_designs = as_int("max_designs", max_designs, 2, MAX_DESIGNS)
     if min_designs > max_designs:
@@ -504,24 +637,31 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
                          f"max_designs={max_designs}")
     if model.noise_law != "gaussian":
         raise ValueError(f"predict_log_error needs Gaussian noise, the model has noise_law={model.noise_law!r}")
-    q = 2 * model.d * model.rank if (with_A and model.d > 1) else 0
+    q = 2 * model.d * model.rank if (any(a for a, _ in variants) and model.d > 1) else 0
     rows = min(M, _ROW_BLOCK) * model.N
     check_array_memory(f"M, K, s, n_eval ({M} samples, {K * (s + 1) + q} features, {n_eval} pairs)",
                        M * model.N * (model.N + model.d) + (rows + n_eval) * (K * (s + 1) + q + model.d), 8)
-    draws = []
+    draws: list[list[tuple[float, float, float]]] = [[] for _ in variants]
+    active = list(range(len(variants)))
+    n = 0
     with torch_numeric_errors("predict_log_error", K=K, s=s, M=M, seed=seed):
-        while len(draws) < max_designs:
-            X = model.sample_tokens(M, np.random.default_rng([seed, 13, len(draws)]))
+        while active and n < max_designs:
+            X = model.sample_tokens(M, np.random.default_rng([seed, 13, n]))
             # fresh evaluation pairs with every design: their Monte Carlo error is then part of the draws' spread
             # (one fixed set shared by all draws and levels moved a slope by ~0.002 beyond its stated SE)
-            ev = _EvalSet(model, n_eval, (seed, len(draws)))
-            draws.append(_conditional_error(model, K, s, X, ridge, with_A, ev))
-            n = len(draws)
-            if n >= min_designs and np.std([d[0] for d in draws], ddof=1) / math.sqrt(n) <= se_target:
-                break
-    arr = np.array(draws)
-    sd = float(np.std(arr[:, 0], ddof=1))
-    out = {"log_error": float(arr[:, 0].mean()), "se": sd / math.sqrt(len(arr)), "sd": sd,
-           "mean_error": float(arr[:, 1].mean()), "bias": float(arr[:, 2].mean()), "n_designs": len(arr)}
-    finite_result("predict_log_error", list(out.values()), K=K, s=s, M=M, seed=seed)
+            ev = _EvalSet(model, n_eval, (seed, n))
+            parts = _variant_parts(model, K, s, X, ridge, [variants[k] for k in active], ev)
+            n += 1
+            for k, q_ in zip(active, parts):
+                draws[k].append((q_["elog"], q_["mean"], q_["bias"]))
+            active = [k for k in active if not (
+                n >= min_designs and np.std([d[0] for d in draws[k]], ddof=1) / math.sqrt(n) <= targets[k])]
+    out = []
+    for d_ in draws:
+        arr = np.array(d_)
+        sd = float(np.std(arr[:, 0], ddof=1))
+        res = {"log_error": float(arr[:, 0].mean()), "se": sd / math.sqrt(len(arr)), "sd": sd,
+               "mean_error": float(arr[:, 1].mean()), "bias": float(arr[:, 2].mean()), "n_designs": len(arr)}
+        finite_result("predict_log_error", list(res.values()), K=K, s=s, M=M, seed=seed)
+        out.append(res)
     return out

@@ -342,11 +342,12 @@ class IPSModel:
         if g is not None and not callable(g):
             raise ArgumentTypeError(f"g must be a callable g(x, y) or None, got {type(g).__name__}")
         M, N, d = X.shape
-        if g is None:
-            G = self.phi_star(self.pair_values(X))
-            G[:, np.arange(N), np.arange(N)] = 0.0
-            return G.sum(axis=2) / (N - 1)
         ii, jj = np.nonzero(~np.eye(N, dtype=bool))
+        if g is None:  # phi* on the N (N - 1) pairs only (its evaluation dominates; the diagonal stays 0)
+            U = self.pair_values(X)
+            G = np.zeros_like(U)
+            G[:, ii, jj] = self.phi_star(U[:, ii, jj])
+            return G.sum(axis=2) / (N - 1)
         out = np.empty((M, N))
         step = max(1, chunk // (len(ii) * d))
         for a in range(0, M, step):

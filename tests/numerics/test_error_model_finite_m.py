@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 from numerics.error_model import (_EvalSet, _Features, _normal_equations, empirical_range, expected_log_quadratic,
-                                  predict_log_error, RANGE_Q)
+                                  predict_error, predict_error_grid, predict_log_error, predict_log_errors, RANGE_Q)
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
 from verify.checks._paper_a_numerics import model_for, trial
@@ -74,3 +74,30 @@ def test_predict_log_error_refuses_bad_input():
         predict_log_error(model, 4, 1, 100, ridge=-1.0)
     with pytest.raises(ValueError, match="Gaussian"):
         predict_log_error(IPSModel(d=1, N=4, noise_law="rademacher", n_knots=5), 4, 1, 100)
+
+
+@pytest.mark.parametrize("d, N, r, ridge", [(1, 4, 1, 0.0), (3, 4, 1, 1e-4), (4, 3, 2, 0.0)])
+def test_variants_on_shared_designs_are_the_single_models_bit_for_bit(d, N, r, ridge):
+    """predict_log_errors shares the designs, the normal equations and the evaluation features between noise levels
+    and with/without the A-tangent directions (a fit without them is the basis block of the fit with them): every
+    variant's result equals its own predict_log_error exactly, stopping rule included."""
+    cfg = {**CFG, "d": d, "N": N, "r": r}
+    variants = [(True, 0.002), (True, 0.05), (False, 0.05), (False, 0.002)]
+    for K, M in ((5, 40), (8, 120)):
+        got = predict_log_errors(model_for(cfg), K, 1, M, variants, ridge=ridge, seed=7, n_eval=2**10,
+                                 se_target=0.03, max_designs=12)
+        for (with_A, sigma), q in zip(variants, got):
+            assert q == predict_log_error(model_for({**cfg, "sigma": sigma}), K, 1, M, ridge=ridge, with_A=with_A,
+                                          seed=7, n_eval=2**10, se_target=0.03, max_designs=12)
+
+
+@pytest.mark.parametrize("d, r, with_A", [(1, 1, True), (3, 1, True), (4, 2, True), (3, 1, False)])
+def test_prediction_grid_is_one_prediction_per_K_and_noise_bit_for_bit(d, r, with_A):
+    """predict_error_grid draws the population once for every K and noise level: the numbers of predict_error."""
+    cfg = {**CFG, "d": d, "r": r}
+    Ks, noises = [4, 7, 11], [0.3, 1.0]
+    grid = predict_error_grid(model_for(cfg), Ks, 1, noises=noises, n_pop=300, n_pairs=2**11, seed=2, with_A=with_A)
+    for K, row in zip(Ks, grid):
+        for sigma, q in zip(noises, row):
+            assert q == predict_error(model_for({**cfg, "sigma": sigma}), K, 1, n_pop=300, n_pairs=2**11, seed=2,
+                                      with_A=with_A)

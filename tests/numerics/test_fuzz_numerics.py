@@ -305,6 +305,19 @@ def _error_model_cases(add: Callable[..., None]) -> None:
         dict(model=Arg("model"), K=integer(1), s=integer(0), M=integer(1), ridge=nonneg(), with_A=FLAG, seed=SEED,
              n_eval=integer(2), se_target=pos(), min_designs=integer(2), max_designs=integer(2)),
         func=error_model.predict_log_error)
+    add("predict_error_grid", dict(model=model, Ks=[2, 3], s=1, noises=[0.5, 1.0], n_pop=50, n_pairs=1024, seed=0,
+                                   with_A=True),
+        dict(model=Arg("model"), Ks=Arg("sizes"), s=integer(0), noises=Arg("sizes"), n_pop=integer(1),
+             n_pairs=integer(1), seed=SEED, with_A=FLAG), func=error_model.predict_error_grid,
+        drop={"Ks": frozenset({"too short"}), "noises": frozenset({"None", "zero", "too short"})})
+    add("predict_log_errors", dict(model=model, K=2, s=1, M=20, variants=[(True, 0.1), (False, 1.0)], ridge=0.0,
+                                   seed=0, n_eval=256, se_target=1.0, min_designs=2, max_designs=3),
+        dict(model=Arg("model"), K=integer(1), s=integer(0), M=integer(1), variants=Arg("items", extra=(
+            ("empty", []), ("nan sigma", [(True, NAN)]), ("negative sigma", [(True, -1.0)]),
+            ("str flag", [("yes", 0.1)]), ("triple", [(True, 0.1, 1)]), ("flat", [True, 0.1]))),
+             ridge=nonneg(), seed=SEED, n_eval=integer(2), se_target=pos(), min_designs=integer(2),
+             max_designs=integer(2), se_targets=Arg("sizes")), func=error_model.predict_log_errors,
+        drop={"se_targets": frozenset({"None"})})
     add("population_range", dict(model=model, seed=0, n=2**12),
         dict(model=Arg("model"), seed=SEED, n=integer(1)), func=error_model.population_range)
     add("predicted_curve", dict(pred=[q, q], M=[100, 1000], parametric=True),

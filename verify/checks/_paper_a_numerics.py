@@ -43,7 +43,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from numerics.error_model import RANGE_Q, predict_error, predict_log_error, predicted_curve  # noqa: F401  (re-exported)
+from numerics.error_model import (RANGE_Q, predict_error, predict_error_grid, predict_log_error,  # noqa: F401
+                                  predict_log_errors, predicted_curve)  # (re-exported)
 from numerics import InteractionEstimator
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
@@ -207,25 +208,33 @@ SIGMA_THREADS = 2
 
 
 def predict_task(cell: dict, seed: int) -> dict:
-    """Sweep task: :func:`predict_error` of one ``(configuration, K)`` (top-level: picklable, cacheable).
+    """Sweep task: :func:`predict_error` of one configuration at every ``K`` of ``cell["Ks"]`` and noise level of
+    ``cell["sigmas"]`` (top-level: picklable, cacheable).
 
-    ``cell`` holds the configuration of :func:`model_for` and ``K``, ``s``, ``n_pop``, ``n_pairs``; the
-    Monte Carlo seed is ``seed``. Returns ``{"pred": predict_error(...)}``.
+    ``cell`` holds the configuration of :func:`model_for` but ``sigma``, and ``Ks``, ``sigmas``, ``s``, ``n_pop``,
+    ``n_pairs``; the Monte Carlo seed is ``seed``. Returns ``{"preds": out}``, ``out[k][j]`` the prediction of
+    ``Ks[k]`` at ``sigmas[j]`` (:func:`numerics.error_model.predict_error_grid`: the population is drawn and
+    evaluated once for all of them; the numbers are those of one ``predict_error`` per ``(K, sigma)``).
     """
-    q = predict_error(model_for(cell), int(cell["K"]), int(cell["s"]), n_pop=int(cell["n_pop"]),
-                      n_pairs=int(cell["n_pairs"]), seed=int(seed), with_A=bool(cell.get("with_A", True)))
-    return {"pred": q}
+    out = predict_error_grid(model_for({**cell, "sigma": 1.0}), [int(K) for K in cell["Ks"]], int(cell["s"]),
+                             noises=[float(x) for x in cell["sigmas"]], n_pop=int(cell["n_pop"]),
+                             n_pairs=int(cell["n_pairs"]), seed=int(seed), with_A=bool(cell.get("with_A", True)))
+    return {"preds": out}
 
 
 def finite_task(cell: dict, seed: int) -> dict:
-    """Sweep task: :func:`predict_log_error` of one ``(configuration, K, M)`` (top-level: picklable, cacheable).
+    """Sweep task: :func:`predict_log_error` of one ``(configuration, K, M)`` for every variant ``[with_A, sigma,
+    se_target]`` of ``cell["variants"]`` (top-level: picklable, cacheable).
 
-    ``cell`` holds the configuration of :func:`model_for` and ``K``, ``M``, ``ridge``, ``with_A``; the designs'
-    seed is ``seed``. Returns ``{"finite": predict_log_error(...)}``.
+    ``cell`` holds the configuration of :func:`model_for` but ``sigma``, and ``K``, ``M``, ``ridge`` and the
+    variants ``[with_A, sigma, se_target]``; the designs' seed is ``seed``. Returns ``{"finite": [one
+    predict_log_error result per variant]}`` (:func:`numerics.error_model.predict_log_errors`: the variants share
+    the designs).
     """
-    q = predict_log_error(model_for(cell), int(cell["K"]), int(cell["P"]) - 2, int(cell["M"]),
-                          ridge=float(cell["ridge"]), with_A=bool(cell["with_A"]), seed=int(seed),
-                          se_target=float(cell["se_target"]))
+    variants = [(bool(v[0]), float(v[1])) for v in cell["variants"]]
+    q = predict_log_errors(model_for({**cell, "sigma": 1.0}), int(cell["K"]), int(cell["P"]) - 2, int(cell["M"]),
+                           variants, ridge=float(cell["ridge"]), seed=int(seed),
+                           se_targets=[float(v[2]) for v in cell["variants"]])
     return {"finite": q}
 
 
@@ -317,18 +326,40 @@ def predictions(ctx: CheckContext, items: list[tuple[dict, int, int]], name: str
                 info: dict | None = None) -> list[dict]:
     """A-priori :func:`predict_error` of ``(configuration, K, seed)`` items, as one cached, parallel sweep.
 
-    Each item is predicted with ``s = P - 2`` and the profile's Monte Carlo sizes; the results are
-    cached like the trials (key: configuration, ``K``, sizes, seed and the prediction code's version),
-    so an interrupted check does not recompute them, and they run on ``ctx.n_jobs`` workers with torch
+    Each item is predicted with ``s = P - 2`` and the profile's Monte Carlo sizes.  The items of one configuration
+    (its ``sigma`` aside) and seed are one task (:func:`predict_task`): its Monte Carlo population is drawn and
+    evaluated once for all their ``K`` and noise levels, with the numbers of one prediction per item.  The tasks
+    are cached like the trials (key: configuration, ``K`` and noise levels, sizes, seed and the prediction code's
+    version), so an interrupted check does not recompute them, and they run on ``ctx.n_jobs`` workers with torch
     at one thread (deterministic).  The seeds are design seeds (:meth:`CheckContext.design_seed`): the
     predictions are the same for every base seed and computed once per cache.
     """
     sizes = prediction_sizes(size_of(ctx))
-    cells = [{**cfg, "K": int(K), "s": int(cfg["P"]) - 2, **sizes} for cfg, K, _ in items]
-    seed_of = [int(sd) for _, _, sd in items]
+    # one task per configuration (sigma aside) and seed: its population serves every K and noise level
+    tasks: dict[tuple[str, int], tuple[list[int], list[float]]] = {}
+    for cfg, K, sd in items:
+        Ks, sigmas = tasks.setdefault((_without_sigma(cfg), int(sd)), ([], []))
+        if int(K) not in Ks:
+            Ks.append(int(K))
+        if float(cfg["sigma"]) not in sigmas:
+            sigmas.append(float(cfg["sigma"]))
+    keys = list(tasks)
+    cells = [{**json.loads(c), "Ks": tasks[(c, sd)][0], "sigmas": tasks[(c, sd)][1],
+              "s": int(json.loads(c)["P"]) - 2, **sizes} for c, sd in keys]
     res = _sweep(ctx, predict_task, cells, f"{name} predictions", info, "predictions", version=PRED_VERSION,
-                 seeds=lambda i, c: [seed_of[i]])
-    return [r["pred"] for r in res]
+                 seeds=lambda i, c: [keys[i][1]])
+    found = {key: r["preds"] for key, r in zip(keys, res)}
+    out = []
+    for cfg, K, sd in items:
+        key = (_without_sigma(cfg), int(sd))
+        Ks, sigmas = tasks[key]
+        out.append(found[key][Ks.index(int(K))][sigmas.index(float(cfg["sigma"]))])
+    return out
+
+
+def _without_sigma(cfg: Mapping) -> str:
+    """A configuration's JSON key without its noise level (the truth and the designs do not depend on it)."""
+    return json.dumps({k: v for k, v in cfg.items() if k != "sigma"}, sort_keys=True)
 
 
 #: Monte Carlo SE of the finite-M model's ``E log err`` per level, by size (at most 200 designs a level). Its slope
@@ -350,7 +381,7 @@ def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, 
     """
     t0 = time.perf_counter()
     ridge = float((trial_extra or {}).get("ridge", 0.0))
-    items, window_items, finite_cells, finite_seeds = [], [], [], []
+    items, window_items, finite_items = [], [], []
     for g in groups:
         # common random numbers across K (a smooth predicted curve); the same for every base seed
         pseed = ctx.design_seed("predict", g.config["d"], g.config["N"], g.config["r"], g.config["P"])
@@ -361,19 +392,15 @@ def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, 
         # independent between seeds, as the data's is; with one draw for every seed it was a shared offset (A3's
         # deviation had one sign at six paper seeds, quick mean z +0.66 over 30)
         fseed = ctx.seed_for("finite", g.config["d"], g.config["N"], g.config["r"], g.config["P"])
+        se_target = finite_se or g.finite_se or FINITE_SE[size_of(ctx)]
         for with_A in ([True, False] if g.label in known and g.config["d"] > 1 else [True]):
-            for K, M in zip(g.K, g.M):
-                finite_cells.append({**g.config, "K": int(K), "M": int(M), "ridge": ridge,
-                                     "with_A": with_A, "se_target": finite_se or FINITE_SE[size_of(ctx)], "group": g.label})
-                finite_seeds.append(fseed)
+            finite_items += [(g.config, int(K), int(M), with_A, fseed, se_target) for K, M in zip(g.K, g.M)]
     info: dict = {}
     unique = list(dict.fromkeys((json.dumps(c, sort_keys=True), K, sd) for c, K, sd in window_items))
     preds = predictions(ctx, items + [(json.loads(c), K, sd) for c, K, sd in unique], name, info)
     window = dict(zip(unique, preds[len(items):]))
     preds = preds[:len(items)]
-    res = _sweep(ctx, finite_task, finite_cells, f"{name} finite-M model", info, "finite-M model",
-                 version=FINITE_VERSION, seeds=lambda i, c: [finite_seeds[i]])
-    fin = [r["finite"] for r in res]
+    fin = finite_models(ctx, finite_items, ridge, name, info)
     out = {}
     for g in groups:
         apriori, preds = preds[:len(g.K)], preds[len(g.K):]
@@ -386,6 +413,30 @@ def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, 
             finite_known, fin = fin[:len(g.K)], fin[len(g.K):]
         out[g.label] = group_prediction(g, apriori, finite, finite_known, limit)
     return RatePrediction(groups=out, cost=SweepCost(time.perf_counter() - t0, info))
+
+
+def finite_models(ctx: CheckContext, items: Sequence[tuple[Mapping, int, int, bool, int, float]], ridge: float,
+                  name: str, info: dict | None = None) -> list[dict]:
+    """The finite-M model (:func:`predict_log_error`) of ``(configuration, K, M, with_A, seed, se_target)`` items, as
+    one cached, parallel sweep with one task per configuration (sigma aside), ``(K, M)`` and seed: the items that
+    differ only in ``sigma``, ``with_A`` or ``se_target`` are variants of one task, on the same designs
+    (:func:`numerics.error_model.predict_log_errors`; the numbers are those of one task per item)."""
+    tasks: dict[tuple[str, int, int, int], list[tuple[bool, float, float]]] = {}
+    for cfg, K, M, with_A, sd, se in items:
+        variants = tasks.setdefault((_without_sigma(cfg), int(K), int(M), int(sd)), [])
+        if (bool(with_A), float(cfg["sigma"]), float(se)) not in variants:
+            variants.append((bool(with_A), float(cfg["sigma"]), float(se)))
+    keys = list(tasks)
+    cells = [{**json.loads(c), "K": K, "M": M, "ridge": ridge, "variants": [list(v) for v in tasks[(c, K, M, sd)]]}
+             for c, K, M, sd in keys]
+    res = _sweep(ctx, finite_task, cells, f"{name} finite-M model", info, "finite-M model", version=FINITE_VERSION,
+                 seeds=lambda i, c: [keys[i][3]])
+    found = {key: r["finite"] for key, r in zip(keys, res)}
+    out = []
+    for cfg, K, M, with_A, sd, se in items:
+        key = (_without_sigma(cfg), int(K), int(M), int(sd))
+        out.append(found[key][tasks[key].index((bool(with_A), float(cfg["sigma"]), float(se)))])
+    return out
 
 
 def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int, name: str,
@@ -488,7 +539,8 @@ def _allocation_pilot() -> dict:
 
 
 def apply_allocation(groups: Sequence[GroupDesign], check_id: str, size: str, n_equal: int) -> list[GroupDesign]:
-    """The groups with the cheapest replicate counts whose slope variance is at most that of ``n_equal``.
+    """The groups with the cheapest replicate counts whose slope variance is at most that of ``n_equal`` (times the
+    group's ``rep_factor``) per level.
 
     The counts are :func:`numerics.allocation.allocate_replicates` of the pilot's per-level SD and cost for
     ``(check_id, size)``; without a pilot for them the groups are returned as they are (``n_equal`` at every level).
@@ -504,7 +556,8 @@ def apply_allocation(groups: Sequence[GroupDesign], check_id: str, size: str, n_
             raise ValueError(f"the allocation pilot of {check_id}/{size} has no entry for {g.label!r} on its M "
                              f"levels {list(g.M)}: regenerate it (python -m benchmarks.allocation_pilot --profile "
                              f"{size} REPORT.json ...)")
-        reps = allocate_replicates(list(g.M), p["sd"], p["cost"], n_equal, min(ALLOCATION_MIN, n_equal)).tolist()
+        n_group = n_equal * g.rep_factor
+        reps = allocate_replicates(list(g.M), p["sd"], p["cost"], n_group, min(ALLOCATION_MIN, n_group)).tolist()
         out.append(dataclasses.replace(g, reps=reps))
     return out
 
@@ -512,9 +565,12 @@ def apply_allocation(groups: Sequence[GroupDesign], check_id: str, size: str, n_
 def allocation_text(groups: Sequence[GroupDesign], n_equal: int) -> str:
     """The replicate counts of a design for its notes."""
     if all(g.reps is None for g in groups):
-        return f"{n_equal} replicates per M"
+        more = [f"{g.label}: {n_equal * g.rep_factor}" for g in groups if g.rep_factor != 1]
+        return f"{n_equal} replicates per M" + (f" ({'; '.join(more)})" if more else "")
+    more = [f"{g.label}: {n_equal * g.rep_factor}" for g in groups if g.rep_factor != 1]
     return (f"replicates per M level allocated at the cost-optimal (Neyman) counts with the slope variance of "
-            f"{n_equal} per level (pilot: {ALLOCATION_PILOT.name}, floor {ALLOCATION_MIN}): "
+            f"{n_equal} per level" + (f" ({'; '.join(more)})" if more else "")
+            + f" (pilot: {ALLOCATION_PILOT.name}, floor {ALLOCATION_MIN}): "
             + "; ".join(f"{g.label} {g.replicates(n_equal)}" for g in groups))
 
 

@@ -29,13 +29,17 @@ LIMIT_WINDOWS = (1, 2)
 @dataclass(frozen=True)
 class GroupDesign:
     """One curve of a rate experiment: a configuration (the truth's and the noise's; read-only), its ``K`` and ``M``
-    levels and, where a pilot allocated them, the replicates per level."""
+    levels and, where a pilot allocated them, the replicates per level; ``rep_factor``: without an allocation, the
+    group runs this many times the check's equal count per level; ``finite_se``: the Monte Carlo SE target per
+    level of its finite-M model (None: the profile's)."""
 
     label: str
     config: Mapping[str, Any]
     K: tuple[int, ...]
     M: tuple[int, ...]
     reps: tuple[int, ...] | None = None
+    rep_factor: int = 1
+    finite_se: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "config", dict(self.config))  # a private copy: the caller's dict may change
@@ -58,8 +62,8 @@ class GroupDesign:
         return -float(rate_exponent(int(self.config["P"]) - 1))
 
     def replicates(self, equal: int) -> list[int]:
-        """Replicates per ``M`` level: the allocation, or ``equal`` at every level."""
-        return list(self.reps) if self.reps is not None else [int(equal)] * len(self.M)
+        """Replicates per ``M`` level: the allocation, or ``rep_factor * equal`` at every level."""
+        return list(self.reps) if self.reps is not None else [int(equal) * int(self.rep_factor)] * len(self.M)
 
 
 def limit_window(g: GroupDesign, k: int) -> tuple[list[int], list[int]]:
