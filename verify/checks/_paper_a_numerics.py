@@ -539,8 +539,7 @@ def _allocation_pilot() -> dict:
 
 
 def apply_allocation(groups: Sequence[GroupDesign], check_id: str, size: str, n_equal: int) -> list[GroupDesign]:
-    """The groups with the cheapest replicate counts whose slope variance is at most that of ``n_equal`` (times the
-    group's ``rep_factor``) per level.
+    """The groups with the cheapest replicate counts whose slope variance is at most that of ``n_equal``.
 
     The counts are :func:`numerics.allocation.allocate_replicates` of the pilot's per-level SD and cost for
     ``(check_id, size)``; without a pilot for them the groups are returned as they are (``n_equal`` at every level).
@@ -556,8 +555,7 @@ def apply_allocation(groups: Sequence[GroupDesign], check_id: str, size: str, n_
             raise ValueError(f"the allocation pilot of {check_id}/{size} has no entry for {g.label!r} on its M "
                              f"levels {list(g.M)}: regenerate it (python -m benchmarks.allocation_pilot --profile "
                              f"{size} REPORT.json ...)")
-        n_group = n_equal * g.rep_factor
-        reps = allocate_replicates(list(g.M), p["sd"], p["cost"], n_group, min(ALLOCATION_MIN, n_group)).tolist()
+        reps = allocate_replicates(list(g.M), p["sd"], p["cost"], n_equal, min(ALLOCATION_MIN, n_equal)).tolist()
         out.append(dataclasses.replace(g, reps=reps))
     return out
 
@@ -567,10 +565,8 @@ def allocation_text(groups: Sequence[GroupDesign], n_equal: int) -> str:
     if all(g.reps is None for g in groups):
         more = [f"{g.label}: {n_equal * g.rep_factor}" for g in groups if g.rep_factor != 1]
         return f"{n_equal} replicates per M" + (f" ({'; '.join(more)})" if more else "")
-    more = [f"{g.label}: {n_equal * g.rep_factor}" for g in groups if g.rep_factor != 1]
     return (f"replicates per M level allocated at the cost-optimal (Neyman) counts with the slope variance of "
-            f"{n_equal} per level" + (f" ({'; '.join(more)})" if more else "")
-            + f" (pilot: {ALLOCATION_PILOT.name}, floor {ALLOCATION_MIN}): "
+            f"{n_equal} per level (pilot: {ALLOCATION_PILOT.name}, floor {ALLOCATION_MIN}): "
             + "; ".join(f"{g.label} {g.replicates(n_equal)}" for g in groups))
 
 
