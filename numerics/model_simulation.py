@@ -307,6 +307,22 @@ def _one_model(model: AttentionModel, kind: str, draws: Draws) -> _OneModel:
     return _OneModel(resolve_activation(model.activation), *spike_tensors(model, draws.p, draws.device), model.diagonal)
 
 
+def _simulate_heads(model: Any, p: Any, gammas: Any, settings: MonteCarloSettings, kind: Any, return_trials: bool,
+                    label_average: bool) -> Any:
+    """:func:`simulate_model` of one or several :class:`theory.MultiHeadModel` s."""
+    settings = check_settings(settings)
+    kinds = check_kinds(kind, MULTI_HEAD_KINDS)
+    one = not isinstance(model, (list, tuple)) and isinstance(kind, str)
+    if check_flag("return_trials", return_trials) and not one:
+        raise ValueError("return_trials applies to one model and one kind (the others return their per-trial errors)")
+    out = multi_head_trials(model, p, gammas, settings, kinds, label_average)
+    if not one:
+        return out
+    trials = out[kind] if kind == "ridge" else out[kind][0]
+    mean, se = finite_result("simulate_model", mean_se(trials), kind=kind, p=p, gammas=gammas)
+    return (mean, se, trials) if return_trials else (mean, se)
+
+
 # --------------------------------------------------------------------------------------------
 # the door
 # --------------------------------------------------------------------------------------------
@@ -319,27 +335,24 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     ----------
     model : theory.AttentionModel or sequence of them, or theory.MultiHeadModel or sequence of them
         One model, or models that differ only in their spike (the same ``c``, activation, ``snr`` and diagonal):
-        every trial draws one ``X, y`` for all of them.  Multi-head models (:mod:`numerics.multi_head`: the same
-        draws, batches and error paths, the heads batched) may differ in everything but ``c`` and ``snr``.  Its spike is padded with zeros to ``p`` coordinates; its
-        diagonal must be ``"removed"`` or ``"kept"`` (a number has no simulation).
+        every trial draws one ``X, y`` for all of them; spikes are padded with zeros to ``p`` coordinates, the
+        diagonal is ``"removed"`` or ``"kept"``.  Multi-head models (:mod:`numerics.multi_head`, heads batched) may
+        differ in everything but ``c`` and ``snr``.
     p : int
         Dimension; ``p / c`` must be a whole number.
     gammas : array (G,), ``>= 0``.
     settings : numerics.MonteCarloSettings
         Trials (``>= 2``), seed, threads, batching, device and labels.
     kind : {"true", "linearised", "ridge"} or tuple of them
-        ``"true"``: the model's kernel ``f(X^T W X / sqrt p) / sqrt p`` (a named or sympy activation: kernel
-        constants have no function); ``"linearised"``: its Gaussian equivalent
-        ``a1 (X^T W X / p - diag) + s_f Xi / sqrt p`` with the activation's ``a1, s_f^2`` (Hermite moments, or the
-        kernel constants), ``Xi`` symmetric with unit off-diagonal variance and zero diagonal, drawn for trial ``t``
-        from ``SeedSequence([seed, t, 7])`` (the same ``Xi`` for every spike), always without diagonal;
-        ``"ridge"``: ridge regression on the same data (``Phi = X``; activation and spike unused).
+        ``"true"``: the model's kernel ``f(X^T W X / sqrt p) / sqrt p``; ``"linearised"``: its Gaussian equivalent
+        ``a1 (X^T W X / p - diag) + s_f Xi / sqrt p`` (``Xi`` symmetric, unit off-diagonal variance, zero diagonal,
+        drawn for trial ``t`` from ``SeedSequence([seed, t, 7])``, the same for every spike); ``"ridge"``: ridge
+        regression on the same data (``Phi = X``).
     return_trials : bool
         With one model and one kind: also return the ``(n_trials, G)`` per-trial errors.
     label_average : bool
-        Only for ``snr = 0`` (labels independent of ``Phi``): for each draw of ``X``, the exact average of ``E``
-        over i.i.d. Rademacher labels, ``gamma^2/n tr Q^2`` (plus the ``n - p`` null directions when ``p < n``),
-        a Rao-Blackwellised estimator with the mean of ``labels="iid"`` and a much smaller variance.
+        Only for ``snr = 0``: for each draw of ``X``, the exact average of ``E`` over i.i.d. Rademacher labels
+        (Rao-Blackwellised: the mean of ``labels="iid"``, a much smaller variance).
 
     Returns
     -------
@@ -367,18 +380,7 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     ((2, 3, 2), (3, 2))
     """
     if is_multi_head(model):  # theory.MultiHeadModel s: the same draws, batches and error paths (numerics.multi_head)
-        settings = check_settings(settings)
-        kinds = check_kinds(kind, MULTI_HEAD_KINDS)
-        one = not isinstance(model, (list, tuple)) and isinstance(kind, str)
-        if check_flag("return_trials", return_trials) and not one:
-            raise ValueError("return_trials applies to one model and one kind (the others return their per-trial "
-                             "errors)")
-        out = multi_head_trials(model, p, gammas, settings, kinds, label_average)
-        if not one:
-            return out
-        trials = out[kind] if kind == "ridge" else out[kind][0]
-        mean, se = finite_result("simulate_model", mean_se(trials), kind=kind, p=p, gammas=gammas)
-        return (mean, se, trials) if return_trials else (mean, se)
+        return _simulate_heads(model, p, gammas, settings, kind, return_trials, label_average)
     models = model_list(model)
     n, pv = model_sizes(models[0], p)
     settings = check_settings(settings)

@@ -720,7 +720,7 @@ def shared_budget_limit(c: Any, activation: Any, snr: Any, gamma: Any, *, tol: f
     -------
     float or numpy.ndarray
     """
-    model = MultiHeadModel(c, (activation,), snr, readout="concat")
+    model = MultiHeadModel(c, (check_activation(activation, "activation"),), snr, readout="concat")
     _solver_options({"tol": tol, "maxiter": maxiter})
     gam = np.atleast_1d(as_array("gamma", gamma, ndim=(0, 1), low=GAMMA_RANGE[0], high=GAMMA_RANGE[1]))
     check_grid("gamma", gam.size)

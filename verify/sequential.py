@@ -227,7 +227,7 @@ def boundaries(c: Comparison, j: int, n_stochastic: int = 1) -> str:
     Examples
     --------
     >>> boundaries(Comparison.direction("gap", "> 0", 0.01, 0.01, +1), 0)
-    'PASS if > +0.0196, FAIL if < -0.034'
+    'PASS if > +0.0196, FAIL if < -0.0342'
     """
     fail_level, pass_level = look_levels(j)
     a = dict(c.args)

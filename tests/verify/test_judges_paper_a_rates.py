@@ -102,10 +102,11 @@ def test_a2_judge_false_fail_rate_and_power():
     truth = _under_truth(lambda: judge_a2(*_a2(rng)))
     assert sum(o == "FAIL" for o in truth) <= max_false_fails(ALPHA_CHECK, N_SYNTH)
     assert _rate(truth, "PASS") >= 1 - max_false_fails(ALPHA_CHECK, N_SYNTH) / N_SYNTH
-    # a slope off by WRONG_RATE_OFFSET: the stated power (SE ~ 0.0098 with the model's 0.0016: ~0.9)
+    # a slope off by WRONG_RATE_OFFSET: the stated power (SE ~ 0.0098 with the model's 0.0016: ~0.8 at the per-check
+    # level 0.01 / 16), and the measured FAIL rate is that power
     power = consistency_power(comps[1].uncertainty, None, 3)
     wrong = [judge(judge_a2(*_a2(rng, tilt=-WRONG_RATE_OFFSET))) for _ in range(100)]
-    assert power > 0.8
+    assert power > 0.75
     assert abs(_rate(wrong, "FAIL") - power) < 0.12  # 100 runs: binomial SD <= 0.05
 
 

@@ -12,7 +12,7 @@ from conftest import max_false_fails
 from verify.results import Comparison
 from verify.sequential import (boundaries, judge_look, look_levels, pooled, replicate_seed, replicates_after,
                                replicates_to_decide, round_of, simulate_optional_stopping, spend)
-from verify.verdicts import judged
+from verify.verdicts import N_STOCHASTIC_CHECKS, judged
 
 N_SEQUENCES = 2000
 LAST_ROUND = 4  # up to 16 replicates per sequence
@@ -21,7 +21,7 @@ ALPHA = 0.05  # the levels of the simulation (large, so that 2000 sequences meas
 
 def test_spending_sums_to_one_and_rounds_double():
     assert math.fsum(spend(j) for j in range(20)) == pytest.approx(1 - 1 / 21)
-    assert look_levels(0) == pytest.approx((0.01 / 15 / 2, 0.05 / 2))
+    assert look_levels(0) == pytest.approx((0.01 / N_STOCHASTIC_CHECKS / 2, 0.05 / 2))
     assert [replicates_after(j) for j in range(4)] == [1, 2, 4, 8]
     assert [round_of(n) for n in (1, 2, 3, 4, 8, 9)] == [0, 1, None, 2, 3, None]
 
@@ -116,6 +116,6 @@ def test_simulation_arguments_are_checked():
 
 def test_boundaries_are_in_the_units_of_the_estimate():
     c = Comparison.direction("gap", "> 0", 0.01, 0.01, +1)
-    assert boundaries(c, 0) == "PASS if > +0.0196, FAIL if < -0.034"
+    assert boundaries(c, 0) == "PASS if > +0.0196, FAIL if < -0.0342"  # 16 checks: 0.01 / 16 / 2 at look 0
     assert boundaries(Comparison.consistency("c", 0.0, 0.1, 0.1), 0) == ""
     assert "FAIL if > 0.0" in boundaries(Comparison.equivalence("s", 0.0, 0.0, 0.01, 0.03), 3)
