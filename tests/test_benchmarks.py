@@ -365,3 +365,24 @@ def test_device_option_is_checked():
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit):
             runner.main(["--tiny", "--only", "device", "--device", "cuda"])
+
+
+def test_check_times_summarises_and_tables_two_reports(tmp_path):
+    """``python -m benchmarks.check_times``: a report's compact record and the before / after table."""
+    from benchmarks.check_times import main, summarise, table
+
+    def report(seconds: float, se: float) -> dict:
+        row = {"name": "headline", "uncertainty": se, "headline": True}
+        return {"profile": "quick", "seed": 0, "platform": "test", "cpu_count": 2,
+                "started_utc": "2026-12-06T10:00:00+00:00", "finished_utc": "2026-12-06T10:01:40+00:00",
+                "results": [{"id": "A2", "runtime_s": seconds, "verdict": "PASS", "comparisons": [row]},
+                            {"id": "B11", "runtime_s": 1.0, "verdict": "PASS", "comparisons": []}]}
+
+    before, after = summarise(report(16.0, 0.01), "abc"), summarise(report(4.0, 0.01))
+    assert before["wall_s"] == 100.0 and before["checks"]["A2"]["headline"]["uncertainty"] == 0.01
+    assert summarise(before) is before  # a summary is its own summary
+    text = table(before, after)
+    assert "| A2 | 16.0 | 4.0 | 0.25 | 0.04 | 0.02 | 0.50 | PASS |" in text  # SE x sqrt(s): 0.01 x 4 -> 0.01 x 2
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report(16.0, 0.01)))
+    assert main(["table", str(path), str(path)]) == 0
