@@ -69,7 +69,7 @@ VALIDATION = [({"d": d, "N": 4, "r": 1, "P": 3, "n_knots": 5, "truth_seed": 123,
 
 def _validation(reps: int) -> list[str]:
     """Model vs the estimator's mean log error over ``reps`` replicates (trial protocol) out of sample."""
-    from numerics.error_model import predict_log_error
+    from numerics.error_model import DesignStopping, predict_log_error
     from verify.checks.paper_a_rates import model_for, trial
 
     out = ["", "## Out of sample: the model against the estimator", "",
@@ -78,7 +78,7 @@ def _validation(reps: int) -> list[str]:
            "`sd` is the replicate SD of the log error.", "",
            "| d | K | M | simulation | model | difference (SE) | replicate sd |", "|---|---|---|---|---|---|---|"]
     for cfg, K, M in VALIDATION:
-        q = predict_log_error(model_for(cfg), K, 1, M, ridge=1e-4, seed=5, se_target=0.005)
+        q = predict_log_error(model_for(cfg), K, 1, M, ridge=1e-4, seed=5, stopping=DesignStopping(se_target=0.005))
         cell = {**cfg, "K": K, "M": M, "restarts": 2, "max_iter": 50, "n_pairs": 2**16, "ridge": 1e-4}
         le = np.log([trial(cell, 1000 + i)["err"] for i in range(reps)])
         se = le.std(ddof=1) / math.sqrt(reps)

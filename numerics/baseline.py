@@ -474,10 +474,11 @@ class PaperStyleEstimator(InteractionEstimator):
             self._mlp_opt.step()
         return rel, steps
 
-    def _surrogate_and_backprop(self, u_np, coef, knots, Xt, Yt, U, V, lr, gen, rng):
+    def _surrogate_and_backprop(self, u_np, coef, knots, data: "_FitData", U, V, lr):
         """Steps 3-4 of a round: fit the MLP surrogate, then Adam epochs on ``U, V`` through it."""
+        Xt, Yt, gen = data.Xt, data.Yt, data.gen
         M = Xt.shape[0]
-        sample = rng.choice(u_np.ravel(), size=min(self._cfg.surrogate_points, u_np.size), replace=False)
+        sample = data.rng.choice(u_np.ravel(), size=min(self._cfg.surrogate_points, u_np.size), replace=False)
         sur, sur_steps = self._fit_surrogate(sample, coef, knots)
         self._mlp.requires_grad_(False)
         U.requires_grad_(True)
@@ -579,8 +580,7 @@ class PaperStyleEstimator(InteractionEstimator):
                 None, math.inf, rnd + 1, 0, self._cfg.lr, None)
         elif not stop and self._cfg.epochs > 0:
             with torch_threads(1):  # small tensors: intra-op threads only add barrier waits
-                U, V, sur, sur_steps = self._surrogate_and_backprop(u_np, coef, knots, data.Xt, data.Yt, U, V,
-                                                                    st.lr, data.gen, data.rng)
+                U, V, sur, sur_steps = self._surrogate_and_backprop(u_np, coef, knots, data, U, V, st.lr)
         st.elapsed += time.perf_counter() - t0
         rec = BaselineRound(rnd, loss, sur, sur_steps, st.elapsed, state_time, st.n_starts - int(restart))
         return U, V, rec, stop, (A_np, coef, knots)

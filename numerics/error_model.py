@@ -25,6 +25,7 @@ memory budget ``theory.get_limits().memory_budget_bytes`` before they are drawn.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -45,7 +46,7 @@ from theory.validation import (
 from .ips import IPSModel, bilinear_forms
 from .threads import torch_numeric_errors
 
-__all__ = ["RANGE_Q", "predict_error", "predict_error_grid", "predict_log_error", "predict_log_errors",
+__all__ = ["RANGE_Q", "DesignStopping", "predict_error", "predict_error_grid", "predict_log_error", "predict_log_errors",
            "predicted_curve", "population_range"]
 
 #: range quantile of the estimator in the designs (``range_quantile`` of the fits): the central 99.9%
@@ -69,13 +70,6 @@ def _sequence(name: str, value: Any, what: str) -> list:
             or len(value) == 0:
         raise ArgumentTypeError(f"{name} must be a non-empty list of {what}, got {describe(value)}")
     return list(value)
-
-
-def _pair(name: str, i: int, value: Any) -> Any:
-    """``value``, the ``i``-th entry of ``name``, if it is a pair."""
-    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or len(value) != 2:
-        raise ArgumentTypeError(f"{name}[{i}] must be a pair, got {describe(value)}")
-    return value
 
 
 def _check_prediction_memory(model: IPSModel, K: int, s: int, n_pop: int, n_pairs: int, with_A: bool) -> None:
@@ -560,16 +554,33 @@ def _variant_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float,
     return out  # type: ignore[return-value]
 
 
+@dataclass(frozen=True)
+class DesignStopping:
+    """When :func:`predict_log_error` stops drawing designs: once the Monte Carlo SE of its mean is at most
+    ``se_target``, after at least ``min_designs`` and at most ``max_designs`` draws."""
+
+    se_target: float = 2e-3
+    min_designs: int = 4
+    max_designs: int = 200
+
+    def __post_init__(self) -> None:
+        as_float("se_target", self.se_target, low=0, low_open=True)
+        as_int("min_designs", self.min_designs, 2, MAX_DESIGNS)
+        as_int("max_designs", self.max_designs, 2, MAX_DESIGNS)
+        if self.min_designs > self.max_designs:
+            raise ValueError(f"min_designs must be <= max_designs, got min_designs={self.min_designs}, "
+                             f"max_designs={self.max_designs}")
+
+
 def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float = 0.0, with_A: bool = True,
-                      seed: int = 0, n_eval: int = 2**14, se_target: float = 2e-3, min_designs: int = 4,
-                      max_designs: int = 200) -> dict[str, float]:
+                      seed: int = 0, n_eval: int = 2**14, stopping: DesignStopping = DesignStopping()) -> dict[str, float]:
     """Finite-``M`` error model: ``E log ||g_hat - g*||^2`` of the least-squares estimator at sample size ``M``.
 
     Conditional on the design (the tokens ``X``: the empirical range, the occupancy of every interval, the
     token pairs of each sample) the least-squares fit is linear in the Gaussian noise, so the law of its
     ``L2(rho)`` error is a generalised non-central chi-square whose ``E log`` is one quadrature
     (:func:`expected_log_quadratic`).  Designs are drawn until the Monte Carlo standard error of the mean
-    is at most ``se_target`` (at least ``min_designs``, at most ``max_designs``).  For ``d = 1`` this is the
+    is at most ``stopping.se_target`` (at least ``stopping.min_designs``, at most ``stopping.max_designs``).  For ``d = 1`` this is the
     law of the estimator's error exactly (its fit is this least-squares fit); for ``d > 1`` the matrix
     enters through its tangent directions at ``A*`` (linearisation, as the a-priori model).  Derived by the
     project; tested against the estimator in ``tests/numerics/test_error_model_finite_m.py``.
@@ -590,7 +601,7 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
         Seed of the designs and of the evaluation pairs.
     n_eval : int
         Pairs of the ``L2(rho)`` error, drawn afresh with every design.
-    se_target, min_designs, max_designs
+    stopping : DesignStopping
         Stopping rule of the design draws.
 
     Returns
@@ -601,16 +612,15 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
     _check_model(model)
     with_A = check_flag("with_A", with_A)
     return predict_log_errors(model, K, s, M, [(with_A, float(model.noise))], ridge=ridge, seed=seed, n_eval=n_eval,
-                              se_target=se_target, min_designs=min_designs, max_designs=max_designs)[0]
+                              stopping=stopping)[0]
 
 
-def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequence[tuple[bool, float]], *,
-                       ridge: float = 0.0, seed: int = 0, n_eval: int = 2**14, se_target: float = 2e-3,
-                       min_designs: int = 4, max_designs: int = 200,
-                       se_targets: Sequence[float] | None = None) -> list[dict[str, float]]:
-    """:func:`predict_log_error` of several variants ``(with_A, sigma)`` on the same designs: ``out[k]`` is
-    ``predict_log_error`` with ``with_A = variants[k][0]``, noise level ``variants[k][1]`` and ``se_target =
-    se_targets[k]`` (default: ``se_target`` for every variant), bit for bit.
+def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequence[tuple], *, ridge: float = 0.0,
+                       seed: int = 0, n_eval: int = 2**14,
+                       stopping: DesignStopping = DesignStopping()) -> list[dict[str, float]]:
+    """:func:`predict_log_error` of several variants ``(with_A, sigma)`` or ``(with_A, sigma, se_target)`` on the
+    same designs: ``out[k]`` is ``predict_log_error`` with ``with_A = variants[k][0]``, noise level
+    ``variants[k][1]`` and the stopping rule's SE target replaced by ``variants[k][2]`` where given, bit for bit.
 
     The designs and evaluation pairs depend on ``seed`` only, so the variants share them: every design is drawn,
     its normal equations and evaluation features computed once, for the variants still drawing
@@ -618,23 +628,21 @@ def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequen
     """
     _check_model(model)
     K, s, M = as_int("K", K, 1), as_int("s", s, 0), as_int("M", M, 1)
-    variants = [(check_flag(f"variants[{i}] (with_A)", _pair("variants", i, v)[0]),
-                 as_float(f"variants[{i}] (sigma)", v[1], low=0))
-                for i, v in enumerate(_sequence("variants", variants, "(with_A, sigma) pairs"))]
+    if not isinstance(stopping, DesignStopping):
+        raise ArgumentTypeError(f"stopping must be a numerics.error_model.DesignStopping, got {describe(stopping)}")
+    variants = _sequence("variants", variants, "(with_A, sigma[, se_target]) tuples")
+    for i, v in enumerate(variants):
+        if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__") or len(v) not in (2, 3):
+            raise ArgumentTypeError(f"variants[{i}] must be (with_A, sigma) or (with_A, sigma, se_target), "
+                                    f"got {describe(v)}")
+    targets = [as_float(f"variants[{i}] (se_target)", v[2], low=0, low_open=True) if len(v) == 3
+               else stopping.se_target for i, v in enumerate(variants)]
+    variants = [(check_flag(f"variants[{i}] (with_A)", v[0]), as_float(f"variants[{i}] (sigma)", v[1], low=0))
+                for i, v in enumerate(variants)]
     ridge = as_float("ridge", ridge, low=0)
     as_int("seed", seed, 0, MAX_SEED)
     n_eval = as_int("n_eval", n_eval, 2)
-    se_target = as_float("se_target", se_target, low=0, low_open=True)
-    targets = [se_target] * len(variants) if se_targets is None else [
-        as_float(f"se_targets[{i}]", t, low=0, low_open=True)
-        for i, t in enumerate(_sequence("se_targets", se_targets, "SE targets"))]
-    if len(targets) != len(variants):
-        raise ValueError(f"se_targets must have one target per variant: {len(targets)} for {len(variants)}")
-    min_designs = as_int("min_designs", min_designs, 2, MAX_DESIGNS)
-    max_designs = as_int("max_designs", max_designs, 2, MAX_DESIGNS)
-    if min_designs > max_designs:
-        raise ValueError(f"min_designs must be <= max_designs, got min_designs={min_designs}, "
-                         f"max_designs={max_designs}")
+    min_designs, max_designs = stopping.min_designs, stopping.max_designs
     if model.noise_law != "gaussian":
         raise ValueError(f"predict_log_error needs Gaussian noise, the model has noise_law={model.noise_law!r}")
     q = 2 * model.d * model.rank if (any(a for a, _ in variants) and model.d > 1) else 0

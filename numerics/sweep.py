@@ -1,6 +1,7 @@
 """Sweep runner: a grid of configurations x replicate seeds -> a results table.
 
-``run_sweep(func, cells, ...)`` calls ``func(cell, seed) -> dict`` once per (cell, seed) pair.
+``run_sweep(func, cells, ...)`` calls ``func(cell, seed) -> dict`` once per (cell, seed) pair, on the workers that
+a :class:`Workers` names:
 
 - ``executor="local"``: joblib (loky processes) with ``n_jobs`` workers; ``n_jobs=1`` runs in-process.
 - ``executor="dask"``: ``dask.distributed.Client(scheduler)``, ``submit`` / ``as_completed``;
@@ -30,6 +31,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -41,7 +43,7 @@ from ._cache_files import (CacheIntegrityWarning, CacheWriteWarning, cache_path,
                            cache_write, cell_lock, lock_path, result_checksum)
 from ._cache_keys import MAX_SEED, cache_key, cell_seed, check_seed, qualname, source_version, to_jsonable
 
-__all__ = ["SweepResults", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
+__all__ = ["SweepResults", "Workers", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
            "CacheIntegrityWarning", "CacheWriteWarning", "cell_lock", "result_checksum", "simulation_modules"]
 
 #: the modules whose source decides each simulation's draws and values (:func:`simulation_modules`)
@@ -60,6 +62,39 @@ def simulation_modules(kind: str) -> tuple:
     return tuple(importlib.import_module(name) for name in names)
 
 _EXECUTORS = ("local", "dask")
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Where :func:`run_sweep` computes: backend, worker count and torch's intra-op threads per task.
+
+    Attributes
+    ----------
+    n_jobs : int
+        Worker processes (``"local"``) or workers of the in-process cluster (``"dask"``); ``>= 1``.
+    executor : {"local", "dask"}
+        Backend.
+    scheduler : str or distributed.Client or None
+        Dask only: a scheduler address, an existing ``Client``, or ``None`` / ``"local"``
+        (in-process ``LocalCluster``, threads, ``dashboard_address=None``).
+    torch_threads : int or None
+        Intra-op threads of torch while a task runs (default 1: identical results everywhere and
+        no oversubscription with several workers); ``None`` leaves torch alone.
+    """
+
+    n_jobs: int = 2
+    executor: str = "local"
+    scheduler: Any = None
+    torch_threads: int | None = 1
+
+    def __post_init__(self) -> None:
+        from numerics.threads import check_n_jobs
+
+        check_choice("executor", self.executor, _EXECUTORS)
+        check_n_jobs("n_jobs", self.n_jobs)
+        if self.torch_threads is not None:
+            check_n_jobs("torch_threads", self.torch_threads)
+
 #: largest ``n_replicates`` of :func:`run_sweep` (the seeds are derived up front, one hash each)
 MAX_REPLICATES = 10**6
 
@@ -215,11 +250,8 @@ def run_sweep(
     base_seed: int = 0,
     cache_dir: str | os.PathLike | None = None,
     version: str = "1",
-    n_jobs: int = 2,
-    executor: str = "local",
-    scheduler: Any = None,
+    workers: Workers = Workers(),
     progress: Callable[[dict], None] | None = None,
-    torch_threads: int | None = 1,
 ) -> SweepResults:
     """Run ``func(cell, seed)`` for every cell and replicate seed; return the results table.
 
@@ -244,18 +276,10 @@ def run_sweep(
         With a cache, the same (cell, seed) twice in one call is computed once.
     version : str
         Part of the cache key; change it when ``func``'s meaning changes.
-    n_jobs : int
-        Worker processes (``local``) or workers of the in-process cluster (``dask``); ``>= 1``.
-    executor : {"local", "dask"}
-        Backend.
-    scheduler : str or distributed.Client or None
-        Dask only: a scheduler address, an existing ``Client``, or ``None`` / ``"local"``
-        (in-process ``LocalCluster``, threads, ``dashboard_address=None``).
+    workers : Workers
+        Backend, worker count and torch threads (default: two local processes, torch at one thread).
     progress : callable, optional
         Called with each finished record (once per pair, cached ones included).
-    torch_threads : int or None
-        Intra-op threads of torch while ``func`` runs (default 1: identical results everywhere and
-        no oversubscription with several workers); ``None`` leaves torch alone.
 
     Returns
     -------
@@ -265,7 +289,7 @@ def run_sweep(
     Raises
     ------
     ValueError
-        Bad ``executor``, ``n_jobs``, seeds, non-picklable ``func``, result keys that collide with
+        Bad seeds, non-picklable ``func``, result keys that collide with
         the cell's keys, non-serialisable values.
 
     Examples
@@ -274,40 +298,31 @@ def run_sweep(
     >>> def _f(cell, seed):  # doctest: +SKIP
     ...     return {"y": cell["x"] * 2}
     """
-    _check_backend(executor, n_jobs, torch_threads)
+    if not isinstance(workers, Workers):
+        raise ArgumentTypeError(f"workers must be a numerics.Workers, got {describe(workers)}")
     check_text("version", version, empty=False)
     fname = qualname(func)
     cell_list = _check_cells(cells)
     seed_lists = _resolve_seeds(cell_list, seeds, n_replicates, base_seed)
     pairs = [(i, c, s) for i, (c, sl) in enumerate(zip(cell_list, seed_lists)) for s in sl]
     table = _Table(pairs, None if cache_dir is None else Path(cache_dir), fname, version, progress)
-    _execute(func, table, table.read_cache(func), executor, n_jobs, scheduler, torch_threads)
+    _execute(func, table, table.read_cache(func), workers)
     return SweepResults(table.records(), n_computed=len(pairs) - table.n_cached, n_cached=table.n_cached)
 
 
-def _execute(func: Callable, table: "_Table", todo: list[int], executor: str, n_jobs: int, scheduler: Any,
-             torch_threads: int | None) -> None:
+def _execute(func: Callable, table: "_Table", todo: list[int], workers: Workers) -> None:
     """Compute the pairs ``todo`` of ``table`` that no other run claims; then those that other runs left."""
     try:
         while todo:  # a second round only for pairs another run had claimed and then did not finish
             work = table.claimed(todo)
-            if executor == "local":
-                _run_local(func, table.pairs, work, len(todo), n_jobs, torch_threads, table.finish)
+            if workers.executor == "local":
+                _run_local(func, table.pairs, work, len(todo), workers.n_jobs, workers.torch_threads, table.finish)
             else:
-                _run_dask(func, table.pairs, work, n_jobs, scheduler, torch_threads, table.finish)
+                _run_dask(func, table.pairs, work, workers.n_jobs, workers.scheduler, workers.torch_threads,
+                          table.finish)
             todo = table.wait_for_others()
     finally:
         table.release_all()  # an error or an interrupt: the claims of unfinished pairs go back
-
-
-def _check_backend(executor: str, n_jobs: Any, torch_threads: Any = None) -> None:
-    """``executor`` is one of :data:`_EXECUTORS`; ``n_jobs`` and ``torch_threads`` (unless None) thread counts."""
-    from numerics.threads import check_n_jobs
-
-    check_choice("executor", executor, _EXECUTORS)
-    check_n_jobs("n_jobs", n_jobs)
-    if torch_threads is not None:
-        check_n_jobs("torch_threads", torch_threads)
 
 
 def _check_cells(cells: Iterable[Mapping[str, Any]]) -> list[dict]:

@@ -20,7 +20,8 @@ seed = ctx.design_seed("finite", cfg["d"], cfg["N"], cfg["r"], cfg["P"])
 ridge, se_t = float(D.trial_extra["ridge"]), FINITE_SE["paper"]
 for li, tot in zip(a.levels, a.total):
     K, M = g.K[li], g.M[li]; t0 = time.time()
-    ref = em.predict_log_error(m, K, cfg["P"] - 2, M, ridge=ridge, with_A=True, seed=seed, se_target=se_t)
+    ref = em.predict_log_error(m, K, cfg["P"] - 2, M, ridge=ridge, with_A=True, seed=seed,
+                               stopping=em.DesignStopping(se_target=se_t))
     vals, n_stop = [], None
     for j in range(max(tot, 1)):
         if n_stop is None and len(vals) >= 4 and np.std(vals, ddof=1) / math.sqrt(len(vals)) <= se_t:

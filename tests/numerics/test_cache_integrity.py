@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numerics.sweep import CacheIntegrityWarning, cache_key, result_checksum, run_sweep
+from numerics.sweep import CacheIntegrityWarning, Workers, cache_key, result_checksum, run_sweep
 from verify.context import CheckContext
 
 HERE = Path(__file__).resolve().parent
@@ -48,12 +48,12 @@ def _entry(tmp_path: Path, cell: dict, seed: int = 1) -> Path:
 
 
 def _sweep(tmp_path: Path, cells=CELLS, **kw):
-    return run_sweep(task, cells, seeds=[1], cache_dir=tmp_path, n_jobs=1, **kw)
+    return run_sweep(task, cells, seeds=[1], cache_dir=tmp_path, workers=Workers(n_jobs=1), **kw)
 
 
 def _rerun_recomputes(tmp_path: Path, match: str, cells=CELLS) -> None:
     """The rerun warns (``match``), recomputes exactly one pair, and returns the true records."""
-    truth = run_sweep(task, cells, seeds=[1], n_jobs=1).to_records()
+    truth = run_sweep(task, cells, seeds=[1], workers=Workers(n_jobs=1)).to_records()
     CALLS.clear()
     with pytest.warns(CacheIntegrityWarning, match=match):
         res = _sweep(tmp_path, cells)
@@ -150,7 +150,7 @@ def test_entry_without_checksum_is_accepted_when_its_key_matches_and_upgraded(tm
 
 def test_the_same_pair_twice_in_one_sweep_is_computed_once(tmp_path):
     CALLS.clear()
-    res = run_sweep(task, [CELLS[0], CELLS[0]], seeds=[1, 1], cache_dir=tmp_path, n_jobs=1)
+    res = run_sweep(task, [CELLS[0], CELLS[0]], seeds=[1, 1], cache_dir=tmp_path, workers=Workers(n_jobs=1))
     assert len(CALLS) == 1 and len(res) == 4 and res.n_computed == 4 and res.n_cached == 0
     assert len({json.dumps(r, sort_keys=True) for r in res}) == 1
     assert len(list(tmp_path.rglob("*.json"))) == 1
@@ -159,9 +159,9 @@ def test_the_same_pair_twice_in_one_sweep_is_computed_once(tmp_path):
 _SWEEP_SCRIPT = """
 import json, sys
 sys.path.insert(0, {here!r})
-from numerics.sweep import run_sweep
+from numerics.sweep import Workers, run_sweep
 import test_cache_integrity as t
-res = run_sweep(t.task, [{{"i": i, "P": 3}} for i in range(8)], seeds=[1], cache_dir={cache!r}, n_jobs={n_jobs})
+res = run_sweep(t.task, [{{"i": i, "P": 3}} for i in range(8)], seeds=[1], cache_dir={cache!r}, workers=Workers(n_jobs={n_jobs}))
 print(json.dumps(res.to_records()))
 """
 
@@ -178,7 +178,7 @@ def _two_processes(scripts: list[str], log: Path, sleep: float) -> list[str]:
 
 
 def test_two_concurrent_sweeps_never_compute_a_pair_twice(tmp_path):
-    """One sweep in-process (n_jobs=1), one with 2 loky workers (claims taken in joblib's dispatch thread)."""
+    """One sweep in-process (one job), one with 2 loky workers (claims taken in joblib's dispatch thread)."""
     log = tmp_path / "calls.log"
     scripts = [_SWEEP_SCRIPT.format(here=str(HERE), cache=str(tmp_path / "cache"), n_jobs=n) for n in (1, 2)]
     a, b = _two_processes(scripts, log, sleep=0.3)

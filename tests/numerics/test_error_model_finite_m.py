@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from numerics.error_model import (_EvalSet, _Features, _normal_equations, empirical_range, expected_log_quadratic,
+from numerics.error_model import (DesignStopping, _EvalSet, _Features, _normal_equations, empirical_range, expected_log_quadratic,
                                   predict_error, predict_error_grid, predict_log_error, predict_log_errors, RANGE_Q)
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
@@ -61,7 +61,7 @@ def _simulated_log_error(cfg: dict, K: int, M: int, reps: int, ridge: float) -> 
     ({**CFG, "d": 2}, 13, 2000, 40, 1e-4),  # d = 2: linearised in A
 ])
 def test_model_predicts_the_mean_log_error_of_the_estimator(cfg, K, M, reps, ridge):
-    q = predict_log_error(model_for(cfg), K, 1, M, ridge=ridge, seed=5, se_target=0.005)
+    q = predict_log_error(model_for(cfg), K, 1, M, ridge=ridge, seed=5, stopping=DesignStopping(se_target=0.005))
     sim, se = _simulated_log_error(cfg, K, M, reps, ridge)
     assert abs(sim - q["log_error"]) < 4 * math.hypot(se, q["se"])
 
@@ -85,10 +85,11 @@ def test_variants_on_shared_designs_are_the_single_models_bit_for_bit(d, N, r, r
     variants = [(True, 0.002), (True, 0.05), (False, 0.05), (False, 0.002)]
     for K, M in ((5, 40), (8, 120)):
         got = predict_log_errors(model_for(cfg), K, 1, M, variants, ridge=ridge, seed=7, n_eval=2**10,
-                                 se_target=0.03, max_designs=12)
+                                 stopping=DesignStopping(se_target=0.03, max_designs=12))
         for (with_A, sigma), q in zip(variants, got):
             assert q == predict_log_error(model_for({**cfg, "sigma": sigma}), K, 1, M, ridge=ridge, with_A=with_A,
-                                          seed=7, n_eval=2**10, se_target=0.03, max_designs=12)
+                                          seed=7, n_eval=2**10,
+                                          stopping=DesignStopping(se_target=0.03, max_designs=12))
 
 
 @pytest.mark.parametrize("d, r, with_A", [(1, 1, True), (3, 1, True), (4, 2, True), (3, 1, False)])

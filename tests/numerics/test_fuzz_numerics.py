@@ -300,24 +300,25 @@ def _error_model_cases(add: Callable[..., None]) -> None:
     add("predict_error", dict(model=model, K=2, s=1, n_pop=50, n_pairs=1024, seed=0, with_A=True),
         dict(model=Arg("model"), K=integer(1), s=integer(0), n_pop=integer(1), n_pairs=integer(1), seed=SEED,
              with_A=FLAG), func=error_model.predict_error)
+    few = error_model.DesignStopping(se_target=1.0, min_designs=2, max_designs=3)
     add("predict_log_error", dict(model=model, K=2, s=1, M=20, ridge=0.0, with_A=True, seed=0, n_eval=256,
-                                  se_target=1.0, min_designs=2, max_designs=3),
+                                  stopping=few),
         dict(model=Arg("model"), K=integer(1), s=integer(0), M=integer(1), ridge=nonneg(), with_A=FLAG, seed=SEED,
-             n_eval=integer(2), se_target=pos(), min_designs=integer(2), max_designs=integer(2)),
-        func=error_model.predict_log_error)
+             n_eval=integer(2), stopping=Arg("settings")), func=error_model.predict_log_error)
+    add("DesignStopping", dict(se_target=1.0, min_designs=2, max_designs=3),
+        dict(se_target=pos(), min_designs=integer(2), max_designs=integer(2)), func=error_model.DesignStopping)
     add("predict_error_grid", dict(model=model, Ks=[2, 3], s=1, noises=[0.5, 1.0], n_pop=50, n_pairs=1024, seed=0,
                                    with_A=True),
         dict(model=Arg("model"), Ks=Arg("sizes"), s=integer(0), noises=Arg("sizes"), n_pop=integer(1),
              n_pairs=integer(1), seed=SEED, with_A=FLAG), func=error_model.predict_error_grid,
         drop={"Ks": frozenset({"too short"}), "noises": frozenset({"None", "zero", "too short"})})
-    add("predict_log_errors", dict(model=model, K=2, s=1, M=20, variants=[(True, 0.1), (False, 1.0)], ridge=0.0,
-                                   seed=0, n_eval=256, se_target=1.0, min_designs=2, max_designs=3),
+    add("predict_log_errors", dict(model=model, K=2, s=1, M=20, variants=[(True, 0.1), (False, 1.0, 0.5)], ridge=0.0,
+                                   seed=0, n_eval=256, stopping=few),
         dict(model=Arg("model"), K=integer(1), s=integer(0), M=integer(1), variants=Arg("items", extra=(
             ("empty", []), ("nan sigma", [(True, NAN)]), ("negative sigma", [(True, -1.0)]),
-            ("str flag", [("yes", 0.1)]), ("triple", [(True, 0.1, 1)]), ("flat", [True, 0.1]))),
-             ridge=nonneg(), seed=SEED, n_eval=integer(2), se_target=pos(), min_designs=integer(2),
-             max_designs=integer(2), se_targets=Arg("sizes")), func=error_model.predict_log_errors,
-        drop={"se_targets": frozenset({"None"})})
+            ("str flag", [("yes", 0.1)]), ("zero se_target", [(True, 0.1, 0.0)]), ("quadruple", [(True, 0.1, 1, 1)]),
+            ("flat", [True, 0.1]))),
+             ridge=nonneg(), seed=SEED, n_eval=integer(2), stopping=Arg("settings")), func=error_model.predict_log_errors)
     add("population_range", dict(model=model, seed=0, n=2**12),
         dict(model=Arg("model"), seed=SEED, n=integer(1)), func=error_model.population_range)
     add("predicted_curve", dict(pred=[q, q], M=[100, 1000], parametric=True),
@@ -436,11 +437,14 @@ def _estimator_cases(add: Callable[..., None]) -> None:
 def _sweep_cases(add: Callable[..., None]) -> None:
     """numerics.sweep (asserted 100 % refused)."""
     cell = {"a": 1}
-    add("run_sweep", dict(func=_cell_func, cells=[cell], seeds=[0], n_jobs=1, executor="local", torch_threads=1),
-        dict(func=Arg("callable"), cells=Arg("items"), seeds=Arg("items", none_ok=True), n_jobs=integer(1, 1024),
-             executor=choice("local", "dask"), torch_threads=integer(1, 1024, none_ok=True), version=Arg("text")))
-    add("run_sweep[n_replicates]", dict(func=_cell_func, cells=[cell], n_replicates=2, base_seed=0, n_jobs=1),
+    add("run_sweep", dict(func=_cell_func, cells=[cell], seeds=[0], workers=numerics.Workers(n_jobs=1)),
+        dict(func=Arg("callable"), cells=Arg("items"), seeds=Arg("items", none_ok=True),
+             workers=Arg("settings"), version=Arg("text")))
+    add("run_sweep[n_replicates]", dict(func=_cell_func, cells=[cell], n_replicates=2, base_seed=0,
+                                        workers=numerics.Workers(n_jobs=1)),
         dict(n_replicates=integer(1, extra=(("10**9", 10**9),)), base_seed=SEED), path="run_sweep")
+    add("Workers", dict(n_jobs=1, executor="local", scheduler=None, torch_threads=1),
+        dict(n_jobs=integer(1, 1024), executor=choice("local", "dask"), torch_threads=integer(1, 1024, none_ok=True)))
     add("cell_seed", dict(base_seed=0, cell=cell, replicate=0), dict(base_seed=SEED, replicate=integer(0)))
     add("cache_key", dict(func=_cell_func, cell=cell, seed=0, version="1", source=True),
         dict(func=Arg("callable"), seed=SEED, source=FLAG))

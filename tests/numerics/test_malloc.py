@@ -60,9 +60,9 @@ _FAULTS_CODE = (
     _FAULTS_FUNC
     + "if __name__ == '__main__':\n"
     "    from numerics.malloc import keep_freed_memory\n"
-    "    from numerics.sweep import run_sweep\n"
+    "    from numerics.sweep import Workers, run_sweep\n"
     "    ok = keep_freed_memory(children=True) if sys.argv[1] == 'on' else True\n"
-    "    res = run_sweep(faults, [{'x': 0}, {'x': 1}], seeds=[0], n_jobs=2)\n"
+    "    res = run_sweep(faults, [{'x': 0}, {'x': 1}], seeds=[0], workers=Workers(n_jobs=2))\n"
     "    print(ok, *[r['faults'] for r in res])\n"
 )
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numerics.sweep import SweepResults, cache_key, cell_seed, run_sweep
+from numerics.sweep import SweepResults, Workers, cache_key, cell_seed, run_sweep
 
 CALLS: list[tuple] = []
 
@@ -41,7 +41,7 @@ CELLS = [{"M": m, "scale": 2.0} for m in (10, 20, 30)]
 
 
 def test_grid_order_and_records():
-    res = run_sweep(task, CELLS, seeds=[1, 2], n_jobs=1)
+    res = run_sweep(task, CELLS, seeds=[1, 2], workers=Workers(n_jobs=1))
     assert isinstance(res, SweepResults) and len(res) == 6
     assert [(r["M"], r["seed"]) for r in res] == [(10, 1), (10, 2), (20, 1), (20, 2), (30, 1), (30, 2)]
     assert res.n_computed == 6 and res.n_cached == 0
@@ -52,7 +52,7 @@ def test_grid_order_and_records():
 
 
 def test_n_replicates_gives_independent_seeds_per_cell():
-    res = run_sweep(task, CELLS, n_replicates=3, base_seed=5, n_jobs=1)
+    res = run_sweep(task, CELLS, n_replicates=3, base_seed=5, workers=Workers(n_jobs=1))
     seeds = [r["seed"] for r in res]
     assert len(set(seeds)) == 9
     assert seeds[:3] == [cell_seed(5, CELLS[0], i) for i in range(3)]
@@ -60,41 +60,41 @@ def test_n_replicates_gives_independent_seeds_per_cell():
 
 def test_cache_reuse_and_resume(tmp_path):
     CALLS.clear()
-    first = run_sweep(task, CELLS[:2], seeds=[1, 2], cache_dir=tmp_path, n_jobs=1)
+    first = run_sweep(task, CELLS[:2], seeds=[1, 2], cache_dir=tmp_path, workers=Workers(n_jobs=1))
     assert len(CALLS) == 4
     CALLS.clear()
     seen = []
-    second = run_sweep(task, CELLS, seeds=[1, 2], cache_dir=tmp_path, n_jobs=1, progress=seen.append)
+    second = run_sweep(task, CELLS, seeds=[1, 2], cache_dir=tmp_path, workers=Workers(n_jobs=1), progress=seen.append)
     assert len(CALLS) == 2  # only the new cell (M=30) is computed: the sweep resumed
     assert second.n_cached == 4 and second.n_computed == 2 and len(seen) == 6
     assert second.to_records()[:4] == first.to_records()
     CALLS.clear()
-    third = run_sweep(task, CELLS, seeds=[1, 2], cache_dir=tmp_path, n_jobs=1)
+    third = run_sweep(task, CELLS, seeds=[1, 2], cache_dir=tmp_path, workers=Workers(n_jobs=1))
     assert CALLS == [] and third.n_computed == 0  # second run calls func zero times
     assert third.to_records() == second.to_records()
     # a new version string invalidates the cache
-    run_sweep(task, CELLS[:1], seeds=[1], cache_dir=tmp_path, n_jobs=1, version="2")
+    run_sweep(task, CELLS[:1], seeds=[1], cache_dir=tmp_path, workers=Workers(n_jobs=1), version="2")
     assert len(CALLS) == 1
 
 
 def test_interrupted_sweep_keeps_finished_cells(tmp_path):
     with pytest.raises(RuntimeError, match="boom"):
-        run_sweep(failing_task, CELLS, seeds=[1], cache_dir=tmp_path, n_jobs=1)
+        run_sweep(failing_task, CELLS, seeds=[1], cache_dir=tmp_path, workers=Workers(n_jobs=1))
     files = list(tmp_path.rglob("*.json"))
     assert len(files) == 2  # M=10 and M=20 finished before the failure
     blob = json.loads(files[0].read_text())
     assert set(blob) == {"func", "cell", "seed", "version", "result", "sha256"}
     CALLS.clear()
-    run_sweep(failing_task, CELLS[:2], seeds=[1], cache_dir=tmp_path, n_jobs=1)
+    run_sweep(failing_task, CELLS[:2], seeds=[1], cache_dir=tmp_path, workers=Workers(n_jobs=1))
     assert CALLS == []
 
 
 def test_corrupt_cache_entry_is_recomputed(tmp_path):
-    run_sweep(task, CELLS[:1], seeds=[1], cache_dir=tmp_path, n_jobs=1)
+    run_sweep(task, CELLS[:1], seeds=[1], cache_dir=tmp_path, workers=Workers(n_jobs=1))
     (f,) = tmp_path.rglob("*.json")
     f.write_text("{not json")
     CALLS.clear()
-    res = run_sweep(task, CELLS[:1], seeds=[1], cache_dir=tmp_path, n_jobs=1)
+    res = run_sweep(task, CELLS[:1], seeds=[1], cache_dir=tmp_path, workers=Workers(n_jobs=1))
     assert len(CALLS) == 1 and res.n_computed == 1
 
 
@@ -108,15 +108,15 @@ def test_cache_key_stable_and_sensitive():
 
 
 def test_local_processes_equal_in_process():
-    serial = run_sweep(task, CELLS, seeds=[3, 4], n_jobs=1).to_records()
-    parallel = run_sweep(task, CELLS, seeds=[3, 4], n_jobs=2).to_records()
+    serial = run_sweep(task, CELLS, seeds=[3, 4], workers=Workers(n_jobs=1)).to_records()
+    parallel = run_sweep(task, CELLS, seeds=[3, 4], workers=Workers(n_jobs=2)).to_records()
     assert parallel == serial  # bitwise identical, grid order
 
 
 def test_dask_in_process_cluster_equals_local():
     pytest.importorskip("distributed")
-    serial = run_sweep(task, CELLS, seeds=[3, 4], n_jobs=1).to_records()
-    dask_res = run_sweep(task, CELLS, seeds=[3, 4], n_jobs=2, executor="dask").to_records()
+    serial = run_sweep(task, CELLS, seeds=[3, 4], workers=Workers(n_jobs=1)).to_records()
+    dask_res = run_sweep(task, CELLS, seeds=[3, 4], workers=Workers(n_jobs=2, executor="dask")).to_records()
     assert dask_res == serial
 
 
@@ -124,30 +124,35 @@ def test_dask_local_cluster_on_loopback_equals_local():
     """A real LocalCluster with worker processes on 127.0.0.1, addressed by its scheduler address
     (runs in CI: ~4 s on an idle machine, worker start-up imports torch)."""
     distributed = pytest.importorskip("distributed")
-    serial = run_sweep(task, CELLS, seeds=[3, 4], n_jobs=1).to_records()
+    serial = run_sweep(task, CELLS, seeds=[3, 4], workers=Workers(n_jobs=1)).to_records()
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
-        got = run_sweep(task, CELLS, seeds=[3, 4], executor="dask", scheduler=cluster.scheduler_address)
+        got = run_sweep(task, CELLS, seeds=[3, 4], workers=Workers(executor="dask", scheduler=cluster.scheduler_address))
         with distributed.Client(cluster) as client:
-            got2 = run_sweep(task, CELLS, seeds=[3, 4], executor="dask", scheduler=client)
+            got2 = run_sweep(task, CELLS, seeds=[3, 4], workers=Workers(executor="dask", scheduler=client))
     assert got.to_records() == serial and got2.to_records() == serial
 
 
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"executor": "spark", "seeds": [1]}, "executor"),
-        ({"n_jobs": 0, "seeds": [1]}, "n_jobs"),
         ({}, "n_replicates"),
         ({"seeds": [1], "n_replicates": 2}, "either"),
         ({"seeds": [-1]}, "seeds"),
         ({"seeds": []}, "seeds"),
-        ({"seeds": [1], "executor": "dask", "scheduler": 3.5}, "scheduler"),
+        ({"seeds": [1], "workers": Workers(executor="dask", scheduler=3.5)}, "scheduler"),
     ],
 )
 def test_invalid_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         run_sweep(task, CELLS[:1], **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [({"executor": "spark"}, "executor"), ({"n_jobs": 0}, "n_jobs"),
+                                           ({"torch_threads": 0}, "torch_threads")])
+def test_invalid_workers(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Workers(**kwargs)
 
 
 def test_invalid_func_and_cells():
@@ -158,14 +163,14 @@ def test_invalid_func_and_cells():
     with pytest.raises(ValueError, match="seed"):
         run_sweep(task, [{"M": 3, "seed": 1}], seeds=[1])
     with pytest.raises(ValueError, match="collide"):
-        run_sweep(clash_task, CELLS[:1], seeds=[1], n_jobs=1)
+        run_sweep(clash_task, CELLS[:1], seeds=[1], workers=Workers(n_jobs=1))
 
 
 def test_cache_is_shared_across_n_jobs(tmp_path):
     """The key is (func, cell, seed, version): a sweep written with 2 workers is read back by 1 (resume)."""
-    first = run_sweep(task, CELLS, seeds=[5, 6], cache_dir=tmp_path, n_jobs=2)
+    first = run_sweep(task, CELLS, seeds=[5, 6], cache_dir=tmp_path, workers=Workers(n_jobs=2))
     CALLS.clear()
-    again = run_sweep(task, CELLS, seeds=[5, 6], cache_dir=tmp_path, n_jobs=1)
+    again = run_sweep(task, CELLS, seeds=[5, 6], cache_dir=tmp_path, workers=Workers(n_jobs=1))
     assert CALLS == [] and again.n_computed == 0 and again.n_cached == 6
     assert again.to_records() == first.to_records()
 

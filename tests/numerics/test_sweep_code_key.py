@@ -14,7 +14,7 @@ import types
 
 import pytest
 
-from numerics.sweep import cache_key, cell_seed, run_sweep
+from numerics.sweep import Workers, cache_key, cell_seed, run_sweep
 
 CELL = {"a": 1}
 
@@ -92,12 +92,12 @@ def test_run_sweep_recomputes_a_redefined_function(tmp_path):
     """The notebook case end to end: a cached sweep of ``f``, then ``f`` redefined under the same name."""
     cache = tmp_path / "cache"
     one = _file_module(tmp_path, "sweepmod", F1).f
-    first = run_sweep(one, [CELL], seeds=[3], cache_dir=cache, n_jobs=1)
+    first = run_sweep(one, [CELL], seeds=[3], cache_dir=cache, workers=Workers(n_jobs=1))
     assert first.n_computed == 1 and first.to_records()[0]["x"] == 4
-    assert run_sweep(one, [CELL], seeds=[3], cache_dir=cache, n_jobs=1).n_cached == 1
+    assert run_sweep(one, [CELL], seeds=[3], cache_dir=cache, workers=Workers(n_jobs=1)).n_cached == 1
     (tmp_path / "v2").mkdir()
     two = _file_module(tmp_path / "v2", "sweepmod", F2).f
-    again = run_sweep(two, [CELL], seeds=[3], cache_dir=cache, n_jobs=1)
+    again = run_sweep(two, [CELL], seeds=[3], cache_dir=cache, workers=Workers(n_jobs=1))
     assert again.n_computed == 1 and again.to_records()[0]["x"] == 5
 
 

@@ -50,7 +50,7 @@ from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
 from numerics.slopes import fit_slope
 from numerics.allocation import allocate_replicates
-from numerics.sweep import cell_seed, run_sweep, source_version
+from numerics.sweep import Workers, cell_seed, run_sweep, source_version
 from numerics.threads import torch_threads
 from verify.context import CheckContext
 
@@ -231,10 +231,9 @@ def finite_task(cell: dict, seed: int) -> dict:
     predict_log_error result per variant]}`` (:func:`numerics.error_model.predict_log_errors`: the variants share
     the designs).
     """
-    variants = [(bool(v[0]), float(v[1])) for v in cell["variants"]]
+    variants = [(bool(v[0]), float(v[1]), float(v[2])) for v in cell["variants"]]
     q = predict_log_errors(model_for({**cell, "sigma": 1.0}), int(cell["K"]), int(cell["P"]) - 2, int(cell["M"]),
-                           variants, ridge=float(cell["ridge"]), seed=int(seed),
-                           se_targets=[float(v[2]) for v in cell["variants"]])
+                           variants, ridge=float(cell["ridge"]), seed=int(seed))
     return {"finite": q}
 
 
@@ -308,15 +307,13 @@ def _device_extra(ctx: CheckContext) -> dict:
     return {} if dev == "cpu" else {"device": dev}
 
 
-def _sweep(ctx: CheckContext, func, cells: list[dict], desc: str, info: dict | None, key: str, *,
-           version: str, n_replicates: int | None = None, base_seed: int = 0, seeds=None):
+def _sweep(ctx: CheckContext, func, cells: list[dict], seeds, desc: str, info: dict | None, key: str, version: str):
     """One :func:`run_sweep` with the context's cache, executor and workers; counts go to ``info[key]``."""
-    total = len(cells) * (n_replicates if n_replicates is not None else 1)
-    with ctx.progress(desc, total=total) as bar:
-        res = run_sweep(func, cells, seeds=seeds, n_replicates=n_replicates, base_seed=base_seed,
-                        cache_dir=None if ctx.cache_dir is None else Path(ctx.cache_dir) / "paper_a_rates",
-                        version=version, n_jobs=ctx.n_jobs, executor=getattr(ctx, "executor", "local"),
-                        scheduler=getattr(ctx, "scheduler", None), progress=lambda rec: bar.advance())
+    workers = Workers(n_jobs=ctx.n_jobs, executor=getattr(ctx, "executor", "local"),
+                      scheduler=getattr(ctx, "scheduler", None))
+    with ctx.progress(desc, total=sum(len(seeds(i, c)) for i, c in enumerate(cells))) as bar:
+        res = run_sweep(func, cells, seeds=seeds, version=version, workers=workers, progress=lambda rec: bar.advance(),
+                        cache_dir=None if ctx.cache_dir is None else Path(ctx.cache_dir) / "paper_a_rates")
     if info is not None:
         info[key] = {"n_computed": res.n_computed, "n_cached": res.n_cached}
     return res
@@ -346,8 +343,8 @@ def predictions(ctx: CheckContext, items: list[tuple[dict, int, int]], name: str
     keys = list(tasks)
     cells = [{**json.loads(c), "Ks": tasks[(c, sd)][0], "sigmas": tasks[(c, sd)][1],
               "s": int(json.loads(c)["P"]) - 2, **sizes} for c, sd in keys]
-    res = _sweep(ctx, predict_task, cells, f"{name} predictions", info, "predictions", version=PRED_VERSION,
-                 seeds=lambda i, c: [keys[i][1]])
+    res = _sweep(ctx, predict_task, cells, lambda i, c: [keys[i][1]], f"{name} predictions", info, "predictions",
+                 PRED_VERSION)
     found = {key: r["preds"] for key, r in zip(keys, res)}
     out = []
     for cfg, K, sd in items:
@@ -429,8 +426,8 @@ def finite_models(ctx: CheckContext, items: Sequence[tuple[Mapping, int, int, bo
     keys = list(tasks)
     cells = [{**json.loads(c), "K": K, "M": M, "ridge": ridge, "variants": [list(v) for v in tasks[(c, K, M, sd)]]}
              for c, K, M, sd in keys]
-    res = _sweep(ctx, finite_task, cells, f"{name} finite-M model", info, "finite-M model", version=FINITE_VERSION,
-                 seeds=lambda i, c: [keys[i][3]])
+    res = _sweep(ctx, finite_task, cells, lambda i, c: [keys[i][3]], f"{name} finite-M model", info,
+                 "finite-M model", FINITE_VERSION)
     found = {key: r["finite"] for key, r in zip(keys, res)}
     out = []
     for cfg, K, M, with_A, sd, se in items:
@@ -459,8 +456,8 @@ def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int,
             cells.append({**g.config, **trial_extra, **_device_extra(ctx), "K": K, "M": M, "group": g.label})
             counts.append(n)
     base = ctx.seed_for(name, "sweep")
-    res = _sweep(ctx, trial, cells, f"{name} sweep", info, "trials", version=SWEEP_VERSION,
-                 seeds=lambda i, cell: [cell_seed(base, cell, r) for r in range(counts[i])])
+    res = _sweep(ctx, trial, cells, lambda i, cell: [cell_seed(base, cell, r) for r in range(counts[i])],
+                 f"{name} sweep", info, "trials", SWEEP_VERSION)
     out = {}
     for g in groups:
         sub = res.filter(group=g.label)
@@ -482,8 +479,9 @@ def run_groups_fixed_M(ctx: CheckContext, configs: list[dict], K: int, M: int, r
     cells = [{**c, "restarts": estimator_starts(size_of(ctx)), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D,
               **_device_extra(ctx), "K": K, "M": M, "group": f"cfg{i}"}
              for i, c in enumerate(configs)]
-    res = _sweep(ctx, trial, cells, f"{name} sweep", info, "trials", version=SWEEP_VERSION,
-                 n_replicates=reps, base_seed=ctx.seed_for(name, "sweep"))
+    base = ctx.seed_for(name, "sweep")
+    res = _sweep(ctx, trial, cells, lambda i, cell: [cell_seed(base, cell, r) for r in range(reps)], f"{name} sweep",
+                 info, "trials", SWEEP_VERSION)
     errs = [res.filter(group=f"cfg{i}").column("err").tolist() for i in range(len(configs))]
     return errs, int(np.sum(res.column("refits")))
 
