@@ -16,7 +16,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from numerics.slopes import SlopeFit, design_slope
+from numerics.slopes import SlopeFit, design_slope, level_weights
 
 __all__ = ["GroupDesign", "GroupEvidence", "GroupMeasurement", "GroupPrediction", "LIMIT_WINDOWS", "RateDesign",
            "RateMeasurement", "RatePrediction", "SweepCost", "apriori_curve", "evidence", "group_prediction",
@@ -89,8 +89,7 @@ def apriori_curve(preds: Sequence[dict], Ms: Sequence[int], N: int, parametric: 
 def weighted_slope(M: Sequence[int], levels: Sequence[dict]) -> tuple[float, float]:
     """``sum_k w_k L_k`` with the per-level OLS weights of :func:`numerics.slopes.fit_slope` (``L_k``: a level's
     ``log_error``) and its SE from the levels' ``se``."""
-    x = np.log(np.asarray(M, dtype=float))
-    w = (x - x.mean()) / np.sum((x - x.mean()) ** 2)
+    w = level_weights(np.log(np.asarray(M, dtype=float)))
     L = np.array([q["log_error"] for q in levels])
     se = np.array([q["se"] for q in levels])
     return float(w @ L), float(math.sqrt(np.sum((w * se) ** 2)))

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from numerics.slopes import design_slope, level_weights
+
 from ..statistics import scalar_mean_se
 from ..claim import Claim, register
 from ..context import CheckContext
@@ -29,14 +31,8 @@ from ._paper_b import (attention_theory, cell_model, fs_comparison, mc_cached, m
 # B3: attention vs ridge on random inputs; small-gamma exponents
 # ---------------------------------------------------------------------------------------------
 def _per_trial_slopes(gammas: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    lx = np.log(gammas)
-    ly = np.log(np.maximum(trials, 1e-300))
-    xc = lx - lx.mean()
-    return (ly - ly.mean(axis=1, keepdims=True)) @ xc / (xc @ xc)
-
-
-def _ols_slope(gammas: np.ndarray, values: np.ndarray) -> float:
-    return float(_per_trial_slopes(gammas, np.asarray(values)[None, :])[0])
+    """The log-log least-squares slope of each trial's row (``numerics.slopes.level_weights``: one value per level)."""
+    return np.log(np.maximum(trials, 1e-300)) @ level_weights(np.log(gammas))
 
 
 @dataclass(frozen=True)
@@ -119,7 +115,7 @@ def _b3_slopes(design: dict[str, Any], prediction: dict[str, Any], measurement: 
     out = {}
     for kind, label, _ in B3_LAWS:
         small, large = (_per_trial_slopes(fit, t[:, fidx]) for t in measurement["c2"][kind])
-        out[label] = dict(theory_slope=_ols_slope(fit, prediction[kind][fidx]), mc_small=scalar_mean_se(small),
+        out[label] = dict(theory_slope=design_slope(fit, prediction[kind][fidx]), mc_small=scalar_mean_se(small),
                           mc_large=scalar_mean_se(large))
     return out
 

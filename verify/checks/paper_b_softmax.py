@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from numerics.slopes import design_slope
+
 from ..statistics import mean_se
 from ..claim import Claim, register
 from ..figures import paper_figure
@@ -334,7 +336,7 @@ class B8Point:
         gaps = np.abs([self.gap(n) for n in ns])
         if np.any(gaps <= 0):
             return float("nan")
-        return float(np.polyfit(np.log(ns), np.log(gaps), 1)[0])
+        return design_slope(ns, gaps)
 
 
 def _rule(pred_s: float, m_s: float, se_s: float, pred_l: float, m_l: float, se_l: float, ratio: float,
