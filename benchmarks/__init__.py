@@ -3,7 +3,7 @@
 Workloads (each measured in the same process and the same run, against its own baseline):
 
 - ``erm`` (:mod:`benchmarks.erm`): paper A's ERM (:class:`numerics.PairwiseInteractionEstimator`)
-  against the paper's own pipeline (:class:`numerics.baseline.PaperStyleEstimator`): time to the same
+  against the paper's own pipeline (:class:`benchmarks.paper_style.PaperStyleEstimator`): time to the same
   ``L2(rho)`` error, and fit time against ``M``.
 - ``interpolation`` (:mod:`benchmarks.interpolation`, paper B), when present: one eigendecomposition for
   a 50-gamma grid vs per-gamma solves (target >= 20x); the achieved GFLOP/s of the feature and Gram products

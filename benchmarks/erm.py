@@ -7,7 +7,7 @@ Two measurements, in one process:
    ``K`` intervals) on ``M`` samples; its squared ``L2(rho)`` error ``e_P`` is the target; its time is
    the median of ``project_repeats`` identical fits (3 in quick and full mode: a ~1 s fit is easily
    doubled by a load spike on a shared machine, the baseline's tens of seconds are not). Then
-   :class:`numerics.baseline.PaperStyleEstimator` (B-spline least squares + MLP surrogate +
+   :class:`benchmarks.paper_style.PaperStyleEstimator` (B-spline least squares + MLP surrogate +
    back-propagation to ``A``; cubic splines on the same ``K`` intervals) is run on the same data with a
    growing budget: after each of its rounds its error is evaluated (outside its clock) and the run stops
    as soon as the target is reached. "Reached" is a paired test on common evaluation pairs: with
@@ -118,7 +118,7 @@ def time_to_error(model: Any, X: np.ndarray, Y: np.ndarray, cfg: dict, seed: int
     Returns a dict with both times, both errors, the ratio, whether it is a lower bound and why,
     and the baseline's per-round trace (time, loss, error).
     """
-    from numerics.baseline import PaperStyleEstimator
+    from .paper_style import PaperStyleEstimator
 
     x, y = model.sample_pairs(cfg["n_eval"], np.random.default_rng(10_000 + seed))
     g_star = model.interaction(x, y)

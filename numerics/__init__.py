@@ -6,7 +6,6 @@ Modules
 -------
 ips        paper A: IPSModel (token laws, truths phi*, A*, noise; forward operator R_g)
 estimator  paper A: PairwiseInteractionEstimator (variable projection ERM, torch, float64)
-baseline   paper A: the paper's own pipeline (B-spline LS, MLP surrogate, back-propagation into A)
 sweep      sweep runner: configurations x seeds -> table; joblib locally, Dask when asked; disk cache;
            to_jsonable, the one JSON conversion (NaN policy as a parameter)
 slopes     fit_slope: log-log OLS slope with SE, t and bootstrap intervals, R^2
@@ -23,7 +22,6 @@ malloc     keep_freed_memory: glibc keeps freed large blocks in the heap (verify
 
 from theory import __version__  # noqa: F401  (one version for the three packages)
 
-from .baseline import *  # noqa: F401,F403
 from ._estimator_base import InteractionEstimator  # noqa: F401  (the public base class of paper A's estimators)
 from .estimator import *  # noqa: F401,F403
 from .ips import *  # noqa: F401,F403

@@ -1,7 +1,7 @@
 """The one shape of paper A's estimators (private): ``fit / predict / interaction / l2_error``.
 
 :class:`numerics.PairwiseInteractionEstimator` (the project's estimator) and
-:class:`numerics.baseline.PaperStyleEstimator` (the paper's pipeline) both derive from
+:class:`benchmarks.paper_style.PaperStyleEstimator` (the paper's pipeline, the benchmark's baseline) both derive from
 :class:`InteractionEstimator`: one data check (:func:`check_XY`), one fitted-state check and one Monte
 Carlo ``L2(rho)`` error with the same argument names (``model, n_pairs, rng``), so a caller (benchmarks,
 checks) can swap one for the other.

@@ -336,7 +336,8 @@ def test_adaptive_restarts_option():
 def test_both_estimators_share_one_base_class_and_argument_names():
     import inspect
 
-    from numerics import baseline, estimator
+    from benchmarks import paper_style as baseline
+    from numerics import estimator
     from numerics._estimator_base import InteractionEstimator
 
     for cls in (estimator.PairwiseInteractionEstimator, baseline.PaperStyleEstimator):

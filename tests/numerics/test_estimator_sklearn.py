@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numerics import IPSModel, PairwiseInteractionEstimator, PaperStyleEstimator
+from benchmarks.paper_style import PaperStyleEstimator
+from numerics import IPSModel, PairwiseInteractionEstimator
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.base import clone  # noqa: E402

@@ -17,7 +17,7 @@ callables, work-item iterables, ``pre_dispatch`` strings, models (and sequences 
 intervals and prediction dicts.
 
 Every module of the table (``rmt``, ``slopes``, ``error_model``, ``threads``, ``_piecewise``, ``ips``, ``estimator``,
-``baseline``, ``sweep``) must refuse 100 % of the bad calls.  A module not yet there goes in ``OTHERS``: its
+``sweep``; and ``benchmarks.paper_style``, the estimator benchmark's baseline) must refuse 100 % of the bad calls.  A module not yet there goes in ``OTHERS``: its
 non-refused calls are a KNOWN-GAP list that the test prints (``pytest -s``) and does not assert on.  During the table the address space of the process is capped (``RLIMIT_AS``, current size + 6 GiB), so a
 huge allocation is a ``MemoryError`` rather than a swapping machine (not on a machine with CUDA).  ``python tests/numerics/test_fuzz_numerics.py [-v]``
 prints the counts per module (and with ``-v`` every non-refused call) without asserting.
@@ -47,7 +47,15 @@ from fuzz_support import (Case, EVIL, INF, MARKER, NAN, OUTCOMES, Arg, capped_me
                           nonneg, pos, real, restore_limits)
 
 MINE = ("rmt", "model_simulation", "mc_settings", "slopes", "error_model", "threads", "_piecewise", "ips", "estimator",
-        "baseline", "sweep")
+        "paper_style", "sweep")
+#: modules of the table outside numerics (the estimator benchmark's baseline shares the estimators' checks)
+PATHS = {"paper_style": "benchmarks.paper_style"}
+
+
+def _module(mod: str) -> Any:
+    import importlib
+
+    return importlib.import_module(PATHS.get(mod, f"numerics.{mod}"))
 OTHERS: tuple[str, ...] = ()  # every module of numerics reaches 100 %; a new module's gaps go here
 MAX_SEED = 2**63 - 1
 
@@ -388,7 +396,9 @@ def _ips_cases(add: Callable[..., None]) -> None:
 
 
 def _estimator_cases(add: Callable[..., None]) -> None:
-    """numerics.estimator and numerics.baseline (asserted 100 % refused)."""
+    """numerics.estimator and the benchmark's baseline, benchmarks.paper_style (asserted 100 % refused)."""
+    from benchmarks.paper_style import BaselineRound, PaperStyleEstimator
+
     m = numerics.IPSModel(d=1, N=3, seed=0)
     X, Y = m.sample(16, 0)
     est_kw = dict(rank=1, degree=1, n_intervals=4, restarts=1, max_iter=5, ridge=1e-10, extrapolation="constant",
@@ -420,15 +430,16 @@ def _estimator_cases(add: Callable[..., None]) -> None:
         epochs=integer(0), rounds=integer(1), lr=pos(), batch_size=integer(1), surrogate_lr=pos(),
         surrogate_steps=integer(0), surrogate_tol=pos(), surrogate_points=integer(1), range_quantile=real(0, 0.1),
         tol=pos(), patience=integer(1), lr_decay=real(0, 1, low_open=True), restarts=integer(0),
-        restart_gain=pos(), max_time_s=pos(none_ok=True), device=DEVICE, random_state=Arg("rng", none_ok=True)))
+        restart_gain=pos(), max_time_s=pos(none_ok=True), device=DEVICE, random_state=Arg("rng", none_ok=True)),
+        func=PaperStyleEstimator)
     add("BaselineRound", dict(round=1, loss=0.1, surrogate_mse=0.01, surrogate_steps=3, fit_time_s=0.1,
                               state_time_s=0.1, start=1),
         dict(round=integer(0), loss=nonneg(), surrogate_mse=nonneg(), surrogate_steps=integer(0), fit_time_s=nonneg(),
              state_time_s=nonneg(), start=integer(1)),
-        drop={"surrogate_mse": frozenset({"nan", "np.nan"})})  # documented: NaN on the last round (no surrogate)
+        func=BaselineRound, drop={"surrogate_mse": frozenset({"nan", "np.nan"})})  # NaN on the last round: documented
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        base = numerics.PaperStyleEstimator(**base_kw).fit(X, Y)
+        base = PaperStyleEstimator(**base_kw).fit(X, Y)
     add("PaperStyleEstimator.predict", dict(X=X), dict(X=real(array=True)), func=base.predict)
     add("PaperStyleEstimator.l2_error", dict(model=m, n_pairs=256, rng=0),
         dict(model=Arg("model"), n_pairs=integer(1), rng=RNG), func=base.l2_error)
@@ -461,8 +472,8 @@ def _sweep_cases(add: Callable[..., None]) -> None:
 
 def _module_of(label: str) -> str:
     for mod in MINE + OTHERS:
-        m = sys.modules.get(f"numerics.{mod}")
-        if m is not None and label.split("[")[0].split(".")[0] in getattr(m, "__all__", ()):
+        m = _module(mod)
+        if label.split("[")[0].split(".")[0] in getattr(m, "__all__", ()):
             return mod
     return "_piecewise" if label.startswith("_piecewise") else "error_model"
 
@@ -512,7 +523,7 @@ def report(counts: dict[str, Counter], modules: tuple[str, ...]) -> str:
     for mod in modules:
         c = counts.get(mod, Counter())
         parts = ", ".join(f"{k} {c.get(k, 0)}" for k in OUTCOMES)
-        lines.append(f"  numerics.{mod}: {sum(c.values())} bad calls: {parts}")
+        lines.append(f"  {PATHS.get(mod, 'numerics.' + mod)}: {sum(c.values())} bad calls: {parts}")
     return "\n".join(lines)
 
 
@@ -527,7 +538,7 @@ def _public_callables() -> dict[str, set[str]]:
     out), and the functions of the private ``_piecewise``."""
     out: dict[str, set[str]] = {}
     for mod in MINE + OTHERS:
-        m = sys.modules[f"numerics.{mod}"]
+        m = _module(mod)
         names = getattr(m, "__all__", []) or [n for n, v in vars(m).items() if not n.startswith("_") and callable(v)
                                                and getattr(v, "__module__", "") == m.__name__]
         out[mod] = {n for n in names if callable(getattr(m, n))

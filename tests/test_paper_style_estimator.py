@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numerics.baseline import BaselineRound, PaperStyleEstimator
+from benchmarks.paper_style import BaselineRound, PaperStyleEstimator
 from numerics.ips import IPSModel
 
 # small, smooth problem: cubic B-spline truth with 4 interior knots, 3-dimensional tokens
@@ -174,7 +174,7 @@ def test_l2_error_takes_rng(problem, fitted):
 
 def test_round_bookkeeping_stops_restarts_and_decays_lr():
     """The early-stopping / restart / learning-rate rule of a round, on a hand-made loss sequence."""
-    from numerics.baseline import _FitProgress
+    from benchmarks.paper_style import _FitProgress
 
     est = PaperStyleEstimator(rank=1, rounds=50, patience=2, tol=1e-4, restarts=1, restart_gain=0.1, lr=0.1,
                               lr_decay=0.5)

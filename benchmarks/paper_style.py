@@ -1,4 +1,4 @@
-"""Paper A's own estimation pipeline, as a baseline for the project's estimator.
+"""Paper A's own estimation pipeline, as the baseline of the estimator benchmark (``python -m benchmarks --only erm``).
 
 The paper (Zucker, Wang, Lu, Seroussi, arXiv 2510.11789; ``docs/claims.md``, "Paper A") describes its numerical
 estimator only in words:
@@ -97,10 +97,11 @@ from scipy.interpolate import BSpline
 
 from theory.validation import as_float, as_int
 
-from ._estimator_base import (MAX_COUNT, ConvergenceWarning, InteractionEstimator, check_XY, check_count,
-                              check_positive, check_random_state_param)
-from .ips import check_random_state
-from .threads import check_device, torch_threads
+from numerics import ConvergenceWarning, InteractionEstimator
+from numerics._estimator_base import (MAX_COUNT, check_XY, check_count, check_positive,  # the estimators' checks
+                                      check_random_state_param)
+from numerics.ips import check_random_state
+from numerics.threads import check_device, torch_threads
 
 __all__ = ["PaperStyleEstimator", "BaselineRound"]
 
