@@ -25,7 +25,7 @@ import torch
 from theory.validation import ArgumentTypeError, as_float, as_int, describe
 
 from ._mc import check_gammas, check_kernel_memory, draw_sample
-from ._ridge_solvers import smoother_parts
+from ._ridge_solvers import gram, smoother_parts
 from .mc_settings import MonteCarloSettings
 from .rmt import kernel_batch, resolve_activation
 
@@ -39,12 +39,13 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, se
 
     Parameters
     ----------
-    activation : str or sympy expression
-        The kernel's ``f`` (see :func:`numerics.resolve_activation`).
+    activation : str or sympy expression, or a list / tuple of them
+        The kernel's ``f`` (see :func:`numerics.resolve_activation`).  A list: every activation on the same draws.
     c : float
         ``p / n``, ``> 0``; ``p / c`` is rounded to the nearest whole number of tokens.
-    t : float
-        ``||w_K|| ||w_Q|| / sqrt p``, ``>= 0``: the spike strength is ``t sqrt p``.
+    t : float, or a list / tuple of them
+        ``||w_K|| ||w_Q|| / sqrt p``, ``>= 0``: the spike strength is ``t sqrt p``.  A list: every strength on the
+        same draws.
     p : int
         Dimension, ``>= 2``.
     gammas : array (G,), ``>= 0`` (``0``: the interpolation limit, the in-sample residual for ``c < 1``).
@@ -67,42 +68,74 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, se
         ``g = tanh(mu^T x)`` left in the residual; ``name_noise``: ``sum_i v_i (R^2)_ii / n``, the label noise left
         (``v = 1 - g^2``; the two add up to ``E``); ``name_risk``: the risk on fresh labels at the same tokens,
         ``E + 2 sum_i v_i S_ii / n`` (``S = I - R``).  With ``bins``: ``"attention_leverage"``, ``(n_trials, G, B)``
-        (NaN for a bin without tokens).
+        (NaN for a bin without tokens).  A list of activations adds a leading axis to every array, then a list of
+        strengths another (ridge's arrays repeated along them): one draw, its ``X^T X`` and ridge's solve serve
+        every pair, and a single activation and strength give the numbers of a call with that pair alone.
+
+    Examples
+    --------
+    >>> from numerics import MonteCarloSettings
+    >>> out = strong_alignment_mc(["erf", "tanh"], 0.5, [0.5, 1.0], 16, [0.0], MonteCarloSettings(2, seed=0, labels="iid"))
+    >>> out["attention"].shape, out["ridge"].shape
+    ((2, 2, 2, 1), (2, 2, 2, 1))
     """
+    acts = list(activation) if isinstance(activation, (list, tuple)) else [activation]
+    strengths = list(t) if isinstance(t, (list, tuple)) else [t]
+    if not acts or not strengths:
+        raise ValueError(f"activation and t must not be empty lists, got activation={activation!r}, t={t!r}")
     cv = as_float("c", c, low=0, low_open=True)
-    tv = as_float("t", t, low=0)
+    tv = [as_float("t", x, low=0) for x in strengths]
     pv = as_int("p", p, 2, 2**31 - 1)
     trials = _check_settings(settings)
     s = as_float("snr", snr, low=0)
     g = check_gammas(gammas)
     edges = None if bins is None else _check_bins(bins)
     n = max(1, int(round(pv / cv)))
-    w = np.zeros(pv)
-    w[0] = math.sqrt(tv * math.sqrt(pv))
-    names = ("attention", "ridge")
-    out = {f"{name}{part}": np.empty((trials, g.size)) for name in names for part in ("", *_PARTS)}
+    lead = (len(acts), len(tv))
+    out = {f"{name}{part}": np.empty(lead + (trials, g.size)) for name in _NAMES for part in ("", *_PARTS)}
     if edges is not None:
-        out["attention_leverage"] = np.full((trials, g.size, edges.size - 1), np.nan)
+        out["attention_leverage"] = np.full(lead + (trials, g.size, edges.size - 1), np.nan)
     dev = settings.device
     check_kernel_memory("X", pv, n)
-    f = resolve_activation(activation)
-    gt, spike = torch.from_numpy(g).to(dev), torch.from_numpy(w).to(dev)
+    fs = [resolve_activation(a) for a in acts]
+    gt = torch.from_numpy(g).to(dev)
+    spikes = []
+    for x in tv:
+        w = np.zeros(pv)
+        w[0] = math.sqrt(x * math.sqrt(pv))
+        spikes.append(torch.from_numpy(w).to(dev))
     for k, child in enumerate(np.random.SeedSequence(settings.seed).spawn(trials)):
         X, _, mu = draw_sample(n, pv, s, np.random.default_rng(child), "iid")
         m = torch.from_numpy(np.tanh(mu @ X)).unsqueeze(0).to(dev)  # numerics.label_posterior_mean
         Xt = torch.from_numpy(X).unsqueeze(0).to(dev)
-        for name, phi in zip(names, (Xt @ kernel_batch(Xt, f, spike, spike, "removed"), Xt)):
-            signal, noise, absorbed, leverage = (x[0].cpu().numpy() for x in smoother_parts(phi, m, gt))
-            out[name][k], out[f"{name}_signal"][k], out[f"{name}_noise"][k] = signal + noise, signal, noise
-            out[f"{name}_risk"][k] = signal + noise + 2.0 * absorbed
-            if name == "attention" and edges is not None:
-                which = np.digitize(np.abs(X[0]), edges) - 1
-                for b in range(edges.size - 1):
-                    if np.any(which == b):
-                        out["attention_leverage"][k, :, b] = leverage[which == b].mean(axis=0)
+        S0 = gram(Xt.transpose(-1, -2))  # X^T X, shared by every kernel of the draw
+        which = np.digitize(np.abs(X[0]), edges) - 1 if edges is not None else None
+        _store(out, "ridge", (slice(None), slice(None), k), smoother_parts(Xt, m, gt), None)
+        for i, f in enumerate(fs):
+            for j, spike in enumerate(spikes):
+                phi = Xt @ kernel_batch(Xt, f, spike, spike, "removed", S0)
+                _store(out, "attention", (i, j, k), smoother_parts(phi, m, gt), which)
+    if not isinstance(activation, (list, tuple)):
+        out = {key: v[0] for key, v in out.items()}
+    if not isinstance(t, (list, tuple)):
+        out = {key: v[:, 0] if isinstance(activation, (list, tuple)) else v[0] for key, v in out.items()}
     return out
 
 
+def _store(out: dict[str, np.ndarray], name: str, at: tuple, parts: tuple, which: np.ndarray | None) -> None:
+    """One trial's :func:`smoother_parts` of ``name`` into ``out`` at index ``at``; attention's leverage by bin of
+    ``|a|`` where ``which`` (each token's bin) is given."""
+    signal, noise, absorbed, leverage = (x[0].cpu().numpy() for x in parts)
+    out[name][at], out[f"{name}_signal"][at], out[f"{name}_noise"][at] = signal + noise, signal, noise
+    out[f"{name}_risk"][at] = signal + noise + 2.0 * absorbed
+    if which is not None:
+        for b in range(out["attention_leverage"].shape[-1]):
+            if np.any(which == b):
+                out["attention_leverage"][at][:, b] = leverage[which == b].mean(axis=0)
+
+
+#: the two methods, paired on every draw
+_NAMES = ("attention", "ridge")
 #: the parts returned beside ``E`` for each method
 _PARTS = ("_signal", "_noise", "_risk")
 

@@ -12,7 +12,9 @@ both errors vanish as ``gamma -> 0`` and attention's decays more slowly (``sqrt(
 so it does not win.
 
 Measurement (:func:`numerics.strong_alignment_mc`): attention and ridge on the same draws, the labels integrated
-out given the data (the same expectation as drawn labels, 5-225 times less variance), at ``p`` and ``4p``.
+out given the data (the same expectation as drawn labels, 5-225 times less variance), at ``p`` and ``4p``; the
+settings of one ``c`` share their draws (one ``X^T X`` and one ridge solve per draw for every activation and
+strength; their comparisons are then dependent, which Holm's procedure allows).
 
 Comparisons (Holm within the check, family-wise false-FAIL rate ``ALPHA_CHECK``):
 
@@ -189,47 +191,56 @@ def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
 LEVERAGE_BINS = 6
 
 
-def strong_alignment_cell(ctx: CheckContext, setting: Setting, p: int, trials: int, gammas: tuple[float, ...],
-                          snr: float, tag: str = "b9") -> dict[str, np.ndarray]:
-    """Every output of :func:`numerics.strong_alignment_mc` for one setting at ``p`` (cached; one draw per trial
-    for every gamma), attention's leverage in :data:`LEVERAGE_BINS` bins of ``|a|``.  B10 reads B9's cells through
-    ``ctx.borrowing("B9")``: the same seeds and cache entries."""
+def strong_alignment_cells(ctx: CheckContext, settings: tuple[Setting, ...], p: int, trials: int,
+                           gammas: tuple[float, ...], snr: float, tag: str = "b9") -> dict[Setting, dict[str, np.ndarray]]:
+    """Every output of :func:`numerics.strong_alignment_mc` for settings of one ``c`` at ``p``, by setting: one draw
+    per trial for every setting and gamma (one cache entry), attention's leverage in :data:`LEVERAGE_BINS` bins of
+    ``|a|``.  B10 reads B9's groups (:func:`draw_groups`) through ``ctx.borrowing("B9")``: the same seeds and entries."""
     from numerics import strong_alignment_mc
     from theory import label_coordinate_bins
 
-    act, c, t = setting
-    settings = mc_settings(ctx, trials, ctx.seed_for(tag, act, f"c={c:.6g}", f"t={t:g}", p), labels="iid")
-    key = dict(activation=act, c=float(c), t=float(t), p=int(p), gammas=[float(g) for g in gammas], snr=float(snr),
-               n_bins=LEVERAGE_BINS, **settings_key(settings))
+    c = settings[0][1]
+    if any(s[1] != c for s in settings):
+        raise ValueError(f"settings of one draw group must share c, got {settings}")
+    acts = list(dict.fromkeys(a for a, _, _ in settings))
+    ts = list(dict.fromkeys(float(t) for _, _, t in settings))
+    mc = mc_settings(ctx, trials, ctx.seed_for(tag, "shared draws", f"c={c:.6g}", p), labels="iid")
+    key = dict(activations=acts, c=float(c), ts=ts, p=int(p), gammas=[float(g) for g in gammas], snr=float(snr),
+               n_bins=LEVERAGE_BINS, **settings_key(mc))
 
     def compute() -> dict[str, np.ndarray]:
-        return strong_alignment_mc(act, c, t, p, list(gammas), settings, snr=snr,
+        return strong_alignment_mc(acts, c, ts, p, list(gammas), mc, snr=snr,
                                    bins=label_coordinate_bins(snr, LEVERAGE_BINS))
 
     import numerics.strong_alignment
 
-    # the bin edges come from theory.label_coordinate_bins: its source is part of the cell's version
-    return ctx.cached("strong_alignment_mc", key, compute,
-                      version=mc_version(numerics.strong_alignment, label_coordinate_bins))
+    # the bin edges come from theory.label_coordinate_bins: its source is part of the cells' version
+    out = ctx.cached("strong_alignment_mc", key, compute,
+                     version=mc_version(numerics.strong_alignment, label_coordinate_bins))
+    return {s: {k: v[acts.index(s[0]), ts.index(float(s[2]))] for k, v in out.items()} for s in settings}
 
 
-def _cell(ctx: CheckContext, design: B9Profile, setting: Setting, p: int, trials: int,
-          gammas: tuple[float, ...]) -> np.ndarray:
-    """Paired per-trial ``E_att - E_RR`` of one setting at ``p``: ``(trials, len(gammas))``."""
-    out = strong_alignment_cell(ctx, setting, p, trials, gammas, design.snr)
-    return np.asarray(out["attention"]) - np.asarray(out["ridge"])
+def draw_groups(design: B9Profile) -> list[tuple[tuple[Setting, ...], tuple[float, ...]]]:
+    """The settings that share draws (those of one ``c`` at the same gammas; :func:`strong_alignment_cells`), with
+    their gammas."""
+    groups: dict = {}
+    for s, gammas in cell_gammas(design):
+        groups.setdefault((s[1], gammas), []).append(s)
+    return [(tuple(settings), gammas) for (_, gammas), settings in groups.items()]
 
 
 def simulate_b9(ctx: CheckContext, design: B9Profile) -> dict:
     """``(point, p) -> paired differences (trials,)`` for every point of :func:`points` at both sizes."""
     cells: dict = {}
-    jobs = cell_gammas(design)
-    with ctx.progress("attention - ridge under strong alignment, paired, label-averaged", total=2 * len(jobs)) as bar:
+    groups = draw_groups(design)
+    with ctx.progress("attention - ridge under strong alignment, paired, label-averaged",
+                      total=len(design.ps) * len(groups)) as bar:
         for p, trials in zip(design.ps, design.trials):
-            for s, gammas in jobs:
-                diffs = _cell(ctx, design, s, p, trials, gammas)
-                for j, g in enumerate(gammas):
-                    cells[((s, g), p)] = diffs[:, j]
+            for settings, gammas in groups:
+                for s, out in strong_alignment_cells(ctx, settings, p, trials, gammas, design.snr).items():
+                    diffs = np.asarray(out["attention"]) - np.asarray(out["ridge"])
+                    for j, g in enumerate(gammas):
+                        cells[((s, g), p)] = diffs[:, j]
                 bar.advance()
     return cells
 

@@ -49,7 +49,8 @@ from ..results import Comparison
 from ..verdicts import Judgement
 from ._finite_size import DECAY, FiniteSizeTest, finite_size_test
 from ._finite_size import comparison_detectable_error as detectable_error
-from .paper_b_strong_alignment import B9_PROFILES, LEVERAGE_BINS, Setting, finite_parts, gap_at, strong_alignment_cell
+from .paper_b_strong_alignment import (B9_PROFILES, LEVERAGE_BINS, Setting, draw_groups, finite_parts, gap_at,
+                                       strong_alignment_cells)
 
 #: the headline: the risk gap of this setting
 HEADLINE: Setting = ("erf", 0.5, 1.0)
@@ -165,12 +166,17 @@ def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
     """``(setting, p) -> {"T1", "T2", "risk": (trials,), "bins": (trials, B)}``, paired attention minus ridge."""
     cells: dict = {}
     lender = ctx.borrowing("B9")
-    jobs = [(s, lender, "b9") for s in design.borrowed] + [(s, ctx, "b10") for s in design.own]
+    groups = draw_groups(B9_PROFILES[ctx.profile])
+    group_of = {s: (settings, gammas) for settings, gammas in groups for s in settings}
     with ctx.progress("parts, risk and leverage under strong alignment (B9's draws and B10's)",
-                      total=len(design.ps) * (len(jobs) + 1)) as bar:
+                      total=len(design.ps) * (len(design.borrowed) + len(design.own) + 1)) as bar:
         for p, trials in zip(design.ps, design.trials):
-            for s, owner, tag in jobs:
-                out = strong_alignment_cell(owner, s, p, trials, (0.0,), design.snr, tag)
+            for s in design.borrowed + design.own:
+                if s in design.borrowed:
+                    settings, gammas = group_of[s]
+                    out = strong_alignment_cells(lender, settings, p, trials, gammas, design.snr, "b9")[s]
+                else:
+                    out = strong_alignment_cells(ctx, (s,), p, trials, (0.0,), design.snr, "b10")[s]
                 col = {k: np.asarray(v)[:, 0] for k, v in out.items() if k != "attention_leverage"}
                 cells[(s, p)] = {"T1": col["attention_signal"] - col["ridge_signal"],
                                  "T2": col["attention_noise"] - col["ridge_noise"],
@@ -178,8 +184,9 @@ def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
                                  "bins": np.asarray(out["attention_leverage"])[:, 0, :]}
                 bar.advance()
         column = design.worst_gammas.index(design.worst_gamma)
+        settings, gammas = group_of[design.worst]
         for p, trials in zip(design.ps, design.trials):
-            out = strong_alignment_cell(lender, design.worst, p, trials, design.worst_gammas, design.snr, "b9")
+            out = strong_alignment_cells(lender, settings, p, trials, gammas, design.snr, "b9")[design.worst]
             cells[("worst", p)] = np.asarray(out["attention"])[:, column] - np.asarray(out["ridge"])[:, column]
             bar.advance()
     return cells
