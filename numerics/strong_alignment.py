@@ -79,12 +79,9 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, se
     >>> out["attention"].shape, out["ridge"].shape
     ((2, 2, 2, 1), (2, 2, 2, 1))
     """
-    acts = list(activation) if isinstance(activation, (list, tuple)) else [activation]
-    strengths = list(t) if isinstance(t, (list, tuple)) else [t]
-    if not acts or not strengths:
-        raise ValueError(f"activation and t must not be empty lists, got activation={activation!r}, t={t!r}")
+    acts = _as_list("activation", activation)
+    tv = [as_float("t", x, low=0) for x in _as_list("t", t)]
     cv = as_float("c", c, low=0, low_open=True)
-    tv = [as_float("t", x, low=0) for x in strengths]
     pv = as_int("p", p, 2, 2**31 - 1)
     trials = _check_settings(settings)
     s = as_float("snr", snr, low=0)
@@ -99,11 +96,7 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, se
     check_kernel_memory("X", pv, n)
     fs = [resolve_activation(a) for a in acts]
     gt = torch.from_numpy(g).to(dev)
-    spikes = []
-    for x in tv:
-        w = np.zeros(pv)
-        w[0] = math.sqrt(x * math.sqrt(pv))
-        spikes.append(torch.from_numpy(w).to(dev))
+    spikes = [torch.from_numpy(np.eye(1, pv)[0] * math.sqrt(x * math.sqrt(pv))).to(dev) for x in tv]
     for k, child in enumerate(np.random.SeedSequence(settings.seed).spawn(trials)):
         X, _, mu = draw_sample(n, pv, s, np.random.default_rng(child), "iid")
         m = torch.from_numpy(np.tanh(mu @ X)).unsqueeze(0).to(dev)  # numerics.label_posterior_mean
@@ -115,10 +108,15 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, se
             for j, spike in enumerate(spikes):
                 phi = Xt @ kernel_batch(Xt, f, spike, spike, "removed", S0)
                 _store(out, "attention", (i, j, k), smoother_parts(phi, m, gt), which)
-    if not isinstance(activation, (list, tuple)):
-        out = {key: v[0] for key, v in out.items()}
-    if not isinstance(t, (list, tuple)):
-        out = {key: v[:, 0] if isinstance(activation, (list, tuple)) else v[0] for key, v in out.items()}
+    index = tuple(slice(None) if isinstance(x, (list, tuple)) else 0 for x in (activation, t))
+    return {key: v[index] for key, v in out.items()}
+
+
+def _as_list(name: str, value: Any) -> list:
+    """``value`` as a non-empty list: a list or tuple as given, anything else as its one entry."""
+    out = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not out:
+        raise ValueError(f"{name} must not be an empty list")
     return out
 
 

@@ -176,3 +176,19 @@ def test_projection_path_matches_the_eigendecomposition():
         assert torch.allclose(out[2][:, 0], (v * leverage[..., 0]).sum(dim=1) / 300, atol=1e-12)
     assert rs._projection_parts(low, m, 1 - m**2, 1) is None
     assert rs._projection_parts(full, m, 1 - m**2, 1) is not None
+
+
+def test_activations_and_strengths_on_shared_draws_are_each_pair_alone_bit_for_bit():
+    """Lists of activations and strengths: every pair on the same draws, each equal to a call with that pair alone
+    (the same seed), ridge repeated along the new axes; a one-entry list keeps its axis."""
+    edges = [0.0, 0.5, 1.5, np.inf]
+    grid = strong_alignment_mc(["erf", "gelu"], 2.0, [0.5, 2.0], 16, [1e-3, 1e-2], _iid(3, 11), bins=edges)
+    assert grid["attention"].shape == (2, 2, 3, 2) and grid["attention_leverage"].shape == (2, 2, 3, 2, 3)
+    for i, act in enumerate(["erf", "gelu"]):
+        for j, t in enumerate([0.5, 2.0]):
+            alone = strong_alignment_mc(act, 2.0, t, 16, [1e-3, 1e-2], _iid(3, 11), bins=edges)
+            for key, value in alone.items():
+                np.testing.assert_array_equal(grid[key][i, j], value)
+    assert strong_alignment_mc(["erf"], 0.5, 1.0, 16, [0.0], _iid(2, 0))["ridge"].shape == (1, 2, 1)
+    with pytest.raises(ValueError, match="t must not be an empty list"):
+        strong_alignment_mc("erf", 0.5, [], 16, [0.0], _iid(2, 0))
