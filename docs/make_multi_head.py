@@ -281,18 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("all", "table", "figure", "scan", "linearised"), default="all")
     args = parser.parse_args(argv)
-    if args.part in ("all", "figure"):
-        write_block("figure", figure())
-        print(f"written {FIGURE} and the figure block of {PAGE}")
-    if args.part in ("all", "linearised"):
-        write_block("linearised", linearised())
-        print(f"written the linearised block of {PAGE}")
-    if args.part in ("all", "scan"):
-        write_block("scan", scan())
-        print(f"written the scan block of {PAGE}")
-    if args.part in ("all", "table"):
-        write_block("table", table())
-        print(f"written the table block of {PAGE}")
+    parts = {"figure": figure, "linearised": linearised, "scan": scan, "table": table}
+    for part, make in parts.items():
+        if args.part in ("all", part):
+            write_block(part, make())
+            print(f"written the {part} block of {PAGE}" + (f" and {FIGURE}" if part == "figure" else ""))
     return 0
 
 

@@ -194,7 +194,8 @@ LEVERAGE_BINS = 6
 def strong_alignment_cells(ctx: CheckContext, settings: tuple[Setting, ...], p: int, trials: int,
                            gammas: tuple[float, ...], snr: float, tag: str = "b9") -> dict[Setting, dict[str, np.ndarray]]:
     """Every output of :func:`numerics.strong_alignment_mc` for settings of one ``c`` at ``p``, by setting: one draw
-    per trial for every setting and gamma (one cache entry), attention's leverage in :data:`LEVERAGE_BINS` bins of
+    per trial for every setting and gamma (one cache entry; the grid of their activations and strengths is drawn, so
+    settings that do not fill it cost the pairs they leave out), attention's leverage in :data:`LEVERAGE_BINS` bins of
     ``|a|``.  B10 reads B9's groups (:func:`draw_groups`) through ``ctx.borrowing("B9")``: the same seeds and entries."""
     from numerics import strong_alignment_mc
     from theory import label_coordinate_bins
