@@ -12,7 +12,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from theory.validation import ArgumentTypeError, check_int, describe
 
@@ -126,6 +126,19 @@ class CheckContext:
         s = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
         self.seeds_used.append(s)
         return s
+
+    def map(self, func: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
+        """``[func(*args) for args in calls]``, on ``n_jobs`` local worker processes when there are several calls.
+
+        For a check's deterministic theory (independent solves of one grid), which would otherwise hold one core:
+        ``func`` must be a top-level function; the workers run BLAS at one thread, the numbers are those of a
+        serial loop (tests/verify/test_context_map.py).
+        """
+        if self.n_jobs == 1 or len(calls) < 2:
+            return [func(*args) for args in calls]
+        from joblib import Parallel, delayed
+
+        return Parallel(n_jobs=min(self.n_jobs, len(calls)), backend="loky")(delayed(func)(*a) for a in calls)
 
     @contextlib.contextmanager
     def progress(self, description: str, total: int) -> Iterator[Any]:
