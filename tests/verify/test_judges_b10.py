@@ -139,3 +139,4 @@ def test_borrowed_settings_are_b9s():
         assert set(design.borrowed) <= set(B9_PROFILES[name].settings)
         assert (design.ps, design.trials) == (B9_PROFILES[name].ps, B9_PROFILES[name].trials)
         assert not set(design.own) & set(B9_PROFILES[name].settings)
+        assert design.worst in B9_PROFILES[name].wide and design.worst_gamma in B9_PROFILES[name].gamma_wide
