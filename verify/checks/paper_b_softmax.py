@@ -127,10 +127,10 @@ class B8Design:
         """The sizes of the finite-size rule ``(n_s, n_l)``."""
         return self.sizes[-2], self.sizes[-1]
 
-    def configs(self, judged_only: bool = False) -> list[Config]:
+    def configs(self) -> list[Config]:
         """Every ``(c, snr, spike, beta)``, in report order (c, input, spike, beta)."""
-        betas = self.betas if judged_only else self.all_betas
-        return [(c, inp.snr, sp, b) for c in self.cs for inp in self.inputs for sp in inp.spikes for b in betas]
+        return [(c, inp.snr, sp, b) for c in self.cs for inp in self.inputs for sp in inp.spikes
+                for b in self.all_betas]
 
 
 _GAMMAS = (1e-2, 1e-1, 1.0)
@@ -266,11 +266,6 @@ class B8Point:
                                 self.pair[0] / self.pair[1], (s["trials"], l_["trials"]))
 
     @property
-    def test(self) -> FiniteSizeTest:
-        """The judged reading: :meth:`rule` against the prediction at each size."""
-        return self.rule()
-
-    @property
     def name(self) -> str:
         c, snr, spike, beta = self.cfg
         return f"beta={beta:g} c={c:g} {_input_label(snr, spike)} gamma={self.gamma:g}"
@@ -298,10 +293,10 @@ class B8Point:
         return design_slope(ns, gaps)
 
 
-def b8_points(design: B8Design, prediction: B8Prediction, cells: dict, judged_only: bool = False) -> list[B8Point]:
-    """Every point of the design (``judged_only``: of the claim's betas only), in report order (pure)."""
+def b8_points(design: B8Design, prediction: B8Prediction, cells: dict) -> list[B8Point]:
+    """Every point of the design, in report order (pure)."""
     out = []
-    for cfg in design.configs(judged_only):
+    for cfg in design.configs():
         c, snr, spike, beta = cfg
         b = design.all_betas.index(beta)
         s = next(inp for inp in design.inputs if inp.snr == snr).spikes.index(spike)
@@ -326,9 +321,10 @@ def judge_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, 
     """
     ns, nl = design.pair
     comps: list[Comparison] = []
-    for pt in b8_points(design, prediction, measurement["cells"], judged_only=True):
+    judged = [pt for pt in b8_points(design, prediction, measurement["cells"]) if pt.judged]
+    for pt in judged:
         st = pt.sizes[nl]
-        cmp_ = pt.test.comparison(pt.name, st["prediction"], st["softmax"], st["se_softmax"], f"n={ns}", f"n={nl}",
+        cmp_ = pt.rule().comparison(pt.name, st["prediction"], st["softmax"], st["se_softmax"], f"n={ns}", f"n={nl}",
                                   headline=not comps, key=pt.key)
         comps.append(dataclasses.replace(
             cmp_, tolerance="gaps to the finite-size prediction (derived d0 = -1/sqrt p): " + cmp_.tolerance))
@@ -340,7 +336,7 @@ def _row(pt: B8Point, outcome: str) -> dict[str, Any]:
     """The point as a row of ``data["rows"]``."""
     c, snr, spike, beta = pt.cfg
     return dict(beta=beta, c=c, snr=snr, spike=_spike_label(spike), gamma=pt.gamma, judged=pt.judged,
-                limit=pt.limit, sizes={str(n): s for n, s in pt.sizes.items()}, rule_passed=pt.test.passed,
+                limit=pt.limit, sizes={str(n): s for n, s in pt.sizes.items()}, rule_passed=pt.rule().passed,
                 rule_limit_passed=pt.rule(against_limit=True).passed, trend_exponent=pt.trend(), outcome=outcome)
 
 
@@ -354,7 +350,7 @@ def table_markdown(design: B8Design, points: list[B8Point], outcomes: dict[tuple
         c, snr, spike, beta = pt.cfg
         cells = [f"{s['softmax']:.4f} +- {s['se_softmax']:.4f} ({s['prediction']:.4f})"
                  for _, s in sorted(pt.sizes.items())]
-        verdict = outcomes.get(pt.key, "not judged (" + ("rule holds" if pt.test.passed else "rule fails") + ")")
+        verdict = outcomes.get(pt.key, "not judged (" + ("rule holds" if pt.rule().passed else "rule fails") + ")")
         lines.append("| " + " | ".join([f"{beta:g}", f"{c:g}", _input_label(snr, spike), f"{pt.gamma:g}", *cells,
                                         f"{pt.limit:.4f}", f"{pt.sizes[nl]['entrywise']:.4f}", f"{pt.trend():+.2f}",
                                         verdict]) + " |")
@@ -369,7 +365,7 @@ def _by_beta_text(design: B8Design, points: list[B8Point]) -> tuple[str, str]:
     parts, paired = [], []
     for beta in design.all_betas:
         mine = [pt for pt in points if pt.cfg[3] == beta]
-        bad = [pt.name for pt in mine if not pt.test.passed]
+        bad = [pt.name for pt in mine if not pt.rule().passed]
         head = (f"beta={beta:g}{' (not judged)' if beta in design.beyond else ''}: rule fails at {len(bad)} of "
                 f"{len(mine)} points" + (f" ({', '.join(bad)})" if bad else ""))
         res = [pt for pt in mine if abs(pt.gap(nl)) > 3 * pt.sizes[nl]["se_softmax"]]

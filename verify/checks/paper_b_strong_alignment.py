@@ -358,9 +358,9 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
         _points(ax, design, prediction, cells, [(s, g) for s in design.wide])
     wide = [cp for s in design.wide for cp in with_key(comps, activation=s[0], c=float(s[1]), t=float(s[2]))]
     ax.set(xlabel="alignment t", ylabel="E_att − E_RR",
-           title="p/n > 1 (" + ", ".join(sorted({a for a, _, _ in design.wide})) + f"), γ = "
+           title="p/n > 1 (" + ", ".join(sorted({a for a, _, _ in design.wide})) + "), γ = "
                  + " and ".join(f"{g:g}" for g in design.gamma_wide))
-    F.key_numbers(ax, ["claim: > 0 (no win), limit at γ = " f"{design.gamma_wide[1]:g}", F.outcome_text(wide)],
+    F.key_numbers(ax, [f"claim: > 0 (no win), limit at γ = {design.gamma_wide[1]:g}", F.outcome_text(wide)],
                   verdict=F.worst_outcome(wide))
     F.legend(axes[0, 0], outside=True, ncol=3, extra=[
         F.proxy("limit theory (p/n < 1: γ → 0; p/n > 1: γ > 0)", color=F.THEORY, marker=None, ls="-"),

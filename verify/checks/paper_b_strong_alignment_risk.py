@@ -129,9 +129,7 @@ class B10Prediction:
 
     def of(self, part: str | int, key: tuple) -> Any:
         """The prediction of ``part`` (``"T1"``, ``"T2"``, ``"risk"`` or a bin index) at ``(setting, p)``."""
-        if isinstance(part, int):
-            return float(self.bins[key][part])
-        return {"T1": self.t1, "T2": self.t2, "risk": self.risk}[part][key]
+        return float(self.bins[key][part]) if isinstance(part, int) else getattr(self, part.lower())[key]
 
 
 def design_b10(ctx: CheckContext) -> B10Profile:
@@ -317,7 +315,7 @@ def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judge
     comps = list(judgement.comparisons)
     F.key_numbers(ax, [F.outcome_text(comps)], verdict=judgement.verdict)
     F.legend(axes[0, 0], outside=True, ncol=3, extra=[
-        F.proxy("theory: limit (left), at p = " f"{pl} (right)", color=F.THEORY, marker=None, ls="-"),
+        F.proxy(f"theory: limit (left), at p = {pl} (right)", color=F.THEORY, marker=None, ls="-"),
         *(F.proxy(f"Monte Carlo p = {p}, ±3 SE", color=F.COLORS[k], marker="os"[k]) for k, p in enumerate(design.ps))])
     F.suptitle(fig, "B10", "what attention's win under strong alignment is made of",
                f"training gap = T1 (better predictor) + T2 (label noise fitted); on fresh labels T1 − T2; judged: "
