@@ -51,7 +51,7 @@ def _prediction(shift: float = 0.0) -> mod.B8Prediction:
     for cfg in DESIGN.configs():
         limit[cfg] = _limit(cfg) + shift
         for n in SIZES:
-            finite[(cfg, n)] = limit[cfg] - 1.5 / math.sqrt(mod._p_of(n, cfg[0]))
+            finite[(cfg, n)] = limit[cfg] - 1.5 / math.sqrt(mod.p_of(n, cfg[0]))
     spread = {(c, b, n): 0.1 for c in DESIGN.cs for b in DESIGN.all_betas for n in SIZES}
     return mod.B8Prediction(finite=finite, limit=limit, spread=spread)
 

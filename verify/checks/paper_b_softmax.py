@@ -52,7 +52,7 @@ from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison, with_key
 from ._finite_size import FiniteSizeTest, finite_size_test
-from ._paper_b import cell_model, mc_settings, mc_version, model_key, settings_key
+from ._paper_b import cell_model, mc_settings, mc_version, model_key, p_of, settings_key
 
 #: inverse temperatures of the claim (judged)
 BETAS = (0.25, 0.5, 1.0)
@@ -147,10 +147,6 @@ _PROFILES = {
 }
 
 
-def _p_of(n: int, c: float) -> int:
-    return max(1, int(round(c * n)))
-
-
 def _spike_arg(spike: tuple[float, str]) -> tuple[float, str] | None:
     return None if spike[1] == "none" else spike
 
@@ -197,8 +193,8 @@ def predict_b8(ctx: CheckContext, design: B8Design) -> B8Prediction:
         limit[cfg] = np.asarray(softmax_attention_error(g, c, beta, snr, _spike_arg(spike), **SOLVER), float)
         for n in design.sizes:
             finite[(cfg, n)] = np.asarray(softmax_attention_error(g, c, beta, snr, _spike_arg(spike),
-                                                                  p=_p_of(n, c), **SOLVER), float)
-            spread[(c, beta, n)] = softmax_normaliser_spread(beta, n, _p_of(n, c))
+                                                                  p=p_of(n, c), **SOLVER), float)
+            spread[(c, beta, n)] = softmax_normaliser_spread(beta, n, p_of(n, c))
     return B8Prediction(finite=finite, limit=limit, spread=spread)
 
 
@@ -208,7 +204,7 @@ def _softmax_cell(ctx: CheckContext, design: B8Design, c: float, inputs: Inputs,
     import numerics.softmax
     import theory.softmax
 
-    p = _p_of(n, c)
+    p = p_of(n, c)
     models = [cell_model(n, p, inputs.snr, spike=_spike_arg(s)) for s in inputs.spikes]
     seed = ctx.seed_for("B8", f"c={c:g}", f"snr={inputs.snr:g}", n)  # one X per cell: paired models
     settings = mc_settings(ctx, design.trials(inputs, n), seed)
@@ -306,7 +302,7 @@ def b8_points(design: B8Design, prediction: B8Prediction, cells: dict) -> list[B
             stats[n] = (int(soft.shape[0]), *mean_se(soft), *mean_se(ew), *mean_se(soft - ew),
                         prediction.finite[(cfg, n)])
         for j, g in enumerate(design.gammas):
-            sizes = {n: dict(p=_p_of(n, c), trials=trials, **{k: float(v[j]) for k, v in zip(_STATS, arrays)})
+            sizes = {n: dict(p=p_of(n, c), trials=trials, **{k: float(v[j]) for k, v in zip(_STATS, arrays)})
                      for n, (trials, *arrays) in stats.items()}
             out.append(B8Point(cfg, float(g), sizes, design.pair, float(prediction.limit[cfg][j]),
                                beta in design.betas))
@@ -430,7 +426,7 @@ def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Compari
         col = F.COLORS[k % len(F.COLORS)]
         sel = [pt for pt in points if pt.cfg == (c, snr, spike, beta)]
         g = np.array([pt.gamma for pt in sel])
-        for p, style in ((_p_of(nl, c), {}), (None, dict(ls=":", lw=1.0))):  # at n_l, then the limit
+        for p, style in ((p_of(nl, c), {}), (None, dict(ls=":", lw=1.0))):  # at n_l, then the limit
             F.theory_curve(ax, g, lambda x, b=beta, p=p: softmax_attention_error(x, c, b, snr, _spike_arg(spike), p=p,
                                                                                  **SOLVER),
                            color=col, grid=F.dense_grid(g, per_decade=8, n_min=20), label="_nolegend_", **style)
@@ -445,7 +441,7 @@ def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Compari
     wide = min(ys) > 0 and max(ys) / min(ys) > 10  # a log axis where E spans a decade or more
     ax.set(xscale="log", yscale="log" if wide else "linear", xlabel="ridge parameter γ (paper B's units)",
            ylabel="interpolation error E",
-           title=f"p/n = {c:g}, {_input_label(snr, spike)}\nn = {nl}, p = {_p_of(nl, c)}")
+           title=f"p/n = {c:g}, {_input_label(snr, spike)}\nn = {nl}, p = {p_of(nl, c)}")
     F.tidy_log_axis(ax)
     F.key_numbers(ax, [f"finite-size rule: {F.outcome_text(mine)}", f"max |rel. gap| (judged β): {worst:.1%}"],
                   verdict=F.worst_outcome(mine))

@@ -99,16 +99,15 @@ _BORROWED = (("erf", 0.5, 0.5), ("erf", 0.5, 1.0), ("erf", 0.5, 2.0), ("erf", 1 
 _OWN = (("gelu", 0.25, 2.0), ("erf", 0.9, 1.0))
 
 
-def _profile(name: str, borrowed: tuple[Setting, ...], own: tuple[Setting, ...],
-             worst: Setting = ("erf", 2.0, 2.0)) -> B10Profile:
+def _profile(name: str, borrowed: tuple[Setting, ...], own: tuple[Setting, ...], **kw: Any) -> B10Profile:
     """B10's design on B9's sizes, trials and ``snr`` at profile ``name``."""
     b9 = B9_PROFILES[name]
-    return B10Profile(ps=b9.ps, trials=b9.trials, borrowed=borrowed, own=own, snr=b9.snr, worst=worst)
+    return B10Profile(ps=b9.ps, trials=b9.trials, borrowed=borrowed, own=own, snr=b9.snr, **kw)
 
 
 B10_PROFILES = {
     # smoke (tests only): tiny sizes, verdicts meaningless
-    "smoke": _profile("smoke", (HEADLINE,), (("gelu", 0.25, 2.0),), ("erf", 2.0, 1.0)),
+    "smoke": _profile("smoke", (HEADLINE,), (("gelu", 0.25, 2.0),), worst=("erf", 2.0, 1.0)),
     # quick and paper: six of B9's settings (its draws) and two of B10's own, at B9's sizes; the worst case on B9's
     # draws too (the theory at each size predicts its finite-size gap, -0.015 at p = 128: no larger sizes needed)
     "quick": _profile("quick", _BORROWED, _OWN),
