@@ -321,7 +321,7 @@ def judge_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, 
     for pt in judged:
         st = pt.sizes[nl]
         cmp_ = pt.rule().comparison(pt.name, st["prediction"], st["softmax"], st["se_softmax"], f"n={ns}", f"n={nl}",
-                                  headline=not comps, key=pt.key)
+                                    headline=not comps, key=pt.key)
         comps.append(dataclasses.replace(
             cmp_, tolerance="gaps to the finite-size prediction (derived d0 = -1/sqrt p): " + cmp_.tolerance))
     return comps

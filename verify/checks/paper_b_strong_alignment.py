@@ -238,6 +238,7 @@ def simulate_b9(ctx: CheckContext, design: B9Profile) -> dict:
 
 
 def setting_name(setting: Setting) -> str:
+    """``"erf c=0.5 t=1"``: a setting in the comparisons' names (B9 and B10)."""
     act, c, t = setting
     return f"{act} c={c:.3g} t={t:g}"
 
