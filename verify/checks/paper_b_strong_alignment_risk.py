@@ -115,20 +115,23 @@ B10_PROFILES = {
 }
 
 
+def _part(record: dict, part: str | int) -> Any:
+    """``part`` of a cell or of a prediction's record: a name of ``PARTS`` or a bin index (the last axis of
+    ``"bins"``)."""
+    return record["bins"][..., part] if isinstance(part, int) else record[part]
+
+
 @dataclass(frozen=True)
 class B10Prediction:
-    """Theory at size ``p`` by ``(setting, p)``: ``T1``, ``T2``, the risk gap and the bin means; the worst case's
-    training gap by ``p``."""
+    """Theory at size ``p``: by ``(setting, p)`` a record shaped like a cell, ``{"T1", "T2", "risk", "bins": (B,)}``
+    (the risk gap is ``T1 - T2``); the worst case's training gap by ``p``."""
 
-    t1: dict
-    t2: dict
-    risk: dict
-    bins: dict
+    parts: dict
     worst: dict
 
-    def of(self, part: str | int, key: tuple) -> Any:
+    def of(self, part: str | int, key: tuple) -> float:
         """The prediction of ``part`` (``"T1"``, ``"T2"``, ``"risk"`` or a bin index) at ``(setting, p)``."""
-        return float(self.bins[key][part]) if isinstance(part, int) else getattr(self, part.lower())[key]
+        return float(_part(self.parts[key], part))
 
 
 def design_b10(ctx: CheckContext) -> B10Profile:
@@ -139,16 +142,15 @@ def design_b10(ctx: CheckContext) -> B10Profile:
 def predict_b10(ctx: CheckContext, design: B10Profile) -> B10Prediction:
     """One Dyson solve per setting and size (:func:`finite_parts`, shared with B9): the parts, the risk gap
     ``T1 - T2`` and the bin means."""
-    t1, t2, risk, bins = {}, {}, {}, {}
+    parts = {}
     for s in design.settings:
         act, c, t = s
         for p in design.ps:
             sol = finite_parts(c, act, design.snr, t, p)
-            t1[(s, p)], t2[(s, p)], risk[(s, p)] = sol.t1, sol.t2, sol.t1 - sol.t2
-            bins[(s, p)] = np.asarray(sol.bin_means)
+            parts[(s, p)] = {"T1": sol.t1, "T2": sol.t2, "risk": sol.t1 - sol.t2, "bins": np.asarray(sol.bin_means)}
     act, c, t = design.worst
     worst = {p: gap_at(design.worst_gamma, c, act, design.snr, t, p) for p in design.ps}
-    return B10Prediction(t1, t2, risk, bins, worst)
+    return B10Prediction(parts, worst)
 
 
 def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
@@ -186,7 +188,7 @@ def _mean_se(x: np.ndarray) -> tuple[float, float]:
 
 def _stats(cells: dict, key: tuple, part: str | int) -> tuple[float, float]:
     """:func:`_mean_se` of ``part`` (a name of ``PARTS`` or a bin index) in the cell ``key``."""
-    return _mean_se(cells[key]["bins"][:, part] if isinstance(part, int) else cells[key][part])
+    return _mean_se(_part(cells[key], part))
 
 
 def _key(setting: Setting, quantity: str, part: str | int | None = None) -> dict:
@@ -203,7 +205,7 @@ def judged_parts(design: B10Profile) -> list[tuple[Setting, Any]]:
 
 def sign_settings(design: B10Profile, prediction: B10Prediction) -> list[Setting]:
     """The settings whose risk gap's sign is judged (``|theory| >= sign_min`` at ``4p``), in the judge's order."""
-    return [s for s in design.settings if abs(prediction.risk[(s, design.ps[1])]) >= design.sign_min]
+    return [s for s in design.settings if abs(prediction.of("risk", (s, design.ps[1]))) >= design.sign_min]
 
 
 def judge_b10(design: B10Profile, prediction: B10Prediction, cells: dict) -> list[Comparison]:
@@ -219,7 +221,7 @@ def judge_b10(design: B10Profile, prediction: B10Prediction, cells: dict) -> lis
                                 [prediction.worst[p] for p in design.ps], design,
                                 key=_key(design.worst, "worst case")))
     for s in sign_settings(design, prediction):
-        pred = prediction.risk[(s, design.ps[1])]
+        pred = prediction.of("risk", (s, design.ps[1]))
         words = "attention predicts fresh labels better" if pred < 0 else "ridge predicts fresh labels better"
         comps.append(sign_comparison(f"{setting_name(s)}: sign of the risk gap, {words}", pred,
                                      _mean_se(cells[(s, design.ps[1])]["risk"]), -1 if pred < 0 else 1, design,
@@ -241,7 +243,7 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
         for part in PARTS:
             row[part] = dict(theory=[prediction.of(part, (s, p)) for p in (ps, pl)],
                              measured=[_stats(cells, (s, p), part) for p in (ps, pl)])
-        row["bins"] = dict(theory=[prediction.bins[(s, p)].tolist() for p in (ps, pl)],
+        row["bins"] = dict(theory=[prediction.parts[(s, p)]["bins"].tolist() for p in (ps, pl)],
                            measured=[[_stats(cells, (s, p), b) for b in range(LEVERAGE_BINS)] for p in (ps, pl)])
         rows.append(row)
     medians = {k: float(np.median(v)) for k, v in detect.items()}
@@ -303,11 +305,12 @@ def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judge
     ax = axes[0, 1]
     centres = np.arange(1, LEVERAGE_BINS + 1)
     for j, s in enumerate(family):
-        ax.plot(centres, prediction.bins[(s, pl)], "-", color=F.COLORS[2 + j % 3], lw=1.3, label=f"t = {s[2]:g}")
+        color = F.COLORS[2 + j % 3]
+        ax.plot(centres, prediction.parts[(s, pl)]["bins"], "-", color=color, lw=1.3, label=f"t = {s[2]:g}")
         for k, p in enumerate(design.ps):
-            stats = np.array([_mean_se(cells[(s, p)]["bins"][:, b]) for b in range(LEVERAGE_BINS)])
-            F.mc_points(ax, centres + 0.08 * (2 * k - 1), stats[:, 0], stats[:, 1], label="_nolegend_",
-                        color=F.COLORS[2 + j % 3], marker="os"[k])
+            stats = np.array([_stats(cells, (s, p), b) for b in range(LEVERAGE_BINS)])
+            F.mc_points(ax, centres + 0.08 * (2 * k - 1), stats[:, 0], stats[:, 1], label="_nolegend_", color=color,
+                        marker="os"[k])
     ax.axhline(0.5, color="#999999", lw=0.8)
     ax.set(xlabel="bin of |a| (equal probability, small to large)", ylabel="mean leverage h",
            title="attention's leverage by |a| (ridge: c everywhere)")
