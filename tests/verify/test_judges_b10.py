@@ -29,16 +29,15 @@ RUNS = 200
 
 
 def _truth() -> mod.B10Prediction:
-    t1, t2, risk, bins = {}, {}, {}, {}
+    parts = {}
     for s in DESIGN.settings:
         act, c, t = s
         for p in DESIGN.ps:
-            key = (s, p)
-            t1[key] = -0.025 if act != "gelu" else 0.0
-            t2[key] = -0.03 * min(t, 1.5) if act != "gelu" else 0.002
-            risk[key] = t1[key] - t2[key]
-            bins[key] = c + 0.1 * t * np.linspace(0.5, -0.5, LEVERAGE_BINS)
-    return mod.B10Prediction(t1, t2, risk, bins, {p: 0.03 for p in DESIGN.ps})
+            t1 = -0.025 if act != "gelu" else 0.0
+            t2 = -0.03 * min(t, 1.5) if act != "gelu" else 0.002
+            parts[(s, p)] = {"T1": t1, "T2": t2, "risk": t1 - t2,
+                             "bins": c + 0.1 * t * np.linspace(0.5, -0.5, LEVERAGE_BINS)}
+    return mod.B10Prediction(parts, {p: 0.03 for p in DESIGN.ps})
 
 
 TRUTH = _truth()
@@ -53,11 +52,11 @@ def _cells(rng: np.random.Generator, gap_small: float = 0.0, extra: float = 0.0,
         shift = gap_small * math.sqrt(PS / p) + extra
         for s in DESIGN.settings:
             key = (s, p)
-            t1 = TRUTH.t1[key] + shift + SD[p]["part"] * rng.standard_normal(trials)
-            t2 = TRUTH.t2[key] - shift + SD[p]["part"] * rng.standard_normal(trials)
+            t1 = TRUTH.parts[key]["T1"] + shift + SD[p]["part"] * rng.standard_normal(trials)
+            t2 = TRUTH.parts[key]["T2"] - shift + SD[p]["part"] * rng.standard_normal(trials)
             if flip:
                 t1, t2 = -t1, -t2
-            bins = TRUTH.bins[key] + shift + SD[p]["bins"] * rng.standard_normal((trials, LEVERAGE_BINS))
+            bins = TRUTH.parts[key]["bins"] + shift + SD[p]["bins"] * rng.standard_normal((trials, LEVERAGE_BINS))
             cells[key] = {"T1": t1, "T2": t2, "risk": t1 - t2, "bins": bins}
     for p, trials in zip(DESIGN.ps, DESIGN.trials):
         shift = gap_small * math.sqrt(DESIGN.ps[0] / p) + extra
@@ -139,3 +138,4 @@ def test_borrowed_settings_are_b9s():
         assert set(design.borrowed) <= set(B9_PROFILES[name].settings)
         assert (design.ps, design.trials) == (B9_PROFILES[name].ps, B9_PROFILES[name].trials)
         assert not set(design.own) & set(B9_PROFILES[name].settings)
+        assert design.worst in B9_PROFILES[name].wide and design.worst_gamma in B9_PROFILES[name].gamma_wide

@@ -1,7 +1,7 @@
 """The judge of B8 (verify/checks/paper_b_softmax.py) on synthetic measurements with a known truth.
 
 ``judge_b8`` is a pure function of (design, prediction, measurement).  Here the design is a small
-:class:`B8Design` (two aspect ratios, the null model and one input with signal and a spike on the same draws), the
+design (two aspect ratios, the null model and one input with signal and a spike on the same draws), the
 prediction is hand-made (numbers of the size of softmax attention's errors, a finite-size prediction that moves
 with ``n`` as the derived ``d0 = -1/sqrt p`` term makes it move; the solver is not run) and the cells are trial
 arrays in the structure ``simulate_b8`` returns, drawn around the truth with a known per-trial SD (variance halving
@@ -27,9 +27,9 @@ from verify.verdicts import ALPHA_CHECK, judge
 
 SIZES = (64, 128, 256)
 TRIALS = (24, 16, 12)
-PROF = mod.B8Profile(sizes=SIZES, trials_null=TRIALS, trials_signal=TRIALS, gammas=(0.01, 1.0), cs=(0.5, 2.0),
-                     inputs=(mod.Inputs(0.0), mod.Inputs(1.0, (mod.NO_SPIKE, (1.0, "aligned")))))
-DESIGN = mod.B8Design(prof=PROF, betas=(0.25, 1.0), beyond=(2.0,))
+DESIGN = mod.B8Design(sizes=SIZES, trials_null=TRIALS, trials_signal=TRIALS, gammas=(0.01, 1.0), cs=(0.5, 2.0),
+                      inputs=(mod.Inputs(0.0), mod.Inputs(1.0, (mod.NO_SPIKE, (1.0, "aligned")))), betas=(0.25, 1.0),
+                      beyond=(2.0,))
 NS, NL = DESIGN.pair
 Q = math.sqrt(NS / NL)
 RUNS = 250  # synthetic checks per rate (each truth)
@@ -51,8 +51,8 @@ def _prediction(shift: float = 0.0) -> mod.B8Prediction:
     for cfg in DESIGN.configs():
         limit[cfg] = _limit(cfg) + shift
         for n in SIZES:
-            finite[(cfg, n)] = limit[cfg] - 1.5 / math.sqrt(mod._p_of(n, cfg[0]))
-    spread = {(c, b, n): 0.1 for c in PROF.cs for b in DESIGN.all_betas for n in SIZES}
+            finite[(cfg, n)] = limit[cfg] - 1.5 / math.sqrt(mod.p_of(n, cfg[0]))
+    spread = {(c, b, n): 0.1 for c in DESIGN.cs for b in DESIGN.all_betas for n in SIZES}
     return mod.B8Prediction(finite=finite, limit=limit, spread=spread)
 
 
@@ -64,20 +64,20 @@ def _cells(rng, gap_small: float = 0.0, extra: float = 0.0, beyond_offset: float
     ``NS`` decaying like ``n^{-1/2}`` (the slowest the rule allows), plus ``extra`` at every size (a gap that does
     not decay), plus ``beyond_offset`` for the betas beyond the claim."""
     cells = {}
-    for c in PROF.cs:
-        for inp in PROF.inputs:
+    for c in DESIGN.cs:
+        for inp in DESIGN.inputs:
             for n, trials in zip(SIZES, TRIALS):
-                mean = np.empty((len(DESIGN.all_betas), len(inp.spikes), 1, len(PROF.gammas)))
+                mean = np.empty((len(DESIGN.all_betas), len(inp.spikes), 1, len(DESIGN.gammas)))
                 for b, beta in enumerate(DESIGN.all_betas):
                     for s, spike in enumerate(inp.spikes):
                         m = TRUTH.finite[((c, inp.snr, spike, beta), n)] + gap_small * math.sqrt(NS / n) + extra
                         mean[b, s, 0] = m + (beyond_offset if beta in DESIGN.beyond else 0.0)
                 sd = SD * math.sqrt(NL / n)
-                shape = (len(DESIGN.all_betas), len(inp.spikes), trials, len(PROF.gammas))
+                shape = (len(DESIGN.all_betas), len(inp.spikes), trials, len(DESIGN.gammas))
                 soft = mean + sd * rng.standard_normal(shape)
                 ew = soft + 0.3 * sd * rng.standard_normal(shape)
                 cells[(c, inp.snr, n)] = {"softmax": soft, "entrywise": ew,
-                                          "ridge": rng.standard_normal((trials, len(PROF.gammas)))}
+                                          "ridge": rng.standard_normal((trials, len(DESIGN.gammas)))}
     return dict(cells=cells, runtime_s=0.0)
 
 
@@ -101,12 +101,13 @@ SE_L = SD / math.sqrt(TRIALS[-1])
 
 def test_judge_structure():
     comps = mod.judge_b8(DESIGN, TRUTH, _cells(np.random.default_rng(0)))
-    n_judged = len(DESIGN.configs(judged_only=True)) * len(PROF.gammas)
+    judged_configs = [cfg for cfg in DESIGN.configs() if cfg[3] in DESIGN.betas]
+    n_judged = len(judged_configs) * len(DESIGN.gammas)
     assert len(comps) == n_judged == 2 * 3 * 2 * 2
     assert all(cp.kind == "bound" for cp in comps) and comps[0].headline and sum(cp.headline for cp in comps) == 1
     assert not any("beta=2 " in cp.name for cp in comps)
     assert all(f"n={NS}" in cp.tolerance and f"n={NL}" in cp.tolerance for cp in comps)
-    cfg = DESIGN.configs(judged_only=True)[0]
+    cfg = judged_configs[0]
     assert comps[0].predicted == TRUTH.finite[(cfg, NL)][0]  # the prediction at the larger size
 
 
@@ -153,7 +154,7 @@ def test_judge_is_pure_and_describe_reads_the_same_points():
     a, b = mod.judge_b8(DESIGN, TRUTH, meas), mod.judge_b8(DESIGN, TRUTH, meas)
     assert [(c.name, c.measured, c.p_fail) for c in a] == [(c.name, c.measured, c.p_fail) for c in b]
     notes, data = mod.describe_b8(DESIGN, TRUTH, meas, a)
-    assert len(data["rows"]) == len(DESIGN.configs()) * len(PROF.gammas)
+    assert len(data["rows"]) == len(DESIGN.configs()) * len(DESIGN.gammas)
     assert data["table_md"].count("\n") == len(data["rows"]) + 1
     row = next(r for r in data["rows"] if r["judged"])
     cfg = (row["c"], row["snr"], mod.NO_SPIKE, row["beta"])

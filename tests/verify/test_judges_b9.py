@@ -99,7 +99,7 @@ def test_detectable_error_is_the_half_power_point():
     # the SD of the statistic at the synthetic SDs (its estimate in a run scatters around it)
     sd = math.hypot(SD[PL] / math.sqrt(DESIGN.trials[1]), 0.5 * SD[PS] / math.sqrt(DESIGN.trials[0]))
     probe = with_key(mod.judge_b9(DESIGN, TRUTH, _cells(rng)), **mod._key(mod.HEADLINE, "gap"))[0]
-    shift = mod.detectable_error(probe, n, DESIGN) * sd / dict(probe.args)["excess_se"]
+    shift = mod.detectable_error(probe, n, 0.5) * sd / dict(probe.args)["excess_se"]
     fails = 0
     for _ in range(RUNS):
         cells = _cells(rng)

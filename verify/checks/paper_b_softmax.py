@@ -36,6 +36,7 @@ Shape (:mod:`verify.claim`): ``design`` reads ``_PROFILES``; ``predict`` evaluat
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +52,7 @@ from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison, with_key
 from ._finite_size import FiniteSizeTest, finite_size_test
-from ._paper_b import cell_model, mc_settings, mc_version, model_key, settings_key
+from ._paper_b import cell_model, mc_settings, mc_version, model_key, p_of, settings_key
 
 #: inverse temperatures of the claim (judged)
 BETAS = (0.25, 0.5, 1.0)
@@ -61,13 +62,12 @@ BEYOND = (2.0,)
 NO_SPIKE = (0.0, "none")
 #: solver of the predictions: Gauss-Chebyshev quadrature of the null system and traces (0.02 s a call instead of
 #: 0.1 s for the exact partial fractions); measured equal to the exact path within 1e-12 on every configuration of
-#: the profiles (c = 1/2, 2; beta <= 2; snr 0, 1; aligned spike; p = 32 ... 2048), tested in tests/numerics/test_softmax.py
+#: the profiles (c = 1/2, 2; beta <= 2; snr 0, 1; aligned spike; p = 32 ... 2048), tested in
+#: tests/numerics/test_softmax.py
 SOLVER = dict(method="quadrature", n_nodes=200)
 
 #: one configuration: ``(c, snr, spike, beta)``
 Config = tuple[float, float, tuple[float, str], float]
-#: the Monte Carlo cells as ``simulate`` returns them: ``(c, snr, n) -> {"softmax", "entrywise", "ridge": trials}``
-Cells = dict
 
 
 # ============================================================================ design
@@ -87,16 +87,17 @@ class Inputs:
 
 
 @dataclass(frozen=True)
-class B8Profile:
-    """Sizes, trials and grids of one profile.
+class B8Design:
+    """B8's grid at one profile: sizes, trials, grids and the inverse temperatures.
 
     Attributes
     ----------
-    sizes : token counts ``n`` (increasing); the finite-size rule uses the last two.
+    sizes : token counts ``n`` (increasing); the finite-size rule uses the last two (:attr:`pair`).
     trials_null, trials_signal : trials at each size for the null model (label-averaged) and with signal.
     gammas : ridge parameters in paper B's units.
     cs : aspect ratios ``p / n``.
     inputs : the inputs (each one Monte Carlo cell per ``c`` and size).
+    betas, beyond : inverse temperatures judged / reported only (all on the same draws, in this order).
     """
 
     sizes: tuple[int, ...]
@@ -105,11 +106,31 @@ class B8Profile:
     gammas: tuple[float, ...]
     cs: tuple[float, ...] = (0.5, 2.0)
     inputs: tuple[Inputs, ...] = (Inputs(0.0), Inputs(1.0))
+    betas: tuple[float, ...] = BETAS
+    beyond: tuple[float, ...] = BEYOND
 
     def trials(self, inputs: Inputs, n: int) -> int:
         """Monte Carlo trials of ``inputs`` at size ``n``."""
         table = self.trials_null if inputs.label_average else self.trials_signal
         return int(table[self.sizes.index(n)])
+
+    @property
+    def all_betas(self) -> tuple[float, ...]:
+        return self.betas + self.beyond
+
+    @property
+    def gamma_grid(self) -> np.ndarray:
+        return np.asarray(self.gammas, dtype=float)
+
+    @property
+    def pair(self) -> tuple[int, int]:
+        """The sizes of the finite-size rule ``(n_s, n_l)``."""
+        return self.sizes[-2], self.sizes[-1]
+
+    def configs(self) -> list[Config]:
+        """Every ``(c, snr, spike, beta)``, in report order (c, input, spike, beta)."""
+        return [(c, inp.snr, sp, b) for c in self.cs for inp in self.inputs for sp in inp.spikes
+                for b in self.all_betas]
 
 
 _GAMMAS = (1e-2, 1e-1, 1.0)
@@ -117,54 +138,17 @@ _ALIGNED = (1.0, "aligned")
 
 _PROFILES = {
     # smoke (tests only): tiny sizes, verdicts meaningless
-    "smoke": B8Profile(sizes=(8, 16, 32), trials_null=(3, 3, 3), trials_signal=(3, 3, 3), gammas=(1e-1, 1.0)),
+    "smoke": B8Design(sizes=(8, 16, 32), trials_null=(3, 3, 3), trials_signal=(3, 3, 3), gammas=(1e-1, 1.0)),
     # quick (~10 s on 2 shared cores): W = I with and without signal
-    "quick": B8Profile(sizes=(64, 128, 256), trials_null=(32, 16, 8), trials_signal=(48, 32, 16), gammas=_GAMMAS),
+    "quick": B8Design(sizes=(64, 128, 256), trials_null=(32, 16, 8), trials_signal=(48, 32, 16), gammas=_GAMMAS),
     # paper (a few minutes): structured inputs with an aligned spike as well (same draws as W = I)
-    "paper": B8Profile(sizes=(256, 512, 1024), trials_null=(48, 24, 12), trials_signal=(64, 32, 16), gammas=_GAMMAS,
-                       inputs=(Inputs(0.0), Inputs(1.0, (NO_SPIKE, _ALIGNED)))),
+    "paper": B8Design(sizes=(256, 512, 1024), trials_null=(48, 24, 12), trials_signal=(64, 32, 16), gammas=_GAMMAS,
+                      inputs=(Inputs(0.0), Inputs(1.0, (NO_SPIKE, _ALIGNED)))),
 }
 
 
-@dataclass(frozen=True)
-class B8Design:
-    """The B8 grid of one profile.
-
-    Attributes
-    ----------
-    prof : the profile (``_PROFILES``).
-    betas, beyond : inverse temperatures judged / reported only (all on the same draws, in this order).
-    """
-
-    prof: B8Profile
-    betas: tuple[float, ...] = BETAS
-    beyond: tuple[float, ...] = BEYOND
-
-    @property
-    def all_betas(self) -> tuple[float, ...]:
-        return self.betas + self.beyond
-
-    @property
-    def gammas(self) -> np.ndarray:
-        return np.asarray(self.prof.gammas, dtype=float)
-
-    @property
-    def pair(self) -> tuple[int, int]:
-        """The sizes of the finite-size rule ``(n_s, n_l)``."""
-        return self.prof.sizes[-2], self.prof.sizes[-1]
-
-    def configs(self, judged_only: bool = False) -> list[Config]:
-        """Every ``(c, snr, spike, beta)``, in report order (c, input, spike, beta)."""
-        betas = self.betas if judged_only else self.all_betas
-        return [(c, inp.snr, sp, b) for c in self.prof.cs for inp in self.prof.inputs for sp in inp.spikes
-                for b in betas]
-
-    def inputs_of(self, snr: float) -> Inputs:
-        return next(inp for inp in self.prof.inputs if inp.snr == snr)
-
-
-def _p_of(n: int, c: float) -> int:
-    return max(1, int(round(c * n)))
+def _spike_arg(spike: tuple[float, str]) -> tuple[float, str] | None:
+    return None if spike[1] == "none" else spike
 
 
 def _spike_label(spike: tuple[float, str]) -> str:
@@ -177,7 +161,7 @@ def _input_label(snr: float, spike: tuple[float, str]) -> str:
 
 def design_b8(ctx: CheckContext) -> B8Design:
     """B8's grid for ``ctx.profile``."""
-    return B8Design(prof=_PROFILES[ctx.profile])
+    return _PROFILES[ctx.profile]
 
 
 # ============================================================================ prediction
@@ -198,23 +182,19 @@ class B8Prediction:
     spread: dict
 
 
-def _spike_arg(spike: tuple[float, str]) -> tuple[float, str] | None:
-    return None if spike[1] == "none" else spike
-
-
 def predict_b8(ctx: CheckContext, design: B8Design) -> B8Prediction:
     """:func:`theory.softmax.softmax_attention_error` at every size (finite ``p``) and in the limit."""
     from theory.softmax import softmax_attention_error, softmax_normaliser_spread
 
-    g = design.gammas
+    g = design.gamma_grid
     finite, limit, spread = {}, {}, {}
     for cfg in design.configs():
         c, snr, spike, beta = cfg
         limit[cfg] = np.asarray(softmax_attention_error(g, c, beta, snr, _spike_arg(spike), **SOLVER), float)
-        for n in design.prof.sizes:
+        for n in design.sizes:
             finite[(cfg, n)] = np.asarray(softmax_attention_error(g, c, beta, snr, _spike_arg(spike),
-                                                                  p=_p_of(n, c), **SOLVER), float)
-            spread[(c, beta, n)] = softmax_normaliser_spread(beta, n, _p_of(n, c))
+                                                                  p=p_of(n, c), **SOLVER), float)
+            spread[(c, beta, n)] = softmax_normaliser_spread(beta, n, p_of(n, c))
     return B8Prediction(finite=finite, limit=limit, spread=spread)
 
 
@@ -223,20 +203,16 @@ def _softmax_cell(ctx: CheckContext, design: B8Design, c: float, inputs: Inputs,
     """One cell on shared draws, memoised on disk (``ctx.cached``; resumable)."""
     import numerics.softmax
     import theory.softmax
-    from numerics.softmax import softmax_error_mc
 
-    p = _p_of(n, c)
+    p = p_of(n, c)
     models = [cell_model(n, p, inputs.snr, spike=_spike_arg(s)) for s in inputs.spikes]
     seed = ctx.seed_for("B8", f"c={c:g}", f"snr={inputs.snr:g}", n)  # one X per cell: paired models
-    settings = mc_settings(ctx, design.prof.trials(inputs, n), seed)
-    key = dict(n=n, p=p, gammas=design.gammas, betas=[float(b) for b in design.all_betas],
+    settings = mc_settings(ctx, design.trials(inputs, n), seed)
+    key = dict(n=n, p=p, gammas=design.gamma_grid, betas=[float(b) for b in design.all_betas],
                models=[model_key(m) for m in models], label_average=inputs.label_average, normalise="keys",
                **settings_key(settings))
-
-    def compute() -> dict[str, np.ndarray]:
-        return softmax_error_mc(models, p, design.gammas, design.all_betas, settings,
-                                label_average=inputs.label_average)
-
+    compute = functools.partial(numerics.softmax.softmax_error_mc, models, p, design.gamma_grid, design.all_betas,
+                                settings, label_average=inputs.label_average)
     return ctx.cached("softmax_mc", key, compute, version=mc_version(numerics.softmax, theory.softmax))
 
 
@@ -244,75 +220,46 @@ def simulate_b8(ctx: CheckContext, design: B8Design) -> dict[str, Any]:
     """``cells``: ``(c, snr, n) -> {"softmax", "entrywise": (betas, spikes, trials, G), "ridge": (trials, G)}``;
     ``runtime_s``."""
     t0 = time.perf_counter()
-    prof = design.prof
-    cells: Cells = {}
-    with ctx.progress("softmax vs entrywise vs ridge, paired draws",
-                      total=len(prof.cs) * len(prof.inputs) * len(prof.sizes)) as bar:
-        for c in prof.cs:
-            for inputs in prof.inputs:
-                for n in prof.sizes:
-                    cells[(c, inputs.snr, n)] = _softmax_cell(ctx, design, c, inputs, n)
-                    bar.advance()
+    grid = [(c, inputs, n) for c in design.cs for inputs in design.inputs for n in design.sizes]
+    cells: dict = {}
+    with ctx.progress("softmax vs entrywise vs ridge, paired draws", total=len(grid)) as bar:
+        for c, inputs, n in grid:
+            cells[(c, inputs.snr, n)] = _softmax_cell(ctx, design, c, inputs, n)
+            bar.advance()
     return dict(cells=cells, runtime_s=time.perf_counter() - t0)
 
 
 # ============================================================================ readings (pure)
-@dataclass(frozen=True)
-class SizeStats:
-    """Per-gamma statistics of one configuration at one size (arrays over gammas).
-
-    Attributes
-    ----------
-    soft, se_soft : softmax attention's error (mean, SE).
-    ew, se_ew : paper B's entrywise kernel of ``f_beta`` on the same draws.
-    diff, se_diff : the paired difference softmax - entrywise (the normalisation's effect).
-    pred : the prediction at this size; trials : trial count.
-    """
-
-    soft: np.ndarray
-    se_soft: np.ndarray
-    ew: np.ndarray
-    se_ew: np.ndarray
-    diff: np.ndarray
-    se_diff: np.ndarray
-    pred: np.ndarray
-    trials: int
-
-
-def _size_stats(design: B8Design, prediction: B8Prediction, cells: Cells, cfg: Config, n: int) -> SizeStats:
-    c, snr, spike, beta = cfg
-    cell = cells[(c, snr, n)]
-    b, s = design.all_betas.index(beta), design.inputs_of(snr).spikes.index(spike)
-    soft, ew = np.asarray(cell["softmax"][b, s], float), np.asarray(cell["entrywise"][b, s], float)
-    return SizeStats(*mean_se(soft), *mean_se(ew), *mean_se(soft - ew), prediction.finite[(cfg, n)],
-                     int(soft.shape[0]))
+#: the numbers of a point at one size after ``p`` and ``trials``: softmax attention's error (mean, SE), paper B's
+#: entrywise kernel of ``f_beta`` on the same draws, their paired difference (the normalisation's effect), the
+#: prediction at this size
+_STATS = ("softmax", "se_softmax", "entrywise", "se_entrywise", "softmax_minus_entrywise", "se_diff", "prediction")
 
 
 @dataclass(frozen=True)
 class B8Point:
-    """One ``(c, snr, spike, beta, gamma)``: the statistics at every size and the finite-size tests.
+    """One ``(c, snr, spike, beta, gamma)``: its numbers at every size and the finite-size rule.
 
     Attributes
     ----------
-    stats : ``n -> SizeStats``; pair : the sizes of the rule ``(n_s, n_l)``; limit : the limit (``d0 = 0``).
-    test : the rule on the gaps to the finite-size prediction (the judged reading).
-    judged : whether ``beta`` is one of the claim's (else reported only).
+    sizes : ``n -> {"p", "trials", *_STATS}`` (a row's ``sizes``); pair : the sizes of the rule ``(n_s, n_l)``;
+    limit : the limit (``d0 = 0``); judged : whether ``beta`` is one of the claim's (else reported only).
     """
 
     cfg: Config
     gamma: float
-    j: int
-    stats: dict
+    sizes: dict
     pair: tuple[int, int]
     limit: float
-    test: FiniteSizeTest
     judged: bool
 
-    def test_limit(self) -> FiniteSizeTest:
-        """The same rule against the limit (``d0 = 0``) at both sizes: what the finite-``p`` term changes."""
-        (s, l_), j = (self.stats[n] for n in self.pair), self.j
-        return _rule(self.limit, s.soft[j], s.se_soft[j], self.limit, l_.soft[j], l_.se_soft[j],
-                     self.pair[0] / self.pair[1], (s.trials, l_.trials))
+    def rule(self, against_limit: bool = False) -> FiniteSizeTest:
+        """The finite-size rule on the gaps to the prediction at each size (the judged reading) or, ``against_limit``,
+        to the limit (``d0 = 0``) at both sizes: what the finite-``p`` term changes."""
+        s, l_ = (self.sizes[n] for n in self.pair)
+        pred_s, pred_l = (self.limit, self.limit) if against_limit else (s["prediction"], l_["prediction"])
+        return finite_size_test(0.0, s["softmax"] - pred_s, s["se_softmax"], l_["softmax"] - pred_l, l_["se_softmax"],
+                                self.pair[0] / self.pair[1], (s["trials"], l_["trials"]))
 
     @property
     def name(self) -> str:
@@ -327,36 +274,38 @@ class B8Point:
 
     def gap(self, n: int) -> float:
         """Measured minus predicted at size ``n``."""
-        s = self.stats[n]
-        return float(s.soft[self.j] - s.pred[self.j])
+        return self.sizes[n]["softmax"] - self.sizes[n]["prediction"]
+
+    def rel_gap(self, n: int) -> float:
+        """:meth:`gap` relative to the prediction at size ``n``."""
+        return abs(self.gap(n)) / max(abs(self.sizes[n]["prediction"]), 1e-300)
 
     def trend(self) -> float:
         """Least-squares slope of ``log |gap|`` against ``log n`` over every size (``nan`` if a gap is zero)."""
-        ns = sorted(self.stats)
+        ns = sorted(self.sizes)
         gaps = np.abs([self.gap(n) for n in ns])
         if np.any(gaps <= 0):
             return float("nan")
         return design_slope(ns, gaps)
 
 
-def _rule(pred_s: float, m_s: float, se_s: float, pred_l: float, m_l: float, se_l: float, ratio: float,
-          trials: tuple[int, int]) -> FiniteSizeTest:
-    """The finite-size rule on the gaps to a size-dependent prediction (``pred_s`` at ``n_s``, ``pred_l`` at ``n_l``)."""
-    return finite_size_test(0.0, m_s - pred_s, se_s, m_l - pred_l, se_l, ratio, trials)
-
-
-def b8_points(design: B8Design, prediction: B8Prediction, cells: Cells, judged_only: bool = False) -> list[B8Point]:
-    """Every point of the design (``judged_only``: of the claim's betas only), in report order (pure)."""
-    ns, nl = design.pair
+def b8_points(design: B8Design, prediction: B8Prediction, cells: dict) -> list[B8Point]:
+    """Every point of the design, in report order (pure)."""
     out = []
-    for cfg in design.configs(judged_only):
-        stats = {n: _size_stats(design, prediction, cells, cfg, n) for n in design.prof.sizes}
-        s, l_ = stats[ns], stats[nl]
+    for cfg in design.configs():
+        c, snr, spike, beta = cfg
+        b = design.all_betas.index(beta)
+        s = next(inp for inp in design.inputs if inp.snr == snr).spikes.index(spike)
+        stats = {}  # n -> (trials, arrays over gammas in the order of _STATS)
+        for n in design.sizes:
+            soft, ew = (np.asarray(cells[(c, snr, n)][k][b, s], float) for k in ("softmax", "entrywise"))
+            stats[n] = (int(soft.shape[0]), *mean_se(soft), *mean_se(ew), *mean_se(soft - ew),
+                        prediction.finite[(cfg, n)])
         for j, g in enumerate(design.gammas):
-            t = _rule(s.pred[j], s.soft[j], s.se_soft[j], l_.pred[j], l_.soft[j], l_.se_soft[j], ns / nl,
-                      (s.trials, l_.trials))
-            out.append(B8Point(cfg, float(g), j, stats, (ns, nl), float(prediction.limit[cfg][j]), t,
-                               cfg[3] in design.betas))
+            sizes = {n: dict(p=p_of(n, c), trials=trials, **{k: float(v[j]) for k, v in zip(_STATS, arrays)})
+                     for n, (trials, *arrays) in stats.items()}
+            out.append(B8Point(cfg, float(g), sizes, design.pair, float(prediction.limit[cfg][j]),
+                               beta in design.betas))
     return out
 
 
@@ -368,87 +317,65 @@ def judge_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, 
     """
     ns, nl = design.pair
     comps: list[Comparison] = []
-    for pt in b8_points(design, prediction, measurement["cells"], judged_only=True):
-        st = pt.stats[nl]
-        cmp_ = pt.test.comparison(pt.name, float(st.pred[pt.j]), float(st.soft[pt.j]), float(st.se_soft[pt.j]),
-                                  f"n={ns}", f"n={nl}", headline=not comps, key=pt.key)
+    judged = [pt for pt in b8_points(design, prediction, measurement["cells"]) if pt.judged]
+    for pt in judged:
+        st = pt.sizes[nl]
+        cmp_ = pt.rule().comparison(pt.name, st["prediction"], st["softmax"], st["se_softmax"], f"n={ns}", f"n={nl}",
+                                    headline=not comps, key=pt.key)
         comps.append(dataclasses.replace(
             cmp_, tolerance="gaps to the finite-size prediction (derived d0 = -1/sqrt p): " + cmp_.tolerance))
     return comps
 
 
 # ============================================================================ describe (pure)
-def _row(design: B8Design, pt: B8Point, outcome: str) -> dict[str, Any]:
+def _row(pt: B8Point, outcome: str) -> dict[str, Any]:
     """The point as a row of ``data["rows"]``."""
     c, snr, spike, beta = pt.cfg
-    sizes = {}
-    for n, s in pt.stats.items():
-        sizes[str(n)] = dict(p=_p_of(n, c), trials=s.trials, softmax=float(s.soft[pt.j]),
-                             se_softmax=float(s.se_soft[pt.j]), entrywise=float(s.ew[pt.j]),
-                             se_entrywise=float(s.se_ew[pt.j]), softmax_minus_entrywise=float(s.diff[pt.j]),
-                             se_diff=float(s.se_diff[pt.j]), prediction=float(s.pred[pt.j]))
     return dict(beta=beta, c=c, snr=snr, spike=_spike_label(spike), gamma=pt.gamma, judged=pt.judged,
-                limit=pt.limit, sizes=sizes, rule_passed=pt.test.passed, rule_limit_passed=pt.test_limit().passed,
-                trend_exponent=pt.trend(), outcome=outcome)
+                limit=pt.limit, sizes={str(n): s for n, s in pt.sizes.items()}, rule_passed=pt.rule().passed,
+                rule_limit_passed=pt.rule(against_limit=True).passed, trend_exponent=pt.trend(), outcome=outcome)
 
 
 def table_markdown(design: B8Design, points: list[B8Point], outcomes: dict[tuple, str]) -> str:
     """The table: beta, c, input, gamma; per size ``softmax MC +- SE (prediction)``; the limit; the verdict."""
-    head = (["beta", "c", "input", "gamma"] + [f"n={n}: softmax +- SE (prediction)" for n in design.prof.sizes]
+    head = (["beta", "c", "input", "gamma"] + [f"n={n}: softmax +- SE (prediction)" for n in design.sizes]
             + ["limit (d0 = 0)", f"entrywise at n={design.pair[1]}", "gap trend n^k", "verdict"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     nl = design.pair[1]
     for pt in points:
         c, snr, spike, beta = pt.cfg
-        cells = [f"{s.soft[pt.j]:.4f} +- {s.se_soft[pt.j]:.4f} ({s.pred[pt.j]:.4f})"
-                 for _, s in sorted(pt.stats.items())]
-        verdict = outcomes.get(pt.key, "not judged (" + ("rule holds" if pt.test.passed else "rule fails") + ")")
+        cells = [f"{s['softmax']:.4f} +- {s['se_softmax']:.4f} ({s['prediction']:.4f})"
+                 for _, s in sorted(pt.sizes.items())]
+        verdict = outcomes.get(pt.key, "not judged (" + ("rule holds" if pt.rule().passed else "rule fails") + ")")
         lines.append("| " + " | ".join([f"{beta:g}", f"{c:g}", _input_label(snr, spike), f"{pt.gamma:g}", *cells,
-                                        f"{pt.limit:.4f}", f"{pt.stats[nl].ew[pt.j]:.4f}", f"{pt.trend():+.2f}",
+                                        f"{pt.limit:.4f}", f"{pt.sizes[nl]['entrywise']:.4f}", f"{pt.trend():+.2f}",
                                         verdict]) + " |")
     return "\n".join(lines)
 
 
-def _rel(pt: B8Point, n: int) -> float:
-    return abs(pt.gap(n)) / max(abs(float(pt.stats[n].pred[pt.j])), 1e-300)
-
-
-def _resolved(pt: B8Point, n: int) -> bool:
-    """Whether the gap at size ``n`` exceeds 3 standard errors (a gap, not noise)."""
-    return abs(pt.gap(n)) > 3 * float(pt.stats[n].se_soft[pt.j])
-
-
-def _by_beta_text(design: B8Design, points: list[B8Point]) -> str:
-    """Per beta: the points where the rule fails, and the largest resolved relative gap (``> 3 SE`` at ``n_l``) at
-    every size with its trend in ``n``."""
+def _by_beta_text(design: B8Design, points: list[B8Point]) -> tuple[str, str]:
+    """Per beta: the points where the rule fails and the largest resolved relative gap (``> 3 SE`` at ``n_l``) at
+    every size with its trend in ``n``; and where the gap comes from at ``n_l``: softmax - entrywise (the
+    normalisation) against entrywise - limit."""
     nl = design.pair[1]
-    parts = []
+    parts, paired = [], []
     for beta in design.all_betas:
         mine = [pt for pt in points if pt.cfg[3] == beta]
-        bad = [pt.name for pt in mine if not pt.test.passed]
+        bad = [pt.name for pt in mine if not pt.rule().passed]
         head = (f"beta={beta:g}{' (not judged)' if beta in design.beyond else ''}: rule fails at {len(bad)} of "
                 f"{len(mine)} points" + (f" ({', '.join(bad)})" if bad else ""))
-        res = [pt for pt in mine if _resolved(pt, nl)]
+        res = [pt for pt in mine if abs(pt.gap(nl)) > 3 * pt.sizes[nl]["se_softmax"]]
         if not res:
             parts.append(head + "; no gap resolved at n=" + str(nl))
-            continue
-        worst = max(res, key=lambda pt: _rel(pt, nl))
-        gaps = ", ".join(f"{worst.gap(n):+.4f} ({_rel(worst, n):.1%}) at n={n}" for n in design.prof.sizes)
-        parts.append(head + f"; {len(res)} gaps resolved (> 3 SE) at n={nl}, the largest relative one {worst.name}: "
-                     f"MC - prediction {gaps}, trend n^{worst.trend():+.2f}")
-    return "; ".join(parts)
-
-
-def _paired_text(design: B8Design, points: list[B8Point]) -> str:
-    """Where the gap comes from at the larger size: softmax - entrywise (normalisation) vs entrywise - prediction."""
-    nl = design.pair[1]
-    out = []
-    for beta in design.all_betas:
-        mine = [pt for pt in points if pt.cfg[3] == beta]
-        d = max(abs(float(pt.stats[nl].diff[pt.j])) for pt in mine)
-        e = max(abs(float(pt.stats[nl].ew[pt.j] - pt.limit)) for pt in mine)
-        out.append(f"beta={beta:g}: max |softmax - entrywise| {d:.4f}, max |entrywise - limit| {e:.4f}")
-    return "; ".join(out)
+        else:
+            worst = max(res, key=lambda pt: pt.rel_gap(nl))
+            gaps = ", ".join(f"{worst.gap(n):+.4f} ({worst.rel_gap(n):.1%}) at n={n}" for n in design.sizes)
+            parts.append(head + f"; {len(res)} gaps resolved (> 3 SE) at n={nl}, the largest relative one "
+                         f"{worst.name}: MC - prediction {gaps}, trend n^{worst.trend():+.2f}")
+        d = max(abs(pt.sizes[nl]["softmax_minus_entrywise"]) for pt in mine)
+        e = max(abs(pt.sizes[nl]["entrywise"] - pt.limit) for pt in mine)
+        paired.append(f"beta={beta:g}: max |softmax - entrywise| {d:.4f}, max |entrywise - limit| {e:.4f}")
+    return "; ".join(parts), "; ".join(paired)
 
 
 def describe_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, Any],
@@ -459,28 +386,29 @@ def describe_b8(design: B8Design, prediction: B8Prediction, measurement: dict[st
     n_fail = sum(cp.outcome == "FAIL" for cp in comparisons)
     ns, nl = design.pair
     judged = [pt for pt in points if pt.judged]
-    lim_bad = sum(not pt.test_limit().passed for pt in judged)
-    spread = ", ".join(f"beta={b:g}: {prediction.spread[(design.prof.cs[0], b, nl)]:.3f}" for b in design.all_betas)
+    lim_bad = sum(not pt.rule(against_limit=True).passed for pt in judged)
+    spread = ", ".join(f"beta={b:g}: {prediction.spread[(design.cs[0], b, nl)]:.3f}" for b in design.all_betas)
+    by_beta, paired = _by_beta_text(design, points)
     notes = (
         "Theory: project's own derivation (theory.softmax; docs/softmax.md): paper B's deterministic equivalent of the "
         "entrywise kernel f_beta(x) = exp(beta x - beta^2/2) - 1 (a1 = beta, nu = exp(beta^2) - 1; structured "
         "equivalent with signal/spikes), gamma rescaled by p/(n-1)^2, the masked mean term's diagonal d0 = -1/sqrt p "
         "at finite p. Simulation: softmax over the keys, self score masked, paired draws with the entrywise kernel "
-        f"and ridge; sizes n = {list(design.prof.sizes)} (rule at n={ns} and n={nl}, p = c n), c = "
-        f"{list(design.prof.cs)}, gammas {list(design.prof.gammas)}, inputs "
+        f"and ridge; sizes n = {list(design.sizes)} (rule at n={ns} and n={nl}, p = c n), c = "
+        f"{list(design.cs)}, gammas {list(design.gammas)}, inputs "
         + ", ".join(sorted({_input_label(c[1], c[2]) for c in design.configs()}))
         + "; null model label-averaged. "
         f"{n_fail} of {len(comparisons)} judged comparisons fail (beta in {list(design.betas)}). By beta: "
-        + _by_beta_text(design, points) + ". Paired at n=" + str(nl) + ": " + _paired_text(design, points) + ". "
-        f"Predicted relative spread of the normalisers at n={nl}, c={design.prof.cs[0]:g}: {spread}. "
+        + by_beta + ". Paired at n=" + str(nl) + ": " + paired + ". "
+        f"Predicted relative spread of the normalisers at n={nl}, c={design.cs[0]:g}: {spread}. "
         f"Against the limit (d0 = 0) instead, the same rule fails at {lim_bad} of {len(judged)} judged points (the "
         f"O(p^-1/2) diagonal term). Runtime {float(measurement.get('runtime_s', 0.0)):.1f} s."
     )
-    data = {"rows": [_row(design, pt, outcomes.get(pt.key, "NOT JUDGED")) for pt in points],
+    data = {"rows": [_row(pt, outcomes.get(pt.key, "NOT JUDGED")) for pt in points],
             "table_md": table_markdown(design, points, outcomes),
-            "design": dict(sizes=list(design.prof.sizes), pair=list(design.pair), cs=list(design.prof.cs),
-                           gammas=list(design.prof.gammas), betas=list(design.betas), beyond=list(design.beyond),
-                           trials_null=list(design.prof.trials_null), trials_signal=list(design.prof.trials_signal))}
+            "design": dict(sizes=list(design.sizes), pair=list(design.pair), cs=list(design.cs),
+                           gammas=list(design.gammas), betas=list(design.betas), beyond=list(design.beyond),
+                           trials_null=list(design.trials_null), trials_signal=list(design.trials_signal))}
     return notes, data
 
 
@@ -498,37 +426,25 @@ def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Compari
         col = F.COLORS[k % len(F.COLORS)]
         sel = [pt for pt in points if pt.cfg == (c, snr, spike, beta)]
         g = np.array([pt.gamma for pt in sel])
-        F.theory_curve(ax, g, lambda x, b=beta: softmax_attention_error(x, c, b, snr, _spike_arg(spike),
-                                                                         p=_p_of(nl, c), **SOLVER),
-                       color=col, grid=F.dense_grid(g, per_decade=8, n_min=20), label="_nolegend_")
-        F.theory_curve(ax, g, lambda x, b=beta: softmax_attention_error(x, c, b, snr, _spike_arg(spike), **SOLVER),
-                       color=col, grid=F.dense_grid(g, per_decade=8, n_min=20), ls=":", lw=1.0, label="_nolegend_")
-        st = [pt.stats[nl] for pt in sel]
-        F.mc_points(ax, g, [s.soft[pt.j] for s, pt in zip(st, sel)], [s.se_soft[pt.j] for s, pt in zip(st, sel)],
-                    label="_nolegend_", color=col, filled=[pt.judged for pt in sel])
-        ax.plot(g * 1.08, [s.ew[pt.j] for s, pt in zip(st, sel)], "x", color=col, ms=5, mew=1.2, zorder=4)
-        ys += [float(s.soft[pt.j]) for s, pt in zip(st, sel)] + [float(s.ew[pt.j]) for s, pt in zip(st, sel)]
+        for p, style in ((p_of(nl, c), {}), (None, dict(ls=":", lw=1.0))):  # at n_l, then the limit
+            F.theory_curve(ax, g, lambda x, b=beta, p=p: softmax_attention_error(x, c, b, snr, _spike_arg(spike), p=p,
+                                                                                 **SOLVER),
+                           color=col, grid=F.dense_grid(g, per_decade=8, n_min=20), label="_nolegend_", **style)
+        soft, ew = ([pt.sizes[nl][k] for pt in sel] for k in ("softmax", "entrywise"))
+        F.mc_points(ax, g, soft, [pt.sizes[nl]["se_softmax"] for pt in sel], label="_nolegend_", color=col,
+                    filled=[pt.judged for pt in sel])
+        ax.plot(g * 1.08, ew, "x", color=col, ms=5, mew=1.2, zorder=4)
+        ys += soft + ew
     mine = with_key(comps, c=float(c), input=_input_label(snr, spike))
-    worst = max((abs(pt.gap(nl)) / pt.stats[nl].pred[pt.j] for pt in points if pt.cfg[:3] == (c, snr, spike)
+    worst = max((abs(pt.gap(nl)) / pt.sizes[nl]["prediction"] for pt in points if pt.cfg[:3] == (c, snr, spike)
                  and pt.judged), default=0.0)
     wide = min(ys) > 0 and max(ys) / min(ys) > 10  # a log axis where E spans a decade or more
     ax.set(xscale="log", yscale="log" if wide else "linear", xlabel="ridge parameter γ (paper B's units)",
            ylabel="interpolation error E",
-           title=f"p/n = {c:g}, {_input_label(snr, spike)}\nn = {nl}, p = {_p_of(nl, c)}")
+           title=f"p/n = {c:g}, {_input_label(snr, spike)}\nn = {nl}, p = {p_of(nl, c)}")
     F.tidy_log_axis(ax)
     F.key_numbers(ax, [f"finite-size rule: {F.outcome_text(mine)}", f"max |rel. gap| (judged β): {worst:.1%}"],
                   verdict=F.worst_outcome(mine))
-
-
-def _legend_entries(design: B8Design) -> list[Any]:
-    from .. import figures as F
-
-    entries = [F.proxy(f"β = {b:g}" + (" (reported, not judged: open)" if b in design.beyond else ""),
-                       color=F.COLORS[k % len(F.COLORS)], marker="s") for k, b in enumerate(design.all_betas)]
-    return entries + [F.proxy("softmax attention, Monte Carlo ±3 SE", marker="o"),
-                      F.proxy("entrywise exp kernel (paper B's), same draws", marker="x"),
-                      F.proxy(f"prediction at n = {design.pair[1]} (d0 = −1/√p)", marker=None, ls="-"),
-                      F.proxy("prediction, limit n → ∞", marker=None, ls=":")]
 
 
 @paper_figure
@@ -538,12 +454,18 @@ def figure_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str,
 
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     points = b8_points(design, prediction, measurement["cells"])
-    panels = [(snr, sp) for inp in design.prof.inputs for snr, sp in ((inp.snr, s) for s in inp.spikes)]
-    fig, axes = F.subplots(len(panels), len(design.prof.cs), panel=(4.0, 3.1), extra=1.3)
+    panels = [(inp.snr, s) for inp in design.inputs for s in inp.spikes]
+    fig, axes = F.subplots(len(panels), len(design.cs), panel=(4.0, 3.1), extra=1.3)
     for i, (snr, spike) in enumerate(panels):
-        for j, c in enumerate(design.prof.cs):
+        for j, c in enumerate(design.cs):
             _panel(axes[i, j], design, points, comps, c, snr, spike)
-    F.legend(axes[0, 0], extra=_legend_entries(design), outside=True, ncol=3, axes=[axes[0, 0]])
+    entries = [F.proxy(f"β = {b:g}" + (" (reported, not judged: open)" if b in design.beyond else ""),
+                       color=F.COLORS[k % len(F.COLORS)], marker="s") for k, b in enumerate(design.all_betas)]
+    F.legend(axes[0, 0], outside=True, ncol=3, axes=[axes[0, 0]], extra=[
+        *entries, F.proxy("softmax attention, Monte Carlo ±3 SE", marker="o"),
+        F.proxy("entrywise exp kernel (paper B's), same draws", marker="x"),
+        F.proxy(f"prediction at n = {design.pair[1]} (d0 = −1/√p)", marker=None, ls="-"),
+        F.proxy("prediction, limit n → ∞", marker=None, ls=":")])
     F.suptitle(fig, "B8", "softmax attention vs paper B's entrywise theory (f = exp(βx − β²/2) − 1)",
                f"softmax over keys, self score masked; γ of softmax = γ p/(n−1)²; rule at n = {design.pair[0]} and "
                f"{design.pair[1]}; null model label-averaged, signal ‖μ‖² = 1 with balanced labels", verdict)
@@ -556,5 +478,6 @@ STATEMENT_B8 = (
     "Paper B, Remark 5: the entrywise theory predicts softmax attention's interpolation error"
 )
 
-CLAIM_B8 = register(Claim(id="B8", paper="B", statement=STATEMENT_B8, design=design_b8, predict=predict_b8, simulate=simulate_b8, judge=judge_b8,
-                          describe=describe_b8, figure=figure_b8, figure_name="softmax_vs_theory"))
+CLAIM_B8 = register(Claim(id="B8", paper="B", statement=STATEMENT_B8, design=design_b8, predict=predict_b8,
+                          simulate=simulate_b8, judge=judge_b8, describe=describe_b8, figure=figure_b8,
+                          figure_name="softmax_vs_theory"))

@@ -49,7 +49,8 @@ from ..statistics import scalar_mean_se
 from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..verdicts import Judgement
-from ._finite_size import DECAY, FiniteSizeTest, comparison_detectable_error, finite_size_test
+from ._finite_size import DECAY, finite_size_test
+from ._finite_size import comparison_detectable_error as detectable_error
 from ._paper_b import mc_settings, mc_version, settings_key
 
 #: one setting: ``(activation, c, t)``
@@ -58,6 +59,10 @@ Setting = tuple[str, float, float]
 Point = tuple[Setting, float]
 #: the headline setting (its limit comparison)
 HEADLINE: Setting = ("erf", 0.5, 1.0)
+#: bins of ``|a|`` (equal probability) in which every strong-alignment cell records attention's leverage (B10)
+LEVERAGE_BINS = 6
+#: quadrature nodes per bin and sign of :func:`finite_parts` (T2 and the bins to 1e-5 of a finer grid)
+THEORY_PER_BIN = 8
 
 
 @dataclass(frozen=True)
@@ -85,8 +90,7 @@ class B9Profile:
 
 
 _TS = (0.5, 1.0, 2.0)
-_SETTINGS = tuple([("erf", 0.5, t) for t in _TS] + [("erf", 1 / 3, t) for t in _TS] + [("tanh", 0.5, t) for t in _TS]
-                  + [("gelu", 0.5, t) for t in _TS])
+_SETTINGS = tuple((act, c, t) for act, c in (("erf", 0.5), ("erf", 1 / 3), ("tanh", 0.5), ("gelu", 0.5)) for t in _TS)
 _WIDE = tuple(("erf", 2.0, t) for t in _TS)
 
 B9_PROFILES = {
@@ -138,10 +142,6 @@ def gap_at(gamma: float, c: float, activation: str, snr: float, t: float, p: int
     return float(strong_spike_attention_error(gamma, c, activation, snr, t, nodes=nodes, p=p)) - ridge
 
 
-#: quadrature nodes per bin and sign of :func:`finite_parts` (T2 and the bins to 1e-5 of a finer grid)
-THEORY_PER_BIN = 8
-
-
 @functools.lru_cache(maxsize=512)
 def finite_parts(c: float, activation: str, snr: float, t: float, p: int) -> Any:
     """:func:`theory.binned_leverage` at size ``p`` (the finite-size equation) on :data:`LEVERAGE_BINS` bins: ``T1``,
@@ -187,34 +187,25 @@ def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
     return B9Prediction(limit, t1, t2, at_p, curve)
 
 
-#: bins of ``|a|`` (equal probability) in which every strong-alignment cell records attention's leverage (B10)
-LEVERAGE_BINS = 6
-
-
 def strong_alignment_cells(ctx: CheckContext, settings: tuple[Setting, ...], p: int, trials: int,
-                           gammas: tuple[float, ...], snr: float, tag: str = "b9") -> dict[Setting, dict[str, np.ndarray]]:
+                           gammas: tuple[float, ...], snr: float,
+                           tag: str = "b9") -> dict[Setting, dict[str, np.ndarray]]:
     """Every output of :func:`numerics.strong_alignment_mc` for settings of one ``c`` at ``p``, by setting: one draw
     per trial for every setting and gamma (one cache entry; the grid of their activations and strengths is drawn, so
     settings that do not fill it cost the pairs they leave out), attention's leverage in :data:`LEVERAGE_BINS` bins of
-    ``|a|``.  B10 reads B9's groups (:func:`draw_groups`) through ``ctx.borrowing("B9")``: the same seeds and entries."""
-    from numerics import strong_alignment_mc
+    ``|a|``.  B10 reads B9's groups (:func:`draw_groups`) through ``ctx.borrowing("B9")``: the same seeds and
+    entries."""
+    import numerics.strong_alignment
     from theory import label_coordinate_bins
 
     c = settings[0][1]
-    if any(s[1] != c for s in settings):
-        raise ValueError(f"settings of one draw group must share c, got {settings}")
     acts = list(dict.fromkeys(a for a, _, _ in settings))
     ts = list(dict.fromkeys(float(t) for _, _, t in settings))
     mc = mc_settings(ctx, trials, ctx.seed_for(tag, "shared draws", f"c={c:.6g}", p), labels="iid")
     key = dict(activations=acts, c=float(c), ts=ts, p=int(p), gammas=[float(g) for g in gammas], snr=float(snr),
                n_bins=LEVERAGE_BINS, **settings_key(mc))
-
-    def compute() -> dict[str, np.ndarray]:
-        return strong_alignment_mc(acts, c, ts, p, list(gammas), mc, snr=snr,
-                                   bins=label_coordinate_bins(snr, LEVERAGE_BINS))
-
-    import numerics.strong_alignment
-
+    compute = functools.partial(numerics.strong_alignment.strong_alignment_mc, acts, c, ts, p, list(gammas), mc,
+                                snr=snr, bins=label_coordinate_bins(snr, LEVERAGE_BINS))
     # the bin edges come from theory.label_coordinate_bins: its source is part of the cells' version
     out = ctx.cached("strong_alignment_mc", key, compute,
                      version=mc_version(numerics.strong_alignment, label_coordinate_bins))
@@ -239,14 +230,15 @@ def simulate_b9(ctx: CheckContext, design: B9Profile) -> dict:
         for p, trials in zip(design.ps, design.trials):
             for settings, gammas in groups:
                 for s, out in strong_alignment_cells(ctx, settings, p, trials, gammas, design.snr).items():
-                    diffs = np.asarray(out["attention"]) - np.asarray(out["ridge"])
+                    diffs = out["attention"] - out["ridge"]
                     for j, g in enumerate(gammas):
                         cells[((s, g), p)] = diffs[:, j]
                 bar.advance()
     return cells
 
 
-def _name(setting: Setting) -> str:
+def setting_name(setting: Setting) -> str:
+    """``"erf c=0.5 t=1"``: a setting in the comparisons' names (B9 and B10)."""
     act, c, t = setting
     return f"{act} c={c:.3g} t={t:g}"
 
@@ -264,79 +256,65 @@ def limit_points(design: B9Profile) -> list[Point]:
             + [(s, design.gamma_wide[1]) for s in design.wide])
 
 
-def limit_test(design: B9Profile, prediction: B9Prediction, cells: dict, point: Point) -> FiniteSizeTest:
-    """The finite-size rule of one point: the paired gap minus the theory at ``p`` and at ``4p``."""
-    (ps, pl), (ts, tl) = design.ps, design.trials
-    ms, ses = scalar_mean_se(cells[(point, ps)])
-    ml, sel = scalar_mean_se(cells[(point, pl)])
-    return finite_size_test(0.0, ms - prediction.at_p[(point, ps)], ses, ml - prediction.at_p[(point, pl)], sel,
-                            ps / pl, (ts, tl))
+def gap_comparison(name: str, stats: Any, theory: Any, design: Any, **kw: Any) -> Comparison:
+    """The finite-size rule on ``measured - theory(p)`` at ``p`` and ``4p`` of ``design.ps``: ``stats`` the mean and
+    SE at each size, ``theory`` the theory at each size; the row reads the larger size."""
+    (ps, pl), ((ms, ses), (ml, sel)), (at_s, at_l) = design.ps, stats, theory
+    test = finite_size_test(0.0, ms - at_s, ses, ml - at_l, sel, ps / pl, tuple(design.trials))
+    return test.comparison(name, at_l, ml, sel, f"p={ps}", f"p={pl}", **kw)
 
 
-def detectable_error(comparison: Comparison, n_comparisons: int, design: B9Profile) -> float:
-    """The theory's error ``D`` (the same at both sizes) that the verdict detects with probability about 1/2, from a
-    judged gap row (:func:`verify.checks._finite_size.comparison_detectable_error` at its SD, df and ``q``)."""
-    ps, pl = design.ps
-    return comparison_detectable_error(comparison, n_comparisons, (ps / pl) ** DECAY)
+def sign_comparison(name: str, predicted: float, stats: Any, sign: int, design: Any, key: dict) -> Comparison:
+    """One-sided (PASS at 5 %): the paired mean and SE ``stats`` at ``4p`` of ``design.ps`` have the sign ``sign``."""
+    trials, pl = design.trials[1], design.ps[1]
+    rule = f"paired mean over {trials} draws at p={pl} must be {'< 0' if sign < 0 else '> 0'}"
+    return Comparison.direction(name, predicted, *stats, sign, df=trials - 1, key=key, rule=rule)
 
 
 def judge_b9(design: B9Profile, prediction: B9Prediction, cells: dict) -> list[Comparison]:
     """Gap (finite-size rule against the theory at each size), sign and no-win comparisons (module docstring); pure."""
-    ps, pl = design.ps
-    df = design.trials[1] - 1
+    pl = design.ps[1]
     comps: list[Comparison] = []
     for s, g in limit_points(design):
-        test = limit_test(design, prediction, cells, (s, g))
-        ml, sel = scalar_mean_se(cells[((s, g), pl)])
         what = "E_att(0) - E_RR(0)" if g == 0 else f"E_att - E_RR at gamma={g:g}"
-        comps.append(test.comparison(f"gap {_name(s)}: {what}", prediction.at_p[((s, g), pl)], ml, sel,
-                                     f"p={ps}", f"p={pl}", headline=(s, g) == (HEADLINE, 0.0),
-                                     key=_key(s, "gap", g)))
+        comps.append(gap_comparison(f"gap {setting_name(s)}: {what}",
+                                    [scalar_mean_se(cells[((s, g), p)]) for p in design.ps],
+                                    [prediction.at_p[((s, g), p)] for p in design.ps], design,
+                                    headline=(s, g) == (HEADLINE, 0.0), key=_key(s, "gap", g)))
     for s in design.settings:
-        ml, sel = scalar_mean_se(cells[((s, 0.0), pl)])
         pred = prediction.limit[(s, 0.0)]
-        sign = -1 if pred < 0 else 1
-        words = "attention beats ridge" if sign < 0 else "ridge beats attention"
-        comps.append(Comparison.direction(f"sign {_name(s)}: {words} as gamma -> 0", pred, ml, sel, sign, df=df,
-                                          key=_key(s, "sign"),
-                                          rule=f"paired mean over {design.trials[1]} draws at p={pl} "
-                                               f"must be {'< 0' if sign < 0 else '> 0'}"))
+        words = "attention beats ridge" if pred < 0 else "ridge beats attention"
+        comps.append(sign_comparison(f"sign {setting_name(s)}: {words} as gamma -> 0", pred,
+                                     scalar_mean_se(cells[((s, 0.0), pl)]), -1 if pred < 0 else 1, design,
+                                     _key(s, "sign")))
     g0 = design.gamma_wide[0]
     for s in design.wide:
-        ml, sel = scalar_mean_se(cells[((s, g0), pl)])
-        comps.append(Comparison.direction(f"no win {_name(s)}: E_att - E_RR at gamma={g0:g}",
-                                          prediction.limit[(s, g0)], ml, sel, +1, df=df, key=_key(s, "no win", g0),
-                                          rule=f"paired mean over {design.trials[1]} draws at p={pl} must be > 0"))
+        comps.append(sign_comparison(f"no win {setting_name(s)}: E_att - E_RR at gamma={g0:g}",
+                                     prediction.limit[(s, g0)], scalar_mean_se(cells[((s, g0), pl)]), +1, design,
+                                     _key(s, "no win", g0)))
     return comps
 
 
-def _rows(design: B9Profile, prediction: B9Prediction, cells: dict, comparisons: list[Comparison]) -> list[dict]:
-    """One row per judged point: the limit, the theory at both sizes, the gap at both sizes, the judged outcome and
-    the power (read from the point's judged row)."""
+def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
+                comparisons: list[Comparison]) -> tuple[str, dict]:
+    """Notes (what is judged, the offsets at both sizes, the power) and data (rows, the no-win cells)."""
     rows = []
-    for s, g in limit_points(design):
+    for s, g in limit_points(design):  # one row per judged gap, with its power read from the judged row
         comp = with_key(comparisons, **_key(s, "gap", g))[0]
         (ms, ses), (ml, sel) = (scalar_mean_se(cells[((s, g), p)]) for p in design.ps)
         rows.append(dict(activation=s[0], c=s[1], t=s[2], gamma=g, limit=prediction.limit[(s, g)],
                          theory=[prediction.at_p[((s, g), p)] for p in design.ps],
                          t1=prediction.t1.get(s), t2=prediction.t2.get(s),
                          p=list(design.ps), measured=[ms, ml], se=[ses, sel], outcome=comp.outcome,
-                         detectable=detectable_error(comp, len(comparisons), design)))
-    return rows
-
-
-def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
-                comparisons: list[Comparison]) -> tuple[str, dict]:
-    """Notes (what is judged, the offsets at both sizes, the power) and data (rows, the no-win cells)."""
-    rows = _rows(design, prediction, cells, comparisons)
-    offsets = "; ".join(f"{r['activation']} c={r['c']:.3g} t={r['t']:g}"
+                         detectable=detectable_error(comp, len(comparisons), (design.ps[0] / design.ps[1]) ** DECAY)))
+    offsets = "; ".join(setting_name((r["activation"], r["c"], r["t"]))
                         + (f" gamma={r['gamma']:g}" if r["gamma"] else "")
                         + f": {r['measured'][0] - r['theory'][0]:+.4f} / {r['measured'][1] - r['theory'][1]:+.4f}"
                         for r in rows)
     detect = float(np.median([r["detectable"] for r in rows]))
     g0 = design.gamma_wide[0]
-    wide = {_name(s): dict(zip(("mean", "se"), scalar_mean_se(cells[((s, g0), design.ps[1])])),
-                           theory=prediction.limit[(s, g0)]) for s in design.wide}
+    wide = {setting_name(s): dict(zip(("mean", "se"), scalar_mean_se(cells[((s, g0), design.ps[1])])),
+                                  theory=prediction.limit[(s, g0)]) for s in design.wide}
     n_fail = sum(c.outcome == "FAIL" for c in comparisons)
     notes = (
         "Theory: theory.strong_alignment_gap, derived by the project (docs/strong_alignment.md): the limit of "
@@ -365,26 +343,25 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
     comps = list(judgement.comparisons)
     panels = list(dict.fromkeys((a, c) for a, c, _ in design.settings))
     fig, axes = F.subplots(1, len(panels) + 1, panel=(3.4, 3.0), extra=1.2)
-    for ax, (act, c) in zip(axes[0], panels):
+    for ax in axes[0]:
         ax.axhline(0.0, color="#999999", lw=0.8)
+    for ax, (act, c) in zip(axes[0], panels):
         if (act, c) in prediction.curve:
             ax.plot(design.curve_ts, prediction.curve[(act, c)], "-", color=F.THEORY, lw=1.3)
         _points(ax, design, prediction, cells, [(s, 0.0) for s in design.settings if s[:2] == (act, c)])
         judged_here = with_key(comps, activation=act, c=float(c))
-        ax.set(xlabel="alignment t = ‖w_K‖‖w_Q‖/√p", ylabel="E_att(0) − E_RR(0)",
-               title=f"{act}, p/n = {c:.3g}")
+        ax.set(xlabel="alignment t = ‖w_K‖‖w_Q‖/√p", ylabel="E_att(0) − E_RR(0)", title=f"{act}, p/n = {c:.3g}")
         F.key_numbers(ax, [F.outcome_text(judged_here)], verdict=F.worst_outcome(judged_here))
     ax = axes[0, -1]
-    ax.axhline(0.0, color="#999999", lw=0.8)
     for g in design.gamma_wide:
         ax.plot([s[2] for s in design.wide], [prediction.limit[(s, g)] for s in design.wide], "-", color=F.THEORY,
                 lw=1.3)
         _points(ax, design, prediction, cells, [(s, g) for s in design.wide])
     wide = [cp for s in design.wide for cp in with_key(comps, activation=s[0], c=float(s[1]), t=float(s[2]))]
     ax.set(xlabel="alignment t", ylabel="E_att − E_RR",
-           title="p/n > 1 (" + ", ".join(sorted({a for a, _, _ in design.wide})) + f"), γ = "
+           title="p/n > 1 (" + ", ".join(sorted({a for a, _, _ in design.wide})) + "), γ = "
                  + " and ".join(f"{g:g}" for g in design.gamma_wide))
-    F.key_numbers(ax, ["claim: > 0 (no win), limit at γ = " f"{design.gamma_wide[1]:g}", F.outcome_text(wide)],
+    F.key_numbers(ax, [f"claim: > 0 (no win), limit at γ = {design.gamma_wide[1]:g}", F.outcome_text(wide)],
                   verdict=F.worst_outcome(wide))
     F.legend(axes[0, 0], outside=True, ncol=3, extra=[
         F.proxy("limit theory (p/n < 1: γ → 0; p/n > 1: γ > 0)", color=F.THEORY, marker=None, ls="-"),
@@ -394,9 +371,7 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
     F.suptitle(fig, "B9", "strong alignment: attention against ridge as γ → 0",
                f"aligned spikes of strength t√p, ‖μ‖² = {design.snr:g}, diagonal removed; judged: the gap against "
                f"the theory at p = {design.ps[0]} and {design.ps[1]} (finite-size rule), the limit's sign, no win "
-               f"at p/n > 1 "
-               f"({F.outcome_text(comps)})",
-               judgement.verdict)
+               f"at p/n > 1 ({F.outcome_text(comps)})", judgement.verdict)
     return fig
 
 
@@ -405,15 +380,13 @@ def _points(ax: Any, design: B9Profile, prediction: B9Prediction, cells: dict, p
     where it is judged (a bar)."""
     from .. import figures as F
 
-    ts = np.array([s[2] for s, _ in pts])
     for k, p in enumerate(design.ps):
-        at = [(t, prediction.at_p[(pt, p)]) for t, pt in zip(ts * (1 + 0.04 * (2 * k - 1)), pts)
-              if (pt, p) in prediction.at_p]
+        ts = np.array([s[2] for s, _ in pts]) * (1 + 0.04 * (2 * k - 1))
+        at = [(t, prediction.at_p[(pt, p)]) for t, pt in zip(ts, pts) if (pt, p) in prediction.at_p]
         if at:
             ax.plot(*zip(*at), "_", color=F.COLORS[k], ms=12, mew=1.6)
         stats = np.array([scalar_mean_se(cells[(pt, p)]) for pt in pts])
-        F.mc_points(ax, ts * (1 + 0.04 * (2 * k - 1)), stats[:, 0], stats[:, 1], label="_nolegend_",
-                    color=F.COLORS[k], marker="os"[k])
+        F.mc_points(ax, ts, stats[:, 0], stats[:, 1], label="_nolegend_", color=F.COLORS[k], marker="os"[k])
 
 
 #: B9: the strong-alignment limit (the project's derivation) against paired, label-averaged Monte Carlo
@@ -425,5 +398,6 @@ STATEMENT_B9 = (
     "the kernel's mean part at n = p/c tokens) by the finite-size rule, and the limit's sign"
 )
 
-CLAIM_B9 = register(Claim(id="B9", paper="B", statement=STATEMENT_B9, design=design_b9, predict=predict_b9, simulate=simulate_b9, judge=judge_b9,
-                          describe=describe_b9, figure=figure_b9, figure_name="strong_alignment"))
+CLAIM_B9 = register(Claim(id="B9", paper="B", statement=STATEMENT_B9, design=design_b9, predict=predict_b9,
+                          simulate=simulate_b9, judge=judge_b9, describe=describe_b9, figure=figure_b9,
+                          figure_name="strong_alignment"))

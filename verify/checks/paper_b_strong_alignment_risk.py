@@ -12,7 +12,8 @@ Prediction (*derived by the project*, docs/strong_alignment.md, "Prediction risk
 * the risk gap on fresh labels at the same tokens, ``R_att - R_RR = T1 - T2`` (exact identity
   ``R = E(gamma) + (2/n) sum_i v_i S_ii``; :func:`theory.strong_spike_prediction_risk`): the leverage part that
   lowers attention's training error raises its risk by the same amount;
-* attention's mean leverage in each of ``LEVERAGE_BINS`` equal-probability bins of ``|a|`` (:func:`theory.binned_leverage`).
+* attention's mean leverage in each of ``LEVERAGE_BINS`` equal-probability bins of ``|a|``
+  (:func:`theory.binned_leverage`).
 
 Each is evaluated by the equation at the simulated size ``p`` (``p=``: the kernel's coefficient ``t + 1/sqrt p`` of
 ``a_i a_j`` and its mean part at ``n = p/c`` tokens, the low-rank block that moves ``T2`` by up to 0.006 at these
@@ -27,10 +28,10 @@ Comparisons (Holm within the check, family-wise false-FAIL rate ``ALPHA_CHECK``)
 of :mod:`verify.checks._finite_size` (``q = 1/2``, Student-t on estimated SEs) on the gaps ``measured - theory(p)``
 of ``T1``, ``T2``, the risk gap and every bin of the profile; the theory's worst case (erf, ``c = 2``, ``t = 2`` at
 ``gamma = 1e-3``: :func:`theory.strong_spike_attention_error` minus ridge's error, at each size) by the same rule on
-B9's draws of that setting; and, where ``|R_att - R_RR|`` is
-predicted to be at least ``sign_min``, its sign at ``4p`` (one-sided, PASS at 5 %).  Power: a quantity off by ``D`` at both sizes FAILs with
-probability about 1/2 once ``D / 2`` reaches the Student-t quantile at Holm's first level times the statistic's SD
-(``data["detectable"]``, per part).  The headline is the risk gap of erf, ``c = 1/2``, ``t = 1``.
+B9's draws of that setting; and, where ``|R_att - R_RR|`` is predicted to be at least ``sign_min``, its sign at ``4p``
+(one-sided, PASS at 5 %).  Power: a quantity off by ``D`` at both sizes FAILs with probability about 1/2 once
+``D / 2`` reaches the Student-t quantile at Holm's first level times the statistic's SD (``data["detectable"]``, per
+part).  The headline is the risk gap of erf, ``c = 1/2``, ``t = 1``.
 """
 
 from __future__ import annotations
@@ -47,17 +48,17 @@ from ..statistics import scalar_mean_se
 from ..context import CheckContext
 from ..results import Comparison
 from ..verdicts import Judgement
-from ._finite_size import DECAY, FiniteSizeTest, finite_size_test
-from ._finite_size import comparison_detectable_error as detectable_error
-from .paper_b_strong_alignment import (B9_PROFILES, LEVERAGE_BINS, Setting, draw_groups, finite_parts, gap_at,
+from ._finite_size import DECAY
+from .paper_b_strong_alignment import (B9_PROFILES, HEADLINE, LEVERAGE_BINS, Setting, detectable_error, draw_groups,
+                                       finite_parts, gap_at, gap_comparison, setting_name, sign_comparison,
                                        strong_alignment_cells)
 
-#: the headline: the risk gap of this setting
-HEADLINE: Setting = ("erf", 0.5, 1.0)
-#: the scalar parts judged per setting (``PARTS``), then the profile's bins
+#: the scalar parts judged per setting (``PARTS``), then the profile's bins; the headline is the risk gap of HEADLINE
 PARTS = ("T1", "T2", "risk")
 _WORDS = {"T1": "T1 (Bayes predictor left, att - RR)", "T2": "T2 (label noise left, att - RR)",
           "risk": "risk on fresh labels, R_att - R_RR"}
+#: the simulated quantity behind each part: attention's minus ridge's
+_OUTPUTS = {"T1": "signal", "T2": "noise", "risk": "risk"}
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,6 @@ class B10Profile:
     worst : the theory's largest disagreement, ``(activation, c > 1, t)`` at ``worst_gamma``: the training gap
         against :func:`theory.strong_spike_attention_error` minus ridge's error, on B9's cells of that setting (one
         of B9's ``wide``, drawn at B9's ``gamma_wide``, which holds ``worst_gamma``).
-    worst_gammas : the ridge parameters of B9's cells of ``worst`` (B9's ``gamma_wide``).
     curve_ts : the ``t`` grid of the figure's theory curves (computed only where figures are drawn).
     """
 
@@ -84,7 +84,6 @@ class B10Profile:
     own: tuple[Setting, ...]
     worst: Setting = ("erf", 2.0, 2.0)
     worst_gamma: float = 1e-3
-    worst_gammas: tuple[float, ...] = (1e-3, 1e-2)
     snr: float = 1.0
     sign_min: float = 0.005
     curve_ts: tuple[float, ...] = (0.15, 0.25, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5)
@@ -100,23 +99,15 @@ _BORROWED = (("erf", 0.5, 0.5), ("erf", 0.5, 1.0), ("erf", 0.5, 2.0), ("erf", 1 
 _OWN = (("gelu", 0.25, 2.0), ("erf", 0.9, 1.0))
 
 
-def _profile(name: str, borrowed: tuple[Setting, ...], own: tuple[Setting, ...],
-             worst: Setting = ("erf", 2.0, 2.0)) -> B10Profile:
+def _profile(name: str, borrowed: tuple[Setting, ...], own: tuple[Setting, ...], **kw: Any) -> B10Profile:
+    """B10's design on B9's sizes, trials and ``snr`` at profile ``name``."""
     b9 = B9_PROFILES[name]
-    missing = [s for s in borrowed if s not in b9.settings]
-    if missing:
-        raise ValueError(f"B10 borrows settings that B9 does not draw at profile {name!r}: {missing}")
-    profile = B10Profile(ps=b9.ps, trials=b9.trials, borrowed=borrowed, own=own, snr=b9.snr, worst=worst,
-                         worst_gammas=tuple(b9.gamma_wide))
-    if profile.worst not in b9.wide or profile.worst_gamma not in b9.gamma_wide:
-        raise ValueError(f"B10's worst case {profile.worst} at gamma={profile.worst_gamma} is not among B9's draws "
-                         f"at profile {name!r}")
-    return profile
+    return B10Profile(ps=b9.ps, trials=b9.trials, borrowed=borrowed, own=own, snr=b9.snr, **kw)
 
 
 B10_PROFILES = {
     # smoke (tests only): tiny sizes, verdicts meaningless
-    "smoke": _profile("smoke", (HEADLINE,), (("gelu", 0.25, 2.0),), ("erf", 2.0, 1.0)),
+    "smoke": _profile("smoke", (HEADLINE,), (("gelu", 0.25, 2.0),), worst=("erf", 2.0, 1.0)),
     # quick and paper: six of B9's settings (its draws) and two of B10's own, at B9's sizes; the worst case on B9's
     # draws too (the theory at each size predicts its finite-size gap, -0.015 at p = 128: no larger sizes needed)
     "quick": _profile("quick", _BORROWED, _OWN),
@@ -124,22 +115,23 @@ B10_PROFILES = {
 }
 
 
+def _part(record: dict, part: str | int) -> Any:
+    """``part`` of a cell or of a prediction's record: a name of ``PARTS`` or a bin index (the last axis of
+    ``"bins"``)."""
+    return record["bins"][..., part] if isinstance(part, int) else record[part]
+
+
 @dataclass(frozen=True)
 class B10Prediction:
-    """Theory at size ``p`` by ``(setting, p)``: ``T1``, ``T2``, the risk gap and the bin means; the worst case's
-    training gap by ``p``."""
+    """Theory at size ``p``: by ``(setting, p)`` a record shaped like a cell, ``{"T1", "T2", "risk", "bins": (B,)}``
+    (the risk gap is ``T1 - T2``); the worst case's training gap by ``p``."""
 
-    t1: dict
-    t2: dict
-    risk: dict
-    bins: dict
+    parts: dict
     worst: dict
 
-    def of(self, part: str, key: tuple) -> Any:
+    def of(self, part: str | int, key: tuple) -> float:
         """The prediction of ``part`` (``"T1"``, ``"T2"``, ``"risk"`` or a bin index) at ``(setting, p)``."""
-        if isinstance(part, int):
-            return float(self.bins[key][part])
-        return {"T1": self.t1, "T2": self.t2, "risk": self.risk}[part][key]
+        return float(_part(self.parts[key], part))
 
 
 def design_b10(ctx: CheckContext) -> B10Profile:
@@ -150,62 +142,53 @@ def design_b10(ctx: CheckContext) -> B10Profile:
 def predict_b10(ctx: CheckContext, design: B10Profile) -> B10Prediction:
     """One Dyson solve per setting and size (:func:`finite_parts`, shared with B9): the parts, the risk gap
     ``T1 - T2`` and the bin means."""
-    t1, t2, risk, bins = {}, {}, {}, {}
+    parts = {}
     for s in design.settings:
         act, c, t = s
         for p in design.ps:
             sol = finite_parts(c, act, design.snr, t, p)
-            t1[(s, p)], t2[(s, p)], risk[(s, p)] = sol.t1, sol.t2, sol.t1 - sol.t2
-            bins[(s, p)] = np.asarray(sol.bin_means)
+            parts[(s, p)] = {"T1": sol.t1, "T2": sol.t2, "risk": sol.t1 - sol.t2, "bins": np.asarray(sol.bin_means)}
     act, c, t = design.worst
     worst = {p: gap_at(design.worst_gamma, c, act, design.snr, t, p) for p in design.ps}
-    return B10Prediction(t1, t2, risk, bins, worst)
+    return B10Prediction(parts, worst)
 
 
 def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
-    """``(setting, p) -> {"T1", "T2", "risk": (trials,), "bins": (trials, B)}``, paired attention minus ridge."""
+    """``(setting, p) -> {"T1", "T2", "risk": (trials,), "bins": (trials, B)}``, paired attention minus ridge, and
+    ``("worst", p) ->`` the worst case's paired training gap ``(trials,)``."""
     cells: dict = {}
     lender = ctx.borrowing("B9")
-    groups = draw_groups(B9_PROFILES[ctx.profile])
-    group_of = {s: (settings, gammas) for settings, gammas in groups for s in settings}
+    group_of = {s: group for group in draw_groups(B9_PROFILES[ctx.profile]) for s in group[0]}
+    sizes = list(zip(design.ps, design.trials))
+    jobs = [(p, trials, s) for p, trials in sizes for s in design.borrowed + design.own]
     with ctx.progress("parts, risk and leverage under strong alignment (B9's draws and B10's)",
-                      total=len(design.ps) * (len(design.borrowed) + len(design.own) + 1)) as bar:
-        for p, trials in zip(design.ps, design.trials):
-            for s in design.borrowed + design.own:
-                if s in design.borrowed:
-                    settings, gammas = group_of[s]
-                    out = strong_alignment_cells(lender, settings, p, trials, gammas, design.snr, "b9")[s]
-                else:
-                    out = strong_alignment_cells(ctx, (s,), p, trials, (0.0,), design.snr, "b10")[s]
-                col = {k: np.asarray(v)[:, 0] for k, v in out.items() if k != "attention_leverage"}
-                cells[(s, p)] = {"T1": col["attention_signal"] - col["ridge_signal"],
-                                 "T2": col["attention_noise"] - col["ridge_noise"],
-                                 "risk": col["attention_risk"] - col["ridge_risk"],
-                                 "bins": np.asarray(out["attention_leverage"])[:, 0, :]}
-                bar.advance()
-        column = design.worst_gammas.index(design.worst_gamma)
-        settings, gammas = group_of[design.worst]
-        for p, trials in zip(design.ps, design.trials):
-            out = strong_alignment_cells(lender, settings, p, trials, gammas, design.snr, "b9")[design.worst]
-            cells[("worst", p)] = np.asarray(out["attention"])[:, column] - np.asarray(out["ridge"])[:, column]
+                      total=len(jobs) + len(sizes)) as bar:
+        for p, trials, s in jobs + [(p, trials, design.worst) for p, trials in sizes]:
+            settings, gammas = group_of.get(s, ((s,), (0.0,)))  # B9's draws, or this check's own at gamma = 0
+            source, tag = (lender, "b9") if s in group_of else (ctx, "b10")
+            out = strong_alignment_cells(source, settings, p, trials, gammas, design.snr, tag)[s]
+            if s == design.worst:
+                j = gammas.index(design.worst_gamma)
+                cells[("worst", p)] = out["attention"][:, j] - out["ridge"][:, j]
+            else:
+                cells[(s, p)] = {part: out[f"attention_{q}"][:, 0] - out[f"ridge_{q}"][:, 0]
+                                 for part, q in _OUTPUTS.items()}
+                cells[(s, p)]["bins"] = out["attention_leverage"][:, 0, :]
             bar.advance()
     return cells
 
 
-def _values(cells: dict, key: tuple, part: Any) -> np.ndarray:
-    return cells[key]["bins"][:, part] if isinstance(part, int) else cells[key][part]
-
-
 def _mean_se(x: np.ndarray) -> tuple[float, float]:
+    """Mean and SE over the finite trials (``nan`` below two)."""
     x = x[np.isfinite(x)]
     if x.size < 2:
         return math.nan, math.nan
     return scalar_mean_se(x)
 
 
-def _name(setting: Setting) -> str:
-    act, c, t = setting
-    return f"{act} c={c:.3g} t={t:g}"
+def _stats(cells: dict, key: tuple, part: str | int) -> tuple[float, float]:
+    """:func:`_mean_se` of ``part`` (a name of ``PARTS`` or a bin index) in the cell ``key``."""
+    return _mean_se(_part(cells[key], part))
 
 
 def _key(setting: Setting, quantity: str, part: str | int | None = None) -> dict:
@@ -222,46 +205,27 @@ def judged_parts(design: B10Profile) -> list[tuple[Setting, Any]]:
 
 def sign_settings(design: B10Profile, prediction: B10Prediction) -> list[Setting]:
     """The settings whose risk gap's sign is judged (``|theory| >= sign_min`` at ``4p``), in the judge's order."""
-    return [s for s in design.settings if abs(prediction.risk[(s, design.ps[1])]) >= design.sign_min]
-
-
-def part_test(design: B10Profile, prediction: B10Prediction, cells: dict, setting: Setting,
-              part: Any) -> FiniteSizeTest:
-    """The finite-size rule on ``measured - theory(p)`` of one part at ``p`` and ``4p``."""
-    (ps, pl), (ts, tl) = design.ps, design.trials
-    ms, ses = _mean_se(_values(cells, (setting, ps), part))
-    ml, sel = _mean_se(_values(cells, (setting, pl), part))
-    gs, gl = ms - prediction.of(part, (setting, ps)), ml - prediction.of(part, (setting, pl))
-    return finite_size_test(0.0, gs, ses, gl, sel, ps / pl, (ts, tl))
+    return [s for s in design.settings if abs(prediction.of("risk", (s, design.ps[1]))) >= design.sign_min]
 
 
 def judge_b10(design: B10Profile, prediction: B10Prediction, cells: dict) -> list[Comparison]:
     """Finite-size rule per part and bin, and the risk gap's sign (module docstring); pure."""
-    ps, pl = design.ps
     comps: list[Comparison] = []
     for s, part in judged_parts(design):
-        test = part_test(design, prediction, cells, s, part)
-        ml, sel = _mean_se(_values(cells, (s, pl), part))
         what = _WORDS[part] if isinstance(part, str) else f"attention's mean leverage, bin {part + 1} of |a|"
-        comps.append(test.comparison(f"{_name(s)}: {what}", prediction.of(part, (s, pl)), ml, sel,
-                                     f"p={ps}", f"p={pl}", headline=(s, part) == (HEADLINE, "risk"),
-                                     key=_key(s, "part", part)))
-    (ws, wl), (ts, tl) = design.ps, design.trials
-    ms, ses = _mean_se(cells[("worst", ws)])
-    ml, sel = _mean_se(cells[("worst", wl)])
-    test = finite_size_test(0.0, ms - prediction.worst[ws], ses, ml - prediction.worst[wl], sel, ws / wl, (ts, tl))
-    comps.append(test.comparison(f"worst case {_name(design.worst)}: E_att - E_RR at gamma={design.worst_gamma:g}",
-                                 prediction.worst[wl], ml, sel, f"p={ws}", f"p={wl}",
-                                 key=_key(design.worst, "worst case")))
+        comps.append(gap_comparison(f"{setting_name(s)}: {what}", [_stats(cells, (s, p), part) for p in design.ps],
+                                    [prediction.of(part, (s, p)) for p in design.ps], design,
+                                    headline=(s, part) == (HEADLINE, "risk"), key=_key(s, "part", part)))
+    comps.append(gap_comparison(f"worst case {setting_name(design.worst)}: E_att - E_RR at "
+                                f"gamma={design.worst_gamma:g}", [_mean_se(cells[("worst", p)]) for p in design.ps],
+                                [prediction.worst[p] for p in design.ps], design,
+                                key=_key(design.worst, "worst case")))
     for s in sign_settings(design, prediction):
-        pred = prediction.risk[(s, pl)]
-        ml, sel = _mean_se(cells[(s, pl)]["risk"])
-        sign = -1 if pred < 0 else 1
-        words = "attention predicts fresh labels better" if sign < 0 else "ridge predicts fresh labels better"
-        comps.append(Comparison.direction(f"{_name(s)}: sign of the risk gap, {words}", pred, ml, sel, sign,
-                                          df=design.trials[1] - 1, key=_key(s, "sign", "risk"),
-                                          rule=f"paired mean over {design.trials[1]} draws at p={pl} must be "
-                                               f"{'< 0' if sign < 0 else '> 0'}"))
+        pred = prediction.of("risk", (s, design.ps[1]))
+        words = "attention predicts fresh labels better" if pred < 0 else "ridge predicts fresh labels better"
+        comps.append(sign_comparison(f"{setting_name(s)}: sign of the risk gap, {words}", pred,
+                                     _mean_se(cells[(s, design.ps[1])]["risk"]), -1 if pred < 0 else 1, design,
+                                     _key(s, "sign", "risk")))
     return comps
 
 
@@ -269,10 +233,8 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
                  comparisons: list[Comparison]) -> tuple[str, dict]:
     """Notes (what is judged, the offsets, the power per part) and data (one row per setting)."""
     ps, pl = design.ps
-    parts = judged_parts(design)
-    judged_rows = comparisons[:len(parts)]
     detect: dict[str, list[float]] = {}
-    for (s, part), comp in zip(parts, judged_rows):
+    for (s, part), comp in zip(judged_parts(design), comparisons):
         detect.setdefault(part if isinstance(part, str) else "bins", []).append(
             detectable_error(comp, len(comparisons), (ps / pl) ** DECAY))
     rows = []
@@ -280,15 +242,14 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
         row: dict[str, Any] = dict(activation=s[0], c=s[1], t=s[2], p=[ps, pl], borrowed=s in design.borrowed)
         for part in PARTS:
             row[part] = dict(theory=[prediction.of(part, (s, p)) for p in (ps, pl)],
-                             measured=[_mean_se(cells[(s, p)][part]) for p in (ps, pl)])
-        row["bins"] = dict(theory=[prediction.bins[(s, p)].tolist() for p in (ps, pl)],
-                           measured=[[_mean_se(cells[(s, p)]["bins"][:, b]) for b in range(LEVERAGE_BINS)]
-                                     for p in (ps, pl)])
+                             measured=[_stats(cells, (s, p), part) for p in (ps, pl)])
+        row["bins"] = dict(theory=[prediction.parts[(s, p)]["bins"].tolist() for p in (ps, pl)],
+                           measured=[[_stats(cells, (s, p), b) for b in range(LEVERAGE_BINS)] for p in (ps, pl)])
         rows.append(row)
     medians = {k: float(np.median(v)) for k, v in detect.items()}
     worst = {p: dict(zip(("mean", "se"), _mean_se(cells[("worst", p)])), theory=prediction.worst[p])
              for p in design.ps}
-    head = next(r for r in rows if (r["activation"], r["c"], r["t"]) == HEADLINE)
+    head = rows[design.settings.index(HEADLINE)]
     n_fail = sum(c.outcome == "FAIL" for c in comparisons)
     notes = (
         "Theory (derived by the project, docs/strong_alignment.md 'Prediction risk'): T1, T2 and the leverage by "
@@ -297,16 +258,16 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
         "gap on fresh labels at the same tokens is T1 - T2 (exact: the risk is the "
         "training error plus twice the label noise each token's fit absorbs). "
         f"Simulation: B9's draws for {len(design.borrowed)} settings, this check's own for {len(design.own)} "
-        f"({', '.join(_name(s) for s in design.own)}); {design.trials[0]} trials at p={ps}, {design.trials[1]} at "
-        f"p={pl}. Headline {_name(HEADLINE)}: training gap T1 + T2 = "
+        f"({', '.join(setting_name(s) for s in design.own)}); {design.trials[0]} trials at p={ps}, "
+        f"{design.trials[1]} at p={pl}. Headline {setting_name(HEADLINE)}: training gap T1 + T2 = "
         f"{head['T1']['measured'][1][0] + head['T2']['measured'][1][0]:+.4f}, of which T1 "
         f"{head['T1']['measured'][1][0]:+.4f} (a better predictor) and T2 {head['T2']['measured'][1][0]:+.4f} "
         f"(label noise fitted); on fresh labels R_att - R_RR = {head['risk']['measured'][1][0]:+.4f} "
         f"(theory {head['risk']['theory'][1]:+.4f}) at p={pl}. Power: a part off by "
         + ", ".join(f"{k} {v:.4f}" for k, v in medians.items())
         + " at both sizes (median over settings) FAILs with probability about 1/2 (Holm's first level). "
-        f"Worst case {_name(design.worst)} at gamma={design.worst_gamma:g} (the theory's largest disagreement, near "
-        "interpolation, a gap of -0.010 at p = 512 that the kernel's mean part explains): measured - theory(p) "
+        f"Worst case {setting_name(design.worst)} at gamma={design.worst_gamma:g} (the theory's largest disagreement, "
+        "near interpolation, a gap of -0.010 at p = 512 that the kernel's mean part explains): measured - theory(p) "
         + " / ".join(f"{w['mean'] - w['theory']:+.4f} at p={p}" for p, w in worst.items())
         + ". "
         f"{n_fail} of {len(comparisons)} comparisons FAIL."
@@ -344,18 +305,19 @@ def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judge
     ax = axes[0, 1]
     centres = np.arange(1, LEVERAGE_BINS + 1)
     for j, s in enumerate(family):
-        ax.plot(centres, prediction.bins[(s, pl)], "-", color=F.COLORS[2 + j % 3], lw=1.3, label=f"t = {s[2]:g}")
+        color = F.COLORS[2 + j % 3]
+        ax.plot(centres, prediction.parts[(s, pl)]["bins"], "-", color=color, lw=1.3, label=f"t = {s[2]:g}")
         for k, p in enumerate(design.ps):
-            stats = np.array([_mean_se(cells[(s, p)]["bins"][:, b]) for b in range(LEVERAGE_BINS)])
-            F.mc_points(ax, centres + 0.08 * (2 * k - 1), stats[:, 0], stats[:, 1], label="_nolegend_",
-                        color=F.COLORS[2 + j % 3], marker="os"[k])
+            stats = np.array([_stats(cells, (s, p), b) for b in range(LEVERAGE_BINS)])
+            F.mc_points(ax, centres + 0.08 * (2 * k - 1), stats[:, 0], stats[:, 1], label="_nolegend_", color=color,
+                        marker="os"[k])
     ax.axhline(0.5, color="#999999", lw=0.8)
     ax.set(xlabel="bin of |a| (equal probability, small to large)", ylabel="mean leverage h",
            title="attention's leverage by |a| (ridge: c everywhere)")
     comps = list(judgement.comparisons)
     F.key_numbers(ax, [F.outcome_text(comps)], verdict=judgement.verdict)
     F.legend(axes[0, 0], outside=True, ncol=3, extra=[
-        F.proxy("theory: limit (left), at p = " f"{pl} (right)", color=F.THEORY, marker=None, ls="-"),
+        F.proxy(f"theory: limit (left), at p = {pl} (right)", color=F.THEORY, marker=None, ls="-"),
         *(F.proxy(f"Monte Carlo p = {p}, ±3 SE", color=F.COLORS[k], marker="os"[k]) for k, p in enumerate(design.ps))])
     F.suptitle(fig, "B10", "what attention's win under strong alignment is made of",
                f"training gap = T1 (better predictor) + T2 (label noise fitted); on fresh labels T1 − T2; judged: "
@@ -375,5 +337,6 @@ STATEMENT_B10 = (
     " (c = 2, t = 2, gamma = 1e-3) by the same rule on B9's draws"
 )
 
-CLAIM_B10 = register(Claim(id="B10", paper="B", statement=STATEMENT_B10, design=design_b10, predict=predict_b10, simulate=simulate_b10, judge=judge_b10,
-                           describe=describe_b10, figure=figure_b10, figure_name="strong_alignment_risk"))
+CLAIM_B10 = register(Claim(id="B10", paper="B", statement=STATEMENT_B10, design=design_b10, predict=predict_b10,
+                           simulate=simulate_b10, judge=judge_b10, describe=describe_b10, figure=figure_b10,
+                           figure_name="strong_alignment_risk"))
