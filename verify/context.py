@@ -131,14 +131,15 @@ class CheckContext:
         """``[func(*args) for args in calls]``, on ``n_jobs`` local worker processes when there are several calls.
 
         For a check's deterministic theory (independent solves of one grid), which would otherwise hold one core:
-        ``func`` must be a top-level function; the workers run BLAS at one thread, the numbers are those of a
-        serial loop (tests/verify/test_context_map.py).
+        ``func`` must be a top-level function.  Every call runs with torch and BLAS at one thread, in a worker or
+        here, so the numbers do not depend on ``n_jobs`` or the core count (tests/verify/test_context_map.py).
         """
         if self.n_jobs == 1 or len(calls) < 2:
-            return [func(*args) for args in calls]
+            return [_at_one_thread(func, args) for args in calls]
         from joblib import Parallel, delayed
 
-        return Parallel(n_jobs=min(self.n_jobs, len(calls)), backend="loky")(delayed(func)(*a) for a in calls)
+        return Parallel(n_jobs=min(self.n_jobs, len(calls)), backend="loky")(
+            delayed(_at_one_thread)(func, args) for args in calls)
 
     @contextlib.contextmanager
     def progress(self, description: str, total: int) -> Iterator[Any]:
@@ -259,6 +260,13 @@ class CheckContext:
             return str(path)
         finally:
             plt.close(fig)
+
+
+def _at_one_thread(func: Callable[..., Any], args: tuple) -> Any:
+    from numerics import torch_threads
+
+    with torch_threads(1):
+        return func(*args)
 
 
 def _entry_kind() -> None:

@@ -1,4 +1,4 @@
-"""CheckContext.map: a check's theory solves on the run's workers give the numbers of a serial loop."""
+"""CheckContext.map: a check's theory solves on the run's workers give the numbers of a serial loop at one thread."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from verify.context import CheckContext
 
 
 def _leverage(c: float, activation: str, p: int):
-    return binned_leverage(label_coordinate_bins(1.0, 3), c, activation, 1.0, 1.0, per_bin=4, p=p)
+    return binned_leverage(label_coordinate_bins(1.0, 3), c, activation, 1.0, 1.0, per_bin=8, p=p)
 
 
-def test_map_on_workers_equals_the_serial_loop_bit_for_bit():
-    calls = [(0.5, "erf", 128), (0.9, "relu", 256)]
+def test_map_gives_the_same_numbers_for_every_worker_count():
+    # p = 512 with 48 nodes: large enough that BLAS at two threads rounds differently from one
+    calls = [(0.5, "erf", 512), (0.9, "relu", 256)]
     serial = CheckContext(n_jobs=1).map(_leverage, calls)
     parallel = CheckContext(n_jobs=2).map(_leverage, calls)
     for a, b in zip(serial, parallel):

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -123,7 +123,34 @@ def design_b9(ctx: CheckContext) -> B9Profile:
     return B9_PROFILES[ctx.profile]
 
 
-@functools.lru_cache(maxsize=512)
+def _memoised(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` memoised in the process by its positional arguments (a calibration judges many seeds of one design;
+    B9 and B10 read the same solves); :func:`prefetch` fills ``memo`` on the run's workers."""
+    memo: dict[tuple, Any] = {}
+
+    @functools.wraps(func)
+    def cached(*args: Any) -> Any:
+        if args not in memo:
+            memo[args] = func(*args)
+        return memo[args]
+
+    cached.memo = memo
+    return cached
+
+
+def _apply(func: Callable[..., Any], args: tuple) -> Any:
+    return func(*args)
+
+
+def prefetch(ctx: CheckContext, calls: list[tuple[Callable[..., Any], tuple]]) -> None:
+    """The ``(memoised function, arguments)`` calls not yet known, solved on the run's workers
+    (:meth:`CheckContext.map`; the numbers of a serial loop), so that the theory does not hold one core."""
+    todo = [(f, a) for f, a in dict.fromkeys(calls) if a not in f.memo]
+    for (f, a), out in zip(todo, ctx.map(_apply, todo)):
+        f.memo[a] = out
+
+
+@_memoised
 def _gap(c: float, activation: str, snr: float, t: float, nodes: int = 40) -> Any:
     """:func:`theory.strong_alignment_gap`, memoised in the process (a calibration judges many seeds of one design)."""
     from theory import strong_alignment_gap
@@ -131,7 +158,7 @@ def _gap(c: float, activation: str, snr: float, t: float, nodes: int = 40) -> An
     return strong_alignment_gap(c, activation, snr, t, nodes=nodes)
 
 
-@functools.lru_cache(maxsize=512)
+@_memoised
 def gap_at(gamma: float, c: float, activation: str, snr: float, t: float, p: int | None = None,
            nodes: int = 40) -> float:
     """:func:`theory.strong_spike_attention_error` minus ridge's error at ``gamma > 0``, in the limit or at size ``p``
@@ -142,7 +169,7 @@ def gap_at(gamma: float, c: float, activation: str, snr: float, t: float, p: int
     return float(strong_spike_attention_error(gamma, c, activation, snr, t, nodes=nodes, p=p)) - ridge
 
 
-@functools.lru_cache(maxsize=512)
+@_memoised
 def finite_parts(c: float, activation: str, snr: float, t: float, p: int) -> Any:
     """:func:`theory.binned_leverage` at size ``p`` (the finite-size equation) on :data:`LEVERAGE_BINS` bins: ``T1``,
     ``T2`` and the bin means of one solve, memoised (B9 and B10 read the same solves)."""
@@ -166,6 +193,7 @@ def points(design: B9Profile) -> list[Point]:
 def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
     """The limit at every point and, for ``c < 1``, its two parts at ``gamma = 0``; the theory at both sizes at every
     judged point (:func:`limit_points`)."""
+    _prefetch(ctx, design)
     limit, t1, t2, at_p = {}, {}, {}, {}
     for s in design.settings:
         act, c, t = s
@@ -185,6 +213,17 @@ def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
         for act, c in dict.fromkeys((a, c) for a, c, _ in design.settings):
             curve[(act, c)] = tuple(_gap(c, act, design.snr, t, 20).total for t in design.curve_ts)
     return B9Prediction(limit, t1, t2, at_p, curve)
+
+
+def _prefetch(ctx: CheckContext, design: B9Profile) -> None:
+    """Every solve :func:`predict_b9` reads, in one :func:`prefetch`."""
+    snr, wide_gamma = design.snr, design.gamma_wide[1]
+    prefetch(ctx, [(_gap, (c, act, snr, t)) for act, c, t in design.settings]
+             + [(finite_parts, (c, act, snr, t, p)) for act, c, t in design.settings for p in design.ps]
+             + [(gap_at, (g, c, act, snr, t)) for act, c, t in design.wide for g in design.gamma_wide]
+             + [(gap_at, (wide_gamma, c, act, snr, t, p)) for act, c, t in design.wide for p in design.ps]
+             + ([(_gap, (c, act, snr, t, 20)) for act, c in dict.fromkeys((a, c) for a, c, _ in design.settings)
+                 for t in design.curve_ts] if ctx.report_dir is not None else []))
 
 
 def strong_alignment_cells(ctx: CheckContext, settings: tuple[Setting, ...], p: int, trials: int,

@@ -50,7 +50,7 @@ from ..results import Comparison
 from ..verdicts import Judgement
 from ._finite_size import DECAY
 from .paper_b_strong_alignment import (B9_PROFILES, HEADLINE, LEVERAGE_BINS, Setting, detectable_error, draw_groups,
-                                       finite_parts, gap_at, gap_comparison, setting_name, sign_comparison,
+                                       finite_parts, gap_at, gap_comparison, prefetch, setting_name, sign_comparison,
                                        strong_alignment_cells)
 
 #: the scalar parts judged per setting (``PARTS``), then the profile's bins; the headline is the risk gap of HEADLINE
@@ -142,6 +142,9 @@ def design_b10(ctx: CheckContext) -> B10Profile:
 def predict_b10(ctx: CheckContext, design: B10Profile) -> B10Prediction:
     """One Dyson solve per setting and size (:func:`finite_parts`, shared with B9): the parts, the risk gap
     ``T1 - T2`` and the bin means."""
+    act, c, t = design.worst
+    prefetch(ctx, [(finite_parts, (sc, sa, design.snr, st, p)) for sa, sc, st in design.settings for p in design.ps]
+             + [(gap_at, (design.worst_gamma, c, act, design.snr, t, p)) for p in design.ps])
     parts = {}
     for s in design.settings:
         act, c, t = s
