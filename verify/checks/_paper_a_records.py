@@ -43,12 +43,8 @@ class GroupDesign:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "config", dict(self.config))  # a private copy: the caller's dict may change
-        object.__setattr__(self, "K", tuple(int(k) for k in self.K))
-        object.__setattr__(self, "M", tuple(int(m) for m in self.M))
-        if self.reps is not None:
-            object.__setattr__(self, "reps", tuple(int(r) for r in self.reps))
-        if len(self.K) != len(self.M) or (self.reps is not None and len(self.reps) != len(self.M)):
-            raise ValueError(f"group {self.label!r}: K, M (and reps) need one entry per level")
+        object.__setattr__(self, "K", tuple(self.K))
+        object.__setattr__(self, "M", tuple(self.M))
 
     @property
     def beta(self) -> float:
@@ -63,7 +59,7 @@ class GroupDesign:
 
     def replicates(self, equal: int) -> list[int]:
         """Replicates per ``M`` level: the allocation, or ``rep_factor * equal`` at every level."""
-        return list(self.reps) if self.reps is not None else [int(equal) * int(self.rep_factor)] * len(self.M)
+        return list(self.reps) if self.reps is not None else [equal * self.rep_factor] * len(self.M)
 
 
 def limit_window(g: GroupDesign, k: int) -> tuple[list[int], list[int]]:
@@ -179,13 +175,6 @@ class RateDesign:
     trial_extra: Mapping[str, Any]
     known: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "groups", tuple(self.groups))
-        object.__setattr__(self, "trial_extra", dict(self.trial_extra))
-        object.__setattr__(self, "known", tuple(self.known))
-
-    def group(self, label: str) -> GroupDesign:
-        return next(g for g in self.groups if g.label == label)
 
 
 @dataclass(frozen=True)
@@ -232,9 +221,6 @@ class GroupEvidence(NamedTuple):
         return out
 
 
-def evidence(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
-             labels: Sequence[str] | None = None) -> list[GroupEvidence]:
-    """Every group's (or ``labels``') :class:`GroupEvidence`, in the design's order."""
-    want = None if labels is None else set(labels)
-    return [GroupEvidence(g, prediction.groups[g.label], measurement.groups[g.label]) for g in design.groups
-            if want is None or g.label in want]
+def evidence(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[GroupEvidence]:
+    """Every group's :class:`GroupEvidence`, in the design's order."""
+    return [GroupEvidence(g, prediction.groups[g.label], measurement.groups[g.label]) for g in design.groups]

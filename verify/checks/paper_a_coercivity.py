@@ -40,7 +40,6 @@ from typing import Any, Callable
 import numpy as np
 
 from numerics.ips import IPSModel
-from verify.checks._paper_a_numerics import size_of
 from verify.claim import Claim, register
 from verify.figures import paper_figure
 from verify.verdicts import Judgement
@@ -147,7 +146,7 @@ class A5Measurement:
 
 def design_a5(ctx: CheckContext) -> A5Design:
     """M samples per case, laws and dimensions by profile; the matrix direction B from a design seed."""
-    size = size_of(ctx)
+    size = ctx.profile
     quick = size != "paper"
     d, N = (3, 5) if quick else (5, 5)
     laws = ("uniform", "exchangeable") if quick else ("uniform", "gaussian", "anisotropic", "exchangeable")

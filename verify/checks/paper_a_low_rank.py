@@ -15,24 +15,15 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from theory import RateSetting
 from theory.minimax import num_intervals, parametric_term
-from verify.checks._paper_a_numerics import (
-    LOW_RANK_CONSTANT,
-    STARTS_NOTE,
-    prediction_sizes,
-    run_groups_fixed_M,
-    balanced_sigma,
-    cache_text,
-    predictions,
-    size_of,
-)
+from verify.checks._paper_a_numerics import (LOW_RANK_CONSTANT, STARTS_NOTE, balanced_truth, cache_text,
+                                             inside_condition, predictions, run_groups_fixed_M)
 from verify.claim import Claim, register
+from verify.context import CheckContext
 from verify.figures import paper_figure
+from verify.results import Comparison
 from verify.statistics import robust_trend
 from verify.verdicts import Judgement
-from verify.context import CheckContext
-from verify.results import Comparison
 
 __all__ = ["A6Design", "A6Measurement", "A6Prediction", "A6_CLAIM", "A6_COMBOS", "A6_REPLICATES", "check_a6",
            "describe_a6", "design_a6", "figure_a6", "judge_a6", "predict_a6", "simulate_a6"]
@@ -96,12 +87,11 @@ class A6Measurement:
 
 def design_a6(ctx: CheckContext) -> A6Design:
     """Fixed M by profile, K_M with interval constant 4, P = 3, sigma balanced for d = 1 (a pilot)."""
-    size = size_of(ctx)
+    size = ctx.profile
     M, beta, C_K = {"smoke": 500, "quick": 2000, "paper": 10000}[size], 2, 4
     K = int(num_intervals(M, beta, constant=C_K))  # K_M = floor(C (M/log M)^(1/(2b+1))), C = 4
     combos = A6_COMBOS[size]
-    base = {"d": 1, "N": 5, "r": 1, "P": 3, "n_knots": 6, "truth_seed": ctx.design_seed("truth", 3), "law": "uniform"}
-    base["sigma"] = balanced_sigma(base, K, M, 1, ctx.design_seed("sigma"), **prediction_sizes(size))
+    base = balanced_truth(ctx, 3, [K], [M], "sigma")
     return A6Design(size=size, M=M, K=K, combos=combos, reps=A6_REPLICATES[size],
                     x=[float(parametric_term(r, d, M)) for d, r in combos], sigma=base["sigma"],
                     configs=[{**base, "d": d, "r": r} for d, r in combos], beta=beta, C_K=C_K,
@@ -118,8 +108,7 @@ def predict_a6(ctx: CheckContext, design: A6Design) -> A6Prediction:
         n = M * c["N"]
         preds.append(q["B"] + (q["V_np"] + q["V_par"]) / M * n / (n - q["p"]))
         shares.append(q["V_par"] / M * n / (n - q["p"]) / preds[-1])
-    inside = [bool(RateSetting(design.beta, r, d, constant=LOW_RANK_CONSTANT).low_rank_condition(M))
-              for d, r in design.combos]
+    inside = [inside_condition(r, d, M, design.beta) for d, r in design.combos]
     return A6Prediction(errors=preds, parametric_share=shares, inside=inside, cache=info)
 
 

@@ -10,48 +10,22 @@ slope texts) is :mod:`verify.checks._paper_a_numerics`; the design choices are s
 
 from __future__ import annotations
 
-import math
 import dataclasses
+import math
 from typing import Any
 
 from verify.claim import Claim, register
-from verify.figures import paper_figure, worst_outcome
 from verify.context import CheckContext
-from verify.results import Comparison
-from verify.results import with_key
+from verify.figures import paper_figure, worst_outcome
+from verify.results import Comparison, with_key
 from verify.verdicts import Judgement
 
 from ._paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison, pooled_vs_finite, slope_vs_finite
 from ._paper_a_numerics import (  # noqa: F401  (FINITE_SE, RANGE_Q, model_for, trial: re-exported)
-    FINITE_SE,
-    RANGE_Q,
-    model_for,
-    trial,
-    LOW_RANK_CONSTANT,
-    PAPER_GRID_NOTE,
-    REPLICATES,
-    RIDGE_D,
-    STARTS_NOTE,
-    base_p3,
-    estimator_class,
-    condition_text,
-    design_text,
-    inside_share,
-    prediction_sizes,
-    SweepLevels,
-    rate_levels,
-    ratio_text,
-    estimator_starts,
-    allocation_text,
-    apply_allocation,
-    balanced_sigma,
-    cache_text,
-    k_levels_to_M,
-    predict_groups,
-    round_design,
-    simulate_groups,
-    size_of,
-)
+    ESTIMATOR_STARTS, FINITE_SE, LOW_RANK_CONSTANT, PAPER_GRID_NOTE, RANGE_Q, REPLICATES, RIDGE_D, STARTS_NOTE,
+    SweepLevels, allocation_text, apply_allocation, balanced_truth, cache_text, condition_text, design_text,
+    estimator_class, inside_share, k_levels_to_M, model_for, predict_groups, rate_base, ratio_text, round_design,
+    simulate_groups, trial)
 from ._paper_a_plots import PanelText, plot_groups
 from ._paper_a_records import (GroupDesign, GroupEvidence, RateDesign, RateMeasurement, RatePrediction, evidence,
                                limit_window)
@@ -125,17 +99,12 @@ A2_LEVELS = {
 
 def design_a2(ctx: CheckContext) -> RateDesign:
     """B-spline truths of degree P = 3 and P = 8, d = 1, K_M an exact power of M, sigma balanced a priori."""
-    size = size_of(ctx)
+    size = ctx.profile
     groups = []
     for P, levels in A2_LEVELS[size].items():
-        nk, Ks, M_lo = levels.n_knots, list(levels.Ks), levels.M_lo
-        beta = P - 1
-        Ms = k_levels_to_M(Ks, M_lo, beta)
-        cfg = {"d": 1, "N": 5, "r": 1, "P": P, "n_knots": nk, "truth_seed": ctx.design_seed("truth", P),
-               "law": "uniform"}
-        ic = len(Ks) // 2
-        cfg["sigma"] = balanced_sigma(cfg, Ks[ic], Ms[ic], P - 2, ctx.design_seed("sigma", P), **prediction_sizes(size))
-        groups.append(GroupDesign(label=f"P={P}", config=cfg, K=Ks, M=Ms))
+        Ms = k_levels_to_M(list(levels.Ks), levels.M_lo, P - 1)
+        cfg = balanced_truth(ctx, P, levels.Ks, Ms, "sigma", P, n_knots=levels.n_knots)
+        groups.append(GroupDesign(label=f"P={P}", config=cfg, K=levels.Ks, M=Ms))
     extra = {"restarts": 1, "max_iter": 50, "n_pairs": 2**16, "ridge": 0.0}
     if size == "smoke":  # tiny M: some intervals are nearly empty, keep the estimator's tiny ridge
         extra.update(ridge=1e-10, n_pairs=2**13)
@@ -262,10 +231,8 @@ A3_SIGMA10_FINITE_SE = {"quick": 0.02}
 
 def design_a3(ctx: CheckContext) -> RateDesign:
     """(a) sigma/10 groups for several d (parametric term negligible); (b) balanced sigma for d > 1, A* known too."""
-    size = size_of(ctx)
-    base = base_p3(ctx, "A3")
-    Ks, M_lo = rate_levels(size, "A3")
-    Ms = k_levels_to_M(Ks, M_lo, 2)
+    size = ctx.profile
+    base, Ks, Ms = rate_base(ctx, "A3")
     ds = {"smoke": [1, 2], "quick": [1, 5, 10], "paper": [1, 5, 30]}[size]
     low = {**base, "sigma": round_design(base["sigma"] * A3_LOW_NOISE)}
     groups_a = [GroupDesign(label=f"d={d}, sigma/10", config={**low, "d": d}, K=Ks, M=Ms,
@@ -273,7 +240,7 @@ def design_a3(ctx: CheckContext) -> RateDesign:
                             finite_se=(A3_D1_FINITE_SE if d == 1 else A3_SIGMA10_FINITE_SE).get(size))
                 for d in ds]
     groups_b = [GroupDesign(label=f"d={d}, balanced", config={**base, "d": d}, K=Ks, M=Ms) for d in ds[1:]]
-    extra = {"restarts": estimator_starts(size), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D, "known_A": True}
+    extra = {"restarts": ESTIMATOR_STARTS[size], "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D, "known_A": True}
     groups = apply_allocation(groups_a + groups_b, "A3", size, REPLICATES[size])
     return RateDesign("A3", size, groups, REPLICATES[size], extra, known=tuple(g.label for g in groups_b))
 
@@ -368,7 +335,7 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
         + (" (quick profile: d=10 instead of 30 for time)" if size == "quick" else "") + ". "
         + "N = 5, P = 3, s = 1, K levels " + str(list(first.K)) + ", M levels " + str(list(first.M))
         + f", sigma balanced for d=1 ({base['sigma']:.4g}) and kept for all d; sigma/10 = {first.config['sigma']:.4g}; "
-        f"rank-1 A* estimated with {estimator_starts(size)} starts, relative ridge {RIDGE_D} (also in the model). "
+        f"rank-1 A* estimated with {ESTIMATOR_STARTS[size]} starts, relative ridge {RIDGE_D} (also in the model). "
         + _balance_text(design)
         + (PAPER_GRID_NOTE + STARTS_NOTE + " " if size == "paper" else "")
         + _a3_slopes_text(all_g)
@@ -433,15 +400,14 @@ def pairs_matched_M(M_levels: list[int], N: int, N_ref: int = A4_REFERENCE_N) ->
 
 def design_a4(ctx: CheckContext) -> RateDesign:
     """Groups (N, r) at d = 2, each on a grid with the pairs of N = 5 at the common grid (see :func:`pairs_matched_M`)."""
-    size = size_of(ctx)
-    base = {**base_p3(ctx, "A4"), "d": 2}
-    Ks, M_lo = rate_levels(size, "A4")
-    Ms = k_levels_to_M(Ks, M_lo, 2)
+    size = ctx.profile
+    base, Ks, Ms = rate_base(ctx, "A4")
+    base = {**base, "d": 2}
     combos = [(3, 1), (5, 1)] if size == "smoke" else [(3, 1), (5, 1), (10, 1), (5, 2)]
     groups = [GroupDesign(label=f"N={N},r={r}", config={**base, "N": N, "r": r}, K=Ks, M=pairs_matched_M(Ms, N))
               for N, r in combos]
     reps = REPLICATES[size] * A4_REPLICATE_FACTOR[size]
-    extra = {"restarts": estimator_starts(size), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
+    extra = {"restarts": ESTIMATOR_STARTS[size], "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
     return RateDesign("A4", size, apply_allocation(groups, "A4", size, reps), reps, extra)
 
 
@@ -461,7 +427,7 @@ def _a4_design_text(design: RateDesign) -> str:
         + " (equal numbers of token pairs M N (N-1) in every group: the pre-asymptotic excess of the error is "
         "governed by pairs; on one common M grid N = 3 was 1.1-1.2x its a-priori prediction at the smallest M and "
         f"steepened its slope by 0.03-0.05), sigma {ref.config['sigma']:.4g} (balanced for d=1, N=5), "
-        f"{estimator_starts(size)} estimator starts, relative ridge {RIDGE_D}. "
+        f"{ESTIMATOR_STARTS[size]} estimator starts, relative ridge {RIDGE_D}. "
         + (PAPER_GRID_NOTE + "The A4 paper range stops at M = 2e4 (an N = 10 trial costs ~3x an N = 5 one: "
            "N (N-1) pairs per sample) and starts at 500 (at M <= 270 the first fit stalls often: 6 of 16 N = 5 "
            "replicates needed a refit, vs 2 of 48 at M = 500..20421 in a 2-replicate run). " + STARTS_NOTE + " "
