@@ -47,9 +47,8 @@ def consistency_power(se: float, df: float | None, n_tests: int, offset: float =
 def slope_vs_finite(e: GroupEvidence, n_tests: int) -> Comparison:
     """The measured slope equals the finite-M model's (an identity for d = 1; linearised in A for d > 1)."""
     g = e.design
-    se, df = e.measurement.fit.se_replicate
+    _, tot, df = deviation(e)
     pred, pse = e.prediction.finite_slope
-    tot = math.hypot(se, pse)
     what = ("exact law of the least-squares fit given the design, d = 1" if g.config["d"] == 1
             else "least squares linearised in A at A*, given the design")
     return Comparison.consistency(

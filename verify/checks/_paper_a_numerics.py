@@ -390,14 +390,7 @@ def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int,
     """
     t0 = time.perf_counter()
     info: dict = {}
-    cells, counts = [], []
-    for g in groups:
-        for K, M, n in zip(g.K, g.M, g.replicates(reps)):
-            cells.append({**g.config, **trial_extra, **_device_extra(ctx), "K": K, "M": M, "group": g.label})
-            counts.append(n)
-    base = ctx.seed_for(name, "sweep")
-    res = _sweep(ctx, trial, cells, lambda i, cell: [cell_seed(base, cell, r) for r in range(counts[i])],
-                 f"{name} sweep", info, "trials", SWEEP_VERSION)
+    res = _trials(ctx, groups, reps, name, trial_extra, info)
     out = {}
     for g in groups:
         sub = res.filter(group=g.label)
@@ -413,17 +406,26 @@ def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int,
     return RateMeasurement(groups=out, cost=SweepCost(time.perf_counter() - t0, info))
 
 
+def _trials(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int, name: str, trial_extra: Mapping,
+            info: dict | None):
+    """The trials of every group's cells (one :func:`run_sweep`), :meth:`GroupDesign.replicates` per cell."""
+    cells, counts = [], []
+    for g in groups:
+        for K, M, n in zip(g.K, g.M, g.replicates(reps)):
+            cells.append({**g.config, **trial_extra, **_device_extra(ctx), "K": K, "M": M, "group": g.label})
+            counts.append(n)
+    base = ctx.seed_for(name, "sweep")
+    return _sweep(ctx, trial, cells, lambda i, cell: [cell_seed(base, cell, r) for r in range(counts[i])],
+                  f"{name} sweep", info, "trials", SWEEP_VERSION)
+
+
 def run_groups_fixed_M(ctx: CheckContext, configs: list[dict], K: int, M: int, reps: int,
                         name: str, info: dict | None = None) -> tuple[list[list[float]], int]:
     """Sweep of several configurations at one ``(K, M)``; the errors per configuration (A6)."""
-    cells = [{**c, "restarts": ESTIMATOR_STARTS[ctx.profile], "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D,
-              **_device_extra(ctx), "K": K, "M": M, "group": f"cfg{i}"}
-             for i, c in enumerate(configs)]
-    base = ctx.seed_for(name, "sweep")
-    res = _sweep(ctx, trial, cells, lambda i, cell: [cell_seed(base, cell, r) for r in range(reps)], f"{name} sweep",
-                 info, "trials", SWEEP_VERSION)
-    errs = [res.filter(group=f"cfg{i}").column("err").tolist() for i in range(len(configs))]
-    return errs, int(np.sum(res.column("refits")))
+    groups = [GroupDesign(f"cfg{i}", c, (K,), (M,)) for i, c in enumerate(configs)]
+    extra = {"restarts": ESTIMATOR_STARTS[ctx.profile], "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
+    res = _trials(ctx, groups, reps, name, extra, info)
+    return [res.filter(group=g.label).column("err").tolist() for g in groups], int(np.sum(res.column("refits")))
 
 
 def cache_text(info: dict) -> str:

@@ -36,19 +36,6 @@ def level_geomeans(g: GroupDesign, errors) -> tuple[np.ndarray, np.ndarray, np.n
     return centre, centre - np.exp(mu - ERRORBAR_SE * se), np.exp(mu + ERRORBAR_SE * se) - centre
 
 
-def panel_title(g: GroupDesign) -> str:
-    """The group (symbols for names) over its noise level and K levels."""
-    return f"{g.label.replace('sigma', 'σ')}\nσ = {g.config['sigma']:.3g}, K = {g.K[0]}…{g.K[-1]}"
-
-
-def common_settings(groups: list[GroupDesign]) -> str:
-    """The configuration keys shared by every group (the figure's settings line)."""
-    from verify.figures import settings
-
-    keys = [k for k in ("d", "N", "r", "P") if len({g.config[k] for g in groups}) == 1]
-    return settings(**{k: groups[0].config[k] for k in keys})
-
-
 def plot_group(ax, e: GroupEvidence, color: str, text: PanelText) -> None:
     """One panel: replicates (faint), level geometric means (3-SE bars), OLS fit, a-priori model, theory rate."""
     from verify import figures as F
@@ -74,7 +61,8 @@ def plot_group(ax, e: GroupEvidence, color: str, text: PanelText) -> None:
     ax.plot(xs, ec * (xs / mc) ** g.theory_slope, ":", color=F.THEORY, lw=1.4,
             label=r"theory rate $M^{-2\beta/(2\beta+1)}$ (through the fit's centre)")
     ax.set(xscale="log", yscale="log", xlabel="sample size M", ylabel=ERROR_LABEL)
-    ax.set_title(panel_title(g), fontsize=F.FONT["note"] + 0.5)
+    ax.set_title(f"{g.label.replace('sigma', 'σ')}\nσ = {g.config['sigma']:.3g}, K = {g.K[0]}…{g.K[-1]}",
+                 fontsize=F.FONT["note"] + 0.5)
     se, _ = fit.se_replicate
     lines = (f"slope {fit.slope:.3f} ± {se:.3f} (SE)",
              f"theory {g.theory_slope:.3f}, a-priori {p.slope:.3f}", *text.lines)
@@ -107,6 +95,7 @@ def plot_groups(groups: list[GroupEvidence], title: str, texts: dict[str, PanelT
         t.status == "NOT JUDGED" for t in (texts or {}).values()) else []
     fig.legend(list(handles.values()) + extra, list(handles) + [h.get_label() for h in extra],
                loc="outside lower center", ncol=min(2 if ncols <= 2 else 3, len(handles) + len(extra)), fontsize=F.FONT["legend"])
-    F.suptitle(fig, check_id, title, "; ".join(x for x in (common_settings([e.design for e in groups]), setting) if x),
-               verdict)
+    configs = [e.design.config for e in groups]  # the settings line: the keys every group shares
+    common = F.settings(**{k: configs[0][k] for k in ("d", "N", "r", "P") if len({c[k] for c in configs}) == 1})
+    F.suptitle(fig, check_id, title, "; ".join(x for x in (common, setting) if x), verdict)
     return fig

@@ -373,10 +373,14 @@ def _a5_axes(ax, rows: list[dict[str, Any]], hi: float) -> None:
     F.tidy_log_axis(ax, "x")
 
 
-def _plot_a5(design: A5Design, prediction: dict, rows: list[dict[str, Any]], verdict: str, comps: list) -> Any:
-    """RHS/LHS per case with 3-SE bars, coloured by token law; derived ratios as open diamonds."""
+@paper_figure
+def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement, judgement: Judgement) -> Any:
+    """RHS/LHS of every case with 3-SE bars against the coercivity boundary 1, coloured by token law; derived
+    ratios as open diamonds."""
     from verify import figures as F
 
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
+    rows = _a5_rows(prediction, measurement)
     fig, axes = F.subplots(1, 1, panel=(8.6, 0.3 * len(rows) + 1.2), extra=1.1)
     ax = axes[0, 0]
     y = np.arange(len(rows))[::-1]
@@ -401,13 +405,6 @@ def _plot_a5(design: A5Design, prediction: dict, rows: list[dict[str, Any]], ver
                f"M = {design.M} samples per case, " + F.settings(d=design.d, N=design.N)
                + f"; counterexample N = {design.counter_N}, d = 1", verdict)
     return fig
-
-
-@paper_figure
-def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement, judgement: Judgement) -> Any:
-    """RHS/LHS of every case with 3-SE bars against the coercivity boundary 1, coloured by token law."""
-    verdict, comps = judgement.verdict, list(judgement.comparisons)
-    return _plot_a5(design, prediction, _a5_rows(prediction, measurement), verdict, comps)
 
 
 #: A5: coercivity ``||g-g*||^2/(N-1) <= E_inf(g) - E_inf(g*)`` for independent and dependent tokens

@@ -152,17 +152,17 @@ def _excess_comparison(combo: tuple[int, int], inside: bool, e0: Sequence[float]
     mi, vi, ni = _mean_var(e)
     exc = mi - m0
     cond = f"r d = {r * d} {'<=' if inside else '>'} {LOW_RANK_CONSTANT} (M/log M)^(1/5)"
+    w0 = 4 * v0 if inside else v0  # the variance of mean(1,1)'s share: 2 mean(1,1) inside, mean(1,1) outside
+    dv = vi + w0
+    df = dv**2 / (vi**2 / (ni - 1) + w0**2 / (n0 - 1)) if dv > 0 else None  # Welch
     if inside:  # dominated: mean_0 - (mean_i - mean_0) = 2 mean_0 - mean_i > 0
-        dd, dv = float(2 * m0 - mi), vi + 4 * v0
-        dfd = dv**2 / (vi**2 / (ni - 1) + (4 * v0) ** 2 / (n0 - 1)) if dv > 0 else None
         return Comparison.direction(
             f"inside ({cond}): excess of (d, r) = ({d}, {r}) over (1, 1) below the non-parametric error",
-            "excess < err(1,1)", dd, math.sqrt(dv), +1, df=dfd,
+            "excess < err(1,1)", float(2 * m0 - mi), math.sqrt(dv), +1, df=df,
             rule=f"2 mean(1,1) - mean({d},{r}) > 0, Welch; relative excess {exc / m0:.2f}")
-    dfw = (vi + v0) ** 2 / (vi**2 / (ni - 1) + v0**2 / (n0 - 1)) if vi + v0 > 0 else None
     return Comparison.direction(
         f"outside ({cond}): excess of (d, r) = ({d}, {r}) over (1, 1)", "> 0 (parametric term shows)",
-        exc, math.sqrt(vi + v0), +1, df=dfw, rule="independent replicates, Welch")
+        exc, math.sqrt(dv), +1, df=df, rule="independent replicates, Welch")
 
 
 def judge_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement) -> list[Comparison]:
@@ -189,15 +189,19 @@ def judge_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurem
     return comps
 
 
-def _a6_notes(design: A6Design, prediction: A6Prediction, measurement: A6Measurement, fit: tuple,
-              means: list[float], excess: list[dict[str, Any]]) -> str:
-    """The notes of A6: design, condition, measured vs predicted errors, the fit, the excesses, Spearman."""
-    b, b_se, b_icpt, b_pred = fit
+def describe_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement,
+                comparisons: list[Comparison]) -> tuple[str, dict]:
+    """Notes (design, condition, measured vs predicted errors, the fit, the excesses, Spearman) and data: errors,
+    predictions, the fits and the excesses over (1, 1)."""
+    b, b_se, b_icpt, ols = _trend(design, measurement)
+    b_pred = stats.linregress(design.x, prediction.errors).slope
+    means = [float(np.mean(e)) for e in measurement.errors]
+    excess = _excesses(design, prediction, measurement)
     combos, inside, preds = design.combos, prediction.inside, prediction.errors
     ratio = [mv / pv for mv, pv in zip(means, preds)]
     npar = [r * (2 * d - r) for d, r in combos]
     rho_sp = stats.spearmanr(npar, ratio) if len(set(npar)) > 2 else None
-    return (
+    notes = (
         f"Fixed M = {design.M}, P = 3 (beta = 2), s = 1, K = K_M = floor({design.C_K} (M/log M)^(1/5)) = "
         f"{design.K} (the estimator's interval constant {design.C_K}: with 1, K_M = {design.K_coarse} would be very "
         f"coarse), sigma = {design.sigma:.4g} (balanced for d = 1), N = 5, {design.reps} replicates; (d, r) in "
@@ -220,27 +224,11 @@ def _a6_notes(design: A6Design, prediction: A6Prediction, measurement: A6Measure
         + (f"Spearman rho = {rho_sp.statistic:.2f} (p = {rho_sp.pvalue:.2g})" if rho_sp is not None else "n/a")
         + f". Runtime {measurement.runtime_s:.1f}s. " + cache_text({**prediction.cache, **measurement.cache}) + "."
     )
-
-
-def describe_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement,
-                comparisons: list[Comparison]) -> tuple[str, dict]:
-    """Notes (:func:`_a6_notes`) and data: errors, predictions, the fits and the excesses over (1, 1)."""
-    b, b_se, b_icpt, ols = _trend(design, measurement)
-    pred_fit = stats.linregress(design.x, prediction.errors)
-    means = [float(np.mean(e)) for e in measurement.errors]
-    excess = _excesses(design, prediction, measurement)
-    notes = _a6_notes(design, prediction, measurement, (b, b_se, b_icpt, pred_fit.slope), means, excess)
     data = {"sweep": {**prediction.cache, **measurement.cache}, "M": design.M, "K": design.K, "combos": design.combos,
             "x": design.x, "errors": [list(e) for e in measurement.errors], "pred": prediction.errors,
             "inside": prediction.inside, "parametric_share": prediction.parametric_share, "b": b, "b_se": b_se,
-            "b_ols": ols.slope, "b_pred": pred_fit.slope, "sigma": design.sigma, "excess": excess}
+            "b_ols": ols.slope, "b_pred": b_pred, "sigma": design.sigma, "excess": excess}
     return notes, data
-
-
-def _a6_boundary(design: A6Design) -> float:
-    """The parametric term ``x = r d log M / M`` at the low-rank condition's edge ``r d = C (M/log M)^(1/(2b+1))``."""
-    M = design.M
-    return LOW_RANK_CONSTANT * (M / math.log(M)) ** (1 / (2 * design.beta + 1)) * math.log(M) / M
 
 
 def _a6_errors_panel(ax, design: A6Design, prediction: A6Prediction, measurement: A6Measurement) -> None:
@@ -260,7 +248,9 @@ def _a6_errors_panel(ax, design: A6Design, prediction: A6Prediction, measurement
         ax.plot([xs], [pv], "^", mfc="none", mec=F.THEORY, ms=6, zorder=4)
     xd = F.dense_grid(design.x, per_decade=40, pad=0.05)
     ax.plot(xd, b_icpt + b * xd, "-", color="#555555", lw=1.2, zorder=1)
-    ax.axvline(_a6_boundary(design), color=F.THEORY, ls=":", lw=1.2)
+    M = design.M  # the edge of the condition, r d = C (M/log M)^(1/(2b+1)), in x = r d log M / M
+    ax.axvline(LOW_RANK_CONSTANT * (M / math.log(M)) ** (1 / (2 * design.beta + 1)) * math.log(M) / M,
+               color=F.THEORY, ls=":", lw=1.2)
     ax.set(xscale="log", title="error against the parametric term", xlabel=r"parametric term  $r\,d\,\log M / M$",
            ylabel=r"$\|\hat g - g^*\|^2_{L^2(\rho)}$")
     from matplotlib import ticker
@@ -276,20 +266,6 @@ def _a6_errors_panel(ax, design: A6Design, prediction: A6Prediction, measurement
     F.headroom(ax, 0.22)
     F.key_numbers(ax, [f"median fit b = {b:.3g} ± {b_se:.2g} (SE)"], loc="upper left")
     F.tidy_log_axis(ax, "x")
-
-
-def _a6_legend_entries() -> list:
-    from verify import figures as F
-
-    return [F.proxy(r"inside the low-rank condition $r d \leq (M/\log M)^{1/5}$", color=F.OKABE_ITO["blue"]),
-            F.proxy("outside the condition", color=F.OKABE_ITO["vermillion"]),
-            F.proxy("r = 1: circles; r = 2: squares (shifted right)", marker="s", mfc="white"),
-            F.proxy("mean of the replicates ±3 SE (faint: replicates)", marker="o"),
-            F.proxy(r"a-priori prediction $B + (V_{np} + V_{par})/M$", color=F.THEORY, marker="^", mfc="none"),
-            F.proxy("median fit a + b x", color="#555555", marker=None, ls="-"),
-            F.proxy("edge of the low-rank condition", color=F.THEORY, marker=None, ls=":"),
-            F.proxy("right: threshold of the row's test (inside: excess < err(1,1); outside: excess > 0)",
-                    color=F.THEORY, marker="|", ms=10, mew=1.6)]
 
 
 def _a6_excess_panel(ax, design: A6Design, prediction: A6Prediction, measurement: A6Measurement,
@@ -323,7 +299,16 @@ def figure_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measure
     fig, axes = F.subplots(1, 2, panel=(4.6, 3.9), extra=1.4, width_ratios=(1.25, 1.0))
     _a6_errors_panel(axes[0, 0], design, prediction, measurement)
     _a6_excess_panel(axes[0, 1], design, prediction, measurement, comps)
-    F.legend(axes[0, 0], extra=_a6_legend_entries(), outside=True, ncol=3)
+    legend = [F.proxy(r"inside the low-rank condition $r d \leq (M/\log M)^{1/5}$", color=F.OKABE_ITO["blue"]),
+              F.proxy("outside the condition", color=F.OKABE_ITO["vermillion"]),
+              F.proxy("r = 1: circles; r = 2: squares (shifted right)", marker="s", mfc="white"),
+              F.proxy("mean of the replicates ±3 SE (faint: replicates)", marker="o"),
+              F.proxy(r"a-priori prediction $B + (V_{np} + V_{par})/M$", color=F.THEORY, marker="^", mfc="none"),
+              F.proxy("median fit a + b x", color="#555555", marker=None, ls="-"),
+              F.proxy("edge of the low-rank condition", color=F.THEORY, marker=None, ls=":"),
+              F.proxy("right: threshold of the row's test (inside: excess < err(1,1); outside: excess > 0)",
+                      color=F.THEORY, marker="|", ms=10, mew=1.6)]
+    F.legend(axes[0, 0], extra=legend, outside=True, ncol=3)
     F.suptitle(fig, "A6", "the low-rank condition at fixed M: the parametric term shows only outside",
                F.settings(M=design.M, K=design.K, sigma=design.sigma, N=5, P=3)
                + f", {design.reps} replicates per (d, r); comparisons: {F.outcome_text(comps)}", verdict)

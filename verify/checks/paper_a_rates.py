@@ -181,25 +181,30 @@ def _setting(design: RateDesign, rule: str) -> str:
 _PART_LABELS = {"finite-M": "(a) model", "limit": "(b) limit", "shift": "shift"}
 
 
-def _finite_texts(groups: list[GroupEvidence], comps: list[Comparison]) -> dict[str, PanelText]:
-    """Per panel: the finite-M model's slope and the outcomes of (a) and (b)."""
+def _rate_figure(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement,
+                 title: str, rule: str, ncols: int | None = None):
+    """One panel per group (:func:`plot_groups`) with the finite-M model's slope, the outcomes of (a), (b) and the
+    shift, and the measured shift where it is judged."""
+    comps = list(judgement.comparisons)
+    groups = evidence(design, prediction, measurement)
     texts = {}
     for g in groups:
         mine = with_key(comps, group=g.label)
+        shift = with_key(mine, quantity="shift")
         fs, _ = g.prediction.finite_slope
         texts[g.label] = PanelText((f"finite-M model {fs:.3f}",) + tuple(
-            f"{_PART_LABELS[dict(c.key)['quantity']]}: {c.outcome}" for c in mine), worst_outcome(mine))
-    return texts
+            f"{_PART_LABELS[dict(c.key)['quantity']]}: {c.outcome}" for c in mine)
+            + tuple(_comparison_line(c, "shift (estimated A)") for c in shift), worst_outcome(mine))
+    return plot_groups(groups, title, texts, check_id=design.check_id, verdict=judgement.verdict, ncols=ncols,
+                       setting=_setting(design, rule))
 
 
 @paper_figure
 def figure_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """Per P: error vs M (log-log), the fit, the a-priori model and the theory rate; the outcomes per panel."""
-    verdict, comps = judgement.verdict, list(judgement.comparisons)
-    groups = evidence(design, prediction, measurement)
-    return plot_groups(groups, "estimator error vs sample size (d = 1, B-spline truths)", _finite_texts(groups, comps),
-                        check_id="A2", verdict=verdict,
-                        setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate"))
+    return _rate_figure(design, prediction, measurement, judgement,
+                        "estimator error vs sample size (d = 1, B-spline truths)",
+                        "rule: (a) slope = finite-M model, (b) model -> rate")
 
 
 #: claim A2 in words (the report, --list and docs/claims.md show it)
@@ -276,15 +281,12 @@ def _a3_judged_shift(g: GroupDesign) -> bool:
 def _a3_unjudged(groups_b: list[GroupEvidence]) -> list[str]:
     """The shifts inside the condition (reported, not judged), from the groups' numbers."""
     out = []
-    for g, p, m in groups_b:
-        if _a3_judged_shift(g):
-            continue
-        k, n = inside_share(g)
-        pred, pse = p.finite_shift
-        tot = math.hypot(m.shift_fit.se_replicate[0], pse)
-        out.append(f"{g.label}: slope shift from estimating A (estimated-A minus A*-known, same data): "
-                   f"{round(m.shift_fit.slope, 4)} +- {tot:.3g} vs {round(pred, 4)} (inside the condition at {k}/{n} "
-                   "levels: reported, not judged)")
+    for e in groups_b:
+        if not _a3_judged_shift(e.design):
+            k, n = inside_share(e.design)
+            c = _a3_shift(e, 1)
+            out.append(f"{c.name}: {c.measured} +- {c.uncertainty:.3g} vs {c.predicted} (inside the condition at "
+                       f"{k}/{n} levels: reported, not judged)")
     return out
 
 
@@ -350,19 +352,11 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
 def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """(a) sigma/10 for several d (top row); (b) balanced sigma (bottom row, with the A*-known fits of the same
     data)."""
-    verdict, comps = judgement.verdict, list(judgement.comparisons)
-    groups_a, groups_b = _a3_parts(design, prediction, measurement)
-    groups = groups_a + groups_b
-    texts = _finite_texts(groups, comps)
-    for e in groups:
-        shift = with_key(comps, group=e.label, quantity="shift")
-        if shift:
-            texts[e.label] = PanelText(texts[e.label].lines + (_comparison_line(shift[0], "shift (estimated A)"),),
-                                       texts[e.label].status)
-    return plot_groups(groups, "error vs M (P = 3): σ/10 for several d (top), balanced σ (bottom)", texts,
-                        check_id="A3", verdict=verdict, ncols=len(groups_a),
-                        setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate, "
-                                                 "shift = model's where the condition fails"))
+    return _rate_figure(design, prediction, measurement, judgement,
+                        "error vs M (P = 3): σ/10 for several d (top), balanced σ (bottom)",
+                        "rule: (a) slope = finite-M model, (b) model -> rate, "
+                        "shift = model's where the condition fails",
+                        ncols=len(design.groups) - len(design.known))
 
 
 #: claim A3 in words (the report, --list and docs/claims.md show it)
@@ -466,12 +460,8 @@ def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: Rat
 @paper_figure
 def figure_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """Per (N, r): error vs M, the fit, the models; the outcomes of (a) and (b)."""
-    verdict, comps = judgement.verdict, list(judgement.comparisons)
-    groups = evidence(design, prediction, measurement)
-    return plot_groups(groups, "error vs M for several N and r (P = 3, d = 2)", _finite_texts(groups, comps),
-                        check_id="A4", verdict=verdict, ncols=2,
-                        setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate; "
-                                                 "M levels hold equal token pairs"))
+    return _rate_figure(design, prediction, measurement, judgement, "error vs M for several N and r (P = 3, d = 2)",
+                        "rule: (a) slope = finite-M model, (b) model -> rate; M levels hold equal token pairs", ncols=2)
 
 
 #: claim A4 in words (the report, --list and docs/claims.md show it)
