@@ -240,8 +240,8 @@ LOW_RANK_CONSTANT = 1
 
 # ============================================================================================ checks
 #: cache versions of the trials, the a-priori predictions and the finite-M model: their code and constants
-SWEEP_VERSION = source_version("a-rates", *simulation_modules("paper-a-estimator"), trial, model_for, _model.__wrapped__,
-                               (SUPPORT, RANGE_Q))
+SWEEP_VERSION = source_version("a-rates", *simulation_modules("paper-a-estimator"), trial, model_for,
+                               _model.__wrapped__, (SUPPORT, RANGE_Q))
 PRED_VERSION = source_version("a-pred", _ips, error_model, model_for, _model.__wrapped__, predict_task,
                               (SUPPORT, RANGE_Q))
 FINITE_VERSION = source_version("a-finite", _ips, error_model, model_for, _model.__wrapped__, finite_task,
@@ -399,7 +399,8 @@ def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int,
         known: dict = {}
         if trial_extra.get("known_A"):
             Ek = sub.column("err_known")
-            known = dict(errors_known={int(m): Ek[M == m].tolist() for m in g.M}, shift_fit=fit_slope(M, E / Ek, n_boot=0))
+            known = dict(errors_known={int(m): Ek[M == m].tolist() for m in g.M},
+                         shift_fit=fit_slope(M, E / Ek, n_boot=0))
         out[g.label] = GroupMeasurement(errors={int(m): E[M == m].tolist() for m in g.M},
                                         fit=fit_slope(M, E, n_boot=1000, rng=ctx.seed_for("boot", g.label)),
                                         refits=int(np.sum(sub.column("refits"))), **known)

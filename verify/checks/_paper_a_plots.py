@@ -94,7 +94,8 @@ def plot_groups(groups: list[GroupEvidence], title: str, texts: dict[str, PanelT
     extra = [F.not_judged_handle("open markers: reported, not judged")] if any(
         t.status == "NOT JUDGED" for t in (texts or {}).values()) else []
     fig.legend(list(handles.values()) + extra, list(handles) + [h.get_label() for h in extra],
-               loc="outside lower center", ncol=min(2 if ncols <= 2 else 3, len(handles) + len(extra)), fontsize=F.FONT["legend"])
+               loc="outside lower center", ncol=min(2 if ncols <= 2 else 3, len(handles) + len(extra)),
+               fontsize=F.FONT["legend"])
     configs = [e.design.config for e in groups]  # the settings line: the keys every group shares
     common = F.settings(**{k: configs[0][k] for k in ("d", "N", "r", "P") if len({c[k] for c in configs}) == 1})
     F.suptitle(fig, check_id, title, "; ".join(x for x in (common, setting) if x), verdict)

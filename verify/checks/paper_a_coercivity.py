@@ -415,6 +415,7 @@ STATEMENT_A5 = (
     " predicted violation for negatively correlated exchangeable tokens"
 )
 
-A5_CLAIM = register(Claim(id="A5", paper="A", statement=STATEMENT_A5, design=design_a5, predict=predict_a5, simulate=simulate_a5, judge=judge_a5,
-                          describe=describe_a5, figure=figure_a5, figure_name="coercivity"))
+A5_CLAIM = register(Claim(id="A5", paper="A", statement=STATEMENT_A5, design=design_a5, predict=predict_a5,
+                          simulate=simulate_a5, judge=judge_a5, describe=describe_a5, figure=figure_a5,
+                          figure_name="coercivity"))
 check_a5 = A5_CLAIM.run

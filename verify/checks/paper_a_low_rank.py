@@ -322,6 +322,7 @@ STATEMENT_A6 = (
     "is dominated inside the condition and shows outside it"
 )
 
-A6_CLAIM = register(Claim(id="A6", paper="A", statement=STATEMENT_A6, design=design_a6, predict=predict_a6, simulate=simulate_a6, judge=judge_a6,
-                          describe=describe_a6, figure=figure_a6, figure_name="parametric_term"))
+A6_CLAIM = register(Claim(id="A6", paper="A", statement=STATEMENT_A6, design=design_a6, predict=predict_a6,
+                          simulate=simulate_a6, judge=judge_a6, describe=describe_a6, figure=figure_a6,
+                          figure_name="parametric_term"))
 check_a6 = A6_CLAIM.run

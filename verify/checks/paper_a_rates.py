@@ -145,7 +145,8 @@ RATE_CLAIM_TEXT = (
     "limit. So each curve is tested twice: (a) its measured log-log slope equals the finite-M model's (the law of "
     "the least-squares fit given the design: exact for d = 1, linearised in A for d > 1; noise integrated in "
     "closed form, designs by Monte Carlo), two-sided tests per curve and pooled over the curves (a wrong rate "
-    f"moves them all), whose power against slopes off by {WRONG_RATE_OFFSET} is stated; (b) the a-priori model B(K) + V(K)/M, continued on the design's K_M law to "
+    f"moves them all), whose power against slopes off by {WRONG_RATE_OFFSET} is stated; (b) the a-priori model "
+    "B(K) + V(K)/M, continued on the design's K_M law to "
     "K x 2 and K x 4, has a deviation from the rate -2b/(2b+1) that shrinks at least like K^-1/2 (a finite-size "
     "rule in K): the finite-M slope tends to the rate. ")
 
@@ -213,8 +214,8 @@ STATEMENT_A2 = (
     "finite-M model given the design, which tends to the rate)"
 )
 
-A2 = register(Claim(id="A2", paper="A", statement=STATEMENT_A2, design=design_a2, predict=_predict, simulate=_simulate, judge=judge_a2,
-                    describe=describe_a2, figure=figure_a2, figure_name="slopes_P"))
+A2 = register(Claim(id="A2", paper="A", statement=STATEMENT_A2, design=design_a2, predict=_predict, simulate=_simulate,
+                    judge=judge_a2, describe=describe_a2, figure=figure_a2, figure_name="slopes_P"))
 
 
 # ============================================================================================ A3
@@ -366,8 +367,8 @@ STATEMENT_A3 = (
     "the slope by the predicted parametric shift"
 )
 
-A3 = register(Claim(id="A3", paper="A", statement=STATEMENT_A3, design=design_a3, predict=_predict, simulate=_simulate, judge=judge_a3,
-                    describe=describe_a3, figure=figure_a3, figure_name="slopes_d"))
+A3 = register(Claim(id="A3", paper="A", statement=STATEMENT_A3, design=design_a3, predict=_predict, simulate=_simulate,
+                    judge=judge_a3, describe=describe_a3, figure=figure_a3, figure_name="slopes_d"))
 
 
 # ============================================================================================ A4
@@ -393,7 +394,7 @@ def pairs_matched_M(M_levels: list[int], N: int, N_ref: int = A4_REFERENCE_N) ->
 
 
 def design_a4(ctx: CheckContext) -> RateDesign:
-    """Groups (N, r) at d = 2, each on a grid with the pairs of N = 5 at the common grid (see :func:`pairs_matched_M`)."""
+    """Groups (N, r) at d = 2, each on a grid with the pairs of N = 5 at the common grid (:func:`pairs_matched_M`)."""
     size = ctx.profile
     base, Ks, Ms = rate_base(ctx, "A4")
     base = {**base, "d": 2}
@@ -436,7 +437,8 @@ def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: Rat
     share = {e.label: inside_share(e.design) for e in groups}
     need = {g.label: int(RateSetting(beta=2, r=g.config["r"], d=g.config["d"]).min_samples()) for g in design.groups}
     status = "; ".join(f"{g.label} (r d = {g.config['r'] * g.config['d']}): inside at {share[g.label][0]}/"
-                       f"{share[g.label][1]} M levels (condition holds for M >= {need[g.label]})" for g in design.groups)
+                       f"{share[g.label][1]} M levels (condition holds for M >= {need[g.label]})"
+                       for g in design.groups)
     ref = groups[1]
     diffs = "; ".join(f"slope({e.label}) - slope({ref.label}) = "
                       f"{e.measurement.fit.slope - ref.measurement.fit.slope:+.4f} (model "
@@ -470,5 +472,5 @@ STATEMENT_A4 = (
     " model, which tends to the rate)"
 )
 
-A4 = register(Claim(id="A4", paper="A", statement=STATEMENT_A4, design=design_a4, predict=_predict, simulate=_simulate, judge=judge_a4,
-                    describe=describe_a4, figure=figure_a4, figure_name="slopes_N_r"))
+A4 = register(Claim(id="A4", paper="A", statement=STATEMENT_A4, design=design_a4, predict=_predict, simulate=_simulate,
+                    judge=judge_a4, describe=describe_a4, figure=figure_a4, figure_name="slopes_N_r"))

@@ -380,5 +380,6 @@ STATEMENT_A1 = (
     "and monotonicity"
 )
 
-A1_CLAIM = register(Claim(id="A1", paper="A", statement=STATEMENT_A1, design=design_a1, predict=predict_a1, simulate=simulate_a1, judge=judge_a1,
-                          describe=describe_a1, figure=figure_a1, figure_name="exponent_and_slopes"))
+A1_CLAIM = register(Claim(id="A1", paper="A", statement=STATEMENT_A1, design=design_a1, predict=predict_a1,
+                          simulate=simulate_a1, judge=judge_a1, describe=describe_a1, figure=figure_a1,
+                          figure_name="exponent_and_slopes"))
