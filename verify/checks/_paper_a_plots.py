@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._paper_a_records import GroupDesign, GroupEvidence
+from verify import figures as F
+
+from ._paper_a_records import GroupEvidence
 
 __all__ = ["ERROR_LABEL", "PanelText", "plot_groups"]
 
@@ -25,28 +27,20 @@ class PanelText:
 ERROR_LABEL = r"$\|\hat g - g^*\|^2_{L^2(\rho)}$"
 
 
-def level_geomeans(g: GroupDesign, errors) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per M level: geometric mean of the replicate errors and its lower / upper 3-SE distances (log scale)."""
-    from verify.figures import ERRORBAR_SE
-
-    logs = [np.log(np.asarray(errors[m], dtype=float)) for m in g.M]
-    mu = np.array([v.mean() for v in logs])
-    se = np.array([v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0 for v in logs])
-    centre = np.exp(mu)
-    return centre, centre - np.exp(mu - ERRORBAR_SE * se), np.exp(mu + ERRORBAR_SE * se) - centre
-
-
 def plot_group(ax, e: GroupEvidence, color: str, text: PanelText) -> None:
     """One panel: replicates (faint), level geometric means (3-SE bars), OLS fit, a-priori model, theory rate."""
-    from verify import figures as F
-
     g, p, meas = e
 
     Ms = np.array(g.M, dtype=float)
     judged_ = text.status != "NOT JUDGED"
     for m in g.M:
         ax.scatter([m] * len(meas.errors[m]), meas.errors[m], s=7, alpha=0.3, color=color, lw=0, zorder=2)
-    centre, lo, hi = level_geomeans(g, meas.errors)
+    # per M level: the geometric mean of the replicate errors and its 3-SE bars (log scale)
+    logs = [np.log(np.asarray(meas.errors[m], dtype=float)) for m in g.M]
+    mu = np.array([v.mean() for v in logs])
+    sem = np.array([v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0 for v in logs])
+    centre = np.exp(mu)
+    lo, hi = centre - np.exp(mu - F.ERRORBAR_SE * sem), np.exp(mu + F.ERRORBAR_SE * sem) - centre
     ax.errorbar(Ms, centre, yerr=[lo, hi], fmt="o", color=color, mfc=color if judged_ else "white", mec=color,
                 ms=4.5, zorder=4, label="simulation: geometric mean per M, ±3 SE (faint: replicates)")
     if meas.errors_known and g.config["d"] > 1:
@@ -77,8 +71,6 @@ def plot_groups(groups: list[GroupEvidence], title: str, texts: dict[str, PanelT
 
     ``texts``: the key numbers and outcome of each panel by group label; ``verdict``: the check's, in the title.
     """
-    from verify import figures as F
-
     n = len(groups)
     ncols = ncols or n
     nrows = int(math.ceil(n / ncols))

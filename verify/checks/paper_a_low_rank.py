@@ -20,12 +20,13 @@ from verify.checks._paper_a_numerics import (LOW_RANK_CONSTANT, STARTS_NOTE, bal
                                              inside_condition, predictions, run_groups_fixed_M)
 from verify.claim import Claim, register
 from verify.context import CheckContext
+from verify import figures as F
 from verify.figures import paper_figure
 from verify.results import Comparison
 from verify.statistics import robust_trend
 from verify.verdicts import Judgement
 
-__all__ = ["A6Design", "A6Measurement", "A6Prediction", "A6_CLAIM", "A6_COMBOS", "A6_REPLICATES", "check_a6",
+__all__ = ["A6Design", "A6Measurement", "A6Prediction", "A6_CLAIM", "A6_COMBOS", "A6_REPLICATES",
            "describe_a6", "design_a6", "figure_a6", "judge_a6", "predict_a6", "simulate_a6"]
 
 #: replicates per (d, r) configuration of A6 by size.  Paper: 10, from a power calculation on the 20-replicate
@@ -234,8 +235,6 @@ def describe_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measu
 def _a6_errors_panel(ax, design: A6Design, prediction: A6Prediction, measurement: A6Measurement) -> None:
     """Error vs the parametric term: replicates, means with 3-SE bars (inside blue, outside vermillion; r = 2
     squares, shifted right), the a-priori predictions, the median fit and the condition's boundary."""
-    from verify import figures as F
-
     b, b_se, b_icpt, _ = _trend(design, measurement)
     colour = {True: F.OKABE_ITO["blue"], False: F.OKABE_ITO["vermillion"]}
     for xi, (d, r), e, ins, pv in zip(design.x, design.combos, measurement.errors, prediction.inside,
@@ -271,8 +270,6 @@ def _a6_errors_panel(ax, design: A6Design, prediction: A6Prediction, measurement
 def _a6_excess_panel(ax, design: A6Design, prediction: A6Prediction, measurement: A6Measurement,
                      comps: list) -> None:
     """The judged excesses over (1, 1), relative, with 3-SE bars, each with its threshold and outcome."""
-    from verify import figures as F
-
     ex = _excesses(design, prediction, measurement)
     m0 = float(np.mean(measurement.errors[0]))
     y = np.arange(len(ex))[::-1]
@@ -293,8 +290,6 @@ def _a6_excess_panel(ax, design: A6Design, prediction: A6Prediction, measurement
 def figure_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement, judgement: Judgement) -> Any:
     """Left: error against the parametric term (inside / outside the condition), predictions, the median fit.
     Right: every judged excess over (1, 1) with its threshold and outcome."""
-    from verify import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(1, 2, panel=(4.6, 3.9), extra=1.4, width_ratios=(1.25, 1.0))
     _a6_errors_panel(axes[0, 0], design, prediction, measurement)
@@ -325,4 +320,3 @@ STATEMENT_A6 = (
 A6_CLAIM = register(Claim(id="A6", paper="A", statement=STATEMENT_A6, design=design_a6, predict=predict_a6,
                           simulate=simulate_a6, judge=judge_a6, describe=describe_a6, figure=figure_a6,
                           figure_name="parametric_term"))
-check_a6 = A6_CLAIM.run

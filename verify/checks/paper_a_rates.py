@@ -172,12 +172,6 @@ def _comparison_line(c: Comparison, what: str) -> str:
     return f"{what} {c.measured:+.3f}{se}{pred}"
 
 
-def _setting(design: RateDesign, rule: str) -> str:
-    counts = (allocation_text(design.groups, design.reps) if all(g.reps is None for g in design.groups)
-              else f"replicates per M allocated (slope variance of {design.reps} per M)")
-    return f"{counts}; bars: ±3 SE of the mean log error; {rule}"
-
-
 #: a panel's line for each quantity of a group's comparisons
 _PART_LABELS = {"finite-M": "(a) model", "limit": "(b) limit", "shift": "shift"}
 
@@ -196,8 +190,10 @@ def _rate_figure(design: RateDesign, prediction: RatePrediction, measurement: Ra
         texts[g.label] = PanelText((f"finite-M model {fs:.3f}",) + tuple(
             f"{_PART_LABELS[dict(c.key)['quantity']]}: {c.outcome}" for c in mine)
             + tuple(_comparison_line(c, "shift (estimated A)") for c in shift), worst_outcome(mine))
+    counts = (allocation_text(design.groups, design.reps) if all(g.reps is None for g in design.groups)
+              else f"replicates per M allocated (slope variance of {design.reps} per M)")
     return plot_groups(groups, title, texts, check_id=design.check_id, verdict=judgement.verdict, ncols=ncols,
-                       setting=_setting(design, rule))
+                       setting=f"{counts}; bars: ±3 SE of the mean log error; {rule}")
 
 
 @paper_figure
@@ -251,13 +247,6 @@ def design_a3(ctx: CheckContext) -> RateDesign:
     return RateDesign("A3", size, groups, REPLICATES[size], extra, known=tuple(g.label for g in groups_b))
 
 
-def _a3_parts(design: RateDesign, prediction: RatePrediction,
-              measurement: RateMeasurement) -> tuple[list[GroupEvidence], list[GroupEvidence]]:
-    """Part (a)'s groups (sigma/10) and part (b)'s (balanced, with the A*-known fits)."""
-    groups = evidence(design, prediction, measurement)
-    return [e for e in groups if e.label not in design.known], [e for e in groups if e.label in design.known]
-
-
 def _a3_shift(e: GroupEvidence, n_tests: int) -> Comparison:
     """The paired slope shift from estimating A (same data) equals the finite-M model's shift."""
     g, p, m = e
@@ -294,9 +283,9 @@ def _a3_unjudged(groups_b: list[GroupEvidence]) -> list[str]:
 def judge_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[Comparison]:
     """(a) every slope equals its finite-M model and the model tends to the rate, for every d; (b) the paired
     shift from estimating A equals the model's where the low-rank condition fails."""
-    groups_a, groups_b = _a3_parts(design, prediction, measurement)
-    judged_b = [e for e in groups_b if _a3_judged_shift(e.design)]
-    comps = _finite_and_limit(groups_a + groups_b, n_extra=len(judged_b))
+    groups = evidence(design, prediction, measurement)  # part (a)'s groups (sigma/10), then part (b)'s (balanced)
+    judged_b = [e for e in groups if e.label in design.known and _a3_judged_shift(e.design)]
+    comps = _finite_and_limit(groups, n_extra=len(judged_b))
     return comps + [_a3_shift(e, len(comps) + len(judged_b)) for e in judged_b]
 
 
@@ -314,6 +303,7 @@ def _balance_text(design: RateDesign) -> str:
 
 
 def _a3_slopes_text(all_g: list[GroupEvidence]) -> str:
+    """The slopes, their finite-M models and the paired shifts of every group."""
     return (" | ".join(f"{g.label}: slope {m.fit.slope:.4f} +- {m.fit.se_replicate[0]:.4f}, finite-M model "
                        f"{p.finite_slope[0]:.4f}" for g, p, m in all_g)
             + " | " + " | ".join(f"{g.label}: A*-known slope {m.fit.slope - m.shift_fit.slope:.4f}, shift "
@@ -323,8 +313,9 @@ def _a3_slopes_text(all_g: list[GroupEvidence]) -> str:
 
 def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
-    groups_a, groups_b = _a3_parts(design, prediction, measurement)
-    all_g = groups_a + groups_b
+    all_g = evidence(design, prediction, measurement)  # part (a)'s groups (sigma/10), then part (b)'s (balanced)
+    groups_a = [e for e in all_g if e.label not in design.known]
+    groups_b = [e for e in all_g if e.label in design.known]
     outside_b = _a3_unjudged(groups_b)
     size, first = design.size, groups_a[0].design
     base = groups_b[0].design.config if groups_b else first.config

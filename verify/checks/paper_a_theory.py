@@ -36,6 +36,7 @@ from theory.minimax import (
 )
 from theory.symbols import M, N, beta, d, r
 from verify.claim import Claim, register
+from verify import figures as F
 from verify.figures import paper_figure
 from verify.verdicts import Judgement
 from verify.context import CheckContext
@@ -121,15 +122,6 @@ class A1Measurement:
     bspline: dict[int, Any] = field(default_factory=dict)
 
 
-def _expressions() -> dict[str, Any]:
-    return {
-        "e": rate_exponent(beta), "g": log_gap_exponent(beta), "fs": finite_sample_slope(M, beta),
-        "fs_rate": finite_sample_slope(M, beta, "rate"), "total": total_error_slope(M, beta, r, d),
-        "rate": minimax_rate(M, beta), "lower": lower_bound(M, N, beta), "upper": upper_bound(M, beta),
-        "lowrank_rhs": low_rank_condition(r, d, M, beta).rhs, "parametric": parametric_term(r, d, M),
-    }
-
-
 def _threshold(rr, dd, bb) -> tuple:
     """``(m0, cond(m0), cond(m0 - 1))`` of ``min_samples``; the last is None at the floor ``m0 = 3``."""
     m0 = min_samples(rr, dd, bb)
@@ -168,7 +160,11 @@ def simulate_a1(ctx: CheckContext, design: A1Design) -> A1Measurement:
     thresholds = [_threshold(*case) for case in design.min_samples_cases]
     points = [_point_verdicts(*p) for p in _points(design, ctx.seed_for("parametric-vs-nonparametric"))]
     bspline = {P: rate_exponent(beta_from_bspline_degree(P)) for P in design.bspline_degrees}
-    return A1Measurement(expr=_expressions(), secant=secant, min_samples=thresholds, points=points, bspline=bspline)
+    expr = {"e": rate_exponent(beta), "g": log_gap_exponent(beta), "fs": finite_sample_slope(M, beta),
+            "fs_rate": finite_sample_slope(M, beta, "rate"), "total": total_error_slope(M, beta, r, d),
+            "rate": minimax_rate(M, beta), "lower": lower_bound(M, N, beta), "upper": upper_bound(M, beta),
+            "lowrank_rhs": low_rank_condition(r, d, M, beta).rhs, "parametric": parametric_term(r, d, M)}
+    return A1Measurement(expr=expr, secant=secant, min_samples=thresholds, points=points, bspline=bspline)
 
 
 # ------------------------------------------------------------------------------------- statement kinds
@@ -328,8 +324,6 @@ def describe_a1(design: A1Design, prediction: dict, measurement: A1Measurement,
 
 def _plot_exponent(ax) -> None:
     """The rate exponent 2b/(2b+1) (dense curve) with the B-spline degrees of the paper's experiments."""
-    from verify import figures as F
-
     F.theory_curve(ax, [0.02, 12.0], lambda b: 2 * b / (2 * b + 1), grid=np.linspace(0.02, 12.0, 400),
                    label=r"rate exponent $2\beta/(2\beta+1)$")
     for k, P in enumerate((3, 8)):
@@ -342,8 +336,6 @@ def _plot_exponent(ax) -> None:
 
 def _plot_slopes(ax) -> None:
     """Local slopes d log(bound) / d log M of the upper bound and of the rate + parametric model (dense in M)."""
-    from verify import figures as F
-
     Ms = np.logspace(1, 32, 400)
     for k, bb in enumerate((2, 7)):
         col = F.COLORS[k]
@@ -363,8 +355,6 @@ def _plot_slopes(ax) -> None:
 @paper_figure
 def figure_a1(design: A1Design, prediction: dict, measurement: A1Measurement, judgement: Judgement) -> Any:
     """The rate exponent in beta and the finite-M local slopes of the bounds; the verdict of the exact statements."""
-    from verify import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(1, 2, panel=(5.0, 3.8), extra=0.7)
     _plot_exponent(axes[0, 0])
