@@ -57,9 +57,6 @@ from verify.context import CheckContext
 from ._paper_a_records import (LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupMeasurement, RateMeasurement,
                               RatePrediction, SweepCost, group_prediction, limit_window)
 
-__all__ = ["k_levels_to_M", "model_for", "predict_error", "predict_groups", "predict_task", "predictions", "cache_text",
-           "simulate_groups", "balanced_sigma", "trial", "estimator_class"]
-
 SUPPORT = 1.0
 RIDGE_D = 1e-4  # relative ridge for d > 1 sweeps: tames near-empty end intervals (phi* ~ 0 there)
 
@@ -257,19 +254,18 @@ def _device_extra(ctx: CheckContext) -> dict:
     return {} if ctx.device == "cpu" else {"device": ctx.device}
 
 
-def _sweep(ctx: CheckContext, func, cells: list[dict], seeds, desc: str, info: dict | None, key: str, version: str):
+def _sweep(ctx: CheckContext, func, cells: list[dict], seeds, desc: str, info: dict, key: str, version: str):
     """One :func:`run_sweep` with the context's cache, executor and workers; counts go to ``info[key]``."""
     workers = Workers(n_jobs=ctx.n_jobs, executor=ctx.executor, scheduler=ctx.scheduler)
     with ctx.progress(desc, total=sum(len(seeds(i, c)) for i, c in enumerate(cells))) as bar:
         res = run_sweep(func, cells, seeds=seeds, version=version, workers=workers, progress=lambda rec: bar.advance(),
                         cache_dir=None if ctx.cache_dir is None else Path(ctx.cache_dir) / "paper_a_rates")
-    if info is not None:
-        info[key] = {"n_computed": res.n_computed, "n_cached": res.n_cached}
+    info[key] = {"n_computed": res.n_computed, "n_cached": res.n_cached}
     return res
 
 
 def predictions(ctx: CheckContext, items: list[tuple[dict, int, int]], name: str,
-                info: dict | None = None) -> list[dict]:
+                info: dict) -> list[dict]:
     """A-priori :func:`predict_error` of ``(configuration, K, seed)`` items, as one cached, parallel sweep.
 
     Each item is predicted with ``s = P - 2`` and the profile's Monte Carlo sizes.  The items of one configuration
@@ -353,7 +349,7 @@ def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, 
 
 
 def finite_models(ctx: CheckContext, items: Sequence[tuple[Mapping, int, int, bool, int, float]], ridge: float,
-                  name: str, info: dict | None = None) -> list[dict]:
+                  name: str, info: dict) -> list[dict]:
     """The finite-M model (:func:`predict_log_error`) of ``(configuration, K, M, with_A, seed, se_target)`` items, as
     one cached, parallel sweep with one task per configuration (sigma aside), ``(K, M)`` and seed: the items that
     differ only in ``sigma``, ``with_A`` or ``se_target`` are variants of one task, on the same designs
@@ -390,7 +386,7 @@ def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int,
     """
     t0 = time.perf_counter()
     info: dict = {}
-    res = _trials(ctx, groups, reps, name, trial_extra, info)
+    res = run_trials(ctx, groups, reps, name, trial_extra, info)
     out = {}
     for g in groups:
         sub = res.filter(group=g.label)
@@ -407,8 +403,8 @@ def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int,
     return RateMeasurement(groups=out, cost=SweepCost(time.perf_counter() - t0, info))
 
 
-def _trials(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int, name: str, trial_extra: Mapping,
-            info: dict | None):
+def run_trials(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int, name: str, trial_extra: Mapping,
+            info: dict):
     """The trials of every group's cells (one :func:`run_sweep`), :meth:`GroupDesign.replicates` per cell."""
     cells, counts = [], []
     for g in groups:
@@ -418,15 +414,6 @@ def _trials(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int, name: s
     base = ctx.seed_for(name, "sweep")
     return _sweep(ctx, trial, cells, lambda i, cell: [cell_seed(base, cell, r) for r in range(counts[i])],
                   f"{name} sweep", info, "trials", SWEEP_VERSION)
-
-
-def run_groups_fixed_M(ctx: CheckContext, configs: list[dict], K: int, M: int, reps: int,
-                        name: str, info: dict | None = None) -> tuple[list[list[float]], int]:
-    """Sweep of several configurations at one ``(K, M)``; the errors per configuration (A6)."""
-    groups = [GroupDesign(f"cfg{i}", c, (K,), (M,)) for i, c in enumerate(configs)]
-    extra = {"restarts": ESTIMATOR_STARTS[ctx.profile], "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
-    res = _trials(ctx, groups, reps, name, extra, info)
-    return [res.filter(group=g.label).column("err").tolist() for g in groups], int(np.sum(res.column("refits")))
 
 
 def cache_text(info: dict) -> str:

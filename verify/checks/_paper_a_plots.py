@@ -11,8 +11,6 @@ from verify import figures as F
 
 from ._paper_a_records import GroupEvidence
 
-__all__ = ["ERROR_LABEL", "PanelText", "plot_groups"]
-
 
 @dataclass(frozen=True)
 class PanelText:

@@ -18,10 +18,6 @@ import numpy as np
 
 from numerics.slopes import SlopeFit, design_slope, level_weights
 
-__all__ = ["GroupDesign", "GroupEvidence", "GroupMeasurement", "GroupPrediction", "LIMIT_WINDOWS", "RateDesign",
-           "RateMeasurement", "RatePrediction", "SweepCost", "apriori_curve", "evidence", "group_prediction",
-           "limit_window", "weighted_slope"]
-
 #: windows of the a-priori model beyond the design (part (b) of A2-A4): K levels times 2^k for these k
 LIMIT_WINDOWS = (1, 2)
 
@@ -47,10 +43,6 @@ class GroupDesign:
         object.__setattr__(self, "M", tuple(self.M))
 
     @property
-    def beta(self) -> float:
-        return float(self.config["P"] - 1)
-
-    @property
     def theory_slope(self) -> float:
         """``-2 beta / (2 beta + 1)`` from :func:`theory.rate_exponent`."""
         from theory.minimax import rate_exponent
@@ -67,7 +59,8 @@ def limit_window(g: GroupDesign, k: int) -> tuple[list[int], list[int]]:
     (the design's law ``K_M ~ M^(1/(2b+1))`` continued)."""
     idx = sorted({0, len(g.K) // 2, len(g.K) - 1})
     f = 2 ** k
-    return ([g.K[i] * f for i in idx], [int(round(g.M[i] * f ** (2 * g.beta + 1))) for i in idx])
+    beta = float(g.config["P"] - 1)
+    return ([g.K[i] * f for i in idx], [int(round(g.M[i] * f ** (2 * beta + 1))) for i in idx])
 
 
 def apriori_curve(preds: Sequence[dict], Ms: Sequence[int], N: int, parametric: bool = True,

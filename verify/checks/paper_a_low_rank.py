@@ -16,8 +16,9 @@ import numpy as np
 from scipy import stats
 
 from theory.minimax import num_intervals, parametric_term
-from verify.checks._paper_a_numerics import (LOW_RANK_CONSTANT, STARTS_NOTE, balanced_truth, cache_text,
-                                             inside_condition, predictions, run_groups_fixed_M)
+from verify.checks._paper_a_numerics import (ESTIMATOR_STARTS, LOW_RANK_CONSTANT, RIDGE_D, STARTS_NOTE, balanced_truth,
+                                             cache_text, inside_condition, predictions, run_trials)
+from verify.checks._paper_a_records import GroupDesign
 from verify.claim import Claim, register
 from verify.context import CheckContext
 from verify import figures as F
@@ -117,8 +118,11 @@ def simulate_a6(ctx: CheckContext, design: A6Design) -> A6Measurement:
     """The sweep: ``reps`` replicate fits per configuration at the one ``(K, M)``."""
     t0 = time.perf_counter()
     info: dict = {}
-    errs, refits = run_groups_fixed_M(ctx, design.configs, design.K, design.M, design.reps, "A6", info)
-    return A6Measurement(errors=errs, boot_seed=ctx.seed_for("bootstrap"), refits=refits, cache=info,
+    groups = [GroupDesign(f"cfg{i}", c, (design.K,), (design.M,)) for i, c in enumerate(design.configs)]
+    extra = {"restarts": ESTIMATOR_STARTS[ctx.profile], "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
+    res = run_trials(ctx, groups, design.reps, "A6", extra, info)
+    return A6Measurement(errors=[res.filter(group=g.label).column("err").tolist() for g in groups],
+                         boot_seed=ctx.seed_for("bootstrap"), refits=int(np.sum(res.column("refits"))), cache=info,
                          runtime_s=time.perf_counter() - t0)
 
 
