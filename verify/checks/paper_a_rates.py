@@ -71,9 +71,7 @@ def _cost_text(design: RateDesign, prediction: RatePrediction, measurement: Rate
 
 
 def _data(groups: list[GroupEvidence], prediction: RatePrediction, measurement: RateMeasurement) -> dict:
-    data = {e.label: e.to_data() for e in groups}
-    data["sweep"] = dict((prediction.cost + measurement.cost).counts)
-    return data
+    return {**{e.label: e.to_data() for e in groups}, "sweep": dict((prediction.cost + measurement.cost).counts)}
 
 
 # ============================================================================================ A2
