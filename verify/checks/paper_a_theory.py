@@ -7,8 +7,8 @@ everywhere: nothing here is a measurement with noise.
 
 As a :class:`~verify.claim.Claim`: the *measurement* (:class:`A1Measurement`) is what ``theory.minimax``
 returns (its expressions, its exact thresholds, its verdicts at the seeded points), the *prediction* the
-paper's printed values and the finite-M numbers the report quotes, and the judge decides each statement of
-:data:`STATEMENTS` with sympy (pure: sympy's decisions are deterministic).
+paper's printed values and the finite-M numbers the report quotes, and the judge (:func:`judge_a1`) decides each
+statement with sympy (pure: sympy's decisions are deterministic).
 """
 
 from __future__ import annotations
