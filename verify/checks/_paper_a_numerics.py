@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import json
 import math
 import time
@@ -52,6 +53,7 @@ from numerics.ips import IPSModel
 from numerics.slopes import fit_slope
 from numerics.sweep import Workers, cell_seed, run_sweep, simulation_modules, source_version
 from numerics.threads import torch_threads
+from theory import RateSetting
 from verify.context import CheckContext
 
 from ._paper_a_records import (LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupMeasurement, RateMeasurement,
@@ -143,8 +145,6 @@ def trial(cell: dict, seed: int) -> dict:
 def estimator_class(name: str) -> type:
     """The :class:`numerics.InteractionEstimator` subclass named ``"module:Class"`` (``ImportError``, ``TypeError``
     naming it otherwise)."""
-    import importlib
-
     module, _, cls = str(name).partition(":")
     if not module or not cls:
         raise ValueError(f"estimator must be named 'module:Class', got {name!r}")
@@ -404,7 +404,7 @@ def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int,
 
 
 def run_trials(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int, name: str, trial_extra: Mapping,
-            info: dict):
+               info: dict):
     """The trials of every group's cells (one :func:`run_sweep`), :meth:`GroupDesign.replicates` per cell."""
     cells, counts = [], []
     for g in groups:
@@ -548,8 +548,6 @@ def rate_base(ctx: CheckContext, check_id: str) -> tuple[dict, list[int], list[i
 
 def inside_condition(r: int, d: int, M: float, beta: float) -> bool:
     """:func:`theory.low_rank_condition` at ``M`` with the constant :data:`LOW_RANK_CONSTANT`."""
-    from theory import RateSetting
-
     return bool(RateSetting(beta, r, d, constant=LOW_RANK_CONSTANT).low_rank_condition(M))
 
 

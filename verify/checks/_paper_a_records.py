@@ -17,6 +17,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from numerics.slopes import SlopeFit, design_slope, level_weights
+from theory.minimax import rate_exponent
 
 #: windows of the a-priori model beyond the design (part (b) of A2-A4): K levels times 2^k for these k
 LIMIT_WINDOWS = (1, 2)
@@ -45,8 +46,6 @@ class GroupDesign:
     @property
     def theory_slope(self) -> float:
         """``-2 beta / (2 beta + 1)`` from :func:`theory.rate_exponent`."""
-        from theory.minimax import rate_exponent
-
         return -float(rate_exponent(int(self.config["P"]) - 1))
 
     def replicates(self, equal: int) -> list[int]:

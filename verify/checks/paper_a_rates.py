@@ -14,6 +14,7 @@ import dataclasses
 import math
 from typing import Any
 
+from theory import RateSetting
 from verify.claim import Claim, register
 from verify.context import CheckContext
 from verify.figures import paper_figure, worst_outcome
@@ -420,8 +421,6 @@ def _a4_design_text(design: RateDesign) -> str:
 
 def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
-    from theory import RateSetting
-
     groups = evidence(design, prediction, measurement)
     share = {e.label: inside_share(e.design) for e in groups}
     need = {g.label: int(RateSetting(beta=2, r=g.config["r"], d=g.config["d"]).min_samples()) for g in design.groups}
