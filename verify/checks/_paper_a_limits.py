@@ -10,13 +10,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
 
 from verify.results import Comparison
+from verify.verdicts import ALPHA_CHECK
 
 from ._paper_a_records import LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupPrediction, limit_window
-
-__all__ = ["LIMIT_DECAY", "WINDOW_SD", "WRONG_RATE_OFFSET", "consistency_power", "deviation", "limit_comparison",
-           "pooled_vs_finite", "slope_vs_finite"]
 
 
 #: a wrong rate the judges must detect: a slope off by this much (stated power of every finite-M comparison)
@@ -34,10 +33,6 @@ WINDOW_SD = 0.002
 def consistency_power(se: float, df: float | None, n_tests: int, offset: float = WRONG_RATE_OFFSET) -> float:
     """Power of a two-sided consistency test (level ``ALPHA_CHECK / n_tests``, Holm's first step: the least
     favourable) against a slope off by ``offset``, with standard error ``se``."""
-    from scipy import stats
-
-    from verify.verdicts import ALPHA_CHECK
-
     dist = stats.norm if df is None or not math.isfinite(df) else stats.t(df)
     c = float(dist.isf(ALPHA_CHECK / max(n_tests, 1) / 2))
     z = offset / se if se > 0 else math.inf
@@ -47,9 +42,8 @@ def consistency_power(se: float, df: float | None, n_tests: int, offset: float =
 def slope_vs_finite(e: GroupEvidence, n_tests: int) -> Comparison:
     """The measured slope equals the finite-M model's (an identity for d = 1; linearised in A for d > 1)."""
     g = e.design
-    se, df = e.measurement.fit.se_replicate
+    _, tot, df = deviation(e)
     pred, pse = e.prediction.finite_slope
-    tot = math.hypot(se, pse)
     what = ("exact law of the least-squares fit given the design, d = 1" if g.config["d"] == 1
             else "least squares linearised in A at A*, given the design")
     return Comparison.consistency(

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import json
 import math
 import time
@@ -43,22 +44,20 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from numerics.error_model import (RANGE_Q, predict_error, predict_error_grid, predict_log_error,  # noqa: F401
-                                  predict_log_errors, predicted_curve)  # (re-exported)
-from numerics import InteractionEstimator
+import numerics.ips as _ips
+from numerics import InteractionEstimator, error_model
+from numerics.allocation import allocate_replicates
+from numerics.error_model import RANGE_Q, predict_error, predict_error_grid, predict_log_errors
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
 from numerics.slopes import fit_slope
-from numerics.allocation import allocate_replicates
-from numerics.sweep import Workers, cell_seed, run_sweep, source_version
+from numerics.sweep import Workers, cell_seed, run_sweep, simulation_modules, source_version
 from numerics.threads import torch_threads
+from theory import RateSetting
 from verify.context import CheckContext
 
 from ._paper_a_records import (LIMIT_WINDOWS, GroupDesign, GroupEvidence, GroupMeasurement, RateMeasurement,
                               RatePrediction, SweepCost, group_prediction, limit_window)
-
-__all__ = ["k_levels_to_M", "model_for", "predict_error", "predict_groups", "predict_task", "predictions", "cache_text",
-           "simulate_groups", "predicted_curve", "balanced_sigma", "trial", "estimator_class"]
 
 SUPPORT = 1.0
 RIDGE_D = 1e-4  # relative ridge for d > 1 sweeps: tames near-empty end intervals (phi* ~ 0 there)
@@ -109,38 +108,34 @@ def trial(cell: dict, seed: int) -> dict:
     if cell.get("estimator") is not None:
         return _other_estimator_trial(cell, seed)
     model = model_for(cell)
-    rng = np.random.default_rng(seed)
-    X, Y = model.sample(int(cell["M"]), rng)
-    device = str(cell.get("device", "cpu"))  # absent for "cpu": CPU cells (and cache keys) are unchanged
-    sigma2 = float(cell["sigma"]) ** 2
-    restarts = int(cell.get("restarts", 1))
-    refits = 0
+    X, Y = model.sample(int(cell["M"]), np.random.default_rng(seed))
+    n_pairs = int(cell.get("n_pairs", 2**16))
+
+    def fit(restarts: int, refits: int, **options) -> PairwiseInteractionEstimator:
+        est = PairwiseInteractionEstimator(
+            rank=int(cell["r"]), degree=int(cell["P"]) - 2, n_intervals=int(cell["K"]), restarts=restarts,
+            max_iter=int(cell.get("max_iter", 100)), ridge=float(cell.get("ridge", 1e-12)), range_quantile=RANGE_Q,
+            device=str(cell.get("device", "cpu")), random_state=int((seed + 7919 * refits) % (2**31)),
+            adaptive_restarts=refits == 0)
+        return est.fit(X, Y, **options)
+
     extra: dict = {}
-    threshold = 2 * sigma2
+    threshold = 2 * float(cell["sigma"]) ** 2
     if cell.get("known_A") and int(cell["d"]) > 1:
         # companion fit on the same data with the matrix fixed at A* (phi only): the parametric term removed.
         # Its objective is a reference for the stall protocol: A* lies in the estimator's class, so the global
         # minimum of the full fit is at most this objective; at low noise the bias, not sigma^2, sets the level.
-        known = PairwiseInteractionEstimator(
-            rank=int(cell["r"]), degree=int(cell["P"]) - 2, n_intervals=int(cell["K"]), restarts=1,
-            max_iter=int(cell.get("max_iter", 100)), ridge=float(cell.get("ridge", 1e-12)),
-            range_quantile=RANGE_Q, device=device, random_state=int(seed % (2**31)))
-        known.fit(X, Y, A=model.A_star)
-        ek, ek_se = known.l2_error(model, n_pairs=int(cell.get("n_pairs", 2**16)), rng=int(seed) + 1)
+        known = fit(1, 0, A=model.A_star)
+        ek, ek_se = known.l2_error(model, n_pairs=n_pairs, rng=int(seed) + 1)
         extra = {"err_known": ek, "err_known_se": ek_se, "objective_known": float(known.objective_)}
         threshold = max(threshold, 1.5 * float(known.objective_))
-    while True:
-        est = PairwiseInteractionEstimator(
-            rank=int(cell["r"]), degree=int(cell["P"]) - 2, n_intervals=int(cell["K"]),
-            restarts=restarts, max_iter=int(cell.get("max_iter", 100)),
-            ridge=float(cell.get("ridge", 1e-12)), range_quantile=RANGE_Q, device=device,
-            random_state=int((seed + 7919 * refits) % (2**31)), adaptive_restarts=refits == 0)
-        est.fit(X, Y)
-        if int(cell["d"]) == 1 or est.objective_ <= threshold or refits >= 2:
-            break
+    restarts, refits = int(cell.get("restarts", 1)), 0
+    est = fit(restarts, refits)
+    while int(cell["d"]) > 1 and est.objective_ > threshold and refits < 2:
         refits += 1
         restarts += 4
-    err, err_se = est.l2_error(model, n_pairs=int(cell.get("n_pairs", 2**16)), rng=int(seed) + 1)
+        est = fit(restarts, refits)
+    err, err_se = est.l2_error(model, n_pairs=n_pairs, rng=int(seed) + 1)
     if cell.get("known_A") and int(cell["d"]) == 1:  # d = 1: the matrix is a scale, fixed by normalisation
         extra = {"err_known": err, "err_known_se": err_se, "objective_known": float(est.objective_)}
     return {"err": err, "err_se": err_se, "fit_time": float(est.fit_time_), "n_iter": int(est.n_iter_),
@@ -150,8 +145,6 @@ def trial(cell: dict, seed: int) -> dict:
 def estimator_class(name: str) -> type:
     """The :class:`numerics.InteractionEstimator` subclass named ``"module:Class"`` (``ImportError``, ``TypeError``
     naming it otherwise)."""
-    import importlib
-
     module, _, cls = str(name).partition(":")
     if not module or not cls:
         raise ValueError(f"estimator must be named 'module:Class', got {name!r}")
@@ -242,59 +235,14 @@ def finite_task(cell: dict, seed: int) -> dict:
 LOW_RANK_CONSTANT = 1
 
 
-def low_rank_status(r: int, d: int, M: float, beta: float) -> dict[str, Any]:
-    """:func:`theory.low_rank_condition` at ``M`` (constant :data:`LOW_RANK_CONSTANT`), with its right-hand side."""
-    from theory import RateSetting
-
-    setting = RateSetting(beta, r, d, constant=LOW_RANK_CONSTANT)
-    return {"rd": r * d, "rhs": float(setting.low_rank_rhs(M)), "inside": bool(setting.low_rank_condition(M))}
-
-
 # ============================================================================================ checks
-
-def _code_version() -> str:
-    """Cache version of the trials: the sampler, the estimator, the trial function and its constants."""
-    import sys
-
-    from numerics.sweep import simulation_modules
-
-    me = sys.modules[__name__]
-    return source_version("a-rates", *simulation_modules("paper-a-estimator"), me.trial, me.model_for, me._model.__wrapped__, (SUPPORT, RANGE_Q))
-
-
-def _pred_version() -> str:
-    """Cache version of the a-priori predictions: the sampler and the prediction code."""
-    import sys
-
-    import numerics.error_model as _em
-    import numerics.ips as _ips
-
-    me = sys.modules[__name__]
-    return source_version("a-pred", _ips, _em, me.model_for, me._model.__wrapped__, me.predict_task, (SUPPORT, RANGE_Q))
-
-
-def _finite_version() -> str:
-    """Cache version of the finite-M model: the sampler and the model's code."""
-    import sys
-
-    import numerics.error_model as _em
-    import numerics.ips as _ips
-
-    me = sys.modules[__name__]
-    return source_version("a-finite", _ips, _em, me.model_for, me._model.__wrapped__, me.finite_task,
-                          (SUPPORT, RANGE_Q))
-
-
-SWEEP_VERSION = _code_version()
-PRED_VERSION = _pred_version()
-FINITE_VERSION = _finite_version()
-
-
-def size_of(ctx: CheckContext) -> str:
-    """``"smoke"`` (tests only: tiny, verdicts meaningless), ``"quick"`` or ``"paper"``."""
-    if ctx.profile == "smoke":
-        return "smoke"
-    return "quick" if ctx.quick else "paper"
+#: cache versions of the trials, the a-priori predictions and the finite-M model: their code and constants
+SWEEP_VERSION = source_version("a-rates", *simulation_modules("paper-a-estimator"), trial, model_for,
+                               _model.__wrapped__, (SUPPORT, RANGE_Q))
+PRED_VERSION = source_version("a-pred", _ips, error_model, model_for, _model.__wrapped__, predict_task,
+                              (SUPPORT, RANGE_Q))
+FINITE_VERSION = source_version("a-finite", _ips, error_model, model_for, _model.__wrapped__, finite_task,
+                                (SUPPORT, RANGE_Q))
 
 
 def prediction_sizes(size: str) -> dict:
@@ -303,24 +251,21 @@ def prediction_sizes(size: str) -> dict:
 
 def _device_extra(ctx: CheckContext) -> dict:
     """``{"device": ...}`` for a non-CPU device, else ``{}`` (CPU cells and their cache keys unchanged)."""
-    dev = str(getattr(ctx, "device", "cpu") or "cpu")
-    return {} if dev == "cpu" else {"device": dev}
+    return {} if ctx.device == "cpu" else {"device": ctx.device}
 
 
-def _sweep(ctx: CheckContext, func, cells: list[dict], seeds, desc: str, info: dict | None, key: str, version: str):
+def _sweep(ctx: CheckContext, func, cells: list[dict], seeds, desc: str, info: dict, key: str, version: str):
     """One :func:`run_sweep` with the context's cache, executor and workers; counts go to ``info[key]``."""
-    workers = Workers(n_jobs=ctx.n_jobs, executor=getattr(ctx, "executor", "local"),
-                      scheduler=getattr(ctx, "scheduler", None))
+    workers = Workers(n_jobs=ctx.n_jobs, executor=ctx.executor, scheduler=ctx.scheduler)
     with ctx.progress(desc, total=sum(len(seeds(i, c)) for i, c in enumerate(cells))) as bar:
         res = run_sweep(func, cells, seeds=seeds, version=version, workers=workers, progress=lambda rec: bar.advance(),
                         cache_dir=None if ctx.cache_dir is None else Path(ctx.cache_dir) / "paper_a_rates")
-    if info is not None:
-        info[key] = {"n_computed": res.n_computed, "n_cached": res.n_cached}
+    info[key] = {"n_computed": res.n_computed, "n_cached": res.n_cached}
     return res
 
 
 def predictions(ctx: CheckContext, items: list[tuple[dict, int, int]], name: str,
-                info: dict | None = None) -> list[dict]:
+                info: dict) -> list[dict]:
     """A-priori :func:`predict_error` of ``(configuration, K, seed)`` items, as one cached, parallel sweep.
 
     Each item is predicted with ``s = P - 2`` and the profile's Monte Carlo sizes.  The items of one configuration
@@ -331,7 +276,7 @@ def predictions(ctx: CheckContext, items: list[tuple[dict, int, int]], name: str
     at one thread (deterministic).  The seeds are design seeds (:meth:`CheckContext.design_seed`): the
     predictions are the same for every base seed and computed once per cache.
     """
-    sizes = prediction_sizes(size_of(ctx))
+    sizes = prediction_sizes(ctx.profile)
     # one task per configuration (sigma aside) and seed: its population serves every K and noise level
     tasks: dict[tuple[str, int], tuple[list[int], list[float]]] = {}
     for cfg, K, sd in items:
@@ -389,31 +334,22 @@ def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, 
         # independent between seeds, as the data's is; with one draw for every seed it was a shared offset (A3's
         # deviation had one sign at six paper seeds, quick mean z +0.66 over 30)
         fseed = ctx.seed_for("finite", g.config["d"], g.config["N"], g.config["r"], g.config["P"])
-        se_target = finite_se or g.finite_se or FINITE_SE[size_of(ctx)]
+        se_target = finite_se or g.finite_se or FINITE_SE[ctx.profile]
         for with_A in ([True, False] if g.label in known and g.config["d"] > 1 else [True]):
             finite_items += [(g.config, int(K), int(M), with_A, fseed, se_target) for K, M in zip(g.K, g.M)]
     info: dict = {}
-    unique = list(dict.fromkeys((json.dumps(c, sort_keys=True), K, sd) for c, K, sd in window_items))
-    preds = predictions(ctx, items + [(json.loads(c), K, sd) for c, K, sd in unique], name, info)
-    window = dict(zip(unique, preds[len(items):]))
-    preds = preds[:len(items)]
-    fin = finite_models(ctx, finite_items, ridge, name, info)
-    out = {}
-    for g in groups:
-        apriori, preds = preds[:len(g.K)], preds[len(g.K):]
-        key = json.dumps({**g.config, "sigma": 1.0}, sort_keys=True)
-        pseed = ctx.design_seed("predict", g.config["d"], g.config["N"], g.config["r"], g.config["P"])
-        limit = [[window[(key, K, pseed)] for K in limit_window(g, k)[0]] for k in LIMIT_WINDOWS]
-        finite, fin = fin[:len(g.K)], fin[len(g.K):]
-        finite_known: list = []
-        if g.label in known and g.config["d"] > 1:
-            finite_known, fin = fin[:len(g.K)], fin[len(g.K):]
-        out[g.label] = group_prediction(g, apriori, finite, finite_known, limit)
+    preds = iter(predictions(ctx, items + window_items, name, info))  # in the items' order: the groups', then windows
+    apriori = {g.label: [next(preds) for _ in g.K] for g in groups}
+    limit = {g.label: [[next(preds) for _ in limit_window(g, k)[0]] for k in LIMIT_WINDOWS] for g in groups}
+    fin = iter(finite_models(ctx, finite_items, ridge, name, info))
+    out = {g.label: group_prediction(g, apriori[g.label], [next(fin) for _ in g.K],
+                                     [next(fin) for _ in g.K] if g.label in known and g.config["d"] > 1 else [],
+                                     limit[g.label]) for g in groups}
     return RatePrediction(groups=out, cost=SweepCost(time.perf_counter() - t0, info))
 
 
 def finite_models(ctx: CheckContext, items: Sequence[tuple[Mapping, int, int, bool, int, float]], ridge: float,
-                  name: str, info: dict | None = None) -> list[dict]:
+                  name: str, info: dict) -> list[dict]:
     """The finite-M model (:func:`predict_log_error`) of ``(configuration, K, M, with_A, seed, se_target)`` items, as
     one cached, parallel sweep with one task per configuration (sigma aside), ``(K, M)`` and seed: the items that
     differ only in ``sigma``, ``with_A`` or ``se_target`` are variants of one task, on the same designs
@@ -450,14 +386,7 @@ def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int,
     """
     t0 = time.perf_counter()
     info: dict = {}
-    cells, counts = [], []
-    for g in groups:
-        for K, M, n in zip(g.K, g.M, g.replicates(reps)):
-            cells.append({**g.config, **trial_extra, **_device_extra(ctx), "K": K, "M": M, "group": g.label})
-            counts.append(n)
-    base = ctx.seed_for(name, "sweep")
-    res = _sweep(ctx, trial, cells, lambda i, cell: [cell_seed(base, cell, r) for r in range(counts[i])],
-                 f"{name} sweep", info, "trials", SWEEP_VERSION)
+    res = run_trials(ctx, groups, reps, name, trial_extra, info)
     out = {}
     for g in groups:
         sub = res.filter(group=g.label)
@@ -466,24 +395,25 @@ def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int,
         known: dict = {}
         if trial_extra.get("known_A"):
             Ek = sub.column("err_known")
-            known = dict(errors_known={int(m): Ek[M == m].tolist() for m in g.M}, shift_fit=fit_slope(M, E / Ek, n_boot=0))
+            known = dict(errors_known={int(m): Ek[M == m].tolist() for m in g.M},
+                         shift_fit=fit_slope(M, E / Ek, n_boot=0))
         out[g.label] = GroupMeasurement(errors={int(m): E[M == m].tolist() for m in g.M},
                                         fit=fit_slope(M, E, n_boot=1000, rng=ctx.seed_for("boot", g.label)),
                                         refits=int(np.sum(sub.column("refits"))), **known)
     return RateMeasurement(groups=out, cost=SweepCost(time.perf_counter() - t0, info))
 
 
-def run_groups_fixed_M(ctx: CheckContext, configs: list[dict], K: int, M: int, reps: int,
-                        name: str, info: dict | None = None) -> tuple[list[list[float]], int]:
-    """Sweep of several configurations at one ``(K, M)``; the errors per configuration (A6)."""
-    cells = [{**c, "restarts": estimator_starts(size_of(ctx)), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D,
-              **_device_extra(ctx), "K": K, "M": M, "group": f"cfg{i}"}
-             for i, c in enumerate(configs)]
+def run_trials(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int, name: str, trial_extra: Mapping,
+               info: dict):
+    """The trials of every group's cells (one :func:`run_sweep`), :meth:`GroupDesign.replicates` per cell."""
+    cells, counts = [], []
+    for g in groups:
+        for K, M, n in zip(g.K, g.M, g.replicates(reps)):
+            cells.append({**g.config, **trial_extra, **_device_extra(ctx), "K": K, "M": M, "group": g.label})
+            counts.append(n)
     base = ctx.seed_for(name, "sweep")
-    res = _sweep(ctx, trial, cells, lambda i, cell: [cell_seed(base, cell, r) for r in range(reps)], f"{name} sweep",
-                 info, "trials", SWEEP_VERSION)
-    errs = [res.filter(group=f"cfg{i}").column("err").tolist() for i in range(len(configs))]
-    return errs, int(np.sum(res.column("refits")))
+    return _sweep(ctx, trial, cells, lambda i, cell: [cell_seed(base, cell, r) for r in range(counts[i])],
+                  f"{name} sweep", info, "trials", SWEEP_VERSION)
 
 
 def cache_text(info: dict) -> str:
@@ -568,21 +498,12 @@ def allocation_text(groups: Sequence[GroupDesign], n_equal: int) -> str:
             + "; ".join(f"{g.label} {g.replicates(n_equal)}" for g in groups))
 
 
-def rate_levels(size: str, check_id: str = "A3") -> tuple[list[int], int]:
-    """K levels and M_lo of the P = 3 (beta = 2) sweeps of A3/A4 (see :data:`RATE_LEVELS`)."""
-    levels = RATE_LEVELS["A4" if check_id == "A4" else "A3"][size]
-    return list(levels.Ks), levels.M_lo
-
-
-def estimator_starts(size: str) -> int:
-    """Starts of the estimator for d > 1: the two consistent (moment) starts (smoke: one).
-
-    A single moment start occasionally stalls (objective 100x larger); two starts plus the stall protocol
-    of :func:`trial` (refit with 4 more starts when the objective exceeds ``2 sigma^2``) handle that. The
-    paper profile used 3 starts until measured otherwise (:data:`STARTS_NOTE`): the third (random) start
-    runs only when the two moment starts disagree, which at d = 2 (N = 3, 10) is every fit, at no benefit.
-    """
-    return {"smoke": 1, "quick": 2, "paper": 2}[size]
+#: starts of the estimator for d > 1 by profile: the two consistent (moment) starts (smoke: one).  A single moment
+#: start occasionally stalls (objective 100x larger); two starts plus the stall protocol of :func:`trial` (refit with
+#: 4 more starts when the objective exceeds ``2 sigma^2``) handle that.  The paper profile used 3 starts until
+#: measured otherwise (:data:`STARTS_NOTE`): the third (random) start runs only when the two moment starts disagree,
+#: which at d = 2 (N = 3, 10) is every fit, at no benefit.
+ESTIMATOR_STARTS = {"smoke": 1, "quick": 2, "paper": 2}
 
 
 #: why the paper grids of A3/A4 look as they do (stated in their notes)
@@ -605,20 +526,35 @@ STARTS_NOTE = (
 )
 
 
-def base_p3(ctx: CheckContext, check_id: str = "A3", N: int = 5) -> dict:
-    cfg = {"d": 1, "N": N, "r": 1, "P": 3, "n_knots": 6, "truth_seed": ctx.design_seed("truth", 3), "law": "uniform"}
-    Ks, M_lo = rate_levels(size_of(ctx), check_id)
-    Ms = k_levels_to_M(Ks, M_lo, 2)
+def balanced_truth(ctx: CheckContext, P: int, Ks: Sequence[int], Ms: Sequence[int], *sigma_keys: Any,
+                   n_knots: int = 6) -> dict:
+    """The d = 1, N = 5, r = 1 configuration of a B-spline truth of degree ``P`` (a design seed), ``sigma``
+    balanced at the middle ``(K, M)`` level (:func:`balanced_sigma`, design seed of ``sigma_keys``)."""
+    cfg = {"d": 1, "N": 5, "r": 1, "P": P, "n_knots": n_knots, "truth_seed": ctx.design_seed("truth", P),
+           "law": "uniform"}
     ic = len(Ks) // 2
-    cfg["sigma"] = balanced_sigma(cfg, Ks[ic], Ms[ic], 1, ctx.design_seed("sigma", 3), **prediction_sizes(size_of(ctx)))
+    cfg["sigma"] = balanced_sigma(cfg, Ks[ic], Ms[ic], P - 2, ctx.design_seed(*sigma_keys),
+                                  **prediction_sizes(ctx.profile))
     return cfg
+
+
+def rate_base(ctx: CheckContext, check_id: str) -> tuple[dict, list[int], list[int]]:
+    """The P = 3 (beta = 2) truth of A3 / A4 (sigma balanced for d = 1) and its K and M levels (:data:`RATE_LEVELS`)."""
+    levels = RATE_LEVELS[check_id][ctx.profile]
+    Ks = list(levels.Ks)
+    Ms = k_levels_to_M(Ks, levels.M_lo, 2)
+    return balanced_truth(ctx, 3, Ks, Ms, "sigma", 3), Ks, Ms
+
+
+def inside_condition(r: int, d: int, M: float, beta: float) -> bool:
+    """:func:`theory.low_rank_condition` at ``M`` with the constant :data:`LOW_RANK_CONSTANT`."""
+    return bool(RateSetting(beta, r, d, constant=LOW_RANK_CONSTANT).low_rank_condition(M))
 
 
 def inside_share(g: GroupDesign) -> tuple[int, int]:
     """M levels of the group at which the low-rank condition (constant :data:`LOW_RANK_CONSTANT`) holds."""
     c = g.config
-    ins = [low_rank_status(c["r"], c["d"], m, c["P"] - 1)["inside"] for m in g.M]
-    return sum(ins), len(ins)
+    return sum(inside_condition(c["r"], c["d"], m, c["P"] - 1) for m in g.M), len(g.M)
 
 
 def ratio_text(groups: Sequence[GroupEvidence]) -> str:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._paper_a_records import GroupDesign, GroupEvidence
+from verify import figures as F
 
-__all__ = ["ERROR_LABEL", "PanelText", "plot_groups"]
+from ._paper_a_records import GroupEvidence
 
 
 @dataclass(frozen=True)
@@ -25,41 +25,20 @@ class PanelText:
 ERROR_LABEL = r"$\|\hat g - g^*\|^2_{L^2(\rho)}$"
 
 
-def level_geomeans(g: GroupDesign, errors) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per M level: geometric mean of the replicate errors and its lower / upper 3-SE distances (log scale)."""
-    from verify.figures import ERRORBAR_SE
-
-    logs = [np.log(np.asarray(errors[m], dtype=float)) for m in g.M]
-    mu = np.array([v.mean() for v in logs])
-    se = np.array([v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0 for v in logs])
-    centre = np.exp(mu)
-    return centre, centre - np.exp(mu - ERRORBAR_SE * se), np.exp(mu + ERRORBAR_SE * se) - centre
-
-
-def panel_title(g: GroupDesign) -> str:
-    """The group (symbols for names) over its noise level and K levels."""
-    return f"{g.label.replace('sigma', 'σ')}\nσ = {g.config['sigma']:.3g}, K = {g.K[0]}…{g.K[-1]}"
-
-
-def common_settings(groups: list[GroupDesign]) -> str:
-    """The configuration keys shared by every group (the figure's settings line)."""
-    from verify.figures import settings
-
-    keys = [k for k in ("d", "N", "r", "P") if len({g.config[k] for g in groups}) == 1]
-    return settings(**{k: groups[0].config[k] for k in keys})
-
-
 def plot_group(ax, e: GroupEvidence, color: str, text: PanelText) -> None:
     """One panel: replicates (faint), level geometric means (3-SE bars), OLS fit, a-priori model, theory rate."""
-    from verify import figures as F
-
     g, p, meas = e
 
     Ms = np.array(g.M, dtype=float)
     judged_ = text.status != "NOT JUDGED"
     for m in g.M:
         ax.scatter([m] * len(meas.errors[m]), meas.errors[m], s=7, alpha=0.3, color=color, lw=0, zorder=2)
-    centre, lo, hi = level_geomeans(g, meas.errors)
+    # per M level: the geometric mean of the replicate errors and its 3-SE bars (log scale)
+    logs = [np.log(np.asarray(meas.errors[m], dtype=float)) for m in g.M]
+    mu = np.array([v.mean() for v in logs])
+    sem = np.array([v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0 for v in logs])
+    centre = np.exp(mu)
+    lo, hi = centre - np.exp(mu - F.ERRORBAR_SE * sem), np.exp(mu + F.ERRORBAR_SE * sem) - centre
     ax.errorbar(Ms, centre, yerr=[lo, hi], fmt="o", color=color, mfc=color if judged_ else "white", mec=color,
                 ms=4.5, zorder=4, label="simulation: geometric mean per M, ±3 SE (faint: replicates)")
     if meas.errors_known and g.config["d"] > 1:
@@ -74,7 +53,8 @@ def plot_group(ax, e: GroupEvidence, color: str, text: PanelText) -> None:
     ax.plot(xs, ec * (xs / mc) ** g.theory_slope, ":", color=F.THEORY, lw=1.4,
             label=r"theory rate $M^{-2\beta/(2\beta+1)}$ (through the fit's centre)")
     ax.set(xscale="log", yscale="log", xlabel="sample size M", ylabel=ERROR_LABEL)
-    ax.set_title(panel_title(g), fontsize=F.FONT["note"] + 0.5)
+    ax.set_title(f"{g.label.replace('sigma', 'σ')}\nσ = {g.config['sigma']:.3g}, K = {g.K[0]}…{g.K[-1]}",
+                 fontsize=F.FONT["note"] + 0.5)
     se, _ = fit.se_replicate
     lines = (f"slope {fit.slope:.3f} ± {se:.3f} (SE)",
              f"theory {g.theory_slope:.3f}, a-priori {p.slope:.3f}", *text.lines)
@@ -89,8 +69,6 @@ def plot_groups(groups: list[GroupEvidence], title: str, texts: dict[str, PanelT
 
     ``texts``: the key numbers and outcome of each panel by group label; ``verdict``: the check's, in the title.
     """
-    from verify import figures as F
-
     n = len(groups)
     ncols = ncols or n
     nrows = int(math.ceil(n / ncols))
@@ -106,7 +84,9 @@ def plot_groups(groups: list[GroupEvidence], title: str, texts: dict[str, PanelT
     extra = [F.not_judged_handle("open markers: reported, not judged")] if any(
         t.status == "NOT JUDGED" for t in (texts or {}).values()) else []
     fig.legend(list(handles.values()) + extra, list(handles) + [h.get_label() for h in extra],
-               loc="outside lower center", ncol=min(2 if ncols <= 2 else 3, len(handles) + len(extra)), fontsize=F.FONT["legend"])
-    F.suptitle(fig, check_id, title, "; ".join(x for x in (common_settings([e.design for e in groups]), setting) if x),
-               verdict)
+               loc="outside lower center", ncol=min(2 if ncols <= 2 else 3, len(handles) + len(extra)),
+               fontsize=F.FONT["legend"])
+    configs = [e.design.config for e in groups]  # the settings line: the keys every group shares
+    common = F.settings(**{k: configs[0][k] for k in ("d", "N", "r", "P") if len({c[k] for c in configs}) == 1})
+    F.suptitle(fig, check_id, title, "; ".join(x for x in (common, setting) if x), verdict)
     return fig

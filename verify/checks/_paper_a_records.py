@@ -17,10 +17,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from numerics.slopes import SlopeFit, design_slope, level_weights
-
-__all__ = ["GroupDesign", "GroupEvidence", "GroupMeasurement", "GroupPrediction", "LIMIT_WINDOWS", "RateDesign",
-           "RateMeasurement", "RatePrediction", "SweepCost", "apriori_curve", "evidence", "group_prediction",
-           "limit_window", "weighted_slope"]
+from theory.minimax import rate_exponent
 
 #: windows of the a-priori model beyond the design (part (b) of A2-A4): K levels times 2^k for these k
 LIMIT_WINDOWS = (1, 2)
@@ -43,27 +40,17 @@ class GroupDesign:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "config", dict(self.config))  # a private copy: the caller's dict may change
-        object.__setattr__(self, "K", tuple(int(k) for k in self.K))
-        object.__setattr__(self, "M", tuple(int(m) for m in self.M))
-        if self.reps is not None:
-            object.__setattr__(self, "reps", tuple(int(r) for r in self.reps))
-        if len(self.K) != len(self.M) or (self.reps is not None and len(self.reps) != len(self.M)):
-            raise ValueError(f"group {self.label!r}: K, M (and reps) need one entry per level")
-
-    @property
-    def beta(self) -> float:
-        return float(self.config["P"] - 1)
+        object.__setattr__(self, "K", tuple(self.K))
+        object.__setattr__(self, "M", tuple(self.M))
 
     @property
     def theory_slope(self) -> float:
         """``-2 beta / (2 beta + 1)`` from :func:`theory.rate_exponent`."""
-        from theory.minimax import rate_exponent
-
         return -float(rate_exponent(int(self.config["P"]) - 1))
 
     def replicates(self, equal: int) -> list[int]:
         """Replicates per ``M`` level: the allocation, or ``rep_factor * equal`` at every level."""
-        return list(self.reps) if self.reps is not None else [int(equal) * int(self.rep_factor)] * len(self.M)
+        return list(self.reps) if self.reps is not None else [equal * self.rep_factor] * len(self.M)
 
 
 def limit_window(g: GroupDesign, k: int) -> tuple[list[int], list[int]]:
@@ -71,7 +58,8 @@ def limit_window(g: GroupDesign, k: int) -> tuple[list[int], list[int]]:
     (the design's law ``K_M ~ M^(1/(2b+1))`` continued)."""
     idx = sorted({0, len(g.K) // 2, len(g.K) - 1})
     f = 2 ** k
-    return ([g.K[i] * f for i in idx], [int(round(g.M[i] * f ** (2 * g.beta + 1))) for i in idx])
+    beta = float(g.config["P"] - 1)
+    return ([g.K[i] * f for i in idx], [int(round(g.M[i] * f ** (2 * beta + 1))) for i in idx])
 
 
 def apriori_curve(preds: Sequence[dict], Ms: Sequence[int], N: int, parametric: bool = True,
@@ -179,13 +167,6 @@ class RateDesign:
     trial_extra: Mapping[str, Any]
     known: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "groups", tuple(self.groups))
-        object.__setattr__(self, "trial_extra", dict(self.trial_extra))
-        object.__setattr__(self, "known", tuple(self.known))
-
-    def group(self, label: str) -> GroupDesign:
-        return next(g for g in self.groups if g.label == label)
 
 
 @dataclass(frozen=True)
@@ -232,9 +213,6 @@ class GroupEvidence(NamedTuple):
         return out
 
 
-def evidence(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
-             labels: Sequence[str] | None = None) -> list[GroupEvidence]:
-    """Every group's (or ``labels``') :class:`GroupEvidence`, in the design's order."""
-    want = None if labels is None else set(labels)
-    return [GroupEvidence(g, prediction.groups[g.label], measurement.groups[g.label]) for g in design.groups
-            if want is None or g.label in want]
+def evidence(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[GroupEvidence]:
+    """Every group's :class:`GroupEvidence`, in the design's order."""
+    return [GroupEvidence(g, prediction.groups[g.label], measurement.groups[g.label]) for g in design.groups]

@@ -40,14 +40,14 @@ from typing import Any, Callable
 import numpy as np
 
 from numerics.ips import IPSModel
-from verify.checks._paper_a_numerics import size_of
 from verify.claim import Claim, register
+from verify import figures as F
 from verify.figures import paper_figure
 from verify.verdicts import Judgement
 from verify.context import CheckContext
 from verify.results import Comparison, with_key
 
-__all__ = ["A5Design", "A5Measurement", "A5_CLAIM", "check_a5", "coercivity_sides", "describe_a5", "design_a5",
+__all__ = ["A5Design", "A5Measurement", "A5_CLAIM", "coercivity_sides", "describe_a5", "design_a5",
            "figure_a5", "judge_a5", "predict_a5", "simulate_a5"]
 
 
@@ -147,7 +147,7 @@ class A5Measurement:
 
 def design_a5(ctx: CheckContext) -> A5Design:
     """M samples per case, laws and dimensions by profile; the matrix direction B from a design seed."""
-    size = size_of(ctx)
+    size = ctx.profile
     quick = size != "paper"
     d, N = (3, 5) if quick else (5, 5)
     laws = ("uniform", "exchangeable") if quick else ("uniform", "gaussian", "anisotropic", "exchangeable")
@@ -166,8 +166,15 @@ def predict_a5(ctx: CheckContext, design: A5Design) -> dict[str, float]:
             "counter_ratio": 1 + diff / lhs}
 
 
-def _function_cases(ctx: CheckContext, design: A5Design, model: IPSModel, X, U, Gs, bar) -> list[dict]:
-    """(a) ``g = g* + eps psi(u)``; the cos direction also gets the naive noisy estimate (scaled by 1/eps^2)."""
+def _law_cases(ctx: CheckContext, design: A5Design, law: str, bar) -> list[dict]:
+    """Every case of one token law (the model's seed is a design seed, drawn here: the recorded seed order):
+    (a) ``g = g* + eps psi(u)``, the cos direction also with the naive noisy estimate (scaled by 1/eps^2);
+    (b) ``g = phi*(x^T (A* + eps B) y)``, ``B`` a design draw scaled to ``||A*||``."""
+    model = IPSModel(d=design.d, N=design.N, rank=1, degree=3, token_law=law, noise=0.5,
+                     seed=ctx.design_seed("model", law))
+    X = model.sample_tokens(design.M, np.random.default_rng(ctx.seed_for("tokens", law)))
+    U = model.pair_values(X)
+    Gs = model.phi_star(U)
     rows = []
     for name, psi in _DIRECTIONS.items():
         H = psi(U)
@@ -179,30 +186,14 @@ def _function_cases(ctx: CheckContext, design: A5Design, model: IPSModel, X, U, 
             row["naive_diff"], row["naive_se"] = nv / eps**2, nse / eps**2
         rows.append(row)
         bar.advance()
-    return rows
-
-
-def _matrix_cases(design: A5Design, model: IPSModel, X, Gs, bar) -> list[dict]:
-    """(b) ``g = phi*(x^T (A* + eps B) y)``, ``B`` a design draw scaled to ``||A*||``."""
     Bm = np.random.default_rng(design.B_seed).standard_normal((design.d, design.d))
     Bm *= np.linalg.norm(model.A_star) / np.linalg.norm(Bm)
-    rows = []
     for eps in design.eps_list:
         Ue = model.pair_values(X, model.A_star + eps * Bm)
         rows.append({"law": model.token_law, "direction": _MATRIX_DIRECTION, "eps": eps,
                      **coercivity_sides(model.phi_star(Ue) - Gs)})
         bar.advance()
     return rows
-
-
-def _law_cases(ctx: CheckContext, design: A5Design, law: str, bar) -> list[dict]:
-    """Every case of one token law (the model's seed is a design seed, drawn here: the recorded seed order)."""
-    model = IPSModel(d=design.d, N=design.N, rank=1, degree=3, token_law=law, noise=0.5,
-                     seed=ctx.design_seed("model", law))
-    X = model.sample_tokens(design.M, np.random.default_rng(ctx.seed_for("tokens", law)))
-    U = model.pair_values(X)
-    Gs = model.phi_star(U)
-    return _function_cases(ctx, design, model, X, U, Gs, bar) + _matrix_cases(design, model, X, Gs, bar)
 
 
 def simulate_a5(ctx: CheckContext, design: A5Design) -> A5Measurement:
@@ -220,18 +211,11 @@ def simulate_a5(ctx: CheckContext, design: A5Design) -> A5Measurement:
     return A5Measurement(cases=cases, counterexample=counter, runtime_s=time.perf_counter() - t0)
 
 
-def _coercivity_comparison(name: str, res: dict[str, float], key: dict | None = None) -> Comparison:
-    """RHS - LHS >= 0 as a one-sided bound: it holds exactly for conditionally i.i.d. tokens (module
-    docstring), so it can only fail through Monte Carlo noise (at the stated rate) or a sampler bug."""
-    return Comparison.bound(
-        f"{name}: RHS - LHS (ratio RHS/LHS = {res['ratio']:.3f} +- {res['ratio_se']:.3f})", ">= 0", res["diff"],
-        res["diff_se"], -res["diff"], key={**(key or {}), "quantity": "lemma"},
-        rule="RHS - LHS >= 0 (paired Monte Carlo SE over independent samples; exact for conditionally i.i.d. "
-             "tokens, so this tests the sampler and the identity)")
-
-
 def _case_comparisons(design: A5Design, prediction: dict, row: dict) -> list[Comparison]:
-    """The naive estimate (if any), the lemma, and for independent laws the tight case, of one case."""
+    """The naive estimate (if any), the lemma, and for independent laws the tight case, of one case.
+
+    The lemma is a one-sided bound RHS - LHS >= 0: it holds exactly for conditionally i.i.d. tokens (module
+    docstring), so it can only fail through Monte Carlo noise (at the stated rate) or a sampler bug."""
     law, name = row["law"], row["direction"]
     case = {"law": law, "direction": name, "eps": row["eps"]}
     out = []
@@ -241,8 +225,12 @@ def _case_comparisons(design: A5Design, prediction: dict, row: dict) -> list[Com
             row["rhs"], row["naive_diff"], math.hypot(row["naive_se"], row["rhs_se"]),
             key={**case, "quantity": "naive"},
             rule="both scaled by 1/eps^2, combined SE"))
-    out.append(_coercivity_comparison(f"{law}: A* + {row['eps']} B" if name == _MATRIX_DIRECTION
-                                      else f"{law}: {name}", row, key=case))
+    what = f"{law}: A* + {row['eps']} B" if name == _MATRIX_DIRECTION else f"{law}: {name}"
+    out.append(Comparison.bound(
+        f"{what}: RHS - LHS (ratio RHS/LHS = {row['ratio']:.3f} +- {row['ratio_se']:.3f})", ">= 0", row["diff"],
+        row["diff_se"], -row["diff"], key={**case, "quantity": "lemma"},
+        rule="RHS - LHS >= 0 (paired Monte Carlo SE over independent samples; exact for conditionally i.i.d. "
+             "tokens, so this tests the sampler and the identity)"))
     if law in _INDEPENDENT_LAWS and name.startswith("psi(u)=u"):
         out.append(Comparison.consistency(
             f"{law}: tight case psi(u)=u, ratio RHS/LHS (derived: exactly 1, E[h12 h13] = 0)",
@@ -251,9 +239,14 @@ def _case_comparisons(design: A5Design, prediction: dict, row: dict) -> list[Com
     return out
 
 
-def _counterexample_comparisons(prediction: dict, res: dict[str, float]) -> list[Comparison]:
-    """The derived identity at the counterexample, and the predicted violation of the lemma."""
-    return [
+def judge_a5(design: A5Design, prediction: dict, measurement: A5Measurement) -> list[Comparison]:
+    """Per case: naive vs exact identity (consistency), RHS - LHS >= 0 (bound), tight ratio 1 (consistency);
+    then the counterexample's closed form (consistency) and its violation (direction). Pure."""
+    comps: list[Comparison] = []
+    for row in measurement.cases:
+        comps += _case_comparisons(design, prediction, row)
+    res = measurement.counterexample
+    return comps + [
         Comparison.consistency(
             "derived counterexample (finitely exchangeable, corr -1/4, N=3, h=xy): RHS-LHS",
             prediction["counter_diff"], res["diff"], res["diff_se"],
@@ -265,15 +258,6 @@ def _counterexample_comparisons(prediction: dict, res: dict[str, float]) -> list
             res["diff_se"], -1, key={"law": "counterexample", "quantity": "violation"},
             rule="the predicted violation must be significant"),
     ]
-
-
-def judge_a5(design: A5Design, prediction: dict, measurement: A5Measurement) -> list[Comparison]:
-    """Per case: naive vs exact identity (consistency), RHS - LHS >= 0 (bound), tight ratio 1 (consistency);
-    then the counterexample's closed form (consistency) and its violation (direction). Pure."""
-    comps: list[Comparison] = []
-    for row in measurement.cases:
-        comps += _case_comparisons(design, prediction, row)
-    return comps + _counterexample_comparisons(prediction, measurement.counterexample)
 
 
 def _a5_rows(prediction: dict, measurement: A5Measurement) -> list[dict[str, Any]]:
@@ -344,7 +328,7 @@ def _a5_row_label(row: dict[str, Any]) -> str:
             "h(x,y)=xy": "h(x, y) = x y"}.get(name, name)
 
 
-def _a5_predicted(design: A5Design, prediction: dict, row: dict[str, Any]) -> float | None:
+def _a5_predicted(prediction: dict, row: dict[str, Any]) -> float | None:
     """The derived ratio of a case, where one is derived (tight and constant directions of independent tokens,
     the counterexample's closed form)."""
     if row["law"] == _COUNTER_LAW:
@@ -356,11 +340,26 @@ def _a5_predicted(design: A5Design, prediction: dict, row: dict[str, Any]) -> fl
     return None
 
 
-def _a5_axes(ax, rows: list[dict[str, Any]], hi: float) -> None:
-    """Category axis (cases, grouped by law), the violation region and the coercivity boundary."""
-    from verify import figures as F
-
+@paper_figure
+def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement, judgement: Judgement) -> Any:
+    """RHS/LHS of every case with 3-SE bars against the coercivity boundary 1, coloured by token law; derived
+    ratios as open diamonds."""
+    verdict, comps = judgement.verdict, list(judgement.comparisons)
+    rows = _a5_rows(prediction, measurement)
+    fig, axes = F.subplots(1, 1, panel=(8.6, 0.3 * len(rows) + 1.2), extra=1.1)
+    ax = axes[0, 0]
     y = np.arange(len(rows))[::-1]
+    for law, (words, colour) in _A5_LAWS.items():
+        sel = [i for i, r in enumerate(rows) if r["law"] == law]
+        if sel:
+            F.mc_points(ax, [rows[i]["ratio"] for i in sel], y[sel], None, label=words, color=F.OKABE_ITO[colour],
+                        xse=[rows[i]["ratio_se"] for i in sel])
+    pred = [(_a5_predicted(prediction, r), yy) for r, yy in zip(rows, y)]
+    pred = [(v, yy) for v, yy in pred if v is not None]
+    ax.plot([v for v, _ in pred], [yy for _, yy in pred], "D", mfc="none", mec=F.THEORY, ms=8, mew=1.0,
+            label="derived (exact) ratio")
+    hi = 1.25 * max(max(r["ratio"] + F.ERRORBAR_SE * r["ratio_se"] for r in rows), prediction["constant_ratio"])
+    # category axis (cases, grouped by law), the violation region and the coercivity boundary
     ax.set_yticks(y, [_a5_row_label(r) for r in rows])
     for k in range(1, len(rows)):
         if rows[k]["law"] != rows[k - 1]["law"]:
@@ -372,26 +371,6 @@ def _a5_axes(ax, rows: list[dict[str, Any]], hi: float) -> None:
                   r"(\|g - g^*\|^2_{L^2(\rho)} / (N-1))$")
     ax.set_ylabel("direction of g − g*")
     F.tidy_log_axis(ax, "x")
-
-
-def _plot_a5(design: A5Design, prediction: dict, rows: list[dict[str, Any]], verdict: str, comps: list) -> Any:
-    """RHS/LHS per case with 3-SE bars, coloured by token law; derived ratios as open diamonds."""
-    from verify import figures as F
-
-    fig, axes = F.subplots(1, 1, panel=(8.6, 0.3 * len(rows) + 1.2), extra=1.1)
-    ax = axes[0, 0]
-    y = np.arange(len(rows))[::-1]
-    for law, (words, colour) in _A5_LAWS.items():
-        sel = [i for i, r in enumerate(rows) if r["law"] == law]
-        if sel:
-            F.mc_points(ax, [rows[i]["ratio"] for i in sel], y[sel], None, label=words, color=F.OKABE_ITO[colour],
-                        xse=[rows[i]["ratio_se"] for i in sel])
-    pred = [(_a5_predicted(design, prediction, r), yy) for r, yy in zip(rows, y)]
-    pred = [(v, yy) for v, yy in pred if v is not None]
-    ax.plot([v for v, _ in pred], [yy for _, yy in pred], "D", mfc="none", mec=F.THEORY, ms=8, mew=1.0,
-            label="derived (exact) ratio")
-    hi = 1.25 * max(max(r["ratio"] + F.ERRORBAR_SE * r["ratio_se"] for r in rows), prediction["constant_ratio"])
-    _a5_axes(ax, rows, hi)
     c = rows[-1]
     F.key_numbers(ax, [f"lemma RHS − LHS ≥ 0: {F.outcome_text(with_key(comps, quantity='lemma'))}",
                        f"counterexample ratio {c['ratio']:.4f} ± {c['ratio_se']:.4f} "
@@ -404,13 +383,6 @@ def _plot_a5(design: A5Design, prediction: dict, rows: list[dict[str, Any]], ver
     return fig
 
 
-@paper_figure
-def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement, judgement: Judgement) -> Any:
-    """RHS/LHS of every case with 3-SE bars against the coercivity boundary 1, coloured by token law."""
-    verdict, comps = judgement.verdict, list(judgement.comparisons)
-    return _plot_a5(design, prediction, _a5_rows(prediction, measurement), verdict, comps)
-
-
 #: A5: coercivity ``||g-g*||^2/(N-1) <= E_inf(g) - E_inf(g*)`` for independent and dependent tokens
 #: claim A5 in words (the report, --list and docs/claims.md show it)
 STATEMENT_A5 = (
@@ -419,6 +391,6 @@ STATEMENT_A5 = (
     " predicted violation for negatively correlated exchangeable tokens"
 )
 
-A5_CLAIM = register(Claim(id="A5", paper="A", statement=STATEMENT_A5, design=design_a5, predict=predict_a5, simulate=simulate_a5, judge=judge_a5,
-                          describe=describe_a5, figure=figure_a5, figure_name="coercivity"))
-check_a5 = A5_CLAIM.run
+A5_CLAIM = register(Claim(id="A5", paper="A", statement=STATEMENT_A5, design=design_a5, predict=predict_a5,
+                          simulate=simulate_a5, judge=judge_a5, describe=describe_a5, figure=figure_a5,
+                          figure_name="coercivity"))

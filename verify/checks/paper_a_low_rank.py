@@ -15,26 +15,19 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from theory import RateSetting
 from theory.minimax import num_intervals, parametric_term
-from verify.checks._paper_a_numerics import (
-    LOW_RANK_CONSTANT,
-    STARTS_NOTE,
-    prediction_sizes,
-    run_groups_fixed_M,
-    balanced_sigma,
-    cache_text,
-    predictions,
-    size_of,
-)
+from verify.checks._paper_a_numerics import (ESTIMATOR_STARTS, LOW_RANK_CONSTANT, RIDGE_D, STARTS_NOTE, balanced_truth,
+                                             cache_text, inside_condition, predictions, run_trials)
+from verify.checks._paper_a_records import GroupDesign
 from verify.claim import Claim, register
+from verify.context import CheckContext
+from verify import figures as F
 from verify.figures import paper_figure
+from verify.results import Comparison
 from verify.statistics import robust_trend
 from verify.verdicts import Judgement
-from verify.context import CheckContext
-from verify.results import Comparison
 
-__all__ = ["A6Design", "A6Measurement", "A6Prediction", "A6_CLAIM", "A6_COMBOS", "A6_REPLICATES", "check_a6",
+__all__ = ["A6Design", "A6Measurement", "A6Prediction", "A6_CLAIM", "A6_COMBOS", "A6_REPLICATES",
            "describe_a6", "design_a6", "figure_a6", "judge_a6", "predict_a6", "simulate_a6"]
 
 #: replicates per (d, r) configuration of A6 by size.  Paper: 10, from a power calculation on the 20-replicate
@@ -96,12 +89,11 @@ class A6Measurement:
 
 def design_a6(ctx: CheckContext) -> A6Design:
     """Fixed M by profile, K_M with interval constant 4, P = 3, sigma balanced for d = 1 (a pilot)."""
-    size = size_of(ctx)
+    size = ctx.profile
     M, beta, C_K = {"smoke": 500, "quick": 2000, "paper": 10000}[size], 2, 4
     K = int(num_intervals(M, beta, constant=C_K))  # K_M = floor(C (M/log M)^(1/(2b+1))), C = 4
     combos = A6_COMBOS[size]
-    base = {"d": 1, "N": 5, "r": 1, "P": 3, "n_knots": 6, "truth_seed": ctx.design_seed("truth", 3), "law": "uniform"}
-    base["sigma"] = balanced_sigma(base, K, M, 1, ctx.design_seed("sigma"), **prediction_sizes(size))
+    base = balanced_truth(ctx, 3, [K], [M], "sigma")
     return A6Design(size=size, M=M, K=K, combos=combos, reps=A6_REPLICATES[size],
                     x=[float(parametric_term(r, d, M)) for d, r in combos], sigma=base["sigma"],
                     configs=[{**base, "d": d, "r": r} for d, r in combos], beta=beta, C_K=C_K,
@@ -118,8 +110,7 @@ def predict_a6(ctx: CheckContext, design: A6Design) -> A6Prediction:
         n = M * c["N"]
         preds.append(q["B"] + (q["V_np"] + q["V_par"]) / M * n / (n - q["p"]))
         shares.append(q["V_par"] / M * n / (n - q["p"]) / preds[-1])
-    inside = [bool(RateSetting(design.beta, r, d, constant=LOW_RANK_CONSTANT).low_rank_condition(M))
-              for d, r in design.combos]
+    inside = [inside_condition(r, d, M, design.beta) for d, r in design.combos]
     return A6Prediction(errors=preds, parametric_share=shares, inside=inside, cache=info)
 
 
@@ -127,8 +118,11 @@ def simulate_a6(ctx: CheckContext, design: A6Design) -> A6Measurement:
     """The sweep: ``reps`` replicate fits per configuration at the one ``(K, M)``."""
     t0 = time.perf_counter()
     info: dict = {}
-    errs, refits = run_groups_fixed_M(ctx, design.configs, design.K, design.M, design.reps, "A6", info)
-    return A6Measurement(errors=errs, boot_seed=ctx.seed_for("bootstrap"), refits=refits, cache=info,
+    groups = [GroupDesign(f"cfg{i}", c, (design.K,), (design.M,)) for i, c in enumerate(design.configs)]
+    extra = {"restarts": ESTIMATOR_STARTS[ctx.profile], "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
+    res = run_trials(ctx, groups, design.reps, "A6", extra, info)
+    return A6Measurement(errors=[res.filter(group=g.label).column("err").tolist() for g in groups],
+                         boot_seed=ctx.seed_for("bootstrap"), refits=int(np.sum(res.column("refits"))), cache=info,
                          runtime_s=time.perf_counter() - t0)
 
 
@@ -163,17 +157,17 @@ def _excess_comparison(combo: tuple[int, int], inside: bool, e0: Sequence[float]
     mi, vi, ni = _mean_var(e)
     exc = mi - m0
     cond = f"r d = {r * d} {'<=' if inside else '>'} {LOW_RANK_CONSTANT} (M/log M)^(1/5)"
+    w0 = 4 * v0 if inside else v0  # the variance of mean(1,1)'s share: 2 mean(1,1) inside, mean(1,1) outside
+    dv = vi + w0
+    df = dv**2 / (vi**2 / (ni - 1) + w0**2 / (n0 - 1)) if dv > 0 else None  # Welch
     if inside:  # dominated: mean_0 - (mean_i - mean_0) = 2 mean_0 - mean_i > 0
-        dd, dv = float(2 * m0 - mi), vi + 4 * v0
-        dfd = dv**2 / (vi**2 / (ni - 1) + (4 * v0) ** 2 / (n0 - 1)) if dv > 0 else None
         return Comparison.direction(
             f"inside ({cond}): excess of (d, r) = ({d}, {r}) over (1, 1) below the non-parametric error",
-            "excess < err(1,1)", dd, math.sqrt(dv), +1, df=dfd,
+            "excess < err(1,1)", float(2 * m0 - mi), math.sqrt(dv), +1, df=df,
             rule=f"2 mean(1,1) - mean({d},{r}) > 0, Welch; relative excess {exc / m0:.2f}")
-    dfw = (vi + v0) ** 2 / (vi**2 / (ni - 1) + v0**2 / (n0 - 1)) if vi + v0 > 0 else None
     return Comparison.direction(
         f"outside ({cond}): excess of (d, r) = ({d}, {r}) over (1, 1)", "> 0 (parametric term shows)",
-        exc, math.sqrt(vi + v0), +1, df=dfw, rule="independent replicates, Welch")
+        exc, math.sqrt(dv), +1, df=df, rule="independent replicates, Welch")
 
 
 def judge_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement) -> list[Comparison]:
@@ -200,15 +194,19 @@ def judge_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurem
     return comps
 
 
-def _a6_notes(design: A6Design, prediction: A6Prediction, measurement: A6Measurement, fit: tuple,
-              means: list[float], excess: list[dict[str, Any]]) -> str:
-    """The notes of A6: design, condition, measured vs predicted errors, the fit, the excesses, Spearman."""
-    b, b_se, b_icpt, b_pred = fit
+def describe_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement,
+                comparisons: list[Comparison]) -> tuple[str, dict]:
+    """Notes (design, condition, measured vs predicted errors, the fit, the excesses, Spearman) and data: errors,
+    predictions, the fits and the excesses over (1, 1)."""
+    b, b_se, b_icpt, ols = _trend(design, measurement)
+    b_pred = stats.linregress(design.x, prediction.errors).slope
+    means = [float(np.mean(e)) for e in measurement.errors]
+    excess = _excesses(design, prediction, measurement)
     combos, inside, preds = design.combos, prediction.inside, prediction.errors
     ratio = [mv / pv for mv, pv in zip(means, preds)]
     npar = [r * (2 * d - r) for d, r in combos]
     rho_sp = stats.spearmanr(npar, ratio) if len(set(npar)) > 2 else None
-    return (
+    notes = (
         f"Fixed M = {design.M}, P = 3 (beta = 2), s = 1, K = K_M = floor({design.C_K} (M/log M)^(1/5)) = "
         f"{design.K} (the estimator's interval constant {design.C_K}: with 1, K_M = {design.K_coarse} would be very "
         f"coarse), sigma = {design.sigma:.4g} (balanced for d = 1), N = 5, {design.reps} replicates; (d, r) in "
@@ -231,34 +229,16 @@ def _a6_notes(design: A6Design, prediction: A6Prediction, measurement: A6Measure
         + (f"Spearman rho = {rho_sp.statistic:.2f} (p = {rho_sp.pvalue:.2g})" if rho_sp is not None else "n/a")
         + f". Runtime {measurement.runtime_s:.1f}s. " + cache_text({**prediction.cache, **measurement.cache}) + "."
     )
-
-
-def describe_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement,
-                comparisons: list[Comparison]) -> tuple[str, dict]:
-    """Notes (:func:`_a6_notes`) and data: errors, predictions, the fits and the excesses over (1, 1)."""
-    b, b_se, b_icpt, ols = _trend(design, measurement)
-    pred_fit = stats.linregress(design.x, prediction.errors)
-    means = [float(np.mean(e)) for e in measurement.errors]
-    excess = _excesses(design, prediction, measurement)
-    notes = _a6_notes(design, prediction, measurement, (b, b_se, b_icpt, pred_fit.slope), means, excess)
     data = {"sweep": {**prediction.cache, **measurement.cache}, "M": design.M, "K": design.K, "combos": design.combos,
             "x": design.x, "errors": [list(e) for e in measurement.errors], "pred": prediction.errors,
             "inside": prediction.inside, "parametric_share": prediction.parametric_share, "b": b, "b_se": b_se,
-            "b_ols": ols.slope, "b_pred": pred_fit.slope, "sigma": design.sigma, "excess": excess}
+            "b_ols": ols.slope, "b_pred": b_pred, "sigma": design.sigma, "excess": excess}
     return notes, data
-
-
-def _a6_boundary(design: A6Design) -> float:
-    """The parametric term ``x = r d log M / M`` at the low-rank condition's edge ``r d = C (M/log M)^(1/(2b+1))``."""
-    M = design.M
-    return LOW_RANK_CONSTANT * (M / math.log(M)) ** (1 / (2 * design.beta + 1)) * math.log(M) / M
 
 
 def _a6_errors_panel(ax, design: A6Design, prediction: A6Prediction, measurement: A6Measurement) -> None:
     """Error vs the parametric term: replicates, means with 3-SE bars (inside blue, outside vermillion; r = 2
     squares, shifted right), the a-priori predictions, the median fit and the condition's boundary."""
-    from verify import figures as F
-
     b, b_se, b_icpt, _ = _trend(design, measurement)
     colour = {True: F.OKABE_ITO["blue"], False: F.OKABE_ITO["vermillion"]}
     for xi, (d, r), e, ins, pv in zip(design.x, design.combos, measurement.errors, prediction.inside,
@@ -271,7 +251,9 @@ def _a6_errors_panel(ax, design: A6Design, prediction: A6Prediction, measurement
         ax.plot([xs], [pv], "^", mfc="none", mec=F.THEORY, ms=6, zorder=4)
     xd = F.dense_grid(design.x, per_decade=40, pad=0.05)
     ax.plot(xd, b_icpt + b * xd, "-", color="#555555", lw=1.2, zorder=1)
-    ax.axvline(_a6_boundary(design), color=F.THEORY, ls=":", lw=1.2)
+    M = design.M  # the edge of the condition, r d = C (M/log M)^(1/(2b+1)), in x = r d log M / M
+    ax.axvline(LOW_RANK_CONSTANT * (M / math.log(M)) ** (1 / (2 * design.beta + 1)) * math.log(M) / M,
+               color=F.THEORY, ls=":", lw=1.2)
     ax.set(xscale="log", title="error against the parametric term", xlabel=r"parametric term  $r\,d\,\log M / M$",
            ylabel=r"$\|\hat g - g^*\|^2_{L^2(\rho)}$")
     from matplotlib import ticker
@@ -289,25 +271,9 @@ def _a6_errors_panel(ax, design: A6Design, prediction: A6Prediction, measurement
     F.tidy_log_axis(ax, "x")
 
 
-def _a6_legend_entries() -> list:
-    from verify import figures as F
-
-    return [F.proxy(r"inside the low-rank condition $r d \leq (M/\log M)^{1/5}$", color=F.OKABE_ITO["blue"]),
-            F.proxy("outside the condition", color=F.OKABE_ITO["vermillion"]),
-            F.proxy("r = 1: circles; r = 2: squares (shifted right)", marker="s", mfc="white"),
-            F.proxy("mean of the replicates ±3 SE (faint: replicates)", marker="o"),
-            F.proxy(r"a-priori prediction $B + (V_{np} + V_{par})/M$", color=F.THEORY, marker="^", mfc="none"),
-            F.proxy("median fit a + b x", color="#555555", marker=None, ls="-"),
-            F.proxy("edge of the low-rank condition", color=F.THEORY, marker=None, ls=":"),
-            F.proxy("right: threshold of the row's test (inside: excess < err(1,1); outside: excess > 0)",
-                    color=F.THEORY, marker="|", ms=10, mew=1.6)]
-
-
 def _a6_excess_panel(ax, design: A6Design, prediction: A6Prediction, measurement: A6Measurement,
                      comps: list) -> None:
     """The judged excesses over (1, 1), relative, with 3-SE bars, each with its threshold and outcome."""
-    from verify import figures as F
-
     ex = _excesses(design, prediction, measurement)
     m0 = float(np.mean(measurement.errors[0]))
     y = np.arange(len(ex))[::-1]
@@ -328,13 +294,20 @@ def _a6_excess_panel(ax, design: A6Design, prediction: A6Prediction, measurement
 def figure_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement, judgement: Judgement) -> Any:
     """Left: error against the parametric term (inside / outside the condition), predictions, the median fit.
     Right: every judged excess over (1, 1) with its threshold and outcome."""
-    from verify import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(1, 2, panel=(4.6, 3.9), extra=1.4, width_ratios=(1.25, 1.0))
     _a6_errors_panel(axes[0, 0], design, prediction, measurement)
     _a6_excess_panel(axes[0, 1], design, prediction, measurement, comps)
-    F.legend(axes[0, 0], extra=_a6_legend_entries(), outside=True, ncol=3)
+    legend = [F.proxy(r"inside the low-rank condition $r d \leq (M/\log M)^{1/5}$", color=F.OKABE_ITO["blue"]),
+              F.proxy("outside the condition", color=F.OKABE_ITO["vermillion"]),
+              F.proxy("r = 1: circles; r = 2: squares (shifted right)", marker="s", mfc="white"),
+              F.proxy("mean of the replicates ±3 SE (faint: replicates)", marker="o"),
+              F.proxy(r"a-priori prediction $B + (V_{np} + V_{par})/M$", color=F.THEORY, marker="^", mfc="none"),
+              F.proxy("median fit a + b x", color="#555555", marker=None, ls="-"),
+              F.proxy("edge of the low-rank condition", color=F.THEORY, marker=None, ls=":"),
+              F.proxy("right: threshold of the row's test (inside: excess < err(1,1); outside: excess > 0)",
+                      color=F.THEORY, marker="|", ms=10, mew=1.6)]
+    F.legend(axes[0, 0], extra=legend, outside=True, ncol=3)
     F.suptitle(fig, "A6", "the low-rank condition at fixed M: the parametric term shows only outside",
                F.settings(M=design.M, K=design.K, sigma=design.sigma, N=5, P=3)
                + f", {design.reps} replicates per (d, r); comparisons: {F.outcome_text(comps)}", verdict)
@@ -348,6 +321,6 @@ STATEMENT_A6 = (
     "is dominated inside the condition and shows outside it"
 )
 
-A6_CLAIM = register(Claim(id="A6", paper="A", statement=STATEMENT_A6, design=design_a6, predict=predict_a6, simulate=simulate_a6, judge=judge_a6,
-                          describe=describe_a6, figure=figure_a6, figure_name="parametric_term"))
-check_a6 = A6_CLAIM.run
+A6_CLAIM = register(Claim(id="A6", paper="A", statement=STATEMENT_A6, design=design_a6, predict=predict_a6,
+                          simulate=simulate_a6, judge=judge_a6, describe=describe_a6, figure=figure_a6,
+                          figure_name="parametric_term"))

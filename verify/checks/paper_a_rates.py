@@ -10,48 +10,23 @@ slope texts) is :mod:`verify.checks._paper_a_numerics`; the design choices are s
 
 from __future__ import annotations
 
-import math
 import dataclasses
+import math
 from typing import Any
 
+from theory import RateSetting
 from verify.claim import Claim, register
-from verify.figures import paper_figure, worst_outcome
 from verify.context import CheckContext
-from verify.results import Comparison
-from verify.results import with_key
+from verify.figures import paper_figure, worst_outcome
+from verify.results import Comparison, with_key
 from verify.verdicts import Judgement
 
 from ._paper_a_limits import WRONG_RATE_OFFSET, consistency_power, limit_comparison, pooled_vs_finite, slope_vs_finite
 from ._paper_a_numerics import (  # noqa: F401  (FINITE_SE, RANGE_Q, model_for, trial: re-exported)
-    FINITE_SE,
-    RANGE_Q,
-    model_for,
-    trial,
-    LOW_RANK_CONSTANT,
-    PAPER_GRID_NOTE,
-    REPLICATES,
-    RIDGE_D,
-    STARTS_NOTE,
-    base_p3,
-    estimator_class,
-    condition_text,
-    design_text,
-    inside_share,
-    prediction_sizes,
-    SweepLevels,
-    rate_levels,
-    ratio_text,
-    estimator_starts,
-    allocation_text,
-    apply_allocation,
-    balanced_sigma,
-    cache_text,
-    k_levels_to_M,
-    predict_groups,
-    round_design,
-    simulate_groups,
-    size_of,
-)
+    ESTIMATOR_STARTS, FINITE_SE, LOW_RANK_CONSTANT, PAPER_GRID_NOTE, RANGE_Q, REPLICATES, RIDGE_D, STARTS_NOTE,
+    SweepLevels, allocation_text, apply_allocation, balanced_truth, cache_text, condition_text, design_text,
+    estimator_class, inside_share, k_levels_to_M, model_for, predict_groups, rate_base, ratio_text, round_design,
+    simulate_groups, trial)
 from ._paper_a_plots import PanelText, plot_groups
 from ._paper_a_records import (GroupDesign, GroupEvidence, RateDesign, RateMeasurement, RatePrediction, evidence,
                                limit_window)
@@ -97,9 +72,7 @@ def _cost_text(design: RateDesign, prediction: RatePrediction, measurement: Rate
 
 
 def _data(groups: list[GroupEvidence], prediction: RatePrediction, measurement: RateMeasurement) -> dict:
-    data = {e.label: e.to_data() for e in groups}
-    data["sweep"] = dict((prediction.cost + measurement.cost).counts)
-    return data
+    return {**{e.label: e.to_data() for e in groups}, "sweep": dict((prediction.cost + measurement.cost).counts)}
 
 
 # ============================================================================================ A2
@@ -125,17 +98,12 @@ A2_LEVELS = {
 
 def design_a2(ctx: CheckContext) -> RateDesign:
     """B-spline truths of degree P = 3 and P = 8, d = 1, K_M an exact power of M, sigma balanced a priori."""
-    size = size_of(ctx)
+    size = ctx.profile
     groups = []
     for P, levels in A2_LEVELS[size].items():
-        nk, Ks, M_lo = levels.n_knots, list(levels.Ks), levels.M_lo
-        beta = P - 1
-        Ms = k_levels_to_M(Ks, M_lo, beta)
-        cfg = {"d": 1, "N": 5, "r": 1, "P": P, "n_knots": nk, "truth_seed": ctx.design_seed("truth", P),
-               "law": "uniform"}
-        ic = len(Ks) // 2
-        cfg["sigma"] = balanced_sigma(cfg, Ks[ic], Ms[ic], P - 2, ctx.design_seed("sigma", P), **prediction_sizes(size))
-        groups.append(GroupDesign(label=f"P={P}", config=cfg, K=Ks, M=Ms))
+        Ms = k_levels_to_M(list(levels.Ks), levels.M_lo, P - 1)
+        cfg = balanced_truth(ctx, P, levels.Ks, Ms, "sigma", P, n_knots=levels.n_knots)
+        groups.append(GroupDesign(label=f"P={P}", config=cfg, K=levels.Ks, M=Ms))
     extra = {"restarts": 1, "max_iter": 50, "n_pairs": 2**16, "ridge": 0.0}
     if size == "smoke":  # tiny M: some intervals are nearly empty, keep the estimator's tiny ridge
         extra.update(ridge=1e-10, n_pairs=2**13)
@@ -176,7 +144,8 @@ RATE_CLAIM_TEXT = (
     "limit. So each curve is tested twice: (a) its measured log-log slope equals the finite-M model's (the law of "
     "the least-squares fit given the design: exact for d = 1, linearised in A for d > 1; noise integrated in "
     "closed form, designs by Monte Carlo), two-sided tests per curve and pooled over the curves (a wrong rate "
-    f"moves them all), whose power against slopes off by {WRONG_RATE_OFFSET} is stated; (b) the a-priori model B(K) + V(K)/M, continued on the design's K_M law to "
+    f"moves them all), whose power against slopes off by {WRONG_RATE_OFFSET} is stated; (b) the a-priori model "
+    "B(K) + V(K)/M, continued on the design's K_M law to "
     "K x 2 and K x 4, has a deviation from the rate -2b/(2b+1) that shrinks at least like K^-1/2 (a finite-size "
     "rule in K): the finite-M slope tends to the rate. ")
 
@@ -202,35 +171,36 @@ def _comparison_line(c: Comparison, what: str) -> str:
     return f"{what} {c.measured:+.3f}{se}{pred}"
 
 
-def _setting(design: RateDesign, rule: str) -> str:
-    counts = (allocation_text(design.groups, design.reps) if all(g.reps is None for g in design.groups)
-              else f"replicates per M allocated (slope variance of {design.reps} per M)")
-    return f"{counts}; bars: ±3 SE of the mean log error; {rule}"
-
-
 #: a panel's line for each quantity of a group's comparisons
 _PART_LABELS = {"finite-M": "(a) model", "limit": "(b) limit", "shift": "shift"}
 
 
-def _finite_texts(groups: list[GroupEvidence], comps: list[Comparison]) -> dict[str, PanelText]:
-    """Per panel: the finite-M model's slope and the outcomes of (a) and (b)."""
+def _rate_figure(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement,
+                 title: str, rule: str, ncols: int | None = None):
+    """One panel per group (:func:`plot_groups`) with the finite-M model's slope, the outcomes of (a), (b) and the
+    shift, and the measured shift where it is judged."""
+    comps = list(judgement.comparisons)
+    groups = evidence(design, prediction, measurement)
     texts = {}
     for g in groups:
         mine = with_key(comps, group=g.label)
+        shift = with_key(mine, quantity="shift")
         fs, _ = g.prediction.finite_slope
         texts[g.label] = PanelText((f"finite-M model {fs:.3f}",) + tuple(
-            f"{_PART_LABELS[dict(c.key)['quantity']]}: {c.outcome}" for c in mine), worst_outcome(mine))
-    return texts
+            f"{_PART_LABELS[dict(c.key)['quantity']]}: {c.outcome}" for c in mine)
+            + tuple(_comparison_line(c, "shift (estimated A)") for c in shift), worst_outcome(mine))
+    counts = (allocation_text(design.groups, design.reps) if all(g.reps is None for g in design.groups)
+              else f"replicates per M allocated (slope variance of {design.reps} per M)")
+    return plot_groups(groups, title, texts, check_id=design.check_id, verdict=judgement.verdict, ncols=ncols,
+                       setting=f"{counts}; bars: ±3 SE of the mean log error; {rule}")
 
 
 @paper_figure
 def figure_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """Per P: error vs M (log-log), the fit, the a-priori model and the theory rate; the outcomes per panel."""
-    verdict, comps = judgement.verdict, list(judgement.comparisons)
-    groups = evidence(design, prediction, measurement)
-    return plot_groups(groups, "estimator error vs sample size (d = 1, B-spline truths)", _finite_texts(groups, comps),
-                        check_id="A2", verdict=verdict,
-                        setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate"))
+    return _rate_figure(design, prediction, measurement, judgement,
+                        "estimator error vs sample size (d = 1, B-spline truths)",
+                        "rule: (a) slope = finite-M model, (b) model -> rate")
 
 
 #: claim A2 in words (the report, --list and docs/claims.md show it)
@@ -239,8 +209,8 @@ STATEMENT_A2 = (
     "finite-M model given the design, which tends to the rate)"
 )
 
-A2 = register(Claim(id="A2", paper="A", statement=STATEMENT_A2, design=design_a2, predict=_predict, simulate=_simulate, judge=judge_a2,
-                    describe=describe_a2, figure=figure_a2, figure_name="slopes_P"))
+A2 = register(Claim(id="A2", paper="A", statement=STATEMENT_A2, design=design_a2, predict=_predict, simulate=_simulate,
+                    judge=judge_a2, describe=describe_a2, figure=figure_a2, figure_name="slopes_P"))
 
 
 # ============================================================================================ A3
@@ -262,10 +232,8 @@ A3_SIGMA10_FINITE_SE = {"quick": 0.02}
 
 def design_a3(ctx: CheckContext) -> RateDesign:
     """(a) sigma/10 groups for several d (parametric term negligible); (b) balanced sigma for d > 1, A* known too."""
-    size = size_of(ctx)
-    base = base_p3(ctx, "A3")
-    Ks, M_lo = rate_levels(size, "A3")
-    Ms = k_levels_to_M(Ks, M_lo, 2)
+    size = ctx.profile
+    base, Ks, Ms = rate_base(ctx, "A3")
     ds = {"smoke": [1, 2], "quick": [1, 5, 10], "paper": [1, 5, 30]}[size]
     low = {**base, "sigma": round_design(base["sigma"] * A3_LOW_NOISE)}
     groups_a = [GroupDesign(label=f"d={d}, sigma/10", config={**low, "d": d}, K=Ks, M=Ms,
@@ -273,16 +241,9 @@ def design_a3(ctx: CheckContext) -> RateDesign:
                             finite_se=(A3_D1_FINITE_SE if d == 1 else A3_SIGMA10_FINITE_SE).get(size))
                 for d in ds]
     groups_b = [GroupDesign(label=f"d={d}, balanced", config={**base, "d": d}, K=Ks, M=Ms) for d in ds[1:]]
-    extra = {"restarts": estimator_starts(size), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D, "known_A": True}
+    extra = {"restarts": ESTIMATOR_STARTS[size], "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D, "known_A": True}
     groups = apply_allocation(groups_a + groups_b, "A3", size, REPLICATES[size])
     return RateDesign("A3", size, groups, REPLICATES[size], extra, known=tuple(g.label for g in groups_b))
-
-
-def _a3_parts(design: RateDesign, prediction: RatePrediction,
-              measurement: RateMeasurement) -> tuple[list[GroupEvidence], list[GroupEvidence]]:
-    """Part (a)'s groups (sigma/10) and part (b)'s (balanced, with the A*-known fits)."""
-    groups = evidence(design, prediction, measurement)
-    return [e for e in groups if e.label not in design.known], [e for e in groups if e.label in design.known]
 
 
 def _a3_shift(e: GroupEvidence, n_tests: int) -> Comparison:
@@ -309,24 +270,21 @@ def _a3_judged_shift(g: GroupDesign) -> bool:
 def _a3_unjudged(groups_b: list[GroupEvidence]) -> list[str]:
     """The shifts inside the condition (reported, not judged), from the groups' numbers."""
     out = []
-    for g, p, m in groups_b:
-        if _a3_judged_shift(g):
-            continue
-        k, n = inside_share(g)
-        pred, pse = p.finite_shift
-        tot = math.hypot(m.shift_fit.se_replicate[0], pse)
-        out.append(f"{g.label}: slope shift from estimating A (estimated-A minus A*-known, same data): "
-                   f"{round(m.shift_fit.slope, 4)} +- {tot:.3g} vs {round(pred, 4)} (inside the condition at {k}/{n} "
-                   "levels: reported, not judged)")
+    for e in groups_b:
+        if not _a3_judged_shift(e.design):
+            k, n = inside_share(e.design)
+            c = _a3_shift(e, 1)
+            out.append(f"{c.name}: {c.measured} +- {c.uncertainty:.3g} vs {c.predicted} (inside the condition at "
+                       f"{k}/{n} levels: reported, not judged)")
     return out
 
 
 def judge_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[Comparison]:
     """(a) every slope equals its finite-M model and the model tends to the rate, for every d; (b) the paired
     shift from estimating A equals the model's where the low-rank condition fails."""
-    groups_a, groups_b = _a3_parts(design, prediction, measurement)
-    judged_b = [e for e in groups_b if _a3_judged_shift(e.design)]
-    comps = _finite_and_limit(groups_a + groups_b, n_extra=len(judged_b))
+    groups = evidence(design, prediction, measurement)  # part (a)'s groups (sigma/10), then part (b)'s (balanced)
+    judged_b = [e for e in groups if e.label in design.known and _a3_judged_shift(e.design)]
+    comps = _finite_and_limit(groups, n_extra=len(judged_b))
     return comps + [_a3_shift(e, len(comps) + len(judged_b)) for e in judged_b]
 
 
@@ -344,6 +302,7 @@ def _balance_text(design: RateDesign) -> str:
 
 
 def _a3_slopes_text(all_g: list[GroupEvidence]) -> str:
+    """The slopes, their finite-M models and the paired shifts of every group."""
     return (" | ".join(f"{g.label}: slope {m.fit.slope:.4f} +- {m.fit.se_replicate[0]:.4f}, finite-M model "
                        f"{p.finite_slope[0]:.4f}" for g, p, m in all_g)
             + " | " + " | ".join(f"{g.label}: A*-known slope {m.fit.slope - m.shift_fit.slope:.4f}, shift "
@@ -353,8 +312,9 @@ def _a3_slopes_text(all_g: list[GroupEvidence]) -> str:
 
 def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
-    groups_a, groups_b = _a3_parts(design, prediction, measurement)
-    all_g = groups_a + groups_b
+    all_g = evidence(design, prediction, measurement)  # part (a)'s groups (sigma/10), then part (b)'s (balanced)
+    groups_a = [e for e in all_g if e.label not in design.known]
+    groups_b = [e for e in all_g if e.label in design.known]
     outside_b = _a3_unjudged(groups_b)
     size, first = design.size, groups_a[0].design
     base = groups_b[0].design.config if groups_b else first.config
@@ -368,7 +328,7 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
         + (" (quick profile: d=10 instead of 30 for time)" if size == "quick" else "") + ". "
         + "N = 5, P = 3, s = 1, K levels " + str(list(first.K)) + ", M levels " + str(list(first.M))
         + f", sigma balanced for d=1 ({base['sigma']:.4g}) and kept for all d; sigma/10 = {first.config['sigma']:.4g}; "
-        f"rank-1 A* estimated with {estimator_starts(size)} starts, relative ridge {RIDGE_D} (also in the model). "
+        f"rank-1 A* estimated with {ESTIMATOR_STARTS[size]} starts, relative ridge {RIDGE_D} (also in the model). "
         + _balance_text(design)
         + (PAPER_GRID_NOTE + STARTS_NOTE + " " if size == "paper" else "")
         + _a3_slopes_text(all_g)
@@ -383,19 +343,11 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
 def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """(a) sigma/10 for several d (top row); (b) balanced sigma (bottom row, with the A*-known fits of the same
     data)."""
-    verdict, comps = judgement.verdict, list(judgement.comparisons)
-    groups_a, groups_b = _a3_parts(design, prediction, measurement)
-    groups = groups_a + groups_b
-    texts = _finite_texts(groups, comps)
-    for e in groups:
-        shift = with_key(comps, group=e.label, quantity="shift")
-        if shift:
-            texts[e.label] = PanelText(texts[e.label].lines + (_comparison_line(shift[0], "shift (estimated A)"),),
-                                       texts[e.label].status)
-    return plot_groups(groups, "error vs M (P = 3): σ/10 for several d (top), balanced σ (bottom)", texts,
-                        check_id="A3", verdict=verdict, ncols=len(groups_a),
-                        setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate, "
-                                                 "shift = model's where the condition fails"))
+    return _rate_figure(design, prediction, measurement, judgement,
+                        "error vs M (P = 3): σ/10 for several d (top), balanced σ (bottom)",
+                        "rule: (a) slope = finite-M model, (b) model -> rate, "
+                        "shift = model's where the condition fails",
+                        ncols=len(design.groups) - len(design.known))
 
 
 #: claim A3 in words (the report, --list and docs/claims.md show it)
@@ -405,8 +357,8 @@ STATEMENT_A3 = (
     "the slope by the predicted parametric shift"
 )
 
-A3 = register(Claim(id="A3", paper="A", statement=STATEMENT_A3, design=design_a3, predict=_predict, simulate=_simulate, judge=judge_a3,
-                    describe=describe_a3, figure=figure_a3, figure_name="slopes_d"))
+A3 = register(Claim(id="A3", paper="A", statement=STATEMENT_A3, design=design_a3, predict=_predict, simulate=_simulate,
+                    judge=judge_a3, describe=describe_a3, figure=figure_a3, figure_name="slopes_d"))
 
 
 # ============================================================================================ A4
@@ -432,16 +384,15 @@ def pairs_matched_M(M_levels: list[int], N: int, N_ref: int = A4_REFERENCE_N) ->
 
 
 def design_a4(ctx: CheckContext) -> RateDesign:
-    """Groups (N, r) at d = 2, each on a grid with the pairs of N = 5 at the common grid (see :func:`pairs_matched_M`)."""
-    size = size_of(ctx)
-    base = {**base_p3(ctx, "A4"), "d": 2}
-    Ks, M_lo = rate_levels(size, "A4")
-    Ms = k_levels_to_M(Ks, M_lo, 2)
+    """Groups (N, r) at d = 2, each on a grid with the pairs of N = 5 at the common grid (:func:`pairs_matched_M`)."""
+    size = ctx.profile
+    base, Ks, Ms = rate_base(ctx, "A4")
+    base = {**base, "d": 2}
     combos = [(3, 1), (5, 1)] if size == "smoke" else [(3, 1), (5, 1), (10, 1), (5, 2)]
     groups = [GroupDesign(label=f"N={N},r={r}", config={**base, "N": N, "r": r}, K=Ks, M=pairs_matched_M(Ms, N))
               for N, r in combos]
     reps = REPLICATES[size] * A4_REPLICATE_FACTOR[size]
-    extra = {"restarts": estimator_starts(size), "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
+    extra = {"restarts": ESTIMATOR_STARTS[size], "max_iter": 50, "n_pairs": 2**16, "ridge": RIDGE_D}
     return RateDesign("A4", size, apply_allocation(groups, "A4", size, reps), reps, extra)
 
 
@@ -461,7 +412,7 @@ def _a4_design_text(design: RateDesign) -> str:
         + " (equal numbers of token pairs M N (N-1) in every group: the pre-asymptotic excess of the error is "
         "governed by pairs; on one common M grid N = 3 was 1.1-1.2x its a-priori prediction at the smallest M and "
         f"steepened its slope by 0.03-0.05), sigma {ref.config['sigma']:.4g} (balanced for d=1, N=5), "
-        f"{estimator_starts(size)} estimator starts, relative ridge {RIDGE_D}. "
+        f"{ESTIMATOR_STARTS[size]} estimator starts, relative ridge {RIDGE_D}. "
         + (PAPER_GRID_NOTE + "The A4 paper range stops at M = 2e4 (an N = 10 trial costs ~3x an N = 5 one: "
            "N (N-1) pairs per sample) and starts at 500 (at M <= 270 the first fit stalls often: 6 of 16 N = 5 "
            "replicates needed a refit, vs 2 of 48 at M = 500..20421 in a 2-replicate run). " + STARTS_NOTE + " "
@@ -470,13 +421,12 @@ def _a4_design_text(design: RateDesign) -> str:
 
 def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
-    from theory import RateSetting
-
     groups = evidence(design, prediction, measurement)
     share = {e.label: inside_share(e.design) for e in groups}
     need = {g.label: int(RateSetting(beta=2, r=g.config["r"], d=g.config["d"]).min_samples()) for g in design.groups}
     status = "; ".join(f"{g.label} (r d = {g.config['r'] * g.config['d']}): inside at {share[g.label][0]}/"
-                       f"{share[g.label][1]} M levels (condition holds for M >= {need[g.label]})" for g in design.groups)
+                       f"{share[g.label][1]} M levels (condition holds for M >= {need[g.label]})"
+                       for g in design.groups)
     ref = groups[1]
     diffs = "; ".join(f"slope({e.label}) - slope({ref.label}) = "
                       f"{e.measurement.fit.slope - ref.measurement.fit.slope:+.4f} (model "
@@ -500,12 +450,8 @@ def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: Rat
 @paper_figure
 def figure_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """Per (N, r): error vs M, the fit, the models; the outcomes of (a) and (b)."""
-    verdict, comps = judgement.verdict, list(judgement.comparisons)
-    groups = evidence(design, prediction, measurement)
-    return plot_groups(groups, "error vs M for several N and r (P = 3, d = 2)", _finite_texts(groups, comps),
-                        check_id="A4", verdict=verdict, ncols=2,
-                        setting=_setting(design, "rule: (a) slope = finite-M model, (b) model -> rate; "
-                                                 "M levels hold equal token pairs"))
+    return _rate_figure(design, prediction, measurement, judgement, "error vs M for several N and r (P = 3, d = 2)",
+                        "rule: (a) slope = finite-M model, (b) model -> rate; M levels hold equal token pairs", ncols=2)
 
 
 #: claim A4 in words (the report, --list and docs/claims.md show it)
@@ -514,5 +460,5 @@ STATEMENT_A4 = (
     " model, which tends to the rate)"
 )
 
-A4 = register(Claim(id="A4", paper="A", statement=STATEMENT_A4, design=design_a4, predict=_predict, simulate=_simulate, judge=judge_a4,
-                    describe=describe_a4, figure=figure_a4, figure_name="slopes_N_r"))
+A4 = register(Claim(id="A4", paper="A", statement=STATEMENT_A4, design=design_a4, predict=_predict, simulate=_simulate,
+                    judge=judge_a4, describe=describe_a4, figure=figure_a4, figure_name="slopes_N_r"))

@@ -7,14 +7,14 @@ everywhere: nothing here is a measurement with noise.
 
 As a :class:`~verify.claim.Claim`: the *measurement* (:class:`A1Measurement`) is what ``theory.minimax``
 returns (its expressions, its exact thresholds, its verdicts at the seeded points), the *prediction* the
-paper's printed values and the finite-M numbers the report quotes, and the judge decides each statement of
-:data:`STATEMENTS` with sympy (pure: sympy's decisions are deterministic).
+paper's printed values and the finite-M numbers the report quotes, and the judge (:func:`judge_a1`) decides each
+statement with sympy (pure: sympy's decisions are deterministic).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -36,12 +36,13 @@ from theory.minimax import (
 )
 from theory.symbols import M, N, beta, d, r
 from verify.claim import Claim, register
+from verify import figures as F
 from verify.figures import paper_figure
 from verify.verdicts import Judgement
 from verify.context import CheckContext
 from verify.results import Comparison
 
-__all__ = ["A1Design", "A1Measurement", "A1_CLAIM", "STATEMENTS", "describe_a1", "design_a1",
+__all__ = ["A1Design", "A1Measurement", "A1_CLAIM", "describe_a1", "design_a1",
            "figure_a1", "judge_a1", "predict_a1", "simulate_a1"]
 
 _IDENT = "exact (sympy simplify == 0)"
@@ -121,15 +122,6 @@ class A1Measurement:
     bspline: dict[int, Any] = field(default_factory=dict)
 
 
-def _expressions() -> dict[str, Any]:
-    return {
-        "e": rate_exponent(beta), "g": log_gap_exponent(beta), "fs": finite_sample_slope(M, beta),
-        "fs_rate": finite_sample_slope(M, beta, "rate"), "total": total_error_slope(M, beta, r, d),
-        "rate": minimax_rate(M, beta), "lower": lower_bound(M, N, beta), "upper": upper_bound(M, beta),
-        "lowrank_rhs": low_rank_condition(r, d, M, beta).rhs, "parametric": parametric_term(r, d, M),
-    }
-
-
 def _threshold(rr, dd, bb) -> tuple:
     """``(m0, cond(m0), cond(m0 - 1))`` of ``min_samples``; the last is None at the floor ``m0 = 3``."""
     m0 = min_samples(rr, dd, bb)
@@ -168,7 +160,11 @@ def simulate_a1(ctx: CheckContext, design: A1Design) -> A1Measurement:
     thresholds = [_threshold(*case) for case in design.min_samples_cases]
     points = [_point_verdicts(*p) for p in _points(design, ctx.seed_for("parametric-vs-nonparametric"))]
     bspline = {P: rate_exponent(beta_from_bspline_degree(P)) for P in design.bspline_degrees}
-    return A1Measurement(expr=_expressions(), secant=secant, min_samples=thresholds, points=points, bspline=bspline)
+    expr = {"e": rate_exponent(beta), "g": log_gap_exponent(beta), "fs": finite_sample_slope(M, beta),
+            "fs_rate": finite_sample_slope(M, beta, "rate"), "total": total_error_slope(M, beta, r, d),
+            "rate": minimax_rate(M, beta), "lower": lower_bound(M, N, beta), "upper": upper_bound(M, beta),
+            "lowrank_rhs": low_rank_condition(r, d, M, beta).rhs, "parametric": parametric_term(r, d, M)}
+    return A1Measurement(expr=expr, secant=secant, min_samples=thresholds, points=points, bspline=bspline)
 
 
 # ------------------------------------------------------------------------------------- statement kinds
@@ -198,40 +194,7 @@ def _sign(name: str, predicted: str, expr: sp.Expr, prop: str, tolerance: str = 
 
 
 # ------------------------------------------------------------------------------------- the statements
-# each: (design, prediction, measurement) -> Comparison or list of Comparisons, in the report's order
-def _exponent_limit_oo(D: A1Design, p: dict, m: A1Measurement):
-    return _limit("rate exponent -> 1 as beta -> oo", m.expr["e"], beta, sp.oo, p["exponent_limit_oo"])
-
-
-def _exponent_limit_0(D: A1Design, p: dict, m: A1Measurement):
-    return _limit("rate exponent -> 0 as beta -> 0+", m.expr["e"], beta, 0, p["exponent_limit_0"], "+")
-
-
-def _exponent_increasing(D: A1Design, p: dict, m: A1Measurement):
-    return _sign("d exponent / d beta > 0 (exponent increasing in beta)", "> 0",
-                 sp.simplify(sp.diff(m.expr["e"], beta)), "is_positive")
-
-
-def _upper_slope_identity(D: A1Design, p: dict, m: A1Measurement):
-    x = m.expr
-    return _identity("finite_sample_slope(upper) == -2b/(2b+1) + log_gap_exponent/log M", x["fs"],
-                     -x["e"] + x["g"] / sp.log(M))
-
-
-def _upper_slope_limit(D: A1Design, p: dict, m: A1Measurement):
-    return _limit("finite_sample_slope(upper) -> -2b/(2b+1) as M -> oo", m.expr["fs"], M, sp.oo, -m.expr["e"])
-
-
-def _rate_slope_identity(D: A1Design, p: dict, m: A1Measurement):
-    return _identity("finite_sample_slope(rate) == -2b/(2b+1)", m.expr["fs_rate"], -m.expr["e"])
-
-
-def _total_slope_limit(D: A1Design, p: dict, m: A1Measurement):
-    return _limit("total_error_slope(rate + r d log M / M) -> -2b/(2b+1) as M -> oo", m.expr["total"], M, sp.oo,
-                  -m.expr["e"])
-
-
-def _average_slope_secant(D: A1Design, p: dict, m: A1Measurement):
+def _average_slope_secant(D: A1Design, m: A1Measurement) -> Comparison:
     """The secant slope of the upper bound = the exact secant of log(upper_bound), checked at numbers."""
     m_lo, m_hi = D.secant_M
     s = m.secant
@@ -243,18 +206,7 @@ def _average_slope_secant(D: A1Design, p: dict, m: A1Measurement):
                       passed=abs(sp.N(s["average"] - secant, 30)) < sp.Float("1e-25"))
 
 
-def _rate_decreasing(D: A1Design, p: dict, m: A1Measurement):
-    return _sign("minimax_rate decreasing in M", "d rate / dM < 0", sp.diff(m.expr["rate"], M), "is_negative",
-                 _SIGN + ", M > 0")
-
-
-def _bound_ratio_identity(D: A1Design, p: dict, m: A1Measurement):
-    x = m.expr
-    return _identity("lower/upper == N^(-e) (log M)^(-g)", x["lower"] / x["upper"],
-                     N ** (-x["e"]) * sp.log(M) ** (-x["g"]))
-
-
-def _lower_below_upper(D: A1Design, p: dict, m: A1Measurement):
+def _lower_below_upper(m: A1Measurement) -> Comparison:
     """lower <= upper for N >= 1, M >= 3: with N = exp(a), M = exp(exp(b)), log(lower/upper) = -e a - g b <= 0."""
     ratio = m.expr["lower"] / m.expr["upper"]
     log_ratio = sp.expand_log(sp.log(ratio.subs({N: sp.exp(_A), M: sp.exp(sp.exp(_B))})), force=True)
@@ -262,7 +214,7 @@ def _lower_below_upper(D: A1Design, p: dict, m: A1Measurement):
                  "is_nonpositive", _SIGN + ", N = exp(a), a >= 0; M = exp(exp(b)), b > 0")
 
 
-def _low_rank_monotone(D: A1Design, p: dict, m: A1Measurement):
+def _low_rank_monotone(m: A1Measurement) -> Comparison:
     """The low-rank condition's right-hand side is increasing in M for M > e."""
     rhs = m.expr["lowrank_rhs"]
     dlog = sp.simplify(sp.diff(sp.expand_log(sp.log(rhs), force=True), M).subs(M, sp.exp(1 + _T)))
@@ -281,25 +233,7 @@ def _min_samples_thresholds(D: A1Design, p: dict, m: A1Measurement) -> list[Comp
     return out
 
 
-def _u_power_identity(D: A1Design, p: dict, m: A1Measurement):
-    """u^(-2b) = M^(-e) (log M)^e, so r d <= u <=> r d log M / M <= u^(-2b)."""
-    e = m.expr["e"]
-    return _identity("u^(-2b) == M^(-e) (log M)^e, u = (M/log M)^(1/(2b+1))", _U ** (-2 * beta),
-                     M ** (-e) * sp.log(M) ** e, m_gt_1=True)
-
-
-def _parametric_meets_rate(D: A1Design, p: dict, m: A1Measurement):
-    """The parametric term is linear in r d, so at r d = u it equals u log M / M; that is u^(-2b)."""
-    return _identity("parametric_term / (r d) * u == u^(-2b)  (the two sides meet at r d = u)",
-                     m.expr["parametric"] / (r * d) * _U, _U ** (-2 * beta), m_gt_1=True)
-
-
-def _log_factor_below_gap(D: A1Design, p: dict, m: A1Measurement):
-    return _sign("log factor of the equivalence is below the upper bound's (g - e > 0)", "> 0",
-                 sp.simplify(m.expr["g"] - m.expr["e"]), "is_positive")
-
-
-def _equivalence_at_points(D: A1Design, p: dict, m: A1Measurement):
+def _equivalence_at_points(D: A1Design, p: dict, m: A1Measurement) -> Comparison:
     n_pts = len(m.points)
     agree = sum(cond == par for cond, par in m.points)
     n_true = sum(cond for cond, _ in m.points)
@@ -323,27 +257,39 @@ def _bspline_exponents(D: A1Design, p: dict, m: A1Measurement) -> list[Compariso
     return out
 
 
-#: the statements of A1 in the report's order: 1 exponent, 2 finite-M slopes, 3 rate in M, 4 bounds,
-#: 5 low-rank monotonicity, 6 thresholds, 7 parametric vs non-parametric term, 8 B-spline degrees
-STATEMENTS: tuple[Callable[[A1Design, dict, A1Measurement], Any], ...] = (
-    _exponent_limit_oo, _exponent_limit_0, _exponent_increasing,
-    _upper_slope_identity, _upper_slope_limit, _rate_slope_identity, _total_slope_limit, _average_slope_secant,
-    _rate_decreasing,
-    _bound_ratio_identity, _lower_below_upper,
-    _low_rank_monotone,
-    _min_samples_thresholds,
-    _u_power_identity, _parametric_meets_rate, _log_factor_below_gap, _equivalence_at_points,
-    _bspline_exponents,
-)
-
-
 def judge_a1(design: A1Design, prediction: dict, measurement: A1Measurement) -> list[Comparison]:
-    """Every statement of :data:`STATEMENTS`, decided by sympy (pure)."""
-    comps: list[Comparison] = []
-    for statement in STATEMENTS:
-        out = statement(design, prediction, measurement)
-        comps.extend(out if isinstance(out, list) else [out])
-    return comps
+    """Every statement, decided by sympy (pure), in the report's order: 1 exponent, 2 finite-M slopes, 3 rate in M,
+    4 bounds, 5 low-rank monotonicity, 6 thresholds, 7 parametric vs non-parametric term (u^(-2b) = M^(-e)
+    (log M)^e, so r d <= u <=> r d log M / M <= u^(-2b); the parametric term is linear in r d, so at r d = u it is
+    u log M / M = u^(-2b)), 8 B-spline degrees."""
+    D, p, m = design, prediction, measurement
+    x, e = measurement.expr, measurement.expr["e"]
+    return [
+        _limit("rate exponent -> 1 as beta -> oo", e, beta, sp.oo, p["exponent_limit_oo"]),
+        _limit("rate exponent -> 0 as beta -> 0+", e, beta, 0, p["exponent_limit_0"], "+"),
+        _sign("d exponent / d beta > 0 (exponent increasing in beta)", "> 0", sp.simplify(sp.diff(e, beta)),
+              "is_positive"),
+        _identity("finite_sample_slope(upper) == -2b/(2b+1) + log_gap_exponent/log M", x["fs"],
+                  -e + x["g"] / sp.log(M)),
+        _limit("finite_sample_slope(upper) -> -2b/(2b+1) as M -> oo", x["fs"], M, sp.oo, -e),
+        _identity("finite_sample_slope(rate) == -2b/(2b+1)", x["fs_rate"], -e),
+        _limit("total_error_slope(rate + r d log M / M) -> -2b/(2b+1) as M -> oo", x["total"], M, sp.oo, -e),
+        _average_slope_secant(D, m),
+        _sign("minimax_rate decreasing in M", "d rate / dM < 0", sp.diff(x["rate"], M), "is_negative",
+              _SIGN + ", M > 0"),
+        _identity("lower/upper == N^(-e) (log M)^(-g)", x["lower"] / x["upper"], N ** (-e) * sp.log(M) ** (-x["g"])),
+        _lower_below_upper(m),
+        _low_rank_monotone(m),
+        *_min_samples_thresholds(D, p, m),
+        _identity("u^(-2b) == M^(-e) (log M)^e, u = (M/log M)^(1/(2b+1))", _U ** (-2 * beta),
+                  M ** (-e) * sp.log(M) ** e, m_gt_1=True),
+        _identity("parametric_term / (r d) * u == u^(-2b)  (the two sides meet at r d = u)",
+                  x["parametric"] / (r * d) * _U, _U ** (-2 * beta), m_gt_1=True),
+        _sign("log factor of the equivalence is below the upper bound's (g - e > 0)", "> 0",
+              sp.simplify(x["g"] - e), "is_positive"),
+        _equivalence_at_points(D, p, m),
+        *_bspline_exponents(D, p, m),
+    ]
 
 
 # ------------------------------------------------------------------------------------- describe / figure
@@ -378,8 +324,6 @@ def describe_a1(design: A1Design, prediction: dict, measurement: A1Measurement,
 
 def _plot_exponent(ax) -> None:
     """The rate exponent 2b/(2b+1) (dense curve) with the B-spline degrees of the paper's experiments."""
-    from verify import figures as F
-
     F.theory_curve(ax, [0.02, 12.0], lambda b: 2 * b / (2 * b + 1), grid=np.linspace(0.02, 12.0, 400),
                    label=r"rate exponent $2\beta/(2\beta+1)$")
     for k, P in enumerate((3, 8)):
@@ -392,8 +336,6 @@ def _plot_exponent(ax) -> None:
 
 def _plot_slopes(ax) -> None:
     """Local slopes d log(bound) / d log M of the upper bound and of the rate + parametric model (dense in M)."""
-    from verify import figures as F
-
     Ms = np.logspace(1, 32, 400)
     for k, bb in enumerate((2, 7)):
         col = F.COLORS[k]
@@ -413,8 +355,6 @@ def _plot_slopes(ax) -> None:
 @paper_figure
 def figure_a1(design: A1Design, prediction: dict, measurement: A1Measurement, judgement: Judgement) -> Any:
     """The rate exponent in beta and the finite-M local slopes of the bounds; the verdict of the exact statements."""
-    from verify import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(1, 2, panel=(5.0, 3.8), extra=0.7)
     _plot_exponent(axes[0, 0])
@@ -430,5 +370,6 @@ STATEMENT_A1 = (
     "and monotonicity"
 )
 
-A1_CLAIM = register(Claim(id="A1", paper="A", statement=STATEMENT_A1, design=design_a1, predict=predict_a1, simulate=simulate_a1, judge=judge_a1,
-                          describe=describe_a1, figure=figure_a1, figure_name="exponent_and_slopes"))
+A1_CLAIM = register(Claim(id="A1", paper="A", statement=STATEMENT_A1, design=design_a1, predict=predict_a1,
+                          simulate=simulate_a1, judge=judge_a1, describe=describe_a1, figure=figure_a1,
+                          figure_name="exponent_and_slopes"))
