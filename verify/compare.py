@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -103,13 +102,9 @@ def _same(a: Any, b: Any, rtol: float) -> bool:
 
 
 def _named(comparisons: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], Mapping[str, Any]]:
-    seen: Counter = Counter()
-    out = {}
-    for c in comparisons:
-        name = str(c.get("name"))
-        out[(name, seen[name])] = c
-        seen[name] += 1
-    return out
+    """The comparisons keyed by ``(name, how many of that name came before)``."""
+    names = [str(c.get("name")) for c in comparisons]
+    return {(n, names[:k].count(n)): c for k, (n, c) in enumerate(zip(names, comparisons))}
 
 
 def _label(name: tuple[str, int]) -> str:

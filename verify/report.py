@@ -12,7 +12,7 @@ import platform
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from rich.console import Console
 from rich.markup import escape as escape_markup
@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .results import CheckResult, Comparison, Verdict
-from .evidence import evidence, folds, rows_word
+from .evidence import Row, evidence, folds, rows_word
 from .typeset import latex_text
 from .verdicts import describe, rates_text
 
@@ -76,11 +76,8 @@ def measured_text(c: Comparison) -> str:
 def shown_comparison(comparisons: list[Comparison]) -> Comparison:
     """The comparison shown for a check in compact tables: the first FAILING one, else the first INCONCLUSIVE
     one, else the check's declared headline (``Comparison.headline``), else the first one."""
-    for want in ("FAIL", "INCONCLUSIVE"):
-        for c in comparisons:
-            if c.outcome == want:
-                return c
-    return headline_comparison(comparisons)
+    doubtful = (c for want in ("FAIL", "INCONCLUSIVE") for c in comparisons if c.outcome == want)
+    return next(doubtful, None) or headline_comparison(comparisons)
 
 
 def headline_comparison(comparisons: list[Comparison]) -> Comparison:
@@ -210,7 +207,8 @@ def print_summary(console: Console, results: list[CheckResult], exit_code: int, 
     console.print(" | ".join(f"{k}: {n}" for k, n in summary_counts(results).items() if n), soft_wrap=soft)
     inc = [r.id for r in results if r.verdict is Verdict.INCONCLUSIVE]
     if inc:
-        how = "counted as failures (--strict)" if strict else "not counted in the exit status (use --strict to count them)"
+        how = ("counted as failures (--strict)" if strict
+               else "not counted in the exit status (use --strict to count them)")
         console.print(f"[bold yellow]INCONCLUSIVE[/]: {', '.join(inc)} - the data decide neither way at the stated "
                       f"levels (the comparison says how much more data would); {how}", soft_wrap=soft)
     console.print(f"[dim]{rates_text()}[/]", soft_wrap=soft)
@@ -280,7 +278,8 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
         lines.append(f"- **interrupted** {interrupted_text(stop, lambda s: s, lambda s: f'`{s}`')}")
     lines += ["", *_md_table(SUMMARY_COLUMNS, [
         [f"[{r.id}](#{section_anchor(r)})", f"**{r.verdict.value}**", _held(r) if r.comparisons else "",
-         _md(summary_cells(r)[1]), _md(_md_numbers(shown_comparison(r.comparisons)) if r.comparisons else "")]
+         _md(summary_cells(r)[1]), _md(" vs ".join(numbers(shown_comparison(r.comparisons), latex_text))
+                                       if r.comparisons else "")]
         for r in results]), "", "## Contents", ""]
     lines += [f"- [{r.id}: {r.verdict.value}](#{section_anchor(r)}) - {_md(_short(r.claim, 110))}" for r in results]
     lines.append("")
@@ -303,7 +302,7 @@ def _md_section(r: CheckResult, report_dir: Path) -> list[str]:
     held, headline, _ = summary_cells(r)
     if r.comparisons:
         line = (f"**{r.verdict.value}**: {held} comparisons hold; headline *{_md(headline)}*: "
-                f"{_md_numbers(shown_comparison(r.comparisons))} (measured ± SE vs predicted)")
+                f"{' vs '.join(numbers(shown_comparison(r.comparisons), latex_text))} (measured ± SE vs predicted)")
     else:
         line = f"**{r.verdict.value}**" + (f": {_md(headline)}" if headline else "")
     lines = [f"## {r.id}: {r.verdict.value}", "", line, "", f"*Claim (paper {r.paper}).* {_md(r.claim)}", ""]
@@ -328,37 +327,48 @@ def _md_table(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
 
 def _md_evidence(comparisons: list[Comparison]) -> list[str]:
     """A check's rules, each once, then its compact table (doubtful rows first) and the folded per-row rules."""
-    groups, rows = evidence(comparisons)
-    cols = COMPARISON_COLUMNS[:6 if len(groups) > 1 else 5]
+    groups, cols, cells, per_row = evidence_cells(comparisons, _md, lambda c: map(_md, numbers(c, latex_text)),
+                                                  lambda r: r.outcome if r.outcome == "PASS" else f"**{r.outcome}**")
     lines = ["**How each row is judged**", ""]
     lines += [f"- **{g.label}** ({rows_word(len(g.rows))}): {_md(g.text)}" if len(groups) > 1 else _md(g.text)
               for g in groups]
-    lines += ["", *_md_table(cols, [
-        [_md(row.comparison.name), _md(latex_text(row.comparison.predicted, fmt_value(row.comparison.predicted))),
-         _md(_md_measured(row.comparison)), row.statistic,
-         row.outcome if row.outcome == "PASS" else f"**{row.outcome}**", row.rule][:len(cols)] for row in rows]), ""]
-    if folds(groups, rows):
-        lines += [f"<details><summary>Each row's rule with its numbers, and its test ({rows_word(len(rows))})"
-                  "</summary>", "", *_md_table(ROW_RULE_COLUMNS, [
-                      [_md(r.comparison.name), _md(r.comparison.tolerance), _md(test_text(r.comparison))]
-                      for r in rows]), "", "</details>", ""]
+    lines += ["", *_md_table(cols, cells), ""]
+    if per_row:
+        lines += [f"<details><summary>{FOLDED.format(rows_word(len(per_row)))}</summary>", "",
+                  *_md_table(ROW_RULE_COLUMNS, per_row), "", "</details>", ""]
     return lines
 
 
-def test_text(c: Comparison) -> str:
-    """The test column of the folded per-row table: the test and its p-values (:func:`verify.verdicts.describe`);
-    ``exact`` for an exact row (its rule is the tolerance, shown beside it)."""
-    return "exact" if c.kind == "exact" else describe(c)
+#: the summary of the folded table of each row's rule with its numbers (``{}``: how many rows)
+FOLDED = "Each row's rule with its numbers, and its test ({})"
 
 
-def _md_numbers(c: Comparison) -> str:
-    """``measured ± SE vs predicted`` of ``c`` for report.md, formulas in LaTeX."""
-    return f"{_md_measured(c)} vs {latex_text(c.predicted, fmt_value(c.predicted))}"
+def evidence_cells(comparisons: list[Comparison], esc: Callable[[str], str],
+                   typeset: Callable[[Comparison], Iterable[str]], outcome: Callable[[Row], str]) -> tuple:
+    """A check's evidence (:func:`verify.evidence.evidence`) as the cells of a page's tables.
+
+    ``esc`` escapes a text, ``typeset(c)`` gives ``(measured ± SE, predicted)`` of a comparison and ``outcome(row)``
+    its outcome cell.  Returns ``(groups, columns, cells, per_row)``: the rules (each once), the columns of the
+    compact table ("rule" only where there are several rules), its rows (doubtful ones first) and the rows of the
+    folded table of each row's rule with its numbers and its test (none when it would add nothing).
+    """
+    groups, rows = evidence(comparisons)
+    cols = COMPARISON_COLUMNS[:6 if len(groups) > 1 else 5]
+    cells = []
+    for row in rows:
+        measured, predicted = typeset(row.comparison)
+        cells.append([esc(row.comparison.name), predicted, measured, esc(row.statistic), outcome(row),
+                      esc(row.rule)][:len(cols)])
+    per_row = [[esc(r.comparison.name), esc(r.comparison.tolerance),
+                esc("exact" if r.comparison.kind == "exact" else describe(r.comparison))] for r in rows]
+    return groups, cols, cells, per_row if folds(groups, rows) else []
 
 
-def _md_measured(c: Comparison) -> str:
-    m, u = latex_text(c.measured, fmt_value(c.measured)), fmt_value(c.uncertainty)
-    return f"{m} ± {u}" if u else m
+def numbers(c: Comparison, math: Callable[[Any, str], str], esc: Callable[[str], str] = str) -> tuple[str, str]:
+    """``(measured ± SE, predicted)`` of ``c``, formulas typeset by ``math`` (:func:`verify.typeset.latex_text` or
+    :func:`verify.typeset.mathml_html`), the standard error escaped by ``esc``."""
+    m, u = math(c.measured, fmt_value(c.measured)), fmt_value(c.uncertainty)
+    return (f"{m} ± {esc(u)}" if u else m), math(c.predicted, fmt_value(c.predicted))
 
 
 def section_anchor(r: CheckResult) -> str:

@@ -17,10 +17,9 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from .evidence import evidence, folds, rows_word
-from .report import (COMPARISON_COLUMNS, ROW_RULE_COLUMNS, SUMMARY_COLUMNS, counts_text, fmt_value,
-                     interrupted_text, measured_text, notes_parts, section_anchor, shown_comparison, summary_cells,
-                     test_text)
+from .evidence import rows_word
+from .report import (FOLDED, ROW_RULE_COLUMNS, SUMMARY_COLUMNS, counts_text, evidence_cells, interrupted_text,
+                     measured_text, notes_parts, numbers, section_anchor, shown_comparison, summary_cells)
 from .results import CheckResult, Comparison
 from .typeset import mathml_html
 from .verdicts import rates_text
@@ -122,7 +121,7 @@ def _html_summary(results: list[CheckResult]) -> list[str]:
     """The opening table: per check a link to its section, its verdict and its headline comparison."""
     rows = [[f'<a href="#{section_anchor(r)}">{escape(r.id)}</a>', _verdict_span(r.verdict.value),
              *map(escape, summary_cells(r)[:2]),
-             _html_numbers(shown_comparison(r.comparisons)) if r.comparisons else ""]
+             " vs ".join(_numbers(shown_comparison(r.comparisons))) if r.comparisons else ""]
             for r in results]
     return _html_table(SUMMARY_COLUMNS, rows, {0: "key", 1: "key", 2: "num key"})
 
@@ -134,7 +133,7 @@ def _html_section(r: CheckResult, report_dir: Path) -> list[str]:
     verdict = _verdict_span(r.verdict.value)
     if r.comparisons:
         line = (f"{verdict}: {escape(held)} comparisons hold; headline <em>{escape(headline)}</em>: "
-                f"{_html_numbers(shown_comparison(r.comparisons))} "
+                f"{' vs '.join(_numbers(shown_comparison(r.comparisons)))} "
                 '<span class="run">(measured ± SE vs predicted)</span>')
     else:
         line = verdict + (f": {escape(headline)}" if headline else "")
@@ -164,31 +163,20 @@ def _html_section(r: CheckResult, report_dir: Path) -> list[str]:
 
 def _html_evidence(comparisons: list[Comparison]) -> list[str]:
     """A check's rules, each once, its compact table (doubtful rows first) and the folded per-row rules."""
-    groups, rows = evidence(comparisons)
-    cols = COMPARISON_COLUMNS[:6 if len(groups) > 1 else 5]
+    groups, cols, cells, per_row = evidence_cells(
+        comparisons, escape, _numbers, lambda r: _verdict_span(r.outcome, "near" if r.near else r.comparison.outcome))
     said = [f"<li><strong>{g.label}</strong> ({rows_word(len(g.rows))}): {escape(g.text)}</li>" for g in groups]
     lines = ['<div class="rules"><p><strong>How each row is judged</strong></p>',
-             *(["<ul>", *said, "</ul>"] if len(groups) > 1 else [f"<p>{escape(groups[0].text)}</p>"]), "</div>"]
-    body = [[escape(row.comparison.name), mathml_html(row.comparison.predicted, fmt_value(row.comparison.predicted)),
-             _html_measured(row.comparison), escape(row.statistic),
-             _verdict_span(row.outcome, "near" if row.near else row.comparison.outcome), escape(row.rule)][:len(cols)]
-            for row in rows]
-    lines += _html_table(cols, body, {1: "num", 2: "num", 3: "num key", 4: "key", 5: "key"}, "evidence")
-    if folds(groups, rows):
-        per_row = [[escape(r.comparison.name), escape(r.comparison.tolerance), escape(test_text(r.comparison))]
-                   for r in rows]
-        lines += [f"<details><summary>Each row's rule with its numbers, and its test ({rows_word(len(rows))})"
-                  "</summary>", *_html_table(ROW_RULE_COLUMNS, per_row, {}), "</details>"]
+             *(["<ul>", *said, "</ul>"] if len(groups) > 1 else [f"<p>{escape(groups[0].text)}</p>"]), "</div>",
+             *_html_table(cols, cells, {1: "num", 2: "num", 3: "num key", 4: "key", 5: "key"}, "evidence")]
+    if per_row:
+        lines += [f"<details><summary>{FOLDED.format(rows_word(len(per_row)))}</summary>",
+                  *_html_table(ROW_RULE_COLUMNS, per_row, {}), "</details>"]
     return lines
 
 
-def _html_numbers(c: Comparison) -> str:
-    """``measured ± SE vs predicted`` of ``c`` for report.html, formulas in MathML."""
-    return f"{_html_measured(c)} vs {mathml_html(c.predicted, fmt_value(c.predicted))}"
-
-
-def _html_measured(c: Comparison) -> str:
-    """``measured ± SE`` of ``c``, kept on one line when its plain text is at most 30 characters."""
-    m, u = mathml_html(c.measured, fmt_value(c.measured)), fmt_value(c.uncertainty)
-    text = f"{m} ± {escape(u)}" if u else m
-    return f'<span class="nw">{text}</span>' if len(measured_text(c)) <= 30 else text
+def _numbers(c: Comparison) -> tuple[str, str]:
+    """``(measured ± SE, predicted)`` of ``c`` for report.html, formulas in MathML; a measured ± SE whose plain
+    text is at most 30 characters long is kept on one line."""
+    measured, predicted = numbers(c, mathml_html, escape)
+    return (f'<span class="nw">{measured}</span>' if len(measured_text(c)) <= 30 else measured), predicted
