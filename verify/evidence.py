@@ -94,13 +94,10 @@ def rule_template(text: str) -> str:
 
 def _said_once(texts: Sequence[str]) -> str:
     """The rule of texts that share a template: numbers common to all kept, the others ``…``, chains dropped."""
-    parts = [_NUMBER.split(t) for t in texts]
-    numbers = [_NUMBER.findall(t) for t in texts]
-    words = parts[0]
+    words, numbers = _NUMBER.split(texts[0]), [_NUMBER.findall(t) for t in texts]
     out = [words[0]]
-    for k in range(len(numbers[0])):
-        same = all(n[k] == numbers[0][k] for n in numbers)
-        out += [numbers[0][k] if same else _ELIDED, words[k + 1]]
+    for k, first in enumerate(numbers[0]):
+        out += [first if all(n[k] == first for n in numbers) else _ELIDED, words[k + 1]]
     said = _CHAIN.sub(lambda m: "" if _ELIDED in m.group(0) else m.group(0), "".join(out))
     return re.sub(r"\s+([,;)])", r"\1", said)
 

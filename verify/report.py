@@ -123,10 +123,12 @@ def results_table(results: list[CheckResult], title: str = "Verification report"
     rows = [row for r in results for row in _table_rows(r, verbose)]
     for row in rows:
         t.add_row(*row)
+    if verbose:
+        return t
     natural = [max([Text.from_markup(row[k]).cell_len for row in rows] + [len(str(col.header))])
                for k, col in enumerate(t.columns)]
     frame = 3 * len(t.columns) + 1  # "│ " before each cell, " " after it, and the closing "│"
-    if not verbose and sum(natural) + frame > TABLE_WIDTH:
+    if sum(natural) + frame > TABLE_WIDTH:
         # predicted / measured get at most 12 / 21 characters, the headline the rest
         widths = natural[:3] + [0, min(natural[4], 12), min(natural[5], 21)]
         widths[3] = max(12, TABLE_WIDTH - frame - sum(widths))
@@ -275,12 +277,11 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
     ]
     stop = meta.get("interrupted")
     if stop:
-        lines.append(f"- **interrupted** {interrupted_text(stop, lambda s: s, lambda s: f'`{s}`')}")
-    lines += ["", *_md_table(SUMMARY_COLUMNS, [
-        [f"[{r.id}](#{section_anchor(r)})", f"**{r.verdict.value}**", _held(r) if r.comparisons else "",
-         _md(summary_cells(r)[1]), _md(" vs ".join(numbers(shown_comparison(r.comparisons), latex_text))
-                                       if r.comparisons else "")]
-        for r in results]), "", "## Contents", ""]
+        lines.append(f"- **interrupted** {interrupted_text(stop, str, lambda s: f'`{s}`')}")
+    summary = [[f"[{r.id}](#{section_anchor(r)})", f"**{r.verdict.value}**", *map(_md, summary_cells(r)[:2]),
+                _md(" vs ".join(numbers(shown_comparison(r.comparisons), latex_text))) if r.comparisons else ""]
+               for r in results]
+    lines += ["", *_md_table(SUMMARY_COLUMNS, summary), "", "## Contents", ""]
     lines += [f"- [{r.id}: {r.verdict.value}](#{section_anchor(r)}) - {_md(_short(r.claim, 110))}" for r in results]
     lines.append("")
     for r in results:
@@ -288,7 +289,7 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
     return "\n".join(lines)
 
 
-def interrupted_text(stop: dict, esc: Any, code: Any) -> str:
+def interrupted_text(stop: dict, esc: Callable[[str], str], code: Callable[[str], str]) -> str:
     """The words after "interrupted" about a run stopped by a signal (``meta["interrupted"]``, set by the CLI);
     ``esc`` escapes a text, ``code`` marks the command as code."""
     not_run = ", ".join(stop.get("not_run", [])) or "none"
