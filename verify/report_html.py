@@ -50,8 +50,6 @@ p.headline { font-size: 16px; margin: 0.2em 0 0.4em; } .rules { font-size: 13px;
 """.strip()
 
 
-
-
 def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
     """The report as one HTML page (what :func:`markdown_report` says, from the same data).
 
