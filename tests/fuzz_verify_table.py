@@ -477,9 +477,6 @@ def _compare_cases(add: Callable[..., None]) -> None:
                                                                            ("a directory", TMP)))))
     add("compare_reports", dict(old=stored, new=stored, rtol=0.0),
         dict(old=K("records"), new=K("records"), rtol=real(0, 1)), drop=no_empty)
-    add("ReportDiff", dict(n_checks=1, n_comparisons=2, verdicts=(), only_old=(), only_new=(), fields=()),
-        dict(n_checks=integer(0), n_comparisons=integer(0), verdicts=K("strings"), only_old=K("strings"),
-             only_new=K("strings"), fields=K("strings")))
 
     def main(argv):
         return compare.main(argv)

@@ -16,12 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from theory.validation import as_float, as_int
+from theory.validation import as_float
 
 from .validation import check_dir, check_items
 
@@ -49,17 +48,10 @@ class ReportDiff:
 
     n_checks: int
     n_comparisons: int
-    verdicts: tuple = field(default=())
-    only_old: tuple = field(default=())
-    only_new: tuple = field(default=())
-    fields: tuple = field(default=())
-
-    def __post_init__(self) -> None:
-        for name in ("n_checks", "n_comparisons"):
-            object.__setattr__(self, name, as_int(name, getattr(self, name), 0, 2**62))
-        for name in ("verdicts", "only_old", "only_new", "fields"):
-            items = check_items(name, getattr(self, name), (tuple, str), "differences (tuples or texts)")
-            object.__setattr__(self, name, tuple(items))
+    verdicts: tuple = ()
+    only_old: tuple = ()
+    only_new: tuple = ()
+    fields: tuple = ()
 
     @property
     def identical(self) -> bool:
@@ -101,23 +93,18 @@ def _check_results(name: str, v: Any) -> list[Mapping[str, Any]]:
 
 
 def _same(a: Any, b: Any, rtol: float) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool) or not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
-        if isinstance(a, list) and isinstance(b, list):
-            return len(a) == len(b) and all(_same(x, y, rtol) for x, y in zip(a, b))
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y, rtol) for x, y in zip(a, b))
+    if a == b or isinstance(a, bool) or isinstance(b, bool):
         return a == b
-    if a == b:
-        return True
-    return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= rtol * max(abs(a), abs(b))
+    return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isfinite(a) and math.isfinite(b) \
+        and abs(a - b) <= rtol * max(abs(a), abs(b))
 
 
 def _named(comparisons: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], Mapping[str, Any]]:
-    seen: Counter = Counter()
-    out = {}
-    for c in comparisons:
-        name = str(c.get("name"))
-        out[(name, seen[name])] = c
-        seen[name] += 1
-    return out
+    """The comparisons keyed by ``(name, how many of that name came before)``."""
+    names = [str(c.get("name")) for c in comparisons]
+    return {(n, names[:k].count(n)): c for k, (n, c) in enumerate(zip(names, comparisons))}
 
 
 def _label(name: tuple[str, int]) -> str:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .results import Comparison
-from .validation import check_items
 from .verdicts import ALPHA_PASS
 
 __all__ = ["NEAR_P_FAIL", "NEAR_P_PASS", "TESTS", "Row", "RuleGroup", "evidence", "folds", "near_miss", "rows_word",
@@ -95,31 +94,24 @@ def rule_template(text: str) -> str:
 
 def _said_once(texts: Sequence[str]) -> str:
     """The rule of texts that share a template: numbers common to all kept, the others ``…``, chains dropped."""
-    parts = [_NUMBER.split(t) for t in texts]
-    numbers = [_NUMBER.findall(t) for t in texts]
-    words = parts[0]
+    words, numbers = _NUMBER.split(texts[0]), [_NUMBER.findall(t) for t in texts]
     out = [words[0]]
-    for k in range(len(numbers[0])):
-        same = all(n[k] == numbers[0][k] for n in numbers)
-        out += [numbers[0][k] if same else _ELIDED, words[k + 1]]
+    for k, first in enumerate(numbers[0]):
+        out += [first if all(n[k] == first for n in numbers) else _ELIDED, words[k + 1]]
     said = _CHAIN.sub(lambda m: "" if _ELIDED in m.group(0) else m.group(0), "".join(out))
     return re.sub(r"\s+([,;)])", r"\1", said)
 
 
-def _split(c: Comparison) -> tuple[str, str]:
-    """``(check's rule, test)`` of a stochastic constructor's tolerance; ``("", tolerance)`` for any other."""
-    rule = dict(c.args).get("rule") or ""
-    tol = c.tolerance
-    prefix = _PREFIX.get(c.kind)
-    if prefix is None or not isinstance(rule, str):
-        return "", tol
-    if c.kind in ("equivalence", "direction"):
-        test = tol[: len(tol) - len(rule) - 2] if rule and tol.endswith("; " + rule) else tol
+def _rule(c: Comparison) -> str:
+    """The check's own rule (``args["rule"]``) of a stochastic constructor's row, ``""`` for any other row."""
+    rule, tol, prefix = dict(c.args).get("rule"), c.tolerance, _PREFIX.get(c.kind)
+    if not rule or not isinstance(rule, str) or prefix is None:
+        return ""
+    if c.kind in ("equivalence", "direction"):  # the rule follows the test, else it precedes it
+        test = tol.removesuffix("; " + rule)
     else:
-        test = tol[len(rule) + 2:] if rule and tol.startswith(rule + "; ") else tol
-    if not test.startswith(prefix) or (rule and test == tol):
-        return "", tol
-    return rule, test
+        test = tol.removeprefix(rule + "; ")
+    return rule if test != tol and test.startswith(prefix) else ""
 
 
 def _test_words(c: Comparison) -> str:
@@ -134,21 +126,18 @@ def _test_words(c: Comparison) -> str:
 
 
 def _key(c: Comparison) -> tuple:
-    rule, test = _split(c)
-    if rule or test != c.tolerance:
-        return ("kind", _test_words(c), rule_template(rule))
-    return ("text", rule_template(c.tolerance))
+    rule = _rule(c)
+    return ("kind", _test_words(c), rule_template(rule)) if rule else ("text", rule_template(c.tolerance))
 
 
 def rule_groups(comparisons: Sequence[Comparison]) -> list[RuleGroup]:
     """The rules of a check's comparisons, each once, in the order of their first row."""
     keys = [_key(c) for c in comparisons]
-    order = list(dict.fromkeys(keys))
     groups = []
-    for k, key in enumerate(order):
+    for k, key in enumerate(dict.fromkeys(keys)):
         rows = tuple(i for i, x in enumerate(keys) if x == key)
         if key[0] == "kind":
-            rule = _said_once([_split(comparisons[i])[0] for i in rows]) if key[2] else ""
+            rule = _said_once([_rule(comparisons[i]) for i in rows])
             text = f"{rule.rstrip('. ')}. {key[1]}" if rule else key[1]
         else:
             text = _said_once([comparisons[i].tolerance for i in rows])
@@ -176,10 +165,9 @@ def statistic_text(c: Comparison) -> str:
         se = a.get("excess_se")
         se = _real(a.get("se") if se is None else se)
         return _z(_real(a["excess"]), se)
-    if c.kind == "direction" and "measured" in a and "se" in a:
-        return _z(_real(a["measured"]) - _real(a.get("reference", 0.0)), _real(a["se"]))
-    if c.kind == "consistency" and "measured" in a and "se" in a:
-        return _z(_real(a["measured"]) - _real(c.predicted), _real(a["se"]))
+    if c.kind in ("direction", "consistency") and "measured" in a and "se" in a:
+        ref = a.get("reference", 0.0) if c.kind == "direction" else c.predicted
+        return _z(_real(a["measured"]) - _real(ref), _real(a["se"]))
     return "" if c.p_fail is None else f"p = {_real(c.p_fail):.2g}"
 
 
@@ -195,7 +183,7 @@ def near_miss(c: Comparison) -> bool:
     (its evidence test at p_pass > :data:`NEAR_P_PASS`)."""
     if c.outcome != "PASS" or c.kind == "exact":
         return False
-    p_fail, p_pass = _real(c.p_fail), _real(c.p_pass) if c.p_pass is not None else math.nan
+    p_fail, p_pass = _real(c.p_fail), _real(c.p_pass)
     return (math.isfinite(p_fail) and p_fail < NEAR_P_FAIL) or (math.isfinite(p_pass) and p_pass > NEAR_P_PASS)
 
 
@@ -225,7 +213,6 @@ def evidence(comparisons: Sequence[Comparison]) -> tuple[list[RuleGroup], list[R
     >>> len(groups), [r.comparison.name for r in table], table[0].statistic
     (1, ['gap b', 'gap a'], 'z = +2.00')
     """
-    comparisons = check_items("comparisons", comparisons, Comparison, "Comparison objects")
     groups = rule_groups(comparisons)
     label = {i: g.label for g in groups for i in g.rows}
     rows = [Row(i, c, label[i], statistic_text(c), near_miss(c)) for i, c in enumerate(comparisons)]

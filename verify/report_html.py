@@ -15,15 +15,13 @@ import base64
 import os
 from html import escape
 from pathlib import Path
-from typing import Iterable
 from urllib.parse import quote
 
-from .evidence import evidence, folds, rows_word
-from .report import (COMPARISON_COLUMNS, ROW_RULE_COLUMNS, SUMMARY_COLUMNS, fmt_value, measured_text, notes_parts,
-                     page_args, section_anchor, shown_comparison, summary_cells, summary_counts, test_text)
+from .evidence import rows_word
+from .report import (FOLDED, ROW_RULE_COLUMNS, SUMMARY_COLUMNS, counts_text, evidence_cells, interrupted_text,
+                     measured_text, notes_parts, numbers, section_anchor, shown_comparison, summary_cells)
 from .results import CheckResult, Comparison
 from .typeset import mathml_html
-from .validation import check_dir, check_items
 from .verdicts import rates_text
 
 __all__ = ["html_report", "html_sections"]
@@ -77,34 +75,35 @@ def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_d
     str
         The page, ``<!DOCTYPE html>`` to ``</html>``.
     """
-    results = check_items("results", results, CheckResult, "CheckResult objects")
-    meta, exit_code, report_dir = page_args(meta, exit_code, report_dir)
-    body = ["<h1>Verification report</h1>", *_html_summary(results), *_html_run_facts(results, meta, exit_code)]
-    for r in results:
-        body += _html_section(r, report_dir)
+    finished = f", finished {meta['finished_utc']}" if meta.get("finished_utc") else ""
+    facts = [f"profile <code>{escape(str(meta['profile']))}</code>, base seed <code>{escape(str(meta['seed']))}"
+             f"</code>, strict <code>{escape(str(meta['strict']))}</code>",
+             f"started (UTC) {escape(str(meta['started_utc']) + finished)}; python {escape(str(meta['python']))}; "
+             f"{escape(str(meta['platform']))}",
+             f"exit status {exit_code}; {escape(counts_text(results))}", f"error rates: {escape(rates_text())}"]
+    if meta.get("interrupted"):
+        facts.append("<strong>interrupted</strong> "
+                     + interrupted_text(meta["interrupted"], escape, lambda s: f"<code>{escape(s)}</code>"))
     title = escape(f"Verification report (profile {meta['profile']}, seed {meta['seed']})")
     return "\n".join(["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
                       '<meta name="viewport" content="width=device-width, initial-scale=1">',
                       f"<title>{title}</title>", f"<style>\n{_HTML_CSS}\n</style>", "</head>", "<body>",
-                      *body, "</body>", "</html>", ""])
+                      "<h1>Verification report</h1>", *_html_summary(results), '<ul class="run">',
+                      *(f"<li>{f}</li>" for f in facts), "</ul>",
+                      *(x for r in results for x in _html_section(r, report_dir)), "</body>", "</html>", ""])
 
 
 def html_sections(results: list[CheckResult], report_dir: Path) -> list[str]:
     """The HTML lines of the results without a page around it: the summary table, then one section per check (its
     claim, judged comparisons, notes, figures embedded as ``data:`` URIs, seeds); a notebook shows it as it is."""
-    results = check_items("results", results, CheckResult, "CheckResult objects")
-    report_dir = check_dir("report_dir", report_dir) or Path(".")
-    lines = _html_summary(results)
-    for r in results:
-        lines += _html_section(r, report_dir)
-    return lines
+    return _html_summary(results) + [x for r in results for x in _html_section(r, Path(report_dir))]
 
 
-def _verdict_span(value: str) -> str:
-    return f'<span class="v {value.replace(" ", "-")}">{escape(value)}</span>'
+def _verdict_span(value: str, cls: str | None = None) -> str:
+    return f'<span class="v {cls or value.replace(" ", "-")}">{escape(value)}</span>'
 
 
-def _html_table(header: Iterable[str], rows: Iterable[Iterable[str]], classes: dict[int, str],
+def _html_table(header: tuple[str, ...], rows: list[list[str]], classes: dict[int, str],
                 table_class: str = "") -> list[str]:
     """A table of already-escaped cells; column ``k`` gets the CSS class ``classes[k]`` (``num``: right-aligned,
     ``key``: never wrapped), the table ``table_class``."""
@@ -120,50 +119,34 @@ def _html_summary(results: list[CheckResult]) -> list[str]:
     """The opening table: per check a link to its section, its verdict and its headline comparison."""
     rows = [[f'<a href="#{section_anchor(r)}">{escape(r.id)}</a>', _verdict_span(r.verdict.value),
              *map(escape, summary_cells(r)[:2]),
-             _html_numbers(shown_comparison(r.comparisons)) if r.comparisons else ""]
+             " vs ".join(_numbers(shown_comparison(r.comparisons))) if r.comparisons else ""]
             for r in results]
     return _html_table(SUMMARY_COLUMNS, rows, {0: "key", 1: "key", 2: "num key"})
-
-
-def _html_run_facts(results: list[CheckResult], meta: dict, exit_code: int) -> list[str]:
-    """The run's profile, seed, start, machine, exit status, verdict counts, error rates (and interruption)."""
-    counts = ", ".join(f"{k}: {n}" for k, n in summary_counts(results).items() if n)
-    finished = f", finished {meta['finished_utc']}" if meta.get("finished_utc") else ""
-    facts = [f"profile <code>{escape(str(meta['profile']))}</code>, base seed <code>{escape(str(meta['seed']))}"
-             f"</code>, strict <code>{escape(str(meta['strict']))}</code>",
-             f"started (UTC) {escape(str(meta['started_utc']) + finished)}; python {escape(str(meta['python']))}; "
-             f"{escape(str(meta['platform']))}",
-             f"exit status {exit_code}; {escape(counts)}", f"error rates: {escape(rates_text())}"]
-    stop = meta.get("interrupted")
-    if stop:
-        not_run = ", ".join(stop.get("not_run", [])) or "none"
-        facts.append(f"<strong>interrupted</strong> by {escape(stop['signal'])} during "
-                     f"{escape(stop.get('check') or 'the run')}; not run: {escape(not_run)}; resume with "
-                     f"<code>{escape(stop['resume'])}</code> (the cache keeps the finished cells)")
-    return ['<ul class="run">', *(f"<li>{f}</li>" for f in facts), "</ul>"]
-
-
-def _embedded_png(path: Path) -> str | None:
-    """``path`` as a ``data:image/png;base64`` URI (the page then stands alone), or ``None`` if it cannot be read."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
 def _html_section(r: CheckResult, report_dir: Path) -> list[str]:
     """One check's section: heading (the summary's link target) with the verdict, the headline, claim, error,
     figures and notes; then its rules (each once), its compact table and the folded per-row rules; seeds."""
-    lines = [f'<section id="{section_anchor(r)}">', f"<h2>{escape(r.id)}: {_verdict_span(r.verdict.value)}</h2>",
-             f'<p class="headline">{_html_headline(r)}</p>',
+    held, headline, _ = summary_cells(r)
+    verdict = _verdict_span(r.verdict.value)
+    if r.comparisons:
+        line = (f"{verdict}: {escape(held)} comparisons hold; headline <em>{escape(headline)}</em>: "
+                f"{' vs '.join(_numbers(shown_comparison(r.comparisons)))} "
+                '<span class="run">(measured ± SE vs predicted)</span>')
+    else:
+        line = verdict + (f": {escape(headline)}" if headline else "")
+    lines = [f'<section id="{section_anchor(r)}">', f"<h2>{escape(r.id)}: {verdict}</h2>",
+             f'<p class="headline">{line}</p>',
              f'<p class="claim"><em>Claim (paper {escape(r.paper)}).</em> {escape(r.claim)}</p>']
     if r.error:
         lines.append(f"<pre>{escape(r.error.rstrip())}</pre>")
-    for f in r.figures:
-        src = _embedded_png(Path(f)) or quote(Path(os.path.relpath(f, report_dir)).as_posix())
-        lines.append(f'<figure><img src="{src}" alt="{escape(r.id)} figure {escape(Path(f).stem)}">'
-                     f"<figcaption>{escape(Path(f).name)}</figcaption></figure>")
+    for f in map(Path, r.figures):
+        try:  # embedded: the page stands alone; a figure that cannot be read is linked
+            src = "data:image/png;base64," + base64.b64encode(f.read_bytes()).decode("ascii")
+        except OSError:
+            src = quote(Path(os.path.relpath(f, report_dir)).as_posix())
+        lines.append(f'<figure><img src="{src}" alt="{escape(r.id)} figure {escape(f.stem)}">'
+                     f"<figcaption>{escape(f.name)}</figcaption></figure>")
     if r.notes:
         opening, folded = notes_parts(r.notes)
         lines.append(f'<p class="notes">{escape(opening)}</p>')
@@ -176,51 +159,22 @@ def _html_section(r: CheckResult, report_dir: Path) -> list[str]:
     return lines + [f'<p class="run">runtime {r.runtime_s:.2f} s; seeds: {escape(seeds)}</p>', "</section>"]
 
 
-def _html_headline(r: CheckResult) -> str:
-    """The line under a check's heading: its verdict, how many comparisons hold and the one shown, typeset."""
-    held, headline, _ = summary_cells(r)
-    if not r.comparisons:
-        return _verdict_span(r.verdict.value) + (f": {escape(headline)}" if headline else "")
-    return (f"{_verdict_span(r.verdict.value)}: {escape(held)} comparisons hold; headline <em>{escape(headline)}"
-            f"</em>: {_html_numbers(shown_comparison(r.comparisons))} "
-            '<span class="run">(measured ± SE vs predicted)</span>')
-
-
 def _html_evidence(comparisons: list[Comparison]) -> list[str]:
     """A check's rules, each once, its compact table (doubtful rows first) and the folded per-row rules."""
-    groups, rows = evidence(comparisons)
-    several = len(groups) > 1
-    cols = COMPARISON_COLUMNS if several else COMPARISON_COLUMNS[:-1]
-    said = [f'<li><strong>{g.label}</strong> ({rows_word(len(g.rows))}): {escape(g.text)}</li>'
-            for g in groups]
+    groups, cols, cells, per_row = evidence_cells(
+        comparisons, escape, _numbers, lambda r: _verdict_span(r.outcome, "near" if r.near else r.comparison.outcome))
+    said = [f"<li><strong>{g.label}</strong> ({rows_word(len(g.rows))}): {escape(g.text)}</li>" for g in groups]
     lines = ['<div class="rules"><p><strong>How each row is judged</strong></p>',
-             *(["<ul>", *said, "</ul>"] if several else [f"<p>{escape(groups[0].text)}</p>"]), "</div>"]
-    body = []
-    for row in rows:
-        c = row.comparison
-        cls = "near" if row.near else c.outcome
-        body.append([escape(c.name), mathml_html(c.predicted, fmt_value(c.predicted)), _html_measured(c),
-                     escape(row.statistic), f'<span class="v {cls}">{escape(row.outcome)}</span>',
-                     escape(row.rule)][:len(cols)])
-    lines += _html_table(cols, body, {1: "num", 2: "num", 3: "num key", 4: "key", 5: "key"}, "evidence")
-    if folds(groups, rows):
-        per_row = [[escape(r.comparison.name), escape(r.comparison.tolerance), escape(test_text(r.comparison))]
-                   for r in rows]
-        lines += [f"<details><summary>Each row's rule with its numbers, and its test ({rows_word(len(rows))})"
-                  "</summary>", *_html_table(ROW_RULE_COLUMNS, per_row, {}), "</details>"]
+             *(["<ul>", *said, "</ul>"] if len(groups) > 1 else [f"<p>{escape(groups[0].text)}</p>"]), "</div>",
+             *_html_table(cols, cells, {1: "num", 2: "num", 3: "num key", 4: "key", 5: "key"}, "evidence")]
+    if per_row:
+        lines += [f"<details><summary>{FOLDED.format(rows_word(len(per_row)))}</summary>",
+                  *_html_table(ROW_RULE_COLUMNS, per_row, {}), "</details>"]
     return lines
 
 
-def _html_numbers(c: Comparison) -> str:
-    """``measured ± SE vs predicted`` of ``c`` for report.html, formulas in MathML."""
-    return f"{_html_measured(c)} vs {mathml_html(c.predicted, fmt_value(c.predicted))}"
-
-
-def _html_measured(c: Comparison) -> str:
-    m, u = mathml_html(c.measured, fmt_value(c.measured)), fmt_value(c.uncertainty)
-    text = f"{m} ± {escape(u)}" if u else m
-    return f'<span class="nw">{text}</span>' if len(measured_text(c)) <= _NOWRAP_CHARS else text
-
-
-#: a measured ± SE text up to this long stays on one line in the HTML table (longer text wraps)
-_NOWRAP_CHARS = 30
+def _numbers(c: Comparison) -> tuple[str, str]:
+    """``(measured ± SE, predicted)`` of ``c`` for report.html, formulas in MathML; a measured ± SE whose plain
+    text is at most 30 characters long is kept on one line."""
+    measured, predicted = numbers(c, mathml_html, escape)
+    return (f'<span class="nw">{measured}</span>' if len(measured_text(c)) <= 30 else measured), predicted

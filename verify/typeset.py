@@ -30,22 +30,11 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?")
 MAX_CHARS = 400
 
 
-def _namespace(names: set[str]) -> dict | None:
-    """The parse's namespace: each name of the text as a sympy symbol or function, ``None`` if one is not allowed."""
-    import sympy as sp
+def _allowed(name: str) -> bool:
+    """Whether a formula may name ``name``: one of :data:`FUNCTIONS`, a single letter or a Greek letter's name."""
     from sympy.core.alphabets import greeks
 
-    allowed = {"log": sp.log, "exp": sp.exp, "sqrt": sp.sqrt, "Max": sp.Max, "Min": sp.Min, "Abs": sp.Abs,
-               "oo": sp.oo, "pi": sp.pi, "E": sp.E}
-    out = {}
-    for n in names:
-        if n in allowed:
-            out[n] = allowed[n]
-        elif (len(n) == 1 and n.isascii() and n.isalpha()) or n in greeks:
-            out[n] = sp.Symbol(n)
-        else:
-            return None
-    return out
+    return name in FUNCTIONS or name in greeks or (len(name) == 1 and name.isascii() and name.isalpha())
 
 
 @functools.lru_cache(maxsize=512)
@@ -55,11 +44,9 @@ def _parsed(text: str) -> Any:
     from sympy.parsing.sympy_parser import parse_expr
 
     if len(text) > MAX_CHARS or not _CHARS.fullmatch(text) or not re.search(r"[A-Za-z*/]", text) \
-            or _NUMBER.fullmatch(text.strip()) or "__" in text:
+            or _NUMBER.fullmatch(text.strip()) or "__" in text or not all(map(_allowed, _NAME.findall(text))):
         return None
-    local = _namespace(set(_NAME.findall(text)))
-    if local is None:
-        return None
+    local = {n: getattr(sp, n) if n in FUNCTIONS else sp.Symbol(n) for n in _NAME.findall(text)}
     glob = {"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol, "Add": sp.Add,
             "Mul": sp.Mul, "Pow": sp.Pow, "__builtins__": {}}
     try:  # first unevaluated (builds the tree, computes nothing), then sympy's own reading
