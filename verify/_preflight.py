@@ -7,6 +7,7 @@ the first SIGINT or SIGTERM into a ``KeyboardInterrupt`` that the command catche
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import os
@@ -25,11 +26,8 @@ from .validation import path_or_none
 EXIT_INTERRUPTED = 130
 #: seconds allowed to reach a ``--scheduler`` before the run is refused
 SCHEDULER_TIMEOUT_S = 5.0
-
-#: the option behind each validated field of :class:`~verify.context.CheckContext` (for the error message)
-OPTION_OF = {"profile": "--profile", "seed": "--seed", "n_jobs": "--jobs", "device": "--device",
-             "executor": "--executor", "scheduler": "--scheduler", "report_dir": "--report-dir",
-             "cache_dir": "--cache-dir"}
+#: the profiles ``--profile`` advertises, and those it accepts for the tests (tiny sizes, verdicts meaningless)
+PROFILES, TEST_PROFILES = ("quick", "paper"), ("smoke",)
 
 
 def refuse(message: str) -> None:
@@ -52,7 +50,20 @@ def select_checks(ids: list[str] | None) -> list:
         refuse(f"--only: {exc}")
 
 
-def run_context(args, **fields) -> CheckContext:
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options that say where the checks run and what they cache (``python -m verify`` and ``calibrate``)."""
+    p.add_argument("--cache-dir", type=Path, metavar="DIR",
+                   help="on-disk cache for sweep cells (default .cache/verify/<profile>; 'none' disables)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="worker processes for sweeps: >= 1, or -1 for all cores (default: number of CPU cores)")
+    p.add_argument("--device", default="cpu", help="torch device for the estimators: cpu (default), cuda or cuda:K")
+    p.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="where sweep cells run: local processes (default) or a Dask cluster")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="Dask scheduler address (tcp://host:port); omitted with --executor dask: an in-process cluster")
+
+
+def run_context(args: argparse.Namespace, **fields) -> CheckContext:
     """The base context of a command's runs from the options it shares with the other commands, each checked:
     ``--jobs`` (``>= 1``, or ``-1`` for all cores), ``--budget`` (minutes, finite and ``> 0``), ``--rounds`` (in
     ``[0, MAX_ROUND]``), ``--profile``, ``--device`` (format, and CUDA availability), ``--executor`` /
@@ -71,8 +82,8 @@ def run_context(args, **fields) -> CheckContext:
                             device=args.device, n_jobs=(os.cpu_count() or 1) if args.jobs is None else args.jobs,
                             executor=args.executor, scheduler=args.scheduler, **fields)
     except (TypeError, ValueError) as exc:
-        field = str(exc).split()[0]
-        refuse(f"{OPTION_OF.get(field, field)}: {exc}")
+        field = str(exc).split()[0]  # the option behind the field: --jobs for n_jobs, --cache-dir for cache_dir
+        refuse(f"{'--jobs' if field == 'n_jobs' else '--' + field.replace('_', '-')}: {exc}")
     check_device_available(base.device)
     check_executor(args.executor, args.scheduler)
     if base.cache_dir is not None:

@@ -97,8 +97,6 @@ class CheckSequence:
     def look(self, elapsed_s: float) -> None:
         """Judge the pooled replicates at the round they complete (``n`` a power of two)."""
         j = round_of(self.n)
-        if j is None:
-            raise ValueError(f"{self.claim.id}: {self.n} replicates complete no round")
         if not self.sequential or self.error is not None:
             self.judgement = None
         else:
@@ -117,10 +115,10 @@ class CheckSequence:
         fail_level, pass_level = look_levels(self.round)
         need, seconds = self.needed(), self.seconds_to_decide()
         n = self.judged_n
-        info = {"round": self.round, "replicates": n, "replicate_seeds": [replicate_seed(self.seed, r) for r in range(n)],
-                "fail_level": fail_level, "pass_level": pass_level, "looks": self.looks,
-                "decided_at_s": self.decided_at_s, "replicates_to_decide": need,
-                "seconds_to_decide": None if math.isinf(seconds) else seconds}
+        info = {"round": self.round, "replicates": n,
+                "replicate_seeds": [replicate_seed(self.seed, r) for r in range(n)], "fail_level": fail_level,
+                "pass_level": pass_level, "looks": self.looks, "decided_at_s": self.decided_at_s,
+                "replicates_to_decide": need, "seconds_to_decide": None if math.isinf(seconds) else seconds}
         note = (f"Sequential verdict after round {self.round} ({n} replicate{'s' * (n > 1)} of the design, "
                 f"pooled): FAIL at Holm level {fail_level:.2g}, PASS at {pass_level:.2g} (verify.sequential).")
         if self.judgement.verdict == "INCONCLUSIVE":

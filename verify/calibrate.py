@@ -37,8 +37,8 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from ._preflight import (EXIT_INTERRUPTED, check_writable_dir, check_writable_file, interrupts, refuse, run_context,
-                         select_checks)
+from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_options, check_writable_dir,
+                         check_writable_file, interrupts, refuse, run_context, select_checks)
 from .context import CheckContext
 from .results import CheckResult
 from .claim import Claim, rejudge_stored, run_check
@@ -204,7 +204,7 @@ def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, 
         stored = {s.id: _stored_record(paths[s.id], base.profile, mode) for s in specs}
         if mode is not None:  # one sequential run of the checks without a record
             todo = [s for s in specs if stored[s.id] is None]
-            for seq in run_sequential(todo, ctx, budget_s=budget_s, rounds=rounds) if todo else []:
+            for seq in run_sequential(todo, ctx, budget_s=budget_s, rounds=rounds):
                 stored[seq.claim.id] = _write_record(paths[seq.claim.id], seq.result(), ctx, mode)
         for spec in specs:
             if stored[spec.id] is None:
@@ -279,17 +279,12 @@ def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
 
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
-    ids = [r.id for r in rows]
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     for key, col in (("PASS", "C2"), ("INCONCLUSIVE", "C1"), ("FAIL", "C3"), ("ERROR", "k")):
         v = np.array([r.counts[key] / max(r.n, 1) for r in rows])
         ax1.bar(x, v, bottom=bottom, color=col, label=key)
         bottom += v
-    ax1.set_xticks(x, ids, fontsize=8)
-    ax1.set_ylabel("fraction of seeds")
-    ax1.set_title(f"verdicts over {rows[0].n if rows else 0} seeds", fontsize=9)
-    ax1.legend(fontsize=7)
     for i, r in enumerate(rows):
         if r.sd_se is not None:
             ax2.errorbar(i, r.sd_se, yerr=[[r.sd_se - r.sd_se_ci[0]], [r.sd_se_ci[1] - r.sd_se]], fmt="o", color="C0")
@@ -297,18 +292,16 @@ def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
             ax2.plot(i, r.median_sd_se, "x", color="C1")
     ax2.axhspan(*SD_SE_BAND, color="C2", alpha=0.15, label=f"accepted band {SD_SE_BAND}")
     ax2.axhline(1.0, color="k", lw=0.8)
-    ax2.set_xticks(x, ids, fontsize=8)
-    ax2.set_ylabel("seed-to-seed SD / mean SE")
-    ax2.set_title("headline (o, 95% CI) and median over comparisons (x)", fontsize=9)
-    ax2.legend(fontsize=7)
+    titles = (f"verdicts over {rows[0].n if rows else 0} seeds", "headline (o, 95% CI) and median over comparisons (x)")
+    for ax, ylabel, title in zip((ax1, ax2), ("fraction of seeds", "seed-to-seed SD / mean SE"), titles):
+        ax.set_xticks(x, [r.id for r in rows], fontsize=8)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-#: accepted by ``--profile`` but not advertised: tiny sizes for the tests (rates meaningless)
-TEST_PROFILES = ("smoke",)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -318,16 +311,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=30, metavar="N", help="base seeds 0..N-1 (default 30)")
     p.add_argument("--first-seed", type=int, default=0, metavar="K",
                    help="start at base seed K: seeds K..K+N-1 (default 0; a further, independent set of experiments)")
-    p.add_argument("--profile", choices=("quick", "paper") + TEST_PROFILES, default="quick", metavar="{quick,paper}")
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="worker processes for the sweeps: >= 1, or -1 for all cores (default: number of CPU cores)")
-    p.add_argument("--device", default="cpu", help="torch device for the estimators: cpu (default), cuda or cuda:K")
-    p.add_argument("--executor", choices=("local", "dask"), default="local")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS")
-    p.add_argument("--cache-dir", type=Path, metavar="DIR",
-                   help="simulation cache (default .cache/verify/<profile>; 'none' disables)")
+    p.add_argument("--profile", choices=PROFILES + TEST_PROFILES, default="quick", metavar="{quick,paper}")
+    add_run_options(p)
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="records, calibration.json, calibration.md and calibration.png (default .cache/calibrate/<profile>)")
+                   help="records, calibration.json, calibration.md and calibration.png "
+                        "(default .cache/calibrate/<profile>)")
     p.add_argument("--markdown", type=Path, metavar="PATH", help="also write the markdown table to PATH")
     p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
                    help="sequential verdicts with a budget of MINUTES per seed (as python -m verify --budget)")
@@ -423,6 +411,8 @@ def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespac
     import platform
     from datetime import datetime, timezone
 
+    from rich.table import Table
+
     rows = [summarise(cid, recs) for cid, recs in records.items()]
     check_s = sum(float(r.get("runtime_s", 0.0)) for recs in records.values() for r in recs)
     meta = {"command": "python -m verify calibrate " + " ".join(argv),
@@ -432,7 +422,15 @@ def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespac
             "budget_min": args.budget, "rounds": args.rounds,
             "per_check_s": {cid: sum(float(r.get("runtime_s", 0.0)) for r in recs) / max(len(recs), 1)
                             for cid, recs in records.items()}}
-    console.print(_terminal_table(rows, args, wall))
+    t = Table(title=f"Calibration ({args.profile}, {args.seeds} seeds, {wall / 60:.1f} min)")
+    for col in ("check", "PASS", "FAIL", "INCONCL.", "false-FAIL 95% CI", "alpha", "mean z", "SD/SE", "flag"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.id, str(r.counts["PASS"]), str(r.counts["FAIL"] + r.counts["ERROR"]),
+                  str(r.counts["INCONCLUSIVE"]), f"[{r.fail_ci[0]:.3f}, {r.fail_ci[1]:.3f}]", f"{r.alpha:.2g}",
+                  "" if r.mean_z is None else f"{r.mean_z:+.2f}", "" if r.sd_se is None else f"{r.sd_se:.2f}",
+                  "[red]MISCALIBRATED[/]" if r.flags else "ok")
+    console.print(t)
     doc = {"meta": meta, "checks": [r.to_json() for r in rows]}
     (out / "calibration.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
     md = markdown_table(rows, meta)
@@ -452,18 +450,3 @@ def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespac
         args.markdown.write_text(md + f"\n![verdicts and SD/SE per check]({fig_path.name})\n")
     console.print(f"written: {out / 'calibration.json'}, {out / 'calibration.md'}, {out / 'calibration.png'}")
     return 1 if any(r.flags for r in rows) else 0
-
-
-def _terminal_table(rows: Sequence[CheckCalibration], args: argparse.Namespace, wall: float) -> Any:
-    """The calibration table for the terminal (rich)."""
-    from rich.table import Table
-
-    t = Table(title=f"Calibration ({args.profile}, {args.seeds} seeds, {wall / 60:.1f} min)")
-    for col in ("check", "PASS", "FAIL", "INCONCL.", "false-FAIL 95% CI", "alpha", "mean z", "SD/SE", "flag"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r.id, str(r.counts["PASS"]), str(r.counts["FAIL"] + r.counts["ERROR"]), str(r.counts["INCONCLUSIVE"]),
-                  f"[{r.fail_ci[0]:.3f}, {r.fail_ci[1]:.3f}]", f"{r.alpha:.2g}",
-                  "" if r.mean_z is None else f"{r.mean_z:+.2f}", "" if r.sd_se is None else f"{r.sd_se:.2f}",
-                  "[red]MISCALIBRATED[/]" if r.flags else "ok")
-    return t

@@ -7,9 +7,10 @@ replicates on the undecided ones within the budget; the same command continues f
 
 Before the first check runs, every option that a check would only use later is checked: ``--jobs`` (an integer
 ``>= 1``, or ``-1`` for all cores), ``--seed``, ``--device`` (format, and CUDA availability), ``--executor`` /
-``--scheduler`` (dask installed; the scheduler reachable within :data:`SCHEDULER_TIMEOUT_S`), and the output
-paths ``--json``, ``--report-dir`` and ``--cache-dir`` (created and written to once).  A bad one is one
-``error: ...`` line and exit status 1 (as for an unknown id), before any work.
+``--scheduler`` (dask installed; the scheduler reachable within
+:data:`verify._preflight.SCHEDULER_TIMEOUT_S`), and the output paths ``--json``, ``--report-dir`` and
+``--cache-dir`` (created and written to once).  A bad one is one ``error: ...`` line and exit status 1 (as for an
+unknown id), before any work.
 
 SIGINT (Ctrl-C) or SIGTERM during the checks stops the run cleanly: the finished checks are written to
 ``--json`` / ``--report-dir`` (the interrupted check as ERROR, its note saying so; the document gets an
@@ -36,8 +37,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from numerics.malloc import keep_freed_memory
 
-from ._preflight import (EXIT_INTERRUPTED, check_writable_dir, check_writable_file, interrupts, run_context,
-                         select_checks)
+from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_options, check_writable_dir,
+                         check_writable_file, interrupts, run_context, select_checks)
 from .context import CheckContext
 from .results import CheckResult, Verdict
 from .claim import exit_status, run_check
@@ -45,10 +46,6 @@ from .report import (TABLE_WIDTH, markdown_report, print_results, print_summary,
                      write_json)
 from .report_html import html_report
 from .validation import path_or_none
-
-PROFILES = ("quick", "paper")
-#: accepted by ``--profile`` but not advertised: tiny sizes for the tests (verdicts meaningless)
-TEST_PROFILES = ("smoke",)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,18 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show every comparison in the terminal table (default: one headline row per check)")
     p.add_argument("--strict", action="store_true",
                    help="count INCONCLUSIVE and NOT IMPLEMENTED as failures in the exit status")
-    p.add_argument("--cache-dir", type=Path, metavar="DIR",
-                   help="on-disk cache for sweep cells (default .cache/verify/<profile>; 'none' disables)")
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="worker processes for sweeps: >= 1, or -1 for all cores (default: number of CPU cores)")
-    p.add_argument("--device", default="cpu", help="torch device for the estimators: cpu (default), cuda or cuda:K")
-    p.add_argument("--executor", choices=("local", "dask"), default="local",
-                   help="where sweep cells run: local processes (default) or a Dask cluster")
+    add_run_options(p)
     p.add_argument("--rejudge", type=Path, metavar="JSON",
                    help="judge the comparisons of a report written by --json again with the current rules "
                         "(no simulation) and print the verdicts")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="Dask scheduler address (tcp://host:port); omitted with --executor dask: an in-process cluster")
     p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
                    help="sequential verdicts: run every check, then spend the rest of MINUTES (wall clock) on rounds "
                         "of replicates of the undecided ones; a rerun continues from the cached rounds")

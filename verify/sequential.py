@@ -49,13 +49,11 @@ from .results import Comparison
 from .validation import MAX_SEED
 from .verdicts import ALPHA_CHECK, ALPHA_PASS, Judgement, judged, z_quantile
 
-__all__ = ["MAX_REPLICATES", "MAX_ROUND", "boundaries", "look_levels", "pooled", "judge_look", "replicate_seed", "replicates_after",
+__all__ = ["MAX_ROUND", "boundaries", "look_levels", "pooled", "judge_look", "replicate_seed", "replicates_after",
            "replicates_to_decide", "round_of", "simulate_optional_stopping", "spend"]
 
 #: the last round a sequence may reach (2^20 replicates: beyond any budget)
 MAX_ROUND = 20
-#: the most replicates of one check (after round MAX_ROUND)
-MAX_REPLICATES = 2 ** MAX_ROUND
 
 
 def spend(j: int) -> float:
