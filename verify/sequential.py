@@ -160,8 +160,9 @@ def pooled(replicates: Sequence[Sequence[Comparison]]) -> list[Comparison]:
     for rows in replicates:
         seen: Counter = Counter()
         for c in rows:
-            keyed.setdefault((c.key, c.name, seen[c.key, c.name]), []).append(c)
-            seen[c.key, c.name] += 1
+            ident = (c.key, c.name)
+            keyed.setdefault((*ident, seen[ident]), []).append(c)
+            seen[ident] += 1
     out = []
     for rows in keyed.values():
         bad = [c for c in rows if c.kind != "exact" and c.args and not _numeric_ok(c)]
