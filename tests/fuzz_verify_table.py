@@ -485,7 +485,7 @@ def _compare_cases(add: Callable[..., None]) -> None:
 
 
 def _notebook_cases(add: Callable[..., None]) -> None:
-    """verify.notebook: ``run`` (on a stand-in registry: the valid call costs nothing) and its result."""
+    """verify.notebook: ``run`` (on a stand-in registry: the valid call costs nothing)."""
 
     def run(**kw):
         with _registry(A1=_ok):
@@ -499,10 +499,6 @@ def _notebook_cases(add: Callable[..., None]) -> None:
              scheduler=K("text", none_ok=True), figures=FLAG, progress=FLAG, budget=pos(none_ok=True),
              rounds=integer(0, 20, none_ok=True)),
         func=run, module="notebook", drop={"device": frozenset({"unknown", "list"})})
-    result = CheckResult(id="A1", paper="A", claim="c", verdict=Verdict.PASS)
-    add("Run", dict(results=(result,), profile="smoke", seed=0, figure_dir=None),
-        dict(results=K("results"), profile=choice(*context.PROFILES), seed=integer(0, validation.MAX_SEED),
-             figure_dir=K("path", none_ok=True)))
 
 
 def _cases() -> list[Case]:

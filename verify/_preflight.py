@@ -1,5 +1,5 @@
 """Checks made before the first check runs, and interrupts that keep results: shared by ``python -m verify``
-(:mod:`verify.cli`) and ``python -m verify calibrate`` (:mod:`verify.calibrate`).
+(:mod:`verify.cli`), ``python -m verify calibrate`` (:mod:`verify.calibrate`) and ``verify.run``.
 
 Every refusal is one ``error: ...`` line (``SystemExit``, exit status 1), before any work; :func:`interrupts` turns
 the first SIGINT or SIGTERM into a ``KeyboardInterrupt`` that the command catches to write what finished.
@@ -7,6 +7,7 @@ the first SIGINT or SIGTERM into a ``KeyboardInterrupt`` that the command catche
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import os
@@ -18,17 +19,15 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from .context import CheckContext
 from .validation import path_or_none
 
 #: exit status after SIGINT or SIGTERM (the finished work is written first)
 EXIT_INTERRUPTED = 130
 #: seconds allowed to reach a ``--scheduler`` before the run is refused
 SCHEDULER_TIMEOUT_S = 5.0
-
-#: the option behind each validated field of :class:`~verify.context.CheckContext` (for the error message)
-OPTION_OF = {"profile": "--profile", "seed": "--seed", "n_jobs": "--jobs", "device": "--device",
-             "executor": "--executor", "scheduler": "--scheduler", "report_dir": "--report-dir",
-             "cache_dir": "--cache-dir"}
+#: the profiles ``--profile`` advertises, and those it accepts for the tests (tiny sizes, verdicts meaningless)
+PROFILES, TEST_PROFILES = ("quick", "paper"), ("smoke",)
 
 
 def refuse(message: str) -> None:
@@ -36,17 +35,9 @@ def refuse(message: str) -> None:
     raise SystemExit(f"error: {message}")
 
 
-def refuse_field(exc: Exception) -> None:
-    """Refuse a :class:`~verify.context.CheckContext` field error, naming the option behind the field."""
-    field = str(exc).split()[0]
-    refuse(f"{OPTION_OF.get(field, field)}: {exc}")
-
-
 def cache_dir_option(value: Path | None, profile: str) -> Path | None:
     """The cache directory of ``--cache-dir``: ``None`` for ``none``, the default ``.cache/verify/<profile>``."""
-    if value is None:
-        return Path(".cache") / "verify" / profile
-    return path_or_none(value)
+    return Path(".cache") / "verify" / profile if value is None else path_or_none(value)
 
 
 def select_checks(ids: list[str] | None) -> list:
@@ -59,20 +50,45 @@ def select_checks(ids: list[str] | None) -> list:
         refuse(f"--only: {exc}")
 
 
-def check_jobs(jobs: int | None) -> None:
-    """``--jobs``: omitted, an integer ``>= 1``, or ``-1`` for all cores."""
-    if jobs is not None and jobs != -1 and jobs < 1:
-        refuse(f"--jobs must be an integer >= 1, or -1 for all cores, got {jobs}")
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options that say where the checks run and what they cache (``python -m verify`` and ``calibrate``)."""
+    p.add_argument("--cache-dir", type=Path, metavar="DIR",
+                   help="on-disk cache for sweep cells (default .cache/verify/<profile>; 'none' disables)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="worker processes for sweeps: >= 1, or -1 for all cores (default: number of CPU cores)")
+    p.add_argument("--device", default="cpu", help="torch device for the estimators: cpu (default), cuda or cuda:K")
+    p.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="where sweep cells run: local processes (default) or a Dask cluster")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="Dask scheduler address (tcp://host:port); omitted with --executor dask: an in-process cluster")
 
 
-def check_sequential_options(budget: float | None, rounds: int | None) -> None:
-    """``--budget`` (minutes, finite and ``> 0``) and ``--rounds`` (an integer in ``[0, MAX_ROUND]``), when given."""
+def run_context(args: argparse.Namespace, **fields) -> CheckContext:
+    """The base context of a command's runs from the options it shares with the other commands, each checked:
+    ``--jobs`` (``>= 1``, or ``-1`` for all cores), ``--budget`` (minutes, finite and ``> 0``), ``--rounds`` (in
+    ``[0, MAX_ROUND]``), ``--profile``, ``--device`` (format, and CUDA availability), ``--executor`` /
+    ``--scheduler`` (:func:`check_executor`) and ``--cache-dir`` (created and written to once); ``fields``: the
+    command's other fields of :class:`~verify.context.CheckContext`, refused under their option's name."""
     from .sequential import MAX_ROUND
 
-    if budget is not None and not (math.isfinite(budget) and budget > 0):
-        refuse(f"--budget must be a number of minutes > 0, got {budget:g}")
-    if rounds is not None and not 0 <= rounds <= MAX_ROUND:
-        refuse(f"--rounds must be an integer in [0, {MAX_ROUND}], got {rounds}")
+    if args.jobs is not None and args.jobs != -1 and args.jobs < 1:
+        refuse(f"--jobs must be an integer >= 1, or -1 for all cores, got {args.jobs}")
+    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
+        refuse(f"--budget must be a number of minutes > 0, got {args.budget:g}")
+    if args.rounds is not None and not 0 <= args.rounds <= MAX_ROUND:
+        refuse(f"--rounds must be an integer in [0, {MAX_ROUND}], got {args.rounds}")
+    try:
+        base = CheckContext(profile=args.profile, cache_dir=cache_dir_option(args.cache_dir, args.profile),
+                            device=args.device, n_jobs=(os.cpu_count() or 1) if args.jobs is None else args.jobs,
+                            executor=args.executor, scheduler=args.scheduler, **fields)
+    except (TypeError, ValueError) as exc:
+        field = str(exc).split()[0]  # the option behind the field: --jobs for n_jobs, --cache-dir for cache_dir
+        refuse(f"{'--jobs' if field == 'n_jobs' else '--' + field.replace('_', '-')}: {exc}")
+    check_device_available(base.device)
+    check_executor(args.executor, args.scheduler)
+    if base.cache_dir is not None:
+        check_writable_dir("--cache-dir", base.cache_dir)
+    return base
 
 
 def check_device_available(device: str) -> None:
@@ -83,13 +99,13 @@ def check_device_available(device: str) -> None:
 
     if not torch.cuda.is_available():
         refuse(f"--device {device} requested but torch.cuda.is_available() is False")
-    k = int(device.partition(":")[2] or 0)
-    if k >= torch.cuda.device_count():
+    if int(device.partition(":")[2] or 0) >= torch.cuda.device_count():
         refuse(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) (cuda:0 ...)")
 
 
-def check_executor(executor: str, scheduler: str | None, timeout: float) -> None:
-    """``--scheduler`` only with dask; dask installed; the scheduler reachable within about ``timeout`` s."""
+def check_executor(executor: str, scheduler: str | None) -> None:
+    """``--scheduler`` only with dask; dask installed; the scheduler reachable within about
+    :data:`SCHEDULER_TIMEOUT_S` (:func:`check_scheduler_reachable`)."""
     if scheduler and executor != "dask":
         refuse("--scheduler needs --executor dask")
     if executor != "dask":
@@ -99,12 +115,17 @@ def check_executor(executor: str, scheduler: str | None, timeout: float) -> None
     except ImportError:
         refuse("--executor dask needs dask[distributed] installed (pip install 'dask[distributed]')")
     if scheduler and scheduler != "local":
-        check_scheduler_reachable(scheduler, timeout)
+        check_scheduler_reachable(scheduler, SCHEDULER_TIMEOUT_S)
 
 
 def check_scheduler_reachable(address: str, timeout: float) -> None:
-    """Connect to the Dask scheduler at ``address`` (TCP, then a Dask client handshake) within about ``timeout``
-    seconds in all; refuse the run when either fails."""
+    """Connect to the Dask scheduler at ``address`` within about ``timeout`` seconds in all: TCP, then the
+    scheduler's ``identity`` request (no client object is made: a failed one would hang the interpreter's exit);
+    refuse the run when either fails."""
+    import asyncio
+
+    from distributed.comm import connect
+
     scheme, sep, rest = address.partition("://")
     if not sep:
         scheme, rest = "tcp", address
@@ -120,21 +141,10 @@ def check_scheduler_reachable(address: str, timeout: float) -> None:
     except OSError as exc:
         refuse(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({exc.strerror or exc}); "
                "start it, or omit --scheduler for an in-process cluster")
-    problem = dask_handshake(f"{scheme}://{rest}", max(1.0, timeout - (time.monotonic() - t0)))
-    if problem:
-        refuse(f"{address} accepts connections but no Dask scheduler answered within {timeout:g} s ({problem}); "
-               "check the address, or omit --scheduler for an in-process cluster")
-
-
-def dask_handshake(address: str, timeout: float) -> str:
-    """``""`` when a Dask scheduler at ``address`` answers the ``identity`` request within ``timeout`` s, else
-    what went wrong (no client object is made: a failed one would hang the interpreter's exit)."""
-    import asyncio
-
-    from distributed.comm import connect
+    left = max(1.0, timeout - (time.monotonic() - t0))
 
     async def identity() -> object:
-        comm = await connect(address, timeout=timeout)
+        comm = await connect(f"{scheme}://{rest}", timeout=left)
         try:
             await comm.write({"op": "identity", "reply": True})
             return await comm.read()
@@ -142,12 +152,14 @@ def dask_handshake(address: str, timeout: float) -> str:
             comm.abort()
 
     try:
-        reply = asyncio.run(asyncio.wait_for(identity(), timeout))
+        reply = asyncio.run(asyncio.wait_for(identity(), left))
+        problem = ("" if isinstance(reply, dict) and reply.get("type") == "Scheduler"
+                   else f"the reply is not a scheduler's: {str(reply)[:120]}")
     except Exception as exc:  # noqa: BLE001 - any failure (timeout, garbage reply) means: no scheduler there
-        return f"{type(exc).__name__}: {str(exc)[:120]}"
-    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
-        return f"the reply is not a scheduler's: {str(reply)[:120]}"
-    return ""
+        problem = f"{type(exc).__name__}: {str(exc)[:120]}"
+    if problem:
+        refuse(f"{address} accepts connections but no Dask scheduler answered within {timeout:g} s ({problem}); "
+               "check the address, or omit --scheduler for an in-process cluster")
 
 
 def check_writable_dir(opt: str, d: Path) -> None:

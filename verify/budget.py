@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from .context import CheckContext
 from .claim import Claim, run_check
 from .report import headline_comparison
-from .results import CheckResult, Comparison, Verdict
+from .results import CheckResult, Verdict
 from .sequential import (MAX_ROUND, boundaries, judge_look, look_levels, pooled, replicate_seed, replicates_after,
                          replicates_to_decide, round_of)
 from .verdicts import Judgement
@@ -62,6 +62,11 @@ class CheckSequence:
         return self.looks[-1]["round"] if self.looks else -1
 
     @property
+    def error(self) -> CheckResult | None:
+        """The first replicate that ended in ERROR, if any."""
+        return next((r for r in self.replicates if r.verdict is Verdict.ERROR), None)
+
+    @property
     def sequential(self) -> bool:
         """Whether more data can change the verdict: a stochastic check that ran (not a study, not an ERROR)."""
         first = self.replicates[0] if self.replicates else None
@@ -72,7 +77,7 @@ class CheckSequence:
     def undecided(self) -> bool:
         """A sequential check whose last look is INCONCLUSIVE and whose replicates all ran."""
         return (self.sequential and self.judgement is not None and self.judgement.verdict == "INCONCLUSIVE"
-                and all(r.verdict is not Verdict.ERROR for r in self.replicates))
+                and self.error is None)
 
     @property
     def seconds_per_replicate(self) -> float:
@@ -82,25 +87,17 @@ class CheckSequence:
 
     def needed(self) -> int | None:
         """Replicates at which the current estimates would decide it (``None``: not within the last round)."""
-        if self.judgement is None:
-            return None
-        return replicates_to_decide(self.judgement, self.judged_n)
+        return None if self.judgement is None else replicates_to_decide(self.judgement, self.judged_n)
 
     def seconds_to_decide(self) -> float:
         """Expected wall time to the decision, ``inf`` when no finite amount of data decides it at the estimate."""
         need = self.needed()
         return math.inf if need is None else max(0, need - self.judged_n) * self.seconds_per_replicate
 
-    def add(self, res: CheckResult) -> None:
-        self.replicates.append(res)
-
     def look(self, elapsed_s: float) -> None:
         """Judge the pooled replicates at the round they complete (``n`` a power of two)."""
         j = round_of(self.n)
-        if j is None:
-            raise ValueError(f"{self.claim.id}: {self.n} replicates complete no round")
-        bad = next((r for r in self.replicates if r.verdict is Verdict.ERROR), None)
-        if not self.sequential or bad is not None:
+        if not self.sequential or self.error is not None:
             self.judgement = None
         else:
             self.judgement = judge_look(pooled([r.comparisons for r in self.replicates]), j)
@@ -110,18 +107,18 @@ class CheckSequence:
                            "verdict": self.judgement.verdict if self.judgement else self.replicates[0].verdict.value})
 
     def result(self) -> CheckResult:
-        """The check's result: the pooled, sequentially judged table (replicate 0 alone for a non-sequential one)."""
+        """The check's result: the pooled, sequentially judged table (replicate 0 alone for a non-sequential one,
+        or its first ERROR)."""
         first = self.replicates[0]
-        bad = next((r for r in self.replicates if r.verdict is Verdict.ERROR), None)
         if self.judgement is None:
-            return bad if bad is not None and bad is not first else first
+            return self.error or first
         fail_level, pass_level = look_levels(self.round)
         need, seconds = self.needed(), self.seconds_to_decide()
         n = self.judged_n
-        info = {"round": self.round, "replicates": n, "replicate_seeds": [replicate_seed(self.seed, r) for r in range(n)],
-                "fail_level": fail_level, "pass_level": pass_level, "looks": self.looks,
-                "decided_at_s": self.decided_at_s, "replicates_to_decide": need,
-                "seconds_to_decide": None if math.isinf(seconds) else seconds}
+        info = {"round": self.round, "replicates": n,
+                "replicate_seeds": [replicate_seed(self.seed, r) for r in range(n)], "fail_level": fail_level,
+                "pass_level": pass_level, "looks": self.looks, "decided_at_s": self.decided_at_s,
+                "replicates_to_decide": need, "seconds_to_decide": None if math.isinf(seconds) else seconds}
         note = (f"Sequential verdict after round {self.round} ({n} replicate{'s' * (n > 1)} of the design, "
                 f"pooled): FAIL at Holm level {fail_level:.2g}, PASS at {pass_level:.2g} (verify.sequential).")
         if self.judgement.verdict == "INCONCLUSIVE":
@@ -136,24 +133,18 @@ class CheckSequence:
             notes=note + ("\n\n" + first.notes if first.notes else ""), data={**first.data, "sequential": info})
 
 
-def _headline(rows: Sequence[Comparison]) -> Comparison | None:
-    """The headline among the stochastic rows (:func:`verify.report.headline_comparison`), ``None`` without any."""
-    stochastic = [c for c in rows if c.kind != "exact"]
-    return headline_comparison(stochastic) if stochastic else None
-
-
 def look_line(seq: CheckSequence) -> str:
     """One progress line: the check's round, its headline estimate against the boundaries, the time it needs."""
     if seq.judgement is None:
         return f"{seq.claim.id} round {seq.round}: {seq.replicates[0].verdict.value} (not sequential)"
     fail_level, pass_level = look_levels(seq.round)
-    head = _headline(seq.judgement.comparisons)
+    stochastic = [c for c in seq.judgement.comparisons if c.kind != "exact"]
+    head = headline_comparison(stochastic) if stochastic else None
     est = ""
     if head is not None and isinstance(head.measured, (int, float)) and isinstance(head.uncertainty, (int, float)):
-        est = f"; {head.name[:48]}: {head.measured:.4g} ± {head.uncertainty:.2g} ({head.outcome})"
-        n_stochastic = sum(c.kind != "exact" for c in seq.judgement.comparisons)
-        bounds = boundaries(head, seq.round, n_stochastic)
-        est += f" [{bounds}]" if bounds else ""
+        bounds = boundaries(head, seq.round, len(stochastic))
+        est = (f"; {head.name[:48]}: {head.measured:.4g} ± {head.uncertainty:.2g} ({head.outcome})"
+               + (f" [{bounds}]" if bounds else ""))
     text = (f"{seq.claim.id} round {seq.round} ({seq.judged_n} rep., {seq.seconds_per_replicate:.1f} s each): "
             f"{seq.judgement.verdict} at FAIL {fail_level:.1e} / PASS {pass_level:.1e}{est}")
     if seq.undecided:
@@ -170,29 +161,14 @@ def sequence_table(seqs: Sequence[CheckSequence]) -> Any:
     t = Table(title="Sequential verdicts (verify.sequential: Bonferroni over rounds)")
     for col in ("check", "verdict", "round", "replicates", "decided at", "needs"):
         t.add_column(col)
-    for s in seqs:
-        if not s.looks:
-            continue
-        verdict = s.judgement.verdict if s.judgement is not None else s.result().verdict.value
-        decided = f"{s.decided_at_s:.0f} s" if s.decided_at_s is not None else ""
-        need = ""
+    for s in (s for s in seqs if s.looks):
+        needs = ""
         if s.undecided:
             n = s.needed()
-            need = f"~{n} rep., ~{s.seconds_to_decide():.0f} s more" if n is not None else "on a boundary"
-        t.add_row(s.claim.id, verdict, str(s.round), str(s.judged_n), decided, need)
+            needs = f"~{n} rep., ~{s.seconds_to_decide():.0f} s more" if n is not None else "on a boundary"
+        t.add_row(s.claim.id, s.judgement.verdict if s.judgement is not None else s.result().verdict.value,
+                  str(s.round), str(s.judged_n), f"{s.decided_at_s:.0f} s" if s.decided_at_s is not None else "", needs)
     return t
-
-
-def _next_round(seq: CheckSequence, base: CheckContext, run: Callable, fits: Callable[[float], bool],
-                elapsed: Callable[[], float]) -> bool:
-    """Run the replicates of ``seq``'s next round while the budget allows; True when the round completed."""
-    target = replicates_after(seq.round + 1)
-    while seq.n < target:
-        if not fits(seq.seconds_per_replicate):
-            return False
-        seq.add(run(seq.claim, replicate_context(base, seq.n)))
-    seq.look(elapsed())
-    return True
 
 
 def run_sequential(claims: Sequence[Claim], base: CheckContext, *, budget_s: float | None = None,
@@ -220,31 +196,27 @@ def run_sequential(claims: Sequence[Claim], base: CheckContext, *, budget_s: flo
     if budget_s is None and rounds is None:
         raise ValueError("run_sequential needs budget_s or rounds (without them, run the fixed design)")
     t0 = clock()
-
-    def elapsed() -> float:
-        return clock() - t0
-
-    def fits(seconds: float) -> bool:
-        return budget_s is None or elapsed() + seconds <= budget_s
-
     seqs = [] if sequences is None else sequences
-    for claim in claims:
-        seq = CheckSequence(claim, base.seed)
-        seq.add(run(claim, replicate_context(base, 0)))
-        seqs.append(seq)
-        seq.look(elapsed())
+
+    def look(seq: CheckSequence) -> None:
+        seq.look(clock() - t0)
         if on_look is not None:
             on_look(seq)
-    stalled: set[str] = set()
+
+    for claim in claims:
+        seqs.append(CheckSequence(claim, base.seed, [run(claim, replicate_context(base, 0))]))
+        look(seqs[-1])
+    stalled: set[str] = set()  # checks whose next replicate does not fit the budget (a cheaper check's may)
     while True:
         open_ = [s for s in seqs if s.undecided and s.claim.id not in stalled and s.round < MAX_ROUND
                  and (rounds is None or s.round < rounds)]
         if not open_:
-            break
-        seq = min(open_, key=lambda s: (s.seconds_to_decide(), seqs.index(s)))
-        if not _next_round(seq, base, run, fits, elapsed):
-            stalled.add(seq.claim.id)  # its next replicate does not fit the budget; a cheaper check's may
-            continue
-        if on_look is not None:
-            on_look(seq)
-    return seqs
+            return seqs
+        seq = min(open_, key=CheckSequence.seconds_to_decide)  # the first of equals: report order
+        target = replicates_after(seq.round + 1)
+        while seq.n < target and (budget_s is None or clock() - t0 + seq.seconds_per_replicate <= budget_s):
+            seq.replicates.append(run(seq.claim, replicate_context(base, seq.n)))
+        if seq.n < target:
+            stalled.add(seq.claim.id)
+        else:
+            look(seq)

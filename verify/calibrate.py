@@ -37,10 +37,8 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available,
-                         check_executor, check_jobs, check_sequential_options, check_writable_dir, check_writable_file, interrupts, refuse,
-                         refuse_field, select_checks)
-
+from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_options, check_writable_dir,
+                         check_writable_file, interrupts, refuse, run_context, select_checks)
 from .context import CheckContext
 from .results import CheckResult
 from .claim import Claim, rejudge_stored, run_check
@@ -103,11 +101,6 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def _record(res: CheckResult, seed: int) -> dict:
-    return {"id": res.id, "seed": seed, "verdict": res.verdict.value, "runtime_s": res.runtime_s,
-            "error": res.error, "comparisons": [c.to_json() for c in res.comparisons]}
-
-
 def _birge_ratio(d: np.ndarray, se: np.ndarray) -> float:
     """SD/SE of estimates with different standard errors (a sequential calibration's seeds pool different numbers
     of replicates): ``sqrt(sum ((d - d_w) / se)^2 / (n - 1))`` about the inverse-variance mean ``d_w``; the plain
@@ -115,11 +108,6 @@ def _birge_ratio(d: np.ndarray, se: np.ndarray) -> float:
     w = 1.0 / se**2
     centre = float(np.sum(w * d) / np.sum(w))
     return float(np.sqrt(np.sum(((d - centre) / se) ** 2) / (d.size - 1)))
-
-
-def _mixed_replicates(records: Sequence[dict]) -> bool:
-    """Whether the records pool different numbers of replicates (a sequential calibration)."""
-    return len({(r.get("sequential") or {}).get("replicates", 1) for r in records}) > 1
 
 
 def sequential_table(records: dict[str, list[dict]]) -> str:
@@ -151,52 +139,41 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
     n = len(records)
     verdicts = [r["verdict"] for r in records]
     counts = {v: verdicts.count(v) for v in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR", "INFO")}
-    n_fail = counts["FAIL"] + counts["ERROR"]
-    fail_ci = clopper_pearson(n_fail, n)
-    inc_ci = clopper_pearson(counts["INCONCLUSIVE"], n)
-    # headline: the declared one (same position in every seed's list), else the first stochastic one
-    lens = {len(r["comparisons"]) for r in records}
-    head_idx, head_name = None, ""
-    if records and records[0]["comparisons"] and len(lens) == 1:
-        cs = records[0]["comparisons"]
-        head_idx = next((i for i, c in enumerate(cs) if c.get("headline")), None)
-        if head_idx is None:
-            head_idx = next((i for i, c in enumerate(cs) if c.get("kind", "exact") != "exact"), 0)
-        head_name = cs[head_idx]["name"]
+    fail_ci = clopper_pearson(counts["FAIL"] + counts["ERROR"], n)
     ratios: list[float] = []
-    mean_z = sd_se = None
-    sd_ci = None
-    mixed = _mixed_replicates(records)
-    if head_idx is not None and len(lens) == 1:
-        for i in range(next(iter(lens))):
+    head_name, mean_z, sd_se, sd_ci = "", None, None, None
+    cs = records[0]["comparisons"]
+    if cs and all(len(r["comparisons"]) == len(cs) for r in records):
+        # headline: the declared one (same position in every seed's list), else the first stochastic one
+        head_idx = next((i for i, c in enumerate(cs) if c.get("headline")),
+                        next((i for i, c in enumerate(cs) if c.get("kind", "exact") != "exact"), 0))
+        head_name = cs[head_idx]["name"]
+        # a sequential calibration's seeds may pool different numbers of replicates: Birge's ratio
+        mixed = len({(r.get("sequential") or {}).get("replicates", 1) for r in records}) > 1
+        stochastic = [i for i, c in enumerate(cs) if c.get("kind", "exact") != "exact"]
+        for i in stochastic if n >= 3 else []:
             rows = [r["comparisons"][i] for r in records]
-            if rows[0].get("kind", "exact") == "exact":
-                continue
-            m = [_num(c["measured"]) for c in rows]
-            p = [_num(c["predicted"]) for c in rows]
-            s = [_num(c["uncertainty"]) for c in rows]
-            if any(v is None for v in m + s) or n < 3:
+            m, p, s = ([_num(c[k]) for c in rows] for k in ("measured", "predicted", "uncertainty"))
+            if None in m + s:
                 continue
             d = np.array(m) - np.array([0.0 if v is None else v for v in p])
             se = np.array(s)
             if not np.all(se > 0):
                 continue
-            ratio = _birge_ratio(d, se) if mixed else float(np.std(d, ddof=1) / np.mean(se))
-            ratios.append(ratio)
+            ratios.append(_birge_ratio(d, se) if mixed else float(np.std(d, ddof=1) / np.mean(se)))
             if i == head_idx:
-                mean_z = float(np.mean(d / se))
-                sd_se = ratio
+                mean_z, sd_se = float(np.mean(d / se)), ratios[-1]
                 # chi-square interval of an SD from n values (SE taken as known)
                 lo = math.sqrt(stats.chi2.ppf(0.025, n - 1) / (n - 1))
                 hi = math.sqrt(stats.chi2.ppf(0.975, n - 1) / (n - 1))
-                sd_ci = (ratio / hi, ratio / lo)
+                sd_ci = (sd_se / hi, sd_se / lo)
     flags = []
     if fail_ci[0] > alpha:
         flags.append(f"false-FAIL interval [{fail_ci[0]:.3g}, {fail_ci[1]:.3g}] above alpha {alpha:.2g}")
     if n >= 30 and sd_se is not None and not SD_SE_BAND[0] <= sd_se <= SD_SE_BAND[1]:
         flags.append(f"headline SD/SE {sd_se:.2f} outside [{SD_SE_BAND[0]}, {SD_SE_BAND[1]}]")
-    return CheckCalibration(check_id, n, counts, fail_ci, inc_ci, alpha, head_name, mean_z, sd_se, sd_ci,
-                            float(np.median(ratios)) if ratios else None, flags)
+    return CheckCalibration(check_id, n, counts, fail_ci, clopper_pearson(counts["INCONCLUSIVE"], n), alpha,
+                            head_name, mean_z, sd_se, sd_ci, float(np.median(ratios)) if ratios else None, flags)
 
 
 def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, out_dir: Path, progress=None, *,
@@ -214,60 +191,45 @@ def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, 
     (:func:`verify.budget.run_sequential`) of the checks without a stored record; a record then also holds its
     ``sequential`` entry (rounds, replicates, when it was decided) and is reused only under the same budget.
     """
+    from .budget import run_sequential
+
     rec_dir = out_dir / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[dict]] = {s.id: [] for s in specs}
     mode = None if budget_s is None and rounds is None else {"budget_s": budget_s, "rounds": rounds}
-    profile = base.profile
     for seed in seeds:
-        memo: dict = {}  # one run's in-memory cells (without a cache directory): B4 reads B7's draws
-        if mode is not None:
-            ctx = dataclasses.replace(base, seed=seed, seeds_used=[], memo=memo)
-            for spec, rec in _sequential_records(specs, ctx, rec_dir, mode):
-                out[spec.id].append(rec)
-                if progress is not None:
-                    progress(spec.id, seed, rec)
-            continue
+        # memo: one run's in-memory cells (without a cache directory): B4 reads B7's draws
+        ctx = dataclasses.replace(base, seed=seed, seeds_used=[], memo={})
+        paths = {s.id: rec_dir / f"{s.id}_seed{seed}.json" for s in specs}
+        stored = {s.id: _stored_record(paths[s.id], base.profile, mode) for s in specs}
+        if mode is not None:  # one sequential run of the checks without a record
+            todo = [s for s in specs if stored[s.id] is None]
+            for seq in run_sequential(todo, ctx, budget_s=budget_s, rounds=rounds):
+                stored[seq.claim.id] = _write_record(paths[seq.claim.id], seq.result(), ctx, mode)
         for spec in specs:
-            path = rec_dir / f"{spec.id}_seed{seed}.json"
-            rec = _stored_record(path, profile)
-            if rec is None:
-                res = run_check(spec, dataclasses.replace(base, seed=seed, seeds_used=[], memo=memo))
-                rec = {**_record(res, seed), "profile": profile}
-                _write_record(path, rec)
-            out[spec.id].append(rec)
+            if stored[spec.id] is None:
+                stored[spec.id] = _write_record(paths[spec.id], run_check(spec, ctx), ctx, mode)
+            out[spec.id].append(stored[spec.id])
             if progress is not None:
-                progress(spec.id, seed, rec)
+                progress(spec.id, seed, stored[spec.id])
     return out
 
 
-def _write_record(path: Path, rec: dict) -> None:
+def _write_record(path: Path, res: CheckResult, ctx: CheckContext, mode: dict | None) -> dict:
+    """The record of ``res`` (with its ``sequential`` entry under a sequential ``mode``), written atomically."""
+    rec = {"id": res.id, "seed": ctx.seed, "verdict": res.verdict.value, "runtime_s": res.runtime_s,
+           "error": res.error, "comparisons": [c.to_json() for c in res.comparisons], "profile": ctx.profile}
+    if mode is not None:
+        rec.update(mode=mode, sequential=res.data.get("sequential"))
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(rec, default=str))
     tmp.replace(path)
+    return rec
 
 
-def _sequential_records(specs: Sequence[Claim], ctx: CheckContext, rec_dir: Path, mode: dict):
-    """``(spec, record)`` of one seed's sequential run: stored records of the same mode, the rest run together."""
-    from .budget import run_sequential
-
-    stored = {s.id: _stored_record(rec_dir / f"{s.id}_seed{ctx.seed}.json", ctx.profile, mode) for s in specs}
-    todo = [s for s in specs if stored[s.id] is None]
-    if todo:
-        for seq in run_sequential(todo, ctx, budget_s=mode["budget_s"], rounds=mode["rounds"]):
-            res = seq.result()
-            rec = {**_record(res, ctx.seed), "profile": ctx.profile, "mode": mode,
-                   "sequential": res.data.get("sequential")}
-            _write_record(rec_dir / f"{seq.claim.id}_seed{ctx.seed}.json", rec)
-            stored[seq.claim.id] = rec
-    return [(s, stored[s.id]) for s in specs]
-
-
-def _stored_record(path: Path, profile: str, mode: dict | None = None) -> dict | None:
+def _stored_record(path: Path, profile: str, mode: dict | None) -> dict | None:
     """The record stored at ``path`` when it is readable, of ``profile`` and of the run ``mode`` (``None``: the
     fixed design; else the sequential budget), else ``None`` (run it again)."""
-    if not path.exists():
-        return None
     try:
         rec = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -317,17 +279,12 @@ def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
 
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
-    ids = [r.id for r in rows]
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     for key, col in (("PASS", "C2"), ("INCONCLUSIVE", "C1"), ("FAIL", "C3"), ("ERROR", "k")):
         v = np.array([r.counts[key] / max(r.n, 1) for r in rows])
         ax1.bar(x, v, bottom=bottom, color=col, label=key)
         bottom += v
-    ax1.set_xticks(x, ids, fontsize=8)
-    ax1.set_ylabel("fraction of seeds")
-    ax1.set_title(f"verdicts over {rows[0].n if rows else 0} seeds", fontsize=9)
-    ax1.legend(fontsize=7)
     for i, r in enumerate(rows):
         if r.sd_se is not None:
             ax2.errorbar(i, r.sd_se, yerr=[[r.sd_se - r.sd_se_ci[0]], [r.sd_se_ci[1] - r.sd_se]], fmt="o", color="C0")
@@ -335,18 +292,16 @@ def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
             ax2.plot(i, r.median_sd_se, "x", color="C1")
     ax2.axhspan(*SD_SE_BAND, color="C2", alpha=0.15, label=f"accepted band {SD_SE_BAND}")
     ax2.axhline(1.0, color="k", lw=0.8)
-    ax2.set_xticks(x, ids, fontsize=8)
-    ax2.set_ylabel("seed-to-seed SD / mean SE")
-    ax2.set_title("headline (o, 95% CI) and median over comparisons (x)", fontsize=9)
-    ax2.legend(fontsize=7)
+    titles = (f"verdicts over {rows[0].n if rows else 0} seeds", "headline (o, 95% CI) and median over comparisons (x)")
+    for ax, ylabel, title in zip((ax1, ax2), ("fraction of seeds", "seed-to-seed SD / mean SE"), titles):
+        ax.set_xticks(x, [r.id for r in rows], fontsize=8)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-#: accepted by ``--profile`` but not advertised: tiny sizes for the tests (rates meaningless)
-TEST_PROFILES = ("smoke",)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -356,16 +311,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=30, metavar="N", help="base seeds 0..N-1 (default 30)")
     p.add_argument("--first-seed", type=int, default=0, metavar="K",
                    help="start at base seed K: seeds K..K+N-1 (default 0; a further, independent set of experiments)")
-    p.add_argument("--profile", choices=("quick", "paper") + TEST_PROFILES, default="quick", metavar="{quick,paper}")
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="worker processes for the sweeps: >= 1, or -1 for all cores (default: number of CPU cores)")
-    p.add_argument("--device", default="cpu", help="torch device for the estimators: cpu (default), cuda or cuda:K")
-    p.add_argument("--executor", choices=("local", "dask"), default="local")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS")
-    p.add_argument("--cache-dir", type=Path, metavar="DIR",
-                   help="simulation cache (default .cache/verify/<profile>; 'none' disables)")
+    p.add_argument("--profile", choices=PROFILES + TEST_PROFILES, default="quick", metavar="{quick,paper}")
+    add_run_options(p)
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="records, calibration.json, calibration.md and calibration.png (default .cache/calibrate/<profile>)")
+                   help="records, calibration.json, calibration.md and calibration.png "
+                        "(default .cache/calibrate/<profile>)")
     p.add_argument("--markdown", type=Path, metavar="PATH", help="also write the markdown table to PATH")
     p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
                    help="sequential verdicts with a budget of MINUTES per seed (as python -m verify --budget)")
@@ -376,38 +326,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def preflight(args: argparse.Namespace) -> tuple[CheckContext, Path]:
     """Check every option before the first check runs, as ``python -m verify`` does (:mod:`verify._preflight`):
-    ``--seeds >= 2``, ``--jobs``, ``--profile``, ``--device`` (format and CUDA availability), ``--executor`` /
-    ``--scheduler`` (reachable within :data:`verify._preflight.SCHEDULER_TIMEOUT_S`), and ``--out``, ``--cache-dir``,
+    ``--seeds >= 2``, ``--first-seed >= 0``, the options of :func:`verify._preflight.run_context`, and ``--out``,
     ``--markdown`` writable.  Returns the template context of the runs (seed 0) and the output directory; a bad
     option is one ``error: ...`` line (``SystemExit``, exit status 1)."""
     if args.seeds < 2:
         refuse(f"--seeds must be >= 2, got {args.seeds}")
     if args.first_seed < 0:
         refuse(f"--first-seed must be >= 0, got {args.first_seed}")
-    check_jobs(args.jobs)
-    check_sequential_options(args.budget, args.rounds)
-    cache_dir = cache_dir_option(args.cache_dir, args.profile)
-    try:
-        base = CheckContext(profile=args.profile, seed=0, cache_dir=cache_dir, device=args.device,
-                            n_jobs=(os.cpu_count() or 1) if args.jobs is None else args.jobs,
-                            executor=args.executor, scheduler=args.scheduler)
-    except (TypeError, ValueError) as exc:
-        refuse_field(exc)
-    check_device_available(base.device)
-    check_executor(args.executor, args.scheduler, SCHEDULER_TIMEOUT_S)
-    out = args.out or Path(".cache") / "calibrate" / (args.profile + _mode_suffix(args))
-    for opt, d in (("--out", out), ("--out", out / "records"), ("--cache-dir", cache_dir)):
-        if d is not None:
-            check_writable_dir(opt, d)
+    base = run_context(args)
+    # the default folder of a sequential calibration says its mode (quick-budget3, quick-rounds2)
+    mode = (f"-budget{args.budget:g}" if args.budget is not None else "") + \
+        (f"-rounds{args.rounds}" if args.rounds is not None else "")
+    out = args.out or Path(".cache") / "calibrate" / (args.profile + mode)
+    for d in (out, out / "records"):
+        check_writable_dir("--out", d)
     if args.markdown is not None:
         check_writable_file("--markdown", args.markdown)
     return base, out
-
-
-def _mode_suffix(args: argparse.Namespace) -> str:
-    """The default output folder's suffix of a sequential calibration (``-budget3``, ``-rounds2``)."""
-    return (f"-budget{args.budget:g}" if args.budget is not None else "") + \
-        (f"-rounds{args.rounds}" if args.rounds is not None else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -476,6 +411,8 @@ def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespac
     import platform
     from datetime import datetime, timezone
 
+    from rich.table import Table
+
     rows = [summarise(cid, recs) for cid, recs in records.items()]
     check_s = sum(float(r.get("runtime_s", 0.0)) for recs in records.values() for r in recs)
     meta = {"command": "python -m verify calibrate " + " ".join(argv),
@@ -485,7 +422,15 @@ def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespac
             "budget_min": args.budget, "rounds": args.rounds,
             "per_check_s": {cid: sum(float(r.get("runtime_s", 0.0)) for r in recs) / max(len(recs), 1)
                             for cid, recs in records.items()}}
-    console.print(_terminal_table(rows, args, wall))
+    t = Table(title=f"Calibration ({args.profile}, {args.seeds} seeds, {wall / 60:.1f} min)")
+    for col in ("check", "PASS", "FAIL", "INCONCL.", "false-FAIL 95% CI", "alpha", "mean z", "SD/SE", "flag"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.id, str(r.counts["PASS"]), str(r.counts["FAIL"] + r.counts["ERROR"]),
+                  str(r.counts["INCONCLUSIVE"]), f"[{r.fail_ci[0]:.3f}, {r.fail_ci[1]:.3f}]", f"{r.alpha:.2g}",
+                  "" if r.mean_z is None else f"{r.mean_z:+.2f}", "" if r.sd_se is None else f"{r.sd_se:.2f}",
+                  "[red]MISCALIBRATED[/]" if r.flags else "ok")
+    console.print(t)
     doc = {"meta": meta, "checks": [r.to_json() for r in rows]}
     (out / "calibration.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
     md = markdown_table(rows, meta)
@@ -505,18 +450,3 @@ def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespac
         args.markdown.write_text(md + f"\n![verdicts and SD/SE per check]({fig_path.name})\n")
     console.print(f"written: {out / 'calibration.json'}, {out / 'calibration.md'}, {out / 'calibration.png'}")
     return 1 if any(r.flags for r in rows) else 0
-
-
-def _terminal_table(rows: Sequence[CheckCalibration], args: argparse.Namespace, wall: float) -> Any:
-    """The calibration table for the terminal (rich)."""
-    from rich.table import Table
-
-    t = Table(title=f"Calibration ({args.profile}, {args.seeds} seeds, {wall / 60:.1f} min)")
-    for col in ("check", "PASS", "FAIL", "INCONCL.", "false-FAIL 95% CI", "alpha", "mean z", "SD/SE", "flag"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r.id, str(r.counts["PASS"]), str(r.counts["FAIL"] + r.counts["ERROR"]), str(r.counts["INCONCLUSIVE"]),
-                  f"[{r.fail_ci[0]:.3f}, {r.fail_ci[1]:.3f}]", f"{r.alpha:.2g}",
-                  "" if r.mean_z is None else f"{r.mean_z:+.2f}", "" if r.sd_se is None else f"{r.sd_se:.2f}",
-                  "[red]MISCALIBRATED[/]" if r.flags else "ok")
-    return t

@@ -7,9 +7,10 @@ replicates on the undecided ones within the budget; the same command continues f
 
 Before the first check runs, every option that a check would only use later is checked: ``--jobs`` (an integer
 ``>= 1``, or ``-1`` for all cores), ``--seed``, ``--device`` (format, and CUDA availability), ``--executor`` /
-``--scheduler`` (dask installed; the scheduler reachable within :data:`SCHEDULER_TIMEOUT_S`), and the output
-paths ``--json``, ``--report-dir`` and ``--cache-dir`` (created and written to once).  A bad one is one
-``error: ...`` line and exit status 1 (as for an unknown id), before any work.
+``--scheduler`` (dask installed; the scheduler reachable within
+:data:`verify._preflight.SCHEDULER_TIMEOUT_S`), and the output paths ``--json``, ``--report-dir`` and
+``--cache-dir`` (created and written to once).  A bad one is one ``error: ...`` line and exit status 1 (as for an
+unknown id), before any work.
 
 SIGINT (Ctrl-C) or SIGTERM during the checks stops the run cleanly: the finished checks are written to
 ``--json`` / ``--report-dir`` (the interrupted check as ERROR, its note saying so; the document gets an
@@ -21,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
+import dataclasses
 import shlex
 import sys
 import time
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Iterator, Sequence
 
 from rich.console import Console
@@ -35,9 +37,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from numerics.malloc import keep_freed_memory
 
-from ._preflight import (EXIT_INTERRUPTED, SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available,
-                         check_executor, check_jobs, check_sequential_options, check_writable_dir, check_writable_file, interrupts, refuse_field,
-                         select_checks)
+from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_options, check_writable_dir,
+                         check_writable_file, interrupts, run_context, select_checks)
 from .context import CheckContext
 from .results import CheckResult, Verdict
 from .claim import exit_status, run_check
@@ -45,10 +46,6 @@ from .report import (TABLE_WIDTH, markdown_report, print_results, print_summary,
                      write_json)
 from .report_html import html_report
 from .validation import path_or_none
-
-PROFILES = ("quick", "paper")
-#: accepted by ``--profile`` but not advertised: tiny sizes for the tests (verdicts meaningless)
-TEST_PROFILES = ("smoke",)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,18 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show every comparison in the terminal table (default: one headline row per check)")
     p.add_argument("--strict", action="store_true",
                    help="count INCONCLUSIVE and NOT IMPLEMENTED as failures in the exit status")
-    p.add_argument("--cache-dir", type=Path, metavar="DIR",
-                   help="on-disk cache for sweep cells (default .cache/verify/<profile>; 'none' disables)")
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="worker processes for sweeps: >= 1, or -1 for all cores (default: number of CPU cores)")
-    p.add_argument("--device", default="cpu", help="torch device for the estimators: cpu (default), cuda or cuda:K")
-    p.add_argument("--executor", choices=("local", "dask"), default="local",
-                   help="where sweep cells run: local processes (default) or a Dask cluster")
+    add_run_options(p)
     p.add_argument("--rejudge", type=Path, metavar="JSON",
                    help="judge the comparisons of a report written by --json again with the current rules "
                         "(no simulation) and print the verdicts")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="Dask scheduler address (tcp://host:port); omitted with --executor dask: an in-process cluster")
     p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
                    help="sequential verdicts: run every check, then spend the rest of MINUTES (wall clock) on rounds "
                         "of replicates of the undecided ones; a rerun continues from the cached rounds")
@@ -102,13 +91,8 @@ def _progress_factory(progress: Progress):
     @contextlib.contextmanager
     def factory(description: str, total: int) -> Iterator[object]:
         task = progress.add_task(description, total=total)
-
-        class _Bar:
-            def advance(self, n: int = 1) -> None:
-                progress.advance(task, n)
-
         try:
-            yield _Bar()
+            yield SimpleNamespace(advance=lambda n=1: progress.advance(task, n))
         finally:
             progress.remove_task(task)
 
@@ -131,24 +115,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return compare_main(argv[1:])
     args = build_parser().parse_args(argv)
+    console = Console(width=None if sys.stdout.isatty() else 180 if args.verbose else TABLE_WIDTH)
     if args.rejudge is not None:
-        return _rejudge(args)
+        return _rejudge(args, console)
     # loky (joblib's process pool) warns when an idle worker timed out and it respawns one for queued work;
     # nothing is lost (a crashed worker raises instead), so the warning would only clutter the report
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
-    console = Console(width=None if sys.stdout.isatty() else 180 if args.verbose else TABLE_WIDTH)
     specs = select_checks(args.only)
     if args.list:
         _print_list(console, specs)
         return 0
     base = preflight(args)
-    sequential = args.budget is not None or args.rounds is not None
     started = datetime.now(timezone.utc)
     with interrupts() as signals:
-        if sequential:
-            results, stopped, extra = _run_sequential(specs, base, args, console, signals)
+        if args.budget is None and args.rounds is None:
+            (results, stopped), extra = _run_checks(specs, base, args.profile, console, signals), {}
         else:
-            (results, stopped), extra = _run_checks(specs, base, args.profile, console, signals), None
+            results, stopped, extra = _run_sequential(specs, base, args, console, signals)
         signals["armed"] = False  # from here on a signal is noted, never raised: the outputs are written whole
         code = EXIT_INTERRUPTED if stopped is not None else exit_status(results, strict=args.strict)
         print_results(console, results, f"Verification report (profile {args.profile}, seed {args.seed})",
@@ -174,46 +157,37 @@ def _print_list(console: Console, specs: list) -> None:
     console.print(t)
 
 
-# ----------------------------------------------------------------------------------------- preflight
 def preflight(args: argparse.Namespace) -> CheckContext:
     """Check every option before the first check runs; the run's base :class:`CheckContext`.
 
-    Refuses (``SystemExit`` with one ``error: ...`` line, exit status 1) ``--jobs`` other than ``>= 1`` or
-    ``-1``, a bad ``--seed`` or ``--device``, CUDA requested but absent, ``--scheduler`` without
-    ``--executor dask``, dask not installed, a scheduler not reachable within :data:`SCHEDULER_TIMEOUT_S`,
-    and ``--json`` / ``--report-dir`` / ``--cache-dir`` that cannot be created or written.
+    Refuses (``SystemExit`` with one ``error: ...`` line, exit status 1) what
+    :func:`verify._preflight.run_context` refuses, a bad ``--seed``, and ``--json`` / ``--report-dir`` that cannot
+    be created or written.
     """
-    check_jobs(args.jobs)
-    check_sequential_options(args.budget, args.rounds)
-    cache_dir = cache_dir_option(args.cache_dir, args.profile)
     args.report_dir = path_or_none(args.report_dir)  # "none", as for --cache-dir: no report
-    try:
-        base = CheckContext(profile=args.profile, seed=args.seed,
-                            report_dir=args.report_dir / "figures" if args.report_dir else None,
-                            cache_dir=cache_dir, device=args.device,
-                            n_jobs=(os.cpu_count() or 1) if args.jobs is None else args.jobs,
-                            executor=args.executor, scheduler=args.scheduler, memo={})
-    except (TypeError, ValueError) as exc:
-        refuse_field(exc)
-    check_device_available(base.device)
-    check_executor(args.executor, args.scheduler, SCHEDULER_TIMEOUT_S)
+    base = run_context(args, seed=args.seed, report_dir=args.report_dir / "figures" if args.report_dir else None,
+                       memo={})
     if args.json is not None:
         check_writable_file("--json", args.json)
-    for opt, d in (("--report-dir", args.report_dir), ("--cache-dir", cache_dir)):
-        if d is not None:
-            check_writable_dir(opt, d)
+    if args.report_dir is not None:
+        check_writable_dir("--report-dir", args.report_dir)
     return base
 
 
-# ----------------------------------------------------------------------------------------- running
+def _stopped(signals: dict, specs: list, results: list[CheckResult], check: str | None) -> dict:
+    """The interrupt's record: its signal, the check it stopped and the checks that did not run."""
+    listed = {r.id for r in results}
+    return {"signal": signals["signal"] or "SIGINT", "check": check,
+            "not_run": [s.id for s in specs if s.id not in listed]}
+
+
 def _run_checks(specs: list, base: CheckContext, profile: str, console: Console,
                 signals: dict) -> tuple[list[CheckResult], dict | None]:
     """Run the checks in order with a progress display; ``(results, None)``, or after SIGINT / SIGTERM the
-    finished results plus the interrupted check's ERROR result and ``{"signal", "check", "not_run"}``."""
-    import dataclasses
-
+    finished results plus the interrupted check's ERROR result and :func:`_stopped`."""
     results: list[CheckResult] = []
     current, ctx, t0 = None, None, 0.0
+    style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "INFO": "cyan", "INCONCLUSIVE": "yellow"}
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as progress:
@@ -224,17 +198,21 @@ def _run_checks(specs: list, base: CheckContext, profile: str, console: Console,
                 t0 = time.perf_counter()
                 res = run_check(current, ctx)
                 results.append(res)
-                _print_verdict(progress.console, res)
+                v = res.verdict.value
+                progress.console.print(f"[{style[v]}]{v:>5}[/] {res.id}  ({res.runtime_s:.1f} s)")
                 progress.advance(overall)
             current = None
     except KeyboardInterrupt:
-        sig = signals["signal"] or "SIGINT"
-        done = {r.id for r in results}
-        if current is not None and current.id not in done:
-            results.append(_interrupted_result(current, ctx, time.perf_counter() - t0, sig))
-        listed = {r.id for r in results}
-        return results, {"signal": sig, "check": None if current is None else current.id,
-                         "not_run": [s.id for s in specs if s.id not in listed]}
+        sig, elapsed = signals["signal"] or "SIGINT", time.perf_counter() - t0
+        if current is not None and current.id not in {r.id for r in results}:
+            # the check that the signal stopped: ERROR, its note says so (its finished cells are cached)
+            note = (f"INTERRUPTED by {sig} after {elapsed:.1f} s: the check did not finish; the cells it finished "
+                    "are in the cache, and rerunning the same command resumes it")
+            results.append(CheckResult(id=current.id, paper=current.paper, claim=current.statement,
+                                       verdict=Verdict.ERROR, runtime_s=elapsed, notes=note,
+                                       seeds=list(dict.fromkeys(ctx.seeds_used)) if ctx is not None else [],
+                                       error=f"INTERRUPTED by {sig}"))
+        return results, _stopped(signals, specs, results, None if current is None else current.id)
     return results, None
 
 
@@ -242,14 +220,11 @@ def _run_sequential(specs: list, base: CheckContext, args: argparse.Namespace, c
                     signals: dict) -> tuple[list[CheckResult], dict | None, dict]:
     """``--budget`` / ``--rounds``: :func:`verify.budget.run_sequential` with a progress line per look; the
     pooled results, the interrupt (as :func:`_run_checks`) and the run's ``sequential`` metadata."""
-    import dataclasses
-
     from .budget import look_line, run_sequential, sequence_table
 
     seqs: list = []
-    budget_s = None if args.budget is None else 60.0 * args.budget
     t0 = time.perf_counter()
-    stopped = None
+    interrupted = False
     with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True) as progress:
         task = progress.add_task(f"verify ({args.profile}, sequential)", total=None)
         ctx = dataclasses.replace(base, _progress_factory=_progress_factory(progress))
@@ -259,39 +234,23 @@ def _run_sequential(specs: list, base: CheckContext, args: argparse.Namespace, c
             return run_check(spec, c)
 
         try:
-            run_sequential(specs, ctx, budget_s=budget_s, rounds=args.rounds, run=run,
-                           on_look=lambda s: progress.console.print(look_line(s)), sequences=seqs)
+            run_sequential(specs, ctx, budget_s=None if args.budget is None else 60.0 * args.budget,
+                           rounds=args.rounds, run=run, on_look=lambda s: progress.console.print(look_line(s)),
+                           sequences=seqs)
         except KeyboardInterrupt:
-            done = {s.claim.id for s in seqs}
-            stopped = {"signal": signals["signal"] or "SIGINT", "check": None,
-                       "not_run": [s.id for s in specs if s.id not in done]}
+            interrupted = True
     results = [s.result() for s in seqs if s.looks]
     console.print(sequence_table(seqs))
     extra = {"sequential": {"budget_min": args.budget, "rounds": args.rounds,
                             "wall_s": round(time.perf_counter() - t0, 1),
                             "checks": {r.id: r.data.get("sequential") for r in results}}}
-    return results, stopped, extra
-
-
-def _print_verdict(console: Console, res: CheckResult) -> None:
-    style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "INFO": "cyan", "INCONCLUSIVE": "yellow"}[res.verdict.value]
-    console.print(f"[{style}]{res.verdict.value:>5}[/] {res.id}  ({res.runtime_s:.1f} s)")
-
-
-def _interrupted_result(spec, ctx: CheckContext | None, elapsed: float, sig: str) -> CheckResult:
-    """The ERROR result of the check that a signal stopped (its note says so; its finished cells are cached)."""
-    note = (f"INTERRUPTED by {sig} after {elapsed:.1f} s: the check did not finish; the cells it finished are "
-            "in the cache, and rerunning the same command resumes it")
-    return CheckResult(id=spec.id, paper=spec.paper, claim=spec.statement, verdict=Verdict.ERROR, runtime_s=elapsed,
-                       seeds=list(dict.fromkeys(ctx.seeds_used)) if ctx is not None else [], notes=note,
-                       error=f"INTERRUPTED by {sig}")
+    return results, _stopped(signals, specs, results, None) if interrupted else None, extra
 
 
 def _write_outputs(args: argparse.Namespace, argv: list[str], results: list[CheckResult], code: int,
-                   stopped: dict | None, console: Console, extra: dict | None = None,
-                   started: datetime | None = None) -> int:
+                   stopped: dict | None, console: Console, extra: dict, started: datetime) -> int:
     """``--json`` and ``--report-dir``; the exit status (2 when an output cannot be written)."""
-    meta = {**run_metadata(args.profile, args.seed, args.strict, argv, started), **(extra or {})}
+    meta = {**run_metadata(args.profile, args.seed, args.strict, argv, started), **extra}
     if stopped is not None:
         meta["interrupted"] = {**stopped, "resume": _command(argv)}
     doc = {**to_json(results, meta), "exit_code": code}
@@ -327,26 +286,23 @@ def _resume_line(stopped: dict, results: list[CheckResult], args: argparse.Names
             f"check(s) written to {where}; to resume, run the same command again ({_command(argv)}): {cache}")
 
 
-def _rejudge(args: argparse.Namespace) -> int:
+def _rejudge(args: argparse.Namespace, console: Console) -> int:
     """``--rejudge JSON``: verdicts of stored comparisons under the current rules (pure, no simulation)."""
     import json
 
     from .claim import rejudge_stored
 
-    console = Console(width=None if sys.stdout.isatty() else 180 if args.verbose else TABLE_WIDTH)
     try:
         doc = json.loads(Path(args.rejudge).read_text())
     except (OSError, ValueError) as exc:
         raise SystemExit(f"error: cannot read report {args.rejudge}: {exc}") from exc
     results = []
     for r in doc.get("results", []):
-        spec_verdict = r.get("verdict")
         verdict, comps = rejudge_stored(r)
-        res = CheckResult(id=r["id"], paper=r.get("paper", ""), claim=r.get("claim", ""), verdict=verdict,
-                          comparisons=comps, runtime_s=float(r.get("runtime_s", 0.0)))
-        if res.verdict.value != spec_verdict:
-            console.print(f"{res.id}: {spec_verdict} -> {res.verdict.value}")
-        results.append(res)
+        if verdict.value != r.get("verdict"):
+            console.print(f"{r['id']}: {r.get('verdict')} -> {verdict.value}")
+        results.append(CheckResult(id=r["id"], paper=r.get("paper", ""), claim=r.get("claim", ""), verdict=verdict,
+                                   comparisons=comps, runtime_s=float(r.get("runtime_s", 0.0))))
     code = exit_status(results, strict=args.strict)
     print_results(console, results, f"Re-judged {args.rejudge}", args.verbose)
     print_summary(console, results, code, args.strict)

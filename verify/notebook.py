@@ -23,15 +23,13 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from theory.validation import ArgumentTypeError, as_float, as_int, check_flag, check_int
+from theory.validation import ArgumentTypeError, as_float, check_flag, check_int
 from theory.validation import describe as describe_value
 
-from ._preflight import SCHEDULER_TIMEOUT_S, cache_dir_option, check_device_available, check_executor
-from .claim import select
-from .validation import MAX_SEED
+from ._preflight import cache_dir_option, check_device_available, check_executor
+from .claim import exit_status, run_check, select
 from .context import CheckContext, PROFILES
 from .results import CheckResult
-from .claim import exit_status, run_check
 from .report import summary_counts
 from .report_html import html_sections
 from .sequential import MAX_ROUND
@@ -55,19 +53,6 @@ class Run:
     profile: str
     seed: int
     figure_dir: Path | None = None
-
-    def __post_init__(self) -> None:
-        """Fields checked on construction (``TypeError`` / ``ValueError`` naming the field)."""
-        if not isinstance(self.results, (tuple, list)) or not all(isinstance(r, CheckResult) for r in self.results):
-            raise ArgumentTypeError(f"results must be a tuple of CheckResult objects, got {describe_value(self.results)}")
-        if not isinstance(self.profile, str) or self.profile not in PROFILES:
-            raise ValueError(f"profile must be one of {PROFILES}, got {describe_value(self.profile)}")
-        object.__setattr__(self, "results", tuple(self.results))
-        object.__setattr__(self, "seed", as_int("seed", self.seed, 0, MAX_SEED))
-        if self.figure_dir is not None and not isinstance(self.figure_dir, (str, os.PathLike)):
-            raise ArgumentTypeError(f"figure_dir must be a path or None, got {describe_value(self.figure_dir)}")
-        if self.figure_dir is not None:
-            object.__setattr__(self, "figure_dir", Path(self.figure_dir))
 
     def __getitem__(self, key: str | int) -> CheckResult:
         """``run["A2"]`` (any case, as ``--only``) or ``run[0]`` (report order)."""
@@ -114,20 +99,20 @@ _CSS = (".verify-run .PASS { color: #009E73; font-weight: bold; } .verify-run .F
         ".verify-run math { math-style: normal; }")
 
 
-def _checked_ids(ids: Any) -> list[str] | None:
-    """``run``'s ``ids``: a claim id, a non-empty list of them, or None (every claim), as a list or None."""
-    if ids is None:
-        return None
-    if isinstance(ids, str):
-        return [ids]
-    if not isinstance(ids, (list, tuple)):
+def _claims(ids: Any) -> list:
+    """``run``'s ``ids``: a claim id, a non-empty list of them, or None (every claim); their claims."""
+    ids = [ids] if isinstance(ids, str) else ids
+    if ids is not None and not isinstance(ids, (list, tuple)):
         raise ArgumentTypeError(f"ids must be a claim id, a list of them or None, got {describe_value(ids)}")
-    for i, cid in enumerate(ids):
+    for i, cid in enumerate(ids or ()):
         if not isinstance(cid, str):
             raise ArgumentTypeError(f"ids[{i}] must be a claim id (a string), got {describe_value(cid)}")
-    if not ids:
+    if ids is not None and not ids:
         raise ValueError("ids must name at least one claim (None: all of them), got []")
-    return list(ids)
+    try:
+        return select(ids)
+    except ValueError as exc:
+        raise ValueError(f"ids: {exc}") from None
 
 
 def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed: int = 0,
@@ -164,12 +149,9 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
     Run
     """
     figures, progress = check_flag("figures", figures), check_flag("progress", progress)
-    ids = _checked_ids(ids)
     jobs = (os.cpu_count() or 1) if jobs is None else check_n_jobs(jobs, name="jobs")
-    if budget is not None:
-        budget = as_float("budget", budget, low=0, low_open=True)
-    if rounds is not None:
-        rounds = check_int("rounds", rounds, 0, MAX_ROUND)
+    budget_s = None if budget is None else 60.0 * as_float("budget", budget, low=0, low_open=True)
+    rounds = None if rounds is None else check_int("rounds", rounds, 0, MAX_ROUND)
     if not isinstance(profile, str) or profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {describe_value(profile)}")
     cache_dir = cache_dir_option(None, profile) if cache_dir == DEFAULT_CACHE else path_or_none(cache_dir)
@@ -177,30 +159,25 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
                         scheduler=scheduler, memo={})  # every option checked before anything runs
     try:
         check_device_available(base.device)
-        check_executor(base.executor, base.scheduler, SCHEDULER_TIMEOUT_S)
+        check_executor(base.executor, base.scheduler)
     except SystemExit as exc:  # the command line's refusal, as an error of this call's keyword
         message = str(exc).removeprefix("error: ")
         for option in ("device", "executor", "scheduler"):
             message = message.replace(f"--{option}", option)
         raise ValueError(message) from None
-    try:
-        specs = select(None if ids is None else list(ids))
-    except ValueError as exc:
-        raise ValueError(f"ids: {exc}") from None
+    specs = _claims(ids)
     figure_dir = Path(tempfile.mkdtemp(prefix="verify-figures-")) if figures else None
     base = dataclasses.replace(base, report_dir=figure_dir)
-    if budget is not None or rounds is not None:
+    if budget_s is not None or rounds is not None:
         from .budget import look_line, run_sequential
 
-        seqs = run_sequential(specs, base, budget_s=None if budget is None else 60.0 * budget, rounds=rounds,
+        seqs = run_sequential(specs, base, budget_s=budget_s, rounds=rounds,
                               on_look=(lambda s: print(look_line(s), flush=True)) if progress else None)
         return Run(tuple(s.result() for s in seqs), profile, base.seed, figure_dir)
     results = []
     for spec in specs:
         t0 = time.perf_counter()
-        res = run_check(spec, dataclasses.replace(base, seeds_used=[]))
-        results.append(res)
+        results.append(run_check(spec, dataclasses.replace(base, seeds_used=[])))
         if progress:
-            print(f"{res.verdict.value:>12} {res.id}  ({time.perf_counter() - t0:.1f} s)", flush=True)
+            print(f"{results[-1].verdict.value:>12} {spec.id}  ({time.perf_counter() - t0:.1f} s)", flush=True)
     return Run(tuple(results), profile, base.seed, figure_dir)
-

@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
+from collections import Counter
 from dataclasses import replace
 from typing import Any, Sequence
 
@@ -48,13 +49,11 @@ from .results import Comparison
 from .validation import MAX_SEED
 from .verdicts import ALPHA_CHECK, ALPHA_PASS, Judgement, judged, z_quantile
 
-__all__ = ["MAX_REPLICATES", "MAX_ROUND", "boundaries", "look_levels", "pooled", "judge_look", "replicate_seed", "replicates_after",
+__all__ = ["MAX_ROUND", "boundaries", "look_levels", "pooled", "judge_look", "replicate_seed", "replicates_after",
            "replicates_to_decide", "round_of", "simulate_optional_stopping", "spend"]
 
 #: the last round a sequence may reach (2^20 replicates: beyond any budget)
 MAX_ROUND = 20
-#: the most replicates of one check (after round MAX_ROUND)
-MAX_REPLICATES = 2 ** MAX_ROUND
 
 
 def spend(j: int) -> float:
@@ -104,13 +103,13 @@ def replicate_seed(seed: int, r: int) -> int:
 
 
 # ------------------------------------------------------------------------------------------ pooling
-#: per kind: the input whose replicates are averaged (as a difference from ``predicted`` or ``reference``)
-_CENTRED = {"equivalence": "predicted", "consistency": "predicted", "direction": "reference"}
-
-
 def _num(x: Any) -> float | None:
     """A real number (Python or NumPy, not a bool) as a float, else ``None``."""
     return float(x) if isinstance(x, numbers.Real) and not isinstance(x, bool) else None
+
+
+def _mean(values: list[float]) -> float:
+    return math.fsum(values) / len(values)
 
 
 def _pooled_se(ses: list[float]) -> float:
@@ -118,49 +117,28 @@ def _pooled_se(ses: list[float]) -> float:
     return math.sqrt(math.fsum(s * s for s in ses)) / len(ses)
 
 
-def _mean_se(values: list[float], ses: list[float]) -> tuple[float, float]:
-    return math.fsum(values) / len(values), _pooled_se(ses)
-
-
-def _pooled_df(dfs: list[Any]) -> float | None:
-    return None if any(d is None or not math.isfinite(float(d)) for d in dfs) else float(sum(dfs))
-
-
 def _pool_row(rows: list[Comparison]) -> Comparison:
     """One comparison from its replicates (module docstring); a row without ``args`` is replicate 0's."""
     first = rows[0]
     if first.kind == "exact":
         return replace(first, passed=all(c.passed for c in rows), outcome="")
-    if len(rows) == 1 or not first.args or any(dict(c.args).keys() != dict(first.args).keys() for c in rows):
-        return replace(first, outcome="", passed=False)
     args = [dict(c.args) for c in rows]
-    out = dict(args[0])
-    ses = [_num(a["se"]) for a in args]
-    if first.kind in _CENTRED:
-        by_prediction = _CENTRED[first.kind] == "predicted"
-        centres = [_num(c.predicted) if by_prediction else _num(a["reference"]) for c, a in zip(rows, args)]
-        deltas = [_num(a["measured"]) - c for a, c in zip(args, centres)]
-        mean, se = _mean_se(deltas, ses)
-        out["measured"], out["se"] = centres[0] + mean, se
-    else:  # bound: the excess (with its own SE when given, else ``se``) and the statistic, each averaged
-        has_xse = args[0]["excess_se"] is not None
-        xse = [_num(a["excess_se"]) for a in args] if has_xse else ses
-        out["excess"], pooled_xse = _mean_se([_num(a["excess"]) for a in args], xse)
-        out["se"] = _pooled_se(ses)
-        out["excess_se"] = pooled_xse if has_xse else None
+    if len(rows) == 1 or not args[0] or any(a.keys() != args[0].keys() for a in args):
+        return replace(first, outcome="", passed=False)
+    out = dict(args[0], se=_pooled_se([_num(a["se"]) for a in args]))
+    if first.kind == "bound":  # the excess (with its own SE when given, else ``se``) and the statistic, each averaged
+        out["excess"] = _mean([_num(a["excess"]) for a in args])
+        if out["excess_se"] is not None:
+            out["excess_se"] = _pooled_se([_num(a["excess_se"]) for a in args])
         measured = [_num(a["measured"]) for a in args]
-        if all(x is not None for x in measured):
-            out["measured"] = math.fsum(measured) / len(measured)
-    out["df"] = _pooled_df([a["df"] for a in args])
-    build = getattr(Comparison, first.kind)
-    return build(first.name, first.predicted, headline=first.headline, key=first.key, **out)
-
-
-def _numeric_ok(c: Comparison) -> bool:
-    """Whether a stochastic row's inputs are finite numbers (a failed measurement keeps its FAIL unpooled)."""
-    a = dict(c.args)
-    keys = ("measured", "se") if c.kind != "bound" else ("excess",)
-    return all(_num(a.get(k)) is not None and math.isfinite(_num(a[k])) for k in keys)
+        if None not in measured:
+            out["measured"] = _mean(measured)
+    else:  # the mean difference from the prediction (from the reference of a direction)
+        centres = [_num(a["reference"]) if first.kind == "direction" else _num(c.predicted) for c, a in zip(rows, args)]
+        out["measured"] = centres[0] + _mean([_num(a["measured"]) - c for a, c in zip(args, centres)])
+    dfs = [a["df"] for a in args]
+    out["df"] = None if any(d is None or not math.isfinite(float(d)) for d in dfs) else float(sum(dfs))
+    return getattr(Comparison, first.kind)(first.name, first.predicted, headline=first.headline, key=first.key, **out)
 
 
 def pooled(replicates: Sequence[Sequence[Comparison]]) -> list[Comparison]:
@@ -180,16 +158,23 @@ def pooled(replicates: Sequence[Sequence[Comparison]]) -> list[Comparison]:
     """
     keyed: dict[tuple[tuple, str, int], list[Comparison]] = {}
     for rows in replicates:
-        seen: dict[tuple[tuple, str], int] = {}
+        seen: Counter = Counter()
         for c in rows:
             ident = (c.key, c.name)
-            k = seen[ident] = seen.get(ident, -1) + 1
-            keyed.setdefault((*ident, k), []).append(c)
+            keyed.setdefault((*ident, seen[ident]), []).append(c)
+            seen[ident] += 1
     out = []
     for rows in keyed.values():
-        bad = [c for c in rows if c.kind not in ("exact",) and c.args and not _numeric_ok(c)]
+        bad = [c for c in rows if c.kind != "exact" and c.args and not _numeric_ok(c)]
         out.append(replace(bad[0], outcome="", passed=False) if bad else _pool_row(rows))
     return out
+
+
+def _numeric_ok(c: Comparison) -> bool:
+    """Whether a stochastic row's inputs are finite numbers (a failed measurement keeps its FAIL unpooled)."""
+    a = dict(c.args)
+    values = [_num(a.get(k)) for k in (("measured", "se") if c.kind != "bound" else ("excess",))]
+    return all(v is not None and math.isfinite(v) for v in values)
 
 
 def judge_look(comparisons: Sequence[Comparison], j: int, alpha: float = ALPHA_CHECK,

@@ -237,9 +237,9 @@ def test_unreachable_scheduler_is_one_error_within_10_s(recording_checks, monkey
     import time
 
     pytest.importorskip("distributed")
-    from verify import cli
+    from verify import _preflight
 
-    monkeypatch.setattr(cli, "SCHEDULER_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(_preflight, "SCHEDULER_TIMEOUT_S", 1.0)
     with socket.socket() as srv:
         srv.bind(("127.0.0.1", 0))
         srv.listen()
