@@ -215,14 +215,6 @@ class NullSolution:
     iterations: int
     residual: float
 
-    def __post_init__(self) -> None:
-        as_float("z", self.z, high=0, high_open=True)
-        for name in ("delta", "delta_tilde", "residual"):
-            as_float(name, getattr(self, name), low=0)
-        for name in ("kappa", "ddelta_dz", "ddelta_tilde_dz", "dkappa_dz"):
-            as_float(name, getattr(self, name))
-        check_size("iterations", self.iterations, 0, "max_iterations")
-
 
 # --------------------------------------------------------------------------- integrators
 class QuadratureIntegrator:
