@@ -38,10 +38,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from numerics.malloc import apply_inherited
-from theory.validation import ArgumentTypeError, as_int, check_choice, check_text, describe
+from theory.validation import MAX_SEED, ArgumentTypeError, as_int, check_choice, check_seed, check_text, describe
 from ._cache_files import (CacheIntegrityWarning, CacheWriteWarning, cache_path, cache_read, cache_unwritable,
                            cache_write, cell_lock, lock_path, result_checksum)
-from ._cache_keys import MAX_SEED, cache_key, cell_seed, check_seed, qualname, source_version, to_jsonable
+from ._cache_keys import cache_key, cell_seed, qualname, source_version, to_jsonable
 
 __all__ = ["SweepResults", "Workers", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
            "CacheIntegrityWarning", "CacheWriteWarning", "cell_lock", "result_checksum", "simulation_modules"]

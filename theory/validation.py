@@ -46,6 +46,8 @@ __all__ = [
     "check_complex",
     "as_float",
     "as_int",
+    "MAX_SEED",
+    "check_seed",
     "check_size",
     "as_array",
     "check_array_memory",
@@ -323,6 +325,15 @@ def as_int(name: str, value: Any, low: int | None = None, high: int | None = Non
     """:func:`check_real` with ``integer=True`` (numbers only) then ``int(value)``."""
     check_real(name, value, low=low, high=high, integer=True)
     return int(value)
+
+
+#: largest seed: a non-negative 63-bit integer
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(name: str, value: Any) -> int:
+    """A seed: an integer in ``[0, MAX_SEED]`` (not a bool); returns ``int(value)``."""
+    return as_int(name, value, 0, MAX_SEED)
 
 
 def check_size(name: str, value: Any, low: int, limit: str) -> int:
