@@ -186,15 +186,21 @@ def _what(integer: bool, symbolic: bool, rule: str) -> str:
 _NONFINITE = (sp.nan, sp.zoo, sp.oo, -sp.oo)
 
 
-def _sympy_real(name: str, value: sp.Basic, what: str, symbolic: bool) -> Any:
-    """Checked comparable value of a sympy argument (``None`` for a symbolic one)."""
+def _sympy_symbolic(name: str, value: sp.Basic, what: str, symbolic: bool) -> bool:
+    """Refuse a sympy argument that is not an expression, holds NaN or an infinity, or (unless ``symbolic``) has
+    free symbols; whether it has free symbols."""
     if not isinstance(value, sp.Expr):
         raise ArgumentTypeError(f"{name} must be {what}, got {_type_phrase(value)}")
     if value.has(*_NONFINITE):
         raise ValueError(f"{name} must be {what}, got {describe(value)}")
-    if value.free_symbols:
-        if not symbolic:
-            raise ArgumentTypeError(f"{name} must be {what} (a number, not a symbolic expression), got {describe(value)}")
+    if value.free_symbols and not symbolic:
+        raise ArgumentTypeError(f"{name} must be {what} (a number, not a symbolic expression), got {describe(value)}")
+    return bool(value.free_symbols)
+
+
+def _sympy_real(name: str, value: sp.Basic, what: str, symbolic: bool) -> Any:
+    """Checked comparable value of a sympy argument (``None`` for a symbolic one)."""
+    if _sympy_symbolic(name, value, what, symbolic):
         if value.is_extended_real is False:
             raise ValueError(f"{name} must be {what} (real), got the non-real expression {describe(value)}")
         return None
@@ -297,12 +303,7 @@ def check_complex(name: str, value: Any, *, symbolic: bool = False) -> Any:
             raise ValueError(f"{name} must be {what}, got {describe(value)}")
         return value
     if isinstance(value, sp.Basic):
-        if not isinstance(value, sp.Expr):
-            raise ArgumentTypeError(f"{name} must be {what}, got {_type_phrase(value)}")
-        if value.has(*_NONFINITE):
-            raise ValueError(f"{name} must be {what}, got {describe(value)}")
-        if value.free_symbols and not symbolic:
-            raise ArgumentTypeError(f"{name} must be {what} (a number, not a symbolic expression), got {describe(value)}")
+        _sympy_symbolic(name, value, what, symbolic)
         return value
     _real_value(name, value, what, symbolic)
     return value
