@@ -2,8 +2,7 @@
 
 The protocol and its machinery are those of ``tests/fuzz_support.py`` (argument domains :class:`Arg`,
 :func:`classify`), with the table of bad values of ``tests/theory/test_fuzz_theory.py``: one valid call per public callable
-(``__all__`` of every module of ``numerics``, ``numerics.error_model`` and the helpers of the private
-``numerics._piecewise`` included, a few methods too), *one* argument made bad at a time, each call classified as
+(``__all__`` of every module of ``numerics``, ``numerics.error_model`` included, a few methods too), *one* argument made bad at a time, each call classified as
 
 * ``refused``  -- ``ValueError`` or ``TypeError`` whose message names the argument, within 2 s;
 * ``silent``   -- returned NaN or inf;  ``accepted`` -- returned a finite result;
@@ -16,7 +15,7 @@ shapes and lengths, torch tensors), generators and seeds, torch devices (``"cuda
 callables, work-item iterables, ``pre_dispatch`` strings, models (and sequences of them), slope fits,
 intervals and prediction dicts.
 
-Every module of the table (``rmt``, ``slopes``, ``error_model``, ``threads``, ``_piecewise``, ``ips``, ``estimator``,
+Every module of the table (``rmt``, ``slopes``, ``error_model``, ``threads``, ``ips``, ``estimator``,
 ``sweep``; and ``benchmarks.paper_style``, the estimator benchmark's baseline) must refuse 100 % of the bad calls.  A module not yet there goes in ``OTHERS``: its
 non-refused calls are a KNOWN-GAP list that the test prints (``pytest -s``) and does not assert on.  During the table the address space of the process is capped (``RLIMIT_AS``, current size + 6 GiB), so a
 huge allocation is a ``MemoryError`` rather than a swapping machine (not on a machine with CUDA).  ``python tests/numerics/test_fuzz_numerics.py [-v]``
@@ -38,14 +37,13 @@ import numpy as np
 import torch
 
 import numerics
-import numerics._piecewise as pw
 import numerics.error_model as error_model
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "theory"))  # the theory suite's bad values
 import test_fuzz_theory as tft  # noqa: E402
 from fuzz_support import (Case, EVIL, INF, MARKER, NAN, OUTCOMES, Arg, capped_memory, choice, classify, integer, nonfinite,
                           nonneg, pos, real, restore_limits)
 
-MINE = ("rmt", "model_simulation", "mc_settings", "slopes", "error_model", "threads", "_piecewise", "ips", "estimator",
+MINE = ("rmt", "model_simulation", "mc_settings", "slopes", "error_model", "threads", "ips", "estimator",
         "paper_style", "sweep")
 #: modules of the table outside numerics (the estimator benchmark's baseline shares the estimators' checks)
 PATHS = {"paper_style": "benchmarks.paper_style"}
@@ -82,12 +80,6 @@ def _vector_bad(a: Arg) -> list[tuple[str, Any]]:
         ("nan", np.array([1.0, NAN, 1.0, 1.0])), ("inf", np.array([INF, 1.0, 1.0, 1.0])),
         ("complex", np.ones(4) + 1j), ("2-d", np.ones((2, 2))), ("empty", np.array([])), ("scalar", 1.0),
         ("array str", np.array(["a"] * 4)), ("array bool", np.ones(4, dtype=bool)), ("nan scalar", NAN)]
-
-
-def _points_bad(a: Arg) -> list[tuple[str, Any]]:
-    return [(k, v) for k, v in tft.bad_values(real(array=True)) if k != "empty"] + [
-        ("torch nan", torch.tensor([0.0, NAN], dtype=torch.float64)), ("torch int", torch.tensor([0, 1])),
-        ("torch complex", torch.tensor([1j])), ("torch inf", torch.tensor([INF]))]
 
 
 def _rng_bad(a: Arg) -> list[tuple[str, Any]]:
@@ -158,21 +150,11 @@ def _pre_dispatch_bad(a: Arg) -> list[tuple[str, Any]]:
             ("n_jobs*n_jobs", "n_jobs*n_jobs")]
 
 
-def _coef_bad(a: Arg) -> list[tuple[str, Any]]:
-    c = np.ones((4, 2))
-    nan = c.copy()
-    nan[1, 1] = NAN
-    return _junk() + [("nan", nan), ("inf", c * INF), ("complex", c + 1j), ("1-d", np.ones(4)),
-                      ("3-d", np.ones((1, 4, 2))),
-                      ("no intervals", np.ones((0, 2))), ("no degree", np.ones((4, 0))), ("scalar", 1.0),
-                      ("array str", np.full((4, 2), "a")), ("torch nan", torch.full((4, 2), NAN, dtype=torch.float64))]
-
-
 _KINDS: dict[str, Callable[[Arg], list[tuple[str, Any]]]] = {
-    "matrix2": _matrix_bad, "vector1": _vector_bad, "points": _points_bad, "rng": _rng_bad, "device": _device_bad,
+    "matrix2": _matrix_bad, "vector1": _vector_bad, "rng": _rng_bad, "device": _device_bad,
     "pred": _pred_bad,
     "sizes": _sizes_bad, "model": _model_bad, "slopefit": _slopefit_bad, "callable": _callable_bad,
-    "items": _items_bad, "pre_dispatch": _pre_dispatch_bad, "coef": _coef_bad, "text": _text_bad,
+    "items": _items_bad, "pre_dispatch": _pre_dispatch_bad, "text": _text_bad,
     "path": _path_bad, "mapping": _mapping_bad, "attention_model": lambda a: _junk(), "settings": lambda a: _junk()}
 
 
@@ -325,29 +307,6 @@ def _threads_cases(add: Callable[..., None]) -> None:
     add("check_device", dict(name="device", value="cpu"), dict(value=DEVICE), named={"value": "device"})
 
 
-def _piecewise_cases(add: Callable[..., None]) -> None:
-    """numerics._piecewise (private module of the estimator; its helpers are validated all the same)."""
-    t = np.linspace(-1.0, 1.0, 5)
-    deg = integer(0, 1000)
-    rng_args = dict(lo=real(extra=(("lo >= hi", 2.0),)), hi=real(extra=(("hi <= lo", -2.0),)),
-                    n_intervals=integer(1, 2**31 - 1), clamp=FLAG)
-    far = (("polynomials overflow", np.array([0.5, 1e300])),)
-    for name in ("legendre_values", "legendre_derivatives"):
-        add(f"_piecewise.{name}", dict(t=t, degree=3), dict(t=Arg("points", extra=far), degree=deg),
-            func=getattr(pw, name))
-    add("_piecewise.locate", dict(u=t, lo=-1.0, hi=1.0, n_intervals=4, clamp=True), dict(u=Arg("points"), **rng_args),
-        func=pw.locate)
-    add("_piecewise.locate[polynomial]", dict(u=t, lo=-1.0, hi=1.0, n_intervals=4, clamp=False),
-        dict(u=Arg("points", extra=(("coordinate overflows", np.array([1e308])),))), func=pw.locate)
-    ev = {k: v for k, v in rng_args.items() if k != "n_intervals"}
-    add("_piecewise.evaluate", dict(u=t, coef=np.ones((4, 2)), lo=-1.0, hi=1.0, clamp=True),
-        dict(u=Arg("points"), coef=Arg("coef", extra=(("values overflow", np.full((4, 2), 1e308)),)), **ev),
-        func=pw.evaluate)
-    add("_piecewise.basis_matrix", dict(u=t, lo=-1.0, hi=1.0, n_intervals=4, degree=1, clamp=True),
-        dict(u=Arg("points"), degree=deg, **rng_args), func=pw.basis_matrix,
-        drop={"u": frozenset({"torch int"})})  # NumPy-only: any array-like of numbers, tensors read as arrays
-
-
 def _cell_func(cell: dict, seed: int) -> dict:
     """A top-level sweep task (picklable)."""
     return {"x": float(cell["a"]) + seed}
@@ -455,7 +414,7 @@ def _module_of(label: str) -> str:
         m = _module(mod)
         if label.split("[")[0].split(".")[0] in getattr(m, "__all__", ()):
             return mod
-    return "_piecewise" if label.startswith("_piecewise") else "error_model"
+    return "error_model"
 
 
 def _cases() -> tuple[list[Case], list[str]]:
@@ -468,7 +427,7 @@ def _cases() -> tuple[list[Case], list[str]]:
         if f is not None:
             cases.append(Case(label, _module_of(label), f, kwargs, args, **kw))
 
-    for part in (_rmt_cases, _slopes_cases, _error_model_cases, _threads_cases, _piecewise_cases, _ips_cases,
+    for part in (_rmt_cases, _slopes_cases, _error_model_cases, _threads_cases, _ips_cases,
                  _estimator_cases, _sweep_cases):
         try:
             part(add)
@@ -515,7 +474,7 @@ OTHER_CASES = [c for c in CASES if c.module in OTHERS]
 
 def _public_callables() -> dict[str, set[str]]:
     """Public callables per module: ``__all__`` of each module of numerics (exception and warning classes left
-    out), and the functions of the private ``_piecewise``."""
+    out)."""
     out: dict[str, set[str]] = {}
     for mod in MINE + OTHERS:
         m = _module(mod)
@@ -531,7 +490,7 @@ NO_ARGUMENTS = {"in_parallel", "SlopeFit", "SlopeComparison", "SweepResults"}
 
 
 def test_every_public_callable_is_in_the_table():
-    covered = {c.label.split("[")[0].removeprefix("_piecewise.") for c in CASES}
+    covered = {c.label.split("[")[0] for c in CASES}
     missing = {mod: sorted(names - covered - NO_ARGUMENTS) for mod, names in _public_callables().items()}
     mine = {mod: v for mod, v in missing.items() if mod in MINE and v}
     assert not mine, f"public callables of this suite's modules without a fuzz entry: {mine}"
@@ -589,8 +548,6 @@ def test_sizes_refused_before_allocation():
         "n_trials ": lambda: numerics.simulate_model([data], 4, [1.0], numerics.MonteCarloSettings(10**12, 0),
                                                      kind=("ridge",)),
         "n_boot": lambda: numerics.fit_slope(_M, _M ** -0.8, n_boot=10**12),
-        "degree, t": lambda: pw.legendre_values(np.zeros(2 * 10**5), 1000),
-        "u, n_intervals, degree": lambda: pw.basis_matrix(np.zeros(10), 0.0, 1.0, 2**31 - 1, 3),
         "X (n = 100000 tokens": lambda: numerics.kernel_eigenvalues(np.zeros((1, 10**5)), "tanh"),
     }
     for name, call in calls.items():  # under a capped address space: an allocation first would be a MemoryError
