@@ -16,16 +16,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from theory.validation import ArgumentTypeError, as_int, check_flag, check_text, describe
-
-
-#: largest seed (``base_seed``, ``seed``, the elements of ``seeds``): a non-negative 63-bit integer
-MAX_SEED = 2**63 - 1
-
-
-def check_seed(name: str, value: Any) -> int:
-    """A seed: an integer in ``[0, MAX_SEED]`` (not a bool); returns ``int(value)``."""
-    return as_int(name, value, 0, MAX_SEED)
+from theory.validation import ArgumentTypeError, check_flag, check_seed, check_text, describe
 
 
 # ----------------------------------------------------------------------------------------- helpers
@@ -380,6 +371,6 @@ def cell_seed(base_seed: int, cell: Mapping[str, Any], replicate: int) -> int:
     """
     data_cell = seed_part({k: v for k, v in cell.items() if k not in EXECUTION_KEYS + LABEL_KEYS})
     base_seed = check_seed("base_seed", base_seed)
-    replicate = as_int("replicate", replicate, 0, MAX_SEED)
+    replicate = check_seed("replicate", replicate)
     text = canonical({"base": base_seed, "cell": data_cell, "rep": replicate})
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")

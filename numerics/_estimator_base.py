@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from theory.validation import ArgumentTypeError, as_float, as_int, describe
+from theory.validation import ArgumentTypeError, as_float, as_int, check_seed, describe
 
 #: largest count parameter (iterations, restarts, widths, ...) of the estimators
 MAX_COUNT = 2**31 - 1
@@ -46,8 +46,6 @@ def check_nonnegative(name: str, value: Any) -> Any:
     as_float(name, value, low=0)
     return value
 
-#: largest integer ``random_state`` (a non-negative 63-bit seed)
-MAX_SEED = 2**63 - 1
 
 
 def numeric_array(name: str, value: Any) -> np.ndarray:
@@ -129,7 +127,7 @@ def check_random_state_param(value: Any) -> None:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float)):
         raise ValueError(f"random_state must be None, an integer seed >= 0 or a numpy.random.Generator, "
                          f"got {value!r}")
-    as_int("random_state", value, 0, MAX_SEED)
+    check_seed("random_state", value)
 
 
 def _r2_score(Y: np.ndarray, P: np.ndarray, weights: np.ndarray | None) -> float:

@@ -15,10 +15,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
-                                check_flag, describe)
+from theory.validation import (MAX_SEED, ArgumentTypeError, as_array, as_float, as_int, check_array_memory,
+                                check_choice, check_flag, check_seed, describe)
 
-from ._cache_keys import MAX_SEED, check_seed
 from .mc_settings import MonteCarloSettings
 from .threads import thread_map
 

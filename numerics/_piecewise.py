@@ -10,11 +10,8 @@ so the least-squares problems are well conditioned whatever ``K`` and ``s``.
 The helpers are written with plain arithmetic so that they work on NumPy arrays and on torch tensors
 (autograd flows through the local coordinate ``t``; the interval index is piecewise constant).
 
-Inputs are validated by :mod:`theory.validation` (the project's one layer) without changing their type or
-dtype: points are real floating arrays or tensors of finite values (NumPy integer arrays and numbers are read
-as float64), ``degree`` an integer in ``[0, MAX_DEGREE]``, ``n_intervals`` an integer in ``[1, MAX_INTERVALS]``,
-``lo < hi`` finite, and the ``degree + 1`` value arrays (and the dense basis matrix) within the memory budget
-``theory.get_limits().memory_budget_bytes``.
+The helpers are private: their callers (the estimator and its fits) pass checked values (``degree`` and ``K``
+from the estimator's parameters, ``lo < hi`` from the data), so they check nothing themselves.
 """
 
 from __future__ import annotations
@@ -24,90 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from theory.validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    as_int,
-    check_array_memory,
-    check_flag,
-    describe,
-    finite_result,
-)
+from theory.validation import as_array, finite_result
 
 __all__: list[str] = []  # private module
-
-#: highest polynomial degree ``s`` of the local basis (Bonnet's recursion runs ``s`` Python steps per call)
-MAX_DEGREE = 1000
-#: most intervals ``K`` (far more than any estimator uses; interval indices are int64)
-MAX_INTERVALS = 2**31 - 1
-
-
-def _points(name: str, u: Any) -> tuple[Any, float]:
-    """``(u, max |u|)``: ``u`` itself when it is a real floating NumPy array or torch tensor of finite values; other
-    numbers and array-likes as a float64 array (:func:`theory.validation.as_array`).  One pass over the values
-    (the maximum is NaN or inf exactly when a value is)."""
-    if _is_torch(u):
-        if not u.dtype.is_floating_point:
-            raise ArgumentTypeError(f"{name} must be a tensor of finite real floating values, got dtype {u.dtype}")
-        top = float(u.detach().abs().max()) if u.numel() else 0.0
-        if not math.isfinite(top):
-            raise ValueError(f"{name} must contain finite values only (no NaN or inf)")
-        return u, top
-    if not (isinstance(u, np.ndarray) and u.dtype.kind == "f"):
-        u = as_array(name, u, allow_empty=True)
-    top = float(np.max(np.abs(u))) if u.size else 0.0
-    if not math.isfinite(top):
-        raise ValueError(f"{name} must contain finite values only (no NaN or inf), got {describe(u)}")
-    return u, top
-
-
-def _check_growth(t_max: float, degree: int) -> None:
-    """Refuse local coordinates so far outside ``[-1, 1]`` that the degree-``degree`` polynomials (``|P_l(t)| <=
-    (2 |t|)^l``) or their derivatives would overflow float64."""
-    if degree and degree * math.log(2.0 * max(t_max, 1.0)) + math.log(degree + 1.0) > 650.0:
-        raise ValueError(f"t has values up to {t_max:.3g} in magnitude: polynomials of degree {degree} overflow "
-                         f"float64 there (t is a local coordinate, in [-1, 1] inside the range)")
-
-
-def _size(u: Any) -> int:
-    return int(u.numel()) if _is_torch(u) else int(np.size(u))
-
-
-def _check_degree(degree: Any, n_points: int) -> int:
-    """``degree`` in ``[0, MAX_DEGREE]``, its ``degree + 1`` arrays of ``n_points`` values within the budget."""
-    degree = as_int("degree", degree, 0, MAX_DEGREE)
-    check_array_memory(f"degree, t (degree + 1 = {degree + 1} arrays of {n_points} values)", n_points,
-                       8 * 2 * (degree + 1))
-    return degree
-
-
-def _bound(name: str, value: Any) -> float:
-    """A range end: a finite real number or a 0-d tensor of one."""
-    if _is_torch(value):
-        if value.numel() != 1:
-            raise ValueError(f"{name} must be a number or a 0-d tensor, got a tensor of shape {tuple(value.shape)}")
-        return as_float(name, float(value.detach()))
-    return as_float(name, value)
-
-
-def _check_reach(u_max: float, a: float, b: float, n_intervals: int) -> None:
-    """Refuse points whose interval coordinate ``(u - lo) / h`` (``[lo, hi] = [a, b]``) would overflow float64."""
-    if (u_max + abs(a)) / ((b - a) / n_intervals) > 1e300:
-        raise ValueError(f"u has values up to {u_max:.3g} in magnitude, too far from [lo, hi] = [{a:g}, {b:g}] with "
-                         f"{n_intervals} intervals (the interval coordinate overflows float64)")
-
-
-def _check_range(lo: Any, hi: Any, n_intervals: Any) -> tuple[int, float, float]:
-    """``lo < hi`` finite (numbers or 0-d tensors) and ``n_intervals`` in ``[1, MAX_INTERVALS]``; returns
-    ``(n_intervals, float(lo), float(hi))``."""
-    a, b = _bound("lo", lo), _bound("hi", hi)
-    if not b > a:
-        raise ValueError(f"hi must be > lo, got lo={a!r}, hi={b!r}")
-    if not math.isfinite((b - a) / 1.0):
-        raise ValueError(f"hi - lo must be finite, got lo={a!r}, hi={b!r}")
-    return as_int("n_intervals", n_intervals, 1, MAX_INTERVALS), a, b
-
 
 def legendre_values(t: Any, degree: int) -> list:
     """Orthonormal Legendre polynomials ``sqrt(2l+1) P_l(t)``, ``l = 0..degree``.
@@ -124,9 +40,6 @@ def legendre_values(t: Any, degree: int) -> list:
     list
         ``degree + 1`` arrays/tensors of the shape of ``t`` (Bonnet's recursion).
     """
-    t, t_max = _points("t", t)
-    degree = _check_degree(degree, _size(t))
-    _check_growth(t_max, degree)
     p_prev = t * 0 + 1.0
     out = [p_prev]
     if degree >= 1:
@@ -141,9 +54,6 @@ def legendre_values(t: Any, degree: int) -> list:
 
 def legendre_derivatives(t: Any, degree: int) -> list:
     """Derivatives ``d/dt sqrt(2l+1) P_l(t)``, ``l = 0..degree`` (``P'_{n+1} = P'_{n-1} + (2n+1) P_n``)."""
-    t, t_max = _points("t", t)
-    degree = _check_degree(degree, 2 * _size(t))  # values and derivatives
-    _check_growth(t_max, degree)
     p = [t * 0 + 1.0]
     if degree >= 1:
         p.append(t * 1.0)
@@ -178,11 +88,6 @@ def locate(u: Any, lo: Any, hi: Any, n_intervals: int, clamp: bool = True):
         Integer interval index in ``0..K-1`` (same library as ``u``) and ``t`` in ``[-1, 1]``
         (outside only for ``clamp=False``).
     """
-    u, u_max = _points("u", u)
-    n_intervals, a, b = _check_range(lo, hi, n_intervals)
-    clamp = check_flag("clamp", clamp)
-    if not clamp:  # clamped points far away are simply at an end
-        _check_reach(u_max, a, b, n_intervals)
     h = (hi - lo) / n_intervals
     z = (u - lo) / h  # in [0, K] inside the range
     if _is_torch(u):
@@ -201,7 +106,6 @@ def locate(u: Any, lo: Any, hi: Any, n_intervals: int, clamp: bool = True):
 
 def evaluate(u: Any, coef: Any, lo: Any, hi: Any, clamp: bool = True):
     """Evaluate the piecewise polynomial with coefficient array ``coef`` of shape ``(K, s+1)`` (finite reals)."""
-    coef = _coefficients(coef)
     n_intervals, n_local = coef.shape
     idx, t = locate(u, lo, hi, n_intervals, clamp=clamp)
     vals = legendre_values(t, n_local - 1)
@@ -215,10 +119,6 @@ def basis_matrix(u: np.ndarray, lo: float, hi: float, n_intervals: int, degree: 
                  clamp: bool = True) -> np.ndarray:
     """Dense basis matrix ``(len(u), K (s+1))`` (NumPy; small problems and tests; within the memory budget)."""
     u = as_array("u", u, allow_empty=True).ravel()
-    n_intervals = _check_range(lo, hi, n_intervals)[0]
-    degree = as_int("degree", degree, 0, MAX_DEGREE)
-    check_array_memory(f"u, n_intervals, degree ({u.size} x {n_intervals * (degree + 1)} basis matrix)", u.size,
-                       8 * (n_intervals * (degree + 1) + 2 * (degree + 1)))
     idx, t = locate(u, lo, hi, n_intervals, clamp=clamp)
     vals = legendre_values(t, degree)
     out = np.zeros((u.size, n_intervals * (degree + 1)))
@@ -226,16 +126,6 @@ def basis_matrix(u: np.ndarray, lo: float, hi: float, n_intervals: int, degree: 
     for l, v in enumerate(vals):
         out[rows, idx * (degree + 1) + l] = v
     return out
-
-
-def _coefficients(coef: Any) -> Any:
-    """``coef``: a 2-d real floating array or tensor ``(K, s+1)`` of finite values (``K >= 1``, ``s <= MAX_DEGREE``)."""
-    if not (_is_torch(coef) or isinstance(coef, np.ndarray)):
-        coef = as_array("coef", coef)
-    if coef.ndim != 2 or coef.shape[0] < 1 or not 1 <= coef.shape[1] <= MAX_DEGREE + 1:
-        raise ValueError(f"coef must be a 2-d array of shape (K, s + 1) with K >= 1 and 0 <= s <= {MAX_DEGREE}, got "
-                         f"shape {tuple(coef.shape)}")
-    return _points("coef", coef)[0] if _is_torch(coef) or coef.dtype.kind == "f" else as_array("coef", coef)
 
 
 def _is_torch(x: Any) -> bool:

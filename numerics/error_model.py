@@ -39,6 +39,7 @@ from theory.validation import (
     as_int,
     check_array_memory,
     check_flag,
+    check_seed,
     describe,
     finite_result,
 )
@@ -51,8 +52,6 @@ __all__ = ["RANGE_Q", "DesignStopping", "predict_error", "predict_error_grid", "
 
 #: range quantile of the estimator in the designs (``range_quantile`` of the fits): the central 99.9%
 RANGE_Q = 5e-4
-#: seeds are integers in ``[0, MAX_SEED]``
-MAX_SEED = 2**63 - 1
 #: most design draws of :func:`predict_log_error`
 MAX_DESIGNS = 10**5
 
@@ -225,7 +224,7 @@ def population_range(model: IPSModel, seed: int, n: int = 2**19) -> tuple[float,
     of ``2**16`` (at least one block), whose values must fit the memory budget.
     """
     _check_model(model)
-    as_int("seed", seed, 0, MAX_SEED)
+    check_seed("seed", seed)
     n = as_int("n", n, 1)
     check_array_memory("n", max(n, 2**16), 8 * 2 * (model.d + 1))
     u = []
@@ -270,11 +269,7 @@ def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pair
     theory.ArgumentTypeError
         ``model`` not an :class:`IPSModel`, ``with_A`` not a bool, a size of the wrong type.
     """
-    _check_model(model)
-    K, s = as_int("K", K, 1), as_int("s", s, 0)
-    n_pop, n_pairs = as_int("n_pop", n_pop, 1), as_int("n_pairs", n_pairs, 1)
-    as_int("seed", seed, 0, MAX_SEED)
-    with_A = check_flag("with_A", with_A)
+    K = as_int("K", K, 1)  # named as the caller wrote it; predict_error_grid checks the rest
     return predict_error_grid(model, [K], s, n_pop=n_pop, n_pairs=n_pairs, seed=seed, with_A=with_A)[0][0]
 
 
@@ -296,7 +291,7 @@ def predict_error_grid(model: IPSModel, Ks: Sequence[int], s: int, *, noises: Se
     noises = [float(model.noise)] if noises is None else noises
     noises = [as_float(f"noises[{i}]", x, low=0) for i, x in enumerate(_sequence("noises", noises, "noise levels"))]
     n_pop, n_pairs = as_int("n_pop", n_pop, 1), as_int("n_pairs", n_pairs, 1)
-    as_int("seed", seed, 0, MAX_SEED)
+    check_seed("seed", seed)
     with_A = check_flag("with_A", with_A)
     _check_prediction_memory(model, max(Ks), s, n_pop, n_pairs, with_A)
     with torch_numeric_errors("predict_error", K=Ks if len(Ks) > 1 else Ks[0], s=s, n_pop=n_pop, n_pairs=n_pairs,
@@ -640,7 +635,7 @@ def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequen
     variants = [(check_flag(f"variants[{i}] (with_A)", v[0]), as_float(f"variants[{i}] (sigma)", v[1], low=0))
                 for i, v in enumerate(variants)]
     ridge = as_float("ridge", ridge, low=0)
-    as_int("seed", seed, 0, MAX_SEED)
+    check_seed("seed", seed)
     n_eval = as_int("n_eval", n_eval, 2)
     min_designs, max_designs = stopping.min_designs, stopping.max_designs
     if model.noise_law != "gaussian":

@@ -44,7 +44,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy.interpolate import BSpline
 
-from theory.validation import ArgumentTypeError, as_array, as_float, as_int, check_array_memory
+from theory.validation import ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_seed
 
 
 def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -57,8 +57,6 @@ def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.einsum("...l,...l->...", x @ A, y)
 
 
-#: largest integer seed of :func:`as_generator` / :func:`check_random_state`
-MAX_SEED = 2**63 - 1
 #: largest count field of :class:`IPSModel` (``d``, ``N``, ``degree``, ``n_knots``, ...)
 MAX_COUNT = 2**31 - 1
 
@@ -92,7 +90,7 @@ def as_generator(rng: Any) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(as_int("rng", rng, 0, MAX_SEED))
+        return np.random.default_rng(check_seed("rng", rng))
     raise ValueError(f"rng must be a numpy.random.Generator or an integer seed, got {rng!r}")
 
 
@@ -225,7 +223,7 @@ class IPSModel:
         as_float("rho", self.rho, low=0, high=1, high_open=True)
         as_float("support", self.support, low=0, low_open=True)
         as_float("u_quantile", self.u_quantile, low=0, high=1, low_open=True, high_open=True)
-        as_int("seed", self.seed, 0, MAX_SEED)
+        check_seed("seed", self.seed)
         if self.beta is not None:
             as_float("beta", self.beta, low=0, low_open=True)
         if self.A_structure not in ("dense", "sparse"):

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from theory.validation import as_int, check_choice
+from theory.validation import as_int, check_choice, check_seed
 
-from ._cache_keys import check_seed
 from .threads import check_device, check_n_jobs
 
 __all__ = ["MonteCarloSettings"]

@@ -27,8 +27,7 @@ noise but part of the design's finite-``M`` prediction (which is fitted with the
 
 Inputs are validated by :mod:`theory.validation` (the project's one layer): finite real numbers and arrays
 (complex values refused, not truncated), exact integers, option strings from a fixed list, the bootstrap's
-arrays checked against the memory budget ``theory.get_limits().memory_budget_bytes`` before they exist;
-:class:`SlopeFit` and :class:`SlopeComparison` check their fields when they are made.
+arrays checked against the memory budget ``theory.get_limits().memory_budget_bytes`` before they exist.
 """
 
 from __future__ import annotations
@@ -47,7 +46,6 @@ from theory.validation import (
     as_int,
     check_array_memory,
     check_choice,
-    check_real,
     describe,
     finite_result,
     numeric_errors,
@@ -111,25 +109,6 @@ class SlopeFit:
     se_rep: float | None = None
     df_rep: float | None = None
 
-    def __post_init__(self) -> None:
-        for name in ("slope", "intercept", "r2"):
-            as_float(name, getattr(self, name))
-        for name in ("se", "se_pooled"):
-            as_float(name, getattr(self, name), low=0)
-        for name in ("ci_t", "ci_pooled"):
-            _check_interval(name, getattr(self, name))
-        if self.ci_boot is not None:
-            _check_interval("ci_boot", self.ci_boot)
-        check_real("n", self.n, low=3, high=2**62, integer=True)
-        check_real("n_levels", self.n_levels, low=3, high=self.n, integer=True)
-        check_real("df", self.df, low=1, high=2**62, integer=True)
-        if self.lack_of_fit_p is not None:
-            as_float("lack_of_fit_p", self.lack_of_fit_p, low=0, high=1)
-        if self.se_rep is not None:
-            as_float("se_rep", self.se_rep, low=0)
-        if self.df_rep is not None:
-            check_real("df_rep", self.df_rep, low=1, high=2**62)
-
     @property
     def se_replicate(self) -> tuple[float, float]:
         """``(se_rep, df_rep)``, or ``(se, df)`` of the per-level fit when there are no replicates."""
@@ -191,33 +170,10 @@ class SlopeComparison:
     p_value: float
     ci: tuple[float, float]
 
-    def __post_init__(self) -> None:
-        as_float("diff", self.diff)
-        as_float("se", self.se, low=0)
-        _check_maybe_inf("df", self.df, low=0, low_open=True, allow=(math.inf,))
-        _check_maybe_inf("t", self.t, allow=(math.inf, -math.inf))
-        as_float("p_value", self.p_value, low=0, high=1)
-        _check_interval("ci", self.ci)
-
     @property
     def contains_zero(self) -> bool:
         """Whether the 95% interval of the difference contains 0."""
         return bool(self.ci[0] <= 0.0 <= self.ci[1])
-
-
-def _check_interval(name: str, ci: Any) -> None:
-    """A 95% interval: a pair ``(lo, hi)`` of finite real numbers."""
-    if not isinstance(ci, (tuple, list)) or len(ci) != 2:
-        raise ArgumentTypeError(f"{name} must be a pair (lo, hi) of finite real numbers, got {describe(ci)}")
-    as_float(f"{name}[0]", ci[0])
-    as_float(f"{name}[1]", ci[1])
-
-
-def _check_maybe_inf(name: str, value: Any, allow: tuple[float, ...], **bounds: Any) -> None:
-    """A real number in range, or one of the infinities ``allow`` (a documented degenerate value)."""
-    if isinstance(value, (float, np.floating)) and float(value) in allow:
-        return
-    as_float(name, value, **bounds)
 
 
 def _as_1d(name: str, a: Any) -> np.ndarray:
@@ -225,11 +181,9 @@ def _as_1d(name: str, a: Any) -> np.ndarray:
     arr = as_array(name, a, low=0, low_open=True)
     if arr.ndim == 0:
         raise ValueError(f"{name} must be a 1-D array of numbers, got a scalar")
-    return arr.reshape(-1) if arr.ndim == 1 else _bad_shape(name, arr)
-
-
-def _bad_shape(name: str, arr: np.ndarray) -> np.ndarray:
-    raise ValueError(f"{name} must be 1-D (one entry per replicate point), got shape {arr.shape}")
+    if arr.ndim > 1:
+        raise ValueError(f"{name} must be 1-D (one entry per replicate point), got shape {arr.shape}")
+    return arr
 
 
 def _ols(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
@@ -447,23 +401,17 @@ def compare_slopes(fit1: SlopeFit, fit2: SlopeFit, se: str = "t") -> SlopeCompar
             raise ArgumentTypeError(f"{name} must be a SlopeFit, got {describe(f)} of type {type(f).__name__}")
     check_choice("se", se, ("t", "rep"))
     with numeric_errors("compare_slopes", fit1=fit1, fit2=fit2):
-        return _welch(fit1, fit2, se)
-
-
-def _welch(fit1: SlopeFit, fit2: SlopeFit, se: str) -> SlopeComparison:
-    """The Welch comparison of :func:`compare_slopes` (arguments checked)."""
-    diff = fit1.slope - fit2.slope
-    (s1, df1), (s2, df2) = ((f.se, float(f.df)) if se == "t" else f.se_replicate for f in (fit1, fit2))
-    v1, v2 = s1**2, s2**2
-    se = math.sqrt(v1 + v2)
-    if se == 0.0:
-        return SlopeComparison(diff, 0.0, float("inf"), math.copysign(math.inf, diff) if diff else 0.0,
-                               1.0 if diff == 0 else 0.0, (diff, diff))
-    denom = (v1**2 / df1 if v1 > 0 else 0.0) + (v2**2 / df2 if v2 > 0 else 0.0)
-    df = (v1 + v2) ** 2 / denom
-    t = diff / se
-    tq = float(stats.t.ppf(0.975, df))
-    p = float(2 * stats.t.sf(abs(t), df))
+        diff = fit1.slope - fit2.slope
+        (s1, df1), (s2, df2) = ((f.se, float(f.df)) if se == "t" else f.se_replicate for f in (fit1, fit2))
+        v1, v2 = s1**2, s2**2
+        se = math.sqrt(v1 + v2)
+        if se == 0.0:
+            return SlopeComparison(diff, 0.0, float("inf"), math.copysign(math.inf, diff) if diff else 0.0,
+                                   1.0 if diff == 0 else 0.0, (diff, diff))
+        df = (v1 + v2) ** 2 / ((v1**2 / df1 if v1 > 0 else 0.0) + (v2**2 / df2 if v2 > 0 else 0.0))
+        t = diff / se
+        tq = float(stats.t.ppf(0.975, df))
+        p = float(2 * stats.t.sf(abs(t), df))
     return SlopeComparison(diff=diff, se=se, df=float(df), t=t, p_value=p, ci=(diff - tq * se, diff + tq * se))
 
 

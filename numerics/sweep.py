@@ -38,10 +38,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from numerics.malloc import apply_inherited
-from theory.validation import ArgumentTypeError, as_int, check_choice, check_text, describe
+from theory.validation import MAX_SEED, ArgumentTypeError, as_int, check_choice, check_seed, check_text, describe
 from ._cache_files import (CacheIntegrityWarning, CacheWriteWarning, cache_path, cache_read, cache_unwritable,
                            cache_write, cell_lock, lock_path, result_checksum)
-from ._cache_keys import MAX_SEED, cache_key, cell_seed, check_seed, qualname, source_version, to_jsonable
+from ._cache_keys import cache_key, cell_seed, qualname, source_version, to_jsonable
 
 __all__ = ["SweepResults", "Workers", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
            "CacheIntegrityWarning", "CacheWriteWarning", "cell_lock", "result_checksum", "simulation_modules"]
@@ -152,12 +152,7 @@ class SweepResults:
     """
 
     def __init__(self, records: list[dict], n_computed: int = 0, n_cached: int = 0) -> None:
-        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-            raise ArgumentTypeError(f"records must be a list of dicts, got {describe(records)} of type "
-                                    f"{type(records).__name__}")
-        self.records = records
-        self.n_computed = as_int("n_computed", n_computed, 0, MAX_SEED)
-        self.n_cached = as_int("n_cached", n_cached, 0, MAX_SEED)
+        self.records, self.n_computed, self.n_cached = records, n_computed, n_cached
 
     def __len__(self) -> int:
         return len(self.records)
@@ -314,12 +309,8 @@ def _execute(func: Callable, table: "_Table", todo: list[int], workers: Workers)
     """Compute the pairs ``todo`` of ``table`` that no other run claims; then those that other runs left."""
     try:
         while todo:  # a second round only for pairs another run had claimed and then did not finish
-            work = table.claimed(todo)
-            if workers.executor == "local":
-                _run_local(func, table.pairs, work, len(todo), workers.n_jobs, workers.torch_threads, table.finish)
-            else:
-                _run_dask(func, table.pairs, work, workers.n_jobs, workers.scheduler, workers.torch_threads,
-                          table.finish)
+            run = _run_local if workers.executor == "local" else _run_dask
+            run(func, table, table.claimed(todo), len(todo), workers)
             todo = table.wait_for_others()
     finally:
         table.release_all()  # an error or an interrupt: the claims of unfinished pairs go back
@@ -396,10 +387,9 @@ class _Table:
         _, c, s = self.pairs[j]
         expect = {"func": self.fname, "cell": c, "seed": s, "version": self.version}
         path = cache_path(self.cdir, self.keys[j])
-        if warn:
-            return cache_read(path, expect, set(c) | {"seed"})
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", CacheIntegrityWarning)
+            if not warn:
+                warnings.simplefilter("ignore", CacheIntegrityWarning)
             return cache_read(path, expect, set(c) | {"seed"})
 
     def _try_lock(self, j: int) -> bool:
@@ -507,29 +497,29 @@ class _Table:
         return [self.record(j) for j in range(len(self.pairs))]
 
 
-def _run_local(func, pairs, work: Iterable[int], n: int, n_jobs, torch_threads, finish) -> None:
+def _run_local(func: Callable, table: "_Table", work: Iterable[int], n: int, workers: Workers) -> None:
     """The pairs of ``work`` (``n`` of them at most) in this process or in ``n_jobs`` loky workers; joblib takes
     them from ``work`` lazily (``pre_dispatch``), so only the pairs in flight are claimed."""
-    if n_jobs == 1 or n == 1:
+    pairs, threads = table.pairs, workers.torch_threads
+    if workers.n_jobs == 1 or n == 1:
         for j in work:
-            _, c, s = pairs[j]
-            finish(j, _call(func, c, s, torch_threads))
+            table.finish(j, _call(func, pairs[j][1], pairs[j][2], threads))
         return
     from joblib import Parallel, delayed
 
-    par = Parallel(n_jobs=min(n_jobs, n), backend="loky", return_as="generator_unordered")
-    gen = par(delayed(_indexed_call)(j, func, pairs[j][1], pairs[j][2], torch_threads) for j in work)
-    for j, res in gen:
-        finish(j, res)
+    par = Parallel(n_jobs=min(workers.n_jobs, n), backend="loky", return_as="generator_unordered")
+    for j, res in par(delayed(_indexed_call)(j, func, pairs[j][1], pairs[j][2], threads) for j in work):
+        table.finish(j, res)
 
 
 def _indexed_call(j: int, func, cell, seed, torch_threads) -> tuple[int, dict]:
     return j, _call(func, cell, seed, torch_threads)
 
 
-def _run_dask(func, pairs, work: Iterable[int], n_jobs, scheduler, torch_threads, finish) -> None:
+def _run_dask(func: Callable, table: "_Table", work: Iterable[int], n: int, workers: Workers) -> None:
     """The pairs of ``work`` on a Dask cluster, submitted in a window of twice the cluster's threads (so only
     the pairs in flight are claimed)."""
+    pairs, n_jobs, scheduler = table.pairs, workers.n_jobs, workers.scheduler
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError as exc:  # pragma: no cover
@@ -553,11 +543,11 @@ def _run_dask(func, pairs, work: Iterable[int], n_jobs, scheduler, torch_threads
         def submit() -> None:
             j = next(todo, None)
             if j is not None:
-                running.add(client.submit(_indexed_call, j, func, pairs[j][1], pairs[j][2], torch_threads, pure=False))
+                running.add(client.submit(_indexed_call, j, func, pairs[j][1], pairs[j][2], workers.torch_threads,
+                                          pure=False))
 
         for _ in range(window):
             submit()
         for fut in running:
-            j, res = fut.result()
-            finish(j, res)
+            table.finish(*fut.result())
             submit()

@@ -65,8 +65,13 @@ def _attention_error(gamma: Any, c: float, activation: ActivationLike, snr: floa
 
 
 def _structured_case(snr: Any, spike: Any, solver_options: dict[str, Any]) -> bool:
-    """Check the solver keywords; whether the structured solver applies (signal or a spike)."""
-    _check_solver_keywords(solver_options)
+    """Whether the structured solver applies (signal or a spike), after checking the solver options of
+    :meth:`theory.AttentionModel.error`: the structured solver's names and rules
+    (:func:`theory.structured._structured_options`; ``n_nodes`` 160 unless given, the null solver's default), and
+    not both spellings of ``maxiter``."""
+    if "maxiter" in solver_options and "max_iter" in solver_options:
+        raise ValueError("give maxiter or max_iter (the same option), not both")
+    _structured_options(dict(solver_options, n_nodes=solver_options.get("n_nodes", 160)))
     return float(snr) != 0.0 or spike is not None
 
 
@@ -106,25 +111,11 @@ def _attention_error_taylor(gamma: float, c: float, activation: ActivationLike, 
     d0 = null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
     solver_options.pop("check_quadrature", None)
-    order = _taylor_order(order)
+    order = as_int("order", order, low=0, high=MAX_TAYLOR_ORDER - 1)  # the unknowns need one more (at most 20)
     t = null_system_taylor(g0, c, hm.a1, hm.sf2, d0, order + 1, rtol=rtol, **solver_options)
     gam = Jet.variable(g0, order)
     err = -(gam * gam) * Jet(t.delta_tilde).derivative()
     return finite_result("attention_error_taylor", err.coefficients, gamma=gamma, c=c)
-
-
-def _taylor_order(order: Any) -> int:
-    """An ``order`` of the error's Taylor coefficients: the unknowns need one more (at most 20)."""
-    return as_int("order", order, low=0, high=MAX_TAYLOR_ORDER - 1)
-
-
-def _check_solver_keywords(options: dict[str, Any]) -> None:
-    """The solver options of :meth:`theory.AttentionModel.error`: the structured solver's names and rules
-    (:func:`theory.structured._structured_options`; ``n_nodes`` 160 unless given, the null solver's default), and
-    not both spellings of ``maxiter``."""
-    if "maxiter" in options and "max_iter" in options:
-        raise ValueError("give maxiter or max_iter (the same option), not both")
-    _structured_options(dict(options, n_nodes=options.get("n_nodes", 160)))
 
 
 def _small_gamma_law(c: float, activation: ActivationLike, diagonal: Any = "removed",

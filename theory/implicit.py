@@ -29,7 +29,7 @@ import numpy as np
 import sympy as sp
 
 from ._jets import Jet
-from .validation import as_array, as_float, as_int, check_real, check_size, get_limits
+from .validation import as_float, as_int, check_real, get_limits
 from .null_system import (
     SYSTEM_SYMBOLS,
     QuadratureIntegrator,
@@ -66,15 +66,6 @@ class NullTaylor:
     kappa: np.ndarray
     n_nodes: int
     quadrature_error: float
-
-    def __post_init__(self) -> None:
-        as_float("gamma", self.gamma, low=1e-30, high=1e30)
-        size = as_array("delta", self.delta, ndim=1).size
-        for name in ("delta_tilde", "kappa"):
-            if as_array(name, getattr(self, name), ndim=1).size != size:
-                raise ValueError(f"{name} must have the length of delta ({size}), got {np.size(getattr(self, name))}")
-        check_size("n_nodes", self.n_nodes, 0, "max_quadrature_nodes")
-        as_float("quadrature_error", self.quadrature_error, low=0)
 
 
 @functools.lru_cache(maxsize=1)

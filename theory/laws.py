@@ -62,9 +62,9 @@ from .validation import (
     ArgumentTypeError,
     as_array,
     as_float,
-    as_int,
     check_array_memory,
     check_choice,
+    check_seed,
     check_size,
     describe,
     finite_result,
@@ -78,8 +78,6 @@ from .marchenko_pastur import _density, _support, mp_atom, mp_moment, mp_stieltj
 __all__ = ["MarchenkoPastur", "KernelSpectralLaw"]
 
 _MATRICES = ("n", "p")
-#: largest seed (numpy's SeedSequence takes any non-negative integer; the project's seeds fit 63 bits)
-_MAX_SEED = 2**63 - 1
 #: bytes per input point of the vectorised methods (for the memory budget)
 _BYTES_PER_POINT = 256
 #: Gauss-Legendre nodes of the kernel cdf's contour integral (theta = pi t^2); see KernelSpectralLaw.cdf
@@ -100,7 +98,7 @@ def _check_random_state(random_state: Any) -> Any:
     if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)):
         raise ArgumentTypeError(f"random_state must be None, an integer seed >= 0 or a numpy.random.Generator, got "
                                 f"{describe(random_state)}")
-    return np.random.default_rng(as_int("random_state", random_state, low=0, high=_MAX_SEED))
+    return np.random.default_rng(check_seed("random_state", random_state))
 
 
 def _check_sample_size(size: Any) -> tuple[int, ...]:

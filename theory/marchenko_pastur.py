@@ -36,10 +36,10 @@ from .validation import (
     as_array,
     as_float,
     check_complex,
+    check_real,
     check_size,
     finite_result,
     numeric_errors,
-    require_positive,
     to_sympy,
 )
 from .symbolic import is_symbolic
@@ -61,10 +61,6 @@ __all__ = [
 _BYTES_PER_POINT = 256
 
 
-def _check_c(c: Any) -> Any:
-    return require_positive("c", c)
-
-
 def _float_c(c: Any) -> float:
     """``float(c)`` of a number ``c > 0`` (symbolic ``c`` refused)."""
     return as_float("c", c, low=0, low_open=True)
@@ -75,8 +71,7 @@ def mp_support(c: float) -> tuple[float, float]:
 
     Works for numbers (floats out) and sympy expressions (sympy out).
     """
-    _check_c(c)
-    if isinstance(c, sp.Basic):
+    if isinstance(check_real("c", c, low=0, low_open=True, symbolic=True), sp.Basic):
         return (1 - sp.sqrt(c)) ** 2, (1 + sp.sqrt(c)) ** 2
     return _support(_float_c(c))
 
@@ -89,8 +84,7 @@ def _support(c: float) -> tuple[float, float]:
 
 def mp_atom(c: Any) -> Any:
     """Mass of the atom of ``mu_c`` at 0: ``max(1 - c, 0)``."""
-    _check_c(c)
-    if isinstance(c, sp.Basic):
+    if isinstance(check_real("c", c, low=0, low_open=True, symbolic=True), sp.Basic):
         return sp.Max(1 - c, 0)
     return max(1.0 - _float_c(c), 0.0)
 
@@ -101,8 +95,10 @@ def mp_equation(m: Any, z: Any, c: Any) -> Any:
     ``m`` and ``z`` may be complex, ``c > 0``; the poles ``m = -1`` and ``-z + c / (1 + m) = 0`` are refused.
     """
     m, z = (_complex_operand(name, v) for name, v in (("m", m), ("z", z)))
-    c = require_positive("c", c) if not isinstance(c, (list, tuple, np.ndarray)) else as_array("c", c, low=0,
-                                                                                               low_open=True)
+    if isinstance(c, (list, tuple, np.ndarray)):
+        c = as_array("c", c, low=0, low_open=True)
+    else:
+        check_real("c", c, low=0, low_open=True, symbolic=True)
     symbolic = any(isinstance(v, sp.Basic) for v in (m, z, c))
     if not symbolic:
         if np.any(np.asarray(1 + m) == 0):

@@ -37,9 +37,8 @@ import mpmath
 import sympy as sp
 from sympy.core.evalf import PrecisionExhausted
 
-from .validation import check_choice, describe, get_limits, require_at_least, require_integer, require_positive
+from .validation import check_choice, describe, get_limits, to_sympy
 from .validation import rank_and_dimension as _rank_dim
-from .validation import sympy_number as _s
 
 __all__ = [
     "rate_exponent",
@@ -63,11 +62,11 @@ _BOUNDS = ("upper", "rate", "lower")
 
 # --------------------------------------------------------------------------------------------- helpers
 def _beta(beta: Any) -> sp.Expr:
-    return _s(require_positive("beta", beta))
+    return to_sympy("beta", beta, low=0, low_open=True)
 
 
 def _M(M: Any, name: str = "M") -> sp.Expr:
-    return _s(require_at_least(name, M, 2))
+    return to_sympy(name, M, low=2)
 
 
 def _is_numeric(*values: sp.Expr) -> bool:
@@ -204,8 +203,8 @@ def lower_bound(M: Any, N: Any, beta: Any, *, c0: Any = 1) -> sp.Expr:
     3/(M**(4/5)*N**(4/5))
     """
     M = _M(M)
-    N = _s(require_integer("N", N, 2))
-    c0 = _s(require_positive("c0", c0))
+    N = to_sympy("N", N, low=2, integer=True)
+    c0 = to_sympy("c0", c0, low=0, low_open=True)
     e = rate_exponent(beta)
     return c0 * N ** (-e) * M ** (-e)
 
@@ -281,7 +280,7 @@ def low_rank_rhs(M: Any, beta: Any, constant: Any = 1) -> sp.Expr:
     """
     M = _M(M)
     b = _beta(beta)
-    C = _s(require_positive("constant", constant))
+    C = to_sympy("constant", constant, low=0, low_open=True)
     return C * (M / sp.log(M)) ** (1 / (2 * b + 1))
 
 
@@ -316,7 +315,7 @@ def num_intervals(M: Any, beta: Any, constant: Any = 1) -> sp.Expr:
     """
     M = _M(M)
     b = _beta(beta)
-    C = _s(require_positive("constant", constant))
+    C = to_sympy("constant", constant, low=0, low_open=True)
     return sp.Max(1, sp.floor(C * (M / sp.log(M)) ** (1 / (2 * b + 1))))
 
 
@@ -339,7 +338,7 @@ def beta_from_bspline_degree(P: Any) -> sp.Expr:
     >>> beta_from_bspline_degree(3), rate_exponent(beta_from_bspline_degree(8))
     (2, 14/15)
     """
-    P = _s(require_integer("P", P, 2))
+    P = to_sympy("P", P, low=2, integer=True)
     return P - 1
 
 
@@ -467,8 +466,8 @@ def total_error_slope(M: Any, beta: Any, r: Any, d: Any, c_np: Any = 1, c_p: Any
     M = _M(M)
     b = _beta(beta)
     r, d = _rank_dim(r, d)
-    c_np = _s(require_positive("c_np", c_np))
-    c_p = _s(require_positive("c_p", c_p))
+    c_np = to_sympy("c_np", c_np, low=0, low_open=True)
+    c_p = to_sympy("c_p", c_p, low=0, low_open=True)
     e = rate_exponent(b)
     m = sp.Dummy("m", positive=True)
     total = c_np * m ** (-e) + c_p * r * d * sp.log(m) / m

@@ -215,14 +215,6 @@ class NullSolution:
     iterations: int
     residual: float
 
-    def __post_init__(self) -> None:
-        as_float("z", self.z, high=0, high_open=True)
-        for name in ("delta", "delta_tilde", "residual"):
-            as_float(name, getattr(self, name), low=0)
-        for name in ("kappa", "ddelta_dz", "ddelta_tilde_dz", "dkappa_dz"):
-            as_float(name, getattr(self, name))
-        check_size("iterations", self.iterations, 0, "max_iterations")
-
 
 # --------------------------------------------------------------------------- integrators
 class QuadratureIntegrator:
@@ -341,12 +333,6 @@ class _HybridIntegrator:
         return out
 
 
-def _make_integrator(c: float, method: str, n_nodes: int):
-    if method == "quadrature":
-        return QuadratureIntegrator(c, n_nodes)
-    return _HybridIntegrator(c, n_nodes)
-
-
 # --------------------------------------------------------------------------- solver
 class NullConstants(NamedTuple):
     """The constants of the null system: ``c = p / n`` and the kernel's ``a1``, ``s_f^2``, ``d0`` (floats)."""
@@ -427,7 +413,7 @@ def _solve_sorted(zs: np.ndarray, consts: NullConstants, options: SolverOptions)
     """
     c, a1, sf2, d0 = consts
     system, method, n_nodes, tol, max_iter = options
-    integ = _make_integrator(c, method, n_nodes)
+    integ = (QuadratureIntegrator if method == "quadrature" else _HybridIntegrator)(c, n_nodes)
     full = system == "symmetric"
     order = np.argsort(zs)  # z = -gamma: largest gamma (most negative z) first
     sols: dict[int, NullSolution] = {}

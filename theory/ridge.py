@@ -46,15 +46,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    check_flag,
-    describe,
-    finite_result,
-    to_sympy,
-)
+from .validation import as_array, as_float, finite_result, to_sympy
 from .marchenko_pastur import _delta, mp_delta_expr
 from .symbols import c as c_sym
 from .symbols import delta as d_sym
@@ -98,18 +90,6 @@ class RidgeDerivation:
     limit_below: sp.Expr | None = None
     limit_above: sp.Expr | None = None
     matches_spec: bool = False
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.steps, list) or not all(
-                isinstance(st, tuple) and len(st) == 2 and isinstance(st[0], str) and isinstance(st[1], sp.Basic)
-                for st in self.steps):
-            raise ArgumentTypeError(f"steps must be a list of (description, sympy expression) pairs, "
-                                    f"got {describe(self.steps)}")
-        for name in ("quadratic_form", "ddelta_dgamma", "error_in_delta", "error", "limit_below", "limit_above"):
-            v = getattr(self, name)
-            if v is not None and not isinstance(v, sp.Basic):
-                raise ArgumentTypeError(f"{name} must be a sympy expression or None, got {describe(v)}")
-        check_flag("matches_spec", self.matches_spec)
 
 
 def ridge_error_spec_in_delta() -> sp.Expr:

@@ -56,7 +56,7 @@ from ._kernel_constants import FrozenDict, kernel_constants
 from ._solver_domain import C_RANGE
 from ._spikes import SNR_MAX, resolve_spike, spike_arrays
 from ._spikes import linearisation_control as _linearisation_control
-from .validation import ArgumentTypeError, as_float, check_real, rank_and_dimension, require_positive, sympy_number
+from .validation import ArgumentTypeError, as_float, check_real, rank_and_dimension, to_sympy
 from .activations import HermiteMoments, check_activation, hermite_moments
 from .attention import _attention_error, _attention_error_taylor, _small_gamma_law
 from .ridge import ridge_error_values
@@ -520,14 +520,14 @@ class RateSetting:
     constant: Any = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "beta", sympy_number(require_positive("beta", self.beta)))
+        object.__setattr__(self, "beta", to_sympy("beta", self.beta, low=0, low_open=True))
         if (self.r is None) != (self.d is None):
             raise ValueError("give the rank r and the dimension d together (or neither)")
         if self.r is not None:
             r, d = rank_and_dimension(self.r, self.d)
             object.__setattr__(self, "r", r)
             object.__setattr__(self, "d", d)
-        object.__setattr__(self, "constant", sympy_number(require_positive("constant", self.constant)))
+        object.__setattr__(self, "constant", to_sympy("constant", self.constant, low=0, low_open=True))
 
     def _rd(self, what: str) -> tuple[sp.Expr, sp.Expr]:
         if self.r is None:

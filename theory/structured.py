@@ -92,9 +92,7 @@ from .validation import (
     as_array,
     as_float,
     as_int,
-    check_choice,
     check_flag,
-    describe,
     finite_result,
 )
 from ._jets import Jet
@@ -158,26 +156,6 @@ class StructuredSolution:
     A: np.ndarray
     system: str = "symmetric"
     notes: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        g = as_array("gamma", self.gamma, ndim=1, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
-        for name in ("error", "yQy", "null_error", "delta", "delta_t", "kappa", "residual", "quadrature_change"):
-            v = as_array(name, getattr(self, name), ndim=1)
-            if v.shape != g.shape:
-                raise ValueError(f"{name} must have the shape of gamma {g.shape}, got {v.shape}")
-        for name in ("residual", "quadrature_change"):
-            as_array(name, getattr(self, name), low=0)
-        if as_array("traces", self.traces, ndim=3).shape != (g.size, 3, 3):
-            raise ValueError(f"traces must have shape {(g.size, 3, 3)}, got {np.shape(self.traces)}")
-        for name in ("a1", "d0"):
-            as_float(name, getattr(self, name))
-        as_float("sf2", self.sf2, low=0)
-        m = as_array("m", self.m, ndim=1)
-        if as_array("A", self.A, ndim=2).shape != (m.size, m.size):
-            raise ValueError(f"A must have shape {(m.size, m.size)} (that of m m^T), got {np.shape(self.A)}")
-        check_choice("system", self.system, ("symmetric", "spec"))
-        if not isinstance(self.notes, list) or not all(isinstance(t, str) for t in self.notes):
-            raise ArgumentTypeError(f"notes must be a list of strings, got {describe(self.notes)}")
 
 
 def _null_solutions(gam: np.ndarray, consts: NullConstants, options: SolverOptions) -> np.ndarray:

@@ -53,7 +53,7 @@ import numpy as np
 import sympy as sp
 from sympy.core.function import ArgumentIndexError
 
-from .validation import ArgumentTypeError, as_int, check_real, describe
+from .validation import ArgumentTypeError, as_int, describe, to_sympy
 
 __all__ = ["NumericFunction", "numeric_function_values", "is_symbolic"]
 
@@ -221,10 +221,4 @@ def _real_array(name: str, value: Any) -> np.ndarray:
 def symbolic_arguments(gamma: Any, c: Any, c_range: tuple[float, float]) -> tuple[sp.Expr, sp.Expr]:
     """Checked sympy ``(gamma, c)`` of a symbolic call: ``gamma > 0`` and ``c`` in ``c_range`` (numbers) or sympy
     expressions whose assumptions allow it."""
-    check_real("gamma", gamma, low=0, low_open=True, symbolic=True)
-    check_real("c", c, low=c_range[0], high=c_range[1], symbolic=True)
-    if isinstance(c, np.generic):
-        c = c.item()
-    if isinstance(gamma, np.generic):
-        gamma = gamma.item()
-    return sp.sympify(gamma, strict=True), sp.sympify(c, strict=True)
+    return to_sympy("gamma", gamma, low=0, low_open=True), to_sympy("c", c, low=c_range[0], high=c_range[1])

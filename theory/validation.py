@@ -46,6 +46,8 @@ __all__ = [
     "check_complex",
     "as_float",
     "as_int",
+    "MAX_SEED",
+    "check_seed",
     "check_size",
     "as_array",
     "check_array_memory",
@@ -55,10 +57,6 @@ __all__ = [
     "to_sympy",
     "finite_result",
     "numeric_errors",
-    "require_positive",
-    "require_at_least",
-    "require_integer",
-    "sympy_number",
     "rank_and_dimension",
 ]
 
@@ -165,7 +163,7 @@ def _fmt(x: Any) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-def _range_text(low: Any, high: Any, low_open: bool, high_open: bool) -> str:
+def _range_text(low: Any = None, high: Any = None, low_open: bool = False, high_open: bool = False) -> str:
     """``"> 0"``, ``">= 2"``, ``"in (0, 0.001]"`` or ``""``."""
     if low is not None and high is not None:
         return f"in {'(' if low_open else '['}{_fmt(low)}, {_fmt(high)}{')' if high_open else ']'}"
@@ -188,15 +186,21 @@ def _what(integer: bool, symbolic: bool, rule: str) -> str:
 _NONFINITE = (sp.nan, sp.zoo, sp.oo, -sp.oo)
 
 
-def _sympy_real(name: str, value: sp.Basic, what: str, symbolic: bool) -> Any:
-    """Checked comparable value of a sympy argument (``None`` for a symbolic one)."""
+def _sympy_symbolic(name: str, value: sp.Basic, what: str, symbolic: bool) -> bool:
+    """Refuse a sympy argument that is not an expression, holds NaN or an infinity, or (unless ``symbolic``) has
+    free symbols; whether it has free symbols."""
     if not isinstance(value, sp.Expr):
         raise ArgumentTypeError(f"{name} must be {what}, got {_type_phrase(value)}")
     if value.has(*_NONFINITE):
         raise ValueError(f"{name} must be {what}, got {describe(value)}")
-    if value.free_symbols:
-        if not symbolic:
-            raise ArgumentTypeError(f"{name} must be {what} (a number, not a symbolic expression), got {describe(value)}")
+    if value.free_symbols and not symbolic:
+        raise ArgumentTypeError(f"{name} must be {what} (a number, not a symbolic expression), got {describe(value)}")
+    return bool(value.free_symbols)
+
+
+def _sympy_real(name: str, value: sp.Basic, what: str, symbolic: bool) -> Any:
+    """Checked comparable value of a sympy argument (``None`` for a symbolic one)."""
+    if _sympy_symbolic(name, value, what, symbolic):
         if value.is_extended_real is False:
             raise ValueError(f"{name} must be {what} (real), got the non-real expression {describe(value)}")
         return None
@@ -229,13 +233,6 @@ def _real_value(name: str, value: Any, what: str, symbolic: bool) -> Any:
     if isinstance(value, np.ndarray):
         raise ArgumentTypeError(f"{name} must be {what} (a scalar), got an {describe(value)}")
     raise ArgumentTypeError(f"{name} must be {what}, got {_type_phrase(value)}")
-
-
-def _compare(v: Any, bound: Any, open_: bool, below: bool) -> bool:
-    """``v > bound`` / ``v >= bound`` (``below=False``) or ``v < bound`` / ``v <= bound`` (``below=True``)."""
-    if below:
-        return bool(v < bound) if open_ else bool(v <= bound)
-    return bool(v > bound) if open_ else bool(v >= bound)
 
 
 def _symbolic_contradicts(value: sp.Expr, low: Any, high: Any, low_open: bool, high_open: bool) -> bool:
@@ -281,8 +278,8 @@ def check_real(name: str, value: Any, *, low: Any = None, high: Any = None, low_
         return value
     if integer and not _is_integral(v):
         raise ValueError(f"{name} must be {what}, got {describe(value)}")
-    if (low is not None and not _compare(v, low, low_open, False)) or (
-            high is not None and not _compare(v, high, high_open, True)):
+    if (low is not None and not (v > low if low_open else v >= low)) or (
+            high is not None and not (v < high if high_open else v <= high)):
         raise ValueError(f"{name} must be {what}, got {describe(value)}")
     return value
 
@@ -306,12 +303,7 @@ def check_complex(name: str, value: Any, *, symbolic: bool = False) -> Any:
             raise ValueError(f"{name} must be {what}, got {describe(value)}")
         return value
     if isinstance(value, sp.Basic):
-        if not isinstance(value, sp.Expr):
-            raise ArgumentTypeError(f"{name} must be {what}, got {_type_phrase(value)}")
-        if value.has(*_NONFINITE):
-            raise ValueError(f"{name} must be {what}, got {describe(value)}")
-        if value.free_symbols and not symbolic:
-            raise ArgumentTypeError(f"{name} must be {what} (a number, not a symbolic expression), got {describe(value)}")
+        _sympy_symbolic(name, value, what, symbolic)
         return value
     _real_value(name, value, what, symbolic)
     return value
@@ -325,9 +317,8 @@ def as_float(name: str, value: Any, **bounds: Any) -> float:
     except OverflowError:
         x = math.inf
     if not math.isfinite(x):
-        rule = _range_text(bounds.get("low"), bounds.get("high"), bounds.get("low_open", False),
-                           bounds.get("high_open", False))
-        raise ValueError(f"{name} must be {_what(False, False, rule)} within the float64 range, got {describe(value)}")
+        rule = _what(False, False, _range_text(**bounds))
+        raise ValueError(f"{name} must be {rule} within the float64 range, got {describe(value)}")
     return x
 
 
@@ -335,6 +326,15 @@ def as_int(name: str, value: Any, low: int | None = None, high: int | None = Non
     """:func:`check_real` with ``integer=True`` (numbers only) then ``int(value)``."""
     check_real(name, value, low=low, high=high, integer=True)
     return int(value)
+
+
+#: largest seed: a non-negative 63-bit integer
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(name: str, value: Any) -> int:
+    """A seed: an integer in ``[0, MAX_SEED]`` (not a bool); returns ``int(value)``."""
+    return as_int(name, value, 0, MAX_SEED)
 
 
 def check_size(name: str, value: Any, low: int, limit: str) -> int:
@@ -377,10 +377,10 @@ def as_array(name: str, value: Any, *, complex_ok: bool = False, ndim: int | Seq
     (:func:`check_array_memory`).  The result equals ``np.asarray(value, dtype=float64)`` (or ``complex128``) for
     every valid input.
     """
-    low, high, low_open, high_open = _bounds(**bounds)
+    low, high = bounds.get("low"), bounds.get("high")
     kind = "real or complex numbers" if complex_ok else "real numbers"
     what = f"a finite {'real or complex' if complex_ok else 'real'} number or an array of finite {kind}"
-    rule = _range_text(low, high, low_open, high_open)
+    rule = _range_text(**bounds)
     if rule:
         what = f"{rule} ({what})"
     arr = _array_of(name, value, what)
@@ -398,18 +398,12 @@ def as_array(name: str, value: Any, *, complex_ok: bool = False, ndim: int | Seq
     if arr.dtype.kind != "c" and (low is not None or high is not None):
         bad = np.zeros(out.shape, dtype=bool)
         if low is not None:
-            bad |= ~(out > low) if low_open else ~(out >= low)
+            bad |= ~(out > low) if bounds.get("low_open") else ~(out >= low)
         if high is not None:
-            bad |= ~(out < high) if high_open else ~(out <= high)
+            bad |= ~(out < high) if bounds.get("high_open") else ~(out <= high)
         if np.any(bad):
             raise ValueError(f"{name} must be {what}, got {describe(value)} (e.g. {float(out[bad].flat[0])!r})")
     return out
-
-
-def _bounds(low: Any = None, high: Any = None, low_open: bool = False,
-            high_open: bool = False) -> tuple[Any, Any, bool, bool]:
-    """The range keywords of :func:`as_array`, with their defaults."""
-    return low, high, low_open, high_open
 
 
 def check_array_memory(name: str, n_elements: int, bytes_per_element: int) -> None:
@@ -523,42 +517,13 @@ def numeric_errors(func: str, **args: Any) -> Iterator[None]:
         raise ValueError(f"{func} cannot be evaluated at {shown} ({type(exc).__name__}: {exc})") from exc
 
 
-# ----------------------------------------------------------------------------------------------- short forms
-def require_positive(name: str, value: Any) -> Any:
-    """``value > 0`` (numbers or sympy expressions); returns ``value``."""
-    return check_real(name, value, low=0, low_open=True, symbolic=True)
-
-
-def require_at_least(name: str, value: Any, lower: float) -> Any:
-    """``value >= lower`` (numbers or sympy expressions); returns ``value``."""
-    return check_real(name, value, low=lower, symbolic=True)
-
-
-def require_integer(name: str, value: Any, lower: int | None = None, upper: int | None = None) -> Any:
-    """``value`` an integer (``lower <= value <= upper`` where given; numbers or sympy expressions); returns it."""
-    return check_real(name, value, low=lower, high=upper, symbolic=True, integer=True)
-
-
 _LIMITS = Limits()  # the limits in force (replaced by set_limits); defined last: Limits validates with check_real
-
-
-def sympy_number(value: Any) -> sp.Expr:
-    """sympify a number (NumPy scalars included) or pass a sympy expression through.
-
-    Only called on values the ``require_*`` checks accepted (numbers and sympy objects); ``strict=True`` makes
-    sure no string is ever parsed.
-    """
-    if isinstance(value, sp.Basic):
-        return value
-    if isinstance(value, np.generic):
-        value = value.item()
-    return sp.sympify(value, strict=True)
 
 
 def rank_and_dimension(r: Any, d: Any) -> tuple[sp.Expr, sp.Expr]:
     """Paper A's rank ``r`` and token dimension ``d``: integers ``>= 1`` (or symbols) with ``r <= d``, as sympy."""
-    r = sympy_number(require_integer("r", r, 1))
-    d = sympy_number(require_integer("d", d, 1))
+    r = to_sympy("r", r, low=1, integer=True)
+    d = to_sympy("d", d, low=1, integer=True)
     if not r.free_symbols and not d.free_symbols and r > d:
         raise ValueError(f"r must be <= d (rank of a d x d matrix), got r={r}, d={d}")
     return r, d

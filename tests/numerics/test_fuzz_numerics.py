@@ -2,8 +2,7 @@
 
 The protocol and its machinery are those of ``tests/fuzz_support.py`` (argument domains :class:`Arg`,
 :func:`classify`), with the table of bad values of ``tests/theory/test_fuzz_theory.py``: one valid call per public callable
-(``__all__`` of every module of ``numerics``, ``numerics.error_model`` and the helpers of the private
-``numerics._piecewise`` included, a few methods too), *one* argument made bad at a time, each call classified as
+(``__all__`` of every module of ``numerics``, ``numerics.error_model`` included, a few methods too), *one* argument made bad at a time, each call classified as
 
 * ``refused``  -- ``ValueError`` or ``TypeError`` whose message names the argument, within 2 s;
 * ``silent``   -- returned NaN or inf;  ``accepted`` -- returned a finite result;
@@ -16,7 +15,7 @@ shapes and lengths, torch tensors), generators and seeds, torch devices (``"cuda
 callables, work-item iterables, ``pre_dispatch`` strings, models (and sequences of them), slope fits,
 intervals and prediction dicts.
 
-Every module of the table (``rmt``, ``slopes``, ``error_model``, ``threads``, ``_piecewise``, ``ips``, ``estimator``,
+Every module of the table (``rmt``, ``slopes``, ``error_model``, ``threads``, ``ips``, ``estimator``,
 ``sweep``; and ``benchmarks.paper_style``, the estimator benchmark's baseline) must refuse 100 % of the bad calls.  A module not yet there goes in ``OTHERS``: its
 non-refused calls are a KNOWN-GAP list that the test prints (``pytest -s``) and does not assert on.  During the table the address space of the process is capped (``RLIMIT_AS``, current size + 6 GiB), so a
 huge allocation is a ``MemoryError`` rather than a swapping machine (not on a machine with CUDA).  ``python tests/numerics/test_fuzz_numerics.py [-v]``
@@ -26,7 +25,6 @@ prints the counts per module (and with ``-v`` every non-refused call) without as
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import sys
 import tempfile
 import time
@@ -39,14 +37,13 @@ import numpy as np
 import torch
 
 import numerics
-import numerics._piecewise as pw
 import numerics.error_model as error_model
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "theory"))  # the theory suite's bad values
 import test_fuzz_theory as tft  # noqa: E402
 from fuzz_support import (Case, EVIL, INF, MARKER, NAN, OUTCOMES, Arg, capped_memory, choice, classify, integer, nonfinite,
                           nonneg, pos, real, restore_limits)
 
-MINE = ("rmt", "model_simulation", "mc_settings", "slopes", "error_model", "threads", "_piecewise", "ips", "estimator",
+MINE = ("rmt", "model_simulation", "mc_settings", "slopes", "error_model", "threads", "ips", "estimator",
         "paper_style", "sweep")
 #: modules of the table outside numerics (the estimator benchmark's baseline shares the estimators' checks)
 PATHS = {"paper_style": "benchmarks.paper_style"}
@@ -85,12 +82,6 @@ def _vector_bad(a: Arg) -> list[tuple[str, Any]]:
         ("array str", np.array(["a"] * 4)), ("array bool", np.ones(4, dtype=bool)), ("nan scalar", NAN)]
 
 
-def _points_bad(a: Arg) -> list[tuple[str, Any]]:
-    return [(k, v) for k, v in tft.bad_values(real(array=True)) if k != "empty"] + [
-        ("torch nan", torch.tensor([0.0, NAN], dtype=torch.float64)), ("torch int", torch.tensor([0, 1])),
-        ("torch complex", torch.tensor([1j])), ("torch inf", torch.tensor([INF]))]
-
-
 def _rng_bad(a: Arg) -> list[tuple[str, Any]]:
     return _junk(a.none_ok) + [("nan", NAN), ("inf", INF), ("float", 1.5), ("negative", -1), ("2**63", 2**63),
                                ("huge int", 10**400), ("RandomState", np.random.RandomState(0)),
@@ -103,12 +94,6 @@ def _device_bad(a: Arg) -> list[tuple[str, Any]]:
     if not torch.cuda.is_available():
         out += [("cuda without CUDA", "cuda"), ("cuda:0 without CUDA", "cuda:0")]
     return out
-
-
-def _interval_bad(a: Arg) -> list[tuple[str, Any]]:
-    return _junk(a.none_ok) + [
-        ("nan", (NAN, 1.0)), ("inf", (0.0, INF)), ("str", ("a", 1.0)), ("single", (1.0,)), ("triple", (0.0, 1.0, 2.0)),
-        ("number", 1.0), ("bool", (True, 1.0)), ("complex", (1j, 1.0)), ("array", np.array([0.0, 1.0]))]
 
 
 def _pred_bad(a: Arg) -> list[tuple[str, Any]]:
@@ -165,21 +150,11 @@ def _pre_dispatch_bad(a: Arg) -> list[tuple[str, Any]]:
             ("n_jobs*n_jobs", "n_jobs*n_jobs")]
 
 
-def _coef_bad(a: Arg) -> list[tuple[str, Any]]:
-    c = np.ones((4, 2))
-    nan = c.copy()
-    nan[1, 1] = NAN
-    return _junk() + [("nan", nan), ("inf", c * INF), ("complex", c + 1j), ("1-d", np.ones(4)),
-                      ("3-d", np.ones((1, 4, 2))),
-                      ("no intervals", np.ones((0, 2))), ("no degree", np.ones((4, 0))), ("scalar", 1.0),
-                      ("array str", np.full((4, 2), "a")), ("torch nan", torch.full((4, 2), NAN, dtype=torch.float64))]
-
-
 _KINDS: dict[str, Callable[[Arg], list[tuple[str, Any]]]] = {
-    "matrix2": _matrix_bad, "vector1": _vector_bad, "points": _points_bad, "rng": _rng_bad, "device": _device_bad,
-    "interval": _interval_bad, "pred": _pred_bad,
+    "matrix2": _matrix_bad, "vector1": _vector_bad, "rng": _rng_bad, "device": _device_bad,
+    "pred": _pred_bad,
     "sizes": _sizes_bad, "model": _model_bad, "slopefit": _slopefit_bad, "callable": _callable_bad,
-    "items": _items_bad, "pre_dispatch": _pre_dispatch_bad, "coef": _coef_bad, "text": _text_bad,
+    "items": _items_bad, "pre_dispatch": _pre_dispatch_bad, "text": _text_bad,
     "path": _path_bad, "mapping": _mapping_bad, "attention_model": lambda a: _junk(), "settings": lambda a: _junk()}
 
 
@@ -286,19 +261,8 @@ def _slopes_cases(add: Callable[..., None]) -> None:
              values=pos(**arr, extra=(("wrong length", [1.0]),))))
     add("compare_slopes", dict(fit1=_FIT, fit2=_FIT, se="t"),
         dict(fit1=Arg("slopefit"), fit2=Arg("slopefit"), se=choice("t", "rep")))
-    fields = {f.name: getattr(_FIT, f.name) for f in dataclasses.fields(_FIT)}
-    count = dict(high=2**62)
-    add("SlopeFit", fields, dict(
-        slope=real(), se=nonneg(), ci_t=Arg("interval"), ci_boot=Arg("interval", none_ok=True), intercept=real(),
-        r2=real(), n=integer(3, **count), n_levels=integer(3, 6), df=integer(1, **count), se_pooled=nonneg(),
-        ci_pooled=Arg("interval"), lack_of_fit_p=real(0, 1, none_ok=True), se_rep=nonneg(none_ok=True),
-        df_rep=real(1, 2**62, none_ok=True)))
     add("SlopeFit.contains", dict(value=-0.8, interval="boot"),
         dict(value=real(), interval=choice("t", "boot", "pooled")), func=_FIT.contains)
-    cmp = numerics.compare_slopes(_FIT, _FIT)
-    add("SlopeComparison", {f.name: getattr(cmp, f.name) for f in dataclasses.fields(cmp)},
-        dict(diff=real(), se=nonneg(), df=pos(), t=real(), p_value=real(0, 1), ci=Arg("interval")),
-        drop={"df": frozenset({"inf"}), "t": frozenset({"inf", "-inf"})})
 
 
 def _error_model_cases(add: Callable[..., None]) -> None:
@@ -341,29 +305,6 @@ def _threads_cases(add: Callable[..., None]) -> None:
         dict(func=Arg("callable"), items=Arg("items"), n_jobs=threads, pre_dispatch=Arg("pre_dispatch")))
     add("check_n_jobs", dict(name="n_jobs", value=2), dict(value=threads), named={"value": "n_jobs"})
     add("check_device", dict(name="device", value="cpu"), dict(value=DEVICE), named={"value": "device"})
-
-
-def _piecewise_cases(add: Callable[..., None]) -> None:
-    """numerics._piecewise (private module of the estimator; its helpers are validated all the same)."""
-    t = np.linspace(-1.0, 1.0, 5)
-    deg = integer(0, 1000)
-    rng_args = dict(lo=real(extra=(("lo >= hi", 2.0),)), hi=real(extra=(("hi <= lo", -2.0),)),
-                    n_intervals=integer(1, 2**31 - 1), clamp=FLAG)
-    far = (("polynomials overflow", np.array([0.5, 1e300])),)
-    for name in ("legendre_values", "legendre_derivatives"):
-        add(f"_piecewise.{name}", dict(t=t, degree=3), dict(t=Arg("points", extra=far), degree=deg),
-            func=getattr(pw, name))
-    add("_piecewise.locate", dict(u=t, lo=-1.0, hi=1.0, n_intervals=4, clamp=True), dict(u=Arg("points"), **rng_args),
-        func=pw.locate)
-    add("_piecewise.locate[polynomial]", dict(u=t, lo=-1.0, hi=1.0, n_intervals=4, clamp=False),
-        dict(u=Arg("points", extra=(("coordinate overflows", np.array([1e308])),))), func=pw.locate)
-    ev = {k: v for k, v in rng_args.items() if k != "n_intervals"}
-    add("_piecewise.evaluate", dict(u=t, coef=np.ones((4, 2)), lo=-1.0, hi=1.0, clamp=True),
-        dict(u=Arg("points"), coef=Arg("coef", extra=(("values overflow", np.full((4, 2), 1e308)),)), **ev),
-        func=pw.evaluate)
-    add("_piecewise.basis_matrix", dict(u=t, lo=-1.0, hi=1.0, n_intervals=4, degree=1, clamp=True),
-        dict(u=Arg("points"), degree=deg, **rng_args), func=pw.basis_matrix,
-        drop={"u": frozenset({"torch int"})})  # NumPy-only: any array-like of numbers, tensors read as arrays
 
 
 def _cell_func(cell: dict, seed: int) -> dict:
@@ -463,8 +404,6 @@ def _sweep_cases(add: Callable[..., None]) -> None:
     add("simulation_modules", dict(kind="paper-b-mc"), dict(kind=choice("paper-b-mc", "paper-a-estimator")))
     add("to_jsonable", dict(v=1.0, nonfinite="keep", unknown="raise"),
         dict(nonfinite=choice("keep", "str", "null"), unknown=choice("raise", "str", "keep")))
-    add("SweepResults", dict(records=[{"a": 1.0}], n_computed=1, n_cached=0),
-        dict(records=Arg("items"), n_computed=integer(0), n_cached=integer(0)))
     add("result_checksum", dict(result={"x": 1.0}), dict(result=Arg("mapping")),
         drop={"result": frozenset({"nan value"})})  # the sweep cache keeps NaN results (to_jsonable's "keep")
     add("cell_lock", dict(path=str(Path(tempfile.gettempdir()) / "numerics_fuzz.lock")), dict(path=Arg("path")))
@@ -475,7 +414,7 @@ def _module_of(label: str) -> str:
         m = _module(mod)
         if label.split("[")[0].split(".")[0] in getattr(m, "__all__", ()):
             return mod
-    return "_piecewise" if label.startswith("_piecewise") else "error_model"
+    return "error_model"
 
 
 def _cases() -> tuple[list[Case], list[str]]:
@@ -488,7 +427,7 @@ def _cases() -> tuple[list[Case], list[str]]:
         if f is not None:
             cases.append(Case(label, _module_of(label), f, kwargs, args, **kw))
 
-    for part in (_rmt_cases, _slopes_cases, _error_model_cases, _threads_cases, _piecewise_cases, _ips_cases,
+    for part in (_rmt_cases, _slopes_cases, _error_model_cases, _threads_cases, _ips_cases,
                  _estimator_cases, _sweep_cases):
         try:
             part(add)
@@ -535,7 +474,7 @@ OTHER_CASES = [c for c in CASES if c.module in OTHERS]
 
 def _public_callables() -> dict[str, set[str]]:
     """Public callables per module: ``__all__`` of each module of numerics (exception and warning classes left
-    out), and the functions of the private ``_piecewise``."""
+    out)."""
     out: dict[str, set[str]] = {}
     for mod in MINE + OTHERS:
         m = _module(mod)
@@ -546,11 +485,12 @@ def _public_callables() -> dict[str, set[str]]:
     return out
 
 
-NO_ARGUMENTS = {"in_parallel"}
+#: results the library builds (not fuzzed: their fields come from checked values)
+NO_ARGUMENTS = {"in_parallel", "SlopeFit", "SlopeComparison", "SweepResults"}
 
 
 def test_every_public_callable_is_in_the_table():
-    covered = {c.label.split("[")[0].removeprefix("_piecewise.") for c in CASES}
+    covered = {c.label.split("[")[0] for c in CASES}
     missing = {mod: sorted(names - covered - NO_ARGUMENTS) for mod, names in _public_callables().items()}
     mine = {mod: v for mod, v in missing.items() if mod in MINE and v}
     assert not mine, f"public callables of this suite's modules without a fuzz entry: {mine}"
@@ -608,8 +548,6 @@ def test_sizes_refused_before_allocation():
         "n_trials ": lambda: numerics.simulate_model([data], 4, [1.0], numerics.MonteCarloSettings(10**12, 0),
                                                      kind=("ridge",)),
         "n_boot": lambda: numerics.fit_slope(_M, _M ** -0.8, n_boot=10**12),
-        "degree, t": lambda: pw.legendre_values(np.zeros(2 * 10**5), 1000),
-        "u, n_intervals, degree": lambda: pw.basis_matrix(np.zeros(10), 0.0, 1.0, 2**31 - 1, 3),
         "X (n = 100000 tokens": lambda: numerics.kernel_eigenvalues(np.zeros((1, 10**5)), "tanh"),
     }
     for name, call in calls.items():  # under a capped address space: an allocation first would be a MemoryError

@@ -259,23 +259,10 @@ def test_design_slope_names_values_and_results_are_checked():
         compare_slopes(f.to_dict(), f)
 
 
-def test_result_objects_check_their_fields():
+def test_compare_slopes_degenerate_values():
     import dataclasses
 
-    from numerics.slopes import SlopeComparison
-
     f = fit_slope([10, 100, 1000], [1e-1, 1e-2, 1e-3], n_boot=0)
-    for change, match in [(dict(slope=float("nan")), "^slope must"), (dict(se=-1.0), "^se must"),
-                          (dict(ci_t=(0.0, float("inf"))), r"^ci_t\[1\] must"), (dict(n_levels=7), "^n_levels must"),
-                          (dict(df=0), "^df must"), (dict(lack_of_fit_p=1.5), "^lack_of_fit_p must"),
-                          (dict(n=True), "^n must")]:
-        with pytest.raises(ValueError, match=match):
-            dataclasses.replace(f, **change)
     exact = dataclasses.replace(f, se=0.0)
     c = compare_slopes(exact, exact)  # both standard errors 0: the documented degenerate values
     assert c.se == 0.0 and c.df == float("inf") and c.t == 0.0
-    assert SlopeComparison(1.0, 0.0, float("inf"), float("inf"), 0.0, (1.0, 1.0)).t == float("inf")
-    with pytest.raises(ValueError, match="^t must"):
-        SlopeComparison(1.0, 0.0, float("inf"), float("nan"), 0.0, (1.0, 1.0))
-    with pytest.raises(ValueError, match="^p_value must"):
-        SlopeComparison(1.0, 0.1, 3.0, 10.0, 2.0, (0.5, 1.5))
