@@ -271,14 +271,12 @@ def test_b4_describe_reports_unjudged_points():
 
 def test_b7_lin_study_reads_3_se_and_never_decides():
     """B7-lin (informational): per p the 3-SE reading of the true and the linearised kernel; verdict INFO."""
-    from types import SimpleNamespace
-
     from verify.checks.paper_b_linearisation import LinDesign, LinPrediction, judge_b7_lin
     from verify.claim import claim_of
 
     rng = np.random.default_rng(4)
     gam = np.array([1e-2, 1e-1])
-    design = LinDesign(prof=SimpleNamespace(), gammas=gam, ps=(64, 128), trials=16)
+    design = LinDesign(gammas=gam, ps=(64, 128), trials=16)
     theory = np.array([0.2, 0.3])
     pred = LinPrediction(theory=theory, kappa={64: 1.75, 128: 1.24})
     # the true kernel saturates (far below theory), the linearised one follows it within noise
