@@ -177,8 +177,10 @@ def _b4_prediction(al4_shift: float = 0.0, alignment_effect: bool = True) -> ali
         al4 = np.array(th["al4"] if alignment_effect else th["none"]) + al4_shift
         simulation[k] = {"none": np.array(th["none"]), "al4": al4, "or4": np.array(th["none"]),
                          "ridge": np.array(th["ridge"])}
+    phase = {(c, st): dict(gamma_star=None, ratio_small_gamma=1.1) for c in PROF.phase_cs for st in PROF.phase_strengths}
     return alignment.B4Prediction(statements=statements, reversal={k: _scans(*k) for k in B4_DESIGN.theory_keys},
-                            simulation=simulation, kappa={(0.5, 0.5): 0.41, B4_OUTSIDE: 0.9}, figure={})
+                                  simulation=simulation, kappa={(0.5, 0.5): 0.41, B4_OUTSIDE: 0.9}, figure={},
+                                  phase=phase)
 
 
 B4_TRUTH = _b4_prediction()

@@ -158,6 +158,18 @@ def grid_cell(ctx: CheckContext, c: float, snr: float, p: int) -> dict[str, np.n
                      mc_settings(owner, sizes_at(prof, c)[1], sd), ("true", "linearised", "ridge"))
 
 
+def grid_cells(ctx: CheckContext, keys: list[tuple[float, float]], label: str, pick: Any) -> dict:
+    """``(c, snr, p) -> pick(grid_cell(ctx, c, snr, p))`` for every ``(c, snr)`` of ``keys`` at both sizes of its
+    ``c`` (a check's view of the grid: its spikes, kernels and gammas), with a progress bar ``label``."""
+    cells = {}
+    with ctx.progress(label, total=len(keys) * 2) as bar:
+        for c, snr in keys:
+            for p in sizes_at(STRUCTURED_PROFILES[ctx.profile], c)[0]:
+                cells[(c, snr, p)] = pick(grid_cell(ctx, c, snr, p))
+                bar.advance()
+    return cells
+
+
 def gamma_columns(prof: StructuredProfile, gammas) -> np.ndarray:
     """Indices of ``gammas`` in :func:`grid_gammas`."""
     grid = list(grid_gammas(prof))

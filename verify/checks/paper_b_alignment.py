@@ -20,7 +20,7 @@ from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison
 from ._finite_size import finite_size_test
-from ._structured import (ACTIVATION, attention_model, gamma_columns, grid_cell, KAPPA_MAX, sizes_at, sizes_text,
+from ._structured import (ACTIVATION, attention_model, gamma_columns, grid_cells, KAPPA_MAX, sizes_at, sizes_text,
                           SPIKE_NONE, STRUCTURED_PROFILES, structured_theory, StructuredProfile)
 
 
@@ -48,15 +48,12 @@ def _reversal_scan(c: float, snr: float, strength: float, grid: np.ndarray) -> d
     spike = (strength, "aligned") if strength > 0 else SPIKE_NONE
     ratio = structured_theory(grid, c, snr, spike) / ridge_error_values(grid, c, snr)
     below = np.nonzero(ratio <= 1.0)[0]
-    gstar = None
-    if below.size:
-        i = int(below[0])
-        if i == 0:
-            gstar = float(grid[0])
-        else:  # log-linear interpolation of the crossing
-            r0, r1 = ratio[i - 1], ratio[i]
-            t = (r0 - 1.0) / (r0 - r1)
-            gstar = float(np.exp(np.log(grid[i - 1]) + t * (np.log(grid[i]) - np.log(grid[i - 1]))))
+    i = int(below[0]) if below.size else None
+    if i:  # log-linear interpolation of the crossing
+        t = (ratio[i - 1] - 1.0) / (ratio[i - 1] - ratio[i])
+        gstar = float(np.exp(np.log(grid[i - 1]) + t * (np.log(grid[i]) - np.log(grid[i - 1]))))
+    else:  # no crossing, or attention better from the first gamma
+        gstar = None if i is None else float(grid[0])
     k = int(np.argmin(ratio))
     return dict(c=c, snr=snr, strength=strength, gamma_star=gstar, min_ratio=float(ratio[k]),
                 gamma_at_min_ratio=float(grid[k]), ratio_small_gamma=float(ratio[0]), gamma_small=float(grid[0]))
@@ -104,7 +101,7 @@ class B4Prediction:
     kappa : ``(c, snr) -> kappa(2p)`` of the aligned spike 4 (regime of the attention-vs-ridge comparisons).
     figure : ``c -> {"ridge", label of _FIGURE_SPIKES: curve on figure_grid}`` at the figure's snr.
     phase : ``(c, strength) -> scan`` (:func:`_reversal_scan` at ``prof.phase_snr`` on ``prof.phase_grid``): the
-        phase diagram (figure and notes only; judged nowhere); ``None``: not computed.
+        phase diagram (figure and notes only; judged nowhere).
     """
 
     statements: dict
@@ -112,7 +109,7 @@ class B4Prediction:
     simulation: dict
     kappa: dict
     figure: dict
-    phase: dict | None = None
+    phase: dict
 
 
 def design_b4(ctx: CheckContext) -> B4Design:
@@ -158,19 +155,12 @@ def simulate_b4(ctx: CheckContext, design: B4Design) -> dict:
     drawn here first if B4 runs alone): B4 and B7 test different statements on one Monte Carlo, so each check's
     false-FAIL rate and power are what they were on draws of their own; only their verdicts are now correlated.
     """
-    prof = design.prof
-    rows = [list(prof.spikes).index(s) for s in B4_SPIKES]
-    cols = gamma_columns(prof, design.gammas)
-    cells = {}
-    with ctx.progress("B4 simulations (B7's draws: none / aligned 4 / orthogonal 4 / ridge per cell)",
-                      total=len(design.cells) * 2) as bar:
-        for c, snr in design.cells:
-            for p in design.sizes[c][0]:
-                cell = grid_cell(ctx, c, snr, p)
-                cells[(c, snr, p)] = {**{k: cell["true"][i][..., cols] for k, i in zip(B4_MODELS, rows)},
-                                      "ridge": cell["ridge"][..., cols]}
-                bar.advance()
-    return cells
+    rows = [list(design.prof.spikes).index(s) for s in B4_SPIKES]
+    cols = gamma_columns(design.prof, design.gammas)
+    label = "B4 simulations (B7's draws: none / aligned 4 / orthogonal 4 / ridge per cell)"
+    return grid_cells(ctx, design.cells, label,
+                      lambda cell: {**{k: cell["true"][i][..., cols] for k, i in zip(B4_MODELS, rows)},
+                                    "ridge": cell["ridge"][..., cols]})
 
 
 def _b4_theory_comparisons(design: B4Design, prediction: B4Prediction) -> list[Comparison]:
@@ -181,13 +171,13 @@ def _b4_theory_comparisons(design: B4Design, prediction: B4Prediction) -> list[C
         e0, e1, e4, eo, er = (prediction.statements[(c, snr)][k]
                               for k in ("none", "aligned1", "aligned4", "orthogonal4", "ridge"))
         worst_inc = float(max(np.max(e1 - e0), np.max(e4 - e1)))
-        gap0, gap4 = e0 - er, e4 - er
         dev = float(np.max(np.abs(eo - e0)))
         comps += [
             Comparison(
                 name=f"theory c={c:g} snr={snr:g}: aligned spikes 0 -> 1 -> 4 lower E_att and the gap to ridge",
                 predicted="E_att strictly decreasing in strength at every gamma",
-                measured=f"max increase {worst_inc:.3g}; gap to ridge at gamma=1e-2: {gap0[2]:.4g} -> {gap4[2]:.4g}",
+                measured=f"max increase {worst_inc:.3g}; gap to ridge at gamma=1e-2: {e0[2] - er[2]:.4g} -> "
+                         f"{e4[2] - er[2]:.4g}",
                 uncertainty=None,
                 tolerance=f"max_gamma [E(s_k+1) - E(s_k)] < 0 on gamma in logspace{design.prof.b4_theory_grid}",
                 passed=worst_inc < 0),
@@ -205,24 +195,6 @@ def _b4_theory_comparisons(design: B4Design, prediction: B4Prediction) -> list[C
             tolerance=f"crossing located on a {rg.size}-point log grid over [{rg[0]:g}, {rg[-1]:g}] "
                       "(log-linear interpolation)", passed=bool(g4 is not None and (g0 is None or g4 <= g0))))
     return comps
-
-
-def _b4_vs_ridge(name: str, thd: float, small: tuple[float, float], large: tuple[float, float],
-                 sizes: tuple[int, int], trials: int) -> tuple[Comparison, bool]:
-    """Attention (aligned 4) vs ridge, paired ``(mean, SE)`` at the sizes ``p1 < p2``: the sign where theory's is
-    clear, else the finite-size rule.  Returns the comparison and its per-point 3-sigma reading (for the notes
-    when it is not judged).
-    """
-    (d1, s1), (d2, s2), (p1, p2) = small, large, sizes
-    t = finite_size_test(thd, d1, s1, d2, s2, p1 / p2, (trials, trials))
-    if abs(thd) > t.bound:
-        cmp_ = Comparison.direction(
-            name, thd, float(d2), float(s2), int(np.sign(thd)), df=trials - 1,
-            rule=(f"theory's sign is clear (|theory| > finite-size band {t.bound:.3g} = q |gap at p={p1}| "
-                  f"+ t hypot(SE_2p, q SE_p)); the paired difference at p={p2} must have that sign"))
-        return cmp_, bool(np.sign(d2) == np.sign(thd) and abs(d2) > 3 * s2)
-    cmp_ = t.comparison(name, thd, d2, s2, f"p={p1}", f"p={p2}")
-    return dataclasses.replace(cmp_, tolerance="near a crossing: " + cmp_.tolerance), t.passed
 
 
 def _b4_mc(design: B4Design, prediction: B4Prediction, cells: dict) -> tuple[list[Comparison], list[str]]:
@@ -251,11 +223,21 @@ def _b4_mc(design: B4Design, prediction: B4Prediction, cells: dict) -> tuple[lis
                 0.0, float(do2[j]), float(so2[j]), float(-do2[j] - t.allowance), excess_se=t.sd, df=t.df,
                 rule=(f"paired difference at p={p2} >= -q |d at p={p1}| = -{t.allowance:.3g} up to noise, "
                       f"q = {t.q:.3g} (finite-size rule, one-sided); at p={p1}: {do1[j]:.4g}")))
-            # (3) attention vs ridge (paired): sign must agree with theory where theory is clear;
-            #     judged only inside the declared regime of the linearisation (kappa <= KAPPA_MAX)
+            # (3) attention vs ridge (paired): sign must agree with theory where theory is clear (outside the
+            #     finite-size band), else the finite-size rule; judged only inside the declared regime of the
+            #     linearisation (kappa <= KAPPA_MAX), its per-point 3-sigma reading reported outside
             thd = float(th["al4"][j] - th["ridge"][j])
             name = f"MC c={c:g} snr={snr:g} gamma={g:g}: E_att(aligned 4) - E_ridge (kappa={kappa:.2f})"
-            vs_ridge, ok = _b4_vs_ridge(name, thd, (dr1[j], sr1[j]), (dr2[j], sr2[j]), (p1, p2), trials)
+            t = finite_size_test(thd, dr1[j], sr1[j], dr2[j], sr2[j], p1 / p2, (trials, trials))
+            if abs(thd) > t.bound:
+                vs_ridge = Comparison.direction(
+                    name, thd, float(dr2[j]), float(sr2[j]), int(np.sign(thd)), df=trials - 1,
+                    rule=(f"theory's sign is clear (|theory| > finite-size band {t.bound:.3g} = q |gap at p={p1}| "
+                          f"+ t hypot(SE_2p, q SE_p)); the paired difference at p={p2} must have that sign"))
+                ok = bool(np.sign(dr2[j]) == np.sign(thd) and abs(dr2[j]) > 3 * sr2[j])
+            else:
+                vs_ridge, ok = t.comparison(name, thd, dr2[j], sr2[j], f"p={p1}", f"p={p2}"), t.passed
+                vs_ridge = dataclasses.replace(vs_ridge, tolerance="near a crossing: " + vs_ridge.tolerance)
             if kappa <= KAPPA_MAX:
                 comps.append(vs_ridge)
             else:
@@ -318,10 +300,8 @@ def _gamma_star_text(scan: dict) -> str:
     return "none" if scan["gamma_star"] is None else f"{scan['gamma_star']:.3g}"
 
 
-def _phase_text(prof: StructuredProfile, phase: dict | None) -> str:
-    """The answer of the phase diagram (theory) and where the finite-p reversal is measured; '' without it."""
-    if phase is None:
-        return ""
+def _phase_text(prof: StructuredProfile, phase: dict) -> str:
+    """The answer of the phase diagram (theory) and where the finite-p reversal is measured."""
     g = np.logspace(*prof.phase_grid)
     rows = "; ".join(f"c={c:.3g}: " + "/".join(_gamma_star_text(phase[(c, st)]) for st in prof.phase_strengths)
                      for c in prof.phase_cs)
@@ -367,12 +347,9 @@ def describe_b4(design: B4Design, prediction: B4Prediction, cells: dict,
 
 
 def figure_b4(design: B4Design, prediction: B4Prediction, cells: dict, judgement: Judgement) -> dict[str, Any]:
-    """``alignment_vs_ridge`` (:func:`_figure_b4_ratio`) and, when computed, ``phase_diagram``
-    (:func:`_figure_b4_phase`)."""
-    figs = {"alignment_vs_ridge": _figure_b4_ratio(design, prediction, cells)}
-    if prediction.phase is not None:
-        figs["phase_diagram"] = _figure_b4_phase(design.prof, prediction.phase)
-    return figs
+    """``alignment_vs_ridge`` (:func:`_figure_b4_ratio`) and ``phase_diagram`` (:func:`_figure_b4_phase`)."""
+    return {"alignment_vs_ridge": _figure_b4_ratio(design, prediction, cells),
+            "phase_diagram": _figure_b4_phase(design.prof, prediction.phase)}
 
 
 def _figure_b4_phase(prof: StructuredProfile, phase: dict) -> Any:

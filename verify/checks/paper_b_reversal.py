@@ -44,7 +44,7 @@ Profiles: ``smoke`` (tests), ``quick`` (< 20 s), ``paper`` (< 3 min on 2 quiet c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -410,9 +410,7 @@ def describe_reversal(design: RevDesign, prediction: RevPrediction, cells: dict,
                       theory_d=prediction.diff(r.setting).tolist(), theory_att=prediction.att[r.setting].tolist(),
                       theory_ridge=prediction.ridge[(c, snr)].tolist()) for p, n in zip(design.ps, design.trials)]
     data = {
-        "design": dict(activations=list(design.activations), cs=list(design.cs), snrs=list(design.snrs),
-                       strengths=list(design.strengths), gammas=list(design.gammas), ps=list(design.ps),
-                       trials=list(design.trials), linearised=design.linearised, gamma_ref=design.gamma_ref),
+        "design": asdict(design),
         "rows": rows,
         "fits": [dict(activation=r.setting[0], c=r.setting[1], snr=r.setting[2], strength=r.setting[3],
                       theory=r.theory, fit=_as_dict(r.fit), fit_lin=_as_dict(r.fit_lin),

@@ -56,7 +56,7 @@ from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison, with_key
 from ._finite_size import finite_size_test
-from ._structured import (ACTIVATION, attention_model, Config, gamma_columns, grid_cell, KAPPA_MAX, sizes_at,
+from ._structured import (ACTIVATION, attention_model, Config, gamma_columns, grid_cells, KAPPA_MAX, sizes_at,
                           sizes_text, spike_label, STRUCTURED_PROFILES, structured_theory, StructuredProfile)
 
 
@@ -118,17 +118,10 @@ def predict_b7(ctx: CheckContext, design: B7Design) -> B7Prediction:
 def simulate_b7(ctx: CheckContext, design: B7Design) -> dict:
     """The cells ``(c, snr, p) -> {"true", "linearised": (spikes, trials, gammas)}``, both kernels on the same X."""
     prof = design.prof
-    cells = {}
     cols = gamma_columns(prof, design.gammas)
-    with ctx.progress("structured MC grid (true + linearised kernel, all spikes per cell)",
-                      total=len(prof.cs) * len(prof.snrs) * 2) as bar:
-        for c in prof.cs:
-            for snr in prof.snrs:
-                for p in design.sizes[c][0]:
-                    cell = grid_cell(ctx, c, snr, p)
-                    cells[(c, snr, p)] = {k: cell[k][..., cols] for k in ("true", "linearised")}
-                    bar.advance()
-    return cells
+    return grid_cells(ctx, [(c, snr) for c in prof.cs for snr in prof.snrs],
+                      "structured MC grid (true + linearised kernel, all spikes per cell)",
+                      lambda cell: {k: cell[k][..., cols] for k in ("true", "linearised")})
 
 
 def _b7_points(design: B7Design, prediction: B7Prediction, cells: dict) -> list[list[tuple]]:
