@@ -320,9 +320,7 @@ def judge_reversal(design: RevDesign, prediction: RevPrediction, cells: dict) ->
 
 # ============================================================================ describe
 def _fmt_p(p_star: float | None) -> str:
-    if p_star is None:
-        return "none"
-    return "inf" if math.isinf(p_star) else f"{p_star:.3g}"
+    return "none" if p_star is None else "inf" if math.isinf(p_star) else f"{p_star:.3g}"
 
 
 def _fit_text(f: PowerFit | None) -> str:
