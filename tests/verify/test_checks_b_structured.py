@@ -47,18 +47,20 @@ def test_check_runs_at_tiny_size(tmp_path, cid):
 
 
 def test_finite_size_rule_logic():
+    """B7's points read the shared finite-size rule at p = 256 vs 2p = 512."""
+    from verify.checks._finite_size import finite_size_test
+
     # converging towards the prediction like p^-1/2 or faster: passes
-    ok, allow, t = mod._finite_size_rule(1.0, 1.10, 0.001, 1.05, 0.001, 256, 512)
+    t = finite_size_test(1.0, 1.10, 0.001, 1.05, 0.001, 256 / 512)
     rule = t.rule("p=256", "p=512")
-    assert ok and allow == pytest.approx(0.10 / math.sqrt(2))
+    assert t.passed and t.allowance == pytest.approx(0.10 / math.sqrt(2))
     assert "hypot(SE_l, q SE_s)" in rule and "p=256" in rule and "p=512" in rule
     assert t.p_value > 0.5  # the verdict reads the p-value (Holm within the check)
     # stable gap far outside the noise, not shrinking: fails
-    ok, _, t = mod._finite_size_rule(1.0, 1.10, 0.001, 1.10, 0.001, 256, 512)
-    assert not ok and t.p_value < 1e-12
+    t = finite_size_test(1.0, 1.10, 0.001, 1.10, 0.001, 256 / 512)
+    assert not t.passed and t.p_value < 1e-12
     # gap growing with size: fails
-    ok, _, _ = mod._finite_size_rule(1.0, 1.01, 0.001, 1.20, 0.001, 256, 512)
-    assert not ok
+    assert not finite_size_test(1.0, 1.01, 0.001, 1.20, 0.001, 256 / 512).passed
 
 
 def test_reversal_scan_finds_crossing():

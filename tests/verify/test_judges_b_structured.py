@@ -177,8 +177,10 @@ def _b4_prediction(al4_shift: float = 0.0, alignment_effect: bool = True) -> ali
         al4 = np.array(th["al4"] if alignment_effect else th["none"]) + al4_shift
         simulation[k] = {"none": np.array(th["none"]), "al4": al4, "or4": np.array(th["none"]),
                          "ridge": np.array(th["ridge"])}
+    phase = {(c, st): dict(gamma_star=None, ratio_small_gamma=1.1) for c in PROF.phase_cs for st in PROF.phase_strengths}
     return alignment.B4Prediction(statements=statements, reversal={k: _scans(*k) for k in B4_DESIGN.theory_keys},
-                            simulation=simulation, kappa={(0.5, 0.5): 0.41, B4_OUTSIDE: 0.9}, figure={})
+                                  simulation=simulation, kappa={(0.5, 0.5): 0.41, B4_OUTSIDE: 0.9}, figure={},
+                                  phase=phase)
 
 
 B4_TRUTH = _b4_prediction()
@@ -271,14 +273,12 @@ def test_b4_describe_reports_unjudged_points():
 
 def test_b7_lin_study_reads_3_se_and_never_decides():
     """B7-lin (informational): per p the 3-SE reading of the true and the linearised kernel; verdict INFO."""
-    from types import SimpleNamespace
-
     from verify.checks.paper_b_linearisation import LinDesign, LinPrediction, judge_b7_lin
     from verify.claim import claim_of
 
     rng = np.random.default_rng(4)
     gam = np.array([1e-2, 1e-1])
-    design = LinDesign(prof=SimpleNamespace(), gammas=gam, ps=(64, 128), trials=16)
+    design = LinDesign(gammas=gam, ps=(64, 128), trials=16)
     theory = np.array([0.2, 0.3])
     pred = LinPrediction(theory=theory, kappa={64: 1.75, 128: 1.24})
     # the true kernel saturates (far below theory), the linearised one follows it within noise

@@ -112,7 +112,7 @@ def test_judge_structure_and_readings():
     assert comps[1].predicted == 1.0 and "profile interval" in comps[1].tolerance
     r = mod.read_setting(DESIGN, _prediction(), _draw(np.random.default_rng(0)), SETTING)
     assert set(r.stats) == set(PS) and r.fit_lin is not None and r.fit_linerr is not None
-    assert r.stats[128].trials == 96 and r.stats[128].var_gain[0] > 1.0
+    assert r.stats[128]["var_gain"][0] > 1.0
 
 
 def test_judge_false_fail_rate_when_the_readings_are_true():
@@ -145,6 +145,7 @@ def test_describe_and_tables():
     assert data["table_md"].count("\n") == 2 and "p=1024" in data["table_md"]
     assert "att-lin" in data["table_linearisation_md"]
     assert len(data["rows"]) == len(PS) and {"d", "se_d", "b_opt", "var_gain", "lin_err"} <= set(data["rows"][0])
+    assert [row["trials"] for row in data["rows"]] == list(TRIALS)
     assert data["fits"][0]["fit"]["dof"] == 2
 
 
@@ -195,7 +196,6 @@ def test_b4_phase_text_states_the_answer():
     text = alignment._phase_text(prof, _phase(prof))
     assert "worse than ridge in 4 of 4" in text and "no reversal as gamma -> 0" in text
     assert "without a spike at c = [2.0]" in text and "B4-rev" in text
-    assert alignment._phase_text(prof, None) == ""
 
 
 def test_b4_phase_figure(tmp_path):

@@ -24,9 +24,6 @@ KAPPA_MAX = 0.5
 
 #: one configuration of B7: ``(c, snr, spike)``
 Config = tuple[float, float, tuple[float, str]]
-#: Monte Carlo cells as ``simulate`` returns them and ``judge`` reads them: ``(c, snr, p) -> {model: trials}``
-Cells = dict
-
 
 # ============================================================================ configuration
 @dataclass(frozen=True)
@@ -96,20 +93,14 @@ STRUCTURED_PROFILES = {
 }
 
 
-def structured_profile(ctx: CheckContext) -> StructuredProfile:
-    return STRUCTURED_PROFILES[ctx.profile]
-
-
 def sizes_at(prof: StructuredProfile, c: float) -> tuple[tuple[int, int], int]:
     """``((p, 2p), trials)`` of the finite-size pair at aspect ratio ``c`` (per-c override or the default)."""
-    for cc, ps, tr in prof.b7_sizes_by_c:
-        if cc == c:
-            return (int(ps[0]), int(ps[1])), int(tr)
-    return (int(prof.p_sizes[0]), int(prof.p_sizes[1])), int(prof.trials)
+    return {cc: (ps, tr) for cc, ps, tr in prof.b7_sizes_by_c}.get(c, (prof.p_sizes, prof.trials))
 
 
 def sizes_text(prof: StructuredProfile) -> str:
-    return "; ".join(f"c={c:g}: {tr} trials at p={ps[0]} and p={ps[1]}" for c in prof.cs for ps, tr in [sizes_at(prof, c)])
+    return "; ".join(f"c={c:g}: {tr} trials at p={ps[0]} and p={ps[1]}"
+                     for c in prof.cs for ps, tr in [sizes_at(prof, c)])
 
 
 def spike_label(spike: tuple[float, str]) -> str:
@@ -143,15 +134,8 @@ def shared_mc(ctx: CheckContext, models: list[Any], p: int, gammas, settings: An
     g = np.asarray(gammas, float)
     key = dict(n=model_sizes(models[0], p)[0], p=int(p), gammas=g, models=[model_key(m) for m in models],
                kind=list(kind), **settings_key(settings))
-
-    def compute() -> dict[str, np.ndarray]:
-        return simulate_model(models, p, g, settings, kind=tuple(kind))
-
-    return ctx.cached("shared_mc", key, compute, version=mc_version())
-
-
-#: the check whose seeds and cache entries the structured grid uses (B4 borrows them: CheckContext.borrowing)
-GRID_OWNER = "B7"
+    return ctx.cached("shared_mc", key, lambda: simulate_model(models, p, g, settings, kind=tuple(kind)),
+                      version=mc_version())
 
 
 def grid_gammas(prof: StructuredProfile) -> np.ndarray:
@@ -163,17 +147,27 @@ def grid_cell(ctx: CheckContext, c: float, snr: float, p: int) -> dict[str, np.n
     """One ``(c, snr, p)`` of the structured grid, as B7 draws it and B4 reads it (the same cache entry).
 
     Every spike of the profile, the true and the linearised kernel, and ridge, on one draw per trial, at
-    :func:`grid_gammas`; seeds and cache entries are :data:`GRID_OWNER`'s whichever check asks first.
-    Returns ``"true"``, ``"linearised"`` ``(spikes, trials, G)`` and ``"ridge"`` ``(trials, G)``.
+    :func:`grid_gammas`; seeds and cache entries are B7's whichever check asks first (B4 borrows them:
+    ``CheckContext.borrowing``).  Returns ``"true"``, ``"linearised"`` ``(spikes, trials, G)`` and ``"ridge"``
+    ``(trials, G)``.
     """
-    prof = structured_profile(ctx)
-    owner = ctx if ctx.check_id == GRID_OWNER else ctx.borrowing(GRID_OWNER)
-    (p1, p2), trials = sizes_at(prof, c)
-    if p not in (p1, p2) or snr not in prof.snrs:
-        raise ValueError(f"(c={c}, snr={snr}, p={p}) is not a cell of the structured grid of profile {ctx.profile!r}")
+    prof = STRUCTURED_PROFILES[ctx.profile]
+    owner = ctx if ctx.check_id == "B7" else ctx.borrowing("B7")
     sd = owner.seed_for("grid", c, snr, p)  # shared by every spike, both kernels and ridge: paired X
     return shared_mc(owner, [attention_model(c, snr, s) for s in prof.spikes], p, grid_gammas(prof),
-                     mc_settings(owner, trials, sd), ("true", "linearised", "ridge"))
+                     mc_settings(owner, sizes_at(prof, c)[1], sd), ("true", "linearised", "ridge"))
+
+
+def grid_cells(ctx: CheckContext, keys: list[tuple[float, float]], label: str, pick: Any) -> dict:
+    """``(c, snr, p) -> pick(grid_cell(ctx, c, snr, p))`` for every ``(c, snr)`` of ``keys`` at both sizes of its
+    ``c`` (a check's view of the grid: its spikes, kernels and gammas), with a progress bar ``label``."""
+    cells = {}
+    with ctx.progress(label, total=len(keys) * 2) as bar:
+        for c, snr in keys:
+            for p in sizes_at(STRUCTURED_PROFILES[ctx.profile], c)[0]:
+                cells[(c, snr, p)] = pick(grid_cell(ctx, c, snr, p))
+                bar.advance()
+    return cells
 
 
 def gamma_columns(prof: StructuredProfile, gammas) -> np.ndarray:

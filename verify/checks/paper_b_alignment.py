@@ -8,23 +8,20 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
 from ..claim import Claim, register
+from ..figures import pyplot
+from ..statistics import mean_se
 from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison
 from ._finite_size import finite_size_test
-from ._structured import (ACTIVATION, attention_model, Cells, gamma_columns, grid_cell, KAPPA_MAX, sizes_at,
-                                 sizes_text, SPIKE_NONE, structured_profile, structured_theory, StructuredProfile)
-
-
-def _plt():
-    from verify.figures import pyplot
-
-    return pyplot()
+from ._structured import (ACTIVATION, attention_model, gamma_columns, grid_cells, KAPPA_MAX, sizes_at, sizes_text,
+                          SPIKE_NONE, STRUCTURED_PROFILES, structured_theory, StructuredProfile)
 
 
 # ============================================================================ B4
@@ -49,19 +46,14 @@ def _reversal_scan(c: float, snr: float, strength: float, grid: np.ndarray) -> d
     from theory import ridge_error_values
 
     spike = (strength, "aligned") if strength > 0 else SPIKE_NONE
-    ea = structured_theory(grid, c, snr, spike)
-    er = ridge_error_values(grid, c, snr)
-    ratio = ea / er
+    ratio = structured_theory(grid, c, snr, spike) / ridge_error_values(grid, c, snr)
     below = np.nonzero(ratio <= 1.0)[0]
-    gstar = None
-    if below.size:
-        i = int(below[0])
-        if i == 0:
-            gstar = float(grid[0])
-        else:  # log-linear interpolation of the crossing
-            r0, r1 = ratio[i - 1], ratio[i]
-            t = (r0 - 1.0) / (r0 - r1)
-            gstar = float(np.exp(np.log(grid[i - 1]) + t * (np.log(grid[i]) - np.log(grid[i - 1]))))
+    i = int(below[0]) if below.size else None
+    if i:  # log-linear interpolation of the crossing
+        t = (ratio[i - 1] - 1.0) / (ratio[i - 1] - ratio[i])
+        gstar = float(np.exp(np.log(grid[i - 1]) + t * (np.log(grid[i]) - np.log(grid[i - 1]))))
+    else:  # no crossing, or attention better from the first gamma
+        gstar = None if i is None else float(grid[0])
     k = int(np.argmin(ratio))
     return dict(c=c, snr=snr, strength=strength, gamma_star=gstar, min_ratio=float(ratio[k]),
                 gamma_at_min_ratio=float(grid[k]), ratio_small_gamma=float(ratio[0]), gamma_small=float(grid[0]))
@@ -109,7 +101,7 @@ class B4Prediction:
     kappa : ``(c, snr) -> kappa(2p)`` of the aligned spike 4 (regime of the attention-vs-ridge comparisons).
     figure : ``c -> {"ridge", label of _FIGURE_SPIKES: curve on figure_grid}`` at the figure's snr.
     phase : ``(c, strength) -> scan`` (:func:`_reversal_scan` at ``prof.phase_snr`` on ``prof.phase_grid``): the
-        phase diagram (figure and notes only; judged nowhere); ``None``: not computed.
+        phase diagram (figure and notes only; judged nowhere).
     """
 
     statements: dict
@@ -117,12 +109,12 @@ class B4Prediction:
     simulation: dict
     kappa: dict
     figure: dict
-    phase: dict | None = None
+    phase: dict
 
 
 def design_b4(ctx: CheckContext) -> B4Design:
     """B4's grids for ``ctx.profile`` (``STRUCTURED_PROFILES``)."""
-    prof = structured_profile(ctx)
+    prof = STRUCTURED_PROFILES[ctx.profile]
     return B4Design(prof=prof, theory_grid=np.logspace(*prof.b4_theory_grid),
                     reversal_grid=np.logspace(*prof.reversal_grid), figure_grid=np.logspace(*prof.figure_grid),
                     gammas=np.array(prof.b4_gammas), sizes={c: sizes_at(prof, c) for c in prof.cs})
@@ -132,9 +124,8 @@ def _curves(grid: np.ndarray, c: float, snr: float, spikes) -> dict[str, np.ndar
     """Attention theory for each ``(key, spike)`` of ``spikes`` and ridge's (``"ridge"``) on ``grid``."""
     from theory import ridge_error_values
 
-    out = {key: structured_theory(grid, c, snr, spike) for key, spike in spikes}
-    out["ridge"] = ridge_error_values(grid, c, snr)
-    return out
+    return {**{key: structured_theory(grid, c, snr, spike) for key, spike in spikes},
+            "ridge": ridge_error_values(grid, c, snr)}
 
 
 def predict_b4(ctx: CheckContext, design: B4Design) -> B4Prediction:
@@ -157,156 +148,115 @@ def _phase_scans(prof: StructuredProfile) -> dict:
     return {(c, st): _reversal_scan(c, prof.phase_snr, st, grid) for c in prof.phase_cs for st in prof.phase_strengths}
 
 
-def simulate_b4(ctx: CheckContext, design: B4Design) -> Cells:
+def simulate_b4(ctx: CheckContext, design: B4Design) -> dict:
     """The cells ``(c, snr, p) -> {"none", "al4", "or4", "ridge": (trials, gammas)}`` on paired draws (same X).
 
     They are B7's cells (:func:`grid_cell`: the same draws, read from B7's cache entries or this run's memo, or
     drawn here first if B4 runs alone): B4 and B7 test different statements on one Monte Carlo, so each check's
     false-FAIL rate and power are what they were on draws of their own; only their verdicts are now correlated.
     """
-    prof = design.prof
-    rows = [list(prof.spikes).index(s) for s in B4_SPIKES]
-    cols = gamma_columns(prof, design.gammas)
-    cells: Cells = {}
-    with ctx.progress("B4 simulations (B7's draws: none / aligned 4 / orthogonal 4 / ridge per cell)",
-                      total=len(design.cells) * 2) as bar:
-        for c, snr in design.cells:
-            (p1, p2), _ = design.sizes[c]
-            for p in (p1, p2):
-                cell = grid_cell(ctx, c, snr, p)
-                cells[(c, snr, p)] = {**{k: cell["true"][i][..., cols] for k, i in zip(B4_MODELS, rows)},
-                                      "ridge": cell["ridge"][..., cols]}
-                bar.advance()
-    return cells
+    rows = [list(design.prof.spikes).index(s) for s in B4_SPIKES]
+    cols = gamma_columns(design.prof, design.gammas)
+    label = "B4 simulations (B7's draws: none / aligned 4 / orthogonal 4 / ridge per cell)"
+    return grid_cells(ctx, design.cells, label,
+                      lambda cell: {**{k: cell["true"][i][..., cols] for k, i in zip(B4_MODELS, rows)},
+                                    "ridge": cell["ridge"][..., cols]})
 
 
-def _b4_statement_comparisons(design: B4Design, curves: dict, c: float, snr: float) -> list[Comparison]:
-    """Theory at ``(c, snr)``: aligned spikes lower E_att and its gap to ridge; an orthogonal spike changes nothing."""
-    e0, e1, e4, eo, er = (curves[k] for k in ("none", "aligned1", "aligned4", "orthogonal4", "ridge"))
-    worst_inc = float(max(np.max(e1 - e0), np.max(e4 - e1)))
-    gap0, gap4 = e0 - er, e4 - er
-    dev = float(np.max(np.abs(eo - e0)))
-    return [
-        Comparison(
-            name=f"theory c={c:g} snr={snr:g}: aligned spikes 0 -> 1 -> 4 lower E_att and the gap to ridge",
-            predicted="E_att strictly decreasing in strength at every gamma",
-            measured=f"max increase {worst_inc:.3g}; gap to ridge at gamma=1e-2: "
-                     f"{gap0[2]:.4g} -> {gap4[2]:.4g}",
-            uncertainty=None,
-            tolerance=f"max_gamma [E(s_k+1) - E(s_k)] < 0 on gamma in logspace{design.prof.b4_theory_grid}",
-            passed=worst_inc < 0),
-        Comparison(
-            name=f"theory c={c:g} snr={snr:g}: orthogonal spike 4 leaves E_att unchanged",
-            predicted=0.0, measured=dev, uncertainty=None,
-            tolerance="max_gamma |E(orth 4) - E(none)| <= 1e-9 (solver accuracy)", passed=dev <= 1e-9),
-    ]
+def _b4_theory_comparisons(design: B4Design, prediction: B4Prediction) -> list[Comparison]:
+    """Per theory key: aligned spikes lower E_att and its gap to ridge, an orthogonal spike changes nothing;
+    then per theory key: the aligned spike 4 moves the reversal point gamma* down (or creates one)."""
+    comps, rg = [], design.reversal_grid
+    for c, snr in design.theory_keys:
+        e0, e1, e4, eo, er = (prediction.statements[(c, snr)][k]
+                              for k in ("none", "aligned1", "aligned4", "orthogonal4", "ridge"))
+        worst_inc = float(max(np.max(e1 - e0), np.max(e4 - e1)))
+        dev = float(np.max(np.abs(eo - e0)))
+        comps += [
+            Comparison(
+                name=f"theory c={c:g} snr={snr:g}: aligned spikes 0 -> 1 -> 4 lower E_att and the gap to ridge",
+                predicted="E_att strictly decreasing in strength at every gamma",
+                measured=f"max increase {worst_inc:.3g}; gap to ridge at gamma=1e-2: {e0[2] - er[2]:.4g} -> "
+                         f"{e4[2] - er[2]:.4g}",
+                uncertainty=None,
+                tolerance=f"max_gamma [E(s_k+1) - E(s_k)] < 0 on gamma in logspace{design.prof.b4_theory_grid}",
+                passed=worst_inc < 0),
+            Comparison(
+                name=f"theory c={c:g} snr={snr:g}: orthogonal spike 4 leaves E_att unchanged",
+                predicted=0.0, measured=dev, uncertainty=None,
+                tolerance="max_gamma |E(orth 4) - E(none)| <= 1e-9 (solver accuracy)", passed=dev <= 1e-9)]
+    for c, snr in design.theory_keys:
+        scans = prediction.reversal[(c, snr)]
+        g0, g4 = scans[0]["gamma_star"], scans[2]["gamma_star"]
+        comps.append(Comparison(
+            name=f"theory c={c:g} snr={snr:g}: alignment moves the reversal point gamma* down",
+            predicted=f"gamma*(aligned 4) <= gamma*(no spike), reversal exists on [{rg[0]:g}, {rg[-1]:g}]",
+            measured=f"gamma*: none {g0}, aligned 4 {g4}", uncertainty=None,
+            tolerance=f"crossing located on a {rg.size}-point log grid over [{rg[0]:g}, {rg[-1]:g}] "
+                      "(log-linear interpolation)", passed=bool(g4 is not None and (g0 is None or g4 <= g0))))
+    return comps
 
 
-def _b4_reversal_comparison(design: B4Design, scans: list[dict], c: float, snr: float) -> Comparison:
-    """Theory at ``(c, snr)``: the aligned spike 4 moves the reversal point gamma* down (or creates one)."""
-    rg = design.reversal_grid
-    g0, g4 = scans[0]["gamma_star"], scans[2]["gamma_star"]
-    ok = g4 is not None and (g0 is None or g4 <= g0)
-    return Comparison(
-        name=f"theory c={c:g} snr={snr:g}: alignment moves the reversal point gamma* down",
-        predicted=f"gamma*(aligned 4) <= gamma*(no spike), reversal exists on [{rg[0]:g}, {rg[-1]:g}]",
-        measured=f"gamma*: none {g0}, aligned 4 {g4}", uncertainty=None,
-        tolerance=f"crossing located on a {rg.size}-point log grid over [{rg[0]:g}, {rg[-1]:g}] "
-                  "(log-linear interpolation)", passed=bool(ok))
+def _b4_mc(design: B4Design, prediction: B4Prediction, cells: dict) -> tuple[list[Comparison], list[str]]:
+    """Per simulated ``(c, snr, gamma)``: alignment helps (direction), an orthogonal spike does not (bound),
+    attention vs ridge (judged inside the regime ``kappa(2p) <= KAPPA_MAX``).  Returns the judged comparisons
+    and the attention-vs-ridge readings outside the regime (for the notes)."""
+    comps, outside = [], []
+    for c, snr in design.cells:
+        (p1, p2), trials = design.sizes[c]
+        th, kappa = prediction.simulation[(c, snr)], prediction.kappa[(c, snr)]
+        lo, hi = cells[(c, snr, p1)], cells[(c, snr, p2)]
+        da, sa = mean_se(hi["al4"] - hi["none"])  # paired differences (same X), per gamma
+        (do1, so1), (do2, so2) = mean_se(lo["or4"] - lo["none"]), mean_se(hi["or4"] - hi["none"])
+        (dr1, sr1), (dr2, sr2) = mean_se(lo["al4"] - lo["ridge"]), mean_se(hi["al4"] - hi["ridge"])
+        for j, g in enumerate(design.gammas):
+            # (1) alignment lowers E (paired difference significantly < 0)
+            comps.append(Comparison.direction(
+                f"MC c={c:g} snr={snr:g} gamma={g:g}: E(aligned 4) - E(none)",
+                float(th["al4"][j] - th["none"][j]), float(da[j]), float(sa[j]), -1, df=trials - 1,
+                rule=f"paired difference at p={p2} over {trials} draws (alignment helps: < 0)"))
+            # (2) orthogonal spike does not help: paired difference not significantly < 0
+            #     (its exact limit 0 is tested against theory in B7)
+            t = finite_size_test(0.0, do1[j], so1[j], do2[j], so2[j], p1 / p2, (trials, trials))
+            comps.append(Comparison.bound(
+                f"MC c={c:g} snr={snr:g} gamma={g:g}: E(orthogonal 4) - E(none) (does not help)",
+                0.0, float(do2[j]), float(so2[j]), float(-do2[j] - t.allowance), excess_se=t.sd, df=t.df,
+                rule=(f"paired difference at p={p2} >= -q |d at p={p1}| = -{t.allowance:.3g} up to noise, "
+                      f"q = {t.q:.3g} (finite-size rule, one-sided); at p={p1}: {do1[j]:.4g}")))
+            # (3) attention vs ridge (paired): sign must agree with theory where theory is clear (outside the
+            #     finite-size band), else the finite-size rule; judged only inside the declared regime of the
+            #     linearisation (kappa <= KAPPA_MAX), its per-point 3-sigma reading reported outside
+            thd = float(th["al4"][j] - th["ridge"][j])
+            name = f"MC c={c:g} snr={snr:g} gamma={g:g}: E_att(aligned 4) - E_ridge (kappa={kappa:.2f})"
+            t = finite_size_test(thd, dr1[j], sr1[j], dr2[j], sr2[j], p1 / p2, (trials, trials))
+            if abs(thd) > t.bound:
+                vs_ridge = Comparison.direction(
+                    name, thd, float(dr2[j]), float(sr2[j]), int(np.sign(thd)), df=trials - 1,
+                    rule=(f"theory's sign is clear (|theory| > finite-size band {t.bound:.3g} = q |gap at p={p1}| "
+                          f"+ t hypot(SE_2p, q SE_p)); the paired difference at p={p2} must have that sign"))
+                ok = bool(np.sign(dr2[j]) == np.sign(thd) and abs(dr2[j]) > 3 * sr2[j])
+            else:
+                vs_ridge, ok = t.comparison(name, thd, dr2[j], sr2[j], f"p={p1}", f"p={p2}"), t.passed
+                vs_ridge = dataclasses.replace(vs_ridge, tolerance="near a crossing: " + vs_ridge.tolerance)
+            if kappa <= KAPPA_MAX:
+                comps.append(vs_ridge)
+            else:
+                outside.append(f"{name}: theory {thd:.4f}, measured {dr2[j]:.4f}+-{sr2[j]:.4f}, "
+                               f"rule {'holds' if ok else 'fails'}")
+    return comps, outside
 
 
-def _paired(cell: dict, key_a: str, key_b: str) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and SE over trials of the paired difference ``key_a - key_b`` (same X), per gamma."""
-    d = cell[key_a] - cell[key_b]
-    return d.mean(0), d.std(0, ddof=1) / math.sqrt(d.shape[0])
-
-
-@dataclass(frozen=True)
-class _B4Point:
-    """One simulated ``(c, snr, gamma)`` of B4: its three comparisons, and whether the third is judged."""
-
-    align: Comparison
-    orth: Comparison
-    vs_ridge: Comparison
-    inside: bool  # kappa(2p) <= KAPPA_MAX: attention vs ridge is judged
-    outside_line: str  # the attention-vs-ridge reading for the notes when it is not judged
-
-
-def _b4_vs_ridge(name: str, thd: float, small: tuple[float, float], large: tuple[float, float],
-                 sizes: tuple[int, int], trials: int) -> tuple[Comparison, bool]:
-    """Attention (aligned 4) vs ridge, paired ``(mean, SE)`` at the sizes ``p1 < p2``: the sign where theory's is
-    clear, else the finite-size rule.  Returns the comparison and its per-point 3-sigma reading (for the notes
-    when it is not judged).
-    """
-    (d1, s1), (d2, s2), (p1, p2) = small, large, sizes
-    t = finite_size_test(thd, d1, s1, d2, s2, p1 / p2, (trials, trials))
-    if abs(thd) > t.bound:
-        cmp_ = Comparison.direction(
-            name, thd, float(d2), float(s2), int(np.sign(thd)), df=trials - 1,
-            rule=(f"theory's sign is clear (|theory| > finite-size band {t.bound:.3g} = q |gap at p={p1}| "
-                  f"+ t hypot(SE_2p, q SE_p)); the paired difference at p={p2} must have that sign"))
-        return cmp_, bool(np.sign(d2) == np.sign(thd) and abs(d2) > 3 * s2)
-    cmp_ = t.comparison(name, thd, d2, s2, f"p={p1}", f"p={p2}")
-    return dataclasses.replace(cmp_, tolerance="near a crossing: " + cmp_.tolerance), t.passed
-
-
-def _b4_cell_points(design: B4Design, prediction: B4Prediction, cells: Cells, c: float,
-                    snr: float) -> list[_B4Point]:
-    """The points of one simulated ``(c, snr)``, one per gamma."""
-    (p1, p2), trials = design.sizes[c]
-    th, kappa = prediction.simulation[(c, snr)], prediction.kappa[(c, snr)]
-    lo, hi = cells[(c, snr, p1)], cells[(c, snr, p2)]
-    da, sa = _paired(hi, "al4", "none")
-    (do1, so1), (do2, so2) = _paired(lo, "or4", "none"), _paired(hi, "or4", "none")
-    (dr1, sr1), (dr2, sr2) = _paired(lo, "al4", "ridge"), _paired(hi, "al4", "ridge")
-    points = []
-    for j, g in enumerate(design.gammas):
-        # (1) alignment lowers E (paired difference significantly < 0)
-        align = Comparison.direction(
-            f"MC c={c:g} snr={snr:g} gamma={g:g}: E(aligned 4) - E(none)",
-            float(th["al4"][j] - th["none"][j]), float(da[j]), float(sa[j]), -1, df=trials - 1,
-            rule=f"paired difference at p={p2} over {trials} draws (alignment helps: < 0)")
-        # (2) orthogonal spike does not help: paired difference not significantly < 0
-        #     (its exact limit 0 is tested against theory in B7)
-        t = finite_size_test(0.0, do1[j], so1[j], do2[j], so2[j], p1 / p2, (trials, trials))
-        orth = Comparison.bound(
-            f"MC c={c:g} snr={snr:g} gamma={g:g}: E(orthogonal 4) - E(none) (does not help)",
-            0.0, float(do2[j]), float(so2[j]), float(-do2[j] - t.allowance), excess_se=t.sd, df=t.df,
-            rule=(f"paired difference at p={p2} >= -q |d at p={p1}| = -{t.allowance:.3g} up to noise, "
-                  f"q = {t.q:.3g} (finite-size rule, one-sided); at p={p1}: {do1[j]:.4g}"))
-        # (3) attention vs ridge (paired): sign must agree with theory where theory is clear;
-        #     judged only inside the declared regime of the linearisation (kappa <= KAPPA_MAX)
-        thd = float(th["al4"][j] - th["ridge"][j])
-        name = f"MC c={c:g} snr={snr:g} gamma={g:g}: E_att(aligned 4) - E_ridge (kappa={kappa:.2f})"
-        vs_ridge, ok = _b4_vs_ridge(name, thd, (dr1[j], sr1[j]), (dr2[j], sr2[j]), (p1, p2), trials)
-        points.append(_B4Point(align, orth, vs_ridge, kappa <= KAPPA_MAX,
-                               f"{name}: theory {thd:.4f}, measured {dr2[j]:.4f}+-{sr2[j]:.4f}, "
-                               f"rule {'holds' if ok else 'fails'}"))
-    return points
-
-
-def _b4_points(design: B4Design, prediction: B4Prediction, cells: Cells) -> list[_B4Point]:
-    return [pt for c, snr in design.cells for pt in _b4_cell_points(design, prediction, cells, c, snr)]
-
-
-def judge_b4(design: B4Design, prediction: B4Prediction, cells: Cells) -> list[Comparison]:
+def judge_b4(design: B4Design, prediction: B4Prediction, cells: dict) -> list[Comparison]:
     """Theory statements (exact), reversal points (exact), then per simulated point: alignment helps
     (direction), an orthogonal spike does not (bound), attention vs ridge inside the regime.
 
     Pure: the theory comparisons read ``prediction``; the Monte Carlo ones the trial arrays of ``cells``
     (:func:`simulate_b4`).
     """
-    comps: list[Comparison] = []
-    for c, snr in design.theory_keys:
-        comps.extend(_b4_statement_comparisons(design, prediction.statements[(c, snr)], c, snr))
-    for c, snr in design.theory_keys:
-        comps.append(_b4_reversal_comparison(design, prediction.reversal[(c, snr)], c, snr))
-    for pt in _b4_points(design, prediction, cells):
-        comps.extend([pt.align, pt.orth] + ([pt.vs_ridge] if pt.inside else []))
-    return comps
+    return _b4_theory_comparisons(design, prediction) + _b4_mc(design, prediction, cells)[0]
 
 
-def _b4_simulation_rows(design: B4Design, prediction: B4Prediction, cells: Cells) -> list[dict]:
+def _b4_simulation_rows(design: B4Design, prediction: B4Prediction, cells: dict) -> list[dict]:
     """``data["simulation"]``: MC means and SEs at ``2p`` and theory, per simulated ``(c, snr, gamma)``."""
     rows = []
     for c, snr in design.cells:
@@ -324,18 +274,9 @@ def _b4_simulation_rows(design: B4Design, prediction: B4Prediction, cells: Cells
 def _reversal_line(design: B4Design, scans: list[dict], c: float, snr: float) -> str:
     rg = design.reversal_grid
     return (f"c={c:g} snr={snr:g}: gamma* (E_att <= E_RR for gamma >= gamma*) at strength 0/1/4/16 = "
-            + "/".join("none" if s["gamma_star"] is None else f"{s['gamma_star']:.3g}" for s in scans)
+            + "/".join(_gamma_star_text(s) for s in scans)
             + f"; E_att/E_RR at gamma={rg[0]:g}: " + "/".join(f"{s['ratio_small_gamma']:.3g}" for s in scans)
             + "; best ratio " + "/".join(f"{s['min_ratio']:.3g}@{s['gamma_at_min_ratio']:.3g}" for s in scans))
-
-
-def _non_increasing_in_strength(scans: list[dict]) -> bool:
-    """Whether E_att/E_RR at the smallest gamma is non-increasing in the aligned strength at every snr."""
-    for snr in sorted({r["snr"] for r in scans}):
-        by_s = sorted([r for r in scans if r["snr"] == snr], key=lambda r: r["strength"])
-        if not all(a["ratio_small_gamma"] >= b["ratio_small_gamma"] for a, b in zip(by_s, by_s[1:])):
-            return False
-    return True
 
 
 def _small_gamma_text(rev: list[dict]) -> str:
@@ -343,10 +284,13 @@ def _small_gamma_text(rev: list[dict]) -> str:
     per_c = []
     for c in B4_THEORY_CS:
         rs_c = [r for r in rev if r["c"] == c]
+        # E_att/E_RR at the smallest gamma non-increasing in the aligned strength at every snr
+        monotone = all(a["ratio_small_gamma"] >= b["ratio_small_gamma"] for snr in sorted({r["snr"] for r in rs_c})
+                       for a, b in pairwise(sorted([r for r in rs_c if r["snr"] == snr], key=lambda r: r["strength"])))
         per_c.append(f"c={c:g}: ratio range {min(r['ratio_small_gamma'] for r in rs_c):.3g}.."
                      f"{max(r['ratio_small_gamma'] for r in rs_c):.3g}, "
-                     f"{'non-increasing' if _non_increasing_in_strength(rs_c) else 'not monotone'} in the aligned "
-                     "strength 0/1/4/16 at every snr")
+                     f"{'non-increasing' if monotone else 'not monotone'} in the aligned strength 0/1/4/16 at "
+                     "every snr")
     n_rev_small = sum(r["ratio_small_gamma"] <= 1.0 for r in rev)
     return (f"Theory at the smallest gamma of the reversal grid ({rev[0]['gamma_small']:g}): E_att <= E_RR in "
             f"{n_rev_small} of {len(rev)} (c, snr, strength) configurations; " + "; ".join(per_c) + ". ")
@@ -356,10 +300,8 @@ def _gamma_star_text(scan: dict) -> str:
     return "none" if scan["gamma_star"] is None else f"{scan['gamma_star']:.3g}"
 
 
-def _phase_text(prof: StructuredProfile, phase: dict | None) -> str:
-    """The answer of the phase diagram (theory) and where the finite-p reversal is measured; '' without it."""
-    if phase is None:
-        return ""
+def _phase_text(prof: StructuredProfile, phase: dict) -> str:
+    """The answer of the phase diagram (theory) and where the finite-p reversal is measured."""
     g = np.logspace(*prof.phase_grid)
     rows = "; ".join(f"c={c:.3g}: " + "/".join(_gamma_star_text(phase[(c, st)]) for st in prof.phase_strengths)
                      for c in prof.phase_cs)
@@ -378,14 +320,14 @@ def _phase_text(prof: StructuredProfile, phase: dict | None) -> str:
     )
 
 
-def describe_b4(design: B4Design, prediction: B4Prediction, cells: Cells,
+def describe_b4(design: B4Design, prediction: B4Prediction, cells: dict,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     """Notes (reversal points, small-gamma ratios, simulation design, unjudged points) and data
     (``theory`` curves, ``reversal`` scans, ``simulation`` rows)."""
     prof = design.prof
     keys = design.theory_keys
     rev = [s for k in keys for s in prediction.reversal[k]]
-    outside = [pt.outside_line for pt in _b4_points(design, prediction, cells) if not pt.inside]
+    outside = _b4_mc(design, prediction, cells)[1]
     notes = (
         "Theory from the project's structured deterministic equivalent (tanh, diagonal removed). "
         "Reversal (theory, E_att <= E_RR): "
@@ -404,13 +346,10 @@ def describe_b4(design: B4Design, prediction: B4Prediction, cells: Cells,
                    "simulation": _b4_simulation_rows(design, prediction, cells)}
 
 
-def figure_b4(design: B4Design, prediction: B4Prediction, cells: Cells, judgement: Judgement) -> dict[str, Any]:
-    """``alignment_vs_ridge`` (:func:`_figure_b4_ratio`) and, when computed, ``phase_diagram``
-    (:func:`_figure_b4_phase`)."""
-    figs = {"alignment_vs_ridge": _figure_b4_ratio(design, prediction, cells)}
-    if prediction.phase is not None:
-        figs["phase_diagram"] = _figure_b4_phase(design.prof, prediction.phase)
-    return figs
+def figure_b4(design: B4Design, prediction: B4Prediction, cells: dict, judgement: Judgement) -> dict[str, Any]:
+    """``alignment_vs_ridge`` (:func:`_figure_b4_ratio`) and ``phase_diagram`` (:func:`_figure_b4_phase`)."""
+    return {"alignment_vs_ridge": _figure_b4_ratio(design, prediction, cells),
+            "phase_diagram": _figure_b4_phase(design.prof, prediction.phase)}
 
 
 def _figure_b4_phase(prof: StructuredProfile, phase: dict) -> Any:
@@ -419,7 +358,7 @@ def _figure_b4_phase(prof: StructuredProfile, phase: dict) -> Any:
     attention beats ridge above them)."""
     from matplotlib.colors import ListedColormap
 
-    plt = _plt()
+    plt = pyplot()
     cs, sts = prof.phase_cs, prof.phase_strengths
     g0 = 10.0 ** prof.phase_grid[0]
     sign = np.array([[np.sign(phase[(c, st)]["ratio_small_gamma"] - 1.0) for c in cs] for st in sts])
@@ -431,8 +370,7 @@ def _figure_b4_phase(prof: StructuredProfile, phase: dict) -> Any:
             ax.text(j + 0.5, i + 0.5, _gamma_star_text(phase[(c, st)]), ha="center", va="center", fontsize=7)
     ax.set_xticks(np.arange(len(cs)) + 0.5, [f"{c:.3g}" for c in cs])
     ax.set_yticks(np.arange(len(sts)) + 0.5, [f"{st:g}" for st in sts])
-    ax.set_xlabel("c = p/n")
-    ax.set_ylabel("aligned strength ||w_K|| ||w_Q||")
+    ax.set(xlabel="c = p/n", ylabel="aligned strength ||w_K|| ||w_Q||")
     ax.set_title(f"sign of E_att - E_RR at gamma={g0:g} (orange: attention worse, blue: better);\n"
                  f"text: gamma* (attention better for gamma >= gamma*); {ACTIVATION}, snr={prof.phase_snr:g}, "
                  "limit p -> oo", fontsize=8)
@@ -441,24 +379,20 @@ def _figure_b4_phase(prof: StructuredProfile, phase: dict) -> Any:
         gs = [phase[(c, st)]["gamma_star"] for c in cs]
         ax2.plot(cs, [np.nan if v is None else v for v in gs], "o-", ms=3, label=f"aligned {st:g}")
     ax2.axvline(1.0, color="gray", lw=0.8, ls=":")
-    ax2.set_xscale("log")
-    ax2.set_yscale("log")
+    ax2.set(xscale="log", yscale="log", xlabel="c = p/n", ylabel="gamma*")
     ax2.set_xticks(list(cs), [f"{c:.3g}" for c in cs])
     ax2.minorticks_off()
-    ax2.set_xlabel("c = p/n")
-    ax2.set_ylabel("gamma*")
     ax2.set_title(f"gamma* lines (missing point: no crossing up to gamma={10.0 ** prof.phase_grid[1]:g})", fontsize=8)
     ax2.legend(fontsize=7)
     return fig
 
 
-def _figure_b4_ratio(design: B4Design, prediction: B4Prediction, cells: Cells) -> Any:
+def _figure_b4_ratio(design: B4Design, prediction: B4Prediction, cells: dict) -> Any:
     """E_att / E_RR in theory (lines) and MC at 2p (x: aligned 4, +: none), one panel per aspect ratio."""
     rows = _b4_simulation_rows(design, prediction, cells)
     fsnr = design.prof.b4_snrs[-1]
     p2_of_c = {c: design.sizes[c][0][1] for c in design.prof.cs}
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = pyplot().subplots(1, 2, figsize=(11, 4.2))
     for ax, c in zip(axes, B4_THEORY_CS):
         curves = prediction.figure[c]
         for lab, _ in _FIGURE_SPIKES:
@@ -468,16 +402,12 @@ def _figure_b4_ratio(design: B4Design, prediction: B4Prediction, cells: Cells) -
             ax.plot(r["gamma"], r["mc_al4"] / r["mc_ridge"], "kx")
             ax.plot(r["gamma"], r["mc_none"] / r["mc_ridge"], "k+")
         ax.axhline(1.0, color="gray", lw=0.8)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("gamma")
-        ax.set_ylabel("E_attention / E_ridge")
+        ax.set(xscale="log", yscale="log", xlabel="gamma", ylabel="E_attention / E_ridge")
         ax.set_title(f"c={c:g}, snr={fsnr:g}; x: MC aligned 4, +: MC none (p={p2_of_c.get(c)})", fontsize=9)
     axes[0].legend(fontsize=7)
     return fig
 
 
-#: B4: alignment shrinks attention's error and its gap to ridge; orthogonal spikes do not; where reversal happens
 #: claim B4 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B4 = (
     "With signal, attention weights aligned with mu lower attention's error and its gap to ridge, orthogonal ones"
@@ -485,5 +415,6 @@ STATEMENT_B4 = (
     " (finite-p wins there are the linearisation error: study B4-rev)"
 )
 
-CLAIM_B4 = register(Claim(id="B4", paper="B", statement=STATEMENT_B4, design=design_b4, predict=predict_b4, simulate=simulate_b4, judge=judge_b4,
-                          describe=describe_b4, figure=figure_b4, figure_name="alignment_vs_ridge"))
+CLAIM_B4 = register(Claim(id="B4", paper="B", statement=STATEMENT_B4, design=design_b4, predict=predict_b4,
+                          simulate=simulate_b4, judge=judge_b4, describe=describe_b4, figure=figure_b4,
+                          figure_name="alignment_vs_ridge"))

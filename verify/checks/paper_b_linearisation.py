@@ -18,8 +18,7 @@ from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison
 from ._paper_b import mc_settings
-from ._structured import (ACTIVATION, attention_model, shared_mc, structured_profile, structured_theory,
-                                 StructuredProfile)
+from ._structured import ACTIVATION, attention_model, shared_mc, STRUCTURED_PROFILES, structured_theory
 
 
 # ============================================================================ B7-lin (informational)
@@ -27,7 +26,6 @@ from ._structured import (ACTIVATION, attention_model, shared_mc, structured_pro
 class LinDesign:
     """B7-lin: one strong aligned spike at ``c = 1/2``, ``snr = 2``, simulated at every ``p`` of ``ps``."""
 
-    prof: StructuredProfile
     gammas: np.ndarray
     ps: tuple[int, ...]
     trials: int
@@ -46,9 +44,8 @@ class LinPrediction:
 
 def design_b7_lin(ctx: CheckContext) -> LinDesign:
     """The breakdown sizes and trials of ``ctx.profile``."""
-    prof = structured_profile(ctx)
-    return LinDesign(prof=prof, gammas=np.array(prof.gammas), ps=tuple(prof.breakdown_p),
-                     trials=prof.breakdown_trials)
+    prof = STRUCTURED_PROFILES[ctx.profile]
+    return LinDesign(gammas=np.array(prof.gammas), ps=tuple(prof.breakdown_p), trials=prof.breakdown_trials)
 
 
 def predict_b7_lin(ctx: CheckContext, design: LinDesign) -> LinPrediction:
@@ -70,31 +67,30 @@ def simulate_b7_lin(ctx: CheckContext, design: LinDesign) -> dict:
     return cells
 
 
-def judge_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict) -> list[Comparison]:
-    """Informational ``|MC - theory| <= 3 SE`` at the smallest gamma, true then linearised kernel, per ``p``."""
-    comps: list[Comparison] = []
-    pred0 = prediction.theory[0]
-    for p in design.ps:
-        mt, st = mean_se(cells[p]["true"][0])
-        ml, sl = mean_se(cells[p]["linearised"][0])
-        for label, m, se in (("true kernel", mt[0], st[0]), ("linearised kernel", ml[0], sl[0])):
-            comps.append(Comparison(
-                name=f"p={p} (kappa_lin={prediction.kappa[p]:.2f}) gamma={design.gammas[0]:g}: {label}",
-                predicted=float(pred0), measured=float(m), uncertainty=float(se),
-                tolerance=f"informational: |MC - theory| = {abs(m - pred0):.3g} vs 3 SE = {3 * se:.3g}",
-                passed=bool(abs(m - pred0) <= 3 * se)))
-    return comps
-
-
 def _lin_rows(design: LinDesign, prediction: LinPrediction, cells: dict) -> list[dict]:
+    """``data["rows"]``: per ``p``, the mean and SE of both kernels on every gamma, and the theory."""
     rows = []
     for p in design.ps:
-        mt, st = mean_se(cells[p]["true"][0])
-        ml, sl = mean_se(cells[p]["linearised"][0])
+        (mt, st), (ml, sl) = mean_se(cells[p]["true"][0]), mean_se(cells[p]["linearised"][0])
         rows.append(dict(p=p, n=int(round(p / design.c)), kappa=prediction.kappa[p], true=mt.tolist(),
                          se_true=st.tolist(), linearised=ml.tolist(), se_linearised=sl.tolist(),
                          theory=prediction.theory.tolist()))
     return rows
+
+
+def judge_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict) -> list[Comparison]:
+    """Informational ``|MC - theory| <= 3 SE`` at the smallest gamma, true then linearised kernel, per ``p``."""
+    comps: list[Comparison] = []
+    pred0 = float(prediction.theory[0])
+    for r in _lin_rows(design, prediction, cells):
+        for label, kern in (("true kernel", "true"), ("linearised kernel", "linearised")):
+            m, se = r[kern][0], r[f"se_{kern}"][0]
+            comps.append(Comparison(
+                name=f"p={r['p']} (kappa_lin={r['kappa']:.2f}) gamma={design.gammas[0]:g}: {label}",
+                predicted=pred0, measured=m, uncertainty=se,
+                tolerance=f"informational: |MC - theory| = {abs(m - pred0):.3g} vs 3 SE = {3 * se:.3g}",
+                passed=bool(abs(m - pred0) <= 3 * se)))
+    return comps
 
 
 def describe_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict,
@@ -119,23 +115,28 @@ def describe_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict,
     return notes, data
 
 
-def _b7_lin_panels(ax: Any, rax: Any, design: LinDesign, prediction: LinPrediction, rows: list[dict]) -> None:
-    """E vs p per gamma (true kernel filled, linearised open, theory a line) and the relative gaps to theory."""
+@paper_figure
+def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict, judgement: Judgement) -> Any:
+    """True and linearised kernel vs p per gamma against the theory (informational: where the linearisation breaks):
+    left E vs p per gamma (true kernel filled, linearised open, theory a line), right the relative gaps to theory."""
+    from matplotlib import ticker
+
     from .. import figures as F
 
+    comps = list(judgement.comparisons)
+    rows = _lin_rows(design, prediction, cells)
+    fig, axes = F.subplots(1, 2, panel=(4.5, 3.4), extra=1.2)
+    ax, rax = axes[0, 0], axes[0, 1]
     ps = np.array([r["p"] for r in rows], dtype=float)
     for j, g in enumerate(design.gammas):
         col, th = F.COLORS[j % len(F.COLORS)], float(prediction.theory[j])
         ax.axhline(th, color=col, lw=1.2, label=f"theory, γ = {g:g}")
         for key, filled, mk, dx in (("true", True, "o", 0.97), ("linearised", False, "s", 1.03)):
-            m = np.array([r[key][j] for r in rows])
-            se = np.array([r["se_true" if key == "true" else "se_linearised"][j] for r in rows])
+            m, se = np.array([r[key][j] for r in rows]), np.array([r[f"se_{key}"][j] for r in rows])
             x = ps * dx * (1.0 + 0.05 * (j - (len(design.gammas) - 1) / 2))
             F.mc_points(ax, x, m, se, label="_nolegend_", color=col, marker=mk, filled=filled)
             F.mc_points(rax, x, (m - th) / th, se / th, label="_nolegend_", color=col, marker=mk, filled=filled)
     rax.axhline(0.0, color=F.THEORY, lw=0.9)
-    from matplotlib import ticker
-
     for a in (ax, rax):
         a.set_xscale("log", base=2)
         a.set_xticks(ps, [f"{int(p)}" for p in ps])
@@ -148,23 +149,11 @@ def _b7_lin_panels(ax: Any, rax: Any, design: LinDesign, prediction: LinPredicti
     top.xaxis.set_minor_locator(ticker.NullLocator())
     top.set_xlabel("κ_lin(p)")
     top.tick_params(labelsize=F.FONT["tick"])
-
-
-@paper_figure
-def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict, judgement: Judgement) -> Any:
-    """True and linearised kernel vs p per gamma against the theory (informational: where the linearisation breaks)."""
-    from .. import figures as F
-
-    comps = list(judgement.comparisons)
-    rows = _lin_rows(design, prediction, cells)
-    fig, axes = F.subplots(1, 2, panel=(4.5, 3.4), extra=1.2)
-    _b7_lin_panels(axes[0, 0], axes[0, 1], design, prediction, rows)
-    within = [c for c in comps if c.passed]
-    F.key_numbers(axes[0, 1], [f"|MC − theory| ≤ 3 SE at γ = {design.gammas[0]:g}: {len(within)}/{len(comps)}",
-                               "(informational, never judged)"], verdict="INFO")
-    F.legend(axes[0, 0], outside=True, ncol=3, extra=[F.proxy("true kernel, ±3 SE", color=F.THEORY),
-                                                      F.proxy("linearised kernel, same draws", color=F.THEORY,
-                                                              marker="s", mfc="white")])
+    F.key_numbers(rax, [f"|MC − theory| ≤ 3 SE at γ = {design.gammas[0]:g}: {sum(c.passed for c in comps)}/"
+                        f"{len(comps)}", "(informational, never judged)"], verdict="INFO")
+    F.legend(ax, outside=True, ncol=3, extra=[F.proxy("true kernel, ±3 SE", color=F.THEORY),
+                                              F.proxy("linearised kernel, same draws", color=F.THEORY, marker="s",
+                                                      mfc="white")])
     F.suptitle(fig, "B7-lin", "linearisation breakdown for a strong aligned spike (informational)",
                f"p/n = {design.c:g}, ‖μ‖² = {design.snr:g}, aligned spike strength {design.spike[0]:g}, f = "
                f"{ACTIVATION}, {design.trials} trials per p", "INFO")
@@ -180,6 +169,7 @@ STATEMENT_B7_LIN = (
     "spikes, small p)"
 )
 
-CLAIM_B7_LIN = register(Claim(id="B7-lin", paper="B", statement=STATEMENT_B7_LIN, design=design_b7_lin, predict=predict_b7_lin, simulate=simulate_b7_lin,
-                              judge=judge_b7_lin, describe=describe_b7_lin, figure=figure_b7_lin,
-                              figure_name="linearisation_breakdown", informational=True))
+CLAIM_B7_LIN = register(Claim(id="B7-lin", paper="B", statement=STATEMENT_B7_LIN, design=design_b7_lin,
+                              predict=predict_b7_lin, simulate=simulate_b7_lin, judge=judge_b7_lin,
+                              describe=describe_b7_lin, figure=figure_b7_lin, figure_name="linearisation_breakdown",
+                              informational=True))

@@ -44,14 +44,15 @@ Profiles: ``smoke`` (tests), ``quick`` (< 20 s), ``paper`` (< 3 min on 2 quiet c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from ..statistics import KappaFit, PowerFit, crossing_size, fit_kappa2, fit_power_law, mean_se  # noqa: F401
 from ..claim import Claim, register
 from ..context import CheckContext
+from ..figures import pyplot
 from ..results import Comparison
 from ..verdicts import Judgement
 from ._paper_b import mc_settings
@@ -106,10 +107,6 @@ class RevDesign:
     def j_ref(self) -> int:
         """Index of ``gamma_ref`` in ``gammas``."""
         return self.gammas.index(self.gamma_ref)
-
-    def trials_at(self, p: int) -> int:
-        """Monte Carlo trials at size ``p``."""
-        return int(self.trials[self.ps.index(p)])
 
 
 _GAMMAS = (1e-4, 1e-3, 1e-2)
@@ -171,76 +168,46 @@ def predict_reversal(ctx: CheckContext, design: RevDesign) -> RevPrediction:
 
 
 # ============================================================================ simulation
-def _cell(ctx: CheckContext, design: RevDesign, cell: CellKey, p: int) -> dict[str, np.ndarray]:
-    """One cell on shared draws, memoised on disk (``ctx.cached``): ``"true"`` (and ``"linearised"``)
-    ``(strengths, trials, gammas)``, ``"ridge"`` ``(trials, gammas)``."""
+def simulate_reversal(ctx: CheckContext, design: RevDesign) -> dict:
+    """The cells ``(activation, c, snr, p) -> {"true", "linearised"?: (strengths, trials, gammas), "ridge":
+    (trials, gammas)}``: one draw ``X`` per cell and trial for every strength, both kernels and ridge (paired),
+    memoised on disk (:func:`shared_mc`)."""
     from theory import AttentionModel
 
-    act, c, snr = cell
-    models = [AttentionModel(c, act, snr, spike=(s, "aligned")) for s in design.strengths]
-    seed = ctx.seed_for("b4-rev", act, f"c={c:.6g}", f"snr={snr:g}", p)  # one X per cell: paired draws
-    kind = ("true", "linearised", "ridge") if design.linearised else ("true", "ridge")
-    return shared_mc(ctx, models, p, design.gammas, mc_settings(ctx, design.trials_at(p), seed), kind)
-
-
-def simulate_reversal(ctx: CheckContext, design: RevDesign) -> dict:
-    """The cells ``(activation, c, snr, p) -> {"true", "linearised", "ridge"}`` (trial arrays, paired draws)."""
     cells = {}
+    kind = ("true", "linearised", "ridge") if design.linearised else ("true", "ridge")
     with ctx.progress("attention vs ridge at small gamma, true kernel, growing p",
                       total=len(design.cells) * len(design.ps)) as bar:
-        for cell in design.cells:
-            for p in design.ps:
-                cells[(*cell, p)] = _cell(ctx, design, cell, p)
+        for act, c, snr in design.cells:
+            models = [AttentionModel(c, act, snr, spike=(s, "aligned")) for s in design.strengths]
+            for p, trials in zip(design.ps, design.trials):
+                seed = ctx.seed_for("b4-rev", act, f"c={c:.6g}", f"snr={snr:g}", p)  # one X per cell: paired draws
+                cells[(act, c, snr, p)] = shared_mc(ctx, models, p, design.gammas, mc_settings(ctx, trials, seed), kind)
                 bar.advance()
     return cells
 
 
 # ============================================================================ statistics
-@dataclass(frozen=True)
-class PairedStats:
-    """Per-gamma statistics of one setting at one size (arrays over ``gammas``).
+def paired_stats(cell: dict, k: int) -> dict[str, np.ndarray]:
+    """Per-gamma statistics of strength number ``k`` of a cell (``{"true", "linearised"?, "ridge"}`` trial arrays).
 
-    Attributes
-    ----------
-    d, se_d : paired ``E_att - E_RR`` (true kernel) and its SE.
-    d_lin, se_lin : paired ``E_lin - E_RR`` (linearised kernel), ``None`` when not simulated.
-    lin_err, se_lin_err : paired ``E_att - E_lin`` (the linearisation error), ``None`` when not simulated.
-    att, se_att, rr, se_rr : the two errors on their own.
-    b_opt : regression coefficient ``cov(E_att, E_RR) / var(E_RR)`` (the optimal control-variate coefficient).
-    var_gain : ``(var E_att + var E_RR) / var(E_att - E_RR)``: variance saved by pairing vs independent draws.
-    trials : number of trials.
+    ``d, se_d``: paired ``E_att - E_RR`` (true kernel) and its SE; ``att, se_att, ridge, se_ridge``: the two
+    errors on their own; ``b_opt``: ``cov(E_att, E_RR) / var(E_RR)`` (the optimal control-variate coefficient);
+    ``var_gain``: ``(var E_att + var E_RR) / var(E_att - E_RR)``, the variance saved by pairing; with the
+    linearised kernel also ``d_lin, se_lin`` (paired ``E_lin - E_RR``) and ``lin_err, se_lin_err`` (paired
+    ``E_att - E_lin``, the linearisation error).
     """
-
-    d: np.ndarray
-    se_d: np.ndarray
-    d_lin: np.ndarray | None
-    se_lin: np.ndarray | None
-    lin_err: np.ndarray | None
-    se_lin_err: np.ndarray | None
-    att: np.ndarray
-    se_att: np.ndarray
-    rr: np.ndarray
-    se_rr: np.ndarray
-    b_opt: np.ndarray
-    var_gain: np.ndarray
-    trials: int
-
-
-def paired_stats(cell: dict, k: int) -> PairedStats:
-    """Statistics of strength number ``k`` of a cell (``{"true", "linearised"?, "ridge"}`` trial arrays)."""
     att, rr = np.asarray(cell["true"][k], float), np.asarray(cell["ridge"], float)
     d, se_d = mean_se(att - rr)
-    d_lin = se_lin = lin_err = se_lin_err = None
-    if "linearised" in cell:
-        lin = np.asarray(cell["linearised"][k], float)
-        d_lin, se_lin = mean_se(lin - rr)
-        lin_err, se_lin_err = mean_se(att - lin)
     (ma, sa), (mr, sr) = mean_se(att), mean_se(rr)
     va, vr, vd = att.var(0, ddof=1), rr.var(0, ddof=1), (att - rr).var(0, ddof=1)
     cov = ((att - att.mean(0)) * (rr - rr.mean(0))).sum(0) / (att.shape[0] - 1)
-    return PairedStats(d=d, se_d=se_d, d_lin=d_lin, se_lin=se_lin, lin_err=lin_err, se_lin_err=se_lin_err,
-                       att=ma, se_att=sa, rr=mr, se_rr=sr, b_opt=cov / np.maximum(vr, 1e-300),
-                       var_gain=(va + vr) / np.maximum(vd, 1e-300), trials=int(att.shape[0]))
+    out = dict(d=d, se_d=se_d, att=ma, se_att=sa, ridge=mr, se_ridge=sr, b_opt=cov / np.maximum(vr, 1e-300),
+               var_gain=(va + vr) / np.maximum(vd, 1e-300))
+    if "linearised" in cell:
+        lin = np.asarray(cell["linearised"][k], float)
+        (out["d_lin"], out["se_lin"]), (out["lin_err"], out["se_lin_err"]) = mean_se(lin - rr), mean_se(att - lin)
+    return out
 
 
 # ============================================================================ judge
@@ -251,11 +218,12 @@ class SettingReading:
     Attributes
     ----------
     setting : ``(activation, c, snr, strength)``; theory : ``E_att - E_RR`` of the limit at ``gamma_ref``.
-    stats : ``p -> PairedStats``; kappa : ``p -> kappa_lin``.
+    stats : ``p -> paired_stats``; kappa : ``p -> kappa_lin``.
     fit : power law of ``d(p) - theory``; fit_lin : of ``d_lin(p) - theory``; fit_linerr : of ``E_att - E_lin``
-        (``None`` when the linearised kernel is not simulated or its fit is degenerate).
+        (``None`` when the linearised kernel is not simulated).
     p_star : :func:`crossing_size` of ``fit`` when a reversal is measured (``reversal_seen``), else ``None``.
     kappa_fit : :func:`fit_kappa2` of ``d(p) - theory`` (sizes inside ``kappa <= KAPPA_MAX``), or ``None``.
+    j : index of ``gamma_ref`` in the stats' arrays.
     """
 
     setting: Setting
@@ -267,17 +235,12 @@ class SettingReading:
     fit_linerr: PowerFit | None
     p_star: float | None
     kappa_fit: KappaFit | None = None
-    j: int = 0  # index of gamma_ref in the stats' arrays
+    j: int = 0
 
     @property
     def reversal_seen(self) -> bool:
         """Whether some measured ``E_att - E_RR`` (at ``gamma_ref``) is below zero by more than 2 SE."""
-        return any(float(s.d[self.j] + 2 * s.se_d[self.j]) < 0 for s in self.stats.values())
-
-    @property
-    def p_star_kappa(self) -> float | None:
-        """:meth:`p_star_for` this setting's own ``C`` (``kappa_fit``)."""
-        return self.p_star_for(self.kappa_fit)
+        return any(float(s["d"][self.j] + 2 * s["se_d"][self.j]) < 0 for s in self.stats.values())
 
     def p_star_for(self, kf: KappaFit | None) -> float | None:
         """Where ``theory + C kappa(p)^2`` crosses zero: the ``kappa^2`` reading of ``p*`` (valid once
@@ -294,37 +257,33 @@ class SettingReading:
         return f"{a} c={c:.3g} snr={snr:g} aligned {st:g}"
 
 
-def _maybe_fit(ps: Sequence[int], y: list, se: list) -> PowerFit | None:
-    if any(v is None for v in y):
-        return None
-    return fit_power_law(ps, y, se)
+def _at(stats: dict, key: str, j: int) -> list[float]:
+    """``stats[p][key][j]`` per ``p`` (``stats``: ``p -> paired_stats``): one statistic at ``gamma_ref``."""
+    return [s[key][j] for s in stats.values()]
 
 
 def read_setting(design: RevDesign, prediction: RevPrediction, cells: dict, setting: Setting) -> SettingReading:
     """The paired statistics, the decay fits and ``p*`` of one setting (pure)."""
     act, c, snr, st = setting
-    j, k = design.j_ref, design.strengths.index(st)
+    j, k, ps = design.j_ref, design.strengths.index(st), list(design.ps)
     th = float(prediction.diff(setting)[j])
-    stats = {p: paired_stats(cells[(act, c, snr, p)], k) for p in design.ps}
-    ps = list(design.ps)
-    fit = fit_power_law(ps, [stats[p].d[j] - th for p in ps], [stats[p].se_d[j] for p in ps])
+    stats = {p: paired_stats(cells[(act, c, snr, p)], k) for p in ps}
+    d, se = [v - th for v in _at(stats, "d", j)], _at(stats, "se_d", j)
+    kappa = {p: prediction.kappa[(snr, st, p)] for p in ps}
     fit_lin = fit_linerr = None
     if design.linearised:
-        fit_lin = _maybe_fit(ps, [stats[p].d_lin[j] - th for p in ps], [stats[p].se_lin[j] for p in ps])
-        fit_linerr = _maybe_fit(ps, [stats[p].lin_err[j] for p in ps], [stats[p].se_lin_err[j] for p in ps])
-    kappa = {p: prediction.kappa[(snr, st, p)] for p in ps}
-    kfit = fit_kappa2([kappa[p] for p in ps], [stats[p].d[j] - th for p in ps], [stats[p].se_d[j] for p in ps],
-                      KAPPA_MAX)
-    r = SettingReading(setting=setting, theory=th, stats=stats, kappa=kappa, fit=fit, fit_lin=fit_lin,
-                       fit_linerr=fit_linerr, p_star=None, kappa_fit=kfit, j=j)
-    return replace(r, p_star=crossing_size(fit, th)) if r.reversal_seen else r
+        fit_lin = fit_power_law(ps, [v - th for v in _at(stats, "d_lin", j)], _at(stats, "se_lin", j))
+        fit_linerr = fit_power_law(ps, _at(stats, "lin_err", j), _at(stats, "se_lin_err", j))
+    r = SettingReading(setting, th, stats, kappa, fit_power_law(ps, d, se), fit_lin, fit_linerr, None,
+                       fit_kappa2([kappa[p] for p in ps], d, se, KAPPA_MAX), j)
+    return replace(r, p_star=crossing_size(r.fit, th)) if r.reversal_seen else r
 
 
 def pooled_kappa_fit(design: RevDesign, rs: list[SettingReading], cell: CellKey) -> KappaFit | None:
     """:func:`fit_kappa2` over every strength of ``cell`` at once: one ``C`` per ``(activation, c, snr)`` if the
     finite-``p`` effect is a function of ``kappa`` alone (the linearisation error); ``None`` if no size qualifies."""
     j = design.j_ref
-    pts = [(r.kappa[p], r.stats[p].d[j] - r.theory, r.stats[p].se_d[j]) for r in rs if r.setting[:3] == cell
+    pts = [(r.kappa[p], r.stats[p]["d"][j] - r.theory, r.stats[p]["se_d"][j]) for r in rs if r.setting[:3] == cell
            for p in design.ps]
     return fit_kappa2(*zip(*pts), KAPPA_MAX) if pts else None
 
@@ -334,42 +293,34 @@ def readings(design: RevDesign, prediction: RevPrediction, cells: dict) -> list[
     return [read_setting(design, prediction, cells, s) for s in design.settings]
 
 
-def _setting_comparisons(design: RevDesign, r: SettingReading) -> list[Comparison]:
-    """The two informational comparisons of one setting (reversal at the largest p; decay exponent vs 1)."""
-    p_max, j = design.ps[-1], design.j_ref
-    st = r.stats[p_max]
-    g = design.gamma_ref
-    reversal = Comparison.direction(
-        f"{r.name} gamma={g:g}: finite-p reversal E_att - E_RR < 0 at p={p_max} (kappa={r.kappa[p_max]:.2f})",
-        float(r.theory), float(st.d[j]), float(st.se_d[j]), -1, df=st.trials - 1,
-        rule=(f"informational: paired difference over {st.trials} draws at p={p_max}; predicted = the limit "
-              f"(theory {r.theory:+.4f}); PASS = attention significantly below ridge at this size"))
-    f = r.fit
-    decay = Comparison.consistency(
-        f"{r.name} gamma={g:g}: decay exponent of (E_att - E_RR) - limit vs the linearisation rate kappa^2 ~ p^-1",
-        1.0, float(f.exponent), float(f.se_towards(1.0)),
-        rule=(f"informational: weighted fit A p^-beta over p={list(design.ps)}, A={f.amplitude:.3g}, "
-              f"95% profile interval [{f.lo:.2f}, {f.hi:.2f}]{'' if f.bounded else ' (clipped to the search range)'}, "
-              f"chi2={f.chi2:.2f} on {f.dof} dof; SE = half-width on the side of 1 / 1.96"))
-    return [reversal, decay]
-
-
 def judge_reversal(design: RevDesign, prediction: RevPrediction, cells: dict) -> list[Comparison]:
     """Per setting (report order): the finite-p reversal at the largest ``p``, then the decay exponent vs 1.
 
     Pure: reads the theory of ``prediction`` and the trial arrays of ``cells`` (:func:`simulate_reversal`).
     """
+    p_max, n, g = design.ps[-1], design.trials[-1], design.gamma_ref
     comps: list[Comparison] = []
     for r in readings(design, prediction, cells):
-        comps.extend(_setting_comparisons(design, r))
+        s, f = r.stats[p_max], r.fit
+        clipped = "" if f.bounded else " (clipped to the search range)"
+        comps += [
+            Comparison.direction(
+                f"{r.name} gamma={g:g}: finite-p reversal E_att - E_RR < 0 at p={p_max} (kappa={r.kappa[p_max]:.2f})",
+                float(r.theory), float(s["d"][r.j]), float(s["se_d"][r.j]), -1, df=n - 1,
+                rule=(f"informational: paired difference over {n} draws at p={p_max}; predicted = the limit "
+                      f"(theory {r.theory:+.4f}); PASS = attention significantly below ridge at this size")),
+            Comparison.consistency(
+                f"{r.name} gamma={g:g}: decay exponent of (E_att - E_RR) - limit vs the linearisation rate "
+                "kappa^2 ~ p^-1", 1.0, float(f.exponent), float(f.se_towards(1.0)),
+                rule=(f"informational: weighted fit A p^-beta over p={list(design.ps)}, A={f.amplitude:.3g}, "
+                      f"95% profile interval [{f.lo:.2f}, {f.hi:.2f}]{clipped}, chi2={f.chi2:.2f} on {f.dof} dof; "
+                      "SE = half-width on the side of 1 / 1.96"))]
     return comps
 
 
 # ============================================================================ describe
 def _fmt_p(p_star: float | None) -> str:
-    if p_star is None:
-        return "none"
-    return "inf" if math.isinf(p_star) else f"{p_star:.3g}"
+    return "none" if p_star is None else "inf" if math.isinf(p_star) else f"{p_star:.3g}"
 
 
 def _fit_text(f: PowerFit | None) -> str:
@@ -378,23 +329,30 @@ def _fit_text(f: PowerFit | None) -> str:
     return f"{f.amplitude:+.3g} p^-{f.exponent:.2f} [{f.lo:.2f}, {f.hi:.2f}]" + ("" if f.bounded else "*")
 
 
+def _as_dict(fit: PowerFit | KappaFit | None) -> dict | None:
+    return None if fit is None else vars(fit)
+
+
+def _markdown(head: list[str], rows: list[list[str]]) -> str:
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                     + ["| " + " | ".join(row) + " |" for row in rows])
+
+
 def table_markdown(design: RevDesign, rs: list[SettingReading]) -> str:
     """The measured table: settings x p (``E_att - E_RR +- SE`` at ``gamma_ref``), theory, fit, ``p*``."""
-    j = design.j_ref
     head = (["setting", "theory"] + [f"p={p}" for p in design.ps]
             + ["fit of d - theory: A p^-beta [95% beta]", "p*", "kappa at p=" + str(design.ps[-1]),
                f"C = (d - theory)/kappa^2 (kappa <= {KAPPA_MAX:g}): this strength / all strengths", "p* from C"])
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     pooled = {cell: pooled_kappa_fit(design, rs, cell) for cell in design.cells}
+    rows = []
     for r in rs:
-        cells = [f"{r.stats[p].d[j]:+.4f} +- {r.stats[p].se_d[j]:.4f}" for p in design.ps]
         kf, kp = r.kappa_fit, pooled[r.setting[:3]]
         ktext = ("-" if kf is None else f"{kf.coef:+.3f} +- {kf.se:.3f} ({kf.n_points})") + " / " + (
             "-" if kp is None else f"{kp.coef:+.3f} +- {kp.se:.3f} ({kp.n_points}, chi2 {kp.chi2:.1f})")
-        pk = r.p_star_for(kp)
-        lines.append("| " + " | ".join([r.name, f"{r.theory:+.4f}", *cells, _fit_text(r.fit), _fmt_p(r.p_star),
-                                        f"{r.kappa[design.ps[-1]]:.2f}", ktext, _fmt_p(pk)]) + " |")
-    return "\n".join(lines)
+        measured = [f"{d:+.4f} +- {se:.4f}" for d, se in zip(_at(r.stats, "d", r.j), _at(r.stats, "se_d", r.j))]
+        rows.append([r.name, f"{r.theory:+.4f}", *measured, _fit_text(r.fit), _fmt_p(r.p_star),
+                     f"{r.kappa[design.ps[-1]]:.2f}", ktext, _fmt_p(r.p_star_for(kp))])
+    return _markdown(head, rows)
 
 
 def table_linearisation_markdown(design: RevDesign, rs: list[SettingReading]) -> str:
@@ -403,47 +361,21 @@ def table_linearisation_markdown(design: RevDesign, rs: list[SettingReading]) ->
     j = design.j_ref
     head = ["setting"] + [f"p={p}: att-lin / lin-RR-theory / (d-theory)/kappa^2" for p in design.ps] + [
         "fit of att-lin", "fit of lin-RR-theory"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rs:
-        row = [r.name]
-        for p in design.ps:
-            s = r.stats[p]
-            ratio = (s.d[j] - r.theory) / r.kappa[p] ** 2
-            if s.lin_err is None:
-                row.append(f"- / - / {ratio:+.3f}")
-            else:
-                row.append(f"{s.lin_err[j]:+.4f}({s.se_lin_err[j]:.4f}) / {s.d_lin[j] - r.theory:+.4f}"
-                           f"({s.se_lin[j]:.4f}) / {ratio:+.3f}")
-        lines.append("| " + " | ".join(row + [_fit_text(r.fit_linerr), _fit_text(r.fit_lin)]) + " |")
-    return "\n".join(lines)
-
-
-def _fit_dict(f: PowerFit | None) -> dict | None:
-    return None if f is None else dict(amplitude=f.amplitude, exponent=f.exponent, lo=f.lo, hi=f.hi, chi2=f.chi2,
-                                       dof=f.dof, bounded=f.bounded)
-
-
-def _rows(design: RevDesign, prediction: RevPrediction, rs: list[SettingReading]) -> list[dict]:
-    """``data["rows"]``: one row per (setting, p) with every gamma."""
     rows = []
     for r in rs:
+        row = [r.name]
         for p, s in r.stats.items():
-            lin = {} if s.lin_err is None else dict(
-                d_lin=s.d_lin.tolist(), se_lin=s.se_lin.tolist(), lin_err=s.lin_err.tolist(),
-                se_lin_err=s.se_lin_err.tolist())
-            rows.append(dict(
-                activation=r.setting[0], c=r.setting[1], snr=r.setting[2], strength=r.setting[3], p=p,
-                n=int(round(p / r.setting[1])), trials=s.trials, kappa=r.kappa[p], gammas=list(design.gammas),
-                d=s.d.tolist(), se_d=s.se_d.tolist(), att=s.att.tolist(), se_att=s.se_att.tolist(),
-                ridge=s.rr.tolist(), se_ridge=s.se_rr.tolist(), b_opt=s.b_opt.tolist(), var_gain=s.var_gain.tolist(),
-                theory_d=prediction.diff(r.setting).tolist(), theory_att=prediction.att[r.setting].tolist(),
-                theory_ridge=prediction.ridge[(r.setting[1], r.setting[2])].tolist(), **lin))
-    return rows
+            ratio = (s["d"][j] - r.theory) / r.kappa[p] ** 2
+            row.append(f"- / - / {ratio:+.3f}" if "lin_err" not in s else
+                       f"{s['lin_err'][j]:+.4f}({s['se_lin_err'][j]:.4f}) / {s['d_lin'][j] - r.theory:+.4f}"
+                       f"({s['se_lin'][j]:.4f}) / {ratio:+.3f}")
+        rows.append(row + [_fit_text(r.fit_linerr), _fit_text(r.fit_lin)])
+    return _markdown(head, rows)
 
 
-def _setting_line(design: RevDesign, r: SettingReading) -> str:
-    j = design.j_ref
-    vals = ", ".join(f"p={p}: {r.stats[p].d[j]:+.4f}({r.stats[p].se_d[j]:.4f})" for p in design.ps)
+def _setting_line(r: SettingReading, ps: tuple[int, ...]) -> str:
+    vals = ", ".join(f"p={p}: {d:+.4f}({se:.4f})"
+                     for p, d, se in zip(ps, _at(r.stats, "d", r.j), _at(r.stats, "se_d", r.j)))
     kf = r.kappa_fit
     ktext = "" if kf is None else f"; (d - theory)/kappa^2 = {kf.coef:+.3f}+-{kf.se:.3f} ({kf.n_points} sizes)"
     return (f"{r.name}: theory {r.theory:+.4f}; measured {vals}; d - theory = {_fit_text(r.fit)}; "
@@ -454,8 +386,8 @@ def describe_reversal(design: RevDesign, prediction: RevPrediction, cells: dict,
                       comparisons: list[Comparison]) -> tuple[str, dict]:
     """Notes (design, one line per setting) and data (``rows``, ``fits``, markdown tables)."""
     rs = readings(design, prediction, cells)
-    gains = [float(np.median(r.stats[p].var_gain)) for r in rs for p in design.ps]
-    b_opt = [float(r.stats[p].b_opt[design.j_ref]) for r in rs for p in design.ps]
+    gains = [float(np.median(r.stats[p]["var_gain"])) for r in rs for p in design.ps]
+    b_opt = [float(r.stats[p]["b_opt"][design.j_ref]) for r in rs for p in design.ps]
     notes = (
         "INFORMATIONAL (never decides the exit status). E_att - E_RR at small gamma with the TRUE "
         f"kernel (diagonal removed), aligned spikes w_K = w_Q = sqrt(strength) e_1, paired draws (one X per cell for "
@@ -463,20 +395,25 @@ def describe_reversal(design: RevDesign, prediction: RevPrediction, cells: dict,
         f"p = {list(design.ps)} with {list(design.trials)} trials, n = p/c, gammas {list(design.gammas)}, "
         f"compared and fitted at gamma = {design.gamma_ref:g}. Fit: (E_att - E_RR) - theory = A p^-beta, weighted, "
         "95% profile interval of beta (* = clipped to the search range); kappa_lin^2 decays like p^-1. "
-        + " | ".join(_setting_line(design, r) for r in rs) + ". "
+        + " | ".join(_setting_line(r, design.ps) for r in rs) + ". "
         f"Pairing (ridge as control variate with coefficient 1) divides the variance by {min(gains):.1f}-"
         f"{max(gains):.1f} (median over gammas) against independent draws; the optimal coefficient b* = "
         f"{min(b_opt):.2f}-{max(b_opt):.2f} at gamma = {design.gamma_ref:g}."
     )
+    rows = []  # one per (setting, p), every gamma
+    for r in rs:
+        a, c, snr, st = r.setting
+        rows += [dict(activation=a, c=c, snr=snr, strength=st, p=p, n=int(round(p / c)), trials=n, kappa=r.kappa[p],
+                      gammas=list(design.gammas), **{k: v.tolist() for k, v in r.stats[p].items()},
+                      theory_d=prediction.diff(r.setting).tolist(), theory_att=prediction.att[r.setting].tolist(),
+                      theory_ridge=prediction.ridge[(c, snr)].tolist()) for p, n in zip(design.ps, design.trials)]
     data = {
-        "design": dict(activations=list(design.activations), cs=list(design.cs), snrs=list(design.snrs),
-                       strengths=list(design.strengths), gammas=list(design.gammas), ps=list(design.ps),
-                       trials=list(design.trials), linearised=design.linearised, gamma_ref=design.gamma_ref),
-        "rows": _rows(design, prediction, rs),
+        "design": asdict(design),
+        "rows": rows,
         "fits": [dict(activation=r.setting[0], c=r.setting[1], snr=r.setting[2], strength=r.setting[3],
-                      theory=r.theory, fit=_fit_dict(r.fit), fit_lin=_fit_dict(r.fit_lin),
-                      fit_linerr=_fit_dict(r.fit_linerr), p_star=r.p_star,
-                      kappa_fit=None if r.kappa_fit is None else vars(r.kappa_fit), p_star_kappa=r.p_star_kappa)
+                      theory=r.theory, fit=_as_dict(r.fit), fit_lin=_as_dict(r.fit_lin),
+                      fit_linerr=_as_dict(r.fit_linerr), p_star=r.p_star, kappa_fit=_as_dict(r.kappa_fit),
+                      p_star_kappa=r.p_star_for(r.kappa_fit))
                  for r in rs],
         "pooled_kappa_fits": [dict(activation=cell[0], c=cell[1], snr=cell[2], **vars(kp)) for cell in design.cells
                               if (kp := pooled_kappa_fit(design, rs, cell)) is not None],
@@ -487,49 +424,33 @@ def describe_reversal(design: RevDesign, prediction: RevPrediction, cells: dict,
 
 
 # ============================================================================ figure
-def _panel_d_vs_p(ax, r: SettingReading, ps: np.ndarray, pf: np.ndarray, j: int) -> str:
-    """``E_att - E_RR`` vs ``p`` (2 SE bars), its theory limit (dashed) and the fit (solid); returns the colour."""
-    d = np.array([r.stats[p].d[j] for p in r.stats])
-    se = np.array([r.stats[p].se_d[j] for p in r.stats])
-    (ln,) = ax.plot(pf, r.theory + r.fit.at(pf), "-", lw=1)
-    ax.errorbar(ps, d, yerr=2 * se, fmt="o", ms=4, color=ln.get_color(), label=f"aligned {r.setting[3]:g}")
-    ax.axhline(r.theory, color=ln.get_color(), ls="--", lw=0.8)
-    return ln.get_color()
-
-
-def _panel_collapse(ax, r: SettingReading, j: int, colour: str) -> None:
-    """``(d - theory)`` against ``kappa`` (2 SE bars) with the ``C kappa^2`` fit."""
-    k = np.array([r.kappa[p] for p in r.stats])
-    y = np.array([r.stats[p].d[j] - r.theory for p in r.stats])
-    se = np.array([r.stats[p].se_d[j] for p in r.stats])
-    ax.errorbar(k, y, yerr=2 * se, fmt="o", ms=4, color=colour, label=f"aligned {r.setting[3]:g}")
-    if r.kappa_fit is not None:
-        kk = np.linspace(0.0, KAPPA_MAX, 50)  # the fit's range (sizes with kappa <= KAPPA_MAX)
-        ax.plot(kk, r.kappa_fit.coef * kk**2, "-", color=colour, lw=0.8,
-                label=f"C kappa^2, C={r.kappa_fit.coef:+.3f}")
-
-
 def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict, judgement: Judgement) -> Any:
-    """One column per cell. Top: ``E_att - E_RR`` vs ``p`` (theory limit dashed, fit solid); middle:
+    """One column per cell. Top: ``E_att - E_RR`` vs ``p`` (2 SE bars; theory limit dashed, fit solid); middle:
     ``|d - theory|`` on log-log axes with the fit and a ``p^-1`` (``kappa^2``) reference; bottom: ``d - theory``
-    against ``kappa`` (every strength on one curve if the effect is the linearisation error)."""
-    from verify.figures import pyplot
-
-    plt = pyplot()
+    against ``kappa`` with the ``C kappa^2`` fit (every strength on one curve if the effect is the linearisation
+    error)."""
     rs = readings(design, prediction, cells)
-    j, ps = design.j_ref, np.array(design.ps, float)
+    ps = np.array(design.ps, float)
     pf = np.geomspace(ps[0], ps[-1] * 4, 60)
-    fig, axes = plt.subplots(3, len(design.cells), figsize=(5.2 * len(design.cells), 11), squeeze=False)
+    fig, axes = pyplot().subplots(3, len(design.cells), figsize=(5.2 * len(design.cells), 11), squeeze=False)
     for col, cell in enumerate(design.cells):
         top, mid, bot = axes[:, col]
         for r in [r for r in rs if r.setting[:3] == cell]:
-            colour = _panel_d_vs_p(top, r, ps, pf, j)
-            d = np.array([r.stats[p].d[j] for p in design.ps])
-            mid.errorbar(ps, np.abs(d - r.theory), yerr=2 * np.array([r.stats[p].se_d[j] for p in design.ps]),
-                         fmt="o", ms=4, color=colour)
+            d, err = np.array(_at(r.stats, "d", r.j)), 2 * np.array(_at(r.stats, "se_d", r.j))
+            lab = f"aligned {r.setting[3]:g}"
+            (ln,) = top.plot(pf, r.theory + r.fit.at(pf), "-", lw=1)
+            colour = ln.get_color()
+            top.errorbar(ps, d, yerr=err, fmt="o", ms=4, color=colour, label=lab)
+            top.axhline(r.theory, color=colour, ls="--", lw=0.8)
+            mid.errorbar(ps, np.abs(d - r.theory), yerr=err, fmt="o", ms=4, color=colour)
             mid.plot(pf, np.abs(r.fit.at(pf)), "-", color=colour, lw=1,
-                     label=f"aligned {r.setting[3]:g}: beta={r.fit.exponent:.2f} [{r.fit.lo:.2f}, {r.fit.hi:.2f}]")
-            _panel_collapse(bot, r, j, colour)
+                     label=f"{lab}: beta={r.fit.exponent:.2f} [{r.fit.lo:.2f}, {r.fit.hi:.2f}]")
+            bot.errorbar([r.kappa[p] for p in design.ps], d - r.theory, yerr=err, fmt="o", ms=4, color=colour,
+                         label=lab)
+            if r.kappa_fit is not None:
+                kk = np.linspace(0.0, KAPPA_MAX, 50)  # the fit's range (sizes with kappa <= KAPPA_MAX)
+                bot.plot(kk, r.kappa_fit.coef * kk**2, "-", color=colour, lw=0.8,
+                         label=f"C kappa^2, C={r.kappa_fit.coef:+.3f}")
         top.axhline(0.0, color="gray", lw=0.8)
         mid.plot(pf, 2.0 / pf, ":", color="gray", label="p^-1 (kappa^2 rate)")
         bot.axhline(0.0, color="gray", lw=0.8)
@@ -537,25 +458,22 @@ def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict, j
         for ax in (top, mid):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("p (n = p/c)")
-        mid.set_yscale("log")
-        bot.set_xlabel("kappa_lin (dotted: declared regime KAPPA_MAX)")
         top.set_ylabel(f"E_att - E_RR at gamma={design.gamma_ref:g}")
-        mid.set_ylabel("|(E_att - E_RR) - limit|")
-        bot.set_ylabel("(E_att - E_RR) - limit")
         top.set_title(f"{cell[0]}, c={cell[1]:.3g}, snr={cell[2]:g} (dashed: theory limit)", fontsize=9)
+        mid.set(yscale="log", ylabel="|(E_att - E_RR) - limit|")
+        bot.set(xlabel="kappa_lin (dotted: declared regime KAPPA_MAX)", ylabel="(E_att - E_RR) - limit")
         for ax in (top, mid, bot):
             ax.legend(fontsize=7)
     return fig
 
 
-#: B4-rev (informational): attention vs ridge at small gamma, true kernel, aligned spikes, growing p
 #: claim B4-rev in words (the report, --list and docs/claims.md show it)
 STATEMENT_B4_REV = (
     "Informational: does attention's finite-p win over ridge at small gamma (aligned spikes, true kernel) survive"
     " p -> infinity? Decay of E_att - E_RR to its limit, fitted in p"
 )
 
-CLAIM_B4_REV = Claim(id="B4-rev", paper="B", statement=STATEMENT_B4_REV, design=design_reversal, predict=predict_reversal, simulate=simulate_reversal,
-                     judge=judge_reversal, describe=describe_reversal, figure=figure_reversal,
-                     figure_name="reversal_vs_p", informational=True)
-register(CLAIM_B4_REV)
+CLAIM_B4_REV = register(Claim(id="B4-rev", paper="B", statement=STATEMENT_B4_REV, design=design_reversal,
+                              predict=predict_reversal, simulate=simulate_reversal, judge=judge_reversal,
+                              describe=describe_reversal, figure=figure_reversal, figure_name="reversal_vs_p",
+                              informational=True))

@@ -55,21 +55,9 @@ from ..figures import paper_figure
 from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison, with_key
-from ._finite_size import FiniteSizeTest, finite_size_test
-
-
-from ._structured import (ACTIVATION, attention_model, Cells, Config, gamma_columns, grid_cell, KAPPA_MAX, sizes_at,
-                          sizes_text, spike_label, structured_profile, structured_theory, StructuredProfile)
-
-
-def _finite_size_rule(pred: float, m1: float, s1: float, m2: float, s2: float, p1: int, p2: int,
-                      trials: tuple[int, int] | None = None):
-    """The shared finite-size rule (:mod:`verify.checks._finite_size`) at ``p1 < p2``: (passed, allowance, test);
-    ``trials`` (at ``p1``, ``p2``): the standard errors are estimated from that many trials (Student-t).
-    ``passed`` is the per-point 3-sigma reading (tables); the verdict uses ``test.p_value`` with Holm."""
-    t = finite_size_test(pred, m1, s1, m2, s2, p1 / p2, trials)
-    return t.passed, t.allowance, t
-
+from ._finite_size import finite_size_test
+from ._structured import (ACTIVATION, attention_model, Config, gamma_columns, grid_cells, KAPPA_MAX, sizes_at,
+                          sizes_text, spike_label, STRUCTURED_PROFILES, structured_theory, StructuredProfile)
 
 
 # ============================================================================ B7
@@ -110,51 +98,9 @@ class B7Prediction:
     kappa: dict
 
 
-@dataclass(frozen=True)
-class _Gap:
-    """Monte Carlo mean and SE of one point at ``p`` and ``2p``, and the finite-size test against theory."""
-
-    m1: float
-    se1: float
-    m2: float
-    se2: float
-    test: FiniteSizeTest
-
-
-@dataclass(frozen=True)
-class _B7Point:
-    """One ``(c, snr, spike, gamma)`` of B7: theory, regime, true-kernel and linearised-kernel gaps."""
-
-    c: float
-    snr: float
-    spike: tuple[float, str]
-    gamma: float
-    kappa: float
-    pred: float
-    pred_spec: float
-    p1: int
-    p2: int
-    trials: int
-    true: _Gap
-    lin: _Gap
-
-    @property
-    def inside(self) -> bool:
-        return self.kappa <= KAPPA_MAX
-
-    def key(self, kernel: str) -> dict:
-        """The comparison key of the point against the ``kernel`` (``"true"`` or ``"linearised"``)."""
-        return {"c": self.c, "snr": self.snr, "spike": spike_label(self.spike), "gamma": self.gamma,
-                "kernel": kernel}
-
-    @property
-    def name(self) -> str:
-        return f"c={self.c:g} snr={self.snr:g} spike={spike_label(self.spike)} gamma={self.gamma:g}"
-
-
 def design_b7(ctx: CheckContext) -> B7Design:
     """B7's grid for ``ctx.profile`` (``STRUCTURED_PROFILES``)."""
-    prof = structured_profile(ctx)
+    prof = STRUCTURED_PROFILES[ctx.profile]
     return B7Design(prof=prof, gammas=np.array(prof.gammas), sizes={c: sizes_at(prof, c) for c in prof.cs})
 
 
@@ -169,125 +115,89 @@ def predict_b7(ctx: CheckContext, design: B7Design) -> B7Prediction:
     return B7Prediction(theory=theory, theory_spec=spec, kappa=kappa)
 
 
-def simulate_b7(ctx: CheckContext, design: B7Design) -> Cells:
+def simulate_b7(ctx: CheckContext, design: B7Design) -> dict:
     """The cells ``(c, snr, p) -> {"true", "linearised": (spikes, trials, gammas)}``, both kernels on the same X."""
     prof = design.prof
-    cells: Cells = {}
-    total = len(prof.cs) * len(prof.snrs) * 2
-    with ctx.progress("structured MC grid (true + linearised kernel, all spikes per cell)", total=total) as bar:
-        cols = gamma_columns(prof, design.gammas)
-        for c in prof.cs:
-            (p1, p2), trials = design.sizes[c]
-            for snr in prof.snrs:
-                for p in (p1, p2):
-                    cell = grid_cell(ctx, c, snr, p)
-                    cells[(c, snr, p)] = {k: cell[k][..., cols] for k in ("true", "linearised")}
-                    bar.advance()
-    return cells
+    cols = gamma_columns(prof, design.gammas)
+    return grid_cells(ctx, [(c, snr) for c in prof.cs for snr in prof.snrs],
+                      "structured MC grid (true + linearised kernel, all spikes per cell)",
+                      lambda cell: {k: cell[k][..., cols] for k in ("true", "linearised")})
 
 
-def _b7_config_points(design: B7Design, prediction: B7Prediction, cells: Cells, cfg: Config) -> list[_B7Point]:
-    """The points of one configuration (one per gamma), with both kernels' finite-size tests."""
-    c, snr, spike = cfg
-    (p1, p2), trials = design.sizes[c]
-    k = design.prof.spikes.index(spike)
-    pred = prediction.theory[cfg]
-    stats = {kern: (*mean_se(cells[(c, snr, p1)][kern][k]), *mean_se(cells[(c, snr, p2)][kern][k]))
-             for kern in ("true", "linearised")}
-    points = []
-    for j, g in enumerate(design.gammas):
-        gaps = {}
-        for kern, (m1, se1, m2, se2) in stats.items():
-            _, _, t = _finite_size_rule(pred[j], m1[j], se1[j], m2[j], se2[j], p1, p2, (trials, trials))
-            gaps[kern] = _Gap(m1[j], se1[j], m2[j], se2[j], t)
-        points.append(_B7Point(c=c, snr=snr, spike=spike, gamma=g, kappa=prediction.kappa[cfg], pred=pred[j],
-                               pred_spec=prediction.theory_spec[cfg][j], p1=p1, p2=p2, trials=trials,
-                               true=gaps["true"], lin=gaps["linearised"]))
-    return points
+def _b7_points(design: B7Design, prediction: B7Prediction, cells: dict) -> list[list[tuple]]:
+    """Per configuration, per gamma: ``(name, row, true-kernel test, linearised-kernel test)``, ``row`` the
+    point's row of ``data["grid"]``, the tests :func:`finite_size_test` at ``p`` and ``2p``."""
+    out = []
+    for cfg in design.configs:
+        c, snr, spike = cfg
+        (p1, p2), trials = design.sizes[c]
+        k, kappa = design.prof.spikes.index(spike), prediction.kappa[cfg]
+        pred, spec = prediction.theory[cfg], prediction.theory_spec[cfg]
+        (m1, s1), (m2, s2), (l1, sl1), (l2, sl2) = (mean_se(cells[(c, snr, p)][kern][k])
+                                                    for kern in ("true", "linearised") for p in (p1, p2))
+        points = []
+        for j, g in enumerate(design.gammas):
+            tt = finite_size_test(pred[j], m1[j], s1[j], m2[j], s2[j], p1 / p2, (trials, trials))
+            tl = finite_size_test(pred[j], l1[j], sl1[j], l2[j], sl2[j], p1 / p2, (trials, trials))
+            row = dict(c=c, snr=snr, spike=spike_label(spike), gamma=float(g), kappa_2p=kappa,
+                       inside_regime=kappa <= KAPPA_MAX, theory=float(pred[j]), theory_spec=float(spec[j]),
+                       mc_p=float(m1[j]), se_p=float(s1[j]), mc_2p=float(m2[j]), se_2p=float(s2[j]),
+                       allowance=tt.allowance, passed=tt.passed, p=p1, p2=p2, trials=trials, lin_p=float(l1[j]),
+                       lin_se_p=float(sl1[j]), lin_2p=float(l2[j]), lin_se_2p=float(sl2[j]), lin_passed=tl.passed)
+            points.append((f"c={c:g} snr={snr:g} spike={row['spike']} gamma={g:g}", row, tt, tl))
+        out.append(points)
+    return out
 
 
-def _b7_points(design: B7Design, prediction: B7Prediction, cells: Cells) -> list[_B7Point]:
-    return [pt for cfg in design.configs for pt in _b7_config_points(design, prediction, cells, cfg)]
+def _key(row: dict, kernel: str) -> dict:
+    """The comparison key of a point against the ``kernel`` (``"true"`` or ``"linearised"``)."""
+    return dict(c=row["c"], snr=row["snr"], spike=row["spike"], gamma=row["gamma"], kernel=kernel)
 
 
-def judge_b7(design: B7Design, prediction: B7Prediction, cells: Cells) -> list[Comparison]:
+def judge_b7(design: B7Design, prediction: B7Prediction, cells: dict) -> list[Comparison]:
     """Finite-size rule per point: theory vs true kernel (inside the regime), then vs linearised kernel (all).
 
     Per configuration the true-kernel comparisons come first, then the linearised-kernel ones; the first
     comparison is the headline.  Pure: ``cells`` holds the trial arrays of :func:`simulate_b7`.
     """
     comps: list[Comparison] = []
-    for cfg in design.configs:
-        points = _b7_config_points(design, prediction, cells, cfg)
-        for pt in points:
-            if pt.inside:
-                comps.append(pt.true.test.comparison(f"{pt.name} (kappa={pt.kappa:.2f})", pt.pred, pt.true.m2,
-                                                     pt.true.se2, f"p={pt.p1}", f"p={pt.p2}", headline=not comps,
-                                                     key=pt.key("true")))
+    for points in _b7_points(design, prediction, cells):
+        for name, r, tt, _ in points:
+            if r["inside_regime"]:
+                comps.append(tt.comparison(f"{name} (kappa={r['kappa_2p']:.2f})", r["theory"], r["mc_2p"], r["se_2p"],
+                                           f"p={r['p']}", f"p={r['p2']}", headline=not comps, key=_key(r, "true")))
         # the derivation itself: theory vs the LINEARISED kernel on the same X (every config)
-        comps.extend(pt.lin.test.comparison(f"[linearised kernel] {pt.name}", pt.pred, pt.lin.m2, pt.lin.se2,
-                                            f"p={pt.p1}", f"p={pt.p2}", key=pt.key("linearised")) for pt in points)
+        comps.extend(tl.comparison(f"[linearised kernel] {name}", r["theory"], r["lin_2p"], r["lin_se_2p"],
+                                   f"p={r['p']}", f"p={r['p2']}", key=_key(r, "linearised"))
+                     for name, r, _, tl in points)
     return comps
 
 
-def _b7_row(pt: _B7Point) -> dict:
-    """The point as a row of ``data["grid"]``."""
-    return dict(c=pt.c, snr=pt.snr, spike=spike_label(pt.spike), gamma=float(pt.gamma), kappa_2p=pt.kappa,
-                inside_regime=pt.inside, theory=float(pt.pred), theory_spec=float(pt.pred_spec),
-                mc_p=float(pt.true.m1), se_p=float(pt.true.se1), mc_2p=float(pt.true.m2), se_2p=float(pt.true.se2),
-                allowance=pt.true.test.allowance, passed=pt.true.test.passed, p=pt.p1, p2=pt.p2, trials=pt.trials,
-                lin_p=float(pt.lin.m1), lin_se_p=float(pt.lin.se1), lin_2p=float(pt.lin.m2),
-                lin_se_2p=float(pt.lin.se2), lin_passed=pt.lin.test.passed)
-
-
-def _mean_z(rows: list[dict], key_m: str, key_se: str, key_th: str, sel) -> tuple[float, float]:
-    """Mean ``z^2`` and mean ``z`` of ``(row[key_m] - row[key_th]) / row[key_se]`` over the selected rows."""
-    z = np.array([(r[key_m] - r[key_th]) / max(r[key_se], 1e-12) for r in rows if sel(r)])
-    return (float(np.mean(z**2)), float(np.mean(z))) if z.size else (float("nan"), float("nan"))
-
-
 def _null_systems(rows: list[dict]) -> dict:
-    """Informational: corrected vs SPEC null system, mean z^2 / mean z per kernel family."""
-    return {
-        "true_inside": {th: _mean_z(rows, "mc_2p", "se_2p", th, lambda r: r["inside_regime"])
-                        for th in ("theory", "theory_spec")},
-        "linearised_all": {th: _mean_z(rows, "lin_2p", "lin_se_2p", th, lambda r: True)
-                           for th in ("theory", "theory_spec")},
-    }
+    """Informational: corrected vs SPEC null system, mean z^2 / mean z of ``(MC(2p) - theory) / SE`` per kernel
+    family (true kernel inside the regime, linearised kernel everywhere)."""
+    def mean_z(m: str, se: str, th: str, inside_only: bool) -> tuple[float, float]:
+        z = np.array([(r[m] - r[th]) / max(r[se], 1e-12) for r in rows if r["inside_regime"] or not inside_only])
+        return (float(np.mean(z**2)), float(np.mean(z))) if z.size else (float("nan"), float("nan"))
+
+    return {"true_inside": {th: mean_z("mc_2p", "se_2p", th, True) for th in ("theory", "theory_spec")},
+            "linearised_all": {th: mean_z("lin_2p", "lin_se_2p", th, False) for th in ("theory", "theory_spec")}}
 
 
-def _null_systems_text(systems: dict, rows: list[dict]) -> str:
-    ti, la = systems["true_inside"], systems["linearised_all"]
-    max_shift = max(abs(r["theory"] - r["theory_spec"]) / max(r["se_2p"], 1e-12) for r in rows)
-    return (
-        "INFORMATIONAL - null system: the theory uses the corrected (symmetric-noise, kappa) null system of "
-        "theory.attention; SPEC's independent-entries system (kappa = 0) is evaluated for comparison. Mean z^2 / "
-        "mean z of (MC(2p) - theory)/SE: true kernel inside the regime: corrected "
-        f"{ti['theory'][0]:.2f}/{ti['theory'][1]:+.2f}, SPEC "
-        f"{ti['theory_spec'][0]:.2f}/{ti['theory_spec'][1]:+.2f}; "
-        f"linearised kernel: corrected {la['theory'][0]:.2f}/"
-        f"{la['theory'][1]:+.2f}, SPEC {la['theory_spec'][0]:.2f}/"
-        f"{la['theory_spec'][1]:+.2f}. The two theories differ by at most "
-        f"{max_shift:.2f} SE of this grid (up to ~2 % of E at c = 2, small gamma): this profile cannot separate "
-        "them; see docs/structured_attention.md (step 4) for the targeted comparison. "
-    )
-
-
-def _outside_line(pt: _B7Point) -> str:
-    return (f"{pt.name}: kappa={pt.kappa:.2f}, theory {pt.pred:.4f}, MC(2p) {pt.true.m2:.4f}+-{pt.true.se2:.4f}, "
-            f"rule {'holds' if pt.true.test.passed else 'fails'}")
-
-
-def describe_b7(design: B7Design, prediction: B7Prediction, cells: Cells,
+def describe_b7(design: B7Design, prediction: B7Prediction, cells: dict,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     """Notes (grid, regime, failures, worst gaps, null systems) and data (``grid`` rows, ``null_systems``, sizes)."""
     prof = design.prof
-    points = _b7_points(design, prediction, cells)
-    rows = [_b7_row(pt) for pt in points]
-    worst = max([0.0] + [abs(pt.true.m2 - pt.pred) / max(pt.true.se2, 1e-12) for pt in points if pt.inside])
-    worst_lin = max([0.0] + [abs(pt.lin.m2 - pt.pred) / max(pt.lin.se2, 1e-12) for pt in points])
-    outside = [_outside_line(pt) for pt in points if not pt.inside]
+    points = [pt for pts in _b7_points(design, prediction, cells) for pt in pts]
+    rows = [r for _, r, _, _ in points]
+    worst = max([0.0] + [abs(r["mc_2p"] - r["theory"]) / max(r["se_2p"], 1e-12) for r in rows if r["inside_regime"]])
+    worst_lin = max([0.0] + [abs(r["lin_2p"] - r["theory"]) / max(r["lin_se_2p"], 1e-12) for r in rows])
+    outside = [f"{name}: kappa={r['kappa_2p']:.2f}, theory {r['theory']:.4f}, MC(2p) {r['mc_2p']:.4f}+-"
+               f"{r['se_2p']:.4f}, rule {'holds' if r['passed'] else 'fails'}"
+               for name, r, _, _ in points if not r["inside_regime"]]
     systems = _null_systems(rows)
+    z = {fam: [f"{v[th][0]:.2f}/{v[th][1]:+.2f}" for th in ("theory", "theory_spec")] for fam, v in systems.items()}
+    max_shift = max(abs(r["theory"] - r["theory_spec"]) / max(r["se_2p"], 1e-12) for r in rows)
     n_fail = sum(cp.outcome == "FAIL" for cp in comparisons)
     notes = (
         "Theory: project's own derivation (theory.structured; docs/structured_attention.md), a finite-rank "
@@ -303,8 +213,14 @@ def describe_b7(design: B7Design, prediction: B7Prediction, cells: Cells,
         f"{n_fail} of {len(comparisons)} comparisons fail; worst |gap|/SE at 2p: true kernel {worst:.1f}, "
         f"linearised kernel {worst_lin:.1f}. "
         f"Outside the regime at these sizes (reported, not judged): {'; '.join(outside) if outside else 'none'}. "
-        + _null_systems_text(systems, rows)
-        + "Where the linearisation itself breaks (strong aligned spikes, small p) is the informational study B7-lin."
+        "INFORMATIONAL - null system: the theory uses the corrected (symmetric-noise, kappa) null system of "
+        "theory.attention; SPEC's independent-entries system (kappa = 0) is evaluated for comparison. Mean z^2 / "
+        "mean z of (MC(2p) - theory)/SE: true kernel inside the regime: corrected "
+        f"{z['true_inside'][0]}, SPEC {z['true_inside'][1]}; linearised kernel: corrected {z['linearised_all'][0]}, "
+        f"SPEC {z['linearised_all'][1]}. The two theories differ by at most {max_shift:.2f} SE of this grid (up to "
+        "~2 % of E at c = 2, small gamma): this profile cannot separate them; see docs/structured_attention.md "
+        "(step 4) for the targeted comparison. "
+        "Where the linearisation itself breaks (strong aligned spikes, small p) is the informational study B7-lin."
     )
     data = {"grid": rows, "kappa_max": KAPPA_MAX, "null_systems": systems, "activation": ACTIVATION,
             "sizes": {str(c): dict(p_sizes=list(design.sizes[c][0]), trials=design.sizes[c][1]) for c in prof.cs}}
@@ -348,43 +264,36 @@ def _b7_panel(ax: Any, design: B7Design, rows: list[dict], comps: list[Compariso
     F.key_numbers(ax, lines, verdict=F.worst_outcome(true + lin))
 
 
-def _b7_legend_entries(design: B7Design) -> list[Any]:
-    from .. import figures as F
-
-    spikes = [F.proxy(_SPIKE_WORDS.get(spike_label(s), spike_label(s)), color=F.COLORS[k % len(F.COLORS)],
-                      marker=None, ls="--" if s[1] == "orthogonal" else "-", lw=2.5)
-              for k, s in enumerate(design.prof.spikes)]
-    return spikes + [F.proxy("theory: structured deterministic equivalent (lines)", color=F.THEORY, marker=None,
-                             ls="-"),
-                     F.proxy("true kernel, Monte Carlo at 2p, ±3 SE", color=F.THEORY),
-                     F.not_judged_handle(f"open: outside the regime κ(2p) > {KAPPA_MAX}, reported, not judged"),
-                     F.proxy("linearised kernel, same draws (judged everywhere)", color=F.THEORY, marker="x")]
-
-
 @paper_figure
-def figure_b7(design: B7Design, prediction: B7Prediction, cells: Cells, judgement: Judgement) -> Any:
+def figure_b7(design: B7Design, prediction: B7Prediction, cells: dict, judgement: Judgement) -> Any:
     """Per (c, snr): theory (dense, per spike), true-kernel MC at 2p (3 SE; open outside the regime), linearised MC."""
     from .. import figures as F
 
     prof = design.prof
     verdict, comps = judgement.verdict, list(judgement.comparisons)
-    rows = [_b7_row(pt) for pt in _b7_points(design, prediction, cells)]
+    rows = [r for pts in _b7_points(design, prediction, cells) for _, r, _, _ in pts]
     fig, axes = F.subplots(len(prof.snrs), len(prof.cs), panel=(4.6, 3.1), extra=1.3)
     for i, snr in enumerate(prof.snrs):
         for j, c in enumerate(prof.cs):
             _b7_panel(axes[i, j], design, rows, comps, c, snr)
-    F.legend(axes[0, 0], extra=_b7_legend_entries(design), outside=True, ncol=3)
+    spikes = [F.proxy(_SPIKE_WORDS.get(spike_label(s), spike_label(s)), color=F.COLORS[k % len(F.COLORS)],
+                      marker=None, ls="--" if s[1] == "orthogonal" else "-", lw=2.5) for k, s in enumerate(prof.spikes)]
+    F.legend(axes[0, 0], outside=True, ncol=3, extra=spikes + [
+        F.proxy("theory: structured deterministic equivalent (lines)", color=F.THEORY, marker=None, ls="-"),
+        F.proxy("true kernel, Monte Carlo at 2p, ±3 SE", color=F.THEORY),
+        F.not_judged_handle(f"open: outside the regime κ(2p) > {KAPPA_MAX}, reported, not judged"),
+        F.proxy("linearised kernel, same draws (judged everywhere)", color=F.THEORY, marker="x")])
     F.suptitle(fig, "B7", "attention with signal and spiked weights: structured theory vs Monte Carlo",
-               f"f = {ACTIVATION}, diagonal removed, W = I + w_K w_Qᵀ, μ = √‖μ‖² e₁; judged: finite-size rule at p and "
-               f"2p ({F.outcome_text(comps)})", verdict)
+               f"f = {ACTIVATION}, diagonal removed, W = I + w_K w_Qᵀ, μ = √‖μ‖² e₁; judged: finite-size rule at p "
+               f"and 2p ({F.outcome_text(comps)})", verdict)
     return fig
 
 
-#: B7: structured deterministic equivalent (project's derivation) vs true- and linearised-kernel Monte Carlo
 #: claim B7 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B7 = (
     "The structured deterministic equivalent (derived by the project) matches simulation"
 )
 
-CLAIM_B7 = register(Claim(id="B7", paper="B", statement=STATEMENT_B7, design=design_b7, predict=predict_b7, simulate=simulate_b7, judge=judge_b7,
-                          describe=describe_b7, figure=figure_b7, figure_name="structured_vs_mc"))
+CLAIM_B7 = register(Claim(id="B7", paper="B", statement=STATEMENT_B7, design=design_b7, predict=predict_b7,
+                          simulate=simulate_b7, judge=judge_b7, describe=describe_b7, figure=figure_b7,
+                          figure_name="structured_vs_mc"))
