@@ -29,7 +29,6 @@ import numpy as np
 import pytest
 
 from conftest import max_false_fails
-from verify.checks import _paper_b as core
 from verify.checks import paper_b_attention_vs_ridge as avr
 from verify.checks import paper_b_cosine as cosine
 from verify.checks import paper_b_null as null
@@ -139,7 +138,7 @@ def test_b1_judge_is_pure_and_describes_the_same_points():
 
 def _b2_design() -> dict:
     cfg = null.B2Sizes(gammas=np.logspace(-3, 0, 3), ns={0.25: 1024, 2.0: 256}, trials={0.25: (48, 24), 2.0: (80, 40)})
-    return dict(panels=tuple(null._b2_panel(cfg, c, "tanh") for c in core.B2_CS), ge=())
+    return dict(panels=tuple(null._b2_panel(cfg, c, "tanh") for c in null.B2_CS), ge=())
 
 
 B2_DESIGN = _b2_design()

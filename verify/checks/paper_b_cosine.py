@@ -18,8 +18,7 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from ._paper_b import (attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, profile_name,
-                          simulate_runtime)
+from ._paper_b import attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, simulate_runtime
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,7 +52,7 @@ def _design_b5(ctx: CheckContext) -> dict[str, Any]:
     import theory
     from theory.symbols import x as xs
 
-    cfg = B5_SIZES[profile_name(ctx)]
+    cfg = B5_SIZES[ctx.profile]
     m_cos = theory.hermite_moments(theory.activation("cos", centered=True))
     m_tanh = theory.hermite_moments(theory.activation("tanh", centered=True))
     scale = math.sqrt(m_cos.nu / m_tanh.nu)
@@ -96,8 +95,8 @@ def judge_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: di
         for i, g in enumerate(design["gammas"]):
             pred = float(th[0][i] - th[1][i]) if th is not None else "E_cos > E_lin"
             comps.append(paired_positive(f"p/n={cval} snr={snr} gamma={g:.2g}: E_cos - E_scaled_tanh > 0", pred,
-                                          m["cos"][:, i] - m["lin"][:, i],
-                                          key={"config": key, "gamma": float(g)})[0])
+                                         m["cos"][:, i] - m["lin"][:, i],
+                                         key={"config": key, "gamma": float(g)}))
     return comps
 
 

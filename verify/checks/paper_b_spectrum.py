@@ -21,7 +21,7 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..figures import paper_figure
 from ..verdicts import Judgement
-from ._paper_b import mc_version, p_of, profile_name, simulate_runtime
+from ._paper_b import mc_version, p_of, simulate_runtime
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ B6_SIZES = {"paper": B6Sizes(1024, (8, 4)), "quick": B6Sizes(256, (8, 4)), "smok
 
 def _design_b6(ctx: CheckContext) -> dict[str, Any]:
     """Configurations ``(activation, p/n)``, the size ``n`` (spectra at ``n`` and ``2n``), trials at each."""
-    cfg = B6_SIZES[profile_name(ctx)]
+    cfg = B6_SIZES[ctx.profile]
     return dict(n=cfg.n, trials=cfg.trials, configs=[("tanh", 2.0), ("relu", 2.0), ("tanh", 0.5)])
 
 
