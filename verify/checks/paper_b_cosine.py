@@ -16,6 +16,7 @@ import numpy as np
 from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison, with_key
+from ..statistics import mean_se
 from ..figures import paper_figure
 from ..verdicts import Judgement
 from ._paper_b import attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, simulate_runtime
@@ -110,12 +111,9 @@ def _b5_data(design: dict[str, Any], prediction: dict[str, Any], measurement: di
     for cval, snr in design["configs"]:
         key = _b5_key(cval, snr)
         th, m = prediction[key], measurement["configs"][key]
-        tc, tl = m["cos"], m["lin"]
-        data[key] = dict(
-            gammas=design["gammas"], cos=tc.mean(0), cos_se=tc.std(0, ddof=1) / math.sqrt(tc.shape[0]),
-            lin=tl.mean(0), lin_se=tl.std(0, ddof=1) / math.sqrt(tl.shape[0]),
-            theory_cos=None if th is None else th[0], theory_lin=None if th is None else th[1],
-        )
+        (cos, cos_se), (lin, lin_se) = mean_se(m["cos"]), mean_se(m["lin"])
+        data[key] = dict(gammas=design["gammas"], cos=cos, cos_se=cos_se, lin=lin, lin_se=lin_se,
+                         theory_cos=None if th is None else th[0], theory_lin=None if th is None else th[1])
     return data
 
 
@@ -124,11 +122,12 @@ def _describe_b5(design: dict[str, Any], prediction: dict[str, Any], measurement
     data = _b5_data(design, prediction, measurement)
     m_cos, m_lin = design["m_cos"], design["m_lin"]
     notes = (
-        f"cos centred (a1 = {m_cos.a1:.2g}, nu = {m_cos.nu:.4f}) vs {design['scale']:.4f} * tanh (a1 = {m_lin.a1:.4f}, same nu "
-        f"by construction of the scale; quadrature relative difference {data['equal_nu_rel_diff']:.2g}, not judged). "
-        "Paired draws (snr = 0: label-averaged estimator). With signal (snr = 4) cos cannot use the label direction (a1 = 0): its error stays near the "
-        "no-signal value, while the linear component lets the scaled tanh use it. With random inputs (snr = 0) the gap "
-        "exists only for p/n > 1 and small gamma (for p/n < 1 both tend to 1 - c). "
+        f"cos centred (a1 = {m_cos.a1:.2g}, nu = {m_cos.nu:.4f}) vs {design['scale']:.4f} * tanh (a1 = "
+        f"{m_lin.a1:.4f}, same nu by construction of the scale; quadrature relative difference "
+        f"{data['equal_nu_rel_diff']:.2g}, not judged). Paired draws (snr = 0: label-averaged estimator). With signal "
+        "(snr = 4) cos cannot use the label direction (a1 = 0): its error stays near the no-signal value, while the "
+        "linear component lets the scaled tanh use it. With random inputs (snr = 0) the gap exists only for p/n > 1 "
+        "and small gamma (for p/n < 1 both tend to 1 - c). "
         f"Runtime {simulate_runtime(measurement):.1f} s."
     )
     return notes, data
@@ -202,5 +201,6 @@ STATEMENT_B5 = (
     "a1 = 0 (e.g. cos) memorises poorly: a linear component of f is needed"
 )
 
-CLAIM_B5 = register(Claim(id="B5", paper="B", statement=STATEMENT_B5, design=_design_b5, predict=_predict_b5, simulate=_simulate_b5, judge=judge_b5,
-                          describe=_describe_b5, figure=_figure_b5, figure_name="cos_vs_linear"))
+CLAIM_B5 = register(Claim(id="B5", paper="B", statement=STATEMENT_B5, design=_design_b5, predict=_predict_b5,
+                          simulate=_simulate_b5, judge=judge_b5, describe=_describe_b5, figure=_figure_b5,
+                          figure_name="cos_vs_linear"))
