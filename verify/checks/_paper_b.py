@@ -62,14 +62,16 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+import sympy as sp
 
 from numerics import MonteCarloSettings, simulate_model
 from numerics.model_simulation import model_sizes
+import theory
 from theory import AttentionModel
 
 from ..context import CheckContext
 from ..results import Comparison
-from ..figures import THEORY as THEORY_COLOR
+from .. import figures as F
 from ._finite_size import finite_size_test
 
 
@@ -80,8 +82,6 @@ from ._finite_size import finite_size_test
 def model_key(model: AttentionModel) -> dict[str, Any]:
     """The fields of ``model`` that decide a simulation's numbers besides ``c`` (the cell's ``n`` and ``p``), for
     a cache key: a sympy activation as its ``srepr``."""
-    import sympy as sp
-
     act = model.activation
     spike = None if model.spike is None else [list(model.spike.w_k), list(model.spike.w_q)]
     return dict(activation=act if isinstance(act, str) else sp.srepr(act), snr=float(model.snr), spike=spike,
@@ -116,8 +116,6 @@ def settings_key(settings: MonteCarloSettings) -> dict[str, Any]:
 def cell_model(n: int, p: int, snr: float, activation: Any = None, spike: Any = None) -> AttentionModel:
     """The model of a Monte Carlo cell of ``n`` tokens in dimension ``p`` (``c = p / n``, exact); a cell without an
     activation (ridge, softmax attention) takes the identity, which those simulations do not use."""
-    import sympy as sp
-
     return AttentionModel(sp.Rational(int(p), int(n)), "identity" if activation is None else activation, snr,
                           spike=spike)
 
@@ -148,18 +146,14 @@ def p_of(n: int, c: float) -> int:
 
 
 def ridge_theory(gammas: np.ndarray, c: float, snr: float) -> np.ndarray:
-    import theory
-
     return np.asarray(theory.ridge_error_values(np.asarray(gammas, dtype=float), c, snr), dtype=float)
 
 
 def attention_theory(gammas: np.ndarray, c: float, activation: Any, system: str | None = None) -> np.ndarray:
     """``theory.attention_error`` (null model, diagonal removed); ``system="spec"``: SPEC's reconstruction."""
-    import theory
-
     g = np.asarray(gammas, dtype=float)
     kw = {} if system is None else {"system": system}
-    out = theory.AttentionModel(c, activation, snr=0, diagonal="removed").error(g, **kw)
+    out = AttentionModel(c, activation, snr=0, diagonal="removed").error(g, **kw)
     return np.asarray(out, dtype=float).reshape(g.shape)
 
 
@@ -239,10 +233,8 @@ class Cell:
         The ridge parameters of the cell, one point of the panel each.
     seed_keys : tuple
         Keys of ``ctx.seed_for``, :data:`SIZE` standing for the simulated size.
-    kind : {"ridge", "true"}
-        Ridge, or attention with ``activation`` (:func:`numerics.simulate_model`'s ``kind``).
     activation : str or sympy expression, optional
-        The attention cell's activation.
+        The attention cell's activation; ``None``: a ridge cell.
     label_average : bool
         As :func:`numerics.simulate_model`.
     """
@@ -251,7 +243,6 @@ class Cell:
     snr: float
     gammas: np.ndarray
     seed_keys: tuple
-    kind: str = "ridge"
     activation: Any = None
     label_average: bool = False
 
@@ -319,30 +310,25 @@ def simulate_panel(ctx: CheckContext, panel: Panel, advance: Callable[[], Any] =
         for out, n, trials in ((small, panel.ns, panel.trials[0]), (large, panel.n, panel.trials[1])):
             p, seed = p_of(n, cell.c), ctx.seed_for(*(n if k is SIZE else k for k in cell.seed_keys))
             out.append(mc_cached(ctx, cell_model(n, p, cell.snr, cell.activation), p, cell.gammas,
-                                 mc_settings(ctx, trials, seed), kind=cell.kind, label_average=cell.label_average))
+                                 mc_settings(ctx, trials, seed), kind="ridge" if cell.activation is None else "true",
+                                 label_average=cell.label_average))
         advance()
     return TwoSizes(*(np.concatenate([r[k] for r in rs]) for rs in (small, large) for k in (0, 1)))
 
 
 def panel_theory(panel: Panel, system: str | None = None) -> np.ndarray:
     """The prediction at every point of ``panel`` (attention: ``system`` of :func:`theory.attention_error`)."""
-    return np.concatenate([ridge_theory(c.gammas, c.c, c.snr) if c.kind == "ridge"
+    return np.concatenate([ridge_theory(c.gammas, c.c, c.snr) if c.activation is None
                            else attention_theory(c.gammas, c.c, c.activation, system) for c in panel.cells])
 
 
-def judge_panels(panels: tuple[Panel, ...], preds: dict[str, np.ndarray],
-                 meas: dict[str, TwoSizes]) -> list[Comparison]:
-    """Per panel: the finite-size comparison of each point, then its shrinkage comparison (pure).
-
-    Parameters
-    ----------
-    panels : the design's panels, in order.
-    preds : the prediction of each panel (by :attr:`Panel.key`), one value per point.
-    meas : the measurement of each panel (by key).
-    """
+def judge_panels(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+    """The judge of B1 and B2 (pure): per panel of ``design["panels"]``, the finite-size comparison of each point
+    against ``prediction["theory"]`` (by :attr:`Panel.key`, one value per point) with the :class:`TwoSizes` of
+    ``measurement["panels"]`` (by key), then the panel's shrinkage comparison."""
     comps: list[Comparison] = []
-    for p in panels:
-        pred, m = preds[p.key], meas[p.key]
+    for p in design["panels"]:
+        pred, m = prediction["theory"][p.key], measurement["panels"][p.key]
         pts = [fs_comparison(name, pred[i], (m.m_s[i], m.se_s[i]), (m.m_l[i], m.se_l[i]), (p.ns, p.n), p.trials,
                              key={"panel": p.key, "quantity": "point", "index": i}) for i, name in enumerate(p.names)]
         comps += [c for c, _ in pts]
@@ -351,25 +337,28 @@ def judge_panels(panels: tuple[Panel, ...], preds: dict[str, np.ndarray],
     return comps
 
 
-def panel_data(panel: Panel, pred: np.ndarray, m: TwoSizes) -> dict[str, Any]:
-    """The report data of a panel: arrays over gamma, or rows of the swept parameter."""
-    n = (panel.ns, panel.n)
-    if panel.x_name is None:
-        return dict(gammas=panel.cells[0].gammas, theory=pred, n=n, mc_small=m.m_s, se_small=m.se_s, mc_large=m.m_l,
-                    se_large=m.se_l)
-    rows = np.column_stack([np.asarray(panel.xs, dtype=float), pred, m.m_s, m.se_s, m.m_l, m.se_l])
-    return dict(rows=rows, columns=[panel.x_name, "theory", "mc_small", "se_small", "mc_large", "se_large"], n=n)
+def panels_data(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+    """The report data of every panel, by key: arrays over gamma, or rows of the swept parameter (one per cell)."""
+    out = {}
+    for p in design["panels"]:
+        pred, m, n = prediction["theory"][p.key], measurement["panels"][p.key], (p.ns, p.n)
+        if p.x_name is None:
+            out[p.key] = dict(gammas=p.cells[0].gammas, theory=pred, n=n, mc_small=m.m_s, se_small=m.se_s,
+                              mc_large=m.m_l, se_large=m.se_l)
+        else:
+            rows = np.column_stack([np.asarray(p.xs, dtype=float), pred, m.m_s, m.se_s, m.m_l, m.se_l])
+            out[p.key] = dict(rows=rows, columns=[p.x_name, "theory", "mc_small", "se_small", "mc_large", "se_large"],
+                              n=n)
+    return out
 
 
 def plot_two_sizes(ax: Any, rax: Any, x: np.ndarray, pred: np.ndarray, m: TwoSizes, color: str,
                    labelled: bool = True) -> None:
     """Monte Carlo at both sizes (``n/2`` open squares, ``n`` filled circles) and their relative gaps to theory;
     ``labelled`` False: no legend labels (the caller explains the markers)."""
-    from ..figures import mc_points
-
     small, large = ("Monte Carlo, smaller size n/2", "Monte Carlo, larger size n") if labelled else ("_nolegend_",) * 2
     for mean, se, label, kw in ((m.m_s, m.se_s, small, dict(marker="s", filled=False)), (m.m_l, m.se_l, large, {})):
-        mc_points(ax, x, mean, se, label=label, color=color, **kw)
-        mc_points(rax, x, (mean - pred) / pred, se / np.abs(pred), label="_nolegend_", color=color, **kw)
-    rax.axhline(0.0, color=THEORY_COLOR, lw=0.9)
+        F.mc_points(ax, x, mean, se, label=label, color=color, **kw)
+        F.mc_points(rax, x, (mean - pred) / pred, se / np.abs(pred), label="_nolegend_", color=color, **kw)
+    rax.axhline(0.0, color=F.THEORY, lw=0.9)
     rax.set_ylabel("(MC − theory) / theory")

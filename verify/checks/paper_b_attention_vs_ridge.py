@@ -20,7 +20,7 @@ from ..statistics import mean_se, scalar_mean_se
 from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison, with_key
-from ..figures import paper_figure
+from .. import figures as F
 from ..verdicts import Judgement
 from ._paper_b import (attention_theory, cell_model, fs_comparison, mc_cached, mc_settings, p_of, paired_positive,
                        ridge_theory, simulate_runtime)
@@ -210,8 +210,9 @@ def _describe_b3(design: dict[str, Any], prediction: dict[str, Any], measurement
         f"gamma -> 0 (the null space of Phi has dimension n - p in both models and y is independent of it), so the "
         f"claim is not made there; at p/n = 1/4 the sign of the difference at gamma >= 0.05 is tested against the "
         f"sign the theory gives (attention larger at moderate gamma, smaller at gamma = 1: a scale-dependent "
-        f"reversal, since the features' norm sets where gamma stops mattering). Slopes: attention {sa['mc_large'][0]:.3f} +- {sa['mc_large'][1]:.3f} "
-        f"(theory local {sa['theory_slope']:.3f}), ridge {sr['mc_large'][0]:.3f} +- {sr['mc_large'][1]:.3f} "
+        f"reversal, since the features' norm sets where gamma stops mattering). Slopes: attention "
+        f"{sa['mc_large'][0]:.3f} +- {sa['mc_large'][1]:.3f} (theory local {sa['theory_slope']:.3f}), ridge "
+        f"{sr['mc_large'][0]:.3f} +- {sr['mc_large'][1]:.3f} "
         f"(theory local {sr['theory_slope']:.3f}); per-trial log-log OLS, SE over trials. At p/n = 2 the Monte Carlo "
         "uses the label-averaged estimator gamma^2/n tr Q^2 (exact mean over i.i.d. labels given X); the p/n = 1/4 "
         "sign tests are label-averaged. Not judged (identity, true by construction): at p/n = 1/4, "
@@ -226,8 +227,6 @@ def _describe_b3(design: dict[str, Any], prediction: dict[str, Any], measurement
 def _b3_guides(ax: Any, design: dict[str, Any]) -> None:
     """The claimed small-gamma laws gamma^(1/2) (attention) and gamma^2 (ridge) through the theory at the centre of
     the slope-fit range."""
-    from .. import figures as F
-
     fit, act = design["fit"], design["act"]
     gc = math.sqrt(fit[0] * fit[-1])
     gg = np.geomspace(fit[0] / 3, fit[-1] * 3, 20)
@@ -242,8 +241,6 @@ def _b3_guides(ax: Any, design: dict[str, Any]) -> None:
 def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
              comps: list[Comparison]) -> None:
     """p/n = 2: dense theory of both models, Monte Carlo at n/2 and n, the claimed laws; relative gaps below."""
-    from .. import figures as F
-
     allg, act = design["allg"], design["act"]
     for k, (kind, name, f) in enumerate((("att", f"attention (f = {act})", lambda g: attention_theory(g, 2.0, act)),
                                          ("rr", "ridge", lambda g: ridge_theory(g, 2.0, 0.0)))):
@@ -274,8 +271,6 @@ def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, An
 def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
               comps: list[Comparison]) -> None:
     """p/n = 1/4: the theory's E_att - E_ridge (dense) and the paired Monte Carlo; open: no sign stated."""
-    from .. import figures as F
-
     g, act, d4 = design["gammas"], design["act"], measurement["c4"]["diff"]
     F.theory_curve(ax, g, lambda x: attention_theory(x, 0.25, act) - ridge_theory(x, 0.25, 0.0),
                    label=r"theory $E_{\rm att} - E_{\rm ridge}$", grid=F.dense_grid(g, per_decade=14, n_min=30))
@@ -297,12 +292,10 @@ def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, A
     F.tidy_log_axis(rax)
 
 
-@paper_figure
+@F.paper_figure
 def _figure_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                judgement: Judgement) -> Any:
     """Attention vs ridge on random inputs: p/n = 2 with the claimed laws, p/n = 1/4 the sign; residuals below."""
-    from .. import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(2, 2, panel=(4.8, 2.3), extra=1.3, sharex="col", height_ratios=(2.5, 1.3))
     _b3_left(axes[0, 0], axes[1, 0], design, prediction, measurement, comps)

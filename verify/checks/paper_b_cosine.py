@@ -12,12 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import sympy as sp
+import theory
+from theory.symbols import x as xs
 
 from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..statistics import mean_se
-from ..figures import paper_figure
+from .. import figures as F
 from ..verdicts import Judgement
 from ._paper_b import attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, simulate_runtime
 
@@ -48,11 +51,6 @@ B5_SIZES = {
 
 def _design_b5(ctx: CheckContext) -> dict[str, Any]:
     """cos (centred) vs ``scale * tanh`` with the scale that equalises nu; configurations ``(p/n, snr)``."""
-    import sympy as sp
-
-    import theory
-    from theory.symbols import x as xs
-
     cfg = B5_SIZES[ctx.profile]
     m_cos = theory.hermite_moments(theory.activation("cos", centered=True))
     m_tanh = theory.hermite_moments(theory.activation("tanh", centered=True))
@@ -133,27 +131,23 @@ def _describe_b5(design: dict[str, Any], prediction: dict[str, Any], measurement
     return notes, data
 
 
-def _b5_theory(design: dict[str, Any], cval: float, snr: float, act: Any, gammas: np.ndarray) -> np.ndarray:
+def _b5_theory(cval: float, snr: float, act: Any, gammas: np.ndarray) -> np.ndarray:
     """The null theory (``snr = 0``: the claim's prediction) or, with signal, the structured theory of
     :mod:`theory.structured` (the project's derivation, judged in B7; drawn here for reference only)."""
     if snr == 0.0:
         return attention_theory(gammas, cval, act)
-    from theory import AttentionModel
-
-    model = AttentionModel(cval, act, snr)
+    model = theory.AttentionModel(cval, act, snr)
     return np.asarray(model.solve(gammas, check_quadrature=False).error, dtype=float).reshape(np.shape(gammas))
 
 
 def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list[Comparison], cval: float,
               snr: float) -> None:
     """One (p/n, snr): dense theory of both activations, paired Monte Carlo, the paired differences' outcomes."""
-    from .. import figures as F
-
     g = design["gammas"]
     dd = data[_b5_key(cval, snr)]
     style = "-" if snr == 0.0 else "--"
-    for k, (key, act, name) in enumerate((("cos", "cos", "cos"), ("lin", design["lin"], "scaled tanh"))):
-        F.theory_curve(ax, g, lambda x, a=act: _b5_theory(design, cval, snr, a, x), color=F.COLORS[k],
+    for k, (key, act) in enumerate((("cos", "cos"), ("lin", design["lin"]))):
+        F.theory_curve(ax, g, lambda x, a=act: _b5_theory(cval, snr, a, x), color=F.COLORS[k],
                        grid=F.dense_grid(g, per_decade=10, n_min=30, pad=0.5), ls=style, label="_nolegend_")
         F.mc_points(ax, g, dd[key], dd[f"{key}_se"], label="_nolegend_", color=F.COLORS[k], marker="os"[k])
     mine = with_key(comps, config=_b5_key(cval, snr))
@@ -165,31 +159,24 @@ def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list
     F.key_numbers(ax, lines, verdict=F.worst_outcome(mine))
 
 
-def _b5_legend_entries(design: dict[str, Any]) -> list[Any]:
-    from .. import figures as F
-
-    return [F.proxy(r"cos, centred ($a_1 = 0$)", color=F.COLORS[0], marker="o"),
-            F.proxy(f"{design['scale']:.3f} tanh ($a_1$ = {design['m_lin'].a1:.3f}), same ν", color=F.COLORS[1],
-                    marker="s"),
-            F.proxy("theory, null model (the prediction)", color=F.THEORY, marker=None, ls="-"),
-            F.proxy("structured theory with signal (project's derivation, judged in B7; reference only)",
-                    color=F.THEORY, marker=None, ls="--"),
-            F.proxy("Monte Carlo, paired draws, ±3 SE", color=F.THEORY, marker="o")]
-
-
-@paper_figure
+@F.paper_figure
 def _figure_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                judgement: Judgement) -> Any:
     """Per configuration: cos vs the scaled tanh of equal nu (dense theory, paired Monte Carlo, the differences)."""
-    from .. import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     configs = design["configs"]
     fig, axes = F.subplots(1, len(configs), panel=(3.9, 3.3), extra=1.2)
     data = _b5_data(design, prediction, measurement)
     for ax, (cval, snr) in zip(axes[0], configs):
         _b5_panel(ax, design, data, comps, cval, snr)
-    F.legend(axes[0, 0], extra=_b5_legend_entries(design), outside=True, ncol=3)
+    F.legend(axes[0, 0], outside=True, ncol=3, extra=[
+        F.proxy(r"cos, centred ($a_1 = 0$)", color=F.COLORS[0], marker="o"),
+        F.proxy(f"{design['scale']:.3f} tanh ($a_1$ = {design['m_lin'].a1:.3f}), same ν", color=F.COLORS[1],
+                marker="s"),
+        F.proxy("theory, null model (the prediction)", color=F.THEORY, marker=None, ls="-"),
+        F.proxy("structured theory with signal (project's derivation, judged in B7; reference only)", color=F.THEORY,
+                marker=None, ls="--"),
+        F.proxy("Monte Carlo, paired draws, ±3 SE", color=F.THEORY, marker="o")])
     F.suptitle(fig, "B5", "cos (no linear Hermite component) vs a linear-component activation at equal ν",
                f"n = {design['n']}, {design['trials']} paired trials (‖μ‖² = 0: label-averaged), ν = "
                f"{design['m_cos'].nu:.4f}; claim: E_cos − E_tanh > 0 (paired, > 3 SE)", verdict)

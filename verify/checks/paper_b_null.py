@@ -16,16 +16,17 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
+import theory
 from numerics.threads import thread_map as _map_threads
 from numerics.rmt import gaussian_equivalent_kernel, interpolation_error_label_average
 
 from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison, with_key
-from ..figures import paper_figure
+from .. import figures as F
 from ..verdicts import Judgement
 from ._finite_size import finite_size_test
-from ._paper_b import (attention_theory, Cell, judge_panels, mc_version, p_of, Panel, panel_data, panel_theory,
+from ._paper_b import (attention_theory, Cell, judge_panels, mc_version, p_of, Panel, panel_theory, panels_data,
                        plot_two_sizes, simulate_panel, simulate_runtime, SIZE, TwoSizes)
 
 #: B2's activations and aspect ratios ``p/n``
@@ -71,15 +72,13 @@ B2_SIZES = {
 def _b2_panel(cfg: B2Sizes, cval: float, act: str) -> Panel:
     """One activation at one ``c``: a label-averaged null-attention cell over the gamma grid."""
     g = cfg.gammas
-    cell = Cell(cval, 0.0, g, ("B2", act, cval, SIZE), kind="true", activation=act, label_average=True)
+    cell = Cell(cval, 0.0, g, ("B2", act, cval, SIZE), activation=act, label_average=True)
     names = tuple(f"{act} c={cval} gamma={x:.3g}" for x in g)
     return Panel(f"{act}_c{cval}", f"{act} c={cval}", cfg.ns[cval], cfg.trials[cval], (cell,), names)
 
 
 def _design_b2(ctx: CheckContext) -> dict[str, Any]:
     """One panel per (c, activation), c outermost; the Gaussian-equivalent cells (first activation)."""
-    import theory
-
     cfg = B2_SIZES[ctx.profile]
     acts = list(cfg.activations)
     mom = theory.hermite_moments(acts[0])
@@ -139,11 +138,6 @@ def _simulate_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     return dict(panels=panels, ge=ge, runtime_s=time.perf_counter() - t0)
 
 
-def judge_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
-    """Finite-size rule at every point and the shrinkage rule of every panel (pure)."""
-    return judge_panels(design["panels"], prediction["theory"], measurement["panels"])
-
-
 def _spec_fails(p: Panel, pred_spec: np.ndarray, m: TwoSizes) -> int:
     """Points of ``p`` the finite-size rule rejects against SPEC's reconstructed system (the negative control)."""
     return sum(not finite_size_test(pred_spec[i], m.m_s[i], m.se_s[i], m.m_l[i], m.se_l[i], p.ns / p.n,
@@ -175,7 +169,7 @@ def _ge_diagnostic(cell: GECell, preds: tuple[np.ndarray, np.ndarray], ge: dict[
 def _describe_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                  comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
     panels, meas, th, spec = design["panels"], measurement["panels"], prediction["theory"], prediction["spec"]
-    data: dict[str, Any] = {p.key: panel_data(p, th[p.key], meas[p.key]) for p in panels}
+    data = panels_data(design, prediction, measurement)
     diag_txt = []
     for cell in design["ge"]:
         out, text = _ge_diagnostic(cell, prediction["ge"][cell.c], measurement["ge"][cell.c])
@@ -211,23 +205,10 @@ def _describe_b2(design: dict[str, Any], prediction: dict[str, Any], measurement
     return notes, data
 
 
-def _b2_legend_entries(acts: list[str]) -> list[Any]:
-    from .. import figures as F
-
-    return ([F.proxy(f"f = {a}", color=F.COLORS[k], marker=None, ls="-", lw=4) for k, a in enumerate(acts)]
-            + [F.proxy("theory: corrected deterministic equivalent", color=F.THEORY, marker=None, ls="-"),
-               F.proxy("SPEC's reconstructed system, relative to theory (negative control)", color=F.THEORY,
-                       marker=None, ls="--"),
-               F.proxy("Monte Carlo, larger size n", color=F.THEORY),
-               F.proxy("Monte Carlo, smaller size n/2", color=F.THEORY, marker="s", mfc="white")])
-
-
 def _b2_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                comps: list[Comparison], cval: float) -> None:
     """The activations at one p/n: dense theory (and SPEC's system in the residuals, dashed), Monte Carlo at both
     sizes, the relative gaps, each activation's outcomes."""
-    from .. import figures as F
-
     panels = [p for p in design["panels"] if p.cells[0].c == cval]
     lines, outs = [], []
     for k, p in enumerate(panels):
@@ -254,19 +235,23 @@ def _b2_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
     F.tidy_log_axis(rax)
 
 
-@paper_figure
+@F.paper_figure
 def _figure_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                judgement: Judgement) -> Any:
     """Per p/n: null-model attention error vs gamma (dense theory, Monte Carlo at n/2 and n), relative gaps below
     with SPEC's system (the negative control) drawn as the gap it predicts."""
-    from .. import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(2, len(B2_CS), panel=(4.6, 2.4), extra=1.2, sharex="col", height_ratios=(2.4, 1.6))
     for j, cval in enumerate(B2_CS):
         _b2_column(axes[0, j], axes[1, j], design, prediction, measurement, comps, cval)
     acts = [p.cells[0].activation for p in design["panels"] if p.cells[0].c == B2_CS[0]]
-    F.legend(axes[0, 0], extra=_b2_legend_entries(acts), outside=True, ncol=3)
+    F.legend(axes[0, 0], outside=True, ncol=3, extra=(
+        [F.proxy(f"f = {a}", color=F.COLORS[k], marker=None, ls="-", lw=4) for k, a in enumerate(acts)]
+        + [F.proxy("theory: corrected deterministic equivalent", color=F.THEORY, marker=None, ls="-"),
+           F.proxy("SPEC's reconstructed system, relative to theory (negative control)", color=F.THEORY, marker=None,
+                   ls="--"),
+           F.proxy("Monte Carlo, larger size n", color=F.THEORY),
+           F.proxy("Monte Carlo, smaller size n/2", color=F.THEORY, marker="s", mfc="white")]))
     F.suptitle(fig, "B2", "null-model attention (diagonal removed) vs the deterministic equivalent",
                "μ = 0, W = I, centred f, label-averaged Monte Carlo; bars ±3 SE; bottom: gap to theory, "
                "dashed: SPEC's system", verdict)
@@ -279,5 +264,5 @@ STATEMENT_B2 = (
 )
 
 CLAIM_B2 = register(Claim(id="B2", paper="B", statement=STATEMENT_B2, design=_design_b2, predict=_predict_b2,
-                          simulate=_simulate_b2, judge=judge_b2, describe=_describe_b2, figure=_figure_b2,
+                          simulate=_simulate_b2, judge=judge_panels, describe=_describe_b2, figure=_figure_b2,
                           figure_name="null_attention"))

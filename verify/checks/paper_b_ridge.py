@@ -16,9 +16,9 @@ import numpy as np
 from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison, with_key
-from ..figures import paper_figure
+from .. import figures as F
 from ..verdicts import Judgement
-from ._paper_b import (Cell, edge_flag, judge_panels, Panel, panel_data, panel_theory, plot_two_sizes, ridge_theory,
+from ._paper_b import (Cell, edge_flag, judge_panels, Panel, panel_theory, panels_data, plot_two_sizes, ridge_theory,
                        simulate_panel, simulate_runtime, SIZE, TwoSizes)
 
 
@@ -103,14 +103,8 @@ def _simulate_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     return dict(panels=panels, runtime_s=time.perf_counter() - t0)
 
 
-def judge_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
-    """Finite-size rule at every point and the shrinkage rule of every panel (pure)."""
-    return judge_panels(design["panels"], prediction["theory"], measurement["panels"])
-
-
 def _describe_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                  comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
-    data = {p.key: panel_data(p, prediction["theory"][p.key], measurement["panels"][p.key]) for p in design["panels"]}
     notes = (
         f"Ridge E_RR (theory.ridge_error_values) vs Monte Carlo, balanced labels, mu = sqrt(snr) e_1; sizes "
         f"n/2 and n with equal p/n (profile {design['profile']}; the paper's sizes in profile 'paper'). "
@@ -118,16 +112,14 @@ def _describe_b1(design: dict[str, Any], prediction: dict[str, Any], measurement
     )
     if design["flags"]:
         notes += " Flagged points near c = 1 (same rule applied, see their names): " + "; ".join(design["flags"])
-    return notes, data
+    return notes, panels_data(design, prediction, measurement)
 
 
 def _b1_dense(p: Panel) -> tuple[np.ndarray, np.ndarray]:
     """E_RR of a B1 panel on a dense grid of its swept parameter (gamma, p/n clustered at 1, or snr)."""
-    from ..figures import dense_grid
-
     cell = p.cells[0]
     if p.x_name is None:
-        g = dense_grid(cell.gammas, per_decade=30)
+        g = F.dense_grid(cell.gammas, per_decade=30)
         return g, ridge_theory(g, cell.c, cell.snr)
     xs = np.asarray(p.xs, dtype=float)
     if p.x_name == "c":  # the 8-decade cliff at p/n = 1: points clustered there
@@ -135,15 +127,13 @@ def _b1_dense(p: Panel) -> tuple[np.ndarray, np.ndarray]:
         grid = np.unique(np.concatenate([np.linspace(xs.min(), xs.max(), 300), 1 - near, 1 + near, xs]))
         grid = grid[(grid >= xs.min()) & (grid <= xs.max())]
         return grid, np.array([ridge_theory(cell.gammas, c, cell.snr)[0] for c in grid])
-    grid = dense_grid(xs, log=False, n_min=200)
+    grid = F.dense_grid(xs, log=False, n_min=200)
     return grid, np.array([ridge_theory(cell.gammas, cell.c, x)[0] for x in grid])
 
 
 def _b1_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps: list[Comparison]) -> None:
     """One panel of paper B's Figure 1 (dense theory, Monte Carlo at two sizes) over its residuals, with the
     outcomes of its comparisons (finite-size rule per point, shrinkage) and its largest gap."""
-    from .. import figures as F
-
     cell, mine = p.cells[0], with_key(comps, panel=p.key)
     x = np.asarray(cell.gammas if p.x_name is None else p.xs, dtype=float)
     scale = float(p.n) if p.x_name == "c" else 1.0  # panel 1b is plotted over p = (p/n) n
@@ -190,12 +180,10 @@ def _b1_threshold(ax: Any, rax: Any, p: Panel, x: np.ndarray) -> None:
         rax.set_yscale("symlog", linthresh=0.1)
 
 
-@paper_figure
+@F.paper_figure
 def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                judgement: Judgement) -> Any:
     """Paper B's Figure 1 (axes gamma, p, ||mu||^2): dense theory, Monte Carlo at n/2 and n, relative residuals."""
-    from .. import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     panels = design["panels"]
     fig, axes = F.subplots(2, 3, panel=(3.9, 2.2), extra=1.0, sharex="col", height_ratios=(2.6, 1.2))
@@ -215,5 +203,5 @@ STATEMENT_B1 = (
 )
 
 CLAIM_B1 = register(Claim(id="B1", paper="B", statement=STATEMENT_B1, design=_design_b1, predict=_predict_b1,
-                          simulate=_simulate_b1, judge=judge_b1, describe=_describe_b1, figure=_figure_b1,
+                          simulate=_simulate_b1, judge=judge_panels, describe=_describe_b1, figure=_figure_b1,
                           figure_name="figure1"))

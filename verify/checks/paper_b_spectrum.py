@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+import theory
 from numerics.threads import thread_map as _map_threads
 from numerics.rmt import kernel_eigenvalues, sample_signal_plus_noise
 
@@ -21,7 +22,7 @@ from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison, with_key
 from ..statistics import scalar_mean_se
-from ..figures import paper_figure
+from .. import figures as F
 from ..verdicts import Judgement
 from ._paper_b import mc_version, p_of, simulate_runtime
 
@@ -62,8 +63,6 @@ class KernelLaw:
         return x, cdf, float(cdf[-1])
 
     def density(self, x: np.ndarray) -> np.ndarray:
-        import theory
-
         return theory.kernel_density(x, self.c, self.a1, self.nu)
 
 
@@ -87,8 +86,6 @@ def _design_b6(ctx: CheckContext) -> dict[str, Any]:
 
 def _predict_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, dict[str, KernelLaw]]:
     """By configuration key: ``law`` (the theory) and ``wrong`` (nu x 1.03: the negative control)."""
-    import theory
-
     out = {}
     for act, cval in design["configs"]:
         mom = theory.hermite_moments(theory.activation(act, centered=True))
@@ -203,8 +200,6 @@ def _b6_ecdf_gap(ax: Any, ev: np.ndarray, x: np.ndarray, cdf: np.ndarray, color:
 def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
                comps: list[Comparison], act: str, cval: float) -> None:
     """One configuration: histogram at 2n and the density; below, ECDF - CDF of one trial at n and at 2n."""
-    from .. import figures as F
-
     n, key = design["n"], f"{act}_c{cval}"
     law, spectra, r = prediction[key]["law"], evidence["spectra"][key], evidence["readings"][key]
     ax.hist(np.ravel(spectra[1]), bins=60, density=True, color=F.OKABE_ITO["sky"], alpha=0.7,
@@ -225,12 +220,10 @@ def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
              extra=[F.proxy("dotted: ± the trial's KS distance", marker=None, ls=":")])
 
 
-@paper_figure
+@F.paper_figure
 def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
                judgement: Judgement) -> Any:
     """Kernel spectra against the free-convolution law: densities (top), ECDF - CDF with the KS distance (bottom)."""
-    from .. import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     configs = design["configs"]
     fig, axes = F.subplots(2, len(configs), panel=(3.9, 2.3), extra=1.1, sharex="col", height_ratios=(2.3, 1.5))
