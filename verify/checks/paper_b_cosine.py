@@ -184,9 +184,7 @@ def _figure_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: 
 
 
 #: claim B5 in words (the report, --list and docs/claims.md show it)
-STATEMENT_B5 = (
-    "a1 = 0 (e.g. cos) memorises poorly: a linear component of f is needed"
-)
+STATEMENT_B5 = "a1 = 0 (e.g. cos) memorises poorly: a linear component of f is needed"
 
 CLAIM_B5 = register(Claim(id="B5", paper="B", statement=STATEMENT_B5, design=_design_b5, predict=_predict_b5,
                           simulate=_simulate_b5, judge=judge_b5, describe=_describe_b5, figure=_figure_b5,

@@ -116,14 +116,6 @@ def _ge_label_average(seed: int, n: int, p: int, a1: float, nu: float, gammas: n
             for sym in (True, False)}
 
 
-def _ge_cached(ctx: CheckContext, cell: GECell) -> dict[str, np.ndarray]:
-    seed, p = ctx.seed_for("B2-GE", cell.c, cell.n), p_of(cell.n, cell.c)
-    key = dict(c=cell.c, n=cell.n, p=p, act=cell.act, gammas=cell.gammas, trials=cell.trials, seed=seed)
-    compute = functools.partial(_ge_label_average, seed, cell.n, p, cell.a1, cell.nu, cell.gammas, cell.trials,
-                                ctx.n_jobs)
-    return ctx.cached("gaussian_equivalent", key, compute, version=mc_version(_ge_label_average))
-
-
 def _simulate_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     """``panels``: :class:`TwoSizes` by panel key; ``ge``: ``{"symmetric", "independent"}`` per-trial errors by
     ``c``; ``runtime_s``."""
@@ -133,7 +125,11 @@ def _simulate_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     ge = {}
     with ctx.progress("Gaussian-equivalent diagnostic", total=len(design["ge"])) as bar:
         for cell in design["ge"]:
-            ge[cell.c] = _ge_cached(ctx, cell)
+            seed, p = ctx.seed_for("B2-GE", cell.c, cell.n), p_of(cell.n, cell.c)
+            key = dict(c=cell.c, n=cell.n, p=p, act=cell.act, gammas=cell.gammas, trials=cell.trials, seed=seed)
+            compute = functools.partial(_ge_label_average, seed, cell.n, p, cell.a1, cell.nu, cell.gammas,
+                                        cell.trials, ctx.n_jobs)
+            ge[cell.c] = ctx.cached("gaussian_equivalent", key, compute, version=mc_version(_ge_label_average))
             bar.advance()
     return dict(panels=panels, ge=ge, runtime_s=time.perf_counter() - t0)
 
@@ -259,9 +255,7 @@ def _figure_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: 
 
 
 #: claim B2 in words (the report, --list and docs/claims.md show it)
-STATEMENT_B2 = (
-    "Null-model attention deterministic equivalent matches simulation (several f, c < 1 and c > 1)"
-)
+STATEMENT_B2 = "Null-model attention deterministic equivalent matches simulation (several f, c < 1 and c > 1)"
 
 CLAIM_B2 = register(Claim(id="B2", paper="B", statement=STATEMENT_B2, design=_design_b2, predict=_predict_b2,
                           simulate=_simulate_b2, judge=judge_panels, describe=_describe_b2, figure=_figure_b2,

@@ -198,9 +198,7 @@ def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: 
 
 
 #: claim B1 in words (the report, --list and docs/claims.md show it)
-STATEMENT_B1 = (
-    "Ridge deterministic equivalent matches simulation on the three Figure-1 sweeps"
-)
+STATEMENT_B1 = "Ridge deterministic equivalent matches simulation on the three Figure-1 sweeps"
 
 CLAIM_B1 = register(Claim(id="B1", paper="B", statement=STATEMENT_B1, design=_design_b1, predict=_predict_b1,
                           simulate=_simulate_b1, judge=judge_panels, describe=_describe_b1, figure=_figure_b1,

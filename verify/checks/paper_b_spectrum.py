@@ -239,9 +239,7 @@ def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dic
 
 
 #: claim B6 in words (the report, --list and docs/claims.md show it)
-STATEMENT_B6 = (
-    "The kernel's eigenvalue histogram follows the free-convolution law"
-)
+STATEMENT_B6 = "The kernel's eigenvalue histogram follows the free-convolution law"
 
 CLAIM_B6 = register(Claim(id="B6", paper="B", statement=STATEMENT_B6, design=_design_b6, predict=_predict_b6,
                           simulate=_simulate_b6, read=read_b6, judge=judge_b6, describe=_describe_b6,
