@@ -6,7 +6,6 @@ Shared machinery and the rules: :mod:`verify.checks._paper_b`.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from dataclasses import dataclass
@@ -105,9 +104,9 @@ def _simulate_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
             for nn, trials in ((n, t1), (2 * n, t2)):
                 sd, p = ctx.seed_for("B6", act, cval, nn), p_of(nn, cval)
                 key = dict(act=act, c=cval, n=nn, p=p, trials=trials, seed=sd)
-                compute = functools.partial(_kernel_spectra, sd, nn, p, trials, act, ctx.n_jobs)
-                cells.append(ctx.cached("kernel_eigenvalues", key, lambda: {"eigenvalues": compute()},
-                                        version=version)["eigenvalues"])
+                cell = ctx.cached("kernel_eigenvalues", key, version=version,  # computed here, if at all
+                                  compute=lambda: {"eigenvalues": _kernel_spectra(sd, nn, p, trials, act, ctx.n_jobs)})
+                cells.append(cell["eigenvalues"])
             spectra[f"{act}_c{cval}"] = tuple(cells)
             bar.advance()
     return dict(spectra=spectra, runtime_s=time.perf_counter() - t0)
