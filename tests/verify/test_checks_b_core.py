@@ -102,8 +102,8 @@ def test_shrink_rule_fails_when_gap_grows():
 
 def test_paired_rule():
     rng = np.random.default_rng(0)
-    assert _alone(core.paired_positive("d", 0.1, 0.1 + 0.01 * rng.standard_normal(20))[0]).passed
-    assert not _alone(core.paired_positive("d", 0.0, 0.01 * rng.standard_normal(20))[0]).passed
+    assert _alone(core.paired_positive("d", 0.1, 0.1 + 0.01 * rng.standard_normal(20))).passed
+    assert not _alone(core.paired_positive("d", 0.0, 0.01 * rng.standard_normal(20))).passed
 
 
 def test_per_trial_slopes_exact_power_law():

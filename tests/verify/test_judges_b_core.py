@@ -29,7 +29,6 @@ import numpy as np
 import pytest
 
 from conftest import max_false_fails
-from verify.checks import _paper_b as core
 from verify.checks import paper_b_attention_vs_ridge as avr
 from verify.checks import paper_b_cosine as cosine
 from verify.checks import paper_b_null as null
@@ -115,20 +114,22 @@ def _b1_draw(gap_se: float, shift: float = 0.0):
 
 def test_b1_false_fail_rate():
     # no finite-size gap, and a gap of 10 SE_l decaying exactly like n^-1/2 (the least favourable truth)
-    counts = _fail_counts([_b1_draw(0.0), _b1_draw(10.0)], ridge.judge_b1, B1_DESIGN, dict(theory=B1_THEORY), seed=11)
+    counts = _fail_counts([_b1_draw(0.0), _b1_draw(10.0)], ridge.CLAIM_B1.judge, B1_DESIGN, dict(theory=B1_THEORY),
+                          seed=11)
     _assert_false_fail_rate(counts)
 
 
 def test_b1_power_against_a_constant_offset():
     # 30 SE_l that does not decay: T = 30 (1 - Q) SE_l = 8.8 SE_l against 3 hypot(SE_l, Q SE_s) = 4.2 SE_l (per point)
     se_l = B1_SD / math.sqrt(40)
-    assert _power(_b1_draw(0.0, shift=30 * se_l), ridge.judge_b1, B1_DESIGN, dict(theory=B1_THEORY), seed=12) > 0.9
+    power = _power(_b1_draw(0.0, shift=30 * se_l), ridge.CLAIM_B1.judge, B1_DESIGN, dict(theory=B1_THEORY), seed=12)
+    assert power > 0.9
 
 
 def test_b1_judge_is_pure_and_describes_the_same_points():
     meas = _b1_draw(2.0)(np.random.default_rng(13))
     pred = dict(theory=B1_THEORY, curve=(np.ones(2), np.ones(2)))
-    a, b = ridge.judge_b1(B1_DESIGN, pred, meas), ridge.judge_b1(B1_DESIGN, pred, meas)
+    a, b = ridge.CLAIM_B1.judge(B1_DESIGN, pred, meas), ridge.CLAIM_B1.judge(B1_DESIGN, pred, meas)
     assert [(c.name, c.measured, c.p_fail) for c in a] == [(c.name, c.measured, c.p_fail) for c in b]
     assert [c.name for c in a][-1] == "1c finite-size gap shrinks" and len(a) == 8 + 3
     notes, data = ridge.CLAIM_B1.describe(B1_DESIGN, pred, meas, a)
@@ -139,7 +140,7 @@ def test_b1_judge_is_pure_and_describes_the_same_points():
 
 def _b2_design() -> dict:
     cfg = null.B2Sizes(gammas=np.logspace(-3, 0, 3), ns={0.25: 1024, 2.0: 256}, trials={0.25: (48, 24), 2.0: (80, 40)})
-    return dict(panels=tuple(null._b2_panel(cfg, c, "tanh") for c in core.B2_CS), ge=())
+    return dict(panels=tuple(null._b2_panel(cfg, c, "tanh") for c in null.B2_CS), ge=())
 
 
 B2_DESIGN = _b2_design()
@@ -156,14 +157,15 @@ def _b2_draw(gap_se: float, shift: float = 0.0):
 
 
 def test_b2_false_fail_rate():
-    counts = _fail_counts([_b2_draw(0.0), _b2_draw(10.0)], null.judge_b2, B2_DESIGN, dict(theory=B2_THEORY), seed=21)
+    counts = _fail_counts([_b2_draw(0.0), _b2_draw(10.0)], null.CLAIM_B2.judge, B2_DESIGN, dict(theory=B2_THEORY),
+                          seed=21)
     _assert_false_fail_rate(counts)
 
 
 def test_b2_power_against_a_relative_error_of_the_theory():
     # a fifth of the SPEC system's relative gap at p/n = 1/4 (1e-3): 2e-4 of 0.75 is 36 SE_l there
     wrong = {k: v * 1.0002 for k, v in B2_THEORY.items()}
-    assert _power(_b2_draw(0.0), null.judge_b2, B2_DESIGN, dict(theory=wrong), seed=22) > 0.9
+    assert _power(_b2_draw(0.0), null.CLAIM_B2.judge, B2_DESIGN, dict(theory=wrong), seed=22) > 0.9
 
 
 # ============================================================================ B3: signs, slopes and exponents

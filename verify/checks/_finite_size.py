@@ -71,7 +71,7 @@ class FiniteSizeTest:
     @property
     def sd(self) -> float:
         """Standard deviation of ``T`` under the least favourable null: ``hypot(SE_l, q SE_s)``."""
-        return self.noise / self.crit if self.crit > 0 else 0.0
+        return self.noise / self.crit
 
     @property
     def p_value(self) -> float:
@@ -127,16 +127,12 @@ def finite_size_test(pred: float, m_small: float, se_small: float, m_large: floa
     FiniteSizeTest
         ``passed`` is False when any input is not finite.
     """
-    if not 0.0 < size_ratio < 1.0:
-        raise ValueError(f"size_ratio must be in (0, 1), got {size_ratio!r}")
     q = size_ratio**DECAY
     gs, gl = m_small - pred, m_large - pred
     allowance = abs(gs) * q
     crit, df = 3.0, None
     if trials is not None:
-        t_s, t_l = int(trials[0]), int(trials[1])
-        if t_s < 2 or t_l < 2:
-            raise ValueError(f"trials must be two counts >= 2, got {trials!r}")
+        t_s, t_l = trials
         a, b = se_large**2, (q * se_small) ** 2
         den = a**2 / (t_l - 1) + b**2 / (t_s - 1)
         df = (a + b) ** 2 / den if den > 0 else float(t_s + t_l - 2)
@@ -150,17 +146,12 @@ def finite_size_test(pred: float, m_small: float, se_small: float, m_large: floa
                           None if df is None else float(df))
 
 
-def detectable_error(sd: float, df: float | None, q: float, n_comparisons: int) -> float:
+def comparison_detectable_error(comparison, n_comparisons: int, q: float) -> float:
     """The limit error ``D`` (the same at both sizes) that the rule detects with probability about 1/2 in a check of
-    ``n_comparisons`` comparisons: ``T = D (1 - q)`` must reach the one-sided quantile at Holm's first level
-    (``ALPHA_CHECK / n_comparisons``, where the smallest p-value is compared) in units of the statistic's SD ``sd``."""
+    ``n_comparisons`` comparisons, for a judged finite-size comparison (:meth:`FiniteSizeTest.comparison`): ``T = D (1 -
+    q)`` must reach the one-sided quantile at Holm's first level (``ALPHA_CHECK / n_comparisons``, where the smallest
+    p-value is compared) in units of the statistic's SD, read from the SD and df the row carries."""
     from verify.verdicts import ALPHA_CHECK, t_quantile
 
-    return t_quantile(ALPHA_CHECK / n_comparisons, df) * sd / (1 - q)
-
-
-def comparison_detectable_error(comparison, n_comparisons: int, q: float) -> float:
-    """:func:`detectable_error` of a judged finite-size comparison (:meth:`FiniteSizeTest.comparison`), from the SD and
-    df it carries: describe reads the judged row instead of testing again."""
     args = dict(comparison.args)
-    return detectable_error(args["excess_se"], args["df"], q, n_comparisons)
+    return t_quantile(ALPHA_CHECK / n_comparisons, args["df"]) * args["excess_se"] / (1 - q)

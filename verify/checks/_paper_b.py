@@ -61,42 +61,30 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np  # noqa: E402
+import numpy as np
+import sympy as sp
 
-from numerics import MonteCarloSettings, simulate_model  # noqa: E402
-from numerics.model_simulation import model_sizes  # noqa: E402
-from theory import AttentionModel  # noqa: E402
+from numerics import MonteCarloSettings, simulate_model
+from numerics.model_simulation import model_sizes
+import theory
+from theory import AttentionModel
 
-from ..context import CheckContext  # noqa: E402
-from ..results import Comparison  # noqa: E402
-from ..figures import THEORY as THEORY_COLOR  # noqa: E402
-from ._finite_size import finite_size_test  # noqa: E402
+from ..context import CheckContext
+from ..results import Comparison
+from .. import figures as F
+from ._finite_size import finite_size_test
 
 
 # ---------------------------------------------------------------------------------------------
-# the designs per profile are one frozen record per claim, in a table of its module (B1_SIZES, B2_SIZES, ...);
-# "n" is always the larger of the two sizes of the finite-size rule
+# Monte Carlo cells memoised on disk (the designs per profile are one frozen record per claim, in a table of its
+# module: B1_SIZES, B2_SIZES, ...; "n" is always the larger of the two sizes of the finite-size rule)
 # ---------------------------------------------------------------------------------------------
-B2_ACTIVATIONS = ["tanh", "erf", "relu"]
-B2_CS = [0.25, 2.0]
-
-
-def _activation_key(activation: Any) -> str:
-    """A model's activation in a cache key: its registry name or the ``srepr`` of its sympy expression."""
-    import sympy as sp
-
-    if isinstance(activation, str):
-        return activation
-    if isinstance(activation, sp.Basic):
-        return sp.srepr(activation)
-    raise ValueError(f"a cached Monte Carlo cell needs a named or sympy activation, got {activation!r}")
-
-
 def model_key(model: AttentionModel) -> dict[str, Any]:
     """The fields of ``model`` that decide a simulation's numbers besides ``c`` (the cell's ``n`` and ``p``), for
-    a cache key."""
+    a cache key: a sympy activation as its ``srepr``."""
+    act = model.activation
     spike = None if model.spike is None else [list(model.spike.w_k), list(model.spike.w_q)]
-    return dict(activation=_activation_key(model.activation), snr=float(model.snr), spike=spike,
+    return dict(activation=act if isinstance(act, str) else sp.srepr(act), snr=float(model.snr), spike=spike,
                 diagonal=model.diagonal)
 
 
@@ -128,8 +116,6 @@ def settings_key(settings: MonteCarloSettings) -> dict[str, Any]:
 def cell_model(n: int, p: int, snr: float, activation: Any = None, spike: Any = None) -> AttentionModel:
     """The model of a Monte Carlo cell of ``n`` tokens in dimension ``p`` (``c = p / n``, exact); a cell without an
     activation (ridge, softmax attention) takes the identity, which those simulations do not use."""
-    import sympy as sp
-
     return AttentionModel(sp.Rational(int(p), int(n)), "identity" if activation is None else activation, snr,
                           spike=spike)
 
@@ -143,9 +129,7 @@ def mc_cached(ctx: CheckContext, model: AttentionModel, p: int, gammas: Any, set
     use); returns ``(mean, se, trials)``.
     """
     g = np.atleast_1d(np.asarray(gammas, dtype=np.float64))
-    fields = model_key(model)
-    if kind == "ridge":
-        fields.update(activation=None, spike=None)
+    fields = dict(model_key(model), **(dict(activation=None, spike=None) if kind == "ridge" else {}))
     key = dict(kind=kind, n=model_sizes(model, p)[0], p=int(p), gammas=g, **fields, **settings_key(settings),
                label_average=bool(label_average))
 
@@ -157,33 +141,24 @@ def mc_cached(ctx: CheckContext, model: AttentionModel, p: int, gammas: Any, set
     return out["mean"], out["se"], out["trials"]
 
 
-def profile_name(ctx: CheckContext) -> str:
-    return ctx.profile  # validated by CheckContext (verify.context.PROFILES); every claim has a design record per profile
-
-
-
-
 def p_of(n: int, c: float) -> int:
     return max(1, int(round(c * n)))
 
 
-# ---------------------------------------------------------------------------------------------
-# theory access (H2's layer)
-# ---------------------------------------------------------------------------------------------
 def ridge_theory(gammas: np.ndarray, c: float, snr: float) -> np.ndarray:
-    import theory
-
     return np.asarray(theory.ridge_error_values(np.asarray(gammas, dtype=float), c, snr), dtype=float)
 
 
 def attention_theory(gammas: np.ndarray, c: float, activation: Any, system: str | None = None) -> np.ndarray:
     """``theory.attention_error`` (null model, diagonal removed); ``system="spec"``: SPEC's reconstruction."""
-    import theory
-
     g = np.asarray(gammas, dtype=float)
     kw = {} if system is None else {"system": system}
-    out = theory.AttentionModel(c, activation, snr=0, diagonal="removed").error(g, **kw)
+    out = AttentionModel(c, activation, snr=0, diagonal="removed").error(g, **kw)
     return np.asarray(out, dtype=float).reshape(g.shape)
+
+
+def simulate_runtime(measurement: dict[str, Any]) -> float:
+    return float(measurement.get("runtime_s", 0.0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,24 +169,24 @@ def fs_comparison(name: str, pred: float, small: tuple[float, float], large: tup
                   key: Any = ()) -> tuple[Comparison, dict[str, float]]:
     """Finite-size rule (:mod:`verify.checks._finite_size`) for one point measured ``(mean, SE)`` at the sizes
     ``ns < nl`` (``small``, ``large``); ``trials`` (Monte Carlo trials at ``ns`` and ``nl``) switches the critical
-    value to the Student-t quantile; ``key``: the comparison's :attr:`~verify.results.Comparison.key`."""
+    value to the Student-t quantile; ``key``: the comparison's :attr:`~verify.results.Comparison.key`.  Returns the
+    comparison and the point's numbers (for :func:`shrink_comparison`)."""
     (ms, ss), (ml, sl), (ns, nl) = small, large, sizes
     t = finite_size_test(pred, ms, ss, ml, sl, ns / nl, trials)
-    return (
-        t.comparison(name, pred, ml, sl, f"n={ns}", f"n={nl}", key=key),
-        dict(pred=float(pred), m_s=float(ms), se_s=float(ss), m_l=float(ml), se_l=float(sl), allowance=t.allowance),
-    )
+    point = dict(pred=float(pred), m_s=float(ms), se_s=float(ss), m_l=float(ml), se_l=float(sl), allowance=t.allowance)
+    return t.comparison(name, pred, ml, sl, f"n={ns}", f"n={nl}", key=key), point
 
 
 def shrink_comparison(name: str, pts: list[dict[str, float]], ns: int, nl: int, key: Any = ()) -> Comparison:
+    """The mean relative gap at ``nl`` must not exceed the one at ``ns`` times ``sqrt(ns / nl)`` by more than the
+    RMS relative noise of the points ``pts`` (:func:`fs_comparison`'s numbers)."""
     pred = np.array([max(abs(q["pred"]), 1e-300) for q in pts])
     ds = np.array([q["m_s"] - q["pred"] for q in pts])
     dl = np.array([q["m_l"] - q["pred"] for q in pts])
     se = np.sqrt(np.array([q["se_s"] ** 2 + q["se_l"] ** 2 for q in pts]))
     rs, rl = float(np.mean(np.abs(ds) / pred)), float(np.mean(np.abs(dl) / pred))
     noise = float(np.sqrt(np.mean((se / pred) ** 2)))
-    q = math.sqrt(ns / nl)
-    target = rs * q
+    target = rs * math.sqrt(ns / nl)
     # SD of rl - q rs: at most the RMS relative noise of one point (the points share draws, so averaging over
     # them is not credited); se above already combines both sizes
     return Comparison.bound(
@@ -222,41 +197,28 @@ def shrink_comparison(name: str, pts: list[dict[str, float]], ns: int, nl: int, 
               "number of points, which share draws)"))
 
 
-def paired_positive(name: str, pred: Any, diff: np.ndarray, key: Any = ()) -> tuple[Comparison, float, float]:
-    m = float(diff.mean())
-    se = float(diff.std(ddof=1) / math.sqrt(diff.size))
-    return (
-        Comparison.direction(name, pred, m, se, +1, df=diff.size - 1, key=key,
-                             rule=f"paired mean difference over {diff.size} draws must be > 0"),
-        m,
-        se,
-    )
+def paired_positive(name: str, pred: Any, diff: np.ndarray, key: Any = ()) -> Comparison:
+    """The paired mean difference of ``diff`` (one value per draw) is > 0 (a direction comparison)."""
+    return Comparison.direction(name, pred, float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(diff.size)), +1,
+                                df=diff.size - 1, key=key,
+                                rule=f"paired mean difference over {diff.size} draws must be > 0")
 
 
 def edge_flag(c: float, gamma: float, n: int) -> str:
     """Flag points where the MP hard/soft lower edge is within finite-size reach (near c = 1)."""
     edge = (1 - math.sqrt(c)) ** 2
     scale = n ** (-2.0 / 3.0)
-    if edge < scale and gamma < scale:
-        return (
-            f" [NEAR c=1: lower MP edge (1-sqrt c)^2={edge:.2g} < n^-2/3={scale:.2g} and n^2 gamma={n * n * gamma:.2g}; "
-            "deterministic equivalent not uniform here, large finite-size effects expected]"
-        )
-    return ""
+    if not (edge < scale and gamma < scale):
+        return ""
+    return (f" [NEAR c=1: lower MP edge (1-sqrt c)^2={edge:.2g} < n^-2/3={scale:.2g} and n^2 gamma="
+            f"{n * n * gamma:.2g}; deterministic equivalent not uniform here, large finite-size effects expected]")
 
 
 # ---------------------------------------------------------------------------------------------
 # the finite-size sweeps of B1 and B2: cells, panels, means at two sizes (one loop for every panel)
 # ---------------------------------------------------------------------------------------------
-class _SizeKey:
-    """Placeholder for the simulated size among the seed keys of a :class:`Cell`."""
-
-    def __repr__(self) -> str:
-        return "SIZE"
-
-
 #: stands for the simulated size in :attr:`Cell.seed_keys`
-SIZE = _SizeKey()
+SIZE = object()
 
 
 @dataclass(frozen=True, eq=False)
@@ -271,10 +233,8 @@ class Cell:
         The ridge parameters of the cell, one point of the panel each.
     seed_keys : tuple
         Keys of ``ctx.seed_for``, :data:`SIZE` standing for the simulated size.
-    kind : {"ridge", "true"}
-        Ridge, or attention with ``activation`` (:func:`numerics.simulate_model`'s ``kind``).
     activation : str or sympy expression, optional
-        The attention cell's activation.
+        The attention cell's activation; ``None``: a ridge cell.
     label_average : bool
         As :func:`numerics.simulate_model`.
     """
@@ -283,13 +243,8 @@ class Cell:
     snr: float
     gammas: np.ndarray
     seed_keys: tuple
-    kind: str = "ridge"
     activation: Any = None
     label_average: bool = False
-
-    def seed(self, ctx: CheckContext, n: int) -> int:
-        """The data seed of this cell at size ``n`` (recorded by ``ctx``)."""
-        return ctx.seed_for(*(n if k is SIZE else k for k in self.seed_keys))
 
 
 @dataclass(frozen=True, eq=False)
@@ -348,97 +303,62 @@ class TwoSizes:
     se_l: np.ndarray
 
 
-def _simulate_cell(ctx: CheckContext, cell: Cell, n: int, trials: int) -> tuple[np.ndarray, np.ndarray]:
-    p = p_of(n, cell.c)
-    return mc_cached(ctx, cell_model(n, p, cell.snr, cell.activation), p, cell.gammas,
-                     mc_settings(ctx, trials, cell.seed(ctx, n)), kind=cell.kind, label_average=cell.label_average)[:2]
-
-
-def simulate_panel(ctx: CheckContext, panel: Panel, advance: Callable[[], Any] | None = None) -> TwoSizes:
+def simulate_panel(ctx: CheckContext, panel: Panel, advance: Callable[[], Any] = lambda: None) -> TwoSizes:
     """Every cell of ``panel`` at both sizes (small first: the order of the seeds); ``advance()`` after each cell."""
-    parts = []
+    small, large = [], []
     for cell in panel.cells:
-        parts.append((*_simulate_cell(ctx, cell, panel.ns, panel.trials[0]),
-                      *_simulate_cell(ctx, cell, panel.n, panel.trials[1])))
-        if advance is not None:
-            advance()
-    return TwoSizes(*(np.concatenate([p[k] for p in parts]) for k in range(4)))
-
-
-def _cell_theory(cell: Cell, system: str | None = None) -> np.ndarray:
-    if cell.kind == "ridge":
-        return ridge_theory(cell.gammas, cell.c, cell.snr)
-    return attention_theory(cell.gammas, cell.c, cell.activation, system)
+        for out, n, trials in ((small, panel.ns, panel.trials[0]), (large, panel.n, panel.trials[1])):
+            p, seed = p_of(n, cell.c), ctx.seed_for(*(n if k is SIZE else k for k in cell.seed_keys))
+            out.append(mc_cached(ctx, cell_model(n, p, cell.snr, cell.activation), p, cell.gammas,
+                                 mc_settings(ctx, trials, seed), kind="ridge" if cell.activation is None else "true",
+                                 label_average=cell.label_average))
+        advance()
+    return TwoSizes(*(np.concatenate([r[k] for r in rs]) for rs in (small, large) for k in (0, 1)))
 
 
 def panel_theory(panel: Panel, system: str | None = None) -> np.ndarray:
     """The prediction at every point of ``panel`` (attention: ``system`` of :func:`theory.attention_error`)."""
-    return np.concatenate([_cell_theory(cell, system) for cell in panel.cells])
+    return np.concatenate([ridge_theory(c.gammas, c.c, c.snr) if c.activation is None
+                           else attention_theory(c.gammas, c.c, c.activation, system) for c in panel.cells])
 
 
-def _panel_points(panel: Panel, pred: np.ndarray, m: TwoSizes) -> tuple[list[Comparison], list[dict[str, float]]]:
-    """The finite-size comparison of every point of ``panel`` and the points' numbers (for the shrinkage rule)."""
-    out = [fs_comparison(name, pred[i], (m.m_s[i], m.se_s[i]), (m.m_l[i], m.se_l[i]), (panel.ns, panel.n),
-                         panel.trials, key={"panel": panel.key, "quantity": "point", "index": i})
-           for i, name in enumerate(panel.names)]
-    return [c for c, _ in out], [q for _, q in out]
-
-
-def judge_panels(panels: tuple[Panel, ...], preds: dict[str, np.ndarray],
-                 meas: dict[str, TwoSizes]) -> list[Comparison]:
-    """Per panel: the finite-size comparison of each point, then its shrinkage comparison (pure).
-
-    Parameters
-    ----------
-    panels : the design's panels, in order.
-    preds : the prediction of each panel (by :attr:`Panel.key`), one value per point.
-    meas : the measurement of each panel (by key).
-    """
+def judge_panels(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+    """The judge of B1 and B2 (pure): per panel of ``design["panels"]``, the finite-size comparison of each point
+    against ``prediction["theory"]`` (by :attr:`Panel.key`, one value per point) with the :class:`TwoSizes` of
+    ``measurement["panels"]`` (by key), then the panel's shrinkage comparison."""
     comps: list[Comparison] = []
-    for p in panels:
-        cs, pts = _panel_points(p, preds[p.key], meas[p.key])
-        comps += cs
-        comps.append(shrink_comparison(f"{p.label} finite-size gap shrinks", pts, p.ns, p.n,
+    for p in design["panels"]:
+        pred, m = prediction["theory"][p.key], measurement["panels"][p.key]
+        pts = [fs_comparison(name, pred[i], (m.m_s[i], m.se_s[i]), (m.m_l[i], m.se_l[i]), (p.ns, p.n), p.trials,
+                             key={"panel": p.key, "quantity": "point", "index": i}) for i, name in enumerate(p.names)]
+        comps += [c for c, _ in pts]
+        comps.append(shrink_comparison(f"{p.label} finite-size gap shrinks", [q for _, q in pts], p.ns, p.n,
                                        key={"panel": p.key, "quantity": "shrink"}))
     return comps
 
 
-def panel_data(panel: Panel, pred: np.ndarray, m: TwoSizes) -> dict[str, Any]:
-    n = (panel.ns, panel.n)
-    if panel.x_name is None:
-        return dict(gammas=panel.cells[0].gammas, theory=pred, n=n, mc_small=m.m_s, se_small=m.se_s, mc_large=m.m_l,
-                    se_large=m.se_l)
-    rows = np.column_stack([np.asarray(panel.xs, dtype=float), pred, m.m_s, m.se_s, m.m_l, m.se_l])
-    return dict(rows=rows, columns=[panel.x_name, "theory", "mc_small", "se_small", "mc_large", "se_large"], n=n)
+def panels_data(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+    """The report data of every panel, by key: arrays over gamma, or rows of the swept parameter (one per cell)."""
+    out = {}
+    for p in design["panels"]:
+        pred, m, n = prediction["theory"][p.key], measurement["panels"][p.key], (p.ns, p.n)
+        if p.x_name is None:
+            out[p.key] = dict(gammas=p.cells[0].gammas, theory=pred, n=n, mc_small=m.m_s, se_small=m.se_s,
+                              mc_large=m.m_l, se_large=m.se_l)
+        else:
+            rows = np.column_stack([np.asarray(p.xs, dtype=float), pred, m.m_s, m.se_s, m.m_l, m.se_l])
+            out[p.key] = dict(rows=rows, columns=[p.x_name, "theory", "mc_small", "se_small", "mc_large", "se_large"],
+                              n=n)
+    return out
 
 
-def simulate_runtime(measurement: dict[str, Any]) -> float:
-    return float(measurement.get("runtime_s", 0.0))
-
-
-# ---------------------------------------------------------------------------------------------
-# B1: ridge, the three Figure-1 sweeps
-# ---------------------------------------------------------------------------------------------
-def sweep_panel(key: str, spec: Any, x_name: str, xs: list[float],
-                 point: Callable[[float], tuple[float, float]], name: Callable[[float], str], progress: str) -> Panel:
-    """A B1 panel sweeping ``x_name`` at fixed gamma: one single-gamma cell per ``x``, ``point(x) = (c, snr)``;
-    ``spec`` has the panel's ``gamma``, ``n`` and ``trials`` (:class:`verify.checks.paper_b_ridge.PointSweep`)."""
-    g = np.array([spec.gamma])
-    cells = tuple(Cell(*point(x), g, (key, SIZE, x)) for x in xs)
-    return Panel(key, key, spec.n, spec.trials, cells, tuple(name(x) for x in xs), progress, x_name, tuple(xs))
-
-
-def plot_two_sizes(ax: Any, rax: Any, x: np.ndarray, p: Panel, pred: np.ndarray, m: TwoSizes, color: str,
-                    labelled: bool = True) -> None:
+def plot_two_sizes(ax: Any, rax: Any, x: np.ndarray, pred: np.ndarray, m: TwoSizes, color: str,
+                   labelled: bool = True) -> None:
     """Monte Carlo at both sizes (``n/2`` open squares, ``n`` filled circles) and their relative gaps to theory;
     ``labelled`` False: no legend labels (the caller explains the markers)."""
-    from ..figures import mc_points
-
     small, large = ("Monte Carlo, smaller size n/2", "Monte Carlo, larger size n") if labelled else ("_nolegend_",) * 2
-    mc_points(ax, x, m.m_s, m.se_s, label=small, color=color, marker="s", filled=False)
-    mc_points(ax, x, m.m_l, m.se_l, label=large, color=color)
-    mc_points(rax, x, (m.m_s - pred) / pred, m.se_s / np.abs(pred), label="_nolegend_", color=color, marker="s",
-              filled=False)
-    mc_points(rax, x, (m.m_l - pred) / pred, m.se_l / np.abs(pred), label="_nolegend_", color=color)
-    rax.axhline(0.0, color=THEORY_COLOR, lw=0.9)
+    for mean, se, label, kw in ((m.m_s, m.se_s, small, dict(marker="s", filled=False)), (m.m_l, m.se_l, large, {})):
+        F.mc_points(ax, x, mean, se, label=label, color=color, **kw)
+        F.mc_points(rax, x, (mean - pred) / pred, se / np.abs(pred), label="_nolegend_", color=color, **kw)
+    rax.axhline(0.0, color=F.THEORY, lw=0.9)
     rax.set_ylabel("(MC − theory) / theory")

@@ -16,15 +16,14 @@ import numpy as np
 
 from numerics.slopes import design_slope, level_weights
 
-from ..statistics import scalar_mean_se
+from ..statistics import mean_se, scalar_mean_se
 from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison, with_key
-from ..figures import paper_figure
+from .. import figures as F
 from ..verdicts import Judgement
 from ._paper_b import (attention_theory, cell_model, fs_comparison, mc_cached, mc_settings, p_of, paired_positive,
-                          profile_name,
-                           ridge_theory, simulate_runtime)
+                       ridge_theory, simulate_runtime)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -60,7 +59,7 @@ B3_LAWS = (("att", "attention", 0.5), ("rr", "ridge", 2.0))
 def _design_b3(ctx: CheckContext) -> dict[str, Any]:
     """Grids (``allg``: the gamma grid and the slope-fit range merged; ``idx``/``fidx`` their places), sizes
     ``ns = n // 2``, ``n`` at p/n = 2 and ``n4 = 2 n`` at p/n = 1/4, trials, activation."""
-    cfg = B3_SIZES[profile_name(ctx)]
+    cfg = B3_SIZES[ctx.profile]
     gammas, fit = cfg.gammas, cfg.fit
     allg = np.unique(np.concatenate([gammas, fit]))
     return dict(gammas=gammas, fit=fit, allg=allg, idx=np.searchsorted(allg, gammas), fidx=np.searchsorted(allg, fit),
@@ -75,18 +74,11 @@ def _predict_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, np.ndarr
                 att4=attention_theory(g, 0.25, act), rr4=ridge_theory(g, 0.25, 0.0))
 
 
-def _simulate_b3_quarter(ctx: CheckContext, design: dict[str, Any]) -> dict[str, np.ndarray]:
-    cval, n4, g, act, tr = 0.25, design["n4"], design["gammas"], design["act"], design["trials"][1]
-    p = p_of(n4, cval)
-    model, settings = cell_model(n4, p, 0.0, act), mc_settings(ctx, tr, ctx.seed_for("B3", cval, n4))
-    with ctx.progress("c=1/4 attention and ridge", total=2) as bar:
-        att = mc_cached(ctx, model, p, g, settings)[2]
-        bar.advance()
-        rr = mc_cached(ctx, model, p, g, settings, kind="ridge")[2]
-        bar.advance()
-    att_la = mc_cached(ctx, model, p, g, settings, label_average=True)[2]
-    rr_la = mc_cached(ctx, model, p, g, settings, kind="ridge", label_average=True)[2]
-    return dict(att=att, rr=rr, diff=att_la - rr_la)
+def _b3_cell(ctx: CheckContext, cval: float, n: int, act: str, trials: int) -> tuple[Any, int, Any]:
+    """The model, ``p`` and Monte Carlo settings of B3's cell at ``(p/n, n)`` (its seed: attention and ridge share
+    the draws)."""
+    p = p_of(n, cval)
+    return cell_model(n, p, 0.0, act), p, mc_settings(ctx, trials, ctx.seed_for("B3", cval, n))
 
 
 def _simulate_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
@@ -94,17 +86,22 @@ def _simulate_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     label-averaged, on ``allg``; ``c4``: ``att``, ``rr`` (sampled labels) and ``diff`` (label-averaged
     attention minus ridge) at ``n4`` on ``gammas``; ``runtime_s``."""
     t0 = time.perf_counter()
-    cval, act, allg = 2.0, design["act"], design["allg"]
+    act, allg, g = design["act"], design["allg"], design["gammas"]
     c2: dict[str, list[np.ndarray]] = {"att": [], "rr": []}
     with ctx.progress("c=2 attention and ridge", total=4) as bar:
         for nn, tr in ((design["ns"], design["trials"][0]), (design["n"], design["trials"][1])):
-            p = p_of(nn, cval)
-            model, settings = cell_model(nn, p, 0.0, act), mc_settings(ctx, tr, ctx.seed_for("B3", cval, nn))
-            c2["att"].append(mc_cached(ctx, model, p, allg, settings, label_average=True)[2])  # same seed: paired draws
+            model, p, settings = _b3_cell(ctx, 2.0, nn, act, tr)
+            for key, kind in (("att", "true"), ("rr", "ridge")):
+                c2[key].append(mc_cached(ctx, model, p, allg, settings, kind=kind, label_average=True)[2])
+                bar.advance()
+    model, p, settings = _b3_cell(ctx, 0.25, design["n4"], act, design["trials"][1])
+    c4 = {}
+    with ctx.progress("c=1/4 attention and ridge", total=2) as bar:
+        for key, kind in (("att", "true"), ("rr", "ridge")):
+            c4[key] = mc_cached(ctx, model, p, g, settings, kind=kind)[2]
             bar.advance()
-            c2["rr"].append(mc_cached(ctx, model, p, allg, settings, kind="ridge", label_average=True)[2])
-            bar.advance()
-    c4 = _simulate_b3_quarter(ctx, design)
+    c4["diff"] = (mc_cached(ctx, model, p, g, settings, label_average=True)[2]
+                  - mc_cached(ctx, model, p, g, settings, kind="ridge", label_average=True)[2])
     return dict(c2={k: tuple(v) for k, v in c2.items()}, c4=c4, runtime_s=time.perf_counter() - t0)
 
 
@@ -120,38 +117,34 @@ def _b3_slopes(design: dict[str, Any], prediction: dict[str, Any], measurement: 
     return out
 
 
-def _b3_law_bound(label: str, target: float, th_slope: float, ml_: float, sel_: float, df: int,
-                  allowance: float) -> Comparison:
-    curv = abs(th_slope - target)
-    band = allowance + curv
-    return Comparison.bound(
-        f"c=2 {label} small-gamma exponent vs the law gamma^{target:g}", target, ml_, sel_,
-        abs(ml_ - target) - band, df=df, key={"c": 2.0, "method": label, "quantity": "law exponent"},
-        rule=(
-            f"|slope - {target:g}| <= finite-size allowance {allowance:.3g} + curvature "
-            f"|theory local slope ({th_slope:.4g}) - {target:g}| = {curv:.3g} (band {band:.3g}) up to noise. "
-            f"The allowance contains |theory local slope - law|, so this re-tests the MC slope against "
-            f"the theory's local slope on the fit range; the law {target:g} is reported beside it, "
-            f"not tested independently"
-        ),
-    )
-
-
 def _b3_slope_comparisons(design: dict[str, Any], prediction: dict[str, Any],
                           measurement: dict[str, Any]) -> list[Comparison]:
-    """Per law: the finite-size rule on the MC slope vs the theory's slope, then the exponent vs the law."""
+    """Per law: the finite-size rule on the MC slope vs the theory's slope, then the exponent vs the law (the band:
+    the finite-size allowance plus the theory's curvature on the fit range)."""
     fit, slopes = design["fit"], _b3_slopes(design, prediction, measurement)
     comps = []
     for kind, label, target in B3_LAWS:
         s = slopes[label]
-        (ms_, ss_), (ml_, sel_) = s["mc_small"], s["mc_large"]
+        th_slope, (ml_, sel_) = s["theory_slope"], s["mc_large"]
         trials = tuple(t.shape[0] for t in measurement["c2"][kind])
         cmp_, q = fs_comparison(
             f"c=2 {label} small-gamma slope vs theory's own OLS slope on gamma in [{fit[0]:.2g}, {fit[-1]:.2g}]",
-            s["theory_slope"], (ms_, ss_), (ml_, sel_), (design["ns"], design["n"]), trials,
+            th_slope, s["mc_small"], s["mc_large"], (design["ns"], design["n"]), trials,
             key={"c": 2.0, "method": label, "quantity": "slope"},
         )
-        comps += [cmp_, _b3_law_bound(label, target, s["theory_slope"], ml_, sel_, trials[1] - 1, q["allowance"])]
+        curv = abs(th_slope - target)
+        band = q["allowance"] + curv
+        comps += [cmp_, Comparison.bound(
+            f"c=2 {label} small-gamma exponent vs the law gamma^{target:g}", target, ml_, sel_,
+            abs(ml_ - target) - band, df=trials[1] - 1, key={"c": 2.0, "method": label, "quantity": "law exponent"},
+            rule=(
+                f"|slope - {target:g}| <= finite-size allowance {q['allowance']:.3g} + curvature "
+                f"|theory local slope ({th_slope:.4g}) - {target:g}| = {curv:.3g} (band {band:.3g}) up to noise. "
+                f"The allowance contains |theory local slope - law|, so this re-tests the MC slope against "
+                f"the theory's local slope on the fit range; the law {target:g} is reported beside it, "
+                f"not tested independently"
+            ),
+        )]
     return comps
 
 
@@ -164,14 +157,13 @@ def _b3_sign_tests(design: dict[str, Any], prediction: dict[str, Any], measureme
         if g < 0.05 or abs(tdiff) < 1e-3:
             continue  # theory difference too small to state a sign
         sign = 1.0 if tdiff > 0 else -1.0
-        cmp_, m_, se_ = paired_positive(
+        cmp_ = paired_positive(
             f"c=1/4 gamma={g:.3g}: sign of E_att - E_ridge as theory ({'+' if sign > 0 else '-'})", tdiff,
-            sign * d4[:, i],
-            key={"c": 0.25, "gamma": float(g), "quantity": "sign"},
+            sign * d4[:, i], key={"c": 0.25, "gamma": float(g), "quantity": "sign"},
         )
         comps.append(dataclasses.replace(
-            cmp_, measured=sign * m_,
-            tolerance=f"(theory's sign) x paired mean difference > 3 SE ({3 * se_:.3g}) over {d4.shape[0]} draws"))
+            cmp_, measured=sign * cmp_.measured, tolerance=f"(theory's sign) x paired mean difference > 3 SE "
+                                                           f"({3 * cmp_.uncertainty:.3g}) over {d4.shape[0]} draws"))
     return comps
 
 
@@ -181,34 +173,29 @@ def judge_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: di
     att_l, rr_l = measurement["c2"]["att"][1], measurement["c2"]["rr"][1]
     comps = [
         paired_positive(f"c=2 gamma={allg[i]:.3g}: E_att({act}) - E_ridge > 0",
-                         float(prediction["att"][i] - prediction["rr"][i]), att_l[:, i] - rr_l[:, i],
-                         key={"c": 2.0, "gamma": float(allg[i]), "quantity": "paired gap"})[0]
+                        float(prediction["att"][i] - prediction["rr"][i]), att_l[:, i] - rr_l[:, i],
+                        key={"c": 2.0, "gamma": float(allg[i]), "quantity": "paired gap"})
         for i in design["idx"]
     ]
     return (comps + _b3_slope_comparisons(design, prediction, measurement)
             + _b3_sign_tests(design, prediction, measurement))
 
 
-def _b3_identity(design: dict[str, Any], c4: dict[str, np.ndarray]) -> dict[str, float]:
-    """Diagnostic (data + notes, not a comparison): at gamma -> 0 both errors equal (n-p)/n by an algebraic
-    identity (projection of y on the (n-p)-dimensional null space), so this cannot test the theory."""
-    ta, tr_, n4 = c4["att"], c4["rr"], design["n4"]
-    diff = ta[:, 0] - tr_[:, 0]
-    m, se = float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(diff.size))
-    return dict(gamma=float(design["gammas"][0]), diff_mean=m, diff_se=se, identity_value=(n4 - p_of(n4, 0.25)) / n4,
-                att_mean=float(ta[:, 0].mean()), rr_mean=float(tr_[:, 0].mean()))
-
-
 def _b3_data(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
-    c2, c4 = measurement["c2"], measurement["c4"]
-    d4 = c4["diff"]
+    """The report data; ``small_gamma_identity`` (not a comparison): at gamma -> 0 both errors equal (n-p)/n by an
+    algebraic identity (projection of y on the (n-p)-dimensional null space), so it cannot test the theory."""
+    c2, c4, n4 = measurement["c2"], measurement["c4"], design["n4"]
+    att0, rr0 = c4["att"][:, 0], c4["rr"][:, 0]
+    diff_mean, diff_se = scalar_mean_se(att0 - rr0)
+    identity = dict(gamma=float(design["gammas"][0]), diff_mean=diff_mean, diff_se=diff_se,
+                    identity_value=(n4 - p_of(n4, 0.25)) / n4, att_mean=float(att0.mean()), rr_mean=float(rr0.mean()))
+    m4, se4 = mean_se(c4["diff"])
     return {
         "c2": dict(gammas=design["allg"], theory_att=prediction["att"], theory_rr=prediction["rr"],
                    att_mean=c2["att"][1].mean(0), rr_mean=c2["rr"][1].mean(0),
                    slopes=_b3_slopes(design, prediction, measurement)),
         "c0.25": dict(gammas=design["gammas"], theory_att=prediction["att4"], theory_rr=prediction["rr4"],
-                      diff_mean=d4.mean(0), diff_se=d4.std(0, ddof=1) / math.sqrt(d4.shape[0]),
-                      small_gamma_identity=_b3_identity(design, c4)),
+                      diff_mean=m4, diff_se=se4, small_gamma_identity=identity),
     }
 
 
@@ -223,8 +210,9 @@ def _describe_b3(design: dict[str, Any], prediction: dict[str, Any], measurement
         f"gamma -> 0 (the null space of Phi has dimension n - p in both models and y is independent of it), so the "
         f"claim is not made there; at p/n = 1/4 the sign of the difference at gamma >= 0.05 is tested against the "
         f"sign the theory gives (attention larger at moderate gamma, smaller at gamma = 1: a scale-dependent "
-        f"reversal, since the features' norm sets where gamma stops mattering). Slopes: attention {sa['mc_large'][0]:.3f} +- {sa['mc_large'][1]:.3f} "
-        f"(theory local {sa['theory_slope']:.3f}), ridge {sr['mc_large'][0]:.3f} +- {sr['mc_large'][1]:.3f} "
+        f"reversal, since the features' norm sets where gamma stops mattering). Slopes: attention "
+        f"{sa['mc_large'][0]:.3f} +- {sa['mc_large'][1]:.3f} (theory local {sa['theory_slope']:.3f}), ridge "
+        f"{sr['mc_large'][0]:.3f} +- {sr['mc_large'][1]:.3f} "
         f"(theory local {sr['theory_slope']:.3f}); per-trial log-log OLS, SE over trials. At p/n = 2 the Monte Carlo "
         "uses the label-averaged estimator gamma^2/n tr Q^2 (exact mean over i.i.d. labels given X); the p/n = 1/4 "
         "sign tests are label-averaged. Not judged (identity, true by construction): at p/n = 1/4, "
@@ -239,8 +227,6 @@ def _describe_b3(design: dict[str, Any], prediction: dict[str, Any], measurement
 def _b3_guides(ax: Any, design: dict[str, Any]) -> None:
     """The claimed small-gamma laws gamma^(1/2) (attention) and gamma^2 (ridge) through the theory at the centre of
     the slope-fit range."""
-    from .. import figures as F
-
     fit, act = design["fit"], design["act"]
     gc = math.sqrt(fit[0] * fit[-1])
     gg = np.geomspace(fit[0] / 3, fit[-1] * 3, 20)
@@ -255,8 +241,6 @@ def _b3_guides(ax: Any, design: dict[str, Any]) -> None:
 def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
              comps: list[Comparison]) -> None:
     """p/n = 2: dense theory of both models, Monte Carlo at n/2 and n, the claimed laws; relative gaps below."""
-    from .. import figures as F
-
     allg, act = design["allg"], design["act"]
     for k, (kind, name, f) in enumerate((("att", f"attention (f = {act})", lambda g: attention_theory(g, 2.0, act)),
                                          ("rr", "ridge", lambda g: ridge_theory(g, 2.0, 0.0)))):
@@ -265,7 +249,7 @@ def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, An
                        grid=F.dense_grid(allg, per_decade=10, n_min=30))
         pred = prediction[kind]
         for t, filled, mk, size in zip(measurement["c2"][kind], (False, True), ("s", "o"), ("n/2", "n")):
-            mean, se = t.mean(0), t.std(0, ddof=1) / math.sqrt(t.shape[0])
+            mean, se = mean_se(t)
             F.mc_points(ax, allg, mean, se, label=f"{name}: Monte Carlo, {size}", color=col, marker=mk, filled=filled)
             F.mc_points(rax, allg * (1.0 + 0.06 * k), (mean - pred) / pred, se / pred, label="_nolegend_", color=col,
                         marker=mk, filled=filled)
@@ -287,14 +271,12 @@ def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, An
 def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
               comps: list[Comparison]) -> None:
     """p/n = 1/4: the theory's E_att - E_ridge (dense) and the paired Monte Carlo; open: no sign stated."""
-    from .. import figures as F
-
     g, act, d4 = design["gammas"], design["act"], measurement["c4"]["diff"]
     F.theory_curve(ax, g, lambda x: attention_theory(x, 0.25, act) - ridge_theory(x, 0.25, 0.0),
                    label=r"theory $E_{\rm att} - E_{\rm ridge}$", grid=F.dense_grid(g, per_decade=14, n_min=30))
     th = prediction["att4"] - prediction["rr4"]
     stated = (g >= 0.05) & (np.abs(th) >= 1e-3)
-    mean, se = d4.mean(0), d4.std(0, ddof=1) / math.sqrt(d4.shape[0])
+    mean, se = mean_se(d4)
     F.mc_points(ax, g, mean, se, label=f"Monte Carlo, paired, n = {design['n4']}", color=F.COLORS[2], filled=stated)
     F.mc_points(rax, g, mean - th, se, label="_nolegend_", color=F.COLORS[2], filled=stated)
     for a in (ax, rax):
@@ -310,12 +292,10 @@ def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, A
     F.tidy_log_axis(rax)
 
 
-@paper_figure
+@F.paper_figure
 def _figure_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                judgement: Judgement) -> Any:
     """Attention vs ridge on random inputs: p/n = 2 with the claimed laws, p/n = 1/4 the sign; residuals below."""
-    from .. import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(2, 2, panel=(4.8, 2.3), extra=1.3, sharex="col", height_ratios=(2.5, 1.3))
     _b3_left(axes[0, 0], axes[1, 0], design, prediction, measurement, comps)
@@ -333,5 +313,6 @@ STATEMENT_B3 = (
     "1)"
 )
 
-CLAIM_B3 = register(Claim(id="B3", paper="B", statement=STATEMENT_B3, design=_design_b3, predict=_predict_b3, simulate=_simulate_b3, judge=judge_b3,
-                          describe=_describe_b3, figure=_figure_b3, figure_name="attention_vs_ridge"))
+CLAIM_B3 = register(Claim(id="B3", paper="B", statement=STATEMENT_B3, design=_design_b3, predict=_predict_b3,
+                          simulate=_simulate_b3, judge=judge_b3, describe=_describe_b3, figure=_figure_b3,
+                          figure_name="attention_vs_ridge"))

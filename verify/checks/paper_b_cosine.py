@@ -12,14 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import sympy as sp
+import theory
+from theory.symbols import x as xs
 
 from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison, with_key
-from ..figures import paper_figure
+from ..statistics import mean_se
+from .. import figures as F
 from ..verdicts import Judgement
-from ._paper_b import (attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, profile_name,
-                          simulate_runtime)
+from ._paper_b import attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, simulate_runtime
 
 
 # ---------------------------------------------------------------------------------------------
@@ -48,12 +51,7 @@ B5_SIZES = {
 
 def _design_b5(ctx: CheckContext) -> dict[str, Any]:
     """cos (centred) vs ``scale * tanh`` with the scale that equalises nu; configurations ``(p/n, snr)``."""
-    import sympy as sp
-
-    import theory
-    from theory.symbols import x as xs
-
-    cfg = B5_SIZES[profile_name(ctx)]
+    cfg = B5_SIZES[ctx.profile]
     m_cos = theory.hermite_moments(theory.activation("cos", centered=True))
     m_tanh = theory.hermite_moments(theory.activation("tanh", centered=True))
     scale = math.sqrt(m_cos.nu / m_tanh.nu)
@@ -96,27 +94,23 @@ def judge_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: di
         for i, g in enumerate(design["gammas"]):
             pred = float(th[0][i] - th[1][i]) if th is not None else "E_cos > E_lin"
             comps.append(paired_positive(f"p/n={cval} snr={snr} gamma={g:.2g}: E_cos - E_scaled_tanh > 0", pred,
-                                          m["cos"][:, i] - m["lin"][:, i],
-                                          key={"config": key, "gamma": float(g)})[0])
+                                         m["cos"][:, i] - m["lin"][:, i],
+                                         key={"config": key, "gamma": float(g)}))
     return comps
 
 
 def _b5_data(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
     m_cos, m_lin = design["m_cos"], design["m_lin"]
-    data: dict[str, Any] = dict(
-        cos=dict(a1=m_cos.a1, nu=m_cos.nu), scaled_tanh=dict(scale=design["scale"], a1=m_lin.a1, nu=m_lin.nu)
-    )
     # equal nu holds by construction (the scale is chosen from the two nu's): recorded in data/notes, not judged
-    data["equal_nu_rel_diff"] = abs(m_lin.nu - m_cos.nu) / m_cos.nu
+    data: dict[str, Any] = dict(cos=dict(a1=m_cos.a1, nu=m_cos.nu),
+                                scaled_tanh=dict(scale=design["scale"], a1=m_lin.a1, nu=m_lin.nu),
+                                equal_nu_rel_diff=abs(m_lin.nu - m_cos.nu) / m_cos.nu)
     for cval, snr in design["configs"]:
         key = _b5_key(cval, snr)
         th, m = prediction[key], measurement["configs"][key]
-        tc, tl = m["cos"], m["lin"]
-        data[key] = dict(
-            gammas=design["gammas"], cos=tc.mean(0), cos_se=tc.std(0, ddof=1) / math.sqrt(tc.shape[0]),
-            lin=tl.mean(0), lin_se=tl.std(0, ddof=1) / math.sqrt(tl.shape[0]),
-            theory_cos=None if th is None else th[0], theory_lin=None if th is None else th[1],
-        )
+        (cos, cos_se), (lin, lin_se) = mean_se(m["cos"]), mean_se(m["lin"])
+        data[key] = dict(gammas=design["gammas"], cos=cos, cos_se=cos_se, lin=lin, lin_se=lin_se,
+                         theory_cos=None if th is None else th[0], theory_lin=None if th is None else th[1])
     return data
 
 
@@ -125,37 +119,34 @@ def _describe_b5(design: dict[str, Any], prediction: dict[str, Any], measurement
     data = _b5_data(design, prediction, measurement)
     m_cos, m_lin = design["m_cos"], design["m_lin"]
     notes = (
-        f"cos centred (a1 = {m_cos.a1:.2g}, nu = {m_cos.nu:.4f}) vs {design['scale']:.4f} * tanh (a1 = {m_lin.a1:.4f}, same nu "
-        f"by construction of the scale; quadrature relative difference {data['equal_nu_rel_diff']:.2g}, not judged). "
-        "Paired draws (snr = 0: label-averaged estimator). With signal (snr = 4) cos cannot use the label direction (a1 = 0): its error stays near the "
-        "no-signal value, while the linear component lets the scaled tanh use it. With random inputs (snr = 0) the gap "
-        "exists only for p/n > 1 and small gamma (for p/n < 1 both tend to 1 - c). "
+        f"cos centred (a1 = {m_cos.a1:.2g}, nu = {m_cos.nu:.4f}) vs {design['scale']:.4f} * tanh (a1 = "
+        f"{m_lin.a1:.4f}, same nu by construction of the scale; quadrature relative difference "
+        f"{data['equal_nu_rel_diff']:.2g}, not judged). Paired draws (snr = 0: label-averaged estimator). With signal "
+        "(snr = 4) cos cannot use the label direction (a1 = 0): its error stays near the no-signal value, while the "
+        "linear component lets the scaled tanh use it. With random inputs (snr = 0) the gap exists only for p/n > 1 "
+        "and small gamma (for p/n < 1 both tend to 1 - c). "
         f"Runtime {simulate_runtime(measurement):.1f} s."
     )
     return notes, data
 
 
-def _b5_theory(design: dict[str, Any], cval: float, snr: float, act: Any, gammas: np.ndarray) -> np.ndarray:
+def _b5_theory(cval: float, snr: float, act: Any, gammas: np.ndarray) -> np.ndarray:
     """The null theory (``snr = 0``: the claim's prediction) or, with signal, the structured theory of
     :mod:`theory.structured` (the project's derivation, judged in B7; drawn here for reference only)."""
     if snr == 0.0:
         return attention_theory(gammas, cval, act)
-    from theory import AttentionModel
-
-    model = AttentionModel(cval, act, snr)
+    model = theory.AttentionModel(cval, act, snr)
     return np.asarray(model.solve(gammas, check_quadrature=False).error, dtype=float).reshape(np.shape(gammas))
 
 
 def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list[Comparison], cval: float,
               snr: float) -> None:
     """One (p/n, snr): dense theory of both activations, paired Monte Carlo, the paired differences' outcomes."""
-    from .. import figures as F
-
     g = design["gammas"]
     dd = data[_b5_key(cval, snr)]
     style = "-" if snr == 0.0 else "--"
-    for k, (key, act, name) in enumerate((("cos", "cos", "cos"), ("lin", design["lin"], "scaled tanh"))):
-        F.theory_curve(ax, g, lambda x, a=act: _b5_theory(design, cval, snr, a, x), color=F.COLORS[k],
+    for k, (key, act) in enumerate((("cos", "cos"), ("lin", design["lin"]))):
+        F.theory_curve(ax, g, lambda x, a=act: _b5_theory(cval, snr, a, x), color=F.COLORS[k],
                        grid=F.dense_grid(g, per_decade=10, n_min=30, pad=0.5), ls=style, label="_nolegend_")
         F.mc_points(ax, g, dd[key], dd[f"{key}_se"], label="_nolegend_", color=F.COLORS[k], marker="os"[k])
     mine = with_key(comps, config=_b5_key(cval, snr))
@@ -167,31 +158,24 @@ def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list
     F.key_numbers(ax, lines, verdict=F.worst_outcome(mine))
 
 
-def _b5_legend_entries(design: dict[str, Any]) -> list[Any]:
-    from .. import figures as F
-
-    return [F.proxy(r"cos, centred ($a_1 = 0$)", color=F.COLORS[0], marker="o"),
-            F.proxy(f"{design['scale']:.3f} tanh ($a_1$ = {design['m_lin'].a1:.3f}), same ν", color=F.COLORS[1],
-                    marker="s"),
-            F.proxy("theory, null model (the prediction)", color=F.THEORY, marker=None, ls="-"),
-            F.proxy("structured theory with signal (project's derivation, judged in B7; reference only)",
-                    color=F.THEORY, marker=None, ls="--"),
-            F.proxy("Monte Carlo, paired draws, ±3 SE", color=F.THEORY, marker="o")]
-
-
-@paper_figure
+@F.paper_figure
 def _figure_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                judgement: Judgement) -> Any:
     """Per configuration: cos vs the scaled tanh of equal nu (dense theory, paired Monte Carlo, the differences)."""
-    from .. import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     configs = design["configs"]
     fig, axes = F.subplots(1, len(configs), panel=(3.9, 3.3), extra=1.2)
     data = _b5_data(design, prediction, measurement)
     for ax, (cval, snr) in zip(axes[0], configs):
         _b5_panel(ax, design, data, comps, cval, snr)
-    F.legend(axes[0, 0], extra=_b5_legend_entries(design), outside=True, ncol=3)
+    F.legend(axes[0, 0], outside=True, ncol=3, extra=[
+        F.proxy(r"cos, centred ($a_1 = 0$)", color=F.COLORS[0], marker="o"),
+        F.proxy(f"{design['scale']:.3f} tanh ($a_1$ = {design['m_lin'].a1:.3f}), same ν", color=F.COLORS[1],
+                marker="s"),
+        F.proxy("theory, null model (the prediction)", color=F.THEORY, marker=None, ls="-"),
+        F.proxy("structured theory with signal (project's derivation, judged in B7; reference only)", color=F.THEORY,
+                marker=None, ls="--"),
+        F.proxy("Monte Carlo, paired draws, ±3 SE", color=F.THEORY, marker="o")])
     F.suptitle(fig, "B5", "cos (no linear Hermite component) vs a linear-component activation at equal ν",
                f"n = {design['n']}, {design['trials']} paired trials (‖μ‖² = 0: label-averaged), ν = "
                f"{design['m_cos'].nu:.4f}; claim: E_cos − E_tanh > 0 (paired, > 3 SE)", verdict)
@@ -199,9 +183,8 @@ def _figure_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: 
 
 
 #: claim B5 in words (the report, --list and docs/claims.md show it)
-STATEMENT_B5 = (
-    "a1 = 0 (e.g. cos) memorises poorly: a linear component of f is needed"
-)
+STATEMENT_B5 = "a1 = 0 (e.g. cos) memorises poorly: a linear component of f is needed"
 
-CLAIM_B5 = register(Claim(id="B5", paper="B", statement=STATEMENT_B5, design=_design_b5, predict=_predict_b5, simulate=_simulate_b5, judge=judge_b5,
-                          describe=_describe_b5, figure=_figure_b5, figure_name="cos_vs_linear"))
+CLAIM_B5 = register(Claim(id="B5", paper="B", statement=STATEMENT_B5, design=_design_b5, predict=_predict_b5,
+                          simulate=_simulate_b5, judge=judge_b5, describe=_describe_b5, figure=_figure_b5,
+                          figure_name="cos_vs_linear"))

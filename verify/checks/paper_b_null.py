@@ -11,29 +11,29 @@ import functools
 import math
 import time
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
 import torch
 
+import theory
 from numerics.threads import thread_map as _map_threads
 from numerics.rmt import gaussian_equivalent_kernel, interpolation_error_label_average
 
 from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison, with_key
-from ..figures import paper_figure
+from .. import figures as F
 from ..verdicts import Judgement
 from ._finite_size import finite_size_test
-from ._paper_b import (attention_theory, B2_ACTIVATIONS, B2_CS, Cell, judge_panels, mc_version, p_of, Panel,
-                           panel_data, panel_theory, plot_two_sizes, profile_name, simulate_panel, simulate_runtime,
-                           SIZE, TwoSizes)
+from ._paper_b import (attention_theory, Cell, judge_panels, mc_version, p_of, Panel, panel_theory, panels_data,
+                       plot_two_sizes, simulate_panel, simulate_runtime, SIZE, TwoSizes)
+
+#: B2's activations and aspect ratios ``p/n``
+B2_ACTIVATIONS = ["tanh", "erf", "relu"]
+B2_CS = [0.25, 2.0]
 
 
-# ---------------------------------------------------------------------------------------------
-# B2: null-model attention vs theory.attention_error
-# ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class GECell:
     """The Gaussian-equivalent diagnostic of B2 at one ``c``: kernels ``a1 (X^T X/p - diag) + s_f Xi/sqrt p``."""
@@ -45,10 +45,6 @@ class GECell:
     nu: float
     gammas: np.ndarray
     trials: int
-
-    @property
-    def p(self) -> int:
-        return p_of(self.n, self.c)
 
 
 @dataclass(frozen=True)
@@ -63,11 +59,6 @@ class B2Sizes:
     activations: tuple[str, ...] = tuple(B2_ACTIVATIONS)
     ge_cs: tuple[float, ...] = tuple(B2_CS)
 
-    def __post_init__(self) -> None:
-        """The tables become read-only views."""
-        object.__setattr__(self, "ns", MappingProxyType(dict(self.ns)))
-        object.__setattr__(self, "trials", MappingProxyType(dict(self.trials)))
-
 
 #: B2's design per profile
 B2_SIZES = {
@@ -81,25 +72,20 @@ B2_SIZES = {
 def _b2_panel(cfg: B2Sizes, cval: float, act: str) -> Panel:
     """One activation at one ``c``: a label-averaged null-attention cell over the gamma grid."""
     g = cfg.gammas
-    cell = Cell(cval, 0.0, g, ("B2", act, cval, SIZE), kind="true", activation=act, label_average=True)
+    cell = Cell(cval, 0.0, g, ("B2", act, cval, SIZE), activation=act, label_average=True)
     names = tuple(f"{act} c={cval} gamma={x:.3g}" for x in g)
     return Panel(f"{act}_c{cval}", f"{act} c={cval}", cfg.ns[cval], cfg.trials[cval], (cell,), names)
 
 
-def _b2_ge_cell(cfg: B2Sizes, cval: float, act: str) -> GECell:
-    import theory
-
-    mom = theory.hermite_moments(act)
-    g_d = np.array([0.01, 0.1]) if cval > 1 else np.array([0.1, 0.316])
-    return GECell(cval, cfg.ns[cval], act, mom.a1, mom.nu, g_d, cfg.trials[cval][1] // 2 + 2)
-
-
 def _design_b2(ctx: CheckContext) -> dict[str, Any]:
     """One panel per (c, activation), c outermost; the Gaussian-equivalent cells (first activation)."""
-    cfg = B2_SIZES[profile_name(ctx)]
+    cfg = B2_SIZES[ctx.profile]
     acts = list(cfg.activations)
-    return dict(panels=tuple(_b2_panel(cfg, cval, act) for cval in B2_CS for act in acts),
-                ge=tuple(_b2_ge_cell(cfg, cval, acts[0]) for cval in cfg.ge_cs))
+    mom = theory.hermite_moments(acts[0])
+    ge = tuple(GECell(cval, cfg.ns[cval], acts[0], mom.a1, mom.nu,
+                      np.array([0.01, 0.1]) if cval > 1 else np.array([0.1, 0.316]), cfg.trials[cval][1] // 2 + 2)
+               for cval in cfg.ge_cs)
+    return dict(panels=tuple(_b2_panel(cfg, cval, act) for cval in B2_CS for act in acts), ge=ge)
 
 
 def _predict_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
@@ -130,93 +116,77 @@ def _ge_label_average(seed: int, n: int, p: int, a1: float, nu: float, gammas: n
             for sym in (True, False)}
 
 
-def _ge_cached(ctx: CheckContext, cell: GECell) -> dict[str, np.ndarray]:
-    seed = ctx.seed_for("B2-GE", cell.c, cell.n)
-    key = dict(c=cell.c, n=cell.n, p=cell.p, act=cell.act, gammas=cell.gammas, trials=cell.trials, seed=seed)
-    compute = functools.partial(_ge_label_average, seed, cell.n, cell.p, cell.a1, cell.nu, cell.gammas, cell.trials,
-                                ctx.n_jobs)
-    return ctx.cached("gaussian_equivalent", key, compute, version=mc_version(_ge_label_average))
-
-
 def _simulate_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     """``panels``: :class:`TwoSizes` by panel key; ``ge``: ``{"symmetric", "independent"}`` per-trial errors by
     ``c``; ``runtime_s``."""
     t0 = time.perf_counter()
-    panels = {}
-    with ctx.progress("null attention sweeps", total=len(design["panels"])) as bar:
-        for p in design["panels"]:
-            panels[p.key] = simulate_panel(ctx, p)
-            bar.advance()
+    with ctx.progress("null attention sweeps", total=len(design["panels"])) as bar:  # one cell per panel
+        panels = {p.key: simulate_panel(ctx, p, bar.advance) for p in design["panels"]}
     ge = {}
     with ctx.progress("Gaussian-equivalent diagnostic", total=len(design["ge"])) as bar:
         for cell in design["ge"]:
-            ge[cell.c] = _ge_cached(ctx, cell)
+            seed, p = ctx.seed_for("B2-GE", cell.c, cell.n), p_of(cell.n, cell.c)
+            key = dict(c=cell.c, n=cell.n, p=p, act=cell.act, gammas=cell.gammas, trials=cell.trials, seed=seed)
+            compute = functools.partial(_ge_label_average, seed, cell.n, p, cell.a1, cell.nu, cell.gammas,
+                                        cell.trials, ctx.n_jobs)
+            ge[cell.c] = ctx.cached("gaussian_equivalent", key, compute, version=mc_version(_ge_label_average))
             bar.advance()
     return dict(panels=panels, ge=ge, runtime_s=time.perf_counter() - t0)
 
 
-def judge_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
-    """Finite-size rule at every point and the shrinkage rule of every panel (pure)."""
-    return judge_panels(design["panels"], prediction["theory"], measurement["panels"])
+def _spec_fails(p: Panel, pred_spec: np.ndarray, m: TwoSizes) -> int:
+    """Points of ``p`` the finite-size rule rejects against SPEC's reconstructed system (the negative control)."""
+    return sum(not finite_size_test(pred_spec[i], m.m_s[i], m.se_s[i], m.m_l[i], m.se_l[i], p.ns / p.n,
+                                    p.trials).passed for i in range(len(p.names)))
 
 
-def _worst_gap(panels: tuple[Panel, ...], preds: dict[str, np.ndarray], meas: dict[str, TwoSizes]) -> tuple[float, str]:
-    """The largest relative gap at the larger size and the name of its point."""
-    worst = (0.0, "")
-    for p in panels:
-        m, pred = meas[p.key], preds[p.key]
-        for i, name in enumerate(p.names):
-            rel = abs(float(m.m_l[i]) - float(pred[i])) / max(abs(float(pred[i])), 1e-300)
-            if rel > worst[0]:
-                worst = (rel, name)
-    return worst
-
-
-def _spec_control(p: Panel, pred_spec: np.ndarray, m: TwoSizes) -> str:
-    """Negative control (not a comparison): the same rule against SPEC's reconstructed system."""
-    n_bad = sum(
-        not finite_size_test(pred_spec[i], m.m_s[i], m.se_s[i], m.m_l[i], m.se_l[i], p.ns / p.n, p.trials).passed
-        for i in range(len(p.names))
-    )
-    rel_spec = float(np.max(np.abs(m.m_l - pred_spec) / pred_spec))
-    cell = p.cells[0]
-    return f"{cell.activation} p/n={cell.c}: {n_bad}/{len(p.names)} points fail, max rel. gap {rel_spec:.2g}"
-
-
-def _ge_gaps(cell: GECell, preds: tuple[np.ndarray, np.ndarray], ge: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Relative gaps (and their SEs) of both noise models against the theory and against SPEC's system."""
+def _ge_diagnostic(cell: GECell, preds: tuple[np.ndarray, np.ndarray], ge: dict[str, np.ndarray]) -> tuple[dict, str]:
+    """Relative gaps (and their SEs) of both noise models against the theory and against SPEC's system, and their
+    text for the notes."""
     pred, pred_spec = preds
     out = {}
     for name in ("symmetric", "independent"):
         v = ge[name]
-        rel = (v.mean(0) - pred) / pred
-        rse = v.std(0, ddof=1) / math.sqrt(v.shape[0]) / pred
-        rel_spec = (v.mean(0) - pred_spec) / pred_spec
-        out[name] = dict(gammas=cell.gammas, rel_gap=rel, rel_se=rse, rel_gap_spec_system=rel_spec)
-    return out
+        out[name] = dict(gammas=cell.gammas, rel_gap=(v.mean(0) - pred) / pred,
+                         rel_se=v.std(0, ddof=1) / math.sqrt(v.shape[0]) / pred,
+                         rel_gap_spec_system=(v.mean(0) - pred_spec) / pred_spec)
 
-
-def _ge_text(cell: GECell, out: dict[str, Any]) -> str:
     def fmt(key: str, k: str) -> str:
         return ", ".join(f"{r:+.2e}+-{e:.1e}" for r, e in zip(out[key][k], out[key]["rel_se"]))
 
-    return (
-        f"{cell.act} p/n={cell.c}, n={cell.n}, gamma={[float(x) for x in cell.gammas]}: relative gap (MC - theory)/theory; "
-        f"symmetric GOE noise vs theory {fmt('symmetric', 'rel_gap')}, vs SPEC system "
+    return out, (
+        f"{cell.act} p/n={cell.c}, n={cell.n}, gamma={[float(x) for x in cell.gammas]}: relative gap (MC - theory)"
+        f"/theory; symmetric GOE noise vs theory {fmt('symmetric', 'rel_gap')}, vs SPEC system "
         f"{fmt('symmetric', 'rel_gap_spec_system')}; independent-entry noise vs theory "
         f"{fmt('independent', 'rel_gap')}, vs SPEC system {fmt('independent', 'rel_gap_spec_system')}"
     )
 
 
-def _b2_notes(worst: tuple[float, str], n_failed: int, n_comps: int, control: list[str], diag_txt: list[str],
-              runtime: float) -> str:
-    return (
+def _describe_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+    panels, meas, th, spec = design["panels"], measurement["panels"], prediction["theory"], prediction["spec"]
+    data = panels_data(design, prediction, measurement)
+    diag_txt = []
+    for cell in design["ge"]:
+        out, text = _ge_diagnostic(cell, prediction["ge"][cell.c], measurement["ge"][cell.c])
+        data[f"GE_diagnostic_{cell.act}_c{cell.c}"] = out
+        diag_txt.append(text)
+    n_failed = sum(c.outcome == "FAIL" for c in comparisons)
+    # the largest relative gap at the larger size (first of equals) and the name of its point
+    rel = np.concatenate([np.abs(meas[p.key].m_l - th[p.key]) / np.maximum(np.abs(th[p.key]), 1e-300) for p in panels])
+    worst = (float(rel.max()), [name for p in panels for name in p.names][int(rel.argmax())])
+    control = []
+    for p in panels:  # negative control (not a comparison): the same rule against SPEC's reconstructed system
+        m, pred_spec = meas[p.key], spec[p.key]
+        control.append(f"{p.cells[0].activation} p/n={p.cells[0].c}: {_spec_fails(p, pred_spec, m)}/{len(p.names)} "
+                       f"points fail, max rel. gap {float(np.max(np.abs(m.m_l - pred_spec) / pred_spec)):.2g}")
+    notes = (
         "Null model (mu = 0, W = I), diagonal of K removed, centred activations; theory = theory.attention_error "
         "(default system: the project's corrected deterministic equivalent with the GOE term kappa; SPEC's "
         "reconstruction is system='spec'). Monte Carlo: label-averaged estimator gamma^2/n tr Q^2 (exact mean over "
         "i.i.d. Rademacher labels given X; labels are independent of X in the null model), which removes the label "
         f"noise and makes the rule sharp. Largest relative gap at n_l: {worst[0]:.3g} ({worst[1]}). "
-        f"{n_failed} of {n_comps} comparisons fail. "
+        f"{n_failed} of {len(comparisons)} comparisons fail. "
         "NEGATIVE CONTROL (same Monte Carlo, same rule, SPEC's reconstructed system as the prediction): "
         + "; ".join(control)
         + ". Gaussian-equivalent diagnostic (a1 (X^T X/p - diag) + s_f Xi/sqrt p at the larger size): "
@@ -226,69 +196,28 @@ def _b2_notes(worst: tuple[float, str], n_failed: int, n_comps: int, control: li
         "that does not shrink with n: tanh p/n=1/4, gamma=0.1: +1.2e-3, 1.0e-3, 1.0e-3, 0.8e-3, 1.0e-3 relative at "
         "n = 256..4096; tanh p/n=2, gamma=0.01: +2.5%, +1.9%, +2.0% at n = 512, 1024, 2048; relu p/n=2, gamma=0.01: "
         "+4.7%, +4.3%, +3.9%. That is the symmetry (kappa) term of the corrected system. "
-        f"Runtime {runtime:.1f} s."
+        f"Runtime {simulate_runtime(measurement):.1f} s."
     )
-
-
-def _describe_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
-    panels, meas = design["panels"], measurement["panels"]
-    data: dict[str, Any] = {p.key: panel_data(p, prediction["theory"][p.key], meas[p.key]) for p in panels}
-    diag_txt = []
-    for cell in design["ge"]:
-        out = _ge_gaps(cell, prediction["ge"][cell.c], measurement["ge"][cell.c])
-        data[f"GE_diagnostic_{cell.act}_c{cell.c}"] = out
-        diag_txt.append(_ge_text(cell, out))
-    n_failed = sum(c.outcome == "FAIL" for c in comparisons)
-    control = [_spec_control(p, prediction["spec"][p.key], meas[p.key]) for p in panels]
-    notes = _b2_notes(_worst_gap(panels, prediction["theory"], meas), n_failed, len(comparisons), control, diag_txt,
-                      simulate_runtime(measurement))
     return notes, data
-
-
-def _b2_spec_fails(p: Panel, pred_spec: np.ndarray, m: TwoSizes) -> int:
-    """Points of ``p`` the finite-size rule rejects against SPEC's reconstructed system (the negative control)."""
-    return sum(not finite_size_test(pred_spec[i], m.m_s[i], m.se_s[i], m.m_l[i], m.se_l[i], p.ns / p.n,
-                                    p.trials).passed for i in range(len(p.names)))
-
-
-def _plot_b2_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, color: str, shift: float) -> None:
-    """One activation: dense theory (and SPEC's system in the residuals, dashed), Monte Carlo at both sizes."""
-    from ..figures import dense_grid
-
-    cell = p.cells[0]
-    gd = dense_grid(cell.gammas, per_decade=7, n_min=16)
-    th = attention_theory(gd, cell.c, cell.activation)
-    ax.plot(gd, th, "-", color=color, lw=1.3, zorder=2)
-    rax.plot(gd, (attention_theory(gd, cell.c, cell.activation, "spec") - th) / th, "--", color=color, lw=1.1)
-    plot_two_sizes(ax, rax, cell.gammas * shift, p, pred, m, color, labelled=False)
-
-
-def _b2_legend_entries(acts: list[str]) -> list[Any]:
-    from .. import figures as F
-
-    return ([F.proxy(f"f = {a}", color=F.COLORS[k], marker=None, ls="-", lw=4) for k, a in enumerate(acts)]
-            + [F.proxy("theory: corrected deterministic equivalent", color=F.THEORY, marker=None, ls="-"),
-               F.proxy("SPEC's reconstructed system, relative to theory (negative control)", color=F.THEORY,
-                       marker=None, ls="--"),
-               F.proxy("Monte Carlo, larger size n", color=F.THEORY),
-               F.proxy("Monte Carlo, smaller size n/2", color=F.THEORY, marker="s", mfc="white")])
 
 
 def _b2_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                comps: list[Comparison], cval: float) -> None:
-    """The activations at one p/n: theory and Monte Carlo, the relative gaps, each activation's outcomes."""
-    from .. import figures as F
-
+    """The activations at one p/n: dense theory (and SPEC's system in the residuals, dashed), Monte Carlo at both
+    sizes, the relative gaps, each activation's outcomes."""
     panels = [p for p in design["panels"] if p.cells[0].c == cval]
     lines, outs = [], []
     for k, p in enumerate(panels):
-        pred, m = prediction["theory"][p.key], measurement["panels"][p.key]
-        _plot_b2_panel(ax, rax, p, pred, m, F.COLORS[k], 1.0 + 0.04 * (k - 1))
+        cell, pred, m, color = p.cells[0], prediction["theory"][p.key], measurement["panels"][p.key], F.COLORS[k]
+        gd = F.dense_grid(cell.gammas, per_decade=7, n_min=16)
+        th = attention_theory(gd, cell.c, cell.activation)
+        ax.plot(gd, th, "-", color=color, lw=1.3, zorder=2)
+        rax.plot(gd, (attention_theory(gd, cell.c, cell.activation, "spec") - th) / th, "--", color=color, lw=1.1)
+        plot_two_sizes(ax, rax, cell.gammas * (1.0 + 0.04 * (k - 1)), pred, m, color, labelled=False)
         mine = with_key(comps, panel=p.key)
         outs += mine
-        lines.append(f"{p.cells[0].activation}: {F.outcome_text(mine)}; SPEC: "
-                     f"{_b2_spec_fails(p, prediction['spec'][p.key], m)}/{len(p.names)} fail")
+        lines.append(f"{cell.activation}: {F.outcome_text(mine)}; SPEC: "
+                     f"{_spec_fails(p, prediction['spec'][p.key], m)}/{len(p.names)} fail")
     p0 = panels[0]
     ax.set(xscale="log", ylabel="interpolation error E",
            title=f"p/n = {cval:g}: n = {p0.n} ({p0.trials[1]} trials), n/2 = {p0.ns} ({p0.trials[0]} trials)")
@@ -302,19 +231,23 @@ def _b2_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
     F.tidy_log_axis(rax)
 
 
-@paper_figure
+@F.paper_figure
 def _figure_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                judgement: Judgement) -> Any:
     """Per p/n: null-model attention error vs gamma (dense theory, Monte Carlo at n/2 and n), relative gaps below
     with SPEC's system (the negative control) drawn as the gap it predicts."""
-    from .. import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(2, len(B2_CS), panel=(4.6, 2.4), extra=1.2, sharex="col", height_ratios=(2.4, 1.6))
     for j, cval in enumerate(B2_CS):
         _b2_column(axes[0, j], axes[1, j], design, prediction, measurement, comps, cval)
     acts = [p.cells[0].activation for p in design["panels"] if p.cells[0].c == B2_CS[0]]
-    F.legend(axes[0, 0], extra=_b2_legend_entries(acts), outside=True, ncol=3)
+    F.legend(axes[0, 0], outside=True, ncol=3, extra=(
+        [F.proxy(f"f = {a}", color=F.COLORS[k], marker=None, ls="-", lw=4) for k, a in enumerate(acts)]
+        + [F.proxy("theory: corrected deterministic equivalent", color=F.THEORY, marker=None, ls="-"),
+           F.proxy("SPEC's reconstructed system, relative to theory (negative control)", color=F.THEORY, marker=None,
+                   ls="--"),
+           F.proxy("Monte Carlo, larger size n", color=F.THEORY),
+           F.proxy("Monte Carlo, smaller size n/2", color=F.THEORY, marker="s", mfc="white")]))
     F.suptitle(fig, "B2", "null-model attention (diagonal removed) vs the deterministic equivalent",
                "μ = 0, W = I, centred f, label-averaged Monte Carlo; bars ±3 SE; bottom: gap to theory, "
                "dashed: SPEC's system", verdict)
@@ -322,9 +255,8 @@ def _figure_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: 
 
 
 #: claim B2 in words (the report, --list and docs/claims.md show it)
-STATEMENT_B2 = (
-    "Null-model attention deterministic equivalent matches simulation (several f, c < 1 and c > 1)"
-)
+STATEMENT_B2 = "Null-model attention deterministic equivalent matches simulation (several f, c < 1 and c > 1)"
 
-CLAIM_B2 = register(Claim(id="B2", paper="B", statement=STATEMENT_B2, design=_design_b2, predict=_predict_b2, simulate=_simulate_b2, judge=judge_b2,
-                          describe=_describe_b2, figure=_figure_b2, figure_name="null_attention"))
+CLAIM_B2 = register(Claim(id="B2", paper="B", statement=STATEMENT_B2, design=_design_b2, predict=_predict_b2,
+                          simulate=_simulate_b2, judge=judge_panels, describe=_describe_b2, figure=_figure_b2,
+                          figure_name="null_attention"))

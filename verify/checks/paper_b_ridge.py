@@ -16,11 +16,10 @@ import numpy as np
 from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison, with_key
-from ..figures import paper_figure
+from .. import figures as F
 from ..verdicts import Judgement
-from ._paper_b import (Cell, edge_flag, judge_panels, Panel, panel_data, panel_theory,
-                           plot_two_sizes, profile_name, ridge_theory, simulate_panel, simulate_runtime, SIZE,
-                           sweep_panel, TwoSizes)
+from ._paper_b import (Cell, edge_flag, judge_panels, Panel, panel_theory, panels_data, plot_two_sizes, ridge_theory,
+                       simulate_panel, simulate_runtime, SIZE, TwoSizes)
 
 
 @dataclass(frozen=True)
@@ -72,26 +71,26 @@ B1_SIZES = {
 
 def _design_b1(ctx: CheckContext) -> dict[str, Any]:
     """Panels 1a (gamma sweep), 1b (p/n sweep), 1c (snr sweep) of the profile; points near c = 1 flagged."""
-    cfg = B1_SIZES[profile_name(ctx)]
+    cfg = B1_SIZES[ctx.profile]
     a, b, cc = cfg.a, cfg.b, cfg.c
     names_a = tuple(f"1a gamma={g:.3g} (c={a.c}, snr={a.snr})" for g in a.gammas)
-    panel_a = Panel("1a", "1a", a.n, a.trials, (Cell(a.c, a.snr, a.gammas, ("1a", SIZE)),), names_a,
-                    "panel 1a (gamma sweep)")
+    panels = [Panel("1a", "1a", a.n, a.trials, (Cell(a.c, a.snr, a.gammas, ("1a", SIZE)),), names_a,
+                    "panel 1a (gamma sweep)")]
     flag = {x: edge_flag(x, b.gamma, b.n) for x in b.cs}
-    panel_b = sweep_panel("1b", b, "c", list(b.cs), lambda x: (x, b.snr),
-                           lambda x: f"1b p/n={x} (n={b.n}, gamma={b.gamma:g}){flag[x]}", "panel 1b (p sweep)")
-    panel_c = sweep_panel("1c", cc, "snr", list(cc.snrs), lambda x: (cc.c, x),
-                           lambda x: f"1c ||mu||^2={x} (c={cc.c}, gamma={cc.gamma:g})", "panel 1c (snr sweep)")
-    return dict(panels=(panel_a, panel_b, panel_c), flags=[f"1b c={x}:{f}" for x, f in flag.items() if f],
-                profile=profile_name(ctx), a=a)
+    # panels 1b and 1c sweep x at one gamma: one single-gamma cell per x, at (c, snr) = point(x)
+    for key, spec, x_name, xs, point, name, progress in (
+            ("1b", b, "c", b.cs, lambda x: (x, b.snr), lambda x: f"1b p/n={x} (n={b.n}, gamma={b.gamma:g}){flag[x]}",
+             "panel 1b (p sweep)"),
+            ("1c", cc, "snr", cc.snrs, lambda x: (cc.c, x), lambda x: f"1c ||mu||^2={x} (c={cc.c}, gamma={cc.gamma:g})",
+             "panel 1c (snr sweep)")):
+        cells = tuple(Cell(*point(x), np.array([spec.gamma]), (key, SIZE, x)) for x in xs)
+        panels.append(Panel(key, key, spec.n, spec.trials, cells, tuple(map(name, xs)), progress, x_name, tuple(xs)))
+    return dict(panels=tuple(panels), flags=[f"1b c={x}:{f}" for x, f in flag.items() if f], profile=ctx.profile)
 
 
 def _predict_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
-    """``theory``: E_RR at every point, by panel; ``curve``: ``(gammas, E_RR)`` on a fine grid of panel 1a."""
-    a = design["a"]
-    gg = np.logspace(np.log10(a.gammas[0]), np.log10(a.gammas[-1]), 200)
-    return dict(theory={p.key: panel_theory(p) for p in design["panels"]},
-                curve=(gg, ridge_theory(gg, a.c, a.snr)))
+    """``theory``: E_RR at every point, by panel."""
+    return dict(theory={p.key: panel_theory(p) for p in design["panels"]})
 
 
 def _simulate_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
@@ -104,14 +103,8 @@ def _simulate_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     return dict(panels=panels, runtime_s=time.perf_counter() - t0)
 
 
-def judge_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
-    """Finite-size rule at every point and the shrinkage rule of every panel (pure)."""
-    return judge_panels(design["panels"], prediction["theory"], measurement["panels"])
-
-
 def _describe_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                  comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
-    data = {p.key: panel_data(p, prediction["theory"][p.key], measurement["panels"][p.key]) for p in design["panels"]}
     notes = (
         f"Ridge E_RR (theory.ridge_error_values) vs Monte Carlo, balanced labels, mu = sqrt(snr) e_1; sizes "
         f"n/2 and n with equal p/n (profile {design['profile']}; the paper's sizes in profile 'paper'). "
@@ -119,16 +112,14 @@ def _describe_b1(design: dict[str, Any], prediction: dict[str, Any], measurement
     )
     if design["flags"]:
         notes += " Flagged points near c = 1 (same rule applied, see their names): " + "; ".join(design["flags"])
-    return notes, data
+    return notes, panels_data(design, prediction, measurement)
 
 
 def _b1_dense(p: Panel) -> tuple[np.ndarray, np.ndarray]:
     """E_RR of a B1 panel on a dense grid of its swept parameter (gamma, p/n clustered at 1, or snr)."""
-    from ..figures import dense_grid
-
     cell = p.cells[0]
     if p.x_name is None:
-        g = dense_grid(cell.gammas, per_decade=30)
+        g = F.dense_grid(cell.gammas, per_decade=30)
         return g, ridge_theory(g, cell.c, cell.snr)
     xs = np.asarray(p.xs, dtype=float)
     if p.x_name == "c":  # the 8-decade cliff at p/n = 1: points clustered there
@@ -136,49 +127,27 @@ def _b1_dense(p: Panel) -> tuple[np.ndarray, np.ndarray]:
         grid = np.unique(np.concatenate([np.linspace(xs.min(), xs.max(), 300), 1 - near, 1 + near, xs]))
         grid = grid[(grid >= xs.min()) & (grid <= xs.max())]
         return grid, np.array([ridge_theory(cell.gammas, c, cell.snr)[0] for c in grid])
-    grid = dense_grid(xs, log=False, n_min=200)
+    grid = F.dense_grid(xs, log=False, n_min=200)
     return grid, np.array([ridge_theory(cell.gammas, cell.c, x)[0] for x in grid])
 
 
-def _b1_x(p: Panel) -> tuple[np.ndarray, float]:
-    """The simulated abscissae of a panel and the factor to the plotted axis (p = (p/n) n for panel 1b)."""
-    if p.x_name is None:
-        return np.asarray(p.cells[0].gammas, dtype=float), 1.0
-    return np.asarray(p.xs, dtype=float), float(p.n) if p.x_name == "c" else 1.0
-
-
-def _panel_key_numbers(ax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps: list[Comparison], loc: str) -> None:
-    """The outcomes of a panel's comparisons (finite-size rule per point, shrinkage) and its largest gap."""
-    from ..figures import key_numbers, outcome_text, worst_outcome
-
-    mine = with_key(comps, panel=p.key)
-    points = with_key(mine, quantity="point")
-    shrink = [c.outcome for c in with_key(mine, quantity="shrink")]
-    rel = float(np.max(np.abs(m.m_l - pred) / np.abs(pred)))
-    key_numbers(ax, [f"finite-size rule: {outcome_text(points)}", f"gap shrinks ~ n^-1/2: {', '.join(shrink)}",
-                     f"max |rel. gap| at n = {p.n}: {rel:.2%}"], verdict=worst_outcome(mine), loc=loc)
-
-
-
-def _b1_titles(design: dict[str, Any]) -> dict[str, str]:
-    a, (pa, pb, pc) = design["a"], design["panels"]
-    g_b, g_c = pb.cells[0].gammas[0], pc.cells[0].gammas[0]
-    return {"1a": f"(a) γ sweep: p/n = {a.c:g}, ‖μ‖² = {a.snr:g}\nn = {pa.ns} and {pa.n}",
-            "1b": f"(b) p sweep: γ = {g_b:g}, ‖μ‖² = {pb.cells[0].snr:g}\nn = {pb.n} (open: n = {pb.ns}, same p/n)",
-            "1c": f"(c) ‖μ‖² sweep: p/n = {pc.cells[0].c:g}, γ = {g_c:g}\nn = {pc.ns} and {pc.n}"}
-
-
-def _b1_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps: list[Comparison],
-              title: str) -> None:
-    """One panel of paper B's Figure 1 (dense theory, Monte Carlo at two sizes) over its residuals."""
-    from .. import figures as F
-
-    x, scale = _b1_x(p)
+def _b1_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps: list[Comparison]) -> None:
+    """One panel of paper B's Figure 1 (dense theory, Monte Carlo at two sizes) over its residuals, with the
+    outcomes of its comparisons (finite-size rule per point, shrinkage) and its largest gap."""
+    cell, mine = p.cells[0], with_key(comps, panel=p.key)
+    x = np.asarray(cell.gammas if p.x_name is None else p.xs, dtype=float)
+    scale = float(p.n) if p.x_name == "c" else 1.0  # panel 1b is plotted over p = (p/n) n
     xd, yd = _b1_dense(p)
     ax.plot(xd * scale, yd, "-", color=F.THEORY, lw=1.4, label="theory (deterministic equivalent)", zorder=2)
-    plot_two_sizes(ax, rax, x * scale, p, pred, m, F.COLORS[0])
-    xlabel = {None: "ridge parameter γ", "c": f"number of features p (n = {p.n})", "snr": "signal strength ‖μ‖²"}
-    rax.set_xlabel(xlabel[p.x_name])
+    plot_two_sizes(ax, rax, x * scale, pred, m, F.COLORS[0])
+    title, xlabel, loc = {
+        None: (f"(a) γ sweep: p/n = {cell.c:g}, ‖μ‖² = {cell.snr:g}\nn = {p.ns} and {p.n}", "ridge parameter γ",
+               "lower right"),
+        "c": (f"(b) p sweep: γ = {cell.gammas[0]:g}, ‖μ‖² = {cell.snr:g}\nn = {p.n} (open: n = {p.ns}, same p/n)",
+              f"number of features p (n = {p.n})", "lower left"),
+        "snr": (f"(c) ‖μ‖² sweep: p/n = {cell.c:g}, γ = {cell.gammas[0]:g}\nn = {p.ns} and {p.n}",
+                "signal strength ‖μ‖²", "upper right")}[p.x_name]
+    rax.set_xlabel(xlabel)
     ax.set_ylabel("interpolation error E")
     ax.set_title(title, fontsize=F.FONT["title"] - 0.5)
     if p.x_name == "c":
@@ -187,7 +156,11 @@ def _b1_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps:
         ax.set_yscale("log")
     if p.x_name is None:
         ax.set_xscale("log")
-    _panel_key_numbers(ax, p, pred, m, comps, {None: "lower right", "c": "lower left"}.get(p.x_name, "upper right"))
+    shrink = ", ".join(c.outcome for c in with_key(mine, quantity="shrink"))
+    rel = float(np.max(np.abs(m.m_l - pred) / np.abs(pred)))
+    F.key_numbers(ax, [f"finite-size rule: {F.outcome_text(with_key(mine, quantity='point'))}",
+                       f"gap shrinks ~ n^-1/2: {shrink}", f"max |rel. gap| at n = {p.n}: {rel:.2%}"],
+                  verdict=F.worst_outcome(mine), loc=loc)
     F.tidy_log_axis(ax)
     F.tidy_log_axis(rax)
 
@@ -207,19 +180,15 @@ def _b1_threshold(ax: Any, rax: Any, p: Panel, x: np.ndarray) -> None:
         rax.set_yscale("symlog", linthresh=0.1)
 
 
-@paper_figure
+@F.paper_figure
 def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
                judgement: Judgement) -> Any:
     """Paper B's Figure 1 (axes gamma, p, ||mu||^2): dense theory, Monte Carlo at n/2 and n, relative residuals."""
-    from .. import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     panels = design["panels"]
     fig, axes = F.subplots(2, 3, panel=(3.9, 2.2), extra=1.0, sharex="col", height_ratios=(2.6, 1.2))
-    titles = _b1_titles(design)
     for k, p in enumerate(panels):
-        _b1_panel(axes[0, k], axes[1, k], p, prediction["theory"][p.key], measurement["panels"][p.key], comps,
-                  titles[p.key])
+        _b1_panel(axes[0, k], axes[1, k], p, prediction["theory"][p.key], measurement["panels"][p.key], comps)
     F.legend(axes[0, 1], outside=True, ncol=3)
     trials = ", ".join(f"{p.key}: {p.trials[0]}/{p.trials[1]}" for p in panels)
     F.suptitle(fig, "B1", "ridge interpolation error, theory vs Monte Carlo (paper B, Figure 1)",
@@ -229,9 +198,8 @@ def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: 
 
 
 #: claim B1 in words (the report, --list and docs/claims.md show it)
-STATEMENT_B1 = (
-    "Ridge deterministic equivalent matches simulation on the three Figure-1 sweeps"
-)
+STATEMENT_B1 = "Ridge deterministic equivalent matches simulation on the three Figure-1 sweeps"
 
-CLAIM_B1 = register(Claim(id="B1", paper="B", statement=STATEMENT_B1, design=_design_b1, predict=_predict_b1, simulate=_simulate_b1, judge=judge_b1,
-                          describe=_describe_b1, figure=_figure_b1, figure_name="figure1"))
+CLAIM_B1 = register(Claim(id="B1", paper="B", statement=STATEMENT_B1, design=_design_b1, predict=_predict_b1,
+                          simulate=_simulate_b1, judge=judge_panels, describe=_describe_b1, figure=_figure_b1,
+                          figure_name="figure1"))

@@ -13,31 +13,21 @@ from typing import Any
 
 import numpy as np
 
+import theory
 from numerics.threads import thread_map as _map_threads
 from numerics.rmt import kernel_eigenvalues, sample_signal_plus_noise
 
 from ..claim import Claim, register
 from ..context import CheckContext
 from ..results import Comparison, with_key
-from ..figures import paper_figure
+from ..statistics import scalar_mean_se
+from .. import figures as F
 from ..verdicts import Judgement
-from ._paper_b import mc_version, p_of, profile_name, simulate_runtime
-
-
-# ---------------------------------------------------------------------------------------------
-# B6: kernel eigenvalue distribution vs the free-convolution law
-# ---------------------------------------------------------------------------------------------
-def _theory_cdf(c: float, a1: float, nu: float, lo: float, hi: float, m: int = 4001) -> tuple[np.ndarray, np.ndarray, float]:
-    import theory
-    from scipy.integrate import cumulative_trapezoid
-
-    x = np.linspace(lo, hi, m)
-    dens = np.asarray(theory.kernel_density(x, c, a1, nu), dtype=float)
-    cdf = cumulative_trapezoid(dens, x, initial=0.0)
-    return x, cdf, float(cdf[-1])
+from ._paper_b import mc_version, p_of, simulate_runtime
 
 
 def _ks(ev: np.ndarray, x: np.ndarray, cdf: np.ndarray) -> float:
+    """Kolmogorov distance between the ECDF of ``ev`` and the CDF tabulated as ``(x, cdf)``."""
     ev = np.sort(ev)
     F = np.interp(ev, x, cdf)
     k = np.arange(1, ev.size + 1) / ev.size
@@ -65,16 +55,14 @@ class KernelLaw:
 
     def cdf(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray, float]:
         """``(x, CDF(x), mass)`` on ``[lo, hi]`` (trapezoid integral of the density; ``mass`` its total)."""
-        return _theory_cdf(self.c, self.a1, self.nu, lo, hi)
+        from scipy.integrate import cumulative_trapezoid
+
+        x = np.linspace(lo, hi, 4001)
+        cdf = cumulative_trapezoid(np.asarray(self.density(x), dtype=float), x, initial=0.0)
+        return x, cdf, float(cdf[-1])
 
     def density(self, x: np.ndarray) -> np.ndarray:
-        import theory
-
         return theory.kernel_density(x, self.c, self.a1, self.nu)
-
-
-def _b6_key(act: str, cval: float) -> str:
-    return f"{act}_c{cval}"
 
 
 @dataclass(frozen=True)
@@ -91,42 +79,35 @@ B6_SIZES = {"paper": B6Sizes(1024, (8, 4)), "quick": B6Sizes(256, (8, 4)), "smok
 
 def _design_b6(ctx: CheckContext) -> dict[str, Any]:
     """Configurations ``(activation, p/n)``, the size ``n`` (spectra at ``n`` and ``2n``), trials at each."""
-    cfg = B6_SIZES[profile_name(ctx)]
+    cfg = B6_SIZES[ctx.profile]
     return dict(n=cfg.n, trials=cfg.trials, configs=[("tanh", 2.0), ("relu", 2.0), ("tanh", 0.5)])
 
 
 def _predict_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, dict[str, KernelLaw]]:
     """By configuration key: ``law`` (the theory) and ``wrong`` (nu x 1.03: the negative control)."""
-    import theory
-
     out = {}
     for act, cval in design["configs"]:
         mom = theory.hermite_moments(theory.activation(act, centered=True))
-        out[_b6_key(act, cval)] = dict(law=KernelLaw(cval, mom.a1, mom.nu),
-                                       wrong=KernelLaw(cval, mom.a1, 1.03 * mom.nu))
+        out[f"{act}_c{cval}"] = dict(law=KernelLaw(cval, mom.a1, mom.nu), wrong=KernelLaw(cval, mom.a1, 1.03 * mom.nu))
     return out
-
-
-def _spectra_cached(ctx: CheckContext, act: str, cval: float, n: int, trials: int) -> np.ndarray:
-    sd = ctx.seed_for("B6", act, cval, n)
-    p = p_of(n, cval)
-
-    def eig_cell() -> dict[str, np.ndarray]:
-        return {"eigenvalues": _kernel_spectra(sd, n, p, trials, act, ctx.n_jobs)}
-
-    key = dict(act=act, c=cval, n=n, p=p, trials=trials, seed=sd)
-    return ctx.cached("kernel_eigenvalues", key, eig_cell, version=mc_version(_kernel_spectra))["eigenvalues"]
 
 
 def _simulate_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     """``spectra``: by configuration key, eigenvalues ``(trials, size)`` at ``n`` and at ``2n``; ``runtime_s``."""
     t0 = time.perf_counter()
     n, (t1, t2) = design["n"], design["trials"]
+    version = mc_version(_kernel_spectra)
     spectra = {}
     with ctx.progress("kernel spectra", total=len(design["configs"])) as bar:
         for act, cval in design["configs"]:
-            sizes = ((n, t1), (2 * n, t2))
-            spectra[_b6_key(act, cval)] = tuple(_spectra_cached(ctx, act, cval, nn, tr) for nn, tr in sizes)
+            cells = []
+            for nn, trials in ((n, t1), (2 * n, t2)):
+                sd, p = ctx.seed_for("B6", act, cval, nn), p_of(nn, cval)
+                key = dict(act=act, c=cval, n=nn, p=p, trials=trials, seed=sd)
+                cell = ctx.cached("kernel_eigenvalues", key, version=version,  # computed here, if at all
+                                  compute=lambda: {"eigenvalues": _kernel_spectra(sd, nn, p, trials, act, ctx.n_jobs)})
+                cells.append(cell["eigenvalues"])
+            spectra[f"{act}_c{cval}"] = tuple(cells)
             bar.advance()
     return dict(spectra=spectra, runtime_s=time.perf_counter() - t0)
 
@@ -140,9 +121,7 @@ def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> dict[str, An
     x, cdf, mass = law.cdf(lo, hi)
     ks_n = np.array([_ks(e, x, cdf) for e in ev_n])
     ks_2n = np.array([_ks(e, x, cdf) for e in ev_2n])
-    m1, m2 = ks_n.mean(), ks_2n.mean()
-    s1 = ks_n.std(ddof=1) / math.sqrt(ks_n.size)
-    s2 = ks_2n.std(ddof=1) / math.sqrt(ks_2n.size)
+    (m1, s1), (m2, s2) = scalar_mean_se(ks_n), scalar_mean_se(ks_2n)
     ratio = m2 / m1
     se_ratio = ratio * math.sqrt((s1 / m1) ** 2 + (s2 / m2) ** 2)
     return dict(lo=lo, hi=hi, mass=mass, ks_n=ks_n, ks_2n=ks_2n, m1=m1, m2=m2, ratio=ratio, se_ratio=se_ratio)
@@ -150,41 +129,18 @@ def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> dict[str, An
 
 def read_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
     """The measurement with ``readings``: by configuration, :func:`b6_reading` of its spectra against the predicted
-    law, and ``control``, the KS ratio against the wrong law where the prediction has one (pure; computed once,
-    judge, describe and figure read it)."""
+    law, and ``control``, the KS ratio of the same eigenvalues against the wrong law where the prediction has one
+    (the negative control: the power of the rule), pure; computed once, judge, describe and figure read it."""
     readings = {}
-    for act, cval in design["configs"]:
-        key = _b6_key(act, cval)
-        r = b6_reading(prediction[key]["law"], measurement["spectra"][key])
+    for key, spectra in measurement["spectra"].items():
+        r = readings[key] = b6_reading(prediction[key]["law"], spectra)
         wrong = prediction[key].get("wrong")
-        r["control"] = None if wrong is None else _ks_control(wrong, measurement["spectra"][key], r["lo"], r["hi"])
-        readings[key] = r
+        r["control"] = None
+        if wrong is not None:
+            xw, cdfw, _ = wrong.cdf(r["lo"], r["hi"])
+            r["control"] = float(np.mean([_ks(e, xw, cdfw) for e in spectra[1]])
+                                 / np.mean([_ks(e, xw, cdfw) for e in spectra[0]]))
     return dict(measurement, readings=readings)
-
-
-def _b6_comparisons(name: str, n: int, r: dict[str, Any], config: str = "") -> list[Comparison]:
-    ratio, mass = r["ratio"], r["mass"]
-    return [
-        Comparison.bound(
-            f"{name}: KS(2n)/KS(n), n={n} (KS {r['m1']:.3g} -> {r['m2']:.3g})", 0.5, float(ratio),
-            float(r["se_ratio"]), float(ratio - 2**-0.5), key={"config": config, "quantity": "KS ratio"},
-            rule=(
-                "ratio <= 2^-1/2 = 0.707 (KS must decay at least like n^-1/2; O(1/n) predicts 0.5; "
-                "a wrong law gives ratio -> 1; delta-method SE)"
-            ),
-        ),
-        Comparison(
-            name=f"{name}: mass of theory.kernel_density on [{r['lo']:.2f}, {r['hi']:.2f}]",
-            predicted=1.0,
-            measured=float(mass),
-            uncertainty=None,
-            tolerance=(
-                "|mass - 1| < 0.01 (quadrature mass check: the KS distances above use this trapezoid CDF, "
-                "so a density missing > 1% of its mass would bias every KS value by about that much)"
-            ),
-            passed=bool(abs(mass - 1) < 0.01), key={"config": config, "quantity": "mass"},
-        ),
-    ]
 
 
 def judge_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any]) -> list[Comparison]:
@@ -192,16 +148,23 @@ def judge_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[
     (pure)."""
     comps = []
     for act, cval in design["configs"]:
-        key = _b6_key(act, cval)
-        comps += _b6_comparisons(f"{act} p/n={cval}", design["n"], evidence["readings"][key], config=key)
+        key, name = f"{act}_c{cval}", f"{act} p/n={cval}"
+        r = evidence["readings"][key]
+        ratio, mass = r["ratio"], r["mass"]
+        comps += [
+            Comparison.bound(
+                f"{name}: KS(2n)/KS(n), n={design['n']} (KS {r['m1']:.3g} -> {r['m2']:.3g})", 0.5, float(ratio),
+                float(r["se_ratio"]), float(ratio - 2**-0.5), key={"config": key, "quantity": "KS ratio"},
+                rule=("ratio <= 2^-1/2 = 0.707 (KS must decay at least like n^-1/2; O(1/n) predicts 0.5; "
+                      "a wrong law gives ratio -> 1; delta-method SE)")),
+            Comparison(
+                name=f"{name}: mass of theory.kernel_density on [{r['lo']:.2f}, {r['hi']:.2f}]", predicted=1.0,
+                measured=float(mass), uncertainty=None, passed=bool(abs(mass - 1) < 0.01),
+                key={"config": key, "quantity": "mass"},
+                tolerance=("|mass - 1| < 0.01 (quadrature mass check: the KS distances above use this trapezoid CDF, "
+                           "so a density missing > 1% of its mass would bias every KS value by about that much)")),
+        ]
     return comps
-
-
-def _ks_control(wrong: Any, spectra: tuple[np.ndarray, np.ndarray], lo: float, hi: float) -> float:
-    """Negative control (power of the rule): the KS ratio of the same eigenvalues against the wrong law."""
-    xw, cdfw, _ = wrong.cdf(lo, hi)
-    ev_n, ev_2n = spectra
-    return float(np.mean([_ks(e, xw, cdfw) for e in ev_2n]) / np.mean([_ks(e, xw, cdfw) for e in ev_n]))
 
 
 def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
@@ -209,12 +172,11 @@ def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: d
     data: dict[str, Any] = {}
     controls: list[str] = []
     for act, cval in design["configs"]:
-        key = _b6_key(act, cval)
+        key = f"{act}_c{cval}"
         law, r = prediction[key]["law"], evidence["readings"][key]
-        ratio_wrong = r["control"]
-        controls.append(f"{act} p/n={cval}: {ratio_wrong:.2f}")
+        controls.append(f"{act} p/n={cval}: {r['control']:.2f}")
         data[key] = dict(ks_n=r["ks_n"], ks_2n=r["ks_2n"], mass=r["mass"], a1=law.a1, nu=law.nu,
-                         ratio_control_nu_x1_03=ratio_wrong)
+                         ratio_control_nu_x1_03=r["control"])
     notes = (
         "K = f(X^T X / sqrt p) / sqrt p, diagonal removed, X standard Gaussian; per-trial Kolmogorov distance between "
         "the eigenvalue ECDF and the CDF of theory.kernel_density (trapezoid integral, its mass reported). "
@@ -227,20 +189,17 @@ def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: d
 
 def _b6_ecdf_gap(ax: Any, ev: np.ndarray, x: np.ndarray, cdf: np.ndarray, color: str, label: str) -> None:
     """ECDF minus the law's CDF of one spectrum (a step curve) and its Kolmogorov distance (dotted level)."""
-    ev = np.sort(ev)
-    F = np.interp(ev, x, cdf)
-    k = np.arange(1, ev.size + 1) / ev.size
-    ax.step(ev, k - F, where="post", color=color, lw=1.0, label=f"{label} (KS {_ks(ev, x, cdf):.3f})")
-    ax.axhline(_ks(ev, x, cdf), color=color, ls=":", lw=0.9)
-    ax.axhline(-_ks(ev, x, cdf), color=color, ls=":", lw=0.9)
+    ev, ks = np.sort(ev), _ks(ev, x, cdf)
+    ax.step(ev, np.arange(1, ev.size + 1) / ev.size - np.interp(ev, x, cdf), where="post", color=color, lw=1.0,
+            label=f"{label} (KS {ks:.3f})")
+    for level in (ks, -ks):
+        ax.axhline(level, color=color, ls=":", lw=0.9)
 
 
 def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
                comps: list[Comparison], act: str, cval: float) -> None:
     """One configuration: histogram at 2n and the density; below, ECDF - CDF of one trial at n and at 2n."""
-    from .. import figures as F
-
-    n, key = design["n"], _b6_key(act, cval)
+    n, key = design["n"], f"{act}_c{cval}"
     law, spectra, r = prediction[key]["law"], evidence["spectra"][key], evidence["readings"][key]
     ax.hist(np.ravel(spectra[1]), bins=60, density=True, color=F.OKABE_ITO["sky"], alpha=0.7,
             label=f"eigenvalues at 2n (histogram, {spectra[1].shape[0]} trials)")
@@ -252,21 +211,18 @@ def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
     rax.axhline(0.0, color="#777777", lw=0.8)
     ax.set(ylabel="density", title=f"f = {act}, p/n = {cval:g}: n = {n}, 2n = {2 * n}")
     rax.set(xlabel="eigenvalue λ of K", ylabel="ECDF − CDF")
-    mine = with_key(comps, config=key)
-    control = r["control"]
     F.key_numbers(ax, [f"mean KS: {r['m1']:.4f} (n) → {r['m2']:.4f} (2n)",
                        f"ratio {r['ratio']:.3f} ± {r['se_ratio']:.3f} (≤ 0.707)", f"mass of the law {r['mass']:.4f}",
-                       f"negative control (ν × 1.03): ratio {control:.2f}"], verdict=F.worst_outcome(mine))
+                       f"negative control (ν × 1.03): ratio {r['control']:.2f}"],
+                  verdict=F.worst_outcome(with_key(comps, config=key)))
     F.legend(rax, loc="lower right", fontsize=F.FONT["legend"] - 0.5,
              extra=[F.proxy("dotted: ± the trial's KS distance", marker=None, ls=":")])
 
 
-@paper_figure
+@F.paper_figure
 def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
                judgement: Judgement) -> Any:
     """Kernel spectra against the free-convolution law: densities (top), ECDF - CDF with the KS distance (bottom)."""
-    from .. import figures as F
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     configs = design["configs"]
     fig, axes = F.subplots(2, len(configs), panel=(3.9, 2.3), extra=1.1, sharex="col", height_ratios=(2.3, 1.5))
@@ -282,9 +238,8 @@ def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dic
 
 
 #: claim B6 in words (the report, --list and docs/claims.md show it)
-STATEMENT_B6 = (
-    "The kernel's eigenvalue histogram follows the free-convolution law"
-)
+STATEMENT_B6 = "The kernel's eigenvalue histogram follows the free-convolution law"
 
-CLAIM_B6 = register(Claim(id="B6", paper="B", statement=STATEMENT_B6, design=_design_b6, predict=_predict_b6, simulate=_simulate_b6, read=read_b6,
-                          judge=judge_b6, describe=_describe_b6, figure=_figure_b6, figure_name="kernel_spectrum"))
+CLAIM_B6 = register(Claim(id="B6", paper="B", statement=STATEMENT_B6, design=_design_b6, predict=_predict_b6,
+                          simulate=_simulate_b6, read=read_b6, judge=judge_b6, describe=_describe_b6,
+                          figure=_figure_b6, figure_name="kernel_spectrum"))
