@@ -90,3 +90,27 @@ def test_the_frozen_scan_can_fail(tmp_path):
                  "@dataclass(frozen=True)\nclass Y:\n    a: int = 0\n@dataclasses.dataclass(order=True)\nclass Z:\n"
                  "    a: int = 0\n")
     assert [m.split()[-1] for m in _mutable_dataclasses(p)] == ["X", "Z"]
+
+
+def _claim_imports(text: str) -> list[str]:
+    """The check modules (not underscore machinery) that a module of verify/checks imports."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module and not node.module.startswith("_"):
+            out.append(node.module)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("verify.checks."):
+            leaf = node.module.rsplit(".", 1)[1]
+            out += [] if leaf.startswith("_") else [leaf]
+    return out
+
+
+def test_claim_modules_are_leaves():
+    """No check module imports another: what two claims share lives in an underscore module of verify/checks."""
+    found = {f.name: _claim_imports(f.read_text()) for f in sorted((ROOT / "verify" / "checks").glob("*.py"))}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_the_leaf_scan_can_fail():
+    assert _claim_imports("from .paper_b_ridge import X\nfrom ._paper_b import Y\n") == ["paper_b_ridge"]

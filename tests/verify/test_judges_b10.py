@@ -19,7 +19,7 @@ import pytest
 
 from conftest import max_false_fails
 from verify.checks import paper_b_strong_alignment_risk as mod
-from verify.checks.paper_b_strong_alignment import LEVERAGE_BINS
+from verify.checks._strong_alignment import LEVERAGE_BINS
 from verify.verdicts import ALPHA_CHECK, judge, judged
 
 DESIGN = mod.B10_PROFILES["quick"]
@@ -132,7 +132,7 @@ def test_judge_is_pure_and_names_one_headline():
 
 
 def test_borrowed_settings_are_b9s():
-    from verify.checks.paper_b_strong_alignment import B9_PROFILES
+    from verify.checks._strong_alignment import B9_PROFILES
 
     for name, design in mod.B10_PROFILES.items():
         assert set(design.borrowed) <= set(B9_PROFILES[name].settings)

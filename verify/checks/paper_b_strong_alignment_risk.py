@@ -49,9 +49,9 @@ from ..context import CheckContext
 from ..results import Comparison
 from ..verdicts import Judgement
 from ._finite_size import DECAY
-from .paper_b_strong_alignment import (B9_PROFILES, HEADLINE, LEVERAGE_BINS, Setting, detectable_error, draw_groups,
-                                       finite_parts, gap_at, gap_comparison, prefetch, setting_name, sign_comparison,
-                                       strong_alignment_cells)
+from ._strong_alignment import (B9_PROFILES, HEADLINE, LEVERAGE_BINS, Setting, detectable_error, draw_groups,
+                                finite_parts, gap_at, gap_comparison, prefetch, setting_name, sign_comparison,
+                                strong_alignment_cells)
 
 #: the scalar parts judged per setting (``PARTS``), then the profile's bins; the headline is the risk gap of HEADLINE
 PARTS = ("T1", "T2", "risk")
