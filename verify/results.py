@@ -12,8 +12,8 @@ from typing import Any, Mapping
 
 from theory.validation import ArgumentTypeError, as_float, check_flag, describe
 
-from .validation import (check_df, check_items, check_mapping, check_measurement, check_paths, check_seeds, check_text,
-                         check_value, jsonable, optional_real)
+from .validation import (check_df, check_items, check_mapping, check_measurement, check_text, check_value, jsonable,
+                         optional_real)
 
 __all__ = ["CheckResult", "Comparison", "Outcome", "Verdict", "with_key"]
 
@@ -110,7 +110,6 @@ class Comparison:
         put("decide_factor", optional_real("decide_factor", self.decide_factor, 0.0, math.inf))
         if self.kind == "exact" and not self.outcome:
             put("outcome", "PASS" if self.passed else "FAIL")
-        put("args", _check_args(self.args))
         put("key", _check_key(self.key))
 
     def matches(self, **want: Any) -> bool:
@@ -260,15 +259,6 @@ class Comparison:
         return cls(name=name, predicted=predicted, measured=measured, uncertainty=se, tolerance=tol,
                    passed=False, kind="consistency", p_fail=p_fail, df=df,
                    args=(("measured", x_meas), ("se", se), ("df", df), ("rule", rule)), **kw)
-
-
-def _check_args(v: Any) -> tuple:
-    """A tuple of ``(name, value)`` pairs with distinct string names (``Comparison.args``)."""
-    if not isinstance(v, tuple) or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in v):
-        raise ArgumentTypeError(f"args must be a tuple of (name, value) pairs, got {describe(v)}")
-    if len({p[0] for p in v}) != len(v):
-        raise ValueError(f"args must name each input once, got {[p[0] for p in v]}")
-    return v
 
 
 _KEY_VALUE = (str, int, float, bool, type(None))
