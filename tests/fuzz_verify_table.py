@@ -432,8 +432,6 @@ def _verdicts_cases(add: Callable[..., None]) -> None:
         dict(comparisons=K("comparisons"), alpha=ALPHA))
     add("judged", dict(comparisons=[Comparison.equivalence("s", 0.0, 0.0, 0.01, 0.03)], alpha=0.01),
         dict(comparisons=K("comparisons"), alpha=ALPHA))
-    add("Judgement", dict(verdict="PASS", comparisons=verdicts.judged([C_EXACT]).comparisons),
-        dict(verdict=choice("PASS", "FAIL", "INCONCLUSIVE", "INFO"), comparisons=K("comparisons")))
     add("rates_text", dict(alpha=0.01), dict(alpha=ALPHA))
     add("z_quantile", dict(alpha=0.05), dict(alpha=ALPHA))
     add("t_quantile", dict(alpha=0.05, df=9.0), dict(alpha=ALPHA, df=DF), drop={"df": frozenset({"inf"})})

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any, Mapping
 
@@ -332,16 +332,8 @@ class CheckResult:
         self.verdict = Verdict(self.verdict)
 
     def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "paper": self.paper,
-            "claim": self.claim,
-            "verdict": self.verdict.value,
-            "comparisons": [c.to_json() for c in self.comparisons],
-            "runtime_s": round(self.runtime_s, 4),
-            "seeds": list(self.seeds),
-            "figures": list(self.figures),
-            "notes": self.notes,
-            "error": self.error,
-            "data": jsonable(self.data),
-        }
+        out = {f.name: getattr(self, f.name) for f in fields(self)}  # in field order
+        out.update(verdict=self.verdict.value, comparisons=[c.to_json() for c in self.comparisons],
+                   runtime_s=round(self.runtime_s, 4), seeds=list(self.seeds), figures=list(self.figures),
+                   data=jsonable(self.data))
+        return out

@@ -288,14 +288,6 @@ class Judgement:
     verdict: str
     comparisons: tuple
 
-    def __post_init__(self) -> None:
-        """``verdict`` one of the four and ``comparisons`` judged ones (a list is stored as a tuple)."""
-        check_choice("verdict", self.verdict, ("PASS", "FAIL", "INCONCLUSIVE", "INFO"))
-        rows = tuple(check_comparisons("comparisons", self.comparisons))
-        if any(not c.outcome for c in rows):
-            raise ValueError("comparisons must be judged ones (verify.verdicts.judged), got one without an outcome")
-        object.__setattr__(self, "comparisons", rows)
-
     def as_info(self) -> "Judgement":
         """The same outcomes under the verdict ``INFO`` (a study: reported, never decides)."""
         return replace(self, verdict="INFO")
