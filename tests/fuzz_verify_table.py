@@ -388,7 +388,7 @@ def _results_cases(add: Callable[..., None]) -> None:
         profile=choice(*context.PROFILES), seed=integer(0, 2**63 - 1), report_dir=K("path", none_ok=True),
         cache_dir=K("path", none_ok=True), device=choice("cpu", "cuda", "cuda:0", extra=(("bad index", "cuda:x"),)),
         n_jobs=integer(1, 1024, extra=(("-2", -2),)), executor=choice(*context.EXECUTORS),
-        scheduler=K("text", none_ok=True), check_id=TEXT, seeds_used=K("ints")),
+        scheduler=K("text", none_ok=True), check_id=TEXT),
         drop={"device": frozenset({"unknown", "list"})})  # "cuda" is a valid format (the CLI checks availability)
     ctx = CheckContext(profile="smoke", check_id="A1", cache_dir=TMP / "cache", report_dir=TMP / "figs")
     add("CheckContext.seed_for", dict(key="x"), dict(key=K("seed_key")), func=lambda key: ctx.seed_for("a", key),
@@ -432,8 +432,6 @@ def _verdicts_cases(add: Callable[..., None]) -> None:
         dict(comparisons=K("comparisons"), alpha=ALPHA))
     add("judged", dict(comparisons=[Comparison.equivalence("s", 0.0, 0.0, 0.01, 0.03)], alpha=0.01),
         dict(comparisons=K("comparisons"), alpha=ALPHA))
-    add("Judgement", dict(verdict="PASS", comparisons=verdicts.judged([C_EXACT]).comparisons),
-        dict(verdict=choice("PASS", "FAIL", "INCONCLUSIVE", "INFO"), comparisons=K("comparisons")))
     add("rates_text", dict(alpha=0.01), dict(alpha=ALPHA))
     add("z_quantile", dict(alpha=0.05), dict(alpha=ALPHA))
     add("t_quantile", dict(alpha=0.05, df=9.0), dict(alpha=ALPHA, df=DF), drop={"df": frozenset({"inf"})})

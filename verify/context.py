@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +17,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from theory.validation import ArgumentTypeError, check_int, describe
 
-from .validation import (MAX_SEED, check_callable, check_device, check_dir, check_json, check_n_jobs, check_seeds,
-                         check_stem, check_text, seed_text)
+from .validation import MAX_SEED, check_dir, check_json, check_n_jobs, check_text, seed_text
 
 __all__ = ["CACHE_VERSION", "EXECUTORS", "PROFILES", "CheckContext"]
 
@@ -73,7 +73,10 @@ class CheckContext:
             raise ValueError(f"profile must be one of {PROFILES}, got {self.profile!r}")
         self.seed = check_int("seed", self.seed, 0, MAX_SEED)
         self.n_jobs = check_n_jobs(self.n_jobs)
-        self.device = check_device(self.device)
+        if not isinstance(self.device, str):
+            raise TypeError(f"device must be a string ('cpu', 'cuda' or 'cuda:<k>'), got {type(self.device).__name__}")
+        if not re.fullmatch(r"cpu|cuda(:[0-9]+)?", self.device):  # the format only; the CLI checks availability
+            raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', got {self.device!r}")
         if not isinstance(self.executor, str) or self.executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {self.executor!r}")
         if self.scheduler is not None and not isinstance(self.scheduler, str):
@@ -81,10 +84,6 @@ class CheckContext:
         self.report_dir = check_dir("report_dir", self.report_dir)
         self.cache_dir = check_dir("cache_dir", self.cache_dir)
         check_text("check_id", self.check_id)
-        self.seeds_used = check_seeds("seeds_used", self.seeds_used)
-        check_callable("_progress_factory", self._progress_factory, none_ok=True)
-        if self.memo is not None and not isinstance(self.memo, dict):
-            raise TypeError(f"memo must be None or a dict, got {type(self.memo).__name__}")
 
     @property
     def quick(self) -> bool:
@@ -208,7 +207,8 @@ class CheckContext:
         -------
         dict of name -> ndarray
         """
-        check_callable("compute", compute)
+        if not callable(compute):
+            raise ArgumentTypeError(f"compute must be a callable, got {describe(compute)} ({type(compute).__name__})")
         h = self.cache_key(name, key, version)  # checks name, key and version
         if self.cache_dir is None or (self.memo is not None and h in self.memo):
             return _memoised(self.memo, h, compute)
@@ -250,7 +250,9 @@ class CheckContext:
 
         if not isinstance(fig, Figure):
             raise ArgumentTypeError(f"fig must be a matplotlib Figure, got {describe(fig)} ({type(fig).__name__})")
-        check_stem("name", name)
+        check_text("name", name, empty=False)
+        if any(ch in name for ch in "/\\\x00") or name in (".", ".."):
+            raise ValueError(f"name must be a file name without '/', '\\' or NUL (a stem), got {name!r}")
         try:
             if self.report_dir is None:
                 return None

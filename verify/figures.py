@@ -25,6 +25,7 @@ panels with :func:`subplots`.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import math
@@ -63,15 +64,6 @@ _STYLE = {
 }
 
 
-#: most panels along one side of :func:`subplots`
-MAX_PANELS = 20
-#: most points of a theory curve's grid (:func:`dense_grid`)
-MAX_GRID = 1_000_000
-#: the legend locations of matplotlib (``loc`` of :func:`legend`)
-_LEGEND_LOCS = ("best", "upper right", "upper left", "lower left", "lower right", "right", "center left",
-                "center right", "lower center", "upper center", "center")
-
-
 def pyplot() -> Any:
     """``matplotlib.pyplot``, imported on first use."""
     import matplotlib.pyplot as plt
@@ -100,13 +92,6 @@ def paper_figure(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _style_axes(ax: Any) -> None:
-    """Tick label size and a light grid fixed on the axes (ticks created at save time keep them)."""
-    ax.tick_params(which="both", labelsize=FONT["tick"])
-    ax.grid(True, which="major", color="#dddddd", lw=0.5)
-    ax.set_axisbelow(True)
-
-
 def subplots(nrows: int = 1, ncols: int = 1, *, panel: tuple[float, float] = (3.6, 2.9), extra: float = 1.0,
              **kwargs: Any) -> tuple[Any, np.ndarray]:
     """A figure of ``nrows x ncols`` panels of ``panel`` inches each, ``extra`` inches more height for the title
@@ -118,8 +103,10 @@ def subplots(nrows: int = 1, ncols: int = 1, *, panel: tuple[float, float] = (3.
         kwargs.setdefault("gridspec_kw", {})["height_ratios"] = kwargs.pop("height_ratios")
     fig, axes = pyplot().subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows + extra), squeeze=False,
                                   layout="constrained", **kwargs)
-    for ax in axes.flat:
-        _style_axes(ax)
+    for ax in axes.flat:  # tick label size and a light grid fixed on the axes (ticks made at save time keep them)
+        ax.tick_params(which="both", labelsize=FONT["tick"])
+        ax.grid(True, which="major", color="#dddddd", lw=0.5)
+        ax.set_axisbelow(True)
     return fig, axes
 
 
@@ -176,11 +163,7 @@ def dense_grid(x: Sequence[float], *, log: bool = True, per_decade: int = 40, n_
     lo, hi = float(np.min(x)), float(np.max(x))
     if log:
         a, b = math.log10(lo) - pad, math.log10(hi) + pad
-        n = max(n_min, int(math.ceil((b - a) * per_decade)) + 1)
-        if n > MAX_GRID:
-            raise ValueError(f"per_decade, pad: the grid over [{lo:g}, {hi:g}] would have {n} points, more than "
-                             f"{MAX_GRID}")
-        grid = np.logspace(a, b, n)
+        grid = np.logspace(a, b, max(n_min, int(math.ceil((b - a) * per_decade)) + 1))
     else:
         w = hi - lo
         grid = np.linspace(lo - pad * w, hi + pad * w, n_min)
@@ -261,9 +244,7 @@ def legend(ax: Any, *, extra: Iterable[Any] = (), loc: str = "best", outside: bo
 def outcome_text(comparisons: Sequence[Any]) -> str:
     """``"30/30 PASS"`` or ``"2 PASS, 1 INCONCLUSIVE of 3"``: the outcomes of judged comparisons."""
     n = len(comparisons)
-    counts: dict[str, int] = {}
-    for c in comparisons:
-        counts[c.outcome] = counts.get(c.outcome, 0) + 1
+    counts = collections.Counter(c.outcome for c in comparisons)
     if len(counts) == 1:
         return f"{n}/{n} {next(iter(counts))}"
     return ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f" of {n}"
@@ -272,10 +253,7 @@ def outcome_text(comparisons: Sequence[Any]) -> str:
 def worst_outcome(comparisons: Sequence[Any]) -> str | None:
     """FAIL over INCONCLUSIVE over PASS among judged comparisons (``None`` for none): a panel's outcome."""
     outs = {c.outcome for c in comparisons}
-    for o in ("FAIL", "INCONCLUSIVE", "PASS"):
-        if o in outs:
-            return o
-    return None
+    return next((o for o in ("FAIL", "INCONCLUSIVE", "PASS") if o in outs), None)
 
 
 _LOCS = {"upper left": (0.03, 0.97, "left", "top"), "upper right": (0.97, 0.97, "right", "top"),

@@ -6,14 +6,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any, Mapping
 
 from theory.validation import ArgumentTypeError, as_float, check_flag, describe
 
-from .validation import (check_df, check_items, check_mapping, check_measurement, check_paths, check_seeds, check_text,
-                         check_value, jsonable, optional_real)
+from .validation import (check_df, check_items, check_mapping, check_measurement, check_text, check_value, jsonable,
+                         optional_real)
 
 __all__ = ["CheckResult", "Comparison", "Outcome", "Verdict", "with_key"]
 
@@ -110,7 +110,6 @@ class Comparison:
         put("decide_factor", optional_real("decide_factor", self.decide_factor, 0.0, math.inf))
         if self.kind == "exact" and not self.outcome:
             put("outcome", "PASS" if self.passed else "FAIL")
-        put("args", _check_args(self.args))
         put("key", _check_key(self.key))
 
     def matches(self, **want: Any) -> bool:
@@ -262,15 +261,6 @@ class Comparison:
                    args=(("measured", x_meas), ("se", se), ("df", df), ("rule", rule)), **kw)
 
 
-def _check_args(v: Any) -> tuple:
-    """A tuple of ``(name, value)`` pairs with distinct string names (``Comparison.args``)."""
-    if not isinstance(v, tuple) or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in v):
-        raise ArgumentTypeError(f"args must be a tuple of (name, value) pairs, got {describe(v)}")
-    if len({p[0] for p in v}) != len(v):
-        raise ValueError(f"args must name each input once, got {[p[0] for p in v]}")
-    return v
-
-
 _KEY_VALUE = (str, int, float, bool, type(None))
 
 
@@ -342,16 +332,8 @@ class CheckResult:
         self.verdict = Verdict(self.verdict)
 
     def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "paper": self.paper,
-            "claim": self.claim,
-            "verdict": self.verdict.value,
-            "comparisons": [c.to_json() for c in self.comparisons],
-            "runtime_s": round(self.runtime_s, 4),
-            "seeds": list(self.seeds),
-            "figures": list(self.figures),
-            "notes": self.notes,
-            "error": self.error,
-            "data": jsonable(self.data),
-        }
+        out = {f.name: getattr(self, f.name) for f in fields(self)}  # in field order
+        out.update(verdict=self.verdict.value, comparisons=[c.to_json() for c in self.comparisons],
+                   runtime_s=round(self.runtime_s, 4), seeds=list(self.seeds), figures=list(self.figures),
+                   data=jsonable(self.data))
+        return out

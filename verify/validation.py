@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from pathlib import Path
 from typing import Any, Mapping
 
 from theory.validation import ArgumentTypeError, check_text, describe, is_integer
 
-__all__ = ["MAX_JOBS", "MAX_SEED", "check_callable", "check_device", "check_df", "check_dir",
-           "check_items", "check_json", "check_mapping", "check_measurement", "check_n_jobs", "check_paths",
-           "check_seeds", "check_stem", "check_text", "check_value", "jsonable", "optional_real",
+__all__ = ["MAX_JOBS", "MAX_SEED", "check_df", "check_dir", "check_items", "check_json", "check_mapping",
+           "check_measurement", "check_n_jobs", "check_text", "check_value", "jsonable", "optional_real",
            "path_or_none", "real_number", "seed_text"]
 
 
@@ -65,14 +63,6 @@ def check_df(df: Any) -> Any:
     return optional_real("df", df, 0.0, math.inf, low_open=True, inf_ok=True)
 
 
-def check_stem(name: str, v: Any) -> str:
-    """A file stem: a non-empty string without path separators or NUL, not ``.`` or ``..``."""
-    check_text(name, v, empty=False)
-    if any(ch in v for ch in "/\\\x00") or v in (".", ".."):
-        raise ValueError(f"{name} must be a file name without '/', '\\' or NUL (a stem), got {v!r}")
-    return v
-
-
 def check_value(name: str, v: Any, depth: int = 0) -> Any:
     """A value shown in a report: a real number (NaN and infinities included), a string, a bool, ``None``, a sympy
     expression, or a list / tuple of those."""
@@ -106,11 +96,6 @@ def check_items(name: str, v: Any, cls: type | tuple, what: str, *, nonempty: bo
     return list(v)
 
 
-def check_paths(name: str, v: Any) -> list[str]:
-    """A list of paths (strings or path-likes) as strings."""
-    return [os.fspath(p) for p in check_items(name, v, (str, os.PathLike), "paths (strings)")]
-
-
 def check_mapping(name: str, v: Any) -> dict:
     """A mapping with string keys, as a new dict."""
     if not isinstance(v, Mapping):
@@ -133,27 +118,8 @@ def check_json(name: str, v: Any) -> dict:
     return out
 
 
-def check_callable(name: str, v: Any, *, none_ok: bool = False) -> Any:
-    if v is None and none_ok:
-        return None
-    if not callable(v):
-        raise ArgumentTypeError(f"{name} must be a callable{' or None' if none_ok else ''}, got {describe(v)} "
-                                f"({type(v).__name__})")
-    return v
-
-
 #: largest seed: a non-negative 63-bit integer (the sweep runner's bound, :data:`numerics.sweep.MAX_SEED`)
 MAX_SEED = 2**63 - 1
-
-
-def check_seeds(name: str, v: Any) -> list[int]:
-    """A list of seeds: integers in ``[0, MAX_SEED]`` (not bools)."""
-    items = check_items(name, v, object, "integer seeds")
-    for x in items:
-        if not is_integer(x) or not 0 <= int(x) <= MAX_SEED:
-            raise (ValueError if is_integer(x) else ArgumentTypeError)(
-                f"{name} must be a list of integer seeds in [0, 2**63 - 1], got an item {describe(x)}")
-    return [int(x) for x in items]
 
 
 def seed_text(k: Any) -> str:
@@ -174,7 +140,6 @@ def jsonable(v: Any) -> Any:
     from numerics.sweep import to_jsonable
 
     return to_jsonable(v, nonfinite="str", unknown="str")
-
 
 
 # ----------------------------------------------------------------------------------------- field checks
@@ -202,18 +167,6 @@ def path_or_none(value: Any) -> Any:
     if isinstance(value, (str, os.PathLike)) and str(os.fspath(value)).lower() == "none":
         return None
     return value
-
-
-_DEVICE_RE = re.compile(r"cpu|cuda(:[0-9]+)?")
-
-
-def check_device(v: Any) -> str:
-    """``device``: ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"`` (the format only; the CLI checks availability)."""
-    if not isinstance(v, str):
-        raise TypeError(f"device must be a string ('cpu', 'cuda' or 'cuda:<k>'), got {type(v).__name__}")
-    if not _DEVICE_RE.fullmatch(v):
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', got {v!r}")
-    return v
 
 
 def check_dir(name: str, v: Any) -> Path | None:

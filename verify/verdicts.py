@@ -46,6 +46,8 @@ from scipy import special, stats
 
 from theory.validation import ArgumentTypeError, as_array, as_float, check_choice, check_real, describe as _describe
 
+from .validation import check_df
+
 __all__ = ["ALPHA_CHECK", "ALPHA_PASS", "ALPHA_REPORT", "KINDS", "N_STOCHASTIC_CHECKS", "Judgement", "bound_p",
            "consistency_p", "describe", "direction_p", "equivalence_p", "holm", "judge", "judged", "rates_text",
            "scale_to_decide", "t_quantile", "z_quantile"]
@@ -117,7 +119,7 @@ def z_quantile(alpha: float) -> float:
 def t_quantile(alpha: float, df: float | None) -> float:
     """The upper ``alpha`` quantile of Student's t with ``df > 0`` degrees of freedom (``None`` or ``inf``: normal);
     ``-stdtrit(df, alpha)``, what ``scipy.stats.t.isf`` evaluates."""
-    alpha, df = _check_alpha(alpha), _check_df(df)
+    alpha, df = _check_alpha(alpha), check_df(df)
     if df is None or not math.isfinite(df):
         return _z_cached(alpha)
     return float(-special.stdtrit(df, alpha))
@@ -130,14 +132,6 @@ def _z(x: float, se: float) -> float:
 
 
 # ------------------------------------------------------------------------------------------ argument checks
-def _check_df(df: Any) -> Any:
-    """``None`` (normal) or a real number ``> 0`` (``inf``: normal); returned unchanged."""
-    if df is None or (isinstance(df, float) and df == math.inf):
-        return df
-    as_float("df", df, low=0, low_open=True)
-    return df
-
-
 def _check_se(se: Any) -> float:
     return as_float("se", se, low=0)
 
@@ -197,7 +191,7 @@ def equivalence_p(delta: float, se: float, margin: float, df: float | None = Non
     as_float("delta", delta)
     _check_se(se)
     as_float("margin", margin, low=0, low_open=True)
-    dist = _dist(_check_df(df))
+    dist = _dist(check_df(df))
     p_lo = float(dist.sf(_z(delta + margin, se)))  # H0: delta <= -m
     p_hi = float(dist.cdf(_z(delta - margin, se)))  # H0: delta >= m
     p_fail = float(dist.sf(_z(abs(delta) - margin, se)))
@@ -209,7 +203,7 @@ def direction_p(delta: float, se: float, sign: int, df: float | None = None) -> 
     as_float("delta", delta)
     _check_se(se)
     sign = check_sign(sign)
-    dist = _dist(_check_df(df))
+    dist = _dist(check_df(df))
     z = _z(sign * delta, se)
     return float(dist.sf(z)), float(dist.cdf(z))
 
@@ -218,14 +212,14 @@ def bound_p(excess: float, se: float, df: float | None = None) -> float:
     """``p_fail`` of a one-sided bound claim ``excess <= 0`` (``excess`` = statistic minus its allowed maximum)."""
     as_float("excess", excess)
     _check_se(se)
-    return float(_dist(_check_df(df)).sf(_z(excess, se)))
+    return float(_dist(check_df(df)).sf(_z(excess, se)))
 
 
 def consistency_p(delta: float, se: float, df: float | None = None) -> float:
     """Two-sided ``p_fail`` of the identity ``delta = 0``."""
     as_float("delta", delta)
     _check_se(se)
-    return float(min(1.0, 2 * _dist(_check_df(df)).sf(abs(_z(delta, se)))))
+    return float(min(1.0, 2 * _dist(check_df(df)).sf(abs(_z(delta, se)))))
 
 
 def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
@@ -287,14 +281,6 @@ class Judgement:
 
     verdict: str
     comparisons: tuple
-
-    def __post_init__(self) -> None:
-        """``verdict`` one of the four and ``comparisons`` judged ones (a list is stored as a tuple)."""
-        check_choice("verdict", self.verdict, ("PASS", "FAIL", "INCONCLUSIVE", "INFO"))
-        rows = tuple(check_comparisons("comparisons", self.comparisons))
-        if any(not c.outcome for c in rows):
-            raise ValueError("comparisons must be judged ones (verify.verdicts.judged), got one without an outcome")
-        object.__setattr__(self, "comparisons", rows)
 
     def as_info(self) -> "Judgement":
         """The same outcomes under the verdict ``INFO`` (a study: reported, never decides)."""
