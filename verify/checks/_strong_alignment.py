@@ -25,20 +25,12 @@ __all__ = ["B9Profile", "B9_PROFILES", "HEADLINE", "LEVERAGE_BINS", "Point", "Se
 
 #: one setting: ``(activation, c, t)``
 Setting = tuple[str, float, float]
-
-
 #: one measured point: a setting at a ridge parameter (``0`` for ``c < 1``)
 Point = tuple[Setting, float]
-
-
 #: the headline setting (its limit comparison)
 HEADLINE: Setting = ("erf", 0.5, 1.0)
-
-
 #: bins of ``|a|`` (equal probability) in which every strong-alignment cell records attention's leverage (B10)
 LEVERAGE_BINS = 6
-
-
 #: quadrature nodes per bin and sign of :func:`finite_parts` (T2 and the bins to 1e-5 of a finer grid)
 THEORY_PER_BIN = 8
 
@@ -68,13 +60,8 @@ class B9Profile:
 
 
 _TS = (0.5, 1.0, 2.0)
-
-
 _SETTINGS = tuple((act, c, t) for act, c in (("erf", 0.5), ("erf", 1 / 3), ("tanh", 0.5), ("gelu", 0.5)) for t in _TS)
-
-
 _WIDE = tuple(("erf", 2.0, t) for t in _TS)
-
 
 B9_PROFILES = {
     # smoke (tests only): tiny sizes, verdicts meaningless
