@@ -87,6 +87,18 @@ def apply_inherited() -> bool:
 def _apply(value: str) -> bool:
     try:
         mmap_threshold, trim_threshold = (int(v) for v in value.split(","))
-        return keep_freed_memory(mmap_threshold, trim_threshold)
+        ok = keep_freed_memory(mmap_threshold, trim_threshold)
     except ValueError:
         return False
+    if ok:
+        _keep_loky_worker()
+    return ok
+
+
+def _keep_loky_worker() -> None:
+    """In a loky worker (joblib's processes), stop loky from restarting it when its memory grows by 300 MB: the
+    heap kept here is not a leak, and each restart cost a fresh interpreter, torch's import and cold caches (about a
+    third of paper A's sweep time on 2 cores). The threshold is a constant of loky's worker loop, read per task."""
+    loky_worker = sys.modules.get("joblib.externals.loky.process_executor")
+    if loky_worker is not None and hasattr(loky_worker, "_MAX_MEMORY_LEAK_SIZE"):
+        loky_worker._MAX_MEMORY_LEAK_SIZE = sys.maxsize

@@ -27,6 +27,7 @@ from verify.verdicts import judge
 SLOW_CASES = frozenset({
     "tests/numerics/test_malloc.py::test_sweep_workers_take_the_parents_settings",
     "tests/numerics/test_malloc.py::test_glibc_takes_the_settings_and_large_blocks_stop_faulting",
+    "tests/numerics/test_malloc.py::test_workers_that_keep_freed_memory_are_not_restarted",
     "tests/numerics/test_cache_integrity.py::test_two_concurrent_sweeps_never_compute_a_pair_twice",
     "tests/numerics/test_cache_integrity.py::test_two_concurrent_runs_never_compute_a_cached_cell_twice",
     "tests/numerics/test_error_model_finite_m.py::test_model_predicts_the_mean_log_error_of_the_estimator"

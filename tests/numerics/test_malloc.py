@@ -95,3 +95,46 @@ def test_apply_inherited_ignores_a_malformed_value(monkeypatch):
     monkeypatch.setattr(malloc, "_APPLIED", {})
     monkeypatch.delenv(INHERIT_ENV)
     assert malloc.apply_inherited() is False
+
+
+_KEPT_HEAP_CODE = (
+    "import os, sys, time, torch\n"
+    "def hold(cell, seed):\n"
+    "    if os.environ.get('HOLD_SEEN'):  # loky measures its reference after a worker's first task: grow after it\n"
+    "        a = torch.ones(2**26, dtype=torch.float64); del a  # 512 MB, kept in the heap once freed\n"
+    "    os.environ['HOLD_SEEN'] = '1'\n"
+    "    if cell['control']:  # loky's own limit again: a worker holding a kept heap is then restarted\n"
+    "        import joblib.externals.loky.process_executor as pe\n"
+    "        pe._MAX_MEMORY_LEAK_SIZE = int(3e8)\n"
+    "    time.sleep(1.1)  # loky measures a worker's memory at most once a second\n"
+    "    return {'pid': os.getpid()}\n"
+    "if __name__ == '__main__':\n"
+    "    from numerics.malloc import keep_freed_memory\n"
+    "    from numerics.sweep import Workers, run_sweep\n"
+    "    ok = keep_freed_memory(children=True)\n"
+    "    cells = [{'control': sys.argv[1] == 'control', 'x': x} for x in range(6)]\n"
+    "    res = run_sweep(hold, cells, seeds=[0], workers=Workers(n_jobs=2))\n"
+    "    print(ok, len({r['pid'] for r in res}))\n"
+)
+
+
+def test_workers_that_keep_freed_memory_are_not_restarted(tmp_path):
+    """loky restarts a worker whose memory grew by 300 MB, taking the kept heap for a leak (a fresh interpreter and
+    torch's import each time); the workers keep their heap and their process. Control: loky's limit restored in the
+    task, the same sweep restarts its workers."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("glibc only")
+    script = tmp_path / "hold.py"
+    script.write_text(_KEPT_HEAP_CODE)
+    env = {k: v for k, v in os.environ.items() if k != INHERIT_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
+    pids = {}
+    for mode in ("kept", "control"):
+        res = subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, check=True,
+                             env=env, cwd=tmp_path)
+        ok, n = res.stdout.split()
+        if ok != "True":
+            pytest.skip("the C library is not glibc")
+        pids[mode] = int(n)
+    assert pids["kept"] == 2
+    assert pids["control"] > 2
