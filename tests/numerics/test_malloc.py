@@ -67,22 +67,29 @@ _FAULTS_CODE = (
 )
 
 
-def test_sweep_workers_take_the_parents_settings(tmp_path):
-    """``children=True``: the sweep's worker processes (loky) keep freed blocks too; without it they do not."""
+def _run_script(tmp_path: Path, code: str, modes: tuple[str, ...]) -> dict[str, list[int]]:
+    """Run ``code`` as a script (a sweep needs its functions importable by the workers) once per mode, without an
+    inherited :data:`INHERIT_ENV`; it prints whether glibc took the settings, then integers. Skips off glibc."""
     if not sys.platform.startswith("linux"):
         pytest.skip("glibc only")
-    script = tmp_path / "faults.py"
-    script.write_text(_FAULTS_CODE)
+    script = tmp_path / "sweep_script.py"
+    script.write_text(code)
     env = {k: v for k, v in os.environ.items() if k != INHERIT_ENV}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
     out = {}
-    for mode in ("off", "on"):
+    for mode in modes:
         res = subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, check=True,
                              env=env, cwd=tmp_path)
-        ok, *faults = res.stdout.split()
+        ok, *values = res.stdout.split()
         if ok != "True":
             pytest.skip("the C library is not glibc")
-        out[mode] = [int(f) for f in faults]
+        out[mode] = [int(v) for v in values]
+    return out
+
+
+def test_sweep_workers_take_the_parents_settings(tmp_path):
+    """``children=True``: the sweep's worker processes (loky) keep freed blocks too; without it they do not."""
+    out = _run_script(tmp_path, _FAULTS_CODE, ("off", "on"))
     # default: each of the 10 reallocations faults its 16384 pages in; kept: measured 1 of 10 (the first)
     assert min(out["off"]) > 10 * 16384 * 0.9
     assert max(out["on"]) < 3 * 16384
@@ -122,19 +129,6 @@ def test_workers_that_keep_freed_memory_are_not_restarted(tmp_path):
     """loky restarts a worker whose memory grew by 300 MB, taking the kept heap for a leak (a fresh interpreter and
     torch's import each time); the workers keep their heap and their process. Control: loky's limit restored in the
     task, the same sweep restarts its workers."""
-    if not sys.platform.startswith("linux"):
-        pytest.skip("glibc only")
-    script = tmp_path / "hold.py"
-    script.write_text(_KEPT_HEAP_CODE)
-    env = {k: v for k, v in os.environ.items() if k != INHERIT_ENV}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
-    pids = {}
-    for mode in ("kept", "control"):
-        res = subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True, check=True,
-                             env=env, cwd=tmp_path)
-        ok, n = res.stdout.split()
-        if ok != "True":
-            pytest.skip("the C library is not glibc")
-        pids[mode] = int(n)
-    assert pids["kept"] == 2
-    assert pids["control"] > 2
+    pids = _run_script(tmp_path, _KEPT_HEAP_CODE, ("kept", "control"))
+    assert pids["kept"] == [2]
+    assert pids["control"][0] > 2
