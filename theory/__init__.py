@@ -35,24 +35,8 @@ and a ``ValueError``), a wrong value ``ValueError``.  Sizes and memory are bound
 (:func:`get_limits`, :func:`set_limits`), checked before any work starts.
 """
 
-from . import (
-    activations,
-    attention,
-    implicit,
-    kernel_spectrum,
-    laws,
-    marchenko_pastur,
-    minimax,
-    multi_head,
-    null_system,
-    ridge,
-    settings,
-    strong_alignment,
-    strong_alignment_risk,
-    structured,
-    symbolic,
-    symbols,
-)
+from . import (activations, attention, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, multi_head,
+               null_system, ridge, settings, strong_alignment, strong_alignment_risk, structured, symbolic, symbols)
 from .validation import ArgumentTypeError, Limits, get_limits, set_limits
 from ._version import __version__
 from .activations import *  # noqa: F401,F403
@@ -71,7 +55,6 @@ from .structured import *  # noqa: F401,F403
 
 __all__ = ["symbols", "symbolic", "ArgumentTypeError", "Limits", "get_limits", "set_limits"]
 for _module in (activations, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, multi_head, null_system, ridge,
-                settings,
-                strong_alignment, strong_alignment_risk, structured):
+                settings, strong_alignment, strong_alignment_risk, structured):
     __all__ += list(_module.__all__)
 del _module

@@ -11,11 +11,7 @@ import functools
 import numpy as np
 import sympy as sp
 
-from .validation import (
-    as_array,
-    as_float,
-    finite_result,
-)
+from .validation import as_array, as_float, finite_result
 from .symbols import a1 as _a1
 from .symbols import c as _c
 from .symbols import delta as _delta

@@ -30,13 +30,8 @@ import sympy as sp
 
 from ._jets import Jet
 from .validation import as_float, as_int, check_real, get_limits
-from .null_system import (
-    SYSTEM_SYMBOLS,
-    QuadratureIntegrator,
-    _gram_law_quadrature,
-    null_system_equations,
-    solve_null_system_full,
-)
+from .null_system import (SYSTEM_SYMBOLS, QuadratureIntegrator, _gram_law_quadrature, null_system_equations,
+                          solve_null_system_full)
 
 __all__ = ["NullTaylor", "null_system_taylor"]
 

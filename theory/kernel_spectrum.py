@@ -40,17 +40,8 @@ import numpy as np
 
 import sympy as sp
 
-from .validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    as_int,
-    check_array_memory,
-    check_complex,
-    finite_result,
-    numeric_errors,
-    to_sympy,
-)
+from .validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_complex,
+                         finite_result, numeric_errors, to_sympy)
 from .marchenko_pastur import mp_density
 from .symbolic import is_symbolic
 

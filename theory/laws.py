@@ -58,18 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from .validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    check_array_memory,
-    check_choice,
-    check_seed,
-    check_size,
-    describe,
-    finite_result,
-    numeric_errors,
-)
+from .validation import (ArgumentTypeError, as_array, as_float, check_array_memory, check_choice, check_seed,
+                         check_size, describe, finite_result, numeric_errors)
 from .activations import check_activation, hermite_moments, numpy_activation
 from .kernel_spectrum import _density as _kernel_density
 from .kernel_spectrum import _stieltjes_core, _validate, kernel_support_estimate

@@ -32,29 +32,12 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .validation import (
-    as_array,
-    as_float,
-    check_complex,
-    check_real,
-    check_size,
-    finite_result,
-    numeric_errors,
-    to_sympy,
-)
+from .validation import (as_array, as_float, check_complex, check_real, check_size, finite_result, numeric_errors,
+                         to_sympy)
 from .symbolic import is_symbolic
 
-__all__ = [
-    "mp_stieltjes",
-    "mp_stieltjes_expr",
-    "mp_delta",
-    "mp_delta_expr",
-    "mp_equation",
-    "mp_density",
-    "mp_atom",
-    "mp_support",
-    "mp_moment",
-]
+__all__ = ["mp_stieltjes", "mp_stieltjes_expr", "mp_delta", "mp_delta_expr", "mp_equation", "mp_density", "mp_atom",
+           "mp_support", "mp_moment"]
 
 
 #: bytes of intermediate arrays per input element of the vectorised functions (for the memory budget)

@@ -40,22 +40,9 @@ from sympy.core.evalf import PrecisionExhausted
 from .validation import check_choice, describe, get_limits, to_sympy
 from .validation import rank_and_dimension as _rank_dim
 
-__all__ = [
-    "rate_exponent",
-    "minimax_rate",
-    "upper_bound",
-    "lower_bound",
-    "log_gap_exponent",
-    "low_rank_condition",
-    "low_rank_rhs",
-    "num_intervals",
-    "beta_from_bspline_degree",
-    "parametric_term",
-    "finite_sample_slope",
-    "average_slope",
-    "total_error_slope",
-    "min_samples",
-]
+__all__ = ["rate_exponent", "minimax_rate", "upper_bound", "lower_bound", "log_gap_exponent", "low_rank_condition",
+           "low_rank_rhs", "num_intervals", "beta_from_bspline_degree", "parametric_term", "finite_sample_slope",
+           "average_slope", "total_error_slope", "min_samples"]
 
 _BOUNDS = ("upper", "rate", "lower")
 

@@ -73,30 +73,15 @@ import scipy.stats
 import sympy as sp
 
 from ._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
-from .validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    check_size,
-    describe,
-)
+from .validation import ArgumentTypeError, as_array, as_float, check_size, describe
 from .activations import ActivationLike, activation_asymptotic_slope, check_activation, numpy_activation
 from .marchenko_pastur import mp_stieltjes
 from ._solver_domain import (C_RANGE, GAMMA_RANGE, KERNEL_CONSTANT_MAX, SolverOptions, check_grid,
                              checked_solver_options)
 
-__all__ = [
-    "solve_null_system",
-    "solve_null_system_full",
-    "null_system_derivative",
-    "null_system_equations",
-    "null_kernel_diagonal",
-    "kept_diagonal",
-    "gram_law_quadrature",
-    "gram_stieltjes",
-    "NullSolution",
-    "NULL_SYSTEMS",
-]
+__all__ = ["solve_null_system", "solve_null_system_full", "null_system_derivative", "null_system_equations",
+           "null_kernel_diagonal", "kept_diagonal", "gram_law_quadrature", "gram_stieltjes", "NullSolution",
+           "NULL_SYSTEMS"]
 
 #: variants of the null system: the corrected one (symmetric kernel noise) and the first reconstruction's
 NULL_SYSTEMS = ("symmetric", "spec")

@@ -53,17 +53,9 @@ from .symbols import delta as d_sym
 from .symbols import gamma as g_sym
 from .symbols import snr as s_sym
 
-__all__ = [
-    "RidgeDerivation",
-    "derive_ridge_error",
-    "ridge_error",
-    "ridge_error_in_delta",
-    "ridge_error_spec_in_delta",
-    "ridge_error_values",
-    "ridge_error_limit",
-    "ridge_error_small_gamma_coefficient",
-    "ridge_quadratic_form",
-]
+__all__ = ["RidgeDerivation", "derive_ridge_error", "ridge_error", "ridge_error_in_delta",
+           "ridge_error_spec_in_delta", "ridge_error_values", "ridge_error_limit",
+           "ridge_error_small_gamma_coefficient", "ridge_quadratic_form"]
 
 
 @dataclass

@@ -61,17 +61,9 @@ from .validation import as_float, check_size, finite_result
 from .activations import HermiteMoments
 from .symbols import x
 
-__all__ = [
-    "BETA_MAX",
-    "softmax_activation",
-    "softmax_hermite_moments",
-    "softmax_kernel_constants",
-    "softmax_gamma_scale",
-    "softmax_diagonal_shift",
-    "softmax_attention_error",
-    "softmax_normaliser_spread",
-    "softmax_self_weight",
-]
+__all__ = ["BETA_MAX", "softmax_activation", "softmax_hermite_moments", "softmax_kernel_constants",
+           "softmax_gamma_scale", "softmax_diagonal_shift", "softmax_attention_error", "softmax_normaliser_spread",
+           "softmax_self_weight"]
 
 #: largest inverse temperature: ``nu = exp(beta^2) - 1`` stays below the kernel-constant bound 1e12 of the solvers
 BETA_MAX = 5.0

@@ -81,44 +81,30 @@ system reduces to the ridge formula (tested).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from .validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    as_int,
-    check_flag,
-    finite_result,
-)
+from .validation import ArgumentTypeError, as_array, as_float, as_int, check_flag, finite_result
 from ._jets import Jet
 from .implicit import MAX_TAYLOR_ORDER, null_system_taylor, refine_quadrature
 from ._solver_domain import C_RANGE, GAMMA_RANGE, SolverOptions, check_grid, checked_solver_options
 from .null_system import NullConstants, _gram_law_quadrature
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
-from .symbols import a1 as _a1
-from .symbols import c as _c
-from .symbols import delta as _delta
-from .symbols import gamma as _gamma
-from ._structured_symbolic import (l_sym, delta_t, sf2_sym, d0_sym, kappa_sym, null_trace_expressions, null_free_energy_expression, null_trace_closed_forms, structured_low_rank_matrix, low_rank_matrix, rank_one_quadratic_form_expression)
-from ._spikes import (spike_vectors, finite_dims)
+from .symbols import a1 as _a1, c as _c, delta as _delta, gamma as _gamma
+from ._structured_symbolic import (d0_sym, delta_t, kappa_sym, l_sym, low_rank_matrix, null_free_energy_expression,
+                                   null_trace_closed_forms, null_trace_expressions, rank_one_quadratic_form_expression,
+                                   sf2_sym, structured_low_rank_matrix)
+from ._spikes import finite_dims, spike_vectors
 from ._kernel_constants import FrozenDict as _FrozenDict, kernel_constants as _kernel_constants
-from ._structured_traces import (StructuredConvergenceError, GramRationalIntegrals, GramQuadratureIntegrals, error_on_grid)
+from ._structured_traces import (GramQuadratureIntegrals, GramRationalIntegrals, StructuredConvergenceError,
+                                 error_on_grid)
 
-__all__ = [
-    "StructuredSolution",
-    "StructuredConvergenceError",
-    "spike_vectors",
-    "null_trace_expressions",
-    "null_free_energy_expression",
-    "null_trace_closed_forms",
-    "structured_low_rank_matrix",
-    "rank_one_quadratic_form_expression",
-]
+__all__ = ["StructuredSolution", "StructuredConvergenceError", "spike_vectors", "null_trace_expressions",
+           "null_free_energy_expression", "null_trace_closed_forms", "structured_low_rank_matrix",
+           "rank_one_quadratic_form_expression"]
 
 # ============================================================================ numeric solve
 @dataclass
@@ -155,7 +141,6 @@ class StructuredSolution:
     m: np.ndarray
     A: np.ndarray
     system: str = "symmetric"
-    notes: list[str] = field(default_factory=list)
 
 
 def _null_solutions(gam: np.ndarray, consts: NullConstants, options: SolverOptions) -> np.ndarray:

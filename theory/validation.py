@@ -36,29 +36,10 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import sympy as sp
 
-__all__ = [
-    "ArgumentTypeError",
-    "Limits",
-    "get_limits",
-    "set_limits",
-    "describe",
-    "check_real",
-    "check_complex",
-    "as_float",
-    "as_int",
-    "MAX_SEED",
-    "check_seed",
-    "check_size",
-    "as_array",
-    "check_array_memory",
-    "check_choice",
-    "check_flag",
-    "check_text",
-    "to_sympy",
-    "finite_result",
-    "numeric_errors",
-    "rank_and_dimension",
-]
+__all__ = ["ArgumentTypeError", "Limits", "get_limits", "set_limits", "describe", "check_real", "check_complex",
+           "as_float", "as_int", "MAX_SEED", "check_seed", "check_size", "as_array", "check_array_memory",
+           "check_choice", "check_flag", "check_text", "to_sympy", "finite_result", "numeric_errors",
+           "rank_and_dimension"]
 
 
 class ArgumentTypeError(TypeError, ValueError):
