@@ -265,18 +265,12 @@ def solve_leverage(f: Callable[[np.ndarray], np.ndarray], c: float, snr: float, 
     Lam[:, 0, 1] = Lam[:, 1, 0] = -diag_slope
     Lam[:, 1, 2] = Lam[:, 2, 1] = -1.0
     if mean is not None:  # the model removes the mean kernel's diagonal, which the low-rank block holds
-        Lam -= _diagonal_block(mean.diagonal)
+        Lam[:, 0, 1] -= mean.diagonal
+        Lam[:, 1, 0] -= mean.diagonal
     Lam += 1j * EPS * np.eye(3)
     G, it, converged = _iterate(-1j * np.tile(np.eye(3), (m, 1, 1)), _Pencil(Lam, w, H, R, c, delta, mean),
                                 options.tol, options.maxiter)
     return DysonSolution(a, w, 1.0 - G[:, 0, 0].real, it, converged)
-
-
-def _diagonal_block(values: np.ndarray) -> np.ndarray:
-    """Per node, ``values`` in the token blocks ``(1, u)`` and ``(u, 1)``: where the kernel's diagonal sits."""
-    out = np.zeros((values.size, 3, 3), complex)
-    out[:, 0, 1] = out[:, 1, 0] = values
-    return out
 
 
 class _Pencil(NamedTuple):

@@ -362,7 +362,7 @@ class KernelSpectralLaw(_SpectralLaw):
         if self._mp is not None:
             ends = [self._to_kernel(np.array(e)) for e in self._mp.support()]
             return float(min(ends)), float(max(ends))
-        return self._edges()
+        return self._edges
 
     # ------------------------------------------------------------------ the affine Marchenko-Pastur case
     def _to_kernel(self, lam: np.ndarray) -> np.ndarray:
@@ -414,7 +414,7 @@ class KernelSpectralLaw(_SpectralLaw):
     def _ppf(self, q: np.ndarray) -> np.ndarray:
         if self._mp is not None:
             return self._affine_ppf(q)
-        lo, hi = self._edges()
+        lo, hi = self._edges
         x = _bisect_increasing(self._cdf, q, np.full(q.shape, lo), np.full(q.shape, hi))
         return np.where(q <= 0, lo, np.where(q >= 1, hi, x))
 
@@ -442,13 +442,11 @@ class KernelSpectralLaw(_SpectralLaw):
         return -r, r
 
     @functools.cached_property
-    def _edge_cache(self) -> tuple[float, float]:
+    def _edges(self) -> tuple[float, float]:
+        """The edges of :func:`kernel_support_estimate` refined by bisection on the density."""
         lo, hi = kernel_support_estimate(self.c, self.a1, self.nu)
         step = 2 * self._bounds()[1] / 4000  # the estimate's grid spacing: the true edge is within one step
         return (_refine_edge(self._pdf, lo - step, lo), _refine_edge(self._pdf, hi + step, hi))
-
-    def _edges(self) -> tuple[float, float]:
-        return self._edge_cache
 
 
 def _refine_edge(pdf: Any, outside: float, inside: float, threshold: float = 1e-6) -> float:

@@ -330,18 +330,9 @@ def beta_from_bspline_degree(P: Any) -> sp.Expr:
 
 
 # --------------------------------------------------------------------------------------------- slopes
-def _check_bound(bound: Any) -> str:
-    return check_choice("bound", bound, _BOUNDS)
-
-
 def _bound_expr(M: sp.Expr, beta: sp.Expr, bound: str) -> sp.Expr:
-    if bound == "upper":
-        return upper_bound(M, beta)
-    if bound == "rate":
-        return minimax_rate(M, beta)
-    if bound == "lower":  # N (and c0) enter as constant factors: slope independent of them
-        return minimax_rate(M, beta)
-    raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
+    """The bound of a checked ``bound``; "lower" has the rate's slope (N and c0 enter as constant factors)."""
+    return upper_bound(M, beta) if bound == "upper" else minimax_rate(M, beta)
 
 
 def _log_slope(f_of_M, M: sp.Expr) -> sp.Expr:
@@ -379,7 +370,7 @@ def finite_sample_slope(M: Any, beta: Any, bound: str = "upper") -> sp.Expr:
     """
     M = _M(M)
     b = _beta(beta)
-    _check_bound(bound)
+    check_choice("bound", bound, _BOUNDS)
     return _log_slope(lambda m: _bound_expr(m, b, bound), M)
 
 
@@ -412,7 +403,7 @@ def average_slope(M_lo: Any, M_hi: Any, beta: Any, bound: str = "upper") -> sp.E
     if _is_numeric(M_lo, M_hi) and not bool(M_hi > M_lo):
         raise ValueError(f"M_hi must be > M_lo (the sweep is M_lo < M_hi), got M_lo={M_lo}, M_hi={M_hi}")
     b = _beta(beta)
-    _check_bound(bound)
+    check_choice("bound", bound, _BOUNDS)
     e = rate_exponent(b)
     if bound != "upper":  # pure power law: the secant slope is the exponent itself
         return -e

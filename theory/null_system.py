@@ -119,19 +119,15 @@ def null_system_equations() -> dict[str, sp.Expr]:
     return {"A": A, "D": D, "t": t, "t_tilde": tt, "g1": _sf2 * _l * t, "g2": tt, "g3": _sf2 * _l * Ae / D}
 
 
-def _integrand_list() -> list[sp.Expr]:
-    """Values ``g1, g2, g3`` then their derivatives in ``delta, delta~, kappa, z`` (15 expressions)."""
+@functools.lru_cache(maxsize=1)
+def _numeric_system():
+    """Values ``g1, g2, g3`` then their derivatives in ``delta, delta~, kappa, z`` (15 expressions), lambdified."""
     eq = null_system_equations()
     gs = [eq["g1"], eq["g2"], eq["g3"]]
     out = list(gs)
     for var in _VARS:
         out += [sp.diff(g, var) for g in gs]
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def _numeric_system():
-    return sp.lambdify(SYSTEM_SYMBOLS, _integrand_list(), modules="numpy", cse=True)
+    return sp.lambdify(SYSTEM_SYMBOLS, out, modules="numpy", cse=True)
 
 
 def gram_law_quadrature(c: float, n_nodes: int = 160) -> tuple[np.ndarray, np.ndarray]:

@@ -57,7 +57,7 @@ from typing import Any
 
 import sympy as sp
 
-from .validation import as_float, check_size, finite_result
+from .validation import as_float, check_size
 from .activations import HermiteMoments
 from .symbols import x
 
@@ -197,8 +197,7 @@ def softmax_attention_error(
     if p is not None:
         consts["d0"] = softmax_diagonal_shift(p)
     model = AttentionModel(c, consts, snr, spike=spike, diagonal="removed")
-    out = _structured_error(gamma, *model._arguments(), **model._options("softmax_attention_error", solver_options))
-    return finite_result("softmax_attention_error", out, gamma=gamma, c=c, beta=beta)
+    return _structured_error(gamma, *model._arguments(), **model._options("softmax_attention_error", solver_options))
 
 
 def softmax_normaliser_spread(beta: float, n: int, p: int) -> float:
