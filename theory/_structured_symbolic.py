@@ -20,17 +20,9 @@ from .symbols import gamma as _gamma
 
 # symbols local to the derivation
 l_sym = sp.Symbol("l", nonnegative=True)  # eigenvalue of G = Z^T Z / p
-
-
 delta_t = sp.Symbol("delta_t", positive=True)  # delta~ = tau(Q0)
-
-
 sf2_sym = sp.Symbol("s_f2", nonnegative=True)  # s_f^2 = nu - a1^2
-
-
 d0_sym = sp.Symbol("d0", real=True)  # diagonal constant of the kernel
-
-
 kappa_sym = sp.Symbol("kappa", real=True)  # third unknown of the corrected (symmetric-noise) null system
 
 
@@ -145,17 +137,8 @@ def structured_low_rank_matrix(A: np.ndarray, Gamma: np.ndarray, c: float) -> np
 
 def low_rank_matrix(A: np.ndarray, Gamma: np.ndarray, c: float) -> np.ndarray:
     """:func:`structured_low_rank_matrix` of checked arguments."""
-    k = A.shape[0]
-    N = Gamma / c
-    Z = np.zeros((k, k))
-    I = np.eye(k)
-    return np.block(
-        [
-            [A.T @ N @ N @ A + A.T @ N @ A, A.T @ N, A.T],
-            [N @ A, I, Z],
-            [A, Z, Z],
-        ]
-    )
+    N, Z, I = Gamma / c, np.zeros(A.shape), np.eye(A.shape[0])
+    return np.block([[A.T @ N @ N @ A + A.T @ N @ A, A.T @ N, A.T], [N @ A, I, Z], [A, Z, Z]])
 
 
 @functools.lru_cache(maxsize=1)

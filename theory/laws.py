@@ -96,8 +96,7 @@ def _check_sample_size(size: Any) -> tuple[int, ...]:
     shape = size if isinstance(size, tuple) else (size,)
     if not shape:
         raise ValueError("size must be a positive integer or a non-empty tuple of them, got ()")
-    dims = tuple(check_size("size", s, 1, "max_dimension") for s in shape)
-    return dims
+    return tuple(check_size("size", s, 1, "max_dimension") for s in shape)
 
 
 def _out(values: np.ndarray, like: np.ndarray) -> Any:

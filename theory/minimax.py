@@ -31,6 +31,7 @@ than the log gap of the upper bound, so the condition implies ``parametric <= up
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import mpmath
@@ -506,8 +507,7 @@ def min_samples(r: Any, d: Any, beta: Any) -> int:
     except PrecisionExhausted:  # k within ~1e-15 relative of an integer it cannot resolve: estimate the digits
         k_digits = int(float((2 * b + 1) * sp.log(r * d, 10))) + 2
 
-    def exact(m: int) -> bool:
-        return _exact_condition(k_expr, m)
+    exact = functools.partial(_exact_condition, k_expr)
 
     def fast(m: int) -> bool:  # mpmath with 50 guard digits; sympy decides the (never seen) close calls
         dps = len(str(m)) + k_digits + 50
