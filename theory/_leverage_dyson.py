@@ -302,8 +302,7 @@ def _iterate(G: np.ndarray, pencil: _Pencil, tol: float, maxiter: int) -> tuple[
 #: iterates that the Anderson mixing of :func:`solve_leverage` remembers (0: plain damped iteration)
 ANDERSON_DEPTH = 6
 #: relative step below which the mixing starts (farther out, extrapolating from the history can throw the iterate
-#: away near ``c = 1``: at erf ``c = 0.9`` with the mean part, mixing from the first step did not converge in 5000
-#: iterations; gated, it converges in about 1000)
+#: away near ``c = 1``)
 ANDERSON_START = 1e-5
 
 
