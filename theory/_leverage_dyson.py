@@ -201,7 +201,7 @@ def _self_energy(G: np.ndarray, w: np.ndarray, H: SlopeKernel, R: np.ndarray, c:
     h_diag = H.Phi**2 @ H.lam
 
     def block_diagonal(i: int, j: int) -> np.ndarray:
-        """``diag`` of block ``(i, j)`` of ``(I kron H) Z^{-1}`` restricted to ``1..2m`` (``0``: ``1``, ``1``: ``u``)."""
+        """``diag`` of block ``(i, j)`` of ``(I kron H) Z^{-1}`` on ``1..2m`` (``0``: ``1``, ``1``: ``u``)."""
         rows, cols = slice(i * m, (i + 1) * m), slice(j * m, (j + 1) * m)
         lowrank = np.einsum("ik,ik->i", left[rows][:, (1 - j) * r:(2 - j) * r], -H.Phi)  # P^T J: block (1-j, j)
         return (-h_diag if i != j else 0.0) - lowrank + s * Hu[rows] * v[cols]

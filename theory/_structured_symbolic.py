@@ -32,7 +32,7 @@ def _A(l: sp.Expr) -> sp.Expr:
 
 
 def _den() -> sp.Expr:
-    """``D(l) = gamma (1 + delta)(1 + s_f^2 l delta~) + c l (A(l) - kappa)^2`` (``kappa = 0``: the first reconstruction)."""
+    """``D(l) = gamma (1 + delta)(1 + s_f^2 l delta~) + c l (A(l) - kappa)^2`` (``kappa = 0``: first reconstruction)."""
     return _gamma * (1 + _delta) * (1 + sf2_sym * l_sym * delta_t) + _c * l_sym * (_A(l_sym) - kappa_sym) ** 2
 
 
@@ -92,9 +92,9 @@ def null_trace_closed_forms() -> dict[str, sp.Expr]:
         T22 = gamma s_f^2 delta~^2 / c + a1 T13 + e T12,
         T23 = (1 - gamma delta~) / c,       T33 = (1 - gamma delta / s_f^2) / c.
 
-    In particular ``kappa = s_f^2 tau(Q0 K0 G)``.  (the first reconstruction's system, ``kappa = 0``, does not close this
-    way: its ``T13 = int l A / D`` needs ``I_2``.)  The numeric path integrates ``I_0, I_1, I_2``
-    instead, for both systems; the tests check it against these forms.
+    In particular ``kappa = s_f^2 tau(Q0 K0 G)``.  (The first reconstruction's system, ``kappa = 0``, does not close
+    this way: its ``T13 = int l A / D`` needs ``I_2``.)  The numeric path integrates ``I_0, I_1, I_2`` instead, for
+    both systems; the tests check it against these forms.
 
     Returns
     -------

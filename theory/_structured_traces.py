@@ -171,8 +171,9 @@ def woodbury(T, dT, m, A, c):
         d/dgamma    = dT11 / (1 + |m|^2) + (X^T w)^T ((T^{-1} dT T^{-1}) (x) Gamma^{-1}) (X w).
 
     This form keeps the digits at small ``gamma`` (``c < 1``), where ``T`` has entries of order ``1 / gamma``: the
-    direct form, :func:`woodbury_direct`, loses about ``1e-16 / gamma`` relative.  Where ``T`` is (nearly) singular (condition number of its equilibrated form above :data:`TRACE_COND_LIMIT`,
-    e.g. ``a1 = 0``, where two of its rows are equal) the direct form is used.
+    direct form, :func:`woodbury_direct`, loses about ``1e-16 / gamma`` relative.  Where ``T`` is (nearly) singular
+    (condition number of its equilibrated form above :data:`TRACE_COND_LIMIT`, e.g. ``a1 = 0``, where two of its rows
+    are equal) the direct form is used.
     """
     if not np.any(m):  # no signal direction: y^T Q y / n = T11 exactly
         return T[0, 0], dT[0, 0]

@@ -134,7 +134,7 @@ _PROBES = (0.3, -0.7, 1.9)
 
 
 def _as_expr(f: ActivationLike, centered: bool = False, argname: str = "f") -> sp.Expr:
-    """Sympy expression in ``theory.symbols.x`` for a name or an expression (validated; see :func:`check_activation`)."""
+    """Sympy expression in ``theory.symbols.x`` of a name or an expression (validated: :func:`check_activation`)."""
     if isinstance(f, str):
         return activation(_check_name(f, argname), centered=centered)
     what = f"an activation: one of {ACTIVATIONS} or a real sympy expression in one variable"

@@ -282,11 +282,10 @@ def check_complex(name: str, value: Any, *, symbolic: bool = False) -> Any:
     if isinstance(value, (complex, np.complexfloating)):
         if not (math.isfinite(value.real) and math.isfinite(value.imag)):
             raise ValueError(f"{name} must be {what}, got {describe(value)}")
-        return value
-    if isinstance(value, sp.Basic):
+    elif isinstance(value, sp.Basic):
         _sympy_symbolic(name, value, what, symbolic)
-        return value
-    _real_value(name, value, what, symbolic)
+    else:
+        _real_value(name, value, what, symbolic)
     return value
 
 
