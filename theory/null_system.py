@@ -323,18 +323,15 @@ def _newton(z, guess, consts: NullConstants, integ, tol, max_iter, full):
             step = -Rk
         if not np.all(np.isfinite(step)):
             step = -Rk
-        step = np.clip(step, -3.0, 3.0)
-        step = np.concatenate([step, np.zeros(3 - k)])
-        lam, accepted = 1.0, False
+        step = np.concatenate([np.clip(step, -3.0, 3.0), np.zeros(3 - k)])
+        lam = 1.0
         while lam >= 1.0 / 64:
             Rn, In = resid(x + lam * step)
             if Rn is not None and np.max(np.abs(Rn)) < norm:
-                accepted = True
+                x = x + lam * step
                 break
             lam /= 2
-        if accepted:
-            x = x + lam * step
-        else:  # fall back to a damped fixed-point step
+        else:  # no step accepted: fall back to a damped fixed-point step
             xn = x - 0.5 * R
             Rn, In = resid(xn)
             if Rn is None:
@@ -366,21 +363,18 @@ def _solve_sorted(zs: np.ndarray, consts: NullConstants, options: SolverOptions)
         if not hist:
             g = np.exp(lg)
             return sf2 / g, 1.0 / g, 0.0
-        if len(hist) == 1:
-            h = hist[-1]
-        else:
-            h1, h2 = hist[-2], hist[-1]
-            h = h2 + (lg - h2[0]) / (h2[0] - h1[0]) * (h2 - h1) if h2[0] != h1[0] else h2
+        h = hist[-1]
+        if len(hist) > 1 and hist[-2][0] != h[0]:  # linear extrapolation from the last two path points
+            h = h + (lg - h[0]) / (h[0] - hist[-2][0]) * (h - hist[-2])
         return float(np.exp(h[1])), float(np.exp(h[2])), float(h[3])
 
     def solve_at(lg: float):
         return _newton(-np.exp(lg), guess_at(lg), consts, integ, tol, max_iter, full)
 
     def fail(g, res, its, why=""):
-        raise RuntimeError(
-            f"null attention system did not converge at gamma={g:g} (c={c:g}, a1={a1:g}, s_f^2={sf2:g}, "
-            f"d0={d0:g}, system={system!r}): residual {res:.2e} after {its} Newton steps" + (f" ({why})" if why else "")
-        )
+        raise RuntimeError(f"null attention system did not converge at gamma={g:g} (c={c:g}, a1={a1:g}, "
+                           f"s_f^2={sf2:g}, d0={d0:g}, system={system!r}): residual {res:.2e} after {its} Newton "
+                           f"steps" + (f" ({why})" if why else ""))
 
     for idx in order:
         z = float(zs[idx])
