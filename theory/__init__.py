@@ -25,34 +25,13 @@ multi_head        paper B with H heads: MultiHeadModel (shared or random heads, 
 strong_alignment  paper B under strong alignment (||w_K|| ||w_Q|| ~ sqrt p): the gamma -> 0 gap, its T1 and T2 parts
 strong_alignment_risk  the same on fresh labels: prediction risk of attention and ridge, leverage by bins of |a|
 
-Input validation (one layer, :mod:`theory.validation`, used by every public callable)
---------------------------------------------------------------------------------------
-Numbers must be finite and real (NaN, +-inf, complex and ``bool`` are refused unless a parameter documents
-otherwise; symbolic functions also take sympy expressions); integers are checked as integers; strings are never
-parsed (activation names go through the registry, nothing else reaches ``sympify``); messages start with the
-argument's name and state the allowed range.  A wrong type raises :class:`ArgumentTypeError` (a ``TypeError``
-and a ``ValueError``), a wrong value ``ValueError``.  Sizes and memory are bounded by :class:`Limits`
-(:func:`get_limits`, :func:`set_limits`), checked before any work starts.
+Input validation: one layer, :mod:`theory.validation` (its docstring states the rules), at the public entry
+points; a wrong type raises :class:`ArgumentTypeError` (a ``TypeError`` and a ``ValueError``), a wrong value
+``ValueError``; sizes and memory are bounded by :class:`Limits` (:func:`get_limits`, :func:`set_limits`).
 """
 
-from . import (
-    activations,
-    attention,
-    implicit,
-    kernel_spectrum,
-    laws,
-    marchenko_pastur,
-    minimax,
-    multi_head,
-    null_system,
-    ridge,
-    settings,
-    strong_alignment,
-    strong_alignment_risk,
-    structured,
-    symbolic,
-    symbols,
-)
+from . import (activations, attention, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, multi_head,
+               null_system, ridge, settings, strong_alignment, strong_alignment_risk, structured, symbolic, symbols)
 from .validation import ArgumentTypeError, Limits, get_limits, set_limits
 from ._version import __version__
 from .activations import *  # noqa: F401,F403
@@ -71,7 +50,6 @@ from .structured import *  # noqa: F401,F403
 
 __all__ = ["symbols", "symbolic", "ArgumentTypeError", "Limits", "get_limits", "set_limits"]
 for _module in (activations, implicit, kernel_spectrum, laws, marchenko_pastur, minimax, multi_head, null_system, ridge,
-                settings,
-                strong_alignment, strong_alignment_risk, structured):
+                settings, strong_alignment, strong_alignment_risk, structured):
     __all__ += list(_module.__all__)
 del _module

@@ -89,9 +89,6 @@ class Jet:
     def __neg__(self) -> Jet:
         return Jet(-self.coefficients)
 
-    def __pos__(self) -> Jet:
-        return self
-
     def __sub__(self, other: Any) -> Jet:
         return self + (-self._lift(other))
 
@@ -149,11 +146,6 @@ class Jet:
         for k in range(1, self.order + 1):
             s.append(-s0 @ sum(m[j] @ s[k - j] for j in range(1, k + 1)))
         return Jet(np.stack(s))
-
-    def __getitem__(self, index: Any) -> Jet:
-        if not isinstance(index, tuple):
-            index = (index,)
-        return Jet(self.coefficients[(slice(None), *index)])
 
     def integrate(self, weights: np.ndarray) -> Jet:
         """``sum_i w_i a(s; node_i)`` for coefficients of shape ``(order + 1, n_nodes)``."""

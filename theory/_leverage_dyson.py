@@ -201,7 +201,7 @@ def _self_energy(G: np.ndarray, w: np.ndarray, H: SlopeKernel, R: np.ndarray, c:
     h_diag = H.Phi**2 @ H.lam
 
     def block_diagonal(i: int, j: int) -> np.ndarray:
-        """``diag`` of block ``(i, j)`` of ``(I kron H) Z^{-1}`` restricted to ``1..2m`` (``0``: ``1``, ``1``: ``u``)."""
+        """``diag`` of block ``(i, j)`` of ``(I kron H) Z^{-1}`` on ``1..2m`` (``0``: ``1``, ``1``: ``u``)."""
         rows, cols = slice(i * m, (i + 1) * m), slice(j * m, (j + 1) * m)
         lowrank = np.einsum("ik,ik->i", left[rows][:, (1 - j) * r:(2 - j) * r], -H.Phi)  # P^T J: block (1-j, j)
         return (-h_diag if i != j else 0.0) - lowrank + s * Hu[rows] * v[cols]
@@ -265,18 +265,12 @@ def solve_leverage(f: Callable[[np.ndarray], np.ndarray], c: float, snr: float, 
     Lam[:, 0, 1] = Lam[:, 1, 0] = -diag_slope
     Lam[:, 1, 2] = Lam[:, 2, 1] = -1.0
     if mean is not None:  # the model removes the mean kernel's diagonal, which the low-rank block holds
-        Lam -= _diagonal_block(mean.diagonal)
+        Lam[:, 0, 1] -= mean.diagonal
+        Lam[:, 1, 0] -= mean.diagonal
     Lam += 1j * EPS * np.eye(3)
     G, it, converged = _iterate(-1j * np.tile(np.eye(3), (m, 1, 1)), _Pencil(Lam, w, H, R, c, delta, mean),
                                 options.tol, options.maxiter)
     return DysonSolution(a, w, 1.0 - G[:, 0, 0].real, it, converged)
-
-
-def _diagonal_block(values: np.ndarray) -> np.ndarray:
-    """Per node, ``values`` in the token blocks ``(1, u)`` and ``(u, 1)``: where the kernel's diagonal sits."""
-    out = np.zeros((values.size, 3, 3), complex)
-    out[:, 0, 1] = out[:, 1, 0] = values
-    return out
 
 
 class _Pencil(NamedTuple):
@@ -308,8 +302,7 @@ def _iterate(G: np.ndarray, pencil: _Pencil, tol: float, maxiter: int) -> tuple[
 #: iterates that the Anderson mixing of :func:`solve_leverage` remembers (0: plain damped iteration)
 ANDERSON_DEPTH = 6
 #: relative step below which the mixing starts (farther out, extrapolating from the history can throw the iterate
-#: away near ``c = 1``: at erf ``c = 0.9`` with the mean part, mixing from the first step did not converge in 5000
-#: iterations; gated, it converges in about 1000)
+#: away near ``c = 1``)
 ANDERSON_START = 1e-5
 
 

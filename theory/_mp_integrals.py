@@ -74,9 +74,8 @@ def _pole_data(den: tuple[float, ...], c: float):
     """Roots of ``D`` (ascending coefficients ``den``, degree >= 1) and what the partial fractions need there.
 
     Returns ``(roots, D'(roots), D''(roots), m_G(roots), m_G'(roots), amp)``; ``amp`` estimates the error
-    amplification of nearly repeated roots (``1 + max|root| / min gap``; a heuristic, see
-    :func:`gram_rational_integral`, Notes).  Cached: the callers integrate
-    several numerators over one denominator.
+    amplification of nearly repeated roots (``1 + max|root| / min gap``, a heuristic).  Cached: the callers
+    integrate several numerators over one denominator.
     """
     D = np.asarray(den, dtype=float)
     roots = P_.polyroots(D).astype(np.complex128)
@@ -133,8 +132,7 @@ def gram_rational_integral(numerator: Any, denominator: Any, c: float, power: in
         Estimated relative precision of ``value``: ``1e-15 amp (|q part| + sum_i |term_i|) / |value|``, with
         ``amp = 1 + max|w_i| / min_{i != j} |w_i - w_j|`` (cancellation between nearly repeated roots);
         ``1e-16`` when ``D`` is constant, ``0`` when ``P = 0``.  Callers fall back to quadrature when it is poor.
-        It models the cancellation between the partial fractions, not the rounding of the roots themselves
-        (see Notes).
+        It models the cancellation between the partial fractions, not the rounding of the roots themselves.
 
     Raises
     ------
@@ -148,13 +146,9 @@ def gram_rational_integral(numerator: Any, denominator: Any, c: float, power: in
 
     Notes
     -----
-    The computed roots carry an error of about ``u sum_j |D_j| |w_i|^j / |D'(w_i)|`` (``u`` the unit roundoff),
-    which ``precision`` does not include.  For a denominator with large coefficients, or with several roots
-    clustered next to an edge of the support, the true error can exceed ``precision |value|`` by one to two
-    orders of magnitude (against quadrature, tests/theory/test_marchenko_pastur.py; ``c = 1``, three roots within 0.05 of
-    each other just beyond the upper edge 4: relative error 2.6e-10 for an estimate 3.2e-12; ``power = 2``,
-    roots ``4.41 +- 0.07i, 4.72``: 2.3e-8 for 1.3e-9).  The estimate is kept as it is because both callers'
-    stopping and fallback rules are calibrated on it.
+    The roots' own rounding error (about ``u sum_j |D_j| |w_i|^j / |D'(w_i)|``) is not in ``precision``: for
+    clustered roots next to an edge the true error can be one to two orders of magnitude larger.  The callers'
+    stopping and fallback rules are calibrated on this estimate.
     """
     if not (c > 0):
         raise ValueError(f"c must be > 0, got {c!r}")

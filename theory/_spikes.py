@@ -12,23 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    check_choice,
-    check_real,
-    check_size,
-    describe,
-)
-
-
-DIAGONALS = ("removed", "kept")
-
+from .validation import ArgumentTypeError, as_array, as_float, check_choice, check_size, describe
 
 SPIKE_KINDS = ("aligned", "orthogonal")
-
-
 #: largest ``snr = ||mu||^2`` and spike strength ``||w||^2`` (far beyond the linearised regime already)
 SNR_MAX = STRENGTH_MAX = 1e8
 
@@ -62,26 +48,22 @@ def spike_vectors(strength: float, kind: str) -> tuple[np.ndarray, np.ndarray]:
 
 def finite_dims(snr: float, spike: Any) -> tuple[np.ndarray, np.ndarray]:
     """``m = E^T mu`` and ``A / a1 = I + k_K k_Q^T`` in an orthonormal basis of span(e1, w_K, w_Q); ``spike``: the
-    vectors ``(w_K, w_Q)`` or None."""
-    wk, wq = spike_arrays(*spike) if spike is not None else (None, None)
-    if wk is not None:
-        dim = max(wk.size, wq.size)
-        wk = np.pad(wk, (0, dim - wk.size))
-        wq = np.pad(wq, (0, dim - wq.size))
-        e1 = np.zeros(dim)
-        e1[0] = 1.0
-        basis = [e1]
-        for v in (wk, wq):  # Gram-Schmidt in the order e1, w_K, w_Q
-            r = v - sum((b @ v) * b for b in basis)
-            r = r - sum((b @ r) * b for b in basis)
-            nr = float(np.linalg.norm(r))
-            if nr > 1e-12 * max(1.0, float(np.linalg.norm(v))):
-                basis.append(r / nr)
-        E = np.stack(basis, axis=1)
-        m = math.sqrt(snr) * (E.T @ e1)
-        kK, kQ = E.T @ wk, E.T @ wq
-        return m, np.eye(E.shape[1]) + np.outer(kK, kQ)
-    return np.array([math.sqrt(snr)]), np.eye(1)
+    vectors ``(w_K, w_Q)`` of a :class:`theory.Spike` (same length) or None."""
+    if spike is None:
+        return np.array([math.sqrt(snr)]), np.eye(1)
+    wk, wq = (np.asarray(w, dtype=float) for w in spike)
+    e1 = np.zeros(wk.size)
+    e1[0] = 1.0
+    basis = [e1]
+    for v in (wk, wq):  # Gram-Schmidt in the order e1, w_K, w_Q
+        r = v - sum((b @ v) * b for b in basis)
+        r = r - sum((b @ r) * b for b in basis)
+        nr = float(np.linalg.norm(r))
+        if nr > 1e-12 * max(1.0, float(np.linalg.norm(v))):
+            basis.append(r / nr)
+    E = np.stack(basis, axis=1)
+    m = math.sqrt(snr) * (E.T @ e1)
+    return m, np.eye(E.shape[1]) + np.outer(E.T @ wk, E.T @ wq)
 
 
 def spike_arrays(w_k: Any, w_q: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -113,8 +95,8 @@ def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None) 
     ``kappa_lin`` in ``docs/structured_attention.md`` -- is unrelated to the unknown ``kappa`` of the
     corrected null system.)
 
-    Public as :meth:`theory.AttentionModel.linearisation_control`: ``p`` an integer in
-    ``[1, Limits.max_dimension]``, ``snr`` in ``[0, 1e8]``, the spike vectors ``w_k, w_q`` (both or neither).
+    Public as :meth:`theory.AttentionModel.linearisation_control` (``p`` an integer in
+    ``[1, Limits.max_dimension]``; the model's checked ``snr`` and spike vectors).
 
     Examples
     --------
@@ -123,12 +105,10 @@ def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None) 
     0.875
     """
     check_size("p", p, 1, "max_dimension")
-    check_real("snr", snr, low=0, high=SNR_MAX)
-    if w_k is None and w_q is None:
+    if w_k is None:
         return float(snr) / math.sqrt(p)
-    wk, wq = spike_arrays(w_k, w_q)
-    vk = float(wk @ wk + snr * wk[0] ** 2)
-    vq = float(wq @ wq + snr * wq[0] ** 2)
+    vk = float(w_k @ w_k + snr * w_k[0] ** 2)
+    vq = float(w_q @ w_q + snr * w_q[0] ** 2)
     return (float(snr) + math.sqrt(vk * vq)) / math.sqrt(p)
 
 

@@ -11,11 +11,7 @@ import functools
 import numpy as np
 import sympy as sp
 
-from .validation import (
-    as_array,
-    as_float,
-    finite_result,
-)
+from .validation import as_array, as_float, finite_result
 from .symbols import a1 as _a1
 from .symbols import c as _c
 from .symbols import delta as _delta
@@ -24,17 +20,9 @@ from .symbols import gamma as _gamma
 
 # symbols local to the derivation
 l_sym = sp.Symbol("l", nonnegative=True)  # eigenvalue of G = Z^T Z / p
-
-
 delta_t = sp.Symbol("delta_t", positive=True)  # delta~ = tau(Q0)
-
-
 sf2_sym = sp.Symbol("s_f2", nonnegative=True)  # s_f^2 = nu - a1^2
-
-
 d0_sym = sp.Symbol("d0", real=True)  # diagonal constant of the kernel
-
-
 kappa_sym = sp.Symbol("kappa", real=True)  # third unknown of the corrected (symmetric-noise) null system
 
 
@@ -44,7 +32,7 @@ def _A(l: sp.Expr) -> sp.Expr:
 
 
 def _den() -> sp.Expr:
-    """``D(l) = gamma (1 + delta)(1 + s_f^2 l delta~) + c l (A(l) - kappa)^2`` (``kappa = 0``: the first reconstruction)."""
+    """``D(l) = gamma (1 + delta)(1 + s_f^2 l delta~) + c l (A(l) - kappa)^2`` (``kappa = 0``: first reconstruction)."""
     return _gamma * (1 + _delta) * (1 + sf2_sym * l_sym * delta_t) + _c * l_sym * (_A(l_sym) - kappa_sym) ** 2
 
 
@@ -104,9 +92,9 @@ def null_trace_closed_forms() -> dict[str, sp.Expr]:
         T22 = gamma s_f^2 delta~^2 / c + a1 T13 + e T12,
         T23 = (1 - gamma delta~) / c,       T33 = (1 - gamma delta / s_f^2) / c.
 
-    In particular ``kappa = s_f^2 tau(Q0 K0 G)``.  (the first reconstruction's system, ``kappa = 0``, does not close this
-    way: its ``T13 = int l A / D`` needs ``I_2``.)  The numeric path integrates ``I_0, I_1, I_2``
-    instead, for both systems; the tests check it against these forms.
+    In particular ``kappa = s_f^2 tau(Q0 K0 G)``.  (The first reconstruction's system, ``kappa = 0``, does not close
+    this way: its ``T13 = int l A / D`` needs ``I_2``.)  The numeric path integrates ``I_0, I_1, I_2`` instead, for
+    both systems; the tests check it against these forms.
 
     Returns
     -------
@@ -149,17 +137,8 @@ def structured_low_rank_matrix(A: np.ndarray, Gamma: np.ndarray, c: float) -> np
 
 def low_rank_matrix(A: np.ndarray, Gamma: np.ndarray, c: float) -> np.ndarray:
     """:func:`structured_low_rank_matrix` of checked arguments."""
-    k = A.shape[0]
-    N = Gamma / c
-    Z = np.zeros((k, k))
-    I = np.eye(k)
-    return np.block(
-        [
-            [A.T @ N @ N @ A + A.T @ N @ A, A.T @ N, A.T],
-            [N @ A, I, Z],
-            [A, Z, Z],
-        ]
-    )
+    N, Z, I = Gamma / c, np.zeros(A.shape), np.eye(A.shape[0])
+    return np.block([[A.T @ N @ N @ A + A.T @ N @ A, A.T @ N, A.T], [N @ A, I, Z], [A, Z, Z]])
 
 
 @functools.lru_cache(maxsize=1)

@@ -156,8 +156,7 @@ def trace_matrix(g: float, c: float, a1: float, sf2: float, d0: float, nul: np.n
 
 
 #: condition number of the equilibrated trace matrix above which :func:`woodbury` uses the direct form (the inverse
-#: form then loses more than about 1e-8 relative; measured: below 1e3 for every nonsingular case, 1e15 and more for
-#: the singular ones of ``a1 = 0``)
+#: form then loses more than about 1e-8 relative)
 TRACE_COND_LIMIT = 1e8
 
 
@@ -171,12 +170,10 @@ def woodbury(T, dT, m, A, c):
         y^T Q y / n = T11 / (1 + |m|^2) + w^T X w,
         d/dgamma    = dT11 / (1 + |m|^2) + (X^T w)^T ((T^{-1} dT T^{-1}) (x) Gamma^{-1}) (X w).
 
-    This form is used because it keeps the digits: at small ``gamma`` (``c < 1``) ``T`` has entries of order
-    ``1 / gamma``, and ``I + Omega C`` adds ``I`` to them (the direct form, :func:`woodbury_direct`, loses about
-    ``1e-16 / gamma`` relative: 3e-7 at ``gamma = 1e-9``, and E was not monotone in ``gamma`` below 3e-6), while
-    ``T^{-1}`` has entries of order ``gamma`` next to ``C``'s of order one (about 1e-9 relative at ``gamma = 1e-9``).
-    Where ``T`` is (nearly) singular (condition number of its equilibrated form above :data:`TRACE_COND_LIMIT`,
-    e.g. ``a1 = 0``, where two of its rows are equal) the direct form is used.
+    This form keeps the digits at small ``gamma`` (``c < 1``), where ``T`` has entries of order ``1 / gamma``: the
+    direct form, :func:`woodbury_direct`, loses about ``1e-16 / gamma`` relative.  Where ``T`` is (nearly) singular
+    (condition number of its equilibrated form above :data:`TRACE_COND_LIMIT`, e.g. ``a1 = 0``, where two of its rows
+    are equal) the direct form is used.
     """
     if not np.any(m):  # no signal direction: y^T Q y / n = T11 exactly
         return T[0, 0], dT[0, 0]

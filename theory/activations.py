@@ -42,17 +42,8 @@ import sympy as sp
 from .validation import ArgumentTypeError, as_float, check_choice, check_flag, check_real, check_size, describe
 from .symbols import x
 
-__all__ = [
-    "ACTIVATIONS",
-    "ActivationSpec",
-    "HermiteMoments",
-    "activation",
-    "hermite_coefficients",
-    "hermite_moments",
-    "numpy_activation",
-    "activation_asymptotic_slope",
-    "check_activation",
-]
+__all__ = ["ACTIVATIONS", "ActivationSpec", "HermiteMoments", "activation", "hermite_coefficients", "hermite_moments",
+           "numpy_activation", "activation_asymptotic_slope", "check_activation"]
 
 ActivationLike = Union[str, sp.Basic]
 
@@ -96,15 +87,7 @@ class ActivationSpec:
     pieces: tuple | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"name must be a non-empty string, got {describe(self.name)}")
         check_choice("method", self.method, METHODS)
-        if not callable(self.numpy):
-            raise ArgumentTypeError(f"numpy must be a callable, got {describe(self.numpy)}")
-        if (self.method == "trig") != (self.phase is not None):
-            raise ValueError(f"{self.name}: a phase is given exactly for method 'trig'")
-        if (self.method == "piecewise") != (self.pieces is not None):
-            raise ValueError(f"{self.name}: pieces are given exactly for method 'piecewise'")
 
 
 # The named activations.  Adding one is one entry here (docs/architecture.md says what else to run).
@@ -129,14 +112,7 @@ _SPECS: tuple[ActivationSpec, ...] = (
     ActivationSpec("softplus", sp.log(1 + sp.exp(x)), "numeric", lambda t: np.logaddexp(0.0, t)),
 )
 
-# the tables the functions below read, all derived from _SPECS
-_REGISTRY: dict[str, tuple[sp.Expr, str]] = {s.name: (s.expr, s.method) for s in _SPECS}
-_KNOWN_SECOND_MOMENT: dict[str, sp.Expr] = {s.name: s.second_moment for s in _SPECS if s.second_moment is not None}
-_TRIG_PHASE = {s.name: s.phase for s in _SPECS if s.phase is not None}
-_PIECES: dict[str, list[tuple[sp.Expr, sp.Expr, sp.Expr]]] = {s.name: list(s.pieces) for s in _SPECS
-                                                               if s.pieces is not None}
-_NUMPY_IMPL: dict[str, Callable[[np.ndarray], np.ndarray]] = {s.name: s.numpy for s in _SPECS}
-
+_REGISTRY: dict[str, ActivationSpec] = {s.name: s for s in _SPECS}
 ACTIVATIONS: tuple[str, ...] = tuple(_REGISTRY)
 
 _PHI = sp.exp(-(x**2) / 2) / sp.sqrt(2 * sp.pi)
@@ -158,7 +134,7 @@ _PROBES = (0.3, -0.7, 1.9)
 
 
 def _as_expr(f: ActivationLike, centered: bool = False, argname: str = "f") -> sp.Expr:
-    """Sympy expression in ``theory.symbols.x`` for a name or an expression (validated; see :func:`check_activation`)."""
+    """Sympy expression in ``theory.symbols.x`` of a name or an expression (validated: :func:`check_activation`)."""
     if isinstance(f, str):
         return activation(_check_name(f, argname), centered=centered)
     what = f"an activation: one of {ACTIVATIONS} or a real sympy expression in one variable"
@@ -222,8 +198,8 @@ def check_activation(f: Any, argname: str = "activation") -> str | sp.Expr:
 
 def _registry_match(expr: sp.Expr) -> tuple[str, sp.Expr] | None:
     """``(name, shift)`` when ``expr = raw registry activation + constant shift`` (e.g. a centred one)."""
-    for name, (raw, _) in _REGISTRY.items():
-        shift = sp.expand(expr - raw)
+    for name, spec in _REGISTRY.items():
+        shift = sp.expand(expr - spec.expr)
         if shift.is_number:
             return name, shift
     return None
@@ -262,7 +238,7 @@ def _exact_gauss(expr: sp.Expr) -> sp.Expr:
 def _piecewise_gauss(name: str, weight: sp.Expr, power: int = 1) -> sp.Expr:
     """``E[f(xi)^power weight(xi)]`` for a piecewise-polynomial registry activation."""
     total = sp.Integer(0)
-    for lo, hi, piece in _PIECES[name]:
+    for lo, hi, piece in _REGISTRY[name].pieces:
         total += sp.integrate(sp.expand(piece**power * weight) * _PHI, (x, lo, hi))
     return sp.simplify(total)
 
@@ -290,7 +266,7 @@ def _is_odd(expr: sp.Expr) -> bool:
 @functools.lru_cache(maxsize=None)
 def _registry_coefficient(name: str, k: int) -> sp.Expr:
     """``a_k`` of the raw registry activation ``name`` (exact or Float)."""
-    raw, method = _REGISTRY[name]
+    raw, method = _REGISTRY[name].expr, _REGISTRY[name].method
     if k % 2 == 0 and _is_odd(raw):
         return sp.Integer(0)
     if method == "numeric":
@@ -300,7 +276,7 @@ def _registry_coefficient(name: str, k: int) -> sp.Expr:
     elif method == "piecewise":
         val = _piecewise_gauss(name, sp.hermite_prob(k, x))
     elif method == "trig":
-        val = sp.exp(-sp.Rational(1, 2)) * sp.cos(_TRIG_PHASE[name] + k * sp.pi / 2)
+        val = sp.exp(-sp.Rational(1, 2)) * sp.cos(_REGISTRY[name].phase + k * sp.pi / 2)
     else:
         val = _exact_gauss(raw * sp.hermite_prob(k, x))
     return sp.simplify(val / sp.sqrt(sp.factorial(k)))
@@ -314,19 +290,18 @@ def _second_moment(expr: sp.Expr) -> sp.Expr:
     match = _registry_match(expr)
     if match is not None and match[1] != 0:  # E (f + s)^2 = E f^2 + 2 s E f + s^2
         name, shift = match
-        raw = _REGISTRY[name][0]
-        return _second_moment(raw) + 2 * shift * _registry_coefficient(name, 0) + shift**2
+        return _second_moment(_REGISTRY[name].expr) + 2 * shift * _registry_coefficient(name, 0) + shift**2
     if match is not None:
         name = match[0]
-        raw, method = _REGISTRY[name]
-        if name in _KNOWN_SECOND_MOMENT:
-            return _KNOWN_SECOND_MOMENT[name]
-        if method == "piecewise":
+        spec = _REGISTRY[name]
+        if spec.second_moment is not None:
+            return spec.second_moment
+        if spec.method == "piecewise":
             return _piecewise_gauss(name, sp.Integer(1), power=2)
-        if method == "trig":  # cos^2(x + t) = (1 + cos(2x + 2t)) / 2
-            return (1 + sp.exp(-2) * sp.cos(2 * _TRIG_PHASE[name])) / 2
-        if method in ("integrate", "stein"):
-            return _exact_gauss(raw**2)
+        if spec.method == "trig":  # cos^2(x + t) = (1 + cos(2x + 2t)) / 2
+            return (1 + sp.exp(-2) * sp.cos(2 * spec.phase)) / 2
+        if spec.method in ("integrate", "stein"):
+            return _exact_gauss(spec.expr**2)
     return _numeric_gauss(expr, None, power=2)
 
 
@@ -350,7 +325,7 @@ def activation(name: str, centered: bool = True) -> sp.Expr:
     """
     key = _check_name(name, "name")
     check_flag("centered", centered)
-    raw = _REGISTRY[key][0]
+    raw = _REGISTRY[key].expr
     if not centered:
         return raw
     a0 = _registry_coefficient(key, 0)
@@ -455,7 +430,7 @@ def hermite_moments(f: ActivationLike) -> HermiteMoments:
     >>> round(m.a1, 4), round(m.nu, 4)
     (0.6515, 0.4646)
     """
-    expr = _REGISTRY[_check_name(f, "f")][0] if isinstance(f, str) else _as_expr(f)
+    expr = _REGISTRY[_check_name(f, "f")].expr if isinstance(f, str) else _as_expr(f)
     return _moments_of_expr(expr)
 
 
@@ -483,7 +458,7 @@ def numpy_activation(f: ActivationLike, centered: bool = True) -> Callable[[np.n
     check_flag("centered", centered)
     if isinstance(f, str):
         key = _check_name(f, "f")
-        base = _NUMPY_IMPL[key]
+        base = _REGISTRY[key].numpy
         a0 = float(_registry_coefficient(key, 0)) if centered else 0.0
     else:
         expr = _as_expr(f)

@@ -53,7 +53,6 @@ def _attention_error(gamma: Any, c: float, activation: ActivationLike, snr: floa
         return _symbolic_attention_error(gamma, c, activation, snr, spike, diagonal, solver_options)
     g = as_array("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     check_grid("gamma", g.size)
-    as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
     if _structured_case(snr, spike, solver_options):
         return _structured_error(gamma, c, activation, snr, spike, diagonal, **solver_options)
     d0 = null_kernel_diagonal(activation, diagonal)
@@ -104,7 +103,6 @@ def _attention_error_taylor(gamma: float, c: float, activation: ActivationLike, 
     :func:`theory.structured._structured_error_taylor`.
     """
     g0 = as_float("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
-    as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
     if _structured_case(snr, spike, solver_options):
         return _structured_error_taylor(g0, c, activation, snr, spike, diagonal, order=order, rtol=rtol,
                                         **solver_options)

@@ -30,13 +30,8 @@ import sympy as sp
 
 from ._jets import Jet
 from .validation import as_float, as_int, check_real, get_limits
-from .null_system import (
-    SYSTEM_SYMBOLS,
-    QuadratureIntegrator,
-    _gram_law_quadrature,
-    null_system_equations,
-    solve_null_system_full,
-)
+from .null_system import (SYSTEM_SYMBOLS, QuadratureIntegrator, _gram_law_quadrature, null_system_equations,
+                          solve_null_system_full)
 
 __all__ = ["NullTaylor", "null_system_taylor"]
 
@@ -75,15 +70,6 @@ def _integrand_series():
     return sp.lambdify(SYSTEM_SYMBOLS, [eq["g1"], eq["g2"], eq["g3"]], modules=[{}])
 
 
-def _jacobian(z: float, x0: np.ndarray, consts: tuple[float, float, float, float], n_unknowns: int,
-              n_nodes: int) -> np.ndarray:
-    """``Id - d_x I`` at the solution, on the unknowns, from the same quadrature rule as the ``b_k``."""
-    c, a1, sf2, d0 = consts
-    I = QuadratureIntegrator(c, n_nodes)(z, x0[0], x0[1], x0[2], c, a1, sf2, d0)
-    dIdx = np.array([I[3:6], I[6:9], I[9:12]]).T  # rows I1..I3, columns delta, delta~, kappa
-    return np.eye(n_unknowns) - dIdx[:n_unknowns, :n_unknowns]
-
-
 def _higher_orders(x: np.ndarray, gamma0: float, consts: tuple[float, float, float, float], n_unknowns: int,
                    n_nodes: int) -> np.ndarray:
     """``x`` (``(order + 1, 3)``, orders 0 and 1 filled) completed order by order with an ``n_nodes`` rule."""
@@ -91,7 +77,8 @@ def _higher_orders(x: np.ndarray, gamma0: float, consts: tuple[float, float, flo
     nodes, weights = _gram_law_quadrature(c, n_nodes)
     order = x.shape[0] - 1
     x = x.copy()
-    jac = _jacobian(-gamma0, x[0], consts, n_unknowns, n_nodes)
+    I = QuadratureIntegrator(c, n_nodes)(-gamma0, *x[0], c, a1, sf2, d0)  # Id - d_x I at the solution, same rule
+    jac = np.eye(n_unknowns) - np.array([I[3:6], I[6:9], I[9:12]]).T[:n_unknowns, :n_unknowns]
     z = Jet(np.concatenate([[-gamma0, -1.0], np.zeros(order - 1)]))  # z = -gamma0 - s
     for k in range(2, order + 1):
         x[k] = 0.0
@@ -155,8 +142,10 @@ def null_system_taylor(gamma: float, c: float, a1: float, sf2: float, d0: float 
     x[0] = sol.delta, sol.delta_tilde, sol.kappa
     if order >= 1:
         x[1] = -sol.ddelta_dz, -sol.ddelta_tilde_dz, -sol.dkappa_dz
-    consts = (float(c), float(a1), float(sf2), float(d0))
-    x, n_nodes, err = _refined(x, gamma0, consts, 3 if full else 2, rtol)
+    consts, n_nodes, err = (float(c), float(a1), float(sf2), float(d0)), 0, 0.0
+    if order >= 2:  # orders >= 2 on refined rules
+        x[2:], n_nodes, err = refine_quadrature(lambda n: _higher_orders(x, gamma0, consts, 3 if full else 2, n)[2:],
+                                                rtol, f"null_system_taylor at gamma={gamma0:g}")
     return NullTaylor(gamma0, x[:, 0].copy(), x[:, 1].copy(), x[:, 2].copy(), n_nodes, err)
 
 
@@ -185,15 +174,3 @@ def refine_quadrature(compute: Callable[[int], np.ndarray], rtol: float, where: 
     raise RuntimeError(f"{where}: the implicit derivatives are not resolved by the quadrature of mu_G: two rules of "
                        f"{n // 2} and {n} nodes differ by {err:.2e} (rtol={rtol:g}); small gamma sharpens the "
                        f"integrands")
-
-
-def _refined(x: np.ndarray, gamma0: float, consts: tuple[float, float, float, float], n_unknowns: int,
-             rtol: float) -> tuple[np.ndarray, int, float]:
-    """Orders ``>= 2`` of ``x`` on refined rules (:func:`refine_quadrature`)."""
-    if x.shape[0] <= 2:
-        return x, 0, 0.0
-    out, n, err = refine_quadrature(lambda n: _higher_orders(x, gamma0, consts, n_unknowns, n)[2:], rtol,
-                                    f"null_system_taylor at gamma={gamma0:g}")
-    x = x.copy()
-    x[2:] = out
-    return x, n, err

@@ -18,12 +18,8 @@ with a semicircle of variance ``(nu - a1^2) / c``.  Its R-transform is
     m = -1 / ( z + a1^2 m / (c + a1 m) + (nu - a1^2) m / c ),
 
 i.e. the cubic ``sf2 a1 m^3 + c (a1 z + a1^2 + sf2) m^2 + c (c z + a1) m + c^2 = 0``,
-``sf2 = nu - a1^2``.  The normalisation ``f(.)/sqrt p`` with ``n x n`` size and ``c = p/n`` was
-checked against simulation (tests/theory/test_marchenko_pastur.py, slow; and check B6): for tanh and sign
-(``a2 = 0``) the empirical Stieltjes transform at ``0.3 + 0.5i`` is within ``2e-3`` of
-:func:`kernel_stieltjes` at ``n = 800``.  Activations with an even part (``a2 != 0``: relu, cos)
-converge like ``p^{-1/2}`` (cos, ``c = 1/4``: gap 0.057, 0.041, 0.029, 0.021 at
-``p = 100, 200, 400, 800``) and show a few outliers; the bulk limit is unchanged.
+``sf2 = nu - a1^2``.  The normalisation is checked against simulation (tests/theory/test_marchenko_pastur.py,
+slow; check B6); activations with an even part (``a2 != 0``: relu, cos) converge like ``p^{-1/2}``.
 
 Branch selection: among the roots at ``z`` (``Im z > 0``; real ``z`` is moved to ``z + i eta``)
 the Stieltjes transform is the root with ``Im m > 0`` that satisfies the Cauchy–Schwarz bound
@@ -40,17 +36,8 @@ import numpy as np
 
 import sympy as sp
 
-from .validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    as_int,
-    check_array_memory,
-    check_complex,
-    finite_result,
-    numeric_errors,
-    to_sympy,
-)
+from .validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_complex,
+                         finite_result, numeric_errors, to_sympy)
 from .marchenko_pastur import mp_density
 from .symbolic import is_symbolic
 
@@ -83,7 +70,8 @@ def kernel_equation(m: Any, z: Any, c: float, a1: float, nu: float) -> Any:
     c, a1, _ = _validate(c, a1, nu)
     nu = float(nu)
     sf2 = nu - a1**2  # not clipped at 0 (the residual of the given constants)
-    with numeric_errors("kernel_equation", m=m, z=z, c=c, a1=a1, nu=nu), np.errstate(divide="raise", over="raise", invalid="raise"):
+    with (numeric_errors("kernel_equation", m=m, z=z, c=c, a1=a1, nu=nu),
+          np.errstate(divide="raise", over="raise", invalid="raise")):
         out = m + 1.0 / (z + a1**2 * m / (c + a1 * m) + sf2 * m / c)
     return finite_result("kernel_equation", out, m=m, z=z, c=c, a1=a1, nu=nu)
 
@@ -155,8 +143,7 @@ def _stieltjes_core(zin: np.ndarray, c: float, a1: float, sf2: float, eta: float
     out = _select_branch(roots, zz, c, a1, sf2)
     if not np.all(np.isfinite(out)):
         raise RuntimeError("kernel_stieltjes: branch selection failed")
-    out = out.reshape(zin.shape) if zin.ndim else out[0]
-    return out
+    return out.reshape(zin.shape) if zin.ndim else out[0]
 
 
 def _equation_coefficients(zz: np.ndarray, c: float, a1: float, sf2: float) -> np.ndarray:

@@ -58,18 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from .validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    check_array_memory,
-    check_choice,
-    check_seed,
-    check_size,
-    describe,
-    finite_result,
-    numeric_errors,
-)
+from .validation import (ArgumentTypeError, as_array, as_float, check_array_memory, check_choice, check_seed,
+                         check_size, describe, finite_result, numeric_errors)
 from .activations import check_activation, hermite_moments, numpy_activation
 from .kernel_spectrum import _density as _kernel_density
 from .kernel_spectrum import _stieltjes_core, _validate, kernel_support_estimate
@@ -106,8 +96,7 @@ def _check_sample_size(size: Any) -> tuple[int, ...]:
     shape = size if isinstance(size, tuple) else (size,)
     if not shape:
         raise ValueError("size must be a positive integer or a non-empty tuple of them, got ()")
-    dims = tuple(check_size("size", s, 1, "max_dimension") for s in shape)
-    return dims
+    return tuple(check_size("size", s, 1, "max_dimension") for s in shape)
 
 
 def _out(values: np.ndarray, like: np.ndarray) -> Any:
@@ -372,7 +361,7 @@ class KernelSpectralLaw(_SpectralLaw):
         if self._mp is not None:
             ends = [self._to_kernel(np.array(e)) for e in self._mp.support()]
             return float(min(ends)), float(max(ends))
-        return self._edges()
+        return self._edges
 
     # ------------------------------------------------------------------ the affine Marchenko-Pastur case
     def _to_kernel(self, lam: np.ndarray) -> np.ndarray:
@@ -424,7 +413,7 @@ class KernelSpectralLaw(_SpectralLaw):
     def _ppf(self, q: np.ndarray) -> np.ndarray:
         if self._mp is not None:
             return self._affine_ppf(q)
-        lo, hi = self._edges()
+        lo, hi = self._edges
         x = _bisect_increasing(self._cdf, q, np.full(q.shape, lo), np.full(q.shape, hi))
         return np.where(q <= 0, lo, np.where(q >= 1, hi, x))
 
@@ -452,13 +441,11 @@ class KernelSpectralLaw(_SpectralLaw):
         return -r, r
 
     @functools.cached_property
-    def _edge_cache(self) -> tuple[float, float]:
+    def _edges(self) -> tuple[float, float]:
+        """The edges of :func:`kernel_support_estimate` refined by bisection on the density."""
         lo, hi = kernel_support_estimate(self.c, self.a1, self.nu)
         step = 2 * self._bounds()[1] / 4000  # the estimate's grid spacing: the true edge is within one step
         return (_refine_edge(self._pdf, lo - step, lo), _refine_edge(self._pdf, hi + step, hi))
-
-    def _edges(self) -> tuple[float, float]:
-        return self._edge_cache
 
 
 def _refine_edge(pdf: Any, outside: float, inside: float, threshold: float = 1e-6) -> float:

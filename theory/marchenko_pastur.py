@@ -32,29 +32,12 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .validation import (
-    as_array,
-    as_float,
-    check_complex,
-    check_real,
-    check_size,
-    finite_result,
-    numeric_errors,
-    to_sympy,
-)
+from .validation import (as_array, as_float, check_complex, check_real, check_size, finite_result, numeric_errors,
+                         to_sympy)
 from .symbolic import is_symbolic
 
-__all__ = [
-    "mp_stieltjes",
-    "mp_stieltjes_expr",
-    "mp_delta",
-    "mp_delta_expr",
-    "mp_equation",
-    "mp_density",
-    "mp_atom",
-    "mp_support",
-    "mp_moment",
-]
+__all__ = ["mp_stieltjes", "mp_stieltjes_expr", "mp_delta", "mp_delta_expr", "mp_equation", "mp_density", "mp_atom",
+           "mp_support", "mp_moment"]
 
 
 #: bytes of intermediate arrays per input element of the vectorised functions (for the memory budget)
@@ -181,11 +164,9 @@ def _stieltjes_branch(z_in: np.ndarray, c: float) -> Any:
 def mp_delta(gamma: Any, c: float) -> Any:
     """``delta(gamma) = mp_stieltjes(-gamma, c)``, the positive root of ``delta = 1/(gamma + c/(1+delta))``.
 
-    Numerically stable form ``2 / (sqrt((gamma+c-1)^2 + 4 gamma) + gamma + c - 1)`` when
-    ``gamma + c - 1 > 0`` (no cancellation at small ``gamma``), with ``gamma + c - 1`` summed as
-    ``gamma + (c - 1)`` (``c - 1`` is exact near ``c = 1``, where ``(gamma + c) - 1`` would round ``gamma``
-    away: 5e-9 relative at ``c = 1``, ``gamma = 1e-16``) and the square root as ``hypot(b, 2 sqrt(gamma))``
-    (``b^2`` overflowed above ``gamma = 1e154``, giving 0); correct to a few ulps for every ``gamma`` and ``c``.
+    Numerically stable form ``2 / (sqrt((gamma+c-1)^2 + 4 gamma) + gamma + c - 1)`` when ``gamma + c - 1 > 0``,
+    with ``gamma + (c - 1)`` (exact near ``c = 1``) and ``hypot(b, 2 sqrt(gamma))`` (no overflow of ``b^2``):
+    correct to a few ulps for every ``gamma`` and ``c``.
     ``gamma = 0`` is allowed when ``c > 1`` (``delta(0) = 1 / (c - 1)``).
     """
     c = _float_c(c)

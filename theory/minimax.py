@@ -31,6 +31,7 @@ than the log gap of the upper bound, so the condition implies ``parametric <= up
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import mpmath
@@ -40,22 +41,9 @@ from sympy.core.evalf import PrecisionExhausted
 from .validation import check_choice, describe, get_limits, to_sympy
 from .validation import rank_and_dimension as _rank_dim
 
-__all__ = [
-    "rate_exponent",
-    "minimax_rate",
-    "upper_bound",
-    "lower_bound",
-    "log_gap_exponent",
-    "low_rank_condition",
-    "low_rank_rhs",
-    "num_intervals",
-    "beta_from_bspline_degree",
-    "parametric_term",
-    "finite_sample_slope",
-    "average_slope",
-    "total_error_slope",
-    "min_samples",
-]
+__all__ = ["rate_exponent", "minimax_rate", "upper_bound", "lower_bound", "log_gap_exponent", "low_rank_condition",
+           "low_rank_rhs", "num_intervals", "beta_from_bspline_degree", "parametric_term", "finite_sample_slope",
+           "average_slope", "total_error_slope", "min_samples"]
 
 _BOUNDS = ("upper", "rate", "lower")
 
@@ -343,18 +331,9 @@ def beta_from_bspline_degree(P: Any) -> sp.Expr:
 
 
 # --------------------------------------------------------------------------------------------- slopes
-def _check_bound(bound: Any) -> str:
-    return check_choice("bound", bound, _BOUNDS)
-
-
 def _bound_expr(M: sp.Expr, beta: sp.Expr, bound: str) -> sp.Expr:
-    if bound == "upper":
-        return upper_bound(M, beta)
-    if bound == "rate":
-        return minimax_rate(M, beta)
-    if bound == "lower":  # N (and c0) enter as constant factors: slope independent of them
-        return minimax_rate(M, beta)
-    raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
+    """The bound of a checked ``bound``; "lower" has the rate's slope (N and c0 enter as constant factors)."""
+    return upper_bound(M, beta) if bound == "upper" else minimax_rate(M, beta)
 
 
 def _log_slope(f_of_M, M: sp.Expr) -> sp.Expr:
@@ -392,7 +371,7 @@ def finite_sample_slope(M: Any, beta: Any, bound: str = "upper") -> sp.Expr:
     """
     M = _M(M)
     b = _beta(beta)
-    _check_bound(bound)
+    check_choice("bound", bound, _BOUNDS)
     return _log_slope(lambda m: _bound_expr(m, b, bound), M)
 
 
@@ -425,7 +404,7 @@ def average_slope(M_lo: Any, M_hi: Any, beta: Any, bound: str = "upper") -> sp.E
     if _is_numeric(M_lo, M_hi) and not bool(M_hi > M_lo):
         raise ValueError(f"M_hi must be > M_lo (the sweep is M_lo < M_hi), got M_lo={M_lo}, M_hi={M_hi}")
     b = _beta(beta)
-    _check_bound(bound)
+    check_choice("bound", bound, _BOUNDS)
     e = rate_exponent(b)
     if bound != "upper":  # pure power law: the secant slope is the exponent itself
         return -e
@@ -528,8 +507,7 @@ def min_samples(r: Any, d: Any, beta: Any) -> int:
     except PrecisionExhausted:  # k within ~1e-15 relative of an integer it cannot resolve: estimate the digits
         k_digits = int(float((2 * b + 1) * sp.log(r * d, 10))) + 2
 
-    def exact(m: int) -> bool:
-        return _exact_condition(k_expr, m)
+    exact = functools.partial(_exact_condition, k_expr)
 
     def fast(m: int) -> bool:  # mpmath with 50 guard digits; sympy decides the (never seen) close calls
         dps = len(str(m)) + k_digits + 50

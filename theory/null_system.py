@@ -1,63 +1,24 @@
 """The null system of paper B's attention (no signal, ``W = I``): its equations, integrators, solver and derivatives.
 
-The one home of the corrected (symmetric kernel noise) null system; :mod:`theory.attention` (the interpolation
-error of null attention) and :mod:`theory.structured` (signal and spikes, a finite-rank perturbation of this
-system) are built on it and import it; it imports neither.
+The one home of the corrected (symmetric kernel noise) null system; :mod:`theory.attention` and
+:mod:`theory.structured` are built on it.  Derivation (the project's own; it *corrects* the first reconstruction's
+system) and the simulations that decide between the two: ``docs/structured_attention.md``, section 4.
 
-Setting
--------
-``X = Z in R^{p x n}`` standard Gaussian (no signal, ``W = I_p``), ``c = p/n``, ``f`` centred with
-Hermite data ``a1 = E[xi f]``, ``nu = E f^2``, ``s_f^2 = nu - a1^2`` (:mod:`theory.activations`),
-kernel ``K = f(X^T X / sqrt p) / sqrt p`` (diagonal removed by default), attention output
-``Phi = X K``, ``Q(gamma) = (Phi^T Phi / n + gamma I_n)^{-1}`` and, for labels ``y`` independent of
-``X``, ``E = gamma^2 / n y^T Q^2 y -> gamma^2 d/dz delta~(z)|_{z=-gamma}`` with
-``delta~(z) = lim 1/n tr (Phi^T Phi/n - z)^{-1}``.
+``X = Z`` standard Gaussian ``p x n``, ``c = p/n``, ``f`` centred with ``a1 = E[xi f]``, ``s_f^2 = nu - a1^2``,
+kernel ``K = f(X^T X / sqrt p) / sqrt p``, ``Phi = X K``; for labels independent of ``X`` the interpolation error
+is ``E = gamma^2 d/dz delta~(z)`` at ``z = -gamma``.  With ``A(l) = a1 (l - 1) + d0`` (``d0``: 0 with the diagonal
+removed, ``lim f(t)/t`` kept, :func:`kept_diagonal` at a finite ``p``)::
 
-Derivation (the project's own; it *corrects* the first reconstruction's system)
--------------------------------------------------------------------------------
-1. Gaussian equivalence of the kernel: ``K ~ A(G) + W`` with ``G = X^T X / p``,
-   ``A(l) = a1 (l - 1) + d0`` and ``W`` a *symmetric* (GOE) matrix with entry variance
-   ``s_f^2 / p``, independent of ``X``.  ``d0`` is the limit of the kernel diagonal: 0 when it is
-   removed; when kept, ``K_ii = f(||x_i||^2/sqrt p)/sqrt p`` with ``||x_i||^2/sqrt p = sqrt p (1 + O(p^{-1/2}))``
-   so ``d0 = lim_{t->inf} f(t)/t`` (0 for bounded ``f``; 1 for relu, gelu, silu, softplus, identity;
-   infinite, hence rejected, for ``quadratic``).  At finite ``p`` the diagonal is
-   ``d0(p) = E f(chi_p^2 / sqrt p) / sqrt p`` (:func:`kept_diagonal`, e.g. ``1 - a0/sqrt p`` for relu):
-   pass it as ``diagonal=<number>`` to compare with a simulation at that ``p``.
-2. ``Phi^T Phi / n = c K G K``.  In the eigenbasis of ``G = U diag(l) U^T`` the GOE stays a GOE,
-   ``Phi^T Phi/n = c (A + W) L (A + W)``, which is the Schur complement of the linearisation
-   ``[[-z, (A + W) Lam], [Lam (A + W), -1]]``, ``Lam = sqrt(c L)``.  Its matrix Dyson equation
-   ``M = (L0 - S[M])^{-1}``, ``S[R] = E[WW R WW]`` (``WW`` the off-diagonal-block noise), has
-   diagonal blocks.  For a GOE, ``E[W B W] = (s^2/n)(B^T + tr(B) I)``, ``s^2 = s_f^2 / c``: the
-   diagonal blocks give the usual terms, and the *off-diagonal* blocks give an extra
-   ``kappa = s^2 <Lam M_12>`` that shifts ``A(l)`` to ``A(l) - kappa``.  (For non-symmetric noise
-   -- independent entries, the Hachem–Loubaton–Najim setting -- that term vanishes and one gets
-   the first reconstruction's system exactly.)  The result, with ``z = -gamma``::
+    D(l)  = -z (1 + delta)(1 + delta~ s_f^2 l) + c l (A(l) - kappa)^2
+    delta  = s_f^2 int l (1 + delta) / D dmu_G,     delta~ = int (1 + delta~ s_f^2 l) / D dmu_G,
+    kappa  = s_f^2 int l (A(l) - kappa) / D dmu_G,
 
-       D(l)  = -z (1 + delta)(1 + delta~ s_f^2 l) + c l (A(l) - kappa)^2
-       t(l)  = (1 + delta) / D(l),   t~(l) = (1 + delta~ s_f^2 l) / D(l)
-       delta  = s_f^2 int l t(l) dmu_G,     delta~ = int t~(l) dmu_G,
-       kappa  = s_f^2 int l (A(l) - kappa) / D(l) dmu_G,
+``mu_G``: Marchenko–Pastur of ratio ``1/c`` plus an atom ``1 - c`` at 0 when ``c < 1``.  ``kappa = 0`` is the first
+reconstruction (``system="spec"``, exact for non-symmetric kernel noise).
 
-   ``mu_G``: Marchenko–Pastur of ratio ``1/c`` plus an atom ``1 - c`` at 0 when ``c < 1``.
-   ``kappa = 0`` is the first reconstruction (``system="spec"``).  ``kappa = 0`` exactly when
-   ``A = 0`` (e.g. cos with the diagonal removed) or ``s_f = 0`` (linear ``f``).
-3. ``E_A = gamma^2 d delta~/dz`` by implicit differentiation of the system (``J dx/dz = dI/dz``).
-
-Simulation decides (tests/theory/test_attention.py slow tests; the tables are in docs/structured_attention.md):
-the corrected system matches kernel simulations (tanh, erf, relu, sign, gelu, cos; ``c = 1/4 .. 4``;
-diagonal removed or kept) and Gaussian-equivalent simulations with a GOE ``W``; the first reconstruction's system
-matches the variant with a non-symmetric ``W`` and misses the real, symmetric kernel by up to a
-few per cent (tanh, ``c = 2``, ``gamma = 1e-2``: first reconstruction 0.0839, corrected 0.0856, simulation
-``n = 800`` 0.0857; sign, ``c = 2``, ``gamma = 1e-2``: 0.0619, 0.0648, 0.0653 +- 0.0003).
-Activations with ``a2 != 0`` (relu, gelu) carry an ``O(p^{-1/2})`` finite-size gap (gelu, ``c = 1/2``,
-``gamma = 1``: 8.5e-4, 5.8e-4, 4.2e-4 at ``n = 400, 800, 1600``).
-
-Numerics: the equations are sympy expressions (:func:`null_system_equations`).  Integrals against
-``mu_G`` are computed either exactly (``method="exact"``, default: every integrand is a rational
-function of ``l``; partial fractions against the exact Stieltjes transform of ``mu_G``) or by
-Gauss–Jacobi quadrature on the MP support plus the atom (``method="quadrature"``).  The system is
-solved by damped Newton in ``(log delta, log delta~, kappa)`` with continuation in ``gamma`` from
-large ``gamma`` (where ``delta~ ~ 1/gamma``, ``delta ~ s_f^2/gamma``, ``kappa ~ 0``).
+Numerics: the equations are sympy expressions (:func:`null_system_equations`); integrals against ``mu_G`` are exact
+partial fractions (``method="exact"``, default) or Gauss–Jacobi quadrature (``method="quadrature"``); damped Newton
+in ``(log delta, log delta~, kappa)`` with continuation from large ``gamma``.
 """
 
 from __future__ import annotations
@@ -73,30 +34,15 @@ import scipy.stats
 import sympy as sp
 
 from ._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
-from .validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    check_size,
-    describe,
-)
+from .validation import ArgumentTypeError, as_array, as_float, check_size, describe
 from .activations import ActivationLike, activation_asymptotic_slope, check_activation, numpy_activation
 from .marchenko_pastur import mp_stieltjes
 from ._solver_domain import (C_RANGE, GAMMA_RANGE, KERNEL_CONSTANT_MAX, SolverOptions, check_grid,
                              checked_solver_options)
 
-__all__ = [
-    "solve_null_system",
-    "solve_null_system_full",
-    "null_system_derivative",
-    "null_system_equations",
-    "null_kernel_diagonal",
-    "kept_diagonal",
-    "gram_law_quadrature",
-    "gram_stieltjes",
-    "NullSolution",
-    "NULL_SYSTEMS",
-]
+__all__ = ["solve_null_system", "solve_null_system_full", "null_system_derivative", "null_system_equations",
+           "null_kernel_diagonal", "kept_diagonal", "gram_law_quadrature", "gram_stieltjes", "NullSolution",
+           "NULL_SYSTEMS"]
 
 #: variants of the null system: the corrected one (symmetric kernel noise) and the first reconstruction's
 NULL_SYSTEMS = ("symmetric", "spec")
@@ -134,19 +80,15 @@ def null_system_equations() -> dict[str, sp.Expr]:
     return {"A": A, "D": D, "t": t, "t_tilde": tt, "g1": _sf2 * _l * t, "g2": tt, "g3": _sf2 * _l * Ae / D}
 
 
-def _integrand_list() -> list[sp.Expr]:
-    """Values ``g1, g2, g3`` then their derivatives in ``delta, delta~, kappa, z`` (15 expressions)."""
+@functools.lru_cache(maxsize=1)
+def _numeric_system():
+    """Values ``g1, g2, g3`` then their derivatives in ``delta, delta~, kappa, z`` (15 expressions), lambdified."""
     eq = null_system_equations()
     gs = [eq["g1"], eq["g2"], eq["g3"]]
     out = list(gs)
     for var in _VARS:
         out += [sp.diff(g, var) for g in gs]
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def _numeric_system():
-    return sp.lambdify(SYSTEM_SYMBOLS, _integrand_list(), modules="numpy", cse=True)
+    return sp.lambdify(SYSTEM_SYMBOLS, out, modules="numpy", cse=True)
 
 
 def gram_law_quadrature(c: float, n_nodes: int = 160) -> tuple[np.ndarray, np.ndarray]:
@@ -381,18 +323,15 @@ def _newton(z, guess, consts: NullConstants, integ, tol, max_iter, full):
             step = -Rk
         if not np.all(np.isfinite(step)):
             step = -Rk
-        step = np.clip(step, -3.0, 3.0)
-        step = np.concatenate([step, np.zeros(3 - k)])
-        lam, accepted = 1.0, False
+        step = np.concatenate([np.clip(step, -3.0, 3.0), np.zeros(3 - k)])
+        lam = 1.0
         while lam >= 1.0 / 64:
             Rn, In = resid(x + lam * step)
             if Rn is not None and np.max(np.abs(Rn)) < norm:
-                accepted = True
+                x = x + lam * step
                 break
             lam /= 2
-        if accepted:
-            x = x + lam * step
-        else:  # fall back to a damped fixed-point step
+        else:  # no step accepted: fall back to a damped fixed-point step
             xn = x - 0.5 * R
             Rn, In = resid(xn)
             if Rn is None:
@@ -424,21 +363,18 @@ def _solve_sorted(zs: np.ndarray, consts: NullConstants, options: SolverOptions)
         if not hist:
             g = np.exp(lg)
             return sf2 / g, 1.0 / g, 0.0
-        if len(hist) == 1:
-            h = hist[-1]
-        else:
-            h1, h2 = hist[-2], hist[-1]
-            h = h2 + (lg - h2[0]) / (h2[0] - h1[0]) * (h2 - h1) if h2[0] != h1[0] else h2
+        h = hist[-1]
+        if len(hist) > 1 and hist[-2][0] != h[0]:  # linear extrapolation from the last two path points
+            h = h + (lg - h[0]) / (h[0] - hist[-2][0]) * (h - hist[-2])
         return float(np.exp(h[1])), float(np.exp(h[2])), float(h[3])
 
     def solve_at(lg: float):
         return _newton(-np.exp(lg), guess_at(lg), consts, integ, tol, max_iter, full)
 
     def fail(g, res, its, why=""):
-        raise RuntimeError(
-            f"null attention system did not converge at gamma={g:g} (c={c:g}, a1={a1:g}, s_f^2={sf2:g}, "
-            f"d0={d0:g}, system={system!r}): residual {res:.2e} after {its} Newton steps" + (f" ({why})" if why else "")
-        )
+        raise RuntimeError(f"null attention system did not converge at gamma={g:g} (c={c:g}, a1={a1:g}, "
+                           f"s_f^2={sf2:g}, d0={d0:g}, system={system!r}): residual {res:.2e} after {its} Newton "
+                           f"steps" + (f" ({why})" if why else ""))
 
     for idx in order:
         z = float(zs[idx])
@@ -591,9 +527,7 @@ def _solution_fields(z: Any, c: float, a1: float, sf2: float, d0: float, names: 
     sols = solve_null_system_full(z, c, a1, sf2, d0, **options)
     zs = np.asarray(z)
     out = tuple(np.array([getattr(s, n) for s in sols]).reshape(zs.shape) for n in names)
-    if zs.ndim == 0:
-        return float(out[0]), float(out[1])
-    return out[0], out[1]
+    return (float(out[0]), float(out[1])) if zs.ndim == 0 else out
 
 
 # --------------------------------------------------------------------------- kernel diagonal

@@ -53,17 +53,9 @@ from .symbols import delta as d_sym
 from .symbols import gamma as g_sym
 from .symbols import snr as s_sym
 
-__all__ = [
-    "RidgeDerivation",
-    "derive_ridge_error",
-    "ridge_error",
-    "ridge_error_in_delta",
-    "ridge_error_spec_in_delta",
-    "ridge_error_values",
-    "ridge_error_limit",
-    "ridge_error_small_gamma_coefficient",
-    "ridge_quadratic_form",
-]
+__all__ = ["RidgeDerivation", "derive_ridge_error", "ridge_error", "ridge_error_in_delta",
+           "ridge_error_spec_in_delta", "ridge_error_values", "ridge_error_limit",
+           "ridge_error_small_gamma_coefficient", "ridge_quadratic_form"]
 
 
 @dataclass
@@ -126,7 +118,8 @@ def derive_ridge_error() -> RidgeDerivation:
     # 3. limits of the quadratic forms of Q0
     m_tilde = d / c - (1 / c - 1) / g  # tr(ZZ^T/n + gamma)^{-1}/p from the shared nonzero spectrum
     vQv = _rat((s * (1 - g * m_tilde)).subs(g, gamma_of_delta))
-    add(("v^T Q0 v -> s (1 - gamma m~), m~ = delta/c - (1/c - 1)/gamma, on the MP curve", sp.Eq(sp.Symbol("vQ0v"), vQv)))
+    add(("v^T Q0 v -> s (1 - gamma m~), m~ = delta/c - (1/c - 1)/gamma, on the MP curve",
+         sp.Eq(sp.Symbol("vQ0v"), vQv)))
     D = sp.Matrix([[d, 0], [0, vQv]])  # U^T Q0 U, cross term u^T Q0 v -> 0
     C = sp.Matrix([[s, 1], [1, 0]])
     add(("rank-two update X^T X/n = Z^T Z/n + U C U^T, C", C))

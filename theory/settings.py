@@ -196,10 +196,7 @@ class AttentionModel:
         kernel_constants(activation, self.diagonal)  # activation (a dict of constants too) and diagonal
         if isinstance(activation, dict):
             set_("activation", FrozenDict(sorted((str(k), float(v)) for k, v in activation.items())))
-        if isinstance(self.diagonal, str):
-            set_("diagonal", self.diagonal.lower())
-        else:
-            set_("diagonal", float(self.diagonal))
+        set_("diagonal", self.diagonal.lower() if isinstance(self.diagonal, str) else float(self.diagonal))
         set_("snr", as_float("snr", self.snr, low=0, high=SNR_MAX))
         set_("spike", Spike.of(self.spike))
 

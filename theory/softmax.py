@@ -1,53 +1,23 @@
 """Softmax attention on paper B's data model: the prediction of paper B's entrywise theory.
 
 *Derived by the project* (paper B, Remark 5, argues the difference between softmax and an entrywise ``f`` "is not
-important"; the derivation below is this project's; step by step, with the simulations that check each step, in
-``docs/softmax.md``).  Summary:
+important"); the derivation, step by step, with the simulations that check each step, is ``docs/softmax.md``.
+Softmax over the keys with the self score masked, ``K_ij = exp(beta S_ij) [i != j] / D_j``, features ``Phi = X K``
+(:mod:`numerics.softmax`):
 
-Model.  ``X = mu y^T + Z`` (``p x n``, ``p/n = c``), scores ``S = X^T W X / sqrt p``, softmax over the keys with
-the self score masked, ``K_ij = exp(beta S_ij) [i != j] / D_j``, ``D_j = sum_{k != j} exp(beta S_kj)``,
-features ``Phi = X K`` (:mod:`numerics.softmax`).
+* Step 1: the normalisers concentrate, ``D_j = (n - 1) exp(beta^2 / 2) (1 + eps_j)``
+  (:func:`softmax_normaliser_spread`);
+* Step 2: ``K ~ (1 / (n - 1)) (1 1^T - I + F)``, ``F = f_beta(S)`` off the diagonal with
+  ``f_beta(x) = exp(beta x - beta^2 / 2) - 1``: ``a_k = beta^k / sqrt(k!)``, ``nu = exp(beta^2) - 1``
+  (:func:`softmax_hermite_moments`);
+* Step 3: ``K = s (K_B + (1 1^T - I) / sqrt p)``, ``s = sqrt(p) / (n - 1)``: softmax at ``gamma s^2`` is paper B's
+  kernel at ``gamma`` (:func:`softmax_gamma_scale`);
+* Step 4: the rank-one mean term moves ``E`` by ``O(1/n)``; it leaves the diagonal ``d0 = -1 / sqrt p``
+  (:func:`softmax_diagonal_shift`).
 
-Step 1 (the normalisers concentrate).  Given the query ``x_j``, the other scores are independent with
-``S_ij ~ N(y_i mu^T W x_j / sqrt p, ||W x_j||^2 / p)``, ``||W x_j||^2 / p = 1 + O(p^{-1/2})``, so
-``D_j = (n - 1) exp(beta^2 / 2) (1 + eps_j)`` with ``eps_j = O(sqrt(nu / n) + beta^2 / sqrt(2 p))``
-(:func:`softmax_normaliser_spread`).
-
-Step 2 (the entrywise exponential).  Hence ``K = (1 / (n - 1)) (exp(beta S - beta^2/2))_{i != j} (1 + O(eps))``
-and ``exp(beta x - beta^2/2) = 1 + f_beta(x)``,
-
-    ``f_beta(x) = exp(beta x - beta^2 / 2) - 1 = sum_{k >= 1} beta^k He_k(x) / k!``
-
-(the generating function of the Hermite polynomials): ``f_beta`` is centred under ``N(0, 1)``, its normalised
-Hermite coefficients are ``a_k = beta^k / sqrt(k!)``, so ``a1 = beta`` and ``nu = E f_beta^2 = exp(beta^2) - 1``
-(:func:`softmax_hermite_moments`).  So ``K ~ (1 / (n - 1)) (1 1^T - I + F)``, ``F = f_beta(S)`` off the diagonal.
-
-Step 3 (the scale).  Paper B's kernel of ``f_beta`` is ``K_B = F / sqrt p``; hence
-``K = s (K_B + (1 1^T - I) / sqrt p)`` with ``s = sqrt(p) / (n - 1)``, and ``Phi = s Phi'`` with ``Phi' = X K_B +
-u 1^T - X / sqrt p``, ``u = X 1 / sqrt p``.  Since ``E(gamma; s Phi') = E(gamma / s^2; Phi')`` exactly, softmax's
-error at ``gamma`` is the rescaled features' error at ``gamma / s^2``: a ridge parameter ``gamma`` of paper B's
-kernel corresponds to ``gamma s^2 = gamma p / (n - 1)^2`` for softmax (:func:`softmax_gamma_scale`; it tends to
-zero like ``c / n``: softmax's ``1/n`` against the kernel's ``1/sqrt p``).
-
-Step 4 (the rank-one mean term).  ``u 1^T`` is rank one in token space with ``||u||^2 ~ n``: by the Woodbury
-identity for ``Phi'^T Phi' / n = Phi_B^T Phi_B / n + [1, v] [[||u||^2, 1], [1, 0]] [1, v]^T / n``
-(``v = Phi_B^T u``), as ``||u||^2 -> oo`` it acts as a free intercept: ``y^T Q y / n`` loses
-``(1^T Q_B y)^2 / (n 1^T Q_B 1)``, and ``E`` loses ``(1^T r / n)^2`` (``r = gamma Q_B y``, the residual).  The law of
-the null features is invariant under orthogonal maps of token space, the signal's part of ``Q_B`` is finite rank
-in the directions of ``y`` and of Gaussian vectors independent of ``1``, and ``1^T y / n -> 0`` (balanced labels: exactly
-0; i.i.d. labels: ``O(n^{-1/2})``), so ``1^T r / n = O(n^{-1/2})`` and the mean term moves ``E`` by ``O(1/n)``.  The
-``-X / sqrt p`` term is a diagonal constant ``d0 = -1 / sqrt p -> 0``.
-
-Prediction.  Softmax attention's error at ``gamma * softmax_gamma_scale(n, p)`` equals, in the limit, paper B's
-error of the kernel ``f_beta`` at ``gamma`` (diagonal removed): :func:`softmax_attention_error`, the null system
-(:meth:`theory.AttentionModel.error`) or, with signal or spikes, the project's structured equivalent
-(:meth:`theory.AttentionModel.solve`, the finite-rank machinery) fed with ``a1 = beta``,
-``s_f^2 = exp(beta^2) - 1 - beta^2``, ``d0 = 0``.  Finite-size corrections: ``O(1/n)`` from the mean term and from
-``E eps^2`` (:func:`softmax_normaliser_spread`), ``O(p^{-1/2})`` from ``d0``; they grow like ``exp(beta^2)``:
-where ``beta`` is large the normalisers stop concentrating at a given ``n`` (measured in claim B8).
-
-Diagonal kept: the self score ``||W^{1/2} x_j||^2 / sqrt p ~ sqrt p`` dominates (:func:`softmax_self_weight`):
-``K -> I`` and the error tends to ridge's, not to paper B's (the extreme-token effect).
+Prediction: :func:`softmax_attention_error`, paper B's error of the kernel ``f_beta`` (diagonal removed) with
+``a1 = beta``, ``s_f^2 = exp(beta^2) - 1 - beta^2``.  Finite-size corrections grow like ``exp(beta^2)`` (measured
+in claim B8).  With the diagonal kept the self score dominates (:func:`softmax_self_weight`): ``K -> I``, ridge.
 """
 
 from __future__ import annotations
@@ -57,21 +27,13 @@ from typing import Any
 
 import sympy as sp
 
-from .validation import as_float, check_size, finite_result
+from .validation import as_float, check_size
 from .activations import HermiteMoments
 from .symbols import x
 
-__all__ = [
-    "BETA_MAX",
-    "softmax_activation",
-    "softmax_hermite_moments",
-    "softmax_kernel_constants",
-    "softmax_gamma_scale",
-    "softmax_diagonal_shift",
-    "softmax_attention_error",
-    "softmax_normaliser_spread",
-    "softmax_self_weight",
-]
+__all__ = ["BETA_MAX", "softmax_activation", "softmax_hermite_moments", "softmax_kernel_constants",
+           "softmax_gamma_scale", "softmax_diagonal_shift", "softmax_attention_error", "softmax_normaliser_spread",
+           "softmax_self_weight"]
 
 #: largest inverse temperature: ``nu = exp(beta^2) - 1`` stays below the kernel-constant bound 1e12 of the solvers
 BETA_MAX = 5.0
@@ -205,8 +167,7 @@ def softmax_attention_error(
     if p is not None:
         consts["d0"] = softmax_diagonal_shift(p)
     model = AttentionModel(c, consts, snr, spike=spike, diagonal="removed")
-    out = _structured_error(gamma, *model._arguments(), **model._options("softmax_attention_error", solver_options))
-    return finite_result("softmax_attention_error", out, gamma=gamma, c=c, beta=beta)
+    return _structured_error(gamma, *model._arguments(), **model._options("softmax_attention_error", solver_options))
 
 
 def softmax_normaliser_spread(beta: float, n: int, p: int) -> float:

@@ -6,23 +6,10 @@ Derivation and checks: docs/strong_alignment.md, "Mechanism".
 ``||mu||^2 = snr``; ``c = p/n``.  As ``gamma -> 0`` with ``c < 1`` the interpolation error is the in-sample residual
 of the labels on the ``p`` features, and given the data it splits exactly into ``T1`` (the part of the Bayes
 predictor ``tanh(mu^T x)`` the features miss) and ``T2`` (the label noise left, weighted by one minus each token's
-leverage).  This module holds:
-
-* :func:`label_mmse`: the Bayes error of a label from its token, ``E[1 - tanh(sqrt(snr) a)^2]``,
-  ``a = sqrt(snr) y + z``;
-* :func:`bayes_feature_limit`: the limit ``(1 - c) mmse`` of features that hold the Bayes predictor with uniform
-  leverage (``T1 = 0``);
-* :func:`strong_alignment_margin`: that limit minus ridge's ``(1 - c)/(1 + snr)``, the part of attention's win
-  under strong alignment that comes from the better predictor (``T1``).  It assumes what docs/strong_alignment.md
-  argues and measures (attention's features hold ``tanh(a)`` as ``p -> infinity`` at fixed ``t > 0`` when the
-  activation's mean kernel has a nonlinear odd part);
-* :func:`strong_alignment_leverage`: the leverage profile ``h(a)`` of attention's features, from a matrix Dyson
-  equation (derived by the project; checked against simulation, docs/strong_alignment.md step 5), and the ``T2``
-  part it gives;
-* :func:`strong_alignment_gap`: the two parts and their sum, ``E_att(0) - E_RR(0)`` as ``p -> infinity`` at fixed
-  ``t = ||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``, diagonal removed);
-* :func:`strong_spike_attention_error`: attention's error at ``gamma >= 0`` in the same limit (the same equation with
-  the ridge term in the pencil), for ``c`` on both sides of 1.
+leverage).  The functions: the Bayes error :func:`label_mmse`; the limit :func:`bayes_feature_limit` of features
+that hold the Bayes predictor and its margin over ridge :func:`strong_alignment_margin` (``T1``); the leverage
+profile :func:`strong_alignment_leverage` (a matrix Dyson equation, ``T2``); both parts,
+:func:`strong_alignment_gap`; and attention's error at any ``gamma``, :func:`strong_spike_attention_error`.
 
 The functions are the functional form of :class:`theory.StrongAlignment`: the call's own argument (``gamma``) first,
 then ``c, activation, snr, t``.

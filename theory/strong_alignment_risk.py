@@ -38,19 +38,9 @@ from .validation import as_array, as_float, as_int, finite_result
 from .activations import ActivationLike, numpy_activation
 from .marchenko_pastur import _delta
 from .ridge import _error_values
-from .strong_alignment import (
-    _captures,
-    _label_mmse,
-    _label_variance,
-    _solver_options,
-    check_dimension,
-    check_setting,
-    expectation_over_gammas,
-    leverage_part,
-    predictor_part,
-    require_ridge_term,
-    residual_weight,
-)
+from .strong_alignment import (_captures, _label_mmse, _label_variance, _solver_options, check_dimension,
+                               check_setting, expectation_over_gammas, leverage_part, predictor_part,
+                               require_ridge_term, residual_weight)
 
 __all__ = ["ridge_prediction_risk", "strong_spike_prediction_risk", "label_coordinate_bins",
            "binned_leverage"]

@@ -2,123 +2,52 @@
 
 The computation behind :meth:`theory.AttentionModel.solve` (and :meth:`~theory.AttentionModel.error`,
 :meth:`~theory.AttentionModel.error_taylor` with signal or a spike); its functions take the model's fields as
-plain arguments.
+plain arguments.  *Derived by the project* (the paper's 9x9 system was not recovered); the derivation, step by
+step, is ``docs/structured_attention.md``, whose step numbers the docstrings here use:
 
-*Derived by the project* (the paper's 9x9 system was not recovered); full derivation, step by step,
-in ``docs/structured_attention.md``. Summary:
+1. linearised kernel ``K ~ a1 (X^T W X / p - diag) + (s_f / sqrt p) Xi + d0 I`` (``Xi`` symmetric Gaussian);
+2. finite-rank split over span(mu, w_K, w_Q): ``Phi^T Phi / n = c K0 G K0 + U C U^T / n``
+   (:func:`structured_low_rank_matrix`);
+3. Woodbury: ``y^T Q y / n = y^T Q0 y / n - b^T C (I + Omega C)^{-1} b`` with ``b -> T[0] (x) m`` and
+   ``Omega -> T (x) Gamma``, ``T`` the 3x3 matrix of null traces;
+4. the null traces from the corrected null system (unknowns ``delta, delta~, kappa``;
+   :func:`null_trace_expressions`, :func:`null_trace_closed_forms`);
+5. ``E = -gamma^2 d/dgamma (y^T Q y / n)`` by implicit differentiation of the null system.
 
-Model and scaling
------------------
-``X = mu y^T + Z`` (``p x n``, ``p/n -> c``), ``K = f(X^T W X/sqrt p)/sqrt p``, ``W = I + w_K w_Q^T``,
-``Phi = X K``, ``Q = (Phi^T Phi/n + gamma)^{-1}``, ``E = gamma^2/n y^T Q^2 y = -gamma^2 d/dgamma (y^T Q y/n)``.
-``||mu||^2 = snr``, ``||w_K||``, ``||w_Q||`` are ``O(1)`` (do not grow with ``p``): every signal/spike term
-of ``X^T W X / p`` is then a rank-``<= 3`` matrix of ``O(1)`` operator norm.
-
-Step 1 (linearised kernel, as first reconstructed; Gaussian equivalence, checked by simulation)::
-
-    K ~ a1 (X^T W X / p - diag) + (s_f / sqrt p) Xi + d0 I,   s_f^2 = nu - a1^2,
-
-``Xi`` symmetric, standard Gaussian, independent of ``X``; ``d0 = 0`` (diagonal removed) or the
-asymptotic slope of ``f`` (diagonal kept).  Valid when every entry correction is small:
-``|w_K^T x_i| |w_Q^T x_j| / sqrt p << 1`` and ``snr / sqrt p << 1``, i.e. roughly
-``||w_K|| ||w_Q|| (1 + snr) / sqrt p << 1`` (aligned spikes) -- the informational part of check B7
-shows where it breaks.
-
-Step 2 (finite-rank split). ``E`` = orthonormal basis (``p x k``, ``k <= 3``) of span(mu, w_K, w_Q);
-``R = E^T X = m y^T + H^T`` (``k x n``; ``m = E^T mu``, ``H = Z^T E`` standard Gaussian);
-``Z_perp = (I - E E^T) Z`` is independent of ``H``.  With ``G = Z_perp^T Z_perp / p``,
-``K0 = a1 (G - I) + s_f Xi / sqrt p + d0 I`` (the *null* kernel) and ``A = a1 (I_k + k_K k_Q^T)``
-(``k_K = E^T w_K``, ``k_Q = E^T w_Q``)::
-
-    K = K0 + R^T A R / p,      Phi^T Phi / n = c K0 G K0 + U C U^T / n,
-    U = [R^T, K0 R^T, K0 G R^T]   (n x 3k),
-    C = [[A^T N^2 A + A^T N A, A^T N, A^T], [N A, I, 0], [A, 0, 0]],   N = R R^T / p -> Gamma / c,
-    Gamma = m m^T + I_k.
-
-Step 3 (Woodbury)::
-
-    y^T Q y / n = y^T Q0 y/n - b^T C (I + Omega C)^{-1} b,   b = U^T Q0 y / n,  Omega = U^T Q0 U / n,
-
-``Q0 = (c K0 G K0 + gamma)^{-1}``. ``y`` and ``H`` are independent of the orthogonally invariant
-pair ``(G, Xi)``, so each quadratic form tends to a normalised trace times a Gram entry:
-``b -> (T11, T12, T13) (x) m``, ``Omega -> T (x) Gamma`` with the 3x3 matrix of traces
-``T = tau[[Q0, Q0 K0, Q0 K0 G], [., K0 Q0 K0, K0 Q0 K0 G], [., ., G K0 Q0 K0 G]]``.
-
-Step 4 (null traces; corrected null system).  In the eigenbasis of ``G`` (law ``mu_G``: Marchenko-Pastur of
-ratio ``1/c``, atom ``1-c`` at 0 if ``c < 1``), ``A(l) = a1 (l - 1) + d0``, ``z = -gamma``.  The nonlinear
-part ``Xi`` of the kernel is *symmetric*, so the null system has a third unknown ``kappa`` (the project's correction of
-the first reconstruction, :mod:`theory.attention`; ``E[W B W] = (B^T + tr(B) I)/p`` for a GOE feeds the off-diagonal blocks of
-the Dyson equation)::
-
-    D(l)   = gamma (1 + delta)(1 + s_f^2 l delta~) + c l (A(l) - kappa)^2,
-    delta  = s_f^2 int l (1 + delta) / D,   delta~ = int (1 + s_f^2 l delta~) / D,
-    kappa  = s_f^2 int l (A(l) - kappa) / D          (kappa = 0: the first reconstruction's i.i.d.-entries system).
-
-The log-determinant equivalent ``V = int log D dmu_G - gamma delta delta~ + c kappa^2 / s_f^2`` is stationary
-in ``(delta, delta~, kappa)`` with ``dV/dgamma = delta~``; differentiating it with respect to shifts of
-``K0`` and of ``c K0 G K0`` at fixed unknowns gives (envelope theorem)::
-
-    T11 = delta~,              T12 = int (A - kappa)/D,       T13 = int l (A - kappa)/D = kappa / s_f^2,
-    T22 = int (gamma (1+delta) s_f^2 delta~ + c (A - kappa)^2) / (c D),
-    T23 = (1 - gamma T11) / c,                                 T33 = (1 - gamma (1+delta) int l/D) / c,
-
-all algebraic in the unknowns (:func:`null_trace_closed_forms`).  the first reconstruction's system (``system="spec"``) misses
-the real, symmetric kernel by ``O(1 %)`` (tanh, ``c = 2``, ``gamma = 1e-2``, null model: first reconstruction 0.08392,
-corrected 0.08558, simulation 0.08569); with it, the structured error moves by up to ~2 % at ``c = 2``.
-
-Step 5: ``E = -gamma^2 d/dgamma (y^T Q y / n)`` by implicit differentiation of the null system.
-
-Numerics: the null unknowns and their ``gamma``-derivatives come from :func:`theory.solve_null_system_full`
-(the project's single null solver; ``snr = 0`` reduces *exactly* to :meth:`theory.AttentionModel.error`); the
-trace integrals ``int l^k / D`` (``k = 0, 1, 2``) are evaluated exactly by partial fractions against the
-Stieltjes transform of ``mu_G`` (Gauss-Chebyshev fallback where they cancel; quadrature cross-check).
-
-Consequences (exact in the limit): an *orthogonal* spike (``w_K = w_Q`` orthogonal to ``mu``) decouples
-and leaves ``E`` unchanged; with ``f`` linear-like (``a1 = 0, d0 = 1, s_f = 0``, i.e. ``K = I``) the
-system reduces to the ridge formula (tested).
+Numerics: the null unknowns and their derivatives come from :func:`theory.solve_null_system_full` (so ``snr = 0``
+reduces *exactly* to :meth:`theory.AttentionModel.error`); the trace integrals ``int l^k / D`` are exact partial
+fractions against the Stieltjes transform of ``mu_G`` (Gauss-Chebyshev fallback where they cancel; quadrature
+cross-check).  An orthogonal spike decouples and leaves ``E`` unchanged; with ``a1 = 0, d0 = 1, s_f = 0``
+(``K = I``) the system reduces to the ridge formula (tested).
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from .validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    as_int,
-    check_flag,
-    finite_result,
-)
+from .validation import ArgumentTypeError, as_array, as_float, as_int, check_flag, finite_result
 from ._jets import Jet
 from .implicit import MAX_TAYLOR_ORDER, null_system_taylor, refine_quadrature
 from ._solver_domain import C_RANGE, GAMMA_RANGE, SolverOptions, check_grid, checked_solver_options
 from .null_system import NullConstants, _gram_law_quadrature
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
-from .symbols import a1 as _a1
-from .symbols import c as _c
-from .symbols import delta as _delta
-from .symbols import gamma as _gamma
-from ._structured_symbolic import (l_sym, delta_t, sf2_sym, d0_sym, kappa_sym, null_trace_expressions, null_free_energy_expression, null_trace_closed_forms, structured_low_rank_matrix, low_rank_matrix, rank_one_quadratic_form_expression)
-from ._spikes import (spike_vectors, finite_dims)
+from .symbols import a1 as _a1, c as _c, delta as _delta, gamma as _gamma
+from ._structured_symbolic import (d0_sym, delta_t, kappa_sym, l_sym, low_rank_matrix, null_free_energy_expression,
+                                   null_trace_closed_forms, null_trace_expressions, rank_one_quadratic_form_expression,
+                                   sf2_sym, structured_low_rank_matrix)
+from ._spikes import finite_dims, spike_vectors
 from ._kernel_constants import FrozenDict as _FrozenDict, kernel_constants as _kernel_constants
-from ._structured_traces import (StructuredConvergenceError, GramRationalIntegrals, GramQuadratureIntegrals, error_on_grid)
+from ._structured_traces import (GramQuadratureIntegrals, GramRationalIntegrals, StructuredConvergenceError,
+                                 error_on_grid)
 
-__all__ = [
-    "StructuredSolution",
-    "StructuredConvergenceError",
-    "spike_vectors",
-    "null_trace_expressions",
-    "null_free_energy_expression",
-    "null_trace_closed_forms",
-    "structured_low_rank_matrix",
-    "rank_one_quadratic_form_expression",
-]
+__all__ = ["StructuredSolution", "StructuredConvergenceError", "spike_vectors", "null_trace_expressions",
+           "null_free_energy_expression", "null_trace_closed_forms", "structured_low_rank_matrix",
+           "rank_one_quadratic_form_expression"]
 
 # ============================================================================ numeric solve
 @dataclass
@@ -155,7 +84,6 @@ class StructuredSolution:
     m: np.ndarray
     A: np.ndarray
     system: str = "symmetric"
-    notes: list[str] = field(default_factory=list)
 
 
 def _null_solutions(gam: np.ndarray, consts: NullConstants, options: SolverOptions) -> np.ndarray:
@@ -183,17 +111,8 @@ def _null_solutions_memo(gam_bytes: bytes, shape: tuple, consts: NullConstants, 
                                       n_nodes=max(options.n_nodes, 16), tol=options.tol, max_iter=options.maxiter)
     except RuntimeError as exc:
         raise StructuredConvergenceError(f"null system did not converge: {exc}") from exc
-    out = np.array([[s.delta, s.delta_tilde, s.kappa, -s.ddelta_dz, -s.ddelta_tilde_dz, -s.dkappa_dz, s.residual]
-                    for s in sols], dtype=float)
-    if not np.all(np.isfinite(out)):
-        raise StructuredConvergenceError(f"null system returned non-finite values at gamma={gam}")
-    return out
-
-
-def _validate_c(c: Any) -> float:
-    """``float(c)`` in the solver domain ``[1e-4, 1e4]`` (a symbolic function's ``c`` is checked here; the model's
-    other fields were checked by :class:`theory.AttentionModel`)."""
-    return as_float("c", c, low=C_RANGE[0], high=C_RANGE[1])
+    return np.array([[s.delta, s.delta_tilde, s.kappa, -s.ddelta_dz, -s.ddelta_tilde_dz, -s.dkappa_dz, s.residual]
+                     for s in sols], dtype=float)  # finite: the null solver refuses anything else
 
 
 def _structured_solve(gamma: Any, c: float, activation: Any, snr: float, spike: Any = None,
@@ -206,7 +125,7 @@ def _structured_solve(gamma: Any, c: float, activation: Any, snr: float, spike: 
     solver (:func:`theory.solve_null_system_full`), so that :meth:`theory.AttentionModel.error` checks them the
     same way with and without signal.
     """
-    c, snr = _validate_c(c), float(snr)
+    c, snr = as_float("c", c, low=C_RANGE[0], high=C_RANGE[1]), float(snr)  # c of a symbolic function: checked here
     options, check_quadrature = _structured_options(solver_options, check_quadrature=True)
     gam = np.atleast_1d(as_array("gamma", gamma, ndim=(0, 1), low=GAMMA_RANGE[0], high=GAMMA_RANGE[1]))
     check_grid("gamma", gam.size)
@@ -324,7 +243,7 @@ def _structured_error_taylor(gamma: float, c: float, activation: Any, snr: float
     exactly) to the quadrature's accuracy.  ``n_nodes`` and ``method`` act on the null solve of orders 0 and 1
     only; ``check_quadrature`` is accepted for symmetry with :func:`_structured_error` (refinement checks here).
     """
-    c, snr = _validate_c(c), float(snr)
+    c, snr = as_float("c", c, low=C_RANGE[0], high=C_RANGE[1]), float(snr)
     g0 = as_float("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     options, _ = _structured_options(solver_options)
     order = as_int("order", order, low=0, high=MAX_TAYLOR_ORDER - 1)

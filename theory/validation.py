@@ -36,29 +36,10 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import sympy as sp
 
-__all__ = [
-    "ArgumentTypeError",
-    "Limits",
-    "get_limits",
-    "set_limits",
-    "describe",
-    "check_real",
-    "check_complex",
-    "as_float",
-    "as_int",
-    "MAX_SEED",
-    "check_seed",
-    "check_size",
-    "as_array",
-    "check_array_memory",
-    "check_choice",
-    "check_flag",
-    "check_text",
-    "to_sympy",
-    "finite_result",
-    "numeric_errors",
-    "rank_and_dimension",
-]
+__all__ = ["ArgumentTypeError", "Limits", "get_limits", "set_limits", "describe", "check_real", "check_complex",
+           "as_float", "as_int", "MAX_SEED", "check_seed", "check_size", "as_array", "check_array_memory",
+           "check_choice", "check_flag", "check_text", "to_sympy", "finite_result", "numeric_errors",
+           "rank_and_dimension"]
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -301,11 +282,10 @@ def check_complex(name: str, value: Any, *, symbolic: bool = False) -> Any:
     if isinstance(value, (complex, np.complexfloating)):
         if not (math.isfinite(value.real) and math.isfinite(value.imag)):
             raise ValueError(f"{name} must be {what}, got {describe(value)}")
-        return value
-    if isinstance(value, sp.Basic):
+    elif isinstance(value, sp.Basic):
         _sympy_symbolic(name, value, what, symbolic)
-        return value
-    _real_value(name, value, what, symbolic)
+    else:
+        _real_value(name, value, what, symbolic)
     return value
 
 
