@@ -72,15 +72,9 @@ def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
     return np.random.default_rng(check_seed("rng", rng))
 
 
-def sample_signal_plus_noise(
-    n: int,
-    p: int,
-    snr: float,
-    rng: np.random.Generator | int,
-    mu: ArrayLike | None = None,
-    labels: str = "balanced",
-    mu_direction: str = "e1",
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generator | int, mu: ArrayLike | None = None,
+                             labels: str = "balanced", mu_direction: str = "e1"
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Draw ``X = mu y^T + Z`` (``p x n``), labels ``y`` and the mean ``mu``.
 
     Parameters
@@ -275,9 +269,8 @@ def trial_chunks(n_trials: int, batch_size: int, n_jobs: int) -> list[list[int]]
     return [list(range(s0, min(n_trials, s0 + batch_size))) for s0 in range(0, n_trials, batch_size)]
 
 
-def run_trials(
-    batch: Callable[[list[np.random.SeedSequence], list[int]], Any], settings: MonteCarloSettings, batch_size: int
-) -> list:
+def run_trials(batch: Callable[[list[np.random.SeedSequence], list[int]], Any], settings: MonteCarloSettings,
+               batch_size: int) -> list:
     """The Monte Carlo core: ``batch(seeds, trial_ids)`` over consecutive batches of ``batch_size`` trials, in
     ``settings.n_jobs`` threads.
 

@@ -33,22 +33,14 @@ import torch
 from scipy import sparse
 from scipy.linalg import null_space
 
-from theory.validation import (
-    ArgumentTypeError,
-    as_float,
-    as_int,
-    check_array_memory,
-    check_flag,
-    check_seed,
-    describe,
-    finite_result,
-)
+from theory.validation import (ArgumentTypeError, as_float, as_int, check_array_memory, check_flag, check_seed,
+                               describe, finite_result)
 
 from .ips import IPSModel, bilinear_forms
 from .threads import torch_numeric_errors
 
-__all__ = ["RANGE_Q", "DesignStopping", "predict_error", "predict_error_grid", "predict_log_error", "predict_log_errors",
-           "predicted_curve", "population_range"]
+__all__ = ["RANGE_Q", "DesignStopping", "predict_error", "predict_error_grid", "predict_log_error",
+           "predict_log_errors", "predicted_curve", "population_range"]
 
 #: range quantile of the estimator in the designs (``range_quantile`` of the fits): the central 99.9%
 RANGE_Q = 5e-4
@@ -568,7 +560,8 @@ class DesignStopping:
 
 
 def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float = 0.0, with_A: bool = True,
-                      seed: int = 0, n_eval: int = 2**14, stopping: DesignStopping = DesignStopping()) -> dict[str, float]:
+                      seed: int = 0, n_eval: int = 2**14,
+                      stopping: DesignStopping = DesignStopping()) -> dict[str, float]:
     """Finite-``M`` error model: ``E log ||g_hat - g*||^2`` of the least-squares estimator at sample size ``M``.
 
     Conditional on the design (the tokens ``X``: the empirical range, the occupancy of every interval, the

@@ -282,14 +282,10 @@ def _linearised_constants(model: AttentionModel) -> tuple[float, float]:
 def _shared_trials(draws: Draws, gammas: torch.Tensor, models: list[AttentionModel], kinds: tuple[str, ...],
                    settings: MonteCarloSettings, label_average: bool, args: dict[str, Any]) -> dict[str, np.ndarray]:
     kernels = "true" in kinds or "linearised" in kinds
-    shared = _SharedModels(
-        resolve_activation(models[0].activation) if "true" in kinds else None,
-        [spike_tensors(m, draws.p, draws.device) for m in models] if kernels else [],
-        "ridge" in kinds,
-        _linearised_constants(models[0]) if "linearised" in kinds else None,
-        models[0].diagonal,
-        label_average,
-    )
+    shared = _SharedModels(resolve_activation(models[0].activation) if "true" in kinds else None,
+                           [spike_tensors(m, draws.p, draws.device) for m in models] if kernels else [],
+                           "ridge" in kinds, _linearised_constants(models[0]) if "linearised" in kinds else None,
+                           models[0].diagonal, label_average)
     size = mc_batch_size(draws, settings, gammas.numel(), 5, shared.count)
 
     def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:

@@ -54,13 +54,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from theory.validation import (
-    ArgumentTypeError,
-    as_float,
-    check_flag,
-    describe,
-    finite_result,
-)
+from theory.validation import (ArgumentTypeError, as_float, check_flag, describe, finite_result)
 
 from .threads import torch_numeric_errors as _numeric
 from .threads import torch_threads
@@ -155,14 +149,8 @@ def ridge_features(X: ArrayLike) -> np.ndarray:
     return as_float_array("X", X, ndim=2)
 
 
-def kernel_batch(
-    Xb: torch.Tensor,
-    f: Callable[[np.ndarray], np.ndarray],
-    w_k: torch.Tensor | None,
-    w_q: torch.Tensor | None,
-    diagonal: str,
-    S0: torch.Tensor | None = None,
-) -> torch.Tensor:
+def kernel_batch(Xb: torch.Tensor, f: Callable[[np.ndarray], np.ndarray], w_k: torch.Tensor | None,
+                 w_q: torch.Tensor | None, diagonal: str, S0: torch.Tensor | None = None) -> torch.Tensor:
     """``K_X`` for a batch ``Xb`` of shape (T, p, n); W is never formed.  ``S0``: ``X^T X`` if the caller has it
     (read, not modified)."""
     p = Xb.shape[-2]
@@ -178,13 +166,8 @@ def kernel_batch(
     return K
 
 
-def attention_features(
-    X: ArrayLike,
-    activation: Any,
-    w_k: ArrayLike | None = None,
-    w_q: ArrayLike | None = None,
-    diagonal: str = "removed",
-) -> np.ndarray:
+def attention_features(X: ArrayLike, activation: Any, w_k: ArrayLike | None = None, w_q: ArrayLike | None = None,
+                       diagonal: str = "removed") -> np.ndarray:
     """Attention output ``Phi = X K_X``, ``K_X = f(X^T W X / sqrt p) / sqrt p``, ``W = I + w_k w_q^T``.
 
     ``W`` is never formed: ``X^T W X = X^T X + (X^T w_k)(w_q^T X)``.
@@ -210,21 +193,12 @@ def attention_features(
     wk, wq = check_spikes(w_k, w_q, p)
     f = resolve_activation(activation)
     Xt = torch.from_numpy(Xa).unsqueeze(0)
-    K = kernel_batch(
-        Xt,
-        f,
-        None if wk is None else torch.from_numpy(wk),
-        None if wq is None else torch.from_numpy(wq),
-        diagonal,
-    )
+    K = kernel_batch(Xt, f, None if wk is None else torch.from_numpy(wk), None if wq is None else torch.from_numpy(wq),
+                     diagonal)
     return (Xt @ K)[0].numpy()
 
 
-def kernel_eigenvalues(
-    X: ArrayLike,
-    activation: Any,
-    diagonal: str = "removed",
-) -> np.ndarray:
+def kernel_eigenvalues(X: ArrayLike, activation: Any, diagonal: str = "removed") -> np.ndarray:
     """Eigenvalues (ascending) of the symmetric kernel ``K_X = f(X^T X / sqrt p) / sqrt p`` (``W = I``).
 
     Parameters
@@ -338,14 +312,8 @@ def _check_label_mean(name: str, m: ArrayLike, n: int) -> np.ndarray:
     return mv
 
 
-def gaussian_equivalent_kernel(
-    X: ArrayLike,
-    a1: float,
-    nu: float,
-    rng: np.random.Generator | int,
-    symmetric: bool = True,
-    d0: float = 0.0,
-) -> np.ndarray:
+def gaussian_equivalent_kernel(X: ArrayLike, a1: float, nu: float, rng: np.random.Generator | int,
+                               symmetric: bool = True, d0: float = 0.0) -> np.ndarray:
     """Linearised (Gaussian-equivalent) null kernel ``a1 (X^T X / p - diag) + d0 I + s_f / sqrt(p) Xi``.
 
     ``s_f^2 = nu - a1^2``; ``Xi`` has zero diagonal and standard Gaussian off-diagonal entries, symmetric

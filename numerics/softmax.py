@@ -127,14 +127,8 @@ def _checked_sample(X: ArrayLike, w_k: ArrayLike | None, w_q: ArrayLike | None, 
 # --------------------------------------------------------------------------------------------
 # public kernels and features (one sample)
 # --------------------------------------------------------------------------------------------
-def softmax_kernel(
-    X: ArrayLike,
-    beta: float,
-    w_k: ArrayLike | None = None,
-    w_q: ArrayLike | None = None,
-    diagonal: str = "removed",
-    normalise: str = "keys",
-) -> np.ndarray:
+def softmax_kernel(X: ArrayLike, beta: float, w_k: ArrayLike | None = None, w_q: ArrayLike | None = None,
+                   diagonal: str = "removed", normalise: str = "keys") -> np.ndarray:
     """Softmax attention kernel ``K`` of one sample (module docstring).
 
     Parameters
@@ -168,25 +162,15 @@ def softmax_kernel(
     return finite_result("softmax_kernel", K, X=X, beta=beta)
 
 
-def softmax_features(
-    X: ArrayLike,
-    beta: float,
-    w_k: ArrayLike | None = None,
-    w_q: ArrayLike | None = None,
-    diagonal: str = "removed",
-    normalise: str = "keys",
-) -> np.ndarray:
+def softmax_features(X: ArrayLike, beta: float, w_k: ArrayLike | None = None, w_q: ArrayLike | None = None,
+                     diagonal: str = "removed", normalise: str = "keys") -> np.ndarray:
     """Softmax attention output ``Phi = X K`` (``K``: :func:`softmax_kernel`, same parameters); ndarray (p, n)."""
     K = softmax_kernel(X, beta, w_k, w_q, diagonal, normalise)
     return np.asarray(as_float_array("X", X, ndim=2) @ K)
 
 
-def entrywise_exponential_kernel(
-    X: ArrayLike,
-    beta: float,
-    w_k: ArrayLike | None = None,
-    w_q: ArrayLike | None = None,
-) -> np.ndarray:
+def entrywise_exponential_kernel(X: ArrayLike, beta: float, w_k: ArrayLike | None = None,
+                                 w_q: ArrayLike | None = None) -> np.ndarray:
     """Paper B's kernel of the exponential: ``f_beta(X^T W X / sqrt p) / sqrt p``, diagonal removed.
 
     ``f_beta(x) = exp(beta x - beta^2 / 2) - 1`` (centred under the standard Gaussian: ``a1 = beta``,

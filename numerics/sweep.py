@@ -236,18 +236,11 @@ def _seed_list(seeds: Any) -> list:
     return out
 
 
-def run_sweep(
-    func: Callable[[dict, int], dict],
-    cells: Iterable[Mapping[str, Any]],
-    seeds: Sequence[int] | Callable[[int, dict], Sequence[int]] | None = None,
-    n_replicates: int | None = None,
-    *,
-    base_seed: int = 0,
-    cache_dir: str | os.PathLike | None = None,
-    version: str = "1",
-    workers: Workers = Workers(),
-    progress: Callable[[dict], None] | None = None,
-) -> SweepResults:
+def run_sweep(func: Callable[[dict, int], dict], cells: Iterable[Mapping[str, Any]],
+              seeds: Sequence[int] | Callable[[int, dict], Sequence[int]] | None = None,
+              n_replicates: int | None = None, *, base_seed: int = 0, cache_dir: str | os.PathLike | None = None,
+              version: str = "1", workers: Workers = Workers(),
+              progress: Callable[[dict], None] | None = None) -> SweepResults:
     """Run ``func(cell, seed)`` for every cell and replicate seed; return the results table.
 
     Parameters
@@ -529,9 +522,8 @@ def _run_dask(func: Callable, table: "_Table", work: Iterable[int], n: int, work
         if isinstance(scheduler, Client):
             client = scheduler
         elif scheduler is None or scheduler == "local":
-            cluster = stack.enter_context(
-                LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=False, dashboard_address=None)
-            )
+            cluster = stack.enter_context(LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=False,
+                                                       dashboard_address=None))
             client = stack.enter_context(Client(cluster))
         elif isinstance(scheduler, str):
             client = stack.enter_context(Client(scheduler))

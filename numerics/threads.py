@@ -200,13 +200,8 @@ def _flagged(func: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return run
 
 
-def thread_map(
-    func: Callable[[Any], Any],
-    items: Iterable[Any],
-    n_jobs: int,
-    *,
-    pre_dispatch: str | int = "2*n_jobs",
-) -> list:
+def thread_map(func: Callable[[Any], Any], items: Iterable[Any], n_jobs: int, *,
+               pre_dispatch: str | int = "2*n_jobs") -> list:
     """``[func(x) for x in items]``, in ``n_jobs`` threads of this process (torch releases the GIL).
 
     With ``n_jobs = 1``, or a sized ``items`` of at most one element, the loop runs in the calling thread and
