@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 import weakref
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 

@@ -25,8 +25,8 @@ import numpy as np
 
 from theory.validation import ArgumentTypeError, as_float, as_int, check_seed, describe
 
-#: largest count parameter (iterations, restarts, widths, ...) of the estimators
-MAX_COUNT = 2**31 - 1
+from .ips import MAX_COUNT, as_generator  # noqa: F401  (MAX_COUNT: the estimators' largest count too)
+
 
 
 def check_count(name: str, value: Any, low: int) -> Any:
@@ -63,7 +63,6 @@ def numeric_array(name: str, value: Any) -> np.ndarray:
                                 f"(dtype {arr.dtype})")
     return arr.astype(np.float64, copy=False)
 
-from .ips import as_generator
 
 __all__ = ["InteractionEstimator", "ConvergenceWarning"]
 

@@ -15,9 +15,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from theory.validation import (MAX_SEED, ArgumentTypeError, as_array, as_float, as_int, check_array_memory,
-                                check_choice, check_flag, check_seed, describe)
+from theory.validation import as_array, as_float, as_int, check_array_memory, check_choice, check_flag
 
+from .ips import as_generator
 from .mc_settings import MonteCarloSettings
 from .threads import thread_map
 
@@ -62,16 +62,6 @@ def check_kernel_memory(name: str, p: int, n: int) -> None:
 # --------------------------------------------------------------------------------------------
 # sampling and features
 # --------------------------------------------------------------------------------------------
-def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
-    """``rng`` itself (a ``numpy.random.Generator``) or the generator of the integer seed ``rng``."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if not isinstance(rng, (int, np.integer)) or isinstance(rng, bool):
-        raise ArgumentTypeError(f"rng must be a numpy.random.Generator or an integer seed in [0, {MAX_SEED}], got "
-                                f"{describe(rng)} of type {type(rng).__name__}")
-    return np.random.default_rng(check_seed("rng", rng))
-
-
 def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generator | int, mu: ArrayLike | None = None,
                              labels: str = "balanced", mu_direction: str = "e1"
                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -114,7 +104,7 @@ def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generato
     check_choice("mu_direction", mu_direction, ("e1", "random"))
     snr = as_float("snr", snr, low=0)
     mu_v = None if mu is None else check_mean(mu, p)
-    g = as_rng(rng)
+    g = as_generator(rng)
     if mu_v is None:
         if mu_direction == "e1":
             return draw_sample(n, p, snr, g, labels)

@@ -92,7 +92,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from theory.validation import ArgumentTypeError, as_array, as_float, check_flag
+from theory.validation import ArgumentTypeError, as_array, as_float, check_choice, check_flag
 
 from . import _piecewise as pw
 from ._estimator_base import (ConvergenceWarning, InteractionEstimator, check_count, check_nonnegative,
@@ -298,40 +298,30 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
 
     def _checked_params(self) -> _Config:
         """The parameters checked and converted (``int``, ``float``, ``torch.device``) for a fit."""
-        check_count("rank", self.rank, 1)
-        check_count("degree", self.degree, 0)
-        check_count("n_intervals", self.n_intervals, 1)
-        check_count("restarts", self.restarts, 1)
-        check_count("max_iter", self.max_iter, 1)
+        counts = dict(rank=1, degree=0, n_intervals=1, restarts=1, max_iter=1, patience=1)
+        for name, low in counts.items():
+            check_count(name, getattr(self, name), low)
         check_nonnegative("ridge", self.ridge)
-        if self.extrapolation not in ("constant", "polynomial"):
-            raise ValueError(f"extrapolation must be 'constant' or 'polynomial', got {self.extrapolation!r}")
+        check_choice("extrapolation", self.extrapolation, ("constant", "polynomial"))
         as_float("range_quantile", self.range_quantile, low=0, high=0.1)
         random_state = self.random_state
         check_random_state_param(random_state)
         check_positive("tol", self.tol)
-        if self.optimizer not in ("gauss-newton", "lbfgs"):
-            raise ValueError(f"optimizer must be 'gauss-newton' or 'lbfgs', got {self.optimizer!r}")
+        check_choice("optimizer", self.optimizer, ("gauss-newton", "lbfgs"))
         if self.num_threads is not None:
             check_n_jobs("num_threads", self.num_threads)
-        check_count("patience", self.patience, 1)
-        check_positive("join_tol", self.join_tol)
-        if self.join_tol >= 1:
-            raise ValueError(f"join_tol must be in (0, 1), got {self.join_tol!r}")
+        as_float("join_tol", self.join_tol, low=0, high=1, low_open=True, high_open=True)
         check_nonnegative("stat_tol", self.stat_tol)
         check_flag("adaptive_restarts", self.adaptive_restarts)
         check_device("device", self.device)
-        return _Config(
-            rank=int(self.rank), degree=int(self.degree), n_intervals=int(self.n_intervals),
-            restarts=int(self.restarts), max_iter=int(self.max_iter), ridge=float(self.ridge),
-            extrapolation=self.extrapolation, range_quantile=float(self.range_quantile),
-            device=torch.device(self.device),
-            random_state=random_state if isinstance(random_state, np.random.Generator) or random_state is None
-            else int(random_state),
-            tol=float(self.tol), optimizer=self.optimizer,
-            num_threads=None if self.num_threads is None else int(self.num_threads), patience=int(self.patience),
-            adaptive_restarts=bool(self.adaptive_restarts), join_tol=float(self.join_tol),
-            stat_tol=float(self.stat_tol))
+        if not (isinstance(random_state, np.random.Generator) or random_state is None):
+            random_state = int(random_state)
+        return _Config(**{name: int(getattr(self, name)) for name in counts}, ridge=float(self.ridge),
+                       extrapolation=self.extrapolation, range_quantile=float(self.range_quantile),
+                       device=torch.device(self.device), random_state=random_state, tol=float(self.tol),
+                       optimizer=self.optimizer, adaptive_restarts=bool(self.adaptive_restarts),
+                       num_threads=None if self.num_threads is None else int(self.num_threads),
+                       join_tol=float(self.join_tol), stat_tol=float(self.stat_tol))
 
     # ------------------------------------------------------------ internals
     @property

@@ -44,7 +44,8 @@ from typing import Any, Callable
 import numpy as np
 from scipy.interpolate import BSpline
 
-from theory.validation import ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_seed
+from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
+                               check_seed)
 
 
 def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -210,14 +211,11 @@ class IPSModel:
         as_int("rank", self.rank, 1, MAX_COUNT)
         if self.rank > self.d:
             raise ValueError(f"rank must be an integer in [1, d={self.d}], got {self.rank!r}")
-        if self.truth not in TRUTHS:
-            raise ValueError(f"truth must be one of {TRUTHS}, got {self.truth!r}")
+        check_choice("truth", self.truth, TRUTHS)
         as_int("degree", self.degree, 1, MAX_COUNT)
-        if self.token_law not in TOKEN_LAWS:
-            raise ValueError(f"token_law must be one of {TOKEN_LAWS}, got {self.token_law!r}")
+        check_choice("token_law", self.token_law, TOKEN_LAWS)
         as_float("noise", self.noise, low=0)
-        if self.noise_law not in NOISE_LAWS:
-            raise ValueError(f"noise_law must be one of {NOISE_LAWS}, got {self.noise_law!r}")
+        check_choice("noise_law", self.noise_law, NOISE_LAWS)
         as_int("n_knots", self.n_knots, int(self.degree), MAX_COUNT)
         check_array_memory("n_knots", int(self.n_knots) + int(self.degree) + 1, 8)
         as_float("rho", self.rho, low=0, high=1, high_open=True)
@@ -226,8 +224,7 @@ class IPSModel:
         check_seed("seed", self.seed)
         if self.beta is not None:
             as_float("beta", self.beta, low=0, low_open=True)
-        if self.A_structure not in ("dense", "sparse"):
-            raise ValueError(f"A_structure must be 'dense' or 'sparse', got {self.A_structure!r}")
+        check_choice("A_structure", self.A_structure, ("dense", "sparse"))
         self._resolve_beta()
 
     def _resolve_beta(self) -> None:

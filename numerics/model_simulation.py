@@ -33,10 +33,10 @@ from theory import AttentionModel, hermite_moments
 from theory.validation import ArgumentTypeError, as_int, check_choice, check_flag, describe, finite_result
 
 from .multi_head import KINDS as MULTI_HEAD_KINDS, is_multi_head, multi_head_trials
-from ._mc import Draws, check_gammas, check_label_average, mc_batch_size, run_trials, spike_outer, spike_projections
+from ._mc import Draws, check_gammas, check_label_average, mc_batch_size, run_trials, spike_projections
 from ._ridge_solvers import errors_batch, feature_basis, gram
 from .mc_settings import MonteCarloSettings
-from .rmt import _apply_activation, kernel_batch, resolve_activation
+from .rmt import kernel_batch, resolve_activation
 from .threads import torch_numeric_errors as _numeric
 
 __all__ = ["simulate_model"]
@@ -239,17 +239,12 @@ def _shared_batch(seeds: Sequence[np.random.SeedSequence], trial_ids: Sequence[i
         K.diagonal(dim1=-2, dim2=-1).zero_()
         phi_lin0 = R @ K
         del K
-    sp_ = math.sqrt(p)
     true_rows, lin_rows = [], []
     for wk, wq in spikes:
-        uv = spike_outer(Xb, wk, wq)
         if f is not None:
-            S = S0 if uv is None else S0 + uv
-            K = _apply_activation(f, S / sp_) / sp_
-            if diagonal == "removed":
-                K.diagonal(dim1=-2, dim2=-1).zero_()
+            K = kernel_batch(Xb, f, wk, wq, diagonal, S0)
             true_rows.append(errors_batch(R @ K, y, g).cpu().numpy())
-            del K, S
+            del K
         if phi_lin0 is not None:
             phi = phi_lin0 if wk is None else phi_lin0 + _spike_features(Xb, wk, wq, linearised[0] / p, R)
             lin_rows.append(errors_batch(phi, y, g).cpu().numpy())

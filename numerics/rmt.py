@@ -54,26 +54,17 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from theory.validation import (ArgumentTypeError, as_float, check_flag, describe, finite_result)
+from theory.validation import ArgumentTypeError, as_float, check_flag, describe, finite_result
 
-from .threads import torch_numeric_errors as _numeric
-from .threads import torch_threads
+from .threads import torch_numeric_errors as _numeric, torch_threads
+from .ips import as_generator
 from ._ridge_solvers import SINGLE_THREAD_EIGH_MAX, errors_batch, errors_label_mean, gram
-from ._mc import (ArrayLike, as_float_array, as_rng, check_diagonal, check_gammas, check_kernel_memory, check_memory,
-                  check_spikes, label_posterior_mean, sample_signal_plus_noise)
+from ._mc import (ArrayLike, as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_memory,
+                  check_spikes, label_posterior_mean, sample_signal_plus_noise, spike_outer)
 
-__all__ = [
-    "sample_signal_plus_noise",
-    "label_posterior_mean",
-    "ridge_features",
-    "attention_features",
-    "interpolation_error",
-    "interpolation_error_direct",
-    "interpolation_error_label_average",
-    "gaussian_equivalent_kernel",
-    "kernel_eigenvalues",
-    "resolve_activation",
-]
+__all__ = ["sample_signal_plus_noise", "label_posterior_mean", "ridge_features", "attention_features",
+           "interpolation_error", "interpolation_error_direct", "interpolation_error_label_average",
+           "gaussian_equivalent_kernel", "kernel_eigenvalues", "resolve_activation"]
 
 def _check_labels(name: str, y: np.ndarray, n: int) -> np.ndarray:
     y = as_float_array(name, y, ndim=1)
@@ -156,9 +147,7 @@ def kernel_batch(Xb: torch.Tensor, f: Callable[[np.ndarray], np.ndarray], w_k: t
     p = Xb.shape[-2]
     S = gram(Xb.transpose(-1, -2)) if S0 is None else S0  # X^T X, (T, n, n)
     if w_k is not None:
-        a = torch.einsum("p,tpn->tn", w_k, Xb)  # X^T w_k
-        b = torch.einsum("p,tpn->tn", w_q, Xb)  # X^T w_q
-        S = S + a.unsqueeze(-1) * b.unsqueeze(-2)
+        S = S + spike_outer(Xb, w_k, w_q)  # (X^T w_k)(w_q^T X)
     sp_ = math.sqrt(p)
     K = _apply_activation(f, S / sp_) / sp_
     if diagonal == "removed":
@@ -343,7 +332,7 @@ def gaussian_equivalent_kernel(X: ArrayLike, a1: float, nu: float, rng: np.rando
     sf = math.sqrt(max(sf2, 0.0))
     p, n = Xa.shape
     check_kernel_memory("X", p, n)
-    g = as_rng(rng)
+    g = as_generator(rng)
     Xt = torch.from_numpy(Xa)
     K = (float(a1) * (Xt.T @ Xt) / p).numpy()
     Xi = g.standard_normal((n, n))
