@@ -18,7 +18,7 @@ import torch
 from theory.validation import as_array, as_float, as_int, check_array_memory, check_choice, check_flag
 
 from .ips import as_generator
-from .mc_settings import MonteCarloSettings
+from .mc_settings import LABEL_LAWS, MonteCarloSettings
 from .threads import thread_map
 
 
@@ -100,29 +100,24 @@ def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generato
     """
     n, p = as_int("n", n, 1), as_int("p", p, 1)
     check_memory(f"n, p (X of shape ({p}, {n}))", 8 * 3 * p * n)  # Z, mu y^T and X
-    check_choice("labels", labels, ("balanced", "iid"))
+    check_choice("labels", labels, LABEL_LAWS)
     check_choice("mu_direction", mu_direction, ("e1", "random"))
     snr = as_float("snr", snr, low=0)
     mu_v = None if mu is None else check_mean(mu, p)
     g = as_generator(rng)
-    if mu_v is None:
-        if mu_direction == "e1":
-            return draw_sample(n, p, snr, g, labels)
+    if mu_v is None and mu_direction == "random":
         v = g.standard_normal(p)
         mu_v = math.sqrt(snr) * v / np.linalg.norm(v)
-    return _signal_plus_noise(mu_v, n, p, g, labels)
+    return draw_sample(n, p, snr, g, labels, mu_v)
 
 
-def draw_sample(n: int, p: int, snr: float, g: np.random.Generator, labels: str
+def draw_sample(n: int, p: int, snr: float, g: np.random.Generator, labels: str, mu_v: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`sample_signal_plus_noise` with ``mu = sqrt(snr) e_1`` on checked arguments (the Monte Carlo's draw)."""
-    mu_v = np.zeros(p)
-    mu_v[0] = math.sqrt(snr)
-    return _signal_plus_noise(mu_v, n, p, g, labels)
-
-
-def _signal_plus_noise(mu_v: np.ndarray, n: int, p: int, g: np.random.Generator, labels: str
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sample_signal_plus_noise` on checked arguments (the Monte Carlo's draw; ``mu = sqrt(snr) e_1`` unless
+    ``mu_v`` is given)."""
+    if mu_v is None:
+        mu_v = np.zeros(p)
+        mu_v[0] = math.sqrt(snr)
     y = draw_labels(g, n, labels)
     Z = g.standard_normal((p, n))
     X = np.outer(mu_v, y) + Z
@@ -168,9 +163,7 @@ def draw_labels(g: np.random.Generator, n: int, labels: str) -> np.ndarray:
         y = np.ones(n)
         y[n // 2 + (n % 2):] = -1.0  # floor(n/2) minus ones, ceil(n/2) plus ones
         return g.permutation(y)
-    if labels == "iid":
-        return g.choice(np.array([-1.0, 1.0]), size=n)
-    raise ValueError(f"labels must be 'balanced' or 'iid', got {labels!r}")
+    return g.choice(np.array([-1.0, 1.0]), size=n)  # "iid"
 
 
 def check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int,
@@ -182,10 +175,9 @@ def check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int,
         return None, None
     wk = as_float_array(names[0], w_k, ndim=1)
     wq = as_float_array(names[1], w_q, ndim=1)
-    if wk.shape[0] != p:
-        raise ValueError(f"{names[0]} must have length p = {p}, got {wk.shape[0]}")
-    if wq.shape[0] != p:
-        raise ValueError(f"{names[1]} must have length p = {p}, got {wq.shape[0]}")
+    for name, w in zip(names, (wk, wq)):
+        if w.shape[0] != p:
+            raise ValueError(f"{name} must have length p = {p}, got {w.shape[0]}")
     return wk, wq
 
 

@@ -314,17 +314,16 @@ def _check_cells(cells: Iterable[Mapping[str, Any]]) -> list[dict]:
     if isinstance(cells, (str, bytes, Mapping)) or not isinstance(cells, Iterable):
         raise ArgumentTypeError(f"cells must be an iterable of mappings, got {describe(cells)} of type "
                                 f"{type(cells).__name__}")
-    cell_list = list(cells)
-    for c in cell_list:
+    cell_list = []
+    for c in cells:
         if not isinstance(c, Mapping):
             raise ArgumentTypeError(f"cells must be an iterable of mappings, got an element {describe(c)} of type "
                                     f"{type(c).__name__}")
-    cell_list = [to_jsonable(dict(c)) for c in cell_list]
+        cell_list.append(to_jsonable(dict(c)))
+        if "seed" in cell_list[-1]:
+            raise ValueError("cells must not contain the key 'seed' (it is added by run_sweep)")
     if not cell_list:
         raise ValueError("cells must contain at least one configuration")
-    for c in cell_list:
-        if "seed" in c:
-            raise ValueError("cells must not contain the key 'seed' (it is added by run_sweep)")
     return cell_list
 
 

@@ -186,20 +186,6 @@ def in_parallel() -> bool:
     return bool(getattr(_IN_PARALLEL, "active", False))
 
 
-def _flagged(func: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``func`` with the in-parallel flag of its (worker) thread set while it runs."""
-
-    def run(item: Any) -> Any:
-        before = getattr(_IN_PARALLEL, "active", False)
-        _IN_PARALLEL.active = True
-        try:
-            return func(item)
-        finally:
-            _IN_PARALLEL.active = before
-
-    return run
-
-
 def thread_map(func: Callable[[Any], Any], items: Iterable[Any], n_jobs: int, *,
                pre_dispatch: str | int = "2*n_jobs") -> list:
     """``[func(x) for x in items]``, in ``n_jobs`` threads of this process (torch releases the GIL).
@@ -244,6 +230,13 @@ def thread_map(func: Callable[[Any], Any], items: Iterable[Any], n_jobs: int, *,
         return [func(x) for x in items]
     from joblib import Parallel, delayed
 
-    run = _flagged(func)
+    def run(item: Any) -> Any:  # func with the in-parallel flag of its worker thread set
+        before = getattr(_IN_PARALLEL, "active", False)
+        _IN_PARALLEL.active = True
+        try:
+            return func(item)
+        finally:
+            _IN_PARALLEL.active = before
+
     with torch_threads(1):
         return Parallel(n_jobs=n_jobs, prefer="threads", pre_dispatch=pre_dispatch)(delayed(run)(x) for x in items)
