@@ -298,22 +298,6 @@ def _one_model(model: AttentionModel, kind: str, draws: Draws) -> _OneModel:
     return _OneModel(resolve_activation(model.activation), *spike_tensors(model, draws.p, draws.device), model.diagonal)
 
 
-def _simulate_heads(model: Any, p: Any, gammas: Any, settings: MonteCarloSettings, kind: Any, return_trials: bool,
-                    label_average: bool) -> Any:
-    """:func:`simulate_model` of one or several :class:`theory.MultiHeadModel` s."""
-    settings = check_settings(settings)
-    kinds = check_kinds(kind, MULTI_HEAD_KINDS)
-    one = not isinstance(model, (list, tuple)) and isinstance(kind, str)
-    if check_flag("return_trials", return_trials) and not one:
-        raise ValueError("return_trials applies to one model and one kind (the others return their per-trial errors)")
-    out = multi_head_trials(model, p, gammas, settings, kinds, label_average)
-    if not one:
-        return out
-    trials = out[kind] if kind == "ridge" else out[kind][0]
-    mean, se = finite_result("simulate_model", mean_se(trials), kind=kind, p=p, gammas=gammas)
-    return (mean, se, trials) if return_trials else (mean, se)
-
-
 # --------------------------------------------------------------------------------------------
 # the door
 # --------------------------------------------------------------------------------------------
@@ -370,30 +354,35 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     >>> out["true"].shape, out["ridge"].shape
     ((2, 3, 2), (3, 2))
     """
-    if is_multi_head(model):  # theory.MultiHeadModel s: the same draws, batches and error paths (numerics.multi_head)
-        return _simulate_heads(model, p, gammas, settings, kind, return_trials, label_average)
-    models = model_list(model)
-    n, pv = model_sizes(models[0], p)
+    heads = is_multi_head(model)  # theory.MultiHeadModel s: the same draws, batches and error paths (numerics.multi_head)
+    if not heads:
+        models = model_list(model)
+        n, pv = model_sizes(models[0], p)
     settings = check_settings(settings)
-    kinds = check_kinds(kind)
-    one = isinstance(model, AttentionModel) and isinstance(kind, str)
+    kinds = check_kinds(kind, MULTI_HEAD_KINDS if heads else KINDS)
+    one = not isinstance(model, (list, tuple)) and isinstance(kind, str)
     if check_flag("return_trials", return_trials) and not one:
         raise ValueError("return_trials applies to one model and one kind (the others return their per-trial errors)")
-    if "true" in kinds:
-        check_simulated_kernel(models[0])
-    elif "linearised" in kinds:
-        check_diagonal_named(models[0])
-    label_average = check_label_average(label_average, models[0].snr)
-    g = torch.from_numpy(check_gammas(gammas))
-    draws = Draws(n, pv, float(models[0].snr), settings.labels, settings.device)
-    args = dict(kind=kind, n=n, p=pv, snr=draws.snr, gammas=gammas, activation=models[0].activation)
-    if one and kind != "linearised":
-        trials = _one_model_trials(draws, g, _one_model(models[0], kind, draws), settings, label_average, args)
+    if heads:
+        args = dict(kind=kind, p=p, gammas=gammas)
+        out = multi_head_trials(model, p, gammas, settings, kinds, label_average)
     else:
-        out = _shared_trials(draws, g, models, kinds, settings, label_average, args)
-        finite_result("simulate_model", list(out.values()), **args)
-        if not one:
-            return out
-        trials = out[kind][0]
+        if "true" in kinds:
+            check_simulated_kernel(models[0])
+        elif "linearised" in kinds:
+            check_diagonal_named(models[0])
+        label_average = check_label_average(label_average, models[0].snr)
+        g = torch.from_numpy(check_gammas(gammas))
+        draws = Draws(n, pv, float(models[0].snr), settings.labels, settings.device)
+        args = dict(kind=kind, n=n, p=pv, snr=draws.snr, gammas=gammas, activation=models[0].activation)
+        if one and kind != "linearised":  # one model's kernel, or ridge, on batches of its own size
+            errors = _one_model_trials(draws, g, _one_model(models[0], kind, draws), settings, label_average, args)
+            out = {kind: errors if kind == "ridge" else errors[None]}
+        else:
+            out = _shared_trials(draws, g, models, kinds, settings, label_average, args)
+            finite_result("simulate_model", list(out.values()), **args)
+    if not one:
+        return out
+    trials = out[kind] if kind == "ridge" else out[kind][0]
     mean, se = finite_result("simulate_model", mean_se(trials), **args)
     return (mean, se, trials) if return_trials else (mean, se)
