@@ -63,18 +63,6 @@ def _sequence(name: str, value: Any, what: str) -> list:
     return list(value)
 
 
-def _check_prediction_memory(model: IPSModel, K: int, s: int, n_pop: int, n_pairs: int, with_A: bool) -> None:
-    """Refuse, before anything is drawn, pair and population arrays (tokens, basis values, A-tangent features)
-    and Gram matrices over the memory budget (their float64 elements, temporaries left out)."""
-    d, N, r = model.d, model.N, model.rank
-    q = 2 * d * r - 1 if (with_A and d > 1) else 0
-    per_pair = 2 * d + (s + 1) + q + 1
-    n_rows = n_pop * N * (N - 1)
-    elements = (n_rows + n_pairs) * per_pair + 3 * (K * (s + 1) + q) ** 2
-    check_array_memory(f"K, s, n_pop, n_pairs ({n_pop * N} population rows of {N - 1} pairs, {n_pairs} pairs, "
-                       f"{K * (s + 1) + q} features)", elements, 8)
-
-
 def _basis(u: np.ndarray, lo: float, hi: float, K: int, s: int, rows: np.ndarray | None = None,
            n_rows: int | None = None) -> sparse.csr_matrix:
     """Sparse piecewise-Legendre basis; pair ``n`` goes to row ``rows[n]`` (duplicates are summed)."""
@@ -285,7 +273,11 @@ def predict_error_grid(model: IPSModel, Ks: Sequence[int], s: int, *, noises: Se
     n_pop, n_pairs = as_int("n_pop", n_pop, 1), as_int("n_pairs", n_pairs, 1)
     check_seed("seed", seed)
     with_A = check_flag("with_A", with_A)
-    _check_prediction_memory(model, max(Ks), s, n_pop, n_pairs, with_A)
+    d, N, r, K = model.d, model.N, model.rank, max(Ks)  # pair and population arrays and Gram matrices, before any draw
+    q = 2 * d * r - 1 if (with_A and d > 1) else 0
+    elements = (n_pop * N * (N - 1) + n_pairs) * (2 * d + (s + 1) + q + 1) + 3 * (K * (s + 1) + q) ** 2
+    check_array_memory(f"K, s, n_pop, n_pairs ({n_pop * N} population rows of {N - 1} pairs, {n_pairs} pairs, "
+                       f"{K * (s + 1) + q} features)", elements, 8)
     with torch_numeric_errors("predict_error", K=Ks if len(Ks) > 1 else Ks[0], s=s, n_pop=n_pop, n_pairs=n_pairs,
                               seed=seed):
         out = _predict(model, Ks, s, n_pop, n_pairs, seed, with_A, noises)

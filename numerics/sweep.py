@@ -40,7 +40,7 @@ import numpy as np
 from numerics.malloc import apply_inherited
 from theory.validation import MAX_SEED, ArgumentTypeError, as_int, check_choice, check_seed, check_text, describe
 from ._cache_files import (CacheIntegrityWarning, CacheWriteWarning, cache_path, cache_read, cache_unwritable,
-                           cache_write, cell_lock, lock_path, result_checksum)
+                           cache_write, cell_lock, result_checksum)
 from ._cache_keys import cache_key, cell_seed, qualname, source_version, to_jsonable
 
 __all__ = ["SweepResults", "Workers", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
@@ -388,7 +388,7 @@ class _Table:
         """Claim pair ``j`` without waiting; ``False`` when another run holds it."""
         from filelock import Timeout
 
-        path = lock_path(self.cdir, self.keys[j])
+        path = cache_path(self.cdir, self.keys[j], ".lock")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             lock = cell_lock(path)
