@@ -39,6 +39,14 @@ def as_float_array(name: str, a: ArrayLike, ndim: int | None = None) -> np.ndarr
     return as_array(name, a, ndim=ndim)
 
 
+def check_vector(name: str, v: ArrayLike, size: int, what: str) -> np.ndarray:
+    """``v`` as a finite float64 vector of ``size`` entries (``what`` names that size in the message: ``"p"``, ...)."""
+    out = as_float_array(name, v, ndim=1)
+    if out.shape[0] != size:
+        raise ValueError(f"{name} must have length {what} = {size}, got {out.shape[0]}")
+    return out
+
+
 def check_gammas(gammas: ArrayLike) -> np.ndarray:
     """``gammas`` as a non-empty 1-d float64 array of finite values ``>= 0`` (a scalar is one value)."""
     return np.atleast_1d(as_array("gammas", gammas, ndim=(0, 1), low=0))
@@ -103,7 +111,7 @@ def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generato
     check_choice("labels", labels, LABEL_LAWS)
     check_choice("mu_direction", mu_direction, ("e1", "random"))
     snr = as_float("snr", snr, low=0)
-    mu_v = None if mu is None else check_mean(mu, p)
+    mu_v = None if mu is None else check_vector("mu", mu, p, "p")
     g = as_generator(rng)
     if mu_v is None and mu_direction == "random":
         v = g.standard_normal(p)
@@ -147,15 +155,7 @@ def label_posterior_mean(X: ArrayLike, mu: ArrayLike) -> np.ndarray:
     True
     """
     Xa = as_float_array("X", X, ndim=2)
-    return np.tanh(check_mean(mu, Xa.shape[0]) @ Xa)
-
-
-def check_mean(mu: ArrayLike, p: int) -> np.ndarray:
-    """``mu`` as a finite float64 vector of length ``p``."""
-    mu_v = as_float_array("mu", mu, ndim=1)
-    if mu_v.shape[0] != p:
-        raise ValueError(f"mu must have length p = {p}, got {mu_v.shape[0]}")
-    return mu_v
+    return np.tanh(check_vector("mu", mu, Xa.shape[0], "p") @ Xa)
 
 
 def draw_labels(g: np.random.Generator, n: int, labels: str) -> np.ndarray:
@@ -173,11 +173,7 @@ def check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int,
         raise ValueError(f"{names[0]} and {names[1]} must be given together (W = I + w_k w_q^T) or both be None")
     if w_k is None:
         return None, None
-    wk = as_float_array(names[0], w_k, ndim=1)
-    wq = as_float_array(names[1], w_q, ndim=1)
-    for name, w in zip(names, (wk, wq)):
-        if w.shape[0] != p:
-            raise ValueError(f"{name} must have length p = {p}, got {w.shape[0]}")
+    wk, wq = (check_vector(name, w, p, "p") for name, w in zip(names, (w_k, w_q)))
     return wk, wq
 
 

@@ -60,18 +60,11 @@ from .threads import torch_numeric_errors as _numeric, torch_threads
 from .ips import as_generator
 from ._ridge_solvers import SINGLE_THREAD_EIGH_MAX, errors_batch, errors_label_mean, gram
 from ._mc import (ArrayLike, as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_memory,
-                  check_spikes, label_posterior_mean, sample_signal_plus_noise, spike_outer)
+                  check_spikes, check_vector, label_posterior_mean, sample_signal_plus_noise, spike_outer)
 
 __all__ = ["sample_signal_plus_noise", "label_posterior_mean", "ridge_features", "attention_features",
            "interpolation_error", "interpolation_error_direct", "interpolation_error_label_average",
            "gaussian_equivalent_kernel", "kernel_eigenvalues", "resolve_activation"]
-
-def _check_labels(name: str, y: np.ndarray, n: int) -> np.ndarray:
-    y = as_float_array(name, y, ndim=1)
-    if y.shape[0] != n:
-        raise ValueError(f"{name} must have length n = {n} (the number of columns of features), got {y.shape[0]}")
-    return y
-
 
 def _check_features_memory(name: str, p: int, n: int, n_gammas: int) -> None:
     """Budget of the error path on ``(p, n)`` features: the smaller Gram matrix, its eigenvectors and the
@@ -242,7 +235,7 @@ def interpolation_error(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) ->
     True
     """
     Phi = as_float_array("features", features, ndim=2)
-    yv = _check_labels("y", y, Phi.shape[1])
+    yv = check_vector("y", y, Phi.shape[1], "n")
     g = check_gammas(gammas)
     _check_features_memory("features", *Phi.shape, g.size)
     with _numeric("interpolation_error", features=features, y=y, gammas=gammas):
@@ -293,9 +286,7 @@ def interpolation_error_label_average(features: ArrayLike, gammas: ArrayLike,
 
 
 def _check_label_mean(name: str, m: ArrayLike, n: int) -> np.ndarray:
-    mv = as_float_array(name, m, ndim=1)
-    if mv.shape[0] != n:
-        raise ValueError(f"{name} must have one entry per token (n={n}), got shape {mv.shape}")
+    mv = check_vector(name, m, n, "n")
     if np.any(np.abs(mv) > 1.0):
         raise ValueError(f"{name} holds means of labels in {{-1, 1}}: every entry must lie in [-1, 1]")
     return mv
@@ -350,7 +341,7 @@ def interpolation_error_direct(features: ArrayLike, y: ArrayLike, gammas: ArrayL
     when ``Phi Phi^T`` is singular. Slow; used by tests and the benchmark baseline.
     """
     Phi = as_float_array("features", features, ndim=2)
-    yv = _check_labels("y", y, Phi.shape[1])
+    yv = check_vector("y", y, Phi.shape[1], "n")
     g = check_gammas(gammas)
     p, n = Phi.shape
     check_memory(f"features ({p} x {n}: {p} x {p} systems)", 8 * (3 * p * p + p * n + g.size))
