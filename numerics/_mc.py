@@ -219,7 +219,9 @@ def mc_batch_size(draws: Draws, settings: MonteCarloSettings, n_gammas: int, gra
     n, p, n_trials, batch_size = draws.n, draws.p, settings.n_trials, settings.batch_size
     per_trial = trial_bytes(n, p, gram_buffers) + 8 * 4 * min(p, n) * n_gammas
     check_memory(f"n, p (one trial of {p} x {n} samples and {n_gammas} gammas)", per_trial)
-    size = default_batch_size(n, p, gram_buffers) if batch_size is None else int(batch_size)
+    size = batch_size
+    if size is None:  # about 200 MB of float64 working memory a batch, at most 64 trials
+        size = int(max(1, min(64, 2.0e8 // float(trial_bytes(n, p, gram_buffers)))))
     batch = min(size, n_trials)
     check_memory(f"batch_size (a batch of {batch} trials of {p} x {n} samples)", batch * per_trial)
     check_memory(f"n_trials ({n_trials} trials of {n_models} x {n_gammas} errors)",
@@ -230,13 +232,6 @@ def mc_batch_size(draws: Draws, settings: MonteCarloSettings, n_gammas: int, gra
 def trial_bytes(n: int, p: int, gram_buffers: int) -> int:
     """Float64 working memory of one trial: samples and features, ``gram_buffers`` ``n x n`` arrays, the Gram."""
     return 8 * (3 * p * n + gram_buffers * n * n + min(p, n) ** 2)
-
-
-def default_batch_size(n: int, p: int, gram_buffers: int) -> int:
-    """Trials per batch: about 200 MB of float64 working memory a batch (``gram_buffers`` ``n x n`` arrays a
-    trial besides the samples and features), at most 64."""
-    per_trial = float(trial_bytes(n, p, gram_buffers))
-    return int(max(1, min(64, 2.0e8 // per_trial)))
 
 
 def trial_chunks(n_trials: int, batch_size: int, n_jobs: int) -> list[list[int]]:
