@@ -42,7 +42,7 @@ from .ips import check_random_state
 from .threads import check_device, check_n_jobs, torch_threads
 from ._gauss_newton import GaussNewtonFits
 from ._pair_design import PAIRS_PER_GROUP, DenseDesign, PairBasis, PairDesign, pair_design_pays
-from ._fit_state import (FitResult, first_replicate)
+from ._fit_state import FitResult
 
 __all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning"]
 
@@ -394,12 +394,12 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
             c = torch.where(ok[:, None], c, torch.linalg.lstsq(Greg, b[..., None]).solution[..., 0])
         resid = Y - design.matvec(c)
         loss = ((resid * resid).sum(-1) + lam * (c * c).sum(-1)) / Y.shape[-1]
-        out = (loss, c)
+        one = single and B.dim() == 2  # the results of the one replicate
+        out = (loss[0], c[0]) if one else (loss, c)
         if full:
             # B^T resid = b - G c (= lam c up to rounding): p^2 flops instead of a pass over B
-            out += (dict(G=G, Greg=Greg, L=L, ok=ok, resid=resid, Bt_resid=b - torch.bmm(G, c[..., None])[..., 0]),)
-        if single and B.dim() == 2:
-            out = (loss[0], c[0]) + ((first_replicate(out[2]),) if full else ())
+            sol = dict(G=G, Greg=Greg, L=L, ok=ok, resid=resid, Bt_resid=b - torch.bmm(G, c[..., None])[..., 0])
+            out += ({k: v[0] for k, v in sol.items()} if one else sol,)
         return out
 
     def _objective(self, U: torch.Tensor, V: torch.Tensor):
