@@ -106,11 +106,13 @@ def check_kinds(kind: Any, allowed: tuple[str, ...] = KINDS) -> tuple[str, ...]:
     return kinds
 
 
-def check_simulated_kernel(model: AttentionModel) -> None:
-    """A kernel to evaluate: a named or sympy activation (kernel constants have no function) and a named diagonal."""
-    if isinstance(model.activation, tuple):  # a FrozenDict of kernel constants
+def check_simulated_kernel(model: AttentionModel, kinds: tuple[str, ...]) -> None:
+    """The kernels of ``kinds`` can be evaluated: ``"true"`` needs a named or sympy activation (kernel constants have
+    no function), ``"true"`` and ``"linearised"`` a named diagonal."""
+    if "true" in kinds and isinstance(model.activation, tuple):  # a FrozenDict of kernel constants
         raise ValueError("the model's activation is given by its kernel constants; a simulation needs the function")
-    check_diagonal_named(model)
+    if "true" in kinds or "linearised" in kinds:
+        check_diagonal_named(model)
 
 
 def check_diagonal_named(model: AttentionModel) -> str:
@@ -309,10 +311,9 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     Parameters
     ----------
     model : theory.AttentionModel or sequence of them, or theory.MultiHeadModel or sequence of them
-        One model, or models that differ only in their spike (the same ``c``, activation, ``snr`` and diagonal):
-        every trial draws one ``X, y`` for all of them; spikes are padded with zeros to ``p`` coordinates, the
-        diagonal is ``"removed"`` or ``"kept"``.  Multi-head models (:mod:`numerics.multi_head`, heads batched) may
-        differ in everything but ``c`` and ``snr``.
+        One model, or models that differ only in their spike (the same ``c``, activation, ``snr`` and diagonal,
+        ``"removed"`` or ``"kept"``), all on the same draws ``X, y``; spikes are padded with zeros to ``p``
+        coordinates.  Multi-head models (:mod:`numerics.multi_head`) may differ in all but ``c`` and ``snr``.
     p : int
         Dimension; ``p / c`` must be a whole number.
     gammas : array (G,), ``>= 0``.
@@ -320,9 +321,8 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
         Trials (``>= 2``), seed, threads, batching, device and labels.
     kind : {"true", "linearised", "ridge"} or tuple of them
         ``"true"``: the model's kernel ``f(X^T W X / sqrt p) / sqrt p``; ``"linearised"``: its Gaussian equivalent
-        ``a1 (X^T W X / p - diag) + s_f Xi / sqrt p`` (``Xi`` symmetric, unit off-diagonal variance, zero diagonal,
-        drawn for trial ``t`` from ``SeedSequence([seed, t, 7])``, the same for every spike); ``"ridge"``: ridge
-        regression on the same data (``Phi = X``).
+        ``a1 (X^T W X / p - diag) + s_f Xi / sqrt p`` (``Xi`` symmetric, zero diagonal, from
+        ``SeedSequence([seed, t, 7])`` for every spike); ``"ridge"``: ridge on the same data (``Phi = X``).
     return_trials : bool
         With one model and one kind: also return the ``(n_trials, G)`` per-trial errors.
     label_average : bool
@@ -340,13 +340,11 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     Raises
     ------
     ValueError
-        Invalid arguments; a batch of trials or the table of per-trial errors over the memory budget
-        ``theory.get_limits().memory_budget_bytes`` (checked before the first draw); errors that are not finite.
+        Invalid arguments; a batch or the per-trial errors over the memory budget (``theory.get_limits()``,
+        checked before the first draw); errors that are not finite.
 
     Examples
     --------
-    Attention with and without an aligned spike, and ridge, on the same draws:
-
     >>> from theory import AttentionModel
     >>> from numerics import MonteCarloSettings
     >>> models = [AttentionModel(2.0, "tanh", snr=1.0), AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned"))]
@@ -367,10 +365,7 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
         args = dict(kind=kind, p=p, gammas=gammas)
         out = multi_head_trials(model, p, gammas, settings, kinds, label_average)
     else:
-        if "true" in kinds:
-            check_simulated_kernel(models[0])
-        elif "linearised" in kinds:
-            check_diagonal_named(models[0])
+        check_simulated_kernel(models[0], kinds)
         label_average = check_label_average(label_average, models[0].snr)
         g = torch.from_numpy(check_gammas(gammas))
         draws = Draws(n, pv, float(models[0].snr), settings.labels, settings.device)

@@ -84,23 +84,10 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, se
     tv = [as_float("t", x, low=0) for x in _as_list("t", t)]
     cv = as_float("c", c, low=0, low_open=True)
     pv = as_int("p", p, 2, 2**31 - 1)
-    if not isinstance(settings, MonteCarloSettings):
-        raise ArgumentTypeError(f"settings must be a numerics.MonteCarloSettings, got {describe(settings)}")
-    if settings.labels != "iid":
-        raise ValueError(f"settings.labels must be 'iid' (the labels are integrated out given X with their posterior "
-                         f"means), got {settings.labels!r}")
-    trials = as_int("settings.n_trials", settings.n_trials, 1, 2**31 - 1)
+    trials = _check_settings(settings)
     s = as_float("snr", snr, low=0)
     g = check_gammas(gammas)
-    edges = None
-    if bins is not None:
-        try:
-            edges = np.asarray(bins, dtype=float)
-        except (TypeError, ValueError):
-            edges = np.empty(0)  # refused below
-        if edges.ndim != 1 or edges.size < 2 or np.any(np.isnan(edges)) or not (
-                edges[0] >= 0 and np.all(edges[1:] > edges[:-1])):
-            raise ValueError(f"bins must be an increasing 1-d array of at least 2 edges >= 0, got {bins!r}")
+    edges = None if bins is None else _check_bins(bins)
     n = max(1, int(round(pv / cv)))
     lead = (len(acts), len(tv))
     out = {f"{name}{part}": np.empty(lead + (trials, g.size)) for name in _NAMES for part in ("", *_PARTS)}
@@ -150,3 +137,25 @@ def _store(out: dict[str, np.ndarray], name: str, at: tuple, parts: tuple, which
 _NAMES = ("attention", "ridge")
 #: the parts returned beside ``E`` for each method
 _PARTS = ("_signal", "_noise", "_risk")
+
+
+def _check_settings(settings: Any) -> int:
+    """``settings.n_trials``, of a :class:`MonteCarloSettings` with i.i.d. labels and at most ``2**31 - 1`` trials."""
+    if not isinstance(settings, MonteCarloSettings):
+        raise ArgumentTypeError(f"settings must be a numerics.MonteCarloSettings, got {describe(settings)}")
+    if settings.labels != "iid":
+        raise ValueError(f"settings.labels must be 'iid' (the labels are integrated out given X with their posterior "
+                         f"means), got {settings.labels!r}")
+    return as_int("settings.n_trials", settings.n_trials, 1, 2**31 - 1)
+
+
+def _check_bins(bins: Any) -> np.ndarray:
+    message = f"bins must be an increasing 1-d array of at least 2 edges >= 0, got {bins!r}"
+    try:
+        edges = np.asarray(bins, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if (edges.ndim != 1 or edges.size < 2 or np.any(np.isnan(edges)) or edges[0] < 0
+            or not np.all(edges[1:] > edges[:-1])):
+        raise ValueError(message)
+    return edges
