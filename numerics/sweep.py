@@ -294,19 +294,15 @@ def run_sweep(func: Callable[[dict, int], dict], cells: Iterable[Mapping[str, An
     seed_lists = _resolve_seeds(cell_list, seeds, n_replicates, base_seed)
     pairs = [(i, c, s) for i, (c, sl) in enumerate(zip(cell_list, seed_lists)) for s in sl]
     table = _Table(pairs, None if cache_dir is None else Path(cache_dir), fname, version, progress)
-    _execute(func, table, table.read_cache(func), workers)
-    return SweepResults(table.records(), n_computed=len(pairs) - table.n_cached, n_cached=table.n_cached)
-
-
-def _execute(func: Callable, table: "_Table", todo: list[int], workers: Workers) -> None:
-    """Compute the pairs ``todo`` of ``table`` that no other run claims; then those that other runs left."""
+    run = _run_local if workers.executor == "local" else _run_dask
+    todo = table.read_cache(func)
     try:
         while todo:  # a second round only for pairs another run had claimed and then did not finish
-            run = _run_local if workers.executor == "local" else _run_dask
             run(func, table, table.claimed(todo), len(todo), workers)
             todo = table.wait_for_others()
     finally:
         table.release_all()  # an error or an interrupt: the claims of unfinished pairs go back
+    return SweepResults(table.records(), n_computed=len(pairs) - table.n_cached, n_cached=table.n_cached)
 
 
 def _check_cells(cells: Iterable[Mapping[str, Any]]) -> list[dict]:
@@ -354,8 +350,11 @@ class _Table:
         for j, (_, c, s) in enumerate(self.pairs):
             if self.cdir is not None:
                 self.keys[j] = k = cache_key(func, c, s, self.version)
-                if k in leader:  # the same (func, cell, seed, version) twice: computed once
-                    self._follow(leader[k], j)
+                if k in leader:  # the same (func, cell, seed, version) twice: computed once, by the first
+                    self.followers.setdefault(leader[k], []).append(j)
+                    if self.results[leader[k]] is not None:
+                        self.results[j] = self.results[leader[k]]
+                        self.n_cached += 1
                     continue
                 leader[k] = j
                 hit = self._read(j)
@@ -368,12 +367,6 @@ class _Table:
                 if self.results[j] is not None:
                     self.progress(self.record(j))
         return todo
-
-    def _follow(self, lead: int, j: int) -> None:
-        self.followers.setdefault(lead, []).append(j)
-        if self.results[lead] is not None:
-            self.results[j] = self.results[lead]
-            self.n_cached += 1
 
     def _read(self, j: int, warn: bool = True) -> dict | None:
         _, c, s = self.pairs[j]
