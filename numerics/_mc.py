@@ -234,14 +234,6 @@ def trial_bytes(n: int, p: int, gram_buffers: int) -> int:
     return 8 * (3 * p * n + gram_buffers * n * n + min(p, n) ** 2)
 
 
-def trial_chunks(n_trials: int, batch_size: int, n_jobs: int) -> list[list[int]]:
-    """Trial indices in consecutive batches of ``batch_size``; fewer batches than workers are re-split so
-    that every worker gets one (results never depend on the split: every trial has its own seed)."""
-    if n_jobs > 1 and -(-n_trials // batch_size) < n_jobs <= n_trials:
-        batch_size = -(-n_trials // n_jobs)
-    return [list(range(s0, min(n_trials, s0 + batch_size))) for s0 in range(0, n_trials, batch_size)]
-
-
 def run_trials(batch: Callable[[list[np.random.SeedSequence], list[int]], Any], settings: MonteCarloSettings,
                batch_size: int) -> list:
     """The Monte Carlo core: ``batch(seeds, trial_ids)`` over consecutive batches of ``batch_size`` trials, in
@@ -256,7 +248,10 @@ def run_trials(batch: Callable[[list[np.random.SeedSequence], list[int]], Any], 
     def run(ids: list[int]) -> Any:
         return batch([seeds[i] for i in ids], ids)
 
-    return thread_map(run, trial_chunks(n_trials, batch_size, n_jobs), n_jobs)
+    if n_jobs > 1 and -(-n_trials // batch_size) < n_jobs <= n_trials:  # fewer batches than workers: re-split
+        batch_size = -(-n_trials // n_jobs)
+    chunks = [list(range(s0, min(n_trials, s0 + batch_size))) for s0 in range(0, n_trials, batch_size)]
+    return thread_map(run, chunks, n_jobs)
 
 
 def spike_outer(Xb: torch.Tensor, wk: torch.Tensor | None, wq: torch.Tensor | None) -> torch.Tensor | None:

@@ -87,7 +87,7 @@ def locate(u: Any, lo: Any, hi: Any, n_intervals: int, clamp: bool = True):
     """
     h = (hi - lo) / n_intervals
     z = (u - lo) / h  # in [0, K] inside the range
-    if _is_torch(u):
+    if type(u).__module__.startswith("torch"):
         import torch
 
         if clamp:
@@ -123,7 +123,3 @@ def basis_matrix(u: np.ndarray, lo: float, hi: float, n_intervals: int, degree: 
     for l, v in enumerate(vals):
         out[rows, idx * (degree + 1) + l] = v
     return out
-
-
-def _is_torch(x: Any) -> bool:
-    return type(x).__module__.startswith("torch")

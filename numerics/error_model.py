@@ -450,13 +450,6 @@ def _rmatvec(fb: sparse.csr_matrix, fa: np.ndarray | None, y: np.ndarray) -> np.
     return out if fa is None else np.concatenate([out, fa.T @ y])
 
 
-def _matvec(fb: sparse.csr_matrix, fa: np.ndarray | None, c: np.ndarray) -> np.ndarray:
-    """``[fb, fa] c``."""
-    p = fb.shape[1]
-    out = fb @ c[:p]
-    return out if fa is None else out + fa @ c[p:]
-
-
 def _conditional_error(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float, with_A: bool,
                        ev: _EvalSet) -> tuple[float, float, float]:
     """``(E[log err | X], E[err | X], bias_X)`` of the least-squares fit on the design ``X`` (noise integrated);
@@ -513,7 +506,7 @@ def _variant_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float,
         keep = w > 1e-12 * w.max()
         Sp = (V[:, keep] / w[keep]) @ V[:, keep].T  # (S + lam)^+
         c = Sp @ Fy
-        r0 = _matvec(eb, ea, c) - ev.g
+        r0 = (eb @ c[:p] if ea is None else eb @ c[:p] + ea @ c[p:]) - ev.g  # [eb, ea] c - g*
         bias = float(r0 @ r0) / n
         h = _rmatvec(eb, ea, r0) / n
         SpSSp = Sp @ S @ Sp

@@ -275,7 +275,9 @@ def interpolation_error_label_average(features: ArrayLike, gammas: ArrayLike,
     Phi = as_float_array("features", features, ndim=2)
     g = check_gammas(gammas)
     _check_features_memory("features", *Phi.shape, g.size)
-    m = None if label_mean is None else _check_label_mean("label_mean", label_mean, Phi.shape[1])
+    m = None if label_mean is None else check_vector("label_mean", label_mean, Phi.shape[1], "n")
+    if m is not None and np.any(np.abs(m) > 1.0):
+        raise ValueError("label_mean holds means of labels in {-1, 1}: every entry must lie in [-1, 1]")
     with _numeric("interpolation_error_label_average", features=features, gammas=gammas):
         if m is None:
             out = errors_batch(torch.from_numpy(Phi).unsqueeze(0), None, torch.from_numpy(g))[0].numpy()
@@ -283,13 +285,6 @@ def interpolation_error_label_average(features: ArrayLike, gammas: ArrayLike,
             out = errors_label_mean(torch.from_numpy(Phi).unsqueeze(0), torch.from_numpy(m).unsqueeze(0),
                                     torch.from_numpy(g))[0].numpy()
     return finite_result("interpolation_error_label_average", out, features=features, gammas=gammas)
-
-
-def _check_label_mean(name: str, m: ArrayLike, n: int) -> np.ndarray:
-    mv = check_vector(name, m, n, "n")
-    if np.any(np.abs(mv) > 1.0):
-        raise ValueError(f"{name} holds means of labels in {{-1, 1}}: every entry must lie in [-1, 1]")
-    return mv
 
 
 def gaussian_equivalent_kernel(X: ArrayLike, a1: float, nu: float, rng: np.random.Generator | int,
