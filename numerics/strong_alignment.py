@@ -155,7 +155,6 @@ def _check_bins(bins: Any) -> np.ndarray:
         edges = np.asarray(bins, dtype=float)
     except (TypeError, ValueError):
         raise ValueError(message) from None
-    if (edges.ndim != 1 or edges.size < 2 or np.any(np.isnan(edges)) or edges[0] < 0
-            or not np.all(edges[1:] > edges[:-1])):
+    if edges.ndim != 1 or edges.size < 2 or np.any(np.isnan(edges)) or edges[0] < 0 or not np.all(edges[1:] > edges[:-1]):
         raise ValueError(message)
     return edges
