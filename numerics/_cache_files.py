@@ -103,12 +103,9 @@ def result_checksum(result: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def cache_path(cache_dir: Path, key: str) -> Path:
-    return cache_dir / key[:2] / f"{key}.json"
-
-
-def lock_path(cache_dir: Path, key: str) -> Path:
-    return cache_dir / key[:2] / f"{key}.lock"
+def cache_path(cache_dir: Path, key: str, suffix: str = ".json") -> Path:
+    """The entry (``.json``) or the claim (``.lock``) of ``key`` in ``cache_dir``."""
+    return cache_dir / key[:2] / f"{key}{suffix}"
 
 
 KEY_FIELDS = ("func", "cell", "seed", "version")

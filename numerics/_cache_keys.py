@@ -12,11 +12,11 @@ import hashlib
 import json
 import math
 import weakref
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from theory.validation import ArgumentTypeError, check_flag, check_seed, check_text, describe
+from theory.validation import ArgumentTypeError, check_choice, check_flag, check_seed, check_text, describe
 
 
 # ----------------------------------------------------------------------------------------- helpers
@@ -61,11 +61,8 @@ def to_jsonable(v: Any, nonfinite: str = "keep", unknown: str = "raise") -> Any:
     >>> to_jsonable([float("inf"), np.nan], nonfinite="str"), to_jsonable([float("inf")], nonfinite="null")
     (['inf', 'nan'], [None])
     """
-    if nonfinite not in NONFINITE_POLICIES:
-        raise ValueError(f"nonfinite must be one of {NONFINITE_POLICIES}, got {nonfinite!r}")
-    if unknown not in UNKNOWN_POLICIES:
-        raise ValueError(f"unknown must be one of {UNKNOWN_POLICIES}, got {unknown!r}")
-    return to_json(v, nonfinite, unknown)
+    check_choice("nonfinite", nonfinite, NONFINITE_POLICIES)
+    return to_json(v, nonfinite, check_choice("unknown", unknown, UNKNOWN_POLICIES))
 
 
 def to_json(v: Any, nonfinite: str, unknown: str) -> Any:
@@ -224,38 +221,23 @@ def called_project_functions(f: Any, home: str) -> list[Any]:
     """The Python functions of the project (``home`` module, ``__main__``, :data:`PROJECT_PACKAGES`) that the code
     of ``f`` names as globals, and the functions held in its closure."""
     names: list[str] = []
-    for code in code_objects(f.__code__):
+    codes = [f.__code__]
+    while codes:  # the code of f and the code objects nested in its constants (inner functions, comprehensions)
+        code = codes.pop()  # depth first, constants in order
         names.extend(code.co_names)
+        codes.extend(reversed([c for c in code.co_consts if hasattr(c, "co_code")]))
     candidates = [f.__globals__.get(n) for n in dict.fromkeys(names)]
-    candidates += [c.cell_contents for c in (f.__closure__ or ()) if cell_filled(c)]
+    for cell in f.__closure__ or ():
+        with contextlib.suppress(ValueError):  # an empty closure cell
+            candidates.append(cell.cell_contents)
     out = []
     for obj in candidates:
         g = python_function(obj) if callable(obj) else None
-        if g is not None and is_project_module(g.__module__, home):
+        module = getattr(g, "__module__", None)
+        if g is not None and isinstance(module, str) and (
+                module in (home, "__main__") or module.split(".")[0] in PROJECT_PACKAGES):
             out.append(g)
     return out
-
-
-def cell_filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:  # an empty closure cell
-        return False
-    return True
-
-
-def is_project_module(module: Any, home: str) -> bool:
-    if not isinstance(module, str):
-        return False
-    return module in (home, "__main__") or module.split(".")[0] in PROJECT_PACKAGES
-
-
-def code_objects(code: Any) -> Iterator[Any]:
-    """``code`` and the code objects nested in its constants (inner functions, lambdas, comprehensions)."""
-    yield code
-    for c in code.co_consts:
-        if hasattr(c, "co_code"):
-            yield from code_objects(c)
 
 
 #: memo of :func:`own_digest`: function -> (its code object when hashed, digest)

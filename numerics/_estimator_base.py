@@ -25,8 +25,8 @@ import numpy as np
 
 from theory.validation import ArgumentTypeError, as_float, as_int, check_seed, describe
 
-#: largest count parameter (iterations, restarts, widths, ...) of the estimators
-MAX_COUNT = 2**31 - 1
+from .ips import MAX_COUNT, as_generator  # noqa: F401  (MAX_COUNT: the estimators' largest count too)
+
 
 
 def check_count(name: str, value: Any, low: int) -> Any:
@@ -63,7 +63,6 @@ def numeric_array(name: str, value: Any) -> np.ndarray:
                                 f"(dtype {arr.dtype})")
     return arr.astype(np.float64, copy=False)
 
-from .ips import as_generator
 
 __all__ = ["InteractionEstimator", "ConvergenceWarning"]
 
@@ -130,19 +129,6 @@ def check_random_state_param(value: Any) -> None:
     check_seed("random_state", value)
 
 
-def _r2_score(Y: np.ndarray, P: np.ndarray, weights: np.ndarray | None) -> float:
-    """``sklearn.metrics.r2_score(Y, P, sample_weight=weights)``: per column, then averaged (force_finite)."""
-    w = np.ones(Y.shape[0]) if weights is None else weights
-    num = (w[:, None] * (Y - P) ** 2).sum(axis=0)
-    mean = (w[:, None] * Y).sum(axis=0) / w.sum()
-    den = (w[:, None] * (Y - mean) ** 2).sum(axis=0)
-    scores = np.ones(Y.shape[1])
-    ok = den != 0
-    scores[ok] = 1.0 - num[ok] / den[ok]
-    scores[~ok & (num != 0)] = 0.0  # a constant column predicted wrongly: 0, as scikit-learn's force_finite
-    return float(scores.mean())
-
-
 class InteractionEstimator(abc.ABC):
     """Base class of the estimators of ``g*(x, y) = phi*(x^T A* y)`` from ``(X, Y)`` (paper A).
 
@@ -166,15 +152,8 @@ class InteractionEstimator(abc.ABC):
     # ------------------------------------------------------------------ scikit-learn's parameter protocol
     @classmethod
     def _get_param_names(cls) -> list[str]:
-        """The keyword arguments of ``__init__``, sorted (scikit-learn's rule; no ``*args``)."""
-        init = cls.__init__
-        if init is object.__init__:
-            return []
-        params = [p for p in inspect.signature(init).parameters.values() if p.name != "self"]
-        for p in params:
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise RuntimeError(f"{cls.__name__}.__init__ must take named parameters only, not *{p.name}")
-        return sorted(p.name for p in params)
+        """The keyword arguments of ``__init__``, sorted (scikit-learn's rule)."""
+        return sorted(name for name in inspect.signature(cls.__init__).parameters if name != "self")
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The parameters of this estimator, by name (scikit-learn's ``get_params``).
@@ -182,20 +161,14 @@ class InteractionEstimator(abc.ABC):
         Parameters
         ----------
         deep : bool
-            Also return the parameters of parameters that are estimators, as ``name__key`` (none here).
+            scikit-learn's flag for parameters that are estimators themselves (there are none here).
 
         Returns
         -------
         dict
             Every keyword argument of ``__init__`` with its value as given (or as set by :meth:`set_params`).
         """
-        out: dict[str, Any] = {}
-        for name in self._get_param_names():
-            value = getattr(self, name)
-            if deep and hasattr(value, "get_params") and not isinstance(value, type):
-                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
-            out[name] = value
-        return out
+        return {name: getattr(self, name) for name in self._get_param_names()}
 
     def set_params(self, **params: Any) -> "InteractionEstimator":
         """Set parameters by name (scikit-learn's ``set_params``); returns ``self``.
@@ -208,20 +181,12 @@ class InteractionEstimator(abc.ABC):
         ValueError
             A name that is not a parameter of this estimator.
         """
-        valid = self.get_params(deep=True)
-        nested: dict[str, dict[str, Any]] = {}
-        for key, value in params.items():
-            name, sep, sub = key.partition("__")
+        valid = self._get_param_names()
+        for name, value in params.items():
             if name not in valid:
                 raise ValueError(f"Invalid parameter {name!r} for estimator {type(self).__name__}; valid "
-                                 f"parameters are {sorted(self._get_param_names())}")
-            if sep:
-                nested.setdefault(name, {})[sub] = value
-            else:
-                setattr(self, name, value)
-                valid[name] = value
-        for name, sub_params in nested.items():
-            valid[name].set_params(**sub_params)
+                                 f"parameters are {valid}")
+            setattr(self, name, value)
         return self
 
     def __repr__(self) -> str:
@@ -279,7 +244,16 @@ class InteractionEstimator(abc.ABC):
                     or not weights.sum() > 0:
                 raise ValueError(f"sample_weight must hold M = {X.shape[0]} finite weights >= 0, not all zero, "
                                  f"got shape {weights.shape}")
-        return _r2_score(Y, self.predict(X), weights)
+        P = self.predict(X)  # sklearn.metrics.r2_score(Y, P, sample_weight=weights): per column, then averaged
+        w = np.ones(Y.shape[0]) if weights is None else weights
+        num = (w[:, None] * (Y - P) ** 2).sum(axis=0)
+        mean = (w[:, None] * Y).sum(axis=0) / w.sum()
+        den = (w[:, None] * (Y - mean) ** 2).sum(axis=0)
+        scores = np.ones(Y.shape[1])
+        ok = den != 0
+        scores[ok] = 1.0 - num[ok] / den[ok]
+        scores[~ok & (num != 0)] = 0.0  # a constant column predicted wrongly: 0, as scikit-learn's force_finite
+        return float(scores.mean())
 
     @abc.abstractmethod
     def fit(self, X: Any, Y: Any, **options: Any) -> "InteractionEstimator":

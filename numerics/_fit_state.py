@@ -58,11 +58,6 @@ class Incumbent(Rows):
     V: torch.Tensor
     has: torch.Tensor
 
-    @classmethod
-    def empty(cls, n: int, d: int, r: int, device: Any) -> "Incumbent":
-        zeros = torch.zeros(n, d, r, dtype=torch.float64, device=device)
-        return cls(U=zeros, V=zeros.clone(), has=torch.zeros(n, dtype=torch.bool))
-
 
 @dataclass
 class StartResult:
@@ -97,7 +92,9 @@ class StartBook:
     def __init__(self, R: int, d: int, r: int, adaptive: bool, join_tol: float, device: Any) -> None:
         self.best: list = [None] * R  # per data set: (its state, n_iter, converged)
         self.best_loss = torch.full((R,), math.inf, dtype=torch.float64)
-        self.incumbent = Incumbent.empty(R, d, r, device)  # joinable only with adaptive restarts
+        zeros = torch.zeros(R, d, r, dtype=torch.float64, device=device)
+        # joinable only with adaptive restarts
+        self.incumbent = Incumbent(U=zeros, V=zeros.clone(), has=torch.zeros(R, dtype=torch.bool))
         self.agree = torch.zeros(R, dtype=torch.bool)
         self.objectives: list = [[] for _ in range(R)]
         self.adaptive, self.join_tol = adaptive, join_tol
@@ -154,8 +151,3 @@ def assign_rows(x: torch.Tensor, index: torch.Tensor | None, value: Any) -> None
         x.copy_(value) if isinstance(value, torch.Tensor) else x.fill_(value)
     else:
         x[index] = value
-
-
-def first_replicate(sol: dict) -> dict:
-    """The first replicate's entries of a dict of batched tensors."""
-    return {k: v[0] if isinstance(v, torch.Tensor) else v for k, v in sol.items()}

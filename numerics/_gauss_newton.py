@@ -33,7 +33,7 @@ class GaussNewtonFits:
         root = torch.sqrt(sv).unsqueeze(-2)
         return (Qu @ a) * root, (Qv @ bt.mT) * root
 
-    def _run_lbfgs(self, U0: np.ndarray, V0: np.ndarray):
+    def _run_lbfgs(self, U0: np.ndarray, V0: np.ndarray) -> StartResult:
         dev = self._cfg.device
         U = torch.tensor(U0, dtype=torch.float64, device=dev, requires_grad=True)
         V = torch.tensor(V0, dtype=torch.float64, device=dev, requires_grad=True)
@@ -52,7 +52,10 @@ class GaussNewtonFits:
         with torch.no_grad():
             U1, V1 = self._balance(U, V)
             loss, c, lo, hi = self._objective(U1, V1)
-        return float(loss), U1, V1, c, float(lo), float(hi), n_iter
+        loss, lo, hi = (torch.tensor([float(v)], dtype=torch.float64) for v in (loss, lo, hi))
+        state = GNState(U=U1[None], V=V1[None], loss=loss, c=c[None].detach(), lo=lo, hi=hi)
+        return StartResult(state=state, n_iter=torch.tensor([n_iter]),
+                           converged=torch.tensor([n_iter < self._cfg.max_iter]), joined=torch.zeros(1, dtype=torch.bool))
 
     def _jacobian(self, basis: PairBasis, c: torch.Tensor, X: torch.Tensor, pairs: PairDesign) -> torch.Tensor:
         """Jacobian ``(R, M N, 2 d r)`` of the fitted values ``B(A) c`` (``c`` fixed) w.r.t. ``vec(U), vec(V)``.
@@ -341,9 +344,4 @@ class GaussNewtonFits:
         """One start of the data sets ``reps``: Gauss-Newton (batched) or L-BFGS (one data set)."""
         if self._cfg.optimizer == "gauss-newton":
             return self._run_gn(U0, V0, reps, best, incumbent)
-        loss, U, V, c, lo, hi, n_iter = self._run_lbfgs(U0[0].cpu().numpy(), V0[0].cpu().numpy())
-        loss, lo, hi = (torch.tensor([v], dtype=torch.float64) for v in (loss, lo, hi))
-        state = GNState(U=U[None], V=V[None], loss=loss, c=c[None].detach(), lo=lo, hi=hi)
-        converged = torch.tensor([n_iter < self._cfg.max_iter])
-        return StartResult(state=state, n_iter=torch.tensor([n_iter]), converged=converged,
-                            joined=torch.zeros(1, dtype=torch.bool))
+        return self._run_lbfgs(U0[0].cpu().numpy(), V0[0].cpu().numpy())  # one data set

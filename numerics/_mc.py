@@ -15,10 +15,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from theory.validation import (MAX_SEED, ArgumentTypeError, as_array, as_float, as_int, check_array_memory,
-                                check_choice, check_flag, check_seed, describe)
+from theory.validation import as_array, as_float, as_int, check_array_memory, check_choice, check_flag
 
-from .mc_settings import MonteCarloSettings
+from .ips import as_generator
+from .mc_settings import LABEL_LAWS, MonteCarloSettings
 from .threads import thread_map
 
 
@@ -37,6 +37,14 @@ def as_float_array(name: str, a: ArrayLike, ndim: int | None = None) -> np.ndarr
     if isinstance(a, torch.Tensor):
         a = a.detach().cpu().numpy()
     return as_array(name, a, ndim=ndim)
+
+
+def check_vector(name: str, v: ArrayLike, size: int, what: str) -> np.ndarray:
+    """``v`` as a finite float64 vector of ``size`` entries (``what`` names that size in the message: ``"p"``, ...)."""
+    out = as_float_array(name, v, ndim=1)
+    if out.shape[0] != size:
+        raise ValueError(f"{name} must have length {what} = {size}, got {out.shape[0]}")
+    return out
 
 
 def check_gammas(gammas: ArrayLike) -> np.ndarray:
@@ -62,25 +70,9 @@ def check_kernel_memory(name: str, p: int, n: int) -> None:
 # --------------------------------------------------------------------------------------------
 # sampling and features
 # --------------------------------------------------------------------------------------------
-def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
-    """``rng`` itself (a ``numpy.random.Generator``) or the generator of the integer seed ``rng``."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if not isinstance(rng, (int, np.integer)) or isinstance(rng, bool):
-        raise ArgumentTypeError(f"rng must be a numpy.random.Generator or an integer seed in [0, {MAX_SEED}], got "
-                                f"{describe(rng)} of type {type(rng).__name__}")
-    return np.random.default_rng(check_seed("rng", rng))
-
-
-def sample_signal_plus_noise(
-    n: int,
-    p: int,
-    snr: float,
-    rng: np.random.Generator | int,
-    mu: ArrayLike | None = None,
-    labels: str = "balanced",
-    mu_direction: str = "e1",
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generator | int, mu: ArrayLike | None = None,
+                             labels: str = "balanced", mu_direction: str = "e1"
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Draw ``X = mu y^T + Z`` (``p x n``), labels ``y`` and the mean ``mu``.
 
     Parameters
@@ -116,29 +108,24 @@ def sample_signal_plus_noise(
     """
     n, p = as_int("n", n, 1), as_int("p", p, 1)
     check_memory(f"n, p (X of shape ({p}, {n}))", 8 * 3 * p * n)  # Z, mu y^T and X
-    check_choice("labels", labels, ("balanced", "iid"))
+    check_choice("labels", labels, LABEL_LAWS)
     check_choice("mu_direction", mu_direction, ("e1", "random"))
     snr = as_float("snr", snr, low=0)
-    mu_v = None if mu is None else check_mean(mu, p)
-    g = as_rng(rng)
-    if mu_v is None:
-        if mu_direction == "e1":
-            return draw_sample(n, p, snr, g, labels)
+    mu_v = None if mu is None else check_vector("mu", mu, p, "p")
+    g = as_generator(rng)
+    if mu_v is None and mu_direction == "random":
         v = g.standard_normal(p)
         mu_v = math.sqrt(snr) * v / np.linalg.norm(v)
-    return _signal_plus_noise(mu_v, n, p, g, labels)
+    return draw_sample(n, p, snr, g, labels, mu_v)
 
 
-def draw_sample(n: int, p: int, snr: float, g: np.random.Generator, labels: str
+def draw_sample(n: int, p: int, snr: float, g: np.random.Generator, labels: str, mu_v: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`sample_signal_plus_noise` with ``mu = sqrt(snr) e_1`` on checked arguments (the Monte Carlo's draw)."""
-    mu_v = np.zeros(p)
-    mu_v[0] = math.sqrt(snr)
-    return _signal_plus_noise(mu_v, n, p, g, labels)
-
-
-def _signal_plus_noise(mu_v: np.ndarray, n: int, p: int, g: np.random.Generator, labels: str
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sample_signal_plus_noise` on checked arguments (the Monte Carlo's draw; ``mu = sqrt(snr) e_1`` unless
+    ``mu_v`` is given)."""
+    if mu_v is None:
+        mu_v = np.zeros(p)
+        mu_v[0] = math.sqrt(snr)
     y = draw_labels(g, n, labels)
     Z = g.standard_normal((p, n))
     X = np.outer(mu_v, y) + Z
@@ -168,15 +155,7 @@ def label_posterior_mean(X: ArrayLike, mu: ArrayLike) -> np.ndarray:
     True
     """
     Xa = as_float_array("X", X, ndim=2)
-    return np.tanh(check_mean(mu, Xa.shape[0]) @ Xa)
-
-
-def check_mean(mu: ArrayLike, p: int) -> np.ndarray:
-    """``mu`` as a finite float64 vector of length ``p``."""
-    mu_v = as_float_array("mu", mu, ndim=1)
-    if mu_v.shape[0] != p:
-        raise ValueError(f"mu must have length p = {p}, got {mu_v.shape[0]}")
-    return mu_v
+    return np.tanh(check_vector("mu", mu, Xa.shape[0], "p") @ Xa)
 
 
 def draw_labels(g: np.random.Generator, n: int, labels: str) -> np.ndarray:
@@ -184,9 +163,7 @@ def draw_labels(g: np.random.Generator, n: int, labels: str) -> np.ndarray:
         y = np.ones(n)
         y[n // 2 + (n % 2):] = -1.0  # floor(n/2) minus ones, ceil(n/2) plus ones
         return g.permutation(y)
-    if labels == "iid":
-        return g.choice(np.array([-1.0, 1.0]), size=n)
-    raise ValueError(f"labels must be 'balanced' or 'iid', got {labels!r}")
+    return g.choice(np.array([-1.0, 1.0]), size=n)  # "iid"
 
 
 def check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int,
@@ -196,12 +173,7 @@ def check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int,
         raise ValueError(f"{names[0]} and {names[1]} must be given together (W = I + w_k w_q^T) or both be None")
     if w_k is None:
         return None, None
-    wk = as_float_array(names[0], w_k, ndim=1)
-    wq = as_float_array(names[1], w_q, ndim=1)
-    if wk.shape[0] != p:
-        raise ValueError(f"{names[0]} must have length p = {p}, got {wk.shape[0]}")
-    if wq.shape[0] != p:
-        raise ValueError(f"{names[1]} must have length p = {p}, got {wq.shape[0]}")
+    wk, wq = (check_vector(name, w, p, "p") for name, w in zip(names, (w_k, w_q)))
     return wk, wq
 
 
@@ -247,7 +219,9 @@ def mc_batch_size(draws: Draws, settings: MonteCarloSettings, n_gammas: int, gra
     n, p, n_trials, batch_size = draws.n, draws.p, settings.n_trials, settings.batch_size
     per_trial = trial_bytes(n, p, gram_buffers) + 8 * 4 * min(p, n) * n_gammas
     check_memory(f"n, p (one trial of {p} x {n} samples and {n_gammas} gammas)", per_trial)
-    size = default_batch_size(n, p, gram_buffers) if batch_size is None else int(batch_size)
+    size = batch_size
+    if size is None:  # about 200 MB of float64 working memory a batch, at most 64 trials
+        size = int(max(1, min(64, 2.0e8 // float(trial_bytes(n, p, gram_buffers)))))
     batch = min(size, n_trials)
     check_memory(f"batch_size (a batch of {batch} trials of {p} x {n} samples)", batch * per_trial)
     check_memory(f"n_trials ({n_trials} trials of {n_models} x {n_gammas} errors)",
@@ -260,24 +234,8 @@ def trial_bytes(n: int, p: int, gram_buffers: int) -> int:
     return 8 * (3 * p * n + gram_buffers * n * n + min(p, n) ** 2)
 
 
-def default_batch_size(n: int, p: int, gram_buffers: int) -> int:
-    """Trials per batch: about 200 MB of float64 working memory a batch (``gram_buffers`` ``n x n`` arrays a
-    trial besides the samples and features), at most 64."""
-    per_trial = float(trial_bytes(n, p, gram_buffers))
-    return int(max(1, min(64, 2.0e8 // per_trial)))
-
-
-def trial_chunks(n_trials: int, batch_size: int, n_jobs: int) -> list[list[int]]:
-    """Trial indices in consecutive batches of ``batch_size``; fewer batches than workers are re-split so
-    that every worker gets one (results never depend on the split: every trial has its own seed)."""
-    if n_jobs > 1 and -(-n_trials // batch_size) < n_jobs <= n_trials:
-        batch_size = -(-n_trials // n_jobs)
-    return [list(range(s0, min(n_trials, s0 + batch_size))) for s0 in range(0, n_trials, batch_size)]
-
-
-def run_trials(
-    batch: Callable[[list[np.random.SeedSequence], list[int]], Any], settings: MonteCarloSettings, batch_size: int
-) -> list:
+def run_trials(batch: Callable[[list[np.random.SeedSequence], list[int]], Any], settings: MonteCarloSettings,
+               batch_size: int) -> list:
     """The Monte Carlo core: ``batch(seeds, trial_ids)`` over consecutive batches of ``batch_size`` trials, in
     ``settings.n_jobs`` threads.
 
@@ -290,7 +248,10 @@ def run_trials(
     def run(ids: list[int]) -> Any:
         return batch([seeds[i] for i in ids], ids)
 
-    return thread_map(run, trial_chunks(n_trials, batch_size, n_jobs), n_jobs)
+    if n_jobs > 1 and -(-n_trials // batch_size) < n_jobs <= n_trials:  # fewer batches than workers: re-split
+        batch_size = -(-n_trials // n_jobs)
+    chunks = [list(range(s0, min(n_trials, s0 + batch_size))) for s0 in range(0, n_trials, batch_size)]
+    return thread_map(run, chunks, n_jobs)
 
 
 def spike_outer(Xb: torch.Tensor, wk: torch.Tensor | None, wq: torch.Tensor | None) -> torch.Tensor | None:

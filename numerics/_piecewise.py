@@ -25,6 +25,16 @@ from theory.validation import as_array, finite_result
 
 __all__: list[str] = []  # private module
 
+def _legendre(t: Any, degree: int) -> list:
+    """``P_0 .. P_degree`` at ``t`` (Bonnet's recursion)."""
+    p = [t * 0 + 1.0]
+    if degree >= 1:
+        p.append(t * 1.0)
+        for n in range(1, degree):
+            p.append(((2 * n + 1) * t * p[n] - n * p[n - 1]) / (n + 1))
+    return p
+
+
 def legendre_values(t: Any, degree: int) -> list:
     """Orthonormal Legendre polynomials ``sqrt(2l+1) P_l(t)``, ``l = 0..degree``.
 
@@ -38,27 +48,14 @@ def legendre_values(t: Any, degree: int) -> list:
     Returns
     -------
     list
-        ``degree + 1`` arrays/tensors of the shape of ``t`` (Bonnet's recursion).
+        ``degree + 1`` arrays/tensors of the shape of ``t``.
     """
-    p_prev = t * 0 + 1.0
-    out = [p_prev]
-    if degree >= 1:
-        p_cur = t * 1.0
-        out.append(p_cur)
-        for n in range(1, degree):
-            p_next = ((2 * n + 1) * t * p_cur - n * p_prev) / (n + 1)
-            out.append(p_next)
-            p_prev, p_cur = p_cur, p_next
-    return [p * math.sqrt(2 * l + 1) for l, p in enumerate(out)]
+    return [p * math.sqrt(2 * l + 1) for l, p in enumerate(_legendre(t, degree))]
 
 
 def legendre_derivatives(t: Any, degree: int) -> list:
     """Derivatives ``d/dt sqrt(2l+1) P_l(t)``, ``l = 0..degree`` (``P'_{n+1} = P'_{n-1} + (2n+1) P_n``)."""
-    p = [t * 0 + 1.0]
-    if degree >= 1:
-        p.append(t * 1.0)
-        for n in range(1, degree):
-            p.append(((2 * n + 1) * t * p[n] - n * p[n - 1]) / (n + 1))
+    p = _legendre(t, degree)
     dp = [t * 0.0]
     if degree >= 1:
         dp.append(t * 0 + 1.0)
@@ -90,7 +87,7 @@ def locate(u: Any, lo: Any, hi: Any, n_intervals: int, clamp: bool = True):
     """
     h = (hi - lo) / n_intervals
     z = (u - lo) / h  # in [0, K] inside the range
-    if _is_torch(u):
+    if type(u).__module__.startswith("torch"):
         import torch
 
         if clamp:
@@ -126,7 +123,3 @@ def basis_matrix(u: np.ndarray, lo: float, hi: float, n_intervals: int, degree: 
     for l, v in enumerate(vals):
         out[rows, idx * (degree + 1) + l] = v
     return out
-
-
-def _is_torch(x: Any) -> bool:
-    return type(x).__module__.startswith("torch")

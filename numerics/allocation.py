@@ -28,10 +28,6 @@ from .slopes import level_weights
 __all__ = ["allocate_replicates", "slope_variance"]
 
 
-def _slope_weights(M: np.ndarray) -> np.ndarray:
-    return level_weights(np.log(M))
-
-
 def slope_variance(M: Sequence[float] | np.ndarray, sd: Sequence[float] | np.ndarray,
                    counts: Sequence[int] | np.ndarray) -> float:
     """``sum_k w_k^2 sd_k^2 / n_k``: the variance of the per-level-means slope (module docstring).
@@ -44,7 +40,7 @@ def slope_variance(M: Sequence[float] | np.ndarray, sd: Sequence[float] | np.nda
     1.0
     """
     M, sd, n = _inputs(M, sd, counts, "counts")
-    return float(np.sum(_slope_weights(M) ** 2 * sd**2 / n))
+    return float(np.sum(level_weights(np.log(M)) ** 2 * sd**2 / n))
 
 
 def allocate_replicates(M: Sequence[float] | np.ndarray, sd: Sequence[float] | np.ndarray,
@@ -84,7 +80,7 @@ def allocate_replicates(M: Sequence[float] | np.ndarray, sd: Sequence[float] | n
     M, sd, cost = _inputs(M, sd, cost, "cost")
     n_min = as_int("n_min", n_min, 2)
     n_equal = as_int("n_equal", n_equal, n_min)
-    w = _slope_weights(M)
+    w = level_weights(np.log(M))
     target = float(np.sum(w**2 * sd**2)) / n_equal
     shape = np.abs(w) * sd / np.sqrt(cost)  # n_k = lambda * shape_k above the floor
 

@@ -33,22 +33,14 @@ import torch
 from scipy import sparse
 from scipy.linalg import null_space
 
-from theory.validation import (
-    ArgumentTypeError,
-    as_float,
-    as_int,
-    check_array_memory,
-    check_flag,
-    check_seed,
-    describe,
-    finite_result,
-)
+from theory.validation import (ArgumentTypeError, as_float, as_int, check_array_memory, check_flag, check_seed,
+                               describe, finite_result)
 
 from .ips import IPSModel, bilinear_forms
 from .threads import torch_numeric_errors
 
-__all__ = ["RANGE_Q", "DesignStopping", "predict_error", "predict_error_grid", "predict_log_error", "predict_log_errors",
-           "predicted_curve", "population_range"]
+__all__ = ["RANGE_Q", "DesignStopping", "predict_error", "predict_error_grid", "predict_log_error",
+           "predict_log_errors", "predicted_curve", "population_range"]
 
 #: range quantile of the estimator in the designs (``range_quantile`` of the fits): the central 99.9%
 RANGE_Q = 5e-4
@@ -69,18 +61,6 @@ def _sequence(name: str, value: Any, what: str) -> list:
             or len(value) == 0:
         raise ArgumentTypeError(f"{name} must be a non-empty list of {what}, got {describe(value)}")
     return list(value)
-
-
-def _check_prediction_memory(model: IPSModel, K: int, s: int, n_pop: int, n_pairs: int, with_A: bool) -> None:
-    """Refuse, before anything is drawn, pair and population arrays (tokens, basis values, A-tangent features)
-    and Gram matrices over the memory budget (their float64 elements, temporaries left out)."""
-    d, N, r = model.d, model.N, model.rank
-    q = 2 * d * r - 1 if (with_A and d > 1) else 0
-    per_pair = 2 * d + (s + 1) + q + 1
-    n_rows = n_pop * N * (N - 1)
-    elements = (n_rows + n_pairs) * per_pair + 3 * (K * (s + 1) + q) ** 2
-    check_array_memory(f"K, s, n_pop, n_pairs ({n_pop * N} population rows of {N - 1} pairs, {n_pairs} pairs, "
-                       f"{K * (s + 1) + q} features)", elements, 8)
 
 
 def _basis(u: np.ndarray, lo: float, hi: float, K: int, s: int, rows: np.ndarray | None = None,
@@ -293,7 +273,11 @@ def predict_error_grid(model: IPSModel, Ks: Sequence[int], s: int, *, noises: Se
     n_pop, n_pairs = as_int("n_pop", n_pop, 1), as_int("n_pairs", n_pairs, 1)
     check_seed("seed", seed)
     with_A = check_flag("with_A", with_A)
-    _check_prediction_memory(model, max(Ks), s, n_pop, n_pairs, with_A)
+    d, N, r, K = model.d, model.N, model.rank, max(Ks)  # pair and population arrays and Gram matrices, before any draw
+    q = 2 * d * r - 1 if (with_A and d > 1) else 0
+    elements = (n_pop * N * (N - 1) + n_pairs) * (2 * d + (s + 1) + q + 1) + 3 * (K * (s + 1) + q) ** 2
+    check_array_memory(f"K, s, n_pop, n_pairs ({n_pop * N} population rows of {N - 1} pairs, {n_pairs} pairs, "
+                       f"{K * (s + 1) + q} features)", elements, 8)
     with torch_numeric_errors("predict_error", K=Ks if len(Ks) > 1 else Ks[0], s=s, n_pop=n_pop, n_pairs=n_pairs,
                               seed=seed):
         out = _predict(model, Ks, s, n_pop, n_pairs, seed, with_A, noises)
@@ -466,13 +450,6 @@ def _rmatvec(fb: sparse.csr_matrix, fa: np.ndarray | None, y: np.ndarray) -> np.
     return out if fa is None else np.concatenate([out, fa.T @ y])
 
 
-def _matvec(fb: sparse.csr_matrix, fa: np.ndarray | None, c: np.ndarray) -> np.ndarray:
-    """``[fb, fa] c``."""
-    p = fb.shape[1]
-    out = fb @ c[:p]
-    return out if fa is None else out + fa @ c[p:]
-
-
 def _conditional_error(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float, with_A: bool,
                        ev: _EvalSet) -> tuple[float, float, float]:
     """``(E[log err | X], E[err | X], bias_X)`` of the least-squares fit on the design ``X`` (noise integrated);
@@ -529,7 +506,7 @@ def _variant_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float,
         keep = w > 1e-12 * w.max()
         Sp = (V[:, keep] / w[keep]) @ V[:, keep].T  # (S + lam)^+
         c = Sp @ Fy
-        r0 = _matvec(eb, ea, c) - ev.g
+        r0 = (eb @ c[:p] if ea is None else eb @ c[:p] + ea @ c[p:]) - ev.g  # [eb, ea] c - g*
         bias = float(r0 @ r0) / n
         h = _rmatvec(eb, ea, r0) / n
         SpSSp = Sp @ S @ Sp
@@ -568,7 +545,8 @@ class DesignStopping:
 
 
 def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float = 0.0, with_A: bool = True,
-                      seed: int = 0, n_eval: int = 2**14, stopping: DesignStopping = DesignStopping()) -> dict[str, float]:
+                      seed: int = 0, n_eval: int = 2**14,
+                      stopping: DesignStopping = DesignStopping()) -> dict[str, float]:
     """Finite-``M`` error model: ``E log ||g_hat - g*||^2`` of the least-squares estimator at sample size ``M``.
 
     Conditional on the design (the tokens ``X``: the empirical range, the occupancy of every interval, the

@@ -1,84 +1,23 @@
 """Paper A's estimator: ERM over ``g(x, y) = phi(x^T A y)``, ``phi`` piecewise polynomial, ``rank A <= r``.
 
-Variable projection
--------------------
-For a fixed ``A`` the model is linear in the coefficients of ``phi``: with ``u_{m,i,j} = X_i^T A X_j``
-and a basis ``b_1..b_p`` of ``Phi^s_K`` (``p = K (s+1)``; orthonormal Legendre polynomials on each of
-the ``K`` equal-length intervals of a robust range of the observed ``u``, by default its
-``[1e-3, 1 - 1e-3]`` quantiles, see "Range" below), the design matrix is
+Variable projection: for a fixed ``A`` the model is linear in the coefficients of ``phi`` (orthonormal Legendre
+polynomials on ``K`` equal intervals of a robust range of the pair values ``u_{m,i,j} = X_i^T A X_j``, by default
+their ``[1e-3, 1 - 1e-3]`` quantiles), so the design matrix is
 
     B(A)[(m, i), q] = 1/(N-1) sum_{j != i} b_q(u_{m,i,j}),
 
-and the coefficients solve the (tiny-ridge) least-squares problem ``c(A) = (B^T B + lam I)^{-1} B^T Y``
-in closed form (Cholesky). The *reduced* objective
+the coefficients solve a tiny-ridge least-squares problem in closed form, and the reduced objective
 
     F(U, V) = (||Y - B(A) c(A)||^2 + lam ||c(A)||^2) / (M N),    A = U V^T / ||U V^T||_F,
 
-is minimised over ``U, V in R^{d x r}`` by Levenberg-Marquardt on the variable-projection residual
-(Kaufman's projected Jacobian in closed form; default) or by L-BFGS (strong Wolfe line search) with
-torch autograd through the linear solve. ``F`` is exactly invariant under ``A -> t A`` (``t != 0``) because the
-partition is recomputed from the observed range, so ``A`` is normalised to ``||A||_F = 1`` inside
-``F``; the interval index of a pair is piecewise constant in ``A``, so ``F`` is piecewise smooth
-(small jumps when a pair crosses a knot; harmless at the sample sizes used).
+is minimised by Levenberg-Marquardt on the variable-projection residual (Kaufman's Jacobian; default) or by
+L-BFGS (autograd through the solve).  Products with ``B`` use its nonzeros above a size rule
+(:func:`numerics._pair_design.pair_design_pays`), dense products below; :meth:`PairwiseInteractionEstimator.fit_many`
+fits ``R`` data sets in one batched Gauss-Newton loop.  Starts: ``A_init``, the first- and second-order moment
+estimates, then random starts only when the consistent ones disagree (``adaptive_restarts``).
 
-Products with ``B`` (derived here): a row of ``B`` has at most ``(N-1)(s+1)`` nonzeros of its ``p``. The
-Gauss-Newton path forms ``B^T B`` from the outer products within each row (``O(M N (N-1)^2 (s+1)^2)``
-scatter-adds instead of ``O(M N p^2)`` multiply-adds), ``B^T Y`` and ``B c`` from the pair values, and ``B^T J``
-from cache-sized dense blocks of rows, never the whole ``8 M N p``-byte ``B``; below a size rule
-(``pair_design_pays``: ``M N p^2 < 1e7``, measured crossover ``M ~ 1000`` for ``N = 5, s = 1``) dense matrix
-products are faster and are used. The L-BFGS path (autograd) uses the dense ``B``.
-
-Batched fits: :meth:`PairwiseInteractionEstimator.fit_many` fits ``R`` data sets of one shape with one
-Gauss-Newton loop whose every tensor has a leading replicate axis (``fit`` is that loop with ``R = 1``): each
-replicate has its own damping, acceptance, stopping, patience and joining decisions (masks), the replicates
-still iterating are evaluated together (in groups whose per-pair arrays stay cache-sized).
-
-Initialisation: the *moment* estimate ``Sigma^{-1} C Sigma^{-1}`` with
-``C = mean_{m,i} (Y_i - mean Y) X_i S_i^T``, ``S_i = 1/(N-1) sum_{j != i} X_j``, ``Sigma`` the token
-covariance (a linearisation ``phi(u) ~ phi(0) + phi'(0) u``: ``C ~ phi'(0) Sigma A Sigma / (N-1)`` for
-independent centred tokens), truncated to its top-``r`` SVD; then a second-order moment estimate (for
-even ``phi``), then random starts up to ``restarts`` in all; the best objective wins.
-
-Starts (adaptive, ``restarts`` is the maximum): ``A_init`` if given, then the first- and second-order
-moment estimates (consistent starts), then random ones. A later start whose ``A`` comes within
-``1 - |<A, A_best>_F| < join_tol`` of the incumbent's with an objective not below it has joined the
-incumbent's basin and is stopped; random starts are run only if the consistent starts *disagree* (no
-two of them reached the same minimum: same ``A`` up to ``join_tol`` and objectives within 0.1 %). Two
-independent consistent estimates converging to one minimum is the evidence that random starts (which in
-``d = 30`` sit on the no-signal plateau ``objective ~ Var Y`` and were dropped after ``patience``
-iterations in every configuration measured) would only cost time. ``adaptive_restarts=False`` runs all.
-
-Range (derived here): by default the partition spans the ``[q, 1 - q]`` quantiles of the observed
-``u`` (``range_quantile = q = 1e-3``) and ``phi_hat`` is constant beyond (``u`` clamped to ``[lo, hi]``
-in the fit and in prediction). With the full range ``[min u, max u]`` (``q = 0``, the paper's choice) and
-heavy-tailed ``u`` (dense ``A*`` at ``d = 30``: ``u`` is nearly a product of two Gaussians) the end
-intervals hold a handful of pairs, each entering a row averaged with ``N - 2`` others, and the local
-polynomial there is barely identified: measured ``|phi_hat - phi*| ~ 170`` on one evaluation pair in
-``2^17`` (L2 error 0.24, worse than predicting zero, at ``M = 2^14, K = 32``). With ``q = 1e-3`` each end
-interval holds at least a fraction ``q`` of the pairs; the price is a constant ``phi_hat`` on the outer
-``2 q`` of the mass of ``u``: an added bias ``int_tails (phi*(u) - phi*(end))^2 drho <= ~2 q
-sup_tails |phi*(u) - phi*(end)|^2`` (and zero where ``phi*`` is flat in the tails), far below the variance
-at the sizes used. ``extrapolation="polynomial"`` instead continues the end polynomials
-beyond ``[lo, hi]`` (in the fit and in prediction alike). ``range_quantile=0`` restores the full range.
-
-Expected error decomposition (derived here, not in the paper; measured in ``docs/paper_a_estimator.md``)
---------------------------------------------------------------------------------------------------------
-With ``p = K (s+1)`` linear coefficients and ``q = r (2 d - r)`` free parameters in ``A`` (mod scale), the
-least-squares heuristic (Fisher information of the averaged design) gives
-
-    E ||g_hat - g*||^2_{L2(rho)} ~ bias(K) + sigma^2 [ (N-1)/N * kappa * p + c_A * q ] / M,
-
-- ``bias(K) ~ C_phi K^{-2 beta}`` (measured: local slopes -4.0 for the degree-3 B-spline with ``s = 1``,
-  -12..-14 for degree 8 with ``s = 6``, once the intervals are shorter than the truth's knot spacing);
-- the factor ``(N-1)/N``: a row averages ``N - 1`` pair values, which divides the information per pair by
-  ``N - 1`` and cancels the gain of having ``N (N-1)`` pairs (coercivity, Lemma 3.4). With
-  ``H = E[b_bar b_bar^T] >= Sigma_rho / (N-1)`` one gets ``kappa <= 1``; computed exactly (given ``X``,
-  linearised): ``kappa = 1.00, 0.85, 0.78`` for ``N = 2, 5, 10``;
-- ``c_A ~ 0.5-0.8`` (same computation, ``d = 5, 10, 30``): the ``A``-part is the parametric term
-  ``r d / M`` of the paper, dominated by ``p / M`` only when ``r d << K (s+1)`` (the low-rank condition).
-
-With ``K ~ M^{1/(2 beta + 1)}`` both ``bias`` and ``sigma^2 p / M`` scale like ``M^{-2 beta/(2 beta+1)}``;
-the parametric term (slope -1) must be kept small (small ``r d``, or ``d = 1``) for the slope experiments.
+The derivations (moment starts, the range rule, the adaptive starts, the expected error decomposition
+``bias(K) + sigma^2 [(N-1)/N kappa p + c_A q] / M``) and their measurements: ``docs/paper_a_estimator.md``.
 """
 
 from __future__ import annotations
@@ -92,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from theory.validation import ArgumentTypeError, as_array, as_float, check_flag
+from theory.validation import ArgumentTypeError, as_array, as_float, check_choice, check_flag
 
 from . import _piecewise as pw
 from ._estimator_base import (ConvergenceWarning, InteractionEstimator, check_count, check_nonnegative,
@@ -103,7 +42,7 @@ from .ips import check_random_state
 from .threads import check_device, check_n_jobs, torch_threads
 from ._gauss_newton import GaussNewtonFits
 from ._pair_design import PAIRS_PER_GROUP, DenseDesign, PairBasis, PairDesign, pair_design_pays
-from ._fit_state import (FitResult, first_replicate)
+from ._fit_state import FitResult
 
 __all__ = ["PairwiseInteractionEstimator", "ConvergenceWarning"]
 
@@ -213,7 +152,7 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
     adaptive_restarts : bool
         If True (default) a start that joins the incumbent's basin is stopped, and random starts are run
         only when the consistent (``A_init``/moment) starts disagree. False: every start runs to the end
-        (or to ``patience``), the behaviour before.
+        (or to ``patience``).
     join_tol : float
         ``1 - |<A, A_best>_F|`` below which two unit-norm iterates count as the same basin (``(0, 1)``).
     stat_tol : float
@@ -298,40 +237,30 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
 
     def _checked_params(self) -> _Config:
         """The parameters checked and converted (``int``, ``float``, ``torch.device``) for a fit."""
-        check_count("rank", self.rank, 1)
-        check_count("degree", self.degree, 0)
-        check_count("n_intervals", self.n_intervals, 1)
-        check_count("restarts", self.restarts, 1)
-        check_count("max_iter", self.max_iter, 1)
+        counts = dict(rank=1, degree=0, n_intervals=1, restarts=1, max_iter=1, patience=1)
+        for name, low in counts.items():
+            check_count(name, getattr(self, name), low)
         check_nonnegative("ridge", self.ridge)
-        if self.extrapolation not in ("constant", "polynomial"):
-            raise ValueError(f"extrapolation must be 'constant' or 'polynomial', got {self.extrapolation!r}")
+        check_choice("extrapolation", self.extrapolation, ("constant", "polynomial"))
         as_float("range_quantile", self.range_quantile, low=0, high=0.1)
         random_state = self.random_state
         check_random_state_param(random_state)
         check_positive("tol", self.tol)
-        if self.optimizer not in ("gauss-newton", "lbfgs"):
-            raise ValueError(f"optimizer must be 'gauss-newton' or 'lbfgs', got {self.optimizer!r}")
+        check_choice("optimizer", self.optimizer, ("gauss-newton", "lbfgs"))
         if self.num_threads is not None:
             check_n_jobs("num_threads", self.num_threads)
-        check_count("patience", self.patience, 1)
-        check_positive("join_tol", self.join_tol)
-        if self.join_tol >= 1:
-            raise ValueError(f"join_tol must be in (0, 1), got {self.join_tol!r}")
+        as_float("join_tol", self.join_tol, low=0, high=1, low_open=True, high_open=True)
         check_nonnegative("stat_tol", self.stat_tol)
         check_flag("adaptive_restarts", self.adaptive_restarts)
         check_device("device", self.device)
-        return _Config(
-            rank=int(self.rank), degree=int(self.degree), n_intervals=int(self.n_intervals),
-            restarts=int(self.restarts), max_iter=int(self.max_iter), ridge=float(self.ridge),
-            extrapolation=self.extrapolation, range_quantile=float(self.range_quantile),
-            device=torch.device(self.device),
-            random_state=random_state if isinstance(random_state, np.random.Generator) or random_state is None
-            else int(random_state),
-            tol=float(self.tol), optimizer=self.optimizer,
-            num_threads=None if self.num_threads is None else int(self.num_threads), patience=int(self.patience),
-            adaptive_restarts=bool(self.adaptive_restarts), join_tol=float(self.join_tol),
-            stat_tol=float(self.stat_tol))
+        if not (isinstance(random_state, np.random.Generator) or random_state is None):
+            random_state = int(random_state)
+        return _Config(**{name: int(getattr(self, name)) for name in counts}, ridge=float(self.ridge),
+                       extrapolation=self.extrapolation, range_quantile=float(self.range_quantile),
+                       device=torch.device(self.device), random_state=random_state, tol=float(self.tol),
+                       optimizer=self.optimizer, adaptive_restarts=bool(self.adaptive_restarts),
+                       num_threads=None if self.num_threads is None else int(self.num_threads),
+                       join_tol=float(self.join_tol), stat_tol=float(self.stat_tol))
 
     # ------------------------------------------------------------ internals
     @property
@@ -465,12 +394,12 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
             c = torch.where(ok[:, None], c, torch.linalg.lstsq(Greg, b[..., None]).solution[..., 0])
         resid = Y - design.matvec(c)
         loss = ((resid * resid).sum(-1) + lam * (c * c).sum(-1)) / Y.shape[-1]
-        out = (loss, c)
+        one = single and B.dim() == 2  # the results of the one replicate
+        out = (loss[0], c[0]) if one else (loss, c)
         if full:
             # B^T resid = b - G c (= lam c up to rounding): p^2 flops instead of a pass over B
-            out += (dict(G=G, Greg=Greg, L=L, ok=ok, resid=resid, Bt_resid=b - torch.bmm(G, c[..., None])[..., 0]),)
-        if single and B.dim() == 2:
-            out = (loss[0], c[0]) + ((first_replicate(out[2]),) if full else ())
+            sol = dict(G=G, Greg=Greg, L=L, ok=ok, resid=resid, Bt_resid=b - torch.bmm(G, c[..., None])[..., 0])
+            out += ({k: v[0] for k, v in sol.items()} if one else sol,)
         return out
 
     def _objective(self, U: torch.Tensor, V: torch.Tensor):

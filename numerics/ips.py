@@ -6,34 +6,9 @@ A sample is ``N`` tokens ``X = (X_1..X_N)``, ``X_i in R^d``, and
     g*(x, y) = phi*(x^T A* y),
 
 with ``A*`` of rank ``r`` and ``phi*`` beta-Hölder. :class:`IPSModel` fixes one such ground truth
-(all structural randomness comes from ``seed``) and samples ``(X, Y)`` from it.
-
-Conventions chosen by this project (the paper does not state them; see ``docs/paper_a_estimator.md``):
-
-- ``A* = c U0 diag(s) V0^T`` with ``U0, V0`` random ``d x r`` orthonormal frames,
-  ``s = linspace(1, 1/2, r)``, and ``c > 0`` chosen so that the ``u_quantile`` (default 0.999)
-  quantile of ``|u|``, ``u = X_i^T A* X_j`` over distinct pairs, equals 1 (estimated once on
-  ``2^17`` pairs from a dedicated stream of ``seed``). So ``u in [-1, 1]`` with probability 0.999
-  for every token law and every ``d``; ``phi*`` is defined (and bounded) on all of R.
-- ``truth="bspline"``: a degree-``P`` spline (``P = degree``) with uniform knots on ``[-L, L]``
-  (``L = support``, default 1.25), ``n_knots`` interior knots and i.i.d. N(0, 1) coefficients; it is
-  extended by 0 outside ``[-L, L]`` (no clamped end knots, so the extension keeps ``C^{P-1}``).
-  ``beta = P - 1`` as in the paper. Its ``(P-1)``-th derivative is piecewise linear and not a
-  polynomial of degree ``P - 2`` on any interval longer than the knot spacing, so a piecewise
-  polynomial of degree ``s = P - 2`` on ``K`` intervals has L2 bias of order ``K^{-2 beta}``
-  (constant ~ ``(h_knots)^{-2 beta}``): it is never exact.
-- ``truth="hard"``: the lacunary (Weierstrass-type) sum
-  ``phi*(u) = sum_{k=0}^{k_max} 2^{-k beta} cos(pi 2^k u + theta_k)`` with seeded phases ``theta_k``
-  and ``k_max = 24`` (frequency ``2^24 pi``: far beyond any resolution used, the neglected tail is
-  below ``2^{-25 beta}``). For non-integer ``beta`` it is Hölder ``beta`` at every scale and no
-  better (for integer ``beta`` it is Zygmund-``beta``, i.e. Hölder ``beta`` up to a log).
-  ``beta`` defaults to ``degree - 1`` (the same ``beta`` as the B-spline of that degree).
-- Token laws: ``"uniform"`` on ``[-1, 1]^d`` (paper's cube); ``"gaussian"`` ``N(0, I_d)``;
-  ``"anisotropic"`` ``N(0, Sigma)``, ``Sigma = Q diag(lambda) Q^T`` with
-  ``lambda_k = 10^{-2 (k-1)/(d-1)}`` rescaled to trace ``d`` (condition number 100), ``Q`` a seeded
-  rotation; ``"exchangeable"``: ``X_i = sqrt(1-rho) U_i + sqrt(rho) W`` with ``U_i, W`` i.i.d.
-  uniform on the cube and ``W`` shared by the ``N`` tokens of a sample (dependent, exchangeable).
-- Noise: ``noise * xi`` with ``xi`` standard Gaussian (``noise_law="gaussian"``) or Rademacher.
+(all structural randomness comes from ``seed``) and samples ``(X, Y)`` from it.  The project's conventions (the
+paper does not state them: the scale of ``A*``, the B-spline and lacunary truths, the token and noise laws) are in
+``docs/paper_a_estimator.md`` ("Data model").
 """
 
 from __future__ import annotations
@@ -44,7 +19,8 @@ from typing import Any, Callable
 import numpy as np
 from scipy.interpolate import BSpline
 
-from theory.validation import ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_seed
+from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
+                               check_seed)
 
 
 def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -210,14 +186,11 @@ class IPSModel:
         as_int("rank", self.rank, 1, MAX_COUNT)
         if self.rank > self.d:
             raise ValueError(f"rank must be an integer in [1, d={self.d}], got {self.rank!r}")
-        if self.truth not in TRUTHS:
-            raise ValueError(f"truth must be one of {TRUTHS}, got {self.truth!r}")
+        check_choice("truth", self.truth, TRUTHS)
         as_int("degree", self.degree, 1, MAX_COUNT)
-        if self.token_law not in TOKEN_LAWS:
-            raise ValueError(f"token_law must be one of {TOKEN_LAWS}, got {self.token_law!r}")
+        check_choice("token_law", self.token_law, TOKEN_LAWS)
         as_float("noise", self.noise, low=0)
-        if self.noise_law not in NOISE_LAWS:
-            raise ValueError(f"noise_law must be one of {NOISE_LAWS}, got {self.noise_law!r}")
+        check_choice("noise_law", self.noise_law, NOISE_LAWS)
         as_int("n_knots", self.n_knots, int(self.degree), MAX_COUNT)
         check_array_memory("n_knots", int(self.n_knots) + int(self.degree) + 1, 8)
         as_float("rho", self.rho, low=0, high=1, high_open=True)
@@ -226,8 +199,7 @@ class IPSModel:
         check_seed("seed", self.seed)
         if self.beta is not None:
             as_float("beta", self.beta, low=0, low_open=True)
-        if self.A_structure not in ("dense", "sparse"):
-            raise ValueError(f"A_structure must be 'dense' or 'sparse', got {self.A_structure!r}")
+        check_choice("A_structure", self.A_structure, ("dense", "sparse"))
         self._resolve_beta()
 
     def _resolve_beta(self) -> None:

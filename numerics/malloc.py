@@ -80,26 +80,17 @@ def apply_inherited() -> bool:
     """
     pid = os.getpid()
     if pid not in _APPLIED:
-        _APPLIED[pid] = _apply(os.environ.get(INHERIT_ENV, ""))
+        try:
+            mmap_threshold, trim_threshold = (int(v) for v in os.environ.get(INHERIT_ENV, "").split(","))
+            ok = keep_freed_memory(mmap_threshold, trim_threshold)
+        except ValueError:
+            ok = False
+        loky_worker = sys.modules.get("joblib.externals.loky.process_executor")
+        if ok and loky_worker is not None and hasattr(loky_worker, "_MAX_MEMORY_LEAK_SIZE"):
+            # in a loky worker (joblib's processes), stop loky from restarting it when its memory grows by 300 MB
+            # (a constant of its worker loop, read after each task): the heap kept here is not a leak, and each
+            # restart costs a fresh interpreter, torch's import and cold caches (A2's trials at quick sizes:
+            # 16.7 s on 5 processes, 12.1 s on 2)
+            loky_worker._MAX_MEMORY_LEAK_SIZE = sys.maxsize
+        _APPLIED[pid] = ok
     return _APPLIED[pid]
-
-
-def _apply(value: str) -> bool:
-    try:
-        mmap_threshold, trim_threshold = (int(v) for v in value.split(","))
-        ok = keep_freed_memory(mmap_threshold, trim_threshold)
-    except ValueError:
-        return False
-    if ok:
-        _keep_loky_worker()
-    return ok
-
-
-def _keep_loky_worker() -> None:
-    """In a loky worker (joblib's processes), stop loky from restarting it when its memory grows by 300 MB: the
-    heap kept here is not a leak, and each restart costs a fresh interpreter, torch's import and cold caches (A2's
-    trials at quick sizes: 16.7 s on 5 processes, 12.1 s on 2). The limit is a constant of loky's worker loop, read
-    after each task."""
-    loky_worker = sys.modules.get("joblib.externals.loky.process_executor")
-    if loky_worker is not None and hasattr(loky_worker, "_MAX_MEMORY_LEAK_SIZE"):
-        loky_worker._MAX_MEMORY_LEAK_SIZE = sys.maxsize

@@ -33,10 +33,10 @@ from theory import AttentionModel, hermite_moments
 from theory.validation import ArgumentTypeError, as_int, check_choice, check_flag, describe, finite_result
 
 from .multi_head import KINDS as MULTI_HEAD_KINDS, is_multi_head, multi_head_trials
-from ._mc import Draws, check_gammas, check_label_average, mc_batch_size, run_trials, spike_outer, spike_projections
+from ._mc import Draws, check_gammas, check_label_average, mc_batch_size, run_trials, spike_projections
 from ._ridge_solvers import errors_batch, feature_basis, gram
 from .mc_settings import MonteCarloSettings
-from .rmt import _apply_activation, kernel_batch, resolve_activation
+from .rmt import kernel_batch, resolve_activation
 from .threads import torch_numeric_errors as _numeric
 
 __all__ = ["simulate_model"]
@@ -106,11 +106,13 @@ def check_kinds(kind: Any, allowed: tuple[str, ...] = KINDS) -> tuple[str, ...]:
     return kinds
 
 
-def check_simulated_kernel(model: AttentionModel) -> None:
-    """A kernel to evaluate: a named or sympy activation (kernel constants have no function) and a named diagonal."""
-    if isinstance(model.activation, tuple):  # a FrozenDict of kernel constants
+def check_simulated_kernel(model: AttentionModel, kinds: tuple[str, ...]) -> None:
+    """The kernels of ``kinds`` can be evaluated: ``"true"`` needs a named or sympy activation (kernel constants have
+    no function), ``"true"`` and ``"linearised"`` a named diagonal."""
+    if "true" in kinds and isinstance(model.activation, tuple):  # a FrozenDict of kernel constants
         raise ValueError("the model's activation is given by its kernel constants; a simulation needs the function")
-    check_diagonal_named(model)
+    if "true" in kinds or "linearised" in kinds:
+        check_diagonal_named(model)
 
 
 def check_diagonal_named(model: AttentionModel) -> str:
@@ -239,17 +241,12 @@ def _shared_batch(seeds: Sequence[np.random.SeedSequence], trial_ids: Sequence[i
         K.diagonal(dim1=-2, dim2=-1).zero_()
         phi_lin0 = R @ K
         del K
-    sp_ = math.sqrt(p)
     true_rows, lin_rows = [], []
     for wk, wq in spikes:
-        uv = spike_outer(Xb, wk, wq)
         if f is not None:
-            S = S0 if uv is None else S0 + uv
-            K = _apply_activation(f, S / sp_) / sp_
-            if diagonal == "removed":
-                K.diagonal(dim1=-2, dim2=-1).zero_()
+            K = kernel_batch(Xb, f, wk, wq, diagonal, S0)
             true_rows.append(errors_batch(R @ K, y, g).cpu().numpy())
-            del K, S
+            del K
         if phi_lin0 is not None:
             phi = phi_lin0 if wk is None else phi_lin0 + _spike_features(Xb, wk, wq, linearised[0] / p, R)
             lin_rows.append(errors_batch(phi, y, g).cpu().numpy())
@@ -282,14 +279,10 @@ def _linearised_constants(model: AttentionModel) -> tuple[float, float]:
 def _shared_trials(draws: Draws, gammas: torch.Tensor, models: list[AttentionModel], kinds: tuple[str, ...],
                    settings: MonteCarloSettings, label_average: bool, args: dict[str, Any]) -> dict[str, np.ndarray]:
     kernels = "true" in kinds or "linearised" in kinds
-    shared = _SharedModels(
-        resolve_activation(models[0].activation) if "true" in kinds else None,
-        [spike_tensors(m, draws.p, draws.device) for m in models] if kernels else [],
-        "ridge" in kinds,
-        _linearised_constants(models[0]) if "linearised" in kinds else None,
-        models[0].diagonal,
-        label_average,
-    )
+    shared = _SharedModels(resolve_activation(models[0].activation) if "true" in kinds else None,
+                           [spike_tensors(m, draws.p, draws.device) for m in models] if kernels else [],
+                           "ridge" in kinds, _linearised_constants(models[0]) if "linearised" in kinds else None,
+                           models[0].diagonal, label_average)
     size = mc_batch_size(draws, settings, gammas.numel(), 5, shared.count)
 
     def batch(seeds: list[np.random.SeedSequence], ids: list[int]) -> dict[str, np.ndarray]:
@@ -307,22 +300,6 @@ def _one_model(model: AttentionModel, kind: str, draws: Draws) -> _OneModel:
     return _OneModel(resolve_activation(model.activation), *spike_tensors(model, draws.p, draws.device), model.diagonal)
 
 
-def _simulate_heads(model: Any, p: Any, gammas: Any, settings: MonteCarloSettings, kind: Any, return_trials: bool,
-                    label_average: bool) -> Any:
-    """:func:`simulate_model` of one or several :class:`theory.MultiHeadModel` s."""
-    settings = check_settings(settings)
-    kinds = check_kinds(kind, MULTI_HEAD_KINDS)
-    one = not isinstance(model, (list, tuple)) and isinstance(kind, str)
-    if check_flag("return_trials", return_trials) and not one:
-        raise ValueError("return_trials applies to one model and one kind (the others return their per-trial errors)")
-    out = multi_head_trials(model, p, gammas, settings, kinds, label_average)
-    if not one:
-        return out
-    trials = out[kind] if kind == "ridge" else out[kind][0]
-    mean, se = finite_result("simulate_model", mean_se(trials), kind=kind, p=p, gammas=gammas)
-    return (mean, se, trials) if return_trials else (mean, se)
-
-
 # --------------------------------------------------------------------------------------------
 # the door
 # --------------------------------------------------------------------------------------------
@@ -334,10 +311,9 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     Parameters
     ----------
     model : theory.AttentionModel or sequence of them, or theory.MultiHeadModel or sequence of them
-        One model, or models that differ only in their spike (the same ``c``, activation, ``snr`` and diagonal):
-        every trial draws one ``X, y`` for all of them; spikes are padded with zeros to ``p`` coordinates, the
-        diagonal is ``"removed"`` or ``"kept"``.  Multi-head models (:mod:`numerics.multi_head`, heads batched) may
-        differ in everything but ``c`` and ``snr``.
+        One model, or models that differ only in their spike (the same ``c``, activation, ``snr`` and diagonal,
+        ``"removed"`` or ``"kept"``), all on the same draws ``X, y``; spikes are padded with zeros to ``p``
+        coordinates.  Multi-head models (:mod:`numerics.multi_head`) may differ in all but ``c`` and ``snr``.
     p : int
         Dimension; ``p / c`` must be a whole number.
     gammas : array (G,), ``>= 0``.
@@ -345,9 +321,8 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
         Trials (``>= 2``), seed, threads, batching, device and labels.
     kind : {"true", "linearised", "ridge"} or tuple of them
         ``"true"``: the model's kernel ``f(X^T W X / sqrt p) / sqrt p``; ``"linearised"``: its Gaussian equivalent
-        ``a1 (X^T W X / p - diag) + s_f Xi / sqrt p`` (``Xi`` symmetric, unit off-diagonal variance, zero diagonal,
-        drawn for trial ``t`` from ``SeedSequence([seed, t, 7])``, the same for every spike); ``"ridge"``: ridge
-        regression on the same data (``Phi = X``).
+        ``a1 (X^T W X / p - diag) + s_f Xi / sqrt p`` (``Xi`` symmetric, zero diagonal, from
+        ``SeedSequence([seed, t, 7])`` for every spike); ``"ridge"``: ridge on the same data (``Phi = X``).
     return_trials : bool
         With one model and one kind: also return the ``(n_trials, G)`` per-trial errors.
     label_average : bool
@@ -365,13 +340,11 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     Raises
     ------
     ValueError
-        Invalid arguments; a batch of trials or the table of per-trial errors over the memory budget
-        ``theory.get_limits().memory_budget_bytes`` (checked before the first draw); errors that are not finite.
+        Invalid arguments; a batch or the per-trial errors over the memory budget (``theory.get_limits()``,
+        checked before the first draw); errors that are not finite.
 
     Examples
     --------
-    Attention with and without an aligned spike, and ridge, on the same draws:
-
     >>> from theory import AttentionModel
     >>> from numerics import MonteCarloSettings
     >>> models = [AttentionModel(2.0, "tanh", snr=1.0), AttentionModel(2.0, "tanh", snr=1.0, spike=(4.0, "aligned"))]
@@ -379,30 +352,32 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     >>> out["true"].shape, out["ridge"].shape
     ((2, 3, 2), (3, 2))
     """
-    if is_multi_head(model):  # theory.MultiHeadModel s: the same draws, batches and error paths (numerics.multi_head)
-        return _simulate_heads(model, p, gammas, settings, kind, return_trials, label_average)
-    models = model_list(model)
-    n, pv = model_sizes(models[0], p)
+    heads = is_multi_head(model)  # theory.MultiHeadModel s: the same draws, batches and error paths (numerics.multi_head)
+    if not heads:
+        models = model_list(model)
+        n, pv = model_sizes(models[0], p)
     settings = check_settings(settings)
-    kinds = check_kinds(kind)
-    one = isinstance(model, AttentionModel) and isinstance(kind, str)
+    kinds = check_kinds(kind, MULTI_HEAD_KINDS if heads else KINDS)
+    one = not isinstance(model, (list, tuple)) and isinstance(kind, str)
     if check_flag("return_trials", return_trials) and not one:
         raise ValueError("return_trials applies to one model and one kind (the others return their per-trial errors)")
-    if "true" in kinds:
-        check_simulated_kernel(models[0])
-    elif "linearised" in kinds:
-        check_diagonal_named(models[0])
-    label_average = check_label_average(label_average, models[0].snr)
-    g = torch.from_numpy(check_gammas(gammas))
-    draws = Draws(n, pv, float(models[0].snr), settings.labels, settings.device)
-    args = dict(kind=kind, n=n, p=pv, snr=draws.snr, gammas=gammas, activation=models[0].activation)
-    if one and kind != "linearised":
-        trials = _one_model_trials(draws, g, _one_model(models[0], kind, draws), settings, label_average, args)
+    if heads:
+        args = dict(kind=kind, p=p, gammas=gammas)
+        out = multi_head_trials(model, p, gammas, settings, kinds, label_average)
     else:
-        out = _shared_trials(draws, g, models, kinds, settings, label_average, args)
-        finite_result("simulate_model", list(out.values()), **args)
-        if not one:
-            return out
-        trials = out[kind][0]
+        check_simulated_kernel(models[0], kinds)
+        label_average = check_label_average(label_average, models[0].snr)
+        g = torch.from_numpy(check_gammas(gammas))
+        draws = Draws(n, pv, float(models[0].snr), settings.labels, settings.device)
+        args = dict(kind=kind, n=n, p=pv, snr=draws.snr, gammas=gammas, activation=models[0].activation)
+        if one and kind != "linearised":  # one model's kernel, or ridge, on batches of its own size
+            errors = _one_model_trials(draws, g, _one_model(models[0], kind, draws), settings, label_average, args)
+            out = {kind: errors if kind == "ridge" else errors[None]}
+        else:
+            out = _shared_trials(draws, g, models, kinds, settings, label_average, args)
+            finite_result("simulate_model", list(out.values()), **args)
+    if not one:
+        return out
+    trials = out[kind] if kind == "ridge" else out[kind][0]
     mean, se = finite_result("simulate_model", mean_se(trials), **args)
     return (mean, se, trials) if return_trials else (mean, se)

@@ -54,39 +54,17 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from theory.validation import (
-    ArgumentTypeError,
-    as_float,
-    check_flag,
-    describe,
-    finite_result,
-)
+from theory.validation import ArgumentTypeError, as_float, check_flag, describe, finite_result
 
-from .threads import torch_numeric_errors as _numeric
-from .threads import torch_threads
+from .threads import torch_numeric_errors as _numeric, torch_threads
+from .ips import as_generator
 from ._ridge_solvers import SINGLE_THREAD_EIGH_MAX, errors_batch, errors_label_mean, gram
-from ._mc import (ArrayLike, as_float_array, as_rng, check_diagonal, check_gammas, check_kernel_memory, check_memory,
-                  check_spikes, label_posterior_mean, sample_signal_plus_noise)
+from ._mc import (ArrayLike, as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_memory,
+                  check_spikes, check_vector, label_posterior_mean, sample_signal_plus_noise, spike_outer)
 
-__all__ = [
-    "sample_signal_plus_noise",
-    "label_posterior_mean",
-    "ridge_features",
-    "attention_features",
-    "interpolation_error",
-    "interpolation_error_direct",
-    "interpolation_error_label_average",
-    "gaussian_equivalent_kernel",
-    "kernel_eigenvalues",
-    "resolve_activation",
-]
-
-def _check_labels(name: str, y: np.ndarray, n: int) -> np.ndarray:
-    y = as_float_array(name, y, ndim=1)
-    if y.shape[0] != n:
-        raise ValueError(f"{name} must have length n = {n} (the number of columns of features), got {y.shape[0]}")
-    return y
-
+__all__ = ["sample_signal_plus_noise", "label_posterior_mean", "ridge_features", "attention_features",
+           "interpolation_error", "interpolation_error_direct", "interpolation_error_label_average",
+           "gaussian_equivalent_kernel", "kernel_eigenvalues", "resolve_activation"]
 
 def _check_features_memory(name: str, p: int, n: int, n_gammas: int) -> None:
     """Budget of the error path on ``(p, n)`` features: the smaller Gram matrix, its eigenvectors and the
@@ -155,22 +133,14 @@ def ridge_features(X: ArrayLike) -> np.ndarray:
     return as_float_array("X", X, ndim=2)
 
 
-def kernel_batch(
-    Xb: torch.Tensor,
-    f: Callable[[np.ndarray], np.ndarray],
-    w_k: torch.Tensor | None,
-    w_q: torch.Tensor | None,
-    diagonal: str,
-    S0: torch.Tensor | None = None,
-) -> torch.Tensor:
+def kernel_batch(Xb: torch.Tensor, f: Callable[[np.ndarray], np.ndarray], w_k: torch.Tensor | None,
+                 w_q: torch.Tensor | None, diagonal: str, S0: torch.Tensor | None = None) -> torch.Tensor:
     """``K_X`` for a batch ``Xb`` of shape (T, p, n); W is never formed.  ``S0``: ``X^T X`` if the caller has it
     (read, not modified)."""
     p = Xb.shape[-2]
     S = gram(Xb.transpose(-1, -2)) if S0 is None else S0  # X^T X, (T, n, n)
     if w_k is not None:
-        a = torch.einsum("p,tpn->tn", w_k, Xb)  # X^T w_k
-        b = torch.einsum("p,tpn->tn", w_q, Xb)  # X^T w_q
-        S = S + a.unsqueeze(-1) * b.unsqueeze(-2)
+        S = S + spike_outer(Xb, w_k, w_q)  # (X^T w_k)(w_q^T X)
     sp_ = math.sqrt(p)
     K = _apply_activation(f, S / sp_) / sp_
     if diagonal == "removed":
@@ -178,13 +148,8 @@ def kernel_batch(
     return K
 
 
-def attention_features(
-    X: ArrayLike,
-    activation: Any,
-    w_k: ArrayLike | None = None,
-    w_q: ArrayLike | None = None,
-    diagonal: str = "removed",
-) -> np.ndarray:
+def attention_features(X: ArrayLike, activation: Any, w_k: ArrayLike | None = None, w_q: ArrayLike | None = None,
+                       diagonal: str = "removed") -> np.ndarray:
     """Attention output ``Phi = X K_X``, ``K_X = f(X^T W X / sqrt p) / sqrt p``, ``W = I + w_k w_q^T``.
 
     ``W`` is never formed: ``X^T W X = X^T X + (X^T w_k)(w_q^T X)``.
@@ -210,21 +175,12 @@ def attention_features(
     wk, wq = check_spikes(w_k, w_q, p)
     f = resolve_activation(activation)
     Xt = torch.from_numpy(Xa).unsqueeze(0)
-    K = kernel_batch(
-        Xt,
-        f,
-        None if wk is None else torch.from_numpy(wk),
-        None if wq is None else torch.from_numpy(wq),
-        diagonal,
-    )
+    K = kernel_batch(Xt, f, None if wk is None else torch.from_numpy(wk), None if wq is None else torch.from_numpy(wq),
+                     diagonal)
     return (Xt @ K)[0].numpy()
 
 
-def kernel_eigenvalues(
-    X: ArrayLike,
-    activation: Any,
-    diagonal: str = "removed",
-) -> np.ndarray:
+def kernel_eigenvalues(X: ArrayLike, activation: Any, diagonal: str = "removed") -> np.ndarray:
     """Eigenvalues (ascending) of the symmetric kernel ``K_X = f(X^T X / sqrt p) / sqrt p`` (``W = I``).
 
     Parameters
@@ -279,7 +235,7 @@ def interpolation_error(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) ->
     True
     """
     Phi = as_float_array("features", features, ndim=2)
-    yv = _check_labels("y", y, Phi.shape[1])
+    yv = check_vector("y", y, Phi.shape[1], "n")
     g = check_gammas(gammas)
     _check_features_memory("features", *Phi.shape, g.size)
     with _numeric("interpolation_error", features=features, y=y, gammas=gammas):
@@ -319,7 +275,9 @@ def interpolation_error_label_average(features: ArrayLike, gammas: ArrayLike,
     Phi = as_float_array("features", features, ndim=2)
     g = check_gammas(gammas)
     _check_features_memory("features", *Phi.shape, g.size)
-    m = None if label_mean is None else _check_label_mean("label_mean", label_mean, Phi.shape[1])
+    m = None if label_mean is None else check_vector("label_mean", label_mean, Phi.shape[1], "n")
+    if m is not None and np.any(np.abs(m) > 1.0):
+        raise ValueError("label_mean holds means of labels in {-1, 1}: every entry must lie in [-1, 1]")
     with _numeric("interpolation_error_label_average", features=features, gammas=gammas):
         if m is None:
             out = errors_batch(torch.from_numpy(Phi).unsqueeze(0), None, torch.from_numpy(g))[0].numpy()
@@ -329,23 +287,8 @@ def interpolation_error_label_average(features: ArrayLike, gammas: ArrayLike,
     return finite_result("interpolation_error_label_average", out, features=features, gammas=gammas)
 
 
-def _check_label_mean(name: str, m: ArrayLike, n: int) -> np.ndarray:
-    mv = as_float_array(name, m, ndim=1)
-    if mv.shape[0] != n:
-        raise ValueError(f"{name} must have one entry per token (n={n}), got shape {mv.shape}")
-    if np.any(np.abs(mv) > 1.0):
-        raise ValueError(f"{name} holds means of labels in {{-1, 1}}: every entry must lie in [-1, 1]")
-    return mv
-
-
-def gaussian_equivalent_kernel(
-    X: ArrayLike,
-    a1: float,
-    nu: float,
-    rng: np.random.Generator | int,
-    symmetric: bool = True,
-    d0: float = 0.0,
-) -> np.ndarray:
+def gaussian_equivalent_kernel(X: ArrayLike, a1: float, nu: float, rng: np.random.Generator | int,
+                               symmetric: bool = True, d0: float = 0.0) -> np.ndarray:
     """Linearised (Gaussian-equivalent) null kernel ``a1 (X^T X / p - diag) + d0 I + s_f / sqrt(p) Xi``.
 
     ``s_f^2 = nu - a1^2``; ``Xi`` has zero diagonal and standard Gaussian off-diagonal entries, symmetric
@@ -375,7 +318,7 @@ def gaussian_equivalent_kernel(
     sf = math.sqrt(max(sf2, 0.0))
     p, n = Xa.shape
     check_kernel_memory("X", p, n)
-    g = as_rng(rng)
+    g = as_generator(rng)
     Xt = torch.from_numpy(Xa)
     K = (float(a1) * (Xt.T @ Xt) / p).numpy()
     Xi = g.standard_normal((n, n))
@@ -393,7 +336,7 @@ def interpolation_error_direct(features: ArrayLike, y: ArrayLike, gammas: ArrayL
     when ``Phi Phi^T`` is singular. Slow; used by tests and the benchmark baseline.
     """
     Phi = as_float_array("features", features, ndim=2)
-    yv = _check_labels("y", y, Phi.shape[1])
+    yv = check_vector("y", y, Phi.shape[1], "n")
     g = check_gammas(gammas)
     p, n = Phi.shape
     check_memory(f"features ({p} x {n}: {p} x {p} systems)", 8 * (3 * p * p + p * n + g.size))

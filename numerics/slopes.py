@@ -33,23 +33,14 @@ arrays checked against the memory budget ``theory.get_limits().memory_budget_byt
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 import numpy as np
 from scipy import stats
 
-from theory.validation import (
-    ArgumentTypeError,
-    as_array,
-    as_float,
-    as_int,
-    check_array_memory,
-    check_choice,
-    describe,
-    finite_result,
-    numeric_errors,
-)
+from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
+                               describe, finite_result, numeric_errors)
 
 __all__ = ["SlopeFit", "SlopeComparison", "fit_slope", "compare_slopes", "design_slope"]
 
@@ -126,23 +117,8 @@ class SlopeFit:
         return bool(ci[0] <= value <= ci[1])
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-number dictionary (JSON-friendly)."""
-        return {
-            "slope": self.slope,
-            "se": self.se,
-            "ci_t": list(self.ci_t),
-            "ci_boot": None if self.ci_boot is None else list(self.ci_boot),
-            "intercept": self.intercept,
-            "r2": self.r2,
-            "n": self.n,
-            "n_levels": self.n_levels,
-            "df": self.df,
-            "se_pooled": self.se_pooled,
-            "ci_pooled": list(self.ci_pooled),
-            "lack_of_fit_p": self.lack_of_fit_p,
-            "se_rep": self.se_rep,
-            "df_rep": self.df_rep,
-        }
+        """Plain-number dictionary (JSON-friendly; intervals as lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
 @dataclass(frozen=True)
@@ -196,12 +172,6 @@ def _ols(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
     return b, a, rss, sxx
 
 
-def _level_means(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    levels, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    means = np.bincount(inverse, weights=y) / counts
-    return levels, means, inverse
-
-
 def _validated_log_data(M: Any, errors: Any, errors_name: str = "errors") -> tuple[np.ndarray, np.ndarray]:
     """``(log M, log errors)`` after the input checks of :func:`fit_slope` (``errors_name`` in messages)."""
     m = _as_1d("M", M)
@@ -209,25 +179,6 @@ def _validated_log_data(M: Any, errors: Any, errors_name: str = "errors") -> tup
     if m.shape != e.shape:
         raise ValueError(f"M and {errors_name} must have the same length, got {m.size} and {e.size}")
     return np.log(m), np.log(e)
-
-
-def _check_rng(rng: Any) -> None:
-    """``rng``: ``None``, a ``numpy.random.Generator`` or an integer seed in ``[0, 2**63 - 1]``."""
-    if rng is None or isinstance(rng, np.random.Generator):
-        return
-    if not isinstance(rng, (int, np.integer)) or isinstance(rng, bool):
-        raise ArgumentTypeError(f"rng must be None, a numpy.random.Generator or an integer seed, got {describe(rng)} "
-                                f"of type {type(rng).__name__}")
-    as_int("rng", rng, 0, 2**63 - 1)
-
-
-def _lack_of_fit_p(ss_pe: float, df_pe: int, rssp: float, k: int) -> float | None:
-    """p-value of the lack-of-fit F test (pure error from replicates vs lack of fit around the pooled line)."""
-    if df_pe > 0 and ss_pe > 0:
-        ss_lof = max(rssp - ss_pe, 0.0)
-        F = (ss_lof / (k - 2)) / (ss_pe / df_pe)
-        return float(stats.f.sf(F, k - 2, df_pe))
-    return None
 
 
 def level_weights(x: np.ndarray) -> np.ndarray:
@@ -280,12 +231,8 @@ def _bootstrap_ci(y: np.ndarray, levels: np.ndarray, inverse: np.ndarray, sxx: f
     return (float(lo), float(hi))
 
 
-def fit_slope(
-    M: Sequence[float] | np.ndarray,
-    errors: Sequence[float] | np.ndarray,
-    n_boot: int = 2000,
-    rng: np.random.Generator | int | None = None,
-) -> SlopeFit:
+def fit_slope(M: Sequence[float] | np.ndarray, errors: Sequence[float] | np.ndarray, n_boot: int = 2000,
+              rng: np.random.Generator | int | None = None) -> SlopeFit:
     """Fit ``log(errors) = a + b log(M)``; replicates (repeated ``M``) are kept.
 
     See the module docstring for the statistical decision (per-``M`` means, ``df = n_levels - 2``).
@@ -323,20 +270,25 @@ def fit_slope(
     """
     x, y = _validated_log_data(M, errors)
     n_boot = as_int("n_boot", n_boot, 0)
-    _check_rng(rng)
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        if not isinstance(rng, (int, np.integer)) or isinstance(rng, bool):
+            raise ArgumentTypeError(f"rng must be None, a numpy.random.Generator or an integer seed, got "
+                                    f"{describe(rng)} of type {type(rng).__name__}")
+        as_int("rng", rng, 0, 2**63 - 1)
     return _fit(x, y, n_boot, rng, M=M, errors=errors)
 
 
 def _fit(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generator | int | None, **args: Any) -> SlopeFit:
     """The fit of :func:`fit_slope` on validated ``x = log M``, ``y = log errors`` (``args`` name the inputs in
     messages)."""
-    levels, means, inverse = _level_means(x, y)
+    levels, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    means = np.bincount(inverse, weights=y) / counts
     k = levels.size
     if k < 3:
         raise ValueError(f"M must contain at least 3 distinct values, got {k}")
     n = x.size
     if n_boot > 0:  # the bootstrap's index and mean arrays, before they exist
-        check_array_memory("n_boot", n_boot, 8 * (2 * int(np.bincount(inverse).max()) + k + 1))
+        check_array_memory("n_boot", n_boot, 8 * (2 * int(counts.max()) + k + 1))
 
     # per-level means regression (the reported slope and t interval)
     b, a, rss, sxx = _ols(levels, means)
@@ -356,23 +308,15 @@ def _fit(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generator | i
     ss_pe = float(np.sum(resid2))  # pure error (replicates)
     df_pe = n - k
     se_rep, df_rep = _replicate_se(levels, inverse, resid2, df_pe)
+    lof_p = None
+    if df_pe > 0 and ss_pe > 0:  # lack-of-fit F test: pure error (replicates) vs lack of fit around the pooled line
+        F = (max(rssp - ss_pe, 0.0) / (k - 2)) / (ss_pe / df_pe)
+        lof_p = float(stats.f.sf(F, k - 2, df_pe))
     finite_result("fit_slope", (b, a, se, se_p, r2, ss_pe), **args)
-    return SlopeFit(
-        slope=b,
-        se=se,
-        ci_t=(b - tq * se, b + tq * se),
-        ci_boot=_bootstrap_ci(y, levels, inverse, sxx, n_boot, rng),
-        intercept=a,
-        r2=float(r2),
-        n=int(n),
-        n_levels=int(k),
-        df=int(df),
-        se_pooled=se_p,
-        ci_pooled=(bp - tqp * se_p, bp + tqp * se_p),
-        lack_of_fit_p=_lack_of_fit_p(ss_pe, df_pe, rssp, k),
-        se_rep=se_rep,
-        df_rep=df_rep,
-    )
+    return SlopeFit(slope=b, se=se, ci_t=(b - tq * se, b + tq * se),
+                    ci_boot=_bootstrap_ci(y, levels, inverse, sxx, n_boot, rng), intercept=a, r2=float(r2), n=int(n),
+                    n_levels=int(k), df=int(df), se_pooled=se_p, ci_pooled=(bp - tqp * se_p, bp + tqp * se_p),
+                    lack_of_fit_p=lof_p, se_rep=se_rep, df_rep=df_rep)
 
 
 def compare_slopes(fit1: SlopeFit, fit2: SlopeFit, se: str = "t") -> SlopeComparison:

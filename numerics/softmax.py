@@ -64,20 +64,6 @@ _NORMALISE = ("keys", "rows")
 # --------------------------------------------------------------------------------------------
 # validation
 # --------------------------------------------------------------------------------------------
-def _check_beta(name: str, beta: Any) -> float:
-    """``beta`` as a float in ``[0, BETA_MAX]`` (``0``: uniform attention)."""
-    return as_float(name, beta, low=0, high=BETA_MAX)
-
-
-def _check_betas(betas: Any) -> np.ndarray:
-    """``betas`` as a non-empty 1-d float64 array of values in ``[0, BETA_MAX]`` (a scalar is one value)."""
-    return np.atleast_1d(as_array("betas", betas, ndim=(0, 1), low=0, high=BETA_MAX))
-
-
-def _check_normalise(normalise: Any) -> str:
-    return check_choice("normalise", normalise, _NORMALISE)
-
-
 def _check_tokens(n: int, diagonal: str) -> None:
     """A masked softmax needs another key for every query."""
     if diagonal == "removed" and n < 2:
@@ -127,14 +113,8 @@ def _checked_sample(X: ArrayLike, w_k: ArrayLike | None, w_q: ArrayLike | None, 
 # --------------------------------------------------------------------------------------------
 # public kernels and features (one sample)
 # --------------------------------------------------------------------------------------------
-def softmax_kernel(
-    X: ArrayLike,
-    beta: float,
-    w_k: ArrayLike | None = None,
-    w_q: ArrayLike | None = None,
-    diagonal: str = "removed",
-    normalise: str = "keys",
-) -> np.ndarray:
+def softmax_kernel(X: ArrayLike, beta: float, w_k: ArrayLike | None = None, w_q: ArrayLike | None = None,
+                   diagonal: str = "removed", normalise: str = "keys") -> np.ndarray:
     """Softmax attention kernel ``K`` of one sample (module docstring).
 
     Parameters
@@ -161,32 +141,22 @@ def softmax_kernel(
     (True, 0.0)
     """
     Xa, wk, wq = _checked_sample(X, w_k, w_q, diagonal)
-    beta = _check_beta("beta", beta)
-    normalise = _check_normalise(normalise)
+    beta = as_float("beta", beta, low=0, high=BETA_MAX)
+    normalise = check_choice("normalise", normalise, _NORMALISE)
     with _numeric("softmax_kernel", X=X, beta=beta):
         K = _softmax_of_scores(_scores(Xa, wk, wq), beta, diagonal, normalise)[0].numpy()
     return finite_result("softmax_kernel", K, X=X, beta=beta)
 
 
-def softmax_features(
-    X: ArrayLike,
-    beta: float,
-    w_k: ArrayLike | None = None,
-    w_q: ArrayLike | None = None,
-    diagonal: str = "removed",
-    normalise: str = "keys",
-) -> np.ndarray:
+def softmax_features(X: ArrayLike, beta: float, w_k: ArrayLike | None = None, w_q: ArrayLike | None = None,
+                     diagonal: str = "removed", normalise: str = "keys") -> np.ndarray:
     """Softmax attention output ``Phi = X K`` (``K``: :func:`softmax_kernel`, same parameters); ndarray (p, n)."""
     K = softmax_kernel(X, beta, w_k, w_q, diagonal, normalise)
     return np.asarray(as_float_array("X", X, ndim=2) @ K)
 
 
-def entrywise_exponential_kernel(
-    X: ArrayLike,
-    beta: float,
-    w_k: ArrayLike | None = None,
-    w_q: ArrayLike | None = None,
-) -> np.ndarray:
+def entrywise_exponential_kernel(X: ArrayLike, beta: float, w_k: ArrayLike | None = None,
+                                 w_q: ArrayLike | None = None) -> np.ndarray:
     """Paper B's kernel of the exponential: ``f_beta(X^T W X / sqrt p) / sqrt p``, diagonal removed.
 
     ``f_beta(x) = exp(beta x - beta^2 / 2) - 1`` (centred under the standard Gaussian: ``a1 = beta``,
@@ -200,7 +170,7 @@ def entrywise_exponential_kernel(
     ndarray (n, n)
     """
     Xa, wk, wq = _checked_sample(X, w_k, w_q, "removed")
-    beta = _check_beta("beta", beta)
+    beta = as_float("beta", beta, low=0, high=BETA_MAX)
     with _numeric("entrywise_exponential_kernel", X=X, beta=beta):
         K = _exponential_of_scores(_scores(Xa, wk, wq), beta, Xa.shape[0])[0].numpy()
     return finite_result("entrywise_exponential_kernel", K, X=X, beta=beta)
@@ -319,11 +289,11 @@ def softmax_error_mc(model: Any, p: Any, gammas: ArrayLike, betas: ArrayLike, se
     diagonal = check_diagonal_named(models[0])
     _check_tokens(n, diagonal)
     kinds = check_kinds(kind, KINDS)
-    normalise = _check_normalise(normalise)
+    normalise = check_choice("normalise", normalise, _NORMALISE)
     snr = models[0].snr
     label_average = check_label_average(label_average, snr)
     g = torch.from_numpy(check_gammas(gammas))
-    b = [float(v) for v in _check_betas(betas)]
+    b = [float(v) for v in np.atleast_1d(as_array("betas", betas, ndim=(0, 1), low=0, high=BETA_MAX))]
     draws = Draws(n, pv, float(snr), settings.labels, settings.device)
     spikes = [spike_tensors(m, pv, draws.device) for m in models]
     shared = _SoftmaxModels(b, spikes, diagonal, normalise, kinds, label_average)

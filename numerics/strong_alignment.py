@@ -75,7 +75,8 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, se
     Examples
     --------
     >>> from numerics import MonteCarloSettings
-    >>> out = strong_alignment_mc(["erf", "tanh"], 0.5, [0.5, 1.0], 16, [0.0], MonteCarloSettings(2, seed=0, labels="iid"))
+    >>> settings = MonteCarloSettings(2, seed=0, labels="iid")
+    >>> out = strong_alignment_mc(["erf", "tanh"], 0.5, [0.5, 1.0], 16, [0.0], settings)
     >>> out["attention"].shape, out["ridge"].shape
     ((2, 2, 2, 1), (2, 2, 2, 1))
     """

@@ -40,7 +40,7 @@ import numpy as np
 from numerics.malloc import apply_inherited
 from theory.validation import MAX_SEED, ArgumentTypeError, as_int, check_choice, check_seed, check_text, describe
 from ._cache_files import (CacheIntegrityWarning, CacheWriteWarning, cache_path, cache_read, cache_unwritable,
-                           cache_write, cell_lock, lock_path, result_checksum)
+                           cache_write, cell_lock, result_checksum)
 from ._cache_keys import cache_key, cell_seed, qualname, source_version, to_jsonable
 
 __all__ = ["SweepResults", "Workers", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
@@ -236,18 +236,11 @@ def _seed_list(seeds: Any) -> list:
     return out
 
 
-def run_sweep(
-    func: Callable[[dict, int], dict],
-    cells: Iterable[Mapping[str, Any]],
-    seeds: Sequence[int] | Callable[[int, dict], Sequence[int]] | None = None,
-    n_replicates: int | None = None,
-    *,
-    base_seed: int = 0,
-    cache_dir: str | os.PathLike | None = None,
-    version: str = "1",
-    workers: Workers = Workers(),
-    progress: Callable[[dict], None] | None = None,
-) -> SweepResults:
+def run_sweep(func: Callable[[dict, int], dict], cells: Iterable[Mapping[str, Any]],
+              seeds: Sequence[int] | Callable[[int, dict], Sequence[int]] | None = None,
+              n_replicates: int | None = None, *, base_seed: int = 0, cache_dir: str | os.PathLike | None = None,
+              version: str = "1", workers: Workers = Workers(),
+              progress: Callable[[dict], None] | None = None) -> SweepResults:
     """Run ``func(cell, seed)`` for every cell and replicate seed; return the results table.
 
     Parameters
@@ -301,19 +294,15 @@ def run_sweep(
     seed_lists = _resolve_seeds(cell_list, seeds, n_replicates, base_seed)
     pairs = [(i, c, s) for i, (c, sl) in enumerate(zip(cell_list, seed_lists)) for s in sl]
     table = _Table(pairs, None if cache_dir is None else Path(cache_dir), fname, version, progress)
-    _execute(func, table, table.read_cache(func), workers)
-    return SweepResults(table.records(), n_computed=len(pairs) - table.n_cached, n_cached=table.n_cached)
-
-
-def _execute(func: Callable, table: "_Table", todo: list[int], workers: Workers) -> None:
-    """Compute the pairs ``todo`` of ``table`` that no other run claims; then those that other runs left."""
+    run = _run_local if workers.executor == "local" else _run_dask
+    todo = table.read_cache(func)
     try:
         while todo:  # a second round only for pairs another run had claimed and then did not finish
-            run = _run_local if workers.executor == "local" else _run_dask
             run(func, table, table.claimed(todo), len(todo), workers)
             todo = table.wait_for_others()
     finally:
         table.release_all()  # an error or an interrupt: the claims of unfinished pairs go back
+    return SweepResults(table.records(), n_computed=len(pairs) - table.n_cached, n_cached=table.n_cached)
 
 
 def _check_cells(cells: Iterable[Mapping[str, Any]]) -> list[dict]:
@@ -321,17 +310,16 @@ def _check_cells(cells: Iterable[Mapping[str, Any]]) -> list[dict]:
     if isinstance(cells, (str, bytes, Mapping)) or not isinstance(cells, Iterable):
         raise ArgumentTypeError(f"cells must be an iterable of mappings, got {describe(cells)} of type "
                                 f"{type(cells).__name__}")
-    cell_list = list(cells)
-    for c in cell_list:
+    cell_list = []
+    for c in cells:
         if not isinstance(c, Mapping):
             raise ArgumentTypeError(f"cells must be an iterable of mappings, got an element {describe(c)} of type "
                                     f"{type(c).__name__}")
-    cell_list = [to_jsonable(dict(c)) for c in cell_list]
+        cell_list.append(to_jsonable(dict(c)))
+        if "seed" in cell_list[-1]:
+            raise ValueError("cells must not contain the key 'seed' (it is added by run_sweep)")
     if not cell_list:
         raise ValueError("cells must contain at least one configuration")
-    for c in cell_list:
-        if "seed" in c:
-            raise ValueError("cells must not contain the key 'seed' (it is added by run_sweep)")
     return cell_list
 
 
@@ -362,8 +350,11 @@ class _Table:
         for j, (_, c, s) in enumerate(self.pairs):
             if self.cdir is not None:
                 self.keys[j] = k = cache_key(func, c, s, self.version)
-                if k in leader:  # the same (func, cell, seed, version) twice: computed once
-                    self._follow(leader[k], j)
+                if k in leader:  # the same (func, cell, seed, version) twice: computed once, by the first
+                    self.followers.setdefault(leader[k], []).append(j)
+                    if self.results[leader[k]] is not None:
+                        self.results[j] = self.results[leader[k]]
+                        self.n_cached += 1
                     continue
                 leader[k] = j
                 hit = self._read(j)
@@ -376,12 +367,6 @@ class _Table:
                 if self.results[j] is not None:
                     self.progress(self.record(j))
         return todo
-
-    def _follow(self, lead: int, j: int) -> None:
-        self.followers.setdefault(lead, []).append(j)
-        if self.results[lead] is not None:
-            self.results[j] = self.results[lead]
-            self.n_cached += 1
 
     def _read(self, j: int, warn: bool = True) -> dict | None:
         _, c, s = self.pairs[j]
@@ -396,7 +381,7 @@ class _Table:
         """Claim pair ``j`` without waiting; ``False`` when another run holds it."""
         from filelock import Timeout
 
-        path = lock_path(self.cdir, self.keys[j])
+        path = cache_path(self.cdir, self.keys[j], ".lock")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             lock = cell_lock(path)
@@ -529,9 +514,8 @@ def _run_dask(func: Callable, table: "_Table", work: Iterable[int], n: int, work
         if isinstance(scheduler, Client):
             client = scheduler
         elif scheduler is None or scheduler == "local":
-            cluster = stack.enter_context(
-                LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=False, dashboard_address=None)
-            )
+            cluster = stack.enter_context(LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=False,
+                                                       dashboard_address=None))
             client = stack.enter_context(Client(cluster))
         elif isinstance(scheduler, str):
             client = stack.enter_context(Client(scheduler))

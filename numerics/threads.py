@@ -100,16 +100,6 @@ def torch_numeric_errors(func: str, **args: Any) -> Iterator[None]:
             raise np.linalg.LinAlgError(str(exc)) from exc
 
 
-def _check_pre_dispatch(value: Any) -> str | int:
-    """``pre_dispatch`` of :func:`thread_map`: an integer ``>= 1``, ``"all"``, ``"n_jobs"`` or ``"<k>*n_jobs"``."""
-    if isinstance(value, str):
-        if _PRE_DISPATCH_RE.fullmatch(value) is None:
-            raise ValueError(f"pre_dispatch must be an integer >= 1, 'all', 'n_jobs' or '<k>*n_jobs', got "
-                             f"{describe(value)}")
-        return value
-    return as_int("pre_dispatch", value, 1, 10**7)
-
-
 def torch_threads(n: int | None) -> ContextManager[None]:
     """Set torch's intra-op thread count, and the thread count of numpy's and scipy's BLAS, to ``n`` inside the
     block and restore them afterwards.
@@ -186,27 +176,8 @@ def in_parallel() -> bool:
     return bool(getattr(_IN_PARALLEL, "active", False))
 
 
-def _flagged(func: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``func`` with the in-parallel flag of its (worker) thread set while it runs."""
-
-    def run(item: Any) -> Any:
-        before = getattr(_IN_PARALLEL, "active", False)
-        _IN_PARALLEL.active = True
-        try:
-            return func(item)
-        finally:
-            _IN_PARALLEL.active = before
-
-    return run
-
-
-def thread_map(
-    func: Callable[[Any], Any],
-    items: Iterable[Any],
-    n_jobs: int,
-    *,
-    pre_dispatch: str | int = "2*n_jobs",
-) -> list:
+def thread_map(func: Callable[[Any], Any], items: Iterable[Any], n_jobs: int, *,
+               pre_dispatch: str | int = "2*n_jobs") -> list:
     """``[func(x) for x in items]``, in ``n_jobs`` threads of this process (torch releases the GIL).
 
     With ``n_jobs = 1``, or a sized ``items`` of at most one element, the loop runs in the calling thread and
@@ -244,11 +215,22 @@ def thread_map(
         raise ArgumentTypeError(f"items must be an iterable of work items (a list or a generator, not a string), "
                                 f"got {describe(items)} of type {type(items).__name__}")
     n_jobs = check_n_jobs("n_jobs", n_jobs)
-    pre_dispatch = _check_pre_dispatch(pre_dispatch)
+    if not isinstance(pre_dispatch, str):
+        pre_dispatch = as_int("pre_dispatch", pre_dispatch, 1, 10**7)
+    elif _PRE_DISPATCH_RE.fullmatch(pre_dispatch) is None:
+        raise ValueError(f"pre_dispatch must be an integer >= 1, 'all', 'n_jobs' or '<k>*n_jobs', got "
+                         f"{describe(pre_dispatch)}")
     if n_jobs == 1 or (hasattr(items, "__len__") and len(items) <= 1):
         return [func(x) for x in items]
     from joblib import Parallel, delayed
 
-    run = _flagged(func)
+    def run(item: Any) -> Any:  # func with the in-parallel flag of its worker thread set
+        before = getattr(_IN_PARALLEL, "active", False)
+        _IN_PARALLEL.active = True
+        try:
+            return func(item)
+        finally:
+            _IN_PARALLEL.active = before
+
     with torch_threads(1):
         return Parallel(n_jobs=n_jobs, prefer="threads", pre_dispatch=pre_dispatch)(delayed(run)(x) for x in items)
