@@ -61,15 +61,8 @@ def _reversal_scan(c: float, snr: float, strength: float, grid: np.ndarray) -> d
 
 @dataclass(frozen=True)
 class B4Design:
-    """B4: theory grids (statements, reversal scans, figure) and the paired simulation grid.
-
-    Attributes
-    ----------
-    prof : the profile (``STRUCTURED_PROFILES``).
-    theory_grid, reversal_grid, figure_grid : log grids of gamma of the theory statements, scans and figure.
-    gammas : ridge parameters of the simulations; ``c`` in ``prof.cs``, ``snr`` in ``prof.b4_snrs``.
-    sizes : ``c -> ((p, 2p), trials)`` (:func:`sizes_at` of B4).
-    """
+    """B4: the profile, the log grids of gamma of the theory statements, reversal scans and figure, the simulated
+    ``gammas`` and ``sizes`` (``c -> ((p, 2p), trials)``, :func:`sizes_at`)."""
 
     prof: StructuredProfile
     theory_grid: np.ndarray
@@ -149,12 +142,8 @@ def _phase_scans(prof: StructuredProfile) -> dict:
 
 
 def simulate_b4(ctx: CheckContext, design: B4Design) -> dict:
-    """The cells ``(c, snr, p) -> {"none", "al4", "or4", "ridge": (trials, gammas)}`` on paired draws (same X).
-
-    They are B7's cells (:func:`grid_cell`: the same draws, read from B7's cache entries or this run's memo, or
-    drawn here first if B4 runs alone): B4 and B7 test different statements on one Monte Carlo, so each check's
-    false-FAIL rate and power are what they were on draws of their own; only their verdicts are now correlated.
-    """
+    """The cells ``(c, snr, p) -> {"none", "al4", "or4", "ridge": (trials, gammas)}`` on paired draws (same X):
+    B7's cells (:func:`grid_cell`), so B4's and B7's verdicts are correlated, not their false-FAIL rates."""
     rows = [list(design.prof.spikes).index(s) for s in B4_SPIKES]
     cols = gamma_columns(design.prof, design.gammas)
     label = "B4 simulations (B7's draws: none / aligned 4 / orthogonal 4 / ridge per cell)"
@@ -287,10 +276,10 @@ def _reversal_text(reversal: dict) -> str:
         per_c.append(f"c={c:g}: {min(flat):.3g}..{max(flat):.3g}, {'non-increasing' if monotone else 'not monotone'}"
                      " in the strength")
     rev = [s for scans in reversal.values() for s in scans]
-    return (f"Reversal (theory): gamma* (E_att <= E_RR for gamma >= gamma*); E_att/E_RR at gamma="
-            f"{rev[0]['gamma_small']:g}; best ratio@gamma, at aligned strength {join(f'{s:g}' for s in REVERSAL_STRENGTHS)}: "
-            + " | ".join(lines) + f". E_att <= E_RR at gamma={rev[0]['gamma_small']:g} in "
-            f"{sum(r['ratio_small_gamma'] <= 1.0 for r in rev)} of {len(rev)} (c, snr, strength); ratio there "
+    g0, strengths = rev[0]["gamma_small"], join(f"{s:g}" for s in REVERSAL_STRENGTHS)
+    return (f"Reversal (theory): gamma* (E_att <= E_RR for gamma >= gamma*); E_att/E_RR at gamma={g0:g}; best "
+            f"ratio@gamma, at aligned strength {strengths}: " + " | ".join(lines) + f". E_att <= E_RR at gamma={g0:g} "
+            f"in {sum(r['ratio_small_gamma'] <= 1.0 for r in rev)} of {len(rev)} (c, snr, strength); ratio there "
             + "; ".join(per_c) + ". ")
 
 

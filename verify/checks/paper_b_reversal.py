@@ -44,15 +44,9 @@ CellKey = tuple[str, float, float]
 # ============================================================================ design
 @dataclass(frozen=True)
 class RevDesign:
-    """The grid of the study.
-
-    Attributes
-    ----------
-    activations, cs, snrs, strengths : the settings (every combination; strengths are aligned spikes).
-    gammas : ridge parameters of every cell; ``gamma_ref`` (one of them) is the one compared and fitted.
-    ps, trials : sizes ``p`` (``n = p / c``) and Monte Carlo trials at each.
-    linearised : also simulate the linearised kernel on the same draws.
-    """
+    """The grid of the study: every ``(activation, c, snr, aligned strength)`` at the sizes ``ps`` (``n = p / c``)
+    with ``trials`` each, on ``gammas`` (``gamma_ref`` is compared and fitted); ``linearised``: also simulate the
+    linearised kernel on the same draws."""
 
     activations: tuple[str, ...]
     cs: tuple[float, ...]
@@ -110,14 +104,8 @@ def design_reversal(ctx: CheckContext) -> RevDesign:
 # ============================================================================ prediction
 @dataclass(frozen=True)
 class RevPrediction:
-    """Theory of the design (the limit ``p -> oo`` of the O(1)-norm structured equivalent).
-
-    Attributes
-    ----------
-    att : ``setting -> E_att`` on ``gammas`` (:func:`theory.structured_attention_error`).
-    ridge : ``(c, snr) -> E_RR`` on ``gammas`` (:func:`theory.ridge_error_values`).
-    kappa : ``(snr, strength, p) -> kappa_lin`` (:func:`theory.structured.linearisation_control`).
-    """
+    """Theory of the limit: ``att`` (``setting -> E_att``) and ``ridge`` (``(c, snr) -> E_RR``) on ``gammas``,
+    ``kappa`` (``(snr, strength, p) -> kappa_lin``)."""
 
     att: dict
     ridge: dict
@@ -162,14 +150,9 @@ def simulate_reversal(ctx: CheckContext, design: RevDesign) -> dict:
 
 # ============================================================================ statistics
 def paired_stats(cell: dict, k: int) -> dict[str, np.ndarray]:
-    """Per-gamma statistics of strength number ``k`` of a cell (``{"true", "linearised"?, "ridge"}`` trial arrays).
-
-    ``d, se_d``: paired ``E_att - E_RR`` (true kernel) and its SE; ``att, se_att, ridge, se_ridge``: the two
-    errors on their own; ``b_opt``: ``cov(E_att, E_RR) / var(E_RR)`` (the optimal control-variate coefficient);
-    ``var_gain``: ``(var E_att + var E_RR) / var(E_att - E_RR)``, the variance saved by pairing; with the
-    linearised kernel also ``d_lin, se_lin`` (paired ``E_lin - E_RR``) and ``lin_err, se_lin_err`` (paired
-    ``E_att - E_lin``, the linearisation error).
-    """
+    """Per-gamma statistics of strength number ``k`` of a cell: paired ``d = E_att - E_RR`` and its SE, both errors,
+    ``b_opt = cov(E_att, E_RR) / var(E_RR)``, ``var_gain`` (variance saved by pairing) and, with the linearised
+    kernel, ``d_lin = E_lin - E_RR`` and ``lin_err = E_att - E_lin`` (paired)."""
     att, rr = np.asarray(cell["true"][k], float), np.asarray(cell["ridge"], float)
     d, se_d = mean_se(att - rr)
     (ma, sa), (mr, sr) = mean_se(att), mean_se(rr)
@@ -186,18 +169,9 @@ def paired_stats(cell: dict, k: int) -> dict[str, np.ndarray]:
 # ============================================================================ judge
 @dataclass(frozen=True)
 class SettingReading:
-    """Everything the study reads for one setting at ``gamma_ref``.
-
-    Attributes
-    ----------
-    setting : ``(activation, c, snr, strength)``; theory : ``E_att - E_RR`` of the limit at ``gamma_ref``.
-    stats : ``p -> paired_stats``; kappa : ``p -> kappa_lin``.
-    fit : power law of ``d(p) - theory``; fit_lin : of ``d_lin(p) - theory``; fit_linerr : of ``E_att - E_lin``
-        (``None`` when the linearised kernel is not simulated).
-    p_star : :func:`crossing_size` of ``fit`` when a reversal is measured (``reversal_seen``), else ``None``.
-    kappa_fit : :func:`fit_kappa2` of ``d(p) - theory`` (sizes inside ``kappa <= KAPPA_MAX``), or ``None``.
-    j : index of ``gamma_ref`` in the stats' arrays.
-    """
+    """What the study reads for one setting at ``gamma_ref`` (index ``j``): the limit ``theory``, ``stats`` and
+    ``kappa`` per ``p``, the power-law fits of ``d - theory``, ``d_lin - theory`` and ``E_att - E_lin`` (``None``
+    without the linearised kernel), ``p*`` (when a reversal is measured) and the ``C kappa^2`` fit."""
 
     setting: Setting
     theory: float
@@ -441,8 +415,8 @@ def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict, j
 
 
 #: claim B4-rev in words (the report, --list and docs/claims.md show it)
-STATEMENT_B4_REV = ("Informational: does attention's finite-p win over ridge at small gamma (aligned spikes, true kernel)"
-                    " survive p -> infinity? Decay of E_att - E_RR to its limit, fitted in p")
+STATEMENT_B4_REV = ("Informational: does attention's finite-p win over ridge at small gamma (aligned spikes, true "
+                    "kernel) survive p -> infinity? Decay of E_att - E_RR to its limit, fitted in p")
 
 CLAIM_B4_REV = register(Claim(id="B4-rev", paper="B", statement=STATEMENT_B4_REV, design=design_reversal,
                               predict=predict_reversal, simulate=simulate_reversal, judge=judge_reversal,

@@ -43,10 +43,8 @@ BETAS = (0.25, 0.5, 1.0)
 BEYOND = (2.0,)
 #: a spike: ``(strength, "aligned" | "orthogonal")``; ``NO_SPIKE`` is ``W = I``
 NO_SPIKE = (0.0, "none")
-#: solver of the predictions: Gauss-Chebyshev quadrature of the null system and traces (0.02 s a call instead of
-#: 0.1 s for the exact partial fractions); measured equal to the exact path within 1e-12 on every configuration of
-#: the profiles (c = 1/2, 2; beta <= 2; snr 0, 1; aligned spike; p = 32 ... 2048), tested in
-#: tests/numerics/test_softmax.py
+#: solver of the predictions: Gauss-Chebyshev quadrature (5x faster than the exact partial fractions, equal to
+#: them within 1e-12 on the profiles' configurations: tests/numerics/test_softmax.py)
 SOLVER = dict(method="quadrature", n_nodes=200)
 
 #: one configuration: ``(c, snr, spike, beta)``
@@ -71,17 +69,9 @@ class Inputs:
 
 @dataclass(frozen=True)
 class B8Design:
-    """B8's grid at one profile: sizes, trials, grids and the inverse temperatures.
-
-    Attributes
-    ----------
-    sizes : token counts ``n`` (increasing); the finite-size rule uses the last two (:attr:`pair`).
-    trials_null, trials_signal : trials at each size for the null model (label-averaged) and with signal.
-    gammas : ridge parameters in paper B's units.
-    cs : aspect ratios ``p / n``.
-    inputs : the inputs (each one Monte Carlo cell per ``c`` and size).
-    betas, beyond : inverse temperatures judged / reported only (all on the same draws, in this order).
-    """
+    """B8's grid at one profile: token counts ``sizes`` (increasing; the rule uses the last two, :attr:`pair`),
+    trials per size of the null model and with signal, ``gammas`` in paper B's units, aspect ratios ``cs``, the
+    ``inputs`` and the inverse temperatures judged (``betas``) and reported only (``beyond``), on the same draws."""
 
     sizes: tuple[int, ...]
     trials_null: tuple[int, ...]
@@ -100,10 +90,6 @@ class B8Design:
     @property
     def all_betas(self) -> tuple[float, ...]:
         return self.betas + self.beyond
-
-    @property
-    def gamma_grid(self) -> np.ndarray:
-        return np.asarray(self.gammas, dtype=float)
 
     @property
     def pair(self) -> tuple[int, int]:
@@ -150,15 +136,8 @@ def design_b8(ctx: CheckContext) -> B8Design:
 # ============================================================================ prediction
 @dataclass(frozen=True)
 class B8Prediction:
-    """Theory of every configuration on the design's gammas.
-
-    Attributes
-    ----------
-    finite : ``(config, n) -> E`` at size ``n`` (``d0 = -1/sqrt p``): the judged prediction.
-    limit : ``config -> E`` of the limit (``d0 = 0``): reported.
-    spread : ``(c, beta, n) ->`` predicted relative SD of the normalisers at ``p = c n``
-        (:func:`theory.softmax.softmax_normaliser_spread`; informational).
-    """
+    """Theory on the design's gammas: ``finite`` (``(config, n) -> E`` with ``d0 = -1/sqrt p``, judged), ``limit``
+    (``config -> E``, ``d0 = 0``) and ``spread`` (``(c, beta, n) ->`` relative SD of the normalisers)."""
 
     finite: dict
     limit: dict
@@ -177,7 +156,7 @@ def predict_b8(ctx: CheckContext, design: B8Design) -> B8Prediction:
     """:func:`theory.softmax.softmax_attention_error` at every size (finite ``p``) and in the limit."""
     from theory.softmax import softmax_normaliser_spread
 
-    g, cfgs, sizes = design.gamma_grid, design.configs(), design.sizes
+    g, cfgs, sizes = np.asarray(design.gammas, float), design.configs(), design.sizes
     return B8Prediction(finite={(cfg, n): _theory(g, cfg, p_of(n, cfg[0])) for cfg in cfgs for n in sizes},
                         limit={cfg: _theory(g, cfg) for cfg in cfgs},
                         spread={(c, beta, n): softmax_normaliser_spread(beta, n, p_of(n, c))
@@ -190,15 +169,14 @@ def _softmax_cell(ctx: CheckContext, design: B8Design, c: float, inputs: Inputs,
     import numerics.softmax
     import theory.softmax
 
-    p = p_of(n, c)
+    p, g = p_of(n, c), np.asarray(design.gammas, float)
     models = [cell_model(n, p, inputs.snr, spike=_spike_arg(s)) for s in inputs.spikes]
     seed = ctx.seed_for("B8", f"c={c:g}", f"snr={inputs.snr:g}", n)  # one X per cell: paired models
     settings = mc_settings(ctx, design.trials(inputs, n), seed)
-    key = dict(n=n, p=p, gammas=design.gamma_grid, betas=[float(b) for b in design.all_betas],
-               models=[model_key(m) for m in models], label_average=inputs.label_average, normalise="keys",
-               **settings_key(settings))
-    compute = functools.partial(numerics.softmax.softmax_error_mc, models, p, design.gamma_grid, design.all_betas,
-                                settings, label_average=inputs.label_average)
+    key = dict(n=n, p=p, gammas=g, betas=[float(b) for b in design.all_betas], models=[model_key(m) for m in models],
+               label_average=inputs.label_average, normalise="keys", **settings_key(settings))
+    compute = functools.partial(numerics.softmax.softmax_error_mc, models, p, g, design.all_betas, settings,
+                                label_average=inputs.label_average)
     return ctx.cached("softmax_mc", key, compute, version=mc_version(numerics.softmax, theory.softmax))
 
 
@@ -216,21 +194,15 @@ def simulate_b8(ctx: CheckContext, design: B8Design) -> dict[str, Any]:
 
 
 # ============================================================================ readings (pure)
-#: the numbers of a point at one size after ``p`` and ``trials``: softmax attention's error (mean, SE), paper B's
-#: entrywise kernel of ``f_beta`` on the same draws, their paired difference (the normalisation's effect), the
-#: prediction at this size
+#: a point's numbers at one size besides ``p`` and ``trials``: softmax, the entrywise kernel on the same draws and
+#: their paired difference (mean, SE each), the prediction
 _STATS = ("softmax", "se_softmax", "entrywise", "se_entrywise", "softmax_minus_entrywise", "se_diff", "prediction")
 
 
 @dataclass(frozen=True)
 class B8Point:
-    """One ``(c, snr, spike, beta, gamma)``: its numbers at every size and the finite-size rule.
-
-    Attributes
-    ----------
-    sizes : ``n -> {"p", "trials", *_STATS}`` (a row's ``sizes``); pair : the sizes of the rule ``(n_s, n_l)``;
-    limit : the limit (``d0 = 0``); judged : whether ``beta`` is one of the claim's (else reported only).
-    """
+    """One ``(c, snr, spike, beta, gamma)``: ``sizes`` (``n -> {"p", "trials", *_STATS}``), the rule's ``pair``
+    ``(n_s, n_l)``, the ``limit`` (``d0 = 0``) and whether ``beta`` is ``judged``."""
 
     cfg: Config
     gamma: float

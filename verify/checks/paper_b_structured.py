@@ -36,14 +36,8 @@ from ._structured import (ACTIVATION, attention_model, Config, gamma_columns, gr
 # ============================================================================ B7
 @dataclass(frozen=True)
 class B7Design:
-    """The B7 grid: every ``(c, snr, spike)`` of the profile, simulated at the finite-size pair of its ``c``.
-
-    Attributes
-    ----------
-    prof : the profile (``STRUCTURED_PROFILES``).
-    gammas : ridge parameters of every configuration.
-    sizes : ``c -> ((p, 2p), trials)`` (:func:`sizes_at`).
-    """
+    """The B7 grid: every ``(c, snr, spike)`` of the profile on ``gammas``, simulated at the finite-size pair of
+    its ``c`` (``sizes``: ``c -> ((p, 2p), trials)``, :func:`sizes_at`)."""
 
     prof: StructuredProfile
     gammas: np.ndarray
@@ -57,14 +51,8 @@ class B7Design:
 
 @dataclass(frozen=True)
 class B7Prediction:
-    """Theory of every configuration ``(c, snr, spike)`` on ``B7Design.gammas``.
-
-    Attributes
-    ----------
-    theory : corrected (symmetric-noise) null system: the judged prediction.
-    theory_spec : SPEC's null system (informational, ``data["null_systems"]``).
-    kappa : linearisation control at the large size; inside the declared regime iff ``<= KAPPA_MAX``.
-    """
+    """Per configuration: ``theory`` (corrected null system, judged), ``theory_spec`` (SPEC's, informational) and
+    ``kappa`` at ``2p`` (inside the declared regime iff ``<= KAPPA_MAX``)."""
 
     theory: dict
     theory_spec: dict
