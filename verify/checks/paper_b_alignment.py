@@ -162,18 +162,14 @@ def _b4_theory_comparisons(design: B4Design, prediction: B4Prediction) -> list[C
         worst_inc = float(max(np.max(e1 - e0), np.max(e4 - e1)))
         dev = float(np.max(np.abs(eo - e0)))
         comps += [
-            Comparison(
-                name=f"theory c={c:g} snr={snr:g}: aligned spikes 0 -> 1 -> 4 lower E_att and the gap to ridge",
-                predicted="E_att strictly decreasing in strength at every gamma",
-                measured=f"max increase {worst_inc:.3g}; gap to ridge at gamma=1e-2: {e0[2] - er[2]:.4g} -> "
-                         f"{e4[2] - er[2]:.4g}",
-                uncertainty=None,
-                tolerance=f"max_gamma [E(s_k+1) - E(s_k)] < 0 on gamma in logspace{design.prof.b4_theory_grid}",
-                passed=worst_inc < 0),
-            Comparison(
-                name=f"theory c={c:g} snr={snr:g}: orthogonal spike 4 leaves E_att unchanged",
-                predicted=0.0, measured=dev, uncertainty=None,
-                tolerance="max_gamma |E(orth 4) - E(none)| <= 1e-9 (solver accuracy)", passed=dev <= 1e-9)]
+            Comparison(name=f"theory c={c:g} snr={snr:g}: aligned spikes 0 -> 1 -> 4 lower E_att and the gap to ridge",
+                       predicted="E_att strictly decreasing in strength at every gamma", uncertainty=None,
+                       measured=f"max increase {worst_inc:.3g}; gap to ridge at gamma=1e-2: {e0[2] - er[2]:.4g} -> "
+                                f"{e4[2] - er[2]:.4g}", passed=worst_inc < 0,
+                       tolerance=f"max_gamma [E(s_k+1) - E(s_k)] < 0 on gamma in logspace{design.prof.b4_theory_grid}"),
+            Comparison(name=f"theory c={c:g} snr={snr:g}: orthogonal spike 4 leaves E_att unchanged", predicted=0.0,
+                       measured=dev, uncertainty=None, passed=dev <= 1e-9,
+                       tolerance="max_gamma |E(orth 4) - E(none)| <= 1e-9 (solver accuracy)")]
     for c, snr in design.theory_keys:
         scans = prediction.reversal[(c, snr)]
         g0, g4 = scans[0]["gamma_star"], scans[2]["gamma_star"]

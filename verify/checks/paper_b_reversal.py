@@ -336,16 +336,12 @@ def describe_reversal(design: RevDesign, prediction: RevPrediction, cells: dict,
     gains = [float(np.median(r.stats[p]["var_gain"])) for r in rs for p in design.ps]
     b_opt = [float(r.stats[p]["b_opt"][design.j_ref]) for r in rs for p in design.ps]
     notes = (
-        "INFORMATIONAL (never decides the exit status). E_att - E_RR at small gamma with the TRUE "
-        f"kernel (diagonal removed), aligned spikes w_K = w_Q = sqrt(strength) e_1, paired draws (one X per cell for "
-        f"every strength, the linearised kernel{'' if design.linearised else ' (not simulated)'} and ridge); "
-        f"p = {list(design.ps)} with {list(design.trials)} trials, n = p/c, gammas {list(design.gammas)}, "
-        f"compared and fitted at gamma = {design.gamma_ref:g}. Fit: (E_att - E_RR) - theory = A p^-beta, weighted, "
-        "95% profile interval of beta (* = clipped to the search range); kappa_lin^2 decays like p^-1. "
-        + " | ".join(_setting_line(r, design.ps) for r in rs) + ". "
-        f"Pairing (ridge as control variate with coefficient 1) divides the variance by {min(gains):.1f}-"
-        f"{max(gains):.1f} (median over gammas) against independent draws; the optimal coefficient b* = "
-        f"{min(b_opt):.2f}-{max(b_opt):.2f} at gamma = {design.gamma_ref:g}."
+        f"INFORMATIONAL (never decides the exit status). p = {list(design.ps)} with {list(design.trials)} trials, "
+        f"gammas {list(design.gammas)}, compared and fitted at gamma = {design.gamma_ref:g}"
+        f"{'' if design.linearised else ' (linearised kernel not simulated)'}; d - theory = A p^-beta [95% interval "
+        "of beta] (* = clipped to the search range). " + " | ".join(_setting_line(r, design.ps) for r in rs)
+        + f". Pairing divides the variance by {min(gains):.1f}-{max(gains):.1f} (median over gammas); b* = "
+        f"{min(b_opt):.2f}-{max(b_opt):.2f}."
     )
     rows = []  # one per (setting, p), every gamma
     for r in rs:
