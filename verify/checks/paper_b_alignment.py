@@ -1,6 +1,6 @@
 """Claim B4 of paper B: an aligned spike in the attention weights lowers attention's interpolation error and can
 reverse its comparison with ridge regression; the theory's statements, reversal scans and phase diagram, and the
-Monte Carlo read from B7's grid of cells (:mod:`verify.checks.paper_b_structured`).
+Monte Carlo read from B7's grid of cells (:mod:`verify.checks._structured`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Study B7-lin (informational): where the linearised kernel behind B4 and B7 stops describing the true kernel.
 
 True and linearised kernel on the same draws against the structured theory, over ``p``; reported with the
-verdict INFO, never judged into the exit status.  Shared machinery: :mod:`verify.checks.paper_b_structured`.
+verdict INFO, never judged into the exit status.  Shared machinery: :mod:`verify.checks._structured`.
 """
 
 from __future__ import annotations
