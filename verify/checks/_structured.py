@@ -44,8 +44,7 @@ class StructuredProfile:
     b4_theory_grid: tuple[float, float, int] = (-3.0, 1.0, 9)
     reversal_grid: tuple[float, float, int] = (-4.0, 2.0, 31)
     figure_grid: tuple[float, float, int] = (-4.0, 1.0, 41)
-    # B4's phase diagram (theory only: figure and notes, judged nowhere): aspect ratios x aligned strengths at
-    # phase_snr, gamma* located on the log grid phase_grid (its first point is the "small gamma" of the sign)
+    # B4's phase diagram (theory only): aspect ratios x aligned strengths at phase_snr, gamma* on phase_grid
     phase_cs: tuple[float, ...] = (1 / 3, 0.5, 0.9, 1.5, 3.0)
     phase_strengths: tuple[float, ...] = (0.0, 2.0, 8.0)
     phase_grid: tuple[float, float, int] = (-4.0, 2.0, 13)
@@ -70,17 +69,9 @@ STRUCTURED_PROFILES = {
         breakdown_p=(64, 128, 256), breakdown_trials=8,
         b4_snrs=(0.5,), b4_gammas=(1e-2, 1e-1, 1.0, 10.0),
     ),
-    # paper: finite-size pair p = 512, 1024 at both aspect ratios; 5 gammas, 3 snr. Budget (2 cores, quiet):
-    # B7 + B7-lin <= 300 s, B4 <= 150 s. Measured CPU time per trial of one cell (one core; a cell = one X
-    # draw feeding every model): c = 1/2 (n = 2p), p = 1024: B7 (4 spikes, true + linearised) 3.9 s, B4
-    # (3 spikes + ridge) 1.6 s; p = 512: 0.65 / 0.29 s; c = 2 (n = p/2), p = 1024: 0.45 / 0.22 s; p = 512:
-    # 0.06 / 0.03 s. Predicted one-core totals: B7 3 x 24 x 4.6 + 3 x 32 x 0.51 = 380 s, B7-lin 23 s, B4
-    # 3 x 32 x (1.9 + 0.25) + theory 4 s = 210 s; halve for n_jobs = 2. Cuts, each keeping B7 meaningful:
-    # - c = 1/2 runs 24 trials in B7 instead of 32 (its cells cost 9x those at c = 2): SE of E at p = 1024
-    #   ~0.0025 (0.4-1.5 % of E) instead of ~0.0022. c = 2 keeps 32 trials (cheap).
-    # - orthogonal spike of strength 1 dropped from B7: the theory makes every orthogonal spike equal to no
-    #   spike; strength 4 is the stronger test of that decoupling (strength-1 rows matched "none" to ~1e-4
-    #   in the 32-trial run, far below the SE), and B4 tests orthogonal 4 against none on paired draws.
+    # paper: p = 512, 1024 at both aspect ratios, 5 gammas, 3 snr; budget B7 + B7-lin <= 300 s, B4 <= 150 s (2 cores).
+    # c = 1/2 runs 24 trials (its cells cost 9x those at c = 2); the orthogonal spike 1 is left out (every
+    # orthogonal spike equals no spike in theory; strength 4 is the stronger test).
     "paper": StructuredProfile(
         p_sizes=(512, 1024), trials=32, gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0), snrs=(0.5, 1.0, 2.0),
         spikes=(SPIKE_NONE, (1.0, "aligned"), (4.0, "aligned"), (4.0, "orthogonal")),
@@ -114,8 +105,8 @@ def attention_model(c: float, snr: float, spike: tuple[float, str], activation: 
     return AttentionModel(c, activation, snr, spike=None if spike[1] == "none" else spike)
 
 
-def structured_theory(gammas, c, snr, spike, **kw) -> np.ndarray:
-    model = attention_model(c, snr, spike)
+def structured_theory(gammas, c, snr, spike, activation: str = ACTIVATION, **kw) -> np.ndarray:
+    model = attention_model(c, snr, spike, activation)
     return np.asarray(model.solve(np.asarray(gammas, float), check_quadrature=False, **kw).error)
 
 

@@ -1,6 +1,6 @@
 """Claim B4 of paper B: an aligned spike in the attention weights lowers attention's interpolation error and can
 reverse its comparison with ridge regression; the theory's statements, reversal scans and phase diagram, and the
-Monte Carlo read from B7's grid of cells (:mod:`verify.checks.paper_b_structured`).
+Monte Carlo read from B7's grid of cells (:mod:`verify.checks._structured`).
 """
 
 from __future__ import annotations
@@ -61,15 +61,8 @@ def _reversal_scan(c: float, snr: float, strength: float, grid: np.ndarray) -> d
 
 @dataclass(frozen=True)
 class B4Design:
-    """B4: theory grids (statements, reversal scans, figure) and the paired simulation grid.
-
-    Attributes
-    ----------
-    prof : the profile (``STRUCTURED_PROFILES``).
-    theory_grid, reversal_grid, figure_grid : log grids of gamma of the theory statements, scans and figure.
-    gammas : ridge parameters of the simulations; ``c`` in ``prof.cs``, ``snr`` in ``prof.b4_snrs``.
-    sizes : ``c -> ((p, 2p), trials)`` (:func:`sizes_at` of B4).
-    """
+    """B4: the profile, the log grids of gamma of the theory statements, reversal scans and figure, the simulated
+    ``gammas`` and ``sizes`` (``c -> ((p, 2p), trials)``, :func:`sizes_at`)."""
 
     prof: StructuredProfile
     theory_grid: np.ndarray
@@ -149,12 +142,8 @@ def _phase_scans(prof: StructuredProfile) -> dict:
 
 
 def simulate_b4(ctx: CheckContext, design: B4Design) -> dict:
-    """The cells ``(c, snr, p) -> {"none", "al4", "or4", "ridge": (trials, gammas)}`` on paired draws (same X).
-
-    They are B7's cells (:func:`grid_cell`: the same draws, read from B7's cache entries or this run's memo, or
-    drawn here first if B4 runs alone): B4 and B7 test different statements on one Monte Carlo, so each check's
-    false-FAIL rate and power are what they were on draws of their own; only their verdicts are now correlated.
-    """
+    """The cells ``(c, snr, p) -> {"none", "al4", "or4", "ridge": (trials, gammas)}`` on paired draws (same X):
+    B7's cells (:func:`grid_cell`), so B4's and B7's verdicts are correlated, not their false-FAIL rates."""
     rows = [list(design.prof.spikes).index(s) for s in B4_SPIKES]
     cols = gamma_columns(design.prof, design.gammas)
     label = "B4 simulations (B7's draws: none / aligned 4 / orthogonal 4 / ridge per cell)"
@@ -173,18 +162,14 @@ def _b4_theory_comparisons(design: B4Design, prediction: B4Prediction) -> list[C
         worst_inc = float(max(np.max(e1 - e0), np.max(e4 - e1)))
         dev = float(np.max(np.abs(eo - e0)))
         comps += [
-            Comparison(
-                name=f"theory c={c:g} snr={snr:g}: aligned spikes 0 -> 1 -> 4 lower E_att and the gap to ridge",
-                predicted="E_att strictly decreasing in strength at every gamma",
-                measured=f"max increase {worst_inc:.3g}; gap to ridge at gamma=1e-2: {e0[2] - er[2]:.4g} -> "
-                         f"{e4[2] - er[2]:.4g}",
-                uncertainty=None,
-                tolerance=f"max_gamma [E(s_k+1) - E(s_k)] < 0 on gamma in logspace{design.prof.b4_theory_grid}",
-                passed=worst_inc < 0),
-            Comparison(
-                name=f"theory c={c:g} snr={snr:g}: orthogonal spike 4 leaves E_att unchanged",
-                predicted=0.0, measured=dev, uncertainty=None,
-                tolerance="max_gamma |E(orth 4) - E(none)| <= 1e-9 (solver accuracy)", passed=dev <= 1e-9)]
+            Comparison(name=f"theory c={c:g} snr={snr:g}: aligned spikes 0 -> 1 -> 4 lower E_att and the gap to ridge",
+                       predicted="E_att strictly decreasing in strength at every gamma", uncertainty=None,
+                       measured=f"max increase {worst_inc:.3g}; gap to ridge at gamma=1e-2: {e0[2] - er[2]:.4g} -> "
+                                f"{e4[2] - er[2]:.4g}", passed=worst_inc < 0,
+                       tolerance=f"max_gamma [E(s_k+1) - E(s_k)] < 0 on gamma in logspace{design.prof.b4_theory_grid}"),
+            Comparison(name=f"theory c={c:g} snr={snr:g}: orthogonal spike 4 leaves E_att unchanged", predicted=0.0,
+                       measured=dev, uncertainty=None, passed=dev <= 1e-9,
+                       tolerance="max_gamma |E(orth 4) - E(none)| <= 1e-9 (solver accuracy)")]
     for c, snr in design.theory_keys:
         scans = prediction.reversal[(c, snr)]
         g0, g4 = scans[0]["gamma_star"], scans[2]["gamma_star"]
@@ -271,29 +256,27 @@ def _b4_simulation_rows(design: B4Design, prediction: B4Prediction, cells: dict)
     return rows
 
 
-def _reversal_line(design: B4Design, scans: list[dict], c: float, snr: float) -> str:
-    rg = design.reversal_grid
-    return (f"c={c:g} snr={snr:g}: gamma* (E_att <= E_RR for gamma >= gamma*) at strength 0/1/4/16 = "
-            + "/".join(_gamma_star_text(s) for s in scans)
-            + f"; E_att/E_RR at gamma={rg[0]:g}: " + "/".join(f"{s['ratio_small_gamma']:.3g}" for s in scans)
-            + "; best ratio " + "/".join(f"{s['min_ratio']:.3g}@{s['gamma_at_min_ratio']:.3g}" for s in scans))
-
-
-def _small_gamma_text(rev: list[dict]) -> str:
-    """Measured from the theory scans (not asserted): E_att/E_RR at the smallest gamma of the reversal grid."""
+def _reversal_text(reversal: dict) -> str:
+    """Per theory key and aligned strength: gamma*, E_att/E_RR at the smallest gamma and the best ratio; then the
+    range of that small-gamma ratio per ``c`` and whether it falls with the strength (measured, not asserted)."""
+    join = "/".join
+    lines = [f"c={c:g} snr={snr:g}: {join(_gamma_star_text(s) for s in scans)}; "
+             + join(f"{s['ratio_small_gamma']:.3g}" for s in scans) + "; "
+             + join(f"{s['min_ratio']:.3g}@{s['gamma_at_min_ratio']:.3g}" for s in scans)
+             for (c, snr), scans in reversal.items()]
     per_c = []
     for c in B4_THEORY_CS:
-        rs_c = [r for r in rev if r["c"] == c]
-        # E_att/E_RR at the smallest gamma non-increasing in the aligned strength at every snr
-        monotone = all(a["ratio_small_gamma"] >= b["ratio_small_gamma"] for snr in sorted({r["snr"] for r in rs_c})
-                       for a, b in pairwise(sorted([r for r in rs_c if r["snr"] == snr], key=lambda r: r["strength"])))
-        per_c.append(f"c={c:g}: ratio range {min(r['ratio_small_gamma'] for r in rs_c):.3g}.."
-                     f"{max(r['ratio_small_gamma'] for r in rs_c):.3g}, "
-                     f"{'non-increasing' if monotone else 'not monotone'} in the aligned strength 0/1/4/16 at "
-                     "every snr")
-    n_rev_small = sum(r["ratio_small_gamma"] <= 1.0 for r in rev)
-    return (f"Theory at the smallest gamma of the reversal grid ({rev[0]['gamma_small']:g}): E_att <= E_RR in "
-            f"{n_rev_small} of {len(rev)} (c, snr, strength) configurations; " + "; ".join(per_c) + ". ")
+        ratios = [[s["ratio_small_gamma"] for s in scans] for (cc, _), scans in reversal.items() if cc == c]
+        flat = [x for r in ratios for x in r]
+        monotone = all(a >= b for r in ratios for a, b in pairwise(r))
+        per_c.append(f"c={c:g}: {min(flat):.3g}..{max(flat):.3g}, {'non-increasing' if monotone else 'not monotone'}"
+                     " in the strength")
+    rev = [s for scans in reversal.values() for s in scans]
+    g0, strengths = rev[0]["gamma_small"], join(f"{s:g}" for s in REVERSAL_STRENGTHS)
+    return (f"Reversal (theory): gamma* (E_att <= E_RR for gamma >= gamma*); E_att/E_RR at gamma={g0:g}; best "
+            f"ratio@gamma, at aligned strength {strengths}: " + " | ".join(lines) + f". E_att <= E_RR at gamma={g0:g} "
+            f"in {sum(r['ratio_small_gamma'] <= 1.0 for r in rev)} of {len(rev)} (c, snr, strength); ratio there "
+            + "; ".join(per_c) + ". ")
 
 
 def _gamma_star_text(scan: dict) -> str:
@@ -301,22 +284,18 @@ def _gamma_star_text(scan: dict) -> str:
 
 
 def _phase_text(prof: StructuredProfile, phase: dict) -> str:
-    """The answer of the phase diagram (theory) and where the finite-p reversal is measured."""
+    """The answer of the phase diagram (theory)."""
     g = np.logspace(*prof.phase_grid)
     rows = "; ".join(f"c={c:.3g}: " + "/".join(_gamma_star_text(phase[(c, st)]) for st in prof.phase_strengths)
                      for c in prof.phase_cs)
     worse = sum(r["ratio_small_gamma"] > 1.0 for r in phase.values())
     none_no_spike = [c for c in prof.phase_cs if (c, 0.0) in phase and phase[(c, 0.0)]["gamma_star"] is None]
     return (
-        f" Where attention beats ridge (theory, the limit p -> oo with O(1) norms; {ACTIVATION}, snr="
-        f"{prof.phase_snr:g}, phase diagram, gamma* = the crossing E_att = E_RR located on logspace"
-        f"{prof.phase_grid}, attention better for gamma >= gamma*): gamma* at aligned strength "
-        + "/".join(f"{st:g}" for st in prof.phase_strengths) + f" = {rows}. At gamma={g[0]:g} attention is worse "
-        f"than ridge in {worse} of {len(phase)} (c, strength) cells: no reversal as gamma -> 0 in the limit. "
-        f"No gamma* up to gamma={g[-1]:g} without a spike at c = {[round(c, 3) for c in none_no_spike]}: there "
-        "only an aligned spike creates one. At finite p the true kernel beats ridge at small gamma for erf/tanh "
-        "and strong aligned spikes; that is the O(kappa^2) linearisation error, which vanishes as p grows "
-        "(informational study B4-rev, docs/reversal.md)."
+        f" Phase diagram (theory, p -> oo, {ACTIVATION}, snr={prof.phase_snr:g}, gamma* on logspace{prof.phase_grid})"
+        " at aligned strength " + "/".join(f"{st:g}" for st in prof.phase_strengths) + f": {rows}. At gamma="
+        f"{g[0]:g} attention is worse than ridge in {worse} of {len(phase)} (c, strength) cells: no reversal as "
+        f"gamma -> 0 in the limit. No gamma* up to gamma={g[-1]:g} without a spike at c = "
+        f"{[round(c, 3) for c in none_no_spike]}. Finite-p wins at small gamma: study B4-rev."
     )
 
 
@@ -325,24 +304,16 @@ def describe_b4(design: B4Design, prediction: B4Prediction, cells: dict,
     """Notes (reversal points, small-gamma ratios, simulation design, unjudged points) and data
     (``theory`` curves, ``reversal`` scans, ``simulation`` rows)."""
     prof = design.prof
-    keys = design.theory_keys
-    rev = [s for k in keys for s in prediction.reversal[k]]
     outside = _b4_mc(design, prediction, cells)[1]
     notes = (
-        "Theory from the project's structured deterministic equivalent (tanh, diagonal removed). "
-        "Reversal (theory, E_att <= E_RR): "
-        + " | ".join(_reversal_line(design, prediction.reversal[k], *k) for k in keys) + ". "
-        + _small_gamma_text(rev) +
-        "Orthogonal spikes decouple exactly in the limit (theory comparisons above). "
-        f"Simulation: true kernel, paired trials (same X for none / aligned / orthogonal / ridge), "
-        f"{sizes_text(prof)} (B7's draws), gammas {list(prof.b4_gammas)}, snr {list(prof.b4_snrs)}. Attention-vs-ridge "
-        f"comparisons are judged inside the declared regime kappa(2p) <= {KAPPA_MAX} of the linearisation; "
-        f"outside it (reported, not judged): {'; '.join(outside) if outside else 'none'}."
-        + _phase_text(design.prof, prediction.phase)
+        _reversal_text(prediction.reversal)
+        + f"Simulation: {sizes_text(prof)} (B7's draws), gammas {list(prof.b4_gammas)}, snr {list(prof.b4_snrs)}; "
+        f"attention vs ridge judged inside kappa(2p) <= {KAPPA_MAX}, outside it (reported, not judged): "
+        f"{'; '.join(outside) if outside else 'none'}." + _phase_text(prof, prediction.phase)
     )
-    theory = [dict(c=c, snr=snr, gammas=design.theory_grid.tolist(),
-                   **{k: v.tolist() for k, v in prediction.statements[(c, snr)].items()}) for c, snr in keys]
-    return notes, {"theory": theory, "reversal": rev,
+    theory = [dict(c=c, snr=snr, gammas=design.theory_grid.tolist(), **{k: v.tolist() for k, v in curves.items()})
+              for (c, snr), curves in prediction.statements.items()]
+    return notes, {"theory": theory, "reversal": [s for scans in prediction.reversal.values() for s in scans],
                    "simulation": _b4_simulation_rows(design, prediction, cells)}
 
 
@@ -409,11 +380,9 @@ def _figure_b4_ratio(design: B4Design, prediction: B4Prediction, cells: dict) ->
 
 
 #: claim B4 in words (the report, --list and docs/claims.md show it)
-STATEMENT_B4 = (
-    "With signal, attention weights aligned with mu lower attention's error and its gap to ridge, orthogonal ones"
-    " do not; attention beats ridge only for gamma >= gamma* (at c >= 2 only with alignment), never as gamma -> 0"
-    " (finite-p wins there are the linearisation error: study B4-rev)"
-)
+STATEMENT_B4 = ("With signal, attention weights aligned with mu lower attention's error and its gap to ridge, "
+                "orthogonal ones do not; attention beats ridge only for gamma >= gamma* (at c >= 2 only with "
+                "alignment), never as gamma -> 0 (finite-p wins there are the linearisation error: study B4-rev)")
 
 CLAIM_B4 = register(Claim(id="B4", paper="B", statement=STATEMENT_B4, design=design_b4, predict=predict_b4,
                           simulate=simulate_b4, judge=judge_b4, describe=describe_b4, figure=figure_b4,

@@ -1,7 +1,7 @@
 """Study B7-lin (informational): where the linearised kernel behind B4 and B7 stops describing the true kernel.
 
 True and linearised kernel on the same draws against the structured theory, over ``p``; reported with the
-verdict INFO, never judged into the exit status.  Shared machinery: :mod:`verify.checks.paper_b_structured`.
+verdict INFO, never judged into the exit status.  Shared machinery: :mod:`verify.checks._structured`.
 """
 
 from __future__ import annotations
@@ -160,14 +160,9 @@ def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict, jud
     return fig
 
 
-#: B7-lin (informational): true kernel vs linearised kernel vs theory as p grows, for a strong aligned spike.
-#: The structured theory (B4, B7) is derived from the linearised kernel; for ``kappa_lin`` of order one
-#: (strong spikes, small p) the true kernel saturates.  Never decides the exit status.
 #: claim B7-lin in words (the report, --list and docs/claims.md show it)
-STATEMENT_B7_LIN = (
-    "Informational: where the linearised kernel behind B4/B7 stops describing the true kernel (strong aligned "
-    "spikes, small p)"
-)
+STATEMENT_B7_LIN = ("Informational: where the linearised kernel behind B4/B7 stops describing the true kernel (strong "
+                    "aligned spikes, small p)")
 
 CLAIM_B7_LIN = register(Claim(id="B7-lin", paper="B", statement=STATEMENT_B7_LIN, design=design_b7_lin,
                               predict=predict_b7_lin, simulate=simulate_b7_lin, judge=judge_b7_lin,

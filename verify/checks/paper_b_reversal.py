@@ -1,44 +1,21 @@
 """Study B4-rev (informational): does attention's finite-``p`` win over ridge at small ``gamma`` survive ``p -> oo``?
 
-The question.  The structured theory (:mod:`theory.structured`, ``||w_K||, ||w_Q||, ||mu|| = O(1)``) says
-that at ``c < 1`` and ``gamma -> 0`` attention with an aligned spike approaches ridge *from above*
-(``E_att - E_RR`` small and positive: no reversal in the limit), while true-kernel simulations at
-``p <= 512`` show attention *below* ridge.  This study measures ``d(p) = E_att - E_RR`` at increasing ``p``
-with the TRUE kernel ``f(X^T W X / sqrt p) / sqrt p`` (diagonal removed), aligned spikes
-``w_K = w_Q = sqrt(strength) e_1`` (``mu = sqrt(snr) e_1``), and fits its decay to the theory's limit.
+The structured theory (``||w_K||, ||w_Q||, ||mu|| = O(1)``) says that at ``c < 1`` and ``gamma -> 0`` attention
+with an aligned spike approaches ridge from above, while true-kernel simulations at ``p <= 512`` show it below.
+The study measures ``d(p) = E_att - E_RR`` at growing ``p``: one cell per ``(activation, c, snr, p)``, one draw
+``X, y`` per trial feeding the true kernel (diagonal removed) and the linearised kernel of every aligned strength
+and ridge (:func:`verify.checks._structured.shared_mc`; paired: ridge is the control variate with coefficient 1,
+the optimal ``b* = cov(E_att, E_RR) / var(E_RR)`` is reported).
 
-Design.  One Monte Carlo cell is one ``(activation, c, snr, p)``: per trial one draw ``X, y`` feeds the
-true kernel for every strength, the LINEARISED kernel ``a1 (X^T W X / p - diag) + s_f Xi / sqrt p`` for every
-strength (``linearised=True``: separates the linearisation error from the rest of the finite-size effect),
-and ridge -- one :func:`numerics.simulate_model` call on the models of every strength (paired draws: the difference
-``E_att - E_RR`` is taken trial by trial).  Ridge is the control variate with coefficient 1 (pairing); the
-regression coefficient ``b* = cov(E_att, E_RR) / var(E_RR)`` and the variance gained are reported in
-``data`` (pairing is the optimal control variate when ``b* ~ 1``, and needs no ridge limit, so it is unbiased
-at finite ``p``).
+Fits: ``d(p) - d_theory = A p^{-beta}`` by weighted least squares with the 95 % profile-likelihood interval of
+``beta`` (:func:`fit_power_law`; ``beta = 1`` is the rate of the linearisation error ``kappa^2``); ``p*`` is where
+the fit crosses zero (:func:`crossing_size`); ``d - d_theory = C kappa^2`` per strength and pooled over the
+strengths of a cell (:func:`fit_kappa2`, sizes with ``kappa <= KAPPA_MAX``).  Finding (``docs/reversal.md``): the
+reversal is the linearisation error and does not survive ``p -> oo``.
 
-Fit.  With ``Delta(p) = d(p) - d_theory`` (the departure from the limit), the power law
-``Delta(p) = A p^{-beta}`` is fitted by weighted least squares (weights ``1/SE^2``; ``A`` profiled out for
-each ``beta``); the interval of ``beta`` is the 95 % profile-likelihood interval
-``{beta : chi2(beta) <= chi2_min + 1.96^2}`` (:func:`fit_power_law`).  The linearisation error ``kappa^2``
-(:func:`theory.structured.linearisation_control`) decays like ``p^{-1}``, so ``beta = 1`` is "decays like the
-linearisation error"; ``beta < 1`` is slower.  ``p*`` is where the fitted curve crosses zero
-(``d_theory > 0``, ``A < 0``): the extrapolated size beyond which the reversal disappears.  Collapse: if the
-finite-``p`` effect is the ``O(kappa^2)`` linearisation error, ``Delta = C kappa^2`` with one ``C`` per
-``(activation, c, snr)`` for every strength; :func:`fit_kappa2` fits ``C`` on the sizes with ``kappa <= KAPPA_MAX``
-(per strength and pooled, :func:`pooled_kappa_fit`), and ``p* from C`` is where ``d_theory + C kappa^2`` is 0.
-
-Finding (``docs/reversal.md``): the reversal does not survive ``p -> oo``; it is the linearisation error,
-``C = -0.09 ... -0.11`` for erf and tanh (``c = 1/3, 1/2``, ``snr = 1, 3``), ``~0`` for gelu.
-
-Comparisons (informational, verdict INFO; per aligned setting at ``gamma_ref``): (1) the finite-``p``
-reversal at the largest ``p`` (``direction``, claim ``E_att - E_RR < 0``: PASS = attention significantly
-better than ridge there), (2) the decay exponent against the linearisation rate ``beta = 1``
-(``consistency``; its SE is the half-width of the profile interval on the side of 1, divided by 1.96).
-
-Profiles: ``smoke`` (tests), ``quick`` (< 20 s), ``paper`` (< 3 min on 2 quiet cores: erf and gelu,
-``c = 1/3``, ``snr = 1``, strengths 2 and 8, ``p = 128 ... 1024``).  Larger grids (``p = 2048``, tanh,
-``c = 1/2``, ``snr = 3``, strength 4) are run with the command line of this module
-(``python studies/reversal_grid.py --help``; ``docs/reversal.md`` lists the commands and tables).
+Comparisons (verdict INFO), per aligned setting at ``gamma_ref``: the finite-``p`` reversal at the largest ``p``
+(``direction``, ``E_att - E_RR < 0``) and the decay exponent against ``beta = 1`` (``consistency``, SE = the
+profile interval's half-width on the side of 1 / 1.96).  Larger grids: ``python studies/reversal_grid.py``.
 """
 
 from __future__ import annotations
@@ -56,7 +33,7 @@ from ..figures import pyplot
 from ..results import Comparison
 from ..verdicts import Judgement
 from ._paper_b import mc_settings
-from ._structured import KAPPA_MAX, shared_mc
+from ._structured import attention_model, KAPPA_MAX, shared_mc, structured_theory
 
 #: one aligned setting: ``(activation, c, snr, strength)``
 Setting = tuple[str, float, float, float]
@@ -67,15 +44,9 @@ CellKey = tuple[str, float, float]
 # ============================================================================ design
 @dataclass(frozen=True)
 class RevDesign:
-    """The grid of the study.
-
-    Attributes
-    ----------
-    activations, cs, snrs, strengths : the settings (every combination; strengths are aligned spikes).
-    gammas : ridge parameters of every cell; ``gamma_ref`` (one of them) is the one compared and fitted.
-    ps, trials : sizes ``p`` (``n = p / c``) and Monte Carlo trials at each.
-    linearised : also simulate the linearised kernel on the same draws.
-    """
+    """The grid of the study: every ``(activation, c, snr, aligned strength)`` at the sizes ``ps`` (``n = p / c``)
+    with ``trials`` each, on ``gammas`` (``gamma_ref`` is compared and fitted); ``linearised``: also simulate the
+    linearised kernel on the same draws."""
 
     activations: tuple[str, ...]
     cs: tuple[float, ...]
@@ -133,14 +104,8 @@ def design_reversal(ctx: CheckContext) -> RevDesign:
 # ============================================================================ prediction
 @dataclass(frozen=True)
 class RevPrediction:
-    """Theory of the design (the limit ``p -> oo`` of the O(1)-norm structured equivalent).
-
-    Attributes
-    ----------
-    att : ``setting -> E_att`` on ``gammas`` (:func:`theory.structured_attention_error`).
-    ridge : ``(c, snr) -> E_RR`` on ``gammas`` (:func:`theory.ridge_error_values`).
-    kappa : ``(snr, strength, p) -> kappa_lin`` (:func:`theory.structured.linearisation_control`).
-    """
+    """Theory of the limit: ``att`` (``setting -> E_att``) and ``ridge`` (``(c, snr) -> E_RR``) on ``gammas``,
+    ``kappa`` (``(snr, strength, p) -> kappa_lin``)."""
 
     att: dict
     ridge: dict
@@ -153,15 +118,13 @@ class RevPrediction:
 
 def predict_reversal(ctx: CheckContext, design: RevDesign) -> RevPrediction:
     """Structured theory and ridge on the design's gammas, and ``kappa_lin`` at every size."""
-    from theory import AttentionModel, ridge_error_values
+    from theory import ridge_error_values
 
     g = np.asarray(design.gammas, float)
-    att = {s: np.asarray(AttentionModel(s[1], s[0], s[2], spike=(s[3], "aligned")).solve(g, check_quadrature=False)
-                         .error, float)
-           for s in design.settings}
+    att = {s: structured_theory(g, s[1], s[2], (s[3], "aligned"), s[0]) for s in design.settings}
     ridge = {(c, snr): np.asarray(ridge_error_values(g, c, snr), float) for c in design.cs for snr in design.snrs}
     # kappa_lin depends on snr and the spike only: the model of the first activation and c carries them
-    kappa = {(snr, st, p): float(AttentionModel(design.cs[0], design.activations[0], snr, spike=(st, "aligned"))
+    kappa = {(snr, st, p): float(attention_model(design.cs[0], snr, (st, "aligned"), design.activations[0])
                                  .linearisation_control(p))
              for snr in design.snrs for st in design.strengths for p in design.ps}
     return RevPrediction(att=att, ridge=ridge, kappa=kappa)
@@ -172,14 +135,12 @@ def simulate_reversal(ctx: CheckContext, design: RevDesign) -> dict:
     """The cells ``(activation, c, snr, p) -> {"true", "linearised"?: (strengths, trials, gammas), "ridge":
     (trials, gammas)}``: one draw ``X`` per cell and trial for every strength, both kernels and ridge (paired),
     memoised on disk (:func:`shared_mc`)."""
-    from theory import AttentionModel
-
     cells = {}
     kind = ("true", "linearised", "ridge") if design.linearised else ("true", "ridge")
     with ctx.progress("attention vs ridge at small gamma, true kernel, growing p",
                       total=len(design.cells) * len(design.ps)) as bar:
         for act, c, snr in design.cells:
-            models = [AttentionModel(c, act, snr, spike=(s, "aligned")) for s in design.strengths]
+            models = [attention_model(c, snr, (s, "aligned"), act) for s in design.strengths]
             for p, trials in zip(design.ps, design.trials):
                 seed = ctx.seed_for("b4-rev", act, f"c={c:.6g}", f"snr={snr:g}", p)  # one X per cell: paired draws
                 cells[(act, c, snr, p)] = shared_mc(ctx, models, p, design.gammas, mc_settings(ctx, trials, seed), kind)
@@ -189,14 +150,9 @@ def simulate_reversal(ctx: CheckContext, design: RevDesign) -> dict:
 
 # ============================================================================ statistics
 def paired_stats(cell: dict, k: int) -> dict[str, np.ndarray]:
-    """Per-gamma statistics of strength number ``k`` of a cell (``{"true", "linearised"?, "ridge"}`` trial arrays).
-
-    ``d, se_d``: paired ``E_att - E_RR`` (true kernel) and its SE; ``att, se_att, ridge, se_ridge``: the two
-    errors on their own; ``b_opt``: ``cov(E_att, E_RR) / var(E_RR)`` (the optimal control-variate coefficient);
-    ``var_gain``: ``(var E_att + var E_RR) / var(E_att - E_RR)``, the variance saved by pairing; with the
-    linearised kernel also ``d_lin, se_lin`` (paired ``E_lin - E_RR``) and ``lin_err, se_lin_err`` (paired
-    ``E_att - E_lin``, the linearisation error).
-    """
+    """Per-gamma statistics of strength number ``k`` of a cell: paired ``d = E_att - E_RR`` and its SE, both errors,
+    ``b_opt = cov(E_att, E_RR) / var(E_RR)``, ``var_gain`` (variance saved by pairing) and, with the linearised
+    kernel, ``d_lin = E_lin - E_RR`` and ``lin_err = E_att - E_lin`` (paired)."""
     att, rr = np.asarray(cell["true"][k], float), np.asarray(cell["ridge"], float)
     d, se_d = mean_se(att - rr)
     (ma, sa), (mr, sr) = mean_se(att), mean_se(rr)
@@ -213,18 +169,9 @@ def paired_stats(cell: dict, k: int) -> dict[str, np.ndarray]:
 # ============================================================================ judge
 @dataclass(frozen=True)
 class SettingReading:
-    """Everything the study reads for one setting at ``gamma_ref``.
-
-    Attributes
-    ----------
-    setting : ``(activation, c, snr, strength)``; theory : ``E_att - E_RR`` of the limit at ``gamma_ref``.
-    stats : ``p -> paired_stats``; kappa : ``p -> kappa_lin``.
-    fit : power law of ``d(p) - theory``; fit_lin : of ``d_lin(p) - theory``; fit_linerr : of ``E_att - E_lin``
-        (``None`` when the linearised kernel is not simulated).
-    p_star : :func:`crossing_size` of ``fit`` when a reversal is measured (``reversal_seen``), else ``None``.
-    kappa_fit : :func:`fit_kappa2` of ``d(p) - theory`` (sizes inside ``kappa <= KAPPA_MAX``), or ``None``.
-    j : index of ``gamma_ref`` in the stats' arrays.
-    """
+    """What the study reads for one setting at ``gamma_ref`` (index ``j``): the limit ``theory``, ``stats`` and
+    ``kappa`` per ``p``, the power-law fits of ``d - theory``, ``d_lin - theory`` and ``E_att - E_lin`` (``None``
+    without the linearised kernel), ``p*`` (when a reversal is measured) and the ``C kappa^2`` fit."""
 
     setting: Setting
     theory: float
@@ -389,16 +336,12 @@ def describe_reversal(design: RevDesign, prediction: RevPrediction, cells: dict,
     gains = [float(np.median(r.stats[p]["var_gain"])) for r in rs for p in design.ps]
     b_opt = [float(r.stats[p]["b_opt"][design.j_ref]) for r in rs for p in design.ps]
     notes = (
-        "INFORMATIONAL (never decides the exit status). E_att - E_RR at small gamma with the TRUE "
-        f"kernel (diagonal removed), aligned spikes w_K = w_Q = sqrt(strength) e_1, paired draws (one X per cell for "
-        f"every strength, the linearised kernel{'' if design.linearised else ' (not simulated)'} and ridge); "
-        f"p = {list(design.ps)} with {list(design.trials)} trials, n = p/c, gammas {list(design.gammas)}, "
-        f"compared and fitted at gamma = {design.gamma_ref:g}. Fit: (E_att - E_RR) - theory = A p^-beta, weighted, "
-        "95% profile interval of beta (* = clipped to the search range); kappa_lin^2 decays like p^-1. "
-        + " | ".join(_setting_line(r, design.ps) for r in rs) + ". "
-        f"Pairing (ridge as control variate with coefficient 1) divides the variance by {min(gains):.1f}-"
-        f"{max(gains):.1f} (median over gammas) against independent draws; the optimal coefficient b* = "
-        f"{min(b_opt):.2f}-{max(b_opt):.2f} at gamma = {design.gamma_ref:g}."
+        f"INFORMATIONAL (never decides the exit status). p = {list(design.ps)} with {list(design.trials)} trials, "
+        f"gammas {list(design.gammas)}, compared and fitted at gamma = {design.gamma_ref:g}"
+        f"{'' if design.linearised else ' (linearised kernel not simulated)'}; d - theory = A p^-beta [95% interval "
+        "of beta] (* = clipped to the search range). " + " | ".join(_setting_line(r, design.ps) for r in rs)
+        + f". Pairing divides the variance by {min(gains):.1f}-{max(gains):.1f} (median over gammas); b* = "
+        f"{min(b_opt):.2f}-{max(b_opt):.2f}."
     )
     rows = []  # one per (setting, p), every gamma
     for r in rs:
@@ -468,10 +411,8 @@ def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict, j
 
 
 #: claim B4-rev in words (the report, --list and docs/claims.md show it)
-STATEMENT_B4_REV = (
-    "Informational: does attention's finite-p win over ridge at small gamma (aligned spikes, true kernel) survive"
-    " p -> infinity? Decay of E_att - E_RR to its limit, fitted in p"
-)
+STATEMENT_B4_REV = ("Informational: does attention's finite-p win over ridge at small gamma (aligned spikes, true "
+                    "kernel) survive p -> infinity? Decay of E_att - E_RR to its limit, fitted in p")
 
 CLAIM_B4_REV = register(Claim(id="B4-rev", paper="B", statement=STATEMENT_B4_REV, design=design_reversal,
                               predict=predict_reversal, simulate=simulate_reversal, judge=judge_reversal,

@@ -1,36 +1,19 @@
 """Claim B8 (beyond the papers; paper B, Remark 5): the entrywise theory predicts softmax attention's error.
 
-Paper B analyses an entrywise kernel ``f(X^T W X / sqrt p) / sqrt p``; attention as used normalises each query's
-weights with a softmax.  :mod:`theory.softmax` (the project's derivation, ``docs/softmax.md``) predicts softmax
-attention with the diagonal masked from paper B's theory of the entrywise ``f_beta(x) = exp(beta x - beta^2/2) - 1``
-(``a1 = beta``, ``nu = exp(beta^2) - 1``): the normalisers concentrate at ``(n - 1) exp(beta^2 / 2)``, the rank-one
-mean term acts as a free intercept and leaves the diagonal ``d0 = -1 / sqrt p``, and softmax's ``1 / (n - 1)``
-against the kernel's ``1 / sqrt p`` rescales ``gamma`` by ``p / (n - 1)^2``.
+:mod:`theory.softmax` (the project's derivation, ``docs/softmax.md``) predicts softmax attention, diagonal masked,
+from paper B's theory of the entrywise ``f_beta(x) = exp(beta x - beta^2/2) - 1`` (``a1 = beta``,
+``nu = exp(beta^2) - 1``), ``gamma`` rescaled by ``p / (n - 1)^2`` and, at finite ``p``, the diagonal
+``d0 = -1 / sqrt p`` of the masked mean term (every constant derived, none fitted; the limit ``d0 = 0`` is reported).
 
-Design.  One Monte Carlo cell is one ``(c, input, n)``: per trial one draw ``X, y`` feeds softmax attention for
-every ``beta`` and spike of the input, paper B's entrywise kernel of ``f_beta`` for every ``beta`` and spike, and
-ridge (:func:`numerics.softmax.softmax_error_mc`, paired draws; the whole-``gamma``-grid error path of
-:mod:`numerics.rmt`).  Inputs: the null model (``snr = 0``, ``W = I``; the Monte Carlo averages exactly over
-i.i.d. Rademacher labels, ``gamma^2/n tr Q^2``, as B2 does) and structured inputs (``snr = 1`` with balanced
-sampled labels, with ``W = I`` and, at the paper profile, an aligned spike ``w_K = w_Q = e_1``).  Aspect ratios
-``c = p / n`` on both sides of 1.  Every cell is simulated at three sizes ``n``; the finite-size rule uses the
-largest two, the smallest gives the trend in ``n``.
+One Monte Carlo cell per ``(c, input, n)``: one draw ``X, y`` per trial feeds softmax attention and the entrywise
+kernel for every ``beta`` and spike, and ridge (:func:`numerics.softmax.softmax_error_mc`).  Inputs: the null
+model (``snr = 0``, exact average over Rademacher labels) and ``snr = 1`` with balanced labels (at the paper
+profile also an aligned spike ``w_K = w_Q = e_1``), at three sizes ``n`` and ``c = p / n`` on both sides of 1.
 
-Prediction at size ``n`` (``p = c n``): :func:`theory.softmax.softmax_attention_error` with ``p`` (the limit's
-deterministic equivalent with the derived diagonal ``d0 = -1/sqrt p``; every constant derived, none fitted).
-The limit itself (``d0 = 0``) is reported beside it.
-
-Rule (judged, ``beta`` in ``BETAS``).  The finite-size rule of :mod:`verify.checks._finite_size` on the gaps to
-the prediction at each size, ``g_s = m_s - pred(n_s)``, ``g_l = m_l - pred(n_l)``: PASS iff
-``|g_l| <= q |g_s| + t hypot(SE_l, q SE_s)``, ``q = (n_s / n_l)^{1/2}`` (a remaining gap must decay at least like
-``n^{-1/2}``), ``t`` the Student-t quantile of the 3-sigma level at the Welch degrees of freedom of the trial
-counts; the verdict combines the points' p-values with Holm (:mod:`verify.verdicts`).  ``beta`` in ``BEYOND``
-(``beta = 2``: large ``beta``) is simulated on the same draws, read with the same rule and reported, not judged:
-it shows where the theory stops at these sizes.
-
-Shape (:mod:`verify.claim`): ``design`` reads ``_PROFILES``; ``predict`` evaluates :mod:`theory.softmax`;
-``simulate`` returns the cached cells as trial arrays keyed ``(c, snr, n)``; ``judge`` and ``describe`` are pure
-(``tests/verify/test_judges_b8.py`` measures the judge's false-FAIL rate and power on synthetic trials).
+Rule (``beta`` in ``BETAS``): the finite-size rule of :mod:`verify.checks._finite_size` on the gaps to the
+prediction at the two largest sizes, ``|g_l| <= q |g_s| + t hypot(SE_l, q SE_s)``, ``q = (n_s / n_l)^{1/2}``;
+``beta`` in ``BEYOND`` is read with the same rule on the same draws and reported, not judged.
+``tests/verify/test_judges_b8.py`` measures the judge's false-FAIL rate and power on synthetic trials.
 """
 
 from __future__ import annotations
@@ -60,10 +43,8 @@ BETAS = (0.25, 0.5, 1.0)
 BEYOND = (2.0,)
 #: a spike: ``(strength, "aligned" | "orthogonal")``; ``NO_SPIKE`` is ``W = I``
 NO_SPIKE = (0.0, "none")
-#: solver of the predictions: Gauss-Chebyshev quadrature of the null system and traces (0.02 s a call instead of
-#: 0.1 s for the exact partial fractions); measured equal to the exact path within 1e-12 on every configuration of
-#: the profiles (c = 1/2, 2; beta <= 2; snr 0, 1; aligned spike; p = 32 ... 2048), tested in
-#: tests/numerics/test_softmax.py
+#: solver of the predictions: Gauss-Chebyshev quadrature (5x faster than the exact partial fractions, equal to
+#: them within 1e-12 on the profiles' configurations: tests/numerics/test_softmax.py)
 SOLVER = dict(method="quadrature", n_nodes=200)
 
 #: one configuration: ``(c, snr, spike, beta)``
@@ -88,17 +69,9 @@ class Inputs:
 
 @dataclass(frozen=True)
 class B8Design:
-    """B8's grid at one profile: sizes, trials, grids and the inverse temperatures.
-
-    Attributes
-    ----------
-    sizes : token counts ``n`` (increasing); the finite-size rule uses the last two (:attr:`pair`).
-    trials_null, trials_signal : trials at each size for the null model (label-averaged) and with signal.
-    gammas : ridge parameters in paper B's units.
-    cs : aspect ratios ``p / n``.
-    inputs : the inputs (each one Monte Carlo cell per ``c`` and size).
-    betas, beyond : inverse temperatures judged / reported only (all on the same draws, in this order).
-    """
+    """B8's grid at one profile: token counts ``sizes`` (increasing; the rule uses the last two, :attr:`pair`),
+    trials per size of the null model and with signal, ``gammas`` in paper B's units, aspect ratios ``cs``, the
+    ``inputs`` and the inverse temperatures judged (``betas``) and reported only (``beyond``), on the same draws."""
 
     sizes: tuple[int, ...]
     trials_null: tuple[int, ...]
@@ -117,10 +90,6 @@ class B8Design:
     @property
     def all_betas(self) -> tuple[float, ...]:
         return self.betas + self.beyond
-
-    @property
-    def gamma_grid(self) -> np.ndarray:
-        return np.asarray(self.gammas, dtype=float)
 
     @property
     def pair(self) -> tuple[int, int]:
@@ -167,35 +136,31 @@ def design_b8(ctx: CheckContext) -> B8Design:
 # ============================================================================ prediction
 @dataclass(frozen=True)
 class B8Prediction:
-    """Theory of every configuration on the design's gammas.
-
-    Attributes
-    ----------
-    finite : ``(config, n) -> E`` at size ``n`` (``d0 = -1/sqrt p``): the judged prediction.
-    limit : ``config -> E`` of the limit (``d0 = 0``): reported.
-    spread : ``(c, beta, n) ->`` predicted relative SD of the normalisers at ``p = c n``
-        (:func:`theory.softmax.softmax_normaliser_spread`; informational).
-    """
+    """Theory on the design's gammas: ``finite`` (``(config, n) -> E`` with ``d0 = -1/sqrt p``, judged), ``limit``
+    (``config -> E``, ``d0 = 0``) and ``spread`` (``(c, beta, n) ->`` relative SD of the normalisers)."""
 
     finite: dict
     limit: dict
     spread: dict
 
 
+def _theory(gammas: Any, cfg: Config, p: int | None = None) -> np.ndarray:
+    """:func:`theory.softmax.softmax_attention_error` of a configuration at ``p`` (``None``: the limit)."""
+    from theory.softmax import softmax_attention_error
+
+    c, snr, spike, beta = cfg
+    return np.asarray(softmax_attention_error(gammas, c, beta, snr, _spike_arg(spike), p=p, **SOLVER), float)
+
+
 def predict_b8(ctx: CheckContext, design: B8Design) -> B8Prediction:
     """:func:`theory.softmax.softmax_attention_error` at every size (finite ``p``) and in the limit."""
-    from theory.softmax import softmax_attention_error, softmax_normaliser_spread
+    from theory.softmax import softmax_normaliser_spread
 
-    g = design.gamma_grid
-    finite, limit, spread = {}, {}, {}
-    for cfg in design.configs():
-        c, snr, spike, beta = cfg
-        limit[cfg] = np.asarray(softmax_attention_error(g, c, beta, snr, _spike_arg(spike), **SOLVER), float)
-        for n in design.sizes:
-            finite[(cfg, n)] = np.asarray(softmax_attention_error(g, c, beta, snr, _spike_arg(spike),
-                                                                  p=p_of(n, c), **SOLVER), float)
-            spread[(c, beta, n)] = softmax_normaliser_spread(beta, n, p_of(n, c))
-    return B8Prediction(finite=finite, limit=limit, spread=spread)
+    g, cfgs, sizes = np.asarray(design.gammas, float), design.configs(), design.sizes
+    return B8Prediction(finite={(cfg, n): _theory(g, cfg, p_of(n, cfg[0])) for cfg in cfgs for n in sizes},
+                        limit={cfg: _theory(g, cfg) for cfg in cfgs},
+                        spread={(c, beta, n): softmax_normaliser_spread(beta, n, p_of(n, c))
+                                for c, _, _, beta in cfgs for n in sizes})
 
 
 # ============================================================================ simulation
@@ -204,15 +169,14 @@ def _softmax_cell(ctx: CheckContext, design: B8Design, c: float, inputs: Inputs,
     import numerics.softmax
     import theory.softmax
 
-    p = p_of(n, c)
+    p, g = p_of(n, c), np.asarray(design.gammas, float)
     models = [cell_model(n, p, inputs.snr, spike=_spike_arg(s)) for s in inputs.spikes]
     seed = ctx.seed_for("B8", f"c={c:g}", f"snr={inputs.snr:g}", n)  # one X per cell: paired models
     settings = mc_settings(ctx, design.trials(inputs, n), seed)
-    key = dict(n=n, p=p, gammas=design.gamma_grid, betas=[float(b) for b in design.all_betas],
-               models=[model_key(m) for m in models], label_average=inputs.label_average, normalise="keys",
-               **settings_key(settings))
-    compute = functools.partial(numerics.softmax.softmax_error_mc, models, p, design.gamma_grid, design.all_betas,
-                                settings, label_average=inputs.label_average)
+    key = dict(n=n, p=p, gammas=g, betas=[float(b) for b in design.all_betas], models=[model_key(m) for m in models],
+               label_average=inputs.label_average, normalise="keys", **settings_key(settings))
+    compute = functools.partial(numerics.softmax.softmax_error_mc, models, p, g, design.all_betas, settings,
+                                label_average=inputs.label_average)
     return ctx.cached("softmax_mc", key, compute, version=mc_version(numerics.softmax, theory.softmax))
 
 
@@ -230,21 +194,15 @@ def simulate_b8(ctx: CheckContext, design: B8Design) -> dict[str, Any]:
 
 
 # ============================================================================ readings (pure)
-#: the numbers of a point at one size after ``p`` and ``trials``: softmax attention's error (mean, SE), paper B's
-#: entrywise kernel of ``f_beta`` on the same draws, their paired difference (the normalisation's effect), the
-#: prediction at this size
+#: a point's numbers at one size besides ``p`` and ``trials``: softmax, the entrywise kernel on the same draws and
+#: their paired difference (mean, SE each), the prediction
 _STATS = ("softmax", "se_softmax", "entrywise", "se_entrywise", "softmax_minus_entrywise", "se_diff", "prediction")
 
 
 @dataclass(frozen=True)
 class B8Point:
-    """One ``(c, snr, spike, beta, gamma)``: its numbers at every size and the finite-size rule.
-
-    Attributes
-    ----------
-    sizes : ``n -> {"p", "trials", *_STATS}`` (a row's ``sizes``); pair : the sizes of the rule ``(n_s, n_l)``;
-    limit : the limit (``d0 = 0``); judged : whether ``beta`` is one of the claim's (else reported only).
-    """
+    """One ``(c, snr, spike, beta, gamma)``: ``sizes`` (``n -> {"p", "trials", *_STATS}``), the rule's ``pair``
+    ``(n_s, n_l)``, the ``limit`` (``d0 = 0``) and whether ``beta`` is ``judged``."""
 
     cfg: Config
     gamma: float
@@ -284,9 +242,7 @@ class B8Point:
         """Least-squares slope of ``log |gap|`` against ``log n`` over every size (``nan`` if a gap is zero)."""
         ns = sorted(self.sizes)
         gaps = np.abs([self.gap(n) for n in ns])
-        if np.any(gaps <= 0):
-            return float("nan")
-        return design_slope(ns, gaps)
+        return float("nan") if np.any(gaps <= 0) else design_slope(ns, gaps)
 
 
 def b8_points(design: B8Design, prediction: B8Prediction, cells: dict) -> list[B8Point]:
@@ -317,8 +273,7 @@ def judge_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, 
     """
     ns, nl = design.pair
     comps: list[Comparison] = []
-    judged = [pt for pt in b8_points(design, prediction, measurement["cells"]) if pt.judged]
-    for pt in judged:
+    for pt in (pt for pt in b8_points(design, prediction, measurement["cells"]) if pt.judged):
         st = pt.sizes[nl]
         cmp_ = pt.rule().comparison(pt.name, st["prediction"], st["softmax"], st["se_softmax"], f"n={ns}", f"n={nl}",
                                     headline=not comps, key=pt.key)
@@ -353,56 +308,45 @@ def table_markdown(design: B8Design, points: list[B8Point], outcomes: dict[tuple
     return "\n".join(lines)
 
 
-def _by_beta_text(design: B8Design, points: list[B8Point]) -> tuple[str, str]:
-    """Per beta: the points where the rule fails and the largest resolved relative gap (``> 3 SE`` at ``n_l``) at
-    every size with its trend in ``n``; and where the gap comes from at ``n_l``: softmax - entrywise (the
-    normalisation) against entrywise - limit."""
+def _by_beta_text(design: B8Design, points: list[B8Point], spread: dict) -> str:
+    """Per beta: the points where the rule fails, the gaps resolved (``> 3 SE`` at ``n_l``) and the largest relative
+    one at every size with its trend in ``n``; at ``n_l`` softmax - entrywise (the normalisation) against
+    entrywise - limit, and the predicted relative spread of the normalisers (at the first ``c``)."""
     nl = design.pair[1]
-    parts, paired = [], []
+    parts = []
     for beta in design.all_betas:
         mine = [pt for pt in points if pt.cfg[3] == beta]
         bad = [pt.name for pt in mine if not pt.rule().passed]
-        head = (f"beta={beta:g}{' (not judged)' if beta in design.beyond else ''}: rule fails at {len(bad)} of "
-                f"{len(mine)} points" + (f" ({', '.join(bad)})" if bad else ""))
         res = [pt for pt in mine if abs(pt.gap(nl)) > 3 * pt.sizes[nl]["se_softmax"]]
-        if not res:
-            parts.append(head + "; no gap resolved at n=" + str(nl))
-        else:
+        text = (f"beta={beta:g}{' (not judged)' if beta in design.beyond else ''}: rule fails at {len(bad)} of "
+                f"{len(mine)} points" + (f" ({', '.join(bad)})" if bad else "") + f"; {len(res)} gaps > 3 SE")
+        if res:
             worst = max(res, key=lambda pt: pt.rel_gap(nl))
             gaps = ", ".join(f"{worst.gap(n):+.4f} ({worst.rel_gap(n):.1%}) at n={n}" for n in design.sizes)
-            parts.append(head + f"; {len(res)} gaps resolved (> 3 SE) at n={nl}, the largest relative one "
-                         f"{worst.name}: MC - prediction {gaps}, trend n^{worst.trend():+.2f}")
+            text += f", the largest relative {worst.name}: MC - prediction {gaps}, trend n^{worst.trend():+.2f}"
         d = max(abs(pt.sizes[nl]["softmax_minus_entrywise"]) for pt in mine)
         e = max(abs(pt.sizes[nl]["entrywise"] - pt.limit) for pt in mine)
-        paired.append(f"beta={beta:g}: max |softmax - entrywise| {d:.4f}, max |entrywise - limit| {e:.4f}")
-    return "; ".join(parts), "; ".join(paired)
+        parts.append(text + f"; max |softmax - entrywise| {d:.4f}, max |entrywise - limit| {e:.4f}; normaliser "
+                     f"spread {spread[(design.cs[0], beta, nl)]:.3f}")
+    return " | ".join(parts)
 
 
 def describe_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, Any],
                 comparisons: list[Comparison]) -> tuple[str, dict]:
-    """Notes (design, rule, failures by beta with the trend in n, where the gap comes from) and data (rows, table)."""
+    """Notes (design, failures by beta with the trend in n, where the gap comes from) and data (rows, table)."""
     points = b8_points(design, prediction, measurement["cells"])
     outcomes = {cp.key: cp.outcome for cp in comparisons}
     n_fail = sum(cp.outcome == "FAIL" for cp in comparisons)
     ns, nl = design.pair
     judged = [pt for pt in points if pt.judged]
     lim_bad = sum(not pt.rule(against_limit=True).passed for pt in judged)
-    spread = ", ".join(f"beta={b:g}: {prediction.spread[(design.cs[0], b, nl)]:.3f}" for b in design.all_betas)
-    by_beta, paired = _by_beta_text(design, points)
     notes = (
-        "Theory: project's own derivation (theory.softmax; docs/softmax.md): paper B's deterministic equivalent of the "
-        "entrywise kernel f_beta(x) = exp(beta x - beta^2/2) - 1 (a1 = beta, nu = exp(beta^2) - 1; structured "
-        "equivalent with signal/spikes), gamma rescaled by p/(n-1)^2, the masked mean term's diagonal d0 = -1/sqrt p "
-        "at finite p. Simulation: softmax over the keys, self score masked, paired draws with the entrywise kernel "
-        f"and ridge; sizes n = {list(design.sizes)} (rule at n={ns} and n={nl}, p = c n), c = "
-        f"{list(design.cs)}, gammas {list(design.gammas)}, inputs "
-        + ", ".join(sorted({_input_label(c[1], c[2]) for c in design.configs()}))
-        + "; null model label-averaged. "
-        f"{n_fail} of {len(comparisons)} judged comparisons fail (beta in {list(design.betas)}). By beta: "
-        + by_beta + ". Paired at n=" + str(nl) + ": " + paired + ". "
-        f"Predicted relative spread of the normalisers at n={nl}, c={design.cs[0]:g}: {spread}. "
-        f"Against the limit (d0 = 0) instead, the same rule fails at {lim_bad} of {len(judged)} judged points (the "
-        f"O(p^-1/2) diagonal term). Runtime {float(measurement.get('runtime_s', 0.0)):.1f} s."
+        f"Simulation: n = {list(design.sizes)} (rule at n={ns} and n={nl}, p = c n), c = {list(design.cs)}, gammas "
+        f"{list(design.gammas)}, inputs " + ", ".join(sorted({_input_label(c[1], c[2]) for c in design.configs()}))
+        + f". {n_fail} of {len(comparisons)} judged comparisons fail (beta in {list(design.betas)}). By beta, at "
+        f"n={nl} (normaliser spread at c={design.cs[0]:g}): " + _by_beta_text(design, points, prediction.spread)
+        + ". Against the limit (d0 = 0), the rule "
+        f"fails at {lim_bad} of {len(judged)} judged points. Runtime {float(measurement.get('runtime_s', 0.0)):.1f} s."
     )
     data = {"rows": [_row(pt, outcomes.get(pt.key, "NOT JUDGED")) for pt in points],
             "table_md": table_markdown(design, points, outcomes),
@@ -416,8 +360,6 @@ def describe_b8(design: B8Design, prediction: B8Prediction, measurement: dict[st
 def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Comparison], c: float, snr: float,
            spike: tuple[float, str]) -> None:
     """One (c, input): per beta the prediction at n_l (curve), the limit (dotted), softmax (o) and entrywise (x)."""
-    from theory.softmax import softmax_attention_error
-
     from .. import figures as F
 
     nl = design.pair[1]
@@ -427,17 +369,15 @@ def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Compari
         sel = [pt for pt in points if pt.cfg == (c, snr, spike, beta)]
         g = np.array([pt.gamma for pt in sel])
         for p, style in ((p_of(nl, c), {}), (None, dict(ls=":", lw=1.0))):  # at n_l, then the limit
-            F.theory_curve(ax, g, lambda x, b=beta, p=p: softmax_attention_error(x, c, b, snr, _spike_arg(spike), p=p,
-                                                                                 **SOLVER),
-                           color=col, grid=F.dense_grid(g, per_decade=8, n_min=20), label="_nolegend_", **style)
+            F.theory_curve(ax, g, lambda x, b=beta, p=p: _theory(x, (c, snr, spike, b), p), color=col,
+                           grid=F.dense_grid(g, per_decade=8, n_min=20), label="_nolegend_", **style)
         soft, ew = ([pt.sizes[nl][k] for pt in sel] for k in ("softmax", "entrywise"))
         F.mc_points(ax, g, soft, [pt.sizes[nl]["se_softmax"] for pt in sel], label="_nolegend_", color=col,
                     filled=[pt.judged for pt in sel])
         ax.plot(g * 1.08, ew, "x", color=col, ms=5, mew=1.2, zorder=4)
         ys += soft + ew
     mine = with_key(comps, c=float(c), input=_input_label(snr, spike))
-    worst = max((abs(pt.gap(nl)) / pt.sizes[nl]["prediction"] for pt in points if pt.cfg[:3] == (c, snr, spike)
-                 and pt.judged), default=0.0)
+    worst = max((pt.rel_gap(nl) for pt in points if pt.cfg[:3] == (c, snr, spike) and pt.judged), default=0.0)
     wide = min(ys) > 0 and max(ys) / min(ys) > 10  # a log axis where E spans a decade or more
     ax.set(xscale="log", yscale="log" if wide else "linear", xlabel="ridge parameter γ (paper B's units)",
            ylabel="interpolation error E",
@@ -472,11 +412,8 @@ def figure_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str,
     return fig
 
 
-#: B8: paper B's entrywise theory, fed with f_beta, predicts softmax attention's interpolation error
 #: claim B8 in words (the report, --list and docs/claims.md show it)
-STATEMENT_B8 = (
-    "Paper B, Remark 5: the entrywise theory predicts softmax attention's interpolation error"
-)
+STATEMENT_B8 = "Paper B, Remark 5: the entrywise theory predicts softmax attention's interpolation error"
 
 CLAIM_B8 = register(Claim(id="B8", paper="B", statement=STATEMENT_B8, design=design_b8, predict=predict_b8,
                           simulate=simulate_b8, judge=judge_b8, describe=describe_b8, figure=figure_b8,

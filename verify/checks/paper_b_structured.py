@@ -1,45 +1,18 @@
-"""Check B7 (and the machinery B4 and B7-lin share): attention with signal (``mu != 0``) and spiked weights
-``W = I + w_K w_Q^T``.  B4 is :mod:`verify.checks.paper_b_alignment`, the B7-lin study
-:mod:`verify.checks.paper_b_linearisation`.
+"""Check B7: attention with signal (``mu != 0``) and spiked weights ``W = I + w_K w_Q^T`` against the structured
+theory (:mod:`theory.structured`, ``docs/structured_attention.md``), the project's finite-rank perturbation of the
+corrected null system; SPEC's null system is evaluated alongside, informational (``data["null_systems"]``).
 
-The theory is the project's own derivation (:mod:`theory.structured`, ``docs/structured_attention.md``):
-a finite-rank perturbation of the null resolvent of the *linearised* kernel, built on the corrected
-(symmetric-noise) null system of :mod:`theory.attention`; SPEC's null system is evaluated alongside for an
-informational comparison (``data["null_systems"]``, not judged).  Simulations use the TRUE
-kernel ``f(X^T W X / sqrt p) / sqrt p`` (tanh, diagonal removed) and the LINEARISED kernel on the same
-``X`` draws, both through :func:`numerics.simulate_model` (a sequence of models: one draw per trial for every
-spike, both kernels and ridge), so that the error of the derivation and the error of the linearisation separate.
+Each ``(c, snr, p)`` is one Monte Carlo cell of the structured grid (:func:`verify.checks._structured.grid_cell`,
+shared with B4): one draw ``X, y`` per trial feeds the TRUE kernel ``f(X^T W X / sqrt p) / sqrt p`` (tanh, diagonal
+removed) and the LINEARISED kernel of every spike, so that the error of the derivation and that of the
+linearisation separate.  Two families: theory vs TRUE kernel inside the declared regime ``kappa(2p) <= KAPPA_MAX``
+(:func:`theory.structured.linearisation_control`; the others reported, not judged), and theory vs LINEARISED kernel
+everywhere.  Where the linearisation breaks is the informational study B7-lin.
 
-B7 has two families of comparisons: theory vs TRUE-kernel MC for the configurations inside the declared
-regime ``kappa(2p) <= KAPPA_MAX`` (:func:`theory.structured.linearisation_control`; the others are
-reported in ``notes``/``data``, not judged), and theory vs LINEARISED-kernel MC (same ``X``) for every
-configuration.  The linearisation-breakdown study (true vs linearised vs theory over ``p``) is
-informational: its own report entry ``B7-lin`` (INFO verdict, never in the exit status).
-
-Monte Carlo cells: one cell = one ``(c, snr, p)`` and all its models on the SAME draws ``X, y``
-(:func:`numerics.simulate_model` of the models of every spike: ``X^T X`` once; true and linearised kernel for
-every spike and ridge), memoised on disk by ``ctx.cached`` so that an interrupted run resumes from the finished
-cells (``--cache-dir``; same seeds, same numbers).  B7 and B4 share one grid of cells (:func:`grid_cell`, B7's seeds
-and entries): B4 reads B7's draws instead of drawing its own (their true-kernel cells were the same models at the
-same sizes; B4 cost 121 s of the paper profile, nearly all of it those cells).  B7-lin draws its own.
-
-Conventions: ``mu = sqrt(snr) e_1``; a spike ``(strength, "aligned")`` is ``w_K = w_Q = sqrt(strength) e_1``,
-``(strength, "orthogonal")`` is ``w_K = w_Q = sqrt(strength) e_2``.  Spike configurations of one
-``(c, snr, p)`` share their seeds, hence their ``X`` (paired differences, common random numbers).
-
-Finite-size rule (B7, B4; shared with B1/B2, :mod:`verify.checks._finite_size`): the Monte Carlo is run
-at ``p`` and ``2p`` (``n = p / c``).  With ``g_1, g_2`` the gaps to theory at the two sizes, PASS iff
-``|g_2| <= q |g_1| + 3 hypot(SE_2p, q SE_p)``, ``q = 2^{-1/2}``: the gap measured at ``p`` propagated to
-``2p`` at the slowest declared rate ``p^{-1/2}`` (the linearisation error, ``kappa``, decays at that rate),
-plus three standard deviations of the test statistic (earlier forms: ``docs/design_notes.md``).
-
-Each check is a :class:`verify.claim.Claim` (``CLAIM_B7``, ``CLAIM_B7_LIN``, ``CLAIM_B4``): ``design`` reads
-the one profile table ``STRUCTURED_PROFILES``; ``predict`` evaluates :mod:`theory.structured` (and ridge's error for B4:
-its theory statements, reversal scans and figure curves are predictions); ``simulate`` returns the cached
-cells of :func:`shared_mc` as trial arrays keyed ``(c, snr, p)`` (B7-lin: ``p``); ``judge`` is pure and
-builds every comparison from the prediction and those trial arrays (``tests/verify/test_judges_b_structured.py``
-measures the false-FAIL rate and power of the B4 and B7 judges on synthetic trials); ``describe`` writes
-the notes and data; ``figure`` draws from the same three objects.
+Finite-size rule (:mod:`verify.checks._finite_size`): with ``g_1, g_2`` the gaps to theory at ``p`` and ``2p``
+(``n = p / c``), PASS iff ``|g_2| <= q |g_1| + 3 hypot(SE_2p, q SE_p)``, ``q = 2^{-1/2}`` (the slowest declared
+rate ``p^{-1/2}``, that of ``kappa``).  ``tests/verify/test_judges_b_structured.py`` measures the judge's false-FAIL
+rate and power on synthetic trials.
 """
 
 from __future__ import annotations
@@ -63,14 +36,8 @@ from ._structured import (ACTIVATION, attention_model, Config, gamma_columns, gr
 # ============================================================================ B7
 @dataclass(frozen=True)
 class B7Design:
-    """The B7 grid: every ``(c, snr, spike)`` of the profile, simulated at the finite-size pair of its ``c``.
-
-    Attributes
-    ----------
-    prof : the profile (``STRUCTURED_PROFILES``).
-    gammas : ridge parameters of every configuration.
-    sizes : ``c -> ((p, 2p), trials)`` (:func:`sizes_at`).
-    """
+    """The B7 grid: every ``(c, snr, spike)`` of the profile on ``gammas``, simulated at the finite-size pair of
+    its ``c`` (``sizes``: ``c -> ((p, 2p), trials)``, :func:`sizes_at`)."""
 
     prof: StructuredProfile
     gammas: np.ndarray
@@ -84,14 +51,8 @@ class B7Design:
 
 @dataclass(frozen=True)
 class B7Prediction:
-    """Theory of every configuration ``(c, snr, spike)`` on ``B7Design.gammas``.
-
-    Attributes
-    ----------
-    theory : corrected (symmetric-noise) null system: the judged prediction.
-    theory_spec : SPEC's null system (informational, ``data["null_systems"]``).
-    kappa : linearisation control at the large size; inside the declared regime iff ``<= KAPPA_MAX``.
-    """
+    """Per configuration: ``theory`` (corrected null system, judged), ``theory_spec`` (SPEC's, informational) and
+    ``kappa`` at ``2p`` (inside the declared regime iff ``<= KAPPA_MAX``)."""
 
     theory: dict
     theory_spec: dict
@@ -106,13 +67,11 @@ def design_b7(ctx: CheckContext) -> B7Design:
 
 def predict_b7(ctx: CheckContext, design: B7Design) -> B7Prediction:
     """Structured theory (both null systems) and ``kappa(2p)`` of every configuration."""
-    theory, spec, kappa = {}, {}, {}
-    for cfg in design.configs:
-        c, snr, spike = cfg
-        theory[cfg] = structured_theory(design.gammas, c, snr, spike)
-        spec[cfg] = structured_theory(design.gammas, c, snr, spike, system="spec")  # informational comparison only
-        kappa[cfg] = attention_model(c, snr, spike).linearisation_control(design.sizes[c][0][1])
-    return B7Prediction(theory=theory, theory_spec=spec, kappa=kappa)
+    g, cfgs = design.gammas, design.configs
+    return B7Prediction(theory={cfg: structured_theory(g, *cfg) for cfg in cfgs},
+                        theory_spec={cfg: structured_theory(g, *cfg, system="spec") for cfg in cfgs},
+                        kappa={cfg: attention_model(*cfg).linearisation_control(design.sizes[cfg[0]][0][1])
+                               for cfg in cfgs})
 
 
 def simulate_b7(ctx: CheckContext, design: B7Design) -> dict:
@@ -173,11 +132,16 @@ def judge_b7(design: B7Design, prediction: B7Prediction, cells: dict) -> list[Co
     return comps
 
 
+def _z(r: dict, m: str = "mc_2p", se: str = "se_2p", th: str = "theory") -> float:
+    """``(r[m] - r[th]) / r[se]`` of a row of ``data["grid"]``."""
+    return (r[m] - r[th]) / max(r[se], 1e-12)
+
+
 def _null_systems(rows: list[dict]) -> dict:
     """Informational: corrected vs SPEC null system, mean z^2 / mean z of ``(MC(2p) - theory) / SE`` per kernel
     family (true kernel inside the regime, linearised kernel everywhere)."""
     def mean_z(m: str, se: str, th: str, inside_only: bool) -> tuple[float, float]:
-        z = np.array([(r[m] - r[th]) / max(r[se], 1e-12) for r in rows if r["inside_regime"] or not inside_only])
+        z = np.array([_z(r, m, se, th) for r in rows if r["inside_regime"] or not inside_only])
         return (float(np.mean(z**2)), float(np.mean(z))) if z.size else (float("nan"), float("nan"))
 
     return {"true_inside": {th: mean_z("mc_2p", "se_2p", th, True) for th in ("theory", "theory_spec")},
@@ -190,37 +154,24 @@ def describe_b7(design: B7Design, prediction: B7Prediction, cells: dict,
     prof = design.prof
     points = [pt for pts in _b7_points(design, prediction, cells) for pt in pts]
     rows = [r for _, r, _, _ in points]
-    worst = max([0.0] + [abs(r["mc_2p"] - r["theory"]) / max(r["se_2p"], 1e-12) for r in rows if r["inside_regime"]])
-    worst_lin = max([0.0] + [abs(r["lin_2p"] - r["theory"]) / max(r["lin_se_2p"], 1e-12) for r in rows])
+    worst = max([0.0] + [abs(_z(r)) for r in rows if r["inside_regime"]])
+    worst_lin = max([0.0] + [abs(_z(r, "lin_2p", "lin_se_2p")) for r in rows])
     outside = [f"{name}: kappa={r['kappa_2p']:.2f}, theory {r['theory']:.4f}, MC(2p) {r['mc_2p']:.4f}+-"
                f"{r['se_2p']:.4f}, rule {'holds' if r['passed'] else 'fails'}"
                for name, r, _, _ in points if not r["inside_regime"]]
     systems = _null_systems(rows)
     z = {fam: [f"{v[th][0]:.2f}/{v[th][1]:+.2f}" for th in ("theory", "theory_spec")] for fam, v in systems.items()}
-    max_shift = max(abs(r["theory"] - r["theory_spec"]) / max(r["se_2p"], 1e-12) for r in rows)
+    max_shift = max(abs(_z(r, "theory_spec")) for r in rows)
     n_fail = sum(cp.outcome == "FAIL" for cp in comparisons)
     notes = (
-        "Theory: project's own derivation (theory.structured; docs/structured_attention.md), a finite-rank "
-        "(Woodbury) perturbation of the null resolvent of the linearised kernel, traces from the corrected "
-        "(symmetric kernel noise: delta, delta~, kappa) null system. "
-        f"Simulation: true tanh kernel, diagonal removed, {sizes_text(prof)} (n=p/c); "
-        f"gammas {list(prof.gammas)}; snr {list(prof.snrs)}; spikes {[spike_label(s) for s in prof.spikes]}. "
-        f"Verdict uses the configurations inside the declared regime kappa(2p) <= {KAPPA_MAX} "
-        "(kappa = (snr + sqrt(E(w_K^T x)^2 E(w_Q^T x)^2)) / sqrt p, the size of the signal/spike correction to a "
-        f"kernel argument). Second family '[linearised kernel]': the same grid simulated with the linearised "
-        "kernel a1 (X^T W X/p - diag) + s_f Xi/sqrt p on the same X draws, every configuration (tests the "
-        "derivation separately from the linearisation). "
-        f"{n_fail} of {len(comparisons)} comparisons fail; worst |gap|/SE at 2p: true kernel {worst:.1f}, "
-        f"linearised kernel {worst_lin:.1f}. "
-        f"Outside the regime at these sizes (reported, not judged): {'; '.join(outside) if outside else 'none'}. "
-        "INFORMATIONAL - null system: the theory uses the corrected (symmetric-noise, kappa) null system of "
-        "theory.attention; SPEC's independent-entries system (kappa = 0) is evaluated for comparison. Mean z^2 / "
-        "mean z of (MC(2p) - theory)/SE: true kernel inside the regime: corrected "
-        f"{z['true_inside'][0]}, SPEC {z['true_inside'][1]}; linearised kernel: corrected {z['linearised_all'][0]}, "
-        f"SPEC {z['linearised_all'][1]}. The two theories differ by at most {max_shift:.2f} SE of this grid (up to "
-        "~2 % of E at c = 2, small gamma): this profile cannot separate them; see docs/structured_attention.md "
-        "(step 4) for the targeted comparison. "
-        "Where the linearisation itself breaks (strong aligned spikes, small p) is the informational study B7-lin."
+        f"Simulation: true {ACTIVATION} kernel, diagonal removed, {sizes_text(prof)} (n=p/c); gammas "
+        f"{list(prof.gammas)}; snr {list(prof.snrs)}; spikes {[spike_label(s) for s in prof.spikes]}; true kernel "
+        f"judged inside kappa(2p) <= {KAPPA_MAX}, '[linearised kernel]' (same X) everywhere. {n_fail} of "
+        f"{len(comparisons)} comparisons fail; worst |gap|/SE at 2p: true kernel {worst:.1f}, linearised kernel "
+        f"{worst_lin:.1f}. Outside the regime (reported, not judged): {'; '.join(outside) if outside else 'none'}. "
+        "INFORMATIONAL - mean z^2 / mean z of (MC(2p) - theory)/SE, corrected vs SPEC null system: true kernel "
+        f"inside the regime {z['true_inside'][0]} vs {z['true_inside'][1]}, linearised kernel "
+        f"{z['linearised_all'][0]} vs {z['linearised_all'][1]}; they differ by at most {max_shift:.2f} SE."
     )
     data = {"grid": rows, "kappa_max": KAPPA_MAX, "null_systems": systems, "activation": ACTIVATION,
             "sizes": {str(c): dict(p_sizes=list(design.sizes[c][0]), trials=design.sizes[c][1]) for c in prof.cs}}
@@ -290,9 +241,7 @@ def figure_b7(design: B7Design, prediction: B7Prediction, cells: dict, judgement
 
 
 #: claim B7 in words (the report, --list and docs/claims.md show it)
-STATEMENT_B7 = (
-    "The structured deterministic equivalent (derived by the project) matches simulation"
-)
+STATEMENT_B7 = "The structured deterministic equivalent (derived by the project) matches simulation"
 
 CLAIM_B7 = register(Claim(id="B7", paper="B", statement=STATEMENT_B7, design=design_b7, predict=predict_b7,
                           simulate=simulate_b7, judge=judge_b7, describe=describe_b7, figure=figure_b7,
