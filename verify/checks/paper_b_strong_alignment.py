@@ -79,38 +79,31 @@ def points(design: B9Profile) -> list[Point]:
 
 def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
     """The limit at every point and, for ``c < 1``, its two parts at ``gamma = 0``; the theory at both sizes at every
-    judged point (:func:`limit_points`)."""
-    _prefetch(ctx, design)
-    limit, t1, t2, at_p = {}, {}, {}, {}
-    for s in design.settings:
-        act, c, t = s
-        gap = limit_gap(c, act, design.snr, t)
-        limit[(s, 0.0)], t1[s], t2[s] = gap.total, gap.t1, gap.t2
-        for p in design.ps:
-            sol = finite_parts(c, act, design.snr, t, p)
-            at_p[((s, 0.0), p)] = sol.t1 + sol.t2
-    for s in design.wide:
-        act, c, t = s
-        for g in design.gamma_wide:
-            limit[(s, g)] = gap_at(g, c, act, design.snr, t)
-        for p in design.ps:
-            at_p[((s, design.gamma_wide[1]), p)] = gap_at(design.gamma_wide[1], c, act, design.snr, t, p)
-    curve = {}
-    if ctx.report_dir is not None:  # the figure's theory curves (seconds; only where figures are written)
-        for act, c in dict.fromkeys((a, c) for a, c, _ in design.settings):
-            curve[(act, c)] = tuple(limit_gap(c, act, design.snr, t, 20).total for t in design.curve_ts)
-    return B9Prediction(limit, t1, t2, at_p, curve)
-
-
-def _prefetch(ctx: CheckContext, design: B9Profile) -> None:
-    """Every solve :func:`predict_b9` reads, in one :func:`prefetch`."""
+    judged point (:func:`limit_points`); every solve first in one :func:`prefetch`."""
     snr, wide_gamma = design.snr, design.gamma_wide[1]
+    curves = list(dict.fromkeys((a, c) for a, c, _ in design.settings)) if ctx.report_dir is not None else []
     prefetch(ctx, [(limit_gap, (c, act, snr, t)) for act, c, t in design.settings]
              + [(finite_parts, (c, act, snr, t, p)) for act, c, t in design.settings for p in design.ps]
              + [(gap_at, (g, c, act, snr, t)) for act, c, t in design.wide for g in design.gamma_wide]
              + [(gap_at, (wide_gamma, c, act, snr, t, p)) for act, c, t in design.wide for p in design.ps]
-             + ([(limit_gap, (c, act, snr, t, 20)) for act, c in dict.fromkeys((a, c) for a, c, _ in design.settings)
-                 for t in design.curve_ts] if ctx.report_dir is not None else []))
+             + [(limit_gap, (c, act, snr, t, 20)) for act, c in curves for t in design.curve_ts])
+    limit, t1, t2, at_p = {}, {}, {}, {}
+    for s in design.settings:
+        act, c, t = s
+        gap = limit_gap(c, act, snr, t)
+        limit[(s, 0.0)], t1[s], t2[s] = gap.total, gap.t1, gap.t2
+        for p in design.ps:
+            sol = finite_parts(c, act, snr, t, p)
+            at_p[((s, 0.0), p)] = sol.t1 + sol.t2
+    for s in design.wide:
+        act, c, t = s
+        for g in design.gamma_wide:
+            limit[(s, g)] = gap_at(g, c, act, snr, t)
+        for p in design.ps:
+            at_p[((s, wide_gamma), p)] = gap_at(wide_gamma, c, act, snr, t, p)
+    # the figure's theory curves (seconds; only where figures are written)
+    curve = {(act, c): tuple(limit_gap(c, act, snr, t, 20).total for t in design.curve_ts) for act, c in curves}
+    return B9Prediction(limit, t1, t2, at_p, curve)
 
 
 def simulate_b9(ctx: CheckContext, design: B9Profile) -> dict:
@@ -188,17 +181,13 @@ def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
                                   theory=prediction.limit[(s, g0)]) for s in design.wide}
     n_fail = sum(c.outcome == "FAIL" for c in comparisons)
     notes = (
-        "Theory: theory.strong_alignment_gap, derived by the project (docs/strong_alignment.md): the limit of "
-        "E_att(0) - E_RR(0) at fixed t = ||w_K|| ||w_Q|| / sqrt p (a Bayes-predictor part and a leverage part from "
-        "a matrix Dyson equation; the continuation to spectral parameter 0 is assumed), judged through the same "
-        "equation at each size p (the spike's coefficient t + 1/sqrt p, the kernel's mean part at n = p/c tokens); "
-        "at c > 1, theory.strong_spike_attention_error (the same equation with the ridge term) minus ridge's error. "
-        f"Simulation: true kernel, aligned spikes, snr={design.snr:g}, i.i.d. labels integrated out given X, attention "
-        f"and ridge on the same draws, {design.trials[0]} trials at p={design.ps[0]} and {design.trials[1]} at "
-        f"p={design.ps[1]} (n = p/c). Offsets (measured - theory at p) at p={design.ps[0]} / p={design.ps[1]}: "
-        f"{offsets}. "
-        f"Power of the rule: a theory off by {detect:.4f} at both sizes (median over settings) FAILs with "
-        f"probability about 1/2 (Holm's first level). {n_fail} of {len(comparisons)} comparisons FAIL."
+        "Theory: theory.strong_alignment_gap at each size p (the project's derivation, docs/strong_alignment.md; the "
+        "continuation to spectral parameter 0 is assumed); at c > 1 theory.strong_spike_attention_error minus ridge's "
+        f"error. Simulation: snr={design.snr:g}, labels integrated out given X, paired, {design.trials[0]} trials at "
+        f"p={design.ps[0]} and {design.trials[1]} at p={design.ps[1]}. Offsets (measured - theory at p) at "
+        f"p={design.ps[0]} / p={design.ps[1]}: {offsets}. Power of the rule: a theory off by {detect:.4f} at both "
+        f"sizes (median over settings) FAILs with probability about 1/2 (Holm's first level). {n_fail} of "
+        f"{len(comparisons)} comparisons FAIL."
     )
     data = dict(rows=rows, no_win=wide, gamma_wide=list(design.gamma_wide), snr=design.snr, ps=list(design.ps),
                 trials=list(design.trials))
@@ -260,7 +249,6 @@ def _points(ax: Any, design: B9Profile, prediction: B9Prediction, cells: dict, p
         F.mc_points(ax, ts, stats[:, 0], stats[:, 1], label="_nolegend_", color=F.COLORS[k], marker="os"[k])
 
 
-#: B9: the strong-alignment limit (the project's derivation) against paired, label-averaged Monte Carlo
 #: claim B9 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B9 = (
     "Strong alignment (||w_K|| ||w_Q|| = t sqrt p): as gamma -> 0 with c < 1, E_att - E_RR tends to the project's"

@@ -142,18 +142,16 @@ def design_b10(ctx: CheckContext) -> B10Profile:
 def predict_b10(ctx: CheckContext, design: B10Profile) -> B10Prediction:
     """One Dyson solve per setting and size (:func:`finite_parts`, shared with B9): the parts, the risk gap
     ``T1 - T2`` and the bin means."""
-    act, c, t = design.worst
-    prefetch(ctx, [(finite_parts, (sc, sa, design.snr, st, p)) for sa, sc, st in design.settings for p in design.ps]
-             + [(gap_at, (design.worst_gamma, c, act, design.snr, t, p)) for p in design.ps])
+    (wa, wc, wt), snr = design.worst, design.snr
+    prefetch(ctx, [(finite_parts, (c, act, snr, t, p)) for act, c, t in design.settings for p in design.ps]
+             + [(gap_at, (design.worst_gamma, wc, wa, snr, wt, p)) for p in design.ps])
     parts = {}
     for s in design.settings:
         act, c, t = s
         for p in design.ps:
-            sol = finite_parts(c, act, design.snr, t, p)
+            sol = finite_parts(c, act, snr, t, p)
             parts[(s, p)] = {"T1": sol.t1, "T2": sol.t2, "risk": sol.t1 - sol.t2, "bins": np.asarray(sol.bin_means)}
-    act, c, t = design.worst
-    worst = {p: gap_at(design.worst_gamma, c, act, design.snr, t, p) for p in design.ps}
-    return B10Prediction(parts, worst)
+    return B10Prediction(parts, {p: gap_at(design.worst_gamma, wc, wa, snr, wt, p) for p in design.ps})
 
 
 def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
@@ -255,11 +253,8 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
     head = rows[design.settings.index(HEADLINE)]
     n_fail = sum(c.outcome == "FAIL" for c in comparisons)
     notes = (
-        "Theory (derived by the project, docs/strong_alignment.md 'Prediction risk'): T1, T2 and the leverage by "
-        f"{LEVERAGE_BINS} equal-probability bins of |a| from one solve of the leverage equation per setting and size, "
-        "at that size (the spike's coefficient t + 1/sqrt p and the kernel's mean part at n = p/c tokens); the risk "
-        "gap on fresh labels at the same tokens is T1 - T2 (exact: the risk is the "
-        "training error plus twice the label noise each token's fit absorbs). "
+        f"Theory: one solve of the leverage equation per setting and size ({LEVERAGE_BINS} bins of |a|); the risk gap "
+        "is T1 - T2. "
         f"Simulation: B9's draws for {len(design.borrowed)} settings, this check's own for {len(design.own)} "
         f"({', '.join(setting_name(s) for s in design.own)}); {design.trials[0]} trials at p={ps}, "
         f"{design.trials[1]} at p={pl}. Headline {setting_name(HEADLINE)}: training gap T1 + T2 = "
@@ -269,11 +264,9 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
         f"(theory {head['risk']['theory'][1]:+.4f}) at p={pl}. Power: a part off by "
         + ", ".join(f"{k} {v:.4f}" for k, v in medians.items())
         + " at both sizes (median over settings) FAILs with probability about 1/2 (Holm's first level). "
-        f"Worst case {setting_name(design.worst)} at gamma={design.worst_gamma:g} (the theory's largest disagreement, "
-        "near interpolation, a gap of -0.010 at p = 512 that the kernel's mean part explains): measured - theory(p) "
+        f"Worst case {setting_name(design.worst)} at gamma={design.worst_gamma:g}: measured - theory(p) "
         + " / ".join(f"{w['mean'] - w['theory']:+.4f} at p={p}" for p, w in worst.items())
-        + ". "
-        f"{n_fail} of {len(comparisons)} comparisons FAIL."
+        + f". {n_fail} of {len(comparisons)} comparisons FAIL."
     )
     return notes, dict(rows=rows, detectable=medians, ps=[ps, pl], trials=list(design.trials), snr=design.snr,
                        bins=LEVERAGE_BINS, worst=dict(setting=list(design.worst), gamma=design.worst_gamma,
@@ -329,7 +322,6 @@ def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judge
     return fig
 
 
-#: B10: the parts of the strong-alignment gap, the prediction risk and the leverage profile, judged separately
 #: claim B10 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B10 = (
     "What B9's win is made of: T1 (the Bayes predictor the features capture), T2 (label noise the features fit, "
