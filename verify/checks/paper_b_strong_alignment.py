@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..claim import Claim, register
-from ..figures import paper_figure
+from .. import figures as F
 from ..statistics import scalar_mean_se
 from ..context import CheckContext
 from ..results import Comparison, with_key
@@ -194,12 +194,10 @@ def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
     return notes, data
 
 
-@paper_figure
+@F.paper_figure
 def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgement: Judgement) -> Any:
     """Per ``(activation, c)``: the limit against ``t`` (theory), the theory at ``p`` and ``4p`` (bars) and the
     paired gap at both sizes."""
-    from .. import figures as F
-
     comps = list(judgement.comparisons)
     panels = list(dict.fromkeys((a, c) for a, c, _ in design.settings))
     fig, axes = F.subplots(1, len(panels) + 1, panel=(3.4, 3.0), extra=1.2)
@@ -238,8 +236,6 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
 def _points(ax: Any, design: B9Profile, prediction: B9Prediction, cells: dict, pts: list[Point]) -> None:
     """The paired gap (±3 SE) of the points ``pts`` against ``t`` at both sizes, dodged, with the theory at each size
     where it is judged (a bar)."""
-    from .. import figures as F
-
     for k, p in enumerate(design.ps):
         ts = np.array([s[2] for s, _ in pts]) * (1 + 0.04 * (2 * k - 1))
         at = [(t, prediction.at_p[(pt, p)]) for t, pt in zip(ts, pts) if (pt, p) in prediction.at_p]

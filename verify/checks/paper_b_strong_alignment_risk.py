@@ -43,15 +43,15 @@ from typing import Any
 import numpy as np
 
 from ..claim import Claim, register
-from ..figures import paper_figure
+from .. import figures as F
 from ..statistics import scalar_mean_se
 from ..context import CheckContext
 from ..results import Comparison
 from ..verdicts import Judgement
 from ._finite_size import DECAY
 from ._strong_alignment import (B9_PROFILES, HEADLINE, LEVERAGE_BINS, Setting, detectable_error, draw_groups,
-                                finite_parts, gap_at, gap_comparison, prefetch, setting_name, sign_comparison,
-                                strong_alignment_cells)
+                                finite_parts, gap_at, gap_comparison, limit_gap, prefetch, setting_name,
+                                sign_comparison, strong_alignment_cells)
 
 #: the scalar parts judged per setting (``PARTS``), then the profile's bins; the headline is the risk gap of HEADLINE
 PARTS = ("T1", "T2", "risk")
@@ -63,20 +63,10 @@ _OUTPUTS = {"T1": "signal", "T2": "noise", "risk": "risk"}
 
 @dataclass(frozen=True)
 class B10Profile:
-    """B10's design at one profile.
-
-    Attributes
-    ----------
-    ps, trials : B9's sizes ``(p, 4p)`` and trials (borrowed cells must match B9's).
-    borrowed : settings ``(activation, c, t)`` whose draws are B9's.
-    own : settings drawn by this check (out of sample for the theory's construction).
-    snr : ``||mu||^2``.
-    sign_min : the risk gap's sign is judged where the theory's ``|R_att - R_RR|`` at ``4p`` is at least this.
-    worst : the theory's largest disagreement, ``(activation, c > 1, t)`` at ``worst_gamma``: the training gap
-        against :func:`theory.strong_spike_attention_error` minus ridge's error, on B9's cells of that setting (one
-        of B9's ``wide``, drawn at B9's ``gamma_wide``, which holds ``worst_gamma``).
-    curve_ts : the ``t`` grid of the figure's theory curves (computed only where figures are drawn).
-    """
+    """B10's design at one profile: B9's sizes ``ps = (p, 4p)``, trials and ``snr``; the settings whose draws are
+    B9's (``borrowed``) and this check's ``own``; the theory's worst case (one of B9's ``wide`` at ``worst_gamma``,
+    on B9's cells); ``sign_min``, the least ``|R_att - R_RR|`` at ``4p`` whose sign is judged; the figure's ``t``
+    grid."""
 
     ps: tuple[int, int]
     trials: tuple[int, int]
@@ -273,20 +263,16 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
                                                       by_p={str(p): w for p, w in worst.items()}))
 
 
-@paper_figure
+@F.paper_figure
 def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judgement: Judgement) -> Any:
     """Left: the training gap and the risk gap of erf at ``c = 1/2`` against ``t`` (theory, Monte Carlo at both
     sizes).  Right: attention's leverage by bin of ``|a|`` (theory at ``4p``, Monte Carlo at both sizes)."""
-    from theory import strong_alignment_gap
-
-    from .. import figures as F
-
     ps, pl = design.ps
     fig, axes = F.subplots(1, 2, panel=(4.2, 3.2), extra=1.2)
     ax = axes[0, 0]
     ax.axhline(0.0, color="#999999", lw=0.8)
     family = [s for s in design.settings if s[:2] == HEADLINE[:2]]
-    gaps = [strong_alignment_gap(0.5, "erf", design.snr, t, nodes=20) for t in design.curve_ts]
+    gaps = [limit_gap(0.5, "erf", design.snr, t, 20) for t in design.curve_ts]
     ax.plot(design.curve_ts, [g.total for g in gaps], "--", color=F.THEORY, lw=1.2)
     ax.plot(design.curve_ts, [g.t1 - g.t2 for g in gaps], "-", color=F.THEORY, lw=1.5)
     ts = np.array([s[2] for s in family])
