@@ -42,6 +42,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from scipy import stats
+
+from ..results import Comparison
+from ..verdicts import ALPHA_CHECK, bound_p, t_quantile
+
 #: slowest finite-size decay allowed by the rule: gap ~ n^(-DECAY)
 DECAY = 0.5
 
@@ -75,13 +80,8 @@ class FiniteSizeTest:
 
     @property
     def p_value(self) -> float:
-        """One-sided p-value of ``T`` (normal, or Student-t at the Welch df): the ``p_fail`` of the point.
-
-        The verdict compares it with Holm's thresholds inside the check (:mod:`verify.verdicts`), not with
-        the fixed 3-sigma level of ``passed``; ``passed`` is kept as the per-point 3-sigma reading.
-        """
-        from verify.verdicts import bound_p
-
+        """One-sided p-value of ``T`` (normal, or Student-t at the Welch df): the ``p_fail`` of the point (the verdict
+        compares it with Holm's thresholds, :mod:`verify.verdicts`; ``passed`` is the per-point 3-sigma reading)."""
         if not all(math.isfinite(v) for v in (self.gap_small, self.gap_large, self.noise)):
             return float("nan")
         return bound_p(self.statistic, self.sd, self.df)
@@ -89,8 +89,6 @@ class FiniteSizeTest:
     def comparison(self, name: str, predicted: float, measured: float, se: float,
                    small: str = "n_s", large: str = "n_l", **kw):
         """The point as a ``bound`` :class:`verify.results.Comparison` (PASS unless ``T`` is significant)."""
-        from verify.results import Comparison
-
         return Comparison.bound(name, float(predicted), float(measured), float(se), self.statistic,
                                 excess_se=self.sd, df=self.df, rule=self.rule(small, large), **kw)
 
@@ -116,11 +114,9 @@ def finite_size_test(pred: float, m_small: float, se_small: float, m_large: floa
     m_large, se_large : the same at the large size.
     size_ratio : small size / large size, in ``(0, 1)`` (``1/2`` for ``n`` vs ``2n``).
     trials : (trials at the small size, trials at the large size), optional
-        When the standard errors are estimated from these trials (sample standard deviations), the
-        critical value 3 is replaced by the Student-t quantile of the same one-sided level
-        (``Phi(3) = 0.99865``) at the Welch-Satterthwaite degrees of freedom of ``hypot(SE_l, q SE_s)``:
-        with 4 trials a 3-sigma rule on an estimated SE would reject a correct prediction about 7 times
-        too often.
+        SEs estimated from these trials: the critical value 3 becomes the Student-t quantile of the same one-sided
+        level (``Phi(3)``) at the Welch-Satterthwaite df of ``hypot(SE_l, q SE_s)`` (with 4 trials a 3-sigma rule
+        would reject a correct prediction about 7 times too often).
 
     Returns
     -------
@@ -136,8 +132,6 @@ def finite_size_test(pred: float, m_small: float, se_small: float, m_large: floa
         a, b = se_large**2, (q * se_small) ** 2
         den = a**2 / (t_l - 1) + b**2 / (t_s - 1)
         df = (a + b) ** 2 / den if den > 0 else float(t_s + t_l - 2)
-        from scipy import stats
-
         crit = float(stats.t.ppf(stats.norm.cdf(3.0), df))
     noise = crit * math.hypot(se_large, q * se_small)
     finite = all(math.isfinite(float(v)) for v in (pred, m_small, se_small, m_large, se_large))
@@ -151,7 +145,5 @@ def comparison_detectable_error(comparison, n_comparisons: int, q: float) -> flo
     ``n_comparisons`` comparisons, for a judged finite-size comparison (:meth:`FiniteSizeTest.comparison`): ``T = D (1 -
     q)`` must reach the one-sided quantile at Holm's first level (``ALPHA_CHECK / n_comparisons``, where the smallest
     p-value is compared) in units of the statistic's SD, read from the SD and df the row carries."""
-    from verify.verdicts import ALPHA_CHECK, t_quantile
-
     args = dict(comparison.args)
     return t_quantile(ALPHA_CHECK / n_comparisons, args["df"]) * args["excess_se"] / (1 - q)

@@ -44,9 +44,11 @@ from ..results import Comparison
 from .. import figures as F
 from ._finite_size import finite_size_test
 
+#: the records the steps of B1, B2, B3, B5 and B6 pass on (design, prediction, measurement, data)
+Rec = dict[str, Any]
 
 # Monte Carlo cells memoised on disk ("n" is always the larger of the two sizes of the finite-size rule)
-def model_key(model: AttentionModel) -> dict[str, Any]:
+def model_key(model: AttentionModel) -> Rec:
     """The fields of ``model`` that decide a simulation's numbers besides ``c`` (the cell's ``n`` and ``p``), for
     a cache key: a sympy activation as its ``srepr``."""
     act = model.activation
@@ -74,7 +76,7 @@ def mc_settings(ctx: CheckContext, n_trials: int, seed: int, labels: str = "bala
                               labels=labels)
 
 
-def settings_key(settings: MonteCarloSettings) -> dict[str, Any]:
+def settings_key(settings: MonteCarloSettings) -> Rec:
     """The fields of ``settings`` that decide the numbers (not ``n_jobs``, ``batch_size`` or ``device``)."""
     return dict(trials=settings.n_trials, seed=settings.seed, labels=settings.labels)
 
@@ -245,7 +247,7 @@ def panel_theory(panel: Panel, system: str | None = None) -> np.ndarray:
                            else attention_theory(c.gammas, c.c, c.activation, system) for c in panel.cells])
 
 
-def judge_panels(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+def judge_panels(design: Rec, prediction: Rec, measurement: Rec) -> list[Comparison]:
     """The judge of B1 and B2 (pure): per panel of ``design["panels"]``, the finite-size comparison of each point
     against ``prediction["theory"]`` (by :attr:`Panel.key`, one value per point) with the :class:`TwoSizes` of
     ``measurement["panels"]`` (by key), then the panel's shrinkage comparison."""
@@ -260,7 +262,7 @@ def judge_panels(design: dict[str, Any], prediction: dict[str, Any], measurement
     return comps
 
 
-def panels_data(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+def panels_data(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
     """The report data of every panel, by key: arrays over gamma, or rows of the swept parameter (one per cell)."""
     out = {}
     for p in design["panels"]:

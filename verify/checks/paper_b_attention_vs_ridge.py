@@ -26,7 +26,7 @@ from ..results import Comparison, with_key
 from .. import figures as F
 from ..verdicts import Judgement
 from ._paper_b import (attention_theory, cell_model, fs_comparison, mc_cached, mc_settings, p_of, paired_positive,
-                       ridge_theory)
+                       Rec, ridge_theory)
 
 
 def _per_trial_slopes(gammas: np.ndarray, trials: np.ndarray) -> np.ndarray:
@@ -56,7 +56,7 @@ B3_SIZES = {
 B3_LAWS = (("att", "attention", 0.5), ("rr", "ridge", 2.0))
 
 
-def _design_b3(ctx: CheckContext) -> dict[str, Any]:
+def _design_b3(ctx: CheckContext) -> Rec:
     """Grids (``allg``: the gamma grid and the slope-fit range merged; ``idx``/``fidx`` their places), sizes
     ``ns = n // 2``, ``n`` at p/n = 2 and ``n4 = 2 n`` at p/n = 1/4, trials, activation."""
     cfg = B3_SIZES[ctx.profile]
@@ -66,7 +66,7 @@ def _design_b3(ctx: CheckContext) -> dict[str, Any]:
                 n=cfg.n, ns=cfg.n // 2, n4=2 * cfg.n, trials=cfg.trials, act="tanh")
 
 
-def _predict_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, np.ndarray]:
+def _predict_b3(ctx: CheckContext, design: Rec) -> dict[str, np.ndarray]:
     """``att``, ``rr``: attention and ridge errors at p/n = 2 on ``allg``; ``att4``, ``rr4``: at p/n = 1/4 on
     ``gammas``."""
     allg, g, act = design["allg"], design["gammas"], design["act"]
@@ -81,7 +81,7 @@ def _b3_cell(ctx: CheckContext, cval: float, n: int, act: str, trials: int) -> t
     return cell_model(n, p, 0.0, act), p, mc_settings(ctx, trials, ctx.seed_for("B3", cval, n))
 
 
-def _simulate_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _simulate_b3(ctx: CheckContext, design: Rec) -> Rec:
     """Per-trial errors ``(trials, gammas)`` on paired draws. ``c2``: ``{"att", "rr"}`` -> (at ``ns``, at ``n``),
     label-averaged, on ``allg``; ``c4``: ``att``, ``rr`` (sampled labels) and ``diff`` (label-averaged
     attention minus ridge) at ``n4`` on ``gammas``."""
@@ -104,7 +104,7 @@ def _simulate_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     return dict(c2={k: tuple(v) for k, v in c2.items()}, c4=c4)
 
 
-def _b3_slopes(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+def _b3_slopes(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
     """Per law: the theory's OLS log-log slope on the fit range, and the MC per-trial slopes' (mean, SE) at both
     sizes."""
     fit, fidx = design["fit"], design["fidx"]
@@ -116,8 +116,7 @@ def _b3_slopes(design: dict[str, Any], prediction: dict[str, Any], measurement: 
     return out
 
 
-def _b3_slope_comparisons(design: dict[str, Any], prediction: dict[str, Any],
-                          measurement: dict[str, Any]) -> list[Comparison]:
+def _b3_slope_comparisons(design: Rec, prediction: Rec, measurement: Rec) -> list[Comparison]:
     """Per law: the finite-size rule on the MC slope vs the theory's slope, then the exponent vs the law (the band:
     the finite-size allowance plus the theory's curvature on the fit range)."""
     fit, slopes = design["fit"], _b3_slopes(design, prediction, measurement)
@@ -128,7 +127,8 @@ def _b3_slope_comparisons(design: dict[str, Any], prediction: dict[str, Any],
         trials = tuple(t.shape[0] for t in measurement["c2"][kind])
         cmp_, q = fs_comparison(f"c=2 {label} small-gamma slope vs theory's own OLS slope on gamma in "
                                 f"[{fit[0]:.2g}, {fit[-1]:.2g}]", th_slope, s["mc_small"], s["mc_large"],
-                                (design["ns"], design["n"]), trials, key={"c": 2.0, "method": label, "quantity": "slope"})
+                                (design["ns"], design["n"]), trials,
+                                key={"c": 2.0, "method": label, "quantity": "slope"})
         curv = abs(th_slope - target)
         band = q["allowance"] + curv
         rule = (f"|slope - {target:g}| <= finite-size allowance {q['allowance']:.3g} + curvature "
@@ -142,7 +142,7 @@ def _b3_slope_comparisons(design: dict[str, Any], prediction: dict[str, Any],
     return comps
 
 
-def _b3_sign_tests(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+def _b3_sign_tests(design: Rec, prediction: Rec, measurement: Rec) -> list[Comparison]:
     """p/n = 1/4: the sign of E_att - E_ridge as the theory says, where it says one (gamma >= 0.05, |diff| >= 1e-3)."""
     d4 = measurement["c4"]["diff"]
     comps = []
@@ -159,7 +159,7 @@ def _b3_sign_tests(design: dict[str, Any], prediction: dict[str, Any], measureme
     return comps
 
 
-def judge_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+def judge_b3(design: Rec, prediction: Rec, measurement: Rec) -> list[Comparison]:
     """p/n = 2: attention > ridge at every gamma (paired), the slopes and exponents; p/n = 1/4: signs (pure)."""
     act, allg = design["act"], design["allg"]
     att_l, rr_l = measurement["c2"]["att"][1], measurement["c2"]["rr"][1]
@@ -173,7 +173,7 @@ def judge_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: di
             + _b3_sign_tests(design, prediction, measurement))
 
 
-def _b3_data(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+def _b3_data(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
     """The report data; ``small_gamma_identity`` (not a comparison): at gamma -> 0 both errors equal (n-p)/n by an
     algebraic identity (projection of y on the (n-p)-dimensional null space), so it cannot test the theory."""
     c2, c4, n4 = measurement["c2"], measurement["c4"], design["n4"]
@@ -191,8 +191,7 @@ def _b3_data(design: dict[str, Any], prediction: dict[str, Any], measurement: di
     }
 
 
-def _describe_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+def _describe_b3(design: Rec, prediction: Rec, measurement: Rec, comparisons: list[Comparison]) -> tuple[str, Rec]:
     data = _b3_data(design, prediction, measurement)
     act, sg = design["act"], data["c0.25"]["small_gamma_identity"]
     sa, sr = data["c2"]["slopes"]["attention"], data["c2"]["slopes"]["ridge"]
@@ -208,8 +207,7 @@ def _describe_b3(design: dict[str, Any], prediction: dict[str, Any], measurement
     return notes, data
 
 
-def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-             comps: list[Comparison]) -> None:
+def _b3_left(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec, comps: list[Comparison]) -> None:
     """p/n = 2: dense theory of both models, Monte Carlo at n/2 and n, the claimed laws (through the theory at the
     centre of the slope-fit range); relative gaps below."""
     allg, act, fit = design["allg"], design["act"], design["fit"]
@@ -244,8 +242,7 @@ def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, An
     F.tidy_log_axis(rax)
 
 
-def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-              comps: list[Comparison]) -> None:
+def _b3_right(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec, comps: list[Comparison]) -> None:
     """p/n = 1/4: the theory's E_att - E_ridge (dense) and the paired Monte Carlo; open: no sign stated."""
     g, act, d4 = design["gammas"], design["act"], measurement["c4"]["diff"]
     F.theory_curve(ax, g, lambda x: attention_theory(x, 0.25, act) - ridge_theory(x, 0.25, 0.0),
@@ -269,8 +266,7 @@ def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, A
 
 
 @F.paper_figure
-def _figure_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-               judgement: Judgement) -> Any:
+def _figure_b3(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgement) -> Any:
     """Attention vs ridge on random inputs: p/n = 2 with the claimed laws, p/n = 1/4 the sign; residuals below."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(2, 2, panel=(4.8, 2.3), extra=1.3, sharex="col", height_ratios=(2.5, 1.3))

@@ -26,7 +26,7 @@ from .. import figures as F
 from ..verdicts import Judgement
 from ._finite_size import finite_size_test
 from ._paper_b import (attention_theory, Cell, judge_panels, mc_version, p_of, Panel, panel_theory, panels_data,
-                       plot_two_sizes, simulate_panels, SIZE, TwoSizes)
+                       plot_two_sizes, Rec, simulate_panels, SIZE, TwoSizes)
 
 #: B2's activations and aspect ratios ``p/n``
 B2_ACTIVATIONS = ["tanh", "erf", "relu"]
@@ -75,7 +75,7 @@ def _b2_panel(cfg: B2Sizes, cval: float, act: str) -> Panel:
     return Panel(f"{act}_c{cval}", f"{act} c={cval}", cfg.ns[cval], cfg.trials[cval], (cell,), names)
 
 
-def _design_b2(ctx: CheckContext) -> dict[str, Any]:
+def _design_b2(ctx: CheckContext) -> Rec:
     """One panel per (c, activation), c outermost; the Gaussian-equivalent cells (first activation)."""
     cfg = B2_SIZES[ctx.profile]
     acts = list(cfg.activations)
@@ -86,7 +86,7 @@ def _design_b2(ctx: CheckContext) -> dict[str, Any]:
     return dict(panels=tuple(_b2_panel(cfg, cval, act) for cval in B2_CS for act in acts), ge=ge)
 
 
-def _predict_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _predict_b2(ctx: CheckContext, design: Rec) -> Rec:
     """``theory`` and ``spec`` (SPEC's reconstructed system, the negative control) by panel key; ``ge``: both at
     the diagnostic's gammas, by ``c``."""
     panels = design["panels"]
@@ -114,7 +114,7 @@ def _ge_label_average(seed: int, n: int, p: int, a1: float, nu: float, gammas: n
             for sym in (True, False)}
 
 
-def _simulate_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _simulate_b2(ctx: CheckContext, design: Rec) -> Rec:
     """``panels``: :class:`TwoSizes` by panel key; ``ge``: ``{"symmetric", "independent"}`` per-trial errors by
     ``c``."""
     panels = simulate_panels(ctx, design["panels"], "null attention sweeps")
@@ -158,8 +158,7 @@ def _ge_diagnostic(cell: GECell, preds: tuple[np.ndarray, np.ndarray], ge: dict[
     )
 
 
-def _describe_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+def _describe_b2(design: Rec, prediction: Rec, measurement: Rec, comparisons: list[Comparison]) -> tuple[str, Rec]:
     panels, meas, th, spec = design["panels"], measurement["panels"], prediction["theory"], prediction["spec"]
     data = panels_data(design, prediction, measurement)
     diag_txt = []
@@ -187,7 +186,7 @@ def _describe_b2(design: dict[str, Any], prediction: dict[str, Any], measurement
     return notes, data
 
 
-def _b2_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
+def _b2_column(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec,
                comps: list[Comparison], cval: float) -> None:
     """The activations at one p/n: dense theory (and SPEC's system in the residuals, dashed), Monte Carlo at both
     sizes, the relative gaps, each activation's outcomes."""
@@ -218,8 +217,7 @@ def _b2_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
 
 
 @F.paper_figure
-def _figure_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-               judgement: Judgement) -> Any:
+def _figure_b2(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgement) -> Any:
     """Per p/n: null-model attention error vs gamma (dense theory, Monte Carlo at n/2 and n), relative gaps below
     with SPEC's system (the negative control) drawn as the gap it predicts."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)

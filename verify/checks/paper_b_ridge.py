@@ -16,8 +16,8 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from .. import figures as F
 from ..verdicts import Judgement
-from ._paper_b import (Cell, edge_flag, judge_panels, Panel, panel_theory, panels_data, plot_two_sizes, ridge_theory,
-                       simulate_panels, SIZE, TwoSizes)
+from ._paper_b import (Cell, edge_flag, judge_panels, Panel, panel_theory, panels_data, plot_two_sizes, Rec,
+                       ridge_theory, simulate_panels, SIZE, TwoSizes)
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ B1_SIZES = {
 }
 
 
-def _design_b1(ctx: CheckContext) -> dict[str, Any]:
+def _design_b1(ctx: CheckContext) -> Rec:
     """Panels 1a (gamma sweep), 1b (p/n sweep), 1c (snr sweep) of the profile; points near c = 1 flagged."""
     a, b, cc = B1_SIZES[ctx.profile]
     names_a = tuple(f"1a gamma={g:.3g} (c={a.c}, snr={a.snr})" for g in a.gammas)
@@ -74,18 +74,17 @@ def _design_b1(ctx: CheckContext) -> dict[str, Any]:
     return dict(panels=tuple(panels), flags=[f"1b c={x}:{f}" for x, f in flag.items() if f], profile=ctx.profile)
 
 
-def _predict_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _predict_b1(ctx: CheckContext, design: Rec) -> Rec:
     """``theory``: E_RR at every point, by panel."""
     return dict(theory={p.key: panel_theory(p) for p in design["panels"]})
 
 
-def _simulate_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _simulate_b1(ctx: CheckContext, design: Rec) -> Rec:
     """``panels``: :class:`TwoSizes` by panel key."""
     return dict(panels=simulate_panels(ctx, design["panels"], "ridge sweeps 1a, 1b, 1c"))
 
 
-def _describe_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+def _describe_b1(design: Rec, prediction: Rec, measurement: Rec, comparisons: list[Comparison]) -> tuple[str, Rec]:
     notes = (f"Ridge E_RR (theory.ridge_error_values) vs Monte Carlo, balanced labels, mu = sqrt(snr) e_1; sizes "
              f"n/2 and n with equal p/n (profile {design['profile']}).")
     if design["flags"]:
@@ -159,8 +158,7 @@ def _b1_threshold(ax: Any, rax: Any, p: Panel, x: np.ndarray) -> None:
 
 
 @F.paper_figure
-def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-               judgement: Judgement) -> Any:
+def _figure_b1(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgement) -> Any:
     """Paper B's Figure 1 (axes gamma, p, ||mu||^2): dense theory, Monte Carlo at n/2 and n, relative residuals."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     panels = design["panels"]

@@ -22,7 +22,7 @@ from ..results import Comparison, with_key
 from ..statistics import scalar_mean_se
 from .. import figures as F
 from ..verdicts import Judgement
-from ._paper_b import mc_version, p_of
+from ._paper_b import mc_version, p_of, Rec
 
 
 def _ks(ev: np.ndarray, x: np.ndarray, cdf: np.ndarray) -> float:
@@ -74,13 +74,13 @@ class B6Sizes:
 B6_SIZES = {"paper": B6Sizes(1024, (8, 4)), "quick": B6Sizes(256, (8, 4)), "smoke": B6Sizes(32, (3, 2))}
 
 
-def _design_b6(ctx: CheckContext) -> dict[str, Any]:
+def _design_b6(ctx: CheckContext) -> Rec:
     """Configurations ``(activation, p/n)``, the size ``n`` (spectra at ``n`` and ``2n``), trials at each."""
     cfg = B6_SIZES[ctx.profile]
     return dict(n=cfg.n, trials=cfg.trials, configs=[("tanh", 2.0), ("relu", 2.0), ("tanh", 0.5)])
 
 
-def _predict_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, dict[str, KernelLaw]]:
+def _predict_b6(ctx: CheckContext, design: Rec) -> dict[str, dict[str, KernelLaw]]:
     """By configuration key: ``law`` (the theory) and ``wrong`` (nu x 1.03: the negative control)."""
     out = {}
     for act, cval in design["configs"]:
@@ -89,7 +89,7 @@ def _predict_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, dict[str
     return out
 
 
-def _simulate_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _simulate_b6(ctx: CheckContext, design: Rec) -> Rec:
     """``spectra``: by configuration key, eigenvalues ``(trials, size)`` at ``n`` and at ``2n``."""
     n, (t1, t2) = design["n"], design["trials"]
     version = mc_version(_kernel_spectra)
@@ -108,7 +108,7 @@ def _simulate_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
     return dict(spectra=spectra)
 
 
-def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> Rec:
     """Per-trial KS distances of the spectra at ``n`` and ``2n`` against ``law.cdf`` on the eigenvalue window
     (widened by 0.5), their means ``m1, m2`` and the ratio ``m2 / m1`` with its delta-method SE (pure)."""
     allev = np.concatenate([np.ravel(ev) for ev in spectra])
@@ -121,7 +121,7 @@ def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> dict[str, An
     return dict(lo=lo, hi=hi, mass=mass, ks_n=ks_n, ks_2n=ks_2n, m1=m1, m2=m2, ratio=ratio, se_ratio=se_ratio)
 
 
-def read_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+def read_b6(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
     """The measurement with ``readings``: by configuration, :func:`b6_reading` of its spectra against the predicted
     law, and ``control``, the KS ratio of the same eigenvalues against the wrong law where the prediction has one
     (the negative control: the power of the rule), pure; computed once, judge, describe and figure read it."""
@@ -133,7 +133,7 @@ def read_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dic
     return dict(measurement, readings=readings)
 
 
-def judge_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any]) -> list[Comparison]:
+def judge_b6(design: Rec, prediction: Rec, evidence: Rec) -> list[Comparison]:
     """Per configuration: the KS ratio bound and the quadrature mass of the law, from :func:`read_b6`'s readings
     (pure)."""
     comps = []
@@ -157,9 +157,8 @@ def judge_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[
     return comps
 
 
-def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
-                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
-    data: dict[str, Any] = {}
+def _describe_b6(design: Rec, prediction: Rec, evidence: Rec, comparisons: list[Comparison]) -> tuple[str, Rec]:
+    data: Rec = {}
     controls: list[str] = []
     for act, cval in design["configs"]:
         key = f"{act}_c{cval}"
@@ -168,7 +167,8 @@ def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: d
         data[key] = dict(ks_n=r["ks_n"], ks_2n=r["ks_2n"], mass=r["mass"], a1=law.a1, nu=law.nu,
                          ratio_control_nu_x1_03=r["control"])
     notes = ("K = f(X^T X / sqrt p) / sqrt p, diagonal removed, X standard Gaussian. Negative control (not a "
-             f"comparison): the law with nu x 1.03 gives KS ratios {', '.join(controls)} (a wrong law does not shrink).")
+             f"comparison): the law with nu x 1.03 gives KS ratios {', '.join(controls)} (a wrong law does not "
+             "shrink).")
     return notes, data
 
 
@@ -181,7 +181,7 @@ def _b6_ecdf_gap(ax: Any, ev: np.ndarray, x: np.ndarray, cdf: np.ndarray, color:
         ax.axhline(level, color=color, ls=":", lw=0.9)
 
 
-def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
+def _b6_column(ax: Any, rax: Any, design: Rec, prediction: Rec, evidence: Rec,
                comps: list[Comparison], act: str, cval: float) -> None:
     """One configuration: histogram at 2n and the density; below, ECDF - CDF of one trial at n and at 2n."""
     n, key = design["n"], f"{act}_c{cval}"
@@ -205,8 +205,7 @@ def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
 
 
 @F.paper_figure
-def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
-               judgement: Judgement) -> Any:
+def _figure_b6(design: Rec, prediction: Rec, evidence: Rec, judgement: Judgement) -> Any:
     """Kernel spectra against the free-convolution law: densities (top), ECDF - CDF with the KS distance (bottom)."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     configs = design["configs"]
