@@ -48,7 +48,7 @@ from ._finite_size import finite_size_test
 Rec = dict[str, Any]
 
 # Monte Carlo cells memoised on disk ("n" is always the larger of the two sizes of the finite-size rule)
-def model_key(model: AttentionModel) -> Rec:
+def model_key(model: AttentionModel) -> dict[str, Any]:
     """The fields of ``model`` that decide a simulation's numbers besides ``c`` (the cell's ``n`` and ``p``), for
     a cache key: a sympy activation as its ``srepr``."""
     act = model.activation
@@ -76,7 +76,7 @@ def mc_settings(ctx: CheckContext, n_trials: int, seed: int, labels: str = "bala
                               labels=labels)
 
 
-def settings_key(settings: MonteCarloSettings) -> Rec:
+def settings_key(settings: MonteCarloSettings) -> dict[str, Any]:
     """The fields of ``settings`` that decide the numbers (not ``n_jobs``, ``batch_size`` or ``device``)."""
     return dict(trials=settings.n_trials, seed=settings.seed, labels=settings.labels)
 

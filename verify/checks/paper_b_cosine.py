@@ -100,8 +100,8 @@ def _b5_data(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
     m_cos, m_lin = design["m_cos"], design["m_lin"]
     # equal nu holds by construction (the scale is chosen from the two nu's): recorded in data/notes, not judged
     data: Rec = dict(cos=dict(a1=m_cos.a1, nu=m_cos.nu),
-                                scaled_tanh=dict(scale=design["scale"], a1=m_lin.a1, nu=m_lin.nu),
-                                equal_nu_rel_diff=abs(m_lin.nu - m_cos.nu) / m_cos.nu)
+                     scaled_tanh=dict(scale=design["scale"], a1=m_lin.a1, nu=m_lin.nu),
+                     equal_nu_rel_diff=abs(m_lin.nu - m_cos.nu) / m_cos.nu)
     for cval, snr in design["configs"]:
         key = _b5_key(cval, snr)
         th, m = prediction[key], measurement["configs"][key]

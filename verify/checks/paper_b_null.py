@@ -186,8 +186,8 @@ def _describe_b2(design: Rec, prediction: Rec, measurement: Rec, comparisons: li
     return notes, data
 
 
-def _b2_column(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec,
-               comps: list[Comparison], cval: float) -> None:
+def _b2_column(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec, comps: list[Comparison],
+               cval: float) -> None:
     """The activations at one p/n: dense theory (and SPEC's system in the residuals, dashed), Monte Carlo at both
     sizes, the relative gaps, each activation's outcomes."""
     panels = [p for p in design["panels"] if p.cells[0].c == cval]
