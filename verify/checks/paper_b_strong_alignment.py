@@ -4,29 +4,23 @@ Setting: paper B's model with aligned spikes ``w_K = w_Q = sqrt(t sqrt p) e_1`` 
 diagonal removed, ``t = ||w_K|| ||w_Q|| / sqrt p`` held fixed as ``p`` grows (docs/strong_alignment.md).
 
 Prediction (*derived by the project*, :func:`theory.strong_alignment_gap`): for ``c < 1`` the limit of
-``E_att(0) - E_RR(0)`` at fixed ``t > 0`` is a Bayes-predictor part ``(1 - c)(mmse - 1/(1 + snr))`` (when the
-activation's mean kernel has a nonlinear odd part) plus a leverage part from a matrix Dyson equation: negative for
-erf and tanh at every ``t > 0`` (attention wins; ``t* = 0``), positive for gelu at ``c = 1/2`` (at small ``c``
-and large ``t`` it turns negative, by at most 0.002: docs/strong_alignment.md, the sign diagram).  For ``c >= 1``
-both errors vanish as ``gamma -> 0`` and attention's decays more slowly (``sqrt(gamma)`` against ``gamma^2``, B3),
-so it does not win.
+``E_att(0) - E_RR(0)`` at fixed ``t > 0`` is a Bayes-predictor part plus a leverage part from a matrix Dyson
+equation: negative for erf and tanh at every ``t > 0`` (attention wins), positive for gelu at ``c = 1/2``
+(docs/strong_alignment.md, the sign diagram).  For ``c >= 1`` both errors vanish as ``gamma -> 0`` and attention's
+decays more slowly (``sqrt(gamma)`` against ``gamma^2``, B3), so it does not win.
 
 Measurement (:func:`numerics.strong_alignment_mc`): attention and ridge on the same draws, the labels integrated
-out given the data (the same expectation as drawn labels, 5-225 times less variance), at ``p`` and ``4p``; the
-settings of one ``c`` share their draws (one ``X^T X`` and one ridge solve per draw for every activation and
-strength; their comparisons are then dependent, which Holm's procedure allows).
+out given the data, at ``p`` and ``4p``; the settings of one ``c`` share their draws (their comparisons are then
+dependent, which Holm's procedure allows).
 
 Comparisons (Holm within the check, family-wise false-FAIL rate ``ALPHA_CHECK``):
 
 1. *gap*, per ``(f, c < 1, t)``: the finite-size rule of :mod:`verify.checks._finite_size` on the paired gap
    ``E_att(0) - E_RR(0)`` minus the theory at each size, at ``p`` and ``4p`` (``q = 1/2``; Student-t on the
-   estimated SEs).  The theory at size ``p`` is the same equation at finite ``p`` (``strong_alignment_gap(...,
-   p=p)``: the spike's coefficient ``t + 1/sqrt p`` and the kernel's mean part at ``n = p/c`` tokens), which tends
-   to the limit; the rule allows what it leaves out to decay like ``p^(-1/2)``.  The capture of the Bayes predictor
-   is partial while ``sqrt(p) t^3`` is small, so the design takes ``t >= 1/2``.  Power: a theory off by ``D`` at
-   both sizes FAILs with probability about 1/2 once ``D (1 - q)`` reaches the Student-t quantile at Holm's first
-   level (``ALPHA_CHECK`` over the check's comparisons) times the statistic's SD (:func:`detectable_error`;
-   ``data["rows"]``, ``detectable``).
+   estimated SEs).  The theory at size ``p`` is the same equation at finite ``p`` (the spike's coefficient
+   ``t + 1/sqrt p`` and the kernel's mean part at ``n = p/c`` tokens); the rule allows what it leaves out to decay
+   like ``p^(-1/2)``.  The design takes ``t >= 1/2`` (the capture of the Bayes predictor is partial while
+   ``sqrt(p) t^3`` is small).  Power: :func:`detectable_error` (``data["rows"]``, ``detectable``).
 2. *sign*, per ``(f, c < 1, t)``: the paired gap at ``4p`` has the prediction's sign (one-sided, PASS at 5 %).
 3. *c > 1*, per ``(f, c, t)`` of ``wide`` (:func:`theory.strong_spike_attention_error`, the same theory at
    ``gamma > 0``, minus ridge's error): the gap at ``gamma_wide[1]`` by the same rule against the theory at each

@@ -15,10 +15,8 @@ Prediction (*derived by the project*, docs/strong_alignment.md, "Prediction risk
 * attention's mean leverage in each of ``LEVERAGE_BINS`` equal-probability bins of ``|a|``
   (:func:`theory.binned_leverage`).
 
-Each is evaluated by the equation at the simulated size ``p`` (``p=``: the kernel's coefficient ``t + 1/sqrt p`` of
-``a_i a_j`` and its mean part at ``n = p/c`` tokens, the low-rank block that moves ``T2`` by up to 0.006 at these
-sizes; docs/strong_alignment.md, "The kernel's mean part at finite p"), so the finite-size rule is not asked to
-absorb either.
+Each is evaluated by the equation at the simulated size ``p`` (the kernel's coefficient ``t + 1/sqrt p`` and its
+mean part at ``n = p/c`` tokens; docs/strong_alignment.md, "The kernel's mean part at finite p").
 
 Measurement: B9's cells (``ctx.borrowing("B9")``: the same draws, labels integrated out given the data) for B9's
 settings, and this check's own cells for settings out of sample for the theory's construction (gelu at ``c = 1/4``,
@@ -29,9 +27,8 @@ of :mod:`verify.checks._finite_size` (``q = 1/2``, Student-t on estimated SEs) o
 of ``T1``, ``T2``, the risk gap and every bin of the profile; the theory's worst case (erf, ``c = 2``, ``t = 2`` at
 ``gamma = 1e-3``: :func:`theory.strong_spike_attention_error` minus ridge's error, at each size) by the same rule on
 B9's draws of that setting; and, where ``|R_att - R_RR|`` is predicted to be at least ``sign_min``, its sign at ``4p``
-(one-sided, PASS at 5 %).  Power: a quantity off by ``D`` at both sizes FAILs with probability about 1/2 once
-``D / 2`` reaches the Student-t quantile at Holm's first level times the statistic's SD (``data["detectable"]``, per
-part).  The headline is the risk gap of erf, ``c = 1/2``, ``t = 1``.
+(one-sided, PASS at 5 %).  Power: ``data["detectable"]``, per part (:func:`detectable_error`).  The headline is the
+risk gap of erf, ``c = 1/2``, ``t = 1``.
 """
 
 from __future__ import annotations
