@@ -21,40 +21,31 @@ from ._paper_b import (Cell, edge_flag, judge_panels, Panel, panel_theory, panel
 
 
 @dataclass(frozen=True)
-class GammaSweep:
-    """Panel 1a of B1: ridge's error over a gamma grid at one ``(c, snr)``, size ``n`` (and ``n // 2``)."""
+class Sweep:
+    """A panel of B1 at size ``n`` (and ``n // 2``): ridge's error at ``(c, snr)`` over ``gammas`` (1a), or at one
+    gamma over the values ``xs`` of ``c`` (1b, at ``snr``) or of ``snr`` (1c, at ``c``)."""
 
     n: int
-    c: float
-    snr: float
+    trials: tuple[int, int]
     gammas: np.ndarray
-    trials: tuple[int, int]
-
-
-@dataclass(frozen=True)
-class PointSweep:
-    """Panels 1b and 1c of B1: one gamma, a sweep of ``cs`` at ``snr`` (1b) or of ``snrs`` at ``c`` (1c)."""
-
-    n: int
-    gamma: float
-    trials: tuple[int, int]
-    cs: tuple[float, ...] = ()
-    snr: float = 0.0
-    snrs: tuple[float, ...] = ()
     c: float = 0.0
+    snr: float = 0.0
+    xs: tuple[float, ...] = ()
 
 
+#: the one gamma of panels 1b and 1c
+_G = np.array([1e-5])
 #: B1's design per profile: panels 1a, 1b, 1c
 B1_SIZES = {
-    "paper": (GammaSweep(512, 4.0, 1.0, np.logspace(-5, 1, 13), (200, 100)),
-              PointSweep(4096, 1e-5, (8, 4), cs=(0.25, 0.5, 1.0, 1.5, 2.0), snr=1.0),
-              PointSweep(2048, 1e-5, (100, 50), snrs=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0), c=0.25)),
-    "quick": (GammaSweep(256, 4.0, 1.0, np.logspace(-5, 1, 13), (80, 40)),
-              PointSweep(256, 1e-5, (60, 30), cs=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0), snr=1.0),
-              PointSweep(512, 1e-5, (60, 30), snrs=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0), c=0.25)),
-    "smoke": (GammaSweep(32, 4.0, 1.0, np.logspace(-3, 0, 3), (4, 3)),
-              PointSweep(32, 1e-5, (4, 3), cs=(0.5, 2.0), snr=1.0),
-              PointSweep(64, 1e-5, (4, 3), snrs=(0.0, 1.0), c=0.25)),
+    "paper": (Sweep(512, (200, 100), np.logspace(-5, 1, 13), 4.0, 1.0),
+              Sweep(4096, (8, 4), _G, snr=1.0, xs=(0.25, 0.5, 1.0, 1.5, 2.0)),
+              Sweep(2048, (100, 50), _G, c=0.25, xs=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0))),
+    "quick": (Sweep(256, (80, 40), np.logspace(-5, 1, 13), 4.0, 1.0),
+              Sweep(256, (60, 30), _G, snr=1.0, xs=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)),
+              Sweep(512, (60, 30), _G, c=0.25, xs=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0))),
+    "smoke": (Sweep(32, (4, 3), np.logspace(-3, 0, 3), 4.0, 1.0),
+              Sweep(32, (4, 3), _G, snr=1.0, xs=(0.5, 2.0)),
+              Sweep(64, (4, 3), _G, c=0.25, xs=(0.0, 1.0))),
 }
 
 
@@ -63,14 +54,13 @@ def _design_b1(ctx: CheckContext) -> Rec:
     a, b, cc = B1_SIZES[ctx.profile]
     names_a = tuple(f"1a gamma={g:.3g} (c={a.c}, snr={a.snr})" for g in a.gammas)
     panels = [Panel("1a", "1a", a.n, a.trials, (Cell(a.c, a.snr, a.gammas, ("1a", SIZE)),), names_a)]
-    flag = {x: edge_flag(x, b.gamma, b.n) for x in b.cs}
+    flag = {x: edge_flag(x, b.gammas[0], b.n) for x in b.xs}
     # panels 1b and 1c sweep x at one gamma: one single-gamma cell per x, at (c, snr) = point(x)
-    for key, spec, x_name, xs, point, name in (
-            ("1b", b, "c", b.cs, lambda x: (x, b.snr), lambda x: f"1b p/n={x} (n={b.n}, gamma={b.gamma:g}){flag[x]}"),
-            ("1c", cc, "snr", cc.snrs, lambda x: (cc.c, x),
-             lambda x: f"1c ||mu||^2={x} (c={cc.c}, gamma={cc.gamma:g})")):
-        cells = tuple(Cell(*point(x), np.array([spec.gamma]), (key, SIZE, x)) for x in xs)
-        panels.append(Panel(key, key, spec.n, spec.trials, cells, tuple(map(name, xs)), x_name, tuple(xs)))
+    for key, s, x_name, point, name in (
+            ("1b", b, "c", lambda x: (x, b.snr), lambda x: f"1b p/n={x} (n={b.n}, gamma={b.gammas[0]:g}){flag[x]}"),
+            ("1c", cc, "snr", lambda x: (cc.c, x), lambda x: f"1c ||mu||^2={x} (c={cc.c}, gamma={cc.gammas[0]:g})")):
+        cells = tuple(Cell(*point(x), s.gammas, (key, SIZE, x)) for x in s.xs)
+        panels.append(Panel(key, key, s.n, s.trials, cells, tuple(map(name, s.xs)), x_name, s.xs))
     return dict(panels=tuple(panels), flags=[f"1b c={x}:{f}" for x, f in flag.items() if f], profile=ctx.profile)
 
 
