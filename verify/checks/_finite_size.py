@@ -1,46 +1,38 @@
 """The finite-size rule of the paper-B checks: an ``n -> infinity`` prediction against Monte Carlo at two sizes.
 
-A deterministic equivalent is a statement about the limit, so each Monte Carlo point is simulated at a
-small and a large size with the same aspect ratio (``n_s < n_l``, or ``p`` and ``2p``).  With ``g_s, g_l``
-the gaps ``MC - prediction`` and ``SE_s, SE_l`` their Monte Carlo standard errors, the hypothesis under
-test is
+Each Monte Carlo point is simulated at a small and a large size with the same aspect ratio (``n_s < n_l``).  With
+``g_s, g_l`` the gaps ``MC - prediction`` and ``SE_s, SE_l`` their standard errors, the hypothesis under test is
 
     H0: the prediction is the limit, and the gap decays at least like ``n^{-1/2}``,
         i.e. ``|G_l| <= q |G_s|`` for the true gaps, ``q = (n_s / n_l)^{1/2}``
 
-(``n^{-1/2}`` is the slowest rate declared: deterministic equivalents of this kind usually converge like
-``1/n``; the linearisation error of the structured checks decays like ``p^{-1/2}``).  The statistic is
-``T = |g_l| - q |g_s|``.  Under H0 with the worst allowed decay and a gap large against the noise,
-``T = +-(e_l - q e_s)`` (the Monte Carlo errors ``e``), whose standard deviation is
-``hypot(SE_l, q SE_s)``; smaller or faster-decaying gaps make ``T`` smaller.  The per-point reading
-(``FiniteSizeTest.passed``, the tables) is the 3-sigma rule
+(``n^{-1/2}`` is the slowest rate declared: deterministic equivalents of this kind usually converge like ``1/n``;
+the linearisation error of the structured checks decays like ``p^{-1/2}``).  The statistic is
+``T = |g_l| - q |g_s|``, whose standard deviation under the least favourable null is ``hypot(SE_l, q SE_s)``.  The
+per-point reading (``FiniteSizeTest.passed``, the tables) is the 3-sigma rule
 
     ``|g_l| <= q |g_s| + 3 hypot(SE_l, q SE_s)``;
 
 the verdict of a check uses the one-sided p-value of ``T / hypot(SE_l, q SE_s)`` (``FiniteSizeTest.p_value``)
-with Holm's procedure over all the points of the check at its family-wise level (:mod:`verify.verdicts`), so a
-check of many points is no more likely to FAIL under a correct prediction than a check of one.
+with Holm's procedure over all the points of the check (:mod:`verify.verdicts`).
 
-The allowance ``q |g_s|`` is the gap measured at the small size, propagated to the large size at the
-slowest declared rate; its own noise is the ``q SE_s`` term.  Power: a prediction off by a constant ``D``
-(a gap that does not decay) fails with probability > 1/2 once ``D (1 - q) > 3 hypot(SE_l, q SE_s)``, i.e.
-``D > 14.5 SE_l`` for ``q = 2^{-1/2}`` and ``SE_s = 2^{1/2} SE_l`` (and with probability ~0.999 from
-``D = 30 SE_l``; ``tests/verify/test_finite_size_rule.py`` simulates both error rates).  Two sizes cannot
-resolve a finite-size gap from a small error of the limit more finely than this.  Equivalently, with
-``delta = m_l - m_s`` the measured change, the rule accepts every limit in (about)
-``[m_l - 0.41 delta, m_l + 2.41 delta]`` widened by the noise term: a limit that the simulations are still
-moving towards, at up to 2.4 times the last change, is accepted (the gap must not change sign between the
-two sizes for the ``n^{-1/2}`` reading to hold).  False rejections of a correct prediction: at most the
-two-sided 3-sigma rate, 0.27% per point (0.13% when the gap is large against the noise) with known SEs;
-with SEs estimated from few trials the critical value is the matching Student-t quantile (``trials``).
-
-The rule's earlier forms and why they were replaced: ``docs/design_notes.md``.
+Power: a prediction off by a constant ``D`` (a gap that does not decay) fails with probability > 1/2 once
+``D (1 - q) > 3 hypot(SE_l, q SE_s)``, i.e. ``D > 14.5 SE_l`` for ``q = 2^{-1/2}`` and ``SE_s = 2^{1/2} SE_l``
+(``tests/verify/test_finite_size_rule.py`` simulates both error rates).  Equivalently, with ``delta = m_l - m_s``
+the rule accepts every limit in (about) ``[m_l - 0.41 delta, m_l + 2.41 delta]`` widened by the noise term.  With
+SEs estimated from few trials the critical value is the matching Student-t quantile (``trials``).  The rule's
+earlier forms: ``docs/design_notes.md``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from scipy import stats
+
+from ..results import Comparison
+from ..verdicts import ALPHA_CHECK, bound_p, t_quantile
 
 #: slowest finite-size decay allowed by the rule: gap ~ n^(-DECAY)
 DECAY = 0.5
@@ -75,13 +67,8 @@ class FiniteSizeTest:
 
     @property
     def p_value(self) -> float:
-        """One-sided p-value of ``T`` (normal, or Student-t at the Welch df): the ``p_fail`` of the point.
-
-        The verdict compares it with Holm's thresholds inside the check (:mod:`verify.verdicts`), not with
-        the fixed 3-sigma level of ``passed``; ``passed`` is kept as the per-point 3-sigma reading.
-        """
-        from verify.verdicts import bound_p
-
+        """One-sided p-value of ``T`` (normal, or Student-t at the Welch df): the ``p_fail`` of the point (the verdict
+        compares it with Holm's thresholds, :mod:`verify.verdicts`; ``passed`` is the per-point 3-sigma reading)."""
         if not all(math.isfinite(v) for v in (self.gap_small, self.gap_large, self.noise)):
             return float("nan")
         return bound_p(self.statistic, self.sd, self.df)
@@ -89,8 +76,6 @@ class FiniteSizeTest:
     def comparison(self, name: str, predicted: float, measured: float, se: float,
                    small: str = "n_s", large: str = "n_l", **kw):
         """The point as a ``bound`` :class:`verify.results.Comparison` (PASS unless ``T`` is significant)."""
-        from verify.results import Comparison
-
         return Comparison.bound(name, float(predicted), float(measured), float(se), self.statistic,
                                 excess_se=self.sd, df=self.df, rule=self.rule(small, large), **kw)
 
@@ -116,11 +101,9 @@ def finite_size_test(pred: float, m_small: float, se_small: float, m_large: floa
     m_large, se_large : the same at the large size.
     size_ratio : small size / large size, in ``(0, 1)`` (``1/2`` for ``n`` vs ``2n``).
     trials : (trials at the small size, trials at the large size), optional
-        When the standard errors are estimated from these trials (sample standard deviations), the
-        critical value 3 is replaced by the Student-t quantile of the same one-sided level
-        (``Phi(3) = 0.99865``) at the Welch-Satterthwaite degrees of freedom of ``hypot(SE_l, q SE_s)``:
-        with 4 trials a 3-sigma rule on an estimated SE would reject a correct prediction about 7 times
-        too often.
+        SEs estimated from these trials: the critical value 3 becomes the Student-t quantile of the same one-sided
+        level (``Phi(3)``) at the Welch-Satterthwaite df of ``hypot(SE_l, q SE_s)`` (with 4 trials a 3-sigma rule
+        would reject a correct prediction about 7 times too often).
 
     Returns
     -------
@@ -136,8 +119,6 @@ def finite_size_test(pred: float, m_small: float, se_small: float, m_large: floa
         a, b = se_large**2, (q * se_small) ** 2
         den = a**2 / (t_l - 1) + b**2 / (t_s - 1)
         df = (a + b) ** 2 / den if den > 0 else float(t_s + t_l - 2)
-        from scipy import stats
-
         crit = float(stats.t.ppf(stats.norm.cdf(3.0), df))
     noise = crit * math.hypot(se_large, q * se_small)
     finite = all(math.isfinite(float(v)) for v in (pred, m_small, se_small, m_large, se_large))
@@ -151,7 +132,5 @@ def comparison_detectable_error(comparison, n_comparisons: int, q: float) -> flo
     ``n_comparisons`` comparisons, for a judged finite-size comparison (:meth:`FiniteSizeTest.comparison`): ``T = D (1 -
     q)`` must reach the one-sided quantile at Holm's first level (``ALPHA_CHECK / n_comparisons``, where the smallest
     p-value is compared) in units of the statistic's SD, read from the SD and df the row carries."""
-    from verify.verdicts import ALPHA_CHECK, t_quantile
-
     args = dict(comparison.args)
     return t_quantile(ALPHA_CHECK / n_comparisons, args["df"]) * args["excess_se"] / (1 - q)

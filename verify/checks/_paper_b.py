@@ -1,57 +1,27 @@
-"""The machinery shared by the checks B1, B2, B3, B5 and B6 of paper B (ridge and null-model attention; kernel
-spectrum): their sizes per profile, Monte Carlo cells and panels at two sizes, the finite-size and paired
-comparisons, the cell cache.  The claims themselves: :mod:`~verify.checks.paper_b_ridge` (B1),
-:mod:`~verify.checks.paper_b_null` (B2), :mod:`~verify.checks.paper_b_attention_vs_ridge` (B3),
+"""The machinery shared by the checks B1, B2, B3, B5 and B6 of paper B: Monte Carlo cells memoised on disk, panels
+at two sizes, the finite-size, shrinkage and paired comparisons.  The claims: :mod:`~verify.checks.paper_b_ridge`
+(B1), :mod:`~verify.checks.paper_b_null` (B2), :mod:`~verify.checks.paper_b_attention_vs_ridge` (B3),
 :mod:`~verify.checks.paper_b_cosine` (B5), :mod:`~verify.checks.paper_b_spectrum` (B6).
 
 Tolerance rules (derived, never tuned)
 --------------------------------------
-*Finite-size rule* (B1, B2, B3 slopes; shared with B4/B7, :mod:`verify.checks._finite_size`). A
-deterministic equivalent is an ``n -> infinity`` statement, so every Monte Carlo point is simulated at two
-sizes with the same aspect ratio ``c = p/n``: ``n_s = n/2`` and ``n_l = n``.  With ``d_s, d_l`` the gaps
-``MC - theory`` and ``SE_s, SE_l`` the Monte Carlo standard errors, a point passes iff
+*Finite-size rule* (B1, B2, B3 slopes; :mod:`verify.checks._finite_size`): every Monte Carlo point is simulated at
+``n_s = n/2`` and ``n_l = n`` with the same ``c = p/n``; it passes iff ``|d_l| <= q |d_s| + 3 hypot(SE_l, q SE_s)``,
+``q = sqrt(n_s / n_l)``, with ``d`` the gaps ``MC - theory``.  Each panel also has a *shrinkage* comparison: the
+mean relative gap at ``n_l`` must not exceed the one at ``n_s`` times ``q`` by more than the RMS relative noise.
 
-    ``|d_l| <= a + 3 hypot(SE_l, q SE_s)``,   ``a = q |d_s|``,   ``q = sqrt(n_s / n_l)``,
+*Estimator.* With labels independent of ``X`` (the null model: B2, B3 at ``p/n = 2``, B5 at ``snr = 0``) the Monte
+Carlo uses the exact label average ``gamma^2/n tr Q^2`` of each draw of ``X``
+(:func:`numerics.interpolation_error_label_average`); with signal (B1, B5 at ``snr = 4``) labels are sampled.
 
-i.e. the finite-size allowance is the gap *measured* at the smaller size, propagated to the larger
-size under the conservative assumption that it decays at least like ``n^{-1/2}`` (deterministic
-equivalents of this kind usually converge like ``1/n``), and ``3 hypot(SE_l, q SE_s)`` is three standard
-deviations of ``|d_l| - a`` (the allowance is itself measured: its noise ``q SE_s`` counts).  A theory that
-is off by a constant ``D`` gives ``|d_l| ~ |d_s| ~ D`` and fails as soon as
-``D (1 - 2^{-1/2}) > 3 hypot(SE_l, q SE_s)``.  Each panel also has a
-*shrinkage* comparison: the mean relative gap at ``n_l`` must not exceed the one at ``n_s`` times
-``sqrt(n_s / n_l)`` (the ``n^{-1/2}`` decay the per-point allowance assumes) by more than twice the RMS
-relative noise of the two.
+*B3/B5 sign claims*: paired differences (the same draws feed both models) must exceed 3 standard errors.
 
-*Estimator.* With labels independent of ``X`` (the null model ``snr = 0``: B2, B3 at ``p/n = 2``, B5 at
-``snr = 0``) the Monte Carlo uses the exact label average ``gamma^2/n tr Q^2`` of each draw of ``X``
-(:func:`numerics.interpolation_error_label_average`): same mean as i.i.d. Rademacher labels, far smaller
-variance, so the finite-size rule above becomes sharp.  With signal (B1, B5 at ``snr = 4``) labels are
-sampled (balanced).
+*B6*: per-trial Kolmogorov distance between the eigenvalue ECDF and the CDF of ``kernel_density`` at ``n`` and
+``2n``; passes iff ``KS(2n) / KS(n) <= 2^{-1/2}`` (``O(1/n)`` convergence predicts 0.5, a wrong law 1), and the
+trapezoid mass of the density on the eigenvalue window is within 0.01 of 1.
 
-*B3/B5 sign claims*: paired differences (the same draws of ``X, y`` feed both models) must exceed
-3 standard errors of the paired difference.
-
-*B6*: per-trial Kolmogorov distance between the eigenvalue ECDF and the CDF of ``kernel_density``, at
-``n`` and ``2n``.  Eigenvalue CDFs of such matrices converge like ``1/n`` (up to logs), so the ratio
-``KS(2n) / KS(n)`` is predicted ``~0.5``; the check passes iff the measured ratio is at most
-``2^{-1/2}`` (a decay at least like ``n^{-1/2}``), which a wrong limit law (ratio -> 1) cannot meet.
-A separate comparison requires the trapezoid mass of ``kernel_density`` on the eigenvalue window to be
-within 0.01 of 1 (the KS distances use that CDF).
-
-Every Monte Carlo cell (one :func:`numerics.simulate_model` call, one set of kernel spectra, the
-Gaussian-equivalent diagnostic of one ``c``) is memoised on disk by ``ctx.cached``: an interrupted run
-resumes from the finished cells, with the same seeds and the same numbers.
-
-Profiles: ``quick`` (all five under ~2 minutes on 2 cores: reduced ``n`` with the paper's ratios),
-``paper`` (the paper's sizes), ``smoke`` (for smoke tests only).
-
-Shape (:mod:`verify.claim`): every check is a :class:`~verify.claim.Claim` whose parts pass plain objects.
-B1 and B2 are sweeps of :class:`Panel` s (Monte Carlo :class:`Cell` s at two sizes, measured as
-:class:`TwoSizes`), judged by one loop; B3, B5 and B6 pass dicts of per-trial arrays (documented at their
-``simulate``).  Every ``judge`` and ``describe`` is pure, so ``tests/verify/test_judges_b_core.py`` measures the
-judges' error rates on synthetic measurements built by hand.  The runtime in the notes is the wall time of
-``simulate``.
+Every Monte Carlo cell is memoised on disk by ``ctx.cached``: an interrupted run resumes with the same numbers.
+Every ``judge`` and ``describe`` is pure (``tests/verify/test_judges_b_core.py`` measures the judges' error rates).
 """
 
 from __future__ import annotations
@@ -59,7 +29,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -74,11 +44,10 @@ from ..results import Comparison
 from .. import figures as F
 from ._finite_size import finite_size_test
 
+#: the records the steps of B1, B2, B3, B5 and B6 pass on (design, prediction, measurement, data)
+Rec = dict[str, Any]
 
-# ---------------------------------------------------------------------------------------------
-# Monte Carlo cells memoised on disk (the designs per profile are one frozen record per claim, in a table of its
-# module: B1_SIZES, B2_SIZES, ...; "n" is always the larger of the two sizes of the finite-size rule)
-# ---------------------------------------------------------------------------------------------
+# Monte Carlo cells memoised on disk ("n" is always the larger of the two sizes of the finite-size rule)
 def model_key(model: AttentionModel) -> dict[str, Any]:
     """The fields of ``model`` that decide a simulation's numbers besides ``c`` (the cell's ``n`` and ``p``), for
     a cache key: a sympy activation as its ``srepr``."""
@@ -90,10 +59,9 @@ def model_key(model: AttentionModel) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def mc_version(*extra: Any) -> str:
-    """Cache version of the paper-B Monte Carlo cells: the source of :mod:`numerics.rmt` and its private parts
-    (samplers, kernels, errors: :func:`numerics.sweep.simulation_modules`), of :mod:`theory.activations` (the
-    activations it evaluates), of the spike vectors, and of
-    ``extra`` (check-local cell functions), so that an edit of that code never returns a stale cell."""
+    """Cache version of the paper-B Monte Carlo cells: the source of the simulation modules
+    (:func:`numerics.sweep.simulation_modules`), the activations, the spike vectors and ``extra`` (check-local cell
+    functions), so that an edit of that code never returns a stale cell."""
     import theory.activations
     from numerics.sweep import simulation_modules, source_version
     from theory.structured import spike_vectors
@@ -122,11 +90,9 @@ def cell_model(n: int, p: int, snr: float, activation: Any = None, spike: Any = 
 
 def mc_cached(ctx: CheckContext, model: AttentionModel, p: int, gammas: Any, settings: MonteCarloSettings, *,
               kind: str = "true", label_average: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`numerics.simulate_model` of one model and one kind (``return_trials=True``) memoised on disk by
-    ``ctx.cached``.
+    """:func:`numerics.simulate_model` of one model and one kind memoised by ``ctx.cached``: ``(mean, se, trials)``.
 
-    The key holds everything that changes the numbers (ridge: not the activation or the spike, which it does not
-    use); returns ``(mean, se, trials)``.
+    The key holds everything that changes the numbers (ridge: not the activation or the spike).
     """
     g = np.atleast_1d(np.asarray(gammas, dtype=np.float64))
     fields = dict(model_key(model), **(dict(activation=None, spike=None) if kind == "ridge" else {}))
@@ -157,13 +123,7 @@ def attention_theory(gammas: np.ndarray, c: float, activation: Any, system: str 
     return np.asarray(out, dtype=float).reshape(g.shape)
 
 
-def simulate_runtime(measurement: dict[str, Any]) -> float:
-    return float(measurement.get("runtime_s", 0.0))
-
-
-# ---------------------------------------------------------------------------------------------
 # tolerance rules
-# ---------------------------------------------------------------------------------------------
 def fs_comparison(name: str, pred: float, small: tuple[float, float], large: tuple[float, float],
                   sizes: tuple[int, int], trials: tuple[int, int] | None = None,
                   key: Any = ()) -> tuple[Comparison, dict[str, float]]:
@@ -180,12 +140,10 @@ def fs_comparison(name: str, pred: float, small: tuple[float, float], large: tup
 def shrink_comparison(name: str, pts: list[dict[str, float]], ns: int, nl: int, key: Any = ()) -> Comparison:
     """The mean relative gap at ``nl`` must not exceed the one at ``ns`` times ``sqrt(ns / nl)`` by more than the
     RMS relative noise of the points ``pts`` (:func:`fs_comparison`'s numbers)."""
-    pred = np.array([max(abs(q["pred"]), 1e-300) for q in pts])
-    ds = np.array([q["m_s"] - q["pred"] for q in pts])
-    dl = np.array([q["m_l"] - q["pred"] for q in pts])
-    se = np.sqrt(np.array([q["se_s"] ** 2 + q["se_l"] ** 2 for q in pts]))
-    rs, rl = float(np.mean(np.abs(ds) / pred)), float(np.mean(np.abs(dl) / pred))
-    noise = float(np.sqrt(np.mean((se / pred) ** 2)))
+    th, m_s, m_l, se_s, se_l = (np.array([q[k] for q in pts]) for k in ("pred", "m_s", "m_l", "se_s", "se_l"))
+    pred = np.maximum(np.abs(th), 1e-300)
+    rs, rl = float(np.mean(np.abs(m_s - th) / pred)), float(np.mean(np.abs(m_l - th) / pred))
+    noise = float(np.sqrt(np.mean((np.sqrt(se_s**2 + se_l**2) / pred) ** 2)))
     target = rs * math.sqrt(ns / nl)
     # SD of rl - q rs: at most the RMS relative noise of one point (the points share draws, so averaging over
     # them is not credited); se above already combines both sizes
@@ -214,30 +172,16 @@ def edge_flag(c: float, gamma: float, n: int) -> str:
             f"{n * n * gamma:.2g}; deterministic equivalent not uniform here, large finite-size effects expected]")
 
 
-# ---------------------------------------------------------------------------------------------
 # the finite-size sweeps of B1 and B2: cells, panels, means at two sizes (one loop for every panel)
-# ---------------------------------------------------------------------------------------------
 #: stands for the simulated size in :attr:`Cell.seed_keys`
 SIZE = object()
 
 
 @dataclass(frozen=True, eq=False)
 class Cell:
-    """One Monte Carlo cell of a finite-size sweep: one :func:`mc_cached` call at each of the two sizes.
-
-    Parameters
-    ----------
-    c, snr : float
-        Aspect ratio ``p/n`` and signal strength ``||mu||^2`` (attention cells: ``snr = 0``, the null model).
-    gammas : ndarray
-        The ridge parameters of the cell, one point of the panel each.
-    seed_keys : tuple
-        Keys of ``ctx.seed_for``, :data:`SIZE` standing for the simulated size.
-    activation : str or sympy expression, optional
-        The attention cell's activation; ``None``: a ridge cell.
-    label_average : bool
-        As :func:`numerics.simulate_model`.
-    """
+    """One Monte Carlo cell of a finite-size sweep (one :func:`mc_cached` call at each size): aspect ratio ``c``,
+    ``snr``, its ``gammas`` (one point each), the keys of ``ctx.seed_for`` (:data:`SIZE` for the size), the
+    activation (``None``: ridge) and ``label_average`` (:func:`numerics.simulate_model`)."""
 
     c: float
     snr: float
@@ -249,30 +193,11 @@ class Cell:
 
 @dataclass(frozen=True, eq=False)
 class Panel:
-    """A sweep judged by the finite-size rule: its cells at the sizes ``n // 2`` and ``n``.
-
-    Parameters
-    ----------
-    key : str
-        Key of the panel in the prediction, the measurement and the data.
-    label : str
-        Start of the name of its shrinkage comparison (``"<label> finite-size gap shrinks"``).
-    n : int
-        The larger size (the smaller is ``n // 2``, :attr:`ns`).
-    trials : (int, int)
-        Monte Carlo trials at ``n // 2`` and ``n``.
-    cells : tuple of Cell
-        Its cells; their gammas, in order, are the panel's points.
-    names : tuple of str
-        The name of each point's comparison.
-    progress : str
-        Progress-bar text.
-    x_name : str or None
-        The swept parameter (``"c"``, ``"snr"``: data as rows, one per cell); ``None``: one cell swept over
-        gamma (data as arrays).
-    xs : tuple of float
-        The values of ``x_name``, one per cell.
-    """
+    """A sweep judged by the finite-size rule at the sizes ``n // 2`` and ``n``: its ``key`` (in the prediction,
+    measurement and data), the ``label`` that starts its shrinkage comparison's name, the ``trials`` at each size,
+    its ``cells`` (their gammas, in order, are its points) and the ``names`` of the points' comparisons.  ``x_name``
+    (``"c"``, ``"snr"``) is the parameter swept over the cells, with values ``xs`` (data as rows); ``None``: one
+    cell swept over gamma (data as arrays)."""
 
     key: str
     label: str
@@ -280,7 +205,6 @@ class Panel:
     trials: tuple[int, int]
     cells: tuple[Cell, ...]
     names: tuple[str, ...]
-    progress: str = ""
     x_name: str | None = None
     xs: tuple[float, ...] = ()
 
@@ -292,10 +216,7 @@ class Panel:
 
 @dataclass(frozen=True)
 class TwoSizes:
-    """Monte Carlo means and standard errors of a panel's points at its two sizes (``_s``: ``n // 2``, ``_l``: ``n``).
-
-    The measurement of a :class:`Panel` (one entry per point, in the order of its cells and their gammas).
-    """
+    """The measurement of a :class:`Panel`: means and SEs of its points at ``n // 2`` (``_s``) and ``n`` (``_l``)."""
 
     m_s: np.ndarray
     se_s: np.ndarray
@@ -303,17 +224,21 @@ class TwoSizes:
     se_l: np.ndarray
 
 
-def simulate_panel(ctx: CheckContext, panel: Panel, advance: Callable[[], Any] = lambda: None) -> TwoSizes:
-    """Every cell of ``panel`` at both sizes (small first: the order of the seeds); ``advance()`` after each cell."""
-    small, large = [], []
-    for cell in panel.cells:
-        for out, n, trials in ((small, panel.ns, panel.trials[0]), (large, panel.n, panel.trials[1])):
-            p, seed = p_of(n, cell.c), ctx.seed_for(*(n if k is SIZE else k for k in cell.seed_keys))
-            out.append(mc_cached(ctx, cell_model(n, p, cell.snr, cell.activation), p, cell.gammas,
-                                 mc_settings(ctx, trials, seed), kind="ridge" if cell.activation is None else "true",
-                                 label_average=cell.label_average))
-        advance()
-    return TwoSizes(*(np.concatenate([r[k] for r in rs]) for rs in (small, large) for k in (0, 1)))
+def simulate_panels(ctx: CheckContext, panels: tuple[Panel, ...], what: str) -> dict[str, TwoSizes]:
+    """Every cell of every panel at both sizes (small first: the order of the seeds), by panel key."""
+    out = {}
+    with ctx.progress(what, total=sum(len(p.cells) for p in panels)) as bar:
+        for panel in panels:
+            small, large = [], []
+            for cell in panel.cells:
+                for res, n, trials in ((small, panel.ns, panel.trials[0]), (large, panel.n, panel.trials[1])):
+                    p, seed = p_of(n, cell.c), ctx.seed_for(*(n if k is SIZE else k for k in cell.seed_keys))
+                    res.append(mc_cached(ctx, cell_model(n, p, cell.snr, cell.activation), p, cell.gammas,
+                                         mc_settings(ctx, trials, seed), label_average=cell.label_average,
+                                         kind="ridge" if cell.activation is None else "true"))
+                bar.advance()
+            out[panel.key] = TwoSizes(*(np.concatenate([r[k] for r in rs]) for rs in (small, large) for k in (0, 1)))
+    return out
 
 
 def panel_theory(panel: Panel, system: str | None = None) -> np.ndarray:
@@ -322,7 +247,7 @@ def panel_theory(panel: Panel, system: str | None = None) -> np.ndarray:
                            else attention_theory(c.gammas, c.c, c.activation, system) for c in panel.cells])
 
 
-def judge_panels(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+def judge_panels(design: Rec, prediction: Rec, measurement: Rec) -> list[Comparison]:
     """The judge of B1 and B2 (pure): per panel of ``design["panels"]``, the finite-size comparison of each point
     against ``prediction["theory"]`` (by :attr:`Panel.key`, one value per point) with the :class:`TwoSizes` of
     ``measurement["panels"]`` (by key), then the panel's shrinkage comparison."""
@@ -337,7 +262,7 @@ def judge_panels(design: dict[str, Any], prediction: dict[str, Any], measurement
     return comps
 
 
-def panels_data(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+def panels_data(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
     """The report data of every panel, by key: arrays over gamma, or rows of the swept parameter (one per cell)."""
     out = {}
     for p in design["panels"]:

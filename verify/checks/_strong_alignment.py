@@ -12,6 +12,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+import numerics.strong_alignment
+from theory import (AttentionModel, binned_leverage, label_coordinate_bins, strong_alignment_gap,
+                    strong_spike_attention_error)
+
 from ..context import CheckContext
 from ..results import Comparison
 from ._finite_size import finite_size_test
@@ -37,18 +41,9 @@ THEORY_PER_BIN = 8
 
 @dataclass(frozen=True)
 class B9Profile:
-    """B9's design at one profile.
-
-    Attributes
-    ----------
-    ps : ``(p, 4p)``, the finite-size pair (``n = p / c``).
-    trials : Monte Carlo trials at each size.
-    settings : ``(activation, c, t)`` with ``c < 1``: limit and sign comparisons.
-    wide : ``(activation, c, t)`` with ``c > 1``.
-    gamma_wide : ``(gamma of the no-win comparison, gamma of the limit comparison)`` of ``wide``.
-    snr : ``||mu||^2``.
-    curve_ts : the ``t`` grid of the theory curves of the figure (computed only where figures are drawn).
-    """
+    """B9's design at one profile: the finite-size pair ``ps = (p, 4p)`` (``n = p / c``) and the trials at each,
+    the ``settings`` (``c < 1``: limit and sign comparisons) and the ``wide`` ones (``c > 1``) with their ``gamma_wide``
+    (no-win comparison, limit comparison), ``snr`` and the ``t`` grid of the figure's theory curves."""
 
     ps: tuple[int, int]
     trials: tuple[int, int]
@@ -104,9 +99,7 @@ def prefetch(ctx: CheckContext, calls: list[tuple[Callable[..., Any], tuple]]) -
 
 @_memoised
 def limit_gap(c: float, activation: str, snr: float, t: float, nodes: int = 40) -> Any:
-    """:func:`theory.strong_alignment_gap`, memoised in the process (a calibration judges many seeds of one design)."""
-    from theory import strong_alignment_gap
-
+    """:func:`theory.strong_alignment_gap`, memoised in the process."""
     return strong_alignment_gap(c, activation, snr, t, nodes=nodes)
 
 
@@ -115,8 +108,6 @@ def gap_at(gamma: float, c: float, activation: str, snr: float, t: float, p: int
            nodes: int = 40) -> float:
     """:func:`theory.strong_spike_attention_error` minus ridge's error at ``gamma > 0``, in the limit or at size ``p``
     (memoised; B10's worst case reads it too)."""
-    from theory import AttentionModel, strong_spike_attention_error
-
     ridge = float(AttentionModel(c, activation, snr).ridge_error(gamma))
     return float(strong_spike_attention_error(gamma, c, activation, snr, t, nodes=nodes, p=p)) - ridge
 
@@ -125,8 +116,6 @@ def gap_at(gamma: float, c: float, activation: str, snr: float, t: float, p: int
 def finite_parts(c: float, activation: str, snr: float, t: float, p: int) -> Any:
     """:func:`theory.binned_leverage` at size ``p`` (the finite-size equation) on :data:`LEVERAGE_BINS` bins: ``T1``,
     ``T2`` and the bin means of one solve, memoised (B9 and B10 read the same solves)."""
-    from theory import binned_leverage, label_coordinate_bins
-
     return binned_leverage(label_coordinate_bins(snr, LEVERAGE_BINS), c, activation, snr, t, per_bin=THEORY_PER_BIN,
                            p=p)
 
@@ -145,9 +134,6 @@ def strong_alignment_cells(ctx: CheckContext, settings: tuple[Setting, ...], p: 
     settings that do not fill it cost the pairs they leave out), attention's leverage in :data:`LEVERAGE_BINS` bins of
     ``|a|``.  B10 reads B9's groups (:func:`draw_groups`) through ``ctx.borrowing("B9")``: the same seeds and
     entries."""
-    import numerics.strong_alignment
-    from theory import label_coordinate_bins
-
     c = settings[0][1]
     acts = list(dict.fromkeys(a for a, _, _ in settings))
     ts = list(dict.fromkeys(float(t) for _, _, t in settings))

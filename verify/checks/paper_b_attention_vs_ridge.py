@@ -1,5 +1,9 @@
-"""Claim B3 of paper B: attention against ridge regression at ``p/n = 2`` (ridge interpolates): the small-gamma
-slopes of both errors and the sign of their paired difference.
+"""Claim B3 of paper B: attention against ridge regression on random inputs (``snr = 0``).  At ``p/n = 2`` ridge
+interpolates (``E ~ gamma^2``) and attention does not (``E ~ sqrt(gamma)``): the small-gamma slopes of both errors and
+the sign of their paired difference are judged.  For ``p/n < 1`` both errors tend to ``1 - c`` as ``gamma -> 0`` (the
+null space of the features has dimension ``n - p`` in both models: an identity, reported, not judged); at
+``p/n = 1/4`` the sign of the difference at ``gamma >= 0.05`` is judged against the theory's (attention larger at
+moderate gamma, smaller at ``gamma = 1``: the features' norm sets where gamma stops mattering).
 
 Shared machinery and the rules: :mod:`verify.checks._paper_b`.
 """
@@ -9,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-import time
 from typing import Any
 
 import numpy as np
@@ -23,12 +26,9 @@ from ..results import Comparison, with_key
 from .. import figures as F
 from ..verdicts import Judgement
 from ._paper_b import (attention_theory, cell_model, fs_comparison, mc_cached, mc_settings, p_of, paired_positive,
-                       ridge_theory, simulate_runtime)
+                       Rec, ridge_theory)
 
 
-# ---------------------------------------------------------------------------------------------
-# B3: attention vs ridge on random inputs; small-gamma exponents
-# ---------------------------------------------------------------------------------------------
 def _per_trial_slopes(gammas: np.ndarray, trials: np.ndarray) -> np.ndarray:
     """The log-log least-squares slope of each trial's row (``numerics.slopes.level_weights``: one value per level)."""
     return np.log(np.maximum(trials, 1e-300)) @ level_weights(np.log(gammas))
@@ -56,7 +56,7 @@ B3_SIZES = {
 B3_LAWS = (("att", "attention", 0.5), ("rr", "ridge", 2.0))
 
 
-def _design_b3(ctx: CheckContext) -> dict[str, Any]:
+def _design_b3(ctx: CheckContext) -> Rec:
     """Grids (``allg``: the gamma grid and the slope-fit range merged; ``idx``/``fidx`` their places), sizes
     ``ns = n // 2``, ``n`` at p/n = 2 and ``n4 = 2 n`` at p/n = 1/4, trials, activation."""
     cfg = B3_SIZES[ctx.profile]
@@ -66,7 +66,7 @@ def _design_b3(ctx: CheckContext) -> dict[str, Any]:
                 n=cfg.n, ns=cfg.n // 2, n4=2 * cfg.n, trials=cfg.trials, act="tanh")
 
 
-def _predict_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, np.ndarray]:
+def _predict_b3(ctx: CheckContext, design: Rec) -> dict[str, np.ndarray]:
     """``att``, ``rr``: attention and ridge errors at p/n = 2 on ``allg``; ``att4``, ``rr4``: at p/n = 1/4 on
     ``gammas``."""
     allg, g, act = design["allg"], design["gammas"], design["act"]
@@ -81,11 +81,10 @@ def _b3_cell(ctx: CheckContext, cval: float, n: int, act: str, trials: int) -> t
     return cell_model(n, p, 0.0, act), p, mc_settings(ctx, trials, ctx.seed_for("B3", cval, n))
 
 
-def _simulate_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _simulate_b3(ctx: CheckContext, design: Rec) -> Rec:
     """Per-trial errors ``(trials, gammas)`` on paired draws. ``c2``: ``{"att", "rr"}`` -> (at ``ns``, at ``n``),
     label-averaged, on ``allg``; ``c4``: ``att``, ``rr`` (sampled labels) and ``diff`` (label-averaged
-    attention minus ridge) at ``n4`` on ``gammas``; ``runtime_s``."""
-    t0 = time.perf_counter()
+    attention minus ridge) at ``n4`` on ``gammas``."""
     act, allg, g = design["act"], design["allg"], design["gammas"]
     c2: dict[str, list[np.ndarray]] = {"att": [], "rr": []}
     with ctx.progress("c=2 attention and ridge", total=4) as bar:
@@ -102,10 +101,10 @@ def _simulate_b3(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
             bar.advance()
     c4["diff"] = (mc_cached(ctx, model, p, g, settings, label_average=True)[2]
                   - mc_cached(ctx, model, p, g, settings, kind="ridge", label_average=True)[2])
-    return dict(c2={k: tuple(v) for k, v in c2.items()}, c4=c4, runtime_s=time.perf_counter() - t0)
+    return dict(c2={k: tuple(v) for k, v in c2.items()}, c4=c4)
 
 
-def _b3_slopes(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+def _b3_slopes(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
     """Per law: the theory's OLS log-log slope on the fit range, and the MC per-trial slopes' (mean, SE) at both
     sizes."""
     fit, fidx = design["fit"], design["fidx"]
@@ -117,8 +116,7 @@ def _b3_slopes(design: dict[str, Any], prediction: dict[str, Any], measurement: 
     return out
 
 
-def _b3_slope_comparisons(design: dict[str, Any], prediction: dict[str, Any],
-                          measurement: dict[str, Any]) -> list[Comparison]:
+def _b3_slope_comparisons(design: Rec, prediction: Rec, measurement: Rec) -> list[Comparison]:
     """Per law: the finite-size rule on the MC slope vs the theory's slope, then the exponent vs the law (the band:
     the finite-size allowance plus the theory's curvature on the fit range)."""
     fit, slopes = design["fit"], _b3_slopes(design, prediction, measurement)
@@ -127,28 +125,24 @@ def _b3_slope_comparisons(design: dict[str, Any], prediction: dict[str, Any],
         s = slopes[label]
         th_slope, (ml_, sel_) = s["theory_slope"], s["mc_large"]
         trials = tuple(t.shape[0] for t in measurement["c2"][kind])
-        cmp_, q = fs_comparison(
-            f"c=2 {label} small-gamma slope vs theory's own OLS slope on gamma in [{fit[0]:.2g}, {fit[-1]:.2g}]",
-            th_slope, s["mc_small"], s["mc_large"], (design["ns"], design["n"]), trials,
-            key={"c": 2.0, "method": label, "quantity": "slope"},
-        )
+        cmp_, q = fs_comparison(f"c=2 {label} small-gamma slope vs theory's own OLS slope on gamma in "
+                                f"[{fit[0]:.2g}, {fit[-1]:.2g}]", th_slope, s["mc_small"], s["mc_large"],
+                                (design["ns"], design["n"]), trials,
+                                key={"c": 2.0, "method": label, "quantity": "slope"})
         curv = abs(th_slope - target)
         band = q["allowance"] + curv
-        comps += [cmp_, Comparison.bound(
-            f"c=2 {label} small-gamma exponent vs the law gamma^{target:g}", target, ml_, sel_,
-            abs(ml_ - target) - band, df=trials[1] - 1, key={"c": 2.0, "method": label, "quantity": "law exponent"},
-            rule=(
-                f"|slope - {target:g}| <= finite-size allowance {q['allowance']:.3g} + curvature "
+        rule = (f"|slope - {target:g}| <= finite-size allowance {q['allowance']:.3g} + curvature "
                 f"|theory local slope ({th_slope:.4g}) - {target:g}| = {curv:.3g} (band {band:.3g}) up to noise. "
                 f"The allowance contains |theory local slope - law|, so this re-tests the MC slope against "
                 f"the theory's local slope on the fit range; the law {target:g} is reported beside it, "
-                f"not tested independently"
-            ),
-        )]
+                f"not tested independently")
+        comps += [cmp_, Comparison.bound(f"c=2 {label} small-gamma exponent vs the law gamma^{target:g}", target, ml_,
+                                         sel_, abs(ml_ - target) - band, df=trials[1] - 1, rule=rule,
+                                         key={"c": 2.0, "method": label, "quantity": "law exponent"})]
     return comps
 
 
-def _b3_sign_tests(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+def _b3_sign_tests(design: Rec, prediction: Rec, measurement: Rec) -> list[Comparison]:
     """p/n = 1/4: the sign of E_att - E_ridge as the theory says, where it says one (gamma >= 0.05, |diff| >= 1e-3)."""
     d4 = measurement["c4"]["diff"]
     comps = []
@@ -157,17 +151,15 @@ def _b3_sign_tests(design: dict[str, Any], prediction: dict[str, Any], measureme
         if g < 0.05 or abs(tdiff) < 1e-3:
             continue  # theory difference too small to state a sign
         sign = 1.0 if tdiff > 0 else -1.0
-        cmp_ = paired_positive(
-            f"c=1/4 gamma={g:.3g}: sign of E_att - E_ridge as theory ({'+' if sign > 0 else '-'})", tdiff,
-            sign * d4[:, i], key={"c": 0.25, "gamma": float(g), "quantity": "sign"},
-        )
+        cmp_ = paired_positive(f"c=1/4 gamma={g:.3g}: sign of E_att - E_ridge as theory ({'+' if sign > 0 else '-'})",
+                               tdiff, sign * d4[:, i], key={"c": 0.25, "gamma": float(g), "quantity": "sign"})
         comps.append(dataclasses.replace(
             cmp_, measured=sign * cmp_.measured, tolerance=f"(theory's sign) x paired mean difference > 3 SE "
                                                            f"({3 * cmp_.uncertainty:.3g}) over {d4.shape[0]} draws"))
     return comps
 
 
-def judge_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+def judge_b3(design: Rec, prediction: Rec, measurement: Rec) -> list[Comparison]:
     """p/n = 2: attention > ridge at every gamma (paired), the slopes and exponents; p/n = 1/4: signs (pure)."""
     act, allg = design["act"], design["allg"]
     att_l, rr_l = measurement["c2"]["att"][1], measurement["c2"]["rr"][1]
@@ -181,7 +173,7 @@ def judge_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: di
             + _b3_sign_tests(design, prediction, measurement))
 
 
-def _b3_data(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+def _b3_data(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
     """The report data; ``small_gamma_identity`` (not a comparison): at gamma -> 0 both errors equal (n-p)/n by an
     algebraic identity (projection of y on the (n-p)-dimensional null space), so it cannot test the theory."""
     c2, c4, n4 = measurement["c2"], measurement["c4"], design["n4"]
@@ -199,51 +191,30 @@ def _b3_data(design: dict[str, Any], prediction: dict[str, Any], measurement: di
     }
 
 
-def _describe_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+def _describe_b3(design: Rec, prediction: Rec, measurement: Rec, comparisons: list[Comparison]) -> tuple[str, Rec]:
     data = _b3_data(design, prediction, measurement)
     act, sg = design["act"], data["c0.25"]["small_gamma_identity"]
     sa, sr = data["c2"]["slopes"]["attention"], data["c2"]["slopes"]["ridge"]
     notes = (
-        f"Random inputs (snr = 0), f = {act} (centred), diagonal removed. Stated regime: p/n > 1, where ridge "
-        f"interpolates (E ~ gamma^2) and attention does not (E ~ sqrt(gamma)); for p/n < 1 both tend to 1 - c as "
-        f"gamma -> 0 (the null space of Phi has dimension n - p in both models and y is independent of it), so the "
-        f"claim is not made there; at p/n = 1/4 the sign of the difference at gamma >= 0.05 is tested against the "
-        f"sign the theory gives (attention larger at moderate gamma, smaller at gamma = 1: a scale-dependent "
-        f"reversal, since the features' norm sets where gamma stops mattering). Slopes: attention "
+        f"Random inputs (snr = 0), f = {act} (centred), diagonal removed; label-averaged Monte Carlo at p/n = 2 and "
+        f"for the p/n = 1/4 signs. Slopes (per-trial log-log OLS, SE over trials): attention "
         f"{sa['mc_large'][0]:.3f} +- {sa['mc_large'][1]:.3f} (theory local {sa['theory_slope']:.3f}), ridge "
-        f"{sr['mc_large'][0]:.3f} +- {sr['mc_large'][1]:.3f} "
-        f"(theory local {sr['theory_slope']:.3f}); per-trial log-log OLS, SE over trials. At p/n = 2 the Monte Carlo "
-        "uses the label-averaged estimator gamma^2/n tr Q^2 (exact mean over i.i.d. labels given X); the p/n = 1/4 "
-        "sign tests are label-averaged. Not judged (identity, true by construction): at p/n = 1/4, "
-        f"gamma = {sg['gamma']:.2g}, sampled balanced labels, E_att - E_ridge = "
-        f"{sg['diff_mean']:.3g} +- {sg['diff_se']:.2g} (E_att {sg['att_mean']:.4f}, "
-        f"E_ridge {sg['rr_mean']:.4f}; both -> (n-p)/n = {sg['identity_value']:.4f} as gamma -> 0). "
-        f"Runtime {simulate_runtime(measurement):.1f} s."
+        f"{sr['mc_large'][0]:.3f} +- {sr['mc_large'][1]:.3f} (theory local {sr['theory_slope']:.3f}). "
+        f"Not judged (identity, true by construction): at p/n = 1/4, gamma = {sg['gamma']:.2g}, sampled balanced "
+        f"labels, E_att - E_ridge = {sg['diff_mean']:.3g} +- {sg['diff_se']:.2g} (E_att {sg['att_mean']:.4f}, "
+        f"E_ridge {sg['rr_mean']:.4f}; both -> (n-p)/n = {sg['identity_value']:.4f} as gamma -> 0)."
     )
     return notes, data
 
 
-def _b3_guides(ax: Any, design: dict[str, Any]) -> None:
-    """The claimed small-gamma laws gamma^(1/2) (attention) and gamma^2 (ridge) through the theory at the centre of
-    the slope-fit range."""
-    fit, act = design["fit"], design["act"]
-    gc = math.sqrt(fit[0] * fit[-1])
-    gg = np.geomspace(fit[0] / 3, fit[-1] * 3, 20)
-    for k, (kind_theory, expo, word) in enumerate(((lambda g: attention_theory(g, 2.0, act), 0.5, "1/2"),
-                                                   (lambda g: ridge_theory(g, 2.0, 0.0), 2.0, "2"))):
-        ec = float(np.asarray(kind_theory(np.array([gc]))).ravel()[0])
-        ax.plot(gg, 0.25 * ec * (gg / gc) ** expo, ":", color=F.COLORS[k], lw=2.0,
-                label=rf"claimed law $\propto\gamma^{{{word}}}$ ({'attention' if k == 0 else 'ridge'}; offset ×1/4)")
-    ax.axvspan(fit[0], fit[-1], color="#999999", alpha=0.15, lw=0, label="slope-fit range")
-
-
-def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-             comps: list[Comparison]) -> None:
-    """p/n = 2: dense theory of both models, Monte Carlo at n/2 and n, the claimed laws; relative gaps below."""
-    allg, act = design["allg"], design["act"]
-    for k, (kind, name, f) in enumerate((("att", f"attention (f = {act})", lambda g: attention_theory(g, 2.0, act)),
-                                         ("rr", "ridge", lambda g: ridge_theory(g, 2.0, 0.0)))):
+def _b3_left(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec, comps: list[Comparison]) -> None:
+    """p/n = 2: dense theory of both models, Monte Carlo at n/2 and n, the claimed laws (through the theory at the
+    centre of the slope-fit range); relative gaps below."""
+    allg, act, fit = design["allg"], design["act"], design["fit"]
+    gc, gg = math.sqrt(fit[0] * fit[-1]), np.geomspace(fit[0] / 3, fit[-1] * 3, 20)
+    for k, (kind, name, f, expo, word) in enumerate((
+            ("att", f"attention (f = {act})", lambda g: attention_theory(g, 2.0, act), 0.5, "1/2"),
+            ("rr", "ridge", lambda g: ridge_theory(g, 2.0, 0.0), 2.0, "2"))):
         col = F.COLORS[k]
         F.theory_curve(ax, allg, f, label=f"{name}: theory", color=col,
                        grid=F.dense_grid(allg, per_decade=10, n_min=30))
@@ -253,7 +224,10 @@ def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, An
             F.mc_points(ax, allg, mean, se, label=f"{name}: Monte Carlo, {size}", color=col, marker=mk, filled=filled)
             F.mc_points(rax, allg * (1.0 + 0.06 * k), (mean - pred) / pred, se / pred, label="_nolegend_", color=col,
                         marker=mk, filled=filled)
-    _b3_guides(ax, design)
+        ec = float(np.asarray(f(np.array([gc]))).ravel()[0])
+        ax.plot(gg, 0.25 * ec * (gg / gc) ** expo, ":", color=col, lw=2.0,
+                label=rf"claimed law $\propto\gamma^{{{word}}}$ ({'attention' if k == 0 else 'ridge'}; offset ×1/4)")
+    ax.axvspan(fit[0], fit[-1], color="#999999", alpha=0.15, lw=0, label="slope-fit range")
     rax.axhline(0.0, color=F.THEORY, lw=0.9)
     ax.set(xscale="log", yscale="log", ylabel="interpolation error E",
            title=f"p/n = 2 (ridge interpolates): n = {design['n']} and n/2 = {design['ns']}")
@@ -268,8 +242,7 @@ def _b3_left(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, An
     F.tidy_log_axis(rax)
 
 
-def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-              comps: list[Comparison]) -> None:
+def _b3_right(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec, comps: list[Comparison]) -> None:
     """p/n = 1/4: the theory's E_att - E_ridge (dense) and the paired Monte Carlo; open: no sign stated."""
     g, act, d4 = design["gammas"], design["act"], measurement["c4"]["diff"]
     F.theory_curve(ax, g, lambda x: attention_theory(x, 0.25, act) - ridge_theory(x, 0.25, 0.0),
@@ -293,8 +266,7 @@ def _b3_right(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, A
 
 
 @F.paper_figure
-def _figure_b3(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-               judgement: Judgement) -> Any:
+def _figure_b3(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgement) -> Any:
     """Attention vs ridge on random inputs: p/n = 2 with the claimed laws, p/n = 1/4 the sign; residuals below."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(2, 2, panel=(4.8, 2.3), extra=1.3, sharex="col", height_ratios=(2.5, 1.3))

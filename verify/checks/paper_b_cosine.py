@@ -1,5 +1,7 @@
-"""Claim B5 of paper B: the cosine activation against the linear (scaled tanh) one, the sign of the paired
-difference of their errors with and without signal.
+"""Claim B5 of paper B: the cosine activation (``a1 = 0``) against a scaled tanh of equal ``nu``, the sign of the
+paired difference of their errors with and without signal.  With signal cos cannot use the label direction (its
+error stays near the no-signal value) while the linear component lets the scaled tanh use it; with random inputs the
+gap exists only for ``p/n > 1`` and small gamma (for ``p/n < 1`` both tend to ``1 - c``).
 
 Shared machinery and the rules: :mod:`verify.checks._paper_b`.
 """
@@ -7,7 +9,6 @@ Shared machinery and the rules: :mod:`verify.checks._paper_b`.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,12 +23,9 @@ from ..results import Comparison, with_key
 from ..statistics import mean_se
 from .. import figures as F
 from ..verdicts import Judgement
-from ._paper_b import attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, simulate_runtime
+from ._paper_b import attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, Rec
 
 
-# ---------------------------------------------------------------------------------------------
-# B5: cos (a1 = 0) vs a linear-component activation at equal nu
-# ---------------------------------------------------------------------------------------------
 def _b5_key(cval: float, snr: float) -> str:
     return f"c{cval}_snr{snr}"
 
@@ -49,7 +47,7 @@ B5_SIZES = {
 }
 
 
-def _design_b5(ctx: CheckContext) -> dict[str, Any]:
+def _design_b5(ctx: CheckContext) -> Rec:
     """cos (centred) vs ``scale * tanh`` with the scale that equalises nu; configurations ``(p/n, snr)``."""
     cfg = B5_SIZES[ctx.profile]
     m_cos = theory.hermite_moments(theory.activation("cos", centered=True))
@@ -60,17 +58,16 @@ def _design_b5(ctx: CheckContext) -> dict[str, Any]:
                 m_cos=m_cos, m_lin=theory.hermite_moments(lin), scale=scale, lin=lin)
 
 
-def _predict_b5(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _predict_b5(ctx: CheckContext, design: Rec) -> Rec:
     """By configuration key: ``(E_cos, E_lin)`` on the gammas for ``snr = 0`` (null theory); ``None`` with signal."""
     g, lin = design["gammas"], design["lin"]
     return {_b5_key(c, snr): (attention_theory(g, c, "cos"), attention_theory(g, c, lin)) if snr == 0.0 else None
             for c, snr in design["configs"]}
 
 
-def _simulate_b5(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _simulate_b5(ctx: CheckContext, design: Rec) -> Rec:
     """``configs``: by key, ``{"cos", "lin"}`` per-trial errors ``(trials, gammas)`` on paired draws (snr = 0:
-    label-averaged); ``runtime_s``."""
-    t0 = time.perf_counter()
+    label-averaged)."""
     n, g, tr = design["n"], design["gammas"], design["trials"]
     out = {}
     with ctx.progress("cos vs scaled tanh", total=len(design["configs"])) as bar:
@@ -82,10 +79,10 @@ def _simulate_b5(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
                 for name, act in (("cos", "cos"), ("lin", design["lin"]))
             }
             bar.advance()
-    return dict(configs=out, runtime_s=time.perf_counter() - t0)
+    return dict(configs=out)
 
 
-def judge_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> list[Comparison]:
+def judge_b5(design: Rec, prediction: Rec, measurement: Rec) -> list[Comparison]:
     """E_cos - E_scaled_tanh > 0 at every configuration and gamma, paired (pure)."""
     comps = []
     for cval, snr in design["configs"]:
@@ -99,12 +96,12 @@ def judge_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: di
     return comps
 
 
-def _b5_data(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+def _b5_data(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
     m_cos, m_lin = design["m_cos"], design["m_lin"]
     # equal nu holds by construction (the scale is chosen from the two nu's): recorded in data/notes, not judged
-    data: dict[str, Any] = dict(cos=dict(a1=m_cos.a1, nu=m_cos.nu),
-                                scaled_tanh=dict(scale=design["scale"], a1=m_lin.a1, nu=m_lin.nu),
-                                equal_nu_rel_diff=abs(m_lin.nu - m_cos.nu) / m_cos.nu)
+    data: Rec = dict(cos=dict(a1=m_cos.a1, nu=m_cos.nu),
+                     scaled_tanh=dict(scale=design["scale"], a1=m_lin.a1, nu=m_lin.nu),
+                     equal_nu_rel_diff=abs(m_lin.nu - m_cos.nu) / m_cos.nu)
     for cval, snr in design["configs"]:
         key = _b5_key(cval, snr)
         th, m = prediction[key], measurement["configs"][key]
@@ -114,19 +111,12 @@ def _b5_data(design: dict[str, Any], prediction: dict[str, Any], measurement: di
     return data
 
 
-def _describe_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+def _describe_b5(design: Rec, prediction: Rec, measurement: Rec, comparisons: list[Comparison]) -> tuple[str, Rec]:
     data = _b5_data(design, prediction, measurement)
     m_cos, m_lin = design["m_cos"], design["m_lin"]
-    notes = (
-        f"cos centred (a1 = {m_cos.a1:.2g}, nu = {m_cos.nu:.4f}) vs {design['scale']:.4f} * tanh (a1 = "
-        f"{m_lin.a1:.4f}, same nu by construction of the scale; quadrature relative difference "
-        f"{data['equal_nu_rel_diff']:.2g}, not judged). Paired draws (snr = 0: label-averaged estimator). With signal "
-        "(snr = 4) cos cannot use the label direction (a1 = 0): its error stays near the no-signal value, while the "
-        "linear component lets the scaled tanh use it. With random inputs (snr = 0) the gap exists only for p/n > 1 "
-        "and small gamma (for p/n < 1 both tend to 1 - c). "
-        f"Runtime {simulate_runtime(measurement):.1f} s."
-    )
+    notes = (f"cos centred (a1 = {m_cos.a1:.2g}, nu = {m_cos.nu:.4f}) vs {design['scale']:.4f} * tanh (a1 = "
+             f"{m_lin.a1:.4f}, same nu by construction of the scale; quadrature relative difference "
+             f"{data['equal_nu_rel_diff']:.2g}, not judged). Paired draws (snr = 0: label-averaged).")
     return notes, data
 
 
@@ -139,8 +129,7 @@ def _b5_theory(cval: float, snr: float, act: Any, gammas: np.ndarray) -> np.ndar
     return np.asarray(model.solve(gammas, check_quadrature=False).error, dtype=float).reshape(np.shape(gammas))
 
 
-def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list[Comparison], cval: float,
-              snr: float) -> None:
+def _b5_panel(ax: Any, design: Rec, data: Rec, comps: list[Comparison], cval: float, snr: float) -> None:
     """One (p/n, snr): dense theory of both activations, paired Monte Carlo, the paired differences' outcomes."""
     g = design["gammas"]
     dd = data[_b5_key(cval, snr)]
@@ -159,8 +148,7 @@ def _b5_panel(ax: Any, design: dict[str, Any], data: dict[str, Any], comps: list
 
 
 @F.paper_figure
-def _figure_b5(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-               judgement: Judgement) -> Any:
+def _figure_b5(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgement) -> Any:
     """Per configuration: cos vs the scaled tanh of equal nu (dense theory, paired Monte Carlo, the differences)."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     configs = design["configs"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -27,7 +26,7 @@ from .. import figures as F
 from ..verdicts import Judgement
 from ._finite_size import finite_size_test
 from ._paper_b import (attention_theory, Cell, judge_panels, mc_version, p_of, Panel, panel_theory, panels_data,
-                       plot_two_sizes, simulate_panel, simulate_runtime, SIZE, TwoSizes)
+                       plot_two_sizes, Rec, simulate_panels, SIZE, TwoSizes)
 
 #: B2's activations and aspect ratios ``p/n``
 B2_ACTIVATIONS = ["tanh", "erf", "relu"]
@@ -49,9 +48,8 @@ class GECell:
 
 @dataclass(frozen=True)
 class B2Sizes:
-    """B2's design at one profile: the size ``n`` per aspect ratio ``c`` (cells at ``n // 2`` and ``n``), the gamma
-    grid, the trials per ``c`` at the two sizes, the activations, and the aspect ratios of the Gaussian-equivalent
-    cells."""
+    """B2's design at one profile: the size ``n`` and the trials (at ``n // 2``, ``n``) per ``c``, the gammas, the
+    activations, and the ``c`` of the Gaussian-equivalent cells."""
 
     ns: Mapping[float, int]
     gammas: np.ndarray
@@ -77,7 +75,7 @@ def _b2_panel(cfg: B2Sizes, cval: float, act: str) -> Panel:
     return Panel(f"{act}_c{cval}", f"{act} c={cval}", cfg.ns[cval], cfg.trials[cval], (cell,), names)
 
 
-def _design_b2(ctx: CheckContext) -> dict[str, Any]:
+def _design_b2(ctx: CheckContext) -> Rec:
     """One panel per (c, activation), c outermost; the Gaussian-equivalent cells (first activation)."""
     cfg = B2_SIZES[ctx.profile]
     acts = list(cfg.activations)
@@ -88,7 +86,7 @@ def _design_b2(ctx: CheckContext) -> dict[str, Any]:
     return dict(panels=tuple(_b2_panel(cfg, cval, act) for cval in B2_CS for act in acts), ge=ge)
 
 
-def _predict_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _predict_b2(ctx: CheckContext, design: Rec) -> Rec:
     """``theory`` and ``spec`` (SPEC's reconstructed system, the negative control) by panel key; ``ge``: both at
     the diagnostic's gammas, by ``c``."""
     panels = design["panels"]
@@ -116,12 +114,10 @@ def _ge_label_average(seed: int, n: int, p: int, a1: float, nu: float, gammas: n
             for sym in (True, False)}
 
 
-def _simulate_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _simulate_b2(ctx: CheckContext, design: Rec) -> Rec:
     """``panels``: :class:`TwoSizes` by panel key; ``ge``: ``{"symmetric", "independent"}`` per-trial errors by
-    ``c``; ``runtime_s``."""
-    t0 = time.perf_counter()
-    with ctx.progress("null attention sweeps", total=len(design["panels"])) as bar:  # one cell per panel
-        panels = {p.key: simulate_panel(ctx, p, bar.advance) for p in design["panels"]}
+    ``c``."""
+    panels = simulate_panels(ctx, design["panels"], "null attention sweeps")
     ge = {}
     with ctx.progress("Gaussian-equivalent diagnostic", total=len(design["ge"])) as bar:
         for cell in design["ge"]:
@@ -131,7 +127,7 @@ def _simulate_b2(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
                                         cell.trials, ctx.n_jobs)
             ge[cell.c] = ctx.cached("gaussian_equivalent", key, compute, version=mc_version(_ge_label_average))
             bar.advance()
-    return dict(panels=panels, ge=ge, runtime_s=time.perf_counter() - t0)
+    return dict(panels=panels, ge=ge)
 
 
 def _spec_fails(p: Panel, pred_spec: np.ndarray, m: TwoSizes) -> int:
@@ -162,8 +158,7 @@ def _ge_diagnostic(cell: GECell, preds: tuple[np.ndarray, np.ndarray], ge: dict[
     )
 
 
-def _describe_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
+def _describe_b2(design: Rec, prediction: Rec, measurement: Rec, comparisons: list[Comparison]) -> tuple[str, Rec]:
     panels, meas, th, spec = design["panels"], measurement["panels"], prediction["theory"], prediction["spec"]
     data = panels_data(design, prediction, measurement)
     diag_txt = []
@@ -181,28 +176,18 @@ def _describe_b2(design: dict[str, Any], prediction: dict[str, Any], measurement
         control.append(f"{p.cells[0].activation} p/n={p.cells[0].c}: {_spec_fails(p, pred_spec, m)}/{len(p.names)} "
                        f"points fail, max rel. gap {float(np.max(np.abs(m.m_l - pred_spec) / pred_spec)):.2g}")
     notes = (
-        "Null model (mu = 0, W = I), diagonal of K removed, centred activations; theory = theory.attention_error "
-        "(default system: the project's corrected deterministic equivalent with the GOE term kappa; SPEC's "
-        "reconstruction is system='spec'). Monte Carlo: label-averaged estimator gamma^2/n tr Q^2 (exact mean over "
-        "i.i.d. Rademacher labels given X; labels are independent of X in the null model), which removes the label "
-        f"noise and makes the rule sharp. Largest relative gap at n_l: {worst[0]:.3g} ({worst[1]}). "
-        f"{n_failed} of {len(comparisons)} comparisons fail. "
-        "NEGATIVE CONTROL (same Monte Carlo, same rule, SPEC's reconstructed system as the prediction): "
-        + "; ".join(control)
+        "Null model (mu = 0, W = I), diagonal removed, centred f; theory.attention_error (the corrected system with "
+        "the GOE term kappa; SPEC's reconstruction is system='spec'); label-averaged Monte Carlo. Largest relative "
+        f"gap at n_l: {worst[0]:.3g} ({worst[1]}). {n_failed} of {len(comparisons)} comparisons fail. "
+        "NEGATIVE CONTROL (same Monte Carlo and rule, SPEC's system as the prediction): " + "; ".join(control)
         + ". Gaussian-equivalent diagnostic (a1 (X^T X/p - diag) + s_f Xi/sqrt p at the larger size): "
-        + " | ".join(diag_txt)
-        + ". Background (H3, measured during development against SPEC's system, label-averaged, not re-run here): "
-        "SPEC's system matches the independent-entry noise model but leaves a gap with the real (symmetric) kernel "
-        "that does not shrink with n: tanh p/n=1/4, gamma=0.1: +1.2e-3, 1.0e-3, 1.0e-3, 0.8e-3, 1.0e-3 relative at "
-        "n = 256..4096; tanh p/n=2, gamma=0.01: +2.5%, +1.9%, +2.0% at n = 512, 1024, 2048; relu p/n=2, gamma=0.01: "
-        "+4.7%, +4.3%, +3.9%. That is the symmetry (kappa) term of the corrected system. "
-        f"Runtime {simulate_runtime(measurement):.1f} s."
+        + " | ".join(diag_txt) + "."
     )
     return notes, data
 
 
-def _b2_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-               comps: list[Comparison], cval: float) -> None:
+def _b2_column(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec, comps: list[Comparison],
+               cval: float) -> None:
     """The activations at one p/n: dense theory (and SPEC's system in the residuals, dashed), Monte Carlo at both
     sizes, the relative gaps, each activation's outcomes."""
     panels = [p for p in design["panels"] if p.cells[0].c == cval]
@@ -232,8 +217,7 @@ def _b2_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
 
 
 @F.paper_figure
-def _figure_b2(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-               judgement: Judgement) -> Any:
+def _figure_b2(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgement) -> Any:
     """Per p/n: null-model attention error vs gamma (dense theory, Monte Carlo at n/2 and n), relative gaps below
     with SPEC's system (the negative control) drawn as the gap it predicts."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)

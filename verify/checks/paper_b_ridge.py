@@ -1,13 +1,11 @@
 """Claim B1 of paper B: its Figure 1, the interpolation error of ridge regression against the
 Marchenko-Pastur deterministic equivalent (panels in gamma, c and snr), judged by the finite-size rule at two sizes.
 
-The shared machinery (profiles, cells and panels at two sizes, the finite-size comparisons, the cache) and the
-rules in full: :mod:`verify.checks._paper_b`.
+Shared machinery and the rules: :mod:`verify.checks._paper_b`.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,98 +16,67 @@ from ..context import CheckContext
 from ..results import Comparison, with_key
 from .. import figures as F
 from ..verdicts import Judgement
-from ._paper_b import (Cell, edge_flag, judge_panels, Panel, panel_theory, panels_data, plot_two_sizes, ridge_theory,
-                       simulate_panel, simulate_runtime, SIZE, TwoSizes)
+from ._paper_b import (Cell, edge_flag, judge_panels, Panel, panel_theory, panels_data, plot_two_sizes, Rec,
+                       ridge_theory, simulate_panels, SIZE, TwoSizes)
 
 
 @dataclass(frozen=True)
-class GammaSweep:
-    """Panel 1a of B1: ridge's error over a gamma grid at one ``(c, snr)``, size ``n`` (and ``n // 2``)."""
+class Sweep:
+    """A panel of B1 at size ``n`` (and ``n // 2``): ridge's error at ``(c, snr)`` over ``gammas`` (1a), or at one
+    gamma over the values ``xs`` of ``c`` (1b, at ``snr``) or of ``snr`` (1c, at ``c``)."""
 
     n: int
-    c: float
-    snr: float
+    trials: tuple[int, int]
     gammas: np.ndarray
-    trials: tuple[int, int]
-
-
-@dataclass(frozen=True)
-class PointSweep:
-    """Panels 1b and 1c of B1: one gamma, a sweep of ``cs`` at ``snr`` (1b) or of ``snrs`` at ``c`` (1c)."""
-
-    n: int
-    gamma: float
-    trials: tuple[int, int]
-    cs: tuple[float, ...] = ()
-    snr: float = 0.0
-    snrs: tuple[float, ...] = ()
     c: float = 0.0
+    snr: float = 0.0
+    xs: tuple[float, ...] = ()
 
 
-@dataclass(frozen=True)
-class B1Sizes:
-    """B1's design at one profile: its three panels."""
-
-    a: GammaSweep
-    b: PointSweep
-    c: PointSweep
-
-
-#: B1's design per profile
+#: the one gamma of panels 1b and 1c
+_G = np.array([1e-5])
+#: B1's design per profile: panels 1a, 1b, 1c
 B1_SIZES = {
-    "paper": B1Sizes(GammaSweep(512, 4.0, 1.0, np.logspace(-5, 1, 13), (200, 100)),
-                     PointSweep(4096, 1e-5, (8, 4), cs=(0.25, 0.5, 1.0, 1.5, 2.0), snr=1.0),
-                     PointSweep(2048, 1e-5, (100, 50), snrs=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0), c=0.25)),
-    "quick": B1Sizes(GammaSweep(256, 4.0, 1.0, np.logspace(-5, 1, 13), (80, 40)),
-                     PointSweep(256, 1e-5, (60, 30), cs=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0), snr=1.0),
-                     PointSweep(512, 1e-5, (60, 30), snrs=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0), c=0.25)),
-    "smoke": B1Sizes(GammaSweep(32, 4.0, 1.0, np.logspace(-3, 0, 3), (4, 3)),
-                     PointSweep(32, 1e-5, (4, 3), cs=(0.5, 2.0), snr=1.0),
-                     PointSweep(64, 1e-5, (4, 3), snrs=(0.0, 1.0), c=0.25)),
+    "paper": (Sweep(512, (200, 100), np.logspace(-5, 1, 13), 4.0, 1.0),
+              Sweep(4096, (8, 4), _G, snr=1.0, xs=(0.25, 0.5, 1.0, 1.5, 2.0)),
+              Sweep(2048, (100, 50), _G, c=0.25, xs=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0))),
+    "quick": (Sweep(256, (80, 40), np.logspace(-5, 1, 13), 4.0, 1.0),
+              Sweep(256, (60, 30), _G, snr=1.0, xs=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)),
+              Sweep(512, (60, 30), _G, c=0.25, xs=(0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0))),
+    "smoke": (Sweep(32, (4, 3), np.logspace(-3, 0, 3), 4.0, 1.0),
+              Sweep(32, (4, 3), _G, snr=1.0, xs=(0.5, 2.0)),
+              Sweep(64, (4, 3), _G, c=0.25, xs=(0.0, 1.0))),
 }
 
 
-def _design_b1(ctx: CheckContext) -> dict[str, Any]:
+def _design_b1(ctx: CheckContext) -> Rec:
     """Panels 1a (gamma sweep), 1b (p/n sweep), 1c (snr sweep) of the profile; points near c = 1 flagged."""
-    cfg = B1_SIZES[ctx.profile]
-    a, b, cc = cfg.a, cfg.b, cfg.c
+    a, b, cc = B1_SIZES[ctx.profile]
     names_a = tuple(f"1a gamma={g:.3g} (c={a.c}, snr={a.snr})" for g in a.gammas)
-    panels = [Panel("1a", "1a", a.n, a.trials, (Cell(a.c, a.snr, a.gammas, ("1a", SIZE)),), names_a,
-                    "panel 1a (gamma sweep)")]
-    flag = {x: edge_flag(x, b.gamma, b.n) for x in b.cs}
+    panels = [Panel("1a", "1a", a.n, a.trials, (Cell(a.c, a.snr, a.gammas, ("1a", SIZE)),), names_a)]
+    flag = {x: edge_flag(x, b.gammas[0], b.n) for x in b.xs}
     # panels 1b and 1c sweep x at one gamma: one single-gamma cell per x, at (c, snr) = point(x)
-    for key, spec, x_name, xs, point, name, progress in (
-            ("1b", b, "c", b.cs, lambda x: (x, b.snr), lambda x: f"1b p/n={x} (n={b.n}, gamma={b.gamma:g}){flag[x]}",
-             "panel 1b (p sweep)"),
-            ("1c", cc, "snr", cc.snrs, lambda x: (cc.c, x), lambda x: f"1c ||mu||^2={x} (c={cc.c}, gamma={cc.gamma:g})",
-             "panel 1c (snr sweep)")):
-        cells = tuple(Cell(*point(x), np.array([spec.gamma]), (key, SIZE, x)) for x in xs)
-        panels.append(Panel(key, key, spec.n, spec.trials, cells, tuple(map(name, xs)), progress, x_name, tuple(xs)))
+    for key, s, x_name, point, name in (
+            ("1b", b, "c", lambda x: (x, b.snr), lambda x: f"1b p/n={x} (n={b.n}, gamma={b.gammas[0]:g}){flag[x]}"),
+            ("1c", cc, "snr", lambda x: (cc.c, x), lambda x: f"1c ||mu||^2={x} (c={cc.c}, gamma={cc.gammas[0]:g})")):
+        cells = tuple(Cell(*point(x), s.gammas, (key, SIZE, x)) for x in s.xs)
+        panels.append(Panel(key, key, s.n, s.trials, cells, tuple(map(name, s.xs)), x_name, s.xs))
     return dict(panels=tuple(panels), flags=[f"1b c={x}:{f}" for x, f in flag.items() if f], profile=ctx.profile)
 
 
-def _predict_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
+def _predict_b1(ctx: CheckContext, design: Rec) -> Rec:
     """``theory``: E_RR at every point, by panel."""
     return dict(theory={p.key: panel_theory(p) for p in design["panels"]})
 
 
-def _simulate_b1(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
-    """``panels``: :class:`TwoSizes` by panel key; ``runtime_s``."""
-    t0 = time.perf_counter()
-    panels = {}
-    for p in design["panels"]:
-        with ctx.progress(p.progress, total=len(p.cells)) as bar:
-            panels[p.key] = simulate_panel(ctx, p, bar.advance)
-    return dict(panels=panels, runtime_s=time.perf_counter() - t0)
+def _simulate_b1(ctx: CheckContext, design: Rec) -> Rec:
+    """``panels``: :class:`TwoSizes` by panel key."""
+    return dict(panels=simulate_panels(ctx, design["panels"], "ridge sweeps 1a, 1b, 1c"))
 
 
-def _describe_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
-    notes = (
-        f"Ridge E_RR (theory.ridge_error_values) vs Monte Carlo, balanced labels, mu = sqrt(snr) e_1; sizes "
-        f"n/2 and n with equal p/n (profile {design['profile']}; the paper's sizes in profile 'paper'). "
-        f"Runtime {simulate_runtime(measurement):.1f} s."
-    )
+def _describe_b1(design: Rec, prediction: Rec, measurement: Rec, comparisons: list[Comparison]) -> tuple[str, Rec]:
+    notes = (f"Ridge E_RR (theory.ridge_error_values) vs Monte Carlo, balanced labels, mu = sqrt(snr) e_1; sizes "
+             f"n/2 and n with equal p/n (profile {design['profile']}).")
     if design["flags"]:
         notes += " Flagged points near c = 1 (same rule applied, see their names): " + "; ".join(design["flags"])
     return notes, panels_data(design, prediction, measurement)
@@ -181,8 +148,7 @@ def _b1_threshold(ax: Any, rax: Any, p: Panel, x: np.ndarray) -> None:
 
 
 @F.paper_figure
-def _figure_b1(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any],
-               judgement: Judgement) -> Any:
+def _figure_b1(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgement) -> Any:
     """Paper B's Figure 1 (axes gamma, p, ||mu||^2): dense theory, Monte Carlo at n/2 and n, relative residuals."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     panels = design["panels"]

@@ -7,7 +7,6 @@ Shared machinery and the rules: :mod:`verify.checks._paper_b`.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +22,7 @@ from ..results import Comparison, with_key
 from ..statistics import scalar_mean_se
 from .. import figures as F
 from ..verdicts import Judgement
-from ._paper_b import mc_version, p_of, simulate_runtime
+from ._paper_b import mc_version, p_of, Rec
 
 
 def _ks(ev: np.ndarray, x: np.ndarray, cdf: np.ndarray) -> float:
@@ -44,10 +43,8 @@ def _kernel_spectra(seed: int, n: int, p: int, trials: int, act: str, n_jobs: in
 
 @dataclass(frozen=True)
 class KernelLaw:
-    """B6's predicted eigenvalue law: :func:`theory.kernel_density` at ``p/n = c`` and Hermite moments ``a1, nu``.
-
-    A judge only calls :meth:`cdf`; a synthetic law for tests needs that method only.
-    """
+    """B6's predicted eigenvalue law: :func:`theory.kernel_density` at ``p/n = c`` and Hermite moments ``a1, nu``
+    (the judge calls only :meth:`cdf`)."""
 
     c: float
     a1: float
@@ -77,13 +74,13 @@ class B6Sizes:
 B6_SIZES = {"paper": B6Sizes(1024, (8, 4)), "quick": B6Sizes(256, (8, 4)), "smoke": B6Sizes(32, (3, 2))}
 
 
-def _design_b6(ctx: CheckContext) -> dict[str, Any]:
+def _design_b6(ctx: CheckContext) -> Rec:
     """Configurations ``(activation, p/n)``, the size ``n`` (spectra at ``n`` and ``2n``), trials at each."""
     cfg = B6_SIZES[ctx.profile]
     return dict(n=cfg.n, trials=cfg.trials, configs=[("tanh", 2.0), ("relu", 2.0), ("tanh", 0.5)])
 
 
-def _predict_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, dict[str, KernelLaw]]:
+def _predict_b6(ctx: CheckContext, design: Rec) -> dict[str, dict[str, KernelLaw]]:
     """By configuration key: ``law`` (the theory) and ``wrong`` (nu x 1.03: the negative control)."""
     out = {}
     for act, cval in design["configs"]:
@@ -92,9 +89,8 @@ def _predict_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, dict[str
     return out
 
 
-def _simulate_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
-    """``spectra``: by configuration key, eigenvalues ``(trials, size)`` at ``n`` and at ``2n``; ``runtime_s``."""
-    t0 = time.perf_counter()
+def _simulate_b6(ctx: CheckContext, design: Rec) -> Rec:
+    """``spectra``: by configuration key, eigenvalues ``(trials, size)`` at ``n`` and at ``2n``."""
     n, (t1, t2) = design["n"], design["trials"]
     version = mc_version(_kernel_spectra)
     spectra = {}
@@ -109,41 +105,35 @@ def _simulate_b6(ctx: CheckContext, design: dict[str, Any]) -> dict[str, Any]:
                 cells.append(cell["eigenvalues"])
             spectra[f"{act}_c{cval}"] = tuple(cells)
             bar.advance()
-    return dict(spectra=spectra, runtime_s=time.perf_counter() - t0)
+    return dict(spectra=spectra)
 
 
-def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> Rec:
     """Per-trial KS distances of the spectra at ``n`` and ``2n`` against ``law.cdf`` on the eigenvalue window
     (widened by 0.5), their means ``m1, m2`` and the ratio ``m2 / m1`` with its delta-method SE (pure)."""
-    ev_n, ev_2n = spectra
-    allev = np.concatenate([np.ravel(ev_n), np.ravel(ev_2n)])
+    allev = np.concatenate([np.ravel(ev) for ev in spectra])
     lo, hi = float(allev.min()) - 0.5, float(allev.max()) + 0.5
     x, cdf, mass = law.cdf(lo, hi)
-    ks_n = np.array([_ks(e, x, cdf) for e in ev_n])
-    ks_2n = np.array([_ks(e, x, cdf) for e in ev_2n])
+    ks_n, ks_2n = (np.array([_ks(e, x, cdf) for e in ev]) for ev in spectra)
     (m1, s1), (m2, s2) = scalar_mean_se(ks_n), scalar_mean_se(ks_2n)
     ratio = m2 / m1
     se_ratio = ratio * math.sqrt((s1 / m1) ** 2 + (s2 / m2) ** 2)
     return dict(lo=lo, hi=hi, mass=mass, ks_n=ks_n, ks_2n=ks_2n, m1=m1, m2=m2, ratio=ratio, se_ratio=se_ratio)
 
 
-def read_b6(design: dict[str, Any], prediction: dict[str, Any], measurement: dict[str, Any]) -> dict[str, Any]:
+def read_b6(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
     """The measurement with ``readings``: by configuration, :func:`b6_reading` of its spectra against the predicted
     law, and ``control``, the KS ratio of the same eigenvalues against the wrong law where the prediction has one
     (the negative control: the power of the rule), pure; computed once, judge, describe and figure read it."""
     readings = {}
     for key, spectra in measurement["spectra"].items():
         r = readings[key] = b6_reading(prediction[key]["law"], spectra)
-        wrong = prediction[key].get("wrong")
-        r["control"] = None
-        if wrong is not None:
-            xw, cdfw, _ = wrong.cdf(r["lo"], r["hi"])
-            r["control"] = float(np.mean([_ks(e, xw, cdfw) for e in spectra[1]])
-                                 / np.mean([_ks(e, xw, cdfw) for e in spectra[0]]))
+        wrong = prediction[key].get("wrong")  # the same window: b6_reading reads it from the same spectra
+        r["control"] = None if wrong is None else float(b6_reading(wrong, spectra)["ratio"])
     return dict(measurement, readings=readings)
 
 
-def judge_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any]) -> list[Comparison]:
+def judge_b6(design: Rec, prediction: Rec, evidence: Rec) -> list[Comparison]:
     """Per configuration: the KS ratio bound and the quadrature mass of the law, from :func:`read_b6`'s readings
     (pure)."""
     comps = []
@@ -167,9 +157,8 @@ def judge_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[
     return comps
 
 
-def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
-                 comparisons: list[Comparison]) -> tuple[str, dict[str, Any]]:
-    data: dict[str, Any] = {}
+def _describe_b6(design: Rec, prediction: Rec, evidence: Rec, comparisons: list[Comparison]) -> tuple[str, Rec]:
+    data: Rec = {}
     controls: list[str] = []
     for act, cval in design["configs"]:
         key = f"{act}_c{cval}"
@@ -177,13 +166,9 @@ def _describe_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: d
         controls.append(f"{act} p/n={cval}: {r['control']:.2f}")
         data[key] = dict(ks_n=r["ks_n"], ks_2n=r["ks_2n"], mass=r["mass"], a1=law.a1, nu=law.nu,
                          ratio_control_nu_x1_03=r["control"])
-    notes = (
-        "K = f(X^T X / sqrt p) / sqrt p, diagonal removed, X standard Gaussian; per-trial Kolmogorov distance between "
-        "the eigenvalue ECDF and the CDF of theory.kernel_density (trapezoid integral, its mass reported). "
-        "Negative control (not a comparison): the same eigenvalues against the law with nu multiplied by 1.03 give "
-        f"KS ratios {', '.join(controls)} (a wrong law does not shrink, so the rule has power at this size). "
-        f"Runtime {simulate_runtime(evidence):.1f} s."
-    )
+    notes = ("K = f(X^T X / sqrt p) / sqrt p, diagonal removed, X standard Gaussian. Negative control (not a "
+             f"comparison): the law with nu x 1.03 gives KS ratios {', '.join(controls)} (a wrong law does not "
+             "shrink).")
     return notes, data
 
 
@@ -196,7 +181,7 @@ def _b6_ecdf_gap(ax: Any, ev: np.ndarray, x: np.ndarray, cdf: np.ndarray, color:
         ax.axhline(level, color=color, ls=":", lw=0.9)
 
 
-def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
+def _b6_column(ax: Any, rax: Any, design: Rec, prediction: Rec, evidence: Rec,
                comps: list[Comparison], act: str, cval: float) -> None:
     """One configuration: histogram at 2n and the density; below, ECDF - CDF of one trial at n and at 2n."""
     n, key = design["n"], f"{act}_c{cval}"
@@ -220,8 +205,7 @@ def _b6_column(ax: Any, rax: Any, design: dict[str, Any], prediction: dict[str, 
 
 
 @F.paper_figure
-def _figure_b6(design: dict[str, Any], prediction: dict[str, Any], evidence: dict[str, Any],
-               judgement: Judgement) -> Any:
+def _figure_b6(design: Rec, prediction: Rec, evidence: Rec, judgement: Judgement) -> Any:
     """Kernel spectra against the free-convolution law: densities (top), ECDF - CDF with the KS distance (bottom)."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     configs = design["configs"]

@@ -4,29 +4,23 @@ Setting: paper B's model with aligned spikes ``w_K = w_Q = sqrt(t sqrt p) e_1`` 
 diagonal removed, ``t = ||w_K|| ||w_Q|| / sqrt p`` held fixed as ``p`` grows (docs/strong_alignment.md).
 
 Prediction (*derived by the project*, :func:`theory.strong_alignment_gap`): for ``c < 1`` the limit of
-``E_att(0) - E_RR(0)`` at fixed ``t > 0`` is a Bayes-predictor part ``(1 - c)(mmse - 1/(1 + snr))`` (when the
-activation's mean kernel has a nonlinear odd part) plus a leverage part from a matrix Dyson equation: negative for
-erf and tanh at every ``t > 0`` (attention wins; ``t* = 0``), positive for gelu at ``c = 1/2`` (at small ``c``
-and large ``t`` it turns negative, by at most 0.002: docs/strong_alignment.md, the sign diagram).  For ``c >= 1``
-both errors vanish as ``gamma -> 0`` and attention's decays more slowly (``sqrt(gamma)`` against ``gamma^2``, B3),
-so it does not win.
+``E_att(0) - E_RR(0)`` at fixed ``t > 0`` is a Bayes-predictor part plus a leverage part from a matrix Dyson
+equation: negative for erf and tanh at every ``t > 0`` (attention wins), positive for gelu at ``c = 1/2``
+(docs/strong_alignment.md, the sign diagram).  For ``c >= 1`` both errors vanish as ``gamma -> 0`` and attention's
+decays more slowly (``sqrt(gamma)`` against ``gamma^2``, B3), so it does not win.
 
 Measurement (:func:`numerics.strong_alignment_mc`): attention and ridge on the same draws, the labels integrated
-out given the data (the same expectation as drawn labels, 5-225 times less variance), at ``p`` and ``4p``; the
-settings of one ``c`` share their draws (one ``X^T X`` and one ridge solve per draw for every activation and
-strength; their comparisons are then dependent, which Holm's procedure allows).
+out given the data, at ``p`` and ``4p``; the settings of one ``c`` share their draws (their comparisons are then
+dependent, which Holm's procedure allows).
 
 Comparisons (Holm within the check, family-wise false-FAIL rate ``ALPHA_CHECK``):
 
 1. *gap*, per ``(f, c < 1, t)``: the finite-size rule of :mod:`verify.checks._finite_size` on the paired gap
    ``E_att(0) - E_RR(0)`` minus the theory at each size, at ``p`` and ``4p`` (``q = 1/2``; Student-t on the
-   estimated SEs).  The theory at size ``p`` is the same equation at finite ``p`` (``strong_alignment_gap(...,
-   p=p)``: the spike's coefficient ``t + 1/sqrt p`` and the kernel's mean part at ``n = p/c`` tokens), which tends
-   to the limit; the rule allows what it leaves out to decay like ``p^(-1/2)``.  The capture of the Bayes predictor
-   is partial while ``sqrt(p) t^3`` is small, so the design takes ``t >= 1/2``.  Power: a theory off by ``D`` at
-   both sizes FAILs with probability about 1/2 once ``D (1 - q)`` reaches the Student-t quantile at Holm's first
-   level (``ALPHA_CHECK`` over the check's comparisons) times the statistic's SD (:func:`detectable_error`;
-   ``data["rows"]``, ``detectable``).
+   estimated SEs).  The theory at size ``p`` is the same equation at finite ``p`` (the spike's coefficient
+   ``t + 1/sqrt p`` and the kernel's mean part at ``n = p/c`` tokens); the rule allows what it leaves out to decay
+   like ``p^(-1/2)``.  The design takes ``t >= 1/2`` (the capture of the Bayes predictor is partial while
+   ``sqrt(p) t^3`` is small).  Power: :func:`detectable_error` (``data["rows"]``, ``detectable``).
 2. *sign*, per ``(f, c < 1, t)``: the paired gap at ``4p`` has the prediction's sign (one-sided, PASS at 5 %).
 3. *c > 1*, per ``(f, c, t)`` of ``wide`` (:func:`theory.strong_spike_attention_error`, the same theory at
    ``gamma > 0``, minus ridge's error): the gap at ``gamma_wide[1]`` by the same rule against the theory at each
@@ -43,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..claim import Claim, register
-from ..figures import paper_figure
+from .. import figures as F
 from ..statistics import scalar_mean_se
 from ..context import CheckContext
 from ..results import Comparison, with_key
@@ -79,38 +73,31 @@ def points(design: B9Profile) -> list[Point]:
 
 def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
     """The limit at every point and, for ``c < 1``, its two parts at ``gamma = 0``; the theory at both sizes at every
-    judged point (:func:`limit_points`)."""
-    _prefetch(ctx, design)
-    limit, t1, t2, at_p = {}, {}, {}, {}
-    for s in design.settings:
-        act, c, t = s
-        gap = limit_gap(c, act, design.snr, t)
-        limit[(s, 0.0)], t1[s], t2[s] = gap.total, gap.t1, gap.t2
-        for p in design.ps:
-            sol = finite_parts(c, act, design.snr, t, p)
-            at_p[((s, 0.0), p)] = sol.t1 + sol.t2
-    for s in design.wide:
-        act, c, t = s
-        for g in design.gamma_wide:
-            limit[(s, g)] = gap_at(g, c, act, design.snr, t)
-        for p in design.ps:
-            at_p[((s, design.gamma_wide[1]), p)] = gap_at(design.gamma_wide[1], c, act, design.snr, t, p)
-    curve = {}
-    if ctx.report_dir is not None:  # the figure's theory curves (seconds; only where figures are written)
-        for act, c in dict.fromkeys((a, c) for a, c, _ in design.settings):
-            curve[(act, c)] = tuple(limit_gap(c, act, design.snr, t, 20).total for t in design.curve_ts)
-    return B9Prediction(limit, t1, t2, at_p, curve)
-
-
-def _prefetch(ctx: CheckContext, design: B9Profile) -> None:
-    """Every solve :func:`predict_b9` reads, in one :func:`prefetch`."""
+    judged point (:func:`limit_points`); every solve first in one :func:`prefetch`."""
     snr, wide_gamma = design.snr, design.gamma_wide[1]
+    curves = list(dict.fromkeys((a, c) for a, c, _ in design.settings)) if ctx.report_dir is not None else []
     prefetch(ctx, [(limit_gap, (c, act, snr, t)) for act, c, t in design.settings]
              + [(finite_parts, (c, act, snr, t, p)) for act, c, t in design.settings for p in design.ps]
              + [(gap_at, (g, c, act, snr, t)) for act, c, t in design.wide for g in design.gamma_wide]
              + [(gap_at, (wide_gamma, c, act, snr, t, p)) for act, c, t in design.wide for p in design.ps]
-             + ([(limit_gap, (c, act, snr, t, 20)) for act, c in dict.fromkeys((a, c) for a, c, _ in design.settings)
-                 for t in design.curve_ts] if ctx.report_dir is not None else []))
+             + [(limit_gap, (c, act, snr, t, 20)) for act, c in curves for t in design.curve_ts])
+    limit, t1, t2, at_p = {}, {}, {}, {}
+    for s in design.settings:
+        act, c, t = s
+        gap = limit_gap(c, act, snr, t)
+        limit[(s, 0.0)], t1[s], t2[s] = gap.total, gap.t1, gap.t2
+        for p in design.ps:
+            sol = finite_parts(c, act, snr, t, p)
+            at_p[((s, 0.0), p)] = sol.t1 + sol.t2
+    for s in design.wide:
+        act, c, t = s
+        for g in design.gamma_wide:
+            limit[(s, g)] = gap_at(g, c, act, snr, t)
+        for p in design.ps:
+            at_p[((s, wide_gamma), p)] = gap_at(wide_gamma, c, act, snr, t, p)
+    # the figure's theory curves (seconds; only where figures are written)
+    curve = {(act, c): tuple(limit_gap(c, act, snr, t, 20).total for t in design.curve_ts) for act, c in curves}
+    return B9Prediction(limit, t1, t2, at_p, curve)
 
 
 def simulate_b9(ctx: CheckContext, design: B9Profile) -> dict:
@@ -188,29 +175,23 @@ def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
                                   theory=prediction.limit[(s, g0)]) for s in design.wide}
     n_fail = sum(c.outcome == "FAIL" for c in comparisons)
     notes = (
-        "Theory: theory.strong_alignment_gap, derived by the project (docs/strong_alignment.md): the limit of "
-        "E_att(0) - E_RR(0) at fixed t = ||w_K|| ||w_Q|| / sqrt p (a Bayes-predictor part and a leverage part from "
-        "a matrix Dyson equation; the continuation to spectral parameter 0 is assumed), judged through the same "
-        "equation at each size p (the spike's coefficient t + 1/sqrt p, the kernel's mean part at n = p/c tokens); "
-        "at c > 1, theory.strong_spike_attention_error (the same equation with the ridge term) minus ridge's error. "
-        f"Simulation: true kernel, aligned spikes, snr={design.snr:g}, i.i.d. labels integrated out given X, attention "
-        f"and ridge on the same draws, {design.trials[0]} trials at p={design.ps[0]} and {design.trials[1]} at "
-        f"p={design.ps[1]} (n = p/c). Offsets (measured - theory at p) at p={design.ps[0]} / p={design.ps[1]}: "
-        f"{offsets}. "
-        f"Power of the rule: a theory off by {detect:.4f} at both sizes (median over settings) FAILs with "
-        f"probability about 1/2 (Holm's first level). {n_fail} of {len(comparisons)} comparisons FAIL."
+        "Theory: theory.strong_alignment_gap at each size p (the project's derivation, docs/strong_alignment.md; the "
+        "continuation to spectral parameter 0 is assumed); at c > 1 theory.strong_spike_attention_error minus ridge's "
+        f"error. Simulation: snr={design.snr:g}, labels integrated out given X, paired, {design.trials[0]} trials at "
+        f"p={design.ps[0]} and {design.trials[1]} at p={design.ps[1]}. Offsets (measured - theory at p) at "
+        f"p={design.ps[0]} / p={design.ps[1]}: {offsets}. Power of the rule: a theory off by {detect:.4f} at both "
+        f"sizes (median over settings) FAILs with probability about 1/2 (Holm's first level). {n_fail} of "
+        f"{len(comparisons)} comparisons FAIL."
     )
     data = dict(rows=rows, no_win=wide, gamma_wide=list(design.gamma_wide), snr=design.snr, ps=list(design.ps),
                 trials=list(design.trials))
     return notes, data
 
 
-@paper_figure
+@F.paper_figure
 def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgement: Judgement) -> Any:
     """Per ``(activation, c)``: the limit against ``t`` (theory), the theory at ``p`` and ``4p`` (bars) and the
     paired gap at both sizes."""
-    from .. import figures as F
-
     comps = list(judgement.comparisons)
     panels = list(dict.fromkeys((a, c) for a, c, _ in design.settings))
     fig, axes = F.subplots(1, len(panels) + 1, panel=(3.4, 3.0), extra=1.2)
@@ -249,8 +230,6 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
 def _points(ax: Any, design: B9Profile, prediction: B9Prediction, cells: dict, pts: list[Point]) -> None:
     """The paired gap (±3 SE) of the points ``pts`` against ``t`` at both sizes, dodged, with the theory at each size
     where it is judged (a bar)."""
-    from .. import figures as F
-
     for k, p in enumerate(design.ps):
         ts = np.array([s[2] for s, _ in pts]) * (1 + 0.04 * (2 * k - 1))
         at = [(t, prediction.at_p[(pt, p)]) for t, pt in zip(ts, pts) if (pt, p) in prediction.at_p]
@@ -260,7 +239,6 @@ def _points(ax: Any, design: B9Profile, prediction: B9Prediction, cells: dict, p
         F.mc_points(ax, ts, stats[:, 0], stats[:, 1], label="_nolegend_", color=F.COLORS[k], marker="os"[k])
 
 
-#: B9: the strong-alignment limit (the project's derivation) against paired, label-averaged Monte Carlo
 #: claim B9 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B9 = (
     "Strong alignment (||w_K|| ||w_Q|| = t sqrt p): as gamma -> 0 with c < 1, E_att - E_RR tends to the project's"

@@ -15,10 +15,8 @@ Prediction (*derived by the project*, docs/strong_alignment.md, "Prediction risk
 * attention's mean leverage in each of ``LEVERAGE_BINS`` equal-probability bins of ``|a|``
   (:func:`theory.binned_leverage`).
 
-Each is evaluated by the equation at the simulated size ``p`` (``p=``: the kernel's coefficient ``t + 1/sqrt p`` of
-``a_i a_j`` and its mean part at ``n = p/c`` tokens, the low-rank block that moves ``T2`` by up to 0.006 at these
-sizes; docs/strong_alignment.md, "The kernel's mean part at finite p"), so the finite-size rule is not asked to
-absorb either.
+Each is evaluated by the equation at the simulated size ``p`` (the kernel's coefficient ``t + 1/sqrt p`` and its
+mean part at ``n = p/c`` tokens; docs/strong_alignment.md, "The kernel's mean part at finite p").
 
 Measurement: B9's cells (``ctx.borrowing("B9")``: the same draws, labels integrated out given the data) for B9's
 settings, and this check's own cells for settings out of sample for the theory's construction (gelu at ``c = 1/4``,
@@ -29,9 +27,8 @@ of :mod:`verify.checks._finite_size` (``q = 1/2``, Student-t on estimated SEs) o
 of ``T1``, ``T2``, the risk gap and every bin of the profile; the theory's worst case (erf, ``c = 2``, ``t = 2`` at
 ``gamma = 1e-3``: :func:`theory.strong_spike_attention_error` minus ridge's error, at each size) by the same rule on
 B9's draws of that setting; and, where ``|R_att - R_RR|`` is predicted to be at least ``sign_min``, its sign at ``4p``
-(one-sided, PASS at 5 %).  Power: a quantity off by ``D`` at both sizes FAILs with probability about 1/2 once
-``D / 2`` reaches the Student-t quantile at Holm's first level times the statistic's SD (``data["detectable"]``, per
-part).  The headline is the risk gap of erf, ``c = 1/2``, ``t = 1``.
+(one-sided, PASS at 5 %).  Power: ``data["detectable"]``, per part (:func:`detectable_error`).  The headline is the
+risk gap of erf, ``c = 1/2``, ``t = 1``.
 """
 
 from __future__ import annotations
@@ -43,15 +40,15 @@ from typing import Any
 import numpy as np
 
 from ..claim import Claim, register
-from ..figures import paper_figure
+from .. import figures as F
 from ..statistics import scalar_mean_se
 from ..context import CheckContext
 from ..results import Comparison
 from ..verdicts import Judgement
 from ._finite_size import DECAY
 from ._strong_alignment import (B9_PROFILES, HEADLINE, LEVERAGE_BINS, Setting, detectable_error, draw_groups,
-                                finite_parts, gap_at, gap_comparison, prefetch, setting_name, sign_comparison,
-                                strong_alignment_cells)
+                                finite_parts, gap_at, gap_comparison, limit_gap, prefetch, setting_name,
+                                sign_comparison, strong_alignment_cells)
 
 #: the scalar parts judged per setting (``PARTS``), then the profile's bins; the headline is the risk gap of HEADLINE
 PARTS = ("T1", "T2", "risk")
@@ -63,20 +60,10 @@ _OUTPUTS = {"T1": "signal", "T2": "noise", "risk": "risk"}
 
 @dataclass(frozen=True)
 class B10Profile:
-    """B10's design at one profile.
-
-    Attributes
-    ----------
-    ps, trials : B9's sizes ``(p, 4p)`` and trials (borrowed cells must match B9's).
-    borrowed : settings ``(activation, c, t)`` whose draws are B9's.
-    own : settings drawn by this check (out of sample for the theory's construction).
-    snr : ``||mu||^2``.
-    sign_min : the risk gap's sign is judged where the theory's ``|R_att - R_RR|`` at ``4p`` is at least this.
-    worst : the theory's largest disagreement, ``(activation, c > 1, t)`` at ``worst_gamma``: the training gap
-        against :func:`theory.strong_spike_attention_error` minus ridge's error, on B9's cells of that setting (one
-        of B9's ``wide``, drawn at B9's ``gamma_wide``, which holds ``worst_gamma``).
-    curve_ts : the ``t`` grid of the figure's theory curves (computed only where figures are drawn).
-    """
+    """B10's design at one profile: B9's sizes ``ps = (p, 4p)``, trials and ``snr``; the settings whose draws are
+    B9's (``borrowed``) and this check's ``own``; the theory's worst case (one of B9's ``wide`` at ``worst_gamma``,
+    on B9's cells); ``sign_min``, the least ``|R_att - R_RR|`` at ``4p`` whose sign is judged; the figure's ``t``
+    grid."""
 
     ps: tuple[int, int]
     trials: tuple[int, int]
@@ -142,18 +129,16 @@ def design_b10(ctx: CheckContext) -> B10Profile:
 def predict_b10(ctx: CheckContext, design: B10Profile) -> B10Prediction:
     """One Dyson solve per setting and size (:func:`finite_parts`, shared with B9): the parts, the risk gap
     ``T1 - T2`` and the bin means."""
-    act, c, t = design.worst
-    prefetch(ctx, [(finite_parts, (sc, sa, design.snr, st, p)) for sa, sc, st in design.settings for p in design.ps]
-             + [(gap_at, (design.worst_gamma, c, act, design.snr, t, p)) for p in design.ps])
+    (wa, wc, wt), snr = design.worst, design.snr
+    prefetch(ctx, [(finite_parts, (c, act, snr, t, p)) for act, c, t in design.settings for p in design.ps]
+             + [(gap_at, (design.worst_gamma, wc, wa, snr, wt, p)) for p in design.ps])
     parts = {}
     for s in design.settings:
         act, c, t = s
         for p in design.ps:
-            sol = finite_parts(c, act, design.snr, t, p)
+            sol = finite_parts(c, act, snr, t, p)
             parts[(s, p)] = {"T1": sol.t1, "T2": sol.t2, "risk": sol.t1 - sol.t2, "bins": np.asarray(sol.bin_means)}
-    act, c, t = design.worst
-    worst = {p: gap_at(design.worst_gamma, c, act, design.snr, t, p) for p in design.ps}
-    return B10Prediction(parts, worst)
+    return B10Prediction(parts, {p: gap_at(design.worst_gamma, wc, wa, snr, wt, p) for p in design.ps})
 
 
 def simulate_b10(ctx: CheckContext, design: B10Profile) -> dict:
@@ -255,11 +240,8 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
     head = rows[design.settings.index(HEADLINE)]
     n_fail = sum(c.outcome == "FAIL" for c in comparisons)
     notes = (
-        "Theory (derived by the project, docs/strong_alignment.md 'Prediction risk'): T1, T2 and the leverage by "
-        f"{LEVERAGE_BINS} equal-probability bins of |a| from one solve of the leverage equation per setting and size, "
-        "at that size (the spike's coefficient t + 1/sqrt p and the kernel's mean part at n = p/c tokens); the risk "
-        "gap on fresh labels at the same tokens is T1 - T2 (exact: the risk is the "
-        "training error plus twice the label noise each token's fit absorbs). "
+        f"Theory: one solve of the leverage equation per setting and size ({LEVERAGE_BINS} bins of |a|); the risk gap "
+        "is T1 - T2. "
         f"Simulation: B9's draws for {len(design.borrowed)} settings, this check's own for {len(design.own)} "
         f"({', '.join(setting_name(s) for s in design.own)}); {design.trials[0]} trials at p={ps}, "
         f"{design.trials[1]} at p={pl}. Headline {setting_name(HEADLINE)}: training gap T1 + T2 = "
@@ -269,31 +251,25 @@ def describe_b10(design: B10Profile, prediction: B10Prediction, cells: dict,
         f"(theory {head['risk']['theory'][1]:+.4f}) at p={pl}. Power: a part off by "
         + ", ".join(f"{k} {v:.4f}" for k, v in medians.items())
         + " at both sizes (median over settings) FAILs with probability about 1/2 (Holm's first level). "
-        f"Worst case {setting_name(design.worst)} at gamma={design.worst_gamma:g} (the theory's largest disagreement, "
-        "near interpolation, a gap of -0.010 at p = 512 that the kernel's mean part explains): measured - theory(p) "
+        f"Worst case {setting_name(design.worst)} at gamma={design.worst_gamma:g}: measured - theory(p) "
         + " / ".join(f"{w['mean'] - w['theory']:+.4f} at p={p}" for p, w in worst.items())
-        + ". "
-        f"{n_fail} of {len(comparisons)} comparisons FAIL."
+        + f". {n_fail} of {len(comparisons)} comparisons FAIL."
     )
     return notes, dict(rows=rows, detectable=medians, ps=[ps, pl], trials=list(design.trials), snr=design.snr,
                        bins=LEVERAGE_BINS, worst=dict(setting=list(design.worst), gamma=design.worst_gamma,
                                                       by_p={str(p): w for p, w in worst.items()}))
 
 
-@paper_figure
+@F.paper_figure
 def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judgement: Judgement) -> Any:
     """Left: the training gap and the risk gap of erf at ``c = 1/2`` against ``t`` (theory, Monte Carlo at both
     sizes).  Right: attention's leverage by bin of ``|a|`` (theory at ``4p``, Monte Carlo at both sizes)."""
-    from theory import strong_alignment_gap
-
-    from .. import figures as F
-
     ps, pl = design.ps
     fig, axes = F.subplots(1, 2, panel=(4.2, 3.2), extra=1.2)
     ax = axes[0, 0]
     ax.axhline(0.0, color="#999999", lw=0.8)
     family = [s for s in design.settings if s[:2] == HEADLINE[:2]]
-    gaps = [strong_alignment_gap(0.5, "erf", design.snr, t, nodes=20) for t in design.curve_ts]
+    gaps = [limit_gap(0.5, "erf", design.snr, t, 20) for t in design.curve_ts]
     ax.plot(design.curve_ts, [g.total for g in gaps], "--", color=F.THEORY, lw=1.2)
     ax.plot(design.curve_ts, [g.t1 - g.t2 for g in gaps], "-", color=F.THEORY, lw=1.5)
     ts = np.array([s[2] for s in family])
@@ -329,7 +305,6 @@ def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judge
     return fig
 
 
-#: B10: the parts of the strong-alignment gap, the prediction risk and the leverage profile, judged separately
 #: claim B10 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B10 = (
     "What B9's win is made of: T1 (the Bayes predictor the features capture), T2 (label noise the features fit, "
