@@ -55,11 +55,7 @@ RIDGE_D = 1e-4  # relative ridge for d > 1 sweeps: tames near-empty end interval
 
 
 def model_for(cell: dict) -> IPSModel:
-    """The ground truth of a sweep cell (one object per configuration and process: never modified by its users).
-
-    Building it costs ~8 ms (the scale of ``A*`` from a quantile over 2^17 sampled pairs), 15 % of a replicate
-    at ``M = 112``; every replicate of a configuration shares the same truth, so it is built once per worker.
-    """
+    """The ground truth of a sweep cell, built once per configuration and process (~8 ms; never modified)."""
     return _model(int(cell["d"]), int(cell["N"]), int(cell["r"]), int(cell["P"]), str(cell.get("law", "uniform")),
                   float(cell["sigma"]), int(cell["n_knots"]), int(cell["truth_seed"]))
 
@@ -73,28 +69,15 @@ def _model(d: int, N: int, r: int, P: int, law: str, sigma: float, n_knots: int,
 def trial(cell: dict, seed: int) -> dict:
     """One replicate: sample ``M`` samples, fit, Monte Carlo L2(rho) error (top-level: picklable).
 
-    With ``cell["known_A"]`` the same data are also fitted with the matrix fixed at ``A*`` (result keys
-    ``err_known``, ``err_known_se``, ``objective_known``): the estimated-A minus A*-known comparison of A3 on
-    paired data; the stall threshold becomes ``max(2 sigma^2, 1.5 objective_known)``.
-
-    The ERM is the *global* minimiser; the estimator's optimiser occasionally stalls in a wrong basin
-    for ``d > 1`` (objective ~100x the noise level). Protocol: if the final mean squared residual exceeds
-    ``2 sigma^2`` (it is ``~ sigma^2 (1 - p/(M N)) + bias`` at the global minimum, and the bias is far
-    below ``sigma^2`` in every design here), refit with 4 more starts and another seed, at most twice;
-    the number of refits is recorded. Refits run every start (``adaptive_restarts=False``): with adaptive
-    restarts the random starts run only when the two moment starts disagree, and a stalled fit is exactly
-    the case where both moment starts sit in the same wrong basin (they "agree"), so a refit would repeat
-    the stalled fit (measured: d = 2, N = 3, M = 500, objective 8.5 sigma^2 with 2, 6 and 10 adaptive
-    starts; 1.02 sigma^2 once the random starts run).
-
-    ``cell["device"]`` (optional, default ``"cpu"``) is the torch device of the estimator's fit; the
-    checks add the key only for a non-CPU device (``--device cuda``), so CPU cells keep their cache keys.
-    The data, the seeds and the Monte Carlo error evaluation stay on the CPU (NumPy) either way.
-
-    ``cell["estimator"]`` (optional) names another estimator, ``"module:Class"`` of a
-    :class:`numerics.InteractionEstimator` subclass (docs/architecture.md, "Adding an estimator"); it is built
-    with ``rank``, ``degree``, ``n_intervals``, ``random_state`` and ``cell["estimator_params"]``, and fitted once
-    (the stall protocol is the default estimator's).
+    ``cell["known_A"]``: the same data are also fitted with the matrix fixed at ``A*`` (``err_known``,
+    ``err_known_se``, ``objective_known``: A3's paired comparison). Stall protocol for ``d > 1`` (the ERM is the
+    global minimiser, where the mean squared residual is ``~ sigma^2``): a fit whose objective exceeds
+    ``max(2 sigma^2, 1.5 objective_known)`` is refitted with 4 more starts and another seed, at most twice, and the
+    refits are counted; refits run every start, as a stalled fit is one whose moment starts agree on a wrong basin.
+    ``cell["device"]`` (optional, ``"cpu"``): the torch device of the fit (data, seeds and error stay on the CPU).
+    ``cell["estimator"]`` (optional): another :class:`numerics.InteractionEstimator` as ``"module:Class"``, built with
+    ``rank``, ``degree``, ``n_intervals``, ``random_state`` and ``cell["estimator_params"]`` and fitted once
+    (docs/architecture.md, "Adding an estimator").
     """
     if cell.get("estimator") is not None:
         return _other_estimator_trial(cell, seed)
@@ -113,9 +96,8 @@ def trial(cell: dict, seed: int) -> dict:
     extra: dict = {}
     threshold = 2 * float(cell["sigma"]) ** 2
     if cell.get("known_A") and int(cell["d"]) > 1:
-        # companion fit on the same data with the matrix fixed at A* (phi only): the parametric term removed.
-        # Its objective is a reference for the stall protocol: A* lies in the estimator's class, so the global
-        # minimum of the full fit is at most this objective; at low noise the bias, not sigma^2, sets the level.
+        # the same data with the matrix fixed at A* (phi only): the parametric term removed; A* lies in the
+        # estimator's class, so the full fit's global minimum is at most this objective (the stall reference)
         known = fit(1, 0, A=model.A_star)
         ek, ek_se = known.l2_error(model, n_pairs=n_pairs, rng=int(seed) + 1)
         extra = {"err_known": ek, "err_known_se": ek_se, "objective_known": float(known.objective_)}
@@ -190,13 +172,10 @@ SIGMA_THREADS = 2
 
 
 def predict_task(cell: dict, seed: int) -> dict:
-    """Sweep task: :func:`predict_error` of one configuration at every ``K`` of ``cell["Ks"]`` and noise level of
-    ``cell["sigmas"]`` (top-level: picklable, cacheable).
+    """Sweep task: :func:`predict_error` of one configuration (:func:`model_for`, ``sigma`` aside) at every ``K`` of
+    ``cell["Ks"]`` and noise level of ``cell["sigmas"]`` (:func:`numerics.error_model.predict_error_grid`).
 
-    ``cell`` holds the configuration of :func:`model_for` but ``sigma``, and ``Ks``, ``sigmas``, ``s``, ``n_pop``,
-    ``n_pairs``; the Monte Carlo seed is ``seed``. Returns ``{"preds": out}``, ``out[k][j]`` the prediction of
-    ``Ks[k]`` at ``sigmas[j]`` (:func:`numerics.error_model.predict_error_grid`: the population is drawn and
-    evaluated once for all of them; the numbers are those of one ``predict_error`` per ``(K, sigma)``).
+    Returns ``{"preds": out}``, ``out[k][j]`` the prediction of ``Ks[k]`` at ``sigmas[j]``.
     """
     out = predict_error_grid(model_for({**cell, "sigma": 1.0}), [int(K) for K in cell["Ks"]], int(cell["s"]),
                              noises=[float(x) for x in cell["sigmas"]], n_pop=int(cell["n_pop"]),
@@ -205,13 +184,10 @@ def predict_task(cell: dict, seed: int) -> dict:
 
 
 def finite_task(cell: dict, seed: int) -> dict:
-    """Sweep task: :func:`predict_log_error` of one ``(configuration, K, M)`` for every variant ``[with_A, sigma,
-    se_target]`` of ``cell["variants"]`` (top-level: picklable, cacheable).
+    """Sweep task: :func:`predict_log_error` of one ``(configuration, K, M)`` (``sigma`` aside) for every variant
+    ``[with_A, sigma, se_target]`` of ``cell["variants"]``, on shared designs (:func:`predict_log_errors`).
 
-    ``cell`` holds the configuration of :func:`model_for` but ``sigma``, and ``K``, ``M``, ``ridge`` and the
-    variants ``[with_A, sigma, se_target]``; the designs' seed is ``seed``. Returns ``{"finite": [one
-    predict_log_error result per variant]}`` (:func:`numerics.error_model.predict_log_errors`: the variants share
-    the designs).
+    Returns ``{"finite": [one predict_log_error result per variant]}``.
     """
     variants = [(bool(v[0]), float(v[1]), float(v[2])) for v in cell["variants"]]
     q = predict_log_errors(model_for({**cell, "sigma": 1.0}), int(cell["K"]), int(cell["P"]) - 2, int(cell["M"]),
@@ -370,8 +346,7 @@ def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int,
     out = {}
     for g in groups:
         sub = res.filter(group=g.label)
-        M = sub.column("M")
-        E = sub.column("err")
+        M, E = sub.column("M"), sub.column("err")
         known: dict = {}
         if trial_extra.get("known_A"):
             Ek = sub.column("err_known")
@@ -535,10 +510,8 @@ def inside_share(g: GroupDesign) -> tuple[int, int]:
 
 def ratio_text(groups: Sequence[GroupEvidence]) -> str:
     """Measured mean error / a-priori prediction at each M (>1 at small M: pre-asymptotic excess)."""
-    parts = []
-    for g, p, m in groups:
-        r = [float(np.mean(m.errors[M])) / c for M, c in zip(g.M, p.curve)]
-        parts.append(f"{g.label}: " + ", ".join(f"{x:.2f}" for x in r))
+    parts = [f"{g.label}: " + ", ".join(f"{float(np.mean(m.errors[M])) / c:.2f}" for M, c in zip(g.M, p.curve))
+             for g, p, m in groups]
     refits = ", ".join(f"{e.label}: {e.measurement.refits}" for e in groups)
     return "measured/predicted mean error along M: " + "; ".join(parts) + f" (refitted stalled fits: {refits})"
 

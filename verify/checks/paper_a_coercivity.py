@@ -141,10 +141,9 @@ def design_a5(ctx: CheckContext) -> A5Design:
     """M samples per case, laws and dimensions by profile; the matrix direction B from a design seed."""
     size = ctx.profile
     quick = size != "paper"
-    d, N = (3, 5) if quick else (5, 5)
     laws = ("uniform", "exchangeable") if quick else ("uniform", "gaussian", "anisotropic", "exchangeable")
-    return A5Design(size=size, M={"smoke": 2000, "quick": 20000, "paper": 200000}[size], d=d, N=N, laws=laws,
-                    B_seed=ctx.design_seed("direction-B"))
+    return A5Design(size=size, M={"smoke": 2000, "quick": 20000, "paper": 200000}[size], d=3 if quick else 5, N=5,
+                    laws=laws, B_seed=ctx.design_seed("direction-B"))
 
 
 def predict_a5(ctx: CheckContext, design: A5Design) -> dict[str, float]:

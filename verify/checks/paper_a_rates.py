@@ -92,10 +92,7 @@ A2_REPLICATE_FACTOR = 3
 A2_PAPER_SLOPES = {"P=3": (-0.81, 0.01), "P=8": (-0.899, 0.034)}
 
 
-#: A2's two sweeps per profile, by the degree P of the B-spline truth. P = 3: K_M = 5.77 M^(1/5) from M = 500 (a
-#: denser grid from M = 300 held 3x fewer pairs per interval at its smallest M and steepened the slope). P = 8: from
-#: M = 997 (K = 13); at M = 300 the log error had 4x the replicate SD of the other levels and its mean steepened the
-#: slope from -0.918 to -0.964 against the design's -0.940.
+#: A2's two sweeps per profile, by the degree P of the B-spline truth (why these levels: docs/design_notes.md)
 A2_LEVELS = {
     "smoke": {3: SweepLevels((8, 10, 12), 60), 8: SweepLevels((10, 11, 12), 80, n_knots=8)},
     "quick": {3: SweepLevels((20, 23, 26, 30, 35, 40), 500), 8: SweepLevels((13, 14, 15, 16, 17), 997, n_knots=8)},
@@ -208,14 +205,10 @@ A2 = register(Claim(id="A2", paper="A", design=design_a2, predict=_predict, simu
 #: A3 part (a): noise level relative to the balanced one (the parametric term, ~ sigma^2, is 100x smaller)
 A3_LOW_NOISE = 0.1
 
-#: A3 quick, where the CPU buys the headline's certainty (the pooled slope-minus-model test, weights 1/SE^2).  The
-#: d = 1 group carries 70-80 % of its weight (measured at seeds 0 and 1) and its finite-M model 20-40 % of that
-#: group's variance, at about a fifth of a d > 1 group's CPU per replicate and half per model design: it runs
-#: ``A3_D1_REPLICATE_FACTOR`` x the replicates and its model to SE ``A3_D1_FINITE_SE`` per level.  The sigma/10 groups
-#: with d > 1 weigh 5-11 % each; their models (SD of E[log err | X] up to 0.17 per design, 200 designs at the first
-#: level) took two thirds of the check's CPU for 3-4 % of their groups' variance: to SE ``A3_SIGMA10_FINITE_SE``
-#: (about 12 %).  The balanced groups keep the profile's SE (their paired shift is judged on it).  Measured effect
-#: (CHANGELOG): the headline's SE 0.0051 -> 0.0026 (seed 0), 0.0072 -> 0.0036 (seed 1), for ~28 % less CPU.
+#: A3 quick spends its CPU where the headline (the pooled test, weights 1/SE^2) gains: the d = 1 group carries 70-80 %
+#: of the weight at a fifth of a d > 1 group's cost per replicate, so it runs ``A3_D1_REPLICATE_FACTOR`` x the
+#: replicates and its model to SE ``A3_D1_FINITE_SE``; the sigma/10 groups with d > 1 (5-11 % each) take their models
+#: to SE ``A3_SIGMA10_FINITE_SE``; the balanced groups keep the profile's SE (their paired shift is judged on it)
 A3_D1_REPLICATE_FACTOR = {"smoke": 1, "quick": 3, "paper": 1}
 A3_D1_FINITE_SE = {"quick": 0.005}
 A3_SIGMA10_FINITE_SE = {"quick": 0.02}
@@ -334,10 +327,8 @@ A3 = register(Claim(id="A3", paper="A", design=design_a3, predict=_predict, simu
 
 
 # ============================================================================================ A4
-#: A4 runs this many times A3's replicates per level.  Paper (at the allocated counts): a per-group slope SE of
-#: ~0.010 (power ~0.85 against a slope off by WRONG_RATE_OFFSET; the pooled test's SE ~0.005, power ~1).  Quick:
-#: the pooled test's power against WRONG_RATE_OFFSET goes from ~0.3 (SE 0.012, df 24 at 4 replicates) to ~0.9
-#: (:func:`~verify.checks._paper_a_limits.consistency_power`), for ~7 s of trials per run
+#: A4 runs this many times A3's replicates per level: the pooled test's power against WRONG_RATE_OFFSET is then ~0.9
+#: at quick (~0.3 at factor 1) and ~1 at paper
 A4_REPLICATE_FACTOR = {"smoke": 1, "quick": 2, "paper": 2}
 
 #: A4's reference number of tokens: its M levels are the grid's; groups with fewer tokens get as many pairs
