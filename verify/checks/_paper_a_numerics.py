@@ -144,8 +144,7 @@ def _other_estimator_trial(cell: dict, seed: int) -> dict:
 
 def k_levels_to_M(K_levels: list[int], M_lo: int, beta: float) -> list[int]:
     """``M_K = round(M_lo (K / K_lo)^(2 beta + 1))``: ``K_M`` exactly proportional to ``M^(1/(2b+1))``."""
-    K0 = K_levels[0]
-    return [int(round(M_lo * (K / K0) ** (2 * beta + 1))) for K in K_levels]
+    return [int(round(M_lo * (K / K_levels[0]) ** (2 * beta + 1))) for K in K_levels]
 
 
 def balanced_sigma(model_kwargs: dict, K: int, M: float, s: int, seed: int, **sizes: int) -> float:

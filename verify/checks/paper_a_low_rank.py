@@ -18,7 +18,7 @@ from scipy import stats
 from theory.minimax import num_intervals, parametric_term
 from verify.checks._paper_a_numerics import (ESTIMATOR_STARTS, LOW_RANK_CONSTANT, RIDGE_D, STARTS_NOTE, balanced_truth,
                                              cache_text, inside_condition, predictions, run_trials)
-from verify.checks._paper_a_records import GroupDesign
+from verify.checks._paper_a_records import GroupDesign, apriori_curve
 from verify.claim import Claim, register
 from verify.context import CheckContext
 from verify import figures as F
@@ -103,7 +103,7 @@ def predict_a6(ctx: CheckContext, design: A6Design) -> A6Prediction:
     preds, shares, M, pseed = [], [], design.M, ctx.design_seed("predict")
     for c, q in zip(design.configs, predictions(ctx, [(c, design.K, pseed) for c in design.configs], "A6", info)):
         n = M * c["N"]
-        preds.append(q["B"] + (q["V_np"] + q["V_par"]) / M * n / (n - q["p"]))
+        preds.append(float(apriori_curve([q], [M], c["N"])[0]))  # B + (V_np + V_par) / M n / (n - p)
         shares.append(q["V_par"] / M * n / (n - q["p"]) / preds[-1])
     inside = [inside_condition(r, d, M, design.beta) for d, r in design.combos]
     return A6Prediction(errors=preds, parametric_share=shares, inside=inside, cache=info)
