@@ -279,7 +279,7 @@ def _balance_text(design: RateDesign) -> str:
         return ""
     se = FINITE_SE[design.size]
     return ("CPU spent where it buys the pooled test's certainty (weights 1/SE^2): " + "; ".join(
-        f"{g.label}: {g.rep_factor}x the replicates, finite-M model to SE {g.finite_se or se}" for g in odd)
+        f"{g.label}: replicates x{g.rep_factor}, finite-M model to SE {g.finite_se or se}" for g in odd)
         + f"; the other groups' models to SE {se} per level. ")
 
 
