@@ -30,12 +30,12 @@ LIMIT_DECAY = 0.5
 WINDOW_SD = 0.002
 
 
-def consistency_power(se: float, df: float | None, n_tests: int, offset: float = WRONG_RATE_OFFSET) -> float:
+def consistency_power(se: float, df: float | None, n_tests: int) -> float:
     """Power of a two-sided consistency test (level ``ALPHA_CHECK / n_tests``, Holm's first step: the least
-    favourable) against a slope off by ``offset``, with standard error ``se``."""
+    favourable) against a slope off by :data:`WRONG_RATE_OFFSET`, with standard error ``se``."""
     dist = stats.norm if df is None or not math.isfinite(df) else stats.t(df)
     c = float(dist.isf(ALPHA_CHECK / max(n_tests, 1) / 2))
-    z = offset / se if se > 0 else math.inf
+    z = WRONG_RATE_OFFSET / se if se > 0 else math.inf
     return float(dist.sf(c - z) + dist.cdf(-c - z))
 
 
@@ -60,8 +60,8 @@ def deviation(e: GroupEvidence) -> tuple[float, float, float]:
     return e.measurement.fit.slope - pred, math.hypot(se, pse), df
 
 
-def pooled_vs_finite(groups: list[GroupEvidence], n_tests: int, headline: bool = False) -> Comparison:
-    """All groups at once: the inverse-variance mean of (slope - finite-M model) is 0.
+def pooled_vs_finite(groups: list[GroupEvidence], n_tests: int) -> Comparison:
+    """All groups at once (the check's headline): the inverse-variance mean of (slope - finite-M model) is 0.
 
     The alternative it is built for is a wrong rate, which moves every group's slope the same way; pooling the
     groups' deviations weighted by their inverse variances is the most powerful test of such a common offset.
@@ -78,7 +78,7 @@ def pooled_vs_finite(groups: list[GroupEvidence], n_tests: int, headline: bool =
     df = float(parts.sum() ** 2 / np.sum(parts**2 / dfs))
     return Comparison.consistency(
         "all groups: slope minus finite-M model (inverse-variance mean)", 0.0, round(mean, 4), se, df=df,
-        headline=headline, key={"group": "all", "quantity": "finite-M pooled"},
+        headline=True, key={"group": "all", "quantity": "finite-M pooled"},
         rule=f"a wrong rate moves every slope the same way: weights 1/SE^2 over {len(groups)} groups; power "
              f"against every slope off by {WRONG_RATE_OFFSET}: {consistency_power(se, df, n_tests):.0%}")
 

@@ -1,33 +1,24 @@
 """Shared machinery of the paper-A rate claims (A2-A4 in :mod:`.paper_a_rates`, A6): trial, predictions, sweeps.
 
-Experimental design (the project's choices, from theory; stated in every check's notes)
-----------------------------------------------------------------------------------------
-- Truth: :class:`numerics.IPSModel` B-spline of degree ``P`` (``beta = P - 1``), support ``[-1, 1]``
-  (``support=1``) so that ``phi*`` vanishes, ``C^{P-1}``, beyond the ``0.999`` quantile of ``|u|``
-  (``A*`` is normalised that way), few interior knots (the truth is smooth at the scale of the
-  estimator's intervals, so the bias is in its asymptotic regime ``~ K^{-2 beta}``).
-- Estimator: :class:`numerics.PairwiseInteractionEstimator` with ``s = P - 2 = beta - 1``
-  (``s >= ceil(beta) - 1`` of the paper, the smallest allowed: bias ``~ K^{-2(s+1)} = K^{-2 beta}``)
-  on ``K`` equal intervals of the central ``1 - 2 q`` quantile range of the observed ``u``
-  (``range_quantile = q = 5e-4``: a range that does not drift with ``M``; the clamped tails carry
-  ``phi* ~ 0``); ``ridge = 0`` for ``d = 1`` (A2: biases down to 1e-20 must not be shrunk) and a relative
-  ridge ``1e-4`` for ``d > 1`` (the ``u``-density vanishes at the ends of the range, so the two end
-  intervals hold a handful of pairs and, unregularised, occasionally produce errors 100-2000x the
-  typical one; ``phi* ~ 0`` there, so shrinking them costs nothing measurable); ``2`` estimator starts
-  for ``d > 1`` (one moment start occasionally stalls, objective 100x too large; the paper profile
-  used 3 until measured, see ``STARTS_NOTE``).
-- ``K_M``: integer ``K`` levels are chosen first and ``M_K = round(M_lo (K / K_lo)^(2 beta + 1))``,
-  i.e. ``K_M = K_lo (M / M_lo)^(1/(2 beta + 1))`` EXACTLY (up to rounding of ``M``): no log factor and
-  no integer steps (design choice; SPEC's reconstruction ``(M / log M)^(1/(2 beta+1))`` would add a
-  finite-``M`` slope offset ``~ (2b/(2b+1)) / log M``).
-- Noise level ``sigma``: chosen a priori so that the predicted variance equals the predicted bias at
-  the geometric centre of the ``M`` range (balanced, the minimax regime), from :func:`predict_error`.
+Experimental design (stated in every check's notes; the measurements behind it: docs/design_notes.md)
+-----------------------------------------------------------------------------------------------------
+- Truth: :class:`numerics.IPSModel` B-spline of degree ``P`` (``beta = P - 1``), support ``[-1, 1]`` so that
+  ``phi*`` vanishes, ``C^{P-1}``, beyond the ``0.999`` quantile of ``|u|``; few interior knots (the bias is in its
+  asymptotic regime ``~ K^{-2 beta}``).
+- Estimator: :class:`numerics.PairwiseInteractionEstimator` with ``s = P - 2 = beta - 1`` (the smallest the paper
+  allows: bias ``~ K^{-2 beta}``) on ``K`` equal intervals of the central ``1 - 2 q`` quantile range of the observed
+  ``u`` (``q = RANGE_Q = 5e-4``: a range that does not drift with ``M``); ``ridge = 0`` for ``d = 1`` (A2: biases
+  down to 1e-20 must not be shrunk), a relative ridge :data:`RIDGE_D` for ``d > 1`` (the two end intervals hold few
+  pairs and, unregularised, occasionally give errors 100-2000x the typical one; ``phi* ~ 0`` there);
+  :data:`ESTIMATOR_STARTS` starts for ``d > 1``.
+- ``K_M``: integer ``K`` levels first, ``M_K = round(M_lo (K / K_lo)^(2 beta + 1))``, so that
+  ``K_M = K_lo (M / M_lo)^(1/(2 beta + 1))`` exactly: no log factor, no integer steps (SPEC's
+  ``(M / log M)^(1/(2 beta+1))`` would add a finite-``M`` slope offset ``~ (2b/(2b+1)) / log M``).
+- ``sigma``: the predicted variance equals the predicted bias at the geometric centre of the ``M`` range
+  (:func:`balanced_sigma`).
 
-Finite-``M`` prediction of the design
--------------------------------------
-The a-priori error model ``B(K) + (V_np + V_par) / M`` of the estimator lives in :mod:`numerics.error_model`
-(derivation there); the checks evaluate it along their designs (:func:`._paper_a_records.group_prediction`, with the
-first-order finite-sample factor ``n / (n - p)``) and compare the measured slopes with it.
+The a-priori error model ``B(K) + (V_np + V_par) / M`` lives in :mod:`numerics.error_model`; the checks evaluate it
+along their designs (:func:`._paper_a_records.group_prediction`, with the finite-sample factor ``n / (n - p)``).
 """
 
 from __future__ import annotations
@@ -64,11 +55,7 @@ RIDGE_D = 1e-4  # relative ridge for d > 1 sweeps: tames near-empty end interval
 
 
 def model_for(cell: dict) -> IPSModel:
-    """The ground truth of a sweep cell (one object per configuration and process: never modified by its users).
-
-    Building it costs ~8 ms (the scale of ``A*`` from a quantile over 2^17 sampled pairs), 15 % of a replicate
-    at ``M = 112``; every replicate of a configuration shares the same truth, so it is built once per worker.
-    """
+    """The ground truth of a sweep cell, built once per configuration and process (~8 ms; never modified)."""
     return _model(int(cell["d"]), int(cell["N"]), int(cell["r"]), int(cell["P"]), str(cell.get("law", "uniform")),
                   float(cell["sigma"]), int(cell["n_knots"]), int(cell["truth_seed"]))
 
@@ -82,28 +69,15 @@ def _model(d: int, N: int, r: int, P: int, law: str, sigma: float, n_knots: int,
 def trial(cell: dict, seed: int) -> dict:
     """One replicate: sample ``M`` samples, fit, Monte Carlo L2(rho) error (top-level: picklable).
 
-    With ``cell["known_A"]`` the same data are also fitted with the matrix fixed at ``A*`` (result keys
-    ``err_known``, ``err_known_se``, ``objective_known``): the estimated-A minus A*-known comparison of A3 on
-    paired data; the stall threshold becomes ``max(2 sigma^2, 1.5 objective_known)``.
-
-    The ERM is the *global* minimiser; the estimator's optimiser occasionally stalls in a wrong basin
-    for ``d > 1`` (objective ~100x the noise level). Protocol: if the final mean squared residual exceeds
-    ``2 sigma^2`` (it is ``~ sigma^2 (1 - p/(M N)) + bias`` at the global minimum, and the bias is far
-    below ``sigma^2`` in every design here), refit with 4 more starts and another seed, at most twice;
-    the number of refits is recorded. Refits run every start (``adaptive_restarts=False``): with adaptive
-    restarts the random starts run only when the two moment starts disagree, and a stalled fit is exactly
-    the case where both moment starts sit in the same wrong basin (they "agree"), so a refit would repeat
-    the stalled fit (measured: d = 2, N = 3, M = 500, objective 8.5 sigma^2 with 2, 6 and 10 adaptive
-    starts; 1.02 sigma^2 once the random starts run).
-
-    ``cell["device"]`` (optional, default ``"cpu"``) is the torch device of the estimator's fit; the
-    checks add the key only for a non-CPU device (``--device cuda``), so CPU cells keep their cache keys.
-    The data, the seeds and the Monte Carlo error evaluation stay on the CPU (NumPy) either way.
-
-    ``cell["estimator"]`` (optional) names another estimator, ``"module:Class"`` of a
-    :class:`numerics.InteractionEstimator` subclass (docs/architecture.md, "Adding an estimator"); it is built
-    with ``rank``, ``degree``, ``n_intervals``, ``random_state`` and ``cell["estimator_params"]``, and fitted once
-    (the stall protocol is the default estimator's).
+    ``cell["known_A"]``: the same data are also fitted with the matrix fixed at ``A*`` (``err_known``,
+    ``err_known_se``, ``objective_known``: A3's paired comparison). Stall protocol for ``d > 1`` (the ERM is the
+    global minimiser, where the mean squared residual is ``~ sigma^2``): a fit whose objective exceeds
+    ``max(2 sigma^2, 1.5 objective_known)`` is refitted with 4 more starts and another seed, at most twice, and the
+    refits are counted; refits run every start, as a stalled fit is one whose moment starts agree on a wrong basin.
+    ``cell["device"]`` (optional, ``"cpu"``): the torch device of the fit (data, seeds and error stay on the CPU).
+    ``cell["estimator"]`` (optional): another :class:`numerics.InteractionEstimator` as ``"module:Class"``, built with
+    ``rank``, ``degree``, ``n_intervals``, ``random_state`` and ``cell["estimator_params"]`` and fitted once
+    (docs/architecture.md, "Adding an estimator").
     """
     if cell.get("estimator") is not None:
         return _other_estimator_trial(cell, seed)
@@ -122,9 +96,8 @@ def trial(cell: dict, seed: int) -> dict:
     extra: dict = {}
     threshold = 2 * float(cell["sigma"]) ** 2
     if cell.get("known_A") and int(cell["d"]) > 1:
-        # companion fit on the same data with the matrix fixed at A* (phi only): the parametric term removed.
-        # Its objective is a reference for the stall protocol: A* lies in the estimator's class, so the global
-        # minimum of the full fit is at most this objective; at low noise the bias, not sigma^2, sets the level.
+        # the same data with the matrix fixed at A* (phi only): the parametric term removed; A* lies in the
+        # estimator's class, so the full fit's global minimum is at most this objective (the stall reference)
         known = fit(1, 0, A=model.A_star)
         ek, ek_se = known.l2_error(model, n_pairs=n_pairs, rng=int(seed) + 1)
         extra = {"err_known": ek, "err_known_se": ek_se, "objective_known": float(known.objective_)}
@@ -171,18 +144,15 @@ def _other_estimator_trial(cell: dict, seed: int) -> dict:
 
 def k_levels_to_M(K_levels: list[int], M_lo: int, beta: float) -> list[int]:
     """``M_K = round(M_lo (K / K_lo)^(2 beta + 1))``: ``K_M`` exactly proportional to ``M^(1/(2b+1))``."""
-    K0 = K_levels[0]
-    return [int(round(M_lo * (K / K0) ** (2 * beta + 1))) for K in K_levels]
+    return [int(round(M_lo * (K / K_levels[0]) ** (2 * beta + 1))) for K in K_levels]
 
 
 def balanced_sigma(model_kwargs: dict, K: int, M: float, s: int, seed: int, **sizes: int) -> float:
     """``sigma`` such that the predicted variance equals the predicted bias at ``(K, M)``.
 
-    Computed with torch pinned to :data:`SIGMA_THREADS` intra-op threads: ``sigma`` is part of every
-    sweep cell, hence of its replicate seeds and cache key, which must not depend on the thread count of
-    the calling process (multi-threaded reductions change the last bits; measured: ``1.5174933749508514e-3``
-    at one thread vs ``...508377e-3`` at two). Two is the count the reference runs used (torch's default
-    on the 2-core machine), so pinning it keeps their seeds and cache entries.
+    Computed with torch pinned to :data:`SIGMA_THREADS` threads: ``sigma`` is part of every sweep cell, hence of its
+    replicate seeds and cache key, which must not depend on the caller's thread count (reductions change the last
+    bits).
     """
     m = model_for({**model_kwargs, "sigma": 1.0})
     with torch_threads(SIGMA_THREADS):
@@ -190,24 +160,21 @@ def balanced_sigma(model_kwargs: dict, K: int, M: float, s: int, seed: int, **si
     return round_design(math.sqrt(q["B"] * M / q["V_np"]))
 
 
-def round_design(x: float, digits: int = 4) -> float:
-    """A computed design constant rounded to ``digits`` significant digits: a number the notes can state and
-    another machine reproduces (the pilot's last bits depend on the BLAS path; seeds never hash it anyway)."""
-    return float(f"{x:.{digits - 1}e}")
+def round_design(x: float) -> float:
+    """A computed design constant rounded to 4 significant digits: a number the notes can state and another machine
+    reproduces (the pilot's last bits depend on the BLAS path)."""
+    return float(f"{x:.3e}")
 
 
-#: torch threads of :func:`balanced_sigma` (fixed: sigma's last bits must not depend on the caller)
+#: torch threads of :func:`balanced_sigma` (those of the reference runs: their seeds and cache entries stay valid)
 SIGMA_THREADS = 2
 
 
 def predict_task(cell: dict, seed: int) -> dict:
-    """Sweep task: :func:`predict_error` of one configuration at every ``K`` of ``cell["Ks"]`` and noise level of
-    ``cell["sigmas"]`` (top-level: picklable, cacheable).
+    """Sweep task: :func:`predict_error` of one configuration (:func:`model_for`, ``sigma`` aside) at every ``K`` of
+    ``cell["Ks"]`` and noise level of ``cell["sigmas"]`` (:func:`numerics.error_model.predict_error_grid`).
 
-    ``cell`` holds the configuration of :func:`model_for` but ``sigma``, and ``Ks``, ``sigmas``, ``s``, ``n_pop``,
-    ``n_pairs``; the Monte Carlo seed is ``seed``. Returns ``{"preds": out}``, ``out[k][j]`` the prediction of
-    ``Ks[k]`` at ``sigmas[j]`` (:func:`numerics.error_model.predict_error_grid`: the population is drawn and
-    evaluated once for all of them; the numbers are those of one ``predict_error`` per ``(K, sigma)``).
+    Returns ``{"preds": out}``, ``out[k][j]`` the prediction of ``Ks[k]`` at ``sigmas[j]``.
     """
     out = predict_error_grid(model_for({**cell, "sigma": 1.0}), [int(K) for K in cell["Ks"]], int(cell["s"]),
                              noises=[float(x) for x in cell["sigmas"]], n_pop=int(cell["n_pop"]),
@@ -216,13 +183,10 @@ def predict_task(cell: dict, seed: int) -> dict:
 
 
 def finite_task(cell: dict, seed: int) -> dict:
-    """Sweep task: :func:`predict_log_error` of one ``(configuration, K, M)`` for every variant ``[with_A, sigma,
-    se_target]`` of ``cell["variants"]`` (top-level: picklable, cacheable).
+    """Sweep task: :func:`predict_log_error` of one ``(configuration, K, M)`` (``sigma`` aside) for every variant
+    ``[with_A, sigma, se_target]`` of ``cell["variants"]``, on shared designs (:func:`predict_log_errors`).
 
-    ``cell`` holds the configuration of :func:`model_for` but ``sigma``, and ``K``, ``M``, ``ridge`` and the
-    variants ``[with_A, sigma, se_target]``; the designs' seed is ``seed``. Returns ``{"finite": [one
-    predict_log_error result per variant]}`` (:func:`numerics.error_model.predict_log_errors`: the variants share
-    the designs).
+    Returns ``{"finite": [one predict_log_error result per variant]}``.
     """
     variants = [(bool(v[0]), float(v[1]), float(v[2])) for v in cell["variants"]]
     q = predict_log_errors(model_for({**cell, "sigma": 1.0}), int(cell["K"]), int(cell["P"]) - 2, int(cell["M"]),
@@ -269,15 +233,10 @@ def predictions(ctx: CheckContext, items: list[tuple[dict, int, int]], name: str
     """A-priori :func:`predict_error` of ``(configuration, K, seed)`` items, as one cached, parallel sweep.
 
     Each item is predicted with ``s = P - 2`` and the profile's Monte Carlo sizes.  The items of one configuration
-    (its ``sigma`` aside) and seed are one task (:func:`predict_task`): its Monte Carlo population is drawn and
-    evaluated once for all their ``K`` and noise levels, with the numbers of one prediction per item.  The tasks
-    are cached like the trials (key: configuration, ``K`` and noise levels, sizes, seed and the prediction code's
-    version), so an interrupted check does not recompute them, and they run on ``ctx.n_jobs`` workers with torch
-    at one thread (deterministic).  The seeds are design seeds (:meth:`CheckContext.design_seed`): the
-    predictions are the same for every base seed and computed once per cache.
+    (its ``sigma`` aside) and seed are one task (:func:`predict_task`): its population is drawn and evaluated once
+    for all their ``K`` and noise levels, with the numbers of one prediction per item.
     """
     sizes = prediction_sizes(ctx.profile)
-    # one task per configuration (sigma aside) and seed: its population serves every K and noise level
     tasks: dict[tuple[str, int], tuple[list[int], list[float]]] = {}
     for cfg, K, sd in items:
         Ks, sigmas = tasks.setdefault((_without_sigma(cfg), int(sd)), ([], []))
@@ -304,10 +263,8 @@ def _without_sigma(cfg: Mapping) -> str:
     return json.dumps({k: v for k, v in cfg.items() if k != "sigma"}, sort_keys=True)
 
 
-#: Monte Carlo SE of the finite-M model's ``E log err`` per level, by size (at most 200 designs a level). Its slope
-#: SE is ~0.4x this (six levels over 1.5 decades; ~0.3x over the paper's 2.3), so quick's 0.01 adds ~8 % to a quick
-#: slope SE of 0.01 in quadrature and paper's 0.005 ~6 % to a paper slope SE of 0.006; the cost (~1/SE^2 designs)
-#: keeps each profile in its budget
+#: Monte Carlo SE of the finite-M model's ``E log err`` per level, by size (at most 200 designs a level); its slope
+#: SE is ~0.3-0.4x this, adding 6-8 % to a measured slope's SE in quadrature
 FINITE_SE = {"smoke": 0.02, "quick": 0.01, "paper": 0.005}
 
 
@@ -330,9 +287,7 @@ def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, 
         items += [(g.config, K, pseed) for K in g.K]
         # at sigma = 1 (shared by the groups that differ only in sigma; the variance scales with sigma^2)
         window_items += [({**g.config, "sigma": 1.0}, K, pseed) for k in LIMIT_WINDOWS for K in limit_window(g, k)[0]]
-        # the finite-M model's designs follow the base seed: its Monte Carlo error (in each comparison's SE) is then
-        # independent between seeds, as the data's is; with one draw for every seed it was a shared offset (A3's
-        # deviation had one sign at six paper seeds, quick mean z +0.66 over 30)
+        # the finite-M model's designs follow the base seed: its Monte Carlo error is independent between seeds
         fseed = ctx.seed_for("finite", g.config["d"], g.config["N"], g.config["r"], g.config["P"])
         se_target = finite_se or g.finite_se or FINITE_SE[ctx.profile]
         for with_A in ([True, False] if g.label in known and g.config["d"] > 1 else [True]):
@@ -390,8 +345,7 @@ def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int,
     out = {}
     for g in groups:
         sub = res.filter(group=g.label)
-        M = sub.column("M")
-        E = sub.column("err")
+        M, E = sub.column("M"), sub.column("err")
         known: dict = {}
         if trial_extra.get("known_A"):
             Ek = sub.column("err_known")
@@ -422,6 +376,12 @@ def cache_text(info: dict) -> str:
     return "Sweep pairs (" + "; ".join(parts) + ")" if parts else ""
 
 
+def slopes_text(groups: Sequence[GroupEvidence]) -> str:
+    """Per group: the measured slope with its replicate SE and the finite-M model's slope."""
+    return " | ".join(f"{g.label}: slope {m.fit.slope:.4f} +- {m.fit.se_replicate[0]:.4f} (finite-M model "
+                      f"{p.finite_slope[0]:.4f})" for g, p, m in groups)
+
+
 def design_text(g: GroupDesign) -> str:
     c = g.config
     return (f"{g.label}: d={c['d']}, N={c['N']}, r={c['r']}, P={c['P']} (beta={c['P'] - 1}, s={c['P'] - 2}), "
@@ -441,10 +401,8 @@ class SweepLevels:
     n_knots: int = 6
 
 
-#: the P = 3 (beta = 2) sweeps of A3 and A4 per profile: K_M = 5.77 M^(1/5) from M = 500 at quick and paper (the
-#: paper grid's constant; smaller starts left the end intervals nearly empty and made the first fits stall). A3's
-#: paper levels reach M = 1e5 (2.3 decades, the bias in its K^-4 regime from K = 12 on); A4's stop at 2e4, as its
-#: N = 10 trials cost ~3x those at N = 5. The measurements behind these choices: docs/design_notes.md.
+#: the P = 3 (beta = 2) sweeps of A3 and A4 per profile: K_M = 5.77 M^(1/5) from M = 500 at quick and paper; A3's
+#: paper levels reach M = 1e5, A4's stop at 2e4 (N = 10 trials cost ~3x N = 5 ones); why: docs/design_notes.md
 RATE_LEVELS = {
     "A3": {"smoke": SweepLevels((8, 10, 12), 60), "quick": SweepLevels((20, 23, 26, 30, 35, 40), 500),
            "paper": SweepLevels((20, 24, 28, 33, 40, 48, 58), 500)},
@@ -498,31 +456,23 @@ def allocation_text(groups: Sequence[GroupDesign], n_equal: int) -> str:
             + "; ".join(f"{g.label} {g.replicates(n_equal)}" for g in groups))
 
 
-#: starts of the estimator for d > 1 by profile: the two consistent (moment) starts (smoke: one).  A single moment
-#: start occasionally stalls (objective 100x larger); two starts plus the stall protocol of :func:`trial` (refit with
-#: 4 more starts when the objective exceeds ``2 sigma^2``) handle that.  The paper profile used 3 starts until
-#: measured otherwise (:data:`STARTS_NOTE`): the third (random) start runs only when the two moment starts disagree,
-#: which at d = 2 (N = 3, 10) is every fit, at no benefit.
+#: starts of the estimator for d > 1 by profile: the two moment starts (smoke: one); a single one occasionally
+#: stalls (objective 100x larger), the stall protocol of :func:`trial` handles the rest (:data:`STARTS_NOTE`)
 ESTIMATOR_STARTS = {"smoke": 1, "quick": 2, "paper": 2}
 
 
 #: why the paper grids of A3/A4 look as they do (stated in their notes)
 PAPER_GRID_NOTE = (
-    "Paper grid (sized for the 30-minute paper profile on 2 cores): K_M = 5.77 M^(1/5): a d > 1 fit at M = 1e5 "
-    "costs 1.7-2.3x more with K = 93 than with K = 58, and the bias of the "
-    "truth is in its K^-4 regime from K = 12 on (measured local slopes -3.90..-4.13 for K = 12..93), so the "
-    "smaller constant keeps the asymptotics; with fewer basis functions the parametric share V_par / V of the "
-    "error is larger for d > 1 (the finite-M prediction includes it). "
+    "Paper grid: K_M = 5.77 M^(1/5) (a d > 1 fit at M = 1e5 costs 1.7-2.3x more with K = 93 than with K = 58; the "
+    "bias is in its K^-4 regime from K = 12 on; docs/design_notes.md); with fewer basis functions the parametric "
+    "share V_par / V of the error is larger for d > 1 (the finite-M model includes it). "
 )
 
 #: measured basis of the paper profile's 2 starts (stated in the notes of A3, A4, A6)
 STARTS_NOTE = (
-    "Estimator starts: 2 (the two moment starts; paper used 3 before). Measured with 3 starts on 15 cells x 8 "
-    "replicates (d = 5, 30 with N = 5; d = 2 with (N, r) = (10, 1), (5, 2), (3, 1); M = 500, 3068, 16000): the "
-    "third (random) start ran in 75/120 fits (every d = 2 fit with N = 3 or 10, d = 30 at M = 500) and gave a "
-    "lower objective in 1/120 (d = 2, N = 10, M = 500: objective -0.03%, L2 error 4.54e-6 vs 4.36e-6 with 2 "
-    "starts); stalls (objective > 2 sigma^2) with the 2 moment starts alone: 0/120. At M = 20421 (d = 2) the "
-    "third start costs +34% (N = 10) and +37% (N = 3) for bitwise identical fits."
+    "Estimator starts: the 2 moment starts. A third (random) start, on 15 cells x 8 replicates (d = 2, 5, 30; "
+    "M = 500..16000), lowered the objective in 1/120 fits (by 0.03%), cost +34-37% at M = 20421 (d = 2), and "
+    "2 starts stalled in 0/120."
 )
 
 
@@ -559,10 +509,8 @@ def inside_share(g: GroupDesign) -> tuple[int, int]:
 
 def ratio_text(groups: Sequence[GroupEvidence]) -> str:
     """Measured mean error / a-priori prediction at each M (>1 at small M: pre-asymptotic excess)."""
-    parts = []
-    for g, p, m in groups:
-        r = [float(np.mean(m.errors[M])) / c for M, c in zip(g.M, p.curve)]
-        parts.append(f"{g.label}: " + ", ".join(f"{x:.2f}" for x in r))
+    parts = [f"{g.label}: " + ", ".join(f"{float(np.mean(m.errors[M])) / c:.2f}" for M, c in zip(g.M, p.curve))
+             for g, p, m in groups]
     refits = ", ".join(f"{e.label}: {e.measurement.refits}" for e in groups)
     return "measured/predicted mean error along M: " + "; ".join(parts) + f" (refitted stalled fits: {refits})"
 

@@ -69,23 +69,17 @@ def plot_groups(groups: list[GroupEvidence], title: str, texts: dict[str, PanelT
 
     ``texts``: the key numbers and outcome of each panel by group label; ``verdict``: the check's, in the title.
     """
-    n = len(groups)
+    n, texts = len(groups), texts or {}
     ncols = ncols or n
-    nrows = int(math.ceil(n / ncols))
-    fig, axes = F.subplots(nrows, ncols, panel=(3.6, 3.1), extra=1.3)
-    for i, (g, ax) in enumerate(zip(groups, axes.flat)):
-        plot_group(ax, g, F.COLORS[i % len(F.COLORS)], (texts or {}).get(g.label, PanelText()))
-    for ax in list(axes.flat)[n:]:
+    fig, axes = F.subplots(int(math.ceil(n / ncols)), ncols, panel=(3.6, 3.1), extra=1.3)
+    panels = list(axes.flat)
+    for i, (g, ax) in enumerate(zip(groups, panels)):
+        plot_group(ax, g, F.COLORS[i % len(F.COLORS)], texts.get(g.label, PanelText()))
+    for ax in panels[n:]:
         ax.set_visible(False)
-    handles = {}
-    for ax in list(axes.flat)[:n]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lab, h)
     extra = [F.not_judged_handle("open markers: reported, not judged")] if any(
-        t.status == "NOT JUDGED" for t in (texts or {}).values()) else []
-    fig.legend(list(handles.values()) + extra, list(handles) + [h.get_label() for h in extra],
-               loc="outside lower center", ncol=min(2 if ncols <= 2 else 3, len(handles) + len(extra)),
-               fontsize=F.FONT["legend"])
+        t.status == "NOT JUDGED" for t in texts.values()) else []
+    F.legend(panels[0], extra=extra, outside=True, axes=panels[:n], ncol=2 if ncols <= 2 else 3)  # >= 4 entries
     configs = [e.design.config for e in groups]  # the settings line: the keys every group shares
     common = F.settings(**{k: configs[0][k] for k in ("d", "N", "r", "P") if len({c[k] for c in configs}) == 1})
     F.suptitle(fig, check_id, title, "; ".join(x for x in (common, setting) if x), verdict)

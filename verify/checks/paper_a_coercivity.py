@@ -26,8 +26,7 @@ pairs of sample ``m`` divided by ``N-1``), so the standard errors are those of i
 is used for the verdict; the naive noisy estimate ``mean(1/N |Y - R_g|^2 - 1/N |Y - R_g*|^2)`` is
 reported for a subset of cases and must agree with it within 3 combined SE.
 
-It is a :class:`~verify.claim.Claim` objects: ``design`` -> ``predict`` -> ``simulate`` -> ``judge`` (pure,
-unit-tested on synthetic measurements in ``tests/verify/test_judges_paper_a_ca.py``) -> ``describe`` / ``figure``.
+The judge is pure (unit-tested on synthetic measurements in ``tests/verify/test_judges_paper_a_ca.py``).
 """
 
 from __future__ import annotations
@@ -51,8 +50,6 @@ __all__ = ["A5Design", "A5Measurement", "A5_CLAIM", "coercivity_sides", "describ
            "figure_a5", "judge_a5", "predict_a5", "simulate_a5"]
 
 
-
-# ----------------------------------------------------------------------------------------- A5
 def coercivity_sides(H: np.ndarray) -> dict[str, float]:
     """Monte Carlo estimates of both sides of Lemma 3.4 from pair values ``H[m, i, j] = h(X_i, X_j)``.
 
@@ -100,17 +97,12 @@ def _naive_diff(model: IPSModel, X: np.ndarray, G: np.ndarray, Gs: np.ndarray, r
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
 
 
-def _neg_equicorrelated(M: int, N: int, t: float, rng: np.random.Generator) -> np.ndarray:
-    """``X_i = Z_i - t mean(Z)`` (d = 1): finitely exchangeable, negatively equicorrelated."""
-    Z = rng.standard_normal((M, N, 1))
-    return Z - t * Z.mean(axis=1, keepdims=True)
-
-
-#: function perturbations ``g = g* + eps psi(u)``: ``h`` is linear in ``eps``, so the ratio does not depend on it
-_DIRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "psi(u)=u (tight for centred independent tokens)": lambda u: u,
-    "psi(u)=cos(3u)": lambda u: np.cos(3 * u),
-    "psi=1 (constant, loosest)": lambda u: np.ones_like(u),
+#: function perturbations ``g = g* + eps psi(u)`` (``h`` is linear in ``eps``: the ratio does not depend on it) and
+#: their labels in the figure
+_DIRECTIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
+    "psi(u)=u (tight for centred independent tokens)": (lambda u: u, "ψ(u) = u (tight case)"),
+    "psi(u)=cos(3u)": (lambda u: np.cos(3 * u), "ψ(u) = cos 3u"),
+    "psi=1 (constant, loosest)": (lambda u: np.ones_like(u), "ψ = 1 (loosest case)"),
 }
 #: the direction of the matrix perturbations ``g = phi*(x^T (A* + eps B) y)`` (nonlinear in ``eps``)
 _MATRIX_DIRECTION = "A* -> A* + eps B"
@@ -149,10 +141,9 @@ def design_a5(ctx: CheckContext) -> A5Design:
     """M samples per case, laws and dimensions by profile; the matrix direction B from a design seed."""
     size = ctx.profile
     quick = size != "paper"
-    d, N = (3, 5) if quick else (5, 5)
     laws = ("uniform", "exchangeable") if quick else ("uniform", "gaussian", "anisotropic", "exchangeable")
-    return A5Design(size=size, M={"smoke": 2000, "quick": 20000, "paper": 200000}[size], d=d, N=N, laws=laws,
-                    B_seed=ctx.design_seed("direction-B"))
+    return A5Design(size=size, M={"smoke": 2000, "quick": 20000, "paper": 200000}[size], d=3 if quick else 5, N=5,
+                    laws=laws, B_seed=ctx.design_seed("direction-B"))
 
 
 def predict_a5(ctx: CheckContext, design: A5Design) -> dict[str, float]:
@@ -176,7 +167,7 @@ def _law_cases(ctx: CheckContext, design: A5Design, law: str, bar) -> list[dict]
     U = model.pair_values(X)
     Gs = model.phi_star(U)
     rows = []
-    for name, psi in _DIRECTIONS.items():
+    for name, (psi, _) in _DIRECTIONS.items():
         H = psi(U)
         row = {"law": model.token_law, "direction": name, "eps": "any (h linear in eps)", **coercivity_sides(H)}
         if name.startswith("psi(u)=cos"):
@@ -204,8 +195,9 @@ def simulate_a5(ctx: CheckContext, design: A5Design) -> A5Measurement:
     with ctx.progress("coercivity cases", total=n_tasks) as bar:
         for law in design.laws:
             cases += _law_cases(ctx, design, law, bar)
-        Xn = _neg_equicorrelated(design.M, design.counter_N, design.counter_t,
-                                 np.random.default_rng(ctx.seed_for("neg-equicorrelated")))
+        # X_i = Z_i - t mean(Z) (d = 1): finitely exchangeable, negatively equicorrelated
+        Z = np.random.default_rng(ctx.seed_for("neg-equicorrelated")).standard_normal((design.M, design.counter_N, 1))
+        Xn = Z - design.counter_t * Z.mean(axis=1, keepdims=True)
         counter = coercivity_sides(Xn[:, :, None, 0] * Xn[:, None, :, 0])
         bar.advance()
     return A5Measurement(cases=cases, counterexample=counter, runtime_s=time.perf_counter() - t0)
@@ -267,46 +259,36 @@ def _a5_rows(prediction: dict, measurement: A5Measurement) -> list[dict[str, Any
     return [*measurement.cases, counter]
 
 
-def _exchangeable_text(rows: list[dict[str, Any]]) -> str:
-    exch = [r for r in rows if r["law"] == "exchangeable"]
-    if not exch:
-        return "(exchangeable law not run in this profile). "
-    exch_min = min(exch, key=lambda r: r["ratio"] + 0.0)
-    exch_ok = all(r["diff"] > -3 * r["diff_se"] for r in exch)
-    return (f"smallest ratio {exch_min['ratio']:.4f} +- {exch_min['ratio_se']:.4f} ({exch_min['direction']}, "
-            f"eps={exch_min['eps']}); RHS - LHS > -3 SE in {'all' if exch_ok else 'NOT all'} {len(exch)} "
-            f"exchangeable-law cases. ")
-
-
 def describe_a5(design: A5Design, prediction: dict, measurement: A5Measurement,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     """Normalisation, tight and loosest directions, the exchangeable law and the counterexample FINDING."""
     rows = _a5_rows(prediction, measurement)
     res = measurement.counterexample
-    tight = [r for r in rows if r["direction"].startswith("psi(u)=u") and r["law"] == "uniform"]
+    tight = next(r for r in rows if r["direction"].startswith("psi(u)=u") and r["law"] == "uniform")
     naive = with_key(comparisons, quantity="naive")
-    n_naive_ok = sum(c.outcome == "PASS" for c in naive)
+    exch = [r for r in rows if r["law"] == "exchangeable"]
+    if exch:
+        low = min(exch, key=lambda r: r["ratio"])
+        exch_text = (f"smallest ratio {low['ratio']:.4f} +- {low['ratio_se']:.4f} ({low['direction']}, "
+                     f"eps={low['eps']}); RHS - LHS > -3 SE in "
+                     f"{'all' if all(r['diff'] > -3 * r['diff_se'] for r in exch) else 'NOT all'} {len(exch)} cases. ")
+    else:
+        exch_text = "not run in this profile. "
     confirmed = res["ratio"] + 3 * res["ratio_se"] < 1
     notes = (
-        f"Normalisation: E_inf(g) = E[1/N sum_i |Y_i - R_g[X]_i|^2]; LHS = ||g-g*||^2_rho/(N-1). "
-        f"RHS estimated by the exact identity E[1/N sum_i R_(g-g*)[X]_i^2] (noise-free, low variance; derived: "
-        f"RHS-LHS = (N-2)/(N-1) E[h12 h13]); the naive noisy estimate agrees with it within 3 combined SE in "
-        f"{n_naive_ok}/{len(naive)} cases (comparisons 'naive'). "
-        f"M = {design.M} samples per case, d = {design.d}, N = {design.N}, laws {list(design.laws)}. "
-        f"Tight case (independent centred tokens, psi(u)=u): ratio RHS/LHS = "
-        f"{tight[0]['ratio']:.4f} +- {tight[0]['ratio_se']:.4f} (theory: exactly 1). "
-        f"Constant direction: measured ratios "
-        f"{[round(r['ratio'], 3) for r in rows if r['direction'].startswith('psi=1')]} (derived for independent "
-        f"tokens: N-1 = {design.N - 1}). The shared-factor exchangeable law is a de Finetti "
-        f"mixture, so E[h12 h13] >= 0 and the lemma should hold: measured "
-        + _exchangeable_text(rows)
-        + f"FINDING (derived here; numerically "
-        f"{'confirmed: ratio + 3 SE < 1' if confirmed else 'NOT confirmed: ratio + 3 SE >= 1'}): for a finitely "
-        f"exchangeable law with negative "
-        f"correlation the inequality fails: measured RHS/LHS = {res['ratio']:.4f} +- {res['ratio_se']:.4f} "
-        f"(closed form {prediction['counter_ratio']:.4f}); Lemma 3.4 therefore needs more than finite exchangeability "
-        f"(e.g. infinite exchangeability / conditionally i.i.d. tokens, or E[h12 h13] >= 0). This case is "
-        f"a comparison of the derived identity, not of the lemma. Runtime {measurement.runtime_s:.1f}s."
+        "E_inf(g) = E[1/N sum_i |Y_i - R_g[X]_i|^2]; LHS = ||g-g*||^2_rho/(N-1); RHS from the exact identity "
+        "E[1/N sum_i R_(g-g*)[X]_i^2] (RHS-LHS = (N-2)/(N-1) E[h12 h13]); the naive noisy estimate agrees within 3 "
+        f"combined SE in {sum(c.outcome == 'PASS' for c in naive)}/{len(naive)} cases. M = {design.M} samples per "
+        f"case, d = {design.d}, N = {design.N}, laws {list(design.laws)}. Tight case (independent centred tokens, "
+        f"psi(u)=u): ratio RHS/LHS = {tight['ratio']:.4f} +- {tight['ratio_se']:.4f} (theory 1). Constant "
+        f"direction: ratios {[round(r['ratio'], 3) for r in rows if r['direction'].startswith('psi=1')]} (N-1 = "
+        f"{design.N - 1} for independent tokens). Shared-factor exchangeable law (a de Finetti mixture: the lemma "
+        "holds): " + exch_text
+        + f"FINDING ({'confirmed: ratio + 3 SE < 1' if confirmed else 'NOT confirmed: ratio + 3 SE >= 1'}): for a "
+        f"finitely exchangeable law with negative correlation the lemma fails: RHS/LHS = {res['ratio']:.4f} +- "
+        f"{res['ratio_se']:.4f} (closed form {prediction['counter_ratio']:.4f}); Lemma 3.4 needs conditionally "
+        "i.i.d. tokens (or E[h12 h13] >= 0), not finite exchangeability; this case tests the derived identity, not "
+        f"the lemma. Runtime {measurement.runtime_s:.1f}s."
     )
     return notes, {"cases": rows, "M": design.M, "d": design.d, "N": design.N}
 
@@ -320,12 +302,9 @@ _A5_LAWS = {"uniform": ("independent uniform tokens", "blue"), "gaussian": ("ind
 
 def _a5_row_label(row: dict[str, Any]) -> str:
     """A case in words: the direction of ``g - g*`` (and its size for the matrix perturbations)."""
-    name = row["direction"]
-    if name == _MATRIX_DIRECTION:
+    if row["direction"] == _MATRIX_DIRECTION:
         return f"A* → A* + εB, ε = {row['eps']:g}"
-    return {"psi(u)=u (tight for centred independent tokens)": "ψ(u) = u (tight case)",
-            "psi(u)=cos(3u)": "ψ(u) = cos 3u", "psi=1 (constant, loosest)": "ψ = 1 (loosest case)",
-            "h(x,y)=xy": "h(x, y) = x y"}.get(name, name)
+    return _DIRECTIONS.get(row["direction"], (None, "h(x, y) = x y"))[1]
 
 
 def _a5_predicted(prediction: dict, row: dict[str, Any]) -> float | None:
@@ -383,14 +362,10 @@ def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement, ju
     return fig
 
 
-#: A5: coercivity ``||g-g*||^2/(N-1) <= E_inf(g) - E_inf(g*)`` for independent and dependent tokens
-#: claim A5 in words (the report, --list and docs/claims.md show it)
-STATEMENT_A5 = (
-    "Coercivity: ||g-g*||^2/(N-1) <= E_inf(g) - E_inf(g*). Tested: the exact identity RHS - LHS = (N-2)/(N-1) "
-    "E[h12 h13] (>= 0 for conditionally i.i.d. tokens, so those cases test the samplers), the tight case, and the"
-    " predicted violation for negatively correlated exchangeable tokens"
-)
-
-A5_CLAIM = register(Claim(id="A5", paper="A", statement=STATEMENT_A5, design=design_a5, predict=predict_a5,
-                          simulate=simulate_a5, judge=judge_a5, describe=describe_a5, figure=figure_a5,
-                          figure_name="coercivity"))
+#: claim A5 (its statement in words: the report, --list and docs/claims.md show it)
+A5_CLAIM = register(Claim(id="A5", paper="A", design=design_a5, predict=predict_a5, simulate=simulate_a5,
+                          judge=judge_a5, describe=describe_a5, figure=figure_a5, figure_name="coercivity",
+                          statement="Coercivity: ||g-g*||^2/(N-1) <= E_inf(g) - E_inf(g*). Tested: the exact "
+                                    "identity RHS - LHS = (N-2)/(N-1) E[h12 h13] (>= 0 for conditionally i.i.d. "
+                                    "tokens, so those cases test the samplers), the tight case, and the predicted "
+                                    "violation for negatively correlated exchangeable tokens"))

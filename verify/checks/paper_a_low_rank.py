@@ -18,7 +18,7 @@ from scipy import stats
 from theory.minimax import num_intervals, parametric_term
 from verify.checks._paper_a_numerics import (ESTIMATOR_STARTS, LOW_RANK_CONSTANT, RIDGE_D, STARTS_NOTE, balanced_truth,
                                              cache_text, inside_condition, predictions, run_trials)
-from verify.checks._paper_a_records import GroupDesign
+from verify.checks._paper_a_records import GroupDesign, apriori_curve
 from verify.claim import Claim, register
 from verify.context import CheckContext
 from verify import figures as F
@@ -30,11 +30,8 @@ from verify.verdicts import Judgement
 __all__ = ["A6Design", "A6Measurement", "A6Prediction", "A6_CLAIM", "A6_COMBOS", "A6_REPLICATES",
            "describe_a6", "design_a6", "figure_a6", "judge_a6", "predict_a6", "simulate_a6"]
 
-#: replicates per (d, r) configuration of A6 by size.  Paper: 10, from a power calculation on the 20-replicate
-#: reports of seeds 0 and 1 (every comparison's SE scales as 1/sqrt(replicates)): their weakest z, 5.31 and 6.82
-#: (the excess of (8, 1) and of (4, 2) over (1, 1)), become 3.75 and 4.82 at 10; against the one-sided 5 % Welch
-#: critical value (about 1.73 at df 18) that is a power of about 98 % for the weakest comparison (the others at
-#: z >= 5.5 add under 1 %); the trend b at z >= 12.5.  20 replicates bought z's of 5-32 for 122 s of the budget.
+#: replicates per (d, r) configuration of A6 by size; paper: at 10 the weakest comparison (z about 3.75, scaled from
+#: the 20-replicate reports of seeds 0 and 1) has a power of about 98 % against the one-sided 5 % Welch test
 A6_REPLICATES = {"smoke": 2, "quick": 8, "paper": 10}
 
 
@@ -103,12 +100,10 @@ def design_a6(ctx: CheckContext) -> A6Design:
 def predict_a6(ctx: CheckContext, design: A6Design) -> A6Prediction:
     """The error model's a-priori error per configuration and the low-rank condition (constant 1, as A3 / A4)."""
     info: dict = {}
-    pseed = ctx.design_seed("predict")
-    preds, shares = [], []
-    M = design.M
+    preds, shares, M, pseed = [], [], design.M, ctx.design_seed("predict")
     for c, q in zip(design.configs, predictions(ctx, [(c, design.K, pseed) for c in design.configs], "A6", info)):
         n = M * c["N"]
-        preds.append(q["B"] + (q["V_np"] + q["V_par"]) / M * n / (n - q["p"]))
+        preds.append(float(apriori_curve([q], [M], c["N"])[0]))  # B + (V_np + V_par) / M n / (n - p)
         shares.append(q["V_par"] / M * n / (n - q["p"]) / preds[-1])
     inside = [inside_condition(r, d, M, design.beta) for d, r in design.combos]
     return A6Prediction(errors=preds, parametric_share=shares, inside=inside, cache=info)
@@ -188,10 +183,8 @@ def judge_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurem
         "error = a + b * r d log M / M at fixed M: b > 0 (per-configuration medians)", "> 0", b, b_se, +1,
         headline=True, rule=f"replicate-bootstrap SE; OLS through every replicate point gives {ols.slope:.3g} +- "
                             f"{ols.stderr:.2g}")]
-    e0 = measurement.errors[0]
-    for combo, e, ins in zip(design.combos[1:], measurement.errors[1:], prediction.inside[1:]):
-        comps.append(_excess_comparison(combo, ins, e0, e))
-    return comps
+    return comps + [_excess_comparison(combo, ins, measurement.errors[0], e)
+                    for combo, e, ins in zip(design.combos[1:], measurement.errors[1:], prediction.inside[1:])]
 
 
 def describe_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement,
@@ -207,25 +200,20 @@ def describe_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measu
     npar = [r * (2 * d - r) for d, r in combos]
     rho_sp = stats.spearmanr(npar, ratio) if len(set(npar)) > 2 else None
     notes = (
-        f"Fixed M = {design.M}, P = 3 (beta = 2), s = 1, K = K_M = floor({design.C_K} (M/log M)^(1/5)) = "
-        f"{design.K} (the estimator's interval constant {design.C_K}: with 1, K_M = {design.K_coarse} would be very "
-        f"coarse), sigma = {design.sigma:.4g} (balanced for d = 1), N = 5, {design.reps} replicates; (d, r) in "
-        f"{combos}. Low-rank condition "
-        f"(theory.low_rank_condition, constant {LOW_RANK_CONSTANT}, the one A3 and A4 use): inside "
+        f"Fixed M = {design.M}, P = 3 (beta = 2), s = 1, K = K_M = floor({design.C_K} (M/log M)^(1/5)) = {design.K} "
+        f"(with constant 1, K_M = {design.K_coarse}), sigma = {design.sigma:.4g} (balanced for d = 1), N = 5, "
+        f"{design.reps} replicates; (d, r) in {combos}. Inside the low-rank condition (constant {LOW_RANK_CONSTANT}): "
         f"{[c for c, i in zip(combos, inside) if i]}; predicted parametric share of the error "
-        f"{[round(v, 2) for v in prediction.parametric_share]}. "
-        f"Measured mean errors {[f'{m:.3g}' for m in means]}; a-priori predictions (B + (V_np + V_par(d, r))/M, "
-        f"V_par from the Fisher information of the A-tangent directions) {[f'{p:.3g}' for p in preds]}; "
-        f"ratios {[round(q, 3) for q in ratio]}. Median fit error = a + b x, x = r d log M / M: a = {b_icpt:.3g}, "
-        f"b = {b:.3g} +- {b_se:.2g} (replicate bootstrap; predicted {b_pred:.3g}). The parametric term grows "
-        f"like r (2d - r) (manifold dimension) rather than r d; the linear fit in r d is the paper's form. "
-        f"Refitted stalled fits: {measurement.refits}. "
-        + (STARTS_NOTE + " " if design.size == "paper" else "") +
-        "Excesses over (1, 1) (value, SE, relative): "
+        f"{[round(v, 2) for v in prediction.parametric_share]}. Measured mean errors {[f'{m:.3g}' for m in means]}; "
+        f"a-priori predictions B + (V_np + V_par(d, r))/M {[f'{p:.3g}' for p in preds]}; ratios "
+        f"{[round(q, 3) for q in ratio]}. Median fit error = a + b x, x = r d log M / M: a = {b_icpt:.3g}, "
+        f"b = {b:.3g} +- {b_se:.2g} (replicate bootstrap; predicted {b_pred:.3g}); the parametric term grows like "
+        f"r (2d - r) (manifold dimension), the paper's form is linear in r d. Refitted stalled fits: "
+        f"{measurement.refits}. " + (STARTS_NOTE + " " if design.size == "paper" else "")
+        + "Excesses over (1, 1) (value, SE, relative): "
         + "; ".join(f"{x['combo']} {'in' if x['inside'] else 'OUT'}: {x['excess']:.3g} +- {x['se']:.2g} "
                     f"({x['rel']:.2f})" for x in excess)
-        + ". Reported, not part of the verdict: measured/predicted ratio vs the number r (2d - r) of matrix "
-        "parameters: "
+        + ". Not judged: measured/predicted ratio vs the number r (2d - r) of matrix parameters: "
         + (f"Spearman rho = {rho_sp.statistic:.2f} (p = {rho_sp.pvalue:.2g})" if rho_sp is not None else "n/a")
         + f". Runtime {measurement.runtime_s:.1f}s. " + cache_text({**prediction.cache, **measurement.cache}) + "."
     )
@@ -314,13 +302,9 @@ def figure_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measure
     return fig
 
 
-#: A6: crossing the low-rank condition at fixed M (:func:`judge_a6`)
-#: claim A6 in words (the report, --list and docs/claims.md show it)
-STATEMENT_A6 = (
-    "The low-rank condition marks where the rate holds: the error grows with r d log M / M, the parametric term "
-    "is dominated inside the condition and shows outside it"
-)
-
-A6_CLAIM = register(Claim(id="A6", paper="A", statement=STATEMENT_A6, design=design_a6, predict=predict_a6,
-                          simulate=simulate_a6, judge=judge_a6, describe=describe_a6, figure=figure_a6,
-                          figure_name="parametric_term"))
+#: claim A6 (its statement in words: the report, --list and docs/claims.md show it)
+A6_CLAIM = register(Claim(id="A6", paper="A", design=design_a6, predict=predict_a6, simulate=simulate_a6,
+                          judge=judge_a6, describe=describe_a6, figure=figure_a6, figure_name="parametric_term",
+                          statement="The low-rank condition marks where the rate holds: the error grows with r d "
+                                    "log M / M, the parametric term is dominated inside the condition and shows "
+                                    "outside it"))

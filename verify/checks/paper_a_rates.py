@@ -6,6 +6,14 @@ truths and noise levels from design seeds), ``predict`` (the a-priori error mode
 :func:`~verify.checks._paper_a_numerics.simulate_groups`), ``judge`` (pure: the comparisons from the slope
 fits), ``describe`` (notes and data) and ``figure``.  The machinery they share (trial, error-model sweep,
 slope texts) is :mod:`verify.checks._paper_a_numerics`; the design choices are stated there and in the notes.
+
+The rule of all three: the paper's claim is a rate as M -> infinity, and at finite M the error also carries terms
+that vanish in the limit, so each curve is tested twice. (a) Its measured log-log slope equals the finite-M model's
+(the law of the least-squares fit given the design: exact for d = 1, linearised in A for d > 1; noise integrated in
+closed form, designs by Monte Carlo): two-sided tests per curve and pooled over the curves (a wrong rate moves them
+all), with their power against slopes off by ``WRONG_RATE_OFFSET`` stated. (b) The a-priori model B(K) + V(K)/M,
+continued on the design's K_M law to K x 2 and K x 4, has a deviation from the rate -2b/(2b+1) that shrinks at
+least like K^-1/2 (a finite-size rule in K): the finite-M slope tends to the rate.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from ._paper_a_numerics import (  # noqa: F401  (FINITE_SE, RANGE_Q, model_for, 
     ESTIMATOR_STARTS, FINITE_SE, LOW_RANK_CONSTANT, PAPER_GRID_NOTE, RANGE_Q, REPLICATES, RIDGE_D, STARTS_NOTE,
     SweepLevels, allocation_text, apply_allocation, balanced_truth, cache_text, condition_text, design_text,
     estimator_class, inside_share, k_levels_to_M, model_for, predict_groups, rate_base, ratio_text, round_design,
-    simulate_groups, trial)
+    simulate_groups, slopes_text, trial)
 from ._paper_a_plots import PanelText, plot_groups
 from ._paper_a_records import (GroupDesign, GroupEvidence, RateDesign, RateMeasurement, RatePrediction, evidence,
                                limit_window)
@@ -84,10 +92,7 @@ A2_REPLICATE_FACTOR = 3
 A2_PAPER_SLOPES = {"P=3": (-0.81, 0.01), "P=8": (-0.899, 0.034)}
 
 
-#: A2's two sweeps per profile, by the degree P of the B-spline truth. P = 3: K_M = 5.77 M^(1/5) from M = 500 (a
-#: denser grid from M = 300 held 3x fewer pairs per interval at its smallest M and steepened the slope). P = 8: from
-#: M = 997 (K = 13); at M = 300 the log error had 4x the replicate SD of the other levels and its mean steepened the
-#: slope from -0.918 to -0.964 against the design's -0.940.
+#: A2's two sweeps per profile, by the degree P of the B-spline truth (why these levels: docs/design_notes.md)
 A2_LEVELS = {
     "smoke": {3: SweepLevels((8, 10, 12), 60), 8: SweepLevels((10, 11, 12), 80, n_knots=8)},
     "quick": {3: SweepLevels((20, 23, 26, 30, 35, 40), 500), 8: SweepLevels((13, 14, 15, 16, 17), 997, n_knots=8)},
@@ -115,14 +120,15 @@ def _finite_and_limit(groups: list[GroupEvidence], n_extra: int = 0) -> list[Com
     """(a) all groups' slopes equal their finite-M models (pooled: the headline) and each group's does; (b) each
     group's model slope tends to the rate. ``n_extra``: further tests of the check (Holm family, for the power)."""
     n = 1 + 2 * len(groups) + n_extra
-    comps = [pooled_vs_finite(groups, n, headline=True)]
+    comps = [pooled_vs_finite(groups, n)]
     for e in groups:
         comps += [slope_vs_finite(e, n), limit_comparison(e.design, e.prediction)]
     return comps
 
 
 def judge_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[Comparison]:
-    """Per P: (a) the slope equals the finite-M model's (exact for d = 1); (b) the model's slope tends to the rate."""
+    """Per group (A2: per P; A4: per (N, r)): (a) the slope equals the finite-M model's; (b) the model's slope tends
+    to the rate."""
     return _finite_and_limit(evidence(design, prediction, measurement))
 
 
@@ -138,29 +144,14 @@ def _a2_line(e: GroupEvidence) -> str:
             f"{p.slope:.4f}" + (f", beyond it (K x 4) {p.window_slopes[-1]:.4f}" if p.limit else ""))
 
 
-#: what A2-A4 test and why that is the paper's claim (the first sentences of their notes)
-RATE_CLAIM_TEXT = (
-    "The paper's claim is a rate as M -> infinity; at finite M the error also carries terms that vanish in the "
-    "limit. So each curve is tested twice: (a) its measured log-log slope equals the finite-M model's (the law of "
-    "the least-squares fit given the design: exact for d = 1, linearised in A for d > 1; noise integrated in "
-    "closed form, designs by Monte Carlo), two-sided tests per curve and pooled over the curves (a wrong rate "
-    f"moves them all), whose power against slopes off by {WRONG_RATE_OFFSET} is stated; (b) the a-priori model "
-    "B(K) + V(K)/M, continued on the design's K_M law to "
-    "K x 2 and K x 4, has a deviation from the rate -2b/(2b+1) that shrinks at least like K^-1/2 (a finite-size "
-    "rule in K): the finite-M slope tends to the rate. ")
-
-
 def describe_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     groups = evidence(design, prediction, measurement)
-    notes = (
-        RATE_CLAIM_TEXT + "Design: " + "; ".join(design_text(g) for g in design.groups)
-        + " (K_M = K_lo (M/M_lo)^(1/(2b+1)) "
-        "exactly; estimator degree s = P-2; range = central 99.9% quantile range of the observed u; ridge 0; d = 1; "
-        "sigma balanced a priori at the middle level; truth and sigma from design seeds). "
-        + " | ".join(_a2_line(e) for e in groups) + ". " + ratio_text(groups) + ". "
-        + _cost_text(design, prediction, measurement)
-    )
+    notes = ("Design: " + "; ".join(design_text(g) for g in design.groups) + " (K_M = K_lo (M/M_lo)^(1/(2b+1)) "
+             "exactly; estimator degree s = P-2; range = central 99.9% quantile range of the observed u; ridge 0; "
+             "d = 1; sigma balanced a priori at the middle level; truth and sigma from design seeds). "
+             + " | ".join(_a2_line(e) for e in groups) + ". " + ratio_text(groups) + ". "
+             + _cost_text(design, prediction, measurement))
     return notes, _data(groups, prediction, measurement)
 
 
@@ -203,28 +194,21 @@ def figure_a2(design: RateDesign, prediction: RatePrediction, measurement: RateM
                         "rule: (a) slope = finite-M model, (b) model -> rate")
 
 
-#: claim A2 in words (the report, --list and docs/claims.md show it)
-STATEMENT_A2 = (
-    "Empirical convergence slope matches -4/5 for B-spline degree P=3 and -14/15 for P=8 (consistent with the "
-    "finite-M model given the design, which tends to the rate)"
-)
-
-A2 = register(Claim(id="A2", paper="A", statement=STATEMENT_A2, design=design_a2, predict=_predict, simulate=_simulate,
-                    judge=judge_a2, describe=describe_a2, figure=figure_a2, figure_name="slopes_P"))
+#: claim A2 (its statement in words: the report, --list and docs/claims.md show it)
+A2 = register(Claim(id="A2", paper="A", design=design_a2, predict=_predict, simulate=_simulate, judge=judge_a2,
+                    describe=describe_a2, figure=figure_a2, figure_name="slopes_P",
+                    statement="Empirical convergence slope matches -4/5 for B-spline degree P=3 and -14/15 for P=8 "
+                              "(consistent with the finite-M model given the design, which tends to the rate)"))
 
 
 # ============================================================================================ A3
 #: A3 part (a): noise level relative to the balanced one (the parametric term, ~ sigma^2, is 100x smaller)
 A3_LOW_NOISE = 0.1
 
-#: A3 quick, where the CPU buys the headline's certainty (the pooled slope-minus-model test, weights 1/SE^2).  The
-#: d = 1 group carries 70-80 % of its weight (measured at seeds 0 and 1) and its finite-M model 20-40 % of that
-#: group's variance, at about a fifth of a d > 1 group's CPU per replicate and half per model design: it runs
-#: ``A3_D1_REPLICATE_FACTOR`` x the replicates and its model to SE ``A3_D1_FINITE_SE`` per level.  The sigma/10 groups
-#: with d > 1 weigh 5-11 % each; their models (SD of E[log err | X] up to 0.17 per design, 200 designs at the first
-#: level) took two thirds of the check's CPU for 3-4 % of their groups' variance: to SE ``A3_SIGMA10_FINITE_SE``
-#: (about 12 %).  The balanced groups keep the profile's SE (their paired shift is judged on it).  Measured effect
-#: (CHANGELOG): the headline's SE 0.0051 -> 0.0026 (seed 0), 0.0072 -> 0.0036 (seed 1), for ~28 % less CPU.
+#: A3 quick spends its CPU where the headline (the pooled test, weights 1/SE^2) gains: the d = 1 group carries 70-80 %
+#: of the weight at a fifth of a d > 1 group's cost per replicate, so it runs ``A3_D1_REPLICATE_FACTOR`` x the
+#: replicates and its model to SE ``A3_D1_FINITE_SE``; the sigma/10 groups with d > 1 (5-11 % each) take their models
+#: to SE ``A3_SIGMA10_FINITE_SE``; the balanced groups keep the profile's SE (their paired shift is judged on it)
 A3_D1_REPLICATE_FACTOR = {"smoke": 1, "quick": 3, "paper": 1}
 A3_D1_FINITE_SE = {"quick": 0.005}
 A3_SIGMA10_FINITE_SE = {"quick": 0.02}
@@ -289,25 +273,14 @@ def judge_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMe
 
 
 def _balance_text(design: RateDesign) -> str:
-    """The groups whose replicates or finite-M model SE differ from the profile's, and why (A3 quick)."""
+    """The groups whose replicates or finite-M model SE differ from the profile's (A3 quick)."""
     odd = [g for g in design.groups if g.rep_factor != 1 or g.finite_se is not None]
     if not odd:
         return ""
-    parts = [f"{g.label}: " + ", ".join(([f"{g.rep_factor}x the replicates"] if g.rep_factor != 1 else [])
-                                          + ([f"finite-M model to SE {g.finite_se} per level"]
-                                             if g.finite_se is not None else [])) for g in odd]
-    return ("CPU spent where it buys the pooled test's certainty (weights 1/SE^2: d = 1 carries most of it, at the "
-            "lowest cost per replicate and per model design): " + "; ".join(parts)
-            + f"; the other groups' models to SE {FINITE_SE[design.size]} per level. ")
-
-
-def _a3_slopes_text(all_g: list[GroupEvidence]) -> str:
-    """The slopes, their finite-M models and the paired shifts of every group."""
-    return (" | ".join(f"{g.label}: slope {m.fit.slope:.4f} +- {m.fit.se_replicate[0]:.4f}, finite-M model "
-                       f"{p.finite_slope[0]:.4f}" for g, p, m in all_g)
-            + " | " + " | ".join(f"{g.label}: A*-known slope {m.fit.slope - m.shift_fit.slope:.4f}, shift "
-                                 f"{m.shift_fit.slope:+.4f} +- {m.shift_fit.se_replicate[0]:.4f} (finite-M model "
-                                 f"{p.finite_shift[0]:+.4f})" for g, p, m in all_g if m.shift_fit and p.finite_known))
+    se = FINITE_SE[design.size]
+    return ("CPU spent where it buys the pooled test's certainty (weights 1/SE^2): " + "; ".join(
+        f"{g.label}: replicates x{g.rep_factor}, finite-M model to SE {g.finite_se or se}" for g in odd)
+        + f"; the other groups' models to SE {se} per level. ")
 
 
 def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
@@ -315,27 +288,21 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
     all_g = evidence(design, prediction, measurement)  # part (a)'s groups (sigma/10), then part (b)'s (balanced)
     groups_a = [e for e in all_g if e.label not in design.known]
     groups_b = [e for e in all_g if e.label in design.known]
-    outside_b = _a3_unjudged(groups_b)
+    unjudged = _a3_unjudged(groups_b)
     size, first = design.size, groups_a[0].design
     base = groups_b[0].design.config if groups_b else first.config
+    shifts = " | ".join(f"{g.label}: A*-known slope {m.fit.slope - m.shift_fit.slope:.4f}, shift "
+                        f"{m.shift_fit.slope:+.4f} +- {m.shift_fit.se_replicate[0]:.4f} (finite-M model "
+                        f"{p.finite_shift[0]:+.4f})" for g, p, m in all_g if m.shift_fit and p.finite_known)
     notes = (
-        "The paper's claims: the rate does not depend on d when the parametric term is negligible, and estimating A "
-        "adds the parametric term when the low-rank condition fails. " + RATE_CLAIM_TEXT
-        + "For every d (sigma/10 and balanced) (a) and (b) are judged; the d-independence of the rate is (b) for "
-        "every d; where the condition fails at most M levels, the paired slope shift from estimating A (same data, "
-        "A*-known fit) must equal the finite-M model's shift. "
-        f"d in {[e.design.config['d'] for e in groups_a]}"
-        + (" (quick profile: d=10 instead of 30 for time)" if size == "quick" else "") + ". "
-        + "N = 5, P = 3, s = 1, K levels " + str(list(first.K)) + ", M levels " + str(list(first.M))
-        + f", sigma balanced for d=1 ({base['sigma']:.4g}) and kept for all d; sigma/10 = {first.config['sigma']:.4g}; "
-        f"rank-1 A* estimated with {ESTIMATOR_STARTS[size]} starts, relative ridge {RIDGE_D} (also in the model). "
-        + _balance_text(design)
-        + (PAPER_GRID_NOTE + STARTS_NOTE + " " if size == "paper" else "")
-        + _a3_slopes_text(all_g)
-        + ". " + ("Not judged: " + "; ".join(outside_b) + ". " if outside_b else "")
+        f"d in {[e.design.config['d'] for e in groups_a]}" + (" (quick: d = 10, not 30)" if size == "quick" else "")
+        + f"; N = 5, P = 3, s = 1, K levels {list(first.K)}, M levels {list(first.M)}, sigma balanced for d = 1 "
+        f"({base['sigma']:.4g}) and kept for all d; sigma/10 = {first.config['sigma']:.4g}; rank-1 A* estimated with "
+        f"{ESTIMATOR_STARTS[size]} starts, relative ridge {RIDGE_D} (also in the model). " + _balance_text(design)
+        + (PAPER_GRID_NOTE + STARTS_NOTE + " " if size == "paper" else "") + slopes_text(all_g) + " | " + shifts
+        + ". " + ("Not judged: " + "; ".join(unjudged) + ". " if unjudged else "")
         + "Parametric term: " + condition_text(all_g) + ". " + ratio_text(all_g) + ". "
-        + _cost_text(design, prediction, measurement)
-    )
+        + _cost_text(design, prediction, measurement))
     return notes, _data(all_g, prediction, measurement)
 
 
@@ -350,22 +317,18 @@ def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateM
                         ncols=len(design.groups) - len(design.known))
 
 
-#: claim A3 in words (the report, --list and docs/claims.md show it)
-STATEMENT_A3 = (
-    "Dimension-free slopes: (a) where the parametric term is negligible, the slope for every d is consistent with"
-    " the finite-M model, which tends to the same rate; (b) outside the low-rank condition, estimating A shifts "
-    "the slope by the predicted parametric shift"
-)
-
-A3 = register(Claim(id="A3", paper="A", statement=STATEMENT_A3, design=design_a3, predict=_predict, simulate=_simulate,
-                    judge=judge_a3, describe=describe_a3, figure=figure_a3, figure_name="slopes_d"))
+#: claim A3 (its statement in words: the report, --list and docs/claims.md show it)
+A3 = register(Claim(id="A3", paper="A", design=design_a3, predict=_predict, simulate=_simulate, judge=judge_a3,
+                    describe=describe_a3, figure=figure_a3, figure_name="slopes_d",
+                    statement="Dimension-free slopes: (a) where the parametric term is negligible, the slope for "
+                              "every d is consistent with the finite-M model, which tends to the same rate; (b) "
+                              "outside the low-rank condition, estimating A shifts the slope by the predicted "
+                              "parametric shift"))
 
 
 # ============================================================================================ A4
-#: A4 runs this many times A3's replicates per level.  Paper (at the allocated counts): a per-group slope SE of
-#: ~0.010 (power ~0.85 against a slope off by WRONG_RATE_OFFSET; the pooled test's SE ~0.005, power ~1).  Quick:
-#: the pooled test's power against WRONG_RATE_OFFSET goes from ~0.3 (SE 0.012, df 24 at 4 replicates) to ~0.9
-#: (:func:`~verify.checks._paper_a_limits.consistency_power`), for ~7 s of trials per run
+#: A4 runs this many times A3's replicates per level: the pooled test's power against WRONG_RATE_OFFSET is then ~0.9
+#: at quick (~0.3 at factor 1) and ~1 at paper
 A4_REPLICATE_FACTOR = {"smoke": 1, "quick": 2, "paper": 2}
 
 #: A4's reference number of tokens: its M levels are the grid's; groups with fewer tokens get as many pairs
@@ -396,10 +359,8 @@ def design_a4(ctx: CheckContext) -> RateDesign:
     return RateDesign("A4", size, apply_allocation(groups, "A4", size, reps), reps, extra)
 
 
-def judge_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[Comparison]:
-    """Per (N, r): (a) the slope equals the finite-M model's; (b) the model's slope tends to the rate (the rate
-    does not depend on N or r)."""
-    return _finite_and_limit(evidence(design, prediction, measurement))
+#: A4's judge is A2's, per (N, r) group: the rate does not depend on N or r
+judge_a4 = judge_a2
 
 
 def _a4_design_text(design: RateDesign) -> str:
@@ -409,14 +370,9 @@ def _a4_design_text(design: RateDesign) -> str:
         f"(N, r) in {[(g.config['N'], g.config['r']) for g in groups]}, d = 2, P = 3, K levels {list(ref.K)}, "
         f"M levels {list(ref.M)} (K_M exact power of M) for N = {A4_REFERENCE_N}; "
         + "; ".join(f"{g.label}: M levels {list(g.M)}" for g in groups if g.M != ref.M)
-        + " (equal numbers of token pairs M N (N-1) in every group: the pre-asymptotic excess of the error is "
-        "governed by pairs; on one common M grid N = 3 was 1.1-1.2x its a-priori prediction at the smallest M and "
-        f"steepened its slope by 0.03-0.05), sigma {ref.config['sigma']:.4g} (balanced for d=1, N=5), "
+        + f" (equal token pairs M N (N-1) in every group), sigma {ref.config['sigma']:.4g} (balanced for d=1, N=5), "
         f"{ESTIMATOR_STARTS[size]} estimator starts, relative ridge {RIDGE_D}. "
-        + (PAPER_GRID_NOTE + "The A4 paper range stops at M = 2e4 (an N = 10 trial costs ~3x an N = 5 one: "
-           "N (N-1) pairs per sample) and starts at 500 (at M <= 270 the first fit stalls often: 6 of 16 N = 5 "
-           "replicates needed a refit, vs 2 of 48 at M = 500..20421 in a 2-replicate run). " + STARTS_NOTE + " "
-           if size == "paper" else ""))
+        + (PAPER_GRID_NOTE + STARTS_NOTE + " " if size == "paper" else ""))
 
 
 def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement,
@@ -432,16 +388,9 @@ def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: Rat
                       f"{e.measurement.fit.slope - ref.measurement.fit.slope:+.4f} (model "
                       f"{e.prediction.finite_slope[0] - ref.prediction.finite_slope[0]:+.4f})"
                       for e in groups if e is not ref)
-    notes = (
-        "The paper's claim: inside the low-rank condition the rate does not depend on N or r. " + RATE_CLAIM_TEXT
-        + "Per (N, r) group (a) and (b) are judged: the finite-M slope differences between groups are the model's, "
-        "and every group's model tends to the same rate. " + _a4_design_text(design)
-        + "Condition per group (constant " + str(LOW_RANK_CONSTANT) + "): " + status + ". "
-        + " | ".join(f"{g.label}: slope {m.fit.slope:.4f} +- {m.fit.se_replicate[0]:.4f} (finite-M model "
-                     f"{p.finite_slope[0]:.4f})" for g, p, m in groups)
-        + ". Slope differences: " + diffs + ". " + condition_text(groups) + ". " + ratio_text(groups) + ". "
-        + _cost_text(design, prediction, measurement)
-    )
+    notes = (_a4_design_text(design) + f"Condition per group (constant {LOW_RANK_CONSTANT}): " + status + ". "
+             + slopes_text(groups) + ". Slope differences: " + diffs + ". " + condition_text(groups) + ". "
+             + ratio_text(groups) + ". " + _cost_text(design, prediction, measurement))
     data = _data(groups, prediction, measurement)
     data["inside_levels"] = {lab: list(v) for lab, v in share.items()}
     return notes, data
@@ -454,11 +403,8 @@ def figure_a4(design: RateDesign, prediction: RatePrediction, measurement: RateM
                         "rule: (a) slope = finite-M model, (b) model -> rate; M levels hold equal token pairs", ncols=2)
 
 
-#: claim A4 in words (the report, --list and docs/claims.md show it)
-STATEMENT_A4 = (
-    "The rate does not depend on N or on r inside the low-rank condition (each slope consistent with the finite-M"
-    " model, which tends to the rate)"
-)
-
-A4 = register(Claim(id="A4", paper="A", statement=STATEMENT_A4, design=design_a4, predict=_predict, simulate=_simulate,
-                    judge=judge_a4, describe=describe_a4, figure=figure_a4, figure_name="slopes_N_r"))
+#: claim A4 (its statement in words: the report, --list and docs/claims.md show it)
+A4 = register(Claim(id="A4", paper="A", design=design_a4, predict=_predict, simulate=_simulate, judge=judge_a4,
+                    describe=describe_a4, figure=figure_a4, figure_name="slopes_N_r",
+                    statement="The rate does not depend on N or on r inside the low-rank condition (each slope "
+                              "consistent with the finite-M model, which tends to the rate)"))

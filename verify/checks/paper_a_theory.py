@@ -1,14 +1,10 @@
 """Check A1: the symbolic layer of paper A (rate exponent, bounds, low-rank condition).
 
-Every comparison is a statement decided by sympy: an identity (``simplify(lhs - rhs) == 0``), a limit,
-or a sign (``is_positive`` / ``is_negative`` under the symbols' assumptions), plus exact integer
-searches (``min_samples``) and an equivalence tested at seeded random points. ``uncertainty`` is None
-everywhere: nothing here is a measurement with noise.
-
-As a :class:`~verify.claim.Claim`: the *measurement* (:class:`A1Measurement`) is what ``theory.minimax``
-returns (its expressions, its exact thresholds, its verdicts at the seeded points), the *prediction* the
-paper's printed values and the finite-M numbers the report quotes, and the judge (:func:`judge_a1`) decides each
-statement with sympy (pure: sympy's decisions are deterministic).
+Every comparison is a statement decided by sympy: an identity (``simplify(lhs - rhs) == 0``), a limit, or a sign
+under the symbols' assumptions, plus exact integer searches (``min_samples``) and an equivalence tested at seeded
+random points; nothing is a noisy measurement. The *measurement* (:class:`A1Measurement`) is what ``theory.minimax``
+returns, the *prediction* the paper's printed values and the finite-M numbers the report quotes; the judge
+(:func:`judge_a1`) decides each statement with sympy (pure).
 """
 
 from __future__ import annotations
@@ -19,21 +15,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from theory.minimax import (
-    average_slope,
-    beta_from_bspline_degree,
-    finite_sample_slope,
-    log_gap_exponent,
-    low_rank_condition,
-    lower_bound,
-    min_samples,
-    minimax_rate,
-    num_intervals,
-    parametric_term,
-    rate_exponent,
-    total_error_slope,
-    upper_bound,
-)
+from theory.minimax import (average_slope, beta_from_bspline_degree, finite_sample_slope, log_gap_exponent,
+                            low_rank_condition, lower_bound, min_samples, minimax_rate, num_intervals, parametric_term,
+                            rate_exponent, total_error_slope, upper_bound)
 from theory.symbols import M, N, beta, d, r
 from verify.claim import Claim, register
 from verify import figures as F
@@ -46,7 +30,6 @@ __all__ = ["A1Design", "A1Measurement", "A1_CLAIM", "describe_a1", "design_a1",
            "figure_a1", "judge_a1", "predict_a1", "simulate_a1"]
 
 _IDENT = "exact (sympy simplify == 0)"
-_LIMIT = "exact limit"
 _SIGN = "exact sign (sympy assumptions: beta > 0)"
 
 
@@ -83,24 +66,18 @@ def design_a1(ctx: CheckContext) -> A1Design:
 def _finite_m_numbers(bb: int) -> dict[str, Any]:
     """Finite-M numbers of the upper bound and the rate + parametric model at one ``beta`` (quoted by A2 / A6)."""
     eb, gb = rate_exponent(bb), log_gap_exponent(bb)
-    return {
-        "rate_slope": float(-eb),
-        "upper_slope_at_M=1e4": float(finite_sample_slope(10**4, bb)),
-        "upper_average_slope_1e2_1e5": float(average_slope(10**2, 10**5, bb)),
-        "M_where_upper_slope_turns_negative": float(sp.exp(gb / eb)),
-        "total_slope_at_M=1e4_r=1_d=30": float(total_error_slope(10**4, bb, 1, 30)),
-        "K_M_at_1e4": int(num_intervals(10**4, bb)),
-    }
+    return {"rate_slope": float(-eb), "upper_slope_at_M=1e4": float(finite_sample_slope(10**4, bb)),
+            "upper_average_slope_1e2_1e5": float(average_slope(10**2, 10**5, bb)),
+            "M_where_upper_slope_turns_negative": float(sp.exp(gb / eb)),
+            "total_slope_at_M=1e4_r=1_d=30": float(total_error_slope(10**4, bb, 1, 30)),
+            "K_M_at_1e4": int(num_intervals(10**4, bb))}
 
 
 def predict_a1(ctx: CheckContext, design: A1Design) -> dict[str, Any]:
     """The paper's printed values (exponent limits, B-spline exponents) and the theory's finite-M numbers."""
-    return {
-        "exponent_limit_oo": sp.Integer(1),
-        "exponent_limit_0": sp.Integer(0),
-        "bspline_exponent": {3: sp.Rational(4, 5), 8: sp.Rational(14, 15)},
-        "finite_M": {f"beta={bb}": _finite_m_numbers(bb) for bb in design.finite_M_betas},
-    }
+    return {"exponent_limit_oo": sp.Integer(1), "exponent_limit_0": sp.Integer(0),
+            "bspline_exponent": {3: sp.Rational(4, 5), 8: sp.Rational(14, 15)},
+            "finite_M": {f"beta={bb}": _finite_m_numbers(bb) for bb in design.finite_M_betas}}
 
 
 # ------------------------------------------------------------------------------------- simulate
@@ -180,10 +157,11 @@ def _identity(name: str, lhs: sp.Expr, rhs: sp.Expr, m_gt_1: bool = False) -> Co
                       tolerance=tol, passed=bool(diff == 0))
 
 
-def _limit(name: str, expr: sp.Expr, var: sp.Symbol, point, expected: sp.Expr, direction: str = "+") -> Comparison:
-    got = sp.limit(expr, var, point, direction)
+def _limit(name: str, expr: sp.Expr, var: sp.Symbol, point, expected: sp.Expr) -> Comparison:
+    """The limit of ``expr`` as ``var -> point`` (from above: sympy's default) is ``expected``."""
+    got = sp.limit(expr, var, point)
     return Comparison(name=name, predicted=str(expected), measured=str(sp.simplify(got)), uncertainty=None,
-                      tolerance=_LIMIT, passed=bool(sp.simplify(got - expected) == 0))
+                      tolerance="exact limit", passed=bool(sp.simplify(got - expected) == 0))
 
 
 def _sign(name: str, predicted: str, expr: sp.Expr, prop: str, tolerance: str = _SIGN) -> Comparison:
@@ -224,13 +202,10 @@ def _low_rank_monotone(m: A1Measurement) -> Comparison:
 
 def _min_samples_thresholds(D: A1Design, p: dict, m: A1Measurement) -> list[Comparison]:
     """min_samples is the exact threshold: the condition holds at it and fails one below (or it is 3)."""
-    out = []
-    for (rr, dd, bb), (m0, holds, prev) in zip(D.min_samples_cases, m.min_samples):
-        prev_fails = m0 == 3 or not prev
-        out.append(Comparison(name=f"min_samples(r={rr}, d={dd}, beta={bb}): condition at M, not at M-1",
-                              predicted="cond(M) and not cond(M-1) (or M = 3)", measured=m0, uncertainty=None,
-                              tolerance="exact comparison (sympy adaptive precision)", passed=holds and prev_fails))
-    return out
+    return [Comparison(name=f"min_samples(r={rr}, d={dd}, beta={bb}): condition at M, not at M-1",
+                       predicted="cond(M) and not cond(M-1) (or M = 3)", measured=m0, uncertainty=None,
+                       tolerance="exact comparison (sympy adaptive precision)", passed=holds and (m0 == 3 or not prev))
+            for (rr, dd, bb), (m0, holds, prev) in zip(D.min_samples_cases, m.min_samples)]
 
 
 def _equivalence_at_points(D: A1Design, p: dict, m: A1Measurement) -> Comparison:
@@ -248,13 +223,8 @@ def _equivalence_at_points(D: A1Design, p: dict, m: A1Measurement) -> Comparison
 
 def _bspline_exponents(D: A1Design, p: dict, m: A1Measurement) -> list[Comparison]:
     """Rate exponents of the B-spline degrees of the paper's experiments."""
-    out = []
-    for P in D.bspline_degrees:
-        expected, got = p["bspline_exponent"][P], m.bspline[P]
-        out.append(Comparison(name=f"rate exponent for B-spline degree P={P}", predicted=str(expected),
-                              measured=str(got), uncertainty=None, tolerance=_IDENT,
-                              passed=bool(sp.simplify(got - expected) == 0)))
-    return out
+    return [_identity(f"rate exponent for B-spline degree P={P}", m.bspline[P], p["bspline_exponent"][P])
+            for P in D.bspline_degrees]
 
 
 def judge_a1(design: A1Design, prediction: dict, measurement: A1Measurement) -> list[Comparison]:
@@ -266,7 +236,7 @@ def judge_a1(design: A1Design, prediction: dict, measurement: A1Measurement) -> 
     x, e = measurement.expr, measurement.expr["e"]
     return [
         _limit("rate exponent -> 1 as beta -> oo", e, beta, sp.oo, p["exponent_limit_oo"]),
-        _limit("rate exponent -> 0 as beta -> 0+", e, beta, 0, p["exponent_limit_0"], "+"),
+        _limit("rate exponent -> 0 as beta -> 0+", e, beta, 0, p["exponent_limit_0"]),
         _sign("d exponent / d beta > 0 (exponent increasing in beta)", "> 0", sp.simplify(sp.diff(e, beta)),
               "is_positive"),
         _identity("finite_sample_slope(upper) == -2b/(2b+1) + log_gap_exponent/log M", x["fs"],
@@ -297,27 +267,22 @@ def describe_a1(design: A1Design, prediction: dict, measurement: A1Measurement,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     """Conventions, the derived equivalence and the finite-M numbers (notes); thresholds and numbers (data)."""
     fin = prediction["finite_M"]
+    f2, f7 = fin["beta=2"], fin["beta=7"]
     ms = {f"r={rr},d={dd},beta={bb}": m0
           for (rr, dd, bb), (m0, _, _) in zip(design.min_samples_cases, measurement.min_samples)}
     notes = (
         "Conventions: constants dropped; upper bound = M^(-e) (log M)^g with g = e + 4 max(2b, 1) as printed; "
         "lower bound c0 N^(-e) M^(-e) with c0 = 1; K_M = max(1, floor((M/log M)^(1/(2b+1)))) is a reconstruction. "
-        "Derived (project): with u = (M/log M)^(1/(2b+1)), u^(-2b) = M^(-e)(log M)^e, so the low-rank condition "
-        "r d <= u is exactly 'parametric term r d log M/M <= non-parametric rate x (log M)^(2b/(2b+1))'; the "
-        "factor is a log, not a constant, and it is below the upper bound's log gap (g > e). "
-        f"Finite-M: the upper bound's local slope at M = 1e4 is {fin['beta=2']['upper_slope_at_M=1e4']:+.3f} "
-        f"(beta = 2) and {fin['beta=7']['upper_slope_at_M=1e4']:+.3f} (beta = 7), i.e. positive: with the "
-        "printed log gap the bound only decreases for M > exp(g/e) "
-        f"({fin['beta=2']['M_where_upper_slope_turns_negative']:.2g} for beta = 2, "
-        f"{fin['beta=7']['M_where_upper_slope_turns_negative']:.2g} for beta = 7). "
-        "An empirical slope at realistic M must therefore be compared with the plain rate -2b/(2b+1) "
-        "(or the rate + parametric model), not with the upper bound including its log factor. "
-        f"With constants 1 the rate + parametric model has local slope "
-        f"{fin['beta=2']['total_slope_at_M=1e4_r=1_d=30']:.3f} (beta = 2) and "
-        f"{fin['beta=7']['total_slope_at_M=1e4_r=1_d=30']:.3f} (beta = 7) at M = 1e4 for r = 1, d = 30 "
-        f"(outside the low-rank condition there: min_samples(1, 30, 2) = {ms['r=1,d=30,beta=2']:.2g}). "
-        f"Reconstructed K_M at M = 1e4: {fin['beta=2']['K_M_at_1e4']} (beta = 2), "
-        f"{fin['beta=7']['K_M_at_1e4']} (beta = 7) with C = 1."
+        "Derived: with u = (M/log M)^(1/(2b+1)), u^(-2b) = M^(-e)(log M)^e, so the low-rank condition r d <= u is "
+        "exactly 'r d log M/M <= rate x (log M)^(2b/(2b+1))', a log factor below the upper bound's log gap (g > e). "
+        f"The upper bound's local slope at M = 1e4 is {f2['upper_slope_at_M=1e4']:+.3f} (beta = 2) and "
+        f"{f7['upper_slope_at_M=1e4']:+.3f} (beta = 7): it decreases only for M > exp(g/e) "
+        f"({f2['M_where_upper_slope_turns_negative']:.2g}, {f7['M_where_upper_slope_turns_negative']:.2g}), so "
+        "measured slopes are compared with the rate -2b/(2b+1), not with the bound. The rate + parametric model "
+        f"(constants 1) has local slope {f2['total_slope_at_M=1e4_r=1_d=30']:.3f} (beta = 2) and "
+        f"{f7['total_slope_at_M=1e4_r=1_d=30']:.3f} (beta = 7) at M = 1e4 for r = 1, d = 30 (outside the "
+        f"condition: min_samples(1, 30, 2) = {ms['r=1,d=30,beta=2']:.2g}). K_M at M = 1e4: {f2['K_M_at_1e4']} "
+        f"(beta = 2), {f7['K_M_at_1e4']} (beta = 7), C = 1."
     )
     return notes, {"min_samples": ms, "finite_M": fin}
 
@@ -364,12 +329,8 @@ def figure_a1(design: A1Design, prediction: dict, measurement: A1Measurement, ju
     return fig
 
 
-#: claim A1 in words (the report, --list and docs/claims.md show it)
-STATEMENT_A1 = (
-    "Rate exponent 2b/(2b+1), minimax rate, upper/lower bounds, low-rank condition: symbolic identities, limits "
-    "and monotonicity"
-)
-
-A1_CLAIM = register(Claim(id="A1", paper="A", statement=STATEMENT_A1, design=design_a1, predict=predict_a1,
-                          simulate=simulate_a1, judge=judge_a1, describe=describe_a1, figure=figure_a1,
-                          figure_name="exponent_and_slopes"))
+#: claim A1 (its statement in words: the report, --list and docs/claims.md show it)
+A1_CLAIM = register(Claim(id="A1", paper="A", design=design_a1, predict=predict_a1, simulate=simulate_a1,
+                          judge=judge_a1, describe=describe_a1, figure=figure_a1, figure_name="exponent_and_slopes",
+                          statement="Rate exponent 2b/(2b+1), minimax rate, upper/lower bounds, low-rank "
+                                    "condition: symbolic identities, limits and monotonicity"))
