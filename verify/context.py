@@ -11,11 +11,12 @@ import hashlib
 import os
 import re
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from theory.validation import ArgumentTypeError, check_int, describe
+from theory.validation import ArgumentTypeError, check_choice, check_int, describe
 
 from .validation import MAX_SEED, check_dir, check_json, check_n_jobs, check_text, seed_text
 
@@ -69,18 +70,14 @@ class CheckContext:
     memo: dict | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.profile, str) or self.profile not in PROFILES:
-            raise ValueError(f"profile must be one of {PROFILES}, got {self.profile!r}")
+        check_choice("profile", self.profile, PROFILES)
         self.seed = check_int("seed", self.seed, 0, MAX_SEED)
         self.n_jobs = check_n_jobs(self.n_jobs)
-        if not isinstance(self.device, str):
-            raise TypeError(f"device must be a string ('cpu', 'cuda' or 'cuda:<k>'), got {type(self.device).__name__}")
-        if not re.fullmatch(r"cpu|cuda(:[0-9]+)?", self.device):  # the format only; the CLI checks availability
-            raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', got {self.device!r}")
-        if not isinstance(self.executor, str) or self.executor not in EXECUTORS:
-            raise ValueError(f"executor must be one of {EXECUTORS}, got {self.executor!r}")
-        if self.scheduler is not None and not isinstance(self.scheduler, str):
-            raise TypeError(f"scheduler must be None or an address string, got {type(self.scheduler).__name__}")
+        # the format only (a string or not: both TypeError and ValueError); the CLI checks availability
+        if not isinstance(self.device, str) or not re.fullmatch(r"cpu|cuda(:[0-9]+)?", self.device):
+            raise ArgumentTypeError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', got {describe(self.device)}")
+        check_choice("executor", self.executor, EXECUTORS)
+        check_text("scheduler", self.scheduler, none_ok=True)
         self.report_dir = check_dir("report_dir", self.report_dir)
         self.cache_dir = check_dir("cache_dir", self.cache_dir)
         check_text("check_id", self.check_id)
@@ -96,10 +93,7 @@ class CheckContext:
         ``keys`` must be integers and strings of the design (or literal design constants): never a computed
         float, whose last bits may depend on the machine.
         """
-        text = "|".join([str(self.seed), self.check_id, *map(seed_text, keys)])
-        s = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
-        self.seeds_used.append(s)
-        return s
+        return self._seed(str(self.seed), keys)
 
     def borrowing(self, lender: str) -> "CheckContext":
         """This context with the seeds and the cache entries of check ``lender``: reads another check's draws.
@@ -121,7 +115,11 @@ class CheckContext:
         verdicts at different seeds are replicates of one experiment and their spread measures the data's
         noise only (what ``calibrate`` compares with the reported standard errors).
         """
-        text = "|".join(["design", self.check_id, *map(seed_text, keys)])
+        return self._seed("design", keys)
+
+    def _seed(self, head: str, keys: tuple) -> int:
+        """The hash of ``head``, the check id and ``keys`` as a seed, recorded in :attr:`seeds_used`."""
+        text = "|".join([head, self.check_id, *map(seed_text, keys)])
         s = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
         self.seeds_used.append(s)
         return s
@@ -308,7 +306,6 @@ def _computed(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
     return arrays
 
 
-
 # ----------------------------------------------------------------------------------------- cache entries
 def _arrays_checksum(arrays: Mapping[str, Any]) -> str:
     """SHA-256 of named arrays: names, dtypes, shapes and bytes, in name order."""
@@ -327,16 +324,21 @@ def _npz_read(path: Path, h: str, meta: str, warn: bool = True) -> dict | None:
     or rejected (with a :class:`numerics.sweep.CacheIntegrityWarning` when ``warn``)."""
     import numpy as np
 
+    from numerics.sweep import CacheIntegrityWarning
+
     try:
         with np.load(path, allow_pickle=False) as z:
             stored = {k: z[k] for k in z.files}
     except FileNotFoundError:
         return None
     except Exception as exc:  # noqa: BLE001 - truncated, not a zip, object arrays: never trusted
-        return _npz_reject(path, f"unreadable ({type(exc).__name__}: truncated or not an .npz)", warn)
-    problem = _npz_problem(stored, h, meta)
+        problem = f"unreadable ({type(exc).__name__}: truncated or not an .npz)"
+    else:
+        problem = _npz_problem(stored, h, meta)
     if problem:
-        return _npz_reject(path, problem, warn)
+        if warn:
+            warnings.warn(f"cache entry {path} ignored: {problem}; recomputing it", CacheIntegrityWarning, stacklevel=3)
+        return None
     out = {k: v for k, v in stored.items() if not k.startswith("__")}
     if "__sha256__" not in stored:  # written before checksums: key verified, upgrade it in place
         with contextlib.suppress(OSError):
@@ -358,16 +360,6 @@ def _npz_problem(stored: Mapping[str, Any], h: str, meta: str) -> str:
     if ("__sha256__" in stored) != ("__meta__" in stored):
         return "malformed (a checksum without its key fields, or the reverse)"
     return ""
-
-
-def _npz_reject(path: Path, why: str, warn: bool) -> None:
-    import warnings
-
-    from numerics.sweep import CacheIntegrityWarning
-
-    if warn:
-        warnings.warn(f"cache entry {path} ignored: {why}; recomputing it", CacheIntegrityWarning, stacklevel=4)
-    return None
 
 
 def _npz_write(path: Path, h: str, meta: str, out: Mapping[str, Any]) -> None:

@@ -18,11 +18,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .evidence import rows_word
-from .report import (FOLDED, ROW_RULE_COLUMNS, SUMMARY_COLUMNS, counts_text, evidence_cells, interrupted_text,
-                     measured_text, notes_parts, numbers, section_anchor, shown_comparison, summary_cells)
+from .report import (FOLDED, ROW_RULE_COLUMNS, SUMMARY_COLUMNS, evidence_cells, measured_text, notes_parts, numbers,
+                     run_facts, section_anchor, shown_comparison, summary_cells)
 from .results import CheckResult, Comparison
 from .typeset import mathml_html
-from .verdicts import rates_text
 
 __all__ = ["html_report", "html_sections"]
 
@@ -75,15 +74,7 @@ def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_d
     str
         The page, ``<!DOCTYPE html>`` to ``</html>``.
     """
-    finished = f", finished {meta['finished_utc']}" if meta.get("finished_utc") else ""
-    facts = [f"profile <code>{escape(str(meta['profile']))}</code>, base seed <code>{escape(str(meta['seed']))}"
-             f"</code>, strict <code>{escape(str(meta['strict']))}</code>",
-             f"started (UTC) {escape(str(meta['started_utc']) + finished)}; python {escape(str(meta['python']))}; "
-             f"{escape(str(meta['platform']))}",
-             f"exit status {exit_code}; {escape(counts_text(results))}", f"error rates: {escape(rates_text())}"]
-    if meta.get("interrupted"):
-        facts.append("<strong>interrupted</strong> "
-                     + interrupted_text(meta["interrupted"], escape, lambda s: f"<code>{escape(s)}</code>"))
+    facts = run_facts(results, meta, exit_code, escape, "<code>{}</code>", "<strong>{}</strong>")
     title = escape(f"Verification report (profile {meta['profile']}, seed {meta['seed']})")
     return "\n".join(["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
                       '<meta name="viewport" content="width=device-width, initial-scale=1">',

@@ -71,9 +71,7 @@ def check_value(name: str, v: Any, depth: int = 0) -> Any:
     import numpy as np
     import sympy as sp
 
-    if v is None or isinstance(v, (str, bool, np.bool_, sp.Basic)):
-        return v
-    if isinstance(v, numbers.Real):
+    if v is None or isinstance(v, (str, bool, np.bool_, sp.Basic, numbers.Real)):
         return v
     if isinstance(v, (list, tuple)) and depth < 2:
         for x in v:
@@ -83,7 +81,7 @@ def check_value(name: str, v: Any, depth: int = 0) -> Any:
                             f"({type(v).__name__})")
 
 
-def check_items(name: str, v: Any, cls: type | tuple, what: str, *, nonempty: bool = False) -> list:
+def check_items(name: str, v: Any, cls: type | tuple, what: str) -> list:
     """A list (or tuple) of instances of ``cls`` as a new list; not a single instance, not a string."""
     if not isinstance(v, (list, tuple)):
         raise ArgumentTypeError(f"{name} must be a list of {what}, got {describe(v)} ({type(v).__name__})")
@@ -91,8 +89,6 @@ def check_items(name: str, v: Any, cls: type | tuple, what: str, *, nonempty: bo
     if bad:
         raise ArgumentTypeError(f"{name} must be a list of {what}, got an item {describe(bad[0])} "
                                 f"({type(bad[0]).__name__})")
-    if nonempty and not v:
-        raise ValueError(f"{name} must be a non-empty list of {what}, got []")
     return list(v)
 
 

@@ -39,22 +39,19 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, is_dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from scipy import special, stats
 
 from theory.validation import ArgumentTypeError, as_array, as_float, check_choice, check_real, describe as _describe
 
-from .validation import check_df
+from .results import Comparison
+from .validation import check_df, check_items
 
 __all__ = ["ALPHA_CHECK", "ALPHA_PASS", "ALPHA_REPORT", "KINDS", "N_STOCHASTIC_CHECKS", "Judgement", "bound_p",
            "consistency_p", "describe", "direction_p", "equivalence_p", "holm", "judge", "judged", "rates_text",
            "scale_to_decide", "t_quantile", "z_quantile"]
-
-#: a comparison as judged here: a dataclass with the fields of :class:`verify.results.Comparison`
-#: (``kind``, ``p_fail``, ``p_pass``, ``exact_ok``, ``outcome``, ``passed``, ``decide_factor``)
-Comparison = Any
 
 #: family-wise false-FAIL rate of a whole report (every claim true)
 ALPHA_REPORT = 0.01
@@ -68,35 +65,11 @@ ALPHA_PASS = 0.05
 KINDS = ("exact", "equivalence", "direction", "bound", "consistency")
 
 
-class _Student:
-    """``sf`` / ``cdf`` of Student's t with ``df`` degrees of freedom: scipy.special's ``stdtr``, the function behind
-    ``scipy.stats.t.sf`` / ``cdf`` (same values), without the distribution wrapper's ~50 us per call: judges run
-    thousands of times in calibration and in the sequential tests."""
-
-    def __init__(self, df: float) -> None:
-        self.df = df
-
-    def sf(self, x: float) -> float:
-        return float(special.stdtr(self.df, -x))
-
-    def cdf(self, x: float) -> float:
-        return float(special.stdtr(self.df, x))
-
-
-class _Normal:
-    """``sf`` / ``cdf`` of the standard normal: scipy.special's ``ndtr`` (what ``scipy.stats.norm`` evaluates)."""
-
-    @staticmethod
-    def sf(x: float) -> float:
-        return float(special.ndtr(-x))
-
-    @staticmethod
-    def cdf(x: float) -> float:
-        return float(special.ndtr(x))
-
-
-def _dist(df: float | None):
-    return _Normal if df is None or not math.isfinite(df) else _Student(df)
+def _sf(x: float, df: float | None) -> float:
+    """Upper tail of Student's t with ``df`` degrees of freedom (``None`` or ``inf``: the standard normal); the
+    lower tail at ``x`` is ``_sf(-x, df)``.  scipy.special's ``stdtr`` / ``ndtr``, what ``scipy.stats`` evaluates,
+    without its ~50 us per call: judges run thousands of times in calibration and in the sequential tests."""
+    return float(special.ndtr(-x) if df is None or not math.isfinite(df) else special.stdtr(df, -x))
 
 
 @functools.lru_cache(maxsize=256)
@@ -132,10 +105,6 @@ def _z(x: float, se: float) -> float:
 
 
 # ------------------------------------------------------------------------------------------ argument checks
-def _check_se(se: Any) -> float:
-    return as_float("se", se, low=0)
-
-
 def check_sign(sign: Any) -> int:
     """``+1`` or ``-1`` (an integer, not a bool)."""
     check_real("sign", sign, integer=True)
@@ -146,32 +115,6 @@ def check_sign(sign: Any) -> int:
 
 def _check_alpha(alpha: Any) -> float:
     return as_float("alpha", alpha, low=0, high=1, low_open=True, high_open=True)
-
-
-#: the fields :func:`judge` and :func:`describe` read from a comparison
-_FIELDS = ("kind", "p_fail", "p_pass", "exact_ok", "outcome", "passed")
-
-
-def _check_comparison(name: str, c: Any) -> Any:
-    """An object with the fields of :class:`verify.results.Comparison` (:data:`_FIELDS`) and a known ``kind``."""
-    missing = [f for f in _FIELDS if not hasattr(c, f)]
-    if not missing and not is_dataclass(c):
-        missing = ["dataclass fields (judging returns dataclasses.replace copies)"]
-    if missing:
-        raise ArgumentTypeError(f"{name} must be a comparison (an object with the fields {', '.join(_FIELDS)}), got "
-                                f"{_describe(c)} ({type(c).__name__}, without {', '.join(missing)})")
-    check_choice(f"{name}.kind", c.kind, KINDS)
-    return c
-
-
-def check_comparisons(name: str, comparisons: Any) -> list:
-    """A list (or tuple) of comparisons (:func:`_check_comparison`)."""
-    if not isinstance(comparisons, (list, tuple)):
-        raise ArgumentTypeError(f"{name} must be a list of comparisons, got {_describe(comparisons)} "
-                                f"({type(comparisons).__name__})")
-    for c in comparisons:
-        _check_comparison(f"{name} item", c)
-    return list(comparisons)
 
 
 # ------------------------------------------------------------------------------------------ the tests
@@ -189,37 +132,35 @@ def equivalence_p(delta: float, se: float, margin: float, df: float | None = Non
     (True, True)
     """
     as_float("delta", delta)
-    _check_se(se)
+    as_float("se", se, low=0)
     as_float("margin", margin, low=0, low_open=True)
-    dist = _dist(check_df(df))
-    p_lo = float(dist.sf(_z(delta + margin, se)))  # H0: delta <= -m
-    p_hi = float(dist.cdf(_z(delta - margin, se)))  # H0: delta >= m
-    p_fail = float(dist.sf(_z(abs(delta) - margin, se)))
-    return max(p_lo, p_hi), p_fail
+    df = check_df(df)
+    p_lo = _sf(_z(delta + margin, se), df)  # H0: delta <= -m
+    p_hi = _sf(-_z(delta - margin, se), df)  # H0: delta >= m (lower tail)
+    return max(p_lo, p_hi), _sf(_z(abs(delta) - margin, se), df)
 
 
 def direction_p(delta: float, se: float, sign: int, df: float | None = None) -> tuple[float, float]:
     """``(p_pass, p_fail)`` of the claim ``sign * delta > 0``: one-sided tests of ``<= 0`` and ``>= 0``."""
     as_float("delta", delta)
-    _check_se(se)
+    as_float("se", se, low=0)
     sign = check_sign(sign)
-    dist = _dist(check_df(df))
-    z = _z(sign * delta, se)
-    return float(dist.sf(z)), float(dist.cdf(z))
+    df, z = check_df(df), _z(sign * delta, se)
+    return _sf(z, df), _sf(-z, df)
 
 
 def bound_p(excess: float, se: float, df: float | None = None) -> float:
     """``p_fail`` of a one-sided bound claim ``excess <= 0`` (``excess`` = statistic minus its allowed maximum)."""
     as_float("excess", excess)
-    _check_se(se)
-    return float(_dist(check_df(df)).sf(_z(excess, se)))
+    as_float("se", se, low=0)
+    return _sf(_z(excess, se), check_df(df))
 
 
 def consistency_p(delta: float, se: float, df: float | None = None) -> float:
     """Two-sided ``p_fail`` of the identity ``delta = 0``."""
     as_float("delta", delta)
-    _check_se(se)
-    return float(min(1.0, 2 * _dist(check_df(df)).sf(abs(_z(delta, se)))))
+    as_float("se", se, low=0)
+    return float(min(1.0, 2 * _sf(abs(_z(delta, se)), check_df(df))))
 
 
 def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
@@ -252,7 +193,7 @@ def scale_to_decide(delta: float, se: float, margin: float | None, kind: str) ->
     observed effect sits on the boundary (no finite amount of data decides it at that value).
     """
     as_float("delta", delta)
-    _check_se(se)
+    as_float("se", se, low=0)
     if margin is not None:
         as_float("margin", margin, low=0, low_open=True)
     check_choice("kind", kind, KINDS)
@@ -289,14 +230,10 @@ class Judgement:
 
 def _outcome(c: Comparison, rejected: bool, alpha_pass: float = ALPHA_PASS) -> str:
     if c.kind == "exact":
-        return "PASS" if c.exact_ok else "FAIL"
-    if c.p_fail is None or not math.isfinite(float(c.p_fail)):
+        return "PASS" if c.passed else "FAIL"
+    if rejected or c.p_fail is None or not math.isfinite(float(c.p_fail)):
         return "FAIL"  # a non-finite measurement is a failure, never a silent pass
-    if rejected:
-        return "FAIL"
-    if c.p_pass is None:
-        return "PASS"
-    return "PASS" if float(c.p_pass) <= alpha_pass else "INCONCLUSIVE"
+    return "PASS" if c.p_pass is None or float(c.p_pass) <= alpha_pass else "INCONCLUSIVE"
 
 
 def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK,
@@ -308,7 +245,7 @@ def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK,
     (they are frozen dataclasses; the judged ones are :func:`dataclasses.replace` copies).  An empty table is
     ``FAIL`` (a check that compared nothing).
     """
-    comparisons = check_comparisons("comparisons", comparisons)
+    comparisons = check_items("comparisons", comparisons, Comparison, "Comparison objects")
     alpha, alpha_pass = _check_alpha(alpha), _check_alpha(alpha_pass)
     # a non-finite p-value FAILS its comparison below; it takes no place in Holm's family
     stochastic = [i for i, c in enumerate(comparisons) if c.kind != "exact" and c.p_fail is not None
@@ -317,7 +254,7 @@ def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK,
     out = []
     for i, c in enumerate(comparisons):
         outcome = _outcome(c, rejected.get(i, False), alpha_pass)
-        out.append(replace(c, outcome=outcome, passed=c.exact_ok if c.kind == "exact" else outcome == "PASS"))
+        out.append(replace(c, outcome=outcome, passed=c.passed if c.kind == "exact" else outcome == "PASS"))
     outs = {c.outcome for c in out}
     verdict = next((v for v in ("FAIL", "INCONCLUSIVE") if v in outs), "PASS" if out else "FAIL")
     return Judgement(verdict, tuple(out))
@@ -328,7 +265,7 @@ def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
 
     An empty list: ``PASS`` (vacuous); a check without comparisons FAILS (:func:`verify.claim.run_check`).
     """
-    comparisons = check_comparisons("comparisons", comparisons)
+    comparisons = check_items("comparisons", comparisons, Comparison, "Comparison objects")
     return judged(comparisons, alpha).verdict if comparisons else "PASS"
 
 
@@ -343,7 +280,8 @@ def rates_text(alpha: float = ALPHA_CHECK) -> str:
 
 def describe(c: Comparison) -> str:
     """One line: the comparison's test and its p-values (and, when undecided, how much more data would decide it)."""
-    _check_comparison("c", c)
+    if not isinstance(c, Comparison):
+        raise ArgumentTypeError(f"c must be a Comparison, got {_describe(c)} ({type(c).__name__})")
 
     def p(x):
         return "" if x is None else f"{x:.2g}"
