@@ -16,19 +16,27 @@ import dataclasses
 import json
 import math
 import os
+import platform
+import shlex
 import shutil
 import sys
 import time
+import warnings
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 from scipy import stats
 
 from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_options, check_writable_dir,
                          check_writable_file, interrupts, refuse, run_context, select_checks)
+from .budget import run_sequential
 from .context import CheckContext
+from .figures import pyplot
 from .results import CheckResult
 from .claim import Claim, rejudge_stored, run_check
 from .validation import check_items
@@ -180,8 +188,6 @@ def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, 
     (:func:`verify.budget.run_sequential`) of the checks without a stored record; a record then also holds its
     ``sequential`` entry (rounds, replicates, when it was decided) and is reused only under the same budget.
     """
-    from .budget import run_sequential
-
     rec_dir = out_dir / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[dict]] = {s.id: [] for s in specs}
@@ -264,8 +270,6 @@ def markdown_table(rows: Sequence[CheckCalibration], meta: dict) -> str:
 
 
 def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
-    from .figures import pyplot
-
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
     x = np.arange(len(rows))
@@ -342,10 +346,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     :data:`verify._preflight.EXIT_INTERRUPTED` (130), without a traceback; the summary is written only by a run
     that finishes.
     """
-    import warnings
-
-    from rich.console import Console
-
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     argv = list(sys.argv[1:] if argv is None else check_items("argv", argv, str, "strings (command-line words)"))
     args = build_parser().parse_args(argv)
@@ -379,8 +379,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _resume_line(sig: str, specs: Sequence[Any], n_done: int, n_seeds: int, out: Path, cache_dir: Path | None,
                  argv: Sequence[str]) -> str:
     """The one line printed after an interrupt: what was kept and how to resume."""
-    import shlex
-
     total = len(specs) * n_seeds
     where = (f"{specs[n_done % len(specs)].id} seed {n_done // len(specs)}" if n_done < total and specs
              else "the run")
@@ -396,11 +394,6 @@ def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespac
                          wall: float, console: Any) -> int:
     """The calibration table (terminal, ``calibration.json`` / ``.md`` / ``.png``, ``--markdown``); exit status 1
     when a check is MISCALIBRATED."""
-    import platform
-    from datetime import datetime, timezone
-
-    from rich.table import Table
-
     rows = [summarise(cid, recs) for cid, recs in records.items()]
     check_s = sum(float(r.get("runtime_s", 0.0)) for recs in records.values() for r in recs)
     meta = {"command": "python -m verify calibrate " + " ".join(argv),

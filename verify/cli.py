@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import shlex
 import sys
 import time
@@ -30,7 +31,8 @@ from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_opti
                          check_writable_file, interrupts, run_context, select_checks)
 from .context import CheckContext
 from .results import CheckResult, Verdict
-from .claim import exit_status, run_check
+from .budget import look_line, run_sequential, sequence_table
+from .claim import exit_status, rejudge_stored, run_check
 from .report import (TABLE_WIDTH, VERDICT_STYLE, markdown_report, print_results, print_summary, run_metadata,
                      to_json, write_json)
 from .report_html import html_report
@@ -208,8 +210,6 @@ def _run_sequential(specs: list, base: CheckContext, args: argparse.Namespace, c
                     signals: dict) -> tuple[list[CheckResult], dict | None, dict]:
     """``--budget`` / ``--rounds``: :func:`verify.budget.run_sequential` with a progress line per look; the
     pooled results, the interrupt (as :func:`_run_checks`) and the run's ``sequential`` metadata."""
-    from .budget import look_line, run_sequential, sequence_table
-
     seqs: list = []
     t0 = time.perf_counter()
     interrupted = False
@@ -276,10 +276,6 @@ def _resume_line(stopped: dict, results: list[CheckResult], args: argparse.Names
 
 def _rejudge(args: argparse.Namespace, console: Console) -> int:
     """``--rejudge JSON``: verdicts of stored comparisons under the current rules (pure, no simulation)."""
-    import json
-
-    from .claim import rejudge_stored
-
     try:
         doc = json.loads(Path(args.rejudge).read_text())
     except (OSError, ValueError) as exc:

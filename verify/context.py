@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from theory.validation import ArgumentTypeError, check_choice, check_int, describe
 
 from .validation import MAX_SEED, check_dir, check_json, check_n_jobs, check_text, seed_text
@@ -167,31 +169,15 @@ class CheckContext:
         # the original method (:data:`_ENTRY_KIND`), so that a wrapped ``cached`` keeps the keys
         return cache_key(_ENTRY_KIND, cell, int(self.seed), version=f"{CACHE_VERSION}/{version}", source=False)
 
-    def cached(
-        self,
-        name: str,
-        key: Mapping[str, Any],
-        compute: Callable[[], Mapping[str, Any]],
-        version: str = "",
-    ) -> dict[str, Any]:
-        """Disk memo of one Monte Carlo cell: ``compute()`` once, later runs read it back.
+    def cached(self, name: str, key: Mapping[str, Any], compute: Callable[[], Mapping[str, Any]],
+               version: str = "") -> dict[str, Any]:
+        """Disk memo of one Monte Carlo cell: ``compute()`` once, later runs read it back, bit for bit.
 
-        The result (a dict of arrays) is stored as ``<cache_dir>/<check_id>/<key>.npz``, ``key`` from
-        :meth:`cache_key` (check id, ``name``, the JSON-serialisable ``key`` dict - it must name
-        everything the cell depends on, seed included - base seed, profile, device, version). The
-        file is written to a temporary name and renamed (atomic), so an interrupted run leaves
-        either a complete entry or none; a rerun recomputes only the missing cells. ``cache_dir=None``
-        computes every time, or once per run when the run shares a ``memo`` (``python -m verify`` and ``calibrate``
-        do, one per run / seed): a cell borrowed by another check (:meth:`borrowing`) is then still drawn once.
-        Cached values are the float64 arrays bit for bit, so the cache never changes a result.
-
-        Every entry stores its key (the hash, and the check id, name, key dict, version, profile, device and
-        seed as JSON) and the SHA-256 of its arrays; a read verifies both.  An entry that fails - unreadable or
-        truncated, another cell's file (a foreign key), altered values (checksum mismatch), no arrays - is
-        recomputed and rewritten with a :class:`numerics.sweep.CacheIntegrityWarning`.  Entries written before
-        checksums were stored (only ``__key__``) are accepted when their key matches, and rewritten with a
-        checksum.  The cell is computed under a file lock (:func:`numerics.sweep.cell_lock`): a second run on
-        the same cache directory waits for it and reads it back instead of computing it again.
+        Stored atomically as ``<cache_dir>/<check_id>/<key>.npz`` (``key``: :meth:`cache_key`; the ``key`` dict must
+        name everything the cell depends on) with its key fields and the SHA-256 of its arrays, both verified on
+        read; an entry that fails is recomputed with a :class:`numerics.sweep.CacheIntegrityWarning`.  The cell is
+        computed under a file lock, so two runs on one cache compute it once.  ``cache_dir=None``: computed every
+        time, or once per run when the run shares a ``memo`` (a cell borrowed by another check, :meth:`borrowing`).
 
         Parameters
         ----------
@@ -291,8 +277,6 @@ def _memoised(memo: dict | None, h: str, compute: Callable[[], Mapping[str, Any]
 
 def _computed(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
     """``compute()`` of :meth:`CheckContext.cached` as a dict of numeric arrays (names not starting with ``__``)."""
-    import numpy as np
-
     out = compute()
     if not isinstance(out, Mapping):
         raise ArgumentTypeError(f"compute must return a mapping of names to numeric arrays, got {describe(out)}")
@@ -309,8 +293,6 @@ def _computed(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------- cache entries
 def _arrays_checksum(arrays: Mapping[str, Any]) -> str:
     """SHA-256 of named arrays: names, dtypes, shapes and bytes, in name order."""
-    import numpy as np
-
     h = hashlib.sha256()
     for k in sorted(arrays):
         a = np.ascontiguousarray(arrays[k])
@@ -322,8 +304,6 @@ def _arrays_checksum(arrays: Mapping[str, Any]) -> str:
 def _npz_read(path: Path, h: str, meta: str, warn: bool = True) -> dict | None:
     """The verified arrays of the entry at ``path`` (key hash ``h``, key fields ``meta``), or ``None``: missing,
     or rejected (with a :class:`numerics.sweep.CacheIntegrityWarning` when ``warn``)."""
-    import numpy as np
-
     from numerics.sweep import CacheIntegrityWarning
 
     try:
@@ -364,8 +344,6 @@ def _npz_problem(stored: Mapping[str, Any], h: str, meta: str) -> str:
 
 def _npz_write(path: Path, h: str, meta: str, out: Mapping[str, Any]) -> None:
     """Write an entry atomically (temporary file, then rename): key hash, key fields, checksum, arrays."""
-    import numpy as np
-
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{h}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:

@@ -27,6 +27,7 @@ from theory.validation import ArgumentTypeError, as_float, check_choice, check_f
 from theory.validation import describe as describe_value
 
 from ._preflight import cache_dir_option, check_device_available, check_executor
+from .budget import look_line, run_sequential
 from .claim import exit_status, run_check, select
 from .context import CheckContext, PROFILES
 from .results import CheckResult
@@ -167,8 +168,6 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
     figure_dir = Path(tempfile.mkdtemp(prefix="verify-figures-")) if figures else None
     base = dataclasses.replace(base, report_dir=figure_dir)
     if budget_s is not None or rounds is not None:
-        from .budget import look_line, run_sequential
-
         seqs = run_sequential(specs, base, budget_s=budget_s, rounds=rounds,
                               on_look=(lambda s: print(look_line(s), flush=True)) if progress else None)
         return Run(tuple(s.result() for s in seqs), profile, base.seed, figure_dir)

@@ -14,6 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+import numpy
+import sympy
 from rich.console import Console
 from rich.markup import escape as escape_markup
 from rich.table import Table
@@ -237,8 +239,6 @@ def run_metadata(profile: str, seed: int, strict: bool, argv: list[str], started
     """The run's facts for the reports: profile, base seed, strict, the command line (``argv``, a list of strings),
     start time (``started``, a timezone-aware datetime; default: now) and finish time (now), Python, platform, CPU
     count and library versions."""
-    import numpy
-    import sympy
     import torch
 
     now = datetime.now(timezone.utc)

@@ -50,30 +50,9 @@ p.headline { font-size: 16px; margin: 0.2em 0 0.4em; } .rules { font-size: 13px;
 
 
 def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
-    """The report as one HTML page (what :func:`markdown_report` says, from the same data).
-
-    The summary table comes first (one row per check, linking to its section), then the run's facts, then a
-    section per check: its claim, comparisons, notes (long ones folded in ``<details>``), error, figures and
-    seeds.  Figures are embedded as ``data:`` URIs (the page is self-contained: it can be mailed or moved alone;
-    a figure that cannot be read is linked relative to ``report_dir`` instead); the style is inline, and the page
-    needs no script.
-
-    Parameters
-    ----------
-    results : list of CheckResult
-        The checks, in report order.
-    meta : dict
-        The run's metadata (:func:`run_metadata`, plus ``"interrupted"`` after a signal).
-    exit_code : int
-        The run's exit status.
-    report_dir : Path
-        The directory the page is written to.
-
-    Returns
-    -------
-    str
-        The page, ``<!DOCTYPE html>`` to ``</html>``.
-    """
+    """The report as one self-contained HTML page (what :func:`verify.report.markdown_report` says): the summary
+    table, the run's facts (``meta``: :func:`verify.report.run_metadata`), then a section per check; figures are
+    embedded as ``data:`` URIs (one that cannot be read is linked relative to ``report_dir``), the style inline."""
     facts = run_facts(results, meta, exit_code, escape, "<code>{}</code>", "<strong>{}</strong>")
     title = escape(f"Verification report (profile {meta['profile']}, seed {meta['seed']})")
     return "\n".join(["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
