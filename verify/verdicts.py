@@ -98,7 +98,8 @@ def t_quantile(alpha: float, df: float | None) -> float:
     return float(-special.stdtrit(df, alpha))
 
 
-def _z(x: float, se: float) -> float:
+def z_score(x: float, se: float) -> float:
+    """``x / se``, signed infinity for ``se = 0`` (``0`` when ``x`` is too)."""
     if se > 0:
         return x / se
     return math.copysign(math.inf, x) if x else 0.0
@@ -135,9 +136,9 @@ def equivalence_p(delta: float, se: float, margin: float, df: float | None = Non
     as_float("se", se, low=0)
     as_float("margin", margin, low=0, low_open=True)
     df = check_df(df)
-    p_lo = _sf(_z(delta + margin, se), df)  # H0: delta <= -m
-    p_hi = _sf(-_z(delta - margin, se), df)  # H0: delta >= m (lower tail)
-    return max(p_lo, p_hi), _sf(_z(abs(delta) - margin, se), df)
+    p_lo = _sf(z_score(delta + margin, se), df)  # H0: delta <= -m
+    p_hi = _sf(-z_score(delta - margin, se), df)  # H0: delta >= m (lower tail)
+    return max(p_lo, p_hi), _sf(z_score(abs(delta) - margin, se), df)
 
 
 def direction_p(delta: float, se: float, sign: int, df: float | None = None) -> tuple[float, float]:
@@ -145,7 +146,7 @@ def direction_p(delta: float, se: float, sign: int, df: float | None = None) -> 
     as_float("delta", delta)
     as_float("se", se, low=0)
     sign = check_sign(sign)
-    df, z = check_df(df), _z(sign * delta, se)
+    df, z = check_df(df), z_score(sign * delta, se)
     return _sf(z, df), _sf(-z, df)
 
 
@@ -153,14 +154,14 @@ def bound_p(excess: float, se: float, df: float | None = None) -> float:
     """``p_fail`` of a one-sided bound claim ``excess <= 0`` (``excess`` = statistic minus its allowed maximum)."""
     as_float("excess", excess)
     as_float("se", se, low=0)
-    return _sf(_z(excess, se), check_df(df))
+    return _sf(z_score(excess, se), check_df(df))
 
 
 def consistency_p(delta: float, se: float, df: float | None = None) -> float:
     """Two-sided ``p_fail`` of the identity ``delta = 0``."""
     as_float("delta", delta)
     as_float("se", se, low=0)
-    return float(min(1.0, 2 * _sf(abs(_z(delta, se)), check_df(df))))
+    return float(min(1.0, 2 * _sf(abs(z_score(delta, se)), check_df(df))))
 
 
 def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
