@@ -32,7 +32,9 @@ from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_opti
 from .context import CheckContext
 from .results import CheckResult, Verdict
 from .budget import look_line, run_sequential, sequence_table
+from .calibrate import main as calibrate_main
 from .claim import exit_status, rejudge_stored, run_check
+from .compare import main as compare_main
 from .report import (TABLE_WIDTH, VERDICT_STYLE, markdown_report, print_results, print_summary, run_metadata,
                      to_json, write_json)
 from .report_html import html_report
@@ -98,12 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the heap, here and in the sweep workers, instead of faulting fresh pages in each time (numerics.malloc)
     keep_freed_memory(children=True)
     if argv[:1] == ["calibrate"]:
-        from .calibrate import main as calibrate_main
-
         return calibrate_main(argv[1:])
     if argv[:1] == ["compare"]:
-        from .compare import main as compare_main
-
         return compare_main(argv[1:])
     args = build_parser().parse_args(argv)
     console = Console(width=None if sys.stdout.isatty() else 180 if args.verbose else TABLE_WIDTH)

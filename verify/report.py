@@ -251,7 +251,8 @@ def run_metadata(profile: str, seed: int, strict: bool, argv: list[str], started
 
 def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
     """A self-contained markdown report; figures are linked relative to ``report_dir``."""
-    lines = ["# Verification report", "", *(f"- {f}" for f in run_facts(results, meta, exit_code, str, "`{}`", "**{}**"))]
+    facts = run_facts(results, meta, exit_code, str, "`{}`", "**{}**")
+    lines = ["# Verification report", "", *(f"- {f}" for f in facts)]
     summary = [[f"[{r.id}](#{section_anchor(r)})", f"**{r.verdict.value}**", *map(_md, summary_cells(r)[:2]),
                 _md(" vs ".join(numbers(shown_comparison(r.comparisons), latex_text))) if r.comparisons else ""]
                for r in results]

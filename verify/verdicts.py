@@ -1,38 +1,11 @@
-"""Verdicts as statistical tests: PASS / FAIL / INCONCLUSIVE with stated error rates.
+"""Verdicts as statistical tests: PASS / FAIL / INCONCLUSIVE with stated error rates (rules: docs/verdicts.md).
 
-Every comparison of a check is one of these kinds (``Comparison.kind``):
-
-``exact``
-    A deterministic statement (a symbolic identity, a solver tolerance): ``passed`` decides, no
-    randomness, no error rate.
-``equivalence``
-    The claim "the measured quantity equals the prediction within a margin ``m``" (e.g. a slope within
-    0.03 of ``-4/5``).  PASS needs evidence *for* the claim: both one-sided tests of TOST reject
-    ``|delta| >= m`` at :data:`ALPHA_PASS` (the ``1 - 2 ALPHA_PASS`` interval lies inside ``[-m, m]``).
-    FAIL needs evidence *against* it: ``|delta| <= m`` is rejected (``p_fail`` below).
-``direction``
-    The claim "the quantity has the sign ``s``" (e.g. attention's error exceeds ridge's).  PASS: the
-    one-sided test of ``s delta <= 0`` rejects at :data:`ALPHA_PASS`; FAIL: ``s delta >= 0`` is rejected.
-``bound``
-    The claim "the quantity is at most (or at least) a bound", including equality (e.g. the finite-size
-    rule of :mod:`verify.checks._finite_size`, a coercivity inequality that is tight in some directions).
-    Evidence for such a claim cannot exceed "no violation found", so it PASSES unless a violation is
-    significant; its power is stated where it is built.
-``consistency``
-    An identity measured with Monte Carlo noise (``delta = 0`` exactly): two-sided ``p_fail``; PASSES
-    unless the deviation is significant.
-
-Judging a check (:func:`judge`): the ``p_fail`` values of all its stochastic comparisons are combined
-with Holm's step-down procedure at :data:`ALPHA_CHECK`, so that when every claim of the check is true the
-check FAILS with probability at most ``ALPHA_CHECK`` (whatever the dependence between comparisons);
-an exact comparison that does not hold FAILS the check.  Otherwise the check PASSES when every comparison
-passes (for equivalence and direction comparisons: the evidence test at :data:`ALPHA_PASS`; an
-intersection-union test, so a false PASS of the whole check has probability at most ``ALPHA_PASS``),
-and is INCONCLUSIVE otherwise; the comparison then says how much more data would decide it.
-
-With :data:`ALPHA_CHECK` ``= ALPHA_REPORT / N_STOCHASTIC_CHECKS`` (Bonferroni over the checks), a report
-of every claim under true claims contains a FAIL with probability at most :data:`ALPHA_REPORT` = 1%.
-These rates assume the standard errors are right; ``python -m verify calibrate`` measures them.
+Each comparison is of one kind (:data:`KINDS`): ``exact`` (deterministic), ``equivalence`` (TOST within a margin),
+``direction`` (a sign), ``bound`` and ``consistency`` (PASS unless a violation is significant).  A check's
+``p_fail`` values go through Holm at :data:`ALPHA_CHECK` (``ALPHA_REPORT`` over the stochastic checks, Bonferroni);
+it PASSES when every comparison passes (the evidence tests at :data:`ALPHA_PASS`), FAILS when one is rejected or an
+exact one does not hold, and is INCONCLUSIVE otherwise (:func:`judged`).  These rates assume the standard errors
+are right; ``python -m verify calibrate`` measures them.
 """
 
 from __future__ import annotations
