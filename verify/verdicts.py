@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, is_dataclass, replace
 from typing import Any, Sequence
 
 from scipy import special, stats
 
 from theory.validation import ArgumentTypeError, as_array, as_float, check_choice, check_real, describe as _describe
 
-from .results import Comparison
-from .validation import check_df, check_items
+from .validation import check_df
 
 __all__ = ["ALPHA_CHECK", "ALPHA_PASS", "ALPHA_REPORT", "KINDS", "N_STOCHASTIC_CHECKS", "Judgement", "bound_p",
            "consistency_p", "describe", "direction_p", "equivalence_p", "holm", "judge", "judged", "rates_text",
@@ -36,6 +35,10 @@ ALPHA_CHECK = ALPHA_REPORT / N_STOCHASTIC_CHECKS
 ALPHA_PASS = 0.05
 
 KINDS = ("exact", "equivalence", "direction", "bound", "consistency")
+#: a comparison as judged here: a dataclass with the fields of :class:`verify.results.Comparison` (that module
+#: imports this one) that :func:`judged` and :func:`describe` read
+Comparison = Any
+_FIELDS = ("kind", "p_fail", "p_pass", "outcome", "passed")
 
 
 def _sf(x: float, df: float | None) -> float:
@@ -89,6 +92,24 @@ def check_sign(sign: Any) -> int:
 
 def _check_alpha(alpha: Any) -> float:
     return as_float("alpha", alpha, low=0, high=1, low_open=True, high_open=True)
+
+
+def _check_comparison(name: str, c: Any) -> None:
+    """A comparison: a dataclass with the fields :data:`_FIELDS` and a known ``kind``."""
+    if not is_dataclass(c) or isinstance(c, type) or not all(hasattr(c, f) for f in _FIELDS):
+        raise ArgumentTypeError(f"{name} must be a comparison (a dataclass with the fields {', '.join(_FIELDS)}), "
+                                f"got {_describe(c)} ({type(c).__name__})")
+    check_choice(f"{name}.kind", c.kind, KINDS)
+
+
+def check_comparisons(name: str, comparisons: Any) -> list:
+    """A list (or tuple) of comparisons (:func:`_check_comparison`)."""
+    if not isinstance(comparisons, (list, tuple)):
+        raise ArgumentTypeError(f"{name} must be a list of comparisons, got {_describe(comparisons)} "
+                                f"({type(comparisons).__name__})")
+    for c in comparisons:
+        _check_comparison(f"{name} item", c)
+    return list(comparisons)
 
 
 # ------------------------------------------------------------------------------------------ the tests
@@ -219,7 +240,7 @@ def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK,
     (they are frozen dataclasses; the judged ones are :func:`dataclasses.replace` copies).  An empty table is
     ``FAIL`` (a check that compared nothing).
     """
-    comparisons = check_items("comparisons", comparisons, Comparison, "Comparison objects")
+    comparisons = check_comparisons("comparisons", comparisons)
     alpha, alpha_pass = _check_alpha(alpha), _check_alpha(alpha_pass)
     # a non-finite p-value FAILS its comparison below; it takes no place in Holm's family
     stochastic = [i for i, c in enumerate(comparisons) if c.kind != "exact" and c.p_fail is not None
@@ -239,7 +260,7 @@ def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
 
     An empty list: ``PASS`` (vacuous); a check without comparisons FAILS (:func:`verify.claim.run_check`).
     """
-    comparisons = check_items("comparisons", comparisons, Comparison, "Comparison objects")
+    comparisons = check_comparisons("comparisons", comparisons)
     return judged(comparisons, alpha).verdict if comparisons else "PASS"
 
 
@@ -254,8 +275,7 @@ def rates_text(alpha: float = ALPHA_CHECK) -> str:
 
 def describe(c: Comparison) -> str:
     """One line: the comparison's test and its p-values (and, when undecided, how much more data would decide it)."""
-    if not isinstance(c, Comparison):
-        raise ArgumentTypeError(f"c must be a Comparison, got {_describe(c)} ({type(c).__name__})")
+    _check_comparison("c", c)
 
     def p(x):
         return "" if x is None else f"{x:.2g}"
