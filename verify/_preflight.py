@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from .claim import select
 from .context import CheckContext
+from .sequential import MAX_ROUND
 from .validation import path_or_none
 
 #: exit status after SIGINT or SIGTERM (the finished work is written first)
@@ -42,8 +44,6 @@ def cache_dir_option(value: Path | None, profile: str) -> Path | None:
 
 def select_checks(ids: list[str] | None) -> list:
     """The specs of ``--only`` ids (:func:`verify.claim.select`); an unknown id is one ``error: ...`` line."""
-    from .claim import select
-
     try:
         return select(ids)
     except ValueError as exc:
@@ -69,8 +69,6 @@ def run_context(args: argparse.Namespace, **fields) -> CheckContext:
     ``[0, MAX_ROUND]``), ``--profile``, ``--device`` (format, and CUDA availability), ``--executor`` /
     ``--scheduler`` (:func:`check_executor`) and ``--cache-dir`` (created and written to once); ``fields``: the
     command's other fields of :class:`~verify.context.CheckContext`, refused under their option's name."""
-    from .sequential import MAX_ROUND
-
     if args.jobs is not None and args.jobs != -1 and args.jobs < 1:
         refuse(f"--jobs must be an integer >= 1, or -1 for all cores, got {args.jobs}")
     if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):

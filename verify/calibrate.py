@@ -1,24 +1,12 @@
-"""``python -m verify calibrate``: measure the error rates of the verdicts over many seeds.
+"""``python -m verify calibrate``: the error rates of the verdicts over many seeds (rules: docs/verdicts.md).
 
-Each selected check runs at base seeds ``0 .. N-1`` (same profile, same design: a base seed redraws the data
-only).  Per check the table gives the counts of PASS / FAIL / INCONCLUSIVE with Clopper-Pearson 95% intervals
-next to the check's stated false-FAIL rate ``alpha`` (:data:`verify.verdicts.ALPHA_CHECK`), and for its
-headline comparison
-
-- ``mean z``: the mean over seeds of ``(measured - predicted) / SE`` (a finite-size or design bias shows here);
-- ``SD/SE``: the seed-to-seed standard deviation of ``measured`` over the mean reported SE (1 when the reported
-  uncertainty is right), with its chi-square 95% interval;
-
-and the median SD/SE over all its stochastic comparisons.  A check is flagged MISCALIBRATED when the lower end
-of its false-FAIL interval lies above ``alpha`` (more FAILs than its stated rate allows, if the claim is true), or,
-with ``N >= 30``, when the headline SD/SE lies outside ``[0.8, 1.25]`` (under a correct SE that band holds with
-probability about 0.92 at N = 30, so a flag from it alone is a prompt to look, not proof).
-
-Every (check, seed) result is stored as ``<out>/records/<id>_seed<k>.json`` as soon as it finishes, and the
-simulation cells are cached as in the report, so an interrupted calibration resumes where it stopped.  As in
-``python -m verify`` (:mod:`verify._preflight`), every option is checked before the first check runs (``--out``,
-``--cache-dir``, ``--markdown``, ``--device``, ``--jobs``, ``--scheduler``: one ``error: ...`` line), and SIGINT or
-SIGTERM keeps the finished records, prints one line saying how to resume and exits 130, without a traceback.
+Each selected check runs at base seeds ``K .. K+N-1`` (same profile and design: a base seed redraws the data only).
+Per check the table gives the PASS / FAIL / INCONCLUSIVE counts with Clopper-Pearson 95% intervals next to the
+stated false-FAIL rate ``alpha``, and for its headline comparison the mean z and SD/SE (the seed-to-seed SD of the
+measured value over its mean reported SE, with its chi-square 95% interval).  A check is MISCALIBRATED when its
+false-FAIL interval lies above ``alpha``, or, with ``N >= 30``, when the headline SD/SE lies outside
+:data:`SD_SE_BAND`.  Every (check, seed) record is stored as ``<out>/records/<id>_seed<k>.json`` as it finishes and
+reused by a rerun; options are checked and SIGINT / SIGTERM handled as in ``python -m verify``.
 """
 
 from __future__ import annotations
@@ -28,18 +16,27 @@ import dataclasses
 import json
 import math
 import os
+import platform
+import shlex
+import shutil
 import sys
 import time
+import warnings
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 from scipy import stats
 
 from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_options, check_writable_dir,
                          check_writable_file, interrupts, refuse, run_context, select_checks)
+from .budget import run_sequential
 from .context import CheckContext
+from .figures import pyplot
 from .results import CheckResult
 from .claim import Claim, rejudge_stored, run_check
 from .validation import check_items
@@ -191,8 +188,6 @@ def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, 
     (:func:`verify.budget.run_sequential`) of the checks without a stored record; a record then also holds its
     ``sequential`` entry (rounds, replicates, when it was decided) and is reused only under the same budget.
     """
-    from .budget import run_sequential
-
     rec_dir = out_dir / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[dict]] = {s.id: [] for s in specs}
@@ -275,8 +270,6 @@ def markdown_table(rows: Sequence[CheckCalibration], meta: dict) -> str:
 
 
 def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
-    from .figures import pyplot
-
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
     x = np.arange(len(rows))
@@ -299,7 +292,6 @@ def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -354,10 +346,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     :data:`verify._preflight.EXIT_INTERRUPTED` (130), without a traceback; the summary is written only by a run
     that finishes.
     """
-    import warnings
-
-    from rich.console import Console
-
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     argv = list(sys.argv[1:] if argv is None else check_items("argv", argv, str, "strings (command-line words)"))
     args = build_parser().parse_args(argv)
@@ -391,8 +379,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _resume_line(sig: str, specs: Sequence[Any], n_done: int, n_seeds: int, out: Path, cache_dir: Path | None,
                  argv: Sequence[str]) -> str:
     """The one line printed after an interrupt: what was kept and how to resume."""
-    import shlex
-
     total = len(specs) * n_seeds
     where = (f"{specs[n_done % len(specs)].id} seed {n_done // len(specs)}" if n_done < total and specs
              else "the run")
@@ -408,11 +394,6 @@ def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespac
                          wall: float, console: Any) -> int:
     """The calibration table (terminal, ``calibration.json`` / ``.md`` / ``.png``, ``--markdown``); exit status 1
     when a check is MISCALIBRATED."""
-    import platform
-    from datetime import datetime, timezone
-
-    from rich.table import Table
-
     rows = [summarise(cid, recs) for cid, recs in records.items()]
     check_s = sum(float(r.get("runtime_s", 0.0)) for recs in records.values() for r in recs)
     meta = {"command": "python -m verify calibrate " + " ".join(argv),
@@ -444,9 +425,8 @@ def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespac
     (out / "calibration.md").write_text(md)
     _figure(rows, out / "calibration.png")
     if args.markdown:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
         fig_path = args.markdown.with_suffix(".png")
-        _figure(rows, fig_path)
+        shutil.copyfile(out / "calibration.png", fig_path)
         args.markdown.write_text(md + f"\n![verdicts and SD/SE per check]({fig_path.name})\n")
     console.print(f"written: {out / 'calibration.json'}, {out / 'calibration.md'}, {out / 'calibration.png'}")
     return 1 if any(r.flags for r in rows) else 0

@@ -1,27 +1,11 @@
 """The claims: one :class:`Claim` per id, registered by its own module of :mod:`verify.checks`, found by discovery.
 
-A claim is its statement and six small functions with one job each, composed by :meth:`Claim.run`:
-
-``design(ctx)``
-    The experiment for ``ctx.profile`` (sizes, grids, configurations; truths and pilot constants from design
-    seeds only).  No simulation.
-``predict(ctx, design)``
-    What theory (and ``numerics``' error models) predicts for the design; never draws data.
-``simulate(ctx, design)``
-    The measurements: cached cells, seeds from ``ctx.seed_for``.  The only step that draws data.
-``read(design, prediction, measurement)`` (optional)
-    A *pure* pairing of the measurement with the prediction that judge, describe and figure all need, computed
-    once; they receive its result in place of the measurement.
-``judge(design, prediction, measurement)``
-    *Pure*: the evidence table (:class:`~verify.results.Comparison` rows, not yet judged).  No I/O, no randomness,
-    so it is unit-tested on synthetic measurements with a known truth (``tests/verify/test_judges_*.py``).
-``describe(design, prediction, measurement, comparisons)``
-    The notes (prose) and data (JSON) of the result, given the *judged* comparisons; pure.
-``figure(design, prediction, measurement, judgement)``
-    A matplotlib figure (or ``{stem: figure}``, or ``None``) drawn only where figures are written.  It never judges.
-
-Adding a claim is one new module in ``verify/checks/`` that calls :func:`register` (and its entry in
-docs/claims.md, written by ``python docs/make_claims_list.py``).
+A claim is its statement and small functions with one job each (docs/architecture.md), composed by
+:meth:`Claim.run`: ``design(ctx)`` (no simulation), ``predict(ctx, design)`` (theory; no data), ``simulate(ctx,
+design)`` (the only step that draws data), an optional pure ``read(design, prediction, measurement)``, the pure
+``judge(...)`` (the evidence table, not yet judged), ``describe(..., comparisons)`` (notes and data, from the judged
+rows) and ``figure(..., judgement)`` (drawn only where figures are written).  Adding a claim is one new module in
+``verify/checks/`` that calls :func:`register`, and its entry in docs/claims.md.
 """
 
 from __future__ import annotations
@@ -144,11 +128,10 @@ def claim_of(claim_id: str) -> Claim:
     """
     if not isinstance(claim_id, str):
         raise TypeError(f"claim_id must be a claim id (a string), got {type(claim_id).__name__}")
-    claims = {c.id.upper(): c for c in all_claims()}
-    if claim_id.upper() not in claims:
-        raise ValueError(f"claim_id must be a known claim id, got {claim_id!r}; known: "
-                         f"{', '.join(c.id for c in claims.values())}")
-    return claims[claim_id.upper()]
+    try:
+        return select([claim_id])[0]
+    except ValueError as exc:
+        raise ValueError(f"claim_id: {exc}") from None
 
 
 def select(ids: Sequence[str] | None) -> list[Claim]:

@@ -1,21 +1,10 @@
 """Command line: ``python -m verify [--profile quick|paper] [--only ID ...] [--list] [--seed S] [--json PATH]
-[--report-dir DIR] [--strict] [--budget MINUTES] [--rounds N]``.
+[--report-dir DIR] [--strict] [--budget MINUTES] [--rounds N]`` (``calibrate`` and ``compare``: their modules).
 
-Without ``--budget`` / ``--rounds`` every check runs its fixed design once.  With either, the verdicts are
-sequential (:mod:`verify.sequential`, :mod:`verify.budget`): every check at its base design, then rounds of
-replicates on the undecided ones within the budget; the same command continues from the cached rounds.
-
-Before the first check runs, every option that a check would only use later is checked: ``--jobs`` (an integer
-``>= 1``, or ``-1`` for all cores), ``--seed``, ``--device`` (format, and CUDA availability), ``--executor`` /
-``--scheduler`` (dask installed; the scheduler reachable within
-:data:`verify._preflight.SCHEDULER_TIMEOUT_S`), and the output paths ``--json``, ``--report-dir`` and
-``--cache-dir`` (created and written to once).  A bad one is one ``error: ...`` line and exit status 1 (as for an
-unknown id), before any work.
-
-SIGINT (Ctrl-C) or SIGTERM during the checks stops the run cleanly: the finished checks are written to
-``--json`` / ``--report-dir`` (the interrupted check as ERROR, its note saying so; the document gets an
-``"interrupted"`` entry), one line says how to resume (the same command: the cache keeps the finished cells),
-and the exit status is :data:`EXIT_INTERRUPTED` (130), without a traceback.
+Without ``--budget`` / ``--rounds`` every check runs its fixed design once; with either, the verdicts are sequential
+(:mod:`verify.budget`).  Every option is checked before the first check runs (:mod:`verify._preflight`): a bad one
+is one ``error: ...`` line, exit status 1.  SIGINT or SIGTERM writes the finished checks (the interrupted one as
+ERROR), prints one line saying how to resume and exits :data:`EXIT_INTERRUPTED` (130), without a traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import shlex
 import sys
 import time
@@ -41,9 +31,12 @@ from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_opti
                          check_writable_file, interrupts, run_context, select_checks)
 from .context import CheckContext
 from .results import CheckResult, Verdict
-from .claim import exit_status, run_check
-from .report import (TABLE_WIDTH, markdown_report, print_results, print_summary, run_metadata, to_json,
-                     write_json)
+from .budget import look_line, run_sequential, sequence_table
+from .calibrate import main as calibrate_main
+from .claim import exit_status, rejudge_stored, run_check
+from .compare import main as compare_main
+from .report import (TABLE_WIDTH, VERDICT_STYLE, markdown_report, print_results, print_summary, run_metadata,
+                     to_json, write_json)
 from .report_html import html_report
 from .validation import path_or_none
 
@@ -107,12 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the heap, here and in the sweep workers, instead of faulting fresh pages in each time (numerics.malloc)
     keep_freed_memory(children=True)
     if argv[:1] == ["calibrate"]:
-        from .calibrate import main as calibrate_main
-
         return calibrate_main(argv[1:])
     if argv[:1] == ["compare"]:
-        from .compare import main as compare_main
-
         return compare_main(argv[1:])
     args = build_parser().parse_args(argv)
     console = Console(width=None if sys.stdout.isatty() else 180 if args.verbose else TABLE_WIDTH)
@@ -187,7 +176,6 @@ def _run_checks(specs: list, base: CheckContext, profile: str, console: Console,
     finished results plus the interrupted check's ERROR result and :func:`_stopped`."""
     results: list[CheckResult] = []
     current, ctx, t0 = None, None, 0.0
-    style = {"PASS": "green", "FAIL": "red", "ERROR": "red", "INFO": "cyan", "INCONCLUSIVE": "yellow"}
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as progress:
@@ -198,8 +186,8 @@ def _run_checks(specs: list, base: CheckContext, profile: str, console: Console,
                 t0 = time.perf_counter()
                 res = run_check(current, ctx)
                 results.append(res)
-                v = res.verdict.value
-                progress.console.print(f"[{style[v]}]{v:>5}[/] {res.id}  ({res.runtime_s:.1f} s)")
+                progress.console.print(f"[{VERDICT_STYLE[res.verdict]}]{res.verdict.value:>5}[/] {res.id}  "
+                                       f"({res.runtime_s:.1f} s)")
                 progress.advance(overall)
             current = None
     except KeyboardInterrupt:
@@ -220,8 +208,6 @@ def _run_sequential(specs: list, base: CheckContext, args: argparse.Namespace, c
                     signals: dict) -> tuple[list[CheckResult], dict | None, dict]:
     """``--budget`` / ``--rounds``: :func:`verify.budget.run_sequential` with a progress line per look; the
     pooled results, the interrupt (as :func:`_run_checks`) and the run's ``sequential`` metadata."""
-    from .budget import look_line, run_sequential, sequence_table
-
     seqs: list = []
     t0 = time.perf_counter()
     interrupted = False
@@ -288,10 +274,6 @@ def _resume_line(stopped: dict, results: list[CheckResult], args: argparse.Names
 
 def _rejudge(args: argparse.Namespace, console: Console) -> int:
     """``--rejudge JSON``: verdicts of stored comparisons under the current rules (pure, no simulation)."""
-    import json
-
-    from .claim import rejudge_stored
-
     try:
         doc = json.loads(Path(args.rejudge).read_text())
     except (OSError, ValueError) as exc:

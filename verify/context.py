@@ -11,11 +11,14 @@ import hashlib
 import os
 import re
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from theory.validation import ArgumentTypeError, check_int, describe
+import numpy as np
+
+from theory.validation import ArgumentTypeError, check_choice, check_int, describe
 
 from .validation import MAX_SEED, check_dir, check_json, check_n_jobs, check_text, seed_text
 
@@ -69,18 +72,14 @@ class CheckContext:
     memo: dict | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.profile, str) or self.profile not in PROFILES:
-            raise ValueError(f"profile must be one of {PROFILES}, got {self.profile!r}")
+        check_choice("profile", self.profile, PROFILES)
         self.seed = check_int("seed", self.seed, 0, MAX_SEED)
         self.n_jobs = check_n_jobs(self.n_jobs)
-        if not isinstance(self.device, str):
-            raise TypeError(f"device must be a string ('cpu', 'cuda' or 'cuda:<k>'), got {type(self.device).__name__}")
-        if not re.fullmatch(r"cpu|cuda(:[0-9]+)?", self.device):  # the format only; the CLI checks availability
-            raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', got {self.device!r}")
-        if not isinstance(self.executor, str) or self.executor not in EXECUTORS:
-            raise ValueError(f"executor must be one of {EXECUTORS}, got {self.executor!r}")
-        if self.scheduler is not None and not isinstance(self.scheduler, str):
-            raise TypeError(f"scheduler must be None or an address string, got {type(self.scheduler).__name__}")
+        # the format only (a string or not: both TypeError and ValueError); the CLI checks availability
+        if not isinstance(self.device, str) or not re.fullmatch(r"cpu|cuda(:[0-9]+)?", self.device):
+            raise ArgumentTypeError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', got {describe(self.device)}")
+        check_choice("executor", self.executor, EXECUTORS)
+        check_text("scheduler", self.scheduler, none_ok=True)
         self.report_dir = check_dir("report_dir", self.report_dir)
         self.cache_dir = check_dir("cache_dir", self.cache_dir)
         check_text("check_id", self.check_id)
@@ -96,10 +95,7 @@ class CheckContext:
         ``keys`` must be integers and strings of the design (or literal design constants): never a computed
         float, whose last bits may depend on the machine.
         """
-        text = "|".join([str(self.seed), self.check_id, *map(seed_text, keys)])
-        s = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
-        self.seeds_used.append(s)
-        return s
+        return self._seed(str(self.seed), keys)
 
     def borrowing(self, lender: str) -> "CheckContext":
         """This context with the seeds and the cache entries of check ``lender``: reads another check's draws.
@@ -121,7 +117,11 @@ class CheckContext:
         verdicts at different seeds are replicates of one experiment and their spread measures the data's
         noise only (what ``calibrate`` compares with the reported standard errors).
         """
-        text = "|".join(["design", self.check_id, *map(seed_text, keys)])
+        return self._seed("design", keys)
+
+    def _seed(self, head: str, keys: tuple) -> int:
+        """The hash of ``head``, the check id and ``keys`` as a seed, recorded in :attr:`seeds_used`."""
+        text = "|".join([head, self.check_id, *map(seed_text, keys)])
         s = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
         self.seeds_used.append(s)
         return s
@@ -169,31 +169,15 @@ class CheckContext:
         # the original method (:data:`_ENTRY_KIND`), so that a wrapped ``cached`` keeps the keys
         return cache_key(_ENTRY_KIND, cell, int(self.seed), version=f"{CACHE_VERSION}/{version}", source=False)
 
-    def cached(
-        self,
-        name: str,
-        key: Mapping[str, Any],
-        compute: Callable[[], Mapping[str, Any]],
-        version: str = "",
-    ) -> dict[str, Any]:
-        """Disk memo of one Monte Carlo cell: ``compute()`` once, later runs read it back.
+    def cached(self, name: str, key: Mapping[str, Any], compute: Callable[[], Mapping[str, Any]],
+               version: str = "") -> dict[str, Any]:
+        """Disk memo of one Monte Carlo cell: ``compute()`` once, later runs read it back, bit for bit.
 
-        The result (a dict of arrays) is stored as ``<cache_dir>/<check_id>/<key>.npz``, ``key`` from
-        :meth:`cache_key` (check id, ``name``, the JSON-serialisable ``key`` dict - it must name
-        everything the cell depends on, seed included - base seed, profile, device, version). The
-        file is written to a temporary name and renamed (atomic), so an interrupted run leaves
-        either a complete entry or none; a rerun recomputes only the missing cells. ``cache_dir=None``
-        computes every time, or once per run when the run shares a ``memo`` (``python -m verify`` and ``calibrate``
-        do, one per run / seed): a cell borrowed by another check (:meth:`borrowing`) is then still drawn once.
-        Cached values are the float64 arrays bit for bit, so the cache never changes a result.
-
-        Every entry stores its key (the hash, and the check id, name, key dict, version, profile, device and
-        seed as JSON) and the SHA-256 of its arrays; a read verifies both.  An entry that fails - unreadable or
-        truncated, another cell's file (a foreign key), altered values (checksum mismatch), no arrays - is
-        recomputed and rewritten with a :class:`numerics.sweep.CacheIntegrityWarning`.  Entries written before
-        checksums were stored (only ``__key__``) are accepted when their key matches, and rewritten with a
-        checksum.  The cell is computed under a file lock (:func:`numerics.sweep.cell_lock`): a second run on
-        the same cache directory waits for it and reads it back instead of computing it again.
+        Stored atomically as ``<cache_dir>/<check_id>/<key>.npz`` (``key``: :meth:`cache_key`; the ``key`` dict must
+        name everything the cell depends on) with its key fields and the SHA-256 of its arrays, both verified on
+        read; an entry that fails is recomputed with a :class:`numerics.sweep.CacheIntegrityWarning`.  The cell is
+        computed under a file lock, so two runs on one cache compute it once.  ``cache_dir=None``: computed every
+        time, or once per run when the run shares a ``memo`` (a cell borrowed by another check, :meth:`borrowing`).
 
         Parameters
         ----------
@@ -293,8 +277,6 @@ def _memoised(memo: dict | None, h: str, compute: Callable[[], Mapping[str, Any]
 
 def _computed(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
     """``compute()`` of :meth:`CheckContext.cached` as a dict of numeric arrays (names not starting with ``__``)."""
-    import numpy as np
-
     out = compute()
     if not isinstance(out, Mapping):
         raise ArgumentTypeError(f"compute must return a mapping of names to numeric arrays, got {describe(out)}")
@@ -308,12 +290,9 @@ def _computed(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
     return arrays
 
 
-
 # ----------------------------------------------------------------------------------------- cache entries
 def _arrays_checksum(arrays: Mapping[str, Any]) -> str:
     """SHA-256 of named arrays: names, dtypes, shapes and bytes, in name order."""
-    import numpy as np
-
     h = hashlib.sha256()
     for k in sorted(arrays):
         a = np.ascontiguousarray(arrays[k])
@@ -325,7 +304,7 @@ def _arrays_checksum(arrays: Mapping[str, Any]) -> str:
 def _npz_read(path: Path, h: str, meta: str, warn: bool = True) -> dict | None:
     """The verified arrays of the entry at ``path`` (key hash ``h``, key fields ``meta``), or ``None``: missing,
     or rejected (with a :class:`numerics.sweep.CacheIntegrityWarning` when ``warn``)."""
-    import numpy as np
+    from numerics.sweep import CacheIntegrityWarning
 
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -333,10 +312,13 @@ def _npz_read(path: Path, h: str, meta: str, warn: bool = True) -> dict | None:
     except FileNotFoundError:
         return None
     except Exception as exc:  # noqa: BLE001 - truncated, not a zip, object arrays: never trusted
-        return _npz_reject(path, f"unreadable ({type(exc).__name__}: truncated or not an .npz)", warn)
-    problem = _npz_problem(stored, h, meta)
+        problem = f"unreadable ({type(exc).__name__}: truncated or not an .npz)"
+    else:
+        problem = _npz_problem(stored, h, meta)
     if problem:
-        return _npz_reject(path, problem, warn)
+        if warn:
+            warnings.warn(f"cache entry {path} ignored: {problem}; recomputing it", CacheIntegrityWarning, stacklevel=3)
+        return None
     out = {k: v for k, v in stored.items() if not k.startswith("__")}
     if "__sha256__" not in stored:  # written before checksums: key verified, upgrade it in place
         with contextlib.suppress(OSError):
@@ -360,20 +342,8 @@ def _npz_problem(stored: Mapping[str, Any], h: str, meta: str) -> str:
     return ""
 
 
-def _npz_reject(path: Path, why: str, warn: bool) -> None:
-    import warnings
-
-    from numerics.sweep import CacheIntegrityWarning
-
-    if warn:
-        warnings.warn(f"cache entry {path} ignored: {why}; recomputing it", CacheIntegrityWarning, stacklevel=4)
-    return None
-
-
 def _npz_write(path: Path, h: str, meta: str, out: Mapping[str, Any]) -> None:
     """Write an entry atomically (temporary file, then rename): key hash, key fields, checksum, arrays."""
-    import numpy as np
-
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{h}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:

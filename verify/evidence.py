@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .results import Comparison
-from .verdicts import ALPHA_PASS
+from .verdicts import ALPHA_PASS, z_score
 
 __all__ = ["NEAR_P_FAIL", "NEAR_P_PASS", "TESTS", "Row", "RuleGroup", "evidence", "folds", "near_miss", "rows_word",
            "rule_groups", "rule_template", "statistic_text"]
@@ -174,7 +174,7 @@ def statistic_text(c: Comparison) -> str:
 def _z(delta: float, se: float) -> str:
     if not (math.isfinite(delta) and math.isfinite(se)):
         return "z = nan"
-    z = delta / se if se > 0 else math.copysign(math.inf, delta) if delta else 0.0
+    z = z_score(delta, se)
     return f"z = {z:+.2f}" if abs(z) < 1e4 else f"z = {z:+.1e}"
 
 

@@ -1,26 +1,13 @@
 """The one style of every check's figure, and pyplot imported where a figure is drawn.
 
-pyplot is imported on first use and the backend is never switched by the library: importing a check module
-leaves a notebook's backend alone.  ``python -m verify`` chooses ``Agg`` itself (``verify/__main__.py``);
-without a display matplotlib falls back to ``Agg`` on its own, and every figure is saved to a file and closed
-(:meth:`verify.context.CheckContext.save_figure`).
+pyplot is imported on first use and the backend is never switched here (``python -m verify`` chooses ``Agg`` in
+``verify/__main__.py``); every figure is saved to a file and closed (:meth:`verify.context.CheckContext.save_figure`).
 
-The style (what a reader of the report sees in every figure)
-------------------------------------------------------------
-- colours: Okabe and Ito's colour-blind-safe palette (:data:`OKABE_ITO`, series in the order :data:`COLORS`);
-  theory is black (:data:`THEORY`), verdicts have one colour each (:data:`VERDICT_COLORS`);
-- theory is a dense curve (:func:`dense_grid`, :func:`theory_curve`), never the simulated points joined;
-  simulation is points with error bars of :data:`ERRORBAR_SE` standard errors (:func:`mc_points`); points
-  reported but not judged are open markers (:func:`not_judged_handle` names them in the legend);
-- log axes label only what fits (:func:`tidy_log_axis`); every panel carries its key numbers and, where the
-  claim decides one, its verdict (:func:`key_numbers`, from the judgement the claim's run hands its figure);
-  the settings (n, p, c, sigma, K, ...) go into the title (:func:`settings`);
-- :func:`figure_problems` lists what a reader would stumble on (a missing axis label or legend, overlapping
-  tick labels, text running into a neighbouring panel, a colour off the palette, a function name in a
-  legend); ``tests/verify/test_figures.py`` runs it on every check's figure.
-
-A figure function is decorated with :func:`paper_figure` (it draws inside :func:`style`) and creates its
-panels with :func:`subplots`.
+The style: Okabe and Ito's colour-blind-safe palette (:data:`COLORS`), theory in black (:data:`THEORY`) as a dense
+curve (:func:`theory_curve`), simulation as points with :data:`ERRORBAR_SE` standard-error bars (:func:`mc_points`;
+open markers: reported, not judged), log axes labelled with what fits (:func:`tidy_log_axis`), each panel's key
+numbers and verdict in a box (:func:`key_numbers`), the settings in the title (:func:`settings`).  A figure function
+is decorated with :func:`paper_figure` (it draws inside :func:`style`) and creates its panels with :func:`subplots`.
 """
 
 from __future__ import annotations
@@ -99,8 +86,6 @@ def subplots(nrows: int = 1, ncols: int = 1, *, panel: tuple[float, float] = (3.
 
     ``kwargs`` go to :func:`matplotlib.pyplot.subplots` (``sharex``, ``height_ratios``, ...).
     """
-    if "height_ratios" in kwargs:
-        kwargs.setdefault("gridspec_kw", {})["height_ratios"] = kwargs.pop("height_ratios")
     fig, axes = pyplot().subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows + extra), squeeze=False,
                                   layout="constrained", **kwargs)
     for ax in axes.flat:  # tick label size and a light grid fixed on the axes (ticks made at save time keep them)
@@ -149,7 +134,7 @@ def settings(**values: Any) -> str:
 
 # ------------------------------------------------------------------------------------------ series
 def dense_grid(x: Sequence[float], *, log: bool = True, per_decade: int = 40, n_min: int = 60,
-               pad: float = 0.0, include: bool = True) -> np.ndarray:
+               pad: float = 0.0) -> np.ndarray:
     """A dense grid over the range of ``x`` for a theory curve.
 
     Parameters
@@ -157,7 +142,8 @@ def dense_grid(x: Sequence[float], *, log: bool = True, per_decade: int = 40, n_
     x : the simulated abscissae.
     log : geometric grid (``per_decade`` points a decade, at least ``n_min``) or linear (``n_min`` points).
     pad : widen the range by this many decades (log) or this fraction of the range (linear) on each side.
-    include : add the values of ``x`` themselves (the curve passes through every simulated abscissa).
+
+    The values of ``x`` themselves are added (the curve passes through every simulated abscissa).
     """
     x = np.asarray(x, dtype=float).ravel()
     lo, hi = float(np.min(x)), float(np.max(x))
@@ -167,7 +153,7 @@ def dense_grid(x: Sequence[float], *, log: bool = True, per_decade: int = 40, n_
     else:
         w = hi - lo
         grid = np.linspace(lo - pad * w, hi + pad * w, n_min)
-    return np.unique(np.concatenate([grid, x])) if include else grid
+    return np.unique(np.concatenate([grid, x]))
 
 
 def theory_curve(ax: Any, x: Sequence[float], f: Callable[[np.ndarray], Any], *, label: str = "theory",
@@ -364,7 +350,7 @@ def _fits(ax: Any, name: str, ticks: list[float], cap: int) -> bool:
     return need <= 0.8 * length
 
 
-def tidy_log_axis(ax: Any, which: str = "both", max_ticks: int | None = None) -> None:
+def tidy_log_axis(ax: Any, which: str = "both") -> None:
     """Label a log axis with what fits: decades (minor labels off); 1-2-5 or 1-3 steps over a short range;
     plain linear ticks under a decade.  Call it once the panel's data are drawn (it reads the limits)."""
     from matplotlib import ticker
@@ -374,7 +360,7 @@ def tidy_log_axis(ax: Any, which: str = "both", max_ticks: int | None = None) ->
         if axis.get_scale() != "log":
             continue
         lo, hi = sorted(axis.get_view_interval())
-        cap = max_ticks or (6 if name == "x" else 7)
+        cap = 6 if name == "x" else 7
         axis.set_minor_formatter(ticker.NullFormatter())
         if math.log10(hi / lo) >= 3.0:
             continue  # decades only: the default major labels, no minor labels

@@ -23,14 +23,15 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from theory.validation import ArgumentTypeError, as_float, check_flag, check_int
+from theory.validation import ArgumentTypeError, as_float, check_choice, check_flag, check_int
 from theory.validation import describe as describe_value
 
 from ._preflight import cache_dir_option, check_device_available, check_executor
+from .budget import look_line, run_sequential
 from .claim import exit_status, run_check, select
 from .context import CheckContext, PROFILES
 from .results import CheckResult
-from .report import summary_counts
+from .report import counts_text
 from .report_html import html_sections
 from .sequential import MAX_ROUND
 from .validation import check_n_jobs, path_or_none
@@ -84,9 +85,8 @@ class Run:
         return f"Run(profile={self.profile!r}, seed={self.seed}: {verdicts})"
 
     def _repr_html_(self) -> str:
-        counts = ", ".join(f"{k}: {n}" for k, n in summary_counts(list(self.results)).items() if n)
         head = (f"<p><strong>Verification</strong> (profile <code>{escape(self.profile)}</code>, seed "
-                f"<code>{self.seed}</code>): {escape(counts)}</p>")
+                f"<code>{self.seed}</code>): {escape(counts_text(list(self.results)))}</p>")
         body = html_sections(list(self.results), self.figure_dir or Path("."))
         return "\n".join(['<div class="verify-run">', f"<style>{_CSS}</style>", head, *body, "</div>"])
 
@@ -152,8 +152,7 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
     jobs = (os.cpu_count() or 1) if jobs is None else check_n_jobs(jobs, name="jobs")
     budget_s = None if budget is None else 60.0 * as_float("budget", budget, low=0, low_open=True)
     rounds = None if rounds is None else check_int("rounds", rounds, 0, MAX_ROUND)
-    if not isinstance(profile, str) or profile not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES}, got {describe_value(profile)}")
+    check_choice("profile", profile, PROFILES)
     cache_dir = cache_dir_option(None, profile) if cache_dir == DEFAULT_CACHE else path_or_none(cache_dir)
     base = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, device=device, n_jobs=jobs, executor=executor,
                         scheduler=scheduler, memo={})  # every option checked before anything runs
@@ -169,8 +168,6 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
     figure_dir = Path(tempfile.mkdtemp(prefix="verify-figures-")) if figures else None
     base = dataclasses.replace(base, report_dir=figure_dir)
     if budget_s is not None or rounds is not None:
-        from .budget import look_line, run_sequential
-
         seqs = run_sequential(specs, base, budget_s=budget_s, rounds=rounds,
                               on_look=(lambda s: print(look_line(s), flush=True)) if progress else None)
         return Run(tuple(s.result() for s in seqs), profile, base.seed, figure_dir)

@@ -14,6 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+import numpy
+import sympy
 from rich.console import Console
 from rich.markup import escape as escape_markup
 from rich.table import Table
@@ -26,13 +28,9 @@ from .verdicts import describe, rates_text
 
 JSON_SCHEMA_VERSION = 3  # 2: comparisons carry kind, p_fail, p_pass, outcome; verdict INCONCLUSIVE; 3: key
 
-_STYLE = {
-    Verdict.PASS: "bold green",
-    Verdict.FAIL: "bold red",
-    Verdict.INCONCLUSIVE: "bold yellow",
-    Verdict.ERROR: "bold red",
-    Verdict.INFO: "cyan",
-}
+#: the rich style of each verdict in the terminal
+VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.INCONCLUSIVE: "bold yellow",
+                 Verdict.ERROR: "bold red", Verdict.INFO: "cyan"}
 _MARK = {"PASS": "", "FAIL": "[red]✗[/] ", "INCONCLUSIVE": "[yellow]?[/] "}
 
 #: the widest the compact terminal table gets (characters); ``-v`` adds the statistic, rule and time columns and no
@@ -139,7 +137,7 @@ def results_table(results: list[CheckResult], title: str = "Verification report"
 
 def _table_rows(r: CheckResult, verbose: bool) -> list[list[str]]:
     """The table rows of one check: one (compact) or one per comparison in reading order (``verbose``)."""
-    verdict = f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]"
+    verdict = f"[{VERDICT_STYLE[r.verdict]}]{r.verdict.value}[/]"
     if not r.comparisons:
         note = _last_line(r.error) or r.notes
         if verbose:
@@ -184,8 +182,9 @@ def summary_counts(results: list[CheckResult]) -> dict[str, int]:
     return {v.value: sum(r.verdict == v for r in results) for v in Verdict}
 
 
-def counts_text(results: list[CheckResult]) -> str:
-    return ", ".join(f"{k}: {n}" for k, n in summary_counts(results).items() if n)
+def counts_text(results: list[CheckResult], sep: str = ", ") -> str:
+    """``"PASS: 12, FAIL: 1"``: the verdicts that occur, with their counts."""
+    return sep.join(f"{k}: {n}" for k, n in summary_counts(results).items() if n)
 
 
 def print_results(console: Console, results: list[CheckResult], title: str, verbose: bool = False) -> None:
@@ -206,7 +205,7 @@ def print_summary(console: Console, results: list[CheckResult], exit_code: int, 
     """The lines after the table: verdict counts, INCONCLUSIVE and NOT IMPLEMENTED checks, error rates, errors and
     the exit status; in a log (the console is not a terminal) each line whole, never wrapped."""
     soft = not console.is_terminal
-    console.print(" | ".join(f"{k}: {n}" for k, n in summary_counts(results).items() if n), soft_wrap=soft)
+    console.print(counts_text(results, " | "), soft_wrap=soft)
     inc = [r.id for r in results if r.verdict is Verdict.INCONCLUSIVE]
     if inc:
         how = ("counted as failures (--strict)" if strict
@@ -240,44 +239,20 @@ def run_metadata(profile: str, seed: int, strict: bool, argv: list[str], started
     """The run's facts for the reports: profile, base seed, strict, the command line (``argv``, a list of strings),
     start time (``started``, a timezone-aware datetime; default: now) and finish time (now), Python, platform, CPU
     count and library versions."""
-    import numpy
-    import sympy
+    import torch
 
-    try:
-        import torch
-
-        torch_version = torch.__version__
-    except ImportError:  # pragma: no cover
-        torch_version = None
     now = datetime.now(timezone.utc)
-    return {
-        "profile": profile,
-        "seed": seed,
-        "strict": strict,
-        "argv": list(argv),
-        "started_utc": (started or now).astimezone(timezone.utc).isoformat(timespec="seconds"),
-        "finished_utc": now.isoformat(timespec="seconds"),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "versions": {"numpy": numpy.__version__, "sympy": sympy.__version__, "torch": torch_version},
-    }
+    return {"profile": profile, "seed": seed, "strict": strict, "argv": list(argv),
+            "started_utc": (started or now).astimezone(timezone.utc).isoformat(timespec="seconds"),
+            "finished_utc": now.isoformat(timespec="seconds"), "python": platform.python_version(),
+            "platform": platform.platform(), "cpu_count": os.cpu_count(),
+            "versions": {"numpy": numpy.__version__, "sympy": sympy.__version__, "torch": torch.__version__}}
 
 
 def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
     """A self-contained markdown report; figures are linked relative to ``report_dir``."""
-    finished = f", finished {meta['finished_utc']}" if meta.get("finished_utc") else ""
-    lines = [
-        "# Verification report",
-        "",
-        f"- profile: `{meta['profile']}`, base seed: `{meta['seed']}`, strict: `{meta['strict']}`",
-        f"- started (UTC): {meta['started_utc']}{finished}; python {meta['python']}; {meta['platform']}",
-        f"- exit status: {exit_code}; {counts_text(results)}",
-        f"- error rates: {rates_text()}",
-    ]
-    stop = meta.get("interrupted")
-    if stop:
-        lines.append(f"- **interrupted** {interrupted_text(stop, str, lambda s: f'`{s}`')}")
+    facts = run_facts(results, meta, exit_code, str, "`{}`", "**{}**")
+    lines = ["# Verification report", "", *(f"- {f}" for f in facts)]
     summary = [[f"[{r.id}](#{section_anchor(r)})", f"**{r.verdict.value}**", *map(_md, summary_cells(r)[:2]),
                 _md(" vs ".join(numbers(shown_comparison(r.comparisons), latex_text))) if r.comparisons else ""]
                for r in results]
@@ -289,12 +264,24 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
     return "\n".join(lines)
 
 
-def interrupted_text(stop: dict, esc: Callable[[str], str], code: Callable[[str], str]) -> str:
-    """The words after "interrupted" about a run stopped by a signal (``meta["interrupted"]``, set by the CLI);
-    ``esc`` escapes a text, ``code`` marks the command as code."""
-    not_run = ", ".join(stop.get("not_run", [])) or "none"
-    return (f"by {esc(stop['signal'])} during {esc(stop.get('check') or 'the run')}; not run: {esc(not_run)}; "
-            f"resume with {code(stop['resume'])} (the cache keeps the finished cells)")
+def run_facts(results: list[CheckResult], meta: dict, exit_code: int, esc: Callable[[str], str], code: str,
+              strong: str) -> list[str]:
+    """The run's facts at the top of a report, one item each: ``esc`` escapes a text, ``code`` and ``strong`` are
+    the markup (``"`{}`"``, ``"<code>{}</code>"``) of code and of emphasis."""
+    def c(v: Any) -> str:
+        return code.format(esc(str(v)))
+
+    finished = f", finished {meta['finished_utc']}" if meta.get("finished_utc") else ""
+    facts = [f"profile: {c(meta['profile'])}, base seed: {c(meta['seed'])}, strict: {c(meta['strict'])}",
+             esc(f"started (UTC): {meta['started_utc']}{finished}; python {meta['python']}; {meta['platform']}"),
+             esc(f"exit status: {exit_code}; {counts_text(results)}"), esc(f"error rates: {rates_text()}")]
+    stop = meta.get("interrupted")
+    if stop:  # a run stopped by a signal (set by the CLI)
+        not_run = ", ".join(stop.get("not_run", [])) or "none"
+        facts.append(f"{strong.format('interrupted')} by {esc(stop['signal'])} during "
+                     f"{esc(stop.get('check') or 'the run')}; not run: {esc(not_run)}; resume with "
+                     f"{c(stop['resume'])} (the cache keeps the finished cells)")
+    return facts
 
 
 def _md_section(r: CheckResult, report_dir: Path) -> list[str]:

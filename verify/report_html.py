@@ -18,11 +18,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .evidence import rows_word
-from .report import (FOLDED, ROW_RULE_COLUMNS, SUMMARY_COLUMNS, counts_text, evidence_cells, interrupted_text,
-                     measured_text, notes_parts, numbers, section_anchor, shown_comparison, summary_cells)
+from .report import (FOLDED, ROW_RULE_COLUMNS, SUMMARY_COLUMNS, evidence_cells, measured_text, notes_parts, numbers,
+                     run_facts, section_anchor, shown_comparison, summary_cells)
 from .results import CheckResult, Comparison
 from .typeset import mathml_html
-from .verdicts import rates_text
 
 __all__ = ["html_report", "html_sections"]
 
@@ -51,39 +50,10 @@ p.headline { font-size: 16px; margin: 0.2em 0 0.4em; } .rules { font-size: 13px;
 
 
 def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
-    """The report as one HTML page (what :func:`markdown_report` says, from the same data).
-
-    The summary table comes first (one row per check, linking to its section), then the run's facts, then a
-    section per check: its claim, comparisons, notes (long ones folded in ``<details>``), error, figures and
-    seeds.  Figures are embedded as ``data:`` URIs (the page is self-contained: it can be mailed or moved alone;
-    a figure that cannot be read is linked relative to ``report_dir`` instead); the style is inline, and the page
-    needs no script.
-
-    Parameters
-    ----------
-    results : list of CheckResult
-        The checks, in report order.
-    meta : dict
-        The run's metadata (:func:`run_metadata`, plus ``"interrupted"`` after a signal).
-    exit_code : int
-        The run's exit status.
-    report_dir : Path
-        The directory the page is written to.
-
-    Returns
-    -------
-    str
-        The page, ``<!DOCTYPE html>`` to ``</html>``.
-    """
-    finished = f", finished {meta['finished_utc']}" if meta.get("finished_utc") else ""
-    facts = [f"profile <code>{escape(str(meta['profile']))}</code>, base seed <code>{escape(str(meta['seed']))}"
-             f"</code>, strict <code>{escape(str(meta['strict']))}</code>",
-             f"started (UTC) {escape(str(meta['started_utc']) + finished)}; python {escape(str(meta['python']))}; "
-             f"{escape(str(meta['platform']))}",
-             f"exit status {exit_code}; {escape(counts_text(results))}", f"error rates: {escape(rates_text())}"]
-    if meta.get("interrupted"):
-        facts.append("<strong>interrupted</strong> "
-                     + interrupted_text(meta["interrupted"], escape, lambda s: f"<code>{escape(s)}</code>"))
+    """The report as one self-contained HTML page (what :func:`verify.report.markdown_report` says): the summary
+    table, the run's facts (``meta``: :func:`verify.report.run_metadata`), then a section per check; figures are
+    embedded as ``data:`` URIs (one that cannot be read is linked relative to ``report_dir``), the style inline."""
+    facts = run_facts(results, meta, exit_code, escape, "<code>{}</code>", "<strong>{}</strong>")
     title = escape(f"Verification report (profile {meta['profile']}, seed {meta['seed']})")
     return "\n".join(["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
                       '<meta name="viewport" content="width=device-width, initial-scale=1">',

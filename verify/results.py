@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any, Mapping
 
-from theory.validation import ArgumentTypeError, as_float, check_flag, describe
+from theory.validation import ArgumentTypeError, as_float, check_choice, check_flag, describe
 
 from .validation import (check_df, check_items, check_mapping, check_measurement, check_text, check_value, jsonable,
                          optional_real)
@@ -93,12 +93,10 @@ class Comparison:
 
         put("passed", check_flag("passed", self.passed))  # numpy / sympy booleans -> a plain bool (JSON true/false)
         put("headline", check_flag("headline", self.headline))
-        if not isinstance(self.kind, str) or self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {describe(self.kind)}")
-        for fname in ("name", "tolerance", "outcome"):
-            check_text(fname, getattr(self, fname))
-        if self.outcome not in ("", "PASS", "FAIL", "INCONCLUSIVE"):
-            raise ValueError(f"outcome must be '', 'PASS', 'FAIL' or 'INCONCLUSIVE', got {self.outcome!r}")
+        check_choice("kind", self.kind, KINDS)
+        check_choice("outcome", self.outcome, ("", "PASS", "FAIL", "INCONCLUSIVE"))
+        check_text("name", self.name)
+        check_text("tolerance", self.tolerance)
         check_value("predicted", self.predicted)
         check_value("measured", self.measured)
         if self.uncertainty is not None:
@@ -121,11 +119,6 @@ class Comparison:
         """
         have = dict(self.key)
         return all(k in have and (have[k] in v if isinstance(v, tuple) else have[k] == v) for k, v in want.items())
-
-    @property
-    def exact_ok(self) -> bool:
-        """For ``kind="exact"``: whether the deterministic statement holds (``passed``)."""
-        return self.passed
 
     def to_json(self) -> dict:
         out = {k: jsonable(v) for k, v in asdict(self).items()}

@@ -21,13 +21,6 @@ Looks and error rates (:func:`look_levels`)
     false PASSES with probability at most ``ALPHA_PASS``; the report's family-wise bound (Bonferroni over checks)
     stays.  The price: round 0 alone decides at half the fixed design's levels (FAIL at ``z > 3.36`` instead of
     ``3.17``, PASS at ``1.96`` instead of ``1.64``), round 3 (8 replicates) at ``w_3 = 1/20``.
-
-    Why this rule and no library: the verdicts combine equivalence (TOST), direction, bound and consistency tests
-    with Student-t standard errors and Holm within a check; exact group-sequential boundaries (Lan-DeMets spending)
-    need the joint law of the pooled statistics, which estimated SEs and Holm make approximate, and anytime-valid
-    confidence sequences (``confseq``: known-variance or bounded observations; ``spotify-confidence``: two-sample
-    A/B tables) do not take a t statistic with a margin.  Bonferroni over doubling looks is exact under any
-    dependence and costs about what Pocock's boundary would at 4-8 looks.
 Cost to decide (:func:`replicates_to_decide`)
     Taking the current pooled estimates as the truth, the first look at which every undecided comparison would be
     decided (its standard error shrinking like ``1 / sqrt(n)``); the budget (:mod:`verify.budget`) spends its
@@ -43,11 +36,13 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any, Sequence
 
+import numpy as np
+
 from theory.validation import as_float, check_int
 
 from .results import Comparison
 from .validation import MAX_SEED
-from .verdicts import ALPHA_CHECK, ALPHA_PASS, Judgement, judged, z_quantile
+from .verdicts import ALPHA_CHECK, ALPHA_PASS, KINDS, Judgement, judged, z_quantile
 
 __all__ = ["MAX_ROUND", "boundaries", "look_levels", "pooled", "judge_look", "replicate_seed", "replicates_after",
            "replicates_to_decide", "round_of", "simulate_optional_stopping", "spend"]
@@ -279,10 +274,6 @@ def simulate_optional_stopping(kind: str, *, t_df: int | None = None, n_sequence
     direction claims on their boundary), and ``"naive FAIL"``: a FAIL when every look is judged at the fixed
     design's level ``alpha`` (what optional stopping inflates).  Each count over ``n_sequences`` estimates a rate.
     """
-    import numpy as np
-
-    from .verdicts import KINDS
-
     if kind not in KINDS or kind == "exact":
         raise ValueError(f"kind must be one of {KINDS[1:]}, got {kind!r}")
     if t_df is not None:

@@ -19,6 +19,10 @@ import re
 from html import escape
 from typing import Any
 
+import sympy as sp
+from sympy.core.alphabets import greeks
+from sympy.parsing.sympy_parser import parse_expr
+
 __all__ = ["FUNCTIONS", "formula", "latex_text", "mathml_html"]
 
 #: the functions and constants a formula may name (besides single letters and Greek letters' names)
@@ -32,17 +36,12 @@ MAX_CHARS = 400
 
 def _allowed(name: str) -> bool:
     """Whether a formula may name ``name``: one of :data:`FUNCTIONS`, a single letter or a Greek letter's name."""
-    from sympy.core.alphabets import greeks
-
     return name in FUNCTIONS or name in greeks or (len(name) == 1 and name.isascii() and name.isalpha())
 
 
 @functools.lru_cache(maxsize=512)
 def _parsed(text: str) -> Any:
     """The sympy expression that ``text`` prints (module docstring), or ``None``."""
-    import sympy as sp
-    from sympy.parsing.sympy_parser import parse_expr
-
     if len(text) > MAX_CHARS or not _CHARS.fullmatch(text) or not re.search(r"[A-Za-z*/]", text) \
             or _NUMBER.fullmatch(text.strip()) or "__" in text or not all(map(_allowed, _NAME.findall(text))):
         return None
@@ -61,8 +60,6 @@ def _parsed(text: str) -> Any:
 def _small_powers(tree: Any) -> bool:
     """Whether every power of numbers alone in the unevaluated ``tree`` is a small integer power (``9**9**9`` would
     take the evaluation minutes)."""
-    import sympy as sp
-
     for node in sp.preorder_traversal(tree):
         if isinstance(node, sp.Pow) and not node.free_symbols:
             base, exp = node.args
@@ -81,8 +78,6 @@ def formula(value: Any) -> tuple[Any, str]:
     >>> formula("> 0")
     (None, '')
     """
-    import sympy as sp
-
     if isinstance(value, sp.Basic):  # carried from where it was made: typeset as it is (a plain number stays text)
         return (value, "") if isinstance(value, sp.Expr) and not (value.is_Integer or value.is_Float) else (None, "")
     if not isinstance(value, str):
@@ -96,8 +91,6 @@ def mathml_html(value: Any, plain: str) -> str:
     """``value`` as HTML: its formula as a ``<math>`` element (sympy's presentation MathML, which browsers render
     without a script) with the plain text as its ``alttext``, then any rest as text; a value without a formula is
     ``plain``, escaped."""
-    import sympy as sp
-
     expr, rest = formula(value)
     if expr is None:
         return escape(plain)
@@ -109,8 +102,6 @@ def mathml_html(value: Any, plain: str) -> str:
 def latex_text(value: Any, plain: str) -> str:
     """``value`` for markdown: its formula as inline LaTeX (``$...$``, :func:`sympy.latex`), then any rest; a value
     without a formula is ``plain``."""
-    import sympy as sp
-
     expr, rest = formula(value)
     if expr is None:
         return plain

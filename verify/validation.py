@@ -5,9 +5,13 @@
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from pathlib import Path
 from typing import Any, Mapping
+
+import numpy as np
+import sympy as sp
 
 from theory.validation import ArgumentTypeError, check_text, describe, is_integer
 
@@ -36,10 +40,6 @@ def optional_real(name: str, v: Any, low: float, high: float, *, nan_ok: bool = 
 
 def real_number(name: str, v: Any, what: str = "a real number") -> float:
     """``float(v)`` of a real number (Python, NumPy or sympy; not a bool, not text), NaN and infinities included."""
-    import numbers
-
-    import numpy as np
-
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
         raise ArgumentTypeError(f"{name} must be {what}, got {describe(v)} ({type(v).__name__})")
     try:
@@ -66,14 +66,7 @@ def check_df(df: Any) -> Any:
 def check_value(name: str, v: Any, depth: int = 0) -> Any:
     """A value shown in a report: a real number (NaN and infinities included), a string, a bool, ``None``, a sympy
     expression, or a list / tuple of those."""
-    import numbers
-
-    import numpy as np
-    import sympy as sp
-
-    if v is None or isinstance(v, (str, bool, np.bool_, sp.Basic)):
-        return v
-    if isinstance(v, numbers.Real):
+    if v is None or isinstance(v, (str, bool, np.bool_, sp.Basic, numbers.Real)):
         return v
     if isinstance(v, (list, tuple)) and depth < 2:
         for x in v:
@@ -83,7 +76,7 @@ def check_value(name: str, v: Any, depth: int = 0) -> Any:
                             f"({type(v).__name__})")
 
 
-def check_items(name: str, v: Any, cls: type | tuple, what: str, *, nonempty: bool = False) -> list:
+def check_items(name: str, v: Any, cls: type | tuple, what: str) -> list:
     """A list (or tuple) of instances of ``cls`` as a new list; not a single instance, not a string."""
     if not isinstance(v, (list, tuple)):
         raise ArgumentTypeError(f"{name} must be a list of {what}, got {describe(v)} ({type(v).__name__})")
@@ -91,8 +84,6 @@ def check_items(name: str, v: Any, cls: type | tuple, what: str, *, nonempty: bo
     if bad:
         raise ArgumentTypeError(f"{name} must be a list of {what}, got an item {describe(bad[0])} "
                                 f"({type(bad[0]).__name__})")
-    if nonempty and not v:
-        raise ValueError(f"{name} must be a non-empty list of {what}, got []")
     return list(v)
 
 
@@ -149,8 +140,6 @@ MAX_JOBS = 1024
 
 def check_n_jobs(v: Any, name: str = "n_jobs") -> int:
     """``name``: an integer ``>= 1``, or ``-1`` for every core (returned as ``os.cpu_count()``)."""
-    import numbers
-
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"{name} must be an integer >= 1 or -1 (all cores), got {v!r} ({type(v).__name__})")
     if int(v) == -1:

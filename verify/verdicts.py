@@ -1,38 +1,11 @@
-"""Verdicts as statistical tests: PASS / FAIL / INCONCLUSIVE with stated error rates.
+"""Verdicts as statistical tests: PASS / FAIL / INCONCLUSIVE with stated error rates (rules: docs/verdicts.md).
 
-Every comparison of a check is one of these kinds (``Comparison.kind``):
-
-``exact``
-    A deterministic statement (a symbolic identity, a solver tolerance): ``passed`` decides, no
-    randomness, no error rate.
-``equivalence``
-    The claim "the measured quantity equals the prediction within a margin ``m``" (e.g. a slope within
-    0.03 of ``-4/5``).  PASS needs evidence *for* the claim: both one-sided tests of TOST reject
-    ``|delta| >= m`` at :data:`ALPHA_PASS` (the ``1 - 2 ALPHA_PASS`` interval lies inside ``[-m, m]``).
-    FAIL needs evidence *against* it: ``|delta| <= m`` is rejected (``p_fail`` below).
-``direction``
-    The claim "the quantity has the sign ``s``" (e.g. attention's error exceeds ridge's).  PASS: the
-    one-sided test of ``s delta <= 0`` rejects at :data:`ALPHA_PASS`; FAIL: ``s delta >= 0`` is rejected.
-``bound``
-    The claim "the quantity is at most (or at least) a bound", including equality (e.g. the finite-size
-    rule of :mod:`verify.checks._finite_size`, a coercivity inequality that is tight in some directions).
-    Evidence for such a claim cannot exceed "no violation found", so it PASSES unless a violation is
-    significant; its power is stated where it is built.
-``consistency``
-    An identity measured with Monte Carlo noise (``delta = 0`` exactly): two-sided ``p_fail``; PASSES
-    unless the deviation is significant.
-
-Judging a check (:func:`judge`): the ``p_fail`` values of all its stochastic comparisons are combined
-with Holm's step-down procedure at :data:`ALPHA_CHECK`, so that when every claim of the check is true the
-check FAILS with probability at most ``ALPHA_CHECK`` (whatever the dependence between comparisons);
-an exact comparison that does not hold FAILS the check.  Otherwise the check PASSES when every comparison
-passes (for equivalence and direction comparisons: the evidence test at :data:`ALPHA_PASS`; an
-intersection-union test, so a false PASS of the whole check has probability at most ``ALPHA_PASS``),
-and is INCONCLUSIVE otherwise; the comparison then says how much more data would decide it.
-
-With :data:`ALPHA_CHECK` ``= ALPHA_REPORT / N_STOCHASTIC_CHECKS`` (Bonferroni over the checks), a report
-of every claim under true claims contains a FAIL with probability at most :data:`ALPHA_REPORT` = 1%.
-These rates assume the standard errors are right; ``python -m verify calibrate`` measures them.
+Each comparison is of one kind (:data:`KINDS`): ``exact`` (deterministic), ``equivalence`` (TOST within a margin),
+``direction`` (a sign), ``bound`` and ``consistency`` (PASS unless a violation is significant).  A check's
+``p_fail`` values go through Holm at :data:`ALPHA_CHECK` (``ALPHA_REPORT`` over the stochastic checks, Bonferroni);
+it PASSES when every comparison passes (the evidence tests at :data:`ALPHA_PASS`), FAILS when one is rejected or an
+exact one does not hold, and is INCONCLUSIVE otherwise (:func:`judged`).  These rates assume the standard errors
+are right; ``python -m verify calibrate`` measures them.
 """
 
 from __future__ import annotations
@@ -52,10 +25,6 @@ __all__ = ["ALPHA_CHECK", "ALPHA_PASS", "ALPHA_REPORT", "KINDS", "N_STOCHASTIC_C
            "consistency_p", "describe", "direction_p", "equivalence_p", "holm", "judge", "judged", "rates_text",
            "scale_to_decide", "t_quantile", "z_quantile"]
 
-#: a comparison as judged here: a dataclass with the fields of :class:`verify.results.Comparison`
-#: (``kind``, ``p_fail``, ``p_pass``, ``exact_ok``, ``outcome``, ``passed``, ``decide_factor``)
-Comparison = Any
-
 #: family-wise false-FAIL rate of a whole report (every claim true)
 ALPHA_REPORT = 0.01
 #: checks with stochastic comparisons (A2-A6, B1-B11; A1 is exact, studies never decide): the Bonferroni divisor
@@ -66,37 +35,17 @@ ALPHA_CHECK = ALPHA_REPORT / N_STOCHASTIC_CHECKS
 ALPHA_PASS = 0.05
 
 KINDS = ("exact", "equivalence", "direction", "bound", "consistency")
+#: a comparison as judged here: a dataclass with the fields of :class:`verify.results.Comparison` (that module
+#: imports this one) that :func:`judged` and :func:`describe` read
+Comparison = Any
+_FIELDS = ("kind", "p_fail", "p_pass", "outcome", "passed")
 
 
-class _Student:
-    """``sf`` / ``cdf`` of Student's t with ``df`` degrees of freedom: scipy.special's ``stdtr``, the function behind
-    ``scipy.stats.t.sf`` / ``cdf`` (same values), without the distribution wrapper's ~50 us per call: judges run
-    thousands of times in calibration and in the sequential tests."""
-
-    def __init__(self, df: float) -> None:
-        self.df = df
-
-    def sf(self, x: float) -> float:
-        return float(special.stdtr(self.df, -x))
-
-    def cdf(self, x: float) -> float:
-        return float(special.stdtr(self.df, x))
-
-
-class _Normal:
-    """``sf`` / ``cdf`` of the standard normal: scipy.special's ``ndtr`` (what ``scipy.stats.norm`` evaluates)."""
-
-    @staticmethod
-    def sf(x: float) -> float:
-        return float(special.ndtr(-x))
-
-    @staticmethod
-    def cdf(x: float) -> float:
-        return float(special.ndtr(x))
-
-
-def _dist(df: float | None):
-    return _Normal if df is None or not math.isfinite(df) else _Student(df)
+def _sf(x: float, df: float | None) -> float:
+    """Upper tail of Student's t with ``df`` degrees of freedom (``None`` or ``inf``: the standard normal); the
+    lower tail at ``x`` is ``_sf(-x, df)``.  scipy.special's ``stdtr`` / ``ndtr``, what ``scipy.stats`` evaluates,
+    without its ~50 us per call: judges run thousands of times in calibration and in the sequential tests."""
+    return float(special.ndtr(-x) if df is None or not math.isfinite(df) else special.stdtr(df, -x))
 
 
 @functools.lru_cache(maxsize=256)
@@ -125,17 +74,14 @@ def t_quantile(alpha: float, df: float | None) -> float:
     return float(-special.stdtrit(df, alpha))
 
 
-def _z(x: float, se: float) -> float:
+def z_score(x: float, se: float) -> float:
+    """``x / se``, signed infinity for ``se = 0`` (``0`` when ``x`` is too)."""
     if se > 0:
         return x / se
     return math.copysign(math.inf, x) if x else 0.0
 
 
 # ------------------------------------------------------------------------------------------ argument checks
-def _check_se(se: Any) -> float:
-    return as_float("se", se, low=0)
-
-
 def check_sign(sign: Any) -> int:
     """``+1`` or ``-1`` (an integer, not a bool)."""
     check_real("sign", sign, integer=True)
@@ -148,20 +94,12 @@ def _check_alpha(alpha: Any) -> float:
     return as_float("alpha", alpha, low=0, high=1, low_open=True, high_open=True)
 
 
-#: the fields :func:`judge` and :func:`describe` read from a comparison
-_FIELDS = ("kind", "p_fail", "p_pass", "exact_ok", "outcome", "passed")
-
-
-def _check_comparison(name: str, c: Any) -> Any:
-    """An object with the fields of :class:`verify.results.Comparison` (:data:`_FIELDS`) and a known ``kind``."""
-    missing = [f for f in _FIELDS if not hasattr(c, f)]
-    if not missing and not is_dataclass(c):
-        missing = ["dataclass fields (judging returns dataclasses.replace copies)"]
-    if missing:
-        raise ArgumentTypeError(f"{name} must be a comparison (an object with the fields {', '.join(_FIELDS)}), got "
-                                f"{_describe(c)} ({type(c).__name__}, without {', '.join(missing)})")
+def _check_comparison(name: str, c: Any) -> None:
+    """A comparison: a dataclass with the fields :data:`_FIELDS` and a known ``kind``."""
+    if not is_dataclass(c) or isinstance(c, type) or not all(hasattr(c, f) for f in _FIELDS):
+        raise ArgumentTypeError(f"{name} must be a comparison (a dataclass with the fields {', '.join(_FIELDS)}), "
+                                f"got {_describe(c)} ({type(c).__name__})")
     check_choice(f"{name}.kind", c.kind, KINDS)
-    return c
 
 
 def check_comparisons(name: str, comparisons: Any) -> list:
@@ -189,37 +127,35 @@ def equivalence_p(delta: float, se: float, margin: float, df: float | None = Non
     (True, True)
     """
     as_float("delta", delta)
-    _check_se(se)
+    as_float("se", se, low=0)
     as_float("margin", margin, low=0, low_open=True)
-    dist = _dist(check_df(df))
-    p_lo = float(dist.sf(_z(delta + margin, se)))  # H0: delta <= -m
-    p_hi = float(dist.cdf(_z(delta - margin, se)))  # H0: delta >= m
-    p_fail = float(dist.sf(_z(abs(delta) - margin, se)))
-    return max(p_lo, p_hi), p_fail
+    df = check_df(df)
+    p_lo = _sf(z_score(delta + margin, se), df)  # H0: delta <= -m
+    p_hi = _sf(-z_score(delta - margin, se), df)  # H0: delta >= m (lower tail)
+    return max(p_lo, p_hi), _sf(z_score(abs(delta) - margin, se), df)
 
 
 def direction_p(delta: float, se: float, sign: int, df: float | None = None) -> tuple[float, float]:
     """``(p_pass, p_fail)`` of the claim ``sign * delta > 0``: one-sided tests of ``<= 0`` and ``>= 0``."""
     as_float("delta", delta)
-    _check_se(se)
+    as_float("se", se, low=0)
     sign = check_sign(sign)
-    dist = _dist(check_df(df))
-    z = _z(sign * delta, se)
-    return float(dist.sf(z)), float(dist.cdf(z))
+    df, z = check_df(df), z_score(sign * delta, se)
+    return _sf(z, df), _sf(-z, df)
 
 
 def bound_p(excess: float, se: float, df: float | None = None) -> float:
     """``p_fail`` of a one-sided bound claim ``excess <= 0`` (``excess`` = statistic minus its allowed maximum)."""
     as_float("excess", excess)
-    _check_se(se)
-    return float(_dist(check_df(df)).sf(_z(excess, se)))
+    as_float("se", se, low=0)
+    return _sf(z_score(excess, se), check_df(df))
 
 
 def consistency_p(delta: float, se: float, df: float | None = None) -> float:
     """Two-sided ``p_fail`` of the identity ``delta = 0``."""
     as_float("delta", delta)
-    _check_se(se)
-    return float(min(1.0, 2 * _dist(check_df(df)).sf(abs(_z(delta, se)))))
+    as_float("se", se, low=0)
+    return float(min(1.0, 2 * _sf(abs(z_score(delta, se)), check_df(df))))
 
 
 def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
@@ -252,7 +188,7 @@ def scale_to_decide(delta: float, se: float, margin: float | None, kind: str) ->
     observed effect sits on the boundary (no finite amount of data decides it at that value).
     """
     as_float("delta", delta)
-    _check_se(se)
+    as_float("se", se, low=0)
     if margin is not None:
         as_float("margin", margin, low=0, low_open=True)
     check_choice("kind", kind, KINDS)
@@ -289,14 +225,10 @@ class Judgement:
 
 def _outcome(c: Comparison, rejected: bool, alpha_pass: float = ALPHA_PASS) -> str:
     if c.kind == "exact":
-        return "PASS" if c.exact_ok else "FAIL"
-    if c.p_fail is None or not math.isfinite(float(c.p_fail)):
+        return "PASS" if c.passed else "FAIL"
+    if rejected or c.p_fail is None or not math.isfinite(float(c.p_fail)):
         return "FAIL"  # a non-finite measurement is a failure, never a silent pass
-    if rejected:
-        return "FAIL"
-    if c.p_pass is None:
-        return "PASS"
-    return "PASS" if float(c.p_pass) <= alpha_pass else "INCONCLUSIVE"
+    return "PASS" if c.p_pass is None or float(c.p_pass) <= alpha_pass else "INCONCLUSIVE"
 
 
 def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK,
@@ -317,7 +249,7 @@ def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK,
     out = []
     for i, c in enumerate(comparisons):
         outcome = _outcome(c, rejected.get(i, False), alpha_pass)
-        out.append(replace(c, outcome=outcome, passed=c.exact_ok if c.kind == "exact" else outcome == "PASS"))
+        out.append(replace(c, outcome=outcome, passed=c.passed if c.kind == "exact" else outcome == "PASS"))
     outs = {c.outcome for c in out}
     verdict = next((v for v in ("FAIL", "INCONCLUSIVE") if v in outs), "PASS" if out else "FAIL")
     return Judgement(verdict, tuple(out))
