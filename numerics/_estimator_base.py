@@ -28,7 +28,6 @@ from theory.validation import ArgumentTypeError, as_float, as_int, check_seed, d
 from .ips import MAX_COUNT, as_generator  # noqa: F401  (MAX_COUNT: the estimators' largest count too)
 
 
-
 def check_count(name: str, value: Any, low: int) -> Any:
     """An integer number ``low <= value <= MAX_COUNT`` (not a bool, not symbolic); returns ``value`` unchanged."""
     as_int(name, value, low, MAX_COUNT)

@@ -55,7 +55,8 @@ class GaussNewtonFits:
         loss, lo, hi = (torch.tensor([float(v)], dtype=torch.float64) for v in (loss, lo, hi))
         state = GNState(U=U1[None], V=V1[None], loss=loss, c=c[None].detach(), lo=lo, hi=hi)
         return StartResult(state=state, n_iter=torch.tensor([n_iter]),
-                           converged=torch.tensor([n_iter < self._cfg.max_iter]), joined=torch.zeros(1, dtype=torch.bool))
+                           converged=torch.tensor([n_iter < self._cfg.max_iter]),
+                           joined=torch.zeros(1, dtype=torch.bool))
 
     def _jacobian(self, basis: PairBasis, c: torch.Tensor, X: torch.Tensor, pairs: PairDesign) -> torch.Tensor:
         """Jacobian ``(R, M N, 2 d r)`` of the fitted values ``B(A) c`` (``c`` fixed) w.r.t. ``vec(U), vec(V)``.

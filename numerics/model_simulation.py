@@ -352,7 +352,7 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     >>> out["true"].shape, out["ridge"].shape
     ((2, 3, 2), (3, 2))
     """
-    heads = is_multi_head(model)  # theory.MultiHeadModel s: the same draws, batches and error paths (numerics.multi_head)
+    heads = is_multi_head(model)  # a theory.MultiHeadModel: the same draws, batches and error paths
     if not heads:
         models = model_list(model)
         n, pv = model_sizes(models[0], p)
