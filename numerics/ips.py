@@ -20,7 +20,7 @@ import numpy as np
 from scipy.interpolate import BSpline
 
 from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
-                               check_seed)
+                               check_seed, describe)
 
 
 def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -60,14 +60,15 @@ def as_generator(rng: Any) -> np.random.Generator:
 
     Raises
     ------
-    ValueError
-        Anything else (the message names ``rng``).
+    ArgumentTypeError
+        Anything else (also a ``ValueError``; the message names ``rng``).
     """
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         return np.random.default_rng(check_seed("rng", rng))
-    raise ValueError(f"rng must be a numpy.random.Generator or an integer seed, got {rng!r}")
+    raise ArgumentTypeError(f"rng must be a numpy.random.Generator or an integer seed, got {describe(rng)} of type "
+                            f"{type(rng).__name__}")
 
 
 def check_random_state(rng: Any) -> np.random.Generator:

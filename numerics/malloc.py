@@ -89,8 +89,7 @@ def apply_inherited() -> bool:
         if ok and loky_worker is not None and hasattr(loky_worker, "_MAX_MEMORY_LEAK_SIZE"):
             # in a loky worker (joblib's processes), stop loky from restarting it when its memory grows by 300 MB
             # (a constant of its worker loop, read after each task): the heap kept here is not a leak, and each
-            # restart costs a fresh interpreter, torch's import and cold caches (A2's trials at quick sizes:
-            # 16.7 s on 5 processes, 12.1 s on 2)
+            # restart costs a fresh interpreter, torch's import and cold caches (timings: CHANGELOG)
             loky_worker._MAX_MEMORY_LEAK_SIZE = sys.maxsize
         _APPLIED[pid] = ok
     return _APPLIED[pid]
