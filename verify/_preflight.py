@@ -55,7 +55,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, metavar="DIR",
                    help="on-disk cache for sweep cells (default .cache/verify/<profile>; 'none' disables)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="worker processes for sweeps: >= 1, or -1 for all cores (default: number of CPU cores)")
+                   help="worker processes: checks side by side, each at one thread (a lone check, --budget, "
+                        "--device cuda or --executor dask: a check's sweeps); >= 1, or -1 for all cores "
+                        "(default: number of CPU cores)")
     p.add_argument("--device", default="cpu", help="torch device for the estimators: cpu (default), cuda or cuda:K")
     p.add_argument("--executor", choices=("local", "dask"), default="local",
                    help="where sweep cells run: local processes (default) or a Dask cluster")

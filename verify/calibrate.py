@@ -37,6 +37,7 @@ from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_opti
 from .budget import run_sequential
 from .context import CheckContext
 from .figures import pyplot
+from .lanes import groups, lane_map, use_lanes
 from .results import CheckResult
 from .claim import Claim, rejudge_stored, run_check
 from .validation import check_items
@@ -192,6 +193,8 @@ def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, 
     rec_dir.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[dict]] = {s.id: [] for s in specs}
     mode = None if budget_s is None and rounds is None else {"budget_s": budget_s, "rounds": rounds}
+    if mode is None and use_lanes(list(specs), base):
+        return _calibrate_in_lanes(list(specs), list(seeds), base, rec_dir, progress)
     for seed in seeds:
         # memo: one run's in-memory cells (without a cache directory): B4 reads B7's draws
         ctx = dataclasses.replace(base, seed=seed, seeds_used=[], memo={})
@@ -208,6 +211,28 @@ def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, 
             if progress is not None:
                 progress(spec.id, seed, stored[spec.id])
     return out
+
+
+def _calibrate_in_lanes(specs: list[Claim], seeds: list[int], base: CheckContext, rec_dir: Path,
+                        progress=None) -> dict[str, list[dict]]:
+    """:func:`calibrate` with every (seed, group of checks) a task of :func:`verify.lanes.lane_map`, longest
+    groups first; the numbers of ``--jobs 1``."""
+    stored = {(s.id, seed): _stored_record(rec_dir / f"{s.id}_seed{seed}.json", base.profile, None)
+              for s in specs for seed in seeds}
+    for (cid, seed), rec in stored.items():
+        if rec is not None and progress is not None:
+            progress(cid, seed, rec)
+    ctxs = {seed: dataclasses.replace(base, seed=seed, seeds_used=[], memo={}) for seed in seeds}
+    tasks = [(ctxs[seed], [c for c in g if stored[(c.id, seed)] is None])
+             for g in groups(specs, base.profile) for seed in seeds]
+
+    def record(res: CheckResult, ctx: CheckContext) -> None:
+        stored[(res.id, ctx.seed)] = _write_record(rec_dir / f"{res.id}_seed{ctx.seed}.json", res, ctx, None)
+        if progress is not None:
+            progress(res.id, ctx.seed, stored[(res.id, ctx.seed)])
+
+    lane_map([t for t in tasks if t[1]], base.n_jobs, record)
+    return {s.id: [stored[(s.id, seed)] for seed in seeds] for s in specs}
 
 
 def _write_record(path: Path, res: CheckResult, ctx: CheckContext, mode: dict | None) -> dict:

@@ -35,6 +35,7 @@ from .budget import look_line, run_sequential, sequence_table
 from .calibrate import main as calibrate_main
 from .claim import exit_status, rejudge_stored, run_check
 from .compare import main as compare_main
+from .lanes import LanesInterrupted, run_lanes, use_lanes
 from .report import (TABLE_WIDTH, VERDICT_STYLE, markdown_report, print_results, print_summary, run_metadata,
                      to_json, write_json)
 from .report_html import html_report
@@ -117,7 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = preflight(args)
     started = datetime.now(timezone.utc)
     with interrupts() as signals:
-        if args.budget is None and args.rounds is None:
+        if args.budget is None and args.rounds is None and use_lanes(specs, base):
+            (results, stopped), extra = _run_lanes(specs, base, args.profile, console, signals), {}
+        elif args.budget is None and args.rounds is None:
             (results, stopped), extra = _run_checks(specs, base, args.profile, console, signals), {}
         else:
             results, stopped, extra = _run_sequential(specs, base, args, console, signals)
@@ -194,14 +197,42 @@ def _run_checks(specs: list, base: CheckContext, profile: str, console: Console,
         sig, elapsed = signals["signal"] or "SIGINT", time.perf_counter() - t0
         if current is not None and current.id not in {r.id for r in results}:
             # the check that the signal stopped: ERROR, its note says so (its finished cells are cached)
-            note = (f"INTERRUPTED by {sig} after {elapsed:.1f} s: the check did not finish; the cells it finished "
-                    "are in the cache, and rerunning the same command resumes it")
-            results.append(CheckResult(id=current.id, paper=current.paper, claim=current.statement,
-                                       verdict=Verdict.ERROR, runtime_s=elapsed, notes=note,
-                                       seeds=list(dict.fromkeys(ctx.seeds_used)) if ctx is not None else [],
-                                       error=f"INTERRUPTED by {sig}"))
+            results.append(_interrupted_result(current, sig, elapsed,
+                                               list(dict.fromkeys(ctx.seeds_used)) if ctx is not None else []))
         return results, _stopped(signals, specs, results, None if current is None else current.id)
     return results, None
+
+
+def _interrupted_result(claim, signal: str, elapsed: float, seeds: list) -> CheckResult:
+    """The ERROR result of a check that a signal stopped (its finished cells are cached)."""
+    note = (f"INTERRUPTED by {signal} after {elapsed:.1f} s: the check did not finish; the cells it finished "
+            "are in the cache, and rerunning the same command resumes it")
+    return CheckResult(id=claim.id, paper=claim.paper, claim=claim.statement, verdict=Verdict.ERROR,
+                       runtime_s=elapsed, notes=note, seeds=seeds, error=f"INTERRUPTED by {signal}")
+
+
+def _run_lanes(specs: list, base: CheckContext, profile: str, console: Console,
+               signals: dict) -> tuple[list[CheckResult], dict | None]:
+    """:func:`verify.lanes.run_lanes` with a progress bar; ``(results, None)``, or after SIGINT / SIGTERM the
+    finished results, an ERROR result per check that had started, and :func:`_stopped`."""
+    t0 = time.perf_counter()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        overall = progress.add_task(f"verify ({profile}, {base.n_jobs} checks at a time)", total=len(specs))
+
+        def show(res: CheckResult) -> None:
+            progress.console.print(f"[{VERDICT_STYLE[res.verdict]}]{res.verdict.value:>5}[/] {res.id}  "
+                                   f"({res.runtime_s:.1f} s)")
+            progress.advance(overall)
+
+        try:
+            return run_lanes(specs, base, show), None
+        except LanesInterrupted as exc:
+            sig, elapsed = signals["signal"] or "SIGINT", time.perf_counter() - t0
+            by_id = {c.id: c for c in specs}
+            stopped = [_interrupted_result(by_id[cid], sig, elapsed, []) for cid, _ in exc.running]
+            results = sorted(exc.results + stopped, key=lambda r: [c.id for c in specs].index(r.id))
+            return results, _stopped(signals, specs, results, exc.running[0][0] if exc.running else None)
 
 
 def _run_sequential(specs: list, base: CheckContext, args: argparse.Namespace, console: Console,
@@ -264,7 +295,7 @@ def _command(argv: list[str]) -> str:
 def _resume_line(stopped: dict, results: list[CheckResult], args: argparse.Namespace, argv: list[str],
                  cache_dir: Path | None) -> str:
     """The one line printed after an interrupt: what was kept and how to resume."""
-    n_done = sum(r.id != stopped["check"] for r in results)
+    n_done = sum(not str(r.error).startswith("INTERRUPTED") for r in results)
     where = " and ".join(str(p) for p in (args.json, args.report_dir) if p) or "no file (no --json / --report-dir)"
     cache = (f"the cache {cache_dir} keeps the finished cells" if cache_dir is not None
              else "the cache is off (--cache-dir none): a rerun recomputes everything")
