@@ -120,7 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with interrupts() as signals:
         if args.budget is None and args.rounds is None and use_lanes(specs, base):
             # the JSON says how the checks ran: a check's seconds in lanes are seconds of one core
-            (results, stopped), extra = _run_lanes(specs, base, args.profile, console, signals), {"lanes": base.n_jobs}
+            (results, stopped) = _run_lanes(specs, base, args.profile, console, signals)
+            extra = {"lanes": base.n_jobs}
         elif args.budget is None and args.rounds is None:
             (results, stopped), extra = _run_checks(specs, base, args.profile, console, signals), {}
         else:

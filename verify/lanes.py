@@ -1,10 +1,10 @@
 """Whole checks side by side: ``n_jobs`` worker processes (lanes), each running checks one at a time at one thread.
 
 A check spreads only its theory solves and sweeps over the cores, so a run of checks in turn leaves cores idle in
-every check's serial parts, and the workers' start-up and idle threads cost CPU (quick profile, seed 0, this
-2-core machine: 216 CPU-s in turn, 173 CPU-s at one thread).  A lane runs a check as ``--jobs 1`` does: every solve
-and sweep in its process, torch and BLAS at one thread.  The numbers are those of ``--jobs 1``; they equal those of
-checks in turn except in last bits, where a check's own BLAS products ran on several threads.
+every check's serial parts, and the workers' start-up and idle threads cost CPU (docs/performance.md).  A lane runs
+a check as ``--jobs 1`` does: every solve and sweep in its process, torch and BLAS at one thread.  The numbers are
+those of ``--jobs 1``; they equal those of checks in turn except in last bits, where a check's own BLAS products ran
+on several threads.
 
 Checks that read another check's draws (:meth:`CheckContext.borrowing`) run in the lender's lane (:data:`SHARED`),
 so that the draws are made once.  Groups are queued longest first (:data:`COST`), and a free lane takes the next.
@@ -90,6 +90,8 @@ def lane_map(tasks: list[tuple[CheckContext, list[Claim]]], n_jobs: int,
     Raises :class:`LanesInterrupted` on ``KeyboardInterrupt``."""
     from joblib import Parallel, delayed
 
+    if not tasks:
+        return []
     done: dict[int, list[CheckResult]] = {}
     with tempfile.TemporaryDirectory(prefix="verify-lanes-") as started:
         try:

@@ -63,3 +63,15 @@ def test_lanes_give_the_numbers_of_checks_in_turn_at_one_job(tmp_path):
         runs[jobs] = _numbers(out)
     assert [r[0] for r in runs["2"]] == ["A1", "B2", "B4", "B6", "B7"]  # report order, whatever finished first
     assert runs["2"] == runs["1"]
+
+
+def test_calibrate_in_lanes_stores_every_record_and_a_rerun_reuses_them(tmp_path):
+    from verify.calibrate import calibrate
+
+    specs, seen = select(["A1", "B6"]), []
+    base = CheckContext(profile="smoke", cache_dir=None, n_jobs=2)
+    first = calibrate(specs, [0, 1], base, tmp_path, lambda cid, seed, rec: seen.append((cid, seed)))
+    assert sorted(seen) == [("A1", 0), ("A1", 1), ("B6", 0), ("B6", 1)]
+    assert [r["seed"] for r in first["B6"]] == [0, 1] and all(r["verdict"] != "ERROR" for r in first["B6"])
+    again = calibrate(specs, [0, 1], base, tmp_path)  # every record stored: nothing runs
+    assert again == first
