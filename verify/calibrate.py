@@ -37,7 +37,7 @@ from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_opti
 from .budget import run_sequential
 from .context import CheckContext
 from .figures import pyplot
-from .lanes import groups, lane_map, use_lanes
+from .lanes import LanesInterrupted, groups, lane_map, use_lanes
 from .results import CheckResult
 from .claim import Claim, rejudge_stored, run_check
 from .validation import check_items
@@ -183,7 +183,8 @@ def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, 
 
     A record is written atomically (temporary file, then rename) as soon as its check finishes, so an interrupt
     (``KeyboardInterrupt``, raised by :func:`verify._preflight.interrupts` on SIGINT / SIGTERM) loses only the
-    (check, seed) it stopped; a rerun reuses every stored record of the same profile.
+    (check, seed) runs it stopped (one per lane, :mod:`verify.lanes`); a rerun reuses every stored record of the
+    same profile.
 
     With ``budget_s`` (seconds per seed) and / or ``rounds``, each seed is a sequential run
     (:func:`verify.budget.run_sequential`) of the checks without a stored record; a record then also holds its
@@ -193,7 +194,7 @@ def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, 
     rec_dir.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[dict]] = {s.id: [] for s in specs}
     mode = None if budget_s is None and rounds is None else {"budget_s": budget_s, "rounds": rounds}
-    if mode is None and use_lanes(list(specs), base):
+    if mode is None and use_lanes(list(specs), base, copies=len(seeds)):
         return _calibrate_in_lanes(list(specs), list(seeds), base, rec_dir, progress)
     for seed in seeds:
         # memo: one run's in-memory cells (without a cache directory): B4 reads B7's draws
@@ -392,21 +393,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             seeds = range(args.first_seed, args.first_seed + args.seeds)
             records = calibrate(specs, seeds, base, out, progress,
                                 budget_s=None if args.budget is None else 60.0 * args.budget, rounds=args.rounds)
-        except KeyboardInterrupt:
-            print(_resume_line(signals["signal"] or "SIGINT", specs, done[0], args.seeds, out, base.cache_dir, argv),
-                  file=sys.stderr, flush=True)
+        except KeyboardInterrupt as exc:
+            total = len(specs) * args.seeds
+            if isinstance(exc, LanesInterrupted):
+                where = ", ".join(f"{cid} seed {seed}" for cid, seed, _ in exc.running)
+            else:
+                where = (f"{specs[done[0] % len(specs)].id} seed {args.first_seed + done[0] // len(specs)}"
+                         if done[0] < total else "")
+            print(_resume_line(signals["signal"] or "SIGINT", where or "the run", done[0], total, out, base.cache_dir,
+                               argv), file=sys.stderr, flush=True)
             return EXIT_INTERRUPTED
         signals["armed"] = False  # from here on a signal is noted, never raised: the summary is written whole
         code = _summarise_and_write(records, args, argv, out, time.perf_counter() - t0, console)
     return EXIT_INTERRUPTED if signals["signal"] is not None else code
 
 
-def _resume_line(sig: str, specs: Sequence[Any], n_done: int, n_seeds: int, out: Path, cache_dir: Path | None,
+def _resume_line(sig: str, where: str, n_done: int, total: int, out: Path, cache_dir: Path | None,
                  argv: Sequence[str]) -> str:
-    """The one line printed after an interrupt: what was kept and how to resume."""
-    total = len(specs) * n_seeds
-    where = (f"{specs[n_done % len(specs)].id} seed {n_done // len(specs)}" if n_done < total and specs
-             else "the run")
+    """The one line printed after an interrupt (``where``: the runs it stopped): what was kept and how to resume."""
     cache = (f"the cache {cache_dir} keeps the finished cells" if cache_dir is not None
              else "the cache is off (--cache-dir none): unfinished runs restart")
     command = shlex.join(["python", "-m", "verify", "calibrate", *argv])

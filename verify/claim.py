@@ -18,6 +18,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from numerics.threads import torch_threads
+
 from .context import CheckContext
 from .results import CheckResult, Comparison, Outcome, Verdict
 from .verdicts import Judgement, judged
@@ -167,7 +169,8 @@ def run_check(claim: Claim, ctx: CheckContext) -> CheckResult:
     ctx.seeds_used = []
     t0 = time.perf_counter()
     try:
-        out = claim.run(ctx)
+        with torch_threads(1):  # the numbers of one thread, however the run spreads its checks (verify.lanes)
+            out = claim.run(ctx)
         res.comparisons, res.notes, res.figures, res.data = out.comparisons, out.notes, out.figures, dict(out.data)
         res.verdict = Verdict(out.verdict) if out.comparisons or out.informational else Verdict.FAIL
         if not out.comparisons and not out.informational:

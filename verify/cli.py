@@ -1,10 +1,11 @@
 """Command line: ``python -m verify [--profile quick|paper] [--only ID ...] [--list] [--seed S] [--json PATH]
 [--report-dir DIR] [--strict] [--budget MINUTES] [--rounds N]`` (``calibrate`` and ``compare``: their modules).
 
-Without ``--budget`` / ``--rounds`` every check runs its fixed design once; with either, the verdicts are sequential
-(:mod:`verify.budget`).  Every option is checked before the first check runs (:mod:`verify._preflight`): a bad one
-is one ``error: ...`` line, exit status 1.  SIGINT or SIGTERM writes the finished checks (the interrupted one as
-ERROR), prints one line saying how to resume and exits :data:`EXIT_INTERRUPTED` (130), without a traceback.
+Without ``--budget`` / ``--rounds`` every check runs its fixed design once, side by side on the ``--jobs`` workers
+(:mod:`verify.lanes`); with either, the verdicts are sequential (:mod:`verify.budget`).  Every option is checked
+before the first check runs (:mod:`verify._preflight`): a bad one is one ``error: ...`` line, exit status 1.  SIGINT
+or SIGTERM writes the finished checks (those it stopped as ERROR), prints one line saying how to resume and exits
+:data:`EXIT_INTERRUPTED` (130), without a traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import shlex
 import sys
 import time
+import traceback
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -215,26 +217,35 @@ def _interrupted_result(claim, signal: str, elapsed: float, seeds: list) -> Chec
 
 def _run_lanes(specs: list, base: CheckContext, profile: str, console: Console,
                signals: dict) -> tuple[list[CheckResult], dict | None]:
-    """:func:`verify.lanes.run_lanes` with a progress bar; ``(results, None)``, or after SIGINT / SIGTERM the
-    finished results, an ERROR result per check that had started, and :func:`_stopped`."""
-    t0 = time.perf_counter()
+    """:func:`verify.lanes.run_lanes` with a progress bar; ``(results, None)`` in report order, or after SIGINT /
+    SIGTERM the finished results, an ERROR result per check that had started, and :func:`_stopped`."""
+    results: list[CheckResult] = []
+    order = {c.id: i for i, c in enumerate(specs)}
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         overall = progress.add_task(f"verify ({profile}, {base.n_jobs} checks at a time)", total=len(specs))
 
         def show(res: CheckResult) -> None:
+            results.append(res)
             progress.console.print(f"[{VERDICT_STYLE[res.verdict]}]{res.verdict.value:>5}[/] {res.id}  "
                                    f"({res.runtime_s:.1f} s)")
             progress.advance(overall)
 
         try:
-            return run_lanes(specs, base, show), None
-        except LanesInterrupted as exc:
-            sig, elapsed = signals["signal"] or "SIGINT", time.perf_counter() - t0
+            run_lanes(specs, base, show)
+        except KeyboardInterrupt as exc:
+            sig = signals["signal"] or "SIGINT"
+            running = exc.running if isinstance(exc, LanesInterrupted) else []
             by_id = {c.id: c for c in specs}
-            stopped = [_interrupted_result(by_id[cid], sig, elapsed, []) for cid, _ in exc.running]
-            results = sorted(exc.results + stopped, key=lambda r: [c.id for c in specs].index(r.id))
-            return results, _stopped(signals, specs, results, exc.running[0][0] if exc.running else None)
+            results += [_interrupted_result(by_id[cid], sig, elapsed, []) for cid, _, elapsed in running]
+            results.sort(key=lambda r: order[r.id])
+            first = min((cid for cid, _, _ in running), key=order.get, default=None)
+            return results, _stopped(signals, specs, results, first)
+        except Exception:  # noqa: BLE001 - a lane's worker died (out of memory, killed): the rest is ERROR
+            error = traceback.format_exc()
+            results += [CheckResult(id=c.id, paper=c.paper, claim=c.statement, verdict=Verdict.ERROR, error=error)
+                        for c in specs if c.id not in {r.id for r in results}]
+    return sorted(results, key=lambda r: order[r.id]), None
 
 
 def _run_sequential(specs: list, base: CheckContext, args: argparse.Namespace, console: Console,

@@ -13,7 +13,9 @@ so that the draws are made once.  Groups are queued longest first (:data:`COST`)
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -21,7 +23,7 @@ from .claim import Claim, claim_of, run_check
 from .context import CheckContext
 from .results import CheckResult
 
-#: checks run in one lane, the lender first: (lender, borrower, ...)
+#: checks run in one task of a lane, in report order: a check and those that read its draws
 SHARED = (("B7", "B4"), ("B9", "B10"))
 
 #: seconds of each check in a run of checks in turn at seed 0 (``python -m verify [--profile paper] --seed 0
@@ -50,77 +52,83 @@ def groups(claims: Iterable[Claim], profile: str) -> list[list[Claim]]:
     return sorted(out, key=lambda g: (-sum(costs.get(c.id, 1) for c in g), ids.index(g[0].id)))
 
 
-def use_lanes(claims: list[Claim], base: CheckContext) -> bool:
-    """Whether ``claims`` run in lanes: several jobs, local processes and the CPU (a GPU or a Dask cluster runs
-    checks in turn), more than one group, and claims that a fresh process knows, those of :mod:`verify.checks`
-    (a claim that a notebook or a test registered runs in this process)."""
+def use_lanes(claims: list[Claim], base: CheckContext, copies: int = 1) -> bool:
+    """Whether ``claims`` (``copies`` times: the seeds of a calibration) run in lanes: several jobs, local processes
+    and the CPU (a GPU or a Dask cluster runs checks in turn), more than one task, and the claims a fresh process
+    registers, those of :mod:`verify.checks` (a claim that a notebook or a test registered runs in this process)."""
+    fields = ("design", "predict", "simulate", "read", "judge", "describe", "figure")
     return (base.n_jobs > 1 and base.executor == "local" and base.device == "cpu"
-            and len(groups(claims, base.profile)) > 1
-            and all(c.design.__module__.startswith(f"{__package__}.checks.") for c in claims))
+            and len(groups(claims, base.profile)) * copies > 1
+            and all(claim_of(c.id) is c and all(getattr(c, f).__module__.startswith(f"{__package__}.")
+                                                 for f in fields) for c in claims))
 
 
-def _run_group(index: int, ids: list[str], ctx: CheckContext, started: str) -> tuple[int, list[CheckResult]]:
-    """Task ``index``: the checks ``ids`` in turn in this worker at one thread (a file ``ID@SEED`` in ``started``
-    as each starts)."""
-    from numerics.malloc import keep_freed_memory
-    from numerics.threads import torch_threads
+def _run_group(index: int, ids: list[str], ctx: CheckContext, marks: str) -> tuple[int, list[CheckResult]]:
+    """Task ``index``: the checks ``ids`` in turn in this worker (:func:`verify.claim.run_check`: one thread); in
+    ``marks`` a file ``ID@SEED`` as each starts and ``ID@SEED.done`` (its pickled result) as each finishes."""
+    import matplotlib
+    from numerics.malloc import apply_inherited
 
-    keep_freed_memory()
+    matplotlib.use("Agg")
+    apply_inherited()
     out = []
-    with torch_threads(1):
-        for cid in ids:
-            (Path(started) / f"{cid}@{ctx.seed}").touch()
-            out.append(run_check(claim_of(cid), dataclasses.replace(ctx, seeds_used=[])))
+    for cid in ids:
+        mark = Path(marks) / f"{cid}@{ctx.seed}"
+        mark.touch()
+        out.append(run_check(claim_of(cid), dataclasses.replace(ctx, seeds_used=[])))
+        Path(f"{mark}.done").write_bytes(pickle.dumps(out[-1]))
     return index, out
 
 
 class LanesInterrupted(KeyboardInterrupt):
-    """A ``KeyboardInterrupt`` during :func:`lane_map`, the lanes stopped: ``results`` (those that finished, in
-    task order) and ``running`` (``(check id, seed)`` of the checks that had started and not finished)."""
+    """A ``KeyboardInterrupt`` during :func:`lane_map`, the lanes stopped: ``running`` holds ``(check id, seed,
+    seconds since it started)`` of each check that had started and not finished."""
 
-    def __init__(self, results: list[CheckResult], running: list[tuple[str, int]]) -> None:
-        super().__init__(results, running)
-        self.results, self.running = results, running
+    def __init__(self, running: list[tuple[str, int, float]]) -> None:
+        super().__init__(running)
+        self.running = running
 
 
 def lane_map(tasks: list[tuple[CheckContext, list[Claim]]], n_jobs: int,
-             on_result: Callable[[CheckResult, CheckContext], None]) -> list[CheckResult]:
+             on_result: Callable[[CheckResult, CheckContext], None]) -> None:
     """Each task ``(context, claims)`` run in a lane (the claims in turn), ``n_jobs`` lanes, tasks in the order
-    given; ``on_result(result, context)`` sees each result as its task finishes.  The results in task order.
-    Raises :class:`LanesInterrupted` on ``KeyboardInterrupt``."""
+    given; ``on_result(result, context)`` sees each result as its task finishes.
+
+    On ``KeyboardInterrupt`` the lanes are stopped, ``on_result`` sees the checks that finished in a task that did
+    not, and :class:`LanesInterrupted` is raised; on another exception (a worker that died) the same, and the
+    exception is raised again.
+    """
     from joblib import Parallel, delayed
 
     if not tasks:
-        return []
-    done: dict[int, list[CheckResult]] = {}
-    with tempfile.TemporaryDirectory(prefix="verify-lanes-") as started:
+        return
+    seen: set[tuple[str, int]] = set()
+    with tempfile.TemporaryDirectory(prefix="verify-lanes-") as marks:
         try:
             par = Parallel(n_jobs=min(n_jobs, len(tasks)), backend="loky", return_as="generator_unordered")
             calls = (delayed(_run_group)(i, [c.id for c in claims], dataclasses.replace(
-                ctx, n_jobs=1, _progress_factory=None, seeds_used=[]), started)
+                ctx, n_jobs=1, _progress_factory=None, seeds_used=[]), marks)
                 for i, (ctx, claims) in enumerate(tasks))
             for index, results in par(calls):
-                done[index] = results
                 for res in results:
+                    seen.add((res.id, tasks[index][0].seed))
                     on_result(res, tasks[index][0])
-        except KeyboardInterrupt as exc:
-            finished = {(r.id, tasks[i][0].seed) for i, rs in done.items() for r in rs}
-            marks = [tuple(p.name.rsplit("@", 1)) for p in Path(started).iterdir()]
-            running = [(cid, int(seed)) for cid, seed in marks if (cid, int(seed)) not in finished]
-            raise LanesInterrupted([r for i in sorted(done) for r in done[i]], running) from exc
-    return [r for i in sorted(done) for r in done[i]]
+        except BaseException as exc:  # an interrupt, or a lane's worker that died: keep what finished
+            contexts = {ctx.seed: ctx for ctx, _ in tasks}
+            running = []
+            for mark in sorted(Path(marks).glob("*@*[0-9]")):
+                cid, seed = mark.name.rsplit("@", 1)
+                done = Path(f"{mark}.done")
+                if done.exists() and (cid, int(seed)) not in seen:
+                    on_result(pickle.loads(done.read_bytes()), contexts[int(seed)])
+                elif not done.exists():
+                    running.append((cid, int(seed), time.time() - mark.stat().st_mtime))
+            if isinstance(exc, KeyboardInterrupt):
+                raise LanesInterrupted(running) from exc
+            raise
 
 
-def run_lanes(claims: list[Claim], base: CheckContext,
-              on_result: Callable[[CheckResult], None]) -> list[CheckResult]:
-    """``claims`` at ``base``'s seed on ``base.n_jobs`` lanes (:func:`groups`); the results in report order
-    (``on_result`` sees each as its group finishes).  Raises :class:`LanesInterrupted` (results in report order)."""
-    order = {c.id: i for i, c in enumerate(claims)}
-    tasks = [(base, g) for g in groups(claims, base.profile)]
-    try:
-        results = lane_map(tasks, base.n_jobs, lambda res, ctx: on_result(res))
-    except LanesInterrupted as exc:
-        exc.results.sort(key=lambda r: order[r.id])
-        exc.running.sort(key=lambda r: order[r[0]])
-        raise
-    return sorted(results, key=lambda r: order[r.id])
+def run_lanes(claims: list[Claim], base: CheckContext, on_result: Callable[[CheckResult], None]) -> None:
+    """``claims`` at ``base``'s seed on ``base.n_jobs`` lanes (:func:`groups`); ``on_result`` sees each result as
+    its group finishes.  Raises :class:`LanesInterrupted`."""
+    lane_map([(base, g) for g in groups(claims, base.profile)], base.n_jobs, lambda res, ctx: on_result(res))
