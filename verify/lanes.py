@@ -2,9 +2,8 @@
 
 A check spreads only its theory solves and sweeps over the cores, so a run of checks in turn leaves cores idle in
 every check's serial parts, and the workers' start-up and idle threads cost CPU (docs/performance.md).  A lane runs
-a check as ``--jobs 1`` does: every solve and sweep in its process, torch and BLAS at one thread.  The numbers are
-those of ``--jobs 1``; they equal those of checks in turn except in last bits, where a check's own BLAS products ran
-on several threads.
+a check as ``--jobs 1`` does: every solve and sweep in its process, torch and BLAS at one thread
+(:func:`verify.claim.run_check`, in lanes or in turn), so the numbers do not depend on how the checks are spread.
 
 Checks that read another check's draws (:meth:`CheckContext.borrowing`) run in the lender's lane (:data:`SHARED`),
 so that the draws are made once.  Groups are queued longest first (:data:`COST`), and a free lane takes the next.
