@@ -177,6 +177,18 @@ def _stopped(signals: dict, specs: list, results: list[CheckResult], check: str 
             "not_run": [s.id for s in specs if s.id not in listed]}
 
 
+def _progress_bar(console: Console) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=True)
+
+
+def _shown(res: CheckResult, progress: Progress, task: int) -> CheckResult:
+    """``res``, its line printed above the progress bar and the bar advanced."""
+    progress.console.print(f"[{VERDICT_STYLE[res.verdict]}]{res.verdict.value:>5}[/] {res.id}  ({res.runtime_s:.1f} s)")
+    progress.advance(task)
+    return res
+
+
 def _run_checks(specs: list, base: CheckContext, profile: str, console: Console,
                 signals: dict) -> tuple[list[CheckResult], dict | None]:
     """Run the checks in order with a progress display; ``(results, None)``, or after SIGINT / SIGTERM the
@@ -184,18 +196,13 @@ def _run_checks(specs: list, base: CheckContext, profile: str, console: Console,
     results: list[CheckResult] = []
     current, ctx, t0 = None, None, 0.0
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as progress:
+        with _progress_bar(console) as progress:
             overall = progress.add_task(f"verify ({profile})", total=len(specs))
             for current in specs:
                 ctx = dataclasses.replace(base, seeds_used=[], _progress_factory=_progress_factory(progress))
                 progress.update(overall, description=f"verify ({profile}): {current.id}")
                 t0 = time.perf_counter()
-                res = run_check(current, ctx)
-                results.append(res)
-                progress.console.print(f"[{VERDICT_STYLE[res.verdict]}]{res.verdict.value:>5}[/] {res.id}  "
-                                       f"({res.runtime_s:.1f} s)")
-                progress.advance(overall)
+                results.append(_shown(run_check(current, ctx), progress, overall))
             current = None
     except KeyboardInterrupt:
         sig, elapsed = signals["signal"] or "SIGINT", time.perf_counter() - t0
@@ -221,18 +228,10 @@ def _run_lanes(specs: list, base: CheckContext, profile: str, console: Console,
     SIGTERM the finished results, an ERROR result per check that had started, and :func:`_stopped`."""
     results: list[CheckResult] = []
     order = {c.id: i for i, c in enumerate(specs)}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
+    with _progress_bar(console) as progress:
         overall = progress.add_task(f"verify ({profile}, {base.n_jobs} checks at a time)", total=len(specs))
-
-        def show(res: CheckResult) -> None:
-            results.append(res)
-            progress.console.print(f"[{VERDICT_STYLE[res.verdict]}]{res.verdict.value:>5}[/] {res.id}  "
-                                   f"({res.runtime_s:.1f} s)")
-            progress.advance(overall)
-
         try:
-            run_lanes(specs, base, show)
+            run_lanes(specs, base, lambda res: results.append(_shown(res, progress, overall)))
         except KeyboardInterrupt as exc:
             sig = signals["signal"] or "SIGINT"
             running = exc.running if isinstance(exc, LanesInterrupted) else []
