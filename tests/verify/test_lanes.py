@@ -75,3 +75,21 @@ def test_calibrate_in_lanes_stores_every_record_and_a_rerun_reuses_them(tmp_path
     assert [r["seed"] for r in first["B6"]] == [0, 1] and all(r["verdict"] != "ERROR" for r in first["B6"])
     again = calibrate(specs, [0, 1], base, tmp_path)  # every record stored: nothing runs
     assert again == first
+
+
+@pytest.mark.slow
+def test_every_check_that_borrows_draws_shares_a_group_with_its_lender(monkeypatch):
+    from verify.claim import run_check
+
+    borrowed = []
+    real = CheckContext.borrowing
+
+    def spy(self, lender):
+        borrowed.append((self.check_id, lender))
+        return real(self, lender)
+
+    monkeypatch.setattr(CheckContext, "borrowing", spy)
+    for claim in select(None):  # every check at the smoke profile, in this process
+        run_check(claim, CheckContext(profile="smoke", cache_dir=None, n_jobs=1))
+    assert {("B4", "B7"), ("B10", "B9")} <= set(borrowed)
+    assert all(any({who, lender} <= set(g) for g in SHARED) for who, lender in borrowed if who != lender)
