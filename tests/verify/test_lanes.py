@@ -1,5 +1,5 @@
 """Checks side by side (verify.lanes): the groups that share draws stay together, longest first; a lane gives the
-numbers of ``--jobs 1``; a claim a fresh process does not know runs in this process."""
+numbers of ``--jobs 1``; a claim a fresh process does not know runs in this process; calibrate reuses its records."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from verify.results import Comparison, Outcome
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_borrower_runs_after_its_lender_in_one_group_and_the_longest_group_goes_first():
+def test_checks_that_share_draws_run_in_one_group_in_report_order_and_the_longest_group_goes_first():
     tasks = [[c.id for c in g] for g in groups(select(["B10", "A1", "B9", "B4", "B7", "A3"]), "quick")]
     assert sorted(sum(tasks, [])) == sorted(["B10", "A1", "B9", "B4", "B7", "A3"])
     assert ["B9", "B10"] in tasks and ["B4", "B7"] in tasks  # report order inside a group: B4 reads B7's draws
