@@ -12,10 +12,63 @@ import argparse
 
 from scipy import stats
 
-from verify.sequential import simulate_optional_stopping
+import math
+from typing import Any
+
+import numpy as np
+
+from verify.results import Comparison
+from verify.sequential import pooled, replicates_after, spend
+from verify.verdicts import KINDS, judged
 
 CASES = [("equivalence", None), ("equivalence", 9), ("direction", None), ("direction", 9), ("bound", None),
          ("consistency", None)]
+
+
+# ------------------------------------------------------------------------------------------ error rates, simulated
+def _boundary_replicate(kind: str, rng: Any, t_df: int | None) -> Comparison:
+    """One replicate's comparison with the claim on its boundary (the least favourable truth of its kind), SE 0.01:
+    normal, or the mean of ``t_df + 1`` draws with its estimated SE (``t_df`` degrees of freedom)."""
+    if t_df is None:
+        noise, se, df = float(rng.standard_normal()) * 0.01, 0.01, None
+    else:
+        x = rng.standard_normal(t_df + 1) * 0.01 * math.sqrt(t_df + 1)
+        noise, se, df = float(x.mean()), float(x.std(ddof=1)) / math.sqrt(t_df + 1), float(t_df)
+    if kind == "equivalence":  # true |delta| = margin
+        return Comparison.equivalence("e", 0.0, 0.03 + noise, se, 0.03, df=df)
+    if kind == "direction":  # true delta = 0
+        return Comparison.direction("d", "> 0", noise, se, +1, df=df)
+    if kind == "bound":  # true excess = 0
+        return Comparison.bound("b", "<= 0", noise, se, noise, df=df)
+    return Comparison.consistency("c", 0.0, noise, se, df=df)
+
+
+def simulate_optional_stopping(kind: str, *, t_df: int | None = None, n_sequences: int = 2000, last_round: int = 4,
+                               alpha: float = 0.05, seed: int = 0) -> dict[str, int]:
+    """Error counts of the sequential rule under optional stopping, simulated with the real pooling and judging.
+
+    ``n_sequences`` sequences of one ``kind`` of comparison with the claim on its boundary are judged after every
+    round up to ``last_round`` (``2^last_round`` replicates) at FAIL and PASS levels ``alpha`` (spent over the
+    rounds).  Returns how many sequences reach ``"FAIL"`` at some look (the outcome of "continue until FAIL", the
+    adversary of the false-FAIL rate), ``"PASS"`` (of "continue until PASS": a false PASS, for equivalence and
+    direction claims on their boundary), and ``"naive FAIL"``: a FAIL when every look is judged at the fixed
+    design's level ``alpha`` (what optional stopping inflates).  Each count over ``n_sequences`` estimates a rate.
+    """
+    rng = np.random.default_rng([seed, KINDS.index(kind), t_df or 0])
+    counts = {"FAIL": 0, "PASS": 0, "naive FAIL": 0}
+    for _ in range(n_sequences):
+        reps: list = []
+        seen: set[str] = set()
+        for j in range(last_round + 1):
+            while len(reps) < replicates_after(j):
+                reps.append([_boundary_replicate(kind, rng, t_df)])
+            rows = pooled(reps)
+            seen.add(judged(rows, alpha * spend(j), alpha * spend(j)).verdict)
+            if judged(rows, alpha, alpha).verdict == "FAIL":
+                seen.add("naive FAIL")
+        for k in counts:
+            counts[k] += k in seen
+    return counts
 
 
 def main() -> None:

@@ -415,27 +415,12 @@ def _results_cases(add: Callable[..., None]) -> None:
 
 def _verdicts_cases(add: Callable[..., None]) -> None:
     """verify.verdicts: the tests behind the verdicts and the judge."""
-    delta, se = real(), nonneg()
-    add("equivalence_p", dict(delta=0.01, se=0.01, margin=0.03, df=None),
-        dict(delta=delta, se=se, margin=pos(), df=DF), drop={"df": frozenset({"inf"})})
-    add("direction_p", dict(delta=0.1, se=0.05, sign=1, df=10),
-        dict(delta=delta, se=se, sign=K("sign"), df=DF), drop={"df": frozenset({"inf"})})
-    add("bound_p", dict(excess=-0.1, se=0.05, df=None), dict(excess=real(), se=se, df=DF),
-        drop={"df": frozenset({"inf"})})
-    add("consistency_p", dict(delta=0.01, se=0.02, df=None), dict(delta=delta, se=se, df=DF),
-        drop={"df": frozenset({"inf"})})
     add("holm", dict(p_values=[0.001, 0.2], alpha=0.01),
         dict(p_values=real(0, 1, array=True, ndim=1), alpha=ALPHA), drop={"p_values": frozenset({"empty"})})
-    add("scale_to_decide", dict(delta=0.01, se=0.01, margin=0.03, kind="equivalence"),
-        dict(delta=delta, se=se, margin=pos(none_ok=True), kind=choice(*verdicts.KINDS)))
     add("judge", dict(comparisons=[Comparison.equivalence("s", 0.0, 0.0, 0.01, 0.03)], alpha=0.01),
         dict(comparisons=K("comparisons"), alpha=ALPHA))
     add("judged", dict(comparisons=[Comparison.equivalence("s", 0.0, 0.0, 0.01, 0.03)], alpha=0.01),
         dict(comparisons=K("comparisons"), alpha=ALPHA))
-    add("rates_text", dict(alpha=0.01), dict(alpha=ALPHA))
-    add("z_quantile", dict(alpha=0.05), dict(alpha=ALPHA))
-    add("t_quantile", dict(alpha=0.05, df=9.0), dict(alpha=ALPHA, df=DF), drop={"df": frozenset({"inf"})})
-    add("describe", dict(c=C_EQ), dict(c=K("comparison")))
 
 
 def _parts() -> dict[str, Callable[..., Any]]:

@@ -25,7 +25,6 @@ from .sequential import (MAX_ROUND, boundaries, judge_look, look_levels, pooled,
                          replicates_to_decide, round_of)
 from .verdicts import Judgement
 
-__all__ = ["CheckSequence", "look_line", "replicate_context", "run_sequential", "sequence_table"]
 
 
 def replicate_context(base: CheckContext, r: int) -> CheckContext:

@@ -39,11 +39,11 @@ from .context import CheckContext
 from .figures import pyplot
 from .lanes import LanesInterrupted, groups, lane_map, use_lanes
 from .results import CheckResult
-from .claim import Claim, rejudge_stored, run_check
+from .claim import Claim, run_check
 from .validation import check_items
 from .verdicts import ALPHA_CHECK
 
-__all__ = ["CheckCalibration", "calibrate", "clopper_pearson", "rejudge", "summarise", "main", "markdown_table"]
+__all__ = ["CheckCalibration", "calibrate", "clopper_pearson", "summarise", "main", "markdown_table"]
 
 
 #: SD/SE band outside which a check with N >= 30 seeds is flagged
@@ -82,13 +82,9 @@ class CheckCalibration:
     median_sd_se: float | None
     flags: list[str]
 
-    @property
-    def miscalibrated(self) -> bool:
-        return bool(self.flags)
-
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()} | {
-            "miscalibrated": self.miscalibrated}
+            "miscalibrated": bool(self.flags)}
 
 
 def _num(v: Any) -> float | None:
@@ -125,11 +121,6 @@ def sequential_table(records: dict[str, list[dict]]) -> str:
         lines.append(f"| {cid} | {decided}/{len(recs)} | {decided / len(recs):.2f} ({lo:.2f}, {hi:.2f}) | "
                      f"{np.mean(reps):.1f} / {max(reps)} | {when} |")
     return "\n".join(lines) + "\n"
-
-
-def rejudge(record: dict) -> str:
-    """Judge a stored record again with the current rules (no simulation): its verdict as a string."""
-    return rejudge_stored(record)[0].value
 
 
 def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK) -> CheckCalibration:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from numerics.threads import torch_threads
+from theory.validation import ArgumentTypeError, describe
 
 from .context import CheckContext
 from .results import CheckResult, Comparison, Outcome, Verdict
@@ -144,8 +145,11 @@ def select(ids: Sequence[str] | None) -> list[Claim]:
     ValueError
         An unknown id (the message lists the known ones).
     """
-    if ids is not None and (not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) for i in ids)):
-        raise TypeError(f"ids must be a list of claim ids (strings), got {type(ids).__name__}")
+    if ids is not None and not isinstance(ids, (list, tuple)):
+        raise ArgumentTypeError(f"ids must be a claim id, a list of them or None, got {describe(ids)}")
+    for i, cid in enumerate(ids or ()):
+        if not isinstance(cid, str):
+            raise ArgumentTypeError(f"ids[{i}] must be a claim id (a string), got {describe(cid)}")
     claims = all_claims()
     if not ids:
         return claims

@@ -14,6 +14,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -36,11 +37,6 @@ CACHE_VERSION = "1"
 
 #: where sweep cells run (:attr:`CheckContext.executor`, :func:`numerics.sweep.run_sweep`)
 EXECUTORS = ("local", "dask")
-
-
-class _NullProgress:
-    def advance(self, n: int = 1) -> None:  # noqa: D401 - trivial
-        pass
 
 
 @dataclass
@@ -83,11 +79,6 @@ class CheckContext:
         self.report_dir = check_dir("report_dir", self.report_dir)
         self.cache_dir = check_dir("cache_dir", self.cache_dir)
         check_text("check_id", self.check_id)
-
-    @property
-    def quick(self) -> bool:
-        """True for the quick and smoke profiles (the reduced sizes)."""
-        return self.profile != "paper"
 
     def seed_for(self, *keys: Any) -> int:
         """Seed of one random draw of this run: hash of the base seed, the check id and ``keys``.
@@ -146,10 +137,9 @@ class CheckContext:
         ``>= 0`` (the number of steps)."""
         check_text("description", description)
         total = check_int("total", total, 0, MAX_SEED)
-        if self._progress_factory is None:
-            yield _NullProgress()
-            return
-        with self._progress_factory(f"{self.check_id}: {description}", total) as p:
+        factory = self._progress_factory or (
+            lambda d, t: contextlib.nullcontext(SimpleNamespace(advance=lambda n=1: None)))
+        with factory(f"{self.check_id}: {description}", total) as p:
             yield p
 
     def cache_key(self, name: str, key: Mapping[str, Any], version: str = "") -> str:

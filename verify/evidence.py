@@ -26,8 +26,6 @@ from typing import Any, Sequence
 from .results import Comparison
 from .verdicts import ALPHA_PASS, z_score
 
-__all__ = ["NEAR_P_FAIL", "NEAR_P_PASS", "TESTS", "Row", "RuleGroup", "evidence", "folds", "near_miss", "rows_word",
-           "rule_groups", "rule_template", "statistic_text"]
 
 #: a PASS row whose FAIL test has p below this is a near miss (it would fail a single test at 5%)
 NEAR_P_FAIL = 0.05

@@ -21,10 +21,6 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 
-__all__ = ["COLORS", "ERRORBAR_SE", "FONT", "OKABE_ITO", "THEORY", "VERDICT_COLORS", "dense_grid",
-           "headroom", "key_numbers", "legend", "mc_points", "not_judged_handle",
-           "outcome_text", "paper_figure", "proxy", "pyplot", "settings", "style", "subplots", "suptitle",
-           "theory_curve", "tidy_log_axis", "worst_outcome"]
 
 #: Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency
 OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
@@ -290,15 +286,14 @@ def _best_loc(ax: Any, lines: Sequence[str], fontsize: float) -> tuple[str, int,
     return best, best_n, h
 
 
-def key_numbers(ax: Any, lines: Sequence[str], *, verdict: str | None = None, loc: str = "best",
-                fontsize: float | None = None) -> Any:
+def key_numbers(ax: Any, lines: Sequence[str], *, verdict: str | None = None, loc: str = "best") -> Any:
     """A box of key numbers on the panel (one per line), framed in the colour of ``verdict`` (its first line).
 
     ``loc`` ``"best"``: the place where the box hides the fewest data (call it once the panel is drawn); where
     every place hides some, the y range is raised (:func:`headroom`) to free the top of the panel for it.
     """
     lines = list(lines)
-    fontsize = fontsize or FONT["note"]
+    fontsize = FONT["note"]
     all_lines = ([verdict] if verdict else []) + list(lines)
     if loc == "best":
         loc, hidden, h = _best_loc(ax, all_lines, fontsize)

@@ -23,8 +23,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from theory.validation import ArgumentTypeError, as_float, check_choice, check_flag, check_int
-from theory.validation import describe as describe_value
+from theory.validation import as_float, check_choice, check_flag, check_int
 
 from ._preflight import cache_dir_option, check_device_available, check_executor
 from .budget import look_line, run_sequential
@@ -99,22 +98,6 @@ _CSS = (".verify-run .PASS { color: #009E73; font-weight: bold; } .verify-run .F
         ".verify-run math { math-style: normal; }")
 
 
-def _claims(ids: Any) -> list:
-    """``run``'s ``ids``: a claim id, a non-empty list of them, or None (every claim); their claims."""
-    ids = [ids] if isinstance(ids, str) else ids
-    if ids is not None and not isinstance(ids, (list, tuple)):
-        raise ArgumentTypeError(f"ids must be a claim id, a list of them or None, got {describe_value(ids)}")
-    for i, cid in enumerate(ids or ()):
-        if not isinstance(cid, str):
-            raise ArgumentTypeError(f"ids[{i}] must be a claim id (a string), got {describe_value(cid)}")
-    if ids is not None and not ids:
-        raise ValueError("ids must name at least one claim (None: all of them), got []")
-    try:
-        return select(ids)
-    except ValueError as exc:
-        raise ValueError(f"ids: {exc}") from None
-
-
 def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed: int = 0,
         cache_dir: str | os.PathLike | None = DEFAULT_CACHE, jobs: int | None = None, device: str = "cpu",
         executor: str = "local", scheduler: str | None = None, figures: bool = True, progress: bool = True,
@@ -164,7 +147,10 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
         for option in ("device", "executor", "scheduler"):
             message = message.replace(f"--{option}", option)
         raise ValueError(message) from None
-    specs = _claims(ids)
+    ids = [ids] if isinstance(ids, str) else ids
+    if ids is not None and not ids:
+        raise ValueError("ids must name at least one claim (None: all of them), got []")
+    specs = select(ids)
     figure_dir = Path(tempfile.mkdtemp(prefix="verify-figures-")) if figures else None
     base = dataclasses.replace(base, report_dir=figure_dir)
     if budget_s is not None or rounds is not None:

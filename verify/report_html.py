@@ -23,7 +23,6 @@ from .report import (FOLDED, ROW_RULE_COLUMNS, SUMMARY_COLUMNS, evidence_cells, 
 from .results import CheckResult, Comparison
 from .typeset import mathml_html
 
-__all__ = ["html_report", "html_sections"]
 
 #: the page's style: readable widths, ruled tables, one colour per verdict (the figures' palette)
 _HTML_CSS = """

@@ -36,16 +36,10 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any, Sequence
 
-import numpy as np
-
-from theory.validation import as_float, check_int
-
 from .results import Comparison
 from .validation import MAX_SEED
-from .verdicts import ALPHA_CHECK, ALPHA_PASS, KINDS, Judgement, judged, z_quantile
+from .verdicts import ALPHA_CHECK, ALPHA_PASS, Judgement, judged, z_quantile
 
-__all__ = ["MAX_ROUND", "boundaries", "look_levels", "pooled", "judge_look", "replicate_seed", "replicates_after",
-           "replicates_to_decide", "round_of", "simulate_optional_stopping", "spend"]
 
 #: the last round a sequence may reach (2^20 replicates: beyond any budget)
 MAX_ROUND = 20
@@ -62,10 +56,9 @@ def spend(j: int) -> float:
     return 1.0 / ((j + 1) * (j + 2))
 
 
-def look_levels(j: int, alpha: float = ALPHA_CHECK, alpha_pass: float = ALPHA_PASS) -> tuple[float, float]:
+def look_levels(j: int) -> tuple[float, float]:
     """``(FAIL level, PASS level)`` of look ``j``: ``alpha w_j`` (Holm within the check) and ``alpha_pass w_j``."""
-    w = spend(j)
-    return alpha * w, alpha_pass * w
+    return ALPHA_CHECK * spend(j), ALPHA_PASS * spend(j)
 
 
 def replicates_after(j: int) -> int:
@@ -172,11 +165,9 @@ def _numeric_ok(c: Comparison) -> bool:
     return all(v is not None and math.isfinite(v) for v in values)
 
 
-def judge_look(comparisons: Sequence[Comparison], j: int, alpha: float = ALPHA_CHECK,
-               alpha_pass: float = ALPHA_PASS) -> Judgement:
+def judge_look(comparisons: Sequence[Comparison], j: int) -> Judgement:
     """Judge the pooled table at look (round) ``j``: :func:`verify.verdicts.judged` at :func:`look_levels`."""
-    fail_level, pass_level = look_levels(j, alpha, alpha_pass)
-    return judged(comparisons, fail_level, pass_level)
+    return judged(comparisons, *look_levels(j))
 
 
 # ------------------------------------------------------------------------------------------ cost to decide
@@ -226,8 +217,7 @@ def boundaries(c: Comparison, j: int, n_stochastic: int = 1) -> str:
         f", FAIL if > {m + z_fail * se:.3g}"
 
 
-def replicates_to_decide(judgement: Judgement, n: int, alpha: float = ALPHA_CHECK,
-                         alpha_pass: float = ALPHA_PASS) -> int | None:
+def replicates_to_decide(judgement: Judgement, n: int) -> int | None:
     """Replicates at which the current estimates would decide every undecided comparison (``None``: none within
     :data:`MAX_ROUND` rounds); ``n`` when nothing is undecided.
 
@@ -239,61 +229,7 @@ def replicates_to_decide(judgement: Judgement, n: int, alpha: float = ALPHA_CHEC
         return n
     m = max(1, sum(c.kind != "exact" for c in judgement.comparisons))
     for j in range(n.bit_length(), MAX_ROUND + 1):
-        fail_level, pass_level = look_levels(j, alpha, alpha_pass)
+        fail_level, pass_level = look_levels(j)
         if all(_decided_at(c, 2 ** j / n, fail_level / m, pass_level) for c in open_rows):
             return 2 ** j
     return None
-
-
-# ------------------------------------------------------------------------------------------ error rates, simulated
-def _boundary_replicate(kind: str, rng: Any, t_df: int | None) -> Comparison:
-    """One replicate's comparison with the claim on its boundary (the least favourable truth of its kind), SE 0.01:
-    normal, or the mean of ``t_df + 1`` draws with its estimated SE (``t_df`` degrees of freedom)."""
-    if t_df is None:
-        noise, se, df = float(rng.standard_normal()) * 0.01, 0.01, None
-    else:
-        x = rng.standard_normal(t_df + 1) * 0.01 * math.sqrt(t_df + 1)
-        noise, se, df = float(x.mean()), float(x.std(ddof=1)) / math.sqrt(t_df + 1), float(t_df)
-    if kind == "equivalence":  # true |delta| = margin
-        return Comparison.equivalence("e", 0.0, 0.03 + noise, se, 0.03, df=df)
-    if kind == "direction":  # true delta = 0
-        return Comparison.direction("d", "> 0", noise, se, +1, df=df)
-    if kind == "bound":  # true excess = 0
-        return Comparison.bound("b", "<= 0", noise, se, noise, df=df)
-    return Comparison.consistency("c", 0.0, noise, se, df=df)
-
-
-def simulate_optional_stopping(kind: str, *, t_df: int | None = None, n_sequences: int = 2000, last_round: int = 4,
-                               alpha: float = 0.05, seed: int = 0) -> dict[str, int]:
-    """Error counts of the sequential rule under optional stopping, simulated with the real pooling and judging.
-
-    ``n_sequences`` sequences of one ``kind`` of comparison with the claim on its boundary are judged after every
-    round up to ``last_round`` (``2^last_round`` replicates) at FAIL and PASS levels ``alpha`` (spent over the
-    rounds).  Returns how many sequences reach ``"FAIL"`` at some look (the outcome of "continue until FAIL", the
-    adversary of the false-FAIL rate), ``"PASS"`` (of "continue until PASS": a false PASS, for equivalence and
-    direction claims on their boundary), and ``"naive FAIL"``: a FAIL when every look is judged at the fixed
-    design's level ``alpha`` (what optional stopping inflates).  Each count over ``n_sequences`` estimates a rate.
-    """
-    if kind not in KINDS or kind == "exact":
-        raise ValueError(f"kind must be one of {KINDS[1:]}, got {kind!r}")
-    if t_df is not None:
-        t_df = check_int("t_df", t_df, 1, 10**6)
-    n_sequences = check_int("n_sequences", n_sequences, 1, 10**7)
-    last_round = check_int("last_round", last_round, 0, 12)
-    alpha = as_float("alpha", alpha, low=0, high=1, low_open=True, high_open=True)
-    seed = check_int("seed", seed, 0, MAX_SEED)
-    rng = np.random.default_rng([seed, KINDS.index(kind), t_df or 0])
-    counts = {"FAIL": 0, "PASS": 0, "naive FAIL": 0}
-    for _ in range(n_sequences):
-        reps: list = []
-        seen: set[str] = set()
-        for j in range(last_round + 1):
-            while len(reps) < replicates_after(j):
-                reps.append([_boundary_replicate(kind, rng, t_df)])
-            rows = pooled(reps)
-            seen.add(judge_look(rows, j, alpha, alpha).verdict)
-            if judged(rows, alpha, alpha).verdict == "FAIL":
-                seen.add("naive FAIL")
-        for k in counts:
-            counts[k] += k in seen
-    return counts

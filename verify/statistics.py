@@ -12,8 +12,6 @@ import numpy as np
 
 from numerics.model_simulation import mean_se
 
-__all__ = ["BETA_RANGE", "KappaFit", "PowerFit", "Z95", "crossing_size", "fit_kappa2", "fit_power_law", "mean_se",
-           "robust_trend", "scalar_mean_se"]
 
 
 def scalar_mean_se(trials: Any) -> tuple[float, float]:

@@ -23,7 +23,6 @@ import sympy as sp
 from sympy.core.alphabets import greeks
 from sympy.parsing.sympy_parser import parse_expr
 
-__all__ = ["FUNCTIONS", "formula", "latex_text", "mathml_html"]
 
 #: the functions and constants a formula may name (besides single letters and Greek letters' names)
 FUNCTIONS = ("log", "exp", "sqrt", "Max", "Min", "Abs", "oo", "pi", "E")

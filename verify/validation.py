@@ -13,11 +13,9 @@ from typing import Any, Mapping
 import numpy as np
 import sympy as sp
 
-from theory.validation import ArgumentTypeError, check_text, describe, is_integer
+from numerics.threads import MAX_THREADS as MAX_JOBS  # noqa: F401 (most workers of a run)
+from theory.validation import MAX_SEED, ArgumentTypeError, check_text, describe, is_integer
 
-__all__ = ["MAX_JOBS", "MAX_SEED", "check_df", "check_dir", "check_items", "check_json", "check_mapping",
-           "check_measurement", "check_n_jobs", "check_text", "check_value", "jsonable", "optional_real",
-           "path_or_none", "real_number", "seed_text"]
 
 
 def optional_real(name: str, v: Any, low: float, high: float, *, nan_ok: bool = False, low_open: bool = False,
@@ -109,8 +107,6 @@ def check_json(name: str, v: Any) -> dict:
     return out
 
 
-#: largest seed: a non-negative 63-bit integer (the sweep runner's bound, :data:`numerics.sweep.MAX_SEED`)
-MAX_SEED = 2**63 - 1
 
 
 def seed_text(k: Any) -> str:
@@ -134,8 +130,6 @@ def jsonable(v: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------------------- field checks
-#: most workers of a run (:data:`numerics.threads.MAX_THREADS`, the sweep runner's bound)
-MAX_JOBS = 1024
 
 
 def check_n_jobs(v: Any, name: str = "n_jobs") -> int:

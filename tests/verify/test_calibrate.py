@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verify.calibrate import clopper_pearson, rejudge, summarise
+from verify.calibrate import clopper_pearson, summarise
+from verify.claim import rejudge_stored
 from verify.results import Comparison
 from verify.verdicts import ALPHA_CHECK
 
@@ -56,6 +57,6 @@ def test_too_many_fails_are_flagged_and_few_seeds_skip_the_sd_rule():
 
 def test_rejudge_round_trip():
     rec = _records([0.0], 0.005, ["PASS"])[0]
-    assert rejudge(rec) == "PASS"
+    assert rejudge_stored(rec)[0].value == "PASS"
     c = Comparison.from_json(rec["comparisons"][0])
     assert c.kind == "equivalence" and c.p_pass == pytest.approx(rec["comparisons"][0]["p_pass"])
