@@ -21,7 +21,6 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 
-
 #: Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency
 OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
              "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7"}
@@ -65,12 +64,19 @@ def style() -> Iterator[None]:
 
 
 def paper_figure(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorator of a check's ``figure(design, prediction, measurement)``: it draws inside :func:`style`."""
+    """Decorator of a check's ``figure(design, prediction, measurement)``: it draws inside :func:`style` and labels
+    every base-10 log axis with the ticks that fit (:func:`tidy_log_axis`)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         with style():
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+            for fig in out.values() if isinstance(out, dict) else [out]:  # base-10 log axes: labels that fit
+                for ax in fig.axes:
+                    for name in "xy":
+                        if getattr(getattr(ax, f"{name}axis").get_transform(), "base", None) == 10:
+                            tidy_log_axis(ax, name)
+        return out
 
     return wrapper
 

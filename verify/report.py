@@ -23,7 +23,7 @@ from rich.text import Text
 
 from .results import CheckResult, Comparison, Verdict
 from .evidence import Row, evidence, folds, rows_word
-from .typeset import latex_text
+from .typeset import latex_text, md_table
 from .verdicts import describe, rates_text
 
 JSON_SCHEMA_VERSION = 3  # 2: comparisons carry kind, p_fail, p_pass, outcome; verdict INCONCLUSIVE; 3: key
@@ -256,7 +256,7 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
     summary = [[f"[{r.id}](#{section_anchor(r)})", f"**{r.verdict.value}**", *map(_md, summary_cells(r)[:2]),
                 _md(" vs ".join(numbers(shown_comparison(r.comparisons), latex_text))) if r.comparisons else ""]
                for r in results]
-    lines += ["", *_md_table(SUMMARY_COLUMNS, summary), "", "## Contents", ""]
+    lines += ["", *md_table(SUMMARY_COLUMNS, summary), "", "## Contents", ""]
     lines += [f"- [{r.id}: {r.verdict.value}](#{section_anchor(r)}) - {_md(_short(r.claim, 110))}" for r in results]
     lines.append("")
     for r in results:
@@ -309,10 +309,6 @@ def _md_section(r: CheckResult, report_dir: Path) -> list[str]:
     return lines + [f"runtime {r.runtime_s:.2f} s; seeds: {', '.join(map(str, r.seeds)) or 'none'}", ""]
 
 
-def _md_table(header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|---" * len(header) + "|", *("| " + " | ".join(r) + " |" for r in rows)]
-
-
 def _md_evidence(comparisons: list[Comparison]) -> list[str]:
     """A check's rules, each once, then its compact table (doubtful rows first) and the folded per-row rules."""
     groups, cols, cells, per_row = evidence_cells(comparisons, _md, lambda c: map(_md, numbers(c, latex_text)),
@@ -320,10 +316,10 @@ def _md_evidence(comparisons: list[Comparison]) -> list[str]:
     lines = ["**How each row is judged**", ""]
     lines += [f"- **{g.label}** ({rows_word(len(g.rows))}): {_md(g.text)}" if len(groups) > 1 else _md(g.text)
               for g in groups]
-    lines += ["", *_md_table(cols, cells), ""]
+    lines += ["", *md_table(cols, cells), ""]
     if per_row:
         lines += [f"<details><summary>{FOLDED.format(rows_word(len(per_row)))}</summary>", "",
-                  *_md_table(ROW_RULE_COLUMNS, per_row), "", "</details>", ""]
+                  *md_table(ROW_RULE_COLUMNS, per_row), "", "</details>", ""]
     return lines
 
 

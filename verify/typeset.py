@@ -33,6 +33,11 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?")
 MAX_CHARS = 400
 
 
+def md_table(header: Any, rows: Any) -> list[str]:
+    """A markdown table's lines: the ``header`` cells, the separator, one line per row of cells."""
+    return ["| " + " | ".join(header) + " |", "|---" * len(header) + "|", *("| " + " | ".join(r) + " |" for r in rows)]
+
+
 def _allowed(name: str) -> bool:
     """Whether a formula may name ``name``: one of :data:`FUNCTIONS`, a single letter or a Greek letter's name."""
     return name in FUNCTIONS or name in greeks or (len(name) == 1 and name.isascii() and name.isalpha())

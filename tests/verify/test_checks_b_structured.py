@@ -55,10 +55,10 @@ def test_finite_size_rule_logic():
     rule = t.rule("p=256", "p=512")
     assert t.passed and t.allowance == pytest.approx(0.10 / math.sqrt(2))
     assert "hypot(SE_l, q SE_s)" in rule and "p=256" in rule and "p=512" in rule
-    assert t.p_value > 0.5  # the verdict reads the p-value (Holm within the check)
+    assert t.comparison("g", 1.0, 1.05, 0.001).p_fail > 0.5  # the verdict reads the bound test's p-value (Holm)
     # stable gap far outside the noise, not shrinking: fails
     t = finite_size_test(1.0, 1.10, 0.001, 1.10, 0.001, 256 / 512)
-    assert not t.passed and t.p_value < 1e-12
+    assert not t.passed and t.comparison("g", 1.0, 1.10, 0.001).p_fail < 1e-12
     # gap growing with size: fails
     assert not finite_size_test(1.0, 1.01, 0.001, 1.20, 0.001, 256 / 512).passed
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 from ..results import Comparison
-from ..verdicts import ALPHA_CHECK, bound_p, t_quantile
+from ..verdicts import ALPHA_CHECK, t_quantile
 
 #: slowest finite-size decay allowed by the rule: gap ~ n^(-DECAY)
 DECAY = 0.5
@@ -64,14 +64,6 @@ class FiniteSizeTest:
     def sd(self) -> float:
         """Standard deviation of ``T`` under the least favourable null: ``hypot(SE_l, q SE_s)``."""
         return self.noise / self.crit
-
-    @property
-    def p_value(self) -> float:
-        """One-sided p-value of ``T`` (normal, or Student-t at the Welch df): the ``p_fail`` of the point (the verdict
-        compares it with Holm's thresholds, :mod:`verify.verdicts`; ``passed`` is the per-point 3-sigma reading)."""
-        if not all(math.isfinite(v) for v in (self.gap_small, self.gap_large, self.noise)):
-            return float("nan")
-        return bound_p(self.statistic, self.sd, self.df)
 
     def comparison(self, name: str, predicted: float, measured: float, se: float,
                    small: str = "n_s", large: str = "n_l", **kw):

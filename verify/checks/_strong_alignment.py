@@ -22,10 +22,6 @@ from ._finite_size import finite_size_test
 from ._finite_size import comparison_detectable_error as detectable_error
 from ._paper_b import mc_settings, mc_version, settings_key
 
-__all__ = ["B9Profile", "B9_PROFILES", "HEADLINE", "LEVERAGE_BINS", "Point", "Setting", "THEORY_PER_BIN",
-           "cell_gammas", "detectable_error", "draw_groups", "finite_parts", "gap_at", "gap_comparison", "limit_gap",
-           "prefetch", "setting_name", "sign_comparison", "strong_alignment_cells"]
-
 
 #: one setting: ``(activation, c, t)``
 Setting = tuple[str, float, float]

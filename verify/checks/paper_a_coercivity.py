@@ -46,9 +46,6 @@ from verify.verdicts import Judgement
 from verify.context import CheckContext
 from verify.results import Comparison, with_key
 
-__all__ = ["A5Design", "A5Measurement", "A5_CLAIM", "coercivity_sides", "describe_a5", "design_a5",
-           "figure_a5", "judge_a5", "predict_a5", "simulate_a5"]
-
 
 def coercivity_sides(H: np.ndarray) -> dict[str, float]:
     """Monte Carlo estimates of both sides of Lemma 3.4 from pair values ``H[m, i, j] = h(X_i, X_j)``.
@@ -349,7 +346,6 @@ def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement, ju
            xlabel=r"RHS / LHS $= (\mathcal{E}_\infty(g) - \mathcal{E}_\infty(g^*))\ /\ "
                   r"(\|g - g^*\|^2_{L^2(\rho)} / (N-1))$")
     ax.set_ylabel("direction of g − g*")
-    F.tidy_log_axis(ax, "x")
     c = rows[-1]
     F.key_numbers(ax, [f"lemma RHS − LHS ≥ 0: {F.outcome_text(with_key(comps, quantity='lemma'))}",
                        f"counterexample ratio {c['ratio']:.4f} ± {c['ratio_se']:.4f} "

@@ -27,8 +27,6 @@ from verify.results import Comparison
 from verify.statistics import robust_trend
 from verify.verdicts import Judgement
 
-__all__ = ["A6Design", "A6Measurement", "A6Prediction", "A6_CLAIM", "A6_COMBOS", "A6_REPLICATES",
-           "describe_a6", "design_a6", "figure_a6", "judge_a6", "predict_a6", "simulate_a6"]
 
 #: replicates per (d, r) configuration of A6 by size; paper: at 10 the weakest comparison (z about 3.75, scaled from
 #: the 20-replicate reports of seeds 0 and 1) has a power of about 98 % against the one-sided 5 % Welch test
@@ -256,7 +254,6 @@ def _a6_errors_panel(ax, design: A6Design, prediction: A6Prediction, measurement
     ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     F.headroom(ax, 0.22)
     F.key_numbers(ax, [f"median fit b = {b:.3g} ± {b_se:.2g} (SE)"], loc="upper left")
-    F.tidy_log_axis(ax, "x")
 
 
 def _a6_excess_panel(ax, design: A6Design, prediction: A6Prediction, measurement: A6Measurement,

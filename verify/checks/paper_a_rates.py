@@ -22,10 +22,12 @@ import dataclasses
 import math
 from typing import Any
 
+import numpy as np
+
 from theory import RateSetting
 from verify.claim import Claim, register
 from verify.context import CheckContext
-from verify.figures import paper_figure, worst_outcome
+from verify import figures as F
 from verify.results import Comparison, with_key
 from verify.verdicts import Judgement
 
@@ -35,14 +37,8 @@ from ._paper_a_numerics import (  # noqa: F401  (FINITE_SE, RANGE_Q, model_for, 
     SweepLevels, allocation_text, apply_allocation, balanced_truth, cache_text, condition_text, design_text,
     estimator_class, inside_share, k_levels_to_M, model_for, predict_groups, rate_base, ratio_text, round_design,
     simulate_groups, slopes_text, trial)
-from ._paper_a_plots import PanelText, plot_groups
 from ._paper_a_records import (GroupDesign, GroupEvidence, RateDesign, RateMeasurement, RatePrediction, evidence,
                                limit_window)
-
-__all__ = ["A2", "A3", "A4", "RateDesign", "pairs_matched_M", "judge_a2", "judge_a3", "judge_a4",
-           # the rate claims' machinery, for studies and the docs' tables
-           "FINITE_SE", "GroupDesign", "RANGE_Q", "k_levels_to_M", "limit_window", "model_for", "predict_groups",
-           "trial"]
 
 
 def with_estimator(claim: Claim, estimator: str, **params: Any) -> Claim:
@@ -166,27 +162,68 @@ def _comparison_line(c: Comparison, what: str) -> str:
 _PART_LABELS = {"finite-M": "(a) model", "limit": "(b) limit", "shift": "shift"}
 
 
+def _plot_group(ax, e: GroupEvidence, color: str, lines: tuple[str, ...], status: str | None) -> None:
+    """One panel: replicates (faint), level geometric means (3-SE bars), OLS fit, a-priori model, theory rate."""
+    g, p, meas = e
+    Ms = np.array(g.M, dtype=float)
+    for m in g.M:
+        ax.scatter([m] * len(meas.errors[m]), meas.errors[m], s=7, alpha=0.3, color=color, lw=0, zorder=2)
+    # per M level: the geometric mean of the replicate errors and its 3-SE bars (log scale)
+    logs = [np.log(np.asarray(meas.errors[m], dtype=float)) for m in g.M]
+    mu = np.array([v.mean() for v in logs])
+    sem = np.array([v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0 for v in logs])
+    centre = np.exp(mu)
+    lo, hi = centre - np.exp(mu - F.ERRORBAR_SE * sem), np.exp(mu + F.ERRORBAR_SE * sem) - centre
+    ax.errorbar(Ms, centre, yerr=[lo, hi], fmt="o", color=color, mec=color, ms=4.5, zorder=4,
+                label="simulation: geometric mean per M, ±3 SE (faint: replicates)")
+    if meas.errors_known and g.config["d"] > 1:
+        known = np.array([math.exp(np.mean(np.log(meas.errors_known[m]))) for m in g.M])
+        ax.plot(Ms, known, "s", color="#777777", mfc="white", ms=4, zorder=3, label=r"same data, $A = A^*$ known")
+    xs = F.dense_grid(Ms, per_decade=20)
+    fit = meas.fit
+    ax.plot(xs, np.exp(fit.intercept) * xs**fit.slope, "-", color=color, lw=1.4, label="OLS fit")
+    ax.plot(Ms, p.curve, "+--", color=F.THEORY, lw=0.9, ms=6, label="a-priori error model at the design's (K, M)")
+    mc = math.exp(np.mean(np.log(Ms)))
+    ec = math.exp(fit.intercept) * mc**fit.slope
+    ax.plot(xs, ec * (xs / mc) ** g.theory_slope, ":", color=F.THEORY, lw=1.4,
+            label=r"theory rate $M^{-2\beta/(2\beta+1)}$ (through the fit's centre)")
+    ax.set(xscale="log", yscale="log", xlabel="sample size M", ylabel=r"$\|\hat g - g^*\|^2_{L^2(\rho)}$")
+    ax.set_title(f"{g.label.replace('sigma', 'σ')}\nσ = {g.config['sigma']:.3g}, K = {g.K[0]}…{g.K[-1]}",
+                 fontsize=F.FONT["note"] + 0.5)
+    se, _ = fit.se_replicate
+    lines = (f"slope {fit.slope:.3f} ± {se:.3f} (SE)", f"theory {g.theory_slope:.3f}, a-priori {p.slope:.3f}", *lines)
+    F.headroom(ax, 0.075 * (len(lines) + bool(status)))
+    F.key_numbers(ax, lines, verdict=status, loc="upper right")
+
+
 def _rate_figure(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement,
                  title: str, rule: str, ncols: int | None = None):
-    """One panel per group (:func:`plot_groups`) with the finite-M model's slope, the outcomes of (a), (b) and the
-    shift, and the measured shift where it is judged."""
-    comps = list(judgement.comparisons)
-    groups = evidence(design, prediction, measurement)
-    texts = {}
-    for g in groups:
+    """One log-log panel per group (the finite-M model's slope, the outcomes of (a), (b) and the shift, and the
+    measured shift where it is judged), ``ncols`` a row; a shared legend under the panels."""
+    comps, groups = list(judgement.comparisons), evidence(design, prediction, measurement)
+    n = len(groups)
+    ncols = ncols or n
+    fig, axes = F.subplots(int(math.ceil(n / ncols)), ncols, panel=(3.6, 3.1), extra=1.3)
+    panels = list(axes.flat)
+    for i, (g, ax) in enumerate(zip(groups, panels)):
         mine = with_key(comps, group=g.label)
-        shift = with_key(mine, quantity="shift")
-        fs, _ = g.prediction.finite_slope
-        texts[g.label] = PanelText((f"finite-M model {fs:.3f}",) + tuple(
-            f"{_PART_LABELS[dict(c.key)['quantity']]}: {c.outcome}" for c in mine)
-            + tuple(_comparison_line(c, "shift (estimated A)") for c in shift), worst_outcome(mine))
+        lines = (f"finite-M model {g.prediction.finite_slope[0]:.3f}",) + tuple(
+            f"{_PART_LABELS[dict(c.key)['quantity']]}: {c.outcome}" for c in mine) + tuple(
+            _comparison_line(c, "shift (estimated A)") for c in with_key(mine, quantity="shift"))
+        _plot_group(ax, g, F.COLORS[i % len(F.COLORS)], lines, F.worst_outcome(mine))
+    for ax in panels[n:]:
+        ax.set_visible(False)
+    F.legend(panels[0], outside=True, axes=panels[:n], ncol=2 if ncols <= 2 else 3)  # >= 4 entries
+    configs = [e.design.config for e in groups]  # the settings line: the keys every group shares
+    common = F.settings(**{k: configs[0][k] for k in ("d", "N", "r", "P") if len({c[k] for c in configs}) == 1})
     counts = (allocation_text(design.groups, design.reps) if all(g.reps is None for g in design.groups)
               else f"replicates per M allocated (slope variance of {design.reps} per M)")
-    return plot_groups(groups, title, texts, check_id=design.check_id, verdict=judgement.verdict, ncols=ncols,
-                       setting=f"{counts}; bars: ±3 SE of the mean log error; {rule}")
+    setting = f"{counts}; bars: ±3 SE of the mean log error; {rule}"
+    F.suptitle(fig, design.check_id, title, "; ".join(x for x in (common, setting) if x), judgement.verdict)
+    return fig
 
 
-@paper_figure
+@F.paper_figure
 def figure_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """Per P: error vs M (log-log), the fit, the a-priori model and the theory rate; the outcomes per panel."""
     return _rate_figure(design, prediction, measurement, judgement,
@@ -306,7 +343,7 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
     return notes, _data(all_g, prediction, measurement)
 
 
-@paper_figure
+@F.paper_figure
 def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """(a) sigma/10 for several d (top row); (b) balanced sigma (bottom row, with the A*-known fits of the same
     data)."""
@@ -396,7 +433,7 @@ def describe_a4(design: RateDesign, prediction: RatePrediction, measurement: Rat
     return notes, data
 
 
-@paper_figure
+@F.paper_figure
 def figure_a4(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
     """Per (N, r): error vs M, the fit, the models; the outcomes of (a) and (b)."""
     return _rate_figure(design, prediction, measurement, judgement, "error vs M for several N and r (P = 3, d = 2)",

@@ -26,8 +26,6 @@ from verify.verdicts import Judgement
 from verify.context import CheckContext
 from verify.results import Comparison
 
-__all__ = ["A1Design", "A1Measurement", "A1_CLAIM", "describe_a1", "design_a1",
-           "figure_a1", "judge_a1", "predict_a1", "simulate_a1"]
 
 _IDENT = "exact (sympy simplify == 0)"
 _SIGN = "exact sign (sympy assumptions: beta > 0)"

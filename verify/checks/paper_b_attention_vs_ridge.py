@@ -238,8 +238,6 @@ def _b3_left(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec, 
     paired = with_key(comps, c=2.0, quantity="paired gap")
     F.key_numbers(ax, lines + [f"E_att > E_ridge (paired): {F.outcome_text(paired)}"],
                   verdict=F.worst_outcome(slopes + paired), loc="lower right")
-    F.tidy_log_axis(ax)
-    F.tidy_log_axis(rax)
 
 
 def _b3_right(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec, comps: list[Comparison]) -> None:
@@ -261,8 +259,6 @@ def _b3_right(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec,
     rax.set(xlabel="ridge parameter γ", ylabel="MC − theory")
     signs = with_key(comps, c=0.25)
     F.key_numbers(ax, [f"sign as theory: {F.outcome_text(signs)}"], verdict=F.worst_outcome(signs), loc="upper left")
-    F.tidy_log_axis(ax)
-    F.tidy_log_axis(rax)
 
 
 @F.paper_figure

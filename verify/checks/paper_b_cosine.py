@@ -24,6 +24,7 @@ from ..statistics import mean_se
 from .. import figures as F
 from ..verdicts import Judgement
 from ._paper_b import attention_theory, cell_model, mc_cached, mc_settings, p_of, paired_positive, Rec
+from ._structured import structured_theory
 
 
 def _b5_key(cval: float, snr: float) -> str:
@@ -123,10 +124,7 @@ def _describe_b5(design: Rec, prediction: Rec, measurement: Rec, comparisons: li
 def _b5_theory(cval: float, snr: float, act: Any, gammas: np.ndarray) -> np.ndarray:
     """The null theory (``snr = 0``: the claim's prediction) or, with signal, the structured theory of
     :mod:`theory.structured` (the project's derivation, judged in B7; drawn here for reference only)."""
-    if snr == 0.0:
-        return attention_theory(gammas, cval, act)
-    model = theory.AttentionModel(cval, act, snr)
-    return np.asarray(model.solve(gammas, check_quadrature=False).error, dtype=float).reshape(np.shape(gammas))
+    return attention_theory(gammas, cval, act) if snr == 0.0 else structured_theory(gammas, cval, snr, (0.0, "none"), act)
 
 
 def _b5_panel(ax: Any, design: Rec, data: Rec, comps: list[Comparison], cval: float, snr: float) -> None:
@@ -143,7 +141,6 @@ def _b5_panel(ax: Any, design: Rec, data: Rec, comps: list[Comparison], cval: fl
                                                 for gv, c in zip(g, mine)]
     ax.set(xscale="log", yscale="log", xlabel="ridge parameter γ", ylabel="interpolation error E",
            title=f"p/n = {cval:g}, ‖μ‖² = {snr:g}" + (" (null model)" if snr == 0.0 else " (with signal)"))
-    F.tidy_log_axis(ax)
     F.key_numbers(ax, lines, verdict=F.worst_outcome(mine))
 
 

@@ -212,8 +212,6 @@ def _b2_column(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec
     rax.set(xlabel="ridge parameter γ")
     F.key_numbers(ax, lines, verdict=F.worst_outcome(outs), loc="upper left")
     F.headroom(ax, 0.3)
-    F.tidy_log_axis(ax)
-    F.tidy_log_axis(rax)
 
 
 @F.paper_figure

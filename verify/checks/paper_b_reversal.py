@@ -31,6 +31,7 @@ from ..claim import Claim, register
 from ..context import CheckContext
 from ..figures import pyplot
 from ..results import Comparison
+from ..typeset import md_table
 from ..verdicts import Judgement
 from ._paper_b import mc_settings
 from ._structured import attention_model, KAPPA_MAX, shared_mc, structured_theory
@@ -280,11 +281,6 @@ def _as_dict(fit: PowerFit | KappaFit | None) -> dict | None:
     return None if fit is None else vars(fit)
 
 
-def _markdown(head: list[str], rows: list[list[str]]) -> str:
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-                     + ["| " + " | ".join(row) + " |" for row in rows])
-
-
 def table_markdown(design: RevDesign, rs: list[SettingReading]) -> str:
     """The measured table: settings x p (``E_att - E_RR +- SE`` at ``gamma_ref``), theory, fit, ``p*``."""
     head = (["setting", "theory"] + [f"p={p}" for p in design.ps]
@@ -299,7 +295,7 @@ def table_markdown(design: RevDesign, rs: list[SettingReading]) -> str:
         measured = [f"{d:+.4f} +- {se:.4f}" for d, se in zip(_at(r.stats, "d", r.j), _at(r.stats, "se_d", r.j))]
         rows.append([r.name, f"{r.theory:+.4f}", *measured, _fit_text(r.fit), _fmt_p(r.p_star),
                      f"{r.kappa[design.ps[-1]]:.2f}", ktext, _fmt_p(r.p_star_for(kp))])
-    return _markdown(head, rows)
+    return "\n".join(md_table(head, rows))
 
 
 def table_linearisation_markdown(design: RevDesign, rs: list[SettingReading]) -> str:
@@ -317,7 +313,7 @@ def table_linearisation_markdown(design: RevDesign, rs: list[SettingReading]) ->
                        f"{s['lin_err'][j]:+.4f}({s['se_lin_err'][j]:.4f}) / {s['d_lin'][j] - r.theory:+.4f}"
                        f"({s['se_lin'][j]:.4f}) / {ratio:+.3f}")
         rows.append(row + [_fit_text(r.fit_linerr), _fit_text(r.fit_lin)])
-    return _markdown(head, rows)
+    return "\n".join(md_table(head, rows))
 
 
 def _setting_line(r: SettingReading, ps: tuple[int, ...]) -> str:

@@ -128,8 +128,6 @@ def _b1_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps:
     F.key_numbers(ax, [f"finite-size rule: {F.outcome_text(with_key(mine, quantity='point'))}",
                        f"gap shrinks ~ n^-1/2: {shrink}", f"max |rel. gap| at n = {p.n}: {rel:.2%}"],
                   verdict=F.worst_outcome(mine), loc=loc)
-    F.tidy_log_axis(ax)
-    F.tidy_log_axis(rax)
 
 
 def _b1_threshold(ax: Any, rax: Any, p: Panel, x: np.ndarray) -> None:

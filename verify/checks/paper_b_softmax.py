@@ -34,6 +34,7 @@ from ..figures import paper_figure
 from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison, with_key
+from ..typeset import md_table
 from ._finite_size import FiniteSizeTest, finite_size_test
 from ._paper_b import cell_model, mc_settings, mc_version, model_key, p_of, settings_key
 
@@ -295,17 +296,15 @@ def table_markdown(design: B8Design, points: list[B8Point], outcomes: dict[tuple
     """The table: beta, c, input, gamma; per size ``softmax MC +- SE (prediction)``; the limit; the verdict."""
     head = (["beta", "c", "input", "gamma"] + [f"n={n}: softmax +- SE (prediction)" for n in design.sizes]
             + ["limit (d0 = 0)", f"entrywise at n={design.pair[1]}", "gap trend n^k", "verdict"])
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    nl = design.pair[1]
+    rows, nl = [], design.pair[1]
     for pt in points:
         c, snr, spike, beta = pt.cfg
         cells = [f"{s['softmax']:.4f} +- {s['se_softmax']:.4f} ({s['prediction']:.4f})"
                  for _, s in sorted(pt.sizes.items())]
         verdict = outcomes.get(pt.key, "not judged (" + ("rule holds" if pt.rule().passed else "rule fails") + ")")
-        lines.append("| " + " | ".join([f"{beta:g}", f"{c:g}", _input_label(snr, spike), f"{pt.gamma:g}", *cells,
-                                        f"{pt.limit:.4f}", f"{pt.sizes[nl]['entrywise']:.4f}", f"{pt.trend():+.2f}",
-                                        verdict]) + " |")
-    return "\n".join(lines)
+        rows.append([f"{beta:g}", f"{c:g}", _input_label(snr, spike), f"{pt.gamma:g}", *cells, f"{pt.limit:.4f}",
+                     f"{pt.sizes[nl]['entrywise']:.4f}", f"{pt.trend():+.2f}", verdict])
+    return "\n".join(md_table(head, rows))
 
 
 def _by_beta_text(design: B8Design, points: list[B8Point], spread: dict) -> str:
@@ -382,7 +381,6 @@ def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Compari
     ax.set(xscale="log", yscale="log" if wide else "linear", xlabel="ridge parameter γ (paper B's units)",
            ylabel="interpolation error E",
            title=f"p/n = {c:g}, {_input_label(snr, spike)}\nn = {nl}, p = {p_of(nl, c)}")
-    F.tidy_log_axis(ax)
     F.key_numbers(ax, [f"finite-size rule: {F.outcome_text(mine)}", f"max |rel. gap| (judged β): {worst:.1%}"],
                   verdict=F.worst_outcome(mine))
 

@@ -211,7 +211,6 @@ def _b7_panel(ax: Any, design: B7Design, rows: list[dict], comps: list[Compariso
     lo, hi = ax.get_ylim()
     if hi / max(lo, 1e-300) > 8:
         ax.set_yscale("log")
-    F.tidy_log_axis(ax)
     F.key_numbers(ax, lines, verdict=F.worst_outcome(true + lin))
 
 
