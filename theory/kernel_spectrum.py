@@ -36,12 +36,12 @@ import numpy as np
 
 import sympy as sp
 
-from .validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_complex,
-                         finite_result, numeric_errors, to_sympy)
+from .validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, finite_result,
+                         numeric_errors, to_sympy)
 from .marchenko_pastur import mp_density
 from .symbolic import is_symbolic
 
-__all__ = ["kernel_stieltjes", "kernel_density", "kernel_equation", "kernel_support_estimate"]
+__all__ = ["kernel_stieltjes", "kernel_density", "kernel_support_estimate"]
 
 
 #: bytes of intermediate arrays per ``z`` point of :func:`kernel_stieltjes` (companion matrices, roots, masks)
@@ -58,29 +58,6 @@ def _validate(c: Any, a1: Any, nu: Any) -> tuple[float, float, float]:
     if sf2 < -1e-12:
         raise ValueError(f"nu must be >= a1^2 (nu = E f^2 >= (E xi f)^2), got nu={nu!r}, a1={a1!r}")
     return c, a1, max(sf2, 0.0)
-
-
-def kernel_equation(m: Any, z: Any, c: float, a1: float, nu: float) -> Any:
-    """Residual ``m + 1 / (z + a1^2 m/(c + a1 m) + (nu - a1^2) m / c)`` (numbers or arrays; ``m``, ``z`` complex).
-
-    ``c > 0``, ``a1`` real, ``nu >= a1^2``, ``nu > 0`` (floats); a pole of the residual (``c + a1 m = 0`` or a vanishing
-    denominator) is refused with a ``ValueError``.
-    """
-    m, z = (_operand(name, v) for name, v in (("m", m), ("z", z)))
-    c, a1, _ = _validate(c, a1, nu)
-    nu = float(nu)
-    sf2 = nu - a1**2  # not clipped at 0 (the residual of the given constants)
-    with (numeric_errors("kernel_equation", m=m, z=z, c=c, a1=a1, nu=nu),
-          np.errstate(divide="raise", over="raise", invalid="raise")):
-        out = m + 1.0 / (z + a1**2 * m / (c + a1 * m) + sf2 * m / c)
-    return finite_result("kernel_equation", out, m=m, z=z, c=c, a1=a1, nu=nu)
-
-
-def _operand(name: str, v: Any) -> Any:
-    """A finite real or complex number, or a (complex) array of them."""
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return as_array(name, v, complex_ok=True, bytes_per_element=64)
-    return check_complex(name, v)
 
 
 def _fixed_point(z: np.ndarray, c: float, a1: float, sf2: float, iters: int = 20000) -> np.ndarray:
@@ -260,7 +237,7 @@ def _kernel_density_expr(x: Any, c: Any, a1: Any, nu: Any) -> sp.Expr:
     raise ArgumentTypeError(
         f"{names} must be numbers here: kernel_density has no closed form for a1={a1}, nu={nu} (only a1 = 0, the "
         f"semicircle, and nu = a1^2, a shifted Marchenko-Pastur law, have one; otherwise the Stieltjes transform is "
-        f"a root of a cubic, kernel_equation)")
+        f"a root of a cubic, see theory.kernel_spectrum)")
 
 
 def kernel_support_estimate(c: float, a1: float, nu: float, grid: int = 4001) -> tuple[float, float]:

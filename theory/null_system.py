@@ -36,16 +36,11 @@ import sympy as sp
 from ._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
 from .validation import ArgumentTypeError, as_array, as_float, check_size, describe
 from .activations import ActivationLike, activation_asymptotic_slope, check_activation, numpy_activation
-from .marchenko_pastur import mp_stieltjes
 from ._solver_domain import (C_RANGE, GAMMA_RANGE, KERNEL_CONSTANT_MAX, SolverOptions, check_grid,
                              checked_solver_options)
 
 __all__ = ["solve_null_system", "solve_null_system_full", "null_system_derivative", "null_system_equations",
-           "null_kernel_diagonal", "kept_diagonal", "gram_law_quadrature", "gram_stieltjes", "NullSolution",
-           "NULL_SYSTEMS"]
-
-#: variants of the null system: the corrected one (symmetric kernel noise) and the first reconstruction's
-NULL_SYSTEMS = ("symmetric", "spec")
+           "null_kernel_diagonal", "kept_diagonal", "gram_law_quadrature", "NullSolution"]
 
 # symbols of the null system
 _l = sp.Symbol("l", nonnegative=True)
@@ -128,16 +123,6 @@ def _gram_law_quadrature(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray
         nodes = np.concatenate([[0.0], nodes])
         weights = np.concatenate([[1.0 - c], weights])
     return nodes, weights
-
-
-def gram_stieltjes(w: Any, c: float) -> Any:
-    """``int dmu_G(l) / (l - w) = c * mp_stieltjes(c w, c)`` (Stieltjes transform of ``mu_G``).
-
-    ``w``: a finite real or complex number or array; ``c > 0``.
-    """
-    c = as_float("c", c, low=0, low_open=True)
-    w = as_array("w", w, complex_ok=True)
-    return c * np.asarray(mp_stieltjes(c * w, c))
 
 
 @dataclass

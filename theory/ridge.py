@@ -53,9 +53,8 @@ from .symbols import delta as d_sym
 from .symbols import gamma as g_sym
 from .symbols import snr as s_sym
 
-__all__ = ["RidgeDerivation", "derive_ridge_error", "ridge_error", "ridge_error_in_delta",
-           "ridge_error_spec_in_delta", "ridge_error_values", "ridge_error_limit",
-           "ridge_error_small_gamma_coefficient", "ridge_quadratic_form"]
+__all__ = ["RidgeDerivation", "derive_ridge_error", "ridge_error", "ridge_error_spec_in_delta", "ridge_error_values",
+           "ridge_error_limit", "ridge_error_small_gamma_coefficient"]
 
 
 @dataclass
@@ -158,16 +157,6 @@ def derive_ridge_error() -> RidgeDerivation:
     return out
 
 
-def ridge_quadratic_form() -> sp.Expr:
-    """``lim y^T Q y / n = delta (1 + delta) / (1 + (1 + snr) delta)`` (from the derivation)."""
-    return derive_ridge_error().quadratic_form
-
-
-def ridge_error_in_delta() -> sp.Expr:
-    """Derived ``E`` as a sympy expression in ``delta, gamma, c, snr`` (``theory.symbols``)."""
-    return derive_ridge_error().error_in_delta
-
-
 def _inexact_error(gamma: sp.Expr, c: sp.Expr, snr: sp.Expr) -> sp.Expr | None:
     """``E_RR`` of numbers of which at least one is a float (``sympy.Float``), correctly rounded to 15 digits.
 
@@ -183,7 +172,8 @@ def _inexact_error(gamma: sp.Expr, c: sp.Expr, snr: sp.Expr) -> sp.Expr | None:
     g, cc, s = (v.xreplace({f: sp.Rational(f) for f in v.atoms(sp.Float)}) for v in vals)
     b = g + cc - 1
     d = 2 / (sp.sqrt(b**2 + 4 * g) + b) if bool(b > 0) else (sp.sqrt(b**2 + 4 * g) - b) / (2 * g)
-    return ridge_error_in_delta().subs({d_sym: d, g_sym: g, c_sym: cc, s_sym: s}, simultaneous=True).evalf(15)
+    err = derive_ridge_error().error_in_delta
+    return err.subs({d_sym: d, g_sym: g, c_sym: cc, s_sym: s}, simultaneous=True).evalf(15)
 
 
 def ridge_error(gamma: Any, c: Any, snr: Any) -> sp.Expr:
@@ -222,7 +212,7 @@ def ridge_error(gamma: Any, c: Any, snr: Any) -> sp.Expr:
 
 @functools.lru_cache(maxsize=1)
 def _error_fn():
-    return sp.lambdify((d_sym, g_sym, c_sym, s_sym), ridge_error_in_delta(), modules="numpy")
+    return sp.lambdify((d_sym, g_sym, c_sym, s_sym), derive_ridge_error().error_in_delta, modules="numpy")
 
 
 def ridge_error_values(gammas: Any, c: float, snr: float) -> np.ndarray:
@@ -281,5 +271,5 @@ def ridge_error_small_gamma_coefficient(c: Any, snr: Any) -> sp.Expr:
     """
     c = to_sympy("c", c, low=1, low_open=True)
     snr = to_sympy("snr", snr, low=0)
-    e = (ridge_error_in_delta() / g_sym**2).subs(d_sym, 1 / (c_sym - 1))
+    e = (derive_ridge_error().error_in_delta / g_sym**2).subs(d_sym, 1 / (c_sym - 1))
     return sp.simplify(e.subs({c_sym: c, s_sym: snr}, simultaneous=True))

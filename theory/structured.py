@@ -7,11 +7,11 @@ step, is ``docs/structured_attention.md``, whose step numbers the docstrings her
 
 1. linearised kernel ``K ~ a1 (X^T W X / p - diag) + (s_f / sqrt p) Xi + d0 I`` (``Xi`` symmetric Gaussian);
 2. finite-rank split over span(mu, w_K, w_Q): ``Phi^T Phi / n = c K0 G K0 + U C U^T / n``
-   (:func:`structured_low_rank_matrix`);
+   (``low_rank_matrix`` of :mod:`theory._structured_symbolic`);
 3. Woodbury: ``y^T Q y / n = y^T Q0 y / n - b^T C (I + Omega C)^{-1} b`` with ``b -> T[0] (x) m`` and
    ``Omega -> T (x) Gamma``, ``T`` the 3x3 matrix of null traces;
 4. the null traces from the corrected null system (unknowns ``delta, delta~, kappa``;
-   :func:`null_trace_expressions`, :func:`null_trace_closed_forms`);
+   :func:`null_trace_expressions`);
 5. ``E = -gamma^2 d/dgamma (y^T Q y / n)`` by implicit differentiation of the null system.
 
 Numerics: the null unknowns and their derivatives come from :func:`theory.solve_null_system_full` (so ``snr = 0``
@@ -37,17 +37,14 @@ from ._solver_domain import C_RANGE, GAMMA_RANGE, SolverOptions, check_grid, che
 from .null_system import NullConstants, _gram_law_quadrature
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
 from .symbols import a1 as _a1, c as _c, delta as _delta, gamma as _gamma
-from ._structured_symbolic import (d0_sym, delta_t, kappa_sym, l_sym, low_rank_matrix, null_free_energy_expression,
-                                   null_trace_closed_forms, null_trace_expressions, rank_one_quadratic_form_expression,
-                                   sf2_sym, structured_low_rank_matrix)
+from ._structured_symbolic import (d0_sym, delta_t, kappa_sym, l_sym, low_rank_matrix, null_trace_expressions,
+                                   sf2_sym)
 from ._spikes import finite_dims, spike_vectors
 from ._kernel_constants import FrozenDict as _FrozenDict, kernel_constants as _kernel_constants
 from ._structured_traces import (GramQuadratureIntegrals, GramRationalIntegrals, StructuredConvergenceError,
                                  error_on_grid)
 
-__all__ = ["StructuredSolution", "StructuredConvergenceError", "spike_vectors", "null_trace_expressions",
-           "null_free_energy_expression", "null_trace_closed_forms", "structured_low_rank_matrix",
-           "rank_one_quadratic_form_expression"]
+__all__ = ["StructuredSolution", "StructuredConvergenceError", "spike_vectors", "null_trace_expressions"]
 
 # ============================================================================ numeric solve
 @dataclass

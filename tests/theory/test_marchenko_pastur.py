@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from scipy import integrate
 
 from theory._mp_integrals import RepeatedRootError, gram_rational_integral, gram_support
-from theory.null_system import gram_stieltjes
-from theory.kernel_spectrum import kernel_density, kernel_equation, kernel_stieltjes
+from theory.kernel_spectrum import kernel_density, kernel_stieltjes
 from theory.marchenko_pastur import (
     mp_atom,
     mp_delta,
@@ -183,14 +182,14 @@ def _root_rounding(P, D, c, power):
     (Horner's rounding bound on ``D(r_i)``, ``gamma_{2n} = 2 n u / (1 - 2 n u)``, ``n = deg D``, doubled for
     complex arithmetic, over the slope).  Its residue term -- ``R/D' m_G``, or ``R/D'^2 m_G' + (R'/D'^2 -
     R D''/D'^3) m_G`` for ``power = 2``, ``R`` the remainder of ``P`` mod ``D^power``, ``D`` held fixed -- then
-    moves by ``|d term_i / dr| rho_i`` (central differences; ``m_G`` = :func:`theory.gram_stieltjes`).
+    moves by ``|d term_i / dr| rho_i`` (central differences; ``m_G(w) = c mp_stieltjes(c w, c)``).
     """
     n, u = D.size - 1, 2.0**-53
     g2n = 2 * n * u / (1 - 2 * n * u)
     R = P_.polydiv(P, D if power == 1 else P_.polymul(D, D))[1]
     dR, dD, ddD = P_.polyder(R), P_.polyder(D), P_.polyder(D, 2)
     lo, hi = gram_support(c)
-    m = lambda w: complex(np.asarray(gram_stieltjes(w, c)))
+    m = lambda w: complex(c * np.asarray(mp_stieltjes(c * w, c)))
 
     def term(w, h):
         a, b = P_.polyval(w, R), P_.polyval(w, dD)
@@ -265,6 +264,12 @@ def test_gram_rational_integral_invalid():
 
 
 # ----------------------------------------------------------------------------- kernel spectrum
+def kernel_equation(m: complex, z: complex, c: float, a1: float, nu: float) -> complex:
+    """Residual ``m + 1 / (z + a1^2 m/(c + a1 m) + (nu - a1^2) m / c)`` of the kernel law's equation
+    (:mod:`theory.kernel_spectrum`)."""
+    return m + 1.0 / (z + a1**2 * m / (c + a1 * m) + (nu - a1**2) * m / c)
+
+
 kern_params = st.tuples(st.floats(0.1, 5.0), st.floats(-1.5, 1.5), st.floats(0.01, 2.0))
 
 
@@ -378,8 +383,7 @@ def test_nan_none_and_complex_are_refused():
                        (lambda: kernel_density(0.3, 2.0, 0.5, 0.5, eta=1j), "eta"),
                        (lambda: kernel_stieltjes(0.3 + 0.5j, 2.0, 0.5, np.inf), "nu"),
                        (lambda: mp_support(np.inf), "c"), (lambda: mp_delta([0.1, 1j], 2.0), "gamma"),
-                       (lambda: mp_equation(-1.0, 1.0, 1.0), "m"), (lambda: kernel_equation(0.1, 0.3, 0.5, 0.6, 0.1), "nu"),
-                       (lambda: gram_stieltjes("1", 2.0), "w")]:
+                       (lambda: mp_equation(-1.0, 1.0, 1.0), "m")]:
         with pytest.raises(ValueError, match=word):
             call()
 

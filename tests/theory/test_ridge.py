@@ -12,7 +12,6 @@ from theory.marchenko_pastur import mp_delta
 from theory.ridge import (
     derive_ridge_error,
     ridge_error,
-    ridge_error_in_delta,
     ridge_error_limit,
     ridge_error_small_gamma_coefficient,
     ridge_error_spec_in_delta,
@@ -31,7 +30,7 @@ snrs = st.floats(0.0, 5.0)
 def test_derivation_reproduces_spec_formula():
     der = derive_ridge_error()
     assert der.matches_spec
-    assert sp.simplify(ridge_error_in_delta() - ridge_error_spec_in_delta()) == 0
+    assert sp.simplify(der.error_in_delta - ridge_error_spec_in_delta()) == 0
     assert sp.simplify(der.quadratic_form - d_sym * (1 + d_sym) / (1 + (1 + s_sym) * d_sym)) == 0
     assert len(der.steps) >= 8 and all(isinstance(t, str) for t, _ in der.steps)
 

@@ -13,15 +13,13 @@ from hypothesis import strategies as st
 
 from theory import AttentionModel, Spike
 from theory import hermite_moments, ridge_error_values
-from theory._structured_symbolic import d0_sym, delta_t, kappa_sym, l_sym, sf2_sym
+from theory._structured_symbolic import _den, d0_sym, delta_t, kappa_sym, l_sym, sf2_sym
 from theory._solver_domain import SolverOptions
 from theory._structured_traces import (GramQuadratureIntegrals, GramRationalIntegrals, denominator_polys, mp_nodes,
                                        trace_integrals)
 from theory.structured import (
     StructuredConvergenceError,
     _null_solutions,
-    null_free_energy_expression,
-    null_trace_closed_forms,
     null_trace_expressions,
     spike_vectors,
 )
@@ -182,6 +180,61 @@ def test_c_equal_one_supported():
 
 
 # ----------------------------------------------------------------------------- symbolic vs numeric
+def null_free_energy_expression() -> sp.Expr:
+    """Integrand-level log-determinant equivalent of the corrected null system.
+
+    ``V = int log D dmu_G - gamma delta delta~ + c kappa^2 / s_f^2`` (``s_f > 0``; for ``s_f = 0``,
+    ``kappa = 0`` and the last term is absent).  ``(1/n) log det(c K0 G K0 + gamma) -> V`` at the
+    solution; ``dV/d delta = dV/d delta~ = dV/d kappa = 0`` are the three null equations and
+    ``dV/dgamma = delta~``.  Returned as ``log(D) - gamma delta delta_t + c kappa^2 / s_f2``, to be
+    integrated against ``mu_G`` (the constant terms integrate to themselves: ``mu_G`` has mass 1).
+    """
+    return sp.log(_den()) - G * D * delta_t + C * kappa_sym**2 / sf2_sym
+
+
+def null_trace_closed_forms() -> dict[str, sp.Expr]:
+    """The six traces ``T_ij`` as algebraic functions of ``(delta, delta~, kappa)`` (corrected system, ``s_f > 0``).
+
+    With ``e = d0 - a1 - kappa`` (so ``A(l) - kappa = a1 l + e``) and ``I_k = int l^k / D dmu_G``, the
+    null equations give ``I_0 = delta~ / (1 + delta)``, ``I_1 = delta / (s_f^2 (1 + delta))`` and
+    ``a1 I_2 + e I_1 = kappa / s_f^2``; every trace is a combination of these::
+
+        T11 = delta~,                       T12 = a1 I_1 + e I_0,           T13 = kappa / s_f^2,
+        T22 = gamma s_f^2 delta~^2 / c + a1 T13 + e T12,
+        T23 = (1 - gamma delta~) / c,       T33 = (1 - gamma delta / s_f^2) / c.
+
+    In particular ``kappa = s_f^2 tau(Q0 K0 G)``.  (The first reconstruction's system, ``kappa = 0``, does not close
+    this way: its ``T13 = int l A / D`` needs ``I_2``.)  The numeric path integrates ``I_0, I_1, I_2`` instead, for
+    both systems; :func:`test_traces_match_closed_forms` checks it against these forms.
+    """
+    e = d0_sym - A1 - kappa_sym
+    I0 = delta_t / (1 + D)
+    I1 = D / (sf2_sym * (1 + D))
+    T12 = A1 * I1 + e * I0
+    T13 = kappa_sym / sf2_sym
+    return {"T11": delta_t, "T12": T12, "T13": T13, "T22": G * sf2_sym * delta_t**2 / C + A1 * T13 + e * T12,
+            "T23": (1 - G * delta_t) / C, "T33": (1 - G * D / sf2_sym) / C}
+
+
+def rank_one_quadratic_form_expression() -> tuple[sp.Expr, tuple[sp.Symbol, ...]]:
+    """Closed form of ``y^T Q y / n`` when ``k = 1`` (no spike, or a spike along ``mu``), as sympy.
+
+    Step 3 with ``k = 1``: ``Gamma = 1 + snr``, ``m = sqrt(snr)``, ``A`` a scalar (``a1 (1 + strength)``
+    for an aligned spike, ``a1`` without spike), ``C`` and ``Omega = T Gamma`` are 3 x 3.  Returns
+    ``(expr, symbols)`` with ``symbols = (T11, T12, T13, T22, T23, T33, snr, A, c)``.
+    """
+    T11, T12, T13, T22, T23, T33 = sp.symbols("T11 T12 T13 T22 T23 T33", real=True)
+    s, A = sp.Symbol("snr", nonnegative=True), sp.Symbol("A", real=True)
+    Tm = sp.Matrix([[T11, T12, T13], [T12, T22, T23], [T13, T23, T33]])
+    Gam = 1 + s
+    N = Gam / C
+    Cm = sp.Matrix([[A**2 * N**2 + A**2 * N, A * N, A], [N * A, 1, 0], [A, 0, 0]])
+    b = sp.sqrt(s) * Tm[:, 0]
+    Om = Gam * Tm
+    corr = (b.T * Cm * (sp.eye(3) + Om * Cm).inv() * b)[0, 0]
+    return sp.together(T11 - corr), (T11, T12, T13, T22, T23, T33, s, A, C)
+
+
 def _solved(g, c, a1, sf2, d0=0.0, system="symmetric"):
     """Null unknowns (row of _null_solutions) and the trace matrix T at one gamma."""
     sol = AttentionModel(c, {"a1": a1, "sf2": sf2, "d0": d0}, snr=0.0).solve(g, system=system, check_quadrature=False)
@@ -471,9 +524,8 @@ def test_invalid_system_and_method():
 
 
 def test_rank_one_sympy_form_matches_numeric_woodbury():
-    from theory.structured import rank_one_quadratic_form_expression
-
     expr, syms = rank_one_quadratic_form_expression()
+    assert sp.simplify(expr.subs(syms[6], 0) - syms[0]) == 0  # no signal: y^T Q y / n = T11
     f = sp.lambdify(syms, expr, "numpy")
     for snr, strength, c in [(1.0, 0.0, 2.0), (2.0, 4.0, 0.5), (0.5, 1.0, 2.0)]:
         sol = AttentionModel(c, "tanh", snr=snr, spike=(strength, "aligned")).solve([0.03, 0.3])
@@ -514,8 +566,6 @@ def test_error_on_grid_quadrature_and_exact_traces_agree():
 
 # ----------------------------------------------------------------------------- bad inputs refused
 def test_constants_and_spikes_checked():
-    from theory.structured import structured_low_rank_matrix
-
     base = dict(gamma=0.1, c=2.0, snr=1.0)
     for act, word in [({"a1": "0.6", "sf2": 0.03}, "activation\\['a1'\\]"), ({"a1": 0.6, "sf2": 0.03, "nu": 1}, "keys"),
                       ({"a1": True, "sf2": 0.03}, "a1"), ({"a1": 0.6, "sf2": np.inf}, "sf2")]:
@@ -523,8 +573,6 @@ def test_constants_and_spikes_checked():
             _model_error(activation=act, **base)
     with pytest.raises(ValueError, match="spike"):
         _model_error(activation="tanh", spike=(1e300, "aligned"), **base)
-    with pytest.raises(ValueError, match="Gamma"):
-        structured_low_rank_matrix(np.eye(1), np.eye(2), 2.0)
 
 
 def test_degenerate_woodbury_is_a_convergence_error():
