@@ -60,11 +60,7 @@ def label_mmse(snr: Any) -> float:
     >>> label_mmse(0.0)
     1.0
     """
-    return _label_mmse(as_float("snr", snr, low=0))
-
-
-def _label_mmse(s: float) -> float:
-    """:func:`label_mmse` of a float ``s >= 0``."""
+    s = as_float("snr", snr, low=0)
     if s == 0.0:
         return 1.0
     root = math.sqrt(s)
@@ -94,12 +90,8 @@ def bayes_feature_limit(c: Any, snr: Any) -> float:
     -------
     float
     """
-    cv = as_float("c", c, low=0, low_open=True)
-    return _bayes_feature_limit(cv, as_float("snr", snr, low=0))
-
-
-def _bayes_feature_limit(c: float, s: float) -> float:
-    return (1.0 - c) * _label_mmse(s) if c < 1.0 else 0.0
+    cv, s = as_float("c", c, low=0, low_open=True), as_float("snr", snr, low=0)
+    return (1.0 - cv) * label_mmse(s) if cv < 1.0 else 0.0
 
 
 def strong_alignment_margin(c: Any, snr: Any) -> float:
@@ -122,11 +114,8 @@ def strong_alignment_margin(c: Any, snr: Any) -> float:
     float
         ``<= 0``.
     """
-    return _margin(as_float("c", c, low=0, low_open=True), as_float("snr", snr, low=0))
-
-
-def _margin(c: float, s: float) -> float:
-    return _bayes_feature_limit(c, s) - (1.0 - c) / (1.0 + s) if c < 1.0 else 0.0
+    cv, s = as_float("c", c, low=0, low_open=True), as_float("snr", snr, low=0)
+    return bayes_feature_limit(cv, s) - (1.0 - cv) / (1.0 + s) if cv < 1.0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -223,7 +212,7 @@ def predictor_part(a: np.ndarray, weights: np.ndarray, leverage: np.ndarray, c: 
                    capture: bool) -> float:
     """``T1``: :func:`strong_alignment_margin` with capture, else ``E[g_perp(a)^2 (c - h(a))]`` on quadrature nodes."""
     if capture:
-        return _margin(c, snr)
+        return strong_alignment_margin(c, snr)
     return float(weights @ (_nonlinear_bayes_part(a, snr) ** 2 * (c - leverage)))
 
 
@@ -237,12 +226,7 @@ def captures_bayes_predictor(activation: ActivationLike) -> bool:
     >>> captures_bayes_predictor("erf"), captures_bayes_predictor("gelu")
     (True, False)
     """
-    return _captures(check_activation(activation, "activation"))
-
-
-def _captures(act: Any) -> bool:
-    """:func:`captures_bayes_predictor` of a checked activation."""
-    coefficients = hermite_coefficients(act, 7)
+    coefficients = hermite_coefficients(check_activation(activation, "activation"), 7)
     return any(abs(float(coefficients[k])) > 1e-12 for k in (3, 5, 7))
 
 
@@ -289,7 +273,7 @@ def strong_alignment_gap(c: Any, activation: ActivationLike, snr: Any, t: Any, *
     """
     cv, act, s, tv = check_setting(c, activation, snr, t, t_positive=True)
     prof = _leverage_profile(act, cv, s, tv, _solver_options(nodes, 1e-12, 5000), check_dimension(p))
-    t1 = predictor_part(prof.a, prof.weights, prof.leverage, cv, s, _captures(act))
+    t1 = predictor_part(prof.a, prof.weights, prof.leverage, cv, s, captures_bayes_predictor(act))
     return StrongAlignmentGap(t1, prof.t2, t1 + prof.t2, prof)
 
 
@@ -377,7 +361,7 @@ def expectation_over_gammas(gamma: Any, c: Any, activation: Any, snr: Any, t: An
     size = check_dimension(p)
     require_ridge_term(gammas, cv)
     f = numpy_activation(act)
-    capture = _captures(act)
+    capture = captures_bayes_predictor(act)
     out = np.empty(gammas.shape)
     for idx, g in np.ndenumerate(gammas):
         a, w, r, r2 = resolvent_diagonals(f, cv, s, tv, float(g), checked, p=size)

@@ -38,8 +38,8 @@ from .validation import as_array, as_float, as_int, finite_result
 from .activations import ActivationLike, numpy_activation
 from .marchenko_pastur import _delta
 from .ridge import _error_values
-from .strong_alignment import (_captures, _label_mmse, _label_variance, _solver_options, check_dimension,
-                               check_setting, expectation_over_gammas, leverage_part, predictor_part,
+from .strong_alignment import (_label_variance, _solver_options, captures_bayes_predictor, check_dimension,
+                               check_setting, expectation_over_gammas, label_mmse, leverage_part, predictor_part,
                                require_ridge_term, residual_weight)
 
 __all__ = ["ridge_prediction_risk", "strong_spike_prediction_risk", "label_coordinate_bins",
@@ -79,7 +79,7 @@ def ridge_prediction_risk(gamma: Any, c: Any, snr: Any) -> Any:
     positive = np.where(gammas == 0.0, 1.0, gammas)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow (gamma ~ 0, c < 1) is refused just below
         leverage = np.where(gammas == 0.0, cv, 1.0 - positive * _delta(positive, cv))
-        out = _error_values(gammas, cv, s) + 2.0 * _label_mmse(s) * leverage
+        out = _error_values(gammas, cv, s) + 2.0 * label_mmse(s) * leverage
     out = finite_result("ridge_prediction_risk", out, gamma=gamma, c=c, snr=snr)
     return float(out) if out.ndim == 0 else out
 
@@ -203,7 +203,7 @@ def binned_leverage(edges: Any, c: Any, activation: ActivationLike, snr: Any, t:
                       RuntimeWarning, stacklevel=2)
     h = sol.leverage
     means = np.array([w[which == b] @ h[which == b] / w[which == b].sum() for b in range(e.size - 1)])
-    t1 = predictor_part(a, w, h, cv, s, _captures(act))
+    t1 = predictor_part(a, w, h, cv, s, captures_bayes_predictor(act))
     return BinnedLeverage(means, t1, leverage_part(a, w, h, cv, s), sol.converged)
 
 

@@ -53,7 +53,7 @@ import numpy as np
 import sympy as sp
 from sympy.core.function import ArgumentIndexError
 
-from .validation import ArgumentTypeError, as_int, describe, to_sympy
+from .validation import ArgumentTypeError, describe, to_sympy
 
 __all__ = ["NumericFunction", "numeric_function_values", "is_symbolic"]
 
@@ -193,9 +193,6 @@ def numeric_function_values(key: int, gamma: Any, c: Any) -> Any:
     float or numpy.ndarray
         One solver continuation per distinct ``c`` over its ``gamma`` values.
     """
-    key = as_int("key", key, low=0)
-    if key not in _CLASSES:
-        raise ValueError(f"key must be the key of a NumericFunction class, got {key}")
     cls = _CLASSES[key]
     g, cc = np.broadcast_arrays(_real_array("gamma", gamma), _real_array("c", c))
     out = np.empty(g.shape)
