@@ -44,30 +44,20 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from theory.validation import as_array, as_float, check_choice, finite_result
+from theory.validation import as_array, check_choice, finite_result
 from theory.softmax import BETA_MAX, softmax_gamma_scale
 
-from ._mc import (Draws, as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_label_average,
-                  check_spikes, mc_batch_size, run_trials, spike_outer)
+from ._mc import Draws, check_gammas, check_label_average, mc_batch_size, run_trials, spike_outer
 from ._ridge_solvers import errors_batch, feature_basis, gram
 from .mc_settings import MonteCarloSettings
 from .model_simulation import (check_diagonal_named, check_kinds, check_settings, model_list, model_sizes,
                                spike_tensors)
 from .threads import torch_numeric_errors as _numeric
 
-__all__ = ["softmax_kernel", "softmax_features", "entrywise_exponential_kernel", "softmax_error_mc"]
+__all__ = ["softmax_error_mc"]
 
 ArrayLike = Any
 _NORMALISE = ("keys", "rows")
-
-
-# --------------------------------------------------------------------------------------------
-# validation
-# --------------------------------------------------------------------------------------------
-def _check_tokens(n: int, diagonal: str) -> None:
-    """A masked softmax needs another key for every query."""
-    if diagonal == "removed" and n < 2:
-        raise ValueError(f"n must be >= 2 with diagonal='removed' (each query needs another key), got n = {n}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -87,93 +77,6 @@ def _exponential_of_scores(S: torch.Tensor, beta: float, p: int) -> torch.Tensor
     K = torch.expm1(beta * S - 0.5 * beta * beta) / math.sqrt(p)
     K.diagonal(dim1=-2, dim2=-1).zero_()
     return K
-
-
-def _scores(X: np.ndarray, w_k: np.ndarray | None, w_q: np.ndarray | None) -> torch.Tensor:
-    """``X^T W X / sqrt p`` of one validated sample as a (1, n, n) tensor."""
-    Xt = torch.from_numpy(X).unsqueeze(0)
-    wk = None if w_k is None else torch.from_numpy(w_k)
-    wq = None if w_q is None else torch.from_numpy(w_q)
-    S = Xt.transpose(-1, -2) @ Xt
-    uv = spike_outer(Xt, wk, wq)
-    return (S if uv is None else S + uv) / math.sqrt(X.shape[0])
-
-
-def _checked_sample(X: ArrayLike, w_k: ArrayLike | None, w_q: ArrayLike | None, diagonal: str
-                    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    Xa = as_float_array("X", X, ndim=2)
-    check_diagonal(diagonal)
-    p, n = Xa.shape
-    _check_tokens(n, diagonal)
-    check_kernel_memory("X", p, n)
-    wk, wq = check_spikes(w_k, w_q, p)
-    return Xa, wk, wq
-
-
-# --------------------------------------------------------------------------------------------
-# public kernels and features (one sample)
-# --------------------------------------------------------------------------------------------
-def softmax_kernel(X: ArrayLike, beta: float, w_k: ArrayLike | None = None, w_q: ArrayLike | None = None,
-                   diagonal: str = "removed", normalise: str = "keys") -> np.ndarray:
-    """Softmax attention kernel ``K`` of one sample (module docstring).
-
-    Parameters
-    ----------
-    X : array (p, n), finite (``n >= 2`` with the diagonal removed).
-    beta : inverse temperature, a float in ``[0, BETA_MAX]`` (``0``: uniform weights).
-    w_k, w_q : arrays (p,), optional
-        Rank-one spike of ``W = I + w_k w_q^T``; both or neither.
-    diagonal : {"removed", "kept"}
-        ``"removed"`` masks the self score (``K_jj = 0``); ``"kept"`` keeps it (the extreme-token effect).
-    normalise : {"keys", "rows"}
-        ``"keys"``: every query's weights (a column of ``K``) sum to one, ``Phi = X K`` is attention's output;
-        ``"rows"``: the row-softmax of ``S`` (its transpose for ``W = I``).
-
-    Returns
-    -------
-    ndarray (n, n)
-
-    Examples
-    --------
-    >>> X = np.random.default_rng(0).standard_normal((16, 8))
-    >>> K = softmax_kernel(X, 1.0)
-    >>> bool(np.allclose(K.sum(axis=0), 1.0)), float(np.abs(np.diag(K)).max())
-    (True, 0.0)
-    """
-    Xa, wk, wq = _checked_sample(X, w_k, w_q, diagonal)
-    beta = as_float("beta", beta, low=0, high=BETA_MAX)
-    normalise = check_choice("normalise", normalise, _NORMALISE)
-    with _numeric("softmax_kernel", X=X, beta=beta):
-        K = _softmax_of_scores(_scores(Xa, wk, wq), beta, diagonal, normalise)[0].numpy()
-    return finite_result("softmax_kernel", K, X=X, beta=beta)
-
-
-def softmax_features(X: ArrayLike, beta: float, w_k: ArrayLike | None = None, w_q: ArrayLike | None = None,
-                     diagonal: str = "removed", normalise: str = "keys") -> np.ndarray:
-    """Softmax attention output ``Phi = X K`` (``K``: :func:`softmax_kernel`, same parameters); ndarray (p, n)."""
-    K = softmax_kernel(X, beta, w_k, w_q, diagonal, normalise)
-    return np.asarray(as_float_array("X", X, ndim=2) @ K)
-
-
-def entrywise_exponential_kernel(X: ArrayLike, beta: float, w_k: ArrayLike | None = None,
-                                 w_q: ArrayLike | None = None) -> np.ndarray:
-    """Paper B's kernel of the exponential: ``f_beta(X^T W X / sqrt p) / sqrt p``, diagonal removed.
-
-    ``f_beta(x) = exp(beta x - beta^2 / 2) - 1`` (centred under the standard Gaussian: ``a1 = beta``,
-    ``nu = exp(beta^2) - 1``; :func:`theory.softmax.softmax_activation`), what softmax attention is up to its
-    normalisers and its rank-one mean (:mod:`theory.softmax`): the kernel of
-    ``numerics.attention_features(X, theory.softmax.softmax_activation(beta), w_k, w_q)`` (whose output is ``X``
-    times it).
-
-    Returns
-    -------
-    ndarray (n, n)
-    """
-    Xa, wk, wq = _checked_sample(X, w_k, w_q, "removed")
-    beta = as_float("beta", beta, low=0, high=BETA_MAX)
-    with _numeric("entrywise_exponential_kernel", X=X, beta=beta):
-        K = _exponential_of_scores(_scores(Xa, wk, wq), beta, Xa.shape[0])[0].numpy()
-    return finite_result("entrywise_exponential_kernel", K, X=X, beta=beta)
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,7 +159,7 @@ def softmax_error_mc(model: Any, p: Any, gammas: ArrayLike, betas: ArrayLike, se
     settings : numerics.MonteCarloSettings
         Trials (``>= 2``), seed, threads, batching, device and labels.
     kind : {"softmax", "entrywise", "ridge"} or tuple of them
-        What runs: softmax attention (:func:`softmax_kernel`), paper B's kernel of ``f_beta`` (diagonal removed,
+        What runs: softmax attention (the kernel ``K`` of the module docstring), paper B's kernel of ``f_beta`` (diagonal removed,
         whatever the model's diagonal), ridge (``Phi = X``).
     normalise : {"keys", "rows"}
         Of the softmax kernel.
@@ -287,7 +190,8 @@ def softmax_error_mc(model: Any, p: Any, gammas: ArrayLike, betas: ArrayLike, se
     n, pv = model_sizes(models[0], p)
     settings = check_settings(settings)
     diagonal = check_diagonal_named(models[0])
-    _check_tokens(n, diagonal)
+    if diagonal == "removed" and n < 2:  # a masked softmax needs another key for every query
+        raise ValueError(f"n must be >= 2 with diagonal='removed' (each query needs another key), got n = {n}")
     kinds = check_kinds(kind, KINDS)
     normalise = check_choice("normalise", normalise, _NORMALISE)
     snr = models[0].snr

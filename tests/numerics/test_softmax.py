@@ -1,16 +1,16 @@
-"""Softmax attention on paper B's model: the kernel and its Monte Carlo (numerics.softmax), the prediction
-(theory.softmax), and claim B8's run and figure at the smoke profile.
+"""Softmax attention on paper B's model: its Monte Carlo (numerics.softmax), the prediction (theory.softmax), and
+claim B8's run and figure at the smoke profile.
 
 What is tested, and why each test can fail:
 
-* the kernel: softmax over the keys (columns sum to one), the masked self score, the row variant, and the
-  extreme-token effect of a kept diagonal (its self weight against :func:`theory.softmax.softmax_self_weight`;
-  attention then collapses to ridge, which the masked kernel does not);
+* the kernel, written out here with numpy (:func:`_kernel`, :func:`_entrywise`: the oracles): the extreme-token
+  effect of a kept diagonal (its self weight against :func:`theory.softmax.softmax_self_weight`; attention then
+  collapses to ridge, which the masked kernel does not);
 * the Monte Carlo is paper B's machinery on the same draws: its ridge column is
   :func:`numerics.simulate_model`'s, its entrywise column :func:`numerics.simulate_model`'s true kernel
-  for the activation :func:`theory.softmax.softmax_activation`, its softmax column the error of
-  :func:`numerics.softmax.softmax_features` at ``gamma p/(n-1)^2`` on the draw of each trial; batching and threads
-  change nothing;
+  for the activation :func:`theory.softmax.softmax_activation`, its softmax column the error of the written-out
+  kernel's features at ``gamma p/(n-1)^2`` on the draw of each trial (masked and kept diagonal, keys and rows
+  normalisation, a spike whose keys carry ``w_k``); batching and threads change nothing;
 * the theory: closed-form Hermite data against quadrature, the null prediction against
   :meth:`theory.AttentionModel.error`, the quadrature solver of B8 against the exact one, the normalisers' spread and
   the diagonal term ``d0 = -1/sqrt p`` against simulation (the derivation's steps 1 and 4);
@@ -25,13 +25,12 @@ import numpy as np
 import pytest
 
 import theory
-from theory import AttentionModel
+from theory import AttentionModel, Spike
 from conftest import assert_well_formed, run_smoke
 from figure_lint import figure_problems
 from numerics import MonteCarloSettings, interpolation_error, sample_signal_plus_noise, simulate_model
-from numerics.softmax import entrywise_exponential_kernel, softmax_error_mc, softmax_features, softmax_kernel
+from numerics.softmax import softmax_error_mc
 from theory.softmax import (
-    BETA_MAX,
     softmax_activation,
     softmax_attention_error,
     softmax_gamma_scale,
@@ -48,31 +47,28 @@ def _x(p: int, n: int, seed: int = 0) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- the kernel
-def test_softmax_normalises_each_query_over_the_other_keys():
-    X = _x(16, 12)
-    K = softmax_kernel(X, 0.7)
-    assert np.allclose(K.sum(axis=0), 1.0) and np.all(np.diag(K) == 0.0) and np.all(K >= 0)
-    S = X.T @ X / 4.0
-    j = 3
-    w = np.exp(0.7 * S[:, j])
-    w[j] = 0.0
-    np.testing.assert_allclose(K[:, j], w / w.sum(), rtol=1e-12)
-    R = softmax_kernel(X, 0.7, normalise="rows")
-    assert np.allclose(R.sum(axis=1), 1.0)
-    np.testing.assert_allclose(R, K.T, rtol=1e-12)  # W = I: S symmetric
-    np.testing.assert_allclose(softmax_features(X, 0.7), X @ K, rtol=1e-12)
+# written out with numpy: the oracles of softmax_error_mc's softmax and entrywise columns
+def _scores(X: np.ndarray, w_k=None, w_q=None) -> np.ndarray:
+    """``S_ij = x_i^T W x_j / sqrt p``, ``W = I + w_k w_q^T``: key ``i`` (the side of ``w_k``), query ``j``."""
+    p = X.shape[0]
+    W = np.eye(p) if w_k is None else np.eye(p) + np.outer(w_k, w_q)
+    return X.T @ W @ X / math.sqrt(p)
 
 
-def test_spiked_scores_pair_keys_with_w_k():
-    X = _x(8, 6, seed=1)
-    wk, wq = np.eye(8)[0] * 2.0, np.eye(8)[1] * 0.5
-    S = X.T @ (np.eye(8) + np.outer(wk, wq)) @ X / math.sqrt(8)
-    E = np.exp(1.3 * S)
-    np.fill_diagonal(E, 0.0)
-    np.testing.assert_allclose(softmax_kernel(X, 1.3, wk, wq), E / E.sum(axis=0), rtol=1e-12)
-    F = np.expm1(1.3 * S - 1.3**2 / 2) / math.sqrt(8)
+def _kernel(X, beta, w_k=None, w_q=None, diagonal="removed", normalise="keys") -> np.ndarray:
+    """Softmax attention's kernel of one sample: ``exp(beta S)``, self scores masked (``diagonal="removed"``),
+    each query's column (``"keys"``) or each row (``"rows"``) normalised to one."""
+    E = np.exp(beta * _scores(X, w_k, w_q))
+    if diagonal == "removed":
+        np.fill_diagonal(E, 0.0)
+    return E / E.sum(axis=0 if normalise == "keys" else 1, keepdims=True)
+
+
+def _entrywise(X, beta, w_k=None, w_q=None) -> np.ndarray:
+    """Paper B's kernel ``f_beta(S) / sqrt p``, ``f_beta(x) = exp(beta x - beta^2 / 2) - 1``, diagonal removed."""
+    F = np.expm1(beta * _scores(X, w_k, w_q) - beta**2 / 2) / math.sqrt(X.shape[0])
     np.fill_diagonal(F, 0.0)
-    np.testing.assert_allclose(entrywise_exponential_kernel(X, 1.3, wk, wq), F, rtol=1e-12)
+    return F
 
 
 def test_kept_diagonal_self_weight_is_the_extreme_token_effect():
@@ -83,7 +79,7 @@ def test_kept_diagonal_self_weight_is_the_extreme_token_effect():
     would move the formula to 0.44.
     """
     n, p, beta = 256, 64, 0.72
-    w = np.concatenate([np.diag(softmax_kernel(_x(p, n, s), beta, diagonal="kept")) for s in range(4)])
+    w = np.concatenate([np.diag(_kernel(_x(p, n, s), beta, diagonal="kept")) for s in range(4)])
     assert softmax_self_weight(beta, n, p) == pytest.approx(0.5, abs=0.02)
     assert abs(np.median(w) - softmax_self_weight(beta, n, p)) < 0.03
 
@@ -93,8 +89,8 @@ def test_kept_diagonal_collapses_to_ridge_and_the_mask_does_not():
     X, y, _ = sample_signal_plus_noise(n, p, 1.0, 3)
     g = GAMMAS * softmax_gamma_scale(n, p)
     ridge = interpolation_error(X, y, g)
-    kept = interpolation_error(softmax_features(X, beta, diagonal="kept"), y, g)
-    masked = interpolation_error(softmax_features(X, beta), y, g)
+    kept = interpolation_error(X @ _kernel(X, beta, diagonal="kept"), y, g)
+    masked = interpolation_error(X @ _kernel(X, beta), y, g)
     np.testing.assert_allclose(kept, ridge, rtol=1e-4)
     assert np.all(np.abs(masked - ridge) > 0.05 * ridge)
 
@@ -112,8 +108,28 @@ def test_monte_carlo_is_paper_b_machinery_on_the_same_draws():
     seeds = np.random.SeedSequence(seed).spawn(T)
     for t in range(T):
         X, y, _ = sample_signal_plus_noise(n, p, snr, np.random.default_rng(seeds[t]))
-        e = interpolation_error(softmax_features(X, beta), y, GAMMAS * softmax_gamma_scale(n, p))
+        e = interpolation_error(X @ _kernel(X, beta), y, GAMMAS * softmax_gamma_scale(n, p))
         np.testing.assert_allclose(out["softmax"][0, 0, t], e, rtol=1e-9)
+
+
+@pytest.mark.parametrize("spike, diagonal, normalise", [
+    (None, "removed", "rows"),
+    (Spike([2.0, 0.0], [0.0, 0.5]), "removed", "keys"),  # w_k != w_q: the keys carry w_k
+    (Spike([0.0, 1.0], [1.5, 0.0]), "kept", "keys"),
+])
+def test_monte_carlo_kernels_are_the_written_out_ones(spike, diagonal, normalise):
+    """Each trial's softmax and entrywise errors are those of the kernels written out above, on the trial's draw."""
+    n, p, snr, T, seed, beta = 16, 8, 1.0, 2, 7, 0.8
+    data = AttentionModel(0.5, "identity", snr, spike=spike, diagonal=diagonal)
+    out = softmax_error_mc(data, p, GAMMAS, beta, MonteCarloSettings(T, seed), normalise=normalise)
+    wk, wq = (None, None) if spike is None else (np.pad(w, (0, p - w.size)) for w in spike.vectors())
+    for t, ss in enumerate(np.random.SeedSequence(seed).spawn(T)):
+        X, y, _ = sample_signal_plus_noise(n, p, snr, np.random.default_rng(ss))
+        soft = interpolation_error(X @ _kernel(X, beta, wk, wq, diagonal, normalise), y,
+                                   GAMMAS * softmax_gamma_scale(n, p))
+        np.testing.assert_allclose(out["softmax"][0, 0, t], soft, rtol=1e-9)
+        np.testing.assert_allclose(out["entrywise"][0, 0, t], interpolation_error(X @ _entrywise(X, beta, wk, wq), y,
+                                                                                  GAMMAS), rtol=1e-9)
 
 
 def test_monte_carlo_does_not_depend_on_batching_or_threads():
@@ -132,7 +148,7 @@ def test_gamma_scale_is_an_exact_rescaling():
     n, p = 40, 30
     X, y, _ = sample_signal_plus_noise(n, p, 0.5, 2)
     s2 = softmax_gamma_scale(n, p)
-    Phi = softmax_features(X, 1.0)
+    Phi = X @ _kernel(X, 1.0)
     np.testing.assert_allclose(interpolation_error(Phi, y, GAMMAS * s2), interpolation_error(Phi / math.sqrt(s2), y,
                                                                                               GAMMAS), rtol=1e-9)
     assert s2 == p / (n - 1) ** 2
@@ -142,14 +158,6 @@ _DATA, _TWO = AttentionModel(0.5, "identity"), MonteCarloSettings(2, 0)
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: softmax_kernel(_x(4, 4), -0.1), "beta"),
-    (lambda: softmax_kernel(_x(4, 4), BETA_MAX * 2), "beta"),
-    (lambda: softmax_kernel(_x(4, 4), float("nan")), "beta"),
-    (lambda: softmax_kernel(_x(4, 4), "1"), "beta"),
-    (lambda: softmax_kernel(_x(4, 1), 1.0), "n"),
-    (lambda: softmax_kernel(_x(4, 4), 1.0, normalise="cols"), "normalise"),
-    (lambda: softmax_kernel(_x(4, 4), 1.0, diagonal="zero"), "diagonal"),
-    (lambda: softmax_kernel(_x(4, 4), 1.0, w_k=np.ones(4)), "w_k"),
     (lambda: softmax_error_mc(_DATA, 4, GAMMAS, [], _TWO), "betas"),
     (lambda: softmax_error_mc(_DATA, 4, GAMMAS, [1.0, 9.0], _TWO), "betas"),
     (lambda: softmax_error_mc(AttentionModel(0.5, "identity", 1.0), 4, GAMMAS, 1.0, _TWO, label_average=True),
