@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from theory.validation import as_array, finite_result
+from theory.validation import finite_result
 
 __all__: list[str] = []  # private module
 
@@ -110,16 +110,3 @@ def evaluate(u: Any, coef: Any, lo: Any, hi: Any, clamp: bool = True):
     for l, v in enumerate(vals):
         out = out + coef[idx, l] * v
     return finite_result("evaluate", out, u=u, coef=coef) if isinstance(out, np.ndarray) else out
-
-
-def basis_matrix(u: np.ndarray, lo: float, hi: float, n_intervals: int, degree: int,
-                 clamp: bool = True) -> np.ndarray:
-    """Dense basis matrix ``(len(u), K (s+1))`` (NumPy; small problems and tests; within the memory budget)."""
-    u = as_array("u", u, allow_empty=True).ravel()
-    idx, t = locate(u, lo, hi, n_intervals, clamp=clamp)
-    vals = legendre_values(t, degree)
-    out = np.zeros((u.size, n_intervals * (degree + 1)))
-    rows = np.arange(u.size)
-    for l, v in enumerate(vals):
-        out[rows, idx * (degree + 1) + l] = v
-    return out

@@ -40,7 +40,7 @@ from .ips import IPSModel, bilinear_forms
 from .threads import torch_numeric_errors
 
 __all__ = ["RANGE_Q", "DesignStopping", "predict_error", "predict_error_grid", "predict_log_error",
-           "predict_log_errors", "predicted_curve", "population_range"]
+           "predict_log_errors", "population_range"]
 
 #: range quantile of the estimator in the designs (``range_quantile`` of the fits): the central 99.9%
 RANGE_Q = 5e-4
@@ -332,38 +332,6 @@ def _predict(model: IPSModel, Ks: list[int], s: int, n_pop: int, n_pairs: int, s
                         "hi": hi})
         out.append(row)
     return out
-
-
-def predicted_curve(pred: list[dict[str, float]], M: list[int], parametric: bool = True) -> np.ndarray:
-    """``B_K + (V_np + V_par) / M_K`` along the design.
-
-    Parameters
-    ----------
-    pred : list of dict
-        One :func:`predict_error` result per design point (``B``, ``V_np`` and, when ``parametric``, ``V_par``:
-        finite real numbers).
-    M : list of int
-        Sample sizes ``> 0``, as many as ``pred``.
-    parametric : bool
-        Include ``V_par``.
-    """
-    parametric = check_flag("parametric", parametric)
-    if not isinstance(pred, (list, tuple)):
-        raise ArgumentTypeError(f"pred must be a list of predict_error dicts, got {describe(pred)}")
-    if isinstance(M, (str, bytes, dict)) or not hasattr(M, "__len__"):
-        raise ArgumentTypeError(f"M must be a list of sample sizes > 0, got {describe(M)}")
-    if len(M) != len(pred):
-        raise ValueError(f"M must have one sample size per prediction: len(M) = {len(M)}, len(pred) = {len(pred)}")
-    keys = ("B", "V_np", "V_par") if parametric else ("B", "V_np")
-    for i, q in enumerate(pred):
-        if not isinstance(q, dict) or any(k not in q for k in keys):
-            raise ArgumentTypeError(f"pred[{i}] must be a dict with the keys {keys} (a predict_error result), got "
-                                    f"{describe(q)}")
-        for k in keys:
-            as_float(f"pred[{i}][{k!r}]", q[k])
-        as_float(f"M[{i}]", M[i], low=0, low_open=True)
-    out = np.array([q["B"] + (q["V_np"] + (q["V_par"] if parametric else 0.0)) / m for q, m in zip(pred, M)])
-    return finite_result("predicted_curve", out, pred=pred, M=M)
 
 
 # ------------------------------------------------------------------------------------------ finite-M model

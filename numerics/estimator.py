@@ -26,7 +26,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -481,8 +481,7 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
                               "before the relative objective change fell below tol", ConvergenceWarning, stacklevel=2)
             return self._apply(result, time.perf_counter() - t0)
 
-    def fit_many(self, X: Any, Y: Any, *, A: Any = None,
-                 random_states: Sequence[Any] | None = None) -> list["PairwiseInteractionEstimator"]:
+    def fit_many(self, X: Any, Y: Any, *, A: Any = None) -> list["PairwiseInteractionEstimator"]:
         """Fit ``R`` independent data sets in one call; returns ``R`` fitted clones of this estimator.
 
         The Gauss-Newton iterations of all replicates run together (one batched evaluation of the objective, its
@@ -500,17 +499,13 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
             Their outputs.
         A : array (d, d) or (R, d, d), optional
             Fixed matrix (one for all or one per data set): fit ``phi`` only, as ``fit(..., A=...)``.
-        random_states : sequence of length R, optional
-            The ``random_state`` of each clone (``None``, an integer or a ``numpy.random.Generator``; default: this
-            estimator's for all, a generator then being consumed by the data sets in order, as by ``R`` calls of
-            :meth:`fit`).
 
         Returns
         -------
         list of PairwiseInteractionEstimator
-            ``R`` clones (the parameters of this one; ``random_state`` from ``random_states`` if given) with the
-            fitted attributes of :meth:`fit`. ``fit_time_`` is the wall-clock time of the whole call divided by
-            ``R``. This estimator itself is left as it was.
+            ``R`` clones (the parameters of this one, ``random_state`` included: a generator is consumed by the data
+            sets in order, as by ``R`` calls of :meth:`fit`) with the fitted attributes of :meth:`fit`. ``fit_time_``
+            is the wall-clock time of the whole call divided by ``R``. This estimator itself is left as it was.
 
         Warns
         -----
@@ -532,9 +527,8 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         t0 = time.perf_counter()
         X, Y = _check_XY_many(X, Y)
         R, M, N, d = X.shape
-        states = self._replicate_random_states(random_states, R)
         matrices = _replicate_matrices(A, R)
-        clones = [self._clone(None if random_states is None else rs) for rs in states]
+        clones = [type(self)(**self.get_params(deep=False)) for _ in range(R)]
         with torch_threads(self._cfg.num_threads):
             if self._cfg.optimizer == "lbfgs":  # one fit after the other (torch.optim state is per parameter set)
                 with warnings.catch_warnings():
@@ -542,7 +536,7 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
                     for i, est in enumerate(clones):
                         est.fit(X[i], Y[i], A=None if matrices is None else matrices[i])
             else:
-                results = self._fit_batch(X, Y, matrices, None, states)
+                results = self._fit_batch(X, Y, matrices, None, [self._cfg.random_state] * R)
                 for est, res in zip(clones, results):
                     est._apply(res, 0.0)
         late = [i for i, est in enumerate(clones) if not est.converged_]
@@ -554,30 +548,6 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         for est in clones:
             est.fit_time_ = per_fit
         return clones
-
-    def _replicate_random_states(self, random_states: Any, R: int) -> list:
-        """The random state of each of ``R`` data sets (checked): ``random_states`` or this estimator's."""
-        if random_states is None:
-            return [self._cfg.random_state] * R
-        if isinstance(random_states, (str, bytes, dict, np.random.Generator)) or not hasattr(random_states, "__len__"):
-            raise ArgumentTypeError(f"random_states must be a sequence of {R} random states, got "
-                                    f"{type(random_states).__name__}")
-        if len(random_states) != R:
-            raise ValueError(f"random_states must hold one random state per data set (R = {R}), got "
-                             f"{len(random_states)}")
-        for i, value in enumerate(random_states):
-            try:
-                check_random_state_param(value)
-            except (ValueError, TypeError) as exc:
-                raise type(exc)(f"random_states[{i}]: {exc}") from None
-        return [v if isinstance(v, np.random.Generator) or v is None else int(v) for v in random_states]
-
-    def _clone(self, random_state: Any = None) -> "PairwiseInteractionEstimator":
-        """An unfitted estimator with this one's parameters (and ``random_state`` if given)."""
-        params = self.get_params(deep=False)
-        if random_state is not None:
-            params.update(random_state=random_state)
-        return type(self)(**params)
 
     def _factor(self, A: Any, d: int, name: str) -> tuple[np.ndarray, np.ndarray]:
         A = np.asarray(A, dtype=np.float64)

@@ -39,10 +39,9 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
-                               describe, finite_result, numeric_errors)
+from theory.validation import ArgumentTypeError, as_array, as_int, check_array_memory, describe, finite_result
 
-__all__ = ["SlopeFit", "SlopeComparison", "fit_slope", "compare_slopes", "design_slope"]
+__all__ = ["SlopeFit", "fit_slope", "design_slope"]
 
 
 @dataclass(frozen=True)
@@ -107,49 +106,9 @@ class SlopeFit:
             return self.se, float(self.df)
         return self.se_rep, float(self.df_rep)
 
-    def contains(self, value: float, interval: str = "t") -> bool:
-        """Whether ``value`` (a finite real number) lies in the ``"t"``, ``"boot"`` or ``"pooled"`` 95% interval."""
-        value = as_float("value", value)
-        check_choice("interval", interval, ("t", "boot", "pooled"))
-        ci = {"t": self.ci_t, "boot": self.ci_boot, "pooled": self.ci_pooled}[interval]
-        if ci is None:
-            raise ValueError("interval 'boot' is not available (no replicates)")
-        return bool(ci[0] <= value <= ci[1])
-
     def to_dict(self) -> dict[str, Any]:
         """Plain-number dictionary (JSON-friendly; intervals as lists)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-
-
-@dataclass(frozen=True)
-class SlopeComparison:
-    """Difference ``fit1.slope - fit2.slope`` with a Welch-Satterthwaite t interval.
-
-    Attributes
-    ----------
-    diff, se : float
-        Difference and its standard error ``sqrt(se1^2 + se2^2)`` (independent fits).
-    df : float
-        Welch-Satterthwaite degrees of freedom, ``> 0``; ``inf`` when both standard errors are 0.
-    t : float
-        ``diff / se`` (``+-inf`` when ``se = 0`` and ``diff != 0``; never NaN).
-    p_value : float
-        Two-sided p-value of ``diff = 0``.
-    ci : tuple of float
-        95% interval ``diff +- t_{0.975, df} se``.
-    """
-
-    diff: float
-    se: float
-    df: float
-    t: float
-    p_value: float
-    ci: tuple[float, float]
-
-    @property
-    def contains_zero(self) -> bool:
-        """Whether the 95% interval of the difference contains 0."""
-        return bool(self.ci[0] <= 0.0 <= self.ci[1])
 
 
 def _as_1d(name: str, a: Any) -> np.ndarray:
@@ -317,46 +276,6 @@ def _fit(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generator | i
                     ci_boot=_bootstrap_ci(y, levels, inverse, sxx, n_boot, rng), intercept=a, r2=float(r2), n=int(n),
                     n_levels=int(k), df=int(df), se_pooled=se_p, ci_pooled=(bp - tqp * se_p, bp + tqp * se_p),
                     lack_of_fit_p=lof_p, se_rep=se_rep, df_rep=df_rep)
-
-
-def compare_slopes(fit1: SlopeFit, fit2: SlopeFit, se: str = "t") -> SlopeComparison:
-    """Compare two independent slope fits: ``fit1.slope - fit2.slope`` with a Welch t interval.
-
-    Parameters
-    ----------
-    fit1, fit2 : SlopeFit
-        Fits on independent data.
-    se : ``"t"`` (per-level fit's SE, ``df = n_levels - 2``) or ``"rep"`` (replicate-level SE,
-        :attr:`SlopeFit.se_replicate`).
-
-    Returns
-    -------
-    SlopeComparison
-
-    Examples
-    --------
-    >>> M = np.repeat([100.0, 1000.0, 10000.0], 2)
-    >>> f1 = fit_slope(M, M ** -0.8 * np.tile([1.0, 1.1], 3), n_boot=0)
-    >>> compare_slopes(f1, f1).diff
-    0.0
-    """
-    for name, f in (("fit1", fit1), ("fit2", fit2)):
-        if not isinstance(f, SlopeFit):
-            raise ArgumentTypeError(f"{name} must be a SlopeFit, got {describe(f)} of type {type(f).__name__}")
-    check_choice("se", se, ("t", "rep"))
-    with numeric_errors("compare_slopes", fit1=fit1, fit2=fit2):
-        diff = fit1.slope - fit2.slope
-        (s1, df1), (s2, df2) = ((f.se, float(f.df)) if se == "t" else f.se_replicate for f in (fit1, fit2))
-        v1, v2 = s1**2, s2**2
-        se = math.sqrt(v1 + v2)
-        if se == 0.0:
-            return SlopeComparison(diff, 0.0, float("inf"), math.copysign(math.inf, diff) if diff else 0.0,
-                                   1.0 if diff == 0 else 0.0, (diff, diff))
-        df = (v1 + v2) ** 2 / ((v1**2 / df1 if v1 > 0 else 0.0) + (v2**2 / df2 if v2 > 0 else 0.0))
-        t = diff / se
-        tq = float(stats.t.ppf(0.975, df))
-        p = float(2 * stats.t.sf(abs(t), df))
-    return SlopeComparison(diff=diff, se=se, df=float(df), t=t, p_value=p, ci=(diff - tq * se, diff + tq * se))
 
 
 def design_slope(M: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray) -> float:

@@ -30,7 +30,6 @@ import os
 import threading
 import time
 import warnings
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -166,40 +165,15 @@ class SweepResults:
     def __repr__(self) -> str:
         return f"SweepResults({len(self)} records, computed={self.n_computed}, cached={self.n_cached})"
 
-    def to_records(self) -> list[dict]:
-        """A list of flat dicts (copies)."""
-        return [dict(r) for r in self.records]
-
     def column(self, name: str) -> np.ndarray:
         """Values of ``name`` across records (numpy array)."""
         if not self.records or any(name not in r for r in self.records):
             raise ValueError(f"name must be a key of every record, got {name!r}")
         return np.asarray([r[name] for r in self.records])
 
-    def groupby(self, *keys: str) -> "OrderedDict[tuple, SweepResults]":
-        """Group records by the values of ``keys`` (first-appearance order)."""
-        if not keys:
-            raise ValueError("keys must name at least one column")
-        groups: OrderedDict[tuple, list[dict]] = OrderedDict()
-        for r in self.records:
-            try:
-                k = tuple(_hashable(r[key]) for key in keys)
-            except KeyError as exc:
-                raise ValueError(f"keys must be columns of the records, missing {exc.args[0]!r}") from None
-            groups.setdefault(k, []).append(r)
-        return OrderedDict((k, SweepResults(v)) for k, v in groups.items())
-
     def filter(self, **conditions: Any) -> "SweepResults":
         """Records whose columns equal the given values."""
         return SweepResults([r for r in self.records if all(r.get(k) == v for k, v in conditions.items())])
-
-
-def _hashable(v: Any) -> Any:
-    if isinstance(v, list):
-        return tuple(_hashable(x) for x in v)
-    if isinstance(v, dict):
-        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
-    return v
 
 
 # ----------------------------------------------------------------------------------------- runner

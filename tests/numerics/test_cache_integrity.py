@@ -53,15 +53,15 @@ def _sweep(tmp_path: Path, cells=CELLS, **kw):
 
 def _rerun_recomputes(tmp_path: Path, match: str, cells=CELLS) -> None:
     """The rerun warns (``match``), recomputes exactly one pair, and returns the true records."""
-    truth = run_sweep(task, cells, seeds=[1], workers=Workers(n_jobs=1)).to_records()
+    truth = list(run_sweep(task, cells, seeds=[1], workers=Workers(n_jobs=1)))
     CALLS.clear()
     with pytest.warns(CacheIntegrityWarning, match=match):
         res = _sweep(tmp_path, cells)
     assert len(CALLS) == 1 and res.n_computed == 1 and res.n_cached == len(cells) - 1
-    assert res.to_records() == truth
+    assert list(res) == truth
     CALLS.clear()
     again = _sweep(tmp_path, cells)  # the entry was rewritten: trusted again, no warning, nothing computed
-    assert CALLS == [] and again.to_records() == truth
+    assert CALLS == [] and list(again) == truth
 
 
 # ----------------------------------------------------------------------------------------- sweep JSON entries
@@ -162,7 +162,7 @@ sys.path.insert(0, {here!r})
 from numerics.sweep import Workers, run_sweep
 import test_cache_integrity as t
 res = run_sweep(t.task, [{{"i": i, "P": 3}} for i in range(8)], seeds=[1], cache_dir={cache!r}, workers=Workers(n_jobs={n_jobs}))
-print(json.dumps(res.to_records()))
+print(json.dumps(list(res)))
 """
 
 

@@ -12,8 +12,7 @@ The protocol and its machinery are those of ``tests/fuzz_support.py`` (argument 
 
 Added to the theory table: 2-d and 1-d real arrays (NaN, inf, complex -- refused, never truncated --, wrong
 shapes and lengths, torch tensors), generators and seeds, torch devices (``"cuda"`` where CUDA is absent),
-callables, work-item iterables, ``pre_dispatch`` strings, models (and sequences of them), slope fits,
-intervals and prediction dicts.
+callables, work-item iterables, ``pre_dispatch`` strings, models (and sequences of them).
 
 Every module of the table (``rmt``, ``slopes``, ``error_model``, ``threads``, ``ips``, ``estimator``,
 ``sweep``; and ``benchmarks.paper_style``, the estimator benchmark's baseline) must refuse 100 % of the bad calls.  A module not yet there goes in ``OTHERS``: its
@@ -96,15 +95,6 @@ def _device_bad(a: Arg) -> list[tuple[str, Any]]:
     return out
 
 
-def _pred_bad(a: Arg) -> list[tuple[str, Any]]:
-    q = dict(B=0.1, V_np=1.0, V_par=0.5)
-    return _junk() + [
-        ("dict", q), ("list of None", [None, q]), ("nan B", [dict(q, B=NAN), q]), ("inf V_np", [q, dict(q, V_np=INF)]),
-        ("missing V_par", [dict(B=0.1, V_np=1.0), q]), ("str B", [dict(q, B="0.1"), q]),
-        ("evil B", [dict(q, B=EVIL), q]),
-        ("complex V_par", [q, dict(q, V_par=1j)]), ("strings", ["abc", "def"]), ("too short", [q])]
-
-
 def _sizes_bad(a: Arg) -> list[tuple[str, Any]]:
     return _junk() + [("zero", [0, 100]), ("negative", [-1, 100]), ("nan", [NAN, 100]), ("inf", [100, INF]),
                       ("strings", ["a", "b"]), ("too short", [100]), ("scalar", 100), ("complex", [1j, 100]),
@@ -113,11 +103,6 @@ def _sizes_bad(a: Arg) -> list[tuple[str, Any]]:
 
 def _model_bad(a: Arg) -> list[tuple[str, Any]]:
     return _junk() + [("int", 1), ("nan", NAN), ("dict of fields", {"d": 1, "N": 3}), ("class", numerics.IPSModel)]
-
-
-def _slopefit_bad(a: Arg) -> list[tuple[str, Any]]:
-    return _junk() + [("float", -0.8), ("nan", NAN), ("dict of a fit", _FIT.to_dict()),
-                      ("a SlopeComparison", numerics.compare_slopes(_FIT, _FIT))]
 
 
 def _callable_bad(a: Arg) -> list[tuple[str, Any]]:
@@ -152,8 +137,7 @@ def _pre_dispatch_bad(a: Arg) -> list[tuple[str, Any]]:
 
 _KINDS: dict[str, Callable[[Arg], list[tuple[str, Any]]]] = {
     "matrix2": _matrix_bad, "vector1": _vector_bad, "rng": _rng_bad, "device": _device_bad,
-    "pred": _pred_bad,
-    "sizes": _sizes_bad, "model": _model_bad, "slopefit": _slopefit_bad, "callable": _callable_bad,
+    "sizes": _sizes_bad, "model": _model_bad, "callable": _callable_bad,
     "items": _items_bad, "pre_dispatch": _pre_dispatch_bad, "text": _text_bad,
     "path": _path_bad, "mapping": _mapping_bad, "attention_model": lambda a: _junk(), "settings": lambda a: _junk()}
 
@@ -185,7 +169,6 @@ FLAG, RNG, DEVICE = Arg("flag"), Arg("rng"), Arg("device")
 _X = np.random.default_rng(0).standard_normal((4, 6))
 _Y = np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
 _M = np.repeat([100.0, 300.0, 1000.0], 2)
-_FIT = numerics.fit_slope(_M, 2.0 * _M ** -0.8 * np.tile([1.0, 1.1], 3), n_boot=50, rng=0)
 
 
 def _rmt_cases(add: Callable[..., None]) -> None:
@@ -205,8 +188,7 @@ def _rmt_cases(add: Callable[..., None]) -> None:
              w_q=_vec(extra=(("wrong length", np.ones(5)), ("None", None)))), path="attention_features")
     err_args = dict(features=Arg("matrix2", extra=(("huge", np.full((4, 6), 1e300)),)),
                     y=_vec(extra=(("wrong length", np.ones(5)),)), gammas=GAMMAS)
-    for name in ("interpolation_error", "interpolation_error_direct"):
-        add(name, dict(features=_X, y=_Y, gammas=[0.1, 1.0]), err_args)
+    add("interpolation_error", dict(features=_X, y=_Y, gammas=[0.1, 1.0]), err_args)
     add("interpolation_error_label_average", dict(features=_X, gammas=[0.1, 1.0]),
         dict(features=err_args["features"], gammas=GAMMAS))
     add("interpolation_error_label_average[label_mean]",
@@ -259,16 +241,11 @@ def _slopes_cases(add: Callable[..., None]) -> None:
     add("design_slope", dict(M=[10, 100, 1000], values=[1e-1, 1e-2, 1e-3]),
         dict(M=pos(**arr, extra=(("two distinct", [10, 10, 100]),)),
              values=pos(**arr, extra=(("wrong length", [1.0]),))))
-    add("compare_slopes", dict(fit1=_FIT, fit2=_FIT, se="t"),
-        dict(fit1=Arg("slopefit"), fit2=Arg("slopefit"), se=choice("t", "rep")))
-    add("SlopeFit.contains", dict(value=-0.8, interval="boot"),
-        dict(value=real(), interval=choice("t", "boot", "pooled")), func=_FIT.contains)
 
 
 def _error_model_cases(add: Callable[..., None]) -> None:
     """numerics.error_model (not re-exported by the package: its own ``__all__``)."""
     model = numerics.IPSModel(d=1, N=3, seed=0)
-    q = dict(B=0.1, V_np=1.0, V_par=0.5)
     add("predict_error", dict(model=model, K=2, s=1, n_pop=50, n_pairs=1024, seed=0, with_A=True),
         dict(model=Arg("model"), K=integer(1), s=integer(0), n_pop=integer(1), n_pairs=integer(1), seed=SEED,
              with_A=FLAG), func=error_model.predict_error)
@@ -293,8 +270,6 @@ def _error_model_cases(add: Callable[..., None]) -> None:
              ridge=nonneg(), seed=SEED, n_eval=integer(2), stopping=Arg("settings")), func=error_model.predict_log_errors)
     add("population_range", dict(model=model, seed=0, n=2**12),
         dict(model=Arg("model"), seed=SEED, n=integer(1)), func=error_model.population_range)
-    add("predicted_curve", dict(pred=[q, q], M=[100, 1000], parametric=True),
-        dict(pred=Arg("pred"), M=Arg("sizes"), parametric=FLAG), func=error_model.predicted_curve)
 
 
 def _threads_cases(add: Callable[..., None]) -> None:
@@ -355,10 +330,8 @@ def _estimator_cases(add: Callable[..., None]) -> None:
     add("PairwiseInteractionEstimator.fit", dict(X=X, Y=Y), dict(X=real(array=True), Y=real(array=True)),
         func=numerics.PairwiseInteractionEstimator(restarts=1, max_iter=5).fit)
     XR, YR = np.stack([X, X[::-1]]), np.stack([Y, Y[::-1]])  # two data sets
-    add("PairwiseInteractionEstimator.fit_many", dict(X=XR, Y=YR, random_states=[0, 1]),
-        dict(X=real(array=True), Y=real(array=True), random_states=Arg("rng", none_ok=True)),
-        func=numerics.PairwiseInteractionEstimator(restarts=1, max_iter=5).fit_many,
-        drop={"random_states": frozenset({"list"})})  # a list of one seed per data set is the documented form
+    add("PairwiseInteractionEstimator.fit_many", dict(X=XR, Y=YR), dict(X=real(array=True), Y=real(array=True)),
+        func=numerics.PairwiseInteractionEstimator(restarts=1, max_iter=5).fit_many)
     est.fit(X, Y)
     add("PairwiseInteractionEstimator.phi", dict(u=np.linspace(-1, 1, 5)), dict(u=real(array=True)), func=est.phi,
         drop={"u": frozenset({"empty"})})  # an empty array gives an empty array
@@ -486,7 +459,7 @@ def _public_callables() -> dict[str, set[str]]:
 
 
 #: results the library builds (not fuzzed: their fields come from checked values)
-NO_ARGUMENTS = {"in_parallel", "SlopeFit", "SlopeComparison", "SweepResults"}
+NO_ARGUMENTS = {"in_parallel", "SlopeFit", "SweepResults"}
 
 
 def test_every_public_callable_is_in_the_table():

@@ -93,12 +93,12 @@ def test_run_sweep_recomputes_a_redefined_function(tmp_path):
     cache = tmp_path / "cache"
     one = _file_module(tmp_path, "sweepmod", F1).f
     first = run_sweep(one, [CELL], seeds=[3], cache_dir=cache, workers=Workers(n_jobs=1))
-    assert first.n_computed == 1 and first.to_records()[0]["x"] == 4
+    assert first.n_computed == 1 and first[0]["x"] == 4
     assert run_sweep(one, [CELL], seeds=[3], cache_dir=cache, workers=Workers(n_jobs=1)).n_cached == 1
     (tmp_path / "v2").mkdir()
     two = _file_module(tmp_path / "v2", "sweepmod", F2).f
     again = run_sweep(two, [CELL], seeds=[3], cache_dir=cache, workers=Workers(n_jobs=1))
-    assert again.n_computed == 1 and again.to_records()[0]["x"] == 5
+    assert again.n_computed == 1 and again[0]["x"] == 5
 
 
 _CHILD = """
