@@ -3,7 +3,7 @@
     python docs/make_sequential_rates.py [--sequences 2000] [--last-round 4]
 
 Each row: 2000 sequences of one kind of comparison with its claim on the boundary, judged after every round up to
-16 replicates at levels alpha = 0.05 (verify.sequential.simulate_optional_stopping, seed 0).
+16 replicates at levels alpha = 0.05 (simulate_optional_stopping below, seed 0).
 """
 
 from __future__ import annotations
