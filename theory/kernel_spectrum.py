@@ -36,12 +36,11 @@ import numpy as np
 
 import sympy as sp
 
-from .validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, finite_result,
-                         numeric_errors, to_sympy)
+from .validation import ArgumentTypeError, as_array, as_float, finite_result, numeric_errors, to_sympy
 from .marchenko_pastur import mp_density
 from .symbolic import is_symbolic
 
-__all__ = ["kernel_stieltjes", "kernel_density", "kernel_support_estimate"]
+__all__ = ["kernel_stieltjes", "kernel_density"]
 
 
 #: bytes of intermediate arrays per ``z`` point of :func:`kernel_stieltjes` (companion matrices, roots, masks)
@@ -238,20 +237,3 @@ def _kernel_density_expr(x: Any, c: Any, a1: Any, nu: Any) -> sp.Expr:
         f"{names} must be numbers here: kernel_density has no closed form for a1={a1}, nu={nu} (only a1 = 0, the "
         f"semicircle, and nu = a1^2, a shifted Marchenko-Pastur law, have one; otherwise the Stieltjes transform is "
         f"a root of a cubic, see theory.kernel_spectrum)")
-
-
-def kernel_support_estimate(c: float, a1: float, nu: float, grid: int = 4001) -> tuple[float, float]:
-    """Approximate edges of the kernel law: where the density exceeds 1e-6 on a grid wide enough
-    to contain it (``|x| <= |a1| (1 + 1/sqrt c)^2 + 2 sqrt(sf2 / c) + 1``).  ``grid >= 3`` points, within the
-    memory budget (``theory.get_limits().memory_budget_bytes``)."""
-    c, a1, sf2 = _validate(c, a1, nu)
-    grid = as_int("grid", grid, low=3)
-    check_array_memory("grid", grid, _BYTES_PER_POINT)
-    r = abs(a1) * (1 + 1 / np.sqrt(c)) ** 2 + 2 * np.sqrt(sf2 / c) + 1.0
-    xs = np.linspace(-r, r, grid)
-    with numeric_errors("kernel_support_estimate", c=c, a1=a1, nu=nu, grid=grid):
-        d = _density(xs, c, a1, sf2, 1e-9)
-    inside = xs[d > 1e-6]
-    if inside.size == 0:
-        raise RuntimeError("kernel_support_estimate: no mass found on the grid")
-    return float(inside.min()), float(inside.max())

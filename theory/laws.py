@@ -62,7 +62,7 @@ from .validation import (ArgumentTypeError, as_array, as_float, check_array_memo
                          check_size, describe, finite_result, numeric_errors)
 from .activations import check_activation, hermite_moments, numpy_activation
 from .kernel_spectrum import _density as _kernel_density
-from .kernel_spectrum import _stieltjes_core, _validate, kernel_support_estimate
+from .kernel_spectrum import _stieltjes_core, _validate
 from .marchenko_pastur import _density, _support, mp_atom, mp_moment, mp_stieltjes
 
 __all__ = ["MarchenkoPastur", "KernelSpectralLaw"]
@@ -320,8 +320,8 @@ class KernelSpectralLaw(_SpectralLaw):
     ``pdf`` is :func:`theory.kernel_density` at its boundary value (``eta = 0``), ``stieltjes``
     :func:`theory.kernel_stieltjes` (upper half-plane), ``cdf`` the contour integral of the module docstring
     (absolute error about ``1e-12`` away from the edges, measured against quadrature of the density),
-    ``ppf`` its bisection, ``support`` the edges of :func:`theory.kernel_support_estimate` refined by bisection on
-    the density, and ``moment`` the free moment-cumulant recursion with the free cumulants ``kappa_1 = 0``,
+    ``ppf`` its bisection, ``support`` the edges where the density exceeds ``1e-6`` on a grid, refined by bisection
+    on the density, and ``moment`` the free moment-cumulant recursion with the free cumulants ``kappa_1 = 0``,
     ``kappa_2 = nu / c``, ``kappa_j = a1^j / c^(j-1)`` (``j >= 3``; the R-transform of the module docstring of
     :mod:`theory.kernel_spectrum`), for ``k <= 100``.  With ``nu = a1^2`` the law is ``a1 (lambda / c - 1)``,
     ``lambda ~ MarchenkoPastur(c)``, and every method goes through that law.
@@ -436,15 +436,18 @@ class KernelSpectralLaw(_SpectralLaw):
 
     # ------------------------------------------------------------------ support
     def _bounds(self) -> tuple[float, float]:
-        """An interval ``[-r, r]`` strictly containing the law (the bound of :func:`kernel_support_estimate`)."""
+        """An interval ``[-r, r]`` strictly containing the law: ``r = |a1| (1 + 1/sqrt c)^2 + 2 sqrt(sf2 / c) + 1``."""
         r = abs(self.a1) * (1 + 1 / math.sqrt(self.c)) ** 2 + 2 * math.sqrt(self.sf2 / self.c) + 1.0
         return -r, r
 
     @functools.cached_property
     def _edges(self) -> tuple[float, float]:
-        """The edges of :func:`kernel_support_estimate` refined by bisection on the density."""
-        lo, hi = kernel_support_estimate(self.c, self.a1, self.nu)
-        step = 2 * self._bounds()[1] / 4000  # the estimate's grid spacing: the true edge is within one step
+        """The outer grid points of :meth:`_bounds` (4001 of them) where the density exceeds 1e-6, refined by
+        bisection on the density."""
+        left, right = self._bounds()
+        xs = np.linspace(left, right, 4001)
+        inside = xs[_kernel_density(xs, self.c, self.a1, self.sf2, 1e-9) > 1e-6]
+        lo, hi, step = float(inside.min()), float(inside.max()), 2 * right / 4000  # the edge is within one step
         return (_refine_edge(self._pdf, lo - step, lo), _refine_edge(self._pdf, hi + step, hi))
 
 

@@ -8,12 +8,13 @@ Softmax over the keys with the self score masked, ``K_ij = exp(beta S_ij) [i != 
 * Step 1: the normalisers concentrate, ``D_j = (n - 1) exp(beta^2 / 2) (1 + eps_j)``
   (:func:`softmax_normaliser_spread`);
 * Step 2: ``K ~ (1 / (n - 1)) (1 1^T - I + F)``, ``F = f_beta(S)`` off the diagonal with
-  ``f_beta(x) = exp(beta x - beta^2 / 2) - 1``: ``a_k = beta^k / sqrt(k!)``, ``nu = exp(beta^2) - 1``
-  (:func:`softmax_hermite_moments`);
+  ``f_beta(x) = exp(beta x - beta^2 / 2) - 1``: ``a_k = beta^k / sqrt(k!)``, ``nu = exp(beta^2) - 1`` (in closed
+  form in :func:`softmax_attention_error`; :func:`theory.hermite_moments` of :func:`softmax_activation` gives the
+  same by quadrature);
 * Step 3: ``K = s (K_B + (1 1^T - I) / sqrt p)``, ``s = sqrt(p) / (n - 1)``: softmax at ``gamma s^2`` is paper B's
   kernel at ``gamma`` (:func:`softmax_gamma_scale`);
 * Step 4: the rank-one mean term moves ``E`` by ``O(1/n)``; it leaves the diagonal ``d0 = -1 / sqrt p``
-  (:func:`softmax_diagonal_shift`).
+  (:func:`softmax_attention_error` with ``p``).
 
 Prediction: :func:`softmax_attention_error`, paper B's error of the kernel ``f_beta`` (diagonal removed) with
 ``a1 = beta``, ``s_f^2 = exp(beta^2) - 1 - beta^2``.  Finite-size corrections grow like ``exp(beta^2)`` (measured
@@ -28,12 +29,10 @@ from typing import Any
 import sympy as sp
 
 from .validation import as_float, check_size
-from .activations import HermiteMoments
 from .symbols import x
 
-__all__ = ["BETA_MAX", "softmax_activation", "softmax_hermite_moments", "softmax_kernel_constants",
-           "softmax_gamma_scale", "softmax_diagonal_shift", "softmax_attention_error", "softmax_normaliser_spread",
-           "softmax_self_weight"]
+__all__ = ["BETA_MAX", "softmax_activation", "softmax_gamma_scale", "softmax_attention_error",
+           "softmax_normaliser_spread", "softmax_self_weight"]
 
 #: largest inverse temperature: ``nu = exp(beta^2) - 1`` stays below the kernel-constant bound 1e12 of the solvers
 BETA_MAX = 5.0
@@ -66,30 +65,6 @@ def softmax_activation(beta: float) -> sp.Expr:
     return sp.exp(b * x - b**2 / 2) - 1
 
 
-def softmax_hermite_moments(beta: float) -> HermiteMoments:
-    """Hermite data of ``f_beta`` in closed form: ``a_k = beta^k / sqrt(k!)``, ``nu = exp(beta^2) - 1``.
-
-    ``a0 = 0`` (``E exp(beta xi - beta^2/2) = 1``), ``a1 = beta``, ``a2 = beta^2 / sqrt 2``,
-    ``sf2 = nu - beta^2`` (what :func:`theory.hermite_moments` of :func:`softmax_activation` gives by quadrature).
-
-    Examples
-    --------
-    >>> m = softmax_hermite_moments(1.0)
-    >>> m.a1, round(m.nu, 6), round(m.sf2, 6)
-    (1.0, 1.718282, 0.718282)
-    """
-    b = _check_beta(beta)
-    nu = math.expm1(b * b)
-    return HermiteMoments(a0=0.0, a1=b, a2=b * b / math.sqrt(2.0), nu=nu, sf2=max(nu - b * b, 0.0))
-
-
-def softmax_kernel_constants(beta: float) -> dict[str, float]:
-    """The constants ``{"a1", "sf2", "d0"}`` of paper B's kernel of ``f_beta`` (diagonal removed: ``d0 = 0``), in
-    the form :class:`theory.AttentionModel` takes an activation."""
-    m = softmax_hermite_moments(beta)
-    return {"a1": m.a1, "sf2": m.sf2, "d0": 0.0}
-
-
 def softmax_gamma_scale(n: int, p: int) -> float:
     """``s^2 = p / (n - 1)^2``: softmax's ridge parameter for paper B's ``gamma`` is ``gamma s^2`` (Step 3).
 
@@ -105,20 +80,6 @@ def softmax_gamma_scale(n: int, p: int) -> float:
     return p / (n - 1) ** 2
 
 
-def softmax_diagonal_shift(p: int) -> float:
-    """``d0 = -1 / sqrt p``: the diagonal that the masked mean term ``(1 1^T - I) / sqrt p`` leaves (Step 4).
-
-    It vanishes in the limit; at finite ``p`` it is the derived ``O(p^{-1/2})`` term of the prediction
-    (:func:`softmax_attention_error` with ``p``).
-
-    Examples
-    --------
-    >>> softmax_diagonal_shift(256)
-    -0.0625
-    """
-    return -1.0 / math.sqrt(check_size("p", p, 1, "max_dimension"))
-
-
 def softmax_attention_error(
     gamma: Any,
     c: float,
@@ -131,9 +92,9 @@ def softmax_attention_error(
     """Softmax attention's interpolation error predicted by paper B's theory, ``gamma`` in paper B's units.
 
     Paper B's error of the kernel ``f_beta`` (diagonal removed): the structured equivalent
-    (:meth:`theory.AttentionModel.solve`) with the constants :func:`softmax_kernel_constants` (the null system of
-    :meth:`theory.AttentionModel.error` when ``snr = 0`` and no spike, exactly).  Softmax's own ridge parameter is
-    ``gamma * softmax_gamma_scale(n, p)`` (module docstring).
+    (:meth:`theory.AttentionModel.solve`) with the constants ``a1 = beta``, ``sf2 = exp(beta^2) - 1 - beta^2`` and
+    ``d0`` (the null system of :meth:`theory.AttentionModel.error` when ``snr = 0`` and no spike, exactly).
+    Softmax's own ridge parameter is ``gamma * softmax_gamma_scale(n, p)`` (module docstring).
 
     Parameters
     ----------
@@ -145,7 +106,8 @@ def softmax_attention_error(
         :func:`theory.structured.spike_vectors`).
     p : int, optional
         ``None``: the limit (``d0 = 0``).  A dimension: the same deterministic equivalent with the diagonal
-        ``d0 = -1 / sqrt p`` of the masked mean term (:func:`softmax_diagonal_shift`), the finite-``p`` prediction.
+        ``d0 = -1 / sqrt p`` that the masked mean term ``(1 1^T - I) / sqrt p`` leaves (Step 4), the finite-``p``
+        prediction.
     **solver_options : as :meth:`theory.AttentionModel.solve` (``system``, ``method``, ``n_nodes``, ...;
         ``check_quadrature`` defaults to ``False``).
 
@@ -163,10 +125,10 @@ def softmax_attention_error(
     from .settings import AttentionModel
     from .structured import _structured_error
 
-    consts = softmax_kernel_constants(beta)
-    if p is not None:
-        consts["d0"] = softmax_diagonal_shift(p)
-    model = AttentionModel(c, consts, snr, spike=spike, diagonal="removed")
+    b = _check_beta(beta)
+    d0 = 0.0 if p is None else -1.0 / math.sqrt(check_size("p", p, 1, "max_dimension"))
+    nu = math.expm1(b * b)  # f_beta's Hermite data in closed form: a1 = beta, nu = exp(beta^2) - 1 (Step 2)
+    model = AttentionModel(c, {"a1": b, "sf2": max(nu - b * b, 0.0), "d0": d0}, snr, spike=spike, diagonal="removed")
     return _structured_error(gamma, *model._arguments(), **model._options("softmax_attention_error", solver_options))
 
 

@@ -205,7 +205,6 @@ def _mp_kernel_and_ridge(add: Callable[..., None]) -> None:
     add("kernel_stieltjes", dict(z=0.3 + 0.5j, c=0.5, a1=0.6, nu=0.4, eta=0.0),
         dict(z=Arg("complex", array=True, extra=(("Im z < 0", 0.3 - 0.5j),)), eta=nonneg(), **kern))
     add("kernel_density", dict(x=0.3, c=0.5, a1=0.6, nu=0.4, eta=1e-9), dict(x=real(array=True), eta=nonneg(), **kern))
-    add("kernel_support_estimate", dict(c=0.5, a1=0.6, nu=0.4, grid=401), dict(grid=integer(3), **kern))
     # ---- ridge
     add("ridge_error", dict(gamma=1e-3, c=0.25, snr=1.0), dict(gamma=SYM_NONNEG, c=SYM_POS, snr=SYM_NONNEG))
     add("ridge_error_values", dict(gammas=[1e-3, 1e-2], c=0.25, snr=1.0),
