@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterator, Sequence
@@ -70,7 +71,7 @@ class Limits:
         (the answer is about ``k log k``; each bisection step works with that many digits; 2-5 s at
         the limit). 200.
     memory_budget_bytes : intermediate arrays of a vectorised call (``mp_stieltjes``, ``kernel_stieltjes``,
-        ``kernel_support_estimate``, ``ridge_error_values``, ...), estimated from the number of input elements
+        ``kernel_density``, ``ridge_error_values``, ...), estimated from the number of input elements
         before anything is allocated. 2 GiB.
     """
 
@@ -179,23 +180,6 @@ def _sympy_symbolic(name: str, value: sp.Basic, what: str, symbolic: bool) -> bo
     return bool(value.free_symbols)
 
 
-def _sympy_real(name: str, value: sp.Basic, what: str, symbolic: bool) -> Any:
-    """Checked comparable value of a sympy argument (``None`` for a symbolic one)."""
-    if _sympy_symbolic(name, value, what, symbolic):
-        if value.is_extended_real is False:
-            raise ValueError(f"{name} must be {what} (real), got the non-real expression {describe(value)}")
-        return None
-    try:
-        num = complex(value.evalf(30))
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be {what}, got {describe(value)}") from None
-    if num.imag != 0 or value.is_extended_real is False:
-        raise ValueError(f"{name} must be {what} (real), got the complex number {describe(value)}")
-    if not math.isfinite(num.real) and not value.is_Integer and not value.is_Rational:
-        raise ValueError(f"{name} must be {what} (representable as a float), got {describe(value)}")
-    return value
-
-
 def _real_value(name: str, value: Any, what: str, symbolic: bool) -> Any:
     """Type-checked comparable value (exact for integers; ``None`` for a symbolic expression)."""
     if isinstance(value, (bool, np.bool_)):
@@ -209,8 +193,20 @@ def _real_value(name: str, value: Any, what: str, symbolic: bool) -> Any:
         return x
     if isinstance(value, Fraction):
         return value
-    if isinstance(value, sp.Basic):
-        return _sympy_real(name, value, what, symbolic)
+    if isinstance(value, sp.Basic):  # checked; None for a symbolic one
+        if _sympy_symbolic(name, value, what, symbolic):
+            if value.is_extended_real is False:
+                raise ValueError(f"{name} must be {what} (real), got the non-real expression {describe(value)}")
+            return None
+        try:
+            num = complex(value.evalf(30))
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be {what}, got {describe(value)}") from None
+        if num.imag != 0 or value.is_extended_real is False:
+            raise ValueError(f"{name} must be {what} (real), got the complex number {describe(value)}")
+        if not math.isfinite(num.real) and not value.is_Integer and not value.is_Rational:
+            raise ValueError(f"{name} must be {what} (representable as a float), got {describe(value)}")
+        return value
     if isinstance(value, np.ndarray):
         raise ArgumentTypeError(f"{name} must be {what} (a scalar), got an {describe(value)}")
     raise ArgumentTypeError(f"{name} must be {what}, got {_type_phrase(value)}")
@@ -332,20 +328,6 @@ def check_size(name: str, value: Any, low: int, limit: str) -> int:
 
 
 # ----------------------------------------------------------------------------------------------- arrays
-def _array_of(name: str, value: Any, what: str) -> np.ndarray:
-    """``np.asarray(value)`` after refusing strings, None, bools and symbolic values."""
-    if value is None or isinstance(value, (str, bytes, bool, np.bool_, dict, set)):
-        raise ArgumentTypeError(f"{name} must be {what}, got {_type_phrase(value)}")
-    if isinstance(value, sp.Basic):
-        check_complex(name, value)  # sympy numbers only
-        value = complex(value) if (value.is_extended_real is False) else float(value)
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError) as exc:  # ragged nested sequences
-        raise ArgumentTypeError(f"{name} must be {what}, got {describe(value)} ({exc})") from None
-    return arr
-
-
 def as_array(name: str, value: Any, *, complex_ok: bool = False, ndim: int | Sequence[int] | None = None,
              allow_empty: bool = False, bytes_per_element: int | None = None, **bounds: Any) -> np.ndarray:
     """Checked float64 (or, with ``complex_ok``, complex128) array of a number or array-like.
@@ -363,7 +345,15 @@ def as_array(name: str, value: Any, *, complex_ok: bool = False, ndim: int | Seq
     rule = _range_text(**bounds)
     if rule:
         what = f"{rule} ({what})"
-    arr = _array_of(name, value, what)
+    if value is None or isinstance(value, (str, bytes, bool, np.bool_, dict, set)):
+        raise ArgumentTypeError(f"{name} must be {what}, got {_type_phrase(value)}")
+    if isinstance(value, sp.Basic):
+        check_complex(name, value)  # sympy numbers only
+        value = complex(value) if (value.is_extended_real is False) else float(value)
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as exc:  # ragged nested sequences
+        raise ArgumentTypeError(f"{name} must be {what}, got {describe(value)} ({exc})") from None
     if arr.dtype.kind not in "iuf" + ("c" if complex_ok else ""):
         raise ArgumentTypeError(f"{name} must be {what}, got {describe(value)} (dtype {arr.dtype})")
     if ndim is not None and arr.ndim not in ((ndim,) if isinstance(ndim, int) else tuple(ndim)):
@@ -430,17 +420,10 @@ def check_text(name: str, v: Any, *, empty: bool = True, none_ok: bool = False) 
     return v
 
 
-def is_integer(value: Any) -> bool:
-    """An integer (Python or NumPy), not a bool."""
-    import numbers
-
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
-
-
 def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     """An integer in ``[low, high]``, strictly typed (Python or NumPy integers; not a bool, not a float such as
     ``3.0``: counts and seeds that a float reached are refused, where :func:`as_int` converts integral numbers)."""
-    if not is_integer(value):
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
         raise ArgumentTypeError(f"{name} must be an integer, got {describe(value)} ({type(value).__name__})")
     if int(value) < low or (high is not None and int(value) > high):
         rule = f">= {low}" if high is None else f">= {low} and <= {high}"

@@ -14,7 +14,7 @@ import numpy as np
 import sympy as sp
 
 from numerics.threads import MAX_THREADS as MAX_JOBS  # noqa: F401 (most workers of a run)
-from theory.validation import MAX_SEED, ArgumentTypeError, check_text, describe, is_integer
+from theory.validation import MAX_SEED, ArgumentTypeError, check_text, describe
 
 
 
@@ -111,7 +111,7 @@ def check_json(name: str, v: Any) -> dict:
 
 def seed_text(k: Any) -> str:
     """A seed key as text: an integer, a string, a bool or a literal float constant (12 digits at most)."""
-    if isinstance(k, str) or is_integer(k) or isinstance(k, bool):
+    if isinstance(k, (str, numbers.Integral)):  # bool included, numpy.bool_ not
         return str(k)
     if isinstance(k, float):
         if not math.isfinite(k) or k != round(k, 12):
