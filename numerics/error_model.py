@@ -14,12 +14,14 @@ matrix manifold at ``A*``, scale removed), the usual asymptotics give
   ``V_par`` is the parametric term of the paper (it grows like ``r (2d - r)``).
 
 All expectations are Monte Carlo over a large fixed population sample (seeded).  The estimator's range is the
-central ``1 - 2 RANGE_Q`` quantile range of ``u = x^T A* y`` (:func:`population_range`).  Derived by the project;
+central ``1 - 2 RANGE_Q`` quantile range of ``u = x^T A* y`` (:func:`_population_range`).  Derived by the project;
 the checks A2-A4 and A6 test it against simulation (their "finite-M prediction" comparisons).
 
-Inputs are validated by :mod:`theory.validation` (the project's one layer): ``model`` an :class:`IPSModel`,
-exact integer sizes and seeds, flags that are real booleans, and the population arrays checked against the
-memory budget ``theory.get_limits().memory_budget_bytes`` before they are drawn.
+Inputs are validated where they enter, :func:`predict_error` and :func:`predict_log_error` (by
+:mod:`theory.validation`, the project's one layer): ``model`` an :class:`IPSModel`, exact integer sizes and seeds,
+flags that are real booleans, and the arrays checked against the memory budget
+``theory.get_limits().memory_budget_bytes`` before they are drawn.  Their many-``K`` / many-variant forms
+:func:`predict_error_grid` and :func:`predict_log_errors` (verify's sweeps) trust their arguments.
 """
 
 from __future__ import annotations
@@ -39,8 +41,7 @@ from theory.validation import (ArgumentTypeError, as_float, as_int, check_array_
 from .ips import IPSModel, bilinear_forms
 from .threads import torch_numeric_errors
 
-__all__ = ["RANGE_Q", "DesignStopping", "predict_error", "predict_error_grid", "predict_log_error",
-           "predict_log_errors", "population_range"]
+__all__ = ["RANGE_Q", "DesignStopping", "predict_error", "predict_log_error"]
 
 #: range quantile of the estimator in the designs (``range_quantile`` of the fits): the central 99.9%
 RANGE_Q = 5e-4
@@ -53,14 +54,6 @@ def _check_model(model: object) -> IPSModel:
         raise ArgumentTypeError(f"model must be a numerics.IPSModel, got {describe(model)} of type "
                                 f"{type(model).__name__}")
     return model
-
-
-def _sequence(name: str, value: Any, what: str) -> list:
-    """``value`` as a list: a non-empty sequence (not a string or a mapping)."""
-    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__") \
-            or len(value) == 0:
-        raise ArgumentTypeError(f"{name} must be a non-empty list of {what}, got {describe(value)}")
-    return list(value)
 
 
 def _basis(u: np.ndarray, lo: float, hi: float, K: int, s: int, rows: np.ndarray | None = None,
@@ -197,16 +190,9 @@ def _tr_pinv(G: np.ndarray, S: np.ndarray, rcond: float) -> float:
     return float(torch.trace(torch.from_numpy(G) @ Sp))
 
 
-def population_range(model: IPSModel, seed: int, n: int = 2**19) -> tuple[float, float]:
-    """The ``[q, 1-q]`` quantiles of ``u = x^T A* y`` under ``rho`` (``q = RANGE_Q``), ``n`` pairs.
-
-    ``model`` an :class:`IPSModel`; ``seed`` an integer in ``[0, MAX_SEED]``; ``n >= 1`` pairs, drawn in blocks
-    of ``2**16`` (at least one block), whose values must fit the memory budget.
-    """
-    _check_model(model)
-    check_seed("seed", seed)
-    n = as_int("n", n, 1)
-    check_array_memory("n", max(n, 2**16), 8 * 2 * (model.d + 1))
+def _population_range(model: IPSModel, seed: int, n: int = 2**19) -> tuple[float, float]:
+    """The ``[q, 1-q]`` quantiles of ``u = x^T A* y`` under ``rho`` (``q = RANGE_Q``), ``n`` pairs drawn in blocks
+    of ``2**16`` (at least one block)."""
     u = []
     rng = np.random.default_rng([seed, 7])
     for _ in range(max(1, n // 2**16)):
@@ -249,7 +235,16 @@ def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pair
     theory.ArgumentTypeError
         ``model`` not an :class:`IPSModel`, ``with_A`` not a bool, a size of the wrong type.
     """
-    K = as_int("K", K, 1)  # named as the caller wrote it; predict_error_grid checks the rest
+    _check_model(model)
+    K, s = as_int("K", K, 1), as_int("s", s, 0)
+    n_pop, n_pairs = as_int("n_pop", n_pop, 1), as_int("n_pairs", n_pairs, 1)
+    check_seed("seed", seed)
+    with_A = check_flag("with_A", with_A)
+    d, N, r = model.d, model.N, model.rank  # pair and population arrays and Gram matrices, before any draw
+    q = 2 * d * r - 1 if (with_A and d > 1) else 0
+    elements = (n_pop * N * (N - 1) + n_pairs) * (2 * d + (s + 1) + q + 1) + 3 * (K * (s + 1) + q) ** 2
+    check_array_memory(f"K, s, n_pop, n_pairs ({n_pop * N} population rows of {N - 1} pairs, {n_pairs} pairs, "
+                       f"{K * (s + 1) + q} features)", elements, 8)
     return predict_error_grid(model, [K], s, n_pop=n_pop, n_pairs=n_pairs, seed=seed, with_A=with_A)[0][0]
 
 
@@ -263,21 +258,10 @@ def predict_error_grid(model: IPSModel, Ks: Sequence[int], s: int, *, noises: Se
     The Monte Carlo population (the range, the pairs, the design rows, the truth on them and the A-tangent
     features) does not depend on ``K`` or ``sigma`` (common random numbers), so it is drawn and evaluated once;
     only the basis, its Gram blocks and the solves are per ``K``, and ``sigma`` only scales the variances
-    (``V = sigma^2 tr(G Sigma^+) / N``).
+    (``V = sigma^2 tr(G Sigma^+) / N``).  Arguments trusted (checked by :func:`predict_error`, or the caller's:
+    integers, floats, a non-empty ``Ks``).
     """
-    _check_model(model)
-    Ks = [as_int(f"Ks[{i}]", K, 1) for i, K in enumerate(_sequence("Ks", Ks, "interval counts"))]
-    s = as_int("s", s, 0)
-    noises = [float(model.noise)] if noises is None else noises
-    noises = [as_float(f"noises[{i}]", x, low=0) for i, x in enumerate(_sequence("noises", noises, "noise levels"))]
-    n_pop, n_pairs = as_int("n_pop", n_pop, 1), as_int("n_pairs", n_pairs, 1)
-    check_seed("seed", seed)
-    with_A = check_flag("with_A", with_A)
-    d, N, r, K = model.d, model.N, model.rank, max(Ks)  # pair and population arrays and Gram matrices, before any draw
-    q = 2 * d * r - 1 if (with_A and d > 1) else 0
-    elements = (n_pop * N * (N - 1) + n_pairs) * (2 * d + (s + 1) + q + 1) + 3 * (K * (s + 1) + q) ** 2
-    check_array_memory(f"K, s, n_pop, n_pairs ({n_pop * N} population rows of {N - 1} pairs, {n_pairs} pairs, "
-                       f"{K * (s + 1) + q} features)", elements, 8)
+    noises = [float(model.noise)] if noises is None else [float(x) for x in noises]
     with torch_numeric_errors("predict_error", K=Ks if len(Ks) > 1 else Ks[0], s=s, n_pop=n_pop, n_pairs=n_pairs,
                               seed=seed):
         out = _predict(model, Ks, s, n_pop, n_pairs, seed, with_A, noises)
@@ -291,7 +275,7 @@ def _predict(model: IPSModel, Ks: list[int], s: int, n_pop: int, n_pairs: int, s
              noises: list[float]) -> list[list[dict[str, float]]]:
     """The computation of :func:`predict_error_grid` (arguments checked)."""
     rng = np.random.default_rng(seed)
-    lo, hi = population_range(model, seed)
+    lo, hi = _population_range(model, seed)
     x, y = model.sample_pairs(n_pairs, rng)
     u = bilinear_forms(x, model.A_star, y)
     N, d = model.N, model.d
@@ -552,6 +536,18 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
     """
     _check_model(model)
     with_A = check_flag("with_A", with_A)
+    K, s, M = as_int("K", K, 1), as_int("s", s, 0), as_int("M", M, 1)
+    if not isinstance(stopping, DesignStopping):
+        raise ArgumentTypeError(f"stopping must be a numerics.error_model.DesignStopping, got {describe(stopping)}")
+    ridge = as_float("ridge", ridge, low=0)
+    check_seed("seed", seed)
+    n_eval = as_int("n_eval", n_eval, 2)
+    if model.noise_law != "gaussian":
+        raise ValueError(f"predict_log_error needs Gaussian noise, the model has noise_law={model.noise_law!r}")
+    q = 2 * model.d * model.rank if (with_A and model.d > 1) else 0
+    rows = min(M, _ROW_BLOCK) * model.N
+    check_array_memory(f"M, K, s, n_eval ({M} samples, {K * (s + 1) + q} features, {n_eval} pairs)",
+                       M * model.N * (model.N + model.d) + (rows + n_eval) * (K * (s + 1) + q + model.d), 8)
     return predict_log_errors(model, K, s, M, [(with_A, float(model.noise))], ridge=ridge, seed=seed, n_eval=n_eval,
                               stopping=stopping)[0]
 
@@ -566,30 +562,11 @@ def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequen
     The designs and evaluation pairs depend on ``seed`` only, so the variants share them: every design is drawn,
     its normal equations and evaluation features computed once, for the variants still drawing
     (:func:`_variant_parts`); each variant stops by its own rule, at the design at which it would stop alone.
+    Arguments trusted (checked by :func:`predict_log_error`, or the caller's: integers, floats, a Gaussian noise law).
     """
-    _check_model(model)
-    K, s, M = as_int("K", K, 1), as_int("s", s, 0), as_int("M", M, 1)
-    if not isinstance(stopping, DesignStopping):
-        raise ArgumentTypeError(f"stopping must be a numerics.error_model.DesignStopping, got {describe(stopping)}")
-    variants = _sequence("variants", variants, "(with_A, sigma[, se_target]) tuples")
-    for i, v in enumerate(variants):
-        if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__") or len(v) not in (2, 3):
-            raise ArgumentTypeError(f"variants[{i}] must be (with_A, sigma) or (with_A, sigma, se_target), "
-                                    f"got {describe(v)}")
-    targets = [as_float(f"variants[{i}] (se_target)", v[2], low=0, low_open=True) if len(v) == 3
-               else stopping.se_target for i, v in enumerate(variants)]
-    variants = [(check_flag(f"variants[{i}] (with_A)", v[0]), as_float(f"variants[{i}] (sigma)", v[1], low=0))
-                for i, v in enumerate(variants)]
-    ridge = as_float("ridge", ridge, low=0)
-    check_seed("seed", seed)
-    n_eval = as_int("n_eval", n_eval, 2)
+    targets = [float(v[2]) if len(v) == 3 else stopping.se_target for v in variants]
+    variants = [(bool(v[0]), float(v[1])) for v in variants]
     min_designs, max_designs = stopping.min_designs, stopping.max_designs
-    if model.noise_law != "gaussian":
-        raise ValueError(f"predict_log_error needs Gaussian noise, the model has noise_law={model.noise_law!r}")
-    q = 2 * model.d * model.rank if (any(a for a, _ in variants) and model.d > 1) else 0
-    rows = min(M, _ROW_BLOCK) * model.N
-    check_array_memory(f"M, K, s, n_eval ({M} samples, {K * (s + 1) + q} features, {n_eval} pairs)",
-                       M * model.N * (model.N + model.d) + (rows + n_eval) * (K * (s + 1) + q + model.d), 8)
     draws: list[list[tuple[float, float, float]]] = [[] for _ in variants]
     active = list(range(len(variants)))
     n = 0
