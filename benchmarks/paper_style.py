@@ -95,12 +95,10 @@ import scipy.sparse
 import torch
 from scipy.interpolate import BSpline
 
-from theory.validation import as_float, as_int
+from theory.validation import as_float, as_int, check_random_state
 
 from numerics import ConvergenceWarning, InteractionEstimator
-from numerics._estimator_base import (MAX_COUNT, check_XY, check_count, check_positive,  # the estimators' checks
-                                      check_random_state_param)
-from numerics.ips import check_random_state
+from numerics._estimator_base import MAX_COUNT, check_XY  # the estimators' checks
 from numerics.threads import check_device, torch_threads
 
 __all__ = ["PaperStyleEstimator", "BaselineRound"]
@@ -353,33 +351,33 @@ class PaperStyleEstimator(InteractionEstimator):
 
     def _check_ranges(self) -> None:
         """Refuse a parameter outside its range (the message names it)."""
-        check_count("rank", self.rank, 1)
-        check_count("spline_degree", self.spline_degree, 0)
+        as_int("rank", self.rank, 1, MAX_COUNT)
+        as_int("spline_degree", self.spline_degree, 0, MAX_COUNT)
         if self.n_intervals is not None:
-            check_count("n_intervals", self.n_intervals, 1)
-        check_count("hidden", self.hidden, 1)
-        check_count("epochs", self.epochs, 0)
-        check_count("rounds", self.rounds, 1)
-        check_positive("lr", self.lr)
-        check_count("batch_size", self.batch_size, 1)
-        check_positive("surrogate_lr", self.surrogate_lr)
-        check_count("surrogate_steps", self.surrogate_steps, 0)
-        check_positive("surrogate_tol", self.surrogate_tol)
-        check_count("surrogate_points", self.surrogate_points, 8)
+            as_int("n_intervals", self.n_intervals, 1, MAX_COUNT)
+        as_int("hidden", self.hidden, 1, MAX_COUNT)
+        as_int("epochs", self.epochs, 0, MAX_COUNT)
+        as_int("rounds", self.rounds, 1, MAX_COUNT)
+        as_float("lr", self.lr, low=0, low_open=True)
+        as_int("batch_size", self.batch_size, 1, MAX_COUNT)
+        as_float("surrogate_lr", self.surrogate_lr, low=0, low_open=True)
+        as_int("surrogate_steps", self.surrogate_steps, 0, MAX_COUNT)
+        as_float("surrogate_tol", self.surrogate_tol, low=0, low_open=True)
+        as_int("surrogate_points", self.surrogate_points, 8, MAX_COUNT)
         as_float("range_quantile", self.range_quantile, low=0, high=0.1)
         if not (0.0 <= float(self.range_quantile) <= 0.1):
             raise ValueError(f"range_quantile must be in [0, 0.1], got {self.range_quantile!r}")
-        check_positive("tol", self.tol)
-        check_count("patience", self.patience, 1)
-        check_positive("lr_decay", self.lr_decay)
-        check_count("restarts", self.restarts, 0)
-        check_positive("restart_gain", self.restart_gain)
+        as_float("tol", self.tol, low=0, low_open=True)
+        as_int("patience", self.patience, 1, MAX_COUNT)
+        as_float("lr_decay", self.lr_decay, low=0, low_open=True)
+        as_int("restarts", self.restarts, 0, MAX_COUNT)
+        as_float("restart_gain", self.restart_gain, low=0, low_open=True)
         if self.restart_gain >= 1:
             raise ValueError(f"restart_gain must be in (0, 1), got {self.restart_gain!r}")
         if self.lr_decay > 1:
             raise ValueError(f"lr_decay must be in (0, 1], got {self.lr_decay!r}")
         if self.max_time_s is not None:
-            check_positive("max_time_s", self.max_time_s)
+            as_float("max_time_s", self.max_time_s, low=0, low_open=True)
         check_device("device", self.device)
         if self.device not in ("cpu", "cuda") and not str(self.device).startswith("cuda:"):
             raise ValueError(f"device must be 'cpu' or 'cuda[:k]', got {self.device!r}")
@@ -388,7 +386,7 @@ class PaperStyleEstimator(InteractionEstimator):
         """The parameters checked and converted (``int``, ``float``, arrays) for a fit."""
         self._check_ranges()
         random_state = self.random_state
-        check_random_state_param(random_state)
+        check_random_state("random_state", random_state)
         return _BaselineConfig(
             rank=int(self.rank), spline_degree=int(self.spline_degree),
             n_intervals=None if self.n_intervals is None else int(self.n_intervals), hidden=int(self.hidden),
@@ -591,7 +589,7 @@ class PaperStyleEstimator(InteractionEstimator):
         draw from it (a generator is consumed; ``None``: fresh entropy)."""
         rs = self._cfg.random_state
         if rs is None or isinstance(rs, np.random.Generator):
-            return int(check_random_state(rs).integers(0, 2**63 - 1))
+            return int(np.random.default_rng(rs).integers(0, 2**63 - 1))
         return int(rs)
 
     def _prepare(self, X: np.ndarray, Y: np.ndarray) -> tuple["_FitData", torch.Tensor, torch.Tensor]:

@@ -23,48 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from theory.validation import ArgumentTypeError, as_float, as_int, check_seed, describe
+from theory.validation import ArgumentTypeError, as_array, as_int, check_random_state, describe
 
-from .ips import MAX_COUNT, as_generator  # noqa: F401  (MAX_COUNT: the estimators' largest count too)
-
-
-def check_count(name: str, value: Any, low: int) -> Any:
-    """An integer number ``low <= value <= MAX_COUNT`` (not a bool, not symbolic); returns ``value`` unchanged."""
-    as_int(name, value, low, MAX_COUNT)
-    return value
-
-
-def check_positive(name: str, value: Any) -> Any:
-    """A finite real number ``> 0`` (not a bool, not symbolic); returns ``value`` unchanged."""
-    as_float(name, value, low=0, low_open=True)
-    return value
-
-
-def check_nonnegative(name: str, value: Any) -> Any:
-    """A finite real number ``>= 0`` (not a bool, not symbolic); returns ``value`` unchanged."""
-    as_float(name, value, low=0)
-    return value
-
-
-
-def numeric_array(name: str, value: Any) -> np.ndarray:
-    """``np.asarray(value, dtype=float64)`` of an array-like of real numbers; other types refused by name."""
-    if value is None or isinstance(value, (str, bytes, bool, np.bool_, dict, set)):
-        raise ArgumentTypeError(f"{name} must be an array of finite real numbers, got {describe(value)} of type "
-                                f"{type(value).__name__}")
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError) as exc:  # ragged nested sequences
-        raise ArgumentTypeError(f"{name} must be an array of finite real numbers, got {describe(value)} "
-                                f"({exc})") from None
-    if arr.dtype.kind not in "iuf":
-        raise ArgumentTypeError(f"{name} must be an array of finite real numbers, got {describe(value)} "
-                                f"(dtype {arr.dtype})")
-    return arr.astype(np.float64, copy=False)
-
+from .ips import MAX_COUNT  # the estimators' largest count too (benchmarks.paper_style's as well)
 
 __all__ = ["InteractionEstimator", "ConvergenceWarning"]
-
 
 
 class ConvergenceWarning(UserWarning):
@@ -92,7 +55,7 @@ def check_XY(X: Any, Y: Any | None = None, min_samples: int = 1) -> tuple[np.nda
     ValueError
         A wrong shape or a non-finite entry (the message names ``X`` or ``Y``).
     """
-    X = numeric_array("X", X)
+    X = as_array("X", X, allow_empty=True)
     if X.ndim != 3:
         raise ValueError(f"X must have shape (M, N, d), got shape {X.shape}")
     M, N, d = X.shape
@@ -100,32 +63,12 @@ def check_XY(X: Any, Y: Any | None = None, min_samples: int = 1) -> tuple[np.nda
         raise ValueError(f"X must hold M >= {min_samples} samples and d >= 1, got shape {X.shape}")
     if N < 2:
         raise ValueError(f"X must hold N >= 2 tokens per sample, got N={N}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X must be finite (no NaN or inf)")
     if Y is None:
         return X, None
-    Y = numeric_array("Y", Y)
+    Y = as_array("Y", Y, allow_empty=True)
     if Y.shape != (M, N):
         raise ValueError(f"Y must have shape (M, N) = {(M, N)} matching X, got {Y.shape}")
-    if not np.all(np.isfinite(Y)):
-        raise ValueError("Y must be finite (no NaN or inf)")
     return X, Y
-
-
-def check_random_state_param(value: Any) -> None:
-    """Refuse a ``random_state`` that is not ``None``, an integer ``>= 0`` or a ``numpy.random.Generator``.
-
-    Raises
-    ------
-    ValueError
-        The message names ``random_state``.
-    """
-    if value is None or isinstance(value, np.random.Generator):
-        return
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float)):
-        raise ValueError(f"random_state must be None, an integer seed >= 0 or a numpy.random.Generator, "
-                         f"got {value!r}")
-    check_seed("random_state", value)
 
 
 class InteractionEstimator(abc.ABC):
@@ -287,11 +230,11 @@ class InteractionEstimator(abc.ABC):
         (value, standard_error) : tuple of float
         """
         self._check_fitted()
-        check_count("n_pairs", n_pairs, 2)
+        as_int("n_pairs", n_pairs, 2, MAX_COUNT)
         methods = ("sample_pairs", "interaction")
         if isinstance(model, type) or not all(callable(getattr(model, a, None)) for a in methods):
             raise ArgumentTypeError(f"model must be a model instance with sample_pairs and interaction methods (an "
                                     f"IPSModel), got {describe(model)} of type {type(model).__name__}")
-        x, y = model.sample_pairs(int(n_pairs), as_generator(rng))
+        x, y = model.sample_pairs(int(n_pairs), check_random_state("rng", rng, none_ok=False))
         e2 = (self.interaction(x, y) - np.asarray(model.interaction(x, y), dtype=np.float64)) ** 2
         return float(e2.mean()), float(e2.std(ddof=1) / math.sqrt(e2.size))

@@ -15,9 +15,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from theory.validation import as_array, as_float, as_int, check_array_memory, check_choice, check_flag
+from theory.validation import (as_array, as_float, as_int, check_array_memory, check_choice, check_flag,
+                               check_random_state)
 
-from .ips import as_generator
 from .mc_settings import LABEL_LAWS, MonteCarloSettings
 from .threads import thread_map
 
@@ -71,8 +71,7 @@ def check_kernel_memory(name: str, p: int, n: int) -> None:
 # sampling and features
 # --------------------------------------------------------------------------------------------
 def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generator | int, mu: ArrayLike | None = None,
-                             labels: str = "balanced", mu_direction: str = "e1"
-                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                             labels: str = "balanced") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Draw ``X = mu y^T + Z`` (``p x n``), labels ``y`` and the mean ``mu``.
 
     Parameters
@@ -84,11 +83,9 @@ def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generato
     rng : numpy.random.Generator or int
         Source of randomness (an int is a seed in ``[0, MAX_SEED]``).
     mu : array of shape (p,), optional
-        Overrides ``snr`` and ``mu_direction``.
+        Overrides ``snr`` (default ``mu = sqrt(snr) e_1``).
     labels : {"balanced", "iid"}
         ``"balanced"``: ``ceil(n/2)`` labels ``+1``, ``floor(n/2)`` labels ``-1``, random order; ``"iid"``: Rademacher.
-    mu_direction : {"e1", "random"}
-        Direction of ``mu`` when it is built from ``snr``.
 
     Returns
     -------
@@ -109,14 +106,9 @@ def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generato
     n, p = as_int("n", n, 1), as_int("p", p, 1)
     check_memory(f"n, p (X of shape ({p}, {n}))", 8 * 3 * p * n)  # Z, mu y^T and X
     check_choice("labels", labels, LABEL_LAWS)
-    check_choice("mu_direction", mu_direction, ("e1", "random"))
     snr = as_float("snr", snr, low=0)
     mu_v = None if mu is None else check_vector("mu", mu, p, "p")
-    g = as_generator(rng)
-    if mu_v is None and mu_direction == "random":
-        v = g.standard_normal(p)
-        mu_v = math.sqrt(snr) * v / np.linalg.norm(v)
-    return draw_sample(n, p, snr, g, labels, mu_v)
+    return draw_sample(n, p, snr, check_random_state("rng", rng, none_ok=False), labels, mu_v)
 
 
 def draw_sample(n: int, p: int, snr: float, g: np.random.Generator, labels: str, mu_v: np.ndarray | None = None

@@ -31,14 +31,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from theory.validation import ArgumentTypeError, as_array, as_float, check_choice, check_flag
+from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, check_choice, check_flag,
+                               check_random_state)
 
 from . import _piecewise as pw
-from ._estimator_base import (ConvergenceWarning, InteractionEstimator, check_count, check_nonnegative,
-                              check_positive, check_random_state_param)
+from ._estimator_base import ConvergenceWarning, InteractionEstimator
 from ._estimator_base import check_XY as _check_XY_base
-from ._estimator_base import numeric_array
-from .ips import check_random_state
+from .ips import MAX_COUNT
 from .threads import check_device, check_n_jobs, torch_threads
 from ._gauss_newton import GaussNewtonFits
 from ._pair_design import PAIRS_PER_GROUP, DenseDesign, PairBasis, PairDesign, pair_design_pays
@@ -82,7 +81,7 @@ def _check_XY_many(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
     data sets of ``M >= 2`` samples, each as :func:`check_XY` wants it."""
     if Y is None:
         raise ArgumentTypeError("Y must be an array of finite real numbers of shape (R, M, N), got None")
-    X, Y = numeric_array("X", X), numeric_array("Y", Y)
+    X, Y = as_array("X", X, allow_empty=True), as_array("Y", Y, allow_empty=True)
     if X.ndim != 4 or X.shape[0] < 1 or X.shape[1] < 2:
         raise ValueError(f"X must have shape (R, M, N, d) with R >= 1 data sets of M >= 2 samples, got shape "
                          f"{X.shape}")
@@ -97,7 +96,7 @@ def _replicate_matrices(A: Any, R: int) -> list | None:
     """``A`` of :meth:`PairwiseInteractionEstimator.fit_many` as ``R`` matrices (each checked by the fit)."""
     if A is None:
         return None
-    A = numeric_array("A", A)
+    A = as_array("A", A, allow_empty=True)
     if A.ndim == 2:
         return [A] * R
     if A.ndim == 3 and A.shape[0] == R:
@@ -239,20 +238,20 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         """The parameters checked and converted (``int``, ``float``, ``torch.device``) for a fit."""
         counts = dict(rank=1, degree=0, n_intervals=1, restarts=1, max_iter=1, patience=1)
         for name, low in counts.items():
-            check_count(name, getattr(self, name), low)
-        check_nonnegative("ridge", self.ridge)
+            as_int(name, getattr(self, name), low, MAX_COUNT)
+        as_float("ridge", self.ridge, low=0)
         check_choice("extrapolation", self.extrapolation, ("constant", "polynomial"))
         as_float("range_quantile", self.range_quantile, low=0, high=0.1)
-        random_state = self.random_state
-        check_random_state_param(random_state)
-        check_positive("tol", self.tol)
+        as_float("tol", self.tol, low=0, low_open=True)
         check_choice("optimizer", self.optimizer, ("gauss-newton", "lbfgs"))
         if self.num_threads is not None:
             check_n_jobs("num_threads", self.num_threads)
         as_float("join_tol", self.join_tol, low=0, high=1, low_open=True, high_open=True)
-        check_nonnegative("stat_tol", self.stat_tol)
+        as_float("stat_tol", self.stat_tol, low=0)
         check_flag("adaptive_restarts", self.adaptive_restarts)
         check_device("device", self.device)
+        random_state = self.random_state  # None (fresh entropy), a seed or a generator (consumed by the fits)
+        check_random_state("random_state", random_state)
         if not (isinstance(random_state, np.random.Generator) or random_state is None):
             random_state = int(random_state)
         return _Config(**{name: int(getattr(self, name)) for name in counts}, ridge=float(self.ridge),
@@ -599,7 +598,7 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         n_random = self._cfg.restarts - len(consistent)
         draws = []
         for random_state in random_states:
-            gen = check_random_state(random_state)
+            gen = np.random.default_rng(random_state)  # a generator as is
             draws.append([(gen.standard_normal((d, r)), gen.standard_normal((d, r))) for _ in range(n_random)])
         randoms = [tuple(torch.as_tensor(np.stack([dr[k][i] for dr in draws]), device=dev) for i in (0, 1))
                    for k in range(n_random)]

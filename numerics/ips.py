@@ -20,7 +20,7 @@ import numpy as np
 from scipy.interpolate import BSpline
 
 from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, check_array_memory, check_choice,
-                               check_seed, describe)
+                               check_random_state, check_seed)
 
 
 def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -36,68 +36,11 @@ def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
 #: largest count field of :class:`IPSModel` (``d``, ``N``, ``degree``, ``n_knots``, ...)
 MAX_COUNT = 2**31 - 1
 
-__all__ = ["IPSModel", "TOKEN_LAWS", "TRUTHS", "as_generator", "check_random_state"]
+__all__ = ["IPSModel", "TOKEN_LAWS", "TRUTHS"]
 
 TOKEN_LAWS = ("uniform", "gaussian", "anisotropic", "exchangeable")
 TRUTHS = ("bspline", "hard")
 NOISE_LAWS = ("gaussian", "rademacher")
-
-
-def as_generator(rng: Any) -> np.random.Generator:
-    """A ``numpy.random.Generator`` from a generator or an integer seed (``None`` is refused).
-
-    For randomness that must be explicit (``l2_error``'s common random numbers); :func:`check_random_state`
-    also takes ``None``.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator or int
-        A generator (returned as is) or a seed ``>= 0`` of ``numpy.random.default_rng``.
-
-    Returns
-    -------
-    numpy.random.Generator
-
-    Raises
-    ------
-    ArgumentTypeError
-        Anything else (also a ``ValueError``; the message names ``rng``).
-    """
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(check_seed("rng", rng))
-    raise ArgumentTypeError(f"rng must be a numpy.random.Generator or an integer seed, got {describe(rng)} of type "
-                            f"{type(rng).__name__}")
-
-
-def check_random_state(rng: Any) -> np.random.Generator:
-    """A ``numpy.random.Generator`` from ``None``, an integer seed or a generator (scikit-learn's rule).
-
-    Parameters
-    ----------
-    rng : None, int or numpy.random.Generator
-        ``None``: a fresh generator seeded from the operating system (results differ from call to call);
-        an integer: ``numpy.random.default_rng(rng)`` (reproducible); a generator: returned as is (and
-        consumed by the caller).
-
-    Returns
-    -------
-    numpy.random.Generator
-
-    Raises
-    ------
-    ValueError
-        Anything else (the message names ``rng``).
-
-    Examples
-    --------
-    >>> check_random_state(3).integers(1000, size=3).tolist()  # numpy.random.default_rng(3)
-    [811, 85, 179]
-    """
-    if rng is None:
-        return np.random.default_rng()
-    return as_generator(rng)
 
 
 @dataclass(eq=False)
@@ -336,12 +279,12 @@ class IPSModel:
     def sample_tokens(self, M: int, rng: Any = None, n_tokens: int | None = None) -> np.ndarray:
         """Draw ``M`` samples of ``n_tokens`` (default ``N``) tokens, shape ``(M, n, d)``.
 
-        ``rng`` is None, an integer seed or a generator (:func:`check_random_state`).
+        ``rng`` is None, an integer seed or a generator (:func:`theory.validation.check_random_state`).
         """
         M = as_int("M", M, 1)
         n = self.N if n_tokens is None else as_int("n_tokens", n_tokens, 1)
         check_array_memory("M * n_tokens" if n_tokens is not None else "M", M * n * self.d, 8)
-        gen = check_random_state(rng)
+        gen = check_random_state("rng", rng)
         shape = (M, n, self.d)
         law = self.token_law
         if law == "uniform":
@@ -357,7 +300,7 @@ class IPSModel:
 
     def sample_noise(self, shape: tuple, rng: Any = None) -> np.ndarray:
         """``noise * xi`` with ``xi`` standard Gaussian or Rademacher (``rng``: None, int or Generator)."""
-        gen = check_random_state(rng)
+        gen = check_random_state("rng", rng)
         if self.noise_law == "gaussian":
             xi = gen.standard_normal(shape)
         else:
@@ -373,13 +316,13 @@ class IPSModel:
             Number of samples, ``>= 1``.
         rng : None, int or numpy.random.Generator
             Source of randomness: an integer is a seed (reproducible), a generator is consumed, ``None``
-            draws fresh entropy from the operating system (see :func:`check_random_state`).
+            draws fresh entropy from the operating system (see :func:`theory.validation.check_random_state`).
 
         Returns
         -------
         (X, Y) : tuple of ndarray
         """
-        gen = check_random_state(rng)
+        gen = check_random_state("rng", rng)
         X = self.sample_tokens(M, gen)
         Y = self.forward(None, X) + self.sample_noise((int(M), self.N), gen)
         return X, Y
@@ -390,7 +333,7 @@ class IPSModel:
         Returns two arrays of shape ``(n, d)``. For every token law here the law of a pair of
         distinct tokens does not depend on ``N`` (exchangeable laws included), so a pair is the two
         tokens of a 2-token sample. ``rng`` is None, an integer seed or a generator
-        (:func:`check_random_state`).
+        (:func:`theory.validation.check_random_state`).
         """
         n = as_int("n", n, 1)
         check_array_memory("n", 2 * n * self.d, 8)

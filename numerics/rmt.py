@@ -40,9 +40,8 @@ For the null model (labels independent of ``Phi``) :func:`interpolation_error_la
 noise) as a diagnostic of the null-model theory.
 
 Labels: ``y`` is *balanced* by default (``ceil(n/2)`` entries ``+1`` and ``floor(n/2)`` entries ``-1``, in random order);
-``labels="iid"`` draws Rademacher labels.  The signal direction is ``e_1`` by default
-(``mu = sqrt(snr) e_1``); ``mu_direction="random"`` draws a uniform direction; ``mu=`` overrides both.
-Because ``Z`` is rotation invariant the direction does not change the law of the error when
+``labels="iid"`` draws Rademacher labels.  The signal direction is ``e_1`` (``mu = sqrt(snr) e_1``); ``mu=``
+overrides it.  Because ``Z`` is rotation invariant the direction does not change the law of the error when
 ``W = I``.
 """
 
@@ -54,10 +53,10 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from theory.validation import ArgumentTypeError, as_float, check_flag, describe, finite_result
+from theory.validation import (ArgumentTypeError, as_float, check_flag, check_random_state, describe,
+                               finite_result)
 
 from .threads import torch_numeric_errors as _numeric, torch_threads
-from .ips import as_generator
 from ._ridge_solvers import SINGLE_THREAD_EIGH_MAX, errors_batch, errors_label_mean, gram
 from ._mc import (ArrayLike, as_float_array, check_diagonal, check_gammas, check_kernel_memory, check_memory,
                   check_spikes, check_vector, label_posterior_mean, sample_signal_plus_noise, spike_outer)
@@ -318,7 +317,7 @@ def gaussian_equivalent_kernel(X: ArrayLike, a1: float, nu: float, rng: np.rando
     sf = math.sqrt(max(sf2, 0.0))
     p, n = Xa.shape
     check_kernel_memory("X", p, n)
-    g = as_generator(rng)
+    g = check_random_state("rng", rng, none_ok=False)
     Xt = torch.from_numpy(Xa)
     K = (float(a1) * (Xt.T @ Xt) / p).numpy()
     Xi = g.standard_normal((n, n))

@@ -39,7 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from theory.validation import ArgumentTypeError, as_array, as_int, check_array_memory, describe, finite_result
+from theory.validation import as_array, as_int, check_array_memory, check_random_state, finite_result
 
 __all__ = ["SlopeFit", "fit_slope", "design_slope"]
 
@@ -169,20 +169,19 @@ def _replicate_se(levels: np.ndarray, inverse: np.ndarray, resid2: np.ndarray,
 
 
 def _bootstrap_ci(y: np.ndarray, levels: np.ndarray, inverse: np.ndarray, sxx: float, n_boot: int,
-                  rng: np.random.Generator | int | None) -> tuple[float, float] | None:
+                  rng: np.random.Generator | None) -> tuple[float, float] | None:
     """Percentile 95% interval: replicates resampled within each level, the means regression refitted."""
     counts = np.bincount(inverse)
     if not (n_boot > 0 and np.any(counts >= 2)):
         return None
     k = levels.size
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(0 if rng is None else rng)
     order = np.argsort(inverse, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     ys = y[order]
     boot_means = np.empty((n_boot, k))
     for j in range(k):
         c, s0 = counts[j], starts[j]
-        idx = gen.integers(0, c, size=(n_boot, c))
+        idx = rng.integers(0, c, size=(n_boot, c))
         boot_means[:, j] = ys[s0 + idx].mean(axis=1)
     xc = levels - levels.mean()
     slopes = (boot_means - boot_means.mean(axis=1, keepdims=True)) @ xc / sxx
@@ -229,15 +228,11 @@ def fit_slope(M: Sequence[float] | np.ndarray, errors: Sequence[float] | np.ndar
     """
     x, y = _validated_log_data(M, errors)
     n_boot = as_int("n_boot", n_boot, 0)
-    if rng is not None and not isinstance(rng, np.random.Generator):
-        if not isinstance(rng, (int, np.integer)) or isinstance(rng, bool):
-            raise ArgumentTypeError(f"rng must be None, a numpy.random.Generator or an integer seed, got "
-                                    f"{describe(rng)} of type {type(rng).__name__}")
-        as_int("rng", rng, 0, 2**63 - 1)
+    rng = check_random_state("rng", 0 if rng is None else rng)
     return _fit(x, y, n_boot, rng, M=M, errors=errors)
 
 
-def _fit(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generator | int | None, **args: Any) -> SlopeFit:
+def _fit(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generator | None, **args: Any) -> SlopeFit:
     """The fit of :func:`fit_slope` on validated ``x = log M``, ``y = log errors`` (``args`` name the inputs in
     messages)."""
     levels, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)

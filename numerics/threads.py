@@ -15,8 +15,7 @@ e.g. an in-process Dask cluster: the first task to enter saves torch's setting, 
 
 Validation (through :mod:`theory.validation`, the project's one layer): thread and worker counts are integers
 in ``[1, MAX_THREADS]`` (:func:`check_n_jobs`); torch devices are ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"``, and a
-CUDA device must exist (:func:`check_device`, the one device check of ``numerics``); ``pre_dispatch`` of
-:func:`thread_map` is an integer, ``"all"`` or ``"<k>*n_jobs"`` (never an arbitrary expression).
+CUDA device must exist (:func:`check_device`, the one device check of ``numerics``).
 """
 
 from __future__ import annotations
@@ -40,7 +39,6 @@ _IN_PARALLEL = threading.local()
 MAX_THREADS = 1024
 
 _DEVICE_RE = re.compile(r"cpu|cuda(?::([0-9]+))?")
-_PRE_DISPATCH_RE = re.compile(r"\s*(?:all|n_jobs|[0-9]{1,7}\s*\*\s*n_jobs|[0-9]{1,7})\s*")
 
 
 def check_n_jobs(name: str, value: Any) -> int:
@@ -176,16 +174,15 @@ def in_parallel() -> bool:
     return bool(getattr(_IN_PARALLEL, "active", False))
 
 
-def thread_map(func: Callable[[Any], Any], items: Iterable[Any], n_jobs: int, *,
-               pre_dispatch: str | int = "2*n_jobs") -> list:
+def thread_map(func: Callable[[Any], Any], items: Iterable[Any], n_jobs: int) -> list:
     """``[func(x) for x in items]``, in ``n_jobs`` threads of this process (torch releases the GIL).
 
     With ``n_jobs = 1``, or a sized ``items`` of at most one element, the loop runs in the calling thread and
     changes nothing.  Otherwise torch is pinned to one intra-op thread for the whole map (parallelism comes from
     the items) and every call runs with :func:`in_parallel` true, so that the eigensolver wrappers of
     :mod:`numerics.rmt` do not change the process-wide thread setting from inside a worker.  ``items`` is
-    consumed IN ORDER, at most ``pre_dispatch`` items ahead of the finished ones, so a generator that draws
-    each item from one random stream yields the same items whatever ``n_jobs`` is.
+    consumed IN ORDER, at most ``2 n_jobs`` items ahead of the finished ones (joblib's ``pre_dispatch``), so a
+    generator that draws each item from one random stream yields the same items whatever ``n_jobs`` is.
 
     Parameters
     ----------
@@ -195,9 +192,6 @@ def thread_map(func: Callable[[Any], Any], items: Iterable[Any], n_jobs: int, *,
         Work items (a list or a generator).
     n_jobs : int
         Worker threads, in ``[1, MAX_THREADS]``.
-    pre_dispatch : str or int
-        joblib's bound on the items taken from ``items`` ahead of time: an integer ``>= 1``, ``"all"``,
-        ``"n_jobs"`` or ``"<k>*n_jobs"`` (default ``"2*n_jobs"``).
 
     Returns
     -------
@@ -215,11 +209,6 @@ def thread_map(func: Callable[[Any], Any], items: Iterable[Any], n_jobs: int, *,
         raise ArgumentTypeError(f"items must be an iterable of work items (a list or a generator, not a string), "
                                 f"got {describe(items)} of type {type(items).__name__}")
     n_jobs = check_n_jobs("n_jobs", n_jobs)
-    if not isinstance(pre_dispatch, str):
-        pre_dispatch = as_int("pre_dispatch", pre_dispatch, 1, 10**7)
-    elif _PRE_DISPATCH_RE.fullmatch(pre_dispatch) is None:
-        raise ValueError(f"pre_dispatch must be an integer >= 1, 'all', 'n_jobs' or '<k>*n_jobs', got "
-                         f"{describe(pre_dispatch)}")
     if n_jobs == 1 or (hasattr(items, "__len__") and len(items) <= 1):
         return [func(x) for x in items]
     from joblib import Parallel, delayed
@@ -233,4 +222,4 @@ def thread_map(func: Callable[[Any], Any], items: Iterable[Any], n_jobs: int, *,
             _IN_PARALLEL.active = before
 
     with torch_threads(1):
-        return Parallel(n_jobs=n_jobs, prefer="threads", pre_dispatch=pre_dispatch)(delayed(run)(x) for x in items)
+        return Parallel(n_jobs=n_jobs, prefer="threads", pre_dispatch="2*n_jobs")(delayed(run)(x) for x in items)

@@ -58,8 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from .validation import (ArgumentTypeError, as_array, as_float, check_array_memory, check_choice, check_seed,
-                         check_size, describe, finite_result, numeric_errors)
+from .validation import (as_array, as_float, check_array_memory, check_choice, check_random_state, check_size,
+                         finite_result, numeric_errors)
 from .activations import check_activation, hermite_moments, numpy_activation
 from .kernel_spectrum import _density as _kernel_density
 from .kernel_spectrum import _stieltjes_core, _validate
@@ -79,18 +79,6 @@ _BISECTION_STEPS = 1100
 
 
 # ============================================================================ shared helpers
-def _check_random_state(random_state: Any) -> Any:
-    """``numpy.random.Generator`` from ``None`` (fresh entropy), an integer seed ``>= 0`` or a generator."""
-    if random_state is None:
-        return np.random.default_rng()
-    if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
-        return random_state
-    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)):
-        raise ArgumentTypeError(f"random_state must be None, an integer seed >= 0 or a numpy.random.Generator, got "
-                                f"{describe(random_state)}")
-    return np.random.default_rng(check_seed("random_state", random_state))
-
-
 def _check_sample_size(size: Any) -> tuple[int, ...]:
     """``size`` of ``rvs``: a positive integer or a tuple of them (the eigenvalue count is their product)."""
     shape = size if isinstance(size, tuple) else (size,)
@@ -166,7 +154,7 @@ class _SpectralLaw:
             (and advanced) as is.
         """
         shape = _check_sample_size(size)
-        rng = _check_random_state(random_state)
+        rng = check_random_state("random_state", random_state)
         total = math.prod(shape)
         if total > 2**40:
             raise ValueError(f"size must have a product of at most 2**40 eigenvalues, got {total}")

@@ -38,9 +38,9 @@ import numpy as np
 import sympy as sp
 
 __all__ = ["ArgumentTypeError", "Limits", "get_limits", "set_limits", "describe", "check_real", "check_complex",
-           "as_float", "as_int", "MAX_SEED", "check_seed", "check_size", "as_array", "check_array_memory",
-           "check_choice", "check_flag", "check_text", "to_sympy", "finite_result", "numeric_errors",
-           "rank_and_dimension"]
+           "as_float", "as_int", "MAX_SEED", "check_seed", "check_random_state", "check_size", "as_array",
+           "check_array_memory", "check_choice", "check_flag", "check_text", "to_sympy", "finite_result",
+           "numeric_errors", "rank_and_dimension"]
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -311,6 +311,24 @@ MAX_SEED = 2**63 - 1
 def check_seed(name: str, value: Any) -> int:
     """A seed: an integer in ``[0, MAX_SEED]`` (not a bool); returns ``int(value)``."""
     return as_int(name, value, 0, MAX_SEED)
+
+
+def check_random_state(name: str, value: Any, *, none_ok: bool = True) -> np.random.Generator:
+    """The one random-state rule: a ``numpy.random.Generator`` (returned as is, the caller consumes it), a seed
+    (:func:`check_seed`; ``numpy.random.default_rng(seed)``) or, with ``none_ok``, ``None`` (fresh entropy from the
+    operating system); returns the generator.
+
+    Examples
+    --------
+    >>> check_random_state("rng", 3).integers(1000, size=3).tolist()  # numpy.random.default_rng(3)
+    [811, 85, 179]
+    """
+    if not (isinstance(value, np.random.Generator) or (value is None and none_ok)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer, float)):
+            raise ArgumentTypeError(f"{name} must be {'None, ' if none_ok else ''}an integer seed >= 0 or a "
+                                    f"numpy.random.Generator, got {_type_phrase(value)}")
+        value = check_seed(name, value)
+    return np.random.default_rng(value)
 
 
 def check_size(name: str, value: Any, low: int, limit: str) -> int:

@@ -377,7 +377,7 @@ def test_shared_data_check():
         check_XY(X[:1], Y[:1], min_samples=2)
     Yn = Y.copy()
     Yn[0, 0] = np.nan
-    with pytest.raises(ValueError, match="Y must be finite"):
+    with pytest.raises(ValueError, match="Y must be a finite"):
         check_XY(X, Yn)
 
 

@@ -156,7 +156,7 @@ def test_clones_attributes_and_warning():
     (dict(X=np.zeros((2, 5, 4, 3)), Y=np.zeros((2, 5, 3))), "Y must have shape"),
     (dict(X=np.zeros((2, 1, 4, 3)), Y=np.zeros((2, 1, 4))), "X must have shape"),
     (dict(X=np.zeros((2, 5, 4, 3)), Y=None), "Y must be"),
-    (dict(X=np.full((2, 5, 4, 3), np.nan), Y=np.zeros((2, 5, 4))), "X must be finite"),
+    (dict(X=np.full((2, 5, 4, 3), np.nan), Y=np.zeros((2, 5, 4))), "X must be a finite"),
     (dict(X=np.ones((2, 5, 4, 3)), Y=np.zeros((2, 5, 4)), A=np.ones((3, 3, 3))), "A must be"),
 ])
 def test_bad_input_is_refused_by_name(kwargs, match):

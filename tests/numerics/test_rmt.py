@@ -40,9 +40,7 @@ def test_sampler_shapes_and_model():
     assert np.count_nonzero(mu) == 1 and mu[0] > 0  # e_1 direction by default
 
 
-def test_sampler_random_direction_and_override():
-    _, _, mu = sample_signal_plus_noise(8, 5, 3.0, 1, mu_direction="random")
-    assert math.isclose(mu @ mu, 3.0) and np.count_nonzero(mu) == 5
+def test_sampler_mean_override():
     m = np.arange(5.0)
     X, y, mu2 = sample_signal_plus_noise(8, 5, 0.0, 1, mu=m)
     assert np.array_equal(mu2, m)
@@ -642,7 +640,6 @@ def test_sizes_are_refused_before_any_allocation():
     (dict(n=True), "^n must"), (dict(n=4.5), "^n must"), (dict(snr=float("inf")), "^snr must"),
     (dict(snr=1j), "^snr must"), (dict(rng=True), "^rng must"), (dict(rng=1.5), "^rng must"),
     (dict(rng=-1), "^rng must"), (dict(rng=None), "^rng must"), (dict(labels="IID"), "^labels must"),
-    (dict(mu_direction=None), "^mu_direction must"),
     (dict(mu=np.ones(3) + 1j), "^mu must"),
 ])
 def test_sampler_refuses_bad_types(kwargs, match):
@@ -706,18 +703,14 @@ def test_threads_validation_is_eager_and_no_string_is_evaluated():
         torch_threads(MAX_THREADS + 1)
     with pytest.raises(TypeError, match="^n must be in"):
         torch_threads("2")
-    for bad, match in [(dict(n_jobs=0), "^n_jobs must"), (dict(n_jobs=True), "^n_jobs must"),
-                       (dict(pre_dispatch="2**10**10"), "^pre_dispatch must"),
-                       (dict(pre_dispatch="__import__('os')"), "^pre_dispatch must"),
-                       (dict(pre_dispatch=0), "^pre_dispatch")]:
+    for bad, match in [(dict(n_jobs=0), "^n_jobs must"), (dict(n_jobs=True), "^n_jobs must")]:
         with pytest.raises(ValueError, match=match):
             thread_map(abs, [1, 2], **{"n_jobs": 2, **bad})
     with pytest.raises(TypeError, match="^func must be a callable"):
         thread_map(None, [1], 1)
     with pytest.raises(TypeError, match="^items must be an iterable"):
         thread_map(abs, "12", 1)
-    assert thread_map(abs, [1, -2, 3], 2, pre_dispatch="all") == [1, 2, 3]
-    assert thread_map(abs, [1, -2, 3], 2, pre_dispatch=4) == [1, 2, 3]
+    assert thread_map(abs, [1, -2, 3], 2) == [1, 2, 3]
     assert check_device("device", torch.device("cpu")) == "cpu"
     with pytest.raises(ValueError, match="^device must"):
         check_device("device", "cuda:")
