@@ -12,6 +12,7 @@ import platform
 import re
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Iterable
 
 import numpy
@@ -260,7 +261,7 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
     lines += [f"- [{r.id}: {r.verdict.value}](#{section_anchor(r)}) - {_md(_short(r.claim, 110))}" for r in results]
     lines.append("")
     for r in results:
-        lines += _md_section(r, report_dir)
+        lines += section_lines(r, report_dir, MD)
     return "\n".join(lines)
 
 
@@ -284,43 +285,39 @@ def run_facts(results: list[CheckResult], meta: dict, exit_code: int, esc: Calla
     return facts
 
 
-def _md_section(r: CheckResult, report_dir: Path) -> list[str]:
-    """One check's section of report.md: verdict and headline, claim, error, figures, notes, then its rules (each
-    once) and its compact table of comparisons (each row's rule with its numbers folded below it)."""
+def section_lines(r: CheckResult, report_dir: Path, page: SimpleNamespace) -> list[str]:
+    """One check's section of a report in ``page``'s markup (report.md: :data:`MD`, report.html:
+    :data:`verify.report_html.HTML`): heading with the verdict, the headline, claim, error, figures and notes; then its
+    rules (each once), its compact table of comparisons (doubtful rows first) and each row's rule with its numbers,
+    folded; runtime and seeds.  The section is a list of blocks, each a list of lines, that ``page.join`` lays out."""
     held, headline, _ = summary_cells(r)
+    v, esc = page.verdict(r.verdict.value), page.esc
     if r.comparisons:
-        line = (f"**{r.verdict.value}**: {held} comparisons hold; headline *{_md(headline)}*: "
-                f"{' vs '.join(numbers(shown_comparison(r.comparisons), latex_text))} (measured ± SE vs predicted)")
+        line = (f"{v}: {esc(held)} comparisons hold; headline {page.em(esc(headline))}: "
+                f"{' vs '.join(page.headline_numbers(shown_comparison(r.comparisons)))} "
+                f"{page.aside('(measured ± SE vs predicted)')}")
     else:
-        line = f"**{r.verdict.value}**" + (f": {_md(headline)}" if headline else "")
-    lines = [f"## {r.id}: {r.verdict.value}", "", line, "", f"*Claim (paper {r.paper}).* {_md(r.claim)}", ""]
+        line = v + (f": {esc(headline)}" if headline else "")
+    blocks = [page.heading(r, v), [page.para("headline", line)],
+              [page.para("claim", f"{page.em(f'Claim (paper {esc(r.paper)}).')} {esc(r.claim)}")]]
     if r.error:
-        lines += ["```", r.error.rstrip(), "```", ""]
-    for f in r.figures:
-        lines += [f"![{r.id}]({os.path.relpath(f, report_dir)})", ""]
+        blocks.append(page.code(r.error.rstrip()))
+    blocks += [[page.figure(r, Path(f), report_dir)] for f in r.figures]
     if r.notes:
         opening, folded = notes_parts(r.notes)
-        lines += [opening, ""]
+        blocks.append([page.para("notes", page.prose(opening))])
         if folded:
-            lines += ["<details><summary>Full notes</summary>", "", *(x for p in folded for x in (p, "")),
-                      "</details>", ""]
+            blocks += [["<details><summary>Full notes</summary>"], *([page.para("", page.prose(p))] for p in folded),
+                       ["</details>"]]
     if r.comparisons:
-        lines += _md_evidence(r.comparisons)
-    return lines + [f"runtime {r.runtime_s:.2f} s; seeds: {', '.join(map(str, r.seeds)) or 'none'}", ""]
-
-
-def _md_evidence(comparisons: list[Comparison]) -> list[str]:
-    """A check's rules, each once, then its compact table (doubtful rows first) and the folded per-row rules."""
-    groups, cols, cells, per_row = evidence_cells(comparisons, _md, lambda c: map(_md, numbers(c, latex_text)),
-                                                  lambda r: r.outcome if r.outcome == "PASS" else f"**{r.outcome}**")
-    lines = ["**How each row is judged**", ""]
-    lines += [f"- **{g.label}** ({rows_word(len(g.rows))}): {_md(g.text)}" if len(groups) > 1 else _md(g.text)
-              for g in groups]
-    lines += ["", *md_table(cols, cells), ""]
-    if per_row:
-        lines += [f"<details><summary>{FOLDED.format(rows_word(len(per_row)))}</summary>", "",
-                  *md_table(ROW_RULE_COLUMNS, per_row), "", "</details>", ""]
-    return lines
+        groups, cols, cells, per_row = evidence_cells(r.comparisons, esc, page.cell_numbers, page.outcome)
+        blocks += [page.rules(groups), page.table(cols, cells, {1: "num", 2: "num", 3: "num key", 4: "key", 5: "key"},
+                                                  "evidence")]
+        if per_row:
+            blocks += [[f"<details><summary>{FOLDED.format(rows_word(len(per_row)))}</summary>"],
+                       page.table(ROW_RULE_COLUMNS, per_row, {}, ""), ["</details>"]]
+    seeds = ", ".join(map(str, r.seeds)) or "none"
+    return page.join([*blocks, [page.para("run", f"runtime {r.runtime_s:.2f} s; seeds: {page.prose(seeds)}")]])
 
 
 #: the summary of the folded table of each row's rule with its numbers (``{}``: how many rows)
@@ -409,3 +406,18 @@ def _md(text: Any) -> str:
 
 def _last_line(text: str | None) -> str:
     return text.strip().splitlines()[-1] if text else ""
+
+
+#: report.md's markup of a check's section (:func:`section_lines`): blocks apart by a blank line; the notes and the
+#: headline's numbers as they are, other texts escaped for a table (:func:`_md`)
+MD = SimpleNamespace(
+    esc=_md, prose=str, verdict="**{}**".format, em="*{}*".format, aside=str, para=lambda cls, text: text,
+    heading=lambda r, v: [f"## {r.id}: {r.verdict.value}"], code=lambda text: ["```", text, "```"],
+    figure=lambda r, f, report_dir: f"![{r.id}]({os.path.relpath(f, report_dir)})",
+    headline_numbers=lambda c: numbers(c, latex_text), cell_numbers=lambda c: map(_md, numbers(c, latex_text)),
+    outcome=lambda row: row.outcome if row.outcome == "PASS" else f"**{row.outcome}**",
+    rules=lambda groups: ["**How each row is judged**", "", *(
+        f"- **{g.label}** ({rows_word(len(g.rows))}): {_md(g.text)}" if len(groups) > 1 else _md(g.text)
+        for g in groups)],
+    table=lambda cols, cells, classes, table_class: md_table(cols, cells),
+    join=lambda blocks: [x for b in blocks for x in (*b, "")])

@@ -15,11 +15,12 @@ import base64
 import os
 from html import escape
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import quote
 
 from .evidence import rows_word
-from .report import (FOLDED, ROW_RULE_COLUMNS, SUMMARY_COLUMNS, evidence_cells, measured_text, notes_parts, numbers,
-                     run_facts, section_anchor, shown_comparison, summary_cells)
+from .report import (SUMMARY_COLUMNS, measured_text, numbers, run_facts, section_anchor, section_lines,
+                     shown_comparison, summary_cells)
 from .results import CheckResult, Comparison
 from .typeset import mathml_html
 
@@ -59,13 +60,13 @@ def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_d
                       f"<title>{title}</title>", f"<style>\n{_HTML_CSS}\n</style>", "</head>", "<body>",
                       "<h1>Verification report</h1>", *_html_summary(results), '<ul class="run">',
                       *(f"<li>{f}</li>" for f in facts), "</ul>",
-                      *(x for r in results for x in _html_section(r, report_dir)), "</body>", "</html>", ""])
+                      *(x for r in results for x in section_lines(r, report_dir, HTML)), "</body>", "</html>", ""])
 
 
 def html_sections(results: list[CheckResult], report_dir: Path) -> list[str]:
     """The HTML lines of the results without a page around it: the summary table, then one section per check (its
     claim, judged comparisons, notes, figures embedded as ``data:`` URIs, seeds); a notebook shows it as it is."""
-    return _html_summary(results) + [x for r in results for x in _html_section(r, Path(report_dir))]
+    return _html_summary(results) + [x for r in results for x in section_lines(r, Path(report_dir), HTML)]
 
 
 def _verdict_span(value: str, cls: str | None = None) -> str:
@@ -93,53 +94,14 @@ def _html_summary(results: list[CheckResult]) -> list[str]:
     return _html_table(SUMMARY_COLUMNS, rows, {0: "key", 1: "key", 2: "num key"})
 
 
-def _html_section(r: CheckResult, report_dir: Path) -> list[str]:
-    """One check's section: heading (the summary's link target) with the verdict, the headline, claim, error,
-    figures and notes; then its rules (each once), its compact table and the folded per-row rules; seeds."""
-    held, headline, _ = summary_cells(r)
-    verdict = _verdict_span(r.verdict.value)
-    if r.comparisons:
-        line = (f"{verdict}: {escape(held)} comparisons hold; headline <em>{escape(headline)}</em>: "
-                f"{' vs '.join(_numbers(shown_comparison(r.comparisons)))} "
-                '<span class="run">(measured ± SE vs predicted)</span>')
-    else:
-        line = verdict + (f": {escape(headline)}" if headline else "")
-    lines = [f'<section id="{section_anchor(r)}">', f"<h2>{escape(r.id)}: {verdict}</h2>",
-             f'<p class="headline">{line}</p>',
-             f'<p class="claim"><em>Claim (paper {escape(r.paper)}).</em> {escape(r.claim)}</p>']
-    if r.error:
-        lines.append(f"<pre>{escape(r.error.rstrip())}</pre>")
-    for f in map(Path, r.figures):
-        try:  # embedded: the page stands alone; a figure that cannot be read is linked
-            src = "data:image/png;base64," + base64.b64encode(f.read_bytes()).decode("ascii")
-        except OSError:
-            src = quote(Path(os.path.relpath(f, report_dir)).as_posix())
-        lines.append(f'<figure><img src="{src}" alt="{escape(r.id)} figure {escape(f.stem)}">'
-                     f"<figcaption>{escape(f.name)}</figcaption></figure>")
-    if r.notes:
-        opening, folded = notes_parts(r.notes)
-        lines.append(f'<p class="notes">{escape(opening)}</p>')
-        if folded:
-            lines += ["<details><summary>Full notes</summary>", *(f"<p>{escape(p)}</p>" for p in folded),
-                      "</details>"]
-    if r.comparisons:
-        lines += _html_evidence(r.comparisons)
-    seeds = ", ".join(map(str, r.seeds)) or "none"
-    return lines + [f'<p class="run">runtime {r.runtime_s:.2f} s; seeds: {escape(seeds)}</p>', "</section>"]
-
-
-def _html_evidence(comparisons: list[Comparison]) -> list[str]:
-    """A check's rules, each once, its compact table (doubtful rows first) and the folded per-row rules."""
-    groups, cols, cells, per_row = evidence_cells(
-        comparisons, escape, _numbers, lambda r: _verdict_span(r.outcome, "near" if r.near else r.comparison.outcome))
-    said = [f"<li><strong>{g.label}</strong> ({rows_word(len(g.rows))}): {escape(g.text)}</li>" for g in groups]
-    lines = ['<div class="rules"><p><strong>How each row is judged</strong></p>',
-             *(["<ul>", *said, "</ul>"] if len(groups) > 1 else [f"<p>{escape(groups[0].text)}</p>"]), "</div>",
-             *_html_table(cols, cells, {1: "num", 2: "num", 3: "num key", 4: "key", 5: "key"}, "evidence")]
-    if per_row:
-        lines += [f"<details><summary>{FOLDED.format(rows_word(len(per_row)))}</summary>",
-                  *_html_table(ROW_RULE_COLUMNS, per_row, {}), "</details>"]
-    return lines
+def _figure(r: CheckResult, f: Path, report_dir: Path) -> str:
+    """A figure embedded as a ``data:`` URI (the page stands alone); one that cannot be read is linked."""
+    try:
+        src = "data:image/png;base64," + base64.b64encode(f.read_bytes()).decode("ascii")
+    except OSError:
+        src = quote(Path(os.path.relpath(f, report_dir)).as_posix())
+    return (f'<figure><img src="{src}" alt="{escape(r.id)} figure {escape(f.stem)}">'
+            f"<figcaption>{escape(f.name)}</figcaption></figure>")
 
 
 def _numbers(c: Comparison) -> tuple[str, str]:
@@ -147,3 +109,17 @@ def _numbers(c: Comparison) -> tuple[str, str]:
     text is at most 30 characters long is kept on one line."""
     measured, predicted = numbers(c, mathml_html, escape)
     return (f'<span class="nw">{measured}</span>' if len(measured_text(c)) <= 30 else measured), predicted
+
+
+#: report.html's markup of a check's section (:func:`verify.report.section_lines`), texts escaped for HTML
+HTML = SimpleNamespace(
+    esc=escape, prose=escape, verdict=_verdict_span, em="<em>{}</em>".format,
+    aside='<span class="run">{}</span>'.format,
+    para=lambda cls, text: f'<p class="{cls}">{text}</p>' if cls else f"<p>{text}</p>",
+    heading=lambda r, v: [f'<section id="{section_anchor(r)}">', f"<h2>{escape(r.id)}: {v}</h2>"],
+    code=lambda text: [f"<pre>{escape(text)}</pre>"], figure=_figure, headline_numbers=_numbers, cell_numbers=_numbers,
+    outcome=lambda row: _verdict_span(row.outcome, "near" if row.near else row.comparison.outcome),
+    rules=lambda groups: ['<div class="rules"><p><strong>How each row is judged</strong></p>', *([
+        "<ul>", *(f"<li><strong>{g.label}</strong> ({rows_word(len(g.rows))}): {escape(g.text)}</li>" for g in groups),
+        "</ul>"] if len(groups) > 1 else [f"<p>{escape(groups[0].text)}</p>"]), "</div>"],
+    table=_html_table, join=lambda blocks: [*(x for b in blocks for x in b), "</section>"])
