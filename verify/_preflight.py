@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from numerics import check_device
+
 from .claim import select
 from .context import CheckContext
 from .sequential import MAX_ROUND
@@ -68,9 +70,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 def run_context(args: argparse.Namespace, **fields) -> CheckContext:
     """The base context of a command's runs from the options it shares with the other commands, each checked:
     ``--jobs`` (``>= 1``, or ``-1`` for all cores), ``--budget`` (minutes, finite and ``> 0``), ``--rounds`` (in
-    ``[0, MAX_ROUND]``), ``--profile``, ``--device`` (format, and CUDA availability), ``--executor`` /
-    ``--scheduler`` (:func:`check_executor`) and ``--cache-dir`` (created and written to once); ``fields``: the
-    command's other fields of :class:`~verify.context.CheckContext`, refused under their option's name."""
+    ``[0, MAX_ROUND]``), ``--profile``, ``--device`` (format, and a CUDA device that exists:
+    :func:`numerics.check_device`), ``--executor`` / ``--scheduler`` (:func:`check_executor`) and ``--cache-dir``
+    (created and written to once); ``fields``: the command's other fields of :class:`~verify.context.CheckContext`,
+    refused under their option's name."""
     if args.jobs is not None and args.jobs != -1 and args.jobs < 1:
         refuse(f"--jobs must be an integer >= 1, or -1 for all cores, got {args.jobs}")
     if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
@@ -81,26 +84,14 @@ def run_context(args: argparse.Namespace, **fields) -> CheckContext:
         base = CheckContext(profile=args.profile, cache_dir=cache_dir_option(args.cache_dir, args.profile),
                             device=args.device, n_jobs=(os.cpu_count() or 1) if args.jobs is None else args.jobs,
                             executor=args.executor, scheduler=args.scheduler, **fields)
+        check_device("device", base.device)  # a CUDA device this machine has
     except (TypeError, ValueError) as exc:
         field = str(exc).split()[0]  # the option behind the field: --jobs for n_jobs, --cache-dir for cache_dir
         refuse(f"{'--jobs' if field == 'n_jobs' else '--' + field.replace('_', '-')}: {exc}")
-    check_device_available(base.device)
     check_executor(args.executor, args.scheduler)
     if base.cache_dir is not None:
         check_writable_dir("--cache-dir", base.cache_dir)
     return base
-
-
-def check_device_available(device: str) -> None:
-    """A ``cuda`` device exists (``cuda:K``: at least ``K + 1`` of them)."""
-    if not device.startswith("cuda"):
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        refuse(f"--device {device} requested but torch.cuda.is_available() is False")
-    if int(device.partition(":")[2] or 0) >= torch.cuda.device_count():
-        refuse(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) (cuda:0 ...)")
 
 
 def check_executor(executor: str, scheduler: str | None) -> None:

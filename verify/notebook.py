@@ -23,9 +23,10 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from numerics import check_device
 from theory.validation import as_float, check_choice, check_flag, check_int
 
-from ._preflight import cache_dir_option, check_device_available, check_executor
+from ._preflight import cache_dir_option, check_executor
 from .budget import look_line, run_sequential
 from .claim import exit_status, run_check, select
 from .context import CheckContext, PROFILES
@@ -139,12 +140,12 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
     cache_dir = cache_dir_option(None, profile) if cache_dir == DEFAULT_CACHE else path_or_none(cache_dir)
     base = CheckContext(profile=profile, seed=seed, cache_dir=cache_dir, device=device, n_jobs=jobs, executor=executor,
                         scheduler=scheduler, memo={})  # every option checked before anything runs
+    check_device("device", base.device)  # a CUDA device this machine has
     try:
-        check_device_available(base.device)
         check_executor(base.executor, base.scheduler)
     except SystemExit as exc:  # the command line's refusal, as an error of this call's keyword
         message = str(exc).removeprefix("error: ")
-        for option in ("device", "executor", "scheduler"):
+        for option in ("executor", "scheduler"):
             message = message.replace(f"--{option}", option)
         raise ValueError(message) from None
     ids = [ids] if isinstance(ids, str) else ids

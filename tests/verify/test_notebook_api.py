@@ -46,7 +46,7 @@ def test_command_line_refusals_are_errors_of_the_keyword(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="^scheduler needs executor dask"):
         verify.run("A1", scheduler="tcp://127.0.0.1:1", cache_dir=None, progress=False)
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
-    with pytest.raises(ValueError, match="^device cuda requested"):
+    with pytest.raises(ValueError, match="^device is .cuda. but CUDA is not available"):
         verify.run("A1", device="cuda", cache_dir=None, progress=False)
     monkeypatch.chdir(tmp_path)
     verify.run("A1", profile="smoke", cache_dir="none", figures=False, progress=False)
