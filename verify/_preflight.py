@@ -11,13 +11,14 @@ import argparse
 import contextlib
 import math
 import os
+import shlex
 import signal
 import socket
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from numerics import check_device
 
@@ -37,6 +38,22 @@ PROFILES, TEST_PROFILES = ("quick", "paper"), ("smoke",)
 def refuse(message: str) -> None:
     """Stop the command with ``error: <message>`` (exit status 1)."""
     raise SystemExit(f"error: {message}")
+
+
+def command(argv: Sequence[str]) -> str:
+    """The shell command ``python -m verify ARGV`` (each argument quoted where a shell needs it)."""
+    return shlex.join(["python", "-m", "verify", *argv])
+
+
+def resume_line(sig: str, where: str, kept: str, argv: Sequence[str], cache_dir: Path | None, off: str,
+                reused: str = "") -> str:
+    """The one line printed after the signal ``sig`` stopped ``where``: what was ``kept`` and how to resume (the
+    same command, :func:`command` of ``argv``; ``reused``: what the rerun reuses; ``off``: what it does without a
+    cache)."""
+    cache = (f"the cache {cache_dir} keeps the finished cells" if cache_dir is not None
+             else f"the cache is off (--cache-dir none): {off}")
+    return (f"interrupted by {sig} during {where}: {kept}; to resume, run the same command again "
+            f"({command(argv)}): {reused}{cache}")
 
 
 def cache_dir_option(value: Path | None, profile: str) -> Path | None:

@@ -17,7 +17,6 @@ import json
 import math
 import os
 import platform
-import shlex
 import shutil
 import sys
 import time
@@ -33,7 +32,7 @@ from rich.table import Table
 from scipy import stats
 
 from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_options, check_writable_dir,
-                         check_writable_file, interrupts, refuse, run_context, select_checks)
+                         check_writable_file, interrupts, refuse, resume_line, run_context, select_checks)
 from .budget import run_sequential
 from .context import CheckContext
 from .figures import pyplot
@@ -391,23 +390,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 where = (f"{specs[done[0] % len(specs)].id} seed {args.first_seed + done[0] // len(specs)}"
                          if done[0] < total else "")
-            print(_resume_line(signals["signal"] or "SIGINT", where or "the run", done[0], total, out, base.cache_dir,
-                               argv), file=sys.stderr, flush=True)
+            print(resume_line(signals["signal"] or "SIGINT", where or "the run", f"{done[0]} of {total} (check, seed) "
+                              f"runs finished, their records kept in {out / 'records'}", ["calibrate", *argv],
+                              base.cache_dir, "unfinished runs restart", "it reuses them, and "),
+                  file=sys.stderr, flush=True)
             return EXIT_INTERRUPTED
         signals["armed"] = False  # from here on a signal is noted, never raised: the summary is written whole
         code = _summarise_and_write(records, args, argv, out, time.perf_counter() - t0, console)
     return EXIT_INTERRUPTED if signals["signal"] is not None else code
-
-
-def _resume_line(sig: str, where: str, n_done: int, total: int, out: Path, cache_dir: Path | None,
-                 argv: Sequence[str]) -> str:
-    """The one line printed after an interrupt (``where``: the runs it stopped): what was kept and how to resume."""
-    cache = (f"the cache {cache_dir} keeps the finished cells" if cache_dir is not None
-             else "the cache is off (--cache-dir none): unfinished runs restart")
-    command = shlex.join(["python", "-m", "verify", "calibrate", *argv])
-    return (f"interrupted by {sig} during {where}: {n_done} of {total} (check, seed) runs finished, their records "
-            f"kept in {out / 'records'}; to resume, run the same command again ({command}): it reuses them, and "
-            f"{cache}")
 
 
 def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespace, argv: Sequence[str], out: Path,

@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import shlex
 import sys
 import time
 import traceback
@@ -30,7 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from numerics.malloc import keep_freed_memory
 
 from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_options, check_writable_dir,
-                         check_writable_file, interrupts, run_context, select_checks)
+                         check_writable_file, command, interrupts, resume_line, run_context, select_checks)
 from .context import CheckContext
 from .results import CheckResult, Verdict
 from .budget import look_line, run_sequential, sequence_table
@@ -135,7 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_summary(console, results, code, args.strict)
         code = _write_outputs(args, argv, results, code, stopped, console, extra, started)
         if stopped is not None:
-            print(_resume_line(stopped, results, args, argv, base.cache_dir), file=sys.stderr, flush=True)
+            n_done = sum(not str(r.error).startswith("INTERRUPTED") for r in results)
+            files = " and ".join(str(p) for p in (args.json, args.report_dir) if p)
+            kept = f"{n_done} finished check(s) written to {files or 'no file (no --json / --report-dir)'}"
+            print(resume_line(stopped["signal"], stopped["check"] or "the run", kept, argv, base.cache_dir,
+                              "a rerun recomputes everything"), file=sys.stderr, flush=True)
         elif signals["signal"] is not None:
             code = EXIT_INTERRUPTED  # arrived while the finished report was written: the report is whole
     return code
@@ -281,7 +284,7 @@ def _write_outputs(args: argparse.Namespace, argv: list[str], results: list[Chec
     """``--json`` and ``--report-dir``; the exit status (2 when an output cannot be written)."""
     meta = {**run_metadata(args.profile, args.seed, args.strict, argv, started), **extra}
     if stopped is not None:
-        meta["interrupted"] = {**stopped, "resume": _command(argv)}
+        meta["interrupted"] = {**stopped, "resume": command(argv)}
     doc = {**to_json(results, meta), "exit_code": code}
     try:
         if args.json:
@@ -298,21 +301,6 @@ def _write_outputs(args: argparse.Namespace, argv: list[str], results: list[Chec
               file=sys.stderr)
         return 2
     return code
-
-
-def _command(argv: list[str]) -> str:
-    return shlex.join(["python", "-m", "verify", *argv])
-
-
-def _resume_line(stopped: dict, results: list[CheckResult], args: argparse.Namespace, argv: list[str],
-                 cache_dir: Path | None) -> str:
-    """The one line printed after an interrupt: what was kept and how to resume."""
-    n_done = sum(not str(r.error).startswith("INTERRUPTED") for r in results)
-    where = " and ".join(str(p) for p in (args.json, args.report_dir) if p) or "no file (no --json / --report-dir)"
-    cache = (f"the cache {cache_dir} keeps the finished cells" if cache_dir is not None
-             else "the cache is off (--cache-dir none): a rerun recomputes everything")
-    return (f"interrupted by {stopped['signal']} during {stopped['check'] or 'the run'}: {n_done} finished "
-            f"check(s) written to {where}; to resume, run the same command again ({_command(argv)}): {cache}")
 
 
 def _rejudge(args: argparse.Namespace, console: Console) -> int:
