@@ -268,20 +268,14 @@ def _data_points(ax: Any) -> np.ndarray:
     return out[np.all(np.isfinite(out), axis=1)]
 
 
-def _box_fraction(ax: Any, lines: Sequence[str], fontsize: float) -> tuple[float, float]:
-    """Estimated width and height of a key box, as fractions of the panel."""
-    box = ax.get_position()
-    w_pt, h_pt = box.width * ax.figure.get_figwidth() * 72, box.height * ax.figure.get_figheight() * 72
-    width = (max(len(s) for s in lines) * 0.55 + 1.5) * fontsize
-    height = (len(lines) * 1.3 + 0.8) * fontsize
-    return 1.1 * width / max(w_pt, 1.0), 1.1 * height / max(h_pt, 1.0)
-
-
 def _best_loc(ax: Any, lines: Sequence[str], fontsize: float) -> tuple[str, int, float]:
     """The corner (or edge centre) of the panel where a key box covers the fewest data vertices, their number,
     and the box's height as a fraction of the panel."""
     pts = _data_points(ax)
-    w, h = _box_fraction(ax, lines, fontsize)
+    box = ax.get_position()  # the key box's estimated width and height, as fractions of the panel
+    w_pt, h_pt = box.width * ax.figure.get_figwidth() * 72, box.height * ax.figure.get_figheight() * 72
+    w = 1.1 * ((max(len(s) for s in lines) * 0.55 + 1.5) * fontsize) / max(w_pt, 1.0)
+    h = 1.1 * ((len(lines) * 1.3 + 0.8) * fontsize) / max(h_pt, 1.0)
     best, best_n = "upper left", -1
     for loc, (x, y, ha, va) in _LOCS.items():
         x0 = {"left": x, "right": x - w, "center": x - w / 2}[ha]

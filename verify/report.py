@@ -13,7 +13,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import numpy
 import sympy
@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .results import CheckResult, Comparison, Verdict
-from .evidence import Row, evidence, folds, rows_word
+from .evidence import evidence, folds, rows_word
 from .typeset import latex_text, md_table
 from .verdicts import describe, rates_text
 
@@ -309,12 +309,17 @@ def section_lines(r: CheckResult, report_dir: Path, page: SimpleNamespace) -> li
         if folded:
             blocks += [["<details><summary>Full notes</summary>"], *([page.para("", page.prose(p))] for p in folded),
                        ["</details>"]]
-    if r.comparisons:
-        groups, cols, cells, per_row = evidence_cells(r.comparisons, esc, page.cell_numbers, page.outcome)
+    if r.comparisons:  # the rules (each once), the compact table ("rule" only with several), the folded one
+        groups, rows = evidence(r.comparisons)
+        cols = COMPARISON_COLUMNS[:6 if len(groups) > 1 else 5]
+        cells = [[esc(w.comparison.name), *reversed([*page.cell_numbers(w.comparison)]), esc(w.statistic),
+                  page.outcome(w), esc(w.rule)][:len(cols)] for w in rows]
         blocks += [page.rules(groups), page.table(cols, cells, {1: "num", 2: "num", 3: "num key", 4: "key", 5: "key"},
                                                   "evidence")]
-        if per_row:
-            blocks += [[f"<details><summary>{FOLDED.format(rows_word(len(per_row)))}</summary>"],
+        if folds(groups, rows):  # each row's rule with its numbers and its test, where it adds something
+            per_row = [[esc(w.comparison.name), esc(w.comparison.tolerance),
+                        esc("exact" if w.comparison.kind == "exact" else describe(w.comparison))] for w in rows]
+            blocks += [[f"<details><summary>{FOLDED.format(rows_word(len(rows)))}</summary>"],
                        page.table(ROW_RULE_COLUMNS, per_row, {}, ""), ["</details>"]]
     seeds = ", ".join(map(str, r.seeds)) or "none"
     return page.join([*blocks, [page.para("run", f"runtime {r.runtime_s:.2f} s; seeds: {page.prose(seeds)}")]])
@@ -322,27 +327,6 @@ def section_lines(r: CheckResult, report_dir: Path, page: SimpleNamespace) -> li
 
 #: the summary of the folded table of each row's rule with its numbers (``{}``: how many rows)
 FOLDED = "Each row's rule with its numbers, and its test ({})"
-
-
-def evidence_cells(comparisons: list[Comparison], esc: Callable[[str], str],
-                   typeset: Callable[[Comparison], Iterable[str]], outcome: Callable[[Row], str]) -> tuple:
-    """A check's evidence (:func:`verify.evidence.evidence`) as the cells of a page's tables.
-
-    ``esc`` escapes a text, ``typeset(c)`` gives ``(measured ± SE, predicted)`` of a comparison and ``outcome(row)``
-    its outcome cell.  Returns ``(groups, columns, cells, per_row)``: the rules (each once), the columns of the
-    compact table ("rule" only where there are several rules), its rows (doubtful ones first) and the rows of the
-    folded table of each row's rule with its numbers and its test (none when it would add nothing).
-    """
-    groups, rows = evidence(comparisons)
-    cols = COMPARISON_COLUMNS[:6 if len(groups) > 1 else 5]
-    cells = []
-    for row in rows:
-        measured, predicted = typeset(row.comparison)
-        cells.append([esc(row.comparison.name), predicted, measured, esc(row.statistic), outcome(row),
-                      esc(row.rule)][:len(cols)])
-    per_row = [[esc(r.comparison.name), esc(r.comparison.tolerance),
-                esc("exact" if r.comparison.kind == "exact" else describe(r.comparison))] for r in rows]
-    return groups, cols, cells, per_row if folds(groups, rows) else []
 
 
 def numbers(c: Comparison, math: Callable[[Any, str], str], esc: Callable[[str], str] = str) -> tuple[str, str]:

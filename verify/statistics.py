@@ -93,18 +93,17 @@ def _profile_chi2(beta: np.ndarray, logp: np.ndarray, y: np.ndarray, w: np.ndarr
     return (w * (y - amp[:, None] * x) ** 2).sum(1), amp
 
 
-def fit_power_law(ps: Sequence[float], y: Sequence[float], se: Sequence[float],
-                  beta_range: tuple[float, float] = BETA_RANGE, n_grid: int = 2001) -> PowerFit:
+def fit_power_law(ps: Sequence[float], y: Sequence[float], se: Sequence[float]) -> PowerFit:
     """Fit ``y = A p^{-beta}`` by weighted least squares, ``beta`` with its 95 % profile-likelihood interval.
 
-    ``A`` is profiled out (linear); ``chi2(beta)`` is evaluated on a grid of ``beta_range`` and refined by a
-    bounded scalar search around the grid minimum; the interval is ``{beta : chi2(beta) <= chi2_min + 1.96^2}``
-    on the grid (the points are independent, their SEs taken as known).
+    ``A`` is profiled out (linear); ``chi2(beta)`` is evaluated on a grid of 2001 points over :data:`BETA_RANGE`
+    and refined by a bounded scalar search around the grid minimum; the interval is
+    ``{beta : chi2(beta) <= chi2_min + 1.96^2}`` on the grid (the points are independent, their SEs taken as
+    known).
 
     Parameters
     ----------
     ps, y, se : sizes, measured values (any sign; e.g. ``E_att - E_RR`` minus its limit) and standard errors.
-    beta_range : search range of ``beta``; ``n_grid`` : grid points.
 
     Returns
     -------
@@ -122,7 +121,7 @@ def fit_power_law(ps: Sequence[float], y: Sequence[float], se: Sequence[float],
     w = 1.0 / np.maximum(np.asarray(se, float), 1e-300) ** 2
     if logp.size < 3:
         raise ValueError(f"a power-law fit with its interval needs at least 3 sizes, got {logp.size}")
-    grid = np.linspace(*beta_range, n_grid)
+    grid = np.linspace(*BETA_RANGE, 2001)
     chi = _profile_chi2(grid, logp, yy, w)[0]
     i = int(np.argmin(chi))
     res = minimize_scalar(lambda b: float(_profile_chi2(b, logp, yy, w)[0][0]), method="bounded",
