@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from numerics import sweep, torch_threads
+from numerics.sweep import CacheIntegrityWarning, to_jsonable
 from theory.validation import ArgumentTypeError, check_choice, check_int, describe
 
 from .validation import MAX_SEED, check_dir, check_json, check_n_jobs, check_text, seed_text
@@ -148,8 +150,6 @@ class CheckContext:
         Hashes the check id, ``name``, the key dict, the base seed, the profile, the device and
         ``CACHE_VERSION`` + ``version`` through :func:`numerics.sweep.cache_key` (canonical JSON).
         """
-        from numerics.sweep import cache_key
-
         check_text("name", name, empty=False)
         key = check_json("key", key)
         check_text("version", version)
@@ -157,7 +157,7 @@ class CheckContext:
                 "device": str(self.device)}
         # ``CheckContext.cached`` only names the kind of entry (the computation is ``compute``): its code stays out;
         # the original method (:data:`_ENTRY_KIND`), so that a wrapped ``cached`` keeps the keys
-        return cache_key(_ENTRY_KIND, cell, int(self.seed), version=f"{CACHE_VERSION}/{version}", source=False)
+        return sweep.cache_key(_ENTRY_KIND, cell, int(self.seed), version=f"{CACHE_VERSION}/{version}", source=False)
 
     def cached(self, name: str, key: Mapping[str, Any], compute: Callable[[], Mapping[str, Any]],
                version: str = "") -> dict[str, Any]:
@@ -199,9 +199,7 @@ class CheckContext:
             try:
                 _npz_write(path, h, meta, out)
             except OSError as exc:  # a full disk, a read-only directory: warn once, keep the cell in memory
-                from numerics.sweep import cache_unwritable
-
-                cache_unwritable(self.cache_dir, exc)
+                sweep.cache_unwritable(self.cache_dir, exc)
                 if self.memo is not None:
                     self.memo[h] = out
                     return {k: v.copy() for k, v in out.items()}
@@ -210,8 +208,6 @@ class CheckContext:
     def _cache_meta(self, name: str, key: Mapping[str, Any], version: str) -> str:
         """The key fields of a cached cell as canonical JSON (stored in the entry, compared on read)."""
         import json
-
-        from numerics.sweep import to_jsonable
 
         fields = {"check": self.check_id, "name": str(name), "key": to_jsonable(dict(key)), "profile": self.profile,
                   "device": str(self.device), "seed": int(self.seed), "version": f"{CACHE_VERSION}/{version}"}
@@ -239,8 +235,6 @@ class CheckContext:
 
 
 def _at_one_thread(func: Callable[..., Any], args: tuple) -> Any:
-    from numerics import torch_threads
-
     with torch_threads(1):
         return func(*args)
 
@@ -294,8 +288,6 @@ def _arrays_checksum(arrays: Mapping[str, Any]) -> str:
 def _npz_read(path: Path, h: str, meta: str, warn: bool = True) -> dict | None:
     """The verified arrays of the entry at ``path`` (key hash ``h``, key fields ``meta``), or ``None``: missing,
     or rejected (with a :class:`numerics.sweep.CacheIntegrityWarning` when ``warn``)."""
-    from numerics.sweep import CacheIntegrityWarning
-
     try:
         with np.load(path, allow_pickle=False) as z:
             stored = {k: z[k] for k in z.files}
@@ -350,11 +342,9 @@ def _npz_write(path: Path, h: str, meta: str, out: Mapping[str, Any]) -> None:
 def _claim(path: Path) -> Iterator[None]:
     """Hold the inter-process lock of the cache entry ``path`` (waits while another run holds it); without a
     writable directory, no lock (the entry cannot be written either)."""
-    from numerics.sweep import cell_lock
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        lock = cell_lock(path.with_suffix(".lock"))
+        lock = sweep.cell_lock(path.with_suffix(".lock"))
         lock.acquire()
     except OSError:
         yield

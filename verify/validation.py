@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 import sympy as sp
 
+from numerics.sweep import to_jsonable
 from numerics.threads import MAX_THREADS as MAX_JOBS  # noqa: F401 (most workers of a run)
 from theory.validation import MAX_SEED, ArgumentTypeError, check_text, describe
 
@@ -97,8 +98,6 @@ def check_mapping(name: str, v: Any) -> dict:
 
 def check_json(name: str, v: Any) -> dict:
     """A mapping with string keys whose values are JSON-serialisable (numbers, strings, lists, dicts, arrays)."""
-    from numerics.sweep import to_jsonable
-
     out = check_mapping(name, v)
     try:
         to_jsonable(out)
@@ -124,8 +123,6 @@ def seed_text(k: Any) -> str:
 def jsonable(v: Any) -> Any:
     """The report's JSON form of ``v``: NaN / infinities as the strings ``"nan"`` / ``"inf"`` / ``"-inf"``, any
     other unknown value as ``str(v)`` (:func:`numerics.sweep.to_jsonable`)."""
-    from numerics.sweep import to_jsonable
-
     return to_jsonable(v, nonfinite="str", unknown="str")
 
 
