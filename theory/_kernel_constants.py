@@ -11,14 +11,14 @@ from typing import Any
 from ._solver_domain import KERNEL_CONSTANT_MAX
 from .validation import as_float
 from .activations import hermite_moments
-from .null_system import diagonal_constant, null_kernel_diagonal
+from .null_system import _null_kernel_diagonal, diagonal_constant
 
 
 def kernel_constants(activation: Any, diagonal: Any) -> tuple[float, float, float]:
     """``(a1, s_f^2, d0)``; ``diagonal`` is ``"removed"``, ``"kept"`` or an explicit number ``d0``."""
     if isinstance(activation, dict):  # explicit constants {"a1":..., "sf2":..., "d0":...}
         return _dict_constants(activation, diagonal)
-    d0 = null_kernel_diagonal(activation, diagonal)
+    d0 = _null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
     return float(hm.a1), float(hm.sf2), float(d0)
 

@@ -33,7 +33,7 @@ from ._jets import Jet
 from .validation import as_array, as_float, as_int, finite_result
 from .activations import ActivationLike, hermite_moments
 from .implicit import MAX_TAYLOR_ORDER, null_system_taylor
-from .null_system import null_kernel_diagonal, null_system_derivative
+from .null_system import _null_kernel_diagonal, _solution_fields
 from ._solver_domain import C_RANGE, GAMMA_RANGE, check_grid
 from .structured import _structured_error, _structured_error_taylor, _structured_options
 from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_arguments
@@ -46,7 +46,7 @@ def _attention_error(gamma: Any, c: float, activation: ActivationLike, snr: floa
     """:meth:`theory.AttentionModel.error` of the model ``(c, activation, snr, spike, diagonal)`` (``spike``: the
     vectors ``(w_k, w_q)`` or None).
 
-    The null model: ``E = gamma^2 d delta~ / d gamma`` at ``z = -gamma`` (:func:`theory.null_system_derivative`);
+    The null model: ``E = gamma^2 d delta~ / d gamma`` at ``z = -gamma`` (:func:`theory.solve_null_system_full`);
     with ``snr != 0`` or a spike, :func:`theory.structured._structured_error`.
     """
     if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
@@ -55,10 +55,10 @@ def _attention_error(gamma: Any, c: float, activation: ActivationLike, snr: floa
     check_grid("gamma", g.size)
     if _structured_case(snr, spike, solver_options):
         return _structured_error(gamma, c, activation, snr, spike, diagonal, **solver_options)
-    d0 = null_kernel_diagonal(activation, diagonal)
+    d0 = _null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
     solver_options.pop("check_quadrature", None)
-    _, ddt = null_system_derivative(-g, c, hm.a1, hm.sf2, d0, **solver_options)
+    _, ddt = _solution_fields(-g, c, hm.a1, hm.sf2, d0, ("ddelta_dz", "ddelta_tilde_dz"), solver_options)
     err = finite_result("attention_error", g**2 * np.asarray(ddt), gamma=gamma, c=c)
     return float(err) if np.ndim(err) == 0 else err
 
@@ -106,7 +106,7 @@ def _attention_error_taylor(gamma: float, c: float, activation: ActivationLike, 
     if _structured_case(snr, spike, solver_options):
         return _structured_error_taylor(g0, c, activation, snr, spike, diagonal, order=order, rtol=rtol,
                                         **solver_options)
-    d0 = null_kernel_diagonal(activation, diagonal)
+    d0 = _null_kernel_diagonal(activation, diagonal)
     hm = hermite_moments(activation)
     solver_options.pop("check_quadrature", None)
     order = as_int("order", order, low=0, high=MAX_TAYLOR_ORDER - 1)  # the unknowns need one more (at most 20)

@@ -12,7 +12,7 @@ where ``d_x I`` is the Jacobian at the solution: ``x_k`` enters ``[s^k] I`` only
 ``d_x I x_k``, so ``b_k`` (everything else) is the coefficient of the integrals with ``x_k`` set to 0.  Order 1 is
 the derivative the solver already returns (:class:`theory.NullSolution`, ``d/dgamma = -d/dz``); orders ``k >= 2``
 evaluate the integrands on truncated Taylor series (``theory._jets``) at the nodes of the Gauss-Jacobi rule of
-``mu_G`` (:func:`theory.gram_law_quadrature`).  The rule is refined (node count doubled) until two successive
+``mu_G`` (``theory.null_system._gram_law_quadrature``).  The rule is refined (node count doubled) until two successive
 rules agree to ``rtol``; the last difference is reported as the quadrature error.
 
 ``x_0`` and ``x_1`` come from :func:`theory.solve_null_system_full` unchanged (``method="exact"``: partial
@@ -38,7 +38,7 @@ __all__ = ["NullTaylor", "null_system_taylor"]
 #: largest Taylor order (each order is one evaluation of the integrand series; 20 keeps the series exact enough
 #: in float64: the coefficients of an analytic function fall like R^-k, R the distance to the nearest singularity)
 MAX_TAYLOR_ORDER = 20
-#: node counts of the first rule and the largest (the Gauss-Jacobi limit of theory.gram_law_quadrature)
+#: node counts of the first rule and the largest (the Gauss-Jacobi limit of theory.null_system._gram_law_quadrature)
 _FIRST_NODES = 400
 
 

@@ -39,8 +39,7 @@ from .activations import ActivationLike, activation_asymptotic_slope, check_acti
 from ._solver_domain import (C_RANGE, GAMMA_RANGE, KERNEL_CONSTANT_MAX, SolverOptions, check_grid,
                              checked_solver_options)
 
-__all__ = ["solve_null_system", "solve_null_system_full", "null_system_derivative", "null_system_equations",
-           "null_kernel_diagonal", "kept_diagonal", "gram_law_quadrature", "NullSolution"]
+__all__ = ["solve_null_system", "solve_null_system_full", "null_system_equations", "kept_diagonal", "NullSolution"]
 
 # symbols of the null system
 _l = sp.Symbol("l", nonnegative=True)
@@ -86,37 +85,21 @@ def _numeric_system():
     return sp.lambdify(SYSTEM_SYMBOLS, out, modules="numpy", cse=True)
 
 
-def gram_law_quadrature(c: float, n_nodes: int = 160) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights of a quadrature rule for ``mu_G`` (law of ``G = Z^T Z / p``, ``c = p/n``).
+@functools.lru_cache(maxsize=64)
+def _gram_law_quadrature(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights (summing to 1) of a quadrature rule for ``mu_G`` (law of ``G = Z^T Z / p``, ``c = p/n``).
 
     Continuous part: ``l = l_mid + l_half u``, density ``c l_half^2 sqrt(1-u^2) / (2 pi l)`` per
     ``du``; Gauss–Jacobi with weight ``(1-u)^{1/2}(1+u)^{-1/2}`` and the smooth factor
     ``c l_half^2 (1+u) / (2 pi l)`` (bounded, also at ``c = 1`` where ``l_- = 0``).  Atom ``1 - c``
-    at ``l = 0`` prepended when ``c < 1``.
-
-    ``c > 0``; ``n_nodes`` an integer in ``[2, Limits.max_quadrature_nodes]`` (10 000 by default: SciPy's
-    Gauss-Jacobi weights turn NaN above about 15 000 nodes).  The arrays are cached and shared: do not modify them.
-
-    Returns
-    -------
-    (nodes, weights): weights sum to 1.
+    at ``l = 0`` prepended when ``c < 1``.  ``c`` a checked float, ``n_nodes`` a checked int (SciPy's Gauss-Jacobi
+    weights turn NaN above about 15 000 nodes).  The arrays are cached and shared: do not modify them.
     """
-    c = as_float("c", c, low=0, low_open=True)
-    n = check_size("n_nodes", n_nodes, 2, "max_quadrature_nodes")
-    nodes, weights = _gram_law_quadrature(c, n)
-    if not (np.all(np.isfinite(nodes)) and np.all(np.isfinite(weights))):
-        raise ValueError(f"c and n_nodes give no finite quadrature rule (c={c!r}, n_nodes={n}): c is too far from 1")
-    return nodes, weights
-
-
-@functools.lru_cache(maxsize=64)
-def _gram_law_quadrature(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`gram_law_quadrature` of a float ``c > 0`` and an int ``n_nodes`` (cached)."""
     lo, hi = gram_support(c)
     mid, half = (lo + hi) / 2, (hi - lo) / 2
     u, w = scipy.special.roots_jacobi(int(n_nodes), 0.5, -0.5)
     nodes = mid + half * u
-    with np.errstate(all="ignore"):  # degenerate c: non-finite weights, refused by gram_law_quadrature
+    with np.errstate(all="ignore"):  # degenerate c (outside the solvers' domain): non-finite weights
         weights = w * c * half**2 * (1 + u) / (2 * np.pi * nodes)
         weights *= min(c, 1.0) / weights.sum()  # exact mass of the continuous part (roundoff ~1e-12)
     if c < 1:
@@ -497,15 +480,6 @@ def solve_null_system(z: Any, c: float, a1: float, sf2: float, d0: float = 0.0, 
     return _solution_fields(z, c, a1, sf2, d0, ("delta", "delta_tilde"), options)
 
 
-def null_system_derivative(z: Any, c: float, a1: float, sf2: float, d0: float = 0.0, **options: Any) -> tuple[Any, Any]:
-    """``(d delta/dz, d delta~/dz)`` at real ``z < 0`` by implicit differentiation of the system.
-
-    With ``F(x, z) = x - I(x, z)``, ``x = (delta, delta~, kappa)``: ``dx/dz = (Id - dI/dx)^{-1} dI/dz``.
-    Same arguments, options and shapes as :func:`solve_null_system`.
-    """
-    return _solution_fields(z, c, a1, sf2, d0, ("ddelta_dz", "ddelta_tilde_dz"), options)
-
-
 def _solution_fields(z: Any, c: float, a1: float, sf2: float, d0: float, names: tuple[str, str],
                      options: dict) -> tuple[Any, Any]:
     """Two fields of the :class:`NullSolution` at each ``z``: floats for a scalar ``z``, else arrays of its shape."""
@@ -516,13 +490,9 @@ def _solution_fields(z: Any, c: float, a1: float, sf2: float, d0: float, names: 
 
 
 # --------------------------------------------------------------------------- kernel diagonal
-def null_kernel_diagonal(activation: ActivationLike, diagonal: Any = "removed") -> float:
-    """``d0`` of ``A(l) = a1 (l - 1) + d0``: 0 (``"removed"``), ``lim f(t)/t`` (``"kept"``) or a number.
-
-    ``diagonal`` is ``"removed"``, ``"kept"`` (case-insensitive) or a finite real number with ``|d0| <= 1e6``;
-    ``activation`` is checked in every case (:func:`theory.check_activation`).
-    """
-    check_activation(activation, "activation")
+def _null_kernel_diagonal(activation: ActivationLike, diagonal: Any) -> float:
+    """``d0`` of ``A(l) = a1 (l - 1) + d0`` of a checked activation: 0 (``"removed"``), ``lim f(t)/t`` (``"kept"``)
+    or the number (``diagonal`` checked by :func:`diagonal_constant`)."""
     return diagonal_constant(diagonal, lambda: activation_asymptotic_slope(activation))
 
 
@@ -544,8 +514,8 @@ def diagonal_constant(diagonal: Any, kept: Any) -> float:
 def kept_diagonal(activation: ActivationLike, p: int) -> float:
     """Finite-``p`` kept diagonal ``d0(p) = E f(||x||^2 / sqrt p) / sqrt p``, ``||x||^2 ~ chi^2_p``.
 
-    ``f`` is the centred activation.  Tends to ``lim f(t)/t`` (:func:`null_kernel_diagonal` with
-    ``"kept"``) like ``p^{-1/2}``: e.g. relu ``1 - a0/sqrt p``, tanh ``~1/sqrt p``.  Pass the
+    ``f`` is the centred activation.  Tends to ``lim f(t)/t`` (``diagonal="kept"`` of
+    :class:`theory.AttentionModel`) like ``p^{-1/2}``: e.g. relu ``1 - a0/sqrt p``, tanh ``~1/sqrt p``.  Pass the
     result as ``diagonal=`` to :class:`theory.AttentionModel` to compare with a simulation at that ``p``.
     """
     check_activation(activation, "activation")

@@ -53,8 +53,8 @@ from .symbols import delta as d_sym
 from .symbols import gamma as g_sym
 from .symbols import snr as s_sym
 
-__all__ = ["RidgeDerivation", "derive_ridge_error", "ridge_error", "ridge_error_spec_in_delta", "ridge_error_values",
-           "ridge_error_limit", "ridge_error_small_gamma_coefficient"]
+__all__ = ["RidgeDerivation", "derive_ridge_error", "ridge_error", "ridge_error_values", "ridge_error_limit",
+           "ridge_error_small_gamma_coefficient"]
 
 
 @dataclass
@@ -81,14 +81,6 @@ class RidgeDerivation:
     limit_below: sp.Expr | None = None
     limit_above: sp.Expr | None = None
     matches_spec: bool = False
-
-
-def ridge_error_spec_in_delta() -> sp.Expr:
-    """The first reconstruction's ``E_RR`` in terms of ``delta, gamma, c, snr`` (for comparison)."""
-    d, g, c, s = d_sym, g_sym, c_sym, s_sym
-    return (
-        g**2 * d**2 * (1 + d) ** 2 * (1 + 2 * d + (1 + s) * d**2) / (((1 + d) ** 2 - c * d**2) * (1 + (1 + s) * d) ** 2)
-    )
 
 
 def _rat(expr: sp.Expr) -> sp.Expr:
@@ -141,7 +133,9 @@ def derive_ridge_error() -> RidgeDerivation:
     err = _rat(-(g**2) * sp.diff(qf, d) * dd)
     out.error_in_delta = err
     add(("E = -gamma^2 (d qf / d delta)(d delta / d gamma)", err))
-    diff = _rat(err - ridge_error_spec_in_delta())
+    spec = g**2 * d**2 * (1 + d) ** 2 * (1 + 2 * d + (1 + s) * d**2) / (((1 + d) ** 2 - c * d**2)
+                                                                 * (1 + (1 + s) * d) ** 2)  # the first reconstruction
+    diff = _rat(err - spec)
     out.matches_spec = diff == 0
     add(("E - E_RR(reconstruction) (simplified)", diff))
     out.error = err.subs(d, mp_delta_expr(g, c))

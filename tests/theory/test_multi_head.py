@@ -140,9 +140,9 @@ def _block_system_null_error(c, a, S, gamma, h=1e-6):
     concatenated, null model), by quadrature over mu_G and a central difference in gamma."""
     from scipy.optimize import fsolve
 
-    from theory.null_system import gram_law_quadrature
+    from theory.null_system import _gram_law_quadrature
 
-    ll, ww = gram_law_quadrature(c, 4000)
+    ll, ww = _gram_law_quadrature(float(c), 4000)
     ev, V = np.linalg.eigh(S)
 
     def F(x, g):

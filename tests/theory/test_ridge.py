@@ -14,7 +14,6 @@ from theory.ridge import (
     ridge_error,
     ridge_error_limit,
     ridge_error_small_gamma_coefficient,
-    ridge_error_spec_in_delta,
     ridge_error_values,
 )
 from theory.symbols import c as c_sym
@@ -30,7 +29,10 @@ snrs = st.floats(0.0, 5.0)
 def test_derivation_reproduces_spec_formula():
     der = derive_ridge_error()
     assert der.matches_spec
-    assert sp.simplify(der.error_in_delta - ridge_error_spec_in_delta()) == 0
+    d, g, c, s = d_sym, g_sym, c_sym, s_sym  # the first reconstruction's E_RR in delta
+    spec = g**2 * d**2 * (1 + d) ** 2 * (1 + 2 * d + (1 + s) * d**2) / (((1 + d) ** 2 - c * d**2)
+                                                                 * (1 + (1 + s) * d) ** 2)
+    assert sp.simplify(der.error_in_delta - spec) == 0
     assert sp.simplify(der.quadratic_form - d_sym * (1 + d_sym) / (1 + (1 + s_sym) * d_sym)) == 0
     assert len(der.steps) >= 8 and all(isinstance(t, str) for t, _ in der.steps)
 
