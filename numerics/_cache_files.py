@@ -2,8 +2,8 @@
 SHA-256 of its result, verified on every read; file locks that keep two runs from computing one cell; a cache
 that cannot be written warns once and the run goes on.
 
-Private: :mod:`numerics.sweep` re-exports the public names; :mod:`verify.context` shares the lock, the warnings and
-the checksum with its own cache.
+Private: :mod:`numerics.sweep` re-exports the public names; :mod:`verify.context` shares the lock with its own
+cache.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ import threading
 import warnings
 from pathlib import Path
 from typing import Any, Mapping
-
-from theory.validation import ArgumentTypeError, describe
 
 from ._cache_keys import canonical
 
@@ -56,7 +54,7 @@ def cell_lock(path: str | os.PathLike) -> Any:
     Parameters
     ----------
     path : path-like
-        The lock file (created on demand; its directory must exist).
+        The lock file (created on demand; its directory must exist: the callers make it).
 
     Returns
     -------
@@ -66,41 +64,13 @@ def cell_lock(path: str | os.PathLike) -> Any:
     """
     from filelock import FileLock
 
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise ArgumentTypeError(f"path must be a str or os.PathLike path, got {describe(path)} of type "
-                                f"{type(path).__name__}")
-    text = os.fspath(path)
-    if not isinstance(text, str) or not text:
-        raise ValueError(f"path must be a non-empty text path, got {describe(path)}")
-    parent = Path(text).parent
-    if not parent.is_dir():
-        raise ValueError(f"path {text!r}: its directory {str(parent)!r} does not exist")
-    return FileLock(text, thread_local=False)
+    return FileLock(os.fspath(path), thread_local=False)
 
 
 def result_checksum(result: Mapping[str, Any]) -> str:
-    """SHA-256 (64 hex digits) of a sweep result's canonical JSON: what a cache entry stores as ``sha256``.
-
-    Parameters
-    ----------
-    result : mapping
-        A JSON-serialisable result (as returned by ``func``, after :func:`to_jsonable`).
-
-    Returns
-    -------
-    str
-        Key order does not matter; a JSON round trip gives the same checksum (floats are written exactly).
-    """
-    if not isinstance(result, Mapping):
-        raise ArgumentTypeError(f"result must be a mapping, got {describe(result)} of type {type(result).__name__}")
-    bad = [k for k in result if not isinstance(k, str)]
-    if bad:
-        raise ArgumentTypeError(f"result must have str keys, got the key {bad[0]!r}")
-    try:
-        text = canonical(dict(result))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"result must be JSON-serialisable: {exc}") from None
-    return hashlib.sha256(text.encode()).hexdigest()
+    """SHA-256 (64 hex digits) of a sweep result's canonical JSON (a str-keyed mapping, after :func:`to_jsonable`):
+    what a cache entry stores as ``sha256``.  Key order does not matter; a JSON round trip gives the same checksum."""
+    return hashlib.sha256(canonical(dict(result)).encode()).hexdigest()
 
 
 def cache_path(cache_dir: Path, key: str, suffix: str = ".json") -> Path:

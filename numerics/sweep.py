@@ -39,11 +39,11 @@ import numpy as np
 from numerics.malloc import apply_inherited
 from theory.validation import MAX_SEED, ArgumentTypeError, as_int, check_choice, check_seed, check_text, describe
 from ._cache_files import (CacheIntegrityWarning, CacheWriteWarning, cache_path, cache_read, cache_unwritable,
-                           cache_write, cell_lock, result_checksum)
+                           cache_write, cell_lock)
 from ._cache_keys import cache_key, cell_seed, qualname, source_version, to_jsonable
 
 __all__ = ["SweepResults", "Workers", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
-           "CacheIntegrityWarning", "CacheWriteWarning", "cell_lock", "result_checksum", "simulation_modules"]
+           "CacheIntegrityWarning", "CacheWriteWarning", "cell_lock", "simulation_modules"]
 
 #: the modules whose source decides each simulation's draws and values (:func:`simulation_modules`)
 _SIMULATION_MODULES = {"paper-b-mc": ("numerics.rmt", "numerics._mc", "numerics._ridge_solvers",
@@ -57,8 +57,7 @@ def simulation_modules(kind: str) -> tuple:
     ``"paper-a-estimator"`` (paper A's sampler and estimator with its basis)."""
     import importlib
 
-    names = _SIMULATION_MODULES[check_choice("kind", kind, tuple(_SIMULATION_MODULES))]
-    return tuple(importlib.import_module(name) for name in names)
+    return tuple(importlib.import_module(name) for name in _SIMULATION_MODULES[kind])
 
 _EXECUTORS = ("local", "dask")
 

@@ -30,7 +30,7 @@ import torch
 
 from theory.validation import ArgumentTypeError, as_int, describe, numeric_errors
 
-__all__ = ["torch_threads", "thread_map", "in_parallel", "check_n_jobs", "check_device", "MAX_THREADS"]
+__all__ = ["torch_threads", "thread_map", "in_parallel", "check_device", "MAX_THREADS"]
 
 _IN_PARALLEL = threading.local()
 
@@ -203,12 +203,6 @@ def thread_map(func: Callable[[Any], Any], items: Iterable[Any], n_jobs: int) ->
     >>> thread_map(lambda x: x * x, (i for i in range(5)), n_jobs=2)
     [0, 1, 4, 9, 16]
     """
-    if not callable(func):
-        raise ArgumentTypeError(f"func must be a callable, got {describe(func)} of type {type(func).__name__}")
-    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
-        raise ArgumentTypeError(f"items must be an iterable of work items (a list or a generator, not a string), "
-                                f"got {describe(items)} of type {type(items).__name__}")
-    n_jobs = check_n_jobs("n_jobs", n_jobs)
     if n_jobs == 1 or (hasattr(items, "__len__") and len(items) <= 1):
         return [func(x) for x in items]
     from joblib import Parallel, delayed

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numerics.sweep import CacheIntegrityWarning, Workers, cache_key, result_checksum, run_sweep
+from numerics._cache_files import result_checksum
+from numerics.sweep import CacheIntegrityWarning, Workers, cache_key, run_sweep
 from verify.context import CheckContext
 
 HERE = Path(__file__).resolve().parent

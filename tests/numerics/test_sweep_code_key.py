@@ -12,8 +12,6 @@ import sys
 import textwrap
 import types
 
-import pytest
-
 from numerics.sweep import Workers, cache_key, cell_seed, run_sweep
 
 CELL = {"a": 1}
@@ -125,8 +123,3 @@ def test_the_key_is_the_same_in_another_process(tmp_path):
     child = subprocess.run([sys.executable, "-c", _CHILD.format(path=str(tmp_path), body=F2)],
                            capture_output=True, text=True, timeout=60, check=True)
     assert child.stdout.split() == here.split()
-
-
-def test_source_flag_is_validated():
-    with pytest.raises(TypeError, match="source"):
-        cache_key(cell_seed, CELL, 0, source="yes")
