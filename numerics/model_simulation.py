@@ -53,9 +53,8 @@ Spikes = list[tuple[torch.Tensor | None, torch.Tensor | None]]
 # the checks of the public entry points (numerics.softmax takes the same models and settings)
 # --------------------------------------------------------------------------------------------
 def model_sizes(model: AttentionModel, p: Any) -> tuple[int, int]:
-    """``(n, p)`` of a simulation of ``model`` at dimension ``p``: ``n = p / c``, which must be a whole number."""
-    if not isinstance(model, AttentionModel):
-        raise ArgumentTypeError(f"model must be a theory.AttentionModel, got {describe(model)}")
+    """``(n, p)`` of a simulation of ``model`` (an :class:`AttentionModel`, checked by :func:`model_list`) at dimension
+    ``p``: ``n = p / c``, which must be a whole number."""
     pv = as_int("p", p, 1, P_MAX)
     c = float(model.c)
     n = pv / c
