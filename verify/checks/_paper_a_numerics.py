@@ -228,23 +228,6 @@ def _sweep(ctx: CheckContext, func, cells: list[dict], seeds, desc: str, info: d
     return res
 
 
-def _grouped_sweep(ctx: CheckContext, func, items: list, task: Any, variant: Any, cell: Any, name: str, info: dict,
-                   what: str, version: str, out_key: str, pick: Any) -> list:
-    """One cached, parallel sweep of ``func`` with one task per ``task(item)`` (``(configuration JSON, ..., seed)``),
-    the distinct ``variant(item)`` of its items in first-seen order; ``pick(result, variants, item)``: an item's
-    result."""
-    tasks: dict = {}
-    for it in items:
-        seen = tasks.setdefault(task(it), [])
-        if variant(it) not in seen:
-            seen.append(variant(it))
-    keys = list(tasks)
-    res = _sweep(ctx, func, [cell(k, tasks[k]) for k in keys], lambda i, c: [keys[i][-1]], f"{name} {what}", info,
-                 what, version)
-    found = {k: r[out_key] for k, r in zip(keys, res)}
-    return [pick(found[task(it)], tasks[task(it)], it) for it in items]
-
-
 def predictions(ctx: CheckContext, items: list[tuple[dict, int, int]], name: str,
                 info: dict) -> list[dict]:
     """A-priori :func:`predict_error` of ``(configuration, K, seed)`` items, as one cached, parallel sweep.
@@ -254,18 +237,25 @@ def predictions(ctx: CheckContext, items: list[tuple[dict, int, int]], name: str
     for all their ``K`` and noise levels, with the numbers of one prediction per item.
     """
     sizes = prediction_sizes(ctx.profile)
-
-    def cell(key, variants):
-        Ks, sigmas = (list(dict.fromkeys(v[i] for v in variants)) for i in (0, 1))
-        return {**json.loads(key[0]), "Ks": Ks, "sigmas": sigmas, "s": int(json.loads(key[0])["P"]) - 2, **sizes}
-
-    def pick(preds, variants, it):
-        Ks, sigmas = (list(dict.fromkeys(v[i] for v in variants)) for i in (0, 1))
-        return preds[Ks.index(int(it[1]))][sigmas.index(float(it[0]["sigma"]))]
-
-    return _grouped_sweep(ctx, predict_task, items, lambda it: (_without_sigma(it[0]), int(it[2])),
-                          lambda it: (int(it[1]), float(it[0]["sigma"])), cell, name, info, "predictions",
-                          PRED_VERSION, "preds", pick)
+    tasks: dict[tuple[str, int], tuple[list[int], list[float]]] = {}
+    for cfg, K, sd in items:
+        Ks, sigmas = tasks.setdefault((_without_sigma(cfg), int(sd)), ([], []))
+        if int(K) not in Ks:
+            Ks.append(int(K))
+        if float(cfg["sigma"]) not in sigmas:
+            sigmas.append(float(cfg["sigma"]))
+    keys = list(tasks)
+    cells = [{**json.loads(c), "Ks": tasks[(c, sd)][0], "sigmas": tasks[(c, sd)][1],
+              "s": int(json.loads(c)["P"]) - 2, **sizes} for c, sd in keys]
+    res = _sweep(ctx, predict_task, cells, lambda i, c: [keys[i][1]], f"{name} predictions", info, "predictions",
+                 PRED_VERSION)
+    found = {key: r["preds"] for key, r in zip(keys, res)}
+    out = []
+    for cfg, K, sd in items:
+        key = (_without_sigma(cfg), int(sd))
+        Ks, sigmas = tasks[key]
+        out.append(found[key][Ks.index(int(K))][sigmas.index(float(cfg["sigma"]))])
+    return out
 
 
 def _without_sigma(cfg: Mapping) -> str:
@@ -319,13 +309,22 @@ def finite_models(ctx: CheckContext, items: Sequence[tuple[Mapping, int, int, bo
     one cached, parallel sweep with one task per configuration (sigma aside), ``(K, M)`` and seed: the items that
     differ only in ``sigma``, ``with_A`` or ``se_target`` are variants of one task, on the same designs
     (:func:`numerics.error_model.predict_log_errors`; the numbers are those of one task per item)."""
-    def variant(it):
-        return bool(it[3]), float(it[0]["sigma"]), float(it[5])
-
-    return _grouped_sweep(
-        ctx, finite_task, items, lambda it: (_without_sigma(it[0]), int(it[1]), int(it[2]), int(it[4])), variant,
-        lambda k, vs: {**json.loads(k[0]), "K": k[1], "M": k[2], "ridge": ridge, "variants": [list(v) for v in vs]},
-        name, info, "finite-M model", FINITE_VERSION, "finite", lambda q, vs, it: q[vs.index(variant(it))])
+    tasks: dict[tuple[str, int, int, int], list[tuple[bool, float, float]]] = {}
+    for cfg, K, M, with_A, sd, se in items:
+        variants = tasks.setdefault((_without_sigma(cfg), int(K), int(M), int(sd)), [])
+        if (bool(with_A), float(cfg["sigma"]), float(se)) not in variants:
+            variants.append((bool(with_A), float(cfg["sigma"]), float(se)))
+    keys = list(tasks)
+    cells = [{**json.loads(c), "K": K, "M": M, "ridge": ridge, "variants": [list(v) for v in tasks[(c, K, M, sd)]]}
+             for c, K, M, sd in keys]
+    res = _sweep(ctx, finite_task, cells, lambda i, c: [keys[i][3]], f"{name} finite-M model", info,
+                 "finite-M model", FINITE_VERSION)
+    found = {key: r["finite"] for key, r in zip(keys, res)}
+    out = []
+    for cfg, K, M, with_A, sd, se in items:
+        key = (_without_sigma(cfg), int(K), int(M), int(sd))
+        out.append(found[key][tasks[key].index((bool(with_A), float(cfg["sigma"]), float(se)))])
+    return out
 
 
 def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int, name: str,
