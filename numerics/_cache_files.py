@@ -54,7 +54,7 @@ def cell_lock(path: str | os.PathLike) -> Any:
     Parameters
     ----------
     path : path-like
-        The lock file (created on demand; its directory must exist: the callers make it).
+        The lock file (created on demand, with its directory).
 
     Returns
     -------

@@ -140,7 +140,8 @@ def cache_key(func: Callable, cell: Mapping[str, Any], seed: int, version: str =
     >>> cache_key(f, {"a": 1}, 0) != k
     True
     """
-    fields = {"func": qualname(func), "cell": dict(cell), "seed": int(seed), "version": str(version)}
+    fields = {"func": qualname(func), "cell": dict(cell), "seed": check_seed("seed", seed),
+              "version": str(version)}
     if source:
         fields["code"] = code_digest(func)
     text = canonical(fields)

@@ -13,16 +13,15 @@ little.  Derivation and numbers: ``docs/allocation.md``.
 A floor ``n_min`` per level keeps every level's own variance estimated (``n_min - 1`` df; the SE of the
 verdicts uses each level's variance) and every level in the figures; the middle level (``w_k ~ 0``) gets the
 floor.  Counts are rounded up, so the variance never exceeds its target.
-
-The functions trust their arguments (verify's pilot and design: 1-d arrays of one length, at least 3 distinct
-``M``, ``sd`` and ``cost > 0``, ``2 <= n_min <= n_equal``).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
+
+from theory.validation import as_array, as_int
 
 from .slopes import level_weights
 
@@ -40,7 +39,7 @@ def slope_variance(M: Sequence[float] | np.ndarray, sd: Sequence[float] | np.nda
     >>> round(v * 4 * math.log(10) ** 2, 12)
     1.0
     """
-    M, sd, n = (np.asarray(a, dtype=float) for a in (M, sd, counts))
+    M, sd, n = _inputs(M, sd, counts, "counts")
     return float(np.sum(level_weights(np.log(M)) ** 2 * sd**2 / n))
 
 
@@ -66,14 +65,21 @@ def allocate_replicates(M: Sequence[float] | np.ndarray, sd: Sequence[float] | n
     numpy.ndarray of int, shape (k,)
         Counts ``n_k >= n_min`` with ``slope_variance(M, sd, n) <= slope_variance(M, sd, n_equal)``.
 
+    Raises
+    ------
+    ValueError
+        Shapes differ, fewer than 3 distinct ``M``, a non-positive ``sd`` or ``cost``, ``n_min < 2`` or
+        ``n_equal < n_min``.
+
     Examples
     --------
     >>> allocate_replicates([500, 1200, 2900, 7000, 17000], [0.4, 0.2, 0.12, 0.08, 0.05],
     ...                     [1, 2, 4, 9, 20], n_equal=10).tolist()
     [12, 4, 4, 4, 4]
     """
-    M, sd, cost = (np.asarray(a, dtype=float) for a in (M, sd, cost))
-    n_min, n_equal = int(n_min), int(n_equal)
+    M, sd, cost = _inputs(M, sd, cost, "cost")
+    n_min = as_int("n_min", n_min, 2)
+    n_equal = as_int("n_equal", n_equal, n_min)
     w = level_weights(np.log(M))
     target = float(np.sum(w**2 * sd**2)) / n_equal
     shape = np.abs(w) * sd / np.sqrt(cost)  # n_k = lambda * shape_k above the floor
@@ -92,3 +98,14 @@ def allocate_replicates(M: Sequence[float] | np.ndarray, sd: Sequence[float] | n
             hi = mid
     return np.ceil(counts(hi) - 1e-9).astype(int)
 
+
+def _inputs(M: Any, a: Any, b: Any, b_name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    M = as_array("M", M, low=0, low_open=True)
+    a = as_array("sd", a, low=0, low_open=True)
+    b = as_array(b_name, b, low=0, low_open=True)
+    if not (M.ndim == a.ndim == b.ndim == 1 and M.size == a.size == b.size):
+        raise ValueError(f"M, sd and {b_name} must be 1-d arrays of one length, got shapes {M.shape}, {a.shape}, "
+                         f"{b.shape}")
+    if np.unique(np.log(M)).size != M.size or M.size < 3:
+        raise ValueError(f"M must hold at least 3 distinct values, none repeated, got {M.tolist()}")
+    return M, a, b

@@ -40,10 +40,10 @@ from numerics.malloc import apply_inherited
 from theory.validation import MAX_SEED, ArgumentTypeError, as_int, check_choice, check_seed, check_text, describe
 from ._cache_files import (CacheIntegrityWarning, CacheWriteWarning, cache_path, cache_read, cache_unwritable,
                            cache_write, cell_lock)
-from ._cache_keys import cache_key, cell_seed, qualname, source_version, to_jsonable
+from ._cache_keys import cache_key, cell_seed, qualname, source_version, to_jsonable  # noqa: F401 (for verify)
 
-__all__ = ["SweepResults", "Workers", "run_sweep", "cell_seed", "cache_key", "source_version", "to_jsonable",
-           "CacheIntegrityWarning", "CacheWriteWarning", "cell_lock", "simulation_modules"]
+__all__ = ["SweepResults", "Workers", "run_sweep", "cell_seed", "cache_key", "to_jsonable", "CacheIntegrityWarning",
+           "CacheWriteWarning"]
 
 #: the modules whose source decides each simulation's draws and values (:func:`simulation_modules`)
 _SIMULATION_MODULES = {"paper-b-mc": ("numerics.rmt", "numerics._mc", "numerics._ridge_solvers",

@@ -30,7 +30,7 @@ import torch
 
 from theory.validation import ArgumentTypeError, as_int, describe, numeric_errors
 
-__all__ = ["torch_threads", "thread_map", "in_parallel", "check_device", "MAX_THREADS"]
+__all__ = ["torch_threads", "in_parallel", "check_device", "MAX_THREADS"]
 
 _IN_PARALLEL = threading.local()
 

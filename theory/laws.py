@@ -435,6 +435,8 @@ class KernelSpectralLaw(_SpectralLaw):
         left, right = self._bounds()
         xs = np.linspace(left, right, 4001)
         inside = xs[_kernel_density(xs, self.c, self.a1, self.sf2, 1e-9) > 1e-6]
+        if inside.size == 0:
+            raise RuntimeError("KernelSpectralLaw: no mass found on the grid of its support")
         lo, hi, step = float(inside.min()), float(inside.max()), 2 * right / 4000  # the edge is within one step
         return (_refine_edge(self._pdf, lo - step, lo), _refine_edge(self._pdf, hi + step, hi))
 

@@ -104,7 +104,8 @@ def run_context(args: argparse.Namespace, **fields) -> CheckContext:
         check_device("device", base.device)  # a CUDA device this machine has
     except (TypeError, ValueError) as exc:
         field = str(exc).split()[0]  # the option behind the field: --jobs for n_jobs, --cache-dir for cache_dir
-        refuse(f"{'--jobs' if field == 'n_jobs' else '--' + field.replace('_', '-')}: {exc}")
+        option = "--jobs" if field == "n_jobs" else "--" + field.replace("_", "-")
+        refuse(f"{option}: " + str(exc).replace("device='cpu'", "--device cpu"))
     check_executor(args.executor, args.scheduler)
     if base.cache_dir is not None:
         check_writable_dir("--cache-dir", base.cache_dir)

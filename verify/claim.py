@@ -137,14 +137,16 @@ def claim_of(claim_id: str) -> Claim:
         raise ValueError(f"claim_id: {exc}") from None
 
 
-def select(ids: Sequence[str] | None) -> list[Claim]:
-    """The claims of ``ids`` (case-insensitive) in report order; all of them for ``None`` or an empty list.
+def select(ids: str | Sequence[str] | None) -> list[Claim]:
+    """The claims of ``ids`` (one id or several, case-insensitive) in report order; all of them for ``None`` or an
+    empty list.
 
     Raises
     ------
     ValueError
         An unknown id (the message lists the known ones).
     """
+    ids = [ids] if isinstance(ids, str) else ids
     if ids is not None and not isinstance(ids, (list, tuple)):
         raise ArgumentTypeError(f"ids must be a claim id, a list of them or None, got {describe(ids)}")
     for i, cid in enumerate(ids or ()):

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from numerics import check_device
 from theory.validation import as_float, check_choice, check_flag, check_int

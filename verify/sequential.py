@@ -57,7 +57,8 @@ def spend(j: int) -> float:
 
 
 def look_levels(j: int) -> tuple[float, float]:
-    """``(FAIL level, PASS level)`` of look ``j``: ``alpha w_j`` (Holm within the check) and ``alpha_pass w_j``."""
+    """``(FAIL level, PASS level)`` of look ``j``: ``ALPHA_CHECK w_j`` (Holm within the check) and
+    ``ALPHA_PASS w_j``."""
     return ALPHA_CHECK * spend(j), ALPHA_PASS * spend(j)
 
 

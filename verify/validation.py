@@ -14,8 +14,8 @@ import numpy as np
 import sympy as sp
 
 from numerics.sweep import to_jsonable
-from numerics.threads import MAX_THREADS as MAX_JOBS  # noqa: F401 (most workers of a run)
-from theory.validation import MAX_SEED, ArgumentTypeError, check_text, describe
+from numerics.threads import MAX_THREADS as MAX_JOBS  # most workers of a run
+from theory.validation import MAX_SEED, ArgumentTypeError, check_text, describe  # noqa: F401 (re-exported)
 
 
 

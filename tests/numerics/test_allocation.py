@@ -41,3 +41,18 @@ def test_the_continuous_optimum_is_neyman():
     shape = np.abs(x - x.mean()) * sd / np.sqrt(cost)
     assert n / n.sum() == pytest.approx(shape / shape.sum(), rel=0.02)
 
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(M=[1.0, 2.0], sd=[1, 1], cost=[1, 1]), "at least 3"),
+    (dict(M=[1.0, 2.0, 2.0], sd=[1, 1, 1], cost=[1, 1, 1]), "at least 3"),
+    (dict(M=[1.0, 2.0, 3.0], sd=[1, 0, 1], cost=[1, 1, 1]), "sd"),
+    (dict(M=[1.0, 2.0, 3.0], sd=[1, 1, 1], cost=[1, 1]), "one length"),
+])
+def test_bad_inputs_are_refused(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        allocate_replicates(n_equal=4, **kw)
+
+
+def test_n_equal_below_the_floor_is_refused():
+    with pytest.raises(ValueError, match="n_equal"):
+        allocate_replicates(M5, [0.1] * 5, [1.0] * 5, n_equal=3, n_min=4)

@@ -13,8 +13,8 @@ per-point reading (``FiniteSizeTest.passed``, the tables) is the 3-sigma rule
 
     ``|g_l| <= q |g_s| + 3 hypot(SE_l, q SE_s)``;
 
-the verdict of a check uses the one-sided p-value of ``T / hypot(SE_l, q SE_s)`` (``FiniteSizeTest.p_value``)
-with Holm's procedure over all the points of the check (:mod:`verify.verdicts`).
+the verdict of a check uses the one-sided p-value of ``T / hypot(SE_l, q SE_s)`` (the ``p_fail`` of
+``FiniteSizeTest.comparison``) with Holm's procedure over all the points of the check (:mod:`verify.verdicts`).
 
 Power: a prediction off by a constant ``D`` (a gap that does not decay) fails with probability > 1/2 once
 ``D (1 - q) > 3 hypot(SE_l, q SE_s)``, i.e. ``D > 14.5 SE_l`` for ``q = 2^{-1/2}`` and ``SE_s = 2^{1/2} SE_l``

@@ -19,7 +19,7 @@ from theory import (AttentionModel, binned_leverage, label_coordinate_bins, stro
 from ..context import CheckContext
 from ..results import Comparison
 from ._finite_size import finite_size_test
-from ._finite_size import comparison_detectable_error as detectable_error
+from ._finite_size import comparison_detectable_error as detectable_error  # noqa: F401 (re-exported to B9, B10)
 from ._paper_b import mc_settings, mc_version, settings_key
 
 

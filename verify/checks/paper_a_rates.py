@@ -37,8 +37,8 @@ from ._paper_a_numerics import (  # noqa: F401  (FINITE_SE, RANGE_Q, model_for, 
     SweepLevels, allocation_text, apply_allocation, balanced_truth, cache_text, condition_text, design_text,
     estimator_class, inside_share, k_levels_to_M, model_for, predict_groups, rate_base, ratio_text, round_design,
     simulate_groups, slopes_text, trial)
-from ._paper_a_records import (GroupDesign, GroupEvidence, RateDesign, RateMeasurement, RatePrediction, evidence,
-                               limit_window)
+from ._paper_a_records import (  # noqa: F401  (limit_window: re-exported)
+    GroupDesign, GroupEvidence, RateDesign, RateMeasurement, RatePrediction, evidence, limit_window)
 
 
 def with_estimator(claim: Claim, estimator: str, **params: Any) -> Claim:
