@@ -144,7 +144,8 @@ def describe_a2(design: RateDesign, prediction: RatePrediction, measurement: Rat
                 comparisons: list[Comparison]) -> tuple[str, dict]:
     groups = evidence(design, prediction, measurement)
     notes = ("Design: " + "; ".join(design_text(g) for g in design.groups) + " (K_M = K_lo (M/M_lo)^(1/(2b+1)) "
-             "exactly; estimator degree s = P-2; range = central 99.9% quantile range of the observed u; ridge 0; "
+             "exactly; estimator degree s = P-2; range = central 99.9% quantile range of the observed u; "
+             f"ridge {design.trial_extra['ridge']:g}; "
              "d = 1; sigma balanced a priori at the middle level; truth and sigma from design seeds). "
              + " | ".join(_a2_line(e) for e in groups) + ". " + ratio_text(groups) + ". "
              + _cost_text(design, prediction, measurement))
