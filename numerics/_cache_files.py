@@ -99,7 +99,7 @@ def cache_read(path: Path, expect: Mapping[str, Any], reserved: set[str] | froze
     problem = entry_problem(blob, expect, reserved)
     if problem:
         return reject(path, problem)
-    if "sha256" not in blob:  # written by the code before checksums: key verified, upgrade it in place if we can
+    if "sha256" not in blob:  # no checksum: key verified, add one in place if we can
         cache_write(path, *(blob[k] for k in KEY_FIELDS), blob["result"], warn=False)
     return blob["result"]
 

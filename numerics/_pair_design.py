@@ -38,8 +38,7 @@ class PairBasis:
     clamp: bool
 
 
-#: bytes of one dense block of rows of ``B`` in :meth:`PairDesign.rmatmat` (cache-sized: measured 5-10 % faster
-#: than 4x smaller or larger blocks)
+#: bytes of one dense block of rows of ``B`` in :meth:`PairDesign.rmatmat` (cache-sized)
 BLOCK_BYTES = 2**21
 
 
@@ -116,7 +115,7 @@ class PairDesign:
         R, dev = idx.shape[0], idx.device
         local = torch.arange(self.S, device=dev).view(-1, 1, 1, 1)
         self.cols = idx * self.S + local  # (S, R, n_rows, n1): column of every nonzero in its replicate's p
-        # ... and in the R p columns of all replicates; int32 for the gathers (measured 5x faster than int64)
+        # ... and in the R p columns of all replicates; int32 for the gathers (faster than int64)
         self.flat_cols = self.cols + (torch.arange(R, device=dev) * self.p).view(1, R, 1, 1)
         self.flat_cols32 = self.flat_cols.to(torch.int32)
 
@@ -138,9 +137,8 @@ class PairDesign:
         K, S, p = self.K, self.S, self.p
         n = R * n_rows
         dev = self.idx.device
-        # per slot j: the rows' values as length-n vectors (measured 3-5x faster than gathering the slot pairs
-        # with advanced indexing), strided views or, beyond ~2^17 rows, contiguous copies (measured: 25 % faster
-        # at 5e5 rows, 5-35 % slower at 1e4-6e4)
+        # per slot j: the rows' values as length-n vectors (faster than gathering the slot pairs with advanced
+        # indexing), strided views or, beyond ~2^17 rows (where they pay), contiguous copies
         def split(a: torch.Tensor) -> tuple:
             return a.view(n, n1).T.contiguous().unbind(0) if n > 2**17 else a.view(n, n1).unbind(1)
 
@@ -175,7 +173,7 @@ class PairDesign:
 
     def matvec(self, c: torch.Tensor) -> torch.Tensor:
         """``B c`` ``(R, n_rows)`` for ``c`` ``(R, p)``."""
-        return (self.coefficients(c) * self.vals).sum(0).sum(-1)  # (one reduction over (0, 3): measured 2x slower)
+        return (self.coefficients(c) * self.vals).sum(0).sum(-1)  # (faster than one reduction over (0, 3))
 
     def rmatmat(self, J: torch.Tensor) -> torch.Tensor:
         """``B^T J`` ``(R, p, q)`` for ``J`` ``(R, n_rows, q)``, from dense blocks of rows of ``B``."""

@@ -19,10 +19,8 @@ from .threads import in_parallel, torch_threads
 # --------------------------------------------------------------------------------------------
 # interpolation error
 # --------------------------------------------------------------------------------------------
-#: CPU eigendecompositions of matrices up to this size run single-threaded (all sizes by default).
-#: Threaded LAPACK ``syevd`` collapses when the cores are oversubscribed: measured on a loaded 2-core
-#: machine, eight 200 x 200 ``eigh``: 0.09 s (1 thread) vs 6 s (2 threads); one 2048 x 2048 ``eigh``:
-#: 6 s (1 thread) vs 56 s (2 threads).  Lower it on a dedicated many-core machine.
+#: CPU eigendecompositions of matrices up to this size run single-threaded (all sizes by default): threaded
+#: LAPACK ``syevd`` collapses on oversubscribed cores.  Lower it on a dedicated many-core machine.
 SINGLE_THREAD_EIGH_MAX = 1 << 62
 
 
@@ -39,8 +37,7 @@ def eigh(G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 #: with at most this many (positive) gammas, per-gamma Cholesky solves (n^3/3 flops each) beat one
-#: eigendecomposition with vectors (~9 n^3 flops) on the whole error path (the measured crossover lies between 8
-#: and 12 gammas at Gram sizes 512-1024)
+#: eigendecomposition with vectors (~9 n^3 flops) on the whole error path
 CHOLESKY_MAX_GAMMAS = 8
 #: blocks of at least this many rows make a Gram matrix's lower block triangle worth forming (below, one product)
 GRAM_BLOCK_ROWS = 256
@@ -333,9 +330,8 @@ def smoother_parts(Phi: torch.Tensor, m: torch.Tensor,
 def _projection_parts(Phi: torch.Tensor, m: torch.Tensor, v: torch.Tensor,
                       n_gammas: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None:
     """:func:`smoother_parts` at ``gamma = 0`` for ``p < n`` features of full rank: ``S`` is the projection onto the
-    row space of ``Phi``, whose orthonormal basis ``L^{-1} Phi`` (``L L^T = Phi Phi^T``, Cholesky) costs a third of
-    the eigendecomposition (measured at ``p = 512``, ``n = 1024``: 0.20 s against 0.62 s for 16 draws).  ``None``
-    when a Gram matrix is not numerically positive definite (the eigendecomposition handles the rank)."""
+    row space of ``Phi``, whose orthonormal basis ``L^{-1} Phi`` (``L L^T = Phi Phi^T``, Cholesky) costs about a
+    third of the eigendecomposition.  ``None`` when a Gram matrix is not numerically positive definite (the eigendecomposition handles the rank)."""
     L, info = torch.linalg.cholesky_ex(gram(Phi))
     if bool((info != 0).any()):
         return None

@@ -574,7 +574,7 @@ def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequen
         while active and n < max_designs:
             X = model.sample_tokens(M, np.random.default_rng([seed, 13, n]))
             # fresh evaluation pairs with every design: their Monte Carlo error is then part of the draws' spread
-            # (one fixed set shared by all draws and levels moved a slope by ~0.002 beyond its stated SE)
+            # (a set shared by all draws would shift the slopes by an error the SE does not see)
             ev = _EvalSet(model, n_eval, (seed, n))
             parts = _variant_parts(model, K, s, X, ridge, [variants[k] for k in active], ev)
             n += 1

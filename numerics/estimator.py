@@ -157,13 +157,9 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
     stat_tol : float
         Gauss-Newton also stops when its model predicts a relative decrease below
         ``stat_tol * q / (M N)``, ``q = r (2 d - r)`` (``>= 0``; ``0``: ``tol`` alone).
-        Why (a heuristic): ``sigma^2 q / (M N)`` is the objective's statistical resolution in ``A`` (the
-        expected excess objective of the best ``A`` over the fitted one). Were the Gauss-Newton model exact, the
-        excess ``L2`` error left by stopping would be at most ``~ stat_tol sigma^2 q / M`` against a statistical
-        error ``~ c_A sigma^2 q / M`` (``c_A ~ 0.5-0.8``, module docstring): 1-2 % of it. Near the end the model
-        underpredicts the decrease (pairs crossing knots, the moving quantile range), so the bound is not
-        rigorous; the ``L2`` error over those last steps moves at random, without a systematic loss. Only the
-        least-damped step of each iteration is judged by this rule.
+        Why (a heuristic, not a bound): ``sigma^2 q / (M N)`` is the objective's statistical resolution in ``A``,
+        so stopping leaves an excess ``L2`` error of ``~ stat_tol sigma^2 q / M``, 1-2 % of the statistical error
+        ``~ c_A sigma^2 q / M`` (``c_A ~ 0.5-0.8``). Only the least-damped step of each iteration is judged by it.
 
     Attributes
     ----------

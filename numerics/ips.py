@@ -26,9 +26,8 @@ from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, ch
 def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``x^T A y`` over the leading axes of ``x, y`` (..., d): one BLAS product ``x A``, then a row-wise dot.
 
-    The three-operand ``einsum("...k,kl,...l->...")`` runs numpy's unblocked loop: at ``d = 30`` and ``2^18``
-    pairs 0.37-0.49 s against 0.05-0.07 s here (one core, ``benchmarks.erm.bilinear_forms``); the two agree to
-    rounding (summation order only, 2e-15 relative).
+    Not the three-operand ``einsum("...k,kl,...l->...")``, which runs numpy's unblocked loop (several times
+    slower; ``benchmarks.erm.bilinear_forms``); the two agree to rounding (summation order only).
     """
     return np.einsum("...l,...l->...", x @ A, y)
 

@@ -2,8 +2,7 @@
 
 Parallelism comes from independent work items (sweep cells, Monte Carlo trial batches: joblib / Dask
 workers), so numerical kernels usually run with one intra-op thread: threaded LAPACK/BLAS on small or
-medium matrices collapses when the cores are already busy (measured on the 2-core development machine:
-eight 200 x 200 ``eigh`` took 0.09 s with 1 thread vs 6 s with 2 under load; see ``numerics.rmt``).
+medium matrices collapses when the cores are already busy (see ``numerics.rmt``).
 
 - :func:`torch_threads` pins torch's intra-op thread count inside a block and restores it afterwards;
 - :func:`thread_map` maps a function over work items in threads of this process (torch at one intra-op

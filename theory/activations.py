@@ -349,8 +349,7 @@ def hermite_coefficients(f: ActivationLike, order: int, centered: bool = False) 
     Raises
     ------
     ValueError
-        ``order`` above ``theory.get_limits().max_hermite_order`` (20 by default: order 20 takes up to ~10 s
-        for ``gelu``), or an invalid activation.
+        ``order`` above ``theory.get_limits().max_hermite_order`` (20 by default), or an invalid activation.
 
     Examples
     --------

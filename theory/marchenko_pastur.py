@@ -261,7 +261,7 @@ def mp_moment(k: int, c: Any) -> sp.Expr:
     """``int x^k dmu_c = lim 1/n tr (Z^T Z / n)^k = sum_{j=1}^k N(k, j) c^j`` (``1`` for ``k = 0``).
 
     ``N(k, j) = binomial(k, j) binomial(k, j - 1) / k`` (Narayana).  Sympy in, sympy out.  ``k`` is at most
-    ``theory.get_limits().max_moment_order`` (1000: about 0.3 s).
+    ``theory.get_limits().max_moment_order`` (1000 by default).
 
     >>> mp_moment(2, sp.Symbol("c"))
     c**2 + c
