@@ -240,8 +240,8 @@ def _at_one_thread(func: Callable[..., Any], args: tuple) -> Any:
 
 
 def _entry_kind() -> None:
-    """Names a report cache entry in its key: ``verify.context.CheckContext.cached``, where the method was defined
-    before this module existed, so that the cells cached then are read back (the key holds the name only)."""
+    """Names a report cache entry in its key as ``verify.registry.CheckContext.cached`` (the key holds the name
+    only): a fixed name, so that stored cells stay readable."""
 
 
 _entry_kind.__module__, _entry_kind.__qualname__ = "verify.registry", "CheckContext.cached"

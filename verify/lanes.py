@@ -25,8 +25,8 @@ from .results import CheckResult
 #: checks run in one task of a lane, in report order: a check and those that read its draws
 SHARED = (("B7", "B4"), ("B9", "B10"))
 
-#: seconds of each check in a run of checks in turn at seed 0 (``python -m verify [--profile paper] --seed 0
-#: --cache-dir none --json R.json``, 2-core machine, 2026-12-07): the queue's order, not a prediction of times
+#: seconds of each check run in turn at seed 0 without a cache, on 2 cores: the queue's order, not a prediction of
+#: times
 COST = {
     "quick": {"A2": 21, "A3": 17, "A4": 16, "A6": 6, "B1": 3, "B2": 7, "B4": 4, "B4-rev": 3, "B7": 2, "B8": 2,
               "B9": 25, "B10": 8, "B11": 7},

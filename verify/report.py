@@ -27,7 +27,7 @@ from .evidence import evidence, folds, rows_word
 from .typeset import latex_text, md_table
 from .verdicts import describe, rates_text
 
-JSON_SCHEMA_VERSION = 3  # 2: comparisons carry kind, p_fail, p_pass, outcome; verdict INCONCLUSIVE; 3: key
+JSON_SCHEMA_VERSION = 3  # the --json layout (docs/usage.md); bump when its fields change
 
 #: the rich style of each verdict in the terminal
 VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.INCONCLUSIVE: "bold yellow",

@@ -2,7 +2,7 @@
 
 Replicates and rounds
     Replicate ``r`` of a check is its whole base design (the profile's sizes) drawn at the seed
-    :func:`replicate_seed` ``(seed, r)``; replicate 0 is the run's own seed, i.e. today's fixed-design run.  Round
+    :func:`replicate_seed` ``(seed, r)``; replicate 0 is the run's own seed, i.e. the fixed-design run.  Round
     0 is replicate 0, round ``j >= 1`` adds replicates ``2^(j-1) .. 2^j - 1``, so that after round ``j`` the check
     holds ``n = 2^j`` replicates.  A round's data depend only on the seed, the check and the round's index (each
     replicate is cached under its own seed like any run), so a run that continues another gives the verdicts and

@@ -42,7 +42,7 @@ _FIELDS = ("kind", "p_fail", "p_pass", "outcome", "passed")
 def _sf(x: float, df: float | None) -> float:
     """Upper tail of Student's t with ``df`` degrees of freedom (``None`` or ``inf``: the standard normal); the
     lower tail at ``x`` is ``_sf(-x, df)``.  scipy.special's ``stdtr`` / ``ndtr``, what ``scipy.stats`` evaluates,
-    without its ~50 us per call: judges run thousands of times in calibration and in the sequential tests."""
+    without its per-call overhead: judges run thousands of times in calibration and in the sequential tests."""
     return float(special.ndtr(-x) if df is None or not math.isfinite(df) else special.stdtr(df, -x))
 
 

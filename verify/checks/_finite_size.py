@@ -20,8 +20,7 @@ Power: a prediction off by a constant ``D`` (a gap that does not decay) fails wi
 ``D (1 - q) > 3 hypot(SE_l, q SE_s)``, i.e. ``D > 14.5 SE_l`` for ``q = 2^{-1/2}`` and ``SE_s = 2^{1/2} SE_l``
 (``tests/verify/test_finite_size_rule.py`` simulates both error rates).  Equivalently, with ``delta = m_l - m_s``
 the rule accepts every limit in (about) ``[m_l - 0.41 delta, m_l + 2.41 delta]`` widened by the noise term.  With
-SEs estimated from few trials the critical value is the matching Student-t quantile (``trials``).  The rule's
-earlier forms: ``docs/design_notes.md``.
+SEs estimated from few trials the critical value is the matching Student-t quantile (``trials``).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ RIDGE_D = 1e-4  # relative ridge for d > 1 sweeps: tames near-empty end interval
 
 
 def model_for(cell: dict) -> IPSModel:
-    """The ground truth of a sweep cell, built once per configuration and process (~8 ms; never modified)."""
+    """The ground truth of a sweep cell, built once per configuration and process (never modified)."""
     return _model(int(cell["d"]), int(cell["N"]), int(cell["r"]), int(cell["P"]), str(cell.get("law", "uniform")),
                   float(cell["sigma"]), int(cell["n_knots"]), int(cell["truth_seed"]))
 

@@ -58,7 +58,7 @@ B9_PROFILES = {
     # smoke (tests only): tiny sizes, verdicts meaningless
     "smoke": B9Profile(ps=(16, 64), trials=(3, 3), settings=(HEADLINE, ("gelu", 0.5, 1.0)), wide=(("erf", 2.0, 1.0),),
                        curve_ts=(0.5, 1.0, 2.0)),
-    # quick: 12 settings (erf at c = 1/3 and 1/2, tanh, gelu) x t in {1/2, 1, 2}; about 25 s on 2 cores
+    # quick: 12 settings (erf at c = 1/3 and 1/2, tanh, gelu) x t in {1/2, 1, 2}
     # (the Student-t quantile at Holm's first level falls from about 7 at 8 trials to 5 at 16: 16 at p = 512)
     "quick": B9Profile(ps=(128, 512), trials=(32, 16), settings=_SETTINGS, wide=_WIDE),
     # paper: the same settings at p = 256 and 1024

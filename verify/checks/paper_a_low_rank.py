@@ -28,8 +28,8 @@ from verify.statistics import robust_trend
 from verify.verdicts import Judgement
 
 
-#: replicates per (d, r) configuration of A6 by size; paper: at 10 the weakest comparison (z about 3.75, scaled from
-#: the 20-replicate reports of seeds 0 and 1) has a power of about 98 % against the one-sided 5 % Welch test
+#: replicates per (d, r) configuration of A6 by size; paper: at 10 the weakest comparison has a power of about
+#: 98 % against the one-sided 5 % Welch test
 A6_REPLICATES = {"smoke": 2, "quick": 8, "paper": 10}
 
 

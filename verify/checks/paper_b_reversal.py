@@ -87,11 +87,10 @@ REVERSAL_DESIGNS = {
     # smoke (tests only): tiny sizes, readings meaningless
     "smoke": RevDesign(activations=("erf",), cs=(1 / 3,), snrs=(1.0,), strengths=(2.0,), gammas=(1e-3, 1e-2),
                        ps=(16, 32, 64), trials=(4, 4, 3)),
-    # quick (< 20 s): the shape of the answer at small p
+    # quick: the shape of the answer at small p
     "quick": RevDesign(activations=("erf", "gelu"), cs=(1 / 3,), snrs=(1.0,), strengths=(2.0, 8.0), gammas=_GAMMAS,
                        ps=(64, 128, 256), trials=(64, 32, 16)),
-    # paper (< 3 min, 2 quiet cores): trials chosen for SE ~ 0.0012-0.0015 at every p (per-trial SD of the
-    # paired difference at c = 1/3, snr = 1: ~0.014 at p = 128, 0.011 at 256, 0.006 at 512, 0.004 at 1024)
+    # paper: trials chosen for SE ~ 0.0012-0.0015 at every p (the paired difference's SD falls with p)
     "paper": RevDesign(activations=("erf", "gelu"), cs=(1 / 3,), snrs=(1.0,), strengths=(2.0, 8.0), gammas=_GAMMAS,
                        ps=(128, 256, 512, 1024), trials=(96, 48, 24, 12)),
 }

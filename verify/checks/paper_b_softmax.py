@@ -109,9 +109,9 @@ _ALIGNED = (1.0, "aligned")
 _PROFILES = {
     # smoke (tests only): tiny sizes, verdicts meaningless
     "smoke": B8Design(sizes=(8, 16, 32), trials_null=(3, 3, 3), trials_signal=(3, 3, 3), gammas=(1e-1, 1.0)),
-    # quick (~10 s on 2 shared cores): W = I with and without signal
+    # quick: W = I with and without signal
     "quick": B8Design(sizes=(64, 128, 256), trials_null=(32, 16, 8), trials_signal=(48, 32, 16), gammas=_GAMMAS),
-    # paper (a few minutes): structured inputs with an aligned spike as well (same draws as W = I)
+    # paper: structured inputs with an aligned spike as well (same draws as W = I)
     "paper": B8Design(sizes=(256, 512, 1024), trials_null=(48, 24, 12), trials_signal=(64, 32, 16), gammas=_GAMMAS,
                       inputs=(Inputs(0.0), Inputs(1.0, (NO_SPIKE, _ALIGNED)))),
 }
