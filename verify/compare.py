@@ -139,8 +139,7 @@ def compare_reports(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str,
             for f in JUDGED_FIELDS:
                 if f in oc[k] and f in nc[k] and not _same(oc[k][f], nc[k][f], rtol):
                     fields.append((cid, _label(k), f, oc[k][f], nc[k][f]))
-    return ReportDiff(len(shared), n_comp, tuple(verdicts), tuple(only_old),
-                      tuple(only_new), tuple(fields))
+    return ReportDiff(len(shared), n_comp, tuple(verdicts), tuple(only_old), tuple(only_new), tuple(fields))
 
 
 def _print_diff(diff: ReportDiff, limit: int) -> None:

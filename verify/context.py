@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import os
 import re
 import threading
@@ -153,11 +154,10 @@ class CheckContext:
         check_text("name", name, empty=False)
         key = check_json("key", key)
         check_text("version", version)
-        cell = {"check": self.check_id, "name": str(name), "key": dict(key), "profile": self.profile,
-                "device": str(self.device)}
+        cell = {"check": self.check_id, "name": name, "key": dict(key), "profile": self.profile, "device": self.device}
         # ``CheckContext.cached`` only names the kind of entry (the computation is ``compute``): its code stays out;
         # the original method (:data:`_ENTRY_KIND`), so that a wrapped ``cached`` keeps the keys
-        return sweep.cache_key(_ENTRY_KIND, cell, int(self.seed), version=f"{CACHE_VERSION}/{version}", source=False)
+        return sweep.cache_key(_ENTRY_KIND, cell, self.seed, version=f"{CACHE_VERSION}/{version}", source=False)
 
     def cached(self, name: str, key: Mapping[str, Any], compute: Callable[[], Mapping[str, Any]],
                version: str = "") -> dict[str, Any]:
@@ -184,10 +184,16 @@ class CheckContext:
         if not callable(compute):
             raise ArgumentTypeError(f"compute must be a callable, got {describe(compute)} ({type(compute).__name__})")
         h = self.cache_key(name, key, version)  # checks name, key and version
-        if self.cache_dir is None or (self.memo is not None and h in self.memo):
-            return _memoised(self.memo, h, compute)
-        path = Path(self.cache_dir) / (self.check_id or "_") / f"{h}.npz"
-        meta = self._cache_meta(name, key, version)
+        if self.cache_dir is None and self.memo is None:
+            return _computed(compute)
+        if self.cache_dir is None and h not in self.memo:
+            self.memo[h] = _computed(compute)
+        if self.memo is not None and h in self.memo:  # copies: a caller cannot alter what the next reader gets
+            return {k: v.copy() for k, v in self.memo[h].items()}
+        path = self.cache_dir / (self.check_id or "_") / f"{h}.npz"
+        meta = json.dumps({"check": self.check_id, "name": name, "key": to_jsonable(dict(key)), "profile": self.profile,
+                           "device": self.device, "seed": self.seed, "version": f"{CACHE_VERSION}/{version}"},
+                          sort_keys=True, separators=(",", ":"), allow_nan=True)  # stored, compared on read
         hit = _npz_read(path, h, meta)
         if hit is not None:
             return hit
@@ -204,14 +210,6 @@ class CheckContext:
                     self.memo[h] = out
                     return {k: v.copy() for k, v in out.items()}
         return out
-
-    def _cache_meta(self, name: str, key: Mapping[str, Any], version: str) -> str:
-        """The key fields of a cached cell as canonical JSON (stored in the entry, compared on read)."""
-        import json
-
-        fields = {"check": self.check_id, "name": str(name), "key": to_jsonable(dict(key)), "profile": self.profile,
-                  "device": str(self.device), "seed": int(self.seed), "version": f"{CACHE_VERSION}/{version}"}
-        return json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=True)
 
     def save_figure(self, fig: Any, name: str) -> str | None:
         """Save a matplotlib figure as ``<report_dir>/<check_id>_<name>.png``; return the path or None."""
@@ -247,16 +245,6 @@ def _entry_kind() -> None:
 _entry_kind.__module__, _entry_kind.__qualname__ = "verify.registry", "CheckContext.cached"
 #: what names a report cache entry in its key (fixed, whatever wraps or moves the method)
 _ENTRY_KIND = _entry_kind
-
-
-def _memoised(memo: dict | None, h: str, compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
-    """:func:`_computed`, once per key in the run's ``memo`` (``cache_dir=None``; ``None``: every time); copies
-    out, so that a caller cannot alter what the next reader gets."""
-    if memo is None:
-        return _computed(compute)
-    if h not in memo:
-        memo[h] = _computed(compute)
-    return {k: v.copy() for k, v in memo[h].items()}
 
 
 def _computed(compute: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:

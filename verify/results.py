@@ -281,16 +281,10 @@ def with_key(comparisons: "list[Comparison]", **want: Any) -> "list[Comparison]"
 
 def _stored_args(v: Any) -> tuple:
     """``args`` as :meth:`Comparison.to_json` stores it (a list of ``[name, value]``; non-finite floats as text)."""
-    if isinstance(v, tuple):
-        return v
-    if not isinstance(v, list) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in v):
+    if not isinstance(v, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in v):
         raise ValueError(f"d['args'] must be a list of [name, value] pairs, got {describe(v)}")
-    out = []
-    for k, x in v:
-        if isinstance(x, str) and x in ("nan", "inf", "-inf") and k != "rule":
-            x = float(x)
-        out.append((k, x))
-    return tuple(out)
+    return tuple((k, float(x) if isinstance(x, str) and x in ("nan", "inf", "-inf") and k != "rule" else x)
+                 for k, x in v)
 
 
 @dataclass
