@@ -132,13 +132,12 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
     head_name, mean_z, sd_se, sd_ci = "", None, None, None
     cs = records[0]["comparisons"]
     if cs and all(len(r["comparisons"]) == len(cs) for r in records):
+        stochastic = [i for i, c in enumerate(cs) if c.get("kind", "exact") != "exact"]
         # headline: the declared one (same position in every seed's list), else the first stochastic one
-        head_idx = next((i for i, c in enumerate(cs) if c.get("headline")),
-                        next((i for i, c in enumerate(cs) if c.get("kind", "exact") != "exact"), 0))
+        head_idx = next((i for i, c in enumerate(cs) if c.get("headline")), stochastic[0] if stochastic else 0)
         head_name = cs[head_idx]["name"]
         # a sequential calibration's seeds may pool different numbers of replicates: Birge's ratio
         mixed = len({(r.get("sequential") or {}).get("replicates", 1) for r in records}) > 1
-        stochastic = [i for i, c in enumerate(cs) if c.get("kind", "exact") != "exact"]
         for i in stochastic if n >= 3 else []:
             rows = [r["comparisons"][i] for r in records]
             m, p, s = ([_num(c[k]) for c in rows] for k in ("measured", "predicted", "uncertainty"))
@@ -152,8 +151,7 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
             if i == head_idx:
                 mean_z, sd_se = float(np.mean(d / se)), ratios[-1]
                 # chi-square interval of an SD from n values (SE taken as known)
-                lo = math.sqrt(stats.chi2.ppf(0.025, n - 1) / (n - 1))
-                hi = math.sqrt(stats.chi2.ppf(0.975, n - 1) / (n - 1))
+                lo, hi = (math.sqrt(stats.chi2.ppf(q, n - 1) / (n - 1)) for q in (0.025, 0.975))
                 sd_ci = (sd_se / hi, sd_se / lo)
     flags = []
     if fail_ci[0] > alpha:
@@ -164,12 +162,13 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
                             head_name, mean_z, sd_se, sd_ci, float(np.median(ratios)) if ratios else None, flags)
 
 
-def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, out_dir: Path, progress=None, *,
-              budget_s: float | None = None, rounds: int | None = None) -> dict[str, list[dict]]:
+def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, out_dir: Path,
+              progress=lambda cid, seed, rec: None, *, budget_s: float | None = None,
+              rounds: int | None = None) -> dict[str, list[dict]]:
     """Run every claim of ``specs`` at every seed (records stored as they finish; existing records are reused).
 
     ``base`` is the run's context (profile, cache, workers, device; its seed is replaced by each of ``seeds``),
-    ``out_dir`` a directory path, ``progress`` ``None`` or a callable ``(check id, seed, record)``.
+    ``out_dir`` a directory path, ``progress`` a callable ``(check id, seed, record)``.
 
     A record is written atomically (temporary file, then rename) as soon as its check finishes, so an interrupt
     (``KeyboardInterrupt``, raised by :func:`verify._preflight.interrupts` on SIGINT / SIGTERM) loses only the
@@ -182,47 +181,33 @@ def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, 
     """
     rec_dir = out_dir / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
-    out: dict[str, list[dict]] = {s.id: [] for s in specs}
     mode = None if budget_s is None and rounds is None else {"budget_s": budget_s, "rounds": rounds}
-    if mode is None and use_lanes(list(specs), base, copies=len(seeds)):
-        return _calibrate_in_lanes(list(specs), list(seeds), base, rec_dir, progress)
-    for seed in seeds:
-        # memo: one run's in-memory cells (without a cache directory): B4 reads B7's draws
-        ctx = dataclasses.replace(base, seed=seed, seeds_used=[], memo={})
-        paths = {s.id: rec_dir / f"{s.id}_seed{seed}.json" for s in specs}
-        stored = {s.id: _stored_record(paths[s.id], base.profile, mode) for s in specs}
-        if mode is not None:  # one sequential run of the checks without a record
-            todo = [s for s in specs if stored[s.id] is None]
-            for seq in run_sequential(todo, ctx, budget_s=budget_s, rounds=rounds):
-                stored[seq.claim.id] = _write_record(paths[seq.claim.id], seq.result(), ctx, mode)
-        for spec in specs:
-            if stored[spec.id] is None:
-                stored[spec.id] = _write_record(paths[spec.id], run_check(spec, ctx), ctx, mode)
-            out[spec.id].append(stored[spec.id])
-            if progress is not None:
-                progress(spec.id, seed, stored[spec.id])
-    return out
-
-
-def _calibrate_in_lanes(specs: list[Claim], seeds: list[int], base: CheckContext, rec_dir: Path,
-                        progress=None) -> dict[str, list[dict]]:
-    """:func:`calibrate` with every (seed, group of checks) a task of :func:`verify.lanes.lane_map`, longest
-    groups first; the numbers of ``--jobs 1``."""
-    stored = {(s.id, seed): _stored_record(rec_dir / f"{s.id}_seed{seed}.json", base.profile, None)
+    stored = {(s.id, seed): _stored_record(rec_dir / f"{s.id}_seed{seed}.json", base.profile, mode)
               for s in specs for seed in seeds}
-    for (cid, seed), rec in stored.items():
-        if rec is not None and progress is not None:
-            progress(cid, seed, rec)
-    ctxs = {seed: dataclasses.replace(base, seed=seed, seeds_used=[], memo={}) for seed in seeds}
-    tasks = [(ctxs[seed], [c for c in g if stored[(c.id, seed)] is None])
-             for g in groups(specs, base.profile) for seed in seeds]
 
-    def record(res: CheckResult, ctx: CheckContext) -> None:
-        stored[(res.id, ctx.seed)] = _write_record(rec_dir / f"{res.id}_seed{ctx.seed}.json", res, ctx, None)
-        if progress is not None:
-            progress(res.id, ctx.seed, stored[(res.id, ctx.seed)])
+    def record(res: CheckResult, ctx: CheckContext) -> dict:
+        stored[(res.id, ctx.seed)] = _write_record(rec_dir / f"{res.id}_seed{ctx.seed}.json", res, ctx, mode)
+        return stored[(res.id, ctx.seed)]
 
-    lane_map([t for t in tasks if t[1]], base.n_jobs, record)
+    if mode is None and use_lanes(list(specs), base, copies=len(seeds)):
+        # every (seed, group of checks) a task of verify.lanes.lane_map, longest groups first; the numbers of --jobs 1
+        for (cid, seed), rec in stored.items():
+            if rec is not None:
+                progress(cid, seed, rec)
+        ctxs = {seed: dataclasses.replace(base, seed=seed, seeds_used=[], memo={}) for seed in seeds}
+        tasks = [(ctxs[seed], [c for c in g if stored[(c.id, seed)] is None])
+                 for g in groups(specs, base.profile) for seed in seeds]
+        lane_map([t for t in tasks if t[1]], base.n_jobs, lambda res, ctx: progress(res.id, ctx.seed, record(res, ctx)))
+    else:
+        for seed in seeds:
+            # memo: one run's in-memory cells (without a cache directory): B4 reads B7's draws
+            ctx = dataclasses.replace(base, seed=seed, seeds_used=[], memo={})
+            if mode is not None:  # one sequential run of the checks without a record
+                todo = [s for s in specs if stored[(s.id, seed)] is None]
+                for seq in run_sequential(todo, ctx, budget_s=budget_s, rounds=rounds):
+                    record(seq.result(), ctx)
+            for spec in specs:
+                progress(spec.id, seed, stored[(spec.id, seed)] or record(run_check(spec, ctx), ctx))
     return {s.id: [stored[(s.id, seed)] for seed in seeds] for s in specs}
 
 
@@ -371,11 +356,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     base, out = preflight(args)
     console = Console()
     t0 = time.perf_counter()
-    done = [0]
+    done, total = [0], len(specs) * args.seeds
 
     def progress(cid: str, seed: int, rec: dict) -> None:
         done[0] += 1
-        console.print(f"[{done[0]}/{len(specs) * args.seeds}] seed {seed} {cid}: {rec['verdict']} "
+        console.print(f"[{done[0]}/{total}] seed {seed} {cid}: {rec['verdict']} "
                       f"({rec['runtime_s']:.1f} s)")
 
     with interrupts() as signals:
@@ -384,7 +369,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             records = calibrate(specs, seeds, base, out, progress,
                                 budget_s=None if args.budget is None else 60.0 * args.budget, rounds=args.rounds)
         except KeyboardInterrupt as exc:
-            total = len(specs) * args.seeds
             if isinstance(exc, LanesInterrupted):
                 where = ", ".join(f"{cid} seed {seed}" for cid, seed, _ in exc.running)
             else:
