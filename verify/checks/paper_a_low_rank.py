@@ -22,7 +22,6 @@ from verify.checks._paper_a_records import GroupDesign, apriori_curve
 from verify.claim import Claim, register
 from verify.context import CheckContext
 from verify import figures as F
-from verify.figures import paper_figure
 from verify.results import Comparison
 from verify.statistics import robust_trend
 from verify.verdicts import Judgement
@@ -275,7 +274,7 @@ def _a6_excess_panel(ax, design: A6Design, prediction: A6Prediction, measurement
     ax.axvline(0.0, color="#bbbbbb", lw=0.8, zorder=0)
 
 
-@paper_figure
+@F.paper_figure
 def figure_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement, judgement: Judgement) -> Any:
     """Left: error against the parametric term (inside / outside the condition), predictions, the median fit.
     Right: every judged excess over (1, 1) with its threshold and outcome."""

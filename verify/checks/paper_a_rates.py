@@ -152,13 +152,6 @@ def describe_a2(design: RateDesign, prediction: RatePrediction, measurement: Rat
     return notes, _data(groups, prediction, measurement)
 
 
-def _comparison_line(c: Comparison, what: str) -> str:
-    """``"<what> +0.028 ± 0.015 (pred. +0.000)"``: the measured value of one judged comparison on a panel."""
-    se = f" ± {c.uncertainty:.3f}" if isinstance(c.uncertainty, float) else ""
-    pred = f" (pred. {c.predicted:+.3f})" if isinstance(c.predicted, float) and c.predicted != 0 else ""
-    return f"{what} {c.measured:+.3f}{se}{pred}"
-
-
 #: a panel's line for each quantity of a group's comparisons
 _PART_LABELS = {"finite-M": "(a) model", "limit": "(b) limit", "shift": "shift"}
 
@@ -210,7 +203,8 @@ def _rate_figure(design: RateDesign, prediction: RatePrediction, measurement: Ra
         mine = with_key(comps, group=g.label)
         lines = (f"finite-M model {g.prediction.finite_slope[0]:.3f}",) + tuple(
             f"{_PART_LABELS[dict(c.key)['quantity']]}: {c.outcome}" for c in mine) + tuple(
-            _comparison_line(c, "shift (estimated A)") for c in with_key(mine, quantity="shift"))
+            f"shift (estimated A) {c.measured:+.3f} ± {c.uncertainty:.3f}"
+            + (f" (pred. {c.predicted:+.3f})" if c.predicted else "") for c in with_key(mine, quantity="shift"))
         _plot_group(ax, g, F.COLORS[i % len(F.COLORS)], lines, F.worst_outcome(mine))
     for ax in panels[n:]:
         ax.set_visible(False)

@@ -21,13 +21,11 @@ from theory.minimax import (average_slope, beta_from_bspline_degree, finite_samp
 from theory.symbols import M, N, beta, d, r
 from verify.claim import Claim, register
 from verify import figures as F
-from verify.figures import paper_figure
 from verify.verdicts import Judgement
 from verify.context import CheckContext
 from verify.results import Comparison
 
 
-_IDENT = "exact (sympy simplify == 0)"
 _SIGN = "exact sign (sympy assumptions: beta > 0)"
 
 
@@ -146,7 +144,7 @@ def simulate_a1(ctx: CheckContext, design: A1Design) -> A1Measurement:
 def _identity(name: str, lhs: sp.Expr, rhs: sp.Expr, m_gt_1: bool = False) -> Comparison:
     """``simplify(lhs - rhs) == 0``; with ``m_gt_1`` after substituting ``M = exp(L)``, ``L > 0``."""
     diff = lhs - rhs
-    tol = _IDENT
+    tol = "exact (sympy simplify == 0)"
     if m_gt_1:
         diff = sp.expand_power_base(diff.subs(M, sp.exp(_L)))
         tol += " after M = exp(L), L > 0"
@@ -315,7 +313,7 @@ def _plot_slopes(ax) -> None:
     F.legend(ax, loc="upper right", fontsize=F.FONT["legend"] - 0.5)
 
 
-@paper_figure
+@F.paper_figure
 def figure_a1(design: A1Design, prediction: dict, measurement: A1Measurement, judgement: Judgement) -> Any:
     """The rate exponent in beta and the finite-M local slopes of the bounds; the verdict of the exact statements."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
