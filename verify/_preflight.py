@@ -198,11 +198,10 @@ def interrupts() -> Iterator[dict]:
     state: dict = {"signal": None, "armed": True}
 
     def handler(signum: int, frame: object) -> None:
-        first = state["signal"] is None
-        if first:
+        if state["signal"] is None:
             state["signal"] = signal.Signals(signum).name
-        if first and state["armed"]:
-            raise KeyboardInterrupt(state["signal"])
+            if state["armed"]:
+                raise KeyboardInterrupt(state["signal"])
 
     if threading.current_thread() is not threading.main_thread():
         yield state

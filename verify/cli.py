@@ -34,9 +34,9 @@ from .context import CheckContext
 from .results import CheckResult, Verdict
 from .budget import look_line, run_sequential, sequence_table
 from .calibrate import main as calibrate_main
-from .claim import exit_status, rejudge_stored, run_check
+from .claim import claim_of, exit_status, rejudge_stored, run_check
 from .compare import main as compare_main
-from .lanes import LanesInterrupted, run_lanes, use_lanes
+from .lanes import LanesInterrupted, groups, lane_map, use_lanes
 from .report import (TABLE_WIDTH, VERDICT_STYLE, markdown_report, print_results, print_summary, run_metadata,
                      to_json, write_json)
 from .report_html import html_report
@@ -119,14 +119,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = preflight(args)
     started = datetime.now(timezone.utc)
     with interrupts() as signals:
-        if args.budget is None and args.rounds is None and use_lanes(specs, base):
-            # the JSON says how the checks ran: a check's seconds in lanes are seconds of one core
-            (results, stopped) = _run_lanes(specs, base, args.profile, console, signals)
-            extra = {"lanes": base.n_jobs}
-        elif args.budget is None and args.rounds is None:
-            (results, stopped), extra = _run_checks(specs, base, args.profile, console, signals), {}
-        else:
+        if args.budget is not None or args.rounds is not None:
             results, stopped, extra = _run_sequential(specs, base, args, console, signals)
+        elif use_lanes(specs, base):
+            # the JSON says how the checks ran: a check's seconds in lanes are seconds of one core
+            (results, stopped), extra = _run_lanes(specs, base, args.profile, console, signals), {"lanes": base.n_jobs}
+        else:
+            (results, stopped), extra = _run_checks(specs, base, args.profile, console, signals), {}
         signals["armed"] = False  # from here on a signal is noted, never raised: the outputs are written whole
         code = EXIT_INTERRUPTED if stopped is not None else exit_status(results, strict=args.strict)
         print_results(console, results, f"Verification report (profile {args.profile}, seed {args.seed})",
@@ -227,19 +226,20 @@ def _interrupted_result(claim, signal: str, elapsed: float, seeds: list) -> Chec
 
 def _run_lanes(specs: list, base: CheckContext, profile: str, console: Console,
                signals: dict) -> tuple[list[CheckResult], dict | None]:
-    """:func:`verify.lanes.run_lanes` with a progress bar; ``(results, None)`` in report order, or after SIGINT /
+    """The checks' :func:`verify.lanes.groups` on ``base.n_jobs`` lanes (:func:`verify.lanes.lane_map`) with a
+    progress bar; ``(results, None)`` in report order, or after SIGINT /
     SIGTERM the finished results, an ERROR result per check that had started, and :func:`_stopped`."""
     results: list[CheckResult] = []
     order = {c.id: i for i, c in enumerate(specs)}
     with _progress_bar(console) as progress:
         overall = progress.add_task(f"verify ({profile}, {base.n_jobs} checks at a time)", total=len(specs))
         try:
-            run_lanes(specs, base, lambda res: results.append(_shown(res, progress, overall)))
+            lane_map([(base, g) for g in groups(specs, base.profile)], base.n_jobs,
+                     lambda res, _: results.append(_shown(res, progress, overall)))
         except KeyboardInterrupt as exc:
             sig = signals["signal"] or "SIGINT"
             running = exc.running if isinstance(exc, LanesInterrupted) else []
-            by_id = {c.id: c for c in specs}
-            results += [_interrupted_result(by_id[cid], sig, elapsed, []) for cid, _, elapsed in running]
+            results += [_interrupted_result(claim_of(cid), sig, elapsed, []) for cid, _, elapsed in running]
             results.sort(key=lambda r: order[r.id])
             first = min((cid for cid, _, _ in running), key=order.get, default=None)
             return results, _stopped(signals, specs, results, first)

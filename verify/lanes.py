@@ -37,18 +37,11 @@ COST = {
 
 def groups(claims: Iterable[Claim], profile: str) -> list[list[Claim]]:
     """``claims`` as lanes' tasks: the checks of a :data:`SHARED` group together (in report order), longest first."""
-    claims = list(claims)
-    ids = [c.id for c in claims]
-    out, taken = [], set()
+    out: dict[tuple, list[Claim]] = {}
     for c in claims:
-        if c.id in taken:
-            continue
-        together = next((g for g in SHARED if c.id in g), (c.id,))
-        group = [d for d in claims if d.id in together]
-        taken.update(d.id for d in group)
-        out.append(group)
+        out.setdefault(next((g for g in SHARED if c.id in g), (c.id,)), []).append(c)
     costs = COST.get(profile, COST["quick"])
-    return sorted(out, key=lambda g: (-sum(costs.get(c.id, 1) for c in g), ids.index(g[0].id)))
+    return sorted(out.values(), key=lambda g: -sum(costs.get(c.id, 1) for c in g))  # stable: equals in report order
 
 
 def use_lanes(claims: list[Claim], base: CheckContext, copies: int = 1) -> bool:
@@ -125,9 +118,3 @@ def lane_map(tasks: list[tuple[CheckContext, list[Claim]]], n_jobs: int,
             if isinstance(exc, KeyboardInterrupt):
                 raise LanesInterrupted(running) from exc
             raise
-
-
-def run_lanes(claims: list[Claim], base: CheckContext, on_result: Callable[[CheckResult], None]) -> None:
-    """``claims`` at ``base``'s seed on ``base.n_jobs`` lanes (:func:`groups`); ``on_result`` sees each result as
-    its group finishes.  Raises :class:`LanesInterrupted`."""
-    lane_map([(base, g) for g in groups(claims, base.profile)], base.n_jobs, lambda res, ctx: on_result(res))
