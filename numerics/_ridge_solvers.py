@@ -331,7 +331,8 @@ def _projection_parts(Phi: torch.Tensor, m: torch.Tensor, v: torch.Tensor,
                       n_gammas: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None:
     """:func:`smoother_parts` at ``gamma = 0`` for ``p < n`` features of full rank: ``S`` is the projection onto the
     row space of ``Phi``, whose orthonormal basis ``L^{-1} Phi`` (``L L^T = Phi Phi^T``, Cholesky) costs about a
-    third of the eigendecomposition.  ``None`` when a Gram matrix is not numerically positive definite (the eigendecomposition handles the rank)."""
+    third of the eigendecomposition.  ``None`` when a Gram matrix is not numerically positive definite (the
+    eigendecomposition handles the rank)."""
     L, info = torch.linalg.cholesky_ex(gram(Phi))
     if bool((info != 0).any()):
         return None

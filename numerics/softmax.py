@@ -159,8 +159,8 @@ def softmax_error_mc(model: Any, p: Any, gammas: ArrayLike, betas: ArrayLike, se
     settings : numerics.MonteCarloSettings
         Trials (``>= 2``), seed, threads, batching, device and labels.
     kind : {"softmax", "entrywise", "ridge"} or tuple of them
-        What runs: softmax attention (the kernel ``K`` of the module docstring), paper B's kernel of ``f_beta`` (diagonal removed,
-        whatever the model's diagonal), ridge (``Phi = X``).
+        What runs: softmax attention (the kernel ``K`` of the module docstring), paper B's kernel of ``f_beta``
+        (diagonal removed, whatever the model's diagonal), ridge (``Phi = X``).
     normalise : {"keys", "rows"}
         Of the softmax kernel.
     label_average : bool

@@ -124,7 +124,9 @@ def _describe_b5(design: Rec, prediction: Rec, measurement: Rec, comparisons: li
 def _b5_theory(cval: float, snr: float, act: Any, gammas: np.ndarray) -> np.ndarray:
     """The null theory (``snr = 0``: the claim's prediction) or, with signal, the structured theory of
     :mod:`theory.structured` (the project's derivation, judged in B7; drawn here for reference only)."""
-    return attention_theory(gammas, cval, act) if snr == 0.0 else structured_theory(gammas, cval, snr, (0.0, "none"), act)
+    if snr == 0.0:
+        return attention_theory(gammas, cval, act)
+    return structured_theory(gammas, cval, snr, (0.0, "none"), act)
 
 
 def _b5_panel(ax: Any, design: Rec, data: Rec, comps: list[Comparison], cval: float, snr: float) -> None:
