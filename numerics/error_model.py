@@ -21,7 +21,8 @@ Inputs are validated where they enter, :func:`predict_error` and :func:`predict_
 :mod:`theory.validation`, the project's one layer): ``model`` an :class:`IPSModel`, exact integer sizes and seeds,
 flags that are real booleans, and the arrays checked against the memory budget
 ``theory.get_limits().memory_budget_bytes`` before they are drawn.  Their many-``K`` / many-variant forms
-:func:`predict_error_grid` and :func:`predict_log_errors` (verify's sweeps) trust their arguments.
+:func:`predict_error_grid` and :func:`predict_log_errors` (verify's sweeps), and the conditional law on one design
+(:class:`EvalSet`, :func:`conditional_parts`, for studies), trust their arguments.
 """
 
 from __future__ import annotations
@@ -350,9 +351,9 @@ def empirical_range(u: np.ndarray, q: float = RANGE_Q) -> tuple[float, float]:
     return float(part[k - 1]), float(max(part[n - k], part[k - 1] + 1e-12))
 
 
-class _EvalSet:
-    """Pairs of the ``L2(rho)`` error (as :meth:`~numerics.PairwiseInteractionEstimator.l2_error`): their values
-    ``u`` under ``A*`` and the truth there."""
+class EvalSet:
+    """Pairs of the ``L2(rho)`` error (as :meth:`~numerics.PairwiseInteractionEstimator.l2_error`): ``n`` pairs
+    ``x, y`` of ``model`` drawn from ``seed``, their values ``u`` under ``A*`` and the truth ``g`` there."""
 
     def __init__(self, model: IPSModel, n: int, seed: int | tuple[int, ...]) -> None:
         key = list(seed) if isinstance(seed, tuple) else [seed]
@@ -367,7 +368,7 @@ class _EvalSet:
         return eb, ea, _gram(eb, ea, self.u.size)
 
 
-#: samples per block of the design rows in :func:`_conditional_error` (bounds its memory)
+#: samples per block of the design rows in :func:`conditional_parts` (bounds its memory)
 _ROW_BLOCK = 4096
 
 
@@ -402,16 +403,8 @@ def _rmatvec(fb: sparse.csr_matrix, fa: np.ndarray | None, y: np.ndarray) -> np.
     return out if fa is None else np.concatenate([out, fa.T @ y])
 
 
-def _conditional_error(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float, with_A: bool,
-                       ev: _EvalSet) -> tuple[float, float, float]:
-    """``(E[log err | X], E[err | X], bias_X)`` of the least-squares fit on the design ``X`` (noise integrated);
-    :func:`_conditional_parts` has the derivation and every intermediate."""
-    parts = _conditional_parts(model, K, s, X, ridge, with_A, ev)
-    return parts["elog"], parts["mean"], parts["bias"]
-
-
-def _conditional_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float, with_A: bool,
-                       ev: _EvalSet) -> dict[str, Any]:
+def conditional_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float, with_A: bool,
+                       ev: EvalSet) -> dict[str, Any]:
     """The law of the least-squares fit's error on the design ``X``: ``elog`` (``E[log err | X]``), ``mean``
     (``E[err | X]``), ``bias`` (the noiseless error), ``b0`` (its part outside the noise directions), ``var_tr``
     (the trace of the noise part), and the normal equations ``S``, ``Fy``, the noiseless fit ``c`` and the basis
@@ -427,8 +420,8 @@ def _conditional_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: fl
 
 
 def _variant_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float,
-                   variants: Sequence[tuple[bool, float]], ev: _EvalSet) -> list[dict[str, Any]]:
-    """:func:`_conditional_parts` of every ``(with_A, sigma)`` of ``variants`` on one design ``X``, bit for bit.
+                   variants: Sequence[tuple[bool, float]], ev: EvalSet) -> list[dict[str, Any]]:
+    """:func:`conditional_parts` of every ``(with_A, sigma)`` of ``variants`` on one design ``X``, bit for bit.
 
     Shared work: the range, the design rows, the normal equations and the evaluation features are computed once,
     with the A-tangent directions if any variant has them; a variant without them takes the basis blocks (``S_bb``,
@@ -505,8 +498,8 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
     token pairs of each sample) the least-squares fit is linear in the Gaussian noise, so the law of its
     ``L2(rho)`` error is a generalised non-central chi-square whose ``E log`` is one quadrature
     (:func:`expected_log_quadratic`).  Designs are drawn until the Monte Carlo standard error of the mean
-    is at most ``stopping.se_target`` (at least ``stopping.min_designs``, at most ``stopping.max_designs``).  For ``d = 1`` this is the
-    law of the estimator's error exactly (its fit is this least-squares fit); for ``d > 1`` the matrix
+    is at most ``stopping.se_target`` (at least ``stopping.min_designs``, at most ``stopping.max_designs``).  For
+    ``d = 1`` this is the law of the estimator's error exactly (its fit is this least-squares fit); for ``d > 1`` the matrix
     enters through its tangent directions at ``A*`` (linearisation, as the a-priori model).  Derived by the
     project; tested against the estimator in ``tests/numerics/test_error_model_finite_m.py``.
 
@@ -575,7 +568,7 @@ def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequen
             X = model.sample_tokens(M, np.random.default_rng([seed, 13, n]))
             # fresh evaluation pairs with every design: their Monte Carlo error is then part of the draws' spread
             # (a set shared by all draws would shift the slopes by an error the SE does not see)
-            ev = _EvalSet(model, n_eval, (seed, n))
+            ev = EvalSet(model, n_eval, (seed, n))
             parts = _variant_parts(model, K, s, X, ridge, [variants[k] for k in active], ev)
             n += 1
             for k, q_ in zip(active, parts):

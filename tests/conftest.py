@@ -84,28 +84,26 @@ def run_smoke(check_id: str, report_dir: Path | None = None, *, seed: int = 0, n
                      CheckContext(profile="smoke", report_dir=report_dir, seed=seed, n_jobs=n_jobs, **ctx))
 
 
-def fake_claims(monkeypatch: Any, checks: dict[str, Callable[[CheckContext], Outcome]],
-                informational: tuple[str, ...] = ()) -> dict[str, Claim]:
+def fake_claims(monkeypatch: Any, checks: dict[str, Callable[[CheckContext], Outcome]]) -> dict[str, Claim]:
     """Replace the registered claims by ``checks``: ``{id: f(ctx) -> Outcome}``, each run as the claim of its id
-    (its statement and study flag kept; ``informational`` makes more ids studies); the others are unregistered."""
+    (its statement kept); the others are unregistered."""
     real = {c.id: c for c in all_claims()}
-    fakes = {cid: claim_from(cid, fn, real[cid].paper, real[cid].statement,
-                             real[cid].informational or cid in informational) for cid, fn in checks.items()}
+    fakes = {cid: claim_from(cid, fn, real[cid].paper, real[cid].statement) for cid, fn in checks.items()}
     monkeypatch.setattr(claim_module, "_CLAIMS", fakes)
     return fakes
 
 
-def claim_from(cid: str, fn: Callable[[CheckContext], Outcome], paper: str = "A", statement: str = "a test claim",
-               informational: bool = False) -> Claim:
+def claim_from(cid: str, fn: Callable[[CheckContext], Outcome], paper: str = "A",
+               statement: str = "a test claim") -> Claim:
     """A claim whose simulation is ``fn(ctx) -> Outcome`` and whose judge reads the outcome's comparisons."""
     return Claim(cid, paper, statement, design=lambda ctx: None, simulate=lambda ctx, d: fn(ctx),
                  judge=lambda d, p, out: list(out.comparisons),
-                 describe=lambda d, p, out, comps: (out.notes, dict(out.data)), informational=informational)
+                 describe=lambda d, p, out, comps: (out.notes, dict(out.data)))
 
 
 def assert_well_formed(res: CheckResult, *, figures: bool = False) -> None:
     """A judged verdict, no error, comparisons with a tolerance rule and finite numbers, seeds recorded."""
-    assert res.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE, Verdict.INFO), res.error
+    assert res.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE), res.error
     assert res.error is None, res.error
     assert res.comparisons and res.seeds
     for c in res.comparisons:

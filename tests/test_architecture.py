@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -61,7 +62,6 @@ def test_the_name_scan_can_fail(line):
 
 def _mutable_dataclasses(path: Path) -> list[str]:
     """Classes of ``path`` decorated ``@dataclass`` without ``frozen=True``."""
-    import ast
 
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
@@ -114,3 +114,33 @@ def test_claim_modules_are_leaves():
 
 def test_the_leaf_scan_can_fail():
     assert _claim_imports("from .paper_b_ridge import X\nfrom ._paper_b import Y\n") == ["paper_b_ridge"]
+
+
+def _private_uses(text: str) -> list[str]:
+    """The private names of ``theory``, ``numerics`` and ``verify`` that ``text`` imports or reads as attributes of
+    an imported module (a dotted name with a part that starts with one underscore)."""
+    out, aliases = [], set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            base = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+            for a in node.names:
+                full = f"{base}.{a.name}" if base else a.name
+                if full.split(".")[0] in ("theory", "numerics", "verify"):
+                    aliases.add(a.asname or a.name.split(".")[0])
+                    out += [full] if any(p.startswith("_") and not p.startswith("__") for p in full.split(".")) else []
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            out.append(f"{node.value.id}.{node.attr}")
+    return out
+
+
+def test_studies_use_public_names_only():
+    """The research scripts of studies/ read the library through its public names (they change with it)."""
+    found = {str(f.relative_to(ROOT)): _private_uses(f.read_text()) for f in sorted((ROOT / "studies").rglob("*.py"))}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_the_private_name_scan_can_fail():
+    text = "from numerics import rmt\nfrom verify.checks._structured import grid_cell\nx = rmt._kernel_batch\n"
+    assert _private_uses(text) == ["verify.checks._structured.grid_cell", "rmt._kernel_batch"]
+    assert _private_uses("import os as _os\nfrom verify import CheckContext\n") == []

@@ -67,10 +67,10 @@ class CheckSequence:
 
     @property
     def sequential(self) -> bool:
-        """Whether more data can change the verdict: a stochastic check that ran (not a study, not an ERROR)."""
+        """Whether more data can change the verdict: a stochastic check that ran (not an ERROR)."""
         first = self.replicates[0] if self.replicates else None
         return (first is not None and first.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE)
-                and not self.claim.informational and any(c.kind != "exact" for c in first.comparisons))
+                and any(c.kind != "exact" for c in first.comparisons))
 
     @property
     def undecided(self) -> bool:

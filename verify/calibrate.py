@@ -126,7 +126,7 @@ def summarise(check_id: str, records: Sequence[dict], alpha: float = ALPHA_CHECK
     """The calibration row of one check from its per-seed records (a non-empty list of stored records)."""
     n = len(records)
     verdicts = [r["verdict"] for r in records]
-    counts = {v: verdicts.count(v) for v in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR", "INFO")}
+    counts = {v: verdicts.count(v) for v in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR")}
     fail_ci = clopper_pearson(counts["FAIL"] + counts["ERROR"], n)
     ratios: list[float] = []
     head_name, mean_z, sd_se, sd_ci = "", None, None, None
@@ -350,9 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     argv = list(sys.argv[1:] if argv is None else check_items("argv", argv, str, "strings (command-line words)"))
     args = build_parser().parse_args(argv)
-    specs = [s for s in select_checks(args.only) if not s.informational]
-    if not specs:
-        refuse("--only: none of the selected checks can be calibrated (informational studies are not)")
+    specs = select_checks(args.only)
     base, out = preflight(args)
     console = Console()
     t0 = time.perf_counter()

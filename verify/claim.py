@@ -47,7 +47,7 @@ class Claim:
     Parameters
     ----------
     id : str
-        ``A1``..``A6``, ``B1``.. for the papers' claims; a study's id has a suffix (``B7-lin``).
+        ``A1``..``A6``, ``B1``.. for the papers' claims.
     paper : str
         ``"A"`` or ``"B"`` (or another label for a claim of your own).
     statement : str
@@ -56,8 +56,6 @@ class Claim:
         The parts; ``predict``, ``read`` and ``figure`` are optional.
     figure_name : str
         File stem of the figure (``ctx.save_figure``).
-    informational : bool
-        A study: judged, but its verdict is INFO and never decides the exit status.
     """
 
     id: str
@@ -71,7 +69,6 @@ class Claim:
     figure: Callable[[Any, Any, Any, Judgement], Any] = _no_figure
     read: Callable[[Any, Any, Any], Any] = _measured
     figure_name: str = "figure"
-    informational: bool = False
 
     def run(self, ctx: CheckContext) -> Outcome:
         """design -> predict -> simulate -> read -> judge (once) -> describe (+ figure): the claim's :class:`Outcome`."""
@@ -79,8 +76,6 @@ class Claim:
         prediction = self.predict(ctx, design)
         measurement = self.read(design, prediction, self.simulate(ctx, design))
         judgement = judged(list(self.judge(design, prediction, measurement)))
-        if self.informational:
-            judgement = judgement.as_info()
         comparisons = list(judgement.comparisons)
         notes, data = self.describe(design, prediction, measurement, comparisons)
         # figures are drawn only where they are written (drawing costs seconds; it changes no number)
@@ -89,7 +84,7 @@ class Claim:
             figs = {self.figure_name: figs}
         paths = [ctx.save_figure(f, name) for name, f in (figs or {}).items()]
         return Outcome(comparisons=comparisons, notes=notes, figures=[p for p in paths if p], data=data,
-                       informational=self.informational, verdict=judgement.verdict)
+                       verdict=judgement.verdict)
 
 
 _CLAIMS: dict[str, Claim] = {}
@@ -106,14 +101,14 @@ def register(claim: Claim) -> Claim:
 
 
 def _order(claim: Claim) -> tuple:
-    """Claims before studies, then by paper and number (``B2`` before ``B10``)."""
+    """Claims by paper and number (``B2`` before ``B10``)."""
     number = re.match(r"[A-Za-z]*(\d*)", claim.id).group(1)
-    return claim.informational, claim.paper, int(number or 0), claim.id
+    return claim.paper, int(number or 0), claim.id
 
 
 def all_claims() -> list[Claim]:
     """Every registered claim in report order: each module of :mod:`verify.checks` is imported (it registers its
-    claims), then claims by paper and number, then the informational studies."""
+    claims), by paper and number."""
     checks = importlib.import_module(f"{__package__}.checks")  # plugins, found at run time
     for module in pkgutil.iter_modules(checks.__path__):
         if not module.name.startswith("_"):
@@ -178,8 +173,8 @@ def run_check(claim: Claim, ctx: CheckContext) -> CheckResult:
         with torch_threads(1):  # the numbers of one thread, however the run spreads its checks (verify.lanes)
             out = claim.run(ctx)
         res.comparisons, res.notes, res.figures, res.data = out.comparisons, out.notes, out.figures, dict(out.data)
-        res.verdict = Verdict(out.verdict) if out.comparisons or out.informational else Verdict.FAIL
-        if not out.comparisons and not out.informational:
+        res.verdict = Verdict(out.verdict) if out.comparisons else Verdict.FAIL
+        if not out.comparisons:
             res.error = "the check produced no comparison"
     except Exception:  # noqa: BLE001 - reported, not hidden
         res.error = traceback.format_exc()
@@ -190,7 +185,7 @@ def run_check(claim: Claim, ctx: CheckContext) -> CheckResult:
 
 def rejudge_stored(result: Mapping[str, Any]) -> tuple[Verdict, list[Comparison]]:
     """Verdict and comparisons of a stored result (``CheckResult.to_json`` or a calibration record), judged again
-    with the current rules: no simulation.  ERROR stays ERROR; a study (stored verdict INFO) stays INFO."""
+    with the current rules: no simulation.  ERROR stays ERROR; INFO (a stored study) stays INFO."""
     missing = [k for k in ("id", "verdict", "comparisons") if k not in result]
     if missing:
         raise ValueError(f"result must be a stored result (CheckResult.to_json or a calibration record), got one "
@@ -207,7 +202,7 @@ def rejudge_stored(result: Mapping[str, Any]) -> tuple[Verdict, list[Comparison]
 
 
 def exit_status(results: Sequence[CheckResult], strict: bool = False) -> int:
-    """0 iff no check FAILED or raised (INFO and INCONCLUSIVE do not fail it); with ``strict`` INCONCLUSIVE fails it
+    """0 iff no check FAILED or raised (INCONCLUSIVE does not fail it); with ``strict`` INCONCLUSIVE fails it
     too."""
     bad = {Verdict.FAIL, Verdict.ERROR} | ({Verdict.INCONCLUSIVE} if strict else set())
     return 1 if any(r.verdict in bad for r in results) else 0

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="quick: minutes on a laptop (default); paper: the papers' scale "
                         "(smoke: tiny sizes for the tests, verdicts meaningless)")
     p.add_argument("--only", nargs="+", metavar="ID",
-                   help="run only these claim ids (e.g. A1 B2) or informational studies (B7-lin)")
+                   help="run only these claim ids (e.g. A1 B2)")
     p.add_argument("--list", action="store_true", help="list the claim ids and whether each has a check, then exit")
     p.add_argument("--seed", type=int, default=0, help="base seed; every check derives its seeds from it (default 0)")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON to PATH")
@@ -144,14 +144,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_list(console: Console, specs: list) -> None:
-    """``--list``: the claim ids, their papers, whether each is a study, and the claims in words."""
+    """``--list``: the claim ids, their papers and the claims in words."""
     from rich.table import Table
 
-    t = Table(title="Claims (docs/claims.md) and informational studies")
-    for col in ("id", "paper", "kind", "claim"):
+    t = Table(title="Claims (docs/claims.md)")
+    for col in ("id", "paper", "claim"):
         t.add_column(col)
     for s in specs:
-        t.add_row(s.id, s.paper, "study" if s.informational else "claim", s.statement)
+        t.add_row(s.id, s.paper, s.statement)
     console.print(t)
 
 

@@ -103,12 +103,12 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
         cache_dir: str | os.PathLike | None = DEFAULT_CACHE, jobs: int | None = None, device: str = "cpu",
         executor: str = "local", scheduler: str | None = None, figures: bool = True, progress: bool = True,
         budget: float | None = None, rounds: int | None = None) -> Run:
-    """Run the checks of ``ids`` (``None``: every claim and study) and return their judged results.
+    """Run the checks of ``ids`` (``None``: every claim) and return their judged results.
 
     Parameters
     ----------
     ids : str, sequence of str or None
-        A claim id (``"A2"``), several (``["A2", "B4-rev"]``) or ``None`` for all (``verify.all_claims()``).
+        A claim id (``"A2"``), several (``["A2", "B4"]``) or ``None`` for all (``verify.all_claims()``).
     profile : {"quick", "paper", "smoke"}
         The sizes (``smoke``: tiny, for tests; verdicts meaningless).
     seed : int

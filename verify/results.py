@@ -23,7 +23,7 @@ class Verdict(str, Enum):
     FAIL = "FAIL"
     INCONCLUSIVE = "INCONCLUSIVE"  # neither the claim nor its violation is established at the stated levels
     ERROR = "ERROR"  # the check raised: counts as a failure
-    INFO = "INFO"  # informational check: reported, never decides the exit status
+    INFO = "INFO"  # an informational study in a stored report: read, never produced
 
 
 @dataclass(frozen=True)
@@ -290,13 +290,12 @@ def _stored_args(v: Any) -> tuple:
 @dataclass
 class Outcome:
     """What :meth:`verify.claim.Claim.run` returns: the judged comparisons, notes (text), the paths of the figures,
-    data (a mapping with string keys, written to the JSON report), whether the claim is a study, and its verdict."""
+    data (a mapping with string keys, written to the JSON report) and the verdict."""
 
     comparisons: list[Comparison]
     notes: str = ""
     figures: list[str] = field(default_factory=list)
     data: dict = field(default_factory=dict)
-    informational: bool = False
     verdict: str | None = None
 
 

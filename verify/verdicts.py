@@ -25,7 +25,7 @@ __all__ = ["ALPHA_CHECK", "ALPHA_PASS", "ALPHA_REPORT", "KINDS", "N_STOCHASTIC_C
 
 #: family-wise false-FAIL rate of a whole report (every claim true)
 ALPHA_REPORT = 0.01
-#: checks with stochastic comparisons (A2-A6, B1-B11; A1 is exact, studies never decide): the Bonferroni divisor
+#: checks with stochastic comparisons (A2-A6, B1-B11; A1 is exact): the Bonferroni divisor
 N_STOCHASTIC_CHECKS = 16
 #: family-wise false-FAIL rate of one check (Holm inside the check)
 ALPHA_CHECK = ALPHA_REPORT / N_STOCHASTIC_CHECKS
@@ -188,16 +188,12 @@ def scale_to_decide(delta: float, se: float, margin: float | None, kind: str) ->
 class Judgement:
     """A check's judged evidence table: its verdict and its comparisons with their outcomes (new objects).
 
-    ``verdict`` is ``PASS``, ``FAIL`` or ``INCONCLUSIVE`` (:func:`judged`; ``INFO`` once a study's run marks it so,
-    :meth:`as_info`); ``comparisons`` a tuple in the order judged.
+    ``verdict`` is ``PASS``, ``FAIL`` or ``INCONCLUSIVE`` (:func:`judged`); ``comparisons`` a tuple in the order
+    judged.
     """
 
     verdict: str
     comparisons: tuple
-
-    def as_info(self) -> "Judgement":
-        """The same outcomes under the verdict ``INFO`` (a study: reported, never decides)."""
-        return replace(self, verdict="INFO")
 
 
 def _outcome(c: Comparison, rejected: bool, alpha_pass: float = ALPHA_PASS) -> str:

@@ -29,8 +29,8 @@ for li, tot in zip(a.levels, a.total):
         if n_stop is not None and j >= tot:
             break
         X = m.sample_tokens(M, np.random.default_rng([seed, 13, j]))
-        ev = em._EvalSet(m, 2**14, (seed, j))
-        vals.append(em._conditional_error(m, K, cfg["P"] - 2, X, ridge, True, ev)[0])
+        ev = em.EvalSet(m, 2**14, (seed, j))
+        vals.append(em.conditional_parts(m, K, cfg["P"] - 2, X, ridge, True, ev)["elog"])
         if len(vals) >= 200 and n_stop is None:
             n_stop = 200
     v = np.array(vals); n_stop = n_stop or len(v)

@@ -3,7 +3,7 @@
 python studies/paper_a_diagnosis/diag.py --group "d=30, sigma/10" --profile paper --levels 0 6 --designs 4 --noise 0 --out F
   for each level (K, M) and design j (X = model.sample_tokens(M, default_rng([fseed, 13, j])), the model's own
   design draws), on one eval set of n_eval pairs shared by model and estimator:
-  - model pieces (copy of numerics.error_model._conditional_error): linearised noiseless error `bias`, the part
+  - model pieces (numerics.error_model.conditional_parts): linearised noiseless error `bias`, the part
     b0 orthogonal to the noise directions, E log Q, E Q; the same with A = A* known;
   - estimator (trial's protocol: restarts, ridge, max_iter, stall refits with threshold max(2 s^2, 1.5 obj_known))
     on noise-free Y0 = R_{g*}[X]: error, objective vs objective at A*, angle to A*, refits;
@@ -45,7 +45,7 @@ sigma = float(cfg["sigma"])
 
 def model_pieces(K, X, with_A, ev):
     """numerics.error_model's law of the fit on the design X (its internals), and the linearised objective."""
-    q = em._conditional_parts(m, K, s, X, ridge, with_A, ev)
+    q = em.conditional_parts(m, K, s, X, ridge, with_A, ev)
     S, Fy, c, p = q["S"], q["Fy"], q["c"], q["p"]
     # linearised objective (forward metric, as the estimator's: (|Y - F c|^2 + lam |c_b|^2) / (M N))
     Y0 = m.forward(None, X).reshape(-1)
@@ -92,7 +92,7 @@ for li in a.levels:
     for j in range(a.design0, a.design0 + a.designs):
         t0 = time.time()
         X = m.sample_tokens(M, np.random.default_rng([fseed, 13, j]))
-        ev = em._EvalSet(m, a.n_eval, (fseed, j))
+        ev = em.EvalSet(m, a.n_eval, (fseed, j))
         mA = model_pieces(K, X, True, ev)
         mK = model_pieces(K, X, False, ev)
         Y0 = m.forward(None, X)

@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 import pytest
-from numerics.error_model import (DesignStopping, _EvalSet, _Features, _normal_equations, empirical_range, expected_log_quadratic,
-                                  predict_error, predict_error_grid, predict_log_error, predict_log_errors, RANGE_Q)
+from numerics.error_model import (DesignStopping, EvalSet, _Features, _normal_equations, empirical_range,
+                                  expected_log_quadratic, predict_error, predict_error_grid, predict_log_error,
+                                  predict_log_errors, RANGE_Q)
 from numerics.estimator import PairwiseInteractionEstimator
 from numerics.ips import IPSModel
 from verify.checks._paper_a_numerics import model_for, trial
@@ -42,7 +43,7 @@ def test_d1_least_squares_fit_on_a_design_is_the_estimator():
     feats = _Features(model, lo, hi, K, 1, True)
     S, b = _normal_equations(model, feats, X, Y)
     c = np.linalg.solve(S, b)
-    ev = _EvalSet(model, 2**14, 9)
+    ev = EvalSet(model, 2**14, 9)
     eb, _, _ = ev.features(feats)
     mine = float(np.mean((eb @ c - ev.g) ** 2))
     est = PairwiseInteractionEstimator(rank=1, degree=1, n_intervals=K, ridge=0.0, range_quantile=RANGE_Q).fit(X, Y)

@@ -82,15 +82,6 @@ def test_linearised_mc_shares_x_with_true_mc():
         np.testing.assert_allclose(lin, true, rtol=1e-9)
 
 
-def test_linearisation_study_is_informational(tmp_path):
-    res = run_check(_spec("B7-lin"), CheckContext(profile="smoke", report_dir=tmp_path, n_jobs=1))
-    assert res.verdict is Verdict.INFO, res.error
-    assert res.comparisons and res.figures and res.seeds
-    assert {"rows", "gammas"} <= set(res.data) and len(res.data["rows"]) == 2  # smoke profile: p in (16, 32)
-    assert all(cp.tolerance.startswith("informational") for cp in res.comparisons)
-    assert "INFORMATIONAL" in res.notes
-
-
 def test_paper_profile_sizes_keep_the_finite_size_pair():
     prof = grid.STRUCTURED_PROFILES["paper"]
     assert mod.sizes_at(prof, 0.5) == ((512, 1024), 24)

@@ -5,7 +5,7 @@ One run per claim (figures drawn, so every part runs) checks:
 - the evidence is judged exactly once: the claim's ``judge`` is called once, :func:`verify.verdicts.judged` once,
   and ``describe`` and ``figure`` receive the judged comparisons (never judging again);
 - judging changes none of its inputs (the rows are frozen; their JSON is the same after the run);
-- the outcome's verdict is the judgement of the rows (``INFO`` for a study) and ``run_check`` keeps it;
+- the outcome's verdict is the judgement of the rows and ``run_check`` keeps it;
 - the stored result judged again (:func:`verify.claim.rejudge_stored`, the JSON round trip) gives the same
   verdict and the same outcome on every row;
 - every figure reads at a glance (:func:`figure_lint.figure_problems` finds nothing; the title names the claim
@@ -37,9 +37,9 @@ from verify.verdicts import judged  # noqa: E402
 
 #: every registered claim
 IDS = [c.id for c in all_claims()]
-#: the claims whose figures follow :mod:`verify.figures`' conventions and are inspected (B4's two figures and the
-#: B4-rev study's diagnostic grid are drawn, not inspected)
-FIGURE_IDS = {"A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B10", "B11", "B7-lin"}
+#: the claims whose figures follow :mod:`verify.figures`' conventions and are inspected (B4's two figures are drawn,
+#: not inspected)
+FIGURE_IDS = {"A1", "A2", "A3", "A4", "A5", "A6", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B10", "B11"}
 #: the claims whose describe or figure select rows (by :attr:`verify.results.Comparison.key`): every row keyed, no two
 #: rows with the same key
 KEYED_IDS = {"A2", "A3", "A4", "A5", "B1", "B2", "B3", "B5", "B6", "B7", "B8", "B9", "B10", "B11"}
@@ -87,8 +87,7 @@ def test_claim_is_judged_once_purely_and_round_trips(cid, tmp_path, monkeypatch)
     assert calls == {"judge": 1, "judged": 1}
     assert [c.to_json() for c in seen["rows"]] == seen["rows_json"]  # judging changed none of its inputs
     expected = judged(seen["rows"])
-    info = claim.informational
-    assert out.verdict == ("INFO" if info else expected.verdict)
+    assert out.verdict == expected.verdict
     assert tuple(out.comparisons) == expected.comparisons == tuple(seen["described"])
     assert all(c.outcome for c in out.comparisons)
     if "figure_judgement" in seen:

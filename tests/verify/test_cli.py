@@ -23,32 +23,23 @@ def _cmp(passed: bool) -> Comparison:
 
 @pytest.fixture
 def fake_checks(monkeypatch):
-    """Replace the registry with controlled checks: A1 passes, A2 fails, A3 raises, A4 informational."""
+    """Replace the registry with controlled checks: A1 passes, A2 fails, A3 raises."""
     fake = {
         "A1": lambda ctx: Outcome([_cmp(True)]),
         "A2": lambda ctx: Outcome([_cmp(True), _cmp(False)]),
         "A3": lambda ctx: 1 / 0,
-        "A4": lambda ctx: Outcome([_cmp(False)]),
     }
-    fake_claims(monkeypatch, fake, informational=("A4",))
+    fake_claims(monkeypatch, fake)
     return fake
 
 
 def test_list_shows_all_17_claims(capsys):
     assert main(["--list"]) == 0
     out = capsys.readouterr().out
-    claims = [c.id for c in all_claims() if not c.informational]
+    claims = [c.id for c in all_claims()]
     for cid in claims:
         assert cid in out
     assert len(claims) == 17
-    assert "B7-lin" in out and "study" in out
-
-
-def test_study_never_decides_exit_status(monkeypatch):
-    fail = Outcome([_cmp(False)])  # a study whose comparison does not hold is still INFO
-    fake_claims(monkeypatch, {"B7-lin": lambda ctx: fail})
-    assert main(["--only", "b7-lin", "--cache-dir", "none"]) == 0
-    assert run_check(claim_of("B7-lin"), CheckContext()).verdict is Verdict.INFO
 
 
 def test_report_dir_none_writes_no_directory(fake_checks, tmp_path, monkeypatch):
@@ -68,7 +59,6 @@ def test_exit_codes(fake_checks, tmp_path):
     assert main(["--only", "A1", "--cache-dir", "none"]) == 0
     assert main(["--only", "A2", "--cache-dir", "none"]) == 1
     assert main(["--only", "A3", "--cache-dir", "none"]) == 1  # ERROR counts as failure
-    assert main(["--only", "A4", "--cache-dir", "none"]) == 0  # INFO never decides
 
 
 def test_verdict_logic(fake_checks):
@@ -77,7 +67,6 @@ def test_verdict_logic(fake_checks):
     assert run_check(specs["A2"], CheckContext()).verdict is Verdict.FAIL
     res = run_check(specs["A3"], CheckContext())
     assert res.verdict is Verdict.ERROR and "ZeroDivisionError" in res.error
-    assert run_check(specs["A4"], CheckContext()).verdict is Verdict.INFO
     inconclusive = CheckResult("A5", "A", "claim", Verdict.INCONCLUSIVE)
     assert exit_status([inconclusive]) == 0 and exit_status([inconclusive], strict=True) == 1
 
@@ -90,7 +79,7 @@ def test_no_comparison_is_not_a_pass(monkeypatch):
 def test_json_schema_and_report_dir(fake_checks, tmp_path):
     path = tmp_path / "out.json"
     rep = tmp_path / "rep"
-    code = main(["--only", "A1", "A2", "A4", "--json", str(path), "--report-dir", str(rep), "--seed", "7",
+    code = main(["--only", "A1", "A2", "--json", str(path), "--report-dir", str(rep), "--seed", "7",
                  "--cache-dir", "none"])
     assert code == 1
     doc = json.loads(path.read_text())
@@ -98,16 +87,16 @@ def test_json_schema_and_report_dir(fake_checks, tmp_path):
     assert doc["seed"] == 7 and doc["profile"] == "quick" and doc["exit_code"] == 1
     assert set(doc["summary"]) == {v.value for v in Verdict}
     ids = [r["id"] for r in doc["results"]]
-    assert ids == ["A1", "A2", "A4"]
+    assert ids == ["A1", "A2"]
     for r in doc["results"]:
         assert set(r) >= {"id", "paper", "claim", "verdict", "comparisons", "runtime_s", "seeds", "figures", "notes"}
         for c in r["comparisons"]:
             assert set(c) == {"name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail",
                               "p_pass", "margin", "df", "decide_factor", "outcome", "headline", "args", "key"}
             assert c["outcome"] in ("PASS", "FAIL", "INCONCLUSIVE")
-    assert [r["verdict"] for r in doc["results"]] == ["PASS", "FAIL", "INFO"]
+    assert [r["verdict"] for r in doc["results"]] == ["PASS", "FAIL"]
     md = (rep / "report.md").read_text()
-    assert "## A2: FAIL" in md and "## A4: INFO" in md
+    assert "## A1: PASS" in md and "## A2: FAIL" in md
     assert json.loads((rep / "report.json").read_text())["results"][0]["id"] == "A1"
 
 

@@ -131,7 +131,7 @@ def test_page_structure(tmp_path):
 
 
 def test_cli_writes_the_page_next_to_report_md(tmp_path):
-    code = main(["--profile", "smoke", "--only", "B7-lin", "--report-dir", str(tmp_path), "--cache-dir", "none",
+    code = main(["--profile", "smoke", "--only", "B6", "--report-dir", str(tmp_path), "--cache-dir", "none",
                  "--jobs", "1"])
     assert code == 0
     page = _read((tmp_path / "report.html").read_text())

@@ -112,7 +112,7 @@ def test_interrupted_structured_check_recomputes_only_missing_cells(tmp_path, mo
     tiny = mod.StructuredProfile(
         p_sizes=(16, 32), trials=3, gammas=(0.1, 1.0), snrs=(1.0,),
         spikes=(grid.SPIKE_NONE, (4.0, "aligned")), cs=(0.5, 2.0),
-        breakdown_p=(16, 32), breakdown_trials=2, b4_snrs=(0.5,), b4_gammas=(0.1, 10.0),
+        b4_snrs=(0.5,), b4_gammas=(0.1, 10.0),
         b4_theory_grid=(-2.0, 1.0, 4), reversal_grid=(-3.0, 2.0, 11), figure_grid=(-3.0, 1.0, 9),
     )
     monkeypatch.setitem(grid.STRUCTURED_PROFILES, "quick", tiny)

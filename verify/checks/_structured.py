@@ -1,4 +1,4 @@
-"""The structured grid that B7, B4, the B7-lin study and B4-rev share: the profiles, the models of a
+"""The structured grid that B7 and B4 share: the profiles, the models of a
 configuration ``(c, snr, spike)``, their theory (:mod:`theory.structured`) and their Monte Carlo cells on shared draws.
 
 Conventions: ``mu = sqrt(snr) e_1``; a spike ``(strength, "aligned")`` is ``w_K = w_Q = sqrt(strength) e_1``,
@@ -34,8 +34,6 @@ class StructuredProfile:
     snrs: tuple[float, ...]
     spikes: tuple[tuple[float, str], ...]
     cs: tuple[float, ...]
-    breakdown_p: tuple[int, ...]
-    breakdown_trials: int
     b4_snrs: tuple[float, ...]
     b4_gammas: tuple[float, ...]
     # per-c overrides of (p_sizes, trials) of the structured grid (B7, and B4 on its draws): ((c, (p, 2p), trials), ...)
@@ -58,7 +56,7 @@ STRUCTURED_PROFILES = {
     "smoke": StructuredProfile(
         p_sizes=(16, 32), trials=3, gammas=(0.1, 1.0), snrs=(1.0,),
         spikes=(SPIKE_NONE, (4.0, "aligned"), (4.0, "orthogonal")), cs=(0.5, 2.0),
-        breakdown_p=(16, 32), breakdown_trials=2, b4_snrs=(1.0,), b4_gammas=(0.1, 10.0),
+        b4_snrs=(1.0,), b4_gammas=(0.1, 10.0),
         b4_theory_grid=(-2.0, 1.0, 4), reversal_grid=(-3.0, 2.0, 11), figure_grid=(-3.0, 1.0, 9),
         phase_cs=(0.5, 2.0), phase_strengths=(0.0, 4.0), phase_grid=(-3.0, 2.0, 6),
     ),
@@ -66,16 +64,15 @@ STRUCTURED_PROFILES = {
     "quick": StructuredProfile(
         p_sizes=(128, 256), trials=24, gammas=(1e-2, 1e-1, 1.0), snrs=(0.5, 2.0),
         spikes=(SPIKE_NONE, (1.0, "aligned"), (4.0, "aligned"), (4.0, "orthogonal")), cs=(0.5, 2.0),
-        breakdown_p=(64, 128, 256), breakdown_trials=8,
         b4_snrs=(0.5,), b4_gammas=(1e-2, 1e-1, 1.0, 10.0),
     ),
-    # paper: p = 512, 1024 at both aspect ratios, 5 gammas, 3 snr; budget B7 + B7-lin <= 300 s, B4 <= 150 s (2 cores).
+    # paper: p = 512, 1024 at both aspect ratios, 5 gammas, 3 snr; budget B7 <= 300 s, B4 <= 150 s (2 cores).
     # c = 1/2 runs 24 trials (its cells cost 9x those at c = 2); the orthogonal spike 1 is left out (every
     # orthogonal spike equals no spike in theory; strength 4 is the stronger test).
     "paper": StructuredProfile(
         p_sizes=(512, 1024), trials=32, gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0), snrs=(0.5, 1.0, 2.0),
         spikes=(SPIKE_NONE, (1.0, "aligned"), (4.0, "aligned"), (4.0, "orthogonal")),
-        cs=(0.5, 2.0), breakdown_p=(64, 128, 256, 512, 1024), breakdown_trials=16,
+        cs=(0.5, 2.0),
         b4_snrs=(0.5, 1.0, 2.0), b4_gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0),
         b7_sizes_by_c=((0.5, (512, 1024), 24),),
         phase_cs=(0.2, 1 / 3, 0.5, 0.9, 1.2, 2.0, 3.0, 5.0), phase_strengths=(0.0, 1.0, 2.0, 4.0, 8.0, 16.0),

@@ -7,7 +7,7 @@ shared with B4): one draw ``X, y`` per trial feeds the TRUE kernel ``f(X^T W X /
 removed) and the LINEARISED kernel of every spike, so that the error of the derivation and that of the
 linearisation separate.  Two families: theory vs TRUE kernel inside the declared regime ``kappa(2p) <= KAPPA_MAX``
 (:func:`theory.structured.linearisation_control`; the others reported, not judged), and theory vs LINEARISED kernel
-everywhere.  Where the linearisation breaks is the informational study B7-lin.
+everywhere.  Where the linearisation breaks is the study B7-lin (``python -m studies.linearisation``).
 
 Finite-size rule (:mod:`verify.checks._finite_size`): with ``g_1, g_2`` the gaps to theory at ``p`` and ``2p``
 (``n = p / c``), PASS iff ``|g_2| <= q |g_1| + 3 hypot(SE_2p, q SE_p)``, ``q = 2^{-1/2}`` (the slowest declared

@@ -1,36 +1,27 @@
-"""Study B4-rev (verify/checks/paper_b_reversal.py, its command line studies/reversal_grid.py, its fits in
-verify/statistics.py): the decay fit, the pure judge on synthetic trials, the run.
+"""Study B4-rev (studies/reversal.py, its fits in studies/decay_fits.py): the decay fit, the pure readings on
+synthetic trials, the command line.
 
 The judge reads trial arrays in the structure ``simulate_reversal`` returns; here they are drawn around a
 hand-made theory (numbers of the size of the measured ones, the solver is not run) with a known truth
 ``E_att - E_RR = limit + A p^-beta`` and a per-trial SD that shrinks with ``p``.  Measured: the FAIL rate when
 the truth is the one the comparisons state (the reversal at the largest ``p`` is real, the decay exponent is 1):
 at most ``ALPHA_CHECK`` (and, more resolving, 0.05) plus binomial slack; the power when the exponent is 0.35
-(what the strength-8 erf setting shows).  The study is informational (its verdict is INFO whatever the
-comparisons say); the rates say what its per-comparison readings mean.
+(what the strength-8 erf setting shows).  The study is not a claim of ``python -m verify``; the rates say
+what its per-comparison readings mean.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from conftest import max_false_fails
-from verify.checks import paper_b_reversal as mod
-import importlib.util as _ilu
-
-_spec = _ilu.spec_from_file_location("reversal_grid", Path(__file__).resolve().parents[2] / "studies" / "reversal_grid.py")
-_grid = _ilu.module_from_spec(_spec)
-_spec.loader.exec_module(_grid)
-cli_main = _grid.main
-from verify.claim import claim_of
-from verify.context import CheckContext
-from verify.results import Verdict
-from verify.claim import run_check
+from studies import reversal as mod
+from studies.reversal import main as cli_main
 from verify.verdicts import ALPHA_CHECK, judge, judged
 
 PS = (128, 256, 512, 1024)
@@ -141,7 +132,7 @@ def test_describe_and_tables():
     cells = _draw(np.random.default_rng(4))
     comps = mod.judge_reversal(DESIGN, _prediction(), cells)
     notes, data = mod.describe_reversal(DESIGN, _prediction(), cells, comps)
-    assert "INFORMATIONAL" in notes and "p*" in notes
+    assert "Study B4-rev" in notes and "p*" in notes
     assert data["table_md"].count("\n") == 2 and "p=1024" in data["table_md"]
     assert "att-lin" in data["table_linearisation_md"]
     assert len(data["rows"]) == len(PS) and {"d", "se_d", "b_opt", "var_gain", "lin_err"} <= set(data["rows"][0])
@@ -159,15 +150,18 @@ def test_design_validation():
 
 
 # ============================================================================ the run
-def test_study_runs_at_tiny_size(tmp_path):
-    res = run_check(claim_of("B4-rev"), CheckContext(profile="smoke", report_dir=tmp_path, n_jobs=1))
-    assert res.verdict is Verdict.INFO, res.error
-    assert len(res.comparisons) == 2 * len(mod.REVERSAL_DESIGNS["smoke"].settings)
-    assert res.figures and res.seeds
-    assert {"rows", "fits", "table_md", "design"} <= set(res.data)
+def test_study_runs_at_tiny_size(tmp_path, capsys):
+    args = ["--base", "smoke", "--cache-dir", "none", "--jobs", "1", "--json", str(tmp_path / "out.json"),
+            "--figure", str(tmp_path / "fig.png")]
+    assert cli_main(args) == 0
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert len(out["readings"]) == 2 * len(mod.REVERSAL_DESIGNS["smoke"].settings)
+    assert out["seeds"] and (tmp_path / "fig.png").stat().st_size > 0
+    assert {"rows", "fits", "table_md", "design"} <= set(out["data"])
+    assert "| reading |" in capsys.readouterr().out
 
 
-def test_command_line_reuses_the_study_cells(tmp_path, capsys):
+def test_command_line_takes_a_custom_grid(tmp_path, capsys):
     args = ["--base", "smoke", "--ps", "16", "32", "48", "--trials", "3", "3", "3", "--no-linearised",
             "--cache-dir", str(tmp_path / "c"), "--json", str(tmp_path / "out.json"), "--jobs", "1"]
     assert cli_main(args) == 0
@@ -222,7 +216,7 @@ def test_b4_phase_scans_match_the_reversal_scan():
 
 
 def test_command_line_runs_without_a_cache(tmp_path, monkeypatch, capsys):
-    """``python studies/reversal_grid.py --base smoke --cache-dir none``: tables printed, nothing written."""
+    """``python -m studies.reversal --base smoke --cache-dir none``: tables printed, nothing written."""
     monkeypatch.chdir(tmp_path)
     assert cli_main(["--base", "smoke", "--cache-dir", "none", "--jobs", "1"]) == 0
     assert "| setting |" in capsys.readouterr().out

@@ -1,27 +1,31 @@
-"""Study B7-lin (informational): where the linearised kernel behind B4 and B7 stops describing the true kernel.
+"""Study B7-lin: where the linearised kernel behind verify's B4 and B7 stops describing the true kernel.
 
-True and linearised kernel on the same draws against the structured theory, over ``p``; reported with the
-verdict INFO, never judged into the exit status.  Shared machinery: :mod:`verify.checks._structured`.
+``python -m studies.linearisation [--base quick|paper] [--figure PNG] [--json PATH]``.  One strong aligned spike
+(tanh, ``c = 1/2``, ``snr = 2``, strength 4): the true and the linearised kernel on the same draws against the
+structured theory, over ``p`` (``kappa_lin(p)`` falls like ``p^-1/2``); per ``p`` and kernel the reading
+``|MC - theory| <= 3 SE`` at the smallest gamma.  Seeds: those of a :class:`verify.CheckContext` with check id
+``B7-lin``.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from ..statistics import mean_se
-from ..claim import Claim, register
-from ..figures import paper_figure
-from ..verdicts import Judgement
-from ..context import CheckContext
-from ..results import Comparison
-from ._paper_b import mc_settings
-from ._structured import ACTIVATION, attention_model, shared_mc, STRUCTURED_PROFILES, structured_theory
+from numerics.model_simulation import mean_se
+from verify import CheckContext, Comparison
+from verify import figures as F
+
+from .structured_mc import attention_model, shared_cell, structured_theory
+
+ACTIVATION = "tanh"
 
 
-# ============================================================================ B7-lin (informational)
+# ============================================================================ design
 @dataclass(frozen=True)
 class LinDesign:
     """B7-lin: one strong aligned spike at ``c = 1/2``, ``snr = 2``, simulated at every ``p`` of ``ps``."""
@@ -42,16 +46,18 @@ class LinPrediction:
     kappa: dict
 
 
-def design_b7_lin(ctx: CheckContext) -> LinDesign:
-    """The breakdown sizes and trials of ``ctx.profile``."""
-    prof = STRUCTURED_PROFILES[ctx.profile]
-    return LinDesign(gammas=np.array(prof.gammas), ps=tuple(prof.breakdown_p), trials=prof.breakdown_trials)
+#: the designs: ``kappa_lin`` runs from 1.75 (p = 64) to 0.44 (p = 1024)
+LIN_DESIGNS = {
+    "smoke": LinDesign(gammas=np.array([0.1, 1.0]), ps=(16, 32), trials=2),  # tests only
+    "quick": LinDesign(gammas=np.array([1e-2, 1e-1, 1.0]), ps=(64, 128, 256), trials=8),
+    "paper": LinDesign(gammas=np.array([1e-3, 1e-2, 1e-1, 1.0, 10.0]), ps=(64, 128, 256, 512, 1024), trials=16),
+}
 
 
-def predict_b7_lin(ctx: CheckContext, design: LinDesign) -> LinPrediction:
+def predict_b7_lin(design: LinDesign) -> LinPrediction:
     """Structured theory of the design's configuration and ``kappa_lin(p)``."""
-    model = attention_model(design.c, design.snr, design.spike)
-    return LinPrediction(theory=structured_theory(design.gammas, design.c, design.snr, design.spike),
+    model = attention_model(design.c, design.snr, design.spike, ACTIVATION)
+    return LinPrediction(theory=structured_theory(design.gammas, design.c, design.snr, design.spike, ACTIVATION),
                          kappa={p: model.linearisation_control(p) for p in design.ps})
 
 
@@ -60,9 +66,9 @@ def simulate_b7_lin(ctx: CheckContext, design: LinDesign) -> dict:
     cells = {}
     with ctx.progress("linearisation breakdown", total=len(design.ps)) as bar:
         for p in design.ps:
-            settings = mc_settings(ctx, design.trials, ctx.seed_for("breakdown", p))
-            cells[p] = shared_mc(ctx, [attention_model(design.c, design.snr, design.spike)], p, design.gammas,
-                                 settings, ("true", "linearised"))  # true and linearised kernel on the same X
+            cells[p] = shared_cell(ctx, [attention_model(design.c, design.snr, design.spike, ACTIVATION)], p,
+                                   design.gammas, design.trials, ctx.seed_for("breakdown", p),
+                                   ("true", "linearised"))  # true and linearised kernel on the same X
             bar.advance()
     return cells
 
@@ -79,7 +85,7 @@ def _lin_rows(design: LinDesign, prediction: LinPrediction, cells: dict) -> list
 
 
 def judge_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict) -> list[Comparison]:
-    """Informational ``|MC - theory| <= 3 SE`` at the smallest gamma, true then linearised kernel, per ``p``."""
+    """The reading ``|MC - theory| <= 3 SE`` at the smallest gamma, true then linearised kernel, per ``p``."""
     comps: list[Comparison] = []
     pred0 = float(prediction.theory[0])
     for r in _lin_rows(design, prediction, cells):
@@ -88,7 +94,7 @@ def judge_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict) -> l
             comps.append(Comparison(
                 name=f"p={r['p']} (kappa_lin={r['kappa']:.2f}) gamma={design.gammas[0]:g}: {label}",
                 predicted=pred0, measured=m, uncertainty=se,
-                tolerance=f"informational: |MC - theory| = {abs(m - pred0):.3g} vs 3 SE = {3 * se:.3g}",
+                tolerance=f"reading: |MC - theory| = {abs(m - pred0):.3g} vs 3 SE = {3 * se:.3g}",
                 passed=bool(abs(m - pred0) <= 3 * se)))
     return comps
 
@@ -101,7 +107,7 @@ def describe_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict,
              for r in rows]
     true_rel = [max(abs(mv - tv) / abs(tv) for mv, tv in zip(r["true"], r["theory"])) for r in rows]
     notes = (
-        f"INFORMATIONAL (never decides the exit status). c=1/2, snr=2, aligned spike strength 4, tanh, "
+        f"Study B7-lin. c=1/2, snr=2, aligned spike strength 4, tanh, "
         f"{design.trials} trials per p, true and linearised kernel on the same X. "
         "Max over gamma of |linearised MC - theory|/SE per p: "
         + ", ".join(f"p={r['p']}: {z:.1f}" for r, z in zip(rows, lin_z))
@@ -115,15 +121,12 @@ def describe_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict,
     return notes, data
 
 
-@paper_figure
-def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict, judgement: Judgement) -> Any:
-    """True and linearised kernel vs p per gamma against the theory (informational: where the linearisation breaks):
+@F.paper_figure
+def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict, comps: list[Comparison]) -> Any:
+    """True and linearised kernel vs p per gamma against the theory (where the linearisation breaks):
     left E vs p per gamma (true kernel filled, linearised open, theory a line), right the relative gaps to theory."""
     from matplotlib import ticker
 
-    from .. import figures as F
-
-    comps = list(judgement.comparisons)
     rows = _lin_rows(design, prediction, cells)
     fig, axes = F.subplots(1, 2, panel=(4.5, 3.4), extra=1.2)
     ax, rax = axes[0, 0], axes[0, 1]
@@ -150,21 +153,47 @@ def figure_b7_lin(design: LinDesign, prediction: LinPrediction, cells: dict, jud
     top.set_xlabel("κ_lin(p)")
     top.tick_params(labelsize=F.FONT["tick"])
     F.key_numbers(rax, [f"|MC − theory| ≤ 3 SE at γ = {design.gammas[0]:g}: {sum(c.passed for c in comps)}/"
-                        f"{len(comps)}", "(informational, never judged)"], verdict="INFO")
+                        f"{len(comps)}", "(a reading, not a verdict)"])
     F.legend(ax, outside=True, ncol=3, extra=[F.proxy("true kernel, ±3 SE", color=F.THEORY),
                                               F.proxy("linearised kernel, same draws", color=F.THEORY, marker="s",
                                                       mfc="white")])
-    F.suptitle(fig, "B7-lin", "linearisation breakdown for a strong aligned spike (informational)",
+    F.suptitle(fig, "B7-lin", "linearisation breakdown for a strong aligned spike",
                f"p/n = {design.c:g}, ‖μ‖² = {design.snr:g}, aligned spike strength {design.spike[0]:g}, f = "
-               f"{ACTIVATION}, {design.trials} trials per p", "INFO")
+               f"{ACTIVATION}, {design.trials} trials per p")
     return fig
 
 
-#: claim B7-lin in words (the report, --list and docs/claims.md show it)
-STATEMENT_B7_LIN = ("Informational: where the linearised kernel behind B4/B7 stops describing the true kernel (strong "
-                    "aligned spikes, small p)")
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the study and print one line per size and kernel (``--help``)."""
+    from verify.typeset import md_table
+    from verify.validation import jsonable, path_or_none
 
-CLAIM_B7_LIN = register(Claim(id="B7-lin", paper="B", statement=STATEMENT_B7_LIN, design=design_b7_lin,
-                              predict=predict_b7_lin, simulate=simulate_b7_lin, judge=judge_b7_lin,
-                              describe=describe_b7_lin, figure=figure_b7_lin, figure_name="linearisation_breakdown",
-                              informational=True))
+    ap = argparse.ArgumentParser(prog="python -m studies.linearisation", description=__doc__.split("\n")[0])
+    ap.add_argument("--base", choices=sorted(LIN_DESIGNS), default="paper", help="design")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--cache-dir", default="none", help="where cells are cached ('none': no cache)")
+    ap.add_argument("--figure", help="write the study's figure to this PNG path")
+    ap.add_argument("--json", help="write notes, readings and data to this JSON path")
+    args = ap.parse_args(argv)
+    design = LIN_DESIGNS[args.base]
+    ctx = CheckContext(profile="paper", seed=args.seed, cache_dir=path_or_none(args.cache_dir), n_jobs=args.jobs,
+                       check_id="B7-lin")
+    prediction = predict_b7_lin(design)
+    cells = simulate_b7_lin(ctx, design)
+    comps = judge_b7_lin(design, prediction, cells)
+    notes, data = describe_b7_lin(design, prediction, cells, comps)
+    print(notes, "", *md_table(["reading", "theory", "MC +- SE", "within 3 SE"],
+                               [[c.name, f"{c.predicted:.4g}", f"{c.measured:.4g} +- {c.uncertainty:.2g}",
+                                 str(c.passed)] for c in comps]), sep="\n")
+    if args.figure:
+        figure_b7_lin(design, prediction, cells, comps).savefig(args.figure, dpi=120, bbox_inches="tight")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(jsonable({"notes": notes, "data": data, "readings": [c.to_json() for c in comps],
+                                "seeds": ctx.seeds_used}), fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - command line
+    raise SystemExit(main())

@@ -1,40 +1,43 @@
-"""Study B4-rev (informational): does attention's finite-``p`` win over ridge at small ``gamma`` survive ``p -> oo``?
+"""Study B4-rev: does attention's finite-``p`` win over ridge at small ``gamma`` survive ``p -> oo``?
+
+``python -m studies.reversal --help`` (defaults: the paper design; docs/reversal.md lists the commands).
 
 The structured theory (``||w_K||, ||w_Q||, ||mu|| = O(1)``) says that at ``c < 1`` and ``gamma -> 0`` attention
 with an aligned spike approaches ridge from above, while true-kernel simulations at ``p <= 512`` show it below.
 The study measures ``d(p) = E_att - E_RR`` at growing ``p``: one cell per ``(activation, c, snr, p)``, one draw
 ``X, y`` per trial feeding the true kernel (diagonal removed) and the linearised kernel of every aligned strength
-and ridge (:func:`verify.checks._structured.shared_mc`; paired: ridge is the control variate with coefficient 1,
+and ridge (:func:`studies.structured_mc.shared_cell`; paired: ridge is the control variate with coefficient 1,
 the optimal ``b* = cov(E_att, E_RR) / var(E_RR)`` is reported).
 
-Fits: ``d(p) - d_theory = A p^{-beta}`` by weighted least squares with the 95 % profile-likelihood interval of
-``beta`` (:func:`fit_power_law`; ``beta = 1`` is the rate of the linearisation error ``kappa^2``); ``p*`` is where
-the fit crosses zero (:func:`crossing_size`); ``d - d_theory = C kappa^2`` per strength and pooled over the
-strengths of a cell (:func:`fit_kappa2`, sizes with ``kappa <= KAPPA_MAX``).  Finding (``docs/reversal.md``): the
-reversal is the linearisation error and does not survive ``p -> oo``.
+Fits (:mod:`studies.decay_fits`): ``d(p) - d_theory = A p^{-beta}`` by weighted least squares with the 95 %
+profile-likelihood interval of ``beta`` (``beta = 1`` is the rate of the linearisation error ``kappa^2``); ``p*`` is
+where the fit crosses zero; ``d - d_theory = C kappa^2`` per strength and pooled over the strengths of a cell
+(sizes with ``kappa <= KAPPA_MAX``).  Finding (docs/reversal.md): the reversal is the linearisation error and does
+not survive ``p -> oo``.
 
-Comparisons (verdict INFO), per aligned setting at ``gamma_ref``: the finite-``p`` reversal at the largest ``p``
-(``direction``, ``E_att - E_RR < 0``) and the decay exponent against ``beta = 1`` (``consistency``, SE = the
-profile interval's half-width on the side of 1 / 1.96).  Larger grids: ``python studies/reversal_grid.py``.
+Readings (:func:`judge_reversal`), per aligned setting at ``gamma_ref``: the finite-``p`` reversal at the largest
+``p`` (``direction``, ``E_att - E_RR < 0``) and the decay exponent against ``beta = 1`` (``consistency``, SE = the
+profile interval's half-width on the side of 1 / 1.96).  Seeds: those of a :class:`verify.CheckContext` with
+check id ``B4-rev``.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from ..statistics import KappaFit, PowerFit, crossing_size, fit_kappa2, fit_power_law, mean_se  # noqa: F401
-from ..claim import Claim, register
-from ..context import CheckContext
-from ..figures import pyplot
-from ..results import Comparison
-from ..typeset import md_table
-from ..verdicts import Judgement
-from ._paper_b import mc_settings
-from ._structured import attention_model, KAPPA_MAX, shared_mc, structured_theory
+from numerics.model_simulation import mean_se
+from verify import CheckContext, Comparison
+from verify.figures import pyplot
+from verify.typeset import md_table
+
+from .decay_fits import KappaFit, PowerFit, crossing_size, fit_kappa2, fit_power_law
+from .structured_mc import KAPPA_MAX, attention_model, shared_cell, structured_theory
 
 #: one aligned setting: ``(activation, c, snr, strength)``
 Setting = tuple[str, float, float, float]
@@ -96,11 +99,6 @@ REVERSAL_DESIGNS = {
 }
 
 
-def design_reversal(ctx: CheckContext) -> RevDesign:
-    """The grid of ``ctx.profile`` (``REVERSAL_DESIGNS``)."""
-    return REVERSAL_DESIGNS[ctx.profile]
-
-
 # ============================================================================ prediction
 @dataclass(frozen=True)
 class RevPrediction:
@@ -116,7 +114,7 @@ class RevPrediction:
         return self.att[setting] - self.ridge[(setting[1], setting[2])]
 
 
-def predict_reversal(ctx: CheckContext, design: RevDesign) -> RevPrediction:
+def predict_reversal(design: RevDesign) -> RevPrediction:
     """Structured theory and ridge on the design's gammas, and ``kappa_lin`` at every size."""
     from theory import ridge_error_values
 
@@ -134,7 +132,7 @@ def predict_reversal(ctx: CheckContext, design: RevDesign) -> RevPrediction:
 def simulate_reversal(ctx: CheckContext, design: RevDesign) -> dict:
     """The cells ``(activation, c, snr, p) -> {"true", "linearised"?: (strengths, trials, gammas), "ridge":
     (trials, gammas)}``: one draw ``X`` per cell and trial for every strength, both kernels and ridge (paired),
-    memoised on disk (:func:`shared_mc`)."""
+    memoised on disk (:func:`shared_cell`)."""
     cells = {}
     kind = ("true", "linearised", "ridge") if design.linearised else ("true", "ridge")
     with ctx.progress("attention vs ridge at small gamma, true kernel, growing p",
@@ -143,7 +141,7 @@ def simulate_reversal(ctx: CheckContext, design: RevDesign) -> dict:
             models = [attention_model(c, snr, (s, "aligned"), act) for s in design.strengths]
             for p, trials in zip(design.ps, design.trials):
                 seed = ctx.seed_for("b4-rev", act, f"c={c:.6g}", f"snr={snr:g}", p)  # one X per cell: paired draws
-                cells[(act, c, snr, p)] = shared_mc(ctx, models, p, design.gammas, mc_settings(ctx, trials, seed), kind)
+                cells[(act, c, snr, p)] = shared_cell(ctx, models, p, design.gammas, trials, seed, kind)
                 bar.advance()
     return cells
 
@@ -254,12 +252,12 @@ def judge_reversal(design: RevDesign, prediction: RevPrediction, cells: dict) ->
             Comparison.direction(
                 f"{r.name} gamma={g:g}: finite-p reversal E_att - E_RR < 0 at p={p_max} (kappa={r.kappa[p_max]:.2f})",
                 float(r.theory), float(s["d"][r.j]), float(s["se_d"][r.j]), -1, df=n - 1,
-                rule=(f"informational: paired difference over {n} draws at p={p_max}; predicted = the limit "
+                rule=(f"paired difference over {n} draws at p={p_max}; predicted = the limit "
                       f"(theory {r.theory:+.4f}); PASS = attention significantly below ridge at this size")),
             Comparison.consistency(
                 f"{r.name} gamma={g:g}: decay exponent of (E_att - E_RR) - limit vs the linearisation rate "
                 "kappa^2 ~ p^-1", 1.0, float(f.exponent), float(f.se_towards(1.0)),
-                rule=(f"informational: weighted fit A p^-beta over p={list(design.ps)}, A={f.amplitude:.3g}, "
+                rule=(f"weighted fit A p^-beta over p={list(design.ps)}, A={f.amplitude:.3g}, "
                       f"95% profile interval [{f.lo:.2f}, {f.hi:.2f}]{clipped}, chi2={f.chi2:.2f} on {f.dof} dof; "
                       "SE = half-width on the side of 1 / 1.96"))]
     return comps
@@ -331,7 +329,7 @@ def describe_reversal(design: RevDesign, prediction: RevPrediction, cells: dict,
     gains = [float(np.median(r.stats[p]["var_gain"])) for r in rs for p in design.ps]
     b_opt = [float(r.stats[p]["b_opt"][design.j_ref]) for r in rs for p in design.ps]
     notes = (
-        f"INFORMATIONAL (never decides the exit status). p = {list(design.ps)} with {list(design.trials)} trials, "
+        f"Study B4-rev. p = {list(design.ps)} with {list(design.trials)} trials, "
         f"gammas {list(design.gammas)}, compared and fitted at gamma = {design.gamma_ref:g}"
         f"{'' if design.linearised else ' (linearised kernel not simulated)'}; d - theory = A p^-beta [95% interval "
         "of beta] (* = clipped to the search range). " + " | ".join(_setting_line(r, design.ps) for r in rs)
@@ -362,7 +360,7 @@ def describe_reversal(design: RevDesign, prediction: RevPrediction, cells: dict,
 
 
 # ============================================================================ figure
-def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict, judgement: Judgement) -> Any:
+def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict) -> Any:
     """One column per cell. Top: ``E_att - E_RR`` vs ``p`` (2 SE bars; theory limit dashed, fit solid); middle:
     ``|d - theory|`` on log-log axes with the fit and a ``p^-1`` (``kappa^2``) reference; bottom: ``d - theory``
     against ``kappa`` with the ``C kappa^2`` fit (every strength on one curve if the effect is the linearisation
@@ -405,11 +403,52 @@ def figure_reversal(design: RevDesign, prediction: RevPrediction, cells: dict, j
     return fig
 
 
-#: claim B4-rev in words (the report, --list and docs/claims.md show it)
-STATEMENT_B4_REV = ("Informational: does attention's finite-p win over ridge at small gamma (aligned spikes, true "
-                    "kernel) survive p -> infinity? Decay of E_att - E_RR to its limit, fitted in p")
+# ============================================================================ command line
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m studies.reversal",
+                                 description="Study B4-rev on a design (default: paper), or a grid built on it.")
+    ap.add_argument("--base", choices=sorted(REVERSAL_DESIGNS), default="paper", help="design to start from")
+    for name, kind in (("activations", str), ("cs", float), ("snrs", float), ("strengths", float), ("ps", int),
+                       ("trials", int)):
+        ap.add_argument(f"--{name}", nargs="+", type=kind, help=f"replace the design's {name}")
+    ap.add_argument("--no-linearised", action="store_true", help="do not simulate the linearised kernel")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--cache-dir", default=".cache/verify/B4-rev-cli", help="where cells are cached ('none': no cache)")
+    ap.add_argument("--figure", help="write the study's figure to this PNG path")
+    ap.add_argument("--json", help="write notes, readings and data to this JSON path")
+    return ap
 
-CLAIM_B4_REV = register(Claim(id="B4-rev", paper="B", statement=STATEMENT_B4_REV, design=design_reversal,
-                              predict=predict_reversal, simulate=simulate_reversal, judge=judge_reversal,
-                              describe=describe_reversal, figure=figure_reversal, figure_name="reversal_vs_p",
-                              informational=True))
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the study on the design of the command line; print its tables and readings (``--help``)."""
+    from verify.validation import jsonable, path_or_none
+    from verify.verdicts import judged
+
+    args = _parser().parse_args(argv)
+    over: dict[str, Any] = {k: tuple(v) for k in ("activations", "cs", "snrs", "strengths", "ps", "trials")
+                            if (v := getattr(args, k)) is not None}
+    if args.no_linearised:
+        over["linearised"] = False
+    design = replace(REVERSAL_DESIGNS[args.base], **over)
+    ctx = CheckContext(profile="paper", seed=args.seed, cache_dir=path_or_none(args.cache_dir), n_jobs=args.jobs,
+                       check_id="B4-rev")
+    prediction = predict_reversal(design)
+    cells = simulate_reversal(ctx, design)
+    judgement = judged(judge_reversal(design, prediction, cells))
+    notes, data = describe_reversal(design, prediction, cells, list(judgement.comparisons))
+    readings_md = md_table(["reading", "predicted", "measured +- SE", "outcome"],
+                           [[c.name, f"{c.predicted:.4g}", f"{c.measured:.4g} +- {c.uncertainty:.2g}", c.outcome]
+                            for c in judgement.comparisons])
+    print(data["table_md"], data["table_linearisation_md"], "\n".join(readings_md), sep="\n\n")
+    if args.figure:
+        figure_reversal(design, prediction, cells).savefig(args.figure, dpi=120, bbox_inches="tight")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(jsonable({"notes": notes, "data": data, "readings": [c.to_json() for c in judgement.comparisons],
+                                "seeds": ctx.seeds_used}), fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - command line
+    raise SystemExit(main())
