@@ -115,12 +115,14 @@ def draw_sample(n: int, p: int, snr: float, g: np.random.Generator, labels: str,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`sample_signal_plus_noise` on checked arguments (the Monte Carlo's draw; ``mu = sqrt(snr) e_1`` unless
     ``mu_v`` is given)."""
-    if mu_v is None:
+    y = draw_labels(g, n, labels)
+    X = g.standard_normal((p, n))
+    if mu_v is None:  # mu y^T has one nonzero row: add it in place (the same sums as the full outer product)
         mu_v = np.zeros(p)
         mu_v[0] = math.sqrt(snr)
-    y = draw_labels(g, n, labels)
-    Z = g.standard_normal((p, n))
-    X = np.outer(mu_v, y) + Z
+        X[0] += mu_v[0] * y
+    else:
+        X += np.outer(mu_v, y)
     return X, y, mu_v
 
 

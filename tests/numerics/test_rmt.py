@@ -40,6 +40,18 @@ def test_sampler_shapes_and_model():
     assert np.count_nonzero(mu) == 1 and mu[0] > 0  # e_1 direction by default
 
 
+def test_sampler_is_x_equals_mu_y_plus_z_bit_for_bit():
+    """``X = mu y^T + Z`` with the labels drawn first, then ``Z`` (the draws every cached cell and seed rests on)."""
+    for snr, labels, mu in ((2.0, "balanced", None), (0.7, "iid", None), (0.0, "balanced", None),
+                            (0.0, "balanced", np.linspace(-1.0, 1.0, 6))):
+        X, y, mu_out = sample_signal_plus_noise(9, 6, snr, 3, labels=labels, mu=mu)
+        g = np.random.default_rng(3)
+        y_ref = g.permutation(np.repeat([1.0, -1.0], [5, 4])) if labels == "balanced" else \
+            g.choice(np.array([-1.0, 1.0]), size=9)
+        X_ref = np.outer(mu_out, y_ref) + g.standard_normal((6, 9))
+        assert np.array_equal(y, y_ref) and np.array_equal(X.view(np.uint64), X_ref.view(np.uint64))
+
+
 def test_sampler_mean_override():
     m = np.arange(5.0)
     X, y, mu2 = sample_signal_plus_noise(8, 5, 0.0, 1, mu=m)
