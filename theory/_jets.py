@@ -28,8 +28,7 @@ class Jet:
 
     Parameters
     ----------
-    coefficients : array_like, shape ``(order + 1, *shape)``
-        ``a_0 .. a_order`` (``a_0`` the value).
+    coefficients : array_like, shape ``(order + 1, *shape)``, ``a_0 .. a_order`` (``a_0`` the value).
     """
 
     __array_ufunc__ = None  # numpy operands defer to the Jet's reflected operators

@@ -39,11 +39,9 @@ class DysonOptions(NamedTuple):
 
 @dataclass(frozen=True)
 class DysonSolution:
-    """Nodes ``a``, weights, the leverage ``h(a)``, iterations used and whether the iteration converged.
-
-    At ``delta > 0`` the pencil's feature block carries ``-delta``, ``1 - leverage`` is the diagonal of
-    ``delta (delta + F F^T)^{-1}`` (``gamma Q`` of the ridge probe at ``gamma = c delta``), not of ``I - P``.
-    """
+    """Nodes ``a``, weights, the leverage ``h(a)``, iterations used and whether the iteration converged.  At
+    ``delta > 0`` the pencil's feature block carries ``-delta``, ``1 - leverage`` is the diagonal of
+    ``delta (delta + F F^T)^{-1}`` (``gamma Q`` of the ridge probe at ``gamma = c delta``), not of ``I - P``."""
 
     a: np.ndarray
     weights: np.ndarray
@@ -52,8 +50,7 @@ class DysonSolution:
     converged: bool
 
 
-#: eigenvalues of the mean kernel ``h0(t a a')`` below this fraction of the largest are dropped (their directions
-#: move a leverage by less than 1e-12; 20-30 are kept at ``t <= 2``)
+#: mean-kernel ``h0(t a a')`` eigenvalues below this fraction of the largest are dropped (a leverage moves < 1e-12)
 MEAN_PART_RANK_TOL = 1e-12
 
 
@@ -170,9 +167,7 @@ def _swap(X: np.ndarray) -> np.ndarray:
 def _self_energy(G: np.ndarray, w: np.ndarray, H: SlopeKernel, R: np.ndarray, c: float,
                  delta: float = 0.0) -> np.ndarray:
     """``Sigma(a_k)``: the feature side eliminated plus the kernel noise's part; ``delta``: the ridge term of the
-    feature block.
-
-    The feature side is the matrix ``Z = [[z, -y^T (I kron H)], [-y, A]]`` of size ``1 + 2m`` with
+    feature block.  The feature side is the matrix ``Z = [[z, -y^T (I kron H)], [-y, A]]`` of size ``1 + 2m`` with
     ``A = J + D (I kron H)`` (``D`` holds ``-w G_ab / c`` for the blocks ``a, b`` in ``1, u``, ``y`` holds
     ``w G_a3 / c``, ``z = -delta - sum w G_33 / c``); the self-energy needs ``Z^{-1}`` with its rows ``1..2m``
     multiplied by ``I kron H``, through the scalar border and the diagonals of the blocks.  ``H`` of low rank makes
@@ -216,8 +211,7 @@ def _self_energy(G: np.ndarray, w: np.ndarray, H: SlopeKernel, R: np.ndarray, c:
     return S
 
 
-#: the binned quadrature of :func:`binned_coordinate_nodes` stops at ``|a| = sqrt(snr) + COORDINATE_REACH``
-#: (the mass beyond is below 1e-18)
+#: :func:`binned_coordinate_nodes` stops at ``|a| = sqrt(snr) + COORDINATE_REACH`` (the mass beyond is below 1e-18)
 COORDINATE_REACH = 9.0
 
 
@@ -301,8 +295,7 @@ def _iterate(G: np.ndarray, pencil: _Pencil, tol: float, maxiter: int) -> tuple[
 
 #: iterates that the Anderson mixing of :func:`solve_leverage` remembers (0: plain damped iteration)
 ANDERSON_DEPTH = 6
-#: relative step below which the mixing starts (farther out, extrapolating from the history can throw the iterate
-#: away near ``c = 1``)
+#: relative step below which the mixing starts (farther out, extrapolating can throw the iterate away near ``c = 1``)
 ANDERSON_START = 1e-5
 
 

@@ -5,12 +5,11 @@
 :mod:`theory.marchenko_pastur` (that of ``Z^T Z / n``) scaled by ``1/c``.  It has a density on
 ``[(1 - c^{-1/2})^2, (1 + c^{-1/2})^2]`` (:func:`gram_support`) and an atom ``1 - c`` at 0 when ``c < 1``.
 
-The null attention system (:mod:`theory.null_system`) and the structured traces (:mod:`theory.structured`)
-both need ``int P(l) / D(l)^k dmu_G(l)`` with a polynomial ``D > 0`` on ``l >= 0``;
-:func:`gram_rational_integral` is the one implementation.  It is private: its law is ``mu_G``, not the
-``mu_c`` of the public :mod:`theory.marchenko_pastur` (rescaling the coefficients would change the
-floating-point arithmetic of both callers), and it returns an internal precision estimate that the callers
-use to decide on a quadrature fallback.
+The null attention system (:mod:`theory.null_system`) and the structured traces (:mod:`theory.structured`) both need
+``int P(l) / D(l)^k dmu_G(l)`` with a polynomial ``D > 0`` on ``l >= 0``; :func:`gram_rational_integral` is the one
+implementation.  It is private: its law is ``mu_G``, not the ``mu_c`` of the public :mod:`theory.marchenko_pastur`
+(rescaling the coefficients would change the floating-point arithmetic of both callers), and it returns an internal
+precision estimate that the callers use to decide on a quadrature fallback.
 """
 
 from __future__ import annotations
@@ -48,10 +47,8 @@ def _gram_moments(c: float) -> tuple[float, ...]:
 
 
 def _gram_stieltjes_and_derivative(w: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
-    """``m_G(w) = int dmu_G / (l - w) = c m(c w)`` and ``m_G'(w) = c^2 m'(c w)`` (``m``: :func:`mp_stieltjes`).
-
-    ``m'`` from differentiating ``z m^2 + (1 + z - c) m + 1 = 0``: ``m' = -(m^2 + m) / (2 z m + 1 + z - c)``.
-    """
+    """``m_G(w) = int dmu_G / (l - w) = c m(c w)`` and ``m_G'(w) = c^2 m'(c w)`` (``m``: :func:`mp_stieltjes`).  ``m'``
+    from differentiating ``z m^2 + (1 + z - c) m + 1 = 0``: ``m' = -(m^2 + m) / (2 z m + 1 + z - c)``."""
     zc = c * np.asarray(w, dtype=np.complex128)
     m = np.asarray(_stieltjes_branch(zc, c), dtype=np.complex128)
     dm = -(m * m + m) / (2 * zc * m + 1 + zc - c)
@@ -71,12 +68,10 @@ def _polynomial_moment(coeffs: np.ndarray, c: float) -> float:
 
 @functools.lru_cache(maxsize=32)
 def _pole_data(den: tuple[float, ...], c: float):
-    """Roots of ``D`` (ascending coefficients ``den``, degree >= 1) and what the partial fractions need there.
-
-    Returns ``(roots, D'(roots), D''(roots), m_G(roots), m_G'(roots), amp)``; ``amp`` estimates the error
-    amplification of nearly repeated roots (``1 + max|root| / min gap``, a heuristic).  Cached: the callers
-    integrate several numerators over one denominator.
-    """
+    """Roots of ``D`` (ascending coefficients ``den``, degree >= 1) and what the partial fractions need there.  Returns
+    ``(roots, D'(roots), D''(roots), m_G(roots), m_G'(roots), amp)``; ``amp`` estimates the error amplification of
+    nearly repeated roots (``1 + max|root| / min gap``, a heuristic).  Cached: the callers integrate several numerators
+    over one denominator."""
     D = np.asarray(den, dtype=float)
     roots = P_.polyroots(D).astype(np.complex128)
     dD1 = P_.polyder(D)
@@ -101,15 +96,12 @@ def _pole_data(den: tuple[float, ...], c: float):
 def gram_rational_integral(numerator: Any, denominator: Any, c: float, power: int = 1) -> tuple[float, float]:
     """Exact ``int P(l) / D(l)^power dmu_G(l)`` by partial fractions, with a precision estimate.
 
-    ``mu_G`` is the law of ``G = Z^T Z / p`` (module docstring; continuous part plus the atom ``1 - c`` at 0
-    when ``c < 1``).  The polynomial part ``q = P // D^power`` is integrated with the moments of ``mu_G``;
-    the proper part ``r / D^power`` is expanded over the roots ``w_i`` of ``D``, which must be simple and lie
-    off the support, using ``int dmu_G / (l - w) = m_G(w)`` and ``int dmu_G / (l - w)^2 = m_G'(w)``, where
-    ``m_G(w) = c m(c w)`` with ``m`` the Marchenko–Pastur Stieltjes transform :func:`theory.mp_stieltjes`
-    (branch ``Im m > 0`` for ``Im w > 0``, ``m_G(w) -> 0`` at infinity, real for real ``w`` off the support).
-    Complex roots are allowed and, for real coefficients, come in conjugate pairs whose imaginary parts cancel;
-    the real part of the sum is returned.  No quadrature: accurate at the hard edge (``c = 1``) and for sharply
-    peaked integrands (roots close to the support).
+    The polynomial part ``q = P // D^power`` is integrated with the moments of ``mu_G`` (module docstring); the proper
+    part ``r / D^power`` is expanded over the roots ``w_i`` of ``D``, which must be simple and lie off the support,
+    using ``int dmu_G / (l - w) = m_G(w)`` and ``int dmu_G / (l - w)^2 = m_G'(w)``, ``m_G(w) = c m(c w)`` with ``m``
+    of :func:`theory.mp_stieltjes` (its branch).  Complex roots come in conjugate pairs for real coefficients; the
+    real part of the sum is returned.  No quadrature: accurate at the hard edge (``c = 1``) and for sharply peaked
+    integrands (roots close to the support).
 
     Parameters
     ----------
@@ -119,10 +111,8 @@ def gram_rational_integral(numerator: Any, denominator: Any, c: float, power: in
     denominator : array_like of float
         Ascending coefficients of ``D`` (trailing zeros are trimmed); a nonzero constant is allowed
         (then the integral is a combination of moments).
-    c : float
-        ``p / n > 0``.
-    power : int
-        ``1`` (``P / D``) or ``2`` (``P / D^2``, via ``m_G'``).
+    c : float, ``p / n > 0``.
+    power : int, ``1`` (``P / D``) or ``2`` (``P / D^2``, via ``m_G'``).
 
     Returns
     -------
@@ -132,17 +122,15 @@ def gram_rational_integral(numerator: Any, denominator: Any, c: float, power: in
         Estimated relative precision of ``value``: ``1e-15 amp (|q part| + sum_i |term_i|) / |value|``, with
         ``amp = 1 + max|w_i| / min_{i != j} |w_i - w_j|`` (cancellation between nearly repeated roots);
         ``1e-16`` when ``D`` is constant, ``0`` when ``P = 0``.  Callers fall back to quadrature when it is poor.
-        It models the cancellation between the partial fractions, not the rounding of the roots themselves.
 
     Raises
     ------
     RepeatedRootError
         (a ``ValueError``) ``D`` has an exactly repeated root (after root polishing).
     ValueError
-        ``c <= 0``; ``power`` not 1 or 2; ``D`` the zero polynomial; a real root of ``D`` on
-        ``[l_-, l_+]`` or at the atom 0 (``c < 1``), where the integral diverges; a polynomial part of
-        degree 16 or more.  Non-finite coefficients make the root finder raise
-        :class:`numpy.linalg.LinAlgError` (also a ``ValueError``).
+        ``c <= 0``; ``power`` not 1 or 2; ``D`` the zero polynomial; a real root of ``D`` on ``[l_-, l_+]`` or at the
+        atom 0 (``c < 1``), where the integral diverges; a polynomial part of degree 16 or more.  Non-finite
+        coefficients make the root finder raise :class:`numpy.linalg.LinAlgError` (also a ``ValueError``).
 
     Notes
     -----

@@ -39,14 +39,11 @@ class SolverOptions(NamedTuple):
 def checked_solver_options(system: Any, method: Any, n_nodes: Any, tol: Any, maxiter: Any, alias: Any = None,
                            names: tuple[str, str] = ("maxiter", "max_iter")) -> SolverOptions:
     """Checked :class:`SolverOptions` ``(system, method, n_nodes, tol, maxiter)``, the same rules on every path.
-
-    ``system``: ``"symmetric"`` (alias ``"corrected"``) or ``"spec"`` (canonical name returned); ``method``:
-    ``"exact"`` or ``"quadrature"``; ``n_nodes``: an integer in ``[16, Limits.max_quadrature_nodes]``; ``tol``: in
-    ``(0, 1e-3]``; ``maxiter``: an integer in ``[1, Limits.max_iterations]``, replaced by ``alias`` (the other
-    spelling, ``max_iter`` / ``maxiter``) when that is not None; ``names`` are the names of ``maxiter`` and
-    ``alias`` in the caller's signature (for the messages).  ``tol`` and ``n_nodes`` come back as given (numbers
-    unchanged).
-    """
+    ``system``: ``"symmetric"`` (alias ``"corrected"``) or ``"spec"`` (canonical name returned); ``method``: ``"exact"``
+    or ``"quadrature"``; ``n_nodes``: an integer in ``[16, Limits.max_quadrature_nodes]``; ``tol``: in ``(0, 1e-3]``;
+    ``maxiter``: an integer in ``[1, Limits.max_iterations]``, replaced by ``alias`` (the other spelling, ``max_iter`` /
+    ``maxiter``) when that is not None; ``names`` are the names of ``maxiter`` and ``alias`` in the caller's signature
+    (for the messages).  ``tol`` and ``n_nodes`` come back as given (numbers unchanged)."""
     system = SYSTEM_ALIASES[check_choice("system", system, tuple(SYSTEM_ALIASES))]
     method = check_choice("method", method, METHODS)
     check_size("n_nodes", n_nodes, N_NODES_MIN, "max_quadrature_nodes")

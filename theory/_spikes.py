@@ -87,13 +87,12 @@ def spike_arrays(w_k: Any, w_q: Any) -> tuple[np.ndarray, np.ndarray]:
 def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None) -> float:
     """Size of the signal/spike correction to a kernel entry: ``kappa = (snr + sqrt(v_K v_Q)) / sqrt p``.
 
-    ``v_K = E (w_K^T x)^2 = ||w_K||^2 + snr (w_K)_1^2`` (``mu = sqrt(snr) e_1``), likewise ``v_Q``.  The
-    structured equivalent linearises ``f`` around ``z_i^T z_j / sqrt p``; the correction to its argument
-    is ``(snr y_i y_j + (w_K^T x_i)(w_Q^T x_j) + ...) / sqrt p``, of typical size ``kappa``.  The
-    linearisation error of ``E`` is ``O(kappa^2)`` (measured in check B7: about ``0.4 kappa^2`` relative
-    for tanh); the project declares the regime of validity as ``kappa <= 0.5``.  (This ``kappa`` -- called
-    ``kappa_lin`` in ``docs/structured_attention.md`` -- is unrelated to the unknown ``kappa`` of the
-    corrected null system.)
+    ``v_K = E (w_K^T x)^2 = ||w_K||^2 + snr (w_K)_1^2`` (``mu = sqrt(snr) e_1``), likewise ``v_Q``.  The structured
+    equivalent linearises ``f`` around ``z_i^T z_j / sqrt p``; the correction to its argument is
+    ``(snr y_i y_j + (w_K^T x_i)(w_Q^T x_j) + ...) / sqrt p``, of typical size ``kappa``.  The linearisation error of
+    ``E`` is ``O(kappa^2)`` (measured in check B7: about ``0.4 kappa^2`` relative for tanh); the project declares the
+    regime of validity as ``kappa <= 0.5``.  (This ``kappa`` -- called ``kappa_lin`` in
+    ``docs/structured_attention.md`` -- is unrelated to the unknown ``kappa`` of the corrected null system.)
 
     Public as :meth:`theory.AttentionModel.linearisation_control` (``p`` an integer in
     ``[1, Limits.max_dimension]``; the model's checked ``snr`` and spike vectors).

@@ -24,12 +24,9 @@ class StructuredConvergenceError(RuntimeError):
 # ============================================================================ quadrature on mu_G
 @functools.lru_cache(maxsize=64)
 def mp_nodes(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes/weights for ``int g dmu_G``, ``mu_G`` = law of ``Z^T Z / p`` (``n x n``, ``p/n = c``).
-
-    Marchenko-Pastur of ratio ``r = 1/c``: density ``sqrt((b-l)(l-a)) / (2 pi r l)`` on ``[a, b]``,
-    ``a, b = (1 -+ sqrt r)^2``, plus an atom ``1 - c`` at 0 when ``c < 1``.  Gauss-Chebyshev of the
-    second kind (exact for the square-root edges).
-    """
+    """Nodes/weights for ``int g dmu_G``, ``mu_G`` = law of ``Z^T Z / p`` (``n x n``, ``p/n = c``).  Marchenko-Pastur of
+    ratio ``r = 1/c``: density ``sqrt((b-l)(l-a)) / (2 pi r l)`` on ``[a, b]``, ``a, b = (1 -+ sqrt r)^2``, plus an atom
+    ``1 - c`` at 0 when ``c < 1``.  Gauss-Chebyshev of the second kind (exact for the square-root edges)."""
     if abs(c - 1.0) < 1e-6:  # hard edge at 0 (density ~ l^{-1/2}): Gauss-Jacobi rule of theory.null_system
         from .null_system import _gram_law_quadrature
 
@@ -66,15 +63,10 @@ def denominator_polys(g: float, c: float, a1: float, sf2: float, d0: float, nul:
 
 
 class GramRationalIntegrals:
-    """``I_k = int l^k / D dmu_G`` and ``J_k = int l^k D_gamma / D^2 dmu_G`` (``k = 0, 1, 2``), exactly.
-
-    Each is :func:`theory._mp_integrals.gram_rational_integral` (the project's one implementation, shared with
-    the null solver of :mod:`theory.null_system`): partial fractions over the roots of ``D`` (off the support
-    of ``mu_G`` for ``gamma > 0``, since ``D > 0`` on ``l >= 0``) against the Stieltjes transform of
-    ``mu_G`` and its derivative; polynomial parts from the moments of ``mu_G``.  ``precision`` estimates the
-    relative precision (cancellation between nearly repeated roots; ``inf`` with NaN results for an exactly
-    repeated root); the caller falls back to quadrature when it is poor.
-    """
+    """``I_k = int l^k / D dmu_G`` and ``J_k = int l^k D_gamma / D^2 dmu_G`` (``k = 0, 1, 2``), exactly: each is
+    :func:`theory._mp_integrals.gram_rational_integral` (shared with :mod:`theory.null_system`; the roots of ``D`` lie
+    off the support of ``mu_G`` for ``gamma > 0``, since ``D > 0`` on ``l >= 0``).  ``precision``: its estimate
+    (``inf``, with NaN results, for an exactly repeated root); the caller falls back to quadrature when it is poor."""
 
     def __init__(self, c: float):
         self.c = float(c)

@@ -1,9 +1,8 @@
 """The toolkit's version, one source of truth: ``version`` in ``pyproject.toml``.
 
-Read from the installed distribution's metadata (:func:`importlib.metadata.version`); in a source tree that
-was never installed, from ``pyproject.toml`` next to the packages; else ``"0+unknown"``.
-``theory.__version__``, ``numerics.__version__``, ``verify.__version__`` and ``python -m verify --version``
-all show this one value.
+Read from the installed distribution's metadata (:func:`importlib.metadata.version`); in a source tree that was never
+installed, from ``pyproject.toml`` next to the packages; else ``"0+unknown"``. ``theory.__version__``,
+``numerics.__version__``, ``verify.__version__`` and ``python -m verify --version`` all show this one value.
 """
 
 from __future__ import annotations

@@ -6,21 +6,18 @@ Conventions
   ``He_2 = x^2 - 1``, ...), orthogonal with ``E[He_j(xi) He_k(xi)] = k! [j = k]``.
 * Normalised Hermite coefficients: ``a_k = E[f(xi) He_k(xi)] / sqrt(k!)`` so that
   ``E[f(xi)^2] = sum_k a_k^2`` (Parseval).
-* ``a0 = E f(xi)`` (mean of the *raw* activation), ``a1 = E[xi f(xi)]``,
-  ``nu = E[(f(xi) - a0)^2]`` (second moment of the centred activation) and
-  ``sf2 = nu - a1^2`` (the "nonlinear" energy, ``s_f^2`` of docs/claims.md).
+* ``a0 = E f(xi)`` (mean of the *raw* activation), ``a1 = E[xi f(xi)]``, ``nu = E[(f(xi) - a0)^2]`` (second moment of
+  the centred activation) and ``sf2 = nu - a1^2`` (the "nonlinear" energy, ``s_f^2`` of docs/claims.md).
 * ``erf`` means ``erf(x)`` (not ``erf(x / sqrt 2)``): it is the one that reproduces the first reconstruction's
   ``a1 = 2 / sqrt(3 pi) = 0.6515`` and ``nu = (2/pi) arcsin(2/3) = 0.4646``.  (For
   ``erf(x/sqrt 2)`` one would get ``a1 = sqrt(1/pi) = 0.5642`` and ``nu = 1/3``.)
 
 Exactness
 ---------
-Coefficients are exact sympy numbers where a closed form exists:
-polynomials and ``relu, sign, cos, sin`` by direct sympy integration against the Gaussian,
-``erf, gelu`` through Stein's identity ``E[f He_k] = E[f^(k)]`` (after ``k`` derivatives the
-integrand is a polynomial times a Gaussian, which sympy integrates at once).  ``tanh``,
-``silu``, ``softplus`` and arbitrary user expressions use mpmath quadrature (30 digits,
-split at 0) and return ``sympy.Float``.
+Coefficients are exact sympy numbers where a closed form exists: polynomials and ``relu, sign, cos, sin`` by direct
+sympy integration against the Gaussian, ``erf, gelu`` through Stein's identity ``E[f He_k] = E[f^(k)]`` (after ``k``
+derivatives the integrand is a polynomial times a Gaussian, which sympy integrates at once).  ``tanh``, ``silu``,
+``softplus`` and arbitrary user expressions use mpmath quadrature (30 digits, split at 0) and return ``sympy.Float``.
 
 >>> hm = hermite_moments("tanh")
 >>> round(hm.a1, 4), round(hm.nu, 4)
@@ -59,23 +56,18 @@ class ActivationSpec:
 
     Parameters
     ----------
-    name : str
-        The name users pass (``activation="tanh"``).
-    expr : sympy expression in ``theory.symbols.x``
-        ``f(x)``, uncentred.
+    name : str, the name users pass (``activation="tanh"``).
+    expr : sympy expression in ``theory.symbols.x``, ``f(x)``, uncentred.
     method : one of :data:`METHODS`
         How ``E[f(xi) He_k(xi)]`` is computed: ``"integrate"`` (sympy integrates ``f He_k phi``), ``"stein"``
         (sympy integrates ``f^(k) phi``), ``"piecewise"`` (``pieces`` on their half-lines), ``"trig"``
         (``f = cos(x + phase)``: ``E f^(k)(xi) = exp(-1/2) cos(phase + k pi/2)``), ``"numeric"`` (mpmath).
-    numpy : callable
-        The vectorised ``f`` on float arrays (what the simulations evaluate).
+    numpy : callable, the vectorised ``f`` on float arrays (what the simulations evaluate).
     second_moment : sympy expression, optional
         A closed form of ``E f(xi)^2`` that sympy's integrator does not find (checked against quadrature in
         ``tests/theory/test_activations.py``).
-    phase : sympy expression, optional
-        ``"trig"`` only: the phase of ``cos(x + phase)``.
-    pieces : tuple of (lower, upper, polynomial), optional
-        ``"piecewise"`` only: ``f`` on each interval.
+    phase : sympy expression, optional, ``"trig"`` only: the phase of ``cos(x + phase)``.
+    pieces : tuple of (lower, upper, polynomial), optional, ``"piecewise"`` only: ``f`` on each interval.
     """
 
     name: str
@@ -337,8 +329,7 @@ def hermite_coefficients(f: ActivationLike, order: int, centered: bool = False) 
 
     Parameters
     ----------
-    f : registry name or sympy expression in ``theory.symbols.x`` (any single free symbol is
-        taken as the variable).
+    f : registry name or sympy expression in ``theory.symbols.x`` (any single free symbol is taken as the variable).
     order : highest index ``k`` (``>= 0``).
     centered : for a registry name, use the centred activation (``a_0 = 0``); default raw.
 
@@ -433,8 +424,6 @@ def hermite_moments(f: ActivationLike) -> HermiteMoments:
     return _moments_of_expr(expr)
 
 
-
-
 def numpy_activation(f: ActivationLike, centered: bool = True) -> Callable[[np.ndarray], np.ndarray]:
     """Vectorised numpy function of the (centred) activation.
 
@@ -486,8 +475,7 @@ def activation_asymptotic_slope(f: ActivationLike) -> float:
     Raises
     ------
     ValueError
-        If the limit is infinite or does not exist (e.g. ``quadratic``): the kept diagonal then
-        diverges with ``p``.
+        If the limit is infinite or does not exist (e.g. ``quadratic``): the kept diagonal then diverges with ``p``.
     """
     expr = _as_expr(f, centered=False)
     if isinstance(f, str) and _check_name(f, "f") == "softplus":

@@ -44,11 +44,9 @@ __all__: list[str] = []  # the model's methods are the public door (theory.setti
 def _attention_error(gamma: Any, c: float, activation: ActivationLike, snr: float = 0.0, spike: Any = None,
                      diagonal: Any = "removed", **solver_options: Any) -> Any:
     """:meth:`theory.AttentionModel.error` of the model ``(c, activation, snr, spike, diagonal)`` (``spike``: the
-    vectors ``(w_k, w_q)`` or None).
-
-    The null model: ``E = gamma^2 d delta~ / d gamma`` at ``z = -gamma`` (:func:`theory.solve_null_system_full`);
-    with ``snr != 0`` or a spike, :func:`theory.structured._structured_error`.
-    """
+    vectors ``(w_k, w_q)`` or None).  The null model: ``E = gamma^2 d delta~ / dz`` at ``z = -gamma``
+    (:func:`theory.solve_null_system_full`); with ``snr != 0`` or a spike,
+    :func:`theory.structured._structured_error`."""
     if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
         return _symbolic_attention_error(gamma, c, activation, snr, spike, diagonal, solver_options)
     g = as_array("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
@@ -96,12 +94,9 @@ def _attention_error_taylor(gamma: float, c: float, activation: ActivationLike, 
                             diagonal: Any = "removed", *, order: int = 2, rtol: float = 1e-8,
                             **solver_options: Any) -> np.ndarray:
     """:meth:`theory.AttentionModel.error_taylor` of the model ``(c, activation, snr, spike, diagonal)``.
-
-    Implicit-function derivatives of the fixed-point system (no finite differences): the null unknowns'
-    coefficients come from :func:`theory.null_system_taylor` (order ``order + 1``), and
-    ``E(gamma) = -gamma^2 d delta~/d gamma`` is expanded with them; with signal or spikes,
-    :func:`theory.structured._structured_error_taylor`.
-    """
+    Implicit-function derivatives of the fixed-point system (no finite differences): the null unknowns' coefficients
+    come from :func:`theory.null_system_taylor` (order ``order + 1``), and ``E(gamma) = -gamma^2 d delta~/d gamma`` is
+    expanded with them; with signal or spikes, :func:`theory.structured._structured_error_taylor`."""
     g0 = as_float("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     if _structured_case(snr, spike, solver_options):
         return _structured_error_taylor(g0, c, activation, snr, spike, diagonal, order=order, rtol=rtol,

@@ -12,8 +12,7 @@ where ``d_x I`` is the Jacobian at the solution: ``x_k`` enters ``[s^k] I`` only
 ``d_x I x_k``, so ``b_k`` (everything else) is the coefficient of the integrals with ``x_k`` set to 0.  Order 1 is
 the derivative the solver already returns (:class:`theory.NullSolution`, ``d/dgamma = -d/dz``); orders ``k >= 2``
 evaluate the integrands on truncated Taylor series (``theory._jets``) at the nodes of the Gauss-Jacobi rule of
-``mu_G`` (``theory.null_system._gram_law_quadrature``).  The rule is refined (node count doubled) until two successive
-rules agree to ``rtol``; the last difference is reported as the quadrature error.
+``mu_G`` (``theory.null_system._gram_law_quadrature``), refined until two successive rules agree to ``rtol``.
 
 ``x_0`` and ``x_1`` come from :func:`theory.solve_null_system_full` unchanged (``method="exact"``: partial
 fractions), so :meth:`theory.AttentionModel.error` is reproduced exactly by the coefficients of order 0 and 1.
@@ -95,12 +94,9 @@ def null_system_taylor(gamma: float, c: float, a1: float, sf2: float, d0: float 
 
     Parameters
     ----------
-    gamma : float
-        Expansion point ``gamma0`` in ``[1e-30, 1e30]``.
-    c, a1, sf2, d0 : float
-        As in :func:`theory.solve_null_system_full`.
-    order : int
-        Highest coefficient, in ``[0, 20]``.
+    gamma : float, expansion point ``gamma0`` in ``[1e-30, 1e30]``.
+    c, a1, sf2, d0 : float, as in :func:`theory.solve_null_system_full`.
+    order : int, highest coefficient, in ``[0, 20]``.
     rtol : float
         Agreement, in ``[1e-14, 1e-3]``, of two successive quadrature rules (node counts 400, 800, ... up to
         ``Limits.max_quadrature_nodes``) required of the coefficients of order ``>= 2``, relative to the largest
@@ -117,8 +113,6 @@ def null_system_taylor(gamma: float, c: float, a1: float, sf2: float, d0: float 
 
     Raises
     ------
-    ValueError
-        Invalid arguments.
     RuntimeError
         The solver did not converge, or the largest rule did not reach ``rtol`` (the message gives the
         agreement reached).
@@ -157,10 +151,8 @@ def _relative_change(cur: np.ndarray, prev: np.ndarray) -> float:
 
 def refine_quadrature(compute: Callable[[int], np.ndarray], rtol: float, where: str) -> tuple[np.ndarray, int, float]:
     """``compute(n_nodes)`` (rows: Taylor orders) on rules of 400, 800, ... nodes until two successive rules agree.
-
     Returns ``(result, n_nodes, relative change)``; raises ``RuntimeError`` naming ``where`` when the largest rule
-    (``Limits.max_quadrature_nodes``) is reached first.
-    """
+    (``Limits.max_quadrature_nodes``) is reached first."""
     n, high = _FIRST_NODES, get_limits().max_quadrature_nodes
     prev = compute(n)
     err = np.inf

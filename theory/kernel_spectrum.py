@@ -7,13 +7,12 @@ Matrix and convention
 
     K = f(X^T X / sqrt p) / sqrt p   with the diagonal removed (K_ii = 0)
 
-has (Cheng–Singer 2013, Fan–Montanari 2019) the limiting law of
-``a1 (X^T X / p - I_n) + sqrt((nu - a1^2) / p) W``, ``W`` a GOE matrix (unit off-diagonal
-variance) free from ``X``: a free additive convolution of a shifted, rescaled Marchenko–Pastur law
-with a semicircle of variance ``(nu - a1^2) / c``.  Its R-transform is
-``R(w) = a1^2 w / (c - a1 w) + (nu - a1^2) w / c`` (``X^T X/p = (1/c) Z^T Z/n`` has
-``R(w) = c / (c - w)`` in the convention of :mod:`theory.marchenko_pastur`), and with
-``m(z) = lim 1/n tr (K - z)^{-1}`` the relation ``z = R(-m) - 1/m`` is the first reconstruction's equation
+has (Cheng–Singer 2013, Fan–Montanari 2019) the limiting law of ``a1 (X^T X / p - I_n) + sqrt((nu - a1^2) / p) W``,
+``W`` a GOE matrix (unit off-diagonal variance) free from ``X``: a free additive convolution of a shifted, rescaled
+Marchenko–Pastur law with a semicircle of variance ``(nu - a1^2) / c``.  Its R-transform is
+``R(w) = a1^2 w / (c - a1 w) + (nu - a1^2) w / c`` (``X^T X/p = (1/c) Z^T Z/n`` has ``R(w) = c / (c - w)`` in the
+convention of :mod:`theory.marchenko_pastur`), and with ``m(z) = lim 1/n tr (K - z)^{-1}`` the relation
+``z = R(-m) - 1/m`` is the first reconstruction's equation
 
     m = -1 / ( z + a1^2 m / (c + a1 m) + (nu - a1^2) m / c ),
 
@@ -21,11 +20,10 @@ i.e. the cubic ``sf2 a1 m^3 + c (a1 z + a1^2 + sf2) m^2 + c (c z + a1) m + c^2 =
 ``sf2 = nu - a1^2``.  The normalisation is checked against simulation (tests/theory/test_marchenko_pastur.py,
 slow; check B6); activations with an even part (``a2 != 0``: relu, cos) converge like ``p^{-1/2}``.
 
-Branch selection: among the roots at ``z`` (``Im z > 0``; real ``z`` is moved to ``z + i eta``)
-the Stieltjes transform is the root with ``Im m > 0`` that satisfies the Cauchy–Schwarz bound
-``Im m >= Im z |m|^2`` (true for every Stieltjes transform of a probability law); when several
-roots pass (not observed in tests), the root nearest a damped fixed-point iteration started
-from ``-1/z`` is taken.
+Branch selection: among the roots at ``z`` (``Im z > 0``; real ``z`` is moved to ``z + i eta``) the Stieltjes transform
+is the root with ``Im m > 0`` that satisfies the Cauchy–Schwarz bound ``Im m >= Im z |m|^2`` (true for every Stieltjes
+transform of a probability law); when several roots pass (not observed in tests), the root nearest a damped fixed-point
+iteration started from ``-1/z`` is taken.
 """
 
 from __future__ import annotations
@@ -109,8 +107,7 @@ def _stieltjes_core(zin: np.ndarray, c: float, a1: float, sf2: float, eta: float
     zz = np.atleast_1d(zin + 1j * eta).ravel()
     zz = np.where(zz.imag <= 0, zz.real + 1e-12j, zz)
     if abs(a1) < 1e-7 * np.sqrt(sf2 + a1**2):
-        # |a1| this small only moves m by O(a1^2) ~ 1e-14 but would put a spurious root at
-        # |m| ~ c / a1 into the cubic, ruining the companion-matrix accuracy: use the semicircle.
+        # |a1| this small moves m by O(a1^2) ~ 1e-14, but its spurious root |m| ~ c / a1 spoils the cubic: semicircle
         a1 = 0.0
     if sf2 < 1e-14 * a1**2:
         sf2 = 0.0
@@ -192,8 +189,7 @@ def kernel_density(x: Any, c: float, a1: float, nu: float, eta: float = 1e-9) ->
       ``x = -a1``).
 
     Otherwise (``a1 != 0`` and ``nu > a1^2``, or not decidable from the assumptions) ``m`` is a root of the cubic of
-    the module docstring and there is no closed form: :class:`theory.ArgumentTypeError` (a ``TypeError`` and a
-    ``ValueError``) naming the symbolic arguments.
+    the module docstring, with no closed form: :class:`theory.ArgumentTypeError` naming the symbolic arguments.
 
     Examples
     --------

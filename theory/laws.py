@@ -1,11 +1,9 @@
 """Spectral laws of paper B as ``scipy.stats``-style objects: the Marchenko–Pastur law and the kernel's law.
 
 Each law has ``pdf``, ``cdf``, ``ppf``, ``rvs(size, random_state)``, ``stieltjes``, ``support``, ``moment``,
-``mean``, ``var`` and ``std``.  The public methods check their arguments (the rules of
-:mod:`theory.validation`: finite real numbers or arrays, ``q`` in ``[0, 1]``, ...) and return a float for a
-scalar and an array for an array; the private ``_pdf``, ``_cdf``, ... compute on checked float arrays.  The
-densities and Stieltjes transforms are the functions of :mod:`theory.marchenko_pastur` and
-:mod:`theory.kernel_spectrum`, not new formulas.
+``mean``, ``var`` and ``std``.  The public methods check their arguments (:mod:`theory.validation`) and return a
+float for a scalar, an array for an array; the private ``_pdf``, ``_cdf``, ... compute on checked float arrays.  The
+densities and Stieltjes transforms are those of :mod:`theory.marchenko_pastur` and :mod:`theory.kernel_spectrum`.
 
 Conventions of the Marchenko–Pastur law
 ---------------------------------------
@@ -15,27 +13,24 @@ Conventions of the Marchenko–Pastur law
   (:func:`theory.mp_density`, :func:`theory.mp_stieltjes`): continuous part of mass ``min(c, 1)`` on
   ``[(1 - sqrt c)^2, (1 + sqrt c)^2]`` and an atom ``max(1 - c, 0)`` at 0 (``n - p`` zero eigenvalues out of
   ``n`` when ``p < n``); mean ``c``, variance ``c``.
-* ``matrix="p"``: ``Z Z^T / n`` (``p x p``), the convention of freealg (``MarchenkoPastur(lam=c)``) and
-  scikit-rmt (``ratio = p / n``): ``Z Z^T / n = c (Z Z^T / p)`` and ``Z Z^T / p`` is ``Z'^T Z' / n'`` for
-  ``Z' = Z^T`` (``n' = p``, ratio ``1 / c``), so this law is ``c`` times ``mu_{1/c}``.  Same continuous support;
-  density ``mp_density(x, c) / c`` (freealg's ``sqrt((lam_+ - x)(x - lam_-)) / (2 pi c x)``), continuous mass
-  ``min(1, 1/c)``, atom ``max(1 - 1/c, 0)`` at 0; mean 1, variance ``c``.  At ``c = 1/2``, ``x = 1`` the two
-  densities are 0.2105 (``"n"``) and 0.4211 (``"p"``).
+* ``matrix="p"``: ``Z Z^T / n`` (``p x p``), the convention of freealg (``MarchenkoPastur(lam=c)``) and scikit-rmt
+  (``ratio = p / n``): ``Z Z^T / n = c (Z Z^T / p)`` and ``Z Z^T / p`` is ``Z'^T Z' / n'`` for ``Z' = Z^T`` (``n' = p``,
+  ratio ``1 / c``), so this law is ``c`` times ``mu_{1/c}``.  Same continuous support; density ``mp_density(x, c) / c``
+  (freealg's ``sqrt((lam_+ - x)(x - lam_-)) / (2 pi c x)``), continuous mass ``min(1, 1/c)``, atom ``max(1 - 1/c, 0)``
+  at 0; mean 1, variance ``c``.
 
-In both conventions ``pdf`` is the density of the continuous part (an atom has no density); ``cdf`` includes
-the atom (a jump at 0) and ``ppf`` is the left-continuous inverse ``inf {x : cdf(x) >= q}`` (0 for
-``q <= atom``).
+In both conventions ``pdf`` is the density of the continuous part (an atom has no density); ``cdf`` includes the atom (a
+jump at 0) and ``ppf`` is the left-continuous inverse ``inf {x : cdf(x) >= q}`` (0 for ``q <= atom``).
 
 The kernel's law
 ----------------
-:class:`KernelSpectralLaw` is the limiting spectral law of ``K = f(X^T X / sqrt p) / sqrt p`` (``n x n``,
-diagonal removed) of :mod:`theory.kernel_spectrum`: a free convolution of a scaled, shifted Marchenko–Pastur law
-with a semicircle of variance ``(nu - a1^2) / c``.  Its ``cdf`` is ``(1/pi) Im`` of the integral of the Stieltjes
-transform :func:`theory.kernel_stieltjes` along a half circle in the upper half-plane from a point left of the
-support to ``x`` (Cauchy: the same as integrating the density ``Im m / pi`` along the real axis, without its
-square-root edges), by Gauss–Legendre quadrature in ``t`` with ``theta = pi t^2`` (nodes clustered at ``x``).
-For ``nu = a1^2`` (a linear ``f``) the law is the affine image ``a1 (lambda / c - 1)`` of ``mu_c`` and is
-computed from :class:`MarchenkoPastur`.
+:class:`KernelSpectralLaw` is the limiting spectral law of ``K = f(X^T X / sqrt p) / sqrt p`` (``n x n``, diagonal
+removed) of :mod:`theory.kernel_spectrum`: a free convolution of a scaled, shifted Marchenko–Pastur law with a
+semicircle of variance ``(nu - a1^2) / c``.  Its ``cdf`` is ``(1/pi) Im`` of the integral of the Stieltjes transform
+:func:`theory.kernel_stieltjes` along a half circle in the upper half-plane from a point left of the support to ``x``
+(Cauchy: the same as integrating the density ``Im m / pi`` along the real axis, without its square-root edges), by
+Gauss–Legendre quadrature in ``t`` with ``theta = pi t^2`` (nodes clustered at ``x``). For ``nu = a1^2`` (a linear
+``f``) the law is the affine image ``a1 (lambda / c - 1)`` of ``mu_c`` and is computed from :class:`MarchenkoPastur`.
 
 Samples
 -------
@@ -147,11 +142,9 @@ class _SpectralLaw:
 
         Parameters
         ----------
-        size : int or tuple of int
-            Shape of the output; its product (``>= 1``) is the matrix size.
+        size : int or tuple of int, shape of the output; its product (``>= 1``) is the matrix size.
         random_state : None, int or numpy.random.Generator
-            ``None``: fresh entropy; an integer ``>= 0``: ``numpy.random.default_rng(seed)``; a generator: used
-            (and advanced) as is.
+            ``None`` (fresh entropy), a seed ``>= 0`` (``numpy.random.default_rng``) or a generator, used and advanced.
         """
         shape = _check_sample_size(size)
         rng = check_random_state("random_state", random_state)
@@ -192,12 +185,10 @@ class MarchenkoPastur(_SpectralLaw):
 
     Parameters
     ----------
-    c : float
-        Aspect ratio ``p / n > 0`` (finite).
+    c : float, aspect ratio ``p / n > 0`` (finite).
     matrix : {"n", "p"}
-        ``"n"`` (default): the ``n x n`` matrix, the law of :func:`theory.mp_density` (atom ``max(1 - c, 0)`` at
-        0); ``"p"``: the ``p x p`` matrix of freealg and scikit-rmt (atom ``max(1 - 1/c, 0)``).  See the module
-        docstring.
+        ``"n"`` (default): the ``n x n`` matrix, the law of :func:`theory.mp_density` (atom ``max(1 - c, 0)`` at 0);
+        ``"p"``: the ``p x p`` matrix of freealg and scikit-rmt (atom ``max(1 - 1/c, 0)``).  See the module docstring.
 
     Attributes
     ----------
@@ -286,12 +277,9 @@ def _mp_continuous_cdf(t: np.ndarray, r: float) -> np.ndarray:
 class KernelSpectralLaw(_SpectralLaw):
     """Limiting spectral law of the kernel ``K = f(X^T X / sqrt p) / sqrt p`` of :mod:`theory.kernel_spectrum`.
 
-    Give the activation (its Hermite data are computed) or the constants ``a1``, ``nu`` of the centred ``f``.
-
     Parameters
     ----------
-    c : float
-        ``p / n > 0`` (finite).
+    c : float, ``p / n > 0`` (finite).
     activation : str or sympy expression, optional
         Registry name or expression of ``f`` (centred internally); ``rvs`` then samples the kernel matrix itself.
     a1, nu : float, optional
@@ -306,13 +294,12 @@ class KernelSpectralLaw(_SpectralLaw):
     Notes
     -----
     ``pdf`` is :func:`theory.kernel_density` at its boundary value (``eta = 0``), ``stieltjes``
-    :func:`theory.kernel_stieltjes` (upper half-plane), ``cdf`` the contour integral of the module docstring
-    (absolute error about ``1e-12`` away from the edges, measured against quadrature of the density),
-    ``ppf`` its bisection, ``support`` the edges where the density exceeds ``1e-6`` on a grid, refined by bisection
-    on the density, and ``moment`` the free moment-cumulant recursion with the free cumulants ``kappa_1 = 0``,
-    ``kappa_2 = nu / c``, ``kappa_j = a1^j / c^(j-1)`` (``j >= 3``; the R-transform of the module docstring of
-    :mod:`theory.kernel_spectrum`), for ``k <= 100``.  With ``nu = a1^2`` the law is ``a1 (lambda / c - 1)``,
-    ``lambda ~ MarchenkoPastur(c)``, and every method goes through that law.
+    :func:`theory.kernel_stieltjes` (upper half-plane), ``cdf`` the contour integral of the module docstring (absolute
+    error about ``1e-12`` away from the edges, measured against quadrature of the density), ``ppf`` its bisection,
+    ``support`` the edges where the density exceeds ``1e-6`` on a grid, refined by bisection on the density, and
+    ``moment`` the free moment-cumulant recursion with the free cumulants ``kappa_1 = 0``, ``kappa_2 = nu / c``,
+    ``kappa_j = a1^j / c^(j-1)`` (``j >= 3``; the R-transform of the module docstring of :mod:`theory.kernel_spectrum`),
+    for ``k <= 100``.  With ``nu = a1^2`` every method goes through :class:`MarchenkoPastur` (module docstring).
 
     Examples
     --------
@@ -442,13 +429,11 @@ class KernelSpectralLaw(_SpectralLaw):
 
 
 def _refine_edge(pdf: Any, outside: float, inside: float, threshold: float = 1e-6) -> float:
-    """Bisection between a point outside the law and one inside for where the density crosses ``threshold``.
-
-    Near a square-root edge the density is ``C sqrt(d)`` inside (it crosses ``threshold`` at
-    ``d = (threshold / C)^2``) and, at the boundary value ``Im z = eta = 1e-12``, about ``eta / (pi sqrt(d))``
-    outside (it crosses at ``d = (eta / (pi threshold))^2``): ``threshold = 1e-6 ~ sqrt(eta)`` puts both within
-    about ``1e-12`` of the edge for ``C ~ 1``.
-    """
+    """Bisection between a point outside the law and one inside for where the density crosses ``threshold``.  Near a
+    square-root edge the density is ``C sqrt(d)`` inside (it crosses ``threshold`` at ``d = (threshold / C)^2``) and, at
+    the boundary value ``Im z = eta = 1e-12``, about ``eta / (pi sqrt(d))`` outside (it crosses at
+    ``d = (eta / (pi threshold))^2``): ``threshold = 1e-6 ~ sqrt(eta)`` puts both within about ``1e-12`` of the edge for
+    ``C ~ 1``."""
     a, b = outside, inside
     for _ in range(_BISECTION_STEPS):
         m = 0.5 * (a + b)
@@ -471,10 +456,8 @@ def _arc_rule() -> tuple[np.ndarray, np.ndarray]:
 
 def _contour_cdf(x: np.ndarray, left: float, stieltjes: Any, chunk: int = 256) -> np.ndarray:
     """``(1/pi) Im int_Gamma m(z) dz``, ``Gamma`` the upper half circle from ``left`` (left of the law) to ``x``.
-
     ``z(theta) = (left + x)/2 + R e^{i theta}``, ``R = (x - left)/2``, ``theta`` from ``pi`` to 0:
-    ``int_Gamma m dz = -int_0^pi m(z(theta)) i R e^{i theta} d theta``.
-    """
+    ``int_Gamma m dz = -int_0^pi m(z(theta)) i R e^{i theta} d theta``."""
     theta, weight = _arc_rule()
     out = np.empty(x.size)
     e = np.exp(1j * theta)
@@ -494,9 +477,7 @@ def _kernel_free_cumulants(k: int, c: float, a1: float, nu: float) -> list[float
 
 def _free_moments(kappa: list[float]) -> list[float]:
     """Moments ``m_0 .. m_k`` from free cumulants: ``M(z) = 1 + sum_s kappa_s z^s M(z)^s`` order by order.
-
-    ``P[s][d] = [z^d] M^s`` is filled as the moments become known: ``m_n = sum_{s=1}^n kappa_s P[s][n - s]``.
-    """
+    ``P[s][d] = [z^d] M^s`` is filled as the moments become known: ``m_n = sum_{s=1}^n kappa_s P[s][n - s]``."""
     k = len(kappa) - 1
     m = [1.0] + [0.0] * k
     P = [[1.0] + [0.0] * k] + [[0.0] * (k + 1) for _ in range(k)]  # P[0] = M^0 = 1

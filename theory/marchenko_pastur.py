@@ -10,12 +10,11 @@ the ``n x n`` Gram matrix ``Z^T Z / n``.  Its limiting spectral law ``mu_c`` has
 * an atom of mass ``1 - c`` at 0 when ``c < 1`` (:func:`mp_atom`; ``Z^T Z`` has rank ``p < n``);
 * moments ``int x^k dmu_c = sum_{j=1}^k N(k, j) c^j`` with the Narayana numbers
   ``N(k, j) = C(k, j) C(k, j-1) / k`` (:func:`mp_moment`);
-* Stieltjes transform ``m(z) = lim 1/n tr (Z^T Z / n - z I_n)^{-1} = int dmu_c(x) / (x - z)``
-  (:func:`mp_stieltjes`), the root of ``m = 1 / (-z + c / (1 + m))``, i.e.
-  ``z m^2 + (1 + z - c) m + 1 = 0``, on the branch ``m(z) = (-(1 + z - c) + R(z)) / (2 z)``,
-  ``R(z) = sqrt(z - lam_-) sqrt(z - lam_+)`` (principal square roots: ``R`` is analytic off the
-  support and ``R(z) ~ z`` at infinity).  This branch has ``Im m > 0`` for ``Im z > 0``,
-  ``m > 0`` for real ``z < 0`` and ``m ~ -1/z`` at infinity.
+* Stieltjes transform ``m(z) = lim 1/n tr (Z^T Z / n - z I_n)^{-1} = int dmu_c(x) / (x - z)`` (:func:`mp_stieltjes`),
+  the root of ``m = 1 / (-z + c / (1 + m))``, i.e. ``z m^2 + (1 + z - c) m + 1 = 0``, on the branch
+  ``m(z) = (-(1 + z - c) + R(z)) / (2 z)``, ``R(z) = sqrt(z - lam_-) sqrt(z - lam_+)`` (principal square roots: ``R`` is
+  analytic off the support and ``R(z) ~ z`` at infinity).  This branch has ``Im m > 0`` for ``Im z > 0``, ``m > 0`` for
+  real ``z < 0`` and ``m ~ -1/z`` at infinity.
 
 The ridge quantity of the claims (docs/claims.md) is ``delta(gamma) = mp_stieltjes(-gamma, c)``, the positive root of
 ``delta = 1 / (gamma + c / (1 + delta))``, i.e.
@@ -50,10 +49,8 @@ def _float_c(c: Any) -> float:
 
 
 def mp_support(c: float) -> tuple[float, float]:
-    """Edges ``((1 - sqrt c)^2, (1 + sqrt c)^2)`` of the continuous part of ``mu_c``.
-
-    Works for numbers (floats out) and sympy expressions (sympy out).
-    """
+    """Edges ``((1 - sqrt c)^2, (1 + sqrt c)^2)`` of the continuous part of ``mu_c``.  Works for numbers (floats out)
+    and sympy expressions (sympy out)."""
     if isinstance(check_real("c", c, low=0, low_open=True, symbolic=True), sp.Basic):
         return (1 - sp.sqrt(c)) ** 2, (1 + sp.sqrt(c)) ** 2
     return _support(_float_c(c))
@@ -73,10 +70,8 @@ def mp_atom(c: Any) -> Any:
 
 
 def mp_equation(m: Any, z: Any, c: Any) -> Any:
-    """Residual ``m - 1 / (-z + c / (1 + m))`` of the fixed-point equation (numbers, arrays or sympy).
-
-    ``m`` and ``z`` may be complex, ``c > 0``; the poles ``m = -1`` and ``-z + c / (1 + m) = 0`` are refused.
-    """
+    """Residual ``m - 1 / (-z + c / (1 + m))`` of the fixed-point equation (numbers, arrays or sympy).  ``m`` and ``z``
+    may be complex, ``c > 0``; the poles ``m = -1`` and ``-z + c / (1 + m) = 0`` are refused."""
     m, z = (_complex_operand(name, v) for name, v in (("m", m), ("z", z)))
     if isinstance(c, (list, tuple, np.ndarray)):
         c = as_array("c", c, low=0, low_open=True)
@@ -163,12 +158,9 @@ def _stieltjes_branch(z_in: np.ndarray, c: float) -> Any:
 
 def mp_delta(gamma: Any, c: float) -> Any:
     """``delta(gamma) = mp_stieltjes(-gamma, c)``, the positive root of ``delta = 1/(gamma + c/(1+delta))``.
-
-    Numerically stable form ``2 / (sqrt((gamma+c-1)^2 + 4 gamma) + gamma + c - 1)`` when ``gamma + c - 1 > 0``,
-    with ``gamma + (c - 1)`` (exact near ``c = 1``) and ``hypot(b, 2 sqrt(gamma))`` (no overflow of ``b^2``):
-    correct to a few ulps for every ``gamma`` and ``c``.
-    ``gamma = 0`` is allowed when ``c > 1`` (``delta(0) = 1 / (c - 1)``).
-    """
+    Numerically stable form ``2 / (sqrt((gamma+c-1)^2 + 4 gamma) + gamma + c - 1)`` when ``gamma + c - 1 > 0``, with
+    ``gamma + (c - 1)`` (exact near ``c = 1``) and ``hypot(b, 2 sqrt(gamma))`` (no overflow of ``b^2``): correct to a
+    few ulps for every ``gamma`` and ``c``. ``gamma = 0`` is allowed when ``c > 1`` (``delta(0) = 1 / (c - 1)``)."""
     c = _float_c(c)
     g = as_array("gamma", gamma, low=0, bytes_per_element=_BYTES_PER_POINT)
     if np.any(g == 0) and c <= 1:
@@ -188,11 +180,8 @@ def _delta(g: np.ndarray, c: float) -> np.ndarray:
 
 
 def mp_stieltjes_expr(z: Any, c: Any) -> sp.Expr:
-    """Sympy closed form of :func:`mp_stieltjes` (same branch): ``(-(1+z-c) + R(z)) / (2z)``.
-
-    ``z``: a nonzero real or complex number or a sympy expression (the form is ``0/0`` at ``z = 0``);
-    ``c > 0``.  Numbers and sympy objects only: strings are refused, never parsed.
-    """
+    """Sympy closed form of :func:`mp_stieltjes` (same branch): ``(-(1+z-c) + R(z)) / (2z)``.  ``z``: a nonzero real or
+    complex number or a sympy expression (the form is ``0/0`` at ``z = 0``); ``c > 0``."""
     z = to_sympy("z", z, complex_ok=True)
     c = to_sympy("c", c, low=0, low_open=True)
     if z.is_zero:
@@ -202,12 +191,9 @@ def mp_stieltjes_expr(z: Any, c: Any) -> sp.Expr:
 
 
 def mp_delta_expr(gamma: Any, c: Any) -> sp.Expr:
-    """Sympy closed form of ``delta(gamma)``: ``(sqrt((gamma+c-1)^2 + 4 gamma) - (gamma+c-1)) / (2 gamma)``.
-
-    Equal to ``mp_stieltjes_expr(-gamma, c)`` for ``gamma > 0`` (the product of the two square
-    roots of ``R(-gamma)`` is ``-sqrt((gamma + lam_-)(gamma + lam_+))``).  ``gamma > 0``, ``c > 0``: numbers or
-    sympy objects (strings are refused, never parsed).
-    """
+    """Sympy closed form of ``delta(gamma)``: ``(sqrt((gamma+c-1)^2 + 4 gamma) - (gamma+c-1)) / (2 gamma)``.  Equal to
+    ``mp_stieltjes_expr(-gamma, c)`` for ``gamma > 0`` (the product of the two square roots of ``R(-gamma)`` is
+    ``-sqrt((gamma + lam_-)(gamma + lam_+))``).  ``gamma > 0``, ``c > 0``: numbers or sympy objects."""
     gamma = to_sympy("gamma", gamma, low=0, low_open=True)
     c = to_sympy("c", c, low=0, low_open=True)
     b = gamma + c - 1
@@ -217,10 +203,9 @@ def mp_delta_expr(gamma: Any, c: Any) -> sp.Expr:
 def mp_density(x: Any, c: float) -> Any:
     """Density of the continuous part of ``mu_c``: ``sqrt((lam_+ - x)(x - lam_-)) / (2 pi x)``.
 
-    It integrates to ``min(c, 1)``; the atom ``1 - c`` at 0 (``c < 1``) is :func:`mp_atom`.
-    Zero outside ``[lam_-, lam_+]``.  Numbers or arrays (floats out); when ``x`` or ``c`` is a sympy expression
-    with free symbols, the closed form as a ``sympy.Piecewise`` (the same expression on
-    ``lam_- < x < lam_+``, 0 elsewhere).
+    It integrates to ``min(c, 1)``; the atom ``1 - c`` at 0 (``c < 1``) is :func:`mp_atom`. Zero outside
+    ``[lam_-, lam_+]``.  Numbers or arrays (floats out); when ``x`` or ``c`` is a sympy expression with free symbols,
+    the closed form as a ``sympy.Piecewise`` (the same expression on ``lam_- < x < lam_+``, 0 elsewhere).
 
     Examples
     --------

@@ -7,9 +7,8 @@ give the numeric value / verdict when all inputs are numbers.
 Conventions (constants are dropped everywhere unless a keyword sets them)
 -------------------------------------------------------------------------
 - rate exponent ``e(beta) = 2 beta / (2 beta + 1)``; minimax rate ``M^(-e)``.
-- upper bound (Theorem 3.1, as printed in the paper notes): ``M^(-e) * (log M)^g`` with the log-gap
-  exponent ``g(beta) = e(beta) + 4 max(2 beta, 1)``; i.e. the rate times the full log factor that
-  separates the upper from the lower bound, constant 1.
+- upper bound (Theorem 3.1, as printed in the paper notes): ``M^(-e) * (log M)^g``, the rate times the full log factor
+  between upper and lower bound (log-gap exponent ``g(beta) = e(beta) + 4 max(2 beta, 1)``), constant 1.
 - lower bound (Theorem 4.4): ``c0 N^(-e) M^(-e)``, ``c0 = 1`` unless given.
 - low-rank condition: ``r d <= (M / log M)^(1/(2 beta + 1))``.
 - ``K_M = max(1, floor(C (M / log M)^(1/(2 beta + 1))))``: a *reconstruction* (the project's), not a printed
@@ -67,8 +66,7 @@ def rate_exponent(beta: Any) -> sp.Expr:
 
     Parameters
     ----------
-    beta : number or sympy expression
-        Hölder smoothness of ``phi*``, ``> 0``.
+    beta : number or sympy expression, Hölder smoothness of ``phi*``, ``> 0``.
 
     Returns
     -------
@@ -91,10 +89,7 @@ def minimax_rate(M: Any, beta: Any) -> sp.Expr:
 
     Parameters
     ----------
-    M : number or sympy expression
-        Number of samples, ``>= 2``.
-    beta : number or sympy expression
-        Smoothness, ``> 0``.
+    M, beta : number or sympy expression, number of samples ``M >= 2``; smoothness ``beta > 0``.
 
     Returns
     -------
@@ -117,8 +112,7 @@ def log_gap_exponent(beta: Any) -> sp.Expr:
 
     Parameters
     ----------
-    beta : number or sympy expression
-        Smoothness, ``> 0``.
+    beta : number or sympy expression, smoothness, ``> 0``.
 
     Returns
     -------
@@ -138,15 +132,11 @@ def log_gap_exponent(beta: Any) -> sp.Expr:
 def upper_bound(M: Any, beta: Any) -> sp.Expr:
     """Upper bound of Theorem 3.1: ``M^(-2b/(2b+1)) * (log M)^log_gap_exponent(beta)``.
 
-    Convention: the minimax rate times the log factor of Theorem 3.1 as printed, constants dropped.
-    Valid under the low-rank condition (see :func:`low_rank_condition`).
+    Constants dropped (module docstring); valid under the low-rank condition (:func:`low_rank_condition`).
 
     Parameters
     ----------
-    M : number or sympy expression
-        Number of samples, ``>= 2``.
-    beta : number or sympy expression
-        Smoothness, ``> 0``.
+    M, beta : number or sympy expression, number of samples ``M >= 2``; smoothness ``beta > 0``.
 
     Returns
     -------
@@ -169,14 +159,9 @@ def lower_bound(M: Any, N: Any, beta: Any, *, c0: Any = 1) -> sp.Expr:
 
     Parameters
     ----------
-    M : number or sympy expression
-        Number of samples, ``>= 2``.
-    N : number or sympy expression
-        Tokens per sample, integer ``>= 2``.
-    beta : number or sympy expression
-        Smoothness, ``> 0``.
-    c0 : number or sympy expression, keyword-only
-        Constant of the theorem, ``> 0`` (default 1).
+    M, N, beta : number or sympy expression
+        Number of samples ``M >= 2``; tokens per sample ``N``, an integer ``>= 2``; smoothness ``beta > 0``.
+    c0 : number or sympy expression, keyword-only, constant of the theorem, ``> 0`` (default 1).
 
     Returns
     -------
@@ -202,12 +187,8 @@ def parametric_term(r: Any, d: Any, M: Any) -> sp.Expr:
 
     Parameters
     ----------
-    r : int or sympy expression
-        Rank, integer with ``1 <= r <= d``.
-    d : int or sympy expression
-        Token dimension, integer ``>= 1``.
-    M : number or sympy expression
-        Number of samples, ``>= 2``.
+    r, d : int or sympy expression, rank and token dimension, integers with ``1 <= r <= d``.
+    M : number or sympy expression, number of samples, ``>= 2``.
 
     Returns
     -------
@@ -228,19 +209,13 @@ def low_rank_condition(r: Any, d: Any, M: Any, beta: Any, constant: Any = 1) -> 
     """Low-rank condition of Theorem 3.1: ``r d <= C (M / log M)^(1/(2 beta + 1))``, ``C = constant`` (default 1,
     the condition as printed; the paper leaves the constant unspecified).
 
-    Equivalent (exactly) to ``r d log M / M <= M^(-2b/(2b+1)) (log M)^(2b/(2b+1))``: the parametric
-    term is below the non-parametric rate up to the factor ``(log M)^(2b/(2b+1))``.
+    Equivalent (exactly, module docstring) to ``r d log M / M <= M^(-2b/(2b+1)) (log M)^(2b/(2b+1))``.
 
     Parameters
     ----------
-    r, d : int or sympy expression
-        Rank and dimension, integers with ``1 <= r <= d``.
-    M : number or sympy expression
-        Number of samples, ``>= 2``.
-    beta : number or sympy expression
-        Smoothness, ``> 0``.
-    constant : number or sympy expression
-        ``C > 0`` (default 1).
+    r, d : int or sympy expression, rank and dimension, integers with ``1 <= r <= d``.
+    M, beta : number or sympy expression, number of samples ``M >= 2``; smoothness ``beta > 0``.
+    constant : number or sympy expression, ``C > 0`` (default 1).
 
     Returns
     -------
@@ -281,12 +256,8 @@ def num_intervals(M: Any, beta: Any, constant: Any = 1) -> sp.Expr:
 
     Parameters
     ----------
-    M : number or sympy expression
-        Number of samples, ``>= 2``.
-    beta : number or sympy expression
-        Smoothness, ``> 0``.
-    constant : number or sympy expression
-        ``C > 0`` (default 1).
+    M, beta : number or sympy expression, number of samples ``M >= 2``; smoothness ``beta > 0``.
+    constant : number or sympy expression, ``C > 0`` (default 1).
 
     Returns
     -------
@@ -314,8 +285,7 @@ def beta_from_bspline_degree(P: Any) -> sp.Expr:
 
     Parameters
     ----------
-    P : int or sympy expression
-        B-spline degree, integer ``>= 2``.
+    P : int or sympy expression, B-spline degree, integer ``>= 2``.
 
     Returns
     -------
@@ -352,10 +322,7 @@ def finite_sample_slope(M: Any, beta: Any, bound: str = "upper") -> sp.Expr:
 
     Parameters
     ----------
-    M : number or sympy expression
-        Number of samples, ``>= 2``.
-    beta : number or sympy expression
-        Smoothness, ``> 0``.
+    M, beta : number or sympy expression, number of samples ``M >= 2``; smoothness ``beta > 0``.
     bound : {"upper", "rate", "lower"}
 
     Returns
@@ -382,10 +349,7 @@ def average_slope(M_lo: Any, M_hi: Any, beta: Any, bound: str = "upper") -> sp.E
 
     Parameters
     ----------
-    M_lo, M_hi : number or sympy expression
-        Ends of the sweep, ``2 <= M_lo < M_hi``.
-    beta : number or sympy expression
-        Smoothness, ``> 0``.
+    M_lo, M_hi, beta : number or sympy expression, ends of the sweep, ``2 <= M_lo < M_hi``; smoothness ``beta > 0``.
     bound : {"upper", "rate", "lower"}
 
     Returns
@@ -422,14 +386,9 @@ def total_error_slope(M: Any, beta: Any, r: Any, d: Any, c_np: Any = 1, c_p: Any
 
     Parameters
     ----------
-    M : number or sympy expression
-        Number of samples, ``>= 2``.
-    beta : number or sympy expression
-        Smoothness, ``> 0``.
-    r, d : int or sympy expression
-        Rank and dimension, ``1 <= r <= d``.
-    c_np, c_p : number or sympy expression
-        Constants of the two terms, ``> 0`` (default 1).
+    M, beta : number or sympy expression, number of samples ``M >= 2``; smoothness ``beta > 0``.
+    r, d : int or sympy expression, rank and dimension, ``1 <= r <= d``.
+    c_np, c_p : number or sympy expression, constants of the two terms, ``> 0`` (default 1).
 
     Returns
     -------
@@ -458,18 +417,15 @@ def total_error_slope(M: Any, beta: Any, r: Any, d: Any, c_np: Any = 1, c_p: Any
 def min_samples(r: Any, d: Any, beta: Any) -> int:
     """Smallest integer ``M >= 3`` satisfying the low-rank condition.
 
-    The right-hand side ``(M / log M)^(1/(2 beta + 1))`` increases for ``M >= e``, so the integers
-    ``M >= 3`` satisfying the condition form a ray; it is found by doubling and bisection on the integers
-    (comparisons ``k log M <= M``, ``k = (r d)^(2 beta + 1)``, in mpmath with 50 guard digits, sympy for
-    close calls), and the result is certified with exact sympy comparisons at ``M`` and ``M - 1``.
-    A float ``beta`` is taken as its exact binary fraction.
+    The right-hand side ``(M / log M)^(1/(2 beta + 1))`` increases for ``M >= e``, so the integers ``M >= 3`` satisfying
+    the condition form a ray; it is found by doubling and bisection on the integers (comparisons ``k log M <= M``,
+    ``k = (r d)^(2 beta + 1)``, in mpmath with 50 guard digits, sympy for close calls), and the result is certified with
+    exact sympy comparisons at ``M`` and ``M - 1``. A float ``beta`` is taken as its exact binary fraction.
 
     Parameters
     ----------
-    r, d : int
-        Rank and dimension, ``1 <= r <= d``.
-    beta : number
-        Smoothness, ``> 0`` (numbers only).
+    r, d : int, rank and dimension, ``1 <= r <= d``.
+    beta : number, smoothness, ``> 0`` (numbers only).
 
     Returns
     -------

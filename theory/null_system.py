@@ -88,13 +88,11 @@ def _numeric_system():
 @functools.lru_cache(maxsize=64)
 def _gram_law_quadrature(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and weights (summing to 1) of a quadrature rule for ``mu_G`` (law of ``G = Z^T Z / p``, ``c = p/n``).
-
-    Continuous part: ``l = l_mid + l_half u``, density ``c l_half^2 sqrt(1-u^2) / (2 pi l)`` per
-    ``du``; Gauss–Jacobi with weight ``(1-u)^{1/2}(1+u)^{-1/2}`` and the smooth factor
-    ``c l_half^2 (1+u) / (2 pi l)`` (bounded, also at ``c = 1`` where ``l_- = 0``).  Atom ``1 - c``
-    at ``l = 0`` prepended when ``c < 1``.  ``c`` a checked float, ``n_nodes`` a checked int (SciPy's Gauss-Jacobi
-    weights turn NaN above about 15 000 nodes).  The arrays are cached and shared: do not modify them.
-    """
+    Continuous part: ``l = l_mid + l_half u``, density ``c l_half^2 sqrt(1-u^2) / (2 pi l)`` per ``du``; Gauss–Jacobi
+    with weight ``(1-u)^{1/2}(1+u)^{-1/2}`` and the smooth factor ``c l_half^2 (1+u) / (2 pi l)`` (bounded, also at
+    ``c = 1`` where ``l_- = 0``).  Atom ``1 - c`` at ``l = 0`` prepended when ``c < 1``.  ``c`` a checked float,
+    ``n_nodes`` a checked int (SciPy's Gauss-Jacobi weights turn NaN above about 15 000 nodes).  The arrays are cached
+    and shared: do not modify them."""
     lo, hi = gram_support(c)
     mid, half = (lo + hi) / 2, (hi - lo) / 2
     u, w = scipy.special.roots_jacobi(int(n_nodes), 0.5, -0.5)
@@ -110,10 +108,8 @@ def _gram_law_quadrature(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray
 
 @dataclass
 class NullSolution:
-    """Solution of the null system at one real ``z < 0``.
-
-    ``kappa`` is 0 for ``system="spec"``; derivatives are ``d/dz`` by implicit differentiation.
-    """
+    """Solution of the null system at one real ``z < 0``.  ``kappa`` is 0 for ``system="spec"``; derivatives are
+    ``d/dz`` by implicit differentiation."""
 
     z: float
     delta: float
@@ -166,27 +162,20 @@ def _rational_system():
 def null_denominator(gamma: float, c: float, a1: float, sf2: float, d0: float, delta: float, delta_tilde: float,
                       kappa: float) -> np.ndarray:
     """Ascending coefficients (in ``l``) of ``D(l) = gamma (1 + delta)(1 + s_f^2 delta~ l) + c l (A(l) - kappa)^2``.
-
-    ``A(l) - kappa = a1 l + e`` with ``e = d0 - a1 - kappa``; ``z = -gamma``.  Shared with
-    :mod:`theory.structured` (trace integrals ``int l^k / D dmu_G``).
-    """
+    ``A(l) - kappa = a1 l + e`` with ``e = d0 - a1 - kappa``; ``z = -gamma``.  Shared with :mod:`theory.structured`
+    (trace integrals ``int l^k / D dmu_G``)."""
     e = d0 - a1 - kappa
     g1 = gamma * (1 + delta)
     return np.array([g1, g1 * delta_tilde * sf2 + c * e * e, 2 * c * a1 * e, c * a1 * a1])
 
 
 class _ExactIntegrator:
-    """Exact integrals of the (rational) integrands against ``mu_G`` by partial fractions.
-
-    Every integrand and each of its derivatives is ``P(l) / D(l)^k`` (``k = 1`` for values, 2 for
-    derivatives), coefficients from the sympy expressions (:func:`_rational_system`).  ``D`` is (up
-    to a constant) ``-z (1 + delta)(1 + delta~ s_f^2 l) + c l (A(l) - kappa)^2 > 0`` on ``l >= 0``
-    for ``z < 0``, so its roots lie off the support of ``mu_G``.  Each integral is
-    :func:`theory._mp_integrals.gram_rational_integral` (partial fractions against the Stieltjes transform
-    of ``mu_G`` and its derivative, moments for the polynomial part).  No quadrature: accurate at the
-    hard edge of ``mu_G`` (``c = 1``) and for the sharply peaked integrands of ``gamma -> 0`` (width
-    ``~gamma^{1/4}`` where ``A = kappa``).
-    """
+    """Exact integrals of the (rational) integrands against ``mu_G`` by partial fractions: every integrand and each of
+    its derivatives is ``P(l) / D(l)^k`` (``k = 1`` for values, 2 for derivatives; :func:`_rational_system`), and ``D``
+    (the module docstring's, up to a constant) is ``> 0`` on ``l >= 0`` for ``z < 0``, so its roots lie off the support
+    of ``mu_G``.  Each integral is :func:`theory._mp_integrals.gram_rational_integral`: accurate at the hard edge of
+    ``mu_G`` (``c = 1``) and for the sharply peaked integrands of ``gamma -> 0`` (width ``~gamma^{1/4}`` where
+    ``A = kappa``)."""
 
     def __init__(self, c: float):
         self.c = float(c)
@@ -208,15 +197,12 @@ class _ExactIntegrator:
 
 
 class _HybridIntegrator:
-    """Exact partial fractions, except where they lose precision.
-
-    Partial fractions cancel when ``D`` has nearly repeated roots; that happens when they sit far
-    from the support of ``mu_G`` (e.g. ``A(l) = kappa`` at ``l < 0``, relu with the diagonal kept),
-    where the integrands are smooth on the support and Gauss–Jacobi quadrature (``n_nodes``,
-    at least 400) is accurate.  Nearly repeated roots *inside* or next to the support (``gamma -> 0``
-    with ``A = kappa`` on the support) are split by ``~gamma^{1/4}``: there the exact evaluation is
-    kept (quadrature would be worse) and its precision estimate governs the Newton tolerance.
-    """
+    """Exact partial fractions, except where they lose precision.  Partial fractions cancel when ``D`` has nearly
+    repeated roots; that happens when they sit far from the support of ``mu_G`` (e.g. ``A(l) = kappa`` at ``l < 0``,
+    relu with the diagonal kept), where the integrands are smooth on the support and Gauss–Jacobi quadrature
+    (``n_nodes``, at least 400) is accurate.  Nearly repeated roots *inside* or next to the support (``gamma -> 0`` with
+    ``A = kappa`` on the support) are split by ``~gamma^{1/4}``: there the exact evaluation is kept (quadrature would be
+    worse) and its precision estimate governs the Newton tolerance."""
 
     def __init__(self, c: float, n_nodes: int):
         self.exact = _ExactIntegrator(c)
@@ -254,11 +240,9 @@ class NullConstants(NamedTuple):
 
 
 def _newton(z, guess, consts: NullConstants, integ, tol, max_iter, full):
-    """Damped Newton on ``R(x) = (log delta - log I1, log delta~ - log I2, kappa - I3)``.
-
-    ``full=False`` (the first reconstruction's system) keeps ``kappa = 0`` and solves the first two equations.
-    Returns ``(delta, delta_tilde, kappa, iterations, max |R|)``.
-    """
+    """Damped Newton on ``R(x) = (log delta - log I1, log delta~ - log I2, kappa - I3)``.  ``full=False`` (the first
+    reconstruction's system) keeps ``kappa = 0`` and solves the first two equations. Returns
+    ``(delta, delta_tilde, kappa, iterations, max |R|)``."""
     c, a1, sf2, d0 = consts
     k = 3 if full else 2
     x = np.array([np.log(guess[0]), np.log(guess[1]), guess[2] if full else 0.0])
@@ -313,11 +297,9 @@ def _newton(z, guess, consts: NullConstants, integ, tol, max_iter, full):
 
 
 def _solve_sorted(zs: np.ndarray, consts: NullConstants, options: SolverOptions) -> list[NullSolution]:
-    """Solve at every ``z`` (all < 0) by continuation in ``log gamma`` from large ``gamma``.
-
-    Steps of at most a factor 4 in ``gamma``, initial guesses by linear extrapolation of
-    ``(log delta, log delta~, kappa)`` in ``log gamma``, step shrunk on a failed Newton solve.
-    """
+    """Solve at every ``z`` (all < 0) by continuation in ``log gamma`` from large ``gamma``.  Steps of at most a factor
+    4 in ``gamma``, initial guesses by linear extrapolation of ``(log delta, log delta~, kappa)`` in ``log gamma``, step
+    shrunk on a failed Newton solve."""
     c, a1, sf2, d0 = consts
     system, method, n_nodes, tol, max_iter = options
     integ = (QuadratureIntegrator if method == "quadrature" else _HybridIntegrator)(c, n_nodes)
@@ -436,8 +418,7 @@ def solve_null_system_full(z: Any, c: float, a1: float, sf2: float, d0: float = 
     z : ``-gamma``; number or array of numbers in ``[-1e30, -1e-30]`` (flattened; at most
         ``Limits.max_grid_size`` points).
     c : ``p / n`` in ``[1e-4, 1e4]``.
-    a1, sf2 : Hermite data of the centred activation (``sf2 = nu - a1^2 >= 0``); ``|a1| <= 1e6``,
-        ``sf2 <= 1e12``.
+    a1, sf2 : Hermite data of the centred activation (``sf2 = nu - a1^2 >= 0``); ``|a1| <= 1e6``, ``sf2 <= 1e12``.
     d0 : diagonal constant of ``A(l) = a1 (l - 1) + d0`` (0: diagonal removed); ``|d0| <= 1e6``.
     **options
         Keywords, checked (an unknown one is refused):
@@ -455,8 +436,6 @@ def solve_null_system_full(z: Any, c: float, a1: float, sf2: float, d0: float = 
 
     Raises
     ------
-    ValueError
-        Invalid arguments (``ArgumentTypeError``, also a ``TypeError``, for a wrong type).
     RuntimeError
         No convergence; the message gives ``gamma`` and the residual reached.
     """
@@ -472,11 +451,9 @@ def solve_null_system_full(z: Any, c: float, a1: float, sf2: float, d0: float = 
 
 
 def solve_null_system(z: Any, c: float, a1: float, sf2: float, d0: float = 0.0, **options: Any) -> tuple[Any, Any]:
-    """``(delta, delta~)`` of the null system at real ``z < 0`` (scalar or array).
-
-    Options as in :func:`solve_null_system_full` (``system``, ``method``, ``n_nodes``, ``tol``,
-    ``max_iter`` / ``maxiter``).  Returns floats, or arrays of the shape of ``z``.
-    """
+    """``(delta, delta~)`` of the null system at real ``z < 0`` (scalar or array).  Options as in
+    :func:`solve_null_system_full` (``system``, ``method``, ``n_nodes``, ``tol``, ``max_iter`` / ``maxiter``).  Returns
+    floats, or arrays of the shape of ``z``."""
     return _solution_fields(z, c, a1, sf2, d0, ("delta", "delta_tilde"), options)
 
 
@@ -512,12 +489,10 @@ def diagonal_constant(diagonal: Any, kept: Any) -> float:
 
 
 def kept_diagonal(activation: ActivationLike, p: int) -> float:
-    """Finite-``p`` kept diagonal ``d0(p) = E f(||x||^2 / sqrt p) / sqrt p``, ``||x||^2 ~ chi^2_p``.
-
-    ``f`` is the centred activation.  Tends to ``lim f(t)/t`` (``diagonal="kept"`` of
-    :class:`theory.AttentionModel`) like ``p^{-1/2}``: e.g. relu ``1 - a0/sqrt p``, tanh ``~1/sqrt p``.  Pass the
-    result as ``diagonal=`` to :class:`theory.AttentionModel` to compare with a simulation at that ``p``.
-    """
+    """Finite-``p`` kept diagonal ``d0(p) = E f(||x||^2 / sqrt p) / sqrt p``, ``||x||^2 ~ chi^2_p``.  ``f`` is the
+    centred activation.  Tends to ``lim f(t)/t`` (``diagonal="kept"`` of :class:`theory.AttentionModel`) like
+    ``p^{-1/2}``: e.g. relu ``1 - a0/sqrt p``, tanh ``~1/sqrt p``.  Pass the result as ``diagonal=`` to
+    :class:`theory.AttentionModel` to compare with a simulation at that ``p``."""
     check_activation(activation, "activation")
     p = check_size("p", p, 1, "max_dimension")
     f = numpy_activation(activation, centered=True)

@@ -152,14 +152,12 @@ def derive_ridge_error() -> RidgeDerivation:
 
 
 def _inexact_error(gamma: sp.Expr, c: sp.Expr, snr: sp.Expr) -> sp.Expr | None:
-    """``E_RR`` of numbers of which at least one is a float (``sympy.Float``), correctly rounded to 15 digits.
-
-    Float arithmetic on the closed form loses digits: ``(sqrt(b^2 + 4 gamma) - b) / (2 gamma)``, ``b = gamma + c - 1``,
+    """``E_RR`` of numbers of which at least one is a float (``sympy.Float``), correctly rounded to 15 digits.  Float
+    arithmetic on the closed form loses digits: ``(sqrt(b^2 + 4 gamma) - b) / (2 gamma)``, ``b = gamma + c - 1``,
     cancels for ``b > 0`` at small ``gamma`` (6e-3 relative at ``gamma = 1e-12``, ``c = 12``), and so does
     ``(c - 1) delta^2`` at ``c = 1``.  The floats are taken as the exact binary fractions they are, ``delta`` in the
     cancellation-free form ``2 / (sqrt(b^2 + 4 gamma) + b)`` when ``b > 0``, and the exact value is evaluated to 15
-    digits (sympy's adaptive ``evalf``).  ``None`` for exact or symbolic input (kept exact / symbolic).
-    """
+    digits (sympy's adaptive ``evalf``).  ``None`` for exact or symbolic input (kept exact / symbolic)."""
     vals = (gamma, c, snr)
     if not all(v.is_number for v in vals) or not any(v.has(sp.Float) for v in vals):
         return None
@@ -176,9 +174,8 @@ def ridge_error(gamma: Any, c: Any, snr: Any) -> sp.Expr:
     Parameters
     ----------
     gamma : ridge parameter (``>= 0``; number or sympy symbol). ``gamma = 0`` (also ``0.0``) returns the
-        ridgeless limit :func:`ridge_error_limit`.  Floats are evaluated exactly (as the binary fractions they
-        are) and rounded to 15 digits, so no digits are lost to cancellation at small ``gamma``
-        (``1e-300 <= gamma``, any ``c``).
+        ridgeless limit :func:`ridge_error_limit`.  Floats are evaluated exactly (as the binary fractions they are) and
+        rounded to 15 digits, so no digits are lost to cancellation at small ``gamma`` (``1e-300 <= gamma``, any ``c``).
     c : ``p / n > 0``.
     snr : ``||mu||^2 >= 0``.
 
@@ -212,8 +209,6 @@ def _error_fn():
 def ridge_error_values(gammas: Any, c: float, snr: float) -> np.ndarray:
     """Fast vectorised numeric ``E_RR`` on an array of ``gamma >= 0`` (``0``: the ridgeless limit).
 
-    Uses the stable closed form of ``delta(gamma)`` and the lambdified derived expression.
-
     Returns
     -------
     numpy.ndarray of the same shape as ``gammas`` (float64).
@@ -243,11 +238,8 @@ def _error_values(g: np.ndarray, c: float, snr: float) -> np.ndarray:
 
 
 def ridge_error_limit(c: Any, snr: Any) -> sp.Expr:
-    """``lim_{gamma -> 0+} E_RR``: ``(1 - c)/(1 + snr)`` for ``c < 1`` and 0 for ``c >= 1``.
-
-    Taken from :func:`derive_ridge_error` (limits along the MP curve).  Symbolic ``c`` gives a
-    ``Piecewise``.
-    """
+    """``lim_{gamma -> 0+} E_RR``: ``(1 - c)/(1 + snr)`` for ``c < 1`` and 0 for ``c >= 1``.  Taken from
+    :func:`derive_ridge_error` (limits along the MP curve).  Symbolic ``c`` gives a ``Piecewise``."""
     c = to_sympy("c", c, low=0, low_open=True)
     snr = to_sympy("snr", snr, low=0)
     der = derive_ridge_error()
@@ -259,10 +251,8 @@ def ridge_error_limit(c: Any, snr: Any) -> sp.Expr:
 
 
 def ridge_error_small_gamma_coefficient(c: Any, snr: Any) -> sp.Expr:
-    """``lim_{gamma->0} E_RR / gamma^2`` for ``c > 1`` (interpolation: ``E_RR = O(gamma^2)``).
-
-    ``c > 1`` and ``snr >= 0``: numbers or sympy expressions (strings are refused, never parsed).
-    """
+    """``lim_{gamma->0} E_RR / gamma^2`` for ``c > 1`` (interpolation: ``E_RR = O(gamma^2)``).  ``c > 1`` and
+    ``snr >= 0``: numbers or sympy expressions."""
     c = to_sympy("c", c, low=1, low_open=True)
     snr = to_sympy("snr", snr, low=0)
     e = (derive_ridge_error().error_in_delta / g_sym**2).subs(d_sym, 1 / (c_sym - 1))

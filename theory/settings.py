@@ -3,20 +3,13 @@
 In the spirit of scipy's frozen distributions (``scipy.stats.norm(loc, scale).pdf(x)``): the parameters are given
 once, checked once, and the predictions are methods of the object.
 
-- :class:`AttentionModel` -- paper B's model: ``c = p / n``, the activation, ``snr = ||mu||^2``, the spike of the
-  attention weights (one canonical form, a :class:`Spike`) and the kernel's diagonal.  Its methods are the
-  deterministic equivalents (:meth:`~AttentionModel.error`, :meth:`~AttentionModel.error_taylor`,
-  :meth:`~AttentionModel.small_gamma_law`, :meth:`~AttentionModel.solve`), the ridge baseline on the same data
-  (:meth:`~AttentionModel.ridge_error`), the linearisation control at a dimension ``p`` and the activation's
-  Hermite moments; the computations live in :mod:`theory.attention` and :mod:`theory.structured`.
-- :class:`StrongAlignment` -- paper B's model under strong alignment (aligned spikes with
-  ``||w_K|| ||w_Q|| = t sqrt p``): ``c``, the activation, ``snr`` and ``t``.  Its methods are the predictions of
-  :mod:`theory.strong_alignment` and :mod:`theory.strong_alignment_risk`, whose functions are its functional form
+- :class:`AttentionModel` -- paper B's model (``c``, the activation, ``snr``, a :class:`Spike`, the kernel's diagonal);
+  its methods are the deterministic equivalents, computed in :mod:`theory.attention` and :mod:`theory.structured`.
+- :class:`StrongAlignment` -- paper B's model under strong alignment; its methods are the functions of
+  :mod:`theory.strong_alignment` and :mod:`theory.strong_alignment_risk`, which are its functional form
   (``strong_alignment_gap(c, activation, snr, t)`` is ``StrongAlignment(c, activation, snr, t).gap()``).
-- :class:`RateSetting` -- paper A's setting: the smoothness ``beta``, the rank ``r`` and the dimension ``d`` (and the
-  constant of the low-rank condition), with the rate ``M^(-2 beta/(2 beta + 1))`` and the low-rank condition
-  ``r d <= C (M / log M)^(1/(2 beta + 1))`` at a sample size ``M`` as methods (:mod:`theory.minimax`, whose
-  functions stay the symbolic layer).
+- :class:`RateSetting` -- paper A's setting (``beta``, ``r``, ``d``, the constant ``C``); its methods are the
+  functions of :mod:`theory.minimax` (which stay the symbolic layer) at a sample size ``M``.
 
 Examples
 --------
@@ -142,8 +135,7 @@ class AttentionModel:
         Registry name (stored as its registry key, e.g. ``"TanH"`` -> ``"tanh"``), sympy expression in ``x``
         (centred internally), or the kernel constants ``{"a1": .., "sf2": .., "d0": ..}`` (``|a1|, |d0| <= 1e6``,
         ``0 <= sf2 <= 1e12``; stored as a hashable mapping).
-    snr : float
-        ``||mu||^2``, in ``[0, 1e8]``; ``0`` (default) and no spike: the null model.
+    snr : float, ``||mu||^2``, in ``[0, 1e8]``; ``0`` (default) and no spike: the null model.
     spike : Spike, (strength, kind) or None
         The spike ``W = I + w_k w_q^T``: a :class:`Spike` (any vectors, coordinates with ``mu`` along ``e_1``) or
         ``(strength, "aligned" | "orthogonal")`` (:meth:`Spike.named`); stored as a :class:`Spike`.
@@ -226,23 +218,19 @@ class AttentionModel:
         gamma : float, array or sympy expression
             Ridge parameter in ``[1e-30, 1e30]`` (at most ``Limits.max_grid_size`` values), or a sympy expression.
         **solver_options
-            ``system`` (``"symmetric"`` default, alias ``"corrected"``, or ``"spec"``), ``method``, ``n_nodes``,
-            ``tol``, ``maxiter`` / ``max_iter`` (see :func:`theory.solve_null_system_full`), checked by the same
-            rules on both paths; ``check_quadrature`` (a bool) acts on the structured path only.
+            Those of :func:`theory.solve_null_system_full` (``system``, ``method``, ``n_nodes``, ``tol``, ``maxiter``
+            / ``max_iter``), same rules on both paths; ``check_quadrature`` (a bool) acts on the structured path only.
 
         Returns
         -------
         float, numpy.ndarray or theory.symbolic.NumericFunction
             A float (an array) for numeric ``gamma`` and ``c``.  When either is a sympy expression with free
-            symbols, a sympy function of ``(gamma, c)`` with the rest fixed (:mod:`theory.symbolic`): ``evalf`` and
-            ``subs`` with a float call the solver; ``sympy.diff`` in ``gamma`` gives the implicit-function
-            derivatives (:meth:`error_taylor`), ``sympy.series`` at a number the Taylor polynomial from them;
-            ``sympy.lambdify`` prints a vectorised solver call, so ``sympy.plot`` works.
+            symbols, a sympy function of ``(gamma, c)`` with the rest fixed, which ``evalf``, ``subs``, ``diff`` (by
+            :meth:`error_taylor`), ``series``, ``lambdify`` and ``plot`` evaluate through the solver
+            (:mod:`theory.symbolic`).
 
         Raises
         ------
-        ValueError
-            Invalid arguments (``ArgumentTypeError``, also a ``TypeError``, for a wrong type or option).
         RuntimeError
             No convergence (the message gives ``gamma`` and the residual reached).
 
@@ -261,16 +249,13 @@ class AttentionModel:
         """Taylor coefficients of :meth:`error` at ``gamma``: ``E(gamma + s) = sum_k e[k] s^k + O(s^(order+1))``.
 
         Implicit-function derivatives of the fixed-point system, no finite differences
-        (:func:`theory.null_system_taylor`; with signal or a spike, the trace integrals by a refined Gauss-Jacobi
-        rule).  ``e[k] = E^(k)(gamma) / k!``; ``e[0]`` is :meth:`error` (the structured one to the quadrature's
-        accuracy).
+        (:func:`theory.null_system_taylor`; with signal or a spike, the trace integrals by a refined Gauss-Jacobi rule).
+        ``e[k] = E^(k)(gamma) / k!``; ``e[0]`` is :meth:`error` (the structured one to the quadrature's accuracy).
 
         Parameters
         ----------
-        gamma : float
-            Expansion point, in ``[1e-30, 1e30]``.
-        order : int
-            Highest coefficient, in ``[0, 19]``.
+        gamma : float, expansion point, in ``[1e-30, 1e30]``.
+        order : int, highest coefficient, in ``[0, 19]``.
         rtol : float
             Agreement required of two successive quadrature rules for the coefficients of order ``>= 1``, in
             ``[1e-14, 1e-3]``.
@@ -284,8 +269,6 @@ class AttentionModel:
 
         Raises
         ------
-        ValueError
-            Invalid arguments.
         RuntimeError
             No convergence of the solver, or of the quadrature of the higher orders.
 
@@ -331,17 +314,11 @@ class AttentionModel:
         Parameters
         ----------
         gamma : float or 1-d array of floats in ``[1e-30, 1e30]`` (at most ``Limits.max_grid_size``).
-        system : ``"symmetric"`` (default; alias ``"corrected"``): the null system of a symmetric kernel (unknowns
-            ``delta, delta~, kappa``); ``"spec"``: the first reconstruction's independent-entries system
-            (``kappa = 0``), kept for comparison.
-        method : ``"exact"`` (default) or ``"quadrature"``: how the null system is integrated
-            (:func:`theory.solve_null_system_full`) and the trace integrals ``I_k`` (partial fractions, with a
-            Gauss–Chebyshev fallback where they cancel, or Gauss–Chebyshev with ``n_nodes``).
+        system, tol, maxiter : as :func:`theory.solve_null_system_full` (``max_iter``: an alias that wins).
+        method : ``"exact"`` (default) or ``"quadrature"``: the null system's integrals as there, and the trace
+            integrals ``I_k`` (partial fractions with a Gauss–Chebyshev fallback where they cancel, or Gauss–Chebyshev).
         n_nodes : quadrature nodes, an integer in ``[16, Limits.max_quadrature_nodes]`` (default 800): trace
             integrals for ``method="quadrature"`` and the cross-check.
-        tol : residual tolerance of the null system, in ``(0, 1e-3]``.
-        maxiter : Newton steps per continuation point of the null solver, in ``[1, Limits.max_iterations]``
-            (``max_iter`` is an alias that wins when given, as in :func:`theory.solve_null_system`).
         check_quadrature : also evaluate the traces by Gauss–Chebyshev quadrature and report the change of ``E``
             (default ``True``).
 
@@ -352,8 +329,6 @@ class AttentionModel:
 
         Raises
         ------
-        ValueError
-            Invalid input (``ArgumentTypeError``, also a ``TypeError``, for a wrong type).
         theory.StructuredConvergenceError
             No convergence (the message gives the residual reached).
 
@@ -372,9 +347,8 @@ class AttentionModel:
         return float(out) if np.ndim(out) == 0 else out
 
     def linearisation_control(self, p: int) -> float:
-        """``kappa_lin = (snr + sqrt(v_K v_Q)) / sqrt p`` at the dimension ``p`` (an integer in
-        ``[1, Limits.max_dimension]``), ``v = ||w||^2 + snr w_1^2``: the size of the signal and spike's correction
-        to a kernel entry, the control of the structured equivalent's linearisation (valid for
+        """``kappa_lin = (snr + sqrt(v_K v_Q)) / sqrt p``, ``v = ||w||^2 + snr w_1^2``, at the dimension ``p`` (an
+        integer in ``[1, Limits.max_dimension]``): the linearisation control of the structured equivalent (valid for
         ``kappa_lin <= 0.5``; ``docs/structured_attention.md``)."""
         _, _, snr, spike, _ = self._arguments()
         return _linearisation_control(p, snr, *(spike or ()))
@@ -396,14 +370,11 @@ class StrongAlignment:
 
     Parameters
     ----------
-    c : float
-        ``p / n``, finite, ``> 0`` (the methods at ``gamma -> 0`` need ``c < 1``).
+    c : float, ``p / n``, finite, ``> 0`` (the methods at ``gamma -> 0`` need ``c < 1``).
     activation : str or sympy expression
         The kernel's ``f`` (stored as its registry key or its expression in ``x``; not a dict of kernel constants).
-    snr : float
-        ``||mu||^2``, finite, ``>= 0``.
-    t : float
-        ``||w_K|| ||w_Q|| / sqrt p``, finite, ``>= 0`` (all but :meth:`leverage` need ``t > 0``).
+    snr : float, ``||mu||^2``, finite, ``>= 0``.
+    t : float, ``||w_K|| ||w_Q|| / sqrt p``, finite, ``>= 0`` (all but :meth:`leverage` need ``t > 0``).
 
     Notes
     -----
@@ -429,13 +400,11 @@ class StrongAlignment:
             object.__setattr__(self, name, value)
 
     def error(self, gamma: Any, **options: Any) -> Any:
-        """Attention's interpolation error at ``gamma`` (:func:`theory.strong_spike_attention_error`; options
-        ``nodes``, ``tol``, ``maxiter``, ``p``)."""
+        """Attention's interpolation error at ``gamma`` (:func:`theory.strong_spike_attention_error`)."""
         return _strong.strong_spike_attention_error(gamma, self.c, self.activation, self.snr, self.t, **options)
 
     def prediction_risk(self, gamma: Any, **options: Any) -> Any:
-        """Attention's prediction risk on fresh labels at ``gamma`` (:func:`theory.strong_spike_prediction_risk`;
-        options as :meth:`error`)."""
+        """Attention's prediction risk on fresh labels at ``gamma`` (:func:`theory.strong_spike_prediction_risk`)."""
         return _strong_risk.strong_spike_prediction_risk(gamma, self.c, self.activation, self.snr, self.t, **options)
 
     def ridge_prediction_risk(self, gamma: Any) -> Any:
@@ -443,18 +412,15 @@ class StrongAlignment:
         return _strong_risk.ridge_prediction_risk(gamma, self.c, self.snr)
 
     def leverage(self, **options: Any) -> _strong.LeverageProfile:
-        """The leverage profile ``h(a)`` as ``gamma -> 0`` and its ``T2`` part
-        (:func:`theory.strong_alignment_leverage`; options ``nodes``, ``tol``, ``maxiter``, ``p``)."""
+        """Leverage profile ``h(a)`` at ``gamma -> 0``, its ``T2`` part (:func:`theory.strong_alignment_leverage`)."""
         return _strong.strong_alignment_leverage(self.c, self.activation, self.snr, self.t, **options)
 
     def gap(self, **options: Any) -> _strong.StrongAlignmentGap:
-        """``E_att(0) - E_RR(0)`` and its parts ``t1``, ``t2`` (:func:`theory.strong_alignment_gap`; options ``nodes``,
-        ``p``)."""
+        """``E_att(0) - E_RR(0)`` and its parts ``t1``, ``t2`` (:func:`theory.strong_alignment_gap`)."""
         return _strong.strong_alignment_gap(self.c, self.activation, self.snr, self.t, **options)
 
     def binned_leverage(self, edges: Any, **options: Any) -> _strong_risk.BinnedLeverage:
-        """The mean leverage in bins of ``|a|`` with the gap's parts from the same solve
-        (:func:`theory.binned_leverage`; options ``per_bin``, ``tol``, ``maxiter``, ``p``)."""
+        """Mean leverage in bins of ``|a|``, the gap's parts from the same solve (:func:`theory.binned_leverage`)."""
         return _strong_risk.binned_leverage(edges, self.c, self.activation, self.snr, self.t, **options)
 
     def label_coordinate_bins(self, n_bins: Any) -> np.ndarray:
@@ -468,14 +434,12 @@ class StrongAlignment:
 
     @property
     def bayes_feature_limit(self) -> float:
-        """``E(0)`` of features that hold the Bayes predictor with uniform leverage
-        (:func:`theory.bayes_feature_limit`)."""
+        """``E(0)`` of features holding the Bayes predictor, uniform leverage (:func:`theory.bayes_feature_limit`)."""
         return _strong.bayes_feature_limit(self.c, self.snr)
 
     @property
     def margin(self) -> float:
-        """The ``T1`` part of the gap when the features capture the Bayes predictor
-        (:func:`theory.strong_alignment_margin`)."""
+        """The gap's ``T1`` part if features capture the Bayes predictor (:func:`theory.strong_alignment_margin`)."""
         return _strong.strong_alignment_margin(self.c, self.snr)
 
     @property
@@ -492,15 +456,13 @@ class RateSetting:
 
     Parameters
     ----------
-    beta : number or sympy expression
-        Hölder smoothness of ``phi*``, ``> 0``.
+    beta : number or sympy expression, Hölder smoothness of ``phi*``, ``> 0``.
     r, d : int or sympy expression, optional
         Rank and token dimension, integers with ``1 <= r <= d`` (needed by the low-rank condition, the parametric
         term and :meth:`min_samples`; the rates need ``beta`` only).
     constant : number or sympy expression
-        ``C > 0`` of the low-rank condition and of ``K_M`` (default 1, the condition as printed).
-
-    The values are kept as sympy numbers (exact); each is checked by the validators of :mod:`theory.minimax`.
+        ``C > 0`` of the low-rank condition and of ``K_M`` (default 1, the condition as printed).  All values are kept
+        as exact sympy numbers.
 
     Examples
     --------

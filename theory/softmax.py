@@ -91,10 +91,10 @@ def softmax_attention_error(
 ) -> Any:
     """Softmax attention's interpolation error predicted by paper B's theory, ``gamma`` in paper B's units.
 
-    Paper B's error of the kernel ``f_beta`` (diagonal removed): the structured equivalent
-    (:meth:`theory.AttentionModel.solve`) with the constants ``a1 = beta``, ``sf2 = exp(beta^2) - 1 - beta^2`` and
-    ``d0`` (the null system of :meth:`theory.AttentionModel.error` when ``snr = 0`` and no spike, exactly).
-    Softmax's own ridge parameter is ``gamma * softmax_gamma_scale(n, p)`` (module docstring).
+    The module docstring's prediction: the structured equivalent (:meth:`theory.AttentionModel.solve`) with
+    ``a1 = beta``, ``sf2 = exp(beta^2) - 1 - beta^2`` and ``d0`` (exactly the null system of
+    :meth:`theory.AttentionModel.error` when ``snr = 0`` and no spike); softmax's own ridge parameter is
+    ``gamma * softmax_gamma_scale(n, p)``.
 
     Parameters
     ----------

@@ -1,15 +1,14 @@
 """The interpolation limit under strong alignment: its exact split, closed forms and leverage equation.
 
-Derivation and checks: docs/strong_alignment.md, "Mechanism".
-
-*Derived by the project.* Model of paper B: ``x_i = mu y_i + z_i`` with balanced labels ``y_i = +-1`` and
-``||mu||^2 = snr``; ``c = p/n``.  As ``gamma -> 0`` with ``c < 1`` the interpolation error is the in-sample residual
-of the labels on the ``p`` features, and given the data it splits exactly into ``T1`` (the part of the Bayes
-predictor ``tanh(mu^T x)`` the features miss) and ``T2`` (the label noise left, weighted by one minus each token's
-leverage).  The functions: the Bayes error :func:`label_mmse`; the limit :func:`bayes_feature_limit` of features
-that hold the Bayes predictor and its margin over ridge :func:`strong_alignment_margin` (``T1``); the leverage
-profile :func:`strong_alignment_leverage` (a matrix Dyson equation, ``T2``); both parts,
-:func:`strong_alignment_gap`; and attention's error at any ``gamma``, :func:`strong_spike_attention_error`.
+*Derived by the project* (derivation and checks: docs/strong_alignment.md, "Mechanism").  Model of paper B:
+``x_i = mu y_i + z_i`` with balanced labels ``y_i = +-1`` and ``||mu||^2 = snr``; ``c = p/n``.  As ``gamma -> 0``
+with ``c < 1`` the interpolation error is the in-sample residual of the labels on the ``p`` features, and given the
+data it splits exactly into ``T1`` (the part of the Bayes predictor ``tanh(mu^T x)`` the features miss) and ``T2``
+(the label noise left, weighted by one minus each token's leverage).  The functions: the Bayes error
+:func:`label_mmse`; the limit :func:`bayes_feature_limit` of features that hold the Bayes predictor and its margin
+over ridge :func:`strong_alignment_margin` (``T1``); the leverage profile :func:`strong_alignment_leverage` (a matrix
+Dyson equation, ``T2``); both parts, :func:`strong_alignment_gap`; attention's error at any ``gamma``,
+:func:`strong_spike_attention_error`.
 
 The functions are the functional form of :class:`theory.StrongAlignment`: the call's own argument (``gamma``) first,
 then ``c, activation, snr, t``.
@@ -46,8 +45,7 @@ def label_mmse(snr: Any) -> float:
 
     Parameters
     ----------
-    snr : float
-        ``||mu||^2``, finite, ``>= 0``.
+    snr : float, ``||mu||^2``, finite, ``>= 0``.
 
     Returns
     -------
@@ -81,10 +79,7 @@ def bayes_feature_limit(c: Any, snr: Any) -> float:
 
     Parameters
     ----------
-    c : float
-        ``p / n``, finite, ``> 0``.
-    snr : float
-        Finite, ``>= 0``.
+    c, snr : float, ``c = p / n > 0`` and ``snr = ||mu||^2 >= 0``, finite.
 
     Returns
     -------
@@ -104,10 +99,7 @@ def strong_alignment_margin(c: Any, snr: Any) -> float:
 
     Parameters
     ----------
-    c : float
-        ``p / n``, finite, ``> 0``.
-    snr : float
-        Finite, ``>= 0``.
+    c, snr : float, ``c = p / n > 0`` and ``snr = ||mu||^2 >= 0``, finite.
 
     Returns
     -------
@@ -121,10 +113,8 @@ def strong_alignment_margin(c: Any, snr: Any) -> float:
 @dataclass(frozen=True)
 class LeverageProfile:
     """The leverage ``h(a)`` of attention's features on quadrature nodes of ``a``, and the ``T2`` part it gives.
-
     ``t2 = E_a[(1 - h(a)) v(a)] - (1 - c) E_a v(a)`` with ``v(a) = 1 - tanh(sqrt(snr) a)^2``: the label noise left by
-    attention minus ridge's (whose leverage is ``c`` everywhere).
-    """
+    attention minus ridge's (whose leverage is ``c`` everywhere)."""
 
     a: np.ndarray = field(repr=False)
     weights: np.ndarray = field(repr=False)
@@ -137,8 +127,7 @@ class LeverageProfile:
 def check_setting(c: Any, activation: Any, snr: Any, t: Any, *, c_below_one: bool = True,
                   t_positive: bool = False) -> tuple[float, Any, float, float]:
     """``(c, activation, snr, t)`` checked: ``c`` in ``(0, 1)`` (``c > 0`` unless ``c_below_one``), ``activation`` a
-    name or a sympy expression, ``snr`` finite and ``>= 0``, ``t`` finite and ``>= 0`` (``> 0`` with
-    ``t_positive``)."""
+    name or a sympy expression, ``snr`` finite and ``>= 0``, ``t`` finite and ``>= 0`` (``> 0`` with ``t_positive``)."""
     cv = (as_float("c", c, low=0, high=1, low_open=True, high_open=True) if c_below_one
           else as_float("c", c, low=0, low_open=True))
     if isinstance(activation, dict):
@@ -152,25 +141,18 @@ def strong_alignment_leverage(c: Any, activation: ActivationLike, snr: Any, t: A
                               tol: float = 1e-12, maxiter: int = 5000, p: Any = None) -> LeverageProfile:
     """Leverage profile of attention's features under strong alignment at fixed ``t``: the limit, or at ``p``.
 
-    *Derived by the project* (docs/strong_alignment.md, step 5): the leverage is a diagonal entry of the inverse
-    of a symmetric linear pencil in the data, the kernel noise and diagonal matrices of ``a``; its limit solves a
-    matrix Dyson equation (standard theory for Gaussian matrices with a variance profile, applied at spectral
-    parameter 0: assumed, and checked against simulation to 1-3 standard errors).  In the limit the kernel's mean
-    part drops out (its effect is ``O(rank / n)``); at finite ``p`` it does not (gelu at ``c = 1/4``, ``t = 2``: it
-    moves ``T2`` by -0.006 up to ``p = 1024``), and ``p`` puts it in.
+    *Derived by the project* (docs/strong_alignment.md, step 5): the leverage is a diagonal entry of the inverse of a
+    symmetric linear pencil in the data, the kernel noise and diagonal matrices of ``a``; its limit solves a matrix
+    Dyson equation (standard theory for Gaussian matrices with a variance profile, applied at spectral parameter 0:
+    assumed, and checked against simulation to 1-3 standard errors).  In the limit the kernel's mean part drops out (its
+    effect is ``O(rank / n)``); at finite ``p`` it does not (measured in the docs), and ``p`` puts it in.
 
     Parameters
     ----------
-    c : float
-        ``p / n`` in ``(0, 1)`` (at ``c >= 1`` the features interpolate and every leverage is 1).
-    activation : str or sympy expression
-        The kernel's ``f`` (not a dict of kernel constants).
-    snr : float
-        ``||mu||^2``, finite, ``>= 0``.
-    t : float
-        ``||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``), finite, ``>= 0``.
-    nodes : int
-        Gauss-Hermite nodes per label (the grid has ``2 nodes`` points), 8 to 200.
+    c : float, ``p / n`` in ``(0, 1)`` (at ``c >= 1`` the features interpolate and every leverage is 1).
+    activation : str or sympy expression, the kernel's ``f`` (not a dict of kernel constants).
+    snr, t : float, ``||mu||^2`` and ``||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``), finite, ``>= 0``.
+    nodes : int, Gauss-Hermite nodes per label (the grid has ``2 nodes`` points), 8 to 200.
     tol, maxiter : convergence of the damped fixed-point iteration (a ``RuntimeWarning`` when not reached).
     p : int, optional
         The dimension: the finite-size equation at ``t + 1/sqrt(p)`` and ``n = round(p / c)`` tokens, with the
@@ -248,8 +230,8 @@ def strong_alignment_gap(c: Any, activation: ActivationLike, snr: Any, t: Any, *
     the linear part of ``tanh(a)``, as ridge's do, and the nonlinear rest ``g_perp(a)`` is left with weight one minus
     the leverage: ``t1 = E[g_perp(a)^2 (c - h(a))]`` (the same approximation as ``T2``: a function of ``a`` meets
     the projection through its diagonal).  ``t2``: :func:`strong_alignment_leverage`'s.  At finite ``p``
-    the capture of ``T1`` is partial while ``sqrt(p) t^3`` is small (measured: about half at ``t = 0.18``,
-    ``p = 256-1024``; complete from ``t = 0.35``), and ``T2`` is given by the finite-size equation (``p``).
+    the capture of ``T1`` is partial while ``sqrt(p) t^3`` is small (measured in the docs: complete from
+    ``t = 0.35``), and ``T2`` is given by the finite-size equation (``p``).
 
     Parameters
     ----------
@@ -317,22 +299,14 @@ def strong_spike_attention_error(gamma: Any, c: Any, activation: ActivationLike,
     (:func:`strong_alignment_gap` plus ridge's ``(1 - c)/(1 + snr)``).  As ``t -> 0+`` it tends to ``mmse`` times the
     null-model error (:meth:`theory.AttentionModel.error` at ``snr = 0``; ``1/(1 + snr)`` times it without capture):
     not paper B's structured equivalent, whose spike is of order one (the limits do not commute).  Checked against
-    paired Monte Carlo at ``p = 512`` for erf, tanh and gelu at ``c = 1/3, 1/2, 2`` and ``gamma = 1e-3 ... 1``.
+    paired Monte Carlo (same section of the docs).
 
     Parameters
     ----------
-    gamma : float or array
-        Ridge parameter(s), finite, ``>= 0``; ``> 0`` when ``c >= 1``.
-    c : float
-        ``p / n``, finite, ``> 0``.
-    activation : str or sympy expression
-        The kernel's ``f``.
-    snr : float
-        ``||mu||^2``, finite, ``>= 0``.
-    t : float
-        ``||w_K|| ||w_Q|| / sqrt p`` (aligned spikes along ``mu``), finite, ``> 0``.
-    nodes, tol, maxiter, p : as :func:`strong_alignment_leverage` (a ``RuntimeWarning`` when the iteration does not
-        converge).
+    gamma : float or array, ridge parameter(s), finite, ``>= 0``; ``> 0`` when ``c >= 1``.
+    c, activation, snr, t, nodes, tol, maxiter, p
+        As :func:`strong_alignment_leverage`, but any finite ``c > 0`` and ``t > 0`` (a ``RuntimeWarning`` when the
+        iteration does not converge).
 
     Returns
     -------
@@ -384,10 +358,8 @@ def residual_weight(a: np.ndarray, snr: float, capture: bool) -> np.ndarray:
 def resolvent_diagonals(f: Any, c: float, snr: float, t: float, gamma: float, options: DysonOptions,
                         p: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Nodes, weights, ``R(a)`` and ``diag(R^2)(a) = R(a) - gamma R'(a)``, ``R = gamma Q`` (both ``1 - h`` at
-    ``gamma = 0``).  ``1 - R(a)`` is the smoother's diagonal, the leverage at ``gamma``.
-
-    ``R`` solves the leverage equation with ``-gamma/c`` in the feature block; ``gamma R'`` is a central difference
-    in ``log gamma`` (step 1e-3)."""
+    ``gamma = 0``); ``1 - R(a)`` is the smoother's diagonal, the leverage at ``gamma``.  ``R`` solves the leverage
+    equation with ``-gamma/c`` in the feature block; ``gamma R'``: central difference in ``log gamma`` (step 1e-3)."""
 
     def diagonal(delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         sol = solve_leverage(f, c, snr, t, options, delta, p=p)

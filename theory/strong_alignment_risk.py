@@ -55,12 +55,8 @@ def ridge_prediction_risk(gamma: Any, c: Any, snr: Any) -> Any:
 
     Parameters
     ----------
-    gamma : float or array
-        Finite, ``>= 0``; ``> 0`` when ``c >= 1``.
-    c : float
-        ``p / n``, finite, ``> 0``.
-    snr : float
-        ``||mu||^2``, finite, ``>= 0``.
+    gamma : float or array, finite, ``>= 0``; ``> 0`` when ``c >= 1``.
+    c, snr : float, ``c = p / n > 0`` and ``snr = ||mu||^2 >= 0``, finite.
 
     Returns
     -------
@@ -129,10 +125,8 @@ def label_coordinate_bins(snr: Any, n_bins: Any) -> np.ndarray:
 
     Parameters
     ----------
-    snr : float
-        Finite, ``>= 0``.
-    n_bins : int
-        1 to 50.
+    snr : float, finite, ``>= 0``.
+    n_bins : int, 1 to 50.
 
     Returns
     -------
@@ -166,9 +160,8 @@ def binned_leverage(edges: Any, c: Any, activation: ActivationLike, snr: Any, t:
     ``c < 1``), with the parts of the training gap from the same solve (``t1``, ``t2`` as
     :func:`theory.strong_alignment_gap`): one Dyson solve for everything a check judges at one ``t``.
 
-    The leverage equation of :func:`theory.strong_alignment_leverage` solved on a quadrature whose nodes lie inside
-    the bins (Gauss-Legendre on each bin and sign, weighted by the density of ``a``; the last bin cut at
-    ``sqrt(snr) + 9``), so each bin's mean is a quadrature of its own nodes.
+    The leverage equation of :func:`theory.strong_alignment_leverage` solved on nodes inside the bins (the last bin cut
+    at ``sqrt(snr) + 9``), so each bin's mean is a quadrature of its own nodes.
 
     Parameters
     ----------
@@ -177,8 +170,7 @@ def binned_leverage(edges: Any, c: Any, activation: ActivationLike, snr: Any, t:
         last at or beyond it (``inf`` allowed): the bins cover ``|a|``.
     c, activation, snr, t, tol, maxiter, p
         As :func:`theory.strong_alignment_leverage` (``p``: the finite-size equation; ``t > 0``).
-    per_bin : int
-        Nodes per bin and sign, 4 to 40.
+    per_bin : int, nodes per bin and sign, 4 to 40.
 
     Returns
     -------

@@ -10,8 +10,7 @@ step, is ``docs/structured_attention.md``, whose step numbers the docstrings her
    (``low_rank_matrix`` of :mod:`theory._structured_symbolic`);
 3. Woodbury: ``y^T Q y / n = y^T Q0 y / n - b^T C (I + Omega C)^{-1} b`` with ``b -> T[0] (x) m`` and
    ``Omega -> T (x) Gamma``, ``T`` the 3x3 matrix of null traces;
-4. the null traces from the corrected null system (unknowns ``delta, delta~, kappa``;
-   :func:`null_trace_expressions`);
+4. the null traces from the corrected null system (unknowns ``delta, delta~, kappa``; :func:`null_trace_expressions`);
 5. ``E = -gamma^2 d/dgamma (y^T Q y / n)`` by implicit differentiation of the null system.
 
 Numerics: the null unknowns and their derivatives come from :func:`theory.solve_null_system_full` (so ``snr = 0``
@@ -84,13 +83,10 @@ class StructuredSolution:
 
 
 def _null_solutions(gam: np.ndarray, consts: NullConstants, options: SolverOptions) -> np.ndarray:
-    """Null unknowns and their ``gamma``-derivatives, rows ``(delta, delta~, kappa, d/dgamma of each, residual)``.
-
-    Solved by :func:`theory.null_system.solve_null_system_full` (the single implementation of the null
-    system in the project, so that ``snr = 0`` reduces *exactly* to :meth:`theory.AttentionModel.error`);
-    ``d/dgamma = -d/dz``.  The null system does not involve the signal or the spike, so every ``snr`` and spike
-    on one ``(gamma grid, c, activation, solver)`` shares one solve (memoised; a fresh copy per call).
-    """
+    """Null unknowns and their ``gamma``-derivatives, rows ``(delta, delta~, kappa, d/dgamma of each, residual)``, by
+    :func:`theory.solve_null_system_full` (module docstring; ``d/dgamma = -d/dz``).  The null system does not involve
+    the signal or the spike, so every ``snr`` and spike on one ``(gamma grid, c, activation, solver)`` shares one solve
+    (memoised; a fresh copy per call)."""
     gam = np.ascontiguousarray(gam, dtype=float)
     system, method, n_nodes, tol, maxiter = options
     key = SolverOptions(str(system), str(method), int(n_nodes), float(tol), int(maxiter))
@@ -115,13 +111,9 @@ def _null_solutions_memo(gam_bytes: bytes, shape: tuple, consts: NullConstants, 
 def _structured_solve(gamma: Any, c: float, activation: Any, snr: float, spike: Any = None,
                       diagonal: str = "removed", **solver_options: Any) -> StructuredSolution:
     """:meth:`theory.AttentionModel.solve` of the model ``(c, activation, snr, spike, diagonal)`` (``spike``: the
-    vectors ``(w_k, w_q)`` or None): the structured deterministic equivalent on a ``gamma`` grid, with all
-    diagnostics.
-
-    The options (:func:`_structured_options`, ``check_quadrature=True`` unless given) follow the rules of the null
-    solver (:func:`theory.solve_null_system_full`), so that :meth:`theory.AttentionModel.error` checks them the
-    same way with and without signal.
-    """
+    vectors ``(w_k, w_q)`` or None).  The options (:func:`_structured_options`, ``check_quadrature=True`` unless given)
+    follow the rules of the null solver (:func:`theory.solve_null_system_full`), so that
+    :meth:`theory.AttentionModel.error` checks them the same way with and without signal."""
     c, snr = as_float("c", c, low=C_RANGE[0], high=C_RANGE[1]), float(snr)  # c of a symbolic function: checked here
     options, check_quadrature = _structured_options(solver_options, check_quadrature=True)
     gam = np.atleast_1d(as_array("gamma", gamma, ndim=(0, 1), low=GAMMA_RANGE[0], high=GAMMA_RANGE[1]))
@@ -171,12 +163,10 @@ def _structured_options(solver_options: dict[str, Any], check_quadrature: bool =
 
 def _structured_error(gamma: Any, c: float, activation: Any, snr: float, spike: Any = None, diagonal: str = "removed",
                       **solver_options: Any) -> Any:
-    """The error of :func:`_structured_solve` (``check_quadrature=False`` unless given): a float for a scalar
-    ``gamma``, an array for an array, a :class:`theory.symbolic.NumericFunction` printed
-    ``structured_attention_error(...)`` for a sympy ``gamma`` or ``c`` with free symbols.
-
-    :meth:`theory.AttentionModel.error` with signal or a spike, and :func:`theory.softmax.softmax_attention_error`.
-    """
+    """The error of :func:`_structured_solve` (``check_quadrature=False`` unless given): a float for a scalar ``gamma``,
+    an array for an array, a :class:`theory.symbolic.NumericFunction` printed ``structured_attention_error(...)`` for a
+    sympy ``gamma`` or ``c`` with free symbols.  :meth:`theory.AttentionModel.error` with signal or a spike, and
+    :func:`theory.softmax.softmax_attention_error`."""
     if (is_symbolic(gamma) or is_symbolic(c)) and not isinstance(gamma, (list, tuple, np.ndarray)):
         return _symbolic_structured_error(gamma, c, activation, snr, spike, diagonal, solver_options)
     solver_options.setdefault("check_quadrature", False)
@@ -229,17 +219,14 @@ def _structured_error_taylor(gamma: float, c: float, activation: Any, snr: float
                              diagonal: str = "removed", *, order: int = 2, rtol: float = 1e-8,
                              **solver_options: Any) -> np.ndarray:
     """Taylor coefficients of :func:`_structured_error` in ``gamma``: ``E(gamma + s) = sum_k e[k] s^k``
-    (:meth:`theory.AttentionModel.error_taylor` with signal or a spike).
-
-    Implicit derivatives, no finite differences: the null unknowns' coefficients of order ``order + 1``
-    (:func:`theory.null_system_taylor`), the trace integrals of Step 4 (the integrands of
-    :func:`null_trace_expressions`) evaluated on those truncated series at the nodes of the Gauss-Jacobi rule of
-    ``mu_G``, the Woodbury formula of Step 3 in series arithmetic, and ``E = -gamma^2 d/dgamma (y^T Q y / n)``.
-    The rule is refined (400, 800, ... nodes) until two successive rules agree to ``rtol``, relative to the
-    largest coefficient of an order.  ``e[0]`` agrees with :func:`_structured_error` (which integrates the traces
-    exactly) to the quadrature's accuracy.  ``n_nodes`` and ``method`` act on the null solve of orders 0 and 1
-    only; ``check_quadrature`` is accepted for symmetry with :func:`_structured_error` (refinement checks here).
-    """
+    (:meth:`theory.AttentionModel.error_taylor` with signal or a spike).  Implicit derivatives, no finite differences:
+    the null unknowns' coefficients of order ``order + 1`` (:func:`theory.null_system_taylor`), the trace integrals of
+    Step 4 (the integrands of :func:`null_trace_expressions`) evaluated on those truncated series at the nodes of the
+    Gauss-Jacobi rule of ``mu_G``, the Woodbury formula of Step 3 in series arithmetic, and
+    ``E = -gamma^2 d/dgamma (y^T Q y / n)``; the rule is refined to ``rtol``
+    (:func:`theory.implicit.refine_quadrature`).  ``e[0]`` agrees with :func:`_structured_error` (which integrates the
+    traces exactly) to the quadrature's accuracy.  ``n_nodes`` and ``method`` act on the null solve of orders 0 and 1
+    only; ``check_quadrature`` is accepted for symmetry with :func:`_structured_error` (refinement checks here)."""
     c, snr = as_float("c", c, low=C_RANGE[0], high=C_RANGE[1]), float(snr)
     g0 = as_float("gamma", gamma, low=GAMMA_RANGE[0], high=GAMMA_RANGE[1])
     options, _ = _structured_options(solver_options)

@@ -1,35 +1,29 @@
 """Numeric solvers as sympy functions: :meth:`theory.AttentionModel.error` of a symbolic ``gamma`` or ``c``.
 
-The deterministic equivalents of paper B's attention have no closed form: they are solutions of a fixed-point
-system.  With a sympy symbol in place of ``gamma`` (or of the model's ``c``), :meth:`theory.AttentionModel.error`
-returns an instance of a :class:`NumericFunction` (a ``sympy.Function`` of the two arguments ``(gamma, c)``; the
-activation and the options are fixed in its class) that behaves like any sympy function:
+The deterministic equivalents of paper B's attention have no closed form (they solve a fixed-point system).  With a
+sympy symbol in place of ``gamma`` (or of the model's ``c``), :meth:`theory.AttentionModel.error` returns a
+:class:`NumericFunction` (a ``sympy.Function`` of ``(gamma, c)``; activation and options fixed in its class) that
+behaves like any sympy function:
 
-* **evaluation**: it evaluates itself when both arguments are numbers and one is a ``Float`` (as ``sin(0.5)``
-  does), and on ``evalf`` / ``sympy.N``; both call the existing numeric function (the same solver, the same
-  floats: ``model.error(gamma).subs(gamma, 0.01)`` is ``model.error(0.01)``).  The value carries the solver's
-  double precision (its tolerance, about ``1e-12`` relative), whatever precision ``evalf`` is asked for.  Exact
-  numbers (``Rational(1, 100)``) stay unevaluated until ``evalf``.
-* **derivatives in gamma** (``sympy.diff``): the ``k``-th derivative is another :class:`NumericFunction` whose
-  value is ``k!`` times the ``k``-th Taylor coefficient from the implicit-function derivatives of the fixed-point
-  system (:func:`theory.null_system_taylor`; :meth:`theory.AttentionModel.error_taylor`).  The derivative in
-  ``c`` is not available: sympy keeps it as an unevaluated ``Derivative``.
-* **series** (``sympy.series(E, gamma, gamma0, n)`` at a number ``gamma0 > 0``): sympy's Taylor expansion from
-  these derivatives, i.e. the Taylor polynomial of order ``n - 1`` of the solution at ``gamma0`` (numbers times
-  powers of ``gamma - gamma0``) plus ``O((gamma - gamma0)^n)``.  It is a local expansion: its radius is the
-  distance from ``gamma0`` to the nearest singularity of the solution in the complex ``gamma`` plane (at most
-  ``gamma0`` where the small-``gamma`` law is ``C sqrt(gamma)``, e.g. tanh at ``c > 1``).
-* **lambdify** (``sympy.lambdify``): a printer hook (``_numpycode``; also ``_pythoncode`` and ``_mpmathcode``
-  for the ``"math"`` and ``"mpmath"`` modules) prints the function as a call of :func:`numeric_function_values`,
-  which lambdify imports itself; the call takes numbers or arrays (broadcast), solves the whole ``gamma`` grid of
-  each distinct ``c`` in one continuation of the solver, and returns floats or float arrays.  No ``modules``
-  mapping is needed.
-* **plot** (``sympy.plot``): through lambdify (sympy's plotting evaluates point by point, with real numbers stored
-  as complex ``x + 0j``, which :func:`numeric_function_values` accepts when the imaginary part is zero).
+* **evaluation**: when both arguments are numbers and one is a ``Float`` (as ``sin(0.5)`` does), and on ``evalf`` /
+  ``sympy.N``, by the same solver (``model.error(gamma).subs(gamma, 0.01)`` is ``model.error(0.01)``), to the
+  solver's double precision (about ``1e-12`` relative) whatever precision ``evalf`` is asked for.  Exact numbers
+  (``Rational(1, 100)``) stay unevaluated until ``evalf``.
+* **derivatives in gamma** (``sympy.diff``): the ``k``-th derivative is another :class:`NumericFunction`, ``k!``
+  times the ``k``-th Taylor coefficient of the implicit-function derivatives (:func:`theory.null_system_taylor`,
+  :meth:`theory.AttentionModel.error_taylor`); the derivative in ``c`` stays an unevaluated ``Derivative``.
+* **series** (``sympy.series(E, gamma, gamma0, n)`` at a number ``gamma0 > 0``): the Taylor polynomial of order
+  ``n - 1`` at ``gamma0`` from these derivatives plus ``O((gamma - gamma0)^n)``, a local expansion whose radius is
+  the distance from ``gamma0`` to the nearest complex singularity (at most ``gamma0`` where the small-``gamma`` law is
+  ``C sqrt(gamma)``, e.g. tanh at ``c > 1``).
+* **lambdify**: a printer hook (``_numpycode``; ``_pythoncode``, ``_mpmathcode`` for ``"math"``, ``"mpmath"``) prints
+  a call of :func:`numeric_function_values` (no ``modules`` mapping needed), which solves the ``gamma`` grid of each
+  distinct ``c`` in one continuation of the solver.
+* **plot** (``sympy.plot``): through lambdify (it passes complex ``x + 0j``, accepted when the imaginary part is 0).
 
-Printing shows the call that built the function (``attention_error(gamma, 2, 'tanh')``); derivatives print as
-``Derivative(...)`` (or ``Subs(Derivative(...), ...)`` at a point), sympy's own notation.  The classes are made at
-run time (one per activation and options), so these objects do not pickle.
+Printing shows the call that built the function (``attention_error(gamma, 2, 'tanh')``); derivatives print as sympy's
+``Derivative(...)`` (``Subs(Derivative(...), ...)`` at a point).  The classes are made at run time (one per activation
+and options), so these objects do not pickle.
 
 >>> import sympy as sp
 >>> from theory import AttentionModel
@@ -66,12 +60,10 @@ def is_symbolic(value: Any) -> bool:
 @dataclass(frozen=True)
 class NumericSpec:
     """What a :class:`NumericFunction` computes: a public numeric function of ``(gamma, c)`` with fixed options.
-
-    ``name`` and ``arguments`` (the fixed trailing arguments as ``(keyword, value)`` pairs, ``keyword`` ``None``
-    for a positional one; hashable values) identify the function and print it; ``values(gamma, c)`` (a 1-d float
-    array and a float) and ``taylor(gamma0, c, order)`` (the Taylor coefficients in ``gamma`` at ``gamma0``) compute
-    it.  Two specs with the same name and arguments are the same function.
-    """
+    ``name`` and ``arguments`` (the fixed trailing arguments as ``(keyword, value)`` pairs, ``keyword`` ``None`` for a
+    positional one; hashable values) identify the function and print it; ``values(gamma, c)`` (a 1-d float array and a
+    float) and ``taylor(gamma0, c, order)`` (the Taylor coefficients in ``gamma`` at ``gamma0``) compute it.  Two specs
+    with the same name and arguments are the same function."""
 
     name: str
     arguments: tuple
@@ -89,11 +81,9 @@ _CLASSES: dict[int, type] = {}
 
 
 class NumericFunction(sp.Function):
-    """A numeric solution ``E(gamma, c)`` as a sympy function (base class; see the module docstring).
-
-    Subclasses are made by :func:`numeric_function` for one :class:`NumericSpec` and one derivative order
-    (``order`` ``k``: the ``k``-th derivative in ``gamma``); users get instances from the public functions.
-    """
+    """A numeric solution ``E(gamma, c)`` as a sympy function (base class; see the module docstring).  Subclasses are
+    made by :func:`numeric_function` for one :class:`NumericSpec` and one derivative order (``order`` ``k``: the
+    ``k``-th derivative in ``gamma``); users get instances from the public functions."""
 
     nargs = 2
     spec: NumericSpec
@@ -182,8 +172,7 @@ def numeric_function_values(key: int, gamma: Any, c: Any) -> Any:
 
     Parameters
     ----------
-    key : int
-        The class's ``key``.
+    key : int, the class's ``key``.
     gamma, c : number or array_like
         Broadcast against each other; complex values are accepted when their imaginary part is zero (sympy's
         plotting passes ``x + 0j``).
