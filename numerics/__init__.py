@@ -6,8 +6,7 @@ Modules
 -------
 ips        paper A: IPSModel (token laws, truths phi*, A*, noise; forward operator R_g)
 estimator  paper A: PairwiseInteractionEstimator (variable projection ERM, torch, float64)
-sweep      sweep runner: configurations x seeds -> table; joblib locally, Dask when asked; disk cache;
-           to_jsonable, the one JSON conversion (NaN policy as a parameter)
+sweep      sweep runner: configurations x seeds -> table (joblib or Dask; disk cache); to_jsonable, the JSON conversion
 slopes     fit_slope: log-log OLS slope with SE, t and bootstrap intervals, R^2
 rmt        paper B: samplers X = mu y^T + Z, attention/ridge features, interpolation error on a gamma grid
 mc_settings  paper B: MonteCarloSettings, how a Monte Carlo runs (trials, seed, threads, batching, device, labels)
@@ -15,8 +14,7 @@ model_simulation  paper B: simulate_model, the Monte Carlo of theory.AttentionMo
            one model, or several on the same draws with their linearised kernels and ridge
 softmax    paper B: softmax attention's kernel and its Monte Carlo, softmax_error_mc (not re-exported here)
 strong_alignment  paper B: strong_alignment_mc, attention against ridge under strong alignment, labels integrated out
-threads    the thread policy: torch_threads(n), the one way to pin torch's intra-op threads; thread_map, the one
-           thread-pool map (torch single-threaded inside, generators consumed in order)
+threads    the thread policy: torch_threads(n), the one way to pin torch's threads; thread_map, the thread-pool map
 malloc     keep_freed_memory: glibc keeps freed large blocks in the heap (verify's command line and its sweep workers)
 """
 

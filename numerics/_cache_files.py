@@ -1,9 +1,7 @@
-"""The sweep cache's files: one JSON entry per (function, cell, seed, version) that stores its key and the
-SHA-256 of its result, verified on every read; file locks that keep two runs from computing one cell; a cache
-that cannot be written warns once and the run goes on.
+"""The sweep cache's files: one JSON entry per (function, cell, seed, version) with its key and the SHA-256 of its
+result, verified on every read; file locks that keep two runs from computing one cell; an unwritable cache warns once.
 
-Private: :mod:`numerics.sweep` re-exports the public names; :mod:`verify.context` shares the lock with its own
-cache.
+Private: :mod:`numerics.sweep` re-exports the public names; :mod:`verify.context` shares the lock with its own cache.
 """
 
 from __future__ import annotations
@@ -22,13 +20,12 @@ from ._cache_keys import canonical
 
 # ----------------------------------------------------------------------------------------- cache
 class CacheIntegrityWarning(UserWarning):
-    """A cache entry failed its checks (foreign key, checksum mismatch, malformed or unreadable): it is
-    ignored and the cell recomputed (and rewritten)."""
+    """A cache entry failed its checks (foreign key, checksum mismatch, malformed, unreadable): it is recomputed."""
 
 
 class CacheWriteWarning(UserWarning):
-    """The cache directory cannot be written (a full disk, a read-only directory): the run goes on without
-    storing its cells there (results are the same; a later run computes them again).  Warned once per directory."""
+    """The cache directory cannot be written (a full disk, a read-only directory): the run goes on without storing
+    its cells there (a later run computes them again).  Warned once per directory."""
 
 
 #: cache directories already warned about (:func:`cache_unwritable`)
@@ -45,31 +42,18 @@ def cache_unwritable(directory: str | os.PathLike, exc: OSError) -> None:
 
 
 def cell_lock(path: str | os.PathLike) -> Any:
-    """An exclusive inter-process lock on ``path`` (a ``filelock.FileLock``, not thread-local).
-
-    The claim of one cache cell: held while the cell is computed and written, so that a second run on the
-    same cache directory waits for the entry instead of computing it again.  The operating system releases
-    it when the holder dies (no stale claims after a crash).
-
-    Parameters
-    ----------
-    path : path-like
-        The lock file (created on demand, with its directory).
-
-    Returns
-    -------
-    filelock.FileLock
-        Use ``acquire(timeout=0)`` (raises ``filelock.Timeout`` when held elsewhere), ``acquire()``
-        (waits) and ``release()``, or ``with``.
-    """
+    """An exclusive inter-process lock on the file ``path`` (a ``filelock.FileLock``, not thread-local; created on
+    demand): the claim of one cache cell, held while it is computed and written, so that a second run on the same
+    directory waits for the entry; released by the operating system when the holder dies.  ``acquire(timeout=0)``
+    raises ``filelock.Timeout`` when it is held elsewhere."""
     from filelock import FileLock
 
     return FileLock(os.fspath(path), thread_local=False)
 
 
 def result_checksum(result: Mapping[str, Any]) -> str:
-    """SHA-256 (64 hex digits) of a sweep result's canonical JSON (a str-keyed mapping, after :func:`to_jsonable`):
-    what a cache entry stores as ``sha256``.  Key order does not matter; a JSON round trip gives the same checksum."""
+    """SHA-256 (64 hex digits) of a sweep result's canonical JSON (a str-keyed mapping, after :func:`to_jsonable`),
+    the ``sha256`` of a cache entry; key order and a JSON round trip do not change it."""
     return hashlib.sha256(canonical(dict(result)).encode()).hexdigest()
 
 
@@ -82,13 +66,10 @@ KEY_FIELDS = ("func", "cell", "seed", "version")
 
 
 def cache_read(path: Path, expect: Mapping[str, Any], reserved: set[str] | frozenset = frozenset()) -> dict | None:
-    """The verified result stored at ``path``, or ``None`` (missing, or rejected with a warning).
-
-    ``expect`` holds the entry's key fields (func, cell, seed, version); the stored ones must equal them, the
-    stored ``sha256`` must be the checksum of the stored result, and the result must be a non-empty mapping
-    whose keys avoid ``reserved`` (the cell's keys and ``"seed"``).  Entries written before checksums were
-    stored (no ``sha256``) are accepted when their key and result pass, and rewritten with a checksum.
-    """
+    """The verified result stored at ``path``, or ``None`` (missing, or rejected with a warning): the stored key fields
+    must equal ``expect``'s (func, cell, seed, version), ``sha256`` the checksum of the stored result, a non-empty
+    mapping whose keys avoid ``reserved`` (the cell's keys and ``"seed"``).  An entry without ``sha256`` (written before
+    checksums) is accepted when its key and result pass, and rewritten with one."""
     try:
         with open(path) as fh:
             blob = json.load(fh)
@@ -135,8 +116,8 @@ def reject(path: Path, why: str) -> None:
 
 def cache_write(path: Path, func: str, cell: dict, seed: int, version: str, result: dict, *,
                  warn: bool = True) -> bool:
-    """Write one entry atomically; ``False`` (and, with ``warn``, one :class:`CacheWriteWarning` per directory)
-    when the cache cannot be written: a cache is an optimisation, never a reason to lose a computed result."""
+    """Write one entry atomically; ``False`` (and, with ``warn``, one :class:`CacheWriteWarning` per directory) when
+    the cache cannot be written: a cache is an optimisation, never a reason to lose a computed result."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     blob = {"func": func, "cell": cell, "seed": seed, "version": version, "result": result,
             "sha256": result_checksum(result)}

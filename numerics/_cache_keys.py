@@ -1,8 +1,7 @@
-"""What a cached cell is called: canonical JSON, the SHA-256 cache keys (with the code they follow), source
-versions and the seeds derived from a cell (numerics.sweep's keys, shared with verify's context cache).
+"""What a cached cell is called: canonical JSON, the SHA-256 cache keys (with the code they follow), source versions and
+the seeds derived from a cell (numerics.sweep's keys, shared with verify's context cache).
 
-Private: :mod:`numerics.sweep` re-exports the public names (``cache_key``, ``cell_seed``, ``source_version``,
-``to_jsonable``).
+Private: :mod:`numerics.sweep` re-exports ``cache_key``, ``cell_seed``, ``source_version`` and ``to_jsonable``.
 """
 
 from __future__ import annotations
@@ -115,15 +114,12 @@ def cache_key(func: Callable, cell: Mapping[str, Any], seed: int, version: str =
     cell : mapping
         JSON-serialisable configuration.
     seed : int
-        Replicate seed.
     version : str
-        Bump it when ``func``'s meaning changes in a way its code does not show (data files, other libraries),
-        to invalidate old cache entries.
+        Bump it when ``func``'s meaning changes in a way its code does not show (data files, other libraries).
     source : bool
-        Hash the code of ``func`` and of the project functions it calls into the key (:func:`code_digest`), so
-        that a function redefined with another body (an edited notebook cell) gets new keys and is computed
-        again instead of returning the old cached values.  ``False``: only the qualified name (for callers whose
-        ``version`` already hashes the code, or whose ``func`` only names a kind of cell).
+        Hash the code of ``func`` and of the project functions it calls into the key (:func:`code_digest`), so that a
+        function redefined with another body (an edited notebook cell) gets new keys instead of the old cached values.
+        ``False``: only the qualified name (``version`` already hashes the code, or ``func`` only names a kind of cell).
 
     Returns
     -------
@@ -157,12 +153,11 @@ MAX_CODE_FUNCTIONS = 500
 def code_digest(func: Callable) -> str:
     """SHA-256 of the code of ``func`` and of the project functions it calls (by global name, recursively).
 
-    Each function contributes its source, parsed and dumped by :mod:`ast` without docstrings (so comments,
-    layout and docstrings do not matter; :func:`inspect.getsource` finds the source of files and of IPython /
-    Jupyter cells), or, when no source is available (``exec``'d code), its code object: bytecode, constants
-    and names.  The functions it calls are those its code names as globals that resolve, in its module's
-    namespace, to Python functions of its own module, of ``__main__`` or of :data:`PROJECT_PACKAGES`
-    (attribute calls such as ``module.f`` and library functions are not followed).
+    Each function contributes its source, parsed and dumped by :mod:`ast` without docstrings (so comments, layout and
+    docstrings do not matter; :func:`inspect.getsource` finds the source of files and of IPython / Jupyter cells), or,
+    when no source is available (``exec``'d code), its code object: bytecode, constants and names.  The functions it
+    calls are the globals its code names that resolve to Python functions of its own module, of ``__main__`` or of
+    :data:`PROJECT_PACKAGES` (attribute calls such as ``module.f`` and library functions are not followed).
 
     Parameters
     ----------
@@ -176,8 +171,8 @@ def code_digest(func: Callable) -> str:
 
     Notes
     -----
-    The source is read from the file when the key is made: a file edited after its module was imported
-    gives the digest of the edited text while the imported code still runs (restart, or reload the module).
+    The source is read from the file when the key is made: a file edited after its module was imported gives the
+    digest of the edited text while the imported code still runs (restart, or reload the module).
     """
     h = hashlib.sha256()
     for name, digest in sorted(reachable_digests(func)):
@@ -215,8 +210,7 @@ def reachable_digests(func: Callable) -> set[tuple[str, str]]:
 
 
 def called_project_functions(f: Any, home: str) -> list[Any]:
-    """The Python functions of the project (``home`` module, ``__main__``, :data:`PROJECT_PACKAGES`) that the code
-    of ``f`` names as globals, and the functions held in its closure."""
+    """The project's Python functions (``home``, ``__main__``, :data:`PROJECT_PACKAGES`) ``f`` names or closes over."""
     names: list[str] = []
     codes = [f.__code__]
     while codes:  # the code of f and the code objects nested in its constants (inner functions, comprehensions)
@@ -290,8 +284,8 @@ def source_version(prefix: str, *objects: Any) -> str:
     Returns
     -------
     str
-        ``"<prefix>-<12 hex digits>"``; use it as the ``version`` of :func:`cache_key` / :func:`run_sweep`
-        so that an edit of the simulation code never returns a stale cache entry.
+        ``"<prefix>-<12 hex digits>"``: the ``version`` of :func:`cache_key` / :func:`run_sweep`, so that an edit of
+        the simulation code never returns a stale cache entry.
     """
     import inspect
 
@@ -305,8 +299,8 @@ def source_version(prefix: str, *objects: Any) -> str:
     return f"{prefix}-{h.hexdigest()[:12]}"
 
 
-#: cell keys that say WHERE a cell runs, not WHAT it simulates: left out of the replicate seeds (so that a
-#: GPU run fits the same data as a CPU run and the two can be compared pair by pair), kept in the cache key
+#: cell keys that say WHERE a cell runs, not WHAT it simulates: left out of the replicate seeds (a GPU run fits the
+#: same data as a CPU run, pair by pair), kept in the cache key
 EXECUTION_KEYS = ("device",)
 #: cell keys that only LABEL a cell (to find it in the results): left out of the replicate seeds as well
 LABEL_KEYS = ("group",)
@@ -331,12 +325,11 @@ DROP = object()
 def cell_seed(base_seed: int, cell: Mapping[str, Any], replicate: int) -> int:
     """Independent 32-bit seed for replicate ``replicate`` of ``cell`` (hash of all three).
 
-    Only the integers, strings and booleans of the cell enter the seed: a float (a noise level computed by a
-    pilot calculation, a ridge constant) never does, because its last bits can depend on the machine's BLAS
-    code path, and a seed that hashes them would redraw every data set on another CPU.  Cells that differ
-    only in float values therefore get the same replicate seeds (common random numbers, e.g. one design at
-    two noise levels).  Keys of :data:`EXECUTION_KEYS` (``"device"``) and :data:`LABEL_KEYS` (``"group"``) are
-    not part of the seed either: they do not change the data.  The cache key (:func:`cache_key`) still hashes the whole cell.
+    Only the integers, strings and booleans of the cell enter the seed: a float (a noise level from a pilot, a ridge
+    constant) never does, because its last bits can depend on the machine's BLAS code path and a seed that hashed
+    them would redraw every data set on another CPU.  Cells that differ only in floats get the same replicate seeds
+    (common random numbers, e.g. one design at two noise levels).  Neither do the keys of :data:`EXECUTION_KEYS` and
+    :data:`LABEL_KEYS` (they do not change the data); the cache key (:func:`cache_key`) hashes the whole cell.
 
     Examples
     --------

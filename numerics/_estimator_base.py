@@ -2,16 +2,9 @@
 
 :class:`numerics.PairwiseInteractionEstimator` (the project's estimator) and
 :class:`benchmarks.paper_style.PaperStyleEstimator` (the paper's pipeline, the benchmark's baseline) both derive from
-:class:`InteractionEstimator`: one data check (:func:`check_XY`), one fitted-state check and one Monte
-Carlo ``L2(rho)`` error with the same argument names (``model, n_pairs, rng``), so a caller (benchmarks,
-checks) can swap one for the other.
-
-scikit-learn conventions (without depending on scikit-learn): the constructor stores every parameter as
-given (validated, never converted; conversions happen in ``fit``), :meth:`InteractionEstimator.get_params` /
-:meth:`InteractionEstimator.set_params` read and write them by name, so ``sklearn.base.clone`` and
-``GridSearchCV`` work; :meth:`InteractionEstimator.score` is the coefficient of determination of
-``sklearn.metrics.r2_score``; randomness is ``random_state`` (``None``, an integer seed or a
-``numpy.random.Generator``).
+:class:`InteractionEstimator`: one data check (:func:`check_XY`), one fitted-state check and one Monte Carlo
+``L2(rho)`` error with the same argument names (``model, n_pairs, rng``), so a caller can swap one for the other; both
+follow scikit-learn's conventions (randomness is ``random_state``: ``None``, a seed or a ``numpy.random.Generator``).
 """
 
 from __future__ import annotations
@@ -35,26 +28,9 @@ class ConvergenceWarning(UserWarning):
 
 
 def check_XY(X: Any, Y: Any | None = None, min_samples: int = 1) -> tuple[np.ndarray, np.ndarray | None]:
-    """``X`` of shape ``(M, N, d)`` and ``Y`` of shape ``(M, N)`` as finite float64 arrays.
-
-    Parameters
-    ----------
-    X : array_like
-        Tokens, ``M >= min_samples`` samples of ``N >= 2`` tokens in ``R^d`` (``d >= 1``).
-    Y : array_like or None
-        Outputs aligned with ``X``; ``None`` checks ``X`` alone (and returns ``None`` for ``Y``).
-    min_samples : int
-        Smallest accepted ``M``.
-
-    Returns
-    -------
-    (X, Y) : tuple of ndarray (``Y`` may be None)
-
-    Raises
-    ------
-    ValueError
-        A wrong shape or a non-finite entry (the message names ``X`` or ``Y``).
-    """
+    """``(X, Y)`` as finite float64 arrays: ``M >= min_samples`` samples of ``N >= 2`` tokens in ``R^d`` (``d >= 1``),
+    ``X`` ``(M, N, d)``, outputs ``Y`` ``(M, N)`` (``None``: ``X`` alone is checked); ``ValueError`` (naming ``X`` or
+    ``Y``) for a wrong shape or a non-finite entry."""
     X = as_array("X", X, allow_empty=True)
     if X.ndim != 3:
         raise ValueError(f"X must have shape (M, N, d), got shape {X.shape}")
@@ -74,12 +50,11 @@ def check_XY(X: Any, Y: Any | None = None, min_samples: int = 1) -> tuple[np.nda
 class InteractionEstimator(abc.ABC):
     """Base class of the estimators of ``g*(x, y) = phi*(x^T A* y)`` from ``(X, Y)`` (paper A).
 
-    A subclass implements :meth:`fit`, :meth:`predict` and :meth:`interaction`; it is fitted once it has
-    ``coef_``. :meth:`l2_error`, :meth:`score` and the parameter protocol of scikit-learn
-    (:meth:`get_params`, :meth:`set_params`; parameters are the keyword arguments of ``__init__``, stored as
-    given) are common, so ``sklearn.base.clone``, ``Pipeline`` and ``GridSearchCV`` accept both estimators on
-    the 3-D ``X`` of shape ``(M, N, d)`` with ``Y`` of shape ``(M, N)`` (scikit-learn is not a dependency:
-    it is needed only by who uses it).
+    A subclass implements :meth:`fit`, :meth:`predict` and :meth:`interaction`; it is fitted once it has ``coef_``.
+    :meth:`l2_error`, :meth:`score` and scikit-learn's parameter protocol (:meth:`get_params`, :meth:`set_params`;
+    parameters are the keyword arguments of ``__init__``, stored as given, validated but converted only in ``fit``)
+    are common, so ``sklearn.base.clone``, ``Pipeline`` and ``GridSearchCV`` accept both estimators on the 3-D ``X``
+    of shape ``(M, N, d)`` with ``Y`` of shape ``(M, N)`` (scikit-learn is not a dependency).
 
     Examples
     --------
@@ -115,8 +90,7 @@ class InteractionEstimator(abc.ABC):
     def set_params(self, **params: Any) -> "InteractionEstimator":
         """Set parameters by name (scikit-learn's ``set_params``); returns ``self``.
 
-        The values are checked by the next :meth:`fit` (as in scikit-learn); a fitted estimator keeps its
-        fitted attributes until then.
+        The values are checked by the next :meth:`fit`; a fitted estimator keeps its fitted attributes until then.
 
         Raises
         ------
@@ -148,8 +122,7 @@ class InteractionEstimator(abc.ABC):
         return f"{type(self).__name__}({', '.join(shown)})"
 
     def __sklearn_tags__(self) -> Any:
-        """scikit-learn's tags (called by scikit-learn only, so it is imported here): a regressor with a 3-D
-        ``X`` and a 2-D, required ``Y``."""
+        """scikit-learn's tags: a regressor, 3-D ``X``, required 2-D ``Y`` (only scikit-learn calls it)."""
         from sklearn.utils import InputTags, RegressorTags, Tags, TargetTags
 
         return Tags(estimator_type="regressor", target_tags=TargetTags(required=True, multi_output=True),
@@ -157,19 +130,15 @@ class InteractionEstimator(abc.ABC):
                     non_deterministic=False)
 
     def score(self, X: Any, Y: Any, sample_weight: Any = None) -> float:
-        """Coefficient of determination ``R^2`` of :meth:`predict` on ``(X, Y)`` (the default score of
-        ``GridSearchCV``).
+        """Coefficient of determination ``R^2`` of :meth:`predict` on ``(X, Y)`` (``GridSearchCV``'s default score).
 
-        The same number as ``sklearn.metrics.r2_score(Y, self.predict(X), sample_weight=sample_weight)``:
-        ``R^2`` of each token position (column of ``Y``), averaged; a constant column scores 1 if predicted
-        exactly, else 0.
+        The same number as ``sklearn.metrics.r2_score(Y, self.predict(X), sample_weight=sample_weight)``: ``R^2`` of
+        each token position (column of ``Y``), averaged; a constant column scores 1 if predicted exactly, else 0.
 
         Parameters
         ----------
-        X : array_like
-            Tokens of shape ``(M, N, d)``.
-        Y : array_like
-            Outputs of shape ``(M, N)``.
+        X : array_like (M, N, d)
+        Y : array_like (M, N)
         sample_weight : array_like or None
             Non-negative weights of the ``M`` samples (not all zero).
 
@@ -186,7 +155,7 @@ class InteractionEstimator(abc.ABC):
                     or not weights.sum() > 0:
                 raise ValueError(f"sample_weight must hold M = {X.shape[0]} finite weights >= 0, not all zero, "
                                  f"got shape {weights.shape}")
-        P = self.predict(X)  # sklearn.metrics.r2_score(Y, P, sample_weight=weights): per column, then averaged
+        P = self.predict(X)
         w = np.ones(Y.shape[0]) if weights is None else weights
         num = (w[:, None] * (Y - P) ** 2).sum(axis=0)
         mean = (w[:, None] * Y).sum(axis=0) / w.sum()

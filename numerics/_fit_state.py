@@ -1,7 +1,5 @@
-"""The bookkeeping of paper A's estimator across its starts: the Gauss-Newton state of a batch of replicates,
-the incumbent (best) factors, the result of one start and of a fit, and the book that joins the starts' results.
-
-Private: :class:`numerics.estimator.PairwiseInteractionEstimator` uses it.
+"""The bookkeeping of paper A's estimator across its starts: the Gauss-Newton state of a batch of replicates, the
+incumbent (best) factors, the result of one start and of a fit, and the book that joins the starts' results (private).
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ class Rows:
         return type(self)(**{f.name: None if (v := getattr(self, f.name)) is None else v[index] for f in fields(self)})
 
     def put(self, index: torch.Tensor, other: Any) -> None:
-        """Overwrite the rows ``index`` with ``other``'s (a field ``other`` lacks is left alone; one this lacks is
-        created, zero in the other rows)."""
+        """Overwrite the rows ``index`` with ``other``'s (fields ``other`` lacks kept; ones ``self`` lacks: zeros)."""
         n_rows = getattr(self, fields(self)[0].name).shape[0]
         for f in fields(self):
             value = getattr(other, f.name)

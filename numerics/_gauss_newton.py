@@ -1,9 +1,8 @@
-"""The optimiser of paper A's estimator: Gauss-Newton / Levenberg-Marquardt on the factors of ``A`` with the
-linear part (the coefficients of ``phi``) solved in closed form at every step (variable projection, Kaufman's
-Jacobian), batched over replicates and starts, and L-BFGS for the cases it cannot take.
+"""The optimiser of paper A's estimator: Gauss-Newton / Levenberg-Marquardt on the factors of ``A`` with the linear
+part (the coefficients of ``phi``) solved in closed form at every step (variable projection, Kaufman's Jacobian),
+batched over replicates and starts, and L-BFGS for the cases it cannot take.
 
-Private: :class:`numerics.estimator.PairwiseInteractionEstimator` inherits :class:`GaussNewtonFits`, which uses the
-estimator's design matrices (``_design``, ``_solve``, ``_pair_basis``) and settings.
+Private: :class:`numerics.estimator.PairwiseInteractionEstimator` inherits :class:`GaussNewtonFits`.
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from ._pair_design import PairBasis, PairDesign
 
 
 class GaussNewtonFits:
-    """The fitting steps of :class:`numerics.estimator.PairwiseInteractionEstimator` (a mixin: the estimator's
-    design, data and settings are its attributes)."""
+    """The fitting steps of :class:`numerics.estimator.PairwiseInteractionEstimator` (a mixin: the estimator's design
+    matrices (``_design``, ``_solve``, ``_pair_basis``), data and settings are its attributes)."""
 
     def _balance(self, U: torch.Tensor, V: torch.Tensor):
         """Balanced factors of ``U V^T / ||U V^T||_F`` (top-``r`` SVD), for ``(d, r)`` or ``(R, d, r)`` factors."""
@@ -59,11 +58,8 @@ class GaussNewtonFits:
                            joined=torch.zeros(1, dtype=torch.bool))
 
     def _jacobian(self, basis: PairBasis, c: torch.Tensor, X: torch.Tensor, pairs: PairDesign) -> torch.Tensor:
-        """Jacobian ``(R, M N, 2 d r)`` of the fitted values ``B(A) c`` (``c`` fixed) w.r.t. ``vec(U), vec(V)``.
-
-        The partition moves with the observed range, whose end points are the values of two particular pairs:
-        its two rank-one terms are included.
-        """
+        """Jacobian ``(R, M N, 2 d r)`` of the fitted values ``B(A) c`` (``c`` fixed) w.r.t. ``vec(U), vec(V)``, with
+        the two rank-one terms of the range (the partition moves with it; its ends are the values of two pairs)."""
         R, M, N, d = X.shape
         K, s = self._cfg.n_intervals, self._cfg.degree
         C = pairs.coefficients(c).view((s + 1,) + basis.idx.shape)  # the coefficients at every pair
@@ -133,14 +129,10 @@ class GaussNewtonFits:
         return H, grad
 
     def _gn_state(self, U: torch.Tensor, V: torch.Tensor, jacobian: bool, reps: torch.Tensor | None = None):
-        """Objective, coefficients, range and (optionally) the Gauss-Newton matrix and gradient at ``(U, V)``.
-
-        ``(U, V)`` ``(R', d, r)`` (or ``(d, r)``: one replicate, unbatched results) must be balanced with
-        ``||U V^T||_F = 1``; ``reps`` are the replicates they belong to (default: all). Returns
-        ``(loss, c, lo, hi, H, grad)``: ``H = Jp^T Jp`` and ``grad = Jp^T resid`` (:meth:`_kaufman`; ``None``
-        without ``jacobian``); ``-2 grad / (M N)`` is the gradient of the reduced objective (up to the derivative
-        of the tiny relative ridge).
-        """
+        """``(loss, c, lo, hi, H, grad)`` at balanced ``(U, V)`` ``(R', d, r)`` (``||U V^T||_F = 1``; ``(d, r)``: one
+        replicate, unbatched results) of the replicates ``reps`` (default: all): ``H = Jp^T Jp`` and
+        ``grad = Jp^T resid`` (:meth:`_kaufman`; ``None`` without ``jacobian``); ``-2 grad / (M N)`` is the gradient of
+        the reduced objective (up to the derivative of the tiny relative ridge)."""
         single = U.dim() == 2
         if single:
             U, V = U[None], V[None]
@@ -198,14 +190,11 @@ class GaussNewtonFits:
     def _run_gn(self, U0: torch.Tensor, V0: torch.Tensor, reps: torch.Tensor, best: torch.Tensor,
                 incumbent: Incumbent) -> StartResult:
         """Levenberg-Marquardt on the variable-projection residual (Kaufman's Jacobian), one start of each of the
-        replicates ``reps`` at once (``U0, V0`` ``(R', d, r)``; every replicate has its own damping, acceptance
-        and stopping, the iterations of the replicates still running are evaluated together).
-
-        ``best`` ``(R',)`` is each replicate's incumbent objective (``inf``: none; a start still above
-        ``1.1 best`` after ``patience`` iterations is dropped) and ``incumbent`` its balanced ``(U, V)``: a start
-        whose ``A`` comes within ``1 - |<A, A_best>| < join_tol`` of it, with an objective not below ``best``, has
-        joined the incumbent's basin and is stopped (``joined``).
-        """
+        replicates ``reps`` at once (``U0, V0`` ``(R', d, r)``; each has its own damping, acceptance and stopping, the
+        iterations of those still running are evaluated together).  ``best`` ``(R',)`` is each replicate's incumbent
+        objective (``inf``: none; a start still above ``1.1 best`` after ``patience`` iterations is dropped) and
+        ``incumbent`` its balanced ``(U, V)``: a start whose ``A`` comes within ``1 - |<A, A_best>| < join_tol`` of it,
+        with an objective not below ``best``, has joined the incumbent's basin and is stopped (``joined``)."""
         cfg = self._cfg
         U, V = self._balance(U0, V0)
         n, d, r = U.shape
@@ -258,9 +247,8 @@ class GaussNewtonFits:
     def _lm_step(self, st: GNState, mu: torch.Tensor, reps: torch.Tensor, best: torch.Tensor,
                  incumbent: Incumbent, pred_tol: float):
         """One Levenberg-Marquardt iteration of every replicate of ``st``: up to 3 trial steps with 10x more damping
-        after each failure. Returns ``(accepted, trial, joining, mu)``: which replicates found a step, the states
-        at their accepted trial points (entries of the others undefined), whether that point joined the
-        incumbent's basin, and the damping."""
+        after each failure. Returns ``(accepted, trial, joining, mu)``: which replicates found a step, the states at
+        their accepted trial points (others undefined), whether that point joined the incumbent's basin, the damping."""
         cfg = self._cfg
         n, d, r = st.U.shape
         H = 0.5 * (st.H + st.H.mT)

@@ -1,8 +1,7 @@
 """Paper B's Monte Carlo plumbing: argument checks, samples, trial seeds and batches.
 
 Every trial has its own seed spawned from one ``numpy.random.SeedSequence``, and trials run in batches sized to the
-memory budget, so results do not depend on the batch size or on ``n_jobs``.  Private: :mod:`numerics.rmt`,
-:mod:`numerics.model_simulation`, :mod:`numerics.softmax` and :mod:`numerics.strong_alignment` use it;
+memory budget, so results do not depend on the batch size or on ``n_jobs``.  Private (paper B's simulations use it);
 :func:`sample_signal_plus_noise` is public as ``numerics.rmt.sample_signal_plus_noise``.
 """
 
@@ -28,10 +27,7 @@ DIAGONAL_MODES = ("removed", "kept")
 SEED_BYTES = 512
 
 
-# --------------------------------------------------------------------------------------------
-# validation helpers (the rules are theory.validation's: finite real numbers, exact integers, the memory
-# budget theory.get_limits().memory_budget_bytes checked before any allocation)
-# --------------------------------------------------------------------------------------------
+# ------------------------------ validation helpers (theory.validation's rules; memory checked before any allocation)
 def as_float_array(name: str, a: ArrayLike, ndim: int | None = None) -> np.ndarray:
     """Checked float64 array (a torch tensor is read as its numpy array): real, finite, not empty."""
     if isinstance(a, torch.Tensor):
@@ -57,8 +53,8 @@ def check_diagonal(diagonal: str) -> str:
 
 
 def check_memory(what: str, n_bytes: int) -> None:
-    """Refuse work whose intermediate arrays (``n_bytes``, float64) exceed the memory budget; ``what`` names the
-    arguments that set the size (the first words of the message)."""
+    """Refuse work whose intermediate arrays (``n_bytes``, float64) exceed the memory budget; ``what`` (the message's
+    first words) names the arguments that set the size."""
     check_array_memory(what, -(-int(n_bytes) // 8), 8)
 
 
@@ -67,9 +63,7 @@ def check_kernel_memory(name: str, p: int, n: int) -> None:
     check_memory(f"{name} (n = {n} tokens: {n} x {n} kernels)", 8 * (4 * n * n + 2 * p * n))
 
 
-# --------------------------------------------------------------------------------------------
-# sampling and features
-# --------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------- sampling and features
 def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generator | int, mu: ArrayLike | None = None,
                              labels: str = "balanced") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Draw ``X = mu y^T + Z`` (``p x n``), labels ``y`` and the mean ``mu``.
@@ -113,8 +107,7 @@ def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generato
 
 def draw_sample(n: int, p: int, snr: float, g: np.random.Generator, labels: str, mu_v: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`sample_signal_plus_noise` on checked arguments (the Monte Carlo's draw; ``mu = sqrt(snr) e_1`` unless
-    ``mu_v`` is given)."""
+    """:func:`sample_signal_plus_noise` on checked arguments (the Monte Carlo's draw; ``mu_v`` overrides ``snr``)."""
     y = draw_labels(g, n, labels)
     X = g.standard_normal((p, n))
     if mu_v is None:  # mu y^T has one nonzero row: add it in place (the same sums as the full outer product)
@@ -129,9 +122,9 @@ def draw_sample(n: int, p: int, snr: float, g: np.random.Generator, labels: str,
 def label_posterior_mean(X: ArrayLike, mu: ArrayLike) -> np.ndarray:
     """``E[y_i | X] = tanh(mu^T x_i)``: the labels' posterior means under :func:`sample_signal_plus_noise`'s model.
 
-    With ``x_i = mu y_i + z_i`` and ``y_i = +-1`` equally likely a priori, ``P(y_i | x_i) ~ exp(y_i mu^T x_i)``.  Exact
-    for ``labels="iid"``; with ``labels="balanced"`` (exactly ``n/2`` of each) the labels are weakly dependent and
-    this is exact up to ``O(1/n)``.  Pass it as ``label_mean`` of :func:`numerics.interpolation_error_label_average`.
+    With ``x_i = mu y_i + z_i`` and ``y_i = +-1`` equally likely a priori, ``P(y_i | x_i) ~ exp(y_i mu^T x_i)``: exact
+    for ``labels="iid"``, up to ``O(1/n)`` for ``labels="balanced"`` (weakly dependent labels).  Pass it as
+    ``label_mean`` of :func:`numerics.interpolation_error_label_average`.
 
     Parameters
     ----------
@@ -171,9 +164,7 @@ def check_spikes(w_k: ArrayLike | None, w_q: ArrayLike | None, p: int,
     return wk, wq
 
 
-# --------------------------------------------------------------------------------------------
-# Monte Carlo
-# --------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------- Monte Carlo
 @dataclass(frozen=True)
 class Draws:
     """What every trial draws: ``X = mu y^T + Z`` of shape ``(p, n)``, ``mu = sqrt(snr) e_1``, labels by ``labels``,
@@ -204,12 +195,9 @@ def check_label_average(label_average: Any, snr: Any) -> bool:
 
 def mc_batch_size(draws: Draws, settings: MonteCarloSettings, n_gammas: int, gram_buffers: int,
                   n_models: int) -> int:
-    """Trials per batch (``batch_size``, or memory-based), after refusing, before any draw, one trial, a batch of
-    trials or the table of per-trial errors over the memory budget.
-
-    One trial works in ``trial_bytes`` plus its shrinkage arrays; every trial keeps a spawned seed and
-    ``n_models x G`` errors (stored, concatenated, averaged).
-    """
+    """Trials per batch (``batch_size``, or memory-based), after refusing, before any draw, one trial, a batch or the
+    table of per-trial errors over the memory budget (a trial works in ``trial_bytes`` plus its shrinkage arrays and
+    keeps a spawned seed and ``n_models x G`` errors)."""
     n, p, n_trials, batch_size = draws.n, draws.p, settings.n_trials, settings.batch_size
     per_trial = trial_bytes(n, p, gram_buffers) + 8 * 4 * min(p, n) * n_gammas
     check_memory(f"n, p (one trial of {p} x {n} samples and {n_gammas} gammas)", per_trial)
@@ -231,11 +219,8 @@ def trial_bytes(n: int, p: int, gram_buffers: int) -> int:
 def run_trials(batch: Callable[[list[np.random.SeedSequence], list[int]], Any], settings: MonteCarloSettings,
                batch_size: int) -> list:
     """The Monte Carlo core: ``batch(seeds, trial_ids)`` over consecutive batches of ``batch_size`` trials, in
-    ``settings.n_jobs`` threads.
-
-    Trial ``t`` always gets ``SeedSequence(settings.seed).spawn(settings.n_trials)[t]``, so the draws do not depend on
-    ``batch_size`` or ``n_jobs``; the parts come back in trial order (see :func:`numerics.threads.thread_map`).
-    """
+    ``settings.n_jobs`` threads; trial ``t`` always gets ``SeedSequence(settings.seed).spawn(settings.n_trials)[t]``,
+    and the parts come back in trial order."""
     n_trials, n_jobs = settings.n_trials, settings.n_jobs
     seeds = np.random.SeedSequence(settings.seed).spawn(n_trials)
 

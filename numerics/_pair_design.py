@@ -1,8 +1,6 @@
-"""The design matrices of paper A's estimator: the piecewise-polynomial basis of every pair's projected tokens,
-as a dense matrix or as a sparse pair design (a few nonzero basis values per pair, summed per row on the fly),
-with the products the least-squares and Gauss-Newton steps need.
-
-Private: :class:`numerics.estimator.PairwiseInteractionEstimator` builds them.
+"""The design matrices of paper A's estimator: the piecewise-polynomial basis of every pair's projected tokens, as a
+dense matrix or as a sparse pair design (a few nonzero basis values per pair, summed per row on the fly), with the
+products the least-squares and Gauss-Newton steps need.  Private: the estimator builds them.
 """
 
 from __future__ import annotations
@@ -15,14 +13,11 @@ import torch
 
 @dataclass
 class PairBasis:
-    """Everything one evaluation of ``B(A)`` computes per pair, for ``R`` replicates.
-
-    ``P, Q``: ``X U``, ``X V`` ``(R, M, N, r)``; ``u``: the pair values ``(R, M, N(N-1))`` (pair ``k`` of a sample
-    is ``(i, j) = (ii[k], jj[k])``, the ``N - 1`` pairs of a row ``i`` consecutive); ``a = (u - lo) / (hi - lo)``;
-    ``idx, t``: interval and local coordinate; ``vals``: the ``s + 1`` basis values ``(R, M, N(N-1), s+1)``
-    already divided by ``N - 1``; ``lo, hi`` ``(R,)`` the range, the values of the pairs at flat indices
-    ``ilo, ihi``; ``clamp``: constant extension.
-    """
+    """Everything one evaluation of ``B(A)`` computes per pair, for ``R`` replicates: ``P, Q``: ``X U``, ``X V``
+    ``(R, M, N, r)``; ``u``: the pair values ``(R, M, N(N-1))`` (pair ``k`` of a sample is ``(i, j) = (ii[k], jj[k])``,
+    the ``N - 1`` pairs of a row ``i`` consecutive); ``a = (u - lo) / (hi - lo)``; ``idx, t``: interval and local
+    coordinate; ``vals``: the ``s + 1`` basis values ``(R, M, N(N-1), s+1)`` already divided by ``N - 1``; ``lo, hi``
+    ``(R,)`` the range, the values of the pairs at flat indices ``ilo, ihi``; ``clamp``: constant extension."""
 
     P: torch.Tensor
     Q: torch.Tensor
@@ -40,11 +35,8 @@ class PairBasis:
 
 #: bytes of one dense block of rows of ``B`` in :meth:`PairDesign.rmatmat` (cache-sized)
 BLOCK_BYTES = 2**21
-
-
-#: pair values of the replicates evaluated together by one pass of the batched Gauss-Newton state: more replicates
-#: per pass mean fewer tensor operations per fit, but per-pair arrays beyond the cache make every element-wise
-#: operation memory-bound
+#: pair values of the replicates evaluated together by one pass of the batched Gauss-Newton state: more per pass mean
+#: fewer tensor operations per fit, but per-pair arrays beyond the cache make element-wise operations memory-bound
 PAIRS_PER_GROUP = 2**17
 
 
@@ -61,13 +53,10 @@ def transposed_product(A: torch.Tensor, C: torch.Tensor, out: torch.Tensor | Non
 
 
 def pair_design_pays(n_rows: int, N: int, p: int, n_local: int) -> bool:
-    """Whether the products with ``B`` (``n_rows x p``, ``(N-1) n_local`` nonzeros a row) are cheaper from
-    its nonzeros (:class:`PairDesign`) than as dense matrix products (:class:`DenseDesign`).
-
-    The size rule: from its nonzeros when the dense Gram matrix costs ``n_rows p^2 >= 1e7`` multiply-adds and
-    at most half of a row is nonzero: below that size the ~100 small tensor operations of the structured Gram
-    matrix cost what the dense products save (whole Gauss-Newton fits break even near ``M ~ 1000``).
-    """
+    """Whether the products with ``B`` (``n_rows x p``, ``(N-1) n_local`` nonzeros a row) are cheaper from its nonzeros
+    (:class:`PairDesign`) than dense (:class:`DenseDesign`): when the dense Gram matrix costs ``n_rows p^2 >= 1e7``
+    multiply-adds and at most half of a row is nonzero (below that size the ~100 small tensor operations of the
+    structured Gram matrix cost what the dense products save)."""
     return n_rows * p * p >= 1e7 and 2 * (N - 1) * n_local <= p
 
 
@@ -96,15 +85,13 @@ class DenseDesign:
 
 
 class PairDesign:
-    """The design matrices of ``R`` replicates from their nonzeros, ``B`` never formed whole.
-
-    Row ``rho`` of replicate ``r`` holds, for each of its ``n1 = N - 1`` pairs ``j``, the ``S = s + 1`` values
-    ``vals[:, r, rho, j]`` in the columns ``idx[r, rho, j] S + l`` (its interval's). The products cost
-    ``O(M N n1^2 S^2)`` (``B^T B``: the outer products within each row, scatter-added), ``O(M N n1 S)``
-    (``B^T y``, ``B c``) instead of ``O(M N p^2)`` and ``O(M N p)``; ``B^T J`` multiplies cache-sized dense
-    blocks of rows (the dense product's flops, without the ``8 M N p``-byte matrix). The values are stored
-    basis-function-major (``vals`` ``(S, R, n_rows, n1)``): every operation below runs on long contiguous runs.
-    """
+    """The design matrices of ``R`` replicates from their nonzeros, ``B`` never formed whole.  Row ``rho`` of replicate
+    ``r`` holds, for each of its ``n1 = N - 1`` pairs ``j``, the ``S = s + 1`` values ``vals[:, r, rho, j]`` in the
+    columns ``idx[r, rho, j] S + l`` (its interval's). The products cost ``O(M N n1^2 S^2)`` (``B^T B``: the outer
+    products within each row, scatter-added), ``O(M N n1 S)`` (``B^T y``, ``B c``) instead of ``O(M N p^2)`` and
+    ``O(M N p)``; ``B^T J`` multiplies cache-sized dense blocks of rows (the dense product's flops, without the
+    ``8 M N p``-byte matrix). The values are stored basis-function-major (``vals`` ``(S, R, n_rows, n1)``): every
+    operation below runs on long contiguous runs."""
 
     def __init__(self, idx: torch.Tensor, vals: torch.Tensor, n_intervals: int, buffer: Any) -> None:
         self.idx, self.vals = idx, vals  # (R, n_rows, n1) long, (S, R, n_rows, n1)

@@ -1,17 +1,13 @@
 """Piecewise-polynomial bases on ``K`` equal-length intervals (private helpers of paper A).
 
-A function of the class ``Phi^s_K`` of the paper is a polynomial of degree ``<= s`` on each of
-``K`` equal-length intervals of a range ``[lo, hi]``. On interval ``k`` (of length ``h = (hi-lo)/K``)
-we use the *orthonormal Legendre* basis in the local coordinate ``t = 2 (u - lo)/h - 2k - 1`` in
-``[-1, 1]``: ``L_l(t) = sqrt(2l+1) P_l(t)``, ``l = 0..s``. Column ``k (s+1) + l`` of a design matrix
-is ``1{u in I_k} L_l(t)``. Within one interval the Gram matrix under the uniform law is the identity,
-so the least-squares problems are well conditioned whatever ``K`` and ``s``.
+A function of the class ``Phi^s_K`` of the paper is a polynomial of degree ``<= s`` on each of ``K`` equal-length
+intervals of a range ``[lo, hi]``. On interval ``k`` (of length ``h = (hi-lo)/K``) we use the *orthonormal Legendre*
+basis in the local coordinate ``t = 2 (u - lo)/h - 2k - 1`` in ``[-1, 1]``: ``L_l(t) = sqrt(2l+1) P_l(t)``,
+``l = 0..s``. Column ``k (s+1) + l`` of a design matrix is ``1{u in I_k} L_l(t)``. Within one interval the Gram matrix
+under the uniform law is the identity, so the least-squares problems are well conditioned whatever ``K`` and ``s``.
 
-The helpers are written with plain arithmetic so that they work on NumPy arrays and on torch tensors
-(autograd flows through the local coordinate ``t``; the interval index is piecewise constant).
-
-The helpers are private: their callers (the estimator and its fits) pass checked values (``degree`` and ``K``
-from the estimator's parameters, ``lo < hi`` from the data), so they check nothing themselves.
+The helpers use plain arithmetic, so they work on NumPy arrays and on torch tensors (autograd flows through ``t``; the
+interval index is piecewise constant), and check nothing: their callers pass checked values.
 """
 
 from __future__ import annotations
@@ -36,20 +32,8 @@ def _legendre(t: Any, degree: int) -> list:
 
 
 def legendre_values(t: Any, degree: int) -> list:
-    """Orthonormal Legendre polynomials ``sqrt(2l+1) P_l(t)``, ``l = 0..degree``.
-
-    Parameters
-    ----------
-    t : ndarray or torch.Tensor
-        Local coordinates (any shape).
-    degree : int
-        Highest degree ``s >= 0``.
-
-    Returns
-    -------
-    list
-        ``degree + 1`` arrays/tensors of the shape of ``t``.
-    """
+    """Orthonormal Legendre polynomials ``sqrt(2l+1) P_l(t)``, ``l = 0..degree``, at ``t`` (array or tensor, any
+    shape): ``degree + 1`` arrays/tensors of the shape of ``t``."""
     return [p * math.sqrt(2 * l + 1) for l, p in enumerate(_legendre(t, degree))]
 
 
@@ -65,26 +49,9 @@ def legendre_derivatives(t: Any, degree: int) -> list:
 
 
 def locate(u: Any, lo: Any, hi: Any, n_intervals: int, clamp: bool = True):
-    """Interval index and local coordinate of ``u`` for ``K`` equal intervals of ``[lo, hi]``.
-
-    Parameters
-    ----------
-    u : ndarray or torch.Tensor
-        Points.
-    lo, hi : float or 0-d tensor
-        The range (``hi > lo``).
-    n_intervals : int
-        ``K``.
-    clamp : bool
-        If True points outside ``[lo, hi]`` are moved to the nearest end (constant extension);
-        if False they keep their coordinate ``|t| > 1`` on the end interval (polynomial extension).
-
-    Returns
-    -------
-    (index, t)
-        Integer interval index in ``0..K-1`` (same library as ``u``) and ``t`` in ``[-1, 1]``
-        (outside only for ``clamp=False``).
-    """
+    """``(index, t)`` of ``u`` (array or tensor) for ``K = n_intervals`` equal intervals of ``[lo, hi]``: the interval
+    in ``0..K-1`` (same library as ``u``) and ``t`` in ``[-1, 1]``.  ``clamp``: points outside ``[lo, hi]`` move to the
+    nearest end (constant extension); else they keep ``|t| > 1`` on the end interval (polynomial extension)."""
     h = (hi - lo) / n_intervals
     z = (u - lo) / h  # in [0, K] inside the range
     if type(u).__module__.startswith("torch"):

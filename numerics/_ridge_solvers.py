@@ -1,8 +1,7 @@
 """Ridge interpolation errors over a gamma grid from one factorisation per draw (numerics.rmt's linear algebra).
 
-One symmetric eigendecomposition, one Householder tridiagonalisation or per-gamma Cholesky solves of the smaller
-Gram matrix serve a whole grid of ridge parameters; the module docstring of :mod:`numerics.rmt` derives the
-formulas.  Private: :mod:`numerics.rmt` and :mod:`numerics.softmax` use it.
+One symmetric eigendecomposition, one Householder tridiagonalisation or per-gamma Cholesky solves of the smaller Gram
+matrix serve a whole grid (formulas: :mod:`numerics.rmt`'s module docstring).  Private: paper B's simulations use it.
 """
 
 from __future__ import annotations
@@ -16,20 +15,15 @@ import torch
 from .threads import in_parallel, torch_threads
 
 
-# --------------------------------------------------------------------------------------------
-# interpolation error
-# --------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------- interpolation error
 #: CPU eigendecompositions of matrices up to this size run single-threaded (all sizes by default): threaded
 #: LAPACK ``syevd`` collapses on oversubscribed cores.  Lower it on a dedicated many-core machine.
 SINGLE_THREAD_EIGH_MAX = 1 << 62
 
 
 def eigh(G: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``torch.linalg.eigh``; single-threaded on CPU up to ``SINGLE_THREAD_EIGH_MAX`` (see there).
-
-    Batches are parallelised over trials instead (``n_jobs`` of :func:`numerics.simulate_model`); inside a worker of
-    :func:`numerics.threads.thread_map` (torch already at one thread) the process-wide setting is left alone.
-    """
+    """``torch.linalg.eigh``; single-threaded on CPU up to ``SINGLE_THREAD_EIGH_MAX`` (batches are parallelised over
+    trials instead); inside a :func:`numerics.threads.thread_map` worker the process-wide setting is left alone."""
     if G.device.type != "cpu" or in_parallel() or G.shape[-1] > SINGLE_THREAD_EIGH_MAX:
         return torch.linalg.eigh(G)
     with torch_threads(1):
@@ -46,11 +40,8 @@ GRAM_MAX_BLOCKS = 8
 
 
 def gram(A: torch.Tensor) -> torch.Tensor:
-    """``A A^T`` (..., m, m) of ``A`` (..., m, k) from its lower block triangle, mirrored (exactly symmetric).
-
-    torch has no ``syrk``; with ``b`` row blocks the products ``A_i A_j^T``, ``j <= i``, cost ``(b + 1) / (2 b)``
-    of the full product.
-    """
+    """``A A^T`` (..., m, m) of ``A`` (..., m, k) from its lower block triangle, mirrored (exactly symmetric): torch has
+    no ``syrk``; with ``b`` row blocks the products ``A_i A_j^T``, ``j <= i``, cost ``(b + 1) / (2 b)`` of the whole."""
     m = A.shape[-2]
     blocks = min(GRAM_MAX_BLOCKS, m // GRAM_BLOCK_ROWS)
     if blocks < 2:
@@ -73,14 +64,12 @@ def gram(A: torch.Tensor) -> torch.Tensor:
 
 def feature_basis(Xb: torch.Tensor, S0: torch.Tensor) -> torch.Tensor:
     """A stand-in for ``X`` in features ``X M`` when ``p > n``: ``R`` (T, n, n) with ``R^T R = X^T X``, else ``X``.
-
     For ``p >= n`` every error of :func:`errors_batch` depends on the features ``Phi = X M`` only through
     ``Phi^T Phi / n = M^T X^T X M / n`` (each path forms that Gram matrix and ``y``; the label average its
     eigenvalues), so ``R M`` gives the same errors.  ``R = L^T`` from the Cholesky factor of ``S0 = X^T X``
     (``O(n^3 / 3)`` once per batch, shared by every kernel on the draw); each model then costs ``2 n^3 + 1.1 n^3``
     (``R M`` and its Gram) instead of ``2 p n^2 + 1.1 p n^2``: half at ``p = 2 n``.  ``X`` itself where
-    ``p <= n`` (no gain) or ``S0`` is numerically not positive definite.
-    """
+    ``p <= n`` (no gain) or ``S0`` is numerically not positive definite."""
     T, p, n = Xb.shape
     if p <= n:
         return Xb
@@ -91,21 +80,15 @@ def feature_basis(Xb: torch.Tensor, S0: torch.Tensor) -> torch.Tensor:
 
 
 def tridiagonal_min_gammas(m: int) -> int:
-    """Fewest gammas at which one ``sytrd`` of an ``m x m`` Gram matrix beats per-gamma Cholesky factorisations.
-
-    The reduction costs about 2 factorisations at m = 512 and 7 at 4096 (its half of level-2 BLAS is
-    memory-bound), so the threshold grows with ``m``.
-    """
+    """Fewest gammas at which one ``sytrd`` of an ``m x m`` Gram matrix beats per-gamma Cholesky factorisations: it
+    costs about 2 factorisations at m = 512 and 7 at 4096 (its half of level-2 BLAS is memory-bound)."""
     return 3 if m <= 1536 else 5 if m <= 3072 else 8
 
 
 def errors_tridiagonal(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor | None:
-    """E(gamma) of a batch from one Householder tridiagonalisation per trial (CPU, every gamma > 0).
-
-    See the module docstring for the algebra.  Returns ``None`` where a tridiagonal system is numerically not
-    positive definite, or where ``p < n`` and the error is so small against ``||y||^2 / n`` that its
-    difference form would lose more than eight digits (the caller falls back to the Cholesky / ``eigh`` paths).
-    """
+    """E(gamma) of a batch from one Householder tridiagonalisation per trial (CPU, every gamma > 0); ``None`` where a
+    tridiagonal system is numerically not positive definite, or where ``p < n`` and the error is so small against
+    ``||y||^2 / n`` that its difference form would lose more than eight digits (the caller falls back)."""
     T, p, n = Phi.shape
     if min(p, n) < 2:  # no off-diagonal: the other paths are as cheap
         return None
@@ -141,9 +124,8 @@ def tridiagonal_rows(Gn: np.ndarray, bn: np.ndarray, yn: np.ndarray, g: np.ndarr
         if beta == 0.0:  # p < n and Phi y = 0: w = 0 for every gamma
             out[t] = yy / n
             continue
-        # reflector H = I - 2 v v^T / (v^T v) with H b = -sign(b_1) beta e_1; H G H = G - v z^T - z v^T.
-        # G is symmetric and ours: its transpose is a Fortran-ordered view that LAPACK updates in place
-        # (a C-ordered argument would be copied)
+        # reflector H = I - 2 v v^T / (v^T v) with H b = -sign(b_1) beta e_1; H G H = G - v z^T - z v^T. G is
+        # symmetric and ours: its transpose is a Fortran-ordered view LAPACK updates in place (C order would be copied)
         v = b.copy()
         v[0] += math.copysign(beta, b[0])
         vv = float(v @ v)
@@ -169,11 +151,9 @@ def tridiagonal_rows(Gn: np.ndarray, bn: np.ndarray, yn: np.ndarray, g: np.ndarr
 
 
 def errors_cholesky(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor | None:
-    """Per-gamma Cholesky path (gamma > 0); ``None`` if a factorisation fails (caller falls back to eigh).
-
-    ``p >= n``: ``E = gamma^2/n ||(Phi^T Phi/n + gamma)^{-1} y||^2``;
-    ``p < n``: ``w = (Phi Phi^T/n + gamma)^{-1} Phi y / n``, ``E = ||y - Phi^T w||^2 / n``.
-    """
+    """Per-gamma Cholesky path (gamma > 0; ``None`` if a factorisation fails):
+    ``E = gamma^2/n ||(Phi^T Phi/n + gamma)^{-1} y||^2`` (``p >= n``),
+    ``E = ||y - Phi^T (Phi Phi^T/n + gamma)^{-1} Phi y / n||^2 / n`` (``p < n``)."""
     T, p, n = Phi.shape
     if p >= n:
         A = gram(Phi.transpose(-1, -2)) / n
@@ -199,10 +179,8 @@ def errors_cholesky(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) ->
 
 
 def errors_batch(Phi: torch.Tensor, y: torch.Tensor | None, gammas: torch.Tensor) -> torch.Tensor:
-    """E(gamma) for a batch: ``Phi`` (T, p, n), ``y`` (T, n), ``gammas`` (G,) -> (T, G).
-
-    ``y = None``: the label average ``gamma^2/n tr Q^2`` (eigenvalues only).
-    """
+    """E(gamma) for a batch: ``Phi`` (T, p, n), ``y`` (T, n), ``gammas`` (G,) -> (T, G); ``y = None``: the label
+    average ``gamma^2/n tr Q^2`` (eigenvalues only)."""
     T, p, n = Phi.shape
     g = gammas.view(1, 1, -1)
     if y is None:
@@ -268,12 +246,10 @@ def shrink(lam: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 
 def errors_label_mean(Phi: torch.Tensor, m: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor:
     """``E_y[E(gamma)]`` for independent labels in ``{-1, 1}`` with means ``m``: ``Phi`` (T, p, n), ``m`` (T, n).
-
     ``E[y y^T] = m m^T + diag(1 - m^2) = M`` (trace ``n``), so ``E_y E(gamma) = gamma^2/n tr(Q^2 M)``.  On the
     positive eigenpairs ``(lam_k, v_k)`` of ``Phi^T Phi / n`` (from the smaller Gram matrix), with
     ``s_k = gamma/(lam_k + gamma)`` and ``w_k = (v_k^T m)^2 + sum_i v_ik^2 (1 - m_i^2)``:
-    ``(n - sum_k (1 - s_k^2) w_k) / n`` (the null space of ``Phi`` keeps its whole share of ``tr M``).
-    """
+    ``(n - sum_k (1 - s_k^2) w_k) / n`` (the null space of ``Phi`` keeps its whole share of ``tr M``)."""
     n = Phi.shape[2]
     lam, V, positive = _positive_eigenpairs(Phi)
     w = (V.transpose(-1, -2) @ m.unsqueeze(-1)) ** 2 + (V**2).transpose(-1, -2) @ (1 - m**2).unsqueeze(-1)
@@ -300,12 +276,10 @@ def _positive_eigenpairs(Phi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor,
 def smoother_parts(Phi: torch.Tensor, m: torch.Tensor,
                    gammas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The label-averaged training error split by what it holds, and the smoother's diagonal, per gamma.
-
     ``S = I - gamma Q = sum_k (1 - s_k) v_k v_k^T`` (positive eigenpairs), labels with means ``m`` and variances
-    ``v = 1 - m^2``.  Returns ``signal = m^T R^2 m / n`` (T, G), ``noise = sum_i v_i (R^2)_ii / n`` (T, G) (their sum
-    is :func:`errors_label_mean`), ``absorbed = sum_i v_i S_ii / n`` (T, G) (the label noise the fit takes in: on fresh labels at the same
-    tokens the risk is exactly ``signal + noise + 2 absorbed``) and the leverages ``S_ii`` (T, n, G).
-    """
+    ``v = 1 - m^2``.  Returns ``signal = m^T R^2 m / n`` (T, G), ``noise = sum_i v_i (R^2)_ii / n`` (T, G) (their sum is
+    :func:`errors_label_mean`), ``absorbed = sum_i v_i S_ii / n`` (T, G) (the label noise the fit takes in: on fresh
+    labels at the same tokens the risk is exactly ``signal + noise + 2 absorbed``), leverages ``S_ii`` (T, n, G)."""
     n = Phi.shape[2]
     v = 1 - m**2
     if Phi.shape[1] < n and bool((gammas == 0).all()):
@@ -330,9 +304,8 @@ def smoother_parts(Phi: torch.Tensor, m: torch.Tensor,
 def _projection_parts(Phi: torch.Tensor, m: torch.Tensor, v: torch.Tensor,
                       n_gammas: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None:
     """:func:`smoother_parts` at ``gamma = 0`` for ``p < n`` features of full rank: ``S`` is the projection onto the
-    row space of ``Phi``, whose orthonormal basis ``L^{-1} Phi`` (``L L^T = Phi Phi^T``, Cholesky) costs about a
-    third of the eigendecomposition.  ``None`` when a Gram matrix is not numerically positive definite (the
-    eigendecomposition handles the rank)."""
+    row space of ``Phi``, whose orthonormal basis ``L^{-1} Phi`` (``L L^T = Phi Phi^T``, Cholesky) costs about a third
+    of the eigendecomposition; ``None`` (left to the eigendecomposition) when a Gram matrix is numerically singular."""
     L, info = torch.linalg.cholesky_ex(gram(Phi))
     if bool((info != 0).any()):
         return None

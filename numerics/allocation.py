@@ -1,18 +1,15 @@
 """Replicates per ``M`` level for a log-log slope: the cheapest allocation with a given precision.
 
-The slope of :func:`numerics.slopes.fit_slope` is ``b = sum_k w_k ybar_k`` over the per-level means of
-``log(error)``, with ``w_k = (x_k - xbar) / Sxx`` and ``x_k = log M_k`` (equal weights per level, whatever the
-replicate counts).  With ``n_k`` replicates of standard deviation ``sd_k`` at level ``k``, ``Var b = sum_k w_k^2
-sd_k^2 / n_k``, and a replicate at level ``k`` costs ``c_k`` CPU-seconds.  Minimising the cost ``sum_k n_k c_k``
-at fixed ``Var b`` gives (Lagrange; Neyman's allocation) ``n_k = lambda |w_k| sd_k / sqrt(c_k)``: replicates go
-where the weight and the noise are large and the cost is small.  In paper A's sweeps the noise of
-``log(error)`` falls ~10x from the smallest to the largest ``M`` while the cost of a fit grows ~10-50x, so the
-cheap small-``M`` levels carry most of the variance and equal counts spend most of the CPU where it buys
-little.  Derivation and numbers: ``docs/allocation.md``.
+The slope of :func:`numerics.slopes.fit_slope` is ``b = sum_k w_k ybar_k`` over the per-level means of ``log(error)``,
+with ``w_k = (x_k - xbar) / Sxx`` and ``x_k = log M_k`` (equal weights per level, whatever the replicate counts).  With
+``n_k`` replicates of standard deviation ``sd_k`` at level ``k``, ``Var b = sum_k w_k^2 sd_k^2 / n_k``, and a replicate
+at level ``k`` costs ``c_k`` CPU-seconds.  Minimising the cost ``sum_k n_k c_k`` at fixed ``Var b`` gives (Lagrange;
+Neyman's allocation) ``n_k = lambda |w_k| sd_k / sqrt(c_k)``: replicates go where the weight and the noise are large and
+the cost is small (in paper A's sweeps, the cheap small-``M`` levels).  Derivation and numbers: ``docs/allocation.md``.
 
-A floor ``n_min`` per level keeps every level's own variance estimated (``n_min - 1`` df; the SE of the
-verdicts uses each level's variance) and every level in the figures; the middle level (``w_k ~ 0``) gets the
-floor.  Counts are rounded up, so the variance never exceeds its target.
+A floor ``n_min`` per level keeps every level's own variance estimated (``n_min - 1`` df; the SE of the verdicts uses
+each level's variance) and every level in the figures; the middle level (``w_k ~ 0``) gets the floor.  Counts are
+rounded up, so the variance never exceeds its target.
 """
 
 from __future__ import annotations
@@ -68,8 +65,7 @@ def allocate_replicates(M: Sequence[float] | np.ndarray, sd: Sequence[float] | n
     Raises
     ------
     ValueError
-        Shapes differ, fewer than 3 distinct ``M``, a non-positive ``sd`` or ``cost``, ``n_min < 2`` or
-        ``n_equal < n_min``.
+        Shapes differ, fewer than 3 distinct ``M``, ``sd`` or ``cost`` not positive, ``n_min < 2``, ``n_equal < n_min``.
 
     Examples
     --------

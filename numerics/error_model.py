@@ -17,12 +17,9 @@ All expectations are Monte Carlo over a large fixed population sample (seeded). 
 central ``1 - 2 RANGE_Q`` quantile range of ``u = x^T A* y`` (:func:`_population_range`).  Derived by the project;
 the checks A2-A4 and A6 test it against simulation (their "finite-M prediction" comparisons).
 
-Inputs are validated where they enter, :func:`predict_error` and :func:`predict_log_error` (by
-:mod:`theory.validation`, the project's one layer): ``model`` an :class:`IPSModel`, exact integer sizes and seeds,
-flags that are real booleans, and the arrays checked against the memory budget
-``theory.get_limits().memory_budget_bytes`` before they are drawn.  Their many-``K`` / many-variant forms
-:func:`predict_error_grid` and :func:`predict_log_errors` (verify's sweeps), and the conditional law on one design
-(:class:`EvalSet`, :func:`conditional_parts`, for studies), trust their arguments.
+:func:`predict_error` and :func:`predict_log_error` validate their inputs (:mod:`theory.validation`; arrays against
+the memory budget before they are drawn); :func:`predict_error_grid`, :func:`predict_log_errors` (verify's sweeps),
+:class:`EvalSet` and :func:`conditional_parts` (studies) trust theirs.
 """
 
 from __future__ import annotations
@@ -75,10 +72,9 @@ def _dphi(model: IPSModel, u: np.ndarray, h: float = 1e-6) -> np.ndarray:
 
 
 def _fixed_directions(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """Directions of ``(W, Z)`` (``dA = U W^T + Z V^T``, the layout of :class:`_Features`) that do not move ``u``
-    to first order or are fixed by the estimator: the scale of ``A*`` (removed by the normalisation) and the
-    ``r^2`` gauge directions ``W = V E^T, Z = -U E`` (``dA = 0``). The tangent space left has
-    ``2 d r - r^2 - 1`` dimensions, that of the rank-``r`` matrices of unit norm."""
+    """Directions of ``(W, Z)`` (``dA = U W^T + Z V^T``, the layout of :class:`_Features`) that do not move ``u`` to
+    first order or are fixed by the estimator: the scale of ``A*`` (removed by the normalisation) and the ``r^2`` gauge
+    directions ``W = V E^T, Z = -U E`` (``dA = 0``); the ``2 d r - r^2 - 1`` left are the unit-norm rank-``r`` ones."""
     r = U.shape[1]
     rows = [np.concatenate([(A.T @ U).ravel(), (A @ V).ravel()])]
     for a in range(r):
@@ -106,11 +102,8 @@ class _Features:
     def rows(self, X: np.ndarray, u: np.ndarray | None = None) -> tuple[sparse.csr_matrix, np.ndarray | None]:
         """Design rows of the samples ``X`` ``(M, N, d)``: row ``(m, i)`` sums the features of the pairs
         ``(X_mi, X_mj)``, ``j != i`` (divide by ``N - 1`` for the forward operator); ``u`` their pair values
-        ``(M, N, N)`` if known (:func:`_pair_values`).
-
-        The tangent part is summed without forming per-pair features: ``sum_j phi*'(u_ij) (y_j (x_i^T U))`` and
-        ``sum_j phi*'(u_ij) (x_i (x_j^T V))`` cost ``O(M N^2 (d + r))``.
-        """
+        ``(M, N, N)`` if known. The tangent part is summed without per-pair features:
+        ``sum_j phi*'(u_ij) (y_j (x_i^T U))`` and ``sum_j phi*'(u_ij) (x_i (x_j^T V))`` cost ``O(M N^2 (d + r))``."""
         M, N, d = X.shape
         ii, jj = np.nonzero(~np.eye(N, dtype=bool))
         u = _pair_values(self.model, X) if u is None else u
@@ -136,8 +129,8 @@ class _Features:
         return fb, fa if rows is None else _sum_rows(fa, rows, n_rows)
 
     def tangent(self, x: np.ndarray, y: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """The A-tangent features ``(n, q)`` of the pairs ``(x, y)`` whose values are ``u``: they depend on the truth
-        only (not on ``K``, ``s`` or the range), so a caller holding several partitions computes them once."""
+        """The A-tangent features ``(n, q)`` of the pairs ``(x, y)`` whose values are ``u`` (truth only: not ``K``,
+        ``s`` or the range, so computed once for several partitions)."""
         dp = _dphi(self.model, u)
         fW = np.einsum("n,nb,na->nba", dp, y, x @ self.U).reshape(u.size, -1)
         fZ = np.einsum("n,nb,na->nba", dp, x, y @ self.V).reshape(u.size, -1)
@@ -192,8 +185,7 @@ def _tr_pinv(G: np.ndarray, S: np.ndarray, rcond: float) -> float:
 
 
 def _population_range(model: IPSModel, seed: int, n: int = 2**19) -> tuple[float, float]:
-    """The ``[q, 1-q]`` quantiles of ``u = x^T A* y`` under ``rho`` (``q = RANGE_Q``), ``n`` pairs drawn in blocks
-    of ``2**16`` (at least one block)."""
+    """The ``[q, 1-q]`` quantiles of ``u = x^T A* y`` under ``rho`` (``q = RANGE_Q``), ``n`` pairs by ``2**16``."""
     u = []
     rng = np.random.default_rng([seed, 7])
     for _ in range(max(1, n // 2**16)):
@@ -205,7 +197,7 @@ def _population_range(model: IPSModel, seed: int, n: int = 2**19) -> tuple[float
 
 def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pairs: int = 2**18,
                   seed: int = 0, with_A: bool = True) -> dict[str, float]:
-    """A-priori error model ``B + (V_np + V_par) / M`` of the design (see module docstring).
+    """A-priori error model ``B + (V_np + V_par) / M`` of the design (module docstring).
 
     Parameters
     ----------
@@ -218,15 +210,13 @@ def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pair
     n_pairs : int
         Pairs for ``G`` and the L2 norms.
     seed : int
-        Seed of the Monte Carlo.
     with_A : bool
         Include the A-tangent features (``V_par``); ignored for ``d = 1``.
 
     Returns
     -------
-    dict with ``B`` (forward-metric projection bias), ``B_l2`` (L2(rho) projection bias, <= B),
-    ``V_np``, ``V_par`` (noise-variance constants: error contribution ``V / M``), ``p`` (number of
-    basis functions), ``lo``, ``hi``.
+    dict with ``B`` (forward-metric projection bias), ``B_l2`` (L2(rho) projection bias, <= B), ``V_np``, ``V_par``
+    (noise-variance constants: error contribution ``V / M``), ``p`` (number of basis functions), ``lo``, ``hi``.
 
     Raises
     ------
@@ -252,16 +242,11 @@ def predict_error(model: IPSModel, K: int, s: int, *, n_pop: int = 16000, n_pair
 def predict_error_grid(model: IPSModel, Ks: Sequence[int], s: int, *, noises: Sequence[float] | None = None,
                        n_pop: int = 16000, n_pairs: int = 2**18, seed: int = 0,
                        with_A: bool = True) -> list[list[dict[str, float]]]:
-    """:func:`predict_error` at every ``K`` of ``Ks`` and every noise level of ``noises`` (default
-    ``[model.noise]``): ``out[k][j]`` is ``predict_error`` of ``Ks[k]`` with ``sigma = noises[j]``, the same
-    numbers bit for bit.
-
-    The Monte Carlo population (the range, the pairs, the design rows, the truth on them and the A-tangent
-    features) does not depend on ``K`` or ``sigma`` (common random numbers), so it is drawn and evaluated once;
-    only the basis, its Gram blocks and the solves are per ``K``, and ``sigma`` only scales the variances
-    (``V = sigma^2 tr(G Sigma^+) / N``).  Arguments trusted (checked by :func:`predict_error`, or the caller's:
-    integers, floats, a non-empty ``Ks``).
-    """
+    """:func:`predict_error` at every ``K`` of ``Ks`` and every noise level of ``noises`` (default ``[model.noise]``):
+    ``out[k][j]`` is ``predict_error`` of ``Ks[k]`` with ``sigma = noises[j]``, bit for bit.  The Monte Carlo
+    population (range, pairs, design rows, truth on them, A-tangent features) does not depend on ``K`` or ``sigma``, so
+    it is drawn once; the basis, its Gram blocks and the solves are per ``K``, and ``sigma`` only scales
+    ``V = sigma^2 tr(G Sigma^+) / N``.  Arguments trusted (integers, floats, a non-empty ``Ks``)."""
     noises = [float(model.noise)] if noises is None else [float(x) for x in noises]
     with torch_numeric_errors("predict_error", K=Ks if len(Ks) > 1 else Ks[0], s=s, n_pop=n_pop, n_pairs=n_pairs,
                               seed=seed):
@@ -274,7 +259,7 @@ def predict_error_grid(model: IPSModel, Ks: Sequence[int], s: int, *, noises: Se
 
 def _predict(model: IPSModel, Ks: list[int], s: int, n_pop: int, n_pairs: int, seed: int, with_A: bool,
              noises: list[float]) -> list[list[dict[str, float]]]:
-    """The computation of :func:`predict_error_grid` (arguments checked)."""
+    """The computation of :func:`predict_error_grid`."""
     rng = np.random.default_rng(seed)
     lo, hi = _population_range(model, seed)
     x, y = model.sample_pairs(n_pairs, rng)
@@ -325,12 +310,10 @@ _LOG_GRID = np.linspace(-14.0, 12.0, 4001) * np.log(10.0)
 
 
 def expected_log_quadratic(b0: float, lam: np.ndarray, mu2: np.ndarray) -> tuple[float, float]:
-    """``E log Q`` and ``E Q`` of ``Q = b0 + sum_k lam_k (w_k + mu_k)^2``, ``w ~ N(0, I)`` (``b0, lam >= 0``).
-
+    """``E log Q`` and ``E Q`` of ``Q = b0 + sum_k lam_k (w_k + mu_k)^2``, ``w ~ N(0, I)`` (``b0, lam >= 0``), by
     Frullani's integral ``log q = int_0^oo (e^-t - e^-tq) dt / t`` with the Laplace transform of ``Q``
     (a generalised non-central chi-square: ``E e^-tQ = e^-t b0 prod_k (1 + 2 t lam_k)^-1/2
-    exp(-t lam_k mu_k^2 / (1 + 2 t lam_k))``), on a log grid after scaling ``Q`` by its mean.
-    """
+    exp(-t lam_k mu_k^2 / (1 + 2 t lam_k))``), on a log grid after scaling ``Q`` by its mean."""
     lam, mu2 = np.asarray(lam, dtype=float), np.asarray(mu2, dtype=float)
     mean = float(b0 + np.sum(lam * (1.0 + mu2)))
     if mean <= 0.0:
@@ -352,8 +335,8 @@ def empirical_range(u: np.ndarray, q: float = RANGE_Q) -> tuple[float, float]:
 
 
 class EvalSet:
-    """Pairs of the ``L2(rho)`` error (as :meth:`~numerics.PairwiseInteractionEstimator.l2_error`): ``n`` pairs
-    ``x, y`` of ``model`` drawn from ``seed``, their values ``u`` under ``A*`` and the truth ``g`` there."""
+    """Pairs of the ``L2(rho)`` error (as :meth:`~numerics.PairwiseInteractionEstimator.l2_error`): ``n`` pairs ``x, y``
+    of ``model`` drawn from ``seed``, their values ``u`` under ``A*`` and the truth ``g`` there."""
 
     def __init__(self, model: IPSModel, n: int, seed: int | tuple[int, ...]) -> None:
         key = list(seed) if isinstance(seed, tuple) else [seed]
@@ -406,28 +389,23 @@ def _rmatvec(fb: sparse.csr_matrix, fa: np.ndarray | None, y: np.ndarray) -> np.
 def conditional_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float, with_A: bool,
                        ev: EvalSet) -> dict[str, Any]:
     """The law of the least-squares fit's error on the design ``X``: ``elog`` (``E[log err | X]``), ``mean``
-    (``E[err | X]``), ``bias`` (the noiseless error), ``b0`` (its part outside the noise directions), ``var_tr``
-    (the trace of the noise part), and the normal equations ``S``, ``Fy``, the noiseless fit ``c`` and the basis
-    size ``p`` (diagnostics).
-
+    (``E[err | X]``), ``bias`` (the noiseless error), ``b0`` (its part outside the noise directions), ``var_tr`` (the
+    trace of the noise part), and the normal equations ``S``, ``Fy``, the noiseless fit ``c`` and the basis size ``p``.
     The fit ``c = (S + lam)^+ F^T Y`` with ``F`` the design rows (basis and, with ``with_A``, the A-tangent
     directions), ``S = F^T F``, ``lam = ridge * mean(diag S_bb)`` on the basis block (the estimator's relative
     ridge); ``Y = R_{g*}[X] + sigma xi``.  The error ``||f c - g*||^2`` on the pairs of ``ev`` is a quadratic form
     in the Gaussian coefficient noise ``delta ~ N(0, sigma^2 Sr^+ S Sr^+)``, so its law given ``X`` is a
-    generalised non-central chi-square (:func:`expected_log_quadratic`).
-    """
+    generalised non-central chi-square (:func:`expected_log_quadratic`)."""
     return _variant_parts(model, K, s, X, ridge, [(with_A, float(model.noise))], ev)[0]
 
 
 def _variant_parts(model: IPSModel, K: int, s: int, X: np.ndarray, ridge: float,
                    variants: Sequence[tuple[bool, float]], ev: EvalSet) -> list[dict[str, Any]]:
-    """:func:`conditional_parts` of every ``(with_A, sigma)`` of ``variants`` on one design ``X``, bit for bit.
-
-    Shared work: the range, the design rows, the normal equations and the evaluation features are computed once,
-    with the A-tangent directions if any variant has them; a variant without them takes the basis blocks (``S_bb``,
-    ``(F^T Y)_b``, ``H_bb``: the same numbers as a fit without the directions); the noiseless fit and ``Sr^+ S
-    Sr^+`` are shared by the variants with the same ``with_A``, and ``sigma`` only scales the covariance.
-    """
+    """:func:`conditional_parts` of every ``(with_A, sigma)`` of ``variants`` on one design ``X``, bit for bit: the
+    range, design rows, normal equations and evaluation features are computed once, with the A-tangent directions if
+    any variant has them; a variant without them takes the basis blocks (``S_bb``, ``(F^T Y)_b``, ``H_bb``: the numbers
+    of a fit without the directions); the noiseless fit and ``Sr^+ S Sr^+`` are shared by the variants with the same
+    ``with_A``, and ``sigma`` only scales the covariance."""
     N = X.shape[1]
     ii, jj = np.nonzero(~np.eye(N, dtype=bool))
     u = _pair_values(model, X)
@@ -495,13 +473,12 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
     """Finite-``M`` error model: ``E log ||g_hat - g*||^2`` of the least-squares estimator at sample size ``M``.
 
     Conditional on the design (the tokens ``X``: the empirical range, the occupancy of every interval, the
-    token pairs of each sample) the least-squares fit is linear in the Gaussian noise, so the law of its
-    ``L2(rho)`` error is a generalised non-central chi-square whose ``E log`` is one quadrature
-    (:func:`expected_log_quadratic`).  Designs are drawn until the Monte Carlo standard error of the mean
-    is at most ``stopping.se_target`` (at least ``stopping.min_designs``, at most ``stopping.max_designs``).  For
-    ``d = 1`` this is the law of the estimator's error exactly (its fit is this least-squares fit); for ``d > 1`` the matrix
-    enters through its tangent directions at ``A*`` (linearisation, as the a-priori model).  Derived by the
-    project; tested against the estimator in ``tests/numerics/test_error_model_finite_m.py``.
+    token pairs of each sample) the least-squares fit is linear in the Gaussian noise, so the law of its ``L2(rho)``
+    error is a generalised non-central chi-square whose ``E log`` is one quadrature (:func:`expected_log_quadratic`).
+    Designs are drawn until the Monte Carlo SE of the mean meets ``stopping``.  For ``d = 1`` this is the law of the
+    estimator's error exactly (its fit is this least-squares fit); for ``d > 1`` the matrix enters through its tangent
+    directions at ``A*`` (linearisation, as the a-priori model).  Derived by the project; tested against the estimator
+    in ``tests/numerics/test_error_model_finite_m.py``.
 
     Parameters
     ----------
@@ -510,7 +487,6 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
     K, s : int
         Intervals and polynomial degree of the estimator.
     M : int
-        Sample size.
     ridge : float
         The estimator's relative ridge (``>= 0``).
     with_A : bool
@@ -520,7 +496,6 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
     n_eval : int
         Pairs of the ``L2(rho)`` error, drawn afresh with every design.
     stopping : DesignStopping
-        Stopping rule of the design draws.
 
     Returns
     -------
@@ -549,14 +524,10 @@ def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequen
                        seed: int = 0, n_eval: int = 2**14,
                        stopping: DesignStopping = DesignStopping()) -> list[dict[str, float]]:
     """:func:`predict_log_error` of several variants ``(with_A, sigma)`` or ``(with_A, sigma, se_target)`` on the
-    same designs: ``out[k]`` is ``predict_log_error`` with ``with_A = variants[k][0]``, noise level
-    ``variants[k][1]`` and the stopping rule's SE target replaced by ``variants[k][2]`` where given, bit for bit.
-
-    The designs and evaluation pairs depend on ``seed`` only, so the variants share them: every design is drawn,
-    its normal equations and evaluation features computed once, for the variants still drawing
-    (:func:`_variant_parts`); each variant stops by its own rule, at the design at which it would stop alone.
-    Arguments trusted (checked by :func:`predict_log_error`, or the caller's: integers, floats, a Gaussian noise law).
-    """
+    same designs: ``out[k]`` is ``predict_log_error`` with ``with_A = variants[k][0]``, noise level ``variants[k][1]``
+    and SE target ``variants[k][2]`` where given, bit for bit.  The designs and evaluation pairs depend on ``seed``
+    only: each design's normal equations and evaluation features are computed once for the variants still drawing
+    (:func:`_variant_parts`), and each variant stops where it would stop alone.  Arguments trusted."""
     targets = [float(v[2]) if len(v) == 3 else stopping.se_target for v in variants]
     variants = [(bool(v[0]), float(v[1])) for v in variants]
     min_designs, max_designs = stopping.min_designs, stopping.max_designs
@@ -566,8 +537,8 @@ def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequen
     with torch_numeric_errors("predict_log_error", K=K, s=s, M=M, seed=seed):
         while active and n < max_designs:
             X = model.sample_tokens(M, np.random.default_rng([seed, 13, n]))
-            # fresh evaluation pairs with every design: their Monte Carlo error is then part of the draws' spread
-            # (a set shared by all draws would shift the slopes by an error the SE does not see)
+            # fresh evaluation pairs with every design: their Monte Carlo error is then part of the draws' spread (a
+            # set shared by all draws would shift the slopes by an error the SE does not see)
             ev = EvalSet(model, n_eval, (seed, n))
             parts = _variant_parts(model, K, s, X, ridge, [variants[k] for k in active], ev)
             n += 1

@@ -10,8 +10,8 @@ the coefficients solve a tiny-ridge least-squares problem in closed form, and th
 
     F(U, V) = (||Y - B(A) c(A)||^2 + lam ||c(A)||^2) / (M N),    A = U V^T / ||U V^T||_F,
 
-is minimised by Levenberg-Marquardt on the variable-projection residual (Kaufman's Jacobian; default) or by
-L-BFGS (autograd through the solve).  Products with ``B`` use its nonzeros above a size rule
+is minimised by Levenberg-Marquardt on the variable-projection residual (Kaufman's Jacobian; default) or by L-BFGS
+(autograd through the solve).  Products with ``B`` use its nonzeros above a size rule
 (:func:`numerics._pair_design.pair_design_pays`), dense products below; :meth:`PairwiseInteractionEstimator.fit_many`
 fits ``R`` data sets in one batched Gauss-Newton loop.  Starts: ``A_init``, the first- and second-order moment
 estimates, then random starts only when the consistent ones disagree (``adaptive_restarts``).
@@ -77,8 +77,7 @@ class _Config:
 
 
 def _check_XY_many(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``X`` ``(R, M, N, d)`` and ``Y`` ``(R, M, N)`` for :meth:`PairwiseInteractionEstimator.fit_many`: ``R >= 1``
-    data sets of ``M >= 2`` samples, each as :func:`check_XY` wants it."""
+    """``X`` ``(R, M, N, d)`` and ``Y`` ``(R, M, N)`` of :meth:`PairwiseInteractionEstimator.fit_many`, checked."""
     if Y is None:
         raise ArgumentTypeError("Y must be an array of finite real numbers of shape (R, M, N), got None")
     X, Y = as_array("X", X, allow_empty=True), as_array("Y", Y, allow_empty=True)
@@ -116,50 +115,45 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
     n_intervals : int
         Number ``K >= 1`` of equal-length intervals of the (quantile) range of the observed ``u``.
     restarts : int
-        Maximum number of starts (``A_init``, the two moment starts, then random ones), ``>= 1``; see
-        ``adaptive_restarts``.
+        Maximum number of starts (``A_init``, the two moment starts, then random ones), ``>= 1``.
     max_iter : int
-        L-BFGS iterations per start.
+        Iterations per start (either optimiser).
     ridge : float
         Relative ridge: ``lam = ridge * trace(B^T B) / p`` (``>= 0``; keeps empty intervals defined).
     extrapolation : {"constant", "polynomial"}
         Extension of ``phi_hat`` outside the observed range.
     range_quantile : float
-        ``q in (0, 0.1]`` (default ``1e-3``): the partition spans the ``[q, 1-q]`` quantiles of the
-        observed ``u`` (constant or polynomial extension beyond, per ``extrapolation``, in the fit and in
-        prediction). ``0``: it spans ``[min u, max u]`` (the paper; fragile for heavy-tailed ``u``).
+        ``q in (0, 0.1]`` (default ``1e-3``): the partition spans the ``[q, 1-q]`` quantiles of the observed ``u``
+        (constant or polynomial extension beyond, per ``extrapolation``, in the fit and in prediction). ``0``: it
+        spans ``[min u, max u]`` (the paper; fragile for heavy-tailed ``u``).
     device : str
-        Torch device of the optimisation (``"cpu"`` or ``"cuda"``; converted to a ``torch.device`` by
-        :meth:`fit`).
+        Torch device of the optimisation (``"cpu"`` or ``"cuda"``; a ``torch.device`` in :meth:`fit`).
     random_state : None, int or numpy.random.Generator
         Randomness of the random restarts: an integer seed (default ``0``: reproducible fits), a generator
         (consumed by each fit) or ``None`` (fresh entropy from the operating system).
     tol : float
-        Relative tolerance. Gauss-Newton stops when an accepted step lowers the objective by less than
-        ``tol`` (relative) or when its model predicts less (see also ``stat_tol``); L-BFGS uses it as
-        ``tolerance_change`` and ``tol / 100`` as ``tolerance_grad``. The excess risk left is at most
-        ``~ (N-1) tol objective_``.
+        Relative tolerance. Gauss-Newton stops when an accepted step lowers the objective by less than ``tol``
+        (relative) or when its model predicts less (see also ``stat_tol``); L-BFGS uses it as ``tolerance_change``
+        and ``tol / 100`` as ``tolerance_grad``. The excess risk left is at most ``~ (N-1) tol objective_``.
     optimizer : {"gauss-newton", "lbfgs"}
-        Levenberg-Marquardt on the variable-projection residual (Kaufman's projected Jacobian, computed in
-        closed form; default) or ``torch.optim.LBFGS`` with strong Wolfe line search and autograd through
-        the linear solve.
+        Levenberg-Marquardt on the variable-projection residual (Kaufman's projected Jacobian in closed form;
+        default) or ``torch.optim.LBFGS`` with strong Wolfe line search and autograd through the linear solve.
     num_threads : int or None
-        Torch intra-op threads during :meth:`fit` (restored afterwards); ``None`` leaves them alone. One
-        thread is much faster on a shared/contended CPU and is right for process-parallel sweeps.
+        Torch intra-op threads during :meth:`fit` (restored afterwards); ``None`` leaves them alone. One thread is
+        much faster on a shared/contended CPU and is right for process-parallel sweeps.
     patience : int
         A start whose objective is above 1.1 x the best one after ``patience`` iterations is dropped.
     adaptive_restarts : bool
-        If True (default) a start that joins the incumbent's basin is stopped, and random starts are run
-        only when the consistent (``A_init``/moment) starts disagree. False: every start runs to the end
-        (or to ``patience``).
+        If True (default) a start that joins the incumbent's basin is stopped, and random starts run only when the
+        consistent (``A_init``/moment) starts disagree. False: every start runs to the end (or to ``patience``).
     join_tol : float
         ``1 - |<A, A_best>_F|`` below which two unit-norm iterates count as the same basin (``(0, 1)``).
     stat_tol : float
-        Gauss-Newton also stops when its model predicts a relative decrease below
-        ``stat_tol * q / (M N)``, ``q = r (2 d - r)`` (``>= 0``; ``0``: ``tol`` alone).
-        Why (a heuristic, not a bound): ``sigma^2 q / (M N)`` is the objective's statistical resolution in ``A``,
-        so stopping leaves an excess ``L2`` error of ``~ stat_tol sigma^2 q / M``, 1-2 % of the statistical error
-        ``~ c_A sigma^2 q / M`` (``c_A ~ 0.5-0.8``). Only the least-damped step of each iteration is judged by it.
+        Gauss-Newton also stops when its model predicts a relative decrease below ``stat_tol * q / (M N)``,
+        ``q = r (2 d - r)`` (``>= 0``; ``0``: ``tol`` alone). Why (a heuristic, not a bound): ``sigma^2 q / (M N)`` is
+        the objective's statistical resolution in ``A``, so stopping leaves an excess ``L2`` error of
+        ``~ stat_tol sigma^2 q / M``, 1-2 % of the statistical error ``~ c_A sigma^2 q / M`` (``c_A ~ 0.5-0.8``). Only
+        the least-damped step of each iteration is judged by it.
 
     Attributes
     ----------
@@ -182,14 +176,13 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
     converged_ : bool
         Whether the winning start met its tolerance (else a :class:`ConvergenceWarning` was issued).
     fit_time_ : float
-        Wall-clock seconds of :meth:`fit` (of :meth:`fit_many`: the whole call's divided by the number of data
-        sets).
+        Wall-clock seconds of :meth:`fit` (of :meth:`fit_many`: the call's divided by the number of data sets).
 
     Notes
     -----
-    Memory: about ``8 (M N (2 d r + 2 p) + 12 M N (N-1) (s+2))`` bytes at the peak of a Gauss-Newton
-    iteration (the Jacobian is formed whole, and the design too below the size rule); :meth:`fit_many` holds the
-    data of all ``R`` data sets and evaluates them in groups of ``~2^17 / (M N (N-1))``.
+    Memory: about ``8 (M N (2 d r + 2 p) + 12 M N (N-1) (s+2))`` bytes at the peak of a Gauss-Newton iteration (the
+    Jacobian is formed whole, and the design too below the size rule); :meth:`fit_many` holds the data of all ``R``
+    data sets and evaluates them in groups of ``~2^17 / (M N (N-1))``.
 
     Examples
     --------
@@ -277,8 +270,7 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         self._group = max(1, PAIRS_PER_GROUP // (M * N * (N - 1)))  # replicates evaluated together
 
     def _buffer(self, name: str, shape: tuple) -> torch.Tensor:
-        """A work array reused across evaluations of one fit (contents undefined; the storage of the largest
-        shape asked so far, so that evaluations of fewer replicates reuse it)."""
+        """A work array reused across the evaluations of one fit (contents undefined; the largest shape's storage)."""
         size = math.prod(shape)
         buf = self._bufs.get(name)
         if buf is None or buf.numel() < size:
@@ -353,13 +345,11 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         R, n_rows, _ = pairs.idx.shape
         if self._use_pair_design(R * n_rows):
             return pairs
-        # a reused buffer (no page faults on a fresh 8 R M N p-byte allocation per evaluation); callers never
-        # hold a design across two evaluations
+        # a reused buffer (no page faults on a fresh 8 R M N p-byte array per evaluation; no caller keeps a design)
         return DenseDesign(pairs.dense(self._buffer("B", (R, n_rows, pairs.p))), pairs)
 
     def _design(self, U: torch.Tensor, V: torch.Tensor):
-        """Dense design matrix ``B(A)`` (``(M N, p)``) and the range of the first replicate at ``U, V`` ``(d, r)``
-        (differentiable: the L-BFGS path)."""
+        """Dense ``B(A)`` ``(M N, p)`` and range of the first replicate at ``U, V`` ``(d, r)`` (L-BFGS: autograd)."""
         basis = self._pair_basis(U[None], V[None], self._X[:1])
         pairs = self._pair_design(basis)
         n_rows = pairs.idx.shape[1]
@@ -367,11 +357,9 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         return B[0], basis.lo[0], basis.hi[0]
 
     def _solve(self, B: Any, full: bool = False, Y: torch.Tensor | None = None):
-        """Ridge least squares ``c = (B^T B + lam I)^{-1} B^T Y`` and the objective, for every replicate.
-
-        ``B`` is a design (:class:`DenseDesign`, :class:`PairDesign`) of ``R`` replicates, or a dense tensor
-        ``(M N, p)`` of one (then the results are of that one replicate); ``Y`` defaults to the data's.
-        """
+        """Ridge least squares ``c = (B^T B + lam I)^{-1} B^T Y`` and the objective, for every replicate of ``B``, a
+        design (:class:`DenseDesign`, :class:`PairDesign`) of ``R`` replicates or a dense ``(M N, p)`` tensor of one
+        (then the results are that replicate's); ``Y`` defaults to the data's."""
         single = isinstance(B, torch.Tensor)
         design = DenseDesign(B[None] if B.dim() == 2 else B) if single else B
         Y = self._Y if Y is None else Y
@@ -406,14 +394,12 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         """Two consistent starts from moments (a linearisation and a second-order expansion of phi).
 
         First order: ``C1 = mean (Y_i - mean Y) X_i S_i^T`` (``S_i`` the mean of the other tokens) is
-        ``~ phi'(0) Sigma A Sigma / (N-1)`` for independent centred tokens, so ``Sigma^{-1} C1 Sigma^{-1}``
-        truncated to rank ``r`` estimates ``A`` up to scale. Second order (useful when ``phi'`` averages
-        to ~0, e.g. even ``phi``): ``Cov(Y_i, X_i X_i^T) ~ Sigma A Sigma A^T Sigma`` and
-        ``Cov(Y_i, mean_{j!=i} X_j X_j^T) ~ Sigma A^T Sigma A Sigma`` (Gaussian-Stein heuristics), whose
-        top-``r`` eigenvectors (after whitening) span the column and row spaces of ``A``; the start is
-        ``U = E_u``, ``V = E_v`` with the signs/rotation left to the optimiser.
-
-        Computed for every data set of :meth:`_setup`: two ``(U, V)`` pairs of tensors ``(R, d, r)``.
+        ``~ phi'(0) Sigma A Sigma / (N-1)`` for independent centred tokens, so ``Sigma^{-1} C1 Sigma^{-1}`` truncated to
+        rank ``r`` estimates ``A`` up to scale. Second order (useful when ``phi'`` averages to ~0, e.g. even ``phi``):
+        ``Cov(Y_i, X_i X_i^T) ~ Sigma A Sigma A^T Sigma`` and
+        ``Cov(Y_i, mean_{j!=i} X_j X_j^T) ~ Sigma A^T Sigma A Sigma`` (Gaussian-Stein heuristics), whose top-``r``
+        eigenvectors (after whitening) span the column and row spaces of ``A``; the start is ``U = E_u``, ``V = E_v``
+        with the signs/rotation left to the optimiser. For every data set: two ``(U, V)`` pairs ``(R, d, r)``.
         """
         Xt = self._X
         R, M, N, d = Xt.shape
@@ -450,7 +436,6 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         """:meth:`_moment_starts_all` of the first data set, as arrays ``(d, r)`` (``X, Y`` are not read)."""
         return [(U[0].cpu().numpy(), V[0].cpu().numpy()) for U, V in self._moment_starts_all()]
 
-
     # ---------------------------------------------------------------- public
     def fit(self, X: Any, Y: Any, *, A: Any = None, A_init: Any = None) -> "PairwiseInteractionEstimator":
         """Fit on ``X`` of shape ``(M, N, d)`` and ``Y`` of shape ``(M, N)``; returns ``self``.
@@ -458,7 +443,6 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         Parameters
         ----------
         X, Y : arrays
-            Data.
         A : array (d, d), optional
             Keep the matrix fixed at (the best rank-``r`` approximation of) ``A`` and fit ``phi`` only:
             the "oracle" least squares when ``A = A*`` (no optimisation, ``n_iter_ = 0``).
@@ -480,18 +464,16 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         """Fit ``R`` independent data sets in one call; returns ``R`` fitted clones of this estimator.
 
         The Gauss-Newton iterations of all replicates run together (one batched evaluation of the objective, its
-        Jacobian and the linear solves for every replicate still iterating; each replicate keeps its own damping,
-        acceptance, stopping, patience and basin-joining decisions, its own moment starts, and its random starts
-        when its consistent starts disagree). Every clone holds what :meth:`fit` on its data set gives, up to
-        rounding (the batched products sum in another order). With ``optimizer="lbfgs"`` the replicates are fitted
-        one after the other.
+        Jacobian and the linear solves for every replicate still iterating; each keeps its own damping, acceptance,
+        stopping, patience and basin-joining decisions, its own moment starts, and its random starts when its consistent
+        starts disagree). Every clone holds what :meth:`fit` on its data set gives, up to rounding (the batched products
+        sum in another order). With ``optimizer="lbfgs"`` the replicates are fitted one after the other.
 
         Parameters
         ----------
         X : array (R, M, N, d)
             ``R >= 1`` data sets of ``M >= 2`` samples each.
         Y : array (R, M, N)
-            Their outputs.
         A : array (d, d) or (R, d, d), optional
             Fixed matrix (one for all or one per data set): fit ``phi`` only, as ``fit(..., A=...)``.
 
@@ -499,8 +481,8 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
         -------
         list of PairwiseInteractionEstimator
             ``R`` clones (the parameters of this one, ``random_state`` included: a generator is consumed by the data
-            sets in order, as by ``R`` calls of :meth:`fit`) with the fitted attributes of :meth:`fit`. ``fit_time_``
-            is the wall-clock time of the whole call divided by ``R``. This estimator itself is left as it was.
+            sets in order, as by ``R`` calls of :meth:`fit`) with the fitted attributes of :meth:`fit` (``fit_time_``:
+            the call's time divided by ``R``). This estimator itself is left as it was.
 
         Warns
         -----
@@ -569,8 +551,8 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
             del self._X, self._Y, self._bufs
 
     def _fixed_fits(self, A: list | None, d: int) -> list[FitResult]:
-        """``phi`` only, at ``A`` (one matrix per data set) or, for ``d = 1``, at ``A = 1``: ``A = +-1`` after
-        normalisation and both signs give the same class, so there is nothing to optimise."""
+        """``phi`` only, at ``A`` (one matrix per data set) or, for ``d = 1``, at ``A = 1`` (``A = +-1`` after
+        normalisation, both signs the same class: nothing to optimise)."""
         R, dev = self._X.shape[0], self._cfg.device
         if A is None:
             U = V = torch.ones(R, 1, 1, dtype=torch.float64, device=dev)
@@ -583,9 +565,8 @@ class PairwiseInteractionEstimator(GaussNewtonFits, InteractionEstimator):
                            n_iter=0, restart_objectives=[float(loss[i])], converged=True) for i in range(R)]
 
     def _starts(self, A_init: Any, random_states: list, d: int) -> tuple[list, int]:
-        """The starts ``[(U0, V0)]`` (``(R, d, r)`` each): ``A_init`` and the moment starts (the consistent ones,
-        their number second), then random ones (drawn from each data set's random state in turn, ``U`` then ``V``,
-        as :meth:`fit` draws them)."""
+        """The starts ``[(U0, V0)]`` (``(R, d, r)`` each) and the number of consistent ones (``A_init``, the moment
+        starts) before the random ones (from each data set's random state in turn, ``U`` then ``V``, as :meth:`fit`)."""
         r, dev = self._cfg.rank, self._cfg.device
         consistent = []
         if A_init is not None:

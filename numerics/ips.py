@@ -5,9 +5,9 @@ A sample is ``N`` tokens ``X = (X_1..X_N)``, ``X_i in R^d``, and
     Y_i = R_{g*}[X]_i + eta_i,   R_g[X]_i = 1/(N-1) sum_{j != i} g(X_i, X_j),
     g*(x, y) = phi*(x^T A* y),
 
-with ``A*`` of rank ``r`` and ``phi*`` beta-Hölder. :class:`IPSModel` fixes one such ground truth
-(all structural randomness comes from ``seed``) and samples ``(X, Y)`` from it.  The project's conventions (the
-paper does not state them: the scale of ``A*``, the B-spline and lacunary truths, the token and noise laws) are in
+with ``A*`` of rank ``r`` and ``phi*`` beta-Hölder. :class:`IPSModel` fixes one such ground truth (all structural
+randomness comes from ``seed``) and samples ``(X, Y)`` from it.  The project's conventions (the paper does not state
+them: the scale of ``A*``, the B-spline and lacunary truths, the token and noise laws) are in
 ``docs/paper_a_estimator.md`` ("Data model").
 """
 
@@ -24,11 +24,9 @@ from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, ch
 
 
 def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``x^T A y`` over the leading axes of ``x, y`` (..., d): one BLAS product ``x A``, then a row-wise dot.
-
-    Not the three-operand ``einsum("...k,kl,...l->...")``, which runs numpy's unblocked loop (several times
-    slower; ``benchmarks.erm.bilinear_forms``); the two agree to rounding (summation order only).
-    """
+    """``x^T A y`` over the leading axes of ``x, y`` (..., d): one BLAS product ``x A``, then a row-wise dot (not the
+    three-operand ``einsum("...k,kl,...l->...")``, numpy's unblocked loop, several times slower:
+    ``benchmarks.erm.bilinear_forms``; the two agree to rounding)."""
     return np.einsum("...l,...l->...", x @ A, y)
 
 
@@ -65,11 +63,11 @@ class IPSModel:
     noise_law : {"gaussian", "rademacher"}
         Law of ``eta / sigma``.
     n_knots : int
-        Interior knots of the B-spline truth on ``[-L, L]`` (``>= degree``), default 16; few knots make
-        ``phi*`` smooth at the estimator's scale (the bias ``K^{-2 beta}`` regime starts earlier).
+        Interior knots of the B-spline truth on ``[-L, L]`` (``>= degree``), default 16; few knots make ``phi*``
+        smooth at the estimator's scale (the bias ``K^{-2 beta}`` regime starts earlier).
     beta : float or None
-        Smoothness of the ``"hard"`` truth (default ``degree - 1``; must be ``> 0``). For
-        ``"bspline"`` it is ``degree - 1`` and may not be given otherwise.
+        Smoothness of the ``"hard"`` truth (default ``degree - 1``; must be ``> 0``). For ``"bspline"`` it is
+        ``degree - 1`` and may not be given otherwise.
     rho : float
         Shared-factor weight of the exchangeable law, ``0 <= rho < 1``.
     support : float
@@ -79,11 +77,10 @@ class IPSModel:
     seed : int
         Seed of all structural randomness (``A*``, spline coefficients, phases, covariance).
     A_structure : {"dense", "sparse"}
-        ``"dense"``: random orthonormal frames (generic ``A*``; for large ``d`` the law of ``u`` is
-        close to a product of two Gaussians, heavy-tailed relative to its bulk). ``"sparse"``:
-        ``A* = c sum_k s_k e_{a_k} e_{b_k}^T`` on distinct random coordinates, so the law of ``u``
-        does not depend on ``d`` (for the cube: a product of uniforms, ``|u| <= 1`` exactly, ``c``
-        set by the supremum instead of the quantile). The estimator is not told the structure.
+        ``"dense"``: random orthonormal frames (generic ``A*``; for large ``d`` the law of ``u`` is close to a product
+        of two Gaussians, heavy-tailed relative to its bulk). ``"sparse"``: ``A* = c sum_k s_k e_{a_k} e_{b_k}^T`` on
+        distinct random coordinates, so the law of ``u`` does not depend on ``d`` (for the cube: a product of
+        uniforms, ``|u| <= 1`` exactly, ``c`` set by the supremum, not the quantile). The estimator is not told it.
 
     Examples
     --------
@@ -194,8 +191,8 @@ class IPSModel:
             knots = np.linspace(-self.support, self.support, self.n_knots + 2)
             n_coef = len(knots) - k - 1
             coef = g_phi.standard_normal(n_coef)
-            # pad k knots and k zero coefficients on each side so that scipy's base interval is
-            # [-L, L] and the spline is the full sum sum_i c_i B_i (vanishing C^{k-1} at +-L)
+            # pad k knots and k zero coefficients on each side so that scipy's base interval is [-L, L] and the
+            # spline is the full sum sum_i c_i B_i (vanishing C^{k-1} at +-L)
             h = knots[1] - knots[0]
             pad = h * np.arange(1, k + 1)
             knots = np.r_[knots[0] - pad[::-1], knots, knots[-1] + pad]
@@ -244,8 +241,8 @@ class IPSModel:
         Parameters
         ----------
         g : callable or None
-            Vectorised interaction ``g(x, y)`` on arrays of shape ``(..., d)`` (``None``: ``g*``,
-            computed from :meth:`pair_values` without forming the pairs).
+            Vectorised interaction ``g(x, y)`` on arrays of shape ``(..., d)`` (``None``: ``g*``, from
+            :meth:`pair_values` without forming the pairs).
         X : array ``(M, N, d)``
         chunk : int
             Maximal number of pair coordinates (``pairs * d``) formed at once.
@@ -276,10 +273,7 @@ class IPSModel:
 
     # --------------------------------------------------------------- sampling
     def sample_tokens(self, M: int, rng: Any = None, n_tokens: int | None = None) -> np.ndarray:
-        """Draw ``M`` samples of ``n_tokens`` (default ``N``) tokens, shape ``(M, n, d)``.
-
-        ``rng`` is None, an integer seed or a generator (:func:`theory.validation.check_random_state`).
-        """
+        """``M`` samples of ``n_tokens`` (default ``N``) tokens, shape ``(M, n, d)`` (``rng`` as in :meth:`sample`)."""
         M = as_int("M", M, 1)
         n = self.N if n_tokens is None else as_int("n_tokens", n_tokens, 1)
         check_array_memory("M * n_tokens" if n_tokens is not None else "M", M * n * self.d, 8)
@@ -298,7 +292,7 @@ class IPSModel:
         return np.sqrt(1.0 - self.rho) * U + np.sqrt(self.rho) * W
 
     def sample_noise(self, shape: tuple, rng: Any = None) -> np.ndarray:
-        """``noise * xi`` with ``xi`` standard Gaussian or Rademacher (``rng``: None, int or Generator)."""
+        """``noise * xi`` with ``xi`` standard Gaussian or Rademacher (``rng`` as in :meth:`sample`)."""
         gen = check_random_state("rng", rng)
         if self.noise_law == "gaussian":
             xi = gen.standard_normal(shape)
@@ -311,8 +305,7 @@ class IPSModel:
 
         Parameters
         ----------
-        M : int
-            Number of samples, ``>= 1``.
+        M : int, ``>= 1``
         rng : None, int or numpy.random.Generator
             Source of randomness: an integer is a seed (reproducible), a generator is consumed, ``None``
             draws fresh entropy from the operating system (see :func:`theory.validation.check_random_state`).
@@ -327,13 +320,9 @@ class IPSModel:
         return X, Y
 
     def sample_pairs(self, n: int, rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
-        """``n`` independent pairs ``(x, y)`` of distinct tokens of one sample (the law ``rho``).
-
-        Returns two arrays of shape ``(n, d)``. For every token law here the law of a pair of
-        distinct tokens does not depend on ``N`` (exchangeable laws included), so a pair is the two
-        tokens of a 2-token sample. ``rng`` is None, an integer seed or a generator
-        (:func:`theory.validation.check_random_state`).
-        """
+        """``n`` independent pairs ``(x, y)`` of distinct tokens of one sample (the law ``rho``), two arrays ``(n, d)``
+        (``rng`` as in :meth:`sample`). For every token law here the law of a pair of distinct tokens does not depend on
+        ``N`` (exchangeable laws included), so a pair is the two tokens of a 2-token sample."""
         n = as_int("n", n, 1)
         check_array_memory("n", 2 * n * self.d, 8)
         T = self.sample_tokens(int(n), rng, n_tokens=2)

@@ -1,13 +1,12 @@
 """Keep freed large blocks in the process heap (glibc ``mallopt``) instead of returning them to the kernel.
 
-The Monte Carlo of paper B allocates and frees arrays of tens of MB per trial (``n x n`` kernels, ``p x n``
-features, Gram matrices), and paper A's fits at large ``M`` design matrices of the same order.  glibc serves
-blocks above its mmap threshold (dynamic, at most 32 MB by default) with fresh ``mmap`` pages and unmaps them on
-``free``: every trial then faults its pages in again and the kernel zeroes them (measurements:
-``docs/performance.md``).
+The Monte Carlo of paper B allocates and frees arrays of tens of MB per trial (``n x n`` kernels, ``p x n`` features,
+Gram matrices), and paper A's fits at large ``M`` design matrices of the same order.  glibc serves blocks above its
+mmap threshold (dynamic, at most 32 MB by default) with fresh ``mmap`` pages and unmaps them on ``free``: every trial
+then faults its pages in again and the kernel zeroes them (measurements: ``docs/performance.md``).
 
-``children=True`` also hands the settings to the sweep workers started later (paper A's fits), through an
-environment variable that :func:`apply_inherited` reads in each worker.  A no-op where the C library is not glibc.
+``children=True`` also hands the settings to the sweep workers started later (paper A's fits), through an environment
+variable that :func:`apply_inherited` reads in each worker.  A no-op where the C library is not glibc.
 """
 
 from __future__ import annotations
@@ -40,8 +39,7 @@ def keep_freed_memory(mmap_threshold: int = 2**30, trim_threshold: int = 2**31 -
     trim_threshold : int
         Free memory at the top of the heap beyond this is returned to the kernel (default ~2 GiB).
     children : bool
-        Also hand the settings (once glibc accepted them here) to the worker processes started from now on:
-        they are written to ``os.environ[INHERIT_ENV]``, which :func:`apply_inherited` reads in the worker.
+        Also hand the settings (once accepted here) to worker processes started later (``os.environ[INHERIT_ENV]``).
 
     Returns
     -------
@@ -69,9 +67,8 @@ def keep_freed_memory(mmap_threshold: int = 2**30, trim_threshold: int = 2**31 -
 def apply_inherited() -> bool:
     """In a worker process: the settings of a parent's ``keep_freed_memory(children=True)``, once per process.
 
-    Reads :data:`INHERIT_ENV` (``"<mmap_threshold>,<trim_threshold>"``); the sweep runner calls this at the
-    start of every task (:func:`numerics.sweep.run_sweep`), so that its worker processes keep freed memory as
-    their parent does.  A malformed value is ignored.
+    Reads :data:`INHERIT_ENV` (``"<mmap_threshold>,<trim_threshold>"``; a malformed value is ignored); the sweep
+    runner (:func:`numerics.sweep.run_sweep`) calls this at the start of every task.
 
     Returns
     -------

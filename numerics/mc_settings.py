@@ -1,8 +1,8 @@
 """How a Monte Carlo of paper B runs, as one frozen record: trials, seed, threads, batching, device and labels.
 
-A simulation takes the model (:class:`theory.AttentionModel`), the size and a :class:`MonteCarloSettings`; the
-settings never change the law of a trial, only how many trials there are, where they come from (``seed``) and how
-they are computed (``n_jobs``, ``batch_size``, ``device``: the numbers do not depend on them):
+A simulation takes the model (:class:`theory.AttentionModel`), the size and a :class:`MonteCarloSettings`; the settings
+never change the law of a trial, only how many trials there are, where they come from (``seed``) and how they are
+computed (``n_jobs``, ``batch_size``, ``device``: the numbers do not depend on them):
 
 >>> MonteCarloSettings(n_trials=8, seed=0, labels="iid")
 MonteCarloSettings(n_trials=8, seed=0, n_jobs=1, batch_size=None, device='cpu', labels='iid')
@@ -35,8 +35,7 @@ class MonteCarloSettings:
     n_trials : int
         Independent draws, in ``[1, 2**62]`` (a simulation that reports a standard error asks for ``>= 2``).
     seed : int
-        In ``[0, 2**63 - 1]``; trial ``t`` draws from ``numpy.random.SeedSequence(seed).spawn(n_trials)[t]``, so
-        the numbers do not depend on ``n_jobs``, ``batch_size`` or ``device``.
+        In ``[0, 2**63 - 1]``; trial ``t`` draws from ``numpy.random.SeedSequence(seed).spawn(n_trials)[t]``.
     n_jobs : int
         Threads over batches of trials (torch releases the GIL).
     batch_size : int, optional
@@ -44,13 +43,11 @@ class MonteCarloSettings:
     device : str
         torch device of the products and eigendecompositions (``"cpu"``, ``"cuda"``, ``"cuda:k"``; it must exist).
     labels : {"balanced", "iid"}
-        The law of the labels of each draw.
 
     Raises
     ------
     ValueError
-        A value out of its range (``ArgumentTypeError``, also a ``TypeError``, for a wrong type), with the messages
-        of the simulations that take the same keyword.
+        A value out of its range (``ArgumentTypeError``, also a ``TypeError``, for a wrong type).
     """
 
     n_trials: int

@@ -1,17 +1,10 @@
 """Paper B's Monte Carlo: :func:`simulate_model`, the simulation twin of ``theory.AttentionModel.error``.
 
-``simulate_model(model, p, gammas, settings)`` draws ``X = mu y^T + Z`` (``mu = sqrt(snr) e_1``) at ``n = p / c``
-tokens with the model's ``snr``, runs the trials of a :class:`numerics.MonteCarloSettings` and returns the mean and
-standard error of the interpolation error ``E(gamma)`` of the model's kernel ``f(X^T W X / sqrt p) / sqrt p``
-(``W = I + w_k w_q^T``, the spike padded with zeros to ``p`` coordinates; the model's diagonal), or of ridge on the
-same data.  A sequence of models that differ only in their spike runs on the same draws (common random numbers):
-each trial forms ``X^T X`` once for the true kernel of every model, its linearised (Gaussian-equivalent) kernel and
-ridge, and the paired differences have a small variance.
-
-Trial ``t`` draws from ``numpy.random.SeedSequence(seed).spawn(n_trials)[t]`` (the linearised kernel's noise from
-``SeedSequence([seed, t, 7])``); trials run in batches (stacked ``(T, p, n)`` samples, batched products and
-factorisations in float64, :mod:`numerics.rmt`'s kernels and error paths) in ``n_jobs`` threads, and the numbers do
-not depend on the batching or the threads.
+``simulate_model(model, p, gammas, settings)`` returns the mean and standard error over the trials of the interpolation
+error ``E(gamma)`` of the model's kernel, or of ridge on the same data.  Models that differ only in their spike run on
+the same draws (common random numbers): each trial forms ``X^T X`` once for every model's true and linearised
+(Gaussian-equivalent) kernels and ridge, so paired differences have a small variance.  Trials run in batches (stacked
+``(T, p, n)`` samples, batched float64 linear algebra) in ``n_jobs`` threads; the numbers depend on neither.
 
 >>> from theory import AttentionModel
 >>> from numerics import MonteCarloSettings
@@ -49,12 +42,9 @@ KINDS = ("true", "linearised", "ridge")
 Spikes = list[tuple[torch.Tensor | None, torch.Tensor | None]]
 
 
-# --------------------------------------------------------------------------------------------
-# the checks of the public entry points (numerics.softmax takes the same models and settings)
-# --------------------------------------------------------------------------------------------
+# --------------------------------- the checks of the entry points (numerics.softmax takes the same models and settings)
 def model_sizes(model: AttentionModel, p: Any) -> tuple[int, int]:
-    """``(n, p)`` of a simulation of ``model`` (an :class:`AttentionModel`, checked by :func:`model_list`) at dimension
-    ``p``: ``n = p / c``, which must be a whole number."""
+    """``(n, p)`` of a simulation of ``model`` (checked) at dimension ``p``: ``n = p / c``, a whole number."""
     pv = as_int("p", p, 1, P_MAX)
     c = float(model.c)
     n = pv / c
@@ -150,9 +140,7 @@ def mean_se(trials: Any) -> tuple[np.ndarray, np.ndarray]:
     return x.mean(axis=0), x.std(axis=0, ddof=1) / math.sqrt(x.shape[0])
 
 
-# --------------------------------------------------------------------------------------------
-# one model (its true kernel or ridge) on its own draws
-# --------------------------------------------------------------------------------------------
+# ---------------------------------------------------------------- one model (its true kernel or ridge) on its own draws
 class _OneModel(NamedTuple):
     """The true kernel's ``f``, spike and diagonal, or ridge (``f = None``)."""
 
@@ -186,9 +174,7 @@ def _one_model_trials(draws: Draws, gammas: torch.Tensor, model: _OneModel, sett
         return np.concatenate(run_trials(batch, settings, size), axis=0)
 
 
-# --------------------------------------------------------------------------------------------
-# several models on the same draws (common random numbers)
-# --------------------------------------------------------------------------------------------
+# ------------------------------------------------------------- several models on the same draws (common random numbers)
 class _SharedModels(NamedTuple):
     """The true kernel's ``f`` (or ``None``), the spikes (as tensors), ridge, the linearised kernel's ``(a1, sf2)``
     (or ``None``), the true kernel's diagonal, whether the labels are averaged."""
@@ -231,9 +217,9 @@ def _shared_batch(seeds: Sequence[np.random.SeedSequence], trial_ids: Sequence[i
     R = feature_basis(Xb, S0)  # features X M as R M: the same errors (p > n: n x n, fewer flops)
     phi_lin0 = None
     if linearised is not None:
-        # the linearised kernel without a spike, diagonal removed (it has no diagonal term), and its features
-        # X K_lin0: the p n^2 product once per batch; a spike adds (a1 / p) (uv - diag uv), uv = a b^T, whose
-        # features X uv - X diag(a * b) = (X a) b^T - X diag(a * b) cost O(p n) (not another p n^2 product)
+        # the linearised kernel without a spike, diagonal removed (it has no diagonal term), and its features X K_lin0:
+        # the p n^2 product once per batch; a spike adds (a1 / p) (uv - diag uv), uv = a b^T, whose features
+        # X uv - X diag(a * b) = (X a) b^T - X diag(a * b) cost O(p n) (not another p n^2 product)
         Xi = _symmetric_noise_batch(trial_ids, seed, n, device)
         K = linearised[0] * S0 / p + math.sqrt(linearised[1]) * Xi / math.sqrt(p)
         del Xi
@@ -299,9 +285,7 @@ def _one_model(model: AttentionModel, kind: str, draws: Draws) -> _OneModel:
     return _OneModel(resolve_activation(model.activation), *spike_tensors(model, draws.p, draws.device), model.diagonal)
 
 
-# --------------------------------------------------------------------------------------------
-# the door
-# --------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------- the door
 def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gammas: Any, settings: MonteCarloSettings,
                    *, kind: str | Sequence[str] = "true", return_trials: bool = False,
                    label_average: bool = False) -> Any:
@@ -311,8 +295,8 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     ----------
     model : theory.AttentionModel or sequence of them, or theory.MultiHeadModel or sequence of them
         One model, or models that differ only in their spike (the same ``c``, activation, ``snr`` and diagonal,
-        ``"removed"`` or ``"kept"``), all on the same draws ``X, y``; spikes are padded with zeros to ``p``
-        coordinates.  Multi-head models (:mod:`numerics.multi_head`) may differ in all but ``c`` and ``snr``.
+        ``"removed"`` or ``"kept"``), all on the same draws ``X, y``; spikes are padded with zeros to ``p`` coordinates.
+        Multi-head models (:mod:`numerics.multi_head`) may differ in all but ``c`` and ``snr``.
     p : int
         Dimension; ``p / c`` must be a whole number.
     gammas : array (G,), ``>= 0``.
@@ -325,8 +309,8 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     return_trials : bool
         With one model and one kind: also return the ``(n_trials, G)`` per-trial errors.
     label_average : bool
-        Only for ``snr = 0``: for each draw of ``X``, the exact average of ``E`` over i.i.d. Rademacher labels
-        (Rao-Blackwellised: the mean of ``labels="iid"``, a much smaller variance).
+        Only for ``snr = 0``: for each draw of ``X``, the exact average of ``E`` over i.i.d. Rademacher labels (the mean
+        of ``labels="iid"``, a much smaller variance).
 
     Returns
     -------
@@ -339,8 +323,7 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     Raises
     ------
     ValueError
-        Invalid arguments; a batch or the per-trial errors over the memory budget (``theory.get_limits()``,
-        checked before the first draw); errors that are not finite.
+        Invalid arguments; a batch or the per-trial errors over the memory budget (before any draw); non-finite errors.
 
     Examples
     --------

@@ -1,9 +1,8 @@
 """Paper B numerics: signal-plus-noise samples, ridge / attention features, interpolation error.
 
-Model (SPEC, paper B): ``X = mu y^T + Z`` in ``R^{p x n}``, ``Z`` standard Gaussian, ``y in {+1,-1}^n``.
-Attention features ``Phi = X K_X`` with ``K_X = f(X^T W X / sqrt p) / sqrt p``, ``W = I_p + w_k w_q^T``;
-ridge features ``Phi = X``.  The interpolation (memorisation) error of the ridge probe
-``w = (Phi Phi^T + n gamma I_p)^{-1} Phi y`` is
+Model (SPEC, paper B): ``X = mu y^T + Z`` in ``R^{p x n}``, ``Z`` standard Gaussian, ``y in {+1,-1}^n``. Attention
+features ``Phi = X K_X`` with ``K_X = f(X^T W X / sqrt p) / sqrt p``, ``W = I_p + w_k w_q^T``; ridge features
+``Phi = X``.  The interpolation (memorisation) error of the ridge probe ``w = (Phi Phi^T + n gamma I_p)^{-1} Phi y`` is
 
 ``E(gamma) = 1/n ||y - Phi^T w||^2 = gamma^2 / n  y^T Q^2 y``,  ``Q = (Phi^T Phi / n + gamma I_n)^{-1}``
 
@@ -13,36 +12,28 @@ eigendecomposition of the smaller Gram matrix (``n x n`` when ``p >= n``, ``p x 
 
 * ``p >= n``: ``Phi^T Phi / n = V diag(lam) V^T`` and
   ``E = 1/n sum_k g_k^2 (v_k^T y)^2``, ``g_k = gamma / (lam_k + gamma)``;
-* ``p < n``: ``Phi Phi^T / n = U diag(lam) U^T``, ``b = U^T Phi y``; the null space of ``Phi`` keeps
-  ``g = 1``, so ``E = 1/n (||y||^2 - 1/n sum_k b_k^2 (1 + g_k) / (lam_k + gamma))``
-  (uses ``1 - g^2 = lam (1 + g) / (lam + gamma)`` and ``(v_k^T y)^2 = b_k^2 / (n lam_k)``; no division by a
-  small eigenvalue when ``gamma > 0``).
+* ``p < n``: ``Phi Phi^T / n = U diag(lam) U^T``, ``b = U^T Phi y``; the null space of ``Phi`` keeps ``g = 1``, so
+  ``E = 1/n (||y||^2 - 1/n sum_k b_k^2 (1 + g_k) / (lam_k + gamma))`` (uses ``1 - g^2 = lam (1 + g) / (lam + gamma)``
+  and ``(v_k^T y)^2 = b_k^2 / (n lam_k)``; no division by a small eigenvalue when ``gamma > 0``).
 
-When every gamma is positive (CPU), one Householder tridiagonalisation serves the whole grid: a reflector
-``H`` maps the right-hand side (``y``, or ``Phi y`` when ``p < n``) to ``beta e_1``, LAPACK ``sytrd`` reduces
-``H G H = Q T Q^T`` with ``Q e_1 = e_1``, so every quadratic form of the resolvent is one of the tridiagonal
-``T``: with ``u = (T + gamma)^{-1} e_1`` (one O(m) ``ptsv`` solve per gamma),
-``E = gamma^2 beta^2 ||u||^2 / n`` (``p >= n``) and ``E = (||y||^2 - beta^2 (u_1 + gamma ||u||^2) / n) / n``
-(``p < n``).  It is used from a measured number of gammas on (``tridiagonal_min_gammas``: ``sytrd`` costs
-2-7 Cholesky factorisations); below it, per-gamma Cholesky solves of the same Gram matrix; a failed
-factorisation (numerically not positive definite) falls back to ``eigh``.  Gram matrices ``A A^T`` are
-formed from their lower block triangle (``gram``).
+When every gamma is positive (CPU), one Householder tridiagonalisation serves the whole grid: a reflector ``H`` maps the
+right-hand side (``y``, or ``Phi y`` when ``p < n``) to ``beta e_1``, LAPACK ``sytrd`` reduces ``H G H = Q T Q^T`` with
+``Q e_1 = e_1``, so every quadratic form of the resolvent is one of the tridiagonal ``T``: with
+``u = (T + gamma)^{-1} e_1`` (one O(m) ``ptsv`` solve per gamma), ``E = gamma^2 beta^2 ||u||^2 / n`` (``p >= n``) and
+``E = (||y||^2 - beta^2 (u_1 + gamma ||u||^2) / n) / n`` (``p < n``).  It is used from a measured number of gammas on
+(``tridiagonal_min_gammas``); below it, per-gamma Cholesky solves of the same Gram matrix; a failed factorisation
+(numerically not positive definite) falls back to ``eigh``. Gram matrices ``A A^T`` are formed from their lower block
+triangle (``gram``).  At ``gamma = 0`` eigenvalues below ``n * eps * max(lam)`` count as null directions (``g = 1``).
 
-At ``gamma = 0`` eigenvalues below ``n * eps * max(lam)`` count as null directions (``g = 1``).
-
-The Monte Carlo over draws of ``X`` is :func:`numerics.simulate_model` (:mod:`numerics.model_simulation`), on
-the batched kernels and error paths of this module.
-
+The Monte Carlo over draws of ``X`` is :func:`numerics.simulate_model`, on the kernels and error paths of this module.
 For the null model (labels independent of ``Phi``) :func:`interpolation_error_label_average` and
 ``simulate_model(..., label_average=True)`` return the exact average over i.i.d. Rademacher labels,
-``gamma^2/n tr Q^2`` (eigenvalues only), a Rao-Blackwellised estimator with a much smaller variance.
-:func:`gaussian_equivalent_kernel` builds the linearised null kernel (symmetric or independent-entry
-noise) as a diagnostic of the null-model theory.
+``gamma^2/n tr Q^2`` (Rao-Blackwellised: a much smaller variance); :func:`gaussian_equivalent_kernel` is the linearised
+null kernel, a diagnostic of the null-model theory.
 
-Labels: ``y`` is *balanced* by default (``ceil(n/2)`` entries ``+1`` and ``floor(n/2)`` entries ``-1``, in random order);
-``labels="iid"`` draws Rademacher labels.  The signal direction is ``e_1`` (``mu = sqrt(snr) e_1``); ``mu=``
-overrides it.  Because ``Z`` is rotation invariant the direction does not change the law of the error when
-``W = I``.
+Labels are *balanced* by default (``ceil(n/2)`` of ``+1``, ``floor(n/2)`` of ``-1``, random order), Rademacher with
+``labels="iid"``.  The signal direction is ``e_1`` (``mu = sqrt(snr) e_1``; ``mu=`` overrides it): ``Z`` is rotation
+invariant, so the direction does not change the law of the error when ``W = I``.
 """
 
 from __future__ import annotations
@@ -66,15 +57,12 @@ __all__ = ["sample_signal_plus_noise", "label_posterior_mean", "ridge_features",
            "gaussian_equivalent_kernel", "kernel_eigenvalues", "resolve_activation"]
 
 def _check_features_memory(name: str, p: int, n: int, n_gammas: int) -> None:
-    """Budget of the error path on ``(p, n)`` features: the smaller Gram matrix, its eigenvectors and the
-    ``(min(p, n), G)`` shrinkage arrays."""
+    """Budget of the error path on ``(p, n)`` features: smaller Gram, eigenvectors, ``(min(p, n), G)`` arrays."""
     m = min(p, n)
     check_memory(f"{name}, gammas ({p} x {n} features, {n_gammas} gammas)", 8 * (3 * m * m + 4 * m * n_gammas + p * n))
 
 
-# --------------------------------------------------------------------------------------------
-# activation
-# --------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------- activation
 def resolve_activation(activation: Any) -> Callable[[np.ndarray], np.ndarray]:
     """Turn an activation spec into a vectorised numpy callable (the CENTRED activation).
 
@@ -123,7 +111,7 @@ def _apply_activation(f: Callable[[np.ndarray], np.ndarray], t: torch.Tensor) ->
 
 
 def ridge_features(X: ArrayLike) -> np.ndarray:
-    """Linear-regression features: ``Phi = X`` (validated float64 copy-free view).
+    """Linear-regression features: ``Phi = X`` (validated float64, not copied).
 
     Parameters
     ----------
@@ -134,8 +122,7 @@ def ridge_features(X: ArrayLike) -> np.ndarray:
 
 def kernel_batch(Xb: torch.Tensor, f: Callable[[np.ndarray], np.ndarray], w_k: torch.Tensor | None,
                  w_q: torch.Tensor | None, diagonal: str, S0: torch.Tensor | None = None) -> torch.Tensor:
-    """``K_X`` for a batch ``Xb`` of shape (T, p, n); W is never formed.  ``S0``: ``X^T X`` if the caller has it
-    (read, not modified)."""
+    """``K_X`` for a batch ``Xb`` of shape (T, p, n); W is never formed.  ``S0``: ``X^T X`` if known (not modified)."""
     p = Xb.shape[-2]
     S = gram(Xb.transpose(-1, -2)) if S0 is None else S0  # X^T X, (T, n, n)
     if w_k is not None:
@@ -209,10 +196,8 @@ def interpolation_error(features: ArrayLike, y: ArrayLike, gammas: ArrayLike) ->
     ----------
     features : array (p, n)
         ``Phi`` (columns = tokens), finite real numbers (complex arrays are refused, not truncated).
-    y : array (n,)
-        Targets, finite.
-    gammas : float or array (G,)
-        Ridge parameters, ``>= 0``.
+    y : array (n,), finite.
+    gammas : float or array (G,), ``>= 0``.
 
     Returns
     -------
@@ -251,7 +236,7 @@ def interpolation_error_label_average(features: ArrayLike, gammas: ArrayLike,
     eigenvalues only).  With the signal-plus-noise model's labels, ``label_mean`` is their posterior mean given the
     data (:func:`numerics.label_posterior_mean`), and the result is the conditional mean of ``E(gamma)`` given ``X``:
     the same expectation as :func:`interpolation_error` with the drawn labels, with less variance (Rao-Blackwell;
-    5-225 times less variance, median 35, on the settings of docs/strong_alignment.md).
+    measured in docs/strong_alignment.md).
 
     Parameters
     ----------
@@ -290,10 +275,9 @@ def gaussian_equivalent_kernel(X: ArrayLike, a1: float, nu: float, rng: np.rando
                                symmetric: bool = True, d0: float = 0.0) -> np.ndarray:
     """Linearised (Gaussian-equivalent) null kernel ``a1 (X^T X / p - diag) + d0 I + s_f / sqrt(p) Xi``.
 
-    ``s_f^2 = nu - a1^2``; ``Xi`` has zero diagonal and standard Gaussian off-diagonal entries, symmetric
-    (GOE-like, as the kernel's nonlinear part is) when ``symmetric=True``, with independent entries
-    otherwise (the "information-plus-noise" model whose deterministic equivalent has independent
-    noise entries).  A diagnostic for the null-model theory; ``W = I``.
+    ``s_f^2 = nu - a1^2``; ``Xi`` has zero diagonal and standard Gaussian off-diagonal entries, symmetric (GOE-like,
+    as the kernel's nonlinear part is) when ``symmetric=True``, independent otherwise (the "information-plus-noise"
+    model's deterministic equivalent).  A diagnostic for the null-model theory; ``W = I``.
 
     Parameters
     ----------

@@ -2,32 +2,25 @@
 
 Model: ``log error = a + b log M + noise``; ``b`` is the convergence slope.
 
-Decision (stated once, used everywhere): replicates are KEPT but the slope and its t interval are
-computed from the **per-M means of log(error)** (one point per distinct ``M``, equal weights),
-with ``df = n_levels - 2``. Replicates at the same ``M`` share every systematic deviation from an
-exact power law (integer ``K_M`` steps, finite-``M`` curvature), so treating all replicate points
-as independent (``df = n - 2``) would understate the slope uncertainty whenever the power law is
-not exact; the per-level fit lets the lack of fit show up in the residuals. With a balanced design
-the point estimate coincides with the OLS slope through all replicate points. The all-points
-("pooled") interval is reported as well, together with a lack-of-fit F test, and a bootstrap
-interval that resamples replicates within each ``M`` (it captures replicate noise only, not lack
-of fit).
+Decision (stated once, used everywhere): replicates are KEPT but the slope and its t interval are computed from the
+**per-M means of log(error)** (one point per distinct ``M``, equal weights), with ``df = n_levels - 2``. Replicates at
+the same ``M`` share every systematic deviation from an exact power law (integer ``K_M`` steps, finite-``M``
+curvature), so treating all replicate points as independent (``df = n - 2``) would understate the slope uncertainty
+whenever the power law is not exact; the per-level fit lets the lack of fit show up in the residuals. With a balanced
+design the point estimate is the OLS slope through all replicate points. Also reported: the all-points ("pooled")
+interval, a lack-of-fit F test and a bootstrap interval (resampling within each ``M``: noise, not lack of fit).
 
-Replicate-level standard error (``se_rep``, used by the verdicts): the reported slope is a fixed linear
-combination ``sum_k w_k ybar_k`` of the per-level means, so its sampling variance over independent replicate
-draws is ``sum_k w_k^2 s_k^2 / n_k`` with ``s_k^2`` the within-level variance of ``log(error)`` at level ``k``
-(each level its own: the replicate spread of ``log(error)`` falls ~10x from the smallest to the largest ``M`` in
-paper A's sweeps, so one pooled variance would misstate it, most of all when the levels hold different numbers
-of replicates, as in a cost-optimal allocation, :func:`numerics.allocation.allocate_replicates`), and
-``df_rep`` is the Welch-Satterthwaite df of that sum.  When some level has a single replicate the pooled
-within-level variance is used instead (``df_rep = n - n_levels``).  This is the variance of the slope over
-repetitions of the experiment with the same design (same truth, same ``M`` levels, same replicate counts):
-what ``python -m verify calibrate`` compares it with.  A systematic lack of fit of the power law is then not
-noise but part of the design's finite-``M`` prediction (which is fitted with the same weights).
+Replicate-level standard error (``se_rep``, used by the verdicts): the slope is a fixed linear combination
+``sum_k w_k ybar_k`` of the per-level means, so its variance over independent replicate draws is
+``sum_k w_k^2 s_k^2 / n_k`` with ``s_k^2`` the within-level variance of ``log(error)`` at level ``k`` (each level its
+own: the replicate spread falls ~10x from the smallest to the largest ``M`` in paper A's sweeps, so one pooled
+variance would misstate it, most of all with unequal counts, as in :func:`numerics.allocation.allocate_replicates`),
+and ``df_rep`` is the Welch-Satterthwaite df of that sum (with a single-replicate level: the pooled within-level
+variance, ``df_rep = n - n_levels``).  It is the variance over repetitions of the experiment with the same design
+(truth, ``M`` levels, replicate counts), what ``python -m verify calibrate`` compares it with; a systematic lack of
+fit is not noise but part of the design's finite-``M`` prediction (fitted with the same weights).
 
-Inputs are validated by :mod:`theory.validation` (the project's one layer): finite real numbers and arrays
-(complex values refused, not truncated), exact integers, option strings from a fixed list, the bootstrap's
-arrays checked against the memory budget ``theory.get_limits().memory_budget_bytes`` before they exist.
+Inputs are validated by :mod:`theory.validation` (the bootstrap's arrays against the memory budget before they exist).
 """
 
 from __future__ import annotations
@@ -57,8 +50,7 @@ class SlopeFit:
     ci_t : tuple of float
         95% t interval ``slope +- t_{0.975, df} se`` (same regression).
     ci_boot : tuple of float or None
-        95% percentile bootstrap interval, replicates resampled within each ``M``
-        (``None`` when no ``M`` has two or more replicates).
+        95% percentile bootstrap interval, replicates resampled within each ``M`` (``None``: no ``M`` has two).
     intercept : float
         Intercept of the same regression (``log`` scale).
     r2 : float
@@ -70,16 +62,14 @@ class SlopeFit:
     df : int
         Degrees of freedom of ``ci_t`` (``n_levels - 2``).
     se_pooled : float
-        Standard error of the OLS slope through all points (``df = n - 2``; valid only if the power
-        law is exact).
+        Standard error of the OLS slope through all points (``df = n - 2``; valid only if the power law is exact).
     ci_pooled : tuple of float
         The corresponding 95% t interval.
     lack_of_fit_p : float or None
-        p-value of the lack-of-fit F test (needs replicates and ``n_levels >= 3``); small values say
-        the log-log relation is not a straight line at this precision.
+        p-value of the lack-of-fit F test (needs replicates and ``n_levels >= 3``); small values say the log-log
+        relation is not a straight line at this precision.
     se_rep : float or None
-        Replicate-level standard error of ``slope`` (module docstring: per-level variances); ``None`` without
-        replicates.
+        Replicate-level standard error of ``slope`` (module docstring); ``None`` without replicates.
     df_rep : float or None
         Its degrees of freedom (Welch-Satterthwaite; ``n - n_levels`` when some level has one replicate).
     """
@@ -148,11 +138,8 @@ def level_weights(x: np.ndarray) -> np.ndarray:
 
 def _replicate_se(levels: np.ndarray, inverse: np.ndarray, resid2: np.ndarray,
                   df_pe: int) -> tuple[float | None, float | None]:
-    """Replicate-level SE of the per-level-means slope and its df (module docstring).
-
-    ``resid2`` are the squared deviations of each point from its level's mean.  Every level with two or more
-    replicates: per-level variances, Welch-Satterthwaite df; otherwise the pooled variance, ``df = df_pe``.
-    """
+    """Replicate-level SE of the per-level-means slope and its df (module docstring); ``resid2``: the squared
+    deviations of each point from its level's mean."""
     if df_pe <= 0:
         return None, None
     counts = np.bincount(inverse)
@@ -191,9 +178,7 @@ def _bootstrap_ci(y: np.ndarray, levels: np.ndarray, inverse: np.ndarray, sxx: f
 
 def fit_slope(M: Sequence[float] | np.ndarray, errors: Sequence[float] | np.ndarray, n_boot: int = 2000,
               rng: np.random.Generator | int | None = None) -> SlopeFit:
-    """Fit ``log(errors) = a + b log(M)``; replicates (repeated ``M``) are kept.
-
-    See the module docstring for the statistical decision (per-``M`` means, ``df = n_levels - 2``).
+    """Fit ``log(errors) = a + b log(M)``; replicates (repeated ``M``) are kept (module docstring: per-``M`` means).
 
     Parameters
     ----------
@@ -202,11 +187,10 @@ def fit_slope(M: Sequence[float] | np.ndarray, errors: Sequence[float] | np.ndar
     errors : array_like, shape (n,)
         Errors, ``> 0`` and finite, aligned with ``M``.
     n_boot : int
-        Bootstrap resamples (an integer ``>= 0``; 0 skips the bootstrap); its arrays (about
-        ``8 n_boot (2 max_reps + n_levels)`` bytes) must fit the memory budget ``theory.get_limits()``.
+        Bootstrap resamples (``>= 0``; 0 skips it); its arrays (about ``8 n_boot (2 max_reps + n_levels)`` bytes) must
+        fit the memory budget ``theory.get_limits()``.
     rng : numpy.random.Generator or int or None
-        Randomness of the bootstrap (``None`` -> seed 0, so the result is reproducible; an int is a seed in
-        ``[0, 2**63 - 1]``).
+        Randomness of the bootstrap (``None``: seed 0, reproducible; an int is a seed in ``[0, 2**63 - 1]``).
 
     Returns
     -------
@@ -215,9 +199,9 @@ def fit_slope(M: Sequence[float] | np.ndarray, errors: Sequence[float] | np.ndar
     Raises
     ------
     ValueError
-        Shapes differ, ``M <= 0``, ``errors <= 0`` or not finite (or complex), fewer than 3 distinct ``M``,
-        ``n_boot`` not an integer ``>= 0`` or its bootstrap over the memory budget, ``rng`` not a generator or seed
-        (an :class:`theory.ArgumentTypeError`, also a ``TypeError``, for a wrong type).
+        Shapes differ, ``M <= 0``, ``errors <= 0`` or not finite (or complex), fewer than 3 distinct ``M``, ``n_boot``
+        not an integer ``>= 0`` or its bootstrap over the memory budget, ``rng`` not a generator or seed (an
+        :class:`theory.ArgumentTypeError`, also a ``TypeError``, for a wrong type).
 
     Examples
     --------
@@ -233,8 +217,7 @@ def fit_slope(M: Sequence[float] | np.ndarray, errors: Sequence[float] | np.ndar
 
 
 def _fit(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generator | None, **args: Any) -> SlopeFit:
-    """The fit of :func:`fit_slope` on validated ``x = log M``, ``y = log errors`` (``args`` name the inputs in
-    messages)."""
+    """The fit of :func:`fit_slope` on validated ``x = log M``, ``y = log errors`` (``args``: inputs for messages)."""
     levels, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
     means = np.bincount(inverse, weights=y) / counts
     k = levels.size
@@ -276,8 +259,7 @@ def _fit(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generator | N
 def design_slope(M: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray) -> float:
     """Slope that :func:`fit_slope` would report for a deterministic curve on the same ``M`` design.
 
-    The finite-``M`` prediction of a sweep: evaluate a predicted error curve at the distinct ``M``
-    of the sweep and take the same (equal-weight, per-level) least-squares slope in log-log.
+    The finite-``M`` prediction of a sweep: a predicted error curve at the sweep's ``M``, the same per-level slope.
 
     Parameters
     ----------

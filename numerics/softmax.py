@@ -11,29 +11,25 @@ so that ``Phi_j = sum_i K_ij x_i`` is a convex combination of tokens: the row-so
 ``S`` is symmetric and this ``K`` is the transpose of the row-softmax of ``S``; ``normalise="rows"`` gives that
 row-softmax itself (the same limit, :mod:`theory.softmax`).
 
-The diagonal (a token attending to itself) is masked by default, ``diagonal="removed"`` (``K_jj = 0``, the
-normaliser runs over the ``n - 1`` other keys).  Why: the self score ``S_jj = ||W^{1/2} x_j||^2 / sqrt p`` is about
-``sqrt p`` while the other scores are ``O(1)``, so with the diagonal kept (``diagonal="kept"``) the self weight
-is ``exp(beta sqrt p) / (exp(beta sqrt p) + (n - 1) exp(beta^2 / 2))`` (:func:`theory.softmax.softmax_self_weight`),
-which tends to one as ``p`` grows for every ``beta > 0``: each token attends to itself only, ``K -> I``,
-``Phi -> X`` and the error becomes ridge's (the *extreme-token effect*; at ``beta = 1``, ``p = 128``,
-``n = 256`` the self weight is already 0.995).  At intermediate sizes the self weight is random from token to
-token (the self score fluctuates by ``beta sqrt 2`` around ``beta sqrt p``, a log-normal weight), which no
-constant diagonal of paper B's kernel describes.  Paper B's own kernel removes its diagonal for the same reason.
+The diagonal (a token attending to itself) is masked by default, ``diagonal="removed"`` (``K_jj = 0``, the normaliser
+runs over the ``n - 1`` other keys).  Why: the self score ``S_jj = ||W^{1/2} x_j||^2 / sqrt p`` is about ``sqrt p``
+while the other scores are ``O(1)``, so with the diagonal kept (``diagonal="kept"``) the self weight is
+``exp(beta sqrt p) / (exp(beta sqrt p) + (n - 1) exp(beta^2 / 2))`` (:func:`theory.softmax.softmax_self_weight`), which
+tends to one as ``p`` grows for every ``beta > 0``: each token attends to itself only, ``K -> I``, ``Phi -> X`` and the
+error becomes ridge's (the *extreme-token effect*).  At intermediate sizes the self weight is random from token to token
+(the self score fluctuates by ``beta sqrt 2`` around ``beta sqrt p``, a log-normal weight), which no constant diagonal
+of paper B's kernel describes.  Paper B's own kernel removes its diagonal for the same reason.
 
-Interpolation error: :func:`softmax_error_mc` runs paper B's Monte Carlo machinery (the draws, the batching, the
-seeds and the whole-``gamma``-grid error path of :func:`numerics.simulate_model`) on a batch function of this
-module.  Trial ``t`` draws ``X, y`` exactly as :func:`numerics.simulate_model` does with the same settings
-(``SeedSequence(seed).spawn(n_trials)[t]``), forms ``X^T X`` once and evaluates, on that draw, softmax attention
-for every ``beta`` and spike, paper B's entrywise kernel ``f_beta(S) / sqrt p`` with
-``f_beta(x) = exp(beta x - beta^2 / 2) - 1`` (diagonal removed) for every ``beta`` and spike, and ridge
-(``Phi = X``): paired draws (common random numbers).
+Interpolation error: :func:`softmax_error_mc` runs paper B's Monte Carlo machinery: trial ``t`` draws ``X, y`` as
+:func:`numerics.simulate_model` does with the same settings, forms ``X^T X`` once and evaluates on it softmax attention
+and paper B's kernel ``f_beta(S) / sqrt p``, ``f_beta(x) = exp(beta x - beta^2 / 2) - 1`` (diagonal removed), for every
+``beta`` and spike, and ridge (``Phi = X``).
 
 Gammas are given in paper B's units.  The softmax kernel is about ``sqrt(p) / (n - 1)`` times paper B's kernel of
 ``f_beta`` (:mod:`theory.softmax`), so its features are evaluated at ``gamma * p / (n - 1)^2``
-(:func:`theory.softmax.softmax_gamma_scale`): ``E(gamma * s^2; Phi) = E(gamma; Phi / s)`` exactly, i.e. the error of
-the softmax features rescaled to paper B's kernel scale (the same scale with the diagonal kept, where the
-normaliser has ``n`` keys: a factor ``(1 - 1/n)^2`` on ``gamma``).  The entrywise kernel and ridge use ``gamma``.
+(:func:`theory.softmax.softmax_gamma_scale`): ``E(gamma * s^2; Phi) = E(gamma; Phi / s)`` exactly, the error of the
+softmax features rescaled to paper B's kernel scale (the same scale with the diagonal kept, where the normaliser has
+``n`` keys: a factor ``(1 - 1/n)^2`` on ``gamma``).  The entrywise kernel and ridge use ``gamma``.
 """
 
 from __future__ import annotations
@@ -60,12 +56,10 @@ ArrayLike = Any
 _NORMALISE = ("keys", "rows")
 
 
-# --------------------------------------------------------------------------------------------
-# kernels on a batch of scores S (T, n, n) = X^T W X / sqrt p
-# --------------------------------------------------------------------------------------------
+# ---------------------------------------------------------- kernels on a batch of scores S (T, n, n) = X^T W X / sqrt p
 def _softmax_of_scores(S: torch.Tensor, beta: float, diagonal: str, normalise: str) -> torch.Tensor:
-    """Softmax of ``beta S`` over the keys (dim -2, every column sums to one) or the rows (dim -1); the masked
-    diagonal is ``-inf`` before the softmax (zero weight, the normaliser over the other keys)."""
+    """Softmax of ``beta S`` over the keys (dim -2, every column sums to one) or the rows (dim -1); the masked diagonal
+    is ``-inf`` before the softmax (zero weight, the normaliser over the other keys)."""
     logits = beta * S  # a new tensor: S is shared by the other models
     if diagonal == "removed":
         logits.diagonal(dim1=-2, dim2=-1).fill_(-math.inf)
@@ -79,12 +73,10 @@ def _exponential_of_scores(S: torch.Tensor, beta: float, p: int) -> torch.Tensor
     return K
 
 
-# --------------------------------------------------------------------------------------------
-# Monte Carlo on paper B's machinery (numerics.rmt.run_trials and its error path)
-# --------------------------------------------------------------------------------------------
+# --------------------------------------------------- Monte Carlo on paper B's machinery (run_trials and its error path)
 class _SoftmaxModels(NamedTuple):
-    """The models of :func:`softmax_error_mc`: inverse temperatures, spikes (tensors), the softmax kernel's diagonal
-    and normalisation, which kinds run, and whether labels are averaged."""
+    """The models of :func:`softmax_error_mc`: inverse temperatures, spikes (tensors), the softmax kernel's diagonal and
+    normalisation, which kinds run, and whether labels are averaged."""
 
     betas: list[float]
     spikes: list[tuple[torch.Tensor | None, torch.Tensor | None]]
@@ -140,16 +132,12 @@ def softmax_error_mc(model: Any, p: Any, gammas: ArrayLike, betas: ArrayLike, se
                      kind: Any = KINDS, normalise: str = "keys", label_average: bool = False) -> dict[str, np.ndarray]:
     """Per-trial ``E(gamma)`` of softmax attention, paper B's entrywise exponential kernel and ridge, paired draws.
 
-    Trial ``t`` draws ``X, y`` as :func:`numerics.simulate_model` does with the same settings, forms ``X^T X`` once
-    and evaluates, on that draw, softmax attention for every ``beta`` and model (spike), paper B's kernel of
-    ``f_beta`` for every ``beta`` and model, and ridge.
-
     Parameters
     ----------
     model : theory.AttentionModel or sequence of them
-        The data and the weights: ``c`` (``n = p / c`` tokens, ``>= 2`` with the diagonal removed), ``snr``, the
-        spike of ``W`` and the softmax kernel's diagonal (``"removed"`` masks the self score, ``"kept"`` keeps it);
-        several models may differ only in their spike.  The activation is not used: ``betas`` set the kernels.
+        The data and the weights: ``c`` (``n = p / c`` tokens, ``>= 2`` with the diagonal removed), ``snr``, the spike
+        of ``W`` and the softmax kernel's diagonal (``"removed"`` masks the self score, ``"kept"`` keeps it); several
+        models may differ only in their spike.  The activation is not used: ``betas`` set the kernels.
     p : int
         Dimension; ``p / c`` must be a whole number.
     gammas : array (G,), ``>= 0``
@@ -159,10 +147,9 @@ def softmax_error_mc(model: Any, p: Any, gammas: ArrayLike, betas: ArrayLike, se
     settings : numerics.MonteCarloSettings
         Trials (``>= 2``), seed, threads, batching, device and labels.
     kind : {"softmax", "entrywise", "ridge"} or tuple of them
-        What runs: softmax attention (the kernel ``K`` of the module docstring), paper B's kernel of ``f_beta``
-        (diagonal removed, whatever the model's diagonal), ridge (``Phi = X``).
+        What runs: softmax attention (``K`` of the module docstring), paper B's kernel of ``f_beta`` (diagonal removed,
+        whatever the model's diagonal), ridge (``Phi = X``).
     normalise : {"keys", "rows"}
-        Of the softmax kernel.
     label_average : bool
         Only for ``snr = 0``: the exact average over i.i.d. Rademacher labels of each draw of ``X``,
         ``gamma^2/n tr Q^2`` (as :func:`numerics.simulate_model`).
@@ -170,8 +157,7 @@ def softmax_error_mc(model: Any, p: Any, gammas: ArrayLike, betas: ArrayLike, se
     Returns
     -------
     dict
-        One entry per kind: ``"softmax"`` and ``"entrywise"``: arrays ``(B, len(models), n_trials, G)``;
-        ``"ridge"``: ``(n_trials, G)``.
+        Per kind: ``"softmax"``, ``"entrywise"``: ``(B, len(models), n_trials, G)``; ``"ridge"``: ``(n_trials, G)``.
 
     Raises
     ------

@@ -44,16 +44,13 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, se
     c : float
         ``p / n``, ``> 0``; ``p / c`` is rounded to the nearest whole number of tokens.
     t : float, or a list / tuple of them
-        ``||w_K|| ||w_Q|| / sqrt p``, ``>= 0``: the spike strength is ``t sqrt p``.  A list: every strength on the
-        same draws.
-    p : int
-        Dimension, ``>= 2``.
+        ``||w_K|| ||w_Q|| / sqrt p``, ``>= 0`` (spike strength ``t sqrt p``).  A list: every strength on the same draws.
+    p : int, ``>= 2``
     gammas : array (G,), ``>= 0`` (``0``: the interpolation limit, the in-sample residual for ``c < 1``).
     settings : numerics.MonteCarloSettings
         ``n_trials`` (at most ``2**31 - 1``); trial ``k`` draws from ``SeedSequence(seed).spawn(n_trials)[k]``;
-        ``labels`` must be ``"iid"`` (the labels are integrated out given ``X`` with their posterior means, exact
-        for i.i.d. labels); ``device``: the torch device of the kernel and the eigendecompositions (the draws are the
-        same).  Trials run one at a time in the calling thread (``n_jobs`` and ``batch_size`` are not used).
+        ``labels`` must be ``"iid"`` (for which the posterior means are exact); ``device``: that of the kernel and
+        the eigendecompositions (the draws are the same).  Trials run one at a time in the calling thread.
     snr : float
         ``||mu||^2``, ``>= 0``.
     bins : array (B + 1,), optional
@@ -122,8 +119,8 @@ def _as_list(name: str, value: Any) -> list:
 
 
 def _store(out: dict[str, np.ndarray], name: str, at: tuple, parts: tuple, which: np.ndarray | None) -> None:
-    """One trial's :func:`smoother_parts` of ``name`` into ``out`` at index ``at``; attention's leverage by bin of
-    ``|a|`` where ``which`` (each token's bin) is given."""
+    """One trial's :func:`smoother_parts` of ``name`` into ``out`` at ``at``; attention's leverage by bin of ``|a|``
+    where ``which`` (each token's bin) is given."""
     signal, noise, absorbed, leverage = (x[0].cpu().numpy() for x in parts)
     out[name][at], out[f"{name}_signal"][at], out[f"{name}_noise"][at] = signal + noise, signal, noise
     out[f"{name}_risk"][at] = signal + noise + 2.0 * absorbed

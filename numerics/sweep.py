@@ -1,26 +1,23 @@
 """Sweep runner: a grid of configurations x replicate seeds -> a results table.
 
-``run_sweep(func, cells, ...)`` calls ``func(cell, seed) -> dict`` once per (cell, seed) pair, on the workers that
-a :class:`Workers` names:
+``run_sweep(func, cells, ...)`` calls ``func(cell, seed) -> dict`` once per (cell, seed) pair, on the workers that a
+:class:`Workers` names:
 
 - ``executor="local"``: joblib (loky processes) with ``n_jobs`` workers; ``n_jobs=1`` runs in-process.
-- ``executor="dask"``: ``dask.distributed.Client(scheduler)``, ``submit`` / ``as_completed``;
-  ``scheduler=None`` or ``"local"`` starts an in-process ``LocalCluster`` (threads, no dashboard).
-- On-disk cache (``cache_dir``): one small JSON file per (func, cell, seed, version), keyed by a
-  stable SHA-256 of those four and of func's code (:func:`cache_key`: a function redefined with another
-  body gets new keys); a rerun reuses finished pairs and an interrupted sweep resumes.
-  The parent process writes each file as soon as its result arrives.  Every entry stores its key
-  (func, cell, seed, version) and the SHA-256 of its result; a read verifies both, and an entry that
-  fails (another cell's file, an edited or truncated one, a malformed result) is recomputed with a
-  :class:`CacheIntegrityWarning`.  Concurrent sweeps on one cache directory claim each pair with a
-  file lock (:func:`cell_lock`) before computing it, so no pair is computed twice.
+- ``executor="dask"``: ``dask.distributed.Client(scheduler)``, ``submit`` / ``as_completed``; ``scheduler=None`` or
+  ``"local"`` starts an in-process ``LocalCluster`` (threads, no dashboard).
+- On-disk cache (``cache_dir``): one JSON file per (func, cell, seed, version), keyed by a stable SHA-256 of those four
+  and of func's code (:func:`cache_key`: a function redefined with another body gets new keys); a rerun reuses
+  finished pairs and an interrupted sweep resumes.  The parent writes each file as its result arrives, with its key
+  and the SHA-256 of its result; a read verifies both, and an entry that fails (another cell's file, an edited or
+  truncated one, a malformed result) is recomputed with a :class:`CacheIntegrityWarning`.  Concurrent sweeps on one
+  directory claim each pair with a file lock (:func:`cell_lock`), so no pair is computed twice.
 - ``progress(record)`` is called once per finished pair (cached ones included).
 
-Results do not depend on the executor: every pair gets its own seed, ``func`` must draw all its
-randomness from that seed, and torch is pinned to one intra-op thread while ``func`` runs (in
-every executor, in-process too), so that floating-point reductions are the same everywhere.
-``func`` must be a top-level (picklable) function returning a JSON-serialisable dict whose keys do
-not collide with the cell's keys or ``"seed"``.
+Results do not depend on the executor: every pair gets its own seed, ``func`` must draw all its randomness from it, and
+torch is pinned to one intra-op thread while ``func`` runs (in every executor, in-process too), so that floating-point
+reductions are the same everywhere.  ``func`` must be a top-level (picklable) function returning a JSON-serialisable
+dict whose keys do not collide with the cell's keys or ``"seed"``.
 """
 
 from __future__ import annotations
@@ -71,13 +68,11 @@ class Workers:
     n_jobs : int
         Worker processes (``"local"``) or workers of the in-process cluster (``"dask"``); ``>= 1``.
     executor : {"local", "dask"}
-        Backend.
     scheduler : str or distributed.Client or None
-        Dask only: a scheduler address, an existing ``Client``, or ``None`` / ``"local"``
-        (in-process ``LocalCluster``, threads, ``dashboard_address=None``).
+        Dask only: a scheduler address, an existing ``Client``, or ``None`` / ``"local"`` (in-process ``LocalCluster``).
     torch_threads : int or None
-        Intra-op threads of torch while a task runs (default 1: identical results everywhere and
-        no oversubscription with several workers); ``None`` leaves torch alone.
+        Intra-op threads of torch while a task runs (default 1: identical results everywhere and no oversubscription
+        with several workers); ``None`` leaves torch alone.
     """
 
     n_jobs: int = 2
@@ -103,11 +98,8 @@ _TT_STATE = {"depth": 0, "old": None}
 
 @contextlib.contextmanager
 def _torch_threads(n: int | None) -> Iterator[None]:
-    """Pin torch's intra-op threads while ``func`` runs (no-op without torch or with ``n=None``).
-
-    Re-entrant across threads (the in-process Dask cluster runs tasks in threads of one process):
-    the first task to enter saves torch's setting, the last to leave restores it.
-    """
+    """Pin torch's intra-op threads while ``func`` runs (no-op without torch or with ``n=None``); re-entrant across
+    the threads of an in-process Dask cluster: the first task to enter saves torch's setting, the last restores it."""
     if n is None:
         yield
         return
@@ -143,11 +135,8 @@ def _call(func: Callable, cell: dict, seed: int, torch_threads: int | None) -> d
 
 # ----------------------------------------------------------------------------------------- results
 class SweepResults:
-    """Results of :func:`run_sweep`: one record per (cell, seed), in grid order.
-
-    A record is ``{**cell, "seed": seed, **result}``. ``n_computed`` / ``n_cached`` say how many
-    records were computed in this call and how many came from the cache.
-    """
+    """Results of :func:`run_sweep`: one record ``{**cell, "seed": seed, **result}`` per (cell, seed), in grid order;
+    ``n_computed`` / ``n_cached``: how many were computed in this call / came from the cache."""
 
     def __init__(self, records: list[dict], n_computed: int = 0, n_cached: int = 0) -> None:
         self.records, self.n_computed, self.n_cached = records, n_computed, n_cached
@@ -219,22 +208,18 @@ def run_sweep(func: Callable[[dict, int], dict], cells: Iterable[Mapping[str, An
     Parameters
     ----------
     func : callable
-        Top-level function ``func(cell: dict, seed: int) -> dict`` (JSON-serialisable values);
-        all its randomness must come from ``seed``.
+        Top-level ``func(cell: dict, seed: int) -> dict`` (JSON-serialisable values; all randomness from ``seed``).
     cells : iterable of mapping
         Configurations (JSON-serialisable dicts), e.g. ``[{"M": 100, "P": 3}, ...]``.
     seeds : sequence of int, or callable ``(cell_index, cell) -> sequence of int``, optional
         Replicate seeds: the same list for every cell, or one list per cell.
     n_replicates : int, optional
-        Instead of ``seeds``: that many seeds per cell, ``cell_seed(base_seed, cell, i)``
-        (independent across cells and replicates).
+        Instead of ``seeds``: that many seeds per cell, ``cell_seed(base_seed, cell, i)`` (all independent).
     base_seed : int
         Base of the derived seeds (only with ``n_replicates``).
     cache_dir : path, optional
-        Directory of the on-disk cache; ``None`` disables caching.  Entries are verified on read (key and
-        checksum; a failing one is recomputed with a :class:`CacheIntegrityWarning`), and each pair is computed
-        under a file lock, so that concurrent sweeps on one directory compute it once (the other waits for it).
-        With a cache, the same (cell, seed) twice in one call is computed once.
+        Directory of the on-disk cache (module docstring); ``None`` disables caching.  With a cache, the same (cell,
+        seed) twice in one call is computed once.
     version : str
         Part of the cache key; change it when ``func``'s meaning changes.
     workers : Workers
@@ -250,8 +235,7 @@ def run_sweep(func: Callable[[dict, int], dict], cells: Iterable[Mapping[str, An
     Raises
     ------
     ValueError
-        Bad seeds, non-picklable ``func``, result keys that collide with
-        the cell's keys, non-serialisable values.
+        Bad seeds, non-picklable ``func``, result keys that collide with the cell's keys, non-serialisable values.
 
     Examples
     --------
@@ -299,10 +283,9 @@ def _check_cells(cells: Iterable[Mapping[str, Any]]) -> list[dict]:
 class _Table:
     """The results of one :func:`run_sweep` call as they arrive: cache reads, claims, cache writes, progress.
 
-    ``pairs[j] = (cell_index, cell, seed)``; ``results[j]`` is ``None`` until pair ``j`` is finished.  With a
-    cache, pairs with the same key are computed once (the first is the leader, the others its followers), and
-    a pair is computed only under its claim (:func:`cell_lock`); a pair claimed by another run is deferred and
-    read back once that run releases it (:meth:`wait_for_others`).
+    ``pairs[j] = (cell_index, cell, seed)``; ``results[j]`` is ``None`` until pair ``j`` is finished.  With a cache,
+    pairs with the same key are computed once (by the first, the leader, for its followers), and a pair only under
+    its claim (:func:`cell_lock`); one claimed by another run is deferred and read back once that run releases it.
     """
 
     def __init__(self, pairs: list[tuple[int, dict, int]], cdir: Path | None, fname: str, version: str,
@@ -475,8 +458,7 @@ def _indexed_call(j: int, func, cell, seed, torch_threads) -> tuple[int, dict]:
 
 
 def _run_dask(func: Callable, table: "_Table", work: Iterable[int], n: int, workers: Workers) -> None:
-    """The pairs of ``work`` on a Dask cluster, submitted in a window of twice the cluster's threads (so only
-    the pairs in flight are claimed)."""
+    """The pairs of ``work`` on a Dask cluster, in a window of twice its threads (only those in flight are claimed)."""
     pairs, n_jobs, scheduler = table.pairs, workers.n_jobs, workers.scheduler
     try:
         from distributed import Client, LocalCluster, as_completed

@@ -1,20 +1,13 @@
 """Thread policy of the project: torch's intra-op thread count and the one thread-map helper.
 
-Parallelism comes from independent work items (sweep cells, Monte Carlo trial batches: joblib / Dask
-workers), so numerical kernels usually run with one intra-op thread: threaded LAPACK/BLAS on small or
-medium matrices collapses when the cores are already busy (see ``numerics.rmt``).
+Parallelism comes from independent work items (sweep cells, Monte Carlo trial batches: joblib / Dask workers), so
+numerical kernels usually run with one intra-op thread: threaded LAPACK/BLAS on small or medium matrices collapses when
+the cores are already busy.  :func:`torch_threads` pins the thread counts inside a block, :func:`thread_map` maps over
+work items in threads of this process, and :func:`in_parallel` tells code inside one of its workers to leave the
+process-wide setting alone (:mod:`numerics.sweep` keeps its own reference-counted pin for threads it does not own).
 
-- :func:`torch_threads` pins torch's intra-op thread count inside a block and restores it afterwards;
-- :func:`thread_map` maps a function over work items in threads of this process (torch at one intra-op
-  thread), and :func:`in_parallel` tells code running inside one of its workers not to touch the
-  process-wide thread setting (the eigensolver wrappers of :mod:`numerics.rmt` read it).
-
-(:mod:`numerics.sweep` keeps its own reference-counted pin for tasks that run in threads it does not own,
-e.g. an in-process Dask cluster: the first task to enter saves torch's setting, the last to leave restores it.)
-
-Validation (through :mod:`theory.validation`, the project's one layer): thread and worker counts are integers
-in ``[1, MAX_THREADS]`` (:func:`check_n_jobs`); torch devices are ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"``, and a
-CUDA device must exist (:func:`check_device`, the one device check of ``numerics``).
+Thread and worker counts are integers in ``[1, MAX_THREADS]`` (:func:`check_n_jobs`); a torch device is ``"cpu"``,
+``"cuda"`` or ``"cuda:<k>"`` and must exist (:func:`check_device`, the one device check of ``numerics``).
 """
 
 from __future__ import annotations
@@ -52,8 +45,7 @@ def check_n_jobs(name: str, value: Any) -> int:
 
 
 def check_device(name: str, value: Any) -> str:
-    """A torch device: ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"`` (or a ``torch.device`` of that form); returns its
-    string.  A CUDA device must be available (``torch.cuda.is_available()``, ``k < torch.cuda.device_count()``).
+    """A torch device of this machine, ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"`` (or such a ``torch.device``): its string.
 
     Raises
     ------
@@ -98,14 +90,12 @@ def torch_numeric_errors(func: str, **args: Any) -> Iterator[None]:
 
 
 def torch_threads(n: int | None) -> ContextManager[None]:
-    """Set torch's intra-op thread count, and the thread count of numpy's and scipy's BLAS, to ``n`` inside the
-    block and restore them afterwards.
+    """Set the thread counts of torch (intra-op) and of numpy's / scipy's BLAS to ``n`` inside the block, then restore.
 
     Parameters
     ----------
     n : int or None
-        Threads inside the block, an integer in ``[1, MAX_THREADS]`` (checked when the context manager is
-        made, before the block); ``None`` leaves the settings alone.
+        Threads inside the block, in ``[1, MAX_THREADS]`` (checked before the block); ``None`` leaves them alone.
 
     Examples
     --------
@@ -124,12 +114,9 @@ _BLAS_CONTROLLER: Any = None
 
 
 def _blas_controller() -> Any:
-    """threadpoolctl's controller of the BLAS libraries numpy and scipy load (OpenBLAS in their wheels), made once.
-
+    """threadpoolctl's controller of the BLAS libraries numpy and scipy load (OpenBLAS in their wheels), made once:
     scipy's LAPACK (the tridiagonal error path of :mod:`numerics.rmt`) runs on scipy's own OpenBLAS, whose idle
-    threads spin: unpinned, they take the core of the other worker.  torch's MKL is linked into torch and pinned
-    by ``set_num_threads``.
-    """
+    threads spin and, unpinned, take the other worker's core (torch's MKL is pinned by ``set_num_threads``)."""
     global _BLAS_CONTROLLER
     if _BLAS_CONTROLLER is None:
         import scipy.linalg  # noqa: F401  (loads scipy's BLAS before the controller lists the libraries)
@@ -176,21 +163,17 @@ def in_parallel() -> bool:
 def thread_map(func: Callable[[Any], Any], items: Iterable[Any], n_jobs: int) -> list:
     """``[func(x) for x in items]``, in ``n_jobs`` threads of this process (torch releases the GIL).
 
-    With ``n_jobs = 1``, or a sized ``items`` of at most one element, the loop runs in the calling thread and
-    changes nothing.  Otherwise torch is pinned to one intra-op thread for the whole map (parallelism comes from
-    the items) and every call runs with :func:`in_parallel` true, so that the eigensolver wrappers of
-    :mod:`numerics.rmt` do not change the process-wide thread setting from inside a worker.  ``items`` is
-    consumed IN ORDER, at most ``2 n_jobs`` items ahead of the finished ones (joblib's ``pre_dispatch``), so a
-    generator that draws each item from one random stream yields the same items whatever ``n_jobs`` is.
+    With ``n_jobs = 1``, or a sized ``items`` of at most one element, the loop runs in the calling thread and changes
+    nothing.  Otherwise torch is pinned to one intra-op thread for the whole map and every call runs with
+    :func:`in_parallel` true.  ``items`` is consumed IN ORDER, at most ``2 n_jobs`` items ahead of the finished ones
+    (joblib's ``pre_dispatch``): a generator drawing from one random stream yields the same items for any ``n_jobs``.
 
     Parameters
     ----------
     func : callable
         Applied to each item; must be thread-safe.
     items : iterable
-        Work items (a list or a generator).
-    n_jobs : int
-        Worker threads, in ``[1, MAX_THREADS]``.
+    n_jobs : int in ``[1, MAX_THREADS]``
 
     Returns
     -------
