@@ -151,8 +151,10 @@ def _relative_change(cur: np.ndarray, prev: np.ndarray) -> float:
 
 def refine_quadrature(compute: Callable[[int], np.ndarray], rtol: float, where: str) -> tuple[np.ndarray, int, float]:
     """``compute(n_nodes)`` (rows: Taylor orders) on rules of 400, 800, ... nodes until two successive rules agree.
+
     Returns ``(result, n_nodes, relative change)``; raises ``RuntimeError`` naming ``where`` when the largest rule
-    (``Limits.max_quadrature_nodes``) is reached first."""
+    (``Limits.max_quadrature_nodes``) is reached first.
+    """
     n, high = _FIRST_NODES, get_limits().max_quadrature_nodes
     prev = compute(n)
     err = np.inf

@@ -49,8 +49,10 @@ def _float_c(c: Any) -> float:
 
 
 def mp_support(c: float) -> tuple[float, float]:
-    """Edges ``((1 - sqrt c)^2, (1 + sqrt c)^2)`` of the continuous part of ``mu_c``.  Works for numbers (floats out)
-    and sympy expressions (sympy out)."""
+    """Edges ``((1 - sqrt c)^2, (1 + sqrt c)^2)`` of the continuous part of ``mu_c``.
+
+    Works for numbers (floats out) and sympy expressions (sympy out).
+    """
     if isinstance(check_real("c", c, low=0, low_open=True, symbolic=True), sp.Basic):
         return (1 - sp.sqrt(c)) ** 2, (1 + sp.sqrt(c)) ** 2
     return _support(_float_c(c))
@@ -70,8 +72,10 @@ def mp_atom(c: Any) -> Any:
 
 
 def mp_equation(m: Any, z: Any, c: Any) -> Any:
-    """Residual ``m - 1 / (-z + c / (1 + m))`` of the fixed-point equation (numbers, arrays or sympy).  ``m`` and ``z``
-    may be complex, ``c > 0``; the poles ``m = -1`` and ``-z + c / (1 + m) = 0`` are refused."""
+    """Residual ``m - 1 / (-z + c / (1 + m))`` of the fixed-point equation (numbers, arrays or sympy).
+
+    ``m`` and ``z`` may be complex, ``c > 0``; the poles ``m = -1`` and ``-z + c / (1 + m) = 0`` are refused.
+    """
     m, z = (_complex_operand(name, v) for name, v in (("m", m), ("z", z)))
     if isinstance(c, (list, tuple, np.ndarray)):
         c = as_array("c", c, low=0, low_open=True)
@@ -158,9 +162,11 @@ def _stieltjes_branch(z_in: np.ndarray, c: float) -> Any:
 
 def mp_delta(gamma: Any, c: float) -> Any:
     """``delta(gamma) = mp_stieltjes(-gamma, c)``, the positive root of ``delta = 1/(gamma + c/(1+delta))``.
+
     Numerically stable form ``2 / (sqrt((gamma+c-1)^2 + 4 gamma) + gamma + c - 1)`` when ``gamma + c - 1 > 0``, with
     ``gamma + (c - 1)`` (exact near ``c = 1``) and ``hypot(b, 2 sqrt(gamma))`` (no overflow of ``b^2``): correct to a
-    few ulps for every ``gamma`` and ``c``. ``gamma = 0`` is allowed when ``c > 1`` (``delta(0) = 1 / (c - 1)``)."""
+    few ulps for every ``gamma`` and ``c``. ``gamma = 0`` is allowed when ``c > 1`` (``delta(0) = 1 / (c - 1)``).
+    """
     c = _float_c(c)
     g = as_array("gamma", gamma, low=0, bytes_per_element=_BYTES_PER_POINT)
     if np.any(g == 0) and c <= 1:
@@ -180,8 +186,10 @@ def _delta(g: np.ndarray, c: float) -> np.ndarray:
 
 
 def mp_stieltjes_expr(z: Any, c: Any) -> sp.Expr:
-    """Sympy closed form of :func:`mp_stieltjes` (same branch): ``(-(1+z-c) + R(z)) / (2z)``.  ``z``: a nonzero real or
-    complex number or a sympy expression (the form is ``0/0`` at ``z = 0``); ``c > 0``."""
+    """Sympy closed form of :func:`mp_stieltjes` (same branch): ``(-(1+z-c) + R(z)) / (2z)``.
+
+    ``z``: a nonzero real or complex number or a sympy expression (the form is ``0/0`` at ``z = 0``); ``c > 0``.
+    """
     z = to_sympy("z", z, complex_ok=True)
     c = to_sympy("c", c, low=0, low_open=True)
     if z.is_zero:
@@ -191,9 +199,11 @@ def mp_stieltjes_expr(z: Any, c: Any) -> sp.Expr:
 
 
 def mp_delta_expr(gamma: Any, c: Any) -> sp.Expr:
-    """Sympy closed form of ``delta(gamma)``: ``(sqrt((gamma+c-1)^2 + 4 gamma) - (gamma+c-1)) / (2 gamma)``.  Equal to
-    ``mp_stieltjes_expr(-gamma, c)`` for ``gamma > 0`` (the product of the two square roots of ``R(-gamma)`` is
-    ``-sqrt((gamma + lam_-)(gamma + lam_+))``).  ``gamma > 0``, ``c > 0``: numbers or sympy objects."""
+    """Sympy closed form of ``delta(gamma)``: ``(sqrt((gamma+c-1)^2 + 4 gamma) - (gamma+c-1)) / (2 gamma)``.
+
+    Equal to ``mp_stieltjes_expr(-gamma, c)`` for ``gamma > 0`` (the product of the two square roots of ``R(-gamma)`` is
+    ``-sqrt((gamma + lam_-)(gamma + lam_+))``). ``gamma > 0``, ``c > 0``: numbers or sympy objects.
+    """
     gamma = to_sympy("gamma", gamma, low=0, low_open=True)
     c = to_sympy("c", c, low=0, low_open=True)
     b = gamma + c - 1

@@ -108,8 +108,10 @@ def _gram_law_quadrature(c: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray
 
 @dataclass
 class NullSolution:
-    """Solution of the null system at one real ``z < 0``.  ``kappa`` is 0 for ``system="spec"``; derivatives are
-    ``d/dz`` by implicit differentiation."""
+    """Solution of the null system at one real ``z < 0``.
+
+    ``kappa`` is 0 for ``system="spec"``; derivatives are ``d/dz`` by implicit differentiation.
+    """
 
     z: float
     delta: float
@@ -162,8 +164,10 @@ def _rational_system():
 def null_denominator(gamma: float, c: float, a1: float, sf2: float, d0: float, delta: float, delta_tilde: float,
                       kappa: float) -> np.ndarray:
     """Ascending coefficients (in ``l``) of ``D(l) = gamma (1 + delta)(1 + s_f^2 delta~ l) + c l (A(l) - kappa)^2``.
-    ``A(l) - kappa = a1 l + e`` with ``e = d0 - a1 - kappa``; ``z = -gamma``.  Shared with :mod:`theory.structured`
-    (trace integrals ``int l^k / D dmu_G``)."""
+
+    ``A(l) - kappa = a1 l + e`` with ``e = d0 - a1 - kappa``; ``z = -gamma``. Shared with :mod:`theory.structured`
+    (trace integrals ``int l^k / D dmu_G``).
+    """
     e = d0 - a1 - kappa
     g1 = gamma * (1 + delta)
     return np.array([g1, g1 * delta_tilde * sf2 + c * e * e, 2 * c * a1 * e, c * a1 * a1])
@@ -451,9 +455,11 @@ def solve_null_system_full(z: Any, c: float, a1: float, sf2: float, d0: float = 
 
 
 def solve_null_system(z: Any, c: float, a1: float, sf2: float, d0: float = 0.0, **options: Any) -> tuple[Any, Any]:
-    """``(delta, delta~)`` of the null system at real ``z < 0`` (scalar or array).  Options as in
-    :func:`solve_null_system_full` (``system``, ``method``, ``n_nodes``, ``tol``, ``max_iter`` / ``maxiter``).  Returns
-    floats, or arrays of the shape of ``z``."""
+    """``(delta, delta~)`` of the null system at real ``z < 0`` (scalar or array).
+
+    Options as in :func:`solve_null_system_full` (``system``, ``method``, ``n_nodes``, ``tol``, ``max_iter`` /
+    ``maxiter``). Returns floats, or arrays of the shape of ``z``.
+    """
     return _solution_fields(z, c, a1, sf2, d0, ("delta", "delta_tilde"), options)
 
 
@@ -489,10 +495,12 @@ def diagonal_constant(diagonal: Any, kept: Any) -> float:
 
 
 def kept_diagonal(activation: ActivationLike, p: int) -> float:
-    """Finite-``p`` kept diagonal ``d0(p) = E f(||x||^2 / sqrt p) / sqrt p``, ``||x||^2 ~ chi^2_p``.  ``f`` is the
-    centred activation.  Tends to ``lim f(t)/t`` (``diagonal="kept"`` of :class:`theory.AttentionModel`) like
-    ``p^{-1/2}``: e.g. relu ``1 - a0/sqrt p``, tanh ``~1/sqrt p``.  Pass the result as ``diagonal=`` to
-    :class:`theory.AttentionModel` to compare with a simulation at that ``p``."""
+    """Finite-``p`` kept diagonal ``d0(p) = E f(||x||^2 / sqrt p) / sqrt p``, ``||x||^2 ~ chi^2_p``.
+
+    ``f`` is the centred activation. Tends to ``lim f(t)/t`` (``diagonal="kept"`` of :class:`theory.AttentionModel`)
+    like ``p^{-1/2}``: e.g. relu ``1 - a0/sqrt p``, tanh ``~1/sqrt p``. Pass the result as ``diagonal=`` to
+    :class:`theory.AttentionModel` to compare with a simulation at that ``p``.
+    """
     check_activation(activation, "activation")
     p = check_size("p", p, 1, "max_dimension")
     f = numpy_activation(activation, centered=True)

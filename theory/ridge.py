@@ -238,8 +238,10 @@ def _error_values(g: np.ndarray, c: float, snr: float) -> np.ndarray:
 
 
 def ridge_error_limit(c: Any, snr: Any) -> sp.Expr:
-    """``lim_{gamma -> 0+} E_RR``: ``(1 - c)/(1 + snr)`` for ``c < 1`` and 0 for ``c >= 1``.  Taken from
-    :func:`derive_ridge_error` (limits along the MP curve).  Symbolic ``c`` gives a ``Piecewise``."""
+    """``lim_{gamma -> 0+} E_RR``: ``(1 - c)/(1 + snr)`` for ``c < 1`` and 0 for ``c >= 1``.
+
+    Taken from :func:`derive_ridge_error` (limits along the MP curve). Symbolic ``c`` gives a ``Piecewise``.
+    """
     c = to_sympy("c", c, low=0, low_open=True)
     snr = to_sympy("snr", snr, low=0)
     der = derive_ridge_error()
@@ -251,8 +253,10 @@ def ridge_error_limit(c: Any, snr: Any) -> sp.Expr:
 
 
 def ridge_error_small_gamma_coefficient(c: Any, snr: Any) -> sp.Expr:
-    """``lim_{gamma->0} E_RR / gamma^2`` for ``c > 1`` (interpolation: ``E_RR = O(gamma^2)``).  ``c > 1`` and
-    ``snr >= 0``: numbers or sympy expressions."""
+    """``lim_{gamma->0} E_RR / gamma^2`` for ``c > 1`` (interpolation: ``E_RR = O(gamma^2)``).
+
+    ``c > 1`` and ``snr >= 0``: numbers or sympy expressions.
+    """
     c = to_sympy("c", c, low=1, low_open=True)
     snr = to_sympy("snr", snr, low=0)
     e = (derive_ridge_error().error_in_delta / g_sym**2).subs(d_sym, 1 / (c_sym - 1))

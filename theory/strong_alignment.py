@@ -113,8 +113,10 @@ def strong_alignment_margin(c: Any, snr: Any) -> float:
 @dataclass(frozen=True)
 class LeverageProfile:
     """The leverage ``h(a)`` of attention's features on quadrature nodes of ``a``, and the ``T2`` part it gives.
+
     ``t2 = E_a[(1 - h(a)) v(a)] - (1 - c) E_a v(a)`` with ``v(a) = 1 - tanh(sqrt(snr) a)^2``: the label noise left by
-    attention minus ridge's (whose leverage is ``c`` everywhere)."""
+    attention minus ridge's (whose leverage is ``c`` everywhere).
+    """
 
     a: np.ndarray = field(repr=False)
     weights: np.ndarray = field(repr=False)

@@ -60,10 +60,12 @@ def is_symbolic(value: Any) -> bool:
 @dataclass(frozen=True)
 class NumericSpec:
     """What a :class:`NumericFunction` computes: a public numeric function of ``(gamma, c)`` with fixed options.
+
     ``name`` and ``arguments`` (the fixed trailing arguments as ``(keyword, value)`` pairs, ``keyword`` ``None`` for a
     positional one; hashable values) identify the function and print it; ``values(gamma, c)`` (a 1-d float array and a
-    float) and ``taylor(gamma0, c, order)`` (the Taylor coefficients in ``gamma`` at ``gamma0``) compute it.  Two specs
-    with the same name and arguments are the same function."""
+    float) and ``taylor(gamma0, c, order)`` (the Taylor coefficients in ``gamma`` at ``gamma0``) compute it. Two specs
+    with the same name and arguments are the same function.
+    """
 
     name: str
     arguments: tuple
@@ -81,9 +83,11 @@ _CLASSES: dict[int, type] = {}
 
 
 class NumericFunction(sp.Function):
-    """A numeric solution ``E(gamma, c)`` as a sympy function (base class; see the module docstring).  Subclasses are
-    made by :func:`numeric_function` for one :class:`NumericSpec` and one derivative order (``order`` ``k``: the
-    ``k``-th derivative in ``gamma``); users get instances from the public functions."""
+    """A numeric solution ``E(gamma, c)`` as a sympy function (base class; see the module docstring).
+
+    Subclasses are made by :func:`numeric_function` for one :class:`NumericSpec` and one derivative order (``order``
+    ``k``: the ``k``-th derivative in ``gamma``); users get instances from the public functions.
+    """
 
     nargs = 2
     spec: NumericSpec

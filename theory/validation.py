@@ -331,8 +331,10 @@ def check_random_state(name: str, value: Any, *, none_ok: bool = True) -> np.ran
 
 
 def check_size(name: str, value: Any, low: int, limit: str) -> int:
-    """An integer count ``low <= value <= get_limits().<limit>``; returns ``int(value)``.  The message of a too large
-    value names the limit and how to raise it."""
+    """An integer count ``low <= value <= get_limits().<limit>``; returns ``int(value)``.
+
+    The message of a too large value names the limit and how to raise it.
+    """
     high = getattr(get_limits(), limit)
     check_real(name, value, low=low, integer=True)
     n = int(value)
@@ -345,12 +347,14 @@ def check_size(name: str, value: Any, low: int, limit: str) -> int:
 # ----------------------------------------------------------------------------------------------- arrays
 def as_array(name: str, value: Any, *, complex_ok: bool = False, ndim: int | Sequence[int] | None = None,
              allow_empty: bool = False, bytes_per_element: int | None = None, **bounds: Any) -> np.ndarray:
-    """Checked float64 (or, with ``complex_ok``, complex128) array of a number or array-like.  Refuses strings, None,
-    booleans, object and string dtypes, complex values unless ``complex_ok``, NaN and inf, an empty array unless
-    ``allow_empty``, dimensions other than ``ndim``, values outside the range ``bounds`` (``low``, ``high``,
-    ``low_open``, ``high_open`` as in :func:`check_real`; real arrays), and, when ``bytes_per_element`` is given, sizes
-    whose intermediate arrays would exceed the memory budget (:func:`check_array_memory`).  The result equals
-    ``np.asarray(value, dtype=float64)`` (or ``complex128``) for every valid input."""
+    """Checked float64 (or, with ``complex_ok``, complex128) array of a number or array-like.
+
+    Refuses strings, None, booleans, object and string dtypes, complex values unless ``complex_ok``, NaN and inf, an
+    empty array unless ``allow_empty``, dimensions other than ``ndim``, values outside the range ``bounds`` (``low``,
+    ``high``, ``low_open``, ``high_open`` as in :func:`check_real`; real arrays), and, when ``bytes_per_element`` is
+    given, sizes whose intermediate arrays would exceed the memory budget (:func:`check_array_memory`). The result
+    equals ``np.asarray(value, dtype=float64)`` (or ``complex128``) for every valid input.
+    """
     low, high = bounds.get("low"), bounds.get("high")
     kind = "real or complex numbers" if complex_ok else "real numbers"
     what = f"a finite {'real or complex' if complex_ok else 'real'} number or an array of finite {kind}"
@@ -444,8 +448,10 @@ def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
 
 
 def to_sympy(name: str, value: Any, *, complex_ok: bool = False, **bounds: Any) -> sp.Expr:
-    """Checked sympy version of a number or sympy expression: ``sympify(value, strict=True)``, never of a string.  Real
-    unless ``complex_ok``; ``bounds`` as in :func:`check_real` (``symbolic=True`` is implied)."""
+    """Checked sympy version of a number or sympy expression: ``sympify(value, strict=True)``, never of a string.
+
+    Real unless ``complex_ok``; ``bounds`` as in :func:`check_real` (``symbolic=True`` is implied).
+    """
     if complex_ok:
         check_complex(name, value, symbolic=True)
     else:
@@ -467,9 +473,11 @@ def _all_finite(result: Any) -> bool:
 
 
 def finite_result(func: str, result: Any, **args: Any) -> Any:
-    """Return ``result`` if every number in it is finite, else raise ``ValueError`` listing the arguments.  The safety
-    net behind the explicit checks: a combination of valid-looking arguments whose value overflows float64 is refused
-    rather than returned as NaN or inf."""
+    """Return ``result`` if every number in it is finite, else raise ``ValueError`` listing the arguments.
+
+    The safety net behind the explicit checks: a combination of valid-looking arguments whose value overflows float64 is
+    refused rather than returned as NaN or inf.
+    """
     if not _all_finite(result):
         shown = ", ".join(f"{k}={describe(v)}" for k, v in args.items())
         raise ValueError(f"{func} has no finite value at {shown}: these arguments are outside the range where it "
