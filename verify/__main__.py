@@ -1,7 +1,5 @@
-"""``python -m verify``: see :mod:`verify.cli`.
-
-A Ctrl-C before the checks start (while the imports run) exits 130 with one line, without a traceback; during
-the checks :func:`verify.cli.main` handles it (the finished checks are written first)."""
+"""``python -m verify``: see :mod:`verify.cli`.  A Ctrl-C while the imports run exits 130 with one line, without a
+traceback; during the checks :func:`verify.cli.main` handles it (the finished checks are written first)."""
 
 import sys
 

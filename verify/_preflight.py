@@ -2,8 +2,7 @@
 (:mod:`verify.cli`), ``python -m verify calibrate`` (:mod:`verify.calibrate`) and ``verify.run``.
 
 Every refusal is one ``error: ...`` line (``SystemExit``, exit status 1), before any work; :func:`interrupts` turns
-the first SIGINT or SIGTERM into a ``KeyboardInterrupt`` that the command catches to write what finished.
-"""
+the first SIGINT or SIGTERM into a ``KeyboardInterrupt`` that the command catches to write what finished."""
 
 from __future__ import annotations
 
@@ -47,9 +46,8 @@ def command(argv: Sequence[str]) -> str:
 
 def resume_line(sig: str, where: str, kept: str, argv: Sequence[str], cache_dir: Path | None, off: str,
                 reused: str = "") -> str:
-    """The one line printed after the signal ``sig`` stopped ``where``: what was ``kept`` and how to resume (the
-    same command, :func:`command` of ``argv``; ``reused``: what the rerun reuses; ``off``: what it does without a
-    cache)."""
+    """The one line printed after the signal ``sig`` stopped ``where``: what was ``kept`` and how to resume (the same
+    command, :func:`command` of ``argv``; ``reused``: what the rerun reuses; ``off``: what it does without a cache)."""
     cache = (f"the cache {cache_dir} keeps the finished cells" if cache_dir is not None
              else f"the cache is off (--cache-dir none): {off}")
     return (f"interrupted by {sig} during {where}: {kept}; to resume, run the same command again "
@@ -113,8 +111,7 @@ def run_context(args: argparse.Namespace, **fields) -> CheckContext:
 
 
 def check_executor(executor: str, scheduler: str | None) -> None:
-    """``--scheduler`` only with dask; dask installed; the scheduler reachable within about
-    :data:`SCHEDULER_TIMEOUT_S` (:func:`check_scheduler_reachable`)."""
+    """``--scheduler`` only with dask; dask installed; the scheduler reachable within :data:`SCHEDULER_TIMEOUT_S`."""
     if scheduler and executor != "dask":
         refuse("--scheduler needs --executor dask")
     if executor != "dask":

@@ -6,8 +6,7 @@ on the undecided checks, one round at a time, each time on the check whose decis
 the replicates its current estimates need (:func:`verify.sequential.replicates_to_decide`) times its measured time
 per replicate.  The verdicts are the sequential ones of :mod:`verify.sequential` (stated error rates under this
 optional stopping).  Every replicate is an ordinary cached run at its own seed, so a second run with the same seed
-and cache reads the first one's rounds back and continues; ``--rounds`` alone is reproducible on any machine.
-"""
+and cache reads the first one's rounds back and continues; ``--rounds`` alone is reproducible on any machine."""
 
 from __future__ import annotations
 
@@ -26,10 +25,8 @@ from .sequential import (MAX_ROUND, boundaries, judge_look, look_levels, pooled,
 from .verdicts import Judgement
 
 
-
 def replicate_context(base: CheckContext, r: int) -> CheckContext:
-    """The context of replicate ``r``: the run's context at :func:`~verify.sequential.replicate_seed` ``(seed, r)``,
-    figures drawn for replicate 0 only."""
+    """Replicate ``r``'s context: seed :func:`~verify.sequential.replicate_seed` ``(seed, r)``, figures at r = 0."""
     return dataclasses.replace(base, seed=replicate_seed(base.seed, r), seeds_used=[],
                                report_dir=base.report_dir if r == 0 else None)
 
@@ -106,8 +103,7 @@ class CheckSequence:
                            "verdict": self.judgement.verdict if self.judgement else self.replicates[0].verdict.value})
 
     def result(self) -> CheckResult:
-        """The check's result: the pooled, sequentially judged table (replicate 0 alone for a non-sequential one,
-        or its first ERROR)."""
+        """The pooled, sequentially judged result (replicate 0 alone for a non-sequential check, or its first ERROR)."""
         first = self.replicates[0]
         if self.judgement is None:
             return self.error or first
@@ -183,14 +179,12 @@ def run_sequential(claims: Sequence[Claim], base: CheckContext, *, budget_s: flo
     base : the run's context (its seed is replicate 0's).
     budget_s : wall-clock budget in seconds from the start (``None``: none); a replicate that would not finish
         within it by its check's measured time is not started.
-    rounds : at most this many rounds after round 0 per check (``None``: up to the budget).  At least one of the
-        two must be given.
+    rounds : at most this many rounds after round 0 per check (``None``: up to the budget; one of the two is needed).
     run : runs one replicate (``verify.claim.run_check``).
     on_look : called with a sequence after each of its looks (progress).
     clock : seconds (``time.perf_counter``).
-    sequences : a list the sequences are appended to as they start (``None``: a new one), so that a caller keeps
-        them when a ``KeyboardInterrupt`` propagates; the replicates already run are in the cache, and the same
-        command resumes.
+    sequences : a list the sequences are appended to as they start (``None``: a new one): a caller keeps them
+        when a ``KeyboardInterrupt`` propagates (the replicates run are cached: the same command resumes).
     """
     if budget_s is None and rounds is None:
         raise ValueError("run_sequential needs budget_s or rounds (without them, run the fixed design)")

@@ -6,8 +6,7 @@ stated false-FAIL rate ``alpha``, and for its headline comparison the mean z and
 measured value over its mean reported SE, with its chi-square 95% interval).  A check is MISCALIBRATED when its
 false-FAIL interval lies above ``alpha``, or, with ``N >= 30``, when the headline SD/SE lies outside
 :data:`SD_SE_BAND`.  Every (check, seed) record is stored as ``<out>/records/<id>_seed<k>.json`` as it finishes and
-reused by a rerun; options are checked and SIGINT / SIGTERM handled as in ``python -m verify``.
-"""
+reused by a rerun; options are checked and SIGINT / SIGTERM handled as in ``python -m verify``."""
 
 from __future__ import annotations
 
@@ -167,18 +166,13 @@ def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, 
               rounds: int | None = None) -> dict[str, list[dict]]:
     """Run every claim of ``specs`` at every seed (records stored as they finish; existing records are reused).
 
-    ``base`` is the run's context (profile, cache, workers, device; its seed is replaced by each of ``seeds``),
-    ``out_dir`` a directory path, ``progress`` a callable ``(check id, seed, record)``.
-
-    A record is written atomically (temporary file, then rename) as soon as its check finishes, so an interrupt
+    ``base``: the run's context (its seed replaced by each of ``seeds``); ``progress``: called with
+    ``(check id, seed, record)``.  A record is written atomically as soon as its check finishes, so an interrupt
     (``KeyboardInterrupt``, raised by :func:`verify._preflight.interrupts` on SIGINT / SIGTERM) loses only the
-    (check, seed) runs it stopped (one per lane, :mod:`verify.lanes`); a rerun reuses every stored record of the
-    same profile.
-
-    With ``budget_s`` (seconds per seed) and / or ``rounds``, each seed is a sequential run
-    (:func:`verify.budget.run_sequential`) of the checks without a stored record; a record then also holds its
-    ``sequential`` entry (rounds, replicates, when it was decided) and is reused only under the same budget.
-    """
+    (check, seed) runs it stopped (one per lane, :mod:`verify.lanes`).  With ``budget_s`` (seconds per seed) and / or
+    ``rounds``, each seed is a sequential run (:func:`verify.budget.run_sequential`) of the checks without a stored
+    record; a record then also holds its ``sequential`` entry (rounds, replicates, when it was decided) and is reused
+    only under the same budget."""
     rec_dir = out_dir / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
     mode = None if budget_s is None and rounds is None else {"budget_s": budget_s, "rounds": rounds}
@@ -190,7 +184,7 @@ def calibrate(specs: Sequence[Claim], seeds: Sequence[int], base: CheckContext, 
         return stored[(res.id, ctx.seed)]
 
     if mode is None and use_lanes(list(specs), base, copies=len(seeds)):
-        # every (seed, group of checks) a task of verify.lanes.lane_map, longest groups first; the numbers of --jobs 1
+        # every (seed, group of checks) a task of verify.lanes.lane_map: the numbers of --jobs 1
         for (cid, seed), rec in stored.items():
             if rec is not None:
                 progress(cid, seed, rec)
@@ -340,13 +334,9 @@ def preflight(args: argparse.Namespace) -> tuple[CheckContext, Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m verify calibrate`` (``argv``: ``None`` for ``sys.argv[1:]``, or a list of
-    strings); exit status 1 when a check is MISCALIBRATED.
-
-    SIGINT (Ctrl-C) or SIGTERM stops the run cleanly: the (check, seed) records that finished stay in
-    ``<out>/records``, one line says how to resume (the same command reuses them), and the exit status is
-    :data:`verify._preflight.EXIT_INTERRUPTED` (130), without a traceback; the summary is written only by a run
-    that finishes.
-    """
+    strings); exit status 1 when a check is MISCALIBRATED.  SIGINT (Ctrl-C) or SIGTERM stops the run cleanly: the
+    finished (check, seed) records stay in ``<out>/records``, one line says how to resume, and the exit status is
+    :data:`verify._preflight.EXIT_INTERRUPTED` (130); the summary is written only by a run that finishes."""
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     argv = list(sys.argv[1:] if argv is None else check_items("argv", argv, str, "strings (command-line words)"))
     args = build_parser().parse_args(argv)
@@ -384,8 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespace, argv: Sequence[str], out: Path,
                          wall: float, console: Any) -> int:
-    """The calibration table (terminal, ``calibration.json`` / ``.md`` / ``.png``, ``--markdown``); exit status 1
-    when a check is MISCALIBRATED."""
+    """The calibration table (terminal, ``calibration.{json,md,png}``, ``--markdown``); 1 if MISCALIBRATED."""
     rows = [summarise(cid, recs) for cid, recs in records.items()]
     check_s = sum(float(r.get("runtime_s", 0.0)) for recs in records.values() for r in recs)
     meta = {"command": "python -m verify calibrate " + " ".join(argv),

@@ -5,8 +5,7 @@ A claim is its statement and small functions with one job each (docs/architectur
 design)`` (the only step that draws data), an optional pure ``read(design, prediction, measurement)``, the pure
 ``judge(...)`` (the evidence table, not yet judged), ``describe(..., comparisons)`` (notes and data, from the judged
 rows) and ``figure(..., judgement)`` (drawn only where figures are written).  Adding a claim is one new module in
-``verify/checks/`` that calls :func:`register`, and its entry in docs/claims.md.
-"""
+``verify/checks/`` that calls :func:`register`, and its entry in docs/claims.md."""
 
 from __future__ import annotations
 
@@ -107,8 +106,7 @@ def _order(claim: Claim) -> tuple:
 
 
 def all_claims() -> list[Claim]:
-    """Every registered claim in report order: each module of :mod:`verify.checks` is imported (it registers its
-    claims), by paper and number."""
+    """Every registered claim, by paper and number, after importing each module of :mod:`verify.checks` (plugins)."""
     checks = importlib.import_module(f"{__package__}.checks")  # plugins, found at run time
     for module in pkgutil.iter_modules(checks.__path__):
         if not module.name.startswith("_"):
@@ -202,7 +200,6 @@ def rejudge_stored(result: Mapping[str, Any]) -> tuple[Verdict, list[Comparison]
 
 
 def exit_status(results: Sequence[CheckResult], strict: bool = False) -> int:
-    """0 iff no check FAILED or raised (INCONCLUSIVE does not fail it); with ``strict`` INCONCLUSIVE fails it
-    too."""
+    """0 iff no check FAILED or raised; INCONCLUSIVE fails it only with ``strict``."""
     bad = {Verdict.FAIL, Verdict.ERROR} | ({Verdict.INCONCLUSIVE} if strict else set())
     return 1 if any(r.verdict in bad for r in results) else 0

@@ -5,8 +5,7 @@ Without ``--budget`` / ``--rounds`` every check runs its fixed design once, side
 (:mod:`verify.lanes`); with either, the verdicts are sequential (:mod:`verify.budget`).  Every option is checked
 before the first check runs (:mod:`verify._preflight`): a bad one is one ``error: ...`` line, exit status 1.  SIGINT
 or SIGTERM writes the finished checks (those it stopped as ERROR), prints one line saying how to resume and exits
-:data:`EXIT_INTERRUPTED` (130), without a traceback.
-"""
+:data:`EXIT_INTERRUPTED` (130), without a traceback."""
 
 from __future__ import annotations
 
@@ -95,11 +94,9 @@ def _progress_factory(progress: Progress):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m verify``; returns the exit status (see :func:`verify.claim.exit_status`,
-    :data:`EXIT_INTERRUPTED`)."""
+    """Entry of ``python -m verify``; the exit status (:func:`verify.claim.exit_status`, :data:`EXIT_INTERRUPTED`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    # paper B's Monte Carlo and paper A's large fits free and reallocate tens of MB per trial: keep those blocks in
-    # the heap, here and in the sweep workers, instead of faulting fresh pages in each time (numerics.malloc)
+    # the Monte Carlo and large fits reallocate tens of MB per trial: keep freed blocks in the heap (numerics.malloc)
     keep_freed_memory(children=True)
     if argv[:1] == ["calibrate"]:
         return calibrate_main(argv[1:])
@@ -109,8 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(width=None if sys.stdout.isatty() else 180 if args.verbose else TABLE_WIDTH)
     if args.rejudge is not None:
         return _rejudge(args, console)
-    # loky (joblib's process pool) warns when an idle worker timed out and it respawns one for queued work;
-    # nothing is lost (a crashed worker raises instead), so the warning would only clutter the report
+    # loky warns when it respawns an idle worker that timed out: nothing is lost (a crashed worker raises instead)
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     specs = select_checks(args.only)
     if args.list:
@@ -156,12 +152,9 @@ def _print_list(console: Console, specs: list) -> None:
 
 
 def preflight(args: argparse.Namespace) -> CheckContext:
-    """Check every option before the first check runs; the run's base :class:`CheckContext`.
-
-    Refuses (``SystemExit`` with one ``error: ...`` line, exit status 1) what
-    :func:`verify._preflight.run_context` refuses, a bad ``--seed``, and ``--json`` / ``--report-dir`` that cannot
-    be created or written.
-    """
+    """Check every option before the first check runs; the run's base :class:`CheckContext`.  Refuses
+    (``SystemExit``, one ``error: ...`` line, exit status 1) what :func:`verify._preflight.run_context` refuses, a bad
+    ``--seed``, and ``--json`` / ``--report-dir`` that cannot be created or written."""
     args.report_dir = path_or_none(args.report_dir)  # "none", as for --cache-dir: no report
     base = run_context(args, seed=args.seed, report_dir=args.report_dir / "figures" if args.report_dir else None,
                        memo={})
@@ -227,8 +220,8 @@ def _interrupted_result(claim, signal: str, elapsed: float, seeds: list) -> Chec
 def _run_lanes(specs: list, base: CheckContext, profile: str, console: Console,
                signals: dict) -> tuple[list[CheckResult], dict | None]:
     """The checks' :func:`verify.lanes.groups` on ``base.n_jobs`` lanes (:func:`verify.lanes.lane_map`) with a
-    progress bar; ``(results, None)`` in report order, or after SIGINT /
-    SIGTERM the finished results, an ERROR result per check that had started, and :func:`_stopped`."""
+    progress bar; ``(results, None)`` in report order, or after SIGINT / SIGTERM the finished results, an ERROR
+    result per check that had started, and :func:`_stopped`."""
     results: list[CheckResult] = []
     order = {c.id: i for i, c in enumerate(specs)}
     with _progress_bar(console) as progress:

@@ -8,8 +8,7 @@ equal as stored (``--rtol 0``, the default) or within the relative tolerance giv
 versions compare: a field missing from one of them is skipped.
 
 The exit status is 0 when every shared check agrees and no comparison is missing, 1 otherwise, 2 on a usage
-error.  Used to show that a refactor leaves the reports unchanged (docs/architecture.md).
-"""
+error.  Used to show that a refactor leaves the reports unchanged (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -60,9 +59,8 @@ class ReportDiff:
 
 
 def load_report(path: str | Path) -> list[Mapping[str, Any]]:
-    """The check results of a ``--json`` report (its ``results`` list) or of one stored record (a single result).
-
-    Raises ``ValueError`` naming the path when the file is not JSON or holds neither form."""
+    """The check results of a ``--json`` report (its ``results`` list) or of one stored record (a single result);
+    ``ValueError`` naming the path when the file is not JSON or holds neither form."""
     path = check_dir("path", path)
     if path is None:
         raise TypeError("path must be the path of a JSON file, got None")

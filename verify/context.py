@@ -1,7 +1,6 @@
 """The context of a check (:class:`CheckContext`): profile, seeds, workers, progress, the cell cache and figures.
 
-The cache stores each Monte Carlo cell as ``<cache_dir>/<check_id>/<key>.npz`` (:meth:`CheckContext.cached`).
-"""
+The cache stores each Monte Carlo cell as ``<cache_dir>/<check_id>/<key>.npz`` (:meth:`CheckContext.cached`)."""
 
 from __future__ import annotations
 
@@ -46,15 +45,12 @@ EXECUTORS = ("local", "dask")
 class CheckContext:
     """What a check gets: profile, seeds, where to write figures, progress reporting.
 
-    ``seed_for(*keys)`` derives a reproducible integer seed from the run's base seed and the keys,
-    and records it, so that every report lists the seeds actually used.
-
-    Fields are validated on construction (``ValueError`` / ``TypeError`` naming the field): ``profile`` one of
-    :data:`PROFILES`; ``seed`` an integer ``>= 0`` (not a bool, not a float); ``n_jobs`` an integer ``>= 1``, or
-    ``-1`` for all cores (stored as ``os.cpu_count()``, so that every check sees the same positive count);
-    ``device`` ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"``; ``executor`` one of :data:`EXECUTORS`; ``scheduler``
-    ``None`` or an address; ``report_dir`` / ``cache_dir`` ``None`` or a path (stored as :class:`~pathlib.Path`).
-    """
+    ``seed_for(*keys)`` derives a reproducible integer seed from the run's base seed and the keys and records it (every
+    report lists the seeds used).  Fields are validated on construction (``ValueError`` / ``TypeError`` naming the
+    field): ``profile`` one of :data:`PROFILES`; ``seed`` an integer ``>= 0`` (not a bool, not a float); ``n_jobs`` an
+    integer ``>= 1``, or ``-1`` for all cores (stored as ``os.cpu_count()``, so that every check sees the same positive
+    count); ``device`` ``"cpu"``, ``"cuda"`` or ``"cuda:<k>"``; ``executor`` one of :data:`EXECUTORS`; ``scheduler``
+    ``None`` or an address; ``report_dir`` / ``cache_dir`` ``None`` or a path (stored as :class:`~pathlib.Path`)."""
 
     profile: str = "quick"
     seed: int = 0
@@ -84,33 +80,22 @@ class CheckContext:
         check_text("check_id", self.check_id)
 
     def seed_for(self, *keys: Any) -> int:
-        """Seed of one random draw of this run: hash of the base seed, the check id and ``keys``.
-
-        ``keys`` must be integers and strings of the design (or literal design constants): never a computed
-        float, whose last bits may depend on the machine.
-        """
+        """Seed of one random draw of this run: hash of the base seed, the check id and ``keys`` (integers, strings or
+        literal design constants; never a computed float, whose last bits may depend on the machine)."""
         return self._seed(str(self.seed), keys)
 
     def borrowing(self, lender: str) -> "CheckContext":
-        """This context with the seeds and the cache entries of check ``lender``: reads another check's draws.
-
-        Two checks that simulate the same cells (B4 reads B7's structured Monte Carlo) then draw them once:
-        ``seed_for`` and ``cached`` of the returned context hash ``lender`` instead of this check's id, so the
-        entries are the lender's own (on disk, or in this process's memo without a cache directory).  The seeds
-        are still recorded in this check's report (the list is shared); progress stays this check's.
-        """
+        """This context with the seeds and the cache entries of check ``lender`` (``seed_for`` and ``cached`` hash
+        ``lender``'s id), so two checks that simulate the same cells draw them once (B4 reads B7's structured Monte
+        Carlo).  The seeds are still recorded in this check's report; progress stays this check's."""
         check_text("lender", lender, empty=False)
         out = dataclasses.replace(self, check_id=lender)
         out.seeds_used = self.seeds_used
         return out
 
     def design_seed(self, *keys: Any) -> int:
-        """Seed of a part of the DESIGN (a ground truth, a pilot calculation): the same for every base seed.
-
-        A run's base seed redraws the data; the design (which truth, which noise level) stays fixed, so that
-        verdicts at different seeds are replicates of one experiment and their spread measures the data's
-        noise only (what ``calibrate`` compares with the reported standard errors).
-        """
+        """Seed of a part of the DESIGN (a ground truth, a pilot calculation): the same for every base seed, so runs at
+        different seeds are replicates of one experiment whose spread is the data's noise only (``calibrate``)."""
         return self._seed("design", keys)
 
     def _seed(self, head: str, keys: tuple) -> int:
@@ -121,12 +106,9 @@ class CheckContext:
         return s
 
     def map(self, func: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
-        """``[func(*args) for args in calls]``, on ``n_jobs`` local worker processes when there are several calls.
-
-        For a check's deterministic theory (independent solves of one grid), which would otherwise hold one core:
-        ``func`` must be a top-level function.  Every call runs with torch and BLAS at one thread, in a worker or
-        here, so the numbers do not depend on ``n_jobs`` or the core count (tests/verify/test_context_map.py).
-        """
+        """``[func(*args) for args in calls]``, on ``n_jobs`` local worker processes when there are several calls (a
+        check's deterministic theory; ``func`` top-level).  Every call runs torch and BLAS at one thread, so the
+        numbers do not depend on ``n_jobs`` or the core count (tests/verify/test_context_map.py)."""
         if self.n_jobs == 1 or len(calls) < 2:
             return [_at_one_thread(func, args) for args in calls]
         from joblib import Parallel, delayed
@@ -136,8 +118,7 @@ class CheckContext:
 
     @contextlib.contextmanager
     def progress(self, description: str, total: int) -> Iterator[Any]:
-        """Context manager yielding an object with ``advance(n=1)``: ``description`` a string, ``total`` an integer
-        ``>= 0`` (the number of steps)."""
+        """Context manager yielding an object with ``advance(n=1)``, over ``total >= 0`` steps named ``description``."""
         check_text("description", description)
         total = check_int("total", total, 0, MAX_SEED)
         factory = self._progress_factory or (
@@ -146,17 +127,13 @@ class CheckContext:
             yield p
 
     def cache_key(self, name: str, key: Mapping[str, Any], version: str = "") -> str:
-        """Stable SHA-256 key of one cached cell (see :meth:`cached`); 64 hex digits.
-
-        Hashes the check id, ``name``, the key dict, the base seed, the profile, the device and
-        ``CACHE_VERSION`` + ``version`` through :func:`numerics.sweep.cache_key` (canonical JSON).
-        """
+        """Stable SHA-256 key (64 hex digits) of one cell of :meth:`cached`: :func:`numerics.sweep.cache_key` of the
+        check id, ``name``, the key dict, the base seed, the profile, the device and ``CACHE_VERSION`` + ``version``."""
         check_text("name", name, empty=False)
         key = check_json("key", key)
         check_text("version", version)
         cell = {"check": self.check_id, "name": name, "key": dict(key), "profile": self.profile, "device": self.device}
-        # ``CheckContext.cached`` only names the kind of entry (the computation is ``compute``): its code stays out;
-        # the original method (:data:`_ENTRY_KIND`), so that a wrapped ``cached`` keeps the keys
+        # the entry kind is a fixed name (:data:`_ENTRY_KIND`), not ``compute``'s code: keys survive a wrapped method
         return sweep.cache_key(_ENTRY_KIND, cell, self.seed, version=f"{CACHE_VERSION}/{version}", source=False)
 
     def cached(self, name: str, key: Mapping[str, Any], compute: Callable[[], Mapping[str, Any]],
@@ -173,8 +150,7 @@ class CheckContext:
         ----------
         name : short name of the cell kind (e.g. ``"mc"``).
         key : JSON-serialisable mapping (numbers, strings, lists, numpy scalars / arrays).
-        compute : zero-argument callable returning a mapping of names to array-likes
-            (numeric, no objects).
+        compute : zero-argument callable returning a mapping of names to numeric array-likes (no objects).
         version : extra version string for this cell kind.
 
         Returns
@@ -238,8 +214,7 @@ def _at_one_thread(func: Callable[..., Any], args: tuple) -> Any:
 
 
 def _entry_kind() -> None:
-    """Names a report cache entry in its key as ``verify.registry.CheckContext.cached`` (the key holds the name
-    only): a fixed name, so that stored cells stay readable."""
+    """Names a cache entry in its key as ``verify.registry.CheckContext.cached``: fixed, stored cells stay readable."""
 
 
 _entry_kind.__module__, _entry_kind.__qualname__ = "verify.registry", "CheckContext.cached"

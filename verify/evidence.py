@@ -1,20 +1,14 @@
 """A check's evidence table as the reports show it: the rule said once, the rows compact, the doubtful ones first.
 
-Every comparison carries its tolerance rule in words with its numbers (``Comparison.tolerance``); rows built by the
-same rule differ only in those numbers.  :func:`evidence` groups a check's rows by their rule's *template* (the
-text with every number replaced) and says each rule once (:class:`RuleGroup`): its words, with the numbers that
-are the same in every row of the group and ``…`` where they differ (a chain ``= … + … = …`` of per-row
-arithmetic is left out).  A rule made by a stochastic constructor of :class:`verify.results.Comparison` is said as the
-check's own rule (``args["rule"]``) followed by the test in words with its symbols (:data:`TESTS`); any other
-tolerance (an exact row, a check's own wording) is its template.
+Rows built by one rule differ only in the numbers of their ``Comparison.tolerance``: :func:`evidence` groups a
+check's rows by their rule's *template* (every number replaced) and says each rule once (:class:`RuleGroup`), with
+the numbers common to its rows and ``…`` where they differ (a chain ``= … + … = …`` of per-row arithmetic left
+out).  A stochastic constructor's rule is said as the check's own rule (``args["rule"]``) and the test in words
+(:data:`TESTS`); any other tolerance is its template.
 
-Each row (:class:`Row`) keeps its full tolerance (the per-row numbers: report.json has it, report.html and
-report.md fold it) and gets one short test statistic: ``z = ...`` (direction, bound, identity: the standardised
-distance the test judges), the distance and its margin (equivalence), or ``exact``.  The rows come in reading
-order: FAIL first, then INCONCLUSIVE, then near misses (:func:`near_miss`: PASS rows whose FAIL test stands at
-p < :data:`NEAR_P_FAIL`, or whose evidence for PASS is weak, p_pass > :data:`NEAR_P_PASS`), then the rest in the
-check's order.
-"""
+Each row (:class:`Row`) keeps its full tolerance (report.json has it, report.html and report.md fold it) and gets one
+short test statistic: ``z = ...`` (direction, bound, identity), the distance and its margin (equivalence), or
+``exact``.  Reading order: FAIL, INCONCLUSIVE, near misses (:func:`near_miss`), then the rest in the check's order."""
 
 from __future__ import annotations
 
@@ -201,8 +195,7 @@ _RANK = {"FAIL": 0, "INCONCLUSIVE": 1}
 
 
 def evidence(comparisons: Sequence[Comparison]) -> tuple[list[RuleGroup], list[Row]]:
-    """A check's rules (each once, :func:`rule_groups`) and its rows in reading order: FAIL, INCONCLUSIVE, near
-    misses, then the rest, each part in the check's order.
+    """A check's rules (each once, :func:`rule_groups`) and its rows in reading order (module docstring).
 
     >>> rows = [Comparison.direction(f"gap {g}", 0.1, m, 0.01, +1, rule="paired mean over 8 draws must be > 0")
     ...         for g, m in (("a", 0.2), ("b", 0.02))]

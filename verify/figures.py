@@ -7,8 +7,7 @@ The style: Okabe and Ito's colour-blind-safe palette (:data:`COLORS`), theory in
 curve (:func:`theory_curve`), simulation as points with :data:`ERRORBAR_SE` standard-error bars (:func:`mc_points`;
 open markers: reported, not judged), log axes labelled with what fits (:func:`tidy_log_axis`), each panel's key
 numbers and verdict in a box (:func:`key_numbers`), the settings in the title (:func:`settings`).  A figure function
-is decorated with :func:`paper_figure` (it draws inside :func:`style`) and creates its panels with :func:`subplots`.
-"""
+is decorated with :func:`paper_figure` (it draws inside :func:`style`) and creates its panels with :func:`subplots`."""
 
 from __future__ import annotations
 
@@ -84,10 +83,8 @@ def paper_figure(func: Callable[..., Any]) -> Callable[..., Any]:
 def subplots(nrows: int = 1, ncols: int = 1, *, panel: tuple[float, float] = (3.6, 2.9), extra: float = 1.0,
              **kwargs: Any) -> tuple[Any, np.ndarray]:
     """A figure of ``nrows x ncols`` panels of ``panel`` inches each, ``extra`` inches more height for the title
-    and a legend under the panels (constrained layout); the axes as a 2-d array.
-
-    ``kwargs`` go to :func:`matplotlib.pyplot.subplots` (``sharex``, ``height_ratios``, ...).
-    """
+    and a legend under the panels (constrained layout); the axes as a 2-d array.  ``kwargs``: of
+    :func:`matplotlib.pyplot.subplots` (``sharex``, ``height_ratios``, ...)."""
     fig, axes = pyplot().subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows + extra), squeeze=False,
                                   layout="constrained", **kwargs)
     for ax in axes.flat:  # tick label size and a light grid fixed on the axes (ticks made at save time keep them)
@@ -137,15 +134,14 @@ def settings(**values: Any) -> str:
 # ------------------------------------------------------------------------------------------ series
 def dense_grid(x: Sequence[float], *, log: bool = True, per_decade: int = 40, n_min: int = 60,
                pad: float = 0.0) -> np.ndarray:
-    """A dense grid over the range of ``x`` for a theory curve.
+    """A dense grid over the range of ``x`` for a theory curve, the values of ``x`` included (the curve passes through
+    every simulated abscissa).
 
     Parameters
     ----------
     x : the simulated abscissae.
     log : geometric grid (``per_decade`` points a decade, at least ``n_min``) or linear (``n_min`` points).
     pad : widen the range by this many decades (log) or this fraction of the range (linear) on each side.
-
-    The values of ``x`` themselves are added (the curve passes through every simulated abscissa).
     """
     x = np.asarray(x, dtype=float).ravel()
     lo, hi = float(np.min(x)), float(np.max(x))
@@ -160,9 +156,8 @@ def dense_grid(x: Sequence[float], *, log: bool = True, per_decade: int = 40, n_
 
 def theory_curve(ax: Any, x: Sequence[float], f: Callable[[np.ndarray], Any], *, label: str = "theory",
                  color: str = THEORY, grid: np.ndarray | None = None, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Plot the theory ``f`` on a dense grid over ``x`` and return the curve; ``grid``: the abscissae instead
-    (e.g. ``dense_grid(x, per_decade=10, n_min=30)``; default ``dense_grid(x, n_min=30)``); ``kwargs``: of
-    ``ax.plot``."""
+    """Plot the theory ``f`` on a dense grid over ``x`` and return the curve; ``grid``: the abscissae instead (default
+    ``dense_grid(x, n_min=30)``); ``kwargs``: of ``ax.plot``."""
     xd = dense_grid(x, n_min=30) if grid is None else np.asarray(grid, dtype=float)
     yd = np.asarray(f(xd), dtype=float).reshape(xd.shape)
     kwargs.setdefault("lw", 1.4)
@@ -174,12 +169,9 @@ def theory_curve(ax: Any, x: Sequence[float], f: Callable[[np.ndarray], Any], *,
 def mc_points(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[float] | None, *, label: str,
               color: str, marker: str = "o", filled: bool | Sequence[bool] = True,
               xse: Sequence[float] | None = None) -> None:
-    """Simulation points with ``+- ERRORBAR_SE`` standard-error bars (``se`` along y, ``xse`` along x).
-
-    ``filled``: for all points or one per point; open markers are points reported and not judged, or a second
-    series told apart in the legend (the smaller of two sizes).  The label goes to the filled points (to the open
-    ones when none is filled).
-    """
+    """Simulation points with ``+- ERRORBAR_SE`` standard-error bars (``se`` along y, ``xse`` along x).  ``filled``:
+    for all points or one per point; open markers are points reported, not judged (or a second series, the smaller
+    of two sizes).  The label goes to the filled points (to the open ones when none is filled)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     se, xse = (None if v is None else np.asarray(v, dtype=float) for v in (se, xse))
     mask = np.full(x.shape, bool(filled)) if isinstance(filled, (bool, np.bool_)) else np.asarray(filled, dtype=bool)
@@ -209,11 +201,8 @@ def not_judged_handle(label: str = "open marker: reported, not judged") -> Any:
 
 def legend(ax: Any, *, extra: Iterable[Any] = (), loc: str = "best", outside: bool = False,
            axes: Sequence[Any] | None = None, **kwargs: Any) -> Any:
-    """The legend of the labelled series of ``ax`` and the ``extra`` proxy entries (:func:`proxy`).
-
-    ``outside``: one figure legend under the panels with the series of ``axes`` (default: every panel), each
-    label once.
-    """
+    """The legend of the labelled series of ``ax`` and the ``extra`` proxy entries (:func:`proxy`); ``outside``: one
+    figure legend under the panels with the series of ``axes`` (default: every panel), each label once."""
     axes = (list(axes) if axes is not None else ax.figure.axes) if outside else [ax]
     entries: dict[str, Any] = {}
     for a in axes:
@@ -288,10 +277,8 @@ def _best_loc(ax: Any, lines: Sequence[str], fontsize: float) -> tuple[str, int,
 
 def key_numbers(ax: Any, lines: Sequence[str], *, verdict: str | None = None, loc: str = "best") -> Any:
     """A box of key numbers on the panel (one per line), framed in the colour of ``verdict`` (its first line).
-
-    ``loc`` ``"best"``: the place where the box hides the fewest data (call it once the panel is drawn); where
-    every place hides some, the y range is raised (:func:`headroom`) to free the top of the panel for it.
-    """
+    ``loc="best"``: where it hides the fewest data (call it once the panel is drawn); where every place hides some,
+    the y range is raised (:func:`headroom`)."""
     lines = list(lines)
     fontsize = FONT["note"]
     all_lines = ([verdict] if verdict else []) + list(lines)

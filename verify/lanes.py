@@ -6,8 +6,7 @@ a check as ``--jobs 1`` does: every solve and sweep in its process, torch and BL
 (:func:`verify.claim.run_check`, in lanes or in turn), so the numbers do not depend on how the checks are spread.
 
 Checks that read another check's draws (:meth:`CheckContext.borrowing`) run in the lender's lane (:data:`SHARED`),
-so that the draws are made once.  Groups are queued longest first (:data:`COST`), and a free lane takes the next.
-"""
+so that the draws are made once.  Groups are queued longest first (:data:`COST`), and a free lane takes the next."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ from .results import CheckResult
 #: checks run in one task of a lane, in report order: a check and those that read its draws
 SHARED = (("B7", "B4"), ("B9", "B10"))
 
-#: seconds of each check run in turn at seed 0 without a cache, on 2 cores: the queue's order, not a prediction of
-#: times
+#: seconds of each check in turn at seed 0, no cache, 2 cores: the queue's order, not a prediction of times
 COST = {
     "quick": {"A2": 21, "A3": 17, "A4": 16, "A6": 6, "B1": 3, "B2": 7, "B4": 4, "B7": 2, "B8": 2,
               "B9": 25, "B10": 8, "B11": 7},
@@ -84,12 +82,9 @@ class LanesInterrupted(KeyboardInterrupt):
 def lane_map(tasks: list[tuple[CheckContext, list[Claim]]], n_jobs: int,
              on_result: Callable[[CheckResult, CheckContext], None]) -> None:
     """Each task ``(context, claims)`` run in a lane (the claims in turn), ``n_jobs`` lanes, tasks in the order
-    given; ``on_result(result, context)`` sees each result as its task finishes.
-
-    On ``KeyboardInterrupt`` the lanes are stopped, ``on_result`` sees the checks that finished in a task that did
-    not, and :class:`LanesInterrupted` is raised; on another exception (a worker that died) the same, and the
-    exception is raised again.
-    """
+    given; ``on_result(result, context)`` sees each result as its task finishes.  On ``KeyboardInterrupt`` the lanes
+    are stopped, ``on_result`` sees the checks that finished in a task that did not, and :class:`LanesInterrupted` is
+    raised; on another exception (a worker that died) the same, and the exception is raised again."""
     from joblib import Parallel, delayed
 
     if not tasks:

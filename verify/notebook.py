@@ -46,9 +46,7 @@ DEFAULT_CACHE = "default"
 class Run:
     """The results of :func:`run`, in report order; ``run["A2"]`` is one :class:`~verify.results.CheckResult`.
 
-    In Jupyter it shows as HTML: a summary row per claim, then per claim its judged comparisons (the test, p-values
-    and outcome of each), its notes and its figures.
-    """
+    In Jupyter it shows as HTML: a summary row per claim, then per claim its judged comparisons, notes and figures."""
 
     results: tuple[CheckResult, ...]
     profile: str
@@ -120,13 +118,11 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
     device, executor, scheduler
         As ``--device``, ``--executor``, ``--scheduler`` of the command line.
     figures : bool
-        Draw each claim's figure, into a new temporary directory (``Run.figure_dir``, left for the caller: the
-        notebook view reads the figures from there).
+        Draw each claim's figure into a new temporary directory (``Run.figure_dir``, kept: the notebook view reads it).
     progress : bool
         Print one line per check as it finishes (per round with ``budget`` / ``rounds``).
     budget, rounds : float or None, int or None
-        Sequential verdicts, as ``--budget MINUTES`` and ``--rounds N`` (:mod:`verify.budget`): every check at its
-        design, then rounds of replicates on the undecided ones.
+        Sequential verdicts, as ``--budget MINUTES`` and ``--rounds N`` (:mod:`verify.budget`).
 
     Returns
     -------

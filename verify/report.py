@@ -34,15 +34,13 @@ VERDICT_STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.I
                  Verdict.ERROR: "bold red", Verdict.INFO: "cyan"}
 _MARK = {"PASS": "", "FAIL": "[red]✗[/] ", "INCONCLUSIVE": "[yellow]?[/] "}
 
-#: the widest the compact terminal table gets (characters); ``-v`` adds the statistic, rule and time columns and no
-#: cap
+#: widest compact terminal table (characters); ``-v`` adds the statistic, rule and time columns and no cap
 TABLE_WIDTH = 100
 #: longest headline name / predicted value in the compact table; longer ones end in "…" (full text: -v, report.md)
 _HEADLINE_CHARS = 60
 _VALUE_CHARS = 24
 _MEASURED_CHARS = 38  # "measured ± unc." text: two lines of its 21-character column
-#: notes up to this many characters are shown whole; longer ones open with their first sentences this long at
-#: most, the full text folded below (``<details>``) in paragraphs of about the same length
+#: notes up to this many characters are shown whole, longer ones folded (:func:`notes_parts`)
 NOTES_SHORT_CHARS = 400
 
 #: the columns of the report's opening summary table (markdown and HTML)
@@ -100,14 +98,10 @@ def _short(text: str, limit: int) -> str:
 
 
 def results_table(results: list[CheckResult], title: str = "Verification report", verbose: bool = False) -> Table:
-    """A rich table of the results.
-
-    Compact (default): one row per check, with the count of comparisons that hold and the headline comparison
-    (:func:`shown_comparison`); it fits :data:`TABLE_WIDTH` columns, a row taking at most three lines.
-    ``verbose``: one row per comparison in reading order (FAIL, INCONCLUSIVE and near misses first,
-    :func:`verify.evidence.evidence`), with its test statistic, the label of its rule (the rules, each said once:
-    :func:`rules_lines`) and the check's runtime.
-    """
+    """A rich table of the results.  Compact (default): one row per check, with the count of comparisons that hold
+    and the headline comparison (:func:`shown_comparison`), within :data:`TABLE_WIDTH` columns.  ``verbose``: one
+    row per comparison in reading order (:func:`verify.evidence.evidence`), with its test statistic, the label of
+    its rule (:func:`rules_lines`) and the check's runtime."""
     t = Table(title=title, show_lines=False, expand=False)
     t.add_column("id", style="bold", no_wrap=True)
     t.add_column("verdict", no_wrap=not verbose)
@@ -160,8 +154,7 @@ def _table_rows(r: CheckResult, verbose: bool) -> list[list[str]]:
 
 
 def rules_lines(results: list[CheckResult]) -> list[str]:
-    """The rules of the verbose table, each once: ``"ID R1 (n rows): the rule in words"`` per rule of each check
-    (plain text; the table's rows carry the labels)."""
+    """The verbose table's rules, each once: ``"ID R1 (n rows): the rule in words"`` (the rows carry the labels)."""
     return [f"{r.id} {g.label} ({rows_word(len(g.rows))}): {g.text}" for r in results if r.comparisons
             for g in evidence(r.comparisons)[0]]
 
@@ -221,9 +214,8 @@ def print_summary(console: Console, results: list[CheckResult], exit_code: int, 
 
 
 def to_json(results: list[CheckResult], meta: dict) -> dict:
-    """The JSON document written by ``--json`` (schema version :data:`JSON_SCHEMA_VERSION`).
-
-    ``meta`` (:func:`run_metadata`, plus ``"interrupted": {"signal", "check", "not_run", "resume"}`` after
+    """The JSON document written by ``--json`` (schema version :data:`JSON_SCHEMA_VERSION`): ``meta``
+    (:func:`run_metadata`, plus ``"interrupted": {"signal", "check", "not_run", "resume"}`` after
     SIGINT / SIGTERM) comes first, then ``summary`` and ``results``."""
     return {"schema_version": JSON_SCHEMA_VERSION, **meta, "summary": summary_counts(results),
             "results": [r.to_json() for r in results]}
@@ -362,12 +354,9 @@ def summary_cells(r: CheckResult) -> tuple[str, str, str]:
 
 
 def notes_parts(notes: str) -> tuple[str, list[str]]:
-    """A check's notes as shown in the reports: ``(opening, folded)``.
-
-    Notes of at most :data:`NOTES_SHORT_CHARS` characters are the opening, nothing folded; longer ones open with
-    their first sentences (at most that long) and fold the full text (its blank-line separated blocks) in
-    paragraphs of whole sentences of about the same length (a longer sentence is its own paragraph).
-    """
+    """A check's notes as shown in the reports: ``(opening, folded)``.  Notes of at most :data:`NOTES_SHORT_CHARS`
+    characters are the opening, nothing folded; longer ones open with their first sentences (at most that long) and
+    fold the full text in paragraphs of whole sentences of about that length (a longer sentence alone)."""
     if len(notes) <= NOTES_SHORT_CHARS:
         return notes, []
     paragraphs = []

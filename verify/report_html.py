@@ -1,13 +1,9 @@
 """The report as one HTML page (``report.html``, :func:`html_report`) and its sections for a notebook
 (:func:`html_sections`): what report.md says (:func:`verify.report.markdown_report`), from the same data.
 
-A check's section opens with what a reader wants first: its verdict, its headline comparison (how many hold, the
-one shown, measured ± SE vs predicted) and its figures; then its notes, its rules, each said once
-(:func:`verify.evidence.evidence`), and its compact table of comparisons, FAIL / INCONCLUSIVE / near misses first;
-each row's rule with its numbers and its p-values folded below (``<details>``).  Formulas are typeset as MathML
-(:mod:`verify.typeset`), which browsers render without a script; the page has no script, its style is inline, and
-a print style keeps it short on paper.
-"""
+A check's section is :func:`verify.report.section_lines`'s.  Formulas are typeset as MathML (:mod:`verify.typeset`),
+which browsers render without a script; the page has no script, its style is inline, and a print style keeps it
+short on paper."""
 
 from __future__ import annotations
 
@@ -105,8 +101,7 @@ def _figure(r: CheckResult, f: Path, report_dir: Path) -> str:
 
 
 def _numbers(c: Comparison) -> tuple[str, str]:
-    """``(measured ± SE, predicted)`` of ``c`` for report.html, formulas in MathML; a measured ± SE whose plain
-    text is at most 30 characters long is kept on one line."""
+    """``(measured ± SE, predicted)`` of ``c`` for report.html, formulas in MathML; on one line if <= 30 characters."""
     measured, predicted = numbers(c, mathml_html, escape)
     return (f'<span class="nw">{measured}</span>' if len(measured_text(c)) <= 30 else measured), predicted
 

@@ -1,7 +1,5 @@
-"""What a check produces: its comparisons (the evidence table's rows, :class:`Comparison`), the
-:class:`Outcome` a check function returns and the :class:`CheckResult` the report shows, with its
-:class:`Verdict`.
-"""
+"""What a check produces: its comparisons (the evidence table's rows, :class:`Comparison`), the :class:`Outcome` a
+check function returns and the :class:`CheckResult` the report shows, with its :class:`Verdict`."""
 
 from __future__ import annotations
 
@@ -56,16 +54,14 @@ class Comparison:
         select rows by it (:meth:`matches`, :func:`with_key`), never by the text of ``name``.
 
     Use the constructors :meth:`equivalence`, :meth:`direction`, :meth:`bound`, :meth:`consistency` for
-    stochastic comparisons; the plain constructor builds an exact one.
+    stochastic comparisons; the plain constructor builds an exact one.  A comparison is immutable (a row of the
+    evidence table): judging returns new comparisons.
 
     Fields are checked on construction (``TypeError`` / ``ValueError`` naming the field): ``passed`` and
     ``headline`` real booleans; ``predicted`` / ``measured`` numbers, strings, bools, ``None``, sympy expressions
     or lists of those; ``uncertainty`` ``None`` or ``>= 0``; ``p_fail`` / ``p_pass`` in ``[0, 1]``; ``margin`` finite
     ``> 0``; ``df > 0`` (``inf``: normal).  A measurement may be NaN or infinite (``measured``, ``uncertainty``, a
     NaN p-value): it is judged FAIL, never a silent PASS.
-
-    A comparison is immutable (a row of the check's evidence table): judging returns new comparisons and leaves
-    the judged ones as they were.
     """
 
     name: str
@@ -127,11 +123,8 @@ class Comparison:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Comparison":
-        """Rebuild a comparison from its :meth:`to_json` form (to judge stored results again).
-
-        ``d`` must hold ``name``, ``predicted``, ``measured``, ``uncertainty``, ``tolerance`` and ``passed``; the
-        fields are checked as by the constructor (a message names ``d`` and the field).
-        """
+        """Rebuild a comparison from its :meth:`to_json` form (to judge stored results again); ``d`` must hold ``name``,
+        ``predicted``, ``measured``, ``uncertainty``, ``tolerance`` and ``passed``, checked as by the constructor."""
         d = check_mapping("d", d)
         keys = ("name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail", "p_pass",
                 "margin", "df", "decide_factor", "headline", "args", "key")
@@ -163,10 +156,7 @@ class Comparison:
     def equivalence(cls, name: str, predicted: float, measured: float, se: float, margin: float, *,
                     df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
         """``|measured - predicted| < margin`` as an equivalence test (TOST for PASS; beyond the margin for FAIL).
-
-        ``predicted`` and ``margin > 0`` are finite numbers of the design; ``measured`` and ``se >= 0`` may be NaN
-        or infinite (a failed measurement: the p-values are NaN and the comparison FAILS).
-        """
+        ``predicted``, ``margin > 0`` finite; ``measured``, ``se >= 0`` may be NaN or infinite (NaN p-values, FAIL)."""
         from .verdicts import ALPHA_PASS, equivalence_p, scale_to_decide, t_quantile
 
         check_text("rule", rule)
@@ -191,10 +181,7 @@ class Comparison:
     def direction(cls, name: str, predicted: Any, measured: float, se: float, sign: int, *,
                   reference: float = 0.0, df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
         """``sign * (measured - reference) > 0``: PASS when significant at ALPHA_PASS, FAIL when the opposite is.
-
-        ``sign`` is ``+1`` or ``-1`` and ``reference`` a finite number; ``measured`` and ``se >= 0`` may be NaN or
-        infinite (a failed measurement: FAIL).
-        """
+        ``sign``: ``+1`` or ``-1``; ``reference`` finite; ``measured``, ``se >= 0`` may be NaN or infinite (FAIL)."""
         from .verdicts import check_sign, direction_p, scale_to_decide
 
         check_text("rule", rule)
@@ -216,9 +203,7 @@ class Comparison:
     def bound(cls, name: str, predicted: Any, measured: Any, se: float, excess: float, *, excess_se: float | None = None,
               df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
         """A one-sided bound ``excess <= 0`` (statistic minus its allowed maximum); PASS unless violated significantly.
-
-        ``se``, ``excess`` and ``excess_se`` (``>= 0``) may be NaN or infinite (a failed measurement: FAIL).
-        """
+        ``se``, ``excess`` and ``excess_se`` (``>= 0``) may be NaN or infinite (a failed measurement: FAIL)."""
         from .verdicts import bound_p
 
         check_text("rule", rule)
@@ -236,10 +221,8 @@ class Comparison:
     @classmethod
     def consistency(cls, name: str, predicted: float, measured: float, se: float, *, df: float | None = None,
                     rule: str = "", **kw: Any) -> "Comparison":
-        """An identity measured with noise: two-sided test of ``measured == predicted``.
-
-        ``predicted`` is a finite number; ``measured`` and ``se >= 0`` may be NaN or infinite (FAIL).
-        """
+        """An identity measured with noise: two-sided test of ``measured == predicted`` (finite); ``measured``,
+        ``se >= 0`` may be NaN or infinite (FAIL)."""
         from .verdicts import consistency_p
 
         check_text("rule", rule)
@@ -273,8 +256,7 @@ def _check_key(v: Any) -> tuple:
 
 
 def with_key(comparisons: "list[Comparison]", **want: Any) -> "list[Comparison]":
-    """The comparisons whose :attr:`Comparison.key` holds every ``name=value`` of ``want`` (:meth:`Comparison.matches`),
-    in their order."""
+    """The comparisons whose ``key`` holds every ``name=value`` of ``want`` (:meth:`Comparison.matches`)."""
     comparisons = check_items("comparisons", comparisons, Comparison, "Comparison objects")
     return [c for c in comparisons if c.matches(**want)]
 

@@ -23,9 +23,7 @@ Looks and error rates (:func:`look_levels`)
     ``3.17``, PASS at ``1.96`` instead of ``1.64``), round 3 (8 replicates) at ``w_3 = 1/20``.
 Cost to decide (:func:`replicates_to_decide`)
     Taking the current pooled estimates as the truth, the first look at which every undecided comparison would be
-    decided (its standard error shrinking like ``1 / sqrt(n)``); the budget (:mod:`verify.budget`) spends its
-    time on the check whose decision is expected to come cheapest.
-"""
+    decided (SE shrinking like ``1 / sqrt(n)``); :mod:`verify.budget` spends its time where that comes cheapest."""
 
 from __future__ import annotations
 
@@ -57,8 +55,7 @@ def spend(j: int) -> float:
 
 
 def look_levels(j: int) -> tuple[float, float]:
-    """``(FAIL level, PASS level)`` of look ``j``: ``ALPHA_CHECK w_j`` (Holm within the check) and
-    ``ALPHA_PASS w_j``."""
+    """``(FAIL level, PASS level)`` of look ``j``: ``ALPHA_CHECK w_j`` (Holm within the check), ``ALPHA_PASS w_j``."""
     return ALPHA_CHECK * spend(j), ALPHA_PASS * spend(j)
 
 
@@ -74,9 +71,8 @@ def round_of(n: int) -> int | None:
 
 
 def replicate_seed(seed: int, r: int) -> int:
-    """Base seed of replicate ``r`` of a run at ``seed``: ``seed`` itself for ``r = 0``, else a hash of both.
-
-    Integers of the design only, so a replicate's data are the same on every machine and in every run.
+    """Base seed of replicate ``r`` of a run at ``seed``: ``seed`` itself for ``r = 0``, else a hash of both
+    (integers only: the same data on every machine and in every run).
 
     Examples
     --------
@@ -133,9 +129,8 @@ def _pool_row(rows: list[Comparison]) -> Comparison:
 def pooled(replicates: Sequence[Sequence[Comparison]]) -> list[Comparison]:
     """The evidence table of ``n`` replicates of one check, unjudged (rules: module docstring).
 
-    Rows are matched by key, name and occurrence, in replicate 0's order; a row missing from a replicate is pooled
-    over the replicates that have it.  A replicate whose row is not a finite measurement makes the pooled row
-    replicate 0's row if that one failed, else the failed one (a failed measurement is never averaged away).
+    Rows are matched by key, name and occurrence, in replicate 0's order, and pooled over the replicates that have
+    them; where a row is not a finite measurement, the pooled row is the first failed one (never averaged away).
 
     Examples
     --------
@@ -191,10 +186,8 @@ def _decided_at(c: Comparison, scale: float, fail_level: float, pass_level: floa
 
 def boundaries(c: Comparison, j: int, n_stochastic: int = 1) -> str:
     """The decision boundaries of ``c`` at look ``j``, in the units of its estimate (progress lines); ``""`` for a
-    comparison that cannot be undecided (exact, bound, consistency) or without its inputs.
-
-    ``n_stochastic`` is the check's number of stochastic rows: the FAIL boundary shown is Bonferroni's (Holm's
-    first step).
+    comparison that cannot be undecided (exact, bound, consistency) or without its inputs.  The FAIL boundary is
+    Bonferroni's over the check's ``n_stochastic`` stochastic rows (Holm's first step).
 
     Examples
     --------
@@ -220,11 +213,8 @@ def boundaries(c: Comparison, j: int, n_stochastic: int = 1) -> str:
 
 def replicates_to_decide(judgement: Judgement, n: int) -> int | None:
     """Replicates at which the current estimates would decide every undecided comparison (``None``: none within
-    :data:`MAX_ROUND` rounds); ``n`` when nothing is undecided.
-
-    ``judgement`` is the pooled table judged at the look of ``n`` replicates.  The FAIL level of a later look is
-    taken as Bonferroni over the check's stochastic rows (Holm decides at least as soon).
-    """
+    :data:`MAX_ROUND` rounds); ``n`` when nothing is undecided.  ``judgement``: the pooled table judged at the look
+    of ``n`` replicates; a later look's FAIL level is Bonferroni's over the stochastic rows (Holm decides as soon)."""
     open_rows = [c for c in judgement.comparisons if c.outcome == "INCONCLUSIVE" and c.args]
     if not open_rows:
         return n

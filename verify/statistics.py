@@ -1,5 +1,4 @@
-"""Summary statistics shared by the checks: the mean of Monte Carlo trials with its standard error, and a robust
-trend."""
+"""Summary statistics shared by the checks: the mean of Monte Carlo trials with its SE, and a robust trend."""
 
 from __future__ import annotations
 
@@ -41,6 +40,4 @@ def robust_trend(x_levels: Sequence[float], errors: Sequence[Sequence[float]], n
         boots[:, j] = np.median(e[gen.integers(0, e.size, size=(n_boot, e.size))], axis=1)
     bb = (boots - boots.mean(axis=1, keepdims=True)) @ xc / sxx
     q25, q75 = np.quantile(bb, [0.25, 0.75])
-    # robust scale of the bootstrap distribution (IQR / 1.349, the SD for a normal law): a resample that
-    # repeats the outlier replicate must not inflate the SE either
     return b, float((q75 - q25) / 1.3489795), float(med.mean() - b * x.mean())

@@ -1,16 +1,13 @@
 """Formulas in the reports, typeset by sympy's own printers: MathML for report.html, LaTeX for report.md.
 
-A comparison's ``predicted`` / ``measured`` value may be a formula: a sympy expression, or the text sympy printed
-for one (paper A's A1 stores ``str(expr)``, e.g. ``"-2*beta/(2*beta + 1)"``; report.json keeps that text).  A
-text is read back as a formula only when it is one: every character one of letters, digits, spaces and
-``+ - * / ( ) , .``, and every name a single letter, a Greek letter's name or one of :data:`FUNCTIONS`.  The
-parse runs on a namespace of those names only, without Python's builtins: no text, whatever its origin, reaches
-anything else, and a power of numbers alone must be small (no ``9**9**9``).  The formula is sympy's own reading of
-the text (its automatic simplification included: the same expression, possibly in sympy's canonical form rather
-than the text's grouping).  Anything else (``"> 0"``, ``"68/68 agree"``, a number) stays text.  A text
-``"FORMULA; more"`` (A1's sign rows: ``"2/(2*beta + 1)**2; is_positive=True"``) typesets its formula and keeps
-the rest as text.
-"""
+A comparison's ``predicted`` / ``measured`` value may be a formula: a sympy expression, or the text sympy printed for
+one (A1 stores ``str(expr)``, e.g. ``"-2*beta/(2*beta + 1)"``; report.json keeps that text).  A text is read back as
+a formula only when every character is a letter, digit, space or one of ``+ - * / ( ) , .`` and every name a single
+letter, a Greek letter's name or one of :data:`FUNCTIONS`.  The parse runs on a namespace of those names only,
+without Python's builtins (no text, whatever its origin, reaches anything else), and a power of numbers alone must
+be small (no ``9**9**9``); the formula is sympy's own reading (possibly its canonical form, not the text's grouping).
+Anything else (``"> 0"``, ``"68/68 agree"``, a number) stays text; ``"FORMULA; more"`` (A1's sign rows:
+``"2/(2*beta + 1)**2; is_positive=True"``) typesets its formula and keeps the rest as text."""
 
 from __future__ import annotations
 
@@ -62,8 +59,7 @@ def _parsed(text: str) -> Any:
 
 
 def _small_powers(tree: Any) -> bool:
-    """Whether every power of numbers alone in the unevaluated ``tree`` is a small integer power (``9**9**9`` would
-    take the evaluation minutes)."""
+    """Whether every power of numbers alone in ``tree`` is a small integer power (``9**9**9`` would take minutes)."""
     for node in sp.preorder_traversal(tree):
         if isinstance(node, sp.Pow) and not node.free_symbols:
             base, exp = node.args
@@ -92,9 +88,8 @@ def formula(value: Any) -> tuple[Any, str]:
 
 
 def mathml_html(value: Any, plain: str) -> str:
-    """``value`` as HTML: its formula as a ``<math>`` element (sympy's presentation MathML, which browsers render
-    without a script) with the plain text as its ``alttext``, then any rest as text; a value without a formula is
-    ``plain``, escaped."""
+    """``value`` as HTML: its formula as a ``<math>`` element (presentation MathML: browsers render it without a
+    script), ``plain`` as its ``alttext``, then any rest as text; without a formula: ``plain``, escaped."""
     expr, rest = formula(value)
     if expr is None:
         return escape(plain)
@@ -104,8 +99,7 @@ def mathml_html(value: Any, plain: str) -> str:
 
 
 def latex_text(value: Any, plain: str) -> str:
-    """``value`` for markdown: its formula as inline LaTeX (``$...$``, :func:`sympy.latex`), then any rest; a value
-    without a formula is ``plain``."""
+    """``value`` for markdown: its formula as inline LaTeX (:func:`sympy.latex`), then any rest; else ``plain``."""
     expr, rest = formula(value)
     if expr is None:
         return plain

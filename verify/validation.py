@@ -1,6 +1,5 @@
 """Argument checks shared by the modules of ``verify``: each returns the value (normalised) or raises a
-``TypeError`` / ``ValueError`` whose message starts with the argument's name.
-"""
+``TypeError`` / ``ValueError`` whose message starts with the argument's name."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ import sympy as sp
 from numerics.sweep import to_jsonable
 from numerics.threads import MAX_THREADS as MAX_JOBS  # most workers of a run
 from theory.validation import MAX_SEED, ArgumentTypeError, check_text, describe  # noqa: F401 (re-exported)
-
 
 
 def optional_real(name: str, v: Any, low: float, high: float, *, nan_ok: bool = False, low_open: bool = False,
@@ -63,8 +61,7 @@ def check_df(df: Any) -> Any:
 
 
 def check_value(name: str, v: Any, depth: int = 0) -> Any:
-    """A value shown in a report: a real number (NaN and infinities included), a string, a bool, ``None``, a sympy
-    expression, or a list / tuple of those."""
+    """A report value: a real number (NaN, inf too), string, bool, ``None``, sympy expression, or a list of those."""
     if v is None or isinstance(v, (str, bool, np.bool_, sp.Basic, numbers.Real)):
         return v
     if isinstance(v, (list, tuple)) and depth < 2:
@@ -106,8 +103,6 @@ def check_json(name: str, v: Any) -> dict:
     return out
 
 
-
-
 def seed_text(k: Any) -> str:
     """A seed key as text: an integer, a string, a bool or a literal float constant (12 digits at most)."""
     if isinstance(k, (str, numbers.Integral)):  # bool included, numpy.bool_ not
@@ -127,8 +122,6 @@ def jsonable(v: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------------------- field checks
-
-
 def check_n_jobs(v: Any, name: str = "n_jobs") -> int:
     """``name``: an integer ``>= 1``, or ``-1`` for every core (returned as ``os.cpu_count()``)."""
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
@@ -142,8 +135,7 @@ def check_n_jobs(v: Any, name: str = "n_jobs") -> int:
 
 def path_or_none(value: Any) -> Any:
     """``value``, or ``None`` where it is the word ``none`` (any case): how every option and keyword of the toolkit
-    spells "no directory" (``--cache-dir none``, ``--report-dir none``, ``verify.run(cache_dir="none")``).  Other
-    values come back unchanged, for the field's own check."""
+    spells "no directory" (``--cache-dir none``, ``verify.run(cache_dir="none")``); other values unchanged."""
     if isinstance(value, (str, os.PathLike)) and str(os.fspath(value)).lower() == "none":
         return None
     return value

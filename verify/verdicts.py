@@ -5,8 +5,7 @@ Each comparison is of one kind (:data:`KINDS`): ``exact`` (deterministic), ``equ
 ``p_fail`` values go through Holm at :data:`ALPHA_CHECK` (``ALPHA_REPORT`` over the stochastic checks, Bonferroni);
 it PASSES when every comparison passes (the evidence tests at :data:`ALPHA_PASS`), FAILS when one is rejected or an
 exact one does not hold, and is INCONCLUSIVE otherwise (:func:`judged`).  These rates assume the standard errors
-are right; ``python -m verify calibrate`` measures them.
-"""
+are right; ``python -m verify calibrate`` measures them."""
 
 from __future__ import annotations
 
@@ -40,16 +39,14 @@ _FIELDS = ("kind", "p_fail", "p_pass", "outcome", "passed")
 
 
 def _sf(x: float, df: float | None) -> float:
-    """Upper tail of Student's t with ``df`` degrees of freedom (``None`` or ``inf``: the standard normal); the
-    lower tail at ``x`` is ``_sf(-x, df)``.  scipy.special's ``stdtr`` / ``ndtr``, what ``scipy.stats`` evaluates,
-    without its per-call overhead: judges run thousands of times in calibration and in the sequential tests."""
+    """Upper tail of Student's t with ``df`` degrees of freedom (``None`` or ``inf``: normal); scipy.special's
+    ``stdtr`` / ``ndtr`` without ``scipy.stats``' per-call overhead (judges run thousands of times in calibration)."""
     return float(special.ndtr(-x) if df is None or not math.isfinite(df) else special.stdtr(df, -x))
 
 
 @functools.lru_cache(maxsize=256)
 def z_quantile(alpha: float) -> float:
-    """The standard normal's upper ``alpha`` quantile ``z_(1 - alpha)``, ``0 < alpha < 1`` (cached: the levels are
-    few).
+    """The standard normal's upper ``alpha`` quantile ``z_(1 - alpha)``, ``0 < alpha < 1`` (cached: levels are few).
 
     Examples
     --------
@@ -162,13 +159,9 @@ def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
 
 
 def scale_to_decide(delta: float, se: float, margin: float | None, kind: str) -> float | None:
-    """How many times the current data (replicates, trials) would decide an undecided comparison.
-
-    The standard error shrinks like ``1/sqrt(n)``; the factor is ``(se / se_needed)^2`` with ``se_needed``
-    the standard error at which the observed ``delta`` (taken as the truth) would reach the PASS test
-    (``z_(1-ALPHA_PASS)``) or, beyond the margin, the FAIL test at :data:`ALPHA_CHECK`.  ``None`` when the
-    observed effect sits on the boundary (no finite amount of data decides it at that value).
-    """
+    """How many times the current data would decide an undecided comparison: ``(se / se_needed)^2``, ``se_needed``
+    the SE at which the observed ``delta`` (taken as the truth) reaches the PASS test (``z_(1-ALPHA_PASS)``) or,
+    beyond the margin, the FAIL test at :data:`ALPHA_CHECK`; ``None`` on the boundary (no amount of data decides)."""
     if not se > 0:
         return None
     z_pass, z_fail = z_quantile(ALPHA_PASS), z_quantile(ALPHA_CHECK)
@@ -186,11 +179,8 @@ def scale_to_decide(delta: float, se: float, margin: float | None, kind: str) ->
 
 @dataclass(frozen=True)
 class Judgement:
-    """A check's judged evidence table: its verdict and its comparisons with their outcomes (new objects).
-
-    ``verdict`` is ``PASS``, ``FAIL`` or ``INCONCLUSIVE`` (:func:`judged`); ``comparisons`` a tuple in the order
-    judged.
-    """
+    """A check's judged evidence table: its verdict (``PASS``, ``FAIL`` or ``INCONCLUSIVE``, :func:`judged`) and its
+    comparisons with their outcomes (new objects, in the order judged)."""
 
     verdict: str
     comparisons: tuple
@@ -208,11 +198,9 @@ def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK,
            alpha_pass: float = ALPHA_PASS) -> Judgement:
     """Judge a check's comparisons once: the verdict and judged copies (``outcome``, ``passed`` set).
 
-    Rules: module docstring; ``alpha`` is the check's family-wise FAIL level (Holm), ``alpha_pass`` the level of
-    the evidence tests behind PASS (a sequential look spends a share of both, :mod:`verify.sequential`).  Pure: no I/O, no randomness, and the given comparisons are left unchanged
-    (they are frozen dataclasses; the judged ones are :func:`dataclasses.replace` copies).  An empty table is
-    ``FAIL`` (a check that compared nothing).
-    """
+    Rules: module docstring; ``alpha`` is the check's family-wise FAIL level (Holm), ``alpha_pass`` the level of the
+    evidence tests behind PASS (a sequential look spends a share of both, :mod:`verify.sequential`).  Pure: no I/O,
+    no randomness, the given comparisons unchanged.  An empty table is ``FAIL`` (a check that compared nothing)."""
     comparisons = check_comparisons("comparisons", comparisons)
     alpha, alpha_pass = _check_alpha(alpha), _check_alpha(alpha_pass)
     # a non-finite p-value FAILS its comparison below; it takes no place in Holm's family
@@ -229,10 +217,8 @@ def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK,
 
 
 def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
-    """The verdict of :func:`judged` (``PASS``/``FAIL``/``INCONCLUSIVE``); pure, the comparisons are unchanged.
-
-    An empty list: ``PASS`` (vacuous); a check without comparisons FAILS (:func:`verify.claim.run_check`).
-    """
+    """The verdict of :func:`judged`; pure.  An empty list: ``PASS`` (vacuous; a check without comparisons FAILS in
+    :func:`verify.claim.run_check`)."""
     comparisons = check_comparisons("comparisons", comparisons)
     return judged(comparisons, alpha).verdict if comparisons else "PASS"
 

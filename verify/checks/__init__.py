@@ -1,3 +1,2 @@
-"""The claims, one module each (a module may hold a group of claims that share a design); modules whose names start
-with ``_`` hold machinery that several claims share.  :func:`verify.claim.all_claims` imports every module here.
-"""
+"""The claims, one module each (or a group that shares a design); ``_`` modules hold machinery several claims share.
+:func:`verify.claim.all_claims` imports every module here."""

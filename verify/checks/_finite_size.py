@@ -20,8 +20,7 @@ Power: a prediction off by a constant ``D`` (a gap that does not decay) fails wi
 ``D (1 - q) > 3 hypot(SE_l, q SE_s)``, i.e. ``D > 14.5 SE_l`` for ``q = 2^{-1/2}`` and ``SE_s = 2^{1/2} SE_l``
 (``tests/verify/test_finite_size_rule.py`` simulates both error rates).  Equivalently, with ``delta = m_l - m_s``
 the rule accepts every limit in (about) ``[m_l - 0.41 delta, m_l + 2.41 delta]`` widened by the noise term.  With
-SEs estimated from few trials the critical value is the matching Student-t quantile (``trials``).
-"""
+SEs estimated from few trials the critical value is the matching Student-t quantile (``trials``)."""
 
 from __future__ import annotations
 
@@ -83,24 +82,11 @@ class FiniteSizeTest:
 
 def finite_size_test(pred: float, m_small: float, se_small: float, m_large: float, se_large: float,
                      size_ratio: float, trials: tuple[int, int] | None = None) -> FiniteSizeTest:
-    """Test a limit prediction against Monte Carlo means at two sizes (rule of the module docstring).
-
-    Parameters
-    ----------
-    pred : the predicted limit.
-    m_small, se_small : Monte Carlo mean and standard error at the small size.
-    m_large, se_large : the same at the large size.
-    size_ratio : small size / large size, in ``(0, 1)`` (``1/2`` for ``n`` vs ``2n``).
-    trials : (trials at the small size, trials at the large size), optional
-        SEs estimated from these trials: the critical value 3 becomes the Student-t quantile of the same one-sided
-        level (``Phi(3)``) at the Welch-Satterthwaite df of ``hypot(SE_l, q SE_s)`` (with 4 trials a 3-sigma rule
-        would reject a correct prediction about 7 times too often).
-
-    Returns
-    -------
-    FiniteSizeTest
-        ``passed`` is False when any input is not finite.
-    """
+    """Test the limit ``pred`` against Monte Carlo means and SEs at two sizes (rule of the module docstring);
+    ``size_ratio``: small / large size, in ``(0, 1)``.  ``trials`` (at the small and the large size): the SEs are
+    estimated, so the critical value 3 becomes the Student-t quantile of the same one-sided level (``Phi(3)``) at the
+    Welch-Satterthwaite df of ``hypot(SE_l, q SE_s)`` (with 4 trials a 3-sigma rule would reject a correct
+    prediction about 7 times too often).  ``passed`` is False when any input is not finite."""
     q = size_ratio**DECAY
     gs, gl = m_small - pred, m_large - pred
     allowance = abs(gs) * q

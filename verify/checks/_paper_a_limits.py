@@ -2,8 +2,7 @@
 
 (a) A measured slope against the finite-M model's (:func:`slope_vs_finite`), and all groups' deviations pooled
 (:func:`pooled_vs_finite`); (b) the a-priori model's slope beyond the design tends to the rate (a finite-size rule in
-``K``, :func:`limit_comparison`). The derivation of the model: ``docs/paper_a_estimator.md``.
-"""
+``K``, :func:`limit_comparison`). The derivation of the model: ``docs/paper_a_estimator.md``."""
 
 from __future__ import annotations
 
@@ -61,13 +60,11 @@ def deviation(e: GroupEvidence) -> tuple[float, float, float]:
 
 
 def pooled_vs_finite(groups: list[GroupEvidence], n_tests: int) -> Comparison:
-    """All groups at once (the check's headline): the inverse-variance mean of (slope - finite-M model) is 0.
-
-    The alternative it is built for is a wrong rate, which moves every group's slope the same way; pooling the
+    """All groups at once (the check's headline): the inverse-variance mean of (slope - finite-M model) is 0.  The
+    alternative it is built for is a wrong rate, which moves every group's slope the same way; pooling the
     groups' deviations weighted by their inverse variances is the most powerful test of such a common offset.
     The weights are estimated (each SE has its replicate df), which makes ``1 / sum w`` too small: the SE carries
-    Meier's (1953) first-order correction ``1 + 4 sum_g (w_g/W)(1 - w_g/W) / df_g``; ``df``: Welch-Satterthwaite.
-    """
+    Meier's (1953) first-order correction ``1 + 4 sum_g (w_g/W)(1 - w_g/W) / df_g``; ``df``: Welch-Satterthwaite."""
     dev = [deviation(g) for g in groups]
     w = np.array([1.0 / s**2 for _, s, _ in dev])
     dfs = np.array([f for _, _, f in dev])
@@ -84,13 +81,10 @@ def pooled_vs_finite(groups: list[GroupEvidence], n_tests: int) -> Comparison:
 
 
 def limit_comparison(g: GroupDesign, p: GroupPrediction) -> Comparison:
-    """Part (b): the a-priori model's deviation from the rate shrinks beyond the design like a finite-size effect.
-
-    With ``D1, D2`` the deviations of the model's slope on the windows ``K x 2`` and ``K x 4`` (the design's ``K_M``
-    law continued), ``q = 2^-LIMIT_DECAY``: PASS iff ``|D2| <= q |D1| + 3 WINDOW_SD hypot(1, q)``. A model whose
-    slope tends to another limit at distance ``D`` fails once ``D (1 - q) > 3 WINDOW_SD hypot(1, q)``, i.e. from
-    ``D ~ 0.025``.
-    """
+    """Part (b): the a-priori model's deviation from the rate shrinks beyond the design like a finite-size effect:
+    with ``D1, D2`` the deviations of the model's slope on the windows ``K x 2`` and ``K x 4`` (the design's ``K_M`` law
+    continued), ``q = 2^-LIMIT_DECAY``: PASS iff ``|D2| <= q |D1| + 3 WINDOW_SD hypot(1, q)``. A model whose slope tends
+    to another limit at distance ``D`` fails once ``D (1 - q) > 3 WINDOW_SD hypot(1, q)``, i.e. from ``D ~ 0.025``."""
     slopes = p.window_slopes
     dev = [x - g.theory_slope for x in slopes]
     q = 2.0 ** -LIMIT_DECAY

@@ -68,17 +68,13 @@ def _model(d: int, N: int, r: int, P: int, law: str, sigma: float, n_knots: int,
 
 def trial(cell: dict, seed: int) -> dict:
     """One replicate: sample ``M`` samples, fit, Monte Carlo L2(rho) error (top-level: picklable).
-
     ``cell["known_A"]``: the same data are also fitted with the matrix fixed at ``A*`` (``err_known``,
     ``err_known_se``, ``objective_known``: A3's paired comparison). Stall protocol for ``d > 1`` (the ERM is the
     global minimiser, where the mean squared residual is ``~ sigma^2``): a fit whose objective exceeds
     ``max(2 sigma^2, 1.5 objective_known)`` is refitted with 4 more starts and another seed, at most twice, and the
     refits are counted; refits run every start, as a stalled fit is one whose moment starts agree on a wrong basin.
-    ``cell["device"]`` (optional, ``"cpu"``): the torch device of the fit (data, seeds and error stay on the CPU).
-    ``cell["estimator"]`` (optional): another :class:`numerics.InteractionEstimator` as ``"module:Class"``, built with
-    ``rank``, ``degree``, ``n_intervals``, ``random_state`` and ``cell["estimator_params"]`` and fitted once
-    (docs/architecture.md, "Adding an estimator").
-    """
+    ``cell["device"]`` (default ``"cpu"``): the torch device of the fit (data, seeds and error stay on the CPU).
+    ``cell["estimator"]``: another estimator, ``"module:Class"``, fitted once (:func:`_other_estimator_trial`)."""
     if cell.get("estimator") is not None:
         return _other_estimator_trial(cell, seed)
     model = model_for(cell)
@@ -116,8 +112,7 @@ def trial(cell: dict, seed: int) -> dict:
 
 
 def estimator_class(name: str) -> type:
-    """The :class:`numerics.InteractionEstimator` subclass named ``"module:Class"`` (``ImportError``, ``TypeError``
-    naming it otherwise)."""
+    """The :class:`numerics.InteractionEstimator` subclass named ``"module:Class"``."""
     module, _, cls = str(name).partition(":")
     if not module or not cls:
         raise ValueError(f"estimator must be named 'module:Class', got {name!r}")
@@ -128,7 +123,8 @@ def estimator_class(name: str) -> type:
 
 
 def _other_estimator_trial(cell: dict, seed: int) -> dict:
-    """:func:`trial` with the estimator ``cell["estimator"]``: one fit, its error and what it reports."""
+    """:func:`trial` with the estimator ``cell["estimator"]``, built with ``rank``, ``degree``, ``n_intervals``,
+    ``random_state`` and ``cell["estimator_params"]``: one fit (docs/architecture.md, "Adding an estimator")."""
     model = model_for(cell)
     X, Y = model.sample(int(cell["M"]), np.random.default_rng(seed))
     est = estimator_class(cell["estimator"])(rank=int(cell["r"]), degree=int(cell["P"]) - 2,
@@ -148,12 +144,8 @@ def k_levels_to_M(K_levels: list[int], M_lo: int, beta: float) -> list[int]:
 
 
 def balanced_sigma(model_kwargs: dict, K: int, M: float, s: int, seed: int, **sizes: int) -> float:
-    """``sigma`` such that the predicted variance equals the predicted bias at ``(K, M)``.
-
-    Computed with torch pinned to :data:`SIGMA_THREADS` threads: ``sigma`` is part of every sweep cell, hence of its
-    replicate seeds and cache key, which must not depend on the caller's thread count (reductions change the last
-    bits).
-    """
+    """``sigma`` such that the predicted variance equals the predicted bias at ``(K, M)``, with torch on
+    :data:`SIGMA_THREADS` threads: it enters every cell's seeds and cache key (thread counts change the last bits)."""
     m = model_for({**model_kwargs, "sigma": 1.0})
     with torch_threads(SIGMA_THREADS):
         q = predict_error(m, K, s, seed=seed, with_A=False, **sizes)
@@ -171,11 +163,8 @@ SIGMA_THREADS = 2
 
 
 def predict_task(cell: dict, seed: int) -> dict:
-    """Sweep task: :func:`predict_error` of one configuration (:func:`model_for`, ``sigma`` aside) at every ``K`` of
-    ``cell["Ks"]`` and noise level of ``cell["sigmas"]`` (:func:`numerics.error_model.predict_error_grid`).
-
-    Returns ``{"preds": out}``, ``out[k][j]`` the prediction of ``Ks[k]`` at ``sigmas[j]``.
-    """
+    """Sweep task: :func:`numerics.error_model.predict_error_grid` of one configuration (``sigma`` aside):
+    ``{"preds": out}``, ``out[k][j]`` the prediction at ``cell["Ks"][k]`` and ``cell["sigmas"][j]``."""
     out = predict_error_grid(model_for({**cell, "sigma": 1.0}), [int(K) for K in cell["Ks"]], int(cell["s"]),
                              noises=[float(x) for x in cell["sigmas"]], n_pop=int(cell["n_pop"]),
                              n_pairs=int(cell["n_pairs"]), seed=int(seed), with_A=bool(cell.get("with_A", True)))
@@ -183,11 +172,8 @@ def predict_task(cell: dict, seed: int) -> dict:
 
 
 def finite_task(cell: dict, seed: int) -> dict:
-    """Sweep task: :func:`predict_log_error` of one ``(configuration, K, M)`` (``sigma`` aside) for every variant
-    ``[with_A, sigma, se_target]`` of ``cell["variants"]``, on shared designs (:func:`predict_log_errors`).
-
-    Returns ``{"finite": [one predict_log_error result per variant]}``.
-    """
+    """Sweep task: :func:`predict_log_errors` of one ``(configuration, K, M)`` (``sigma`` aside) for every variant
+    ``[with_A, sigma, se_target]`` of ``cell["variants"]``, on shared designs: ``{"finite": [one per variant]}``."""
     variants = [(bool(v[0]), float(v[1]), float(v[2])) for v in cell["variants"]]
     q = predict_log_errors(model_for({**cell, "sigma": 1.0}), int(cell["K"]), int(cell["P"]) - 2, int(cell["M"]),
                            variants, ridge=float(cell["ridge"]), seed=int(seed))
@@ -230,12 +216,8 @@ def _sweep(ctx: CheckContext, func, cells: list[dict], seeds, desc: str, info: d
 
 def predictions(ctx: CheckContext, items: list[tuple[dict, int, int]], name: str,
                 info: dict) -> list[dict]:
-    """A-priori :func:`predict_error` of ``(configuration, K, seed)`` items, as one cached, parallel sweep.
-
-    Each item is predicted with ``s = P - 2`` and the profile's Monte Carlo sizes.  The items of one configuration
-    (its ``sigma`` aside) and seed are one task (:func:`predict_task`): its population is drawn and evaluated once
-    for all their ``K`` and noise levels, with the numbers of one prediction per item.
-    """
+    """A-priori :func:`predict_error` (``s = P - 2``, the profile's sizes) of ``(configuration, K, seed)`` items, one
+    :func:`predict_task` per configuration (``sigma`` aside) and seed, with the numbers of one prediction per item."""
     sizes = prediction_sizes(ctx.profile)
     tasks: dict[tuple[str, int], tuple[list[int], list[float]]] = {}
     for cfg, K, sd in items:
@@ -270,14 +252,10 @@ FINITE_SE = {"smoke": 0.02, "quick": 0.01, "paper": 0.005}
 
 def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, trial_extra: Mapping | None = None,
                    known: tuple[str, ...] = (), finite_se: float | None = None) -> RatePrediction:
-    """The a-priori predictions of every ``(group, K)`` and of the windows beyond the design, and the finite-M
-    model of every ``(group, K, M)`` (cached, parallel sweeps; the a-priori predictions on design seeds, the finite-M
-    model's designs on the base seed), as one :class:`GroupPrediction` per group.
-
-    ``trial_extra`` (the trials' options) gives the estimator's ``ridge``; the groups labelled in ``known`` also
-    get the model of the fit with ``A = A*`` known (A3's paired shift); ``finite_se`` overrides the profile's
-    :data:`FINITE_SE`.
-    """
+    """The a-priori predictions of every ``(group, K)`` and of the windows beyond the design (design seeds), and the
+    finite-M model of every ``(group, K, M)`` (base seed), as one :class:`GroupPrediction` per group.
+    ``trial_extra`` gives the ``ridge``; groups labelled in ``known`` also get the model with ``A = A*`` known
+    (A3's paired shift); ``finite_se`` overrides :data:`FINITE_SE`."""
     t0 = time.perf_counter()
     ridge = float((trial_extra or {}).get("ridge", 0.0))
     items, window_items, finite_items = [], [], []
@@ -305,10 +283,9 @@ def predict_groups(ctx: CheckContext, groups: Sequence[GroupDesign], name: str, 
 
 def finite_models(ctx: CheckContext, items: Sequence[tuple[Mapping, int, int, bool, int, float]], ridge: float,
                   name: str, info: dict) -> list[dict]:
-    """The finite-M model (:func:`predict_log_error`) of ``(configuration, K, M, with_A, seed, se_target)`` items, as
-    one cached, parallel sweep with one task per configuration (sigma aside), ``(K, M)`` and seed: the items that
-    differ only in ``sigma``, ``with_A`` or ``se_target`` are variants of one task, on the same designs
-    (:func:`numerics.error_model.predict_log_errors`; the numbers are those of one task per item)."""
+    """The finite-M model of ``(configuration, K, M, with_A, seed, se_target)`` items, one :func:`finite_task` per
+    configuration (``sigma`` aside), ``(K, M)`` and seed: items differing only in ``sigma``, ``with_A`` or ``se_target``
+    are its variants, on the same designs (the numbers of one task per item)."""
     tasks: dict[tuple[str, int, int, int], list[tuple[bool, float, float]]] = {}
     for cfg, K, M, with_A, sd, se in items:
         variants = tasks.setdefault((_without_sigma(cfg), int(K), int(M), int(sd)), [])
@@ -329,16 +306,10 @@ def finite_models(ctx: CheckContext, items: Sequence[tuple[Mapping, int, int, bo
 
 def simulate_groups(ctx: CheckContext, groups: Sequence[GroupDesign], reps: int, name: str,
                     trial_extra: Mapping) -> RateMeasurement:
-    """The sweep of every group (one :func:`run_sweep` call) and its slope fits.
-
-    Replicates per level: each group's allocation (:attr:`GroupDesign.reps`, :func:`apply_allocation`), else ``reps``
-    at every level; replicate ``r`` of a cell has the seed ``cell_seed(base, cell, r)`` either way (the first
-    ``n`` replicates of an allocation are those of an equal design).
-
-    Groups whose configuration differs only in float values (a noise level) get the same replicate seeds
-    (:func:`numerics.sweep.cell_seed`): paired data.  ``trial_extra["known_A"]`` adds the A*-known fits and
-    the paired shift slope (``err / err_known``).
-    """
+    """The sweep of every group (:func:`run_trials`) and its slope fits.  Replicate ``r`` of a cell has the seed
+    ``cell_seed(base, cell, r)``, so an allocation's first ``n`` replicates are an equal design's, and groups that
+    differ only in float values (a noise level) get paired data.  ``trial_extra["known_A"]`` adds the A*-known fits
+    and the paired shift slope (``err / err_known``)."""
     t0 = time.perf_counter()
     info: dict = {}
     res = run_trials(ctx, groups, reps, name, trial_extra, info)
@@ -425,12 +396,9 @@ def _allocation_pilot() -> dict:
 
 
 def apply_allocation(groups: Sequence[GroupDesign], check_id: str, size: str, n_equal: int) -> list[GroupDesign]:
-    """The groups with the cheapest replicate counts whose slope variance is at most that of ``n_equal``.
-
-    The counts are :func:`numerics.allocation.allocate_replicates` of the pilot's per-level SD and cost for
-    ``(check_id, size)``; without a pilot for them the groups are returned as they are (``n_equal`` at every level).
-    A pilot measured on other ``M`` levels than a group's is refused (``ValueError``: regenerate it).
-    """
+    """The groups with the cheapest replicate counts whose slope variance is at most that of ``n_equal``
+    (:func:`numerics.allocation.allocate_replicates` of the pilot's SD and cost for ``(check_id, size)``); without
+    a pilot, unchanged; a pilot measured on other ``M`` levels is refused."""
     pilot = _allocation_pilot().get(check_id, {}).get(size)
     if not pilot:
         return list(groups)

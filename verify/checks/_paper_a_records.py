@@ -1,12 +1,9 @@
 """The frozen records of paper A's rate claims (A2-A4): what each step hands to the next, per group.
 
-``design`` builds :class:`RateDesign` (its :class:`GroupDesign` per curve), ``predict`` a :class:`RatePrediction`
-(one :class:`GroupPrediction` per group: the models *and every number derived from them*, computed once, here),
-``simulate`` a :class:`RateMeasurement` (one :class:`GroupMeasurement` per group).  The judge reads the three;
-describe and figure read them and the judged comparisons.  :func:`evidence` pairs a group's three records by label:
-it copies nothing and computes nothing.  What a step cost (wall time, cache counts) is a :class:`SweepCost`, kept
-apart from the science.
-"""
+``design`` builds :class:`RateDesign` (a :class:`GroupDesign` per curve), ``predict`` a :class:`RatePrediction`
+(a :class:`GroupPrediction` per group: the models *and every number derived from them*, computed once, here),
+``simulate`` a :class:`RateMeasurement` (a :class:`GroupMeasurement` per group); :func:`evidence` pairs a group's
+three records by label (no copies).  What a step cost (wall time, cache counts) is a :class:`SweepCost`, apart."""
 
 from __future__ import annotations
 
@@ -54,8 +51,7 @@ class GroupDesign:
 
 
 def limit_window(g: GroupDesign, k: int) -> tuple[list[int], list[int]]:
-    """K and M levels of window ``k``: three of the design's K levels times ``2^k``, ``M`` times ``2^(k (2b+1))``
-    (the design's law ``K_M ~ M^(1/(2b+1))`` continued)."""
+    """K and M levels of window ``k``: three design K levels x ``2^k``, ``M`` x ``2^(k (2b+1))`` (the law continued)."""
     idx = sorted({0, len(g.K) // 2, len(g.K) - 1})
     f = 2 ** k
     beta = float(g.config["P"] - 1)
@@ -86,14 +82,12 @@ def weighted_slope(M: Sequence[int], levels: Sequence[dict]) -> tuple[float, flo
 @dataclass(frozen=True)
 class GroupPrediction:
     """The models of one group and the numbers derived from them (built by :func:`group_prediction`).
-
     ``apriori``: :func:`~numerics.error_model.predict_error` per K level; ``curve`` / ``curve_np`` the a-priori model
     at the design's ``(K, M)`` with / without the parametric term, ``slope`` / ``slope_np`` their slopes;
     ``finite`` (``finite_known``): the finite-M model per level with the matrix estimated (with ``A = A*`` known),
     ``finite_slope`` and ``finite_shift`` its slope and the estimated-minus-known slope, each with its Monte Carlo
     SE; ``limit``: the a-priori model on each window of :data:`LIMIT_WINDOWS` (at ``sigma = 1``), ``window_slopes``
-    the model's slope on the design and on each window.
-    """
+    the model's slope on the design and on each window."""
 
     apriori: tuple[dict, ...]
     curve: tuple[float, ...]
@@ -168,7 +162,6 @@ class RateDesign:
     known: tuple[str, ...] = ()
 
 
-
 @dataclass(frozen=True)
 class RatePrediction:
     """The :class:`GroupPrediction` of every group by label, and what computing them cost."""
@@ -214,5 +207,4 @@ class GroupEvidence(NamedTuple):
 
 
 def evidence(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[GroupEvidence]:
-    """Every group's :class:`GroupEvidence`, in the design's order."""
     return [GroupEvidence(g, prediction.groups[g.label], measurement.groups[g.label]) for g in design.groups]

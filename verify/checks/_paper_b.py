@@ -5,10 +5,10 @@ at two sizes, the finite-size, shrinkage and paired comparisons.  The claims: :m
 
 Tolerance rules (derived, never tuned)
 --------------------------------------
-*Finite-size rule* (B1, B2, B3 slopes; :mod:`verify.checks._finite_size`): every Monte Carlo point is simulated at
-``n_s = n/2`` and ``n_l = n`` with the same ``c = p/n``; it passes iff ``|d_l| <= q |d_s| + 3 hypot(SE_l, q SE_s)``,
-``q = sqrt(n_s / n_l)``, with ``d`` the gaps ``MC - theory``.  Each panel also has a *shrinkage* comparison: the
-mean relative gap at ``n_l`` must not exceed the one at ``n_s`` times ``q`` by more than the RMS relative noise.
+*Finite-size rule* (B1, B2, B3 slopes; :mod:`verify.checks._finite_size`) on the gaps ``MC - theory`` at
+``n_s = n/2`` and ``n_l = n``, same ``c = p/n``, ``q = sqrt(n_s / n_l)``.  Each panel also has a *shrinkage*
+comparison: the mean relative gap at ``n_l`` must not exceed the one at ``n_s`` times ``q`` by more than the RMS
+relative noise.
 
 *Estimator.* With labels independent of ``X`` (the null model: B2, B3 at ``p/n = 2``, B5 at ``snr = 0``) the Monte
 Carlo uses the exact label average ``gamma^2/n tr Q^2`` of each draw of ``X``
@@ -59,9 +59,8 @@ def model_key(model: AttentionModel) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def mc_version(*extra: Any) -> str:
-    """Cache version of the paper-B Monte Carlo cells: the source of the simulation modules
-    (:func:`numerics.sweep.simulation_modules`), the activations, the spike vectors and ``extra`` (check-local cell
-    functions), so that an edit of that code never returns a stale cell."""
+    """Cache version of the paper-B Monte Carlo cells: the source of the simulation modules, the activations, the
+    spike vectors and ``extra`` (check-local cell functions), so that an edit never returns a stale cell."""
     import theory.activations
     from numerics.sweep import simulation_modules, source_version
     from theory.structured import spike_vectors
@@ -70,8 +69,7 @@ def mc_version(*extra: Any) -> str:
 
 
 def mc_settings(ctx: CheckContext, n_trials: int, seed: int, labels: str = "balanced") -> MonteCarloSettings:
-    """The settings of a Monte Carlo cell: its trials and seed, ``ctx``'s threads and device (which do not change
-    the numbers)."""
+    """A Monte Carlo cell's settings: its trials and seed, ``ctx``'s threads and device (not changing the numbers)."""
     return MonteCarloSettings(int(n_trials), int(seed), n_jobs=max(1, int(ctx.n_jobs)), device=ctx.device,
                               labels=labels)
 
@@ -90,10 +88,8 @@ def cell_model(n: int, p: int, snr: float, activation: Any = None, spike: Any = 
 
 def mc_cached(ctx: CheckContext, model: AttentionModel, p: int, gammas: Any, settings: MonteCarloSettings, *,
               kind: str = "true", label_average: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`numerics.simulate_model` of one model and one kind memoised by ``ctx.cached``: ``(mean, se, trials)``.
-
-    The key holds everything that changes the numbers (ridge: not the activation or the spike).
-    """
+    """:func:`numerics.simulate_model` of one model and one kind memoised by ``ctx.cached``: ``(mean, se, trials)``;
+    the key holds everything that changes the numbers (ridge: not the activation or the spike)."""
     g = np.atleast_1d(np.asarray(gammas, dtype=np.float64))
     fields = dict(model_key(model), **(dict(activation=None, spike=None) if kind == "ridge" else {}))
     key = dict(kind=kind, n=model_sizes(model, p)[0], p=int(p), gammas=g, **fields, **settings_key(settings),
@@ -128,9 +124,8 @@ def fs_comparison(name: str, pred: float, small: tuple[float, float], large: tup
                   sizes: tuple[int, int], trials: tuple[int, int] | None = None,
                   key: Any = ()) -> tuple[Comparison, dict[str, float]]:
     """Finite-size rule (:mod:`verify.checks._finite_size`) for one point measured ``(mean, SE)`` at the sizes
-    ``ns < nl`` (``small``, ``large``); ``trials`` (Monte Carlo trials at ``ns`` and ``nl``) switches the critical
-    value to the Student-t quantile; ``key``: the comparison's :attr:`~verify.results.Comparison.key`.  Returns the
-    comparison and the point's numbers (for :func:`shrink_comparison`)."""
+    ``ns < nl`` (``small``, ``large``); ``trials`` (at ``ns`` and ``nl``) switches to the Student-t quantile.
+    Returns the comparison and the point's numbers (for :func:`shrink_comparison`)."""
     (ms, ss), (ml, sl), (ns, nl) = small, large, sizes
     t = finite_size_test(pred, ms, ss, ml, sl, ns / nl, trials)
     point = dict(pred=float(pred), m_s=float(ms), se_s=float(ss), m_l=float(ml), se_l=float(sl), allowance=t.allowance)
@@ -145,8 +140,7 @@ def shrink_comparison(name: str, pts: list[dict[str, float]], ns: int, nl: int, 
     rs, rl = float(np.mean(np.abs(m_s - th) / pred)), float(np.mean(np.abs(m_l - th) / pred))
     noise = float(np.sqrt(np.mean((np.sqrt(se_s**2 + se_l**2) / pred) ** 2)))
     target = rs * math.sqrt(ns / nl)
-    # SD of rl - q rs: at most the RMS relative noise of one point (the points share draws, so averaging over
-    # them is not credited); se above already combines both sizes
+    # SD of rl - q rs: at most one point's RMS relative noise (both sizes; points share draws: no averaging credit)
     return Comparison.bound(
         name, f"mean rel. gap at n={nl} <= that at n={ns} ({rs:.3g}) x sqrt({ns}/{nl}) = {target:.3g}", rl, noise,
         rl - target, excess_se=noise, key=key,
@@ -210,7 +204,6 @@ class Panel:
 
     @property
     def ns(self) -> int:
-        """The smaller size."""
         return self.n // 2
 
 
@@ -248,9 +241,8 @@ def panel_theory(panel: Panel, system: str | None = None) -> np.ndarray:
 
 
 def judge_panels(design: Rec, prediction: Rec, measurement: Rec) -> list[Comparison]:
-    """The judge of B1 and B2 (pure): per panel of ``design["panels"]``, the finite-size comparison of each point
-    against ``prediction["theory"]`` (by :attr:`Panel.key`, one value per point) with the :class:`TwoSizes` of
-    ``measurement["panels"]`` (by key), then the panel's shrinkage comparison."""
+    """The judge of B1 and B2 (pure): per panel, the finite-size comparison of each point (``prediction["theory"]``
+    against ``measurement["panels"]``, by :attr:`Panel.key`), then the panel's shrinkage comparison."""
     comps: list[Comparison] = []
     for p in design["panels"]:
         pred, m = prediction["theory"][p.key], measurement["panels"][p.key]
@@ -279,8 +271,7 @@ def panels_data(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
 
 def plot_two_sizes(ax: Any, rax: Any, x: np.ndarray, pred: np.ndarray, m: TwoSizes, color: str,
                    labelled: bool = True) -> None:
-    """Monte Carlo at both sizes (``n/2`` open squares, ``n`` filled circles) and their relative gaps to theory;
-    ``labelled`` False: no legend labels (the caller explains the markers)."""
+    """Monte Carlo at both sizes (``n/2`` open, ``n`` filled) and its relative gaps; ``labelled=False``: no labels."""
     small, large = ("Monte Carlo, smaller size n/2", "Monte Carlo, larger size n") if labelled else ("_nolegend_",) * 2
     for mean, se, label, kw in ((m.m_s, m.se_s, small, dict(marker="s", filled=False)), (m.m_l, m.se_l, large, {})):
         F.mc_points(ax, x, mean, se, label=label, color=color, **kw)

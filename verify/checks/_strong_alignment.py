@@ -1,6 +1,5 @@
 """The strong-alignment machinery that B9 and B10 share: B9's design (B10 borrows its draws), the memoised theory
 solves and their prefetch on the run's workers, the Monte Carlo cells on shared draws, and the comparisons of both.
-
 B9's claim and its rules: :mod:`verify.checks.paper_b_strong_alignment`; B10's: :mod:`.paper_b_strong_alignment_risk`.
 """
 
@@ -55,13 +54,11 @@ _SETTINGS = tuple((act, c, t) for act, c in (("erf", 0.5), ("erf", 1 / 3), ("tan
 _WIDE = tuple(("erf", 2.0, t) for t in _TS)
 
 B9_PROFILES = {
-    # smoke (tests only): tiny sizes, verdicts meaningless
     "smoke": B9Profile(ps=(16, 64), trials=(3, 3), settings=(HEADLINE, ("gelu", 0.5, 1.0)), wide=(("erf", 2.0, 1.0),),
                        curve_ts=(0.5, 1.0, 2.0)),
-    # quick: 12 settings (erf at c = 1/3 and 1/2, tanh, gelu) x t in {1/2, 1, 2}
-    # (the Student-t quantile at Holm's first level falls from about 7 at 8 trials to 5 at 16: 16 at p = 512)
+    # quick: 12 settings (erf at c = 1/3 and 1/2, tanh, gelu) x t in {1/2, 1, 2}; 16 trials at p = 512 (the
+    # Student-t quantile at Holm's first level falls from about 7 at 8 trials to 5 at 16)
     "quick": B9Profile(ps=(128, 512), trials=(32, 16), settings=_SETTINGS, wide=_WIDE),
-    # paper: the same settings at p = 256 and 1024
     "paper": B9Profile(ps=(256, 1024), trials=(32, 16), settings=_SETTINGS, wide=_WIDE),
 }
 
@@ -86,8 +83,8 @@ def _apply(func: Callable[..., Any], args: tuple) -> Any:
 
 
 def prefetch(ctx: CheckContext, calls: list[tuple[Callable[..., Any], tuple]]) -> None:
-    """The ``(memoised function, arguments)`` calls not yet known, solved on the run's workers
-    (:meth:`CheckContext.map`; the numbers of a serial loop), so that the theory does not hold one core."""
+    """The ``(memoised function, arguments)`` calls not yet known, solved on the run's workers (the numbers of a
+    serial loop), so that the theory does not hold one core."""
     todo = [(f, a) for f, a in dict.fromkeys(calls) if a not in f.memo]
     for (f, a), out in zip(todo, ctx.map(_apply, todo)):
         f.memo[a] = out
@@ -95,15 +92,13 @@ def prefetch(ctx: CheckContext, calls: list[tuple[Callable[..., Any], tuple]]) -
 
 @_memoised
 def limit_gap(c: float, activation: str, snr: float, t: float, nodes: int = 40) -> Any:
-    """:func:`theory.strong_alignment_gap`, memoised in the process."""
     return strong_alignment_gap(c, activation, snr, t, nodes=nodes)
 
 
 @_memoised
 def gap_at(gamma: float, c: float, activation: str, snr: float, t: float, p: int | None = None,
            nodes: int = 40) -> float:
-    """:func:`theory.strong_spike_attention_error` minus ridge's error at ``gamma > 0``, in the limit or at size ``p``
-    (memoised; B10's worst case reads it too)."""
+    """:func:`theory.strong_spike_attention_error` minus ridge's error at ``gamma > 0``, in the limit or at ``p``."""
     ridge = float(AttentionModel(c, activation, snr).ridge_error(gamma))
     return float(strong_spike_attention_error(gamma, c, activation, snr, t, nodes=nodes, p=p)) - ridge
 
@@ -117,8 +112,7 @@ def finite_parts(c: float, activation: str, snr: float, t: float, p: int) -> Any
 
 
 def cell_gammas(design: B9Profile) -> list[tuple[Setting, tuple[float, ...]]]:
-    """Each simulated setting with its ridge parameters (one draw serves all): ``c < 1`` at ``gamma = 0``, ``wide``
-    at ``gamma_wide``."""
+    """Each simulated setting with its gammas (one draw serves all): ``c < 1`` at 0, ``wide`` at ``gamma_wide``."""
     return [(s, (0.0,)) for s in design.settings] + [(s, tuple(design.gamma_wide)) for s in design.wide]
 
 
@@ -145,8 +139,7 @@ def strong_alignment_cells(ctx: CheckContext, settings: tuple[Setting, ...], p: 
 
 
 def draw_groups(design: B9Profile) -> list[tuple[tuple[Setting, ...], tuple[float, ...]]]:
-    """The settings that share draws (those of one ``c`` at the same gammas; :func:`strong_alignment_cells`), with
-    their gammas."""
+    """The settings that share draws (one ``c``, the same gammas; :func:`strong_alignment_cells`), with the gammas."""
     groups: dict = {}
     for s, gammas in cell_gammas(design):
         groups.setdefault((s[1], gammas), []).append(s)

@@ -1,11 +1,10 @@
-"""The structured grid that B7 and B4 share: the profiles, the models of a
-configuration ``(c, snr, spike)``, their theory (:mod:`theory.structured`) and their Monte Carlo cells on shared draws.
+"""The structured grid that B7 and B4 share: the profiles, the models of a configuration ``(c, snr, spike)``, their
+theory (:mod:`theory.structured`) and their Monte Carlo cells on shared draws.
 
 Conventions: ``mu = sqrt(snr) e_1``; a spike ``(strength, "aligned")`` is ``w_K = w_Q = sqrt(strength) e_1``,
 ``(strength, "orthogonal")`` is ``w_K = w_Q = sqrt(strength) e_2``.  Spike configurations of one ``(c, snr, p)``
 share their seeds, hence their ``X`` (paired differences, common random numbers).  B7 and B4 share one grid of
-cells (:func:`grid_cell`, B7's seeds and entries): B4 reads B7's draws instead of drawing its own.
-"""
+cells (:func:`grid_cell`, B7's seeds and entries): B4 reads B7's draws instead of drawing its own."""
 
 from __future__ import annotations
 
@@ -52,7 +51,6 @@ class StructuredProfile:
 SPIKE_NONE = (0.0, "none")
 
 STRUCTURED_PROFILES = {
-    # smoke (tests only): tiny sizes, verdicts meaningless
     "smoke": StructuredProfile(
         p_sizes=(16, 32), trials=3, gammas=(0.1, 1.0), snrs=(1.0,),
         spikes=(SPIKE_NONE, (4.0, "aligned"), (4.0, "orthogonal")), cs=(0.5, 2.0),
@@ -60,15 +58,13 @@ STRUCTURED_PROFILES = {
         b4_theory_grid=(-2.0, 1.0, 4), reversal_grid=(-3.0, 2.0, 11), figure_grid=(-3.0, 1.0, 9),
         phase_cs=(0.5, 2.0), phase_strengths=(0.0, 4.0), phase_grid=(-3.0, 2.0, 6),
     ),
-    # quick: gammas {1e-2, 1e-1, 1}, snr {0.5, 2}, spikes {none, aligned 1, aligned 4, orthogonal 4}
     "quick": StructuredProfile(
         p_sizes=(128, 256), trials=24, gammas=(1e-2, 1e-1, 1.0), snrs=(0.5, 2.0),
         spikes=(SPIKE_NONE, (1.0, "aligned"), (4.0, "aligned"), (4.0, "orthogonal")), cs=(0.5, 2.0),
         b4_snrs=(0.5,), b4_gammas=(1e-2, 1e-1, 1.0, 10.0),
     ),
-    # paper: p = 512, 1024 at both aspect ratios, 5 gammas, 3 snr; budget B7 <= 300 s, B4 <= 150 s (2 cores).
-    # c = 1/2 runs 24 trials (its cells cost 9x those at c = 2); the orthogonal spike 1 is left out (every
-    # orthogonal spike equals no spike in theory; strength 4 is the stronger test).
+    # paper: budget B7 <= 300 s, B4 <= 150 s (2 cores); c = 1/2 runs 24 trials (its cells cost 9x those at c = 2);
+    # no orthogonal spike 1 (every orthogonal spike equals no spike in theory; strength 4 is the stronger test)
     "paper": StructuredProfile(
         p_sizes=(512, 1024), trials=32, gammas=(1e-3, 1e-2, 1e-1, 1.0, 10.0), snrs=(0.5, 1.0, 2.0),
         spikes=(SPIKE_NONE, (1.0, "aligned"), (4.0, "aligned"), (4.0, "orthogonal")),
@@ -109,13 +105,10 @@ def structured_theory(gammas, c, snr, spike, activation: str = ACTIVATION, **kw)
 
 def shared_mc(ctx: CheckContext, models: list[Any], p: int, gammas, settings: Any,
               kind: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """One Monte Carlo cell on shared draws, memoised on disk (``ctx.cached``; resumable).
-
-    :func:`numerics.simulate_model` of ``models`` (:func:`attention_model` s that differ in their spike): per trial
-    one ``X, y`` feeds, for every model, the kinds of ``kind`` among its TRUE kernel (``"true"``), its LINEARISED
-    kernel (``"linearised"``) and ridge (``"ridge"``).  Returns ``"true"`` / ``"linearised"`` arrays
-    ``(len(models), trials, G)`` and ``"ridge"`` ``(trials, G)``.
-    """
+    """One Monte Carlo cell on shared draws, memoised by ``ctx.cached``: :func:`numerics.simulate_model` of ``models``
+    (differing in their spike), one ``X, y`` per trial feeding every model's ``kind`` among ``"true"`` kernel,
+    ``"linearised"`` kernel and ``"ridge"``.  Returns ``"true"`` / ``"linearised"`` ``(len(models), trials, G)`` and
+    ``"ridge"`` ``(trials, G)``."""
     from numerics import simulate_model
     from numerics.model_simulation import model_sizes
 
@@ -132,13 +125,9 @@ def grid_gammas(prof: StructuredProfile) -> np.ndarray:
 
 
 def grid_cell(ctx: CheckContext, c: float, snr: float, p: int) -> dict[str, np.ndarray]:
-    """One ``(c, snr, p)`` of the structured grid, as B7 draws it and B4 reads it (the same cache entry).
-
-    Every spike of the profile, the true and the linearised kernel, and ridge, on one draw per trial, at
-    :func:`grid_gammas`; seeds and cache entries are B7's whichever check asks first (B4 borrows them:
-    ``CheckContext.borrowing``).  Returns ``"true"``, ``"linearised"`` ``(spikes, trials, G)`` and ``"ridge"``
-    ``(trials, G)``.
-    """
+    """One ``(c, snr, p)`` of the structured grid: every spike of the profile, both kernels and ridge on one draw per
+    trial at :func:`grid_gammas`, with B7's seeds and cache entry whichever check asks (B4 borrows them).  Returns
+    ``"true"``, ``"linearised"`` ``(spikes, trials, G)`` and ``"ridge"`` ``(trials, G)``."""
     prof = STRUCTURED_PROFILES[ctx.profile]
     owner = ctx if ctx.check_id == "B7" else ctx.borrowing("B7")
     sd = owner.seed_for("grid", c, snr, p)  # shared by every spike, both kernels and ridge: paired X
@@ -159,6 +148,5 @@ def grid_cells(ctx: CheckContext, keys: list[tuple[float, float]], label: str, p
 
 
 def gamma_columns(prof: StructuredProfile, gammas) -> np.ndarray:
-    """Indices of ``gammas`` in :func:`grid_gammas`."""
     grid = list(grid_gammas(prof))
     return np.array([grid.index(float(g)) for g in gammas])

@@ -8,23 +8,20 @@ is independent of ``X`` with mean zero). With ``h = g - g*`` the cross term vani
     RHS := E_inf(g) - E_inf(g*) = E[ 1/N sum_i (R_h[X]_i)^2 ]                      (exact)
          = 1/(N-1) ||h||^2_{L2(rho)} + (N-2)/(N-1) E[ h(X_1, X_2) h(X_1, X_3) ]   (exchangeability)
 
-so ``RHS - LHS = (N-2)/(N-1) E[h(X_1,X_2) h(X_1,X_3)]`` with ``LHS = ||h||^2/(N-1)``.
-If the tokens are conditionally i.i.d. given a latent variable (de Finetti mixtures: independent
-tokens, and the shared-factor "exchangeable" law of :class:`numerics.IPSModel`), then
-``E[h12 h13] = E[ (E[h(X_1, X_2) | X_1, W])^2 ] >= 0`` and the lemma holds, with equality iff
-``E[h(x, X_2) | W] = 0``: e.g. ``h(x, y) = x^T B y`` with independent centred tokens (the tight case,
-ratio RHS/LHS = 1). The constant function is the loosest direction (ratio ``N - 1``).
-For *finitely* exchangeable laws with negative correlation the inequality can FAIL: with
-``X_i = Z_i - t mean(Z)`` (Gaussian, ``d = 1``, equicorrelation ``c/v < 0``) and ``h(x, y) = x y``,
-``E[h12 h13] = v c + 2 c^2`` which is negative for ``-1/2 < c/v < 0``. The check measures this
-derived counterexample too and compares it with the closed form.
+so ``RHS - LHS = (N-2)/(N-1) E[h(X_1,X_2) h(X_1,X_3)]`` with ``LHS = ||h||^2/(N-1)``. If the tokens are conditionally
+i.i.d. given a latent variable (de Finetti mixtures: independent tokens, and the shared-factor "exchangeable" law of
+:class:`numerics.IPSModel`), then ``E[h12 h13] = E[ (E[h(X_1, X_2) | X_1, W])^2 ] >= 0`` and the lemma holds, with
+equality iff ``E[h(x, X_2) | W] = 0``: e.g. ``h(x, y) = x^T B y`` with independent centred tokens (the tight case, ratio
+RHS/LHS = 1). The constant function is the loosest direction (ratio ``N - 1``). For *finitely* exchangeable laws with
+negative correlation the inequality can FAIL: with ``X_i = Z_i - t mean(Z)`` (Gaussian, ``d = 1``, equicorrelation
+``c/v < 0``) and ``h(x, y) = x y``, ``E[h12 h13] = v c + 2 c^2`` which is negative for ``-1/2 < c/v < 0``. The check
+measures this derived counterexample too and compares it with the closed form.
 
-Both sides are estimated by Monte Carlo over ``M`` independent samples, per sample
-(``RHS_m = 1/N sum_i R_h[X^m]_i^2``, ``LHS_m`` = the mean of ``h^2`` over the ``N (N-1)`` ordered
-pairs of sample ``m`` divided by ``N-1``), so the standard errors are those of i.i.d. means and
-``RHS - LHS`` is estimated paired (common random numbers). The exact identity above (no noise)
-is used for the verdict; the naive noisy estimate ``mean(1/N |Y - R_g|^2 - 1/N |Y - R_g*|^2)`` is
-reported for a subset of cases and must agree with it within 3 combined SE.
+Both sides are estimated by Monte Carlo over ``M`` independent samples, per sample (``RHS_m = 1/N sum_i R_h[X^m]_i^2``,
+``LHS_m`` = the mean of ``h^2`` over the ``N (N-1)`` ordered pairs of sample ``m`` divided by ``N-1``), so the standard
+errors are those of i.i.d. means and ``RHS - LHS`` is estimated paired (common random numbers). The exact identity above
+(no noise) is used for the verdict; the naive noisy estimate ``mean(1/N |Y - R_g|^2 - 1/N |Y - R_g*|^2)`` is reported
+for a subset of cases and must agree with it within 3 combined SE.
 
 The judge is pure (unit-tested on synthetic measurements in ``tests/verify/test_judges_paper_a_ca.py``).
 """
@@ -47,20 +44,9 @@ from verify.results import Comparison, with_key
 
 
 def coercivity_sides(H: np.ndarray) -> dict[str, float]:
-    """Monte Carlo estimates of both sides of Lemma 3.4 from pair values ``H[m, i, j] = h(X_i, X_j)``.
-
-    Parameters
-    ----------
-    H : ndarray, shape (M, N, N)
-        Values of ``h = g - g*`` on all ordered pairs of each of ``M`` independent samples
-        (the diagonal is ignored).
-
-    Returns
-    -------
-    dict
-        ``lhs, lhs_se`` (``||h||^2/(N-1)``), ``rhs, rhs_se`` (``E 1/N sum_i R_h[X]_i^2``),
-        ``diff, diff_se`` (``rhs - lhs``, paired), ``ratio, ratio_se`` (delta method).
-    """
+    """Monte Carlo estimates of both sides of Lemma 3.4 from ``H[m, i, j] = h(X_i, X_j)``, ``h = g - g*`` on the ordered
+    pairs of ``M`` independent samples (diagonal ignored): ``lhs, lhs_se`` (``||h||^2/(N-1)``), ``rhs, rhs_se``
+    (``E 1/N sum_i R_h[X]_i^2``), ``diff, diff_se`` (``rhs - lhs``, paired), ``ratio, ratio_se`` (delta method)."""
     H = np.asarray(H, dtype=np.float64)
     if H.ndim != 3 or H.shape[1] != H.shape[2] or H.shape[1] < 2 or H.shape[0] < 2:
         raise ValueError(f"H must have shape (M>=2, N>=2, N), got {H.shape}")
@@ -93,8 +79,7 @@ def _naive_diff(model: IPSModel, X: np.ndarray, G: np.ndarray, Gs: np.ndarray, r
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
 
 
-#: function perturbations ``g = g* + eps psi(u)`` (``h`` is linear in ``eps``: the ratio does not depend on it) and
-#: their labels in the figure
+#: perturbations ``g = g* + eps psi(u)`` (``h`` linear in ``eps``: the ratio does not depend on it), figure labels
 _DIRECTIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
     "psi(u)=u (tight for centred independent tokens)": (lambda u: u, "ψ(u) = u (tight case)"),
     "psi(u)=cos(3u)": (lambda u: np.cos(3 * u), "ψ(u) = cos 3u"),
@@ -200,10 +185,9 @@ def simulate_a5(ctx: CheckContext, design: A5Design) -> A5Measurement:
 
 
 def _case_comparisons(design: A5Design, prediction: dict, row: dict) -> list[Comparison]:
-    """The naive estimate (if any), the lemma, and for independent laws the tight case, of one case.
-
-    The lemma is a one-sided bound RHS - LHS >= 0: it holds exactly for conditionally i.i.d. tokens (module
-    docstring), so it can only fail through Monte Carlo noise (at the stated rate) or a sampler bug."""
+    """The naive estimate (if any), the lemma, and for independent laws the tight case, of one case.  The lemma,
+    a bound RHS - LHS >= 0, is exact for conditionally i.i.d. tokens: it fails only by noise (at the stated rate)
+    or a sampler bug."""
     law, name = row["law"], row["direction"]
     case = {"law": law, "direction": name, "eps": row["eps"]}
     out = []
@@ -228,8 +212,8 @@ def _case_comparisons(design: A5Design, prediction: dict, row: dict) -> list[Com
 
 
 def judge_a5(design: A5Design, prediction: dict, measurement: A5Measurement) -> list[Comparison]:
-    """Per case: naive vs exact identity (consistency), RHS - LHS >= 0 (bound), tight ratio 1 (consistency);
-    then the counterexample's closed form (consistency) and its violation (direction). Pure."""
+    """Per case: naive vs exact identity, RHS - LHS >= 0 (bound), tight ratio 1; the counterexample's closed form and
+    its violation (direction).  Pure."""
     comps: list[Comparison] = []
     for row in measurement.cases:
         comps += _case_comparisons(design, prediction, row)
@@ -300,8 +284,7 @@ def _a5_row_label(row: dict[str, Any]) -> str:
 
 
 def _a5_predicted(prediction: dict, row: dict[str, Any]) -> float | None:
-    """The derived ratio of a case, where one is derived (tight and constant directions of independent tokens,
-    the counterexample's closed form)."""
+    """The derived ratio of a case, if any (tight and constant directions of independent tokens, counterexample)."""
     if row["law"] == _COUNTER_LAW:
         return prediction["counter_ratio"]
     if row["law"] in _INDEPENDENT_LAWS and row["direction"].startswith("psi(u)=u"):
@@ -313,8 +296,7 @@ def _a5_predicted(prediction: dict, row: dict[str, Any]) -> float | None:
 
 @F.paper_figure
 def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement, judgement: Judgement) -> Any:
-    """RHS/LHS of every case with 3-SE bars against the coercivity boundary 1, coloured by token law; derived
-    ratios as open diamonds."""
+    """RHS/LHS of every case (3-SE bars) against the boundary 1, coloured by token law; derived ratios: diamonds."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     rows = _a5_rows(prediction, measurement)
     fig, axes = F.subplots(1, 1, panel=(8.6, 0.3 * len(rows) + 1.2), extra=1.1)
@@ -330,7 +312,6 @@ def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement, ju
     ax.plot([v for v, _ in pred], [yy for _, yy in pred], "D", mfc="none", mec=F.THEORY, ms=8, mew=1.0,
             label="derived (exact) ratio")
     hi = 1.25 * max(max(r["ratio"] + F.ERRORBAR_SE * r["ratio_se"] for r in rows), prediction["constant_ratio"])
-    # category axis (cases, grouped by law), the violation region and the coercivity boundary
     ax.set_yticks(y, [_a5_row_label(r) for r in rows])
     for k in range(1, len(rows)):
         if rows[k]["law"] != rows[k - 1]["law"]:
@@ -353,7 +334,6 @@ def figure_a5(design: A5Design, prediction: dict, measurement: A5Measurement, ju
     return fig
 
 
-#: claim A5 (its statement in words: the report, --list and docs/claims.md show it)
 A5_CLAIM = register(Claim(id="A5", paper="A", design=design_a5, predict=predict_a5, simulate=simulate_a5,
                           judge=judge_a5, describe=describe_a5, figure=figure_a5, figure_name="coercivity",
                           statement="Coercivity: ||g-g*||^2/(N-1) <= E_inf(g) - E_inf(g*). Tested: the exact "

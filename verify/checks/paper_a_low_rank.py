@@ -1,9 +1,5 @@
 """Paper A, claim A6: the low-rank condition marks where the rate holds (the parametric term at fixed M).
-
-A :class:`~verify.claim.Claim`: ``design`` -> ``predict`` -> ``simulate`` -> ``judge`` (pure, unit-tested on
-synthetic measurements in ``tests/verify/test_judges_paper_a_ca.py``) -> ``describe`` / ``figure``; the rule is
-:func:`judge_a6`'s docstring.
-"""
+The rule: :func:`judge_a6`'s docstring (the judge is unit-tested in ``tests/verify/test_judges_paper_a_ca.py``)."""
 
 from __future__ import annotations
 
@@ -40,11 +36,8 @@ A6_COMBOS = {"smoke": [(1, 1), (4, 1), (4, 2)],
 
 @dataclass(frozen=True)
 class A6Design:
-    """Fixed ``M`` and ``K``, the ``(d, r)`` configurations and their regressor ``x = r d log M / M``.
-
-    ``configs``: the sweep's model configurations (balanced ``sigma``, a design truth); ``K_coarse``: ``K_M``
-    with interval constant 1 (quoted in the notes).
-    """
+    """Fixed ``M`` and ``K``, the ``(d, r)`` configurations and their regressor ``x = r d log M / M``; ``configs``:
+    the sweep's model configurations; ``K_coarse``: ``K_M`` with interval constant 1 (quoted in the notes)."""
 
     size: str
     M: int
@@ -163,18 +156,15 @@ def _excess_comparison(combo: tuple[int, int], inside: bool, e0: Sequence[float]
 
 
 def judge_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement) -> list[Comparison]:
-    """Crossing the low-rank condition at fixed M: the parametric term is dominated inside, shows outside.
-
-    At fixed ``M`` the token dimension ``d`` and rank ``r`` are varied across the condition of
-    :func:`theory.low_rank_condition` with the constant :data:`verify.checks._paper_a_numerics.LOW_RANK_CONSTANT`
-    (shared with A3 and A4).  Tested (verdict): (i) the error grows with the parametric term ``r d log M / M``:
-    ``b > 0`` for the per-configuration medians (robust to one outlier replicate; replicate-bootstrap SE);
-    (ii) inside the condition the excess error over ``(d, r) = (1, 1)`` is below the non-parametric error itself
-    (``2 mean(1,1) - mean_i > 0``: the parametric term is dominated); (iii) outside the condition the excess over
-    ``(1, 1)`` is positive.  All are direction tests (PASS when significant at 5%, FAIL when the opposite is
-    significant at the check's Holm level, INCONCLUSIVE otherwise).  Pure (the bootstrap's seed is part of the
-    measurement).
-    """
+    """Crossing the low-rank condition at fixed M: the parametric term is dominated inside, shows outside.  At fixed
+    ``M`` the token dimension ``d`` and rank ``r`` are varied across the condition of :func:`theory.low_rank_condition`
+    with the constant :data:`verify.checks._paper_a_numerics.LOW_RANK_CONSTANT` (shared with A3 and A4).  Tested
+    (verdict): (i) the error grows with the parametric term ``r d log M / M``: ``b > 0`` for the per-configuration
+    medians (robust to one outlier replicate; replicate-bootstrap SE); (ii) inside the condition the excess error over
+    ``(d, r) = (1, 1)`` is below the non-parametric error itself (``2 mean(1,1) - mean_i > 0``: the parametric term is
+    dominated); (iii) outside the condition the excess over ``(1, 1)`` is positive.  All are direction tests (PASS when
+    significant at 5%, FAIL when the opposite is significant at the check's Holm level, INCONCLUSIVE otherwise).  Pure
+    (the bootstrap's seed is part of the measurement)."""
     b, b_se, _, ols = _trend(design, measurement)
     comps = [Comparison.direction(
         "error = a + b * r d log M / M at fixed M: b > 0 (per-configuration medians)", "> 0", b, b_se, +1,
@@ -186,8 +176,7 @@ def judge_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurem
 
 def describe_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
-    """Notes (design, condition, measured vs predicted errors, the fit, the excesses, Spearman) and data: errors,
-    predictions, the fits and the excesses over (1, 1)."""
+    """Notes (design, condition, errors against predictions, the fit, the excesses, Spearman) and data."""
     b, b_se, b_icpt, ols = _trend(design, measurement)
     b_pred = stats.linregress(design.x, prediction.errors).slope
     means = [float(np.mean(e)) for e in measurement.errors]
@@ -276,8 +265,7 @@ def _a6_excess_panel(ax, design: A6Design, prediction: A6Prediction, measurement
 
 @F.paper_figure
 def figure_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement, judgement: Judgement) -> Any:
-    """Left: error against the parametric term (inside / outside the condition), predictions, the median fit.
-    Right: every judged excess over (1, 1) with its threshold and outcome."""
+    """Left: error against the parametric term, predictions, the median fit.  Right: the judged excesses."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(1, 2, panel=(4.6, 3.9), extra=1.4, width_ratios=(1.25, 1.0))
     _a6_errors_panel(axes[0, 0], design, prediction, measurement)
@@ -298,7 +286,6 @@ def figure_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measure
     return fig
 
 
-#: claim A6 (its statement in words: the report, --list and docs/claims.md show it)
 A6_CLAIM = register(Claim(id="A6", paper="A", design=design_a6, predict=predict_a6, simulate=simulate_a6,
                           judge=judge_a6, describe=describe_a6, figure=figure_a6, figure_name="parametric_term",
                           statement="The low-rank condition marks where the rate holds: the error grows with r d "

@@ -1,11 +1,9 @@
 """Claims A2, A3 and A4 of paper A: convergence slopes of the ERM estimator, as :class:`verify.claim.Claim` objects.
 
-Each claim has the same parts: ``design`` (groups of ``(configuration, K levels, M levels)`` per profile,
-truths and noise levels from design seeds), ``predict`` (the a-priori error model along the design,
-:func:`~verify.checks._paper_a_numerics.predict_groups`), ``simulate`` (the cached sweep and its slope fits,
-:func:`~verify.checks._paper_a_numerics.simulate_groups`), ``judge`` (pure: the comparisons from the slope
-fits), ``describe`` (notes and data) and ``figure``.  The machinery they share (trial, error-model sweep,
-slope texts) is :mod:`verify.checks._paper_a_numerics`; the design choices are stated there and in the notes.
+Each claim: ``design`` (groups of ``(configuration, K levels, M levels)`` per profile, truths and noise levels from
+design seeds), ``predict`` (a-priori error model, :func:`~verify.checks._paper_a_numerics.predict_groups`),
+``simulate`` (cached sweep and slope fits, :func:`~verify.checks._paper_a_numerics.simulate_groups`), a pure
+``judge``, ``describe`` and ``figure``; shared machinery and design choices: :mod:`verify.checks._paper_a_numerics`.
 
 The rule of all three: the paper's claim is a rate as M -> infinity, and at finite M the error also carries terms
 that vanish in the limit, so each curve is tested twice. (a) Its measured log-log slope equals the finite-M model's
@@ -13,8 +11,7 @@ that vanish in the limit, so each curve is tested twice. (a) Its measured log-lo
 closed form, designs by Monte Carlo): two-sided tests per curve and pooled over the curves (a wrong rate moves them
 all), with their power against slopes off by ``WRONG_RATE_OFFSET`` stated. (b) The a-priori model B(K) + V(K)/M,
 continued on the design's K_M law to K x 2 and K x 4, has a deviation from the rate -2b/(2b+1) that shrinks at
-least like K^-1/2 (a finite-size rule in K): the finite-M slope tends to the rate.
-"""
+least like K^-1/2 (a finite-size rule in K): the finite-M slope tends to the rate."""
 
 from __future__ import annotations
 
@@ -42,14 +39,11 @@ from ._paper_a_records import (  # noqa: F401  (limit_window: re-exported)
 
 
 def with_estimator(claim: Claim, estimator: str, **params: Any) -> Claim:
-    """A copy of the rate claim ``claim`` (A2, A3 or A4) whose trials fit ``estimator`` instead.
-
-    ``estimator`` names a :class:`numerics.InteractionEstimator` subclass as ``"module:Class"`` (importable by the
-    sweep's workers); it is built with ``rank``, ``degree``, ``n_intervals``, ``random_state`` and ``params``
-    (JSON values: they are part of the cells' cache keys).  The predictions are unchanged: part (a) then asks
-    whether the estimator's slope is the least-squares estimator's finite-M slope, part (b) is the model's limit.
-    docs/architecture.md, "Adding an estimator".
-    """
+    """A copy of the rate claim ``claim`` (A2, A3 or A4) whose trials fit ``estimator`` instead.  ``estimator``: a
+    :class:`numerics.InteractionEstimator` subclass as ``"module:Class"`` (importable by the workers), built with
+    ``rank``, ``degree``, ``n_intervals``, ``random_state`` and ``params`` (JSON values: part of the cache keys).  The
+    predictions are unchanged: part (a) asks whether its slope is the least-squares estimator's finite-M slope, part (b)
+    is the model's limit (docs/architecture.md, "Adding an estimator")."""
     estimator_class(estimator)  # an unknown name fails here, not in a worker
 
     def design(ctx: CheckContext) -> RateDesign:
@@ -123,8 +117,7 @@ def _finite_and_limit(groups: list[GroupEvidence], n_extra: int = 0) -> list[Com
 
 
 def judge_a2(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement) -> list[Comparison]:
-    """Per group (A2: per P; A4: per (N, r)): (a) the slope equals the finite-M model's; (b) the model's slope tends
-    to the rate."""
+    """Per group (A2: per P; A4: per (N, r)): (a) slope = finite-M model's; (b) the model's slope tends to the rate."""
     return _finite_and_limit(evidence(design, prediction, measurement))
 
 
@@ -162,7 +155,6 @@ def _plot_group(ax, e: GroupEvidence, color: str, lines: tuple[str, ...], status
     Ms = np.array(g.M, dtype=float)
     for m in g.M:
         ax.scatter([m] * len(meas.errors[m]), meas.errors[m], s=7, alpha=0.3, color=color, lw=0, zorder=2)
-    # per M level: the geometric mean of the replicate errors and its 3-SE bars (log scale)
     logs = [np.log(np.asarray(meas.errors[m], dtype=float)) for m in g.M]
     mu = np.array([v.mean() for v in logs])
     sem = np.array([v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0 for v in logs])
@@ -226,7 +218,6 @@ def figure_a2(design: RateDesign, prediction: RatePrediction, measurement: RateM
                         "rule: (a) slope = finite-M model, (b) model -> rate")
 
 
-#: claim A2 (its statement in words: the report, --list and docs/claims.md show it)
 A2 = register(Claim(id="A2", paper="A", design=design_a2, predict=_predict, simulate=_simulate, judge=judge_a2,
                     describe=describe_a2, figure=figure_a2, figure_name="slopes_P",
                     statement="Empirical convergence slope matches -4/5 for B-spline degree P=3 and -14/15 for P=8 "
@@ -237,10 +228,9 @@ A2 = register(Claim(id="A2", paper="A", design=design_a2, predict=_predict, simu
 #: A3 part (a): noise level relative to the balanced one (the parametric term, ~ sigma^2, is 100x smaller)
 A3_LOW_NOISE = 0.1
 
-#: A3 quick spends its CPU where the headline (the pooled test, weights 1/SE^2) gains: the d = 1 group carries 70-80 %
-#: of the weight at a fifth of a d > 1 group's cost per replicate, so it runs ``A3_D1_REPLICATE_FACTOR`` x the
-#: replicates and its model to SE ``A3_D1_FINITE_SE``; the sigma/10 groups with d > 1 (5-11 % each) take their models
-#: to SE ``A3_SIGMA10_FINITE_SE``; the balanced groups keep the profile's SE (their paired shift is judged on it)
+#: A3 quick spends CPU where the pooled test (weights 1/SE^2) gains: the d = 1 group (70-80 % of the weight, 1/5 of
+#: a d > 1 replicate's cost) runs ``A3_D1_REPLICATE_FACTOR`` x the replicates, its model to SE ``A3_D1_FINITE_SE``;
+#: sigma/10 groups with d > 1 (5-11 % each): ``A3_SIGMA10_FINITE_SE``; balanced: the profile's (their shift is judged)
 A3_D1_REPLICATE_FACTOR = {"smoke": 1, "quick": 3, "paper": 1}
 A3_D1_FINITE_SE = {"quick": 0.005}
 A3_SIGMA10_FINITE_SE = {"quick": 0.02}
@@ -340,8 +330,7 @@ def describe_a3(design: RateDesign, prediction: RatePrediction, measurement: Rat
 
 @F.paper_figure
 def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMeasurement, judgement: Judgement):
-    """(a) sigma/10 for several d (top row); (b) balanced sigma (bottom row, with the A*-known fits of the same
-    data)."""
+    """(a) sigma/10 for several d (top row); (b) balanced sigma, with the A*-known fits (bottom row)."""
     return _rate_figure(design, prediction, measurement, judgement,
                         "error vs M (P = 3): σ/10 for several d (top), balanced σ (bottom)",
                         "rule: (a) slope = finite-M model, (b) model -> rate, "
@@ -349,7 +338,6 @@ def figure_a3(design: RateDesign, prediction: RatePrediction, measurement: RateM
                         ncols=len(design.groups) - len(design.known))
 
 
-#: claim A3 (its statement in words: the report, --list and docs/claims.md show it)
 A3 = register(Claim(id="A3", paper="A", design=design_a3, predict=_predict, simulate=_simulate, judge=judge_a3,
                     describe=describe_a3, figure=figure_a3, figure_name="slopes_d",
                     statement="Dimension-free slopes: (a) where the parametric term is negligible, the slope for "
@@ -368,12 +356,9 @@ A4_REFERENCE_N = 5
 
 
 def pairs_matched_M(M_levels: list[int], N: int, N_ref: int = A4_REFERENCE_N) -> list[int]:
-    """M levels holding as many token pairs ``M N (N - 1)`` as ``N_ref`` tokens at ``M_levels`` (rounded up).
-
-    The pre-asymptotic excess of the estimator's error (near-empty end intervals, a noisy range quantile) is
-    governed by the number of pairs, not of samples, so groups on equal pairs share it (the measurements:
-    ``docs/findings.md``, A4). Same K levels for every group: K_M stays an exact power of M.
-    """
+    """M levels holding as many token pairs ``M N (N - 1)`` as ``N_ref`` tokens at ``M_levels`` (rounded up): the
+    pre-asymptotic excess (near-empty end intervals, a noisy range quantile) follows the pairs, not the samples
+    (``docs/findings.md``, A4). Same K levels for every group: K_M stays an exact power of M."""
     f = N_ref * (N_ref - 1) / (N * (N - 1))
     return [int(math.ceil(m * f - 1e-9)) for m in M_levels]
 
@@ -435,7 +420,6 @@ def figure_a4(design: RateDesign, prediction: RatePrediction, measurement: RateM
                         "rule: (a) slope = finite-M model, (b) model -> rate; M levels hold equal token pairs", ncols=2)
 
 
-#: claim A4 (its statement in words: the report, --list and docs/claims.md show it)
 A4 = register(Claim(id="A4", paper="A", design=design_a4, predict=_predict, simulate=_simulate, judge=judge_a4,
                     describe=describe_a4, figure=figure_a4, figure_name="slopes_N_r",
                     statement="The rate does not depend on N or on r inside the low-rank condition (each slope "

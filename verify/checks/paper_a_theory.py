@@ -4,8 +4,7 @@ Every comparison is a statement decided by sympy: an identity (``simplify(lhs - 
 under the symbols' assumptions, plus exact integer searches (``min_samples``) and an equivalence tested at seeded
 random points; nothing is a noisy measurement. The *measurement* (:class:`A1Measurement`) is what ``theory.minimax``
 returns, the *prediction* the paper's printed values and the finite-M numbers the report quotes; the judge
-(:func:`judge_a1`) decides each statement with sympy (pure).
-"""
+(:func:`judge_a1`) decides each statement with sympy (pure)."""
 
 from __future__ import annotations
 
@@ -27,7 +26,6 @@ from verify.results import Comparison
 
 
 _SIGN = "exact sign (sympy assumptions: beta > 0)"
-
 
 _L = sp.Symbol("L", positive=True)  # M = exp(L), L > 0 <=> M > 1 (so that log M > 0 is known to sympy)
 _A = sp.Symbol("a", nonnegative=True)  # N = exp(a): a >= 0 <=> N >= 1
@@ -79,14 +77,12 @@ def predict_a1(ctx: CheckContext, design: A1Design) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------- simulate
 @dataclass(frozen=True)
 class A1Measurement:
-    """What ``theory.minimax`` returns for the statements.
-
-    ``expr``: symbolic expressions by name (``e`` rate exponent, ``g`` log-gap exponent, ``fs`` / ``fs_rate``
-    finite-sample slopes, ``total``, ``rate``, ``lower``, ``upper``, ``lowrank_rhs``, ``parametric``);
-    ``secant``: ``upper_lo``, ``upper_hi`` (upper bound at the secant's ends) and ``average`` (average_slope);
-    ``min_samples``: per case ``(m0, cond(m0), cond(m0 - 1) or None when m0 = 3)``; ``points``: per point
-    ``(low-rank condition, parametric <= rate x log factor)``; ``bspline``: rate exponent per degree.
-    """
+    """What ``theory.minimax`` returns for the statements.  ``expr``: symbolic expressions by name (``e`` rate exponent,
+    ``g`` log-gap exponent, ``fs`` / ``fs_rate`` finite-sample slopes, ``total``, ``rate``, ``lower``, ``upper``,
+    ``lowrank_rhs``, ``parametric``); ``secant``: ``upper_lo``, ``upper_hi`` (upper bound at the secant's ends) and
+    ``average`` (average_slope); ``min_samples``: per case ``(m0, cond(m0), cond(m0 - 1) or None when m0 = 3)``;
+    ``points``: per point ``(low-rank condition, parametric <= rate x log factor)``; ``bspline``: rate exponent per
+    degree."""
 
     expr: dict[str, Any]
     secant: dict[str, Any] = field(default_factory=dict)
@@ -325,7 +321,6 @@ def figure_a1(design: A1Design, prediction: dict, measurement: A1Measurement, ju
     return fig
 
 
-#: claim A1 (its statement in words: the report, --list and docs/claims.md show it)
 A1_CLAIM = register(Claim(id="A1", paper="A", design=design_a1, predict=predict_a1, simulate=simulate_a1,
                           judge=judge_a1, describe=describe_a1, figure=figure_a1, figure_name="exponent_and_slopes",
                           statement="Rate exponent 2b/(2b+1), minimax rate, upper/lower bounds, low-rank "

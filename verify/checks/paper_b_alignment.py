@@ -1,7 +1,6 @@
 """Claim B4 of paper B: an aligned spike in the attention weights lowers attention's interpolation error and can
 reverse its comparison with ridge regression; the theory's statements, reversal scans and phase diagram, and the
-Monte Carlo read from B7's grid of cells (:mod:`verify.checks._structured`).
-"""
+Monte Carlo read from B7's grid of cells (:mod:`verify.checks._structured`)."""
 
 from __future__ import annotations
 
@@ -78,24 +77,17 @@ class B4Design:
 
     @property
     def cells(self) -> list[tuple[float, float]]:
-        """The simulated ``(c, snr)``."""
         return [(c, snr) for c in self.prof.cs for snr in self.prof.b4_snrs]
 
 
 @dataclass(frozen=True)
 class B4Prediction:
-    """B4's theory.
-
-    Attributes
-    ----------
-    statements : ``(c, snr) -> {"none", "aligned1", "aligned4", "orthogonal4", "ridge": curve on theory_grid}``.
-    reversal : ``(c, snr) -> [scan per strength of REVERSAL_STRENGTHS]`` (:func:`_reversal_scan`).
-    simulation : ``(c, snr) -> {"none", "al4", "or4", "ridge": curve on gammas}`` (simulated cells).
-    kappa : ``(c, snr) -> kappa(2p)`` of the aligned spike 4 (regime of the attention-vs-ridge comparisons).
-    figure : ``c -> {"ridge", label of _FIGURE_SPIKES: curve on figure_grid}`` at the figure's snr.
-    phase : ``(c, strength) -> scan`` (:func:`_reversal_scan` at ``prof.phase_snr`` on ``prof.phase_grid``): the
-        phase diagram (figure and notes only; judged nowhere).
-    """
+    """B4's theory by ``(c, snr)``: ``statements`` ``{"none", "aligned1", "aligned4", "orthogonal4", "ridge"}`` curves
+    on ``theory_grid``; ``reversal``, a :func:`_reversal_scan` per strength of ``REVERSAL_STRENGTHS``; ``simulation``
+    ``{"none", "al4", "or4", "ridge"}`` curves on ``gammas``; ``kappa``, ``kappa(2p)`` of the aligned spike 4 (regime
+    of the attention-vs-ridge comparisons).  ``figure``: by ``c``, ``"ridge"`` and the :data:`_FIGURE_SPIKES` curves
+    on ``figure_grid`` at the figure's snr; ``phase``: by ``(c, strength)``, the scan at ``prof.phase_snr`` on
+    ``prof.phase_grid`` (the phase diagram: figure and notes only, judged nowhere)."""
 
     statements: dict
     reversal: dict
@@ -106,7 +98,6 @@ class B4Prediction:
 
 
 def design_b4(ctx: CheckContext) -> B4Design:
-    """B4's grids for ``ctx.profile`` (``STRUCTURED_PROFILES``)."""
     prof = STRUCTURED_PROFILES[ctx.profile]
     return B4Design(prof=prof, theory_grid=np.logspace(*prof.b4_theory_grid),
                     reversal_grid=np.logspace(*prof.reversal_grid), figure_grid=np.logspace(*prof.figure_grid),
@@ -200,17 +191,15 @@ def _b4_mc(design: B4Design, prediction: B4Prediction, cells: dict) -> tuple[lis
                 f"MC c={c:g} snr={snr:g} gamma={g:g}: E(aligned 4) - E(none)",
                 float(th["al4"][j] - th["none"][j]), float(da[j]), float(sa[j]), -1, df=trials - 1,
                 rule=f"paired difference at p={p2} over {trials} draws (alignment helps: < 0)"))
-            # (2) orthogonal spike does not help: paired difference not significantly < 0
-            #     (its exact limit 0 is tested against theory in B7)
+            # (2) orthogonal spike does not help: paired difference not significantly < 0 (its limit 0: B7)
             t = finite_size_test(0.0, do1[j], so1[j], do2[j], so2[j], p1 / p2, (trials, trials))
             comps.append(Comparison.bound(
                 f"MC c={c:g} snr={snr:g} gamma={g:g}: E(orthogonal 4) - E(none) (does not help)",
                 0.0, float(do2[j]), float(so2[j]), float(-do2[j] - t.allowance), excess_se=t.sd, df=t.df,
                 rule=(f"paired difference at p={p2} >= -q |d at p={p1}| = -{t.allowance:.3g} up to noise, "
                       f"q = {t.q:.3g} (finite-size rule, one-sided); at p={p1}: {do1[j]:.4g}")))
-            # (3) attention vs ridge (paired): sign must agree with theory where theory is clear (outside the
-            #     finite-size band), else the finite-size rule; judged only inside the declared regime of the
-            #     linearisation (kappa <= KAPPA_MAX), its per-point 3-sigma reading reported outside
+            # (3) attention vs ridge (paired): the theory's sign where clear (outside the finite-size band), else the
+            #     finite-size rule; judged only where kappa <= KAPPA_MAX, the 3-sigma reading reported outside
             thd = float(th["al4"][j] - th["ridge"][j])
             name = f"MC c={c:g} snr={snr:g} gamma={g:g}: E_att(aligned 4) - E_ridge (kappa={kappa:.2f})"
             t = finite_size_test(thd, dr1[j], sr1[j], dr2[j], sr2[j], p1 / p2, (trials, trials))
@@ -232,12 +221,8 @@ def _b4_mc(design: B4Design, prediction: B4Prediction, cells: dict) -> tuple[lis
 
 
 def judge_b4(design: B4Design, prediction: B4Prediction, cells: dict) -> list[Comparison]:
-    """Theory statements (exact), reversal points (exact), then per simulated point: alignment helps
-    (direction), an orthogonal spike does not (bound), attention vs ridge inside the regime.
-
-    Pure: the theory comparisons read ``prediction``; the Monte Carlo ones the trial arrays of ``cells``
-    (:func:`simulate_b4`).
-    """
+    """Theory statements (exact), reversal points (exact), then per simulated point: alignment helps (direction), an
+    orthogonal spike does not (bound), attention vs ridge inside the regime.  Pure."""
     return _b4_theory_comparisons(design, prediction) + _b4_mc(design, prediction, cells)[0]
 
 
@@ -301,8 +286,7 @@ def _phase_text(prof: StructuredProfile, phase: dict) -> str:
 
 def describe_b4(design: B4Design, prediction: B4Prediction, cells: dict,
                 comparisons: list[Comparison]) -> tuple[str, dict]:
-    """Notes (reversal points, small-gamma ratios, simulation design, unjudged points) and data
-    (``theory`` curves, ``reversal`` scans, ``simulation`` rows)."""
+    """Notes (reversal points, small-gamma ratios, simulation design, unjudged points), data."""
     prof = design.prof
     outside = _b4_mc(design, prediction, cells)[1]
     notes = (
@@ -379,7 +363,6 @@ def _figure_b4_ratio(design: B4Design, prediction: B4Prediction, cells: dict) ->
     return fig
 
 
-#: claim B4 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B4 = ("With signal, attention weights aligned with mu lower attention's error and its gap to ridge, "
                 "orthogonal ones do not; attention beats ridge only for gamma >= gamma* (at c >= 2 only with "
                 "alignment), never as gamma -> 0 (finite-p wins there are the linearisation error: study B4-rev)")

@@ -3,10 +3,8 @@ interpolates (``E ~ gamma^2``) and attention does not (``E ~ sqrt(gamma)``): the
 the sign of their paired difference are judged.  For ``p/n < 1`` both errors tend to ``1 - c`` as ``gamma -> 0`` (the
 null space of the features has dimension ``n - p`` in both models: an identity, reported, not judged); at
 ``p/n = 1/4`` the sign of the difference at ``gamma >= 0.05`` is judged against the theory's (attention larger at
-moderate gamma, smaller at ``gamma = 1``: the features' norm sets where gamma stops mattering).
-
-Shared machinery and the rules: :mod:`verify.checks._paper_b`.
-"""
+moderate gamma, smaller at ``gamma = 1``: the features' norm sets where gamma stops mattering).  Shared machinery
+and the rules: :mod:`verify.checks._paper_b`."""
 
 from __future__ import annotations
 
@@ -45,7 +43,6 @@ class B3Sizes:
     trials: tuple[int, int]
 
 
-#: B3's design per profile
 B3_SIZES = {
     "paper": B3Sizes(1024, np.logspace(-4, 0, 9), np.logspace(-4, -2.5, 4), (20, 10)),
     "quick": B3Sizes(512, np.logspace(-4, 0, 9), np.logspace(-4, -2.5, 4), (16, 8)),
@@ -67,16 +64,14 @@ def _design_b3(ctx: CheckContext) -> Rec:
 
 
 def _predict_b3(ctx: CheckContext, design: Rec) -> dict[str, np.ndarray]:
-    """``att``, ``rr``: attention and ridge errors at p/n = 2 on ``allg``; ``att4``, ``rr4``: at p/n = 1/4 on
-    ``gammas``."""
+    """``att``, ``rr``: attention, ridge errors at p/n = 2 on ``allg``; ``att4``, ``rr4``: p/n = 1/4, ``gammas``."""
     allg, g, act = design["allg"], design["gammas"], design["act"]
     return dict(att=attention_theory(allg, 2.0, act), rr=ridge_theory(allg, 2.0, 0.0),
                 att4=attention_theory(g, 0.25, act), rr4=ridge_theory(g, 0.25, 0.0))
 
 
 def _b3_cell(ctx: CheckContext, cval: float, n: int, act: str, trials: int) -> tuple[Any, int, Any]:
-    """The model, ``p`` and Monte Carlo settings of B3's cell at ``(p/n, n)`` (its seed: attention and ridge share
-    the draws)."""
+    """The model, ``p`` and Monte Carlo settings of B3's cell at ``(p/n, n)`` (attention and ridge share the draws)."""
     p = p_of(n, cval)
     return cell_model(n, p, 0.0, act), p, mc_settings(ctx, trials, ctx.seed_for("B3", cval, n))
 
@@ -105,8 +100,7 @@ def _simulate_b3(ctx: CheckContext, design: Rec) -> Rec:
 
 
 def _b3_slopes(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
-    """Per law: the theory's OLS log-log slope on the fit range, and the MC per-trial slopes' (mean, SE) at both
-    sizes."""
+    """Per law: the theory's OLS log-log slope on the fit range, and the MC per-trial slopes' (mean, SE) per size."""
     fit, fidx = design["fit"], design["fidx"]
     out = {}
     for kind, label, _ in B3_LAWS:
@@ -208,8 +202,7 @@ def _describe_b3(design: Rec, prediction: Rec, measurement: Rec, comparisons: li
 
 
 def _b3_left(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec, comps: list[Comparison]) -> None:
-    """p/n = 2: dense theory of both models, Monte Carlo at n/2 and n, the claimed laws (through the theory at the
-    centre of the slope-fit range); relative gaps below."""
+    """p/n = 2: dense theory of both models, Monte Carlo at n/2 and n, the claimed laws; relative gaps below."""
     allg, act, fit = design["allg"], design["act"], design["fit"]
     gc, gg = math.sqrt(fit[0] * fit[-1]), np.geomspace(fit[0] / 3, fit[-1] * 3, 20)
     for k, (kind, name, f, expo, word) in enumerate((
@@ -275,7 +268,6 @@ def _figure_b3(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgem
     return fig
 
 
-#: claim B3 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B3 = (
     "On random inputs nonlinear attention has the larger interpolation error (sqrt(gamma) vs gamma^2 law for c > "
     "1)"

@@ -1,10 +1,8 @@
 """Claim B5 of paper B: the cosine activation (``a1 = 0``) against a scaled tanh of equal ``nu``, the sign of the
 paired difference of their errors with and without signal.  With signal cos cannot use the label direction (its
 error stays near the no-signal value) while the linear component lets the scaled tanh use it; with random inputs the
-gap exists only for ``p/n > 1`` and small gamma (for ``p/n < 1`` both tend to ``1 - c``).
-
-Shared machinery and the rules: :mod:`verify.checks._paper_b`.
-"""
+gap exists only for ``p/n > 1`` and small gamma (for ``p/n < 1`` both tend to ``1 - c``).  Shared machinery and the
+rules: :mod:`verify.checks._paper_b`."""
 
 from __future__ import annotations
 
@@ -40,7 +38,6 @@ class B5Sizes:
     trials: int
 
 
-#: B5's design per profile
 B5_SIZES = {
     "paper": B5Sizes(1024, np.array([1e-3, 1e-2]), 20),
     "quick": B5Sizes(256, np.array([1e-3, 1e-2]), 16),
@@ -67,8 +64,7 @@ def _predict_b5(ctx: CheckContext, design: Rec) -> Rec:
 
 
 def _simulate_b5(ctx: CheckContext, design: Rec) -> Rec:
-    """``configs``: by key, ``{"cos", "lin"}`` per-trial errors ``(trials, gammas)`` on paired draws (snr = 0:
-    label-averaged)."""
+    """``configs``: by key, paired trial errors ``{"cos", "lin"}`` ``(trials, gammas)`` (snr = 0: label-averaged)."""
     n, g, tr = design["n"], design["gammas"], design["trials"]
     out = {}
     with ctx.progress("cos vs scaled tanh", total=len(design["configs"])) as bar:
@@ -169,7 +165,6 @@ def _figure_b5(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgem
     return fig
 
 
-#: claim B5 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B5 = "a1 = 0 (e.g. cos) memorises poorly: a linear component of f is needed"
 
 CLAIM_B5 = register(Claim(id="B5", paper="B", statement=STATEMENT_B5, design=_design_b5, predict=_predict_b5,

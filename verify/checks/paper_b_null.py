@@ -1,9 +1,6 @@
-"""Claim B2 of paper B: attention on the null model (labels independent of ``X``) against its deterministic
-equivalent for several activations and aspect ratios, with the first reconstruction of the system as a negative
-control and the Gaussian-equivalent kernel as a diagnostic.
-
-Shared machinery and the rules: :mod:`verify.checks._paper_b`.
-"""
+"""Claim B2 of paper B: attention on the null model (labels independent of ``X``) against its deterministic equivalent
+for several activations and aspect ratios, with the first reconstruction of the system as a negative control and the
+Gaussian-equivalent kernel as a diagnostic.  Shared machinery and the rules: :mod:`verify.checks._paper_b`."""
 
 from __future__ import annotations
 
@@ -58,7 +55,6 @@ class B2Sizes:
     ge_cs: tuple[float, ...] = tuple(B2_CS)
 
 
-#: B2's design per profile
 B2_SIZES = {
     "paper": B2Sizes({0.25: 2048, 2.0: 1024}, np.logspace(-3, 0, 7), {0.25: (40, 20), 2.0: (40, 20)}),
     "quick": B2Sizes({0.25: 1024, 2.0: 256}, np.logspace(-3, 0, 7), {0.25: (48, 24), 2.0: (80, 40)}, ge_cs=(0.25,)),
@@ -115,8 +111,7 @@ def _ge_label_average(seed: int, n: int, p: int, a1: float, nu: float, gammas: n
 
 
 def _simulate_b2(ctx: CheckContext, design: Rec) -> Rec:
-    """``panels``: :class:`TwoSizes` by panel key; ``ge``: ``{"symmetric", "independent"}`` per-trial errors by
-    ``c``."""
+    """``panels``: :class:`TwoSizes` by panel key; ``ge``: ``{"symmetric", "independent"}`` trial errors by ``c``."""
     panels = simulate_panels(ctx, design["panels"], "null attention sweeps")
     ge = {}
     with ctx.progress("Gaussian-equivalent diagnostic", total=len(design["ge"])) as bar:
@@ -137,8 +132,7 @@ def _spec_fails(p: Panel, pred_spec: np.ndarray, m: TwoSizes) -> int:
 
 
 def _ge_diagnostic(cell: GECell, preds: tuple[np.ndarray, np.ndarray], ge: dict[str, np.ndarray]) -> tuple[dict, str]:
-    """Relative gaps (and their SEs) of both noise models against the theory and against SPEC's system, and their
-    text for the notes."""
+    """Relative gaps (and SEs) of both noise models against the theory and SPEC's system, and their notes text."""
     pred, pred_spec = preds
     out = {}
     for name in ("symmetric", "independent"):
@@ -188,8 +182,7 @@ def _describe_b2(design: Rec, prediction: Rec, measurement: Rec, comparisons: li
 
 def _b2_column(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec, comps: list[Comparison],
                cval: float) -> None:
-    """The activations at one p/n: dense theory (and SPEC's system in the residuals, dashed), Monte Carlo at both
-    sizes, the relative gaps, each activation's outcomes."""
+    """The activations at one p/n: dense theory, SPEC's system (residuals, dashed), Monte Carlo, outcomes."""
     panels = [p for p in design["panels"] if p.cells[0].c == cval]
     lines, outs = [], []
     for k, p in enumerate(panels):
@@ -216,8 +209,7 @@ def _b2_column(ax: Any, rax: Any, design: Rec, prediction: Rec, measurement: Rec
 
 @F.paper_figure
 def _figure_b2(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgement) -> Any:
-    """Per p/n: null-model attention error vs gamma (dense theory, Monte Carlo at n/2 and n), relative gaps below
-    with SPEC's system (the negative control) drawn as the gap it predicts."""
+    """Per p/n: attention error vs gamma (dense theory, Monte Carlo at n/2 and n); gaps below, SPEC's system dashed."""
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     fig, axes = F.subplots(2, len(B2_CS), panel=(4.6, 2.4), extra=1.2, sharex="col", height_ratios=(2.4, 1.6))
     for j, cval in enumerate(B2_CS):
@@ -236,7 +228,6 @@ def _figure_b2(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgem
     return fig
 
 
-#: claim B2 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B2 = "Null-model attention deterministic equivalent matches simulation (several f, c < 1 and c > 1)"
 
 CLAIM_B2 = register(Claim(id="B2", paper="B", statement=STATEMENT_B2, design=_design_b2, predict=_predict_b2,

@@ -1,8 +1,6 @@
-"""Claim B1 of paper B: its Figure 1, the interpolation error of ridge regression against the
-Marchenko-Pastur deterministic equivalent (panels in gamma, c and snr), judged by the finite-size rule at two sizes.
-
-Shared machinery and the rules: :mod:`verify.checks._paper_b`.
-"""
+"""Claim B1 of paper B: its Figure 1, the interpolation error of ridge regression against the Marchenko-Pastur
+deterministic equivalent (panels in gamma, c and snr), judged by the finite-size rule at two sizes.  Shared
+machinery and the rules: :mod:`verify.checks._paper_b`."""
 
 from __future__ import annotations
 
@@ -35,7 +33,6 @@ class Sweep:
 
 #: the one gamma of panels 1b and 1c
 _G = np.array([1e-5])
-#: B1's design per profile: panels 1a, 1b, 1c
 B1_SIZES = {
     "paper": (Sweep(512, (200, 100), np.logspace(-5, 1, 13), 4.0, 1.0),
               Sweep(4096, (8, 4), _G, snr=1.0, xs=(0.25, 0.5, 1.0, 1.5, 2.0)),
@@ -99,8 +96,7 @@ def _b1_dense(p: Panel) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _b1_panel(ax: Any, rax: Any, p: Panel, pred: np.ndarray, m: TwoSizes, comps: list[Comparison]) -> None:
-    """One panel of paper B's Figure 1 (dense theory, Monte Carlo at two sizes) over its residuals, with the
-    outcomes of its comparisons (finite-size rule per point, shrinkage) and its largest gap."""
+    """One panel of Figure 1 (dense theory, Monte Carlo at two sizes) over its residuals, outcomes, largest gap."""
     cell, mine = p.cells[0], with_key(comps, panel=p.key)
     x = np.asarray(cell.gammas if p.x_name is None else p.xs, dtype=float)
     scale = float(p.n) if p.x_name == "c" else 1.0  # panel 1b is plotted over p = (p/n) n
@@ -161,7 +157,6 @@ def _figure_b1(design: Rec, prediction: Rec, measurement: Rec, judgement: Judgem
     return fig
 
 
-#: claim B1 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B1 = "Ridge deterministic equivalent matches simulation on the three Figure-1 sweeps"
 
 CLAIM_B1 = register(Claim(id="B1", paper="B", statement=STATEMENT_B1, design=_design_b1, predict=_predict_b1,

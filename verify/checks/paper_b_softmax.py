@@ -10,11 +10,9 @@ kernel for every ``beta`` and spike, and ridge (:func:`numerics.softmax.softmax_
 model (``snr = 0``, exact average over Rademacher labels) and ``snr = 1`` with balanced labels (at the paper
 profile also an aligned spike ``w_K = w_Q = e_1``), at three sizes ``n`` and ``c = p / n`` on both sides of 1.
 
-Rule (``beta`` in ``BETAS``): the finite-size rule of :mod:`verify.checks._finite_size` on the gaps to the
-prediction at the two largest sizes, ``|g_l| <= q |g_s| + t hypot(SE_l, q SE_s)``, ``q = (n_s / n_l)^{1/2}``;
-``beta`` in ``BEYOND`` is read with the same rule on the same draws and reported, not judged.
-``tests/verify/test_judges_b8.py`` measures the judge's false-FAIL rate and power on synthetic trials.
-"""
+Rule (``beta`` in ``BETAS``): the finite-size rule of :mod:`verify.checks._finite_size` (Student-t on the estimated
+SEs) on the gaps to the prediction at the two largest sizes; ``beta`` in ``BEYOND``: the same rule on the same draws,
+reported, not judged.  ``tests/verify/test_judges_b8.py`` measures the judge's false-FAIL rate and power."""
 
 from __future__ import annotations
 
@@ -55,10 +53,8 @@ Config = tuple[float, float, tuple[float, str], float]
 # ============================================================================ design
 @dataclass(frozen=True)
 class Inputs:
-    """One input of the design: ``snr = ||mu||^2`` and the spikes simulated on its draws (``NO_SPIKE``: ``W = I``).
-
-    ``snr = 0`` is the null model, simulated with the exact label average (:attr:`label_average`).
-    """
+    """One input of the design: ``snr = ||mu||^2`` (``0``: the null model, exact label average) and the spikes
+    simulated on its draws (``NO_SPIKE``: ``W = I``)."""
 
     snr: float
     spikes: tuple[tuple[float, str], ...] = (NO_SPIKE,)
@@ -84,7 +80,6 @@ class B8Design:
     beyond: tuple[float, ...] = BEYOND
 
     def trials(self, inputs: Inputs, n: int) -> int:
-        """Monte Carlo trials of ``inputs`` at size ``n``."""
         table = self.trials_null if inputs.label_average else self.trials_signal
         return int(table[self.sizes.index(n)])
 
@@ -107,9 +102,7 @@ _GAMMAS = (1e-2, 1e-1, 1.0)
 _ALIGNED = (1.0, "aligned")
 
 _PROFILES = {
-    # smoke (tests only): tiny sizes, verdicts meaningless
     "smoke": B8Design(sizes=(8, 16, 32), trials_null=(3, 3, 3), trials_signal=(3, 3, 3), gammas=(1e-1, 1.0)),
-    # quick: W = I with and without signal
     "quick": B8Design(sizes=(64, 128, 256), trials_null=(32, 16, 8), trials_signal=(48, 32, 16), gammas=_GAMMAS),
     # paper: structured inputs with an aligned spike as well (same draws as W = I)
     "paper": B8Design(sizes=(256, 512, 1024), trials_null=(48, 24, 12), trials_signal=(64, 32, 16), gammas=_GAMMAS,
@@ -130,7 +123,6 @@ def _input_label(snr: float, spike: tuple[float, str]) -> str:
 
 
 def design_b8(ctx: CheckContext) -> B8Design:
-    """B8's grid for ``ctx.profile``."""
     return _PROFILES[ctx.profile]
 
 
@@ -182,7 +174,7 @@ def _softmax_cell(ctx: CheckContext, design: B8Design, c: float, inputs: Inputs,
 
 
 def simulate_b8(ctx: CheckContext, design: B8Design) -> dict[str, Any]:
-    """``cells``: ``(c, snr, n) -> {"softmax", "entrywise": (betas, spikes, trials, G), "ridge": (trials, G)}``;
+    """``cells``: ``(c, snr, n) -> {"softmax", "entrywise": (betas, spikes, trials, G), "ridge": (trials, G)}``,
     ``runtime_s``."""
     t0 = time.perf_counter()
     grid = [(c, inputs, n) for c in design.cs for inputs in design.inputs for n in design.sizes]
@@ -195,8 +187,8 @@ def simulate_b8(ctx: CheckContext, design: B8Design) -> dict[str, Any]:
 
 
 # ============================================================================ readings (pure)
-#: a point's numbers at one size besides ``p`` and ``trials``: softmax, the entrywise kernel on the same draws and
-#: their paired difference (mean, SE each), the prediction
+#: a point's numbers at one size besides ``p``, ``trials``: softmax, entrywise (same draws), their paired difference
+#: (mean, SE each), the prediction
 _STATS = ("softmax", "se_softmax", "entrywise", "se_entrywise", "softmax_minus_entrywise", "se_diff", "prediction")
 
 
@@ -213,8 +205,8 @@ class B8Point:
     judged: bool
 
     def rule(self, against_limit: bool = False) -> FiniteSizeTest:
-        """The finite-size rule on the gaps to the prediction at each size (the judged reading) or, ``against_limit``,
-        to the limit (``d0 = 0``) at both sizes: what the finite-``p`` term changes."""
+        """The finite-size rule on the gaps to the prediction at each size (judged) or, ``against_limit``, to the
+        limit (``d0 = 0``): what the finite-``p`` term changes."""
         s, l_ = (self.sizes[n] for n in self.pair)
         pred_s, pred_l = (self.limit, self.limit) if against_limit else (s["prediction"], l_["prediction"])
         return finite_size_test(0.0, s["softmax"] - pred_s, s["se_softmax"], l_["softmax"] - pred_l, l_["se_softmax"],
@@ -227,16 +219,13 @@ class B8Point:
 
     @property
     def key(self) -> tuple:
-        """The point's :attr:`~verify.results.Comparison.key`."""
         c, snr, spike, beta = self.cfg
         return (("c", float(c)), ("input", _input_label(snr, spike)), ("beta", float(beta)), ("gamma", self.gamma))
 
     def gap(self, n: int) -> float:
-        """Measured minus predicted at size ``n``."""
         return self.sizes[n]["softmax"] - self.sizes[n]["prediction"]
 
     def rel_gap(self, n: int) -> float:
-        """:meth:`gap` relative to the prediction at size ``n``."""
         return abs(self.gap(n)) / max(abs(self.sizes[n]["prediction"]), 1e-300)
 
     def trend(self) -> float:
@@ -268,10 +257,7 @@ def b8_points(design: B8Design, prediction: B8Prediction, cells: dict) -> list[B
 
 # ============================================================================ judge (pure)
 def judge_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, Any]) -> list[Comparison]:
-    """The finite-size rule at every judged point (``beta`` in ``design.betas``); the first is the headline.
-
-    Pure: reads the predictions and the trial arrays of ``measurement["cells"]``.
-    """
+    """The finite-size rule at every judged point (``beta`` in ``design.betas``); the first is the headline; pure."""
     ns, nl = design.pair
     comps: list[Comparison] = []
     for pt in (pt for pt in b8_points(design, prediction, measurement["cells"]) if pt.judged):
@@ -285,7 +271,6 @@ def judge_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, 
 
 # ============================================================================ describe (pure)
 def _row(pt: B8Point, outcome: str) -> dict[str, Any]:
-    """The point as a row of ``data["rows"]``."""
     c, snr, spike, beta = pt.cfg
     return dict(beta=beta, c=c, snr=snr, spike=_spike_label(spike), gamma=pt.gamma, judged=pt.judged,
                 limit=pt.limit, sizes={str(n): s for n, s in pt.sizes.items()}, rule_passed=pt.rule().passed,
@@ -410,7 +395,6 @@ def figure_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str,
     return fig
 
 
-#: claim B8 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B8 = "Paper B, Remark 5: the entrywise theory predicts softmax attention's interpolation error"
 
 CLAIM_B8 = register(Claim(id="B8", paper="B", statement=STATEMENT_B8, design=design_b8, predict=predict_b8,

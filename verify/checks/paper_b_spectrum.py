@@ -1,8 +1,5 @@
-"""Claim B6 of paper B: the eigenvalue distribution of the attention kernel converges to its limit law
-(Kolmogorov distance at ``n`` and ``2n``).
-
-Shared machinery and the rules: :mod:`verify.checks._paper_b`.
-"""
+"""Claim B6 of paper B: the eigenvalue distribution of the attention kernel converges to its limit law (Kolmogorov
+distance at ``n`` and ``2n``).  Shared machinery and the rules: :mod:`verify.checks._paper_b`."""
 
 from __future__ import annotations
 
@@ -43,8 +40,7 @@ def _kernel_spectra(seed: int, n: int, p: int, trials: int, act: str, n_jobs: in
 
 @dataclass(frozen=True)
 class KernelLaw:
-    """B6's predicted eigenvalue law: :func:`theory.kernel_density` at ``p/n = c`` and Hermite moments ``a1, nu``
-    (the judge calls only :meth:`cdf`)."""
+    """B6's predicted eigenvalue law: :func:`theory.kernel_density` at ``p/n = c``, Hermite moments ``a1, nu``."""
 
     c: float
     a1: float
@@ -70,7 +66,6 @@ class B6Sizes:
     trials: tuple[int, int]
 
 
-#: B6's design per profile
 B6_SIZES = {"paper": B6Sizes(1024, (8, 4)), "quick": B6Sizes(256, (8, 4)), "smoke": B6Sizes(32, (3, 2))}
 
 
@@ -124,7 +119,7 @@ def b6_reading(law: Any, spectra: tuple[np.ndarray, np.ndarray]) -> Rec:
 def read_b6(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
     """The measurement with ``readings``: by configuration, :func:`b6_reading` of its spectra against the predicted
     law, and ``control``, the KS ratio of the same eigenvalues against the wrong law where the prediction has one
-    (the negative control: the power of the rule), pure; computed once, judge, describe and figure read it."""
+    (the negative control: the power of the rule); pure, computed once for judge, describe and figure."""
     readings = {}
     for key, spectra in measurement["spectra"].items():
         r = readings[key] = b6_reading(prediction[key]["law"], spectra)
@@ -134,8 +129,7 @@ def read_b6(design: Rec, prediction: Rec, measurement: Rec) -> Rec:
 
 
 def judge_b6(design: Rec, prediction: Rec, evidence: Rec) -> list[Comparison]:
-    """Per configuration: the KS ratio bound and the quadrature mass of the law, from :func:`read_b6`'s readings
-    (pure)."""
+    """Per configuration: the KS ratio bound and the law's quadrature mass, from :func:`read_b6`'s readings (pure)."""
     comps = []
     for act, cval in design["configs"]:
         key, name = f"{act}_c{cval}", f"{act} p/n={cval}"
@@ -221,7 +215,6 @@ def _figure_b6(design: Rec, prediction: Rec, evidence: Rec, judgement: Judgement
     return fig
 
 
-#: claim B6 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B6 = "The kernel's eigenvalue histogram follows the free-convolution law"
 
 CLAIM_B6 = register(Claim(id="B6", paper="B", statement=STATEMENT_B6, design=_design_b6, predict=_predict_b6,

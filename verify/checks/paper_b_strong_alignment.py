@@ -26,8 +26,7 @@ Comparisons (Holm within the check, family-wise false-FAIL rate ``ALPHA_CHECK``)
    ``gamma > 0``, minus ridge's error): the gap at ``gamma_wide[1]`` by the same rule against the theory at each
    size, and no win, ``E_att - E_RR > 0``, at the smaller ``gamma_wide[0]`` at ``4p``.
 
-The headline is the gap comparison of erf, ``c = 1/2``, ``t = 1``.
-"""
+The headline is the gap comparison of erf, ``c = 1/2``, ``t = 1``."""
 
 from __future__ import annotations
 
@@ -62,18 +61,16 @@ class B9Prediction:
 
 
 def design_b9(ctx: CheckContext) -> B9Profile:
-    """B9's design for ``ctx.profile`` (:data:`B9_PROFILES`)."""
     return B9_PROFILES[ctx.profile]
 
 
 def points(design: B9Profile) -> list[Point]:
-    """Every measured point ``(setting, gamma)``."""
     return [(s, g) for s, gammas in cell_gammas(design) for g in gammas]
 
 
 def predict_b9(ctx: CheckContext, design: B9Profile) -> B9Prediction:
-    """The limit at every point and, for ``c < 1``, its two parts at ``gamma = 0``; the theory at both sizes at every
-    judged point (:func:`limit_points`); every solve first in one :func:`prefetch`."""
+    """The limit at every point (for ``c < 1`` its two parts) and the theory at both sizes at every judged point
+    (:func:`limit_points`), every solve in one :func:`prefetch`."""
     snr, wide_gamma = design.snr, design.gamma_wide[1]
     curves = list(dict.fromkeys((a, c) for a, c, _ in design.settings)) if ctx.report_dir is not None else []
     prefetch(ctx, [(limit_gap, (c, act, snr, t)) for act, c, t in design.settings]
@@ -123,8 +120,7 @@ def _key(setting: Setting, quantity: str, gamma: float = 0.0) -> dict:
 
 
 def limit_points(design: B9Profile) -> list[Point]:
-    """The points whose gap is judged against the theory at each size: ``c < 1`` at ``gamma = 0`` (headline first),
-    ``wide`` at ``gamma_wide[1]``."""
+    """Points judged against the theory at each size: ``c < 1`` at 0 (headline first), ``wide`` at ``gamma_wide[1]``."""
     return ([(s, 0.0) for s in sorted(design.settings, key=lambda s: s != HEADLINE)]
             + [(s, design.gamma_wide[1]) for s in design.wide])
 
@@ -190,8 +186,7 @@ def describe_b9(design: B9Profile, prediction: B9Prediction, cells: dict,
 
 @F.paper_figure
 def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgement: Judgement) -> Any:
-    """Per ``(activation, c)``: the limit against ``t`` (theory), the theory at ``p`` and ``4p`` (bars) and the
-    paired gap at both sizes."""
+    """Per ``(activation, c)``: the limit against ``t``, the theory at ``p`` and ``4p`` (bars), the paired gaps."""
     comps = list(judgement.comparisons)
     panels = list(dict.fromkeys((a, c) for a, c, _ in design.settings))
     fig, axes = F.subplots(1, len(panels) + 1, panel=(3.4, 3.0), extra=1.2)
@@ -228,8 +223,7 @@ def figure_b9(design: B9Profile, prediction: B9Prediction, cells: dict, judgemen
 
 
 def _points(ax: Any, design: B9Profile, prediction: B9Prediction, cells: dict, pts: list[Point]) -> None:
-    """The paired gap (±3 SE) of the points ``pts`` against ``t`` at both sizes, dodged, with the theory at each size
-    where it is judged (a bar)."""
+    """The paired gap (±3 SE) of ``pts`` against ``t`` at both sizes, dodged, with the judged theory (a bar)."""
     for k, p in enumerate(design.ps):
         ts = np.array([s[2] for s, _ in pts]) * (1 + 0.04 * (2 * k - 1))
         at = [(t, prediction.at_p[(pt, p)]) for t, pt in zip(ts, pts) if (pt, p) in prediction.at_p]
@@ -239,7 +233,6 @@ def _points(ax: Any, design: B9Profile, prediction: B9Prediction, cells: dict, p
         F.mc_points(ax, ts, stats[:, 0], stats[:, 1], label="_nolegend_", color=F.COLORS[k], marker="os"[k])
 
 
-#: claim B9 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B9 = (
     "Strong alignment (||w_K|| ||w_Q|| = t sqrt p): as gamma -> 0 with c < 1, E_att - E_RR tends to the project's"
     " limit theory, negative for erf and tanh at every t > 0 (attention beats ridge), positive for gelu at c = "

@@ -28,8 +28,7 @@ of ``T1``, ``T2``, the risk gap and every bin of the profile; the theory's worst
 ``gamma = 1e-3``: :func:`theory.strong_spike_attention_error` minus ridge's error, at each size) by the same rule on
 B9's draws of that setting; and, where ``|R_att - R_RR|`` is predicted to be at least ``sign_min``, its sign at ``4p``
 (one-sided, PASS at 5 %).  Power: ``data["detectable"]``, per part (:func:`detectable_error`).  The headline is the
-risk gap of erf, ``c = 1/2``, ``t = 1``.
-"""
+risk gap of erf, ``c = 1/2``, ``t = 1``."""
 
 from __future__ import annotations
 
@@ -60,10 +59,9 @@ _OUTPUTS = {"T1": "signal", "T2": "noise", "risk": "risk"}
 
 @dataclass(frozen=True)
 class B10Profile:
-    """B10's design at one profile: B9's sizes ``ps = (p, 4p)``, trials and ``snr``; the settings whose draws are
-    B9's (``borrowed``) and this check's ``own``; the theory's worst case (one of B9's ``wide`` at ``worst_gamma``,
-    on B9's cells); ``sign_min``, the least ``|R_att - R_RR|`` at ``4p`` whose sign is judged; the figure's ``t``
-    grid."""
+    """B10's design at one profile: B9's sizes ``ps = (p, 4p)``, trials and ``snr``; the settings whose draws are B9's
+    (``borrowed``) and this check's ``own``; the theory's worst case (one of B9's ``wide`` at ``worst_gamma``, on B9's
+    cells); ``sign_min``, the least ``|R_att - R_RR|`` at ``4p`` whose sign is judged; the figure's ``t`` grid."""
 
     ps: tuple[int, int]
     trials: tuple[int, int]
@@ -87,13 +85,11 @@ _OWN = (("gelu", 0.25, 2.0), ("erf", 0.9, 1.0))
 
 
 def _profile(name: str, borrowed: tuple[Setting, ...], own: tuple[Setting, ...], **kw: Any) -> B10Profile:
-    """B10's design on B9's sizes, trials and ``snr`` at profile ``name``."""
     b9 = B9_PROFILES[name]
     return B10Profile(ps=b9.ps, trials=b9.trials, borrowed=borrowed, own=own, snr=b9.snr, **kw)
 
 
 B10_PROFILES = {
-    # smoke (tests only): tiny sizes, verdicts meaningless
     "smoke": _profile("smoke", (HEADLINE,), (("gelu", 0.25, 2.0),), worst=("erf", 2.0, 1.0)),
     # quick and paper: six of B9's settings (its draws) and two of B10's own, at B9's sizes; the worst case on B9's
     # draws too (the theory at each size predicts its finite-size gap, -0.015 at p = 128: no larger sizes needed)
@@ -103,8 +99,7 @@ B10_PROFILES = {
 
 
 def _part(record: dict, part: str | int) -> Any:
-    """``part`` of a cell or of a prediction's record: a name of ``PARTS`` or a bin index (the last axis of
-    ``"bins"``)."""
+    """``part`` of a cell or prediction record: a name of ``PARTS`` or a bin index (last axis of ``"bins"``)."""
     return record["bins"][..., part] if isinstance(part, int) else record[part]
 
 
@@ -122,13 +117,11 @@ class B10Prediction:
 
 
 def design_b10(ctx: CheckContext) -> B10Profile:
-    """B10's design for ``ctx.profile`` (:data:`B10_PROFILES`)."""
     return B10_PROFILES[ctx.profile]
 
 
 def predict_b10(ctx: CheckContext, design: B10Profile) -> B10Prediction:
-    """One Dyson solve per setting and size (:func:`finite_parts`, shared with B9): the parts, the risk gap
-    ``T1 - T2`` and the bin means."""
+    """One Dyson solve per setting and size (:func:`finite_parts`, shared with B9): parts, risk gap, bin means."""
     (wa, wc, wt), snr = design.worst, design.snr
     prefetch(ctx, [(finite_parts, (c, act, snr, t, p)) for act, c, t in design.settings for p in design.ps]
              + [(gap_at, (design.worst_gamma, wc, wa, snr, wt, p)) for p in design.ps])
@@ -175,7 +168,6 @@ def _mean_se(x: np.ndarray) -> tuple[float, float]:
 
 
 def _stats(cells: dict, key: tuple, part: str | int) -> tuple[float, float]:
-    """:func:`_mean_se` of ``part`` (a name of ``PARTS`` or a bin index) in the cell ``key``."""
     return _mean_se(_part(cells[key], part))
 
 
@@ -186,8 +178,7 @@ def _key(setting: Setting, quantity: str, part: str | int | None = None) -> dict
 
 
 def judged_parts(design: B10Profile) -> list[tuple[Setting, Any]]:
-    """The ``(setting, part)`` of every finite-size comparison, in the judge's order (headline first): ``PARTS``,
-    then the bin indices."""
+    """The ``(setting, part)`` of every finite-size comparison, in the judge's order: ``PARTS``, then the bins."""
     return [(s, part) for s in design.settings for part in (*PARTS, *range(LEVERAGE_BINS))]
 
 
@@ -305,7 +296,6 @@ def figure_b10(design: B10Profile, prediction: B10Prediction, cells: dict, judge
     return fig
 
 
-#: claim B10 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B10 = (
     "What B9's win is made of: T1 (the Bayes predictor the features capture), T2 (label noise the features fit, "
     "by their leverage), the risk on fresh labels at the same tokens (T1 - T2: attention predicts better only "

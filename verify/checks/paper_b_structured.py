@@ -9,11 +9,9 @@ linearisation separate.  Two families: theory vs TRUE kernel inside the declared
 (:func:`theory.structured.linearisation_control`; the others reported, not judged), and theory vs LINEARISED kernel
 everywhere.  Where the linearisation breaks is the study B7-lin (``python -m studies.linearisation``).
 
-Finite-size rule (:mod:`verify.checks._finite_size`): with ``g_1, g_2`` the gaps to theory at ``p`` and ``2p``
-(``n = p / c``), PASS iff ``|g_2| <= q |g_1| + 3 hypot(SE_2p, q SE_p)``, ``q = 2^{-1/2}`` (the slowest declared
-rate ``p^{-1/2}``, that of ``kappa``).  ``tests/verify/test_judges_b_structured.py`` measures the judge's false-FAIL
-rate and power on synthetic trials.
-"""
+Finite-size rule (:mod:`verify.checks._finite_size`) on the gaps to theory at ``p`` and ``2p`` (``n = p / c``),
+``q = 2^{-1/2}`` (the slowest declared rate ``p^{-1/2}``, that of ``kappa``).
+``tests/verify/test_judges_b_structured.py`` measures the judge's false-FAIL rate and power on synthetic trials."""
 
 from __future__ import annotations
 
@@ -36,8 +34,7 @@ from ._structured import (ACTIVATION, attention_model, Config, gamma_columns, gr
 # ============================================================================ B7
 @dataclass(frozen=True)
 class B7Design:
-    """The B7 grid: every ``(c, snr, spike)`` of the profile on ``gammas``, simulated at the finite-size pair of
-    its ``c`` (``sizes``: ``c -> ((p, 2p), trials)``, :func:`sizes_at`)."""
+    """The B7 grid: every ``(c, snr, spike)`` on ``gammas``, at the finite-size pair of its ``c`` (:func:`sizes_at`)."""
 
     prof: StructuredProfile
     gammas: np.ndarray
@@ -60,7 +57,6 @@ class B7Prediction:
 
 
 def design_b7(ctx: CheckContext) -> B7Design:
-    """B7's grid for ``ctx.profile`` (``STRUCTURED_PROFILES``)."""
     prof = STRUCTURED_PROFILES[ctx.profile]
     return B7Design(prof=prof, gammas=np.array(prof.gammas), sizes={c: sizes_at(prof, c) for c in prof.cs})
 
@@ -84,8 +80,7 @@ def simulate_b7(ctx: CheckContext, design: B7Design) -> dict:
 
 
 def _b7_points(design: B7Design, prediction: B7Prediction, cells: dict) -> list[list[tuple]]:
-    """Per configuration, per gamma: ``(name, row, true-kernel test, linearised-kernel test)``, ``row`` the
-    point's row of ``data["grid"]``, the tests :func:`finite_size_test` at ``p`` and ``2p``."""
+    """Per configuration, per gamma: ``(name, row of data["grid"], true-kernel test, linearised-kernel test)``."""
     out = []
     for cfg in design.configs:
         c, snr, spike = cfg
@@ -114,11 +109,8 @@ def _key(row: dict, kernel: str) -> dict:
 
 
 def judge_b7(design: B7Design, prediction: B7Prediction, cells: dict) -> list[Comparison]:
-    """Finite-size rule per point: theory vs true kernel (inside the regime), then vs linearised kernel (all).
-
-    Per configuration the true-kernel comparisons come first, then the linearised-kernel ones; the first
-    comparison is the headline.  Pure: ``cells`` holds the trial arrays of :func:`simulate_b7`.
-    """
+    """Finite-size rule per point: theory vs true kernel (inside the regime), then vs linearised kernel (all), per
+    configuration; the first comparison is the headline.  Pure."""
     comps: list[Comparison] = []
     for points in _b7_points(design, prediction, cells):
         for name, r, tt, _ in points:
@@ -133,7 +125,6 @@ def judge_b7(design: B7Design, prediction: B7Prediction, cells: dict) -> list[Co
 
 
 def _z(r: dict, m: str = "mc_2p", se: str = "se_2p", th: str = "theory") -> float:
-    """``(r[m] - r[th]) / r[se]`` of a row of ``data["grid"]``."""
     return (r[m] - r[th]) / max(r[se], 1e-12)
 
 
@@ -239,7 +230,6 @@ def figure_b7(design: B7Design, prediction: B7Prediction, cells: dict, judgement
     return fig
 
 
-#: claim B7 in words (the report, --list and docs/claims.md show it)
 STATEMENT_B7 = "The structured deterministic equivalent (derived by the project) matches simulation"
 
 CLAIM_B7 = register(Claim(id="B7", paper="B", statement=STATEMENT_B7, design=design_b7, predict=predict_b7,
