@@ -333,10 +333,13 @@ def preflight(args: argparse.Namespace) -> tuple[CheckContext, Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m verify calibrate`` (``argv``: ``None`` for ``sys.argv[1:]``, or a list of
-    strings); exit status 1 when a check is MISCALIBRATED.  SIGINT (Ctrl-C) or SIGTERM stops the run cleanly: the
-    finished (check, seed) records stay in ``<out>/records``, one line says how to resume, and the exit status is
-    :data:`verify._preflight.EXIT_INTERRUPTED` (130); the summary is written only by a run that finishes."""
+    """Entry point of ``python -m verify calibrate`` (``argv``: ``None`` for ``sys.argv[1:]``, or a list of strings);
+    exit status 1 when a check is MISCALIBRATED.
+
+    SIGINT (Ctrl-C) or SIGTERM stops the run cleanly: the finished (check, seed) records stay in ``<out>/records``, one
+    line says how to resume, and the exit status is :data:`verify._preflight.EXIT_INTERRUPTED` (130); the summary is
+    written only by a run that finishes.
+    """
     warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     argv = list(sys.argv[1:] if argv is None else check_items("argv", argv, str, "strings (command-line words)"))
     args = build_parser().parse_args(argv)

@@ -152,9 +152,11 @@ def _print_list(console: Console, specs: list) -> None:
 
 
 def preflight(args: argparse.Namespace) -> CheckContext:
-    """Check every option before the first check runs; the run's base :class:`CheckContext`.  Refuses
-    (``SystemExit``, one ``error: ...`` line, exit status 1) what :func:`verify._preflight.run_context` refuses, a bad
-    ``--seed``, and ``--json`` / ``--report-dir`` that cannot be created or written."""
+    """Check every option before the first check runs; the run's base :class:`CheckContext`.
+
+    Refuses (``SystemExit``, one ``error: ...`` line, exit status 1) what :func:`verify._preflight.run_context` refuses,
+    a bad ``--seed``, and ``--json`` / ``--report-dir`` that cannot be created or written.
+    """
     args.report_dir = path_or_none(args.report_dir)  # "none", as for --cache-dir: no report
     base = run_context(args, seed=args.seed, report_dir=args.report_dir / "figures" if args.report_dir else None,
                        memo={})

@@ -82,9 +82,11 @@ def paper_figure(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def subplots(nrows: int = 1, ncols: int = 1, *, panel: tuple[float, float] = (3.6, 2.9), extra: float = 1.0,
              **kwargs: Any) -> tuple[Any, np.ndarray]:
-    """A figure of ``nrows x ncols`` panels of ``panel`` inches each, ``extra`` inches more height for the title
-    and a legend under the panels (constrained layout); the axes as a 2-d array.  ``kwargs``: of
-    :func:`matplotlib.pyplot.subplots` (``sharex``, ``height_ratios``, ...)."""
+    """A figure of ``nrows x ncols`` panels of ``panel`` inches each, ``extra`` inches more height for the title and a
+    legend under the panels (constrained layout); the axes as a 2-d array.
+
+    ``kwargs``: of :func:`matplotlib.pyplot.subplots` (``sharex``, ``height_ratios``, ...).
+    """
     fig, axes = pyplot().subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows + extra), squeeze=False,
                                   layout="constrained", **kwargs)
     for ax in axes.flat:  # tick label size and a light grid fixed on the axes (ticks made at save time keep them)
@@ -169,9 +171,11 @@ def theory_curve(ax: Any, x: Sequence[float], f: Callable[[np.ndarray], Any], *,
 def mc_points(ax: Any, x: Sequence[float], y: Sequence[float], se: Sequence[float] | None, *, label: str,
               color: str, marker: str = "o", filled: bool | Sequence[bool] = True,
               xse: Sequence[float] | None = None) -> None:
-    """Simulation points with ``+- ERRORBAR_SE`` standard-error bars (``se`` along y, ``xse`` along x).  ``filled``:
-    for all points or one per point; open markers are points reported, not judged (or a second series, the smaller
-    of two sizes).  The label goes to the filled points (to the open ones when none is filled)."""
+    """Simulation points with ``+- ERRORBAR_SE`` standard-error bars (``se`` along y, ``xse`` along x).
+
+    ``filled``: for all points or one per point; open markers are points reported, not judged (or a second series, the
+    smaller of two sizes). The label goes to the filled points (to the open ones when none is filled).
+    """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     se, xse = (None if v is None else np.asarray(v, dtype=float) for v in (se, xse))
     mask = np.full(x.shape, bool(filled)) if isinstance(filled, (bool, np.bool_)) else np.asarray(filled, dtype=bool)
@@ -277,8 +281,10 @@ def _best_loc(ax: Any, lines: Sequence[str], fontsize: float) -> tuple[str, int,
 
 def key_numbers(ax: Any, lines: Sequence[str], *, verdict: str | None = None, loc: str = "best") -> Any:
     """A box of key numbers on the panel (one per line), framed in the colour of ``verdict`` (its first line).
-    ``loc="best"``: where it hides the fewest data (call it once the panel is drawn); where every place hides some,
-    the y range is raised (:func:`headroom`)."""
+
+    ``loc="best"``: where it hides the fewest data (call it once the panel is drawn); where every place hides some, the
+    y range is raised (:func:`headroom`).
+    """
     lines = list(lines)
     fontsize = FONT["note"]
     all_lines = ([verdict] if verdict else []) + list(lines)

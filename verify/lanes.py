@@ -81,10 +81,13 @@ class LanesInterrupted(KeyboardInterrupt):
 
 def lane_map(tasks: list[tuple[CheckContext, list[Claim]]], n_jobs: int,
              on_result: Callable[[CheckResult, CheckContext], None]) -> None:
-    """Each task ``(context, claims)`` run in a lane (the claims in turn), ``n_jobs`` lanes, tasks in the order
-    given; ``on_result(result, context)`` sees each result as its task finishes.  On ``KeyboardInterrupt`` the lanes
-    are stopped, ``on_result`` sees the checks that finished in a task that did not, and :class:`LanesInterrupted` is
-    raised; on another exception (a worker that died) the same, and the exception is raised again."""
+    """Each task ``(context, claims)`` run in a lane (the claims in turn), ``n_jobs`` lanes, tasks in the order given;
+    ``on_result(result, context)`` sees each result as its task finishes.
+
+    On ``KeyboardInterrupt`` the lanes are stopped, ``on_result`` sees the checks that finished in a task that did not,
+    and :class:`LanesInterrupted` is raised; on another exception (a worker that died) the same, and the exception is
+    raised again.
+    """
     from joblib import Parallel, delayed
 
     if not tasks:

@@ -98,10 +98,13 @@ def _short(text: str, limit: int) -> str:
 
 
 def results_table(results: list[CheckResult], title: str = "Verification report", verbose: bool = False) -> Table:
-    """A rich table of the results.  Compact (default): one row per check, with the count of comparisons that hold
-    and the headline comparison (:func:`shown_comparison`), within :data:`TABLE_WIDTH` columns.  ``verbose``: one
-    row per comparison in reading order (:func:`verify.evidence.evidence`), with its test statistic, the label of
-    its rule (:func:`rules_lines`) and the check's runtime."""
+    """A rich table of the results.
+
+    Compact (default): one row per check, with the count of comparisons that hold and the headline comparison
+    (:func:`shown_comparison`), within :data:`TABLE_WIDTH` columns. ``verbose``: one row per comparison in reading order
+    (:func:`verify.evidence.evidence`), with its test statistic, the label of its rule (:func:`rules_lines`) and the
+    check's runtime.
+    """
     t = Table(title=title, show_lines=False, expand=False)
     t.add_column("id", style="bold", no_wrap=True)
     t.add_column("verdict", no_wrap=not verbose)
@@ -354,9 +357,12 @@ def summary_cells(r: CheckResult) -> tuple[str, str, str]:
 
 
 def notes_parts(notes: str) -> tuple[str, list[str]]:
-    """A check's notes as shown in the reports: ``(opening, folded)``.  Notes of at most :data:`NOTES_SHORT_CHARS`
-    characters are the opening, nothing folded; longer ones open with their first sentences (at most that long) and
-    fold the full text in paragraphs of whole sentences of about that length (a longer sentence alone)."""
+    """A check's notes as shown in the reports: ``(opening, folded)``.
+
+    Notes of at most :data:`NOTES_SHORT_CHARS` characters are the opening, nothing folded; longer ones open with their
+    first sentences (at most that long) and fold the full text in paragraphs of whole sentences of about that length (a
+    longer sentence alone).
+    """
     if len(notes) <= NOTES_SHORT_CHARS:
         return notes, []
     paragraphs = []

@@ -156,7 +156,9 @@ class Comparison:
     def equivalence(cls, name: str, predicted: float, measured: float, se: float, margin: float, *,
                     df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
         """``|measured - predicted| < margin`` as an equivalence test (TOST for PASS; beyond the margin for FAIL).
-        ``predicted``, ``margin > 0`` finite; ``measured``, ``se >= 0`` may be NaN or infinite (NaN p-values, FAIL)."""
+
+        ``predicted``, ``margin > 0`` finite; ``measured``, ``se >= 0`` may be NaN or infinite (NaN p-values, FAIL).
+        """
         from .verdicts import ALPHA_PASS, equivalence_p, scale_to_decide, t_quantile
 
         check_text("rule", rule)
@@ -181,7 +183,9 @@ class Comparison:
     def direction(cls, name: str, predicted: Any, measured: float, se: float, sign: int, *,
                   reference: float = 0.0, df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
         """``sign * (measured - reference) > 0``: PASS when significant at ALPHA_PASS, FAIL when the opposite is.
-        ``sign``: ``+1`` or ``-1``; ``reference`` finite; ``measured``, ``se >= 0`` may be NaN or infinite (FAIL)."""
+
+        ``sign``: ``+1`` or ``-1``; ``reference`` finite; ``measured``, ``se >= 0`` may be NaN or infinite (FAIL).
+        """
         from .verdicts import check_sign, direction_p, scale_to_decide
 
         check_text("rule", rule)
@@ -203,7 +207,9 @@ class Comparison:
     def bound(cls, name: str, predicted: Any, measured: Any, se: float, excess: float, *, excess_se: float | None = None,
               df: float | None = None, rule: str = "", **kw: Any) -> "Comparison":
         """A one-sided bound ``excess <= 0`` (statistic minus its allowed maximum); PASS unless violated significantly.
-        ``se``, ``excess`` and ``excess_se`` (``>= 0``) may be NaN or infinite (a failed measurement: FAIL)."""
+
+        ``se``, ``excess`` and ``excess_se`` (``>= 0``) may be NaN or infinite (a failed measurement: FAIL).
+        """
         from .verdicts import bound_p
 
         check_text("rule", rule)

@@ -186,8 +186,9 @@ def _decided_at(c: Comparison, scale: float, fail_level: float, pass_level: floa
 
 def boundaries(c: Comparison, j: int, n_stochastic: int = 1) -> str:
     """The decision boundaries of ``c`` at look ``j``, in the units of its estimate (progress lines); ``""`` for a
-    comparison that cannot be undecided (exact, bound, consistency) or without its inputs.  The FAIL boundary is
-    Bonferroni's over the check's ``n_stochastic`` stochastic rows (Holm's first step).
+    comparison that cannot be undecided (exact, bound, consistency) or without its inputs.
+
+    The FAIL boundary is Bonferroni's over the check's ``n_stochastic`` stochastic rows (Holm's first step).
 
     Examples
     --------
@@ -213,8 +214,11 @@ def boundaries(c: Comparison, j: int, n_stochastic: int = 1) -> str:
 
 def replicates_to_decide(judgement: Judgement, n: int) -> int | None:
     """Replicates at which the current estimates would decide every undecided comparison (``None``: none within
-    :data:`MAX_ROUND` rounds); ``n`` when nothing is undecided.  ``judgement``: the pooled table judged at the look
-    of ``n`` replicates; a later look's FAIL level is Bonferroni's over the stochastic rows (Holm decides as soon)."""
+    :data:`MAX_ROUND` rounds); ``n`` when nothing is undecided.
+
+    ``judgement``: the pooled table judged at the look of ``n`` replicates; a later look's FAIL level is Bonferroni's
+    over the stochastic rows (Holm decides as soon).
+    """
     open_rows = [c for c in judgement.comparisons if c.outcome == "INCONCLUSIVE" and c.args]
     if not open_rows:
         return n

@@ -156,15 +156,17 @@ def _excess_comparison(combo: tuple[int, int], inside: bool, e0: Sequence[float]
 
 
 def judge_a6(design: A6Design, prediction: A6Prediction, measurement: A6Measurement) -> list[Comparison]:
-    """Crossing the low-rank condition at fixed M: the parametric term is dominated inside, shows outside.  At fixed
-    ``M`` the token dimension ``d`` and rank ``r`` are varied across the condition of :func:`theory.low_rank_condition`
-    with the constant :data:`verify.checks._paper_a_numerics.LOW_RANK_CONSTANT` (shared with A3 and A4).  Tested
-    (verdict): (i) the error grows with the parametric term ``r d log M / M``: ``b > 0`` for the per-configuration
-    medians (robust to one outlier replicate; replicate-bootstrap SE); (ii) inside the condition the excess error over
-    ``(d, r) = (1, 1)`` is below the non-parametric error itself (``2 mean(1,1) - mean_i > 0``: the parametric term is
-    dominated); (iii) outside the condition the excess over ``(1, 1)`` is positive.  All are direction tests (PASS when
-    significant at 5%, FAIL when the opposite is significant at the check's Holm level, INCONCLUSIVE otherwise).  Pure
-    (the bootstrap's seed is part of the measurement)."""
+    """Crossing the low-rank condition at fixed M: the parametric term is dominated inside, shows outside.
+
+    At fixed ``M`` the token dimension ``d`` and rank ``r`` are varied across the condition of
+    :func:`theory.low_rank_condition` with the constant :data:`verify.checks._paper_a_numerics.LOW_RANK_CONSTANT`
+    (shared with A3 and A4). Tested (verdict): (i) the error grows with the parametric term ``r d log M / M``: ``b > 0``
+    for the per-configuration medians (robust to one outlier replicate; replicate-bootstrap SE); (ii) inside the
+    condition the excess error over ``(d, r) = (1, 1)`` is below the non-parametric error itself (``2 mean(1,1) - mean_i
+    > 0``: the parametric term is dominated); (iii) outside the condition the excess over ``(1, 1)`` is positive. All
+    are direction tests (PASS when significant at 5%, FAIL when the opposite is significant at the check's Holm level,
+    INCONCLUSIVE otherwise). Pure (the bootstrap's seed is part of the measurement).
+    """
     b, b_se, _, ols = _trend(design, measurement)
     comps = [Comparison.direction(
         "error = a + b * r d log M / M at fixed M: b > 0 (per-configuration medians)", "> 0", b, b_se, +1,

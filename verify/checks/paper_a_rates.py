@@ -39,11 +39,13 @@ from ._paper_a_records import (  # noqa: F401  (limit_window: re-exported)
 
 
 def with_estimator(claim: Claim, estimator: str, **params: Any) -> Claim:
-    """A copy of the rate claim ``claim`` (A2, A3 or A4) whose trials fit ``estimator`` instead.  ``estimator``: a
-    :class:`numerics.InteractionEstimator` subclass as ``"module:Class"`` (importable by the workers), built with
-    ``rank``, ``degree``, ``n_intervals``, ``random_state`` and ``params`` (JSON values: part of the cache keys).  The
-    predictions are unchanged: part (a) asks whether its slope is the least-squares estimator's finite-M slope, part (b)
-    is the model's limit (docs/architecture.md, "Adding an estimator")."""
+    """A copy of the rate claim ``claim`` (A2, A3 or A4) whose trials fit ``estimator`` instead.
+
+    ``estimator``: a :class:`numerics.InteractionEstimator` subclass as ``"module:Class"`` (importable by the workers),
+    built with ``rank``, ``degree``, ``n_intervals``, ``random_state`` and ``params`` (JSON values: part of the cache
+    keys). The predictions are unchanged: part (a) asks whether its slope is the least-squares estimator's finite-M
+    slope, part (b) is the model's limit (docs/architecture.md, "Adding an estimator").
+    """
     estimator_class(estimator)  # an unknown name fails here, not in a worker
 
     def design(ctx: CheckContext) -> RateDesign:

@@ -77,12 +77,14 @@ def predict_a1(ctx: CheckContext, design: A1Design) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------- simulate
 @dataclass(frozen=True)
 class A1Measurement:
-    """What ``theory.minimax`` returns for the statements.  ``expr``: symbolic expressions by name (``e`` rate exponent,
-    ``g`` log-gap exponent, ``fs`` / ``fs_rate`` finite-sample slopes, ``total``, ``rate``, ``lower``, ``upper``,
-    ``lowrank_rhs``, ``parametric``); ``secant``: ``upper_lo``, ``upper_hi`` (upper bound at the secant's ends) and
-    ``average`` (average_slope); ``min_samples``: per case ``(m0, cond(m0), cond(m0 - 1) or None when m0 = 3)``;
-    ``points``: per point ``(low-rank condition, parametric <= rate x log factor)``; ``bspline``: rate exponent per
-    degree."""
+    """What ``theory.minimax`` returns for the statements.
+
+    ``expr``: symbolic expressions by name (``e`` rate exponent, ``g`` log-gap exponent, ``fs`` / ``fs_rate``
+    finite-sample slopes, ``total``, ``rate``, ``lower``, ``upper``, ``lowrank_rhs``, ``parametric``); ``secant``:
+    ``upper_lo``, ``upper_hi`` (upper bound at the secant's ends) and ``average`` (average_slope); ``min_samples``: per
+    case ``(m0, cond(m0), cond(m0 - 1) or None when m0 = 3)``; ``points``: per point ``(low-rank condition, parametric
+    <= rate x log factor)``; ``bspline``: rate exponent per degree.
+    """
 
     expr: dict[str, Any]
     secant: dict[str, Any] = field(default_factory=dict)

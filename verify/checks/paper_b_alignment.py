@@ -222,7 +222,10 @@ def _b4_mc(design: B4Design, prediction: B4Prediction, cells: dict) -> tuple[lis
 
 def judge_b4(design: B4Design, prediction: B4Prediction, cells: dict) -> list[Comparison]:
     """Theory statements (exact), reversal points (exact), then per simulated point: alignment helps (direction), an
-    orthogonal spike does not (bound), attention vs ridge inside the regime.  Pure."""
+    orthogonal spike does not (bound), attention vs ridge inside the regime.
+
+    Pure.
+    """
     return _b4_theory_comparisons(design, prediction) + _b4_mc(design, prediction, cells)[0]
 
 
