@@ -243,10 +243,12 @@ def predict_error_grid(model: IPSModel, Ks: Sequence[int], s: int, *, noises: Se
                        n_pop: int = 16000, n_pairs: int = 2**18, seed: int = 0,
                        with_A: bool = True) -> list[list[dict[str, float]]]:
     """:func:`predict_error` at every ``K`` of ``Ks`` and every noise level of ``noises`` (default ``[model.noise]``):
-    ``out[k][j]`` is ``predict_error`` of ``Ks[k]`` with ``sigma = noises[j]``, bit for bit.  The Monte Carlo
-    population (range, pairs, design rows, truth on them, A-tangent features) does not depend on ``K`` or ``sigma``, so
-    it is drawn once; the basis, its Gram blocks and the solves are per ``K``, and ``sigma`` only scales
-    ``V = sigma^2 tr(G Sigma^+) / N``.  Arguments trusted (integers, floats, a non-empty ``Ks``)."""
+    ``out[k][j]`` is ``predict_error`` of ``Ks[k]`` with ``sigma = noises[j]``, bit for bit.
+
+    The Monte Carlo population (range, pairs, design rows, truth on them, A-tangent features) does not depend on ``K``
+    or ``sigma``, so it is drawn once; the basis, its Gram blocks and the solves are per ``K``, and ``sigma`` only
+    scales ``V = sigma^2 tr(G Sigma^+) / N``. Arguments trusted (integers, floats, a non-empty ``Ks``).
+    """
     noises = [float(model.noise)] if noises is None else [float(x) for x in noises]
     with torch_numeric_errors("predict_error", K=Ks if len(Ks) > 1 else Ks[0], s=s, n_pop=n_pop, n_pairs=n_pairs,
                               seed=seed):
@@ -523,11 +525,14 @@ def predict_log_error(model: IPSModel, K: int, s: int, M: int, *, ridge: float =
 def predict_log_errors(model: IPSModel, K: int, s: int, M: int, variants: Sequence[tuple], *, ridge: float = 0.0,
                        seed: int = 0, n_eval: int = 2**14,
                        stopping: DesignStopping = DesignStopping()) -> list[dict[str, float]]:
-    """:func:`predict_log_error` of several variants ``(with_A, sigma)`` or ``(with_A, sigma, se_target)`` on the
-    same designs: ``out[k]`` is ``predict_log_error`` with ``with_A = variants[k][0]``, noise level ``variants[k][1]``
-    and SE target ``variants[k][2]`` where given, bit for bit.  The designs and evaluation pairs depend on ``seed``
-    only: each design's normal equations and evaluation features are computed once for the variants still drawing
-    (:func:`_variant_parts`), and each variant stops where it would stop alone.  Arguments trusted."""
+    """:func:`predict_log_error` of several variants ``(with_A, sigma)`` or ``(with_A, sigma, se_target)`` on the same
+    designs: ``out[k]`` is ``predict_log_error`` with ``with_A = variants[k][0]``, noise level ``variants[k][1]`` and SE
+    target ``variants[k][2]`` where given, bit for bit.
+
+    The designs and evaluation pairs depend on ``seed`` only: each design's normal equations and evaluation features are
+    computed once for the variants still drawing (:func:`_variant_parts`), and each variant stops where it would stop
+    alone. Arguments trusted.
+    """
     targets = [float(v[2]) if len(v) == 3 else stopping.se_target for v in variants]
     variants = [(bool(v[0]), float(v[1])) for v in variants]
     min_designs, max_designs = stopping.min_designs, stopping.max_designs

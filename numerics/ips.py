@@ -321,8 +321,11 @@ class IPSModel:
 
     def sample_pairs(self, n: int, rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """``n`` independent pairs ``(x, y)`` of distinct tokens of one sample (the law ``rho``), two arrays ``(n, d)``
-        (``rng`` as in :meth:`sample`). For every token law here the law of a pair of distinct tokens does not depend on
-        ``N`` (exchangeable laws included), so a pair is the two tokens of a 2-token sample."""
+        (``rng`` as in :meth:`sample`).
+
+        For every token law here the law of a pair of distinct tokens does not depend on ``N`` (exchangeable laws
+        included), so a pair is the two tokens of a 2-token sample.
+        """
         n = as_int("n", n, 1)
         check_array_memory("n", 2 * n * self.d, 8)
         T = self.sample_tokens(int(n), rng, n_tokens=2)

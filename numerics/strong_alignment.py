@@ -50,7 +50,8 @@ def strong_alignment_mc(activation: Any, c: Any, t: Any, p: Any, gammas: Any, se
     settings : numerics.MonteCarloSettings
         ``n_trials`` (at most ``2**31 - 1``); trial ``k`` draws from ``SeedSequence(seed).spawn(n_trials)[k]``;
         ``labels`` must be ``"iid"`` (for which the posterior means are exact); ``device``: that of the kernel and
-        the eigendecompositions (the draws are the same).  Trials run one at a time in the calling thread.
+        the eigendecompositions (the draws are the same).  Trials run one at a time in the calling thread (``n_jobs``
+        and ``batch_size`` are not used).
     snr : float
         ``||mu||^2``, ``>= 0``.
     bins : array (B + 1,), optional

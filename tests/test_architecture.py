@@ -120,7 +120,11 @@ def _private_uses(text: str) -> list[str]:
     """The private names of ``theory``, ``numerics`` and ``verify`` that ``text`` imports or reads as attributes of
     an imported module (a dotted name with a part that starts with one underscore)."""
     out, aliases = [], set()
-    for node in ast.walk(ast.parse(text)):
+    tree = ast.parse(text)
+    for parent in ast.walk(tree):
+        for child in ast.iter_child_nodes(parent):
+            child.parent = parent  # an attribute chain is read once, from its outermost node
+    for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             base = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
             for a in node.names:
@@ -128,9 +132,14 @@ def _private_uses(text: str) -> list[str]:
                 if full.split(".")[0] in ("theory", "numerics", "verify"):
                     aliases.add(a.asname or a.name.split(".")[0])
                     out += [full] if any(p.startswith("_") and not p.startswith("__") for p in full.split(".")) else []
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
-                and node.attr.startswith("_") and not node.attr.startswith("__")):
-            out.append(f"{node.value.id}.{node.attr}")
+        if isinstance(node, ast.Attribute) and not isinstance(getattr(node, "parent", None), ast.Attribute):
+            parts, root = [], node
+            while isinstance(root, ast.Attribute):
+                parts.insert(0, root.attr)
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in aliases and any(
+                    q.startswith("_") and not q.startswith("__") for q in parts):
+                out.append(".".join([root.id, *parts]))
     return out
 
 
@@ -144,3 +153,5 @@ def test_the_private_name_scan_can_fail():
     text = "from numerics import rmt\nfrom verify.checks._structured import grid_cell\nx = rmt._kernel_batch\n"
     assert _private_uses(text) == ["verify.checks._structured.grid_cell", "rmt._kernel_batch"]
     assert _private_uses("import os as _os\nfrom verify import CheckContext\n") == []
+    dotted = "import numerics.error_model\nimport verify\na = numerics.error_model._X\nb = verify.checks._s.f\n"
+    assert _private_uses(dotted) == ["numerics.error_model._X", "verify.checks._s.f"]

@@ -12,7 +12,8 @@ where ``d_x I`` is the Jacobian at the solution: ``x_k`` enters ``[s^k] I`` only
 ``d_x I x_k``, so ``b_k`` (everything else) is the coefficient of the integrals with ``x_k`` set to 0.  Order 1 is
 the derivative the solver already returns (:class:`theory.NullSolution`, ``d/dgamma = -d/dz``); orders ``k >= 2``
 evaluate the integrands on truncated Taylor series (``theory._jets``) at the nodes of the Gauss-Jacobi rule of
-``mu_G`` (``theory.null_system._gram_law_quadrature``), refined until two successive rules agree to ``rtol``.
+``mu_G`` (``theory.null_system._gram_law_quadrature``), refined (nodes doubled) until two successive rules agree to
+``rtol``; the last difference is reported as the quadrature error.
 
 ``x_0`` and ``x_1`` come from :func:`theory.solve_null_system_full` unchanged (``method="exact"``: partial
 fractions), so :meth:`theory.AttentionModel.error` is reproduced exactly by the coefficients of order 0 and 1.
@@ -113,6 +114,8 @@ def null_system_taylor(gamma: float, c: float, a1: float, sf2: float, d0: float 
 
     Raises
     ------
+    ValueError
+        Invalid arguments.
     RuntimeError
         The solver did not converge, or the largest rule did not reach ``rtol`` (the message gives the
         agreement reached).

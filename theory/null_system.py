@@ -440,6 +440,8 @@ def solve_null_system_full(z: Any, c: float, a1: float, sf2: float, d0: float = 
 
     Raises
     ------
+    ValueError
+        Invalid arguments (``ArgumentTypeError``, also a ``TypeError``, for a wrong type).
     RuntimeError
         No convergence; the message gives ``gamma`` and the residual reached.
     """

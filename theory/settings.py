@@ -231,6 +231,8 @@ class AttentionModel:
 
         Raises
         ------
+        ValueError
+            Invalid arguments (``ArgumentTypeError``, also a ``TypeError``, for a wrong type or option).
         RuntimeError
             No convergence (the message gives ``gamma`` and the residual reached).
 
@@ -269,6 +271,8 @@ class AttentionModel:
 
         Raises
         ------
+        ValueError
+            Invalid arguments.
         RuntimeError
             No convergence of the solver, or of the quadrature of the higher orders.
 
@@ -329,6 +333,8 @@ class AttentionModel:
 
         Raises
         ------
+        ValueError
+            Invalid input (``ArgumentTypeError``, also a ``TypeError``, for a wrong type).
         theory.StructuredConvergenceError
             No convergence (the message gives the residual reached).
 

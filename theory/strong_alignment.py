@@ -359,9 +359,12 @@ def residual_weight(a: np.ndarray, snr: float, capture: bool) -> np.ndarray:
 
 def resolvent_diagonals(f: Any, c: float, snr: float, t: float, gamma: float, options: DysonOptions,
                         p: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Nodes, weights, ``R(a)`` and ``diag(R^2)(a) = R(a) - gamma R'(a)``, ``R = gamma Q`` (both ``1 - h`` at
-    ``gamma = 0``); ``1 - R(a)`` is the smoother's diagonal, the leverage at ``gamma``.  ``R`` solves the leverage
-    equation with ``-gamma/c`` in the feature block; ``gamma R'``: central difference in ``log gamma`` (step 1e-3)."""
+    """Nodes, weights, ``R(a)`` and ``diag(R^2)(a) = R(a) - gamma R'(a)``, ``R = gamma Q`` (both ``1 - h`` at ``gamma =
+    0``); ``1 - R(a)`` is the smoother's diagonal, the leverage at ``gamma``.
+
+    ``R`` solves the leverage equation with ``-gamma/c`` in the feature block; ``gamma R'``: central difference in ``log
+    gamma`` (step 1e-3).
+    """
 
     def diagonal(delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         sol = solve_leverage(f, c, snr, t, options, delta, p=p)

@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(smoke: tiny sizes for the tests, verdicts meaningless)")
     p.add_argument("--only", nargs="+", metavar="ID",
                    help="run only these claim ids (e.g. A1 B2)")
-    p.add_argument("--list", action="store_true", help="list the claim ids and whether each has a check, then exit")
+    p.add_argument("--list", action="store_true",
+                   help="list the claim ids, their papers and the claims in words, then exit")
     p.add_argument("--seed", type=int, default=0, help="base seed; every check derives its seeds from it (default 0)")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON to PATH")
     p.add_argument("--report-dir", type=Path, metavar="DIR",

@@ -87,7 +87,10 @@ class CheckContext:
     def borrowing(self, lender: str) -> "CheckContext":
         """This context with the seeds and the cache entries of check ``lender`` (``seed_for`` and ``cached`` hash
         ``lender``'s id), so two checks that simulate the same cells draw them once (B4 reads B7's structured Monte
-        Carlo).  The seeds are still recorded in this check's report; progress stays this check's."""
+        Carlo).
+
+        The seeds are still recorded in this check's report; progress stays this check's.
+        """
         check_text("lender", lender, empty=False)
         out = dataclasses.replace(self, check_id=lender)
         out.seeds_used = self.seeds_used
@@ -107,8 +110,11 @@ class CheckContext:
 
     def map(self, func: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         """``[func(*args) for args in calls]``, on ``n_jobs`` local worker processes when there are several calls (a
-        check's deterministic theory; ``func`` top-level).  Every call runs torch and BLAS at one thread, so the
-        numbers do not depend on ``n_jobs`` or the core count (tests/verify/test_context_map.py)."""
+        check's deterministic theory; ``func`` top-level).
+
+        Every call runs torch and BLAS at one thread, so the numbers do not depend on ``n_jobs`` or the core count
+        (tests/verify/test_context_map.py).
+        """
         if self.n_jobs == 1 or len(calls) < 2:
             return [_at_one_thread(func, args) for args in calls]
         from joblib import Parallel, delayed

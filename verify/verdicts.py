@@ -217,8 +217,10 @@ def judged(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK,
 
 
 def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
-    """The verdict of :func:`judged`; pure.  An empty list: ``PASS`` (vacuous; a check without comparisons FAILS in
-    :func:`verify.claim.run_check`)."""
+    """The verdict of :func:`judged`; pure.
+
+    An empty list: ``PASS`` (vacuous; a check without comparisons FAILS in :func:`verify.claim.run_check`).
+    """
     comparisons = check_comparisons("comparisons", comparisons)
     return judged(comparisons, alpha).verdict if comparisons else "PASS"
 

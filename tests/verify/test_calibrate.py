@@ -55,6 +55,15 @@ def test_too_many_fails_are_flagged_and_few_seeds_skip_the_sd_rule():
     assert row.sd_se > 2 and not row.flags
 
 
+def test_a_stored_study_stays_info():
+    """A report written while verify ran informational studies (verdict INFO) still loads: judged again, the
+    study's comparisons get their outcomes and its verdict stays INFO, whatever they say."""
+    rec = dict(_records([0.5], 0.005, ["PASS"])[0], id="B4-rev", verdict="INFO")  # its comparison fails
+    verdict, rows = rejudge_stored(rec)
+    assert verdict.value == "INFO" and rows[0].outcome == "FAIL"
+    assert rejudge_stored(dict(rec, comparisons=[]))[0].value == "INFO"
+
+
 def test_rejudge_round_trip():
     rec = _records([0.0], 0.005, ["PASS"])[0]
     assert rejudge_stored(rec)[0].value == "PASS"

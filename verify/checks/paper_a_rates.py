@@ -360,7 +360,10 @@ A4_REFERENCE_N = 5
 def pairs_matched_M(M_levels: list[int], N: int, N_ref: int = A4_REFERENCE_N) -> list[int]:
     """M levels holding as many token pairs ``M N (N - 1)`` as ``N_ref`` tokens at ``M_levels`` (rounded up): the
     pre-asymptotic excess (near-empty end intervals, a noisy range quantile) follows the pairs, not the samples
-    (``docs/findings.md``, A4). Same K levels for every group: K_M stays an exact power of M."""
+    (``docs/findings.md``, A4).
+
+    Same K levels for every group: K_M stays an exact power of M.
+    """
     f = N_ref * (N_ref - 1) / (N * (N - 1))
     return [int(math.ceil(m * f - 1e-9)) for m in M_levels]
 

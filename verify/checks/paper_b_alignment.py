@@ -84,10 +84,13 @@ class B4Design:
 class B4Prediction:
     """B4's theory by ``(c, snr)``: ``statements`` ``{"none", "aligned1", "aligned4", "orthogonal4", "ridge"}`` curves
     on ``theory_grid``; ``reversal``, a :func:`_reversal_scan` per strength of ``REVERSAL_STRENGTHS``; ``simulation``
-    ``{"none", "al4", "or4", "ridge"}`` curves on ``gammas``; ``kappa``, ``kappa(2p)`` of the aligned spike 4 (regime
-    of the attention-vs-ridge comparisons).  ``figure``: by ``c``, ``"ridge"`` and the :data:`_FIGURE_SPIKES` curves
-    on ``figure_grid`` at the figure's snr; ``phase``: by ``(c, strength)``, the scan at ``prof.phase_snr`` on
-    ``prof.phase_grid`` (the phase diagram: figure and notes only, judged nowhere)."""
+    ``{"none", "al4", "or4", "ridge"}`` curves on ``gammas``; ``kappa``, ``kappa(2p)`` of the aligned spike 4 (regime of
+    the attention-vs-ridge comparisons).
+
+    ``figure``: by ``c``, ``"ridge"`` and the :data:`_FIGURE_SPIKES` curves on ``figure_grid`` at the figure's snr;
+    ``phase``: by ``(c, strength)``, the scan at ``prof.phase_snr`` on ``prof.phase_grid`` (the phase diagram: figure
+    and notes only, judged nowhere).
+    """
 
     statements: dict
     reversal: dict

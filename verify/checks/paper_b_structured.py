@@ -110,7 +110,10 @@ def _key(row: dict, kernel: str) -> dict:
 
 def judge_b7(design: B7Design, prediction: B7Prediction, cells: dict) -> list[Comparison]:
     """Finite-size rule per point: theory vs true kernel (inside the regime), then vs linearised kernel (all), per
-    configuration; the first comparison is the headline.  Pure."""
+    configuration; the first comparison is the headline.
+
+    Pure.
+    """
     comps: list[Comparison] = []
     for points in _b7_points(design, prediction, cells):
         for name, r, tt, _ in points:
