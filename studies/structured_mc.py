@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from theory.structured import LINEARISATION_REGIME
 
 #: declared regime of validity of the linearised kernel (``theory.AttentionModel.linearisation_control``)
-KAPPA_MAX = 0.5
+KAPPA_MAX = LINEARISATION_REGIME
 
 
 def attention_model(c: float, snr: float, spike: tuple[float, str], activation: str) -> Any:

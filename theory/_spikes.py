@@ -84,6 +84,11 @@ def spike_arrays(w_k: Any, w_q: Any) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
+#: the declared regime of validity of the linearised (structured) kernel: ``kappa <= LINEARISATION_REGIME``
+#: (:func:`linearisation_control`)
+LINEARISATION_REGIME = 0.5
+
+
 def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None) -> float:
     """Size of the signal/spike correction to a kernel entry: ``kappa = (snr + sqrt(v_K v_Q)) / sqrt p``.
 
@@ -91,7 +96,7 @@ def linearisation_control(p: int, snr: float, w_k: Any = None, w_q: Any = None) 
     equivalent linearises ``f`` around ``z_i^T z_j / sqrt p``; the correction to its argument is
     ``(snr y_i y_j + (w_K^T x_i)(w_Q^T x_j) + ...) / sqrt p``, of typical size ``kappa``.  The linearisation error of
     ``E`` is ``O(kappa^2)`` (measured in check B7: about ``0.4 kappa^2`` relative for tanh); the project declares the
-    regime of validity as ``kappa <= 0.5``.  (This ``kappa`` -- called ``kappa_lin`` in
+    regime of validity as ``kappa <= 0.5`` (:data:`LINEARISATION_REGIME`).  (This ``kappa`` -- called ``kappa_lin`` in
     ``docs/structured_attention.md`` -- is unrelated to the unknown ``kappa`` of the corrected null system.)
 
     Public as :meth:`theory.AttentionModel.linearisation_control` (``p`` an integer in

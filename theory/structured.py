@@ -38,12 +38,13 @@ from .symbolic import NumericSpec, is_symbolic, numeric_function, symbolic_argum
 from .symbols import a1 as _a1, c as _c, delta as _delta, gamma as _gamma
 from ._structured_symbolic import (d0_sym, delta_t, kappa_sym, l_sym, low_rank_matrix, null_trace_expressions,
                                    sf2_sym)
-from ._spikes import finite_dims, spike_vectors
+from ._spikes import LINEARISATION_REGIME, finite_dims, spike_vectors
 from ._kernel_constants import FrozenDict as _FrozenDict, kernel_constants as _kernel_constants
 from ._structured_traces import (GramQuadratureIntegrals, GramRationalIntegrals, StructuredConvergenceError,
                                  error_on_grid)
 
-__all__ = ["StructuredSolution", "StructuredConvergenceError", "spike_vectors", "null_trace_expressions"]
+__all__ = ["StructuredSolution", "StructuredConvergenceError", "spike_vectors", "null_trace_expressions",
+           "LINEARISATION_REGIME"]
 
 # ============================================================================ numeric solve
 @dataclass

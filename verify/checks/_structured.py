@@ -12,14 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from theory.structured import LINEARISATION_REGIME
 
 from ..context import CheckContext
 from ._paper_b import mc_settings, mc_version, model_key, settings_key
 
 
 ACTIVATION = "tanh"
-#: declared regime of validity of the linearised kernel (see theory.structured.linearisation_control)
-KAPPA_MAX = 0.5
+#: declared regime of validity of the linearised kernel
+KAPPA_MAX = LINEARISATION_REGIME
 
 #: one configuration of B7: ``(c, snr, spike)``
 Config = tuple[float, float, tuple[float, str]]
