@@ -441,13 +441,15 @@ def _claim_cases(add: Callable[..., None]) -> None:
 
 
 def _calibrate_cases(add: Callable[..., None]) -> None:
-    """verify.calibrate: its command line."""
+    """verify.calibrate: its command line (``verify.cli.calibrate_main``)."""
+    from verify.cli import calibrate_main
+
     def main(argv):
         with _registry(A1=_ok, A2=_ok):
-            return calibrate.main(argv)
+            return calibrate_main(argv)
 
     add("main", dict(argv=["--profile", "smoke", "--only", "A1", "--seeds", "2", "--out", str(TMP / "cal_main"),
-                           "--cache-dir", "none"]), dict(argv=K("argv")), func=main)
+                           "--cache-dir", "none"]), dict(argv=K("argv")), func=main, module="calibrate")
 
 
 def _compare_cases(add: Callable[..., None]) -> None:

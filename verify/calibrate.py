@@ -6,42 +6,31 @@ stated false-FAIL rate ``alpha``, and for its headline comparison the mean z and
 measured value over its mean reported SE, with its chi-square 95% interval).  A check is MISCALIBRATED when its
 false-FAIL interval lies above ``alpha``, or, with ``N >= 30``, when the headline SD/SE lies outside
 :data:`SD_SE_BAND`.  Every (check, seed) record is stored as ``<out>/records/<id>_seed<k>.json`` as it finishes and
-reused by a rerun; options are checked and SIGINT / SIGTERM handled as in ``python -m verify``."""
+reused by a rerun.  The command line (options checked first, SIGINT / SIGTERM, the terminal table) is
+:func:`verify.cli.calibrate_main`; :func:`write_outputs` writes the files of a calibration."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
-import os
-import platform
 import shutil
-import sys
-import time
-import warnings
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from rich.console import Console
-from rich.table import Table
 from scipy import stats
 
-from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_options, check_writable_dir,
-                         check_writable_file, interrupts, refuse, resume_line, run_context, select_checks)
 from .budget import run_sequential
 from .context import CheckContext
 from .figures import pyplot
-from .lanes import LanesInterrupted, groups, lane_map, use_lanes
+from .lanes import groups, lane_map, use_lanes
 from .results import CheckResult
 from .claim import Claim, run_check
-from .validation import check_items
 from .verdicts import ALPHA_CHECK
 
-__all__ = ["CheckCalibration", "calibrate", "clopper_pearson", "summarise", "main", "markdown_table"]
+__all__ = ["CheckCalibration", "calibrate", "clopper_pearson", "summarise", "markdown_table"]
 
 
 #: SD/SE band outside which a check with N >= 30 seeds is flagged
@@ -291,126 +280,26 @@ def _figure(rows: Sequence[CheckCalibration], path: Path) -> None:
     plt.close(fig)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m verify calibrate",
-                                description="Run checks on many seeds and measure their verdicts' error rates.")
-    p.add_argument("--only", nargs="+", metavar="ID", help="calibrate only these claim ids")
-    p.add_argument("--seeds", type=int, default=30, metavar="N", help="base seeds 0..N-1 (default 30)")
-    p.add_argument("--first-seed", type=int, default=0, metavar="K",
-                   help="start at base seed K: seeds K..K+N-1 (default 0; a further, independent set of experiments)")
-    p.add_argument("--profile", choices=PROFILES + TEST_PROFILES, default="quick", metavar="{quick,paper}")
-    add_run_options(p)
-    p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="records, calibration.json, calibration.md and calibration.png "
-                        "(default .cache/calibrate/<profile>)")
-    p.add_argument("--markdown", type=Path, metavar="PATH", help="also write the markdown table to PATH")
-    p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
-                   help="sequential verdicts with a budget of MINUTES per seed (as python -m verify --budget)")
-    p.add_argument("--rounds", type=int, default=None, metavar="N",
-                   help="sequential verdicts with at most N rounds per check after the first")
-    return p
-
-
-def preflight(args: argparse.Namespace) -> tuple[CheckContext, Path]:
-    """Check every option before the first check runs, as ``python -m verify`` does (:mod:`verify._preflight`):
-    ``--seeds >= 2``, ``--first-seed >= 0``, the options of :func:`verify._preflight.run_context`, and ``--out``,
-    ``--markdown`` writable.  Returns the template context of the runs (seed 0) and the output directory; a bad
-    option is one ``error: ...`` line (``SystemExit``, exit status 1)."""
-    if args.seeds < 2:
-        refuse(f"--seeds must be >= 2, got {args.seeds}")
-    if args.first_seed < 0:
-        refuse(f"--first-seed must be >= 0, got {args.first_seed}")
-    base = run_context(args)
-    # the default folder of a sequential calibration says its mode (quick-budget3, quick-rounds2)
-    mode = (f"-budget{args.budget:g}" if args.budget is not None else "") + \
-        (f"-rounds{args.rounds}" if args.rounds is not None else "")
-    out = args.out or Path(".cache") / "calibrate" / (args.profile + mode)
-    for d in (out, out / "records"):
-        check_writable_dir("--out", d)
-    if args.markdown is not None:
-        check_writable_file("--markdown", args.markdown)
-    return base, out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m verify calibrate`` (``argv``: ``None`` for ``sys.argv[1:]``, or a list of strings);
-    exit status 1 when a check is MISCALIBRATED.
-
-    SIGINT (Ctrl-C) or SIGTERM stops the run cleanly: the finished (check, seed) records stay in ``<out>/records``, one
-    line says how to resume, and the exit status is :data:`verify._preflight.EXIT_INTERRUPTED` (130); the summary is
-    written only by a run that finishes.
-    """
-    warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
-    argv = list(sys.argv[1:] if argv is None else check_items("argv", argv, str, "strings (command-line words)"))
-    args = build_parser().parse_args(argv)
-    specs = select_checks(args.only)
-    base, out = preflight(args)
-    console = Console()
-    t0 = time.perf_counter()
-    done, total = [0], len(specs) * args.seeds
-
-    def progress(cid: str, seed: int, rec: dict) -> None:
-        done[0] += 1
-        console.print(f"[{done[0]}/{total}] seed {seed} {cid}: {rec['verdict']} "
-                      f"({rec['runtime_s']:.1f} s)")
-
-    with interrupts() as signals:
-        try:
-            seeds = range(args.first_seed, args.first_seed + args.seeds)
-            records = calibrate(specs, seeds, base, out, progress,
-                                budget_s=None if args.budget is None else 60.0 * args.budget, rounds=args.rounds)
-        except KeyboardInterrupt as exc:
-            if isinstance(exc, LanesInterrupted):
-                where = ", ".join(f"{cid} seed {seed}" for cid, seed, _ in exc.running)
-            else:
-                where = (f"{specs[done[0] % len(specs)].id} seed {args.first_seed + done[0] // len(specs)}"
-                         if done[0] < total else "")
-            print(resume_line(signals["signal"] or "SIGINT", where or "the run", f"{done[0]} of {total} (check, seed) "
-                              f"runs finished, their records kept in {out / 'records'}", ["calibrate", *argv],
-                              base.cache_dir, "unfinished runs restart", "it reuses them, and "),
-                  file=sys.stderr, flush=True)
-            return EXIT_INTERRUPTED
-        signals["armed"] = False  # from here on a signal is noted, never raised: the summary is written whole
-        code = _summarise_and_write(records, args, argv, out, time.perf_counter() - t0, console)
-    return EXIT_INTERRUPTED if signals["signal"] is not None else code
-
-
-def _summarise_and_write(records: dict[str, list[dict]], args: argparse.Namespace, argv: Sequence[str], out: Path,
-                         wall: float, console: Any) -> int:
-    """The calibration table (terminal, ``calibration.{json,md,png}``, ``--markdown``); 1 if MISCALIBRATED."""
+def write_outputs(records: dict[str, list[dict]], meta: dict, out: Path, markdown: Path | None = None
+                  ) -> list[CheckCalibration]:
+    """Summarise ``records`` (check id -> per-seed records) and write ``calibration.json``, ``calibration.md`` and
+    ``calibration.png`` to ``out`` (and the markdown, with a copy of the figure next to it, to ``markdown``); returns
+    the rows.  ``meta``: the run's description (command, machine, date, profile, seeds, times, budget, rounds)."""
     rows = [summarise(cid, recs) for cid, recs in records.items()]
-    check_s = sum(float(r.get("runtime_s", 0.0)) for recs in records.values() for r in recs)
-    meta = {"command": "python -m verify calibrate " + " ".join(argv),
-            "machine": f"{platform.platform()}, {os.cpu_count()} cores",
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "profile": args.profile,
-            "n_seeds": args.seeds, "first_seed": args.first_seed, "wall_s": wall, "check_s": check_s,
-            "budget_min": args.budget, "rounds": args.rounds,
-            "per_check_s": {cid: sum(float(r.get("runtime_s", 0.0)) for r in recs) / max(len(recs), 1)
-                            for cid, recs in records.items()}}
-    t = Table(title=f"Calibration ({args.profile}, {args.seeds} seeds, {wall / 60:.1f} min)")
-    for col in ("check", "PASS", "FAIL", "INCONCL.", "false-FAIL 95% CI", "alpha", "mean z", "SD/SE", "flag"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r.id, str(r.counts["PASS"]), str(r.counts["FAIL"] + r.counts["ERROR"]),
-                  str(r.counts["INCONCLUSIVE"]), f"[{r.fail_ci[0]:.3f}, {r.fail_ci[1]:.3f}]", f"{r.alpha:.2g}",
-                  "" if r.mean_z is None else f"{r.mean_z:+.2f}", "" if r.sd_se is None else f"{r.sd_se:.2f}",
-                  "[red]MISCALIBRATED[/]" if r.flags else "ok")
-    console.print(t)
-    doc = {"meta": meta, "checks": [r.to_json() for r in rows]}
-    (out / "calibration.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    (out / "calibration.json").write_text(json.dumps({"meta": meta, "checks": [r.to_json() for r in rows]}, indent=2,
+                                                     default=str) + "\n")
     md = markdown_table(rows, meta)
     seq = sequential_table(records)
     if seq:
-        limits = ([f"budget {args.budget:g} min per seed"] if args.budget is not None else []) + \
-            ([f"at most {args.rounds} rounds"] if args.rounds is not None else [])
+        limits = ([f"budget {meta['budget_min']:g} min per seed"] if meta.get("budget_min") is not None else []) + \
+            ([f"at most {meta['rounds']} rounds"] if meta.get("rounds") is not None else [])
         md += ("\n## Sequential verdicts\n\nEach seed ran every check at its base design, then rounds of replicates "
                f"on the undecided ones (verify.sequential; {', '.join(limits)}). The table above judges the pooled "
                "replicates at the levels of the round reached.\n\n" + seq)
     (out / "calibration.md").write_text(md)
     _figure(rows, out / "calibration.png")
-    if args.markdown:
-        fig_path = args.markdown.with_suffix(".png")
+    if markdown:
+        fig_path = markdown.with_suffix(".png")
         shutil.copyfile(out / "calibration.png", fig_path)
-        args.markdown.write_text(md + f"\n![verdicts and SD/SE per check]({fig_path.name})\n")
-    console.print(f"written: {out / 'calibration.json'}, {out / 'calibration.md'}, {out / 'calibration.png'}")
-    return 1 if any(r.flags for r in rows) else 0
+        markdown.write_text(md + f"\n![verdicts and SD/SE per check]({fig_path.name})\n")
+    return rows

@@ -1,5 +1,6 @@
 """Command line: ``python -m verify [--profile quick|paper] [--only ID ...] [--list] [--seed S] [--json PATH]
-[--report-dir DIR] [--strict] [--budget MINUTES] [--rounds N]`` (``calibrate`` and ``compare``: their modules).
+[--report-dir DIR] [--strict] [--budget MINUTES] [--rounds N]``, ``python -m verify calibrate`` (its statistics and
+files: :mod:`verify.calibrate`) and ``compare`` (:mod:`verify.compare`).
 
 Without ``--budget`` / ``--rounds`` every check runs its fixed design once, side by side on the ``--jobs`` workers
 (:mod:`verify.lanes`); with either, the verdicts are sequential (:mod:`verify.budget`).  Every option is checked
@@ -23,23 +24,25 @@ from types import SimpleNamespace
 from typing import Iterator, Sequence
 
 from rich.console import Console
+from rich.table import Table
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from numerics.malloc import keep_freed_memory
 
 from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_options, check_writable_dir,
-                         check_writable_file, command, interrupts, resume_line, run_context, select_checks)
+                         check_writable_file, command, interrupts, refuse, resume_line, run_context,
+                         select_checks)
 from .context import CheckContext
 from .results import CheckResult, Verdict
 from .budget import look_line, run_sequential, sequence_table
-from .calibrate import main as calibrate_main
+from .calibrate import calibrate, write_outputs
 from .claim import claim_of, exit_status, rejudge_stored, run_check
 from .compare import main as compare_main
 from .lanes import LanesInterrupted, groups, lane_map, use_lanes
 from .report import (TABLE_WIDTH, VERDICT_STYLE, markdown_report, print_results, print_summary, run_metadata,
                      to_json, write_json)
 from .report_html import html_report
-from .validation import path_or_none
+from .validation import check_items, path_or_none
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,8 +145,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _print_list(console: Console, specs: list) -> None:
     """``--list``: the claim ids, their papers and the claims in words."""
-    from rich.table import Table
-
     t = Table(title="Claims (docs/claims.md)")
     for col in ("id", "paper", "claim"):
         t.add_column(col)
@@ -316,3 +317,118 @@ def _rejudge(args: argparse.Namespace, console: Console) -> int:
     print_results(console, results, f"Re-judged {args.rejudge}", args.verbose)
     print_summary(console, results, code, args.strict)
     return code
+
+
+# ============================================================================ python -m verify calibrate
+def calibrate_parser() -> argparse.ArgumentParser:
+    """The options of ``python -m verify calibrate``."""
+    p = argparse.ArgumentParser(prog="python -m verify calibrate",
+                                description="Run checks on many seeds and measure their verdicts' error rates.")
+    p.add_argument("--only", nargs="+", metavar="ID", help="calibrate only these claim ids")
+    p.add_argument("--seeds", type=int, default=30, metavar="N", help="base seeds 0..N-1 (default 30)")
+    p.add_argument("--first-seed", type=int, default=0, metavar="K",
+                   help="start at base seed K: seeds K..K+N-1 (default 0; a further, independent set of experiments)")
+    p.add_argument("--profile", choices=PROFILES + TEST_PROFILES, default="quick", metavar="{quick,paper}")
+    add_run_options(p)
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="records, calibration.json, calibration.md and calibration.png "
+                        "(default .cache/calibrate/<profile>)")
+    p.add_argument("--markdown", type=Path, metavar="PATH", help="also write the markdown table to PATH")
+    p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
+                   help="sequential verdicts with a budget of MINUTES per seed (as python -m verify --budget)")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="sequential verdicts with at most N rounds per check after the first")
+    return p
+
+
+def calibrate_preflight(args: argparse.Namespace) -> tuple[CheckContext, Path]:
+    """Check every option before the first check runs, as ``python -m verify`` does (:mod:`verify._preflight`):
+    ``--seeds >= 2``, ``--first-seed >= 0``, the options of :func:`verify._preflight.run_context`, and ``--out``,
+    ``--markdown`` writable.  Returns the template context of the runs (seed 0) and the output directory; a bad
+    option is one ``error: ...`` line (``SystemExit``, exit status 1)."""
+    if args.seeds < 2:
+        refuse(f"--seeds must be >= 2, got {args.seeds}")
+    if args.first_seed < 0:
+        refuse(f"--first-seed must be >= 0, got {args.first_seed}")
+    base = run_context(args)
+    # the default folder of a sequential calibration says its mode (quick-budget3, quick-rounds2)
+    mode = (f"-budget{args.budget:g}" if args.budget is not None else "") + \
+        (f"-rounds{args.rounds}" if args.rounds is not None else "")
+    out = args.out or Path(".cache") / "calibrate" / (args.profile + mode)
+    for d in (out, out / "records"):
+        check_writable_dir("--out", d)
+    if args.markdown is not None:
+        check_writable_file("--markdown", args.markdown)
+    return base, out
+
+
+def calibrate_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m verify calibrate`` (:func:`verify.calibrate.calibrate`) (``argv``: ``None`` for ``sys.argv[1:]``, or a list of strings);
+    exit status 1 when a check is MISCALIBRATED.
+
+    SIGINT (Ctrl-C) or SIGTERM stops the run cleanly: the finished (check, seed) records stay in ``<out>/records``, one
+    line says how to resume, and the exit status is :data:`verify._preflight.EXIT_INTERRUPTED` (130); the summary is
+    written only by a run that finishes.
+    """
+    warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
+    argv = list(sys.argv[1:] if argv is None else check_items("argv", argv, str, "strings (command-line words)"))
+    args = calibrate_parser().parse_args(argv)
+    specs = select_checks(args.only)
+    base, out = calibrate_preflight(args)
+    console = Console()
+    t0 = time.perf_counter()
+    done, total = [0], len(specs) * args.seeds
+
+    def progress(cid: str, seed: int, rec: dict) -> None:
+        done[0] += 1
+        console.print(f"[{done[0]}/{total}] seed {seed} {cid}: {rec['verdict']} "
+                      f"({rec['runtime_s']:.1f} s)")
+
+    with interrupts() as signals:
+        try:
+            seeds = range(args.first_seed, args.first_seed + args.seeds)
+            records = calibrate(specs, seeds, base, out, progress,
+                                budget_s=None if args.budget is None else 60.0 * args.budget, rounds=args.rounds)
+        except KeyboardInterrupt as exc:
+            if isinstance(exc, LanesInterrupted):
+                where = ", ".join(f"{cid} seed {seed}" for cid, seed, _ in exc.running)
+            else:
+                where = (f"{specs[done[0] % len(specs)].id} seed {args.first_seed + done[0] // len(specs)}"
+                         if done[0] < total else "")
+            print(resume_line(signals["signal"] or "SIGINT", where or "the run", f"{done[0]} of {total} (check, seed) "
+                              f"runs finished, their records kept in {out / 'records'}", ["calibrate", *argv],
+                              base.cache_dir, "unfinished runs restart", "it reuses them, and "),
+                  file=sys.stderr, flush=True)
+            return EXIT_INTERRUPTED
+        signals["armed"] = False  # from here on a signal is noted, never raised: the summary is written whole
+        code = _calibration_summary(records, args, argv, out, time.perf_counter() - t0, console)
+    return EXIT_INTERRUPTED if signals["signal"] is not None else code
+
+
+def _calibration_summary(records: dict[str, list[dict]], args: argparse.Namespace, argv: Sequence[str], out: Path,
+                         wall: float, console: Console) -> int:
+    """The calibration's files (:func:`verify.calibrate.write_outputs`) and its table in the terminal; 1 if a check
+    is MISCALIBRATED."""
+    import os
+    import platform
+
+    meta = {"command": "python -m verify calibrate " + " ".join(argv),
+            "machine": f"{platform.platform()}, {os.cpu_count()} cores",
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "profile": args.profile,
+            "n_seeds": args.seeds, "first_seed": args.first_seed, "wall_s": wall,
+            "check_s": sum(float(r.get("runtime_s", 0.0)) for recs in records.values() for r in recs),
+            "budget_min": args.budget, "rounds": args.rounds,
+            "per_check_s": {cid: sum(float(r.get("runtime_s", 0.0)) for r in recs) / max(len(recs), 1)
+                            for cid, recs in records.items()}}
+    rows = write_outputs(records, meta, out, args.markdown)
+    t = Table(title=f"Calibration ({args.profile}, {args.seeds} seeds, {wall / 60:.1f} min)")
+    for col in ("check", "PASS", "FAIL", "INCONCL.", "false-FAIL 95% CI", "alpha", "mean z", "SD/SE", "flag"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.id, str(r.counts["PASS"]), str(r.counts["FAIL"] + r.counts["ERROR"]),
+                  str(r.counts["INCONCLUSIVE"]), f"[{r.fail_ci[0]:.3f}, {r.fail_ci[1]:.3f}]", f"{r.alpha:.2g}",
+                  "" if r.mean_z is None else f"{r.mean_z:+.2f}", "" if r.sd_se is None else f"{r.sd_se:.2f}",
+                  "[red]MISCALIBRATED[/]" if r.flags else "ok")
+    console.print(t)
+    console.print(f"written: {out / 'calibration.json'}, {out / 'calibration.md'}, {out / 'calibration.png'}")
+    return 1 if any(r.flags for r in rows) else 0
