@@ -298,13 +298,14 @@ def judge_a3(design: RateDesign, prediction: RatePrediction, measurement: RateMe
 
 
 def _balance_text(design: RateDesign) -> str:
-    """The groups whose replicates or finite-M model SE differ from the profile's (A3 quick)."""
+    """The groups whose replicates or finite-M model SE differ from the profile's (A3)."""
     odd = [g for g in design.groups if g.rep_factor != 1 or g.finite_se is not None]
     if not odd:
         return ""
     se = FINITE_SE[design.size]
     return ("CPU spent where it buys the pooled test's certainty (weights 1/SE^2): " + "; ".join(
-        f"{g.label}: replicates x{g.rep_factor}, finite-M model to SE {g.finite_se or se}" for g in odd)
+        f"{g.label}: " + ", ".join(([f"replicates x{g.rep_factor}"] if g.rep_factor != 1 else [])
+                                   + [f"finite-M model to SE {g.finite_se or se}"]) for g in odd)
         + f"; the other groups' models to SE {se} per level. ")
 
 
