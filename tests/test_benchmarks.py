@@ -386,3 +386,27 @@ def test_check_times_summarises_and_tables_two_reports(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(report(16.0, 0.01)))
     assert main(["table", str(path), str(path)]) == 0
+
+
+def test_work_profile_splits_a_check_by_stage_and_kind(tmp_path, capsys):
+    """``python -m benchmarks.work_profile``: a smoke check profiled as a lane runs it, its CPU split by stage and by
+    kind of work, and the table of the record."""
+    from benchmarks.work_profile import KINDS, OTHER, _profile_group, kind_of, main, table
+
+    assert kind_of("/x/numerics/_ridge_solvers.py", "gram") == "products"
+    assert kind_of("~", "<built-in method torch._C._linalg.linalg_cholesky_ex>") == "factorisations"
+    assert kind_of("~", "<built-in method torch.cholesky_solve>") == "solves"
+    assert kind_of("/x/numerics/_mc.py", "draw_sample") == "draws"
+    assert kind_of("/x/theory/null_system.py", "solve_null_system") == "solves"  # the first rule that matches
+    assert kind_of("/x/theory/_jets.py", "taylor") == "theory (Python)"
+    assert kind_of("~", "<built-in method builtins.isinstance>") == OTHER
+    (rec,) = _profile_group(["B5"], "smoke", 0)
+    assert rec["id"] == "B5" and rec["verdict"] in {"PASS", "FAIL", "INCONCLUSIVE"}
+    assert set(rec["stages"]) <= {"design", "theory", "simulation", "judging"} and rec["stages"]["simulation"] > 0
+    assert 0 < sum(rec["stages"].values()) <= rec["cpu_s"] + 0.05
+    assert set(rec["kinds"]) <= {k for k, _, _ in KINDS} | {OTHER} and rec["top"]
+    doc = {"profile": "smoke", "seed": 0, "started_utc": "t", "platform": "test", "checks": [rec]}
+    assert "| B5 |" in table(doc) and "| all |" in table(doc)
+    path = tmp_path / "wp.json"
+    path.write_text(json.dumps(doc))
+    assert main(["--table", str(path)]) == 0 and "| B5 |" in capsys.readouterr().out
