@@ -13,8 +13,9 @@ in one process in report order), under :mod:`cProfile`.  Two splits of its CPU s
   the split is approximate; ``other`` is what no rule matched.
 
 cProfile adds its own overhead to Python-heavy code, so a check's seconds here exceed the report's ``runtime_s``;
-the table gives both.  The JSON (``--json``) also holds each check's ten largest functions by own time, with their
-kind.  ``--jobs N`` runs N checks (or shared groups) at a time, like the lanes.
+the table gives both.  The JSON (``--json``) holds the own time of each function above :data:`LISTED_S` (the rest
+summed by kind), so that ``--table`` classifies a record again with the rules of the day.  ``--jobs N`` runs N
+checks (or shared groups) at a time, like the lanes.
 """
 
 from __future__ import annotations
@@ -39,16 +40,21 @@ KINDS = (
     ("factorisations", "function", r"cholesky(?!_solve)|eigh|eigvalsh|eigvals|\bsvd\b|lstsq|\bqr\b|sytrd"
                                    r"|tridiagonal_rows|pinv|null_space|_positive_eigenpairs"),
     ("solves", "function", r"solve|ptsv|trtrs"),
-    ("products", "function", r"gram|matmul|einsum|\bdot\b|csr_matmat|matvec|_shared_batch|_softmax_batch"
-                             r"|strong_alignment_mc|^rows$|feature|spike_outer|spike_projections|bilinear|tensordot"
-                             r"|_pair_values|kernel_batch"),
-    ("special functions", "function", r"\berf|tanh|expm1|\bexp\b|softmax|evaluate_spline|_apply_activation"
-                                      r"|legvander|^fn$|phi_star"),
+    ("products", "function", r"gram|matmul|bmm|\bmm\b|addmm|einsum|\bdot\b|csr_matmat|matvec|_shared_batch"
+                             r"|_one_model_batch|_softmax_batch|strong_alignment_mc|^rows$|^tangent$|feature|_scores"
+                             r"|spike_outer|spike_projections|bilinear|tensordot|_pair_values|kernel_batch"
+                             r"|gaussian_equivalent_kernel"),
+    ("special functions and bases", "function", r"\berf|tanh|expm1|\bexp\b|softmax|evaluate_spline"
+                                                r"|_apply_activation|legvander|_legendre|_basis|^fn$|phi_star"),
+    ("elementwise and indexing", "function", r"TensorBase|torch\.(mul|add|sub|div|where|clamp|pow|abs|sum|stack"
+                                             r"|cat)\b|ufunc|_multiarray_umath"),
     ("theory (Python)", "file", r"/theory/"),
     ("numpy and scipy (Python level)", "file", r"/numpy/|/scipy/"),
     ("sympy and mpmath", "file", r"/sympy/|/mpmath/"),
     ("judging and reporting", "file", r"/verify/"),
 )
+#: functions with less own time than this (seconds) are summed into one "unlisted" entry of a record
+LISTED_S = 0.01
 OTHER = "other"
 STAGES = {"design": "design", "predict": "theory", "simulate": "simulation", "read": "simulation",
           "judge": "judging", "describe": "judging"}
@@ -72,15 +78,26 @@ def _timed(fn: Callable, stage: str, spent: dict[str, float]) -> Callable:
     return wrapper
 
 
-def _kinds(profile: cProfile.Profile, top: int = 10) -> tuple[dict[str, float], list[list]]:
-    """Own time by kind of work, and the ``top`` functions by own time ``[location, kind, seconds]``."""
-    out: dict[str, float] = {}
-    rows = []
+def _functions(profile: cProfile.Profile) -> tuple[list[list], dict[str, float]]:
+    """``[file, function, line, own seconds]`` of the functions with at least :data:`LISTED_S` of own time, largest
+    first, and the own time of the others by kind of work."""
+    rows, unlisted = [], {}
     for (path, line, func), (_, _, tottime, _, _) in pstats.Stats(profile).stats.items():
+        if tottime >= LISTED_S:
+            rows.append([path, func, line, round(tottime, 3)])
+        else:
+            kind = kind_of(path, func)
+            unlisted[kind] = unlisted.get(kind, 0.0) + tottime
+    return sorted(rows, key=lambda r: -r[3]), {k: round(v, 3) for k, v in unlisted.items()}
+
+
+def kinds_of(check: dict) -> dict[str, float]:
+    """Own seconds of a check's record by kind of work: its listed functions by today's rules, plus the others."""
+    out = dict(check["unlisted_s"])
+    for path, func, _, seconds in check["functions"]:
         kind = kind_of(path, func)
-        out[kind] = out.get(kind, 0.0) + tottime
-        rows.append([f"{Path(path).name}:{line}:{func}" if line else func, kind, round(tottime, 2)])
-    return out, sorted(rows, key=lambda r: -r[2])[:top]
+        out[kind] = out.get(kind, 0.0) + seconds
+    return out
 
 
 def _profile_group(ids: list[str], profile: str, seed: int) -> list[dict]:
@@ -104,11 +121,11 @@ def _profile_group(ids: list[str], profile: str, seed: int) -> list[dict]:
             prof.enable()
             res = run_check(wrapped, dataclasses.replace(base, seeds_used=[]))
             prof.disable()
-        kinds, top = _kinds(prof)
+        functions, unlisted = _functions(prof)
         out.append({"id": cid, "verdict": str(res.verdict.value), "runtime_s": round(res.runtime_s, 2),
                     "cpu_s": round(time.process_time() - t0, 2),
-                    "stages": {k: round(v, 2) for k, v in spent.items()},
-                    "kinds": {k: round(v, 2) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])}, "top": top})
+                    "stages": {k: round(v, 2) for k, v in spent.items()}, "functions": functions,
+                    "unlisted_s": unlisted})
     return out
 
 
@@ -141,7 +158,8 @@ def table(doc: dict) -> str:
     lines = [head, "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     total = {"cpu": 0.0, "profiled": 0.0, **{k: 0.0 for k in stages + kinds}}
     for c in doc["checks"]:
-        cpu, prof = c["cpu_s"] or 1e-9, sum(c["kinds"].values()) or 1e-9
+        own = kinds_of(c)
+        cpu, prof = c["cpu_s"] or 1e-9, sum(own.values()) or 1e-9
         total["cpu"] += c["cpu_s"]
         total["profiled"] += prof
         row = [c["id"], f"{c['cpu_s']:.1f}", f"{c['runtime_s']:.1f}"]
@@ -149,8 +167,8 @@ def table(doc: dict) -> str:
             total[s] += c["stages"].get(s, 0.0)
             row.append(f"{100 * c['stages'].get(s, 0.0) / cpu:.0f}")
         for k in kinds:
-            total[k] += c["kinds"].get(k, 0.0)
-            row.append(f"{100 * c['kinds'].get(k, 0.0) / prof:.0f}")
+            total[k] += own.get(k, 0.0)
+            row.append(f"{100 * own.get(k, 0.0) / prof:.0f}")
         lines.append("| " + " | ".join(row) + " |")
     cpu, prof = total["cpu"] or 1e-9, total["profiled"] or 1e-9
     lines.append("| all | " + f"{total['cpu']:.1f} | | " + " | ".join(

@@ -391,7 +391,7 @@ def test_check_times_summarises_and_tables_two_reports(tmp_path):
 def test_work_profile_splits_a_check_by_stage_and_kind(tmp_path, capsys):
     """``python -m benchmarks.work_profile``: a smoke check profiled as a lane runs it, its CPU split by stage and by
     kind of work, and the table of the record."""
-    from benchmarks.work_profile import KINDS, OTHER, _profile_group, kind_of, main, table
+    from benchmarks.work_profile import KINDS, OTHER, _profile_group, kind_of, kinds_of, main, table
 
     assert kind_of("/x/numerics/_ridge_solvers.py", "gram") == "products"
     assert kind_of("~", "<built-in method torch._C._linalg.linalg_cholesky_ex>") == "factorisations"
@@ -404,7 +404,9 @@ def test_work_profile_splits_a_check_by_stage_and_kind(tmp_path, capsys):
     assert rec["id"] == "B5" and rec["verdict"] in {"PASS", "FAIL", "INCONCLUSIVE"}
     assert set(rec["stages"]) <= {"design", "theory", "simulation", "judging"} and rec["stages"]["simulation"] > 0
     assert 0 < sum(rec["stages"].values()) <= rec["cpu_s"] + 0.05
-    assert set(rec["kinds"]) <= {k for k, _, _ in KINDS} | {OTHER} and rec["top"]
+    assert rec["functions"] and set(kinds_of(rec)) <= {k for k, _, _ in KINDS} | {OTHER}
+    assert sum(kinds_of(rec).values()) == pytest.approx(sum(r[3] for r in rec["functions"])
+                                                        + sum(rec["unlisted_s"].values()))
     doc = {"profile": "smoke", "seed": 0, "started_utc": "t", "platform": "test", "checks": [rec]}
     assert "| B5 |" in table(doc) and "| all |" in table(doc)
     path = tmp_path / "wp.json"
