@@ -4,9 +4,9 @@ where a report's CPU time goes, per check and per kind of work.
 Each check runs as in a lane of ``python -m verify`` (one process, one thread, no cache, the checks that share draws
 in one process in report order), under :mod:`cProfile`.  Two splits of its CPU seconds:
 
-- by **stage** of :meth:`verify.claim.Claim.run`, timed around each part: ``design``, ``theory`` (``predict``),
-  ``simulation`` (``simulate`` and ``read``), ``judging`` (``judge`` and ``describe``); figures are not drawn (the
-  default run draws none);
+- by **stage** of :meth:`verify.claim.Claim.run`, timed around each part: ``design``, ``prediction`` (``predict``:
+  theory, and paper A's finite-M model), ``simulation`` (``simulate`` and ``read``), ``judging`` (``judge`` and
+  ``describe``); figures are not drawn (the default run draws none);
 - by **kind of work**, in percent of the profiled time: each function's own time (cProfile's ``tottime``) goes to
   the first kind in :data:`KINDS` whose pattern matches its name (or, for the last kinds, its file).  A Python
   function that runs tensor algebra inline (``A @ B`` is no call cProfile sees) counts as the kind its name says, so
@@ -48,15 +48,15 @@ KINDS = (
                                                 r"|_apply_activation|legvander|_legendre|_basis|^fn$|phi_star"),
     ("elementwise and indexing", "function", r"TensorBase|torch\.(mul|add|sub|div|where|clamp|pow|abs|sum|stack"
                                              r"|cat)\b|ufunc|_multiarray_umath"),
-    ("theory (Python)", "file", r"/theory/"),
-    ("numpy and scipy (Python level)", "file", r"/numpy/|/scipy/"),
-    ("sympy and mpmath", "file", r"/sympy/|/mpmath/"),
-    ("judging and reporting", "file", r"/verify/"),
+    ("theory (Python)", "file", r"(^|/)theory/"),
+    ("numpy and scipy (Python level)", "file", r"(^|/)(numpy|scipy)/"),
+    ("sympy and mpmath", "file", r"(^|/)(sympy|mpmath)/"),
+    ("judging and reporting", "file", r"(^|/)verify/"),
 )
 #: functions with less own time than this (seconds) are summed into one "unlisted" entry of a record
 LISTED_S = 0.01
 OTHER = "other"
-STAGES = {"design": "design", "predict": "theory", "simulate": "simulation", "read": "simulation",
+STAGES = {"design": "design", "predict": "prediction", "simulate": "simulation", "read": "simulation",
           "judge": "judging", "describe": "judging"}
 
 
@@ -78,13 +78,21 @@ def _timed(fn: Callable, stage: str, spent: dict[str, float]) -> Callable:
     return wrapper
 
 
+def _short(path: str) -> str:
+    """A profiled file as a path inside its package's folder (the repository or ``site-packages``)."""
+    for root in (str(Path(__file__).resolve().parents[1]) + "/", "site-packages/"):
+        if root in path:
+            return path.split(root, 1)[1]
+    return path
+
+
 def _functions(profile: cProfile.Profile) -> tuple[list[list], dict[str, float]]:
     """``[file, function, line, own seconds]`` of the functions with at least :data:`LISTED_S` of own time, largest
     first, and the own time of the others by kind of work."""
     rows, unlisted = [], {}
     for (path, line, func), (_, _, tottime, _, _) in pstats.Stats(profile).stats.items():
         if tottime >= LISTED_S:
-            rows.append([path, func, line, round(tottime, 3)])
+            rows.append([_short(path), func, line, round(tottime, 3)])
         else:
             kind = kind_of(path, func)
             unlisted[kind] = unlisted.get(kind, 0.0) + tottime
@@ -151,7 +159,9 @@ def table(doc: dict) -> str:
     profiled time)."""
     kinds = [k for k, _, _ in KINDS] + [OTHER]
     stages = list(dict.fromkeys(STAGES.values()))
-    head = (f"Profile `{doc['profile']}`, seed {doc['seed']}, {doc['started_utc']}, {doc['platform']}; "
+    head = (f"Profile `{doc['profile']}`, seed {doc['seed']}, " + (f"commit {doc['commit']}, " if doc.get("commit")
+                                                                     else "")
+            + f"{doc['started_utc']}, {doc['platform']}; "
             "one thread per check. Stages in percent of the check's CPU seconds, kinds of work in percent of its "
             "profiled time (cProfile).")
     cols = ["check", "CPU s", "report s", *stages, *kinds]

@@ -402,7 +402,7 @@ def test_work_profile_splits_a_check_by_stage_and_kind(tmp_path, capsys):
     assert kind_of("~", "<built-in method builtins.isinstance>") == OTHER
     (rec,) = _profile_group(["B5"], "smoke", 0)
     assert rec["id"] == "B5" and rec["verdict"] in {"PASS", "FAIL", "INCONCLUSIVE"}
-    assert set(rec["stages"]) <= {"design", "theory", "simulation", "judging"} and rec["stages"]["simulation"] > 0
+    assert set(rec["stages"]) <= {"design", "prediction", "simulation", "judging"} and rec["stages"]["simulation"] > 0
     assert 0 < sum(rec["stages"].values()) <= rec["cpu_s"] + 0.05
     assert rec["functions"] and set(kinds_of(rec)) <= {k for k, _, _ in KINDS} | {OTHER}
     assert sum(kinds_of(rec).values()) == pytest.approx(sum(r[3] for r in rec["functions"])
