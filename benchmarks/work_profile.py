@@ -53,7 +53,7 @@ KINDS = (
     ("sympy and mpmath", "file", r"(^|/)(sympy|mpmath)/"),
     ("judging and reporting", "file", r"(^|/)verify/"),
 )
-#: functions with less own time than this (seconds) are summed into one "unlisted" entry of a record
+#: functions with less own time than this (seconds) are summed by kind in a record ("unlisted_s")
 LISTED_S = 0.01
 OTHER = "other"
 STAGES = {"design": "design", "predict": "prediction", "simulate": "simulation", "read": "simulation",
