@@ -197,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error(f"--jobs must be >= 1, got {args.jobs}")
+    if args.only and not args.table:
+        from verify.claim import select
+
+        try:
+            select(args.only)
+        except ValueError as exc:
+            ap.error(f"--only: {exc}")
     doc = json.loads(args.table.read_text()) if args.table else profile_checks(args.profile, args.seed, args.only,
                                                                               args.jobs)
     if args.json:

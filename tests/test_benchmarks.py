@@ -412,3 +412,6 @@ def test_work_profile_splits_a_check_by_stage_and_kind(tmp_path, capsys):
     path = tmp_path / "wp.json"
     path.write_text(json.dumps(doc))
     assert main(["--table", str(path)]) == 0 and "| B5 |" in capsys.readouterr().out
+    for bad in (["--only", "Z9"], ["--jobs", "0"]):
+        with pytest.raises(SystemExit):
+            main(bad)
