@@ -105,11 +105,12 @@ def sample_signal_plus_noise(n: int, p: int, snr: float, rng: np.random.Generato
     return draw_sample(n, p, snr, check_random_state("rng", rng, none_ok=False), labels, mu_v)
 
 
-def draw_sample(n: int, p: int, snr: float, g: np.random.Generator, labels: str, mu_v: np.ndarray | None = None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`sample_signal_plus_noise` on checked arguments (the Monte Carlo's draw; ``mu_v`` overrides ``snr``)."""
+def draw_sample(n: int, p: int, snr: float, g: np.random.Generator, labels: str, mu_v: np.ndarray | None = None,
+                out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sample_signal_plus_noise` on checked arguments (the Monte Carlo's draw; ``mu_v`` overrides ``snr``);
+    ``out``: a float64 array ``(p, n)`` that receives ``X`` (the same numbers)."""
     y = draw_labels(g, n, labels)
-    X = g.standard_normal((p, n))
+    X = g.standard_normal((p, n)) if out is None else g.standard_normal(out=out)
     if mu_v is None:  # mu y^T has one nonzero row: add it in place (the same sums as the full outer product)
         mu_v = np.zeros(p)
         mu_v[0] = math.sqrt(snr)
@@ -177,13 +178,12 @@ class Draws:
     device: str
 
     def sample(self, seeds: Sequence[np.random.SeedSequence]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Samples ``X`` (T, p, n) and labels ``y`` (T, n) of a batch of trials, trial ``t`` from its own seed."""
-        Xs, ys = [], []
-        for ss in seeds:
-            X, y, _ = draw_sample(self.n, self.p, self.snr, np.random.default_rng(ss), self.labels)
-            Xs.append(X)
-            ys.append(y)
-        return torch.from_numpy(np.stack(Xs)).to(self.device), torch.from_numpy(np.stack(ys)).to(self.device)
+        """Samples ``X`` (T, p, n) and labels ``y`` (T, n) of a batch of trials, trial ``t`` from its own seed (drawn
+        in place into the batch: no copy)."""
+        X, ys = np.empty((len(seeds), self.p, self.n)), np.empty((len(seeds), self.n))
+        for t, ss in enumerate(seeds):
+            _, ys[t], _ = draw_sample(self.n, self.p, self.snr, np.random.default_rng(ss), self.labels, out=X[t])
+        return torch.from_numpy(X).to(self.device), torch.from_numpy(ys).to(self.device)
 
 
 def check_label_average(label_average: Any, snr: Any) -> bool:

@@ -52,6 +52,18 @@ def test_sampler_is_x_equals_mu_y_plus_z_bit_for_bit():
         assert np.array_equal(y, y_ref) and np.array_equal(X.view(np.uint64), X_ref.view(np.uint64))
 
 
+def test_batch_draws_equal_the_per_trial_sampler_bit_for_bit():
+    """``Draws.sample`` draws each trial into its slot of the batch: the numbers of one ``draw_sample`` per seed."""
+    from numerics._mc import Draws, draw_sample
+
+    seeds = np.random.SeedSequence(5).spawn(3)
+    for snr, labels in ((1.5, "balanced"), (0.0, "iid")):
+        X, y = Draws(n=7, p=4, snr=snr, labels=labels, device="cpu").sample(seeds)
+        for t, ss in enumerate(seeds):
+            X_t, y_t, _ = draw_sample(7, 4, snr, np.random.default_rng(ss), labels)
+            assert np.array_equal(X[t].numpy(), X_t) and np.array_equal(y[t].numpy(), y_t)
+
+
 def test_sampler_mean_override():
     m = np.arange(5.0)
     X, y, mu2 = sample_signal_plus_noise(8, 5, 0.0, 1, mu=m)
