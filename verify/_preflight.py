@@ -30,8 +30,6 @@ from .validation import path_or_none
 EXIT_INTERRUPTED = 130
 #: seconds allowed to reach a ``--scheduler`` before the run is refused
 SCHEDULER_TIMEOUT_S = 5.0
-#: the profiles ``--profile`` advertises, and those it accepts for the tests (tiny sizes, verdicts meaningless)
-PROFILES, TEST_PROFILES = ("quick", "paper"), ("smoke",)
 
 
 def refuse(message: str) -> None:
@@ -68,7 +66,18 @@ def select_checks(ids: list[str] | None) -> list:
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    """The options that say where the checks run and what they cache (``python -m verify`` and ``calibrate``)."""
+    """The options of ``python -m verify`` and ``calibrate``: which checks, their sizes, where they run, what they
+    cache, and sequential verdicts (per seed for ``calibrate``)."""
+    p.add_argument("--profile", choices=("quick", "paper", "smoke"), default="quick", metavar="{quick,paper}",
+                   help="quick: minutes on a laptop (default); paper: the papers' scale "
+                        "(smoke: tiny sizes for the tests, verdicts meaningless)")
+    p.add_argument("--only", nargs="+", metavar="ID", help="only these claim ids (e.g. A1 B2)")
+    p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
+                   help="sequential verdicts: run every check, then spend the rest of MINUTES (wall clock) on rounds "
+                        "of replicates of the undecided ones; a rerun continues from the cached rounds")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="sequential verdicts with at most N rounds after the first per check (reproducible on any "
+                        "machine; with --budget, whichever ends first)")
     p.add_argument("--cache-dir", type=Path, metavar="DIR",
                    help="on-disk cache for sweep cells (default .cache/verify/<profile>; 'none' disables)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",

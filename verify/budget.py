@@ -153,9 +153,8 @@ def sequence_table(seqs: Sequence[CheckSequence]) -> Any:
     """A rich table: per check its verdict, rounds, replicates, when it was decided and what it still needs."""
     from rich.table import Table
 
-    t = Table(title="Sequential verdicts (verify.sequential: Bonferroni over rounds)")
-    for col in ("check", "verdict", "round", "replicates", "decided at", "needs"):
-        t.add_column(col)
+    t = Table("check", "verdict", "round", "replicates", "decided at", "needs",
+              title="Sequential verdicts (verify.sequential: Bonferroni over rounds)")
     for s in (s for s in seqs if s.looks):
         needs = ""
         if s.undecided:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import sys
 import time
 import traceback
@@ -29,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from numerics.malloc import keep_freed_memory
 
-from ._preflight import (EXIT_INTERRUPTED, PROFILES, TEST_PROFILES, add_run_options, check_writable_dir,
+from ._preflight import (EXIT_INTERRUPTED, add_run_options, check_writable_dir,
                          check_writable_file, command, interrupts, refuse, resume_line, run_context,
                          select_checks)
 from .context import CheckContext
@@ -37,7 +36,7 @@ from .results import CheckResult, Verdict
 from .budget import look_line, run_sequential, sequence_table
 from .calibrate import calibrate, write_outputs
 from .claim import claim_of, exit_status, rejudge_stored, run_check
-from .compare import main as compare_main
+from .compare import load_report, main as compare_main
 from .lanes import LanesInterrupted, groups, lane_map, use_lanes
 from .report import (TABLE_WIDTH, VERDICT_STYLE, markdown_report, print_results, print_summary, run_metadata,
                      to_json, write_json)
@@ -56,11 +55,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
                    help="print the toolkit's version and exit")
-    p.add_argument("--profile", choices=PROFILES + TEST_PROFILES, default="quick", metavar="{quick,paper}",
-                   help="quick: minutes on a laptop (default); paper: the papers' scale "
-                        "(smoke: tiny sizes for the tests, verdicts meaningless)")
-    p.add_argument("--only", nargs="+", metavar="ID",
-                   help="run only these claim ids (e.g. A1 B2)")
     p.add_argument("--list", action="store_true",
                    help="list the claim ids, their papers and the claims in words, then exit")
     p.add_argument("--seed", type=int, default=0, help="base seed; every check derives its seeds from it (default 0)")
@@ -76,12 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rejudge", type=Path, metavar="JSON",
                    help="judge the comparisons of a report written by --json again with the current rules "
                         "(no simulation) and print the verdicts")
-    p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
-                   help="sequential verdicts: run every check, then spend the rest of MINUTES (wall clock) on rounds "
-                        "of replicates of the undecided ones; a rerun continues from the cached rounds")
-    p.add_argument("--rounds", type=int, default=None, metavar="N",
-                   help="sequential verdicts with at most N rounds after the first per check (reproducible on any "
-                        "machine; with --budget, whichever ends first)")
     return p
 
 
@@ -102,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # the Monte Carlo and large fits reallocate tens of MB per trial: keep freed blocks in the heap (numerics.malloc)
     keep_freed_memory(children=True)
+    # loky warns when it respawns an idle worker that timed out: nothing is lost (a crashed worker raises instead)
+    warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     if argv[:1] == ["calibrate"]:
         return calibrate_main(argv[1:])
     if argv[:1] == ["compare"]:
@@ -110,13 +100,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(width=None if sys.stdout.isatty() else 180 if args.verbose else TABLE_WIDTH)
     if args.rejudge is not None:
         return _rejudge(args, console)
-    # loky warns when it respawns an idle worker that timed out: nothing is lost (a crashed worker raises instead)
-    warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
     specs = select_checks(args.only)
     if args.list:
         _print_list(console, specs)
         return 0
-    base = preflight(args)
+    args.report_dir = path_or_none(args.report_dir)  # "none", as for --cache-dir: no report
+    base = run_context(args, seed=args.seed, report_dir=args.report_dir / "figures" if args.report_dir else None,
+                       memo={})
+    if args.json is not None:
+        check_writable_file("--json", args.json)
+    if args.report_dir is not None:
+        check_writable_dir("--report-dir", args.report_dir)
     started = datetime.now(timezone.utc)
     with interrupts() as signals:
         if args.budget is not None or args.rounds is not None:
@@ -145,28 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _print_list(console: Console, specs: list) -> None:
     """``--list``: the claim ids, their papers and the claims in words."""
-    t = Table(title="Claims (docs/claims.md)")
-    for col in ("id", "paper", "claim"):
-        t.add_column(col)
+    t = Table("id", "paper", "claim", title="Claims (docs/claims.md)")
     for s in specs:
         t.add_row(s.id, s.paper, s.statement)
     console.print(t)
-
-
-def preflight(args: argparse.Namespace) -> CheckContext:
-    """Check every option before the first check runs; the run's base :class:`CheckContext`.
-
-    Refuses (``SystemExit``, one ``error: ...`` line, exit status 1) what :func:`verify._preflight.run_context` refuses,
-    a bad ``--seed``, and ``--json`` / ``--report-dir`` that cannot be created or written.
-    """
-    args.report_dir = path_or_none(args.report_dir)  # "none", as for --cache-dir: no report
-    base = run_context(args, seed=args.seed, report_dir=args.report_dir / "figures" if args.report_dir else None,
-                       memo={})
-    if args.json is not None:
-        check_writable_file("--json", args.json)
-    if args.report_dir is not None:
-        check_writable_dir("--report-dir", args.report_dir)
-    return base
 
 
 def _stopped(signals: dict, specs: list, results: list[CheckResult], check: str | None) -> dict:
@@ -227,7 +203,7 @@ def _run_lanes(specs: list, base: CheckContext, profile: str, console: Console,
     progress bar; ``(results, None)`` in report order, or after SIGINT / SIGTERM the finished results, an ERROR
     result per check that had started, and :func:`_stopped`."""
     results: list[CheckResult] = []
-    order = {c.id: i for i, c in enumerate(specs)}
+    order, stopped = {c.id: i for i, c in enumerate(specs)}, None
     with _progress_bar(console) as progress:
         overall = progress.add_task(f"verify ({profile}, {base.n_jobs} checks at a time)", total=len(specs))
         try:
@@ -237,14 +213,13 @@ def _run_lanes(specs: list, base: CheckContext, profile: str, console: Console,
             sig = signals["signal"] or "SIGINT"
             running = exc.running if isinstance(exc, LanesInterrupted) else []
             results += [_interrupted_result(claim_of(cid), sig, elapsed, []) for cid, _, elapsed in running]
-            results.sort(key=lambda r: order[r.id])
             first = min((cid for cid, _, _ in running), key=order.get, default=None)
-            return results, _stopped(signals, specs, results, first)
+            stopped = _stopped(signals, specs, results, first)
         except Exception:  # noqa: BLE001 - a lane's worker died (out of memory, killed): the rest is ERROR
             error = traceback.format_exc()
             results += [CheckResult(id=c.id, paper=c.paper, claim=c.statement, verdict=Verdict.ERROR, error=error)
                         for c in specs if c.id not in {r.id for r in results}]
-    return sorted(results, key=lambda r: order[r.id]), None
+    return sorted(results, key=lambda r: order[r.id]), stopped
 
 
 def _run_sequential(specs: list, base: CheckContext, args: argparse.Namespace, console: Console,
@@ -303,11 +278,11 @@ def _write_outputs(args: argparse.Namespace, argv: list[str], results: list[Chec
 def _rejudge(args: argparse.Namespace, console: Console) -> int:
     """``--rejudge JSON``: verdicts of stored comparisons under the current rules (pure, no simulation)."""
     try:
-        doc = json.loads(Path(args.rejudge).read_text())
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"error: cannot read report {args.rejudge}: {exc}") from exc
+        stored = load_report(args.rejudge)
+    except ValueError as exc:
+        refuse(str(exc))
     results = []
-    for r in doc.get("results", []):
+    for r in stored:
         verdict, comps = rejudge_stored(r)
         if verdict.value != r.get("verdict"):
             console.print(f"{r['id']}: {r.get('verdict')} -> {verdict.value}")
@@ -324,28 +299,28 @@ def calibrate_parser() -> argparse.ArgumentParser:
     """The options of ``python -m verify calibrate``."""
     p = argparse.ArgumentParser(prog="python -m verify calibrate",
                                 description="Run checks on many seeds and measure their verdicts' error rates.")
-    p.add_argument("--only", nargs="+", metavar="ID", help="calibrate only these claim ids")
     p.add_argument("--seeds", type=int, default=30, metavar="N", help="base seeds 0..N-1 (default 30)")
     p.add_argument("--first-seed", type=int, default=0, metavar="K",
                    help="start at base seed K: seeds K..K+N-1 (default 0; a further, independent set of experiments)")
-    p.add_argument("--profile", choices=PROFILES + TEST_PROFILES, default="quick", metavar="{quick,paper}")
     add_run_options(p)
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="records, calibration.json, calibration.md and calibration.png "
                         "(default .cache/calibrate/<profile>)")
     p.add_argument("--markdown", type=Path, metavar="PATH", help="also write the markdown table to PATH")
-    p.add_argument("--budget", type=float, default=None, metavar="MINUTES",
-                   help="sequential verdicts with a budget of MINUTES per seed (as python -m verify --budget)")
-    p.add_argument("--rounds", type=int, default=None, metavar="N",
-                   help="sequential verdicts with at most N rounds per check after the first")
     return p
 
 
-def calibrate_preflight(args: argparse.Namespace) -> tuple[CheckContext, Path]:
-    """Check every option before the first check runs, as ``python -m verify`` does (:mod:`verify._preflight`):
-    ``--seeds >= 2``, ``--first-seed >= 0``, the options of :func:`verify._preflight.run_context`, and ``--out``,
-    ``--markdown`` writable.  Returns the template context of the runs (seed 0) and the output directory; a bad
-    option is one ``error: ...`` line (``SystemExit``, exit status 1)."""
+def calibrate_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m verify calibrate`` (:func:`verify.calibrate.calibrate`) (``argv``: ``None`` for ``sys.argv[1:]``, or a list of strings);
+    exit status 1 when a check is MISCALIBRATED.
+
+    SIGINT (Ctrl-C) or SIGTERM stops the run cleanly: the finished (check, seed) records stay in ``<out>/records``, one
+    line says how to resume, and the exit status is :data:`verify._preflight.EXIT_INTERRUPTED` (130); the summary is
+    written only by a run that finishes.
+    """
+    argv = list(sys.argv[1:] if argv is None else check_items("argv", argv, str, "strings (command-line words)"))
+    args = calibrate_parser().parse_args(argv)
+    specs = select_checks(args.only)
     if args.seeds < 2:
         refuse(f"--seeds must be >= 2, got {args.seeds}")
     if args.first_seed < 0:
@@ -359,22 +334,6 @@ def calibrate_preflight(args: argparse.Namespace) -> tuple[CheckContext, Path]:
         check_writable_dir("--out", d)
     if args.markdown is not None:
         check_writable_file("--markdown", args.markdown)
-    return base, out
-
-
-def calibrate_main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m verify calibrate`` (:func:`verify.calibrate.calibrate`) (``argv``: ``None`` for ``sys.argv[1:]``, or a list of strings);
-    exit status 1 when a check is MISCALIBRATED.
-
-    SIGINT (Ctrl-C) or SIGTERM stops the run cleanly: the finished (check, seed) records stay in ``<out>/records``, one
-    line says how to resume, and the exit status is :data:`verify._preflight.EXIT_INTERRUPTED` (130); the summary is
-    written only by a run that finishes.
-    """
-    warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given to the executor")
-    argv = list(sys.argv[1:] if argv is None else check_items("argv", argv, str, "strings (command-line words)"))
-    args = calibrate_parser().parse_args(argv)
-    specs = select_checks(args.only)
-    base, out = calibrate_preflight(args)
     console = Console()
     t0 = time.perf_counter()
     done, total = [0], len(specs) * args.seeds
@@ -421,9 +380,8 @@ def _calibration_summary(records: dict[str, list[dict]], args: argparse.Namespac
             "per_check_s": {cid: sum(float(r.get("runtime_s", 0.0)) for r in recs) / max(len(recs), 1)
                             for cid, recs in records.items()}}
     rows = write_outputs(records, meta, out, args.markdown)
-    t = Table(title=f"Calibration ({args.profile}, {args.seeds} seeds, {wall / 60:.1f} min)")
-    for col in ("check", "PASS", "FAIL", "INCONCL.", "false-FAIL 95% CI", "alpha", "mean z", "SD/SE", "flag"):
-        t.add_column(col)
+    t = Table("check", "PASS", "FAIL", "INCONCL.", "false-FAIL 95% CI", "alpha", "mean z", "SD/SE", "flag",
+              title=f"Calibration ({args.profile}, {args.seeds} seeds, {wall / 60:.1f} min)")
     for r in rows:
         t.add_row(r.id, str(r.counts["PASS"]), str(r.counts["FAIL"] + r.counts["ERROR"]),
                   str(r.counts["INCONCLUSIVE"]), f"[{r.fail_ci[0]:.3f}, {r.fail_ci[1]:.3f}]", f"{r.alpha:.2g}",

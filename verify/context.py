@@ -23,7 +23,7 @@ from numerics import sweep, torch_threads
 from numerics.sweep import CacheIntegrityWarning, to_jsonable
 from theory.validation import ArgumentTypeError, check_choice, check_int, describe
 
-from .validation import MAX_SEED, check_dir, check_json, check_n_jobs, check_text, seed_text
+from .validation import MAX_SEED, check_dir, check_mapping, check_n_jobs, check_text, seed_text
 
 __all__ = ["CACHE_VERSION", "EXECUTORS", "PROFILES", "CheckContext"]
 
@@ -136,7 +136,11 @@ class CheckContext:
         """Stable SHA-256 key (64 hex digits) of one cell of :meth:`cached`: :func:`numerics.sweep.cache_key` of the
         check id, ``name``, the key dict, the base seed, the profile, the device and ``CACHE_VERSION`` + ``version``."""
         check_text("name", name, empty=False)
-        key = check_json("key", key)
+        key = check_mapping("key", key)
+        try:
+            to_jsonable(key)
+        except ValueError as exc:
+            raise ValueError(f"key must be JSON-serialisable: {exc}") from None
         check_text("version", version)
         cell = {"check": self.check_id, "name": name, "key": dict(key), "profile": self.profile, "device": self.device}
         # the entry kind is a fixed name (:data:`_ENTRY_KIND`), not ``compute``'s code: keys survive a wrapped method
@@ -307,20 +311,15 @@ def _npz_write(path: Path, h: str, meta: str, out: Mapping[str, Any]) -> None:
             tmp.unlink()
 
 
-@contextlib.contextmanager
-def _claim(path: Path) -> Iterator[None]:
+def _claim(path: Path) -> contextlib.AbstractContextManager:
     """Hold the inter-process lock of the cache entry ``path`` (waits while another run holds it); without a
     writable directory, no lock (the entry cannot be written either)."""
-    try:
+    held = contextlib.ExitStack()
+    with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = sweep.cell_lock(path.with_suffix(".lock"))
         lock.acquire()
-    except OSError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        lock.release()
+        held.callback(lock.release)
+    return held
 
 

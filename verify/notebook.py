@@ -15,6 +15,7 @@ line's too: ``.cache/verify/<profile>`` under the working directory (``cache_dir
 from __future__ import annotations
 
 import dataclasses
+from importlib import resources
 import os
 import tempfile
 import time
@@ -90,11 +91,7 @@ class Run:
 
 
 #: the notebook view's style, scoped to its own block (the notebook's other cells keep theirs)
-_CSS = (".verify-run .PASS { color: #009E73; font-weight: bold; } .verify-run .FAIL, .verify-run .ERROR "
-        "{ color: #D55E00; font-weight: bold; } .verify-run .INCONCLUSIVE { color: #B07800; font-weight: bold; } "
-        ".verify-run .INFO { color: #555; font-weight: bold; } .verify-run figure img { max-width: 100%; } "
-        ".verify-run .near { color: #0072B2; font-weight: bold; } .verify-run .nw { white-space: nowrap; } "
-        ".verify-run math { math-style: normal; }")
+_CSS = resources.files(__package__).joinpath("notebook.css").read_text()
 
 
 def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed: int = 0,
@@ -144,7 +141,6 @@ def run(ids: str | Sequence[str] | None = None, *, profile: str = "quick", seed:
         for option in ("executor", "scheduler"):
             message = message.replace(f"--{option}", option)
         raise ValueError(message) from None
-    ids = [ids] if isinstance(ids, str) else ids
     if ids is not None and not ids:
         raise ValueError("ids must name at least one claim (None: all of them), got []")
     specs = select(ids)

@@ -249,15 +249,19 @@ def markdown_report(results: list[CheckResult], meta: dict, exit_code: int, repo
     """A self-contained markdown report; figures are linked relative to ``report_dir``."""
     facts = run_facts(results, meta, exit_code, str, "`{}`", "**{}**")
     lines = ["# Verification report", "", *(f"- {f}" for f in facts)]
-    summary = [[f"[{r.id}](#{section_anchor(r)})", f"**{r.verdict.value}**", *map(_md, summary_cells(r)[:2]),
-                _md(" vs ".join(numbers(shown_comparison(r.comparisons), latex_text))) if r.comparisons else ""]
-               for r in results]
-    lines += ["", *md_table(SUMMARY_COLUMNS, summary), "", "## Contents", ""]
+    lines += ["", *summary_table(results, MD), "", "## Contents", ""]
     lines += [f"- [{r.id}: {r.verdict.value}](#{section_anchor(r)}) - {_md(_short(r.claim, 110))}" for r in results]
     lines.append("")
     for r in results:
         lines += section_lines(r, report_dir, MD)
     return "\n".join(lines)
+
+
+def summary_table(results: list[CheckResult], page: SimpleNamespace) -> list[str]:
+    """The opening table in ``page``'s markup: per check a link to its section, its verdict, its headline comparison."""
+    rows = [[page.link(r), page.verdict(r.verdict.value), *map(page.esc, summary_cells(r)[:2]),
+             " vs ".join(page.cell_numbers(shown_comparison(r.comparisons))) if r.comparisons else ""] for r in results]
+    return page.table(SUMMARY_COLUMNS, rows, {0: "key", 1: "key", 2: "num key"}, "")
 
 
 def run_facts(results: list[CheckResult], meta: dict, exit_code: int, esc: Callable[[str], str], code: str,
@@ -392,6 +396,7 @@ def _last_line(text: str | None) -> str:
 MD = SimpleNamespace(
     esc=_md, prose=str, verdict="**{}**".format, em="*{}*".format, aside=str, para=lambda cls, text: text,
     heading=lambda r, v: [f"## {r.id}: {r.verdict.value}"], code=lambda text: ["```", text, "```"],
+    link=lambda r: f"[{r.id}](#{section_anchor(r)})",
     figure=lambda r, f, report_dir: f"![{r.id}]({os.path.relpath(f, report_dir)})",
     headline_numbers=lambda c: numbers(c, latex_text), cell_numbers=lambda c: map(_md, numbers(c, latex_text)),
     outcome=lambda row: row.outcome if row.outcome == "PASS" else f"**{row.outcome}**",

@@ -8,6 +8,7 @@ short on paper."""
 from __future__ import annotations
 
 import base64
+from importlib import resources
 import os
 from html import escape
 from pathlib import Path
@@ -15,34 +16,13 @@ from types import SimpleNamespace
 from urllib.parse import quote
 
 from .evidence import rows_word
-from .report import (SUMMARY_COLUMNS, measured_text, numbers, run_facts, section_anchor, section_lines,
-                     shown_comparison, summary_cells)
+from .report import measured_text, numbers, run_facts, section_anchor, section_lines, summary_table
 from .results import CheckResult, Comparison
 from .typeset import mathml_html
 
 
 #: the page's style: readable widths, ruled tables, one colour per verdict (the figures' palette)
-_HTML_CSS = """
-body { font: 15px/1.45 system-ui, sans-serif; max-width: 1150px; margin: 1.5em auto; padding: 0 1em; color: #222; }
-table { border-collapse: collapse; margin: 0.6em 0; font-size: 13px; width: 100%; }
-th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
-th { background: #f2f2f2; }
-td.num { text-align: right; } td.key, th, .v { white-space: nowrap; overflow-wrap: normal; }
-table.evidence td { vertical-align: middle; overflow-wrap: break-word; } table.evidence td:first-child { width: 38%; }
-.PASS { color: #009E73; font-weight: bold; } .FAIL, .ERROR { color: #D55E00; font-weight: bold; }
-.INCONCLUSIVE, .NOT-IMPLEMENTED { color: #B07800; font-weight: bold; } .INFO { color: #555; font-weight: bold; }
-.near { color: #0072B2; font-weight: bold; } .nw { white-space: nowrap; } math { font-size: 1.1em; math-style: normal; }
-figure { margin: 0.6em 0; } figure img { max-width: 100%; max-height: 520px; border: 1px solid #eee; }
-figcaption, .run { color: #555; font-size: 13px; }
-pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 12px; }
-details { margin: 0.4em 0 0.8em; } summary { cursor: pointer; color: #0072B2; }
-section { border-top: 1px solid #ddd; margin-top: 1.2em; } h2 { margin: 0.6em 0 0.2em; }
-p.headline { font-size: 16px; margin: 0.2em 0 0.4em; } .rules { font-size: 13px; } .rules ul { margin: 0; }
-@media print {
-  body { font-size: 12px; max-width: none; margin: 0; padding: 0; } table { font-size: 10.5px; }
-  h2, .rules { break-after: avoid; } tr, figure { break-inside: avoid; } figure img { max-height: 330px; }
-}
-""".strip()
+_HTML_CSS = resources.files(__package__).joinpath("report.css").read_text().strip()
 
 
 def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_dir: Path) -> str:
@@ -54,7 +34,7 @@ def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_d
     return "\n".join(["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
                       '<meta name="viewport" content="width=device-width, initial-scale=1">',
                       f"<title>{title}</title>", f"<style>\n{_HTML_CSS}\n</style>", "</head>", "<body>",
-                      "<h1>Verification report</h1>", *_html_summary(results), '<ul class="run">',
+                      "<h1>Verification report</h1>", *summary_table(results, HTML), '<ul class="run">',
                       *(f"<li>{f}</li>" for f in facts), "</ul>",
                       *(x for r in results for x in section_lines(r, report_dir, HTML)), "</body>", "</html>", ""])
 
@@ -62,7 +42,7 @@ def html_report(results: list[CheckResult], meta: dict, exit_code: int, report_d
 def html_sections(results: list[CheckResult], report_dir: Path) -> list[str]:
     """The HTML lines of the results without a page around it: the summary table, then one section per check (its
     claim, judged comparisons, notes, figures embedded as ``data:`` URIs, seeds); a notebook shows it as it is."""
-    return _html_summary(results) + [x for r in results for x in section_lines(r, Path(report_dir), HTML)]
+    return summary_table(results, HTML) + [x for r in results for x in section_lines(r, Path(report_dir), HTML)]
 
 
 def _verdict_span(value: str, cls: str | None = None) -> str:
@@ -79,15 +59,6 @@ def _html_table(header: tuple[str, ...], rows: list[list[str]], classes: dict[in
         tds = (f'<td class="{classes[k]}">{x}</td>' if k in classes else f"<td>{x}</td>" for k, x in enumerate(row))
         lines.append("<tr>" + "".join(tds) + "</tr>")
     return lines + ["</tbody>", "</table>"]
-
-
-def _html_summary(results: list[CheckResult]) -> list[str]:
-    """The opening table: per check a link to its section, its verdict and its headline comparison."""
-    rows = [[f'<a href="#{section_anchor(r)}">{escape(r.id)}</a>', _verdict_span(r.verdict.value),
-             *map(escape, summary_cells(r)[:2]),
-             " vs ".join(_numbers(shown_comparison(r.comparisons))) if r.comparisons else ""]
-            for r in results]
-    return _html_table(SUMMARY_COLUMNS, rows, {0: "key", 1: "key", 2: "num key"})
 
 
 def _figure(r: CheckResult, f: Path, report_dir: Path) -> str:
@@ -111,6 +82,7 @@ HTML = SimpleNamespace(
     esc=escape, prose=escape, verdict=_verdict_span, em="<em>{}</em>".format,
     aside='<span class="run">{}</span>'.format,
     para=lambda cls, text: f'<p class="{cls}">{text}</p>' if cls else f"<p>{text}</p>",
+    link=lambda r: f'<a href="#{section_anchor(r)}">{escape(r.id)}</a>',
     heading=lambda r, v: [f'<section id="{section_anchor(r)}">', f"<h2>{escape(r.id)}: {v}</h2>"],
     code=lambda text: [f"<pre>{escape(text)}</pre>"], figure=_figure, headline_numbers=_numbers, cell_numbers=_numbers,
     outcome=lambda row: _verdict_span(row.outcome, "near" if row.near else row.comparison.outcome),

@@ -126,20 +126,13 @@ class Comparison:
         """Rebuild a comparison from its :meth:`to_json` form (to judge stored results again); ``d`` must hold ``name``,
         ``predicted``, ``measured``, ``uncertainty``, ``tolerance`` and ``passed``, checked as by the constructor."""
         d = check_mapping("d", d)
-        keys = ("name", "predicted", "measured", "uncertainty", "tolerance", "passed", "kind", "p_fail", "p_pass",
-                "margin", "df", "decide_factor", "headline", "args", "key")
+        keys = [f.name for f in fields(cls) if f.name != "outcome"]
         missing = [k for k in keys[:6] if k not in d]
         if missing:
             raise ValueError(f"d must be a stored comparison (Comparison.to_json), got one without {missing}")
-        kw = {k: d[k] for k in keys if k in d}
-        for k in ("p_fail", "p_pass", "margin", "df", "decide_factor"):
-            if isinstance(kw.get(k), str):  # non-finite floats are stored as text
-                if kw[k] not in ("nan", "inf", "-inf"):
-                    raise ValueError(f"d['{k}'] must be a number, None or 'nan' / 'inf' / '-inf', got {kw[k]!r}")
-                kw[k] = float(kw[k])
+        kw = {k: float(d[k]) if k in _REALS and d[k] in ("nan", "inf", "-inf") else d[k] for k in keys if k in d}
         kw.setdefault("kind", "exact")
         kw["args"] = _stored_args(kw.get("args", ()))
-        kw["headline"] = check_flag("d['headline']", kw.get("headline", False))
         if kw["kind"] == "exact":
             outcome = d["outcome"] if "outcome" in d else ("PASS" if check_flag("d['passed']", d["passed"]) else "FAIL")
             kw["passed"] = check_text("d['outcome']", outcome) == "PASS"
@@ -244,6 +237,7 @@ class Comparison:
 
 
 _KEY_VALUE = (str, int, float, bool, type(None))
+_REALS = ("p_fail", "p_pass", "margin", "df", "decide_factor")  # non-finite floats are stored as text
 
 
 def _check_key(v: Any) -> tuple:

@@ -14,24 +14,16 @@ import sympy as sp
 
 from numerics.sweep import to_jsonable
 from numerics.threads import MAX_THREADS as MAX_JOBS  # most workers of a run
-from theory.validation import MAX_SEED, ArgumentTypeError, check_text, describe  # noqa: F401 (re-exported)
+from theory.validation import MAX_SEED, ArgumentTypeError, check_real, check_text, describe  # noqa: F401 (re-exported)
 
 
 def optional_real(name: str, v: Any, low: float, high: float, *, nan_ok: bool = False, low_open: bool = False,
                    inf_ok: bool = False) -> float | None:
     """``None``, or a real number (not a bool, not text) in ``[low, high]`` (``(low, high]`` with ``low_open``);
     NaN only with ``nan_ok`` (a p-value that could not be computed), infinities only with ``inf_ok``."""
-    if v is None:
-        return None
-    x = real_number(name, v, "None or a real number")
-    if math.isnan(x):
-        if nan_ok:
-            return v
-        raise ValueError(f"{name} must be None or a real number, got {describe(v)}")
-    if math.isinf(x) and not inf_ok:
-        raise ValueError(f"{name} must be None or a finite real number, got {describe(v)}")
-    if not (low < x if low_open else low <= x) or not x <= high:
-        raise ValueError(f"{name} must lie in {'(' if low_open else '['}{low:g}, {high:g}], got {describe(v)}")
+    x = None if v is None else real_number(name, v, "None or a real number")
+    if x is not None and not (nan_ok and math.isnan(x) or inf_ok and x == math.inf):
+        check_real(name, x, low=low, high=high, low_open=low_open)
     return v
 
 
@@ -91,16 +83,6 @@ def check_mapping(name: str, v: Any) -> dict:
     if bad:
         raise ArgumentTypeError(f"{name} must be a mapping with string keys, got the key {describe(bad[0])}")
     return dict(v)
-
-
-def check_json(name: str, v: Any) -> dict:
-    """A mapping with string keys whose values are JSON-serialisable (numbers, strings, lists, dicts, arrays)."""
-    out = check_mapping(name, v)
-    try:
-        to_jsonable(out)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be JSON-serialisable: {exc}") from None
-    return out
 
 
 def seed_text(k: Any) -> str:

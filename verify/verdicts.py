@@ -84,21 +84,16 @@ def _check_alpha(alpha: Any) -> float:
     return as_float("alpha", alpha, low=0, high=1, low_open=True, high_open=True)
 
 
-def _check_comparison(name: str, c: Any) -> None:
-    """A comparison: a dataclass with the fields :data:`_FIELDS` and a known ``kind``."""
-    if not is_dataclass(c) or isinstance(c, type) or not all(hasattr(c, f) for f in _FIELDS):
-        raise ArgumentTypeError(f"{name} must be a comparison (a dataclass with the fields {', '.join(_FIELDS)}), "
-                                f"got {_describe(c)} ({type(c).__name__})")
-    check_choice(f"{name}.kind", c.kind, KINDS)
-
-
 def check_comparisons(name: str, comparisons: Any) -> list:
-    """A list (or tuple) of comparisons (:func:`_check_comparison`)."""
+    """A list (or tuple) of comparisons: dataclasses with the fields :data:`_FIELDS` and a known ``kind``."""
     if not isinstance(comparisons, (list, tuple)):
         raise ArgumentTypeError(f"{name} must be a list of comparisons, got {_describe(comparisons)} "
                                 f"({type(comparisons).__name__})")
     for c in comparisons:
-        _check_comparison(f"{name} item", c)
+        if not is_dataclass(c) or isinstance(c, type) or not all(hasattr(c, f) for f in _FIELDS):
+            raise ArgumentTypeError(f"{name} item must be a comparison (a dataclass with the fields "
+                                    f"{', '.join(_FIELDS)}), got {_describe(c)} ({type(c).__name__})")
+        check_choice(f"{name} item.kind", c.kind, KINDS)
     return list(comparisons)
 
 
@@ -221,8 +216,8 @@ def judge(comparisons: Sequence[Comparison], alpha: float = ALPHA_CHECK) -> str:
 
     An empty list: ``PASS`` (vacuous; a check without comparisons FAILS in :func:`verify.claim.run_check`).
     """
-    comparisons = check_comparisons("comparisons", comparisons)
-    return judged(comparisons, alpha).verdict if comparisons else "PASS"
+    judgement = judged(comparisons, alpha)
+    return judgement.verdict if judgement.comparisons else "PASS"
 
 
 def rates_text() -> str:

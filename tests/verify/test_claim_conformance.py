@@ -96,7 +96,7 @@ def test_claim_is_judged_once_purely_and_round_trips(cid, tmp_path, monkeypatch)
     for name, (problems, title) in seen.get("problems", {}).items() if cid in FIGURE_IDS else ():
         assert not problems, f"{cid} {name}: " + "; ".join(problems)
         assert title.startswith(f"{cid}:") and out.verdict in title, title  # the claim and its verdict
-    assert out.figures or claim.figure is claim_module._no_figure
+    assert out.figures or claim.figure is claim_module.Claim.__dataclass_fields__["figure"].default
     _words_match_the_judge(claim.statement, out.comparisons, cid)
     if cid in KEYED_IDS:
         keys = [c.key for c in out.comparisons]

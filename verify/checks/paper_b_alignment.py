@@ -11,6 +11,7 @@ from itertools import pairwise
 from typing import Any
 
 import numpy as np
+from theory import ridge_error_values
 
 from ..claim import Claim, register
 from ..figures import pyplot
@@ -42,8 +43,6 @@ _FIGURE_SPIKES = (("none", SPIKE_NONE), ("aligned 1", (1.0, "aligned")), ("align
 
 def _reversal_scan(c: float, snr: float, strength: float, grid: np.ndarray) -> dict:
     """Theory: where ``E_att <= E_RR`` on a log grid of gamma (aligned spike of ``strength``)."""
-    from theory import ridge_error_values
-
     spike = (strength, "aligned") if strength > 0 else SPIKE_NONE
     ratio = structured_theory(grid, c, snr, spike) / ridge_error_values(grid, c, snr)
     below = np.nonzero(ratio <= 1.0)[0]
@@ -109,8 +108,6 @@ def design_b4(ctx: CheckContext) -> B4Design:
 
 def _curves(grid: np.ndarray, c: float, snr: float, spikes) -> dict[str, np.ndarray]:
     """Attention theory for each ``(key, spike)`` of ``spikes`` and ridge's (``"ridge"``) on ``grid``."""
-    from theory import ridge_error_values
-
     return {**{key: structured_theory(grid, c, snr, spike) for key, spike in spikes},
             "ridge": ridge_error_values(grid, c, snr)}
 

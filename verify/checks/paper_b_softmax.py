@@ -25,10 +25,11 @@ from typing import Any
 import numpy as np
 
 from numerics.slopes import design_slope
+from theory.softmax import softmax_attention_error, softmax_normaliser_spread
 
 from ..statistics import mean_se
 from ..claim import Claim, register
-from ..figures import paper_figure
+from .. import figures as F
 from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison, with_key
@@ -139,7 +140,6 @@ class B8Prediction:
 
 def _theory(gammas: Any, cfg: Config, p: int | None = None) -> np.ndarray:
     """:func:`theory.softmax.softmax_attention_error` of a configuration at ``p`` (``None``: the limit)."""
-    from theory.softmax import softmax_attention_error
 
     c, snr, spike, beta = cfg
     return np.asarray(softmax_attention_error(gammas, c, beta, snr, _spike_arg(spike), p=p, **SOLVER), float)
@@ -147,7 +147,6 @@ def _theory(gammas: Any, cfg: Config, p: int | None = None) -> np.ndarray:
 
 def predict_b8(ctx: CheckContext, design: B8Design) -> B8Prediction:
     """:func:`theory.softmax.softmax_attention_error` at every size (finite ``p``) and in the limit."""
-    from theory.softmax import softmax_normaliser_spread
 
     g, cfgs, sizes = np.asarray(design.gammas, float), design.configs(), design.sizes
     return B8Prediction(finite={(cfg, n): _theory(g, cfg, p_of(n, cfg[0])) for cfg in cfgs for n in sizes},
@@ -344,7 +343,6 @@ def describe_b8(design: B8Design, prediction: B8Prediction, measurement: dict[st
 def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Comparison], c: float, snr: float,
            spike: tuple[float, str]) -> None:
     """One (c, input): per beta the prediction at n_l (curve), the limit (dotted), softmax (o) and entrywise (x)."""
-    from .. import figures as F
 
     nl = design.pair[1]
     ys: list[float] = []
@@ -370,10 +368,9 @@ def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Compari
                   verdict=F.worst_outcome(mine))
 
 
-@paper_figure
+@F.paper_figure
 def figure_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, Any], judgement: Judgement) -> Any:
     """E versus gamma per (c, input): softmax points, entrywise exponential points, the prediction curves."""
-    from .. import figures as F
 
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     points = b8_points(design, prediction, measurement["cells"])

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..statistics import mean_se
 from ..claim import Claim, register
-from ..figures import paper_figure
+from .. import figures as F
 from ..verdicts import Judgement
 from ..context import CheckContext
 from ..results import Comparison, with_key
@@ -179,7 +179,6 @@ _SPIKE_WORDS = {"none": "no spike", "aligned 1": "aligned spike, strength 1", "a
 
 def _b7_panel(ax: Any, design: B7Design, rows: list[dict], comps: list[Comparison], c: float, snr: float) -> None:
     """One (c, snr): dense theory per spike, true-kernel MC at 2p (open: outside the regime), linearised MC (x)."""
-    from .. import figures as F
 
     (p1, p2), trials = design.sizes[c]
     for k, spike in enumerate(design.prof.spikes):
@@ -208,10 +207,9 @@ def _b7_panel(ax: Any, design: B7Design, rows: list[dict], comps: list[Compariso
     F.key_numbers(ax, lines, verdict=F.worst_outcome(true + lin))
 
 
-@paper_figure
+@F.paper_figure
 def figure_b7(design: B7Design, prediction: B7Prediction, cells: dict, judgement: Judgement) -> Any:
     """Per (c, snr): theory (dense, per spike), true-kernel MC at 2p (3 SE; open outside the regime), linearised MC."""
-    from .. import figures as F
 
     prof = design.prof
     verdict, comps = judgement.verdict, list(judgement.comparisons)
