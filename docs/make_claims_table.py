@@ -11,8 +11,8 @@ The table replaces the lines between ``<!-- claims-table:start -->`` and ``<!-- 
 file (predicted, measured +- SE, outcome).  The caption names the profile, the seeds, the machine and the date
 recorded in the JSON files.  ``--print`` writes the table to standard output instead; ``--file PATH --marker NAME``
 writes it between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` of another page.  ``--headlines ID ...``
-writes instead one row per named check with its headline (measured ± SE) at every seed, the comparison of the
-first file named once per row (docs/findings.md: ``--file docs/findings.md --marker paper-headlines --headlines
+writes instead one row per named check with its headline (measured ± SE, and its z = (measured - predicted) / SE) at
+every seed and the mean z over the seeds (their SD), the comparison of the first file named once per row (docs/findings.md: ``--file docs/findings.md --marker paper-headlines --headlines
 A2 A3 A4 B9 B10`` with the paper reports of seeds 0-4).
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -85,6 +86,14 @@ def table(docs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _z(c: dict) -> float | None:
+    """``(measured - predicted) / SE`` of a stored comparison with numbers for all three, else ``None``."""
+    values = (c.get("measured"), c.get("predicted"), c.get("uncertainty"))
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values) or not values[2] > 0:
+        return None
+    return (values[0] - values[1]) / values[2]
+
+
 def headline_table(docs: list[dict], ids: list[str]) -> str:
     """Markdown table (with its caption): per check of ``ids``, its headline measured ± SE at each report's seed."""
     first = docs[0]
@@ -94,22 +103,25 @@ def headline_table(docs: list[dict], ids: list[str]) -> str:
         f"{first['profile']}` at seeds {', '.join(map(str, seeds))} on {first['platform']} ({first['cpu_count']} "
         f"cores), {first['started_utc'][:10]}.",
         "",
-        "| claim | headline (predicted) | " + " | ".join(f"seed {s}" for s in seeds) + " |",
-        "|" + "---|" * (len(seeds) + 2),
+        "| claim | headline (predicted) | " + " | ".join(f"seed {s}" for s in seeds) + " | mean z (SD) |",
+        "|" + "---|" * (len(seeds) + 3),
     ]
     by_id = [{r["id"]: r for r in d["results"]} for d in docs]
     for cid in ids:
         if any(cid not in b for b in by_id):
             raise SystemExit(f"error: {cid} is not in every report")
-        cells, name = [], None
+        cells, name, zs = [], None, []
         for b in by_id:
             c = _headline(b[cid])
             if c is None:
                 cells.append(b[cid]["verdict"])
                 continue
             name = name or f"{c['name']} ({_fmt(c['predicted'])})".replace("|", "/")
-            cells.append(f"{_measured(c)} {c.get('outcome', '')}")
-        lines.append(f"| {cid} | {name or ''} | " + " | ".join(cells) + " |")
+            z = _z(c)
+            zs += [] if z is None else [z]
+            cells.append(f"{_measured(c)}" + ("" if z is None else f" (z {z:+.2f})") + f" {c.get('outcome', '')}")
+        mean_z = f"{statistics.mean(zs):+.2f} ({statistics.stdev(zs):.2f})" if len(zs) > 1 else ""
+        lines.append(f"| {cid} | {name or ''} | " + " | ".join(cells) + f" | {mean_z} |")
     return "\n".join(lines)
 
 
