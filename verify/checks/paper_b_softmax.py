@@ -140,14 +140,12 @@ class B8Prediction:
 
 def _theory(gammas: Any, cfg: Config, p: int | None = None) -> np.ndarray:
     """:func:`theory.softmax.softmax_attention_error` of a configuration at ``p`` (``None``: the limit)."""
-
     c, snr, spike, beta = cfg
     return np.asarray(softmax_attention_error(gammas, c, beta, snr, _spike_arg(spike), p=p, **SOLVER), float)
 
 
 def predict_b8(ctx: CheckContext, design: B8Design) -> B8Prediction:
     """:func:`theory.softmax.softmax_attention_error` at every size (finite ``p``) and in the limit."""
-
     g, cfgs, sizes = np.asarray(design.gammas, float), design.configs(), design.sizes
     return B8Prediction(finite={(cfg, n): _theory(g, cfg, p_of(n, cfg[0])) for cfg in cfgs for n in sizes},
                         limit={cfg: _theory(g, cfg) for cfg in cfgs},
@@ -343,7 +341,6 @@ def describe_b8(design: B8Design, prediction: B8Prediction, measurement: dict[st
 def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Comparison], c: float, snr: float,
            spike: tuple[float, str]) -> None:
     """One (c, input): per beta the prediction at n_l (curve), the limit (dotted), softmax (o) and entrywise (x)."""
-
     nl = design.pair[1]
     ys: list[float] = []
     for k, beta in enumerate(design.all_betas):
@@ -371,7 +368,6 @@ def _panel(ax: Any, design: B8Design, points: list[B8Point], comps: list[Compari
 @F.paper_figure
 def figure_b8(design: B8Design, prediction: B8Prediction, measurement: dict[str, Any], judgement: Judgement) -> Any:
     """E versus gamma per (c, input): softmax points, entrywise exponential points, the prediction curves."""
-
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     points = b8_points(design, prediction, measurement["cells"])
     panels = [(inp.snr, s) for inp in design.inputs for s in inp.spikes]

@@ -179,7 +179,6 @@ _SPIKE_WORDS = {"none": "no spike", "aligned 1": "aligned spike, strength 1", "a
 
 def _b7_panel(ax: Any, design: B7Design, rows: list[dict], comps: list[Comparison], c: float, snr: float) -> None:
     """One (c, snr): dense theory per spike, true-kernel MC at 2p (open: outside the regime), linearised MC (x)."""
-
     (p1, p2), trials = design.sizes[c]
     for k, spike in enumerate(design.prof.spikes):
         lab, col = spike_label(spike), F.COLORS[k % len(F.COLORS)]
@@ -210,7 +209,6 @@ def _b7_panel(ax: Any, design: B7Design, rows: list[dict], comps: list[Compariso
 @F.paper_figure
 def figure_b7(design: B7Design, prediction: B7Prediction, cells: dict, judgement: Judgement) -> Any:
     """Per (c, snr): theory (dense, per spike), true-kernel MC at 2p (3 SE; open outside the regime), linearised MC."""
-
     prof = design.prof
     verdict, comps = judgement.verdict, list(judgement.comparisons)
     rows = [r for pts in _b7_points(design, prediction, cells) for _, r, _, _ in pts]
