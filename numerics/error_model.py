@@ -67,10 +67,6 @@ def _basis(u: np.ndarray, lo: float, hi: float, K: int, s: int, rows: np.ndarray
     return sparse.coo_matrix((V.ravel(), (np.repeat(r, s + 1), cols.ravel())), shape=shape).tocsr()
 
 
-def _dphi(model: IPSModel, u: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    return (model.phi_star(u + h) - model.phi_star(u - h)) / (2 * h)
-
-
 def _fixed_directions(A: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
     """Directions of ``(W, Z)`` (``dA = U W^T + Z V^T``, the layout of :class:`_Features`) that do not move ``u`` to
     first order or are fixed by the estimator: the scale of ``A*`` (removed by the normalisation) and the ``r^2`` gauge
@@ -113,7 +109,7 @@ class _Features:
         if not self.with_A:
             return fb, None
         dp = np.zeros_like(u)
-        dp[:, ii, jj] = _dphi(self.model, u[:, ii, jj])
+        dp[:, ii, jj] = self.model.phi_star_derivative(u[:, ii, jj])
         XU, XV = X @ self.U, X @ self.V
         fW = (np.matmul(dp, X)[..., :, None] * XU[..., None, :]).reshape(M * N, -1)
         fZ = (X[..., :, None] * np.matmul(dp, XV)[..., None, :]).reshape(M * N, -1)
@@ -131,7 +127,7 @@ class _Features:
     def tangent(self, x: np.ndarray, y: np.ndarray, u: np.ndarray) -> np.ndarray:
         """The A-tangent features ``(n, q)`` of the pairs ``(x, y)`` whose values are ``u`` (truth only: not ``K``,
         ``s`` or the range, so computed once for several partitions)."""
-        dp = _dphi(self.model, u)
+        dp = self.model.phi_star_derivative(u)
         fW = np.einsum("n,nb,na->nba", dp, y, x @ self.U).reshape(u.size, -1)
         fZ = np.einsum("n,nb,na->nba", dp, x, y @ self.V).reshape(u.size, -1)
         return np.hstack([fW, fZ]) @ self.Q

@@ -13,6 +13,7 @@ them: the scale of ``A*``, the B-spline and lacunary truths, the token and noise
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -38,6 +39,34 @@ __all__ = ["IPSModel", "TOKEN_LAWS", "TRUTHS"]
 TOKEN_LAWS = ("uniform", "gaussian", "anisotropic", "exchangeable")
 TRUTHS = ("bspline", "hard")
 NOISE_LAWS = ("gaussian", "rademacher")
+
+
+class _PiecewiseTable:
+    """A spline of degree ``k`` on ``n`` equal intervals of ``[-L, L]``, zero outside, as one polynomial per interval
+    in the local coordinate ``t in [0, 1]`` (its Taylor coefficients at the interval's left end): an evaluation is
+    one division and ``k`` multiply-adds, about 3x faster than scipy's de Boor recursion; the two agree to rounding."""
+
+    def __init__(self, spline: BSpline, L: float, n: int) -> None:
+        h, k = 2.0 * L / n, int(spline.k)
+        left = np.linspace(-L, L, n + 1)[:-1]
+        c = np.array([spline(left, nu=m) * h**m / math.factorial(m) for m in range(k, -1, -1)])  # highest first
+        dc = c[:-1] * np.arange(k, 0, -1.0)[:, None] / h  # d/du = (1/h) d/dt
+        zero = np.zeros((k + 1, 1))  # column n: outside [-L, L]
+        self.coef, self.dcoef = np.hstack([c, zero]), np.hstack([dc, zero[:-1]])
+        self.L, self.n, self.inv_h = float(L), int(n), 1.0 / h
+
+    def __call__(self, u: np.ndarray, derivative: bool = False) -> np.ndarray:
+        x = u.reshape(-1)
+        s = np.clip((x + self.L) * self.inv_h, 0.0, float(self.n))
+        i = np.minimum(s.astype(np.intp), self.n - 1)
+        t = s - i
+        i[(x < -self.L) | (x > self.L)] = self.n
+        table = self.dcoef if derivative else self.coef
+        out = table[0].take(i)
+        for row in table[1:]:
+            out *= t
+            out += row.take(i)
+        return out.reshape(u.shape)
 
 
 @dataclass(eq=False)
@@ -199,6 +228,7 @@ class IPSModel:
             coef = np.r_[np.zeros(k), coef, np.zeros(k)]
             self._spline = BSpline(knots, coef, k, extrapolate=False)
             self._spline_coef = coef
+            self._table = _PiecewiseTable(self._spline, self.support, self.n_knots + 1)
         else:
             self._kmax = 24
             self._phases = g_phi.uniform(0.0, 2 * np.pi, self._kmax + 1)
@@ -213,12 +243,20 @@ class IPSModel:
         """The activation ``phi*(u)`` (vectorised, float64, any shape; finite real ``u`` only)."""
         u = as_array("u", u, allow_empty=True)
         if self.truth == "bspline":
-            out = self._spline(u)
-            return np.nan_to_num(out, nan=0.0)  # zero extension outside [-L, L] (C^{P-1})
+            return self._table(u)  # zero extension outside [-L, L] (C^{P-1})
         out = np.zeros_like(u)
         for k in range(self._kmax + 1):
             out += 2.0 ** (-k * self.beta) * np.cos(np.pi * 2.0**k * u + self._phases[k])
         return out
+
+    def phi_star_derivative(self, u: Any) -> np.ndarray:
+        """``phi*'(u)``: exact for the B-spline truth; for the lacunary one (not differentiable where ``beta <= 1``)
+        the central difference of step ``1e-6``."""
+        u = as_array("u", u, allow_empty=True)
+        if self.truth == "bspline":
+            return self._table(u, derivative=True)
+        h = 1e-6
+        return (self.phi_star(u + h) - self.phi_star(u - h)) / (2 * h)
 
     def interaction(self, x: Any, y: Any) -> np.ndarray:
         """``g*(x, y) = phi*(x^T A* y)`` for arrays ``x, y`` of shape ``(..., d)``."""

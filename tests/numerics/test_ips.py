@@ -254,3 +254,17 @@ def test_sample_rng_is_none_int_or_generator():
     assert Xa.shape == (5, 3, 2) and not np.array_equal(Xa, Xb)
     x, y = m.sample_pairs(4)
     assert x.shape == y.shape == (4, 2)
+
+
+@pytest.mark.parametrize("P, n_knots, L", [(2, 2, 1.0), (3, 16, 1.25), (5, 8, 1.0), (8, 8, 1.25)])
+def test_bspline_truth_table_equals_the_bspline(P, n_knots, L):
+    """phi* and phi*' (the per-interval polynomial table) equal scipy's B-spline and its derivative to rounding: at the
+    knots, the support's ends, just outside them (0) and at random points, in any array shape."""
+    m = IPSModel(d=1, N=2, degree=P, n_knots=n_knots, support=L, seed=3)
+    u = np.r_[np.random.default_rng(0).uniform(-1.3 * L, 1.3 * L, 5000), m._spline.t, -L, L,
+              np.nextafter(L, 2.0), np.nextafter(-L, -2.0)]
+    for ours, ref in ((m.phi_star, m._spline), (m.phi_star_derivative, m._spline.derivative())):
+        want = np.nan_to_num(ref(u), nan=0.0)
+        np.testing.assert_allclose(ours(u), want, rtol=0, atol=1e-13 * np.abs(want).max())
+        assert ours(u.reshape(-1, 1, 1)).shape == (u.size, 1, 1)
+    assert m.phi_star(np.nextafter(L, 2.0)) == 0.0 and m.phi_star_derivative(-1.5 * L) == 0.0
