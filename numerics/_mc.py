@@ -185,6 +185,28 @@ class Draws:
             _, ys[t], _ = draw_sample(self.n, self.p, self.snr, np.random.default_rng(ss), self.labels, out=X[t])
         return torch.from_numpy(X).to(self.device), torch.from_numpy(ys).to(self.device)
 
+    def sample_gram_factor(self, seeds: Sequence[np.random.SeedSequence]) -> tuple[torch.Tensor, torch.Tensor]:
+        """For what depends on ``X`` only through ``X^T X`` (ridge at ``p >= n``): ``F`` (T, n + 1, n) whose ``F^T F``
+        has the law of :meth:`sample`'s ``X^T X`` jointly with the labels ``y`` (T, n), in ``n^2 / 2`` normal draws and
+        an ``(n + 1) n^2`` Gram matrix instead of ``p n`` and ``p n^2``.  Row 0 is the first row of ``X``,
+        ``sqrt(snr) y + z``; rows ``1..n`` are ``L^T``, Bartlett's factor of the other ``p - 1`` rows' sum of outer
+        products, ``Wishart_n(p - 1, I)``: ``L_ii^2 ~ chi^2_{p-1-i}``, ``L_ij ~ N(0, 1)`` for ``i > j``.  Needs
+        ``p >= n``."""
+        n, p = self.n, self.p
+        if p < n:
+            raise ValueError(f"a Gram factor needs p >= n, got p={p}, n={n}")
+        F, ys = np.zeros((len(seeds), n + 1, n)), np.empty((len(seeds), n))
+        dof = (p - 1 - np.arange(n)) / 2.0
+        for t, ss in enumerate(seeds):
+            g = np.random.default_rng(ss)
+            ys[t] = draw_labels(g, n, self.labels)
+            F[t, 0] = math.sqrt(self.snr) * ys[t] + g.standard_normal(n)
+            lt = F[t, 1:]  # L^T: upper triangular
+            lt[np.diag_indices(n)] = np.sqrt(2.0 * g.standard_gamma(dof))
+            for i in range(n - 1):
+                lt[i, i + 1:] = g.standard_normal(n - 1 - i)
+        return torch.from_numpy(F).to(self.device), torch.from_numpy(ys).to(self.device)
+
 
 def check_label_average(label_average: Any, snr: Any) -> bool:
     """``label_average``, a bool, only with ``snr = 0``."""

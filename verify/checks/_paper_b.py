@@ -87,16 +87,18 @@ def cell_model(n: int, p: int, snr: float, activation: Any = None, spike: Any = 
 
 
 def mc_cached(ctx: CheckContext, model: AttentionModel, p: int, gammas: Any, settings: MonteCarloSettings, *,
-              kind: str = "true", label_average: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              kind: str = "true", label_average: bool = False,
+              wishart: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`numerics.simulate_model` of one model and one kind memoised by ``ctx.cached``: ``(mean, se, trials)``;
     the key holds everything that changes the numbers (ridge: not the activation or the spike)."""
     g = np.atleast_1d(np.asarray(gammas, dtype=np.float64))
     fields = dict(model_key(model), **(dict(activation=None, spike=None) if kind == "ridge" else {}))
     key = dict(kind=kind, n=model_sizes(model, p)[0], p=int(p), gammas=g, **fields, **settings_key(settings),
-               label_average=bool(label_average))
+               label_average=bool(label_average), **(dict(wishart=True) if wishart else {}))
 
     def compute() -> dict[str, np.ndarray]:
-        m, s, t = simulate_model(model, p, g, settings, kind=kind, return_trials=True, label_average=label_average)
+        m, s, t = simulate_model(model, p, g, settings, kind=kind, return_trials=True, label_average=label_average,
+                                 wishart=wishart)
         return {"mean": m, "se": s, "trials": t}
 
     out = ctx.cached("simulate_model", key, compute, version=mc_version())
@@ -217,8 +219,10 @@ class TwoSizes:
     se_l: np.ndarray
 
 
-def simulate_panels(ctx: CheckContext, panels: tuple[Panel, ...], what: str) -> dict[str, TwoSizes]:
-    """Every cell of every panel at both sizes (small first: the order of the seeds), by panel key."""
+def simulate_panels(ctx: CheckContext, panels: tuple[Panel, ...], what: str,
+                    wishart: bool = False) -> dict[str, TwoSizes]:
+    """Every cell of every panel at both sizes (small first: the order of the seeds), by panel key (``wishart``: ridge
+    cells draw ``X^T X`` in law, :func:`numerics.simulate_model`; nothing pairs with them)."""
     out = {}
     with ctx.progress(what, total=sum(len(p.cells) for p in panels)) as bar:
         for panel in panels:
@@ -228,7 +232,8 @@ def simulate_panels(ctx: CheckContext, panels: tuple[Panel, ...], what: str) -> 
                     p, seed = p_of(n, cell.c), ctx.seed_for(*(n if k is SIZE else k for k in cell.seed_keys))
                     res.append(mc_cached(ctx, cell_model(n, p, cell.snr, cell.activation), p, cell.gammas,
                                          mc_settings(ctx, trials, seed), label_average=cell.label_average,
-                                         kind="ridge" if cell.activation is None else "true"))
+                                         kind="ridge" if cell.activation is None else "true",
+                                         wishart=wishart and cell.activation is None))
                 bar.advance()
             out[panel.key] = TwoSizes(*(np.concatenate([r[k] for r in rs]) for rs in (small, large) for k in (0, 1)))
     return out

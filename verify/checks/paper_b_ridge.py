@@ -68,7 +68,7 @@ def _predict_b1(ctx: CheckContext, design: Rec) -> Rec:
 
 def _simulate_b1(ctx: CheckContext, design: Rec) -> Rec:
     """``panels``: :class:`TwoSizes` by panel key."""
-    return dict(panels=simulate_panels(ctx, design["panels"], "ridge sweeps 1a, 1b, 1c"))
+    return dict(panels=simulate_panels(ctx, design["panels"], "ridge sweeps 1a, 1b, 1c", wishart=True))
 
 
 def _describe_b1(design: Rec, prediction: Rec, measurement: Rec, comparisons: list[Comparison]) -> tuple[str, Rec]:
