@@ -7,6 +7,7 @@ memory budget, so results do not depend on the batch size or on ``n_jobs``.  Pri
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -18,7 +19,7 @@ from theory.validation import (as_array, as_float, as_int, check_array_memory, c
                                check_random_state)
 
 from .mc_settings import LABEL_LAWS, MonteCarloSettings
-from .threads import thread_map
+from .threads import in_parallel, thread_map, torch_threads
 
 
 ArrayLike = Any
@@ -185,27 +186,36 @@ class Draws:
             _, ys[t], _ = draw_sample(self.n, self.p, self.snr, np.random.default_rng(ss), self.labels, out=X[t])
         return torch.from_numpy(X).to(self.device), torch.from_numpy(ys).to(self.device)
 
-    def sample_gram_factor(self, seeds: Sequence[np.random.SeedSequence]) -> tuple[torch.Tensor, torch.Tensor]:
-        """For what depends on ``X`` only through ``X^T X`` (ridge at ``p >= n``): ``F`` (T, n + 1, n) whose ``F^T F``
-        has the law of :meth:`sample`'s ``X^T X`` jointly with the labels ``y`` (T, n), in ``n^2 / 2`` normal draws and
-        an ``(n + 1) n^2`` Gram matrix instead of ``p n`` and ``p n^2``.  Row 0 is the first row of ``X``,
-        ``sqrt(snr) y + z``; rows ``1..n`` are ``L^T``, Bartlett's factor of the other ``p - 1`` rows' sum of outer
-        products, ``Wishart_n(p - 1, I)``: ``L_ii^2 ~ chi^2_{p-1-i}``, ``L_ij ~ N(0, 1)`` for ``i > j``.  Needs
-        ``p >= n``."""
+    def sample_gram(self, seeds: Sequence[np.random.SeedSequence]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``S`` (T, n, n) with the law of :meth:`sample`'s ``X^T X`` jointly with the labels ``y`` (T, n), drawn
+        without ``X`` (``p >= n``): ``S = x x^T + U U^T``, ``x = sqrt(snr) y + z`` the first row of ``X`` and ``U U^T``
+        the other ``p - 1`` rows' ``Wishart_n(p - 1, I)`` sum, from its upper triangular Bartlett factor (``U_ii^2 ~
+        chi^2_{p-n+i}``, ``U_ij ~ N(0, 1)`` for ``j > i``; Bartlett's lower factor with both axes reversed).  It
+        costs ``n^2 / 2`` normal draws and an ``n^3 / 3`` triangular product (LAPACK ``lauum``) instead of ``p n``
+        draws and a ``p n^2`` Gram matrix."""
+        from scipy.linalg import lapack
+
         n, p = self.n, self.p
         if p < n:
-            raise ValueError(f"a Gram factor needs p >= n, got p={p}, n={n}")
-        F, ys = np.zeros((len(seeds), n + 1, n)), np.empty((len(seeds), n))
-        dof = (p - 1 - np.arange(n)) / 2.0
-        for t, ss in enumerate(seeds):
-            g = np.random.default_rng(ss)
-            ys[t] = draw_labels(g, n, self.labels)
-            F[t, 0] = math.sqrt(self.snr) * ys[t] + g.standard_normal(n)
-            lt = F[t, 1:]  # L^T: upper triangular
-            lt[np.diag_indices(n)] = np.sqrt(2.0 * g.standard_gamma(dof))
-            for i in range(n - 1):
-                lt[i, i + 1:] = g.standard_normal(n - 1 - i)
-        return torch.from_numpy(F).to(self.device), torch.from_numpy(ys).to(self.device)
+            raise ValueError(f"drawing X^T X needs p >= n, got p={p}, n={n}")
+        S, ys = np.empty((len(seeds), n, n)), np.empty((len(seeds), n))
+        dof = (p - n + np.arange(n)) / 2.0
+        with contextlib.nullcontext() if in_parallel() else torch_threads(1):
+            for t, ss in enumerate(seeds):
+                g = np.random.default_rng(ss)
+                ys[t] = draw_labels(g, n, self.labels)
+                x = math.sqrt(self.snr) * ys[t] + g.standard_normal(n)
+                ut = np.zeros((n, n))  # U^T, row by row; its transpose is U in Fortran order (no copy)
+                diag = np.sqrt(2.0 * g.standard_gamma(dof))
+                for i in range(n):
+                    ut[i, :i] = g.standard_normal(i)
+                    ut[i, i] = diag[i]
+                uu, info = lapack.dlauum(ut.T, lower=0, overwrite_c=1)  # U U^T's upper triangle
+                if info != 0:
+                    raise RuntimeError(f"LAPACK dlauum failed (info={info})")
+                upper = np.triu(uu)
+                S[t] = upper + np.triu(upper, 1).T + np.outer(x, x)
+        return torch.from_numpy(S).to(self.device), torch.from_numpy(ys).to(self.device)
 
 
 def check_label_average(label_average: Any, snr: Any) -> bool:

@@ -79,21 +79,33 @@ def feature_basis(Xb: torch.Tensor, S0: torch.Tensor) -> torch.Tensor:
     return L.transpose(-1, -2)
 
 
+def _shape(Phi: torch.Tensor | None, S: torch.Tensor | None) -> tuple[int, int, int]:
+    """``(T, p, n)`` of the features ``Phi``, or of features with ``p >= n`` known by ``S = Phi^T Phi`` (``p = n``
+    stands for any such ``p``: the errors depend on nothing else)."""
+    return tuple(Phi.shape) if S is None else (S.shape[0], S.shape[-1], S.shape[-1])
+
+
+def _wide_gram(Phi: torch.Tensor | None, S: torch.Tensor | None) -> torch.Tensor:
+    """``Phi^T Phi`` (T, n, n) of features with ``p >= n``: ``S`` where given."""
+    return gram(Phi.transpose(-1, -2)) if S is None else S
+
+
 def tridiagonal_min_gammas(m: int) -> int:
     """Fewest gammas at which one ``sytrd`` of an ``m x m`` Gram matrix beats per-gamma Cholesky factorisations: it
     costs about 2 factorisations at m = 512 and 7 at 4096 (its half of level-2 BLAS is memory-bound)."""
     return 3 if m <= 1536 else 5 if m <= 3072 else 8
 
 
-def errors_tridiagonal(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor | None:
+def errors_tridiagonal(Phi: torch.Tensor | None, y: torch.Tensor, gammas: torch.Tensor,
+                       S: torch.Tensor | None = None) -> torch.Tensor | None:
     """E(gamma) of a batch from one Householder tridiagonalisation per trial (CPU, every gamma > 0); ``None`` where a
     tridiagonal system is numerically not positive definite, or where ``p < n`` and the error is so small against
     ``||y||^2 / n`` that its difference form would lose more than eight digits (the caller falls back)."""
-    T, p, n = Phi.shape
+    T, p, n = _shape(Phi, S)
     if min(p, n) < 2:  # no off-diagonal: the other paths are as cheap
         return None
     if p >= n:
-        G = gram(Phi.transpose(-1, -2)) / n  # (T, n, n)
+        G = _wide_gram(Phi, S) / n  # (T, n, n)
         rhs = y
     else:
         G = gram(Phi) / n  # (T, p, p)
@@ -103,7 +115,7 @@ def errors_tridiagonal(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor)
     out = np.empty((T, g.size))
     with contextlib.nullcontext() if in_parallel() else torch_threads(1):  # scipy's BLAS too (numerics.threads)
         ok = tridiagonal_rows(Gn, bn, yn, g, n, p >= n, out)
-    return torch.from_numpy(out).to(Phi.dtype) if ok else None
+    return torch.from_numpy(out).to(y.dtype) if ok else None
 
 
 def tridiagonal_rows(Gn: np.ndarray, bn: np.ndarray, yn: np.ndarray, g: np.ndarray, n: int, wide: bool,
@@ -150,13 +162,14 @@ def tridiagonal_rows(Gn: np.ndarray, bn: np.ndarray, yn: np.ndarray, g: np.ndarr
     return True
 
 
-def errors_cholesky(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor | None:
+def errors_cholesky(Phi: torch.Tensor | None, y: torch.Tensor, gammas: torch.Tensor,
+                    S: torch.Tensor | None = None) -> torch.Tensor | None:
     """Per-gamma Cholesky path (gamma > 0; ``None`` if a factorisation fails):
     ``E = gamma^2/n ||(Phi^T Phi/n + gamma)^{-1} y||^2`` (``p >= n``),
     ``E = ||y - Phi^T (Phi Phi^T/n + gamma)^{-1} Phi y / n||^2 / n`` (``p < n``)."""
-    T, p, n = Phi.shape
+    T, p, n = _shape(Phi, S)
     if p >= n:
-        A = gram(Phi.transpose(-1, -2)) / n
+        A = _wide_gram(Phi, S) / n
         rhs = y.unsqueeze(-1)
     else:
         A = gram(Phi) / n
@@ -178,13 +191,15 @@ def errors_cholesky(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) ->
     return torch.stack(cols, dim=-1)
 
 
-def errors_batch(Phi: torch.Tensor, y: torch.Tensor | None, gammas: torch.Tensor) -> torch.Tensor:
+def errors_batch(Phi: torch.Tensor | None, y: torch.Tensor | None, gammas: torch.Tensor,
+                 S: torch.Tensor | None = None) -> torch.Tensor:
     """E(gamma) for a batch: ``Phi`` (T, p, n), ``y`` (T, n), ``gammas`` (G,) -> (T, G); ``y = None``: the label
-    average ``gamma^2/n tr Q^2`` (eigenvalues only)."""
-    T, p, n = Phi.shape
+    average ``gamma^2/n tr Q^2`` (eigenvalues only).  ``S``: ``Phi^T Phi`` (T, n, n) of features with ``p >= n``, in
+    place of ``Phi`` (``None``), which those errors depend on only through it."""
+    T, p, n = _shape(Phi, S)
     g = gammas.view(1, 1, -1)
     if y is None:
-        small = gram(Phi.transpose(-1, -2)) if p >= n else gram(Phi)
+        small = _wide_gram(Phi, S) if p >= n else gram(Phi)
         if small.device.type == "cpu" and small.shape[-1] <= SINGLE_THREAD_EIGH_MAX and not in_parallel():
             with torch_threads(1):
                 lam = torch.linalg.eigvalsh(small / n)
@@ -194,23 +209,24 @@ def errors_batch(Phi: torch.Tensor, y: torch.Tensor | None, gammas: torch.Tensor
         gk = shrink(lam, g)
         return ((gk**2).sum(dim=1) + max(n - p, 0)) / n
     positive = bool(torch.all(gammas > 0))
-    if positive and Phi.device.type == "cpu" and gammas.numel() >= tridiagonal_min_gammas(min(p, n)):
-        out = errors_tridiagonal(Phi, y, gammas)
+    if positive and y.device.type == "cpu" and gammas.numel() >= tridiagonal_min_gammas(min(p, n)):
+        out = errors_tridiagonal(Phi, y, gammas, S)
         if out is not None:
             return out
     if positive and gammas.numel() <= CHOLESKY_MAX_GAMMAS:
-        out = errors_cholesky(Phi, y, gammas)
+        out = errors_cholesky(Phi, y, gammas, S)
         if out is not None:
             return out
-    return errors_eigh(Phi, y, gammas)
+    return errors_eigh(Phi, y, gammas, S)
 
 
-def errors_eigh(Phi: torch.Tensor, y: torch.Tensor, gammas: torch.Tensor) -> torch.Tensor:
+def errors_eigh(Phi: torch.Tensor | None, y: torch.Tensor, gammas: torch.Tensor,
+                S: torch.Tensor | None = None) -> torch.Tensor:
     """E(gamma) of a batch from one eigendecomposition per trial (any gamma >= 0; the reference path)."""
-    T, p, n = Phi.shape
+    T, p, n = _shape(Phi, S)
     g = gammas.view(1, 1, -1)
     if p >= n:
-        G = gram(Phi.transpose(-1, -2)) / n  # (T, n, n)
+        G = _wide_gram(Phi, S) / n  # (T, n, n)
         lam, V = eigh(G)
         lam = lam.clamp_min(0.0).unsqueeze(-1)  # (T, n, 1)
         proj2 = (V.transpose(-1, -2) @ y.unsqueeze(-1)) ** 2  # (T, n, 1)

@@ -153,9 +153,12 @@ class _OneModel(NamedTuple):
 def _one_model_batch(seeds: Sequence[np.random.SeedSequence], draws: Draws, gammas: torch.Tensor, model: _OneModel,
                      label_average: bool, wishart: bool = False) -> np.ndarray:
     """Per-trial errors ``(T, G)`` of one model (ridge or its true kernel) on a batch of trials (``wishart``: ridge
-    from :meth:`Draws.sample_gram_factor`)."""
+    from :meth:`Draws.sample_gram`)."""
+    if wishart:
+        S, yb = draws.sample_gram(seeds)
+        return errors_batch(None, None if label_average else yb, gammas.to(draws.device), S).cpu().numpy()
     if model.f is None:
-        Phi, yb = draws.sample_gram_factor(seeds) if wishart else draws.sample(seeds)
+        Phi, yb = draws.sample(seeds)
     else:
         Xb, yb = draws.sample(seeds)
         S0 = gram(Xb.transpose(-1, -2))  # X^T X: the kernel's scores and (p > n) the basis
@@ -313,10 +316,10 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
         Only for ``snr = 0``: for each draw of ``X``, the exact average of ``E`` over i.i.d. Rademacher labels (the mean
         of ``labels="iid"``, a much smaller variance).
     wishart : bool
-        Only for one model with ``kind="ridge"`` at ``p > n + 1``: draw ``X^T X`` in law (Bartlett's decomposition of
-        its Wishart part) instead of ``X``, for ``p / (n + 1)`` times fewer Gram flops and about ``2 p / n`` times fewer
-        normal draws.  The errors have the same law, but they are not those of ``X`` drawn from the same seed, so they
-        do not pair with a kernel's run on that seed.
+        Only for one model with ``kind="ridge"``, and only at ``p >= n`` (else ignored): draw ``X^T X`` in law
+        (Bartlett's decomposition of its Wishart part) instead of ``X``, for ``3 p / n`` times fewer Gram flops and
+        ``2 p / n`` times fewer normal draws.  The errors have the same law, but they are not those of ``X`` drawn from
+        the same seed, so they do not pair with a kernel's run on that seed.
 
     Returns
     -------
@@ -362,7 +365,7 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
         args = dict(kind=kind, n=n, p=pv, snr=draws.snr, gammas=gammas, activation=models[0].activation)
         if one and kind != "linearised":  # one model's kernel, or ridge, on batches of its own size
             errors = _one_model_trials(draws, g, _one_model(models[0], kind, draws), settings, label_average, args,
-                                       wishart and pv > n + 1)
+                                       wishart and pv >= n)
             out = {kind: errors if kind == "ridge" else errors[None]}
         else:
             out = _shared_trials(draws, g, models, kinds, settings, label_average, args)

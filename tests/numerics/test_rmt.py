@@ -801,34 +801,38 @@ def test_simulate_model_refuses_what_it_cannot_simulate():
 # ridge from a Bartlett factor of X^T X (wishart=True)
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("labels", ["balanced", "iid"])
-def test_gram_factor_has_the_law_of_x_transpose_x(labels):
-    """F^T F of the Gram factor against X^T X's exact moments (n = 6, p = 15, snr = 2, 20000 draws, 5 SE):
-    E S_ii = p - 1 + (sqrt(snr) y_i)^2 + 1, E S_ij^2 = p + snr^2 + 2 snr (i != j, y_i y_j = +-1), E y^T S y / n = p + snr n,
-    and the labels' law."""
+@pytest.mark.parametrize("p", [6, 15])
+def test_sample_gram_has_the_law_of_x_transpose_x(labels, p):
+    """The Bartlett draw of X^T X against its exact moments (n = 6, snr = 2, 20000 draws, 5 SE): E S_ii = p + snr,
+    E S_ij^2 = p + snr^2 + 2 snr (i != j), E (y^T S y / n) = p + snr n, Var S_00 = 2 p + 4 snr; symmetric; the labels'
+    law.  p = n: the Wishart part is singular (its first Bartlett degree of freedom is 0)."""
     from numerics._mc import Draws
 
-    n, p, snr, trials = 6, 15, 2.0, 20000
-    F, y = Draws(n, p, snr, labels, "cpu").sample_gram_factor(np.random.SeedSequence(3).spawn(trials))
-    S, y = (F.transpose(-1, -2) @ F).numpy(), y.numpy()
-    assert F.shape == (trials, n + 1, n) and np.all(np.abs(y) == 1)
+    n, snr, trials = 6, 2.0, 20000
+    S, y = Draws(n, p, snr, labels, "cpu").sample_gram(np.random.SeedSequence(3).spawn(trials))
+    S, y = S.numpy(), y.numpy()
+    assert S.shape == (trials, n, n) and np.array_equal(S, S.transpose(0, 2, 1)) and np.all(np.abs(y) == 1)
+    s00 = S[:, 0, 0]
     for values, want in ((np.diagonal(S, axis1=1, axis2=2).ravel(), p + snr),
                          (S[:, 0, 1] ** 2, p + snr**2 + 2 * snr),
-                         (np.einsum("ti,tij,tj->t", y, S, y) / n, p + snr * n)):
+                         (np.einsum("ti,tij,tj->t", y, S, y) / n, p + snr * n),
+                         ((s00 - s00.mean()) ** 2 * trials / (trials - 1), 2 * p + 4 * snr)):
         assert abs(values.mean() - want) < 5 * values.std() / math.sqrt(values.size)
     if labels == "balanced":
         assert np.all(y.sum(axis=1) == 0)
 
 
 def test_wishart_ridge_agrees_with_ridge_on_x_and_is_opt_in():
-    """Same law: the mean errors of 400 trials agree within 4 joint SE; at p <= n + 1 wishart draws X itself (bit for
-    bit); any other kind refuses it."""
+    """Same law: the mean errors of 400 trials agree within 4 joint SE (p > n and p = n); at p < n wishart draws X
+    itself (bit for bit); any other kind refuses it."""
     g = np.array([1e-2, 1.0])
-    model = AttentionModel(3.0, "identity", 1.0)  # p = 30, n = 10
-    a = simulate_model(model, 30, g, MonteCarloSettings(400, 1), kind="ridge", return_trials=True)
-    b = simulate_model(model, 30, g, MonteCarloSettings(400, 2), kind="ridge", return_trials=True, wishart=True)
-    assert np.all(np.abs(a[0] - b[0]) < 4 * np.hypot(a[1], b[1]))
-    square = AttentionModel(1.0, "identity", 1.0)
-    np.testing.assert_array_equal(simulate_model(square, 12, g, MonteCarloSettings(3, 1), kind="ridge")[0],
-                                  simulate_model(square, 12, g, MonteCarloSettings(3, 1), kind="ridge", wishart=True)[0])
+    for c, p in ((3.0, 30), (1.0, 12)):
+        model = AttentionModel(c, "identity", 1.0)
+        a = simulate_model(model, p, g, MonteCarloSettings(400, 1), kind="ridge")
+        b = simulate_model(model, p, g, MonteCarloSettings(400, 2), kind="ridge", wishart=True)
+        assert np.all(np.abs(a[0] - b[0]) < 4 * np.hypot(a[1], b[1]))
+    narrow = AttentionModel(0.5, "identity", 1.0)
+    np.testing.assert_array_equal(simulate_model(narrow, 12, g, MonteCarloSettings(3, 1), kind="ridge")[0],
+                                  simulate_model(narrow, 12, g, MonteCarloSettings(3, 1), kind="ridge", wishart=True)[0])
     with pytest.raises(ValueError, match="wishart"):
-        simulate_model(model, 30, g, MonteCarloSettings(3, 1), wishart=True)
+        simulate_model(model, p, g, MonteCarloSettings(3, 1), wishart=True)
