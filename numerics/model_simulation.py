@@ -153,8 +153,8 @@ class _OneModel(NamedTuple):
 def _one_model_batch(seeds: Sequence[np.random.SeedSequence], draws: Draws, gammas: torch.Tensor, model: _OneModel,
                      label_average: bool, wishart: bool = False) -> np.ndarray:
     """Per-trial errors ``(T, G)`` of one model (ridge or its true kernel) on a batch of trials (``wishart``: ridge
-    from :meth:`Draws.sample_gram`)."""
-    if wishart:
+    at ``p >= n`` from :meth:`Draws.sample_gram`)."""
+    if wishart and draws.p >= draws.n:
         S, yb = draws.sample_gram(seeds)
         return errors_batch(None, None if label_average else yb, gammas.to(draws.device), S).cpu().numpy()
     if model.f is None:
@@ -289,6 +289,14 @@ def _one_model(model: AttentionModel, kind: str, draws: Draws) -> _OneModel:
     return _OneModel(resolve_activation(model.activation), *spike_tensors(model, draws.p, draws.device), model.diagonal)
 
 
+def _check_one_only(return_trials: Any, wishart: Any, one: bool, ridge: bool) -> None:
+    """``return_trials`` only with one model and one kind; ``wishart`` only with one model and ridge."""
+    if check_flag("return_trials", return_trials) and not one:
+        raise ValueError("return_trials applies to one model and one kind (the others return their per-trial errors)")
+    if check_flag("wishart", wishart) and not (one and ridge):
+        raise ValueError("wishart applies to one model with kind='ridge'")
+
+
 # ----------------------------------------------------------------------------------------- the door
 def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gammas: Any, settings: MonteCarloSettings,
                    *, kind: str | Sequence[str] = "true", return_trials: bool = False,
@@ -316,10 +324,8 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
         Only for ``snr = 0``: for each draw of ``X``, the exact average of ``E`` over i.i.d. Rademacher labels (the mean
         of ``labels="iid"``, a much smaller variance).
     wishart : bool
-        Only for one model with ``kind="ridge"``, and only at ``p >= n`` (else ignored): draw ``X^T X`` in law
-        (Bartlett's decomposition of its Wishart part) instead of ``X``, for ``3 p / n`` times fewer Gram flops and
-        ``2 p / n`` times fewer normal draws.  The errors have the same law, but they are not those of ``X`` drawn from
-        the same seed, so they do not pair with a kernel's run on that seed.
+        Only for one model with ``kind="ridge"``, at ``p >= n`` (else ignored): ``X^T X`` drawn in law, not ``X``
+        (``Draws.sample_gram``, about ``3 p / n`` times cheaper); not the draws a kernel's run on the seed pairs with.
 
     Returns
     -------
@@ -350,10 +356,7 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
     settings = check_settings(settings)
     kinds = check_kinds(kind, MULTI_HEAD_KINDS if heads else KINDS)
     one = not isinstance(model, (list, tuple)) and isinstance(kind, str)
-    if check_flag("return_trials", return_trials) and not one:
-        raise ValueError("return_trials applies to one model and one kind (the others return their per-trial errors)")
-    if check_flag("wishart", wishart) and (heads or not one or kind != "ridge"):
-        raise ValueError("wishart applies to one model with kind='ridge'")
+    _check_one_only(return_trials, wishart, one, not heads and kind == "ridge")
     if heads:
         args = dict(kind=kind, p=p, gammas=gammas)
         out = multi_head_trials(model, p, gammas, settings, kinds, label_average)
@@ -365,7 +368,7 @@ def simulate_model(model: AttentionModel | Sequence[AttentionModel], p: Any, gam
         args = dict(kind=kind, n=n, p=pv, snr=draws.snr, gammas=gammas, activation=models[0].activation)
         if one and kind != "linearised":  # one model's kernel, or ridge, on batches of its own size
             errors = _one_model_trials(draws, g, _one_model(models[0], kind, draws), settings, label_average, args,
-                                       wishart and pv >= n)
+                                       wishart)
             out = {kind: errors if kind == "ridge" else errors[None]}
         else:
             out = _shared_trials(draws, g, models, kinds, settings, label_average, args)
