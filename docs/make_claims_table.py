@@ -11,9 +11,10 @@ The table replaces the lines between ``<!-- claims-table:start -->`` and ``<!-- 
 file (predicted, measured +- SE, outcome).  The caption names the profile, the seeds, the machine and the date
 recorded in the JSON files.  ``--print`` writes the table to standard output instead; ``--file PATH --marker NAME``
 writes it between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` of another page.  ``--headlines ID ...``
-writes instead one row per named check with its headline (measured ± SE, and its z = (measured - predicted) / SE) at
-every seed and the mean z over the seeds (their SD), the comparison of the first file named once per row (docs/findings.md: ``--file docs/findings.md --marker paper-headlines --headlines
-A2 A3 A4 B9 B10`` with the paper reports of seeds 0-4).
+writes instead one row per named check with its headline (measured ± SE and z = (measured - predicted) / SE) at
+every seed, then the mean z over the seeds (their SD); the comparison is the first file's, named once per row
+(docs/findings.md: ``--file docs/findings.md --marker paper-headlines --headlines A2 A3 A4 B9 B10 B11`` with the
+paper reports of seeds 0-4).
 """
 
 from __future__ import annotations

@@ -213,8 +213,7 @@ class Draws:
                 uu, info = lapack.dlauum(ut.T, lower=0, overwrite_c=1)  # U U^T's upper triangle
                 if info != 0:
                     raise RuntimeError(f"LAPACK dlauum failed (info={info})")
-                upper = np.triu(uu)
-                S[t] = upper + np.triu(upper, 1).T + np.outer(x, x)
+                S[t] = uu + np.triu(uu, 1).T + np.outer(x, x)  # uu is zero below its diagonal (U's zeros)
         return torch.from_numpy(S).to(self.device), torch.from_numpy(ys).to(self.device)
 
 
