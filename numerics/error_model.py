@@ -157,9 +157,9 @@ def _basis_block(G: np.ndarray, p: int) -> np.ndarray:
 
 
 def _tangent_gram(fa: np.ndarray) -> np.ndarray:
-    """``fa^T fa`` (torch: one thread, no numpy BLAS on a contended machine)."""
-    ta = torch.from_numpy(np.ascontiguousarray(fa))
-    return (ta.T @ ta).numpy()
+    """``fa^T fa``: numpy runs a product of a matrix with its own transpose as BLAS ``syrk`` (exactly symmetric; a
+    quarter of the time of torch's general product of these tall, narrow blocks)."""
+    return fa.T @ fa
 
 
 _probe = sparse.csr_matrix(np.eye(2))

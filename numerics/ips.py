@@ -24,6 +24,15 @@ from theory.validation import (ArgumentTypeError, as_array, as_float, as_int, ch
                                check_random_state, check_seed)
 
 
+def _uniform_pm1(gen: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """``gen.uniform(-1, 1, shape)`` bit for bit (numpy's is ``-1 + 2 r``, ``r = gen.random()``; ``2 r`` is exact), in
+    0.6x its time (the tokens of paper A's designs and trials)."""
+    r = gen.random(shape)
+    r *= 2.0
+    r -= 1.0
+    return r
+
+
 def bilinear_forms(x: np.ndarray, A: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``x^T A y`` over the leading axes of ``x, y`` (..., d): one BLAS product ``x A``, then a row-wise dot (not the
     three-operand ``einsum("...k,kl,...l->...")``, numpy's unblocked loop, several times slower:
@@ -319,14 +328,14 @@ class IPSModel:
         shape = (M, n, self.d)
         law = self.token_law
         if law == "uniform":
-            return gen.uniform(-1.0, 1.0, shape)
+            return _uniform_pm1(gen, shape)
         if law == "gaussian":
             return gen.standard_normal(shape)
         if law == "anisotropic":
             return gen.standard_normal(shape) @ self._cov_sqrt.T
         # exchangeable: shared factor W per sample
-        U = gen.uniform(-1.0, 1.0, shape)
-        W = gen.uniform(-1.0, 1.0, (int(M), 1, self.d))
+        U = _uniform_pm1(gen, shape)
+        W = _uniform_pm1(gen, (int(M), 1, self.d))
         return np.sqrt(1.0 - self.rho) * U + np.sqrt(self.rho) * W
 
     def sample_noise(self, shape: tuple, rng: Any = None) -> np.ndarray:

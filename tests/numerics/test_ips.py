@@ -55,6 +55,19 @@ def test_u_scaling_quantile(law):
     assert abs(frac - 1e-3) < 4 * np.hypot(7.1e-5, 8.7e-5)
 
 
+def test_uniform_tokens_are_numpys_uniform_draws_bit_for_bit():
+    """The uniform and exchangeable laws draw ``random() * 2 - 1``: numpy's ``uniform(-1, 1)`` bit for bit, stream
+    position included (the next draw agrees too)."""
+    M, N, d, rho = 3000, 4, 5, 0.3
+    g1, g2 = np.random.default_rng(8), np.random.default_rng(8)
+    np.testing.assert_array_equal(IPSModel(d=d, N=N, token_law="uniform").sample_tokens(M, g1),
+                                  g2.uniform(-1.0, 1.0, (M, N, d)))
+    X = IPSModel(d=d, N=N, token_law="exchangeable", rho=rho).sample_tokens(M, g1)
+    U, W = g2.uniform(-1.0, 1.0, (M, N, d)), g2.uniform(-1.0, 1.0, (M, 1, d))
+    np.testing.assert_array_equal(X, np.sqrt(1.0 - rho) * U + np.sqrt(rho) * W)
+    assert g1.random() == g2.random()
+
+
 def test_token_laws_moments():
     rng = np.random.default_rng(0)
     M = 20000

@@ -542,9 +542,30 @@ def test_gram_blocks_equal_the_full_product_and_are_symmetric():
     rng = np.random.default_rng(4)
     for m in (3, 255, 512, 1100):
         A = torch.from_numpy(rng.standard_normal((2, m, 7)))
-        G = _ridge_solvers.gram(A)
+        G = _ridge_solvers._gram_blocks(A)
         torch.testing.assert_close(G, A @ A.transpose(-1, -2), rtol=1e-12, atol=1e-12)
         assert torch.equal(G, G.transpose(-1, -2))
+
+
+def test_gram_on_the_cpu_is_the_product_exactly_symmetric_for_every_layout_and_batch_shape():
+    """numpy's syrk path: C-ordered rows, a transposed view (the p >= n Gram of features), float32, no batch axis,
+    two batch axes and an empty batch; each matrix as the one-by-one product."""
+    from numerics import _ridge_solvers
+
+    rng = np.random.default_rng(5)
+    wide = torch.from_numpy(rng.standard_normal((3, 40, 300)))
+    cases = [torch.from_numpy(rng.standard_normal((3, 300, 40))), wide.transpose(-1, -2),
+             torch.from_numpy(rng.standard_normal((2, 2, 50, 9)).astype(np.float32)),
+             torch.from_numpy(rng.standard_normal((600, 5))), torch.zeros(0, 4, 3, dtype=torch.float64)]
+    for A in cases:
+        G = _ridge_solvers.gram(A)
+        assert G.shape == A.shape[:-1] + (A.shape[-2],) and G.dtype == A.dtype
+        assert torch.equal(G, G.transpose(-1, -2))
+        tol = 1e-5 if A.dtype == torch.float32 else 1e-12
+        torch.testing.assert_close(G, _ridge_solvers._gram_blocks(A), rtol=tol, atol=tol)
+        flat = A.reshape((-1,) + A.shape[-2:])
+        for i in range(flat.shape[0]):  # one matrix at a time: the batch does not change a number
+            assert torch.equal(G.reshape((-1,) + G.shape[-2:])[i], _ridge_solvers.gram(flat[i]))
 
 
 # ---------------------------------------------------------------------------------------------
