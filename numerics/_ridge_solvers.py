@@ -44,7 +44,7 @@ def gram(A: torch.Tensor) -> torch.Tensor:
     """``A A^T`` (..., m, m) of ``A`` (..., m, k), exactly symmetric.
 
     On the CPU (float32 / float64) each matrix is one numpy product ``a @ a.T``, which numpy runs as BLAS ``syrk``
-    (half the flops of a general product; the other triangle copied) with the GIL released: 0.5-0.7x the time of
+    (half the flops of a general product; the other triangle copied) with the GIL released: 0.4-0.75x the time of
     the block triangle below at m = 64-2048, one thread.  Elsewhere torch has no ``syrk``: with ``b`` row blocks the
     products ``A_i A_j^T``, ``j <= i``, cost ``(b + 1) / (2 b)`` of the whole, mirrored."""
     if A.device.type == "cpu" and A.dtype in (torch.float64, torch.float32) and A.dim() >= 2:
