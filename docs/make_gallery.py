@@ -10,8 +10,8 @@ Usage (from the repository root)::
 
 The report directory is what ``--report-dir`` writes: ``report.json`` and ``figures/<ID>_<name>.png``.  The
 figures are copied to ``docs/figures/`` (a PNG larger than ``--max-kb`` is reduced to a 256-colour palette,
-then scaled down until it fits; PNGs there that the report no longer has are removed) and ``docs/gallery.md``
-gets one section per claim: the claim (``verify.claims``), its verdict, how many comparisons hold and its
+then scaled down until it fits; the old gallery's PNGs that the report no longer has are removed, the figures
+of other scripts of docs/ kept) and ``docs/gallery.md`` gets one section per claim: the claim (``verify.claims``), its verdict, how many comparisons hold and its
 headline comparison (measured +- SE vs predicted), its figures, and the command that draws them again, with the
 profile, seed and machine of the run.  ``--out DIR`` writes ``DIR/gallery.md`` and ``DIR/figures/`` instead.
 
@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from verify.results import CheckResult, Comparison, Verdict
@@ -97,14 +98,20 @@ def _palette_png(image) -> bytes:
     return buf.getvalue()
 
 
-def copy_figures(results: list[CheckResult], report_dir: Path, figures_dir: Path, max_bytes: int) -> dict[str, int]:
+def linked_figures(gallery: Path) -> set[str]:
+    """The names of the PNGs in ``figures/`` that an existing gallery.md shows (empty if there is none)."""
+    return set(re.findall(r"\]\(figures/([^)/]+\.png)\)", gallery.read_text())) if gallery.is_file() else set()
+
+
+def copy_figures(results: list[CheckResult], report_dir: Path, figures_dir: Path, max_bytes: int,
+                 previous: Iterable[str] = ()) -> dict[str, int]:
     """Write every figure of ``results`` (found by name in ``report_dir/figures``) to ``figures_dir``; remove the
-    PNGs there that no result has.  Returns the size written per file name."""
+    PNGs of ``previous`` (the old gallery's, :func:`linked_figures`) that no result has.  Other PNGs there, drawn by
+    other scripts of docs/, stay.  Returns the size written per file name."""
     figures_dir.mkdir(parents=True, exist_ok=True)
     names = [Path(f).name for r in results for f in r.figures]
-    for old in figures_dir.glob("*.png"):
-        if old.name not in names:
-            old.unlink()
+    for name in sorted(set(previous) - set(names)):
+        (figures_dir / name).unlink(missing_ok=True)
     return {name: write_png(report_dir / "figures" / name, figures_dir / name, max_bytes) for name in names}
 
 
@@ -231,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         gallery.write_text(text)
         return 0
     doc, results = load_report(args.report_dir)
-    sizes = copy_figures(results, args.report_dir, args.out / "figures", int(args.max_kb * 1000))
+    sizes = copy_figures(results, args.report_dir, args.out / "figures", int(args.max_kb * 1000),
+                         previous=linked_figures(gallery))
     gallery.write_text(gallery_markdown(doc, results, page=page))
     print(f"{gallery}: {len(results)} checks, {len(sizes)} figures, "
           f"{sum(sizes.values()) / 1000:.0f} kB (largest {max(sizes.values(), default=0) / 1000:.0f} kB)")

@@ -74,7 +74,9 @@ def _shown(comparisons: list[dict]) -> dict:
 def test_every_figure_is_linked_with_its_verdict(smoke_report, tmp_path):
     out = tmp_path / "docs"
     (out / "figures").mkdir(parents=True)
-    (out / "figures" / "stale_figure.png").write_bytes(PNG_MAGIC)  # a figure the report no longer has
+    (out / "figures" / "B9_stale_figure.png").write_bytes(PNG_MAGIC)  # the old gallery's, not the report's
+    (out / "gallery.md").write_text("# Figure gallery\n\n![old](figures/B9_stale_figure.png)\n")
+    (out / "figures" / "B10_leverage_profile.png").write_bytes(PNG_MAGIC)  # drawn by another script of docs/
     proc = _run_script(str(smoke_report), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((smoke_report / "report.json").read_text())
@@ -101,7 +103,8 @@ def test_every_figure_is_linked_with_its_verdict(smoke_report, tmp_path):
                 assert data == Path(fig).read_bytes()  # under the limit: the run's own file
     for target in re.findall(r"^- \[[^\]]+\]\(#([^)]+)\)", md, flags=re.M):  # contents -> headings
         assert any(target == h.lower().replace(": ", "-").replace(" ", "-") for h in sections), target
-    assert not (out / "figures" / "stale_figure.png").exists()
+    assert not (out / "figures" / "B9_stale_figure.png").exists()
+    assert (out / "figures" / "B10_leverage_profile.png").read_bytes() == PNG_MAGIC
 
 
 def test_large_png_is_reduced_below_the_limit(tmp_path):
