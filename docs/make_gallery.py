@@ -11,9 +11,10 @@ Usage (from the repository root)::
 The report directory is what ``--report-dir`` writes: ``report.json`` and ``figures/<ID>_<name>.png``.  The
 figures are copied to ``docs/figures/`` (a PNG larger than ``--max-kb`` is reduced to a 256-colour palette,
 then scaled down until it fits; the old gallery's PNGs that the report no longer has are removed, the figures
-of other scripts of docs/ kept) and ``docs/gallery.md`` gets one section per claim: the claim (``verify.claims``), its verdict, how many comparisons hold and its
-headline comparison (measured +- SE vs predicted), its figures, and the command that draws them again, with the
-profile, seed and machine of the run.  ``--out DIR`` writes ``DIR/gallery.md`` and ``DIR/figures/`` instead.
+of other scripts of docs/ kept) and ``docs/gallery.md`` gets one section per claim: the claim
+(``verify.claims``), its verdict, how many comparisons hold and its headline comparison (measured +- SE vs
+predicted), its figures, and the command that draws them again, with the profile, seed and machine of the run.
+``--out DIR`` writes ``DIR/gallery.md`` and ``DIR/figures/`` instead.
 
 ``--report-page DIR`` (a quick run's report directory) renders its ``report.html`` in headless Chromium (Debian's
 package ``chromium``) and puts the top of the page, :data:`PAGE_SIZE` CSS pixels, in ``report_page.png`` next to
