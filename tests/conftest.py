@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -63,6 +64,19 @@ SLOW_CASES = frozenset({
     "tests/test_benchmarks.py::test_runner_tiny_produces_table_and_json",
     "tests/test_benchmarks.py::test_device_dry_run_checks_every_section",
 })
+
+
+def pytest_configure(config: Any) -> None:
+    """In a pytest-xdist worker (``-n``, the default), run torch and BLAS at ``cores // workers`` threads: the workers
+    share the cores, and more threads than cores only spin."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        import torch
+        from threadpoolctl import threadpool_limits
+
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        torch.set_num_threads(threads)
+        threadpool_limits(threads)
 
 
 def pytest_collection_modifyitems(config: Any, items: list) -> None:
