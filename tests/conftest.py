@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from pathlib import Path
@@ -66,17 +67,23 @@ SLOW_CASES = frozenset({
 })
 
 
+_WORKER_THREADS = contextlib.ExitStack()
+
+
 def pytest_configure(config: Any) -> None:
-    """In a pytest-xdist worker (``-n``, the default), run torch and BLAS at ``cores // workers`` threads: the workers
-    share the cores, and more threads than cores only spin."""
+    """In a pytest-xdist worker (``-n``, the default), run torch and BLAS at ``cores // workers`` threads for the
+    session (:func:`numerics.threads.torch_threads`): the workers share the cores, and more threads than cores only
+    spin."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     if workers > 1:
-        import torch
-        from threadpoolctl import threadpool_limits
+        from numerics.threads import torch_threads
 
-        threads = max(1, (os.cpu_count() or 1) // workers)
-        torch.set_num_threads(threads)
-        threadpool_limits(threads)
+        _WORKER_THREADS.enter_context(torch_threads(max(1, (os.cpu_count() or 1) // workers)))
+
+
+def pytest_unconfigure(config: Any) -> None:
+    """Restore the thread counts :func:`pytest_configure` set."""
+    _WORKER_THREADS.close()
 
 
 def pytest_collection_modifyitems(config: Any, items: list) -> None:
